@@ -1,0 +1,293 @@
+/*
+ * filter.h - the kernel's event-filter language: parse, type-check against an
+ * event's fields, evaluate on one event, and compile to an SQL WHERE clause.
+ *
+ * Grammar (the kernel's, Documentation/trace/events.rst "Event filtering"):
+ *
+ *   expr  := and ( "||" and )*            && binds tighter than ||
+ *   and   := unary ( "&&" unary )*
+ *   unary := "!" unary | "(" expr ")" | pred
+ *   pred  := FIELD OP VALUE
+ *   FIELD := [A-Za-z_][A-Za-z0-9_]*
+ *   OP    := == != < <= > >= &            numeric fields
+ *            == != ~                      string fields (~ is a glob)
+ *   VALUE := "..." | '...' | bare word    no escapes inside quotes; a bare
+ *                                         word runs to whitespace, ( ) & | or
+ *                                         a quote
+ *
+ * Decisions (compatible with the kernel unless said otherwise):
+ * - Numbers are read like the kernel's kstrto*ll(base 0): optional sign,
+ *   "0x" hex, a leading "0" means octal, otherwise decimal.  A number must
+ *   fit the field's width and signedness (the kernel does not check; we
+ *   reject, e.g. a negative value for an unsigned field).  A mask for `&`
+ *   on a signed field may also be written unsigned: `prio & 0x80` for an
+ *   8-bit prio tests its sign bit.
+ * - For a string field every value is a string, so `comm == 123` compares
+ *   with the text "123"; a quoted value for a numeric field is a type error.
+ * - Globs (~) follow the kernel's glob_match(): '*', '?', classes "[abc]",
+ *   ranges "[a-z]", negation "[!abc]", ']' first in a class is literal,
+ *   a '[' without a closing ']' is a literal '[', and '\' makes the next
+ *   character literal outside classes.  As the kernel's
+ *   filter does, a leading '!' in the pattern inverts it: `comm ~ "!k*"`
+ *   matches every comm not starting with k.
+ * - CPUS{list} (current kernels' cpulist, e.g. CPUS{0-3,7}) compares a
+ *   numeric CPU field or CPU: `&` is membership, `==` holds only for a
+ *   list of exactly that one CPU, `!=` is its negation; other operators
+ *   and string fields are type errors.  CPUs go up to 65535.
+ * - Strings compare as bytes up to the first NUL or the given length, so a
+ *   getter may hand over a fixed char[16] as is.
+ * - Field lookup is the kernel's: the event's own fields first, then the
+ *   generic CPU, cpu, common_cpu (FILTER_FIELD_CPU, unsigned) and COMM, comm
+ *   (FILTER_FIELD_COMM, string).
+ * - ".ustring" and the other field suffixes are not supported (syntax error).
+ * - Limits: FILTER_MAX_LEN bytes of text, FILTER_MAX_DEPTH nested '(' / '!'.
+ *
+ * Every error names the offending token by byte offset and length in the
+ * input, so filter_error_format() can put a caret under it.
+ *
+ * Thread safety: a parsed filter is immutable except for filter_bind(); a
+ * bound filter may be evaluated from many threads at once.
+ */
+#ifndef TC_FILTER_H
+#define TC_FILTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FILTER_MAX_LEN		4096	/* bytes of filter text */
+#define FILTER_MAX_DEPTH	32	/* nested parentheses and '!' */
+
+/* field indexes of the generic fields every event has */
+#define FILTER_FIELD_CPU	(-1)
+#define FILTER_FIELD_COMM	(-2)
+
+struct filter;
+
+/*
+ * struct filter_error - why parsing, binding or query parsing failed.
+ * @code: the TC_ERR_* (or -errno) that was also returned.
+ * @pos:  byte offset of the offending token in the text that was parsed
+ *        (for query_parse(): in the whole query text).
+ * @len:  its length in bytes; 0 means "at this point" (e.g. end of input).
+ * @msg:  a one-line description naming the token, without "error: ".
+ */
+struct filter_error {
+	int code;
+	size_t pos;
+	size_t len;
+	char msg[160];
+};
+
+enum filter_kind {
+	FILTER_SIGNED,
+	FILTER_UNSIGNED,
+	FILTER_STRING,
+};
+
+/*
+ * struct filter_field - one field of an event as the filter sees it.
+ * @name: as in the event's format file (common_pid, prev_comm, ...).
+ * @kind: signed or unsigned integer, or string (char arrays, __data_loc).
+ * @size: width in bytes for integers (1, 2, 4, 8); 0 or more than 8 counts
+ *        as 8.  Ignored for strings.
+ */
+struct filter_field {
+	const char *name;
+	enum filter_kind kind;
+	unsigned size;
+};
+
+/* struct filter_schema - the fields of one event, indexed 0..count-1. */
+struct filter_schema {
+	const struct filter_field *fields;
+	size_t count;
+};
+
+/*
+ * filter_parse - parse filter text into an unbound filter.
+ * @text: NUL-terminated filter text; at most FILTER_MAX_LEN bytes.
+ * @out:  receives the filter on success; the caller frees it with
+ *        filter_free().  Untouched on failure.
+ * @err:  on failure, where and why (may be NULL).
+ *
+ * Parsing needs no schema: names, operators and constants are checked
+ * against field types by filter_bind().
+ *
+ * Return: 0 on success; TC_ERR_SYNTAX (unexpected token, unmatched paren,
+ * empty filter), TC_ERR_UNEXPECTED_END (input ends inside an expression),
+ * TC_ERR_UNTERMINATED (string without closing quote), TC_ERR_BAD_OPERATOR,
+ * TC_ERR_TOO_DEEP, TC_ERR_TOO_LONG, -ENOMEM.
+ */
+int filter_parse(const char *text, struct filter **out, struct filter_error *err);
+
+/* filter_free - free a filter from filter_parse() or filter_dup(); NULL ok. */
+void filter_free(struct filter *f);
+
+/*
+ * filter_dup - copy a filter, including its binding if it has one.
+ * @f:   the filter to copy.
+ * @out: receives the copy (caller frees it); untouched on failure.
+ *
+ * Useful for a subsystem filter: one copy per event, each bound to that
+ * event's schema.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int filter_dup(const struct filter *f, struct filter **out);
+
+/* filter_text - the text @f was parsed from; owned by @f. */
+const char *filter_text(const struct filter *f);
+
+/*
+ * filter_bind - resolve field names and type-check against one event.
+ * @f:      a parsed filter; may have been bound before (to any schema).
+ * @schema: the event's fields; must stay valid only during the call (the
+ *          filter keeps indexes, kinds and sizes, not pointers).
+ * @err:    on failure, the offending token (may be NULL).
+ *
+ * Each name resolves to an index into @schema->fields, or to
+ * FILTER_FIELD_CPU / FILTER_FIELD_COMM (see the header comment).  Each
+ * predicate's operator and constant are checked against the field's kind,
+ * width and signedness.  On failure the previous binding (if any) is kept
+ * unchanged.
+ *
+ * Return: 0 on success; TC_ERR_UNKNOWN_FIELD (pointing at the name; for a
+ * subsystem filter this means "this event keeps its own filter"),
+ * TC_ERR_TYPE_MISMATCH (operator not valid for the field, or a string
+ * constant for a numeric field; pointing at the operator or value),
+ * TC_ERR_BAD_NUMBER (malformed or out-of-range number, pointing at it),
+ * -ENOMEM.
+ */
+int filter_bind(struct filter *f, const struct filter_schema *schema,
+		struct filter_error *err);
+
+/*
+ * filter_fields - the distinct field names @f mentions, in order of first
+ * appearance, as written (CPU and COMM included).
+ * @f:     a parsed filter.
+ * @names: receives an array of @count NUL-terminated names owned by @f,
+ *         valid until filter_free().
+ * @count: receives the number of names.
+ *
+ * filter_bind() is the authoritative "does this event have every field"
+ * check; this list serves messages and quick pre-checks.
+ *
+ * Return: 0.
+ */
+int filter_fields(const struct filter *f, const char *const **names, size_t *count);
+
+/*
+ * struct filter_value - one field value of one event, from the getter.
+ * Integers: @i for FILTER_SIGNED, @u for FILTER_UNSIGNED.  Strings: @str.s
+ * need not be NUL-terminated; comparison stops at @str.len or the first NUL.
+ */
+struct filter_value {
+	enum filter_kind kind;
+	union {
+		int64_t i;
+		uint64_t u;
+		struct {
+			const char *s;
+			size_t len;
+		} str;
+	};
+};
+
+/*
+ * filter_get_fn - supply the value of field @field_index (a schema index or
+ * FILTER_FIELD_CPU / FILTER_FIELD_COMM) of the event being evaluated.
+ * Return 0, or a negative code that filter_eval() passes back.  A numeric
+ * value of the other signedness is reinterpreted; a string where a number is
+ * expected (or the reverse) makes filter_eval() fail.
+ */
+typedef int (*filter_get_fn)(void *ctx, int field_index, struct filter_value *out);
+
+/*
+ * filter_eval - evaluate a bound filter on one event.
+ * @f:   a filter bound with filter_bind().
+ * @get: called for the fields the evaluation needs (&& and || short-circuit,
+ *       so not necessarily for all of them).
+ * @ctx: passed to @get.
+ *
+ * Context: any thread; does not allocate.
+ * Return: 1 if the event matches, 0 if not; -EINVAL if @f is not bound,
+ * TC_ERR_TYPE_MISMATCH if @get returned the wrong kind of value, or the
+ * getter's own negative code.
+ */
+int filter_eval(const struct filter *f, filter_get_fn get, void *ctx);
+
+/*
+ * filter_sql.binds hold one value per '?' of filter_sql.where, as struct
+ * filter_value: bind @i with sqlite3_bind_int64() for both FILTER_SIGNED
+ * and FILTER_UNSIGNED (for unsigned, @i aliases @u: the two's-complement
+ * bit pattern, see filter_to_sql()); bind strings @str.s / @str.len as
+ * TEXT (@str.s is also NUL-terminated).
+ */
+
+/*
+ * struct filter_sql - a WHERE clause (without the WHERE keyword) and the
+ * values for its '?' placeholders, in order.  Owned by the caller; free with
+ * filter_sql_free().
+ */
+struct filter_sql {
+	char *where;
+	struct filter_value *binds;
+	size_t nbinds;
+};
+
+/*
+ * filter_column_fn - the SQL expression that holds field @field_index (a
+ * schema index or FILTER_FIELD_CPU / FILTER_FIELD_COMM), e.g. "\"prev_pid\""
+ * or "cpu".  It is pasted as is, so it must be a primary expression (quoted
+ * name, function call, or parenthesised).  Return NULL if there is none.
+ */
+typedef const char *(*filter_column_fn)(void *ctx, int field_index);
+
+/*
+ * filter_to_sql - compile a bound filter to an SQLite WHERE clause.
+ * @f:      a filter bound with filter_bind().
+ * @column: maps field indexes to SQL expressions.
+ * @ctx:    passed to @column.
+ * @out:    receives the clause and binds on success; untouched on failure.
+ *
+ * Values never enter the SQL text: every constant becomes a '?' with an
+ * entry in @out->binds.  Strings compare as TEXT (=, <>), globs become
+ * GLOB with the pattern rewritten to SQLite's syntax ("[!..]" -> "[^..]",
+ * escaped or literal metacharacters -> "[*]", "[?]", "[[]"), and `&`
+ * becomes ((col & ?) <> 0).
+ *
+ * Unsigned 64-bit fields: SQLite integers are signed 64-bit, so the store
+ * must keep a u64 value v as the INTEGER (int64_t)v (the bit pattern, as
+ * sqlite3_bind_int64((int64_t)v) does).  Equality and & work unchanged on
+ * that; < <= > >= are rewritten with a sign test so they follow unsigned
+ * order (e.g. col <u 5 becomes (col >= 0 AND col < ?)).
+ *
+ * Known difference: filter_eval() matches globs byte by byte, SQLite GLOB
+ * by UTF-8 character; '?' and classes agree only on ASCII text.  A class
+ * that can match no byte at all compiles to the constant 0.
+ *
+ * Return: 0; -EINVAL if @f is not bound; TC_ERR_UNKNOWN_FIELD if @column
+ * returned NULL; -ENOMEM.
+ */
+int filter_to_sql(const struct filter *f, filter_column_fn column, void *ctx,
+		  struct filter_sql *out);
+
+/* filter_sql_free - free what filter_to_sql() put in @s and zero it. */
+void filter_sql_free(struct filter_sql *s);
+
+/*
+ * filter_error_format - render an error for the user:
+ *   "error: <msg>\n  <input>\n  <spaces>^~~~\n"
+ * @input: the text that was parsed (control characters are shown as
+ *         spaces; tabs are kept so the caret lines up).
+ * @e:     the error; the caret spans e->len bytes (at least one '^').
+ * @buf:   output, always NUL-terminated if @len > 0.
+ * @len:   size of @buf.
+ *
+ * Return: the length of the full message like snprintf(); a value >= @len
+ * means it was truncated.
+ */
+int filter_error_format(const char *input, const struct filter_error *e,
+			char *buf, size_t len);
+
+#endif

@@ -1,0 +1,41 @@
+/*
+ * log.h - the one logger for daemons and tools.
+ *
+ * Each .c file that logs defines LOG_PREFIX (a short module name) before
+ * including this header; messages read "tracecollectd[pid]: store: ...".
+ * Library code logs only through here and never writes to stdout.
+ */
+#ifndef TC_LOG_H
+#define TC_LOG_H
+
+#include <stdbool.h>
+
+enum log_level {
+	LOGL_ERR,
+	LOGL_WARN,
+	LOGL_INFO,
+	LOGL_DEBUG,
+};
+
+/*
+ * log_init - set the program name, the most verbose level printed, and
+ * whether messages go to syslog instead of stderr. May be called again.
+ */
+void log_init(const char *ident, enum log_level max_level, bool to_syslog);
+
+/* log_level_enabled - whether a message at @level would be printed. */
+bool log_level_enabled(enum log_level level);
+
+void log_msg(enum log_level level, const char *prefix, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#ifndef LOG_PREFIX
+#define LOG_PREFIX NULL
+#endif
+
+#define log_err(...)	log_msg(LOGL_ERR, LOG_PREFIX, __VA_ARGS__)
+#define log_warn(...)	log_msg(LOGL_WARN, LOG_PREFIX, __VA_ARGS__)
+#define log_info(...)	log_msg(LOGL_INFO, LOG_PREFIX, __VA_ARGS__)
+#define log_debug(...)	log_msg(LOGL_DEBUG, LOG_PREFIX, __VA_ARGS__)
+
+#endif

@@ -1,0 +1,75 @@
+/*
+ * ring_priv.h - the process-local view of a mapped ring file, shared by
+ * common/ring.c (writer side) and common/ring_reader.c (reader side).
+ */
+#ifndef COMMON_RING_PRIV_H
+#define COMMON_RING_PRIV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sched.h>
+#include <time.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+#include "common/ring.h"
+#include "common/ring_internal.h"
+
+struct ring {
+	uint8_t *base;			/* the mapping */
+	size_t size;
+	int fd;
+	struct ring_hdr *hdr;
+	struct ring_buf **bufs;		/* nbufs pointers into the mapping */
+	bool *held;			/* reader: page out, not yet put */
+	uint32_t nbufs, ncpu;
+	uint32_t page_size, data_size;	/* data_size = page_size - 16 */
+	uint32_t nslots, nshift;	/* nslots = 1 << nshift */
+	uint32_t mode, clock;
+	bool rseq;			/* RING_F_RSEQ: see ring.c */
+	uint64_t ctl_size;		/* buffer control block; pages follow */
+	uint64_t fmt_off, fmt_size;	/* format table, checked at open */
+};
+
+/* ring_page - address of physical page @phys of buffer @b. */
+static inline uint8_t *ring_page(const struct ring *r,
+				 const struct ring_buf *b, uint64_t phys)
+{
+	return (uint8_t *)b + r->ctl_size + phys * r->page_size;
+}
+
+/* ring_clock_read - the writers' clock, inline (rdtsc: ~10 ns here). */
+static inline uint64_t ring_clock_read(uint32_t clk)
+{
+	struct timespec ts;
+
+#if defined(__x86_64__)
+	if (clk == RING_CLOCK_TSC)
+		return __rdtsc();
+#endif
+	(void)clk;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ring_cpu - the calling thread's CPU: glibc's rseq area when it
+ * registered one (a load), else sched_getcpu(). */
+int ring_cpu(void);
+
+/* ring_pin - move the calling thread to CPU @cpu, saving its affinity in
+ * *@saved for ring_unpin(). Return: 0; -EINVAL; -errno. */
+int ring_pin(unsigned cpu, cpu_set_t *saved);
+void ring_unpin(const cpu_set_t *saved);
+
+uint8_t *ring_claim_page(const struct ring *r, struct ring_buf *b,
+			 uint64_t q);
+uint64_t ring_buf_ctl_size(uint32_t nslots, uint32_t page_size);
+int ring_view(struct ring *r);
+int ring_map_fd(int fd, uint64_t size, bool populate, struct ring **out);
+void ring_end_page(const struct ring *r, struct ring_buf *b, uint64_t p,
+		   uint32_t off, uint32_t pad);
+
+#endif

@@ -1,0 +1,260 @@
+/*
+ * msg.h - control messages: msgpack maps carried in FRAME_MSG frames.
+ *
+ * Each message is a msgpack map whose key "t" names its type; the other keys
+ * are listed per type in proto/PROTOCOL.md. Unknown keys are ignored (so
+ * either side may add fields without a version bump); a missing required key
+ * or a value of the wrong msgpack type is rejected.
+ *
+ * Flow: agent -> HELLO; collector -> WELCOME (or ERROR and close); agent ->
+ * HEADER_PAGE, FORMAT per event, then pages interleaved with CMDLINES,
+ * CLOCK and CPU_STATS; at the end agent -> BYE; collector commits everything
+ * and answers DONE with what it stored, then both close. An agent that
+ * sends a session id in HELLO gets ACKs (stream, seq) whenever pages are
+ * committed, and may resend un-acknowledged pages after a reconnect.
+ */
+#ifndef PROTO_MSG_H
+#define PROTO_MSG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PROTO_VERSION		1
+#define PROTO_MAX_STRING	(256u * 1024)	/* longest string field */
+#define PROTO_MAX_CMDLINES	65536		/* entries in one CMDLINES */
+
+enum proto_msg_type {
+	MSG_HELLO = 1,		/* agent: who I am */
+	MSG_WELCOME,		/* collector: accepted */
+	MSG_HEADER_PAGE,	/* agent: events/header_page text */
+	MSG_FORMAT,		/* agent: one event's format file */
+	MSG_CMDLINES,		/* agent: pid -> comm pairs */
+	MSG_CLOCK,		/* agent: a trace clock / realtime sample */
+	MSG_CPU_STATS,		/* agent: per-CPU counters */
+	MSG_BYE,		/* agent: no more pages follow */
+	MSG_DONE,		/* collector: all received data is committed */
+	MSG_ERROR,		/* either: fatal error, connection closes */
+	MSG_ACK,		/* collector: pages up to seq are committed */
+	MSG_GROUP = 20,		/* agent: a program's user-space ring buffer */
+	MSG_SYMBOLS = 21,	/* agent: function symbols of a group or the kernel */
+};
+
+struct proto_clock {
+	uint64_t trace_ns;	/* trace clock, in ns */
+	int64_t realtime_ns;	/* CLOCK_REALTIME at the same instant */
+};
+
+struct proto_hello {
+	uint32_t version;	/* PROTO_VERSION */
+	char *host;		/* host name */
+	char *machine_id;	/* /etc/machine-id */
+	char *boot_id;		/* /proc/sys/kernel/random/boot_id */
+	char *kernel;		/* uname -r */
+	char *trace_clock;	/* e.g. "mono" */
+	uint32_t ncpus;
+	uint32_t page_size;	/* ring-buffer sub-buffer size in bytes */
+	uint32_t long_size;	/* sizeof(long) on the traced host: 4 or 8 */
+	bool big_endian;
+	struct proto_clock clock;
+	uint64_t session;	/* optional: this agent run's random id; 0 =
+				 * none (no dedup, no ACKs) */
+};
+
+struct proto_welcome {
+	uint32_t version;	/* protocol version the collector speaks */
+	uint64_t host_id;	/* the collector's id for this host */
+};
+
+struct proto_text {		/* MSG_HEADER_PAGE */
+	char *text;
+	size_t len;
+};
+
+struct proto_format {		/* MSG_FORMAT */
+	char *system;
+	char *name;
+	char *text;		/* the format file, verbatim */
+	size_t len;
+	uint32_t group;		/* 0: the kernel's; else a MSG_GROUP's */
+};
+
+/*
+ * MSG_GROUP announces one traced program's ring buffer (our user-space
+ * ring, kernel page format): its pages arrive on streams [first_stream,
+ * first_stream + nstreams), stream - first_stream being the buffer (the
+ * CPU; the last one is the durable buffer), and its events are decoded
+ * with the formats sent with this group number. Timestamps are in @clock:
+ * "mono" (ns, like the kernel instance's) or "tsc", converted as
+ * mono0 + ((tsc - tsc0) * mult >> shift).
+ */
+struct proto_group {
+	uint32_t group;		/* >= 1, unique per connection */
+	int32_t pid;		/* the program's pid */
+	char *comm;		/* its name */
+	char *clock;		/* "tsc" or "mono" */
+	uint64_t tsc0, mono0;
+	uint32_t mult, shift;
+	uint32_t first_stream;	/* >= 32768: below are kernel CPUs */
+	uint32_t nstreams;
+	uint32_t page_size;	/* this ring's page size in bytes */
+};
+
+#define PROTO_USER_STREAM_BASE	32768u
+
+/*
+ * MSG_SYMBOLS carries part of the function symbol table of group @group's
+ * program (every executable mapping, at its run-time addresses), or with
+ * group 0 of the kernel (/proc/kallsyms, once per connection). @text is
+ * lines "ADDR SIZE NAME\n", ADDR and SIZE in hex without 0x (see
+ * proto/symbols.h); a table longer than one message comes in several,
+ * each of whole lines. They add up: nothing is replaced.
+ */
+struct proto_symbols {
+	uint32_t group;		/* 0: the kernel; else a MSG_GROUP's */
+	char *text;
+	size_t len;
+};
+
+struct proto_cmdline {
+	int32_t pid;
+	char comm[16];		/* NUL-terminated, truncated like the kernel's */
+};
+
+struct proto_cmdlines {
+	uint32_t count;
+	struct proto_cmdline *items;
+};
+
+struct proto_cpu_stats {
+	uint32_t cpu;
+	uint64_t pages;		/* pages shipped */
+	uint64_t events;	/* events in those pages */
+	uint64_t bytes;		/* payload bytes shipped */
+	uint64_t overrun;	/* kernel: events overwritten (per_cpu stats) */
+	uint64_t dropped;	/* kernel: events dropped (buffer full) */
+	uint64_t commit_overrun;
+	/* Optional (0 when absent): the agent's delivery counters. */
+	uint64_t resent_pages;	/* pages sent again after a reconnect */
+	uint64_t lost_pages;	/* pages given up un-acknowledged */
+	uint64_t lost_events;	/* events in them */
+	uint64_t pages_mmap;	/* pages read by path: mmap reader page, */
+	uint64_t pages_splice;	/* splice into the socket, */
+	uint64_t pages_read;	/* read(2) */
+	uint64_t copied_bytes;	/* page bytes copied in user space */
+};
+
+struct proto_bye {
+	uint64_t pages;		/* totals over all CPUs */
+	uint64_t events;
+};
+
+struct proto_done {
+	uint64_t pages;		/* pages the collector stored this session */
+	uint64_t events;	/* events it stored (after server-side filters) */
+};
+
+struct proto_error {
+	int32_t code;		/* a tc_error code */
+	char *text;
+};
+
+struct proto_ack {		/* MSG_ACK */
+	uint32_t stream;
+	uint64_t seq;		/* every page of @stream up to @seq is stored */
+};
+
+struct proto_msg {
+	enum proto_msg_type type;
+	union {
+		struct proto_hello hello;
+		struct proto_welcome welcome;
+		struct proto_text header_page;
+		struct proto_format format;
+		struct proto_cmdlines cmdlines;
+		struct proto_clock clock;
+		struct proto_cpu_stats cpu_stats;
+		struct proto_bye bye;
+		struct proto_done done;
+		struct proto_error error;
+		struct proto_group group;
+		struct proto_ack ack;
+		struct proto_symbols symbols;
+	};
+};
+
+/*
+ * A growable byte buffer that encoders append to. The caller may read
+ * data[0..len) and reset len to 0 to reuse the allocation.
+ */
+struct proto_buf {
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+};
+
+/* proto_buf_init - make @b empty, owning nothing. */
+void proto_buf_init(struct proto_buf *b);
+/* proto_buf_free - release @b's memory and leave it empty (re-usable). */
+void proto_buf_free(struct proto_buf *b);
+
+/* proto_buf_append - append @len bytes of @p to @b. Return: 0 or -ENOMEM. */
+int proto_buf_append(struct proto_buf *b, const void *p, size_t len);
+
+/*
+ * proto_msg_encode - append @m as a complete FRAME_MSG frame (header and
+ * msgpack payload) to @out.
+ *
+ * Every field of the type is written; a NULL string is sent as "". Text
+ * fields (header_page, format.text) are sent as their @len bytes. @m stays
+ * owned by the caller. On any failure @out is left as it was.
+ *
+ * Return: 0; -ENOMEM; TC_ERR_MSG_UNKNOWN for a bad type; TC_ERR_TOO_LONG when
+ * a string exceeds PROTO_MAX_STRING, cmdlines.count exceeds
+ * PROTO_MAX_CMDLINES or the payload would exceed FRAME_MAX_PAYLOAD (65536
+ * full cmdlines do not fit: send at most 32768 per message);
+ * TC_ERR_MSG_MALFORMED when a text holds a NUL byte.
+ */
+int proto_msg_encode(const struct proto_msg *m, struct proto_buf *out);
+
+/*
+ * proto_msg_decode - decode the msgpack payload of one FRAME_MSG frame.
+ *
+ * On success *@out owns copies of all strings and arrays; release them with
+ * proto_msg_free(). Strings are NUL-terminated and may not contain NUL.
+ *
+ * Absent optional strings decode as "" (never NULL). A HELLO whose version
+ * is not PROTO_VERSION needs only "t" and "v", so the collector can always
+ * read the version and refuse it (PROTOCOL.md, version negotiation).
+ *
+ * Return: 0; TC_ERR_MSG_MALFORMED (not exactly one map, truncated or
+ * trailing bytes, wrong value type, integer out of range, duplicate key,
+ * string too long or with NUL, @len over FRAME_MAX_PAYLOAD);
+ * TC_ERR_MSG_MISSING (required key absent); TC_ERR_MSG_UNKNOWN (unknown
+ * "t"); -ENOMEM. *@out is written only on success.
+ */
+int proto_msg_decode(const void *payload, size_t len, struct proto_msg *out);
+
+/*
+ * proto_msg_free - release what proto_msg_decode() allocated in @m and
+ * set those pointers to NULL. Only for decoded messages: it frees every
+ * string and array of @m's type.
+ */
+void proto_msg_free(struct proto_msg *m);
+
+/*
+ * proto_msgpack_check - whether @buf holds exactly one complete msgpack
+ * object with no trailing bytes, no container announcing more elements
+ * than there are bytes left (each element takes at least one byte), and
+ * nesting at most 16 deep. Run it on untrusted bytes before msgpack-c,
+ * which allocates for a container's announced size before reading it (five
+ * bytes could ask for 100 GB).
+ *
+ * Return: 0 if so, -1 if not.
+ */
+int proto_msgpack_check(const void *buf, size_t len);
+
+/* proto_msg_name - the type's name for logs ("hello", ...), or "unknown". */
+const char *proto_msg_name(enum proto_msg_type type);
+
+#endif

@@ -1,0 +1,125 @@
+/*
+ * symbols.c - write and parse the symbol lines of MSG_SYMBOLS (see
+ * symbols.h). The parser reads untrusted bytes: it checks every character
+ * and length before converting anything, and never reads past @len.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/tc_error.h"
+#include "proto/symbols.h"
+
+int proto_sym_append(struct proto_buf *b, uint64_t addr, uint64_t size, const char *name)
+{
+	char line[64 + PROTO_SYM_MAX_NAME];
+	size_t nlen = strlen(name), start, i;
+	int n;
+
+	if (!nlen)
+		return -EINVAL;
+	if (nlen > PROTO_SYM_MAX_NAME)
+		nlen = PROTO_SYM_MAX_NAME;
+	n = snprintf(line, sizeof(line), "%" PRIx64 " %" PRIx64 " ", addr, size);
+	start = (size_t)n;
+	for (i = 0; i < nlen; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		line[start + i] = c > ' ' && c < 0x7f ? (char)c : '?';
+	}
+	line[start + nlen] = '\n';
+	return proto_buf_append(b, line, start + nlen + 1);
+}
+
+/* Parse 1..16 lower-case hex digits of @s[0..@n). Return: 0 or -1. */
+static int parse_hex(const char *s, size_t n, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (n == 0 || n > 16)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (c >= '0' && c <= '9')
+			v = v << 4 | (uint64_t)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			v = v << 4 | (uint64_t)(c - 'a' + 10);
+		else
+			return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static size_t field_len(const char *s, size_t n, char stop)
+{
+	const char *e = memchr(s, stop, n);
+
+	return e ? (size_t)(e - s) : n;
+}
+
+/* One line (without its '\n') into @sym, its name copied to @name. */
+static int parse_line(const char *s, size_t n, struct proto_sym *sym, char *name)
+{
+	size_t a = field_len(s, n, ' '), z, i;
+
+	if (a == n || parse_hex(s, a, &sym->addr) < 0)
+		return -1;
+	s += a + 1;
+	n -= a + 1;
+	z = field_len(s, n, ' ');
+	if (z == n || parse_hex(s, z, &sym->size) < 0)
+		return -1;
+	s += z + 1;
+	n -= z + 1;
+	if (n == 0 || n > PROTO_SYM_MAX_NAME)
+		return -1;
+	for (i = 0; i < n; i++)
+		if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
+			return -1;
+	memcpy(name, s, n);
+	name[n] = '\0';
+	sym->name = name;
+	sym->name_len = n;
+	return 0;
+}
+
+int proto_sym_parse(const char *text, size_t len,
+		    int (*fn)(void *ctx, const struct proto_sym *sym), void *ctx,
+		    size_t *bad_line)
+{
+	char name[PROTO_SYM_MAX_NAME + 1];
+	struct proto_sym sym;
+	size_t line = 0, n;
+	int ret;
+
+	while (len) {
+		line++;
+		n = field_len(text, len, '\n');
+		if (n == len || parse_line(text, n, &sym, name) < 0) {
+			if (bad_line)
+				*bad_line = line;
+			return TC_ERR_MSG_MALFORMED;
+		}
+		ret = fn(ctx, &sym);
+		if (ret)
+			return ret;
+		text += n + 1;
+		len -= n + 1;
+	}
+	return 0;
+}
+
+void proto_sym_format(char *buf, size_t len, const char *name, uint64_t off)
+{
+	if (!len)
+		return;
+	if (off)
+		snprintf(buf, len, "%s+0x%" PRIx64, name, off);
+	else
+		snprintf(buf, len, "%s", name);
+}

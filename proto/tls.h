@@ -1,0 +1,70 @@
+/*
+ * tls.h - TLS context setup shared by the agent and the collector.
+ *
+ * Both ends authenticate each other: every context loads its own
+ * certificate and key, trusts only the CA file it is given, and requires
+ * the peer to present a certificate signed by that CA (TLS 1.2 at least).
+ */
+#ifndef PROTO_TLS_H
+#define PROTO_TLS_H
+
+#include <stddef.h>
+#include <openssl/ssl.h>
+
+enum tls_role {
+	TLS_ROLE_SERVER,
+	TLS_ROLE_CLIENT,
+};
+
+struct tls_files {
+	const char *cert;	/* PEM certificate (chain) */
+	const char *key;	/* PEM private key */
+	const char *ca;		/* PEM CA certificate(s) that sign peers */
+};
+
+/*
+ * tls_ctx_new - make an SSL_CTX for @role from @files.
+ * @err: receives a one-line reason on failure (file, and OpenSSL's words).
+ *
+ * The context verifies the peer (SSL_VERIFY_PEER, and on the server
+ * SSL_VERIFY_FAIL_IF_NO_PEER_CERT), checks that the key matches the
+ * certificate, and ignores SIGPIPE-prone defaults (the caller still sets
+ * MSG_NOSIGNAL/SIGPIPE handling for its sockets). Also: TLS 1.2 minimum,
+ * SSL_OP_NO_RENEGOTIATION, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER; the server
+ * sends the CA file's names as its acceptable client CAs and has a session
+ * id context. Keys must be unencrypted (a daemon has no one to ask for a
+ * passphrase). The peer's host name is not checked: a client that wants
+ * that calls SSL_set1_host() on its SSL. kTLS is left to the caller
+ * (SSL_CTX_set_options(ctx, SSL_OP_ENABLE_KTLS)). The caller frees *@out
+ * with SSL_CTX_free().
+ *
+ * @err examples: "certificate /etc/tc/a.crt: No such file or directory",
+ * "private key /etc/tc/a.key does not match certificate /etc/tc/a.crt",
+ * "CA file /etc/tc/ca.crt: no usable PEM CA certificate (no certificate
+ * or crl found)".
+ *
+ * Return: 0 and *@out; TC_ERR_TLS with @err filled. *@out only on success.
+ */
+int tls_ctx_new(enum tls_role role, const struct tls_files *files,
+		SSL_CTX **out, char *err, size_t errlen);
+
+/*
+ * tls_errors - drain OpenSSL's error queue of this thread into @buf as one
+ * line ("; "-separated), adding the peer-verification result of @ssl when
+ * @ssl is not NULL and verification failed. Returns @buf; "" when nothing
+ * was queued.
+ *
+ * Call it right after the failing SSL call, before any other OpenSSL call
+ * in the thread. A refused peer certificate reads e.g. "certificate verify
+ * failed: unable to get local issuer certificate"; a client without one
+ * "peer did not return a certificate".
+ */
+const char *tls_errors(SSL *ssl, char *buf, size_t len);
+
+/*
+ * tls_peer_subject - the subject CN of @ssl's verified peer certificate
+ * into @buf ("?" when there is none). Returns @buf.
+ */
+const char *tls_peer_subject(SSL *ssl, char *buf, size_t len);
+
+#endif

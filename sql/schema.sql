@@ -1,0 +1,87 @@
+-- schema.sql - how tracecollect stores events in SQLite, and why.
+--
+-- This file is documentation: the executable schema is the numbered
+-- migrations next to it (0001-initial.sql, ...), embedded into the binary
+-- at build time by sql/embed.sh and applied in order by server/store_sqlite.c.
+-- PRAGMA user_version holds the number of the last migration applied; a
+-- database newer than the binary is refused, an older one is migrated.
+--
+-- Fixed tables (0001-initial.sql):
+--   hosts        one row per traced host, keyed by (machine_id, name);
+--                clock_offset_ns = CLOCK_REALTIME - trace clock (ns) from the
+--                latest clock sample: wall ns = trace ns + clock_offset_ns.
+--   cpus         per host and CPU: what the collector received and stored
+--                (pages, events, bytes; added to) and what the agent
+--                reported (agent_*, and the kernel's overrun, dropped,
+--                commit_overrun counters; overwritten by each report).
+--   event_types  one row per (system, name): its table and latest format.
+--   event_fields one row per field ever seen: column name, kind (signed,
+--                unsigned, string, blob), size, ordinal (first-seen order).
+--   comms        pid -> comm per host, from the agent's cmdlines.
+--
+-- Drop counters (0002-drops.sql):
+--   drops        events not kept, per (host_id, system, name, reason):
+--                reason 'filter' counts events a server-side filter dropped
+--                at ingest (per host); 'retention' counts rows removed by
+--                retention (host_id 0: all hosts). Added to, never reset.
+-- Delivery (0003-delivery.sql):
+--   stream_marks per (host, boot_id, agent session, stream): the highest
+--                page sequence number stored. Written in the transaction
+--                that stores the page's events, read when an agent
+--                reconnects: a page at or below the mark is a resend of a
+--                stored page and is dropped (counted in cpus.dup_pages).
+--   cpus         gains dup_pages and the agent's delivery counters
+--                (resent_pages, lost_pages, lost_events, pages per read
+--                path, copied_bytes).
+--
+-- One typed table per event type, created at run time from the format:
+--
+--   ev_<system>_<name>   (characters outside [A-Za-z0-9_] become '_'; a
+--                         numeric suffix keeps names unique)
+--     host_id, cpu, ts (wall clock ns), trace_ts (trace clock ns),
+--     then one column per field, named exactly as the field (quoted).
+--
+-- Why one table per event rather than one generic (event, field, value)
+-- table or a JSON blob per event: every field is a real, typed column, so
+-- a filter such as "prev_pid == 0 && prev_state & 2" compiles to plain SQL
+-- over columns with bound values, indexes can be added per field, rows are
+-- about as compact as the ring-buffer records, and inserts are one
+-- prepared statement per event type (inside a transaction, a multi-row
+-- INSERT of up to 64 events of that type at a time). The price is DDL at
+-- run time, which is cheap (one CREATE per event type per database
+-- lifetime).
+--
+-- Types: INTEGER for integer fields. SQLite integers are signed 64-bit, so
+-- an unsigned 64-bit field (pointers, u64) is stored as its int64 bit
+-- pattern: values >= 2^63 read back negative in SQL and must be cast back
+-- by the reader (the store's read side does, using event_fields.kind).
+-- TEXT for strings (char[N], __data_loc char[], up to the first NUL), BLOB
+-- for other arrays.
+--
+-- Evolution: a later format of the same event with new fields adds columns
+-- (ALTER TABLE ADD COLUMN; old rows read NULL). A field whose kind changes
+-- keeps its column and declared type: SQLite stores each value with its own
+-- storage class anyway, event_fields.kind records the latest kind, and
+-- readers take each value's class from the row. Fields that disappear keep
+-- their columns; new rows store NULL there.
+--
+-- Fixed-column clashes: a field named like a fixed column (host_id, cpu,
+-- ts, trace_ts, case-insensitively, as SQLite compares identifiers) is
+-- stored in a column "field_<name>"; event_fields.col records the column.
+--
+-- Every event table has an index on (ts); queries page with the keyset
+-- (ts, rowid), which that index serves (an index carries the rowid).
+-- Retention deletes by ts through the same index, oldest first.
+--
+-- Symbols (0004): programs lists each traced program an agent announced
+-- (and, with grp 0, the kernel), symbols their function symbols with the
+-- address's top bit flipped so signed order is address order. The query
+-- side names an address of a row (ftrace:function ip, funcgraph func) by
+-- the programs of the row's host announced at or before the row's ts (the
+-- one whose pid is the row's common_pid first, then the latest few) and
+-- the first symbol at or below the address that covers it.
+-- Pages: a new database gets 16 KiB pages (PRAGMA page_size before the
+-- first table): fewer page writes (system calls), B-tree splits and
+-- cells per interior page to search than 4 KiB pages give, for rows of
+-- ~100 bytes that are mostly appended. An existing database keeps the
+-- page size it was created with.
