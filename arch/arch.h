@@ -1,0 +1,58 @@
+/*
+ * arch.h - the contract between the per-architecture function-tracer
+ * trampolines (arch/x86_64/mcount.S, arch/aarch64/mcount.S) and the
+ * function-graph runtime (lib/fgraph.c).
+ *
+ * Each architecture provides, in assembly:
+ *   - the hooks the compiler calls (x86_64: mcount for -pg, __fentry__
+ *     for -pg -mfentry; aarch64: _mcount for -pg). Each first checks the
+ *     attach word (*tc__on) and returns at once when nobody traces: one
+ *     load, one compare, one branch. Otherwise it saves the argument
+ *     registers and calls fgraph_arch_entry().
+ *   - fgraph_arch_return, the return trampoline: the address the runtime
+ *     writes over a traced function's return address. It saves the
+ *     return-value registers, calls fgraph_arch_exit() with the frame key
+ *     and jumps to the original return address that call gives back.
+ *
+ * Frame key: a value that identifies one activation of a traced function,
+ * known both at entry and at the trampoline, and smaller for deeper
+ * frames (stacks grow down on both architectures):
+ *   x86_64:  the address of the slot holding the return address (at the
+ *            trampoline: %rsp - 8, since `ret` just popped that slot);
+ *   aarch64: the caller's frame pointer (at entry: the x29 saved in the
+ *            function's frame record; at the trampoline: x29, which the
+ *            function's epilogue just restored).
+ * The runtime matches exits to entries by key, which is what lets it see
+ * through longjmp (frames skipped have smaller keys than the target).
+ */
+#ifndef ARCH_ARCH_H
+#define ARCH_ARCH_H
+
+#include <stdint.h>
+
+/*
+ * fgraph_arch_entry - a traced function was entered.
+ * @func:  an address inside the function (the hook call's return
+ *         address: symbol lookup by address finds the function)
+ * @retp:  where the function's return address lives (the parent slot);
+ *         the runtime may replace *@retp with fgraph_arch_return
+ * @key:   the frame key (see above)
+ * Context: called from the hooks with argument registers saved; never
+ * from code built with -pg.
+ */
+void fgraph_arch_entry(uintptr_t func, uintptr_t *retp, uintptr_t key);
+
+/*
+ * fgraph_arch_exit - a hijacked function returned to the trampoline.
+ * @key: the frame key.
+ * Return: the original return address, where the trampoline jumps.
+ * Never fails: if no shadow entry matches @key the runtime aborts with a
+ * message, since there is no correct address to go back to.
+ */
+uintptr_t fgraph_arch_exit(uintptr_t key);
+
+/* The return trampoline; only its address is used from C. */
+void fgraph_arch_return(void);
+
+
+#endif

@@ -1,0 +1,154 @@
+/*
+ * mcount.S - x86_64 function-tracer hooks: mcount (gcc -pg), __fentry__
+ * (gcc -pg -mfentry) and the return trampoline of the function graph
+ * tracer. The contract with the C runtime is arch/arch.h.
+ *
+ * Calling convention (System V AMD64). Arguments: rdi rsi rdx rcx r8 r9,
+ * al = number of vector registers for varargs, r10 = static chain, xmm0-7
+ * float/vector arguments. Return values: rax rdx, xmm0 xmm1 (and st0 for
+ * long double, which the C runtime never touches). r11 is scratch for
+ * everyone, so the hooks use it freely. The C runtime may clobber any
+ * caller-saved register, hence everything an argument or return value
+ * can live in is saved around the call. The stack is aligned to 16 by
+ * hand before calling C (the hooks can be called with any alignment the
+ * traced code happens to have).
+ *
+ * Stack on entry to __fentry__ (called as the function's first
+ * instruction, before its prologue):
+ *     0(%rsp)  return address into the traced function
+ *     8(%rsp)  the traced function's return address  <- the parent slot
+ *
+ * Stack on entry to mcount (called after `push %rbp; mov %rsp,%rbp`):
+ *     0(%rsp)  return address into the traced function
+ *     0(%rbp)  the caller's %rbp
+ *     8(%rbp)  the traced function's return address  <- the parent slot
+ *
+ * Frame of the save area both hooks build (after push %rbp / mov):
+ *     8(%rbp)  return address into the traced function
+ *     0(%rbp)  saved %rbp
+ *   ... aligned down to 16, then 192 bytes:
+ *     0..56    rdi rsi rdx rcx r8 r9 rax r10
+ *     64..184  xmm0..xmm7
+ *
+ * At fgraph_arch_return (reached by the traced function's `ret`) %rsp
+ * points just above the parent slot it popped: the frame key is %rsp - 8.
+ */
+#include "arch/asm.h"
+
+#define SAVE_SIZE 192
+
+/* Fast path: return unless an agent is attached (*tc__on != 0). */
+.macro TRACING_OFF_RETURN
+	movq	tc__on@GOTPCREL(%rip), %r11
+	movq	(%r11), %r11
+	cmpl	$0, (%r11)
+	jne	1f
+	ret
+1:
+.endm
+
+.macro SAVE_ARGS
+	pushq	%rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset %rbp, -16
+	movq	%rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	andq	$-16, %rsp
+	subq	$SAVE_SIZE, %rsp
+	movq	%rdi, 0(%rsp)
+	movq	%rsi, 8(%rsp)
+	movq	%rdx, 16(%rsp)
+	movq	%rcx, 24(%rsp)
+	movq	%r8, 32(%rsp)
+	movq	%r9, 40(%rsp)
+	movq	%rax, 48(%rsp)
+	movq	%r10, 56(%rsp)
+	movdqa	%xmm0, 64(%rsp)
+	movdqa	%xmm1, 80(%rsp)
+	movdqa	%xmm2, 96(%rsp)
+	movdqa	%xmm3, 112(%rsp)
+	movdqa	%xmm4, 128(%rsp)
+	movdqa	%xmm5, 144(%rsp)
+	movdqa	%xmm6, 160(%rsp)
+	movdqa	%xmm7, 176(%rsp)
+.endm
+
+.macro RESTORE_ARGS
+	movq	0(%rsp), %rdi
+	movq	8(%rsp), %rsi
+	movq	16(%rsp), %rdx
+	movq	24(%rsp), %rcx
+	movq	32(%rsp), %r8
+	movq	40(%rsp), %r9
+	movq	48(%rsp), %rax
+	movq	56(%rsp), %r10
+	movdqa	64(%rsp), %xmm0
+	movdqa	80(%rsp), %xmm1
+	movdqa	96(%rsp), %xmm2
+	movdqa	112(%rsp), %xmm3
+	movdqa	128(%rsp), %xmm4
+	movdqa	144(%rsp), %xmm5
+	movdqa	160(%rsp), %xmm6
+	movdqa	176(%rsp), %xmm7
+	movq	%rbp, %rsp
+	popq	%rbp
+	.cfi_def_cfa %rsp, 8
+.endm
+
+/* void __fentry__(void): the parent slot is 8(%rsp) at entry. */
+GLOBAL(__fentry__)
+	TRACING_OFF_RETURN
+	SAVE_ARGS
+	movq	8(%rbp), %rdi		/* func: return address into it */
+	leaq	16(%rbp), %rsi		/* retp: the parent slot */
+	movq	%rsi, %rdx		/* key: the slot's address */
+	call	fgraph_arch_entry
+	RESTORE_ARGS
+	ret
+END(__fentry__)
+
+/* void mcount(void): the parent slot is 8(%rbp) of the traced frame. */
+GLOBAL(mcount)
+	TRACING_OFF_RETURN
+	SAVE_ARGS
+	movq	8(%rbp), %rdi		/* func: return address into it */
+	movq	0(%rbp), %rsi		/* the traced function's %rbp */
+	addq	$8, %rsi		/* retp: the parent slot */
+	movq	%rsi, %rdx		/* key */
+	call	fgraph_arch_entry
+	RESTORE_ARGS
+	ret
+END(mcount)
+
+/*
+ * fgraph_arch_return: a hijacked function returned here instead of to its
+ * caller. Not called: no return address on the stack. Saves the return
+ * registers, asks the runtime for the original return address, jumps.
+ */
+ENTRY(fgraph_arch_return)
+	.cfi_undefined %rip		/* unwinders stop here */
+	leaq	-8(%rsp), %r11		/* key: the slot `ret` popped */
+	pushq	%rbp
+	.cfi_adjust_cfa_offset 8
+	movq	%rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	andq	$-16, %rsp
+	subq	$48, %rsp
+	movq	%rax, 0(%rsp)
+	movq	%rdx, 8(%rsp)
+	movdqa	%xmm0, 16(%rsp)
+	movdqa	%xmm1, 32(%rsp)
+	movq	%r11, %rdi
+	call	fgraph_arch_exit
+	movq	%rax, %r11		/* the original return address */
+	movq	0(%rsp), %rax
+	movq	8(%rsp), %rdx
+	movdqa	16(%rsp), %xmm0
+	movdqa	32(%rsp), %xmm1
+	movq	%rbp, %rsp
+	popq	%rbp
+	.cfi_def_cfa %rsp, 8
+	jmp	*%r11
+END(fgraph_arch_return)
+
+	.section .note.GNU-stack, "", %progbits

@@ -1,0 +1,597 @@
+/*
+ * fgraph.c - the function tracer and function graph tracer runtime for
+ * user programs (lib/fgraph.h), called by the arch/ trampolines
+ * (contract: arch/arch.h) and by the -finstrument-functions hooks.
+ *
+ * Never built with -pg or -finstrument-functions (it would trace
+ * itself). The algorithm is the kernel's function graph tracer
+ * (Documentation/trace/ftrace-design.rst, "HAVE_FUNCTION_GRAPH_TRACER"):
+ * at entry the hook saves the traced function's return address on a
+ * per-thread shadow stack and replaces it with fgraph_arch_return; when
+ * the function returns there, the runtime pops the entry, writes the exit
+ * event and sends the trampoline on to the saved address.
+ *
+ * User space adds what the kernel does not have to handle:
+ *  - longjmp/siglongjmp skip frames without returning through them.
+ *    Each shadow entry carries the frame key (arch/arch.h), which is
+ *    smaller for deeper frames. At an exit the entry whose key matches is
+ *    the one returning; entries above it were skipped and get their exit
+ *    now. At an entry, entries whose key is <= the new one are stale if
+ *    their return slot no longer holds the trampoline (the stack there
+ *    was reused); a slot that still holds it may be a live frame on
+ *    another stack (sigaltstack), so it stays until an exit finds it.
+ *  - a tail call reaches the callee with the trampoline already in the
+ *    return slot: the caller is finished, its exit is written, and the
+ *    callee takes over its saved return address.
+ *  - the per-thread guard `busy` makes a hook that interrupts the runtime
+ *    (a signal handler running traced code) a no-op, so the shadow stack
+ *    is only ever changed by one activation at a time.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arch/arch.h"
+#include "lib/fgraph.h"
+#include "common/ring.h"
+#include "common/tc_internal.h"
+
+#define FG_HIDDEN	__attribute__((visibility("hidden")))
+#define FG_TLS		__attribute__((tls_model("initial-exec")))
+#define FG_STACK_MAX	4096	/* shadow entries per thread */
+#define FG_CACHE_SIZE	4096	/* filter verdicts, power of 2 */
+
+enum { FG_SILENT = 1, FG_CYG = 2 };
+
+struct fg_frame {
+	uintptr_t ret;		/* original return address */
+	uintptr_t func;
+	uintptr_t key;		/* frame key, arch/arch.h */
+	uintptr_t *retp;	/* the return slot we overwrote */
+	uint64_t calltime;
+	uint32_t flags;
+};
+
+struct fg_thread {
+	struct fg_frame *stack;
+	uint32_t top;
+	uint32_t busy;
+	struct fgraph_stats st;
+};
+
+static FG_TLS __thread struct fg_thread fg_self;
+
+static struct {
+	struct fgraph_config cfg;
+	bool filtering;
+	uint64_t thresh_ticks;
+	unsigned clock;
+	struct tc_event *ev_func, *ev_entry, *ev_exit;
+	pthread_key_t key;
+} fg;
+
+/* Read by every hook; set once by fgraph_start(). */
+static volatile enum fgraph_tracer fg_tracer;
+
+static uintptr_t fg_cache_key[FG_CACHE_SIZE];
+static uint8_t fg_cache_val[FG_CACHE_SIZE];	/* 1 trace, 2 skip */
+
+#define TRAMP ((uintptr_t)&fgraph_arch_return)
+
+/* ------------------------------------------------------------- events */
+
+struct fg_ev_entry {
+	uint64_t func;
+	uint32_t depth;
+	uint32_t pad;
+};
+
+struct fg_ev_exit {
+	uint64_t func;
+	uint32_t depth;
+	uint32_t overrun;
+	uint64_t calltime;
+	uint64_t rettime;
+};
+
+static uint64_t ctx_ts(const struct tc_wctx *c)
+{
+	return ((const struct ring_wctx *)c->priv)->ts;
+}
+
+static void ev_function(uintptr_t ip, uintptr_t parent)
+{
+	struct tc_wctx c;
+	uint64_t v[2] = { ip, parent };
+
+	if (tc_reserve(fg.ev_func, sizeof(v), &c))
+		return;
+	memcpy(c.data, v, sizeof(v));
+	tc_commit(&c);
+}
+
+/* Write the entry event; its timestamp is the call time. */
+static uint64_t ev_entry(uintptr_t func, uint32_t depth)
+{
+	struct fg_ev_entry e = { .func = func, .depth = depth };
+	struct tc_wctx c;
+
+	if (tc_reserve(fg.ev_entry, sizeof(e), &c))
+		return ring_clock_now(fg.clock);
+	memcpy(c.data, &e, sizeof(e));
+	tc_commit(&c);
+	return ctx_ts(&c);
+}
+
+static void ev_exit(const struct fg_frame *f, uint32_t depth,
+		    uint32_t overrun)
+{
+	struct fg_ev_exit e = {
+		.func = f->func, .depth = depth, .overrun = overrun,
+		.calltime = f->calltime,
+	};
+	struct tc_wctx c;
+
+	if (tc_reserve(fg.ev_exit, sizeof(e), &c))
+		return;
+	e.rettime = ctx_ts(&c);
+	memcpy(c.data, &e, sizeof(e));
+	tc_commit(&c);
+}
+
+/* ------------------------------------------------------------ filters */
+
+static bool verdict(uintptr_t func)
+{
+	Dl_info info;
+	const char *name = NULL;
+
+	if (dladdr((void *)func, &info) && info.dli_sname)
+		name = info.dli_sname;
+	if (fg.cfg.include &&
+	    (!name || !fgraph_glob_list_match(fg.cfg.include, name)))
+		return false;
+	return !name || !fgraph_glob_list_match(fg.cfg.exclude, name);
+}
+
+/* Whether @func is traced: resolved once per address, then cached in a
+ * lock-free open-addressed table (a lost insert race only costs another
+ * lookup later). */
+static bool traced(uintptr_t func)
+{
+	uint32_t h = (uint32_t)((func * 0x9e3779b97f4a7c15ull) >> 52);
+	bool v;
+
+	if (!fg.filtering)
+		return true;
+	for (uint32_t i = 0; i < 16; i++) {
+		uint32_t s = (h + i) & (FG_CACHE_SIZE - 1);
+		uintptr_t k = __atomic_load_n(&fg_cache_key[s],
+					      __ATOMIC_ACQUIRE);
+		uint8_t val;
+
+		if (k == func &&
+		    (val = __atomic_load_n(&fg_cache_val[s], __ATOMIC_ACQUIRE)))
+			return val == 1;
+		if (k == 0 || k == func) {
+			uintptr_t zero = 0;
+
+			v = verdict(func);
+			if (k == func ||
+			    __atomic_compare_exchange_n(&fg_cache_key[s], &zero,
+							func, false,
+							__ATOMIC_ACQ_REL,
+							__ATOMIC_ACQUIRE))
+				__atomic_store_n(&fg_cache_val[s], v ? 1 : 2,
+						 __ATOMIC_RELEASE);
+			return v;
+		}
+	}
+	return verdict(func);
+}
+
+/* -------------------------------------------------------- shadow stack */
+
+static void stack_free(void *p)
+{
+	munmap(p, FG_STACK_MAX * sizeof(struct fg_frame));
+}
+
+/* The thread's shadow stack, mapped at its first traced call (mmap is
+ * async-signal-safe; the first call may be in a signal handler). */
+static bool stack_ready(struct fg_thread *t)
+{
+	void *p;
+
+	if (t->stack)
+		return true;
+	p = mmap(NULL, FG_STACK_MAX * sizeof(struct fg_frame),
+		 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return false;
+	t->stack = p;
+	(void)pthread_setspecific(fg.key, p);
+	return true;
+}
+
+/* Pop the top entry, writing its exit event unless it was silent. */
+static uintptr_t pop(struct fg_thread *t)
+{
+	struct fg_frame *f = &t->stack[--t->top];
+
+	if (!(f->flags & FG_SILENT) && *tc__on) {
+		if (!fg.thresh_ticks)
+			ev_exit(f, t->top, (uint32_t)t->st.overflow);
+		else if (ring_clock_now(fg.clock) - f->calltime >=
+			 fg.thresh_ticks)
+			ev_exit(f, t->top, (uint32_t)t->st.overflow);
+	}
+	return f->ret;
+}
+
+/* Pop entries above index @i: frames skipped by longjmp. */
+static void unwind_to(struct fg_thread *t, uint32_t i)
+{
+	while (t->top > i) {
+		pop(t);
+		t->st.unwound++;
+	}
+}
+
+/* Index + 1 of the entry with frame key @key, 0 if none. */
+static uint32_t find_key(const struct fg_thread *t, uintptr_t key)
+{
+	uint32_t i = t->top;
+
+	while (i > 0 && t->stack[i - 1].key != key)
+		i--;
+	return i;
+}
+
+/* Whether the frame whose return slot is @slot lives on the main stack
+ * while this thread runs on its alternate signal stack (sigaltstack is
+ * async-signal-safe, and asked only when the slot cannot tell). */
+static bool other_stack(const void *slot)
+{
+	stack_t ss;
+
+	if (sigaltstack(NULL, &ss) || !(ss.ss_flags & SS_ONSTACK))
+		return false;
+	return (const char *)slot < (const char *)ss.ss_sp ||
+	       (const char *)slot >= (const char *)ss.ss_sp + ss.ss_size;
+}
+
+/*
+ * Drop entries a longjmp left behind, before pushing one with frame key
+ * @key whose return slot holds @ret. Entries with a larger key are
+ * callers: live. Of those with a key <= @key (deeper or equal), one is
+ * certainly dead when its slot was reused (same key, @ret not the
+ * trampoline: a tail call is the one live case, graph_entry() handles
+ * it) or no longer holds the trampoline; one whose slot still holds it
+ * is dead unless it is on the main stack while we run on the alternate
+ * signal stack. Everything pushed after a dead entry is dead too.
+ */
+static void drop_stale(struct fg_thread *t, uintptr_t key, uintptr_t ret)
+{
+	uint32_t i = t->top, dead = t->top;
+
+	while (i > 0 && t->stack[i - 1].key <= key) {
+		const struct fg_frame *f = &t->stack[--i];
+
+		if (f->key == key && ret == TRAMP)
+			break;
+		if (f->key == key || (f->retp && *f->retp != TRAMP))
+			dead = i;
+		else if (other_stack(f->retp ? (const void *)f->retp :
+					       (const void *)f->key))
+			break;
+		else
+			dead = i;
+	}
+	unwind_to(t, dead);
+}
+
+/*
+ * Push a frame for @func. @ret is the return address (0 for the
+ * -finstrument-functions path, which hijacks nothing).
+ * Return: whether the frame was pushed.
+ */
+static bool push(struct fg_thread *t, uintptr_t func, uintptr_t ret,
+		 uintptr_t *retp, uintptr_t key, uint32_t flags)
+{
+	struct fg_frame *f;
+	uint32_t depth;
+
+	if (t->top == FG_STACK_MAX) {
+		t->st.overflow++;
+		return false;
+	}
+	depth = t->top;
+	f = &t->stack[depth];
+	f->ret = ret;
+	f->func = func;
+	f->key = key;
+	f->retp = retp;
+	if (fg.cfg.max_depth && depth >= fg.cfg.max_depth)
+		flags |= FG_SILENT;
+	f->flags = flags;
+	if (flags & FG_SILENT)
+		f->calltime = 0;
+	else if (fg.thresh_ticks)
+		f->calltime = ring_clock_now(fg.clock);
+	else
+		f->calltime = ev_entry(func, depth);
+	t->top = depth + 1;
+	return true;
+}
+
+/* The graph tracer's entry, with the guard held. */
+static void graph_entry(struct fg_thread *t, uintptr_t func, uintptr_t *retp,
+			uintptr_t key)
+{
+	uintptr_t ret = *retp;
+
+	drop_stale(t, key, ret);
+	if (ret == TRAMP) {	/* tail call: inherit the caller's return */
+		uint32_t i = find_key(t, key);
+
+		if (!i)
+			return;	/* cannot happen; hook nothing */
+		unwind_to(t, i);
+		ret = pop(t);
+	}
+	if (!traced(func) || !push(t, func, ret, retp, key, 0)) {
+		if (ret != *retp)	/* the caller we popped: restore */
+			*retp = ret;
+		return;
+	}
+	*retp = TRAMP;
+}
+
+FG_HIDDEN void fgraph_arch_entry(uintptr_t func, uintptr_t *retp,
+				 uintptr_t key)
+{
+	struct fg_thread *t = &fg_self;
+	enum fgraph_tracer tr = fg_tracer;
+
+	if (!tr)
+		return;
+	if (t->busy) {
+		t->st.guarded++;
+		return;
+	}
+	t->busy = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (tr == FGRAPH_FUNCTION) {
+		if (traced(func))
+			ev_function(func, *retp == TRAMP ? 0 : *retp);
+	} else if (stack_ready(t)) {
+		graph_entry(t, func, retp, key);
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->busy = 0;
+}
+
+static void __attribute__((noreturn)) lost_return(uintptr_t key)
+{
+	char msg[128];
+	int n = snprintf(msg, sizeof(msg),
+			 "tracecollect: function graph: no shadow entry for "
+			 "frame %#lx; cannot return\n", (unsigned long)key);
+
+	if (write(STDERR_FILENO, msg, (size_t)n) < 0)
+		abort();
+	abort();
+}
+
+FG_HIDDEN uintptr_t fgraph_arch_exit(uintptr_t key)
+{
+	struct fg_thread *t = &fg_self;
+	uint32_t i = find_key(t, key);
+	uint32_t busy = t->busy;
+	uintptr_t ret;
+
+	if (!i)
+		lost_return(key);
+	t->busy = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	unwind_to(t, i);
+	ret = pop(t);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->busy = busy;
+	return ret;
+}
+
+/* ------------------------------------------- -finstrument-functions */
+
+/* The key of a -finstrument-functions frame: our own frame address,
+ * just below the instrumented function's frame at both hooks. */
+#define CYG_KEY ((uintptr_t)__builtin_frame_address(0))
+
+void __cyg_profile_func_enter(void *fn, void *site)
+{
+	struct fg_thread *t = &fg_self;
+
+	(void)site;
+	if (!fg_tracer || !*tc__on)
+		return;
+	if (t->busy) {
+		t->st.guarded++;
+		return;
+	}
+	t->busy = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	if (fg_tracer == FGRAPH_FUNCTION) {
+		if (traced((uintptr_t)fn))
+			ev_function((uintptr_t)fn, (uintptr_t)site);
+	} else if (stack_ready(t) && traced((uintptr_t)fn)) {
+		drop_stale(t, CYG_KEY, 0);
+		push(t, (uintptr_t)fn, 0, NULL, CYG_KEY, FG_CYG);
+	}
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->busy = 0;
+}
+
+void __cyg_profile_func_exit(void *fn, void *site)
+{
+	struct fg_thread *t = &fg_self;
+	uintptr_t key = CYG_KEY;
+
+	(void)site;
+	if (fg_tracer != FGRAPH_GRAPH || t->busy || !t->top)
+		return;
+	t->busy = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	while (t->top && t->stack[t->top - 1].key < key &&
+	       t->stack[t->top - 1].func != (uintptr_t)fn) {
+		pop(t);
+		t->st.unwound++;
+	}
+	if (t->top && t->stack[t->top - 1].func == (uintptr_t)fn)
+		pop(t);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->busy = 0;
+}
+
+/* -------------------------------------------------------------- setup */
+
+static const char fg_function_fields[] =
+	"\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n"
+	"\tfield:unsigned long parent_ip;\toffset:16;\tsize:8;\tsigned:0;\n"
+	"\tfield:unsigned long args[];\toffset:24;\tsize:0;\tsigned:0;\n";
+static const char fg_entry_fields[] =
+	"\tfield:unsigned long func;\toffset:8;\tsize:8;\tsigned:0;\n"
+	"\tfield:unsigned int depth;\toffset:16;\tsize:4;\tsigned:0;\n"
+	"\tfield:unsigned long args[];\toffset:24;\tsize:0;\tsigned:0;\n";
+static const char fg_exit_fields[] =
+	"\tfield:unsigned long func;\toffset:8;\tsize:8;\tsigned:0;\n"
+	"\tfield:unsigned int depth;\toffset:16;\tsize:4;\tsigned:0;\n"
+	"\tfield:unsigned int overrun;\toffset:20;\tsize:4;\tsigned:0;\n"
+	"\tfield:unsigned long long calltime;\toffset:24;\tsize:8;"
+	"\tsigned:0;\n"
+	"\tfield:unsigned long long rettime;\toffset:32;\tsize:8;"
+	"\tsigned:0;\n";
+
+static int register_events(void)
+{
+	int ret;
+
+	ret = tc__event_register_raw("ftrace", "function", fg_function_fields,
+		"\" %ps <-- %ps\", (void *)REC->ip, (void *)REC->parent_ip",
+		16, &fg.ev_func);
+	if (!ret)
+		ret = tc__event_register_raw("ftrace", "funcgraph_entry",
+			fg_entry_fields,
+			"\"--> %ps (%u)\", (void *)REC->func, REC->depth",
+			16, &fg.ev_entry);
+	if (!ret)
+		ret = tc__event_register_raw("ftrace", "funcgraph_exit",
+			fg_exit_fields,
+			"\"<-- %ps (%u) (start: %llx  end: %llx) over: %u\", "
+			"(void *)REC->func, REC->depth, REC->calltime, "
+			"REC->rettime, REC->overrun", 32, &fg.ev_exit);
+	return ret;
+}
+
+/* Microseconds to ring clock ticks (the TSC needs calibrating). */
+static int thresh_to_ticks(uint64_t us, uint64_t *out)
+{
+	struct ring_clock_conv c;
+	int ret;
+
+	if (fg.clock != RING_CLOCK_TSC) {
+		*out = us * 1000;
+		return 0;
+	}
+	ret = ring_clock_calibrate(2000, &c);
+	if (ret)
+		return ret;
+	/* ns = (ticks * mult) >> shift, so ticks = (ns << shift) / mult */
+	*out = ((us * 1000) << c.shift) / c.mult;
+	return 0;
+}
+
+int fgraph_start(const struct fgraph_config *c)
+{
+	int ret;
+
+	if (fg_tracer)
+		return -EALREADY;
+	fg.clock = tc__clock_id();
+	ret = register_events();
+	if (ret)
+		return ret;
+	if (c->thresh_us) {
+		ret = thresh_to_ticks(c->thresh_us, &fg.thresh_ticks);
+		if (ret)
+			return ret;
+	}
+	ret = -pthread_key_create(&fg.key, stack_free);
+	if (ret)
+		return ret;
+	fg.cfg = *c;
+	fg.filtering = c->include || c->exclude;
+	__atomic_store_n(&fg_tracer, c->tracer, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void fgraph_thread_stats(struct fgraph_stats *out)
+{
+	*out = fg_self.st;
+}
+
+static const char *env_get(const char *name)
+{
+	return getenv(name);
+}
+
+/* Wait up to @ms for an agent to set the attach word. */
+static void wait_attach(uint32_t ms)
+{
+	struct timespec d = { 0, 1000000 };
+
+	for (uint32_t i = 0; i < ms && !tc_enabled(); i++)
+		nanosleep(&d, NULL);
+}
+
+/*
+ * The constructor lives here, not in fgraph_config.c, so that a static
+ * link that pulls the hooks in (mcount -> this file) gets it too. Runs when libtracecollect is loaded (linked or LD_PRELOADed). With
+ * TC_FTRACE set it creates the ring file and starts the tracer; a problem
+ * is one line on stderr and the program runs untraced.
+ */
+__attribute__((constructor)) static void fgraph_ctor(void)
+{
+	struct fgraph_config c;
+	struct tc_options o = { 0 };
+	int ret;
+
+	if (!getenv("TC_FTRACE"))
+		return;
+	ret = fgraph_config_parse(env_get, &c);
+	if (ret) {
+		fprintf(stderr, "tracecollect: bad TC_FTRACE* setting\n");
+		return;
+	}
+	o.path = c.ring_path;
+	ret = tc_init(&o);
+	if (!ret || ret == -EALREADY)
+		ret = fgraph_start(&c);
+	if (ret) {
+		fprintf(stderr, "tracecollect: function tracer: %s\n",
+			strerror(-ret));
+		fgraph_config_free(&c);
+		return;
+	}
+	wait_attach(c.wait_ms);
+}
