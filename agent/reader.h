@@ -1,0 +1,151 @@
+/*
+ * reader.h - per-CPU readers of a tracefs instance's ring buffers: they
+ * take whole sub-buffers (pages) out of per_cpu/cpuN/trace_pipe_raw, number
+ * them, flag pages after which the kernel lost events, count pages, bytes
+ * and events, and hand each page to a callback (the shipper).
+ *
+ * Two read paths, chosen per CPU at open time:
+ *  - mmap (kernel >= 6.10): the per-CPU buffer is mapped read-only and
+ *    TRACE_MMAP_IOCTL_GET_READER hands over one reader sub-buffer at a time;
+ *    a page is passed on as a 16-byte page header (a local copy, so that
+ *    the commit word matches the bytes passed even while the kernel is
+ *    still appending to that page) plus its event bytes straight from the
+ *    mapping: no copy of event data in user space.
+ *  - read(2) of trace_pipe_raw through libtracefs, one copy into a buffer:
+ *    the fallback for older kernels or when mapping is refused.
+ *  - splice (asked for explicitly, when the socket takes raw bytes: kernel
+ *    TLS or --insecure-plain): full pages are spliced from trace_pipe_raw
+ *    into a pipe (the kernel hands over the ring-buffer page itself), which
+ *    the page callback may splice on into the socket; a tee() of it is read
+ *    into a buffer once, for counting events and for the spool. Partial
+ *    pages (the writer is still on them) are read with read(2).
+ */
+#ifndef AGENT_READER_H
+#define AGENT_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct reader;			/* opaque: readers for all CPUs */
+struct tracefs_instance;
+
+/* The kernel sets this bit in a page's commit word when events were lost
+ * before the page (RB_MISSED_EVENTS). */
+#define READER_COMMIT_MISSED	(1UL << 31)
+/* ... and this one when the count of lost events is stored after the data. */
+#define READER_COMMIT_STORED	(1UL << 30)
+
+/*
+ * One page for the wire: @head_len bytes at @head followed by @len bytes at
+ * @data. The read path passes the whole sub-buffer in @data (head_len 0,
+ * len page_size, tail zeroed); the mmap path passes the page header in
+ * @head and the committed event bytes, in place in the mapping, in @data.
+ * A page of the mmap path that continues one shipped earlier (the writer
+ * was still on it) has a header whose timestamp is that of the last event
+ * shipped before, and holds only the events added since.
+ */
+struct reader_page {
+	int cpu;
+	uint64_t seq;		/* per CPU, starting at 1 */
+	bool missed_events;	/* commit word had READER_COMMIT_MISSED */
+	const uint8_t *head;
+	size_t head_len;
+	const uint8_t *data;
+	size_t len;
+	uint32_t events;	/* events in it */
+	/* splice path: a pipe holding the same @len bytes as @data, which the
+	 * callback may splice out whole (ship_page_splice()); -1 otherwise.
+	 * Whatever the callback leaves in it is discarded. */
+	int splice_fd;
+};
+
+enum reader_mode {
+	READER_AUTO,		/* mmap where the kernel allows it, else read */
+	READER_MMAP,		/* mmap or fail */
+	READER_READ,		/* read(2) only */
+	READER_SPLICE,		/* splice full pages, read(2) partial ones */
+};
+
+struct reader_counts {
+	uint64_t pages;
+	uint64_t events;
+	uint64_t bytes;
+	uint64_t pages_mmap;	/* pages by read path: mapped reader page */
+	uint64_t pages_splice;	/* spliced into the socket (a copy for the
+				 * spool is in copied_bytes) */
+	uint64_t pages_read;	/* read(2) into a buffer */
+	uint64_t copied_bytes;	/* page bytes copied into user space */
+};
+
+/*
+ * reader_page_fn - receives each page read. @page and its data are valid
+ * only during the call. A negative return stops the reader, which passes
+ * that value on to its caller.
+ */
+typedef int (*reader_page_fn)(void *arg, const struct reader_page *page);
+
+/*
+ * reader_open - open a non-blocking reader on each of CPUs 0..@ncpus-1 of
+ * @inst, reading sub-buffers of @page_size bytes, by @mode.
+ *
+ * Close the readers (reader_close()) before removing the instance: tracefs
+ * refuses to remove an instance with open files.
+ *
+ * Return: 0 and *@out; -errno from opening trace_pipe_raw (or from mmap()
+ * or the ioctl with READER_MMAP); -EINVAL for a bad @ncpus or @page_size;
+ * -ENOMEM. *@out only on success.
+ */
+int reader_open(struct tracefs_instance *inst, int ncpus, uint32_t page_size,
+		enum reader_mode mode, struct reader **out);
+
+/* reader_mapped - how many CPUs use the mmap path. */
+int reader_mapped(struct reader *r);
+
+/*
+ * reader_walk_events - count the events in @len bytes of ring-buffer event
+ * records (this host's layout) and advance *@ts (the timestamp before the
+ * first record) to that of the last one.
+ *
+ * Return: the count; TC_ERR_PAGE_MALFORMED when a record runs past @len.
+ */
+int reader_walk_events(const uint8_t *p, size_t len, uint64_t *ts);
+
+/* reader_close - close every CPU's reader and free @r. Safe with NULL. */
+void reader_close(struct reader *r);
+
+/*
+ * reader_poll - wait up to @timeout_ms (-1: forever) for any CPU's buffer
+ * to become readable (the kernel wakes readers at its buffer_percent
+ * watermark), then read every page available now on every CPU, partial
+ * pages included, and pass each to @fn. A signal ends the wait early.
+ *
+ * Return: the number of pages read (0 on timeout or signal); -errno from
+ * poll() or read(); or @fn's negative value.
+ */
+int reader_poll(struct reader *r, int timeout_ms, reader_page_fn fn,
+		void *arg);
+
+/*
+ * reader_drain - read every CPU's buffer until it is empty (after tracing
+ * was switched off), partial pages included, passing each page to @fn.
+ *
+ * Return: the number of pages read; -errno; or @fn's negative value.
+ */
+int reader_drain(struct reader *r, reader_page_fn fn, void *arg);
+
+/* reader_counts - what CPU @cpu's reader has read so far (zeros for a CPU
+ * out of range). */
+void reader_counts(struct reader *r, int cpu, struct reader_counts *out);
+
+/*
+ * reader_page_events - count the events in a ring-buffer page of @len
+ * bytes laid out for this host (long size, byte order), without decoding
+ * them.
+ *
+ * Return: the count; TC_ERR_PAGE_MALFORMED when @len cannot hold the page
+ * header or the commit word claims more data than the page holds.
+ */
+int reader_page_events(const void *page, size_t len);
+
+#endif

@@ -1,0 +1,544 @@
+/*
+ * tracing.c - the agent's own tracefs instance (see tracing.h), driven
+ * through libtracefs. The instance uses the "mono" trace clock so that the
+ * clock samples of hostinfo.c relate its timestamps to CLOCK_REALTIME; the
+ * design's later choice on x86 is "x86-tsc", shared with the user-space
+ * ring buffer.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <tracefs.h>
+
+#define LOG_PREFIX "tracing"
+#include "common/log.h"
+#include "common/tc_error.h"
+#include "agent/tracing.h"
+
+#define TRACING_MAX_CPUS	65536	/* the wire's stream is 16 bits */
+
+struct tracing_event {
+	char *system;
+	char *name;
+};
+
+struct tracing {
+	struct tracefs_instance *inst;
+	struct tracing_event *events;
+	size_t nevents;
+	int ncpus;
+	uint32_t page_size;
+};
+
+/* errno after a failed libtracefs call, or TC_ERR_TRACEFS when it set none. */
+static int tracefs_err(void)
+{
+	return errno > 0 ? -errno : TC_ERR_TRACEFS;
+}
+
+static int count_cpus(struct tracefs_instance *inst)
+{
+	char dir[32];
+	int n;
+
+	for (n = 0; n < TRACING_MAX_CPUS; n++) {
+		snprintf(dir, sizeof(dir), "per_cpu/cpu%d", n);
+		if (!tracefs_dir_exists(inst, dir))
+			break;
+	}
+	return n;
+}
+
+static uint32_t subbuf_size(struct tracefs_instance *inst)
+{
+	long long kb;
+
+	if (tracefs_file_exists(inst, "buffer_subbuf_size_kb") &&
+	    tracefs_instance_file_read_number(inst, "buffer_subbuf_size_kb",
+					      &kb) == 0 &&
+	    kb > 0 && kb * 1024 <= (1 << 20))
+		return (uint32_t)kb * 1024;
+	return (uint32_t)getpagesize();
+}
+
+/* Clock, buffer size and geometry of a freshly created instance. */
+static int tracing_setup(struct tracing *t, size_t buffer_kb, char *err,
+			 size_t errlen)
+{
+	const char *name = tracefs_instance_get_name(t->inst);
+	int ret;
+
+	errno = 0;
+	if (tracefs_instance_file_write(t->inst, "trace_clock",
+					TRACING_CLOCK) < 0) {
+		ret = tracefs_err();
+		tc_seterr(err, errlen, "tracefs instance %s: cannot set "
+		       "trace_clock %s: %s", name, TRACING_CLOCK,
+		       tc_strerror(ret));
+		return ret;
+	}
+	errno = 0;
+	if (buffer_kb &&
+	    tracefs_instance_set_buffer_size(t->inst, buffer_kb, -1) < 0) {
+		ret = tracefs_err();
+		tc_seterr(err, errlen, "tracefs instance %s: cannot set "
+		       "buffer_size_kb to %zu: %s", name, buffer_kb,
+		       tc_strerror(ret));
+		return ret;
+	}
+	t->ncpus = count_cpus(t->inst);
+	t->page_size = subbuf_size(t->inst);
+	if (t->ncpus == 0) {
+		tc_seterr(err, errlen, "tracefs instance %s has no per_cpu "
+		       "directories", name);
+		return TC_ERR_TRACEFS;
+	}
+	return 0;
+}
+
+/* Create the instance, refusing one that existed before us. */
+static int instance_create(const char *name, struct tracefs_instance **out,
+			   char *err, size_t errlen)
+{
+	struct tracefs_instance *inst;
+	const char *dir;
+	int ret;
+
+	errno = 0;
+	inst = tracefs_instance_create(name);
+	if (!inst) {
+		ret = tracefs_err();
+		dir = tracefs_tracing_dir();
+		tc_seterr(err, errlen, "cannot create tracefs instance %s under "
+		       "%s: %s", name, dir ? dir : "(tracefs not mounted)",
+		       tc_strerror(ret));
+		return ret;
+	}
+	if (!tracefs_instance_is_new(inst)) {
+		tc_seterr(err, errlen, "tracefs instance %s already exists (not "
+		       "ours; left alone)", name);
+		tracefs_instance_free(inst);
+		return -EEXIST;
+	}
+	*out = inst;
+	return 0;
+}
+
+int tracing_open(const char *name, size_t buffer_kb, struct tracing **out,
+		 char *err, size_t errlen)
+{
+	struct tracing *t;
+	int ret;
+
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	ret = instance_create(name, &t->inst, err, errlen);
+	if (ret < 0) {
+		free(t);
+		return ret;
+	}
+	ret = tracing_setup(t, buffer_kb, err, errlen);
+	if (ret < 0) {
+		tracing_close(t);
+		return ret;
+	}
+	*out = t;
+	return 0;
+}
+
+static void events_free(struct tracing *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nevents; i++) {
+		free(t->events[i].system);
+		free(t->events[i].name);
+	}
+	free(t->events);
+	t->events = NULL;
+	t->nevents = 0;
+}
+
+void tracing_close(struct tracing *t)
+{
+	const char *name;
+
+	if (!t)
+		return;
+	name = tracefs_instance_get_name(t->inst);
+	tracefs_trace_off(t->inst);
+	tracefs_event_disable(t->inst, NULL, NULL);
+	errno = 0;
+	if (tracefs_instance_destroy(t->inst) < 0)
+		log_err("cannot remove tracefs instance %s: %s", name,
+			tc_strerror(tracefs_err()));
+	tracefs_instance_free(t->inst);
+	events_free(t);
+	free(t);
+}
+
+struct tracefs_instance *tracing_instance(struct tracing *t)
+{
+	return t->inst;
+}
+
+const char *tracing_name(struct tracing *t)
+{
+	return tracefs_instance_get_name(t->inst);
+}
+
+int tracing_ncpus(struct tracing *t)
+{
+	return t->ncpus;
+}
+
+uint32_t tracing_page_size(struct tracing *t)
+{
+	return t->page_size;
+}
+
+size_t tracing_event_count(struct tracing *t)
+{
+	return t->nevents;
+}
+
+int tracing_start(struct tracing *t)
+{
+	return tracefs_trace_on(t->inst) < 0 ? TC_ERR_TRACEFS : 0;
+}
+
+int tracing_stop(struct tracing *t)
+{
+	return tracefs_trace_off(t->inst) < 0 ? TC_ERR_TRACEFS : 0;
+}
+
+/* A system or event name: non-empty, no path separators or dot-dirs. */
+static bool name_ok(const char *s)
+{
+	return *s && *s != '.' && !strchr(s, '/');
+}
+
+static bool event_known(struct tracing *t, const char *sys, const char *ev)
+{
+	size_t i;
+
+	for (i = 0; i < t->nevents; i++)
+		if (!strcmp(t->events[i].system, sys) &&
+		    !strcmp(t->events[i].name, ev))
+			return true;
+	return false;
+}
+
+/* Remember one exact event, enabling it first when @enable. */
+static int enable_one_as(struct tracing *t, const char *sys, const char *ev,
+			 bool enable)
+{
+	struct tracing_event *n;
+
+	if (event_known(t, sys, ev))
+		return 0;
+	n = realloc(t->events, (t->nevents + 1) * sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	t->events = n;
+	n = &t->events[t->nevents];
+	n->system = strdup(sys);
+	n->name = strdup(ev);
+	if (!n->system || !n->name) {
+		free(n->system);
+		free(n->name);
+		return -ENOMEM;
+	}
+	errno = 0;
+	if (enable && tracefs_event_enable(t->inst, sys, ev) < 0) {
+		free(n->system);
+		free(n->name);
+		return tracefs_err();
+	}
+	t->nevents++;
+	return 0;
+}
+
+/* Enable one exact event and remember it. */
+static int enable_one(struct tracing *t, const char *sys, const char *ev)
+{
+	return enable_one_as(t, sys, ev, true);
+}
+
+int tracing_track(struct tracing *t, const char *sys, const char *ev)
+{
+	return enable_one_as(t, sys, ev, false);
+}
+
+/* Enable @ev of @sys (all of @sys when @ev is NULL) out of @list. */
+static int enable_matching(struct tracing *t, const char *sys,
+			   const char *ev, char **list)
+{
+	bool found = false;
+	int ret;
+
+	for (; *list; list++) {
+		if (ev && strcmp(ev, *list))
+			continue;
+		found = true;
+		ret = enable_one(t, sys, *list);
+		if (ret < 0)
+			return ret;
+	}
+	return found ? 0 : TC_ERR_UNKNOWN_EVENT;
+}
+
+int tracing_enable(struct tracing *t, const char *spec, char *err,
+		   size_t errlen)
+{
+	char *sys, *ev, **list = NULL;
+	int ret;
+
+	sys = strdup(spec);
+	if (!sys)
+		return -ENOMEM;
+	ev = strchr(sys, ':');
+	if (ev)
+		*ev++ = '\0';
+	ret = TC_ERR_SYNTAX;
+	if (!name_ok(sys) || (ev && !name_ok(ev)))
+		goto out;
+	ret = TC_ERR_UNKNOWN_EVENT;
+	list = tracefs_system_events(NULL, sys);
+	if (!list || !*list)
+		goto out;
+	ret = enable_matching(t, sys, ev, list);
+out:
+	if (ret == TC_ERR_UNKNOWN_EVENT)
+		tc_seterr(err, errlen, "no such event: '%s'", spec);
+	else if (ret == TC_ERR_SYNTAX)
+		tc_seterr(err, errlen, "bad event '%s': want SYSTEM or "
+		       "SYSTEM:EVENT", spec);
+	else if (ret < 0)
+		tc_seterr(err, errlen, "cannot enable event '%s': %s", spec,
+		       tc_strerror(ret));
+	tracefs_list_free(list);
+	free(sys);
+	return ret;
+}
+
+int tracing_format(struct tracing *t, size_t i, const char **system,
+		   const char **name, char **text, size_t *len)
+{
+	struct tracing_event *e;
+	char *s;
+	int size = 0;
+
+	if (i >= t->nevents)
+		return -ERANGE;
+	e = &t->events[i];
+	errno = 0;
+	s = tracefs_event_file_read(t->inst, e->system, e->name, "format",
+				    &size);
+	if (!s || size <= 0) {
+		free(s);
+		return tracefs_err();
+	}
+	*system = e->system;
+	*name = e->name;
+	*text = s;
+	*len = (size_t)size;
+	return 0;
+}
+
+int tracing_header_page(struct tracing *t, char **text, size_t *len)
+{
+	char *s;
+	int size = 0;
+
+	errno = 0;
+	s = tracefs_instance_file_read(t->inst, "events/header_page", &size);
+	if (!s || size <= 0) {
+		free(s);
+		return tracefs_err();
+	}
+	*text = s;
+	*len = (size_t)size;
+	return 0;
+}
+
+/* Store @value under @key in @st when the key is one we track. */
+static bool stats_set(struct tracing_cpu_stats *st, const char *key,
+		      size_t klen, uint64_t value)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+	} keys[] = {
+		{ "entries", offsetof(struct tracing_cpu_stats, entries) },
+		{ "overrun", offsetof(struct tracing_cpu_stats, overrun) },
+		{ "commit overrun",
+		  offsetof(struct tracing_cpu_stats, commit_overrun) },
+		{ "dropped events", offsetof(struct tracing_cpu_stats, dropped) },
+		{ "read events", offsetof(struct tracing_cpu_stats, read) },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (strlen(keys[i].key) == klen &&
+		    !memcmp(keys[i].key, key, klen)) {
+			memcpy((char *)st + keys[i].off, &value, sizeof(value));
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Parse one "key: N" line of @len bytes; false when it is not one. */
+static bool stats_line(struct tracing_cpu_stats *st, const char *line,
+		       size_t len)
+{
+	const char *colon = memchr(line, ':', len);
+	uint64_t v = 0;
+	size_t i;
+
+	if (!colon)
+		return false;
+	i = (size_t)(colon - line) + 1;
+	while (i < len && line[i] == ' ')
+		i++;
+	if (i == len || !isdigit((unsigned char)line[i]))
+		return false;
+	for (; i < len && isdigit((unsigned char)line[i]); i++) {
+		if (v > (UINT64_MAX - 9) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(line[i] - '0');
+	}
+	if (i != len)		/* "oldest event ts: 12.34" and the like */
+		return false;
+	return stats_set(st, line, (size_t)(colon - line), v);
+}
+
+int tracing_parse_stats(const char *text, size_t len,
+			struct tracing_cpu_stats *out)
+{
+	struct tracing_cpu_stats st;
+	const char *p = text, *end = text + len, *nl;
+	bool any = false;
+
+	memset(&st, 0, sizeof(st));
+	while (p < end) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		if (stats_line(&st, p, (size_t)(nl - p)))
+			any = true;
+		p = nl + 1;
+	}
+	if (!any)
+		return TC_ERR_SYNTAX;
+	*out = st;
+	return 0;
+}
+
+int tracing_cpu_stats(struct tracing *t, int cpu,
+		      struct tracing_cpu_stats *out)
+{
+	char path[48];
+	char *s;
+	int size = 0, ret;
+
+	snprintf(path, sizeof(path), "per_cpu/cpu%d/stats", cpu);
+	errno = 0;
+	s = tracefs_instance_file_read(t->inst, path, &size);
+	if (!s)
+		return tracefs_err();
+	ret = tracing_parse_stats(s, size > 0 ? (size_t)size : 0, out);
+	free(s);
+	return ret;
+}
+
+/* Parse "PID COMM" (@len bytes, no newline) into @c; false if malformed. */
+static bool cmdline_line(const char *line, size_t len,
+			 struct proto_cmdline *c)
+{
+	size_t i = 0, n;
+	int64_t pid = 0;
+
+	if (len == 0 || !isdigit((unsigned char)line[0]))
+		return false;
+	for (; i < len && isdigit((unsigned char)line[i]); i++) {
+		pid = pid * 10 + (line[i] - '0');
+		if (pid > INT32_MAX)
+			return false;
+	}
+	if (i + 1 >= len || line[i] != ' ')
+		return false;
+	n = len - i - 1;
+	if (n > sizeof(c->comm) - 1)
+		n = sizeof(c->comm) - 1;
+	memcpy(c->comm, line + i + 1, n);
+	c->comm[n] = '\0';
+	if (strlen(c->comm) != n)	/* embedded NUL */
+		return false;
+	c->pid = (int32_t)pid;
+	return true;
+}
+
+static size_t count_lines(const char *text, size_t len)
+{
+	size_t n = 1, i;
+
+	for (i = 0; i < len; i++)
+		n += text[i] == '\n';
+	return n;
+}
+
+int tracing_parse_cmdlines(const char *text, size_t len,
+			   struct proto_cmdlines *out)
+{
+	const char *p = text, *end = text + len, *nl;
+	struct proto_cmdline *items = NULL;
+	size_t max = count_lines(text, len), n = 0;
+
+	if (max > PROTO_MAX_CMDLINES)
+		max = PROTO_MAX_CMDLINES;
+	if (len) {
+		items = calloc(max, sizeof(*items));
+		if (!items)
+			return -ENOMEM;
+	}
+	while (p < end && n < max) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		if (cmdline_line(p, (size_t)(nl - p), &items[n]))
+			n++;
+		p = nl + 1;
+	}
+	if (n == 0) {
+		free(items);
+		items = NULL;
+	}
+	out->count = (uint32_t)n;
+	out->items = items;
+	return 0;
+}
+
+int tracing_cmdlines(struct proto_cmdlines *out)
+{
+	char *s;
+	int size = 0, ret;
+
+	errno = 0;
+	s = tracefs_instance_file_read(NULL, "saved_cmdlines", &size);
+	if (!s && errno != 0)
+		return tracefs_err();
+	if (!s)			/* an empty file */
+		return tracing_parse_cmdlines("", 0, out);
+	ret = tracing_parse_cmdlines(s, size > 0 ? (size_t)size : 0, out);
+	free(s);
+	return ret;
+}

@@ -1,0 +1,155 @@
+/*
+ * tracing.h - the agent's tracefs instance: create it, choose its clock and
+ * buffer size, enable events, read the format texts and per-CPU kernel
+ * statistics, and remove it again. The top-level instance is only ever read
+ * (saved_cmdlines), never changed.
+ */
+#ifndef AGENT_TRACING_H
+#define AGENT_TRACING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/msg.h"
+
+struct tracing;			/* opaque: one instance owned by the agent */
+struct tracefs_instance;
+
+#define TRACING_CLOCK	"mono"
+
+/* Kernel counters of one CPU's ring buffer (per_cpu/cpuN/stats). */
+struct tracing_cpu_stats {
+	uint64_t entries;	/* events in the buffer, not yet read */
+	uint64_t overrun;	/* events overwritten before they were read */
+	uint64_t commit_overrun;
+	uint64_t dropped;	/* events dropped, buffer full */
+	uint64_t read;		/* events read so far */
+};
+
+/*
+ * tracing_open - create the tracefs instance @name, set its trace clock to
+ * TRACING_CLOCK and, when @buffer_kb > 0, its per-CPU buffer size. Tracing
+ * stays off until tracing_start().
+ *
+ * An instance of that name that already exists is not ours: it is left
+ * alone and the call fails with -EEXIST. After any failure nothing is left
+ * behind and @err holds a one-line reason (which step, which name, why).
+ *
+ * Return: 0 and *@out (free with tracing_close()); -EEXIST; -errno or
+ * TC_ERR_TRACEFS when tracefs refuses (not mounted, not writable, ...);
+ * -ENOMEM. *@out only on success.
+ */
+int tracing_open(const char *name, size_t buffer_kb, struct tracing **out,
+		 char *err, size_t errlen);
+
+/*
+ * tracing_enable - enable the events named by @spec in the instance:
+ * "SYSTEM" (all its events) or "SYSTEM:EVENT". The events are remembered
+ * for tracing_format(). On failure @err holds a one-line reason naming
+ * @spec.
+ *
+ * Return: 0; TC_ERR_UNKNOWN_EVENT when @spec names no event (nothing is
+ * enabled); TC_ERR_SYNTAX for an empty system or event part; -errno or
+ * TC_ERR_TRACEFS when the kernel refuses; -ENOMEM.
+ */
+int tracing_enable(struct tracing *t, const char *spec, char *err,
+		   size_t errlen);
+
+/*
+ * tracing_track - remember the event @sys:@ev for tracing_format() without
+ * enabling it: events a tracer writes (ftrace:function, ...) have no
+ * enable switch, but the collector still needs their formats.
+ *
+ * Return: 0; -ENOMEM.
+ */
+int tracing_track(struct tracing *t, const char *sys, const char *ev);
+
+/* tracing_start/stop - switch the instance's tracing_on. Return: 0 or
+ * TC_ERR_TRACEFS. */
+int tracing_start(struct tracing *t);
+int tracing_stop(struct tracing *t);
+
+/*
+ * tracing_close - disable the instance's events, switch it off, remove it
+ * from tracefs and free @t. Safe with NULL; logs (but survives) a removal
+ * failure.
+ */
+void tracing_close(struct tracing *t);
+
+/* tracing_instance - the libtracefs handle (owned by @t). */
+struct tracefs_instance *tracing_instance(struct tracing *t);
+
+/* tracing_name - the instance's name (owned by @t). */
+const char *tracing_name(struct tracing *t);
+
+/* tracing_ncpus - CPUs with a per_cpu/cpuN directory in the instance
+ * (highest N + 1); their ring buffers are numbered 0..ncpus-1. */
+int tracing_ncpus(struct tracing *t);
+
+/* tracing_page_size - the ring buffer's sub-buffer size in bytes
+ * (buffer_subbuf_size_kb * 1024, or the page size on kernels without it). */
+uint32_t tracing_page_size(struct tracing *t);
+
+/* tracing_event_count - how many events tracing_enable() enabled so far. */
+size_t tracing_event_count(struct tracing *t);
+
+/*
+ * tracing_format - the @i-th enabled event's system, name and format text.
+ *
+ * *@system and *@name stay owned by @t; *@text is malloc()ed for the
+ * caller, *@len its length.
+ *
+ * Return: 0; -ERANGE for a bad @i; -errno or TC_ERR_TRACEFS when the
+ * format cannot be read. Out-parameters only on success.
+ */
+int tracing_format(struct tracing *t, size_t i, const char **system,
+		   const char **name, char **text, size_t *len);
+
+/*
+ * tracing_header_page - the instance's events/header_page text, malloc()ed
+ * for the caller, and its length.
+ *
+ * Return: 0; -errno or TC_ERR_TRACEFS. Out-parameters only on success.
+ */
+int tracing_header_page(struct tracing *t, char **text, size_t *len);
+
+/*
+ * tracing_cpu_stats - read per_cpu/cpu@cpu/stats of the instance.
+ *
+ * Return: 0 and *@out; -errno or TC_ERR_TRACEFS when the file cannot be
+ * read; TC_ERR_SYNTAX when it has none of the expected keys.
+ */
+int tracing_cpu_stats(struct tracing *t, int cpu,
+		      struct tracing_cpu_stats *out);
+
+/*
+ * tracing_parse_stats - parse the text of a per_cpu stats file ("key: N"
+ * lines; unknown keys and malformed lines are skipped).
+ *
+ * Return: 0 and *@out; TC_ERR_SYNTAX when no known key was found.
+ */
+int tracing_parse_stats(const char *text, size_t len,
+			struct tracing_cpu_stats *out);
+
+/*
+ * tracing_cmdlines - the pid -> comm table of the top-level saved_cmdlines
+ * (read only; it is shared by all instances).
+ *
+ * On success out->items is malloc()ed (free() it; may be NULL when count
+ * is 0).
+ *
+ * Return: 0; -errno or TC_ERR_TRACEFS when the file cannot be read; -ENOMEM.
+ */
+int tracing_cmdlines(struct proto_cmdlines *out);
+
+/*
+ * tracing_parse_cmdlines - parse saved_cmdlines text ("PID COMM" lines) of
+ * @len bytes. Malformed lines are skipped; comms are truncated to 15 bytes;
+ * at most PROTO_MAX_CMDLINES entries are kept.
+ *
+ * Return: 0 and *@out (items malloc()ed, NULL when count is 0); -ENOMEM.
+ */
+int tracing_parse_cmdlines(const char *text, size_t len,
+			   struct proto_cmdlines *out);
+
+#endif
