@@ -1,0 +1,499 @@
+/*
+ * conn.c - one agent connection: TLS, framing, and a state machine.
+ *
+ *   HANDSHAKE --TLS ok--> HELLO --hello/welcome--> STREAM --bye/done--> CLOSING
+ *
+ * Reading is "header, then payload": a frame is handled only once all of it
+ * is buffered, by one handler per message type. The event loop never
+ * touches the store: messages and pages are handed to the ingest worker
+ * (ingest.c), which decodes, filters and stores them and answers through
+ * conn_on_result() (WELCOME after HELLO, DONE after BYE once committed, or
+ * a failure). While the worker's queue is full a connection stops reading
+ * (TCP flow control pushes back on its agent) until conn_resume_all().
+ * Any protocol violation answers ERROR and closes. A refused handshake is
+ * logged with OpenSSL's reason.
+ */
+#include "config.h"
+
+#define LOG_PREFIX "conn"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <arpa/inet.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_ssl.h>
+#include <openssl/err.h>
+
+#include "common/log.h"
+#include "common/tc_error.h"
+#include "proto/frame.h"
+#include "proto/msg.h"
+#include "proto/tls.h"
+#include "server/collector.h"
+#include "server/sink.h"
+
+#define CONN_INPUT_HIGH	(4u << 20)	/* read no more while this is buffered */
+
+enum conn_state {
+	CONN_HANDSHAKE,
+	CONN_HELLO,
+	CONN_STREAM,
+	CONN_BYE,		/* BYE handed over: waiting for the commit */
+	CONN_CLOSING,
+};
+
+struct conn_cpu {
+	uint64_t next_seq;	/* expected page sequence number */
+	uint64_t gaps;		/* pages missing in the sequence */
+	uint64_t committed_seq;	/* highest page known to be on disk */
+	uint64_t acked_seq;	/* highest page acknowledged to the agent */
+};
+
+struct conn {
+	struct collector *col;
+	struct conn *next, **pprev;
+	struct bufferevent *bev;
+	enum conn_state state;
+	char peer[64];		/* address:port */
+	char subject[128];	/* certificate CN */
+	char *host;		/* name from hello */
+	struct frame_hdr hdr;
+	bool have_hdr;
+	uint64_t id;		/* names this connection in ingest results */
+	struct sink *sink;	/* the ingest worker's side */
+	bool paused;		/* reading stopped: the ingest queue is full */
+	bool session;		/* the agent announced a session: ACK its pages */
+	uint32_t ncpus;
+	struct conn_cpu *cpus;
+	uint64_t pages;		/* handed to ingest */
+	int err;		/* the error that ends the session, if any */
+};
+
+static void conn_free(struct conn *c)
+{
+	struct collector *col = c->col;
+
+	*c->pprev = c->next;
+	if (c->next)
+		c->next->pprev = c->pprev;
+	col->nconns--;
+	if (c->bev)
+		bufferevent_free(c->bev);
+	ingest_sink_close(col, c->sink);
+	free(c->cpus);
+	free(c->host);
+	free(c);
+}
+
+static void conn_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct conn *c = arg;
+
+	if (c->state == CONN_CLOSING &&
+	    evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+		conn_free(c);
+}
+
+/* Queue @m; Return: 0 or an encoding error. */
+static int conn_send(struct conn *c, const struct proto_msg *m)
+{
+	struct proto_buf b;
+	int ret;
+
+	proto_buf_init(&b);
+	ret = proto_msg_encode(m, &b);
+	if (ret == 0 && bufferevent_write(c->bev, b.data, b.len) < 0)
+		ret = -ENOMEM;
+	proto_buf_free(&b);
+	return ret;
+}
+
+/*
+ * Close after what is queued has been sent; reading stops now. The
+ * connection is freed later, from the write callback (deferred even when
+ * nothing is queued), never under the caller's feet.
+ */
+static void conn_finish(struct conn *c)
+{
+	c->state = CONN_CLOSING;
+	bufferevent_disable(c->bev, EV_READ);
+	bufferevent_trigger(c->bev, EV_WRITE,
+			    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+}
+
+/* Tell the agent why, log it, close. */
+static void conn_fail(struct conn *c, int err, const char *what)
+{
+	struct proto_msg m = { .type = MSG_ERROR };
+	char text[256];
+
+	snprintf(text, sizeof(text), "%s: %s", what, tc_strerror(err));
+	log_warn("%s (%s): closing: %s", c->peer, c->host ? c->host : c->subject, text);
+	m.error.code = err;
+	m.error.text = text;
+	conn_send(c, &m);
+	conn_finish(c);
+}
+
+/* Check the HELLO here, let the worker store the host; WELCOME follows. */
+static int on_hello(struct conn *c, struct proto_msg *m)
+{
+	const struct proto_hello *h = &m->hello;
+	int ret;
+
+	if (h->version != PROTO_VERSION)
+		return TC_ERR_PROTO_VERSION;
+	if (h->ncpus == 0 || h->ncpus > 65536)
+		return TC_ERR_MSG_MALFORMED;
+	c->cpus = calloc(h->ncpus, sizeof(*c->cpus));
+	c->host = strdup(h->host);
+	if (!c->cpus || !c->host)
+		return -ENOMEM;
+	c->ncpus = h->ncpus;
+	c->session = h->session != 0;	/* agents that announce one want ACKs */
+	ret = ingest_sink_new(c->col, c->id, &c->sink);
+	if (ret < 0)
+		return ret;
+	snprintf(c->sink->subject, sizeof(c->sink->subject), "%s", c->subject);
+	log_info("%s: agent %s (%s, kernel %s, %u CPUs, clock %s) connected",
+		 c->peer, h->host, c->subject, h->kernel, h->ncpus, h->trace_clock);
+	c->state = CONN_STREAM;
+	return ingest_push_msg(c->col, c->sink, m);
+}
+
+/* BYE: no more input; DONE goes out once the worker has committed. */
+static int on_bye(struct conn *c, struct proto_msg *m)
+{
+	c->state = CONN_BYE;
+	bufferevent_disable(c->bev, EV_READ);
+	return ingest_push_msg(c->col, c->sink, m);
+}
+
+static int conn_on_msg(struct conn *c, const uint8_t *payload, size_t len)
+{
+	struct proto_msg m;
+	int ret;
+
+	ret = proto_msg_decode(payload, len, &m);
+	if (ret < 0)
+		return ret;
+	if ((c->state == CONN_HELLO) != (m.type == MSG_HELLO)) {
+		ret = TC_ERR_PROTO_STATE;
+		goto out;
+	}
+	switch (m.type) {
+	case MSG_HELLO: ret = on_hello(c, &m); break;
+	case MSG_HEADER_PAGE:
+	case MSG_FORMAT:
+	case MSG_CMDLINES:
+	case MSG_CLOCK:
+	case MSG_CPU_STATS:
+	case MSG_GROUP:
+	case MSG_SYMBOLS:
+		ret = ingest_push_msg(c->col, c->sink, &m);
+		break;
+	case MSG_BYE: ret = on_bye(c, &m); break;
+	case MSG_ERROR:
+		log_warn("%s: agent reports error %d: %s", c->peer, m.error.code, m.error.text);
+		ret = TC_ERR_PEER_CLOSED;
+		break;
+	default: ret = TC_ERR_PROTO_STATE; break;
+	}
+out:
+	proto_msg_free(&m);
+	return ret;
+}
+
+static int conn_on_page(struct conn *c, const uint8_t *page, size_t len)
+{
+	struct conn_cpu *cpu;
+
+	if (c->state != CONN_STREAM)
+		return TC_ERR_PROTO_STATE;
+	if (c->hdr.stream >= PROTO_USER_STREAM_BASE) {	/* a program's ring: the worker checks */
+		c->pages++;
+		return ingest_push_page(c->col, c->sink, c->hdr.stream, c->hdr.seq, page, len);
+	}
+	if (c->hdr.stream >= c->ncpus)
+		return TC_ERR_MSG_MALFORMED;
+	cpu = &c->cpus[c->hdr.stream];
+	if (cpu->next_seq && c->hdr.seq != cpu->next_seq) {
+		cpu->gaps += c->hdr.seq > cpu->next_seq ? c->hdr.seq - cpu->next_seq : 1;
+		log_warn("%s: cpu%u: page %llu arrived, %llu expected", c->peer,
+			 c->hdr.stream, (unsigned long long)c->hdr.seq,
+			 (unsigned long long)cpu->next_seq);
+	}
+	cpu->next_seq = c->hdr.seq + 1;
+	c->pages++;
+	return ingest_push_page(c->col, c->sink, c->hdr.stream, c->hdr.seq, page, len);
+}
+
+/* The ingest queue is full: stop reading until conn_resume_all(). */
+static void conn_pause(struct conn *c)
+{
+	c->paused = true;
+	bufferevent_disable(c->bev, EV_READ);
+}
+
+static void conn_event_cb(struct bufferevent *bev, short what, void *arg);
+
+/* Handle every complete frame in the input buffer. */
+static void conn_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct conn *c = arg;
+	uint8_t raw[FRAME_HDR_SIZE];
+	const uint8_t *payload;
+	int ret;
+
+	if (c->state == CONN_HANDSHAKE)		/* data implies a finished handshake */
+		conn_event_cb(bev, BEV_EVENT_CONNECTED, c);
+	while (c->state == CONN_HELLO || c->state == CONN_STREAM) {
+		if (!c->have_hdr) {
+			if (evbuffer_copyout(in, raw, sizeof(raw)) < (ssize_t)sizeof(raw))
+				break;
+			ret = frame_hdr_parse(raw, sizeof(raw), &c->hdr);
+			if (ret < 0 && !c->col->tls && raw[0] == 0x16) {
+				conn_fail(c, ret, "the agent speaks TLS but this "
+					  "collector runs --insecure-plain");
+				return;
+			}
+			if (ret < 0) {
+				conn_fail(c, ret, "bad frame");
+				return;
+			}
+			evbuffer_drain(in, sizeof(raw));
+			c->have_hdr = true;
+		}
+		if (evbuffer_get_length(in) < c->hdr.len)
+			break;
+		if (c->hdr.type != FRAME_MSG && ingest_full(c->col)) {
+			conn_pause(c);
+			break;
+		}
+		payload = evbuffer_pullup(in, c->hdr.len);
+		if (!payload && c->hdr.len) {
+			conn_fail(c, -ENOMEM, "frame");
+			return;
+		}
+		if (c->hdr.type == FRAME_MSG)
+			ret = conn_on_msg(c, payload, c->hdr.len);
+		else
+			ret = conn_on_page(c, payload, c->hdr.len);
+		if (c->state == CONN_CLOSING)
+			return;
+		evbuffer_drain(in, c->hdr.len);
+		c->have_hdr = false;
+		if (ret < 0) {
+			conn_fail(c, ret, c->hdr.type == FRAME_MSG ? "message" : "page");
+			return;
+		}
+	}
+	if (c->sink && ingest_flush(c->col, c->sink) < 0)
+		conn_fail(c, -ENOMEM, "page");
+}
+
+/*
+ * Why a handshake failed: the peer-verification result when there is one
+ * (tls_errors), else the first reason libevent took off OpenSSL's queue.
+ */
+static void log_refusal(struct conn *c)
+{
+	SSL *ssl = bufferevent_openssl_get_ssl(c->bev);
+	const char *reason;
+	char why[512];
+	unsigned long e;
+
+	tls_errors(ssl, why, sizeof(why));
+	while ((e = bufferevent_get_openssl_error(c->bev))) {
+		reason = ERR_reason_error_string(e);
+		if (reason && !why[0])
+			snprintf(why, sizeof(why), "%s", reason);
+	}
+	c->col->refused++;
+	log_warn("%s: refused agent: TLS handshake failed: %s%s", c->peer,
+		 why[0] ? why : "connection closed during the handshake",
+		 strstr(why, "wrong version number") ? " (a plain-TCP agent? only "
+		 "a collector started with --insecure-plain takes those)" : "");
+}
+
+static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	if (what & BEV_EVENT_CONNECTED) {
+		if (c->state != CONN_HANDSHAKE)
+			return;
+		tls_peer_subject(bufferevent_openssl_get_ssl(bev), c->subject,
+				 sizeof(c->subject));
+		c->state = CONN_HELLO;
+		return;
+	}
+	if (c->state == CONN_HANDSHAKE)
+		log_refusal(c);
+	else if (c->state != CONN_CLOSING)
+		log_warn("%s: agent %s disconnected before DONE (%llu pages received)",
+			 c->peer, c->host ? c->host : c->subject, (unsigned long long)c->pages);
+	conn_free(c);
+}
+
+static void format_peer(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+
+		inet_ntop(AF_INET, &in->sin_addr, ip, sizeof(ip));
+		port = ntohs(in->sin_port);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+		port = ntohs(in6->sin6_port);
+	}
+	snprintf(buf, len, sa->sa_family == AF_INET6 ? "[%s]:%u" : "%s:%u", ip, port);
+}
+
+/* The bufferevent of a new connection: TLS, or plain with --insecure-plain
+ * (no handshake: straight to HELLO). */
+static struct bufferevent *conn_bev(struct conn *c, struct collector *col,
+				    int fd, SSL *ssl)
+{
+	if (!col->tls) {
+		snprintf(c->subject, sizeof(c->subject), "insecure-plain");
+		c->state = CONN_HELLO;
+		return bufferevent_socket_new(col->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	}
+	snprintf(c->subject, sizeof(c->subject), "?");
+	return bufferevent_openssl_socket_new(col->base, fd, ssl,
+		BUFFEREVENT_SSL_ACCEPTING, BEV_OPT_CLOSE_ON_FREE);
+}
+
+void conn_accept(struct collector *col, int fd, const struct sockaddr *peer, int socklen)
+{
+	struct conn *c = calloc(1, sizeof(*c));
+	SSL *ssl = col->tls ? SSL_new(col->tls) : NULL;
+
+	if (!c || (col->tls && !ssl)) {
+		log_err("out of memory accepting a connection");
+		goto fail;
+	}
+	format_peer(peer, c->peer, sizeof(c->peer));
+	c->bev = conn_bev(c, col, fd, ssl);
+	if (!c->bev)
+		goto fail;
+	c->col = col;
+	c->id = ++col->next_conn_id;
+	c->next = col->conns;
+	if (c->next)
+		c->next->pprev = &c->next;
+	c->pprev = &col->conns;
+	col->conns = c;
+	col->nconns++;
+	if (ssl)
+		bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
+	bufferevent_setwatermark(c->bev, EV_READ, 0, CONN_INPUT_HIGH);
+	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
+	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+	return;
+fail:
+	if (!c || !c->bev) {
+		SSL_free(ssl);
+		evutil_closesocket(fd);
+	}
+	free(c);
+}
+
+/* ACK every stream of @c whose committed mark moved since the last ACK. */
+static void conn_ack(struct conn *c)
+{
+	struct proto_msg m = { .type = MSG_ACK };
+	struct conn_cpu *cpu;
+	uint32_t i;
+
+	for (i = 0; i < c->ncpus; i++) {
+		cpu = &c->cpus[i];
+		if (cpu->committed_seq <= cpu->acked_seq)
+			continue;
+		m.ack.stream = i;
+		m.ack.seq = cpu->committed_seq;
+		if (conn_send(c, &m) < 0)
+			return;
+		cpu->acked_seq = cpu->committed_seq;
+	}
+}
+
+void conn_committed_all(struct collector *col)
+{
+	struct conn *c;
+	uint32_t i;
+
+	for (c = col->conns; c; c = c->next) {
+		for (i = 0; c->sink && c->cpus && i < c->ncpus; i++)
+			c->cpus[i].committed_seq = ingest_sink_committed(col, c->sink, i);
+		if (c->session && c->state == CONN_STREAM)
+			conn_ack(c);
+	}
+}
+
+static struct conn *conn_find(struct collector *col, uint64_t id)
+{
+	struct conn *c;
+
+	for (c = col->conns; c && c->id != id; c = c->next)
+		;
+	return c;
+}
+
+void conn_on_result(struct collector *col, const struct ingest_result *r)
+{
+	struct conn *c = conn_find(col, r->conn_id);
+	struct proto_msg m = { 0 };
+	int ret;
+
+	if (!c || c->state == CONN_CLOSING)
+		return;
+	if (r->kind == IR_FAIL) {
+		conn_fail(c, r->err, r->what);
+		return;
+	}
+	if (r->kind == IR_WELCOME) {
+		m.type = MSG_WELCOME;
+		m.welcome.version = PROTO_VERSION;
+		m.welcome.host_id = r->host_id;
+	} else {
+		m.type = MSG_DONE;
+		m.done.pages = r->pages;
+		m.done.events = r->events;
+	}
+	ret = conn_send(c, &m);
+	if (ret < 0)
+		conn_fail(c, ret, "reply");
+	else if (r->kind == IR_DONE)
+		conn_finish(c);
+}
+
+void conn_resume_all(struct collector *col)
+{
+	struct conn *c;
+
+	for (c = col->conns; c; c = c->next) {
+		if (!c->paused || c->state != CONN_STREAM)
+			continue;
+		c->paused = false;
+		bufferevent_enable(c->bev, EV_READ);
+		bufferevent_trigger(c->bev, EV_READ,
+				    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+	}
+}
+
+void conn_close_all(struct collector *col)
+{
+	while (col->conns)
+		conn_free(col->conns);
+}

@@ -1,0 +1,56 @@
+/*
+ * graph.h - traceq's function_graph view: funcgraph_entry and
+ * funcgraph_exit rows, merged in time order, printed like the kernel's
+ * function_graph tracer output, per thread:
+ *
+ *    CPU) TASK-PID       |   DURATION   |  FUNCTION CALLS
+ *    0) fgraph_prog-42  |              |  run() {
+ *    0) fgraph_prog-42  |   0.310 us   |    leaf();
+ *    0) fgraph_prog-42  |   5.020 us   |  } /+ run +/
+ *
+ * A call whose entry is directly followed by its own exit on the same
+ * thread is a leaf, one line `func();`; otherwise `func() {` ... `}`.
+ * Nesting is the events' depth field (two spaces a level). Durations are
+ * exit ts - entry ts (both ns); an exit without its entry (threshold
+ * mode, or cut off by the query) uses rettime - calltime. Prefix graph_.
+ */
+#ifndef SERVER_GRAPH_H
+#define SERVER_GRAPH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct graph_row {
+	int64_t ts;		/* wall-clock ns */
+	uint32_t cpu;
+	int32_t pid;
+	char comm[24];
+	bool exit;		/* funcgraph_exit, else funcgraph_entry */
+	uint64_t func;
+	int32_t depth;
+	uint64_t calltime, rettime;	/* exit only */
+	char name[128];		/* the function's name, "" if unknown */
+};
+
+struct graph;
+
+/*
+ * graph_new - a view printing to @out. Return: 0 and *@out_g (free with
+ * graph_free()); -ENOMEM.
+ */
+int graph_new(FILE *out, struct graph **out_g);
+
+/*
+ * graph_add - take one row (copied). Rows may come in any order;
+ * graph_print() sorts them by time (an entry before an exit at equal
+ * times). Return: 0; -ENOMEM.
+ */
+int graph_add(struct graph *g, const struct graph_row *row);
+
+/* graph_print - print every row added, in the layout above. */
+void graph_print(struct graph *g);
+
+void graph_free(struct graph *g);
+
+#endif

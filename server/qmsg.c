@@ -1,0 +1,520 @@
+/*
+ * qmsg.c - msgpack encoding of query requests and replies (see qmsg.h).
+ *
+ * Requests are small maps; replies are {ok, event, cols, rows, more,
+ * last_ts, last_id, count} or {ok=false, code, error, pos, len}. Decoding
+ * checks every type and bound: a reply comes from the network like a
+ * request does.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <msgpack.h>
+
+#include "common/tc_error.h"
+#include "server/qmsg.h"
+
+#define QMSG_MAX_STRING		(1u << 20)
+
+static void pack_key(msgpack_packer *pk, const char *key)
+{
+	size_t n = strlen(key);
+
+	msgpack_pack_str(pk, n);
+	msgpack_pack_str_body(pk, key, n);
+}
+
+static void pack_cstr(msgpack_packer *pk, const char *s)
+{
+	pack_key(pk, s);
+}
+
+/* Move a finished sbuffer into @out; frees @sb either way. */
+static int sbuf_move(msgpack_sbuffer *sb, struct proto_buf *out)
+{
+	int ret = proto_buf_append(out, sb->data, sb->size);
+
+	msgpack_sbuffer_destroy(sb);
+	return ret;
+}
+
+int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	unsigned n = 7 + (r->query != NULL) + (r->host != NULL);
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, n);
+	pack_key(&pk, "v");
+	msgpack_pack_uint32(&pk, QMSG_VERSION);
+	pack_key(&pk, "op");
+	msgpack_pack_uint32(&pk, r->op);
+	pack_key(&pk, "limit");
+	msgpack_pack_uint32(&pk, r->limit);
+	pack_key(&pk, "after_ts");
+	msgpack_pack_int64(&pk, r->after_ts);
+	pack_key(&pk, "after_id");
+	msgpack_pack_uint64(&pk, r->after_id);
+	pack_key(&pk, "from_ts");
+	msgpack_pack_int64(&pk, r->from_ts);
+	pack_key(&pk, "to_ts");
+	msgpack_pack_int64(&pk, r->to_ts);
+	if (r->query) {
+		pack_key(&pk, "q");
+		pack_cstr(&pk, r->query);
+	}
+	if (r->host) {
+		pack_key(&pk, "host");
+		pack_cstr(&pk, r->host);
+	}
+	return sbuf_move(&sb, out);
+}
+
+/* ---- decoding helpers ---- */
+
+static bool key_is(const msgpack_object *k, const char *name)
+{
+	size_t n = strlen(name);
+
+	return k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
+	       memcmp(k->via.str.ptr, name, n) == 0;
+}
+
+static int get_i64(const msgpack_object *o, int64_t *v)
+{
+	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
+		*v = o->via.i64;
+		return 0;
+	}
+	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX) {
+		*v = (int64_t)o->via.u64;
+		return 0;
+	}
+	return TC_ERR_MSG_MALFORMED;
+}
+
+static int get_u64(const msgpack_object *o, uint64_t *v)
+{
+	if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
+		return TC_ERR_MSG_MALFORMED;
+	*v = o->via.u64;
+	return 0;
+}
+
+static int get_u32(const msgpack_object *o, uint32_t *v)
+{
+	uint64_t u;
+
+	if (get_u64(o, &u) < 0 || u > UINT32_MAX)
+		return TC_ERR_MSG_MALFORMED;
+	*v = (uint32_t)u;
+	return 0;
+}
+
+static int get_i32(const msgpack_object *o, int32_t *v)
+{
+	int64_t i;
+
+	if (get_i64(o, &i) < 0 || i < INT32_MIN || i > INT32_MAX)
+		return TC_ERR_MSG_MALFORMED;
+	*v = (int32_t)i;
+	return 0;
+}
+
+/* A copy of a msgpack string, NUL-terminated; rejects embedded NULs. */
+static int get_str(const msgpack_object *o, char **out)
+{
+	char *s;
+
+	if (o->type != MSGPACK_OBJECT_STR || o->via.str.size > QMSG_MAX_STRING ||
+	    memchr(o->via.str.ptr, 0, o->via.str.size))
+		return TC_ERR_MSG_MALFORMED;
+	s = strndup(o->via.str.ptr, o->via.str.size);
+	if (!s)
+		return -ENOMEM;
+	free(*out);
+	*out = s;
+	return 0;
+}
+
+/*
+ * unpack_map - unpack exactly one msgpack map filling all of @len, into
+ * @res (caller destroys it).
+ */
+static int unpack_map(const void *buf, size_t len, msgpack_unpacked *res)
+{
+	size_t off = 0;
+	msgpack_unpack_return r;
+
+	msgpack_unpacked_init(res);
+	if (proto_msgpack_check(buf, len) < 0)
+		return TC_ERR_MSG_MALFORMED;
+	r = msgpack_unpack_next(res, buf, len, &off);
+	if (r == MSGPACK_UNPACK_NOMEM_ERROR)
+		return -ENOMEM;
+	if (r != MSGPACK_UNPACK_SUCCESS || off != len ||
+	    res->data.type != MSGPACK_OBJECT_MAP)
+		return TC_ERR_MSG_MALFORMED;
+	return 0;
+}
+
+static int request_field(struct qmsg_request *r, const msgpack_object_kv *kv,
+			 uint32_t *version)
+{
+	const msgpack_object *k = &kv->key, *v = &kv->val;
+	uint32_t op = 0;
+	int ret;
+
+	if (key_is(k, "v"))
+		return get_u32(v, version);
+	if (key_is(k, "op")) {
+		ret = get_u32(v, &op);
+		if (ret == 0 && (op < QOP_SELECT || op > QOP_DROPS))
+			ret = TC_ERR_MSG_MALFORMED;
+		r->op = op;
+		return ret;
+	}
+	if (key_is(k, "limit"))
+		return get_u32(v, &r->limit);
+	if (key_is(k, "after_ts"))
+		return get_i64(v, &r->after_ts);
+	if (key_is(k, "after_id"))
+		return get_u64(v, &r->after_id);
+	if (key_is(k, "from_ts"))
+		return get_i64(v, &r->from_ts);
+	if (key_is(k, "to_ts"))
+		return get_i64(v, &r->to_ts);
+	if (key_is(k, "q"))
+		return get_str(v, &r->query);
+	if (key_is(k, "host"))
+		return get_str(v, &r->host);
+	return 0;	/* unknown keys are ignored */
+}
+
+int qmsg_request_decode(const void *buf, size_t len, struct qmsg_request *out)
+{
+	struct qmsg_request r = { 0 };
+	msgpack_unpacked res;
+	uint32_t version = 0, i;
+	int ret;
+
+	ret = unpack_map(buf, len, &res);
+	for (i = 0; ret == 0 && i < res.data.via.map.size; i++)
+		ret = request_field(&r, &res.data.via.map.ptr[i], &version);
+	msgpack_unpacked_destroy(&res);
+	if (ret == 0 && (version == 0 || r.op == 0))
+		ret = TC_ERR_MSG_MISSING;
+	else if (ret == 0 && version != QMSG_VERSION)
+		ret = TC_ERR_PROTO_VERSION;
+	else if (ret == 0 && r.limit > QMSG_MAX_ROWS)
+		ret = TC_ERR_MSG_MALFORMED;
+	else if (ret == 0 && r.op != QOP_STATS && r.op != QOP_DROPS && !r.query)
+		ret = TC_ERR_MSG_MISSING;
+	if (ret < 0) {
+		qmsg_request_free(&r);
+		return ret;
+	}
+	*out = r;
+	return 0;
+}
+
+void qmsg_request_free(struct qmsg_request *r)
+{
+	free(r->query);
+	free(r->host);
+	r->query = r->host = NULL;
+}
+
+/* ---- reply writer ---- */
+
+struct qmsg_writer {
+	msgpack_sbuffer head;	/* map header, event, cols */
+	msgpack_sbuffer body;	/* the row values, counted as they come */
+	msgpack_packer hp, pk;
+	uint32_t ncols;
+	uint64_t nvals;
+};
+
+int qmsg_reply_begin(struct qmsg_writer **out, const char *event, uint32_t ncols,
+		     const char *const *cols)
+{
+	struct qmsg_writer *w = calloc(1, sizeof(*w));
+	uint32_t i;
+
+	if (!w)
+		return -ENOMEM;
+	msgpack_sbuffer_init(&w->head);
+	msgpack_sbuffer_init(&w->body);
+	msgpack_packer_init(&w->hp, &w->head, msgpack_sbuffer_write);
+	msgpack_packer_init(&w->pk, &w->body, msgpack_sbuffer_write);
+	w->ncols = ncols;
+	msgpack_pack_map(&w->hp, 8);
+	pack_key(&w->hp, "ok");
+	msgpack_pack_true(&w->hp);
+	pack_key(&w->hp, "event");
+	if (event)
+		pack_cstr(&w->hp, event);
+	else
+		msgpack_pack_nil(&w->hp);
+	pack_key(&w->hp, "cols");
+	msgpack_pack_array(&w->hp, ncols);
+	for (i = 0; i < ncols; i++)
+		pack_cstr(&w->hp, cols[i]);
+	*out = w;
+	return 0;
+}
+
+uint32_t qmsg_reply_rows(const struct qmsg_writer *w)
+{
+	return w->ncols ? (uint32_t)(w->nvals / w->ncols) : 0;
+}
+
+void qmsg_put_nil(struct qmsg_writer *w)
+{
+	w->nvals++;
+	msgpack_pack_nil(&w->pk);
+}
+
+void qmsg_put_int(struct qmsg_writer *w, int64_t v)
+{
+	w->nvals++;
+	msgpack_pack_int64(&w->pk, v);
+}
+
+void qmsg_put_uint(struct qmsg_writer *w, uint64_t v)
+{
+	w->nvals++;
+	msgpack_pack_uint64(&w->pk, v);
+}
+
+void qmsg_put_str(struct qmsg_writer *w, const char *s, size_t len)
+{
+	w->nvals++;
+	msgpack_pack_str(&w->pk, len);
+	msgpack_pack_str_body(&w->pk, s, len);
+}
+
+void qmsg_put_bin(struct qmsg_writer *w, const void *p, size_t len)
+{
+	w->nvals++;
+	msgpack_pack_bin(&w->pk, len);
+	msgpack_pack_bin_body(&w->pk, p, len);
+}
+
+int qmsg_reply_end(struct qmsg_writer *w, bool more, int64_t last_ts,
+		   uint64_t last_id, uint64_t count, struct proto_buf *out)
+{
+	size_t mark = out->len;
+	int ret;
+
+	pack_key(&w->hp, "rows");
+	msgpack_pack_array(&w->hp, (uint32_t)w->nvals);
+	pack_key(&w->pk, "more");
+	if (more)
+		msgpack_pack_true(&w->pk);
+	else
+		msgpack_pack_false(&w->pk);
+	pack_key(&w->pk, "last_ts");
+	msgpack_pack_int64(&w->pk, last_ts);
+	pack_key(&w->pk, "last_id");
+	msgpack_pack_uint64(&w->pk, last_id);
+	pack_key(&w->pk, "count");
+	msgpack_pack_uint64(&w->pk, count);
+	ret = sbuf_move(&w->head, out);
+	if (ret == 0)
+		ret = sbuf_move(&w->body, out);
+	else
+		msgpack_sbuffer_destroy(&w->body);
+	if (ret < 0)
+		out->len = mark;
+	free(w);
+	return ret;
+}
+
+int qmsg_reply_error(int32_t code, const char *msg, int32_t pos, int32_t len,
+		     struct proto_buf *out)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 5);
+	pack_key(&pk, "ok");
+	msgpack_pack_false(&pk);
+	pack_key(&pk, "code");
+	msgpack_pack_int32(&pk, code);
+	pack_key(&pk, "error");
+	pack_cstr(&pk, msg);
+	pack_key(&pk, "pos");
+	msgpack_pack_int32(&pk, pos);
+	pack_key(&pk, "len");
+	msgpack_pack_int32(&pk, len);
+	return sbuf_move(&sb, out);
+}
+
+/* ---- reply decoding ---- */
+
+static int get_value(const msgpack_object *o, struct qmsg_value *v)
+{
+	switch (o->type) {
+	case MSGPACK_OBJECT_NIL:
+		v->kind = QV_NIL;
+		return 0;
+	case MSGPACK_OBJECT_POSITIVE_INTEGER:
+		v->kind = QV_UINT;
+		v->u = o->via.u64;
+		return 0;
+	case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+		v->kind = QV_INT;
+		v->i = o->via.i64;
+		return 0;
+	case MSGPACK_OBJECT_STR:
+		v->kind = QV_STR;
+		if (o->via.str.size > QMSG_MAX_STRING)
+			return TC_ERR_MSG_MALFORMED;
+		v->s.p = strndup(o->via.str.ptr, o->via.str.size);
+		v->s.len = o->via.str.size;
+		return v->s.p ? 0 : -ENOMEM;
+	case MSGPACK_OBJECT_BIN:
+		v->kind = QV_BIN;
+		if (o->via.bin.size > QMSG_MAX_STRING)
+			return TC_ERR_MSG_MALFORMED;
+		v->s.p = malloc(o->via.bin.size + 1);
+		if (!v->s.p)
+			return -ENOMEM;
+		memcpy(v->s.p, o->via.bin.ptr, o->via.bin.size);
+		v->s.len = o->via.bin.size;
+		return 0;
+	default:
+		return TC_ERR_MSG_MALFORMED;
+	}
+}
+
+static int get_cols(const msgpack_object *o, struct qmsg_reply *r)
+{
+	uint32_t i;
+	int ret;
+
+	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > QMSG_MAX_COLS ||
+	    r->cols)
+		return TC_ERR_MSG_MALFORMED;
+	r->cols = calloc(o->via.array.size + 1, sizeof(*r->cols));
+	if (!r->cols)
+		return -ENOMEM;
+	r->ncols = o->via.array.size;
+	for (i = 0; i < r->ncols; i++) {
+		ret = get_str(&o->via.array.ptr[i], &r->cols[i]);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* Rows arrive flat (nrows * ncols values); "rows" must follow "cols". */
+static int get_rows(const msgpack_object *o, struct qmsg_reply *r)
+{
+	uint32_t i, n;
+	int ret;
+
+	if (o->type != MSGPACK_OBJECT_ARRAY || !r->cols || r->vals)
+		return TC_ERR_MSG_MALFORMED;
+	n = o->via.array.size;
+	if (r->ncols == 0 ? n != 0 : (n % r->ncols || n / r->ncols > QMSG_MAX_ROWS))
+		return TC_ERR_MSG_MALFORMED;
+	r->vals = calloc(n ? n : 1, sizeof(*r->vals));
+	if (!r->vals)
+		return -ENOMEM;
+	r->nrows = r->ncols ? n / r->ncols : 0;
+	for (i = 0; i < n; i++) {
+		ret = get_value(&o->via.array.ptr[i], &r->vals[i]);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int reply_field(struct qmsg_reply *r, const msgpack_object_kv *kv, bool *has_ok)
+{
+	const msgpack_object *k = &kv->key, *v = &kv->val;
+
+	if (key_is(k, "ok")) {
+		if (v->type != MSGPACK_OBJECT_BOOLEAN)
+			return TC_ERR_MSG_MALFORMED;
+		r->ok = v->via.boolean;
+		*has_ok = true;
+		return 0;
+	}
+	if (key_is(k, "more")) {
+		if (v->type != MSGPACK_OBJECT_BOOLEAN)
+			return TC_ERR_MSG_MALFORMED;
+		r->more = v->via.boolean;
+		return 0;
+	}
+	if (key_is(k, "code"))
+		return get_i32(v, &r->code);
+	if (key_is(k, "error"))
+		return get_str(v, &r->error);
+	if (key_is(k, "pos"))
+		return get_i32(v, &r->pos);
+	if (key_is(k, "len"))
+		return get_i32(v, &r->len);
+	if (key_is(k, "event"))
+		return v->type == MSGPACK_OBJECT_NIL ? 0 : get_str(v, &r->event);
+	if (key_is(k, "cols"))
+		return get_cols(v, r);
+	if (key_is(k, "rows"))
+		return get_rows(v, r);
+	if (key_is(k, "last_ts"))
+		return get_i64(v, &r->last_ts);
+	if (key_is(k, "last_id"))
+		return get_u64(v, &r->last_id);
+	if (key_is(k, "count"))
+		return get_u64(v, &r->count);
+	return 0;
+}
+
+int qmsg_reply_decode(const void *buf, size_t len, struct qmsg_reply *out)
+{
+	struct qmsg_reply r = { .pos = -1, .len = -1 };
+	msgpack_unpacked res;
+	bool has_ok = false;
+	uint32_t i;
+	int ret;
+
+	ret = unpack_map(buf, len, &res);
+	for (i = 0; ret == 0 && i < res.data.via.map.size; i++)
+		ret = reply_field(&r, &res.data.via.map.ptr[i], &has_ok);
+	msgpack_unpacked_destroy(&res);
+	if (ret == 0 && !has_ok)
+		ret = TC_ERR_MSG_MISSING;
+	if (ret == 0 && !r.ok && !r.error)
+		ret = TC_ERR_MSG_MISSING;
+	if (ret < 0) {
+		qmsg_reply_free(&r);
+		return ret;
+	}
+	*out = r;
+	return 0;
+}
+
+void qmsg_reply_free(struct qmsg_reply *r)
+{
+	uint32_t i;
+
+	for (i = 0; r->vals && i < r->nrows * r->ncols; i++)
+		if (r->vals[i].kind == QV_STR || r->vals[i].kind == QV_BIN)
+			free(r->vals[i].s.p);
+	for (i = 0; r->cols && i < r->ncols; i++)
+		free(r->cols[i]);
+	free(r->vals);
+	free(r->cols);
+	free(r->error);
+	free(r->event);
+	memset(r, 0, sizeof(*r));
+}

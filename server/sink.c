@@ -1,0 +1,644 @@
+/*
+ * sink.c - what the ingest worker does with one connection's messages and
+ * pages (see sink.h): decode each page with the connection's decoder, run
+ * each event through its event's server-side filter (filters.h), insert the
+ * events that pass, and count the ones that do not, per host and event.
+ *
+ * Filters are resolved per event type when its format arrives and again
+ * whenever the collector's filter table changes (SIGHUP), before the next
+ * page. Everything per event avoids allocation and name lookups: the type
+ * found by the decoder carries its store statement and bound filter.
+ */
+#include "config.h"
+
+#define LOG_PREFIX "ingest"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/ring.h"
+#include "common/tc_error.h"
+#include "proto/symbols.h"
+#include "server/sink.h"
+
+/* One event type as this connection's agent described it. */
+struct sink_type {
+	struct sink_type *next;
+	const struct decode_type *t;
+	struct store_type *st;
+	struct filter_field *ffields;	/* the filter's view of t->fields */
+	struct filter *f;		/* NULL: keep every event */
+	uint64_t dropped;		/* by the filter, not yet in the store */
+};
+
+/* pid -> comm, open addressing, for the filter's COMM field. */
+struct sink_comms {
+	size_t cap, count;		/* cap: a power of two */
+	struct proto_cmdline *slots;	/* pid 0 = empty */
+};
+
+/* ---- pid -> comm ---- */
+
+static struct proto_cmdline *comms_slot(struct sink_comms *c, int32_t pid)
+{
+	size_t i = ((uint32_t)pid * 2654435761u) & (c->cap - 1);
+
+	while (c->slots[i].pid && c->slots[i].pid != pid)
+		i = (i + 1) & (c->cap - 1);
+	return &c->slots[i];
+}
+
+static int comms_grow(struct sink_comms *c)
+{
+	struct sink_comms n = { .cap = c->cap ? c->cap * 2 : 256 };
+
+	n.slots = calloc(n.cap, sizeof(*n.slots));
+	if (!n.slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->cap; i++)
+		if (c->slots[i].pid)
+			*comms_slot(&n, c->slots[i].pid) = c->slots[i];
+	n.count = c->count;
+	free(c->slots);
+	*c = n;
+	return 0;
+}
+
+static int comms_put(struct sink *s, const struct proto_cmdlines *cl)
+{
+	struct proto_cmdline *slot;
+
+	if (!s->comms && !(s->comms = calloc(1, sizeof(*s->comms))))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < cl->count; i++) {
+		if (cl->items[i].pid == 0)
+			continue;
+		if ((s->comms->count + 1) * 2 > s->comms->cap && comms_grow(s->comms) < 0)
+			return -ENOMEM;
+		slot = comms_slot(s->comms, cl->items[i].pid);
+		s->comms->count += slot->pid == 0;
+		*slot = cl->items[i];
+	}
+	return 0;
+}
+
+static const char *comms_get(const struct sink *s, int pid)
+{
+	const struct proto_cmdline *slot;
+
+	if (!s->comms || !s->comms->cap || pid == 0)
+		return pid == 0 ? "<idle>" : "";
+	slot = comms_slot(s->comms, pid);
+	return slot->pid ? slot->comm : "";
+}
+
+/* ---- filters ---- */
+
+static enum filter_kind sink_filter_kind(enum decode_kind k)
+{
+	return k == DECODE_SIGNED ? FILTER_SIGNED :
+	       k == DECODE_UNSIGNED ? FILTER_UNSIGNED : FILTER_STRING;
+}
+
+static int sink_type_schema(struct sink_type *ty)
+{
+	const struct decode_type *t = ty->t;
+
+	ty->ffields = calloc(t->nfields ? t->nfields : 1, sizeof(*ty->ffields));
+	if (!ty->ffields)
+		return -ENOMEM;
+	for (unsigned i = 0; i < t->nfields; i++) {
+		const struct decode_field *f = &t->fields[i];
+
+		/* a blob is not filterable: an empty name no filter can name */
+		ty->ffields[i].name = f->kind == DECODE_BLOB ? "" : f->name;
+		ty->ffields[i].kind = sink_filter_kind(f->kind);
+		ty->ffields[i].size = f->size;
+	}
+	return 0;
+}
+
+static void sink_report(void *ctx, const char *system, const char *name, const char *rule,
+			const char *why)
+{
+	const struct sink *s = ctx;
+
+	log_warn("host %s: filter '%s' not applied to %s:%s, which keeps its previous filter:\n%s",
+		 s->host, rule, system, name, why);
+}
+
+static int sink_type_resolve(struct sink *s, const struct sink_env *env, struct sink_type *ty)
+{
+	struct filter_schema schema = { ty->ffields, ty->t->nfields };
+	struct filter *f = NULL;
+	int ret;
+
+	ret = filters_resolve(env->filters, s->host, ty->t->system, ty->t->name, &schema, &f,
+			      sink_report, s);
+	if (ret < 0)
+		return ret;
+	filter_free(ty->f);
+	ty->f = f;
+	if (f)
+		log_info("host %s: %s:%s filtered by '%s'", s->host, ty->t->system,
+			 ty->t->name, filter_text(f));
+	return 0;
+}
+
+static int sink_resolve_all(struct sink *s, const struct sink_env *env)
+{
+	int ret = 0;
+
+	for (struct sink_type *ty = s->types; ty && ret == 0; ty = ty->next)
+		ret = sink_type_resolve(s, env, ty);
+	if (ret == 0)
+		s->filters_gen = env->filters_gen;
+	return ret;
+}
+
+struct sink_eval {
+	const struct sink *s;
+	const struct decode_event *ev;
+};
+
+static int sink_get(void *ctx, int idx, struct filter_value *out)
+{
+	const struct sink_eval *e = ctx;
+	struct decode_value v;
+	int ret;
+
+	if (idx == FILTER_FIELD_CPU) {
+		*out = (struct filter_value){ .kind = FILTER_UNSIGNED, .u = e->ev->cpu };
+		return 0;
+	}
+	if (idx == FILTER_FIELD_COMM) {
+		out->kind = FILTER_STRING;
+		out->str.s = comms_get(e->s, e->ev->pid);
+		out->str.len = strnlen(out->str.s, 16);
+		return 0;
+	}
+	ret = decode_field_value(e->ev, (unsigned)idx, &v);
+	if (ret < 0)
+		return ret;
+	out->kind = sink_filter_kind(v.kind);
+	if (v.kind == DECODE_SIGNED)
+		out->i = v.i;
+	else if (v.kind == DECODE_UNSIGNED)
+		out->u = v.u;
+	else {
+		out->str.s = v.kind == DECODE_STRING ? v.str.s : v.blob.p;
+		out->str.len = v.kind == DECODE_STRING ? v.str.len : v.blob.len;
+	}
+	return 0;
+}
+
+/* ---- traced programs' rings (MSG_GROUP) ---- */
+
+/*
+ * A program's ring: its own decoder (its event ids are its own), its
+ * streams' counters, and how its timestamps become trace-clock ns.
+ */
+struct sink_group {
+	uint32_t group;
+	uint32_t first, n;		/* streams [first, first + n) */
+	bool tsc;
+	struct ring_clock_conv conv;
+	struct decoder *dec;
+	struct sink_cpu *streams;
+	uint64_t program;		/* its programs row (symbols) */
+};
+
+#define SINK_MAX_GROUPS	1024
+
+static struct sink_group *group_by_id(struct sink *s, uint32_t id)
+{
+	for (size_t i = 0; i < s->ngroups; i++)
+		if (s->groups[i].group == id)
+			return &s->groups[i];
+	return NULL;
+}
+
+static struct sink_group *group_by_stream(struct sink *s, uint32_t stream)
+{
+	for (size_t i = 0; i < s->ngroups; i++)
+		if (stream - s->groups[i].first < s->groups[i].n)
+			return &s->groups[i];
+	return NULL;
+}
+
+static int sink_header_page(struct sink *s, const struct proto_text *t)
+{
+	char *copy = malloc(t->len + 1);
+	int ret;
+
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, t->text, t->len + 1);
+	ret = decoder_header_page(s->dec, t->text, t->len);
+	if (ret < 0) {
+		free(copy);
+		return ret;
+	}
+	free(s->header_page);
+	s->header_page = copy;
+	s->header_len = t->len;
+	return 0;
+}
+
+/* Whether @g is well formed and overlaps no group already announced. */
+static bool group_valid(struct sink *s, const struct proto_group *g)
+{
+	if (g->group == 0 || group_by_id(s, g->group) || s->ngroups >= SINK_MAX_GROUPS ||
+	    g->first_stream < PROTO_USER_STREAM_BASE || g->nstreams == 0 ||
+	    g->first_stream + (uint64_t)g->nstreams > 65536 || g->shift > 63 ||
+	    (strcmp(g->clock, "tsc") && strcmp(g->clock, "mono")) || !s->header_page)
+		return false;
+	for (size_t i = 0; i < s->ngroups; i++)
+		if (g->first_stream < s->groups[i].first + s->groups[i].n &&
+		    s->groups[i].first < g->first_stream + g->nstreams)
+			return false;
+	return true;
+}
+
+/* The programs row of @g (or of the kernel, @g NULL) for its symbols. */
+static int sink_program(struct sink *s, const struct sink_env *env,
+			const struct proto_group *g, uint64_t *id)
+{
+	struct store_program p = {
+		.boot_id = s->boot_id, .session = s->session, .since_ns = s->hello_realtime,
+		.group = g ? g->group : 0, .pid = g ? g->pid : 0,
+		.comm = g ? g->comm : "kernel",
+		.first_stream = g ? g->first_stream : 0,
+		.nstreams = g ? g->nstreams : PROTO_USER_STREAM_BASE,
+	};
+
+	return store_program(env->store, s->host_id, &p, id);
+}
+
+static int sink_group_add(struct sink *s, const struct sink_env *env,
+			  const struct proto_group *g)
+{
+	struct proto_hello layout = s->layout;
+	struct sink_group *n, ng = { .group = g->group, .first = g->first_stream,
+				     .n = g->nstreams, .tsc = !strcmp(g->clock, "tsc"),
+				     .conv = { g->tsc0, g->mono0, g->mult, g->shift } };
+	int ret;
+
+	if (!group_valid(s, g))
+		return TC_ERR_MSG_MALFORMED;
+	layout.page_size = g->page_size;
+	ret = sink_program(s, env, g, &ng.program);
+	if (ret == 0)
+		ret = decoder_new(&layout, &ng.dec);
+	if (ret == 0)
+		ret = decoder_header_page(ng.dec, s->header_page, s->header_len);
+	ng.streams = calloc(g->nstreams, sizeof(*ng.streams));
+	n = realloc(s->groups, (s->ngroups + 1) * sizeof(*n));
+	if (n)
+		s->groups = n;
+	if (ret == 0 && (!ng.streams || !n))
+		ret = -ENOMEM;
+	if (ret < 0) {
+		decoder_free(ng.dec);
+		free(ng.streams);
+		return ret;
+	}
+	s->groups[s->ngroups++] = ng;
+	log_info("host %s: program %s (pid %d) with %u buffers, %s clock", s->host,
+		 g->comm, g->pid, g->nstreams, g->clock);
+	return 0;
+}
+
+struct sym_ctx {
+	struct store *store;
+	uint64_t program;
+};
+
+static int sym_store(void *arg, const struct proto_sym *sym)
+{
+	struct sym_ctx *c = arg;
+
+	return store_symbol(c->store, c->program, sym->addr, sym->size, sym->name);
+}
+
+/* MSG_SYMBOLS: the lines go to the group's program (group 0: the kernel). */
+static int sink_symbols(struct sink *s, const struct sink_env *env,
+			const struct proto_symbols *m)
+{
+	struct sym_ctx c = { .store = env->store };
+	struct sink_group *g = m->group ? group_by_id(s, m->group) : NULL;
+	size_t line = 0;
+	int ret = 0;
+
+	if (m->group && !g)
+		return TC_ERR_MSG_MALFORMED;
+	if (!g && !s->kernel_program)
+		ret = sink_program(s, env, NULL, &s->kernel_program);
+	c.program = g ? g->program : s->kernel_program;
+	if (ret == 0)
+		ret = proto_sym_parse(m->text, m->len, sym_store, &c, &line);
+	if (ret == TC_ERR_MSG_MALFORMED)
+		log_warn("host %s: bad symbol line %zu of group %u", s->host, line, m->group);
+	return ret;
+}
+
+static int flush_group_counters(struct sink *s, struct store *store)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < s->ngroups; i++)
+		for (uint32_t b = 0; b < s->groups[i].n && ret == 0; b++) {
+			struct sink_cpu *c = &s->groups[i].streams[b];
+
+			if (c->pages)
+				ret = store_cpu_received(store, s->host_id, s->groups[i].first + b,
+							 c->pages, c->events, c->bytes);
+			if (ret == 0)
+				c->pages = c->events = c->bytes = 0;
+		}
+	return ret;
+}
+
+/* ---- messages ---- */
+
+static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_hello *h,
+		      struct ingest_result *res)
+{
+	int ret;
+
+	if (h->ncpus == 0 || h->ncpus > 65536)
+		return TC_ERR_MSG_MALFORMED;
+	s->cpus = calloc(h->ncpus, sizeof(*s->cpus));
+	s->host = strdup(h->host);
+	if (!s->cpus || !s->host)
+		return -ENOMEM;
+	s->ncpus = h->ncpus;
+	ret = decoder_new(h, &s->dec);
+	if (ret == 0)
+		ret = store_host(env->store, h, s->subject, &s->host_id);
+	if (ret == 0 && h->session) {
+		ret = dedup_get(env->sessions, env->store, s->host_id, h->boot_id,
+				h->session, h->ncpus, &s->sess);
+		s->sessions = env->sessions;
+	}
+	if (ret < 0)
+		return ret;
+	s->boot_id = strdup(h->boot_id);
+	if (!s->boot_id)
+		return -ENOMEM;
+	s->session = h->session;
+	s->hello_realtime = h->clock.realtime_ns;
+	s->clock_offset = h->clock.realtime_ns - (int64_t)h->clock.trace_ns;
+	s->layout.long_size = h->long_size;
+	s->layout.big_endian = h->big_endian;
+	s->filters_gen = env->filters_gen;
+	res->kind = IR_WELCOME;
+	res->host_id = s->host_id;
+	return 0;
+}
+
+static int sink_format(struct sink *s, const struct sink_env *env, const struct proto_format *f)
+{
+	const struct decode_type *t;
+	struct decoder *dec = s->dec;
+	struct sink_type *ty;
+	int ret;
+
+	if (f->group) {
+		struct sink_group *g = group_by_id(s, f->group);
+
+		if (!g)
+			return TC_ERR_MSG_MALFORMED;
+		dec = g->dec;
+	}
+	ret = decoder_format(dec, f->system, f->name, f->text, f->len, &t);
+	if (ret < 0) {
+		log_warn("host %s: format of %s:%s rejected: %s", s->host, f->system, f->name,
+			 tc_strerror(ret));
+		return ret;
+	}
+	if (t->user)
+		return 0;	/* the same event again */
+	ty = calloc(1, sizeof(*ty));
+	if (!ty)
+		return -ENOMEM;
+	ty->t = t;
+	ty->next = s->types;
+	s->types = ty;
+	/* decode_type.user is the caller's slot: the event's sink type */
+	((struct decode_type *)t)->user = ty;
+	ret = sink_type_schema(ty);
+	if (ret == 0)
+		ret = store_type(env->store, t, f->text, &ty->st);
+	if (ret == 0)
+		ret = sink_type_resolve(s, env, ty);
+	return ret;
+}
+
+int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
+	     struct ingest_result *res, bool *respond, bool *commit)
+{
+	if (m->type != MSG_HELLO && !s->dec)
+		return TC_ERR_PROTO_STATE;
+	switch (m->type) {
+	case MSG_HELLO:
+		*respond = true;
+		return sink_hello(s, env, &m->hello, res);
+	case MSG_HEADER_PAGE:
+		return sink_header_page(s, &m->header_page);
+	case MSG_GROUP:
+		return sink_group_add(s, env, &m->group);
+	case MSG_SYMBOLS:
+		return sink_symbols(s, env, &m->symbols);
+	case MSG_FORMAT:
+		return sink_format(s, env, &m->format);
+	case MSG_CMDLINES:
+		return comms_put(s, &m->cmdlines) ?: store_cmdlines(env->store, s->host_id,
+								    &m->cmdlines);
+	case MSG_CLOCK:
+		s->clock_offset = m->clock.realtime_ns - (int64_t)m->clock.trace_ns;
+		return store_host_clock(env->store, s->host_id, s->clock_offset);
+	case MSG_CPU_STATS:
+		return store_cpu_stats(env->store, s->host_id, &m->cpu_stats);
+	case MSG_BYE:
+		*respond = *commit = true;
+		res->kind = IR_DONE;
+		res->pages = s->pages;
+		res->events = s->events;
+		log_info("host %s: done: %llu pages, %llu events stored, %llu resent pages"
+			 " dropped (agent shipped %llu pages, %llu events)",
+			 s->host, (unsigned long long)s->pages, (unsigned long long)s->events,
+			 (unsigned long long)s->dups, (unsigned long long)m->bye.pages,
+			 (unsigned long long)m->bye.events);
+		return sink_flush(s, env->store);
+	default:
+		return TC_ERR_PROTO_STATE;
+	}
+}
+
+/* ---- pages ---- */
+
+struct page_ctx {
+	struct sink *s;
+	const struct sink_env *env;
+	const struct sink_group *g;	/* NULL for kernel pages */
+	uint64_t stored;
+};
+
+/* The event's time in the host's trace clock (ns). */
+static uint64_t event_trace_ns(const struct page_ctx *p, uint64_t ts)
+{
+	return p->g && p->g->tsc ? ring_clock_to_ns(&p->g->conv, ts) : ts;
+}
+
+static int sink_event(void *arg, const struct decode_event *ev)
+{
+	struct page_ctx *p = arg;
+	struct sink_type *ty = ev->type->user;
+	struct sink_eval e = { p->s, ev };
+	int ret;
+
+	if (!ty || !ty->st) {
+		p->s->unknown++;
+		return 0;
+	}
+	if (ty->f) {
+		ret = filter_eval(ty->f, sink_get, &e);
+		if (ret < 0)
+			return ret;
+		if (ret == 0) {
+			ty->dropped++;
+			p->s->counters_dirty = true;
+			return 0;
+		}
+	}
+	ret = store_insert(p->env->store, ty->st, p->s->host_id, ev,
+			   (int64_t)event_trace_ns(p, ev->ts) + p->s->clock_offset);
+	if (ret == 0)
+		p->stored++;
+	return ret;
+}
+
+int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t seq,
+	      const uint8_t *page, size_t len, uint64_t *stored)
+{
+	struct page_ctx p = { .s = s, .env = env };
+	struct decoder *dec = s->dec;
+	uint32_t cpu_no = cpu;
+	struct sink_cpu *c;
+	int ret = 0;
+
+	if (!s->dec)
+		return TC_ERR_PROTO_STATE;
+	if (cpu >= PROTO_USER_STREAM_BASE) {
+		struct sink_group *g = group_by_stream(s, cpu);
+
+		if (!g)
+			return TC_ERR_MSG_MALFORMED;
+		p.g = g;
+		dec = g->dec;
+		cpu_no = cpu - g->first;
+		c = &g->streams[cpu_no];
+	} else if (cpu < s->ncpus) {
+		c = &s->cpus[cpu];
+		if (s->sess && dedup_seen(s->sess, cpu, seq)) {	/* a resend: stored already */
+			c->seen_seq = seq;
+			s->dups++;
+			*stored = 0;
+			return store_cpu_duplicates(env->store, s->host_id, cpu, 1);
+		}
+	} else {
+		return TC_ERR_MSG_MALFORMED;
+	}
+	if (s->filters_gen != env->filters_gen)
+		ret = sink_resolve_all(s, env);
+	if (ret == 0)
+		ret = decoder_page(dec, cpu_no, page, len, sink_event, &p, NULL);
+	if (ret == 0 && s->sess && !p.g)	/* the mark goes in with the events */
+		ret = dedup_stored(s->sess, env->store, cpu, seq);
+	if (ret < 0)
+		return ret;
+	c->seen_seq = seq;
+	c->pages++;
+	c->events += p.stored;
+	c->bytes += len;
+	s->counters_dirty = true;
+	s->pages++;
+	s->events += p.stored;
+	*stored = p.stored;
+	return 0;
+}
+
+int sink_flush(struct sink *s, struct store *store)
+{
+	int ret = 0;
+
+	if (!s->counters_dirty)
+		return 0;
+	for (uint32_t i = 0; i < s->ncpus && ret == 0; i++) {
+		struct sink_cpu *c = &s->cpus[i];
+
+		if (c->pages)
+			ret = store_cpu_received(store, s->host_id, i, c->pages, c->events,
+						 c->bytes);
+		if (ret == 0)
+			c->pages = c->events = c->bytes = 0;
+	}
+	if (ret == 0)
+		ret = flush_group_counters(s, store);
+	for (struct sink_type *ty = s->types; ty && ret == 0; ty = ty->next) {
+		if (ty->dropped)
+			ret = store_dropped(store, s->host_id, ty->t->system, ty->t->name,
+					    "filter", ty->dropped);
+		if (ret == 0)
+			ty->dropped = 0;
+	}
+	if (ret == 0)
+		s->counters_dirty = false;
+	return ret;
+}
+
+void sink_mark_committed(struct sink *s)
+{
+	if (!s->committed && s->ncpus) {
+		s->committed = calloc(s->ncpus, sizeof(*s->committed));
+		if (!s->committed)
+			return;		/* acknowledged at the next commit */
+		s->ncommitted = s->ncpus;
+	}
+	for (uint32_t i = 0; i < s->ncommitted; i++)
+		s->committed[i] = s->cpus[i].seen_seq;
+}
+
+void sink_free(struct sink *s)
+{
+	if (!s)
+		return;
+	while (s->types) {
+		struct sink_type *ty = s->types;
+
+		s->types = ty->next;
+		filter_free(ty->f);
+		free(ty->ffields);
+		free(ty);
+	}
+	if (s->comms)
+		free(s->comms->slots);
+	free(s->comms);
+	decoder_free(s->dec);
+	for (size_t i = 0; i < s->ngroups; i++) {
+		decoder_free(s->groups[i].dec);
+		free(s->groups[i].streams);
+	}
+	free(s->groups);
+	free(s->header_page);
+	if (s->sess)
+		dedup_put(s->sessions, s->sess);
+	free(s->committed);
+	free(s->cpus);
+	free(s->host);
+	free(s->boot_id);
+	free(s);
+}

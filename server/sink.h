@@ -1,0 +1,105 @@
+/*
+ * sink.h - the ingest worker's side of one agent connection (private to
+ * server/ingest.c and server/sink.c): its decoder, host, clock offset,
+ * per-event store types and filters, pid -> comm map, and counters.
+ *
+ * Every function here runs on the ingest worker thread; committed[] is
+ * written and read (by the event loop, ingest_sink_committed()) under the
+ * queue lock only.
+ */
+#ifndef SERVER_SINK_H
+#define SERVER_SINK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proto/msg.h"
+#include "server/collector.h"
+#include "server/decode.h"
+#include "server/dedup.h"
+#include "server/filters.h"
+#include "server/store.h"
+
+struct ingest_job;
+struct sink_type;
+struct sink_comms;
+struct sink_group;
+
+struct sink_cpu {
+	uint64_t seen_seq;	/* last page processed */
+	uint64_t pages, events, bytes;	/* not yet added to the store's counters */
+};
+
+struct sink {
+	struct sink *next;		/* the worker's list of live sinks */
+	uint64_t conn_id;
+	bool failed;			/* a job failed: skip the rest */
+	bool closed;			/* the connection is gone */
+	struct ingest_job *pending;	/* pages batched on the event loop */
+	char subject[128];		/* agent certificate CN (set before the first job) */
+	/* worker only: */
+	struct decoder *dec;
+	char *host;
+	uint64_t host_id;
+	int64_t clock_offset;		/* realtime - trace clock, ns */
+	uint32_t ncpus;
+	struct sink_cpu *cpus;
+	uint64_t pages, events, unknown;
+	struct sink_type *types;
+	unsigned filters_gen;		/* generation the types were resolved for */
+	struct sink_comms *comms;
+	bool counters_dirty;
+	bool listed;			/* on the worker's list of sinks */
+	struct proto_hello layout;	/* page layout facts for group decoders */
+	char *header_page;		/* kept for group decoders */
+	size_t header_len;
+	struct sink_group *groups;	/* traced programs' rings (MSG_GROUP) */
+	size_t ngroups;
+	char *boot_id;			/* from HELLO, to key programs */
+	uint64_t session;		/* the agent run's id from HELLO; 0: none */
+	int64_t hello_realtime;		/* the agent's CLOCK_REALTIME at HELLO, ns */
+	uint64_t kernel_program;	/* programs row for kernel symbols; 0: none yet */
+	struct dedup *sess;		/* the agent's session; NULL: none announced */
+	struct dedup **sessions;	/* the list sess is on */
+	uint64_t dups;			/* resent pages already stored, dropped */
+	/* under the queue lock (read by the event loop): */
+	uint64_t *committed;		/* per CPU: last page committed */
+	uint32_t ncommitted;
+};
+
+/* What the worker hands a sink with each job. */
+struct sink_env {
+	struct store *store;
+	const struct filters *filters;
+	unsigned filters_gen;
+	struct dedup **sessions;	/* live agent sessions' stored-page marks */
+};
+
+/*
+ * sink_msg - apply one control message. For HELLO and BYE it fills @res
+ * (WELCOME, DONE) and sets *@respond. BYE requires the caller to commit
+ * before sending the result: *@commit is set.
+ * Return: 0; a decoder or store error (the caller reports IR_FAIL).
+ */
+int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
+	     struct ingest_result *res, bool *respond, bool *commit);
+
+/*
+ * sink_page - decode page @seq of CPU @cpu, filter its events and store the
+ * rest. *@stored receives the number of rows inserted.
+ * Return: 0; TC_ERR_PROTO_STATE (no HELLO yet), TC_ERR_MSG_MALFORMED (CPU
+ * out of range), TC_ERR_PAGE_MALFORMED, store errors.
+ */
+int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t seq,
+	      const uint8_t *page, size_t len, uint64_t *stored);
+
+/* sink_flush - add the counters gathered since the last flush to the store. */
+int sink_flush(struct sink *s, struct store *store);
+
+/* sink_mark_committed - seen_seq -> committed[] (caller holds the queue lock). */
+void sink_mark_committed(struct sink *s);
+
+/* sink_free - release @s and everything it owns; NULL is allowed. */
+void sink_free(struct sink *s);
+
+#endif

@@ -1,0 +1,277 @@
+/*
+ * store.c - the backend-independent front of the storage layer: argument
+ * checks, the read-only guard and dispatch through the backend's ops table
+ * (server/store_int.h). Which backend a path selects is decided here; today
+ * every path is an SQLite file.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/tc_error.h"
+#include "server/store_int.h"
+
+int store_set_errmsg(struct store *s, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(s->errmsg, sizeof(s->errmsg), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+const char *store_errmsg(const struct store *s)
+{
+	return s && s->errmsg[0] ? s->errmsg : "no error";
+}
+
+int store_open(const char *path, struct store **out)
+{
+	if (!path || !out)
+		return -EINVAL;
+	return store_sqlite_open(path, false, out);
+}
+
+int store_open_readonly(const char *path, struct store **out)
+{
+	if (!path || !out)
+		return -EINVAL;
+	return store_sqlite_open(path, true, out);
+}
+
+void store_close(struct store *s)
+{
+	if (s)
+		s->ops->close(s);
+}
+
+/* Write operations on a read-only handle fail before reaching the backend. */
+static int store_writable(struct store *s)
+{
+	if (!s)
+		return -EINVAL;
+	if (s->readonly)
+		return store_set_errmsg(s, -EROFS, "store opened read-only");
+	return 0;
+}
+
+int store_host(struct store *s, const struct proto_hello *h, const char *peer_subject,
+	       uint64_t *host_id)
+{
+	int ret = store_writable(s);
+
+	if (ret == 0 && (!h || !h->host || !h->machine_id || !host_id))
+		ret = -EINVAL;
+	return ret < 0 ? ret : s->ops->host(s, h, peer_subject, host_id);
+}
+
+int store_host_clock(struct store *s, uint64_t host_id, int64_t offset_ns)
+{
+	int ret = store_writable(s);
+
+	return ret < 0 ? ret : s->ops->host_clock(s, host_id, offset_ns);
+}
+
+int store_type(struct store *s, const struct decode_type *t, const char *format_text,
+	       struct store_type **out)
+{
+	int ret = store_writable(s);
+
+	if (ret == 0 && (!t || !format_text || !out))
+		ret = -EINVAL;
+	return ret < 0 ? ret : s->ops->type(s, t, format_text, out);
+}
+
+int store_begin(struct store *s)
+{
+	int ret = store_writable(s);
+
+	return ret < 0 ? ret : s->ops->begin(s);
+}
+
+int store_commit(struct store *s)
+{
+	int ret = store_writable(s);
+
+	return ret < 0 ? ret : s->ops->commit(s);
+}
+
+int store_insert(struct store *s, struct store_type *t, uint64_t host_id,
+		 const struct decode_event *ev, int64_t ts_wall)
+{
+	if (!s || !t || !ev || !ev->type)
+		return -EINVAL;
+	return s->ops->insert(s, t, host_id, ev, ts_wall);
+}
+
+int store_cpu_received(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,
+		       uint64_t events, uint64_t bytes)
+{
+	int ret = store_writable(s);
+
+	return ret < 0 ? ret : s->ops->cpu_received(s, host_id, cpu, pages, events, bytes);
+}
+
+int store_cpu_stats(struct store *s, uint64_t host_id, const struct proto_cpu_stats *st)
+{
+	int ret = store_writable(s);
+
+	if (ret == 0 && !st)
+		ret = -EINVAL;
+	return ret < 0 ? ret : s->ops->cpu_stats(s, host_id, st);
+}
+
+int store_stream_marks(struct store *s, uint64_t host_id, const char *boot_id,
+		       uint64_t session, uint64_t *seqs, uint32_t n)
+{
+	int ret = store_writable(s);
+
+	if (ret == 0 && (!boot_id || (n && !seqs)))
+		ret = -EINVAL;
+	return ret < 0 ? ret : s->ops->stream_marks(s, host_id, boot_id, session, seqs, n);
+}
+
+int store_stream_mark(struct store *s, uint64_t host_id, const char *boot_id,
+		      uint64_t session, uint32_t stream, uint64_t seq)
+{
+	int ret = store_writable(s);
+
+	if (ret == 0 && !boot_id)
+		ret = -EINVAL;
+	return ret < 0 ? ret : s->ops->stream_mark(s, host_id, boot_id, session, stream, seq);
+}
+
+int store_cpu_duplicates(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t n)
+{
+	int ret = store_writable(s);
+
+	return ret < 0 ? ret : s->ops->cpu_duplicates(s, host_id, cpu, n);
+}
+
+int store_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c)
+{
+	int ret = store_writable(s);
+
+	if (ret == 0 && (!c || (c->count && !c->items)))
+		ret = -EINVAL;
+	return ret < 0 ? ret : s->ops->cmdlines(s, host_id, c);
+}
+
+int store_program(struct store *s, uint64_t host_id, const struct store_program *p,
+		  uint64_t *program_id)
+{
+	int ret = store_writable(s);
+
+	if (ret == 0 && (!p || !p->boot_id || !p->comm || !program_id))
+		ret = -EINVAL;
+	return ret < 0 ? ret : s->ops->program(s, host_id, p, program_id);
+}
+
+int store_symbol(struct store *s, uint64_t program_id, uint64_t addr, uint64_t size,
+		 const char *name)
+{
+	int ret = store_writable(s);
+
+	if (ret == 0 && !name)
+		ret = -EINVAL;
+	return ret < 0 ? ret : s->ops->symbol(s, program_id, addr, size, name);
+}
+
+int store_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
+		      uint64_t addr, char *buf, size_t len)
+{
+	if (!s || !buf || !len)
+		return -EINVAL;
+	return s->ops->symbol_name(s, host_id, pid, ts, addr, buf, len);
+}
+
+int store_schema_get(struct store *s, const char *system, const char *event,
+		     struct store_schema **out)
+{
+	if (!s || !event || !out)
+		return -EINVAL;
+	return s->ops->schema_get(s, system, event, out);
+}
+
+int store_schema_list(struct store *s, const char *system,
+		      int (*fn)(void *ctx, const struct store_schema *sc), void *ctx)
+{
+	if (!s || !fn)
+		return -EINVAL;
+	return s->ops->schema_list(s, system, fn, ctx);
+}
+
+int store_select(struct store *s, const struct store_schema *sc, const char *where,
+		 const struct store_bind *b, size_t nb, int64_t after_ts, uint64_t after_rowid,
+		 size_t limit, store_row_fn fn, void *ctx)
+{
+	if (!s || !sc || !fn || (nb && !b))
+		return -EINVAL;
+	return s->ops->select(s, sc, where, b, nb, after_ts, after_rowid, limit, fn, ctx);
+}
+
+int store_count(struct store *s, const struct store_schema *sc, const char *where,
+		const struct store_bind *b, size_t nb, uint64_t *count)
+{
+	if (!s || !sc || !count || (nb && !b))
+		return -EINVAL;
+	return s->ops->count(s, sc, where, b, nb, count);
+}
+
+int store_stats(struct store *s,
+		int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
+			  uint64_t value),
+		void *ctx)
+{
+	if (!s || !fn)
+		return -EINVAL;
+	return s->ops->stats(s, fn, ctx);
+}
+
+int store_dropped(struct store *s, uint64_t host_id, const char *system, const char *name,
+		  const char *reason, uint64_t n)
+{
+	int ret = store_writable(s);
+
+	if (ret == 0 && (!system || !name || !reason))
+		ret = -EINVAL;
+	return ret < 0 ? ret : s->ops->dropped(s, host_id, system, name, reason, n);
+}
+
+int store_retain(struct store *s, int64_t before_ts, uint64_t max_bytes, uint64_t *removed)
+{
+	int ret = store_writable(s);
+
+	if (ret == 0 && !removed)
+		ret = -EINVAL;
+	return ret < 0 ? ret : s->ops->retain(s, before_ts, max_bytes, removed);
+}
+
+int store_drops(struct store *s,
+		int (*fn)(void *ctx, const char *host, const char *system, const char *name,
+			  const char *reason, uint64_t count),
+		void *ctx)
+{
+	if (!s || !fn)
+		return -EINVAL;
+	return s->ops->drops(s, fn, ctx);
+}
+
+void store_schema_free(struct store_schema *sc)
+{
+	if (!sc)
+		return;
+	for (size_t i = 0; i < sc->ncols; i++) {
+		free((char *)sc->cols[i].name);
+		free((char *)sc->cols[i].column);
+	}
+	free(sc->cols);
+	free(sc->system);
+	free(sc->name);
+	free(sc->table);
+	free(sc);
+}

@@ -1,0 +1,324 @@
+/*
+ * store.h - where the collector keeps hosts, counters and decoded events,
+ * and where the query endpoint reads them.
+ *
+ * One interface, several possible backends (server/store_int.h holds the
+ * ops table); SQLite is the first and the only one store_open() picks
+ * today. The layout - one typed table per event type - is described in
+ * sql/schema.sql.
+ *
+ * Threads: a store handle is used by one thread at a time. Open one handle
+ * per thread (the SQLite backend runs in WAL mode, so one writer and any
+ * number of readers work on the same file concurrently).
+ *
+ * Errors: every function returns 0 or a negative code (tc_error.h):
+ * TC_ERR_DB for a database failure, TC_ERR_DB_SCHEMA for a database this
+ * binary cannot use, -ENOMEM, -EINVAL for bad arguments. store_errmsg()
+ * then says more.
+ */
+#ifndef SERVER_STORE_H
+#define SERVER_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/msg.h"
+#include "server/decode.h"
+
+struct store;
+struct store_type;
+
+/* ---- opening ---- */
+
+/*
+ * store_open - open (creating if needed) the database at @path for writing:
+ * applies pending schema migrations, WAL journal, synchronous=NORMAL.
+ *
+ * Return: 0; TC_ERR_DB (cannot open or write); TC_ERR_DB_SCHEMA (the file
+ * is newer than this binary or a migration failed); -ENOMEM.
+ */
+int store_open(const char *path, struct store **out);
+
+/*
+ * store_open_readonly - open an existing database for the read side.
+ *
+ * Return: 0; TC_ERR_DB (no such file or not a database); TC_ERR_DB_SCHEMA
+ * (schema version differs from this binary's); -ENOMEM.
+ */
+int store_open_readonly(const char *path, struct store **out);
+
+/* store_close - close @s; frees every store_type it handed out. NULL is allowed. */
+void store_close(struct store *s);
+
+/*
+ * store_errmsg - a sentence about the last failure on @s (database message,
+ * the systems of an ambiguous event name...). Valid until the next call.
+ */
+const char *store_errmsg(const struct store *s);
+
+/* ---- write side (the collector) ---- */
+
+/*
+ * store_host - insert or update the host (keyed by machine_id + host name)
+ * from its HELLO: boot id, kernel, CPUs, page size, clock; @peer_subject
+ * (may be NULL) is the agent certificate's subject. Sets last_seen to now
+ * and, for a new host, first_seen too.
+ *
+ * Return: 0 and *@host_id; TC_ERR_DB.
+ */
+int store_host(struct store *s, const struct proto_hello *h, const char *peer_subject,
+	       uint64_t *host_id);
+
+/*
+ * store_host_clock - record the latest clock offset of @host_id:
+ * @offset_ns = CLOCK_REALTIME - trace clock, both in ns.
+ *
+ * Return: 0; TC_ERR_DB; -ENOENT for an unknown host.
+ */
+int store_host_clock(struct store *s, uint64_t host_id, int64_t offset_ns);
+
+/*
+ * store_type - make the table for @t exist with a column per field: create
+ * it, or add the columns a newer format brings. @format_text is stored as
+ * the type's latest format.
+ *
+ * The returned handle holds the prepared INSERT for @t's field order; it is
+ * owned by @s (valid until store_close()) and shared by every decode_type
+ * parsed from the same format text, so the caller may cache it in t->user.
+ *
+ * Return: 0; TC_ERR_DB; -ENOMEM.
+ */
+int store_type(struct store *s, const struct decode_type *t, const char *format_text,
+	       struct store_type **out);
+
+/* store_begin, store_commit - bracket a batch of inserts in one transaction. */
+int store_begin(struct store *s);
+int store_commit(struct store *s);
+
+/*
+ * store_insert - insert @ev (from a decoder_page() callback) into @t's table
+ * with its wall-clock time @ts_wall (ns); values are read with
+ * decode_field_value(). @t must come from store_type() for ev->type's
+ * format.
+ *
+ * Return: 0; TC_ERR_DB; TC_ERR_PAGE_MALFORMED when a field does not decode
+ * (the row is not inserted).
+ */
+int store_insert(struct store *s, struct store_type *t, uint64_t host_id,
+		 const struct decode_event *ev, int64_t ts_wall);
+
+/* store_cpu_received - add what the collector received and stored for one CPU. */
+int store_cpu_received(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,
+		       uint64_t events, uint64_t bytes);
+
+/* store_cpu_stats - set the agent-reported counters of one CPU. */
+int store_cpu_stats(struct store *s, uint64_t host_id, const struct proto_cpu_stats *st);
+
+/*
+ * store_stream_marks - for the agent session (@host_id, @boot_id, @session),
+ * the highest stored page sequence number of each stream 0..@n-1 into
+ * @seqs[] (0 for a stream with none). Reads through the open transaction,
+ * so marks set but not yet committed count.
+ *
+ * Return: 0; TC_ERR_DB; -EINVAL.
+ */
+int store_stream_marks(struct store *s, uint64_t host_id, const char *boot_id,
+		       uint64_t session, uint64_t *seqs, uint32_t n);
+
+/*
+ * store_stream_mark - record that pages of @stream up to @seq of that agent
+ * session are stored; call it in the transaction that inserts the page's
+ * events, so the mark and the events commit (or vanish) together. The mark
+ * never goes down.
+ *
+ * Return: 0; TC_ERR_DB; -EINVAL.
+ */
+int store_stream_mark(struct store *s, uint64_t host_id, const char *boot_id,
+		      uint64_t session, uint32_t stream, uint64_t seq);
+
+/* store_cpu_duplicates - add @n to the pages of one CPU received again and
+ * dropped. Return: 0; TC_ERR_DB. */
+int store_cpu_duplicates(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t n);
+
+/* A program whose function addresses may be named (sql/0004-symbols.sql). */
+struct store_program {
+	const char *boot_id;
+	uint64_t session;	/* the agent run; 0: none */
+	uint32_t group;		/* MSG_GROUP number; 0: the kernel */
+	int32_t pid;
+	const char *comm;
+	uint32_t first_stream, nstreams;	/* its rows' cpu values */
+	int64_t since_ns;	/* wall clock, no later than its first event */
+};
+
+/*
+ * store_program - record program @p of @host_id, or find the row an
+ * earlier connection of the same agent run (same boot, session != 0 and
+ * group) made, keeping that row's facts.
+ *
+ * Return: 0 and *@program_id; TC_ERR_DB; -EINVAL.
+ */
+int store_program(struct store *s, uint64_t host_id, const struct store_program *p,
+		  uint64_t *program_id);
+
+/*
+ * store_symbol - add one function symbol of @program_id; one already there
+ * (same address and name: a resend after a reconnect) is left as it is.
+ * Return: 0; TC_ERR_DB; -EINVAL.
+ */
+int store_symbol(struct store *s, uint64_t program_id, uint64_t addr, uint64_t size,
+		 const char *name);
+
+/*
+ * store_symbol_name - name @addr as seen by a row of @host_id with
+ * common_pid @pid at wall-clock @ts: "NAME" or "NAME+0xOFF" into
+ * @buf[@len]. Programs announced no later than @ts are tried, the one
+ * whose pid is @pid first, then the latest few; the first with a symbol
+ * at or below @addr that covers it (a sized symbol must contain it) names
+ * it. Rows carry thread ids, not programs, so for another thread of a
+ * program the search is by address: see store_sqlite.c.
+ *
+ * Return: 0; -ENOENT (no program or symbol); TC_ERR_DB; -EINVAL.
+ */
+int store_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
+		      uint64_t addr, char *buf, size_t len);
+
+/* store_cmdlines - remember pid -> comm pairs of @host_id (replacing older ones). */
+int store_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c);
+
+/*
+ * store_dropped - add @n to the count of events of @system:@name the
+ * collector did not keep for @reason: "filter" (a server-side filter
+ * dropped them at ingest; @host_id is their host) or "retention" (rows
+ * removed by store_retain(); @host_id 0).
+ *
+ * Return: 0; TC_ERR_DB.
+ */
+int store_dropped(struct store *s, uint64_t host_id, const char *system, const char *name,
+		  const char *reason, uint64_t n);
+
+/*
+ * store_retain - remove the oldest events: every row with ts < @before_ts
+ * (INT64_MIN: no age limit), then, while the pages in use exceed
+ * @max_bytes (0: no size limit), the oldest time slice across all event
+ * tables. Removals are counted with store_dropped(..., "retention", ...).
+ * Freed pages are reused by later inserts, so the file stops growing
+ * instead of shrinking.
+ *
+ * Return: 0 and *@removed (rows removed by this call); TC_ERR_DB.
+ */
+int store_retain(struct store *s, int64_t before_ts, uint64_t max_bytes, uint64_t *removed);
+
+/* ---- read side (the query endpoint) ---- */
+
+struct store_col {
+	const char *name;	/* the field's name */
+	const char *column;	/* its column (== name unless it clashed, see schema.sql) */
+	enum decode_kind kind;	/* latest kind */
+};
+
+struct store_schema {
+	char *system;
+	char *name;
+	char *table;
+	size_t ncols;
+	struct store_col *cols;	/* every field, common_* first, in first-seen order */
+	bool comm_joined;	/* "comm" in a WHERE names the comms join, not a field */
+};
+
+/*
+ * store_schema_get - describe event @event of @system. @system may be NULL:
+ * then the name must be unique across systems.
+ *
+ * Return: 0 and *@out (free with store_schema_free()); TC_ERR_UNKNOWN_EVENT;
+ * TC_ERR_AMBIGUOUS (store_errmsg() lists the systems); TC_ERR_DB; -ENOMEM.
+ */
+int store_schema_get(struct store *s, const char *system, const char *event,
+		     struct store_schema **out);
+
+/*
+ * store_schema_list - call @fn for each event type of @system (all systems
+ * if NULL), ordered by system and name, with a schema it may not keep.
+ * A nonzero return from @fn stops the walk and is returned.
+ *
+ * Return: 0; TC_ERR_UNKNOWN_EVENT when @system has no events; TC_ERR_DB;
+ * -ENOMEM; or @fn's return.
+ */
+int store_schema_list(struct store *s, const char *system,
+		      int (*fn)(void *ctx, const struct store_schema *sc), void *ctx);
+
+void store_schema_free(struct store_schema *sc);
+
+/* A value bound to a '?' in a WHERE text: kind SIGNED/UNSIGNED use i, STRING/BLOB s+len. */
+struct store_bind {
+	enum decode_kind kind;
+	int64_t i;
+	const char *s;
+	size_t len;
+};
+
+struct store_row {
+	uint64_t rowid;
+	const char *host;	/* hosts.name */
+	uint64_t host_id;
+	uint32_t cpu;
+	int64_t ts;		/* wall clock ns */
+	uint64_t trace_ts;	/* trace clock ns */
+	int pid;		/* common_pid, -1 if absent */
+	const char *comm;	/* from comms; NULL if unknown */
+	size_t nvals;		/* == schema ncols */
+	const struct decode_value *vals;	/* per schema column */
+	const bool *null;	/* per schema column: no value (added later) */
+};
+
+typedef int (*store_row_fn)(void *ctx, const struct store_row *row);
+
+/*
+ * store_select - rows of @sc's table matching @where, ordered by (ts, rowid).
+ * @where: SQL boolean expression over the quoted column names, "cpu",
+ *         "host_id", "ts", "trace_ts" and (when sc->comm_joined) "comm",
+ *         with '?' for each of the @nb values in @b; NULL for all rows. It
+ *         is pasted into the statement: it must come from the filter
+ *         compiler, never from a user.
+ * @after_ts, @after_rowid: when @after_rowid != 0, start strictly after
+ *         that row (keyset paging: pass the last row seen).
+ * @limit: at most this many rows (0: no limit).
+ * The row and everything it points to are valid only during @fn.
+ *
+ * Return: the number of rows passed to @fn (>= 0); TC_ERR_DB (also for a
+ * WHERE that does not compile; store_errmsg() says why); -ENOMEM; or
+ * @fn's nonzero return.
+ */
+int store_select(struct store *s, const struct store_schema *sc, const char *where,
+		 const struct store_bind *b, size_t nb, int64_t after_ts, uint64_t after_rowid,
+		 size_t limit, store_row_fn fn, void *ctx);
+
+/* store_count - how many rows store_select() would pass with no paging or limit. */
+int store_count(struct store *s, const struct store_schema *sc, const char *where,
+		const struct store_bind *b, size_t nb, uint64_t *count);
+
+/*
+ * store_stats - per host and CPU counters, for `traceq --stats`: calls @fn
+ * for each (host, cpu) and key: pages, events, bytes (stored by the
+ * collector), agent_pages, agent_events, agent_bytes, overrun, dropped,
+ * commit_overrun, dup_pages (resends dropped by the collector), and the
+ * agent's resent_pages, lost_pages, lost_events, pages_mmap, pages_splice,
+ * pages_read, copied_bytes. A nonzero return from @fn stops and is returned.
+ */
+int store_stats(struct store *s,
+		int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
+			  uint64_t value),
+		void *ctx);
+
+/*
+ * store_drops - the drop counters, for `traceq --drops`: calls @fn per
+ * (host, system, name, reason) with its count; @host is "" for counters
+ * not kept per host. A nonzero return from @fn stops and is returned.
+ */
+int store_drops(struct store *s,
+		int (*fn)(void *ctx, const char *host, const char *system, const char *name,
+			  const char *reason, uint64_t count),
+		void *ctx);
+
+#endif

@@ -1,0 +1,1811 @@
+/*
+ * store_sqlite.c - the SQLite backend of the storage layer.
+ *
+ * The fixed tables come from the numbered migrations in sql/ (embedded as
+ * sql/schema.h); the per-event tables are created here from decoded
+ * formats. sql/schema.sql explains the layout and its trade-offs.
+ *
+ * Every value reaches SQLite through a bound parameter. Identifiers (table
+ * and column names derived from event formats) are always double-quoted
+ * with embedded quotes doubled (sq_ident()). Run-time DDL is wrapped in a
+ * SAVEPOINT, so it joins the caller's transaction or stands alone.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+#include "common/tc_error.h"
+#include "proto/symbols.h"
+#include "server/store_int.h"
+#include "sql/schema.h"
+
+#define SQ_FIXED_COLS 4		/* host_id, cpu, ts, trace_ts */
+#define SQ_BATCH_ROWS	64	/* rows per multi-row INSERT, at most */
+#define SQ_ARENA	(32u << 10)	/* bytes of strings and blobs per batch */
+
+/* One value of a pending row: an integer, or bytes in the type's arena. */
+struct sq_val {
+	enum decode_kind kind;
+	int64_t i;
+	const void *p;
+	size_t len;
+};
+
+/*
+ * Inside a transaction, rows are not inserted one statement each: they
+ * gather per type (values in vals, their strings and blobs copied to arena)
+ * and go in with one multi-row INSERT of `rows` rows, which saves SQLite's
+ * per-statement work (cursors opened, positioned and closed, the statement
+ * started and halted). Every other store call first flushes what is
+ * pending (sq_flush_all()), so the COMMIT, retention and readers on this
+ * connection see every row.
+ */
+struct store_type {
+	struct store_type *next;
+	char *system;
+	char *name;
+	char *format;		/* the format text this INSERT was built for */
+	unsigned nfields;
+	int *param;		/* per field: its '?' index, or 0 (duplicate name) */
+	sqlite3_stmt *insert;
+	/* batching */
+	char *values;		/* "(?, ?, ...)": one row of the INSERT */
+	char *head;		/* "INSERT INTO ... (cols) VALUES " */
+	unsigned ncols;		/* parameters per row */
+	unsigned rows;		/* rows of insert_n; < 2: no batching */
+	sqlite3_stmt *insert_n;	/* prepared at the first full batch */
+	unsigned pending;	/* rows in vals */
+	struct sq_val *vals;	/* rows * ncols */
+	uint8_t *arena;		/* SQ_ARENA bytes */
+	size_t arena_len;
+};
+
+struct sq_store {
+	struct store base;	/* first */
+	sqlite3 *db;
+	struct store_type *types;
+	sqlite3_stmt *cpu_add;	/* hot statements, prepared once */
+	sqlite3_stmt *comm_put;
+	sqlite3_stmt *drop_add;
+	sqlite3_stmt *mark_put;
+	sqlite3_stmt *sym_put;
+	sqlite3_stmt *prog_find;	/* read side, prepared when first used */
+	sqlite3_stmt *sym_find;
+};
+
+/* A growable string for building SQL text. */
+struct sq_buf {
+	char *s;
+	size_t len;
+	size_t cap;
+	bool oom;
+};
+
+static const struct store_ops sq_ops;
+static int sq_flush_all(struct store *s);
+
+static struct sq_store *sq(struct store *s)
+{
+	return (struct sq_store *)s;
+}
+
+static int sq_err(struct store *s, int err, const char *what)
+{
+	return store_set_errmsg(s, err, "%s: %s", what, sqlite3_errmsg(sq(s)->db));
+}
+
+static int64_t sq_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- SQL text ---- */
+
+static void buf_add(struct sq_buf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = (b->len + n + 1) * 2;
+		char *p = realloc(b->s, cap);
+
+		if (!p) {
+			b->oom = true;
+			return;
+		}
+		b->s = p;
+		b->cap = cap;
+	}
+	memcpy(b->s + b->len, s, n);
+	b->len += n;
+	b->s[b->len] = '\0';
+}
+
+static void buf_str(struct sq_buf *b, const char *s)
+{
+	buf_add(b, s, strlen(s));
+}
+
+/* Append @name as a quoted SQL identifier. */
+static void sq_ident(struct sq_buf *b, const char *name)
+{
+	buf_add(b, "\"", 1);
+	for (const char *p = name; *p; p++) {
+		if (*p == '"')
+			buf_add(b, "\"\"", 2);
+		else
+			buf_add(b, p, 1);
+	}
+	buf_add(b, "\"", 1);
+}
+
+/* ---- statements ---- */
+
+static int sq_exec(struct store *s, const char *sql)
+{
+	if (sqlite3_exec(sq(s)->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+		return sq_err(s, TC_ERR_DB, sql);
+	return 0;
+}
+
+static int sq_prepare(struct store *s, const char *sql, sqlite3_stmt **st)
+{
+	const char *tail = NULL;
+
+	if (sqlite3_prepare_v3(sq(s)->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, &tail) != SQLITE_OK)
+		return sq_err(s, TC_ERR_DB, "prepare");
+	if (tail && *tail) {
+		sqlite3_finalize(*st);
+		*st = NULL;
+		return store_set_errmsg(s, TC_ERR_DB, "trailing text after the statement");
+	}
+	return 0;
+}
+
+/* Step @st to completion, then reset it (finalize when @once). */
+static int sq_run(struct store *s, sqlite3_stmt *st, bool once)
+{
+	int rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		;
+	rc = rc == SQLITE_DONE ? 0 : sq_err(s, TC_ERR_DB, "step");
+	if (once)
+		sqlite3_finalize(st);
+	else
+		sqlite3_reset(st);
+	return rc;
+}
+
+static void sq_bind_text(sqlite3_stmt *st, int i, const char *v)
+{
+	if (v)
+		sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+/* ---- open, migrate, close ---- */
+
+static int sq_user_version(struct store *s, int *version)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "PRAGMA user_version", &st);
+
+	if (ret < 0)
+		return ret;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		*version = sqlite3_column_int(st, 0);
+	else
+		ret = sq_err(s, TC_ERR_DB, "user_version");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+static int sq_migrate_one(struct store *s, const struct sql_migration *m)
+{
+	char pragma[64];
+	int ret;
+
+	ret = sq_exec(s, "BEGIN IMMEDIATE");
+	if (ret < 0)
+		return ret;
+	snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", m->version);
+	if (sq_exec(s, m->sql) < 0 || sq_exec(s, pragma) < 0 || sq_exec(s, "COMMIT") < 0) {
+		char msg[STORE_ERRMSG_MAX];
+
+		snprintf(msg, sizeof(msg), "%s", s->errmsg);
+		sqlite3_exec(sq(s)->db, "ROLLBACK", NULL, NULL, NULL);
+		return store_set_errmsg(s, TC_ERR_DB_SCHEMA, "migration %s: %s", m->name, msg);
+	}
+	return 0;
+}
+
+static int sq_migrate(struct store *s)
+{
+	size_t n = sizeof(sql_migrations) / sizeof(sql_migrations[0]);
+	int version = 0;
+	int ret = sq_user_version(s, &version);
+
+	if (ret < 0)
+		return ret;
+	if (version > SQL_SCHEMA_VERSION)
+		return store_set_errmsg(s, TC_ERR_DB_SCHEMA,
+					"database schema %d is newer than this program's %d",
+					version, SQL_SCHEMA_VERSION);
+	for (size_t i = 0; i < n && ret == 0; i++)
+		if (sql_migrations[i].version > version)
+			ret = sq_migrate_one(s, &sql_migrations[i]);
+	return ret;
+}
+
+static int sq_setup_writer(struct store *s)
+{
+	int ret;
+
+	/* a 64 MiB page cache keeps the hot ends of the ts indexes in memory */
+	ret = sq_exec(s, "PRAGMA page_size=16384; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+			 " PRAGMA foreign_keys=ON; PRAGMA cache_size=-65536");
+	if (ret == 0)
+		ret = sq_migrate(s);
+	if (ret == 0)
+		ret = sq_prepare(s, "INSERT INTO cpus (host_id, cpu, pages, events, bytes)"
+				    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (host_id, cpu) DO UPDATE"
+				    " SET pages = pages + excluded.pages,"
+				    " events = events + excluded.events,"
+				    " bytes = bytes + excluded.bytes", &sq(s)->cpu_add);
+	if (ret == 0)
+		ret = sq_prepare(s, "INSERT INTO comms (host_id, pid, comm) VALUES (?, ?, ?)"
+				    " ON CONFLICT (host_id, pid) DO UPDATE SET comm = excluded.comm",
+				 &sq(s)->comm_put);
+	if (ret == 0)
+		ret = sq_prepare(s, "INSERT INTO drops (host_id, system, name, reason, count)"
+				    " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE"
+				    " SET count = count + excluded.count", &sq(s)->drop_add);
+	if (ret == 0)
+		ret = sq_prepare(s, "INSERT INTO stream_marks (host_id, boot_id, session, stream, seq)"
+				    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (host_id, boot_id, session,"
+				    " stream) DO UPDATE SET seq = max(seq, excluded.seq)",
+				 &sq(s)->mark_put);
+	if (ret == 0)
+		ret = sq_prepare(s, "INSERT OR IGNORE INTO symbols (program_id, addr, size, name)"
+				    " VALUES (?, ?, ?, ?)", &sq(s)->sym_put);
+	return ret;
+}
+
+static int sq_setup_reader(struct store *s)
+{
+	int version = 0;
+	int ret = sq_user_version(s, &version);
+
+	if (ret == 0 && version != SQL_SCHEMA_VERSION)
+		ret = store_set_errmsg(s, TC_ERR_DB_SCHEMA,
+				       "database schema %d, this program reads %d",
+				       version, SQL_SCHEMA_VERSION);
+	return ret;
+}
+
+/*
+ * Before SQLite initializes: no global memory statistics, whose mutex every
+ * allocation would otherwise take. Too late (SQLITE_MISUSE) only when
+ * something in the process used SQLite first; then it just stays on.
+ */
+static void sq_config_once(void)
+{
+	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+}
+
+int store_sqlite_open(const char *path, bool readonly, struct store **out)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	struct sq_store *q = calloc(1, sizeof(*q));
+	/*
+	 * The writer belongs to one thread at a time (opened by main, used by
+	 * the ingest worker, closed after it stopped): no per-call mutex.
+	 */
+	int flags = readonly ? SQLITE_OPEN_READONLY :
+		    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+	int ret;
+
+	if (!q)
+		return -ENOMEM;
+	pthread_once(&once, sq_config_once);
+	q->base.ops = &sq_ops;
+	q->base.readonly = readonly;
+	if (sqlite3_open_v2(path, &q->db, flags, NULL) != SQLITE_OK) {
+		ret = q->db ? TC_ERR_DB : -ENOMEM;
+		goto out;
+	}
+	sqlite3_extended_result_codes(q->db, 1);
+	sqlite3_busy_timeout(q->db, 5000);
+	ret = readonly ? sq_setup_reader(&q->base) : sq_setup_writer(&q->base);
+out:
+	if (ret < 0) {
+		sq_ops.close(&q->base);
+		return ret;
+	}
+	*out = &q->base;
+	return 0;
+}
+
+static void sq_type_free(struct store_type *t)
+{
+	sqlite3_finalize(t->insert);
+	sqlite3_finalize(t->insert_n);
+	free(t->values);
+	free(t->head);
+	free(t->vals);
+	free(t->arena);
+	free(t->system);
+	free(t->name);
+	free(t->format);
+	free(t->param);
+	free(t);
+}
+
+static void sq_close(struct store *s)
+{
+	struct sq_store *q = sq(s);
+
+	while (q->types) {
+		struct store_type *t = q->types;
+
+		q->types = t->next;
+		sq_type_free(t);
+	}
+	sqlite3_finalize(q->cpu_add);
+	sqlite3_finalize(q->comm_put);
+	sqlite3_finalize(q->drop_add);
+	sqlite3_finalize(q->mark_put);
+	sqlite3_finalize(q->sym_put);
+	sqlite3_finalize(q->prog_find);
+	sqlite3_finalize(q->sym_find);
+	sqlite3_close(q->db);
+	free(q);
+}
+
+/* ---- hosts, counters, comms ---- */
+
+static int sq_host(struct store *s, const struct proto_hello *h, const char *peer_subject,
+		   uint64_t *host_id)
+{
+	sqlite3_stmt *st;
+	int64_t now = sq_now_ns();
+	int ret = sq_prepare(s,
+		"INSERT INTO hosts (name, machine_id, boot_id, kernel, ncpus, page_size,"
+		" trace_clock, clock_offset_ns, peer_subject, first_seen, last_seen)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)"
+		" ON CONFLICT (machine_id, name) DO UPDATE SET boot_id = excluded.boot_id,"
+		" kernel = excluded.kernel, ncpus = excluded.ncpus,"
+		" page_size = excluded.page_size, trace_clock = excluded.trace_clock,"
+		" clock_offset_ns = coalesce(excluded.clock_offset_ns, clock_offset_ns),"
+		" peer_subject = excluded.peer_subject, last_seen = excluded.last_seen"
+		" RETURNING id", &st);
+
+	if (ret < 0)
+		return ret;
+	sq_bind_text(st, 1, h->host);
+	sq_bind_text(st, 2, h->machine_id);
+	sq_bind_text(st, 3, h->boot_id);
+	sq_bind_text(st, 4, h->kernel);
+	sqlite3_bind_int64(st, 5, h->ncpus);
+	sqlite3_bind_int64(st, 6, h->page_size);
+	sq_bind_text(st, 7, h->trace_clock);
+	if (h->clock.trace_ns || h->clock.realtime_ns)
+		sqlite3_bind_int64(st, 8, h->clock.realtime_ns - (int64_t)h->clock.trace_ns);
+	sq_bind_text(st, 9, peer_subject);
+	sqlite3_bind_int64(st, 10, now);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		*host_id = (uint64_t)sqlite3_column_int64(st, 0);
+	else
+		ret = sq_err(s, TC_ERR_DB, "host");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+static int sq_host_clock(struct store *s, uint64_t host_id, int64_t offset_ns)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "UPDATE hosts SET clock_offset_ns = ?, last_seen = ?"
+				" WHERE id = ?", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, offset_ns);
+	sqlite3_bind_int64(st, 2, sq_now_ns());
+	sqlite3_bind_int64(st, 3, (int64_t)host_id);
+	ret = sq_run(s, st, false);
+	if (ret == 0 && sqlite3_changes(sq(s)->db) == 0)
+		ret = store_set_errmsg(s, -ENOENT, "no host %llu", (unsigned long long)host_id);
+	sqlite3_finalize(st);
+	return ret;
+}
+
+static int sq_cpu_received(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,
+			   uint64_t events, uint64_t bytes)
+{
+	sqlite3_stmt *st = sq(s)->cpu_add;
+
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_int64(st, 2, cpu);
+	sqlite3_bind_int64(st, 3, (int64_t)pages);
+	sqlite3_bind_int64(st, 4, (int64_t)events);
+	sqlite3_bind_int64(st, 5, (int64_t)bytes);
+	return sq_run(s, st, false);
+}
+
+static int sq_cpu_stats(struct store *s, uint64_t host_id, const struct proto_cpu_stats *c)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s,
+		"INSERT INTO cpus (host_id, cpu, agent_pages, agent_events, agent_bytes,"
+		" overrun, dropped, commit_overrun, resent_pages, lost_pages, lost_events,"
+		" pages_mmap, pages_splice, pages_read, copied_bytes)"
+		" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+		" ON CONFLICT (host_id, cpu) DO UPDATE SET agent_pages = excluded.agent_pages,"
+		" agent_events = excluded.agent_events, agent_bytes = excluded.agent_bytes,"
+		" overrun = excluded.overrun, dropped = excluded.dropped,"
+		" commit_overrun = excluded.commit_overrun,"
+		" resent_pages = excluded.resent_pages, lost_pages = excluded.lost_pages,"
+		" lost_events = excluded.lost_events, pages_mmap = excluded.pages_mmap,"
+		" pages_splice = excluded.pages_splice, pages_read = excluded.pages_read,"
+		" copied_bytes = excluded.copied_bytes", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_int64(st, 2, c->cpu);
+	sqlite3_bind_int64(st, 3, (int64_t)c->pages);
+	sqlite3_bind_int64(st, 4, (int64_t)c->events);
+	sqlite3_bind_int64(st, 5, (int64_t)c->bytes);
+	sqlite3_bind_int64(st, 6, (int64_t)c->overrun);
+	sqlite3_bind_int64(st, 7, (int64_t)c->dropped);
+	sqlite3_bind_int64(st, 8, (int64_t)c->commit_overrun);
+	sqlite3_bind_int64(st, 9, (int64_t)c->resent_pages);
+	sqlite3_bind_int64(st, 10, (int64_t)c->lost_pages);
+	sqlite3_bind_int64(st, 11, (int64_t)c->lost_events);
+	sqlite3_bind_int64(st, 12, (int64_t)c->pages_mmap);
+	sqlite3_bind_int64(st, 13, (int64_t)c->pages_splice);
+	sqlite3_bind_int64(st, 14, (int64_t)c->pages_read);
+	sqlite3_bind_int64(st, 15, (int64_t)c->copied_bytes);
+	return sq_run(s, st, true);
+}
+
+static int sq_stream_marks(struct store *s, uint64_t host_id, const char *boot_id,
+			   uint64_t session, uint64_t *seqs, uint32_t n)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT stream, seq FROM stream_marks WHERE host_id = ?"
+				" AND boot_id = ? AND session = ?", &st);
+	int rc;
+
+	if (ret < 0)
+		return ret;
+	for (uint32_t i = 0; i < n; i++)
+		seqs[i] = 0;
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_text(st, 2, boot_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (int64_t)session);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t stream = sqlite3_column_int64(st, 0);
+
+		if (stream >= 0 && stream < (int64_t)n)
+			seqs[stream] = (uint64_t)sqlite3_column_int64(st, 1);
+	}
+	if (rc != SQLITE_DONE)
+		ret = sq_err(s, TC_ERR_DB, "stream marks");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+static int sq_stream_mark(struct store *s, uint64_t host_id, const char *boot_id,
+			  uint64_t session, uint32_t stream, uint64_t seq)
+{
+	sqlite3_stmt *st = sq(s)->mark_put;
+
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_text(st, 2, boot_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (int64_t)session);
+	sqlite3_bind_int64(st, 4, stream);
+	sqlite3_bind_int64(st, 5, (int64_t)seq);
+	return sq_run(s, st, false);
+}
+
+static int sq_cpu_duplicates(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t n)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "INSERT INTO cpus (host_id, cpu, dup_pages) VALUES (?, ?, ?)"
+				" ON CONFLICT (host_id, cpu) DO UPDATE"
+				" SET dup_pages = dup_pages + excluded.dup_pages", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_int64(st, 2, cpu);
+	sqlite3_bind_int64(st, 3, (int64_t)n);
+	return sq_run(s, st, true);
+}
+
+static int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c)
+{
+	sqlite3_stmt *st = sq(s)->comm_put;
+	int ret = sq_exec(s, "SAVEPOINT tc_comms");
+
+	for (uint32_t i = 0; i < c->count && ret == 0; i++) {
+		const struct proto_cmdline *cl = &c->items[i];
+
+		sqlite3_bind_int64(st, 1, (int64_t)host_id);
+		sqlite3_bind_int64(st, 2, cl->pid);
+		sqlite3_bind_text(st, 3, cl->comm, (int)strnlen(cl->comm, sizeof(cl->comm)),
+				  SQLITE_TRANSIENT);
+		ret = sq_run(s, st, false);
+	}
+	if (ret < 0)
+		sqlite3_exec(sq(s)->db, "ROLLBACK TO tc_comms", NULL, NULL, NULL);
+	sqlite3_exec(sq(s)->db, "RELEASE tc_comms", NULL, NULL, NULL);
+	return ret;
+}
+
+static int sq_begin(struct store *s)
+{
+	return sq_exec(s, "BEGIN");
+}
+
+static int sq_commit(struct store *s)
+{
+	return sq_flush_all(s) ?: sq_exec(s, "COMMIT");
+}
+
+/* ---- event types and their tables ---- */
+
+/* Names a field column may not take: fixed columns, rowid aliases, ours. */
+static const char *const sq_reserved[] = {
+	"host_id", "cpu", "ts", "trace_ts", "rowid", "oid", "_rowid_",
+	"_tc_rowid", "_tc_host", "_tc_comm",
+};
+
+static void sq_column_name(const char *field, struct sq_buf *b)
+{
+	for (size_t i = 0; i < sizeof(sq_reserved) / sizeof(sq_reserved[0]); i++)
+		if (!strcasecmp(field, sq_reserved[i])) {
+			buf_str(b, "field_");
+			break;
+		}
+	buf_str(b, field);
+}
+
+static const char *sq_sql_type(enum decode_kind kind)
+{
+	switch (kind) {
+	case DECODE_SIGNED:
+	case DECODE_UNSIGNED:
+		return "INTEGER";
+	case DECODE_STRING:
+		return "TEXT";
+	default:
+		return "BLOB";
+	}
+}
+
+/* "ev_<system>_<name>" with [^A-Za-z0-9_] -> '_'. */
+static void sq_table_base(struct sq_buf *b, const char *system, const char *name)
+{
+	const char *parts[2] = { system, name };
+
+	buf_str(b, "ev");
+	for (int i = 0; i < 2; i++) {
+		buf_str(b, "_");
+		for (const char *p = parts[i]; *p; p++) {
+			char c = *p;
+			bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+				  (c >= '0' && c <= '9') || c == '_';
+
+			buf_add(b, ok ? &c : "_", 1);
+		}
+	}
+}
+
+static int sq_name_taken(struct store *s, const char *table, bool *taken)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT 1 FROM sqlite_master WHERE name = ?1 COLLATE NOCASE"
+				" UNION ALL SELECT 1 FROM event_types"
+				" WHERE table_name = ?1 COLLATE NOCASE", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_text(st, 1, table, -1, SQLITE_STATIC);
+	switch (sqlite3_step(st)) {
+	case SQLITE_ROW: *taken = true; break;
+	case SQLITE_DONE: *taken = false; break;
+	default: ret = sq_err(s, TC_ERR_DB, "table name");
+	}
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* A table name for a new type: the sanitised base, then _2, _3, ... */
+static int sq_table_name(struct store *s, const char *system, const char *name, char **out)
+{
+	struct sq_buf b = { 0 };
+	bool taken = true;
+	int ret = 0;
+
+	for (unsigned n = 1; taken && ret == 0 && n < 10000; n++) {
+		char suffix[16];
+
+		b.len = 0;
+		sq_table_base(&b, system, name);
+		if (n > 1) {
+			snprintf(suffix, sizeof(suffix), "_%u", n);
+			buf_str(&b, suffix);
+		}
+		ret = b.oom ? -ENOMEM : sq_name_taken(s, b.s, &taken);
+	}
+	if (ret == 0 && taken)
+		ret = store_set_errmsg(s, TC_ERR_DB, "no free table name for %s:%s", system, name);
+	if (ret < 0)
+		free(b.s);
+	else
+		*out = b.s;
+	return ret;
+}
+
+static int sq_create_table(struct store *s, const char *table)
+{
+	struct sq_buf b = { 0 };
+	int ret;
+
+	buf_str(&b, "CREATE TABLE ");
+	sq_ident(&b, table);
+	buf_str(&b, " (host_id INTEGER NOT NULL, cpu INTEGER NOT NULL,"
+		    " ts INTEGER NOT NULL, trace_ts INTEGER NOT NULL); CREATE INDEX ");
+	sq_ident(&b, table);
+	b.len--;	/* the index is "<table>_ts" */
+	buf_str(&b, "_ts\" ON ");
+	sq_ident(&b, table);
+	buf_str(&b, " (ts)");
+	ret = b.oom ? -ENOMEM : sq_exec(s, b.s);
+	free(b.s);
+	return ret;
+}
+
+/* A new (system, name): pick its table, record it, create the table. */
+static int sq_type_create(struct store *s, const struct decode_type *t, const char *format,
+			  int64_t *type_id, char **table)
+{
+	sqlite3_stmt *st;
+	int ret = sq_table_name(s, t->system, t->name, table);
+
+	if (ret == 0)
+		ret = sq_prepare(s, "INSERT INTO event_types (system, name, table_name, format)"
+				    " VALUES (?, ?, ?, ?) RETURNING id", &st);
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_text(st, 1, t->system, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, t->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, *table, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, format, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		*type_id = sqlite3_column_int64(st, 0);
+	else
+		ret = sq_err(s, TC_ERR_DB, "event_types");
+	sqlite3_finalize(st);
+	return ret == 0 ? sq_create_table(s, *table) : ret;
+}
+
+/* Find or create the event_types row of @t; *table is malloc'd. */
+static int sq_type_row(struct store *s, const struct decode_type *t, const char *format,
+		       int64_t *type_id, char **table)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "UPDATE event_types SET format = ?3 WHERE system = ?1"
+				" AND name = ?2 RETURNING id, table_name", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_text(st, 1, t->system, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, t->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, format, -1, SQLITE_STATIC);
+	switch (sqlite3_step(st)) {
+	case SQLITE_ROW:
+		*type_id = sqlite3_column_int64(st, 0);
+		*table = strdup((const char *)sqlite3_column_text(st, 1));
+		ret = *table ? 0 : -ENOMEM;
+		break;
+	case SQLITE_DONE:
+		ret = 1;
+		break;
+	default:
+		ret = sq_err(s, TC_ERR_DB, "event_types");
+	}
+	sqlite3_finalize(st);
+	return ret == 1 ? sq_type_create(s, t, format, type_id, table) : ret;
+}
+
+static int sq_field_known(struct store *s, int64_t type_id, const struct decode_field *f,
+			  bool *known)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "UPDATE event_fields SET kind = ?, size = ?"
+				" WHERE type_id = ? AND name = ?", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_text(st, 1, decode_kind_name(f->kind), -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, f->size);
+	sqlite3_bind_int64(st, 3, type_id);
+	sqlite3_bind_text(st, 4, f->name, -1, SQLITE_STATIC);
+	ret = sq_run(s, st, false);
+	*known = sqlite3_changes(sq(s)->db) > 0;
+	sqlite3_finalize(st);
+	return ret;
+}
+
+static int sq_field_record(struct store *s, int64_t type_id, const struct decode_field *f,
+			   const char *col)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "INSERT INTO event_fields (type_id, name, col, kind, size, ordinal)"
+				" VALUES (?1, ?2, ?3, ?4, ?5, (SELECT coalesce(max(ordinal) + 1, 0)"
+				" FROM event_fields WHERE type_id = ?1))", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, type_id);
+	sqlite3_bind_text(st, 2, f->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, col, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, decode_kind_name(f->kind), -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, f->size);
+	return sq_run(s, st, true);
+}
+
+/* Make the column of @f exist (ALTER TABLE ADD COLUMN for a new field). */
+static int sq_type_field(struct store *s, int64_t type_id, const char *table,
+			 const struct decode_field *f)
+{
+	struct sq_buf col = { 0 }, ddl = { 0 };
+	bool known = false;
+	int ret = sq_field_known(s, type_id, f, &known);
+
+	if (ret < 0 || known)
+		return ret;
+	sq_column_name(f->name, &col);
+	buf_str(&ddl, "ALTER TABLE ");
+	sq_ident(&ddl, table);
+	buf_str(&ddl, " ADD COLUMN ");
+	sq_ident(&ddl, col.oom ? "" : col.s);
+	buf_str(&ddl, " ");
+	buf_str(&ddl, sq_sql_type(f->kind));
+	if (col.oom || ddl.oom)
+		ret = -ENOMEM;
+	if (ret == 0)
+		ret = sq_exec(s, ddl.s);
+	if (ret == 0)
+		ret = sq_field_record(s, type_id, f, col.s);
+	free(col.s);
+	free(ddl.s);
+	return ret;
+}
+
+/* INSERT INTO "table" (host_id, cpu, ts, trace_ts, "f1", ...) VALUES (?, ...) */
+/* Size the type's batch: rows pending, plus one row of scratch. */
+static int sq_batch_init(struct store *s, struct store_type *st)
+{
+	int limit = sqlite3_limit(sq(s)->db, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
+	unsigned rows = (unsigned)limit / st->ncols;
+
+	st->rows = rows < SQ_BATCH_ROWS ? rows : SQ_BATCH_ROWS;
+	st->vals = calloc(((size_t)st->rows + 1) * st->ncols, sizeof(*st->vals));
+	st->arena = malloc(SQ_ARENA);
+	return st->vals && st->arena ? 0 : -ENOMEM;
+}
+
+static int sq_type_insert(struct store *s, struct store_type *st, const struct decode_type *t,
+			  const char *table)
+{
+	struct sq_buf b = { 0 }, v = { 0 };
+	int n = SQ_FIXED_COLS, ret;
+
+	buf_str(&b, "INSERT INTO ");
+	sq_ident(&b, table);
+	buf_str(&b, " (host_id, cpu, ts, trace_ts");
+	buf_str(&v, "?, ?, ?, ?");
+	for (unsigned i = 0; i < t->nfields; i++) {
+		struct sq_buf col = { 0 };
+		bool dup = false;
+
+		for (unsigned j = 0; j < i && !dup; j++)
+			dup = !strcmp(t->fields[j].name, t->fields[i].name);
+		st->param[i] = dup ? 0 : ++n;
+		if (dup)
+			continue;
+		sq_column_name(t->fields[i].name, &col);
+		buf_str(&b, ", ");
+		sq_ident(&b, col.oom ? "" : col.s);
+		buf_str(&v, ", ?");
+		b.oom |= col.oom;
+		free(col.s);
+	}
+	buf_str(&b, ") VALUES ");
+	st->head = b.oom ? NULL : strdup(b.s);
+	buf_str(&b, "(");
+	buf_str(&b, v.oom ? "" : v.s);
+	buf_str(&b, ")");
+	st->values = b.oom ? NULL : strdup(b.s + strlen(st->head));
+	st->ncols = (unsigned)n;
+	ret = b.oom || v.oom || !st->head || !st->values ? -ENOMEM :
+	      sq_prepare(s, b.s, &st->insert);
+	if (ret == 0)
+		ret = sq_batch_init(s, st);
+	free(b.s);
+	free(v.s);
+	return ret;
+}
+
+static struct store_type *sq_type_cached(struct store *s, const struct decode_type *t,
+					 const char *format)
+{
+	for (struct store_type *st = sq(s)->types; st; st = st->next)
+		if (!strcmp(st->system, t->system) && !strcmp(st->name, t->name) &&
+		    st->nfields == t->nfields && !strcmp(st->format, format))
+			return st;
+	return NULL;
+}
+
+static struct store_type *sq_type_new(const struct decode_type *t, const char *format)
+{
+	struct store_type *st = calloc(1, sizeof(*st));
+
+	if (!st)
+		return NULL;
+	st->system = strdup(t->system);
+	st->name = strdup(t->name);
+	st->format = strdup(format);
+	st->nfields = t->nfields;
+	st->param = calloc(t->nfields ? t->nfields : 1, sizeof(*st->param));
+	if (!st->system || !st->name || !st->format || !st->param) {
+		sq_type_free(st);
+		return NULL;
+	}
+	return st;
+}
+
+/* The DDL and the INSERT for @t, inside the caller's savepoint. */
+static int sq_type_build(struct store *s, struct store_type *st, const struct decode_type *t,
+			 const char *format)
+{
+	char *table = NULL;
+	int64_t type_id = 0;
+	int ret = sq_type_row(s, t, format, &type_id, &table);
+
+	for (unsigned i = 0; i < t->nfields && ret == 0; i++)
+		ret = sq_type_field(s, type_id, table, &t->fields[i]);
+	if (ret == 0)
+		ret = sq_type_insert(s, st, t, table);
+	free(table);
+	return ret;
+}
+
+static int sq_type(struct store *s, const struct decode_type *t, const char *format,
+		   struct store_type **out)
+{
+	struct store_type *st = sq_type_cached(s, t, format);
+	int ret;
+
+	if (st) {
+		*out = st;
+		return 0;
+	}
+	ret = sq_flush_all(s);	/* the table may change */
+	if (ret < 0)
+		return ret;
+	st = sq_type_new(t, format);
+	if (!st)
+		return -ENOMEM;
+	ret = sq_exec(s, "SAVEPOINT tc_type");
+	if (ret == 0) {
+		ret = sq_type_build(s, st, t, format);
+		if (ret < 0)
+			sqlite3_exec(sq(s)->db, "ROLLBACK TO tc_type", NULL, NULL, NULL);
+		sqlite3_exec(sq(s)->db, "RELEASE tc_type", NULL, NULL, NULL);
+	}
+	if (ret < 0) {
+		sq_type_free(st);
+		return ret;
+	}
+	st->next = sq(s)->types;
+	sq(s)->types = st;
+	*out = st;
+	return 0;
+}
+
+static void sq_bind_val(sqlite3_stmt *st, int p, const struct sq_val *v)
+{
+	if (v->kind == DECODE_SIGNED || v->kind == DECODE_UNSIGNED)
+		sqlite3_bind_int64(st, p, v->i);
+	else if (v->kind == DECODE_STRING)
+		sqlite3_bind_text(st, p, v->p, (int)v->len, SQLITE_STATIC);
+	else
+		sqlite3_bind_blob(st, p, v->p, (int)v->len, SQLITE_STATIC);
+}
+
+/* Rows [0, n) of @t's pending values through @st (which holds n rows). */
+static int sq_batch_run(struct store *s, struct store_type *t, sqlite3_stmt *st,
+			unsigned first, unsigned n)
+{
+	const struct sq_val *v = t->vals + (size_t)first * t->ncols;
+
+	for (unsigned i = 0; i < n * t->ncols; i++)
+		sq_bind_val(st, (int)i + 1, &v[i]);
+	return sq_run(s, st, false);
+}
+
+static int sq_batch_prepare(struct store *s, struct store_type *t)
+{
+	struct sq_buf b = { 0 };
+	int ret;
+
+	buf_str(&b, t->head);
+	for (unsigned r = 0; r < t->rows; r++) {
+		if (r)
+			buf_add(&b, ",", 1);
+		buf_str(&b, t->values);
+	}
+	ret = b.oom ? -ENOMEM : sq_prepare(s, b.s, &t->insert_n);
+	free(b.s);
+	return ret;
+}
+
+/*
+ * Insert @t's pending rows: a full batch with the multi-row statement, a
+ * partial one row by row. The batch is empty afterwards, also on error.
+ */
+static int sq_flush(struct store *s, struct store_type *t)
+{
+	unsigned n = t->pending;
+	int ret = 0;
+
+	t->pending = 0;
+	t->arena_len = 0;
+	if (n == t->rows && n > 0) {
+		if (!t->insert_n)
+			ret = sq_batch_prepare(s, t);
+		return ret < 0 ? ret : sq_batch_run(s, t, t->insert_n, 0, n);
+	}
+	for (unsigned r = 0; r < n && ret == 0; r++)
+		ret = sq_batch_run(s, t, t->insert, r, 1);
+	return ret;
+}
+
+static int sq_flush_all(struct store *s)
+{
+	int ret = 0;
+
+	for (struct store_type *t = sq(s)->types; t; t = t->next) {
+		int r = t->pending ? sq_flush(s, t) : 0;
+
+		ret = ret < 0 ? ret : r;
+	}
+	return ret;
+}
+
+static void sq_val_of(struct sq_val *out, const struct decode_value *v)
+{
+	out->kind = v->kind;
+	if (v->kind == DECODE_SIGNED)
+		out->i = v->i;
+	else if (v->kind == DECODE_UNSIGNED)
+		out->i = (int64_t)v->u;	/* bit pattern */
+	else if (v->kind == DECODE_STRING)
+		out->p = v->str.s, out->len = v->str.len;
+	else
+		out->p = v->blob.p, out->len = v->blob.len;
+}
+
+/*
+ * Decode @ev's fields into @row (strings and blobs still pointing into the
+ * page); *@bytes receives how many bytes of them there are.
+ */
+static int sq_row_decode(struct store *s, const struct store_type *t, struct sq_val *row,
+			 uint64_t host_id, const struct decode_event *ev, int64_t ts_wall,
+			 size_t *bytes)
+{
+	size_t n = 0;
+
+	row[0] = (struct sq_val){ .kind = DECODE_SIGNED, .i = (int64_t)host_id };
+	row[1] = (struct sq_val){ .kind = DECODE_SIGNED, .i = ev->cpu };
+	row[2] = (struct sq_val){ .kind = DECODE_SIGNED, .i = ts_wall };
+	row[3] = (struct sq_val){ .kind = DECODE_SIGNED, .i = (int64_t)ev->ts };
+	for (unsigned i = 0; i < t->nfields; i++) {
+		struct decode_value v;
+		int ret;
+
+		if (!t->param[i])
+			continue;
+		ret = decode_field_value(ev, i, &v);
+		if (ret < 0)
+			return store_set_errmsg(s, ret, "field %s: %s", ev->type->fields[i].name,
+						tc_strerror(ret));
+		sq_val_of(&row[t->param[i] - 1], &v);
+		if (v.kind == DECODE_STRING || v.kind == DECODE_BLOB)
+			n += row[t->param[i] - 1].len;
+	}
+	*bytes = n;
+	return 0;
+}
+
+/* Copy the row's strings and blobs out of the page, into the arena. */
+static void sq_row_keep(struct store_type *t, struct sq_val *row)
+{
+	for (unsigned c = SQ_FIXED_COLS; c < t->ncols; c++) {
+		if (row[c].kind != DECODE_STRING && row[c].kind != DECODE_BLOB)
+			continue;
+		if (row[c].len)
+			memcpy(t->arena + t->arena_len, row[c].p, row[c].len);
+		row[c].p = t->arena + t->arena_len;
+		t->arena_len += row[c].len;
+	}
+}
+
+static int sq_insert(struct store *s, struct store_type *t, uint64_t host_id,
+		     const struct decode_event *ev, int64_t ts_wall)
+{
+	struct sq_val *row = t->vals + (size_t)t->rows * t->ncols;	/* scratch */
+	size_t bytes = 0;
+	int ret;
+
+	if (ev->type->nfields != t->nfields)
+		return store_set_errmsg(s, -EINVAL, "event does not match its store type");
+	ret = sq_row_decode(s, t, row, host_id, ev, ts_wall, &bytes);
+	if (ret < 0)
+		return ret;
+	if (t->rows < 2 || bytes > SQ_ARENA || sqlite3_get_autocommit(sq(s)->db)) {
+		/* alone, straight from the page; what is pending goes first */
+		ret = sq_flush(s, t);
+		return ret < 0 ? ret : sq_batch_run(s, t, t->insert, t->rows, 1);
+	}
+	if (bytes > SQ_ARENA - t->arena_len && (ret = sq_flush(s, t)) < 0)
+		return ret;
+	memcpy(t->vals + (size_t)t->pending * t->ncols, row, t->ncols * sizeof(*row));
+	sq_row_keep(t, t->vals + (size_t)t->pending * t->ncols);
+	if (++t->pending == t->rows)
+		return sq_flush(s, t);
+	return 0;
+}
+
+/* ---- read side ---- */
+
+static enum decode_kind sq_kind(const char *name)
+{
+	for (int k = DECODE_SIGNED; k <= DECODE_BLOB; k++)
+		if (name && !strcmp(name, decode_kind_name((enum decode_kind)k)))
+			return (enum decode_kind)k;
+	return DECODE_BLOB;
+}
+
+static char *sq_dup_col(sqlite3_stmt *st, int i)
+{
+	const char *v = (const char *)sqlite3_column_text(st, i);
+
+	return strdup(v ? v : "");
+}
+
+static int sq_schema_cols(struct store *s, int64_t type_id, struct store_schema *sc)
+{
+	sqlite3_stmt *st;
+	size_t cap = 0;
+	int ret = sq_prepare(s, "SELECT name, col, kind FROM event_fields WHERE type_id = ?"
+				" ORDER BY ordinal", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, type_id);
+	while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+		struct store_col *c;
+
+		if (sc->ncols == cap) {
+			cap = cap ? cap * 2 : 16;
+			c = realloc(sc->cols, cap * sizeof(*c));
+			if (!c) {
+				ret = -ENOMEM;
+				break;
+			}
+			sc->cols = c;
+		}
+		c = &sc->cols[sc->ncols++];
+		c->name = sq_dup_col(st, 0);
+		c->column = sq_dup_col(st, 1);
+		c->kind = sq_kind((const char *)sqlite3_column_text(st, 2));
+		if (!c->name || !c->column)
+			ret = -ENOMEM;
+		else if (!strcasecmp(c->column, "comm"))
+			sc->comm_joined = false;
+	}
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* Build the schema of the event_types row @st is on (id, system, name, table). */
+static int sq_schema_load(struct store *s, sqlite3_stmt *st, struct store_schema **out)
+{
+	struct store_schema *sc = calloc(1, sizeof(*sc));
+	int ret = -ENOMEM;
+
+	if (!sc)
+		return -ENOMEM;
+	sc->comm_joined = true;
+	sc->system = sq_dup_col(st, 1);
+	sc->name = sq_dup_col(st, 2);
+	sc->table = sq_dup_col(st, 3);
+	if (sc->system && sc->name && sc->table)
+		ret = sq_schema_cols(s, sqlite3_column_int64(st, 0), sc);
+	if (ret < 0) {
+		store_schema_free(sc);
+		return ret;
+	}
+	*out = sc;
+	return 0;
+}
+
+/* After a first match, collect the other systems for the error message. */
+static int sq_ambiguous(struct store *s, sqlite3_stmt *st, const char *event)
+{
+	struct sq_buf b = { 0 };
+	int ret;
+
+	buf_str(&b, (const char *)sqlite3_column_text(st, 1));
+	while (sqlite3_step(st) == SQLITE_ROW) {
+		buf_str(&b, ", ");
+		buf_str(&b, (const char *)sqlite3_column_text(st, 1));
+	}
+	ret = store_set_errmsg(s, TC_ERR_AMBIGUOUS,
+			       "event \"%s\" exists in several systems: %s; name one as SYSTEM:%s",
+			       event, b.oom ? "?" : b.s, event);
+	free(b.s);
+	return ret;
+}
+
+static int sq_schema_get(struct store *s, const char *system, const char *event,
+			 struct store_schema **out)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT id, system, name, table_name FROM event_types"
+				" WHERE name = ?1 AND (?2 IS NULL OR system = ?2) ORDER BY system",
+			     &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_text(st, 1, event, -1, SQLITE_STATIC);
+	sq_bind_text(st, 2, system);
+	if (sqlite3_step(st) != SQLITE_ROW) {
+		ret = store_set_errmsg(s, TC_ERR_UNKNOWN_EVENT, "no event %s%s%s",
+				       system ? system : "", system ? ":" : "", event);
+	} else {
+		ret = sq_schema_load(s, st, out);
+		if (ret == 0 && !system && sqlite3_step(st) == SQLITE_ROW) {
+			store_schema_free(*out);
+			sqlite3_reset(st);
+			sqlite3_step(st);
+			ret = sq_ambiguous(s, st, event);
+		}
+	}
+	sqlite3_finalize(st);
+	return ret;
+}
+
+static int sq_schema_list(struct store *s, const char *system,
+			  int (*fn)(void *ctx, const struct store_schema *sc), void *ctx)
+{
+	sqlite3_stmt *st;
+	bool any = false;
+	int ret = sq_prepare(s, "SELECT id, system, name, table_name FROM event_types"
+				" WHERE ?1 IS NULL OR system = ?1 ORDER BY system, name", &st);
+
+	if (ret < 0)
+		return ret;
+	sq_bind_text(st, 1, system);
+	while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+		struct store_schema *sc;
+
+		any = true;
+		ret = sq_schema_load(s, st, &sc);
+		if (ret == 0) {
+			ret = fn(ctx, sc);
+			store_schema_free(sc);
+		}
+	}
+	sqlite3_finalize(st);
+	if (ret == 0 && !any && system)
+		ret = store_set_errmsg(s, TC_ERR_UNKNOWN_EVENT, "no events in system %s", system);
+	return ret;
+}
+
+static int sq_col_index(const struct store_schema *sc, const char *name)
+{
+	for (size_t i = 0; i < sc->ncols; i++)
+		if (!strcmp(sc->cols[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+/*
+ * FROM (SELECT e.rowid AS _tc_rowid, e.*, h.name AS _tc_host, c.comm AS _tc_comm
+ *       [, c.comm AS comm] FROM "t" AS e LEFT JOIN hosts ... LEFT JOIN comms ...)
+ * WHERE (where): the WHERE text sees only the subquery's columns, so no
+ * name there is ambiguous.
+ */
+static void sq_from(struct sq_buf *b, const struct store_schema *sc, const char *where)
+{
+	int pid = sq_col_index(sc, "common_pid");
+
+	buf_str(b, " FROM (SELECT e.rowid AS _tc_rowid, e.*, h.name AS _tc_host,"
+		   " c.comm AS _tc_comm");
+	if (sc->comm_joined)
+		buf_str(b, ", c.comm AS comm");
+	buf_str(b, " FROM ");
+	sq_ident(b, sc->table);
+	buf_str(b, " AS e LEFT JOIN hosts AS h ON h.id = e.host_id"
+		   " LEFT JOIN comms AS c ON c.host_id = e.host_id AND c.pid = ");
+	if (pid >= 0) {
+		buf_str(b, "e.");
+		sq_ident(b, sc->cols[pid].column);
+	} else {
+		buf_str(b, "NULL");
+	}
+	buf_str(b, ") WHERE (");
+	buf_str(b, where && *where ? where : "1");
+	buf_str(b, ")");
+}
+
+static int sq_bind_where(struct store *s, sqlite3_stmt *st, const struct store_bind *b,
+			 size_t nb)
+{
+	for (size_t i = 0; i < nb; i++) {
+		int p = (int)i + 1, rc;
+
+		switch (b[i].kind) {
+		case DECODE_SIGNED:
+		case DECODE_UNSIGNED:
+			rc = sqlite3_bind_int64(st, p, b[i].i);
+			break;
+		case DECODE_STRING:
+			rc = sqlite3_bind_text(st, p, b[i].s, (int)b[i].len, SQLITE_TRANSIENT);
+			break;
+		default:
+			rc = sqlite3_bind_blob(st, p, b[i].s, (int)b[i].len, SQLITE_TRANSIENT);
+		}
+		if (rc != SQLITE_OK)
+			return sq_err(s, TC_ERR_DB, "bind");
+	}
+	return 0;
+}
+
+static int sq_count(struct store *s, const struct store_schema *sc, const char *where,
+		    const struct store_bind *b, size_t nb, uint64_t *count)
+{
+	struct sq_buf q = { 0 };
+	sqlite3_stmt *st = NULL;
+	int ret;
+
+	buf_str(&q, "SELECT count(*)");
+	sq_from(&q, sc, where);
+	ret = q.oom ? -ENOMEM : sq_flush_all(s) ?: sq_prepare(s, q.s, &st);
+	if (ret == 0)
+		ret = sq_bind_where(s, st, b, nb);
+	if (ret == 0) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			*count = (uint64_t)sqlite3_column_int64(st, 0);
+		else
+			ret = sq_err(s, TC_ERR_DB, "count");
+	}
+	sqlite3_finalize(st);
+	free(q.s);
+	return ret;
+}
+
+static void sq_select_sql(struct sq_buf *q, const struct store_schema *sc, const char *where,
+			  bool keyset)
+{
+	buf_str(q, "SELECT _tc_rowid, host_id, _tc_host, cpu, ts, trace_ts, _tc_comm");
+	for (size_t i = 0; i < sc->ncols; i++) {
+		buf_str(q, ", ");
+		sq_ident(q, sc->cols[i].column);
+	}
+	sq_from(q, sc, where);
+	if (keyset)
+		buf_str(q, " AND (ts, _tc_rowid) > (:tc_after_ts, :tc_after_rowid)");
+	buf_str(q, " ORDER BY ts, _tc_rowid LIMIT :tc_limit");
+}
+
+/* Column @i of the current row as schema column @c's value. */
+static void sq_row_value(sqlite3_stmt *st, int i, enum decode_kind kind,
+			 struct decode_value *v, bool *null)
+{
+	*null = false;
+	switch (sqlite3_column_type(st, i)) {
+	case SQLITE_NULL:
+		*null = true;
+		memset(v, 0, sizeof(*v));
+		v->kind = kind;
+		break;
+	case SQLITE_TEXT:
+		v->kind = DECODE_STRING;
+		v->str.s = (const char *)sqlite3_column_text(st, i);
+		v->str.len = (size_t)sqlite3_column_bytes(st, i);
+		break;
+	case SQLITE_BLOB:
+		v->kind = DECODE_BLOB;
+		v->blob.p = sqlite3_column_blob(st, i);
+		v->blob.len = (size_t)sqlite3_column_bytes(st, i);
+		break;
+	default:	/* INTEGER (a REAL never gets stored) */
+		v->kind = kind == DECODE_UNSIGNED ? DECODE_UNSIGNED : DECODE_SIGNED;
+		v->i = sqlite3_column_int64(st, i);
+	}
+}
+
+struct sq_rowbuf {
+	struct decode_value *vals;
+	bool *null;
+	int pid;	/* schema index of common_pid, or -1 */
+};
+
+static void sq_row(sqlite3_stmt *st, const struct store_schema *sc, struct sq_rowbuf *rb,
+		   struct store_row *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->rowid = (uint64_t)sqlite3_column_int64(st, 0);
+	r->host_id = (uint64_t)sqlite3_column_int64(st, 1);
+	r->host = (const char *)sqlite3_column_text(st, 2);
+	r->cpu = (uint32_t)sqlite3_column_int64(st, 3);
+	r->ts = sqlite3_column_int64(st, 4);
+	r->trace_ts = (uint64_t)sqlite3_column_int64(st, 5);
+	r->comm = (const char *)sqlite3_column_text(st, 6);
+	for (size_t i = 0; i < sc->ncols; i++)
+		sq_row_value(st, 7 + (int)i, sc->cols[i].kind, &rb->vals[i], &rb->null[i]);
+	r->pid = rb->pid >= 0 && !rb->null[rb->pid] ? (int)rb->vals[rb->pid].i : -1;
+	r->nvals = sc->ncols;
+	r->vals = rb->vals;
+	r->null = rb->null;
+}
+
+static int sq_select_run(struct store *s, sqlite3_stmt *st, const struct store_schema *sc,
+			 store_row_fn fn, void *ctx)
+{
+	struct sq_rowbuf rb = { .pid = sq_col_index(sc, "common_pid") };
+	int rows = 0, rc, ret = 0;
+
+	rb.vals = calloc(sc->ncols + 1, sizeof(*rb.vals));
+	rb.null = calloc(sc->ncols + 1, sizeof(*rb.null));
+	if (!rb.vals || !rb.null)
+		ret = -ENOMEM;
+	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_row r;
+
+		sq_row(st, sc, &rb, &r);
+		ret = fn(ctx, &r);
+		rows++;
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sq_err(s, TC_ERR_DB, "select");
+	free(rb.vals);
+	free(rb.null);
+	return ret ? ret : rows;
+}
+
+static int sq_select(struct store *s, const struct store_schema *sc, const char *where,
+		     const struct store_bind *b, size_t nb, int64_t after_ts,
+		     uint64_t after_rowid, size_t limit, store_row_fn fn, void *ctx)
+{
+	struct sq_buf q = { 0 };
+	sqlite3_stmt *st = NULL;
+	int ret;
+
+	sq_select_sql(&q, sc, where, after_rowid != 0);
+	ret = q.oom ? -ENOMEM : sq_flush_all(s) ?: sq_prepare(s, q.s, &st);
+	if (ret == 0)
+		ret = sq_bind_where(s, st, b, nb);
+	if (ret == 0) {
+		sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":tc_after_ts"), after_ts);
+		sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":tc_after_rowid"),
+				   (int64_t)after_rowid);
+		sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":tc_limit"),
+				   limit ? (int64_t)limit : -1);
+		ret = sq_select_run(s, st, sc, fn, ctx);
+	}
+	sqlite3_finalize(st);
+	free(q.s);
+	return ret;
+}
+
+static int sq_stats(struct store *s,
+		    int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
+			      uint64_t value),
+		    void *ctx)
+{
+	static const char *const keys[] = {
+		"pages", "events", "bytes", "agent_pages", "agent_events", "agent_bytes",
+		"overrun", "dropped", "commit_overrun", "dup_pages", "resent_pages",
+		"lost_pages", "lost_events", "pages_mmap", "pages_splice", "pages_read",
+		"copied_bytes",
+	};
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT h.name, c.cpu, c.pages, c.events, c.bytes,"
+				" c.agent_pages, c.agent_events, c.agent_bytes, c.overrun,"
+				" c.dropped, c.commit_overrun, c.dup_pages, c.resent_pages,"
+				" c.lost_pages, c.lost_events, c.pages_mmap, c.pages_splice,"
+				" c.pages_read, c.copied_bytes FROM cpus AS c"
+				" JOIN hosts AS h ON h.id = c.host_id ORDER BY h.name, h.id, c.cpu",
+			     &st);
+
+	while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+		const char *host = (const char *)sqlite3_column_text(st, 0);
+		uint32_t cpu = (uint32_t)sqlite3_column_int64(st, 1);
+
+		for (int k = 0; k < (int)(sizeof(keys) / sizeof(keys[0])) && ret == 0; k++)
+			ret = fn(ctx, host, cpu, keys[k], (uint64_t)sqlite3_column_int64(st, 2 + k));
+	}
+	if (st)
+		sqlite3_finalize(st);
+	return ret;
+}
+
+/* ---- drops and retention ---- */
+
+static int sq_dropped(struct store *s, uint64_t host_id, const char *system, const char *name,
+		      const char *reason, uint64_t n)
+{
+	sqlite3_stmt *st = sq(s)->drop_add;
+
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_text(st, 2, system, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, reason, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, (int64_t)n);
+	return sq_run(s, st, false);
+}
+
+static int sq_drops(struct store *s,
+		    int (*fn)(void *ctx, const char *host, const char *system, const char *name,
+			      const char *reason, uint64_t count),
+		    void *ctx)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT coalesce(h.name, ''), d.system, d.name, d.reason, d.count"
+				" FROM drops AS d LEFT JOIN hosts AS h ON h.id = d.host_id"
+				" ORDER BY 1, d.host_id, d.system, d.name, d.reason", &st);
+
+	while (ret == 0 && sqlite3_step(st) == SQLITE_ROW)
+		ret = fn(ctx, (const char *)sqlite3_column_text(st, 0),
+			 (const char *)sqlite3_column_text(st, 1),
+			 (const char *)sqlite3_column_text(st, 2),
+			 (const char *)sqlite3_column_text(st, 3),
+			 (uint64_t)sqlite3_column_int64(st, 4));
+	if (st)
+		sqlite3_finalize(st);
+	return ret;
+}
+
+/* One integer from a one-row statement (NULL reads as @dflt). */
+static int sq_int(struct store *s, const char *sql, int64_t dflt, int64_t *out)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, sql, &st);
+
+	if (ret < 0)
+		return ret;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		*out = sqlite3_column_type(st, 0) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, 0);
+	else
+		ret = sq_err(s, TC_ERR_DB, sql);
+	sqlite3_finalize(st);
+	return ret;
+}
+
+static int sq_used_bytes(struct store *s, uint64_t *out)
+{
+	int64_t pages = 0, free_pages = 0, size = 0;
+	int ret = sq_int(s, "PRAGMA page_count", 0, &pages);
+
+	if (ret == 0)
+		ret = sq_int(s, "PRAGMA freelist_count", 0, &free_pages);
+	if (ret == 0)
+		ret = sq_int(s, "PRAGMA page_size", 0, &size);
+	if (ret == 0)
+		*out = (uint64_t)((pages - free_pages) * size);
+	return ret;
+}
+
+/* "SELECT min|max(ts) FROM table" (each alone, so the ts index answers). */
+static int sq_table_ts(struct store *s, const char *table, const char *fn, int64_t dflt,
+		       int64_t *out)
+{
+	struct sq_buf q = { 0 };
+	int ret;
+
+	buf_str(&q, "SELECT ");
+	buf_str(&q, fn);
+	buf_str(&q, "(ts) FROM ");
+	sq_ident(&q, table);
+	ret = q.oom ? -ENOMEM : sq_int(s, q.s, dflt, out);
+	free(q.s);
+	return ret;
+}
+
+/* Delete the rows of event_types row @st (system, name, table) older than @ts. */
+static int sq_delete_before(struct store *s, sqlite3_stmt *st, int64_t ts, uint64_t *removed)
+{
+	const char *table = (const char *)sqlite3_column_text(st, 2);
+	struct sq_buf q = { 0 };
+	sqlite3_stmt *del = NULL;
+	int64_t n;
+	int ret;
+
+	buf_str(&q, "DELETE FROM ");
+	sq_ident(&q, table);
+	buf_str(&q, " WHERE ts < ?");
+	ret = q.oom ? -ENOMEM : sq_prepare(s, q.s, &del);
+	if (ret == 0) {
+		sqlite3_bind_int64(del, 1, ts);
+		ret = sq_run(s, del, true);
+	}
+	n = sqlite3_changes64(sq(s)->db);
+	if (ret == 0 && n > 0) {
+		*removed += (uint64_t)n;
+		ret = sq_dropped(s, 0, (const char *)sqlite3_column_text(st, 0),
+				 (const char *)sqlite3_column_text(st, 1), "retention", (uint64_t)n);
+	}
+	free(q.s);
+	return ret;
+}
+
+/* For each event table: delete ts < @before (when @before is set), and
+ * widen [*lo, *hi] by its oldest and newest ts (when @lo is set). */
+static int sq_each_table(struct store *s, int64_t before, uint64_t *removed,
+			 int64_t *lo, int64_t *hi)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT system, name, table_name FROM event_types", &st);
+	int64_t a, b;
+
+	while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+		const char *table = (const char *)sqlite3_column_text(st, 2);
+
+		if (before != INT64_MIN)
+			ret = sq_delete_before(s, st, before, removed);
+		if (ret == 0 && lo)
+			ret = sq_table_ts(s, table, "min", INT64_MAX, &a);
+		if (ret == 0 && lo)
+			ret = sq_table_ts(s, table, "max", INT64_MIN, &b);
+		if (ret == 0 && lo) {
+			*lo = a < *lo ? a : *lo;
+			*hi = b > *hi ? b : *hi;
+		}
+	}
+	if (st)
+		sqlite3_finalize(st);
+	return ret;
+}
+
+/*
+ * Size limit: cut the oldest slice of the time range in proportion to the
+ * excess (at least 1% of it), until the pages in use fit.
+ */
+static int sq_retain_size(struct store *s, uint64_t max_bytes, uint64_t *removed)
+{
+	uint64_t used = 0;
+	int ret = sq_used_bytes(s, &used);
+
+	for (int i = 0; i < 100 && ret == 0 && used > max_bytes; i++) {
+		int64_t lo = INT64_MAX, hi = INT64_MIN, cut;
+		double frac = (double)(used - max_bytes) / (double)used;
+
+		ret = sq_each_table(s, INT64_MIN, removed, &lo, &hi);
+		if (ret < 0 || lo > hi)
+			break;
+		frac = frac < 0.01 ? 0.01 : frac;
+		cut = lo + 1 + (int64_t)((double)(hi - lo) * frac);
+		ret = sq_each_table(s, cut, removed, NULL, NULL);
+		if (ret == 0)
+			ret = sq_used_bytes(s, &used);
+	}
+	return ret;
+}
+
+static int sq_retain(struct store *s, int64_t before_ts, uint64_t max_bytes, uint64_t *removed)
+{
+	uint64_t n = 0;
+	int ret = sq_flush_all(s) ?: sq_exec(s, "SAVEPOINT tc_retain");
+
+	if (ret == 0 && before_ts != INT64_MIN)
+		ret = sq_each_table(s, before_ts, &n, NULL, NULL);
+	if (ret == 0 && max_bytes)
+		ret = sq_retain_size(s, max_bytes, &n);
+	if (ret < 0)
+		sqlite3_exec(sq(s)->db, "ROLLBACK TO tc_retain", NULL, NULL, NULL);
+	sqlite3_exec(sq(s)->db, "RELEASE tc_retain", NULL, NULL, NULL);
+	if (ret == 0)
+		*removed = n;
+	return ret;
+}
+
+/* ---- programs and symbols (0004-symbols.sql) ---- */
+
+#define SQ_ADDR_FLIP	(1ull << 63)	/* unsigned order as signed order */
+#define TC_XSTR(x)	#x
+#define TC_STR(x)	TC_XSTR(x)
+
+static int sq_program_find(struct store *s, uint64_t host_id, const struct store_program *p,
+			   uint64_t *id)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT id FROM programs WHERE host_id = ? AND boot_id = ?"
+				" AND session = ? AND grp = ? AND session != 0", &st);
+	int rc;
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_text(st, 2, p->boot_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (int64_t)p->session);
+	sqlite3_bind_int64(st, 4, p->group);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*id = (uint64_t)sqlite3_column_int64(st, 0);
+	else
+		ret = rc == SQLITE_DONE ? -ENOENT : sq_err(s, TC_ERR_DB, "program");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+static int sq_program(struct store *s, uint64_t host_id, const struct store_program *p,
+		      uint64_t *program_id)
+{
+	sqlite3_stmt *st;
+	int ret = sq_program_find(s, host_id, p, program_id);
+
+	if (ret != -ENOENT)
+		return ret;
+	ret = sq_prepare(s, "INSERT INTO programs (host_id, boot_id, session, grp, pid, comm,"
+			    " first_stream, nstreams, since) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", &st);
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_text(st, 2, p->boot_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (int64_t)p->session);
+	sqlite3_bind_int64(st, 4, p->group);
+	sqlite3_bind_int64(st, 5, p->pid);
+	sqlite3_bind_text(st, 6, p->comm, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 7, p->first_stream);
+	sqlite3_bind_int64(st, 8, p->nstreams);
+	sqlite3_bind_int64(st, 9, p->since_ns);
+	ret = sq_run(s, st, true);
+	if (ret == 0)
+		*program_id = (uint64_t)sqlite3_last_insert_rowid(sq(s)->db);
+	return ret;
+}
+
+static int sq_symbol(struct store *s, uint64_t program_id, uint64_t addr, uint64_t size,
+		     const char *name)
+{
+	sqlite3_stmt *st = sq(s)->sym_put;
+
+	sqlite3_bind_int64(st, 1, (int64_t)program_id);
+	sqlite3_bind_int64(st, 2, (int64_t)(addr ^ SQ_ADDR_FLIP));
+	sqlite3_bind_int64(st, 3, (int64_t)size);
+	sqlite3_bind_text(st, 4, name, -1, SQLITE_STATIC);
+	return sq_run(s, st, false);
+}
+
+#define SQ_SYM_CANDIDATES	8	/* programs tried per address */
+#define SQ_SYM_UNSIZED_MAX	0x10000	/* a user symbol without size covers this */
+
+/*
+ * The symbol of program @prog covering @addr into @buf. A sized symbol
+ * must contain it; an unsized one (kallsyms has no sizes) is taken as is
+ * for the kernel (@kernel), within SQ_SYM_UNSIZED_MAX bytes otherwise.
+ * Return: 0, -ENOENT, TC_ERR_DB.
+ */
+static int sq_symbol_in(struct store *s, int64_t prog, bool kernel, uint64_t addr,
+			char *buf, size_t len)
+{
+	sqlite3_stmt **st = &sq(s)->sym_find;
+	uint64_t start, size;
+	int ret = 0, rc;
+
+	if (!*st)
+		ret = sq_prepare(s, "SELECT addr, size, name FROM symbols WHERE program_id = ?"
+				    " AND addr <= ? ORDER BY addr DESC LIMIT 1", st);
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(*st, 1, prog);
+	sqlite3_bind_int64(*st, 2, (int64_t)(addr ^ SQ_ADDR_FLIP));
+	rc = sqlite3_step(*st);
+	ret = rc == SQLITE_DONE ? -ENOENT : rc == SQLITE_ROW ? 0 : sq_err(s, TC_ERR_DB, "symbol");
+	if (ret == 0) {
+		start = (uint64_t)sqlite3_column_int64(*st, 0) ^ SQ_ADDR_FLIP;
+		size = (uint64_t)sqlite3_column_int64(*st, 1);
+		if (size ? addr - start >= size : !kernel && addr - start >= SQ_SYM_UNSIZED_MAX)
+			ret = -ENOENT;
+		else
+			proto_sym_format(buf, len, (const char *)sqlite3_column_text(*st, 2),
+					 addr - start);
+	}
+	sqlite3_reset(*st);
+	return ret;
+}
+
+/*
+ * Which program's symbols name a row's address: the row carries its
+ * thread id (common_pid), not its program. The program whose pid is the
+ * row's comes first (the main thread, single-threaded programs), then the
+ * host's other programs, latest first, each announced no later than the
+ * row; the first with a symbol covering @addr wins. The kernel's table
+ * (grp 0) takes only kernel addresses, which lie above every user one.
+ */
+static int sq_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
+			  uint64_t addr, char *buf, size_t len)
+{
+	sqlite3_stmt **st = &sq(s)->prog_find;
+	int ret = 0, rc;
+
+	if (!*st)
+		ret = sq_prepare(s, "SELECT id, grp FROM programs WHERE host_id = ?1"
+				    " AND since <= ?3 ORDER BY pid = ?2 AND grp != 0 DESC,"
+				    " since DESC, id DESC LIMIT " TC_STR(SQ_SYM_CANDIDATES), st);
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(*st, 1, (int64_t)host_id);
+	sqlite3_bind_int64(*st, 2, pid);
+	sqlite3_bind_int64(*st, 3, ts);
+	ret = -ENOENT;
+	while (ret == -ENOENT && (rc = sqlite3_step(*st)) == SQLITE_ROW)
+		ret = sq_symbol_in(s, sqlite3_column_int64(*st, 0),
+				   sqlite3_column_int64(*st, 1) == 0, addr, buf, len);
+	if (ret == -ENOENT && rc != SQLITE_DONE)
+		ret = sq_err(s, TC_ERR_DB, "program lookup");
+	sqlite3_reset(*st);
+	return ret;
+}
+
+static const struct store_ops sq_ops = {
+	.name = "sqlite",
+	.close = sq_close,
+	.host = sq_host,
+	.host_clock = sq_host_clock,
+	.type = sq_type,
+	.begin = sq_begin,
+	.commit = sq_commit,
+	.insert = sq_insert,
+	.cpu_received = sq_cpu_received,
+	.cpu_stats = sq_cpu_stats,
+	.stream_marks = sq_stream_marks,
+	.stream_mark = sq_stream_mark,
+	.cpu_duplicates = sq_cpu_duplicates,
+	.cmdlines = sq_cmdlines,
+	.program = sq_program,
+	.symbol = sq_symbol,
+	.symbol_name = sq_symbol_name,
+	.schema_get = sq_schema_get,
+	.schema_list = sq_schema_list,
+	.select = sq_select,
+	.count = sq_count,
+	.stats = sq_stats,
+	.dropped = sq_dropped,
+	.retain = sq_retain,
+	.drops = sq_drops,
+};

@@ -1,0 +1,540 @@
+/*
+ * tracecollectd - the collector: accepts agents over mutual TLS, decodes
+ * their ring-buffer pages, stores events in SQLite and answers queries.
+ *
+ * main() only parses settings (command line over config file), sets up the
+ * parts (store, TLS, listener, query endpoint, ingest worker), runs the
+ * libevent loop and tears down on SIGINT/SIGTERM; SIGHUP reloads the
+ * server-side filters. Only main dies; the parts return errors.
+ */
+#include "config.h"
+
+#define LOG_PREFIX NULL
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/thread.h>
+#include <openssl/ssl.h>
+
+#include "common/config_file.h"
+#include "common/log.h"
+#include "common/tc_error.h"
+#include "proto/tls.h"
+#include "server/collector.h"
+#include "server/filters.h"
+#include "server/queryd.h"
+
+#define COMMIT_MS	250
+#define QUEUE_BYTES	(64u << 20)
+#define MAX_FILTERS	1024
+
+struct settings {
+	char *listen;
+	char *query;
+	char *db;
+	char *cert, *key, *ca;
+	char *ready_file;
+	char *config;			/* -c FILE, re-read on SIGHUP */
+	struct filters *filters;	/* config file rules, then --filter ones */
+	char *cli_filters[MAX_FILTERS];	/* --filter values, kept for reloads */
+	size_t ncli_filters;
+	char filter_err[1024];		/* the caret rendering of a bad rule */
+	int64_t retain_age_ns;
+	uint64_t retain_bytes;
+	bool foreground;
+	bool insecure_plain;		/* --insecure-plain: no TLS, loopback only */
+	int verbose;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: tracecollectd [OPTIONS]\n"
+"\n"
+"Collect trace pages from traceagents over mutually authenticated TLS,\n"
+"decode and store their events in SQLite, and answer traceq's queries.\n"
+"\n"
+"Options (each also a key in the -c file, e.g. 'listen = 0.0.0.0:7000'):\n"
+"      --listen HOST:PORT   where agents connect (default 0.0.0.0:7000;\n"
+"                           port 0 picks a free port, see --ready-file)\n"
+"      --query URL          nng URL of the query endpoint\n"
+"                           (default tcp://127.0.0.1:7001; port 0 allowed)\n"
+"      --db PATH            SQLite database (default /var/lib/tracecollect/trace.db)\n"
+"      --cert FILE          this collector's certificate (default /etc/tracecollect/server.crt)\n"
+"      --key FILE           its private key (default /etc/tracecollect/server.key)\n"
+"      --ca FILE            CA that signs agent certificates; agents without a\n"
+"                           certificate from it are refused (default /etc/tracecollect/ca.crt)\n"
+"      --ready-file FILE    once listening, write 'listen=ADDR' and 'query=URL'\n"
+"                           lines (the bound addresses) to FILE\n"
+"      --filter RULE        drop events at ingest unless they match; repeatable:\n"
+"                           '[[host=GLOB]] SYSTEM[:EVENT] FILTER' in the kernel's\n"
+"                           event-filter language, e.g. 'sched:sched_switch\n"
+"                           prev_pid != 0' or '[host=web*] sched common_pid > 1'.\n"
+"                           A SYSTEM rule applies to each of its events that has\n"
+"                           every field it names; later rules win; FILTER '0'\n"
+"                           clears. Dropped events are counted (traceq --drops)\n"
+"      --retain-age AGE     remove events older than AGE (e.g. 3600, 90m, 12h, 7d)\n"
+"      --retain-size SIZE   keep the database's used pages under SIZE (e.g. 500M,\n"
+"                           10G), removing the oldest events first\n"
+"      --insecure-plain     TESTING ONLY: plain TCP instead of TLS, no\n"
+"                           authentication, no encryption; --listen must be a\n"
+"                           loopback address and agents must give\n"
+"                           --insecure-plain too (command line only)\n"
+"  -c, --config FILE        read settings from FILE; the command line wins\n"
+"  -f, --foreground         stay in the foreground and log to stderr\n"
+"                           (default: daemonize and log to syslog)\n"
+"  -v, --verbose            log more (repeat for debug)\n"
+"  -h, --help               this text\n"
+"  -V, --version            print the version\n"
+"\n"
+"Signals: SIGINT/SIGTERM commit what was received and exit; SIGHUP re-reads\n"
+"the filter rules (config file, then --filter); a bad rule keeps the old ones.\n");
+}
+
+static int set_str(char **slot, const char *value)
+{
+	char *s = strdup(value);
+
+	if (!s)
+		return -ENOMEM;
+	free(*slot);
+	*slot = s;
+	return 0;
+}
+
+/* "90", "90s", "30m", "12h", "7d" -> ns */
+static int parse_age(const char *v, int64_t *out)
+{
+	static const struct { char unit; int64_t ns; } units[] = {
+		{ 's', 1000000000LL }, { 'm', 60000000000LL }, { 'h', 3600000000000LL },
+		{ 'd', 86400000000000LL },
+	};
+	char *end;
+	unsigned long long n = strtoull(v, &end, 10);
+	int64_t mul = units[0].ns;
+
+	if (end == v || *v == '-' || (*end && end[1]))
+		return TC_ERR_CONFIG;
+	for (size_t i = 0; *end && i < sizeof(units) / sizeof(units[0]); i++)
+		if (*end == units[i].unit)
+			mul = units[i].ns, end++;
+	if (*end || n == 0 || n > (unsigned long long)(INT64_MAX / mul))
+		return TC_ERR_CONFIG;
+	*out = (int64_t)n * mul;
+	return 0;
+}
+
+/* "1048576", "64k", "500M", "10G" -> bytes */
+static int parse_size(const char *v, uint64_t *out)
+{
+	char *end;
+	unsigned long long n = strtoull(v, &end, 10);
+	unsigned shift = 0;
+
+	if (end == v || *v == '-' || (*end && end[1]))
+		return TC_ERR_CONFIG;
+	if (*end)
+		shift = *end == 'k' || *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 :
+			*end == 'T' ? 40 : 64;
+	if (shift == 64 || n == 0 || n > (UINT64_MAX >> shift))
+		return TC_ERR_CONFIG;
+	*out = (uint64_t)n << shift;
+	return 0;
+}
+
+static int add_filter(struct settings *s, const char *rule)
+{
+	int ret = 0;
+
+	if (!s->filters)
+		ret = filters_new(&s->filters);
+	if (ret == 0 && filters_count(s->filters) >= MAX_FILTERS)
+		ret = TC_ERR_TOO_LONG;
+	if (ret == 0)
+		ret = filters_add(s->filters, rule, s->filter_err, sizeof(s->filter_err));
+	return ret;
+}
+
+/* One setting by its long-option name; used by the command line and -c. */
+static int apply(struct settings *s, const char *key, const char *value)
+{
+	if (!strcmp(key, "listen")) return set_str(&s->listen, value);
+	if (!strcmp(key, "query")) return set_str(&s->query, value);
+	if (!strcmp(key, "db")) return set_str(&s->db, value);
+	if (!strcmp(key, "cert")) return set_str(&s->cert, value);
+	if (!strcmp(key, "key")) return set_str(&s->key, value);
+	if (!strcmp(key, "ca")) return set_str(&s->ca, value);
+	if (!strcmp(key, "ready-file")) return set_str(&s->ready_file, value);
+	if (!strcmp(key, "filter")) return add_filter(s, value);
+	if (!strcmp(key, "retain-age")) return parse_age(value, &s->retain_age_ns);
+	if (!strcmp(key, "retain-size")) return parse_size(value, &s->retain_bytes);
+	if (!strcmp(key, "foreground")) {
+		if (strcmp(value, "yes") && strcmp(value, "no") &&
+		    strcmp(value, "true") && strcmp(value, "false"))
+			return TC_ERR_CONFIG;
+		s->foreground = !strcmp(value, "yes") || !strcmp(value, "true");
+		return 0;
+	}
+	return TC_ERR_CONFIG_KEY;
+}
+
+static int apply_cb(void *ctx, const char *key, const char *value, unsigned line)
+{
+	return apply(ctx, key, value);
+}
+
+static void settings_free(struct settings *s)
+{
+	free(s->listen); free(s->query); free(s->db);
+	free(s->cert); free(s->key); free(s->ca); free(s->ready_file);
+	free(s->config);
+	for (size_t i = 0; i < s->ncli_filters; i++)
+		free(s->cli_filters[i]);
+	filters_unref(s->filters);
+}
+
+static int settings_defaults(struct settings *s)
+{
+	static const char *const def[][2] = {
+		{ "listen", "0.0.0.0:7000" },
+		{ "query", "tcp://127.0.0.1:7001" },
+		{ "db", "/var/lib/tracecollect/trace.db" },
+		{ "cert", "/etc/tracecollect/server.crt" },
+		{ "key", "/etc/tracecollect/server.key" },
+		{ "ca", "/etc/tracecollect/ca.crt" },
+	};
+	size_t i;
+	int ret = 0;
+
+	for (i = 0; i < sizeof(def) / sizeof(def[0]) && ret == 0; i++)
+		ret = apply(s, def[i][0], def[i][1]);
+	return ret;
+}
+
+/* A command-line setting: checked like the file's; --filter is kept for reloads. */
+static int apply_option(struct settings *s, const char *key, const char *value)
+{
+	int ret = apply(s, key, value);
+
+	if (ret == 0 && !strcmp(key, "filter") && s->ncli_filters < MAX_FILTERS &&
+	    !(s->cli_filters[s->ncli_filters++] = strdup(value)))
+		ret = -ENOMEM;
+	if (ret < 0)
+		fprintf(stderr, "tracecollectd: --%s %s: %s\n%s", key, value, tc_strerror(ret),
+			!strcmp(key, "filter") ? s->filter_err : "");
+	return ret;
+}
+
+/*
+ * Parse the command line twice: first only for -c (the file sets values),
+ * then everything (the command line wins).
+ */
+static int parse_args(int argc, char **argv, struct settings *s)
+{
+	static const struct option longopts[] = {
+		{ "listen", required_argument, NULL, 1 },
+		{ "query", required_argument, NULL, 2 },
+		{ "db", required_argument, NULL, 3 },
+		{ "cert", required_argument, NULL, 4 },
+		{ "key", required_argument, NULL, 5 },
+		{ "ca", required_argument, NULL, 6 },
+		{ "ready-file", required_argument, NULL, 7 },
+		{ "filter", required_argument, NULL, 8 },
+		{ "retain-age", required_argument, NULL, 9 },
+		{ "retain-size", required_argument, NULL, 10 },
+		{ "config", required_argument, NULL, 'c' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "insecure-plain", no_argument, NULL, 'P' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 }
+	};
+	char errbuf[512];
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "c:fvhV", longopts, NULL)) != -1) {
+		if (c == 'h') { usage(stdout); exit(0); }
+		if (c == 'V') { printf("tracecollectd %s\n", PACKAGE_VERSION); exit(0); }
+		if (c == '?') { usage(stderr); return -1; }
+		if (c != 'c')
+			continue;
+		ret = set_str(&s->config, optarg);
+		if (ret == 0)
+			ret = config_parse_file(optarg, apply_cb, s, errbuf, sizeof(errbuf));
+		if (ret < 0) {
+			fprintf(stderr, "tracecollectd: %s\n%s", errbuf, s->filter_err);
+			return -1;
+		}
+	}
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "c:fvhV", longopts, NULL)) != -1) {
+		if (c >= 1 && c <= 10) {
+			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
+				return -1;
+		} else if (c == 'f')
+			s->foreground = true;
+		else if (c == 'P')
+			s->insecure_plain = true;
+		else if (c == 'v')
+			s->verbose++;
+	}
+	if (optind != argc) {
+		fprintf(stderr, "tracecollectd: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	return 0;
+}
+
+/* Resolve "HOST:PORT" / "[V6]:PORT" (port 0: any free port). */
+static int parse_hostport(const char *text, struct sockaddr_storage *ss, int *len)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+	struct addrinfo *ai;
+	char host[256];
+	const char *port, *colon = strrchr(text, ':');
+	size_t hlen;
+
+	if (!colon || colon == text || strlen(text) >= sizeof(host))
+		return -EINVAL;
+	hlen = (size_t)(colon - text);
+	port = colon + 1;
+	if (text[0] == '[' && text[hlen - 1] == ']') {
+		text++;
+		hlen -= 2;
+	}
+	memcpy(host, text, hlen);
+	host[hlen] = 0;
+	if (!*port || strspn(port, "0123456789") != strlen(port) ||
+	    getaddrinfo(host, port, &hints, &ai) != 0)
+		return -EINVAL;
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	*len = (int)ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return 0;
+}
+
+static void accept_cb(struct evconnlistener *l, evutil_socket_t fd,
+		      struct sockaddr *sa, int socklen, void *arg)
+{
+	conn_accept(arg, fd, sa, socklen);
+}
+
+static void accept_error_cb(struct evconnlistener *l, void *arg)
+{
+	log_err("accept: %s", strerror(errno));
+}
+
+/* Whether @ss is 127.0.0.0/8 or ::1. */
+static bool is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	return ss->ss_family == AF_INET6 &&
+	       IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+}
+
+static int start_listener(struct collector *col, const char *addr, char *bound, size_t blen)
+{
+	struct sockaddr_storage ss;
+	socklen_t slen = sizeof(ss);
+	char ip[INET6_ADDRSTRLEN];
+	int len;
+
+	if (parse_hostport(addr, &ss, &len) < 0) {
+		log_err("--listen %s: expected HOST:PORT", addr);
+		return -EINVAL;
+	}
+	if (!col->tls && !is_loopback(&ss)) {
+		log_err("--insecure-plain: --listen %s is not a loopback address; "
+			"plain TCP is for tests on this host only", addr);
+		return -EINVAL;
+	}
+	col->listener = evconnlistener_new_bind(col->base, accept_cb, col,
+		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 128,
+		(struct sockaddr *)&ss, len);
+	if (!col->listener) {
+		log_err("cannot listen on %s: %s", addr, strerror(errno));
+		return -errno;
+	}
+	evconnlistener_set_error_cb(col->listener, accept_error_cb);
+	getsockname(evconnlistener_get_fd(col->listener), (struct sockaddr *)&ss, &slen);
+	if (ss.ss_family == AF_INET6)
+		snprintf(bound, blen, "[%s]:%u", inet_ntop(AF_INET6,
+			 &((struct sockaddr_in6 *)&ss)->sin6_addr, ip, sizeof(ip)),
+			 ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
+	else
+		snprintf(bound, blen, "%s:%u", inet_ntop(AF_INET,
+			 &((struct sockaddr_in *)&ss)->sin_addr, ip, sizeof(ip)),
+			 ntohs(((struct sockaddr_in *)&ss)->sin_port));
+	return 0;
+}
+
+static int write_ready_file(const char *path, const char *listen, const char *query)
+{
+	char tmp[4096];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "listen=%s\nquery=%s\npid=%d\n", listen, query, (int)getpid());
+	if (fclose(f) != 0 || rename(tmp, path) != 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * SIGHUP: build the filter table again from the config file and the
+ * --filter options; on any error keep the current one and say where.
+ */
+static int reload_filters(const struct settings *cur, struct filters **out)
+{
+	struct settings n = { 0 };
+	char errbuf[512];
+	int ret = 0;
+
+	if (cur->config)
+		ret = config_parse_file(cur->config, apply_cb, &n, errbuf, sizeof(errbuf));
+	if (ret < 0)
+		log_err("reload: %s; keeping the current filters\n%s", errbuf, n.filter_err);
+	for (size_t i = 0; ret == 0 && i < cur->ncli_filters; i++) {
+		ret = add_filter(&n, cur->cli_filters[i]);
+		if (ret < 0)
+			log_err("reload: --filter: %s; keeping the current filters\n%s",
+				tc_strerror(ret), n.filter_err);
+	}
+	if (ret == 0) {
+		*out = filters_ref(n.filters);
+		log_info("reload: %zu filter rule(s) in effect", filters_count(n.filters));
+	}
+	settings_free(&n);
+	return ret;
+}
+
+struct hup_ctx {
+	struct collector *col;
+	const struct settings *s;
+};
+
+static void hup_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct hup_ctx *h = arg;
+	struct filters *fs = NULL;
+
+	if (reload_filters(h->s, &fs) == 0)
+		ingest_set_filters(h->col, fs);
+	filters_unref(fs);
+}
+
+static void stop_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct collector *col = arg;
+
+	log_info("signal %d: committing and stopping", (int)sig);
+	event_base_loopbreak(col->base);
+}
+
+static int run(struct settings *s)
+{
+	struct tls_files files = { s->cert, s->key, s->ca };
+	struct collector col = { 0 };
+	struct queryd *qd = NULL;
+	struct ingest_opts io = { .commit_ms = COMMIT_MS, .queue_bytes = QUEUE_BYTES,
+				  .retain_age_ns = s->retain_age_ns,
+				  .retain_bytes = s->retain_bytes };
+	struct event *sigs[3] = { NULL, NULL, NULL };
+	struct hup_ctx hup = { &col, s };
+	char bound[128], qurl[512], err[512];
+	int ret = 0;
+
+	if (s->insecure_plain)
+		log_warn("--insecure-plain: agents connect over plain TCP, "
+			 "unauthenticated and unencrypted (testing only)");
+	else
+		ret = tls_ctx_new(TLS_ROLE_SERVER, &files, &col.tls, err, sizeof(err));
+	if (ret < 0) {
+		log_err("TLS setup: %s", err);
+		goto out;
+	}
+	ret = store_open(s->db, &col.store);
+	if (ret < 0) {
+		log_err("database %s: %s", s->db, tc_strerror(ret));
+		goto out;
+	}
+	col.base = event_base_new();
+	ret = col.base ? start_listener(&col, s->listen, bound, sizeof(bound)) : -ENOMEM;
+	if (ret == 0)
+		ret = queryd_start(s->query, s->db, &qd, qurl, sizeof(qurl));
+	if (ret == 0)
+		ret = ingest_start(&col, &io);
+	if (ret < 0)
+		goto out;
+	ingest_set_filters(&col, s->filters);
+	if (!s->foreground && daemon(0, 0) < 0) {
+		ret = -errno;
+		log_err("daemon: %s", strerror(errno));
+		goto out;
+	}
+	if (!s->foreground)
+		log_init("tracecollectd", s->verbose ? LOGL_DEBUG : LOGL_INFO, true);
+	sigs[0] = evsignal_new(col.base, SIGINT, stop_cb, &col);
+	sigs[1] = evsignal_new(col.base, SIGTERM, stop_cb, &col);
+	sigs[2] = evsignal_new(col.base, SIGHUP, hup_cb, &hup);
+	for (int i = 0; i < 3; i++)
+		event_add(sigs[i], NULL);
+	if (s->ready_file && (ret = write_ready_file(s->ready_file, bound, qurl)) < 0) {
+		log_err("--ready-file %s: %s", s->ready_file, tc_strerror(ret));
+		goto out;
+	}
+	log_info("listening for agents on %s, queries on %s, storing in %s (%zu filter rules)",
+		 bound, qurl, s->db, filters_count(s->filters));
+	event_base_dispatch(col.base);
+	ret = 0;
+out:
+	conn_close_all(&col);
+	ingest_stop(&col);
+	queryd_stop(qd);
+	for (int i = 0; i < 3; i++)
+		if (sigs[i])
+			event_free(sigs[i]);
+	if (col.listener)
+		evconnlistener_free(col.listener);
+	if (col.base)
+		event_base_free(col.base);
+	store_close(col.store);
+	SSL_CTX_free(col.tls);
+	if (s->ready_file)
+		unlink(s->ready_file);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct settings s = { 0 };
+	int ret;
+
+	signal(SIGPIPE, SIG_IGN);
+	log_init("tracecollectd", LOGL_INFO, false);
+	if (settings_defaults(&s) < 0 || parse_args(argc, argv, &s) < 0) {
+		settings_free(&s);
+		return 2;
+	}
+	log_init("tracecollectd", s.verbose > 1 ? LOGL_DEBUG : LOGL_INFO, false);
+	ret = run(&s);
+	settings_free(&s);
+	return ret < 0 ? 1 : 0;
+}
