@@ -1,0 +1,717 @@
+/*
+ * test_agent.c - check tests for agent/ against the real kernel: the tracefs
+ * instance module (create, clock, events, formats, stats, teardown), the
+ * per-CPU page reader (its event count must equal the kernel's 'entries'),
+ * the parsers of kernel text, and the host facts and clock sample.
+ *
+ * Needs a writable tracefs; mounts it at /sys/kernel/tracing when it is not
+ * mounted, and skips (exit 77) when it still is not writable. Every instance
+ * is named tctest-<runner pid>-..., and the runner removes any of those a
+ * failed test left behind.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <tracefs.h>
+
+#include "common/tc_error.h"
+#include "agent/hostinfo.h"
+#include "agent/reader.h"
+#include "agent/tracing.h"
+
+#define TRACEFS_DIR	"/sys/kernel/tracing"
+#define MAX_CPUS	1024
+
+static pid_t runner_pid;
+/* The open reader of the running test, closed after the test if it failed
+ * (with CK_FORK=no its descriptors would keep the instance busy). */
+static struct reader *cur_reader;
+
+/* A fresh instance name of this run: tctest-<runner>-<pid>-<n>. */
+static const char *inst_name(void)
+{
+	static char name[64];
+	static int n;
+
+	snprintf(name, sizeof(name), "tctest-%d-%d-%d", (int)runner_pid,
+		 (int)getpid(), n++);
+	return name;
+}
+
+static bool inst_dir_exists(const char *name)
+{
+	char path[256];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/instances/%s", tracefs_tracing_dir(),
+		 name);
+	return stat(path, &st) == 0;
+}
+
+static struct tracing *open_or_fail(const char *name, size_t kb)
+{
+	struct tracing *t = NULL;
+	char err[512] = "";
+	int ret;
+
+	ret = tracing_open(name, kb, &t, err, sizeof(err));
+	ck_assert_msg(ret == 0, "tracing_open(%s): %s (%s)", name,
+		      tc_strerror(ret), err);
+	return t;
+}
+
+static char *inst_file(struct tracing *t, const char *file)
+{
+	char *s = tracefs_instance_file_read(tracing_instance(t), file, NULL);
+
+	ck_assert_msg(s != NULL, "cannot read %s", file);
+	return s;
+}
+
+/* ---- the instance ------------------------------------------------------ */
+
+START_TEST(test_instance_lifecycle)
+{
+	char name[64], *clock, *sub;
+	struct tracing *t;
+	long long kb = 0;
+
+	snprintf(name, sizeof(name), "%s", inst_name());
+	t = open_or_fail(name, 0);
+	ck_assert_str_eq(tracing_name(t), name);
+	ck_assert(inst_dir_exists(name));
+	clock = inst_file(t, "trace_clock");
+	ck_assert_msg(strstr(clock, "[" TRACING_CLOCK "]") != NULL,
+		      "trace_clock is %s", clock);
+	free(clock);
+	ck_assert_int_ge(tracing_ncpus(t), 1);
+	ck_assert_int_ge(tracing_ncpus(t), sysconf(_SC_NPROCESSORS_ONLN));
+	if (tracefs_file_exists(tracing_instance(t), "buffer_subbuf_size_kb")) {
+		ck_assert_int_eq(tracefs_instance_file_read_number(
+			tracing_instance(t), "buffer_subbuf_size_kb", &kb), 0);
+		ck_assert_uint_eq(tracing_page_size(t), (uint64_t)kb * 1024);
+	} else {
+		ck_assert_uint_eq(tracing_page_size(t), getpagesize());
+	}
+	sub = inst_file(t, "tracing_on");
+	ck_assert_int_eq(atoi(sub), 1);	/* a new instance traces... */
+	free(sub);
+	ck_assert_int_eq(tracing_stop(t), 0);
+	sub = inst_file(t, "tracing_on");
+	ck_assert_int_eq(atoi(sub), 0);
+	free(sub);
+	tracing_close(t);
+	ck_assert(!inst_dir_exists(name));
+}
+END_TEST
+
+START_TEST(test_buffer_size)
+{
+	struct tracing *t = open_or_fail(inst_name(), 4096);
+	ssize_t kb = tracefs_instance_get_buffer_size(tracing_instance(t), 0);
+
+	/* the kernel rounds up to whole sub-buffers */
+	ck_assert_int_ge(kb, 4096);
+	ck_assert_int_lt(kb, 4096 + 64);
+	tracing_close(t);
+}
+END_TEST
+
+START_TEST(test_existing_instance_left_alone)
+{
+	struct tracefs_instance *other;
+	struct tracing *t = (struct tracing *)&t;
+	const char *name = inst_name();
+	char err[512] = "";
+
+	other = tracefs_instance_create(name);
+	ck_assert_ptr_nonnull(other);
+	ck_assert_int_eq(tracing_open(name, 0, &t, err, sizeof(err)), -EEXIST);
+	ck_assert_ptr_eq(t, (struct tracing *)&t);	/* not written */
+	ck_assert_msg(strstr(err, name) != NULL, "err: %s", err);
+	ck_assert(inst_dir_exists(name));
+	ck_assert_int_eq(tracefs_instance_destroy(other), 0);
+	tracefs_instance_free(other);
+}
+END_TEST
+
+START_TEST(test_teardown_while_tracing)
+{
+	char name[64], err[512];
+	struct tracing *t;
+
+	snprintf(name, sizeof(name), "%s", inst_name());
+	t = open_or_fail(name, 0);
+	ck_assert_int_eq(tracing_enable(t, "sched", err, sizeof(err)), 0);
+	ck_assert_int_eq(tracing_start(t), 0);
+	usleep(1000);
+	tracing_close(t);
+	ck_assert(!inst_dir_exists(name));
+}
+END_TEST
+
+/* ---- events ------------------------------------------------------------- */
+
+static void expect_bad_spec(struct tracing *t, const char *spec, int code)
+{
+	char err[512] = "";
+	int ret = tracing_enable(t, spec, err, sizeof(err));
+
+	ck_assert_msg(ret == code, "'%s': got %s, want %s", spec,
+		      tc_strerror(ret), tc_strerror(code));
+	ck_assert_msg(strstr(err, spec) != NULL, "'%s' not named in: %s",
+		      spec, err);
+}
+
+START_TEST(test_bad_event_spec)
+{
+	struct tracing *t = open_or_fail(inst_name(), 0);
+
+	expect_bad_spec(t, "nosuchsystem_tc", TC_ERR_UNKNOWN_EVENT);
+	expect_bad_spec(t, "sched:nosuchevent_tc", TC_ERR_UNKNOWN_EVENT);
+	expect_bad_spec(t, "sched:", TC_ERR_SYNTAX);
+	expect_bad_spec(t, ":sched_switch", TC_ERR_SYNTAX);
+	expect_bad_spec(t, "../..", TC_ERR_SYNTAX);
+	expect_bad_spec(t, "sched/sched_switch", TC_ERR_SYNTAX);
+	ck_assert_uint_eq(tracing_event_count(t), 0);
+	tracing_close(t);
+}
+END_TEST
+
+START_TEST(test_enable_event_and_format)
+{
+	struct tracing *t = open_or_fail(inst_name(), 0);
+	const char *sys, *name;
+	char err[512], *text, *en;
+	size_t len;
+
+	ck_assert_int_eq(tracing_enable(t, "sched:sched_switch", err,
+					sizeof(err)), 0);
+	ck_assert_int_eq(tracing_enable(t, "sched:sched_switch", err,
+					sizeof(err)), 0);
+	ck_assert_uint_eq(tracing_event_count(t), 1);	/* no duplicate */
+	en = inst_file(t, "events/sched/sched_switch/enable");
+	ck_assert_int_eq(atoi(en), 1);
+	free(en);
+	ck_assert_int_eq(tracing_format(t, 0, &sys, &name, &text, &len), 0);
+	ck_assert_str_eq(sys, "sched");
+	ck_assert_str_eq(name, "sched_switch");
+	ck_assert_uint_eq(len, strlen(text));
+	ck_assert(strncmp(text, "name: sched_switch\n", 19) == 0);
+	ck_assert(strstr(text, "field:char prev_comm[16]") != NULL);
+	free(text);
+	ck_assert_int_eq(tracing_format(t, 1, &sys, &name, &text, &len),
+			 -ERANGE);
+	tracing_close(t);
+}
+END_TEST
+
+START_TEST(test_enable_system)
+{
+	struct tracing *t = open_or_fail(inst_name(), 0);
+	const char *sys, *name;
+	bool seen_switch = false;
+	char err[512], *text;
+	size_t i, len;
+
+	ck_assert_int_eq(tracing_enable(t, "sched", err, sizeof(err)), 0);
+	ck_assert_uint_gt(tracing_event_count(t), 1);
+	for (i = 0; i < tracing_event_count(t); i++) {
+		ck_assert_int_eq(tracing_format(t, i, &sys, &name, &text,
+						&len), 0);
+		ck_assert_str_eq(sys, "sched");
+		seen_switch |= strcmp(name, "sched_switch") == 0;
+		ck_assert(strncmp(text, "name: ", 6) == 0);
+		free(text);
+	}
+	ck_assert(seen_switch);
+	tracing_close(t);
+}
+END_TEST
+
+START_TEST(test_header_page)
+{
+	struct tracing *t = open_or_fail(inst_name(), 0);
+	char *text;
+	size_t len;
+
+	ck_assert_int_eq(tracing_header_page(t, &text, &len), 0);
+	ck_assert_uint_eq(len, strlen(text));
+	ck_assert(strstr(text, "field: u64 timestamp") != NULL);
+	ck_assert(strstr(text, "commit") != NULL);
+	free(text);
+	tracing_close(t);
+}
+END_TEST
+
+/* ---- reading pages ------------------------------------------------------ */
+
+struct seen {
+	uint64_t next_seq[MAX_CPUS];
+	uint64_t events;
+	uint64_t pages;
+	uint32_t page_size;
+	int missed;
+	enum reader_mode mode;
+};
+
+/* Checks each page as the collector will see it: head and data joined. */
+static int count_page(void *arg, const struct reader_page *p)
+{
+	struct seen *s = arg;
+	uint8_t *page = calloc(1, s->page_size);
+
+	ck_assert_int_lt(p->cpu, MAX_CPUS);
+	ck_assert_uint_eq(p->seq, s->next_seq[p->cpu] + 1);
+	s->next_seq[p->cpu] = p->seq;
+	ck_assert_uint_le(p->head_len + p->len, s->page_size);
+	ck_assert_uint_ge(p->head_len + p->len, 8 + sizeof(long));
+	if (s->mode == READER_READ)
+		ck_assert_uint_eq(p->len, s->page_size);
+	else
+		ck_assert_uint_eq(p->head_len, 8 + sizeof(long));
+	if (p->head_len)
+		memcpy(page, p->head, p->head_len);
+	memcpy(page + p->head_len, p->data, p->len);
+	ck_assert_int_eq(reader_page_events(page, s->page_size), p->events);
+	free(page);
+	s->events += p->events;
+	s->pages++;
+	s->missed += p->missed_events;
+	return 0;
+}
+
+/* A child that sleeps 1 ms 50 times: each sleep switches it out (and, on
+ * an idle CPU, back in), so at least 50 sched_switch events. */
+static void switch_workload(void)
+{
+	pid_t pid = fork();
+	int i, status;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		for (i = 0; i < 50; i++)
+			usleep(1000);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+}
+
+static uint64_t kernel_entries(struct tracing *t)
+{
+	struct tracing_cpu_stats st;
+	uint64_t sum = 0;
+	int cpu;
+
+	for (cpu = 0; cpu < tracing_ncpus(t); cpu++) {
+		ck_assert_int_eq(tracing_cpu_stats(t, cpu, &st), 0);
+		ck_assert_uint_eq(st.overrun, 0);
+		sum += st.entries;
+	}
+	return sum;
+}
+
+/* Both read paths (_i: READER_MMAP, READER_READ) deliver every event. */
+START_TEST(test_reader_counts_match_kernel)
+{
+	struct tracing *t = open_or_fail(inst_name(), 2048);
+	struct seen *s = calloc(1, sizeof(*s));
+	struct reader_counts c;
+	struct reader *r;
+	uint64_t entries, sum = 0;
+	char err[512];
+	int cpu;
+
+	ck_assert_int_eq(tracing_stop(t), 0);
+	ck_assert_int_eq(tracing_enable(t, "sched:sched_switch", err,
+					sizeof(err)), 0);
+	s->page_size = tracing_page_size(t);
+	s->mode = (enum reader_mode)_i;
+	ck_assert_int_eq(reader_open(tracing_instance(t), tracing_ncpus(t),
+				     tracing_page_size(t), s->mode, &r), 0);
+	cur_reader = r;
+	ck_assert_int_eq(reader_mapped(r), s->mode == READER_MMAP ?
+			 tracing_ncpus(t) : 0);
+	ck_assert_int_eq(tracing_start(t), 0);
+	switch_workload();
+	ck_assert_int_eq(tracing_stop(t), 0);
+	entries = kernel_entries(t);
+	ck_assert_uint_ge(entries, 50);
+	ck_assert_int_ge(reader_poll(r, 0, count_page, s), 1);
+	ck_assert_int_ge(reader_drain(r, count_page, s), 0);
+	ck_assert_uint_eq(s->events, entries);
+	ck_assert_int_eq(s->missed, 0);
+	ck_assert_uint_eq(kernel_entries(t), 0);
+	ck_assert_int_eq(reader_drain(r, count_page, s), 0);	/* empty */
+	ck_assert_int_eq(reader_poll(r, 0, count_page, s), 0);
+	for (cpu = 0; cpu < tracing_ncpus(t); cpu++) {
+		reader_counts(r, cpu, &c);
+		ck_assert_uint_eq(c.pages, s->next_seq[cpu]);
+		ck_assert_uint_eq(s->mode == READER_MMAP ? c.pages_mmap :
+				  c.pages_read, c.pages);
+		if (s->mode == READER_READ)
+			ck_assert_uint_eq(c.bytes, c.pages * s->page_size);
+		else
+			ck_assert_uint_eq(c.copied_bytes, 0);
+		sum += c.events;
+	}
+	ck_assert_uint_eq(sum, entries);
+	cur_reader = NULL;
+	reader_close(r);
+	tracing_close(t);
+	free(s);
+}
+END_TEST
+
+static int stop_at_first(void *arg, const struct reader_page *p)
+{
+	(void)p;
+	++*(int *)arg;
+	return -ECANCELED;
+}
+
+START_TEST(test_reader_callback_error_stops)
+{
+	struct tracing *t = open_or_fail(inst_name(), 0);
+	struct reader_counts c;
+	struct reader *r;
+	char err[512];
+	int calls = 0, cpu;
+
+	ck_assert_int_eq(tracing_enable(t, "sched:sched_switch", err,
+					sizeof(err)), 0);
+	ck_assert_int_eq(reader_open(tracing_instance(t), tracing_ncpus(t),
+				     tracing_page_size(t), READER_AUTO, &r), 0);
+	cur_reader = r;
+	switch_workload();
+	ck_assert_int_eq(tracing_stop(t), 0);
+	ck_assert_int_eq(reader_drain(r, stop_at_first, &calls), -ECANCELED);
+	ck_assert_int_eq(calls, 1);
+	for (cpu = 0; cpu < tracing_ncpus(t); cpu++) {
+		reader_counts(r, cpu, &c);
+		ck_assert_uint_eq(c.pages, 0);	/* not delivered: not counted */
+	}
+	cur_reader = NULL;
+	reader_close(r);
+	tracing_close(t);
+}
+END_TEST
+
+START_TEST(test_reader_bad_args)
+{
+	struct tracing *t = open_or_fail(inst_name(), 0);
+	struct reader *r = (struct reader *)&r;
+
+	ck_assert_int_eq(reader_open(tracing_instance(t), 0, 4096, READER_AUTO, &r),
+			 -EINVAL);
+	ck_assert_int_eq(reader_open(tracing_instance(t), 1, 8, READER_AUTO, &r),
+			 -EINVAL);
+	ck_assert_int_eq(reader_open(tracing_instance(t), 100000, 4096,
+				     READER_AUTO, &r), -EINVAL);
+	ck_assert_ptr_eq(r, (struct reader *)&r);
+	tracing_close(t);
+}
+END_TEST
+
+/* A hand-made page: 8-byte timestamp, commit word, @n 4-byte padding-free
+ * events of type_len 1 (4 bytes of data each: 8 bytes per event). */
+static size_t make_page(uint8_t *page, size_t size, int n)
+{
+	unsigned long commit = (unsigned long)n * 8;
+	size_t hdr = 8 + sizeof(long);
+	uint32_t word = 1;	/* type_len 1, time delta 0 */
+	int i;
+
+	memset(page, 0, size);
+	memcpy(page + 8, &commit, sizeof(commit));
+	for (i = 0; i < n; i++)
+		memcpy(page + hdr + (size_t)i * 8, &word, sizeof(word));
+	return hdr + commit;
+}
+
+START_TEST(test_page_events_synthetic)
+{
+	uint8_t page[4096];
+	unsigned long commit;
+
+	make_page(page, sizeof(page), 0);
+	ck_assert_int_eq(reader_page_events(page, sizeof(page)), 0);
+	make_page(page, sizeof(page), 3);
+	ck_assert_int_eq(reader_page_events(page, sizeof(page)), 3);
+	commit = 3 * 8 | READER_COMMIT_MISSED;
+	memcpy(page + 8, &commit, sizeof(commit));
+	ck_assert_int_eq(reader_page_events(page, sizeof(page)), 3);
+	ck_assert_int_eq(reader_page_events(page, 8), TC_ERR_PAGE_MALFORMED);
+	commit = sizeof(page);		/* more data than the page holds */
+	memcpy(page + 8, &commit, sizeof(commit));
+	ck_assert_int_eq(reader_page_events(page, sizeof(page)),
+			 TC_ERR_PAGE_MALFORMED);
+	commit = 1UL << 28;		/* a bit the kernel never sets */
+	memcpy(page + 8, &commit, sizeof(commit));
+	ck_assert_int_eq(reader_page_events(page, sizeof(page)),
+			 TC_ERR_PAGE_MALFORMED);
+}
+END_TEST
+
+/* ---- kernel text parsers ------------------------------------------------ */
+
+START_TEST(test_parse_stats)
+{
+	static const char text[] =
+		"entries: 12\noverrun: 3\ncommit overrun: 4\nbytes: 999\n"
+		"oldest event ts:  1234.567890\nnow ts:  1240.000000\n"
+		"dropped events: 5\nread events: 6\n";
+	struct tracing_cpu_stats st, keep = { .entries = 77 };
+
+	ck_assert_int_eq(tracing_parse_stats(text, strlen(text), &st), 0);
+	ck_assert_uint_eq(st.entries, 12);
+	ck_assert_uint_eq(st.overrun, 3);
+	ck_assert_uint_eq(st.commit_overrun, 4);
+	ck_assert_uint_eq(st.dropped, 5);
+	ck_assert_uint_eq(st.read, 6);
+	st = keep;
+	ck_assert_int_eq(tracing_parse_stats("bytes: 1\nfoo\n", 13, &st),
+			 TC_ERR_SYNTAX);
+	ck_assert_uint_eq(st.entries, 77);	/* not written */
+	ck_assert_int_eq(tracing_parse_stats("entries: 99999999999999999999",
+					     29, &st), TC_ERR_SYNTAX);
+	ck_assert_int_eq(tracing_parse_stats("entries: 1x", 11, &st),
+			 TC_ERR_SYNTAX);
+}
+END_TEST
+
+START_TEST(test_parse_cmdlines)
+{
+	static const char text[] =
+		"1 systemd\n42 kworker/0:1 with space\nbogus\n 7 lead\n"
+		"99999999999 toolong\n8 averyveryverylongcommname\n9 \n10 last";
+	struct proto_cmdlines c;
+
+	ck_assert_int_eq(tracing_parse_cmdlines(text, strlen(text), &c), 0);
+	ck_assert_uint_eq(c.count, 4);
+	ck_assert_int_eq(c.items[0].pid, 1);
+	ck_assert_str_eq(c.items[0].comm, "systemd");
+	ck_assert_int_eq(c.items[1].pid, 42);
+	ck_assert_str_eq(c.items[1].comm, "kworker/0:1 wit");
+	ck_assert_int_eq(c.items[2].pid, 8);
+	ck_assert_str_eq(c.items[2].comm, "averyveryverylo");
+	ck_assert_int_eq(c.items[3].pid, 10);
+	ck_assert_str_eq(c.items[3].comm, "last");
+	free(c.items);
+	ck_assert_int_eq(tracing_parse_cmdlines("", 0, &c), 0);
+	ck_assert_uint_eq(c.count, 0);
+	ck_assert_ptr_null(c.items);
+}
+END_TEST
+
+START_TEST(test_cmdlines_real)
+{
+	struct proto_cmdlines c;
+
+	switch_workload();
+	ck_assert_int_eq(tracing_cmdlines(&c), 0);
+	ck_assert_uint_le(c.count, PROTO_MAX_CMDLINES);
+	free(c.items);
+}
+END_TEST
+
+/* ---- host facts ---------------------------------------------------------- */
+
+START_TEST(test_hostinfo)
+{
+	char host[HOSTINFO_STR_MAX] = "", big[HOSTINFO_STR_MAX + 8];
+	struct hostinfo h, keep = { .ncpus = 12345 };
+	struct utsname u;
+
+	ck_assert_int_eq(hostinfo_get(NULL, &h), 0);
+	ck_assert_int_eq(gethostname(host, sizeof(host) - 1), 0);
+	ck_assert_str_eq(h.host, host);
+	ck_assert_int_eq(uname(&u), 0);
+	ck_assert_str_eq(h.kernel, u.release);
+	ck_assert_uint_eq(h.ncpus, sysconf(_SC_NPROCESSORS_ONLN));
+	ck_assert_uint_eq(h.long_size, sizeof(long));
+	ck_assert_int_eq(h.big_endian, __BYTE_ORDER == __BIG_ENDIAN);
+	if (access("/etc/machine-id", R_OK) == 0)
+		ck_assert_uint_eq(strlen(h.machine_id), 32);
+	ck_assert_uint_eq(strlen(h.boot_id), 36);
+	ck_assert_int_eq(hostinfo_get("box-7", &h), 0);
+	ck_assert_str_eq(h.host, "box-7");
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	h = keep;
+	ck_assert_int_eq(hostinfo_get(big, &h), TC_ERR_TOO_LONG);
+	ck_assert_uint_eq(h.ncpus, 12345);
+}
+END_TEST
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+START_TEST(test_clock_sample)
+{
+	struct proto_clock c;
+	uint64_t before, after;
+	time_t now;
+
+	before = mono_ns();
+	ck_assert_int_eq(hostinfo_clock_sample(&c), 0);
+	after = mono_ns();
+	now = time(NULL);
+	ck_assert_uint_ge(c.trace_ns, before);
+	ck_assert_uint_le(c.trace_ns, after);
+	ck_assert_int_le(llabs((long long)(c.realtime_ns / 1000000000) -
+			       (long long)now), 1);
+}
+END_TEST
+
+START_TEST(test_read_line)
+{
+	char path[] = "/tmp/test_agent_lineXXXXXX", buf[8] = "keep";
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, "abc\ndef\n", 8), 8);
+	close(fd);
+	ck_assert_int_eq(hostinfo_read_line(path, buf, sizeof(buf)), 0);
+	ck_assert_str_eq(buf, "abc");
+	ck_assert_int_eq(hostinfo_read_line(path, buf, 3), TC_ERR_TOO_LONG);
+	ck_assert_str_eq(buf, "abc");
+	unlink(path);
+	ck_assert_int_eq(hostinfo_read_line(path, buf, sizeof(buf)), -ENOENT);
+}
+END_TEST
+
+/* ---- runner --------------------------------------------------------------- */
+
+static int sweep_one(const char *name, void *prefix)
+{
+	struct tracefs_instance *inst;
+
+	if (strncmp(name, prefix, strlen(prefix)))
+		return 0;
+	fprintf(stderr, "test_agent: removing leftover instance %s\n", name);
+	inst = tracefs_instance_alloc(NULL, name);
+	if (inst) {
+		tracefs_event_disable(inst, NULL, NULL);
+		tracefs_instance_destroy(inst);
+		tracefs_instance_free(inst);
+	}
+	return 0;
+}
+
+static void close_cur_reader(void)
+{
+	reader_close(cur_reader);
+	cur_reader = NULL;
+}
+
+/* Remove the instances a failed test could not clean up. */
+static void sweep_instances(void)
+{
+	char prefix[64];
+
+	snprintf(prefix, sizeof(prefix), "tctest-%d-", (int)runner_pid);
+	tracefs_instances_walk(sweep_one, prefix);
+}
+
+static Suite *agent_suite(void)
+{
+	Suite *s = suite_create("agent");
+	TCase *tc = tcase_create("tracing");
+
+	tcase_add_unchecked_fixture(tc, NULL, sweep_instances);
+	tcase_add_test(tc, test_instance_lifecycle);
+	tcase_add_test(tc, test_buffer_size);
+	tcase_add_test(tc, test_existing_instance_left_alone);
+	tcase_add_test(tc, test_teardown_while_tracing);
+	tcase_add_test(tc, test_bad_event_spec);
+	tcase_add_test(tc, test_enable_event_and_format);
+	tcase_add_test(tc, test_enable_system);
+	tcase_add_test(tc, test_header_page);
+	tcase_add_test(tc, test_cmdlines_real);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("reader");
+	tcase_add_checked_fixture(tc, NULL, close_cur_reader);
+	tcase_add_unchecked_fixture(tc, NULL, sweep_instances);
+	tcase_add_loop_test(tc, test_reader_counts_match_kernel, READER_MMAP,
+			    READER_READ + 1);
+	tcase_add_test(tc, test_reader_callback_error_stops);
+	tcase_add_test(tc, test_reader_bad_args);
+	tcase_add_test(tc, test_page_events_synthetic);
+	tcase_set_timeout(tc, 60);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("parsers");
+	tcase_add_test(tc, test_parse_stats);
+	tcase_add_test(tc, test_parse_cmdlines);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("hostinfo");
+	tcase_add_test(tc, test_hostinfo);
+	tcase_add_test(tc, test_clock_sample);
+	tcase_add_test(tc, test_read_line);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+/* Mount tracefs when needed; false (with why) when it is not writable. */
+static bool tracefs_writable(char *why, size_t len)
+{
+	const char *dir = tracefs_tracing_dir();
+	char inst[300];
+
+	if (!dir && mount("nodev", TRACEFS_DIR, "tracefs", 0, NULL) < 0) {
+		snprintf(why, len, "tracefs is not mounted and mounting it at "
+			 TRACEFS_DIR " failed: %s", strerror(errno));
+		return false;
+	}
+	if (!dir)
+		dir = tracefs_tracing_dir();
+	if (!dir) {
+		snprintf(why, len, "no tracefs directory found");
+		return false;
+	}
+	snprintf(inst, sizeof(inst), "%s/instances", dir);
+	if (access(inst, W_OK) < 0) {
+		snprintf(why, len, "%s is not writable: %s", inst,
+			 strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+int main(void)
+{
+	char why[512];
+	SRunner *sr;
+	int failed;
+
+	if (!tracefs_writable(why, sizeof(why))) {
+		printf("test_agent: SKIP: %s\n", why);
+		return 77;
+	}
+	runner_pid = getpid();
+	sr = srunner_create(agent_suite());
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	sweep_instances();
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

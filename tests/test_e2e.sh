@@ -1,0 +1,117 @@
+#!/bin/bash
+# End-to-end: real certificates, real tracecollectd and traceagent on
+# 127.0.0.1 (ports chosen at run time), a real SQLite file, real kernel
+# sched_switch events in the agent's own tracefs instance; then traceq.
+#
+# Asserts: the agent ships and the collector stores the same number of
+# sched_switch events; "sched_switch where prev_pid == 0" returns rows and
+# only rows with prev_pid 0; an agent with a certificate from another CA is
+# refused, logged, and nothing of it is stored; bad queries exit 2 with a
+# caret, an unreachable collector exits 1; no tracefs instance is left.
+set -u
+
+. "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
+
+tc_need_tracefs
+tc_lock
+tmp=$(mktemp -d /tmp/tc-e2e.XXXXXX)
+collector_pid=
+failed=0
+cleanup() {
+	[ -n "$collector_pid" ] && kill "$collector_pid" 2>/dev/null && wait "$collector_pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+certs=$top_srcdir/contrib/tracecollect-certs
+"$certs" -d "$tmp/pki" all >/dev/null || { echo "FAIL: certificate helper"; exit 1; }
+"$certs" -d "$tmp/rogue" all >/dev/null || { echo "FAIL: certificate helper (rogue)"; exit 1; }
+
+"$top_builddir/tracecollectd" --foreground --listen 127.0.0.1:0 \
+	--query tcp://127.0.0.1:0 --db "$tmp/trace.db" \
+	--cert "$tmp/pki/server.crt" --key "$tmp/pki/server.key" --ca "$tmp/pki/ca.crt" \
+	--ready-file "$tmp/ready" 2> "$tmp/collector.log" &
+collector_pid=$!
+for _ in $(seq 100); do
+	[ -s "$tmp/ready" ] && break
+	kill -0 "$collector_pid" 2>/dev/null || break
+	sleep 0.1
+done
+[ -s "$tmp/ready" ] || { cat "$tmp/collector.log"; echo "FAIL: collector did not start"; exit 1; }
+listen=$(sed -n 's/^listen=//p' "$tmp/ready")
+query=$(sed -n 's/^query=//p' "$tmp/ready")
+echo "collector: agents on $listen, queries on $query"
+
+traceq() { "$top_builddir/traceq" --server "$query" "$@"; }
+
+# A workload that context-switches while the agent traces.
+( for _ in $(seq 200); do sleep 0.005; done ) &
+workload=$!
+"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 3 \
+	--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" \
+	--name e2e-host --no-user --instance "tc-e2e-$$-a" > "$tmp/agent.out" 2> "$tmp/agent.err"
+agent_rc=$?
+wait "$workload"
+cat "$tmp/agent.out"
+check "agent exits 0" '[ "$agent_rc" = 0 ] || { cat "$tmp/agent.err"; false; }'
+
+shipped=$(sed -n 's/.*total:.* events=\([0-9]*\).*/\1/p' "$tmp/agent.out")
+check "agent reports the events it shipped" '[ -n "$shipped" ] && [ "$shipped" -gt 0 ]'
+
+stored=$(traceq --count "sched_switch")
+check "stored sched_switch events ($stored) == shipped ($shipped)" '[ "$stored" = "$shipped" ]'
+
+traceq "sched_switch where prev_pid == 0" > "$tmp/idle.txt"; rc=$?
+check "traceq select exits 0" '[ "$rc" = 0 ]'
+rows=$(wc -l < "$tmp/idle.txt")
+check "sched_switch where prev_pid == 0 returns rows ($rows)" '[ "$rows" -ge 1 ]'
+check "every row has prev_pid=0" '! grep -qv " prev_pid=0 " "$tmp/idle.txt"'
+check "rows are in the kernel trace layout" \
+	'grep -qE "^ *[^ ].*-[0-9]+ +\[[0-9]{3}\] [0-9]+\.[0-9]{6}: sched_switch: prev_comm=" "$tmp/idle.txt"'
+head -3 "$tmp/idle.txt"
+
+n_json=$(traceq --format json "sched:sched_switch where prev_pid == 0" | grep -c '"prev_pid":0,')
+check "json output: one object per row, same rows ($n_json)" '[ "$n_json" = "$rows" ]'
+check "json rows carry host, cpu and ts" \
+	'traceq --format json --limit 1 "sched_switch" | grep -q "\"host\":\"e2e-host\",\"cpu\":[0-9]*,\"ts\":[0-9]*"'
+count_idle=$(traceq --count "sched_switch where prev_pid == 0")
+check "--count agrees with the rows ($count_idle)" '[ "$count_idle" = "$rows" ]'
+
+# A client certificate from another CA is refused and nothing is stored.
+"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 1 \
+	--cert "$tmp/rogue/agent.crt" --key "$tmp/rogue/agent.key" --ca "$tmp/pki/ca.crt" \
+	--name rogue-host --no-user --instance "tc-e2e-$$-b" > "$tmp/rogue.out" 2> "$tmp/rogue.err"
+rc=$?
+check "agent with a foreign certificate exits 1" '[ "$rc" = 1 ]'
+sleep 0.3
+check "collector logs the refusal with the reason" \
+	'grep -q "refused agent.*certificate" "$tmp/collector.log"'
+check "nothing stored from the refused agent" '[ "$(traceq --count sched_switch)" = "$stored" ]'
+check "refused agent is not a known host" '! traceq --stats | grep -q rogue-host'
+check "stats list the traced host" 'traceq --stats | grep -q "host=e2e-host"'
+
+# Errors the user sees.
+traceq "sched_switch where nosuch == 1" 2> "$tmp/err.txt"; rc=$?
+cat "$tmp/err.txt"
+check "unknown field exits 2" '[ "$rc" = 2 ]'
+check "caret under the unknown field" \
+	'[ "$(grep -n "\^" "$tmp/err.txt" | head -1 | cut -d: -f2 | awk "{print index(\$0, \"^\")}")" = \
+	   "$(grep "sched_switch where" "$tmp/err.txt" | head -1 | awk "{print index(\$0, \"nosuch\")}")" ]'
+traceq "sched_switch where prev_pid ==" 2>/dev/null; rc=$?
+check "syntax error exits 2" '[ "$rc" = 2 ]'
+"$top_builddir/traceq" --server tcp://127.0.0.1:1 --timeout 2000 "sched_switch" 2> "$tmp/unreach.txt"; rc=$?
+check "unreachable collector exits 1 and says so" '[ "$rc" = 1 ] && grep -q "cannot reach" "$tmp/unreach.txt"'
+
+check "no tracefs instance left behind" \
+	'[ ! -e "$tracing/instances/tc-e2e-$$-a" ] && [ ! -e "$tracing/instances/tc-e2e-$$-b" ]'
+
+kill "$collector_pid"; wait "$collector_pid"; rc=$?
+collector_pid=
+check "collector exits 0 on SIGTERM" '[ "$rc" = 0 ]'
+
+if [ "$failed" != 0 ]; then
+	echo "--- collector log"; cat "$tmp/collector.log"
+	echo "--- agent stderr"; cat "$tmp/agent.err"
+	exit 1
+fi
+echo "PASS: end to end"

@@ -1,0 +1,134 @@
+/*
+ * test_graph.c - traceq's function_graph view (server/graph.c): leaf calls
+ * on one line, nesting by depth, durations from entry/exit times, threads
+ * kept apart, rows sorted by time, and exits without their entries.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/graph.h"
+
+static void add(struct graph *g, int64_t ts, int32_t pid, bool exit,
+		uint64_t func, int32_t depth, const char *name)
+{
+	struct graph_row r = { .ts = ts, .pid = pid, .exit = exit,
+			       .func = func, .depth = depth, .cpu = 1 };
+
+	snprintf(r.comm, sizeof(r.comm), "p");
+	snprintf(r.name, sizeof(r.name), "%s", name);
+	ck_assert_int_eq(graph_add(g, &r), 0);
+}
+
+START_TEST(test_nesting_and_leaves)
+{
+	char *text = NULL, *p;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	struct graph *g;
+
+	ck_assert_int_eq(graph_new(f, &g), 0);
+	/* given out of order: the view sorts by time */
+	add(g, 5000, 7, true, 0x10, 0, "outer");
+	add(g, 1000, 7, false, 0x10, 0, "outer");
+	add(g, 2000, 7, false, 0x20, 1, "leaf");
+	add(g, 2500, 7, true, 0x20, 1, "leaf");
+	add(g, 3000, 7, false, 0x30, 1, "mid");
+	add(g, 3100, 7, false, 0x20, 2, "leaf");
+	add(g, 3200, 7, true, 0x20, 2, "leaf");
+	add(g, 4000, 7, true, 0x30, 1, "mid");
+	graph_print(g);
+	graph_free(g);
+	fclose(f);
+	p = text;
+	ck_assert_ptr_nonnull(strstr(p, "|              | outer() {\n"));
+	ck_assert_ptr_nonnull(p = strstr(p, "|      0.500 us |   leaf();\n"));
+	ck_assert_ptr_nonnull(p = strstr(p, "|              |   mid() {\n"));
+	ck_assert_ptr_nonnull(p = strstr(p, "|      0.100 us |     leaf();\n"));
+	ck_assert_ptr_nonnull(p = strstr(p, "|      1.000 us |   } /* mid */\n"));
+	ck_assert_ptr_nonnull(p = strstr(p, "|      4.000 us | } /* outer */\n"));
+	ck_assert_ptr_nonnull(strstr(text, "  1)              p-7 | "));
+	free(text);
+}
+END_TEST
+
+START_TEST(test_threads_apart)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	struct graph *g;
+
+	ck_assert_int_eq(graph_new(f, &g), 0);
+	/* thread 8's entry between thread 7's entry and exit: 7's call is
+	 * still a leaf, 8's call is still open at the end */
+	add(g, 100, 7, false, 0x20, 0, "a");
+	add(g, 150, 8, false, 0x30, 0, "b");
+	add(g, 200, 7, true, 0x20, 0, "a");
+	graph_print(g);
+	graph_free(g);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(text, "p-7 |      0.100 us | a();\n"));
+	ck_assert_ptr_nonnull(strstr(text, "p-8 |              | b() {\n"));
+	free(text);
+}
+END_TEST
+
+START_TEST(test_exit_without_entry)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	struct graph_row r = { .ts = 9000, .pid = 3, .exit = true,
+			       .func = 0xabc, .depth = 1, .calltime = 100,
+			       .rettime = 2100 };
+	struct graph *g;
+
+	ck_assert_int_eq(graph_new(f, &g), 0);
+	ck_assert_int_eq(graph_add(g, &r), 0);
+	graph_print(g);
+	graph_free(g);
+	fclose(f);
+	/* rettime - calltime; no name: the address */
+	ck_assert_ptr_nonnull(strstr(text, "|      2.000 us |   } /* 0xabc */\n"));
+	free(text);
+}
+END_TEST
+
+START_TEST(test_empty)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	struct graph *g;
+
+	ck_assert_int_eq(graph_new(f, &g), 0);
+	graph_print(g);
+	graph_free(g);
+	fclose(f);
+	ck_assert_uint_eq(len, 0);
+	free(text);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("graph");
+	TCase *tc = tcase_create("graph");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, test_nesting_and_leaves);
+	tcase_add_test(tc, test_threads_apart);
+	tcase_add_test(tc, test_exit_without_entry);
+	tcase_add_test(tc, test_empty);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

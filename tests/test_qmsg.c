@@ -1,0 +1,281 @@
+/*
+ * test_qmsg - the query protocol codec: round trips and rejection of bad
+ * requests and replies.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <msgpack.h>
+
+#include "common/tc_error.h"
+#include "server/qmsg.h"
+
+static struct proto_buf encode_request(const struct qmsg_request *r)
+{
+	struct proto_buf b;
+
+	proto_buf_init(&b);
+	ck_assert_int_eq(qmsg_request_encode(r, &b), 0);
+	return b;
+}
+
+START_TEST(request_round_trip)
+{
+	struct qmsg_request in = {
+		.op = QOP_SELECT, .query = "sched_switch where prev_pid == 0",
+		.limit = 100, .after_ts = -5, .after_id = 42, .from_ts = 1, .to_ts = 2,
+		.host = "web*",
+	}, out;
+	struct proto_buf b = encode_request(&in);
+
+	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), 0);
+	ck_assert_int_eq(out.op, QOP_SELECT);
+	ck_assert_str_eq(out.query, in.query);
+	ck_assert_str_eq(out.host, "web*");
+	ck_assert_uint_eq(out.limit, 100);
+	ck_assert_int_eq(out.after_ts, -5);
+	ck_assert_uint_eq(out.after_id, 42);
+	ck_assert_int_eq(out.from_ts, 1);
+	ck_assert_int_eq(out.to_ts, 2);
+	qmsg_request_free(&out);
+	proto_buf_free(&b);
+}
+END_TEST
+
+START_TEST(request_stats_needs_no_query)
+{
+	struct qmsg_request in = { .op = QOP_STATS }, out;
+	struct proto_buf b = encode_request(&in);
+
+	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), 0);
+	ck_assert_ptr_null(out.query);
+	qmsg_request_free(&out);
+	proto_buf_free(&b);
+}
+END_TEST
+
+START_TEST(request_every_prefix_rejected)
+{
+	struct qmsg_request in = { .op = QOP_COUNT, .query = "sched_switch" }, out;
+	struct proto_buf b = encode_request(&in);
+
+	for (size_t n = 0; n < b.len; n++)
+		ck_assert_int_eq(qmsg_request_decode(b.data, n, &out), TC_ERR_MSG_MALFORMED);
+	proto_buf_free(&b);
+}
+END_TEST
+
+/* Pack a map from (key, packer-callback) pairs. */
+static struct proto_buf pack_request(const char *bad_key, int variant)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	struct proto_buf b;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 3);
+	msgpack_pack_str_with_body(&pk, "v", 1);
+	if (!strcmp(bad_key, "v") && variant == 0)
+		msgpack_pack_str_with_body(&pk, "1", 1);
+	else if (!strcmp(bad_key, "v"))
+		msgpack_pack_uint32(&pk, 99);
+	else
+		msgpack_pack_uint32(&pk, QMSG_VERSION);
+	msgpack_pack_str_with_body(&pk, "op", 2);
+	if (!strcmp(bad_key, "op"))
+		msgpack_pack_uint32(&pk, variant ? 0 : 17);
+	else
+		msgpack_pack_uint32(&pk, QOP_SELECT);
+	msgpack_pack_str_with_body(&pk, bad_key[0] == 'q' ? "q" : "limit",
+				   bad_key[0] == 'q' ? 1 : 5);
+	if (!strcmp(bad_key, "q"))
+		msgpack_pack_str_with_body(&pk, "a\0b", 3);
+	else if (!strcmp(bad_key, "limit"))
+		msgpack_pack_uint32(&pk, QMSG_MAX_ROWS + 1);
+	else
+		msgpack_pack_uint32(&pk, 1);
+	proto_buf_init(&b);
+	ck_assert_int_eq(proto_buf_append(&b, sb.data, sb.size), 0);
+	msgpack_sbuffer_destroy(&sb);
+	return b;
+}
+
+START_TEST(request_bad_values)
+{
+	static const struct { const char *key; int variant; int err; } cases[] = {
+		{ "v", 0, TC_ERR_MSG_MALFORMED },	/* version as a string */
+		{ "v", 1, TC_ERR_PROTO_VERSION },	/* unknown version */
+		{ "op", 0, TC_ERR_MSG_MALFORMED },	/* op out of range */
+		{ "op", 1, TC_ERR_MSG_MALFORMED },	/* op 0 */
+		{ "q", 0, TC_ERR_MSG_MALFORMED },	/* NUL inside the query */
+		{ "limit", 0, TC_ERR_MSG_MALFORMED },	/* too many rows asked */
+		{ "x", 0, TC_ERR_MSG_MISSING },		/* select without a query */
+	};
+	struct qmsg_request out;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct proto_buf b = pack_request(cases[i].key, cases[i].variant);
+
+		ck_assert_msg(qmsg_request_decode(b.data, b.len, &out) == cases[i].err,
+			      "case %zu (%s)", i, cases[i].key);
+		proto_buf_free(&b);
+	}
+}
+END_TEST
+
+static struct proto_buf sample_reply(uint32_t nrows)
+{
+	static const char *const cols[] = { "a", "b", "c" };
+	struct qmsg_writer *w;
+	struct proto_buf b;
+
+	proto_buf_init(&b);
+	ck_assert_int_eq(qmsg_reply_begin(&w, "sched:sched_switch", 3, cols), 0);
+	for (uint32_t r = 0; r < nrows; r++) {
+		qmsg_put_int(w, -(int64_t)r);
+		qmsg_put_str(w, "swapper/0", 9);
+		if (r % 2)
+			qmsg_put_nil(w);
+		else
+			qmsg_put_bin(w, "\x00\x01", 2);
+	}
+	ck_assert_uint_eq(qmsg_reply_rows(w), nrows);
+	ck_assert_int_eq(qmsg_reply_end(w, true, 77, 88, 5, &b), 0);
+	return b;
+}
+
+START_TEST(reply_round_trip)
+{
+	struct proto_buf b = sample_reply(4);
+	struct qmsg_reply r;
+
+	ck_assert_int_eq(qmsg_reply_decode(b.data, b.len, &r), 0);
+	ck_assert(r.ok);
+	ck_assert_str_eq(r.event, "sched:sched_switch");
+	ck_assert_uint_eq(r.ncols, 3);
+	ck_assert_str_eq(r.cols[2], "c");
+	ck_assert_uint_eq(r.nrows, 4);
+	ck_assert(r.more);
+	ck_assert_int_eq(r.last_ts, 77);
+	ck_assert_uint_eq(r.last_id, 88);
+	ck_assert_uint_eq(r.count, 5);
+	ck_assert_int_eq(r.vals[3 * 3].kind, QV_INT);
+	ck_assert_int_eq(r.vals[3 * 3].i, -3);
+	ck_assert_int_eq(r.vals[0].kind, QV_UINT);	/* 0 packs as positive */
+	ck_assert_str_eq(r.vals[1].s.p, "swapper/0");
+	ck_assert_int_eq(r.vals[2].kind, QV_BIN);
+	ck_assert_uint_eq(r.vals[2].s.len, 2);
+	ck_assert_int_eq(r.vals[5].kind, QV_NIL);
+	qmsg_reply_free(&r);
+	proto_buf_free(&b);
+}
+END_TEST
+
+START_TEST(reply_error_round_trip)
+{
+	struct qmsg_reply r;
+	struct proto_buf b;
+
+	proto_buf_init(&b);
+	ck_assert_int_eq(qmsg_reply_error(TC_ERR_UNKNOWN_FIELD, "unknown field 'x'", 19, 1, &b), 0);
+	ck_assert_int_eq(qmsg_reply_decode(b.data, b.len, &r), 0);
+	ck_assert(!r.ok);
+	ck_assert_int_eq(r.code, TC_ERR_UNKNOWN_FIELD);
+	ck_assert_str_eq(r.error, "unknown field 'x'");
+	ck_assert_int_eq(r.pos, 19);
+	ck_assert_int_eq(r.len, 1);
+	qmsg_reply_free(&r);
+	proto_buf_free(&b);
+}
+END_TEST
+
+START_TEST(reply_every_prefix_rejected)
+{
+	struct proto_buf b = sample_reply(3);
+	struct qmsg_reply r;
+
+	for (size_t n = 0; n < b.len; n++)
+		ck_assert_int_eq(qmsg_reply_decode(b.data, n, &r), TC_ERR_MSG_MALFORMED);
+	proto_buf_free(&b);
+}
+END_TEST
+
+/* A rows array whose length is no multiple of the column count. */
+START_TEST(reply_ragged_rows_rejected)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	struct qmsg_reply r;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 3);
+	msgpack_pack_str_with_body(&pk, "ok", 2);
+	msgpack_pack_true(&pk);
+	msgpack_pack_str_with_body(&pk, "cols", 4);
+	msgpack_pack_array(&pk, 2);
+	msgpack_pack_str_with_body(&pk, "a", 1);
+	msgpack_pack_str_with_body(&pk, "b", 1);
+	msgpack_pack_str_with_body(&pk, "rows", 4);
+	msgpack_pack_array(&pk, 3);
+	for (int i = 0; i < 3; i++)
+		msgpack_pack_int(&pk, i);
+	ck_assert_int_eq(qmsg_reply_decode(sb.data, sb.size, &r), TC_ERR_MSG_MALFORMED);
+	msgpack_sbuffer_destroy(&sb);
+}
+END_TEST
+
+/* A failure without its message, and an answer without "ok". */
+START_TEST(reply_missing_fields)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	struct qmsg_reply r;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 1);
+	msgpack_pack_str_with_body(&pk, "ok", 2);
+	msgpack_pack_false(&pk);
+	ck_assert_int_eq(qmsg_reply_decode(sb.data, sb.size, &r), TC_ERR_MSG_MISSING);
+	msgpack_sbuffer_clear(&sb);
+	msgpack_pack_map(&pk, 1);
+	msgpack_pack_str_with_body(&pk, "count", 5);
+	msgpack_pack_uint64(&pk, 3);
+	ck_assert_int_eq(qmsg_reply_decode(sb.data, sb.size, &r), TC_ERR_MSG_MISSING);
+	msgpack_sbuffer_destroy(&sb);
+}
+END_TEST
+
+static Suite *qmsg_suite(void)
+{
+	Suite *s = suite_create("qmsg");
+	TCase *tc = tcase_create("codec");
+
+	tcase_add_test(tc, request_round_trip);
+	tcase_add_test(tc, request_stats_needs_no_query);
+	tcase_add_test(tc, request_every_prefix_rejected);
+	tcase_add_test(tc, request_bad_values);
+	tcase_add_test(tc, reply_round_trip);
+	tcase_add_test(tc, reply_error_round_trip);
+	tcase_add_test(tc, reply_every_prefix_rejected);
+	tcase_add_test(tc, reply_ragged_rows_rejected);
+	tcase_add_test(tc, reply_missing_fields);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(qmsg_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

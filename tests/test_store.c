@@ -1,0 +1,809 @@
+/*
+ * test_store.c - server/store* on a temporary SQLite file, filled from the
+ * real pages in tests/data, checked against a C-side scan of the same
+ * decoded events.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/tc_error.h"
+#include "server/decode.h"
+#include "server/store.h"
+#include "tests/data/capture_load.h"
+
+#define CLOCK_OFFSET 1000000000000000000ll	/* wall = trace + this */
+#define MAX_EVENTS 4096
+
+static struct capture cap;
+static struct decoder *dec;
+static const struct decode_type *types[CAPTURE_NFORMATS];	/* switch, wakeup, print */
+static struct store *st;
+static uint64_t host;
+static char path[64];
+
+/* What the C-side scan saw while ingesting. */
+static struct {
+	unsigned n[CAPTURE_NFORMATS];
+	int64_t prev_pid[MAX_EVENTS];	/* per sched_switch, in ingest order */
+	uint64_t trace_ts_sum;		/* over sched_switch */
+} seen;
+
+#define ck_ok(expr) do { \
+	int ret_ = (expr); \
+	ck_assert_msg(ret_ >= 0, "%s: %s (%s)", #expr, tc_strerror(ret_), store_errmsg(st)); \
+} while (0)
+
+static int type_index(const struct decode_type *t)
+{
+	for (int i = 0; i < CAPTURE_NFORMATS; i++)
+		if (types[i] == t)
+			return i;
+	return -1;
+}
+
+static int64_t field_i(const struct decode_event *ev, const char *name)
+{
+	struct decode_value v;
+
+	for (unsigned i = 0; i < ev->type->nfields; i++)
+		if (!strcmp(ev->type->fields[i].name, name)) {
+			ck_assert_int_eq(decode_field_value(ev, i, &v), 0);
+			return v.i;
+		}
+	ck_abort_msg("no field %s", name);
+	return 0;
+}
+
+static int insert_cb(void *ctx, const struct decode_event *ev)
+{
+	int ti = type_index(ev->type);
+
+	(void)ctx;
+	ck_assert_int_ge(ti, 0);
+	ck_ok(store_insert(st, ev->type->user, host, ev, (int64_t)ev->ts + CLOCK_OFFSET));
+	if (ti == 0) {
+		ck_assert_uint_lt(seen.n[0], MAX_EVENTS);
+		seen.prev_pid[seen.n[0]] = field_i(ev, "prev_pid");
+		seen.trace_ts_sum += ev->ts;
+	}
+	seen.n[ti]++;
+	return 0;
+}
+
+static void ingest(void)
+{
+	for (int i = 0; i < CAPTURE_NFORMATS; i++) {
+		struct store_type *t;
+
+		ck_ok(store_type(st, types[i], cap.formats[i].text, &t));
+		((struct decode_type *)types[i])->user = t;
+	}
+	ck_ok(store_begin(st));
+	for (unsigned cpu = 0; cpu < cap.ncpus; cpu++)
+		for (size_t off = 0; off < cap.raw_len[cpu]; off += cap.page_size) {
+			struct decode_page_stats ps;
+
+			ck_ok(decoder_page(dec, cpu, cap.raw[cpu] + off, cap.page_size, insert_cb,
+					   NULL, &ps));
+			ck_ok(store_cpu_received(st, host, cpu, 1, ps.events, cap.page_size));
+		}
+	ck_ok(store_commit(st));
+}
+
+static void setup(void)
+{
+	int fd;
+
+	memset(&seen, 0, sizeof(seen));
+	ck_assert_int_eq(capture_load(&cap), 0);
+	ck_assert_int_eq(capture_decoder(&cap, &dec, types), 0);
+	strcpy(path, "/tmp/tc-test-store-XXXXXX");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	unlink(path);	/* let SQLite create it */
+	ck_assert_int_eq(store_open(path, &st), 0);
+	cap.hello.clock.trace_ns = 5;
+	cap.hello.clock.realtime_ns = CLOCK_OFFSET + 5;
+	ck_ok(store_host(st, &cap.hello, "CN=capture-host", &host));
+	ingest();
+}
+
+static void teardown(void)
+{
+	char aux[80];
+
+	store_close(st);
+	st = NULL;
+	decoder_free(dec);
+	dec = NULL;
+	capture_free(&cap);
+	unlink(path);
+	snprintf(aux, sizeof(aux), "%s-wal", path);
+	unlink(aux);
+	snprintf(aux, sizeof(aux), "%s-shm", path);
+	unlink(aux);
+}
+
+static struct store_schema *schema(struct store *s, const char *system, const char *name)
+{
+	struct store_schema *sc = NULL;
+	int ret = store_schema_get(s, system, name, &sc);
+
+	ck_assert_msg(ret == 0, "%s: %s", name, store_errmsg(s));
+	return sc;
+}
+
+static int col(const struct store_schema *sc, const char *name)
+{
+	for (size_t i = 0; i < sc->ncols; i++)
+		if (!strcmp(sc->cols[i].name, name))
+			return (int)i;
+	ck_abort_msg("no column %s", name);
+	return -1;
+}
+
+struct rows {
+	const struct store_schema *sc;
+	size_t n;
+	uint64_t rowid[MAX_EVENTS];
+	int64_t ts[MAX_EVENTS];
+	int64_t want_pid;	/* prev_pid every row must have, or -1 */
+	uint64_t trace_ts_sum;
+};
+
+static int rows_cb(void *ctx, const struct store_row *r)
+{
+	struct rows *rs = ctx;
+
+	ck_assert_uint_lt(rs->n, MAX_EVENTS);
+	ck_assert_str_eq(r->host, "capture-host");
+	ck_assert_int_eq(r->ts, (int64_t)r->trace_ts + CLOCK_OFFSET);
+	ck_assert_uint_eq(r->nvals, rs->sc->ncols);
+	if (rs->want_pid >= 0)
+		ck_assert_int_eq(r->vals[col(rs->sc, "prev_pid")].i, rs->want_pid);
+	rs->rowid[rs->n] = r->rowid;
+	rs->ts[rs->n] = r->ts;
+	rs->trace_ts_sum += r->trace_ts;
+	rs->n++;
+	return 0;
+}
+
+START_TEST(test_where_matches_scan)
+{
+	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct rows *rs = calloc(1, sizeof(*rs));
+	int64_t pid = seen.prev_pid[seen.n[0] / 2];
+	struct store_bind b = { .kind = DECODE_SIGNED, .i = pid };
+	unsigned want = 0;
+	uint64_t count = 0;
+
+	for (unsigned i = 0; i < seen.n[0]; i++)
+		want += seen.prev_pid[i] == pid;
+	rs->sc = sc;
+	rs->want_pid = pid;
+	ck_assert_int_eq(store_select(st, sc, "\"prev_pid\" = ?", &b, 1, 0, 0, 0, rows_cb, rs),
+			 (int)want);
+	ck_assert_uint_eq(rs->n, want);
+	for (size_t i = 1; i < rs->n; i++)
+		ck_assert_int_ge(rs->ts[i], rs->ts[i - 1]);
+	ck_ok(store_count(st, sc, "\"prev_pid\" = ?", &b, 1, &count));
+	ck_assert_uint_eq(count, want);
+	ck_ok(store_count(st, sc, NULL, NULL, 0, &count));
+	ck_assert_uint_eq(count, seen.n[0]);
+	b.i = -12345;
+	ck_ok(store_count(st, sc, "\"prev_pid\" = ? AND cpu >= 0", &b, 1, &count));
+	ck_assert_uint_eq(count, 0);
+	free(rs);
+	store_schema_free(sc);
+}
+END_TEST
+
+START_TEST(test_keyset_paging)
+{
+	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct rows *all = calloc(1, sizeof(*all)), *page = calloc(1, sizeof(*page));
+	int64_t after_ts = 0;
+	uint64_t after_rowid = 0;
+	int got;
+
+	all->sc = page->sc = sc;
+	all->want_pid = page->want_pid = -1;
+	do {
+		size_t before = page->n;
+
+		got = store_select(st, sc, NULL, NULL, 0, after_ts, after_rowid, 7, rows_cb, page);
+		ck_assert_int_ge(got, 0);
+		ck_assert_int_le(got, 7);
+		if (got) {
+			after_ts = page->ts[page->n - 1];
+			after_rowid = page->rowid[page->n - 1];
+		}
+		ck_assert_uint_eq(page->n, before + (size_t)got);
+	} while (got == 7);
+	ck_assert_int_eq(store_select(st, sc, NULL, NULL, 0, 0, 0, 0, rows_cb, all),
+			 (int)seen.n[0]);
+	ck_assert_uint_eq(page->n, all->n);
+	for (size_t i = 0; i < all->n; i++)	/* same rows, same order, each once */
+		ck_assert_uint_eq(page->rowid[i], all->rowid[i]);
+	ck_assert_uint_eq(all->trace_ts_sum, seen.trace_ts_sum);
+	free(all);
+	free(page);
+	store_schema_free(sc);
+}
+END_TEST
+
+struct marker_rows {
+	const struct store_schema *sc;
+	unsigned n;
+	int pid;
+};
+
+static int marker_cb(void *ctx, const struct store_row *r)
+{
+	struct marker_rows *m = ctx;
+	const struct decode_value *v = &r->vals[col(m->sc, "buf")];
+	char want[32];
+
+	snprintf(want, sizeof(want), "tc-marker-%02u\n", ++m->n);
+	ck_assert_int_eq(v->kind, DECODE_STRING);
+	ck_assert_uint_eq(v->str.len, strlen(want));
+	ck_assert(memcmp(v->str.s, want, v->str.len) == 0);
+	ck_assert_int_eq(r->pid, m->pid);
+	ck_assert_ptr_nonnull(r->comm);
+	ck_assert_str_eq(r->comm, "capture.sh");
+	return 0;
+}
+
+START_TEST(test_markers_and_comm)
+{
+	struct store_schema *sc = schema(st, NULL, "print");
+	struct proto_cmdline cl = { .pid = cap.pid };
+	struct proto_cmdlines cls = { .count = 1, .items = &cl };
+	struct marker_rows m = { .sc = sc, .pid = cap.pid };
+	struct store_bind b = { .kind = DECODE_STRING, .s = "capture.sh", .len = 10 };
+
+	strcpy(cl.comm, "capture.sh");
+	ck_ok(store_cmdlines(st, host, &cls));
+	ck_assert_str_eq(sc->system, "ftrace");
+	ck_assert_str_eq(sc->table, "ev_ftrace_print");
+	ck_assert(sc->comm_joined);
+	ck_assert_int_eq(store_select(st, sc, "\"buf\" LIKE 'tc-marker-%' AND comm = ?", &b, 1,
+				      0, 0, 0, marker_cb, &m), (int)cap.markers);
+	ck_assert_uint_eq(m.n, cap.markers);
+	store_schema_free(sc);
+	/* sched_wakeup has a field named comm: it wins over the join */
+	sc = schema(st, "sched", "sched_wakeup");
+	ck_assert(!sc->comm_joined);
+	store_schema_free(sc);
+}
+END_TEST
+
+/* sched_switch's format with one more field after next_prio, as a new kernel might have. */
+static char *evolved_format(void)
+{
+	const char *text = cap.formats[0].text;
+	const char *at = strstr(text, "\tfield:int next_prio;");
+	const char *eol = at ? strchr(at, '\n') : NULL;
+	const char *extra = "\tfield:int extra_field;\toffset:64;\tsize:4;\tsigned:1;\n";
+	char *out;
+
+	ck_assert_ptr_nonnull(eol);
+	out = malloc(strlen(text) + strlen(extra) + 1);
+	memcpy(out, text, (size_t)(eol + 1 - text));
+	strcpy(out + (eol + 1 - text), extra);
+	strcat(out, eol + 1);
+	return out;
+}
+
+static int evolved_insert_cb(void *ctx, const struct decode_event *ev)
+{
+	ck_ok(store_insert(st, ctx, host, ev, (int64_t)ev->ts + CLOCK_OFFSET));
+	return 0;
+}
+
+START_TEST(test_schema_evolution)
+{
+	char *fmt = evolved_format();
+	struct decoder *d2;
+	const struct decode_type *t2;
+	struct store_type *st2;
+	struct store_schema *sc;
+	struct store_bind b = { .kind = DECODE_SIGNED, .i = 77 };
+	uint8_t page[4096] = { 0 };
+	uint64_t commit = 4 + 68, count = 0;
+	uint32_t hdr = 17;	/* type_len 17: 68 bytes of data */
+	uint16_t id;
+	int32_t pid = 4242, extra = 77;
+
+	ck_assert_int_eq(decoder_new(&cap.hello, &d2), 0);
+	ck_assert_int_eq(decoder_format(d2, "sched", "sched_switch", fmt, strlen(fmt), &t2), 0);
+	ck_assert_uint_eq(t2->nfields, types[0]->nfields + 1);
+	ck_ok(store_type(st, t2, fmt, &st2));
+	/* one event of the new layout */
+	id = (uint16_t)t2->id;
+	memcpy(page + 8, &commit, 8);
+	memcpy(page + 16, &hdr, 4);
+	memcpy(page + 20, &id, 2);
+	memcpy(page + 20 + 4, &pid, 4);
+	memcpy(page + 20 + 8, "evolved", 7);
+	memcpy(page + 20 + 24, &pid, 4);
+	memcpy(page + 20 + 64, &extra, 4);
+	ck_ok(decoder_page(d2, 0, page, cap.page_size, evolved_insert_cb, st2, NULL));
+	sc = schema(st, "sched", "sched_switch");
+	ck_assert_uint_eq(sc->ncols, types[0]->nfields + 1);
+	ck_assert_str_eq(sc->cols[sc->ncols - 1].name, "extra_field");
+	ck_ok(store_count(st, sc, "\"extra_field\" IS NULL", NULL, 0, &count));
+	ck_assert_uint_eq(count, seen.n[0]);
+	ck_ok(store_count(st, sc, "\"extra_field\" = ? AND \"prev_comm\" = 'evolved'", &b, 1,
+			  &count));
+	ck_assert_uint_eq(count, 1);
+	b.i = seen.prev_pid[0];
+	ck_ok(store_count(st, sc, "\"prev_pid\" = ?", &b, 1, &count));
+	ck_assert_uint_ge(count, 1);
+	store_schema_free(sc);
+	decoder_free(d2);
+	free(fmt);
+}
+END_TEST
+
+/*
+ * Rows inserted inside a transaction go in batches (store_sqlite.c): a
+ * reader on the same store sees them before the COMMIT, a string that does
+ * not fit what is left of a batch's buffer flushes it first, one bigger
+ * than the whole buffer goes in alone, and every row keeps its values and
+ * its place in the order.
+ */
+#define BIG_FORMAT \
+	"name: tc_big\nID: 901\nformat:\n" \
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n" \
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n" \
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n" \
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n" \
+	"\tfield:int seq;\toffset:8;\tsize:4;\tsigned:1;\n" \
+	"\tfield:__data_loc char[] msg;\toffset:12;\tsize:4;\tsigned:0;\n\n" \
+	"print fmt: \"%d\", REC->seq\n"
+#define BIG_PAGE	(64u << 10)
+#define BIG_ROWS	300
+
+static size_t big_len(int seq)
+{
+	return seq == 150 ? 40000 : seq % 7 == 0 ? 3000 : (size_t)(seq % 50);
+}
+
+static char big_char(int seq, size_t i)
+{
+	return (char)('a' + (seq + (int)i) % 26);
+}
+
+/* A page holding one tc_big event: seq @seq, msg of big_len(seq) bytes. */
+static void big_page(uint8_t *page, int seq)
+{
+	size_t len = big_len(seq), data = (16 + len + 1 + 3) & ~(size_t)3;
+	uint64_t ts = 1000000 + (uint64_t)seq * 1000, commit = 8 + data;
+	uint32_t word = 0, rlen = (uint32_t)data + 4, loc = 16 | (uint32_t)len << 16;
+	uint16_t id = 901;
+	int32_t pid = 7, s32 = seq;
+	uint8_t *rec = page + 16 + 8;
+
+	memset(page, 0, BIG_PAGE);
+	memcpy(page, &ts, 8);
+	memcpy(page + 8, &commit, 8);
+	memcpy(page + 16, &word, 4);	/* type_len 0: the length follows */
+	memcpy(page + 20, &rlen, 4);
+	memcpy(rec, &id, 2);
+	memcpy(rec + 4, &pid, 4);
+	memcpy(rec + 8, &s32, 4);
+	memcpy(rec + 12, &loc, 4);
+	for (size_t i = 0; i < len; i++)
+		rec[16 + i] = (uint8_t)big_char(seq, i);
+}
+
+struct big_rows {
+	const struct store_schema *sc;
+	int next;
+};
+
+static int big_row_cb(void *ctx, const struct store_row *r)
+{
+	struct big_rows *b = ctx;
+	const struct decode_value *msg = &r->vals[col(b->sc, "msg")];
+	int seq = (int)r->vals[col(b->sc, "seq")].i;
+
+	ck_assert_int_eq(seq, b->next);
+	ck_assert_int_eq(msg->kind, DECODE_STRING);
+	ck_assert_uint_eq(msg->str.len, big_len(seq));
+	for (size_t i = 0; i < msg->str.len; i++)
+		ck_assert_int_eq(msg->str.s[i], big_char(seq, i));
+	b->next++;
+	return 0;
+}
+
+START_TEST(test_batches)
+{
+	struct proto_hello hello = cap.hello;
+	const struct decode_type *t;
+	struct store_schema *sc;
+	struct store_type *sty;
+	struct big_rows rows = { 0 };
+	struct decoder *d2;
+	uint8_t *page = malloc(BIG_PAGE);
+	uint64_t count = 0;
+
+	ck_assert_ptr_nonnull(page);
+	hello.page_size = BIG_PAGE;
+	ck_assert_int_eq(decoder_new(&hello, &d2), 0);
+	ck_assert_int_eq(decoder_format(d2, "tc", "tc_big", BIG_FORMAT, strlen(BIG_FORMAT), &t),
+			 0);
+	ck_ok(store_type(st, t, BIG_FORMAT, &sty));
+	ck_ok(store_begin(st));
+	for (int seq = 0; seq < BIG_ROWS; seq++) {
+		big_page(page, seq);
+		ck_ok(decoder_page(d2, 0, page, BIG_PAGE, evolved_insert_cb, sty, NULL));
+		if (seq == 100) {	/* mid-batch: the reader flushes first */
+			sc = schema(st, "tc", "tc_big");
+			ck_ok(store_count(st, sc, NULL, NULL, 0, &count));
+			ck_assert_uint_eq(count, 101);
+			store_schema_free(sc);
+		}
+	}
+	ck_ok(store_commit(st));
+	sc = schema(st, "tc", "tc_big");
+	rows.sc = sc;
+	ck_assert_int_eq(store_select(st, sc, NULL, NULL, 0, 0, 0, 0, big_row_cb, &rows),
+			 BIG_ROWS);
+	ck_assert_int_eq(rows.next, BIG_ROWS);
+	store_schema_free(sc);
+	decoder_free(d2);
+	free(page);
+}
+END_TEST
+
+START_TEST(test_reopen)
+{
+	struct store *ro, *rw;
+	struct store_schema *sc;
+	uint64_t count = 0;
+	uint64_t id2;
+	struct store_type *t;
+
+	ck_assert_int_eq(store_open_readonly(path, &ro), 0);
+	sc = schema(ro, "sched", "sched_wakeup");
+	ck_assert_int_eq(store_count(ro, sc, NULL, NULL, 0, &count), 0);
+	ck_assert_uint_eq(count, seen.n[1]);
+	ck_assert_int_eq(store_type(ro, types[0], cap.formats[0].text, &t), -EROFS);
+	store_schema_free(sc);
+	store_close(ro);
+	store_close(st);
+	st = NULL;
+	ck_assert_int_eq(store_open(path, &rw), 0);
+	st = rw;
+	ck_ok(store_host(rw, &cap.hello, NULL, &id2));
+	ck_assert_uint_eq(id2, host);	/* same machine_id + name */
+	sc = schema(rw, NULL, "sched_switch");
+	ck_ok(store_count(rw, sc, NULL, NULL, 0, &count));
+	ck_assert_uint_eq(count, seen.n[0]);
+	store_schema_free(sc);
+	ck_assert_int_eq(store_open_readonly("/nonexistent/dir/x.db", &ro), TC_ERR_DB);
+}
+END_TEST
+
+struct stat_sum {
+	uint64_t pages, events, bytes, agent_events, overrun, dup_pages, lost_pages;
+	unsigned calls;
+};
+
+static int stats_cb(void *ctx, const char *h, uint32_t cpu, const char *key, uint64_t v)
+{
+	struct stat_sum *s = ctx;
+
+	ck_assert_str_eq(h, "capture-host");
+	ck_assert_uint_lt(cpu, cap.ncpus);
+	s->calls++;
+	if (!strcmp(key, "pages"))
+		s->pages += v;
+	else if (!strcmp(key, "events"))
+		s->events += v;
+	else if (!strcmp(key, "bytes"))
+		s->bytes += v;
+	else if (!strcmp(key, "agent_events"))
+		s->agent_events += v;
+	else if (!strcmp(key, "overrun"))
+		s->overrun += v;
+	else if (!strcmp(key, "dup_pages"))
+		s->dup_pages += v;
+	else if (!strcmp(key, "lost_pages"))
+		s->lost_pages += v;
+	return 0;
+}
+
+START_TEST(test_counters)
+{
+	struct proto_cpu_stats cs = { .cpu = 0, .pages = 1, .events = 10, .overrun = 3,
+				      .lost_pages = 4 };
+	struct stat_sum sum = { 0 };
+	size_t pages = 0;
+	uint64_t events = 0, other;
+	struct proto_hello h2 = cap.hello;
+
+	for (unsigned cpu = 0; cpu < cap.ncpus; cpu++) {
+		pages += cap.raw_len[cpu] / cap.page_size;
+		events += cap.entries[cpu];
+	}
+	ck_ok(store_cpu_stats(st, host, &cs));
+	cs.events = 20;		/* agent-reported counters are set, not added */
+	ck_ok(store_cpu_stats(st, host, &cs));
+	ck_ok(store_cpu_received(st, host, 0, 2, 5, 100));
+	ck_ok(store_cpu_duplicates(st, host, 0, 7));
+	ck_ok(store_stats(st, stats_cb, &sum));
+	ck_assert_uint_eq(sum.calls, 17 * cap.ncpus);
+	ck_assert_uint_eq(sum.dup_pages, 7);
+	ck_assert_uint_eq(sum.lost_pages, 4);
+	ck_assert_uint_eq(sum.pages, pages + 2);
+	ck_assert_uint_eq(sum.events, events + 5);
+	ck_assert_uint_eq(sum.bytes, pages * cap.page_size + 100);
+	ck_assert_uint_eq(sum.agent_events, 20);
+	ck_assert_uint_eq(sum.overrun, 3);
+	ck_ok(store_host_clock(st, host, -5));
+	ck_assert_int_eq(store_host_clock(st, host + 100, 1), -ENOENT);
+	h2.host = (char *)"other-host";
+	ck_ok(store_host(st, &h2, NULL, &other));
+	ck_assert_uint_ne(other, host);
+}
+END_TEST
+
+struct drop_sum {
+	uint64_t retention, calls;
+};
+
+static int drops_cb(void *ctx, const char *h, const char *system, const char *name,
+		    const char *reason, uint64_t count)
+{
+	struct drop_sum *d = ctx;
+
+	d->calls++;
+	if (!strcmp(reason, "retention")) {
+		ck_assert_str_eq(h, "");
+		d->retention += count;
+	} else {
+		ck_assert_str_eq(reason, "filter");
+		ck_assert_str_eq(h, "capture-host");
+		ck_assert_str_eq(name, "sched_switch");
+		ck_assert_uint_eq(count, 7);
+	}
+	return 0;
+}
+
+/* Rows of every captured event with ts < @cut (INT64_MAX: all). */
+static uint64_t rows_before(int64_t cut)
+{
+	static const char *const names[][2] = {
+		{ "sched", "sched_switch" }, { "sched", "sched_wakeup" }, { "ftrace", "print" },
+	};
+	struct store_bind b = { .kind = DECODE_SIGNED, .i = cut };
+	uint64_t total = 0, n;
+
+	for (int i = 0; i < 3; i++) {
+		struct store_schema *sc = schema(st, names[i][0], names[i][1]);
+
+		ck_ok(store_count(st, sc, "ts < ?", &b, 1, &n));
+		total += n;
+		store_schema_free(sc);
+	}
+	return total;
+}
+
+START_TEST(test_retention)
+{
+	uint64_t all = rows_before(INT64_MAX), before, removed = 0;
+	int64_t cut = CLOCK_OFFSET + (int64_t)(seen.trace_ts_sum / seen.n[0]);
+	struct drop_sum d = { 0 };
+
+	ck_assert_uint_eq(all, seen.n[0] + seen.n[1] + seen.n[2]);
+	before = rows_before(cut);
+	ck_assert_uint_gt(before, 0);
+	ck_assert_uint_lt(before, all);
+	ck_ok(store_dropped(st, host, "sched", "sched_switch", "filter", 3));
+	ck_ok(store_dropped(st, host, "sched", "sched_switch", "filter", 4));
+	/* by age: exactly the rows older than the cut, oldest first */
+	ck_ok(store_retain(st, cut, 0, &removed));
+	ck_assert_uint_eq(removed, before);
+	ck_assert_uint_eq(rows_before(cut), 0);
+	ck_assert_uint_eq(rows_before(INT64_MAX), all - before);
+	/* by size: a limit below the fixed tables' pages removes every event */
+	ck_ok(store_retain(st, INT64_MIN, 1, &removed));
+	ck_assert_uint_eq(removed, all - before);
+	ck_assert_uint_eq(rows_before(INT64_MAX), 0);
+	ck_ok(store_drops(st, drops_cb, &d));
+	ck_assert_uint_eq(d.retention, all);
+	ck_assert_uint_ge(d.calls, 2);
+}
+END_TEST
+
+/* Stream marks: never go down, are per session, roll back with the
+ * transaction that set them, and survive reopening the database. */
+START_TEST(test_stream_marks)
+{
+	uint64_t seqs[3] = { 9, 9, 9 };
+	struct store *rw;
+
+	ck_ok(store_stream_marks(st, host, "boot-a", 42, seqs, 3));
+	ck_assert_uint_eq(seqs[0] | seqs[1] | seqs[2], 0);
+	ck_ok(store_begin(st));
+	ck_ok(store_stream_mark(st, host, "boot-a", 42, 1, 17));
+	ck_ok(store_stream_mark(st, host, "boot-a", 42, 1, 5));	/* lower: ignored */
+	ck_ok(store_stream_mark(st, host, "boot-a", 43, 2, 99));	/* other session */
+	ck_ok(store_stream_mark(st, host, "boot-b", 42, 0, 98));	/* other boot */
+	ck_ok(store_stream_marks(st, host, "boot-a", 42, seqs, 3));	/* sees the txn */
+	ck_assert_uint_eq(seqs[1], 17);
+	ck_ok(store_commit(st));
+	ck_ok(store_begin(st));
+	ck_ok(store_stream_mark(st, host, "boot-a", 42, 0, 3));
+	ck_assert_int_eq(store_commit(st), 0);
+	ck_ok(store_begin(st));
+	ck_ok(store_stream_mark(st, host, "boot-a", 42, 1, 1000));
+	store_close(st);		/* closing with the transaction open: rollback */
+	st = NULL;
+	ck_assert_int_eq(store_open(path, &rw), 0);
+	st = rw;
+	ck_ok(store_stream_marks(rw, host, "boot-a", 42, seqs, 3));
+	ck_assert_uint_eq(seqs[0], 3);
+	ck_assert_uint_eq(seqs[1], 17);
+	ck_assert_uint_eq(seqs[2], 0);
+	ck_ok(store_stream_marks(rw, host, "boot-a", 43, seqs, 2));	/* stream 2 cut off */
+	ck_assert_uint_eq(seqs[0] | seqs[1], 0);
+	ck_assert_int_eq(store_stream_marks(rw, host, NULL, 42, seqs, 3), -EINVAL);
+}
+END_TEST
+
+/* Programs and their symbols: which program names which row's address. */
+START_TEST(test_symbols)
+{
+	struct store_program a = { .boot_id = "boot-a", .session = 42, .group = 1, .pid = 100,
+				   .comm = "app", .first_stream = 32768, .nstreams = 3,
+				   .since_ns = 1000 };
+	struct store_program b = a, k = a;
+	uint64_t ida, ida2, idb, idk;
+	char name[64];
+
+	b.group = 2, b.pid = 200, b.since_ns = 2000;
+	k.group = 0, k.pid = 0, k.comm = "kernel", k.since_ns = 500;
+	ck_ok(store_program(st, host, &a, &ida));
+	ck_ok(store_program(st, host, &a, &ida2));	/* a reconnect: same row */
+	ck_assert_uint_eq(ida, ida2);
+	ck_ok(store_program(st, host, &b, &idb));
+	ck_ok(store_program(st, host, &k, &idk));
+	ck_assert_uint_ne(ida, idb);
+	ck_ok(store_symbol(st, ida, 0x1000, 0x20, "run"));
+	ck_ok(store_symbol(st, ida, 0x1000, 0x20, "run"));	/* resent: kept once */
+	ck_ok(store_symbol(st, ida, 0x1100, 0, "asm_stub"));
+	ck_ok(store_symbol(st, idb, 0x1000, 0x10, "other"));
+	ck_ok(store_symbol(st, idk, 0xffffffff81000000ull, 0, "_stext"));
+	ck_ok(store_symbol(st, idk, 0xffffffff81000100ull, 0, "vfs_read"));
+
+	ck_ok(store_symbol_name(st, host, 100, 3000, 0x1000, name, sizeof(name)));
+	ck_assert_str_eq(name, "run");
+	ck_ok(store_symbol_name(st, host, 100, 3000, 0x1006, name, sizeof(name)));
+	ck_assert_str_eq(name, "run+0x6");
+	/* pid 200's program first: its own symbol, smaller */
+	ck_ok(store_symbol_name(st, host, 200, 3000, 0x1006, name, sizeof(name)));
+	ck_assert_str_eq(name, "other+0x6");
+	ck_ok(store_symbol_name(st, host, 200, 3000, 0x1016, name, sizeof(name)));
+	ck_assert_str_eq(name, "run+0x16");	/* not b's: a's covers it */
+	/* a thread (no program has its pid): by address, latest first */
+	ck_ok(store_symbol_name(st, host, 101, 3000, 0x1008, name, sizeof(name)));
+	ck_assert_str_eq(name, "other+0x8");
+	/* before b was announced only a existed */
+	ck_ok(store_symbol_name(st, host, 101, 1500, 0x1008, name, sizeof(name)));
+	ck_assert_str_eq(name, "run+0x8");
+	ck_assert_int_eq(store_symbol_name(st, host, 100, 900, 0x1000, name, sizeof(name)),
+			 -ENOENT);
+	ck_assert_int_eq(store_symbol_name(st, host, 100, 3000, 0x1100 + 0x10000, name,
+					   sizeof(name)), -ENOENT);	/* 64 KiB past the unsized stub */
+	ck_ok(store_symbol_name(st, host, 100, 3000, 0x1104, name, sizeof(name)));
+	ck_assert_str_eq(name, "asm_stub+0x4");
+	ck_assert_int_eq(store_symbol_name(st, host, 100, 3000, 0x800, name, sizeof(name)),
+			 -ENOENT);
+	/* kernel addresses: unsized kallsyms symbols, top bit set */
+	ck_ok(store_symbol_name(st, host, 100, 3000, 0xffffffff81000150ull, name,
+				sizeof(name)));
+	ck_assert_str_eq(name, "vfs_read+0x50");
+	ck_assert_int_eq(store_symbol_name(st, host + 1, 100, 3000, 0x1000, name,
+					   sizeof(name)), -ENOENT);
+	ck_assert_int_eq(store_program(st, host, NULL, &ida), -EINVAL);
+	ck_assert_int_eq(store_symbol(st, ida, 1, 1, NULL), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_names_and_errors)
+{
+	char *fmt = strdup(cap.formats[0].text);
+	char *idl = strstr(fmt, "ID: ");
+	struct decoder *d2;
+	const struct decode_type *t2;
+	struct store_type *st2;
+	struct store_schema *sc;
+	uint64_t count;
+
+	/* the same event name in a second system, with another id */
+	ck_assert_ptr_nonnull(idl);
+	memcpy(idl, "ID: 9", 5);
+	ck_assert_int_eq(decoder_new(&cap.hello, &d2), 0);
+	ck_assert_int_eq(decoder_format(d2, "other\"sys", "sched_switch", fmt, strlen(fmt), &t2), 0);
+	ck_ok(store_type(st, t2, fmt, &st2));
+	ck_assert_int_eq(store_schema_get(st, NULL, "sched_switch", &sc), TC_ERR_AMBIGUOUS);
+	ck_assert_ptr_nonnull(strstr(store_errmsg(st), "other\"sys"));
+	ck_assert_ptr_nonnull(strstr(store_errmsg(st), "sched"));
+	sc = schema(st, "other\"sys", "sched_switch");
+	ck_assert_str_eq(sc->table, "ev_other_sys_sched_switch");
+	ck_ok(store_count(st, sc, NULL, NULL, 0, &count));
+	ck_assert_uint_eq(count, 0);
+	ck_assert_int_eq(store_count(st, sc, "no_such_column = 1", NULL, 0, &count), TC_ERR_DB);
+	ck_assert_int_eq(store_count(st, sc, "1); DROP TABLE hosts; --", NULL, 0, &count),
+			 TC_ERR_DB);
+	store_schema_free(sc);
+	ck_assert_int_eq(store_schema_get(st, NULL, "no_such_event", &sc), TC_ERR_UNKNOWN_EVENT);
+	ck_assert_int_eq(store_schema_get(st, "ftrace", "sched_switch", &sc), TC_ERR_UNKNOWN_EVENT);
+	decoder_free(d2);
+	free(fmt);
+}
+END_TEST
+
+static int list_cb(void *ctx, const struct store_schema *sc)
+{
+	unsigned *n = ctx;
+
+	ck_assert_str_eq(sc->system, "sched");
+	ck_assert_uint_gt(sc->ncols, 4);
+	(*n)++;
+	return 0;
+}
+
+START_TEST(test_list)
+{
+	unsigned n = 0;
+
+	ck_ok(store_schema_list(st, "sched", list_cb, &n));
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(store_schema_list(st, "nosys", list_cb, &n), TC_ERR_UNKNOWN_EVENT);
+}
+END_TEST
+
+static Suite *store_suite(void)
+{
+	Suite *s = suite_create("store");
+	TCase *tc = tcase_create("sqlite");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_where_matches_scan);
+	tcase_add_test(tc, test_keyset_paging);
+	tcase_add_test(tc, test_markers_and_comm);
+	tcase_add_test(tc, test_schema_evolution);
+	tcase_add_test(tc, test_reopen);
+	tcase_add_test(tc, test_counters);
+	tcase_add_test(tc, test_stream_marks);
+	tcase_add_test(tc, test_symbols);
+	tcase_add_test(tc, test_names_and_errors);
+	tcase_add_test(tc, test_list);
+	tcase_add_test(tc, test_retention);
+	tcase_add_test(tc, test_batches);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(store_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
