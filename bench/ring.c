@@ -1,0 +1,220 @@
+/*
+ * bench/ring.c - ns per event of the user-space ring buffer (common/ring*)
+ * for 8, 32 and 128-byte payloads with 1 and 2 writer threads, while a
+ * reader thread drains the buffers as traceagent would; then the reader's
+ * drain rate on full buffers (swap out each page and copy it once, as
+ * shipping would). Not a test: prints numbers, asserts nothing.
+ *
+ * Output, one line per case:
+ *   ring <payload>B <threads>t ns_per_event=N mean_ns=N dropped=N%
+ * a line "ring drain pages_per_s=N MB_per_s=N events_per_s=N", and the
+ * floor any per-CPU ring is up against on this machine and load: "plain
+ * 32B 1t ns_per_event=N", a private array written with an rdtsc delta
+ * header and the payload, nothing shared, nothing checked.
+ * ns_per_event is the writer thread's CPU time per event, the median
+ * over CHUNKS chunks of the run: what the write path costs, without the
+ * time the machine's other work held the CPU (on a shared 2-vCPU guest
+ * wall time swings 2x between runs); mean_ns is the whole run's wall
+ * time / events. bench/lttng.c measures the same way.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include "common/ring.h"
+#include "timing.h"
+
+#define EVENTS	4000000u
+#define CHUNKS	20u
+
+struct wr {
+	struct ring *r;
+	uint32_t len;
+	double ns;		/* median chunk */
+	double mean;
+	uint64_t dropped;
+};
+
+static void *writer(void *p)
+{
+	struct wr *w = p;
+	uint8_t payload[128];
+	double t0, t1, chunk[CHUNKS];
+
+	memset(payload, 0x5a, sizeof(payload));
+	t0 = now_ns();
+	t1 = cpu_ns();
+	for (uint32_t c = 0; c < CHUNKS; c++) {
+		for (uint32_t i = 0; i < EVENTS / CHUNKS; i++) {
+			memcpy(payload, &i, 4);
+			if (ring_write(w->r, -1, payload, w->len))
+				w->dropped++;
+		}
+		chunk[c] = cpu_ns() - t1;
+		t1 += chunk[c];
+	}
+	w->mean = (now_ns() - t0) / EVENTS;
+	w->ns = median_per_event(chunk, CHUNKS, EVENTS / CHUNKS);
+	return NULL;
+}
+
+static volatile int stop;
+
+static uint8_t staging[4096];
+
+/* Take every complete page and copy it out, as shipping would. */
+static uint64_t drain_all(struct ring *r)
+{
+	struct ring_page_ref pg;
+	uint64_t n = 0;
+
+	for (unsigned b = 0; b < ring_nr_bufs(r); b++)
+		while (ring_reader_get(r, b, &pg) == 0) {
+			memcpy(staging, pg.data, sizeof(staging));
+			__asm__ __volatile__("" : : "r"(staging) : "memory");
+			ring_reader_put(r, b);
+			n++;
+		}
+	return n;
+}
+
+/* Like traceagent: take what is complete, then sleep a millisecond when
+ * there was nothing (a reader spinning on the page being written would
+ * steal its cache line from the writers on every poll). */
+static void *reader(void *p)
+{
+	while (!stop)
+		if (!drain_all(p))
+			usleep(1000);
+	return NULL;
+}
+
+static struct ring *mk(uint32_t pages)
+{
+	struct ring_params p = { .page_size = 4096, .nr_pages = pages,
+				 .mode = RING_MODE_PRODUCER,
+				 .clock = RING_CLOCK_TSC };
+	struct ring *r;
+	int ret = ring_create(NULL, &p, &r);
+
+	if (ret) {
+		fprintf(stderr, "ring_create: %d\n", ret);
+		exit(1);
+	}
+	return r;
+}
+
+static void one_case(uint32_t len, int nthreads)
+{
+	struct ring *r = mk(2048);	/* 8 MiB per CPU, as bench/run's LTTng */
+	pthread_t t[2], rt;
+	struct wr w[2];
+	double ns = 0, mean = 0;
+	uint64_t dropped = 0;
+
+	stop = 0;
+	pthread_create(&rt, NULL, reader, r);
+	for (int i = 0; i < nthreads; i++) {
+		w[i] = (struct wr){ .r = r, .len = len };
+		pthread_create(&t[i], NULL, writer, &w[i]);
+	}
+	for (int i = 0; i < nthreads; i++) {
+		pthread_join(t[i], NULL);
+		ns += w[i].ns / nthreads;
+		mean += w[i].mean / nthreads;
+		dropped += w[i].dropped;
+	}
+	stop = 1;
+	pthread_join(rt, NULL);
+	printf("ring %uB %dt ns_per_event=%.1f mean_ns=%.1f dropped=%.2f%%\n",
+	       len, nthreads, ns, mean,
+	       100.0 * dropped / (EVENTS * (double)nthreads));
+	ring_close(r);
+}
+
+static void drain_rate(void)
+{
+	struct ring *r = mk(4096);
+	uint8_t payload[32] = { 0 };
+	uint64_t pages = 0, events = 0;
+	cpu_set_t all;
+	double t0, dt;
+
+	sched_getaffinity(0, sizeof(all), &all);
+	/* fill each CPU's buffer from that CPU: a per-CPU buffer is written
+	 * by its own CPU (a write naming another CPU's moves there first) */
+	for (unsigned b = 0; b + 1 < ring_nr_bufs(r); b++) {
+		cpu_set_t one;
+
+		CPU_ZERO(&one);
+		CPU_SET(b, &one);
+		sched_setaffinity(0, sizeof(one), &one);
+		while (ring_write(r, (int)b, payload, sizeof(payload)) == 0)
+			events++;
+	}
+	sched_setaffinity(0, sizeof(all), &all);
+	t0 = now_ns();
+	for (unsigned b = 0; b < ring_nr_bufs(r); b++)
+		ring_reader_flush(r, b);
+	pages = drain_all(r);
+	dt = (now_ns() - t0) / 1e9;
+	printf("ring drain pages_per_s=%.0f MB_per_s=%.0f events_per_s=%.0f\n",
+	       pages / dt, pages * 4096.0 / dt / 1e6, events / dt);
+	ring_close(r);
+}
+
+static uint8_t plain_buf[8 << 20];
+
+/* The reference: one thread, one private buffer, no reader. */
+static void plain_case(uint32_t len)
+{
+	uint8_t payload[128];
+	uint64_t last = 0;
+	size_t pos = 0;
+	double t1, chunk[CHUNKS];
+
+	memset(payload, 0x5a, sizeof(payload));
+	memset(plain_buf, 0, sizeof(plain_buf));
+	t1 = cpu_ns();
+	for (uint32_t c = 0; c < CHUNKS; c++) {
+		for (uint32_t i = 0; i < EVENTS / CHUNKS; i++) {
+			uint64_t now = __rdtsc();
+			uint32_t h = len / 4 | (uint32_t)(now - last) << 5;
+
+			memcpy(payload, &i, 4);
+			if (pos + 4 + len > sizeof(plain_buf))
+				pos = 0;
+			memcpy(plain_buf + pos, &h, 4);
+			memcpy(plain_buf + pos + 4, payload, len);
+			pos += 4 + len;
+			last = now;
+			__asm__ __volatile__("" : : "r"(plain_buf) : "memory");
+		}
+		chunk[c] = cpu_ns() - t1;
+		t1 += chunk[c];
+	}
+	printf("plain %uB 1t ns_per_event=%.1f\n", len,
+	       median_per_event(chunk, CHUNKS, EVENTS / CHUNKS));
+}
+
+int main(int argc, char **argv)
+{
+	static const uint32_t lens[] = { 8, 32, 128 };
+
+	(void)argc;
+	(void)argv;
+	for (int th = 1; th <= 2; th++)
+		for (unsigned i = 0; i < 3; i++)
+			one_case(lens[i], th);
+	drain_rate();
+	plain_case(32);
+	return 0;
+}
