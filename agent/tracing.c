@@ -74,6 +74,18 @@ static int tracing_setup(struct tracing *t, size_t buffer_kb, char *err,
 	const char *name = tracefs_instance_get_name(t->inst);
 	int ret;
 
+	/*
+	 * A new instance records from the start; keep it off until
+	 * tracing_start(), so that tracing_on = 1 means every requested event
+	 * is enabled and the readers are in place.
+	 */
+	errno = 0;
+	if (tracefs_trace_off(t->inst) < 0) {
+		ret = tracefs_err();
+		tc_seterr(err, errlen, "tracefs instance %s: cannot switch "
+		       "tracing off while setting up: %s", name, tc_strerror(ret));
+		return ret;
+	}
 	errno = 0;
 	if (tracefs_instance_file_write(t->inst, "trace_clock",
 					TRACING_CLOCK) < 0) {

@@ -104,7 +104,11 @@ START_TEST(test_instance_lifecycle)
 		ck_assert_uint_eq(tracing_page_size(t), getpagesize());
 	}
 	sub = inst_file(t, "tracing_on");
-	ck_assert_int_eq(atoi(sub), 1);	/* a new instance traces... */
+	ck_assert_int_eq(atoi(sub), 0);	/* off until tracing_start()... */
+	free(sub);
+	ck_assert_int_eq(tracing_start(t), 0);
+	sub = inst_file(t, "tracing_on");
+	ck_assert_int_eq(atoi(sub), 1);
 	free(sub);
 	ck_assert_int_eq(tracing_stop(t), 0);
 	sub = inst_file(t, "tracing_on");
@@ -393,6 +397,7 @@ START_TEST(test_reader_callback_error_stops)
 	ck_assert_int_eq(reader_open(tracing_instance(t), tracing_ncpus(t),
 				     tracing_page_size(t), READER_AUTO, &r), 0);
 	cur_reader = r;
+	ck_assert_int_eq(tracing_start(t), 0);
 	switch_workload();
 	ck_assert_int_eq(tracing_stop(t), 0);
 	ck_assert_int_eq(reader_drain(r, stop_at_first, &calls), -ECANCELED);

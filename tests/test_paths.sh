@@ -31,7 +31,11 @@ cleanup() {
 	for p in "${pids[@]}"; do
 		kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
 	done
-	rm -rf "$tmp"
+	if [ -n "${TC_KEEP_TMP:-}" ] && [ "$failed" != 0 ]; then
+		echo "kept $tmp"
+	else
+		rm -rf "$tmp"
+	fi
 }
 trap cleanup EXIT
 
@@ -73,6 +77,11 @@ for _ in $(seq 100); do
 	[ "$(cat "$tracing/instances/$inst_p/tracing_on" 2>/dev/null)" = 1 ] && break
 	sleep 0.1
 done
+# (an agent switches its instance on only once its events and readers are
+# set up)
+check "both agents are tracing" \
+	'[ "$(cat "$tracing/instances/$inst_t/tracing_on" 2>/dev/null)" = 1 ] &&
+	 [ "$(cat "$tracing/instances/$inst_p/tracing_on" 2>/dev/null)" = 1 ]'
 
 cp /bin/true "$tmp/tcpathmark"
 bash -c 'for ((i = 0; i < '"$N"'; i++)); do "$0"; done' "$tmp/tcpathmark" &
@@ -99,22 +108,26 @@ for a in t p; do
 	check "agent $a: stored ($stored) == shipped ($shipped)" '[ -n "$shipped" ] && [ "$stored" = "$shipped" ]'
 done
 
-# The workload's events, without the timestamp column.
+# The workload's events, without the timestamp column, and without the
+# command name in front of the pid: that comes from the kernel's
+# saved_cmdlines as each agent read it, at its own moment.
 workload_events() {
 	"$top_builddir/traceq" --server "$1" "sched_process_fork where parent_pid == $wl"
 	"$top_builddir/traceq" --server "$1" "sched_process_exec where old_pid != 0" |
 		grep "filename=$tmp/tcpathmark "
 	"$top_builddir/traceq" --server "$1" "sched_process_exit where comm == \"tcpathmark\""
 }
-strip_ts() { sed -E 's/ [0-9]+\.[0-9]{6}: / /' | sort; }
+strip_ts() { sed -E 's/^ *.*-([0-9]+) +\[/\1 [/; s/ [0-9]+\.[0-9]{6}: / /' | sort; }
 workload_events "$query_tls" | strip_ts > "$tmp/ev_tls.txt"
 workload_events "$query_plain" | strip_ts > "$tmp/ev_plain.txt"
-for kind in fork exec exit; do
-	n=$(grep -c "sched_process_$kind:" "$tmp/ev_tls.txt")
-	check "TLS path stored $N ${kind}s ($n)" '[ "$n" = "$N" ]'
+for path in tls plain; do
+	for kind in fork exec exit; do
+		n=$(grep -c "sched_process_$kind:" "$tmp/ev_$path.txt")
+		check "$path path stored $N ${kind}s ($n)" '[ "$n" = "$N" ]'
+	done
 done
 check "TLS and plain paths stored identical workload events" \
-	'cmp -s "$tmp/ev_tls.txt" "$tmp/ev_plain.txt" || { diff "$tmp/ev_tls.txt" "$tmp/ev_plain.txt" | head; false; }'
+	'cmp -s "$tmp/ev_tls.txt" "$tmp/ev_plain.txt" || { diff "$tmp/ev_tls.txt" "$tmp/ev_plain.txt" | head -40; false; }'
 
 # Both ends must opt in.
 "$top_builddir/traceagent" --connect "$listen_tls" --insecure-plain -e sched:sched_process_exec \
