@@ -1,7 +1,9 @@
 # tests/lib.sh - what the daemon tests share; sourced right after `set -u`:
 #   . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 # then tc_need_tracefs (root and a writable tracefs, else skip saying why)
-# and tc_lock where the test starts.
+# and tc_lock where the test starts; with tmp set to the test's own
+# directory, tc_certs and tc_start_collector give it certificates and a
+# collector, and traceq asks that collector.
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir}
@@ -23,3 +25,37 @@ tc_need_tracefs() {
 tc_lock() {
 	exec 9> /tmp/tracecollect-tracefs-tests.lock && flock 9
 }
+
+# tc_certs: a CA, a server certificate for 127.0.0.1 and an agent
+# certificate in $tmp/pki (contrib/tracecollect-certs); exits on failure.
+tc_certs() {
+	"$top_srcdir/contrib/tracecollect-certs" -d "$tmp/pki" all >/dev/null ||
+		{ echo "FAIL: certificate helper"; exit 1; }
+}
+
+# tc_start_collector [ARGS...]: tracecollectd on free loopback ports with
+# $tmp/pki's server certificate and the database $tmp/trace.db (ARGS come
+# last and may override either), its log in $tmp/collector.log. Waits for
+# its ready file, then sets collector_pid, listen and query; exits saying
+# why if it does not start.
+tc_start_collector() {
+	rm -f "$tmp/ready"
+	"$top_builddir/tracecollectd" --foreground --listen 127.0.0.1:0 \
+		--query tcp://127.0.0.1:0 --db "$tmp/trace.db" \
+		--cert "$tmp/pki/server.crt" --key "$tmp/pki/server.key" \
+		--ca "$tmp/pki/ca.crt" --ready-file "$tmp/ready" "$@" \
+		2>> "$tmp/collector.log" &
+	collector_pid=$!
+	for _ in $(seq 100); do
+		[ -s "$tmp/ready" ] && break
+		kill -0 "$collector_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	[ -s "$tmp/ready" ] ||
+		{ cat "$tmp/collector.log"; echo "FAIL: collector did not start"; exit 1; }
+	listen=$(sed -n 's/^listen=//p' "$tmp/ready")
+	query=$(sed -n 's/^query=//p' "$tmp/ready")
+}
+
+# traceq [ARGS...]: traceq asking the collector tc_start_collector started.
+traceq() { "$top_builddir/traceq" --server "$query" "$@"; }

@@ -19,22 +19,8 @@ cleanup() {
 trap cleanup EXIT
 ulimit -n 4096 2>/dev/null
 
-"$top_srcdir/contrib/tracecollect-certs" -d "$tmp/pki" all >/dev/null ||
-	{ echo "FAIL: certificate helper"; exit 1; }
-"$top_builddir/tracecollectd" --foreground --listen 127.0.0.1:0 \
-	--query tcp://127.0.0.1:0 --db "$tmp/trace.db" \
-	--cert "$tmp/pki/server.crt" --key "$tmp/pki/server.key" --ca "$tmp/pki/ca.crt" \
-	--ready-file "$tmp/ready" 2> "$tmp/collector.log" &
-collector_pid=$!
-for _ in $(seq 100); do
-	[ -s "$tmp/ready" ] && break
-	kill -0 "$collector_pid" 2>/dev/null || break
-	sleep 0.1
-done
-[ -s "$tmp/ready" ] || { cat "$tmp/collector.log"; echo "FAIL: collector did not start"; exit 1; }
-listen=$(sed -n 's/^listen=//p' "$tmp/ready")
-query=$(sed -n 's/^query=//p' "$tmp/ready")
-traceq() { "$top_builddir/traceq" --server "$query" "$@"; }
+tc_certs
+tc_start_collector
 
 "$top_builddir/bench/loadgen" --connect "$listen" --cert "$tmp/pki/agent.crt" \
 	--key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" --data "$top_srcdir/tests/data" \

@@ -23,26 +23,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-certs=$top_srcdir/contrib/tracecollect-certs
-"$certs" -d "$tmp/pki" all >/dev/null || { echo "FAIL: certificate helper"; exit 1; }
-"$certs" -d "$tmp/rogue" all >/dev/null || { echo "FAIL: certificate helper (rogue)"; exit 1; }
+tc_certs
+"$top_srcdir/contrib/tracecollect-certs" -d "$tmp/rogue" all >/dev/null ||
+	{ echo "FAIL: certificate helper (rogue)"; exit 1; }
 
-"$top_builddir/tracecollectd" --foreground --listen 127.0.0.1:0 \
-	--query tcp://127.0.0.1:0 --db "$tmp/trace.db" \
-	--cert "$tmp/pki/server.crt" --key "$tmp/pki/server.key" --ca "$tmp/pki/ca.crt" \
-	--ready-file "$tmp/ready" 2> "$tmp/collector.log" &
-collector_pid=$!
-for _ in $(seq 100); do
-	[ -s "$tmp/ready" ] && break
-	kill -0 "$collector_pid" 2>/dev/null || break
-	sleep 0.1
-done
-[ -s "$tmp/ready" ] || { cat "$tmp/collector.log"; echo "FAIL: collector did not start"; exit 1; }
-listen=$(sed -n 's/^listen=//p' "$tmp/ready")
-query=$(sed -n 's/^query=//p' "$tmp/ready")
+tc_start_collector
 echo "collector: agents on $listen, queries on $query"
 
-traceq() { "$top_builddir/traceq" --server "$query" "$@"; }
 
 # A workload that context-switches while the agent traces.
 ( for _ in $(seq 200); do sleep 0.005; done ) &

@@ -27,29 +27,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$top_srcdir/contrib/tracecollect-certs" -d "$tmp/pki" all >/dev/null ||
-	{ echo "FAIL: certificate helper"; exit 1; }
+tc_certs
 
 cat > "$tmp/collector.conf" <<CONF
 # drop the idle task's switches and the workload's sleeps
 filter = sched:sched_switch prev_pid != 0 && prev_comm != "sleep"
 CONF
 
-"$top_builddir/tracecollectd" --foreground -c "$tmp/collector.conf" --listen 127.0.0.1:0 \
-	--query tcp://127.0.0.1:0 --db "$tmp/trace.db" \
-	--cert "$tmp/pki/server.crt" --key "$tmp/pki/server.key" --ca "$tmp/pki/ca.crt" \
-	--ready-file "$tmp/ready" 2> "$tmp/collector.log" &
-collector_pid=$!
-for _ in $(seq 100); do
-	[ -s "$tmp/ready" ] && break
-	kill -0 "$collector_pid" 2>/dev/null || break
-	sleep 0.1
-done
-[ -s "$tmp/ready" ] || { cat "$tmp/collector.log"; echo "FAIL: collector did not start"; exit 1; }
-listen=$(sed -n 's/^listen=//p' "$tmp/ready")
-query=$(sed -n 's/^query=//p' "$tmp/ready")
+tc_start_collector -c "$tmp/collector.conf"
 
-traceq() { "$top_builddir/traceq" --server "$query" "$@"; }
 agent() {	# agent NAME DURATION
 	"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration "$2" \
 		--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" \

@@ -25,17 +25,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$top_srcdir/contrib/tracecollect-certs" -d "$tmp/pki" all >/dev/null || { echo "FAIL: certs"; exit 1; }
-"$top_builddir/tracecollectd" --foreground --listen 127.0.0.1:0 \
-	--query tcp://127.0.0.1:0 --db "$tmp/trace.db" \
-	--cert "$tmp/pki/server.crt" --key "$tmp/pki/server.key" --ca "$tmp/pki/ca.crt" \
-	--ready-file "$tmp/ready" 2> "$tmp/collector.log" &
-collector_pid=$!
-for _ in $(seq 100); do [ -s "$tmp/ready" ] && break; sleep 0.1; done
-[ -s "$tmp/ready" ] || { cat "$tmp/collector.log"; echo "FAIL: collector did not start"; exit 1; }
-listen=$(sed -n 's/^listen=//p' "$tmp/ready")
-query=$(sed -n 's/^query=//p' "$tmp/ready")
-traceq() { "$top_builddir/traceq" --server "$query" "$@"; }
+tc_certs
+tc_start_collector
 
 t0=$(date +%s%N)
 "$top_builddir/traceagent" --connect "$listen" -e sched:sched_process_exit \
