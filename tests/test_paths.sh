@@ -39,8 +39,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$top_srcdir/contrib/tracecollect-certs" -d "$tmp/pki" all >/dev/null ||
-	{ echo "FAIL: certificate helper"; exit 1; }
+tc_certs
 tls_args=(--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt")
 
 # start_collector NAME [ARGS...]: sets listen_NAME and query_NAME.
@@ -72,16 +71,16 @@ agent_t=$!
 	--duration 120 --no-user --instance "$inst_p" --spool-disk-mb 0 \
 	> "$tmp/agent_p.out" 2> "$tmp/agent_p.err" &
 agent_p=$!
-for _ in $(seq 100); do
-	[ "$(cat "$tracing/instances/$inst_t/tracing_on" 2>/dev/null)" = 1 ] &&
-	[ "$(cat "$tracing/instances/$inst_p/tracing_on" 2>/dev/null)" = 1 ] && break
+# An agent switches its instance on only once its events and readers are
+# set up. (Bounded wait: 30 s, for loaded machines.)
+tracing_on() { cat "$tracing/instances/$1/tracing_on" 2>/dev/null || echo none; }
+for _ in $(seq 300); do
+	[ "$(tracing_on "$inst_t")" = 1 ] && [ "$(tracing_on "$inst_p")" = 1 ] && break
 	sleep 0.1
 done
-# (an agent switches its instance on only once its events and readers are
-# set up)
-check "both agents are tracing" \
-	'[ "$(cat "$tracing/instances/$inst_t/tracing_on" 2>/dev/null)" = 1 ] &&
-	 [ "$(cat "$tracing/instances/$inst_p/tracing_on" 2>/dev/null)" = 1 ]'
+check "both agents are tracing (tracing_on: $(tracing_on "$inst_t") $(tracing_on "$inst_p"))" \
+	'[ "$(tracing_on "$inst_t")" = 1 ] && [ "$(tracing_on "$inst_p")" = 1 ] ||
+	 { cat "$tmp/agent_t.err" "$tmp/agent_p.err"; false; }'
 
 cp /bin/true "$tmp/tcpathmark"
 bash -c 'for ((i = 0; i < '"$N"'; i++)); do "$0"; done' "$tmp/tcpathmark" &
