@@ -34,10 +34,12 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,7 +50,6 @@
 
 #define FG_HIDDEN	__attribute__((visibility("hidden")))
 #define FG_TLS		__attribute__((tls_model("initial-exec")))
-#define FG_STACK_MAX	4096	/* shadow entries per thread */
 #define FG_CACHE_SIZE	4096	/* filter verdicts, power of 2 */
 
 enum { FG_SILENT = 1, FG_CYG = 2 };
@@ -66,10 +67,26 @@ struct fg_thread {
 	struct fg_frame *stack;
 	uint32_t top;
 	uint32_t busy;
+	int32_t tid;		/* common_pid of our records; 0: not asked */
 	struct fgraph_stats st;
 };
 
-static FG_TLS __thread struct fg_thread fg_self;
+/* The calling thread's state; the x86_64 hooks read it too (arch.h). */
+FG_HIDDEN FG_TLS __thread struct fg_thread fgraph__self;
+#define fg_self fgraph__self
+
+_Static_assert(offsetof(struct fg_thread, stack) == FG_THREAD_STACK &&
+	       offsetof(struct fg_thread, top) == FG_THREAD_TOP &&
+	       offsetof(struct fg_thread, busy) == FG_THREAD_BUSY,
+	       "arch/arch.h thread layout");
+_Static_assert(sizeof(struct fg_frame) == FG_FRAME_SIZE &&
+	       offsetof(struct fg_frame, ret) == FG_FRAME_RET &&
+	       offsetof(struct fg_frame, func) == FG_FRAME_FUNC &&
+	       offsetof(struct fg_frame, key) == FG_FRAME_KEY &&
+	       offsetof(struct fg_frame, retp) == FG_FRAME_RETP &&
+	       offsetof(struct fg_frame, calltime) == FG_FRAME_CALLTIME &&
+	       offsetof(struct fg_frame, flags) == FG_FRAME_FLAGS,
+	       "arch/arch.h frame layout");
 
 static struct {
 	struct fgraph_config cfg;
@@ -77,11 +94,15 @@ static struct {
 	uint64_t thresh_ticks;
 	unsigned clock;
 	struct tc_event *ev_func, *ev_entry, *ev_exit;
+	uint16_t exit_id;
 	pthread_key_t key;
 } fg;
 
 /* Read by every hook; set once by fgraph_start(). */
 static volatile enum fgraph_tracer fg_tracer;
+
+/* Nonzero when the x86_64 hooks may push frames themselves (arch.h). */
+FG_HIDDEN uint32_t fgraph__fast;
 
 static uintptr_t fg_cache_key[FG_CACHE_SIZE];
 static uint8_t fg_cache_val[FG_CACHE_SIZE];	/* 1 trace, 2 skip */
@@ -96,7 +117,12 @@ struct fg_ev_entry {
 	uint32_t pad;
 };
 
-struct fg_ev_exit {
+/* A whole funcgraph_exit record, common fields included. */
+struct fg_rec_exit {
+	uint16_t type;
+	uint8_t flags;
+	uint8_t preempt_count;
+	int32_t pid;
 	uint64_t func;
 	uint32_t depth;
 	uint32_t overrun;
@@ -104,9 +130,25 @@ struct fg_ev_exit {
 	uint64_t rettime;
 };
 
+static int32_t thread_id(struct fg_thread *t)
+{
+	if (!t->tid)
+		t->tid = (int32_t)syscall(SYS_gettid);
+	return t->tid;
+}
+
 static uint64_t ctx_ts(const struct tc_wctx *c)
 {
 	return ((const struct ring_wctx *)c->priv)->ts;
+}
+
+/* Whether this call's exit event is due (the threshold filter). */
+static bool exit_due(const struct fg_frame *f)
+{
+	if (f->flags & FG_SILENT || !*tc__on)
+		return false;
+	return !fg.thresh_ticks ||
+	       ring_clock_now(fg.clock) - f->calltime >= fg.thresh_ticks;
 }
 
 static void ev_function(uintptr_t ip, uintptr_t parent)
@@ -133,20 +175,25 @@ static uint64_t ev_entry(uintptr_t func, uint32_t depth)
 	return ctx_ts(&c);
 }
 
-static void ev_exit(const struct fg_frame *f, uint32_t depth,
-		    uint32_t overrun)
+/* Write the exit event: the call's one record unless entries are on;
+ * its timestamp is the return time. Straight to the ring (one reserve,
+ * one commit), this is most of what a traced call costs. */
+static void ev_exit(struct fg_thread *t, const struct fg_frame *f,
+		    uint32_t depth)
 {
-	struct fg_ev_exit e = {
-		.func = f->func, .depth = depth, .overrun = overrun,
+	struct fg_rec_exit e = {
+		.type = fg.exit_id, .pid = thread_id(t), .func = f->func,
+		.depth = depth, .overrun = (uint32_t)t->st.overflow,
 		.calltime = f->calltime,
 	};
-	struct tc_wctx c;
+	struct ring *r = tc__ring;
+	struct ring_wctx c;
 
-	if (tc_reserve(fg.ev_exit, sizeof(e), &c))
+	if (!r || ring_reserve(r, -1, sizeof(e), &c))
 		return;
-	e.rettime = ctx_ts(&c);
+	e.rettime = c.ts;
 	memcpy(c.data, &e, sizeof(e));
-	tc_commit(&c);
+	ring_commit(r, &c);
 }
 
 /* ------------------------------------------------------------ filters */
@@ -229,13 +276,8 @@ static uintptr_t pop(struct fg_thread *t)
 {
 	struct fg_frame *f = &t->stack[--t->top];
 
-	if (!(f->flags & FG_SILENT) && *tc__on) {
-		if (!fg.thresh_ticks)
-			ev_exit(f, t->top, (uint32_t)t->st.overflow);
-		else if (ring_clock_now(fg.clock) - f->calltime >=
-			 fg.thresh_ticks)
-			ev_exit(f, t->top, (uint32_t)t->st.overflow);
-	}
+	if (exit_due(f))
+		ev_exit(t, f, t->top);
 	return f->ret;
 }
 
@@ -327,10 +369,10 @@ static bool push(struct fg_thread *t, uintptr_t func, uintptr_t ret,
 	f->flags = flags;
 	if (flags & FG_SILENT)
 		f->calltime = 0;
-	else if (fg.thresh_ticks)
-		f->calltime = ring_clock_now(fg.clock);
-	else
+	else if (fg.cfg.entries && !fg.thresh_ticks)
 		f->calltime = ev_entry(func, depth);
+	else
+		f->calltime = ring_clock_now(fg.clock);
 	t->top = depth + 1;
 	return true;
 }
@@ -394,9 +436,10 @@ static void __attribute__((noreturn)) lost_return(uintptr_t key)
 	abort();
 }
 
-FG_HIDDEN uintptr_t fgraph_arch_exit(uintptr_t key)
+/* An exit that is not the top entry's, or with the guard held. */
+static __attribute__((noinline)) uintptr_t exit_slow(struct fg_thread *t,
+						      uintptr_t key)
 {
-	struct fg_thread *t = &fg_self;
 	uint32_t i = find_key(t, key);
 	uint32_t busy = t->busy;
 	uintptr_t ret;
@@ -409,6 +452,29 @@ FG_HIDDEN uintptr_t fgraph_arch_exit(uintptr_t key)
 	ret = pop(t);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	t->busy = busy;
+	return ret;
+}
+
+FG_HIDDEN uintptr_t fgraph_arch_exit(uintptr_t key)
+{
+	struct fg_thread *t = &fg_self;
+	uint32_t top = t->top;
+	struct fg_frame *f;
+	uintptr_t ret;
+
+	/* the common case: the top entry returns, nothing interrupted */
+	if (__builtin_expect(!top || t->busy ||
+			     t->stack[top - 1].key != key, 0))
+		return exit_slow(t, key);
+	f = &t->stack[top - 1];
+	ret = f->ret;
+	t->busy = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->top = top - 1;
+	if (exit_due(f))
+		ev_exit(t, f, top - 1);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	t->busy = 0;
 	return ret;
 }
 
@@ -521,6 +587,12 @@ static int thresh_to_ticks(uint64_t us, uint64_t *out)
 	return 0;
 }
 
+/* A forked child is another thread id. */
+static void fg_atfork_child(void)
+{
+	fg_self.tid = 0;
+}
+
 int fgraph_start(const struct fgraph_config *c)
 {
 	int ret;
@@ -539,8 +611,13 @@ int fgraph_start(const struct fgraph_config *c)
 	ret = -pthread_key_create(&fg.key, stack_free);
 	if (ret)
 		return ret;
+	(void)pthread_atfork(NULL, NULL, fg_atfork_child);
 	fg.cfg = *c;
 	fg.filtering = c->include || c->exclude;
+	fg.exit_id = fg.ev_exit->id;
+	fgraph__fast = c->tracer == FGRAPH_GRAPH && !fg.filtering &&
+		       !c->max_depth && !fg.thresh_ticks && !c->entries &&
+		       fg.clock == RING_CLOCK_TSC;
 	__atomic_store_n(&fg_tracer, c->tracer, __ATOMIC_RELEASE);
 	return 0;
 }

@@ -87,7 +87,7 @@ int fgraph_config_parse(const char *(*get)(const char *name),
 			struct fgraph_config *out)
 {
 	struct fgraph_config c = { 0 };
-	uint64_t depth, wait;
+	uint64_t depth, wait, entries;
 	int ret;
 
 	ret = parse_tracer(get("TC_FTRACE"), &c.tracer);
@@ -98,10 +98,13 @@ int fgraph_config_parse(const char *(*get)(const char *name),
 				&c.thresh_us);
 	if (!ret)
 		ret = parse_num(get("TC_FTRACE_WAIT_MS"), 600000, &wait);
+	if (!ret)
+		ret = parse_num(get("TC_FTRACE_ENTRIES"), 1, &entries);
 	if (ret)
 		return ret;
 	c.max_depth = (uint32_t)depth;
 	c.wait_ms = (uint32_t)wait;
+	c.entries = entries != 0;
 	c.ring_path = get("TC_FTRACE_RING");
 	ret = split_globs(get("TC_FTRACE_FILTER"), &c.include);
 	if (!ret)
