@@ -661,6 +661,7 @@ __attribute__((constructor)) static void fgraph_ctor(void)
 		return;
 	}
 	o.path = c.ring_path;
+	o.pages_per_cpu = c.pages_per_cpu;
 	ret = tc_init(&o);
 	if (!ret || ret == -EALREADY)
 		ret = fgraph_start(&c);

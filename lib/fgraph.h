@@ -35,6 +35,14 @@
  *                              when it returns
  *   TC_FTRACE_ENTRIES=0|1      graph: also write funcgraph_entry events
  *                              (default 0: exits only, half the cost)
+ *   TC_FTRACE_BUFFER_KB=N      ring size per CPU in KiB (rounded up to a
+ *                              power of 2 pages; default 1024). A reader
+ *                              away for longer than the ring takes to
+ *                              fill loses the newest events (counted):
+ *                              the graph tracer writes ~44 bytes per call,
+ *                              over 1 GB/s for a tight loop, so a program
+ *                              that calls that fast needs a bigger ring
+ *                              to cover the agent's 10 ms poll
  *   TC_FTRACE_WAIT_MS=N        before main(), wait up to N ms for an agent
  *                              to attach, so the first calls are not lost
  * Globs are fnmatch(3) patterns on symbol names, which dladdr(3) gives:
@@ -75,6 +83,7 @@ struct fgraph_config {
 	uint32_t max_depth;	/* 0: unlimited */
 	uint64_t thresh_us;	/* 0: record every call */
 	bool entries;		/* graph: funcgraph_entry events too */
+	uint32_t pages_per_cpu;	/* ring pages per CPU; 0: the default */
 	uint32_t wait_ms;
 	const char *ring_path;	/* NULL: the default */
 };

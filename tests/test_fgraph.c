@@ -667,7 +667,7 @@ START_TEST(config_parse)
 	static const char *const good[] = {
 		"TC_FTRACE=function_graph", "TC_FTRACE_FILTER=a*,,b",
 		"TC_FTRACE_DEPTH=3", "TC_FTRACE_THRESH=10",
-		"TC_FTRACE_ENTRIES=1", NULL };
+		"TC_FTRACE_ENTRIES=1", "TC_FTRACE_BUFFER_KB=100", NULL };
 	static const char *const bad_tracer[] = { "TC_FTRACE=funky", NULL };
 	static const char *const bad_num[] = {
 		"TC_FTRACE=function", "TC_FTRACE_DEPTH=3x", NULL };
@@ -687,6 +687,7 @@ START_TEST(config_parse)
 	ck_assert_uint_eq(c.max_depth, 3);
 	ck_assert_uint_eq(c.thresh_us, 10);
 	ck_assert(c.entries);
+	ck_assert_uint_eq(c.pages_per_cpu, 32);	/* 100 KiB: 32 pages */
 	ck_assert(fgraph_glob_list_match(c.include, "abc"));
 	ck_assert(!fgraph_glob_list_match(c.include, "cab"));
 	fgraph_config_free(&c);
