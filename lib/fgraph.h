@@ -15,7 +15,9 @@
  *                   included, is rebuilt from them (traceq --graph
  *                   does); TC_FTRACE_ENTRIES=1 also writes
  *                   `ftrace:funcgraph_entry` at each entry, for who
- *                   needs to see a call begin while it runs.
+ *                   needs to see a call begin while it runs (a call
+ *                   that never returns, one still on the stack when the
+ *                   program exits, leaves no event without it).
  * The events' formats are the kernel's events/ftrace/<name>/format, field
  * for field, so one decoder and one graph view serve both; calltime and
  * rettime are in the ring's clock (TSC ticks or ns, like the timestamps).
