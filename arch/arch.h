@@ -8,7 +8,8 @@
  *     for -pg -mfentry; aarch64: _mcount for -pg). Each first checks the
  *     attach word (*tc__on) and returns at once when nobody traces: one
  *     load, one compare, one branch. Otherwise it saves the argument
- *     registers and calls fgraph_arch_entry().
+ *     registers and calls fgraph_arch_entry() (x86_64 first tries to
+ *     push the shadow entry itself: below).
  *   - fgraph_arch_return, the return trampoline: the address the runtime
  *     writes over a traced function's return address. It saves the
  *     return-value registers, calls fgraph_arch_exit() with the frame key
