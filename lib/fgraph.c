@@ -189,8 +189,8 @@ static uint64_t ev_entry(uintptr_t func, uint32_t depth)
 /* Write the exit event: the call's one record unless entries are on;
  * its timestamp is the return time. Straight to the ring (one reserve,
  * one commit), this is most of what a traced call costs. */
-static void ev_exit(struct fg_thread *t, const struct fg_frame *f,
-		    uint32_t depth)
+static inline __attribute__((always_inline))
+void ev_exit(struct fg_thread *t, const struct fg_frame *f, uint32_t depth)
 {
 	struct fg_rec_exit e = {
 		.type = fg.exit_id, .pid = thread_id(t), .func = f->func,
