@@ -8,7 +8,8 @@
  *     for -pg -mfentry; aarch64: _mcount for -pg). Each first checks the
  *     attach word (*tc__on) and returns at once when nobody traces: one
  *     load, one compare, one branch. Otherwise it saves the argument
- *     registers and calls fgraph_arch_entry().
+ *     registers and calls fgraph_arch_entry() (x86_64 first tries to
+ *     push the shadow entry itself: below).
  *   - fgraph_arch_return, the return trampoline: the address the runtime
  *     writes over a traced function's return address. It saves the
  *     return-value registers, calls fgraph_arch_exit() with the frame key
@@ -28,6 +29,30 @@
 #ifndef ARCH_ARCH_H
 #define ARCH_ARCH_H
 
+/*
+ * The x86_64 __fentry__ and mcount push a frame themselves, without
+ * calling C, when the runtime allows it (fgraph__fast != 0: the graph
+ * tracer with no filter, depth limit, threshold or entry events, on the
+ * TSC clock), so they read the runtime's per-thread state, the
+ * initial-exec TLS variable fgraph__self (struct fg_thread), and its
+ * shadow stack (struct fg_frame[FG_STACK_MAX]) at these offsets;
+ * lib/fgraph.c checks them at compile time. Anything unusual (the guard
+ * held, no stack yet, stack full, stale entries, a tail call) takes the
+ * C path, fgraph_arch_entry().
+ */
+#define FG_STACK_MAX		4096	/* shadow entries per thread */
+#define FG_THREAD_STACK		0	/* struct fg_frame *stack */
+#define FG_THREAD_TOP		8	/* uint32_t top: entries in use */
+#define FG_THREAD_BUSY		12	/* uint32_t busy: the guard */
+#define FG_FRAME_SIZE		48
+#define FG_FRAME_RET		0	/* original return address */
+#define FG_FRAME_FUNC		8
+#define FG_FRAME_KEY		16
+#define FG_FRAME_RETP		24
+#define FG_FRAME_CALLTIME	32
+#define FG_FRAME_FLAGS		40	/* uint32_t */
+
+#ifndef __ASSEMBLER__
 #include <stdint.h>
 
 /*
@@ -54,5 +79,6 @@ uintptr_t fgraph_arch_exit(uintptr_t key);
 /* The return trampoline; only its address is used from C. */
 void fgraph_arch_return(void);
 
+#endif /* __ASSEMBLER__ */
 
 #endif

@@ -22,6 +22,13 @@ int tc__event_register_raw(const char *system, const char *name,
 			   const char *fields, const char *print_fmt,
 			   uint32_t size, struct tc_event **out);
 
+/* The ring tc_init() created (NULL before and after): for the function
+ * graph hooks, which write their fixed-size records with ring_reserve()
+ * and ring_commit() directly, sparing tc_reserve()'s checks and copies.
+ * Valid while *tc__on is set. */
+struct ring;
+extern struct ring *tc__ring __attribute__((visibility("hidden")));
+
 /* tc__clock_id - the ring's clock (enum ring_clock_id); 0 before init. */
 unsigned tc__clock_id(void);
 

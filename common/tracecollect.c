@@ -25,7 +25,7 @@
 
 static const uint32_t tc_off;
 const volatile uint32_t *tc__on = &tc_off;
-static struct ring *tc_ring;
+struct ring *tc__ring;		/* tc_internal.h */
 static char tc_path[128];
 static struct tc_event *tc_print_ev;
 static __thread int32_t tc_tid;
@@ -159,7 +159,7 @@ int tc_event_register(const char *provider, const char *name,
 	char *text = NULL;
 	int ret = -ENOMEM;
 
-	if (!tc_ring)
+	if (!tc__ring)
 		return -ENODEV;
 	if (!ident_ok(provider) || !ident_ok(name) || nfields > 64)
 		return -EINVAL;
@@ -170,11 +170,11 @@ int tc_event_register(const char *provider, const char *name,
 	ret = layout_fields(fields, nfields, ev);
 	if (ret)
 		goto out;
-	ev->id = (uint16_t)ring_next_event_id(tc_ring);
+	ev->id = (uint16_t)ring_next_event_id(tc__ring);
 	ret = format_text(provider, name, fields, nfields, print_fmt, ev, text,
 			  16384);
 	if (!ret)
-		ret = ring_format_append(tc_ring, text);
+		ret = ring_format_append(tc__ring, text);
 out:
 	free(text);
 	if (ret)
@@ -207,7 +207,7 @@ int tc_reserve(const struct tc_event *ev, size_t len, struct tc_wctx *ctx)
 		return -ENODEV;
 	if (len > RING_MAX_PAYLOAD - 8)
 		return -E2BIG;
-	ret = ring_reserve(tc_ring, -1, (uint32_t)len + 8, rc);
+	ret = ring_reserve(tc__ring, -1, (uint32_t)len + 8, rc);
 	if (ret)
 		return ret;
 	p = rc->data;
@@ -221,7 +221,7 @@ int tc_reserve(const struct tc_event *ev, size_t len, struct tc_wctx *ctx)
 
 void tc_commit(struct tc_wctx *ctx)
 {
-	ring_commit(tc_ring, (struct ring_wctx *)ctx->priv);
+	ring_commit(tc__ring, (struct ring_wctx *)ctx->priv);
 }
 
 int tc_write(const struct tc_event *ev, const void *fields, size_t len)
@@ -269,11 +269,11 @@ static int register_print(void)
 	tc_print_ev = calloc(1, sizeof(*tc_print_ev));
 	if (!tc_print_ev)
 		return -ENOMEM;
-	tc_print_ev->id = (uint16_t)ring_next_event_id(tc_ring);
+	tc_print_ev->id = (uint16_t)ring_next_event_id(tc__ring);
 	tc_print_ev->size = 8;
 	snprintf(text, sizeof(text), tc_print_format, tc_print_ev->id,
 		 tc_common);
-	return ring_format_append(tc_ring, text);
+	return ring_format_append(tc__ring, text);
 }
 
 int tc__event_register_raw(const char *system, const char *name,
@@ -284,7 +284,7 @@ int tc__event_register_raw(const char *system, const char *name,
 	char *text = NULL;
 	int ret = -ENOMEM, n;
 
-	if (!tc_ring)
+	if (!tc__ring)
 		return -ENODEV;
 	if (!ident_ok(system) || !ident_ok(name) || size > RING_MAX_PAYLOAD - 8)
 		return -EINVAL;
@@ -292,12 +292,12 @@ int tc__event_register_raw(const char *system, const char *name,
 	text = malloc(4096);
 	if (!ev || !text)
 		goto out;
-	ev->id = (uint16_t)ring_next_event_id(tc_ring);
+	ev->id = (uint16_t)ring_next_event_id(tc__ring);
 	ev->size = size;
 	n = snprintf(text, 4096, "%s\nname: %s\nID: %u\nformat:\n%s%s\n"
 		     "print fmt: %s\n", system, name, ev->id, tc_common, fields,
 		     print_fmt);
-	ret = n > 0 && n < 4096 ? ring_format_append(tc_ring, text) : -EINVAL;
+	ret = n > 0 && n < 4096 ? ring_format_append(tc__ring, text) : -EINVAL;
 out:
 	free(text);
 	if (ret)
@@ -309,7 +309,7 @@ out:
 
 unsigned tc__clock_id(void)
 {
-	return tc_ring ? (unsigned)ring_get_clock(tc_ring) : 0;
+	return tc__ring ? (unsigned)ring_get_clock(tc__ring) : 0;
 }
 
 /* A forked child is another thread id: forget the cached one. */
@@ -331,7 +331,7 @@ int tc_init(const struct tc_options *opt)
 	struct ring_params p = { .page_size = 4096 };
 	int ret;
 
-	if (tc_ring)
+	if (tc__ring)
 		return -EALREADY;
 	(void)pthread_once(&once, tc_register_atfork);
 	if (!opt)
@@ -345,7 +345,7 @@ int tc_init(const struct tc_options *opt)
 		snprintf(tc_path, sizeof(tc_path), "%s/tracecollect.%d",
 			 getenv("TRACECOLLECT_DIR") ? getenv("TRACECOLLECT_DIR")
 						    : "/dev/shm", (int)getpid());
-	ret = ring_create(tc_path, &p, &tc_ring);
+	ret = ring_create(tc_path, &p, &tc__ring);
 	if (ret)
 		return ret;
 	ret = register_print();
@@ -353,15 +353,15 @@ int tc_init(const struct tc_options *opt)
 		tc_shutdown();
 		return ret;
 	}
-	tc__on = ring_attached_word(tc_ring);
+	tc__on = ring_attached_word(tc__ring);
 	return 0;
 }
 
 void tc_shutdown(void)
 {
 	tc__on = &tc_off;
-	ring_close(tc_ring);
-	tc_ring = NULL;
+	ring_close(tc__ring);
+	tc__ring = NULL;
 	free(tc_print_ev);
 	tc_print_ev = NULL;
 	if (tc_path[0])
@@ -371,6 +371,6 @@ void tc_shutdown(void)
 
 void tc_trigger(void)
 {
-	if (tc_ring)
-		ring_trigger(tc_ring);
+	if (tc__ring)
+		ring_trigger(tc__ring);
 }

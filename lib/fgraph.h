@@ -5,12 +5,19 @@
  *
  * Two tracers, named like the kernel's:
  *   function        one `ftrace:function` event (ip, parent_ip) per call;
- *   function_graph  `ftrace:funcgraph_entry` at entry and
- *                   `ftrace:funcgraph_exit` (with calltime and rettime)
- *                   at return, seen by replacing the return address with
- *                   a trampoline (the kernel's prepare_ftrace_return and
+ *   function_graph  one `ftrace:funcgraph_exit` event per call, at
+ *                   return, carrying calltime and rettime; returns are
+ *                   seen by replacing the return address with a
+ *                   trampoline (the kernel's prepare_ftrace_return and
  *                   return_to_handler), the original kept on a
- *                   per-thread shadow stack.
+ *                   per-thread shadow stack. Exits arrive in post-order
+ *                   with their depth, so the call tree, entries
+ *                   included, is rebuilt from them (traceq --graph
+ *                   does); TC_FTRACE_ENTRIES=1 also writes
+ *                   `ftrace:funcgraph_entry` at each entry, for who
+ *                   needs to see a call begin while it runs (a call
+ *                   that never returns, one still on the stack when the
+ *                   program exits, leaves no event without it).
  * The events' formats are the kernel's events/ftrace/<name>/format, field
  * for field, so one decoder and one graph view serve both; calltime and
  * rettime are in the ring's clock (TSC ticks or ns, like the timestamps).
@@ -24,10 +31,20 @@
  *   TC_FTRACE_NOTRACE=G1,G2    never trace functions matching a glob
  *   TC_FTRACE_DEPTH=N          record calls at depth < N only (0 = top)
  *   TC_FTRACE_THRESH=USEC      graph: record only calls lasting at least
- *                              USEC microseconds; then only exit events
- *                              are written (like the kernel's
- *                              tracing_thresh), since whether a call
- *                              qualifies is known only when it returns
+ *                              USEC microseconds (like the kernel's
+ *                              tracing_thresh); never entry events, since
+ *                              whether a call qualifies is known only
+ *                              when it returns
+ *   TC_FTRACE_ENTRIES=0|1      graph: also write funcgraph_entry events
+ *                              (default 0: exits only, half the cost)
+ *   TC_FTRACE_BUFFER_KB=N      ring size per CPU in KiB (rounded up to a
+ *                              power of 2 pages; default 1024). A reader
+ *                              away for longer than the ring takes to
+ *                              fill loses the newest events (counted):
+ *                              the graph tracer writes ~44 bytes per call,
+ *                              over 1 GB/s for a tight loop, so a program
+ *                              that calls that fast needs a bigger ring
+ *                              to cover the agent's 10 ms poll
  *   TC_FTRACE_WAIT_MS=N        before main(), wait up to N ms for an agent
  *                              to attach, so the first calls are not lost
  * Globs are fnmatch(3) patterns on symbol names, which dladdr(3) gives:
@@ -52,6 +69,7 @@
 #ifndef LIB_FGRAPH_H
 #define LIB_FGRAPH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 enum fgraph_tracer {
@@ -66,6 +84,8 @@ struct fgraph_config {
 	char **exclude;
 	uint32_t max_depth;	/* 0: unlimited */
 	uint64_t thresh_us;	/* 0: record every call */
+	bool entries;		/* graph: funcgraph_entry events too */
+	uint32_t pages_per_cpu;	/* ring pages per CPU; 0: the default */
 	uint32_t wait_ms;
 	const char *ring_path;	/* NULL: the default */
 };

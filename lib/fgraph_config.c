@@ -70,6 +70,18 @@ static int parse_num(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+/* A per-CPU size in KiB as 4 KiB pages, a power of 2 >= 2; 0 for 0. */
+static uint32_t kb_to_pages(uint64_t kb)
+{
+	uint32_t pages = 2;
+
+	if (!kb)
+		return 0;
+	while ((uint64_t)pages * 4 < kb)
+		pages *= 2;
+	return pages;
+}
+
 static int parse_tracer(const char *s, enum fgraph_tracer *out)
 {
 	if (!s || !*s)
@@ -87,7 +99,7 @@ int fgraph_config_parse(const char *(*get)(const char *name),
 			struct fgraph_config *out)
 {
 	struct fgraph_config c = { 0 };
-	uint64_t depth, wait;
+	uint64_t depth, wait, entries, kb;
 	int ret;
 
 	ret = parse_tracer(get("TC_FTRACE"), &c.tracer);
@@ -98,10 +110,16 @@ int fgraph_config_parse(const char *(*get)(const char *name),
 				&c.thresh_us);
 	if (!ret)
 		ret = parse_num(get("TC_FTRACE_WAIT_MS"), 600000, &wait);
+	if (!ret)
+		ret = parse_num(get("TC_FTRACE_ENTRIES"), 1, &entries);
+	if (!ret)
+		ret = parse_num(get("TC_FTRACE_BUFFER_KB"), 1u << 22, &kb);
 	if (ret)
 		return ret;
 	c.max_depth = (uint32_t)depth;
 	c.wait_ms = (uint32_t)wait;
+	c.entries = entries != 0;
+	c.pages_per_cpu = kb_to_pages(kb);
 	c.ring_path = get("TC_FTRACE_RING");
 	ret = split_globs(get("TC_FTRACE_FILTER"), &c.include);
 	if (!ret)

@@ -4,6 +4,15 @@
  * entry is held back until the thread's next row shows whether the call
  * was a leaf (its own exit: one line) or not (`{` now, `}` later), and a
  * per-thread stack of entry times gives each `}` its duration.
+ *
+ * A thread with exits only (the user-space runtime's default, and the
+ * threshold mode) gets its entries rebuilt first: each exit carries
+ * calltime and rettime in the ring's clock, and its row's ts is rettime
+ * converted to ns, so the entry goes at ts - (rettime - calltime) *
+ * scale, where scale (ns per clock unit) is fitted from the thread's
+ * exits themselves (first and last rettime against their ts; 1 with a
+ * single exit). Exits come in post-order with their depth, so sorted by
+ * time the rebuilt entries nest exactly as the calls did.
  */
 #include "config.h"
 
@@ -69,13 +78,112 @@ int graph_add(struct graph *g, const struct graph_row *row)
 	return 0;
 }
 
+/* By time; at equal times entries first (outer ones first), then exits
+ * (inner ones first). */
 static int row_cmp(const void *pa, const void *pb)
 {
 	const struct graph_row *a = pa, *b = pb;
 
 	if (a->ts != b->ts)
 		return a->ts < b->ts ? -1 : 1;
-	return (int)a->exit - (int)b->exit;
+	if (a->exit != b->exit)
+		return (int)a->exit - (int)b->exit;
+	if (a->depth != b->depth)
+		return (a->depth < b->depth) == !a->exit ? -1 : 1;
+	return 0;
+}
+
+struct fit {
+	int32_t pid;
+	bool has_entry;
+	uint64_t nexit;
+	int64_t lo_ts, hi_ts;		/* ts of the least, greatest rettime */
+	uint64_t lo_ret, hi_ret;
+	double scale;
+};
+
+struct fits {
+	struct fit *v;
+	size_t n, cap;
+};
+
+/* The fit of thread @pid, added if new; NULL when out of memory. */
+static struct fit *fit_of(struct fits *fs, int32_t pid)
+{
+	struct fit *v;
+
+	for (size_t i = 0; i < fs->n; i++)
+		if (fs->v[i].pid == pid)
+			return &fs->v[i];
+	if (fs->n == fs->cap) {
+		size_t cap = fs->cap ? fs->cap * 2 : 16;
+
+		v = realloc(fs->v, cap * sizeof(*v));
+		if (!v)
+			return NULL;
+		fs->v = v;
+		fs->cap = cap;
+	}
+	fs->v[fs->n] = (struct fit){ .pid = pid, .scale = 1.0 };
+	return &fs->v[fs->n++];
+}
+
+static void fit_add(struct fit *f, const struct graph_row *r)
+{
+	if (!r->exit) {
+		f->has_entry = true;
+		return;
+	}
+	if (!f->nexit++ || r->rettime < f->lo_ret) {
+		f->lo_ret = r->rettime;
+		f->lo_ts = r->ts;
+	}
+	if (f->nexit == 1 || r->rettime > f->hi_ret) {
+		f->hi_ret = r->rettime;
+		f->hi_ts = r->ts;
+	}
+}
+
+/* ns per clock unit of a thread's exits: their ts against their rettime
+ * (1 when they cannot tell: one exit, or no time between them). */
+static void fit_scale(struct fit *f)
+{
+	if (f->hi_ret > f->lo_ret && f->hi_ts > f->lo_ts)
+		f->scale = (double)(f->hi_ts - f->lo_ts) /
+			   (double)(f->hi_ret - f->lo_ret);
+}
+
+/* Add an entry row for each exit of the threads that have exits only.
+ * Return: 0; -ENOMEM. */
+static int rebuild_entries(struct graph *g)
+{
+	struct fits fs = { 0 };
+	struct fit *f;
+	size_t n = g->n;
+	int ret = 0;
+
+	for (size_t i = 0; i < n && !ret; i++) {
+		f = fit_of(&fs, g->rows[i].pid);
+		if (f)
+			fit_add(f, &g->rows[i]);
+		else
+			ret = -ENOMEM;
+	}
+	for (size_t i = 0; i < fs.n; i++)
+		fit_scale(&fs.v[i]);
+	for (size_t i = 0; i < n && !ret; i++) {
+		struct graph_row e = g->rows[i];
+
+		f = fit_of(&fs, e.pid);
+		if (!e.exit || f->has_entry || e.rettime < e.calltime)
+			continue;
+		e.exit = false;
+		e.ts -= (int64_t)((double)(e.rettime - e.calltime) * f->scale +
+				  0.5);
+		ret = graph_add(g, &e);
+	}
+	free(fs.v);
+	return ret;
 }
 
 static struct thread *thread_get(struct graph *g, int32_t pid)
@@ -178,6 +286,8 @@ void graph_print(struct graph *g)
 	struct thread *t;
 	size_t i;
 
+	if (rebuild_entries(g))
+		fputs("(out of memory: entries not rebuilt)\n", g->out);
 	if (g->n)
 		qsort(g->rows, g->n, sizeof(*g->rows), row_cmp);
 	for (i = 0; i < g->n; i++) {

@@ -11,8 +11,11 @@
  * A call whose entry is directly followed by its own exit on the same
  * thread is a leaf, one line `func();`; otherwise `func() {` ... `}`.
  * Nesting is the events' depth field (two spaces a level). Durations are
- * exit ts - entry ts (both ns); an exit without its entry (threshold
- * mode, or cut off by the query) uses rettime - calltime. Prefix graph_.
+ * exit ts - entry ts (both ns). A thread whose rows are all exits (our
+ * runtime writes one funcgraph_exit per call by default; threshold mode)
+ * has its entries rebuilt from the exits' calltime (graph.c says how);
+ * an exit without its entry in a thread that has entries (cut off by the
+ * query) prints `}` with rettime - calltime. Prefix graph_.
  */
 #ifndef SERVER_GRAPH_H
 #define SERVER_GRAPH_H

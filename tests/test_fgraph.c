@@ -7,8 +7,12 @@
  * decodes them with kbuffer and the registered formats (libtraceevent),
  * rebuilds each thread's call graph and compares it with the expected
  * one, call by call (function, depth, entry/exit, calltime = the entry's
- * timestamp, rettime >= calltime). Also: the filters (globs, depth,
- * duration threshold), the function tracer, and the config parser.
+ * timestamp, rettime >= calltime). By default the runtime writes one
+ * funcgraph_exit per call and the entries are rebuilt from the exits'
+ * calltime and depth, as traceq --graph does; with TC_FTRACE_ENTRIES=1
+ * the recorded entries are compared too. Also: the filters (globs,
+ * depth, duration threshold), the function tracer, and the config
+ * parser.
  *
  * Environment: top_builddir (set by make check) finds the programs;
  * FGRAPH_QEMU and FGRAPH_AARCH64_PROG (set by tests/fgraph_cross.sh)
@@ -48,6 +52,7 @@ struct run {
 	uint64_t addrs[MAX_SYMS];
 	unsigned nsyms;
 	struct tep_handle *tep;
+	size_t nentries;	/* funcgraph_entry events recorded */
 };
 
 static const char *builddir(void)
@@ -143,6 +148,29 @@ static void add_event(struct run *r, void *data, int size, uint64_t ts)
 	}
 	v.seq = (unsigned)r->nev;
 	r->ev[r->nev++] = v;
+	r->nentries += v.kind == 0;
+}
+
+/* The entry of each exit, at its calltime: the graph of a run that
+ * recorded exits only (the default). */
+static void add_entries(struct run *r)
+{
+	size_t n = r->nev;
+
+	ck_assert_uint_eq(r->nentries, 0);
+	for (size_t i = 0; i < n; i++) {
+		struct ev v = r->ev[i];
+
+		if (v.kind != 1)
+			continue;
+		v.kind = 0;
+		v.ts = v.calltime;
+		if (r->nev == r->cap) {
+			r->cap *= 2;
+			r->ev = realloc(r->ev, r->cap * sizeof(*r->ev));
+		}
+		r->ev[r->nev++] = v;
+	}
 }
 
 static void drain(struct run *r, struct ring *ring)
@@ -396,13 +424,20 @@ static const char expect_run_tail[] =
 	"} run\n--\n";
 
 /* The forked child returns from fork_caller through the copied shadow
- * stack, calls leaf and exits with run() on the stack. */
+ * stack, calls leaf and exits with run() on the stack. Its fork_caller
+ * entry was recorded by the parent; rebuilt from the exit, it is the
+ * child's. */
 static const char expect_child[] =
 	"  } fork_caller\n"
 	LEAF("  ")
 	"--\n";
+static const char expect_child_rebuilt[] =
+	"  fork_caller {\n"
+	"  } fork_caller\n"
+	LEAF("  ")
+	"--\n";
 
-static char *expected(bool sibling)
+static char *expected(bool sibling, bool rebuilt)
 {
 	char *parts[4], *all = NULL, *run = NULL;
 	size_t len = 0, rlen = 0;
@@ -413,7 +448,7 @@ static char *expected(bool sibling)
 	parts[0] = run;
 	parts[1] = (char *)expect_worker;
 	parts[2] = (char *)expect_worker;
-	parts[3] = (char *)expect_child;
+	parts[3] = (char *)(rebuilt ? expect_child_rebuilt : expect_child);
 	qsort(parts, 4, sizeof(parts[0]), strp_cmp);
 	append(&all, &len, "");
 	for (int i = 0; i < 4; i++)
@@ -422,20 +457,34 @@ static char *expected(bool sibling)
 	return all;
 }
 
-static void check_prog(const char *name, bool sibling)
+/* Run @argv (exits only, or entries too) and compare its graphs. */
+static void check_graphs(char *const argv[], bool sibling, bool entries)
 {
-	char prog[512], *got, *want;
-	char *argv[] = { prog, NULL };
+	char *env[] = { "TC_FTRACE_ENTRIES=1", NULL };
+	char *got, *want;
 	struct run r;
 
-	snprintf(prog, sizeof(prog), "%s/tests/%s", builddir(), name);
-	run_prog(argv, NULL, &r);
+	run_prog(argv, entries ? env : NULL, &r);
+	if (entries)
+		ck_assert_uint_gt(r.nentries, 0);
+	else
+		add_entries(&r);
 	got = graphs(&r);
-	want = expected(sibling);
+	want = expected(sibling, !entries);
 	ck_assert_str_eq(got, want);
 	free(got);
 	free(want);
 	run_free(&r);
+}
+
+static void check_prog(const char *name, bool sibling)
+{
+	char prog[512];
+	char *argv[] = { prog, NULL };
+
+	snprintf(prog, sizeof(prog), "%s/tests/%s", builddir(), name);
+	check_graphs(argv, sibling, false);
+	check_graphs(argv, sibling, true);
 }
 
 START_TEST(graph_fentry)
@@ -462,27 +511,22 @@ START_TEST(graph_aarch64)
 {
 	const char *q = getenv("FGRAPH_QEMU"), *p = getenv("FGRAPH_AARCH64_PROG");
 	char *argv[] = { (char *)q, (char *)p, NULL };
-	char *got, *want;
-	struct run r;
 
 	if (!q || !p) {
 		printf("test_fgraph: aarch64 case skipped here; "
 		       "tests/fgraph_cross.sh runs it\n");
 		return;
 	}
-	run_prog(argv, NULL, &r);
-	got = graphs(&r);
-	want = expected(true);
-	ck_assert_str_eq(got, want);
-	free(got);
-	free(want);
-	run_free(&r);
+	check_graphs(argv, true, false);
+	check_graphs(argv, true, true);
 }
 END_TEST
 
 /* ---------------------------------------------------------- filters */
 
-static char *filtered(char *const env[])
+/* The graphs of fgraph_prog_fentry run with @env; with @thresh the
+ * exits stand alone, as recorded (no entry is rebuilt). */
+static char *filtered_as(char *const env[], bool thresh)
 {
 	char prog[512], *got;
 	char *argv[] = { prog, NULL };
@@ -491,9 +535,16 @@ static char *filtered(char *const env[])
 	snprintf(prog, sizeof(prog), "%s/tests/fgraph_prog_fentry",
 		 builddir());
 	run_prog(argv, env, &r);
+	if (!r.nentries && !thresh)
+		add_entries(&r);
 	got = graphs(&r);
 	run_free(&r);
 	return got;
+}
+
+static char *filtered(char *const env[])
+{
+	return filtered_as(env, false);
 }
 
 /* Include globs: only recurse and the tail_* pair are hooked. */
@@ -554,13 +605,13 @@ END_TEST
 START_TEST(filter_thresh)
 {
 	char *env[] = { "TC_FTRACE_THRESH=1000000", NULL };
-	char *got = filtered(env);
+	char *got = filtered_as(env, true);
 	char *env2[] = { "TC_FTRACE_THRESH=1", "TC_FTRACE_FILTER=run", NULL };
 	char *got2;
 
 	ck_assert_str_eq(got, "");
 	free(got);
-	got2 = filtered(env2);
+	got2 = filtered_as(env2, true);
 	ck_assert_str_eq(got2, "} run\n--\n");
 	free(got2);
 }
@@ -615,12 +666,15 @@ START_TEST(config_parse)
 {
 	static const char *const good[] = {
 		"TC_FTRACE=function_graph", "TC_FTRACE_FILTER=a*,,b",
-		"TC_FTRACE_DEPTH=3", "TC_FTRACE_THRESH=10", NULL };
+		"TC_FTRACE_DEPTH=3", "TC_FTRACE_THRESH=10",
+		"TC_FTRACE_ENTRIES=1", "TC_FTRACE_BUFFER_KB=100", NULL };
 	static const char *const bad_tracer[] = { "TC_FTRACE=funky", NULL };
 	static const char *const bad_num[] = {
 		"TC_FTRACE=function", "TC_FTRACE_DEPTH=3x", NULL };
 	static const char *const neg[] = {
 		"TC_FTRACE=function", "TC_FTRACE_THRESH=-1", NULL };
+	static const char *const bad_entries[] = {
+		"TC_FTRACE=function_graph", "TC_FTRACE_ENTRIES=2", NULL };
 	struct fgraph_config c;
 
 	cfg_env = good;
@@ -632,6 +686,8 @@ START_TEST(config_parse)
 	ck_assert_ptr_null(c.exclude);
 	ck_assert_uint_eq(c.max_depth, 3);
 	ck_assert_uint_eq(c.thresh_us, 10);
+	ck_assert(c.entries);
+	ck_assert_uint_eq(c.pages_per_cpu, 32);	/* 100 KiB: 32 pages */
 	ck_assert(fgraph_glob_list_match(c.include, "abc"));
 	ck_assert(!fgraph_glob_list_match(c.include, "cab"));
 	fgraph_config_free(&c);
@@ -640,6 +696,8 @@ START_TEST(config_parse)
 	cfg_env = bad_num;
 	ck_assert_int_eq(fgraph_config_parse(cfg_get, &c), -EINVAL);
 	cfg_env = neg;
+	ck_assert_int_eq(fgraph_config_parse(cfg_get, &c), -EINVAL);
+	cfg_env = bad_entries;
 	ck_assert_int_eq(fgraph_config_parse(cfg_get, &c), -EINVAL);
 }
 END_TEST

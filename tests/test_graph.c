@@ -1,7 +1,8 @@
 /*
  * test_graph.c - traceq's function_graph view (server/graph.c): leaf calls
  * on one line, nesting by depth, durations from entry/exit times, threads
- * kept apart, rows sorted by time, and exits without their entries.
+ * kept apart, rows sorted by time, exits without their entries, and
+ * entries rebuilt for threads that recorded exits only.
  */
 #include "config.h"
 
@@ -92,8 +93,79 @@ START_TEST(test_exit_without_entry)
 	graph_print(g);
 	graph_free(g);
 	fclose(f);
-	/* rettime - calltime; no name: the address */
-	ck_assert_ptr_nonnull(strstr(text, "|      2.000 us |   } /* 0xabc */\n"));
+	/* its entry rebuilt from calltime: a leaf of rettime - calltime;
+	 * no name: the address */
+	ck_assert_ptr_nonnull(strstr(text, "|      2.000 us |   0xabc();\n"));
+	free(text);
+}
+END_TEST
+
+/* An exit whose thread has entries, but not its own (the query cut it
+ * off): `}` with rettime - calltime. */
+START_TEST(test_exit_cut_off)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	struct graph_row r = { .ts = 9000, .pid = 3, .exit = true,
+			       .func = 0xabc, .depth = 0, .calltime = 100,
+			       .rettime = 2100 };
+	struct graph *g;
+
+	ck_assert_int_eq(graph_new(f, &g), 0);
+	add(g, 8000, 3, false, 0x20, 1, "leaf");
+	add(g, 8500, 3, true, 0x20, 1, "leaf");
+	ck_assert_int_eq(graph_add(g, &r), 0);
+	graph_print(g);
+	graph_free(g);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(text, "|      0.500 us |   leaf();\n"));
+	ck_assert_ptr_nonnull(strstr(text, "|      2.000 us | } /* 0xabc */\n"));
+	free(text);
+}
+END_TEST
+
+static void add_exit(struct graph *g, int64_t ts, int32_t pid, uint64_t func,
+		     int32_t depth, uint64_t call, uint64_t ret,
+		     const char *name)
+{
+	struct graph_row r = { .ts = ts, .pid = pid, .exit = true,
+			       .func = func, .depth = depth, .cpu = 0,
+			       .calltime = call, .rettime = ret };
+
+	snprintf(r.comm, sizeof(r.comm), "p");
+	snprintf(r.name, sizeof(r.name), "%s", name);
+	ck_assert_int_eq(graph_add(g, &r), 0);
+}
+
+/* Exits only, in post-order, with a clock of 3 units per ns (a TSC):
+ * the entries are rebuilt where the calls began and nest as they did. */
+START_TEST(test_exits_only_rebuilt)
+{
+	char *text = NULL, *p;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	struct graph *g;
+
+	ck_assert_int_eq(graph_new(f, &g), 0);
+	/* outer [1000, 5000] ns { leaf [2000, 2500]; mid [3000, 4000]
+	 * { leaf [3100, 3200] } }; thread 9: one call, scale unknown */
+	add_exit(g, 2500, 7, 0x20, 1, 6000, 7500, "leaf");
+	add_exit(g, 3200, 7, 0x20, 2, 9300, 9600, "leaf");
+	add_exit(g, 4000, 7, 0x30, 1, 9000, 12000, "mid");
+	add_exit(g, 5000, 7, 0x10, 0, 3000, 15000, "outer");
+	add_exit(g, 4100, 9, 0x40, 0, 50, 350, "solo");
+	graph_print(g);
+	graph_free(g);
+	fclose(f);
+	p = text;
+	ck_assert_ptr_nonnull(strstr(p, "p-7 |              | outer() {\n"));
+	ck_assert_ptr_nonnull(p = strstr(p, "|      0.500 us |   leaf();\n"));
+	ck_assert_ptr_nonnull(p = strstr(p, "|              |   mid() {\n"));
+	ck_assert_ptr_nonnull(p = strstr(p, "|      0.100 us |     leaf();\n"));
+	ck_assert_ptr_nonnull(p = strstr(p, "|      1.000 us |   } /* mid */\n"));
+	ck_assert_ptr_nonnull(strstr(p, "|      4.000 us | } /* outer */\n"));
+	ck_assert_ptr_nonnull(strstr(text, "p-9 |      0.300 us | solo();\n"));
 	free(text);
 }
 END_TEST
@@ -124,6 +196,8 @@ int main(void)
 	tcase_add_test(tc, test_nesting_and_leaves);
 	tcase_add_test(tc, test_threads_apart);
 	tcase_add_test(tc, test_exit_without_entry);
+	tcase_add_test(tc, test_exit_cut_off);
+	tcase_add_test(tc, test_exits_only_rebuilt);
 	tcase_add_test(tc, test_empty);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

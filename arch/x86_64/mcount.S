@@ -32,7 +32,20 @@
  *
  * At fgraph_arch_return (reached by the traced function's `ret`) %rsp
  * points just above the parent slot it popped: the frame key is %rsp - 8.
+ *
+ * Fast entry (FAST_ENTRY, when fgraph__fast is set; arch/arch.h): the
+ * hook pushes the shadow entry itself, saving only the five registers it
+ * uses (rax rcx rdx rsi rdi) and calling nothing: after the pushes
+ *     40(%rsp)  return address into the traced function
+ *     48(%rsp)  __fentry__ only: the parent slot
+ * Thread state is fgraph__self, initial-exec TLS: %fs:(offset from the
+ * GOT). Under the runtime's guard (busy) it checks what the C entry
+ * would act on and falls back to it (restoring the registers first)
+ * when the guard is held, there is no shadow stack yet or it is full,
+ * the top entry's key is not above the new one (a longjmp may have left
+ * entries behind), or the slot already holds the trampoline (tail call).
  */
+#include "arch/arch.h"
 #include "arch/asm.h"
 
 #define SAVE_SIZE 192
@@ -95,10 +108,85 @@
 	.cfi_def_cfa %rsp, 8
 .endm
 
+.macro SAVEQ reg
+	pushq	\reg
+	.cfi_adjust_cfa_offset 8
+.endm
+
+.macro LOADQ reg
+	popq	\reg
+	.cfi_adjust_cfa_offset -8
+.endm
+
+/* Push the shadow entry for the parent slot SLOT (an address computed
+ * from %rsp after the five pushes, or from %rbp) and return; jump to
+ * \slow with every register as the hook found it otherwise. */
+.macro FAST_ENTRY slow, slot:vararg
+	cmpl	$0, fgraph__fast(%rip)
+	je	\slow
+	SAVEQ	%rax
+	SAVEQ	%rcx
+	SAVEQ	%rdx
+	SAVEQ	%rsi
+	SAVEQ	%rdi
+	leaq	\slot, %rsi			/* the parent slot: key, retp */
+	movq	fgraph__self@gottpoff(%rip), %r11
+	cmpl	$0, %fs:FG_THREAD_BUSY(%r11)
+	jne	8f
+	movl	%fs:FG_THREAD_TOP(%r11), %ecx
+	cmpl	$FG_STACK_MAX, %ecx
+	jae	8f
+	movq	%fs:FG_THREAD_STACK(%r11), %rdi
+	testq	%rdi, %rdi
+	jz	8f
+	leaq	(%rcx,%rcx,2), %rax
+	shlq	$4, %rax			/* top * FG_FRAME_SIZE */
+	addq	%rax, %rdi			/* &stack[top] */
+	testl	%ecx, %ecx
+	jz	1f
+	cmpq	%rsi, FG_FRAME_KEY-FG_FRAME_SIZE(%rdi)
+	jbe	8f				/* key below ours: C checks */
+1:	movl	$1, %fs:FG_THREAD_BUSY(%r11)
+	leaq	fgraph_arch_return(%rip), %rax
+	cmpq	%rax, (%rsi)
+	je	7f				/* tail call: C handles it */
+	rdtsc
+	shlq	$32, %rdx
+	orq	%rdx, %rax
+	movq	%rax, FG_FRAME_CALLTIME(%rdi)
+	movq	(%rsi), %rax
+	movq	%rax, FG_FRAME_RET(%rdi)
+	movq	40(%rsp), %rax
+	movq	%rax, FG_FRAME_FUNC(%rdi)
+	movq	%rsi, FG_FRAME_KEY(%rdi)
+	movq	%rsi, FG_FRAME_RETP(%rdi)
+	movl	$0, FG_FRAME_FLAGS(%rdi)
+	addl	$1, %ecx
+	movl	%ecx, %fs:FG_THREAD_TOP(%r11)
+	leaq	fgraph_arch_return(%rip), %rax
+	movq	%rax, (%rsi)
+	movl	$0, %fs:FG_THREAD_BUSY(%r11)
+	LOADQ	%rdi
+	LOADQ	%rsi
+	LOADQ	%rdx
+	LOADQ	%rcx
+	LOADQ	%rax
+	ret
+	.cfi_adjust_cfa_offset 40
+7:	movl	$0, %fs:FG_THREAD_BUSY(%r11)
+8:	LOADQ	%rdi
+	LOADQ	%rsi
+	LOADQ	%rdx
+	LOADQ	%rcx
+	LOADQ	%rax
+	jmp	\slow
+.endm
+
 /* void __fentry__(void): the parent slot is 8(%rsp) at entry. */
 GLOBAL(__fentry__)
 	TRACING_OFF_RETURN
-	SAVE_ARGS
+	FAST_ENTRY 2f, 48(%rsp)
+2:	SAVE_ARGS
 	movq	8(%rbp), %rdi		/* func: return address into it */
 	leaq	16(%rbp), %rsi		/* retp: the parent slot */
 	movq	%rsi, %rdx		/* key: the slot's address */
@@ -110,7 +198,8 @@ END(__fentry__)
 /* void mcount(void): the parent slot is 8(%rbp) of the traced frame. */
 GLOBAL(mcount)
 	TRACING_OFF_RETURN
-	SAVE_ARGS
+	FAST_ENTRY 2f, 8(%rbp)
+2:	SAVE_ARGS
 	movq	8(%rbp), %rdi		/* func: return address into it */
 	movq	0(%rbp), %rsi		/* the traced function's %rbp */
 	addq	$8, %rsi		/* retp: the parent slot */
