@@ -70,7 +70,8 @@ for e in $EVENTS; do set -- "$@" -e "$(echo "$e" | tr / :)"; done
 # clock and tracing_on changed: put back what it found.
 T=/sys/kernel/tracing
 top_on=$(cat "$T/tracing_on")
-top_kb=$(sed 's/ .*//' "$T/buffer_size_kb")
+# "7 (expanded: 1408)": a buffer not yet allocated; put back its real size
+top_kb=$(sed -E 's/.*expanded: ([0-9]+).*/\1/; s/ .*//' "$T/buffer_size_kb")
 top_clock=$(sed 's/.*\[\(.*\)\].*/\1/' "$T/trace_clock")
 trace-cmd record -d --no-filter -C mono -b 1024 "$@" -o "$OUT/trace.dat" \
 	sh "$OUT/workload.sh" > "$OUT/trace-cmd.log" 2>&1 || true
