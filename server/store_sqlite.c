@@ -32,6 +32,8 @@
 #define SQ_BATCH_ROWS	64	/* rows per multi-row INSERT, at most */
 #define SQ_ARENA	(32u << 10)	/* bytes of strings and blobs per batch */
 #define SQ_INFLIGHT	32		/* batches handed to the writer thread, at most */
+#define SQ_CKPT_FRAMES	1000		/* WAL frames that start a checkpoint */
+#define SQ_WAL_FRAMES	16384		/* WAL frames a commit waits below */
 
 /* One value of a pending row: an integer, or bytes in the type's arena. */
 struct sq_val {
@@ -111,9 +113,20 @@ struct sq_store {
 	struct sq_batch *head, **tail;	/* queued batches */
 	struct sq_batch *spare;		/* batches to reuse */
 	unsigned inflight;	/* queued or running */
+	int wait_below;		/* the caller waits for inflight <= this; -1: not */
+	bool idle;		/* the writer waits for a batch */
 	bool stop;
 	int werr;		/* the first failed INSERT's error; 0: none */
 	char werrmsg[STORE_ERRMSG_MAX];
+	/* the checkpointer (sq_ckpt_main()), its own connection; under lock: */
+	sqlite3 *ckdb;
+	pthread_t ckpt;
+	bool ckpt_started;
+	pthread_cond_t ckpt_wake;	/* to the checkpointer: a request, or stop */
+	pthread_cond_t ckpt_done;	/* from it: a checkpoint finished */
+	unsigned ckpt_req, ckpt_ran;	/* requests made, and served */
+	bool ckpt_stop;
+	int wal_frames;		/* in the WAL after the last commit (the WAL hook) */
 };
 
 /* A growable string for building SQL text. */
@@ -128,6 +141,7 @@ static const struct store_ops sq_ops;
 static int sq_flush_all(struct store *s);
 static int sq_sync(struct store *s);
 static void *sq_writer_main(void *arg);
+static int sq_ckpt_start(struct sq_store *q, const char *path);
 
 static struct sq_store *sq(struct store *s)
 {
@@ -363,9 +377,12 @@ int store_sqlite_open(const char *path, bool readonly, struct store **out)
 	q->base.ops = &sq_ops;
 	q->base.readonly = readonly;
 	q->tail = &q->head;
+	q->wait_below = -1;
 	pthread_mutex_init(&q->lock, NULL);
 	pthread_cond_init(&q->wake, NULL);
 	pthread_cond_init(&q->done, NULL);
+	pthread_cond_init(&q->ckpt_wake, NULL);
+	pthread_cond_init(&q->ckpt_done, NULL);
 	if (sqlite3_open_v2(path, &q->db, flags, NULL) != SQLITE_OK) {
 		ret = q->db ? TC_ERR_DB : -ENOMEM;
 		goto out;
@@ -377,6 +394,8 @@ int store_sqlite_open(const char *path, bool readonly, struct store **out)
 		ret = -pthread_create(&q->writer, NULL, sq_writer_main, q);
 		q->writer_started = ret == 0;
 	}
+	if (ret == 0 && !readonly)
+		ret = sq_ckpt_start(q, path);
 out:
 	if (ret < 0) {
 		sq_ops.close(&q->base);
@@ -422,10 +441,25 @@ static void sq_writer_stop(struct sq_store *q)
 	q->writer_started = false;
 }
 
+static void sq_ckpt_stop(struct sq_store *q)
+{
+	if (q->ckpt_started) {
+		pthread_mutex_lock(&q->lock);
+		q->ckpt_stop = true;
+		pthread_cond_signal(&q->ckpt_wake);
+		pthread_mutex_unlock(&q->lock);
+		pthread_join(q->ckpt, NULL);
+		q->ckpt_started = false;
+	}
+	sqlite3_close(q->ckdb);
+	q->ckdb = NULL;
+}
+
 static void sq_close(struct store *s)
 {
 	struct sq_store *q = sq(s);
 
+	sq_ckpt_stop(q);
 	sq_writer_stop(q);
 	while (q->spare) {
 		struct sq_batch *b = q->spare;
@@ -450,6 +484,8 @@ static void sq_close(struct store *s)
 	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&q->wake);
 	pthread_cond_destroy(&q->done);
+	pthread_cond_destroy(&q->ckpt_wake);
+	pthread_cond_destroy(&q->ckpt_done);
 	free(q);
 }
 
@@ -635,6 +671,94 @@ static int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmd
 	return ret;
 }
 
+/* ---- the checkpointer ---- */
+
+/*
+ * Checkpoints (copying committed pages from the WAL into the database
+ * file) run on a thread and connection of their own, so the writes and
+ * fsyncs they make are off the ingest path (PRAGMA wal_autocheckpoint
+ * would run them inside COMMIT). After a commit that left SQ_CKPT_FRAMES
+ * or more frames in the WAL, the checkpointer is asked for a PASSIVE
+ * checkpoint. The WAL starts over from its beginning only when a
+ * transaction starts with every frame copied, which a writer that never
+ * pauses would rarely see: a commit that leaves SQ_WAL_FRAMES or more
+ * waits for a checkpoint of everything, so the WAL stays bounded.
+ */
+static void *sq_ckpt_main(void *arg)
+{
+	struct sq_store *q = arg;
+
+	pthread_mutex_lock(&q->lock);
+	for (;;) {
+		unsigned req;
+
+		while (q->ckpt_ran == q->ckpt_req && !q->ckpt_stop)
+			pthread_cond_wait(&q->ckpt_wake, &q->lock);
+		if (q->ckpt_stop)
+			break;
+		req = q->ckpt_req;
+		pthread_mutex_unlock(&q->lock);
+		/*
+		 * A failure loses nothing (the frames stay in the WAL for the
+		 * next one) and has no caller to go to; a full disk shows at
+		 * the next COMMIT.
+		 */
+		sqlite3_wal_checkpoint_v2(q->ckdb, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		pthread_mutex_lock(&q->lock);
+		q->ckpt_ran = req;
+		pthread_cond_broadcast(&q->ckpt_done);
+	}
+	q->ckpt_ran = q->ckpt_req;
+	pthread_cond_broadcast(&q->ckpt_done);
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
+}
+
+/* The WAL hook: how many frames the WAL holds after a commit. */
+static int sq_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	struct sq_store *q = arg;
+
+	(void)db;
+	(void)name;
+	q->wal_frames = frames;
+	return SQLITE_OK;
+}
+
+static void sq_ckpt_after_commit(struct sq_store *q)
+{
+	unsigned req;
+
+	if (!q->ckpt_started || q->wal_frames < SQ_CKPT_FRAMES)
+		return;
+	pthread_mutex_lock(&q->lock);
+	req = ++q->ckpt_req;
+	pthread_cond_signal(&q->ckpt_wake);
+	while (q->wal_frames >= SQ_WAL_FRAMES && q->ckpt_ran - req > (~0u >> 1))
+		pthread_cond_wait(&q->ckpt_done, &q->lock);
+	pthread_mutex_unlock(&q->lock);
+}
+
+static int sq_ckpt_start(struct sq_store *q, const char *path)
+{
+	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
+	int ret;
+
+	if (sqlite3_open_v2(path, &q->ckdb, flags, NULL) != SQLITE_OK)
+		return store_set_errmsg(&q->base, TC_ERR_DB, "checkpointer: %s",
+					q->ckdb ? sqlite3_errmsg(q->ckdb) : "out of memory");
+	sqlite3_busy_timeout(q->ckdb, 5000);
+	if (sqlite3_exec(q->ckdb, "PRAGMA synchronous=NORMAL; PRAGMA cache_size=16",
+			 NULL, NULL, NULL) != SQLITE_OK)
+		return store_set_errmsg(&q->base, TC_ERR_DB, "checkpointer: %s",
+					sqlite3_errmsg(q->ckdb));
+	ret = -pthread_create(&q->ckpt, NULL, sq_ckpt_main, q);
+	q->ckpt_started = ret == 0;
+	if (ret == 0)
+		sqlite3_wal_hook(q->db, sq_wal_hook, q);	/* replaces autocheckpoint */
+	return ret;
+}
+
 /* Roll back the open transaction, with what the writer failed on. */
 static void sq_rollback(struct store *s)
 {
@@ -670,6 +794,8 @@ static int sq_commit(struct store *s)
 
 	if (ret < 0)
 		sq_rollback(s);
+	else
+		sq_ckpt_after_commit(sq(s));
 	sq(s)->in_txn = false;
 	return ret;
 }
@@ -1118,8 +1244,11 @@ static void *sq_writer_main(void *arg)
 
 	pthread_mutex_lock(&q->lock);
 	for (;;) {
-		while (!q->head && !q->stop)
+		while (!q->head && !q->stop) {
+			q->idle = true;
 			pthread_cond_wait(&q->wake, &q->lock);
+			q->idle = false;
+		}
 		b = q->head;
 		if (!b)
 			break;
@@ -1138,10 +1267,24 @@ static void *sq_writer_main(void *arg)
 		b->next = q->spare;
 		q->spare = b;
 		q->inflight--;
-		pthread_cond_broadcast(&q->done);
+		if (q->wait_below >= 0 && q->inflight <= (unsigned)q->wait_below)
+			pthread_cond_signal(&q->done);
 	}
 	pthread_mutex_unlock(&q->lock);
 	return NULL;
+}
+
+/*
+ * Called with the lock held: wait until at most @n batches are in flight.
+ * The writer wakes the caller only then, not after every batch: in this
+ * VM a futex wake-up costs about as much as inserting a few rows.
+ */
+static void sq_wait_below(struct sq_store *q, unsigned n)
+{
+	q->wait_below = (int)n;
+	while (q->inflight > n)
+		pthread_cond_wait(&q->done, &q->lock);
+	q->wait_below = -1;
 }
 
 /*
@@ -1157,8 +1300,7 @@ static int sq_sync(struct store *s)
 	if (!q->writer_started)
 		return 0;
 	pthread_mutex_lock(&q->lock);
-	while (q->inflight)
-		pthread_cond_wait(&q->done, &q->lock);
+	sq_wait_below(q, 0);
 	ret = q->werr;
 	if (ret)
 		store_set_errmsg(s, ret, "%s", q->werrmsg);
@@ -1166,7 +1308,10 @@ static int sq_sync(struct store *s)
 	return ret;
 }
 
-/* Queue @t's gathering rows to the writer (waiting while SQ_INFLIGHT are). */
+/*
+ * Queue @t's gathering rows to the writer. With SQ_INFLIGHT in flight,
+ * wait until the writer has worked the queue down to half.
+ */
 static int sq_flush(struct store *s, struct store_type *t)
 {
 	struct sq_store *q = sq(s);
@@ -1178,15 +1323,16 @@ static int sq_flush(struct store *s, struct store_type *t)
 	t->cur = NULL;
 	b->next = NULL;
 	pthread_mutex_lock(&q->lock);
-	while (q->inflight >= SQ_INFLIGHT)
-		pthread_cond_wait(&q->done, &q->lock);
+	if (q->inflight >= SQ_INFLIGHT)
+		sq_wait_below(q, SQ_INFLIGHT / 2);
 	*q->tail = b;
 	q->tail = &b->next;
 	q->inflight++;
 	ret = q->werr;
 	if (ret)
 		store_set_errmsg(s, ret, "%s", q->werrmsg);
-	pthread_cond_signal(&q->wake);
+	if (q->idle)
+		pthread_cond_signal(&q->wake);
 	pthread_mutex_unlock(&q->lock);
 	return ret;
 }
