@@ -9,6 +9,11 @@
  * and column names derived from event formats) are always double-quoted
  * with embedded quotes doubled (sq_ident()). Run-time DDL is wrapped in a
  * SAVEPOINT, so it joins the caller's transaction or stands alone.
+ *
+ * A writable store has two threads of its own: a writer that runs the
+ * batched INSERTs in queue order while the caller decodes (a bounded FIFO
+ * under one mutex; every other call waits for it to drain, see struct
+ * store_type), and a checkpointer with its own connection (sq_ckpt_main()).
  */
 #include "config.h"
 
