@@ -20,6 +20,8 @@ struct dedup {
 	uint64_t session;
 	uint32_t nstreams;
 	uint64_t *high;		/* per stream */
+	bool *dirty;		/* per stream: high not written yet */
+	bool any_dirty;
 };
 
 static struct dedup *dedup_find(struct dedup *list, uint64_t host_id,
@@ -36,6 +38,7 @@ static void dedup_free(struct dedup *d)
 {
 	free(d->boot_id);
 	free(d->high);
+	free(d->dirty);
 	free(d);
 }
 
@@ -49,7 +52,8 @@ static int dedup_load(struct store *st, uint64_t host_id, const char *boot_id,
 		return -ENOMEM;
 	d->boot_id = strdup(boot_id);
 	d->high = calloc(nstreams, sizeof(*d->high));
-	if (!d->boot_id || !d->high)
+	d->dirty = calloc(nstreams, sizeof(*d->dirty));
+	if (!d->boot_id || !d->high || !d->dirty)
 		goto out;
 	ret = store_stream_marks(st, host_id, boot_id, session, d->high,
 				 nstreams);
@@ -106,17 +110,31 @@ bool dedup_seen(const struct dedup *d, uint32_t stream, uint64_t seq)
 	return stream < d->nstreams && seq <= d->high[stream];
 }
 
-int dedup_stored(struct dedup *d, struct store *st, uint32_t stream,
-		 uint64_t seq)
+int dedup_stored(struct dedup *d, uint32_t stream, uint64_t seq)
 {
-	int ret;
-
 	if (stream >= d->nstreams)
 		return -EINVAL;
-	ret = store_stream_mark(st, d->host_id, d->boot_id, d->session, stream,
-				seq);
-	if (ret == 0 && seq > d->high[stream])
+	if (seq > d->high[stream]) {
 		d->high[stream] = seq;
+		d->dirty[stream] = d->any_dirty = true;
+	}
+	return 0;
+}
+
+int dedup_flush(struct dedup *d, struct store *st)
+{
+	int ret = 0;
+
+	if (!d || !d->any_dirty)
+		return 0;
+	for (uint32_t i = 0; i < d->nstreams && ret == 0; i++) {
+		if (!d->dirty[i])
+			continue;
+		ret = store_stream_mark(st, d->host_id, d->boot_id, d->session, i,
+					d->high[i]);
+		d->dirty[i] = ret < 0;
+	}
+	d->any_dirty = ret < 0;
 	return ret;
 }
 

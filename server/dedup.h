@@ -46,12 +46,20 @@ bool dedup_seen(const struct dedup *d, uint32_t stream, uint64_t seq);
 
 /*
  * dedup_stored - page @seq of @stream was handed to the store: raise the
- * mark in memory and, in the current transaction, in @st.
+ * mark in memory; dedup_flush() writes it.
+ *
+ * Return: 0; -EINVAL (@stream out of range).
+ */
+int dedup_stored(struct dedup *d, uint32_t stream, uint64_t seq);
+
+/*
+ * dedup_flush - write the marks raised since the last flush to @st, in the
+ * current transaction: call it before the commit of the pages' events
+ * (once per commit rather than one statement per page).
  *
  * Return: 0; TC_ERR_DB.
  */
-int dedup_stored(struct dedup *d, struct store *st, uint32_t stream,
-		 uint64_t seq);
+int dedup_flush(struct dedup *d, struct store *st);
 
 /* dedup_high - the highest stored page of @stream (0: none). */
 uint64_t dedup_high(const struct dedup *d, uint32_t stream);

@@ -557,7 +557,7 @@ int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t
 	if (ret == 0)
 		ret = decoder_page(dec, cpu_no, page, len, sink_event, &p, NULL);
 	if (ret == 0 && s->sess && !p.g)	/* the mark goes in with the events */
-		ret = dedup_stored(s->sess, env->store, cpu, seq);
+		ret = dedup_stored(s->sess, cpu, seq);
 	if (ret < 0)
 		return ret;
 	c->seen_seq = seq;
@@ -573,10 +573,10 @@ int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t
 
 int sink_flush(struct sink *s, struct store *store)
 {
-	int ret = 0;
+	int ret = dedup_flush(s->sess, store);
 
-	if (!s->counters_dirty)
-		return 0;
+	if (ret < 0 || !s->counters_dirty)
+		return ret;
 	for (uint32_t i = 0; i < s->ncpus && ret == 0; i++) {
 		struct sink_cpu *c = &s->cpus[i];
 

@@ -49,14 +49,25 @@ void store_close(struct store *s)
 		s->ops->close(s);
 }
 
+/* Wait for what the backend queued (see store_ops.sync). */
+static int store_enter(struct store *s)
+{
+	return s->ops->sync ? s->ops->sync(s) : 0;
+}
+
 /* Write operations on a read-only handle fail before reaching the backend. */
-static int store_writable(struct store *s)
+static int store_rw(struct store *s)
 {
 	if (!s)
 		return -EINVAL;
 	if (s->readonly)
 		return store_set_errmsg(s, -EROFS, "store opened read-only");
 	return 0;
+}
+
+static int store_writable(struct store *s)
+{
+	return store_rw(s) ?: store_enter(s);
 }
 
 int store_host(struct store *s, const struct proto_hello *h, const char *peer_subject,
@@ -88,14 +99,14 @@ int store_type(struct store *s, const struct decode_type *t, const char *format_
 
 int store_begin(struct store *s)
 {
-	int ret = store_writable(s);
+	int ret = store_rw(s);
 
 	return ret < 0 ? ret : s->ops->begin(s);
 }
 
 int store_commit(struct store *s)
 {
-	int ret = store_writable(s);
+	int ret = store_rw(s);
 
 	return ret < 0 ? ret : s->ops->commit(s);
 }
@@ -186,7 +197,7 @@ int store_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts
 {
 	if (!s || !buf || !len)
 		return -EINVAL;
-	return s->ops->symbol_name(s, host_id, pid, ts, addr, buf, len);
+	return store_enter(s) ?: s->ops->symbol_name(s, host_id, pid, ts, addr, buf, len);
 }
 
 int store_schema_get(struct store *s, const char *system, const char *event,
@@ -194,7 +205,7 @@ int store_schema_get(struct store *s, const char *system, const char *event,
 {
 	if (!s || !event || !out)
 		return -EINVAL;
-	return s->ops->schema_get(s, system, event, out);
+	return store_enter(s) ?: s->ops->schema_get(s, system, event, out);
 }
 
 int store_schema_list(struct store *s, const char *system,
@@ -202,7 +213,7 @@ int store_schema_list(struct store *s, const char *system,
 {
 	if (!s || !fn)
 		return -EINVAL;
-	return s->ops->schema_list(s, system, fn, ctx);
+	return store_enter(s) ?: s->ops->schema_list(s, system, fn, ctx);
 }
 
 int store_select(struct store *s, const struct store_schema *sc, const char *where,
@@ -211,7 +222,8 @@ int store_select(struct store *s, const struct store_schema *sc, const char *whe
 {
 	if (!s || !sc || !fn || (nb && !b))
 		return -EINVAL;
-	return s->ops->select(s, sc, where, b, nb, after_ts, after_rowid, limit, fn, ctx);
+	return store_enter(s) ?: s->ops->select(s, sc, where, b, nb, after_ts, after_rowid,
+						limit, fn, ctx);
 }
 
 int store_count(struct store *s, const struct store_schema *sc, const char *where,
@@ -219,7 +231,7 @@ int store_count(struct store *s, const struct store_schema *sc, const char *wher
 {
 	if (!s || !sc || !count || (nb && !b))
 		return -EINVAL;
-	return s->ops->count(s, sc, where, b, nb, count);
+	return store_enter(s) ?: s->ops->count(s, sc, where, b, nb, count);
 }
 
 int store_stats(struct store *s,
@@ -229,7 +241,7 @@ int store_stats(struct store *s,
 {
 	if (!s || !fn)
 		return -EINVAL;
-	return s->ops->stats(s, fn, ctx);
+	return store_enter(s) ?: s->ops->stats(s, fn, ctx);
 }
 
 int store_dropped(struct store *s, uint64_t host_id, const char *system, const char *name,
@@ -258,7 +270,7 @@ int store_drops(struct store *s,
 {
 	if (!s || !fn)
 		return -EINVAL;
-	return s->ops->drops(s, fn, ctx);
+	return store_enter(s) ?: s->ops->drops(s, fn, ctx);
 }
 
 void store_schema_free(struct store_schema *sc)

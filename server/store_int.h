@@ -54,6 +54,12 @@ struct store_ops {
 	int (*dropped)(struct store *s, uint64_t host_id, const char *system, const char *name,
 		       const char *reason, uint64_t n);
 	int (*retain)(struct store *s, int64_t before_ts, uint64_t max_bytes, uint64_t *removed);
+	/*
+	 * Optional: wait for work the backend runs behind the caller's back
+	 * (queued inserts); called before every operation but insert, begin
+	 * and commit. Return: 0, or the error that work ran into.
+	 */
+	int (*sync)(struct store *s);
 	int (*drops)(struct store *s,
 		     int (*fn)(void *ctx, const char *host, const char *system, const char *name,
 			       const char *reason, uint64_t count),

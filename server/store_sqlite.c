@@ -9,6 +9,11 @@
  * and column names derived from event formats) are always double-quoted
  * with embedded quotes doubled (sq_ident()). Run-time DDL is wrapped in a
  * SAVEPOINT, so it joins the caller's transaction or stands alone.
+ *
+ * A writable store has two threads of its own: a writer that runs the
+ * batched INSERTs in queue order while the caller decodes (a bounded FIFO
+ * under one mutex; every other call waits for it to drain, see struct
+ * store_type), and a checkpointer with its own connection (sq_ckpt_main()).
  */
 #include "config.h"
 
@@ -31,6 +36,9 @@
 #define SQ_FIXED_COLS 4		/* host_id, cpu, ts, trace_ts */
 #define SQ_BATCH_ROWS	64	/* rows per multi-row INSERT, at most */
 #define SQ_ARENA	(32u << 10)	/* bytes of strings and blobs per batch */
+#define SQ_INFLIGHT	32		/* batches handed to the writer thread, at most */
+#define SQ_CKPT_FRAMES	1000		/* WAL frames that start a checkpoint */
+#define SQ_WAL_FRAMES	16384		/* WAL frames a commit waits below */
 
 /* One value of a pending row: an integer, or bytes in the type's arena. */
 struct sq_val {
@@ -41,13 +49,35 @@ struct sq_val {
 };
 
 /*
+ * Rows of one type on their way in: values (strings and blobs copied to
+ * the arena), at most the type's `rows` of them.
+ */
+struct sq_batch {
+	struct sq_batch *next;
+	struct store_type *t;
+	unsigned pending;	/* rows in vals */
+	size_t cap;		/* vals has room for this many values */
+	struct sq_val *vals;	/* pending * t->ncols */
+	uint8_t *arena;		/* SQ_ARENA bytes */
+	size_t arena_len;
+};
+
+/*
  * Inside a transaction, rows are not inserted one statement each: they
- * gather per type (values in vals, their strings and blobs copied to arena)
- * and go in with one multi-row INSERT of `rows` rows, which saves SQLite's
- * per-statement work (cursors opened, positioned and closed, the statement
- * started and halted). Every other store call first flushes what is
- * pending (sq_flush_all()), so the COMMIT, retention and readers on this
- * connection see every row.
+ * gather per type in a batch and go in with one multi-row INSERT of `rows`
+ * rows, which saves SQLite's per-statement work (cursors opened,
+ * positioned and closed, the statement started and halted).
+ *
+ * The INSERTs run on a writer thread of the store's own, so decoding (the
+ * caller's thread) and SQLite's B-tree and page work (the writer's) use
+ * two cores. A full batch is queued to the writer (at most SQ_INFLIGHT at
+ * a time: the caller waits beyond that); every other store call first
+ * waits until the writer has run all of them (sq_sync()), so the
+ * connection is only ever used by one thread at a time, and the calls
+ * that must see every row (COMMIT, retention, readers on this connection)
+ * queue the partial batches too (sq_flush_all()). An INSERT that fails on
+ * the writer makes every later call fail until the transaction is rolled
+ * back, so no commit can go through without rows it should hold.
  */
 struct store_type {
 	struct store_type *next;
@@ -62,11 +92,9 @@ struct store_type {
 	char *head;		/* "INSERT INTO ... (cols) VALUES " */
 	unsigned ncols;		/* parameters per row */
 	unsigned rows;		/* rows of insert_n; < 2: no batching */
-	sqlite3_stmt *insert_n;	/* prepared at the first full batch */
-	unsigned pending;	/* rows in vals */
-	struct sq_val *vals;	/* rows * ncols */
-	uint8_t *arena;		/* SQ_ARENA bytes */
-	size_t arena_len;
+	sqlite3_stmt *insert_n;	/* the multi-row INSERT (rows > 1) */
+	struct sq_batch *cur;	/* rows gathering; NULL: none */
+	struct sq_val *scratch;	/* one row being decoded */
 };
 
 struct sq_store {
@@ -80,6 +108,30 @@ struct sq_store {
 	sqlite3_stmt *sym_put;
 	sqlite3_stmt *prog_find;	/* read side, prepared when first used */
 	sqlite3_stmt *sym_find;
+	bool in_txn;		/* between begin and commit */
+	/* the writer thread (sq_writer_main()); under lock: */
+	pthread_t writer;
+	bool writer_started;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;	/* to the writer: a batch, or stop */
+	pthread_cond_t done;	/* from the writer: a batch ran */
+	struct sq_batch *head, **tail;	/* queued batches */
+	struct sq_batch *spare;		/* batches to reuse */
+	unsigned inflight;	/* queued or running */
+	int wait_below;		/* the caller waits for inflight <= this; -1: not */
+	bool idle;		/* the writer waits for a batch */
+	bool stop;
+	int werr;		/* the first failed INSERT's error; 0: none */
+	char werrmsg[STORE_ERRMSG_MAX];
+	/* the checkpointer (sq_ckpt_main()), its own connection; under lock: */
+	sqlite3 *ckdb;
+	pthread_t ckpt;
+	bool ckpt_started;
+	pthread_cond_t ckpt_wake;	/* to the checkpointer: a request, or stop */
+	pthread_cond_t ckpt_done;	/* from it: a checkpoint finished */
+	unsigned ckpt_req, ckpt_ran;	/* requests made, and served */
+	bool ckpt_stop;
+	int wal_frames;		/* in the WAL after the last commit (the WAL hook) */
 };
 
 /* A growable string for building SQL text. */
@@ -92,6 +144,9 @@ struct sq_buf {
 
 static const struct store_ops sq_ops;
 static int sq_flush_all(struct store *s);
+static int sq_sync(struct store *s);
+static void *sq_writer_main(void *arg);
+static int sq_ckpt_start(struct sq_store *q, const char *path);
 
 static struct sq_store *sq(struct store *s)
 {
@@ -314,7 +369,8 @@ int store_sqlite_open(const char *path, bool readonly, struct store **out)
 	struct sq_store *q = calloc(1, sizeof(*q));
 	/*
 	 * The writer belongs to one thread at a time (opened by main, used by
-	 * the ingest worker, closed after it stopped): no per-call mutex.
+	 * the ingest worker and the store's writer thread in turn, closed
+	 * after both stopped): no per-call mutex.
 	 */
 	int flags = readonly ? SQLITE_OPEN_READONLY :
 		    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
@@ -325,6 +381,13 @@ int store_sqlite_open(const char *path, bool readonly, struct store **out)
 	pthread_once(&once, sq_config_once);
 	q->base.ops = &sq_ops;
 	q->base.readonly = readonly;
+	q->tail = &q->head;
+	q->wait_below = -1;
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_cond_init(&q->wake, NULL);
+	pthread_cond_init(&q->done, NULL);
+	pthread_cond_init(&q->ckpt_wake, NULL);
+	pthread_cond_init(&q->ckpt_done, NULL);
 	if (sqlite3_open_v2(path, &q->db, flags, NULL) != SQLITE_OK) {
 		ret = q->db ? TC_ERR_DB : -ENOMEM;
 		goto out;
@@ -332,6 +395,12 @@ int store_sqlite_open(const char *path, bool readonly, struct store **out)
 	sqlite3_extended_result_codes(q->db, 1);
 	sqlite3_busy_timeout(q->db, 5000);
 	ret = readonly ? sq_setup_reader(&q->base) : sq_setup_writer(&q->base);
+	if (ret == 0 && !readonly) {
+		ret = -pthread_create(&q->writer, NULL, sq_writer_main, q);
+		q->writer_started = ret == 0;
+	}
+	if (ret == 0 && !readonly)
+		ret = sq_ckpt_start(q, path);
 out:
 	if (ret < 0) {
 		sq_ops.close(&q->base);
@@ -341,14 +410,23 @@ out:
 	return 0;
 }
 
+static void sq_batch_free(struct sq_batch *b)
+{
+	if (!b)
+		return;
+	free(b->vals);
+	free(b->arena);
+	free(b);
+}
+
 static void sq_type_free(struct store_type *t)
 {
 	sqlite3_finalize(t->insert);
 	sqlite3_finalize(t->insert_n);
 	free(t->values);
 	free(t->head);
-	free(t->vals);
-	free(t->arena);
+	sq_batch_free(t->cur);
+	free(t->scratch);
 	free(t->system);
 	free(t->name);
 	free(t->format);
@@ -356,10 +434,44 @@ static void sq_type_free(struct store_type *t)
 	free(t);
 }
 
+static void sq_writer_stop(struct sq_store *q)
+{
+	if (!q->writer_started)
+		return;
+	pthread_mutex_lock(&q->lock);
+	q->stop = true;
+	pthread_cond_signal(&q->wake);
+	pthread_mutex_unlock(&q->lock);
+	pthread_join(q->writer, NULL);
+	q->writer_started = false;
+}
+
+static void sq_ckpt_stop(struct sq_store *q)
+{
+	if (q->ckpt_started) {
+		pthread_mutex_lock(&q->lock);
+		q->ckpt_stop = true;
+		pthread_cond_signal(&q->ckpt_wake);
+		pthread_mutex_unlock(&q->lock);
+		pthread_join(q->ckpt, NULL);
+		q->ckpt_started = false;
+	}
+	sqlite3_close(q->ckdb);
+	q->ckdb = NULL;
+}
+
 static void sq_close(struct store *s)
 {
 	struct sq_store *q = sq(s);
 
+	sq_ckpt_stop(q);
+	sq_writer_stop(q);
+	while (q->spare) {
+		struct sq_batch *b = q->spare;
+
+		q->spare = b->next;
+		sq_batch_free(b);
+	}
 	while (q->types) {
 		struct store_type *t = q->types;
 
@@ -374,6 +486,11 @@ static void sq_close(struct store *s)
 	sqlite3_finalize(q->prog_find);
 	sqlite3_finalize(q->sym_find);
 	sqlite3_close(q->db);
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&q->wake);
+	pthread_cond_destroy(&q->done);
+	pthread_cond_destroy(&q->ckpt_wake);
+	pthread_cond_destroy(&q->ckpt_done);
 	free(q);
 }
 
@@ -559,14 +676,133 @@ static int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmd
 	return ret;
 }
 
-static int sq_begin(struct store *s)
+/* ---- the checkpointer ---- */
+
+/*
+ * Checkpoints (copying committed pages from the WAL into the database
+ * file) run on a thread and connection of their own, so the writes and
+ * fsyncs they make are off the ingest path (PRAGMA wal_autocheckpoint
+ * would run them inside COMMIT). After a commit that left SQ_CKPT_FRAMES
+ * or more frames in the WAL, the checkpointer is asked for a PASSIVE
+ * checkpoint. The WAL starts over from its beginning only when a
+ * transaction starts with every frame copied, which a writer that never
+ * pauses would rarely see: a commit that leaves SQ_WAL_FRAMES or more
+ * waits for a checkpoint of everything, so the WAL stays bounded.
+ */
+static void *sq_ckpt_main(void *arg)
 {
-	return sq_exec(s, "BEGIN");
+	struct sq_store *q = arg;
+
+	pthread_mutex_lock(&q->lock);
+	for (;;) {
+		unsigned req;
+
+		while (q->ckpt_ran == q->ckpt_req && !q->ckpt_stop)
+			pthread_cond_wait(&q->ckpt_wake, &q->lock);
+		if (q->ckpt_stop)
+			break;
+		req = q->ckpt_req;
+		pthread_mutex_unlock(&q->lock);
+		/*
+		 * A failure loses nothing (the frames stay in the WAL for the
+		 * next one) and has no caller to go to; a full disk shows at
+		 * the next COMMIT.
+		 */
+		sqlite3_wal_checkpoint_v2(q->ckdb, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
+		pthread_mutex_lock(&q->lock);
+		q->ckpt_ran = req;
+		pthread_cond_broadcast(&q->ckpt_done);
+	}
+	q->ckpt_ran = q->ckpt_req;
+	pthread_cond_broadcast(&q->ckpt_done);
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
 }
 
+/* The WAL hook: how many frames the WAL holds after a commit. */
+static int sq_wal_hook(void *arg, sqlite3 *db, const char *name, int frames)
+{
+	struct sq_store *q = arg;
+
+	(void)db;
+	(void)name;
+	q->wal_frames = frames;
+	return SQLITE_OK;
+}
+
+static void sq_ckpt_after_commit(struct sq_store *q)
+{
+	unsigned req;
+
+	if (!q->ckpt_started || q->wal_frames < SQ_CKPT_FRAMES)
+		return;
+	pthread_mutex_lock(&q->lock);
+	req = ++q->ckpt_req;
+	pthread_cond_signal(&q->ckpt_wake);
+	while (q->wal_frames >= SQ_WAL_FRAMES && q->ckpt_ran - req > (~0u >> 1))
+		pthread_cond_wait(&q->ckpt_done, &q->lock);
+	pthread_mutex_unlock(&q->lock);
+}
+
+static int sq_ckpt_start(struct sq_store *q, const char *path)
+{
+	int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
+	int ret;
+
+	if (sqlite3_open_v2(path, &q->ckdb, flags, NULL) != SQLITE_OK)
+		return store_set_errmsg(&q->base, TC_ERR_DB, "checkpointer: %s",
+					q->ckdb ? sqlite3_errmsg(q->ckdb) : "out of memory");
+	sqlite3_busy_timeout(q->ckdb, 5000);
+	if (sqlite3_exec(q->ckdb, "PRAGMA synchronous=NORMAL; PRAGMA cache_size=16",
+			 NULL, NULL, NULL) != SQLITE_OK)
+		return store_set_errmsg(&q->base, TC_ERR_DB, "checkpointer: %s",
+					sqlite3_errmsg(q->ckdb));
+	ret = -pthread_create(&q->ckpt, NULL, sq_ckpt_main, q);
+	q->ckpt_started = ret == 0;
+	if (ret == 0)
+		sqlite3_wal_hook(q->db, sq_wal_hook, q);	/* replaces autocheckpoint */
+	return ret;
+}
+
+/* Roll back the open transaction, with what the writer failed on. */
+static void sq_rollback(struct store *s)
+{
+	struct sq_store *q = sq(s);
+
+	if (!sqlite3_get_autocommit(q->db))
+		sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
+	pthread_mutex_lock(&q->lock);
+	q->werr = 0;
+	pthread_mutex_unlock(&q->lock);
+	q->in_txn = false;
+}
+
+/*
+ * A transaction left open by a failed commit (or one whose INSERTs failed
+ * on the writer) is rolled back first: none of it was acknowledged.
+ */
+static int sq_begin(struct store *s)
+{
+	int ret = sq_sync(s);
+
+	if (ret < 0 || !sqlite3_get_autocommit(sq(s)->db))
+		sq_rollback(s);
+	ret = sq_exec(s, "BEGIN");
+	sq(s)->in_txn = ret == 0;
+	return ret;
+}
+
+/* On failure the transaction is rolled back. */
 static int sq_commit(struct store *s)
 {
-	return sq_flush_all(s) ?: sq_exec(s, "COMMIT");
+	int ret = sq_flush_all(s) ?: sq_exec(s, "COMMIT");
+
+	if (ret < 0)
+		sq_rollback(s);
+	else
+		sq_ckpt_after_commit(sq(s));
+	sq(s)->in_txn = false;
+	return ret;
 }
 
 /* ---- event types and their tables ---- */
@@ -802,16 +1038,19 @@ static int sq_type_field(struct store *s, int64_t type_id, const char *table,
 }
 
 /* INSERT INTO "table" (host_id, cpu, ts, trace_ts, "f1", ...) VALUES (?, ...) */
-/* Size the type's batch: rows pending, plus one row of scratch. */
+static int sq_batch_prepare(struct store *s, struct store_type *t);
+
+/* Size the type's batches, prepare the multi-row INSERT, a scratch row. */
 static int sq_batch_init(struct store *s, struct store_type *st)
 {
 	int limit = sqlite3_limit(sq(s)->db, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
 	unsigned rows = (unsigned)limit / st->ncols;
 
 	st->rows = rows < SQ_BATCH_ROWS ? rows : SQ_BATCH_ROWS;
-	st->vals = calloc(((size_t)st->rows + 1) * st->ncols, sizeof(*st->vals));
-	st->arena = malloc(SQ_ARENA);
-	return st->vals && st->arena ? 0 : -ENOMEM;
+	st->scratch = calloc(st->ncols, sizeof(*st->scratch));
+	if (!st->scratch)
+		return -ENOMEM;
+	return st->rows > 1 ? sq_batch_prepare(s, st) : 0;
 }
 
 static int sq_type_insert(struct store *s, struct store_type *st, const struct decode_type *t,
@@ -943,15 +1182,35 @@ static void sq_bind_val(sqlite3_stmt *st, int p, const struct sq_val *v)
 		sqlite3_bind_blob(st, p, v->p, (int)v->len, SQLITE_STATIC);
 }
 
-/* Rows [0, n) of @t's pending values through @st (which holds n rows). */
-static int sq_batch_run(struct store *s, struct store_type *t, sqlite3_stmt *st,
-			unsigned first, unsigned n)
+/*
+ * Bind @n rows of values from @v to @st (which holds n rows), run it and
+ * reset it. Touches only the connection, no store state: the writer
+ * thread runs it. Return: an SQLite result code.
+ */
+static int sq_rows_step(const struct store_type *t, sqlite3_stmt *st, const struct sq_val *v,
+			unsigned n)
 {
-	const struct sq_val *v = t->vals + (size_t)first * t->ncols;
+	int rc;
 
 	for (unsigned i = 0; i < n * t->ncols; i++)
 		sq_bind_val(st, (int)i + 1, &v[i]);
-	return sq_run(s, st, false);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		;
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* Insert batch @b: a full one with the multi-row statement, else row by row. */
+static int sq_batch_exec(const struct sq_batch *b)
+{
+	const struct store_type *t = b->t;
+	int rc = SQLITE_OK;
+
+	if (b->pending == t->rows && t->insert_n)
+		return sq_rows_step(t, t->insert_n, b->vals, b->pending);
+	for (unsigned r = 0; r < b->pending && rc == SQLITE_OK; r++)
+		rc = sq_rows_step(t, t->insert, b->vals + (size_t)r * t->ncols, 1);
+	return rc;
 }
 
 static int sq_batch_prepare(struct store *s, struct store_type *t)
@@ -970,37 +1229,165 @@ static int sq_batch_prepare(struct store *s, struct store_type *t)
 	return ret;
 }
 
-/*
- * Insert @t's pending rows: a full batch with the multi-row statement, a
- * partial one row by row. The batch is empty afterwards, also on error.
- */
-static int sq_flush(struct store *s, struct store_type *t)
-{
-	unsigned n = t->pending;
-	int ret = 0;
+/* ---- the writer thread ---- */
 
-	t->pending = 0;
-	t->arena_len = 0;
-	if (n == t->rows && n > 0) {
-		if (!t->insert_n)
-			ret = sq_batch_prepare(s, t);
-		return ret < 0 ? ret : sq_batch_run(s, t, t->insert_n, 0, n);
+/* Called with the lock held: keep the first failure for sq_sync(). */
+static void sq_writer_fail(struct sq_store *q, int rc)
+{
+	if (q->werr)
+		return;
+	q->werr = TC_ERR_DB;
+	snprintf(q->werrmsg, sizeof(q->werrmsg), "insert: %s (%s)", sqlite3_errmsg(q->db),
+		 sqlite3_errstr(rc));
+}
+
+/* Run queued batches in order; after a failure, only recycle them. */
+static void *sq_writer_main(void *arg)
+{
+	struct sq_store *q = arg;
+	struct sq_batch *b;
+
+	pthread_mutex_lock(&q->lock);
+	for (;;) {
+		while (!q->head && !q->stop) {
+			q->idle = true;
+			pthread_cond_wait(&q->wake, &q->lock);
+			q->idle = false;
+		}
+		b = q->head;
+		if (!b)
+			break;
+		q->head = b->next;
+		if (!q->head)
+			q->tail = &q->head;
+		if (!q->werr) {
+			int rc;
+
+			pthread_mutex_unlock(&q->lock);
+			rc = sq_batch_exec(b);
+			pthread_mutex_lock(&q->lock);
+			if (rc != SQLITE_OK)
+				sq_writer_fail(q, rc);
+		}
+		b->next = q->spare;
+		q->spare = b;
+		q->inflight--;
+		if (q->wait_below >= 0 && q->inflight <= (unsigned)q->wait_below)
+			pthread_cond_signal(&q->done);
 	}
-	for (unsigned r = 0; r < n && ret == 0; r++)
-		ret = sq_batch_run(s, t, t->insert, r, 1);
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
+}
+
+/*
+ * Called with the lock held: wait until at most @n batches are in flight.
+ * The writer wakes the caller only then, not after every batch: in this
+ * VM a futex wake-up costs about as much as inserting a few rows.
+ */
+static void sq_wait_below(struct sq_store *q, unsigned n)
+{
+	q->wait_below = (int)n;
+	while (q->inflight > n)
+		pthread_cond_wait(&q->done, &q->lock);
+	q->wait_below = -1;
+}
+
+/*
+ * Wait until the writer has run every queued batch; after that the
+ * connection is the caller's. Return: 0, or the writer's failure (until
+ * the transaction is rolled back).
+ */
+static int sq_sync(struct store *s)
+{
+	struct sq_store *q = sq(s);
+	int ret;
+
+	if (!q->writer_started)
+		return 0;
+	pthread_mutex_lock(&q->lock);
+	sq_wait_below(q, 0);
+	ret = q->werr;
+	if (ret)
+		store_set_errmsg(s, ret, "%s", q->werrmsg);
+	pthread_mutex_unlock(&q->lock);
 	return ret;
 }
 
+/*
+ * Queue @t's gathering rows to the writer. With SQ_INFLIGHT in flight,
+ * wait until the writer has worked the queue down to half.
+ */
+static int sq_flush(struct store *s, struct store_type *t)
+{
+	struct sq_store *q = sq(s);
+	struct sq_batch *b = t->cur;
+	int ret;
+
+	if (!b || !b->pending)
+		return 0;
+	t->cur = NULL;
+	b->next = NULL;
+	pthread_mutex_lock(&q->lock);
+	if (q->inflight >= SQ_INFLIGHT)
+		sq_wait_below(q, SQ_INFLIGHT / 2);
+	*q->tail = b;
+	q->tail = &b->next;
+	q->inflight++;
+	ret = q->werr;
+	if (ret)
+		store_set_errmsg(s, ret, "%s", q->werrmsg);
+	if (q->idle)
+		pthread_cond_signal(&q->wake);
+	pthread_mutex_unlock(&q->lock);
+	return ret;
+}
+
+/* Queue every type's gathering rows and wait until they are in. */
 static int sq_flush_all(struct store *s)
 {
 	int ret = 0;
 
 	for (struct store_type *t = sq(s)->types; t; t = t->next) {
-		int r = t->pending ? sq_flush(s, t) : 0;
+		int r = sq_flush(s, t);
 
 		ret = ret < 0 ? ret : r;
 	}
-	return ret;
+	return sq_sync(s) ?: ret;
+}
+
+/* A batch for @t to gather rows in: a spare one, or a new one. */
+static int sq_batch_get(struct store *s, struct store_type *t)
+{
+	struct sq_store *q = sq(s);
+	size_t need = (size_t)t->rows * t->ncols;
+	struct sq_batch *b;
+
+	pthread_mutex_lock(&q->lock);
+	b = q->spare;
+	if (b)
+		q->spare = b->next;
+	pthread_mutex_unlock(&q->lock);
+	if (!b && !(b = calloc(1, sizeof(*b))))
+		return -ENOMEM;
+	if (!b->arena)
+		b->arena = malloc(SQ_ARENA);
+	if (b->arena && b->cap < need) {
+		struct sq_val *v = realloc(b->vals, need * sizeof(*v));
+
+		if (v) {
+			b->vals = v;
+			b->cap = need;
+		}
+	}
+	if (!b->arena || b->cap < need) {
+		sq_batch_free(b);
+		return -ENOMEM;
+	}
+	b->t = t;
+	b->pending = 0;
+	b->arena_len = 0;
+	t->cur = b;
+	return 0;
 }
 
 static void sq_val_of(struct sq_val *out, const struct decode_value *v)
@@ -1049,22 +1436,23 @@ static int sq_row_decode(struct store *s, const struct store_type *t, struct sq_
 }
 
 /* Copy the row's strings and blobs out of the page, into the arena. */
-static void sq_row_keep(struct store_type *t, struct sq_val *row)
+static void sq_row_keep(struct sq_batch *b, unsigned ncols, struct sq_val *row)
 {
-	for (unsigned c = SQ_FIXED_COLS; c < t->ncols; c++) {
+	for (unsigned c = SQ_FIXED_COLS; c < ncols; c++) {
 		if (row[c].kind != DECODE_STRING && row[c].kind != DECODE_BLOB)
 			continue;
 		if (row[c].len)
-			memcpy(t->arena + t->arena_len, row[c].p, row[c].len);
-		row[c].p = t->arena + t->arena_len;
-		t->arena_len += row[c].len;
+			memcpy(b->arena + b->arena_len, row[c].p, row[c].len);
+		row[c].p = b->arena + b->arena_len;
+		b->arena_len += row[c].len;
 	}
 }
 
 static int sq_insert(struct store *s, struct store_type *t, uint64_t host_id,
 		     const struct decode_event *ev, int64_t ts_wall)
 {
-	struct sq_val *row = t->vals + (size_t)t->rows * t->ncols;	/* scratch */
+	struct sq_val *row = t->scratch;
+	struct sq_batch *b;
 	size_t bytes = 0;
 	int ret;
 
@@ -1073,16 +1461,21 @@ static int sq_insert(struct store *s, struct store_type *t, uint64_t host_id,
 	ret = sq_row_decode(s, t, row, host_id, ev, ts_wall, &bytes);
 	if (ret < 0)
 		return ret;
-	if (t->rows < 2 || bytes > SQ_ARENA || sqlite3_get_autocommit(sq(s)->db)) {
-		/* alone, straight from the page; what is pending goes first */
-		ret = sq_flush(s, t);
-		return ret < 0 ? ret : sq_batch_run(s, t, t->insert, t->rows, 1);
-	}
-	if (bytes > SQ_ARENA - t->arena_len && (ret = sq_flush(s, t)) < 0)
+	if (t->rows < 2 || bytes > SQ_ARENA || !sq(s)->in_txn) {
+		/* alone, straight from the page; what is gathering goes first */
+		ret = sq_flush(s, t) ?: sq_sync(s);
+		if (ret == 0 && sq_rows_step(t, t->insert, row, 1) != SQLITE_OK)
+			ret = sq_err(s, TC_ERR_DB, "step");
 		return ret;
-	memcpy(t->vals + (size_t)t->pending * t->ncols, row, t->ncols * sizeof(*row));
-	sq_row_keep(t, t->vals + (size_t)t->pending * t->ncols);
-	if (++t->pending == t->rows)
+	}
+	if (t->cur && bytes > SQ_ARENA - t->cur->arena_len && (ret = sq_flush(s, t)) < 0)
+		return ret;
+	if (!t->cur && (ret = sq_batch_get(s, t)) < 0)
+		return ret;
+	b = t->cur;
+	memcpy(b->vals + (size_t)b->pending * t->ncols, row, t->ncols * sizeof(*row));
+	sq_row_keep(b, t->ncols, b->vals + (size_t)b->pending * t->ncols);
+	if (++b->pending == t->rows)
 		return sq_flush(s, t);
 	return 0;
 }
@@ -1807,5 +2200,6 @@ static const struct store_ops sq_ops = {
 	.stats = sq_stats,
 	.dropped = sq_dropped,
 	.retain = sq_retain,
+	.sync = sq_sync,
 	.drops = sq_drops,
 };

@@ -113,6 +113,24 @@ static int set_str(char **slot, const char *value)
 	return 0;
 }
 
+/* Make the relative path in *@slot absolute (daemon() moves to /). */
+static int abs_path(char **slot)
+{
+	char cwd[4096], *p;
+
+	if (!*slot || **slot == '/')
+		return 0;
+	if (!getcwd(cwd, sizeof(cwd)))
+		return -errno;
+	p = malloc(strlen(cwd) + strlen(*slot) + 2);
+	if (!p)
+		return -ENOMEM;
+	sprintf(p, "%s/%s", cwd, *slot);
+	free(*slot);
+	*slot = p;
+	return 0;
+}
+
 /* "90", "90s", "30m", "12h", "7d" -> ns */
 static int parse_age(const char *v, int64_t *out)
 {
@@ -470,6 +488,23 @@ static int run(struct settings *s)
 		log_err("TLS setup: %s", err);
 		goto out;
 	}
+	/*
+	 * Before anything starts a thread (the store's writer and
+	 * checkpointer, queries, ingest): only the forking thread lives on
+	 * in the child.
+	 */
+	if (!s->foreground && ((ret = abs_path(&s->db)) < 0 ||
+			       (ret = abs_path(&s->ready_file)) < 0)) {
+		log_err("paths: %s", tc_strerror(ret));
+		goto out;
+	}
+	if (!s->foreground && daemon(0, 0) < 0) {
+		ret = -errno;
+		log_err("daemon: %s", strerror(errno));
+		goto out;
+	}
+	if (!s->foreground)
+		log_init("tracecollectd", s->verbose ? LOGL_DEBUG : LOGL_INFO, true);
 	ret = store_open(s->db, &col.store);
 	if (ret < 0) {
 		log_err("database %s: %s", s->db, tc_strerror(ret));
@@ -484,13 +519,6 @@ static int run(struct settings *s)
 	if (ret < 0)
 		goto out;
 	ingest_set_filters(&col, s->filters);
-	if (!s->foreground && daemon(0, 0) < 0) {
-		ret = -errno;
-		log_err("daemon: %s", strerror(errno));
-		goto out;
-	}
-	if (!s->foreground)
-		log_init("tracecollectd", s->verbose ? LOGL_DEBUG : LOGL_INFO, true);
 	sigs[0] = evsignal_new(col.base, SIGINT, stop_cb, &col);
 	sigs[1] = evsignal_new(col.base, SIGTERM, stop_cb, &col);
 	sigs[2] = evsignal_new(col.base, SIGHUP, hup_cb, &hup);

@@ -11,10 +11,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sqlite3.h>
+
 #include "common/tc_error.h"
 #include "server/decode.h"
 #include "server/store.h"
 #include "tests/data/capture_load.h"
+
+#define TC_STR_(x) #x
+#define TC_STR(x) TC_STR_(x)
 
 #define CLOCK_OFFSET 1000000000000000000ll	/* wall = trace + this */
 #define MAX_EVENTS 4096
@@ -464,6 +469,83 @@ START_TEST(test_batches)
 }
 END_TEST
 
+/*
+ * Batches go in on the store's writer thread. An INSERT that fails there
+ * (here: a trigger another connection added) fails the calls after it and
+ * the commit, which rolls the whole transaction back; the next one works.
+ * More rows than the writer takes at a time, so the caller waits for it.
+ */
+#define FAIL_ROWS	5000
+#define FAIL_SEQ	2500
+
+struct try_insert {
+	struct store_type *sty;
+	int failed;
+};
+
+static int try_insert_cb(void *ctx, const struct decode_event *ev)
+{
+	struct try_insert *t = ctx;
+
+	if (store_insert(st, t->sty, host, ev, (int64_t)ev->ts + CLOCK_OFFSET) < 0)
+		t->failed++;
+	return 0;
+}
+
+static int try_pages(struct decoder *d, uint8_t *page, struct try_insert *t, int n)
+{
+	for (int seq = 0; seq < n; seq++) {
+		big_page(page, seq % BIG_ROWS == 150 ? 151 : seq);
+		ck_ok(decoder_page(d, 0, page, BIG_PAGE, try_insert_cb, t, NULL));
+	}
+	return t->failed;
+}
+
+START_TEST(test_writer_failure)
+{
+	struct proto_hello hello = cap.hello;
+	const struct decode_type *t;
+	struct try_insert ti = { 0 };
+	struct store_schema *sc;
+	struct decoder *d2;
+	uint8_t *page = malloc(BIG_PAGE);
+	uint64_t count = 1;
+	sqlite3 *db;
+
+	ck_assert_ptr_nonnull(page);
+	hello.page_size = BIG_PAGE;
+	ck_assert_int_eq(decoder_new(&hello, &d2), 0);
+	ck_assert_int_eq(decoder_format(d2, "tc", "tc_big", BIG_FORMAT, strlen(BIG_FORMAT), &t),
+			 0);
+	ck_ok(store_type(st, t, BIG_FORMAT, &ti.sty));
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	ck_assert_int_eq(sqlite3_exec(db, "CREATE TRIGGER tc_fail BEFORE INSERT ON ev_tc_tc_big"
+				      " WHEN NEW.seq = " TC_STR(FAIL_SEQ) " BEGIN"
+				      " SELECT RAISE(ABORT, 'boom'); END", NULL, NULL, NULL),
+			 SQLITE_OK);
+	ck_ok(store_begin(st));
+	try_pages(d2, page, &ti, FAIL_ROWS);
+	ck_assert_int_lt(store_commit(st), 0);
+	ck_assert_ptr_nonnull(strstr(store_errmsg(st), "boom"));
+	sc = schema(st, "tc", "tc_big");
+	ck_ok(store_count(st, sc, NULL, NULL, 0, &count));
+	ck_assert_uint_eq(count, 0);
+
+	ck_assert_int_eq(sqlite3_exec(db, "DROP TRIGGER tc_fail", NULL, NULL, NULL), SQLITE_OK);
+	ti.failed = 0;
+	ck_ok(store_begin(st));
+	ck_assert_int_eq(try_pages(d2, page, &ti, FAIL_ROWS), 0);
+	ck_ok(store_commit(st));
+	ck_ok(store_count(st, sc, NULL, NULL, 0, &count));
+	ck_assert_uint_eq(count, FAIL_ROWS);
+	store_schema_free(sc);
+	sqlite3_close(db);
+	decoder_free(d2);
+	free(page);
+}
+END_TEST
+
 START_TEST(test_reopen)
 {
 	struct store *ro, *rw;
@@ -793,6 +875,7 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_list);
 	tcase_add_test(tc, test_retention);
 	tcase_add_test(tc, test_batches);
+	tcase_add_test(tc, test_writer_failure);
 	suite_add_tcase(s, tc);
 	return s;
 }
