@@ -138,6 +138,19 @@ int dedup_flush(struct dedup *d, struct store *st)
 	return ret;
 }
 
+int dedup_reload(struct dedup *list, struct store *st)
+{
+	int ret = 0;
+
+	for (struct dedup *d = list; d && ret == 0; d = d->next) {
+		ret = store_stream_marks(st, d->host_id, d->boot_id, d->session,
+					 d->high, d->nstreams);
+		memset(d->dirty, 0, d->nstreams * sizeof(*d->dirty));
+		d->any_dirty = false;
+	}
+	return ret;
+}
+
 uint64_t dedup_high(const struct dedup *d, uint32_t stream)
 {
 	return stream < d->nstreams ? d->high[stream] : 0;

@@ -61,6 +61,14 @@ int dedup_stored(struct dedup *d, uint32_t stream, uint64_t seq);
  */
 int dedup_flush(struct dedup *d, struct store *st);
 
+/*
+ * dedup_reload - after a transaction was rolled back, read every session's
+ * marks in @list back from @st, forgetting the marks raised in memory since
+ * the last commit: the pages behind them are not stored and must be taken
+ * again when their agents resend them.
+ */
+int dedup_reload(struct dedup *list, struct store *st);
+
 /* dedup_high - the highest stored page of @stream (0: none). */
 uint64_t dedup_high(const struct dedup *d, uint32_t stream);
 

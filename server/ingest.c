@@ -40,6 +40,7 @@
 #include "common/log.h"
 #include "common/tc_error.h"
 #include "server/collector.h"
+#include "server/dedup.h"
 #include "server/filters.h"
 #include "server/sink.h"
 
@@ -227,6 +228,32 @@ static void ing_retain(struct ingest *g)
 		log_info("retention removed %llu events", (unsigned long long)removed);
 }
 
+/*
+ * The transaction was rolled back (disk full, I/O error): none of its pages
+ * is stored, yet every connection has moved past them. Forget the marks
+ * they raised and close every connection without acknowledging them; the
+ * agents reconnect and resend what was not acknowledged (program pages,
+ * which are not kept for resending, the agent counts as lost).
+ */
+static void ing_rolled_back(struct ingest *g, int err)
+{
+	struct store *st = g->col->store;
+	int ret;
+
+	log_err("commit failed: %s (%s); closing every agent connection so "
+		"that the agents send the pages of this transaction again",
+		tc_strerror(err), store_errmsg(st));
+	store_rollback(st);	/* if a flush failed before the commit */
+	ret = dedup_reload(g->sessions, st);
+	if (ret < 0)
+		log_err("re-reading the stored page marks: %s (%s); pages sent "
+			"again may be refused as duplicates", tc_strerror(ret),
+			store_errmsg(st));
+	for (struct sink *s = g->sinks; s; s = s->next)
+		if (!s->failed)
+			ing_fail(g, s, err, "commit failed");
+}
+
 /* Flush counters, apply retention, commit; tell the loop what is on disk. */
 static void ing_commit(struct ingest *g)
 {
@@ -245,7 +272,7 @@ static void ing_commit(struct ingest *g)
 	ret = ret ?: store_commit(st);
 	g->txn_open = false;
 	if (ret < 0) {
-		log_err("commit failed: %s (%s)", tc_strerror(ret), store_errmsg(st));
+		ing_rolled_back(g, ret);
 		return;
 	}
 	pthread_mutex_lock(&g->lock);

@@ -111,6 +111,13 @@ int store_commit(struct store *s)
 	return ret < 0 ? ret : s->ops->commit(s);
 }
 
+int store_rollback(struct store *s)
+{
+	int ret = store_rw(s);
+
+	return ret < 0 ? ret : s->ops->rollback(s);
+}
+
 int store_insert(struct store *s, struct store_type *t, uint64_t host_id,
 		 const struct decode_event *ev, int64_t ts_wall)
 {

@@ -92,9 +92,14 @@ int store_host_clock(struct store *s, uint64_t host_id, int64_t offset_ns);
 int store_type(struct store *s, const struct decode_type *t, const char *format_text,
 	       struct store_type **out);
 
-/* store_begin, store_commit - bracket a batch of inserts in one transaction. */
+/*
+ * store_begin, store_commit - bracket a batch of inserts in one transaction;
+ * a failed commit rolls it back. store_rollback - drop the open transaction
+ * (nothing of it is stored); 0 also when none is open.
+ */
 int store_begin(struct store *s);
 int store_commit(struct store *s);
+int store_rollback(struct store *s);
 
 /*
  * store_insert - insert @ev (from a decoder_page() callback) into @t's table

@@ -25,6 +25,7 @@ struct store_ops {
 		    struct store_type **out);
 	int (*begin)(struct store *s);
 	int (*commit)(struct store *s);
+	int (*rollback)(struct store *s);
 	int (*insert)(struct store *s, struct store_type *t, uint64_t host_id,
 		      const struct decode_event *ev, int64_t ts_wall);
 	int (*cpu_received)(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,

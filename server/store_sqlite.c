@@ -769,6 +769,9 @@ static void sq_rollback(struct store *s)
 {
 	struct sq_store *q = sq(s);
 
+	for (struct store_type *t = q->types; t; t = t->next)
+		if (t->cur)	/* rows gathered, not yet inserted: theirs too */
+			t->cur->pending = t->cur->arena_len = 0;
 	if (!sqlite3_get_autocommit(q->db))
 		sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
 	pthread_mutex_lock(&q->lock);
@@ -790,6 +793,13 @@ static int sq_begin(struct store *s)
 	ret = sq_exec(s, "BEGIN");
 	sq(s)->in_txn = ret == 0;
 	return ret;
+}
+
+static int sq_abort(struct store *s)
+{
+	sq_sync(s);		/* the writer thread is done with the batch */
+	sq_rollback(s);
+	return 0;
 }
 
 /* On failure the transaction is rolled back. */
@@ -2183,6 +2193,7 @@ static const struct store_ops sq_ops = {
 	.type = sq_type,
 	.begin = sq_begin,
 	.commit = sq_commit,
+	.rollback = sq_abort,
 	.insert = sq_insert,
 	.cpu_received = sq_cpu_received,
 	.cpu_stats = sq_cpu_stats,
