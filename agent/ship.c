@@ -688,6 +688,11 @@ int ship_page(struct ship *s, uint16_t cpu, uint64_t seq, uint8_t flags,
 	return ret < 0 || !len ? ret : ship_write(s, page, len);
 }
 
+int ship_frames(struct ship *s, const void *frames, size_t len)
+{
+	return ship_write(s, frames, len);
+}
+
 /* Splice @len bytes from the pipe @pipe_fd into the socket. */
 static int splice_out(struct ship *s, int pipe_fd, size_t len)
 {
