@@ -44,6 +44,7 @@
 #define DEF_KEY			"/etc/tracecollect/agent.key"
 #define DEF_CA			"/etc/tracecollect/ca.crt"
 #define DEF_FLUSH_MS		1000
+#define DEF_SUBBUF_KB		64	/* see --subbuf-kb in help() */
 #define PERIODIC_MS		10000	/* clock, cmdlines, cpu stats */
 #define USER_SCAN_MS		250	/* look for new traced programs */
 #define USER_POLL_MS		10	/* drain programs' rings while attached */
@@ -71,6 +72,7 @@ struct opts {
 	const char *name;		/* NULL: gethostname() */
 	size_t buffer_kb;		/* 0: the kernel's default */
 	size_t subbuf_kb;		/* 0: the kernel's default */
+	bool subbuf_set;		/* given: failing to set it is an error */
 	int flush_ms;
 	enum log_level level;
 	const char *spool_dir;
@@ -168,10 +170,11 @@ static void help(void)
 "      --name HOSTNAME      host name to report (default: gethostname())\n"
 "      --buffer-kb N        per-CPU ring buffer size in KiB (default: the\n"
 "                           kernel's default for a new instance)\n"
-"      --subbuf-kb N        ring-buffer page (sub-buffer) size in KiB,\n"
-"                           a power of two; bigger pages cost less per\n"
-"                           event to read and ship (default: the\n"
-"                           kernel's, one memory page; Linux >= 6.8)\n"
+"      --subbuf-kb N        ring-buffer page (sub-buffer) size in KiB, a\n"
+"                           power of two, or 0 for the kernel's default\n"
+"                           (one memory page); bigger pages cost less per\n"
+"                           event to read and ship (default %d where the\n"
+"                           kernel can change it, Linux >= 6.8)\n"
 "      --flush-ms N         ship partly filled pages at least every N ms\n"
 "                           (default %d)\n"
 "      --spool-dir DIR      where pages not yet acknowledged by the collector\n"
@@ -233,8 +236,8 @@ static void help(void)
 "it already stored). Exit status: 0 success, 1 runtime failure (also when\n"
 "pages could not be delivered by the end), 2 usage error. SIGUSR1 triggers\n"
 "a snapshot of every flight-recorder program buffer.\n",
-	DEF_FLUSH_MS, DEF_SPOOL_MEM_MB, DEF_SPOOL_DISK_MB, DEF_ACK_TIMEOUT_MS,
-	DEF_DRAIN_S);
+	DEF_SUBBUF_KB, DEF_FLUSH_MS, DEF_SPOOL_MEM_MB, DEF_SPOOL_DISK_MB,
+	DEF_ACK_TIMEOUT_MS, DEF_DRAIN_S);
 }
 
 static int usage_error(const char *fmt, ...)
@@ -385,10 +388,11 @@ static int opt_number(struct opts *o, int c, const char *arg)
 		o->buffer_kb = (size_t)v;
 		return 0;
 	case OPT_SUBBUF_KB:
-		if (!parse_num(arg, 1, 1024, &v) || (v & (v - 1)))
-			return usage_error("--subbuf-kb wants a power of two "
-					   "in 1..1024, not '%s'", arg);
+		if (!parse_num(arg, 0, 1024, &v) || (v & (v - 1)))
+			return usage_error("--subbuf-kb wants 0 or a power of "
+					   "two up to 1024, not '%s'", arg);
 		o->subbuf_kb = (size_t)v;
+		o->subbuf_set = true;
 		return 0;
 	case OPT_FLUSH_MS:
 		if (!parse_num(arg, 1, 3600000, &v))
@@ -485,6 +489,7 @@ static void opts_defaults(struct opts *o)
 	o->tls.key = DEF_KEY;
 	o->tls.ca = DEF_CA;
 	o->flush_ms = DEF_FLUSH_MS;
+	o->subbuf_kb = DEF_SUBBUF_KB;
 	o->level = LOGL_INFO;
 	o->spool_dir = DEF_SPOOL_DIR;
 	o->spool_mem_mb = DEF_SPOOL_MEM_MB;
@@ -576,6 +581,18 @@ static int setup_ftrace(struct agent *a)
 	return ret < 0 ? fail(a, ret, "out of memory") : 0;
 }
 
+/* The sub-buffer size; the default only where the kernel takes it. */
+static int set_subbuf(struct agent *a, char *why, size_t len)
+{
+	int ret = tracing_set_subbuf(a->t, a->o.subbuf_kb, why, len);
+
+	if (ret == 0 || a->o.subbuf_set)
+		return ret;
+	if (ret != -EOPNOTSUPP)
+		log_warn("%s; keeping the kernel's", why);
+	return 0;
+}
+
 /* Create the instance and enable the requested events. */
 static int setup_tracing(struct agent *a)
 {
@@ -586,7 +603,7 @@ static int setup_tracing(struct agent *a)
 	ret = tracing_open(a->o.instance, a->o.buffer_kb, &a->t, why,
 			   sizeof(why));
 	if (ret == 0 && a->o.subbuf_kb)
-		ret = tracing_set_subbuf(a->t, a->o.subbuf_kb, why, sizeof(why));
+		ret = set_subbuf(a, why, sizeof(why));
 	if (ret < 0)
 		return fail(a, ret, "%s", why);
 	for (i = 0; i < a->o.nevents; i++) {
