@@ -320,8 +320,7 @@ static int ktls_check(struct ship *s)
 		log_info("kernel TLS is on: pages are spliced into the socket");
 	else if (!told)
 		log_info("kernel TLS is not available (no CONFIG_TLS / tls "
-			 "module): OpenSSL encrypts in user space from the "
-			 "mapped pages");
+			 "module): OpenSSL encrypts in user space");
 	told = true;
 	return s->ktls ? 0 : wbuf_insert(s);
 }
