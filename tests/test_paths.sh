@@ -69,8 +69,11 @@ inst_t="tc-paths-$$-t" inst_p="tc-paths-$$-p"
 	--duration 120 --no-user --instance "$inst_t" --spool-disk-mb 0 \
 	> "$tmp/agent_t.out" 2> "$tmp/agent_t.err" &
 agent_t=$!
+# The plain agent on 4 KiB pages: the workload fills many of them, so full
+# pages are spliced for sure (it would fill only about one of the TLS
+# agent's default 64 KiB pages per CPU).
 "$top_builddir/traceagent" --connect "$listen_plain" --insecure-plain "${events[@]}" \
-	--duration 120 --no-user --instance "$inst_p" --spool-disk-mb 0 \
+	--duration 120 --no-user --instance "$inst_p" --spool-disk-mb 0 --subbuf-kb 4 \
 	> "$tmp/agent_p.out" 2> "$tmp/agent_p.err" &
 agent_p=$!
 for _ in $(seq 100); do
