@@ -110,6 +110,12 @@ int spool_open(int nstreams, size_t mem_bytes, const char *dir,
 	return 0;
 }
 
+/* Whether a page of @len bytes kept in memory goes into a slot. */
+static bool in_slot(const struct spool_pool *pl, size_t len)
+{
+	return pl->payload && len <= pl->payload;
+}
+
 /* Put @n slots of @chunk on the free list. */
 static void pool_carve(struct spool_pool *pl, uint8_t *chunk, size_t n)
 {
@@ -150,7 +156,7 @@ static struct spool_ent *ent_alloc(struct spool_pool *pl, size_t len,
 {
 	struct spool_ent *e;
 
-	if (!in_mem || len > pl->payload)
+	if (!in_mem || !in_slot(pl, len))
 		return calloc(1, sizeof(*e));
 	if (!pl->free && pool_grow(pl) < 0)
 		return NULL;
@@ -177,6 +183,13 @@ static void pool_trim(struct spool_pool *pl)
 		pool_carve(pl, pl->chunks[i], SPOOL_CHUNK / pl->slot);
 }
 
+/* Memory @e takes against the limit: a whole slot, however little of it
+ * the page fills, so that small pages cannot exceed the limit many times. */
+static size_t ent_mem(const struct spool *sp, const struct spool_ent *e)
+{
+	return e->slot ? sp->pool.payload : e->len;
+}
+
 /* Give @e back: its slot, or its allocations. */
 static void ent_release(struct spool *sp, struct spool_ent *e)
 {
@@ -199,8 +212,8 @@ static void ent_free(struct spool *sp, struct spool_stream *ss,
 		ss->on_disk--;
 		ss->c.disk_bytes -= e->len;
 	} else {
-		sp->mem_used -= e->len;
-		ss->c.mem_bytes -= e->len;
+		sp->mem_used -= ent_mem(sp, e);
+		ss->c.mem_bytes -= ent_mem(sp, e);
 	}
 	ss->c.pages--;
 	ent_release(sp, e);
@@ -310,8 +323,8 @@ static int ent_to_mem(struct spool *sp, struct spool_stream *ss,
 		memcpy(e->data, pt->head, pt->head_len);
 	if (e->len > pt->head_len)
 		memcpy(e->data + pt->head_len, pt->data, e->len - pt->head_len);
-	sp->mem_used += e->len;
-	ss->c.mem_bytes += e->len;
+	sp->mem_used += ent_mem(sp, e);
+	ss->c.mem_bytes += ent_mem(sp, e);
 	return 0;
 }
 
@@ -319,7 +332,9 @@ static int ent_to_mem(struct spool *sp, struct spool_stream *ss,
  * the file, then in memory again (see spool.h). */
 static bool goes_to_mem(const struct spool *sp, size_t len)
 {
-	return sp->mem_used + len <= sp->mem_max || sp->disk_failed ||
+	size_t mem = in_slot(&sp->pool, len) ? sp->pool.payload : len;
+
+	return sp->mem_used + mem <= sp->mem_max || sp->disk_failed ||
 	       sp->disk_used + len > sp->disk_max;
 }
 
@@ -423,7 +438,7 @@ uint8_t *spool_reserve(struct spool *sp, size_t len)
 {
 	struct spool_pool *pl = &sp->pool;
 
-	if (len > pl->payload || !goes_to_mem(sp, len))
+	if (!in_slot(pl, len) || !goes_to_mem(sp, len))
 		return NULL;
 	if (!pl->free && pool_grow(pl) < 0)
 		return NULL;
@@ -445,8 +460,8 @@ int spool_commit(struct spool *sp, uint16_t stream, uint64_t seq,
 	e->events = events;
 	e->flags = flags;
 	e->sent = sent;
-	sp->mem_used += len;
-	ss->c.mem_bytes += len;
+	sp->mem_used += ent_mem(sp, e);
+	ss->c.mem_bytes += ent_mem(sp, e);
 	stream_append(ss, e);
 	return 0;
 }
