@@ -72,7 +72,7 @@ struct opts {
 	const char *name;		/* NULL: gethostname() */
 	size_t buffer_kb;		/* 0: the kernel's default */
 	size_t subbuf_kb;		/* 0: the kernel's default */
-	bool subbuf_set;		/* given: failing to set it is an error */
+	bool subbuf_set;		/* given: failing to set it fails */
 	int flush_ms;
 	enum log_level level;
 	const char *spool_dir;
@@ -97,7 +97,7 @@ struct agent {
 	struct reader *r;
 	struct ship *s;			/* NULL while disconnected */
 	struct spool *sp;		/* pages not acknowledged yet */
-	uint8_t *room;			/* spool room a page is read into */
+	uint8_t *room;			/* spool room read(2) fills */
 	struct ubuf *u;			/* programs' rings; NULL with --no-user */
 	struct ubuf_ops uops;
 	int64_t user_scan, user_flush;	/* next times, ms */
@@ -304,7 +304,8 @@ static int add_event(struct opts *o, const char *spec)
 }
 
 enum { OPT_CERT = 256, OPT_KEY, OPT_CA, OPT_INSTANCE, OPT_NAME,
-       OPT_BUFFER_KB, OPT_SUBBUF_KB, OPT_FLUSH_MS, OPT_SPOOL_DIR, OPT_SPOOL_MEM_MB,
+       OPT_BUFFER_KB, OPT_SUBBUF_KB, OPT_FLUSH_MS, OPT_SPOOL_DIR,
+       OPT_SPOOL_MEM_MB,
        OPT_SPOOL_DISK_MB, OPT_ACK_TIMEOUT_MS, OPT_DRAIN_S, OPT_READ_MODE,
        OPT_USER_DIR, OPT_NO_USER, OPT_FTRACE_FILTER, OPT_EXEC, OPT_INSECURE_PLAIN };
 
@@ -472,8 +473,9 @@ static int opt_one(struct opts *o, int c, const char *arg)
 	case 'h': help(); return -1;
 	case 'V': printf(PROG " (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
 		return -1;
-	case 'd': case OPT_BUFFER_KB: case OPT_SUBBUF_KB: case OPT_FLUSH_MS: case OPT_SPOOL_MEM_MB:
-	case OPT_SPOOL_DISK_MB: case OPT_ACK_TIMEOUT_MS: case OPT_DRAIN_S:
+	case 'd': case OPT_BUFFER_KB: case OPT_SUBBUF_KB: case OPT_FLUSH_MS:
+	case OPT_SPOOL_MEM_MB: case OPT_SPOOL_DISK_MB: case OPT_ACK_TIMEOUT_MS:
+	case OPT_DRAIN_S:
 		return opt_number(o, c, arg);
 	default:
 		fprintf(stderr, "Try '" PROG " --help' for more information.\n");
@@ -964,7 +966,8 @@ static int on_page(void *arg, const struct reader_page *p)
 		a->ack_progress = now_ms();
 	if (in_place)
 		ret = spool_commit(a->sp, (uint16_t)p->cpu, p->seq, flags,
-				   p->events, a->room, (size_t)n + p->len, sent);
+				   p->events, a->room, (size_t)n + p->len,
+				   sent);
 	else
 		ret = spool_add2(a->sp, (uint16_t)p->cpu, p->seq, flags,
 				 p->events, pre, (size_t)n, p->data, p->len,

@@ -88,7 +88,7 @@ struct reader {
 	int nmapped;
 	uint32_t page_size;
 	uint8_t *buf;			/* page_size + READER_SLACK */
-	reader_buf_fn buf_fn;		/* where read(2) puts a page, or NULL */
+	reader_buf_fn buf_fn;		/* where read(2) puts pages, or NULL */
 	void *buf_arg;
 	struct reader_cpu *cpus;
 	struct pollfd *pfds;
@@ -583,7 +583,8 @@ static int read_cpu_read(struct reader *r, int cpu, int max, bool flush,
 	uint8_t *buf;
 
 	for (n = 0; n < max; n++) {
-		buf = r->buf_fn ? r->buf_fn(r->buf_arg, cpu, r->page_size) : NULL;
+		buf = r->buf_fn ? r->buf_fn(r->buf_arg, cpu, r->page_size) :
+				  NULL;
 		if (!buf)
 			buf = r->buf;
 		errno = 0;

@@ -47,8 +47,9 @@ struct tracefs_instance;
  * One page for the wire: @head_len bytes at @head followed by @len bytes at
  * @data. The read path passes the sub-buffer in @data (head_len 0) up to
  * the end of its data (len page_size on the splice path and for a page
- * that does not parse; the tail up to page_size zeroed); the mmap path passes the page header in
- * @head and the committed event bytes, in place in the mapping, in @data.
+ * that does not parse; the tail up to page_size zeroed); the mmap path
+ * passes the page header in @head and the committed event bytes, in place
+ * in the mapping, in @data.
  * A page of the mmap path that continues one shipped earlier (the writer
  * was still on it) has a header whose timestamp is that of the last event
  * shipped before, and holds only the events added since.

@@ -33,8 +33,8 @@
 #include "common/tc_error.h"
 #include "agent/spool.h"
 
-#define SPOOL_CHUNK		(2u << 20)	/* slots are mapped this many at a time */
-#define SPOOL_KEEP_CHUNKS	4		/* kept mapped while the spool is empty */
+#define SPOOL_CHUNK		(2u << 20)	/* slots are mapped in these */
+#define SPOOL_KEEP_CHUNKS	4		/* kept while the spool is empty */
 
 struct spool_ent {
 	struct spool_ent *next;
