@@ -44,6 +44,7 @@
 #define DEF_KEY			"/etc/tracecollect/agent.key"
 #define DEF_CA			"/etc/tracecollect/ca.crt"
 #define DEF_FLUSH_MS		1000
+#define DEF_SUBBUF_KB		64	/* see --subbuf-kb in help() */
 #define PERIODIC_MS		10000	/* clock, cmdlines, cpu stats */
 #define USER_SCAN_MS		250	/* look for new traced programs */
 #define USER_POLL_MS		10	/* drain programs' rings while attached */
@@ -70,6 +71,8 @@ struct opts {
 	char instance[128];
 	const char *name;		/* NULL: gethostname() */
 	size_t buffer_kb;		/* 0: the kernel's default */
+	size_t subbuf_kb;		/* 0: the kernel's default */
+	bool subbuf_set;		/* given: failing to set it fails */
 	int flush_ms;
 	enum log_level level;
 	const char *spool_dir;
@@ -94,6 +97,7 @@ struct agent {
 	struct reader *r;
 	struct ship *s;			/* NULL while disconnected */
 	struct spool *sp;		/* pages not acknowledged yet */
+	uint8_t *room;			/* spool room read(2) fills */
 	struct ubuf *u;			/* programs' rings; NULL with --no-user */
 	struct ubuf_ops uops;
 	int64_t user_scan, user_flush;	/* next times, ms */
@@ -166,6 +170,11 @@ static void help(void)
 "      --name HOSTNAME      host name to report (default: gethostname())\n"
 "      --buffer-kb N        per-CPU ring buffer size in KiB (default: the\n"
 "                           kernel's default for a new instance)\n"
+"      --subbuf-kb N        ring-buffer page (sub-buffer) size in KiB, a\n"
+"                           power of two, or 0 for the kernel's default\n"
+"                           (one memory page); bigger pages cost less per\n"
+"                           event to read and ship (default %d where the\n"
+"                           kernel can change it, Linux >= 6.8)\n"
 "      --flush-ms N         ship partly filled pages at least every N ms\n"
 "                           (default %d)\n"
 "      --spool-dir DIR      where pages not yet acknowledged by the collector\n"
@@ -182,13 +191,14 @@ static void help(void)
 "                           N ms (default %d)\n"
 "      --drain-timeout S    at the end, keep trying S seconds to deliver\n"
 "                           what is left (default %d)\n"
-"      --read-mode MODE     how pages leave the kernel: mmap (map the ring\n"
-"                           buffer; TLS encrypts straight from it; Linux\n"
-"                           >= 6.10), read (read(2), one copy), splice\n"
-"                           (full pages spliced into the socket when the\n"
-"                           kernel does TLS or with --insecure-plain), or\n"
-"                           auto: splice when the socket allows it, else\n"
-"                           mmap where possible, else read (default)\n"
+"      --read-mode MODE     how pages leave the kernel: read (read(2)\n"
+"                           straight into the spool of pages kept until\n"
+"                           acknowledged: one copy), mmap (map the ring\n"
+"                           buffer, copy pages into the spool; Linux >=\n"
+"                           6.10), splice (full pages\n"
+"                           spliced into the socket when the kernel does\n"
+"                           TLS or with --insecure-plain), or auto: splice\n"
+"                           when the socket allows it, else read (default)\n"
 "      --insecure-plain     TESTING ONLY: plain TCP, no TLS: nothing is\n"
 "                           authenticated or encrypted; HOST must be a\n"
 "                           loopback address and the collector must run\n"
@@ -226,8 +236,8 @@ static void help(void)
 "it already stored). Exit status: 0 success, 1 runtime failure (also when\n"
 "pages could not be delivered by the end), 2 usage error. SIGUSR1 triggers\n"
 "a snapshot of every flight-recorder program buffer.\n",
-	DEF_FLUSH_MS, DEF_SPOOL_MEM_MB, DEF_SPOOL_DISK_MB, DEF_ACK_TIMEOUT_MS,
-	DEF_DRAIN_S);
+	DEF_SUBBUF_KB, DEF_FLUSH_MS, DEF_SPOOL_MEM_MB, DEF_SPOOL_DISK_MB,
+	DEF_ACK_TIMEOUT_MS, DEF_DRAIN_S);
 }
 
 static int usage_error(const char *fmt, ...)
@@ -294,7 +304,8 @@ static int add_event(struct opts *o, const char *spec)
 }
 
 enum { OPT_CERT = 256, OPT_KEY, OPT_CA, OPT_INSTANCE, OPT_NAME,
-       OPT_BUFFER_KB, OPT_FLUSH_MS, OPT_SPOOL_DIR, OPT_SPOOL_MEM_MB,
+       OPT_BUFFER_KB, OPT_SUBBUF_KB, OPT_FLUSH_MS, OPT_SPOOL_DIR,
+       OPT_SPOOL_MEM_MB,
        OPT_SPOOL_DISK_MB, OPT_ACK_TIMEOUT_MS, OPT_DRAIN_S, OPT_READ_MODE,
        OPT_USER_DIR, OPT_NO_USER, OPT_FTRACE_FILTER, OPT_EXEC, OPT_INSECURE_PLAIN };
 
@@ -308,6 +319,7 @@ static const struct option long_opts[] = {
 	{ "instance", required_argument, NULL, OPT_INSTANCE },
 	{ "name", required_argument, NULL, OPT_NAME },
 	{ "buffer-kb", required_argument, NULL, OPT_BUFFER_KB },
+	{ "subbuf-kb", required_argument, NULL, OPT_SUBBUF_KB },
 	{ "flush-ms", required_argument, NULL, OPT_FLUSH_MS },
 	{ "spool-dir", required_argument, NULL, OPT_SPOOL_DIR },
 	{ "spool-mem-mb", required_argument, NULL, OPT_SPOOL_MEM_MB },
@@ -375,6 +387,13 @@ static int opt_number(struct opts *o, int c, const char *arg)
 			return usage_error("--buffer-kb wants a size in KiB "
 					   ">= 1, not '%s'", arg);
 		o->buffer_kb = (size_t)v;
+		return 0;
+	case OPT_SUBBUF_KB:
+		if (!parse_num(arg, 0, 1024, &v) || (v & (v - 1)))
+			return usage_error("--subbuf-kb wants 0 or a power of "
+					   "two up to 1024, not '%s'", arg);
+		o->subbuf_kb = (size_t)v;
+		o->subbuf_set = true;
 		return 0;
 	case OPT_FLUSH_MS:
 		if (!parse_num(arg, 1, 3600000, &v))
@@ -454,8 +473,9 @@ static int opt_one(struct opts *o, int c, const char *arg)
 	case 'h': help(); return -1;
 	case 'V': printf(PROG " (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
 		return -1;
-	case 'd': case OPT_BUFFER_KB: case OPT_FLUSH_MS: case OPT_SPOOL_MEM_MB:
-	case OPT_SPOOL_DISK_MB: case OPT_ACK_TIMEOUT_MS: case OPT_DRAIN_S:
+	case 'd': case OPT_BUFFER_KB: case OPT_SUBBUF_KB: case OPT_FLUSH_MS:
+	case OPT_SPOOL_MEM_MB: case OPT_SPOOL_DISK_MB: case OPT_ACK_TIMEOUT_MS:
+	case OPT_DRAIN_S:
 		return opt_number(o, c, arg);
 	default:
 		fprintf(stderr, "Try '" PROG " --help' for more information.\n");
@@ -471,6 +491,7 @@ static void opts_defaults(struct opts *o)
 	o->tls.key = DEF_KEY;
 	o->tls.ca = DEF_CA;
 	o->flush_ms = DEF_FLUSH_MS;
+	o->subbuf_kb = DEF_SUBBUF_KB;
 	o->level = LOGL_INFO;
 	o->spool_dir = DEF_SPOOL_DIR;
 	o->spool_mem_mb = DEF_SPOOL_MEM_MB;
@@ -562,6 +583,18 @@ static int setup_ftrace(struct agent *a)
 	return ret < 0 ? fail(a, ret, "out of memory") : 0;
 }
 
+/* The sub-buffer size; the default only where the kernel takes it. */
+static int set_subbuf(struct agent *a, char *why, size_t len)
+{
+	int ret = tracing_set_subbuf(a->t, a->o.subbuf_kb, why, len);
+
+	if (ret == 0 || a->o.subbuf_set)
+		return ret;
+	if (ret != -EOPNOTSUPP)
+		log_warn("%s; keeping the kernel's", why);
+	return 0;
+}
+
 /* Create the instance and enable the requested events. */
 static int setup_tracing(struct agent *a)
 {
@@ -571,6 +604,8 @@ static int setup_tracing(struct agent *a)
 
 	ret = tracing_open(a->o.instance, a->o.buffer_kb, &a->t, why,
 			   sizeof(why));
+	if (ret == 0 && a->o.subbuf_kb)
+		ret = set_subbuf(a, why, sizeof(why));
 	if (ret < 0)
 		return fail(a, ret, "%s", why);
 	for (i = 0; i < a->o.nevents; i++) {
@@ -781,12 +816,12 @@ static void on_ack(void *arg, uint32_t stream, uint64_t seq)
 	a->ack_progress = now_ms();
 }
 
+/* Spooled pages are whole page frames (on_page()): sent as they are. */
 static int resend_one(void *arg, const struct spool_page *p)
 {
 	struct agent *a = arg;
 
-	return ship_page(a->s, p->stream, p->seq, p->flags, NULL, 0, p->data,
-			 p->len);
+	return ship_frames(a->s, p->data, p->len);
 }
 
 /* Connect, HELLO, formats, then every page not acknowledged yet. */
@@ -838,65 +873,109 @@ static void reconnect(struct agent *a)
 	send_periodic(a);
 }
 
-/* Pages that waited in the spool because the socket was full; while
- * streaming only as much as goes out without waiting (@block false). */
+/* Pages waiting in the spool, sent from there; while streaming only as
+ * much as goes out without waiting (pending_block false). */
 static int pending_one(void *arg, const struct spool_page *p)
 {
 	struct agent *a = arg;
 
-	if (!a->pending_block && ship_would_block(a->s, FRAME_HDR_SIZE + p->len))
+	if (!a->pending_block && ship_would_block(a->s, p->len))
 		return 1;
-	return ship_page(a->s, p->stream, p->seq, p->flags, NULL, 0, p->data,
-			 p->len);
+	return ship_frames(a->s, p->data, p->len);
 }
 
-static void send_pending(struct agent *a, bool block)
+/* Send the unsent pages of @stream (-1: all) that the socket takes. */
+static void send_pending(struct agent *a, int stream)
 {
 	int ret;
 
-	if (!a->s || !spool_pending(a->sp, -1))
+	if (!a->s || !spool_pending(a->sp, stream))
 		return;
-	a->pending_block = block;
-	ret = spool_send_pending(a->sp, pending_one, a);
+	ret = spool_send_pending(a->sp, stream, pending_one, a);
 	if (ret < 0)
 		conn_lost(a, ship_last_error(a->s)[0] ? ship_last_error(a->s) :
 			  tc_strerror(ret));
 }
 
-/* Whether page @p must wait in the spool: older pages of its CPU wait
- * there, or the collector is not taking data as fast as we read it. */
+/* Whether splicing page @p must wait: older pages of its CPU wait in the
+ * spool, or the collector is not taking data as fast as we read it. */
 static bool must_wait(struct agent *a, const struct reader_page *p)
 {
 	return spool_pending(a->sp, p->cpu) ||
 	       ship_would_block(a->s, FRAME_HDR_SIZE + p->head_len + p->len);
 }
 
+/* The frame header of @p followed by its page header, into @pre of
+ * FRAME_HDR_SIZE + 64 bytes. Return: bytes written or -EINVAL. */
+static int frame_prefix(const struct reader_page *p, uint8_t flags,
+			uint8_t *pre)
+{
+	struct frame_hdr h = { .type = FRAME_PAGE, .flags = flags,
+			       .stream = (uint16_t)p->cpu, .seq = p->seq,
+			       .len = (uint32_t)(p->head_len + p->len) };
+
+	if (p->head_len > 64 || p->len > FRAME_MAX_PAYLOAD - p->head_len)
+		return -EINVAL;
+	frame_hdr_pack(&h, pre);
+	if (p->head_len)
+		memcpy(pre + FRAME_HDR_SIZE, p->head, p->head_len);
+	return FRAME_HDR_SIZE + (int)p->head_len;
+}
+
+/* reader_buf_fn: read(2) puts pages straight into the spool, after room
+ * for their frame header (NULL: the reader's buffer, then copied). */
+static uint8_t *page_room(void *arg, int cpu, size_t len)
+{
+	struct agent *a = arg;
+
+	(void)cpu;
+	a->room = spool_reserve(a->sp, FRAME_HDR_SIZE + len);
+	return a->room ? a->room + FRAME_HDR_SIZE : NULL;
+}
+
+/*
+ * A page from the kernel, kept in the spool as a whole frame until the
+ * collector acknowledges it: read into it in place (page_room()) or
+ * copied there (the mmap path: the page goes back to the kernel when this
+ * returns). It is sent from there, one TLS write for the frame, when the
+ * socket takes it. On the splice path the page may go into the socket
+ * from the pipe instead; the spool copy is then only for resending.
+ */
 static int on_page(void *arg, const struct reader_page *p)
 {
 	struct agent *a = arg;
 	uint8_t flags = p->missed_events ? FRAME_F_MISSED_EVENTS : 0;
-	bool sent = false;
-	int ret;
+	uint8_t pre[FRAME_HDR_SIZE + 64];
+	bool sent = false, in_place;
+	int n, ret;
 
-	if (a->s && !a->pending_block && must_wait(a, p)) {
-		/* kept unsent below; send_pending() ships it later */
-	} else if (a->s && p->splice_fd >= 0 && ship_can_splice(a->s)) {
+	in_place = a->room && !p->head_len &&
+		   p->data == a->room + FRAME_HDR_SIZE;
+	n = frame_prefix(p, flags, in_place ? a->room : pre);
+	if (n < 0)
+		return n;
+	if (a->s && p->splice_fd >= 0 && ship_can_splice(a->s) &&
+	    (a->pending_block || !must_wait(a, p))) {
 		ret = ship_page_splice(a->s, (uint16_t)p->cpu, p->seq, flags,
 				       p->splice_fd, p->len);
-		if (ret < 0)
-			conn_lost(a, ship_last_error(a->s));
-		sent = ret == 0;
-	} else if (a->s) {
-		ret = ship_page(a->s, (uint16_t)p->cpu, p->seq, flags, p->head,
-				p->head_len, p->data, p->len);
 		if (ret < 0)
 			conn_lost(a, ship_last_error(a->s));
 		sent = ret == 0;
 	}
 	if (spool_empty(a->sp))
 		a->ack_progress = now_ms();
-	return spool_add2(a->sp, (uint16_t)p->cpu, p->seq, flags, p->events,
-			  p->head, p->head_len, p->data, p->len, sent);
+	if (in_place)
+		ret = spool_commit(a->sp, (uint16_t)p->cpu, p->seq, flags,
+				   p->events, a->room, (size_t)n + p->len,
+				   sent);
+	else
+		ret = spool_add2(a->sp, (uint16_t)p->cpu, p->seq, flags,
+				 p->events, pre, (size_t)n, p->data, p->len,
+				 sent);
+	a->room = NULL;
+	if (ret == 0 && !sent)
+		send_pending(a, p->cpu);
+	return ret;
 }
 
 /* A failed reader call: the reader's reason. */
@@ -1086,7 +1165,7 @@ static int stream(struct agent *a)
 		ret = read_some(a, next_timeout(a, end, periodic));
 		if (ret < 0)
 			return ret;
-		send_pending(a, false);
+		send_pending(a, -1);
 		check_collector(a);
 		user_step(a, false);
 		if (now_ms() >= periodic) {
@@ -1157,7 +1236,7 @@ static int finish(struct agent *a)
 
 	tracing_stop(a->t);
 	a->pending_block = true;	/* the end: nothing to read on for */
-	send_pending(a, true);
+	send_pending(a, -1);
 	ret = reader_drain(a->r, on_page, a);
 	if (ret < 0)
 		return read_failed(a, ret);
@@ -1193,6 +1272,10 @@ static int start_agent(struct agent *a)
 	ret = spool_open(tracing_ncpus(a->t), a->o.spool_mem_mb << 20,
 			 a->o.spool_dir, (uint64_t)a->o.spool_disk_mb << 20,
 			 &a->sp);
+	/* a page frame: frame header, page header, page, lost-events count */
+	if (ret == 0)
+		ret = spool_set_slot(a->sp, FRAME_HDR_SIZE + 64 +
+				     tracing_page_size(a->t));
 	if (ret < 0)
 		return fail(a, ret, "cannot set up the spool: %s",
 			    tc_strerror(ret));
@@ -1212,13 +1295,14 @@ static int run(struct agent *a)
 	if (ret < 0)
 		return ret;
 	mode = a->o.read_mode;
-	if (mode == READER_AUTO && ship_can_splice(a->s))
-		mode = READER_SPLICE;
+	if (mode == READER_AUTO)
+		mode = ship_can_splice(a->s) ? READER_SPLICE : READER_READ;
 	ret = reader_open(tracing_instance(a->t), tracing_ncpus(a->t),
 			  tracing_page_size(a->t), mode, &a->r);
 	if (ret < 0)
 		return fail(a, ret, "cannot open the ring buffers of instance "
 			    "%s: %s", tracing_name(a->t), tc_strerror(ret));
+	reader_set_buf_fn(a->r, page_room, a);
 	if (mode == READER_SPLICE)
 		log_info("splicing full pages from the ring buffers%s",
 			 ship_can_splice(a->s) ? " into the socket" :

@@ -88,7 +88,8 @@ struct reader {
 	int nmapped;
 	uint32_t page_size;
 	uint8_t *buf;			/* page_size + READER_SLACK */
-	struct kbuffer *kb;
+	reader_buf_fn buf_fn;		/* where read(2) puts pages, or NULL */
+	void *buf_arg;
 	struct reader_cpu *cpus;
 	struct pollfd *pfds;
 };
@@ -317,9 +318,7 @@ static int reader_alloc(int ncpus, uint32_t page_size, struct reader **out)
 	r->buf = calloc(1, page_size + READER_SLACK);
 	r->cpus = calloc((size_t)ncpus, sizeof(*r->cpus));
 	r->pfds = calloc((size_t)ncpus, sizeof(*r->pfds));
-	r->kb = kbuffer_alloc(KBUFFER_LSIZE_SAME_AS_HOST,
-			      KBUFFER_ENDIAN_SAME_AS_HOST);
-	if (!r->buf || !r->cpus || !r->pfds || !r->kb) {
+	if (!r->buf || !r->cpus || !r->pfds) {
 		reader_close(r);
 		return -ENOMEM;
 	}
@@ -372,7 +371,6 @@ void reader_close(struct reader *r)
 		if (r->cpus[cpu].fd >= 0)
 			close(r->cpus[cpu].fd);
 	}
-	kbuffer_free(r->kb);
 	free(r->pfds);
 	free(r->cpus);
 	free(r->buf);
@@ -399,15 +397,42 @@ static size_t pipe_discard(int fd, uint8_t *buf, size_t cap)
 	return total;
 }
 
+/* Check the page at @page (@len bytes) and count its events with the walk
+ * of the mmap path (kbuffer takes several times as long). */
+static int page_count(const uint8_t *page, size_t len, unsigned long *commit)
+{
+	uint64_t ts;
+	int ret;
+
+	ret = page_check(page, len, commit);
+	if (ret < 0)
+		return ret;
+	memcpy(&ts, page, 8);
+	return reader_walk_events(page + READER_PAGE_HDR,
+				  *commit & READER_COMMIT_LEN, &ts);
+}
+
+/* The bytes of a checked page of @size that carry data: header, events
+ * and the lost-events count when stored; the rest need not be shipped. */
+static size_t page_used(size_t size, unsigned long commit)
+{
+	size_t used = READER_PAGE_HDR + (commit & READER_COMMIT_LEN);
+
+	if (commit & READER_COMMIT_STORED)
+		used += sizeof(long);
+	return used < size ? used : size;
+}
+
 /*
- * Describe the @got bytes just read into r->buf and hand them to @fn;
- * on the splice path the same bytes wait in the pipe @splice_fd (else -1).
+ * Describe the @got bytes just read into @buf (room for a page) and hand
+ * them to @fn; on the splice path the same bytes wait in the pipe
+ * @splice_fd (else -1).
  * Return: 1 when the page was at most half full (the kernel copied out what
  * the writer had so far: this CPU has caught up), 0 otherwise, or @fn's
  * negative value.
  */
-static int page_deliver(struct reader *r, int cpu, int got, int splice_fd,
-			reader_page_fn fn, void *arg)
+static int page_deliver(struct reader *r, int cpu, uint8_t *buf, int got,
+			int splice_fd, reader_page_fn fn, void *arg)
 {
 	struct reader_cpu *rc = &r->cpus[cpu];
 	struct reader_page p;
@@ -415,22 +440,21 @@ static int page_deliver(struct reader *r, int cpu, int got, int splice_fd,
 	int ret, events;
 
 	if ((uint32_t)got < r->page_size)
-		memset(r->buf + got, 0, r->page_size - (uint32_t)got);
-	events = count_events(r->kb, r->buf, r->page_size);
-	if (events < 0) {
+		memset(buf + got, 0, r->page_size - (uint32_t)got);
+	events = page_count(buf, r->page_size, &commit);
+	if (events < 0)
 		log_warn("cpu%d: page %llu is malformed; shipping it anyway",
 			 cpu, (unsigned long long)rc->seq + 1);
-		events = 0;
-	}
-	page_check(r->buf, r->page_size, &commit);
 	p.cpu = cpu;
 	p.seq = rc->seq + 1;
 	p.missed_events = (commit & READER_COMMIT_MISSED) != 0;
 	p.head = NULL;
 	p.head_len = 0;
-	p.data = r->buf;
+	p.data = buf;
 	p.len = r->page_size;
-	p.events = (uint32_t)events;
+	if (events >= 0 && splice_fd < 0)
+		p.len = page_used(r->page_size, commit);
+	p.events = (uint32_t)(events < 0 ? 0 : events);
 	p.splice_fd = splice_fd;
 	ret = fn(arg, &p);
 	if (splice_fd >= 0 && pipe_discard(splice_fd, r->buf, r->page_size) > 0)
@@ -439,8 +463,8 @@ static int page_deliver(struct reader *r, int cpu, int got, int splice_fd,
 		return ret;
 	rc->seq++;
 	rc->counts.pages++;
-	rc->counts.events += (uint64_t)events;
-	rc->counts.bytes += r->page_size;
+	rc->counts.events += p.events;
+	rc->counts.bytes += p.len;
 	rc->counts.pages_read += splice_fd < 0;
 	rc->counts.pages_splice += splice_fd >= 0;
 	rc->counts.copied_bytes += (uint64_t)got;
@@ -556,18 +580,23 @@ static int read_cpu_read(struct reader *r, int cpu, int max, bool flush,
 {
 	struct tracefs_cpu *tcpu = r->cpus[cpu].tcpu;
 	int n, got, ret;
+	uint8_t *buf;
 
 	for (n = 0; n < max; n++) {
+		buf = r->buf_fn ? r->buf_fn(r->buf_arg, cpu, r->page_size) :
+				  NULL;
+		if (!buf)
+			buf = r->buf;
 		errno = 0;
-		got = flush ? tracefs_cpu_flush(tcpu, r->buf) :
-			      tracefs_cpu_read(tcpu, r->buf, true);
+		got = flush ? tracefs_cpu_flush(tcpu, buf) :
+			      tracefs_cpu_read(tcpu, buf, true);
 		if (got < 0 && (errno == EAGAIN || errno == EINTR))
 			break;
 		if (got < 0)
 			return errno ? -errno : TC_ERR_TRACEFS;
 		if (got == 0)
 			break;
-		ret = page_deliver(r, cpu, got, -1, fn, arg);
+		ret = page_deliver(r, cpu, buf, got, -1, fn, arg);
 		if (ret < 0)
 			return ret;
 		if (ret == 1 && !flush)
@@ -619,7 +648,7 @@ static int splice_next(struct reader *r, int cpu, reader_page_fn fn, void *arg)
 		pipe_discard(rc->tee[0], r->buf, r->page_size);
 		return ret;
 	}
-	ret = page_deliver(r, cpu, (int)n, rc->pipe[0], fn, arg);
+	ret = page_deliver(r, cpu, r->buf, (int)n, rc->pipe[0], fn, arg);
 	return ret < 0 ? ret : 0;
 }
 
@@ -686,6 +715,12 @@ int reader_poll(struct reader *r, int timeout_ms, reader_page_fn fn,
 int reader_drain(struct reader *r, reader_page_fn fn, void *arg)
 {
 	return read_all(r, INT32_MAX, true, fn, arg);
+}
+
+void reader_set_buf_fn(struct reader *r, reader_buf_fn fn, void *arg)
+{
+	r->buf_fn = fn;
+	r->buf_arg = arg;
 }
 
 int reader_mapped(struct reader *r)

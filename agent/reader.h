@@ -4,15 +4,22 @@
  * them, flag pages after which the kernel lost events, count pages, bytes
  * and events, and hand each page to a callback (the shipper).
  *
- * Two read paths, chosen per CPU at open time:
+ * Three read paths, chosen per CPU at open time:
+ *  - read(2) of trace_pipe_raw through libtracefs: the kernel swaps a full
+ *    page out of the ring buffer (no per-event work) and copies it once,
+ *    into a buffer the consumer may provide (reader_set_buf_fn(): the
+ *    agent's spool, which keeps every page until it is acknowledged).
+ *    The agent's default unless it splices into the socket.
  *  - mmap (kernel >= 6.10): the per-CPU buffer is mapped read-only and
  *    TRACE_MMAP_IOCTL_GET_READER hands over one reader sub-buffer at a time;
  *    a page is passed on as a 16-byte page header (a local copy, so that
  *    the commit word matches the bytes passed even while the kernel is
  *    still appending to that page) plus its event bytes straight from the
- *    mapping: no copy of event data in user space.
- *  - read(2) of trace_pipe_raw through libtracefs, one copy into a buffer:
- *    the fallback for older kernels or when mapping is refused.
+ *    mapping: no copy of event data here. It is not the default: the page
+ *    must be copied into the spool all the same (it goes back to the
+ *    kernel at the next ioctl), and the ioctl consumes the page event by
+ *    event with interrupts off, which measured slower than read(2) (see
+ *    proto/PROTOCOL.md, "Cost per event").
  *  - splice (asked for explicitly, when the socket takes raw bytes: kernel
  *    TLS or --insecure-plain): full pages are spliced from trace_pipe_raw
  *    into a pipe (the kernel hands over the ring-buffer page itself), which
@@ -38,9 +45,11 @@ struct tracefs_instance;
 
 /*
  * One page for the wire: @head_len bytes at @head followed by @len bytes at
- * @data. The read path passes the whole sub-buffer in @data (head_len 0,
- * len page_size, tail zeroed); the mmap path passes the page header in
- * @head and the committed event bytes, in place in the mapping, in @data.
+ * @data. The read path passes the sub-buffer in @data (head_len 0) up to
+ * the end of its data (len page_size on the splice path and for a page
+ * that does not parse; the tail up to page_size zeroed); the mmap path
+ * passes the page header in @head and the committed event bytes, in place
+ * in the mapping, in @data.
  * A page of the mmap path that continues one shipped earlier (the writer
  * was still on it) has a header whose timestamp is that of the last event
  * shipped before, and holds only the events added since.
@@ -98,6 +107,17 @@ typedef int (*reader_page_fn)(void *arg, const struct reader_page *page);
  */
 int reader_open(struct tracefs_instance *inst, int ncpus, uint32_t page_size,
 		enum reader_mode mode, struct reader **out);
+
+/*
+ * reader_buf_fn - where the read path should put the next page of @cpu:
+ * room for @len bytes, or NULL for the reader's own buffer. The page then
+ * reaches the reader_page_fn with @data pointing there (so a consumer that
+ * keeps pages can read them straight into its store, see spool_reserve()).
+ */
+typedef uint8_t *(*reader_buf_fn)(void *arg, int cpu, size_t len);
+
+/* reader_set_buf_fn - use @fn (NULL: none) for read(2) pages from now on. */
+void reader_set_buf_fn(struct reader *r, reader_buf_fn fn, void *arg);
 
 /* reader_mapped - how many CPUs use the mmap path. */
 int reader_mapped(struct reader *r);

@@ -320,8 +320,7 @@ static int ktls_check(struct ship *s)
 		log_info("kernel TLS is on: pages are spliced into the socket");
 	else if (!told)
 		log_info("kernel TLS is not available (no CONFIG_TLS / tls "
-			 "module): OpenSSL encrypts in user space from the "
-			 "mapped pages");
+			 "module): OpenSSL encrypts in user space");
 	told = true;
 	return s->ktls ? 0 : wbuf_insert(s);
 }
@@ -686,6 +685,11 @@ int ship_page(struct ship *s, uint16_t cpu, uint64_t seq, uint8_t flags,
 		memcpy(pre + FRAME_HDR_SIZE, head, head_len);
 	ret = ship_write(s, pre, FRAME_HDR_SIZE + head_len);
 	return ret < 0 || !len ? ret : ship_write(s, page, len);
+}
+
+int ship_frames(struct ship *s, const void *frames, size_t len)
+{
+	return ship_write(s, frames, len);
 }
 
 /* Splice @len bytes from the pipe @pipe_fd into the socket. */

@@ -150,6 +150,17 @@ int ship_page(struct ship *s, uint16_t cpu, uint64_t seq, uint8_t flags,
 	      const void *head, size_t head_len, const void *page, size_t len);
 
 /*
+ * ship_frames - send @len bytes of whole frames laid out by the caller
+ * (headers packed with frame_hdr_pack()) with one TLS write: one record
+ * per 16 KiB instead of two per page. The agent sends its spooled page
+ * frames this way. The records may wait in the write buffer (see
+ * ship_flush()).
+ *
+ * Return: 0; TC_ERR_TLS (also for a write timeout); TC_ERR_PEER_CLOSED.
+ */
+int ship_frames(struct ship *s, const void *frames, size_t len);
+
+/*
  * ship_ack_fn - receives each MSG_ACK the collector sends: every page of
  * @stream up to @seq is stored.
  */

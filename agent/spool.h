@@ -76,6 +76,41 @@ int spool_add2(struct spool *sp, uint16_t stream, uint64_t seq, uint8_t flags,
 	       uint32_t events, const void *head, size_t head_len,
 	       const void *data, size_t len, bool sent);
 
+/*
+ * spool_set_slot - keep pages of up to @bytes in fixed-size slots of
+ * memory mapped in large chunks and reused, instead of one allocation per
+ * page (larger pages still get their own). Call it before the first
+ * spool_add().
+ *
+ * Return: 0; -EINVAL when pages were added already, for 0, or for a size
+ * that is not small against a chunk (2 MiB).
+ */
+int spool_set_slot(struct spool *sp, size_t bytes);
+
+/*
+ * spool_reserve - room for the next page, to be filled in place (by
+ * read(2), say) and kept with spool_commit() instead of being copied by
+ * spool_add(): a slot (spool_set_slot()) of at least @len bytes, when a
+ * page of @len bytes would be kept in memory now. Calling it again without
+ * a commit returns the same room; the room stays valid until the next
+ * call that adds or forgets pages.
+ *
+ * Return: the room; NULL when the page would not go into a slot (no
+ * slots, too big, memory limit reached) or mapping more slots failed.
+ */
+uint8_t *spool_reserve(struct spool *sp, size_t len);
+
+/*
+ * spool_commit - keep the @len bytes at @data, the room spool_reserve()
+ * returned, as page @seq of @stream (as spool_add() would).
+ *
+ * Return: 0; -EINVAL for a bad stream, a seq not above the last, @data
+ * that is not the reserved room or @len bigger than it.
+ */
+int spool_commit(struct spool *sp, uint16_t stream, uint64_t seq,
+		 uint8_t flags, uint32_t events, const uint8_t *data,
+		 size_t len, bool sent);
+
 /* spool_full - whether both limits are reached: stop reading pages. */
 bool spool_full(const struct spool *sp);
 
@@ -111,15 +146,15 @@ int spool_resend(struct spool *sp, spool_fn fn, void *arg);
 bool spool_pending(const struct spool *sp, int stream);
 
 /*
- * spool_send_pending - pass the pages not sent yet to @fn, stream by
- * stream in sequence order, marking each one @fn accepts (returns 0) as
+ * spool_send_pending - pass the pages of @stream (-1: of every stream) not
+ * sent yet to @fn, stream by stream in sequence order, marking each one @fn accepts (returns 0) as
  * sent. A positive return from @fn (would block) moves on to the next
  * stream, leaving that page and the later ones of its stream pending.
  * @fn must not call spool_ack() or spool_add().
  *
  * Return: 0; -errno when a file read fails; @fn's negative value.
  */
-int spool_send_pending(struct spool *sp, spool_fn fn, void *arg);
+int spool_send_pending(struct spool *sp, int stream, spool_fn fn, void *arg);
 
 /* spool_give_up - count every kept page as lost and forget it. */
 void spool_give_up(struct spool *sp);

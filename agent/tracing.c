@@ -211,6 +211,32 @@ int tracing_ncpus(struct tracing *t)
 	return t->ncpus;
 }
 
+int tracing_set_subbuf(struct tracing *t, size_t kb, char *err, size_t errlen)
+{
+	const char *name = tracefs_instance_get_name(t->inst);
+	char num[32];
+	int ret;
+
+	if (!tracefs_file_exists(t->inst, "buffer_subbuf_size_kb")) {
+		tc_seterr(err, errlen, "tracefs instance %s: this kernel cannot "
+		       "change the sub-buffer size (no buffer_subbuf_size_kb)",
+		       name);
+		return -EOPNOTSUPP;
+	}
+	snprintf(num, sizeof(num), "%zu", kb);
+	errno = 0;
+	if (tracefs_instance_file_write(t->inst, "buffer_subbuf_size_kb",
+					num) < 0) {
+		ret = tracefs_err();
+		tc_seterr(err, errlen, "tracefs instance %s: cannot set "
+		       "buffer_subbuf_size_kb to %zu: %s", name, kb,
+		       tc_strerror(ret));
+		return ret;
+	}
+	t->page_size = subbuf_size(t->inst);
+	return 0;
+}
+
 uint32_t tracing_page_size(struct tracing *t)
 {
 	return t->page_size;

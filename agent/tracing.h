@@ -43,6 +43,18 @@ int tracing_open(const char *name, size_t buffer_kb, struct tracing **out,
 		 char *err, size_t errlen);
 
 /*
+ * tracing_set_subbuf - set the instance's sub-buffer (page) size to @kb
+ * KiB (buffer_subbuf_size_kb, Linux >= 6.8; the kernel rounds it up to a
+ * power-of-two number of pages and keeps the buffer size). Call it before
+ * opening readers; tracing_page_size() tells the size in effect. On
+ * failure @err holds a one-line reason.
+ *
+ * Return: 0; -EOPNOTSUPP when the kernel has no such setting; -errno or
+ * TC_ERR_TRACEFS when it refuses.
+ */
+int tracing_set_subbuf(struct tracing *t, size_t kb, char *err, size_t errlen);
+
+/*
  * tracing_enable - enable the events named by @spec in the instance:
  * "SYSTEM" (all its events) or "SYSTEM:EVENT". The events are remembered
  * for tracing_format(). On failure @err holds a one-line reason naming

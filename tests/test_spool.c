@@ -198,7 +198,9 @@ START_TEST(test_pending_in_order)
 	ck_assert(spool_pending(sp, 1));
 	ck_assert(!spool_pending(sp, 5));
 	/* stream 0 stops at seq 4; stream 1 still goes */
-	ck_assert_int_eq(spool_send_pending(sp, block_cb, &w), 0);
+	ck_assert_int_eq(spool_send_pending(sp, 7, block_cb, &w), 0);
+	ck_assert_uint_eq(w.n, 0);		/* no such stream */
+	ck_assert_int_eq(spool_send_pending(sp, -1, block_cb, &w), 0);
 	ck_assert_uint_eq(w.n, 3);
 	ck_assert_uint_eq(w.seqs[0], 2);
 	ck_assert_uint_eq(w.seqs[1], 3);
@@ -219,6 +221,96 @@ START_TEST(test_pending_in_order)
 }
 END_TEST
 
+/* Pages in slots, copied in (spool_add) or read in place (reserve and
+ * commit), across several chunks, come back intact and in order. */
+START_TEST(test_slots)
+{
+	struct walk w = { 0 };
+	struct spool_counts c;
+	uint8_t buf[PG], *room;
+	uint64_t seq;
+
+	ck_assert_int_eq(spool_open(2, 4096 * (size_t)PG, dir, 64 * PG, &sp), 0);
+	ck_assert_int_eq(spool_set_slot(sp, 0), -EINVAL);
+	ck_assert_int_eq(spool_set_slot(sp, 4u << 20), -EINVAL);
+	ck_assert_ptr_null(spool_reserve(sp, PG));	/* no slots yet */
+	ck_assert_int_eq(spool_set_slot(sp, PG), 0);
+	ck_assert_ptr_null(spool_reserve(sp, PG + 128));	/* too big */
+	for (seq = 1; seq <= 3000; seq++) {
+		if (seq % 2) {
+			add(0, seq, true);
+			continue;
+		}
+		room = spool_reserve(sp, PG);
+		ck_assert_ptr_nonnull(room);
+		ck_assert_ptr_eq(spool_reserve(sp, PG), room);	/* same room */
+		page(room, 0, seq);
+		ck_assert_int_eq(spool_commit(sp, 0, seq, 0, 10, room + 1, PG,
+					      true), -EINVAL);
+		ck_assert_int_eq(spool_commit(sp, 0, seq, 0, 10, room, PG + 128,
+					      true), -EINVAL);
+		ck_assert_int_eq(spool_commit(sp, 0, seq, 0, 10, room, PG,
+					      true), 0);
+	}
+	ck_assert_int_eq(spool_set_slot(sp, PG), -EINVAL);	/* in use */
+	spool_counts(sp, 0, &c);
+	ck_assert_uint_eq(c.pages, 3000);
+	/* each page counts a whole slot against the limit */
+	ck_assert_uint_ge(c.mem_bytes, 3000 * (uint64_t)PG);
+	ck_assert_uint_le(c.mem_bytes, 3000 * (uint64_t)(PG + 64));
+	spool_ack(sp, 0, 2990);
+	ck_assert_int_eq(spool_resend(sp, walk_cb, &w), 0);
+	ck_assert_uint_eq(w.n, 10);
+	ck_assert_uint_eq(w.seqs[0], 2991);
+	ck_assert_uint_eq(w.seqs[9], 3000);
+	spool_ack_all(sp);		/* every slot free: chunks given back */
+	ck_assert(spool_empty(sp));
+	room = spool_reserve(sp, PG);
+	page(buf, 1, 1);
+	memcpy(room, buf, PG);
+	ck_assert_int_eq(spool_commit(sp, 1, 1, 0, 10, room, PG, false), 0);
+	ck_assert(spool_pending(sp, 1));
+	memset(&w, 0, sizeof(w));
+	ck_assert_int_eq(spool_send_pending(sp, 1, walk_cb, &w), 0);
+	ck_assert_uint_eq(w.n, 1);
+	ck_assert_int_eq(spool_commit(sp, 1, 1, 0, 10, spool_reserve(sp, PG),
+				      PG, true), -EINVAL);	/* seq not above */
+}
+END_TEST
+
+/* With the memory limit reached, pages go to disk: no room is reserved. */
+START_TEST(test_slots_memory_limit)
+{
+	ck_assert_int_eq(spool_open(1, 2 * PG, dir, 8 * PG, &sp), 0);
+	ck_assert_int_eq(spool_set_slot(sp, PG), 0);
+	add(0, 1, false);
+	add(0, 2, false);
+	ck_assert_ptr_null(spool_reserve(sp, PG));
+	add(0, 3, false);		/* to disk */
+	spool_ack(sp, 0, 3);
+	ck_assert_ptr_nonnull(spool_reserve(sp, PG));
+}
+END_TEST
+
+/* Small pages in slots count whole slots: 3 of 100 bytes fill a limit of
+ * 4 pages (less than a slot is left), the 4th goes to disk. */
+START_TEST(test_slots_count_whole)
+{
+	uint8_t small[100] = { 0 };
+	struct spool_counts c;
+	uint64_t seq;
+
+	ck_assert_int_eq(spool_open(1, 4 * PG, dir, 8 * PG, &sp), 0);
+	ck_assert_int_eq(spool_set_slot(sp, PG), 0);
+	for (seq = 1; seq <= 4; seq++)
+		ck_assert_int_eq(spool_add(sp, 0, seq, 0, 1, small,
+					   sizeof(small), false), 0);
+	spool_counts(sp, 0, &c);
+	ck_assert_uint_eq(c.disk_bytes, sizeof(small));
+	ck_assert_uint_gt(c.mem_bytes, 3 * PG);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("spool");
@@ -232,6 +324,9 @@ int main(void)
 	tcase_add_test(tc, test_give_up_counts);
 	tcase_add_test(tc, test_resend_stops_on_error);
 	tcase_add_test(tc, test_pending_in_order);
+	tcase_add_test(tc, test_slots);
+	tcase_add_test(tc, test_slots_memory_limit);
+	tcase_add_test(tc, test_slots_count_whole);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_ENV);
