@@ -893,13 +893,17 @@ static inline uint8_t *held_page(const struct ring *r, struct ring_buf *b,
 /*
  * ring_write's common case on an rseq ring, everything inline and in
  * registers: the current CPU's buffer, a 1..112-byte payload (4-byte
- * header), in the current page, no time extend. Return: 0 written; 1 to
- * take the general path (nothing reserved); -EIO.
+ * header), in the current page, no time extend. The payload is the 8
+ * bytes at @pre (if not NULL) followed by @len bytes at @data.
+ * Return: 0 written; 1 to take the general path (nothing reserved); -EIO.
  */
-static inline int write_fast(struct ring *r, const void *data, uint32_t len)
+static inline __attribute__((always_inline))
+int write_fast(struct ring *r, const void *pre, const void *data,
+	       uint32_t len)
 {
 #if RING_HAVE_RSEQ
-	uint32_t l4 = (len + 3) & ~3u, total = 4 + l4, off;
+	uint32_t plen = len + (pre ? 8 : 0);
+	uint32_t l4 = (plen + 3) & ~3u, total = 4 + l4, off;
 	int cpu = ring_rseq_cpu();
 	struct ring_buf *b;
 	struct ring_slot *s;
@@ -925,7 +929,9 @@ static inline int write_fast(struct ring *r, const void *data, uint32_t len)
 	ring_prefetch_w(page + ((RING_PAGE_HDR + off + RING_PREFETCH) &
 				(r->page_size - 1)));
 	prewrite(e, total);
-	copy_payload(e + 4, data, len);
+	if (pre)
+		memcpy(e + 4, pre, 8);
+	copy_payload(e + 4 + plen - len, data, len);
 	ring_store_relaxed((uint32_t *)e, l4 / 4 | (uint32_t)((now - t) << 5));
 	if (off + total == r->data_size)
 		ring_store_relaxed((uint64_t *)(page + 8),
@@ -936,26 +942,31 @@ static inline int write_fast(struct ring *r, const void *data, uint32_t len)
 	return 0;
 #else
 	(void)r;
+	(void)pre;
 	(void)data;
 	(void)len;
 	return 1;
 #endif
 }
 
-/* ring_write() past write_fast(); @fast_failed: it was tried (and a
- * second try of the same fast path, with a second clock read, would only
- * fail again: the page is full, the delta too large, or we moved). */
+/* ring_write() past write_fast(), same arguments; @fast_failed: it was
+ * tried (and a second try of the same fast path, with a second clock
+ * read, would only fail again: the page is full, the delta too large, or
+ * we moved). */
 static __attribute__((noinline))
-int write_slow(struct ring *r, int buf, const void *data, uint32_t len,
-	       bool fast_failed)
+int write_slow(struct ring *r, int buf, const void *pre, const void *data,
+	       uint32_t len, bool fast_failed)
 {
+	uint32_t plen = len + (pre ? 8 : 0);
 	struct ring_wctx ctx;
-	int ret = fast_failed ? reserve_general(r, buf, len, &ctx) :
-				ring_reserve(r, buf, len, &ctx);
+	int ret = fast_failed ? reserve_general(r, buf, plen, &ctx) :
+				ring_reserve(r, buf, plen, &ctx);
 
 	if (ret)
 		return ret;
-	copy_payload(ctx.data, data, len);
+	if (pre)
+		memcpy(ctx.data, pre, 8);
+	copy_payload((uint8_t *)ctx.data + plen - len, data, len);
 	commit_in(r, &ctx);
 	return 0;
 }
@@ -965,8 +976,23 @@ int ring_write(struct ring *r, int buf, const void *data, uint32_t len)
 	int ret;
 
 	if (buf < 0 && r->rseq && len - 1 < 4 * RING_TYPE_DATA_MAX) {
-		ret = write_fast(r, data, len);
-		return ret <= 0 ? ret : write_slow(r, buf, data, len, true);
+		ret = write_fast(r, NULL, data, len);
+		return ret <= 0 ? ret :
+				  write_slow(r, buf, NULL, data, len, true);
 	}
-	return write_slow(r, buf, data, len, false);
+	return write_slow(r, buf, NULL, data, len, false);
+}
+
+int ring_write_hdr(struct ring *r, const void *hdr, const void *data,
+		   uint32_t len)
+{
+	int ret;
+
+	if (len > RING_MAX_PAYLOAD - 8)
+		return -E2BIG;
+	if (r->rseq && len <= 4 * RING_TYPE_DATA_MAX - 8) {
+		ret = write_fast(r, hdr, data, len);
+		return ret <= 0 ? ret : write_slow(r, -1, hdr, data, len, true);
+	}
+	return write_slow(r, -1, hdr, data, len, false);
 }
