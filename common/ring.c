@@ -892,18 +892,23 @@ static inline uint8_t *held_page(const struct ring *r, struct ring_buf *b,
 
 /*
  * ring_write's common case on an rseq ring, everything inline and in
- * registers: the current CPU's buffer, a 1..112-byte payload (4-byte
- * header), in the current page, no time extend. The payload is the 8
- * bytes at @pre (if not NULL) followed by @len bytes at @data.
+ * registers: the current CPU's buffer, a 1..RING_MAX_PAYLOAD-byte
+ * payload, in the current page, no time extend. The payload is the 8
+ * bytes at @pre (if not NULL) followed by @len bytes at @data. Payloads
+ * over 112 bytes have the kernel's 8-byte header (type_len 0, then the
+ * length): prewrite() already puts that length where it goes. @big says
+ * which (a constant: each caller gets its own copy).
  * Return: 0 written; 1 to take the general path (nothing reserved); -EIO.
  */
 static inline __attribute__((always_inline))
 int write_fast(struct ring *r, const void *pre, const void *data,
-	       uint32_t len)
+	       uint32_t len, bool big)
 {
 #if RING_HAVE_RSEQ
 	uint32_t plen = len + (pre ? 8 : 0);
-	uint32_t l4 = (plen + 3) & ~3u, total = 4 + l4, off;
+	uint32_t l4 = (plen + 3) & ~3u, off;
+	uint32_t type = big ? 0 : l4 / 4;
+	uint32_t total = (big ? 8 : 4) + l4;
 	int cpu = ring_rseq_cpu();
 	struct ring_buf *b;
 	struct ring_slot *s;
@@ -930,9 +935,9 @@ int write_fast(struct ring *r, const void *pre, const void *data,
 				(r->page_size - 1)));
 	prewrite(e, total);
 	if (pre)
-		memcpy(e + 4, pre, 8);
-	copy_payload(e + 4 + plen - len, data, len);
-	ring_store_relaxed((uint32_t *)e, l4 / 4 | (uint32_t)((now - t) << 5));
+		memcpy(e + total - l4, pre, 8);
+	copy_payload(e + total - l4 + plen - len, data, len);
+	ring_store_relaxed((uint32_t *)e, type | (uint32_t)((now - t) << 5));
 	if (off + total == r->data_size)
 		ring_store_relaxed((uint64_t *)(page + 8),
 				   (uint64_t)r->data_size);
@@ -945,6 +950,7 @@ int write_fast(struct ring *r, const void *pre, const void *data,
 	(void)pre;
 	(void)data;
 	(void)len;
+	(void)big;
 	return 1;
 #endif
 }
@@ -971,15 +977,29 @@ int write_slow(struct ring *r, int buf, const void *pre, const void *data,
 	return 0;
 }
 
+/* ring_write() of a 113..RING_MAX_PAYLOAD-byte payload (8 with @pre):
+ * out of line, so that its memcpy call does not cost the small events'
+ * inline path registers. Return: as ring_write(). */
+static __attribute__((noinline))
+int write_big(struct ring *r, const void *pre, const void *data,
+	      uint32_t len)
+{
+	int ret = write_fast(r, pre, data, len, true);
+
+	return ret <= 0 ? ret : write_slow(r, -1, pre, data, len, true);
+}
+
 int ring_write(struct ring *r, int buf, const void *data, uint32_t len)
 {
 	int ret;
 
 	if (buf < 0 && r->rseq && len - 1 < 4 * RING_TYPE_DATA_MAX) {
-		ret = write_fast(r, NULL, data, len);
+		ret = write_fast(r, NULL, data, len, false);
 		return ret <= 0 ? ret :
 				  write_slow(r, buf, NULL, data, len, true);
 	}
+	if (buf < 0 && r->rseq && len - 1 < RING_MAX_PAYLOAD)
+		return write_big(r, NULL, data, len);
 	return write_slow(r, buf, NULL, data, len, false);
 }
 
@@ -990,9 +1010,10 @@ int ring_write_hdr(struct ring *r, const void *hdr, const void *data,
 
 	if (len > RING_MAX_PAYLOAD - 8)
 		return -E2BIG;
-	if (r->rseq && len <= 4 * RING_TYPE_DATA_MAX - 8) {
-		ret = write_fast(r, hdr, data, len);
-		return ret <= 0 ? ret : write_slow(r, -1, hdr, data, len, true);
-	}
-	return write_slow(r, -1, hdr, data, len, false);
+	if (!r->rseq)
+		return write_slow(r, -1, hdr, data, len, false);
+	if (len > 4 * RING_TYPE_DATA_MAX - 8)
+		return write_big(r, hdr, data, len);
+	ret = write_fast(r, hdr, data, len, false);
+	return ret <= 0 ? ret : write_slow(r, -1, hdr, data, len, true);
 }
