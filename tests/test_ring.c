@@ -312,7 +312,8 @@ static void *writer_main(void *p)
 	struct wr_arg *a = p;
 
 	for (uint64_t i = 0; i < PER_WRITER; i++) {
-		uint32_t len = 16 + (uint32_t)(i % 5) * 8;
+		/* every 11th: past ring_write's 4-byte-header inline path */
+		uint32_t len = i % 11 == 0 ? 160 : 16 + (uint32_t)(i % 5) * 8;
 		int ret = i % 3 ? put(a->r, -1, a->id, i, len, NULL) :
 				  put_w(a->r, -1, a->id, i, len);
 
