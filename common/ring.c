@@ -87,10 +87,40 @@
  * ~0.5; against lock cmpxchg16b ~14 and lock xadd ~6 before. Packing
  * {wpos, ts delta} into 8 bytes for a plain cmpxchg would still pay a
  * locked instruction per event, and per-thread buffers are out (the
- * design is per-CPU). The issue's 15 ns is not reached here: what is
- * left is mostly the timestamp; the other ~9 ns are spread over the
- * call, the slot tag lookup, the copy and the two rseq sections. The
- * plain-array floor itself is 13-15 ns on this guest.
+ * design is per-CPU).
+ *
+ * Later (a 2-vCPU AMD EPYC guest, rdtsc ~10 ns, no rdtscp): on a quiet
+ * machine this path costs 12.2-12.4 ns against the plain array's 10.9-11;
+ * the 16-24 ns bench/run had been reporting came from the machine's
+ * other load, which a reader draining alongside the writer makes far
+ * worse (interleaved runs: 12.5 without a reader, 16-27 with one, the
+ * plain array unchanged). What made the writer less sensitive to it
+ * (32-byte events, reader draining, interleaved runs under load: 16.5-22
+ * ns before, 13-14 after):
+ *  - prefetchw of the page RING_PREFETCH bytes ahead of the event: the
+ *    store misses of the stream are taken before the writes need them;
+ *  - nothing a writer reads shares a cache line with anything the
+ *    reader writes: struct ring and bufs[] are cache-line aligned (an
+ *    in-process reader's held[] used to sit next to bufs[]), a slot is a
+ *    cache line (the reader's swap of the page just completed took the
+ *    line of the slot being filled), and the producer-mode room check
+ *    reads rpos, which the reader writes per page, once a lap
+ *    (rpos_hint: a stale value of a counter that only grows is a
+ *    conservative answer, so the check stays exact);
+ *  - a write that leaves the fast path does not try the same fast
+ *    reservation again (a second rdtsc per page switch and per drop);
+ *  - payloads over 112 bytes have an inline path too (write_big(): 128-
+ *    byte events 21-22 -> 17 ns), and tc_write() takes the inline path
+ *    through ring_write_hdr() instead of reserve + ctx + commit (~15 ->
+ *    ~12.7 ns, what ring_write costs).
+ * bench/run ring, the old and the new ring alternating (13 minutes):
+ * 32 B 1 thread 22.4, 16.7, 24.2 ns (ratio to LTTng-UST 3.3, 4.4, 3.7)
+ * before; 12.9, 13.9, 12.7 ns (ratio 5.7, 5.5, 6.8) after; plain array
+ * 10.8-11.1 in every run.
+ * What is left at a page switch under load is the first store into the
+ * next page (a TLB miss plus a cache miss: the swaps permute the pages);
+ * prefetching the next page's first line at the previous switch did not
+ * measurably help here.
  */
 #include "config.h"
 
@@ -148,6 +178,7 @@ static void buf_init(struct ring_buf *b, uint32_t n, uint32_t data_size)
 {
 	b->res.wpos = ((uint64_t)(n - 1) << RING_WPOS_SHIFT) | data_size;
 	b->rpos = n;
+	b->rpos_hint = n;
 	b->last_taken = n - 1;
 	b->reader_phys = n;
 	/* Lap 0 is a dummy: every slot looks complete and already taken, so
@@ -215,11 +246,12 @@ static uint64_t layout(const struct ring_params *p, uint32_t ncpu,
  * page fault in the buffer (a shmem fault costs ~1 us: 10 ns per event). */
 int ring_map_fd(int fd, uint64_t size, bool populate, struct ring **out)
 {
-	struct ring *r = calloc(1, sizeof(*r));
+	struct ring *r = aligned_alloc(RING_CACHELINE, sizeof(*r));
 	void *base;
 
 	if (!r)
 		return -ENOMEM;
+	memset(r, 0, sizeof(*r));
 	base = mmap(NULL, size, PROT_READ | PROT_WRITE,
 		    MAP_SHARED | (populate ? MAP_POPULATE : 0), fd, 0);
 	if (base == MAP_FAILED) {
@@ -240,8 +272,9 @@ int ring_map_fd(int fd, uint64_t size, bool populate, struct ring **out)
 int ring_view(struct ring *r)
 {
 	struct ring_hdr *h = r->hdr;
+	size_t bsz = round_up(h->nr_bufs * sizeof(*r->bufs), RING_CACHELINE);
 
-	r->bufs = calloc(h->nr_bufs, sizeof(*r->bufs));
+	r->bufs = aligned_alloc(RING_CACHELINE, bsz);
 	r->held = calloc(h->nr_bufs, sizeof(*r->held));
 	if (!r->bufs || !r->held)
 		return -ENOMEM;
@@ -253,6 +286,7 @@ int ring_view(struct ring *r)
 	r->data_size = h->page_size - RING_PAGE_HDR;
 	r->nslots = h->nr_slots;
 	r->nshift = (uint32_t)__builtin_ctz(h->nr_slots);
+	r->page_shift = (uint32_t)__builtin_ctz(h->page_size);
 	r->mode = h->mode;
 	r->clock = h->clock;
 	r->rseq = h->flags & RING_F_RSEQ;
@@ -479,10 +513,16 @@ static int may_enter(const struct ring *r, struct ring_buf *b, uint64_t q)
 	struct ring_slot *s = &b->slots[q & (r->nslots - 1)];
 
 	if (r->mode == RING_MODE_PRODUCER) {
-		if (q >= ring_load_acquire(&b->rpos) + r->nslots) {
+		uint64_t rp = ring_load_relaxed(&b->rpos_hint);
+
+		if (q < rp + r->nslots)
+			return 0;
+		rp = ring_load_acquire(&b->rpos);
+		if (q >= rp + r->nslots) {
 			ring_add_relaxed(&b->lost_full, 1);
 			return -ENOBUFS;
 		}
+		ring_store_relaxed(&b->rpos_hint, rp);
 		return 0;
 	}
 	if ((ring_slot_commit(s) & RING_CC_BYTES_MASK) != lap_bytes(r, q)) {
@@ -560,6 +600,11 @@ static inline void prewrite(uint8_t *e, uint32_t total)
 	ring_store_relaxed(&h[0], RING_TYPE_PADDING |
 			   ((uint32_t)RING_UNFINISHED_MARK << 5));
 }
+
+/* How far ahead of the event the fast path fetches the page for writing
+ * (prefetchw; the address wraps inside the page, so it never touches a
+ * page the writer does not hold). 256 to 2048 measured alike. */
+#define RING_PREFETCH	512
 
 struct resv {
 	uint64_t page;		/* virtual page of the event */
@@ -758,21 +803,30 @@ int reserve_fast(struct ring *r, uint32_t len, struct ring_wctx *ctx)
 #endif
 }
 
-int ring_reserve(struct ring *r, int buf, uint32_t len, struct ring_wctx *ctx)
+/* ring_reserve() past its fast path: page switches, time extends, drops,
+ * a named buffer, the locked path. */
+static int reserve_general(struct ring *r, int buf, uint32_t len,
+			   struct ring_wctx *ctx)
 {
 	struct ring_buf *b;
-	int ret;
 
-	if (len > RING_MAX_PAYLOAD)
-		return -E2BIG;
-	if (buf < 0 && r->rseq && (ret = reserve_fast(r, len, ctx)) <= 0)
-		return ret;
 	if (r->rseq && (buf < 0 || (unsigned)buf < r->ncpu))
 		return reserve_percpu(r, buf, len, ctx);
 	b = pick_buf(r, buf);
 	if (!b)
 		return -EINVAL;
 	return reserve_in(r, b, -1, len, ctx);
+}
+
+int ring_reserve(struct ring *r, int buf, uint32_t len, struct ring_wctx *ctx)
+{
+	int ret;
+
+	if (len > RING_MAX_PAYLOAD)
+		return -E2BIG;
+	if (buf < 0 && r->rseq && (ret = reserve_fast(r, len, ctx)) <= 0)
+		return ret;
+	return reserve_general(r, buf, len, ctx);
 }
 
 static inline __attribute__((always_inline))
@@ -846,14 +900,23 @@ static inline uint8_t *held_page(const struct ring *r, struct ring_buf *b,
 
 /*
  * ring_write's common case on an rseq ring, everything inline and in
- * registers: the current CPU's buffer, a 1..112-byte payload (4-byte
- * header), in the current page, no time extend. Return: 0 written; 1 to
- * take the general path (nothing reserved); -EIO.
+ * registers: the current CPU's buffer, a 1..RING_MAX_PAYLOAD-byte
+ * payload, in the current page, no time extend. The payload is the 8
+ * bytes at @pre (if not NULL) followed by @len bytes at @data. Payloads
+ * over 112 bytes have the kernel's 8-byte header (type_len 0, then the
+ * length): prewrite() already puts that length where it goes. @big says
+ * which (a constant: each caller gets its own copy).
+ * Return: 0 written; 1 to take the general path (nothing reserved); -EIO.
  */
-static inline int write_fast(struct ring *r, const void *data, uint32_t len)
+static inline __attribute__((always_inline))
+int write_fast(struct ring *r, const void *pre, const void *data,
+	       uint32_t len, bool big)
 {
 #if RING_HAVE_RSEQ
-	uint32_t l4 = (len + 3) & ~3u, total = 4 + l4, off;
+	uint32_t plen = len + (pre ? 8 : 0);
+	uint32_t l4 = (plen + 3) & ~3u, off;
+	uint32_t type = big ? 0 : l4 / 4;
+	uint32_t total = (big ? 8 : 4) + l4;
 	int cpu = ring_rseq_cpu();
 	struct ring_buf *b;
 	struct ring_slot *s;
@@ -876,9 +939,13 @@ static inline int write_fast(struct ring *r, const void *data, uint32_t len)
 	if (!page)
 		return -EIO;
 	e = page + RING_PAGE_HDR + off;
+	ring_prefetch_w(page + ((RING_PAGE_HDR + off + RING_PREFETCH) &
+				(r->page_size - 1)));
 	prewrite(e, total);
-	copy_payload(e + 4, data, len);
-	ring_store_relaxed((uint32_t *)e, l4 / 4 | (uint32_t)((now - t) << 5));
+	if (pre)
+		memcpy(e + total - l4, pre, 8);
+	copy_payload(e + total - l4 + plen - len, data, len);
+	ring_store_relaxed((uint32_t *)e, type | (uint32_t)((now - t) << 5));
 	if (off + total == r->data_size)
 		ring_store_relaxed((uint64_t *)(page + 8),
 				   (uint64_t)r->data_size);
@@ -888,31 +955,73 @@ static inline int write_fast(struct ring *r, const void *data, uint32_t len)
 	return 0;
 #else
 	(void)r;
+	(void)pre;
 	(void)data;
 	(void)len;
+	(void)big;
 	return 1;
 #endif
 }
 
+/* ring_write() past write_fast(), same arguments; @fast_failed: it was
+ * tried (and a second try of the same fast path, with a second clock
+ * read, would only fail again: the page is full, the delta too large, or
+ * we moved). */
 static __attribute__((noinline))
-int write_slow(struct ring *r, int buf, const void *data, uint32_t len)
+int write_slow(struct ring *r, int buf, const void *pre, const void *data,
+	       uint32_t len, bool fast_failed)
 {
+	uint32_t plen = len + (pre ? 8 : 0);
 	struct ring_wctx ctx;
-	int ret = ring_reserve(r, buf, len, &ctx);
+	int ret = fast_failed ? reserve_general(r, buf, plen, &ctx) :
+				ring_reserve(r, buf, plen, &ctx);
 
 	if (ret)
 		return ret;
-	copy_payload(ctx.data, data, len);
+	if (pre)
+		memcpy(ctx.data, pre, 8);
+	copy_payload((uint8_t *)ctx.data + plen - len, data, len);
 	commit_in(r, &ctx);
 	return 0;
+}
+
+/* ring_write() of a 113..RING_MAX_PAYLOAD-byte payload (8 with @pre):
+ * out of line, so that its memcpy call does not cost the small events'
+ * inline path registers. Return: as ring_write(). */
+static __attribute__((noinline))
+int write_big(struct ring *r, const void *pre, const void *data,
+	      uint32_t len)
+{
+	int ret = write_fast(r, pre, data, len, true);
+
+	return ret <= 0 ? ret : write_slow(r, -1, pre, data, len, true);
 }
 
 int ring_write(struct ring *r, int buf, const void *data, uint32_t len)
 {
 	int ret;
 
-	if (buf < 0 && r->rseq && len - 1 < 4 * RING_TYPE_DATA_MAX &&
-	    (ret = write_fast(r, data, len)) <= 0)
-		return ret;
-	return write_slow(r, buf, data, len);
+	if (buf < 0 && r->rseq && len - 1 < 4 * RING_TYPE_DATA_MAX) {
+		ret = write_fast(r, NULL, data, len, false);
+		return ret <= 0 ? ret :
+				  write_slow(r, buf, NULL, data, len, true);
+	}
+	if (buf < 0 && r->rseq && len - 1 < RING_MAX_PAYLOAD)
+		return write_big(r, NULL, data, len);
+	return write_slow(r, buf, NULL, data, len, false);
+}
+
+int ring_write_hdr(struct ring *r, const void *hdr, const void *data,
+		   uint32_t len)
+{
+	int ret;
+
+	if (len > RING_MAX_PAYLOAD - 8)
+		return -E2BIG;
+	if (!r->rseq)
+		return write_slow(r, -1, hdr, data, len, false);
+	if (len > 4 * RING_TYPE_DATA_MAX - 8)
+		return write_big(r, hdr, data, len);
+	ret = write_fast(r, hdr, data, len, false);
+	return ret <= 0 ? ret : write_slow(r, -1, hdr, data, len, true);
 }

@@ -138,6 +138,13 @@ void ring_commit(struct ring *r, const struct ring_wctx *ctx);
  * Return: as ring_reserve. */
 int ring_write(struct ring *r, int buf, const void *data, uint32_t len);
 
+/* ring_write_hdr - ring_write to the current CPU's buffer of one event
+ * whose payload is the 8 bytes at @hdr followed by the @len bytes at
+ * @data (a record's common fields, then its own: tc_write()).
+ * Return: as ring_reserve; -E2BIG if 8 + @len > RING_MAX_PAYLOAD. */
+int ring_write_hdr(struct ring *r, const void *hdr, const void *data,
+		   uint32_t len);
+
 /* ---------------------------------------------------------------- reader */
 
 struct ring_page_ref {

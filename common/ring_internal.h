@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #define RING_MAGIC		0x31474e4952435454ULL	/* "TTCRING1" */
-#define RING_VERSION		2
+#define RING_VERSION		3
 #define RING_PAGE_HDR		16	/* u64 timestamp + local_t commit */
 #define RING_CACHELINE		64
 
@@ -52,13 +52,15 @@
 
 #define RING_ALIGNED __attribute__((aligned(RING_CACHELINE)))
 
-/* One slot of a buffer's ring: which page it holds and what is committed. */
+/* One slot of a buffer's ring: which page it holds and what is committed.
+ * One cache line each: the reader's swap of the page just completed must
+ * not take the line of the slot the writers are filling. */
 struct ring_slot {
 	uint64_t tag;
 	uint64_t commit;
 	uint64_t ev_base;	/* commit's event count when this lap began */
 	uint64_t commit_cpu;	/* like commit; only rseq on the buffer's CPU */
-};
+} RING_ALIGNED;
 
 /* Header flags. RING_F_RSEQ: the per-CPU buffers' {wpos, last_ts} are
  * changed only by code running on that buffer's CPU (ring.c). */
@@ -71,6 +73,9 @@ struct ring_buf {
 		uint64_t wpos;
 		uint64_t last_ts;
 	} __attribute__((aligned(16))) res RING_ALIGNED;
+	/* writers only, producer mode: a value rpos once had (rpos only
+	 * grows), so a page switch reads the reader's line once a lap */
+	uint64_t rpos_hint;
 	/* reader side */
 	uint64_t rpos RING_ALIGNED;	/* next virtual page the reader takes */
 	uint64_t reader_phys;		/* the reader's page, outside the ring */
@@ -125,6 +130,17 @@ struct ring_hdr {
 #define ring_cas(p, oldp, v) \
 	__atomic_compare_exchange_n((p), (oldp), (v), 0, __ATOMIC_ACQ_REL, \
 				    __ATOMIC_ACQUIRE)
+
+/* ring_prefetch_w - fetch the line at @p for writing (x86 prefetchw:
+ * AMD64 and Intel since Broadwell; a NOP on older Intel). */
+static inline void ring_prefetch_w(const void *p)
+{
+#if defined(__x86_64__)
+	__asm__ __volatile__("prefetchw %0" : : "m"(*(const char *)p));
+#else
+	__builtin_prefetch(p, 1, 3);
+#endif
+}
 
 /* ring_slot_commit - a slot's committed count: both parts, summed per
  * field (each part's byte field wraps on its own). */

@@ -18,27 +18,35 @@
 #include "common/ring.h"
 #include "common/ring_internal.h"
 
+/*
+ * The first cache line holds everything a write reads, and nothing in
+ * this struct or in bufs[] is written after ring_view(): both are
+ * cache-line aligned so that no other allocation (the reader's held[],
+ * which an in-process reader writes per page) shares their lines.
+ */
 struct ring {
-	uint8_t *base;			/* the mapping */
-	size_t size;
-	int fd;
-	struct ring_hdr *hdr;
 	struct ring_buf **bufs;		/* nbufs pointers into the mapping */
-	bool *held;			/* reader: page out, not yet put */
 	uint32_t nbufs, ncpu;
 	uint32_t page_size, data_size;	/* data_size = page_size - 16 */
 	uint32_t nslots, nshift;	/* nslots = 1 << nshift */
 	uint32_t mode, clock;
+	uint32_t page_shift;		/* page_size = 1 << page_shift */
 	bool rseq;			/* RING_F_RSEQ: see ring.c */
 	uint64_t ctl_size;		/* buffer control block; pages follow */
+	/* cold */
+	uint8_t *base;			/* the mapping */
+	size_t size;
+	int fd;
+	struct ring_hdr *hdr;
+	bool *held;			/* reader: page out, not yet put */
 	uint64_t fmt_off, fmt_size;	/* format table, checked at open */
-};
+} RING_ALIGNED;
 
 /* ring_page - address of physical page @phys of buffer @b. */
 static inline uint8_t *ring_page(const struct ring *r,
 				 const struct ring_buf *b, uint64_t phys)
 {
-	return (uint8_t *)b + r->ctl_size + phys * r->page_size;
+	return (uint8_t *)b + r->ctl_size + (phys << r->page_shift);
 }
 
 /* ring_clock_read - the writers' clock, inline (rdtsc: ~10 ns here). */

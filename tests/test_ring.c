@@ -312,7 +312,8 @@ static void *writer_main(void *p)
 	struct wr_arg *a = p;
 
 	for (uint64_t i = 0; i < PER_WRITER; i++) {
-		uint32_t len = 16 + (uint32_t)(i % 5) * 8;
+		/* every 11th: past ring_write's 4-byte-header inline path */
+		uint32_t len = i % 11 == 0 ? 160 : 16 + (uint32_t)(i % 5) * 8;
 		int ret = i % 3 ? put(a->r, -1, a->id, i, len, NULL) :
 				  put_w(a->r, -1, a->id, i, len);
 
@@ -816,7 +817,7 @@ START_TEST(test_public_api)
 	const char *t;
 	uint64_t cur = 0;
 	unsigned long long ts;
-	char path[64];
+	char path[64], longs[301];
 	void *d;
 
 	snprintf(path, sizeof(path), "/dev/shm/tc-test-api.%d", getpid());
@@ -838,6 +839,11 @@ START_TEST(test_public_api)
 	ck_assert(tc_enabled());
 	ck_assert_int_eq(TC_WRITE(ev, &rec, sizeof(rec)), 0);
 	ck_assert_int_eq(tc_printf("hello %d", 42), 0);
+	/* past ring_write_hdr()'s inline path (8 + 301 bytes) */
+	memset(longs, 'x', sizeof(longs) - 1);
+	longs[sizeof(longs) - 1] = 0;
+	ck_assert_int_eq(tc_printf("%s", longs), 0);
+	ck_assert_int_eq(tc_write(ev, longs, RING_MAX_PAYLOAD - 7), -E2BIG);
 	ck_assert_int_eq(ring_format_next(r, &cur, &t), 1);
 	pev = parse_entry(tep, t);
 	ck_assert_str_eq(pev->name, "print");
@@ -866,6 +872,11 @@ START_TEST(test_public_api)
 	ck_assert_uint_eq(num(pev, "common_type", d, 32), pev->id);
 	ck_assert_str_eq((char *)d + tep_find_field(pev, "buf")->offset,
 			 "hello 42");
+	d = kbuffer_next_event(kb, &ts);
+	ck_assert_ptr_nonnull(d);
+	ck_assert_uint_eq(num(pev, "common_type", d, 32), pev->id);
+	ck_assert_str_eq((char *)d + tep_find_field(pev, "buf")->offset,
+			 longs);
 	ck_assert_ptr_null(kbuffer_next_event(kb, &ts));
 	kbuffer_free(kb);
 	tep_free(tep);
