@@ -4,7 +4,9 @@
  * tracepoint with the payload as a byte array. bench/run starts
  * lttng-sessiond and a session with the tcbench:* events enabled first.
  * ns_per_event: writer thread CPU time, median over CHUNKS chunks;
- * mean_ns: whole-run wall time (as there).
+ * mean_ns: whole-run wall time (as there); discarded: the events LTTng
+ * dropped in the case (its channel's "Discarded events" in `lttng list`,
+ * read after the consumer's 1 s monitor timer has updated it).
  */
 #define LTTNG_UST_TRACEPOINT_CREATE_PROBES
 #define LTTNG_UST_TRACEPOINT_DEFINE
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "timing.h"
 
@@ -54,8 +57,26 @@ static void *writer(void *p)
 	return NULL;
 }
 
+/* The session's discarded events so far, from `lttng list tcbench`; -1 if unknown. */
+static long long discarded_so_far(void)
+{
+	FILE *f = popen("lttng list tcbench 2>/dev/null", "r");
+	long long n = -1, v;
+	char line[256];
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, " Discarded events: %lld", &v) == 1)
+			n = n < 0 ? v : n + v;
+	pclose(f);
+	return n;
+}
+
 int main(void)
 {
+	long long before = discarded_so_far(), after;
+
 	static const unsigned lens[] = { 8, 32, 128 };
 
 	for (int th = 1; th <= 2; th++)
@@ -73,8 +94,19 @@ int main(void)
 				ns += w[k].ns / th;
 				mean += w[k].mean / th;
 			}
-			printf("lttng %uB %dt ns_per_event=%.1f mean_ns=%.1f\n",
-			       lens[i], th, ns, mean);
+			sleep(2);	/* the monitor timer updates the count */
+			after = discarded_so_far();
+			/* (lttng list may print a bogus huge count) */
+			if (before >= 0 && after >= before &&
+			    after - before <= (long long)EVENTS * th)
+				printf("lttng %uB %dt ns_per_event=%.1f mean_ns=%.1f "
+				       "discarded=%.2f%%\n", lens[i], th, ns, mean,
+				       100.0 * (double)(after - before) /
+				       (EVENTS * (double)th));
+			else
+				printf("lttng %uB %dt ns_per_event=%.1f mean_ns=%.1f "
+				       "discarded=unknown\n", lens[i], th, ns, mean);
+			before = after;
 		}
 	return 0;
 }

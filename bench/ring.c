@@ -7,6 +7,9 @@
  *
  * Output, one line per case:
  *   ring <payload>B <threads>t ns_per_event=N mean_ns=N dropped=N%
+ * (with --paced NS only the 32-byte, 1-thread case, one event every NS of
+ * wall time: "ring 32B 1t paced_ns=NS dropped=N%", to compare loss at
+ * the rate another tracer managed)
  * a line "ring drain pages_per_s=N MB_per_s=N events_per_s=N", and the
  * floor any per-CPU ring is up against on this machine and load: "plain
  * 32B 1t ns_per_event=N", a private array written with an rdtsc delta
@@ -41,6 +44,7 @@ struct wr {
 	double ns;		/* median chunk */
 	double mean;
 	uint64_t dropped;
+	double pace_ns;		/* > 0: one event every pace_ns of wall time */
 };
 
 static void *writer(void *p)
@@ -54,6 +58,13 @@ static void *writer(void *p)
 	t1 = cpu_ns();
 	for (uint32_t c = 0; c < CHUNKS; c++) {
 		for (uint32_t i = 0; i < EVENTS / CHUNKS; i++) {
+			if (w->pace_ns > 0) {
+				double due = t0 + w->pace_ns *
+					     ((double)c * (EVENTS / CHUNKS) + i);
+
+				while (now_ns() < due)
+					;
+			}
 			memcpy(payload, &i, 4);
 			if (ring_write(w->r, -1, payload, w->len))
 				w->dropped++;
@@ -112,7 +123,7 @@ static struct ring *mk(uint32_t pages)
 	return r;
 }
 
-static void one_case(uint32_t len, int nthreads)
+static void one_case(uint32_t len, int nthreads, double pace_ns)
 {
 	struct ring *r = mk(2048);	/* 8 MiB per CPU, as bench/run's LTTng */
 	pthread_t t[2], rt;
@@ -123,7 +134,7 @@ static void one_case(uint32_t len, int nthreads)
 	stop = 0;
 	pthread_create(&rt, NULL, reader, r);
 	for (int i = 0; i < nthreads; i++) {
-		w[i] = (struct wr){ .r = r, .len = len };
+		w[i] = (struct wr){ .r = r, .len = len, .pace_ns = pace_ns };
 		pthread_create(&t[i], NULL, writer, &w[i]);
 	}
 	for (int i = 0; i < nthreads; i++) {
@@ -134,9 +145,13 @@ static void one_case(uint32_t len, int nthreads)
 	}
 	stop = 1;
 	pthread_join(rt, NULL);
-	printf("ring %uB %dt ns_per_event=%.1f mean_ns=%.1f dropped=%.2f%%\n",
-	       len, nthreads, ns, mean,
-	       100.0 * dropped / (EVENTS * (double)nthreads));
+	if (pace_ns > 0)
+		printf("ring %uB %dt paced_ns=%.1f dropped=%.2f%%\n", len, nthreads,
+		       pace_ns, 100.0 * dropped / (EVENTS * (double)nthreads));
+	else
+		printf("ring %uB %dt ns_per_event=%.1f mean_ns=%.1f dropped=%.2f%%\n",
+		       len, nthreads, ns, mean,
+		       100.0 * dropped / (EVENTS * (double)nthreads));
 	ring_close(r);
 }
 
@@ -209,11 +224,19 @@ int main(int argc, char **argv)
 {
 	static const uint32_t lens[] = { 8, 32, 128 };
 
-	(void)argc;
-	(void)argv;
+	if (argc == 3 && !strcmp(argv[1], "--paced")) {
+		double pace = strtod(argv[2], NULL);
+
+		if (!(pace > 0)) {
+			fprintf(stderr, "bench-ring: --paced wants ns per event > 0\n");
+			return 2;
+		}
+		one_case(32, 1, pace);
+		return 0;
+	}
 	for (int th = 1; th <= 2; th++)
 		for (unsigned i = 0; i < 3; i++)
-			one_case(lens[i], th);
+			one_case(lens[i], th, 0);
 	drain_rate();
 	plain_case(32);
 	return 0;
