@@ -35,12 +35,15 @@ tc_certs() {
 
 # tc_start_collector [ARGS...]: tracecollectd on free loopback ports with
 # $tmp/pki's server certificate and the database $tmp/trace.db (ARGS come
-# last and may override either), its log in $tmp/collector.log. Waits for
-# its ready file, then sets collector_pid, listen and query; exits saying
-# why if it does not start.
+# last and may override either), its log in $tmp/collector.log; inside
+# network namespace $tc_netns when that is set. Waits for its ready file,
+# then sets collector_pid, listen and query; exits saying why if it does
+# not start.
 tc_start_collector() {
+	local run=()
+	[ -n "${tc_netns:-}" ] && run=(ip netns exec "$tc_netns")
 	rm -f "$tmp/ready"
-	"$top_builddir/tracecollectd" --foreground --listen 127.0.0.1:0 \
+	"${run[@]}" "$top_builddir/tracecollectd" --foreground --listen 127.0.0.1:0 \
 		--query tcp://127.0.0.1:0 --db "$tmp/trace.db" \
 		--cert "$tmp/pki/server.crt" --key "$tmp/pki/server.key" \
 		--ca "$tmp/pki/ca.crt" --ready-file "$tmp/ready" "$@" \

@@ -37,26 +37,11 @@ certs=$top_srcdir/contrib/tracecollect-certs
 "$certs" -d "$tmp/pki" server 127.0.0.1 10.231.77.1 >/dev/null &&
 "$certs" -d "$tmp/pki" agent delivery-host >/dev/null ||
 	{ echo "FAIL: certificate helper"; exit 1; }
-tls=(--cert "$tmp/pki/server.crt" --key "$tmp/pki/server.key" --ca "$tmp/pki/ca.crt")
 atls=(--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt")
 
 # start_collector DB LISTEN [NETNS]: start it, wait for its ready file.
 start_collector() {
-	local run=()
-	[ -n "${3:-}" ] && run=(ip netns exec "$3")
-	rm -f "$tmp/ready"
-	"${run[@]}" "$top_builddir/tracecollectd" --foreground --listen "$2" \
-		--query "tcp://127.0.0.1:0" --db "$1" "${tls[@]}" \
-		--ready-file "$tmp/ready" 2>> "$tmp/collector.log" &
-	collector_pid=$!
-	for _ in $(seq 100); do
-		[ -s "$tmp/ready" ] && break
-		kill -0 "$collector_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	[ -s "$tmp/ready" ] || { cat "$tmp/collector.log"; echo "FAIL: collector did not start"; exit 1; }
-	listen=$(sed -n 's/^listen=//p' "$tmp/ready")
-	query=$(sed -n 's/^query=//p' "$tmp/ready")
+	tc_netns=${3:-} tc_start_collector --db "$1" --listen "$2"
 }
 
 stop_collector() {
