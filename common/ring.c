@@ -748,21 +748,41 @@ static int reserve_percpu(struct ring *r, int buf, uint32_t len,
 	}
 }
 
+/* Page of virtual page @q of buffer @b, which a reservation holds. */
+static inline uint8_t *held_page(const struct ring *r, struct ring_buf *b,
+				 struct ring_slot *s, uint64_t q)
+{
+	uint64_t tag = ring_load_acquire(&s->tag);
+
+	if ((tag >> RING_TAG_SEQ_SHIFT) == q &&
+	    (tag & RING_TAG_PHYS_MASK) <= r->nslots)
+		return ring_page(r, b, tag & RING_TAG_PHYS_MASK);
+	return ring_claim_page(r, b, q);	/* the page's entrant is late */
+}
+
+/* Where a fast-path write went: a page of the current CPU's buffer. */
+struct fast_pos {
+	struct ring_slot *s;
+	uint8_t *page;
+	uint64_t now, delta;
+	uint32_t off;
+	int cpu;
+};
+
+#if RING_HAVE_RSEQ
 /*
- * The common case on an rseq ring, inline: the current CPU's buffer, the
- * event fits the current page and needs no time extend. Return: 0 and
- * *@ctx; 1 to take the general path (nothing reserved); -EIO.
+ * The reservation both fast paths make, inline: @total bytes in the
+ * current CPU's buffer, in the current page, no time extend (one rseq
+ * compare-and-swap of write position and last timestamp).
+ * Return: 0 and *@p; 1 to take the general path (nothing reserved); -EIO.
  */
 static inline __attribute__((always_inline))
-int reserve_fast(struct ring *r, uint32_t len, struct ring_wctx *ctx)
+int claim_fast(struct ring *r, uint32_t total, struct fast_pos *p)
 {
-#if RING_HAVE_RSEQ
-	uint32_t l4 = (len + 3) & ~3u, total = ev_size(len), off;
-	int cpu = ring_rseq_cpu();
 	struct ring_buf *b;
-	struct ring_slot *s;
-	uint64_t w, t, now, q, tag;
-	uint8_t *page;
+	uint64_t w, t, now, q;
+	uint32_t off;
+	int cpu = ring_rseq_cpu();
 
 	if ((unsigned)cpu >= r->ncpu)
 		return 1;
@@ -775,25 +795,43 @@ int reserve_fast(struct ring *r, uint32_t len, struct ring_wctx *ctx)
 	    ring_rseq_cas16((uint32_t)cpu, &b->res.wpos, w, t, w + total, now))
 		return 1;
 	q = w >> RING_WPOS_SHIFT;
-	s = &b->slots[q & (r->nslots - 1)];
-	tag = ring_load_acquire(&s->tag);
-	if ((tag >> RING_TAG_SEQ_SHIFT) == q &&
-	    (tag & RING_TAG_PHYS_MASK) <= r->nslots)
-		page = ring_page(r, b, tag & RING_TAG_PHYS_MASK);
-	else if (!(page = ring_claim_page(r, b, q)))	/* entrant is late */
-		return -EIO;
-	prewrite(page + RING_PAGE_HDR + off, total);
-	ctx->page = page;
-	ctx->slot = s;
-	ctx->off = off;
+	p->s = &b->slots[q & (r->nslots - 1)];
+	p->page = held_page(r, b, p->s, q);
+	p->now = now;
+	p->delta = now - t;
+	p->off = off;
+	p->cpu = cpu;
+	return p->page ? 0 : -EIO;
+}
+#endif
+
+/*
+ * The common case on an rseq ring, inline: the current CPU's buffer, the
+ * event fits the current page and needs no time extend. Return: 0 and
+ * *@ctx; 1 to take the general path (nothing reserved); -EIO.
+ */
+static inline __attribute__((always_inline))
+int reserve_fast(struct ring *r, uint32_t len, struct ring_wctx *ctx)
+{
+#if RING_HAVE_RSEQ
+	uint32_t l4 = (len + 3) & ~3u, total = ev_size(len);
+	struct fast_pos p;
+	int ret = claim_fast(r, total, &p);
+
+	if (ret)
+		return ret;
+	prewrite(p.page + RING_PAGE_HDR + p.off, total);
+	ctx->page = p.page;
+	ctx->slot = p.s;
+	ctx->off = p.off;
 	ctx->total = total;
 	ctx->len = len;
-	ctx->cpu = cpu;
-	ctx->ts = now;
-	ctx->delta = now - t;
+	ctx->cpu = p.cpu;
+	ctx->ts = p.now;
+	ctx->delta = p.delta;
 	ctx->ext = 0;
-	ctx->ends_page = off + total == r->data_size;
-	ctx->data = page + RING_PAGE_HDR + off + total - l4;
+	ctx->ends_page = p.off + total == r->data_size;
+	ctx->data = p.page + RING_PAGE_HDR + p.off + total - l4;
 	return 0;
 #else
 	(void)r;
@@ -886,18 +924,6 @@ static inline void copy_payload(void *dst, const void *src, uint32_t len)
 		*d++ = *s++;
 }
 
-/* Page of virtual page @q of buffer @b, which a reservation holds. */
-static inline uint8_t *held_page(const struct ring *r, struct ring_buf *b,
-				 struct ring_slot *s, uint64_t q)
-{
-	uint64_t tag = ring_load_acquire(&s->tag);
-
-	if ((tag >> RING_TAG_SEQ_SHIFT) == q &&
-	    (tag & RING_TAG_PHYS_MASK) <= r->nslots)
-		return ring_page(r, b, tag & RING_TAG_PHYS_MASK);
-	return ring_claim_page(r, b, q);	/* the page's entrant is late */
-}
-
 /*
  * ring_write's common case on an rseq ring, everything inline and in
  * registers: the current CPU's buffer, a 1..RING_MAX_PAYLOAD-byte
@@ -914,44 +940,29 @@ int write_fast(struct ring *r, const void *pre, const void *data,
 {
 #if RING_HAVE_RSEQ
 	uint32_t plen = len + (pre ? 8 : 0);
-	uint32_t l4 = (plen + 3) & ~3u, off;
+	uint32_t l4 = (plen + 3) & ~3u;
 	uint32_t type = big ? 0 : l4 / 4;
 	uint32_t total = (big ? 8 : 4) + l4;
-	int cpu = ring_rseq_cpu();
-	struct ring_buf *b;
-	struct ring_slot *s;
-	uint64_t w, t, now, q;
-	uint8_t *page, *e;
+	struct fast_pos p;
+	int ret = claim_fast(r, total, &p);
+	uint8_t *e;
 
-	if ((unsigned)cpu >= r->ncpu)
-		return 1;
-	b = r->bufs[cpu];
-	w = ring_load_relaxed(&b->res.wpos);
-	t = ring_load_relaxed(&b->res.last_ts);
-	now = ring_clock_read(r->clock);
-	off = (uint32_t)(w & RING_WPOS_OFF_MASK);
-	if (now - t >= (1u << RING_TS_BITS) || off + total > r->data_size ||
-	    ring_rseq_cas16((uint32_t)cpu, &b->res.wpos, w, t, w + total, now))
-		return 1;
-	q = w >> RING_WPOS_SHIFT;
-	s = &b->slots[q & (r->nslots - 1)];
-	page = held_page(r, b, s, q);
-	if (!page)
-		return -EIO;
-	e = page + RING_PAGE_HDR + off;
-	ring_prefetch_w(page + ((RING_PAGE_HDR + off + RING_PREFETCH) &
-				(r->page_size - 1)));
+	if (ret)
+		return ret;
+	e = p.page + RING_PAGE_HDR + p.off;
+	ring_prefetch_w(p.page + ((RING_PAGE_HDR + p.off + RING_PREFETCH) &
+				  (r->page_size - 1)));
 	prewrite(e, total);
 	if (pre)
 		memcpy(e + total - l4, pre, 8);
 	copy_payload(e + total - l4 + plen - len, data, len);
-	ring_store_relaxed((uint32_t *)e, type | (uint32_t)((now - t) << 5));
-	if (off + total == r->data_size)
-		ring_store_relaxed((uint64_t *)(page + 8),
+	ring_store_relaxed((uint32_t *)e, type | (uint32_t)(p.delta << 5));
+	if (p.off + total == r->data_size)
+		ring_store_relaxed((uint64_t *)(p.page + 8),
 				   (uint64_t)r->data_size);
-	if (ring_rseq_add((uint32_t)cpu, &s->commit_cpu,
+	if (ring_rseq_add((uint32_t)p.cpu, &p.s->commit_cpu,
 			  total + RING_CC_EVENT))
-		ring_add_release(&s->commit, total + RING_CC_EVENT);
+		ring_add_release(&p.s->commit, total + RING_CC_EVENT);
 	return 0;
 #else
 	(void)r;
