@@ -196,11 +196,20 @@ static int32_t tid(void)
 	return tc_tid;
 }
 
+/* The record's 8 common bytes: common_type, flags, preempt_count, pid. */
+static inline void common_fields(uint8_t *p, const struct tc_event *ev)
+{
+	int32_t pid = tid();
+
+	memcpy(p, &ev->id, 2);
+	p[2] = 0;
+	p[3] = 0;
+	memcpy(p + 4, &pid, 4);
+}
+
 int tc_reserve(const struct tc_event *ev, size_t len, struct tc_wctx *ctx)
 {
 	struct ring_wctx *rc = (struct ring_wctx *)ctx->priv;
-	uint8_t *p;
-	int32_t pid = tid();
 	int ret;
 
 	if (!*tc__on)
@@ -210,12 +219,8 @@ int tc_reserve(const struct tc_event *ev, size_t len, struct tc_wctx *ctx)
 	ret = ring_reserve(tc__ring, -1, (uint32_t)len + 8, rc);
 	if (ret)
 		return ret;
-	p = rc->data;
-	memcpy(p, &ev->id, 2);
-	p[2] = 0;
-	p[3] = 0;
-	memcpy(p + 4, &pid, 4);
-	ctx->data = p + 8;
+	common_fields(rc->data, ev);
+	ctx->data = (uint8_t *)rc->data + 8;
 	return 0;
 }
 
@@ -229,17 +234,12 @@ void tc_commit(struct tc_wctx *ctx)
 int tc_write(const struct tc_event *ev, const void *fields, size_t len)
 {
 	uint8_t common[8];
-	int32_t pid;
 
 	if (!*tc__on)
 		return -ENODEV;
 	if (len > RING_MAX_PAYLOAD - 8)
 		return -E2BIG;
-	pid = tid();
-	memcpy(common, &ev->id, 2);
-	common[2] = 0;
-	common[3] = 0;
-	memcpy(common + 4, &pid, 4);
+	common_fields(common, ev);
 	return ring_write_hdr(tc__ring, common, fields, (uint32_t)len);
 }
 
