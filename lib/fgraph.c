@@ -79,7 +79,10 @@ struct fg_thread {
 	struct fg_frame *stack;
 	uint32_t top;
 	uint32_t busy;
-	int32_t tid;		/* common_pid of our records; 0: not asked */
+	int32_t tid;		/* common_pid of our records; 0: not asked.
+				 * Our own copy of tracecollect.c's cache: in
+				 * this thread's block beside the stack; reading
+				 * that one instead measured +17 ns per call */
 	struct fgraph_stats st;
 };
 
