@@ -11,7 +11,10 @@
  * CLOCK and CPU_STATS; at the end agent -> BYE; collector commits everything
  * and answers DONE with what it stored, then both close. An agent that
  * sends a session id in HELLO gets ACKs (stream, seq) whenever pages are
- * committed, and may resend un-acknowledged pages after a reconnect.
+ * committed, and may resend un-acknowledged pages after a reconnect. An
+ * agent that sends "pushdown" in HELLO gets a FILTER per event whose
+ * server-side filter it may set on its instance, and answers each with
+ * FILTER_STATUS (PROTOCOL.md, "Filter push-down").
  */
 #ifndef PROTO_MSG_H
 #define PROTO_MSG_H
