@@ -173,6 +173,8 @@ int kfilter_send(struct kfilter *k, int (*send)(void *arg, const struct proto_ms
 	size_t i;
 	int ret = 0;
 
+	if (!k->nanswers)
+		return 0;	/* the usual case; also keeps memmove() off NULL */
 	for (i = 0; i < k->nanswers && ret == 0; i++)
 		ret = send(arg, &k->answers[i]);
 	if (ret < 0)
