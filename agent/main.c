@@ -30,6 +30,7 @@
 #include "agent/exec.h"
 #include "agent/ftrace.h"
 #include "agent/hostinfo.h"
+#include "agent/kfilter.h"
 #include "agent/reader.h"
 #include "agent/ship.h"
 #include "agent/spool.h"
@@ -88,6 +89,7 @@ struct opts {
 	size_t nffilters;
 	char **exec_argv;		/* --exec: the program to trace */
 	bool insecure_plain;		/* plain TCP to a loopback collector */
+	bool no_pushdown;		/* refuse the collector's filters */
 };
 
 struct agent {
@@ -99,6 +101,7 @@ struct agent {
 	struct spool *sp;		/* pages not acknowledged yet */
 	uint8_t *room;			/* spool room read(2) fills */
 	struct ubuf *u;			/* programs' rings; NULL with --no-user */
+	struct kfilter *kf;		/* filter push-down; NULL with --no-pushdown */
 	struct ubuf_ops uops;
 	int64_t user_scan, user_flush;	/* next times, ms */
 	uint64_t session;		/* this run's id, in every HELLO */
@@ -210,6 +213,13 @@ static void help(void)
 "                           and ships its pages and formats while connected\n"
 "                           (default " UBUF_DEFAULT_DIR ")\n"
 "      --no-user            do not look for traced programs\n"
+"      --no-pushdown        do not offer the collector to set its filters on\n"
+"                           this agent's instance (by default the agent\n"
+"                           offers it and the kernel then drops, before\n"
+"                           shipping, the events the collector would drop;\n"
+"                           a filter the kernel refuses is reported to the\n"
+"                           collector, which filters there either way; the\n"
+"                           filters are cleared when a connection ends)\n"
 "  -p, --tracer TRACER      run the kernel's function or function_graph\n"
 "                           tracer in the instance (a kernel that refuses\n"
 "                           it, e.g. locked down, is reported in one line\n"
@@ -307,7 +317,8 @@ enum { OPT_CERT = 256, OPT_KEY, OPT_CA, OPT_INSTANCE, OPT_NAME,
        OPT_BUFFER_KB, OPT_SUBBUF_KB, OPT_FLUSH_MS, OPT_SPOOL_DIR,
        OPT_SPOOL_MEM_MB,
        OPT_SPOOL_DISK_MB, OPT_ACK_TIMEOUT_MS, OPT_DRAIN_S, OPT_READ_MODE,
-       OPT_USER_DIR, OPT_NO_USER, OPT_FTRACE_FILTER, OPT_EXEC, OPT_INSECURE_PLAIN };
+       OPT_USER_DIR, OPT_NO_USER, OPT_FTRACE_FILTER, OPT_EXEC, OPT_INSECURE_PLAIN,
+       OPT_NO_PUSHDOWN };
 
 static const struct option long_opts[] = {
 	{ "connect", required_argument, NULL, 'c' },
@@ -329,6 +340,7 @@ static const struct option long_opts[] = {
 	{ "read-mode", required_argument, NULL, OPT_READ_MODE },
 	{ "user-dir", required_argument, NULL, OPT_USER_DIR },
 	{ "no-user", no_argument, NULL, OPT_NO_USER },
+	{ "no-pushdown", no_argument, NULL, OPT_NO_PUSHDOWN },
 	{ "tracer", required_argument, NULL, 'p' },
 	{ "ftrace-filter", required_argument, NULL, OPT_FTRACE_FILTER },
 	{ "exec", no_argument, NULL, OPT_EXEC },
@@ -448,6 +460,7 @@ static int opt_one(struct opts *o, int c, const char *arg)
 	case OPT_SPOOL_DIR: o->spool_dir = arg; return 0;
 	case OPT_USER_DIR: o->user_dir = arg; return 0;
 	case OPT_NO_USER: o->no_user = true; return 0;
+	case OPT_NO_PUSHDOWN: o->no_pushdown = true; return 0;
 	case OPT_INSECURE_PLAIN: o->insecure_plain = true; return 0;
 	case OPT_READ_MODE:
 		if (!strcmp(arg, "auto"))
@@ -614,7 +627,7 @@ static int setup_tracing(struct agent *a)
 			return fail(a, ret, "%s", why);
 	}
 	a->kstats = calloc((size_t)tracing_ncpus(a->t), sizeof(*a->kstats));
-	if (!a->kstats)
+	if (!a->kstats || (!a->o.no_pushdown && kfilter_new(a->t, &a->kf) < 0))
 		return fail(a, -ENOMEM, "out of memory");
 	return setup_ftrace(a);
 }
@@ -630,6 +643,7 @@ static int send_hello(struct agent *a)
 		.page_size = tracing_page_size(a->t),
 		.long_size = a->hi.long_size, .big_endian = a->hi.big_endian,
 		.session = a->session,
+		.pushdown = a->kf != NULL,
 	};
 	struct proto_welcome w;
 	char why[512];
@@ -785,6 +799,8 @@ static void conn_lost(struct agent *a, const char *why)
 	a->backoff_ms = delay >= BACKOFF_MAX_MS / 2 ? BACKOFF_MAX_MS : delay * 2;
 	ship_close(a->s);
 	a->s = NULL;
+	if (a->kf)	/* the next collector may filter less */
+		kfilter_clear_all(a->kf);
 }
 
 /* Clock sample, cmdlines and CPU stats: every PERIODIC_MS and at the end. */
@@ -816,6 +832,21 @@ static void on_ack(void *arg, uint32_t stream, uint64_t seq)
 	a->ack_progress = now_ms();
 }
 
+/* MSG_FILTER: set it on the instance; the answer goes out after ship_check(). */
+static void on_filter(void *arg, const struct proto_filter *f)
+{
+	struct agent *a = arg;
+
+	kfilter_apply(a->kf, f);
+}
+
+static int send_filter_status(void *arg, const struct proto_msg *m)
+{
+	struct agent *a = arg;
+
+	return ship_msg(a->s, m);
+}
+
 /* Spooled pages are whole page frames (on_page()): sent as they are. */
 static int resend_one(void *arg, const struct spool_page *p)
 {
@@ -839,6 +870,8 @@ static int connect_collector(struct agent *a)
 	if (ret < 0)
 		return fail(a, ret, "%s", why);
 	ship_set_ack_fn(a->s, on_ack, a);
+	if (a->kf)
+		ship_set_filter_fn(a->s, on_filter, a);
 	ship_set_io_timeout(a->s, a->o.ack_timeout_ms);
 	ret = send_hello(a);
 	if (ret == 0)
@@ -1100,6 +1133,10 @@ static void check_collector(struct agent *a)
 		return;
 	if (ship_check(a->s, why, sizeof(why)) < 0) {
 		conn_lost(a, why);
+		return;
+	}
+	if (a->kf && kfilter_send(a->kf, send_filter_status, a) < 0) {
+		conn_lost(a, ship_last_error(a->s));
 		return;
 	}
 	if (!spool_empty(a->sp) &&
@@ -1378,6 +1415,7 @@ static void cleanup(struct agent *a)
 	reader_close(a->r);
 	ship_close(a->s);
 	spool_close(a->sp);
+	kfilter_free(a->kf);
 	tracing_close(a->t);
 	free(a->kstats);
 	free(a->o.events);

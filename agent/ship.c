@@ -52,6 +52,8 @@ struct ship {
 	struct proto_buf out;		/* encoded control message */
 	ship_ack_fn ack_fn;
 	void *ack_arg;
+	ship_filter_fn filter_fn;	/* MSG_FILTER (push-down); NULL: unexpected */
+	void *filter_arg;
 	bool plain;			/* --insecure-plain: no TLS */
 	bool ktls;			/* the kernel encrypts what we send */
 	char err[512];
@@ -622,9 +624,20 @@ void ship_set_ack_fn(struct ship *s, ship_ack_fn fn, void *arg)
 	s->ack_arg = arg;
 }
 
-/* Pass an ACK on; Return: true if @m was one and has been consumed. */
+void ship_set_filter_fn(struct ship *s, ship_filter_fn fn, void *arg)
+{
+	s->filter_fn = fn;
+	s->filter_arg = arg;
+}
+
+/* Pass an ACK (or a FILTER) on; Return: true if @m was one and has been consumed. */
 static bool take_ack(struct ship *s, struct proto_msg *m)
 {
+	if (m->type == MSG_FILTER && s->filter_fn) {
+		s->filter_fn(s->filter_arg, &m->filter);
+		proto_msg_free(m);
+		return true;
+	}
 	if (m->type != MSG_ACK || !s->ack_fn)
 		return false;
 	s->ack_fn(s->ack_arg, m->ack.stream, m->ack.seq);

@@ -173,8 +173,23 @@ typedef void (*ship_ack_fn)(void *arg, uint32_t stream, uint64_t seq);
 void ship_set_ack_fn(struct ship *s, ship_ack_fn fn, void *arg);
 
 /*
+ * ship_filter_fn - receives each MSG_FILTER (filter push-down) the
+ * collector sends; @f is valid during the call only. It must not call
+ * ship_*() on the connection (queue the answer and send it afterwards).
+ */
+typedef void (*ship_filter_fn)(void *arg, const struct proto_filter *f);
+
+/*
+ * ship_set_filter_fn - have every MSG_FILTER read by ship_check() and
+ * ship_bye() go to @fn. Without one, a MSG_FILTER is unexpected (an agent
+ * that does not announce "pushdown" in HELLO never gets one).
+ */
+void ship_set_filter_fn(struct ship *s, ship_filter_fn fn, void *arg);
+
+/*
  * ship_check - read, without waiting, what the collector sent during
- * streaming: ACKs go to the ack function; anything else means it gives up.
+ * streaming: ACKs go to the ack function, FILTERs to the filter function;
+ * anything else means it gives up.
  *
  * Return: 0 when nothing but ACKs arrived; TC_ERR_PROTO_STATE for
  * MSG_ERROR or any other message (@err tells which and the collector's

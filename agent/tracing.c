@@ -9,6 +9,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +241,14 @@ int tracing_set_subbuf(struct tracing *t, size_t kb, char *err, size_t errlen)
 uint32_t tracing_page_size(struct tracing *t)
 {
 	return t->page_size;
+}
+
+bool tracing_has_event(struct tracing *t, const char *system, const char *name)
+{
+	for (size_t i = 0; i < t->nevents; i++)
+		if (!strcmp(t->events[i].system, system) && !strcmp(t->events[i].name, name))
+			return true;
+	return false;
 }
 
 size_t tracing_event_count(struct tracing *t)

@@ -7,6 +7,7 @@
 #ifndef AGENT_TRACING_H
 #define AGENT_TRACING_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -101,6 +102,10 @@ int tracing_ncpus(struct tracing *t);
 /* tracing_page_size - the ring buffer's sub-buffer size in bytes
  * (buffer_subbuf_size_kb * 1024, or the page size on kernels without it). */
 uint32_t tracing_page_size(struct tracing *t);
+
+/* tracing_has_event - whether @system:@name is one of the instance's events
+ * (enabled by tracing_enable() or remembered by tracing_track()). */
+bool tracing_has_event(struct tracing *t, const char *system, const char *name);
 
 /* tracing_event_count - how many events tracing_enable() enabled so far. */
 size_t tracing_event_count(struct tracing *t);

@@ -976,6 +976,14 @@ int filter_bind(struct filter *f, const struct filter_schema *schema,
 	return 0;
 }
 
+bool filter_uses_field(const struct filter *f, int field_index)
+{
+	for (size_t k = 0; f->bind && k < f->npreds; k++)
+		if (f->bind[k].field == field_index)
+			return true;
+	return false;
+}
+
 /* ---- evaluation --------------------------------------------------------- */
 
 static int cmp_result(enum fop op, int cmp)

@@ -51,6 +51,7 @@
 #ifndef TC_FILTER_H
 #define TC_FILTER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -175,6 +176,13 @@ int filter_bind(struct filter *f, const struct filter_schema *schema,
  * Return: 0.
  */
 int filter_fields(const struct filter *f, const char *const **names, size_t *count);
+
+/*
+ * filter_uses_field - whether bound filter @f reads field @field_index (a
+ * schema index or FILTER_FIELD_CPU / FILTER_FIELD_COMM) in any predicate.
+ * Return: true or false; false for a filter that is not bound.
+ */
+bool filter_uses_field(const struct filter *f, int field_index);
 
 /*
  * struct filter_value - one field value of one event, from the getter.

@@ -62,6 +62,7 @@ struct msg_desc {
 	const char *name;
 	const struct field *fields;
 	size_t nfields;
+	int (*check)(const struct proto_msg *m);	/* meaning, after types */
 };
 
 #define F(key, kind, need, member) \
@@ -84,6 +85,7 @@ static const struct field hello_fields[] = {
 	F("trace_ns", FK_U64, REQUIRED_V1, hello.clock.trace_ns),
 	F("realtime_ns", FK_I64, REQUIRED_V1, hello.clock.realtime_ns),
 	F("session", FK_U64, OPTIONAL, hello.session),
+	F("pushdown", FK_BOOL, OPTIONAL, hello.pushdown),
 };
 
 static const struct field welcome_fields[] = {
@@ -167,12 +169,63 @@ static const struct field symbols_fields[] = {
 	FTEXT("text", symbols.text, symbols.len),
 };
 
+static const struct field filter_fields[] = {
+	F("system", FK_STR, REQUIRED, filter.system),
+	F("name", FK_STR, REQUIRED, filter.name),
+	F("text", FK_STR, REQUIRED, filter.text),
+};
+
+static const struct field filter_status_fields[] = {
+	F("system", FK_STR, REQUIRED, filter_status.system),
+	F("name", FK_STR, REQUIRED, filter_status.name),
+	F("text", FK_STR, REQUIRED, filter_status.text),
+	F("ok", FK_BOOL, REQUIRED, filter_status.ok),
+	F("error", FK_STR, OPTIONAL, filter_status.error),
+};
+
 /* msg_dec_fields() tracks the keys it has seen in a 32-bit mask. */
 _Static_assert(ARRAY_SIZE(hello_fields) <= 32, "too many fields");
 _Static_assert(ARRAY_SIZE(cpu_stats_fields) <= 32, "too many fields");
 
 #define MSG(type, name, fields) \
-	[type] = { name, fields, ARRAY_SIZE(fields) }
+	[type] = { name, fields, ARRAY_SIZE(fields), NULL }
+#define MSGC(type, name, fields, check) \
+	[type] = { name, fields, ARRAY_SIZE(fields), check }
+
+/*
+ * An event's system or name as it appears in a tracefs path: 1 to
+ * PROTO_MAX_EVENT_NAME bytes of [A-Za-z0-9_.-], not starting with '.', so
+ * that an agent can use it as a path component of its instance as is.
+ */
+static bool event_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > PROTO_MAX_EVENT_NAME || s[0] == '.')
+		return false;
+	return strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			 "0123456789_.-") == n;
+}
+
+/* MSG_FILTER and MSG_FILTER_STATUS: names fit a path, a filter fits the kernel. */
+static int check_filter(const struct proto_msg *m)
+{
+	const struct proto_filter *f = &m->filter;
+
+	if (!f->system || !f->name || !event_name_ok(f->system) || !event_name_ok(f->name) ||
+	    (f->text && strlen(f->text) > PROTO_MAX_FILTER))
+		return TC_ERR_MSG_MALFORMED;
+	return 0;
+}
+
+static int check_filter_status(const struct proto_msg *m)
+{
+	const struct proto_filter_status *f = &m->filter_status;
+	struct proto_msg as_filter = { .type = MSG_FILTER, .filter = {
+		.system = f->system, .name = f->name, .text = f->text } };
+
+	return check_filter(&as_filter);
+}
 
 static const struct msg_desc msg_table[] = {
 	MSG(MSG_HELLO, "hello", hello_fields),
@@ -188,6 +241,9 @@ static const struct msg_desc msg_table[] = {
 	MSG(MSG_ACK, "ack", ack_fields),
 	MSG(MSG_GROUP, "group", group_fields),
 	MSG(MSG_SYMBOLS, "symbols", symbols_fields),
+	MSGC(MSG_FILTER, "filter", filter_fields, check_filter),
+	MSGC(MSG_FILTER_STATUS, "filter_status", filter_status_fields,
+	     check_filter_status),
 };
 
 static const struct msg_desc *msg_desc_get(enum proto_msg_type type)
@@ -379,6 +435,8 @@ int proto_msg_encode(const struct proto_msg *m, struct proto_buf *out)
 
 	if (!d)
 		return TC_ERR_MSG_UNKNOWN;
+	if (d->check && d->check(m) < 0)
+		return TC_ERR_MSG_MALFORMED;
 	rc = proto_buf_reserve(out, FRAME_HDR_SIZE);
 	if (rc < 0)
 		return rc;
@@ -753,6 +811,8 @@ static int msg_from_object(const msgpack_object *o, struct proto_msg *out)
 	rc = msg_dec_fields(map, &msg_table[type], &m, &seen);
 	if (rc == 0)
 		rc = msg_dec_absent(&msg_table[type], &m, seen);
+	if (rc == 0 && msg_table[type].check)
+		rc = msg_table[type].check(&m);
 	if (rc < 0) {
 		proto_msg_free(&m);
 		return rc;

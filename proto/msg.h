@@ -11,7 +11,10 @@
  * CLOCK and CPU_STATS; at the end agent -> BYE; collector commits everything
  * and answers DONE with what it stored, then both close. An agent that
  * sends a session id in HELLO gets ACKs (stream, seq) whenever pages are
- * committed, and may resend un-acknowledged pages after a reconnect.
+ * committed, and may resend un-acknowledged pages after a reconnect. An
+ * agent that sends "pushdown" in HELLO gets a FILTER per event whose
+ * server-side filter it may set on its instance, and answers each with
+ * FILTER_STATUS (PROTOCOL.md, "Filter push-down").
  */
 #ifndef PROTO_MSG_H
 #define PROTO_MSG_H
@@ -23,6 +26,9 @@
 #define PROTO_VERSION		1
 #define PROTO_MAX_STRING	(256u * 1024)	/* longest string field */
 #define PROTO_MAX_CMDLINES	65536		/* entries in one CMDLINES */
+#define PROTO_MAX_EVENT_NAME	255		/* system or event name in FILTER */
+#define PROTO_MAX_FILTER	4096		/* filter text in FILTER (the
+						 * parser's FILTER_MAX_LEN) */
 
 enum proto_msg_type {
 	MSG_HELLO = 1,		/* agent: who I am */
@@ -38,6 +44,8 @@ enum proto_msg_type {
 	MSG_ACK,		/* collector: pages up to seq are committed */
 	MSG_GROUP = 20,		/* agent: a program's user-space ring buffer */
 	MSG_SYMBOLS = 21,	/* agent: function symbols of a group or the kernel */
+	MSG_FILTER = 22,	/* collector: set this filter in your instance */
+	MSG_FILTER_STATUS = 23,	/* agent: what the kernel said to a MSG_FILTER */
 };
 
 struct proto_clock {
@@ -59,6 +67,7 @@ struct proto_hello {
 	struct proto_clock clock;
 	uint64_t session;	/* optional: this agent run's random id; 0 =
 				 * none (no dedup, no ACKs) */
+	bool pushdown;		/* optional: the agent takes MSG_FILTER */
 };
 
 struct proto_welcome {
@@ -114,6 +123,32 @@ struct proto_symbols {
 	uint32_t group;		/* 0: the kernel; else a MSG_GROUP's */
 	char *text;
 	size_t len;
+};
+
+/*
+ * MSG_FILTER (collector -> agent, only to an agent whose HELLO said
+ * "pushdown"): the filter the collector applies to event @system:@name of
+ * this host, for the agent to set on its own instance so that what it
+ * would drop never leaves the host. @text is in the kernel's event-filter
+ * language; "" clears the filter. The collector enforces it either way.
+ */
+struct proto_filter {
+	char *system;
+	char *name;
+	char *text;
+};
+
+/*
+ * MSG_FILTER_STATUS (agent -> collector, one per MSG_FILTER): whether the
+ * kernel took @text for @system:@name; when not, @error is what the kernel
+ * put in the event's filter file (or why the agent did not try).
+ */
+struct proto_filter_status {
+	char *system;
+	char *name;
+	char *text;		/* the filter as received */
+	bool ok;
+	char *error;		/* "" when ok */
 };
 
 struct proto_cmdline {
@@ -180,6 +215,8 @@ struct proto_msg {
 		struct proto_group group;
 		struct proto_ack ack;
 		struct proto_symbols symbols;
+		struct proto_filter filter;
+		struct proto_filter_status filter_status;
 	};
 };
 
@@ -213,7 +250,8 @@ int proto_buf_append(struct proto_buf *b, const void *p, size_t len);
  * a string exceeds PROTO_MAX_STRING, cmdlines.count exceeds
  * PROTO_MAX_CMDLINES or the payload would exceed FRAME_MAX_PAYLOAD (65536
  * full cmdlines do not fit: send at most 32768 per message);
- * TC_ERR_MSG_MALFORMED when a text holds a NUL byte.
+ * TC_ERR_MSG_MALFORMED when a text holds a NUL byte, or a FILTER or
+ * FILTER_STATUS breaks the rules of proto_msg_decode().
  */
 int proto_msg_encode(const struct proto_msg *m, struct proto_buf *out);
 
@@ -223,7 +261,11 @@ int proto_msg_encode(const struct proto_msg *m, struct proto_buf *out);
  * On success *@out owns copies of all strings and arrays; release them with
  * proto_msg_free(). Strings are NUL-terminated and may not contain NUL.
  *
- * Absent optional strings decode as "" (never NULL). A HELLO whose version
+ * Absent optional strings decode as "" (never NULL). FILTER and
+ * FILTER_STATUS are also checked for meaning: system and name 1 to
+ * PROTO_MAX_EVENT_NAME bytes of [A-Za-z0-9_.-] not starting with '.', text
+ * at most PROTO_MAX_FILTER bytes (else TC_ERR_MSG_MALFORMED; the encoder
+ * refuses the same). A HELLO whose version
  * is not PROTO_VERSION needs only "t" and "v", so the collector can always
  * read the version and refuse it (PROTOCOL.md, version negotiation).
  *

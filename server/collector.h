@@ -23,6 +23,7 @@ struct conn;
 struct ingest;
 struct sink;
 struct filters;
+struct proto_msg;
 
 struct collector {
 	struct event_base *base;
@@ -61,6 +62,7 @@ enum ingest_result_kind {
 	IR_WELCOME,		/* HELLO stored: send WELCOME with host_id */
 	IR_DONE,		/* BYE: everything committed; send DONE */
 	IR_FAIL,		/* a message or page failed: send ERROR, close */
+	IR_MSG,			/* send msg (MSG_FILTER: push-down) */
 };
 
 struct ingest_result {
@@ -71,6 +73,7 @@ struct ingest_result {
 	uint64_t pages, events;	/* IR_DONE: stored this session */
 	int err;		/* IR_FAIL */
 	char what[32];		/* IR_FAIL: "page", "format", ... */
+	struct proto_msg *msg;	/* IR_MSG: owned by the result */
 };
 
 /* conn_on_result - handle one result (the connection may be gone: ignored). */
@@ -86,6 +89,7 @@ struct ingest_opts {
 	size_t queue_bytes;	/* pause reading from agents above this */
 	int64_t retain_age_ns;	/* 0: keep forever */
 	uint64_t retain_bytes;	/* 0: no size limit */
+	bool pushdown;		/* send agents that take it their filters */
 };
 
 /*

@@ -33,6 +33,7 @@
 #include "proto/msg.h"
 #include "proto/tls.h"
 #include "server/collector.h"
+#include "server/pushdown.h"
 #include "server/sink.h"
 
 #define CONN_INPUT_HIGH	(4u << 20)	/* read no more while this is buffered */
@@ -66,6 +67,7 @@ struct conn {
 	struct sink *sink;	/* the ingest worker's side */
 	bool paused;		/* reading stopped: the ingest queue is full */
 	bool session;		/* the agent announced a session: ACK its pages */
+	bool pushdown;		/* the agent takes MSG_FILTER (push-down) */
 	uint32_t ncpus;
 	struct conn_cpu *cpus;
 	uint64_t pages;		/* handed to ingest */
@@ -154,6 +156,7 @@ static int on_hello(struct conn *c, struct proto_msg *m)
 		return -ENOMEM;
 	c->ncpus = h->ncpus;
 	c->session = h->session != 0;	/* agents that announce one want ACKs */
+	c->pushdown = h->pushdown;
 	ret = ingest_sink_new(c->col, c->id, &c->sink);
 	if (ret < 0)
 		return ret;
@@ -196,6 +199,11 @@ static int conn_on_msg(struct conn *c, const uint8_t *payload, size_t len)
 		ret = ingest_push_msg(c->col, c->sink, &m);
 		break;
 	case MSG_BYE: ret = on_bye(c, &m); break;
+	case MSG_FILTER_STATUS:	/* only an answer to our MSG_FILTER */
+		ret = c->pushdown ? 0 : TC_ERR_PROTO_STATE;
+		if (ret == 0)
+			pushdown_log_status(c->host, &m.filter_status);
+		break;
 	case MSG_ERROR:
 		log_warn("%s: agent reports error %d: %s", c->peer, m.error.code, m.error.text);
 		ret = TC_ERR_PEER_CLOSED;
@@ -460,6 +468,11 @@ void conn_on_result(struct collector *col, const struct ingest_result *r)
 		return;
 	if (r->kind == IR_FAIL) {
 		conn_fail(c, r->err, r->what);
+		return;
+	}
+	if (r->kind == IR_MSG) {	/* push-down: only while streaming */
+		if (c->state == CONN_STREAM && (ret = conn_send(c, r->msg)) < 0)
+			conn_fail(c, ret, proto_msg_name(r->msg->type));
 		return;
 	}
 	if (r->kind == IR_WELCOME) {

@@ -158,6 +158,44 @@ static void ing_fail(struct ingest *g, struct sink *s, int err, const char *what
 	ing_post(g, &r);
 }
 
+/* Free a result and the message it may carry. */
+static void ing_result_free(struct ingest_result *r)
+{
+	if (r->msg) {
+		proto_msg_free(r->msg);
+		free(r->msg);
+	}
+	free(r);
+}
+
+/* Post the MSG_FILTERs @s queued (push-down) for its connection to send. */
+static void ing_post_pushes(struct ingest *g, struct sink *s)
+{
+	struct proto_msg *msgs;
+	size_t n, i;
+
+	pushdown_take(&s->pushq, &msgs, &n);
+	for (i = 0; i < n; i++) {
+		struct ingest_result *r = calloc(1, sizeof(*r));
+
+		if (r)
+			r->msg = malloc(sizeof(*r->msg));
+		if (!r || !r->msg) {
+			free(r);
+			proto_msg_free(&msgs[i]);
+			log_err("out of memory posting a filter for host %s", s->host);
+			continue;
+		}
+		r->conn_id = s->conn_id;
+		r->kind = IR_MSG;
+		*r->msg = msgs[i];
+		pthread_mutex_lock(&g->lock);
+		ing_post_locked(g, r);
+		pthread_mutex_unlock(&g->lock);
+	}
+	free(msgs);
+}
+
 /* The loop's side of the eventfd: take everything the worker posted. */
 static void ing_results_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -181,7 +219,7 @@ static void ing_results_cb(evutil_socket_t fd, short what, void *arg)
 	while ((r = list)) {
 		list = r->next;
 		conn_on_result(g->col, r);
-		free(r);
+		ing_result_free(r);
 	}
 	if (resume)
 		conn_resume_all(g->col);
@@ -367,17 +405,33 @@ static void ing_run(struct ingest *g, struct ingest_job *j)
 		ing_msg(g, s, &j->msg);
 	else
 		ing_pages(g, s, j);
+	if (s->pushq.n)
+		ing_post_pushes(g, s);
 }
 
-/* Called with the lock held: adopt a newer filter table. */
-static void ing_env_locked(struct ingest *g)
+/* A new filter table: re-resolve every live sink now (push-down updates). */
+static void ing_refilter(struct ingest *g)
+{
+	for (struct sink *s = g->sinks; s; s = s->next) {
+		if (s->failed)
+			continue;
+		if (sink_refilter(s, &g->env) < 0)
+			ing_fail(g, s, -ENOMEM, "filters");
+		else if (s->pushq.n)
+			ing_post_pushes(g, s);
+	}
+}
+
+/* Called with the lock held: adopt a newer filter table. Return: whether it did. */
+static bool ing_env_locked(struct ingest *g)
 {
 	if (g->env.filters_gen == g->filters_gen && g->env_filters == g->filters)
-		return;
+		return false;
 	filters_unref(g->env_filters);
 	g->env_filters = filters_ref(g->filters);
 	g->env.filters = g->env_filters;
 	g->env.filters_gen = g->filters_gen;
+	return true;
 }
 
 static bool ing_commit_due(const struct ingest *g)
@@ -420,7 +474,12 @@ static void *ing_main(void *arg)
 
 	pthread_mutex_lock(&g->lock);
 	for (;;) {
-		ing_env_locked(g);
+		if (ing_env_locked(g) && g->env.pushdown) {
+			pthread_mutex_unlock(&g->lock);
+			ing_refilter(g);
+			pthread_mutex_lock(&g->lock);
+			continue;
+		}
 		j = g->head;
 		if (!j) {
 			if (g->stop)
@@ -616,6 +675,7 @@ int ingest_start(struct collector *col, const struct ingest_opts *o)
 	g->rtail = &g->results;
 	g->env.store = col->store;
 	g->env.sessions = &g->sessions;
+	g->env.pushdown = o->pushdown;
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->cond, NULL);
 	col->ing = g;
@@ -654,7 +714,7 @@ void ingest_stop(struct collector *col)
 	}
 	while ((r = g->results)) {
 		g->results = r->next;
-		free(r);
+		ing_result_free(r);
 	}
 	while (g->sinks) {
 		struct sink *s = g->sinks;

@@ -31,6 +31,8 @@ struct sink_type {
 	struct filter_field *ffields;	/* the filter's view of t->fields */
 	struct filter *f;		/* NULL: keep every event */
 	uint64_t dropped;		/* by the filter, not yet in the store */
+	bool kernel;			/* an event of the agent's instance */
+	char *pushed;			/* filter set in the agent's instance; NULL: none */
 };
 
 /* pid -> comm, open addressing, for the filter's COMM field. */
@@ -129,6 +131,30 @@ static void sink_report(void *ctx, const char *system, const char *name, const c
 		 s->host, rule, system, name, why);
 }
 
+/* Push-down: tell the agent when the filter its kernel should apply changed. */
+static int sink_type_push(struct sink *s, struct sink_type *ty)
+{
+	const char *why = NULL, *want = ty->f ? pushdown_text(ty->f, &why) : NULL;
+	char *copy = NULL;
+
+	if (!s->pushdown || !ty->kernel)
+		return 0;
+	if (why)
+		log_info("host %s: %s:%s: filter '%s' is not pushed down: %s", s->host,
+			 ty->t->system, ty->t->name, filter_text(ty->f), why);
+	if (want == ty->pushed || (want && ty->pushed && !strcmp(want, ty->pushed)))
+		return 0;
+	if (want && !(copy = strdup(want)))
+		return -ENOMEM;
+	if (pushdown_queue(&s->pushq, ty->t->system, ty->t->name, want) < 0) {
+		free(copy);
+		return -ENOMEM;
+	}
+	free(ty->pushed);
+	ty->pushed = copy;
+	return 0;
+}
+
 static int sink_type_resolve(struct sink *s, const struct sink_env *env, struct sink_type *ty)
 {
 	struct filter_schema schema = { ty->ffields, ty->t->nfields };
@@ -144,7 +170,7 @@ static int sink_type_resolve(struct sink *s, const struct sink_env *env, struct 
 	if (f)
 		log_info("host %s: %s:%s filtered by '%s'", s->host, ty->t->system,
 			 ty->t->name, filter_text(f));
-	return 0;
+	return sink_type_push(s, ty);
 }
 
 static int sink_resolve_all(struct sink *s, const struct sink_env *env)
@@ -156,6 +182,13 @@ static int sink_resolve_all(struct sink *s, const struct sink_env *env)
 	if (ret == 0)
 		s->filters_gen = env->filters_gen;
 	return ret;
+}
+
+int sink_refilter(struct sink *s, const struct sink_env *env)
+{
+	if (!s->dec || s->failed || s->filters_gen == env->filters_gen)
+		return 0;
+	return sink_resolve_all(s, env);
 }
 
 struct sink_eval {
@@ -394,6 +427,7 @@ static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_h
 	s->layout.long_size = h->long_size;
 	s->layout.big_endian = h->big_endian;
 	s->filters_gen = env->filters_gen;
+	s->pushdown = env->pushdown && h->pushdown;
 	res->kind = IR_WELCOME;
 	res->host_id = s->host_id;
 	return 0;
@@ -425,6 +459,7 @@ static int sink_format(struct sink *s, const struct sink_env *env, const struct 
 	if (!ty)
 		return -ENOMEM;
 	ty->t = t;
+	ty->kernel = f->group == 0;
 	ty->next = s->types;
 	s->types = ty;
 	/* decode_type.user is the caller's slot: the event's sink type */
@@ -622,6 +657,7 @@ void sink_free(struct sink *s)
 		s->types = ty->next;
 		filter_free(ty->f);
 		free(ty->ffields);
+		free(ty->pushed);
 		free(ty);
 	}
 	if (s->comms)
@@ -633,6 +669,7 @@ void sink_free(struct sink *s)
 		free(s->groups[i].streams);
 	}
 	free(s->groups);
+	pushdown_q_free(&s->pushq);
 	free(s->header_page);
 	if (s->sess)
 		dedup_put(s->sessions, s->sess);

@@ -18,6 +18,7 @@
 #include "server/decode.h"
 #include "server/dedup.h"
 #include "server/filters.h"
+#include "server/pushdown.h"
 #include "server/store.h"
 
 struct ingest_job;
@@ -62,6 +63,8 @@ struct sink {
 	struct dedup *sess;		/* the agent's session; NULL: none announced */
 	struct dedup **sessions;	/* the list sess is on */
 	uint64_t dups;			/* resent pages already stored, dropped */
+	bool pushdown;			/* the agent takes MSG_FILTER, and we send it */
+	struct pushdown_q pushq;	/* MSG_FILTERs for ingest.c to post */
 	/* under the queue lock (read by the event loop): */
 	uint64_t *committed;		/* per CPU: last page committed */
 	uint32_t ncommitted;
@@ -73,6 +76,7 @@ struct sink_env {
 	const struct filters *filters;
 	unsigned filters_gen;
 	struct dedup **sessions;	/* live agent sessions' stored-page marks */
+	bool pushdown;			/* offer agents their filters (pushdown.h) */
 };
 
 /*
@@ -92,6 +96,14 @@ int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
  */
 int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t seq,
 	      const uint8_t *page, size_t len, uint64_t *stored);
+
+/*
+ * sink_refilter - resolve every event's filter again if the filter table
+ * changed since the last time (before the next page otherwise), so that
+ * push-down updates go out at once after a SIGHUP.
+ * Return: 0; -ENOMEM.
+ */
+int sink_refilter(struct sink *s, const struct sink_env *env);
 
 /* sink_flush - add the counters gathered since the last flush to the store. */
 int sink_flush(struct sink *s, struct store *store);

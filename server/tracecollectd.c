@@ -53,6 +53,7 @@ struct settings {
 	int64_t retain_age_ns;
 	uint64_t retain_bytes;
 	bool foreground;
+	bool no_pushdown;		/* pushdown = no: never send MSG_FILTER */
 	bool insecure_plain;		/* --insecure-plain: no TLS, loopback only */
 	int verbose;
 };
@@ -84,6 +85,15 @@ static void usage(FILE *f)
 "                           A SYSTEM rule applies to each of its events that has\n"
 "                           every field it names; later rules win; FILTER '0'\n"
 "                           clears. Dropped events are counted (traceq --drops)\n"
+"      --pushdown yes|no    ask agents that support it to set each event's\n"
+"                           filter on their own tracefs instance too, so that\n"
+"                           the kernel drops those events before they are\n"
+"                           shipped (default yes; read at start only). The\n"
+"                           collector still enforces every filter, so what is\n"
+"                           stored is the same (but for the moment after a\n"
+"                           SIGHUP that loosens a filter); COMM filters stay\n"
+"                           here. traceq --drops then counts only what was\n"
+"                           shipped and dropped here\n"
 "      --retain-age AGE     remove events older than AGE (e.g. 3600, 90m, 12h, 7d)\n"
 "      --retain-size SIZE   keep the database's used pages under SIZE (e.g. 500M,\n"
 "                           10G), removing the oldest events first\n"
@@ -197,11 +207,14 @@ static int apply(struct settings *s, const char *key, const char *value)
 	if (!strcmp(key, "filter")) return add_filter(s, value);
 	if (!strcmp(key, "retain-age")) return parse_age(value, &s->retain_age_ns);
 	if (!strcmp(key, "retain-size")) return parse_size(value, &s->retain_bytes);
-	if (!strcmp(key, "foreground")) {
+	if (!strcmp(key, "foreground") || !strcmp(key, "pushdown")) {
 		if (strcmp(value, "yes") && strcmp(value, "no") &&
 		    strcmp(value, "true") && strcmp(value, "false"))
 			return TC_ERR_CONFIG;
-		s->foreground = !strcmp(value, "yes") || !strcmp(value, "true");
+		if (key[0] == 'f')
+			s->foreground = !strcmp(value, "yes") || !strcmp(value, "true");
+		else
+			s->no_pushdown = !strcmp(value, "no") || !strcmp(value, "false");
 		return 0;
 	}
 	return TC_ERR_CONFIG_KEY;
@@ -271,6 +284,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "filter", required_argument, NULL, 8 },
 		{ "retain-age", required_argument, NULL, 9 },
 		{ "retain-size", required_argument, NULL, 10 },
+		{ "pushdown", required_argument, NULL, 11 },
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -298,7 +312,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:fvhV", longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 10) {
+		if (c >= 1 && c <= 11) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'f')
@@ -473,7 +487,8 @@ static int run(struct settings *s)
 	struct queryd *qd = NULL;
 	struct ingest_opts io = { .commit_ms = COMMIT_MS, .queue_bytes = QUEUE_BYTES,
 				  .retain_age_ns = s->retain_age_ns,
-				  .retain_bytes = s->retain_bytes };
+				  .retain_bytes = s->retain_bytes,
+				  .pushdown = !s->no_pushdown };
 	struct event *sigs[3] = { NULL, NULL, NULL };
 	struct hup_ctx hup = { &col, s };
 	char bound[128], qurl[512], err[512];

@@ -506,9 +506,14 @@ START_TEST(test_bind_rebind_dup)
 	ck_assert_str_eq(names[0], "prev_pid");
 	ck_assert_str_eq(names[1], "CPU");
 	ck_assert_str_eq(filter_text(f), "prev_pid == 0 && CPU == 1 || prev_pid > 5");
+	ck_assert(!filter_uses_field(f, FILTER_FIELD_CPU));	/* unbound: nothing */
 	/* bound to the test schema: prev_pid is index 1 */
 	ck_assert_int_eq(filter_bind(f, &schema, &err), 0);
 	ck_assert_int_eq(filter_eval(f, get_row, &r), 1);
+	ck_assert(filter_uses_field(f, 1));
+	ck_assert(filter_uses_field(f, FILTER_FIELD_CPU));
+	ck_assert(!filter_uses_field(f, FILTER_FIELD_COMM));
+	ck_assert(!filter_uses_field(f, 0));
 	/* a failing bind keeps the previous binding */
 	ck_assert_int_eq(filter_bind(f, &pid_string_schema, &err), TC_ERR_TYPE_MISMATCH);
 	ck_assert_int_eq(filter_eval(f, get_row, &r), 1);

@@ -2,11 +2,13 @@
  * test_filters.c - unit tests for the collector's filter table
  * (server/filters.*): rule syntax and its errors, event and subsystem rules
  * with the kernel's "keeps its previous filter" semantics, host globs,
- * rule order, "0" clearing, and tables swapped as on a reload.
+ * rule order, "0" clearing, and tables swapped as on a reload; and which
+ * resolved filters are pushed down to agents (server/pushdown.*).
  */
 #include "config.h"
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include "common/filter.h"
 #include "common/tc_error.h"
 #include "server/filters.h"
+#include "server/pushdown.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -209,6 +212,70 @@ START_TEST(test_rule_errors)
 }
 END_TEST
 
+/* Bound to @schema: the text push-down would send, or NULL. */
+static const char *pushed(const char *text, const struct filter_schema *schema, struct filter **f)
+{
+	const char *why = NULL, *out;
+
+	ck_assert_int_eq(filter_parse(text, f, NULL), 0);
+	ck_assert_int_eq(filter_bind(*f, schema, NULL), 0);
+	out = pushdown_text(*f, &why);
+	ck_assert(out ? why == NULL : why != NULL);
+	return out;
+}
+
+START_TEST(test_pushdown_text)
+{
+	static const struct {
+		const char *text;
+		const struct filter_schema *schema;
+		bool pushable;
+	} cases[] = {
+		{ "prev_pid == 0", &sw, true },
+		{ "CPU == 1 && prev_comm ~ \"k*\"", &sw, true },
+		{ "COMM == \"sleep\"", &sw, false },		/* the generic COMM */
+		{ "prev_pid == 0 || !(comm != \"x\")", &sw, false },
+		{ "comm == \"sleep\"", &wk, true },		/* the event's own field */
+	};
+	struct filter *f;
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		const char *t = pushed(cases[i].text, cases[i].schema, &f);
+
+		ck_assert_msg(cases[i].pushable == (t != NULL), "%s", cases[i].text);
+		if (t)
+			ck_assert_str_eq(t, cases[i].text);
+		filter_free(f);
+	}
+}
+END_TEST
+
+START_TEST(test_pushdown_queue)
+{
+	struct pushdown_q q = { 0 };
+	struct proto_msg *msgs;
+	size_t n;
+
+	ck_assert_int_eq(pushdown_queue(&q, "sched", "sched_switch", "prev_pid == 0"), 0);
+	ck_assert_int_eq(pushdown_queue(&q, "irq", "irq_handler_entry", NULL), 0);
+	pushdown_take(&q, &msgs, &n);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(q.n, 0);
+	ck_assert_int_eq(msgs[0].type, MSG_FILTER);
+	ck_assert_str_eq(msgs[0].filter.name, "sched_switch");
+	ck_assert_str_eq(msgs[0].filter.text, "prev_pid == 0");
+	ck_assert_str_eq(msgs[1].filter.system, "irq");
+	ck_assert_str_eq(msgs[1].filter.text, "");	/* NULL: clear */
+	for (size_t i = 0; i < n; i++)
+		proto_msg_free(&msgs[i]);
+	free(msgs);
+	ck_assert_int_eq(pushdown_queue(&q, "sched", "x", "y"), 0);
+	pushdown_q_free(&q);
+	ck_assert_uint_eq(q.n, 0);
+	ck_assert_ptr_null(q.msgs);
+}
+END_TEST
+
 static Suite *filters_suite(void)
 {
 	Suite *s = suite_create("filters");
@@ -220,6 +287,8 @@ static Suite *filters_suite(void)
 	tcase_add_test(tc, test_host_globs_and_order);
 	tcase_add_test(tc, test_reload_swaps_tables);
 	tcase_add_test(tc, test_rule_errors);
+	tcase_add_test(tc, test_pushdown_text);
+	tcase_add_test(tc, test_pushdown_queue);
 	suite_add_tcase(s, tc);
 	return s;
 }

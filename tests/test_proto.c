@@ -128,7 +128,7 @@ static struct proto_msg sample(enum proto_msg_type type)
 			PROTO_VERSION, "host-a.example", "0123456789abcdef",
 			"9f0e-boot", "6.18.0-1-amd64", "x86-tsc", 64, 4096, 8,
 			true, { UINT64_MAX - 1, -1234567890123ll },
-			0x0123456789abcdefull,
+			0x0123456789abcdefull, true,
 		};
 		break;
 	case MSG_WELCOME:
@@ -177,6 +177,15 @@ static struct proto_msg sample(enum proto_msg_type type)
 		m.symbols.text = "401000 2a main\nffffffff81000000 10 _stext\n";
 		m.symbols.len = strlen(m.symbols.text);
 		break;
+	case MSG_FILTER:
+		m.filter = (struct proto_filter){ "sched", "sched_switch",
+			"prev_comm ~ \"k*\" && (prev_pid == 0 || CPU & 1)" };
+		break;
+	case MSG_FILTER_STATUS:
+		m.filter_status = (struct proto_filter_status){ "sched", "sched_switch",
+			"prev_comm != sleep", false,
+			"prev_comm != sleep\n              ^\nparse_error: Invalid value" };
+		break;
 	}
 	return m;
 }
@@ -196,6 +205,7 @@ static void hello_eq(const struct proto_hello *a, const struct proto_hello *b)
 	ck_assert_uint_eq(a->clock.trace_ns, b->clock.trace_ns);
 	ck_assert_int_eq(a->clock.realtime_ns, b->clock.realtime_ns);
 	ck_assert_uint_eq(a->session, b->session);
+	ck_assert_int_eq(a->pushdown, b->pushdown);
 }
 
 static void cmdlines_eq(const struct proto_cmdlines *a,
@@ -302,6 +312,18 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 		text_eq(a->symbols.text, a->symbols.len, b->symbols.text,
 			b->symbols.len);
 		break;
+	case MSG_FILTER:
+		ck_assert_str_eq(a->filter.system, b->filter.system);
+		ck_assert_str_eq(a->filter.name, b->filter.name);
+		ck_assert_str_eq(a->filter.text, b->filter.text);
+		break;
+	case MSG_FILTER_STATUS:
+		ck_assert_str_eq(a->filter_status.system, b->filter_status.system);
+		ck_assert_str_eq(a->filter_status.name, b->filter_status.name);
+		ck_assert_str_eq(a->filter_status.text, b->filter_status.text);
+		ck_assert_int_eq(a->filter_status.ok, b->filter_status.ok);
+		ck_assert_str_eq(a->filter_status.error, b->filter_status.error);
+		break;
 	}
 }
 
@@ -351,6 +373,8 @@ START_TEST(test_msg_names)
 				 names[i]);
 	ck_assert_str_eq(proto_msg_name(MSG_GROUP), "group");
 	ck_assert_str_eq(proto_msg_name(MSG_SYMBOLS), "symbols");
+	ck_assert_str_eq(proto_msg_name(MSG_FILTER), "filter");
+	ck_assert_str_eq(proto_msg_name(MSG_FILTER_STATUS), "filter_status");
 	ck_assert_str_eq(proto_msg_name((enum proto_msg_type)0), "unknown");
 	ck_assert_str_eq(proto_msg_name((enum proto_msg_type)99), "unknown");
 }
@@ -587,6 +611,21 @@ static const struct bad_value {
 	{ MSG_CPU_STATS, "lost_pages", RAW("\xc3") },		/* true */
 	{ MSG_SYMBOLS, "group", RAW("\xff") },			/* -1 */
 	{ MSG_SYMBOLS, "text", RAW("\x01") },			/* 1 */
+	{ MSG_HELLO, "pushdown", RAW("\x01") },			/* 1 */
+	{ MSG_FILTER, "system", RAW("\xc0") },			/* nil */
+	{ MSG_FILTER, "name", RAW("\x01") },			/* 1 */
+	{ MSG_FILTER, "text", RAW("\xc2") },			/* false */
+	{ MSG_FILTER, "system", RAW("\xa0") },			/* "" */
+	{ MSG_FILTER, "system", RAW("\xa2..") },		/* ".." */
+	{ MSG_FILTER, "name", RAW("\xa5../ab") },		/* a path */
+	{ MSG_FILTER, "name", RAW("\xa4" "a/bc") },		/* '/' */
+	{ MSG_FILTER, "name", RAW("\xa2" ".x") },		/* leading '.' */
+	{ MSG_FILTER, "name", RAW("\xa3" "a b") },		/* space */
+	{ MSG_FILTER, "name", RAW("\xa3" "a\nb") },		/* newline */
+	{ MSG_FILTER, "text", RAW("\xa3" "a\0b") },		/* NUL */
+	{ MSG_FILTER_STATUS, "ok", RAW("\x00") },		/* 0 */
+	{ MSG_FILTER_STATUS, "system", RAW("\xa1/") },		/* "/" */
+	{ MSG_FILTER_STATUS, "error", RAW("\x91\xa1x") },	/* ["x"] */
 };
 
 START_TEST(test_msg_wrong_value)
@@ -621,6 +660,8 @@ static const struct {
 	{ MSG_ERROR, { "t", "code" } },
 	{ MSG_ACK, { "t", "stream", "seq" } },
 	{ MSG_SYMBOLS, { "t", "group", "text" } },
+	{ MSG_FILTER, { "t", "system", "name", "text" } },
+	{ MSG_FILTER_STATUS, { "t", "system", "name", "text", "ok" } },
 };
 
 START_TEST(test_msg_missing_required)
@@ -634,6 +675,69 @@ START_TEST(test_msg_missing_required)
 		decode_fails(sb.data, sb.size, TC_ERR_MSG_MISSING);
 		msgpack_sbuffer_destroy(&sb);
 	}
+}
+END_TEST
+
+/*
+ * FILTER's names become path components of the agent's instance and its
+ * text goes to the kernel: the encoder refuses what the decoder rejects,
+ * and the limits are exact.
+ */
+START_TEST(test_msg_filter_limits)
+{
+	static char name[PROTO_MAX_EVENT_NAME + 2], text[PROTO_MAX_FILTER + 2];
+	static const char *const bad_names[] = { "", ".", "..", ".hidden", "a/b",
+		"../../tracing_on", "a b", "sched\n", "\xc3\xa9v" };
+	struct proto_msg m = sample(MSG_FILTER), back;
+	struct proto_buf buf;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(bad_names); i++) {
+		m.filter.name = (char *)bad_names[i];
+		proto_buf_init(&buf);
+		ck_assert_int_eq(proto_msg_encode(&m, &buf), TC_ERR_MSG_MALFORMED);
+		ck_assert_uint_eq(buf.len, 0);
+		proto_buf_free(&buf);
+	}
+	memset(name, 'x', PROTO_MAX_EVENT_NAME);
+	m.filter.name = name;
+	memset(text, 'y', PROTO_MAX_FILTER);
+	m.filter.text = text;
+	encode_ok(&m, &buf);		/* both at their limit */
+	ck_assert_int_eq(proto_msg_decode(buf.data + FRAME_HDR_SIZE,
+					  buf.len - FRAME_HDR_SIZE, &back), 0);
+	msg_eq(&m, &back);
+	proto_msg_free(&back);
+	proto_buf_free(&buf);
+	name[PROTO_MAX_EVENT_NAME] = 'x';
+	proto_buf_init(&buf);
+	ck_assert_int_eq(proto_msg_encode(&m, &buf), TC_ERR_MSG_MALFORMED);
+	name[PROTO_MAX_EVENT_NAME] = '\0';
+	text[PROTO_MAX_FILTER] = 'y';
+	ck_assert_int_eq(proto_msg_encode(&m, &buf), TC_ERR_MSG_MALFORMED);
+	m.filter.text = "";		/* clears: allowed */
+	encode_ok(&m, &buf);
+	proto_buf_free(&buf);
+}
+END_TEST
+
+/* HELLO's pushdown and FILTER_STATUS's error are optional: false and "". */
+START_TEST(test_msg_filter_optional)
+{
+	struct proto_msg m = sample(MSG_HELLO), back;
+	msgpack_sbuffer sb;
+
+	repack(&m, "pushdown", NULL, 0, NULL, 0, &sb);
+	ck_assert_int_eq(proto_msg_decode(sb.data, sb.size, &back), 0);
+	ck_assert(!back.hello.pushdown);
+	proto_msg_free(&back);
+	msgpack_sbuffer_destroy(&sb);
+	m = sample(MSG_FILTER_STATUS);
+	repack(&m, "error", NULL, 0, NULL, 0, &sb);
+	ck_assert_int_eq(proto_msg_decode(sb.data, sb.size, &back), 0);
+	ck_assert_str_eq(back.filter_status.error, "");
+	proto_msg_free(&back);
+	msgpack_sbuffer_destroy(&sb);
 }
 END_TEST
 
@@ -1255,6 +1359,12 @@ static Suite *proto_suite(void)
 	tcase_add_loop_test(msg, test_msg_round_trip, MSG_GROUP, MSG_GROUP + 1);
 	tcase_add_loop_test(msg, test_msg_every_prefix, MSG_GROUP, MSG_GROUP + 1);
 	tcase_add_loop_test(msg, test_msg_round_trip, MSG_SYMBOLS, MSG_SYMBOLS + 1);
+	tcase_add_loop_test(msg, test_msg_round_trip, MSG_FILTER, MSG_FILTER_STATUS + 1);
+	tcase_add_loop_test(msg, test_msg_every_prefix, MSG_FILTER, MSG_FILTER_STATUS + 1);
+	tcase_add_loop_test(msg, test_msg_trailing_bytes, MSG_FILTER,
+			    MSG_FILTER_STATUS + 1);
+	tcase_add_test(msg, test_msg_filter_limits);
+	tcase_add_test(msg, test_msg_filter_optional);
 	tcase_add_loop_test(msg, test_msg_every_prefix, MSG_SYMBOLS, MSG_SYMBOLS + 1);
 	tcase_add_loop_test(msg, test_msg_trailing_bytes, MSG_SYMBOLS, MSG_SYMBOLS + 1);
 	tcase_add_test(msg, test_msg_names);

@@ -1,0 +1,224 @@
+/*
+ * kfilter.c - filter push-down on the agent (see kfilter.h).
+ *
+ * The filter goes in with tracefs_event_file_write(), the libtracefs call
+ * that tracefs_event_filter_apply() and tracefs_event_filter_clear() wrap
+ * (those want a libtraceevent tep_event, which the agent does not load:
+ * it never parses formats). A refused write leaves the kernel's reason in
+ * the filter file, which tracefs_event_file_read() gives back.
+ */
+#include "config.h"
+
+#define LOG_PREFIX "pushdown"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tracefs.h>
+
+#include "agent/kfilter.h"
+#include "common/log.h"
+#include "common/tc_error.h"
+
+#define KFILTER_ERR_MAX	1024	/* bytes of the kernel's message we pass on */
+
+struct kfilter_event {
+	char *system, *name;
+};
+
+struct kfilter {
+	struct tracing *t;
+	struct kfilter_event *set;	/* events whose filter we set */
+	size_t nset;
+	struct proto_msg *answers;	/* MSG_FILTER_STATUS not sent yet */
+	size_t nanswers;
+};
+
+int kfilter_new(struct tracing *t, struct kfilter **out)
+{
+	struct kfilter *k = calloc(1, sizeof(*k));
+
+	if (!k)
+		return -ENOMEM;
+	k->t = t;
+	*out = k;
+	return 0;
+}
+
+static ssize_t set_find(const struct kfilter *k, const char *system, const char *name)
+{
+	for (size_t i = 0; i < k->nset; i++)
+		if (!strcmp(k->set[i].system, system) && !strcmp(k->set[i].name, name))
+			return (ssize_t)i;
+	return -1;
+}
+
+/* Remember that @system:@name has a filter of ours (to clear it later). */
+static int set_add(struct kfilter *k, const char *system, const char *name)
+{
+	struct kfilter_event e, *n;
+
+	if (set_find(k, system, name) >= 0)
+		return 0;
+	e.system = strdup(system);
+	e.name = strdup(name);
+	n = realloc(k->set, (k->nset + 1) * sizeof(*n));
+	if (n)
+		k->set = n;
+	if (!n || !e.system || !e.name) {
+		free(e.system);
+		free(e.name);
+		return -ENOMEM;
+	}
+	k->set[k->nset++] = e;
+	return 0;
+}
+
+static void set_remove(struct kfilter *k, const char *system, const char *name)
+{
+	ssize_t i = set_find(k, system, name);
+
+	if (i < 0)
+		return;
+	free(k->set[i].system);
+	free(k->set[i].name);
+	k->set[i] = k->set[--k->nset];
+}
+
+/* Write @text ("0" clears) to the event's filter file; Return: 0 or -errno. */
+static int write_filter(struct kfilter *k, const char *system, const char *name,
+			const char *text)
+{
+	errno = 0;
+	if (tracefs_event_file_write(tracing_instance(k->t), system, name, "filter", text) >= 0)
+		return 0;
+	return errno > 0 ? -errno : TC_ERR_TRACEFS;
+}
+
+/* The kernel's reason for refusing a filter: the filter file's text. */
+static char *kernel_reason(struct kfilter *k, const char *system, const char *name, int err)
+{
+	char *text = tracefs_event_file_read(tracing_instance(k->t), system, name, "filter",
+					     NULL);
+	size_t n = text ? strlen(text) : 0;
+
+	if (!text || n == 0 || !strcmp(text, "none\n")) {
+		free(text);
+		return strdup(tc_strerror(err));
+	}
+	while (n && (text[n - 1] == '\n' || text[n - 1] == ' '))
+		text[--n] = '\0';
+	if (n > KFILTER_ERR_MAX)
+		text[KFILTER_ERR_MAX] = '\0';
+	return text;
+}
+
+/* Queue the answer (takes over @error; NULL: ok). */
+static void answer(struct kfilter *k, const struct proto_filter *f, char *error)
+{
+	struct proto_msg m = { .type = MSG_FILTER_STATUS }, *n;
+
+	m.filter_status.system = strdup(f->system);
+	m.filter_status.name = strdup(f->name);
+	m.filter_status.text = strdup(f->text);
+	m.filter_status.ok = !error;
+	m.filter_status.error = error ? error : strdup("");
+	n = realloc(k->answers, (k->nanswers + 1) * sizeof(*n));
+	if (n)
+		k->answers = n;
+	if (!n || !m.filter_status.system || !m.filter_status.name ||
+	    !m.filter_status.text || !m.filter_status.error) {
+		log_err("out of memory answering the filter of %s:%s", f->system, f->name);
+		proto_msg_free(&m);
+		return;
+	}
+	k->answers[k->nanswers++] = m;
+}
+
+void kfilter_apply(struct kfilter *k, const struct proto_filter *f)
+{
+	bool clear = !f->text[0];
+	int ret;
+
+	if (!tracing_has_event(k->t, f->system, f->name)) {
+		log_warn("collector sent a filter for %s:%s, which this agent does not trace",
+			 f->system, f->name);
+		answer(k, f, strdup("not an event this agent traces"));
+		return;
+	}
+	ret = write_filter(k, f->system, f->name, clear ? "0" : f->text);
+	if (!clear && set_add(k, f->system, f->name) < 0)
+		log_err("out of memory: the filter of %s:%s stays after this connection",
+			f->system, f->name);
+	if (clear && ret == 0)
+		set_remove(k, f->system, f->name);
+	if (ret == 0) {
+		log_info("%s:%s: filter %s%s%s in the instance (pushed down by the collector)",
+			 f->system, f->name, clear ? "cleared" : "'", clear ? "" : f->text,
+			 clear ? "" : "' set");
+		answer(k, f, NULL);
+		return;
+	}
+	answer(k, f, kernel_reason(k, f->system, f->name, ret));
+	log_warn("%s:%s: the kernel refused filter '%s': %s", f->system, f->name, f->text,
+		 k->answers && k->nanswers ? k->answers[k->nanswers - 1].filter_status.error :
+		 tc_strerror(ret));
+}
+
+int kfilter_send(struct kfilter *k, int (*send)(void *arg, const struct proto_msg *m),
+		 void *arg)
+{
+	size_t i;
+	int ret = 0;
+
+	if (!k->nanswers)
+		return 0;	/* the usual case; also keeps memmove() off NULL */
+	for (i = 0; i < k->nanswers && ret == 0; i++)
+		ret = send(arg, &k->answers[i]);
+	if (ret < 0)
+		i--;		/* the one that failed stays */
+	for (size_t j = 0; j < i; j++)
+		proto_msg_free(&k->answers[j]);
+	memmove(k->answers, k->answers + i, (k->nanswers - i) * sizeof(*k->answers));
+	k->nanswers -= i;
+	return ret;
+}
+
+size_t kfilter_clear_all(struct kfilter *k)
+{
+	size_t failed = 0;
+	int ret;
+
+	for (size_t i = 0; i < k->nset; i++) {
+		ret = write_filter(k, k->set[i].system, k->set[i].name, "0");
+		if (ret < 0) {
+			failed++;
+			log_warn("cannot clear the filter of %s:%s: %s", k->set[i].system,
+				 k->set[i].name, tc_strerror(ret));
+		}
+		free(k->set[i].system);
+		free(k->set[i].name);
+	}
+	k->nset = 0;
+	for (size_t i = 0; i < k->nanswers; i++)
+		proto_msg_free(&k->answers[i]);
+	k->nanswers = 0;
+	return failed;
+}
+
+size_t kfilter_set_count(const struct kfilter *k)
+{
+	return k->nset;
+}
+
+void kfilter_free(struct kfilter *k)
+{
+	if (!k)
+		return;
+	kfilter_clear_all(k);
+	free(k->set);
+	free(k->answers);
+	free(k);
+}

@@ -1,0 +1,63 @@
+/*
+ * pushdown.h - filter push-down: which of the collector's resolved filters
+ * an agent may also set on its own tracefs instance (events/SYS/NAME/
+ * filter), so that the kernel drops those events before they are shipped.
+ *
+ * The collector keeps enforcing every filter (sink.c); push-down only
+ * saves shipping. It is offered to agents whose HELLO says "pushdown"
+ * (PROTOCOL.md, "filter" and "filter_status"), per connection and per
+ * event: the first time an event's resolved filter is pushable, whenever
+ * it changes (SIGHUP), and as "" (clear) when it goes away or stops being
+ * pushable. The kernel is the judge of its own grammar: what it refuses,
+ * the agent reports and the collector logs.
+ */
+#ifndef SERVER_PUSHDOWN_H
+#define SERVER_PUSHDOWN_H
+
+#include <stddef.h>
+
+#include "common/filter.h"
+#include "proto/msg.h"
+
+/* MSG_FILTER messages waiting to be sent to one agent. */
+struct pushdown_q {
+	struct proto_msg *msgs;
+	size_t n;
+};
+
+/*
+ * pushdown_text - the text to set in the kernel for bound filter @f, or
+ * NULL when it must stay on the collector; then *@why says why. Filters
+ * reading COMM stay: here COMM is the agent's pid -> comm table for the
+ * event's common_pid, in the kernel it is the current task's comm, which
+ * differs (e.g. the next task of a sched_switch), so the kernel could drop
+ * events the collector keeps.
+ */
+const char *pushdown_text(const struct filter *f, const char **why);
+
+/*
+ * pushdown_queue - append a MSG_FILTER for @system:@name with @text (NULL:
+ * "", clear) to @q; the strings are copied.
+ * Return: 0; -ENOMEM (@q unchanged).
+ */
+int pushdown_queue(struct pushdown_q *q, const char *system, const char *name,
+		   const char *text);
+
+/*
+ * pushdown_take - move every queued message to the caller: *@msgs (free
+ * each with proto_msg_free(), then the array with free()) and *@n; @q is
+ * left empty.
+ */
+void pushdown_take(struct pushdown_q *q, struct proto_msg **msgs, size_t *n);
+
+/* pushdown_q_free - free what @q holds and leave it empty. */
+void pushdown_q_free(struct pushdown_q *q);
+
+/*
+ * pushdown_log_status - log an agent's MSG_FILTER_STATUS for host @host:
+ * info when the kernel took the filter, a warning with the kernel's
+ * message when it refused it (the collector still enforces it).
+ */
+void pushdown_log_status(const char *host, const struct proto_filter_status *st);
+
+#endif
