@@ -112,6 +112,7 @@ struct agent {
 	pid_t child;				/* --exec, until reaped */
 	int child_status;
 	bool child_done, ftrace_on;
+	int64_t drain_ms;		/* tracing off to DONE */
 	char err[768];
 };
 
@@ -1231,7 +1232,7 @@ static int give_up(struct agent *a)
 /* Tracing off, drain, then BYE/DONE, reconnecting until --drain-timeout. */
 static int finish(struct agent *a)
 {
-	int64_t deadline;
+	int64_t deadline, t0 = now_ms();
 	int ret;
 
 	tracing_stop(a->t);
@@ -1244,8 +1245,10 @@ static int finish(struct agent *a)
 	deadline = now_ms() + a->o.drain_s * 1000;
 	for (;;) {
 		reconnect(a);
-		if (a->s && say_bye(a) == 0)
+		if (a->s && say_bye(a) == 0) {
+			a->drain_ms = now_ms() - t0;
 			return 0;
+		}
 		if (now_ms() >= deadline || stop_requested > 1)
 			return give_up(a);
 		poll(NULL, 0, (int)(a->next_try > now_ms() ?
@@ -1352,6 +1355,8 @@ static void summary(struct agent *a)
 	       " stored_events=%" PRIu64 "\n", sum.pages, sum.events,
 	       sum.bytes, tot.overrun, tot.dropped, sum.copied_bytes,
 	       sum.resent_pages, a->reconnects, a->done.events);
+	printf(PROG ": spool: peak_mem_mb=%.1f drain_ms=%" PRId64 "\n",
+	       (double)spool_mem_peak(a->sp) / (1 << 20), a->drain_ms);
 	if (a->u) {
 		struct ubuf_totals ut;
 
