@@ -546,6 +546,25 @@ int ship_flush(struct ship *s)
 	return plain_error(s, errno ? errno : EIO, "sending to the collector");
 }
 
+/*
+ * ship_flush() when the socket takes the whole write buffer now, else
+ * nothing: the records wait for the next call. While the collector is
+ * slower than the kernel, a blocking flush would stop the agent from
+ * reading the ring buffers until the collector drains its socket, and the
+ * kernel would overwrite meanwhile (pages belong in the spool instead).
+ */
+static int flush_soft(struct ship *s)
+{
+	size_t pending;
+
+	if (s->plain || s->ktls || !s->ssl)
+		return 0;
+	pending = BIO_wpending(SSL_get_wbio(s->ssl));
+	if (!pending || !sock_room(s, pending))
+		return 0;
+	return ship_flush(s);
+}
+
 /* Read exactly @len bytes before @deadline; the socket is non-blocking. */
 static int read_exact(struct ship *s, uint8_t *p, size_t len,
 		      int64_t deadline)
@@ -695,7 +714,7 @@ int ship_msg(struct ship *s, const struct proto_msg *m)
 		return ret;
 	}
 	ret = ship_write(s, s->out.data, s->out.len);
-	return ret < 0 ? ret : ship_flush(s);
+	return ret < 0 ? ret : flush_soft(s);
 }
 
 int ship_page(struct ship *s, uint16_t cpu, uint64_t seq, uint8_t flags,
@@ -762,6 +781,8 @@ int ship_hello(struct ship *s, const struct proto_hello *hello,
 	int ret;
 
 	ret = ship_msg(s, &m);
+	if (ret == 0)
+		ret = ship_flush(s);
 	if (ret < 0) {
 		tc_seterr(err, errlen, "%s", s->err);
 		return ret;
@@ -814,7 +835,7 @@ int ship_check(struct ship *s, char *err, size_t errlen)
 	struct proto_msg m;
 	int ret;
 
-	ret = ship_flush(s);
+	ret = flush_soft(s);
 	if (ret == 0)
 		ret = set_nonblock(s->fd, true);
 	if (ret < 0) {
@@ -844,6 +865,8 @@ int ship_bye(struct ship *s, const struct proto_bye *bye, int timeout_ms,
 	int ret;
 
 	ret = ship_msg(s, &m);
+	if (ret == 0)
+		ret = ship_flush(s);
 	if (ret < 0) {
 		tc_seterr(err, errlen, "%s", s->err);
 		return ret;
