@@ -1,8 +1,9 @@
 /*
  * ship.h - the agent's connection to the collector: TCP, mutual TLS, the
  * HELLO/WELCOME handshake, control messages and page frames out, and the
- * BYE/DONE close. One multiplexed connection carries every CPU's pages
- * (stream = CPU).
+ * BYE/DONE close. One connection carries every CPU's pages (stream =
+ * CPU), or, with traceagent --connections per-cpu, one of these per CPU
+ * carries that CPU's pages next to the control connection.
  */
 #ifndef AGENT_SHIP_H
 #define AGENT_SHIP_H
