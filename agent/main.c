@@ -90,6 +90,7 @@ struct opts {
 	char **exec_argv;		/* --exec: the program to trace */
 	bool insecure_plain;		/* plain TCP to a loopback collector */
 	bool no_pushdown;		/* refuse the collector's filters */
+	bool per_cpu_conns;		/* --connections per-cpu */
 };
 
 struct agent {
@@ -98,6 +99,8 @@ struct agent {
 	struct tracing *t;
 	struct reader *r;
 	struct ship *s;			/* NULL while disconnected */
+	struct ship **data;		/* --connections per-cpu: one per CPU,
+					 * all up exactly while s is */
 	struct spool *sp;		/* pages not acknowledged yet */
 	uint8_t *room;			/* spool room read(2) fills */
 	struct ubuf *u;			/* programs' rings; NULL with --no-user */
@@ -115,6 +118,7 @@ struct agent {
 	pid_t child;				/* --exec, until reaped */
 	int child_status;
 	bool child_done, ftrace_on;
+	int64_t drain_ms;		/* tracing off to DONE */
 	char err[768];
 };
 
@@ -202,6 +206,11 @@ static void help(void)
 "                           spliced into the socket when the kernel does\n"
 "                           TLS or with --insecure-plain), or auto: splice\n"
 "                           when the socket allows it, else read (default)\n"
+"      --connections MODE   one (default): every CPU's pages share the\n"
+"                           control connection; per-cpu: each CPU's pages\n"
+"                           get a TLS connection of their own (programs'\n"
+"                           rings stay on the control connection). The\n"
+"                           choice and its numbers: proto/PROTOCOL.md\n"
 "      --insecure-plain     TESTING ONLY: plain TCP, no TLS: nothing is\n"
 "                           authenticated or encrypted; HOST must be a\n"
 "                           loopback address and the collector must run\n"
@@ -318,7 +327,7 @@ enum { OPT_CERT = 256, OPT_KEY, OPT_CA, OPT_INSTANCE, OPT_NAME,
        OPT_SPOOL_MEM_MB,
        OPT_SPOOL_DISK_MB, OPT_ACK_TIMEOUT_MS, OPT_DRAIN_S, OPT_READ_MODE,
        OPT_USER_DIR, OPT_NO_USER, OPT_FTRACE_FILTER, OPT_EXEC, OPT_INSECURE_PLAIN,
-       OPT_NO_PUSHDOWN };
+       OPT_NO_PUSHDOWN, OPT_CONNECTIONS };
 
 static const struct option long_opts[] = {
 	{ "connect", required_argument, NULL, 'c' },
@@ -345,6 +354,7 @@ static const struct option long_opts[] = {
 	{ "ftrace-filter", required_argument, NULL, OPT_FTRACE_FILTER },
 	{ "exec", no_argument, NULL, OPT_EXEC },
 	{ "insecure-plain", no_argument, NULL, OPT_INSECURE_PLAIN },
+	{ "connections", required_argument, NULL, OPT_CONNECTIONS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -462,6 +472,12 @@ static int opt_one(struct opts *o, int c, const char *arg)
 	case OPT_NO_USER: o->no_user = true; return 0;
 	case OPT_NO_PUSHDOWN: o->no_pushdown = true; return 0;
 	case OPT_INSECURE_PLAIN: o->insecure_plain = true; return 0;
+	case OPT_CONNECTIONS:
+		if (strcmp(arg, "one") && strcmp(arg, "per-cpu"))
+			return usage_error("--connections wants one or per-cpu, "
+					   "not '%s'", arg);
+		o->per_cpu_conns = !strcmp(arg, "per-cpu");
+		return 0;
 	case OPT_READ_MODE:
 		if (!strcmp(arg, "auto"))
 			o->read_mode = READER_AUTO;
@@ -627,12 +643,15 @@ static int setup_tracing(struct agent *a)
 			return fail(a, ret, "%s", why);
 	}
 	a->kstats = calloc((size_t)tracing_ncpus(a->t), sizeof(*a->kstats));
-	if (!a->kstats || (!a->o.no_pushdown && kfilter_new(a->t, &a->kf) < 0))
+	if (a->o.per_cpu_conns)
+		a->data = calloc((size_t)tracing_ncpus(a->t), sizeof(*a->data));
+	if (!a->kstats || (a->o.per_cpu_conns && !a->data) ||
+	    (!a->o.no_pushdown && kfilter_new(a->t, &a->kf) < 0))
 		return fail(a, -ENOMEM, "out of memory");
 	return setup_ftrace(a);
 }
 
-static int send_hello(struct agent *a)
+static int send_hello(struct agent *a, struct ship *s)
 {
 	struct proto_hello h = {
 		.version = PROTO_VERSION,
@@ -643,7 +662,7 @@ static int send_hello(struct agent *a)
 		.page_size = tracing_page_size(a->t),
 		.long_size = a->hi.long_size, .big_endian = a->hi.big_endian,
 		.session = a->session,
-		.pushdown = a->kf != NULL,
+		.pushdown = a->kf != NULL && s == a->s,
 	};
 	struct proto_welcome w;
 	char why[512];
@@ -653,16 +672,18 @@ static int send_hello(struct agent *a)
 	if (ret < 0)
 		return fail(a, ret, "cannot read the clocks: %s",
 			    tc_strerror(ret));
-	ret = ship_hello(a->s, &h, REPLY_TIMEOUT_MS, &w, why, sizeof(why));
+	ret = ship_hello(s, &h, REPLY_TIMEOUT_MS, &w, why, sizeof(why));
 	if (ret < 0)
 		return fail(a, ret, "%s", why);
-	log_info("connected to %s port %s as %s (collector host id %" PRIu64
-		 ")", a->o.host, a->o.port, a->hi.host, w.host_id);
+	if (s == a->s)
+		log_info("connected to %s port %s as %s (collector host id %"
+			 PRIu64 ")", a->o.host, a->o.port, a->hi.host,
+			 w.host_id);
 	return 0;
 }
 
-/* MSG_HEADER_PAGE, then one MSG_FORMAT per enabled event. */
-static int send_formats(struct agent *a)
+/* MSG_HEADER_PAGE, then one MSG_FORMAT per enabled event, on @s. */
+static int send_formats(struct agent *a, struct ship *s)
 {
 	struct proto_msg m = { .type = MSG_HEADER_PAGE };
 	const char *sys, *name;
@@ -675,7 +696,7 @@ static int send_formats(struct agent *a)
 	if (ret < 0)
 		return fail(a, ret, "cannot read events/header_page: %s",
 			    tc_strerror(ret));
-	ret = ship_msg(a->s, &m);
+	ret = ship_msg(s, &m);
 	free(m.header_page.text);
 	for (i = 0; ret == 0 && i < tracing_event_count(a->t); i++) {
 		ret = tracing_format(a->t, i, &sys, &name, &text, &len);
@@ -685,11 +706,11 @@ static int send_formats(struct agent *a)
 		m = (struct proto_msg){ .type = MSG_FORMAT, .format = {
 			.system = (char *)sys, .name = (char *)name,
 			.text = text, .len = len } };
-		ret = ship_msg(a->s, &m);
+		ret = ship_msg(s, &m);
 		free(text);
 	}
 	if (ret < 0)
-		return fail(a, ret, "%s", ship_last_error(a->s));
+		return fail(a, ret, "%s", ship_last_error(s));
 	return 0;
 }
 
@@ -730,7 +751,7 @@ static int send_kernel_symbols(struct agent *a)
 	return 0;
 }
 
-static int send_cmdlines(struct agent *a)
+static int send_cmdlines(struct agent *a, struct ship *s)
 {
 	struct proto_msg m = { .type = MSG_CMDLINES };
 	int ret;
@@ -740,7 +761,7 @@ static int send_cmdlines(struct agent *a)
 		log_warn("cannot read saved_cmdlines: %s", tc_strerror(ret));
 		return 0;
 	}
-	ret = ship_msg(a->s, &m);
+	ret = ship_msg(s, &m);
 	free(m.cmdlines.items);
 	return ret;
 }
@@ -785,6 +806,46 @@ static int send_cpu_stats(struct agent *a)
 }
 
 /*
+ * --connections per-cpu: CPU @cpu's pages have a connection of their own;
+ * else (and for the programs' streams) they go with the control messages.
+ */
+static struct ship *link_of(struct agent *a, int cpu)
+{
+	return a->data && a->s && cpu >= 0 && cpu < tracing_ncpus(a->t) ?
+	       a->data[cpu] : a->s;
+}
+
+/* Why the last write or read failed, on whichever connection it was. */
+static const char *links_error(struct agent *a)
+{
+	int cpu;
+
+	if (!a->s || ship_last_error(a->s)[0])
+		return a->s ? ship_last_error(a->s) : "not connected";
+	for (cpu = 0; a->data && cpu < tracing_ncpus(a->t); cpu++)
+		if (a->data[cpu] && ship_last_error(a->data[cpu])[0])
+			return ship_last_error(a->data[cpu]);
+	return "";
+}
+
+/*
+ * Close every connection. They go and come back together: a failure of
+ * one (the collector restarted, the link is cut) nearly always is a
+ * failure of all, and resending after a reconnect stays one code path.
+ */
+static void links_close(struct agent *a)
+{
+	int cpu;
+
+	for (cpu = 0; a->data && cpu < tracing_ncpus(a->t); cpu++) {
+		ship_close(a->data[cpu]);
+		a->data[cpu] = NULL;
+	}
+	ship_close(a->s);
+	a->s = NULL;
+}
+
+/*
  * The connection is gone (@why): close it and schedule the next attempt
  * after an exponentially growing delay with jitter (half to all of it),
  * so that many agents losing one collector do not return in step.
@@ -797,8 +858,7 @@ static void conn_lost(struct agent *a, const char *why)
 	log_warn("lost the collector: %s; reconnecting in %d ms", why, delay);
 	a->next_try = now_ms() + delay;
 	a->backoff_ms = delay >= BACKOFF_MAX_MS / 2 ? BACKOFF_MAX_MS : delay * 2;
-	ship_close(a->s);
-	a->s = NULL;
+	links_close(a);
 	if (a->kf)	/* the next collector may filter less */
 		kfilter_clear_all(a->kf);
 }
@@ -807,7 +867,7 @@ static void conn_lost(struct agent *a, const char *why)
 static void send_periodic(struct agent *a)
 {
 	struct proto_msg m = { .type = MSG_CLOCK };
-	int ret;
+	int cpu, ret;
 
 	if (!a->s)
 		return;
@@ -815,13 +875,19 @@ static void send_periodic(struct agent *a)
 	if (ret == 0)
 		ret = ship_msg(a->s, &m);
 	if (ret == 0)
-		ret = send_cmdlines(a);
+		ret = send_cmdlines(a, a->s);
+	/* each connection's pages are decoded with its own clock and comms */
+	for (cpu = 0; ret == 0 && a->data && cpu < tracing_ncpus(a->t); cpu++) {
+		ret = ship_msg(a->data[cpu], &m);
+		if (ret == 0)
+			ret = send_cmdlines(a, a->data[cpu]);
+	}
 	if (ret == 0)
 		ret = send_cpu_stats(a);
 	if (ret == 0 && a->u)
 		ret = ubuf_stats(a->u, &a->uops);
 	if (ret < 0)
-		conn_lost(a, ship_last_error(a->s));
+		conn_lost(a, links_error(a));
 }
 
 static void on_ack(void *arg, uint32_t stream, uint64_t seq)
@@ -852,40 +918,73 @@ static int resend_one(void *arg, const struct spool_page *p)
 {
 	struct agent *a = arg;
 
-	return ship_frames(a->s, p->data, p->len);
+	return ship_frames(link_of(a, p->stream), p->data, p->len);
 }
 
-/* Connect, HELLO, formats, then every page not acknowledged yet. */
-static int connect_collector(struct agent *a)
+/* One connection, TLS or --insecure-plain, with ACKs going to on_ack(). */
+static int link_open(struct agent *a, struct ship **out)
 {
 	char why[640];
 	int ret;
 
 	if (a->o.insecure_plain)
-		ret = ship_connect_plain(a->o.host, a->o.port, &a->s, why,
+		ret = ship_connect_plain(a->o.host, a->o.port, out, why,
 					 sizeof(why));
 	else
-		ret = ship_connect(a->o.host, a->o.port, &a->o.tls, &a->s, why,
+		ret = ship_connect(a->o.host, a->o.port, &a->o.tls, out, why,
 				   sizeof(why));
 	if (ret < 0)
 		return fail(a, ret, "%s", why);
-	ship_set_ack_fn(a->s, on_ack, a);
+	ship_set_ack_fn(*out, on_ack, a);
+	ship_set_io_timeout(*out, a->o.ack_timeout_ms);
+	return 0;
+}
+
+/*
+ * --connections per-cpu: a data connection per CPU, each introduced like
+ * the control connection (HELLO with the same session, the page header
+ * and the formats its pages are decoded with), carrying that CPU's pages.
+ * Filters are pushed down on the control connection only (the instance
+ * is one for all CPUs): data connections do not offer push-down.
+ */
+static int data_open(struct agent *a)
+{
+	int cpu, ret = 0;
+
+	for (cpu = 0; a->data && ret == 0 && cpu < tracing_ncpus(a->t); cpu++) {
+		ret = link_open(a, &a->data[cpu]);
+		if (ret == 0)
+			ret = send_hello(a, a->data[cpu]);
+		if (ret == 0)
+			ret = send_formats(a, a->data[cpu]);
+	}
+	return ret;
+}
+
+/* Connect, HELLO, formats, then every page not acknowledged yet. */
+static int connect_collector(struct agent *a)
+{
+	int ret;
+
+	ret = link_open(a, &a->s);
+	if (ret < 0)
+		return ret;
 	if (a->kf)
 		ship_set_filter_fn(a->s, on_filter, a);
-	ship_set_io_timeout(a->s, a->o.ack_timeout_ms);
-	ret = send_hello(a);
+	ret = send_hello(a, a->s);
 	if (ret == 0)
-		ret = send_formats(a);
+		ret = send_formats(a, a->s);
 	if (ret == 0)
 		ret = send_kernel_symbols(a);
+	if (ret == 0)
+		ret = data_open(a);
 	if (ret == 0 && a->u)
 		ret = ubuf_reannounce(a->u, &a->uops);
 	if (ret == 0 && (ret = spool_resend(a->sp, resend_one, a)) < 0)
-		fail(a, ret, "resending: %s", ship_last_error(a->s)[0] ?
-		     ship_last_error(a->s) : tc_strerror(ret));
+		fail(a, ret, "resending: %s", links_error(a)[0] ?
+		     links_error(a) : tc_strerror(ret));
 	if (ret < 0) {
-		ship_close(a->s);
-		a->s = NULL;
+		links_close(a);
 		return ret;
 	}
 	a->backoff_ms = BACKOFF_MIN_MS;
@@ -912,9 +1011,11 @@ static int pending_one(void *arg, const struct spool_page *p)
 {
 	struct agent *a = arg;
 
-	if (!a->pending_block && ship_would_block(a->s, p->len))
+	struct ship *s = link_of(a, p->stream);
+
+	if (!a->pending_block && ship_would_block(s, p->len))
 		return 1;
-	return ship_frames(a->s, p->data, p->len);
+	return ship_frames(s, p->data, p->len);
 }
 
 /* Send the unsent pages of @stream (-1: all) that the socket takes. */
@@ -926,7 +1027,7 @@ static void send_pending(struct agent *a, int stream)
 		return;
 	ret = spool_send_pending(a->sp, stream, pending_one, a);
 	if (ret < 0)
-		conn_lost(a, ship_last_error(a->s)[0] ? ship_last_error(a->s) :
+		conn_lost(a, links_error(a)[0] ? links_error(a) :
 			  tc_strerror(ret));
 }
 
@@ -935,7 +1036,8 @@ static void send_pending(struct agent *a, int stream)
 static bool must_wait(struct agent *a, const struct reader_page *p)
 {
 	return spool_pending(a->sp, p->cpu) ||
-	       ship_would_block(a->s, FRAME_HDR_SIZE + p->head_len + p->len);
+	       ship_would_block(link_of(a, p->cpu),
+				FRAME_HDR_SIZE + p->head_len + p->len);
 }
 
 /* The frame header of @p followed by its page header, into @pre of
@@ -989,10 +1091,10 @@ static int on_page(void *arg, const struct reader_page *p)
 		return n;
 	if (a->s && p->splice_fd >= 0 && ship_can_splice(a->s) &&
 	    (a->pending_block || !must_wait(a, p))) {
-		ret = ship_page_splice(a->s, (uint16_t)p->cpu, p->seq, flags,
-				       p->splice_fd, p->len);
+		ret = ship_page_splice(link_of(a, p->cpu), (uint16_t)p->cpu,
+				       p->seq, flags, p->splice_fd, p->len);
 		if (ret < 0)
-			conn_lost(a, ship_last_error(a->s));
+			conn_lost(a, links_error(a));
 		sent = ret == 0;
 	}
 	if (spool_empty(a->sp))
@@ -1128,6 +1230,7 @@ static int next_timeout(struct agent *a, int64_t end, int64_t periodic)
 static void check_collector(struct agent *a)
 {
 	char why[640];
+	int cpu;
 
 	if (!a->s)
 		return;
@@ -1138,6 +1241,12 @@ static void check_collector(struct agent *a)
 	if (a->kf && kfilter_send(a->kf, send_filter_status, a) < 0) {
 		conn_lost(a, ship_last_error(a->s));
 		return;
+	}
+	for (cpu = 0; a->data && cpu < tracing_ncpus(a->t); cpu++) {
+		if (ship_check(a->data[cpu], why, sizeof(why)) < 0) {
+			conn_lost(a, why);
+			return;
+		}
 	}
 	if (!spool_empty(a->sp) &&
 	    now_ms() - a->ack_progress > a->o.ack_timeout_ms) {
@@ -1213,35 +1322,63 @@ static int stream(struct agent *a)
 	return 0;
 }
 
-/* BYE and DONE on the current connection; Return: 0 or negative. */
-static int say_bye(struct agent *a)
+/*
+ * BYE on @s counting @pages and @events, and its DONE added to a->done.
+ * Return: 0 or negative (the connection is then given up).
+ */
+static int bye_one(struct agent *a, struct ship *s, uint64_t pages,
+		   uint64_t events)
 {
-	struct proto_bye bye = { 0 };
-	struct reader_counts c;
+	struct proto_bye bye = { .pages = pages, .events = events };
+	struct proto_done done;
 	char why[640];
-	int cpu, ret;
+	int ret;
 
-	send_periodic(a);
-	if (!a->s)
-		return -ENOTCONN;
-	for (cpu = 0; cpu < tracing_ncpus(a->t); cpu++) {
-		reader_counts(a->r, cpu, &c);
-		bye.pages += c.pages;
-		bye.events += c.events;
-	}
-	if (a->u) {
-		struct ubuf_totals ut;
-
-		ubuf_totals(a->u, &ut);
-		bye.pages += ut.pages;
-		bye.events += ut.events;
-	}
-	ret = ship_bye(a->s, &bye, REPLY_TIMEOUT_MS, &a->done, why,
-		       sizeof(why));
+	ret = ship_bye(s, &bye, REPLY_TIMEOUT_MS, &done, why, sizeof(why));
 	if (ret < 0) {
 		conn_lost(a, why);
 		return ret;
 	}
+	a->done.pages += done.pages;
+	a->done.events += done.events;
+	return 0;
+}
+
+/*
+ * BYE and DONE on the current connections: each CPU's own first (per-cpu
+ * mode), the control connection last; a->done sums their DONEs.
+ * Return: 0 or negative.
+ */
+static int say_bye(struct agent *a)
+{
+	struct reader_counts c;
+	uint64_t pages = 0, events = 0;
+	int cpu, ret = 0;
+
+	send_periodic(a);
+	if (!a->s)
+		return -ENOTCONN;
+	a->done = (struct proto_done){ 0 };
+	for (cpu = 0; ret == 0 && cpu < tracing_ncpus(a->t); cpu++) {
+		reader_counts(a->r, cpu, &c);
+		if (a->data)
+			ret = bye_one(a, a->data[cpu], c.pages, c.events);
+		else {
+			pages += c.pages;
+			events += c.events;
+		}
+	}
+	if (ret == 0 && a->u) {
+		struct ubuf_totals ut;
+
+		ubuf_totals(a->u, &ut);
+		pages += ut.pages;
+		events += ut.events;
+	}
+	if (ret == 0)
+		ret = bye_one(a, a->s, pages, events);
+	if (ret < 0)
+		return ret;
 	spool_ack_all(a->sp);	/* DONE: everything sent is stored */
 	return 0;
 }
@@ -1268,7 +1405,7 @@ static int give_up(struct agent *a)
 /* Tracing off, drain, then BYE/DONE, reconnecting until --drain-timeout. */
 static int finish(struct agent *a)
 {
-	int64_t deadline;
+	int64_t deadline, t0 = now_ms();
 	int ret;
 
 	tracing_stop(a->t);
@@ -1281,8 +1418,10 @@ static int finish(struct agent *a)
 	deadline = now_ms() + a->o.drain_s * 1000;
 	for (;;) {
 		reconnect(a);
-		if (a->s && say_bye(a) == 0)
+		if (a->s && say_bye(a) == 0) {
+			a->drain_ms = now_ms() - t0;
 			return 0;
+		}
 		if (now_ms() >= deadline || stop_requested > 1)
 			return give_up(a);
 		poll(NULL, 0, (int)(a->next_try > now_ms() ?
@@ -1389,6 +1528,8 @@ static void summary(struct agent *a)
 	       " stored_events=%" PRIu64 "\n", sum.pages, sum.events,
 	       sum.bytes, tot.overrun, tot.dropped, sum.copied_bytes,
 	       sum.resent_pages, a->reconnects, a->done.events);
+	printf(PROG ": spool: peak_mem_mb=%.1f drain_ms=%" PRId64 "\n",
+	       (double)spool_mem_peak(a->sp) / (1 << 20), a->drain_ms);
 	if (a->u) {
 		struct ubuf_totals ut;
 
@@ -1413,7 +1554,8 @@ static void cleanup(struct agent *a)
 		ftrace_stop(tracing_instance(a->t));
 	ubuf_free(a->u);
 	reader_close(a->r);
-	ship_close(a->s);
+	links_close(a);
+	free(a->data);
 	spool_close(a->sp);
 	kfilter_free(a->kf);
 	tracing_close(a->t);

@@ -28,7 +28,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <linux/sockios.h>
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -495,14 +497,41 @@ static int plain_read(struct ship *s, uint8_t *p, size_t len, int *code)
 	return plain_error(s, n < 0 ? errno : 0, "reading from the collector");
 }
 
-bool ship_would_block(struct ship *s, size_t len)
+/*
+ * Whether the socket's send buffer takes @len more bytes now. POLLOUT only
+ * says a third of it is free, and a flush of the write buffer is up to
+ * SHIP_WBUF bytes: a write that does not fit waits for the collector,
+ * and meanwhile nobody reads the ring buffers. So count: the bytes queued
+ * (SIOCOUTQ) plus @len must fit in half of SO_SNDBUF (the kernel doubles
+ * the value for its bookkeeping). Without the numbers, POLLOUT decides.
+ */
+static bool sock_room(struct ship *s, size_t len)
 {
 	struct pollfd p = { .fd = s->fd, .events = POLLOUT };
+	int queued, sndbuf;
+	socklen_t sl = sizeof(sndbuf);
 
-	if (!s->plain && !s->ktls &&
-	    BIO_wpending(SSL_get_wbio(s->ssl)) + len + 256 <= SHIP_WBUF)
-		return false;	/* goes into the write buffer */
-	return poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT);
+	if (poll(&p, 1, 0) != 1 || !(p.revents & POLLOUT))
+		return false;
+	if (ioctl(s->fd, SIOCOUTQ, &queued) < 0 ||
+	    getsockopt(s->fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, &sl) < 0)
+		return true;
+	/* an empty queue takes any write: the wait is the shortest there is */
+	return queued == 0 || (size_t)queued + len <= (size_t)sndbuf / 2;
+}
+
+bool ship_would_block(struct ship *s, size_t len)
+{
+	size_t pending = 0;
+
+	if (!s->plain && !s->ktls) {
+		pending = BIO_wpending(SSL_get_wbio(s->ssl));
+		if (pending + len + 256 <= SHIP_WBUF)
+			return false;	/* goes into the write buffer */
+		/* the buffer is flushed first; TLS adds ~1/600 */
+		len += pending + (pending + len) / 512 + 1024;
+	}
+	return !sock_room(s, len);
 }
 
 int ship_flush(struct ship *s)
@@ -517,6 +546,25 @@ int ship_flush(struct ship *s)
 	if (BIO_wpending(w) == 0 || BIO_flush(w) == 1)
 		return 0;
 	return plain_error(s, errno ? errno : EIO, "sending to the collector");
+}
+
+/*
+ * ship_flush() when the socket takes the whole write buffer now, else
+ * nothing: the records wait for the next call. While the collector is
+ * slower than the kernel, a blocking flush would stop the agent from
+ * reading the ring buffers until the collector drains its socket, and the
+ * kernel would overwrite meanwhile (pages belong in the spool instead).
+ */
+static int flush_soft(struct ship *s)
+{
+	size_t pending;
+
+	if (s->plain || s->ktls || !s->ssl)
+		return 0;
+	pending = BIO_wpending(SSL_get_wbio(s->ssl));
+	if (!pending || !sock_room(s, pending))
+		return 0;
+	return ship_flush(s);
 }
 
 /* Read exactly @len bytes before @deadline; the socket is non-blocking. */
@@ -679,7 +727,7 @@ int ship_msg(struct ship *s, const struct proto_msg *m)
 		return ret;
 	}
 	ret = ship_write(s, s->out.data, s->out.len);
-	return ret < 0 ? ret : ship_flush(s);
+	return ret < 0 ? ret : flush_soft(s);
 }
 
 int ship_page(struct ship *s, uint16_t cpu, uint64_t seq, uint8_t flags,
@@ -746,6 +794,8 @@ int ship_hello(struct ship *s, const struct proto_hello *hello,
 	int ret;
 
 	ret = ship_msg(s, &m);
+	if (ret == 0)
+		ret = ship_flush(s);
 	if (ret < 0) {
 		tc_seterr(err, errlen, "%s", s->err);
 		return ret;
@@ -798,7 +848,7 @@ int ship_check(struct ship *s, char *err, size_t errlen)
 	struct proto_msg m;
 	int ret;
 
-	ret = ship_flush(s);
+	ret = flush_soft(s);
 	if (ret == 0)
 		ret = set_nonblock(s->fd, true);
 	if (ret < 0) {
@@ -828,6 +878,8 @@ int ship_bye(struct ship *s, const struct proto_bye *bye, int timeout_ms,
 	int ret;
 
 	ret = ship_msg(s, &m);
+	if (ret == 0)
+		ret = ship_flush(s);
 	if (ret < 0) {
 		tc_seterr(err, errlen, "%s", s->err);
 		return ret;

@@ -1,8 +1,9 @@
 /*
  * ship.h - the agent's connection to the collector: TCP, mutual TLS, the
  * HELLO/WELCOME handshake, control messages and page frames out, and the
- * BYE/DONE close. One multiplexed connection carries every CPU's pages
- * (stream = CPU).
+ * BYE/DONE close. One connection carries every CPU's pages (stream =
+ * CPU), or, with traceagent --connections per-cpu, one of these per CPU
+ * carries that CPU's pages next to the control connection.
  */
 #ifndef AGENT_SHIP_H
 #define AGENT_SHIP_H
@@ -109,7 +110,8 @@ int ship_hello(struct ship *s, const struct proto_hello *hello,
 	       char *err, size_t errlen);
 
 /*
- * ship_msg - send one control message.
+ * ship_msg - send one control message (written out at once when the
+ * socket has room, see ship_flush()).
  *
  * Return: 0; TC_ERR_TLS / TC_ERR_PEER_CLOSED when the write fails; the
  * encoder's errors (-ENOMEM, TC_ERR_TOO_LONG, TC_ERR_MSG_UNKNOWN).
@@ -127,8 +129,10 @@ bool ship_would_block(struct ship *s, size_t len);
 /*
  * ship_flush - write out what ship_page() left buffered. Without kernel
  * TLS the records of page frames are gathered in a buffer of 256 KiB and
- * written when it fills, by ship_msg() (every control message is flushed),
- * by ship_check() (before looking for ACKs) and by this call.
+ * written when it fills, by this call, by ship_hello() and ship_bye()
+ * (before waiting for the answer), and by ship_msg() and ship_check()
+ * when the socket has room for all of it at once (else they leave it
+ * for a later call rather than wait for the collector).
  *
  * Return: 0; TC_ERR_TLS (also for a write timeout); TC_ERR_PEER_CLOSED.
  */

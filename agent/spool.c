@@ -74,6 +74,7 @@ struct spool {
 	int nstreams;
 	struct spool_stream *st;
 	size_t mem_max, mem_used;
+	size_t mem_peak;	/* the most mem_used ever was */
 	uint64_t disk_max, disk_used;
 	char *dir;
 	bool disk_failed;	/* logged once; then memory only */
@@ -324,6 +325,8 @@ static int ent_to_mem(struct spool *sp, struct spool_stream *ss,
 	if (e->len > pt->head_len)
 		memcpy(e->data + pt->head_len, pt->data, e->len - pt->head_len);
 	sp->mem_used += ent_mem(sp, e);
+	if (sp->mem_used > sp->mem_peak)
+		sp->mem_peak = sp->mem_used;
 	ss->c.mem_bytes += ent_mem(sp, e);
 	return 0;
 }
@@ -461,6 +464,8 @@ int spool_commit(struct spool *sp, uint16_t stream, uint64_t seq,
 	e->flags = flags;
 	e->sent = sent;
 	sp->mem_used += ent_mem(sp, e);
+	if (sp->mem_used > sp->mem_peak)
+		sp->mem_peak = sp->mem_used;
 	ss->c.mem_bytes += ent_mem(sp, e);
 	stream_append(ss, e);
 	return 0;
@@ -633,4 +638,9 @@ void spool_counts(const struct spool *sp, int stream, struct spool_counts *out)
 		return;
 	}
 	*out = sp->st[stream].c;
+}
+
+size_t spool_mem_peak(const struct spool *sp)
+{
+	return sp->mem_peak;
 }

@@ -162,4 +162,7 @@ void spool_give_up(struct spool *sp);
 /* spool_counts - counters of @stream (zeros for a bad one). */
 void spool_counts(const struct spool *sp, int stream, struct spool_counts *out);
 
+/* spool_mem_peak - the most memory the spool's pages ever held, in bytes. */
+size_t spool_mem_peak(const struct spool *sp);
+
 #endif

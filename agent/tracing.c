@@ -68,6 +68,8 @@ static uint32_t subbuf_size(struct tracefs_instance *inst)
 	return (uint32_t)getpagesize();
 }
 
+#define TRACING_WAKE_PERCENT	"25"	/* buffer_percent: see tracing_setup() */
+
 /* Clock, buffer size and geometry of a freshly created instance. */
 static int tracing_setup(struct tracing *t, size_t buffer_kb, char *err,
 			 size_t errlen)
@@ -105,6 +107,18 @@ static int tracing_setup(struct tracing *t, size_t buffer_kb, char *err,
 		       tc_strerror(ret));
 		return ret;
 	}
+	/*
+	 * Wake the reader when a quarter of a CPU's buffer is full rather
+	 * than half (the kernel's default): under a storm the reader then has
+	 * three quarters of the buffer, not one half, to cover the time it
+	 * waits for a CPU before the kernel overwrites. Idle hosts still
+	 * sleep (partly filled pages go out every --flush-ms). Old kernels
+	 * without the file keep their behaviour.
+	 */
+	if (tracefs_file_exists(t->inst, "buffer_percent") &&
+	    tracefs_instance_file_write(t->inst, "buffer_percent",
+					TRACING_WAKE_PERCENT) < 0)
+		log_warn("tracefs instance %s: cannot set buffer_percent", name);
 	t->ncpus = count_cpus(t->inst);
 	t->page_size = subbuf_size(t->inst);
 	if (t->ncpus == 0) {

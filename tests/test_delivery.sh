@@ -4,7 +4,8 @@
 # 1. kill -9 the collector while an agent streams, restart it on the same
 #    database and port: the agent reconnects (backoff), resends what was
 #    not acknowledged, the collector drops what it had already committed;
-#    stored sched_switch events == shipped.
+#    stored sched_switch events == shipped. Twice: with one connection
+#    for everything, and with --connections per-cpu.
 # 2. agent and collector in two network namespaces made here, joined by a
 #    veth pair; the link goes down for several seconds mid-stream: the
 #    agent notices the missing ACKs, reconnects once the link is back and
@@ -61,31 +62,45 @@ stop_workload() {
 
 field() { sed -n "s/.*total:.* $1=\([0-9]*\).*/\1/p" "$2"; }
 
-# ---- 1. kill -9 the collector mid-stream, restart it on the same db and port
-start_collector "$tmp/crash.db" 127.0.0.1:0
-start_workload
-"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 7 \
-	"${atls[@]}" --name crash-host --instance "tcdeliv-$$-1" --spool-dir "$tmp/spool" --spool-mem-mb 1 \
-	> "$tmp/agent1.out" 2> "$tmp/agent1.err" &
-agent=$!
-sleep 2.5
-kill -9 "$collector_pid"; wait "$collector_pid" 2>/dev/null
-collector_pid=
-sleep 1.5
-start_collector "$tmp/crash.db" "$listen"
-wait "$agent"; rc=$?
-stop_workload
-cat "$tmp/agent1.out"
-check "agent survives the collector crash and exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent1.err"; false; }'
-check "agent logged the loss and reconnected" \
-	'grep -q "lost the collector" "$tmp/agent1.err" && [ "$(field reconnects "$tmp/agent1.out")" -ge 1 ]'
-shipped=$(field events "$tmp/agent1.out")
-stored=$("$top_builddir/traceq" --server "$query" --count sched_switch)
-check "crash: stored ($stored) == shipped ($shipped)" '[ -n "$shipped" ] && [ "$shipped" -gt 0 ] && [ "$stored" = "$shipped" ]'
-check "traceq --stats shows the delivery counters" \
-	'"$top_builddir/traceq" --server "$query" --stats | grep -q "host=crash-host.* resent_pages=[0-9]* lost_pages=0 lost_events=0"'
-"$top_builddir/traceq" --server "$query" --stats | sed 's/ agent_.*overrun=[0-9]*//'
-stop_collector
+# ---- 1. kill -9 the collector mid-stream, restart it on the same db and
+# port; once with every stream on one connection, once with a connection
+# per CPU (--connections per-cpu: each is acknowledged and resent on its own)
+# crash_case MODE N
+crash_case() {
+	local mode=$1 n=$2 host=crash-$1
+	start_collector "$tmp/crash-$mode.db" 127.0.0.1:0
+	start_workload
+	"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 7 \
+		"${atls[@]}" --name "$host" --instance "tcdeliv-$$-$n" --spool-dir "$tmp/spool" \
+		--spool-mem-mb 1 --connections "$mode" \
+		> "$tmp/agent$n.out" 2> "$tmp/agent$n.err" &
+	agent=$!
+	sleep 2.5
+	kill -9 "$collector_pid"; wait "$collector_pid" 2>/dev/null
+	collector_pid=
+	sleep 1.5
+	start_collector "$tmp/crash-$mode.db" "$listen"
+	wait "$agent"; rc=$?
+	stop_workload
+	cat "$tmp/agent$n.out"
+	check "$mode: agent survives the collector crash and exits 0" \
+		'[ "$rc" = 0 ] || { cat "$tmp/agent$n.err"; false; }'
+	check "$mode: agent logged the loss and reconnected" \
+		'grep -q "lost the collector" "$tmp/agent$n.err" && [ "$(field reconnects "$tmp/agent$n.out")" -ge 1 ]'
+	shipped=$(field events "$tmp/agent$n.out")
+	stored=$("$top_builddir/traceq" --server "$query" --count sched_switch)
+	check "$mode crash: stored ($stored) == shipped ($shipped)" \
+		'[ -n "$shipped" ] && [ "$shipped" -gt 0 ] && [ "$stored" = "$shipped" ]'
+	check "$mode: traceq --stats shows the delivery counters" \
+		'"$top_builddir/traceq" --server "$query" --stats | grep -q "host=$host.* resent_pages=[0-9]* lost_pages=0 lost_events=0"'
+	"$top_builddir/traceq" --server "$query" --stats | sed 's/ agent_.*overrun=[0-9]*//'
+	stop_collector
+}
+crash_case one 1
+crash_case per-cpu 3
+ncpus=$(grep -c "^traceagent: cpu[0-9]*:" "$tmp/agent3.out")
+check "per-cpu: the agent reconnected with $ncpus data connections besides its own" \
+	'[ "$(grep -c "agent crash-per-cpu .* connected" "$tmp/collector.log")" -ge $(( 2 * (ncpus + 1) )) ]'
 
 # ---- 2. cut the link between two network namespaces for several seconds
 if ! command -v ip >/dev/null || ! ip netns add "$nsc" 2>/dev/null; then
