@@ -192,17 +192,17 @@ START_TEST(test_where_matches_scan)
 		want += seen.prev_pid[i] == pid;
 	rs->sc = sc;
 	rs->want_pid = pid;
-	ck_assert_int_eq(store_select(st, sc, "\"prev_pid\" = ?", &b, 1, 0, 0, 0, rows_cb, rs),
+	ck_assert_int_eq(store_select(st, sc, "\"prev_pid\" = ?", &b, 1, NULL, 0, 0, 0, rows_cb, rs),
 			 (int)want);
 	ck_assert_uint_eq(rs->n, want);
 	for (size_t i = 1; i < rs->n; i++)
 		ck_assert_int_ge(rs->ts[i], rs->ts[i - 1]);
-	ck_ok(store_count(st, sc, "\"prev_pid\" = ?", &b, 1, &count));
+	ck_ok(store_count(st, sc, "\"prev_pid\" = ?", &b, 1, NULL, &count));
 	ck_assert_uint_eq(count, want);
-	ck_ok(store_count(st, sc, NULL, NULL, 0, &count));
+	ck_ok(store_count(st, sc, NULL, NULL, 0, NULL, &count));
 	ck_assert_uint_eq(count, seen.n[0]);
 	b.i = -12345;
-	ck_ok(store_count(st, sc, "\"prev_pid\" = ? AND cpu >= 0", &b, 1, &count));
+	ck_ok(store_count(st, sc, "\"prev_pid\" = ? AND cpu >= 0", &b, 1, NULL, &count));
 	ck_assert_uint_eq(count, 0);
 	free(rs);
 	store_schema_free(sc);
@@ -222,7 +222,7 @@ START_TEST(test_keyset_paging)
 	do {
 		size_t before = page->n;
 
-		got = store_select(st, sc, NULL, NULL, 0, after_ts, after_rowid, 7, rows_cb, page);
+		got = store_select(st, sc, NULL, NULL, 0, NULL, after_ts, after_rowid, 7, rows_cb, page);
 		ck_assert_int_ge(got, 0);
 		ck_assert_int_le(got, 7);
 		if (got) {
@@ -231,7 +231,7 @@ START_TEST(test_keyset_paging)
 		}
 		ck_assert_uint_eq(page->n, before + (size_t)got);
 	} while (got == 7);
-	ck_assert_int_eq(store_select(st, sc, NULL, NULL, 0, 0, 0, 0, rows_cb, all),
+	ck_assert_int_eq(store_select(st, sc, NULL, NULL, 0, NULL, 0, 0, 0, rows_cb, all),
 			 (int)seen.n[0]);
 	ck_assert_uint_eq(page->n, all->n);
 	for (size_t i = 0; i < all->n; i++)	/* same rows, same order, each once */
@@ -278,7 +278,7 @@ START_TEST(test_markers_and_comm)
 	ck_assert_str_eq(sc->system, "ftrace");
 	ck_assert_str_eq(sc->table, "ev_ftrace_print");
 	ck_assert(sc->comm_joined);
-	ck_assert_int_eq(store_select(st, sc, "\"buf\" LIKE 'tc-marker-%' AND comm = ?", &b, 1,
+	ck_assert_int_eq(store_select(st, sc, "\"buf\" LIKE 'tc-marker-%' AND comm = ?", &b, 1, NULL,
 				      0, 0, 0, marker_cb, &m), (int)cap.markers);
 	ck_assert_uint_eq(m.n, cap.markers);
 	store_schema_free(sc);
@@ -343,13 +343,13 @@ START_TEST(test_schema_evolution)
 	sc = schema(st, "sched", "sched_switch");
 	ck_assert_uint_eq(sc->ncols, types[0]->nfields + 1);
 	ck_assert_str_eq(sc->cols[sc->ncols - 1].name, "extra_field");
-	ck_ok(store_count(st, sc, "\"extra_field\" IS NULL", NULL, 0, &count));
+	ck_ok(store_count(st, sc, "\"extra_field\" IS NULL", NULL, 0, NULL, &count));
 	ck_assert_uint_eq(count, seen.n[0]);
-	ck_ok(store_count(st, sc, "\"extra_field\" = ? AND \"prev_comm\" = 'evolved'", &b, 1,
+	ck_ok(store_count(st, sc, "\"extra_field\" = ? AND \"prev_comm\" = 'evolved'", &b, 1, NULL,
 			  &count));
 	ck_assert_uint_eq(count, 1);
 	b.i = seen.prev_pid[0];
-	ck_ok(store_count(st, sc, "\"prev_pid\" = ?", &b, 1, &count));
+	ck_ok(store_count(st, sc, "\"prev_pid\" = ?", &b, 1, NULL, &count));
 	ck_assert_uint_ge(count, 1);
 	store_schema_free(sc);
 	decoder_free(d2);
@@ -452,7 +452,7 @@ START_TEST(test_batches)
 		ck_ok(decoder_page(d2, 0, page, BIG_PAGE, evolved_insert_cb, sty, NULL));
 		if (seq == 100) {	/* mid-batch: the reader flushes first */
 			sc = schema(st, "tc", "tc_big");
-			ck_ok(store_count(st, sc, NULL, NULL, 0, &count));
+			ck_ok(store_count(st, sc, NULL, NULL, 0, NULL, &count));
 			ck_assert_uint_eq(count, 101);
 			store_schema_free(sc);
 		}
@@ -460,7 +460,7 @@ START_TEST(test_batches)
 	ck_ok(store_commit(st));
 	sc = schema(st, "tc", "tc_big");
 	rows.sc = sc;
-	ck_assert_int_eq(store_select(st, sc, NULL, NULL, 0, 0, 0, 0, big_row_cb, &rows),
+	ck_assert_int_eq(store_select(st, sc, NULL, NULL, 0, NULL, 0, 0, 0, big_row_cb, &rows),
 			 BIG_ROWS);
 	ck_assert_int_eq(rows.next, BIG_ROWS);
 	store_schema_free(sc);
@@ -529,7 +529,7 @@ START_TEST(test_writer_failure)
 	ck_assert_int_lt(store_commit(st), 0);
 	ck_assert_ptr_nonnull(strstr(store_errmsg(st), "boom"));
 	sc = schema(st, "tc", "tc_big");
-	ck_ok(store_count(st, sc, NULL, NULL, 0, &count));
+	ck_ok(store_count(st, sc, NULL, NULL, 0, NULL, &count));
 	ck_assert_uint_eq(count, 0);
 
 	ck_assert_int_eq(sqlite3_exec(db, "DROP TRIGGER tc_fail", NULL, NULL, NULL), SQLITE_OK);
@@ -537,7 +537,7 @@ START_TEST(test_writer_failure)
 	ck_ok(store_begin(st));
 	ck_assert_int_eq(try_pages(d2, page, &ti, FAIL_ROWS), 0);
 	ck_ok(store_commit(st));
-	ck_ok(store_count(st, sc, NULL, NULL, 0, &count));
+	ck_ok(store_count(st, sc, NULL, NULL, 0, NULL, &count));
 	ck_assert_uint_eq(count, FAIL_ROWS);
 	store_schema_free(sc);
 	sqlite3_close(db);
@@ -556,7 +556,7 @@ START_TEST(test_reopen)
 
 	ck_assert_int_eq(store_open_readonly(path, &ro), 0);
 	sc = schema(ro, "sched", "sched_wakeup");
-	ck_assert_int_eq(store_count(ro, sc, NULL, NULL, 0, &count), 0);
+	ck_assert_int_eq(store_count(ro, sc, NULL, NULL, 0, NULL, &count), 0);
 	ck_assert_uint_eq(count, seen.n[1]);
 	ck_assert_int_eq(store_type(ro, types[0], cap.formats[0].text, &t), -EROFS);
 	store_schema_free(sc);
@@ -568,7 +568,7 @@ START_TEST(test_reopen)
 	ck_ok(store_host(rw, &cap.hello, NULL, &id2));
 	ck_assert_uint_eq(id2, host);	/* same machine_id + name */
 	sc = schema(rw, NULL, "sched_switch");
-	ck_ok(store_count(rw, sc, NULL, NULL, 0, &count));
+	ck_ok(store_count(rw, sc, NULL, NULL, 0, NULL, &count));
 	ck_assert_uint_eq(count, seen.n[0]);
 	store_schema_free(sc);
 	ck_assert_int_eq(store_open_readonly("/nonexistent/dir/x.db", &ro), TC_ERR_DB);
@@ -673,7 +673,7 @@ static uint64_t rows_before(int64_t cut)
 	for (int i = 0; i < 3; i++) {
 		struct store_schema *sc = schema(st, names[i][0], names[i][1]);
 
-		ck_ok(store_count(st, sc, "ts < ?", &b, 1, &n));
+		ck_ok(store_count(st, sc, "ts < ?", &b, 1, NULL, &n));
 		total += n;
 		store_schema_free(sc);
 	}
@@ -823,10 +823,10 @@ START_TEST(test_names_and_errors)
 	ck_assert_ptr_nonnull(strstr(store_errmsg(st), "sched"));
 	sc = schema(st, "other\"sys", "sched_switch");
 	ck_assert_str_eq(sc->table, "ev_other_sys_sched_switch");
-	ck_ok(store_count(st, sc, NULL, NULL, 0, &count));
+	ck_ok(store_count(st, sc, NULL, NULL, 0, NULL, &count));
 	ck_assert_uint_eq(count, 0);
-	ck_assert_int_eq(store_count(st, sc, "no_such_column = 1", NULL, 0, &count), TC_ERR_DB);
-	ck_assert_int_eq(store_count(st, sc, "1); DROP TABLE hosts; --", NULL, 0, &count),
+	ck_assert_int_eq(store_count(st, sc, "no_such_column = 1", NULL, 0, NULL, &count), TC_ERR_DB);
+	ck_assert_int_eq(store_count(st, sc, "1); DROP TABLE hosts; --", NULL, 0, NULL, &count),
 			 TC_ERR_DB);
 	store_schema_free(sc);
 	ck_assert_int_eq(store_schema_get(st, NULL, "no_such_event", &sc), TC_ERR_UNKNOWN_EVENT);
