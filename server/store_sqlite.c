@@ -1922,26 +1922,31 @@ static int sq_range_init(struct store *s, const struct store_schema *sc,
 	return 0;
 }
 
-/* How many rows of @r there are, counting no further than r->limit. */
+/*
+ * How many rows of @r there are, counting no further than r->limit, and
+ * the newest ts among those counted (in block order, not time order).
+ */
 static int sq_count_upto(struct store *s, const struct store_schema *sc, const char *where,
 			 const struct store_bind *b, size_t nb, const struct sq_range *r,
-			 int64_t *n)
+			 int64_t *n, int64_t *max_ts)
 {
 	struct sq_buf q = { 0 };
 	sqlite3_stmt *st = NULL;
 	int ret;
 
-	buf_str(&q, "SELECT count(*) FROM (SELECT 1");
+	buf_str(&q, "SELECT count(*), max(ts) FROM (SELECT ts");
 	sq_from(&q, sc, where, r);
 	buf_str(&q, " LIMIT :tc_limit)");
 	ret = q.oom ? -ENOMEM : sq_prepare(s, q.s, &st);
 	if (ret == 0)
 		ret = sq_bind_all(s, st, b, nb, sc, r);
 	if (ret == 0) {
-		if (sqlite3_step(st) == SQLITE_ROW)
+		if (sqlite3_step(st) == SQLITE_ROW) {
 			*n = sqlite3_column_int64(st, 0);
-		else
+			*max_ts = sqlite3_column_int64(st, 1);
+		} else {
 			ret = sq_err(s, TC_ERR_DB, "count");
+		}
 	}
 	sqlite3_finalize(st);
 	free(q.s);
@@ -1949,16 +1954,18 @@ static int sq_count_upto(struct store *s, const struct store_schema *sc, const c
 }
 
 /*
- * For a limited select: lower r->hi to the start of the k-th block from
- * r->bmin on (64, 512, ... blocks) as long as the rows before it hold
- * r->limit matches. Rows with ts below a block's start lie only in blocks
- * that start earlier, so the first r->limit rows in time order are the
- * same, and only those blocks are read and sorted.
+ * For a limited select: lower r->hi to just before the start of the k-th
+ * block from r->bmin on (64, 512, ... blocks) as long as the rows before
+ * it hold r->limit matches, then to the newest ts of r->limit of them.
+ * Rows with ts below a block's start lie only in blocks that start
+ * earlier, and the r->limit-th oldest match is no newer than the newest
+ * of any r->limit matches, so the first r->limit rows in time order stay
+ * the same, and only the blocks that start by then are read and sorted.
  */
 static int sq_range_fit(struct store *s, const struct store_schema *sc, const char *where,
 			const struct store_bind *b, size_t nb, struct sq_range *r)
 {
-	int64_t hi = r->hi, start, n = 0;
+	int64_t hi = r->hi, start, n = 0, newest = 0;
 	int ret = 0;
 
 	for (int64_t k = SQ_BLOCKS_FIRST; ret == 0; k *= 8) {
@@ -1984,9 +1991,11 @@ static int sq_range_fit(struct store *s, const struct store_schema *sc, const ch
 		if (start == INT64_MIN)
 			continue;
 		r->hi = start - 1;
-		ret = sq_count_upto(s, sc, where, b, nb, r, &n);
-		if (ret == 0 && n >= r->limit)
+		ret = sq_count_upto(s, sc, where, b, nb, r, &n, &newest);
+		if (ret == 0 && n >= r->limit) {
+			r->hi = newest;
 			return 0;
+		}
 		r->hi = hi;
 	}
 	r->hi = hi;
