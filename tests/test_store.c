@@ -22,7 +22,7 @@
 #define TC_STR(x) TC_STR_(x)
 
 #define CLOCK_OFFSET 1000000000000000000ll	/* wall = trace + this */
-#define MAX_EVENTS 4096
+#define MAX_EVENTS 16384
 
 static struct capture cap;
 static struct decoder *dec;
@@ -856,6 +856,252 @@ START_TEST(test_list)
 }
 END_TEST
 
+/* ---- the time index (ts_blocks), checked with SQL of our own ---- */
+
+static sqlite3 *raw_open(void)
+{
+	sqlite3 *db = NULL;
+
+	ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	return db;
+}
+
+static int64_t raw_int(sqlite3 *db, const char *sql, int64_t arg)
+{
+	sqlite3_stmt *stmt = NULL;
+	int64_t v;
+
+	ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) == SQLITE_OK, "%s: %s", sql,
+		      sqlite3_errmsg(db));
+	sqlite3_bind_int64(stmt, 1, arg);
+	ck_assert_int_eq(sqlite3_step(stmt), SQLITE_ROW);
+	v = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	return v;
+}
+
+/*
+ * Every row of @table lies in exactly one block of @type_id, and every
+ * block's range and ts bounds are exactly those of its rows.
+ */
+static void check_blocks_of(sqlite3 *db, const char *table, int64_t type_id)
+{
+	char sql[512];
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM \"%s\" AS e WHERE (SELECT count(*)"
+		 " FROM ts_blocks AS b WHERE b.type_id = ?1 AND e.rowid BETWEEN b.lo AND b.hi)"
+		 " != 1", table);
+	ck_assert_int_eq(raw_int(db, sql, type_id), 0);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM ts_blocks AS b WHERE type_id = ?1 AND"
+		 " (lo, hi, min_ts, max_ts, span) IS NOT (SELECT min(rowid), max(rowid),"
+		 " min(ts), max(ts), max(ts) - min(ts) FROM \"%s\" WHERE rowid BETWEEN b.lo"
+		 " AND b.hi)", table);
+	ck_assert_int_eq(raw_int(db, sql, type_id), 0);
+}
+
+static void check_blocks(void)
+{
+	sqlite3 *db = raw_open();
+	sqlite3_stmt *stmt = NULL;
+
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT id, table_name FROM event_types", -1,
+					    &stmt, NULL), SQLITE_OK);
+	while (sqlite3_step(stmt) == SQLITE_ROW)
+		check_blocks_of(db, (const char *)sqlite3_column_text(stmt, 1),
+				sqlite3_column_int64(stmt, 0));
+	sqlite3_finalize(stmt);
+	ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
+				     " AND name LIKE 'ev\\_%\\_ts' ESCAPE '\\'", 0), 0);
+	sqlite3_close(db);
+}
+
+/* sched_switch's (rowid, ts) in (ts, rowid) order, by SQLite alone. */
+static struct rows *reference(void)
+{
+	struct rows *rs = calloc(1, sizeof(*rs));
+	sqlite3 *db = raw_open();
+	sqlite3_stmt *stmt = NULL;
+
+	ck_assert_ptr_nonnull(rs);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT rowid, ts FROM ev_sched_sched_switch"
+					    " ORDER BY ts, rowid", -1, &stmt, NULL), SQLITE_OK);
+	while (sqlite3_step(stmt) == SQLITE_ROW) {
+		ck_assert_uint_lt(rs->n, MAX_EVENTS);
+		rs->rowid[rs->n] = (uint64_t)sqlite3_column_int64(stmt, 0);
+		rs->ts[rs->n++] = sqlite3_column_int64(stmt, 1);
+	}
+	sqlite3_finalize(stmt);
+	sqlite3_close(db);
+	return rs;
+}
+
+/* The capture's sched_switch events again, each in a block of its own. */
+static int reinsert_cb(void *ctx, const struct decode_event *ev)
+{
+	(void)ctx;
+	if (type_index(ev->type) == 0)
+		ck_ok(store_insert(st, ev->type->user, host, ev, (int64_t)ev->ts + CLOCK_OFFSET));
+	return 0;
+}
+
+static void reinsert_unbatched(void)
+{
+	for (unsigned cpu = cap.ncpus; cpu-- > 0;)
+		for (size_t off = 0; off < cap.raw_len[cpu]; off += cap.page_size) {
+			struct decode_page_stats ps;
+
+			ck_ok(decoder_page(dec, cpu, cap.raw[cpu] + off, cap.page_size,
+					   reinsert_cb, NULL, &ps));
+		}
+}
+
+/*
+ * Pages of @limit rows from @win through store_select() must be the rows
+ * of @ref in [from, to), in order, each once.
+ */
+static void check_window(const struct store_schema *sc, const struct rows *ref,
+			 const struct store_window *win, size_t limit)
+{
+	struct rows *page = calloc(1, sizeof(*page));
+	size_t want = 0, k = 0;
+	int64_t after_ts = 0;
+	uint64_t after_rowid = 0, n = 0;
+	int got;
+
+	page->sc = sc;
+	page->want_pid = -1;
+	for (size_t i = 0; i < ref->n; i++)
+		want += ref->ts[i] >= win->from_ts && ref->ts[i] < win->to_ts;
+	do {
+		got = store_select(st, sc, NULL, NULL, 0, win, after_ts, after_rowid, limit,
+				   rows_cb, page);
+		ck_assert_int_ge(got, 0);
+		if (got) {
+			after_ts = page->ts[page->n - 1];
+			after_rowid = page->rowid[page->n - 1];
+		}
+	} while (limit && (size_t)got == limit);
+	ck_assert_uint_eq(page->n, want);
+	for (size_t i = 0; i < ref->n; i++) {
+		if (ref->ts[i] < win->from_ts || ref->ts[i] >= win->to_ts)
+			continue;
+		ck_assert_uint_eq(page->rowid[k], ref->rowid[i]);
+		ck_assert_int_eq(page->ts[k], ref->ts[i]);
+		k++;
+	}
+	ck_ok(store_count(st, sc, NULL, NULL, 0, win, &n));
+	ck_assert_uint_eq(n, want);
+	free(page);
+}
+
+/*
+ * Blocks overlap in time (CPU after CPU, batched and one row each): time
+ * order, keyset pages and windows must still be exactly SQLite's ORDER BY
+ * ts, rowid over the whole table.
+ */
+START_TEST(test_time_index)
+{
+	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct rows *ref;
+	int64_t lo, hi, mid;
+	static const size_t limits[] = { 1, 7, 100, 0 };
+
+	reinsert_unbatched();	/* more than SQ_BLOCKS_FIRST blocks, all overlapping */
+	check_blocks();
+	ref = reference();
+	ck_assert_uint_eq(ref->n, 2 * seen.n[0]);
+	lo = ref->ts[0];
+	hi = ref->ts[ref->n - 1];
+	mid = ref->ts[ref->n / 2];
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		check_window(sc, ref, &(struct store_window){ INT64_MIN, INT64_MAX }, limits[i]);
+		check_window(sc, ref, &(struct store_window){ mid, INT64_MAX }, limits[i]);
+		check_window(sc, ref, &(struct store_window){ lo + 1, mid }, limits[i]);
+		check_window(sc, ref, &(struct store_window){ mid, mid + 1 }, limits[i]);
+		check_window(sc, ref, &(struct store_window){ hi + 1, INT64_MAX }, limits[i]);
+		check_window(sc, ref, &(struct store_window){ INT64_MIN, lo }, limits[i]);
+	}
+	free(ref);
+	store_schema_free(sc);
+}
+END_TEST
+
+/*
+ * Retention by age keeps the blocks exact: cut ones shrink to the rows
+ * they keep, so rows inserted afterwards (whose rowids may follow a
+ * deleted one) never fall into an old block.
+ */
+START_TEST(test_retention_blocks)
+{
+	int64_t cut = CLOCK_OFFSET + (int64_t)(seen.trace_ts_sum / seen.n[0]);
+	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	uint64_t removed = 0, n = 0, total;
+	struct rows *ref;
+
+	reinsert_unbatched();
+	ck_ok(store_count(st, sc, NULL, NULL, 0, NULL, &total));
+	ck_ok(store_retain(st, cut, 0, &removed));
+	ck_assert_uint_gt(removed, 0);
+	check_blocks();
+	ck_ok(store_count(st, sc, NULL, NULL, 0, &(struct store_window){ INT64_MIN, cut }, &n));
+	ck_assert_uint_eq(n, 0);
+	ingest();		/* batched again, after the cut rows */
+	reinsert_unbatched();
+	check_blocks();
+	ref = reference();
+	check_window(sc, ref, &(struct store_window){ INT64_MIN, INT64_MAX }, 100);
+	check_window(sc, ref, &(struct store_window){ cut, INT64_MAX }, 7);
+	free(ref);
+	store_schema_free(sc);
+}
+END_TEST
+
+/*
+ * A database of schema 4 (a per-row ts index on each event table, no
+ * ts_blocks) is migrated: blocks cover its rows, the indexes are gone,
+ * and queries return what they did.
+ */
+START_TEST(test_migrate_ts_index)
+{
+	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct rows *before = reference(), *after;
+	sqlite3 *db;
+	sqlite3_stmt *q = NULL;
+
+	store_schema_free(sc);
+	store_close(st);
+	st = NULL;
+	db = raw_open();
+	ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE ts_blocks; PRAGMA user_version = 4",
+				      NULL, NULL, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT table_name FROM event_types", -1, &q,
+					    NULL), SQLITE_OK);
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		char ddl[256];
+		const char *t = (const char *)sqlite3_column_text(q, 0);
+
+		snprintf(ddl, sizeof(ddl), "CREATE INDEX \"%s_ts\" ON \"%s\" (ts)", t, t);
+		ck_assert_int_eq(sqlite3_exec(db, ddl, NULL, NULL, NULL), SQLITE_OK);
+	}
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	ck_assert_int_eq(store_open(path, &st), 0);
+	check_blocks();
+	after = reference();
+	sc = schema(st, "sched", "sched_switch");
+	check_window(sc, after, &(struct store_window){ INT64_MIN, INT64_MAX }, 7);
+	ck_assert_uint_eq(after->n, before->n);
+	ck_assert(memcmp(after->rowid, before->rowid, before->n * sizeof(before->rowid[0])) == 0);
+	db = raw_open();
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 5);
+	sqlite3_close(db);
+	free(before);
+	free(after);
+	store_schema_free(sc);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
 	Suite *s = suite_create("store");
@@ -876,6 +1122,9 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_retention);
 	tcase_add_test(tc, test_batches);
 	tcase_add_test(tc, test_writer_failure);
+	tcase_add_test(tc, test_time_index);
+	tcase_add_test(tc, test_retention_blocks);
+	tcase_add_test(tc, test_migrate_ts_index);
 	suite_add_tcase(s, tc);
 	return s;
 }
