@@ -10,6 +10,9 @@
  * with embedded quotes doubled (sq_ident()). Run-time DDL is wrapped in a
  * SAVEPOINT, so it joins the caller's transaction or stands alone.
  *
+ * Time order comes from the blocks of ts_blocks, not from an index per
+ * row (schema.sql, "Time index"; sq_range_fit()).
+ *
  * A writable store has two threads of its own: a writer that runs the
  * batched INSERTs in queue order while the caller decodes (a bounded FIFO
  * under one mutex; every other call waits for it to drain, see struct
@@ -330,7 +333,7 @@ static int sq_setup_writer(struct store *s)
 {
 	int ret;
 
-	/* a 64 MiB page cache keeps the hot ends of the ts indexes in memory */
+	/* a transaction's dirty pages stay in the cache until COMMIT, up to 64 MiB */
 	ret = sq_exec(s, "PRAGMA page_size=16384; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
 			 " PRAGMA foreign_keys=ON; PRAGMA cache_size=-65536");
 	if (ret == 0)
