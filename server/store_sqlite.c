@@ -44,6 +44,7 @@
 #define SQ_WAL_FRAMES	16384		/* WAL frames a commit waits below */
 #define SQ_MIGRATION_BLOCKS 5		/* 0005-ts-blocks.sql */
 #define SQ_BLOCKS_FIRST	64		/* blocks a limited select tries first */
+#define SQ_BLOCK_SPAN	10000000000ull	/* ns a new block spans at most (one row: any) */
 
 /* One value of a pending row: an integer, or bytes in the type's arena. */
 struct sq_val {
@@ -1288,27 +1289,13 @@ static int sq_rows_step(const struct store_type *t, sqlite3_stmt *st, const stru
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/*
- * Record the @n rows of @t just inserted as one block of its time index:
- * their rowids are the @n up to the last one inserted (the store is the
- * only writer, and SQLite gives a new row the largest rowid plus one),
- * their ts (column 2) are in @v. Touches only the connection.
- * Return: an SQLite result code.
- */
-static int sq_block_put(sqlite3 *db, sqlite3_stmt *st, const struct store_type *t,
-			const struct sq_val *v, unsigned n)
+static int sq_block_row(sqlite3_stmt *st, int64_t type_id, int64_t lo, int64_t hi,
+			int64_t lo_ts, int64_t hi_ts)
 {
-	int64_t hi = sqlite3_last_insert_rowid(db), lo_ts = INT64_MAX, hi_ts = INT64_MIN;
 	int rc;
 
-	for (unsigned r = 0; r < n; r++) {
-		int64_t ts = v[(size_t)r * t->ncols + 2].i;
-
-		lo_ts = ts < lo_ts ? ts : lo_ts;
-		hi_ts = ts > hi_ts ? ts : hi_ts;
-	}
-	sqlite3_bind_int64(st, 1, t->type_id);
-	sqlite3_bind_int64(st, 2, hi - (int64_t)n + 1);
+	sqlite3_bind_int64(st, 1, type_id);
+	sqlite3_bind_int64(st, 2, lo);
 	sqlite3_bind_int64(st, 3, hi);
 	sqlite3_bind_int64(st, 4, lo_ts);
 	sqlite3_bind_int64(st, 5, hi_ts);
@@ -1316,6 +1303,40 @@ static int sq_block_put(sqlite3 *db, sqlite3_stmt *st, const struct store_type *
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/*
+ * Record the @n rows of @t just inserted in blocks of its time index:
+ * their rowids are the @n up to the last one inserted (the store is the
+ * only writer, and SQLite gives a new row the largest rowid plus one),
+ * their ts (column 2) are in @v. A row that would widen its block past
+ * SQ_BLOCK_SPAN starts the next one, so a batch that mixes resent old
+ * pages with new ones does not make every query of the type read further
+ * back. Touches only the connection. Return: an SQLite result code.
+ */
+static int sq_block_put(sqlite3 *db, sqlite3_stmt *st, const struct store_type *t,
+			const struct sq_val *v, unsigned n)
+{
+	int64_t first = sqlite3_last_insert_rowid(db) - (int64_t)n + 1;
+	int64_t lo_ts = INT64_MAX, hi_ts = INT64_MIN;
+	unsigned start = 0;
+	int rc = SQLITE_OK;
+
+	for (unsigned r = 0; r < n && rc == SQLITE_OK; r++) {
+		int64_t ts = v[(size_t)r * t->ncols + 2].i;
+		int64_t a = ts < lo_ts ? ts : lo_ts, b = ts > hi_ts ? ts : hi_ts;
+
+		if (r > start && (uint64_t)b - (uint64_t)a > SQ_BLOCK_SPAN) {
+			rc = sq_block_row(st, t->type_id, first + start, first + r - 1, lo_ts, hi_ts);
+			start = r;
+			a = b = ts;
+		}
+		lo_ts = a;
+		hi_ts = b;
+	}
+	if (rc == SQLITE_OK && n)
+		rc = sq_block_row(st, t->type_id, first + start, first + n - 1, lo_ts, hi_ts);
+	return rc;
 }
 
 /*

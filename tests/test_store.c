@@ -30,6 +30,7 @@ static const struct decode_type *types[CAPTURE_NFORMATS];	/* switch, wakeup, pri
 static struct store *st;
 static uint64_t host;
 static char path[64];
+static bool ts_spread;	/* rows' ts are not trace_ts + CLOCK_OFFSET */
 
 /* What the C-side scan saw while ingesting. */
 static struct {
@@ -105,6 +106,7 @@ static void setup(void)
 	int fd;
 
 	memset(&seen, 0, sizeof(seen));
+	ts_spread = false;
 	ck_assert_int_eq(capture_load(&cap), 0);
 	ck_assert_int_eq(capture_decoder(&cap, &dec, types), 0);
 	strcpy(path, "/tmp/tc-test-store-XXXXXX");
@@ -168,7 +170,8 @@ static int rows_cb(void *ctx, const struct store_row *r)
 
 	ck_assert_uint_lt(rs->n, MAX_EVENTS);
 	ck_assert_str_eq(r->host, "capture-host");
-	ck_assert_int_eq(r->ts, (int64_t)r->trace_ts + CLOCK_OFFSET);
+	if (!ts_spread)
+		ck_assert_int_eq(r->ts, (int64_t)r->trace_ts + CLOCK_OFFSET);
 	ck_assert_uint_eq(r->nvals, rs->sc->ncols);
 	if (rs->want_pid >= 0)
 		ck_assert_int_eq(r->vals[col(rs->sc, "prev_pid")].i, rs->want_pid);
@@ -1057,6 +1060,55 @@ START_TEST(test_retention_blocks)
 }
 END_TEST
 
+/* sched_switch again, in one transaction, every other row an hour later. */
+static int spread_cb(void *ctx, const struct decode_event *ev)
+{
+	unsigned *i = ctx;
+	int64_t later = (*i)++ % 2 ? 3600000000000ll : 0;
+
+	if (type_index(ev->type) == 0)
+		ck_ok(store_insert(st, ev->type->user, host, ev,
+				   (int64_t)ev->ts + CLOCK_OFFSET + later));
+	return 0;
+}
+
+/*
+ * Batches whose rows lie an hour apart become several blocks, none wider
+ * than 10 s (the widest bounds how far back every query of the type
+ * reads), and time order stays exact.
+ */
+START_TEST(test_wide_batches)
+{
+	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	unsigned i = 0;
+	struct rows *ref;
+	sqlite3 *db;
+
+	ts_spread = true;
+	ck_ok(store_begin(st));
+	for (unsigned cpu = 0; cpu < cap.ncpus; cpu++)
+		for (size_t off = 0; off < cap.raw_len[cpu]; off += cap.page_size) {
+			struct decode_page_stats ps;
+
+			ck_ok(decoder_page(dec, cpu, cap.raw[cpu] + off, cap.page_size, spread_cb,
+					   &i, &ps));
+		}
+	ck_ok(store_commit(st));
+	check_blocks();
+	db = raw_open();
+	ck_assert_int_le(raw_int(db, "SELECT max(span) FROM ts_blocks", 0), 10000000000ll);
+	/* without the split, a batch holding both hours would span one */
+	ck_assert_int_gt(raw_int(db, "SELECT max(max_ts) - min(min_ts) FROM ts_blocks", 0),
+			 3000000000000ll);
+	sqlite3_close(db);
+	ref = reference();
+	check_window(sc, ref, &(struct store_window){ INT64_MIN, INT64_MAX }, 7);
+	check_window(sc, ref, &(struct store_window){ ref->ts[ref->n / 2], INT64_MAX }, 100);
+	free(ref);
+	store_schema_free(sc);
+}
+END_TEST
+
 /*
  * A database of schema 4 (a per-row ts index on each event table, no
  * ts_blocks) is migrated: blocks cover its rows, the indexes are gone,
@@ -1125,6 +1177,7 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_time_index);
 	tcase_add_test(tc, test_retention_blocks);
 	tcase_add_test(tc, test_migrate_ts_index);
+	tcase_add_test(tc, test_wide_batches);
 	suite_add_tcase(s, tc);
 	return s;
 }
