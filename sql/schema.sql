@@ -85,16 +85,19 @@
 -- lowering T to the newest ts of N matches), then sorts only the rows of
 -- those blocks with ts < T; the first N rows in time order are among
 -- them. Blocks are as wide in time as the span in which 64 events of
--- their type arrived (sparse events give wide blocks; a batch mixing
--- resent old pages with new ones gives one wide block, which widens the
--- range every query of that type reads, but never changes its result).
+-- their type arrived (sparse events give wide blocks). A row that would
+-- widen a block past 10 s starts the next one (a batch mixing resent old
+-- pages with new ones), so max(span), and with it how far back every
+-- query of the type reads, stays bounded; a single row is a block of
+-- span 0. Width changes what a query reads, never its result.
 -- Retention deletes the rows with ts < cut of the blocks that start
 -- before the cut, drops the blocks that end before it and shrinks the
 -- others to the rows they keep (rowid range included, so no block reaches
 -- past the table's largest rowid, which SQLite's next new rowid follows).
 -- Blocks are written in the transaction that inserts their rows.
 -- Migration 5 turns the rows of existing tables into blocks of 64
--- consecutive rowids and drops their per-row "<table>_ts" indexes.
+-- consecutive rowids (not split by width: an old database's blocks may
+-- be wider) and drops their per-row "<table>_ts" indexes.
 --
 -- Symbols (0004): programs lists each traced program an agent announced
 -- (and, with grp 0, the kernel), symbols their function symbols with the
