@@ -54,6 +54,8 @@ struct compiled {
 	struct filter_field *fields;	/* the schema seen by the filter */
 	size_t *col;			/* fields[i] is schema->cols[col[i]] */
 	struct filter_sql sql;
+	struct store_window win;	/* the request's time range */
+	bool windowed;			/* it has one */
 };
 
 static void compiled_free(struct compiled *c)
@@ -125,13 +127,17 @@ static struct store_bind bind_of(const struct filter_value *b)
 	return s;
 }
 
-/* Append " AND <cond>" for the request's host and time limits. */
+/*
+ * Append " AND <cond>" for the request's host; the time limits go to the
+ * store as a window (its time index finds the range, a WHERE on ts would
+ * not).
+ */
 static int add_limits(struct compiled *c, const struct qmsg_request *r)
 {
 	size_t n = c->sql.nbinds, len;
 	char *w;
 
-	c->binds = calloc(n + 3, sizeof(*c->binds));
+	c->binds = calloc(n + 1, sizeof(*c->binds));
 	len = (c->sql.where ? strlen(c->sql.where) : 0) + 200;
 	w = malloc(len);
 	if (!c->binds || !w) {
@@ -141,14 +147,9 @@ static int add_limits(struct compiled *c, const struct qmsg_request *r)
 	for (size_t i = 0; i < n; i++)
 		c->binds[i] = bind_of(&c->sql.binds[i]);
 	snprintf(w, len, "(%s)", c->sql.where ? c->sql.where : "1");
-	if (r->from_ts) {
-		strcat(w, " AND ts >= ?");
-		c->binds[n++] = (struct store_bind){ .kind = DECODE_SIGNED, .i = r->from_ts };
-	}
-	if (r->to_ts) {
-		strcat(w, " AND ts < ?");
-		c->binds[n++] = (struct store_bind){ .kind = DECODE_SIGNED, .i = r->to_ts };
-	}
+	c->windowed = r->from_ts || r->to_ts;
+	c->win.from_ts = r->from_ts ? r->from_ts : INT64_MIN;
+	c->win.to_ts = r->to_ts ? r->to_ts : INT64_MAX;
 	if (r->host) {
 		strcat(w, " AND host_id IN (SELECT id FROM hosts WHERE name GLOB ?)");
 		c->binds[n++] = (struct store_bind){ .kind = DECODE_STRING, .s = r->host,
@@ -320,7 +321,8 @@ static int run_select(struct queryd *qd, const struct qmsg_request *r,
 	if (ret < 0)
 		return ret;
 	ret = store_select(qd->store, c->schema, c->where, c->binds, c->nbinds,
-			   r->after_ts, r->after_id, s.limit + 1, select_row, &s);
+			   c->windowed ? &c->win : NULL, r->after_ts, r->after_id, s.limit + 1,
+			   select_row, &s);
 	if (ret < 0) {
 		qmsg_reply_end(s.w, false, 0, 0, 0, &(struct proto_buf){ 0 });
 		return ret;
@@ -335,7 +337,8 @@ static int run_count(struct queryd *qd, struct compiled *c, struct proto_buf *ou
 	uint64_t n = 0;
 	int ret;
 
-	ret = store_count(qd->store, c->schema, c->where, c->binds, c->nbinds, &n);
+	ret = store_count(qd->store, c->schema, c->where, c->binds, c->nbinds,
+			  c->windowed ? &c->win : NULL, &n);
 	if (ret < 0)
 		return ret;
 	snprintf(event, sizeof(event), "%s:%s", c->schema->system, c->schema->name);

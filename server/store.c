@@ -224,21 +224,22 @@ int store_schema_list(struct store *s, const char *system,
 }
 
 int store_select(struct store *s, const struct store_schema *sc, const char *where,
-		 const struct store_bind *b, size_t nb, int64_t after_ts, uint64_t after_rowid,
-		 size_t limit, store_row_fn fn, void *ctx)
+		 const struct store_bind *b, size_t nb, const struct store_window *win,
+		 int64_t after_ts, uint64_t after_rowid, size_t limit, store_row_fn fn, void *ctx)
 {
 	if (!s || !sc || !fn || (nb && !b))
 		return -EINVAL;
-	return store_enter(s) ?: s->ops->select(s, sc, where, b, nb, after_ts, after_rowid,
+	return store_enter(s) ?: s->ops->select(s, sc, where, b, nb, win, after_ts, after_rowid,
 						limit, fn, ctx);
 }
 
 int store_count(struct store *s, const struct store_schema *sc, const char *where,
-		const struct store_bind *b, size_t nb, uint64_t *count)
+		const struct store_bind *b, size_t nb, const struct store_window *win,
+		uint64_t *count)
 {
 	if (!s || !sc || !count || (nb && !b))
 		return -EINVAL;
-	return store_enter(s) ?: s->ops->count(s, sc, where, b, nb, count);
+	return store_enter(s) ?: s->ops->count(s, sc, where, b, nb, win, count);
 }
 
 int store_stats(struct store *s,

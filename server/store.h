@@ -227,6 +227,7 @@ struct store_schema {
 	char *system;
 	char *name;
 	char *table;
+	int64_t type_id;	/* the store's key of the event type */
 	size_t ncols;
 	struct store_col *cols;	/* every field, common_* first, in first-seen order */
 	bool comm_joined;	/* "comm" in a WHERE names the comms join, not a field */
@@ -280,12 +281,23 @@ struct store_row {
 typedef int (*store_row_fn)(void *ctx, const struct store_row *row);
 
 /*
+ * A time range of a query: rows with from_ts <= ts < to_ts (wall clock
+ * ns); INT64_MIN and INT64_MAX leave that side open.
+ */
+struct store_window {
+	int64_t from_ts;
+	int64_t to_ts;
+};
+
+/*
  * store_select - rows of @sc's table matching @where, ordered by (ts, rowid).
  * @where: SQL boolean expression over the quoted column names, "cpu",
  *         "host_id", "ts", "trace_ts" and (when sc->comm_joined) "comm",
  *         with '?' for each of the @nb values in @b; NULL for all rows. It
  *         is pasted into the statement: it must come from the filter
  *         compiler, never from a user.
+ * @win:   only rows in this time range; NULL: all. The store finds them
+ *         through its time index; a WHERE on ts would read every row.
  * @after_ts, @after_rowid: when @after_rowid != 0, start strictly after
  *         that row (keyset paging: pass the last row seen).
  * @limit: at most this many rows (0: no limit).
@@ -296,12 +308,13 @@ typedef int (*store_row_fn)(void *ctx, const struct store_row *row);
  * @fn's nonzero return.
  */
 int store_select(struct store *s, const struct store_schema *sc, const char *where,
-		 const struct store_bind *b, size_t nb, int64_t after_ts, uint64_t after_rowid,
-		 size_t limit, store_row_fn fn, void *ctx);
+		 const struct store_bind *b, size_t nb, const struct store_window *win,
+		 int64_t after_ts, uint64_t after_rowid, size_t limit, store_row_fn fn, void *ctx);
 
 /* store_count - how many rows store_select() would pass with no paging or limit. */
 int store_count(struct store *s, const struct store_schema *sc, const char *where,
-		const struct store_bind *b, size_t nb, uint64_t *count);
+		const struct store_bind *b, size_t nb, const struct store_window *win,
+		uint64_t *count);
 
 /*
  * store_stats - per host and CPU counters, for `traceq --stats`: calls @fn

@@ -10,6 +10,9 @@
  * with embedded quotes doubled (sq_ident()). Run-time DDL is wrapped in a
  * SAVEPOINT, so it joins the caller's transaction or stands alone.
  *
+ * Time order comes from the blocks of ts_blocks, not from an index per
+ * row (schema.sql, "Time index"; sq_range_fit()).
+ *
  * A writable store has two threads of its own: a writer that runs the
  * batched INSERTs in queue order while the caller decodes (a bounded FIFO
  * under one mutex; every other call waits for it to drain, see struct
@@ -39,6 +42,9 @@
 #define SQ_INFLIGHT	32		/* batches handed to the writer thread, at most */
 #define SQ_CKPT_FRAMES	1000		/* WAL frames that start a checkpoint */
 #define SQ_WAL_FRAMES	16384		/* WAL frames a commit waits below */
+#define SQ_MIGRATION_BLOCKS 5		/* 0005-ts-blocks.sql */
+#define SQ_BLOCKS_FIRST	64		/* blocks a limited select tries first */
+#define SQ_BLOCK_SPAN	10000000000ull	/* ns a new block spans at most (one row: any) */
 
 /* One value of a pending row: an integer, or bytes in the type's arena. */
 struct sq_val {
@@ -95,6 +101,7 @@ struct store_type {
 	sqlite3_stmt *insert_n;	/* the multi-row INSERT (rows > 1) */
 	struct sq_batch *cur;	/* rows gathering; NULL: none */
 	struct sq_val *scratch;	/* one row being decoded */
+	int64_t type_id;	/* its event_types row, the key of its ts_blocks */
 };
 
 struct sq_store {
@@ -106,6 +113,7 @@ struct sq_store {
 	sqlite3_stmt *drop_add;
 	sqlite3_stmt *mark_put;
 	sqlite3_stmt *sym_put;
+	sqlite3_stmt *block_put;	/* the writer thread's */
 	sqlite3_stmt *prog_find;	/* read side, prepared when first used */
 	sqlite3_stmt *sym_find;
 	bool in_txn;		/* between begin and commit */
@@ -252,6 +260,13 @@ static void sq_bind_text(sqlite3_stmt *st, int i, const char *v)
 		sqlite3_bind_null(st, i);
 }
 
+static char *sq_dup_col(sqlite3_stmt *st, int i)
+{
+	const char *v = (const char *)sqlite3_column_text(st, i);
+
+	return strdup(v ? v : "");
+}
+
 /* ---- open, migrate, close ---- */
 
 static int sq_user_version(struct store *s, int *version)
@@ -269,6 +284,14 @@ static int sq_user_version(struct store *s, int *version)
 	return ret;
 }
 
+static int sq_blocks_backfill(struct store *s);
+
+/* The part of migration @version SQL cannot do alone, or 0. */
+static int sq_migrate_code(struct store *s, int version)
+{
+	return version == SQ_MIGRATION_BLOCKS ? sq_blocks_backfill(s) : 0;
+}
+
 static int sq_migrate_one(struct store *s, const struct sql_migration *m)
 {
 	char pragma[64];
@@ -278,7 +301,8 @@ static int sq_migrate_one(struct store *s, const struct sql_migration *m)
 	if (ret < 0)
 		return ret;
 	snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", m->version);
-	if (sq_exec(s, m->sql) < 0 || sq_exec(s, pragma) < 0 || sq_exec(s, "COMMIT") < 0) {
+	if (sq_exec(s, m->sql) < 0 || sq_migrate_code(s, m->version) < 0 ||
+	    sq_exec(s, pragma) < 0 || sq_exec(s, "COMMIT") < 0) {
 		char msg[STORE_ERRMSG_MAX];
 
 		snprintf(msg, sizeof(msg), "%s", s->errmsg);
@@ -310,7 +334,7 @@ static int sq_setup_writer(struct store *s)
 {
 	int ret;
 
-	/* a 64 MiB page cache keeps the hot ends of the ts indexes in memory */
+	/* a transaction's dirty pages stay in the cache until COMMIT, up to 64 MiB */
 	ret = sq_exec(s, "PRAGMA page_size=16384; PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
 			 " PRAGMA foreign_keys=ON; PRAGMA cache_size=-65536");
 	if (ret == 0)
@@ -337,6 +361,9 @@ static int sq_setup_writer(struct store *s)
 	if (ret == 0)
 		ret = sq_prepare(s, "INSERT OR IGNORE INTO symbols (program_id, addr, size, name)"
 				    " VALUES (?, ?, ?, ?)", &sq(s)->sym_put);
+	if (ret == 0)
+		ret = sq_prepare(s, "INSERT INTO ts_blocks (type_id, lo, hi, min_ts, max_ts, span)"
+				    " VALUES (?, ?, ?, ?, ?, ?)", &sq(s)->block_put);
 	return ret;
 }
 
@@ -483,6 +510,7 @@ static void sq_close(struct store *s)
 	sqlite3_finalize(q->drop_add);
 	sqlite3_finalize(q->mark_put);
 	sqlite3_finalize(q->sym_put);
+	sqlite3_finalize(q->block_put);
 	sqlite3_finalize(q->prog_find);
 	sqlite3_finalize(q->sym_find);
 	sqlite3_close(q->db);
@@ -918,14 +946,64 @@ static int sq_create_table(struct store *s, const char *table)
 	buf_str(&b, "CREATE TABLE ");
 	sq_ident(&b, table);
 	buf_str(&b, " (host_id INTEGER NOT NULL, cpu INTEGER NOT NULL,"
-		    " ts INTEGER NOT NULL, trace_ts INTEGER NOT NULL); CREATE INDEX ");
-	sq_ident(&b, table);
-	b.len--;	/* the index is "<table>_ts" */
-	buf_str(&b, "_ts\" ON ");
-	sq_ident(&b, table);
-	buf_str(&b, " (ts)");
+		    " ts INTEGER NOT NULL, trace_ts INTEGER NOT NULL)");
 	ret = b.oom ? -ENOMEM : sq_exec(s, b.s);
 	free(b.s);
+	return ret;
+}
+
+/*
+ * Migration 5 for one event table: its rows in blocks of 64 consecutive
+ * rowids become ts_blocks rows, then its per-row ts index goes.
+ */
+static int sq_blocks_backfill_one(struct store *s, int64_t type_id, const char *table)
+{
+	struct sq_buf q = { 0 }, drop = { 0 };
+	sqlite3_stmt *st = NULL;
+	int ret;
+
+	buf_str(&q, "INSERT INTO ts_blocks (type_id, lo, hi, min_ts, max_ts, span)"
+		    " SELECT ?, min(rowid), max(rowid), min(ts), max(ts), max(ts) - min(ts) FROM ");
+	sq_ident(&q, table);
+	buf_str(&q, " GROUP BY rowid >> 6");
+	buf_str(&drop, "DROP INDEX IF EXISTS ");
+	sq_ident(&drop, table);
+	drop.len--;	/* the index was "<table>_ts" */
+	buf_str(&drop, "_ts\"");
+	ret = q.oom || drop.oom ? -ENOMEM : sq_prepare(s, q.s, &st);
+	if (ret == 0) {
+		sqlite3_bind_int64(st, 1, type_id);
+		ret = sq_run(s, st, true);
+	}
+	if (ret == 0)
+		ret = sq_exec(s, drop.s);
+	free(q.s);
+	free(drop.s);
+	return ret;
+}
+
+/* Migration 5 for every event table, in event_types order. */
+static int sq_blocks_backfill(struct store *s)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t id = INT64_MIN;
+	int ret = sq_prepare(s, "SELECT id, table_name FROM event_types WHERE id > ?"
+				" ORDER BY id LIMIT 1", &st);
+
+	while (ret == 0) {
+		char *table;
+
+		sqlite3_bind_int64(st, 1, id);
+		if (sqlite3_step(st) != SQLITE_ROW)
+			break;
+		id = sqlite3_column_int64(st, 0);
+		table = sq_dup_col(st, 1);
+		sqlite3_reset(st);	/* no statement may read while an index is dropped */
+		ret = table ? sq_blocks_backfill_one(s, id, table) : -ENOMEM;
+		free(table);
+	}
+	if (st)
+		sqlite3_finalize(st);
 	return ret;
 }
 
@@ -1141,6 +1219,7 @@ static int sq_type_build(struct store *s, struct store_type *st, const struct de
 	int64_t type_id = 0;
 	int ret = sq_type_row(s, t, format, &type_id, &table);
 
+	st->type_id = type_id;
 	for (unsigned i = 0; i < t->nfields && ret == 0; i++)
 		ret = sq_type_field(s, type_id, table, &t->fields[i]);
 	if (ret == 0)
@@ -1210,16 +1289,72 @@ static int sq_rows_step(const struct store_type *t, sqlite3_stmt *st, const stru
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* Insert batch @b: a full one with the multi-row statement, else row by row. */
-static int sq_batch_exec(const struct sq_batch *b)
+static int sq_block_row(sqlite3_stmt *st, int64_t type_id, int64_t lo, int64_t hi,
+			int64_t lo_ts, int64_t hi_ts)
+{
+	int rc;
+
+	sqlite3_bind_int64(st, 1, type_id);
+	sqlite3_bind_int64(st, 2, lo);
+	sqlite3_bind_int64(st, 3, hi);
+	sqlite3_bind_int64(st, 4, lo_ts);
+	sqlite3_bind_int64(st, 5, hi_ts);
+	sqlite3_bind_int64(st, 6, (int64_t)((uint64_t)hi_ts - (uint64_t)lo_ts));
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/*
+ * Record the @n rows of @t just inserted in blocks of its time index:
+ * their rowids are the @n up to the last one inserted (the store is the
+ * only writer, and SQLite gives a new row the largest rowid plus one),
+ * their ts (column 2) are in @v. A row that would widen its block past
+ * SQ_BLOCK_SPAN starts the next one, so a batch that mixes resent old
+ * pages with new ones does not make every query of the type read further
+ * back. Touches only the connection. Return: an SQLite result code.
+ */
+static int sq_block_put(sqlite3 *db, sqlite3_stmt *st, const struct store_type *t,
+			const struct sq_val *v, unsigned n)
+{
+	int64_t first = sqlite3_last_insert_rowid(db) - (int64_t)n + 1;
+	int64_t lo_ts = INT64_MAX, hi_ts = INT64_MIN;
+	unsigned start = 0;
+	int rc = SQLITE_OK;
+
+	for (unsigned r = 0; r < n && rc == SQLITE_OK; r++) {
+		int64_t ts = v[(size_t)r * t->ncols + 2].i;
+		int64_t a = ts < lo_ts ? ts : lo_ts, b = ts > hi_ts ? ts : hi_ts;
+
+		if (r > start && (uint64_t)b - (uint64_t)a > SQ_BLOCK_SPAN) {
+			rc = sq_block_row(st, t->type_id, first + start, first + r - 1, lo_ts, hi_ts);
+			start = r;
+			a = b = ts;
+		}
+		lo_ts = a;
+		hi_ts = b;
+	}
+	if (rc == SQLITE_OK && n)
+		rc = sq_block_row(st, t->type_id, first + start, first + n - 1, lo_ts, hi_ts);
+	return rc;
+}
+
+/*
+ * Insert batch @b (a full one with the multi-row statement, else row by
+ * row) and its block.
+ */
+static int sq_batch_exec(struct sq_store *q, const struct sq_batch *b)
 {
 	const struct store_type *t = b->t;
 	int rc = SQLITE_OK;
 
 	if (b->pending == t->rows && t->insert_n)
-		return sq_rows_step(t, t->insert_n, b->vals, b->pending);
-	for (unsigned r = 0; r < b->pending && rc == SQLITE_OK; r++)
-		rc = sq_rows_step(t, t->insert, b->vals + (size_t)r * t->ncols, 1);
+		rc = sq_rows_step(t, t->insert_n, b->vals, b->pending);
+	else
+		for (unsigned r = 0; r < b->pending && rc == SQLITE_OK; r++)
+			rc = sq_rows_step(t, t->insert, b->vals + (size_t)r * t->ncols, 1);
+	if (rc == SQLITE_OK && b->pending)
+		rc = sq_block_put(q->db, q->block_put, t, b->vals, b->pending);
 	return rc;
 }
 
@@ -1274,7 +1409,7 @@ static void *sq_writer_main(void *arg)
 			int rc;
 
 			pthread_mutex_unlock(&q->lock);
-			rc = sq_batch_exec(b);
+			rc = sq_batch_exec(q, b);
 			pthread_mutex_lock(&q->lock);
 			if (rc != SQLITE_OK)
 				sq_writer_fail(q, rc);
@@ -1473,9 +1608,15 @@ static int sq_insert(struct store *s, struct store_type *t, uint64_t host_id,
 		return ret;
 	if (t->rows < 2 || bytes > SQ_ARENA || !sq(s)->in_txn) {
 		/* alone, straight from the page; what is gathering goes first */
-		ret = sq_flush(s, t) ?: sq_sync(s);
-		if (ret == 0 && sq_rows_step(t, t->insert, row, 1) != SQLITE_OK)
+		ret = sq_flush(s, t) ?: sq_sync(s) ?: sq_exec(s, "SAVEPOINT tc_row");
+		if (ret < 0)
+			return ret;
+		if (sq_rows_step(t, t->insert, row, 1) != SQLITE_OK ||
+		    sq_block_put(sq(s)->db, sq(s)->block_put, t, row, 1) != SQLITE_OK) {
 			ret = sq_err(s, TC_ERR_DB, "step");
+			sqlite3_exec(sq(s)->db, "ROLLBACK TO tc_row", NULL, NULL, NULL);
+		}
+		sqlite3_exec(sq(s)->db, "RELEASE tc_row", NULL, NULL, NULL);
 		return ret;
 	}
 	if (t->cur && bytes > SQ_ARENA - t->cur->arena_len && (ret = sq_flush(s, t)) < 0)
@@ -1500,12 +1641,6 @@ static enum decode_kind sq_kind(const char *name)
 	return DECODE_BLOB;
 }
 
-static char *sq_dup_col(sqlite3_stmt *st, int i)
-{
-	const char *v = (const char *)sqlite3_column_text(st, i);
-
-	return strdup(v ? v : "");
-}
 
 static int sq_schema_cols(struct store *s, int64_t type_id, struct store_schema *sc)
 {
@@ -1554,6 +1689,7 @@ static int sq_schema_load(struct store *s, sqlite3_stmt *st, struct store_schema
 	sc->system = sq_dup_col(st, 1);
 	sc->name = sq_dup_col(st, 2);
 	sc->table = sq_dup_col(st, 3);
+	sc->type_id = sqlite3_column_int64(st, 0);
 	if (sc->system && sc->name && sc->table)
 		ret = sq_schema_cols(s, sqlite3_column_int64(st, 0), sc);
 	if (ret < 0) {
@@ -1646,39 +1782,21 @@ static int sq_col_index(const struct store_schema *sc, const char *name)
 }
 
 /*
- * FROM (SELECT e.rowid AS _tc_rowid, e.*, h.name AS _tc_host, c.comm AS _tc_comm
- *       [, c.comm AS comm] FROM "t" AS e LEFT JOIN hosts ... LEFT JOIN comms ...)
- * WHERE (where): the WHERE text sees only the subquery's columns, so no
- * name there is ambiguous.
+ * Bind @b to the WHERE's '?' parameters: the nameless ones, in order (the
+ * store's own are named, and may come first in the statement).
  */
-static void sq_from(struct sq_buf *b, const struct store_schema *sc, const char *where)
-{
-	int pid = sq_col_index(sc, "common_pid");
-
-	buf_str(b, " FROM (SELECT e.rowid AS _tc_rowid, e.*, h.name AS _tc_host,"
-		   " c.comm AS _tc_comm");
-	if (sc->comm_joined)
-		buf_str(b, ", c.comm AS comm");
-	buf_str(b, " FROM ");
-	sq_ident(b, sc->table);
-	buf_str(b, " AS e LEFT JOIN hosts AS h ON h.id = e.host_id"
-		   " LEFT JOIN comms AS c ON c.host_id = e.host_id AND c.pid = ");
-	if (pid >= 0) {
-		buf_str(b, "e.");
-		sq_ident(b, sc->cols[pid].column);
-	} else {
-		buf_str(b, "NULL");
-	}
-	buf_str(b, ") WHERE (");
-	buf_str(b, where && *where ? where : "1");
-	buf_str(b, ")");
-}
-
 static int sq_bind_where(struct store *s, sqlite3_stmt *st, const struct store_bind *b,
 			 size_t nb)
 {
+	int p = 0, np = sqlite3_bind_parameter_count(st);
+
 	for (size_t i = 0; i < nb; i++) {
-		int p = (int)i + 1, rc;
+		int rc;
+
+		while (++p <= np && sqlite3_bind_parameter_name(st, p))
+			;
+		if (p > np)
+			return store_set_errmsg(s, TC_ERR_DB, "bind: more values than parameters");
 
 		switch (b[i].kind) {
 		case DECODE_SIGNED:
@@ -1697,18 +1815,235 @@ static int sq_bind_where(struct store *s, sqlite3_stmt *st, const struct store_b
 	return 0;
 }
 
-static int sq_count(struct store *s, const struct store_schema *sc, const char *where,
-		    const struct store_bind *b, size_t nb, uint64_t *count)
+/*
+ * The rows a time-ordered query reads, through the time index (see
+ * schema.sql, "Time index"): ts in [lo, hi], found in the blocks that
+ * start in [bmin, hi] and end at or after lo. Every block that can hold a
+ * row with ts >= lo starts at or after lo minus the widest block's span.
+ */
+struct sq_range {
+	int64_t lo, hi;		/* ts bounds, inclusive */
+	int64_t bmin;
+	bool keyset;		/* only rows after (after_ts, after_rowid) */
+	int64_t after_ts;
+	int64_t after_rowid;
+	int64_t limit;		/* -1: none */
+};
+
+/*
+ * FROM (SELECT e.rowid AS _tc_rowid, e.*, h.name AS _tc_host, c.comm AS _tc_comm
+ *       [, c.comm AS comm] FROM [ts_blocks AS b CROSS JOIN] "t" AS e
+ *       LEFT JOIN hosts ... LEFT JOIN comms ... [WHERE <blocks of @r>])
+ * WHERE (where) [AND ts BETWEEN lo AND hi] [AND keyset]: the WHERE text sees
+ * only the subquery's columns, so no name there is ambiguous. With @r, each
+ * block's rows are read by rowid range (CROSS JOIN keeps blocks outer).
+ */
+static void sq_from(struct sq_buf *b, const struct store_schema *sc, const char *where,
+		    const struct sq_range *r)
+{
+	int pid = sq_col_index(sc, "common_pid");
+
+	buf_str(b, " FROM (SELECT e.rowid AS _tc_rowid, e.*, h.name AS _tc_host,"
+		   " c.comm AS _tc_comm");
+	if (sc->comm_joined)
+		buf_str(b, ", c.comm AS comm");
+	buf_str(b, r ? " FROM ts_blocks AS b CROSS JOIN " : " FROM ");
+	sq_ident(b, sc->table);
+	buf_str(b, r ? " AS e ON e.rowid BETWEEN b.lo AND b.hi" : " AS e");
+	buf_str(b, " LEFT JOIN hosts AS h ON h.id = e.host_id"
+		   " LEFT JOIN comms AS c ON c.host_id = e.host_id AND c.pid = ");
+	if (pid >= 0) {
+		buf_str(b, "e.");
+		sq_ident(b, sc->cols[pid].column);
+	} else {
+		buf_str(b, "NULL");
+	}
+	if (r)
+		buf_str(b, " WHERE b.type_id = :tc_type AND b.min_ts BETWEEN :tc_bmin AND :tc_hi"
+			   " AND b.max_ts >= :tc_lo");
+	buf_str(b, ") WHERE (");
+	buf_str(b, where && *where ? where : "1");
+	buf_str(b, ")");
+	if (r)
+		buf_str(b, " AND ts BETWEEN :tc_lo AND :tc_hi");
+	if (r && r->keyset)
+		buf_str(b, " AND (ts, _tc_rowid) > (:tc_after_ts, :tc_after_rowid)");
+}
+
+static void sq_bind_named(sqlite3_stmt *st, const char *name, int64_t v)
+{
+	int i = sqlite3_bind_parameter_index(st, name);
+
+	if (i > 0)
+		sqlite3_bind_int64(st, i, v);
+}
+
+/* Bind the WHERE's values and those of @r (when set) to @st. */
+static int sq_bind_all(struct store *s, sqlite3_stmt *st, const struct store_bind *b, size_t nb,
+		       const struct store_schema *sc, const struct sq_range *r)
+{
+	int ret = sq_bind_where(s, st, b, nb);
+
+	if (ret < 0 || !r)
+		return ret;
+	sq_bind_named(st, ":tc_type", sc->type_id);
+	sq_bind_named(st, ":tc_bmin", r->bmin);
+	sq_bind_named(st, ":tc_lo", r->lo);
+	sq_bind_named(st, ":tc_hi", r->hi);
+	sq_bind_named(st, ":tc_after_ts", r->after_ts);
+	sq_bind_named(st, ":tc_after_rowid", r->after_rowid);
+	sq_bind_named(st, ":tc_limit", r->limit);
+	return 0;
+}
+
+/* An integer a statement of one bound integer yields (NULL: @dflt). */
+static int sq_int1(struct store *s, const char *sql, int64_t arg, int64_t dflt, int64_t *out)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, sql, &st);
+	int rc;
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, arg);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*out = sqlite3_column_type(st, 0) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, 0);
+	else if (rc == SQLITE_DONE)
+		*out = dflt;
+	else
+		ret = sq_err(s, TC_ERR_DB, "ts_blocks");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/*
+ * @r for a query of @sc over @win (NULL: all time), starting after
+ * (@after_ts, @after_rowid) when @after_rowid != 0.
+ */
+static int sq_range_init(struct store *s, const struct store_schema *sc,
+			 const struct store_window *win, int64_t after_ts, uint64_t after_rowid,
+			 size_t limit, struct sq_range *r)
+{
+	int64_t span = 0;
+	int ret = sq_int1(s, "SELECT max(span) FROM ts_blocks WHERE type_id = ?", sc->type_id,
+			  0, &span);
+
+	if (ret < 0)
+		return ret;
+	r->lo = win ? win->from_ts : INT64_MIN;
+	r->hi = !win || win->to_ts == INT64_MAX ? INT64_MAX :
+		win->to_ts == INT64_MIN ? INT64_MIN : win->to_ts - 1;
+	r->keyset = after_rowid != 0;
+	r->after_ts = after_ts;
+	r->after_rowid = (int64_t)after_rowid;
+	if (r->keyset && after_ts > r->lo)
+		r->lo = after_ts;
+	r->bmin = r->lo < INT64_MIN + span ? INT64_MIN : r->lo - span;
+	r->limit = limit ? (int64_t)limit : -1;
+	if (win && win->to_ts == INT64_MIN)	/* an empty range */
+		r->lo = INT64_MAX, r->hi = INT64_MIN;
+	return 0;
+}
+
+/*
+ * How many rows of @r there are, counting no further than r->limit, and
+ * the newest ts among those counted (in block order, not time order).
+ */
+static int sq_count_upto(struct store *s, const struct store_schema *sc, const char *where,
+			 const struct store_bind *b, size_t nb, const struct sq_range *r,
+			 int64_t *n, int64_t *max_ts)
 {
 	struct sq_buf q = { 0 };
 	sqlite3_stmt *st = NULL;
 	int ret;
 
-	buf_str(&q, "SELECT count(*)");
-	sq_from(&q, sc, where);
-	ret = q.oom ? -ENOMEM : sq_flush_all(s) ?: sq_prepare(s, q.s, &st);
+	buf_str(&q, "SELECT count(*), max(ts) FROM (SELECT ts");
+	sq_from(&q, sc, where, r);
+	buf_str(&q, " LIMIT :tc_limit)");
+	ret = q.oom ? -ENOMEM : sq_prepare(s, q.s, &st);
 	if (ret == 0)
-		ret = sq_bind_where(s, st, b, nb);
+		ret = sq_bind_all(s, st, b, nb, sc, r);
+	if (ret == 0) {
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			*n = sqlite3_column_int64(st, 0);
+			*max_ts = sqlite3_column_int64(st, 1);
+		} else {
+			ret = sq_err(s, TC_ERR_DB, "count");
+		}
+	}
+	sqlite3_finalize(st);
+	free(q.s);
+	return ret;
+}
+
+/*
+ * For a limited select: lower r->hi to just before the start of the k-th
+ * block from r->bmin on (64, 512, ... blocks) as long as the rows before
+ * it hold r->limit matches, then to the newest ts of r->limit of them.
+ * Rows with ts below a block's start lie only in blocks that start
+ * earlier, and the r->limit-th oldest match is no newer than the newest
+ * of any r->limit matches, so the first r->limit rows in time order stay
+ * the same, and only the blocks that start by then are read and sorted.
+ */
+static int sq_range_fit(struct store *s, const struct store_schema *sc, const char *where,
+			const struct store_bind *b, size_t nb, struct sq_range *r)
+{
+	int64_t hi = r->hi, start, n = 0, newest = 0;
+	int ret = 0;
+
+	for (int64_t k = SQ_BLOCKS_FIRST; ret == 0; k *= 8) {
+		sqlite3_stmt *st;
+		int rc;
+
+		ret = sq_prepare(s, "SELECT min_ts FROM ts_blocks WHERE type_id = ? AND min_ts >= ?"
+				    " ORDER BY min_ts LIMIT 1 OFFSET ?", &st);
+		if (ret < 0)
+			break;
+		sqlite3_bind_int64(st, 1, sc->type_id);
+		sqlite3_bind_int64(st, 2, r->bmin);
+		sqlite3_bind_int64(st, 3, k);
+		rc = sqlite3_step(st);
+		start = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+		sqlite3_finalize(st);
+		if (rc != SQLITE_ROW) {
+			ret = rc == SQLITE_DONE ? 0 : sq_err(s, TC_ERR_DB, "ts_blocks");
+			break;	/* no k-th block: read them all */
+		}
+		if (start > hi)
+			break;
+		if (start == INT64_MIN)
+			continue;
+		r->hi = start - 1;
+		ret = sq_count_upto(s, sc, where, b, nb, r, &n, &newest);
+		if (ret == 0 && n >= r->limit) {
+			r->hi = newest;
+			return 0;
+		}
+		r->hi = hi;
+	}
+	r->hi = hi;
+	return ret;
+}
+
+static int sq_count(struct store *s, const struct store_schema *sc, const char *where,
+		    const struct store_bind *b, size_t nb, const struct store_window *win,
+		    uint64_t *count)
+{
+	struct sq_buf q = { 0 };
+	struct sq_range r;
+	sqlite3_stmt *st = NULL;
+	int ret = sq_flush_all(s);
+
+	if (ret == 0 && win)
+		ret = sq_range_init(s, sc, win, 0, 0, 0, &r);
+	if (ret < 0)
+		return ret;
+	buf_str(&q, "SELECT count(*)");
+	sq_from(&q, sc, where, win ? &r : NULL);
+	ret = q.oom ? -ENOMEM : sq_prepare(s, q.s, &st);
+	if (ret == 0)
+		ret = sq_bind_all(s, st, b, nb, sc, win ? &r : NULL);
 	if (ret == 0) {
 		if (sqlite3_step(st) == SQLITE_ROW)
 			*count = (uint64_t)sqlite3_column_int64(st, 0);
@@ -1721,16 +2056,14 @@ static int sq_count(struct store *s, const struct store_schema *sc, const char *
 }
 
 static void sq_select_sql(struct sq_buf *q, const struct store_schema *sc, const char *where,
-			  bool keyset)
+			  const struct sq_range *r)
 {
 	buf_str(q, "SELECT _tc_rowid, host_id, _tc_host, cpu, ts, trace_ts, _tc_comm");
 	for (size_t i = 0; i < sc->ncols; i++) {
 		buf_str(q, ", ");
 		sq_ident(q, sc->cols[i].column);
 	}
-	sq_from(q, sc, where);
-	if (keyset)
-		buf_str(q, " AND (ts, _tc_rowid) > (:tc_after_ts, :tc_after_rowid)");
+	sq_from(q, sc, where, r);
 	buf_str(q, " ORDER BY ts, _tc_rowid LIMIT :tc_limit");
 }
 
@@ -1811,25 +2144,25 @@ static int sq_select_run(struct store *s, sqlite3_stmt *st, const struct store_s
 }
 
 static int sq_select(struct store *s, const struct store_schema *sc, const char *where,
-		     const struct store_bind *b, size_t nb, int64_t after_ts,
-		     uint64_t after_rowid, size_t limit, store_row_fn fn, void *ctx)
+		     const struct store_bind *b, size_t nb, const struct store_window *win,
+		     int64_t after_ts, uint64_t after_rowid, size_t limit, store_row_fn fn,
+		     void *ctx)
 {
 	struct sq_buf q = { 0 };
+	struct sq_range r;
 	sqlite3_stmt *st = NULL;
-	int ret;
+	int ret = sq_flush_all(s) ?: sq_range_init(s, sc, win, after_ts, after_rowid, limit, &r);
 
-	sq_select_sql(&q, sc, where, after_rowid != 0);
-	ret = q.oom ? -ENOMEM : sq_flush_all(s) ?: sq_prepare(s, q.s, &st);
+	if (ret == 0 && limit)
+		ret = sq_range_fit(s, sc, where, b, nb, &r);
+	if (ret < 0)
+		return ret;
+	sq_select_sql(&q, sc, where, &r);
+	ret = q.oom ? -ENOMEM : sq_prepare(s, q.s, &st);
 	if (ret == 0)
-		ret = sq_bind_where(s, st, b, nb);
-	if (ret == 0) {
-		sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":tc_after_ts"), after_ts);
-		sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":tc_after_rowid"),
-				   (int64_t)after_rowid);
-		sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":tc_limit"),
-				   limit ? (int64_t)limit : -1);
+		ret = sq_bind_all(s, st, b, nb, sc, &r);
+	if (ret == 0)
 		ret = sq_select_run(s, st, sc, fn, ctx);
-	}
 	sqlite3_finalize(st);
 	free(q.s);
 	return ret;
@@ -1933,46 +2266,99 @@ static int sq_used_bytes(struct store *s, uint64_t *out)
 	return ret;
 }
 
-/* "SELECT min|max(ts) FROM table" (each alone, so the ts index answers). */
-static int sq_table_ts(struct store *s, const char *table, const char *fn, int64_t dflt,
-		       int64_t *out)
+/*
+ * The oldest and newest ts of type @type_id, from its blocks: the newest
+ * block end is among the blocks that start no earlier than the latest
+ * start minus the widest span.
+ */
+static int sq_type_ts(struct store *s, int64_t type_id, int64_t *lo, int64_t *hi)
+{
+	int64_t last = 0, span = 0;
+	int ret = sq_int1(s, "SELECT min(min_ts) FROM ts_blocks WHERE type_id = ?", type_id,
+			  INT64_MAX, lo);
+
+	if (ret == 0)
+		ret = sq_int1(s, "SELECT max(min_ts) FROM ts_blocks WHERE type_id = ?", type_id,
+			      INT64_MIN, &last);
+	if (ret == 0)
+		ret = sq_int1(s, "SELECT max(span) FROM ts_blocks WHERE type_id = ?", type_id,
+			      0, &span);
+	*hi = INT64_MIN;
+	if (ret == 0 && last != INT64_MIN) {
+		sqlite3_stmt *st;
+
+		ret = sq_prepare(s, "SELECT max(max_ts) FROM ts_blocks WHERE type_id = ?"
+				    " AND min_ts >= ?", &st);
+		if (ret < 0)
+			return ret;
+		sqlite3_bind_int64(st, 1, type_id);
+		sqlite3_bind_int64(st, 2, last < INT64_MIN + span ? INT64_MIN : last - span);
+		if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL)
+			*hi = sqlite3_column_int64(st, 0);
+		sqlite3_finalize(st);
+	}
+	return ret;
+}
+
+/* Run @sql (the table named at each %T) with ?1 = @type_id, ?2 = @ts. */
+static int sq_run_table(struct store *s, const char *sql, const char *table, int64_t type_id,
+			int64_t ts)
 {
 	struct sq_buf q = { 0 };
+	sqlite3_stmt *st = NULL;
 	int ret;
 
-	buf_str(&q, "SELECT ");
-	buf_str(&q, fn);
-	buf_str(&q, "(ts) FROM ");
-	sq_ident(&q, table);
-	ret = q.oom ? -ENOMEM : sq_int(s, q.s, dflt, out);
+	for (const char *p = sql; *p; p++) {
+		if (p[0] == '%' && p[1] == 'T') {
+			sq_ident(&q, table);
+			p++;
+		} else {
+			buf_add(&q, p, 1);
+		}
+	}
+	ret = q.oom ? -ENOMEM : sq_prepare(s, q.s, &st);
+	if (ret == 0) {
+		sqlite3_bind_int64(st, 1, type_id);
+		sqlite3_bind_int64(st, 2, ts);
+		ret = sq_run(s, st, true);
+	}
 	free(q.s);
 	return ret;
 }
 
-/* Delete the rows of event_types row @st (system, name, table) older than @ts. */
+/*
+ * Delete the rows of event_types row @st (system, name, table, id) older
+ * than @ts: those in the blocks that start before @ts. Blocks that end
+ * before it go; the others shrink to the rows they keep (lo and hi too, so
+ * no block reaches past the table's largest rowid, the next one SQLite
+ * hands out).
+ */
 static int sq_delete_before(struct store *s, sqlite3_stmt *st, int64_t ts, uint64_t *removed)
 {
 	const char *table = (const char *)sqlite3_column_text(st, 2);
-	struct sq_buf q = { 0 };
-	sqlite3_stmt *del = NULL;
-	int64_t n;
-	int ret;
+	int64_t type_id = sqlite3_column_int64(st, 3), n;
+	int ret = sq_run_table(s, "DELETE FROM %T WHERE rowid IN (SELECT e.rowid FROM ts_blocks"
+				  " AS b CROSS JOIN %T AS e ON e.rowid BETWEEN b.lo AND b.hi"
+				  " WHERE b.type_id = ?1 AND b.min_ts < ?2 AND e.ts < ?2)",
+			       table, type_id, ts);
 
-	buf_str(&q, "DELETE FROM ");
-	sq_ident(&q, table);
-	buf_str(&q, " WHERE ts < ?");
-	ret = q.oom ? -ENOMEM : sq_prepare(s, q.s, &del);
-	if (ret == 0) {
-		sqlite3_bind_int64(del, 1, ts);
-		ret = sq_run(s, del, true);
-	}
 	n = sqlite3_changes64(sq(s)->db);
+	if (ret == 0)
+		ret = sq_run_table(s, "DELETE FROM ts_blocks WHERE type_id = ?1 AND min_ts < ?2"
+				      " AND max_ts < ?2", table, type_id, ts);
+	if (ret == 0)
+		ret = sq_run_table(s, "UPDATE ts_blocks SET"
+				      " lo = (SELECT min(rowid) FROM %T WHERE rowid BETWEEN lo AND hi),"
+				      " hi = (SELECT max(rowid) FROM %T WHERE rowid BETWEEN lo AND hi),"
+				      " min_ts = (SELECT min(ts) FROM %T WHERE rowid BETWEEN lo AND hi),"
+				      " span = max_ts - (SELECT min(ts) FROM %T"
+				      " WHERE rowid BETWEEN lo AND hi)"
+				      " WHERE type_id = ?1 AND min_ts < ?2", table, type_id, ts);
 	if (ret == 0 && n > 0) {
 		*removed += (uint64_t)n;
 		ret = sq_dropped(s, 0, (const char *)sqlite3_column_text(st, 0),
 				 (const char *)sqlite3_column_text(st, 1), "retention", (uint64_t)n);
 	}
-	free(q.s);
 	return ret;
 }
 
@@ -1982,18 +2368,14 @@ static int sq_each_table(struct store *s, int64_t before, uint64_t *removed,
 			 int64_t *lo, int64_t *hi)
 {
 	sqlite3_stmt *st;
-	int ret = sq_prepare(s, "SELECT system, name, table_name FROM event_types", &st);
+	int ret = sq_prepare(s, "SELECT system, name, table_name, id FROM event_types", &st);
 	int64_t a, b;
 
 	while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
-		const char *table = (const char *)sqlite3_column_text(st, 2);
-
 		if (before != INT64_MIN)
 			ret = sq_delete_before(s, st, before, removed);
 		if (ret == 0 && lo)
-			ret = sq_table_ts(s, table, "min", INT64_MAX, &a);
-		if (ret == 0 && lo)
-			ret = sq_table_ts(s, table, "max", INT64_MIN, &b);
+			ret = sq_type_ts(s, sqlite3_column_int64(st, 3), &a, &b);
 		if (ret == 0 && lo) {
 			*lo = a < *lo ? a : *lo;
 			*hi = b > *hi ? b : *hi;

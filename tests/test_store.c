@@ -22,7 +22,7 @@
 #define TC_STR(x) TC_STR_(x)
 
 #define CLOCK_OFFSET 1000000000000000000ll	/* wall = trace + this */
-#define MAX_EVENTS 4096
+#define MAX_EVENTS 16384
 
 static struct capture cap;
 static struct decoder *dec;
@@ -30,6 +30,7 @@ static const struct decode_type *types[CAPTURE_NFORMATS];	/* switch, wakeup, pri
 static struct store *st;
 static uint64_t host;
 static char path[64];
+static bool ts_spread;	/* rows' ts are not trace_ts + CLOCK_OFFSET */
 
 /* What the C-side scan saw while ingesting. */
 static struct {
@@ -105,6 +106,7 @@ static void setup(void)
 	int fd;
 
 	memset(&seen, 0, sizeof(seen));
+	ts_spread = false;
 	ck_assert_int_eq(capture_load(&cap), 0);
 	ck_assert_int_eq(capture_decoder(&cap, &dec, types), 0);
 	strcpy(path, "/tmp/tc-test-store-XXXXXX");
@@ -168,7 +170,8 @@ static int rows_cb(void *ctx, const struct store_row *r)
 
 	ck_assert_uint_lt(rs->n, MAX_EVENTS);
 	ck_assert_str_eq(r->host, "capture-host");
-	ck_assert_int_eq(r->ts, (int64_t)r->trace_ts + CLOCK_OFFSET);
+	if (!ts_spread)
+		ck_assert_int_eq(r->ts, (int64_t)r->trace_ts + CLOCK_OFFSET);
 	ck_assert_uint_eq(r->nvals, rs->sc->ncols);
 	if (rs->want_pid >= 0)
 		ck_assert_int_eq(r->vals[col(rs->sc, "prev_pid")].i, rs->want_pid);
@@ -192,17 +195,17 @@ START_TEST(test_where_matches_scan)
 		want += seen.prev_pid[i] == pid;
 	rs->sc = sc;
 	rs->want_pid = pid;
-	ck_assert_int_eq(store_select(st, sc, "\"prev_pid\" = ?", &b, 1, 0, 0, 0, rows_cb, rs),
+	ck_assert_int_eq(store_select(st, sc, "\"prev_pid\" = ?", &b, 1, NULL, 0, 0, 0, rows_cb, rs),
 			 (int)want);
 	ck_assert_uint_eq(rs->n, want);
 	for (size_t i = 1; i < rs->n; i++)
 		ck_assert_int_ge(rs->ts[i], rs->ts[i - 1]);
-	ck_ok(store_count(st, sc, "\"prev_pid\" = ?", &b, 1, &count));
+	ck_ok(store_count(st, sc, "\"prev_pid\" = ?", &b, 1, NULL, &count));
 	ck_assert_uint_eq(count, want);
-	ck_ok(store_count(st, sc, NULL, NULL, 0, &count));
+	ck_ok(store_count(st, sc, NULL, NULL, 0, NULL, &count));
 	ck_assert_uint_eq(count, seen.n[0]);
 	b.i = -12345;
-	ck_ok(store_count(st, sc, "\"prev_pid\" = ? AND cpu >= 0", &b, 1, &count));
+	ck_ok(store_count(st, sc, "\"prev_pid\" = ? AND cpu >= 0", &b, 1, NULL, &count));
 	ck_assert_uint_eq(count, 0);
 	free(rs);
 	store_schema_free(sc);
@@ -222,7 +225,7 @@ START_TEST(test_keyset_paging)
 	do {
 		size_t before = page->n;
 
-		got = store_select(st, sc, NULL, NULL, 0, after_ts, after_rowid, 7, rows_cb, page);
+		got = store_select(st, sc, NULL, NULL, 0, NULL, after_ts, after_rowid, 7, rows_cb, page);
 		ck_assert_int_ge(got, 0);
 		ck_assert_int_le(got, 7);
 		if (got) {
@@ -231,7 +234,7 @@ START_TEST(test_keyset_paging)
 		}
 		ck_assert_uint_eq(page->n, before + (size_t)got);
 	} while (got == 7);
-	ck_assert_int_eq(store_select(st, sc, NULL, NULL, 0, 0, 0, 0, rows_cb, all),
+	ck_assert_int_eq(store_select(st, sc, NULL, NULL, 0, NULL, 0, 0, 0, rows_cb, all),
 			 (int)seen.n[0]);
 	ck_assert_uint_eq(page->n, all->n);
 	for (size_t i = 0; i < all->n; i++)	/* same rows, same order, each once */
@@ -278,7 +281,7 @@ START_TEST(test_markers_and_comm)
 	ck_assert_str_eq(sc->system, "ftrace");
 	ck_assert_str_eq(sc->table, "ev_ftrace_print");
 	ck_assert(sc->comm_joined);
-	ck_assert_int_eq(store_select(st, sc, "\"buf\" LIKE 'tc-marker-%' AND comm = ?", &b, 1,
+	ck_assert_int_eq(store_select(st, sc, "\"buf\" LIKE 'tc-marker-%' AND comm = ?", &b, 1, NULL,
 				      0, 0, 0, marker_cb, &m), (int)cap.markers);
 	ck_assert_uint_eq(m.n, cap.markers);
 	store_schema_free(sc);
@@ -343,13 +346,13 @@ START_TEST(test_schema_evolution)
 	sc = schema(st, "sched", "sched_switch");
 	ck_assert_uint_eq(sc->ncols, types[0]->nfields + 1);
 	ck_assert_str_eq(sc->cols[sc->ncols - 1].name, "extra_field");
-	ck_ok(store_count(st, sc, "\"extra_field\" IS NULL", NULL, 0, &count));
+	ck_ok(store_count(st, sc, "\"extra_field\" IS NULL", NULL, 0, NULL, &count));
 	ck_assert_uint_eq(count, seen.n[0]);
-	ck_ok(store_count(st, sc, "\"extra_field\" = ? AND \"prev_comm\" = 'evolved'", &b, 1,
+	ck_ok(store_count(st, sc, "\"extra_field\" = ? AND \"prev_comm\" = 'evolved'", &b, 1, NULL,
 			  &count));
 	ck_assert_uint_eq(count, 1);
 	b.i = seen.prev_pid[0];
-	ck_ok(store_count(st, sc, "\"prev_pid\" = ?", &b, 1, &count));
+	ck_ok(store_count(st, sc, "\"prev_pid\" = ?", &b, 1, NULL, &count));
 	ck_assert_uint_ge(count, 1);
 	store_schema_free(sc);
 	decoder_free(d2);
@@ -452,7 +455,7 @@ START_TEST(test_batches)
 		ck_ok(decoder_page(d2, 0, page, BIG_PAGE, evolved_insert_cb, sty, NULL));
 		if (seq == 100) {	/* mid-batch: the reader flushes first */
 			sc = schema(st, "tc", "tc_big");
-			ck_ok(store_count(st, sc, NULL, NULL, 0, &count));
+			ck_ok(store_count(st, sc, NULL, NULL, 0, NULL, &count));
 			ck_assert_uint_eq(count, 101);
 			store_schema_free(sc);
 		}
@@ -460,7 +463,7 @@ START_TEST(test_batches)
 	ck_ok(store_commit(st));
 	sc = schema(st, "tc", "tc_big");
 	rows.sc = sc;
-	ck_assert_int_eq(store_select(st, sc, NULL, NULL, 0, 0, 0, 0, big_row_cb, &rows),
+	ck_assert_int_eq(store_select(st, sc, NULL, NULL, 0, NULL, 0, 0, 0, big_row_cb, &rows),
 			 BIG_ROWS);
 	ck_assert_int_eq(rows.next, BIG_ROWS);
 	store_schema_free(sc);
@@ -529,7 +532,7 @@ START_TEST(test_writer_failure)
 	ck_assert_int_lt(store_commit(st), 0);
 	ck_assert_ptr_nonnull(strstr(store_errmsg(st), "boom"));
 	sc = schema(st, "tc", "tc_big");
-	ck_ok(store_count(st, sc, NULL, NULL, 0, &count));
+	ck_ok(store_count(st, sc, NULL, NULL, 0, NULL, &count));
 	ck_assert_uint_eq(count, 0);
 
 	ck_assert_int_eq(sqlite3_exec(db, "DROP TRIGGER tc_fail", NULL, NULL, NULL), SQLITE_OK);
@@ -537,7 +540,7 @@ START_TEST(test_writer_failure)
 	ck_ok(store_begin(st));
 	ck_assert_int_eq(try_pages(d2, page, &ti, FAIL_ROWS), 0);
 	ck_ok(store_commit(st));
-	ck_ok(store_count(st, sc, NULL, NULL, 0, &count));
+	ck_ok(store_count(st, sc, NULL, NULL, 0, NULL, &count));
 	ck_assert_uint_eq(count, FAIL_ROWS);
 	store_schema_free(sc);
 	sqlite3_close(db);
@@ -556,7 +559,7 @@ START_TEST(test_reopen)
 
 	ck_assert_int_eq(store_open_readonly(path, &ro), 0);
 	sc = schema(ro, "sched", "sched_wakeup");
-	ck_assert_int_eq(store_count(ro, sc, NULL, NULL, 0, &count), 0);
+	ck_assert_int_eq(store_count(ro, sc, NULL, NULL, 0, NULL, &count), 0);
 	ck_assert_uint_eq(count, seen.n[1]);
 	ck_assert_int_eq(store_type(ro, types[0], cap.formats[0].text, &t), -EROFS);
 	store_schema_free(sc);
@@ -568,7 +571,7 @@ START_TEST(test_reopen)
 	ck_ok(store_host(rw, &cap.hello, NULL, &id2));
 	ck_assert_uint_eq(id2, host);	/* same machine_id + name */
 	sc = schema(rw, NULL, "sched_switch");
-	ck_ok(store_count(rw, sc, NULL, NULL, 0, &count));
+	ck_ok(store_count(rw, sc, NULL, NULL, 0, NULL, &count));
 	ck_assert_uint_eq(count, seen.n[0]);
 	store_schema_free(sc);
 	ck_assert_int_eq(store_open_readonly("/nonexistent/dir/x.db", &ro), TC_ERR_DB);
@@ -673,7 +676,7 @@ static uint64_t rows_before(int64_t cut)
 	for (int i = 0; i < 3; i++) {
 		struct store_schema *sc = schema(st, names[i][0], names[i][1]);
 
-		ck_ok(store_count(st, sc, "ts < ?", &b, 1, &n));
+		ck_ok(store_count(st, sc, "ts < ?", &b, 1, NULL, &n));
 		total += n;
 		store_schema_free(sc);
 	}
@@ -823,10 +826,10 @@ START_TEST(test_names_and_errors)
 	ck_assert_ptr_nonnull(strstr(store_errmsg(st), "sched"));
 	sc = schema(st, "other\"sys", "sched_switch");
 	ck_assert_str_eq(sc->table, "ev_other_sys_sched_switch");
-	ck_ok(store_count(st, sc, NULL, NULL, 0, &count));
+	ck_ok(store_count(st, sc, NULL, NULL, 0, NULL, &count));
 	ck_assert_uint_eq(count, 0);
-	ck_assert_int_eq(store_count(st, sc, "no_such_column = 1", NULL, 0, &count), TC_ERR_DB);
-	ck_assert_int_eq(store_count(st, sc, "1); DROP TABLE hosts; --", NULL, 0, &count),
+	ck_assert_int_eq(store_count(st, sc, "no_such_column = 1", NULL, 0, NULL, &count), TC_ERR_DB);
+	ck_assert_int_eq(store_count(st, sc, "1); DROP TABLE hosts; --", NULL, 0, NULL, &count),
 			 TC_ERR_DB);
 	store_schema_free(sc);
 	ck_assert_int_eq(store_schema_get(st, NULL, "no_such_event", &sc), TC_ERR_UNKNOWN_EVENT);
@@ -856,6 +859,301 @@ START_TEST(test_list)
 }
 END_TEST
 
+/* ---- the time index (ts_blocks), checked with SQL of our own ---- */
+
+static sqlite3 *raw_open(void)
+{
+	sqlite3 *db = NULL;
+
+	ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	return db;
+}
+
+static int64_t raw_int(sqlite3 *db, const char *sql, int64_t arg)
+{
+	sqlite3_stmt *stmt = NULL;
+	int64_t v;
+
+	ck_assert_msg(sqlite3_prepare_v2(db, sql, -1, &stmt, NULL) == SQLITE_OK, "%s: %s", sql,
+		      sqlite3_errmsg(db));
+	sqlite3_bind_int64(stmt, 1, arg);
+	ck_assert_int_eq(sqlite3_step(stmt), SQLITE_ROW);
+	v = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	return v;
+}
+
+/*
+ * Every row of @table lies in exactly one block of @type_id, and every
+ * block's range and ts bounds are exactly those of its rows.
+ */
+static void check_blocks_of(sqlite3 *db, const char *table, int64_t type_id)
+{
+	char sql[512];
+
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM \"%s\" AS e WHERE (SELECT count(*)"
+		 " FROM ts_blocks AS b WHERE b.type_id = ?1 AND e.rowid BETWEEN b.lo AND b.hi)"
+		 " != 1", table);
+	ck_assert_int_eq(raw_int(db, sql, type_id), 0);
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM ts_blocks AS b WHERE type_id = ?1 AND"
+		 " (lo, hi, min_ts, max_ts, span) IS NOT (SELECT min(rowid), max(rowid),"
+		 " min(ts), max(ts), max(ts) - min(ts) FROM \"%s\" WHERE rowid BETWEEN b.lo"
+		 " AND b.hi)", table);
+	ck_assert_int_eq(raw_int(db, sql, type_id), 0);
+}
+
+static void check_blocks(void)
+{
+	sqlite3 *db = raw_open();
+	sqlite3_stmt *stmt = NULL;
+
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT id, table_name FROM event_types", -1,
+					    &stmt, NULL), SQLITE_OK);
+	while (sqlite3_step(stmt) == SQLITE_ROW)
+		check_blocks_of(db, (const char *)sqlite3_column_text(stmt, 1),
+				sqlite3_column_int64(stmt, 0));
+	sqlite3_finalize(stmt);
+	ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
+				     " AND name LIKE 'ev\\_%\\_ts' ESCAPE '\\'", 0), 0);
+	sqlite3_close(db);
+}
+
+/* sched_switch's (rowid, ts) in (ts, rowid) order, by SQLite alone. */
+static struct rows *reference(void)
+{
+	struct rows *rs = calloc(1, sizeof(*rs));
+	sqlite3 *db = raw_open();
+	sqlite3_stmt *stmt = NULL;
+
+	ck_assert_ptr_nonnull(rs);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT rowid, ts FROM ev_sched_sched_switch"
+					    " ORDER BY ts, rowid", -1, &stmt, NULL), SQLITE_OK);
+	while (sqlite3_step(stmt) == SQLITE_ROW) {
+		ck_assert_uint_lt(rs->n, MAX_EVENTS);
+		rs->rowid[rs->n] = (uint64_t)sqlite3_column_int64(stmt, 0);
+		rs->ts[rs->n++] = sqlite3_column_int64(stmt, 1);
+	}
+	sqlite3_finalize(stmt);
+	sqlite3_close(db);
+	return rs;
+}
+
+/* The capture's sched_switch events again, each in a block of its own. */
+static int reinsert_cb(void *ctx, const struct decode_event *ev)
+{
+	(void)ctx;
+	if (type_index(ev->type) == 0)
+		ck_ok(store_insert(st, ev->type->user, host, ev, (int64_t)ev->ts + CLOCK_OFFSET));
+	return 0;
+}
+
+static void reinsert_unbatched(void)
+{
+	for (unsigned cpu = cap.ncpus; cpu-- > 0;)
+		for (size_t off = 0; off < cap.raw_len[cpu]; off += cap.page_size) {
+			struct decode_page_stats ps;
+
+			ck_ok(decoder_page(dec, cpu, cap.raw[cpu] + off, cap.page_size,
+					   reinsert_cb, NULL, &ps));
+		}
+}
+
+/*
+ * Pages of @limit rows from @win through store_select() must be the rows
+ * of @ref in [from, to), in order, each once.
+ */
+static void check_window(const struct store_schema *sc, const struct rows *ref,
+			 const struct store_window *win, size_t limit)
+{
+	struct rows *page = calloc(1, sizeof(*page));
+	size_t want = 0, k = 0;
+	int64_t after_ts = 0;
+	uint64_t after_rowid = 0, n = 0;
+	int got;
+
+	page->sc = sc;
+	page->want_pid = -1;
+	for (size_t i = 0; i < ref->n; i++)
+		want += ref->ts[i] >= win->from_ts && ref->ts[i] < win->to_ts;
+	do {
+		got = store_select(st, sc, NULL, NULL, 0, win, after_ts, after_rowid, limit,
+				   rows_cb, page);
+		ck_assert_int_ge(got, 0);
+		if (got) {
+			after_ts = page->ts[page->n - 1];
+			after_rowid = page->rowid[page->n - 1];
+		}
+	} while (limit && (size_t)got == limit);
+	ck_assert_uint_eq(page->n, want);
+	for (size_t i = 0; i < ref->n; i++) {
+		if (ref->ts[i] < win->from_ts || ref->ts[i] >= win->to_ts)
+			continue;
+		ck_assert_uint_eq(page->rowid[k], ref->rowid[i]);
+		ck_assert_int_eq(page->ts[k], ref->ts[i]);
+		k++;
+	}
+	ck_ok(store_count(st, sc, NULL, NULL, 0, win, &n));
+	ck_assert_uint_eq(n, want);
+	free(page);
+}
+
+/*
+ * Blocks overlap in time (CPU after CPU, batched and one row each): time
+ * order, keyset pages and windows must still be exactly SQLite's ORDER BY
+ * ts, rowid over the whole table.
+ */
+START_TEST(test_time_index)
+{
+	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct rows *ref;
+	int64_t lo, hi, mid;
+	static const size_t limits[] = { 1, 7, 100, 0 };
+
+	reinsert_unbatched();	/* more than SQ_BLOCKS_FIRST blocks, all overlapping */
+	check_blocks();
+	ref = reference();
+	ck_assert_uint_eq(ref->n, 2 * seen.n[0]);
+	lo = ref->ts[0];
+	hi = ref->ts[ref->n - 1];
+	mid = ref->ts[ref->n / 2];
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		check_window(sc, ref, &(struct store_window){ INT64_MIN, INT64_MAX }, limits[i]);
+		check_window(sc, ref, &(struct store_window){ mid, INT64_MAX }, limits[i]);
+		check_window(sc, ref, &(struct store_window){ lo + 1, mid }, limits[i]);
+		check_window(sc, ref, &(struct store_window){ mid, mid + 1 }, limits[i]);
+		check_window(sc, ref, &(struct store_window){ hi + 1, INT64_MAX }, limits[i]);
+		check_window(sc, ref, &(struct store_window){ INT64_MIN, lo }, limits[i]);
+	}
+	free(ref);
+	store_schema_free(sc);
+}
+END_TEST
+
+/*
+ * Retention by age keeps the blocks exact: cut ones shrink to the rows
+ * they keep, so rows inserted afterwards (whose rowids may follow a
+ * deleted one) never fall into an old block.
+ */
+START_TEST(test_retention_blocks)
+{
+	int64_t cut = CLOCK_OFFSET + (int64_t)(seen.trace_ts_sum / seen.n[0]);
+	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	uint64_t removed = 0, n = 0, total;
+	struct rows *ref;
+
+	reinsert_unbatched();
+	ck_ok(store_count(st, sc, NULL, NULL, 0, NULL, &total));
+	ck_ok(store_retain(st, cut, 0, &removed));
+	ck_assert_uint_gt(removed, 0);
+	check_blocks();
+	ck_ok(store_count(st, sc, NULL, NULL, 0, &(struct store_window){ INT64_MIN, cut }, &n));
+	ck_assert_uint_eq(n, 0);
+	ingest();		/* batched again, after the cut rows */
+	reinsert_unbatched();
+	check_blocks();
+	ref = reference();
+	check_window(sc, ref, &(struct store_window){ INT64_MIN, INT64_MAX }, 100);
+	check_window(sc, ref, &(struct store_window){ cut, INT64_MAX }, 7);
+	free(ref);
+	store_schema_free(sc);
+}
+END_TEST
+
+/* sched_switch again, in one transaction, every other row an hour later. */
+static int spread_cb(void *ctx, const struct decode_event *ev)
+{
+	unsigned *i = ctx;
+	int64_t later = (*i)++ % 2 ? 3600000000000ll : 0;
+
+	if (type_index(ev->type) == 0)
+		ck_ok(store_insert(st, ev->type->user, host, ev,
+				   (int64_t)ev->ts + CLOCK_OFFSET + later));
+	return 0;
+}
+
+/*
+ * Batches whose rows lie an hour apart become several blocks, none wider
+ * than 10 s (the widest bounds how far back every query of the type
+ * reads), and time order stays exact.
+ */
+START_TEST(test_wide_batches)
+{
+	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	unsigned i = 0;
+	struct rows *ref;
+	sqlite3 *db;
+
+	ts_spread = true;
+	ck_ok(store_begin(st));
+	for (unsigned cpu = 0; cpu < cap.ncpus; cpu++)
+		for (size_t off = 0; off < cap.raw_len[cpu]; off += cap.page_size) {
+			struct decode_page_stats ps;
+
+			ck_ok(decoder_page(dec, cpu, cap.raw[cpu] + off, cap.page_size, spread_cb,
+					   &i, &ps));
+		}
+	ck_ok(store_commit(st));
+	check_blocks();
+	db = raw_open();
+	ck_assert_int_le(raw_int(db, "SELECT max(span) FROM ts_blocks", 0), 10000000000ll);
+	/* without the split, a batch holding both hours would span one */
+	ck_assert_int_gt(raw_int(db, "SELECT max(max_ts) - min(min_ts) FROM ts_blocks", 0),
+			 3000000000000ll);
+	sqlite3_close(db);
+	ref = reference();
+	check_window(sc, ref, &(struct store_window){ INT64_MIN, INT64_MAX }, 7);
+	check_window(sc, ref, &(struct store_window){ ref->ts[ref->n / 2], INT64_MAX }, 100);
+	free(ref);
+	store_schema_free(sc);
+}
+END_TEST
+
+/*
+ * A database of schema 4 (a per-row ts index on each event table, no
+ * ts_blocks) is migrated: blocks cover its rows, the indexes are gone,
+ * and queries return what they did.
+ */
+START_TEST(test_migrate_ts_index)
+{
+	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct rows *before = reference(), *after;
+	sqlite3 *db;
+	sqlite3_stmt *q = NULL;
+
+	store_schema_free(sc);
+	store_close(st);
+	st = NULL;
+	db = raw_open();
+	ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE ts_blocks; PRAGMA user_version = 4",
+				      NULL, NULL, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT table_name FROM event_types", -1, &q,
+					    NULL), SQLITE_OK);
+	while (sqlite3_step(q) == SQLITE_ROW) {
+		char ddl[256];
+		const char *t = (const char *)sqlite3_column_text(q, 0);
+
+		snprintf(ddl, sizeof(ddl), "CREATE INDEX \"%s_ts\" ON \"%s\" (ts)", t, t);
+		ck_assert_int_eq(sqlite3_exec(db, ddl, NULL, NULL, NULL), SQLITE_OK);
+	}
+	sqlite3_finalize(q);
+	sqlite3_close(db);
+	ck_assert_int_eq(store_open(path, &st), 0);
+	check_blocks();
+	after = reference();
+	sc = schema(st, "sched", "sched_switch");
+	check_window(sc, after, &(struct store_window){ INT64_MIN, INT64_MAX }, 7);
+	ck_assert_uint_eq(after->n, before->n);
+	ck_assert(memcmp(after->rowid, before->rowid, before->n * sizeof(before->rowid[0])) == 0);
+	db = raw_open();
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 5);
+	sqlite3_close(db);
+	free(before);
+	free(after);
+	store_schema_free(sc);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
 	Suite *s = suite_create("store");
@@ -876,6 +1174,10 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_retention);
 	tcase_add_test(tc, test_batches);
 	tcase_add_test(tc, test_writer_failure);
+	tcase_add_test(tc, test_time_index);
+	tcase_add_test(tc, test_retention_blocks);
+	tcase_add_test(tc, test_migrate_ts_index);
+	tcase_add_test(tc, test_wide_batches);
 	suite_add_tcase(s, tc);
 	return s;
 }
