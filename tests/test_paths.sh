@@ -84,7 +84,9 @@ for _ in $(seq 300); do
 done
 check "both agents are tracing (tracing_on: $(tracing_on "$inst_t") $(tracing_on "$inst_p"))" \
 	'[ "$(tracing_on "$inst_t")" = 1 ] && [ "$(tracing_on "$inst_p")" = 1 ] ||
-	 { cat "$tmp/agent_t.err" "$tmp/agent_p.err"; false; }'
+	 { cat "$tmp/agent_t.err" "$tmp/agent_p.err" "$tmp/tls.log" "$tmp/plain.log";
+	   ps -eLo pid,lwp,stat,wchan:32,etime,args | grep -E "tracecollectd|traceagent" | grep -v grep;
+	   false; }'
 
 cp /bin/true "$tmp/tcpathmark"
 bash -c 'for ((i = 0; i < '"$N"'; i++)); do "$0"; done' "$tmp/tcpathmark" &
