@@ -40,6 +40,7 @@
 #define SQ_BATCH_ROWS	64	/* rows per multi-row INSERT, at most */
 #define SQ_ARENA	(32u << 10)	/* bytes of strings and blobs per batch */
 #define SQ_INFLIGHT	32		/* batches handed to the writer thread, at most */
+#define SQ_WAKE		8		/* batches queued that wake an idle writer */
 #define SQ_CKPT_FRAMES	1000		/* WAL frames that start a checkpoint */
 #define SQ_WAL_FRAMES	16384		/* WAL frames a commit waits below */
 #define SQ_MIGRATION_BLOCKS 5		/* 0005-ts-blocks.sql */
@@ -1436,6 +1437,8 @@ static void *sq_writer_main(void *arg)
  */
 static void sq_wait_below(struct sq_store *q, unsigned n)
 {
+	if (q->idle && q->inflight > n)
+		pthread_cond_signal(&q->wake);	/* sq_flush() let it sleep */
 	q->wait_below = (int)n;
 	while (q->inflight > n)
 		pthread_cond_wait(&q->done, &q->lock);
@@ -1465,7 +1468,10 @@ static int sq_sync(struct store *s)
 
 /*
  * Queue @t's gathering rows to the writer. With SQ_INFLIGHT in flight,
- * wait until the writer has worked the queue down to half.
+ * wait until the writer has worked the queue down to half. An idle writer
+ * is woken only once SQ_WAKE batches wait (or by sq_wait_below()): when
+ * the caller and the writer share a CPU, a wake-up per batch is a context
+ * switch per 64 rows.
  */
 static int sq_flush(struct store *s, struct store_type *t)
 {
@@ -1486,7 +1492,7 @@ static int sq_flush(struct store *s, struct store_type *t)
 	ret = q->werr;
 	if (ret)
 		store_set_errmsg(s, ret, "%s", q->werrmsg);
-	if (q->idle)
+	if (q->idle && q->inflight >= SQ_WAKE)
 		pthread_cond_signal(&q->wake);
 	pthread_mutex_unlock(&q->lock);
 	return ret;
