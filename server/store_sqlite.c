@@ -40,18 +40,24 @@
 #define SQ_BATCH_ROWS	64	/* rows per multi-row INSERT, at most */
 #define SQ_ARENA	(32u << 10)	/* bytes of strings and blobs per batch */
 #define SQ_INFLIGHT	32		/* batches handed to the writer thread, at most */
+#define SQ_WAKE		8		/* batches queued that wake an idle writer */
 #define SQ_CKPT_FRAMES	1000		/* WAL frames that start a checkpoint */
 #define SQ_WAL_FRAMES	16384		/* WAL frames a commit waits below */
 #define SQ_MIGRATION_BLOCKS 5		/* 0005-ts-blocks.sql */
 #define SQ_BLOCKS_FIRST	64		/* blocks a limited select tries first */
 #define SQ_BLOCK_SPAN	10000000000ull	/* ns a new block spans at most (one row: any) */
 
-/* One value of a pending row: an integer, or bytes in the type's arena. */
+/*
+ * One value of a pending row: an integer, or bytes in the type's arena.
+ * 16 bytes: a batch of 64 rows of a wide type stays a few KiB.
+ */
 struct sq_val {
 	enum decode_kind kind;
-	int64_t i;
-	const void *p;
-	size_t len;
+	uint32_t len;		/* bytes at p (a value of one page: small) */
+	union {
+		int64_t i;
+		const void *p;
+	};
 };
 
 /*
@@ -1431,6 +1437,8 @@ static void *sq_writer_main(void *arg)
  */
 static void sq_wait_below(struct sq_store *q, unsigned n)
 {
+	if (q->idle && q->inflight > n)
+		pthread_cond_signal(&q->wake);	/* sq_flush() let it sleep */
 	q->wait_below = (int)n;
 	while (q->inflight > n)
 		pthread_cond_wait(&q->done, &q->lock);
@@ -1460,7 +1468,10 @@ static int sq_sync(struct store *s)
 
 /*
  * Queue @t's gathering rows to the writer. With SQ_INFLIGHT in flight,
- * wait until the writer has worked the queue down to half.
+ * wait until the writer has worked the queue down to half. An idle writer
+ * is woken only once SQ_WAKE batches wait (or by sq_wait_below()): when
+ * the caller and the writer share a CPU, a wake-up per batch is a context
+ * switch per 64 rows.
  */
 static int sq_flush(struct store *s, struct store_type *t)
 {
@@ -1481,7 +1492,7 @@ static int sq_flush(struct store *s, struct store_type *t)
 	ret = q->werr;
 	if (ret)
 		store_set_errmsg(s, ret, "%s", q->werrmsg);
-	if (q->idle)
+	if (q->idle && q->inflight >= SQ_WAKE)
 		pthread_cond_signal(&q->wake);
 	pthread_mutex_unlock(&q->lock);
 	return ret;
@@ -1535,17 +1546,21 @@ static int sq_batch_get(struct store *s, struct store_type *t)
 	return 0;
 }
 
-static void sq_val_of(struct sq_val *out, const struct decode_value *v)
+static int sq_val_of(struct sq_val *out, const struct decode_value *v)
 {
+	size_t len = 0;
+
 	out->kind = v->kind;
 	if (v->kind == DECODE_SIGNED)
 		out->i = v->i;
 	else if (v->kind == DECODE_UNSIGNED)
 		out->i = (int64_t)v->u;	/* bit pattern */
 	else if (v->kind == DECODE_STRING)
-		out->p = v->str.s, out->len = v->str.len;
+		out->p = v->str.s, len = v->str.len;
 	else
-		out->p = v->blob.p, out->len = v->blob.len;
+		out->p = v->blob.p, len = v->blob.len;
+	out->len = (uint32_t)len;
+	return len > INT32_MAX ? -E2BIG : 0;	/* SQLite takes an int */
 }
 
 /*
@@ -1572,7 +1587,10 @@ static int sq_row_decode(struct store *s, const struct store_type *t, struct sq_
 		if (ret < 0)
 			return store_set_errmsg(s, ret, "field %s: %s", ev->type->fields[i].name,
 						tc_strerror(ret));
-		sq_val_of(&row[t->param[i] - 1], &v);
+		ret = sq_val_of(&row[t->param[i] - 1], &v);
+		if (ret < 0)
+			return store_set_errmsg(s, ret, "field %s: %s", ev->type->fields[i].name,
+						tc_strerror(ret));
 		if (v.kind == DECODE_STRING || v.kind == DECODE_BLOB)
 			n += row[t->param[i] - 1].len;
 	}
@@ -1596,16 +1614,24 @@ static void sq_row_keep(struct sq_batch *b, unsigned ncols, struct sq_val *row)
 static int sq_insert(struct store *s, struct store_type *t, uint64_t host_id,
 		     const struct decode_event *ev, int64_t ts_wall)
 {
-	struct sq_val *row = t->scratch;
-	struct sq_batch *b;
-	size_t bytes = 0;
+	struct sq_val *row = t->scratch, *dst;
+	struct sq_batch *b = t->cur;
+	size_t bytes = 0, size = t->ncols * sizeof(*row);
 	int ret;
 
 	if (ev->type->nfields != t->nfields)
 		return store_set_errmsg(s, -EINVAL, "event does not match its store type");
+	/* rows gathering: decode straight into the batch's next row */
+	if (b)
+		row = b->vals + (size_t)b->pending * t->ncols;
 	ret = sq_row_decode(s, t, row, host_id, ev, ts_wall, &bytes);
 	if (ret < 0)
 		return ret;
+	/* a flush hands the batch to the writer: the row moves out first */
+	if (b && (bytes > SQ_ARENA - b->arena_len || !sq(s)->in_txn)) {
+		memcpy(t->scratch, row, size);
+		row = t->scratch;
+	}
 	if (t->rows < 2 || bytes > SQ_ARENA || !sq(s)->in_txn) {
 		/* alone, straight from the page; what is gathering goes first */
 		ret = sq_flush(s, t) ?: sq_sync(s) ?: sq_exec(s, "SAVEPOINT tc_row");
@@ -1624,8 +1650,10 @@ static int sq_insert(struct store *s, struct store_type *t, uint64_t host_id,
 	if (!t->cur && (ret = sq_batch_get(s, t)) < 0)
 		return ret;
 	b = t->cur;
-	memcpy(b->vals + (size_t)b->pending * t->ncols, row, t->ncols * sizeof(*row));
-	sq_row_keep(b, t->ncols, b->vals + (size_t)b->pending * t->ncols);
+	dst = b->vals + (size_t)b->pending * t->ncols;
+	if (row != dst)
+		memcpy(dst, row, size);
+	sq_row_keep(b, t->ncols, dst);
 	if (++b->pending == t->rows)
 		return sq_flush(s, t);
 	return 0;
