@@ -208,23 +208,24 @@ static bool event_name_ok(const char *s)
 }
 
 /* MSG_FILTER and MSG_FILTER_STATUS: names fit a path, a filter fits the kernel. */
-static int check_filter(const struct proto_msg *m)
+static int filter_keys_ok(const char *system, const char *name, const char *text)
 {
-	const struct proto_filter *f = &m->filter;
-
-	if (!f->system || !f->name || !event_name_ok(f->system) || !event_name_ok(f->name) ||
-	    (f->text && strlen(f->text) > PROTO_MAX_FILTER))
+	if (!system || !name || !event_name_ok(system) || !event_name_ok(name) ||
+	    (text && strlen(text) > PROTO_MAX_FILTER))
 		return TC_ERR_MSG_MALFORMED;
 	return 0;
+}
+
+static int check_filter(const struct proto_msg *m)
+{
+	return filter_keys_ok(m->filter.system, m->filter.name, m->filter.text);
 }
 
 static int check_filter_status(const struct proto_msg *m)
 {
 	const struct proto_filter_status *f = &m->filter_status;
-	struct proto_msg as_filter = { .type = MSG_FILTER, .filter = {
-		.system = f->system, .name = f->name, .text = f->text } };
 
-	return check_filter(&as_filter);
+	return filter_keys_ok(f->system, f->name, f->text);
 }
 
 static const struct msg_desc msg_table[] = {

@@ -1945,6 +1945,12 @@ static int sq_int1(struct store *s, const char *sql, int64_t arg, int64_t dflt, 
 	return ret;
 }
 
+/* The widest span of a block of type @type_id (0: none). */
+static int sq_max_span(struct store *s, int64_t type_id, int64_t *span)
+{
+	return sq_int1(s, "SELECT max(span) FROM ts_blocks WHERE type_id = ?", type_id, 0, span);
+}
+
 /*
  * @r for a query of @sc over @win (NULL: all time), starting after
  * (@after_ts, @after_rowid) when @after_rowid != 0.
@@ -1954,8 +1960,7 @@ static int sq_range_init(struct store *s, const struct store_schema *sc,
 			 size_t limit, struct sq_range *r)
 {
 	int64_t span = 0;
-	int ret = sq_int1(s, "SELECT max(span) FROM ts_blocks WHERE type_id = ?", sc->type_id,
-			  0, &span);
+	int ret = sq_max_span(s, sc->type_id, &span);
 
 	if (ret < 0)
 		return ret;
@@ -2309,8 +2314,7 @@ static int sq_type_ts(struct store *s, int64_t type_id, int64_t *lo, int64_t *hi
 		ret = sq_int1(s, "SELECT max(min_ts) FROM ts_blocks WHERE type_id = ?", type_id,
 			      INT64_MIN, &last);
 	if (ret == 0)
-		ret = sq_int1(s, "SELECT max(span) FROM ts_blocks WHERE type_id = ?", type_id,
-			      0, &span);
+		ret = sq_max_span(s, type_id, &span);
 	*hi = INT64_MIN;
 	if (ret == 0 && last != INT64_MIN) {
 		sqlite3_stmt *st;
