@@ -1148,6 +1148,10 @@ struct sqlgen {
 	struct sbuf where;
 	struct filter_value *binds;
 	size_t nbinds, cap_binds;
+	bool top;		/* the node being compiled is an && conjunct at the top */
+	size_t neq;
+	int eq_field[FILTER_SQL_EQ_MAX];
+	size_t eq_bind[FILTER_SQL_EQ_MAX];
 	int err;
 };
 
@@ -1358,6 +1362,10 @@ static void sql_pred(struct sqlgen *g, uint32_t k)
 		sql_cpus(g, pr, col);
 		return;
 	}
+	if (g->top && pr->op_code == OP_EQ && b->field >= 0 && g->neq < FILTER_SQL_EQ_MAX) {
+		g->eq_field[g->neq] = b->field;
+		g->eq_bind[g->neq++] = g->nbinds;	/* the bind sql_number() or below adds */
+	}
 	if (b->kind != FILTER_STRING) {
 		sql_number(g, pr, b, col);
 		return;
@@ -1374,12 +1382,14 @@ static void sql_pred(struct sqlgen *g, uint32_t k)
 static void sql_node(struct sqlgen *g, uint32_t n)
 {
 	const struct fnode *node = &g->f->nodes[n];
+	bool top = g->top;
 	uint32_t c;
 
 	if (node->type == FN_PRED) {
 		sql_pred(g, node->arg);
 		return;
 	}
+	g->top = top && node->type == FN_AND;	/* under || or !: no longer */
 	if (node->type == FN_NOT) {
 		/* && / || groups bring their own parentheses */
 		c = g->f->nodes[node->arg].type == FN_PRED;
@@ -1387,15 +1397,16 @@ static void sql_node(struct sqlgen *g, uint32_t n)
 		sql_node(g, node->arg);
 		if (c)
 			sb_putc(&g->where, ')');
-		return;
+	} else {
+		sb_putc(&g->where, '(');
+		for (c = node->arg; c != NONE && !g->err; c = g->f->nodes[c].next) {
+			if (c != node->arg)
+				sb_puts(&g->where, node->type == FN_AND ? " AND " : " OR ");
+			sql_node(g, c);
+		}
+		sb_putc(&g->where, ')');
 	}
-	sb_putc(&g->where, '(');
-	for (c = node->arg; c != NONE && !g->err; c = g->f->nodes[c].next) {
-		if (c != node->arg)
-			sb_puts(&g->where, node->type == FN_AND ? " AND " : " OR ");
-		sql_node(g, c);
-	}
-	sb_putc(&g->where, ')');
+	g->top = top;
 }
 
 static void free_binds(struct filter_value *binds, size_t n)
@@ -1416,6 +1427,7 @@ int filter_to_sql(const struct filter *f, filter_column_fn column, void *ctx,
 
 	if (!f->bind)
 		return -EINVAL;
+	g.top = true;
 	sql_node(&g, f->root);
 	ret = g.err ? g.err : g.where.err;
 	if (ret) {
@@ -1426,6 +1438,11 @@ int filter_to_sql(const struct filter *f, filter_column_fn column, void *ctx,
 	out->where = g.where.p;
 	out->binds = g.binds;
 	out->nbinds = g.nbinds;
+	out->neq = g.neq;
+	for (size_t k = 0; k < g.neq; k++) {
+		out->eq[k].field = g.eq_field[k];
+		out->eq[k].bind = g.eq_bind[k];
+	}
 	return 0;
 }
 

@@ -237,10 +237,22 @@ int filter_eval(const struct filter *f, filter_get_fn get, void *ctx);
  * values for its '?' placeholders, in order.  Owned by the caller; free with
  * filter_sql_free().
  */
+#define FILTER_SQL_EQ_MAX	8
+
 struct filter_sql {
 	char *where;
 	struct filter_value *binds;
 	size_t nbinds;
+	/*
+	 * The WHERE holds only where field eq[k].field (a schema index) equals
+	 * bind eq[k].bind: the `FIELD == value` predicates joined by && at the
+	 * top, not under || or !. A store may find such rows by an index.
+	 */
+	struct {
+		int field;
+		size_t bind;
+	} eq[FILTER_SQL_EQ_MAX];
+	size_t neq;
 };
 
 /*

@@ -146,6 +146,9 @@ static int add_limits(struct compiled *c, const struct qmsg_request *r)
 	}
 	for (size_t i = 0; i < n; i++)
 		c->binds[i] = bind_of(&c->sql.binds[i]);
+	for (size_t k = 0; k < c->sql.neq; k++)	/* FIELD == value at the top: an index may serve */
+		c->binds[c->sql.eq[k].bind].eq_column =
+			c->schema->cols[c->col[c->sql.eq[k].field]].column;
 	snprintf(w, len, "(%s)", c->sql.where ? c->sql.where : "1");
 	c->windowed = r->from_ts || r->to_ts;
 	c->win.from_ts = r->from_ts ? r->from_ts : INT64_MIN;

@@ -271,6 +271,23 @@ int store_retain(struct store *s, int64_t before_ts, uint64_t max_bytes, uint64_
 	return ret < 0 ? ret : s->ops->retain(s, before_ts, max_bytes, removed);
 }
 
+int store_set_indexes(struct store *s, const struct store_indexes *ix, unsigned *created,
+		      unsigned *dropped)
+{
+	unsigned c = 0, d = 0;
+	int ret = store_writable(s);
+
+	if (ret == 0 && !ix)
+		ret = -EINVAL;
+	if (ret == 0)
+		ret = s->ops->set_indexes(s, ix, &c, &d);
+	if (created)
+		*created = c;
+	if (dropped)
+		*dropped = d;
+	return ret;
+}
+
 int store_drops(struct store *s,
 		int (*fn)(void *ctx, const char *host, const char *system, const char *name,
 			  const char *reason, uint64_t count),

@@ -215,6 +215,58 @@ int store_dropped(struct store *s, uint64_t host_id, const char *system, const c
  */
 int store_retain(struct store *s, int64_t before_ts, uint64_t max_bytes, uint64_t *removed);
 
+/* ---- field indexes ---- */
+
+/*
+ * An index of the rows of every event whose system and name match @system
+ * and @event (fnmatch(3) globs) by (@field, ts): with it, `EVENT where
+ * FIELD == X` reads only the matching rows, already in time order, and
+ * counts them from the index alone. Each costs the collector an index
+ * insert per stored row of those events.
+ */
+struct store_index {
+	char *system;
+	char *event;
+	char *field;
+};
+
+struct store_indexes {
+	struct store_index *v;
+	size_t n;
+};
+
+/*
+ * The indexes a collector keeps unless told otherwise: the pid fields of
+ * the scheduler events that queries select on most.
+ */
+#define STORE_DEFAULT_INDEXES	"sched:sched_switch prev_pid,next_pid", \
+				"sched:sched_wakeup pid", "sched:sched_waking pid"
+
+/*
+ * store_index_parse - add the indexes of @spec to @ix: "SYSTEM[:EVENT]
+ * FIELD[,FIELD...]" (SYSTEM alone: all its events; globs allowed in SYSTEM
+ * and EVENT), or "none", which empties @ix.
+ *
+ * Return: 0; TC_ERR_CONFIG with a sentence in @err (and @ix as it was);
+ * -ENOMEM.
+ */
+int store_index_parse(struct store_indexes *ix, const char *spec, char *err, size_t errlen);
+
+/* store_indexes_free - free what @ix holds and empty it. */
+void store_indexes_free(struct store_indexes *ix);
+
+/*
+ * store_set_indexes - keep exactly the field indexes @ix names, on the
+ * tables there are and on every table and column made later: creates the
+ * missing ones (reading each such table once: seconds for millions of
+ * rows) and drops those of earlier settings. *@created and *@dropped (may
+ * be NULL) say how many. Writable stores only, outside a transaction.
+ *
+ * Return: 0; TC_ERR_DB; -ENOMEM.
+ */
+int store_set_indexes(struct store *s, const struct store_indexes *ix, unsigned *created,
+		      unsigned *dropped);
+
 /* ---- read side (the query endpoint) ---- */
 
 struct store_col {
@@ -256,12 +308,18 @@ int store_schema_list(struct store *s, const char *system,
 
 void store_schema_free(struct store_schema *sc);
 
-/* A value bound to a '?' in a WHERE text: kind SIGNED/UNSIGNED use i, STRING/BLOB s+len. */
+/*
+ * A value bound to a '?' in a WHERE text: kind SIGNED/UNSIGNED use i,
+ * STRING/BLOB s+len. @eq_column (NULL: no such promise) names a schema
+ * column that the WHERE requires to equal this value (filter_sql.eq):
+ * with an index on it, the store reads rows through that index.
+ */
 struct store_bind {
 	enum decode_kind kind;
 	int64_t i;
 	const char *s;
 	size_t len;
+	const char *eq_column;
 };
 
 struct store_row {

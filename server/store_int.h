@@ -57,6 +57,8 @@ struct store_ops {
 	int (*dropped)(struct store *s, uint64_t host_id, const char *system, const char *name,
 		       const char *reason, uint64_t n);
 	int (*retain)(struct store *s, int64_t before_ts, uint64_t max_bytes, uint64_t *removed);
+	int (*set_indexes)(struct store *s, const struct store_indexes *ix, unsigned *created,
+			   unsigned *dropped);
 	/*
 	 * Optional: wait for work the backend runs behind the caller's back
 	 * (queued inserts); called before every operation but insert, begin

@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -146,6 +147,7 @@ struct sq_store {
 	unsigned ckpt_req, ckpt_ran;	/* requests made, and served */
 	bool ckpt_stop;
 	int wal_frames;		/* in the WAL after the last commit (the WAL hook) */
+	struct store_indexes ix;	/* field indexes to keep (store_set_indexes()) */
 };
 
 /* A growable string for building SQL text. */
@@ -525,6 +527,7 @@ static void sq_close(struct store *s)
 	pthread_cond_destroy(&q->done);
 	pthread_cond_destroy(&q->ckpt_wake);
 	pthread_cond_destroy(&q->ckpt_done);
+	store_indexes_free(&q->ix);
 	free(q);
 }
 
@@ -1131,6 +1134,232 @@ static int sq_type_field(struct store *s, int64_t type_id, const char *table,
 	return ret;
 }
 
+/* ---- field indexes (store_set_indexes()) ---- */
+
+/* Whether @ix names field @field of @system:@name. */
+static bool sq_ix_wanted(const struct store_indexes *ix, const char *system, const char *name,
+			 const char *field)
+{
+	for (size_t i = 0; i < ix->n; i++)
+		if (!strcmp(ix->v[i].field, field) && !fnmatch(ix->v[i].system, system, 0) &&
+		    !fnmatch(ix->v[i].event, name, 0))
+			return true;
+	return false;
+}
+
+/* "ix:<table>:<column>", the name of the index of @column of @table. */
+static void sq_ix_name(struct sq_buf *b, const char *table, const char *column)
+{
+	buf_str(b, "ix:");
+	buf_str(b, table);
+	buf_str(b, ":");
+	buf_str(b, column);
+}
+
+static int sq_ix_exists(struct store *s, const char *table, const char *column, bool *exists)
+{
+	struct sq_buf n = { 0 };
+	sqlite3_stmt *st = NULL;
+	int ret;
+
+	sq_ix_name(&n, table, column);
+	ret = n.oom ? -ENOMEM : sq_prepare(s, "SELECT 1 FROM sqlite_master WHERE type = 'index'"
+					     " AND name = ?", &st);
+	if (ret == 0) {
+		sqlite3_bind_text(st, 1, n.s, -1, SQLITE_STATIC);
+		switch (sqlite3_step(st)) {
+		case SQLITE_ROW: *exists = true; break;
+		case SQLITE_DONE: *exists = false; break;
+		default: ret = sq_err(s, TC_ERR_DB, "index");
+		}
+	}
+	sqlite3_finalize(st);
+	free(n.s);
+	return ret;
+}
+
+/* CREATE INDEX "ix:<table>:<column>" ON "<table>" ("<column>", ts), once. */
+static int sq_ix_create(struct store *s, const char *table, const char *column,
+			unsigned *created)
+{
+	struct sq_buf b = { 0 }, n = { 0 };
+	bool exists = false;
+	int ret = sq_ix_exists(s, table, column, &exists);
+
+	if (ret < 0 || exists)
+		return ret;
+	sq_ix_name(&n, table, column);
+	buf_str(&b, "CREATE INDEX ");
+	sq_ident(&b, n.oom ? "" : n.s);
+	buf_str(&b, " ON ");
+	sq_ident(&b, table);
+	buf_str(&b, " (");
+	sq_ident(&b, column);
+	buf_str(&b, ", ts)");
+	ret = b.oom || n.oom ? -ENOMEM : sq_exec(s, b.s);
+	if (ret == 0)
+		(*created)++;
+	free(b.s);
+	free(n.s);
+	return ret;
+}
+
+/*
+ * The wanted indexes of type @type_id (@system:@name, table @table) that
+ * are missing. Its columns are read first: no statement may be reading
+ * while the schema changes.
+ */
+static int sq_ix_type(struct store *s, int64_t type_id, const char *system, const char *name,
+		      const char *table, unsigned *created)
+{
+	const struct store_indexes *ix = &sq(s)->ix;
+	sqlite3_stmt *st = NULL;
+	char **cols = NULL;
+	size_t n = 0;
+	int ret = ix->n ? sq_prepare(s, "SELECT name, col FROM event_fields WHERE type_id = ?"
+					" ORDER BY ordinal", &st) : 0;
+
+	if (ret < 0 || !ix->n)
+		return ret;
+	sqlite3_bind_int64(st, 1, type_id);
+	while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+		char **c;
+
+		if (!sq_ix_wanted(ix, system, name, (const char *)sqlite3_column_text(st, 0)))
+			continue;
+		c = realloc(cols, (n + 1) * sizeof(*cols));
+		if (c)
+			cols = c;
+		if (!c || !(cols[n++] = sq_dup_col(st, 1)))
+			ret = -ENOMEM;
+	}
+	sqlite3_finalize(st);
+	for (size_t i = 0; i < n; i++) {
+		if (ret == 0 && cols[i])
+			ret = sq_ix_create(s, table, cols[i], created);
+		free(cols[i]);
+	}
+	free(cols);
+	return ret;
+}
+
+/*
+ * Our indexes ("ix:*") that @ix no longer names, or whose column is gone.
+ * Their names are collected first, then dropped (no statement may read
+ * while an index is dropped).
+ */
+static int sq_ix_drop_unwanted(struct store *s, unsigned *dropped)
+{
+	sqlite3_stmt *st = NULL;
+	struct sq_buf drop = { 0 };
+	int ret = sq_prepare(s, "SELECT i.name, t.system, t.name, f.name FROM sqlite_master AS i"
+				" LEFT JOIN event_types AS t ON t.table_name = i.tbl_name"
+				" LEFT JOIN event_fields AS f ON f.type_id = t.id"
+				" AND i.name = 'ix:' || t.table_name || ':' || f.col"
+				" WHERE i.type = 'index' AND i.name GLOB 'ix:*'", &st);
+
+	while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+		const char *v[3];
+
+		for (int k = 0; k < 3; k++)
+			v[k] = (const char *)sqlite3_column_text(st, k + 1);
+		if (v[0] && v[1] && v[2] && sq_ix_wanted(&sq(s)->ix, v[0], v[1], v[2]))
+			continue;
+		buf_str(&drop, "DROP INDEX ");
+		sq_ident(&drop, (const char *)sqlite3_column_text(st, 0));
+		buf_add(&drop, ";", 1);
+		(*dropped)++;
+	}
+	sqlite3_finalize(st);
+	if (ret == 0 && drop.len)
+		ret = drop.oom ? -ENOMEM : sq_exec(s, drop.s);
+	free(drop.s);
+	return ret;
+}
+
+/* Every event type: its wanted indexes. */
+static int sq_ix_all(struct store *s, unsigned *created)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t id = INT64_MIN;
+	int ret = sq_prepare(s, "SELECT id, system, name, table_name FROM event_types"
+				" WHERE id > ? ORDER BY id LIMIT 1", &st);
+
+	while (ret == 0) {
+		char *v[3];
+
+		sqlite3_bind_int64(st, 1, id);
+		if (sqlite3_step(st) != SQLITE_ROW)
+			break;
+		id = sqlite3_column_int64(st, 0);
+		for (int k = 0; k < 3; k++)
+			v[k] = sq_dup_col(st, k + 1);
+		sqlite3_reset(st);
+		ret = v[0] && v[1] && v[2] ? sq_ix_type(s, id, v[0], v[1], v[2], created) : -ENOMEM;
+		for (int k = 0; k < 3; k++)
+			free(v[k]);
+	}
+	sqlite3_finalize(st);
+	return ret;
+}
+
+static int sq_ix_copy(struct store_indexes *to, const struct store_indexes *from)
+{
+	to->v = calloc(from->n ? from->n : 1, sizeof(*to->v));
+	if (!to->v)
+		return -ENOMEM;
+	for (to->n = 0; to->n < from->n; to->n++) {
+		const struct store_index *f = &from->v[to->n];
+		struct store_index *t = &to->v[to->n];
+
+		t->system = strdup(f->system);
+		t->event = strdup(f->event);
+		t->field = strdup(f->field);
+		if (!t->system || !t->event || !t->field) {
+			to->n++;
+			store_indexes_free(to);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static int sq_set_indexes(struct store *s, const struct store_indexes *ix, unsigned *created,
+			  unsigned *dropped)
+{
+	struct store_indexes copy = { 0 };
+	int ret = sq_ix_copy(&copy, ix);
+
+	if (ret < 0)
+		return ret;
+	store_indexes_free(&sq(s)->ix);
+	sq(s)->ix = copy;
+	ret = sq_exec(s, "BEGIN IMMEDIATE");
+	if (ret == 0)
+		ret = sq_ix_drop_unwanted(s, dropped) ?: sq_ix_all(s, created);
+	if (ret == 0)
+		ret = sq_exec(s, "COMMIT");
+	else
+		sqlite3_exec(sq(s)->db, "ROLLBACK", NULL, NULL, NULL);
+	return ret;
+}
+
+/*
+ * Whether a query may read through an index: some bind is a value its
+ * WHERE requires a column to equal, and that column has an index.
+ */
+static int sq_ix_usable(struct store *s, const struct store_schema *sc,
+			const struct store_bind *b, size_t nb, bool *usable)
+{
+	int ret = 0;
+
+	*usable = false;
+	for (size_t i = 0; i < nb && ret == 0 && !*usable; i++)
+		if (b[i].eq_column)
+			ret = sq_ix_exists(s, sc->table, b[i].eq_column, usable);
+	return ret;
+}
+
 /* INSERT INTO "table" (host_id, cpu, ts, trace_ts, "f1", ...) VALUES (?, ...) */
 static int sq_batch_prepare(struct store *s, struct store_type *t);
 
@@ -1223,11 +1452,15 @@ static int sq_type_build(struct store *s, struct store_type *st, const struct de
 {
 	char *table = NULL;
 	int64_t type_id = 0;
+	unsigned created = 0;
 	int ret = sq_type_row(s, t, format, &type_id, &table);
 
 	st->type_id = type_id;
+
 	for (unsigned i = 0; i < t->nfields && ret == 0; i++)
 		ret = sq_type_field(s, type_id, table, &t->fields[i]);
+	if (ret == 0)
+		ret = sq_ix_type(s, type_id, t->system, t->name, table, &created);
 	if (ret == 0)
 		ret = sq_type_insert(s, st, t, table);
 	free(table);
@@ -1856,37 +2089,69 @@ struct sq_range {
 	int64_t after_ts;
 	int64_t after_rowid;
 	int64_t limit;		/* -1: none */
+	bool by_index;		/* rows come through a field index, not blocks */
 };
 
 /*
- * FROM (SELECT e.rowid AS _tc_rowid, e.*, h.name AS _tc_host, c.comm AS _tc_comm
+ * Whether @where names the comms join's "comm": a bare word outside double
+ * quotes (the filter compiler quotes every field and binds every value).
+ */
+static bool sq_reads_comm(const struct store_schema *sc, const char *where)
+{
+	const char *p = where;
+
+	while (sc->comm_joined && p && *p) {
+		size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
+				     "0123456789");
+
+		if (n == 4 && !strncmp(p, "comm", 4))
+			return true;
+		if (*p == '"' || *p == '\'') {
+			const char *end = strchr(p + 1, *p);	/* "" inside: two names, fine */
+
+			p = end ? end + 1 : p + strlen(p);
+		} else {
+			p += n ? n : 1;
+		}
+	}
+	return false;
+}
+
+/*
+ * FROM (SELECT e.rowid AS _tc_rowid, e.*[, h.name AS _tc_host, c.comm AS _tc_comm]
  *       [, c.comm AS comm] FROM [ts_blocks AS b CROSS JOIN] "t" AS e
- *       LEFT JOIN hosts ... LEFT JOIN comms ... [WHERE <blocks of @r>])
+ *       [LEFT JOIN hosts ...] [LEFT JOIN comms ...] [WHERE <blocks of @r>])
  * WHERE (where) [AND ts BETWEEN lo AND hi] [AND keyset]: the WHERE text sees
  * only the subquery's columns, so no name there is ambiguous. With @r, each
- * block's rows are read by rowid range (CROSS JOIN keeps blocks outer).
+ * block's rows are read by rowid range (CROSS JOIN keeps blocks outer),
+ * unless r->by_index: then SQLite reads a field index by (value, ts).
+ * Only @rows (a select) joins host names and comms for the output; a count
+ * joins comms only when its WHERE reads them (an index can then count
+ * without reading the rows).
  */
 static void sq_from(struct sq_buf *b, const struct store_schema *sc, const char *where,
-		    const struct sq_range *r)
+		    const struct sq_range *r, bool rows)
 {
 	int pid = sq_col_index(sc, "common_pid");
+	bool blocks = r && !r->by_index, comms = rows || sq_reads_comm(sc, where);
 
-	buf_str(b, " FROM (SELECT e.rowid AS _tc_rowid, e.*, h.name AS _tc_host,"
-		   " c.comm AS _tc_comm");
-	if (sc->comm_joined)
+	buf_str(b, " FROM (SELECT e.rowid AS _tc_rowid, e.*");
+	if (rows)
+		buf_str(b, ", h.name AS _tc_host, c.comm AS _tc_comm");
+	if (comms && sc->comm_joined)
 		buf_str(b, ", c.comm AS comm");
-	buf_str(b, r ? " FROM ts_blocks AS b CROSS JOIN " : " FROM ");
+	buf_str(b, blocks ? " FROM ts_blocks AS b CROSS JOIN " : " FROM ");
 	sq_ident(b, sc->table);
-	buf_str(b, r ? " AS e ON e.rowid BETWEEN b.lo AND b.hi" : " AS e");
-	buf_str(b, " LEFT JOIN hosts AS h ON h.id = e.host_id"
-		   " LEFT JOIN comms AS c ON c.host_id = e.host_id AND c.pid = ");
-	if (pid >= 0) {
-		buf_str(b, "e.");
+	buf_str(b, blocks ? " AS e ON e.rowid BETWEEN b.lo AND b.hi" : " AS e");
+	if (rows)
+		buf_str(b, " LEFT JOIN hosts AS h ON h.id = e.host_id");
+	if (comms && pid >= 0) {
+		buf_str(b, " LEFT JOIN comms AS c ON c.host_id = e.host_id AND c.pid = e.");
 		sq_ident(b, sc->cols[pid].column);
-	} else {
-		buf_str(b, "NULL");
+	} else if (comms) {
+		buf_str(b, " LEFT JOIN comms AS c ON 0");
 	}
-	if (r)
+	if (blocks)
 		buf_str(b, " WHERE b.type_id = :tc_type AND b.min_ts BETWEEN :tc_bmin AND :tc_hi"
 			   " AND b.max_ts >= :tc_lo");
 	buf_str(b, ") WHERE (");
@@ -1968,6 +2233,7 @@ static int sq_range_init(struct store *s, const struct store_schema *sc,
 	r->hi = !win || win->to_ts == INT64_MAX ? INT64_MAX :
 		win->to_ts == INT64_MIN ? INT64_MIN : win->to_ts - 1;
 	r->keyset = after_rowid != 0;
+	r->by_index = false;
 	r->after_ts = after_ts;
 	r->after_rowid = (int64_t)after_rowid;
 	if (r->keyset && after_ts > r->lo)
@@ -1992,7 +2258,7 @@ static int sq_count_upto(struct store *s, const struct store_schema *sc, const c
 	int ret;
 
 	buf_str(&q, "SELECT count(*), max(ts) FROM (SELECT ts");
-	sq_from(&q, sc, where, r);
+	sq_from(&q, sc, where, r, false);
 	buf_str(&q, " LIMIT :tc_limit)");
 	ret = q.oom ? -ENOMEM : sq_prepare(s, q.s, &st);
 	if (ret == 0)
@@ -2069,11 +2335,12 @@ static int sq_count(struct store *s, const struct store_schema *sc, const char *
 	int ret = sq_flush_all(s);
 
 	if (ret == 0 && win)
-		ret = sq_range_init(s, sc, win, 0, 0, 0, &r);
+		ret = sq_range_init(s, sc, win, 0, 0, 0, &r) ?:
+		      sq_ix_usable(s, sc, b, nb, &r.by_index);
 	if (ret < 0)
 		return ret;
 	buf_str(&q, "SELECT count(*)");
-	sq_from(&q, sc, where, win ? &r : NULL);
+	sq_from(&q, sc, where, win ? &r : NULL, false);
 	ret = q.oom ? -ENOMEM : sq_prepare(s, q.s, &st);
 	if (ret == 0)
 		ret = sq_bind_all(s, st, b, nb, sc, win ? &r : NULL);
@@ -2096,7 +2363,7 @@ static void sq_select_sql(struct sq_buf *q, const struct store_schema *sc, const
 		buf_str(q, ", ");
 		sq_ident(q, sc->cols[i].column);
 	}
-	sq_from(q, sc, where, r);
+	sq_from(q, sc, where, r, true);
 	buf_str(q, " ORDER BY ts, _tc_rowid LIMIT :tc_limit");
 }
 
@@ -2184,9 +2451,10 @@ static int sq_select(struct store *s, const struct store_schema *sc, const char 
 	struct sq_buf q = { 0 };
 	struct sq_range r;
 	sqlite3_stmt *st = NULL;
-	int ret = sq_flush_all(s) ?: sq_range_init(s, sc, win, after_ts, after_rowid, limit, &r);
+	int ret = sq_flush_all(s) ?: sq_range_init(s, sc, win, after_ts, after_rowid, limit, &r) ?:
+		  sq_ix_usable(s, sc, b, nb, &r.by_index);
 
-	if (ret == 0 && limit)
+	if (ret == 0 && limit && !r.by_index)
 		ret = sq_range_fit(s, sc, where, b, nb, &r);
 	if (ret < 0)
 		return ret;
@@ -2625,6 +2893,7 @@ static const struct store_ops sq_ops = {
 	.stats = sq_stats,
 	.dropped = sq_dropped,
 	.retain = sq_retain,
+	.set_indexes = sq_set_indexes,
 	.sync = sq_sync,
 	.drops = sq_drops,
 };

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -52,6 +53,9 @@ struct settings {
 	char filter_err[1024];		/* the caret rendering of a bad rule */
 	int64_t retain_age_ns;
 	uint64_t retain_bytes;
+	struct store_indexes indexes;	/* field indexes to keep */
+	bool indexes_set;		/* an index setting was given: no defaults */
+	char index_err[256];
 	bool foreground;
 	bool no_pushdown;		/* pushdown = no: never send MSG_FILTER */
 	bool insecure_plain;		/* --insecure-plain: no TLS, loopback only */
@@ -94,6 +98,16 @@ static void usage(FILE *f)
 "                           SIGHUP that loosens a filter); COMM filters stay\n"
 "                           here. traceq --drops then counts only what was\n"
 "                           shipped and dropped here\n"
+"      --index 'SYSTEM[:EVENT] FIELD[,FIELD...]'\n"
+"                           keep those events indexed by FIELD and time, so that\n"
+"                           'EVENT where FIELD == X' reads only the matching rows,\n"
+"                           in time order; repeatable; globs in SYSTEM and EVENT;\n"
+"                           'none' drops the ones named before. Each costs an\n"
+"                           index insert per stored row of those events. Default:\n"
+"                           'sched:sched_switch prev_pid,next_pid',\n"
+"                           'sched:sched_wakeup pid', 'sched:sched_waking pid'.\n"
+"                           Read at start: missing indexes are built then (seconds\n"
+"                           on a large store), ones no longer named are dropped\n"
 "      --retain-age AGE     remove events older than AGE (e.g. 3600, 90m, 12h, 7d)\n"
 "      --retain-size SIZE   keep the database's used pages under SIZE (e.g. 500M,\n"
 "                           10G), removing the oldest events first\n"
@@ -207,6 +221,10 @@ static int apply(struct settings *s, const char *key, const char *value)
 	if (!strcmp(key, "filter")) return add_filter(s, value);
 	if (!strcmp(key, "retain-age")) return parse_age(value, &s->retain_age_ns);
 	if (!strcmp(key, "retain-size")) return parse_size(value, &s->retain_bytes);
+	if (!strcmp(key, "index")) {
+		s->indexes_set = true;
+		return store_index_parse(&s->indexes, value, s->index_err, sizeof(s->index_err));
+	}
 	if (!strcmp(key, "foreground") || !strcmp(key, "pushdown")) {
 		if (strcmp(value, "yes") && strcmp(value, "no") &&
 		    strcmp(value, "true") && strcmp(value, "false"))
@@ -230,6 +248,7 @@ static void settings_free(struct settings *s)
 	free(s->listen); free(s->query); free(s->db);
 	free(s->cert); free(s->key); free(s->ca); free(s->ready_file);
 	free(s->config);
+	store_indexes_free(&s->indexes);
 	for (size_t i = 0; i < s->ncli_filters; i++)
 		free(s->cli_filters[i]);
 	filters_unref(s->filters);
@@ -262,8 +281,9 @@ static int apply_option(struct settings *s, const char *key, const char *value)
 	    !(s->cli_filters[s->ncli_filters++] = strdup(value)))
 		ret = -ENOMEM;
 	if (ret < 0)
-		fprintf(stderr, "tracecollectd: --%s %s: %s\n%s", key, value, tc_strerror(ret),
-			!strcmp(key, "filter") ? s->filter_err : "");
+		fprintf(stderr, "tracecollectd: --%s %s: %s\n%s%s%s", key, value, tc_strerror(ret),
+			!strcmp(key, "filter") ? s->filter_err : "", s->index_err,
+			s->index_err[0] ? "\n" : "");
 	return ret;
 }
 
@@ -285,6 +305,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "retain-age", required_argument, NULL, 9 },
 		{ "retain-size", required_argument, NULL, 10 },
 		{ "pushdown", required_argument, NULL, 11 },
+		{ "index", required_argument, NULL, 12 },
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -306,13 +327,14 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		if (ret == 0)
 			ret = config_parse_file(optarg, apply_cb, s, errbuf, sizeof(errbuf));
 		if (ret < 0) {
-			fprintf(stderr, "tracecollectd: %s\n%s", errbuf, s->filter_err);
+			fprintf(stderr, "tracecollectd: %s\n%s%s%s", errbuf, s->filter_err,
+				s->index_err, s->index_err[0] ? "\n" : "");
 			return -1;
 		}
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:fvhV", longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 11) {
+		if (c >= 1 && c <= 12) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'f')
@@ -472,6 +494,37 @@ static void hup_cb(evutil_socket_t sig, short what, void *arg)
 	filters_unref(fs);
 }
 
+static int64_t mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* The field indexes of the settings (or the defaults) on @st, with a log line. */
+static int set_indexes(struct store *st, struct settings *s)
+{
+	static const char *const defaults[] = { STORE_DEFAULT_INDEXES };
+	unsigned created = 0, dropped = 0;
+	int64_t t0 = mono_ms();
+	int ret = 0;
+
+	for (size_t i = 0; !s->indexes_set && ret == 0 && i < sizeof(defaults) / sizeof(*defaults);
+	     i++)
+		ret = store_index_parse(&s->indexes, defaults[i], s->index_err,
+					sizeof(s->index_err));
+	if (ret == 0)
+		ret = store_set_indexes(st, &s->indexes, &created, &dropped);
+	if (ret < 0)
+		log_err("field indexes: %s: %s", tc_strerror(ret),
+			ret == TC_ERR_CONFIG ? s->index_err : store_errmsg(st));
+	else
+		log_info("field indexes: %zu named, %u built and %u dropped in %lld ms",
+			 s->indexes.n, created, dropped, (long long)(mono_ms() - t0));
+	return ret;
+}
+
 static void stop_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct collector *col = arg;
@@ -525,6 +578,9 @@ static int run(struct settings *s)
 		log_err("database %s: %s", s->db, tc_strerror(ret));
 		goto out;
 	}
+	ret = set_indexes(col.store, s);
+	if (ret < 0)
+		goto out;
 	col.base = event_base_new();
 	ret = col.base ? start_listener(&col, s->listen, bound, sizeof(bound)) : -ENOMEM;
 	if (ret == 0)

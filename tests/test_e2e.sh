@@ -7,7 +7,9 @@
 # sched_switch events; "sched_switch where prev_pid == 0" returns rows and
 # only rows with prev_pid 0; an agent with a certificate from another CA is
 # refused, logged, and nothing of it is stored; bad queries exit 2 with a
-# caret, an unreachable collector exits 1; no tracefs instance is left.
+# caret, an unreachable collector exits 1; no tracefs instance is left;
+# the default field index gives the same rows as the time blocks, and
+# --index none drops it.
 set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
@@ -64,6 +66,16 @@ check "json rows carry host, cpu and ts" \
 count_idle=$(traceq --count "sched_switch where prev_pid == 0")
 check "--count agrees with the rows ($count_idle)" '[ "$count_idle" = "$rows" ]'
 
+# prev_pid == 0 reads the default field index; the same rows through the
+# time blocks (a range the index does not serve) and as pages of 7.
+check "the collector built its default field indexes" \
+	'grep -q "field indexes: 4 named" "$tmp/collector.log"'
+traceq "sched_switch where prev_pid >= 0 && prev_pid <= 0" > "$tmp/idle_blocks.txt"
+check "index and time blocks give the same rows" 'cmp -s "$tmp/idle.txt" "$tmp/idle_blocks.txt"'
+traceq --limit 7 "sched_switch where prev_pid == 0" > "$tmp/idle7.txt"
+check "the first 7 through the index are the first 7 rows" \
+	'head -7 "$tmp/idle.txt" | cmp -s - "$tmp/idle7.txt"'
+
 # A client certificate from another CA is refused and nothing is stored.
 "$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 1 \
 	--cert "$tmp/rogue/agent.crt" --key "$tmp/rogue/agent.key" --ca "$tmp/pki/ca.crt" \
@@ -95,6 +107,19 @@ check "no tracefs instance left behind" \
 kill "$collector_pid"; wait "$collector_pid"; rc=$?
 collector_pid=
 check "collector exits 0 on SIGTERM" '[ "$rc" = 0 ]'
+
+# Field index settings: a bad one is refused at start, "none" drops them.
+"$top_builddir/tracecollectd" --foreground --db "$tmp/trace.db" \
+	--index "sched:sched_switch prev-pid" 2> "$tmp/index_err.txt"; rc=$?
+check "a bad --index exits 2 and says what is expected" \
+	'[ "$rc" = 2 ] && grep -q "SYSTEM\[:EVENT\] FIELD" "$tmp/index_err.txt"'
+: > "$tmp/collector.log"
+tc_start_collector --index none
+check "--index none drops the indexes built before" \
+	'grep -q "field indexes: 0 named, 0 built and 2 dropped" "$tmp/collector.log"'
+check "the same rows without them" \
+	'traceq "sched_switch where prev_pid == 0" | cmp -s - "$tmp/idle.txt"'
+kill "$collector_pid"; wait "$collector_pid"; collector_pid=
 
 if [ "$failed" != 0 ]; then
 	echo "--- collector log"; cat "$tmp/collector.log"

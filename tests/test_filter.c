@@ -636,6 +636,50 @@ START_TEST(test_sql_text)
 }
 END_TEST
 
+/* filter_sql.eq: the `FIELD == value` conjuncts at the top, as "field:bind,..." */
+START_TEST(test_sql_eq)
+{
+	static const struct {
+		const char *text, *eq;
+	} cases[] = {
+		{ "prev_pid == 0", "prev_pid:0" },
+		{ "prev_pid == 0 && prev_comm == bash", "prev_pid:0,prev_comm:1" },
+		{ "prio > 1 && (prev_pid == 2 && flags == 3)", "prev_pid:1,flags:2" },
+		{ "prev_pid == 0 || prio == 1", "" },
+		{ "prio == 1 && (prev_pid == 0 || len == 2) && flags == 3", "prio:0,flags:3" },
+		{ "!(prev_pid == 0)", "" },
+		{ "!(prev_pid == 0 && prio == 1) && len == 2", "len:2" },
+		{ "prev_pid != 0 && prev_comm ~ \"b*\"", "" },
+		{ "CPU == 1 && COMM == bash && prev_pid == 3", "prev_pid:2" },
+		{ "state & 4 && CPU & CPUS{1} && prio == 5", "prio:3" },
+		{ "prev_pid == 1 && prev_pid == 2 && prev_pid == 3 && prev_pid == 4 &&"
+		  " prev_pid == 5 && prev_pid == 6 && prev_pid == 7 && prev_pid == 8 &&"
+		  " prev_pid == 9", "prev_pid:0,prev_pid:1,prev_pid:2,prev_pid:3,prev_pid:4,"
+		  "prev_pid:5,prev_pid:6,prev_pid:7" },
+	};
+	struct filter_sql s;
+	char buf[512];
+
+	for (size_t k = 0; k < ARRAY_SIZE(cases); k++) {
+		struct filter *f = parse_bind(cases[k].text);
+		size_t n = 0;
+
+		ck_assert_int_eq(filter_to_sql(f, column, NULL, &s), 0);
+		buf[0] = '\0';
+		for (size_t i = 0; i < s.neq; i++) {
+			ck_assert_int_ge(s.eq[i].field, 0);
+			ck_assert_uint_lt(s.eq[i].bind, s.nbinds);
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s:%zu", i ? "," : "",
+					      fields[s.eq[i].field].name, s.eq[i].bind);
+		}
+		ck_assert_msg(!strcmp(buf, cases[k].eq), "'%s': eq '%s' want '%s'",
+			      cases[k].text, buf, cases[k].eq);
+		filter_sql_free(&s);
+		filter_free(f);
+	}
+}
+END_TEST
+
 static const char *no_column(void *ctx, int idx)
 {
 	return idx == F_PRIO ? NULL : column(ctx, idx);
@@ -1067,6 +1111,7 @@ static Suite *filter_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("sql");
 	tcase_add_test(tc, test_sql_text);
+	tcase_add_test(tc, test_sql_eq);
 	tcase_add_test(tc, test_sql_errors);
 	tcase_add_test(tc, test_sql_crosscheck);
 	suite_add_tcase(s, tc);

@@ -1154,6 +1154,208 @@ START_TEST(test_migrate_ts_index)
 }
 END_TEST
 
+/* ---- field indexes ---- */
+
+static int64_t ix_count(const char *name)
+{
+	sqlite3 *db = raw_open();
+	sqlite3_stmt *stmt = NULL;
+	int64_t n;
+
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE"
+					    " type = 'index' AND name GLOB ?", -1, &stmt, NULL),
+			 SQLITE_OK);
+	sqlite3_bind_text(stmt, 1, name, -1, SQLITE_STATIC);
+	ck_assert_int_eq(sqlite3_step(stmt), SQLITE_ROW);
+	n = sqlite3_column_int64(stmt, 0);
+	sqlite3_finalize(stmt);
+	sqlite3_close(db);
+	return n;
+}
+
+static void set_indexes(const char *spec, unsigned want_created, unsigned want_dropped)
+{
+	struct store_indexes ix = { 0 };
+	unsigned created = 99, dropped = 99;
+	char err[256] = "";
+
+	ck_assert_msg(store_index_parse(&ix, spec, err, sizeof(err)) == 0, "%s: %s", spec, err);
+	ck_ok(store_set_indexes(st, &ix, &created, &dropped));
+	ck_assert_uint_eq(created, want_created);
+	ck_assert_uint_eq(dropped, want_dropped);
+	store_indexes_free(&ix);
+}
+
+/* sched_switch rows with prev_pid @pid, in (ts, rowid) order, by SQLite alone. */
+static struct rows *reference_pid(int64_t pid)
+{
+	struct rows *rs = calloc(1, sizeof(*rs));
+	sqlite3 *db = raw_open();
+	sqlite3_stmt *stmt = NULL;
+
+	ck_assert_ptr_nonnull(rs);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT rowid, ts FROM ev_sched_sched_switch"
+					    " NOT INDEXED WHERE prev_pid = ? ORDER BY ts, rowid",
+					    -1, &stmt, NULL), SQLITE_OK);
+	sqlite3_bind_int64(stmt, 1, pid);
+	while (sqlite3_step(stmt) == SQLITE_ROW) {
+		ck_assert_uint_lt(rs->n, MAX_EVENTS);
+		rs->rowid[rs->n] = (uint64_t)sqlite3_column_int64(stmt, 0);
+		rs->ts[rs->n++] = sqlite3_column_int64(stmt, 1);
+	}
+	sqlite3_finalize(stmt);
+	sqlite3_close(db);
+	return rs;
+}
+
+/* Pages of @limit rows of prev_pid == @b->i in @win against @ref; then the count. */
+static void check_eq_window(const struct store_schema *sc, const struct rows *ref,
+			    const struct store_bind *b, const struct store_window *win,
+			    size_t limit)
+{
+	struct rows *page = calloc(1, sizeof(*page));
+	size_t want = 0, k = 0;
+	int64_t after_ts = 0;
+	uint64_t after_rowid = 0, n = 0;
+	int got;
+
+	page->sc = sc;
+	page->want_pid = b->i;
+	for (size_t i = 0; i < ref->n; i++)
+		want += ref->ts[i] >= win->from_ts && ref->ts[i] < win->to_ts;
+	do {
+		got = store_select(st, sc, "\"prev_pid\" = ?", b, 1, win, after_ts, after_rowid,
+				   limit, rows_cb, page);
+		ck_assert_int_ge(got, 0);
+		if (got) {
+			after_ts = page->ts[page->n - 1];
+			after_rowid = page->rowid[page->n - 1];
+		}
+	} while (limit && (size_t)got == limit);
+	ck_assert_uint_eq(page->n, want);
+	for (size_t i = 0; i < ref->n; i++)
+		if (ref->ts[i] >= win->from_ts && ref->ts[i] < win->to_ts) {
+			ck_assert_uint_eq(page->rowid[k], ref->rowid[i]);
+			ck_assert_int_eq(page->ts[k++], ref->ts[i]);
+		}
+	ck_ok(store_count(st, sc, "\"prev_pid\" = ?", b, 1, win, &n));
+	ck_assert_uint_eq(n, want);
+	free(page);
+}
+
+/*
+ * A select that promises prev_pid == X reads the field index: its pages,
+ * windows and counts are SQLite's own ORDER BY over the matching rows, and
+ * they stay so with the time blocks gone (which the block path needs: it
+ * then finds nothing, so the index path is the one that ran).
+ */
+START_TEST(test_field_index)
+{
+	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct store_bind b = { .kind = DECODE_SIGNED, .i = seen.prev_pid[seen.n[0] / 2],
+				.eq_column = "prev_pid" };
+	struct store_bind plain = b;
+	static const size_t limits[] = { 1, 7, 100, 0 };
+	struct rows *ref, *got = calloc(1, sizeof(*got));
+	sqlite3 *db;
+	int64_t mid;
+
+	set_indexes("sched:sched_switch prev_pid, next_pid", 2, 0);
+	ck_assert_int_eq(ix_count("ix:ev_sched_sched_switch:*"), 2);
+	set_indexes("sched:sched_switch prev_pid", 0, 1);	/* next_pid goes */
+	ck_assert_int_eq(ix_count("ix:ev_sched_sched_switch:next_pid"), 0);
+	reinsert_unbatched();	/* rows after the index was made are in it too */
+	ref = reference_pid(b.i);
+	ck_assert_uint_ge(ref->n, 4);
+	mid = ref->ts[ref->n / 2];
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+			check_eq_window(sc, ref, &b, &(struct store_window){ INT64_MIN, INT64_MAX },
+					limits[i]);
+			check_eq_window(sc, ref, &b, &(struct store_window){ mid, INT64_MAX },
+					limits[i]);
+			check_eq_window(sc, ref, &b, &(struct store_window){ ref->ts[0] + 1, mid },
+					limits[i]);
+		}
+		if (pass)
+			break;
+		db = raw_open();
+		ck_assert_int_eq(sqlite3_exec(db, "DELETE FROM ts_blocks", NULL, NULL, NULL),
+				 SQLITE_OK);
+		sqlite3_close(db);
+	}
+	plain.eq_column = NULL;	/* no promise: the (now empty) blocks */
+	got->sc = sc;
+	got->want_pid = b.i;
+	ck_assert_int_eq(store_select(st, sc, "\"prev_pid\" = ?", &plain, 1, NULL, 0, 0, 10,
+				      rows_cb, got), 0);
+	set_indexes("none", 0, 1);
+	ck_assert_int_eq(ix_count("ix:*"), 0);
+	free(got);
+	free(ref);
+	store_schema_free(sc);
+}
+END_TEST
+
+/* Indexes named before their table or column exists come with it. */
+START_TEST(test_field_index_later)
+{
+	char *fmt = evolved_format();
+	struct decoder *d2;
+	const struct decode_type *t2;
+	struct store_type *st2;
+
+	set_indexes("sched:sched_w* pid", 1, 0);	/* sched_wakeup's pid */
+	set_indexes("sched pid extra_field", 0, 0);	/* kept; no extra_field yet */
+	ck_assert_int_eq(ix_count("ix:ev_sched_sched_wakeup:pid"), 1);
+	ck_assert_int_eq(decoder_new(&cap.hello, &d2), 0);
+	ck_assert_int_eq(decoder_format(d2, "sched", "sched_switch", fmt, strlen(fmt), &t2), 0);
+	ck_ok(store_type(st, t2, fmt, &st2));
+	ck_assert_int_eq(ix_count("ix:ev_sched_sched_switch:extra_field"), 1);
+	decoder_free(d2);
+	free(fmt);
+}
+END_TEST
+
+START_TEST(test_index_parse)
+{
+	static const struct {
+		const char *spec;
+		int ret;
+		size_t n;
+	} cases[] = {
+		{ "sched:sched_switch prev_pid", 0, 1 },
+		{ "  sched:sched_switch prev_pid,next_pid  ", 0, 2 },
+		{ "sched prev_pid next_pid,, pid", 0, 3 },
+		{ "*:sys_* id", 0, 1 },
+		{ "none", 0, 0 },
+		{ " none ", 0, 0 },
+		{ "", TC_ERR_CONFIG, 0 },
+		{ "sched:sched_switch", TC_ERR_CONFIG, 0 },
+		{ "sched: prev_pid", TC_ERR_CONFIG, 0 },
+		{ ":x prev_pid", TC_ERR_CONFIG, 0 },
+		{ "a:b:c prev_pid", TC_ERR_CONFIG, 0 },
+		{ "sched:sched_switch prev-pid", TC_ERR_CONFIG, 0 },
+		{ "sched:sched_switch \"pid\"", TC_ERR_CONFIG, 0 },
+		{ "sched;drop pid", TC_ERR_CONFIG, 0 },
+		{ "sched:x pid\n", TC_ERR_CONFIG, 0 },
+	};
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		struct store_indexes ix = { 0 };
+		char err[256] = "";
+		int ret = store_index_parse(&ix, cases[k].spec, err, sizeof(err));
+
+		ck_assert_msg(ret == cases[k].ret, "'%s': %d (%s)", cases[k].spec, ret, err);
+		ck_assert_uint_eq(ix.n, cases[k].n);
+		if (ret)
+			ck_assert_msg(strstr(err, "SYSTEM[:EVENT] FIELD"), "'%s': %s",
+				      cases[k].spec, err);
+		store_indexes_free(&ix);
+	}
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
 	Suite *s = suite_create("store");
@@ -1178,6 +1380,9 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_retention_blocks);
 	tcase_add_test(tc, test_migrate_ts_index);
 	tcase_add_test(tc, test_wide_batches);
+	tcase_add_test(tc, test_field_index);
+	tcase_add_test(tc, test_field_index_later);
+	tcase_add_test(tc, test_index_parse);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -2,6 +2,8 @@
  * fuzz_config.c - libFuzzer target for the config-file parser: any input
  * is either parsed or rejected with a "NAME:LINE:COL: message" error, and
  * every setting it yields has a well-formed key and no control characters.
+ * Every value also goes through the "index" setting's parser, which takes
+ * it or says why not, and yields only names it can quote.
  */
 #include "config.h"
 
@@ -11,6 +13,7 @@
 
 #include "common/config_file.h"
 #include "common/tc_error.h"
+#include "server/store.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -24,6 +27,21 @@ static void check_entry(const struct config_entry *e)
 	for (c = e->value; *c; c++)
 		if (((unsigned char)*c < 0x20 && *c != '\t') || *c == 0x7f)
 			abort();
+}
+
+static void check_index(const char *value)
+{
+	struct store_indexes ix = { 0 };
+	char err[256] = "";
+	int rc = store_index_parse(&ix, value, err, sizeof(err));
+
+	if (rc < 0 && (rc != TC_ERR_CONFIG || !err[0] || ix.n))
+		abort();
+	for (size_t i = 0; i < ix.n; i++)
+		if (!*ix.v[i].system || !*ix.v[i].event || !*ix.v[i].field ||
+		    strpbrk(ix.v[i].field, " \t,:\"") || strpbrk(ix.v[i].system, " \t\":"))
+			abort();
+	store_indexes_free(&ix);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -40,8 +58,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		return 0;
 	}
-	for (i = 0; i < l.count; i++)
+	for (i = 0; i < l.count; i++) {
 		check_entry(&l.items[i]);
+		check_index(l.items[i].value);
+	}
 	config_list_free(&l);
 	return 0;
 }

@@ -6,8 +6,9 @@
  * plus one whose prev_comm is STRING, and filter_to_sql().  The SQL is run
  * against the same rows in an in-memory SQLite database and must select
  * exactly the rows filter_eval() matched (skipped for non-ASCII input, where
- * byte and UTF-8 globbing legitimately differ; see filter.h).  The whole
- * input also goes through query_parse() and filter_error_format().
+ * byte and UTF-8 globbing legitimately differ; see filter.h), and every
+ * row it matched must hold each `FIELD == value` that filter_sql.eq lists.
+ * The whole input also goes through query_parse() and filter_error_format().
  *
  * Sources: tests/fuzz/fuzz_filter.c common/filter.c common/query.c
  *          common/tc_error.c; libs: -lsqlite3.
@@ -150,6 +151,29 @@ static bool is_ascii(const char *s)
 	return true;
 }
 
+/* filter_sql.eq's promise: every row the filter matched (@mask) has field == bind. */
+static void check_eq(const struct filter_sql *s, uint64_t mask)
+{
+	for (size_t e = 0; e < s->neq; e++) {
+		int f = s->eq[e].field;
+		const struct filter_value *b = &s->binds[s->eq[e].bind];
+
+		if (f < 0 || f >= (int)ARRAY_SIZE(fields) || s->eq[e].bind >= s->nbinds)
+			abort();
+		for (size_t k = 0; k < ARRAY_SIZE(rows); k++) {
+			if (!(mask >> k & 1))
+				continue;
+			if (f == 5 ? b->kind != FILTER_STRING || strlen(rows[k].comm) != b->str.len ||
+				     memcmp(rows[k].comm, b->str.s, b->str.len) :
+				     b->kind == FILTER_STRING || rows[k].num[f] != b->i) {
+				fprintf(stderr, "row %zu matched but %s != bind %zu\n", k,
+					fields[f].name, s->eq[e].bind);
+				abort();
+			}
+		}
+	}
+}
+
 static void run_filter(const char *text, const char *comm)
 {
 	struct filter_error err;
@@ -172,6 +196,7 @@ static void run_filter(const char *text, const char *comm)
 	}
 	if (filter_to_sql(f, column, NULL, &s))
 		goto out;
+	check_eq(&s, mask);
 	if (is_ascii(text) && is_ascii(comm)) {
 		db_fill();
 		if (db_select(&s) != mask) {
