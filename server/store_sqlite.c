@@ -1382,7 +1382,7 @@ static int sq_type_insert(struct store *s, struct store_type *st, const struct d
 	struct sq_buf b = { 0 }, v = { 0 };
 	int n = SQ_FIXED_COLS, ret;
 
-	buf_str(&b, "INSERT INTO ");
+	buf_str(&b, "INSERT OR FAIL INTO ");	/* see sq_batch_exec() */
 	sq_ident(&b, table);
 	buf_str(&b, " (host_id, cpu, ts, trace_ts");
 	buf_str(&v, "?, ?, ?, ?");
@@ -1581,6 +1581,13 @@ static int sq_block_put(sqlite3 *db, sqlite3_stmt *st, const struct store_type *
 /*
  * Insert batch @b (a full one with the multi-row statement, else row by
  * row) and its block.
+ *
+ * The INSERTs are OR FAIL: a failing row leaves the rows before it in
+ * place instead of undoing its statement. That undo is never needed (a
+ * failed INSERT fails the whole transaction, see sq_writer_fail()), and
+ * keeping it made SQLite copy every page a multi-row INSERT touched to a
+ * statement journal first: with one field index, more bytes than the rows
+ * themselves.
  */
 static int sq_batch_exec(struct sq_store *q, const struct sq_batch *b)
 {
