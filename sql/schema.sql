@@ -95,6 +95,11 @@
 -- others to the rows they keep (rowid range included, so no block reaches
 -- past the table's largest rowid, which SQLite's next new rowid follows).
 -- Blocks are written in the transaction that inserts their rows.
+-- Field indexes (tracecollectd --index; not a migration, the collector
+-- keeps the set it is told at start): "ix:<table>:<column>" on (column,
+-- ts). A query whose filter requires `column == value` at its top (joined
+-- by && only) reads that index instead of the blocks: its rows come in
+-- (ts, rowid) order already, and a count needs no row at all.
 -- Migration 5 turns the rows of existing tables into blocks of 64
 -- consecutive rowids (not split by width: an old database's blocks may
 -- be wider) and drops their per-row "<table>_ts" indexes.
