@@ -1456,7 +1456,6 @@ static int sq_type_build(struct store *s, struct store_type *st, const struct de
 	int ret = sq_type_row(s, t, format, &type_id, &table);
 
 	st->type_id = type_id;
-
 	for (unsigned i = 0; i < t->nfields && ret == 0; i++)
 		ret = sq_type_field(s, type_id, table, &t->fields[i]);
 	if (ret == 0)
