@@ -2099,8 +2099,10 @@ struct sq_range {
 };
 
 /*
- * Whether @where names the comms join's "comm": a bare word outside double
- * quotes (the filter compiler quotes every field and binds every value).
+ * Whether @where names the comms join's "comm": the word, bare or in
+ * double quotes, in any case, outside a string literal (the filter
+ * compiler binds every value, so it writes none; skipping them is for any
+ * other caller).
  */
 static bool sq_reads_comm(const struct store_schema *sc, const char *where)
 {
@@ -2110,7 +2112,7 @@ static bool sq_reads_comm(const struct store_schema *sc, const char *where)
 		size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
 				     "0123456789");
 
-		if (n == 4 && !strncmp(p, "comm", 4))
+		if ((n == 4 && !strncasecmp(p, "comm", 4)) || !strncasecmp(p, "\"comm\"", 6))
 			return true;
 		if (*p == '"' || *p == '\'') {
 			const char *end = strchr(p + 1, *p);	/* "" inside: two names, fine */

@@ -275,6 +275,7 @@ START_TEST(test_markers_and_comm)
 	struct proto_cmdlines cls = { .count = 1, .items = &cl };
 	struct marker_rows m = { .sc = sc, .pid = cap.pid };
 	struct store_bind b = { .kind = DECODE_STRING, .s = "capture.sh", .len = 10 };
+	uint64_t count = 0;
 
 	strcpy(cl.comm, "capture.sh");
 	ck_ok(store_cmdlines(st, host, &cls));
@@ -284,6 +285,17 @@ START_TEST(test_markers_and_comm)
 	ck_assert_int_eq(store_select(st, sc, "\"buf\" LIKE 'tc-marker-%' AND comm = ?", &b, 1, NULL,
 				      0, 0, 0, marker_cb, &m), (int)cap.markers);
 	ck_assert_uint_eq(m.n, cap.markers);
+	/* a count joins comms only for a WHERE that reads comm, and then must */
+	ck_ok(store_count(st, sc, "\"buf\" LIKE 'tc-marker-%' AND comm = ?", &b, 1, NULL, &count));
+	ck_assert_uint_eq(count, cap.markers);
+	ck_ok(store_count(st, sc, "\"buf\" LIKE 'tc-marker-%' AND \"comm\" = ?", &b, 1, NULL,
+			  &count));
+	ck_assert_uint_eq(count, cap.markers);	/* quoted: the same column */
+	b.s = "nosuch";
+	b.len = 6;
+	ck_ok(store_count(st, sc, "comm = ?", &b, 1, &(struct store_window){ INT64_MIN, INT64_MAX },
+			  &count));
+	ck_assert_uint_eq(count, 0);
 	store_schema_free(sc);
 	/* sched_wakeup has a field named comm: it wins over the join */
 	sc = schema(st, "sched", "sched_wakeup");
