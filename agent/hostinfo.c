@@ -2,11 +2,11 @@
  * hostinfo.c - host facts for the agent's HELLO and the trace clock /
  * CLOCK_REALTIME samples (see hostinfo.h).
  *
- * The agent sets its tracefs instance to the "mono" trace clock, which is
- * CLOCK_MONOTONIC, so a user-space clock_gettime() pair relates the event
- * timestamps to wall-clock time. (The design's later choice on x86 is
- * "x86-tsc", shared with the user-space ring buffer; the sample then reads
- * the TSC instead.)
+ * The agent's tracefs instance runs on the "x86-tsc" trace clock where
+ * the TSC is invariant (cheapest for the traced CPUs: no clocksource read
+ * per event), else on "mono", which is CLOCK_MONOTONIC. A sample pairs that
+ * clock, in ns, with CLOCK_REALTIME: for the TSC through the conversion
+ * the agent sends in its HELLO (ring_clock.c), for mono directly.
  */
 #include "config.h"
 
@@ -98,10 +98,20 @@ static int64_t ts_ns(const struct timespec *ts)
 	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
 }
 
-int hostinfo_clock_sample(struct proto_clock *out)
+int hostinfo_clock_sample(struct proto_clock *out, const struct ring_clock_conv *tsc)
 {
 	struct timespec m1, rt, m2;
+	uint64_t a, b;
 
+	if (tsc) {
+		a = ring_clock_now(RING_CLOCK_TSC);
+		if (clock_gettime(CLOCK_REALTIME, &rt) < 0)
+			return -errno;
+		b = ring_clock_now(RING_CLOCK_TSC);
+		out->trace_ns = ring_clock_to_ns(tsc, a + (b - a) / 2);
+		out->realtime_ns = ts_ns(&rt);
+		return 0;
+	}
 	if (clock_gettime(CLOCK_MONOTONIC, &m1) < 0 ||
 	    clock_gettime(CLOCK_REALTIME, &rt) < 0 ||
 	    clock_gettime(CLOCK_MONOTONIC, &m2) < 0)

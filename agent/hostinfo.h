@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/ring.h"
 #include "proto/msg.h"
 
 #define HOSTINFO_STR_MAX	256
@@ -37,13 +38,17 @@ struct hostinfo {
 int hostinfo_get(const char *name, struct hostinfo *out);
 
 /*
- * hostinfo_clock_sample - pair CLOCK_MONOTONIC (the "mono" trace clock) with
- * CLOCK_REALTIME: reads mono, realtime, mono and reports the midpoint of the
- * two mono readings, so the pair's error is at most half their distance.
+ * hostinfo_clock_sample - pair the trace clock with CLOCK_REALTIME: reads
+ * the trace clock, realtime, the trace clock again and reports the midpoint
+ * of the two trace clock readings, so the pair's error is at most half
+ * their distance. The trace clock is CLOCK_MONOTONIC (the "mono" trace
+ * clock) when @tsc is NULL, else the TSC (the "x86-tsc" trace clock)
+ * converted to ns with @tsc, as the collector converts the events' TSC:
+ * each sample then also corrects the conversion's drift.
  *
  * Return: 0 and *@out; -errno from clock_gettime(). *@out only on success.
  */
-int hostinfo_clock_sample(struct proto_clock *out);
+int hostinfo_clock_sample(struct proto_clock *out, const struct ring_clock_conv *tsc);
 
 /*
  * hostinfo_read_line - read the first line of the text file @path into

@@ -59,6 +59,7 @@
 #define BACKOFF_MIN_MS		100
 #define BACKOFF_MAX_MS		10000
 #define FULL_WAIT_MS		20	/* spool full: look for ACKs this often */
+#define TSC_CALIBRATE_US	100000	/* TSC against CLOCK_MONOTONIC: 100 ms */
 #define EXIT_RUNTIME		1
 #define EXIT_USAGE		2
 
@@ -91,12 +92,15 @@ struct opts {
 	bool insecure_plain;		/* plain TCP to a loopback collector */
 	bool no_pushdown;		/* refuse the collector's filters */
 	bool per_cpu_conns;		/* --connections per-cpu */
+	const char *trace_clock;	/* --trace-clock: "auto", "mono", "x86-tsc" */
 };
 
 struct agent {
 	struct opts o;
 	struct hostinfo hi;
 	struct tracing *t;
+	struct ring_clock_conv tsc;	/* the instance's TSC in ns ("x86-tsc") */
+	bool tsc_clock;			/* the instance runs on "x86-tsc" */
 	struct reader *r;
 	struct ship *s;			/* NULL while disconnected */
 	struct ship **data;		/* --connections per-cpu: one per CPU,
@@ -222,6 +226,14 @@ static void help(void)
 "                           and ships its pages and formats while connected\n"
 "                           (default " UBUF_DEFAULT_DIR ")\n"
 "      --no-user            do not look for traced programs\n"
+"      --trace-clock auto|mono|x86-tsc\n"
+"                           the instance's trace clock. x86-tsc stamps each\n"
+"                           event with the TSC (cheapest for the traced CPUs);\n"
+"                           the agent measures its rate against\n"
+"                           CLOCK_MONOTONIC at start and the collector\n"
+"                           converts. auto (default): x86-tsc where the CPU\n"
+"                           has an invariant TSC (constant_tsc and\n"
+"                           nonstop_tsc) and the kernel offers it, else mono\n"
 "      --no-pushdown        do not offer the collector to set its filters on\n"
 "                           this agent's instance (by default the agent\n"
 "                           offers it and the kernel then drops, before\n"
@@ -248,8 +260,8 @@ static void help(void)
 "  -V, --version            show the version and exit\n"
 "\n"
 "The collector's certificate must match HOST (its IP address when HOST is\n"
-"one). The instance uses the \"mono\" trace clock. Needs root and a writable\n"
-"tracefs (/sys/kernel/tracing). The first connection must succeed; after\n"
+"one). Needs root and a writable tracefs (/sys/kernel/tracing). The first\n"
+"connection must succeed; after\n"
 "that a lost collector is reconnected with exponential backoff and jitter\n"
 "and every page it has not acknowledged is sent again (it drops the ones\n"
 "it already stored). Exit status: 0 success, 1 runtime failure (also when\n"
@@ -327,7 +339,7 @@ enum { OPT_CERT = 256, OPT_KEY, OPT_CA, OPT_INSTANCE, OPT_NAME,
        OPT_SPOOL_MEM_MB,
        OPT_SPOOL_DISK_MB, OPT_ACK_TIMEOUT_MS, OPT_DRAIN_S, OPT_READ_MODE,
        OPT_USER_DIR, OPT_NO_USER, OPT_FTRACE_FILTER, OPT_EXEC, OPT_INSECURE_PLAIN,
-       OPT_NO_PUSHDOWN, OPT_CONNECTIONS };
+       OPT_NO_PUSHDOWN, OPT_CONNECTIONS, OPT_TRACE_CLOCK };
 
 static const struct option long_opts[] = {
 	{ "connect", required_argument, NULL, 'c' },
@@ -355,6 +367,7 @@ static const struct option long_opts[] = {
 	{ "exec", no_argument, NULL, OPT_EXEC },
 	{ "insecure-plain", no_argument, NULL, OPT_INSECURE_PLAIN },
 	{ "connections", required_argument, NULL, OPT_CONNECTIONS },
+	{ "trace-clock", required_argument, NULL, OPT_TRACE_CLOCK },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -477,6 +490,12 @@ static int opt_one(struct opts *o, int c, const char *arg)
 			return usage_error("--connections wants one or per-cpu, "
 					   "not '%s'", arg);
 		o->per_cpu_conns = !strcmp(arg, "per-cpu");
+		return 0;
+	case OPT_TRACE_CLOCK:
+		if (strcmp(arg, "auto") && strcmp(arg, "mono") && strcmp(arg, "x86-tsc"))
+			return usage_error("--trace-clock wants auto, mono or x86-tsc, "
+					   "not '%s'", arg);
+		o->trace_clock = arg;
 		return 0;
 	case OPT_READ_MODE:
 		if (!strcmp(arg, "auto"))
@@ -624,6 +643,48 @@ static int set_subbuf(struct agent *a, char *why, size_t len)
 	return 0;
 }
 
+/* Whether /proc/cpuinfo says the TSC runs at one rate, also in idle states. */
+static bool tsc_invariant(void)
+{
+	char line[4096];
+	bool ok = false;
+	FILE *f = fopen("/proc/cpuinfo", "re");
+
+	while (f && !ok && fgets(line, sizeof(line), f))
+		ok = !strncmp(line, "flags", 5) && strstr(line, " constant_tsc") &&
+		     strstr(line, " nonstop_tsc");
+	if (f)
+		fclose(f);
+	return ok;
+}
+
+/*
+ * --trace-clock: "x86-tsc" (asked, or auto with an invariant TSC) when the
+ * kernel takes it and the TSC's rate can be measured; else the instance
+ * keeps "mono", and says why when x86-tsc was asked for.
+ */
+static int setup_clock(struct agent *a)
+{
+	const char *want = a->o.trace_clock ? a->o.trace_clock : "auto";
+	char why[512];
+	int ret;
+
+	if (!strcmp(want, "mono") || (!strcmp(want, "auto") && !tsc_invariant()))
+		return 0;
+	ret = ring_clock_calibrate(TSC_CALIBRATE_US, &a->tsc);
+	if (ret < 0)
+		snprintf(why, sizeof(why), "cannot measure the TSC's rate: %s",
+			 tc_strerror(ret));
+	else
+		ret = tracing_set_clock(a->t, "x86-tsc", why, sizeof(why));
+	a->tsc_clock = ret == 0;
+	if (ret < 0 && !strcmp(want, "x86-tsc"))
+		return fail(a, ret, "--trace-clock x86-tsc: %s", why);
+	if (ret < 0)
+		log_info("trace clock mono: %s", why);
+	return 0;
+}
+
 /* Create the instance and enable the requested events. */
 static int setup_tracing(struct agent *a)
 {
@@ -637,6 +698,9 @@ static int setup_tracing(struct agent *a)
 		ret = set_subbuf(a, why, sizeof(why));
 	if (ret < 0)
 		return fail(a, ret, "%s", why);
+	ret = setup_clock(a);
+	if (ret < 0)
+		return ret;
 	for (i = 0; i < a->o.nevents; i++) {
 		ret = tracing_enable(a->t, a->o.events[i], why, sizeof(why));
 		if (ret < 0)
@@ -657,7 +721,9 @@ static int send_hello(struct agent *a, struct ship *s)
 		.version = PROTO_VERSION,
 		.host = a->hi.host, .machine_id = a->hi.machine_id,
 		.boot_id = a->hi.boot_id, .kernel = a->hi.kernel,
-		.trace_clock = (char *)TRACING_CLOCK,
+		.trace_clock = (char *)tracing_clock(a->t),
+		.tsc0 = a->tsc.tsc0, .tsc_mono0 = a->tsc.mono0,
+		.tsc_mult = a->tsc.mult, .tsc_shift = a->tsc.shift,
 		.ncpus = (uint32_t)tracing_ncpus(a->t),
 		.page_size = tracing_page_size(a->t),
 		.long_size = a->hi.long_size, .big_endian = a->hi.big_endian,
@@ -668,7 +734,7 @@ static int send_hello(struct agent *a, struct ship *s)
 	char why[512];
 	int ret;
 
-	ret = hostinfo_clock_sample(&h.clock);
+	ret = hostinfo_clock_sample(&h.clock, a->tsc_clock ? &a->tsc : NULL);
 	if (ret < 0)
 		return fail(a, ret, "cannot read the clocks: %s",
 			    tc_strerror(ret));
@@ -871,7 +937,7 @@ static void send_periodic(struct agent *a)
 
 	if (!a->s)
 		return;
-	ret = hostinfo_clock_sample(&m.clock);
+	ret = hostinfo_clock_sample(&m.clock, a->tsc_clock ? &a->tsc : NULL);
 	if (ret == 0)
 		ret = ship_msg(a->s, &m);
 	if (ret == 0)
@@ -1198,6 +1264,8 @@ static int user_open(struct agent *a)
 	if (a->o.no_user)
 		return 0;
 	ret = ubuf_new(a->o.user_dir, &a->u);
+	if (ret == 0 && a->tsc_clock)
+		ubuf_set_conv(a->u, &a->tsc);
 	if (ret < 0 && a->o.user_dir)
 		return fail(a, ret, "--user-dir %s: %s", a->o.user_dir,
 			    tc_strerror(ret));

@@ -35,6 +35,7 @@ struct tracing {
 	size_t nevents;
 	int ncpus;
 	uint32_t page_size;
+	const char *clock;	/* the trace clock set; NULL: TRACING_CLOCK */
 };
 
 /* errno after a failed libtracefs call, or TC_ERR_TRACEFS when it set none. */
@@ -155,6 +156,26 @@ static int instance_create(const char *name, struct tracefs_instance **out,
 	}
 	*out = inst;
 	return 0;
+}
+
+int tracing_set_clock(struct tracing *t, const char *clock, char *err, size_t errlen)
+{
+	int ret;
+
+	errno = 0;
+	if (tracefs_instance_file_write(t->inst, "trace_clock", clock) < 0) {
+		ret = tracefs_err();
+		tc_seterr(err, errlen, "tracefs instance %s: cannot set trace_clock %s: %s",
+			  tracefs_instance_get_name(t->inst), clock, tc_strerror(ret));
+		return ret;
+	}
+	t->clock = clock;
+	return 0;
+}
+
+const char *tracing_clock(const struct tracing *t)
+{
+	return t->clock ? t->clock : TRACING_CLOCK;
 }
 
 int tracing_open(const char *name, size_t buffer_kb, struct tracing **out,

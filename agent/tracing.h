@@ -44,6 +44,18 @@ int tracing_open(const char *name, size_t buffer_kb, struct tracing **out,
 		 char *err, size_t errlen);
 
 /*
+ * tracing_set_clock - set the instance's trace clock to @clock (a name
+ * from its trace_clock file, e.g. "x86-tsc"; a string that outlives @t).
+ * On failure the clock stays what it was and @err says why.
+ *
+ * Return: 0; -errno or TC_ERR_TRACEFS.
+ */
+int tracing_set_clock(struct tracing *t, const char *clock, char *err, size_t errlen);
+
+/* tracing_clock - the instance's trace clock (TRACING_CLOCK until set). */
+const char *tracing_clock(const struct tracing *t);
+
+/*
  * tracing_set_subbuf - set the instance's sub-buffer (page) size to @kb
  * KiB (buffer_subbuf_size_kb, Linux >= 6.8; the kernel rounds it up to a
  * power-of-two number of pages and keeps the buffer size). Call it before

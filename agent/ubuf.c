@@ -143,6 +143,12 @@ static int send_formats(struct ubuf_prog *p, const struct ubuf_ops *ops)
 	return ret < 0 ? ret : 0;
 }
 
+void ubuf_set_conv(struct ubuf *u, const struct ring_clock_conv *c)
+{
+	u->conv = *c;
+	u->have_conv = true;
+}
+
 static int announce(struct ubuf *u, struct ubuf_prog *p, const struct ubuf_ops *ops)
 {
 	struct proto_msg m = { .type = MSG_GROUP };

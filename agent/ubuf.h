@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/ring.h"
 #include "proto/msg.h"
 
 #define UBUF_DEFAULT_DIR	"/dev/shm"
@@ -37,6 +38,13 @@ struct ubuf;
  * Return: 0 and *@out; -ENOMEM; -ENOENT/-ENOTDIR if @dir is no directory.
  */
 int ubuf_new(const char *dir, struct ubuf **out);
+
+/*
+ * ubuf_set_conv - convert programs' TSC stamps with @c (the kernel
+ * instance's, on "x86-tsc") instead of a conversion of the ubuf's own, so
+ * that both kinds of events of one TSC value get one time.
+ */
+void ubuf_set_conv(struct ubuf *u, const struct ring_clock_conv *c);
 
 /*
  * ubuf_scan - attach programs whose files appeared since the last scan

@@ -86,6 +86,10 @@ static const struct field hello_fields[] = {
 	F("realtime_ns", FK_I64, REQUIRED_V1, hello.clock.realtime_ns),
 	F("session", FK_U64, OPTIONAL, hello.session),
 	F("pushdown", FK_BOOL, OPTIONAL, hello.pushdown),
+	F("tsc0", FK_U64, OPTIONAL, hello.tsc0),
+	F("tsc_mono0", FK_U64, OPTIONAL, hello.tsc_mono0),
+	F("tsc_mult", FK_U32, OPTIONAL, hello.tsc_mult),
+	F("tsc_shift", FK_U32, OPTIONAL, hello.tsc_shift),
 };
 
 static const struct field welcome_fields[] = {

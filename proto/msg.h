@@ -68,6 +68,13 @@ struct proto_hello {
 	uint64_t session;	/* optional: this agent run's random id; 0 =
 				 * none (no dedup, no ACKs) */
 	bool pushdown;		/* optional: the agent takes MSG_FILTER */
+	/*
+	 * With trace_clock "x86-tsc" (required then): the events' TSC in ns,
+	 * ns = tsc_mono0 + ((tsc - tsc0) * tsc_mult >> tsc_shift), the domain
+	 * of clock.trace_ns.
+	 */
+	uint64_t tsc0, tsc_mono0;
+	uint32_t tsc_mult, tsc_shift;
 };
 
 struct proto_welcome {

@@ -403,6 +403,11 @@ static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_h
 
 	if (h->ncpus == 0 || h->ncpus > 65536)
 		return TC_ERR_MSG_MALFORMED;
+	s->tsc = !strcmp(h->trace_clock, "x86-tsc");
+	if (s->tsc && (!h->tsc_mult || h->tsc_shift > 63))
+		return TC_ERR_MSG_MALFORMED;	/* the TSC with no way to ns */
+	s->tsc_conv = (struct ring_clock_conv){ h->tsc0, h->tsc_mono0, h->tsc_mult,
+						h->tsc_shift };
 	s->cpus = calloc(h->ncpus, sizeof(*s->cpus));
 	s->host = strdup(h->host);
 	if (!s->cpus || !s->host)
@@ -525,7 +530,9 @@ struct page_ctx {
 /* The event's time in the host's trace clock (ns). */
 static uint64_t event_trace_ns(const struct page_ctx *p, uint64_t ts)
 {
-	return p->g && p->g->tsc ? ring_clock_to_ns(&p->g->conv, ts) : ts;
+	if (p->g)
+		return p->g->tsc ? ring_clock_to_ns(&p->g->conv, ts) : ts;
+	return p->s->tsc ? ring_clock_to_ns(&p->s->tsc_conv, ts) : ts;
 }
 
 static int sink_event(void *arg, const struct decode_event *ev)

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/ring.h"
 #include "proto/msg.h"
 #include "server/collector.h"
 #include "server/decode.h"
@@ -43,6 +44,8 @@ struct sink {
 	char *host;
 	uint64_t host_id;
 	int64_t clock_offset;		/* realtime - trace clock, ns */
+	bool tsc;			/* kernel pages in TSC ("x86-tsc"): tsc_conv */
+	struct ring_clock_conv tsc_conv;
 	uint32_t ncpus;
 	struct sink_cpu *cpus;
 	uint64_t pages, events, unknown;

@@ -575,13 +575,29 @@ START_TEST(test_clock_sample)
 	time_t now;
 
 	before = mono_ns();
-	ck_assert_int_eq(hostinfo_clock_sample(&c), 0);
+	ck_assert_int_eq(hostinfo_clock_sample(&c, NULL), 0);
 	after = mono_ns();
 	now = time(NULL);
 	ck_assert_uint_ge(c.trace_ns, before);
 	ck_assert_uint_le(c.trace_ns, after);
 	ck_assert_int_le(llabs((long long)(c.realtime_ns / 1000000000) -
 			       (long long)now), 1);
+}
+END_TEST
+
+/* Through a TSC conversion: CLOCK_MONOTONIC again, within a few us. */
+START_TEST(test_clock_sample_tsc)
+{
+	struct ring_clock_conv conv;
+	struct proto_clock c, m;
+
+	ck_assert_int_eq(ring_clock_calibrate(20000, &conv), 0);
+	usleep(50000);
+	ck_assert_int_eq(hostinfo_clock_sample(&c, &conv), 0);
+	ck_assert_int_eq(hostinfo_clock_sample(&m, NULL), 0);
+	/* the same offset to realtime, to the sampling error and the rate's */
+	ck_assert_int_le(llabs((c.realtime_ns - (int64_t)c.trace_ns) -
+			       (m.realtime_ns - (int64_t)m.trace_ns)), 20000);
 }
 END_TEST
 
@@ -672,6 +688,7 @@ static Suite *agent_suite(void)
 	tc = tcase_create("hostinfo");
 	tcase_add_test(tc, test_hostinfo);
 	tcase_add_test(tc, test_clock_sample);
+	tcase_add_test(tc, test_clock_sample_tsc);
 	tcase_add_test(tc, test_read_line);
 	suite_add_tcase(s, tc);
 	return s;

@@ -36,10 +36,12 @@ echo "collector: agents on $listen, queries on $query"
 # A workload that context-switches while the agent traces.
 ( for _ in $(seq 200); do sleep 0.005; done ) &
 workload=$!
+t_start=$(date +%s%N)
 "$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 3 \
 	--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" \
 	--name e2e-host --no-user --instance "tc-e2e-$$-a" > "$tmp/agent.out" 2> "$tmp/agent.err"
 agent_rc=$?
+t_end=$(date +%s%N)
 wait "$workload"
 cat "$tmp/agent.out"
 check "agent exits 0" '[ "$agent_rc" = 0 ] || { cat "$tmp/agent.err"; false; }'
@@ -63,6 +65,14 @@ n_json=$(traceq --format json "sched:sched_switch where prev_pid == 0" | grep -c
 check "json output: one object per row, same rows ($n_json)" '[ "$n_json" = "$rows" ]'
 check "json rows carry host, cpu and ts" \
 	'traceq --format json --limit 1 "sched_switch" | grep -q "\"host\":\"e2e-host\",\"cpu\":[0-9]*,\"ts\":[0-9]*"'
+# ts_within HOST FROM TO: every stored row of HOST has FROM <= ts <= TO (wall ns)
+ts_within() {
+	traceq --format json --host "$1" sched_switch |
+		sed -n 's/.*"ts":\([0-9]*\).*/\1/p' |
+		awk -v lo="$2" -v hi="$3" '$1 < lo || $1 > hi { bad++ } END { exit bad > 0 || NR == 0 }'
+}
+clock=$(sed -n 's/.*agent e2e-host (.*clock \([a-z0-9-]*\)).*/\1/p' "$tmp/collector.log")
+check "stored times lie within the run (trace clock $clock)" 'ts_within e2e-host "$t_start" "$t_end"'
 count_idle=$(traceq --count "sched_switch where prev_pid == 0")
 check "--count agrees with the rows ($count_idle)" '[ "$count_idle" = "$rows" ]'
 
@@ -89,6 +99,25 @@ check "nothing stored from the refused agent" '[ "$(traceq --count sched_switch)
 check "refused agent is not a known host" '! traceq --stats | grep -q rogue-host'
 check "stats list the traced host" 'traceq --stats | grep -q "host=e2e-host"'
 
+# The other trace clock gives wall-clock times too.
+other=mono
+[ "$clock" = mono ] && other=x86-tsc
+t_start=$(date +%s%N)
+"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 1 \
+	--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" \
+	--name e2e-clock --no-user --instance "tc-e2e-$$-c" --trace-clock "$other" \
+	> "$tmp/clock.out" 2> "$tmp/clock.err"; rc=$?
+t_end=$(date +%s%N)
+if [ "$rc" = 0 ]; then
+	check "with --trace-clock $other too" 'ts_within e2e-clock "$t_start" "$t_end"'
+else
+	# x86-tsc on a CPU or kernel without it: refused, and it says why
+	check "--trace-clock $other refused with a reason" \
+		'[ "$other" = x86-tsc ] && grep -q "trace-clock x86-tsc" "$tmp/clock.err"'
+fi
+"$top_builddir/traceagent" --connect "$listen" --trace-clock sundial 2> "$tmp/clock.err"; rc=$?
+check "a bad --trace-clock exits 2" '[ "$rc" = 2 ] && grep -q "auto, mono or x86-tsc" "$tmp/clock.err"'
+
 # Errors the user sees.
 traceq "sched_switch where nosuch == 1" 2> "$tmp/err.txt"; rc=$?
 cat "$tmp/err.txt"
@@ -102,8 +131,10 @@ check "syntax error exits 2" '[ "$rc" = 2 ]'
 check "unreachable collector exits 1 and says so" '[ "$rc" = 1 ] && grep -q "cannot reach" "$tmp/unreach.txt"'
 
 check "no tracefs instance left behind" \
-	'[ ! -e "$tracing/instances/tc-e2e-$$-a" ] && [ ! -e "$tracing/instances/tc-e2e-$$-b" ]'
+	'[ ! -e "$tracing/instances/tc-e2e-$$-a" ] && [ ! -e "$tracing/instances/tc-e2e-$$-b" ] &&
+	 [ ! -e "$tracing/instances/tc-e2e-$$-c" ]'
 
+traceq "sched_switch where prev_pid == 0" > "$tmp/idle_all.txt"
 kill "$collector_pid"; wait "$collector_pid"; rc=$?
 collector_pid=
 check "collector exits 0 on SIGTERM" '[ "$rc" = 0 ]'
@@ -118,7 +149,7 @@ tc_start_collector --index none
 check "--index none drops the indexes built before" \
 	'grep -q "field indexes: 0 named, 0 built and 2 dropped" "$tmp/collector.log"'
 check "the same rows without them" \
-	'traceq "sched_switch where prev_pid == 0" | cmp -s - "$tmp/idle.txt"'
+	'traceq "sched_switch where prev_pid == 0" | cmp -s - "$tmp/idle_all.txt"'
 kill "$collector_pid"; wait "$collector_pid"; collector_pid=
 
 if [ "$failed" != 0 ]; then

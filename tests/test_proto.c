@@ -128,7 +128,7 @@ static struct proto_msg sample(enum proto_msg_type type)
 			PROTO_VERSION, "host-a.example", "0123456789abcdef",
 			"9f0e-boot", "6.18.0-1-amd64", "x86-tsc", 64, 4096, 8,
 			true, { UINT64_MAX - 1, -1234567890123ll },
-			0x0123456789abcdefull, true,
+			0x0123456789abcdefull, true, UINT64_MAX - 7, 1ull << 50, 2863311531u, 31,
 		};
 		break;
 	case MSG_WELCOME:
@@ -206,6 +206,10 @@ static void hello_eq(const struct proto_hello *a, const struct proto_hello *b)
 	ck_assert_int_eq(a->clock.realtime_ns, b->clock.realtime_ns);
 	ck_assert_uint_eq(a->session, b->session);
 	ck_assert_int_eq(a->pushdown, b->pushdown);
+	ck_assert_uint_eq(a->tsc0, b->tsc0);
+	ck_assert_uint_eq(a->tsc_mono0, b->tsc_mono0);
+	ck_assert_uint_eq(a->tsc_mult, b->tsc_mult);
+	ck_assert_uint_eq(a->tsc_shift, b->tsc_shift);
 }
 
 static void cmdlines_eq(const struct proto_cmdlines *a,
@@ -730,6 +734,12 @@ START_TEST(test_msg_filter_optional)
 	repack(&m, "pushdown", NULL, 0, NULL, 0, &sb);
 	ck_assert_int_eq(proto_msg_decode(sb.data, sb.size, &back), 0);
 	ck_assert(!back.hello.pushdown);
+	proto_msg_free(&back);
+	msgpack_sbuffer_destroy(&sb);
+	repack(&m, "tsc_mult", NULL, 0, NULL, 0, &sb);	/* the collector refuses it */
+	ck_assert_int_eq(proto_msg_decode(sb.data, sb.size, &back), 0);
+	ck_assert_uint_eq(back.hello.tsc_mult, 0);
+	ck_assert_uint_eq(back.hello.tsc0, m.hello.tsc0);
 	proto_msg_free(&back);
 	msgpack_sbuffer_destroy(&sb);
 	m = sample(MSG_FILTER_STATUS);
