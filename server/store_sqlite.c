@@ -38,10 +38,11 @@
 #include "sql/schema.h"
 
 #define SQ_FIXED_COLS 4		/* host_id, cpu, ts, trace_ts */
-#define SQ_BATCH_ROWS	64	/* rows per multi-row INSERT, at most */
-#define SQ_ARENA	(32u << 10)	/* bytes of strings and blobs per batch */
-#define SQ_INFLIGHT	32		/* batches handed to the writer thread, at most */
-#define SQ_WAKE		8		/* batches queued that wake an idle writer */
+#define SQ_BATCH_ROWS	512	/* rows per multi-row INSERT, at most */
+#define SQ_BLOCK_ROWS	64	/* rows per ts_blocks row, at most */
+#define SQ_ARENA	(256u << 10)	/* bytes of strings and blobs per batch */
+#define SQ_INFLIGHT	4		/* batches handed to the writer thread, at most */
+#define SQ_WAKE		1		/* batches queued that wake an idle writer */
 #define SQ_CKPT_FRAMES	1000		/* WAL frames that start a checkpoint */
 #define SQ_WAL_FRAMES	16384		/* WAL frames a commit waits below */
 #define SQ_MIGRATION_BLOCKS 5		/* 0005-ts-blocks.sql */
@@ -50,7 +51,7 @@
 
 /*
  * One value of a pending row: an integer, or bytes in the type's arena.
- * 16 bytes: a batch of 64 rows of a wide type stays a few KiB.
+ * 16 bytes: a batch of 512 rows of a wide type stays under 100 KiB.
  */
 struct sq_val {
 	enum decode_kind kind;
@@ -106,6 +107,8 @@ struct store_type {
 	unsigned ncols;		/* parameters per row */
 	unsigned rows;		/* rows of insert_n; < 2: no batching */
 	sqlite3_stmt *insert_n;	/* the multi-row INSERT (rows > 1) */
+	unsigned brows;		/* rows of insert_b: min(rows, SQ_BLOCK_ROWS) */
+	sqlite3_stmt *insert_b;	/* for partial batches (brows > 1; may be insert_n) */
 	struct sq_batch *cur;	/* rows gathering; NULL: none */
 	struct sq_val *scratch;	/* one row being decoded */
 	int64_t type_id;	/* its event_types row, the key of its ts_blocks */
@@ -457,6 +460,8 @@ static void sq_batch_free(struct sq_batch *b)
 static void sq_type_free(struct store_type *t)
 {
 	sqlite3_finalize(t->insert);
+	if (t->insert_b != t->insert_n)
+		sqlite3_finalize(t->insert_b);
 	sqlite3_finalize(t->insert_n);
 	free(t->values);
 	free(t->head);
@@ -1361,19 +1366,31 @@ static int sq_ix_usable(struct store *s, const struct store_schema *sc,
 }
 
 /* INSERT INTO "table" (host_id, cpu, ts, trace_ts, "f1", ...) VALUES (?, ...) */
-static int sq_batch_prepare(struct store *s, struct store_type *t);
+static int sq_batch_prepare(struct store *s, struct store_type *t, unsigned rows,
+			    sqlite3_stmt **st);
 
-/* Size the type's batches, prepare the multi-row INSERT, a scratch row. */
+/*
+ * Size the type's batches, prepare the multi-row INSERTs (a full batch's,
+ * and one of a block's rows for what a partial batch holds), a scratch row.
+ */
 static int sq_batch_init(struct store *s, struct store_type *st)
 {
 	int limit = sqlite3_limit(sq(s)->db, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
 	unsigned rows = (unsigned)limit / st->ncols;
+	int ret = 0;
 
 	st->rows = rows < SQ_BATCH_ROWS ? rows : SQ_BATCH_ROWS;
+	st->brows = st->rows < SQ_BLOCK_ROWS ? st->rows : SQ_BLOCK_ROWS;
 	st->scratch = calloc(st->ncols, sizeof(*st->scratch));
 	if (!st->scratch)
 		return -ENOMEM;
-	return st->rows > 1 ? sq_batch_prepare(s, st) : 0;
+	if (st->rows > 1)
+		ret = sq_batch_prepare(s, st, st->rows, &st->insert_n);
+	if (ret == 0 && st->brows > 1 && st->brows < st->rows)
+		ret = sq_batch_prepare(s, st, st->brows, &st->insert_b);
+	else if (ret == 0)
+		st->insert_b = st->insert_n;
+	return ret;
 }
 
 static int sq_type_insert(struct store *s, struct store_type *st, const struct decode_type *t,
@@ -1547,7 +1564,8 @@ static int sq_block_row(sqlite3_stmt *st, int64_t type_id, int64_t lo, int64_t h
  * Record the @n rows of @t just inserted in blocks of its time index:
  * their rowids are the @n up to the last one inserted (the store is the
  * only writer, and SQLite gives a new row the largest rowid plus one),
- * their ts (column 2) are in @v. A row that would widen its block past
+ * their ts (column 2) are in @v. A block holds SQ_BLOCK_ROWS rows at
+ * most (a batch is several blocks). A row that would widen its block past
  * SQ_BLOCK_SPAN starts the next one, so a batch that mixes resent old
  * pages with new ones does not make every query of the type read further
  * back. Touches only the connection. Return: an SQLite result code.
@@ -1564,7 +1582,8 @@ static int sq_block_put(sqlite3 *db, sqlite3_stmt *st, const struct store_type *
 		int64_t ts = v[(size_t)r * t->ncols + 2].i;
 		int64_t a = ts < lo_ts ? ts : lo_ts, b = ts > hi_ts ? ts : hi_ts;
 
-		if (r > start && (uint64_t)b - (uint64_t)a > SQ_BLOCK_SPAN) {
+		if (r > start && (r - start == SQ_BLOCK_ROWS ||
+				  (uint64_t)b - (uint64_t)a > SQ_BLOCK_SPAN)) {
 			rc = sq_block_row(st, t->type_id, first + start, first + r - 1, lo_ts, hi_ts);
 			start = r;
 			a = b = ts;
@@ -1578,8 +1597,8 @@ static int sq_block_put(sqlite3 *db, sqlite3_stmt *st, const struct store_type *
 }
 
 /*
- * Insert batch @b (a full one with the multi-row statement, else row by
- * row) and its block.
+ * Insert batch @b (a full one with the multi-row statement; a partial
+ * one a block's rows at a time, the rest row by row) and its blocks.
  *
  * The INSERTs are OR FAIL: a failing row leaves the rows before it in
  * place instead of undoing its statement. That undo is never needed (a
@@ -1591,30 +1610,35 @@ static int sq_block_put(sqlite3 *db, sqlite3_stmt *st, const struct store_type *
 static int sq_batch_exec(struct sq_store *q, const struct sq_batch *b)
 {
 	const struct store_type *t = b->t;
+	unsigned r = 0;
 	int rc = SQLITE_OK;
 
-	if (b->pending == t->rows && t->insert_n)
+	if (b->pending == t->rows && t->insert_n) {
 		rc = sq_rows_step(t, t->insert_n, b->vals, b->pending);
-	else
-		for (unsigned r = 0; r < b->pending && rc == SQLITE_OK; r++)
-			rc = sq_rows_step(t, t->insert, b->vals + (size_t)r * t->ncols, 1);
+		r = b->pending;
+	}
+	for (; t->insert_b && b->pending - r >= t->brows && rc == SQLITE_OK; r += t->brows)
+		rc = sq_rows_step(t, t->insert_b, b->vals + (size_t)r * t->ncols, t->brows);
+	for (; r < b->pending && rc == SQLITE_OK; r++)
+		rc = sq_rows_step(t, t->insert, b->vals + (size_t)r * t->ncols, 1);
 	if (rc == SQLITE_OK && b->pending)
 		rc = sq_block_put(q->db, q->block_put, t, b->vals, b->pending);
 	return rc;
 }
 
-static int sq_batch_prepare(struct store *s, struct store_type *t)
+static int sq_batch_prepare(struct store *s, struct store_type *t, unsigned rows,
+			    sqlite3_stmt **st)
 {
 	struct sq_buf b = { 0 };
 	int ret;
 
 	buf_str(&b, t->head);
-	for (unsigned r = 0; r < t->rows; r++) {
+	for (unsigned r = 0; r < rows; r++) {
 		if (r)
 			buf_add(&b, ",", 1);
 		buf_str(&b, t->values);
 	}
-	ret = b.oom ? -ENOMEM : sq_prepare(s, b.s, &t->insert_n);
+	ret = b.oom ? -ENOMEM : sq_prepare(s, b.s, st);
 	free(b.s);
 	return ret;
 }
@@ -1710,7 +1734,7 @@ static int sq_sync(struct store *s)
  * wait until the writer has worked the queue down to half. An idle writer
  * is woken only once SQ_WAKE batches wait (or by sq_wait_below()): when
  * the caller and the writer share a CPU, a wake-up per batch is a context
- * switch per 64 rows.
+ * switch per few hundred rows.
  */
 static int sq_flush(struct store *s, struct store_type *t)
 {

@@ -47,7 +47,7 @@
 -- over columns with bound values, indexes can be added per field, rows are
 -- about as compact as the ring-buffer records, and inserts are one
 -- prepared statement per event type (inside a transaction, a multi-row
--- INSERT of up to 64 events of that type at a time). The price is DDL at
+-- INSERT of up to 512 events of that type at a time). The price is DDL at
 -- run time, which is cheap (one CREATE per event type per database
 -- lifetime).
 --
@@ -71,8 +71,9 @@
 --
 -- Time index (0005-ts-blocks.sql): event tables have no index on ts; an
 -- index entry per row cost the collector ~40% of its CPU time at ingest
--- and a quarter of the file. Instead, each batch of rows of one type the
--- writer inserts (up to 64, consecutive rowids) gets one ts_blocks row:
+-- and a quarter of the file. Instead, each run of up to 64 rows of one
+-- type the writer inserts together (consecutive rowids; the writer's
+-- batches hold several) gets one ts_blocks row:
 --   ts_blocks    type_id, the rowid range [lo, hi], the oldest and newest
 --                ts in it (min_ts, max_ts) and span = max_ts - min_ts;
 --                indexed on (type_id, min_ts) and (type_id, span).
