@@ -389,7 +389,7 @@ END_TEST
 	"\tfield:__data_loc char[] msg;\toffset:12;\tsize:4;\tsigned:0;\n\n" \
 	"print fmt: \"%d\", REC->seq\n"
 #define BIG_PAGE	(64u << 10)
-#define BIG_ROWS	300
+#define BIG_ROWS	1500	/* several full batches of 512 rows, and a partial one */
 
 static size_t big_len(int seq)
 {
