@@ -51,7 +51,7 @@
 
 /*
  * One value of a pending row: an integer, or bytes in the type's arena.
- * 16 bytes: a batch of 512 rows of a wide type stays under 100 KiB.
+ * 16 bytes: a batch of 512 rows of 12 columns stays under 100 KiB.
  */
 struct sq_val {
 	enum decode_kind kind;
@@ -1757,8 +1757,8 @@ static int sq_sync(struct store *s)
  * Queue @t's gathering rows to the writer. With SQ_INFLIGHT in flight,
  * wait until the writer has worked the queue down to half. An idle writer
  * is woken only once SQ_WAKE batches wait (or by sq_wait_below()): when
- * the caller and the writer share a CPU, a wake-up per batch is a context
- * switch per few hundred rows.
+ * the caller and the writer share a CPU, a wake-up is a context switch,
+ * which must come per several hundred rows, not per few dozen.
  */
 static int sq_flush(struct store *s, struct store_type *t)
 {
