@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,8 @@
 #define COMMIT_MS	250
 #define QUEUE_BYTES	(64u << 20)
 #define MAX_FILTERS	1024
+#define COLLECTOR_TRIM_BYTES	(64 << 20)	/* freed heap kept, at most (mallopt) */
+#define COLLECTOR_MMAP_BYTES	(4 << 20)	/* allocations mmap()ed from this size */
 
 struct settings {
 	char *listen;
@@ -627,6 +630,15 @@ int main(int argc, char **argv)
 	int ret;
 
 	signal(SIGPIPE, SIG_IGN);
+	/*
+	 * glibc gives memory freed at the top of the heap back past 128 KiB
+	 * and adapts its mmap threshold; a collector that frees and mallocs
+	 * input buffers (TLS records, frames, jobs of 256 KiB) all the time
+	 * then page-faults the same memory in over and over. Keep up to
+	 * COLLECTOR_TRIM_BYTES of it instead.
+	 */
+	mallopt(M_TRIM_THRESHOLD, COLLECTOR_TRIM_BYTES);
+	mallopt(M_MMAP_THRESHOLD, COLLECTOR_MMAP_BYTES);
 	log_init("tracecollectd", LOGL_INFO, false);
 	if (settings_defaults(&s) < 0 || parse_args(argc, argv, &s) < 0) {
 		settings_free(&s);
