@@ -431,8 +431,8 @@ static int value_dynamic(const struct decode_event *ev, const struct decode_fiel
 	const struct tep_format_field *tf = f->tep_field;
 	uint64_t word, off, len;
 
-	if (tf->size != 4 || (size_t)tf->offset + 4 > ev->size)
-		return TC_ERR_PAGE_MALFORMED;
+	if (tf->size != 4 || tf->offset < 0 || (size_t)tf->offset + 4 > ev->size)
+		return TC_ERR_PAGE_MALFORMED;	/* also an agent's format with offset -4 */
 	word = read_int(f->swap, ev->data + tf->offset, 4);
 	off = word & 0xffff;
 	len = (word >> 16) & 0xffff;

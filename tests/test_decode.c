@@ -407,6 +407,57 @@ START_TEST(test_formats)
 }
 END_TEST
 
+/*
+ * An agent's format whose __data_loc field claims offset 4294967292, which
+ * libtraceevent keeps as the int -4, or one past the record.
+ */
+#define LOC_FORMAT(off) \
+	"name: tc_loc\nID: 902\nformat:\n" \
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n" \
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n" \
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n" \
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n" \
+	"\tfield:__data_loc char[] msg;\toffset:" off ";\tsize:4;\tsigned:0;\n\n" \
+	"print fmt: \"%s\", __get_str(msg)\n"
+
+static int loc_cb(void *ctx, const struct decode_event *ev)
+{
+	struct decode_value v;
+
+	*(int *)ctx = decode_field_value(ev, ev->type->nfields - 1, &v);
+	return 0;
+}
+
+START_TEST(test_reject_data_loc_offset)
+{
+	static const char *const fmts[] = { LOC_FORMAT("4294967292"), LOC_FORMAT("16") };
+	uint8_t pg[4096] = { 0 };
+	uint64_t commit = 4 + 16;
+	uint32_t hdr = 4, loc = 4u << 16 | 8;	/* 16 bytes of data; "msg" at 8, 4 long */
+	uint16_t id = 902;
+
+	memcpy(pg + 8, &commit, 8);
+	memcpy(pg + 16, &hdr, 4);
+	memcpy(pg + 20, &id, 2);
+	memcpy(pg + 20 + 8, &loc, 4);
+	memcpy(pg + 20 + 12, "abcd", 4);
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++) {
+		const struct decode_type *t;
+		struct decoder *d;
+		int got = 1;
+
+		ck_assert_int_eq(decoder_new(&cap.hello, &d), 0);
+		if (decoder_format(d, "tc", "tc_loc", fmts[i], strlen(fmts[i]), &t) == 0) {
+			ck_assert_str_eq(t->fields[t->nfields - 1].name, "msg");
+			ck_assert_int_eq(decoder_page(d, 0, pg, cap.page_size, loc_cb, &got, NULL),
+					 0);
+			ck_assert_msg(got == TC_ERR_PAGE_MALFORMED, "format %zu: %d", i, got);
+		}
+		decoder_free(d);
+	}
+}
+END_TEST
+
 static Suite *decode_suite(void)
 {
 	Suite *s = suite_create("decode");
@@ -428,6 +479,7 @@ static Suite *decode_suite(void)
 	tcase_add_test(bad, test_missed_and_padding);
 	tcase_add_test(bad, test_unknown_type);
 	tcase_add_test(bad, test_garbage);
+	tcase_add_test(bad, test_reject_data_loc_offset);
 	suite_add_tcase(s, bad);
 	return s;
 }
