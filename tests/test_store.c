@@ -933,8 +933,11 @@ static void check_blocks(void)
 	sqlite3_close(db);
 }
 
-/* sched_switch's (rowid, ts) in (ts, rowid) order, by SQLite alone. */
-static struct rows *reference(void)
+/*
+ * sched_switch's (rowid, ts) in (ts, rowid) order, by SQLite alone: all of
+ * them, or (@pid >= 0) those with that prev_pid, read without any index.
+ */
+static struct rows *reference_of(int64_t pid)
 {
 	struct rows *rs = calloc(1, sizeof(*rs));
 	sqlite3 *db = raw_open();
@@ -942,7 +945,9 @@ static struct rows *reference(void)
 
 	ck_assert_ptr_nonnull(rs);
 	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT rowid, ts FROM ev_sched_sched_switch"
+					    " NOT INDEXED WHERE ?1 < 0 OR prev_pid = ?1"
 					    " ORDER BY ts, rowid", -1, &stmt, NULL), SQLITE_OK);
+	sqlite3_bind_int64(stmt, 1, pid);
 	while (sqlite3_step(stmt) == SQLITE_ROW) {
 		ck_assert_uint_lt(rs->n, MAX_EVENTS);
 		rs->rowid[rs->n] = (uint64_t)sqlite3_column_int64(stmt, 0);
@@ -951,6 +956,11 @@ static struct rows *reference(void)
 	sqlite3_finalize(stmt);
 	sqlite3_close(db);
 	return rs;
+}
+
+static struct rows *reference(void)
+{
+	return reference_of(-1);
 }
 
 /* The capture's sched_switch events again, each in a block of its own. */
@@ -975,23 +985,26 @@ static void reinsert_unbatched(void)
 
 /*
  * Pages of @limit rows from @win through store_select() must be the rows
- * of @ref in [from, to), in order, each once.
+ * of @ref in [from, to), in order, each once, and store_count() must count
+ * them. With @b (NULL: every row), the query is "prev_pid" = b->i.
  */
-static void check_window(const struct store_schema *sc, const struct rows *ref,
-			 const struct store_window *win, size_t limit)
+static void check_window_of(const struct store_schema *sc, const struct rows *ref,
+			    const struct store_bind *b, const struct store_window *win,
+			    size_t limit)
 {
 	struct rows *page = calloc(1, sizeof(*page));
-	size_t want = 0, k = 0;
+	const char *where = b ? "\"prev_pid\" = ?" : NULL;
+	size_t want = 0, k = 0, nb = b ? 1 : 0;
 	int64_t after_ts = 0;
 	uint64_t after_rowid = 0, n = 0;
 	int got;
 
 	page->sc = sc;
-	page->want_pid = -1;
+	page->want_pid = b ? b->i : -1;
 	for (size_t i = 0; i < ref->n; i++)
 		want += ref->ts[i] >= win->from_ts && ref->ts[i] < win->to_ts;
 	do {
-		got = store_select(st, sc, NULL, NULL, 0, win, after_ts, after_rowid, limit,
+		got = store_select(st, sc, where, b, nb, win, after_ts, after_rowid, limit,
 				   rows_cb, page);
 		ck_assert_int_ge(got, 0);
 		if (got) {
@@ -1007,9 +1020,15 @@ static void check_window(const struct store_schema *sc, const struct rows *ref,
 		ck_assert_int_eq(page->ts[k], ref->ts[i]);
 		k++;
 	}
-	ck_ok(store_count(st, sc, NULL, NULL, 0, win, &n));
+	ck_ok(store_count(st, sc, where, b, nb, win, &n));
 	ck_assert_uint_eq(n, want);
 	free(page);
+}
+
+static void check_window(const struct store_schema *sc, const struct rows *ref,
+			 const struct store_window *win, size_t limit)
+{
+	check_window_of(sc, ref, NULL, win, limit);
 }
 
 /*
@@ -1200,63 +1219,6 @@ static void set_indexes(const char *spec, unsigned want_created, unsigned want_d
 	store_indexes_free(&ix);
 }
 
-/* sched_switch rows with prev_pid @pid, in (ts, rowid) order, by SQLite alone. */
-static struct rows *reference_pid(int64_t pid)
-{
-	struct rows *rs = calloc(1, sizeof(*rs));
-	sqlite3 *db = raw_open();
-	sqlite3_stmt *stmt = NULL;
-
-	ck_assert_ptr_nonnull(rs);
-	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT rowid, ts FROM ev_sched_sched_switch"
-					    " NOT INDEXED WHERE prev_pid = ? ORDER BY ts, rowid",
-					    -1, &stmt, NULL), SQLITE_OK);
-	sqlite3_bind_int64(stmt, 1, pid);
-	while (sqlite3_step(stmt) == SQLITE_ROW) {
-		ck_assert_uint_lt(rs->n, MAX_EVENTS);
-		rs->rowid[rs->n] = (uint64_t)sqlite3_column_int64(stmt, 0);
-		rs->ts[rs->n++] = sqlite3_column_int64(stmt, 1);
-	}
-	sqlite3_finalize(stmt);
-	sqlite3_close(db);
-	return rs;
-}
-
-/* Pages of @limit rows of prev_pid == @b->i in @win against @ref; then the count. */
-static void check_eq_window(const struct store_schema *sc, const struct rows *ref,
-			    const struct store_bind *b, const struct store_window *win,
-			    size_t limit)
-{
-	struct rows *page = calloc(1, sizeof(*page));
-	size_t want = 0, k = 0;
-	int64_t after_ts = 0;
-	uint64_t after_rowid = 0, n = 0;
-	int got;
-
-	page->sc = sc;
-	page->want_pid = b->i;
-	for (size_t i = 0; i < ref->n; i++)
-		want += ref->ts[i] >= win->from_ts && ref->ts[i] < win->to_ts;
-	do {
-		got = store_select(st, sc, "\"prev_pid\" = ?", b, 1, win, after_ts, after_rowid,
-				   limit, rows_cb, page);
-		ck_assert_int_ge(got, 0);
-		if (got) {
-			after_ts = page->ts[page->n - 1];
-			after_rowid = page->rowid[page->n - 1];
-		}
-	} while (limit && (size_t)got == limit);
-	ck_assert_uint_eq(page->n, want);
-	for (size_t i = 0; i < ref->n; i++)
-		if (ref->ts[i] >= win->from_ts && ref->ts[i] < win->to_ts) {
-			ck_assert_uint_eq(page->rowid[k], ref->rowid[i]);
-			ck_assert_int_eq(page->ts[k++], ref->ts[i]);
-		}
-	ck_ok(store_count(st, sc, "\"prev_pid\" = ?", b, 1, win, &n));
-	ck_assert_uint_eq(n, want);
-	free(page);
-}
-
 /*
  * A select that promises prev_pid == X reads the field index: its pages,
  * windows and counts are SQLite's own ORDER BY over the matching rows, and
@@ -1279,16 +1241,16 @@ START_TEST(test_field_index)
 	set_indexes("sched:sched_switch prev_pid", 0, 1);	/* next_pid goes */
 	ck_assert_int_eq(ix_count("ix:ev_sched_sched_switch:next_pid"), 0);
 	reinsert_unbatched();	/* rows after the index was made are in it too */
-	ref = reference_pid(b.i);
+	ref = reference_of(b.i);
 	ck_assert_uint_ge(ref->n, 4);
 	mid = ref->ts[ref->n / 2];
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
-			check_eq_window(sc, ref, &b, &(struct store_window){ INT64_MIN, INT64_MAX },
+			check_window_of(sc, ref, &b, &(struct store_window){ INT64_MIN, INT64_MAX },
 					limits[i]);
-			check_eq_window(sc, ref, &b, &(struct store_window){ mid, INT64_MAX },
+			check_window_of(sc, ref, &b, &(struct store_window){ mid, INT64_MAX },
 					limits[i]);
-			check_eq_window(sc, ref, &b, &(struct store_window){ ref->ts[0] + 1, mid },
+			check_window_of(sc, ref, &b, &(struct store_window){ ref->ts[0] + 1, mid },
 					limits[i]);
 		}
 		if (pass)
