@@ -13,6 +13,28 @@ skip() { echo "SKIP: $*"; exit 77; }
 fail() { echo "FAIL: $*"; failed=1; }
 check() { if eval "$2"; then echo "ok: $1"; else fail "$1"; fi; }
 
+# tc_setup NAME VAR...: a temporary directory $tmp (/tmp/tc-NAME.*),
+# failed=0, the variables VAR... empty, and an exit trap that stops the
+# processes whose pids they hold by then (in that order; empty ones are
+# skipped) and removes $tmp.
+tc_setup() {
+	local v
+	tmp=$(mktemp -d "/tmp/tc-$1.XXXXXX")
+	failed=0
+	shift
+	tc_pid_vars=("$@")
+	for v in "$@"; do printf -v "$v" ''; done
+	trap tc_cleanup EXIT
+}
+
+tc_cleanup() {
+	local v
+	for v in "${tc_pid_vars[@]}"; do
+		[ -n "${!v}" ] && kill "${!v}" 2>/dev/null && wait "${!v}" 2>/dev/null
+	done
+	rm -rf "$tmp"
+}
+
 tc_need_tracefs() {
 	[ "$(id -u)" = 0 ] || skip "needs root for tracefs (running as uid $(id -u))"
 	[ -d "$tracing/instances" ] || mount -t tracefs nodev "$tracing" 2>/dev/null

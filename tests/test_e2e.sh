@@ -16,14 +16,7 @@ set -u
 
 tc_need_tracefs
 tc_lock
-tmp=$(mktemp -d /tmp/tc-e2e.XXXXXX)
-collector_pid=
-failed=0
-cleanup() {
-	[ -n "$collector_pid" ] && kill "$collector_pid" 2>/dev/null && wait "$collector_pid" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+tc_setup e2e collector_pid
 
 tc_certs
 "$top_srcdir/contrib/tracecollect-certs" -d "$tmp/rogue" all >/dev/null ||

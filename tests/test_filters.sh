@@ -16,16 +16,7 @@ set -u
 
 tc_need_tracefs
 tc_lock
-tmp=$(mktemp -d /tmp/tc-filters.XXXXXX)
-collector_pid=
-workload=
-failed=0
-cleanup() {
-	[ -n "$workload" ] && kill "$workload" 2>/dev/null
-	[ -n "$collector_pid" ] && kill "$collector_pid" 2>/dev/null && wait "$collector_pid" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+tc_setup filters workload collector_pid
 
 tc_certs
 

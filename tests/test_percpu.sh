@@ -14,16 +14,7 @@ set -u
 
 tc_need_tracefs
 tc_lock
-tmp=$(mktemp -d /tmp/tc-percpu.XXXXXX)
-collector_pid=
-workload=
-failed=0
-cleanup() {
-	[ -n "$collector_pid" ] && kill "$collector_pid" 2>/dev/null && wait "$collector_pid" 2>/dev/null
-	[ -n "$workload" ] && kill "$workload" 2>/dev/null && wait "$workload" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+tc_setup percpu collector_pid workload
 
 tc_certs
 tc_start_collector

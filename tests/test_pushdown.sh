@@ -20,18 +20,7 @@ set -u
 
 tc_need_tracefs
 tc_lock
-tmp=$(mktemp -d /tmp/tc-pushdown.XXXXXX)
-collector_pid=
-workload=
-agent_pid=
-failed=0
-cleanup() {
-	[ -n "$workload" ] && kill "$workload" 2>/dev/null
-	[ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
-	[ -n "$collector_pid" ] && kill "$collector_pid" 2>/dev/null && wait "$collector_pid" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+tc_setup pushdown workload agent_pid collector_pid
 
 tc_certs
 cat > "$tmp/collector.conf" <<CONF

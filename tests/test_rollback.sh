@@ -19,16 +19,7 @@ set -u
 tc_need_tracefs
 command -v sqlite3 >/dev/null || skip "needs the sqlite3 command (Debian sqlite3)"
 tc_lock
-tmp=$(mktemp -d /tmp/tc-rollback.XXXXXX)
-collector_pid= agent= workload=
-failed=0
-cleanup() {
-	[ -n "$agent" ] && kill "$agent" 2>/dev/null && wait "$agent" 2>/dev/null
-	[ -n "$workload" ] && kill "$workload" 2>/dev/null && wait "$workload" 2>/dev/null
-	[ -n "$collector_pid" ] && kill "$collector_pid" 2>/dev/null && wait "$collector_pid" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+tc_setup rollback agent workload collector_pid
 
 tc_certs
 tc_start_collector
