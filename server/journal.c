@@ -1,0 +1,419 @@
+/*
+ * journal.c - the collector's receive journal: one append-only file per
+ * connection in a directory of its own (journal.h).
+ *
+ * Files are named by a number that only grows (%016llx.tcj, the next one
+ * after the highest found), so sorting the names gives the order in which
+ * the connections came; replay keeps that order, which the stored-page
+ * marks need: an agent's later connection resends what its earlier one had
+ * received but not acknowledged.
+ */
+#include "config.h"
+
+#define LOG_PREFIX "journal"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sys/stat.h>
+#include <sys/uio.h>
+
+#include "common/log.h"
+#include "common/tc_error.h"
+#include "server/journal.h"
+
+static const uint8_t file_magic[JOURNAL_FILE_HDR] = { 'T', 'C', 'J', 'R', 'N', 'L', 0, 1 };
+
+struct journal {
+	char *dir;
+	uint64_t limit;
+	_Atomic uint64_t bytes;		/* sizes of the live files */
+	_Atomic uint64_t next_no;
+	uint64_t *old;			/* files found at open, sorted */
+	size_t nold;
+};
+
+struct jfile {
+	struct journal *j;
+	uint64_t no;
+	int fd;
+	uint64_t size;			/* appended so far (event loop) */
+	_Atomic int refs;
+	_Atomic bool remove;
+};
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+	p[0] = v;
+	p[1] = v >> 8;
+	p[2] = v >> 16;
+	p[3] = v >> 24;
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+	return p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static size_t pad8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+static void file_path(const struct journal *j, uint64_t no, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%016" PRIx64 ".tcj", j->dir, no);
+}
+
+/* A journal file's number from its name; false for any other name. */
+static bool file_no(const char *name, uint64_t *no)
+{
+	char *end;
+
+	if (strlen(name) != 20 || strcmp(name + 16, ".tcj") != 0)
+		return false;
+	errno = 0;
+	*no = strtoull(name, &end, 16);
+	return errno == 0 && end == name + 16;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Remember the files in j->dir (sorted), their size, the next number. */
+static int journal_scan(struct journal *j)
+{
+	DIR *d = opendir(j->dir);
+	struct dirent *e;
+	size_t cap = 0;
+	uint64_t no, next = 1;
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		if (!file_no(e->d_name, &no))
+			continue;
+		if (j->nold == cap) {
+			uint64_t *n = realloc(j->old, (cap = cap ? cap * 2 : 16) * sizeof(*n));
+
+			if (!n) {
+				closedir(d);
+				return -ENOMEM;
+			}
+			j->old = n;
+		}
+		j->old[j->nold++] = no;
+		next = no >= next ? no + 1 : next;
+		file_path(j, no, path, sizeof(path));
+		if (stat(path, &st) == 0)
+			j->bytes += (uint64_t)st.st_size;
+	}
+	closedir(d);
+	qsort(j->old, j->nold, sizeof(*j->old), cmp_u64);
+	j->next_no = next;
+	return 0;
+}
+
+int journal_open(const char *dir, uint64_t limit, struct journal **out)
+{
+	struct journal *j = calloc(1, sizeof(*j));
+	int ret;
+
+	if (!j || !(j->dir = strdup(dir))) {
+		free(j);
+		return -ENOMEM;
+	}
+	j->limit = limit;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		ret = -errno;
+		journal_close(j);
+		return ret;
+	}
+	ret = journal_scan(j);
+	if (ret < 0) {
+		journal_close(j);
+		return ret;
+	}
+	*out = j;
+	return 0;
+}
+
+void journal_close(struct journal *j)
+{
+	if (!j)
+		return;
+	free(j->old);
+	free(j->dir);
+	free(j);
+}
+
+bool journal_full(const struct journal *j)
+{
+	return j->bytes > j->limit;
+}
+
+uint64_t journal_bytes(const struct journal *j)
+{
+	return j->bytes;
+}
+
+long journal_rec_parse(const uint8_t *p, size_t avail, uint32_t *kind, uint32_t *len)
+{
+	uint32_t magic, k, n;
+
+	if (avail < JOURNAL_REC_HDR)
+		return 0;
+	magic = get_u32(p);
+	k = get_u32(p + 4);
+	n = get_u32(p + 8);
+	if (magic != JOURNAL_REC_MAGIC || get_u32(p + 12) != (magic ^ k ^ n ^ 0xffffffffu) ||
+	    (k != JREC_MSG && k != JREC_PAGES) || n > JOURNAL_MAX_REC)
+		return TC_ERR_MSG_MALFORMED;
+	if (avail < JOURNAL_REC_HDR + pad8(n))
+		return 0;
+	*kind = k;
+	*len = n;
+	return (long)(JOURNAL_REC_HDR + pad8(n));
+}
+
+/* Read exactly @len bytes at @off. Return: bytes read (short at the end); -errno. */
+static ssize_t read_at(int fd, void *buf, size_t len, uint64_t off)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < len) {
+		n = pread(fd, (uint8_t *)buf + got, len - got, (off_t)(off + got));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	return (ssize_t)got;
+}
+
+/* Every record of file @no to @fn. */
+static int replay_file(struct journal *j, uint64_t no,
+		       int (*fn)(void *, uint64_t, uint32_t, const uint8_t *, size_t),
+		       void *arg, uint8_t *buf)
+{
+	uint8_t head[JOURNAL_FILE_HDR];
+	char path[PATH_MAX];
+	uint64_t off = JOURNAL_FILE_HDR;
+	uint32_t kind, len;
+	ssize_t n;
+	long rec;
+	int fd, ret = 0;
+
+	file_path(j, no, path, sizeof(path));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read_at(fd, head, sizeof(head), 0);
+	if (n != (ssize_t)sizeof(head) || memcmp(head, file_magic, sizeof(head)) != 0) {
+		log_warn("%s: not a journal file (or empty); skipped", path);
+		goto out;
+	}
+	for (;;) {
+		n = read_at(fd, buf, JOURNAL_REC_HDR, off);
+		if (n < 0) {
+			ret = (int)n;
+			break;
+		}
+		if (n == 0)
+			break;
+		rec = n < JOURNAL_REC_HDR ? 0 : journal_rec_parse(buf, (size_t)n, &kind, &len);
+		if (n < JOURNAL_REC_HDR) {
+			log_warn("%s: cut off at %" PRIu64 " (the collector stopped while "
+				 "writing; that record was never acknowledged)", path, off);
+			break;
+		}
+		if (rec < 0) {
+			log_warn("%s: bad record header at %" PRIu64 "; the rest of the file is skipped",
+				 path, off);
+			break;
+		}
+		n = read_at(fd, buf, pad8(get_u32(buf + 8)) + JOURNAL_REC_HDR, off);
+		if (n < 0) {
+			ret = (int)n;
+			break;
+		}
+		rec = journal_rec_parse(buf, (size_t)n, &kind, &len);
+		if (rec <= 0) {
+			log_warn("%s: cut off at %" PRIu64 " (the collector stopped while "
+				 "writing; that record was never acknowledged)", path, off);
+			break;
+		}
+		ret = fn(arg, no, kind, buf + JOURNAL_REC_HDR, len);
+		if (ret < 0)
+			break;
+		off += (uint64_t)rec;
+	}
+out:
+	close(fd);
+	return ret;
+}
+
+int journal_replay(struct journal *j,
+		   int (*fn)(void *arg, uint64_t file, uint32_t kind,
+			     const uint8_t *data, size_t len),
+		   void *arg)
+{
+	uint8_t *buf = malloc(JOURNAL_REC_HDR + JOURNAL_MAX_REC);
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (size_t i = 0; i < j->nold && ret == 0; i++)
+		ret = replay_file(j, j->old[i], fn, arg, buf);
+	free(buf);
+	return ret;
+}
+
+void journal_forget_replayed(struct journal *j)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	for (size_t i = 0; i < j->nold; i++) {
+		file_path(j, j->old[i], path, sizeof(path));
+		if (stat(path, &st) == 0 && unlink(path) == 0)
+			j->bytes -= (uint64_t)st.st_size;
+	}
+	j->nold = 0;
+}
+
+int jfile_new(struct journal *j, struct jfile **out)
+{
+	struct jfile *f = calloc(1, sizeof(*f));
+	char path[PATH_MAX];
+	int ret;
+
+	if (!f)
+		return -ENOMEM;
+	f->j = j;
+	f->no = j->next_no++;
+	f->refs = 1;
+	file_path(j, f->no, path, sizeof(path));
+	f->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (f->fd < 0) {
+		ret = -errno;
+		free(f);
+		return ret;
+	}
+	if (write(f->fd, file_magic, sizeof(file_magic)) != (ssize_t)sizeof(file_magic)) {
+		ret = errno ? -errno : -EIO;
+		close(f->fd);
+		unlink(path);
+		free(f);
+		return ret;
+	}
+	f->size = sizeof(file_magic);
+	j->bytes += f->size;
+	*out = f;
+	return 0;
+}
+
+int jfile_append(struct jfile *f, uint32_t kind, const void *data, size_t len,
+		 uint64_t *off)
+{
+	static const uint8_t zero[8];
+	uint8_t hdr[JOURNAL_REC_HDR];
+	struct iovec iov[3] = {
+		{ hdr, sizeof(hdr) }, { (void *)data, len }, { (void *)zero, pad8(len) - len },
+	};
+	size_t total = sizeof(hdr) + pad8(len), done = 0;
+	ssize_t n;
+	int i = 0;
+
+	if (len > JOURNAL_MAX_REC)
+		return TC_ERR_TOO_LONG;
+	put_u32(hdr, JOURNAL_REC_MAGIC);
+	put_u32(hdr + 4, kind);
+	put_u32(hdr + 8, (uint32_t)len);
+	put_u32(hdr + 12, JOURNAL_REC_MAGIC ^ kind ^ (uint32_t)len ^ 0xffffffffu);
+	while (done < total) {
+		n = pwritev(f->fd, iov + i, 3 - i, (off_t)(f->size + done));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			int err = n < 0 ? -errno : -EIO;
+
+			/* leave no partial record behind a later one */
+			if (ftruncate(f->fd, (off_t)f->size) < 0)
+				log_err("truncating journal file %016" PRIx64 ": %s",
+					f->no, strerror(errno));
+			return err;
+		}
+		done += (size_t)n;
+		while (i < 3 && (size_t)n >= iov[i].iov_len) {
+			n -= (ssize_t)iov[i].iov_len;
+			i++;
+		}
+		if (i < 3) {
+			iov[i].iov_base = (uint8_t *)iov[i].iov_base + n;
+			iov[i].iov_len -= (size_t)n;
+		}
+	}
+	*off = f->size + sizeof(hdr);
+	f->size += total;
+	f->j->bytes += total;
+	return 0;
+}
+
+int jfile_read(struct jfile *f, uint64_t off, void *buf, size_t len)
+{
+	ssize_t n = read_at(f->fd, buf, len, off);
+
+	if (n < 0)
+		return (int)n;
+	return (size_t)n == len ? 0 : -EIO;
+}
+
+uint64_t jfile_size(const struct jfile *f)
+{
+	return f->size;
+}
+
+struct jfile *jfile_ref(struct jfile *f)
+{
+	f->refs++;
+	return f;
+}
+
+void jfile_put(struct jfile *f, bool remove)
+{
+	char path[PATH_MAX];
+
+	if (!f)
+		return;
+	if (remove)
+		f->remove = true;
+	if (--f->refs > 0)
+		return;
+	close(f->fd);
+	if (f->remove) {
+		file_path(f->j, f->no, path, sizeof(path));
+		if (unlink(path) < 0)
+			log_err("removing %s: %s", path, strerror(errno));
+		f->j->bytes -= f->size;
+	}
+	free(f);
+}

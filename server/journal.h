@@ -1,0 +1,120 @@
+/*
+ * journal.h - the collector's receive journal (module-private to server/).
+ *
+ * Every connection appends what it receives - control messages as their
+ * msgpack payloads, pages in the ingest worker's batches - to a file of
+ * its own before the worker decodes and stores it. A page is acknowledged
+ * to its agent once it is in the journal, so the agent can free it while
+ * the worker, which decodes and indexes far more slowly than the network
+ * delivers, catches up. A journal file goes away once everything in it is
+ * committed to the store; what is left at start-up (a crash, kill -9) is
+ * stored then, in the order it arrived, and the stored-page marks (dedup.h)
+ * drop what was committed already.
+ *
+ * Durability is SQLite's with synchronous=NORMAL in WAL mode, which the
+ * store runs: a record is written (not fsync'ed) before its pages are
+ * acknowledged, so it survives the collector's death but not the machine's.
+ *
+ * File layout (little-endian):
+ *   file header  8 bytes  "TCJRNL" 0x00 0x01
+ *   record       16-byte header, then len payload bytes, zero padding to 8:
+ *     0  u32  magic   0x5443_4a52 ("RJCT" in the file)
+ *     4  u32  kind    JREC_MSG or JREC_PAGES
+ *     8  u32  len     payload bytes, at most JOURNAL_MAX_REC
+ *    12  u32  check   magic ^ kind ^ len ^ 0xffffffff
+ * A file may end inside a record (the collector died while writing it; its
+ * pages were not acknowledged): replay stops there.
+ *
+ * Threads: a jfile is appended to by the event loop only; the ingest
+ * worker reads spilled records back with pread(). References are atomic.
+ */
+#ifndef SERVER_JOURNAL_H
+#define SERVER_JOURNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define JOURNAL_FILE_HDR	8
+#define JOURNAL_REC_HDR		16
+#define JOURNAL_REC_MAGIC	0x54434a52u
+#define JOURNAL_MAX_REC		(8u << 20)	/* a batch of pages or one message */
+
+enum jrec_kind {
+	JREC_MSG = 1,		/* one control message: its msgpack payload */
+	JREC_PAGES = 2,		/* a batch of pages as ingest.c lays it out */
+};
+
+struct journal;
+struct jfile;
+
+/*
+ * journal_open - use directory @dir (created if missing) for journal files,
+ * at most @limit bytes of them at a time (journal_full()). The files found
+ * there are remembered for journal_replay().
+ * Return: 0 and *@out; -errno (mkdir, opendir); -ENOMEM.
+ */
+int journal_open(const char *dir, uint64_t limit, struct journal **out);
+
+/* journal_close - free @j; its files stay. NULL is fine. */
+void journal_close(struct journal *j);
+
+/* journal_full - are the journal's files above its limit (stop reading)? */
+bool journal_full(const struct journal *j);
+
+/* journal_bytes - the size of the journal's files now. */
+uint64_t journal_bytes(const struct journal *j);
+
+/*
+ * journal_rec_parse - check the record header at @p (@avail bytes there).
+ * Return: the record's total size (header, payload, padding) with *@kind,
+ * *@len; 0 when @avail ends before the record does (a cut-off tail);
+ * TC_ERR_MSG_MALFORMED for a header that is not one.
+ */
+long journal_rec_parse(const uint8_t *p, size_t avail, uint32_t *kind, uint32_t *len);
+
+/*
+ * journal_replay - call @fn for every record of every file journal_open()
+ * found, file by file in the order they were made; @fn gets the file's
+ * number, so a new number means a new connection. Stops at a cut-off tail
+ * or a bad header (logged) and goes on with the next file.
+ * Return: 0; the first negative value @fn returned; -errno reading.
+ */
+int journal_replay(struct journal *j,
+		   int (*fn)(void *arg, uint64_t file, uint32_t kind,
+			     const uint8_t *data, size_t len),
+		   void *arg);
+
+/* journal_forget_replayed - remove the files journal_replay() went through. */
+void journal_forget_replayed(struct journal *j);
+
+/*
+ * jfile_new - a new, empty journal file. Return: 0 and *@out; -errno.
+ */
+int jfile_new(struct journal *j, struct jfile **out);
+
+/*
+ * jfile_append - append one record; *@off receives where its payload
+ * starts (for jfile_read()). Return: 0; -errno (ENOSPC...), nothing
+ * appended; TC_ERR_TOO_LONG above JOURNAL_MAX_REC.
+ */
+int jfile_append(struct jfile *f, uint32_t kind, const void *data, size_t len,
+		 uint64_t *off);
+
+/* jfile_read - read @len payload bytes at @off back. Return: 0; -errno; -EIO. */
+int jfile_read(struct jfile *f, uint64_t off, void *buf, size_t len);
+
+/* jfile_size - bytes in @f (event loop). */
+uint64_t jfile_size(const struct jfile *f);
+
+/* jfile_ref - one more reference to @f; returns @f. */
+struct jfile *jfile_ref(struct jfile *f);
+
+/*
+ * jfile_put - drop a reference; with @remove, the file is no longer needed
+ * (everything in it is committed) and goes when the last one is dropped.
+ * NULL is fine.
+ */
+void jfile_put(struct jfile *f, bool remove);
+
+#endif
