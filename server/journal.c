@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,9 @@ struct journal {
 	_Atomic uint64_t next_no;
 	uint64_t *old;			/* files found at open, sorted */
 	size_t nold;
+	pthread_mutex_t lock;		/* removed */
+	uint64_t *removed;		/* files removed, not yet taken */
+	size_t nremoved, cap;
 };
 
 struct jfile {
@@ -138,6 +142,7 @@ int journal_open(const char *dir, uint64_t limit, struct journal **out)
 		return -ENOMEM;
 	}
 	j->limit = limit;
+	pthread_mutex_init(&j->lock, NULL);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
 		ret = -errno;
 		journal_close(j);
@@ -156,9 +161,46 @@ void journal_close(struct journal *j)
 {
 	if (!j)
 		return;
+	pthread_mutex_destroy(&j->lock);
+	free(j->removed);
 	free(j->old);
 	free(j->dir);
 	free(j);
+}
+
+uint64_t journal_next_no(const struct journal *j)
+{
+	return j->next_no;
+}
+
+/* File @no is gone: remember it for journal_take_removed() (best effort). */
+static void journal_removed(struct journal *j, uint64_t no)
+{
+	pthread_mutex_lock(&j->lock);
+	if (j->nremoved == j->cap) {
+		size_t cap = j->cap ? j->cap * 2 : 16;
+		uint64_t *v = realloc(j->removed, cap * sizeof(*v));
+
+		if (v) {
+			j->removed = v;
+			j->cap = cap;
+		}
+	}
+	if (j->nremoved < j->cap)	/* else its mark stays: harmless, numbers never return */
+		j->removed[j->nremoved++] = no;
+	pthread_mutex_unlock(&j->lock);
+}
+
+size_t journal_take_removed(struct journal *j, uint64_t *out, size_t max)
+{
+	size_t n;
+
+	pthread_mutex_lock(&j->lock);
+	n = j->nremoved < max ? j->nremoved : max;
+	memcpy(out, j->removed + j->nremoved - n, n * sizeof(*out));
+	j->nremoved -= n;
+	pthread_mutex_unlock(&j->lock);
+	return n;
 }
 
 bool journal_full(const struct journal *j)
@@ -181,7 +223,7 @@ long journal_rec_parse(const uint8_t *p, size_t avail, uint32_t *kind, uint32_t 
 	k = get_u32(p + 4);
 	n = get_u32(p + 8);
 	if (magic != JOURNAL_REC_MAGIC || get_u32(p + 12) != (magic ^ k ^ n ^ 0xffffffffu) ||
-	    (k != JREC_MSG && k != JREC_PAGES) || n > JOURNAL_MAX_REC)
+	    (k < JREC_MSG || k > JREC_SUBJECT) || n > JOURNAL_MAX_REC)
 		return TC_ERR_MSG_MALFORMED;
 	if (avail < JOURNAL_REC_HDR + pad8(n))
 		return 0;
@@ -209,66 +251,70 @@ static ssize_t read_at(int fd, void *buf, size_t len, uint64_t off)
 	return (ssize_t)got;
 }
 
-/* Every record of file @no to @fn. */
-static int replay_file(struct journal *j, uint64_t no,
-		       int (*fn)(void *, uint64_t, uint32_t, const uint8_t *, size_t),
-		       void *arg, uint8_t *buf)
+/* The collector stopped while writing at @off: that record was never acknowledged. */
+static void cut_off(const char *name, uint64_t off)
 {
-	uint8_t head[JOURNAL_FILE_HDR];
-	char path[PATH_MAX];
+	log_warn("%s: cut off at %" PRIu64 " (the collector stopped while writing "
+		 "that record, which was never acknowledged)", name, off);
+}
+
+typedef int (*rec_fn)(void *arg, uint32_t kind, const uint8_t *data, size_t len,
+		      uint64_t end);
+
+/* Every record of the journal file open at @fd to @fn (@buf: a record's room). */
+static int replay_fd(int fd, const char *name, rec_fn fn, void *arg, uint8_t *buf)
+{
 	uint64_t off = JOURNAL_FILE_HDR;
 	uint32_t kind, len;
 	ssize_t n;
 	long rec;
-	int fd, ret = 0;
+	int ret;
 
-	file_path(j, no, path, sizeof(path));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read_at(fd, head, sizeof(head), 0);
-	if (n != (ssize_t)sizeof(head) || memcmp(head, file_magic, sizeof(head)) != 0) {
-		log_warn("%s: not a journal file (or empty); skipped", path);
-		goto out;
+	n = read_at(fd, buf, JOURNAL_FILE_HDR, 0);
+	if (n != JOURNAL_FILE_HDR || memcmp(buf, file_magic, JOURNAL_FILE_HDR) != 0) {
+		log_warn("%s: not a journal file (or empty); skipped", name);
+		return n < 0 ? (int)n : 0;
 	}
 	for (;;) {
 		n = read_at(fd, buf, JOURNAL_REC_HDR, off);
-		if (n < 0) {
-			ret = (int)n;
-			break;
-		}
-		if (n == 0)
-			break;
-		rec = n < JOURNAL_REC_HDR ? 0 : journal_rec_parse(buf, (size_t)n, &kind, &len);
+		if (n <= 0)
+			return (int)n;
 		if (n < JOURNAL_REC_HDR) {
-			log_warn("%s: cut off at %" PRIu64 " (the collector stopped while "
-				 "writing; that record was never acknowledged)", path, off);
-			break;
+			cut_off(name, off);
+			return 0;
 		}
-		if (rec < 0) {
-			log_warn("%s: bad record header at %" PRIu64 "; the rest of the file is skipped",
-				 path, off);
-			break;
+		if (journal_rec_parse(buf, (size_t)n, &kind, &len) < 0) {
+			log_warn("%s: bad record header at %" PRIu64 "; the rest of the "
+				 "file is skipped", name, off);
+			return 0;
 		}
-		n = read_at(fd, buf, pad8(get_u32(buf + 8)) + JOURNAL_REC_HDR, off);
-		if (n < 0) {
-			ret = (int)n;
-			break;
-		}
+		n = read_at(fd, buf, JOURNAL_REC_HDR + pad8(get_u32(buf + 8)), off);
+		if (n < 0)
+			return (int)n;
 		rec = journal_rec_parse(buf, (size_t)n, &kind, &len);
 		if (rec <= 0) {
-			log_warn("%s: cut off at %" PRIu64 " (the collector stopped while "
-				 "writing; that record was never acknowledged)", path, off);
-			break;
+			cut_off(name, off);
+			return 0;
 		}
-		ret = fn(arg, no, kind, buf + JOURNAL_REC_HDR, len);
-		if (ret < 0)
-			break;
 		off += (uint64_t)rec;
+		ret = fn(arg, kind, buf + JOURNAL_REC_HDR, len, off);
+		if (ret < 0)
+			return ret;
 	}
-out:
-	close(fd);
-	return ret;
+}
+
+/* journal_replay()'s callback, with the file's number added. */
+struct replay_arg {
+	int (*fn)(void *arg, uint64_t file, uint32_t kind, const uint8_t *data, size_t len);
+	void *arg;
+	uint64_t no;
+};
+
+static int replay_rec(void *arg, uint32_t kind, const uint8_t *data, size_t len, uint64_t end)
+{
+	struct replay_arg *r = arg;
+
+	return r->fn(r->arg, r->no, kind, data, len);
 }
 
 int journal_replay(struct journal *j,
@@ -277,12 +323,23 @@ int journal_replay(struct journal *j,
 		   void *arg)
 {
 	uint8_t *buf = malloc(JOURNAL_REC_HDR + JOURNAL_MAX_REC);
-	int ret = 0;
+	struct replay_arg r = { .fn = fn, .arg = arg };
+	char path[PATH_MAX];
+	int fd, ret = 0;
 
 	if (!buf)
 		return -ENOMEM;
-	for (size_t i = 0; i < j->nold && ret == 0; i++)
-		ret = replay_file(j, j->old[i], fn, arg, buf);
+	for (size_t i = 0; i < j->nold && ret == 0; i++) {
+		r.no = j->old[i];
+		file_path(j, r.no, path, sizeof(path));
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			ret = -errno;
+			break;
+		}
+		ret = replay_fd(fd, path, replay_rec, &r, buf);
+		close(fd);
+	}
 	free(buf);
 	return ret;
 }
@@ -294,10 +351,81 @@ void journal_forget_replayed(struct journal *j)
 
 	for (size_t i = 0; i < j->nold; i++) {
 		file_path(j, j->old[i], path, sizeof(path));
-		if (stat(path, &st) == 0 && unlink(path) == 0)
+		if (stat(path, &st) == 0 && unlink(path) == 0) {
 			j->bytes -= (uint64_t)st.st_size;
+			journal_removed(j, j->old[i]);
+		}
 	}
 	j->nold = 0;
+}
+
+/* A jfile for existing file @no (one reference; appends go at its end). */
+static int jfile_open(struct journal *j, uint64_t no, struct jfile **out)
+{
+	struct jfile *f = calloc(1, sizeof(*f));
+	char path[PATH_MAX];
+	struct stat st;
+	int ret;
+
+	if (!f)
+		return -ENOMEM;
+	file_path(j, no, path, sizeof(path));
+	f->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (f->fd < 0 || fstat(f->fd, &st) < 0) {
+		ret = -errno;
+		if (f->fd >= 0)
+			close(f->fd);
+		free(f);
+		return ret;
+	}
+	f->j = j;
+	f->no = no;
+	f->refs = 1;
+	f->size = (uint64_t)st.st_size;	/* already in j->bytes (journal_scan) */
+	*out = f;
+	return 0;
+}
+
+int journal_adopt(struct journal *j, struct jfile ***files, size_t *n)
+{
+	struct jfile **v = calloc(j->nold ? j->nold : 1, sizeof(*v));
+	size_t i;
+	int ret;
+
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < j->nold; i++) {
+		ret = jfile_open(j, j->old[i], &v[i]);
+		if (ret < 0) {
+			while (i--)
+				jfile_put(v[i], false);
+			free(v);
+			return ret;
+		}
+	}
+	*files = v;
+	*n = j->nold;
+	j->nold = 0;
+	return 0;
+}
+
+int jfile_replay(struct jfile *f, rec_fn fn, void *arg)
+{
+	uint8_t *buf = malloc(JOURNAL_REC_HDR + JOURNAL_MAX_REC);
+	char name[PATH_MAX];
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	file_path(f->j, f->no, name, sizeof(name));
+	ret = replay_fd(f->fd, name, fn, arg, buf);
+	free(buf);
+	return ret;
+}
+
+uint64_t jfile_no(const struct jfile *f)
+{
+	return f->no;
 }
 
 int jfile_new(struct journal *j, struct jfile **out)
@@ -332,7 +460,7 @@ int jfile_new(struct journal *j, struct jfile **out)
 }
 
 int jfile_append(struct jfile *f, uint32_t kind, const void *data, size_t len,
-		 uint64_t *off)
+		 uint64_t *off, uint64_t *end)
 {
 	static const uint8_t zero[8];
 	uint8_t hdr[JOURNAL_REC_HDR];
@@ -374,6 +502,8 @@ int jfile_append(struct jfile *f, uint32_t kind, const void *data, size_t len,
 	}
 	*off = f->size + sizeof(hdr);
 	f->size += total;
+	if (end)
+		*end = f->size;
 	f->j->bytes += total;
 	return 0;
 }
@@ -414,6 +544,7 @@ void jfile_put(struct jfile *f, bool remove)
 		if (unlink(path) < 0)
 			log_err("removing %s: %s", path, strerror(errno));
 		f->j->bytes -= f->size;
+		journal_removed(f->j, f->no);
 	}
 	free(f);
 }

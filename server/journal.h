@@ -43,6 +43,7 @@
 enum jrec_kind {
 	JREC_MSG = 1,		/* one control message: its msgpack payload */
 	JREC_PAGES = 2,		/* a batch of pages as ingest.c lays it out */
+	JREC_SUBJECT = 3,	/* the agent's certificate subject (first record) */
 };
 
 struct journal;
@@ -89,17 +90,50 @@ int journal_replay(struct journal *j,
 void journal_forget_replayed(struct journal *j);
 
 /*
+ * journal_adopt - the files journal_open() found, as jfiles (one reference
+ * each, for jfile_replay() and then jfile_put(f, true) once stored); the
+ * journal forgets them. Return: 0 with *@files (free() it) and *@n;
+ * -errno opening one; -ENOMEM.
+ */
+int journal_adopt(struct journal *j, struct jfile ***files, size_t *n);
+
+/*
+ * jfile_replay - call @fn for every record of @f from its start, as
+ * journal_replay() does for one file; @end is the offset just past the
+ * record (what jfile_append() reported as *@end).
+ * Return: 0; the first negative value @fn returned; -errno reading.
+ */
+int jfile_replay(struct jfile *f,
+		 int (*fn)(void *arg, uint32_t kind, const uint8_t *data, size_t len,
+			   uint64_t end),
+		 void *arg);
+
+/* journal_next_no - the number the next new file gets (all made so far are below). */
+uint64_t journal_next_no(const struct journal *j);
+
+/*
+ * journal_take_removed - the numbers of files removed since the last call
+ * (at most @max into @out; the rest the next time), so that their marks in
+ * the store can go. Any thread. Return: how many.
+ */
+size_t journal_take_removed(struct journal *j, uint64_t *out, size_t max);
+
+/* jfile_no - the file's number (its name). */
+uint64_t jfile_no(const struct jfile *f);
+
+/*
  * jfile_new - a new, empty journal file. Return: 0 and *@out; -errno.
  */
 int jfile_new(struct journal *j, struct jfile **out);
 
 /*
  * jfile_append - append one record; *@off receives where its payload
- * starts (for jfile_read()). Return: 0; -errno (ENOSPC...), nothing
- * appended; TC_ERR_TOO_LONG above JOURNAL_MAX_REC.
+ * starts (for jfile_read()), *@end (unless NULL) where the record ends.
+ * Return: 0; -errno (ENOSPC...), nothing appended; TC_ERR_TOO_LONG above
+ * JOURNAL_MAX_REC.
  */
 int jfile_append(struct jfile *f, uint32_t kind, const void *data, size_t len,
-		 uint64_t *off);
+		 uint64_t *off, uint64_t *end);
 
 /* jfile_read - read @len payload bytes at @off back. Return: 0; -errno; -EIO. */
 int jfile_read(struct jfile *f, uint64_t off, void *buf, size_t len);

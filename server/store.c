@@ -49,6 +49,11 @@ void store_close(struct store *s)
 		s->ops->close(s);
 }
 
+int store_thread_policy(struct store *s, int policy)
+{
+	return s->ops->thread_policy ? s->ops->thread_policy(s, policy) : 0;
+}
+
 /* Wait for what the backend queued (see store_ops.sync). */
 static int store_enter(struct store *s)
 {
@@ -161,6 +166,29 @@ int store_stream_mark(struct store *s, uint64_t host_id, const char *boot_id,
 	if (ret == 0 && !boot_id)
 		ret = -EINVAL;
 	return ret < 0 ? ret : s->ops->stream_mark(s, host_id, boot_id, session, stream, seq);
+}
+
+int store_journal_mark(struct store *s, uint64_t file, uint64_t pos)
+{
+	int ret = store_writable(s);
+
+	return ret < 0 ? ret : s->ops->journal_mark(s, file, pos);
+}
+
+int store_journal_mark_get(struct store *s, uint64_t file, uint64_t *pos)
+{
+	int ret = store_writable(s);
+
+	if (ret == 0 && !pos)
+		ret = -EINVAL;
+	return ret < 0 ? ret : s->ops->journal_mark_get(s, file, pos);
+}
+
+int store_journal_forget(struct store *s, uint64_t from, uint64_t to)
+{
+	int ret = store_writable(s);
+
+	return ret < 0 ? ret : s->ops->journal_forget(s, from, to);
 }
 
 int store_cpu_duplicates(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t n)

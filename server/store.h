@@ -52,6 +52,13 @@ int store_open_readonly(const char *path, struct store **out);
 void store_close(struct store *s);
 
 /*
+ * store_thread_policy - run the threads the store keeps (the SQLite
+ * backend's writer and checkpointer) at scheduling @policy, e.g. SCHED_IDLE.
+ * Return: 0 (also for a backend without threads); -errno.
+ */
+int store_thread_policy(struct store *s, int policy);
+
+/*
  * store_errmsg - a sentence about the last failure on @s (database message,
  * the systems of an ambiguous event name...). Valid until the next call.
  */
@@ -141,6 +148,18 @@ int store_stream_marks(struct store *s, uint64_t host_id, const char *boot_id,
  */
 int store_stream_mark(struct store *s, uint64_t host_id, const char *boot_id,
 		      uint64_t session, uint32_t stream, uint64_t seq);
+
+/*
+ * store_journal_mark - journal file @file is stored up to byte @pos; call it
+ * in the transaction that stores those pages (sql/0006-journal.sql).
+ * store_journal_mark_get - that position (0: none), through the open
+ * transaction. store_journal_forget - drop the marks of files @from..@to
+ * (removed files).
+ * Return: 0; TC_ERR_DB.
+ */
+int store_journal_mark(struct store *s, uint64_t file, uint64_t pos);
+int store_journal_mark_get(struct store *s, uint64_t file, uint64_t *pos);
+int store_journal_forget(struct store *s, uint64_t from, uint64_t to);
 
 /* store_cpu_duplicates - add @n to the pages of one CPU received again and
  * dropped. Return: 0; TC_ERR_DB. */

@@ -33,6 +33,9 @@ struct store_ops {
 	int (*cpu_stats)(struct store *s, uint64_t host_id, const struct proto_cpu_stats *st);
 	int (*stream_marks)(struct store *s, uint64_t host_id, const char *boot_id,
 			    uint64_t session, uint64_t *seqs, uint32_t n);
+	int (*journal_mark)(struct store *s, uint64_t file, uint64_t pos);
+	int (*journal_mark_get)(struct store *s, uint64_t file, uint64_t *pos);
+	int (*journal_forget)(struct store *s, uint64_t from, uint64_t to);
 	int (*stream_mark)(struct store *s, uint64_t host_id, const char *boot_id,
 			   uint64_t session, uint32_t stream, uint64_t seq);
 	int (*cpu_duplicates)(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t n);
@@ -65,6 +68,8 @@ struct store_ops {
 	 * and commit. Return: 0, or the error that work ran into.
 	 */
 	int (*sync)(struct store *s);
+	/* Optional: run the backend's own threads at @policy (SCHED_IDLE...). */
+	int (*thread_policy)(struct store *s, int policy);
 	int (*drops)(struct store *s,
 		     int (*fn)(void *ctx, const char *host, const char *system, const char *name,
 			       const char *reason, uint64_t count),

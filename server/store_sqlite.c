@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fnmatch.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -685,6 +686,49 @@ static int sq_stream_mark(struct store *s, uint64_t host_id, const char *boot_id
 	return sq_run(s, st, false);
 }
 
+/* One statement on journal marks with two numbers to bind (capped to int64). */
+static int sq_journal_run(struct store *s, const char *sql, uint64_t a, uint64_t b)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, sql, &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, a > INT64_MAX ? INT64_MAX : (int64_t)a);
+	sqlite3_bind_int64(st, 2, b > INT64_MAX ? INT64_MAX : (int64_t)b);
+	return sq_run(s, st, true);
+}
+
+static int sq_journal_mark(struct store *s, uint64_t file, uint64_t pos)
+{
+	return sq_journal_run(s, "INSERT OR REPLACE INTO journal_marks (file, pos) VALUES (?, ?)",
+			      file, pos);
+}
+
+static int sq_journal_forget(struct store *s, uint64_t from, uint64_t to)
+{
+	return sq_journal_run(s, "DELETE FROM journal_marks WHERE file BETWEEN ? AND ?", from, to);
+}
+
+static int sq_journal_mark_get(struct store *s, uint64_t file, uint64_t *pos)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT pos FROM journal_marks WHERE file = ?", &st);
+	int rc;
+
+	if (ret < 0)
+		return ret;
+	*pos = 0;
+	sqlite3_bind_int64(st, 1, (int64_t)file);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*pos = (uint64_t)sqlite3_column_int64(st, 0);
+	else if (rc != SQLITE_DONE)
+		ret = sq_err(s, TC_ERR_DB, "journal mark");
+	sqlite3_finalize(st);
+	return ret;
+}
+
 static int sq_cpu_duplicates(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t n)
 {
 	sqlite3_stmt *st;
@@ -733,6 +777,19 @@ static int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmd
  * pauses would rarely see: a commit that leaves SQ_WAL_FRAMES or more
  * waits for a checkpoint of everything, so the WAL stays bounded.
  */
+static int sq_thread_policy(struct store *s, int policy)
+{
+	struct sq_store *q = sq(s);
+	struct sched_param sp = { 0 };
+	int ret = 0;
+
+	if (q->writer_started)
+		ret = pthread_setschedparam(q->writer, policy, &sp);
+	if (ret == 0 && q->ckpt_started)
+		ret = pthread_setschedparam(q->ckpt, policy, &sp);
+	return -ret;
+}
+
 static void *sq_ckpt_main(void *arg)
 {
 	struct sq_store *q = arg;
@@ -2937,6 +2994,9 @@ static const struct store_ops sq_ops = {
 	.cpu_stats = sq_cpu_stats,
 	.stream_marks = sq_stream_marks,
 	.stream_mark = sq_stream_mark,
+	.journal_mark = sq_journal_mark,
+	.journal_mark_get = sq_journal_mark_get,
+	.journal_forget = sq_journal_forget,
 	.cpu_duplicates = sq_cpu_duplicates,
 	.cmdlines = sq_cmdlines,
 	.program = sq_program,
@@ -2951,5 +3011,6 @@ static const struct store_ops sq_ops = {
 	.retain = sq_retain,
 	.set_indexes = sq_set_indexes,
 	.sync = sq_sync,
+	.thread_policy = sq_thread_policy,
 	.drops = sq_drops,
 };

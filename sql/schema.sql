@@ -34,6 +34,14 @@
 --                (resent_pages, lost_pages, lost_events, pages per read
 --                path, copied_bytes).
 --
+-- Receive journal (0006-journal.sql):
+--   journal_marks per journal file of the collector (one per agent
+--                connection): how far it is stored, written in the
+--                transaction that stores its pages. After a crash the
+--                collector stores again only what follows, so pages
+--                without a stream mark (programs' rings) are not stored
+--                twice.
+--
 -- One typed table per event type, created at run time from the format:
 --
 --   ev_<system>_<name>   (characters outside [A-Za-z0-9_] become '_'; a
