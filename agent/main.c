@@ -1409,6 +1409,7 @@ static int bye_one(struct agent *a, struct ship *s, uint64_t pages,
 	}
 	a->done.pages += done.pages;
 	a->done.events += done.events;
+	a->done.journaled |= done.journaled;
 	return 0;
 }
 
@@ -1593,9 +1594,12 @@ static void summary(struct agent *a)
 	printf(PROG ": total: pages=%" PRIu64 " events=%" PRIu64 " bytes=%"
 	       PRIu64 " overrun=%" PRIu64 " dropped=%" PRIu64
 	       " copied=%" PRIu64 " resent=%" PRIu64 " reconnects=%" PRIu64
-	       " stored_events=%" PRIu64 "\n", sum.pages, sum.events,
+	       " %s=%" PRIu64 "\n", sum.pages, sum.events,
 	       sum.bytes, tot.overrun, tot.dropped, sum.copied_bytes,
-	       sum.resent_pages, a->reconnects, a->done.events);
+	       sum.resent_pages, a->reconnects,
+	       /* a journaling collector answers DONE before it has decoded */
+	       a->done.journaled ? "journaled_pages" : "stored_events",
+	       a->done.journaled ? a->done.pages : a->done.events);
 	printf(PROG ": spool: peak_mem_mb=%.1f drain_ms=%" PRId64 "\n",
 	       (double)spool_mem_peak(a->sp) / (1 << 20), a->drain_ms);
 	if (a->u) {

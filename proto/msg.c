@@ -142,6 +142,7 @@ static const struct field bye_fields[] = {
 static const struct field done_fields[] = {
 	F("pages", FK_U64, REQUIRED, done.pages),
 	F("events", FK_U64, REQUIRED, done.events),
+	F("journaled", FK_BOOL, OPTIONAL, done.journaled),
 };
 
 static const struct field error_fields[] = {

@@ -194,6 +194,9 @@ struct proto_bye {
 struct proto_done {
 	uint64_t pages;		/* pages the collector stored this session */
 	uint64_t events;	/* events it stored (after server-side filters) */
+	bool journaled;		/* optional: the pages are in the collector's
+				 * receive journal, stored behind; pages counts
+				 * them, events only those stored so far */
 };
 
 struct proto_error {

@@ -90,6 +90,10 @@ struct ingest_opts {
 	int64_t retain_age_ns;	/* 0: keep forever */
 	uint64_t retain_bytes;	/* 0: no size limit */
 	bool pushdown;		/* send agents that take it their filters */
+	struct filters *filters;	/* the first filter table (NULL: none) */
+	const char *journal_dir;	/* receive journal (NULL: none; ACK on commit) */
+	uint64_t journal_bytes;		/* pause reading above this much journal */
+	bool store_idle;		/* with a journal: decode and store at SCHED_IDLE */
 };
 
 /*
@@ -124,9 +128,32 @@ int ingest_sink_new(struct collector *col, uint64_t conn_id, struct sink **out);
 
 /*
  * ingest_push_msg - hand message @m to the worker, which takes over what
- * it owns (*@m is emptied). Return: 0; -ENOMEM (@m is then freed).
+ * it owns (*@m is emptied); @raw is its payload as received (journaled).
+ * Return: 0; -ENOMEM, -errno from the journal (@m is then freed).
  */
-int ingest_push_msg(struct collector *col, struct sink *s, struct proto_msg *m);
+int ingest_push_msg(struct collector *col, struct sink *s, struct proto_msg *m,
+		    const void *raw, size_t rawlen);
+
+/*
+ * ingest_journaled - is there a receive journal? Then what ingest_flush()
+ * and ingest_push_msg() returned 0 for is durable: ACK it, and answer BYE
+ * at once.
+ */
+bool ingest_journaled(struct collector *col);
+
+/*
+ * ingest_journal_tidy - after a commit: once everything in the journal
+ * file of @s is committed and the file is large, start a new one (with the
+ * messages that shape decoding) and remove the old.
+ */
+void ingest_journal_tidy(struct collector *col, struct sink *s);
+
+/*
+ * ingest_wait_stored - wait until everything queued before the call (and
+ * the journal files of an earlier run) is committed, at most @timeout_ms.
+ * Any thread. Return: 0; -ETIMEDOUT.
+ */
+int ingest_wait_stored(struct collector *col, int timeout_ms);
 
 /*
  * ingest_push_page - hand a copy of page @seq of CPU @cpu to the worker.
@@ -136,7 +163,7 @@ int ingest_push_msg(struct collector *col, struct sink *s, struct proto_msg *m);
 int ingest_push_page(struct collector *col, struct sink *s, uint32_t cpu, uint64_t seq,
 		     const void *page, size_t len);
 
-/* ingest_flush - queue the sink's batched pages now. Return: 0; -ENOMEM. */
+/* ingest_flush - queue the sink's batched pages now. Return: 0; -ENOMEM; -errno. */
 int ingest_flush(struct collector *col, struct sink *s);
 
 /*

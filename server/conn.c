@@ -141,7 +141,7 @@ static void conn_fail(struct conn *c, int err, const char *what)
 }
 
 /* Check the HELLO here, let the worker store the host; WELCOME follows. */
-static int on_hello(struct conn *c, struct proto_msg *m)
+static int on_hello(struct conn *c, struct proto_msg *m, const uint8_t *raw, size_t len)
 {
 	const struct proto_hello *h = &m->hello;
 	int ret;
@@ -164,15 +164,42 @@ static int on_hello(struct conn *c, struct proto_msg *m)
 	log_info("%s: agent %s (%s, kernel %s, %u CPUs, clock %s) connected",
 		 c->peer, h->host, c->subject, h->kernel, h->ncpus, h->trace_clock);
 	c->state = CONN_STREAM;
-	return ingest_push_msg(c->col, c->sink, m);
+	return ingest_push_msg(c->col, c->sink, m, raw, len);
 }
 
-/* BYE: no more input; DONE goes out once the worker has committed. */
-static int on_bye(struct conn *c, struct proto_msg *m)
+static void conn_ack(struct conn *c);
+
+/* Everything received is in the receive journal: ACK all of it. */
+static void conn_journaled(struct conn *c)
 {
+	for (uint32_t i = 0; i < c->ncpus; i++)
+		if (c->cpus[i].next_seq && c->cpus[i].next_seq - 1 > c->cpus[i].committed_seq)
+			c->cpus[i].committed_seq = c->cpus[i].next_seq - 1;
+	if (c->session)
+		conn_ack(c);
+}
+
+/*
+ * BYE: no more input. DONE goes out once the worker has committed, or, with
+ * a receive journal, at once: everything is in it (and is stored behind).
+ */
+static int on_bye(struct conn *c, struct proto_msg *m, const uint8_t *raw, size_t len)
+{
+	struct proto_msg done = { .type = MSG_DONE };
+	int ret;
+
 	c->state = CONN_BYE;
 	bufferevent_disable(c->bev, EV_READ);
-	return ingest_push_msg(c->col, c->sink, m);
+	ret = ingest_push_msg(c->col, c->sink, m, raw, len);
+	if (ret < 0 || !ingest_journaled(c->col))
+		return ret;
+	conn_journaled(c);
+	done.done.pages = c->pages;
+	done.done.journaled = true;
+	ret = conn_send(c, &done);
+	if (ret == 0)
+		conn_finish(c);
+	return ret;
 }
 
 static int conn_on_msg(struct conn *c, const uint8_t *payload, size_t len)
@@ -188,7 +215,7 @@ static int conn_on_msg(struct conn *c, const uint8_t *payload, size_t len)
 		goto out;
 	}
 	switch (m.type) {
-	case MSG_HELLO: ret = on_hello(c, &m); break;
+	case MSG_HELLO: ret = on_hello(c, &m, payload, len); break;
 	case MSG_HEADER_PAGE:
 	case MSG_FORMAT:
 	case MSG_CMDLINES:
@@ -196,9 +223,9 @@ static int conn_on_msg(struct conn *c, const uint8_t *payload, size_t len)
 	case MSG_CPU_STATS:
 	case MSG_GROUP:
 	case MSG_SYMBOLS:
-		ret = ingest_push_msg(c->col, c->sink, &m);
+		ret = ingest_push_msg(c->col, c->sink, &m, payload, len);
 		break;
-	case MSG_BYE: ret = on_bye(c, &m); break;
+	case MSG_BYE: ret = on_bye(c, &m, payload, len); break;
 	case MSG_FILTER_STATUS:	/* only an answer to our MSG_FILTER */
 		ret = c->pushdown ? 0 : TC_ERR_PROTO_STATE;
 		if (ret == 0)
@@ -300,8 +327,10 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 			return;
 		}
 	}
-	if (c->sink && ingest_flush(c->col, c->sink) < 0)
-		conn_fail(c, -ENOMEM, "page");
+	if (c->sink && (ret = ingest_flush(c->col, c->sink)) < 0)
+		conn_fail(c, ret, "page");
+	else if (c->sink && c->state == CONN_STREAM && ingest_journaled(c->col))
+		conn_journaled(c);
 }
 
 /*
@@ -441,6 +470,14 @@ void conn_committed_all(struct collector *col)
 	struct conn *c;
 	uint32_t i;
 
+	if (ingest_journaled(col)) {	/* ACKed when journaled; files may go */
+		for (c = col->conns; c; c = c->next)
+			if (c->sink && c->state == CONN_STREAM)
+				ingest_journal_tidy(col, c->sink);
+		if (!ingest_full(col))
+			conn_resume_all(col);
+		return;
+	}
 	for (c = col->conns; c; c = c->next) {
 		for (i = 0; c->sink && c->cpus && i < c->ncpus; i++)
 			c->cpus[i].committed_seq = ingest_sink_committed(col, c->sink, i);

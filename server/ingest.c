@@ -23,6 +23,19 @@
  *
  * Retention runs in the worker too, inside a transaction, at most once per
  * INGEST_RETAIN_S seconds.
+ *
+ * With a receive journal (journal.h; the default), the event loop appends
+ * every job to its connection's journal file before queueing it, and
+ * acknowledges pages as soon as they are there. The queue's memory stays
+ * within queue_bytes: above it a batch of pages keeps only its place in the
+ * file, and the worker reads it back. Reading stops only when the journal
+ * reaches its limit. A file goes once everything in it is committed: at the
+ * connection's end, or before, by rotation to a new file that starts with
+ * the messages that shape decoding (HELLO, HEADER_PAGE, GROUP, FORMAT,
+ * CMDLINES, the latest CLOCK). The worker stores the files left by an
+ * earlier run before anything else, and after a failed commit it stores
+ * again, from their files, every connection that was live or closed in the
+ * lost transaction (the stored-page marks drop what was committed before).
  */
 #include "config.h"
 
@@ -30,6 +43,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -42,11 +57,14 @@
 #include "server/collector.h"
 #include "server/dedup.h"
 #include "server/filters.h"
+#include "server/journal.h"
 #include "server/sink.h"
 
 #define INGEST_BATCH		1000000		/* events per transaction, at most */
 #define INGEST_JOB_BYTES	(256u << 10)	/* pages batched per job */
 #define INGEST_RETAIN_S		1
+#define INGEST_ROTATE_BYTES	(64u << 20)	/* a journal file rotates above this */
+#define INGEST_RETRY_MS		1000		/* after a failed replay */
 
 enum job_kind { JOB_MSG, JOB_PAGES, JOB_CLOSE };
 
@@ -55,8 +73,45 @@ struct ingest_job {
 	struct sink *sink;
 	enum job_kind kind;
 	struct proto_msg msg;	/* JOB_MSG */
-	uint8_t *buf;		/* JOB_PAGES: page records */
+	uint8_t *buf;		/* JOB_PAGES: page records; NULL: spilled */
 	size_t len, cap;
+	struct jfile *jf;	/* the job's journal file (JOB_CLOSE: the
+				 * connection's, handed over); NULL: none */
+	uint64_t joff;		/* its payload there: a spilled buf is read back */
+	uint64_t jend;		/* the end of its record (the store's mark) */
+};
+
+/* A context record in a connection's journal file (rotation copies it). */
+struct sink_jctx {
+	uint64_t off;
+	uint32_t len;
+	uint32_t kind;
+};
+
+/*
+ * Messages that shape how later pages decode (and are stored: hosts, event
+ * tables, comms, the clock): a new journal file starts with them, and
+ * stored parts of a file still apply them when it is stored again.
+ */
+static bool msg_shapes_decoding(enum proto_msg_type type)
+{
+	switch (type) {
+	case MSG_HELLO:
+	case MSG_HEADER_PAGE:
+	case MSG_GROUP:
+	case MSG_FORMAT:
+	case MSG_CMDLINES:
+	case MSG_CLOCK:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* A list of journal files the worker holds. */
+struct jlist {
+	struct jfile **v;
+	size_t n, cap;
 };
 
 /* In a JOB_PAGES buffer: this header, the page, padding to 8 bytes. */
@@ -77,8 +132,12 @@ struct ingest {
 	struct ingest_job *head, **tail;
 	size_t bytes;			/* queued job bytes */
 	bool stop, full;
+	bool replaying;			/* journal files wait to be stored */
 	struct ingest_result *results, **rtail;
 	bool committed, resume;
+	uint64_t jobs_pushed;		/* jobs queued since the start */
+	uint64_t jobs_committed;	/* of those, run and committed */
+	pthread_cond_t stored;		/* jobs_committed moved */
 	struct filters *filters;
 	unsigned filters_gen;
 	/* event loop: */
@@ -92,6 +151,12 @@ struct ingest {
 	bool txn_open;
 	uint64_t txn_events;
 	int64_t txn_start, last_retain;
+	uint64_t jobs_run;
+	struct journal *journal;	/* NULL: none */
+	struct jlist closed;		/* closed connections' files: remove at commit */
+	struct jlist replay;		/* files to store (again) */
+	uint8_t *rbuf;			/* a spilled job read back */
+	size_t rcap;
 };
 
 static int64_t now_ms(void)
@@ -111,8 +176,46 @@ static void job_free(struct ingest_job *j)
 {
 	if (j->kind == JOB_MSG)
 		proto_msg_free(&j->msg);
+	jfile_put(j->jf, false);
 	free(j->buf);
 	free(j);
+}
+
+static int jlist_add(struct jlist *l, struct jfile *f)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 8;
+		struct jfile **v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = f;
+	return 0;
+}
+
+/* Add @f to @l in file-number order: the order the connections came in. */
+static int jlist_add_sorted(struct jlist *l, struct jfile *f)
+{
+	size_t i;
+	int ret = jlist_add(l, f);
+
+	if (ret < 0)
+		return ret;
+	for (i = l->n - 1; i > 0 && jfile_no(l->v[i - 1]) > jfile_no(f); i--)
+		l->v[i] = l->v[i - 1];
+	l->v[i] = f;
+	return 0;
+}
+
+/* Drop every file of @l; with @remove, they are stored and may go. */
+static void jlist_drop(struct jlist *l, bool remove)
+{
+	for (size_t i = 0; i < l->n; i++)
+		jfile_put(l->v[i], remove);
+	l->n = 0;
 }
 
 /* ---- worker -> loop ---- */
@@ -266,6 +369,17 @@ static void ing_retain(struct ingest *g)
 		log_info("retention removed %llu events", (unsigned long long)removed);
 }
 
+/* For ingest_wait_stored(): are journal files waiting to be stored (again)? */
+static void ing_update_replaying(struct ingest *g)
+{
+	pthread_mutex_lock(&g->lock);
+	g->replaying = g->replay.n > 0;
+	for (struct sink *s = g->sinks; s; s = s->next)
+		g->replaying |= s->replay;	/* its file comes when it closes */
+	pthread_cond_broadcast(&g->stored);
+	pthread_mutex_unlock(&g->lock);
+}
+
 /*
  * The transaction was rolled back (disk full, I/O error): none of its pages
  * is stored, yet every connection has moved past them. Forget the marks
@@ -278,22 +392,63 @@ static void ing_rolled_back(struct ingest *g, int err)
 	struct store *st = g->col->store;
 	int ret;
 
-	log_err("commit failed: %s (%s); closing every agent connection so "
-		"that the agents send the pages of this transaction again",
-		tc_strerror(err), store_errmsg(st));
+	if (g->journal)
+		log_err("commit failed: %s (%s); closing every agent connection and "
+			"storing what they sent again from the receive journal",
+			tc_strerror(err), store_errmsg(st));
+	else
+		log_err("commit failed: %s (%s); closing every agent connection so "
+			"that the agents send the pages of this transaction again",
+			tc_strerror(err), store_errmsg(st));
 	store_rollback(st);	/* if a flush failed before the commit */
 	ret = dedup_reload(g->sessions, st);
 	if (ret < 0)
 		log_err("re-reading the stored page marks: %s (%s); pages sent "
 			"again may be refused as duplicates", tc_strerror(ret),
 			store_errmsg(st));
-	for (struct sink *s = g->sinks; s; s = s->next)
+	for (struct sink *s = g->sinks; s; s = s->next) {
+		s->replay = g->journal != NULL;
 		if (!s->failed)
 			ing_fail(g, s, err, "commit failed");
+	}
+	/* connections that ended in the lost transaction: their files again */
+	for (size_t i = 0; i < g->closed.n; i++)
+		if (jlist_add_sorted(&g->replay, g->closed.v[i]) < 0) {
+			log_err("out of memory: journal file %016llx is kept for the "
+				"next start", (unsigned long long)jfile_no(g->closed.v[i]));
+			jfile_put(g->closed.v[i], false);
+		}
+	g->closed.n = 0;
+	ing_update_replaying(g);
 }
 
-/* Flush counters, apply retention, commit; tell the loop what is on disk. */
-static void ing_commit(struct ingest *g)
+/*
+ * Into the open transaction: how far each sink's journal file is stored
+ * (its mark goes in with the pages), and forget the marks of removed files.
+ */
+static int ing_journal_marks(struct ingest *g)
+{
+	struct store *st = g->col->store;
+	uint64_t gone[64];
+	size_t n;
+	int ret = 0;
+
+	if (!g->journal)
+		return 0;
+	for (struct sink *s = g->sinks; s && ret == 0; s = s->next)
+		if (s->jmark_dirty)
+			ret = store_journal_mark(st, s->jmark_file, s->jmark);
+	while (ret == 0 && (n = journal_take_removed(g->journal, gone, 64)))
+		for (size_t i = 0; i < n && ret == 0; i++)
+			ret = store_journal_forget(st, gone[i], gone[i]);
+	return ret;
+}
+
+/*
+ * Flush counters, apply retention, commit; tell the loop what is on disk.
+ * Return: 0 (committed, or nothing to commit); the error (rolled back).
+ */
+static int ing_commit(struct ingest *g)
 {
 	struct store *st = g->col->store;
 	int ret = 0;
@@ -302,23 +457,32 @@ static void ing_commit(struct ingest *g)
 	    now_ms() - g->last_retain >= INGEST_RETAIN_S * 1000)
 		ret = ing_begin(g);
 	if (!g->txn_open || ret < 0)
-		return;
+		return ret;
 	for (struct sink *s = g->sinks; s && ret == 0; s = s->next)
 		ret = sink_flush(s, st);
+	if (ret == 0)
+		ret = ing_journal_marks(g);
 	if (ret == 0)
 		ing_retain(g);
 	ret = ret ?: store_commit(st);
 	g->txn_open = false;
 	if (ret < 0) {
 		ing_rolled_back(g, ret);
-		return;
+		return ret;
 	}
 	pthread_mutex_lock(&g->lock);
-	for (struct sink *s = g->sinks; s; s = s->next)
+	for (struct sink *s = g->sinks; s; s = s->next) {
 		sink_mark_committed(s);
+		s->jobs_committed = s->jobs_done;
+		s->jmark_dirty = false;
+	}
+	g->jobs_committed = g->jobs_run;
+	pthread_cond_broadcast(&g->stored);
 	g->committed = true;
 	ing_notify(g);
 	pthread_mutex_unlock(&g->lock);
+	jlist_drop(&g->closed, true);
+	return 0;
 }
 
 /* ---- worker: jobs ---- */
@@ -333,11 +497,24 @@ static void ing_unlist(struct ingest *g, struct sink *s)
 		*pp = s->next;
 }
 
-static void ing_close(struct ingest *g, struct sink *s)
+/*
+ * The connection of @s is gone; @jf is its journal file (NULL: none).
+ * Its file goes at the next commit, or is stored again after a rollback.
+ */
+static void ing_close(struct ingest *g, struct sink *s, struct jfile *jf)
 {
-	if (s->listed && ing_begin(g) == 0 && sink_flush(s, g->col->store) < 0)
+	if (s->listed && !s->replay && ing_begin(g) == 0 && sink_flush(s, g->col->store) < 0)
 		log_err("counters of host %s: %s", s->host ? s->host : "?",
 			store_errmsg(g->col->store));
+	if (s->failed && !s->replay && s->dropped_jobs)
+		log_warn("host %s: %llu batches of journaled pages after the failure "
+			 "were not stored", s->host ? s->host : "?",
+			 (unsigned long long)s->dropped_jobs);
+	if (jf && (s->replay ? jlist_add_sorted(&g->replay, jf) : jlist_add(&g->closed, jf)) < 0) {
+		log_err("out of memory: journal file %016llx is kept for the next start",
+			(unsigned long long)jfile_no(jf));
+		jfile_put(jf, false);
+	}
 	pthread_mutex_lock(&g->lock);
 	ing_unlist(g, s);
 	pthread_mutex_unlock(&g->lock);
@@ -353,6 +530,8 @@ static void ing_msg(struct ingest *g, struct sink *s, struct proto_msg *m)
 	ret = sink_msg(s, &g->env, m, &r, &respond, &commit);
 	if (ret < 0) {
 		ing_fail(g, s, ret, proto_msg_name(m->type));
+		if (ret == TC_ERR_DB)
+			s->replay = g->journal != NULL;
 		return;
 	}
 	if (commit)
@@ -361,35 +540,71 @@ static void ing_msg(struct ingest *g, struct sink *s, struct proto_msg *m)
 		ing_post(g, &r);
 }
 
-static void ing_pages(struct ingest *g, struct sink *s, const struct ingest_job *j)
+/*
+ * Store the page records of @buf (@len bytes, as ingest_push_page() lays
+ * them out; from a journal they are untrusted: a record that does not fit
+ * is refused). Return: 0; the first error (the sink has failed).
+ */
+static int ing_pages(struct ingest *g, struct sink *s, const uint8_t *buf, size_t len)
 {
 	size_t off = 0;
+	int ret = 0;
 
-	while (off + sizeof(struct page_rec) <= j->len && !s->failed) {
+	while (off + sizeof(struct page_rec) <= len && !s->failed) {
 		struct page_rec rec;
 		uint64_t stored = 0;
-		int ret;
+		size_t step;
 
-		memcpy(&rec, j->buf + off, sizeof(rec));
+		memcpy(&rec, buf + off, sizeof(rec));
 		off += sizeof(rec);
-		ret = sink_page(s, &g->env, rec.cpu, rec.seq, j->buf + off, rec.len, &stored);
-		off += (rec.len + 7) & ~(size_t)7;
+		if (rec.len > len - off) {
+			ret = TC_ERR_MSG_MALFORMED;
+			ing_fail(g, s, ret, "page");
+			break;
+		}
+		ret = sink_page(s, &g->env, rec.cpu, rec.seq, buf + off, rec.len, &stored);
+		step = (rec.len + 7) & ~(size_t)7;
+		off += step < len - off ? step : len - off;
 		if (ret < 0)
 			ing_fail(g, s, ret, "page");
+		if (ret == TC_ERR_DB)
+			s->replay = g->journal != NULL;
 		g->txn_events += stored;
 	}
+	return ret;
 }
 
-static void ing_run(struct ingest *g, struct ingest_job *j)
+/* The records of a spilled job, read back from its journal file. */
+static const uint8_t *ing_read_back(struct ingest *g, struct sink *s, struct ingest_job *j)
 {
-	struct sink *s = j->sink;
+	int ret;
 
-	if (j->kind == JOB_CLOSE) {
-		ing_close(g, s);
-		return;
+	if (j->len > g->rcap) {
+		uint8_t *b = realloc(g->rbuf, j->len);
+
+		if (!b) {
+			ing_fail(g, s, -ENOMEM, "page");
+			s->replay = true;
+			return NULL;
+		}
+		g->rbuf = b;
+		g->rcap = j->len;
 	}
-	if (s->failed)
-		return;
+	ret = jfile_read(j->jf, j->joff, g->rbuf, j->len);
+	if (ret < 0) {
+		log_err("host %s: reading pages back from journal file %016llx: %s",
+			s->host ? s->host : "?", (unsigned long long)jfile_no(j->jf),
+			tc_strerror(ret));
+		ing_fail(g, s, ret, "journal");
+		return NULL;
+	}
+	return g->rbuf;
+}
+
+static void ing_run_job(struct ingest *g, struct sink *s, struct ingest_job *j)
+{
+	const uint8_t *buf;
+
 	if (!s->listed) {
 		pthread_mutex_lock(&g->lock);
 		s->next = g->sinks;
@@ -399,14 +614,185 @@ static void ing_run(struct ingest *g, struct ingest_job *j)
 	}
 	if (ing_begin(g) < 0) {
 		ing_fail(g, s, TC_ERR_DB, "store");
+		s->replay = g->journal != NULL;
 		return;
 	}
-	if (j->kind == JOB_MSG)
+	if (j->kind == JOB_MSG) {
 		ing_msg(g, s, &j->msg);
-	else
-		ing_pages(g, s, j);
+	} else {
+		buf = j->buf ? j->buf : ing_read_back(g, s, j);
+		if (buf)
+			ing_pages(g, s, buf, j->len);
+	}
 	if (s->pushq.n)
 		ing_post_pushes(g, s);
+}
+
+static void ing_run(struct ingest *g, struct ingest_job *j)
+{
+	struct sink *s = j->sink;
+
+	if (j->kind == JOB_CLOSE) {
+		ing_close(g, s, j->jf);
+		j->jf = NULL;
+		return;
+	}
+	g->jobs_run++;
+	s->jobs_done++;
+	if (s->failed) {
+		s->dropped_jobs += j->kind == JOB_PAGES;
+		return;
+	}
+	ing_run_job(g, s, j);
+	if (j->jf && !s->failed) {	/* the store's mark follows (ing_commit()) */
+		s->jmark_file = jfile_no(j->jf);
+		s->jmark = j->jend;
+		s->jmark_dirty = true;
+	}
+}
+
+/* ---- worker: storing journal files (again) ---- */
+
+static bool ing_stopping(struct ingest *g)
+{
+	bool stop;
+
+	pthread_mutex_lock(&g->lock);
+	stop = g->stop;
+	pthread_mutex_unlock(&g->lock);
+	return stop;
+}
+
+/* One journal file being stored: the sink of its connection. */
+struct ing_replay {
+	struct ingest *g;
+	struct sink *s;
+	uint64_t file;
+	uint64_t stored;	/* the store's mark: records up to here are in */
+	uint64_t records;
+};
+
+/*
+ * One record of a journal file. Up to the file's mark only what shapes
+ * decoding applies (the sink is new); past it, everything, and the mark
+ * follows.
+ */
+static int ing_replay_rec(void *arg, uint32_t kind, const uint8_t *data, size_t len,
+			  uint64_t end)
+{
+	struct ing_replay *r = arg;
+	struct ingest *g = r->g;
+	struct ingest_result res = { 0 };
+	bool respond = false, commit = false, stored = end <= r->stored;
+	struct proto_msg m;
+	bool decoded = false;
+	int ret;
+
+	r->records++;
+	if (!r->s) {
+		ret = ingest_sink_new(g->col, 0, &r->s);
+		if (ret < 0)
+			return ret;
+		pthread_mutex_lock(&g->lock);
+		r->s->next = g->sinks;
+		g->sinks = r->s;
+		r->s->listed = true;
+		pthread_mutex_unlock(&g->lock);
+	}
+	if (kind == JREC_SUBJECT) {
+		snprintf(r->s->subject, sizeof(r->s->subject), "%.*s", (int)len, data);
+		return 0;
+	}
+	if (kind == JREC_PAGES) {
+		ret = stored ? 0 : ing_pages(g, r->s, data, len);
+	} else {
+		ret = proto_msg_decode(data, len, &m);
+		decoded = ret == 0;
+		if (ret == 0 && (!stored || msg_shapes_decoding(m.type)))
+			ret = sink_msg(r->s, &g->env, &m, &res, &respond, &commit);
+		if (decoded)
+			proto_msg_free(&m);
+	}
+	if (ret == TC_ERR_DB)
+		r->s->replay = true;
+	if (ret < 0) {
+		r->s->failed = true;
+		return ret;
+	}
+	if (!stored) {
+		r->s->jmark_file = r->file;
+		r->s->jmark = end;
+		r->s->jmark_dirty = true;
+	}
+	return 0;
+}
+
+/*
+ * Store journal file @jf (taken over) in a transaction of its own.
+ * Return: true when done with it (stored; or unreadable past some point,
+ * logged); false when the store failed: it is queued again.
+ */
+static bool ing_replay_file(struct ingest *g, struct jfile *jf)
+{
+	struct ing_replay r = { .g = g, .file = jfile_no(jf) };
+	bool again;
+	int ret;
+
+	ret = ing_begin(g);
+	if (ret == 0)
+		ret = store_journal_mark_get(g->col->store, r.file, &r.stored);
+	if (ret == 0)
+		ret = jfile_replay(jf, ing_replay_rec, &r);
+	again = ret == TC_ERR_DB || (r.s && r.s->replay) || (ret < 0 && !r.s);
+	if (ret < 0 && !again)
+		log_warn("journal file %016llx (host %s): %s after %llu records; the rest "
+			 "of it is not stored", (unsigned long long)jfile_no(jf),
+			 r.s && r.s->host ? r.s->host : "?", tc_strerror(ret),
+			 (unsigned long long)r.records);
+	if (r.s) {
+		r.s->replay = false;
+		ing_close(g, r.s, NULL);
+	}
+	if (again) {
+		if (g->txn_open) {
+			g->txn_open = false;
+			ing_rolled_back(g, TC_ERR_DB);
+		}
+		jlist_add_sorted(&g->replay, jf);
+		return false;
+	}
+	if (jlist_add(&g->closed, jf) < 0) {
+		jfile_put(jf, false);
+		return false;
+	}
+	return ing_commit(g) == 0;	/* a failure queues jf again */
+}
+
+/*
+ * Store the queued journal files, oldest first, before any further job:
+ * an agent's next connection may resend what they hold. After a failure,
+ * wait INGEST_RETRY_MS (the store may be full or locked).
+ */
+static void ing_replay_pending(struct ingest *g)
+{
+	int64_t t0 = now_ms();
+	size_t n = 0;
+
+	while (g->replay.n && !ing_stopping(g)) {
+		struct jfile *jf = g->replay.v[0];
+
+		memmove(g->replay.v, g->replay.v + 1, --g->replay.n * sizeof(*g->replay.v));
+		if (!ing_replay_file(g, jf)) {
+			log_err("storing journal file %016llx failed; trying again in %d ms",
+				(unsigned long long)jfile_no(jf), INGEST_RETRY_MS);
+			usleep(INGEST_RETRY_MS * 1000);
+			continue;
+		}
+		n++;
+	}
+	if (n)
+		log_info("stored %zu journal file(s) in %lld ms", n, (long long)(now_ms() - t0));
+	ing_update_replaying(g);
 }
 
 /* A new filter table: re-resolve every live sink now (push-down updates). */
@@ -474,6 +860,14 @@ static void *ing_main(void *arg)
 
 	pthread_mutex_lock(&g->lock);
 	for (;;) {
+		if (g->replay.n) {
+			pthread_mutex_unlock(&g->lock);
+			ing_replay_pending(g);
+			pthread_mutex_lock(&g->lock);
+			if (g->stop)
+				break;
+			continue;
+		}
 		if (ing_env_locked(g) && g->env.pushdown) {
 			pthread_mutex_unlock(&g->lock);
 			ing_refilter(g);
@@ -516,17 +910,90 @@ static void *ing_main(void *arg)
 
 /* ---- event loop: pushing jobs ---- */
 
-static void ing_enqueue(struct ingest *g, struct ingest_job *j)
+/*
+ * Queue @j, journaled in @jf (NULL: no journal) with its payload at @joff
+ * and its record ending at @jend. A batch of pages leaves only its place in
+ * the file when the queue's memory is above queue_bytes.
+ */
+static void ing_enqueue(struct ingest *g, struct ingest_job *j, struct jfile *jf,
+			uint64_t joff, uint64_t jend)
 {
 	j->next = NULL;
+	if (jf) {
+		j->jf = jfile_ref(jf);
+		j->joff = joff;
+		j->jend = jend;
+	}
 	pthread_mutex_lock(&g->lock);
+	if (jf && j->kind == JOB_PAGES && g->bytes + job_bytes(j) > g->o.queue_bytes) {
+		free(j->buf);
+		j->buf = NULL;
+		j->cap = 0;
+	}
 	*g->tail = j;
 	g->tail = &j->next;
 	g->bytes += job_bytes(j);
-	if (g->bytes > g->o.queue_bytes)
+	if (g->bytes > g->o.queue_bytes && !g->journal)
 		g->full = true;
+	if (j->kind != JOB_CLOSE) {
+		g->jobs_pushed++;
+		j->sink->jobs_queued++;
+	}
 	pthread_cond_signal(&g->cond);
 	pthread_mutex_unlock(&g->lock);
+}
+
+/*
+ * Append a record to the journal file of @s (made on first use, starting
+ * with the agent's certificate subject). No journal: nothing to do.
+ * Return: 0 and *@off; -errno (logged: the caller fails the connection,
+ * whose unacknowledged pages its agent sends again).
+ */
+static int ing_journal(struct ingest *g, struct sink *s, uint32_t kind, const void *data,
+		       size_t len, uint64_t *off, uint64_t *end)
+{
+	uint64_t o;
+	int ret = 0;
+
+	if (!g->journal)
+		return 0;
+	if (!s->jf) {
+		ret = jfile_new(g->journal, &s->jf);
+		if (ret == 0)
+			ret = jfile_append(s->jf, JREC_SUBJECT, s->subject, strlen(s->subject),
+					   &o, NULL);
+	}
+	if (ret == 0)
+		ret = jfile_append(s->jf, kind, data, len, off, end);
+	if (ret < 0)
+		log_err("writing the receive journal: %s", tc_strerror(ret));
+	return ret;
+}
+
+/* Remember context record @off of @s (a message of @type) for rotation. */
+static void ing_journal_ctx(struct sink *s, enum proto_msg_type type, uint64_t off, size_t len)
+{
+	struct sink_jctx *v;
+	size_t i = s->njctx;
+
+	if (!msg_shapes_decoding(type))
+		return;
+	if (type == MSG_HELLO)
+		s->jclock = SIZE_MAX;
+	if (type == MSG_CLOCK && s->jclock < s->njctx)
+		i = s->jclock;
+	if (i == s->njctx) {
+		v = realloc(s->jctx, (s->njctx + 1) * sizeof(*v));
+		if (!v) {	/* rotation then keeps the file as it is */
+			s->jctx_lost = true;
+			return;
+		}
+		s->jctx = v;
+		s->njctx++;
+	}
+	if (type == MSG_CLOCK)
+		s->jclock = i;
+	s->jctx[i] = (struct sink_jctx){ .off = off, .len = (uint32_t)len, .kind = JREC_MSG };
 }
 
 bool ingest_full(struct collector *col)
@@ -534,35 +1001,60 @@ bool ingest_full(struct collector *col)
 	struct ingest *g = col->ing;
 	bool full;
 
+	if (g->journal)
+		return journal_full(g->journal);
 	pthread_mutex_lock(&g->lock);
 	full = g->full;
 	pthread_mutex_unlock(&g->lock);
 	return full;
 }
 
+bool ingest_journaled(struct collector *col)
+{
+	return col->ing->journal != NULL;
+}
+
 int ingest_flush(struct collector *col, struct sink *s)
 {
-	if (s->pending) {
-		ing_enqueue(col->ing, s->pending);
-		s->pending = NULL;
+	struct ingest_job *j = s->pending;
+	uint64_t off = 0, end = 0;
+	int ret;
+
+	if (!j)
+		return 0;
+	s->pending = NULL;
+	ret = ing_journal(col->ing, s, JREC_PAGES, j->buf, j->len, &off, &end);
+	if (ret < 0) {
+		job_free(j);
+		return ret;
 	}
+	ing_enqueue(col->ing, j, s->jf, off, end);
 	return 0;
 }
 
-int ingest_push_msg(struct collector *col, struct sink *s, struct proto_msg *m)
+int ingest_push_msg(struct collector *col, struct sink *s, struct proto_msg *m,
+		    const void *raw, size_t rawlen)
 {
 	struct ingest_job *j = calloc(1, sizeof(*j));
+	uint64_t off = 0, end = 0;
+	int ret = j ? 0 : -ENOMEM;
 
-	if (!j) {
+	if (ret == 0)
+		ret = ingest_flush(col, s);
+	if (ret == 0)
+		ret = ing_journal(col->ing, s, JREC_MSG, raw, rawlen, &off, &end);
+	if (ret < 0) {
+		free(j);
 		proto_msg_free(m);
-		return -ENOMEM;
+		return ret;
 	}
-	ingest_flush(col, s);
+	if (col->ing->journal)
+		ing_journal_ctx(s, m->type, off, rawlen);
 	j->sink = s;
 	j->kind = JOB_MSG;
 	j->msg = *m;
 	memset(m, 0, sizeof(*m));
-	ing_enqueue(col->ing, j);
+	ing_enqueue(col->ing, j, s->jf, off, end);
 	return 0;
 }
 
@@ -611,6 +1103,7 @@ int ingest_sink_new(struct collector *col, uint64_t conn_id, struct sink **out)
 	if (!s)
 		return -ENOMEM;
 	s->conn_id = conn_id;
+	s->jclock = SIZE_MAX;
 	*out = s;
 	return 0;
 }
@@ -627,10 +1120,97 @@ void ingest_sink_close(struct collector *col, struct sink *s)
 		log_err("out of memory closing a connection");
 		return;
 	}
-	ingest_flush(col, s);
+	if (ingest_flush(col, s) < 0)
+		log_err("host %s: the last pages could not be journaled; its agent "
+			"sends them again", s->host ? s->host : s->subject);
 	j->sink = s;
 	j->kind = JOB_CLOSE;
-	ing_enqueue(col->ing, j);
+	j->jf = s->jf;		/* the worker's now */
+	s->jf = NULL;
+	ing_enqueue(col->ing, j, NULL, 0, 0);
+}
+
+/* Bytes a new journal file of @s starts with: its context records. */
+static uint64_t ing_journal_ctx_bytes(const struct sink *s)
+{
+	uint64_t n = JOURNAL_FILE_HDR + JOURNAL_REC_HDR + strlen(s->subject) + 8;
+
+	for (size_t i = 0; i < s->njctx; i++)
+		n += JOURNAL_REC_HDR + s->jctx[i].len + 8;
+	return n;
+}
+
+void ingest_journal_tidy(struct collector *col, struct sink *s)
+{
+	struct ingest *g = col->ing;
+	struct jfile *nf = NULL, *old = s->jf;
+	uint64_t done, off, rotate;
+	uint8_t *buf = NULL;
+	int ret;
+
+	if (!g->journal || !old || s->pending || s->jctx_lost)
+		return;
+	/* a file rotates above an eighth of the journal, so 8 connections fit;
+	 * with the journal full, as soon as that shrinks it */
+	rotate = g->o.journal_bytes / 8 < INGEST_ROTATE_BYTES ? g->o.journal_bytes / 8
+							      : INGEST_ROTATE_BYTES;
+	if (jfile_size(old) < rotate &&
+	    !(journal_full(g->journal) && jfile_size(old) > 2 * ing_journal_ctx_bytes(s)))
+		return;
+	pthread_mutex_lock(&g->lock);
+	done = s->jobs_committed;
+	pthread_mutex_unlock(&g->lock);
+	if (done != s->jobs_queued)	/* the worker still needs the file */
+		return;
+	ret = jfile_new(g->journal, &nf);
+	if (ret == 0)
+		ret = jfile_append(nf, JREC_SUBJECT, s->subject, strlen(s->subject), &off, NULL);
+	for (size_t i = 0; i < s->njctx && ret == 0; i++) {
+		uint8_t *b = realloc(buf, s->jctx[i].len ? s->jctx[i].len : 1);
+
+		if (!b) {
+			ret = -ENOMEM;
+			break;
+		}
+		buf = b;
+		ret = jfile_read(old, s->jctx[i].off, buf, s->jctx[i].len);
+		if (ret == 0)
+			ret = jfile_append(nf, s->jctx[i].kind, buf, s->jctx[i].len, &off, NULL);
+		s->jctx[i].off = off;	/* (only kept on success) */
+	}
+	free(buf);
+	if (ret < 0) {
+		log_err("host %s: rotating journal file %016llx: %s; it is kept",
+			s->host ? s->host : s->subject, (unsigned long long)jfile_no(old),
+			tc_strerror(ret));
+		jfile_put(nf, true);
+		s->jctx_lost = true;	/* offsets may point into nf: rotate no more */
+		return;
+	}
+	s->jf = nf;
+	jfile_put(old, true);
+}
+
+int ingest_wait_stored(struct collector *col, int timeout_ms)
+{
+	struct ingest *g = col->ing;
+	struct timespec ts;
+	uint64_t target;
+	int ret = 0;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&g->lock);
+	target = g->jobs_pushed;
+	while ((g->jobs_committed < target || g->replaying) && ret == 0)
+		ret = pthread_cond_timedwait(&g->stored, &g->lock, &ts);
+	pthread_mutex_unlock(&g->lock);
+	return ret == 0 ? 0 : -ETIMEDOUT;
 }
 
 uint64_t ingest_sink_committed(struct collector *col, struct sink *s, uint32_t cpu)
@@ -662,6 +1242,58 @@ void ingest_set_filters(struct collector *col, struct filters *fs)
 
 /* ---- start, stop ---- */
 
+/* Open the journal; queue the files an earlier run left for storing first. */
+static int ing_journal_open(struct ingest *g, const struct ingest_opts *o)
+{
+	struct jfile **old;
+	size_t n;
+	int ret;
+
+	ret = journal_open(o->journal_dir, o->journal_bytes, &g->journal);
+	if (ret < 0) {
+		log_err("receive journal %s: %s", o->journal_dir, tc_strerror(ret));
+		return ret;
+	}
+	ret = journal_adopt(g->journal, &old, &n);
+	if (ret < 0) {
+		log_err("receive journal %s: %s", o->journal_dir, tc_strerror(ret));
+		return ret;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (jlist_add_sorted(&g->replay, old[i]) < 0) {
+			while (i < n)
+				jfile_put(old[i++], false);
+			free(old);
+			return -ENOMEM;
+		}
+	free(old);
+	g->replaying = n > 0;
+	if (n)
+		log_info("receive journal %s: %zu file(s), %.1f MB, left by an earlier run "
+			 "are stored first", o->journal_dir, n,
+			 (double)journal_bytes(g->journal) / 1e6);
+	return 0;
+}
+
+/*
+ * With a journal, taking pages in (TLS, the journal, ACKs: the event loop)
+ * must not wait for decoding and storing them, which is what the journal
+ * is for: the worker and the store's threads run at SCHED_IDLE and get
+ * the CPU time nothing else wants. A failure only costs that.
+ */
+static void ing_idle(struct ingest *g)
+{
+	struct sched_param sp = { 0 };
+	int ret;
+
+	ret = -pthread_setschedparam(g->thread, SCHED_IDLE, &sp);
+	if (ret == 0)
+		ret = store_thread_policy(g->col->store, SCHED_IDLE);
+	if (ret < 0)
+		log_warn("decoding and storing at idle priority: %s; they compete with "
+			 "taking pages in", tc_strerror(ret));
+}
+
 int ingest_start(struct collector *col, const struct ingest_opts *o)
 {
 	struct ingest *g = calloc(1, sizeof(*g));
@@ -678,7 +1310,17 @@ int ingest_start(struct collector *col, const struct ingest_opts *o)
 	g->env.pushdown = o->pushdown;
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->cond, NULL);
+	pthread_cond_init(&g->stored, NULL);
 	col->ing = g;
+	if (o->filters) {
+		g->filters = filters_ref(o->filters);
+		g->filters_gen = 1;
+	}
+	if (o->journal_dir) {
+		ret = ing_journal_open(g, o);
+		if (ret < 0)
+			return ret;
+	}
 	g->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (g->efd < 0)
 		return -errno;
@@ -687,6 +1329,8 @@ int ingest_start(struct collector *col, const struct ingest_opts *o)
 		return -ENOMEM;
 	ret = -pthread_create(&g->thread, NULL, ing_main, g);
 	g->started = ret == 0;
+	if (ret == 0 && g->journal && o->store_idle)
+		ing_idle(g);
 	return ret;
 }
 
@@ -728,8 +1372,15 @@ void ingest_stop(struct collector *col)
 		close(g->efd);
 	filters_unref(g->filters);
 	filters_unref(g->env_filters);
+	jlist_drop(&g->closed, false);	/* not committed: kept for the next start */
+	jlist_drop(&g->replay, false);
+	free(g->closed.v);
+	free(g->replay.v);
+	free(g->rbuf);
+	journal_close(g->journal);
 	pthread_mutex_destroy(&g->lock);
 	pthread_cond_destroy(&g->cond);
+	pthread_cond_destroy(&g->stored);
 	free(g);
 	col->ing = NULL;
 }

@@ -45,7 +45,7 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
-	unsigned n = 7 + (r->query != NULL) + (r->host != NULL);
+	unsigned n = 7 + (r->query != NULL) + (r->host != NULL) + (r->sync_ms != 0);
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
@@ -71,6 +71,10 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
 	if (r->host) {
 		pack_key(&pk, "host");
 		pack_cstr(&pk, r->host);
+	}
+	if (r->sync_ms) {
+		pack_key(&pk, "sync");
+		msgpack_pack_uint32(&pk, r->sync_ms);
 	}
 	return sbuf_move(&sb, out);
 }
@@ -193,6 +197,8 @@ static int request_field(struct qmsg_request *r, const msgpack_object_kv *kv,
 		return get_str(v, &r->query);
 	if (key_is(k, "host"))
 		return get_str(v, &r->host);
+	if (key_is(k, "sync"))
+		return get_u32(v, &r->sync_ms);
 	return 0;	/* unknown keys are ignored */
 }
 

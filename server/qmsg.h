@@ -37,6 +37,8 @@ struct qmsg_request {
 	int64_t from_ts;	/* wall-clock ns range, [from, to); 0 = open */
 	int64_t to_ts;
 	char *host;		/* host name glob; NULL = all */
+	uint32_t sync_ms;	/* first wait, at most this long, until what the
+				 * collector has received is stored; 0: don't */
 };
 
 enum qmsg_kind { QV_NIL, QV_INT, QV_UINT, QV_STR, QV_BIN };

@@ -38,7 +38,31 @@ struct queryd {
 	pthread_t thread;
 	atomic_bool stop;
 	struct store *store;
+	pthread_mutex_t sync_lock;
+	int (*sync)(void *arg, int timeout_ms);	/* --sync: wait for ingest */
+	void *sync_arg;
 };
+
+void queryd_set_sync(struct queryd *qd, int (*fn)(void *arg, int timeout_ms), void *arg)
+{
+	pthread_mutex_lock(&qd->sync_lock);
+	qd->sync = fn;
+	qd->sync_arg = arg;
+	pthread_mutex_unlock(&qd->sync_lock);
+}
+
+/* sync_ms: wait until everything received is stored. Return: 0; -ETIMEDOUT. */
+static int queryd_sync(struct queryd *qd, uint32_t ms)
+{
+	int (*fn)(void *, int);
+	void *arg;
+
+	pthread_mutex_lock(&qd->sync_lock);
+	fn = qd->sync;
+	arg = qd->sync_arg;
+	pthread_mutex_unlock(&qd->sync_lock);
+	return fn ? fn(arg, ms > INT32_MAX ? INT32_MAX : (int)ms) : 0;
+}
 
 static const char *const meta_cols[QMSG_META_COLS] = {
 	"host", "cpu", "ts", "trace_ts", "pid", "comm"
@@ -488,6 +512,13 @@ static void handle(struct queryd *qd, const void *req, size_t len, struct proto_
 		return;
 	}
 	mark = out->len;
+	if (r.sync_ms && queryd_sync(qd, r.sync_ms) < 0) {
+		qmsg_reply_error(TC_ERR_TIMEOUT, "the collector has not stored everything "
+				 "it received yet (its receive journal); try a longer --timeout",
+				 -1, -1, out);
+		qmsg_request_free(&r);
+		return;
+	}
 	if (r.op == QOP_STATS)
 		ret = run_stats(qd, out);
 	else if (r.op == QOP_DROPS)
@@ -561,9 +592,11 @@ int queryd_start(const char *url, const char *db_path, struct queryd **out,
 
 	if (!qd)
 		return -ENOMEM;
+	pthread_mutex_init(&qd->sync_lock, NULL);
 	ret = store_open_readonly(db_path, &qd->store);
 	if (ret < 0) {
 		log_err("query endpoint: database %s: %s", db_path, tc_strerror(ret));
+		pthread_mutex_destroy(&qd->sync_lock);
 		free(qd);
 		return ret;
 	}
@@ -579,6 +612,7 @@ int queryd_start(const char *url, const char *db_path, struct queryd **out,
 		if (rv == 0)
 			nng_close(qd->sock);
 		store_close(qd->store);
+		pthread_mutex_destroy(&qd->sync_lock);
 		free(qd);
 		return ret;
 	}
@@ -594,5 +628,6 @@ void queryd_stop(struct queryd *qd)
 	pthread_join(qd->thread, NULL);
 	nng_close(qd->sock);
 	store_close(qd->store);
+	pthread_mutex_destroy(&qd->sync_lock);
 	free(qd);
 }

@@ -21,6 +21,13 @@ struct queryd;
 int queryd_start(const char *url, const char *db_path, struct queryd **out,
 		 char *bound, size_t blen);
 
+/*
+ * queryd_set_sync - requests with sync_ms call @fn(@arg, sync_ms) first,
+ * which returns 0 once what was received is stored, or -ETIMEDOUT. Call
+ * before queries can arrive... or at any time: it is read per request.
+ */
+void queryd_set_sync(struct queryd *qd, int (*fn)(void *arg, int timeout_ms), void *arg);
+
 /* queryd_stop - stop the thread and free everything; NULL is fine. */
 void queryd_stop(struct queryd *qd);
 

@@ -21,6 +21,7 @@
 #include "common/ring.h"
 #include "common/tc_error.h"
 #include "proto/symbols.h"
+#include "server/journal.h"
 #include "server/sink.h"
 
 /* One event type as this connection's agent described it. */
@@ -678,6 +679,8 @@ void sink_free(struct sink *s)
 	free(s->groups);
 	pushdown_q_free(&s->pushq);
 	free(s->header_page);
+	free(s->jctx);
+	jfile_put(s->jf, false);
 	if (s->sess)
 		dedup_put(s->sessions, s->sess);
 	free(s->committed);

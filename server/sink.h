@@ -68,9 +68,22 @@ struct sink {
 	uint64_t dups;			/* resent pages already stored, dropped */
 	bool pushdown;			/* the agent takes MSG_FILTER, and we send it */
 	struct pushdown_q pushq;	/* MSG_FILTERs for ingest.c to post */
+	bool replay;			/* failed by a rollback: store it again from its journal */
+	uint64_t jobs_done;		/* jobs run (worker) */
+	uint64_t dropped_jobs;		/* page batches skipped after a failure */
+	uint64_t jmark_file, jmark;	/* journal file and position stored up to */
+	bool jmark_dirty;		/* not yet written to the store */
+	/* event loop only (ingest.c): the connection's receive journal */
+	struct jfile *jf;		/* NULL: no journal, or none yet */
+	struct sink_jctx *jctx;		/* context records in jf, copied on rotation */
+	size_t njctx;
+	size_t jclock;			/* jctx index of the latest CLOCK; SIZE_MAX: none */
+	bool jctx_lost;			/* jctx incomplete: never rotate jf */
+	uint64_t jobs_queued;		/* jobs handed to the worker */
 	/* under the queue lock (read by the event loop): */
 	uint64_t *committed;		/* per CPU: last page committed */
 	uint32_t ncommitted;
+	uint64_t jobs_committed;	/* jobs_done at the last commit */
 };
 
 /* What the worker hands a sink with each job. */

@@ -56,6 +56,9 @@ struct settings {
 	char filter_err[1024];		/* the caret rendering of a bad rule */
 	int64_t retain_age_ns;
 	uint64_t retain_bytes;
+	char *journal_dir;		/* NULL: DB.journal */
+	bool store_normal;		/* store-priority = normal */
+	uint64_t journal_bytes;		/* 0: no receive journal */
 	struct store_indexes indexes;	/* field indexes to keep */
 	bool indexes_set;		/* an index setting was given: no defaults */
 	char index_err[256];
@@ -114,6 +117,24 @@ static void usage(FILE *f)
 "      --retain-age AGE     remove events older than AGE (e.g. 3600, 90m, 12h, 7d)\n"
 "      --retain-size SIZE   keep the database's used pages under SIZE (e.g. 500M,\n"
 "                           10G), removing the oldest events first\n"
+"      --journal-size SIZE  receive journal: pages are written to it as they\n"
+"                           arrive and acknowledged then, so agents free them\n"
+"                           while decoding and indexing catch up (queries see\n"
+"                           them once stored: traceq --sync waits for that).\n"
+"                           Agents are slowed down (TCP) only above SIZE\n"
+"                           (default 1G; 0: no journal, pages are acknowledged\n"
+"                           once stored). What is left in it at start is stored\n"
+"                           first. Survives the collector's death (kill -9),\n"
+"                           as the database's commits do; not a power loss\n"
+"      --journal-dir DIR    where the journal's files go (default: the --db\n"
+"                           path with .journal appended)\n"
+"      --store-priority idle|normal\n"
+"                           with a journal, decoding and storing run at\n"
+"                           idle priority (SCHED_IDLE, default idle): they get\n"
+"                           the CPU time that taking pages in and everything\n"
+"                           else on the host leave, and catch up from the\n"
+"                           journal. normal: they compete with taking pages in\n"
+"                           (for a collector on a host that is always busy)\n"
 "      --insecure-plain     TESTING ONLY: plain TCP instead of TLS, no\n"
 "                           authentication, no encryption; --listen must be a\n"
 "                           loopback address and agents must give\n"
@@ -224,6 +245,17 @@ static int apply(struct settings *s, const char *key, const char *value)
 	if (!strcmp(key, "filter")) return add_filter(s, value);
 	if (!strcmp(key, "retain-age")) return parse_age(value, &s->retain_age_ns);
 	if (!strcmp(key, "retain-size")) return parse_size(value, &s->retain_bytes);
+	if (!strcmp(key, "journal-size")) {	/* 0: none */
+		s->journal_bytes = 0;
+		return !strcmp(value, "0") ? 0 : parse_size(value, &s->journal_bytes);
+	}
+	if (!strcmp(key, "journal-dir")) return set_str(&s->journal_dir, value);
+	if (!strcmp(key, "store-priority")) {
+		if (strcmp(value, "idle") && strcmp(value, "normal"))
+			return TC_ERR_CONFIG;
+		s->store_normal = !strcmp(value, "normal");
+		return 0;
+	}
 	if (!strcmp(key, "index")) {
 		s->indexes_set = true;
 		return store_index_parse(&s->indexes, value, s->index_err, sizeof(s->index_err));
@@ -248,7 +280,7 @@ static int apply_cb(void *ctx, const char *key, const char *value, unsigned line
 
 static void settings_free(struct settings *s)
 {
-	free(s->listen); free(s->query); free(s->db);
+	free(s->listen); free(s->query); free(s->db); free(s->journal_dir);
 	free(s->cert); free(s->key); free(s->ca); free(s->ready_file);
 	free(s->config);
 	store_indexes_free(&s->indexes);
@@ -266,6 +298,7 @@ static int settings_defaults(struct settings *s)
 		{ "cert", "/etc/tracecollect/server.crt" },
 		{ "key", "/etc/tracecollect/server.key" },
 		{ "ca", "/etc/tracecollect/ca.crt" },
+		{ "journal-size", "1G" },
 	};
 	size_t i;
 	int ret = 0;
@@ -309,6 +342,9 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "retain-size", required_argument, NULL, 10 },
 		{ "pushdown", required_argument, NULL, 11 },
 		{ "index", required_argument, NULL, 12 },
+		{ "journal-size", required_argument, NULL, 13 },
+		{ "journal-dir", required_argument, NULL, 14 },
+		{ "store-priority", required_argument, NULL, 15 },
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -337,7 +373,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:fvhV", longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 12) {
+		if (c >= 1 && c <= 15) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'f')
@@ -536,6 +572,12 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(col->base);
 }
 
+/* traceq --sync: wait for the ingest worker (queryd's thread). */
+static int sync_stored(void *arg, int timeout_ms)
+{
+	return ingest_wait_stored(arg, timeout_ms);
+}
+
 static int run(struct settings *s)
 {
 	struct tls_files files = { s->cert, s->key, s->ca };
@@ -565,10 +607,20 @@ static int run(struct settings *s)
 	 * in the child.
 	 */
 	if (!s->foreground && ((ret = abs_path(&s->db)) < 0 ||
-			       (ret = abs_path(&s->ready_file)) < 0)) {
+			       (ret = abs_path(&s->ready_file)) < 0 ||
+			       (ret = abs_path(&s->journal_dir)) < 0)) {
 		log_err("paths: %s", tc_strerror(ret));
 		goto out;
 	}
+	if (!s->journal_dir && asprintf(&s->journal_dir, "%s.journal", s->db) < 0) {
+		s->journal_dir = NULL;
+		ret = -ENOMEM;
+		goto out;
+	}
+	io.journal_dir = s->journal_bytes ? s->journal_dir : NULL;
+	io.journal_bytes = s->journal_bytes;
+	io.store_idle = !s->store_normal;
+	io.filters = s->filters;
 	if (!s->foreground && daemon(0, 0) < 0) {
 		ret = -errno;
 		log_err("daemon: %s", strerror(errno));
@@ -592,7 +644,7 @@ static int run(struct settings *s)
 		ret = ingest_start(&col, &io);
 	if (ret < 0)
 		goto out;
-	ingest_set_filters(&col, s->filters);
+	queryd_set_sync(qd, sync_stored, &col);
 	sigs[0] = evsignal_new(col.base, SIGINT, stop_cb, &col);
 	sigs[1] = evsignal_new(col.base, SIGTERM, stop_cb, &col);
 	sigs[2] = evsignal_new(col.base, SIGHUP, hup_cb, &hup);
@@ -607,6 +659,8 @@ static int run(struct settings *s)
 	event_base_dispatch(col.base);
 	ret = 0;
 out:
+	if (qd)
+		queryd_set_sync(qd, NULL, NULL);
 	conn_close_all(&col);
 	ingest_stop(&col);
 	queryd_stop(qd);

@@ -43,7 +43,7 @@ struct traceq_opts {
 	uint64_t limit;		/* 0: all rows */
 	int64_t from_ts, to_ts;
 	int timeout_ms;
-	bool count, stats, drops, graph;
+	bool count, stats, drops, graph, sync;
 };
 
 static void usage(FILE *f)
@@ -83,6 +83,10 @@ static void usage(FILE *f)
 "                       threads that recorded exits only); FILTER\n"
 "                       selects the rows of both events (e.g. common_pid)\n"
 "  -t, --timeout MS     give up on the server after MS milliseconds (default 10000)\n"
+"      --sync           first wait until the collector has stored everything\n"
+"                       it had received (it acknowledges pages to agents once\n"
+"                       they are in its receive journal, and decodes and\n"
+"                       stores them behind), at most --timeout\n"
 "  -h, --help           this text\n"
 "  -V, --version        print the version\n"
 "\n"
@@ -119,6 +123,7 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		{ "drops", no_argument, NULL, 'D' },
 		{ "graph", no_argument, NULL, 'g' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "sync", no_argument, NULL, 'Y' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -151,6 +156,7 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		case 'T': o->stats = true; break;
 		case 'D': o->stats = o->drops = true; break;
 		case 'g': o->graph = true; break;
+		case 'Y': o->sync = true; break;
 		case 't':
 			if (parse_i64(optarg, "--timeout", &v) < 0 || v <= 0 || v > INT32_MAX)
 				return -1;
@@ -204,6 +210,7 @@ static int check_query(const char *text)
 struct client {
 	nng_socket sock;
 	const struct traceq_opts *o;
+	uint32_t sync_ms;	/* --sync: sent with the first request */
 };
 
 static int client_open(struct client *c, const struct traceq_opts *o)
@@ -211,6 +218,10 @@ static int client_open(struct client *c, const struct traceq_opts *o)
 	int rv;
 
 	c->o = o;
+	/* the server gives up waiting a little before we give up on it */
+	if (o->sync)
+		c->sync_ms = (uint32_t)(o->timeout_ms - (o->timeout_ms / 10 < 1000 ?
+							 o->timeout_ms / 10 : 1000));
 	rv = nng_req0_open(&c->sock);
 	if (rv == 0)
 		rv = nng_socket_set_ms(c->sock, NNG_OPT_RECVTIMEO, o->timeout_ms);
@@ -231,13 +242,16 @@ static int client_open(struct client *c, const struct traceq_opts *o)
 static int client_call(struct client *c, const struct qmsg_request *req,
 		       struct qmsg_reply *rep)
 {
+	struct qmsg_request r = *req;
 	struct proto_buf b;
 	void *msg = NULL;
 	size_t len = 0;
 	int rv, ret;
 
+	r.sync_ms = c->sync_ms;
+	c->sync_ms = 0;
 	proto_buf_init(&b);
-	ret = qmsg_request_encode(req, &b);
+	ret = qmsg_request_encode(&r, &b);
 	if (ret < 0) {
 		fprintf(stderr, "traceq: %s\n", tc_strerror(ret));
 		proto_buf_free(&b);

@@ -82,5 +82,22 @@ tc_start_collector() {
 	query=$(sed -n 's/^query=//p' "$tmp/ready")
 }
 
-# traceq [ARGS...]: traceq asking the collector tc_start_collector started.
-traceq() { "$top_builddir/traceq" --server "$query" "$@"; }
+# traceq [ARGS...]: traceq asking the collector tc_start_collector started,
+# once it has stored everything it received (--sync, for up to 2 minutes:
+# storing runs at idle priority and the host may be busy; it acknowledges pages
+# when they are in its receive journal, and stores them behind).
+traceq() { "$top_builddir/traceq" --server "$query" --sync -t 120000 "$@"; }
+
+# tc_done_covers FILE: the agent's total line in FILE says its DONEs cover
+# everything it shipped: stored_events == events, or, from a journaling
+# collector, journaled_pages == pages.
+tc_done_covers() {
+	local line
+	line=$(grep "total:" "$1") || return 1
+	val() { echo "$line" | sed -n "s/.* $1=\([0-9]*\).*/\1/p"; }
+	if [ -n "$(val journaled_pages)" ]; then
+		[ "$(val journaled_pages)" = "$(val pages)" ] && [ "$(val pages)" -gt 0 ]
+	else
+		[ "$(val stored_events)" = "$(val events)" ] && [ "$(val events)" -gt 0 ]
+	fi
+}

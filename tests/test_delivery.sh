@@ -88,7 +88,7 @@ crash_case() {
 	check "$mode: agent logged the loss and reconnected" \
 		'grep -q "lost the collector" "$tmp/agent$n.err" && [ "$(field reconnects "$tmp/agent$n.out")" -ge 1 ]'
 	shipped=$(field events "$tmp/agent$n.out")
-	stored=$("$top_builddir/traceq" --server "$query" --count sched_switch)
+	stored=$("$top_builddir/traceq" --server "$query" --sync -t 120000 --count sched_switch)
 	check "$mode crash: stored ($stored) == shipped ($shipped)" \
 		'[ -n "$shipped" ] && [ "$shipped" -gt 0 ] && [ "$stored" = "$shipped" ]'
 	check "$mode: traceq --stats shows the delivery counters" \
@@ -131,7 +131,7 @@ else
 	check "agent survives the link cut and exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent2.err"; false; }'
 	check "agent noticed the silent cut" 'grep -qE "no acknowledgement|Resource temporarily unavailable" "$tmp/agent2.err"'
 	shipped=$(field events "$tmp/agent2.out")
-	stored=$(ip netns exec "$nsc" "$top_builddir/traceq" --server "$query" --count sched_switch)
+	stored=$(ip netns exec "$nsc" "$top_builddir/traceq" --server "$query" --sync -t 120000 --count sched_switch)
 	check "link cut: stored ($stored) == shipped ($shipped)" '[ -n "$shipped" ] && [ "$shipped" -gt 0 ] && [ "$stored" = "$shipped" ]'
 	check "pages were resent after the cut" '[ "$(field resent "$tmp/agent2.out")" -gt 0 ]'
 	ip netns exec "$nsc" "$top_builddir/traceq" --server "$query" --stats |

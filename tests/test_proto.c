@@ -158,7 +158,7 @@ static struct proto_msg sample(enum proto_msg_type type)
 		m.bye = (struct proto_bye){ 10, 20000 };
 		break;
 	case MSG_DONE:
-		m.done = (struct proto_done){ 10, 19999 };
+		m.done = (struct proto_done){ 10, 19999, true };
 		break;
 	case MSG_ERROR:
 		m.error = (struct proto_error){ TC_ERR_PROTO_VERSION,
@@ -289,6 +289,7 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 	case MSG_DONE:
 		ck_assert_uint_eq(a->done.pages, b->done.pages);
 		ck_assert_uint_eq(a->done.events, b->done.events);
+		ck_assert_int_eq(a->done.journaled, b->done.journaled);
 		break;
 	case MSG_ERROR:
 		ck_assert_int_eq(a->error.code, b->error.code);

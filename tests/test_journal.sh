@@ -1,0 +1,114 @@
+#!/bin/bash
+# The collector's receive journal (server/journal.h): it acknowledges pages
+# once they are in the journal and decodes and stores them behind, at idle
+# priority; what a crash leaves in the journal is stored at the next start,
+# once.
+#
+# 1. A backlog, then kill -9: an agent streams sched_switch; after a while
+#    another process holds the database's write lock (BEGIN EXCLUSIVE, for
+#    less than the store's 5 s busy timeout), so storing stops while
+#    receiving goes on, and the agent still gets its DONE (everything
+#    journaled). The collector is killed with part of the stream stored;
+#    once the lock is gone it starts again on the same database and
+#    journal.
+#    Asserts: the DONE covers every page; before the kill the store held
+#    less than was shipped; after the restart stored == shipped exactly,
+#    the collector says it stored the journal file, and no page was
+#    processed twice (dup_pages 0: the journal's mark in the store, not
+#    the stream marks, skipped what was stored); the journal is empty.
+# 2. Rotation: with --journal-size 2M a connection's file rotates at 256 KB
+#    once stored: a stream of several MB goes through more than one file.
+#    Asserts: journal file numbers past the first were seen while it
+#    streamed; stored == shipped; the journal is empty after a clean stop.
+# 3. --journal-size 0: no journal; DONE comes once stored.
+#    Asserts: the agent's stored_events == its events; no journal directory.
+set -u
+
+. "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
+
+tc_need_tracefs
+command -v sqlite3 >/dev/null || skip "needs the sqlite3 command (Debian sqlite3)"
+tc_lock
+tc_setup journal agent workload locker watcher collector_pid
+
+tc_certs
+atls=(--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt")
+field() { sed -n "s/.*total:.* $1=\([0-9]*\).*/\1/p" "$2"; }
+( while :; do sleep 0.002; done ) &
+workload=$!
+
+# ---- 1. backlog, kill -9, restart
+tc_start_collector --db "$tmp/crash.db"
+"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 3 \
+	"${atls[@]}" --name journal-crash --instance "tcjournal-$$-1" \
+	--spool-dir "$tmp/spool" > "$tmp/agent1.out" 2> "$tmp/agent1.err" &
+agent=$!
+sleep 1
+sqlite3 -cmd ".timeout 3000" -cmd "BEGIN EXCLUSIVE;" -cmd ".system sleep 4" \
+	"$tmp/crash.db" "COMMIT;" &
+locker=$!
+wait "$agent"; rc=$?
+agent=
+cat "$tmp/agent1.out"
+check "agent exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent1.err"; false; }'
+check "its DONE covers every page (journaled)" \
+	'tc_done_covers "$tmp/agent1.out" && grep -q "journaled_pages=" "$tmp/agent1.out"'
+shipped=$(field events "$tmp/agent1.out")
+before=$("$top_builddir/traceq" --server "$query" -t 5000 --count sched_switch 2>/dev/null) || before=0
+files=$(ls "$tmp/crash.db.journal" | wc -l)
+kill -9 "$collector_pid"; wait "$collector_pid" 2>/dev/null
+collector_pid=
+wait "$locker"
+locker=
+echo "shipped=$shipped stored before the kill=$before journal files=$files"
+check "a backlog was left in the journal ($before of $shipped stored, $files file(s))" \
+	'[ -n "$shipped" ] && [ "$before" -gt 0 ] && [ "$before" -lt "$shipped" ] && [ "$files" -ge 1 ]'
+tc_start_collector --db "$tmp/crash.db"
+stored=$(traceq --count sched_switch)
+check "after the restart stored ($stored) == shipped ($shipped)" '[ "$stored" = "$shipped" ]'
+check "the collector stored the journal left behind" \
+	'grep -q "left by an earlier run are stored first" "$tmp/collector.log" &&
+	 grep -q "stored 1 journal file(s)" "$tmp/collector.log"'
+traceq --stats | sed 's/ agent_.*overrun=[0-9]*//'
+check "no page was processed twice (dup_pages=0)" \
+	'traceq --stats | grep "host=journal-crash" | grep -q " dup_pages=0" &&
+	 ! traceq --stats | grep "host=journal-crash" | grep -q " dup_pages=[1-9]"'
+check "the journal is empty" '[ -z "$(ls "$tmp/crash.db.journal")" ]'
+kill "$collector_pid"; wait "$collector_pid"
+collector_pid=
+
+# ---- 2. rotation
+tc_start_collector --db "$tmp/rotate.db" --journal-size 2M
+( while :; do ls "$tmp/rotate.db.journal"; sleep 0.05; done > "$tmp/seen" 2>/dev/null ) &
+watcher=$!
+"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch -e sched:sched_wakeup \
+	-e sched:sched_waking --duration 4 "${atls[@]}" --name journal-rotate \
+	--instance "tcjournal-$$-2" > "$tmp/agent2.out" 2> "$tmp/agent2.err"
+rc=$?
+kill "$watcher"; wait "$watcher" 2>/dev/null
+watcher=
+cat "$tmp/agent2.out"
+check "agent exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent2.err"; false; }'
+nfiles=$(sort -u "$tmp/seen" | grep -c '\.tcj$')
+echo "journal files seen while streaming: $nfiles ($(sort -u "$tmp/seen" | tr '\n' ' '))"
+check "the connection's journal rotated ($nfiles files seen)" '[ "$nfiles" -ge 2 ]'
+shipped=$(field events "$tmp/agent2.out")
+stored=$(( $(traceq --count sched_switch) + $(traceq --count sched_wakeup) +
+	   $(traceq --count sched_waking) ))
+check "stored ($stored) == shipped ($shipped)" '[ -n "$shipped" ] && [ "$stored" = "$shipped" ]'
+kill "$collector_pid"; wait "$collector_pid"
+collector_pid=
+check "the journal is empty after a clean stop" '[ -z "$(ls "$tmp/rotate.db.journal")" ]'
+
+# ---- 3. no journal
+tc_start_collector --db "$tmp/plain.db" --journal-size 0
+"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 1 \
+	"${atls[@]}" --name journal-none --instance "tcjournal-$$-3" \
+	> "$tmp/agent3.out" 2> "$tmp/agent3.err"
+rc=$?
+cat "$tmp/agent3.out"
+check "agent exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent3.err"; false; }'
+check "DONE comes once stored: stored_events == events" \
+	'grep -q "stored_events=" "$tmp/agent3.out" && tc_done_covers "$tmp/agent3.out"'
+check "no journal directory" '[ ! -e "$tmp/plain.db.journal" ]'
+exit $failed
