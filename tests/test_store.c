@@ -758,6 +758,49 @@ START_TEST(test_stream_marks)
 }
 END_TEST
 
+/*
+ * Journal marks: set and read inside a transaction, kept by a commit, gone
+ * with a rollback, replaced (not only raised: a file's mark is its own),
+ * forgotten by range.
+ */
+START_TEST(test_journal_marks)
+{
+	uint64_t pos = 7;
+	struct store *rw;
+
+	ck_ok(store_journal_mark_get(st, 5, &pos));
+	ck_assert_uint_eq(pos, 0);
+	ck_ok(store_begin(st));
+	ck_ok(store_journal_mark(st, 5, 4096));
+	ck_ok(store_journal_mark(st, 6, 100));
+	ck_ok(store_journal_mark(st, 9, 300));
+	ck_ok(store_journal_mark_get(st, 5, &pos));	/* sees the txn */
+	ck_assert_uint_eq(pos, 4096);
+	ck_ok(store_commit(st));
+	ck_ok(store_begin(st));
+	ck_ok(store_journal_mark(st, 5, 8192));
+	ck_ok(store_journal_forget(st, 6, 8));
+	store_close(st);		/* with the transaction open: rollback */
+	st = NULL;
+	ck_assert_int_eq(store_open(path, &rw), 0);
+	st = rw;
+	ck_ok(store_journal_mark_get(rw, 5, &pos));
+	ck_assert_uint_eq(pos, 4096);
+	ck_ok(store_journal_mark_get(rw, 6, &pos));
+	ck_assert_uint_eq(pos, 100);
+	ck_ok(store_begin(rw));
+	ck_ok(store_journal_forget(rw, 6, UINT64_MAX));
+	ck_ok(store_commit(rw));
+	ck_ok(store_journal_mark_get(rw, 6, &pos));
+	ck_assert_uint_eq(pos, 0);
+	ck_ok(store_journal_mark_get(rw, 9, &pos));
+	ck_assert_uint_eq(pos, 0);
+	ck_ok(store_journal_mark_get(rw, 5, &pos));	/* below the range: kept */
+	ck_assert_uint_eq(pos, 4096);
+	ck_assert_int_eq(store_journal_mark_get(rw, 5, NULL), -EINVAL);
+}
+END_TEST
+
 /* Programs and their symbols: which program names which row's address. */
 START_TEST(test_symbols)
 {
@@ -1158,7 +1201,8 @@ START_TEST(test_migrate_ts_index)
 	store_close(st);
 	st = NULL;
 	db = raw_open();
-	ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE ts_blocks; PRAGMA user_version = 4",
+	ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE ts_blocks; DROP TABLE journal_marks; "
+				      "PRAGMA user_version = 4",
 				      NULL, NULL, NULL), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT table_name FROM event_types", -1, &q,
 					    NULL), SQLITE_OK);
@@ -1179,7 +1223,7 @@ START_TEST(test_migrate_ts_index)
 	ck_assert_uint_eq(after->n, before->n);
 	ck_assert(memcmp(after->rowid, before->rowid, before->n * sizeof(before->rowid[0])) == 0);
 	db = raw_open();
-	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 5);
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 6);	/* and on to 0006 */
 	sqlite3_close(db);
 	free(before);
 	free(after);
@@ -1346,6 +1390,7 @@ static Suite *store_suite(void)
 	tcase_add_test(tc, test_reopen);
 	tcase_add_test(tc, test_counters);
 	tcase_add_test(tc, test_stream_marks);
+	tcase_add_test(tc, test_journal_marks);
 	tcase_add_test(tc, test_symbols);
 	tcase_add_test(tc, test_names_and_errors);
 	tcase_add_test(tc, test_list);
