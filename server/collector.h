@@ -117,7 +117,10 @@ void ingest_stop(struct collector *col);
  */
 void ingest_set_filters(struct collector *col, struct filters *fs);
 
-/* ingest_full - is the queue above its limit (stop reading)? */
+/*
+ * ingest_full - stop reading? The queue is above its limit; with a journal:
+ * the journal is, and not everything in it is stored yet.
+ */
 bool ingest_full(struct collector *col);
 
 /*

@@ -1001,10 +1001,12 @@ bool ingest_full(struct collector *col)
 	struct ingest *g = col->ing;
 	bool full;
 
-	if (g->journal)
-		return journal_full(g->journal);
+	if (g->journal && !journal_full(g->journal))
+		return false;
 	pthread_mutex_lock(&g->lock);
-	full = g->full;
+	/* a full journal of nothing but stored files (their context) must not
+	 * stop everyone */
+	full = g->journal ? g->jobs_committed < g->jobs_pushed : g->full;
 	pthread_mutex_unlock(&g->lock);
 	return full;
 }

@@ -127,7 +127,8 @@ static int journal_scan(struct journal *j)
 			j->bytes += (uint64_t)st.st_size;
 	}
 	closedir(d);
-	qsort(j->old, j->nold, sizeof(*j->old), cmp_u64);
+	if (j->nold)
+		qsort(j->old, j->nold, sizeof(*j->old), cmp_u64);
 	j->next_no = next;
 	return 0;
 }
@@ -197,7 +198,8 @@ size_t journal_take_removed(struct journal *j, uint64_t *out, size_t max)
 
 	pthread_mutex_lock(&j->lock);
 	n = j->nremoved < max ? j->nremoved : max;
-	memcpy(out, j->removed + j->nremoved - n, n * sizeof(*out));
+	if (n)
+		memcpy(out, j->removed + j->nremoved - n, n * sizeof(*out));
 	j->nremoved -= n;
 	pthread_mutex_unlock(&j->lock);
 	return n;
