@@ -1,0 +1,52 @@
+/*
+ * fuzz_journal.c - libFuzzer target for journal_rec_parse(), walking the
+ * input as a journal file's records the way replay does: every record it
+ * accepts lies inside the buffer, is a whole number of 8-byte units that
+ * covers its header and payload, and moves the walk forward; anything
+ * else is a cut-off tail (0) or TC_ERR_MSG_MALFORMED, where the walk ends.
+ * No file I/O: replay itself reads with pread() around this same parser.
+ */
+#include "config.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "common/tc_error.h"
+#include "server/journal.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* A header the parser accepted must say what the bytes say. */
+static void check_hdr(const uint8_t *p, uint32_t kind, uint32_t len)
+{
+	uint32_t v[4];
+
+	for (int i = 0; i < 4; i++)
+		v[i] = p[4 * i] | (uint32_t)p[4 * i + 1] << 8 |
+		       (uint32_t)p[4 * i + 2] << 16 | (uint32_t)p[4 * i + 3] << 24;
+	if (v[0] != JOURNAL_REC_MAGIC || v[1] != kind || v[2] != len ||
+	    v[3] != (v[0] ^ v[1] ^ v[2] ^ 0xffffffffu))
+		abort();
+	if (kind < JREC_MSG || kind > JREC_SUBJECT || len > JOURNAL_MAX_REC)
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	size_t off = 0;
+	uint32_t kind, len;
+	long rec;
+
+	while (off < size) {
+		rec = journal_rec_parse(data + off, size - off, &kind, &len);
+		if (rec == 0 || rec == TC_ERR_MSG_MALFORMED)
+			break;
+		if (rec < JOURNAL_REC_HDR || (size_t)rec > size - off || rec % 8 ||
+		    (size_t)rec < JOURNAL_REC_HDR + (size_t)len ||
+		    (size_t)rec >= JOURNAL_REC_HDR + (size_t)len + 8)
+			abort();
+		check_hdr(data + off, kind, len);
+		off += (size_t)rec;
+	}
+	return 0;
+}

@@ -1,0 +1,773 @@
+/*
+ * test_journal.c - the collector's receive journal (server/journal.c):
+ * appending and reading back, replay of what an earlier instance left
+ * (order, cut-off tails, garbage, foreign files), removal and the size
+ * accounting behind journal_full(), and the record header parser.
+ *
+ * Each test works in a directory of its own under /tmp, removed after it.
+ */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sys/stat.h>
+
+#include <check.h>
+
+#include "common/tc_error.h"
+#include "server/journal.h"
+
+#define ck_ok(expr) do { \
+	int ret_ = (expr); \
+	ck_assert_msg(ret_ == 0, "%s: %s", #expr, tc_strerror(ret_)); \
+} while (0)
+
+#define MAXREC	64
+
+static char dir[64];
+static struct journal *j;
+
+static void setup(void)
+{
+	strcpy(dir, "/tmp/tc-test-journal-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	j = NULL;
+}
+
+/* Whatever a test left in its directory goes with it. */
+static void teardown(void)
+{
+	char path[PATH_MAX];
+	struct dirent *e;
+	DIR *d;
+
+	journal_close(j);
+	j = NULL;
+	d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		unlink(path);
+	}
+	closedir(d);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+
+static uint64_t pad8(uint64_t n)
+{
+	return (n + 7) & ~(uint64_t)7;
+}
+
+/* Payload bytes no two records share (@seed picks which). */
+static void fill(uint8_t *buf, size_t len, unsigned seed)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = (uint8_t)(i * 31 + seed * 131 + (i >> 8));
+}
+
+static void jpath(uint64_t no, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/%016" PRIx64 ".tcj", dir, no);
+}
+
+static bool exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+static bool jexists(uint64_t no)
+{
+	char path[PATH_MAX];
+
+	jpath(no, path, sizeof(path));
+	return exists(path);
+}
+
+static uint64_t disk_size(const char *path)
+{
+	struct stat st;
+
+	ck_assert_int_eq(stat(path, &st), 0);
+	return (uint64_t)st.st_size;
+}
+
+static void write_file(const char *name, const void *data, size_t len)
+{
+	char path[PATH_MAX];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	fp = fopen(path, "w");
+	ck_assert_ptr_nonnull(fp);
+	ck_assert_uint_eq(fwrite(data, 1, len, fp), len);
+	ck_assert_int_eq(fclose(fp), 0);
+}
+
+/* A record replay should deliver: which file, kind, and the payload's recipe. */
+struct want {
+	uint64_t file;
+	uint32_t kind;
+	size_t len;
+	unsigned seed;
+	uint64_t end;		/* where the record ends in its file */
+};
+
+/* Append one patterned record to @f, noting it in @w (unless NULL). */
+static void append(struct jfile *f, uint32_t kind, size_t len, unsigned seed,
+		   struct want *w)
+{
+	uint8_t *buf = malloc(len ? len : 1);
+	uint64_t off, end;
+
+	ck_assert_ptr_nonnull(buf);
+	fill(buf, len, seed);
+	ck_ok(jfile_append(f, kind, buf, len, &off, &end));
+	free(buf);
+	if (w)
+		*w = (struct want){ jfile_no(f), kind, len, seed, end };
+}
+
+/* What a replay callback checks each record against. */
+struct seen {
+	const struct want *want;
+	size_t nwant, n;
+	size_t stop_at;		/* return stop_ret on this record (1-based); 0: never */
+	int stop_ret;
+};
+
+static void check_rec(struct seen *s, uint64_t file, uint32_t kind,
+		      const uint8_t *data, size_t len)
+{
+	const struct want *w;
+	uint8_t *buf;
+
+	ck_assert_uint_lt(s->n, s->nwant);
+	w = &s->want[s->n++];
+	ck_assert_uint_eq(file, w->file);
+	ck_assert_uint_eq(kind, w->kind);
+	ck_assert_uint_eq(len, w->len);
+	buf = malloc(len ? len : 1);
+	ck_assert_ptr_nonnull(buf);
+	fill(buf, len, w->seed);
+	ck_assert_int_eq(memcmp(buf, data, len), 0);
+	free(buf);
+}
+
+static int replay_cb(void *arg, uint64_t file, uint32_t kind,
+		     const uint8_t *data, size_t len)
+{
+	struct seen *s = arg;
+
+	check_rec(s, file, kind, data, len);
+	return s->n == s->stop_at ? s->stop_ret : 0;
+}
+
+static uint64_t replay_file;	/* jfile_replay() does not say which file */
+
+static int jfile_cb(void *arg, uint32_t kind, const uint8_t *data, size_t len,
+		    uint64_t end)
+{
+	struct seen *s = arg;
+
+	check_rec(s, replay_file, kind, data, len);
+	ck_assert_uint_eq(end, s->want[s->n - 1].end);
+	return 0;
+}
+
+/* Replay j and expect exactly @want (@n records), returning 0. */
+static void replay_expect(const struct want *want, size_t n)
+{
+	struct seen s = { .want = want, .nwant = n };
+
+	ck_ok(journal_replay(j, replay_cb, &s));
+	ck_assert_uint_eq(s.n, n);
+}
+
+/* Write a record header by hand, as journal.h lays it out. */
+static void put_hdr(uint8_t *p, uint32_t magic, uint32_t kind, uint32_t len,
+		    uint32_t check)
+{
+	uint32_t v[4] = { magic, kind, len, check };
+
+	for (int i = 0; i < 4; i++)
+		for (int b = 0; b < 4; b++)
+			p[i * 4 + b] = (uint8_t)(v[i] >> (8 * b));
+}
+
+static void good_hdr(uint8_t *p, uint32_t kind, uint32_t len)
+{
+	put_hdr(p, JOURNAL_REC_MAGIC, kind, len,
+		JOURNAL_REC_MAGIC ^ kind ^ len ^ 0xffffffffu);
+}
+
+START_TEST(test_append_read)
+{
+	static const size_t lens[] = { 0, 1, 7, 8, 9, 4096, 300000 };
+	enum { N = sizeof(lens) / sizeof(lens[0]) };
+	static const uint8_t fhdr[8] = { 'T', 'C', 'J', 'R', 'N', 'L', 0, 1 };
+	uint8_t disk[JOURNAL_FILE_HDR + JOURNAL_REC_HDR], want_hdr[JOURNAL_REC_HDR];
+	uint64_t off[N], size, bytes;
+	char path[PATH_MAX];
+	struct jfile *f;
+	uint8_t *buf, *got;
+	uint64_t end;
+	int fd;
+
+	ck_ok(journal_open(dir, 1 << 30, &j));
+	ck_assert_uint_eq(journal_bytes(j), 0);
+	ck_ok(jfile_new(j, &f));
+	ck_assert_uint_eq(jfile_size(f), JOURNAL_FILE_HDR);
+	ck_assert_uint_eq(journal_bytes(j), JOURNAL_FILE_HDR);
+	bytes = JOURNAL_FILE_HDR;
+	buf = malloc(300000);
+	got = malloc(300000);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_ptr_nonnull(got);
+	for (size_t i = 0; i < N; i++) {
+		uint32_t kind = i % 2 ? JREC_PAGES : JREC_MSG;
+
+		size = jfile_size(f);
+		fill(buf, lens[i], (unsigned)i);
+		ck_ok(jfile_append(f, kind, buf, lens[i], &off[i], &end));
+		ck_assert_uint_eq(off[i], size + JOURNAL_REC_HDR);
+		ck_assert_uint_eq(jfile_size(f), size + JOURNAL_REC_HDR + pad8(lens[i]));
+		ck_assert_uint_eq(end, jfile_size(f));
+		bytes += JOURNAL_REC_HDR + pad8(lens[i]);
+		ck_assert_uint_eq(journal_bytes(j), bytes);
+	}
+	for (size_t i = 0; i < N; i++) {
+		fill(buf, lens[i], (unsigned)i);
+		memset(got, 0xee, lens[i]);
+		ck_ok(jfile_read(f, off[i], got, lens[i]));
+		ck_assert_int_eq(memcmp(got, buf, lens[i]), 0);
+	}
+	/* reading past what was written is an error, not a short read */
+	ck_assert_int_eq(jfile_read(f, jfile_size(f) - 4, got, 8), -EIO);
+
+	/* the bytes on disk are the documented layout */
+	jpath(jfile_no(f), path, sizeof(path));
+	ck_assert_uint_eq(disk_size(path), jfile_size(f));
+	fd = open(path, O_RDONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(read(fd, disk, sizeof(disk)), (ssize_t)sizeof(disk));
+	close(fd);
+	ck_assert_int_eq(memcmp(disk, fhdr, sizeof(fhdr)), 0);
+	good_hdr(want_hdr, JREC_MSG, 0);
+	ck_assert_int_eq(memcmp(disk + JOURNAL_FILE_HDR, want_hdr, sizeof(want_hdr)), 0);
+	ck_assert_int_eq(memcmp(disk + JOURNAL_FILE_HDR, "RJCT", 4), 0);
+	free(buf);
+	free(got);
+	jfile_put(f, true);
+	ck_assert(!exists(path));
+	ck_assert_uint_eq(journal_bytes(j), 0);
+}
+END_TEST
+
+START_TEST(test_replay_order)
+{
+	struct want w[7];
+	struct jfile *f[3], *g;
+	uint64_t total, no[3];
+
+	/* an earlier instance: three connections, records interleaved in time */
+	ck_ok(journal_open(dir, 1 << 30, &j));
+	for (int i = 0; i < 3; i++) {
+		ck_ok(jfile_new(j, &f[i]));
+		no[i] = jfile_no(f[i]);
+		if (i)
+			ck_assert_uint_gt(no[i], no[i - 1]);
+	}
+	/* file order is f0: w0 w1 w2, f1: w3 w4, f2: w5 w6 */
+	append(f[2], JREC_MSG, 5, 50, &w[5]);
+	append(f[0], JREC_SUBJECT, 12, 0, &w[0]);
+	append(f[1], JREC_PAGES, 8192, 30, &w[3]);
+	append(f[0], JREC_MSG, 0, 1, &w[1]);
+	append(f[2], JREC_PAGES, 4096 * 3 + 40, 60, &w[6]);
+	append(f[0], JREC_PAGES, 4096, 2, &w[2]);
+	append(f[1], JREC_MSG, 33, 40, &w[4]);
+	total = journal_bytes(j);
+	for (int i = 0; i < 3; i++)
+		jfile_put(f[i], false);
+	journal_close(j);
+	j = NULL;
+	for (int i = 0; i < 3; i++)
+		ck_assert(jexists(no[i]));
+
+	ck_ok(journal_open(dir, 1 << 30, &j));
+	ck_assert_uint_eq(journal_bytes(j), total);
+	ck_assert_uint_gt(journal_next_no(j), no[2]);
+	replay_expect(w, 7);
+	/* a replay reads, it does not consume */
+	replay_expect(w, 7);
+
+	ck_ok(jfile_new(j, &g));
+	ck_assert_uint_gt(jfile_no(g), no[2]);
+	ck_assert_uint_eq(journal_bytes(j), total + JOURNAL_FILE_HDR);
+	jfile_put(g, true);
+}
+END_TEST
+
+START_TEST(test_replay_empty)
+{
+	struct seen s = { 0 };
+
+	ck_ok(journal_open(dir, 1 << 30, &j));
+	ck_ok(journal_replay(j, replay_cb, &s));
+	ck_assert_uint_eq(s.n, 0);
+	ck_assert_uint_eq(journal_bytes(j), 0);
+	ck_assert(!journal_full(j));
+}
+END_TEST
+
+/* journal_open() makes the directory; a path that cannot be one fails. */
+START_TEST(test_open_dir)
+{
+	char sub[PATH_MAX], file[PATH_MAX];
+	struct journal *j2;
+	struct stat st;
+
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	ck_ok(journal_open(sub, 1 << 20, &j));
+	ck_assert_int_eq(stat(sub, &st), 0);
+	ck_assert(S_ISDIR(st.st_mode));
+	journal_close(j);
+	j = NULL;
+	ck_assert_int_eq(rmdir(sub), 0);
+
+	write_file("plain", "x", 1);
+	snprintf(file, sizeof(file), "%s/plain", dir);
+	j2 = (struct journal *)&st;	/* must stay untouched */
+	ck_assert_int_eq(journal_open(file, 1 << 20, &j2), -ENOTDIR);
+	ck_assert_ptr_eq(j2, (struct journal *)&st);
+	journal_close(NULL);
+}
+END_TEST
+
+START_TEST(test_replay_cut_and_garbage)
+{
+	struct want w[12], got[7];
+	struct jfile *f[4];
+	char path[PATH_MAX];
+	uint8_t junk[JOURNAL_REC_HDR];
+	int fd;
+
+	ck_ok(journal_open(dir, 1 << 30, &j));
+	for (int i = 0; i < 4; i++)
+		ck_ok(jfile_new(j, &f[i]));
+	/* f0: three records, cut inside the last one's payload */
+	append(f[0], JREC_MSG, 20, 1, &w[0]);
+	append(f[0], JREC_PAGES, 4096, 2, &w[1]);
+	append(f[0], JREC_PAGES, 4096, 3, &w[2]);
+	/* f1: three records, the second one's header overwritten */
+	append(f[1], JREC_MSG, 9, 4, &w[3]);
+	append(f[1], JREC_PAGES, 100, 5, &w[4]);
+	append(f[1], JREC_MSG, 7, 6, &w[5]);
+	/* f2: two records, cut inside the second one's header */
+	append(f[2], JREC_SUBJECT, 16, 7, &w[6]);
+	append(f[2], JREC_MSG, 1000, 8, &w[7]);
+	/* f3: intact */
+	append(f[3], JREC_MSG, 3, 9, &w[8]);
+	append(f[3], JREC_PAGES, 8, 10, &w[9]);
+	for (int i = 0; i < 4; i++)
+		jfile_put(f[i], false);
+	journal_close(j);
+	j = NULL;
+
+	jpath(w[0].file, path, sizeof(path));
+	ck_assert_int_eq(truncate(path, (off_t)w[2].end - 3), 0);
+
+	jpath(w[3].file, path, sizeof(path));
+	memset(junk, 0x5a, sizeof(junk));
+	fd = open(path, O_WRONLY);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, junk, sizeof(junk), (off_t)w[3].end),
+			 (ssize_t)sizeof(junk));
+	close(fd);
+
+	jpath(w[6].file, path, sizeof(path));
+	ck_assert_int_eq(truncate(path, (off_t)w[6].end + 5), 0);
+
+	ck_ok(journal_open(dir, 1 << 30, &j));
+	got[0] = w[0];
+	got[1] = w[1];
+	got[2] = w[3];
+	got[3] = w[6];
+	got[4] = w[8];
+	got[5] = w[9];
+	replay_expect(got, 6);
+}
+END_TEST
+
+START_TEST(test_foreign_files)
+{
+	static const char junk[] = "TCJRNL\0\2 not this version";
+	static const char notes[] = "these are notes, not a journal\n";
+	struct want w[2];
+	char path[PATH_MAX];
+	struct jfile *f;
+	uint64_t no;
+
+	ck_ok(journal_open(dir, 1 << 30, &j));
+	ck_ok(jfile_new(j, &f));
+	no = jfile_no(f);
+	append(f, JREC_MSG, 10, 1, &w[0]);
+	append(f, JREC_PAGES, 4096, 2, &w[1]);
+	jfile_put(f, false);
+	journal_close(j);
+	j = NULL;
+
+	write_file("notes.txt", notes, sizeof(notes));
+	write_file("0000000000000001.tcj.tmp", notes, sizeof(notes));
+	snprintf(path, sizeof(path), "%016" PRIx64 ".tcj", no + 1);
+	write_file(path, junk, sizeof(junk));		/* bad file header */
+	snprintf(path, sizeof(path), "%016" PRIx64 ".tcj", no + 2);
+	write_file(path, "", 0);			/* empty */
+
+	ck_ok(journal_open(dir, 1 << 30, &j));
+	ck_assert_uint_gt(journal_next_no(j), no + 2);
+	replay_expect(w, 2);
+	journal_forget_replayed(j);
+	ck_assert(!jexists(no));
+	snprintf(path, sizeof(path), "%s/notes.txt", dir);
+	ck_assert(exists(path));
+	ck_assert_uint_eq(disk_size(path), sizeof(notes));
+	snprintf(path, sizeof(path), "%s/0000000000000001.tcj.tmp", dir);
+	ck_assert(exists(path));
+}
+END_TEST
+
+START_TEST(test_callback_stops)
+{
+	struct want w[4];
+	struct jfile *f[2];
+	struct seen s;
+
+	ck_ok(journal_open(dir, 1 << 30, &j));
+	for (int i = 0; i < 2; i++) {
+		ck_ok(jfile_new(j, &f[i]));
+		append(f[i], JREC_MSG, 11, 2 * i, &w[2 * i]);
+		append(f[i], JREC_PAGES, 64, 2 * i + 1, &w[2 * i + 1]);
+		jfile_put(f[i], false);
+	}
+	journal_close(j);
+	j = NULL;
+	ck_ok(journal_open(dir, 1 << 30, &j));
+
+	/* a negative value stops everything, the later file included */
+	s = (struct seen){ .want = w, .nwant = 4, .stop_at = 2, .stop_ret = -42 };
+	ck_assert_int_eq(journal_replay(j, replay_cb, &s), -42);
+	ck_assert_uint_eq(s.n, 2);
+	s = (struct seen){ .want = w, .nwant = 4, .stop_at = 3,
+			   .stop_ret = TC_ERR_DB };
+	ck_assert_int_eq(journal_replay(j, replay_cb, &s), TC_ERR_DB);
+	ck_assert_uint_eq(s.n, 3);
+	/* a positive one does not */
+	s = (struct seen){ .want = w, .nwant = 4, .stop_at = 1, .stop_ret = 1 };
+	ck_ok(journal_replay(j, replay_cb, &s));
+	ck_assert_uint_eq(s.n, 4);
+}
+END_TEST
+
+START_TEST(test_forget_replayed)
+{
+	struct want w[3];
+	struct jfile *f[2], *g;
+	uint64_t no[2], gone[8], before;
+	size_t n;
+
+	ck_ok(journal_open(dir, 1 << 30, &j));
+	for (int i = 0; i < 2; i++) {
+		ck_ok(jfile_new(j, &f[i]));
+		no[i] = jfile_no(f[i]);
+	}
+	append(f[0], JREC_MSG, 100, 1, &w[0]);
+	append(f[0], JREC_PAGES, 9000, 2, &w[1]);
+	append(f[1], JREC_PAGES, 4096, 3, &w[2]);
+	for (int i = 0; i < 2; i++)
+		jfile_put(f[i], false);
+	journal_close(j);
+	j = NULL;
+
+	ck_ok(journal_open(dir, 1 << 30, &j));
+	ck_assert_uint_eq(journal_take_removed(j, gone, 8), 0);
+	/* a file of this instance's own is not one to forget */
+	ck_ok(jfile_new(j, &g));
+	append(g, JREC_MSG, 24, 4, NULL);
+	before = journal_bytes(j);
+	ck_assert_uint_eq(before, w[1].end + w[2].end + jfile_size(g));
+	replay_expect(w, 3);
+	journal_forget_replayed(j);
+	ck_assert(!jexists(no[0]));
+	ck_assert(!jexists(no[1]));
+	ck_assert(jexists(jfile_no(g)));
+	ck_assert_uint_eq(journal_bytes(j), jfile_size(g));
+	n = journal_take_removed(j, gone, 8);
+	ck_assert_uint_eq(n, 2);
+	ck_assert((gone[0] == no[0] && gone[1] == no[1]) ||
+		  (gone[0] == no[1] && gone[1] == no[0]));
+	ck_assert_uint_eq(journal_take_removed(j, gone, 8), 0);
+	/* nothing is left to replay */
+	replay_expect(w, 0);
+	jfile_put(g, true);
+	ck_assert_uint_eq(journal_bytes(j), 0);
+}
+END_TEST
+
+START_TEST(test_put_refs)
+{
+	struct jfile *f, *g;
+	char path[PATH_MAX];
+	uint64_t no, gone[4];
+
+	ck_ok(journal_open(dir, 1 << 30, &j));
+	ck_ok(jfile_new(j, &f));
+	append(f, JREC_PAGES, 4096, 1, NULL);
+	no = jfile_no(f);
+	ck_assert_ptr_eq(jfile_ref(f), f);
+	jfile_put(f, true);		/* the other holder still reads it */
+	ck_assert(jexists(no));
+	ck_assert_uint_eq(journal_bytes(j), JOURNAL_FILE_HDR + JOURNAL_REC_HDR + 4096);
+	ck_assert_uint_eq(journal_take_removed(j, gone, 4), 0);
+	jfile_put(f, true);
+	ck_assert(!jexists(no));
+	ck_assert_uint_eq(journal_bytes(j), 0);
+	ck_assert_uint_eq(journal_take_removed(j, gone, 4), 1);
+	ck_assert_uint_eq(gone[0], no);
+
+	/* the first holder's "no longer needed" stands when the last one lets go */
+	ck_ok(jfile_new(j, &f));
+	no = jfile_no(f);
+	jfile_ref(f);
+	jfile_put(f, true);
+	ck_assert(jexists(no));
+	jfile_put(f, false);
+	ck_assert(!jexists(no));
+	ck_assert_uint_eq(journal_bytes(j), 0);
+
+	/* without @remove the file stays, whole */
+	ck_ok(jfile_new(j, &g));
+	append(g, JREC_MSG, 13, 2, NULL);
+	no = jfile_no(g);
+	jfile_put(g, false);
+	jpath(no, path, sizeof(path));
+	ck_assert(exists(path));
+	ck_assert_uint_eq(disk_size(path), JOURNAL_FILE_HDR + JOURNAL_REC_HDR + 16);
+	ck_assert_uint_eq(journal_take_removed(j, gone, 4), 1);	/* the second f */
+	ck_assert_uint_eq(journal_take_removed(j, gone, 4), 0);
+	jfile_put(NULL, true);
+}
+END_TEST
+
+START_TEST(test_full)
+{
+	struct jfile *f;
+
+	/* 8 + (16 + 64) = 88: at the limit is not above it */
+	ck_ok(journal_open(dir, 88, &j));
+	ck_assert(!journal_full(j));
+	ck_ok(jfile_new(j, &f));
+	ck_assert(!journal_full(j));
+	append(f, JREC_PAGES, 64, 1, NULL);
+	ck_assert_uint_eq(journal_bytes(j), 88);
+	ck_assert(!journal_full(j));
+	append(f, JREC_MSG, 0, 2, NULL);
+	ck_assert_uint_eq(journal_bytes(j), 104);
+	ck_assert(journal_full(j));
+	jfile_put(f, false);
+	journal_close(j);
+	j = NULL;
+
+	/* what an earlier instance left counts from the start */
+	ck_ok(journal_open(dir, 100, &j));
+	ck_assert_uint_eq(journal_bytes(j), 104);
+	ck_assert(journal_full(j));
+	journal_forget_replayed(j);
+	ck_assert_uint_eq(journal_bytes(j), 0);
+	ck_assert(!journal_full(j));
+}
+END_TEST
+
+START_TEST(test_too_long)
+{
+	uint8_t *buf = malloc(JOURNAL_MAX_REC + 1);
+	struct want w;
+	struct jfile *f;
+	char path[PATH_MAX];
+	uint64_t size, bytes, off = 77, end = 99;
+
+	ck_assert_ptr_nonnull(buf);
+	memset(buf, 0xa5, JOURNAL_MAX_REC + 1);
+	ck_ok(journal_open(dir, 1ull << 40, &j));
+	ck_ok(jfile_new(j, &f));
+	append(f, JREC_MSG, 5, 1, NULL);
+	size = jfile_size(f);
+	bytes = journal_bytes(j);
+	ck_assert_int_eq(jfile_append(f, JREC_PAGES, buf, JOURNAL_MAX_REC + 1, &off, &end),
+			 TC_ERR_TOO_LONG);
+	ck_assert_uint_eq(off, 77);
+	ck_assert_uint_eq(end, 99);
+	ck_assert_uint_eq(jfile_size(f), size);
+	ck_assert_uint_eq(journal_bytes(j), bytes);
+	jpath(jfile_no(f), path, sizeof(path));
+	ck_assert_uint_eq(disk_size(path), size);
+	free(buf);
+
+	/* exactly the largest record goes in, and replays */
+	append(f, JREC_PAGES, JOURNAL_MAX_REC, 2, &w);
+	ck_assert_uint_eq(jfile_size(f), size + JOURNAL_REC_HDR + JOURNAL_MAX_REC);
+	jfile_put(f, false);
+	journal_close(j);
+	j = NULL;
+	ck_ok(journal_open(dir, 1ull << 40, &j));
+	{
+		struct want both[2] = { { w.file, JREC_MSG, 5, 1, 0 }, w };
+
+		replay_expect(both, 2);
+	}
+}
+END_TEST
+
+/* journal_adopt() hands the old files over; jfile_replay() reports ends. */
+START_TEST(test_adopt_jfile_replay)
+{
+	struct want w[3];
+	struct jfile *f[2], **v;
+	struct seen s;
+	uint64_t no[2];
+	size_t n;
+
+	ck_ok(journal_open(dir, 1 << 30, &j));
+	for (int i = 0; i < 2; i++) {
+		ck_ok(jfile_new(j, &f[i]));
+		no[i] = jfile_no(f[i]);
+	}
+	append(f[1], JREC_PAGES, 4096, 3, &w[2]);
+	append(f[0], JREC_SUBJECT, 20, 1, &w[0]);
+	append(f[0], JREC_MSG, 3, 2, &w[1]);
+	for (int i = 0; i < 2; i++)
+		jfile_put(f[i], false);
+	journal_close(j);
+	j = NULL;
+
+	ck_ok(journal_open(dir, 1 << 30, &j));
+	ck_ok(journal_adopt(j, &v, &n));
+	ck_assert_uint_eq(n, 2);
+	ck_assert_uint_eq(jfile_no(v[0]), no[0]);
+	ck_assert_uint_eq(jfile_no(v[1]), no[1]);
+	ck_assert_uint_eq(jfile_size(v[0]), w[1].end);
+	ck_assert_uint_eq(jfile_size(v[1]), w[2].end);
+	replay_expect(w, 0);		/* the journal forgot them */
+
+	s = (struct seen){ .want = w, .nwant = 2 };
+	replay_file = no[0];
+	ck_ok(jfile_replay(v[0], jfile_cb, &s));
+	ck_assert_uint_eq(s.n, 2);
+	s = (struct seen){ .want = w + 2, .nwant = 1 };
+	replay_file = no[1];
+	ck_ok(jfile_replay(v[1], jfile_cb, &s));
+	ck_assert_uint_eq(s.n, 1);
+
+	jfile_put(v[0], true);
+	jfile_put(v[1], true);
+	free(v);
+	ck_assert(!jexists(no[0]));
+	ck_assert(!jexists(no[1]));
+	ck_assert_uint_eq(journal_bytes(j), 0);
+}
+END_TEST
+
+START_TEST(test_rec_parse)
+{
+	uint8_t buf[JOURNAL_REC_HDR + 16];
+	uint32_t kind = 0xdead, len = 0xbeef;
+
+	memset(buf, 0, sizeof(buf));
+	good_hdr(buf, JREC_PAGES, 9);
+	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), 32);
+	ck_assert_uint_eq(kind, JREC_PAGES);
+	ck_assert_uint_eq(len, 9);
+	ck_assert_int_eq(journal_rec_parse(buf, 1000, &kind, &len), 32);
+
+	/* cut off: in the header, in the payload, in the padding */
+	kind = len = 0xdead;
+	ck_assert_int_eq(journal_rec_parse(buf, 0, &kind, &len), 0);
+	ck_assert_int_eq(journal_rec_parse(buf, 15, &kind, &len), 0);
+	ck_assert_int_eq(journal_rec_parse(buf, 16, &kind, &len), 0);
+	ck_assert_int_eq(journal_rec_parse(buf, 24, &kind, &len), 0);
+	ck_assert_int_eq(journal_rec_parse(buf, 31, &kind, &len), 0);
+	good_hdr(buf, JREC_PAGES, JOURNAL_MAX_REC);
+	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), 0);
+	ck_assert_uint_eq(kind, 0xdead);
+	ck_assert_uint_eq(len, 0xdead);
+
+	/* every kind there is, and an empty payload */
+	good_hdr(buf, JREC_MSG, 0);
+	ck_assert_int_eq(journal_rec_parse(buf, 16, &kind, &len), 16);
+	ck_assert_uint_eq(kind, JREC_MSG);
+	ck_assert_uint_eq(len, 0);
+	good_hdr(buf, JREC_SUBJECT, 8);
+	ck_assert_int_eq(journal_rec_parse(buf, 24, &kind, &len), 24);
+	ck_assert_uint_eq(kind, JREC_SUBJECT);
+
+	/* not a header */
+	kind = len = 0xdead;
+	put_hdr(buf, JOURNAL_REC_MAGIC ^ 1, JREC_MSG, 0, JOURNAL_REC_MAGIC ^ 1 ^ JREC_MSG ^ 0xffffffffu);
+	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	put_hdr(buf, JOURNAL_REC_MAGIC, JREC_MSG, 0, JOURNAL_REC_MAGIC ^ JREC_MSG ^ 0xffffffffu ^ 0x100);
+	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	good_hdr(buf, 0, 0);
+	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	good_hdr(buf, JREC_SUBJECT + 1, 0);
+	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	good_hdr(buf, JREC_PAGES, JOURNAL_MAX_REC + 1);
+	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	good_hdr(buf, JREC_PAGES, 0xffffffffu);
+	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	memset(buf, 0, sizeof(buf));
+	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	ck_assert_uint_eq(kind, 0xdead);
+	ck_assert_uint_eq(len, 0xdead);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("journal");
+	TCase *tc = tcase_create("journal");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_append_read);
+	tcase_add_test(tc, test_replay_order);
+	tcase_add_test(tc, test_replay_empty);
+	tcase_add_test(tc, test_open_dir);
+	tcase_add_test(tc, test_replay_cut_and_garbage);
+	tcase_add_test(tc, test_foreign_files);
+	tcase_add_test(tc, test_callback_stops);
+	tcase_add_test(tc, test_forget_replayed);
+	tcase_add_test(tc, test_put_refs);
+	tcase_add_test(tc, test_full);
+	tcase_add_test(tc, test_too_long);
+	tcase_add_test(tc, test_adopt_jfile_replay);
+	tcase_add_test(tc, test_rec_parse);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
