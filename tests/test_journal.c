@@ -688,6 +688,50 @@ START_TEST(test_adopt_jfile_replay)
 }
 END_TEST
 
+/*
+ * Only the names the journal gives its files (%016x.tcj, lower-case hex)
+ * are journal files: one that strtoull() also reads as a number, but that
+ * names no file the journal would open, must not make replay or adoption
+ * (and so the collector's start) fail.
+ */
+START_TEST(test_odd_names)
+{
+	static const char *const odd[] = {
+		"000000000000000A.tcj", " 00000000000000b.tcj",
+		"+00000000000000c.tcj", "0x0000000000000d.tcj",
+		"-000000000000001.tcj",		/* UINT64_MAX: the next number would wrap */
+	};
+	struct want w[1];
+	struct jfile *f, **v;
+	char from[PATH_MAX], to[PATH_MAX];
+	size_t n;
+
+	ck_ok(journal_open(dir, 1 << 30, &j));
+	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+		ck_ok(jfile_new(j, &f));
+		append(f, JREC_MSG, 4, 9, NULL);
+		jpath(jfile_no(f), from, sizeof(from));
+		snprintf(to, sizeof(to), "%s/%s", dir, odd[i]);
+		ck_assert_int_eq(rename(from, to), 0);
+		jfile_put(f, false);
+	}
+	ck_ok(jfile_new(j, &f));
+	append(f, JREC_PAGES, 40, 1, &w[0]);
+	jfile_put(f, false);
+	journal_close(j);
+	j = NULL;
+
+	ck_ok(journal_open(dir, 1 << 30, &j));
+	ck_assert_uint_gt(journal_next_no(j), w[0].file);
+	replay_expect(w, 1);
+	ck_ok(journal_adopt(j, &v, &n));
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(jfile_no(v[0]), w[0].file);
+	jfile_put(v[0], false);
+	free(v);
+}
+END_TEST
+
 START_TEST(test_rec_parse)
 {
 	uint8_t buf[JOURNAL_REC_HDR + 16];
@@ -763,6 +807,7 @@ int main(void)
 	tcase_add_test(tc, test_full);
 	tcase_add_test(tc, test_too_long);
 	tcase_add_test(tc, test_adopt_jfile_replay);
+	tcase_add_test(tc, test_odd_names);
 	tcase_add_test(tc, test_rec_parse);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
