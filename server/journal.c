@@ -77,16 +77,19 @@ static void file_path(const struct journal *j, uint64_t no, char *buf, size_t le
 	snprintf(buf, len, "%s/%016" PRIx64 ".tcj", j->dir, no);
 }
 
-/* A journal file's number from its name; false for any other name. */
+/*
+ * A journal file's number from its name; false for any other name. Only
+ * the names file_path() makes count: strtoull() alone would also take
+ * " 1", "+1", "-1" or upper case, whose canonical name is another file.
+ */
 static bool file_no(const char *name, uint64_t *no)
 {
-	char *end;
-
 	if (strlen(name) != 20 || strcmp(name + 16, ".tcj") != 0)
 		return false;
-	errno = 0;
-	*no = strtoull(name, &end, 16);
-	return errno == 0 && end == name + 16;
+	if (strspn(name, "0123456789abcdef") != 16)
+		return false;
+	*no = strtoull(name, NULL, 16);
+	return true;
 }
 
 static int cmp_u64(const void *a, const void *b)
