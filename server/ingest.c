@@ -1253,7 +1253,8 @@ static int ing_journal_open(struct ingest *g, const struct ingest_opts *o)
 
 	ret = journal_open(o->journal_dir, o->journal_bytes, &g->journal);
 	if (ret < 0) {
-		log_err("receive journal %s: %s", o->journal_dir, tc_strerror(ret));
+		log_err("receive journal %s: %s", o->journal_dir, ret == -EBUSY ?
+			"in use by another tracecollectd" : tc_strerror(ret));
 		return ret;
 	}
 	ret = journal_adopt(g->journal, &old, &n);

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 
@@ -40,6 +41,7 @@ struct journal {
 	_Atomic uint64_t next_no;
 	uint64_t *old;			/* files found at open, sorted */
 	size_t nold;
+	int lock_fd;			/* flock()ed "lock": one collector per directory */
 	pthread_mutex_t lock;		/* removed */
 	uint64_t *removed;		/* files removed, not yet taken */
 	size_t nremoved, cap;
@@ -136,6 +138,24 @@ static int journal_scan(struct journal *j)
 	return 0;
 }
 
+/*
+ * Another collector storing this directory's files while this one appends
+ * to them would store them twice: the directory's "lock" file is flock()ed
+ * for as long as the journal is open. Return: 0; -EBUSY; -errno.
+ */
+static int journal_lock(struct journal *j)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/lock", j->dir);
+	j->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (j->lock_fd < 0)
+		return -errno;
+	if (flock(j->lock_fd, LOCK_EX | LOCK_NB) < 0)
+		return errno == EWOULDBLOCK ? -EBUSY : -errno;
+	return 0;
+}
+
 int journal_open(const char *dir, uint64_t limit, struct journal **out)
 {
 	struct journal *j = calloc(1, sizeof(*j));
@@ -146,13 +166,16 @@ int journal_open(const char *dir, uint64_t limit, struct journal **out)
 		return -ENOMEM;
 	}
 	j->limit = limit;
+	j->lock_fd = -1;
 	pthread_mutex_init(&j->lock, NULL);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
 		ret = -errno;
 		journal_close(j);
 		return ret;
 	}
-	ret = journal_scan(j);
+	ret = journal_lock(j);
+	if (ret == 0)
+		ret = journal_scan(j);
 	if (ret < 0) {
 		journal_close(j);
 		return ret;
@@ -165,6 +188,8 @@ void journal_close(struct journal *j)
 {
 	if (!j)
 		return;
+	if (j->lock_fd >= 0)
+		close(j->lock_fd);
 	pthread_mutex_destroy(&j->lock);
 	free(j->removed);
 	free(j->old);
@@ -451,6 +476,7 @@ int jfile_new(struct journal *j, struct jfile **out)
 		free(f);
 		return ret;
 	}
+	errno = 0;
 	if (write(f->fd, file_magic, sizeof(file_magic)) != (ssize_t)sizeof(file_magic)) {
 		ret = errno ? -errno : -EIO;
 		close(f->fd);

@@ -52,8 +52,10 @@ struct jfile;
 /*
  * journal_open - use directory @dir (created if missing) for journal files,
  * at most @limit bytes of them at a time (journal_full()). The files found
- * there are remembered for journal_replay().
- * Return: 0 and *@out; -errno (mkdir, opendir); -ENOMEM.
+ * there are remembered for journal_replay(). The directory is locked until
+ * journal_close().
+ * Return: 0 and *@out; -EBUSY (another journal has it open); -errno
+ * (mkdir, opendir); -ENOMEM.
  */
 int journal_open(const char *dir, uint64_t limit, struct journal **out);
 

@@ -656,6 +656,12 @@ static int run(struct settings *s)
 	}
 	log_info("listening for agents on %s, queries on %s, storing in %s (%zu filter rules)",
 		 bound, qurl, s->db, filters_count(s->filters));
+	if (io.journal_dir)
+		log_info("receive journal in %s, up to %.1f MB; decoding and storing at %s priority",
+			 io.journal_dir, (double)io.journal_bytes / (1 << 20),
+			 io.store_idle ? "idle" : "normal");
+	else
+		log_info("no receive journal: pages are acknowledged once stored");
 	event_base_dispatch(col.base);
 	ret = 0;
 out:

@@ -334,7 +334,7 @@ END_TEST
 /* journal_open() makes the directory; a path that cannot be one fails. */
 START_TEST(test_open_dir)
 {
-	char sub[PATH_MAX], file[PATH_MAX];
+	char sub[PATH_MAX], file[PATH_MAX], lockf[PATH_MAX + 8];
 	struct journal *j2;
 	struct stat st;
 
@@ -342,8 +342,14 @@ START_TEST(test_open_dir)
 	ck_ok(journal_open(sub, 1 << 20, &j));
 	ck_assert_int_eq(stat(sub, &st), 0);
 	ck_assert(S_ISDIR(st.st_mode));
+	/* one journal per directory: a second open is refused while it is open */
+	ck_assert_int_eq(journal_open(sub, 1 << 20, &j2), -EBUSY);
 	journal_close(j);
 	j = NULL;
+	ck_ok(journal_open(sub, 1 << 20, &j2));	/* and taken once it is closed */
+	journal_close(j2);
+	snprintf(lockf, sizeof(lockf), "%s/lock", sub);
+	ck_assert_int_eq(unlink(lockf), 0);	/* all it leaves behind */
 	ck_assert_int_eq(rmdir(sub), 0);
 
 	write_file("plain", "x", 1);

@@ -19,7 +19,8 @@
 # 2. Rotation: with --journal-size 2M a connection's file rotates at 256 KB
 #    once stored: a stream of several MB goes through more than one file.
 #    Asserts: journal file numbers past the first were seen while it
-#    streamed; stored == shipped; the journal is empty after a clean stop.
+#    streamed; a second collector given the same journal directory refuses
+#    to start; stored == shipped; the journal is empty after a clean stop.
 # 3. --journal-size 0: no journal; DONE comes once stored.
 #    Asserts: the agent's stored_events == its events; no journal directory.
 set -u
@@ -55,7 +56,7 @@ check "its DONE covers every page (journaled)" \
 	'tc_done_covers "$tmp/agent1.out" && grep -q "journaled_pages=" "$tmp/agent1.out"'
 shipped=$(field events "$tmp/agent1.out")
 before=$("$top_builddir/traceq" --server "$query" -t 5000 --count sched_switch 2>/dev/null) || before=0
-files=$(ls "$tmp/crash.db.journal" | wc -l)
+files=$(ls "$tmp/crash.db.journal" | grep -c '\.tcj$')
 kill -9 "$collector_pid"; wait "$collector_pid" 2>/dev/null
 collector_pid=
 wait "$locker"
@@ -73,7 +74,7 @@ traceq --stats | sed 's/ agent_.*overrun=[0-9]*//'
 check "no page was processed twice (dup_pages=0)" \
 	'traceq --stats | grep "host=journal-crash" | grep -q " dup_pages=0" &&
 	 ! traceq --stats | grep "host=journal-crash" | grep -q " dup_pages=[1-9]"'
-check "the journal is empty" '[ -z "$(ls "$tmp/crash.db.journal")" ]'
+check "the journal is empty" '[ -z "$(ls "$tmp/crash.db.journal" | grep -v "^lock$")" ]'
 kill "$collector_pid"; wait "$collector_pid"
 collector_pid=
 
@@ -87,6 +88,12 @@ watcher=$!
 rc=$?
 kill "$watcher"; wait "$watcher" 2>/dev/null
 watcher=
+"$top_builddir/tracecollectd" --foreground --listen 127.0.0.1:0 --query tcp://127.0.0.1:0 \
+	--db "$tmp/other.db" --journal-dir "$tmp/rotate.db.journal" --cert "$tmp/pki/server.crt" \
+	--key "$tmp/pki/server.key" --ca "$tmp/pki/ca.crt" > /dev/null 2> "$tmp/second.log"
+rc2=$?
+check "a second collector on the same journal refuses to start (exit $rc2)" \
+	'[ "$rc2" != 0 ] && grep -q "in use by another tracecollectd" "$tmp/second.log"'
 cat "$tmp/agent2.out"
 check "agent exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent2.err"; false; }'
 nfiles=$(sort -u "$tmp/seen" | grep -c '\.tcj$')
@@ -98,7 +105,7 @@ stored=$(( $(traceq --count sched_switch) + $(traceq --count sched_wakeup) +
 check "stored ($stored) == shipped ($shipped)" '[ -n "$shipped" ] && [ "$stored" = "$shipped" ]'
 kill "$collector_pid"; wait "$collector_pid"
 collector_pid=
-check "the journal is empty after a clean stop" '[ -z "$(ls "$tmp/rotate.db.journal")" ]'
+check "the journal is empty after a clean stop" '[ -z "$(ls "$tmp/rotate.db.journal" | grep -v "^lock$")" ]'
 
 # ---- 3. no journal
 tc_start_collector --db "$tmp/plain.db" --journal-size 0
