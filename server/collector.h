@@ -159,6 +159,13 @@ void ingest_journal_tidy(struct collector *col, struct sink *s);
 int ingest_wait_stored(struct collector *col, int timeout_ms);
 
 /*
+ * ingest_backlog - jobs (batches of pages, messages) queued but not yet
+ * committed, plus journal files still to store; and the journal's size
+ * (0: none). Any thread.
+ */
+void ingest_backlog(struct collector *col, uint64_t *unstored, uint64_t *journal_bytes);
+
+/*
  * ingest_push_page - hand a copy of page @seq of CPU @cpu to the worker.
  * Pages are batched per sink until ingest_flush() or the next message.
  * Return: 0; -ENOMEM.

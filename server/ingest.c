@@ -1193,6 +1193,16 @@ void ingest_journal_tidy(struct collector *col, struct sink *s)
 	jfile_put(old, true);
 }
 
+void ingest_backlog(struct collector *col, uint64_t *unstored, uint64_t *jbytes)
+{
+	struct ingest *g = col->ing;
+
+	pthread_mutex_lock(&g->lock);
+	*unstored = g->jobs_pushed - g->jobs_committed + g->replaying;
+	pthread_mutex_unlock(&g->lock);
+	*jbytes = g->journal ? journal_bytes(g->journal) : 0;
+}
+
 int ingest_wait_stored(struct collector *col, int timeout_ms)
 {
 	struct ingest *g = col->ing;

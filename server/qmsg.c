@@ -244,6 +244,7 @@ struct qmsg_writer {
 	msgpack_packer hp, pk;
 	uint32_t ncols;
 	uint64_t nvals;
+	uint64_t unstored, journal_bytes;
 };
 
 int qmsg_reply_begin(struct qmsg_writer **out, const char *event, uint32_t ncols,
@@ -259,7 +260,7 @@ int qmsg_reply_begin(struct qmsg_writer **out, const char *event, uint32_t ncols
 	msgpack_packer_init(&w->hp, &w->head, msgpack_sbuffer_write);
 	msgpack_packer_init(&w->pk, &w->body, msgpack_sbuffer_write);
 	w->ncols = ncols;
-	msgpack_pack_map(&w->hp, 8);
+	msgpack_pack_map(&w->hp, 10);
 	pack_key(&w->hp, "ok");
 	msgpack_pack_true(&w->hp);
 	pack_key(&w->hp, "event");
@@ -312,6 +313,12 @@ void qmsg_put_bin(struct qmsg_writer *w, const void *p, size_t len)
 	msgpack_pack_bin_body(&w->pk, p, len);
 }
 
+void qmsg_reply_backlog(struct qmsg_writer *w, uint64_t unstored, uint64_t journal_bytes)
+{
+	w->unstored = unstored;
+	w->journal_bytes = journal_bytes;
+}
+
 int qmsg_reply_end(struct qmsg_writer *w, bool more, int64_t last_ts,
 		   uint64_t last_id, uint64_t count, struct proto_buf *out)
 {
@@ -331,6 +338,10 @@ int qmsg_reply_end(struct qmsg_writer *w, bool more, int64_t last_ts,
 	msgpack_pack_uint64(&w->pk, last_id);
 	pack_key(&w->pk, "count");
 	msgpack_pack_uint64(&w->pk, count);
+	pack_key(&w->pk, "unstored");
+	msgpack_pack_uint64(&w->pk, w->unstored);
+	pack_key(&w->pk, "journal_bytes");
+	msgpack_pack_uint64(&w->pk, w->journal_bytes);
 	ret = sbuf_move(&w->head, out);
 	if (ret == 0)
 		ret = sbuf_move(&w->body, out);
@@ -482,6 +493,10 @@ static int reply_field(struct qmsg_reply *r, const msgpack_object_kv *kv, bool *
 		return get_u64(v, &r->last_id);
 	if (key_is(k, "count"))
 		return get_u64(v, &r->count);
+	if (key_is(k, "unstored"))
+		return get_u64(v, &r->unstored);
+	if (key_is(k, "journal_bytes"))
+		return get_u64(v, &r->journal_bytes);
 	return 0;
 }
 

@@ -66,6 +66,8 @@ struct qmsg_reply {
 	int64_t last_ts;	/* key of the last row, for the next page */
 	uint64_t last_id;
 	uint64_t count;		/* QOP_COUNT */
+	uint64_t unstored;	/* batches the collector received, not yet stored */
+	uint64_t journal_bytes;	/* the size of its receive journal */
 };
 
 /* qmsg_request_encode - append @r's msgpack encoding to @out. 0 or -ENOMEM. */
@@ -95,6 +97,8 @@ void qmsg_put_int(struct qmsg_writer *w, int64_t v);
 void qmsg_put_uint(struct qmsg_writer *w, uint64_t v);
 void qmsg_put_str(struct qmsg_writer *w, const char *s, size_t len);
 void qmsg_put_bin(struct qmsg_writer *w, const void *p, size_t len);
+/* qmsg_reply_backlog - what the collector has received but not stored (0s if not called). */
+void qmsg_reply_backlog(struct qmsg_writer *w, uint64_t unstored, uint64_t journal_bytes);
 /*
  * qmsg_reply_end - finish: write the trailer and hand the encoding to @out
  * (appended); frees @w in every case. Return: 0 or -ENOMEM.

@@ -38,30 +38,46 @@ struct queryd {
 	pthread_t thread;
 	atomic_bool stop;
 	struct store *store;
-	pthread_mutex_t sync_lock;
-	int (*sync)(void *arg, int timeout_ms);	/* --sync: wait for ingest */
-	void *sync_arg;
+	pthread_mutex_t ingest_lock;
+	struct queryd_ingest ingest;	/* --sync, backlog; zeroed: none */
 };
 
-void queryd_set_sync(struct queryd *qd, int (*fn)(void *arg, int timeout_ms), void *arg)
+void queryd_set_ingest(struct queryd *qd, const struct queryd_ingest *in)
 {
-	pthread_mutex_lock(&qd->sync_lock);
-	qd->sync = fn;
-	qd->sync_arg = arg;
-	pthread_mutex_unlock(&qd->sync_lock);
+	pthread_mutex_lock(&qd->ingest_lock);
+	qd->ingest = in ? *in : (struct queryd_ingest){ 0 };
+	pthread_mutex_unlock(&qd->ingest_lock);
+}
+
+static struct queryd_ingest queryd_ingest(struct queryd *qd)
+{
+	struct queryd_ingest in;
+
+	pthread_mutex_lock(&qd->ingest_lock);
+	in = qd->ingest;
+	pthread_mutex_unlock(&qd->ingest_lock);
+	return in;
 }
 
 /* sync_ms: wait until everything received is stored. Return: 0; -ETIMEDOUT. */
 static int queryd_sync(struct queryd *qd, uint32_t ms)
 {
-	int (*fn)(void *, int);
-	void *arg;
+	struct queryd_ingest in = queryd_ingest(qd);
 
-	pthread_mutex_lock(&qd->sync_lock);
-	fn = qd->sync;
-	arg = qd->sync_arg;
-	pthread_mutex_unlock(&qd->sync_lock);
-	return fn ? fn(arg, ms > INT32_MAX ? INT32_MAX : (int)ms) : 0;
+	return in.wait_stored ? in.wait_stored(in.arg, ms > INT32_MAX ? INT32_MAX : (int)ms) : 0;
+}
+
+/* qmsg_reply_end(), with what the collector has received but not stored. */
+static int reply_end(struct queryd *qd, struct qmsg_writer *w, bool more, int64_t last_ts,
+		     uint64_t last_id, uint64_t count, struct proto_buf *out)
+{
+	struct queryd_ingest in = queryd_ingest(qd);
+	uint64_t unstored = 0, bytes = 0;
+
+	if (in.backlog)
+		in.backlog(in.arg, &unstored, &bytes);
+	qmsg_reply_backlog(w, unstored, bytes);
+	return qmsg_reply_end(w, more, last_ts, last_id, count, out);
 }
 
 static const char *const meta_cols[QMSG_META_COLS] = {
@@ -354,7 +370,7 @@ static int run_select(struct queryd *qd, const struct qmsg_request *r,
 		qmsg_reply_end(s.w, false, 0, 0, 0, &(struct proto_buf){ 0 });
 		return ret;
 	}
-	return qmsg_reply_end(s.w, s.more, s.last_ts, s.last_id, 0, out);
+	return reply_end(qd, s.w, s.more, s.last_ts, s.last_id, 0, out);
 }
 
 static int run_count(struct queryd *qd, struct compiled *c, struct proto_buf *out)
@@ -370,7 +386,7 @@ static int run_count(struct queryd *qd, struct compiled *c, struct proto_buf *ou
 		return ret;
 	snprintf(event, sizeof(event), "%s:%s", c->schema->system, c->schema->name);
 	ret = qmsg_reply_begin(&w, event, 0, NULL);
-	return ret ? ret : qmsg_reply_end(w, false, 0, 0, n, out);
+	return ret ? ret : reply_end(qd, w, false, 0, 0, n, out);
 }
 
 /*
@@ -461,7 +477,7 @@ static int run_stats(struct queryd *qd, struct proto_buf *out)
 			qmsg_put_uint(w, v);
 		}
 	}
-	ret = qmsg_reply_end(w, false, 0, 0, 0, out);
+	ret = reply_end(qd, w, false, 0, 0, 0, out);
 out:
 	proto_buf_free(&s.rows);
 	return ret;
@@ -496,7 +512,7 @@ static int run_drops(struct queryd *qd, struct proto_buf *out)
 		qmsg_reply_end(w, false, 0, 0, 0, out);
 		return ret;
 	}
-	return qmsg_reply_end(w, ret > 0, 0, 0, 0, out);
+	return reply_end(qd, w, ret > 0, 0, 0, 0, out);
 }
 
 static void handle(struct queryd *qd, const void *req, size_t len, struct proto_buf *out)
@@ -592,11 +608,11 @@ int queryd_start(const char *url, const char *db_path, struct queryd **out,
 
 	if (!qd)
 		return -ENOMEM;
-	pthread_mutex_init(&qd->sync_lock, NULL);
+	pthread_mutex_init(&qd->ingest_lock, NULL);
 	ret = store_open_readonly(db_path, &qd->store);
 	if (ret < 0) {
 		log_err("query endpoint: database %s: %s", db_path, tc_strerror(ret));
-		pthread_mutex_destroy(&qd->sync_lock);
+		pthread_mutex_destroy(&qd->ingest_lock);
 		free(qd);
 		return ret;
 	}
@@ -612,7 +628,7 @@ int queryd_start(const char *url, const char *db_path, struct queryd **out,
 		if (rv == 0)
 			nng_close(qd->sock);
 		store_close(qd->store);
-		pthread_mutex_destroy(&qd->sync_lock);
+		pthread_mutex_destroy(&qd->ingest_lock);
 		free(qd);
 		return ret;
 	}
@@ -628,6 +644,6 @@ void queryd_stop(struct queryd *qd)
 	pthread_join(qd->thread, NULL);
 	nng_close(qd->sock);
 	store_close(qd->store);
-	pthread_mutex_destroy(&qd->sync_lock);
+	pthread_mutex_destroy(&qd->ingest_lock);
 	free(qd);
 }

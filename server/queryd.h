@@ -7,6 +7,7 @@
 #define SERVER_QUERYD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct queryd;
 
@@ -21,12 +22,21 @@ struct queryd;
 int queryd_start(const char *url, const char *db_path, struct queryd **out,
 		 char *bound, size_t blen);
 
+/* What the endpoint asks the collector's ingest (any thread may call it). */
+struct queryd_ingest {
+	/* 0 once what was received before the call is stored; -ETIMEDOUT */
+	int (*wait_stored)(void *arg, int timeout_ms);
+	/* batches received but not yet stored; bytes of the receive journal */
+	void (*backlog)(void *arg, uint64_t *unstored, uint64_t *journal_bytes);
+	void *arg;
+};
+
 /*
- * queryd_set_sync - requests with sync_ms call @fn(@arg, sync_ms) first,
- * which returns 0 once what was received is stored, or -ETIMEDOUT. Call
- * before queries can arrive... or at any time: it is read per request.
+ * queryd_set_ingest - requests with sync_ms wait through @in first, and
+ * every reply carries the backlog; NULL: neither (no ingest). Read per
+ * request: any time is fine.
  */
-void queryd_set_sync(struct queryd *qd, int (*fn)(void *arg, int timeout_ms), void *arg);
+void queryd_set_ingest(struct queryd *qd, const struct queryd_ingest *in);
 
 /* queryd_stop - stop the thread and free everything; NULL is fine. */
 void queryd_stop(struct queryd *qd);

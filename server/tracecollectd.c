@@ -572,10 +572,15 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(col->base);
 }
 
-/* traceq --sync: wait for the ingest worker (queryd's thread). */
+/* traceq --sync and the backlog in replies: the ingest worker (queryd's thread). */
 static int sync_stored(void *arg, int timeout_ms)
 {
 	return ingest_wait_stored(arg, timeout_ms);
+}
+
+static void sync_backlog(void *arg, uint64_t *unstored, uint64_t *journal_bytes)
+{
+	ingest_backlog(arg, unstored, journal_bytes);
 }
 
 static int run(struct settings *s)
@@ -644,7 +649,7 @@ static int run(struct settings *s)
 		ret = ingest_start(&col, &io);
 	if (ret < 0)
 		goto out;
-	queryd_set_sync(qd, sync_stored, &col);
+	queryd_set_ingest(qd, &(struct queryd_ingest){ sync_stored, sync_backlog, &col });
 	sigs[0] = evsignal_new(col.base, SIGINT, stop_cb, &col);
 	sigs[1] = evsignal_new(col.base, SIGTERM, stop_cb, &col);
 	sigs[2] = evsignal_new(col.base, SIGHUP, hup_cb, &hup);
@@ -666,7 +671,7 @@ static int run(struct settings *s)
 	ret = 0;
 out:
 	if (qd)
-		queryd_set_sync(qd, NULL, NULL);
+		queryd_set_ingest(qd, NULL);
 	conn_close_all(&col);
 	ingest_stop(&col);
 	queryd_stop(qd);

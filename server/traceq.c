@@ -72,7 +72,8 @@ static void usage(FILE *f)
 "  -H, --host GLOB      only events from hosts whose name matches GLOB\n"
 "  -c, --count          print the number of matching events\n"
 "      --stats          print per host and CPU counters (pages, events,\n"
-"                       kernel overruns) and exit\n"
+"                       kernel overruns) and exit; on stderr, how much the\n"
+"                       collector has received and not yet stored\n"
 "      --drops          print the events the collector did not keep, per host,\n"
 "                       event and reason (filter: dropped by a server-side\n"
 "                       filter; retention: removed by age or size) and exit\n"
@@ -474,6 +475,10 @@ static int run_stats(struct client *c, const struct traceq_opts *o)
 		}
 		putchar('\n');
 	}
+	if (rep.unstored)	/* stderr: the rows above stay the same shape */
+		fprintf(stderr, "traceq: the collector is still storing: %" PRIu64 " batches "
+			"received and not yet stored, receive journal %.1f MB (--sync waits "
+			"for them)\n", rep.unstored, (double)rep.journal_bytes / (1 << 20));
 	qmsg_reply_free(&rep);
 	return 0;
 }

@@ -12,7 +12,8 @@
 #    once the lock is gone it starts again on the same database and
 #    journal.
 #    Asserts: the DONE covers every page; before the kill the store held
-#    less than was shipped; after the restart stored == shipped exactly,
+#    less than was shipped, and traceq --stats said so; after the restart
+#    stored == shipped exactly,
 #    the collector says it stored the journal file, and no page was
 #    processed twice (dup_pages 0: the journal's mark in the store, not
 #    the stream marks, skipped what was stored); the journal is empty.
@@ -56,6 +57,10 @@ check "its DONE covers every page (journaled)" \
 	'tc_done_covers "$tmp/agent1.out" && grep -q "journaled_pages=" "$tmp/agent1.out"'
 shipped=$(field events "$tmp/agent1.out")
 before=$("$top_builddir/traceq" --server "$query" -t 5000 --count sched_switch 2>/dev/null) || before=0
+"$top_builddir/traceq" --server "$query" -t 5000 --stats > /dev/null 2> "$tmp/stats.err"
+cat "$tmp/stats.err"
+check "traceq --stats says the collector is still storing" \
+	'grep -q "the collector is still storing: [1-9][0-9]* batches" "$tmp/stats.err"'
 files=$(ls "$tmp/crash.db.journal" | grep -c '\.tcj$')
 kill -9 "$collector_pid"; wait "$collector_pid" 2>/dev/null
 collector_pid=

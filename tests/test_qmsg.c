@@ -27,12 +27,13 @@ START_TEST(request_round_trip)
 	struct qmsg_request in = {
 		.op = QOP_SELECT, .query = "sched_switch where prev_pid == 0",
 		.limit = 100, .after_ts = -5, .after_id = 42, .from_ts = 1, .to_ts = 2,
-		.host = "web*",
+		.host = "web*", .sync_ms = 9000,
 	}, out;
 	struct proto_buf b = encode_request(&in);
 
 	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), 0);
 	ck_assert_int_eq(out.op, QOP_SELECT);
+	ck_assert_uint_eq(out.sync_ms, 9000);
 	ck_assert_str_eq(out.query, in.query);
 	ck_assert_str_eq(out.host, "web*");
 	ck_assert_uint_eq(out.limit, 100);
@@ -52,6 +53,7 @@ START_TEST(request_stats_needs_no_query)
 
 	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), 0);
 	ck_assert_ptr_null(out.query);
+	ck_assert_uint_eq(out.sync_ms, 0);	/* not sent: no wait */
 	qmsg_request_free(&out);
 	proto_buf_free(&b);
 }
@@ -144,6 +146,7 @@ static struct proto_buf sample_reply(uint32_t nrows)
 			qmsg_put_bin(w, "\x00\x01", 2);
 	}
 	ck_assert_uint_eq(qmsg_reply_rows(w), nrows);
+	qmsg_reply_backlog(w, 12, 1 << 20);
 	ck_assert_int_eq(qmsg_reply_end(w, true, 77, 88, 5, &b), 0);
 	return b;
 }
@@ -163,6 +166,8 @@ START_TEST(reply_round_trip)
 	ck_assert_int_eq(r.last_ts, 77);
 	ck_assert_uint_eq(r.last_id, 88);
 	ck_assert_uint_eq(r.count, 5);
+	ck_assert_uint_eq(r.unstored, 12);
+	ck_assert_uint_eq(r.journal_bytes, 1 << 20);
 	ck_assert_int_eq(r.vals[3 * 3].kind, QV_INT);
 	ck_assert_int_eq(r.vals[3 * 3].i, -3);
 	ck_assert_int_eq(r.vals[0].kind, QV_UINT);	/* 0 packs as positive */
