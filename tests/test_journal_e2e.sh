@@ -22,7 +22,13 @@
 #    Asserts: journal file numbers past the first were seen while it
 #    streamed; a second collector given the same journal directory refuses
 #    to start; stored == shipped; the journal is empty after a clean stop.
-# 3. --journal-size 0: no journal; DONE comes once stored.
+# 3. Rotation, then kill -9: as 1, with --journal-size 1M (files rotate at
+#    128 KB) and sched_wakeup/sched_waking too, so the connection is on a
+#    later file, which starts with the messages that shape decoding, when
+#    the backlog builds up.
+#    Asserts: files past the first were seen; the restart stored a file
+#    left behind; stored == shipped; no page was processed twice.
+# 4. --journal-size 0: no journal; DONE comes once stored.
 #    Asserts: the agent's stored_events == its events; no journal directory.
 set -u
 
@@ -112,15 +118,53 @@ kill "$collector_pid"; wait "$collector_pid"
 collector_pid=
 check "the journal is empty after a clean stop" '[ -z "$(ls "$tmp/rotate.db.journal" | grep -v "^lock$")" ]'
 
-# ---- 3. no journal
-tc_start_collector --db "$tmp/plain.db" --journal-size 0
-"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 1 \
-	"${atls[@]}" --name journal-none --instance "tcjournal-$$-3" \
-	> "$tmp/agent3.out" 2> "$tmp/agent3.err"
-rc=$?
+# ---- 3. rotation, then kill -9
+tc_start_collector --db "$tmp/rotcrash.db" --journal-size 1M
+( while :; do ls "$tmp/rotcrash.db.journal"; sleep 0.05; done > "$tmp/seen3" 2>/dev/null ) &
+watcher=$!
+"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch -e sched:sched_wakeup \
+	-e sched:sched_waking --duration 5 "${atls[@]}" --name journal-rotcrash \
+	--instance "tcjournal-$$-3" --spool-dir "$tmp/spool" \
+	> "$tmp/agent3.out" 2> "$tmp/agent3.err" &
+agent=$!
+sleep 3
+sqlite3 -cmd ".timeout 3000" -cmd "BEGIN EXCLUSIVE;" -cmd ".system sleep 4" \
+	"$tmp/rotcrash.db" "COMMIT;" &
+locker=$!
+wait "$agent"; rc=$?
+agent=
+kill "$watcher"; wait "$watcher" 2>/dev/null
+watcher=
+kill -9 "$collector_pid"; wait "$collector_pid" 2>/dev/null
+collector_pid=
+wait "$locker"
+locker=
 cat "$tmp/agent3.out"
 check "agent exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent3.err"; false; }'
+nfiles=$(sort -u "$tmp/seen3" | grep -c '\.tcj$')
+check "the connection's journal rotated before the crash ($nfiles files seen)" '[ "$nfiles" -ge 2 ]'
+tc_start_collector --db "$tmp/rotcrash.db" --journal-size 1M
+shipped=$(field events "$tmp/agent3.out")
+stored=$(( $(traceq --count sched_switch) + $(traceq --count sched_wakeup) +
+	   $(traceq --count sched_waking) ))
+check "after the restart stored ($stored) == shipped ($shipped)" \
+	'[ -n "$shipped" ] && [ "$stored" = "$shipped" ]'
+check "the restarted collector stored a journal file left behind" \
+	'[ "$(grep -c "left by an earlier run are stored first" "$tmp/collector.log")" = 2 ]'
+check "no page was processed twice" \
+	'! traceq --stats | grep "host=journal-rotcrash" | grep -q " dup_pages=[1-9]"'
+kill "$collector_pid"; wait "$collector_pid"
+collector_pid=
+
+# ---- 4. no journal
+tc_start_collector --db "$tmp/plain.db" --journal-size 0
+"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 1 \
+	"${atls[@]}" --name journal-none --instance "tcjournal-$$-4" \
+	> "$tmp/agent4.out" 2> "$tmp/agent4.err"
+rc=$?
+cat "$tmp/agent4.out"
+check "agent exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent4.err"; false; }'
 check "DONE comes once stored: stored_events == events" \
-	'grep -q "stored_events=" "$tmp/agent3.out" && tc_done_covers "$tmp/agent3.out"'
+	'grep -q "stored_events=" "$tmp/agent4.out" && tc_done_covers "$tmp/agent4.out"'
 check "no journal directory" '[ ! -e "$tmp/plain.db.journal" ]'
 exit $failed
