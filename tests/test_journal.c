@@ -125,6 +125,27 @@ struct want {
 };
 
 /* Append one patterned record to @f, noting it in @w (unless NULL). */
+/* A fresh journal in dir with two new files, f[0] made first (numbers in @no). */
+static void two_files(struct jfile *f[2], uint64_t no[2])
+{
+	ck_ok(journal_open(dir, 1 << 30, &j));
+	for (int i = 0; i < 2; i++) {
+		ck_ok(jfile_new(j, &f[i]));
+		if (no)
+			no[i] = jfile_no(f[i]);
+	}
+}
+
+/* Drop both files and open the journal again, as a collector's restart would. */
+static void restart(struct jfile *f[2])
+{
+	for (int i = 0; i < 2; i++)
+		jfile_put(f[i], false);
+	journal_close(j);
+	j = NULL;
+	ck_ok(journal_open(dir, 1 << 30, &j));
+}
+
 static void append(struct jfile *f, uint32_t kind, size_t len, unsigned seed,
 		   struct want *w)
 {
@@ -460,16 +481,12 @@ START_TEST(test_callback_stops)
 	struct jfile *f[2];
 	struct seen s;
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	two_files(f, NULL);
 	for (int i = 0; i < 2; i++) {
-		ck_ok(jfile_new(j, &f[i]));
 		append(f[i], JREC_MSG, 11, 2 * i, &w[2 * i]);
 		append(f[i], JREC_PAGES, 64, 2 * i + 1, &w[2 * i + 1]);
-		jfile_put(f[i], false);
 	}
-	journal_close(j);
-	j = NULL;
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	restart(f);
 
 	/* a negative value stops everything, the later file included */
 	s = (struct seen){ .want = w, .nwant = 4, .stop_at = 2, .stop_ret = -42 };
@@ -493,20 +510,11 @@ START_TEST(test_forget_replayed)
 	uint64_t no[2], gone[8], before;
 	size_t n;
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
-	for (int i = 0; i < 2; i++) {
-		ck_ok(jfile_new(j, &f[i]));
-		no[i] = jfile_no(f[i]);
-	}
+	two_files(f, no);
 	append(f[0], JREC_MSG, 100, 1, &w[0]);
 	append(f[0], JREC_PAGES, 9000, 2, &w[1]);
 	append(f[1], JREC_PAGES, 4096, 3, &w[2]);
-	for (int i = 0; i < 2; i++)
-		jfile_put(f[i], false);
-	journal_close(j);
-	j = NULL;
-
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	restart(f);
 	ck_assert_uint_eq(journal_take_removed(j, gone, 8), 0);
 	/* a file of this instance's own is not one to forget */
 	ck_ok(jfile_new(j, &g));
@@ -654,20 +662,11 @@ START_TEST(test_adopt_jfile_replay)
 	uint64_t no[2];
 	size_t n;
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
-	for (int i = 0; i < 2; i++) {
-		ck_ok(jfile_new(j, &f[i]));
-		no[i] = jfile_no(f[i]);
-	}
+	two_files(f, no);
 	append(f[1], JREC_PAGES, 4096, 3, &w[2]);
 	append(f[0], JREC_SUBJECT, 20, 1, &w[0]);
 	append(f[0], JREC_MSG, 3, 2, &w[1]);
-	for (int i = 0; i < 2; i++)
-		jfile_put(f[i], false);
-	journal_close(j);
-	j = NULL;
-
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	restart(f);
 	ck_ok(journal_adopt(j, &v, &n));
 	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(jfile_no(v[0]), no[0]);

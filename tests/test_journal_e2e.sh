@@ -45,18 +45,35 @@ field() { sed -n "s/.*total:.* $1=\([0-9]*\).*/\1/p" "$2"; }
 ( while :; do sleep 0.002; done ) &
 workload=$!
 
+# locked_stream N DB AFTER ARGS...: agent N (traceagent ARGS, its output in
+# $tmp/agentN.out and .err) streams; AFTER seconds in, another process
+# holds DB's write lock for 4 s, below the store's 5 s busy timeout, so
+# storing stops while receiving goes on. Waits for the agent: rc.
+locked_stream() {
+	local n=$1 db=$2 after=$3
+	shift 3
+	"$top_builddir/traceagent" --connect "$listen" "${atls[@]}" --instance "tcjournal-$$-$n" \
+		--spool-dir "$tmp/spool" "$@" > "$tmp/agent$n.out" 2> "$tmp/agent$n.err" &
+	agent=$!
+	sleep "$after"
+	sqlite3 -cmd ".timeout 3000" -cmd "BEGIN EXCLUSIVE;" -cmd ".system sleep 4" \
+		"$db" "COMMIT;" &
+	locker=$!
+	wait "$agent"; rc=$?
+	agent=
+}
+
+# crash: kill -9 the collector, then wait for the lock to go.
+crash() {
+	kill -9 "$collector_pid"; wait "$collector_pid" 2>/dev/null
+	collector_pid=
+	wait "$locker"
+	locker=
+}
+
 # ---- 1. backlog, kill -9, restart
 tc_start_collector --db "$tmp/crash.db"
-"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 3 \
-	"${atls[@]}" --name journal-crash --instance "tcjournal-$$-1" \
-	--spool-dir "$tmp/spool" > "$tmp/agent1.out" 2> "$tmp/agent1.err" &
-agent=$!
-sleep 1
-sqlite3 -cmd ".timeout 3000" -cmd "BEGIN EXCLUSIVE;" -cmd ".system sleep 4" \
-	"$tmp/crash.db" "COMMIT;" &
-locker=$!
-wait "$agent"; rc=$?
-agent=
+locked_stream 1 "$tmp/crash.db" 1 -e sched:sched_switch --duration 3 --name journal-crash
 cat "$tmp/agent1.out"
 check "agent exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent1.err"; false; }'
 check "its DONE covers every page (journaled)" \
@@ -68,10 +85,7 @@ cat "$tmp/stats.err"
 check "traceq --stats says the collector is still storing" \
 	'grep -q "the collector is still storing: [1-9][0-9]* batches" "$tmp/stats.err"'
 files=$(ls "$tmp/crash.db.journal" | grep -c '\.tcj$')
-kill -9 "$collector_pid"; wait "$collector_pid" 2>/dev/null
-collector_pid=
-wait "$locker"
-locker=
+crash
 echo "shipped=$shipped stored before the kill=$before journal files=$files"
 check "a backlog was left in the journal ($before of $shipped stored, $files file(s))" \
 	'[ -n "$shipped" ] && [ "$before" -gt 0 ] && [ "$before" -lt "$shipped" ] && [ "$files" -ge 1 ]'
@@ -122,23 +136,11 @@ check "the journal is empty after a clean stop" '[ -z "$(ls "$tmp/rotate.db.jour
 tc_start_collector --db "$tmp/rotcrash.db" --journal-size 1M
 ( while :; do ls "$tmp/rotcrash.db.journal"; sleep 0.05; done > "$tmp/seen3" 2>/dev/null ) &
 watcher=$!
-"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch -e sched:sched_wakeup \
-	-e sched:sched_waking --duration 5 "${atls[@]}" --name journal-rotcrash \
-	--instance "tcjournal-$$-3" --spool-dir "$tmp/spool" \
-	> "$tmp/agent3.out" 2> "$tmp/agent3.err" &
-agent=$!
-sleep 3
-sqlite3 -cmd ".timeout 3000" -cmd "BEGIN EXCLUSIVE;" -cmd ".system sleep 4" \
-	"$tmp/rotcrash.db" "COMMIT;" &
-locker=$!
-wait "$agent"; rc=$?
-agent=
+locked_stream 3 "$tmp/rotcrash.db" 3 -e sched:sched_switch -e sched:sched_wakeup \
+	-e sched:sched_waking --duration 5 --name journal-rotcrash
 kill "$watcher"; wait "$watcher" 2>/dev/null
 watcher=
-kill -9 "$collector_pid"; wait "$collector_pid" 2>/dev/null
-collector_pid=
-wait "$locker"
-locker=
+crash
 cat "$tmp/agent3.out"
 check "agent exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent3.err"; false; }'
 nfiles=$(sort -u "$tmp/seen3" | grep -c '\.tcj$')
