@@ -35,7 +35,8 @@
  * CMDLINES, the latest CLOCK). The worker stores the files left by an
  * earlier run before anything else, and after a failed commit it stores
  * again, from their files, every connection that was live or closed in the
- * lost transaction (the stored-page marks drop what was committed before).
+ * lost transaction. The store keeps how far each file is stored (journal
+ * marks, committed with the rows), so that is where storing resumes.
  */
 #include "config.h"
 
@@ -383,9 +384,11 @@ static void ing_update_replaying(struct ingest *g)
 /*
  * The transaction was rolled back (disk full, I/O error): none of its pages
  * is stored, yet every connection has moved past them. Forget the marks
- * they raised and close every connection without acknowledging them; the
- * agents reconnect and resend what was not acknowledged (program pages,
- * which are not kept for resending, the agent counts as lost).
+ * they raised and close every connection; the agents reconnect and resend
+ * what was not acknowledged (program pages, which are not kept for
+ * resending, the agent counts as lost). With a journal, what was
+ * acknowledged is stored again from the files of those connections, and of
+ * the ones that ended in the lost transaction (the replay list).
  */
 static void ing_rolled_back(struct ingest *g, int err)
 {
