@@ -197,18 +197,24 @@ static int jlist_add(struct jlist *l, struct jfile *f)
 	return 0;
 }
 
-/* Add @f to @l in file-number order: the order the connections came in. */
-static int jlist_add_sorted(struct jlist *l, struct jfile *f)
+/*
+ * Hold @f (its reference is taken over) on @l; @sorted: in file-number
+ * order, the order the connections came in. Without memory the file is
+ * dropped here and stays on disk: the next start stores it.
+ */
+static void jlist_hold(struct jlist *l, struct jfile *f, bool sorted)
 {
 	size_t i;
-	int ret = jlist_add(l, f);
 
-	if (ret < 0)
-		return ret;
-	for (i = l->n - 1; i > 0 && jfile_no(l->v[i - 1]) > jfile_no(f); i--)
+	if (jlist_add(l, f) < 0) {
+		log_err("out of memory: journal file %016llx is kept for the next start",
+			(unsigned long long)jfile_no(f));
+		jfile_put(f, false);
+		return;
+	}
+	for (i = l->n - 1; sorted && i > 0 && jfile_no(l->v[i - 1]) > jfile_no(f); i--)
 		l->v[i] = l->v[i - 1];
 	l->v[i] = f;
-	return 0;
 }
 
 /* Drop every file of @l; with @remove, they are stored and may go. */
@@ -416,11 +422,7 @@ static void ing_rolled_back(struct ingest *g, int err)
 	}
 	/* connections that ended in the lost transaction: their files again */
 	for (size_t i = 0; i < g->closed.n; i++)
-		if (jlist_add_sorted(&g->replay, g->closed.v[i]) < 0) {
-			log_err("out of memory: journal file %016llx is kept for the "
-				"next start", (unsigned long long)jfile_no(g->closed.v[i]));
-			jfile_put(g->closed.v[i], false);
-		}
+		jlist_hold(&g->replay, g->closed.v[i], true);
 	g->closed.n = 0;
 	ing_update_replaying(g);
 }
@@ -490,6 +492,16 @@ static int ing_commit(struct ingest *g)
 
 /* ---- worker: jobs ---- */
 
+/* Put @s on the worker's list of sinks (commits flush and mark it). */
+static void ing_list(struct ingest *g, struct sink *s)
+{
+	pthread_mutex_lock(&g->lock);
+	s->next = g->sinks;
+	g->sinks = s;
+	s->listed = true;
+	pthread_mutex_unlock(&g->lock);
+}
+
 static void ing_unlist(struct ingest *g, struct sink *s)
 {
 	struct sink **pp = &g->sinks;
@@ -513,11 +525,8 @@ static void ing_close(struct ingest *g, struct sink *s, struct jfile *jf)
 		log_warn("host %s: %llu batches of journaled pages after the failure "
 			 "were not stored", s->host ? s->host : "?",
 			 (unsigned long long)s->dropped_jobs);
-	if (jf && (s->replay ? jlist_add_sorted(&g->replay, jf) : jlist_add(&g->closed, jf)) < 0) {
-		log_err("out of memory: journal file %016llx is kept for the next start",
-			(unsigned long long)jfile_no(jf));
-		jfile_put(jf, false);
-	}
+	if (jf)
+		jlist_hold(s->replay ? &g->replay : &g->closed, jf, s->replay);
 	pthread_mutex_lock(&g->lock);
 	ing_unlist(g, s);
 	pthread_mutex_unlock(&g->lock);
@@ -608,13 +617,8 @@ static void ing_run_job(struct ingest *g, struct sink *s, struct ingest_job *j)
 {
 	const uint8_t *buf;
 
-	if (!s->listed) {
-		pthread_mutex_lock(&g->lock);
-		s->next = g->sinks;
-		g->sinks = s;
-		s->listed = true;
-		pthread_mutex_unlock(&g->lock);
-	}
+	if (!s->listed)
+		ing_list(g, s);
 	if (ing_begin(g) < 0) {
 		ing_fail(g, s, TC_ERR_DB, "store");
 		s->replay = g->journal != NULL;
@@ -696,11 +700,7 @@ static int ing_replay_rec(void *arg, uint32_t kind, const uint8_t *data, size_t 
 		ret = ingest_sink_new(g->col, 0, &r->s);
 		if (ret < 0)
 			return ret;
-		pthread_mutex_lock(&g->lock);
-		r->s->next = g->sinks;
-		g->sinks = r->s;
-		r->s->listed = true;
-		pthread_mutex_unlock(&g->lock);
+		ing_list(g, r->s);
 	}
 	if (kind == JREC_SUBJECT) {
 		snprintf(r->s->subject, sizeof(r->s->subject), "%.*s", (int)len, data);
@@ -761,13 +761,10 @@ static bool ing_replay_file(struct ingest *g, struct jfile *jf)
 			g->txn_open = false;
 			ing_rolled_back(g, TC_ERR_DB);
 		}
-		jlist_add_sorted(&g->replay, jf);
+		jlist_hold(&g->replay, jf, true);
 		return false;
 	}
-	if (jlist_add(&g->closed, jf) < 0) {
-		jfile_put(jf, false);
-		return false;
-	}
+	jlist_hold(&g->closed, jf, false);
 	return ing_commit(g) == 0;	/* a failure queues jf again */
 }
 
@@ -1276,12 +1273,7 @@ static int ing_journal_open(struct ingest *g, const struct ingest_opts *o)
 		return ret;
 	}
 	for (size_t i = 0; i < n; i++)
-		if (jlist_add_sorted(&g->replay, old[i]) < 0) {
-			while (i < n)
-				jfile_put(old[i++], false);
-			free(old);
-			return -ENOMEM;
-		}
+		jlist_hold(&g->replay, old[i], true);
 	free(old);
 	g->replaying = n > 0;
 	if (n)

@@ -347,52 +347,24 @@ static int replay_rec(void *arg, uint32_t kind, const uint8_t *data, size_t len,
 	return r->fn(r->arg, r->no, kind, data, len);
 }
 
-int journal_replay(struct journal *j,
-		   int (*fn)(void *arg, uint64_t file, uint32_t kind,
-			     const uint8_t *data, size_t len),
-		   void *arg)
+/* A jfile of file @no of @j, one reference, not open yet (fd -1). */
+static struct jfile *jfile_alloc(struct journal *j, uint64_t no)
 {
-	uint8_t *buf = malloc(JOURNAL_REC_HDR + JOURNAL_MAX_REC);
-	struct replay_arg r = { .fn = fn, .arg = arg };
-	char path[PATH_MAX];
-	int fd, ret = 0;
+	struct jfile *f = calloc(1, sizeof(*f));
 
-	if (!buf)
-		return -ENOMEM;
-	for (size_t i = 0; i < j->nold && ret == 0; i++) {
-		r.no = j->old[i];
-		file_path(j, r.no, path, sizeof(path));
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			ret = -errno;
-			break;
-		}
-		ret = replay_fd(fd, path, replay_rec, &r, buf);
-		close(fd);
-	}
-	free(buf);
-	return ret;
-}
-
-void journal_forget_replayed(struct journal *j)
-{
-	char path[PATH_MAX];
-	struct stat st;
-
-	for (size_t i = 0; i < j->nold; i++) {
-		file_path(j, j->old[i], path, sizeof(path));
-		if (stat(path, &st) == 0 && unlink(path) == 0) {
-			j->bytes -= (uint64_t)st.st_size;
-			journal_removed(j, j->old[i]);
-		}
-	}
-	j->nold = 0;
+	if (!f)
+		return NULL;
+	f->j = j;
+	f->no = no;
+	f->fd = -1;
+	f->refs = 1;
+	return f;
 }
 
 /* A jfile for existing file @no (one reference; appends go at its end). */
 static int jfile_open(struct journal *j, uint64_t no, struct jfile **out)
 {
-	struct jfile *f = calloc(1, sizeof(*f));
+	struct jfile *f = jfile_alloc(j, no);
 	char path[PATH_MAX];
 	struct stat st;
 	int ret;
@@ -408,9 +380,6 @@ static int jfile_open(struct journal *j, uint64_t no, struct jfile **out)
 		free(f);
 		return ret;
 	}
-	f->j = j;
-	f->no = no;
-	f->refs = 1;
 	f->size = (uint64_t)st.st_size;	/* already in j->bytes (journal_scan) */
 	*out = f;
 	return 0;
@@ -458,17 +427,44 @@ uint64_t jfile_no(const struct jfile *f)
 	return f->no;
 }
 
+int journal_replay(struct journal *j,
+		   int (*fn)(void *arg, uint64_t file, uint32_t kind,
+			     const uint8_t *data, size_t len),
+		   void *arg)
+{
+	struct replay_arg r = { .fn = fn, .arg = arg };
+	struct jfile *f;
+	int ret = 0;
+
+	for (size_t i = 0; i < j->nold && ret == 0; i++) {
+		r.no = j->old[i];
+		ret = jfile_open(j, r.no, &f);
+		if (ret == 0) {
+			ret = jfile_replay(f, replay_rec, &r);
+			jfile_put(f, false);
+		}
+	}
+	return ret;
+}
+
+void journal_forget_replayed(struct journal *j)
+{
+	struct jfile *f;
+
+	for (size_t i = 0; i < j->nold; i++)
+		if (jfile_open(j, j->old[i], &f) == 0)
+			jfile_put(f, true);	/* removes it, counts it removed */
+	j->nold = 0;
+}
+
 int jfile_new(struct journal *j, struct jfile **out)
 {
-	struct jfile *f = calloc(1, sizeof(*f));
+	struct jfile *f = jfile_alloc(j, j->next_no++);
 	char path[PATH_MAX];
 	int ret;
 
 	if (!f)
 		return -ENOMEM;
-	f->j = j;
-	f->no = j->next_no++;
-	f->refs = 1;
 	file_path(j, f->no, path, sizeof(path));
 	f->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (f->fd < 0) {
