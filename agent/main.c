@@ -26,6 +26,7 @@
 #define LOG_PREFIX "agent"
 #include "common/log.h"
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "proto/frame.h"
 #include "agent/exec.h"
 #include "agent/ftrace.h"
@@ -596,13 +597,6 @@ static int fail(struct agent *a, int ret, const char *fmt, ...)
 	return ret < 0 ? ret : TC_ERR_TRACEFS;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /*
  * -p: the kernel's function tracer in our instance, and its events'
@@ -922,7 +916,7 @@ static void conn_lost(struct agent *a, const char *why)
 
 	delay = half + (int)((unsigned)random() % (unsigned)(delay - half + 1));
 	log_warn("lost the collector: %s; reconnecting in %d ms", why, delay);
-	a->next_try = now_ms() + delay;
+	a->next_try = util_now_ms() + delay;
 	a->backoff_ms = delay >= BACKOFF_MAX_MS / 2 ? BACKOFF_MAX_MS : delay * 2;
 	links_close(a);
 	if (a->kf)	/* the next collector may filter less */
@@ -961,7 +955,7 @@ static void on_ack(void *arg, uint32_t stream, uint64_t seq)
 	struct agent *a = arg;
 
 	spool_ack(a->sp, (uint16_t)stream, seq);
-	a->ack_progress = now_ms();
+	a->ack_progress = util_now_ms();
 }
 
 /* MSG_FILTER: set it on the instance; the answer goes out after ship_check(). */
@@ -1054,14 +1048,14 @@ static int connect_collector(struct agent *a)
 		return ret;
 	}
 	a->backoff_ms = BACKOFF_MIN_MS;
-	a->ack_progress = now_ms();
+	a->ack_progress = util_now_ms();
 	return 0;
 }
 
 /* A reconnect attempt when one is due; failures schedule the next. */
 static void reconnect(struct agent *a)
 {
-	if (a->s || now_ms() < a->next_try)
+	if (a->s || util_now_ms() < a->next_try)
 		return;
 	a->reconnects++;
 	if (connect_collector(a) < 0) {
@@ -1164,7 +1158,7 @@ static int on_page(void *arg, const struct reader_page *p)
 		sent = ret == 0;
 	}
 	if (spool_empty(a->sp))
-		a->ack_progress = now_ms();
+		a->ack_progress = util_now_ms();
 	if (in_place)
 		ret = spool_commit(a->sp, (uint16_t)p->cpu, p->seq, flags,
 				   p->events, a->room, (size_t)n + p->len,
@@ -1212,7 +1206,7 @@ static int user_page(void *arg, uint16_t stream, uint64_t seq, bool missed,
  */
 static void user_step(struct agent *a, bool flush)
 {
-	int64_t now = now_ms();
+	int64_t now = util_now_ms();
 	int ret = 0;
 
 	if (!a->u || !a->s)
@@ -1277,7 +1271,7 @@ static int user_open(struct agent *a)
 
 static int next_timeout(struct agent *a, int64_t end, int64_t periodic)
 {
-	int64_t now = now_ms(), t = a->o.flush_ms;
+	int64_t now = util_now_ms(), t = a->o.flush_ms;
 
 	if (a->u && t > (ubuf_active(a->u) ? USER_POLL_MS : USER_SCAN_MS))
 		t = ubuf_active(a->u) ? USER_POLL_MS : USER_SCAN_MS;
@@ -1317,7 +1311,7 @@ static void check_collector(struct agent *a)
 		}
 	}
 	if (!spool_empty(a->sp) &&
-	    now_ms() - a->ack_progress > a->o.ack_timeout_ms) {
+	    util_now_ms() - a->ack_progress > a->o.ack_timeout_ms) {
 		snprintf(why, sizeof(why), "no acknowledgement for %d ms",
 			 a->o.ack_timeout_ms);
 		conn_lost(a, why);
@@ -1370,11 +1364,11 @@ static bool exec_ended(struct agent *a)
 /* Ship pages until a signal, the end of --duration or of the program. */
 static int stream(struct agent *a)
 {
-	int64_t end = a->o.duration_s ? now_ms() + a->o.duration_s * 1000 : 0;
-	int64_t periodic = now_ms() + PERIODIC_MS;
+	int64_t end = a->o.duration_s ? util_now_ms() + a->o.duration_s * 1000 : 0;
+	int64_t periodic = util_now_ms() + PERIODIC_MS;
 	int ret;
 
-	while (!stop_requested && (!end || now_ms() < end) && !exec_ended(a)) {
+	while (!stop_requested && (!end || util_now_ms() < end) && !exec_ended(a)) {
 		reconnect(a);
 		ret = read_some(a, next_timeout(a, end, periodic));
 		if (ret < 0)
@@ -1382,9 +1376,9 @@ static int stream(struct agent *a)
 		send_pending(a, -1);
 		check_collector(a);
 		user_step(a, false);
-		if (now_ms() >= periodic) {
+		if (util_now_ms() >= periodic) {
 			send_periodic(a);
-			periodic = now_ms() + PERIODIC_MS;
+			periodic = util_now_ms() + PERIODIC_MS;
 		}
 	}
 	return 0;
@@ -1474,7 +1468,7 @@ static int give_up(struct agent *a)
 /* Tracing off, drain, then BYE/DONE, reconnecting until --drain-timeout. */
 static int finish(struct agent *a)
 {
-	int64_t deadline, t0 = now_ms();
+	int64_t deadline, t0 = util_now_ms();
 	int ret;
 
 	tracing_stop(a->t);
@@ -1484,17 +1478,17 @@ static int finish(struct agent *a)
 	if (ret < 0)
 		return read_failed(a, ret);
 	user_drain(a);
-	deadline = now_ms() + a->o.drain_s * 1000;
+	deadline = util_now_ms() + a->o.drain_s * 1000;
 	for (;;) {
 		reconnect(a);
 		if (a->s && say_bye(a) == 0) {
-			a->drain_ms = now_ms() - t0;
+			a->drain_ms = util_now_ms() - t0;
 			return 0;
 		}
-		if (now_ms() >= deadline || stop_requested > 1)
+		if (util_now_ms() >= deadline || stop_requested > 1)
 			return give_up(a);
-		poll(NULL, 0, (int)(a->next_try > now_ms() ?
-			a->next_try - now_ms() : 0) + 1);
+		poll(NULL, 0, (int)(a->next_try > util_now_ms() ?
+			a->next_try - util_now_ms() : 0) + 1);
 	}
 }
 
@@ -1508,7 +1502,7 @@ static int start_agent(struct agent *a)
 			    tc_strerror(ret));
 	if (getrandom(&a->session, sizeof(a->session), 0) !=
 	    sizeof(a->session) || !a->session)
-		a->session = ((uint64_t)getpid() << 32) ^ (uint64_t)now_ms();
+		a->session = ((uint64_t)getpid() << 32) ^ (uint64_t)util_now_ms();
 	srandom((unsigned)a->session);
 	a->backoff_ms = BACKOFF_MIN_MS;
 	ret = setup_tracing(a);

@@ -39,6 +39,7 @@
 #define LOG_PREFIX "ship"
 #include "common/log.h"
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "proto/frame.h"
 #include "agent/ship.h"
 
@@ -61,13 +62,6 @@ struct ship {
 	char err[512];
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Copy [@s, @s+@n) into @dst of @cap bytes as a string. */
 static int copy_part(char *dst, size_t cap, const char *s, size_t n)
@@ -139,7 +133,7 @@ static int set_nonblock(int fd, bool on)
 static int wait_fd(int fd, short events, int64_t deadline)
 {
 	struct pollfd p = { .fd = fd, .events = events };
-	int64_t left = deadline - now_ms();
+	int64_t left = deadline - util_now_ms();
 	int ret;
 
 	if (left < 0)
@@ -163,7 +157,7 @@ static int connect_one(const struct addrinfo *ai, int *out)
 	if (connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
 		ret = errno == EINPROGRESS ? 0 : -errno;
 		if (ret == 0)
-			ret = wait_fd(fd, POLLOUT, now_ms() + SHIP_CONNECT_MS);
+			ret = wait_fd(fd, POLLOUT, util_now_ms() + SHIP_CONNECT_MS);
 		if (ret == 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr,
 					   &sl) < 0)
 			ret = -errno;
@@ -697,7 +691,7 @@ static bool take_ack(struct ship *s, struct proto_msg *m)
 static int expect(struct ship *s, enum proto_msg_type type, int timeout_ms,
 		  struct proto_msg *m, char *err, size_t errlen)
 {
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = util_now_ms() + timeout_ms;
 	int ret;
 
 	do
@@ -856,7 +850,7 @@ int ship_check(struct ship *s, char *err, size_t errlen)
 		return ret;
 	}
 	while ((ret = peek_nb(s)) == 1) {
-		ret = read_msg_nb(s, now_ms() + SHIP_CHECK_MS, &m);
+		ret = read_msg_nb(s, util_now_ms() + SHIP_CHECK_MS, &m);
 		if (ret < 0)
 			break;
 		if (take_ack(s, &m))

@@ -23,6 +23,7 @@
 
 #include "common/filter.h"
 #include "common/tc_error.h"
+#include "common/util.h"
 
 #define NONE UINT32_MAX
 
@@ -124,10 +125,6 @@ struct parser {
 
 /* ---- small helpers ---------------------------------------------------- */
 
-static bool is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
 
 static bool is_ident_start(char c)
 {
@@ -147,7 +144,7 @@ static bool is_op_char(char c)
 /* bytes that end a bare (unquoted) value */
 static bool ends_bare(char c)
 {
-	return is_space(c) || c == '(' || c == ')' || c == '&' || c == '|' ||
+	return util_is_space(c) || c == '(' || c == ')' || c == '&' || c == '|' ||
 	       c == '"' || c == '\'';
 }
 
@@ -417,7 +414,7 @@ static bool glob_match(const struct filter *f, const struct fpred *pr,
 
 static void skip_ws(struct parser *p)
 {
-	while (p->i < p->len && is_space(p->s[p->i]))
+	while (p->i < p->len && util_is_space(p->s[p->i]))
 		p->i++;
 }
 

@@ -15,6 +15,7 @@
 
 #include "common/query.h"
 #include "common/tc_error.h"
+#include "common/util.h"
 
 #define TOKLEN(n) ((int)((n) < 40 ? (n) : 40))
 
@@ -41,10 +42,6 @@ qfail(struct filter_error *err, int code, size_t pos, size_t len, const char *fm
 	return code;
 }
 
-static bool is_space(char c)
-{
-	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
 
 static bool is_name(char c)
 {
@@ -54,7 +51,7 @@ static bool is_name(char c)
 
 static void skip_ws(struct qscan *q)
 {
-	while (q->i < q->len && is_space(q->s[q->i]))
+	while (q->i < q->len && util_is_space(q->s[q->i]))
 		q->i++;
 }
 
@@ -73,7 +70,7 @@ static size_t word_len(const struct qscan *q)
 {
 	size_t j = q->i;
 
-	while (j < q->len && !is_space(q->s[j]))
+	while (j < q->len && !util_is_space(q->s[j]))
 		j++;
 	return j - q->i;
 }
@@ -150,7 +147,7 @@ static int scan_where(struct qscan *q, bool *has_filter)
 	size_t n, where;
 
 	*has_filter = false;
-	if (q->i < q->len && !is_space(q->s[q->i]))
+	if (q->i < q->len && !util_is_space(q->s[q->i]))
 		return qfail(q->err, TC_ERR_SYNTAX, q->i, word_len(q),
 			     "unexpected '%c' after the event name", q->s[q->i]);
 	skip_ws(q);

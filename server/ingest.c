@@ -55,6 +55,7 @@
 
 #include "common/log.h"
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "server/collector.h"
 #include "server/dedup.h"
 #include "server/filters.h"
@@ -160,13 +161,6 @@ struct ingest {
 	size_t rcap;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static size_t job_bytes(const struct ingest_job *j)
 {
@@ -350,7 +344,7 @@ static int ing_begin(struct ingest *g)
 	}
 	g->txn_open = true;
 	g->txn_events = 0;
-	g->txn_start = now_ms();
+	g->txn_start = util_now_ms();
 	return 0;
 }
 
@@ -362,9 +356,9 @@ static void ing_retain(struct ingest *g)
 	int ret;
 
 	if ((!g->o.retain_age_ns && !g->o.retain_bytes) ||
-	    now_ms() - g->last_retain < INGEST_RETAIN_S * 1000)
+	    util_now_ms() - g->last_retain < INGEST_RETAIN_S * 1000)
 		return;
-	g->last_retain = now_ms();
+	g->last_retain = util_now_ms();
 	if (g->o.retain_age_ns) {
 		clock_gettime(CLOCK_REALTIME, &ts);
 		before = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - g->o.retain_age_ns;
@@ -459,7 +453,7 @@ static int ing_commit(struct ingest *g)
 	int ret = 0;
 
 	if (!g->txn_open && (g->o.retain_age_ns || g->o.retain_bytes) &&
-	    now_ms() - g->last_retain >= INGEST_RETAIN_S * 1000)
+	    util_now_ms() - g->last_retain >= INGEST_RETAIN_S * 1000)
 		ret = ing_begin(g);
 	if (!g->txn_open || ret < 0)
 		return ret;
@@ -775,7 +769,7 @@ static bool ing_replay_file(struct ingest *g, struct jfile *jf)
  */
 static void ing_replay_pending(struct ingest *g)
 {
-	int64_t t0 = now_ms();
+	int64_t t0 = util_now_ms();
 	size_t n = 0;
 
 	while (g->replay.n && !ing_stopping(g)) {
@@ -791,7 +785,7 @@ static void ing_replay_pending(struct ingest *g)
 		n++;
 	}
 	if (n)
-		log_info("stored %zu journal file(s) in %lld ms", n, (long long)(now_ms() - t0));
+		log_info("stored %zu journal file(s) in %lld ms", n, (long long)(util_now_ms() - t0));
 	ing_update_replaying(g);
 }
 
@@ -823,18 +817,18 @@ static bool ing_env_locked(struct ingest *g)
 static bool ing_commit_due(const struct ingest *g)
 {
 	return g->txn_open && (g->txn_events >= INGEST_BATCH ||
-			       now_ms() - g->txn_start >= (int64_t)g->o.commit_ms);
+			       util_now_ms() - g->txn_start >= (int64_t)g->o.commit_ms);
 }
 
 /* Wait for a job or the next commit deadline (lock held). */
 static void ing_wait_locked(struct ingest *g)
 {
 	int64_t deadline = g->txn_open ? g->txn_start + g->o.commit_ms
-				       : now_ms() + INGEST_RETAIN_S * 1000;
+				       : util_now_ms() + INGEST_RETAIN_S * 1000;
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	deadline -= now_ms();
+	deadline -= util_now_ms();
 	deadline = deadline < 1 ? 1 : deadline;
 	ts.tv_sec += deadline / 1000;
 	ts.tv_nsec += (deadline % 1000) * 1000000;

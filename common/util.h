@@ -1,0 +1,31 @@
+/*
+ * util.h - small helpers every part of tracecollect uses: the monotonic
+ * clock in milliseconds and the blank test of the text scanners.
+ *
+ * Header-only (static inline): common/ is libc only, and these sit on
+ * paths (the agent's pump, the collector's ingest) where a call across
+ * objects would cost more than the body.
+ */
+#ifndef COMMON_UTIL_H
+#define COMMON_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+/* util_now_ms - CLOCK_MONOTONIC in milliseconds. */
+static inline int64_t util_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* util_is_space - a blank of the filter and query text: space, tab, CR, LF, VT, FF. */
+static inline bool util_is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+#endif
