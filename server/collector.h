@@ -22,7 +22,7 @@
 struct conn;
 struct ingest;
 struct sink;
-struct filters;
+struct filter_table;
 struct proto_msg;
 
 struct collector {
@@ -90,7 +90,7 @@ struct ingest_opts {
 	int64_t retain_age_ns;	/* 0: keep forever */
 	uint64_t retain_bytes;	/* 0: no size limit */
 	bool pushdown;		/* send agents that take it their filters */
-	struct filters *filters;	/* the first filter table (NULL: none) */
+	struct filter_table *filters;	/* the first filter table (NULL: none) */
 	const char *journal_dir;	/* receive journal (NULL: none; ACK on commit) */
 	uint64_t journal_bytes;		/* pause reading above this much journal */
 	bool store_idle;		/* with a journal: decode and store at SCHED_IDLE */
@@ -115,7 +115,7 @@ void ingest_stop(struct collector *col);
  * event from now on; connections re-resolve their events' filters before
  * their next page. Called on the event loop (SIGHUP).
  */
-void ingest_set_filters(struct collector *col, struct filters *fs);
+void ingest_set_filters(struct collector *col, struct filter_table *fs);
 
 /*
  * ingest_full - stop reading? The queue is above its limit; with a journal:

@@ -58,7 +58,7 @@
 #include "common/util.h"
 #include "server/collector.h"
 #include "server/dedup.h"
-#include "server/filters.h"
+#include "server/filter_table.h"
 #include "server/journal.h"
 #include "server/sink.h"
 
@@ -140,7 +140,7 @@ struct ingest {
 	uint64_t jobs_pushed;		/* jobs queued since the start */
 	uint64_t jobs_committed;	/* of those, run and committed */
 	pthread_cond_t stored;		/* jobs_committed moved */
-	struct filters *filters;
+	struct filter_table *filters;
 	unsigned filters_gen;
 	/* event loop: */
 	int efd;
@@ -148,7 +148,7 @@ struct ingest {
 	/* worker only: */
 	struct sink *sinks;
 	struct sink_env env;
-	struct filters *env_filters;	/* the reference env.filters holds */
+	struct filter_table *env_filters;	/* the reference env.filters holds */
 	struct dedup *sessions;		/* env.sessions points here */
 	bool txn_open;
 	uint64_t txn_events;
@@ -807,8 +807,8 @@ static bool ing_env_locked(struct ingest *g)
 {
 	if (g->env.filters_gen == g->filters_gen && g->env_filters == g->filters)
 		return false;
-	filters_unref(g->env_filters);
-	g->env_filters = filters_ref(g->filters);
+	filter_table_unref(g->env_filters);
+	g->env_filters = filter_table_ref(g->filters);
 	g->env.filters = g->env_filters;
 	g->env.filters_gen = g->filters_gen;
 	return true;
@@ -1232,18 +1232,18 @@ uint64_t ingest_sink_committed(struct collector *col, struct sink *s, uint32_t c
 
 /* ---- filters ---- */
 
-void ingest_set_filters(struct collector *col, struct filters *fs)
+void ingest_set_filters(struct collector *col, struct filter_table *fs)
 {
 	struct ingest *g = col->ing;
-	struct filters *old;
+	struct filter_table *old;
 
 	pthread_mutex_lock(&g->lock);
 	old = g->filters;
-	g->filters = filters_ref(fs);
+	g->filters = filter_table_ref(fs);
 	g->filters_gen++;
 	pthread_cond_signal(&g->cond);
 	pthread_mutex_unlock(&g->lock);
-	filters_unref(old);
+	filter_table_unref(old);
 }
 
 /* ---- start, stop ---- */
@@ -1315,7 +1315,7 @@ int ingest_start(struct collector *col, const struct ingest_opts *o)
 	pthread_cond_init(&g->stored, NULL);
 	col->ing = g;
 	if (o->filters) {
-		g->filters = filters_ref(o->filters);
+		g->filters = filter_table_ref(o->filters);
 		g->filters_gen = 1;
 	}
 	if (o->journal_dir) {
@@ -1372,8 +1372,8 @@ void ingest_stop(struct collector *col)
 		event_free(g->ev);
 	if (g->efd >= 0)
 		close(g->efd);
-	filters_unref(g->filters);
-	filters_unref(g->env_filters);
+	filter_table_unref(g->filters);
+	filter_table_unref(g->env_filters);
 	jlist_drop(&g->closed, false);	/* not committed: kept for the next start */
 	jlist_drop(&g->replay, false);
 	free(g->closed.v);

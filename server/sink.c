@@ -1,7 +1,7 @@
 /*
  * sink.c - what the ingest worker does with one connection's messages and
  * pages (see sink.h): decode each page with the connection's decoder, run
- * each event through its event's server-side filter (filters.h), insert the
+ * each event through its event's server-side filter (filter_table.h), insert the
  * events that pass, and count the ones that do not, per host and event.
  *
  * Filters are resolved per event type when its format arrives and again
@@ -162,8 +162,8 @@ static int sink_type_resolve(struct sink *s, const struct sink_env *env, struct 
 	struct filter *f = NULL;
 	int ret;
 
-	ret = filters_resolve(env->filters, s->host, ty->t->system, ty->t->name, &schema, &f,
-			      sink_report, s);
+	ret = filter_table_resolve(env->filters, s->host, ty->t->system, ty->t->name,
+				   &schema, &f, sink_report, s);
 	if (ret < 0)
 		return ret;
 	filter_free(ty->f);

@@ -18,7 +18,7 @@
 #include "server/collector.h"
 #include "server/decode.h"
 #include "server/dedup.h"
-#include "server/filters.h"
+#include "server/filter_table.h"
 #include "server/pushdown.h"
 #include "server/store.h"
 
@@ -89,7 +89,7 @@ struct sink {
 /* What the worker hands a sink with each job. */
 struct sink_env {
 	struct store *store;
-	const struct filters *filters;
+	const struct filter_table *filters;
 	unsigned filters_gen;
 	struct dedup **sessions;	/* live agent sessions' stored-page marks */
 	bool pushdown;			/* offer agents their filters (pushdown.h) */

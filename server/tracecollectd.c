@@ -34,7 +34,7 @@
 #include "common/tc_error.h"
 #include "proto/tls.h"
 #include "server/collector.h"
-#include "server/filters.h"
+#include "server/filter_table.h"
 #include "server/queryd.h"
 
 #define COMMIT_MS	250
@@ -50,7 +50,7 @@ struct settings {
 	char *cert, *key, *ca;
 	char *ready_file;
 	char *config;			/* -c FILE, re-read on SIGHUP */
-	struct filters *filters;	/* config file rules, then --filter ones */
+	struct filter_table *filters;	/* config file rules, then --filter ones */
 	char *cli_filters[MAX_FILTERS];	/* --filter values, kept for reloads */
 	size_t ncli_filters;
 	char filter_err[1024];		/* the caret rendering of a bad rule */
@@ -224,11 +224,11 @@ static int add_filter(struct settings *s, const char *rule)
 	int ret = 0;
 
 	if (!s->filters)
-		ret = filters_new(&s->filters);
-	if (ret == 0 && filters_count(s->filters) >= MAX_FILTERS)
+		ret = filter_table_new(&s->filters);
+	if (ret == 0 && filter_table_count(s->filters) >= MAX_FILTERS)
 		ret = TC_ERR_TOO_LONG;
 	if (ret == 0)
-		ret = filters_add(s->filters, rule, s->filter_err, sizeof(s->filter_err));
+		ret = filter_table_add(s->filters, rule, s->filter_err, sizeof(s->filter_err));
 	return ret;
 }
 
@@ -286,7 +286,7 @@ static void settings_free(struct settings *s)
 	store_indexes_free(&s->indexes);
 	for (size_t i = 0; i < s->ncli_filters; i++)
 		free(s->cli_filters[i]);
-	filters_unref(s->filters);
+	filter_table_unref(s->filters);
 }
 
 static int settings_defaults(struct settings *s)
@@ -494,7 +494,7 @@ static int write_ready_file(const char *path, const char *listen, const char *qu
  * SIGHUP: build the filter table again from the config file and the
  * --filter options; on any error keep the current one and say where.
  */
-static int reload_filters(const struct settings *cur, struct filters **out)
+static int reload_filters(const struct settings *cur, struct filter_table **out)
 {
 	struct settings n = { 0 };
 	char errbuf[512];
@@ -511,8 +511,8 @@ static int reload_filters(const struct settings *cur, struct filters **out)
 				tc_strerror(ret), n.filter_err);
 	}
 	if (ret == 0) {
-		*out = filters_ref(n.filters);
-		log_info("reload: %zu filter rule(s) in effect", filters_count(n.filters));
+		*out = filter_table_ref(n.filters);
+		log_info("reload: %zu filter rule(s) in effect", filter_table_count(n.filters));
 	}
 	settings_free(&n);
 	return ret;
@@ -526,11 +526,11 @@ struct hup_ctx {
 static void hup_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct hup_ctx *h = arg;
-	struct filters *fs = NULL;
+	struct filter_table *fs = NULL;
 
 	if (reload_filters(h->s, &fs) == 0)
 		ingest_set_filters(h->col, fs);
-	filters_unref(fs);
+	filter_table_unref(fs);
 }
 
 static int64_t mono_ms(void)
@@ -660,7 +660,7 @@ static int run(struct settings *s)
 		goto out;
 	}
 	log_info("listening for agents on %s, queries on %s, storing in %s (%zu filter rules)",
-		 bound, qurl, s->db, filters_count(s->filters));
+		 bound, qurl, s->db, filter_table_count(s->filters));
 	if (io.journal_dir)
 		log_info("receive journal in %s, up to %.1f MB; decoding and storing at %s priority",
 			 io.journal_dir, (double)io.journal_bytes / (1 << 20),
