@@ -398,7 +398,7 @@ static int flush_group_counters(struct sink *s, struct store *store)
 /* ---- messages ---- */
 
 static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_hello *h,
-		      struct ingest_result *res)
+		      struct sink_reply *reply)
 {
 	int ret;
 
@@ -434,8 +434,8 @@ static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_h
 	s->layout.big_endian = h->big_endian;
 	s->filters_gen = env->filters_gen;
 	s->pushdown = env->pushdown && h->pushdown;
-	res->kind = IR_WELCOME;
-	res->host_id = s->host_id;
+	reply->kind = SINK_REPLY_WELCOME;
+	reply->host_id = s->host_id;
 	return 0;
 }
 
@@ -479,14 +479,13 @@ static int sink_format(struct sink *s, const struct sink_env *env, const struct 
 }
 
 int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
-	     struct ingest_result *res, bool *respond, bool *commit)
+	     struct sink_reply *reply, bool *commit)
 {
 	if (m->type != MSG_HELLO && !s->dec)
 		return TC_ERR_PROTO_STATE;
 	switch (m->type) {
 	case MSG_HELLO:
-		*respond = true;
-		return sink_hello(s, env, &m->hello, res);
+		return sink_hello(s, env, &m->hello, reply);
 	case MSG_HEADER_PAGE:
 		return sink_header_page(s, &m->header_page);
 	case MSG_GROUP:
@@ -504,10 +503,10 @@ int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
 	case MSG_CPU_STATS:
 		return store_cpu_stats(env->store, s->host_id, &m->cpu_stats);
 	case MSG_BYE:
-		*respond = *commit = true;
-		res->kind = IR_DONE;
-		res->pages = s->pages;
-		res->events = s->events;
+		*commit = true;
+		reply->kind = SINK_REPLY_DONE;
+		reply->pages = s->pages;
+		reply->events = s->events;
 		log_info("host %s: done: %llu pages, %llu events stored, %llu resent pages"
 			 " dropped (agent shipped %llu pages, %llu events)",
 			 s->host, (unsigned long long)s->pages, (unsigned long long)s->events,

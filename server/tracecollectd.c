@@ -35,6 +35,7 @@
 #include "proto/tls.h"
 #include "server/collector.h"
 #include "server/filter_table.h"
+#include "server/ingest.h"
 #include "server/queryd.h"
 
 #define COMMIT_MS	250
@@ -529,7 +530,7 @@ static void hup_cb(evutil_socket_t sig, short what, void *arg)
 	struct filter_table *fs = NULL;
 
 	if (reload_filters(h->s, &fs) == 0)
-		ingest_set_filters(h->col, fs);
+		ingest_set_filters(h->col->ing, fs);
 	filter_table_unref(fs);
 }
 
@@ -575,12 +576,16 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
 /* traceq --sync and the backlog in replies: the ingest worker (queryd's thread). */
 static int sync_stored(void *arg, int timeout_ms)
 {
-	return ingest_wait_stored(arg, timeout_ms);
+	struct collector *col = arg;
+
+	return ingest_wait_stored(col->ing, timeout_ms);
 }
 
 static void sync_backlog(void *arg, uint64_t *unstored, uint64_t *journal_bytes)
 {
-	ingest_backlog(arg, unstored, journal_bytes);
+	struct collector *col = arg;
+
+	ingest_backlog(col->ing, unstored, journal_bytes);
 }
 
 static int run(struct settings *s)
@@ -592,6 +597,7 @@ static int run(struct settings *s)
 				  .retain_age_ns = s->retain_age_ns,
 				  .retain_bytes = s->retain_bytes,
 				  .pushdown = !s->no_pushdown };
+	struct ingest_hooks hooks;
 	struct event *sigs[3] = { NULL, NULL, NULL };
 	struct hup_ctx hup = { &col, s };
 	char bound[128], qurl[512], err[512];
@@ -645,8 +651,9 @@ static int run(struct settings *s)
 	ret = col.base ? start_listener(&col, s->listen, bound, sizeof(bound)) : -ENOMEM;
 	if (ret == 0)
 		ret = queryd_start(s->query, s->db, &qd, qurl, sizeof(qurl));
+	conn_ingest_hooks(&col, &hooks);
 	if (ret == 0)
-		ret = ingest_start(&col, &io);
+		ret = ingest_start(col.base, col.store, &io, &hooks, &col.ing);
 	if (ret < 0)
 		goto out;
 	queryd_set_ingest(qd, &(struct queryd_ingest){ sync_stored, sync_backlog, &col });
@@ -673,7 +680,7 @@ out:
 	if (qd)
 		queryd_set_ingest(qd, NULL);
 	conn_close_all(&col);
-	ingest_stop(&col);
+	ingest_stop(col.ing);
 	queryd_stop(qd);
 	for (int i = 0; i < 3; i++)
 		if (sigs[i])
