@@ -18,12 +18,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "proto/frame.h"
 #include "proto/msg.h"
 #include "server/decode.h"
@@ -135,21 +135,13 @@ static size_t count(enum hook hook, uint64_t conn_id)
 	return n;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* Run the event loop until @hook was called @n times for @conn_id (0: any). */
 static void wait_for(enum hook hook, uint64_t conn_id, size_t n)
 {
-	int64_t t0 = now_ms();
+	int64_t t0 = util_now_ms();
 
 	while (count(hook, conn_id) < n) {
-		ck_assert_msg(now_ms() - t0 < WAIT_MS, "no hook %d for connection %llu",
+		ck_assert_msg(util_now_ms() - t0 < WAIT_MS, "no hook %d for connection %llu",
 			      (int)hook, (unsigned long long)conn_id);
 		event_base_loopexit(base, &(struct timeval){ 0, 20000 });
 		event_base_dispatch(base);
@@ -479,8 +471,8 @@ START_TEST(test_journal_session)
 	ck_assert_uint_eq(nth_call(H_DONE, 5, 0)->pages, pages);
 	ck_assert_uint_eq(nth_call(H_DONE, 5, 0)->events, want_events);
 	ck_assert_uint_eq(count(H_FAILED, 0), 0);
-	for (t0 = now_ms(); journal_files() > 0; usleep(10000))
-		ck_assert_msg(now_ms() - t0 < WAIT_MS, "the journal file stays");
+	for (t0 = util_now_ms(); journal_files() > 0; usleep(10000))
+		ck_assert_msg(util_now_ms() - t0 < WAIT_MS, "the journal file stays");
 	ck_assert(!calls.off_loop);
 }
 END_TEST
