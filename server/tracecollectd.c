@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -32,6 +31,7 @@
 #include "common/config_file.h"
 #include "common/log.h"
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "proto/tls.h"
 #include "server/collector.h"
 #include "server/filter_table.h"
@@ -534,20 +534,12 @@ static void hup_cb(evutil_socket_t sig, short what, void *arg)
 	filter_table_unref(fs);
 }
 
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* The field indexes of the settings (or the defaults) on @st, with a log line. */
 static int set_indexes(struct store *st, struct settings *s)
 {
 	static const char *const defaults[] = { STORE_DEFAULT_INDEXES };
 	unsigned created = 0, dropped = 0;
-	int64_t t0 = mono_ms();
+	int64_t t0 = util_now_ms();
 	int ret = 0;
 
 	for (size_t i = 0; !s->indexes_set && ret == 0 && i < sizeof(defaults) / sizeof(*defaults);
@@ -561,7 +553,7 @@ static int set_indexes(struct store *st, struct settings *s)
 			ret == TC_ERR_CONFIG ? s->index_err : store_errmsg(st));
 	else
 		log_info("field indexes: %zu named, %u built and %u dropped in %lld ms",
-			 s->indexes.n, created, dropped, (long long)(mono_ms() - t0));
+			 s->indexes.n, created, dropped, (long long)(util_now_ms() - t0));
 	return ret;
 }
 
