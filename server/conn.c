@@ -6,10 +6,12 @@
  * Reading is "header, then payload": a frame is handled only once all of it
  * is buffered, by one handler per message type. The event loop never
  * touches the store: messages and pages are handed to the ingest worker
- * (ingest.c), which decodes, filters and stores them and answers through
- * conn_on_result() (WELCOME after HELLO, DONE after BYE once committed, or
- * a failure). While the worker's queue is full a connection stops reading
- * (TCP flow control pushes back on its agent) until conn_resume_all().
+ * (ingest.h), which decodes, filters and stores them and answers through
+ * the hooks at the end of this file, on the event loop (WELCOME after
+ * HELLO, DONE after BYE once committed, a failure, a filter to push down,
+ * "committed": ACK). While the worker's queue is full a connection stops
+ * reading (TCP flow control pushes back on its agent) until the worker
+ * says "resume".
  * Any protocol violation answers ERROR and closes. A refused handshake is
  * logged with OpenSSL's reason.
  */
@@ -33,8 +35,8 @@
 #include "proto/msg.h"
 #include "proto/tls.h"
 #include "server/collector.h"
+#include "server/ingest.h"
 #include "server/pushdown.h"
-#include "server/sink.h"
 
 #define CONN_INPUT_HIGH	(4u << 20)	/* read no more while this is buffered */
 
@@ -84,7 +86,7 @@ static void conn_free(struct conn *c)
 	col->nconns--;
 	if (c->bev)
 		bufferevent_free(c->bev);
-	ingest_sink_close(col, c->sink);
+	ingest_sink_close(col->ing, c->sink);
 	free(c->cpus);
 	free(c->host);
 	free(c);
@@ -157,14 +159,13 @@ static int on_hello(struct conn *c, struct proto_msg *m, const uint8_t *raw, siz
 	c->ncpus = h->ncpus;
 	c->session = h->session != 0;	/* agents that announce one want ACKs */
 	c->pushdown = h->pushdown;
-	ret = ingest_sink_new(c->col, c->id, &c->sink);
+	ret = ingest_sink_new(c->col->ing, c->id, c->subject, &c->sink);
 	if (ret < 0)
 		return ret;
-	snprintf(c->sink->subject, sizeof(c->sink->subject), "%s", c->subject);
 	log_info("%s: agent %s (%s, kernel %s, %u CPUs, clock %s) connected",
 		 c->peer, h->host, c->subject, h->kernel, h->ncpus, h->trace_clock);
 	c->state = CONN_STREAM;
-	return ingest_push_msg(c->col, c->sink, m, raw, len);
+	return ingest_push_msg(c->col->ing, c->sink, m, raw, len);
 }
 
 static void conn_ack(struct conn *c);
@@ -190,8 +191,8 @@ static int on_bye(struct conn *c, struct proto_msg *m, const uint8_t *raw, size_
 
 	c->state = CONN_BYE;
 	bufferevent_disable(c->bev, EV_READ);
-	ret = ingest_push_msg(c->col, c->sink, m, raw, len);
-	if (ret < 0 || !ingest_journaled(c->col))
+	ret = ingest_push_msg(c->col->ing, c->sink, m, raw, len);
+	if (ret < 0 || !ingest_journaled(c->col->ing))
 		return ret;
 	conn_journaled(c);
 	done.done.pages = c->pages;
@@ -223,7 +224,7 @@ static int conn_on_msg(struct conn *c, const uint8_t *payload, size_t len)
 	case MSG_CPU_STATS:
 	case MSG_GROUP:
 	case MSG_SYMBOLS:
-		ret = ingest_push_msg(c->col, c->sink, &m, payload, len);
+		ret = ingest_push_msg(c->col->ing, c->sink, &m, payload, len);
 		break;
 	case MSG_BYE: ret = on_bye(c, &m, payload, len); break;
 	case MSG_FILTER_STATUS:	/* only an answer to our MSG_FILTER */
@@ -250,7 +251,8 @@ static int conn_on_page(struct conn *c, const uint8_t *page, size_t len)
 		return TC_ERR_PROTO_STATE;
 	if (c->hdr.stream >= PROTO_USER_STREAM_BASE) {	/* a program's ring: the worker checks */
 		c->pages++;
-		return ingest_push_page(c->col, c->sink, c->hdr.stream, c->hdr.seq, page, len);
+		return ingest_push_page(c->col->ing, c->sink, c->hdr.stream, c->hdr.seq, page,
+					len);
 	}
 	if (c->hdr.stream >= c->ncpus)
 		return TC_ERR_MSG_MALFORMED;
@@ -263,10 +265,10 @@ static int conn_on_page(struct conn *c, const uint8_t *page, size_t len)
 	}
 	cpu->next_seq = c->hdr.seq + 1;
 	c->pages++;
-	return ingest_push_page(c->col, c->sink, c->hdr.stream, c->hdr.seq, page, len);
+	return ingest_push_page(c->col->ing, c->sink, c->hdr.stream, c->hdr.seq, page, len);
 }
 
-/* The ingest queue is full: stop reading until conn_resume_all(). */
+/* The ingest queue is full: stop reading until the worker says "resume". */
 static void conn_pause(struct conn *c)
 {
 	c->paused = true;
@@ -305,7 +307,7 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 		}
 		if (evbuffer_get_length(in) < c->hdr.len)
 			break;
-		if (c->hdr.type != FRAME_MSG && ingest_full(c->col)) {
+		if (c->hdr.type != FRAME_MSG && ingest_full(c->col->ing)) {
 			conn_pause(c);
 			break;
 		}
@@ -327,9 +329,9 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 			return;
 		}
 	}
-	if (c->sink && (ret = ingest_flush(c->col, c->sink)) < 0)
+	if (c->sink && (ret = ingest_flush(c->col->ing, c->sink)) < 0)
 		conn_fail(c, ret, "page");
-	else if (c->sink && c->state == CONN_STREAM && ingest_journaled(c->col))
+	else if (c->sink && c->state == CONN_STREAM && ingest_journaled(c->col->ing))
 		conn_journaled(c);
 }
 
@@ -465,71 +467,12 @@ static void conn_ack(struct conn *c)
 	}
 }
 
-void conn_committed_all(struct collector *col)
+/* ---- the hooks ingest calls on the event loop (ingest.h) ---- */
+
+/* hooks.resume: the ingest queue drained; paused connections read again. */
+static void conn_resume_all(void *arg)
 {
-	struct conn *c;
-	uint32_t i;
-
-	if (ingest_journaled(col)) {	/* ACKed when journaled; files may go */
-		for (c = col->conns; c; c = c->next)
-			if (c->sink && c->state == CONN_STREAM)
-				ingest_journal_tidy(col, c->sink);
-		if (!ingest_full(col))
-			conn_resume_all(col);
-		return;
-	}
-	for (c = col->conns; c; c = c->next) {
-		for (i = 0; c->sink && c->cpus && i < c->ncpus; i++)
-			c->cpus[i].committed_seq = ingest_sink_committed(col, c->sink, i);
-		if (c->session && c->state == CONN_STREAM)
-			conn_ack(c);
-	}
-}
-
-static struct conn *conn_find(struct collector *col, uint64_t id)
-{
-	struct conn *c;
-
-	for (c = col->conns; c && c->id != id; c = c->next)
-		;
-	return c;
-}
-
-void conn_on_result(struct collector *col, const struct ingest_result *r)
-{
-	struct conn *c = conn_find(col, r->conn_id);
-	struct proto_msg m = { 0 };
-	int ret;
-
-	if (!c || c->state == CONN_CLOSING)
-		return;
-	if (r->kind == IR_FAIL) {
-		conn_fail(c, r->err, r->what);
-		return;
-	}
-	if (r->kind == IR_MSG) {	/* push-down: only while streaming */
-		if (c->state == CONN_STREAM && (ret = conn_send(c, r->msg)) < 0)
-			conn_fail(c, ret, proto_msg_name(r->msg->type));
-		return;
-	}
-	if (r->kind == IR_WELCOME) {
-		m.type = MSG_WELCOME;
-		m.welcome.version = PROTO_VERSION;
-		m.welcome.host_id = r->host_id;
-	} else {
-		m.type = MSG_DONE;
-		m.done.pages = r->pages;
-		m.done.events = r->events;
-	}
-	ret = conn_send(c, &m);
-	if (ret < 0)
-		conn_fail(c, ret, "reply");
-	else if (r->kind == IR_DONE)
-		conn_finish(c);
-}
-
-void conn_resume_all(struct collector *col)
-{
+	struct collector *col = arg;
 	struct conn *c;
 
 	for (c = col->conns; c; c = c->next) {
@@ -540,6 +483,115 @@ void conn_resume_all(struct collector *col)
 		bufferevent_trigger(c->bev, EV_READ,
 				    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
 	}
+}
+
+/*
+ * hooks.committed: a commit made durable everything the worker had taken
+ * over before that commit began; each connection's cpus[].committed_seq is
+ * then the highest page of that CPU on disk (resends dropped as duplicates
+ * included), and a connection whose agent announced a session sends it
+ * MSG_ACK for every stream whose mark moved. With a journal, pages were
+ * ACKed when journaled: the files may rotate now.
+ */
+static void conn_committed_all(void *arg)
+{
+	struct collector *col = arg;
+	struct conn *c;
+	uint32_t i;
+
+	if (ingest_journaled(col->ing)) {	/* ACKed when journaled; files may go */
+		for (c = col->conns; c; c = c->next)
+			if (c->sink && c->state == CONN_STREAM)
+				ingest_journal_tidy(col->ing, c->sink);
+		if (!ingest_full(col->ing))
+			conn_resume_all(col);
+		return;
+	}
+	for (c = col->conns; c; c = c->next) {
+		for (i = 0; c->sink && c->cpus && i < c->ncpus; i++)
+			c->cpus[i].committed_seq = ingest_sink_committed(col->ing, c->sink, i);
+		if (c->session && c->state == CONN_STREAM)
+			conn_ack(c);
+	}
+}
+
+/* The connection @id names; NULL when it is gone or closing (ignore the result). */
+static struct conn *conn_live(struct collector *col, uint64_t id)
+{
+	struct conn *c;
+
+	for (c = col->conns; c && c->id != id; c = c->next)
+		;
+	return c && c->state != CONN_CLOSING ? c : NULL;
+}
+
+/* Send reply @m (WELCOME, DONE); after DONE the connection closes. */
+static void conn_reply(struct conn *c, const struct proto_msg *m)
+{
+	int ret = conn_send(c, m);
+
+	if (ret < 0)
+		conn_fail(c, ret, "reply");
+	else if (m->type == MSG_DONE)
+		conn_finish(c);
+}
+
+/* hooks.welcome: HELLO is stored. */
+static void conn_welcome(void *arg, uint64_t id, uint64_t host_id)
+{
+	struct conn *c = conn_live(arg, id);
+	struct proto_msg m = { .type = MSG_WELCOME };
+
+	if (!c)
+		return;
+	m.welcome.version = PROTO_VERSION;
+	m.welcome.host_id = host_id;
+	conn_reply(c, &m);
+}
+
+/* hooks.done: BYE, and everything before it is committed. */
+static void conn_done(void *arg, uint64_t id, uint64_t pages, uint64_t events)
+{
+	struct conn *c = conn_live(arg, id);
+	struct proto_msg m = { .type = MSG_DONE };
+
+	if (!c)
+		return;
+	m.done.pages = pages;
+	m.done.events = events;
+	conn_reply(c, &m);
+}
+
+/* hooks.failed: a message, page or commit of the connection failed. */
+static void conn_failed(void *arg, uint64_t id, int err, const char *what)
+{
+	struct conn *c = conn_live(arg, id);
+
+	if (c)
+		conn_fail(c, err, what);
+}
+
+/* hooks.send: a message from the worker (MSG_FILTER push-down) while streaming. */
+static void conn_send_hook(void *arg, uint64_t id, const struct proto_msg *m)
+{
+	struct conn *c = conn_live(arg, id);
+	int ret;
+
+	if (c && c->state == CONN_STREAM && (ret = conn_send(c, m)) < 0)
+		conn_fail(c, ret, proto_msg_name(m->type));
+}
+
+void conn_ingest_hooks(struct collector *col, struct ingest_hooks *out)
+{
+	*out = (struct ingest_hooks){
+		.welcome = conn_welcome,
+		.done = conn_done,
+		.failed = conn_failed,
+		.send = conn_send_hook,
+		.committed = conn_committed_all,
+		.resume = conn_resume_all,
+		.arg = col,
+	};
 }
 
 void conn_close_all(struct collector *col)

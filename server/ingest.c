@@ -2,13 +2,13 @@
  * ingest.c - the ingest worker: one thread that owns the store and turns
  * what the connections hand over into committed rows.
  *
- * The event loop (conn.c) frames input and pushes jobs - a control message,
- * a batch of pages, or "connection closed" - onto one FIFO queue, so each
- * connection's jobs run in the order they arrived. The worker decodes,
- * filters and inserts them (sink.c) inside one open transaction, committed
- * every INGEST_BATCH events or commit_ms milliseconds, whichever comes
- * first, and before answering a BYE (so DONE means "on disk"). Large
- * transactions are what makes SQLite fast. The store runs the batched
+ * The event loop (the connections: conn.c in tracecollectd) frames input
+ * and pushes jobs - a control message, a batch of pages, or "connection
+ * closed" - onto one FIFO queue, so each connection's jobs run in the order
+ * they arrived. The worker decodes, filters and inserts them (sink.c)
+ * inside one open transaction, committed every INGEST_BATCH events or
+ * commit_ms milliseconds, whichever comes first, and before answering a BYE
+ * (so DONE means "on disk"). Large transactions are what makes SQLite fast. The store runs the batched
  * INSERTs on a writer thread of its own and checkpoints on another
  * (store_sqlite.c): decoding and filtering here, B-tree work there.
  *
@@ -18,8 +18,10 @@
  * loop to resume them. Nothing is dropped.
  *
  * The worker reports to the loop through a result list and an eventfd:
- * per-connection results (WELCOME, DONE, FAIL), "a commit happened" (the
- * loop then calls conn_committed_all()) and "resume reading".
+ * per-connection results (WELCOME, DONE, FAIL, a message to send), "a
+ * commit happened" and "resume reading". On the loop, ing_results_cb()
+ * hands each to the hooks the caller gave ingest_start() (ingest.h says
+ * which and in what order); ingest never calls into the connections.
  *
  * Retention runs in the worker too, inside a transaction, at most once per
  * INGEST_RETAIN_S seconds.
@@ -53,12 +55,14 @@
 
 #include <sys/eventfd.h>
 
+#include <event2/event.h>
+
 #include "common/log.h"
 #include "common/tc_error.h"
 #include "common/util.h"
-#include "server/collector.h"
 #include "server/dedup.h"
-#include "server/filters.h"
+#include "server/filter_table.h"
+#include "server/ingest.h"
 #include "server/journal.h"
 #include "server/sink.h"
 
@@ -116,6 +120,25 @@ struct jlist {
 	size_t n, cap;
 };
 
+/* What the worker posts for the loop; ing_results_cb() calls its hook. */
+enum ingest_result_kind {
+	IR_WELCOME,		/* HELLO stored: hooks.welcome */
+	IR_DONE,		/* BYE: everything committed: hooks.done */
+	IR_FAIL,		/* a message or page failed: hooks.failed */
+	IR_MSG,			/* a message to send (MSG_FILTER): hooks.send */
+};
+
+struct ingest_result {
+	struct ingest_result *next;
+	uint64_t conn_id;
+	enum ingest_result_kind kind;
+	uint64_t host_id;	/* IR_WELCOME */
+	uint64_t pages, events;	/* IR_DONE: stored this session */
+	int err;		/* IR_FAIL */
+	char what[32];		/* IR_FAIL: "page", "format", ... */
+	struct proto_msg *msg;	/* IR_MSG: owned by the result */
+};
+
 /* In a JOB_PAGES buffer: this header, the page, padding to 8 bytes. */
 struct page_rec {
 	uint32_t cpu;
@@ -124,7 +147,8 @@ struct page_rec {
 };
 
 struct ingest {
-	struct collector *col;
+	struct store *store;		/* the one writer: the worker's */
+	struct ingest_hooks hooks;	/* called on the event loop only */
 	struct ingest_opts o;
 	pthread_t thread;
 	bool started;
@@ -140,15 +164,15 @@ struct ingest {
 	uint64_t jobs_pushed;		/* jobs queued since the start */
 	uint64_t jobs_committed;	/* of those, run and committed */
 	pthread_cond_t stored;		/* jobs_committed moved */
-	struct filters *filters;
+	struct filter_table *filters;
 	unsigned filters_gen;
 	/* event loop: */
-	int efd;
+	int efd;			/* the worker's wake-up call; -1: none yet */
 	struct event *ev;
 	/* worker only: */
 	struct sink *sinks;
 	struct sink_env env;
-	struct filters *env_filters;	/* the reference env.filters holds */
+	struct filter_table *env_filters;	/* the reference env.filters holds */
 	struct dedup *sessions;		/* env.sessions points here */
 	bool txn_open;
 	uint64_t txn_events;
@@ -300,7 +324,35 @@ static void ing_post_pushes(struct ingest *g, struct sink *s)
 	free(msgs);
 }
 
-/* The loop's side of the eventfd: take everything the worker posted. */
+/* Hand result @r to its hook (on the loop). */
+static void ing_deliver(const struct ingest *g, const struct ingest_result *r)
+{
+	const struct ingest_hooks *h = &g->hooks;
+
+	switch (r->kind) {
+	case IR_WELCOME:
+		if (h->welcome)
+			h->welcome(h->arg, r->conn_id, r->host_id);
+		break;
+	case IR_DONE:
+		if (h->done)
+			h->done(h->arg, r->conn_id, r->pages, r->events);
+		break;
+	case IR_FAIL:
+		if (h->failed)
+			h->failed(h->arg, r->conn_id, r->err, r->what);
+		break;
+	case IR_MSG:
+		if (h->send)
+			h->send(h->arg, r->conn_id, r->msg);
+		break;
+	}
+}
+
+/*
+ * The loop's side of the eventfd: take everything the worker posted and
+ * call the hooks - committed, then the results in order, then resume.
+ */
 static void ing_results_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct ingest *g = arg;
@@ -318,15 +370,15 @@ static void ing_results_cb(evutil_socket_t fd, short what, void *arg)
 	resume = g->resume;
 	g->committed = g->resume = false;
 	pthread_mutex_unlock(&g->lock);
-	if (committed)
-		conn_committed_all(g->col);
+	if (committed && g->hooks.committed)
+		g->hooks.committed(g->hooks.arg);
 	while ((r = list)) {
 		list = r->next;
-		conn_on_result(g->col, r);
+		ing_deliver(g, r);
 		ing_result_free(r);
 	}
-	if (resume)
-		conn_resume_all(g->col);
+	if (resume && g->hooks.resume)
+		g->hooks.resume(g->hooks.arg);
 }
 
 /* ---- worker: transactions ---- */
@@ -337,9 +389,9 @@ static int ing_begin(struct ingest *g)
 
 	if (g->txn_open)
 		return 0;
-	ret = store_begin(g->col->store);
+	ret = store_begin(g->store);
 	if (ret < 0) {
-		log_err("begin: %s (%s)", tc_strerror(ret), store_errmsg(g->col->store));
+		log_err("begin: %s (%s)", tc_strerror(ret), store_errmsg(g->store));
 		return ret;
 	}
 	g->txn_open = true;
@@ -363,9 +415,9 @@ static void ing_retain(struct ingest *g)
 		clock_gettime(CLOCK_REALTIME, &ts);
 		before = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - g->o.retain_age_ns;
 	}
-	ret = store_retain(g->col->store, before, g->o.retain_bytes, &removed);
+	ret = store_retain(g->store, before, g->o.retain_bytes, &removed);
 	if (ret < 0)
-		log_err("retention: %s (%s)", tc_strerror(ret), store_errmsg(g->col->store));
+		log_err("retention: %s (%s)", tc_strerror(ret), store_errmsg(g->store));
 	else if (removed)
 		log_info("retention removed %llu events", (unsigned long long)removed);
 }
@@ -392,7 +444,7 @@ static void ing_update_replaying(struct ingest *g)
  */
 static void ing_rolled_back(struct ingest *g, int err)
 {
-	struct store *st = g->col->store;
+	struct store *st = g->store;
 	int ret;
 
 	if (g->journal)
@@ -427,7 +479,7 @@ static void ing_rolled_back(struct ingest *g, int err)
  */
 static int ing_journal_marks(struct ingest *g)
 {
-	struct store *st = g->col->store;
+	struct store *st = g->store;
 	uint64_t gone[64];
 	size_t n;
 	int ret = 0;
@@ -449,7 +501,7 @@ static int ing_journal_marks(struct ingest *g)
  */
 static int ing_commit(struct ingest *g)
 {
-	struct store *st = g->col->store;
+	struct store *st = g->store;
 	int ret = 0;
 
 	if (!g->txn_open && (g->o.retain_age_ns || g->o.retain_bytes) &&
@@ -512,9 +564,9 @@ static void ing_unlist(struct ingest *g, struct sink *s)
  */
 static void ing_close(struct ingest *g, struct sink *s, struct jfile *jf)
 {
-	if (s->listed && !s->replay && ing_begin(g) == 0 && sink_flush(s, g->col->store) < 0)
+	if (s->listed && !s->replay && ing_begin(g) == 0 && sink_flush(s, g->store) < 0)
 		log_err("counters of host %s: %s", s->host ? s->host : "?",
-			store_errmsg(g->col->store));
+			store_errmsg(g->store));
 	if (s->failed && !s->replay && s->dropped_jobs)
 		log_warn("host %s: %llu batches of journaled pages after the failure "
 			 "were not stored", s->host ? s->host : "?",
@@ -529,11 +581,12 @@ static void ing_close(struct ingest *g, struct sink *s, struct jfile *jf)
 
 static void ing_msg(struct ingest *g, struct sink *s, struct proto_msg *m)
 {
+	struct sink_reply reply = { SINK_REPLY_NONE };
 	struct ingest_result r = { .conn_id = s->conn_id };
-	bool respond = false, commit = false;
+	bool commit = false;
 	int ret;
 
-	ret = sink_msg(s, &g->env, m, &r, &respond, &commit);
+	ret = sink_msg(s, &g->env, m, &reply, &commit);
 	if (ret < 0) {
 		ing_fail(g, s, ret, proto_msg_name(m->type));
 		if (ret == TC_ERR_DB)
@@ -542,8 +595,13 @@ static void ing_msg(struct ingest *g, struct sink *s, struct proto_msg *m)
 	}
 	if (commit)
 		ing_commit(g);
-	if (respond)
-		ing_post(g, &r);
+	if (reply.kind == SINK_REPLY_NONE)
+		return;
+	r.kind = reply.kind == SINK_REPLY_WELCOME ? IR_WELCOME : IR_DONE;
+	r.host_id = reply.host_id;
+	r.pages = reply.pages;
+	r.events = reply.events;
+	ing_post(g, &r);
 }
 
 /*
@@ -683,15 +741,15 @@ static int ing_replay_rec(void *arg, uint32_t kind, const uint8_t *data, size_t 
 {
 	struct ing_replay *r = arg;
 	struct ingest *g = r->g;
-	struct ingest_result res = { 0 };
-	bool respond = false, commit = false, stored = end <= r->stored;
+	struct sink_reply reply = { SINK_REPLY_NONE };	/* no one to answer */
+	bool commit = false, stored = end <= r->stored;
 	struct proto_msg m;
 	bool decoded = false;
 	int ret;
 
 	r->records++;
 	if (!r->s) {
-		ret = ingest_sink_new(g->col, 0, &r->s);
+		ret = ingest_sink_new(g, 0, "", &r->s);
 		if (ret < 0)
 			return ret;
 		ing_list(g, r->s);
@@ -706,7 +764,7 @@ static int ing_replay_rec(void *arg, uint32_t kind, const uint8_t *data, size_t 
 		ret = proto_msg_decode(data, len, &m);
 		decoded = ret == 0;
 		if (ret == 0 && (!stored || msg_shapes_decoding(m.type)))
-			ret = sink_msg(r->s, &g->env, &m, &res, &respond, &commit);
+			ret = sink_msg(r->s, &g->env, &m, &reply, &commit);
 		if (decoded)
 			proto_msg_free(&m);
 	}
@@ -737,7 +795,7 @@ static bool ing_replay_file(struct ingest *g, struct jfile *jf)
 
 	ret = ing_begin(g);
 	if (ret == 0)
-		ret = store_journal_mark_get(g->col->store, r.file, &r.stored);
+		ret = store_journal_mark_get(g->store, r.file, &r.stored);
 	if (ret == 0)
 		ret = jfile_replay(jf, ing_replay_rec, &r);
 	again = ret == TC_ERR_DB || (r.s && r.s->replay) || (ret < 0 && !r.s);
@@ -807,8 +865,8 @@ static bool ing_env_locked(struct ingest *g)
 {
 	if (g->env.filters_gen == g->filters_gen && g->env_filters == g->filters)
 		return false;
-	filters_unref(g->env_filters);
-	g->env_filters = filters_ref(g->filters);
+	filter_table_unref(g->env_filters);
+	g->env_filters = filter_table_ref(g->filters);
 	g->env.filters = g->env_filters;
 	g->env.filters_gen = g->filters_gen;
 	return true;
@@ -990,9 +1048,8 @@ static void ing_journal_ctx(struct sink *s, enum proto_msg_type type, uint64_t o
 	s->jctx[i] = (struct sink_jctx){ .off = off, .len = (uint32_t)len, .kind = JREC_MSG };
 }
 
-bool ingest_full(struct collector *col)
+bool ingest_full(struct ingest *g)
 {
-	struct ingest *g = col->ing;
 	bool full;
 
 	if (g->journal && !journal_full(g->journal))
@@ -1005,12 +1062,12 @@ bool ingest_full(struct collector *col)
 	return full;
 }
 
-bool ingest_journaled(struct collector *col)
+bool ingest_journaled(struct ingest *g)
 {
-	return col->ing->journal != NULL;
+	return g->journal != NULL;
 }
 
-int ingest_flush(struct collector *col, struct sink *s)
+int ingest_flush(struct ingest *g, struct sink *s)
 {
 	struct ingest_job *j = s->pending;
 	uint64_t off = 0, end = 0;
@@ -1019,16 +1076,16 @@ int ingest_flush(struct collector *col, struct sink *s)
 	if (!j)
 		return 0;
 	s->pending = NULL;
-	ret = ing_journal(col->ing, s, JREC_PAGES, j->buf, j->len, &off, &end);
+	ret = ing_journal(g, s, JREC_PAGES, j->buf, j->len, &off, &end);
 	if (ret < 0) {
 		job_free(j);
 		return ret;
 	}
-	ing_enqueue(col->ing, j, s->jf, off, end);
+	ing_enqueue(g, j, s->jf, off, end);
 	return 0;
 }
 
-int ingest_push_msg(struct collector *col, struct sink *s, struct proto_msg *m,
+int ingest_push_msg(struct ingest *g, struct sink *s, struct proto_msg *m,
 		    const void *raw, size_t rawlen)
 {
 	struct ingest_job *j = calloc(1, sizeof(*j));
@@ -1036,21 +1093,21 @@ int ingest_push_msg(struct collector *col, struct sink *s, struct proto_msg *m,
 	int ret = j ? 0 : -ENOMEM;
 
 	if (ret == 0)
-		ret = ingest_flush(col, s);
+		ret = ingest_flush(g, s);
 	if (ret == 0)
-		ret = ing_journal(col->ing, s, JREC_MSG, raw, rawlen, &off, &end);
+		ret = ing_journal(g, s, JREC_MSG, raw, rawlen, &off, &end);
 	if (ret < 0) {
 		free(j);
 		proto_msg_free(m);
 		return ret;
 	}
-	if (col->ing->journal)
+	if (g->journal)
 		ing_journal_ctx(s, m->type, off, rawlen);
 	j->sink = s;
 	j->kind = JOB_MSG;
 	j->msg = *m;
 	memset(m, 0, sizeof(*m));
-	ing_enqueue(col->ing, j, s->jf, off, end);
+	ing_enqueue(g, j, s->jf, off, end);
 	return 0;
 }
 
@@ -1071,7 +1128,7 @@ static struct ingest_job *job_pages_new(struct sink *s, size_t need)
 	return j;
 }
 
-int ingest_push_page(struct collector *col, struct sink *s, uint32_t cpu, uint64_t seq,
+int ingest_push_page(struct ingest *g, struct sink *s, uint32_t cpu, uint64_t seq,
 		     const void *page, size_t len)
 {
 	struct page_rec rec = { .cpu = cpu, .len = (uint32_t)len, .seq = seq };
@@ -1079,7 +1136,7 @@ int ingest_push_page(struct collector *col, struct sink *s, uint32_t cpu, uint64
 	struct ingest_job *j = s->pending;
 
 	if (j && j->len + need > j->cap) {
-		ingest_flush(col, s);
+		ingest_flush(g, s);
 		j = NULL;
 	}
 	if (!j && !(j = s->pending = job_pages_new(s, need)))
@@ -1092,19 +1149,21 @@ int ingest_push_page(struct collector *col, struct sink *s, uint32_t cpu, uint64
 
 /* ---- sinks ---- */
 
-int ingest_sink_new(struct collector *col, uint64_t conn_id, struct sink **out)
+int ingest_sink_new(struct ingest *g, uint64_t conn_id, const char *subject,
+		    struct sink **out)
 {
 	struct sink *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return -ENOMEM;
 	s->conn_id = conn_id;
+	snprintf(s->subject, sizeof(s->subject), "%s", subject);
 	s->jclock = SIZE_MAX;
 	*out = s;
 	return 0;
 }
 
-void ingest_sink_close(struct collector *col, struct sink *s)
+void ingest_sink_close(struct ingest *g, struct sink *s)
 {
 	struct ingest_job *j;
 
@@ -1116,14 +1175,14 @@ void ingest_sink_close(struct collector *col, struct sink *s)
 		log_err("out of memory closing a connection");
 		return;
 	}
-	if (ingest_flush(col, s) < 0)
+	if (ingest_flush(g, s) < 0)
 		log_err("host %s: the last pages could not be journaled; its agent "
 			"sends them again", s->host ? s->host : s->subject);
 	j->sink = s;
 	j->kind = JOB_CLOSE;
 	j->jf = s->jf;		/* the worker's now */
 	s->jf = NULL;
-	ing_enqueue(col->ing, j, NULL, 0, 0);
+	ing_enqueue(g, j, NULL, 0, 0);
 }
 
 /* Bytes a new journal file of @s starts with: its context records. */
@@ -1136,9 +1195,8 @@ static uint64_t ing_journal_ctx_bytes(const struct sink *s)
 	return n;
 }
 
-void ingest_journal_tidy(struct collector *col, struct sink *s)
+void ingest_journal_tidy(struct ingest *g, struct sink *s)
 {
-	struct ingest *g = col->ing;
 	struct jfile *nf = NULL, *old = s->jf;
 	uint64_t done, off, rotate;
 	uint8_t *buf = NULL;
@@ -1187,19 +1245,16 @@ void ingest_journal_tidy(struct collector *col, struct sink *s)
 	jfile_put(old, true);
 }
 
-void ingest_backlog(struct collector *col, uint64_t *unstored, uint64_t *jbytes)
+void ingest_backlog(struct ingest *g, uint64_t *unstored, uint64_t *jbytes)
 {
-	struct ingest *g = col->ing;
-
 	pthread_mutex_lock(&g->lock);
 	*unstored = g->jobs_pushed - g->jobs_committed + g->replaying;
 	pthread_mutex_unlock(&g->lock);
 	*jbytes = g->journal ? journal_bytes(g->journal) : 0;
 }
 
-int ingest_wait_stored(struct collector *col, int timeout_ms)
+int ingest_wait_stored(struct ingest *g, int timeout_ms)
 {
-	struct ingest *g = col->ing;
 	struct timespec ts;
 	uint64_t target;
 	int ret = 0;
@@ -1219,31 +1274,30 @@ int ingest_wait_stored(struct collector *col, int timeout_ms)
 	return ret == 0 ? 0 : -ETIMEDOUT;
 }
 
-uint64_t ingest_sink_committed(struct collector *col, struct sink *s, uint32_t cpu)
+uint64_t ingest_sink_committed(struct ingest *g, struct sink *s, uint32_t cpu)
 {
 	uint64_t seq = 0;
 
-	pthread_mutex_lock(&col->ing->lock);
+	pthread_mutex_lock(&g->lock);
 	if (cpu < s->ncommitted)
 		seq = s->committed[cpu];
-	pthread_mutex_unlock(&col->ing->lock);
+	pthread_mutex_unlock(&g->lock);
 	return seq;
 }
 
 /* ---- filters ---- */
 
-void ingest_set_filters(struct collector *col, struct filters *fs)
+void ingest_set_filters(struct ingest *g, struct filter_table *fs)
 {
-	struct ingest *g = col->ing;
-	struct filters *old;
+	struct filter_table *old;
 
 	pthread_mutex_lock(&g->lock);
 	old = g->filters;
-	g->filters = filters_ref(fs);
+	g->filters = filter_table_ref(fs);
 	g->filters_gen++;
 	pthread_cond_signal(&g->cond);
 	pthread_mutex_unlock(&g->lock);
-	filters_unref(old);
+	filter_table_unref(old);
 }
 
 /* ---- start, stop ---- */
@@ -1290,32 +1344,31 @@ static void ing_idle(struct ingest *g)
 
 	ret = -pthread_setschedparam(g->thread, SCHED_IDLE, &sp);
 	if (ret == 0)
-		ret = store_thread_policy(g->col->store, SCHED_IDLE);
+		ret = store_thread_policy(g->store, SCHED_IDLE);
 	if (ret < 0)
 		log_warn("decoding and storing at idle priority: %s; they compete with "
 			 "taking pages in", tc_strerror(ret));
 }
 
-int ingest_start(struct collector *col, const struct ingest_opts *o)
+/*
+ * Set up everything but the thread; ingest_stop() undoes what is done
+ * whatever the point of failure.
+ */
+static int ing_init(struct ingest *g, struct event_base *base, const struct ingest_opts *o)
 {
-	struct ingest *g = calloc(1, sizeof(*g));
 	int ret;
 
-	if (!g)
-		return -ENOMEM;
-	g->col = col;
-	g->o = *o;
 	g->tail = &g->head;
 	g->rtail = &g->results;
-	g->env.store = col->store;
+	g->efd = -1;
+	g->env.store = g->store;
 	g->env.sessions = &g->sessions;
 	g->env.pushdown = o->pushdown;
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->cond, NULL);
 	pthread_cond_init(&g->stored, NULL);
-	col->ing = g;
 	if (o->filters) {
-		g->filters = filters_ref(o->filters);
+		g->filters = filter_table_ref(o->filters);
 		g->filters_gen = 1;
 	}
 	if (o->journal_dir) {
@@ -1326,19 +1379,40 @@ int ingest_start(struct collector *col, const struct ingest_opts *o)
 	g->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (g->efd < 0)
 		return -errno;
-	g->ev = event_new(col->base, g->efd, EV_READ | EV_PERSIST, ing_results_cb, g);
+	g->ev = event_new(base, g->efd, EV_READ | EV_PERSIST, ing_results_cb, g);
 	if (!g->ev || event_add(g->ev, NULL) < 0)
 		return -ENOMEM;
-	ret = -pthread_create(&g->thread, NULL, ing_main, g);
-	g->started = ret == 0;
-	if (ret == 0 && g->journal && o->store_idle)
+	return 0;
+}
+
+int ingest_start(struct event_base *base, struct store *store, const struct ingest_opts *o,
+		 const struct ingest_hooks *hooks, struct ingest **out)
+{
+	struct ingest *g = calloc(1, sizeof(*g));
+	int ret;
+
+	if (!g)
+		return -ENOMEM;
+	g->store = store;
+	g->hooks = *hooks;
+	g->o = *o;
+	ret = ing_init(g, base, o);
+	if (ret == 0)
+		ret = -pthread_create(&g->thread, NULL, ing_main, g);
+	if (ret < 0)
+		goto out;
+	g->started = true;
+	if (g->journal && o->store_idle)
 		ing_idle(g);
+	*out = g;
+out:
+	if (ret < 0)
+		ingest_stop(g);
 	return ret;
 }
 
-void ingest_stop(struct collector *col)
+void ingest_stop(struct ingest *g)
 {
-	struct ingest *g = col->ing;
 	struct ingest_result *r;
 
 	if (!g)
@@ -1372,8 +1446,8 @@ void ingest_stop(struct collector *col)
 		event_free(g->ev);
 	if (g->efd >= 0)
 		close(g->efd);
-	filters_unref(g->filters);
-	filters_unref(g->env_filters);
+	filter_table_unref(g->filters);
+	filter_table_unref(g->env_filters);
 	jlist_drop(&g->closed, false);	/* not committed: kept for the next start */
 	jlist_drop(&g->replay, false);
 	free(g->closed.v);
@@ -1384,5 +1458,4 @@ void ingest_stop(struct collector *col)
 	pthread_cond_destroy(&g->cond);
 	pthread_cond_destroy(&g->stored);
 	free(g);
-	col->ing = NULL;
 }

@@ -1,7 +1,7 @@
 /*
  * sink.c - what the ingest worker does with one connection's messages and
  * pages (see sink.h): decode each page with the connection's decoder, run
- * each event through its event's server-side filter (filters.h), insert the
+ * each event through its event's server-side filter (filter_table.h), insert the
  * events that pass, and count the ones that do not, per host and event.
  *
  * Filters are resolved per event type when its format arrives and again
@@ -162,8 +162,8 @@ static int sink_type_resolve(struct sink *s, const struct sink_env *env, struct 
 	struct filter *f = NULL;
 	int ret;
 
-	ret = filters_resolve(env->filters, s->host, ty->t->system, ty->t->name, &schema, &f,
-			      sink_report, s);
+	ret = filter_table_resolve(env->filters, s->host, ty->t->system, ty->t->name,
+				   &schema, &f, sink_report, s);
 	if (ret < 0)
 		return ret;
 	filter_free(ty->f);
@@ -398,7 +398,7 @@ static int flush_group_counters(struct sink *s, struct store *store)
 /* ---- messages ---- */
 
 static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_hello *h,
-		      struct ingest_result *res)
+		      struct sink_reply *reply)
 {
 	int ret;
 
@@ -434,8 +434,8 @@ static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_h
 	s->layout.big_endian = h->big_endian;
 	s->filters_gen = env->filters_gen;
 	s->pushdown = env->pushdown && h->pushdown;
-	res->kind = IR_WELCOME;
-	res->host_id = s->host_id;
+	reply->kind = SINK_REPLY_WELCOME;
+	reply->host_id = s->host_id;
 	return 0;
 }
 
@@ -479,14 +479,13 @@ static int sink_format(struct sink *s, const struct sink_env *env, const struct 
 }
 
 int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
-	     struct ingest_result *res, bool *respond, bool *commit)
+	     struct sink_reply *reply, bool *commit)
 {
 	if (m->type != MSG_HELLO && !s->dec)
 		return TC_ERR_PROTO_STATE;
 	switch (m->type) {
 	case MSG_HELLO:
-		*respond = true;
-		return sink_hello(s, env, &m->hello, res);
+		return sink_hello(s, env, &m->hello, reply);
 	case MSG_HEADER_PAGE:
 		return sink_header_page(s, &m->header_page);
 	case MSG_GROUP:
@@ -504,10 +503,10 @@ int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
 	case MSG_CPU_STATS:
 		return store_cpu_stats(env->store, s->host_id, &m->cpu_stats);
 	case MSG_BYE:
-		*respond = *commit = true;
-		res->kind = IR_DONE;
-		res->pages = s->pages;
-		res->events = s->events;
+		*commit = true;
+		reply->kind = SINK_REPLY_DONE;
+		reply->pages = s->pages;
+		reply->events = s->events;
 		log_info("host %s: done: %llu pages, %llu events stored, %llu resent pages"
 			 " dropped (agent shipped %llu pages, %llu events)",
 			 s->host, (unsigned long long)s->pages, (unsigned long long)s->events,

@@ -15,10 +15,9 @@
 
 #include "common/ring.h"
 #include "proto/msg.h"
-#include "server/collector.h"
 #include "server/decode.h"
 #include "server/dedup.h"
-#include "server/filters.h"
+#include "server/filter_table.h"
 #include "server/pushdown.h"
 #include "server/store.h"
 
@@ -89,20 +88,31 @@ struct sink {
 /* What the worker hands a sink with each job. */
 struct sink_env {
 	struct store *store;
-	const struct filters *filters;
+	const struct filter_table *filters;
 	unsigned filters_gen;
 	struct dedup **sessions;	/* live agent sessions' stored-page marks */
 	bool pushdown;			/* offer agents their filters (pushdown.h) */
 };
 
+/* What the agent is to be answered after a message (sink_msg()). */
+struct sink_reply {
+	enum {
+		SINK_REPLY_NONE,
+		SINK_REPLY_WELCOME,	/* HELLO stored */
+		SINK_REPLY_DONE,	/* BYE */
+	} kind;
+	uint64_t host_id;		/* WELCOME */
+	uint64_t pages, events;		/* DONE: stored this session */
+};
+
 /*
- * sink_msg - apply one control message. For HELLO and BYE it fills @res
- * (WELCOME, DONE) and sets *@respond. BYE requires the caller to commit
- * before sending the result: *@commit is set.
- * Return: 0; a decoder or store error (the caller reports IR_FAIL).
+ * sink_msg - apply one control message. For HELLO and BYE it fills @reply
+ * (WELCOME, DONE; else it is left alone). BYE requires the caller to commit
+ * before sending the reply: *@commit is set.
+ * Return: 0; a decoder or store error (the caller reports the failure).
  */
 int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
-	     struct ingest_result *res, bool *respond, bool *commit);
+	     struct sink_reply *reply, bool *commit);
 
 /*
  * sink_page - decode page @seq of CPU @cpu, filter its events and store the

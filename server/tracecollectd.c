@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -32,9 +31,11 @@
 #include "common/config_file.h"
 #include "common/log.h"
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "proto/tls.h"
 #include "server/collector.h"
-#include "server/filters.h"
+#include "server/filter_table.h"
+#include "server/ingest.h"
 #include "server/queryd.h"
 
 #define COMMIT_MS	250
@@ -50,7 +51,7 @@ struct settings {
 	char *cert, *key, *ca;
 	char *ready_file;
 	char *config;			/* -c FILE, re-read on SIGHUP */
-	struct filters *filters;	/* config file rules, then --filter ones */
+	struct filter_table *filters;	/* config file rules, then --filter ones */
 	char *cli_filters[MAX_FILTERS];	/* --filter values, kept for reloads */
 	size_t ncli_filters;
 	char filter_err[1024];		/* the caret rendering of a bad rule */
@@ -224,11 +225,11 @@ static int add_filter(struct settings *s, const char *rule)
 	int ret = 0;
 
 	if (!s->filters)
-		ret = filters_new(&s->filters);
-	if (ret == 0 && filters_count(s->filters) >= MAX_FILTERS)
+		ret = filter_table_new(&s->filters);
+	if (ret == 0 && filter_table_count(s->filters) >= MAX_FILTERS)
 		ret = TC_ERR_TOO_LONG;
 	if (ret == 0)
-		ret = filters_add(s->filters, rule, s->filter_err, sizeof(s->filter_err));
+		ret = filter_table_add(s->filters, rule, s->filter_err, sizeof(s->filter_err));
 	return ret;
 }
 
@@ -286,7 +287,7 @@ static void settings_free(struct settings *s)
 	store_indexes_free(&s->indexes);
 	for (size_t i = 0; i < s->ncli_filters; i++)
 		free(s->cli_filters[i]);
-	filters_unref(s->filters);
+	filter_table_unref(s->filters);
 }
 
 static int settings_defaults(struct settings *s)
@@ -494,7 +495,7 @@ static int write_ready_file(const char *path, const char *listen, const char *qu
  * SIGHUP: build the filter table again from the config file and the
  * --filter options; on any error keep the current one and say where.
  */
-static int reload_filters(const struct settings *cur, struct filters **out)
+static int reload_filters(const struct settings *cur, struct filter_table **out)
 {
 	struct settings n = { 0 };
 	char errbuf[512];
@@ -511,8 +512,8 @@ static int reload_filters(const struct settings *cur, struct filters **out)
 				tc_strerror(ret), n.filter_err);
 	}
 	if (ret == 0) {
-		*out = filters_ref(n.filters);
-		log_info("reload: %zu filter rule(s) in effect", filters_count(n.filters));
+		*out = filter_table_ref(n.filters);
+		log_info("reload: %zu filter rule(s) in effect", filter_table_count(n.filters));
 	}
 	settings_free(&n);
 	return ret;
@@ -526,19 +527,11 @@ struct hup_ctx {
 static void hup_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct hup_ctx *h = arg;
-	struct filters *fs = NULL;
+	struct filter_table *fs = NULL;
 
 	if (reload_filters(h->s, &fs) == 0)
-		ingest_set_filters(h->col, fs);
-	filters_unref(fs);
-}
-
-static int64_t mono_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+		ingest_set_filters(h->col->ing, fs);
+	filter_table_unref(fs);
 }
 
 /* The field indexes of the settings (or the defaults) on @st, with a log line. */
@@ -546,7 +539,7 @@ static int set_indexes(struct store *st, struct settings *s)
 {
 	static const char *const defaults[] = { STORE_DEFAULT_INDEXES };
 	unsigned created = 0, dropped = 0;
-	int64_t t0 = mono_ms();
+	int64_t t0 = util_now_ms();
 	int ret = 0;
 
 	for (size_t i = 0; !s->indexes_set && ret == 0 && i < sizeof(defaults) / sizeof(*defaults);
@@ -560,7 +553,7 @@ static int set_indexes(struct store *st, struct settings *s)
 			ret == TC_ERR_CONFIG ? s->index_err : store_errmsg(st));
 	else
 		log_info("field indexes: %zu named, %u built and %u dropped in %lld ms",
-			 s->indexes.n, created, dropped, (long long)(mono_ms() - t0));
+			 s->indexes.n, created, dropped, (long long)(util_now_ms() - t0));
 	return ret;
 }
 
@@ -575,12 +568,16 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
 /* traceq --sync and the backlog in replies: the ingest worker (queryd's thread). */
 static int sync_stored(void *arg, int timeout_ms)
 {
-	return ingest_wait_stored(arg, timeout_ms);
+	struct collector *col = arg;
+
+	return ingest_wait_stored(col->ing, timeout_ms);
 }
 
 static void sync_backlog(void *arg, uint64_t *unstored, uint64_t *journal_bytes)
 {
-	ingest_backlog(arg, unstored, journal_bytes);
+	struct collector *col = arg;
+
+	ingest_backlog(col->ing, unstored, journal_bytes);
 }
 
 static int run(struct settings *s)
@@ -592,6 +589,7 @@ static int run(struct settings *s)
 				  .retain_age_ns = s->retain_age_ns,
 				  .retain_bytes = s->retain_bytes,
 				  .pushdown = !s->no_pushdown };
+	struct ingest_hooks hooks;
 	struct event *sigs[3] = { NULL, NULL, NULL };
 	struct hup_ctx hup = { &col, s };
 	char bound[128], qurl[512], err[512];
@@ -645,8 +643,9 @@ static int run(struct settings *s)
 	ret = col.base ? start_listener(&col, s->listen, bound, sizeof(bound)) : -ENOMEM;
 	if (ret == 0)
 		ret = queryd_start(s->query, s->db, &qd, qurl, sizeof(qurl));
+	conn_ingest_hooks(&col, &hooks);
 	if (ret == 0)
-		ret = ingest_start(&col, &io);
+		ret = ingest_start(col.base, col.store, &io, &hooks, &col.ing);
 	if (ret < 0)
 		goto out;
 	queryd_set_ingest(qd, &(struct queryd_ingest){ sync_stored, sync_backlog, &col });
@@ -660,7 +659,7 @@ static int run(struct settings *s)
 		goto out;
 	}
 	log_info("listening for agents on %s, queries on %s, storing in %s (%zu filter rules)",
-		 bound, qurl, s->db, filters_count(s->filters));
+		 bound, qurl, s->db, filter_table_count(s->filters));
 	if (io.journal_dir)
 		log_info("receive journal in %s, up to %.1f MB; decoding and storing at %s priority",
 			 io.journal_dir, (double)io.journal_bytes / (1 << 20),
@@ -673,7 +672,7 @@ out:
 	if (qd)
 		queryd_set_ingest(qd, NULL);
 	conn_close_all(&col);
-	ingest_stop(&col);
+	ingest_stop(col.ing);
 	queryd_stop(qd);
 	for (int i = 0; i < 3; i++)
 		if (sigs[i])

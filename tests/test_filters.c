@@ -1,6 +1,6 @@
 /*
  * test_filters.c - unit tests for the collector's filter table
- * (server/filters.*): rule syntax and its errors, event and subsystem rules
+ * (server/filter_table.*): rule syntax and its errors, event and subsystem rules
  * with the kernel's "keeps its previous filter" semantics, host globs,
  * rule order, "0" clearing, and tables swapped as on a reload; and which
  * resolved filters are pushed down to agents (server/pushdown.*).
@@ -15,7 +15,7 @@
 
 #include "common/filter.h"
 #include "common/tc_error.h"
-#include "server/filters.h"
+#include "server/filter_table.h"
 #include "server/pushdown.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -66,26 +66,26 @@ static void report(void *ctx, const char *system, const char *name, const char *
 	snprintf(r->last, sizeof(r->last), "%s:%s|%s|%s", system, name, rule, why);
 }
 
-static struct filters *table(const char *const *rules, size_t n)
+static struct filter_table *table(const char *const *rules, size_t n)
 {
-	struct filters *fs;
+	struct filter_table *fs;
 	char err[512];
 
-	ck_assert_int_eq(filters_new(&fs), 0);
+	ck_assert_int_eq(filter_table_new(&fs), 0);
 	for (size_t i = 0; i < n; i++)
-		ck_assert_msg(filters_add(fs, rules[i], err, sizeof(err)) == 0, "%s: %s",
+		ck_assert_msg(filter_table_add(fs, rules[i], err, sizeof(err)) == 0, "%s: %s",
 			      rules[i], err);
 	return fs;
 }
 
 /* The effective filter's text for host/system:name, or "" for none. */
-static const char *resolve(struct filters *fs, const char *host, const char *sys,
+static const char *resolve(struct filter_table *fs, const char *host, const char *sys,
 			   const char *name, const struct filter_schema *sc, struct reports *r)
 {
 	static char text[256];
 	struct filter *f = (struct filter *)1;
 
-	ck_assert_int_eq(filters_resolve(fs, host, sys, name, sc, &f, report, r), 0);
+	ck_assert_int_eq(filter_table_resolve(fs, host, sys, name, sc, &f, report, r), 0);
 	snprintf(text, sizeof(text), "%s", f ? filter_text(f) : "");
 	filter_free(f);
 	return text;
@@ -94,7 +94,7 @@ static const char *resolve(struct filters *fs, const char *host, const char *sys
 START_TEST(test_event_rule)
 {
 	const char *rules[] = { "sched:sched_switch prev_pid != 0" };
-	struct filters *fs = table(rules, 1);
+	struct filter_table *fs = table(rules, 1);
 	struct reports r = { 0 };
 	struct filter *f = NULL;
 	struct ev idle = { .prev_pid = 0 }, busy = { .prev_pid = 42 };
@@ -103,11 +103,12 @@ START_TEST(test_event_rule)
 	ck_assert_str_eq(resolve(fs, "h", "sched", "sched_wakeup", &wk, &r), "");
 	ck_assert_str_eq(resolve(fs, "h", "irq", "sched_switch", &sw, &r), "");
 	ck_assert_int_eq(r.n, 0);
-	ck_assert_int_eq(filters_resolve(fs, "h", "sched", "sched_switch", &sw, &f, NULL, NULL), 0);
+	ck_assert_int_eq(filter_table_resolve(fs, "h", "sched", "sched_switch", &sw, &f,
+					      NULL, NULL), 0);
 	ck_assert_int_eq(filter_eval(f, get, &idle), 0);
 	ck_assert_int_eq(filter_eval(f, get, &busy), 1);
 	filter_free(f);
-	filters_unref(fs);
+	filter_table_unref(fs);
 }
 END_TEST
 
@@ -115,7 +116,7 @@ START_TEST(test_subsystem_keeps_previous)
 {
 	/* sched_wakeup has no prev_pid: it keeps the common_pid filter */
 	const char *rules[] = { "sched common_pid > 100", "sched prev_pid != 0" };
-	struct filters *fs = table(rules, 2);
+	struct filter_table *fs = table(rules, 2);
 	struct reports r = { 0 };
 
 	ck_assert_str_eq(resolve(fs, "h", "sched", "sched_switch", &sw, &r), "prev_pid != 0");
@@ -126,7 +127,7 @@ START_TEST(test_subsystem_keeps_previous)
 		      r.last);
 	ck_assert_msg(strstr(r.last, "unknown field 'prev_pid'") != NULL, "%s", r.last);
 	ck_assert_msg(strstr(r.last, "\n  ^") != NULL, "caret under the field: %s", r.last);
-	filters_unref(fs);
+	filter_table_unref(fs);
 }
 END_TEST
 
@@ -134,13 +135,13 @@ START_TEST(test_type_error_keeps_previous)
 {
 	const char *rules[] = { "sched:sched_switch next_pid == 1",
 				"sched:sched_switch prev_comm > 3" };
-	struct filters *fs = table(rules, 2);
+	struct filter_table *fs = table(rules, 2);
 	struct reports r = { 0 };
 
 	ck_assert_str_eq(resolve(fs, "h", "sched", "sched_switch", &sw, &r), "next_pid == 1");
 	ck_assert_int_eq(r.n, 1);
 	ck_assert_msg(strstr(r.last, "string field") != NULL, "%s", r.last);
-	filters_unref(fs);
+	filter_table_unref(fs);
 }
 END_TEST
 
@@ -148,14 +149,14 @@ START_TEST(test_host_globs_and_order)
 {
 	const char *rules[] = { "sched prev_pid != 0", "[host=web*] sched:sched_switch next_pid == 7",
 				"[host=db?] sched 0" };
-	struct filters *fs = table(rules, 3);
+	struct filter_table *fs = table(rules, 3);
 	struct reports r = { 0 };
 
 	ck_assert_str_eq(resolve(fs, "web12", "sched", "sched_switch", &sw, &r), "next_pid == 7");
 	ck_assert_str_eq(resolve(fs, "api1", "sched", "sched_switch", &sw, &r), "prev_pid != 0");
 	ck_assert_str_eq(resolve(fs, "db1", "sched", "sched_switch", &sw, &r), "");
 	ck_assert_str_eq(resolve(fs, "db10", "sched", "sched_switch", &sw, &r), "prev_pid != 0");
-	filters_unref(fs);
+	filter_table_unref(fs);
 }
 END_TEST
 
@@ -163,17 +164,17 @@ START_TEST(test_reload_swaps_tables)
 {
 	const char *a[] = { "sched:sched_switch prev_pid != 0" };
 	const char *b[] = { "sched:sched_switch prev_pid == 0" };
-	struct filters *old = table(a, 1), *held = filters_ref(old), *cur;
+	struct filter_table *old = table(a, 1), *held = filter_table_ref(old), *cur;
 	struct reports r = { 0 };
 
 	/* a reload replaces the table; a holder of the old one still resolves it */
-	filters_unref(old);
+	filter_table_unref(old);
 	cur = table(b, 1);
 	ck_assert_str_eq(resolve(held, "h", "sched", "sched_switch", &sw, &r), "prev_pid != 0");
 	ck_assert_str_eq(resolve(cur, "h", "sched", "sched_switch", &sw, &r), "prev_pid == 0");
-	ck_assert_uint_eq(filters_count(cur), 1);
-	filters_unref(held);
-	filters_unref(cur);
+	ck_assert_uint_eq(filter_table_count(cur), 1);
+	filter_table_unref(held);
+	filter_table_unref(cur);
 	ck_assert_str_eq(resolve(NULL, "h", "sched", "sched_switch", &sw, &r), "");
 }
 END_TEST
@@ -195,20 +196,20 @@ START_TEST(test_rule_errors)
 		{ "[host=a] sched prev_pid === 1", TC_ERR_BAD_OPERATOR, "                          ^" },
 		{ "sched:sched_switch (prev_pid == 1", TC_ERR_UNEXPECTED_END, "\n                     ^\n" },
 	};
-	struct filters *fs;
+	struct filter_table *fs;
 	char err[512];
 
-	ck_assert_int_eq(filters_new(&fs), 0);
+	ck_assert_int_eq(filter_table_new(&fs), 0);
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-		int ret = filters_add(fs, bad[i].rule, err, sizeof(err));
+		int ret = filter_table_add(fs, bad[i].rule, err, sizeof(err));
 
 		ck_assert_msg(ret == bad[i].code, "%s: got %s", bad[i].rule, tc_strerror(ret));
 		ck_assert_msg(strstr(err, bad[i].rule) != NULL, "%s", err);
 		ck_assert_msg(strstr(err, bad[i].caret) != NULL, "'%s': caret '%s' not in:\n%s",
 			      bad[i].rule, bad[i].caret, err);
 	}
-	ck_assert_uint_eq(filters_count(fs), 0);
-	filters_unref(fs);
+	ck_assert_uint_eq(filter_table_count(fs), 0);
+	filter_table_unref(fs);
 }
 END_TEST
 

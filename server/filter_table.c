@@ -1,7 +1,7 @@
 /*
- * filters.c - the collector's filter table (see filters.h): rule parsing,
- * reference counting, and resolution of one event's effective filter with
- * the kernel's subsystem-filter semantics.
+ * filter_table.c - the collector's filter table (see filter_table.h): rule
+ * parsing, reference counting, and resolution of one event's effective
+ * filter with the kernel's subsystem-filter semantics.
  */
 #include "config.h"
 
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "common/tc_error.h"
-#include "server/filters.h"
+#include "server/filter_table.h"
 
 struct frule {
 	char *text;		/* the whole rule, for messages */
@@ -23,15 +23,15 @@ struct frule {
 	struct filter *f;	/* parsed, unbound; NULL: "0" clears */
 };
 
-struct filters {
+struct filter_table {
 	int refs;
 	struct frule *rules;
 	size_t count;
 };
 
-int filters_new(struct filters **out)
+int filter_table_new(struct filter_table **out)
 {
-	struct filters *fs = calloc(1, sizeof(*fs));
+	struct filter_table *fs = calloc(1, sizeof(*fs));
 
 	if (!fs)
 		return -ENOMEM;
@@ -40,12 +40,12 @@ int filters_new(struct filters **out)
 	return 0;
 }
 
-size_t filters_count(const struct filters *fs)
+size_t filter_table_count(const struct filter_table *fs)
 {
 	return fs ? fs->count : 0;
 }
 
-struct filters *filters_ref(struct filters *fs)
+struct filter_table *filter_table_ref(struct filter_table *fs)
 {
 	if (fs)
 		__atomic_add_fetch(&fs->refs, 1, __ATOMIC_RELAXED);
@@ -61,7 +61,7 @@ static void rule_free(struct frule *r)
 	filter_free(r->f);
 }
 
-void filters_unref(struct filters *fs)
+void filter_table_unref(struct filter_table *fs)
 {
 	if (!fs || __atomic_sub_fetch(&fs->refs, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
@@ -161,7 +161,7 @@ static int parse_rule(const char *rule, struct frule *r, char *err, size_t errle
 	return ret;
 }
 
-int filters_add(struct filters *fs, const char *rule, char *err, size_t errlen)
+int filter_table_add(struct filter_table *fs, const char *rule, char *err, size_t errlen)
 {
 	struct frule r = { 0 }, *rules = NULL;
 	int ret;
@@ -193,7 +193,7 @@ static bool rule_matches(const struct frule *r, const char *host, const char *sy
 /* Apply @r to *@cur: replace it if @r binds, else report and keep it. */
 static int rule_apply(const struct frule *r, const struct filter_schema *schema,
 		      struct filter **cur, const char *system, const char *name,
-		      filters_report_fn report, void *ctx)
+		      filter_table_report_fn report, void *ctx)
 {
 	struct filter_error fe;
 	struct filter *f = NULL;
@@ -228,9 +228,10 @@ static int rule_apply(const struct frule *r, const struct filter_schema *schema,
 	return 0;
 }
 
-int filters_resolve(const struct filters *fs, const char *host, const char *system,
-		    const char *name, const struct filter_schema *schema,
-		    struct filter **out, filters_report_fn report, void *ctx)
+int filter_table_resolve(const struct filter_table *fs, const char *host,
+			 const char *system, const char *name,
+			 const struct filter_schema *schema, struct filter **out,
+			 filter_table_report_fn report, void *ctx)
 {
 	struct filter *cur = NULL;
 	int ret = 0;

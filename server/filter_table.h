@@ -1,5 +1,5 @@
 /*
- * filters.h - the collector's server-side filter table: which filter (in
+ * filter_table.h - the collector's server-side filter table: which filter (in
  * the kernel's event-filter language, common/filter.h) applies to which
  * event of which host.
  *
@@ -14,7 +14,7 @@
  *
  * GLOB matches the host name the agent announced, with fnmatch(3) syntax.
  *
- * Resolving (filters_resolve) walks the rules in order, like successive
+ * Resolving (filter_table_resolve) walks the rules in order, like successive
  * writes to the kernel's filter files: a rule that matches the host and the
  * event replaces the event's filter when it binds to the event's format;
  * when it does not (a subsystem filter naming a field the event lacks, or
@@ -26,48 +26,48 @@
  * can swap in a new one (SIGHUP) while the ingest worker still resolves
  * against the old one.
  */
-#ifndef SERVER_FILTERS_H
-#define SERVER_FILTERS_H
+#ifndef SERVER_FILTER_TABLE_H
+#define SERVER_FILTER_TABLE_H
 
 #include <stddef.h>
 
 #include "common/filter.h"
 
-struct filters;
+struct filter_table;
 
 /*
- * filters_new - an empty table (no rule: every event is kept).
+ * filter_table_new - an empty table (no rule: every event is kept).
  * Return: 0 and *@out (reference count 1); -ENOMEM.
  */
-int filters_new(struct filters **out);
+int filter_table_new(struct filter_table **out);
 
 /*
- * filters_add - parse @rule (see the header) and append it.
+ * filter_table_add - parse @rule (see the header) and append it.
  * @err: on failure, receives the message followed by the rule text and a
  *       caret line under the offending token (filter_error_format()).
  *
  * Return: 0; TC_ERR_SYNTAX (missing target or filter, bad "[host=...]"),
  * the filter parser's codes (filter_parse()); -ENOMEM.
  */
-int filters_add(struct filters *fs, const char *rule, char *err, size_t errlen);
+int filter_table_add(struct filter_table *fs, const char *rule, char *err, size_t errlen);
 
-/* filters_count - the number of rules in @fs. */
-size_t filters_count(const struct filters *fs);
+/* filter_table_count - the number of rules in @fs. */
+size_t filter_table_count(const struct filter_table *fs);
 
-/* filters_ref / filters_unref - reference counting (thread-safe); NULL ok. */
-struct filters *filters_ref(struct filters *fs);
-void filters_unref(struct filters *fs);
+/* filter_table_ref / filter_table_unref - reference counting (thread-safe); NULL ok. */
+struct filter_table *filter_table_ref(struct filter_table *fs);
+void filter_table_unref(struct filter_table *fs);
 
 /*
- * filters_report_fn - told about a rule that matched an event but did not
+ * filter_table_report_fn - told about a rule that matched an event but did not
  * apply to it: @rule is the rule's text, @why the bind error rendered with
  * a caret (several lines, no trailing newline).
  */
-typedef void (*filters_report_fn)(void *ctx, const char *system, const char *name,
-				  const char *rule, const char *why);
+typedef void (*filter_table_report_fn)(void *ctx, const char *system, const char *name,
+				       const char *rule, const char *why);
 
 /*
- * filters_resolve - the effective filter of event @system:@name on @host.
+ * filter_table_resolve - the effective filter of event @system:@name on @host.
  * @schema: the event's fields, for binding.
  * @out:    receives a bound filter the caller frees with filter_free(), or
  *          NULL when no filter applies (keep every event). Written only on
@@ -78,8 +78,9 @@ typedef void (*filters_report_fn)(void *ctx, const char *system, const char *nam
  * Context: any thread; @fs is only read.
  * Return: 0; -ENOMEM.
  */
-int filters_resolve(const struct filters *fs, const char *host, const char *system,
-		    const char *name, const struct filter_schema *schema,
-		    struct filter **out, filters_report_fn report, void *ctx);
+int filter_table_resolve(const struct filter_table *fs, const char *host,
+			 const char *system, const char *name,
+			 const struct filter_schema *schema, struct filter **out,
+			 filter_table_report_fn report, void *ctx);
 
 #endif

@@ -1,0 +1,241 @@
+/*
+ * test_dedup.c - the collector's exactly-once marks (server/dedup.c),
+ * reached through libserver.la, on a temporary SQLite store: which pages
+ * count as resends, marks shared by the live connections of one agent
+ * session and kept apart between sessions, marks that survive a commit
+ * and a reopened store, and marks that a rolled-back transaction takes
+ * back (dedup_reload()).
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/tc_error.h"
+#include "proto/msg.h"
+#include "server/dedup.h"
+#include "server/store.h"
+
+#define ck_ok(expr) do { \
+	int ret_ = (expr); \
+	ck_assert_msg(ret_ == 0, "%s: %s (%s)", #expr, tc_strerror(ret_), \
+		      st ? store_errmsg(st) : ""); \
+} while (0)
+
+#define NSTREAMS 4
+
+static char path[64];
+static struct store *st;
+static uint64_t host;
+static struct dedup *list;	/* the live sessions, as the ingest worker keeps them */
+
+static void open_store(void)
+{
+	struct proto_hello h = {
+		.version = PROTO_VERSION, .host = (char *)"dedup-host",
+		.machine_id = (char *)"0123456789abcdef0123456789abcdef",
+		.boot_id = (char *)"boot-1", .kernel = (char *)"6.18-test",
+		.trace_clock = (char *)"mono", .ncpus = NSTREAMS, .page_size = 4096,
+		.long_size = 8, .session = 42,
+	};
+
+	ck_ok(store_open(path, &st));
+	ck_ok(store_host(st, &h, "CN=dedup-host", &host));
+}
+
+static void close_store(void)
+{
+	store_close(st);
+	st = NULL;
+}
+
+static void setup(void)
+{
+	int fd;
+
+	strcpy(path, "/tmp/tc-test-dedup-XXXXXX");
+	fd = mkstemp(path);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	unlink(path);	/* let SQLite create it */
+	list = NULL;
+	open_store();
+}
+
+static void teardown(void)
+{
+	char aux[80];
+
+	close_store();
+	unlink(path);
+	snprintf(aux, sizeof(aux), "%s-wal", path);
+	unlink(aux);
+	snprintf(aux, sizeof(aux), "%s-shm", path);
+	unlink(aux);
+}
+
+/* The marks of session @session (boot "boot-1"), in a transaction of its own. */
+static struct dedup *get(uint64_t session)
+{
+	struct dedup *d = NULL;
+
+	ck_ok(store_begin(st));
+	ck_ok(dedup_get(&list, st, host, "boot-1", session, NSTREAMS, &d));
+	ck_ok(store_commit(st));
+	ck_assert_ptr_nonnull(d);
+	return d;
+}
+
+START_TEST(test_new_session_has_seen_nothing)
+{
+	struct dedup *d = get(42);
+
+	for (uint32_t i = 0; i < NSTREAMS; i++) {
+		ck_assert_uint_eq(dedup_high(d, i), 0);
+		ck_assert(!dedup_seen(d, i, 1));
+	}
+	dedup_put(&list, d);
+	ck_assert_ptr_null(list);
+}
+END_TEST
+
+START_TEST(test_seen_up_to_the_mark)
+{
+	struct dedup *d = get(42);
+
+	ck_ok(dedup_stored(d, 1, 5));
+	ck_assert(dedup_seen(d, 1, 1));
+	ck_assert(dedup_seen(d, 1, 5));
+	ck_assert(!dedup_seen(d, 1, 6));
+	ck_assert(!dedup_seen(d, 0, 5));	/* per stream */
+	ck_assert(!dedup_seen(d, 2, 5));
+	/* the mark never goes down */
+	ck_ok(dedup_stored(d, 1, 3));
+	ck_assert_uint_eq(dedup_high(d, 1), 5);
+	ck_ok(dedup_stored(d, 1, 9));
+	ck_assert_uint_eq(dedup_high(d, 1), 9);
+	/* a stream the session does not have */
+	ck_assert_int_eq(dedup_stored(d, NSTREAMS, 1), -EINVAL);
+	ck_assert(!dedup_seen(d, NSTREAMS, 1));
+	ck_assert_uint_eq(dedup_high(d, NSTREAMS), 0);
+	dedup_put(&list, d);
+}
+END_TEST
+
+/*
+ * Two connections of one session (a reconnect while the old connection
+ * still delivers) share the marks; another session has its own; a session
+ * that comes back with another number of streams is refused.
+ */
+START_TEST(test_shared_per_session)
+{
+	struct dedup *a = get(42), *b = get(42), *other = get(43), *bad = NULL;
+
+	ck_assert_ptr_eq(a, b);
+	ck_assert_ptr_ne(a, other);
+	ck_ok(dedup_stored(a, 0, 7));
+	ck_assert(dedup_seen(b, 0, 7));
+	ck_assert(!dedup_seen(other, 0, 7));
+	ck_ok(store_begin(st));
+	ck_assert_int_eq(dedup_get(&list, st, host, "boot-1", 42, NSTREAMS + 1, &bad),
+			 TC_ERR_MSG_MALFORMED);
+	ck_ok(store_commit(st));
+	ck_assert_ptr_null(bad);
+	/* the last reference frees: the first put keeps b's marks */
+	dedup_put(&list, a);
+	ck_assert(dedup_seen(b, 0, 7));
+	dedup_put(&list, b);
+	dedup_put(&list, other);
+	ck_assert_ptr_null(list);
+}
+END_TEST
+
+/* Flushed and committed marks are what a later connection (or run) starts from. */
+START_TEST(test_committed_marks_persist)
+{
+	struct dedup *d = get(42);
+
+	ck_ok(dedup_stored(d, 0, 11));
+	ck_ok(dedup_stored(d, 3, 4));
+	ck_ok(store_begin(st));
+	ck_ok(dedup_flush(d, st));
+	ck_ok(store_commit(st));
+	dedup_put(&list, d);
+	ck_assert_ptr_null(list);
+
+	close_store();		/* a collector restart */
+	open_store();
+	d = get(42);
+	ck_assert_uint_eq(dedup_high(d, 0), 11);
+	ck_assert_uint_eq(dedup_high(d, 3), 4);
+	ck_assert_uint_eq(dedup_high(d, 1), 0);
+	ck_assert(dedup_seen(d, 0, 11));
+	ck_assert(!dedup_seen(d, 0, 12));
+	dedup_put(&list, d);
+	d = get(43);		/* another session of the host: nothing */
+	ck_assert_uint_eq(dedup_high(d, 0), 0);
+	dedup_put(&list, d);
+}
+END_TEST
+
+/*
+ * A rolled-back transaction takes its marks with it: dedup_reload() goes
+ * back to what is committed, so the agent's resends are taken again.
+ */
+START_TEST(test_rollback_takes_marks_back)
+{
+	struct dedup *d = get(42), *other = get(43);
+
+	ck_ok(dedup_stored(d, 2, 5));
+	ck_ok(store_begin(st));
+	ck_ok(dedup_flush(d, st));
+	ck_ok(store_commit(st));
+
+	ck_ok(store_begin(st));
+	ck_ok(dedup_stored(d, 2, 8));		/* flushed, then lost */
+	ck_ok(dedup_flush(d, st));
+	ck_ok(dedup_stored(d, 1, 3));		/* never flushed */
+	ck_ok(dedup_stored(other, 0, 6));
+	ck_ok(store_rollback(st));
+	ck_ok(dedup_reload(list, st));
+	ck_assert_uint_eq(dedup_high(d, 2), 5);
+	ck_assert(!dedup_seen(d, 2, 6));
+	ck_assert_uint_eq(dedup_high(d, 1), 0);
+	ck_assert_uint_eq(dedup_high(other, 0), 0);
+
+	/* the reload left nothing dirty: the committed mark is what stays */
+	ck_ok(store_begin(st));
+	ck_ok(dedup_flush(d, st));
+	ck_ok(store_commit(st));
+	dedup_put(&list, d);
+	d = get(42);
+	ck_assert_uint_eq(dedup_high(d, 2), 5);
+	dedup_put(&list, d);
+	dedup_put(&list, other);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("dedup");
+	TCase *tc = tcase_create("dedup");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_new_session_has_seen_nothing);
+	tcase_add_test(tc, test_seen_up_to_the_mark);
+	tcase_add_test(tc, test_shared_per_session);
+	tcase_add_test(tc, test_committed_marks_persist);
+	tcase_add_test(tc, test_rollback_takes_marks_back);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,499 @@
+/*
+ * test_ingest.c - the ingest worker (server/ingest.c, sink.c, dedup.c)
+ * reached through libserver.la, without a connection: the test plays the
+ * event loop, hands over the real pages of tests/data as a connection
+ * would, and checks what comes back through the hooks (ingest.h) - which
+ * hook, for which connection, in what order, with what counts, and on the
+ * event loop's thread only - with and without a receive journal.
+ *
+ * Each test works in a directory of its own under /tmp, removed after it.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "common/tc_error.h"
+#include "common/util.h"
+#include "proto/frame.h"
+#include "proto/msg.h"
+#include "server/decode.h"
+#include "server/ingest.h"
+#include "server/store.h"
+#include "tests/data/capture_load.h"
+
+#define ck_ok(expr) do { \
+	int ret_ = (expr); \
+	ck_assert_msg(ret_ == 0, "%s: %s", #expr, tc_strerror(ret_)); \
+} while (0)
+
+#define MAX_CALLS	256
+#define WAIT_MS		20000
+
+enum hook { H_WELCOME, H_DONE, H_FAILED, H_SEND, H_COMMITTED, H_RESUME };
+
+/* One hook call, as the test saw it. */
+struct call {
+	enum hook hook;
+	uint64_t conn_id;
+	uint64_t host_id;	/* H_WELCOME */
+	uint64_t pages, events;	/* H_DONE */
+	int err;		/* H_FAILED */
+	char what[32];		/* H_FAILED */
+};
+
+static struct {
+	struct call v[MAX_CALLS];
+	size_t n;
+	bool off_loop;		/* a hook ran on another thread than the loop's */
+} calls;
+
+static struct capture cap;
+static uint64_t want_events;	/* events in every captured page, as decoded here */
+static uint64_t cpu_pages[CAPTURE_MAX_CPUS];
+static char dir[64], db[128], jdir[128];
+static struct store *st;
+static struct event_base *base;
+static struct ingest *g;
+static pthread_t loop_thread;
+
+/* ---- the hooks: record every call ---- */
+
+static struct call *record(enum hook hook, uint64_t conn_id)
+{
+	struct call *c = &calls.v[calls.n < MAX_CALLS ? calls.n++ : MAX_CALLS - 1];
+
+	if (!pthread_equal(pthread_self(), loop_thread))
+		calls.off_loop = true;
+	memset(c, 0, sizeof(*c));
+	c->hook = hook;
+	c->conn_id = conn_id;
+	return c;
+}
+
+static void on_welcome(void *arg, uint64_t conn_id, uint64_t host_id)
+{
+	record(H_WELCOME, conn_id)->host_id = host_id;
+}
+
+static void on_done(void *arg, uint64_t conn_id, uint64_t pages, uint64_t events)
+{
+	struct call *c = record(H_DONE, conn_id);
+
+	c->pages = pages;
+	c->events = events;
+}
+
+static void on_failed(void *arg, uint64_t conn_id, int err, const char *what)
+{
+	struct call *c = record(H_FAILED, conn_id);
+
+	c->err = err;
+	snprintf(c->what, sizeof(c->what), "%s", what);
+}
+
+static void on_send(void *arg, uint64_t conn_id, const struct proto_msg *m)
+{
+	record(H_SEND, conn_id);
+}
+
+static void on_committed(void *arg)
+{
+	record(H_COMMITTED, 0);
+}
+
+static void on_resume(void *arg)
+{
+	record(H_RESUME, 0);
+}
+
+/* The index of the @nth (0-based) call of @hook for @conn_id (0: any), or -1. */
+static int find(enum hook hook, uint64_t conn_id, unsigned nth)
+{
+	for (size_t i = 0; i < calls.n; i++)
+		if (calls.v[i].hook == hook && (!conn_id || calls.v[i].conn_id == conn_id) &&
+		    nth-- == 0)
+			return (int)i;
+	return -1;
+}
+
+static size_t count(enum hook hook, uint64_t conn_id)
+{
+	size_t n = 0;
+
+	while (find(hook, conn_id, (unsigned)n) >= 0)
+		n++;
+	return n;
+}
+
+/* Run the event loop until @hook was called @n times for @conn_id (0: any). */
+static void wait_for(enum hook hook, uint64_t conn_id, size_t n)
+{
+	int64_t t0 = util_now_ms();
+
+	while (count(hook, conn_id) < n) {
+		ck_assert_msg(util_now_ms() - t0 < WAIT_MS, "no hook %d for connection %llu",
+			      (int)hook, (unsigned long long)conn_id);
+		event_base_loopexit(base, &(struct timeval){ 0, 20000 });
+		event_base_dispatch(base);
+	}
+}
+
+/* ---- fixture ---- */
+
+static int count_event(void *ctx, const struct decode_event *ev)
+{
+	(*(uint64_t *)ctx)++;
+	return 0;
+}
+
+/* What the worker should store: every event of every captured page. */
+static void count_capture(void)
+{
+	const struct decode_type *types[CAPTURE_NFORMATS];
+	struct decoder *dec;
+
+	ck_assert_int_eq(capture_decoder(&cap, &dec, types), 0);
+	want_events = 0;
+	for (unsigned cpu = 0; cpu < cap.ncpus; cpu++) {
+		cpu_pages[cpu] = cap.raw_len[cpu] / cap.page_size;
+		for (size_t off = 0; off + cap.page_size <= cap.raw_len[cpu]; off += cap.page_size)
+			ck_ok(decoder_page(dec, cpu, cap.raw[cpu] + off, cap.page_size, count_event,
+					   &want_events, NULL));
+	}
+	decoder_free(dec);
+	ck_assert_uint_gt(want_events, 0);
+}
+
+static void setup(void)
+{
+	memset(&calls, 0, sizeof(calls));
+	loop_thread = pthread_self();
+	ck_assert_int_eq(capture_load(&cap), 0);
+	count_capture();
+	strcpy(dir, "/tmp/tc-test-ingest-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(db, sizeof(db), "%s/trace.db", dir);
+	snprintf(jdir, sizeof(jdir), "%s/journal", dir);
+	ck_ok(store_open(db, &st));
+	base = event_base_new();
+	ck_assert_ptr_nonnull(base);
+	g = NULL;
+}
+
+static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	return remove(path);
+}
+
+static void teardown(void)
+{
+	ingest_stop(g);
+	g = NULL;
+	store_close(st);
+	st = NULL;
+	event_base_free(base);
+	base = NULL;
+	capture_free(&cap);
+	ck_assert_int_eq(nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
+}
+
+/* Start the worker, with a receive journal or without. */
+static void start(bool journal)
+{
+	struct ingest_opts o = {
+		.commit_ms = 50, .queue_bytes = 64u << 20,
+		.journal_dir = journal ? jdir : NULL, .journal_bytes = 64u << 20,
+	};
+	struct ingest_hooks h = {
+		.welcome = on_welcome, .done = on_done, .failed = on_failed,
+		.send = on_send, .committed = on_committed, .resume = on_resume,
+	};
+
+	ck_ok(ingest_start(base, st, &o, &h, &g));
+	ck_assert_ptr_nonnull(g);
+	ck_assert(ingest_journaled(g) == journal);
+}
+
+/* ---- a connection, played by the test ---- */
+
+/*
+ * Hand @m over as a connection does: as received (encoded), decoded again
+ * so the worker owns what it points to.
+ */
+static void push_msg(struct sink *s, const struct proto_msg *m)
+{
+	struct proto_buf b;
+	struct proto_msg d;
+
+	proto_buf_init(&b);
+	ck_ok(proto_msg_encode(m, &b));
+	ck_ok(proto_msg_decode(b.data + FRAME_HDR_SIZE, b.len - FRAME_HDR_SIZE, &d));
+	ck_ok(ingest_push_msg(g, s, &d, b.data + FRAME_HDR_SIZE, b.len - FRAME_HDR_SIZE));
+	proto_buf_free(&b);
+}
+
+/* A new sink for @conn_id: HELLO (agent session @session, 0: none), header page, formats. */
+static struct sink *connect_agent(uint64_t conn_id, uint64_t session)
+{
+	struct proto_msg m = { .type = MSG_HELLO };
+	struct sink *s = NULL;
+
+	ck_ok(ingest_sink_new(g, conn_id, "CN=capture-host", &s));
+	m.hello = cap.hello;
+	m.hello.session = session;
+	push_msg(s, &m);
+	m = (struct proto_msg){ .type = MSG_HEADER_PAGE };
+	m.header_page.text = cap.header_page;
+	m.header_page.len = cap.header_page_len;
+	push_msg(s, &m);
+	for (unsigned i = 0; i < CAPTURE_NFORMATS; i++) {
+		m = (struct proto_msg){ .type = MSG_FORMAT };
+		m.format.system = (char *)cap.formats[i].system;
+		m.format.name = (char *)cap.formats[i].name;
+		m.format.text = cap.formats[i].text;
+		m.format.len = cap.formats[i].len;
+		push_msg(s, &m);
+	}
+	return s;
+}
+
+/* Every captured page, page i of a CPU as its sequence number i + 1. Return: how many. */
+static uint64_t push_pages(struct sink *s)
+{
+	uint64_t n = 0;
+
+	for (unsigned cpu = 0; cpu < cap.ncpus; cpu++)
+		for (uint64_t i = 0; i < cpu_pages[cpu]; i++, n++)
+			ck_ok(ingest_push_page(g, s, cpu, i + 1, cap.raw[cpu] + i * cap.page_size,
+					       cap.page_size));
+	ck_ok(ingest_flush(g, s));
+	return n;
+}
+
+static void bye(struct sink *s, uint64_t pages)
+{
+	struct proto_msg m = { .type = MSG_BYE };
+
+	m.bye.pages = pages;
+	m.bye.events = want_events;
+	push_msg(s, &m);
+}
+
+static const struct call *nth_call(enum hook hook, uint64_t conn_id, unsigned nth)
+{
+	int i = find(hook, conn_id, nth);
+
+	ck_assert_msg(i >= 0, "no hook %d #%u for connection %llu", (int)hook, nth,
+		      (unsigned long long)conn_id);
+	return &calls.v[i];
+}
+
+/* ---- tests ---- */
+
+/*
+ * A whole session without a journal: WELCOME after HELLO, DONE after BYE
+ * with every page and event stored, and a commit reported before DONE
+ * (DONE means "on disk"); then every page counts as committed.
+ */
+START_TEST(test_session_hooks)
+{
+	struct sink *s;
+	const struct call *w, *d;
+	uint64_t pages;
+
+	start(false);
+	s = connect_agent(7, 0);
+	pages = push_pages(s);
+	bye(s, pages);
+	wait_for(H_DONE, 7, 1);
+
+	w = nth_call(H_WELCOME, 7, 0);
+	ck_assert_uint_gt(w->host_id, 0);
+	d = nth_call(H_DONE, 7, 0);
+	ck_assert_uint_eq(d->pages, pages);
+	ck_assert_uint_eq(d->events, want_events);
+	ck_assert_int_lt(find(H_WELCOME, 7, 0), find(H_DONE, 7, 0));
+	ck_assert_int_ge(find(H_COMMITTED, 0, 0), 0);
+	ck_assert_int_lt(find(H_COMMITTED, 0, 0), find(H_DONE, 7, 0));
+	ck_assert_uint_eq(count(H_FAILED, 0), 0);
+	ck_assert_uint_eq(count(H_WELCOME, 0), 1);
+	ck_assert_uint_eq(count(H_DONE, 0), 1);
+	for (unsigned cpu = 0; cpu < cap.ncpus; cpu++)
+		ck_assert_uint_eq(ingest_sink_committed(g, s, cpu), cpu_pages[cpu]);
+	ingest_sink_close(g, s);
+	ck_assert(!calls.off_loop);
+}
+END_TEST
+
+/*
+ * A page before HELLO fails its connection (and only that one): the
+ * failed hook names it, with the error and what failed, and its later
+ * jobs are skipped; another connection goes on.
+ */
+START_TEST(test_failure_is_per_connection)
+{
+	struct proto_msg m = { .type = MSG_HELLO };
+	struct sink *bad = NULL, *good;
+	const struct call *f, *d;
+
+	start(false);
+	ck_ok(ingest_sink_new(g, 9, "CN=bad", &bad));
+	ck_ok(ingest_push_page(g, bad, 0, 1, cap.raw[0], cap.page_size));
+	ck_ok(ingest_flush(g, bad));
+	m.hello = cap.hello;
+	push_msg(bad, &m);		/* after the failure: skipped */
+	good = connect_agent(10, 0);
+	bye(good, 0);
+	wait_for(H_FAILED, 9, 1);
+	wait_for(H_DONE, 10, 1);
+
+	f = nth_call(H_FAILED, 9, 0);
+	ck_assert_int_eq(f->err, TC_ERR_PROTO_STATE);
+	ck_assert_str_eq(f->what, "page");
+	ck_assert_uint_eq(count(H_FAILED, 0), 1);
+	ck_assert_uint_eq(count(H_WELCOME, 9), 0);
+	ck_assert_uint_eq(count(H_WELCOME, 10), 1);
+	d = nth_call(H_DONE, 10, 0);
+	ck_assert_uint_eq(d->pages, 0);
+	ck_assert_uint_eq(d->events, 0);
+	ingest_sink_close(g, bad);
+	ingest_sink_close(g, good);
+	ck_assert(!calls.off_loop);
+}
+END_TEST
+
+/*
+ * Exactly once across reconnects (dedup.c through the worker): a second
+ * connection of the same agent session resends every page; none is
+ * stored again, yet all count as committed (so the agent gets its ACKs).
+ * Another session's pages are its own.
+ */
+START_TEST(test_resends_stored_once)
+{
+	struct sink *first, *again, *other;
+	uint64_t pages;
+
+	start(false);
+	first = connect_agent(1, 42);
+	pages = push_pages(first);
+	bye(first, pages);
+	wait_for(H_DONE, 1, 1);
+	ck_assert_uint_eq(nth_call(H_DONE, 1, 0)->pages, pages);
+	ck_assert_uint_eq(nth_call(H_DONE, 1, 0)->events, want_events);
+	ingest_sink_close(g, first);
+
+	again = connect_agent(2, 42);
+	push_pages(again);
+	bye(again, pages);
+	wait_for(H_DONE, 2, 1);
+	ck_assert_uint_eq(nth_call(H_DONE, 2, 0)->pages, 0);
+	ck_assert_uint_eq(nth_call(H_DONE, 2, 0)->events, 0);
+	for (unsigned cpu = 0; cpu < cap.ncpus; cpu++)
+		ck_assert_uint_eq(ingest_sink_committed(g, again, cpu), cpu_pages[cpu]);
+	ingest_sink_close(g, again);
+
+	other = connect_agent(3, 43);
+	push_pages(other);
+	bye(other, pages);
+	wait_for(H_DONE, 3, 1);
+	ck_assert_uint_eq(nth_call(H_DONE, 3, 0)->pages, pages);
+	ck_assert_uint_eq(nth_call(H_DONE, 3, 0)->events, want_events);
+	ingest_sink_close(g, other);
+	ck_assert_uint_eq(count(H_FAILED, 0), 0);
+	ck_assert(!calls.off_loop);
+}
+END_TEST
+
+/* ingest_wait_stored() and ingest_backlog() from another thread (as queryd does). */
+struct waiter {
+	int ret;
+	uint64_t unstored, journal_bytes;
+};
+
+static void *wait_stored_main(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->ret = ingest_wait_stored(g, WAIT_MS);
+	ingest_backlog(g, &w->unstored, &w->journal_bytes);
+	return NULL;
+}
+
+static size_t journal_files(void)
+{
+	struct dirent *e;
+	size_t n = 0;
+	DIR *d = opendir(jdir);
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		n += strstr(e->d_name, ".tcj") != NULL;
+	closedir(d);
+	return n;
+}
+
+/*
+ * With a receive journal the same hooks come, with the same counts;
+ * another thread can wait until everything is stored; and the closed
+ * connection's journal file goes once what it holds is committed.
+ */
+START_TEST(test_journal_session)
+{
+	struct waiter w = { -1, 1, 0 };
+	struct sink *s;
+	pthread_t t;
+	uint64_t pages;
+	int64_t t0;
+
+	start(true);
+	s = connect_agent(5, 0);
+	pages = push_pages(s);
+	ck_assert_uint_eq(journal_files(), 1);
+	bye(s, pages);
+	ingest_sink_close(g, s);	/* a journaled connection says DONE itself and goes */
+	ck_assert_int_eq(pthread_create(&t, NULL, wait_stored_main, &w), 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(w.ret, 0);
+	ck_assert_uint_eq(w.unstored, 0);
+
+	wait_for(H_DONE, 5, 1);
+	ck_assert_uint_gt(nth_call(H_WELCOME, 5, 0)->host_id, 0);
+	ck_assert_uint_eq(nth_call(H_DONE, 5, 0)->pages, pages);
+	ck_assert_uint_eq(nth_call(H_DONE, 5, 0)->events, want_events);
+	ck_assert_uint_eq(count(H_FAILED, 0), 0);
+	for (t0 = util_now_ms(); journal_files() > 0; usleep(10000))
+		ck_assert_msg(util_now_ms() - t0 < WAIT_MS, "the journal file stays");
+	ck_assert(!calls.off_loop);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("ingest");
+	TCase *tc = tcase_create("ingest");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_session_hooks);
+	tcase_add_test(tc, test_failure_is_per_connection);
+	tcase_add_test(tc, test_resends_stored_once);
+	tcase_add_test(tc, test_journal_session);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
