@@ -28,7 +28,7 @@
 #include "common/query.h"
 #include "common/tc_error.h"
 #include "server/graph.h"
-#include "server/qmsg.h"
+#include "proto/qmsg.h"
 
 #define TRACEQ_DEFAULT_SERVER	"tcp://127.0.0.1:7001"
 #define TRACEQ_PAGE_ROWS	1000

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "server/qmsg.h"
+#include "proto/qmsg.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

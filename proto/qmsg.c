@@ -15,7 +15,7 @@
 #include <msgpack.h>
 
 #include "common/tc_error.h"
-#include "server/qmsg.h"
+#include "proto/qmsg.h"
 
 #define QMSG_MAX_STRING		(1u << 20)
 
