@@ -14,7 +14,9 @@
  * that check five bytes could ask for a 100 GB array. After the scan,
  * msgpack_unpack_next() builds the object tree (msgpack-c also caps the
  * nesting depth), and the table-driven decoder copies out, range-checked,
- * only what it knows.
+ * only what it knows. The scan, the unpack step and the checked readers
+ * (proto_mp_*) are also the query protocol's (qmsg.c), through the
+ * proto-private msgpack_dec.h.
  */
 #include "config.h"
 
@@ -27,6 +29,7 @@
 #include "common/tc_error.h"
 #include "proto/frame.h"
 #include "proto/msg.h"
+#include "proto/msgpack_dec.h"
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 #define MSG_MAX_KEYS	256	/* pairs in one message map */
@@ -572,7 +575,27 @@ int proto_msgpack_check(const void *buf, size_t len)
 
 /* ---- decoding ----------------------------------------------------------- */
 
-static bool obj_is(const msgpack_object *o, const char *s)
+/*
+ * The checked readers of msgpack_dec.h, shared with the query protocol
+ * (qmsg.c): the contract is written there.
+ */
+int proto_mp_unpack(const void *buf, size_t len, msgpack_unpacked *res)
+{
+	msgpack_unpack_return ret;
+	size_t off = 0;
+
+	msgpack_unpacked_init(res);
+	if (proto_msgpack_check(buf, len) < 0)
+		return TC_ERR_MSG_MALFORMED;
+	ret = msgpack_unpack_next(res, buf, len, &off);
+	if (ret == MSGPACK_UNPACK_NOMEM_ERROR)
+		return -ENOMEM;
+	if (ret != MSGPACK_UNPACK_SUCCESS || off != len)
+		return TC_ERR_MSG_MALFORMED;
+	return 0;
+}
+
+bool proto_mp_str_is(const msgpack_object *o, const char *s)
 {
 	size_t n = strlen(s);
 
@@ -580,7 +603,7 @@ static bool obj_is(const msgpack_object *o, const char *s)
 	       memcmp(o->via.str.ptr, s, n) == 0;
 }
 
-static int dec_uint(const msgpack_object *o, uint64_t max, uint64_t *v)
+int proto_mp_uint(const msgpack_object *o, uint64_t max, uint64_t *v)
 {
 	if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER || o->via.u64 > max)
 		return TC_ERR_MSG_MALFORMED;
@@ -588,8 +611,7 @@ static int dec_uint(const msgpack_object *o, uint64_t max, uint64_t *v)
 	return 0;
 }
 
-static int dec_int(const msgpack_object *o, int64_t min, int64_t max,
-		   int64_t *v)
+int proto_mp_int(const msgpack_object *o, int64_t min, int64_t max, int64_t *v)
 {
 	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
 	    o->via.u64 <= (uint64_t)max)
@@ -602,8 +624,7 @@ static int dec_int(const msgpack_object *o, int64_t min, int64_t max,
 	return 0;
 }
 
-/* The checks every string on the wire must pass. */
-static int dec_str_check(const msgpack_object *o, size_t max)
+int proto_mp_str_check(const msgpack_object *o, size_t max)
 {
 	if (o->type != MSGPACK_OBJECT_STR || o->via.str.size > max)
 		return TC_ERR_MSG_MALFORMED;
@@ -612,9 +633,9 @@ static int dec_str_check(const msgpack_object *o, size_t max)
 	return 0;
 }
 
-static int dec_str(const msgpack_object *o, char **out, size_t *len)
+int proto_mp_str(const msgpack_object *o, size_t max, char **out, size_t *len)
 {
-	int rc = dec_str_check(o, PROTO_MAX_STRING);
+	int rc = proto_mp_str_check(o, max);
 	char *s;
 
 	if (rc < 0)
@@ -635,17 +656,17 @@ static int dec_str(const msgpack_object *o, char **out, size_t *len)
 static int dec_cmdline(const msgpack_object *o, struct proto_cmdline *out)
 {
 	const msgpack_object *pair = o->via.array.ptr;
-	int64_t pid;
+	int32_t pid;
 	int rc;
 
 	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 2)
 		return TC_ERR_MSG_MALFORMED;
-	rc = dec_int(&pair[0], INT32_MIN, INT32_MAX, &pid);
+	rc = proto_mp_i32(&pair[0], &pid);
 	if (rc == 0)
-		rc = dec_str_check(&pair[1], COMM_MAX);
+		rc = proto_mp_str_check(&pair[1], COMM_MAX);
 	if (rc < 0)
 		return rc;
-	out->pid = (int32_t)pid;
+	out->pid = pid;
 	memset(out->comm, 0, sizeof(out->comm));
 	if (pair[1].via.str.size)
 		memcpy(out->comm, pair[1].via.str.ptr, pair[1].via.str.size);
@@ -679,38 +700,26 @@ static int dec_cmdlines(const msgpack_object *o, struct proto_cmdlines *out)
 static int dec_value(const msgpack_object *o, const struct field *f,
 		     struct proto_msg *m)
 {
-	uint64_t u;
-	int64_t i;
-	int rc;
-
 	switch (f->kind) {
 	case FK_U32:
+		return proto_mp_u32(o, FIELD(m, f->off, uint32_t));
 	case FK_U64:
-		rc = dec_uint(o, f->kind == FK_U32 ? UINT32_MAX : UINT64_MAX, &u);
-		if (rc == 0 && f->kind == FK_U32)
-			*FIELD(m, f->off, uint32_t) = (uint32_t)u;
-		else if (rc == 0)
-			*FIELD(m, f->off, uint64_t) = u;
-		return rc;
+		return proto_mp_u64(o, FIELD(m, f->off, uint64_t));
 	case FK_I32:
+		return proto_mp_i32(o, FIELD(m, f->off, int32_t));
 	case FK_I64:
-		rc = f->kind == FK_I32 ? dec_int(o, INT32_MIN, INT32_MAX, &i)
-				       : dec_int(o, INT64_MIN, INT64_MAX, &i);
-		if (rc == 0 && f->kind == FK_I32)
-			*FIELD(m, f->off, int32_t) = (int32_t)i;
-		else if (rc == 0)
-			*FIELD(m, f->off, int64_t) = i;
-		return rc;
+		return proto_mp_i64(o, FIELD(m, f->off, int64_t));
 	case FK_BOOL:
 		if (o->type != MSGPACK_OBJECT_BOOLEAN)
 			return TC_ERR_MSG_MALFORMED;
 		*FIELD(m, f->off, bool) = o->via.boolean;
 		return 0;
 	case FK_STR:
-		return dec_str(o, FIELD(m, f->off, char *), NULL);
+		return proto_mp_str(o, PROTO_MAX_STRING, FIELD(m, f->off, char *),
+				    NULL);
 	case FK_TEXT:
-		return dec_str(o, FIELD(m, f->off, char *),
-			       FIELD(m, f->len_off, size_t));
+		return proto_mp_str(o, PROTO_MAX_STRING, FIELD(m, f->off, char *),
+				    FIELD(m, f->len_off, size_t));
 	case FK_CMDLINES:
 		return dec_cmdlines(o, FIELD(m, f->off, struct proto_cmdlines));
 	}
@@ -730,7 +739,7 @@ static int msg_find_type(const msgpack_object_map *map,
 	for (i = 0; i < map->size; i++) {
 		if (map->ptr[i].key.type != MSGPACK_OBJECT_STR)
 			return TC_ERR_MSG_MALFORMED;
-		if (!obj_is(&map->ptr[i].key, "t"))
+		if (!proto_mp_str_is(&map->ptr[i].key, "t"))
 			continue;
 		if (t || map->ptr[i].val.type != MSGPACK_OBJECT_STR)
 			return TC_ERR_MSG_MALFORMED;
@@ -739,7 +748,7 @@ static int msg_find_type(const msgpack_object_map *map,
 	if (!t)
 		return TC_ERR_MSG_MISSING;
 	for (i = 0; i < ARRAY_SIZE(msg_table); i++) {
-		if (msg_table[i].name && obj_is(t, msg_table[i].name)) {
+		if (msg_table[i].name && proto_mp_str_is(t, msg_table[i].name)) {
 			*type = (enum proto_msg_type)i;
 			return 0;
 		}
@@ -757,7 +766,7 @@ static int msg_dec_fields(const msgpack_object_map *map,
 
 	for (i = 0; i < map->size; i++) {
 		for (j = 0; j < d->nfields; j++)
-			if (obj_is(&map->ptr[i].key, d->fields[j].key))
+			if (proto_mp_str_is(&map->ptr[i].key, d->fields[j].key))
 				break;
 		if (j == d->nfields)
 			continue;	/* "t" or a key from a newer peer */
@@ -829,20 +838,13 @@ static int msg_from_object(const msgpack_object *o, struct proto_msg *out)
 
 int proto_msg_decode(const void *payload, size_t len, struct proto_msg *out)
 {
-	msgpack_unpack_return ret;
 	msgpack_unpacked u;
-	size_t off = 0;
 	int rc;
 
-	if (len > FRAME_MAX_PAYLOAD || proto_msgpack_check(payload, len) < 0)
+	if (len > FRAME_MAX_PAYLOAD)
 		return TC_ERR_MSG_MALFORMED;
-	msgpack_unpacked_init(&u);
-	ret = msgpack_unpack_next(&u, payload, len, &off);
-	if (ret == MSGPACK_UNPACK_NOMEM_ERROR)
-		rc = -ENOMEM;
-	else if (ret != MSGPACK_UNPACK_SUCCESS || off != len)
-		rc = TC_ERR_MSG_MALFORMED;
-	else
+	rc = proto_mp_unpack(payload, len, &u);
+	if (rc == 0)
 		rc = msg_from_object(&u.data, out);
 	msgpack_unpacked_destroy(&u);
 	return rc;

@@ -26,7 +26,7 @@
 #include "common/query.h"
 #include "common/tc_error.h"
 #include "proto/symbols.h"
-#include "server/qmsg.h"
+#include "proto/qmsg.h"
 #include "server/queryd.h"
 #include "server/store.h"
 

@@ -86,7 +86,7 @@ tc_start_collector() {
 # once it has stored everything it received (--sync, for up to 2 minutes:
 # storing runs at idle priority and the host may be busy; it acknowledges pages
 # when they are in its receive journal, and stores them behind).
-traceq() { "$top_builddir/traceq" --server "$query" --sync -t 120000 "$@"; }
+traceq() { "$top_builddir/traceq/traceq" --server "$query" --sync -t 120000 "$@"; }
 
 # tc_done_covers FILE: the agent's total line in FILE says its DONEs cover
 # everything it shipped: stored_events == events, or, from a journaling

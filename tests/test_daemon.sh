@@ -44,7 +44,7 @@ check "the agent gets a DONE that covers what it shipped" '[ "$rc" = 0 ]'
 shipped=$(sed -n 's/.* shipped_events=\([0-9]*\).*/\1/p' "$tmp/loadgen.out")
 total=0
 for ev in sched:sched_switch sched:sched_wakeup ftrace:print; do
-	n=$("$top_builddir/traceq" --server "$query" --sync -t 120000 --count "$ev") || n=x
+	n=$("$top_builddir/traceq/traceq" --server "$query" --sync -t 120000 --count "$ev") || n=x
 	total=$((total + n))
 done
 check "the store holds the shipped events ($total == $shipped)" '[ "$total" = "$shipped" ]'

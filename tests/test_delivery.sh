@@ -88,12 +88,12 @@ crash_case() {
 	check "$mode: agent logged the loss and reconnected" \
 		'grep -q "lost the collector" "$tmp/agent$n.err" && [ "$(field reconnects "$tmp/agent$n.out")" -ge 1 ]'
 	shipped=$(field events "$tmp/agent$n.out")
-	stored=$("$top_builddir/traceq" --server "$query" --sync -t 120000 --count sched_switch)
+	stored=$("$top_builddir/traceq/traceq" --server "$query" --sync -t 120000 --count sched_switch)
 	check "$mode crash: stored ($stored) == shipped ($shipped)" \
 		'[ -n "$shipped" ] && [ "$shipped" -gt 0 ] && [ "$stored" = "$shipped" ]'
 	check "$mode: traceq --stats shows the delivery counters" \
-		'"$top_builddir/traceq" --server "$query" --stats | grep -q "host=$host.* resent_pages=[0-9]* lost_pages=0 lost_events=0"'
-	"$top_builddir/traceq" --server "$query" --stats | sed 's/ agent_.*overrun=[0-9]*//'
+		'"$top_builddir/traceq/traceq" --server "$query" --stats | grep -q "host=$host.* resent_pages=[0-9]* lost_pages=0 lost_events=0"'
+	"$top_builddir/traceq/traceq" --server "$query" --stats | sed 's/ agent_.*overrun=[0-9]*//'
 	stop_collector
 }
 crash_case one 1
@@ -131,10 +131,10 @@ else
 	check "agent survives the link cut and exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent2.err"; false; }'
 	check "agent noticed the silent cut" 'grep -qE "no acknowledgement|Resource temporarily unavailable" "$tmp/agent2.err"'
 	shipped=$(field events "$tmp/agent2.out")
-	stored=$(ip netns exec "$nsc" "$top_builddir/traceq" --server "$query" --sync -t 120000 --count sched_switch)
+	stored=$(ip netns exec "$nsc" "$top_builddir/traceq/traceq" --server "$query" --sync -t 120000 --count sched_switch)
 	check "link cut: stored ($stored) == shipped ($shipped)" '[ -n "$shipped" ] && [ "$shipped" -gt 0 ] && [ "$stored" = "$shipped" ]'
 	check "pages were resent after the cut" '[ "$(field resent "$tmp/agent2.out")" -gt 0 ]'
-	ip netns exec "$nsc" "$top_builddir/traceq" --server "$query" --stats |
+	ip netns exec "$nsc" "$top_builddir/traceq/traceq" --server "$query" --stats |
 		sed 's/ agent_.*overrun=[0-9]*//'
 	kill "$collector_pid"; wait "$collector_pid"
 	collector_pid=

@@ -120,7 +120,7 @@ check "caret under the unknown field" \
 	   "$(grep "sched_switch where" "$tmp/err.txt" | head -1 | awk "{print index(\$0, \"nosuch\")}")" ]'
 traceq "sched_switch where prev_pid ==" 2>/dev/null; rc=$?
 check "syntax error exits 2" '[ "$rc" = 2 ]'
-"$top_builddir/traceq" --server tcp://127.0.0.1:1 --timeout 2000 "sched_switch" 2> "$tmp/unreach.txt"; rc=$?
+"$top_builddir/traceq/traceq" --server tcp://127.0.0.1:1 --timeout 2000 "sched_switch" 2> "$tmp/unreach.txt"; rc=$?
 check "unreachable collector exits 1 and says so" '[ "$rc" = 1 ] && grep -q "cannot reach" "$tmp/unreach.txt"'
 
 check "no tracefs instance left behind" \

@@ -1,5 +1,5 @@
 /*
- * test_graph.c - traceq's function_graph view (server/graph.c): leaf calls
+ * test_graph.c - traceq's function_graph view (traceq/graph.c): leaf calls
  * on one line, nesting by depth, durations from entry/exit times, threads
  * kept apart, rows sorted by time, exits without their entries, and
  * entries rebuilt for threads that recorded exits only.
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/graph.h"
+#include "traceq/graph.h"
 
 static void add(struct graph *g, int64_t ts, int32_t pid, bool exit,
 		uint64_t func, int32_t depth, const char *name)

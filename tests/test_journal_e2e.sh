@@ -79,8 +79,8 @@ check "agent exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent1.err"; false; }'
 check "its DONE covers every page (journaled)" \
 	'tc_done_covers "$tmp/agent1.out" && grep -q "journaled_pages=" "$tmp/agent1.out"'
 shipped=$(field events "$tmp/agent1.out")
-before=$("$top_builddir/traceq" --server "$query" -t 5000 --count sched_switch 2>/dev/null) || before=0
-"$top_builddir/traceq" --server "$query" -t 5000 --stats > /dev/null 2> "$tmp/stats.err"
+before=$("$top_builddir/traceq/traceq" --server "$query" -t 5000 --count sched_switch 2>/dev/null) || before=0
+"$top_builddir/traceq/traceq" --server "$query" -t 5000 --stats > /dev/null 2> "$tmp/stats.err"
 cat "$tmp/stats.err"
 check "traceq --stats says the collector is still storing" \
 	'grep -q "the collector is still storing: [1-9][0-9]* batches" "$tmp/stats.err"'

@@ -2,31 +2,109 @@
 # The folders are the architecture (shared DESIGN.md): agent/ and server/
 # never include each other, common/ includes only common/, proto/ only
 # common/ and proto/, arch/ nothing of ours, lib/ (the function-tracer
-# runtime in libtracecollect) common/ and arch/ only. Fails on the first violation.
+# runtime in libtracecollect) common/ and arch/ only, traceq/ (the client)
+# only common/ and proto/. Nothing but traceq/ itself (and its tests)
+# includes traceq/. Outside server/store/, the storage layer is reached
+# only through "server/store/store.h" (the backends sit behind its ops
+# table), and outside proto/ nobody includes proto/msgpack_dec.h, proto's
+# private msgpack readers.
+#
+#   test_layering.sh [ROOT]    check the tree at ROOT (default: $top_srcdir,
+#                              else the tree this script is in)
+#
+# Each rule is one check; all are run, every violation is listed, and the
+# exit status is 1 if any rule failed. An include is taken as the compiler
+# would find it: a quoted include names the file beside the includer if
+# there is one ("store/x.h" from server/), else the path from the top
+# (AM_CPPFLAGS is -I$(top_srcdir)); "../" is resolved; <...> counts too.
+# tests/test_layering_planted.sh plants a violation of each rule in a copy
+# of the tree and expects this script to catch it.
 set -u
-top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
-cd "$top_srcdir" || exit 1
-bad=0
+root=${1:-${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}}
+cd "$root" || exit 1
+passed=0
+failed=0
 
-# forbid FOLDER PATTERN: no quoted include in FOLDER may match PATTERN
-forbid() {
-	local hits
-	hits=$(grep -rnE "^[[:space:]]*#[[:space:]]*include[[:space:]]+\"($2)/" "$1" \
-		--include='*.c' --include='*.h' --include='*.S' 2>/dev/null)
-	if [ -n "$hits" ]; then
-		echo "FAIL: $1 must not include $2/:"
-		echo "$hits"
-		bad=1
+# edges: every #include of our C, header and assembler files, one per line
+# as FILE:LINE<TAB>TARGET, TARGET being the included file's path from the
+# top (or the system header's name, for those not in the tree).
+edges() {
+	local file line kind target path dir
+
+	grep -rnE '^[[:space:]]*#[[:space:]]*include[[:space:]]*["<]' . \
+		--include='*.c' --include='*.h' --include='*.S' --exclude-dir=.git 2>/dev/null |
+	sed -nE 's|^\./([^:]*):([0-9]+):[[:space:]]*#[[:space:]]*include[[:space:]]*(["<])([^">]*)[">].*|\1	\2	\3	\4|p' |
+	while IFS='	' read -r file line kind target; do
+		path=$target
+		dir=${file%/*}
+		[ "$dir" = "$file" ] && dir=.
+		if [ "$kind" = '"' ] && [ -e "$dir/$target" ]; then
+			path=$dir/$target
+		fi
+		case "/$path/" in
+		*/./* | */../*) path=$(realpath -ms --relative-to=. "$path") ;;
+		esac
+		printf '%s:%s\t%s\n' "$file" "$line" "$path"
+	done
+}
+all_edges=$(edges)
+
+# report NAME HITS: one check passes when HITS is empty.
+report() {
+	if [ -n "$2" ]; then
+		echo "FAIL: $1:"
+		printf '%s\n' "$2" | sed 's/	/: includes /; s/^/    /'
+		failed=$((failed + 1))
 	else
-		echo "ok: $1 does not include $2/"
+		echo "ok: $1"
+		passed=$((passed + 1))
 	fi
 }
 
-forbid agent 'server'
-forbid server 'agent'
-forbid common 'proto|agent|server|sql|arch|lib'
-forbid proto 'agent|server|sql|arch'
-forbid arch 'common|proto|agent|server|sql|lib'
-forbid lib 'proto|agent|server|sql'
-echo "$( [ $bad = 0 ] && echo 1 || echo 0 ) passed, $bad failed"
-exit $bad
+# from FOLDER: the edges whose including file is under FOLDER/.
+from() {
+	printf '%s\n' "$all_edges" | grep -E "^$1/" || true
+}
+
+# forbid FOLDER PATTERN: nothing under FOLDER includes a file under PATTERN/.
+forbid() {
+	report "$1 does not include ${2//|/\/, }/" \
+		"$(from "$1" | grep -E "	($2)/" || true)"
+}
+
+# only FOLDER PATTERN: what FOLDER includes from the tree's folders is
+# under PATTERN/ (system headers and "config.h" are not in a folder of ours).
+only() {
+	local ours
+
+	ours=$(find . -mindepth 1 -maxdepth 1 -type d ! -name '.*' -printf '%f|')
+	report "$1 includes only ${2//|/\/, }/ (and its own files)" \
+		"$(from "$1" | grep -E "	(${ours%|})/" | grep -vE "	($1|$2)/" || true)"
+}
+
+# only_through FOLDER HEADER: outside FOLDER/, of FOLDER's files only
+# FOLDER/HEADER is included (holds while FOLDER does not exist).
+only_through() {
+	report "outside $1/, only $1/$2 is included from $1/" \
+		"$(printf '%s\n' "$all_edges" | grep -vE "^$1/" |
+		   grep -E "	$1/" | grep -vE "	$1/$2\$" || true)"
+}
+
+# private_to FOLDER HEADER: outside FOLDER/, nothing includes FOLDER/HEADER.
+private_to() {
+	report "$1/$2 is included only from $1/" \
+		"$(printf '%s\n' "$all_edges" | grep -vE "^$1/" |
+		   grep -E "	$1/$2\$" || true)"
+}
+
+forbid agent 'server|traceq'
+forbid server 'agent|traceq'
+forbid common 'proto|agent|server|sql|arch|lib|traceq'
+forbid proto 'agent|server|sql|arch|traceq'
+forbid arch 'common|proto|agent|server|sql|lib|traceq'
+forbid lib 'proto|agent|server|sql|traceq'
+only traceq 'common|proto'
+only_through server/store store.h
+private_to proto msgpack_dec.h
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

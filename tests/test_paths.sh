@@ -115,10 +115,10 @@ done
 # command name in front of the pid: that comes from the kernel's
 # saved_cmdlines as each agent read it, at its own moment.
 workload_events() {
-	"$top_builddir/traceq" --server "$1" --sync -t 120000 "sched_process_fork where parent_pid == $wl"
-	"$top_builddir/traceq" --server "$1" --sync -t 120000 "sched_process_exec where old_pid != 0" |
+	"$top_builddir/traceq/traceq" --server "$1" --sync -t 120000 "sched_process_fork where parent_pid == $wl"
+	"$top_builddir/traceq/traceq" --server "$1" --sync -t 120000 "sched_process_exec where old_pid != 0" |
 		grep "filename=$tmp/tcpathmark "
-	"$top_builddir/traceq" --server "$1" --sync -t 120000 "sched_process_exit where comm == \"tcpathmark\""
+	"$top_builddir/traceq/traceq" --server "$1" --sync -t 120000 "sched_process_exit where comm == \"tcpathmark\""
 }
 strip_ts() { sed -E 's/^ *.*-([0-9]+) +\[/\1 [/; s/ [0-9]+\.[0-9]{6}: / /' | sort; }
 workload_events "$query_tls" | strip_ts > "$tmp/ev_tls.txt"

@@ -11,7 +11,7 @@
 #include <msgpack.h>
 
 #include "common/tc_error.h"
-#include "server/qmsg.h"
+#include "proto/qmsg.h"
 
 static struct proto_buf encode_request(const struct qmsg_request *r)
 {

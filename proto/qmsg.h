@@ -7,8 +7,8 @@
  * shape carries event rows (whose first QMSG_META_COLS columns are host,
  * cpu, ts, trace_ts, pid, comm, then the event's fields), counts and stats.
  */
-#ifndef SERVER_QMSG_H
-#define SERVER_QMSG_H
+#ifndef PROTO_QMSG_H
+#define PROTO_QMSG_H
 
 #include <stdbool.h>
 #include <stddef.h>

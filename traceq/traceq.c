@@ -27,8 +27,8 @@
 #include "common/filter.h"
 #include "common/query.h"
 #include "common/tc_error.h"
-#include "server/graph.h"
-#include "server/qmsg.h"
+#include "proto/qmsg.h"
+#include "traceq/graph.h"
 
 #define TRACEQ_DEFAULT_SERVER	"tcp://127.0.0.1:7001"
 #define TRACEQ_PAGE_ROWS	1000

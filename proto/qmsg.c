@@ -15,7 +15,8 @@
 #include <msgpack.h>
 
 #include "common/tc_error.h"
-#include "server/qmsg.h"
+#include "proto/msgpack_dec.h"
+#include "proto/qmsg.h"
 
 #define QMSG_MAX_STRING		(1u << 20)
 
@@ -81,90 +82,34 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
 
 /* ---- decoding helpers ---- */
 
-static bool key_is(const msgpack_object *k, const char *name)
-{
-	size_t n = strlen(name);
+/*
+ * Values are read with proto/'s checked readers (msgpack_dec.h, shared
+ * with the control messages); what is the query protocol's own is a
+ * longer string limit, QMSG_MAX_STRING, and that a scalar key sent twice
+ * takes its last value.
+ */
 
-	return k->type == MSGPACK_OBJECT_STR && k->via.str.size == n &&
-	       memcmp(k->via.str.ptr, name, n) == 0;
-}
-
-static int get_i64(const msgpack_object *o, int64_t *v)
-{
-	if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-		*v = o->via.i64;
-		return 0;
-	}
-	if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX) {
-		*v = (int64_t)o->via.u64;
-		return 0;
-	}
-	return TC_ERR_MSG_MALFORMED;
-}
-
-static int get_u64(const msgpack_object *o, uint64_t *v)
-{
-	if (o->type != MSGPACK_OBJECT_POSITIVE_INTEGER)
-		return TC_ERR_MSG_MALFORMED;
-	*v = o->via.u64;
-	return 0;
-}
-
-static int get_u32(const msgpack_object *o, uint32_t *v)
-{
-	uint64_t u;
-
-	if (get_u64(o, &u) < 0 || u > UINT32_MAX)
-		return TC_ERR_MSG_MALFORMED;
-	*v = (uint32_t)u;
-	return 0;
-}
-
-static int get_i32(const msgpack_object *o, int32_t *v)
-{
-	int64_t i;
-
-	if (get_i64(o, &i) < 0 || i < INT32_MIN || i > INT32_MAX)
-		return TC_ERR_MSG_MALFORMED;
-	*v = (int32_t)i;
-	return 0;
-}
-
-/* A copy of a msgpack string, NUL-terminated; rejects embedded NULs. */
-static int get_str(const msgpack_object *o, char **out)
+/* take_str - @o's string replaces (and frees) *@out; see proto_mp_str(). */
+static int take_str(const msgpack_object *o, char **out)
 {
 	char *s;
+	int ret = proto_mp_str(o, QMSG_MAX_STRING, &s, NULL);
 
-	if (o->type != MSGPACK_OBJECT_STR || o->via.str.size > QMSG_MAX_STRING ||
-	    memchr(o->via.str.ptr, 0, o->via.str.size))
-		return TC_ERR_MSG_MALFORMED;
-	s = strndup(o->via.str.ptr, o->via.str.size);
-	if (!s)
-		return -ENOMEM;
-	free(*out);
-	*out = s;
-	return 0;
+	if (ret == 0) {
+		free(*out);
+		*out = s;
+	}
+	return ret;
 }
 
-/*
- * unpack_map - unpack exactly one msgpack map filling all of @len, into
- * @res (caller destroys it).
- */
+/* unpack_map - as proto_mp_unpack(), and the object must be a map. */
 static int unpack_map(const void *buf, size_t len, msgpack_unpacked *res)
 {
-	size_t off = 0;
-	msgpack_unpack_return r;
+	int ret = proto_mp_unpack(buf, len, res);
 
-	msgpack_unpacked_init(res);
-	if (proto_msgpack_check(buf, len) < 0)
-		return TC_ERR_MSG_MALFORMED;
-	r = msgpack_unpack_next(res, buf, len, &off);
-	if (r == MSGPACK_UNPACK_NOMEM_ERROR)
-		return -ENOMEM;
-	if (r != MSGPACK_UNPACK_SUCCESS || off != len ||
-	    res->data.type != MSGPACK_OBJECT_MAP)
-		return TC_ERR_MSG_MALFORMED;
-	return 0;
+	if (ret == 0 && res->data.type != MSGPACK_OBJECT_MAP)
+		ret = TC_ERR_MSG_MALFORMED;
+	return ret;
 }
 
 static int request_field(struct qmsg_request *r, const msgpack_object_kv *kv,
@@ -174,31 +119,31 @@ static int request_field(struct qmsg_request *r, const msgpack_object_kv *kv,
 	uint32_t op = 0;
 	int ret;
 
-	if (key_is(k, "v"))
-		return get_u32(v, version);
-	if (key_is(k, "op")) {
-		ret = get_u32(v, &op);
+	if (proto_mp_str_is(k, "v"))
+		return proto_mp_u32(v, version);
+	if (proto_mp_str_is(k, "op")) {
+		ret = proto_mp_u32(v, &op);
 		if (ret == 0 && (op < QOP_SELECT || op > QOP_DROPS))
 			ret = TC_ERR_MSG_MALFORMED;
 		r->op = op;
 		return ret;
 	}
-	if (key_is(k, "limit"))
-		return get_u32(v, &r->limit);
-	if (key_is(k, "after_ts"))
-		return get_i64(v, &r->after_ts);
-	if (key_is(k, "after_id"))
-		return get_u64(v, &r->after_id);
-	if (key_is(k, "from_ts"))
-		return get_i64(v, &r->from_ts);
-	if (key_is(k, "to_ts"))
-		return get_i64(v, &r->to_ts);
-	if (key_is(k, "q"))
-		return get_str(v, &r->query);
-	if (key_is(k, "host"))
-		return get_str(v, &r->host);
-	if (key_is(k, "sync"))
-		return get_u32(v, &r->sync_ms);
+	if (proto_mp_str_is(k, "limit"))
+		return proto_mp_u32(v, &r->limit);
+	if (proto_mp_str_is(k, "after_ts"))
+		return proto_mp_i64(v, &r->after_ts);
+	if (proto_mp_str_is(k, "after_id"))
+		return proto_mp_u64(v, &r->after_id);
+	if (proto_mp_str_is(k, "from_ts"))
+		return proto_mp_i64(v, &r->from_ts);
+	if (proto_mp_str_is(k, "to_ts"))
+		return proto_mp_i64(v, &r->to_ts);
+	if (proto_mp_str_is(k, "q"))
+		return take_str(v, &r->query);
+	if (proto_mp_str_is(k, "host"))
+		return take_str(v, &r->host);
+	if (proto_mp_str_is(k, "sync"))
+		return proto_mp_u32(v, &r->sync_ms);
 	return 0;	/* unknown keys are ignored */
 }
 
@@ -426,7 +371,7 @@ static int get_cols(const msgpack_object *o, struct qmsg_reply *r)
 		return -ENOMEM;
 	r->ncols = o->via.array.size;
 	for (i = 0; i < r->ncols; i++) {
-		ret = get_str(&o->via.array.ptr[i], &r->cols[i]);
+		ret = take_str(&o->via.array.ptr[i], &r->cols[i]);
 		if (ret < 0)
 			return ret;
 	}
@@ -460,43 +405,43 @@ static int reply_field(struct qmsg_reply *r, const msgpack_object_kv *kv, bool *
 {
 	const msgpack_object *k = &kv->key, *v = &kv->val;
 
-	if (key_is(k, "ok")) {
+	if (proto_mp_str_is(k, "ok")) {
 		if (v->type != MSGPACK_OBJECT_BOOLEAN)
 			return TC_ERR_MSG_MALFORMED;
 		r->ok = v->via.boolean;
 		*has_ok = true;
 		return 0;
 	}
-	if (key_is(k, "more")) {
+	if (proto_mp_str_is(k, "more")) {
 		if (v->type != MSGPACK_OBJECT_BOOLEAN)
 			return TC_ERR_MSG_MALFORMED;
 		r->more = v->via.boolean;
 		return 0;
 	}
-	if (key_is(k, "code"))
-		return get_i32(v, &r->code);
-	if (key_is(k, "error"))
-		return get_str(v, &r->error);
-	if (key_is(k, "pos"))
-		return get_i32(v, &r->pos);
-	if (key_is(k, "len"))
-		return get_i32(v, &r->len);
-	if (key_is(k, "event"))
-		return v->type == MSGPACK_OBJECT_NIL ? 0 : get_str(v, &r->event);
-	if (key_is(k, "cols"))
+	if (proto_mp_str_is(k, "code"))
+		return proto_mp_i32(v, &r->code);
+	if (proto_mp_str_is(k, "error"))
+		return take_str(v, &r->error);
+	if (proto_mp_str_is(k, "pos"))
+		return proto_mp_i32(v, &r->pos);
+	if (proto_mp_str_is(k, "len"))
+		return proto_mp_i32(v, &r->len);
+	if (proto_mp_str_is(k, "event"))
+		return v->type == MSGPACK_OBJECT_NIL ? 0 : take_str(v, &r->event);
+	if (proto_mp_str_is(k, "cols"))
 		return get_cols(v, r);
-	if (key_is(k, "rows"))
+	if (proto_mp_str_is(k, "rows"))
 		return get_rows(v, r);
-	if (key_is(k, "last_ts"))
-		return get_i64(v, &r->last_ts);
-	if (key_is(k, "last_id"))
-		return get_u64(v, &r->last_id);
-	if (key_is(k, "count"))
-		return get_u64(v, &r->count);
-	if (key_is(k, "unstored"))
-		return get_u64(v, &r->unstored);
-	if (key_is(k, "journal_bytes"))
-		return get_u64(v, &r->journal_bytes);
+	if (proto_mp_str_is(k, "last_ts"))
+		return proto_mp_i64(v, &r->last_ts);
+	if (proto_mp_str_is(k, "last_id"))
+		return proto_mp_u64(v, &r->last_id);
+	if (proto_mp_str_is(k, "count"))
+		return proto_mp_u64(v, &r->count);
+	if (proto_mp_str_is(k, "unstored"))
+		return proto_mp_u64(v, &r->unstored);
+	if (proto_mp_str_is(k, "journal_bytes"))
+		return proto_mp_u64(v, &r->journal_bytes);
 	return 0;
 }
 

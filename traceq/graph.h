@@ -17,8 +17,8 @@
  * an exit without its entry in a thread that has entries (cut off by the
  * query) prints `}` with rettime - calltime. Prefix graph_.
  */
-#ifndef SERVER_GRAPH_H
-#define SERVER_GRAPH_H
+#ifndef TRACEQ_GRAPH_H
+#define TRACEQ_GRAPH_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/graph.h"
+#include "traceq/graph.h"
 
 #define GRAPH_MAX_DEPTH	256	/* indentation and entry stack */
 #define GRAPH_MAX_THREADS 4096
