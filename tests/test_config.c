@@ -14,6 +14,7 @@
 
 #include "common/config_file.h"
 #include "common/tc_error.h"
+#include "tests/testutil.h"
 
 static struct config_list list;
 static char err[512];
@@ -276,13 +277,4 @@ static Suite *config_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(config_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TU_MAIN(config_suite())

@@ -34,6 +34,7 @@
 
 #include "lib/fgraph.h"
 #include "common/ring.h"
+#include "tests/testutil.h"
 
 #define MAX_SYMS 64
 
@@ -702,12 +703,10 @@ START_TEST(config_parse)
 }
 END_TEST
 
-int main(void)
+static Suite *fgraph_suite(void)
 {
 	Suite *s = suite_create("fgraph");
 	TCase *tc = tcase_create("graph");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, config_parse);
@@ -725,9 +724,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, graph_aarch64);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return s;
 }
+
+TU_MAIN(fgraph_suite())

@@ -24,6 +24,7 @@
 
 #include "common/tc_error.h"
 #include "server/journal.h"
+#include "tests/testutil.h"
 
 #define ck_ok(expr) do { \
 	int ret_ = (expr); \
@@ -791,12 +792,10 @@ START_TEST(test_rec_parse)
 }
 END_TEST
 
-int main(void)
+static Suite *journal_suite(void)
 {
 	Suite *s = suite_create("journal");
 	TCase *tc = tcase_create("journal");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
@@ -815,9 +814,7 @@ int main(void)
 	tcase_add_test(tc, test_odd_names);
 	tcase_add_test(tc, test_rec_parse);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return s;
 }
+
+TU_MAIN(journal_suite())

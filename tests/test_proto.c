@@ -26,6 +26,7 @@
 #include "proto/msg.h"
 #include "proto/symbols.h"
 #include "proto/tls.h"
+#include "tests/testutil.h"
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
@@ -1414,12 +1415,6 @@ static Suite *proto_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(proto_suite());
-	int failed;
-
 	signal(SIGPIPE, SIG_IGN);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(proto_suite(), NULL);
 }

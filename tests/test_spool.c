@@ -12,6 +12,7 @@
 #include <check.h>
 
 #include "agent/spool.h"
+#include "tests/testutil.h"
 
 #define PG	4096
 
@@ -311,12 +312,10 @@ START_TEST(test_slots_count_whole)
 }
 END_TEST
 
-int main(void)
+static Suite *spool_suite(void)
 {
 	Suite *s = suite_create("spool");
 	TCase *tc = tcase_create("spool");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_memory_then_disk);
@@ -328,9 +327,7 @@ int main(void)
 	tcase_add_test(tc, test_slots_memory_limit);
 	tcase_add_test(tc, test_slots_count_whole);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return s;
 }
+
+TU_MAIN(spool_suite())

@@ -17,6 +17,7 @@
 #include "server/decode.h"
 #include "server/store.h"
 #include "tests/data/capture_load.h"
+#include "tests/testutil.h"
 
 #define TC_STR_(x) #x
 #define TC_STR(x) TC_STR_(x)
@@ -1408,13 +1409,4 @@ static Suite *store_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(store_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TU_MAIN(store_suite())
