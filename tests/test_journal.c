@@ -8,7 +8,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -26,11 +25,6 @@
 #include "server/journal.h"
 #include "tests/testutil.h"
 
-#define ck_ok(expr) do { \
-	int ret_ = (expr); \
-	ck_assert_msg(ret_ == 0, "%s: %s", #expr, tc_strerror(ret_)); \
-} while (0)
-
 #define MAXREC	64
 
 static char dir[64];
@@ -38,30 +32,16 @@ static struct journal *j;
 
 static void setup(void)
 {
-	strcpy(dir, "/tmp/tc-test-journal-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	tu_tmpdir_make(dir, sizeof(dir), "journal");
 	j = NULL;
 }
 
 /* Whatever a test left in its directory goes with it. */
 static void teardown(void)
 {
-	char path[PATH_MAX];
-	struct dirent *e;
-	DIR *d;
-
 	journal_close(j);
 	j = NULL;
-	d = opendir(dir);
-	ck_assert_ptr_nonnull(d);
-	while ((e = readdir(d))) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		unlink(path);
-	}
-	closedir(d);
-	ck_assert_int_eq(rmdir(dir), 0);
+	TU_OK(tu_tmpdir_remove(dir));
 }
 
 static uint64_t pad8(uint64_t n)
@@ -129,9 +109,9 @@ struct want {
 /* A fresh journal in dir with two new files, f[0] made first (numbers in @no). */
 static void two_files(struct jfile *f[2], uint64_t no[2])
 {
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_open(dir, 1 << 30, &j));
 	for (int i = 0; i < 2; i++) {
-		ck_ok(jfile_new(j, &f[i]));
+		TU_OK(jfile_new(j, &f[i]));
 		if (no)
 			no[i] = jfile_no(f[i]);
 	}
@@ -144,7 +124,7 @@ static void restart(struct jfile *f[2])
 		jfile_put(f[i], false);
 	journal_close(j);
 	j = NULL;
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_open(dir, 1 << 30, &j));
 }
 
 static void append(struct jfile *f, uint32_t kind, size_t len, unsigned seed,
@@ -155,7 +135,7 @@ static void append(struct jfile *f, uint32_t kind, size_t len, unsigned seed,
 
 	ck_assert_ptr_nonnull(buf);
 	fill(buf, len, seed);
-	ck_ok(jfile_append(f, kind, buf, len, &off, &end));
+	TU_OK(jfile_append(f, kind, buf, len, &off, &end));
 	free(buf);
 	if (w)
 		*w = (struct want){ jfile_no(f), kind, len, seed, end };
@@ -213,7 +193,7 @@ static void replay_expect(const struct want *want, size_t n)
 {
 	struct seen s = { .want = want, .nwant = n };
 
-	ck_ok(journal_replay(j, replay_cb, &s));
+	TU_OK(journal_replay(j, replay_cb, &s));
 	ck_assert_uint_eq(s.n, n);
 }
 
@@ -247,9 +227,9 @@ START_TEST(test_append_read)
 	uint64_t end;
 	int fd;
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_open(dir, 1 << 30, &j));
 	ck_assert_uint_eq(journal_bytes(j), 0);
-	ck_ok(jfile_new(j, &f));
+	TU_OK(jfile_new(j, &f));
 	ck_assert_uint_eq(jfile_size(f), JOURNAL_FILE_HDR);
 	ck_assert_uint_eq(journal_bytes(j), JOURNAL_FILE_HDR);
 	bytes = JOURNAL_FILE_HDR;
@@ -262,7 +242,7 @@ START_TEST(test_append_read)
 
 		size = jfile_size(f);
 		fill(buf, lens[i], (unsigned)i);
-		ck_ok(jfile_append(f, kind, buf, lens[i], &off[i], &end));
+		TU_OK(jfile_append(f, kind, buf, lens[i], &off[i], &end));
 		ck_assert_uint_eq(off[i], size + JOURNAL_REC_HDR);
 		ck_assert_uint_eq(jfile_size(f), size + JOURNAL_REC_HDR + pad8(lens[i]));
 		ck_assert_uint_eq(end, jfile_size(f));
@@ -272,7 +252,7 @@ START_TEST(test_append_read)
 	for (size_t i = 0; i < N; i++) {
 		fill(buf, lens[i], (unsigned)i);
 		memset(got, 0xee, lens[i]);
-		ck_ok(jfile_read(f, off[i], got, lens[i]));
+		TU_OK(jfile_read(f, off[i], got, lens[i]));
 		ck_assert_int_eq(memcmp(got, buf, lens[i]), 0);
 	}
 	/* reading past what was written is an error, not a short read */
@@ -304,9 +284,9 @@ START_TEST(test_replay_order)
 	uint64_t total, no[3];
 
 	/* an earlier instance: three connections, records interleaved in time */
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_open(dir, 1 << 30, &j));
 	for (int i = 0; i < 3; i++) {
-		ck_ok(jfile_new(j, &f[i]));
+		TU_OK(jfile_new(j, &f[i]));
 		no[i] = jfile_no(f[i]);
 		if (i)
 			ck_assert_uint_gt(no[i], no[i - 1]);
@@ -327,14 +307,14 @@ START_TEST(test_replay_order)
 	for (int i = 0; i < 3; i++)
 		ck_assert(jexists(no[i]));
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_open(dir, 1 << 30, &j));
 	ck_assert_uint_eq(journal_bytes(j), total);
 	ck_assert_uint_gt(journal_next_no(j), no[2]);
 	replay_expect(w, 7);
 	/* a replay reads, it does not consume */
 	replay_expect(w, 7);
 
-	ck_ok(jfile_new(j, &g));
+	TU_OK(jfile_new(j, &g));
 	ck_assert_uint_gt(jfile_no(g), no[2]);
 	ck_assert_uint_eq(journal_bytes(j), total + JOURNAL_FILE_HDR);
 	jfile_put(g, true);
@@ -345,8 +325,8 @@ START_TEST(test_replay_empty)
 {
 	struct seen s = { 0 };
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
-	ck_ok(journal_replay(j, replay_cb, &s));
+	TU_OK(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_replay(j, replay_cb, &s));
 	ck_assert_uint_eq(s.n, 0);
 	ck_assert_uint_eq(journal_bytes(j), 0);
 	ck_assert(!journal_full(j));
@@ -361,14 +341,14 @@ START_TEST(test_open_dir)
 	struct stat st;
 
 	snprintf(sub, sizeof(sub), "%s/sub", dir);
-	ck_ok(journal_open(sub, 1 << 20, &j));
+	TU_OK(journal_open(sub, 1 << 20, &j));
 	ck_assert_int_eq(stat(sub, &st), 0);
 	ck_assert(S_ISDIR(st.st_mode));
 	/* one journal per directory: a second open is refused while it is open */
 	ck_assert_int_eq(journal_open(sub, 1 << 20, &j2), -EBUSY);
 	journal_close(j);
 	j = NULL;
-	ck_ok(journal_open(sub, 1 << 20, &j2));	/* and taken once it is closed */
+	TU_OK(journal_open(sub, 1 << 20, &j2));	/* and taken once it is closed */
 	journal_close(j2);
 	snprintf(lockf, sizeof(lockf), "%s/lock", sub);
 	ck_assert_int_eq(unlink(lockf), 0);	/* all it leaves behind */
@@ -391,9 +371,9 @@ START_TEST(test_replay_cut_and_garbage)
 	uint8_t junk[JOURNAL_REC_HDR];
 	int fd;
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_open(dir, 1 << 30, &j));
 	for (int i = 0; i < 4; i++)
-		ck_ok(jfile_new(j, &f[i]));
+		TU_OK(jfile_new(j, &f[i]));
 	/* f0: three records, cut inside the last one's payload */
 	append(f[0], JREC_MSG, 20, 1, &w[0]);
 	append(f[0], JREC_PAGES, 4096, 2, &w[1]);
@@ -427,7 +407,7 @@ START_TEST(test_replay_cut_and_garbage)
 	jpath(w[6].file, path, sizeof(path));
 	ck_assert_int_eq(truncate(path, (off_t)w[6].end + 5), 0);
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_open(dir, 1 << 30, &j));
 	got[0] = w[0];
 	got[1] = w[1];
 	got[2] = w[3];
@@ -447,8 +427,8 @@ START_TEST(test_foreign_files)
 	struct jfile *f;
 	uint64_t no;
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
-	ck_ok(jfile_new(j, &f));
+	TU_OK(journal_open(dir, 1 << 30, &j));
+	TU_OK(jfile_new(j, &f));
 	no = jfile_no(f);
 	append(f, JREC_MSG, 10, 1, &w[0]);
 	append(f, JREC_PAGES, 4096, 2, &w[1]);
@@ -463,7 +443,7 @@ START_TEST(test_foreign_files)
 	snprintf(path, sizeof(path), "%016" PRIx64 ".tcj", no + 2);
 	write_file(path, "", 0);			/* empty */
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_open(dir, 1 << 30, &j));
 	ck_assert_uint_gt(journal_next_no(j), no + 2);
 	replay_expect(w, 2);
 	journal_forget_replayed(j);
@@ -499,7 +479,7 @@ START_TEST(test_callback_stops)
 	ck_assert_uint_eq(s.n, 3);
 	/* a positive one does not */
 	s = (struct seen){ .want = w, .nwant = 4, .stop_at = 1, .stop_ret = 1 };
-	ck_ok(journal_replay(j, replay_cb, &s));
+	TU_OK(journal_replay(j, replay_cb, &s));
 	ck_assert_uint_eq(s.n, 4);
 }
 END_TEST
@@ -518,7 +498,7 @@ START_TEST(test_forget_replayed)
 	restart(f);
 	ck_assert_uint_eq(journal_take_removed(j, gone, 8), 0);
 	/* a file of this instance's own is not one to forget */
-	ck_ok(jfile_new(j, &g));
+	TU_OK(jfile_new(j, &g));
 	append(g, JREC_MSG, 24, 4, NULL);
 	before = journal_bytes(j);
 	ck_assert_uint_eq(before, w[1].end + w[2].end + jfile_size(g));
@@ -546,8 +526,8 @@ START_TEST(test_put_refs)
 	char path[PATH_MAX];
 	uint64_t no, gone[4];
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
-	ck_ok(jfile_new(j, &f));
+	TU_OK(journal_open(dir, 1 << 30, &j));
+	TU_OK(jfile_new(j, &f));
 	append(f, JREC_PAGES, 4096, 1, NULL);
 	no = jfile_no(f);
 	ck_assert_ptr_eq(jfile_ref(f), f);
@@ -562,7 +542,7 @@ START_TEST(test_put_refs)
 	ck_assert_uint_eq(gone[0], no);
 
 	/* the first holder's "no longer needed" stands when the last one lets go */
-	ck_ok(jfile_new(j, &f));
+	TU_OK(jfile_new(j, &f));
 	no = jfile_no(f);
 	jfile_ref(f);
 	jfile_put(f, true);
@@ -572,7 +552,7 @@ START_TEST(test_put_refs)
 	ck_assert_uint_eq(journal_bytes(j), 0);
 
 	/* without @remove the file stays, whole */
-	ck_ok(jfile_new(j, &g));
+	TU_OK(jfile_new(j, &g));
 	append(g, JREC_MSG, 13, 2, NULL);
 	no = jfile_no(g);
 	jfile_put(g, false);
@@ -590,9 +570,9 @@ START_TEST(test_full)
 	struct jfile *f;
 
 	/* 8 + (16 + 64) = 88: at the limit is not above it */
-	ck_ok(journal_open(dir, 88, &j));
+	TU_OK(journal_open(dir, 88, &j));
 	ck_assert(!journal_full(j));
-	ck_ok(jfile_new(j, &f));
+	TU_OK(jfile_new(j, &f));
 	ck_assert(!journal_full(j));
 	append(f, JREC_PAGES, 64, 1, NULL);
 	ck_assert_uint_eq(journal_bytes(j), 88);
@@ -605,7 +585,7 @@ START_TEST(test_full)
 	j = NULL;
 
 	/* what an earlier instance left counts from the start */
-	ck_ok(journal_open(dir, 100, &j));
+	TU_OK(journal_open(dir, 100, &j));
 	ck_assert_uint_eq(journal_bytes(j), 104);
 	ck_assert(journal_full(j));
 	journal_forget_replayed(j);
@@ -624,8 +604,8 @@ START_TEST(test_too_long)
 
 	ck_assert_ptr_nonnull(buf);
 	memset(buf, 0xa5, JOURNAL_MAX_REC + 1);
-	ck_ok(journal_open(dir, 1ull << 40, &j));
-	ck_ok(jfile_new(j, &f));
+	TU_OK(journal_open(dir, 1ull << 40, &j));
+	TU_OK(jfile_new(j, &f));
 	append(f, JREC_MSG, 5, 1, NULL);
 	size = jfile_size(f);
 	bytes = journal_bytes(j);
@@ -645,7 +625,7 @@ START_TEST(test_too_long)
 	jfile_put(f, false);
 	journal_close(j);
 	j = NULL;
-	ck_ok(journal_open(dir, 1ull << 40, &j));
+	TU_OK(journal_open(dir, 1ull << 40, &j));
 	{
 		struct want both[2] = { { w.file, JREC_MSG, 5, 1, 0 }, w };
 
@@ -668,7 +648,7 @@ START_TEST(test_adopt_jfile_replay)
 	append(f[0], JREC_SUBJECT, 20, 1, &w[0]);
 	append(f[0], JREC_MSG, 3, 2, &w[1]);
 	restart(f);
-	ck_ok(journal_adopt(j, &v, &n));
+	TU_OK(journal_adopt(j, &v, &n));
 	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(jfile_no(v[0]), no[0]);
 	ck_assert_uint_eq(jfile_no(v[1]), no[1]);
@@ -678,11 +658,11 @@ START_TEST(test_adopt_jfile_replay)
 
 	s = (struct seen){ .want = w, .nwant = 2 };
 	replay_file = no[0];
-	ck_ok(jfile_replay(v[0], jfile_cb, &s));
+	TU_OK(jfile_replay(v[0], jfile_cb, &s));
 	ck_assert_uint_eq(s.n, 2);
 	s = (struct seen){ .want = w + 2, .nwant = 1 };
 	replay_file = no[1];
-	ck_ok(jfile_replay(v[1], jfile_cb, &s));
+	TU_OK(jfile_replay(v[1], jfile_cb, &s));
 	ck_assert_uint_eq(s.n, 1);
 
 	jfile_put(v[0], true);
@@ -712,25 +692,25 @@ START_TEST(test_odd_names)
 	char from[PATH_MAX], to[PATH_MAX];
 	size_t n;
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_open(dir, 1 << 30, &j));
 	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
-		ck_ok(jfile_new(j, &f));
+		TU_OK(jfile_new(j, &f));
 		append(f, JREC_MSG, 4, 9, NULL);
 		jpath(jfile_no(f), from, sizeof(from));
 		snprintf(to, sizeof(to), "%s/%s", dir, odd[i]);
 		ck_assert_int_eq(rename(from, to), 0);
 		jfile_put(f, false);
 	}
-	ck_ok(jfile_new(j, &f));
+	TU_OK(jfile_new(j, &f));
 	append(f, JREC_PAGES, 40, 1, &w[0]);
 	jfile_put(f, false);
 	journal_close(j);
 	j = NULL;
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_open(dir, 1 << 30, &j));
 	ck_assert_uint_gt(journal_next_no(j), w[0].file);
 	replay_expect(w, 1);
-	ck_ok(journal_adopt(j, &v, &n));
+	TU_OK(journal_adopt(j, &v, &n));
 	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_eq(jfile_no(v[0]), w[0].file);
 	jfile_put(v[0], false);

@@ -999,8 +999,7 @@ static void tls_setup(void)
 	X509 *ca, *other;
 	FILE *f;
 
-	snprintf(tls_dir, sizeof(tls_dir), "/tmp/test_proto.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tls_dir));
+	tu_tmpdir_make(tls_dir, sizeof(tls_dir), "proto");
 	ck_assert_ptr_nonnull(ca_key);
 	ck_assert_ptr_nonnull(other_key);
 	ca = make_cert("tracecollect test CA", ca_key, NULL, NULL, 1);
@@ -1022,15 +1021,7 @@ static void tls_setup(void)
 
 static void tls_teardown(void)
 {
-	static const char *const files[] = {
-		"ca.pem", "other-ca.pem", "server.pem", "server.key",
-		"client.pem", "client.key", "rogue.pem", "rogue.key", "junk.pem",
-	};
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(files); i++)
-		unlink(tls_path(files[i]));
-	rmdir(tls_dir);
+	tu_tmpdir_remove(tls_dir);
 }
 
 static SSL_CTX *ctx_for(enum tls_role role, const char *name, const char *ca)

@@ -21,15 +21,14 @@ static struct spool *sp;
 
 static void setup(void)
 {
-	strcpy(dir, "/tmp/tc-test-spool-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	tu_tmpdir_make(dir, sizeof(dir), "spool");
 	sp = NULL;
 }
 
 static void teardown(void)
 {
 	spool_close(sp);
-	rmdir(dir);
+	tu_tmpdir_remove(dir);
 }
 
 static void page(uint8_t *buf, uint16_t stream, uint64_t seq)
