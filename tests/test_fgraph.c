@@ -679,7 +679,7 @@ START_TEST(config_parse)
 	struct fgraph_config c;
 
 	cfg_env = good;
-	ck_assert_int_eq(fgraph_config_parse(cfg_get, &c), 0);
+	TU_OK(fgraph_config_parse(cfg_get, &c));
 	ck_assert_int_eq(c.tracer, FGRAPH_GRAPH);
 	ck_assert_str_eq(c.include[0], "a*");
 	ck_assert_str_eq(c.include[1], "b");
@@ -693,13 +693,13 @@ START_TEST(config_parse)
 	ck_assert(!fgraph_glob_list_match(c.include, "cab"));
 	fgraph_config_free(&c);
 	cfg_env = bad_tracer;
-	ck_assert_int_eq(fgraph_config_parse(cfg_get, &c), -EINVAL);
+	TU_ERR(fgraph_config_parse(cfg_get, &c), -EINVAL);
 	cfg_env = bad_num;
-	ck_assert_int_eq(fgraph_config_parse(cfg_get, &c), -EINVAL);
+	TU_ERR(fgraph_config_parse(cfg_get, &c), -EINVAL);
 	cfg_env = neg;
-	ck_assert_int_eq(fgraph_config_parse(cfg_get, &c), -EINVAL);
+	TU_ERR(fgraph_config_parse(cfg_get, &c), -EINVAL);
 	cfg_env = bad_entries;
-	ck_assert_int_eq(fgraph_config_parse(cfg_get, &c), -EINVAL);
+	TU_ERR(fgraph_config_parse(cfg_get, &c), -EINVAL);
 }
 END_TEST
 

@@ -256,7 +256,7 @@ START_TEST(test_append_read)
 		ck_assert_int_eq(memcmp(got, buf, lens[i]), 0);
 	}
 	/* reading past what was written is an error, not a short read */
-	ck_assert_int_eq(jfile_read(f, jfile_size(f) - 4, got, 8), -EIO);
+	TU_ERR(jfile_read(f, jfile_size(f) - 4, got, 8), -EIO);
 
 	/* the bytes on disk are the documented layout */
 	jpath(jfile_no(f), path, sizeof(path));
@@ -345,7 +345,7 @@ START_TEST(test_open_dir)
 	ck_assert_int_eq(stat(sub, &st), 0);
 	ck_assert(S_ISDIR(st.st_mode));
 	/* one journal per directory: a second open is refused while it is open */
-	ck_assert_int_eq(journal_open(sub, 1 << 20, &j2), -EBUSY);
+	TU_ERR(journal_open(sub, 1 << 20, &j2), -EBUSY);
 	journal_close(j);
 	j = NULL;
 	TU_OK(journal_open(sub, 1 << 20, &j2));	/* and taken once it is closed */
@@ -357,7 +357,7 @@ START_TEST(test_open_dir)
 	write_file("plain", "x", 1);
 	snprintf(file, sizeof(file), "%s/plain", dir);
 	j2 = (struct journal *)&st;	/* must stay untouched */
-	ck_assert_int_eq(journal_open(file, 1 << 20, &j2), -ENOTDIR);
+	TU_ERR(journal_open(file, 1 << 20, &j2), -ENOTDIR);
 	ck_assert_ptr_eq(j2, (struct journal *)&st);
 	journal_close(NULL);
 }
@@ -475,7 +475,7 @@ START_TEST(test_callback_stops)
 	ck_assert_uint_eq(s.n, 2);
 	s = (struct seen){ .want = w, .nwant = 4, .stop_at = 3,
 			   .stop_ret = TC_ERR_DB };
-	ck_assert_int_eq(journal_replay(j, replay_cb, &s), TC_ERR_DB);
+	TU_ERR(journal_replay(j, replay_cb, &s), TC_ERR_DB);
 	ck_assert_uint_eq(s.n, 3);
 	/* a positive one does not */
 	s = (struct seen){ .want = w, .nwant = 4, .stop_at = 1, .stop_ret = 1 };
@@ -754,19 +754,19 @@ START_TEST(test_rec_parse)
 	/* not a header */
 	kind = len = 0xdead;
 	put_hdr(buf, JOURNAL_REC_MAGIC ^ 1, JREC_MSG, 0, JOURNAL_REC_MAGIC ^ 1 ^ JREC_MSG ^ 0xffffffffu);
-	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
 	put_hdr(buf, JOURNAL_REC_MAGIC, JREC_MSG, 0, JOURNAL_REC_MAGIC ^ JREC_MSG ^ 0xffffffffu ^ 0x100);
-	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
 	good_hdr(buf, 0, 0);
-	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
 	good_hdr(buf, JREC_SUBJECT + 1, 0);
-	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
 	good_hdr(buf, JREC_PAGES, JOURNAL_MAX_REC + 1);
-	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
 	good_hdr(buf, JREC_PAGES, 0xffffffffu);
-	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
 	memset(buf, 0, sizeof(buf));
-	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
 	ck_assert_uint_eq(kind, 0xdead);
 	ck_assert_uint_eq(len, 0xdead);
 }
