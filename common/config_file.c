@@ -1,12 +1,13 @@
 /*
- * config.c - a small line-oriented `key = value` parser (see config.h).
+ * config_file.c - a small line-oriented `key = value` parser (see
+ * config_file.h).
  *
  * The input is split into lines; each line is scanned once, left to
  * right, by cfg_line(): blanks, key, '=', then a quoted or a plain value.
  * The first problem stops the parse with its line and column, since a
  * daemon should refuse a config it does not fully understand.
  */
-#include <config.h>
+#include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>

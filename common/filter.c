@@ -412,12 +412,6 @@ static bool glob_match(const struct filter *f, const struct fpred *pr,
 
 /* ---- parser --------------------------------------------------------------- */
 
-static void skip_ws(struct parser *p)
-{
-	while (p->i < p->len && util_is_space(p->s[p->i]))
-		p->i++;
-}
-
 static char peek(const struct parser *p, size_t ahead)
 {
 	return p->i + ahead < p->len ? p->s[p->i + ahead] : '\0';
@@ -621,11 +615,11 @@ static int parse_pred(struct parser *p, uint32_t *out)
 	while (is_ident(peek(p, 0)))
 		p->i++;
 	pr.field = (struct span){ start, p->i - start };
-	skip_ws(p);
+	p->i = util_skip_space(p->s, p->len, p->i);
 	ret = parse_op(p, &pr);
 	if (ret)
 		return ret;
-	skip_ws(p);
+	p->i = util_skip_space(p->s, p->len, p->i);
 	ret = parse_value(p, &pr);
 	if (!ret)
 		ret = intern_name(p->f, p->s + start, pr.field.len, &pr.name);
@@ -654,7 +648,7 @@ static int parse_group(struct parser *p, unsigned depth, uint32_t *out)
 	ret = parse_chain(p, depth, FN_OR, out);
 	if (ret)
 		return ret;
-	skip_ws(p);
+	p->i = util_skip_space(p->s, p->len, p->i);
 	if (peek(p, 0) == ')') {
 		p->i++;
 		return 0;
@@ -671,7 +665,7 @@ static int parse_unary(struct parser *p, unsigned depth, uint32_t *out)
 	int ret;
 	char c;
 
-	skip_ws(p);
+	p->i = util_skip_space(p->s, p->len, p->i);
 	c = peek(p, 0);
 	if ((c == '!' || c == '(') && depth >= FILTER_MAX_DEPTH)
 		return fail(p->err, TC_ERR_TOO_DEEP, p->i, 1,
@@ -698,7 +692,7 @@ static int parse_chain(struct parser *p, unsigned depth, enum fnode_type t, uint
 	ret = t == FN_OR ? parse_chain(p, depth, FN_AND, &first)
 			 : parse_unary(p, depth, &first);
 	for (last = first; !ret; last = n, count++) {
-		skip_ws(p);
+		p->i = util_skip_space(p->s, p->len, p->i);
 		if (peek(p, 0) != op[0] || peek(p, 1) != op[1])
 			break;
 		p->i += 2;
@@ -720,13 +714,13 @@ static int parse_all(struct parser *p)
 {
 	int ret;
 
-	skip_ws(p);
+	p->i = util_skip_space(p->s, p->len, p->i);
 	if (p->i >= p->len)
 		return fail(p->err, TC_ERR_SYNTAX, 0, 0, "empty filter");
 	ret = parse_chain(p, 0, FN_OR, &p->f->root);
 	if (ret)
 		return ret;
-	skip_ws(p);
+	p->i = util_skip_space(p->s, p->len, p->i);
 	if (p->i >= p->len)
 		return 0;
 	if (peek(p, 0) == ')')

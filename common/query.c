@@ -49,12 +49,6 @@ static bool is_name(char c)
 	       (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
 }
 
-static void skip_ws(struct qscan *q)
-{
-	while (q->i < q->len && util_is_space(q->s[q->i]))
-		q->i++;
-}
-
 /* length of the name at q->i (0 if none) */
 static size_t name_len(const struct qscan *q)
 {
@@ -116,7 +110,7 @@ static int scan_event(struct qscan *q, char **system, char **event)
 	size_t n, start;
 	int ret;
 
-	skip_ws(q);
+	q->i = util_skip_space(q->s, q->len, q->i);
 	start = q->i;
 	n = name_len(q);
 	if (!n)
@@ -150,7 +144,7 @@ static int scan_where(struct qscan *q, bool *has_filter)
 	if (q->i < q->len && !util_is_space(q->s[q->i]))
 		return qfail(q->err, TC_ERR_SYNTAX, q->i, word_len(q),
 			     "unexpected '%c' after the event name", q->s[q->i]);
-	skip_ws(q);
+	q->i = util_skip_space(q->s, q->len, q->i);
 	if (q->i >= q->len)
 		return 0;
 	n = name_len(q);
@@ -160,7 +154,7 @@ static int scan_where(struct qscan *q, bool *has_filter)
 			     TOKLEN(n ? n : word_len(q)), q->s + q->i);
 	where = q->i;
 	q->i += n;
-	skip_ws(q);
+	q->i = util_skip_space(q->s, q->len, q->i);
 	if (q->i >= q->len)
 		return qfail(q->err, TC_ERR_UNEXPECTED_END, where, n,
 			     "'where' needs a filter after it");

@@ -1,6 +1,6 @@
 /*
  * util.h - small helpers every part of tracecollect uses: the monotonic
- * clock in milliseconds and the blank test of the text scanners.
+ * clock in milliseconds and the blanks of the text scanners.
  *
  * Header-only (static inline): common/ is libc only, and these sit on
  * paths (the agent's pump, the collector's ingest) where a call across
@@ -10,6 +10,7 @@
 #define COMMON_UTIL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -26,6 +27,18 @@ static inline int64_t util_now_ms(void)
 static inline bool util_is_space(char c)
 {
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+/*
+ * util_skip_space - where the scan of @s (@len bytes, not NUL-terminated)
+ * at @i goes on after blanks (util_is_space): the index of the first
+ * non-blank at or after @i, or @len.
+ */
+static inline size_t util_skip_space(const char *s, size_t len, size_t i)
+{
+	while (i < len && util_is_space(s[i]))
+		i++;
+	return i;
 }
 
 #endif

@@ -28,6 +28,7 @@
 #include "agent/hostinfo.h"
 #include "agent/reader.h"
 #include "agent/tracing.h"
+#include "tests/testutil.h"
 
 #define TRACEFS_DIR	"/sys/kernel/tracing"
 #define MAX_CPUS	1024
@@ -723,18 +724,14 @@ static bool tracefs_writable(char *why, size_t len)
 int main(void)
 {
 	char why[512];
-	SRunner *sr;
-	int failed;
+	int rc;
 
 	if (!tracefs_writable(why, sizeof(why))) {
 		printf("test_agent: SKIP: %s\n", why);
 		return 77;
 	}
 	runner_pid = getpid();
-	sr = srunner_create(agent_suite());
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
+	rc = tu_run(agent_suite(), NULL);
 	sweep_instances();
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return rc;
 }

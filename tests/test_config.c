@@ -14,6 +14,7 @@
 
 #include "common/config_file.h"
 #include "common/tc_error.h"
+#include "tests/testutil.h"
 
 static struct config_list list;
 static char err[512];
@@ -43,7 +44,7 @@ static void expect_entry(size_t i, const char *key, const char *value,
 
 static void expect_error(const char *text, const char *msg)
 {
-	ck_assert_int_eq(load(text), TC_ERR_CONFIG);
+	TU_ERR(load(text), TC_ERR_CONFIG);
 	ck_assert_str_eq(err, msg);
 }
 
@@ -66,7 +67,7 @@ START_TEST(test_valid_file)
 		"comment-only = # nothing\n"
 		"max_pages_2 = 42";
 
-	ck_assert_int_eq(load(text), 0);
+	TU_OK(load(text));
 	ck_assert_uint_eq(list.count, 7);
 	expect_entry(0, "listen", "0.0.0.0:7000", 4);
 	expect_entry(1, "db-path", "/var/lib/tc.db", 5);
@@ -80,11 +81,11 @@ END_TEST
 
 START_TEST(test_crlf_and_empty)
 {
-	ck_assert_int_eq(load("a = 1\r\nb = \"2\"\r\n\r\n"), 0);
+	TU_OK(load("a = 1\r\nb = \"2\"\r\n\r\n"));
 	ck_assert_uint_eq(list.count, 2);
 	expect_entry(0, "a", "1", 1);
 	expect_entry(1, "b", "2", 2);
-	ck_assert_int_eq(load_n("", 0), 0);
+	TU_OK(load_n("", 0));
 	ck_assert_uint_eq(list.count, 0);
 }
 END_TEST
@@ -127,7 +128,7 @@ END_TEST
 
 START_TEST(test_nul_byte)
 {
-	ck_assert_int_eq(load_n("a = 1\nb = x\0y\n", 13), TC_ERR_CONFIG);
+	TU_ERR(load_n("a = 1\nb = x\0y\n", 13), TC_ERR_CONFIG);
 	ck_assert_str_eq(err, "t.conf:2:6: control character 0x00 in value");
 	ck_assert_uint_eq(list.count, 0);
 }
@@ -143,16 +144,16 @@ START_TEST(test_limits)
 	memcpy(line, "k = ", 4);
 	memset(line + 4, 'x', CONFIG_MAX_LINE - 4);
 	line[CONFIG_MAX_LINE] = '\n';
-	ck_assert_int_eq(load_n(line, CONFIG_MAX_LINE + 1), 0);
+	TU_OK(load_n(line, CONFIG_MAX_LINE + 1));
 	ck_assert_uint_eq(strlen(list.items[0].value), CONFIG_MAX_LINE - 4);
 
 	memset(line + 4, 'x', n - 4);
 	line[n] = '\n';
-	ck_assert_int_eq(load_n(line, n + 1), TC_ERR_CONFIG);
+	TU_ERR(load_n(line, n + 1), TC_ERR_CONFIG);
 	ck_assert_str_eq(err, "t.conf:1:4097: line longer than 4096 bytes");
 
 	memset(huge, '\n', big);
-	ck_assert_int_eq(load_n(huge, big), TC_ERR_CONFIG);
+	TU_ERR(load_n(huge, big), TC_ERR_CONFIG);
 	ck_assert_str_eq(err, "t.conf: larger than 1048576 bytes");
 	free(line);
 	free(huge);
@@ -190,7 +191,7 @@ START_TEST(test_callback_errors)
 
 	rc = config_parse_buf("d.conf", bad_key, strlen(bad_key), validate, &s,
 			      err, sizeof(err));
-	ck_assert_int_eq(rc, TC_ERR_CONFIG_KEY);
+	TU_ERR(rc, TC_ERR_CONFIG_KEY);
 	ck_assert_str_eq(err, "d.conf:2:3: unknown key 'bogus'");
 	ck_assert_int_eq(s.calls, 2);
 	ck_assert_str_eq(s.last, "bogus@2");
@@ -198,7 +199,7 @@ START_TEST(test_callback_errors)
 	memset(&s, 0, sizeof(s));
 	rc = config_parse_buf("d.conf", bad_val, strlen(bad_val), validate, &s,
 			      err, sizeof(err));
-	ck_assert_int_eq(rc, TC_ERR_BAD_NUMBER);
+	TU_ERR(rc, TC_ERR_BAD_NUMBER);
 	ck_assert_str_eq(err, "d.conf:2:8: invalid value for 'port': invalid number");
 	ck_assert_int_eq(s.calls, 2);
 }
@@ -225,7 +226,7 @@ START_TEST(test_files)
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, text, strlen(text)), (int)strlen(text));
 	close(fd);
-	ck_assert_int_eq(config_load_file(path, &l, err, sizeof(err)), 0);
+	TU_OK(config_load_file(path, &l, err, sizeof(err)));
 	ck_assert_uint_eq(l.count, 2);
 	ck_assert_str_eq(l.items[1].value, "a b");
 	ck_assert_uint_eq(l.items[1].line, 3);
@@ -233,10 +234,10 @@ START_TEST(test_files)
 	ck_assert_ptr_null(l.items);
 	unlink(path);
 
-	ck_assert_int_eq(config_load_file(path, &l, err, sizeof(err)), -ENOENT);
+	TU_ERR(config_load_file(path, &l, err, sizeof(err)), -ENOENT);
 	ck_assert_ptr_nonnull(strstr(err, path));
 	ck_assert_ptr_nonnull(strstr(err, "No such file"));
-	ck_assert_int_eq(config_load_file("/tmp", &l, err, sizeof(err)), -EISDIR);
+	TU_ERR(config_load_file("/tmp", &l, err, sizeof(err)), -EISDIR);
 }
 END_TEST
 
@@ -276,13 +277,4 @@ static Suite *config_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(config_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TU_MAIN(config_suite())

@@ -15,6 +15,7 @@
 #include "common/tc_error.h"
 #include "server/decode.h"
 #include "tests/data/capture_load.h"
+#include "tests/testutil.h"
 
 static struct capture cap;
 static struct decoder *dec;
@@ -484,13 +485,4 @@ static Suite *decode_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(decode_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TU_MAIN(decode_suite())

@@ -19,6 +19,7 @@
 #include "proto/msg.h"
 #include "server/dedup.h"
 #include "server/store.h"
+#include "tests/testutil.h"
 
 #define ck_ok(expr) do { \
 	int ret_ = (expr); \
@@ -219,12 +220,10 @@ START_TEST(test_rollback_takes_marks_back)
 }
 END_TEST
 
-int main(void)
+static Suite *dedup_suite(void)
 {
 	Suite *s = suite_create("dedup");
 	TCase *tc = tcase_create("dedup");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_new_session_has_seen_nothing);
@@ -233,9 +232,7 @@ int main(void)
 	tcase_add_test(tc, test_committed_marks_persist);
 	tcase_add_test(tc, test_rollback_takes_marks_back);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return s;
 }
+
+TU_MAIN(dedup_suite())

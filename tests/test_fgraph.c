@@ -34,6 +34,7 @@
 
 #include "lib/fgraph.h"
 #include "common/ring.h"
+#include "tests/testutil.h"
 
 #define MAX_SYMS 64
 
@@ -678,7 +679,7 @@ START_TEST(config_parse)
 	struct fgraph_config c;
 
 	cfg_env = good;
-	ck_assert_int_eq(fgraph_config_parse(cfg_get, &c), 0);
+	TU_OK(fgraph_config_parse(cfg_get, &c));
 	ck_assert_int_eq(c.tracer, FGRAPH_GRAPH);
 	ck_assert_str_eq(c.include[0], "a*");
 	ck_assert_str_eq(c.include[1], "b");
@@ -692,22 +693,20 @@ START_TEST(config_parse)
 	ck_assert(!fgraph_glob_list_match(c.include, "cab"));
 	fgraph_config_free(&c);
 	cfg_env = bad_tracer;
-	ck_assert_int_eq(fgraph_config_parse(cfg_get, &c), -EINVAL);
+	TU_ERR(fgraph_config_parse(cfg_get, &c), -EINVAL);
 	cfg_env = bad_num;
-	ck_assert_int_eq(fgraph_config_parse(cfg_get, &c), -EINVAL);
+	TU_ERR(fgraph_config_parse(cfg_get, &c), -EINVAL);
 	cfg_env = neg;
-	ck_assert_int_eq(fgraph_config_parse(cfg_get, &c), -EINVAL);
+	TU_ERR(fgraph_config_parse(cfg_get, &c), -EINVAL);
 	cfg_env = bad_entries;
-	ck_assert_int_eq(fgraph_config_parse(cfg_get, &c), -EINVAL);
+	TU_ERR(fgraph_config_parse(cfg_get, &c), -EINVAL);
 }
 END_TEST
 
-int main(void)
+static Suite *fgraph_suite(void)
 {
 	Suite *s = suite_create("fgraph");
 	TCase *tc = tcase_create("graph");
-	SRunner *sr;
-	int failed;
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, config_parse);
@@ -725,9 +724,7 @@ int main(void)
 	tcase_set_timeout(tc, 300);
 	tcase_add_test(tc, graph_aarch64);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return s;
 }
+
+TU_MAIN(fgraph_suite())

@@ -19,6 +19,7 @@
 #include "common/filter.h"
 #include "common/query.h"
 #include "common/tc_error.h"
+#include "tests/testutil.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -1125,13 +1126,4 @@ static Suite *filter_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(filter_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TU_MAIN(filter_suite())

@@ -17,6 +17,7 @@
 #include "common/tc_error.h"
 #include "server/filter_table.h"
 #include "server/pushdown.h"
+#include "tests/testutil.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -294,13 +295,4 @@ static Suite *filters_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(filters_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TU_MAIN(filters_suite())

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/testutil.h"
 #include "traceq/graph.h"
 
 static void add(struct graph *g, int64_t ts, int32_t pid, bool exit,
@@ -186,12 +187,10 @@ START_TEST(test_empty)
 }
 END_TEST
 
-int main(void)
+static Suite *graph_suite(void)
 {
 	Suite *s = suite_create("graph");
 	TCase *tc = tcase_create("graph");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_nesting_and_leaves);
 	tcase_add_test(tc, test_threads_apart);
@@ -200,9 +199,7 @@ int main(void)
 	tcase_add_test(tc, test_exits_only_rebuilt);
 	tcase_add_test(tc, test_empty);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return s;
 }
+
+TU_MAIN(graph_suite())

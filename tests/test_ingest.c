@@ -30,11 +30,7 @@
 #include "server/ingest.h"
 #include "server/store.h"
 #include "tests/data/capture_load.h"
-
-#define ck_ok(expr) do { \
-	int ret_ = (expr); \
-	ck_assert_msg(ret_ == 0, "%s: %s", #expr, tc_strerror(ret_)); \
-} while (0)
+#include "tests/testutil.h"
 
 #define MAX_CALLS	256
 #define WAIT_MS		20000
@@ -167,7 +163,7 @@ static void count_capture(void)
 	for (unsigned cpu = 0; cpu < cap.ncpus; cpu++) {
 		cpu_pages[cpu] = cap.raw_len[cpu] / cap.page_size;
 		for (size_t off = 0; off + cap.page_size <= cap.raw_len[cpu]; off += cap.page_size)
-			ck_ok(decoder_page(dec, cpu, cap.raw[cpu] + off, cap.page_size, count_event,
+			TU_OK(decoder_page(dec, cpu, cap.raw[cpu] + off, cap.page_size, count_event,
 					   &want_events, NULL));
 	}
 	decoder_free(dec);
@@ -180,19 +176,13 @@ static void setup(void)
 	loop_thread = pthread_self();
 	ck_assert_int_eq(capture_load(&cap), 0);
 	count_capture();
-	strcpy(dir, "/tmp/tc-test-ingest-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	tu_tmpdir_make(dir, sizeof(dir), "ingest");
 	snprintf(db, sizeof(db), "%s/trace.db", dir);
 	snprintf(jdir, sizeof(jdir), "%s/journal", dir);
-	ck_ok(store_open(db, &st));
+	TU_OK(store_open(db, &st));
 	base = event_base_new();
 	ck_assert_ptr_nonnull(base);
 	g = NULL;
-}
-
-static int rm_one(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-	return remove(path);
 }
 
 static void teardown(void)
@@ -204,7 +194,7 @@ static void teardown(void)
 	event_base_free(base);
 	base = NULL;
 	capture_free(&cap);
-	ck_assert_int_eq(nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS), 0);
+	TU_OK(tu_tmpdir_remove(dir));
 }
 
 /* Start the worker, with a receive journal or without. */
@@ -219,7 +209,7 @@ static void start(bool journal)
 		.send = on_send, .committed = on_committed, .resume = on_resume,
 	};
 
-	ck_ok(ingest_start(base, st, &o, &h, &g));
+	TU_OK(ingest_start(base, st, &o, &h, &g));
 	ck_assert_ptr_nonnull(g);
 	ck_assert(ingest_journaled(g) == journal);
 }
@@ -236,9 +226,9 @@ static void push_msg(struct sink *s, const struct proto_msg *m)
 	struct proto_msg d;
 
 	proto_buf_init(&b);
-	ck_ok(proto_msg_encode(m, &b));
-	ck_ok(proto_msg_decode(b.data + FRAME_HDR_SIZE, b.len - FRAME_HDR_SIZE, &d));
-	ck_ok(ingest_push_msg(g, s, &d, b.data + FRAME_HDR_SIZE, b.len - FRAME_HDR_SIZE));
+	TU_OK(proto_msg_encode(m, &b));
+	TU_OK(proto_msg_decode(b.data + FRAME_HDR_SIZE, b.len - FRAME_HDR_SIZE, &d));
+	TU_OK(ingest_push_msg(g, s, &d, b.data + FRAME_HDR_SIZE, b.len - FRAME_HDR_SIZE));
 	proto_buf_free(&b);
 }
 
@@ -248,7 +238,7 @@ static struct sink *connect_agent(uint64_t conn_id, uint64_t session)
 	struct proto_msg m = { .type = MSG_HELLO };
 	struct sink *s = NULL;
 
-	ck_ok(ingest_sink_new(g, conn_id, "CN=capture-host", &s));
+	TU_OK(ingest_sink_new(g, conn_id, "CN=capture-host", &s));
 	m.hello = cap.hello;
 	m.hello.session = session;
 	push_msg(s, &m);
@@ -274,9 +264,9 @@ static uint64_t push_pages(struct sink *s)
 
 	for (unsigned cpu = 0; cpu < cap.ncpus; cpu++)
 		for (uint64_t i = 0; i < cpu_pages[cpu]; i++, n++)
-			ck_ok(ingest_push_page(g, s, cpu, i + 1, cap.raw[cpu] + i * cap.page_size,
+			TU_OK(ingest_push_page(g, s, cpu, i + 1, cap.raw[cpu] + i * cap.page_size,
 					       cap.page_size));
-	ck_ok(ingest_flush(g, s));
+	TU_OK(ingest_flush(g, s));
 	return n;
 }
 
@@ -347,9 +337,9 @@ START_TEST(test_failure_is_per_connection)
 	const struct call *f, *d;
 
 	start(false);
-	ck_ok(ingest_sink_new(g, 9, "CN=bad", &bad));
-	ck_ok(ingest_push_page(g, bad, 0, 1, cap.raw[0], cap.page_size));
-	ck_ok(ingest_flush(g, bad));
+	TU_OK(ingest_sink_new(g, 9, "CN=bad", &bad));
+	TU_OK(ingest_push_page(g, bad, 0, 1, cap.raw[0], cap.page_size));
+	TU_OK(ingest_flush(g, bad));
 	m.hello = cap.hello;
 	push_msg(bad, &m);		/* after the failure: skipped */
 	good = connect_agent(10, 0);
@@ -477,12 +467,10 @@ START_TEST(test_journal_session)
 }
 END_TEST
 
-int main(void)
+static Suite *ingest_suite(void)
 {
 	Suite *s = suite_create("ingest");
 	TCase *tc = tcase_create("ingest");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
@@ -491,9 +479,7 @@ int main(void)
 	tcase_add_test(tc, test_resends_stored_once);
 	tcase_add_test(tc, test_journal_session);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return s;
 }
+
+TU_MAIN(ingest_suite())

@@ -8,7 +8,6 @@
  */
 #include "config.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -24,11 +23,7 @@
 
 #include "common/tc_error.h"
 #include "server/journal.h"
-
-#define ck_ok(expr) do { \
-	int ret_ = (expr); \
-	ck_assert_msg(ret_ == 0, "%s: %s", #expr, tc_strerror(ret_)); \
-} while (0)
+#include "tests/testutil.h"
 
 #define MAXREC	64
 
@@ -37,30 +32,16 @@ static struct journal *j;
 
 static void setup(void)
 {
-	strcpy(dir, "/tmp/tc-test-journal-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	tu_tmpdir_make(dir, sizeof(dir), "journal");
 	j = NULL;
 }
 
 /* Whatever a test left in its directory goes with it. */
 static void teardown(void)
 {
-	char path[PATH_MAX];
-	struct dirent *e;
-	DIR *d;
-
 	journal_close(j);
 	j = NULL;
-	d = opendir(dir);
-	ck_assert_ptr_nonnull(d);
-	while ((e = readdir(d))) {
-		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		unlink(path);
-	}
-	closedir(d);
-	ck_assert_int_eq(rmdir(dir), 0);
+	TU_OK(tu_tmpdir_remove(dir));
 }
 
 static uint64_t pad8(uint64_t n)
@@ -128,9 +109,9 @@ struct want {
 /* A fresh journal in dir with two new files, f[0] made first (numbers in @no). */
 static void two_files(struct jfile *f[2], uint64_t no[2])
 {
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_open(dir, 1 << 30, &j));
 	for (int i = 0; i < 2; i++) {
-		ck_ok(jfile_new(j, &f[i]));
+		TU_OK(jfile_new(j, &f[i]));
 		if (no)
 			no[i] = jfile_no(f[i]);
 	}
@@ -143,7 +124,7 @@ static void restart(struct jfile *f[2])
 		jfile_put(f[i], false);
 	journal_close(j);
 	j = NULL;
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_open(dir, 1 << 30, &j));
 }
 
 static void append(struct jfile *f, uint32_t kind, size_t len, unsigned seed,
@@ -154,7 +135,7 @@ static void append(struct jfile *f, uint32_t kind, size_t len, unsigned seed,
 
 	ck_assert_ptr_nonnull(buf);
 	fill(buf, len, seed);
-	ck_ok(jfile_append(f, kind, buf, len, &off, &end));
+	TU_OK(jfile_append(f, kind, buf, len, &off, &end));
 	free(buf);
 	if (w)
 		*w = (struct want){ jfile_no(f), kind, len, seed, end };
@@ -212,7 +193,7 @@ static void replay_expect(const struct want *want, size_t n)
 {
 	struct seen s = { .want = want, .nwant = n };
 
-	ck_ok(journal_replay(j, replay_cb, &s));
+	TU_OK(journal_replay(j, replay_cb, &s));
 	ck_assert_uint_eq(s.n, n);
 }
 
@@ -246,9 +227,9 @@ START_TEST(test_append_read)
 	uint64_t end;
 	int fd;
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_open(dir, 1 << 30, &j));
 	ck_assert_uint_eq(journal_bytes(j), 0);
-	ck_ok(jfile_new(j, &f));
+	TU_OK(jfile_new(j, &f));
 	ck_assert_uint_eq(jfile_size(f), JOURNAL_FILE_HDR);
 	ck_assert_uint_eq(journal_bytes(j), JOURNAL_FILE_HDR);
 	bytes = JOURNAL_FILE_HDR;
@@ -261,7 +242,7 @@ START_TEST(test_append_read)
 
 		size = jfile_size(f);
 		fill(buf, lens[i], (unsigned)i);
-		ck_ok(jfile_append(f, kind, buf, lens[i], &off[i], &end));
+		TU_OK(jfile_append(f, kind, buf, lens[i], &off[i], &end));
 		ck_assert_uint_eq(off[i], size + JOURNAL_REC_HDR);
 		ck_assert_uint_eq(jfile_size(f), size + JOURNAL_REC_HDR + pad8(lens[i]));
 		ck_assert_uint_eq(end, jfile_size(f));
@@ -271,11 +252,11 @@ START_TEST(test_append_read)
 	for (size_t i = 0; i < N; i++) {
 		fill(buf, lens[i], (unsigned)i);
 		memset(got, 0xee, lens[i]);
-		ck_ok(jfile_read(f, off[i], got, lens[i]));
+		TU_OK(jfile_read(f, off[i], got, lens[i]));
 		ck_assert_int_eq(memcmp(got, buf, lens[i]), 0);
 	}
 	/* reading past what was written is an error, not a short read */
-	ck_assert_int_eq(jfile_read(f, jfile_size(f) - 4, got, 8), -EIO);
+	TU_ERR(jfile_read(f, jfile_size(f) - 4, got, 8), -EIO);
 
 	/* the bytes on disk are the documented layout */
 	jpath(jfile_no(f), path, sizeof(path));
@@ -303,9 +284,9 @@ START_TEST(test_replay_order)
 	uint64_t total, no[3];
 
 	/* an earlier instance: three connections, records interleaved in time */
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_open(dir, 1 << 30, &j));
 	for (int i = 0; i < 3; i++) {
-		ck_ok(jfile_new(j, &f[i]));
+		TU_OK(jfile_new(j, &f[i]));
 		no[i] = jfile_no(f[i]);
 		if (i)
 			ck_assert_uint_gt(no[i], no[i - 1]);
@@ -326,14 +307,14 @@ START_TEST(test_replay_order)
 	for (int i = 0; i < 3; i++)
 		ck_assert(jexists(no[i]));
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_open(dir, 1 << 30, &j));
 	ck_assert_uint_eq(journal_bytes(j), total);
 	ck_assert_uint_gt(journal_next_no(j), no[2]);
 	replay_expect(w, 7);
 	/* a replay reads, it does not consume */
 	replay_expect(w, 7);
 
-	ck_ok(jfile_new(j, &g));
+	TU_OK(jfile_new(j, &g));
 	ck_assert_uint_gt(jfile_no(g), no[2]);
 	ck_assert_uint_eq(journal_bytes(j), total + JOURNAL_FILE_HDR);
 	jfile_put(g, true);
@@ -344,8 +325,8 @@ START_TEST(test_replay_empty)
 {
 	struct seen s = { 0 };
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
-	ck_ok(journal_replay(j, replay_cb, &s));
+	TU_OK(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_replay(j, replay_cb, &s));
 	ck_assert_uint_eq(s.n, 0);
 	ck_assert_uint_eq(journal_bytes(j), 0);
 	ck_assert(!journal_full(j));
@@ -360,14 +341,14 @@ START_TEST(test_open_dir)
 	struct stat st;
 
 	snprintf(sub, sizeof(sub), "%s/sub", dir);
-	ck_ok(journal_open(sub, 1 << 20, &j));
+	TU_OK(journal_open(sub, 1 << 20, &j));
 	ck_assert_int_eq(stat(sub, &st), 0);
 	ck_assert(S_ISDIR(st.st_mode));
 	/* one journal per directory: a second open is refused while it is open */
-	ck_assert_int_eq(journal_open(sub, 1 << 20, &j2), -EBUSY);
+	TU_ERR(journal_open(sub, 1 << 20, &j2), -EBUSY);
 	journal_close(j);
 	j = NULL;
-	ck_ok(journal_open(sub, 1 << 20, &j2));	/* and taken once it is closed */
+	TU_OK(journal_open(sub, 1 << 20, &j2));	/* and taken once it is closed */
 	journal_close(j2);
 	snprintf(lockf, sizeof(lockf), "%s/lock", sub);
 	ck_assert_int_eq(unlink(lockf), 0);	/* all it leaves behind */
@@ -376,7 +357,7 @@ START_TEST(test_open_dir)
 	write_file("plain", "x", 1);
 	snprintf(file, sizeof(file), "%s/plain", dir);
 	j2 = (struct journal *)&st;	/* must stay untouched */
-	ck_assert_int_eq(journal_open(file, 1 << 20, &j2), -ENOTDIR);
+	TU_ERR(journal_open(file, 1 << 20, &j2), -ENOTDIR);
 	ck_assert_ptr_eq(j2, (struct journal *)&st);
 	journal_close(NULL);
 }
@@ -390,9 +371,9 @@ START_TEST(test_replay_cut_and_garbage)
 	uint8_t junk[JOURNAL_REC_HDR];
 	int fd;
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_open(dir, 1 << 30, &j));
 	for (int i = 0; i < 4; i++)
-		ck_ok(jfile_new(j, &f[i]));
+		TU_OK(jfile_new(j, &f[i]));
 	/* f0: three records, cut inside the last one's payload */
 	append(f[0], JREC_MSG, 20, 1, &w[0]);
 	append(f[0], JREC_PAGES, 4096, 2, &w[1]);
@@ -426,7 +407,7 @@ START_TEST(test_replay_cut_and_garbage)
 	jpath(w[6].file, path, sizeof(path));
 	ck_assert_int_eq(truncate(path, (off_t)w[6].end + 5), 0);
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_open(dir, 1 << 30, &j));
 	got[0] = w[0];
 	got[1] = w[1];
 	got[2] = w[3];
@@ -446,8 +427,8 @@ START_TEST(test_foreign_files)
 	struct jfile *f;
 	uint64_t no;
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
-	ck_ok(jfile_new(j, &f));
+	TU_OK(journal_open(dir, 1 << 30, &j));
+	TU_OK(jfile_new(j, &f));
 	no = jfile_no(f);
 	append(f, JREC_MSG, 10, 1, &w[0]);
 	append(f, JREC_PAGES, 4096, 2, &w[1]);
@@ -462,7 +443,7 @@ START_TEST(test_foreign_files)
 	snprintf(path, sizeof(path), "%016" PRIx64 ".tcj", no + 2);
 	write_file(path, "", 0);			/* empty */
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_open(dir, 1 << 30, &j));
 	ck_assert_uint_gt(journal_next_no(j), no + 2);
 	replay_expect(w, 2);
 	journal_forget_replayed(j);
@@ -494,11 +475,11 @@ START_TEST(test_callback_stops)
 	ck_assert_uint_eq(s.n, 2);
 	s = (struct seen){ .want = w, .nwant = 4, .stop_at = 3,
 			   .stop_ret = TC_ERR_DB };
-	ck_assert_int_eq(journal_replay(j, replay_cb, &s), TC_ERR_DB);
+	TU_ERR(journal_replay(j, replay_cb, &s), TC_ERR_DB);
 	ck_assert_uint_eq(s.n, 3);
 	/* a positive one does not */
 	s = (struct seen){ .want = w, .nwant = 4, .stop_at = 1, .stop_ret = 1 };
-	ck_ok(journal_replay(j, replay_cb, &s));
+	TU_OK(journal_replay(j, replay_cb, &s));
 	ck_assert_uint_eq(s.n, 4);
 }
 END_TEST
@@ -517,7 +498,7 @@ START_TEST(test_forget_replayed)
 	restart(f);
 	ck_assert_uint_eq(journal_take_removed(j, gone, 8), 0);
 	/* a file of this instance's own is not one to forget */
-	ck_ok(jfile_new(j, &g));
+	TU_OK(jfile_new(j, &g));
 	append(g, JREC_MSG, 24, 4, NULL);
 	before = journal_bytes(j);
 	ck_assert_uint_eq(before, w[1].end + w[2].end + jfile_size(g));
@@ -545,8 +526,8 @@ START_TEST(test_put_refs)
 	char path[PATH_MAX];
 	uint64_t no, gone[4];
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
-	ck_ok(jfile_new(j, &f));
+	TU_OK(journal_open(dir, 1 << 30, &j));
+	TU_OK(jfile_new(j, &f));
 	append(f, JREC_PAGES, 4096, 1, NULL);
 	no = jfile_no(f);
 	ck_assert_ptr_eq(jfile_ref(f), f);
@@ -561,7 +542,7 @@ START_TEST(test_put_refs)
 	ck_assert_uint_eq(gone[0], no);
 
 	/* the first holder's "no longer needed" stands when the last one lets go */
-	ck_ok(jfile_new(j, &f));
+	TU_OK(jfile_new(j, &f));
 	no = jfile_no(f);
 	jfile_ref(f);
 	jfile_put(f, true);
@@ -571,7 +552,7 @@ START_TEST(test_put_refs)
 	ck_assert_uint_eq(journal_bytes(j), 0);
 
 	/* without @remove the file stays, whole */
-	ck_ok(jfile_new(j, &g));
+	TU_OK(jfile_new(j, &g));
 	append(g, JREC_MSG, 13, 2, NULL);
 	no = jfile_no(g);
 	jfile_put(g, false);
@@ -589,9 +570,9 @@ START_TEST(test_full)
 	struct jfile *f;
 
 	/* 8 + (16 + 64) = 88: at the limit is not above it */
-	ck_ok(journal_open(dir, 88, &j));
+	TU_OK(journal_open(dir, 88, &j));
 	ck_assert(!journal_full(j));
-	ck_ok(jfile_new(j, &f));
+	TU_OK(jfile_new(j, &f));
 	ck_assert(!journal_full(j));
 	append(f, JREC_PAGES, 64, 1, NULL);
 	ck_assert_uint_eq(journal_bytes(j), 88);
@@ -604,7 +585,7 @@ START_TEST(test_full)
 	j = NULL;
 
 	/* what an earlier instance left counts from the start */
-	ck_ok(journal_open(dir, 100, &j));
+	TU_OK(journal_open(dir, 100, &j));
 	ck_assert_uint_eq(journal_bytes(j), 104);
 	ck_assert(journal_full(j));
 	journal_forget_replayed(j);
@@ -623,8 +604,8 @@ START_TEST(test_too_long)
 
 	ck_assert_ptr_nonnull(buf);
 	memset(buf, 0xa5, JOURNAL_MAX_REC + 1);
-	ck_ok(journal_open(dir, 1ull << 40, &j));
-	ck_ok(jfile_new(j, &f));
+	TU_OK(journal_open(dir, 1ull << 40, &j));
+	TU_OK(jfile_new(j, &f));
 	append(f, JREC_MSG, 5, 1, NULL);
 	size = jfile_size(f);
 	bytes = journal_bytes(j);
@@ -644,7 +625,7 @@ START_TEST(test_too_long)
 	jfile_put(f, false);
 	journal_close(j);
 	j = NULL;
-	ck_ok(journal_open(dir, 1ull << 40, &j));
+	TU_OK(journal_open(dir, 1ull << 40, &j));
 	{
 		struct want both[2] = { { w.file, JREC_MSG, 5, 1, 0 }, w };
 
@@ -667,7 +648,7 @@ START_TEST(test_adopt_jfile_replay)
 	append(f[0], JREC_SUBJECT, 20, 1, &w[0]);
 	append(f[0], JREC_MSG, 3, 2, &w[1]);
 	restart(f);
-	ck_ok(journal_adopt(j, &v, &n));
+	TU_OK(journal_adopt(j, &v, &n));
 	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(jfile_no(v[0]), no[0]);
 	ck_assert_uint_eq(jfile_no(v[1]), no[1]);
@@ -677,11 +658,11 @@ START_TEST(test_adopt_jfile_replay)
 
 	s = (struct seen){ .want = w, .nwant = 2 };
 	replay_file = no[0];
-	ck_ok(jfile_replay(v[0], jfile_cb, &s));
+	TU_OK(jfile_replay(v[0], jfile_cb, &s));
 	ck_assert_uint_eq(s.n, 2);
 	s = (struct seen){ .want = w + 2, .nwant = 1 };
 	replay_file = no[1];
-	ck_ok(jfile_replay(v[1], jfile_cb, &s));
+	TU_OK(jfile_replay(v[1], jfile_cb, &s));
 	ck_assert_uint_eq(s.n, 1);
 
 	jfile_put(v[0], true);
@@ -711,25 +692,25 @@ START_TEST(test_odd_names)
 	char from[PATH_MAX], to[PATH_MAX];
 	size_t n;
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_open(dir, 1 << 30, &j));
 	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
-		ck_ok(jfile_new(j, &f));
+		TU_OK(jfile_new(j, &f));
 		append(f, JREC_MSG, 4, 9, NULL);
 		jpath(jfile_no(f), from, sizeof(from));
 		snprintf(to, sizeof(to), "%s/%s", dir, odd[i]);
 		ck_assert_int_eq(rename(from, to), 0);
 		jfile_put(f, false);
 	}
-	ck_ok(jfile_new(j, &f));
+	TU_OK(jfile_new(j, &f));
 	append(f, JREC_PAGES, 40, 1, &w[0]);
 	jfile_put(f, false);
 	journal_close(j);
 	j = NULL;
 
-	ck_ok(journal_open(dir, 1 << 30, &j));
+	TU_OK(journal_open(dir, 1 << 30, &j));
 	ck_assert_uint_gt(journal_next_no(j), w[0].file);
 	replay_expect(w, 1);
-	ck_ok(journal_adopt(j, &v, &n));
+	TU_OK(journal_adopt(j, &v, &n));
 	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_eq(jfile_no(v[0]), w[0].file);
 	jfile_put(v[0], false);
@@ -773,30 +754,28 @@ START_TEST(test_rec_parse)
 	/* not a header */
 	kind = len = 0xdead;
 	put_hdr(buf, JOURNAL_REC_MAGIC ^ 1, JREC_MSG, 0, JOURNAL_REC_MAGIC ^ 1 ^ JREC_MSG ^ 0xffffffffu);
-	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
 	put_hdr(buf, JOURNAL_REC_MAGIC, JREC_MSG, 0, JOURNAL_REC_MAGIC ^ JREC_MSG ^ 0xffffffffu ^ 0x100);
-	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
 	good_hdr(buf, 0, 0);
-	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
 	good_hdr(buf, JREC_SUBJECT + 1, 0);
-	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
 	good_hdr(buf, JREC_PAGES, JOURNAL_MAX_REC + 1);
-	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
 	good_hdr(buf, JREC_PAGES, 0xffffffffu);
-	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
 	memset(buf, 0, sizeof(buf));
-	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
 	ck_assert_uint_eq(kind, 0xdead);
 	ck_assert_uint_eq(len, 0xdead);
 }
 END_TEST
 
-int main(void)
+static Suite *journal_suite(void)
 {
 	Suite *s = suite_create("journal");
 	TCase *tc = tcase_create("journal");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
@@ -815,9 +794,7 @@ int main(void)
 	tcase_add_test(tc, test_odd_names);
 	tcase_add_test(tc, test_rec_parse);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return s;
 }
+
+TU_MAIN(journal_suite())

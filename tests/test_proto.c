@@ -26,6 +26,7 @@
 #include "proto/msg.h"
 #include "proto/symbols.h"
 #include "proto/tls.h"
+#include "tests/testutil.h"
 
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
@@ -998,8 +999,7 @@ static void tls_setup(void)
 	X509 *ca, *other;
 	FILE *f;
 
-	snprintf(tls_dir, sizeof(tls_dir), "/tmp/test_proto.XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(tls_dir));
+	tu_tmpdir_make(tls_dir, sizeof(tls_dir), "proto");
 	ck_assert_ptr_nonnull(ca_key);
 	ck_assert_ptr_nonnull(other_key);
 	ca = make_cert("tracecollect test CA", ca_key, NULL, NULL, 1);
@@ -1021,15 +1021,7 @@ static void tls_setup(void)
 
 static void tls_teardown(void)
 {
-	static const char *const files[] = {
-		"ca.pem", "other-ca.pem", "server.pem", "server.key",
-		"client.pem", "client.key", "rogue.pem", "rogue.key", "junk.pem",
-	};
-	size_t i;
-
-	for (i = 0; i < ARRAY_SIZE(files); i++)
-		unlink(tls_path(files[i]));
-	rmdir(tls_dir);
+	tu_tmpdir_remove(tls_dir);
 }
 
 static SSL_CTX *ctx_for(enum tls_role role, const char *name, const char *ca)
@@ -1414,12 +1406,6 @@ static Suite *proto_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(proto_suite());
-	int failed;
-
 	signal(SIGPIPE, SIG_IGN);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return tu_run(proto_suite(), NULL);
 }

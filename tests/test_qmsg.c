@@ -12,6 +12,7 @@
 
 #include "common/tc_error.h"
 #include "proto/qmsg.h"
+#include "tests/testutil.h"
 
 static struct proto_buf encode_request(const struct qmsg_request *r)
 {
@@ -274,13 +275,4 @@ static Suite *qmsg_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(qmsg_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TU_MAIN(qmsg_suite())

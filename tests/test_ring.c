@@ -30,6 +30,7 @@
 #include "common/ring.h"
 #include "common/tc_error.h"
 #include "include/tracecollect.h"
+#include "tests/testutil.h"
 
 #define NWRITERS	4
 #define PER_WRITER	60000
@@ -912,13 +913,4 @@ static Suite *ring_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(ring_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TU_MAIN(ring_suite())

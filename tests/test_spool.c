@@ -12,6 +12,7 @@
 #include <check.h>
 
 #include "agent/spool.h"
+#include "tests/testutil.h"
 
 #define PG	4096
 
@@ -20,15 +21,14 @@ static struct spool *sp;
 
 static void setup(void)
 {
-	strcpy(dir, "/tmp/tc-test-spool-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(dir));
+	tu_tmpdir_make(dir, sizeof(dir), "spool");
 	sp = NULL;
 }
 
 static void teardown(void)
 {
 	spool_close(sp);
-	rmdir(dir);
+	tu_tmpdir_remove(dir);
 }
 
 static void page(uint8_t *buf, uint16_t stream, uint64_t seq)
@@ -42,7 +42,7 @@ static void add(uint16_t stream, uint64_t seq, bool sent)
 	uint8_t buf[PG];
 
 	page(buf, stream, seq);
-	ck_assert_int_eq(spool_add(sp, stream, seq, 0, 10, buf, PG, sent), 0);
+	TU_OK(spool_add(sp, stream, seq, 0, 10, buf, PG, sent));
 }
 
 struct walk {
@@ -72,7 +72,7 @@ START_TEST(test_memory_then_disk)
 	struct walk w = { 0 };
 	uint64_t s;
 
-	ck_assert_int_eq(spool_open(2, 4 * PG, dir, 4 * PG, &sp), 0);
+	TU_OK(spool_open(2, 4 * PG, dir, 4 * PG, &sp));
 	for (s = 1; s <= 4; s++)
 		add(0, s, true);
 	spool_counts(sp, 0, &c);
@@ -86,7 +86,7 @@ START_TEST(test_memory_then_disk)
 	ck_assert_uint_eq(c.pages, 8);
 	ck_assert(spool_full(sp));
 	add(1, 1, false);	/* over both limits: kept in memory anyway */
-	ck_assert_int_eq(spool_resend(sp, walk_cb, &w), 0);
+	TU_OK(spool_resend(sp, walk_cb, &w));
 	ck_assert_uint_eq(w.n, 9);
 	for (s = 0; s < 8; s++)
 		ck_assert_uint_eq(w.seqs[s], s + 1);
@@ -103,7 +103,7 @@ START_TEST(test_ack_frees_and_reclaims)
 	struct walk w = { 0 };
 	uint64_t s;
 
-	ck_assert_int_eq(spool_open(1, 2 * PG, dir, 8 * PG, &sp), 0);
+	TU_OK(spool_open(1, 2 * PG, dir, 8 * PG, &sp));
 	for (s = 1; s <= 6; s++)
 		add(0, s, true);
 	spool_ack(sp, 0, 3);
@@ -121,7 +121,7 @@ START_TEST(test_ack_frees_and_reclaims)
 	ck_assert_uint_eq(c.disk_bytes, 8 * PG);
 	spool_ack(sp, 1, 100);		/* a stream we do not have: ignored */
 	spool_ack(sp, 0, 9);
-	ck_assert_int_eq(spool_resend(sp, walk_cb, &w), 0);
+	TU_OK(spool_resend(sp, walk_cb, &w));
 	ck_assert_uint_eq(w.n, 7);
 	ck_assert_uint_eq(w.seqs[0], 10);
 	spool_ack_all(sp);
@@ -134,12 +134,12 @@ START_TEST(test_give_up_counts)
 	struct spool_counts c;
 	uint8_t buf[PG] = { 0 };
 
-	ck_assert_int_eq(spool_open(2, 64 * PG, NULL, 0, &sp), 0);
+	TU_OK(spool_open(2, 64 * PG, NULL, 0, &sp));
 	add(0, 1, true);
 	add(0, 2, true);
 	add(1, 5, false);
-	ck_assert_int_eq(spool_add(sp, 0, 2, 0, 1, buf, PG, true), -EINVAL);
-	ck_assert_int_eq(spool_add(sp, 2, 1, 0, 1, buf, PG, true), -EINVAL);
+	TU_ERR(spool_add(sp, 0, 2, 0, 1, buf, PG, true), -EINVAL);
+	TU_ERR(spool_add(sp, 2, 1, 0, 1, buf, PG, true), -EINVAL);
 	spool_give_up(sp);
 	ck_assert(spool_empty(sp));
 	spool_counts(sp, 0, &c);
@@ -162,15 +162,15 @@ START_TEST(test_resend_stops_on_error)
 {
 	struct spool_counts c;
 
-	ck_assert_int_eq(spool_open(1, 64 * PG, NULL, 0, &sp), 0);
+	TU_OK(spool_open(1, 64 * PG, NULL, 0, &sp));
 	add(0, 1, true);
 	add(0, 2, true);
 	add(0, 3, true);
-	ck_assert_int_eq(spool_resend(sp, stop_cb, NULL), -EPIPE);
+	TU_ERR(spool_resend(sp, stop_cb, NULL), -EPIPE);
 	spool_counts(sp, 0, &c);
 	ck_assert_uint_eq(c.resent_pages, 1);
-	ck_assert_int_eq(spool_open(0, 1, NULL, 0, &(struct spool *){ 0 }), -EINVAL);
-	ck_assert_int_eq(spool_open(1, 1, NULL, 1, &(struct spool *){ 0 }), -EINVAL);
+	TU_ERR(spool_open(0, 1, NULL, 0, &(struct spool *){ 0 }), -EINVAL);
+	TU_ERR(spool_open(1, 1, NULL, 1, &(struct spool *){ 0 }), -EINVAL);
 }
 END_TEST
 
@@ -186,7 +186,7 @@ START_TEST(test_pending_in_order)
 {
 	struct walk w = { 0 };
 
-	ck_assert_int_eq(spool_open(2, 64 * PG, NULL, 0, &sp), 0);
+	TU_OK(spool_open(2, 64 * PG, NULL, 0, &sp));
 	add(0, 1, true);
 	add(1, 1, true);
 	ck_assert(!spool_pending(sp, -1));
@@ -198,9 +198,9 @@ START_TEST(test_pending_in_order)
 	ck_assert(spool_pending(sp, 1));
 	ck_assert(!spool_pending(sp, 5));
 	/* stream 0 stops at seq 4; stream 1 still goes */
-	ck_assert_int_eq(spool_send_pending(sp, 7, block_cb, &w), 0);
+	TU_OK(spool_send_pending(sp, 7, block_cb, &w));
 	ck_assert_uint_eq(w.n, 0);		/* no such stream */
-	ck_assert_int_eq(spool_send_pending(sp, -1, block_cb, &w), 0);
+	TU_OK(spool_send_pending(sp, -1, block_cb, &w));
 	ck_assert_uint_eq(w.n, 3);
 	ck_assert_uint_eq(w.seqs[0], 2);
 	ck_assert_uint_eq(w.seqs[1], 3);
@@ -214,7 +214,7 @@ START_TEST(test_pending_in_order)
 	/* a resend after a reconnect sends pending pages too */
 	add(0, 5, false);
 	memset(&w, 0, sizeof(w));
-	ck_assert_int_eq(spool_resend(sp, walk_cb, &w), 0);
+	TU_OK(spool_resend(sp, walk_cb, &w));
 	ck_assert(!spool_pending(sp, -1));
 	ck_assert_uint_eq(w.n, 3);
 	ck_assert_uint_eq(w.resends, 2);	/* stream 1 seq 1 and 2 were sent before */
@@ -230,11 +230,11 @@ START_TEST(test_slots)
 	uint8_t buf[PG], *room;
 	uint64_t seq;
 
-	ck_assert_int_eq(spool_open(2, 4096 * (size_t)PG, dir, 64 * PG, &sp), 0);
-	ck_assert_int_eq(spool_set_slot(sp, 0), -EINVAL);
-	ck_assert_int_eq(spool_set_slot(sp, 4u << 20), -EINVAL);
+	TU_OK(spool_open(2, 4096 * (size_t)PG, dir, 64 * PG, &sp));
+	TU_ERR(spool_set_slot(sp, 0), -EINVAL);
+	TU_ERR(spool_set_slot(sp, 4u << 20), -EINVAL);
 	ck_assert_ptr_null(spool_reserve(sp, PG));	/* no slots yet */
-	ck_assert_int_eq(spool_set_slot(sp, PG), 0);
+	TU_OK(spool_set_slot(sp, PG));
 	ck_assert_ptr_null(spool_reserve(sp, PG + 128));	/* too big */
 	for (seq = 1; seq <= 3000; seq++) {
 		if (seq % 2) {
@@ -252,14 +252,14 @@ START_TEST(test_slots)
 		ck_assert_int_eq(spool_commit(sp, 0, seq, 0, 10, room, PG,
 					      true), 0);
 	}
-	ck_assert_int_eq(spool_set_slot(sp, PG), -EINVAL);	/* in use */
+	TU_ERR(spool_set_slot(sp, PG), -EINVAL);	/* in use */
 	spool_counts(sp, 0, &c);
 	ck_assert_uint_eq(c.pages, 3000);
 	/* each page counts a whole slot against the limit */
 	ck_assert_uint_ge(c.mem_bytes, 3000 * (uint64_t)PG);
 	ck_assert_uint_le(c.mem_bytes, 3000 * (uint64_t)(PG + 64));
 	spool_ack(sp, 0, 2990);
-	ck_assert_int_eq(spool_resend(sp, walk_cb, &w), 0);
+	TU_OK(spool_resend(sp, walk_cb, &w));
 	ck_assert_uint_eq(w.n, 10);
 	ck_assert_uint_eq(w.seqs[0], 2991);
 	ck_assert_uint_eq(w.seqs[9], 3000);
@@ -268,10 +268,10 @@ START_TEST(test_slots)
 	room = spool_reserve(sp, PG);
 	page(buf, 1, 1);
 	memcpy(room, buf, PG);
-	ck_assert_int_eq(spool_commit(sp, 1, 1, 0, 10, room, PG, false), 0);
+	TU_OK(spool_commit(sp, 1, 1, 0, 10, room, PG, false));
 	ck_assert(spool_pending(sp, 1));
 	memset(&w, 0, sizeof(w));
-	ck_assert_int_eq(spool_send_pending(sp, 1, walk_cb, &w), 0);
+	TU_OK(spool_send_pending(sp, 1, walk_cb, &w));
 	ck_assert_uint_eq(w.n, 1);
 	ck_assert_int_eq(spool_commit(sp, 1, 1, 0, 10, spool_reserve(sp, PG),
 				      PG, true), -EINVAL);	/* seq not above */
@@ -281,8 +281,8 @@ END_TEST
 /* With the memory limit reached, pages go to disk: no room is reserved. */
 START_TEST(test_slots_memory_limit)
 {
-	ck_assert_int_eq(spool_open(1, 2 * PG, dir, 8 * PG, &sp), 0);
-	ck_assert_int_eq(spool_set_slot(sp, PG), 0);
+	TU_OK(spool_open(1, 2 * PG, dir, 8 * PG, &sp));
+	TU_OK(spool_set_slot(sp, PG));
 	add(0, 1, false);
 	add(0, 2, false);
 	ck_assert_ptr_null(spool_reserve(sp, PG));
@@ -300,8 +300,8 @@ START_TEST(test_slots_count_whole)
 	struct spool_counts c;
 	uint64_t seq;
 
-	ck_assert_int_eq(spool_open(1, 4 * PG, dir, 8 * PG, &sp), 0);
-	ck_assert_int_eq(spool_set_slot(sp, PG), 0);
+	TU_OK(spool_open(1, 4 * PG, dir, 8 * PG, &sp));
+	TU_OK(spool_set_slot(sp, PG));
 	for (seq = 1; seq <= 4; seq++)
 		ck_assert_int_eq(spool_add(sp, 0, seq, 0, 1, small,
 					   sizeof(small), false), 0);
@@ -311,12 +311,10 @@ START_TEST(test_slots_count_whole)
 }
 END_TEST
 
-int main(void)
+static Suite *spool_suite(void)
 {
 	Suite *s = suite_create("spool");
 	TCase *tc = tcase_create("spool");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_memory_then_disk);
@@ -328,9 +326,7 @@ int main(void)
 	tcase_add_test(tc, test_slots_memory_limit);
 	tcase_add_test(tc, test_slots_count_whole);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return s;
 }
+
+TU_MAIN(spool_suite())

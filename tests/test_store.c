@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -17,6 +16,7 @@
 #include "server/decode.h"
 #include "server/store.h"
 #include "tests/data/capture_load.h"
+#include "tests/testutil.h"
 
 #define TC_STR_(x) #x
 #define TC_STR(x) TC_STR_(x)
@@ -29,7 +29,7 @@ static struct decoder *dec;
 static const struct decode_type *types[CAPTURE_NFORMATS];	/* switch, wakeup, print */
 static struct store *st;
 static uint64_t host;
-static char path[64];
+static char dir[64], path[80];
 static bool ts_spread;	/* rows' ts are not trace_ts + CLOCK_OFFSET */
 
 /* What the C-side scan saw while ingesting. */
@@ -103,17 +103,12 @@ static void ingest(void)
 
 static void setup(void)
 {
-	int fd;
-
 	memset(&seen, 0, sizeof(seen));
 	ts_spread = false;
 	ck_assert_int_eq(capture_load(&cap), 0);
 	ck_assert_int_eq(capture_decoder(&cap, &dec, types), 0);
-	strcpy(path, "/tmp/tc-test-store-XXXXXX");
-	fd = mkstemp(path);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-	unlink(path);	/* let SQLite create it */
+	tu_tmpdir_make(dir, sizeof(dir), "store");
+	snprintf(path, sizeof(path), "%s/store.db", dir);	/* SQLite creates it */
 	ck_assert_int_eq(store_open(path, &st), 0);
 	cap.hello.clock.trace_ns = 5;
 	cap.hello.clock.realtime_ns = CLOCK_OFFSET + 5;
@@ -123,18 +118,12 @@ static void setup(void)
 
 static void teardown(void)
 {
-	char aux[80];
-
 	store_close(st);
 	st = NULL;
 	decoder_free(dec);
 	dec = NULL;
 	capture_free(&cap);
-	unlink(path);
-	snprintf(aux, sizeof(aux), "%s-wal", path);
-	unlink(aux);
-	snprintf(aux, sizeof(aux), "%s-shm", path);
-	unlink(aux);
+	tu_tmpdir_remove(dir);	/* the database, its -wal and -shm */
 }
 
 static struct store_schema *schema(struct store *s, const char *system, const char *name)
@@ -1408,13 +1397,4 @@ static Suite *store_suite(void)
 	return s;
 }
 
-int main(void)
-{
-	SRunner *sr = srunner_create(store_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+TU_MAIN(store_suite())

@@ -17,6 +17,7 @@
 #include "agent/symbols.h"
 #include "common/tc_error.h"
 #include "proto/symbols.h"
+#include "tests/testutil.h"
 
 /* A function of our own, kept out of line, with a name to look for. */
 int symbols_test_marker(int x);
@@ -175,12 +176,10 @@ START_TEST(test_send)
 }
 END_TEST
 
-int main(void)
+static Suite *symbols_suite(void)
 {
 	Suite *s = suite_create("symbols");
 	TCase *tc = tcase_create("symbols");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, test_own_and_library_functions);
 	tcase_add_test(tc, test_callback_stops_walk);
@@ -189,9 +188,7 @@ int main(void)
 	tcase_add_test(tc, test_kallsyms_restricted);
 	tcase_add_test(tc, test_send);
 	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return s;
 }
+
+TU_MAIN(symbols_suite())
