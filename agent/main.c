@@ -30,12 +30,12 @@
 #include "proto/frame.h"
 #include "agent/exec.h"
 #include "agent/ftrace.h"
+#include "agent/funcsyms.h"
 #include "agent/hostinfo.h"
 #include "agent/kfilter.h"
 #include "agent/reader.h"
 #include "agent/ship.h"
 #include "agent/spool.h"
-#include "agent/symbols.h"
 #include "agent/tracing.h"
 #include "agent/ubuf.h"
 
@@ -801,7 +801,7 @@ static int send_kernel_symbols(struct agent *a)
 
 	if (!a->ftrace_on)
 		return 0;
-	n = symbols_send(0, 0, ship_relay, &r);
+	n = funcsyms_send(0, 0, ship_relay, &r);
 	if (r.err < 0)
 		return fail(a, r.err, "%s", ship_last_error(a->s));
 	if (n < 0)
