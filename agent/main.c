@@ -1164,9 +1164,9 @@ static int on_page(void *arg, const struct reader_page *p)
 				   p->events, a->room, (size_t)n + p->len,
 				   sent);
 	else
-		ret = spool_add2(a->sp, (uint16_t)p->cpu, p->seq, flags,
-				 p->events, pre, (size_t)n, p->data, p->len,
-				 sent);
+		ret = spool_add_prefixed(a->sp, (uint16_t)p->cpu, p->seq,
+					 flags, p->events, pre, (size_t)n,
+					 p->data, p->len, sent);
 	a->room = NULL;
 	if (ret == 0 && !sent)
 		send_pending(a, p->cpu);
