@@ -464,8 +464,9 @@ static int opt_ftrace(struct opts *o, int c, const char *arg)
 	return 0;
 }
 
-/* One option. Return: 0, -1 (done: --help/--version), or an exit status. */
-static int opt_one(struct opts *o, int c, const char *arg)
+/* Apply option @c (with @arg) to @o. Return: 0, -1 (done: --help/--version),
+ * or an exit status. */
+static int opt_apply(struct opts *o, int c, const char *arg)
 {
 	switch (c) {
 	case 'c':
@@ -559,7 +560,7 @@ static int opts_parse(struct opts *o, int argc, char **argv)
 	opts_defaults(o);
 	while ((c = getopt_long(argc, argv, "+c:e:d:p:vqhV", long_opts,
 				NULL)) != -1 && c != OPT_EXEC) {
-		ret = opt_one(o, c, optarg);
+		ret = opt_apply(o, c, optarg);
 		if (ret)
 			return ret;
 	}
@@ -974,7 +975,7 @@ static int send_filter_status(void *arg, const struct proto_msg *m)
 }
 
 /* Spooled pages are whole page frames (on_page()): sent as they are. */
-static int resend_one(void *arg, const struct spool_page *p)
+static int resend_page(void *arg, const struct spool_page *p)
 {
 	struct agent *a = arg;
 
@@ -1040,7 +1041,7 @@ static int connect_collector(struct agent *a)
 		ret = data_open(a);
 	if (ret == 0 && a->u)
 		ret = ubuf_reannounce(a->u, &a->uops);
-	if (ret == 0 && (ret = spool_resend(a->sp, resend_one, a)) < 0)
+	if (ret == 0 && (ret = spool_resend(a->sp, resend_page, a)) < 0)
 		fail(a, ret, "resending: %s", links_error(a)[0] ?
 		     links_error(a) : tc_strerror(ret));
 	if (ret < 0) {
@@ -1065,9 +1066,9 @@ static void reconnect(struct agent *a)
 	send_periodic(a);
 }
 
-/* Pages waiting in the spool, sent from there; while streaming only as
+/* A page waiting in the spool, sent from there; while streaming only as
  * much as goes out without waiting (pending_block false). */
-static int pending_one(void *arg, const struct spool_page *p)
+static int send_pending_page(void *arg, const struct spool_page *p)
 {
 	struct agent *a = arg;
 
@@ -1085,7 +1086,7 @@ static void send_pending(struct agent *a, int stream)
 
 	if (!a->s || !spool_pending(a->sp, stream))
 		return;
-	ret = spool_send_pending(a->sp, stream, pending_one, a);
+	ret = spool_send_pending(a->sp, stream, send_pending_page, a);
 	if (ret < 0)
 		conn_lost(a, links_error(a)[0] ? links_error(a) :
 			  tc_strerror(ret));
@@ -1388,8 +1389,8 @@ static int stream(struct agent *a)
  * BYE on @s counting @pages and @events, and its DONE added to a->done.
  * Return: 0 or negative (the connection is then given up).
  */
-static int bye_one(struct agent *a, struct ship *s, uint64_t pages,
-		   uint64_t events)
+static int link_bye(struct agent *a, struct ship *s, uint64_t pages,
+		    uint64_t events)
 {
 	struct proto_bye bye = { .pages = pages, .events = events };
 	struct proto_done done;
@@ -1425,7 +1426,7 @@ static int say_bye(struct agent *a)
 	for (cpu = 0; ret == 0 && cpu < tracing_ncpus(a->t); cpu++) {
 		reader_counts(a->r, cpu, &c);
 		if (a->data)
-			ret = bye_one(a, a->data[cpu], c.pages, c.events);
+			ret = link_bye(a, a->data[cpu], c.pages, c.events);
 		else {
 			pages += c.pages;
 			events += c.events;
@@ -1439,7 +1440,7 @@ static int say_bye(struct agent *a)
 		events += ut.events;
 	}
 	if (ret == 0)
-		ret = bye_one(a, a->s, pages, events);
+		ret = link_bye(a, a->s, pages, events);
 	if (ret < 0)
 		return ret;
 	spool_ack_all(a->sp);	/* DONE: everything sent is stored */
