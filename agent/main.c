@@ -1,8 +1,11 @@
 /*
  * main.c - traceagent: trace this host's kernel in a tracefs instance of
  * its own and ship the raw ring-buffer pages to tracecollectd over mutual
- * TLS (options, signals, the run loop and the summary; the work is done by
- * tracing.c, reader.c, ship.c and hostinfo.c).
+ * TLS. Here: the options, signals, setting up the instance as the options
+ * ask, the run from start to finish, the summary and the exit status. The
+ * connections to the collector are session.c's, the pages on their way
+ * pump.c's (its pump_run() is the agent's loop); tracing.c, reader.c,
+ * spool.c, ship.c and ubuf.c do the work below them.
  *
  * Exit status: 0 after a clean run, 1 for a runtime failure (one line on
  * stderr saying what and why), 2 for a usage error.
@@ -21,21 +24,18 @@
 #include <time.h>
 #include <unistd.h>
 #include <poll.h>
-#include <sys/random.h>
 
 #define LOG_PREFIX "agent"
 #include "common/log.h"
 #include "common/tc_error.h"
 #include "common/util.h"
-#include "proto/frame.h"
 #include "agent/exec.h"
 #include "agent/ftrace.h"
 #include "agent/hostinfo.h"
-#include "agent/kfilter.h"
+#include "agent/pump.h"
 #include "agent/reader.h"
+#include "agent/session.h"
 #include "agent/ship.h"
-#include "agent/spool.h"
-#include "agent/symbols.h"
 #include "agent/tracing.h"
 #include "agent/ubuf.h"
 
@@ -47,82 +47,57 @@
 #define DEF_CA			"/etc/tracecollect/ca.crt"
 #define DEF_FLUSH_MS		1000
 #define DEF_SUBBUF_KB		64	/* see --subbuf-kb in help() */
-#define PERIODIC_MS		10000	/* clock, cmdlines, cpu stats */
-#define USER_SCAN_MS		250	/* look for new traced programs */
-#define USER_POLL_MS		10	/* drain programs' rings while attached */
-#define USER_DRAIN_TRIES	50	/* final drain: rounds until nothing is left */
-#define REPLY_TIMEOUT_MS	30000	/* WELCOME and DONE */
 #define DEF_SPOOL_DIR		"/var/lib/tracecollect/spool"
 #define DEF_SPOOL_MEM_MB	64
 #define DEF_SPOOL_DISK_MB	1024
 #define DEF_ACK_TIMEOUT_MS	30000
 #define DEF_DRAIN_S		30
-#define BACKOFF_MIN_MS		100
-#define BACKOFF_MAX_MS		10000
-#define FULL_WAIT_MS		20	/* spool full: look for ACKs this often */
 #define TSC_CALIBRATE_US	100000	/* TSC against CLOCK_MONOTONIC: 100 ms */
 #define EXIT_RUNTIME		1
 #define EXIT_USAGE		2
 
 struct opts {
-	char host[SHIP_HOST_MAX];
-	char port[SHIP_PORT_MAX];
+	struct session_conf session;	/* --connect, --cert, --key, --ca,
+					 * --ack-timeout-ms, --connections,
+					 * --insecure-plain, --no-pushdown */
+	struct pump_conf pump;		/* --flush-ms, --read-mode, --spool-*,
+					 * --user-dir, --no-user */
 	const char **events;
 	size_t nevents;
-	struct tls_files tls;
 	long duration_s;		/* 0: until a signal */
 	char instance[128];
 	const char *name;		/* NULL: gethostname() */
 	size_t buffer_kb;		/* 0: the kernel's default */
 	size_t subbuf_kb;		/* 0: the kernel's default */
 	bool subbuf_set;		/* given: failing to set it fails */
-	int flush_ms;
 	enum log_level level;
-	const char *spool_dir;
-	size_t spool_mem_mb;
-	size_t spool_disk_mb;
-	int ack_timeout_ms;
 	long drain_s;
-	enum reader_mode read_mode;
-	const char *user_dir;		/* programs' ring buffers */
-	bool no_user;
 	const char *tracer;		/* -p: kernel function tracer */
 	const char **ffilters;		/* --ftrace-filter globs */
 	size_t nffilters;
 	char **exec_argv;		/* --exec: the program to trace */
-	bool insecure_plain;		/* plain TCP to a loopback collector */
-	bool no_pushdown;		/* refuse the collector's filters */
-	bool per_cpu_conns;		/* --connections per-cpu */
 	const char *trace_clock;	/* --trace-clock: "auto", "mono", "x86-tsc" */
 };
 
+/*
+ * One run, owned by main(): the options, the host facts, the instance,
+ * the --exec program. The connections are the session's, the pages the
+ * pump's; both borrow the instance.
+ */
 struct agent {
 	struct opts o;
 	struct hostinfo hi;
 	struct tracing *t;
 	struct ring_clock_conv tsc;	/* the instance's TSC in ns ("x86-tsc") */
 	bool tsc_clock;			/* the instance runs on "x86-tsc" */
-	struct reader *r;
-	struct ship *s;			/* NULL while disconnected */
-	struct ship **data;		/* --connections per-cpu: one per CPU,
-					 * all up exactly while s is */
-	struct spool *sp;		/* pages not acknowledged yet */
-	uint8_t *room;			/* spool room read(2) fills */
-	struct ubuf *u;			/* programs' rings; NULL with --no-user */
-	struct kfilter *kf;		/* filter push-down; NULL with --no-pushdown */
-	struct ubuf_ops uops;
-	int64_t user_scan, user_flush;	/* next times, ms */
-	uint64_t session;		/* this run's id, in every HELLO */
-	int64_t next_try;		/* reconnect not before (ms) */
-	int backoff_ms;
-	int64_t ack_progress;		/* last ACK or first un-acked page (ms) */
-	bool pending_block;		/* send_pending()/final drain: may wait */
-	uint64_t reconnects;
-	struct tracing_cpu_stats *kstats;	/* last read, per CPU */
-	struct proto_done done;
-	pid_t child;				/* --exec, until reaped */
+	bool ftrace_on;
+	struct session *s;		/* the connections to the collector */
+	struct pump *p;			/* the pages */
+	bool reading;			/* the ring buffers are open */
+	int64_t end;			/* --duration: stop then (ms); 0: never */
+	pid_t child;			/* --exec, until reaped */
 	int child_status;
-	bool child_done, ftrace_on;
+	bool child_done;
 	int64_t drain_ms;		/* tracing off to DONE */
 	char err[768];
 };
@@ -388,14 +363,14 @@ static int opt_spool_number(struct opts *o, int c, const char *arg)
 			return usage_error("--spool-%s-mb wants MiB, not '%s'",
 					   c == OPT_SPOOL_MEM_MB ? "mem" : "disk",
 					   arg);
-		*(c == OPT_SPOOL_MEM_MB ? &o->spool_mem_mb :
-		  &o->spool_disk_mb) = (size_t)v;
+		*(c == OPT_SPOOL_MEM_MB ? &o->pump.spool_mem_mb :
+		  &o->pump.spool_disk_mb) = (size_t)v;
 		return 0;
 	case OPT_ACK_TIMEOUT_MS:
 		if (!parse_num(arg, 100, 3600000, &v))
 			return usage_error("--ack-timeout-ms wants milliseconds "
 					   "in 100..3600000, not '%s'", arg);
-		o->ack_timeout_ms = (int)v;
+		o->session.ack_timeout_ms = (int)v;
 		return 0;
 	default:
 		if (!parse_num(arg, 0, 86400, &v))
@@ -435,7 +410,7 @@ static int opt_number(struct opts *o, int c, const char *arg)
 		if (!parse_num(arg, 1, 3600000, &v))
 			return usage_error("--flush-ms wants milliseconds in "
 					   "1..3600000, not '%s'", arg);
-		o->flush_ms = (int)v;
+		o->pump.flush_ms = (int)v;
 		return 0;
 	default:
 		return opt_spool_number(o, c, arg);
@@ -464,12 +439,14 @@ static int opt_ftrace(struct opts *o, int c, const char *arg)
 	return 0;
 }
 
-/* One option. Return: 0, -1 (done: --help/--version), or an exit status. */
-static int opt_one(struct opts *o, int c, const char *arg)
+/* Apply option @c (with @arg) to @o. Return: 0, -1 (done: --help/--version),
+ * or an exit status. */
+static int opt_apply(struct opts *o, int c, const char *arg)
 {
 	switch (c) {
 	case 'c':
-		if (ship_parse_hostport(arg, o->host, o->port) < 0)
+		if (ship_parse_hostport(arg, o->session.host,
+					o->session.port) < 0)
 			return usage_error("bad --connect '%s': want HOST:PORT "
 					   "or [IPV6]:PORT", arg);
 		return 0;
@@ -477,20 +454,20 @@ static int opt_one(struct opts *o, int c, const char *arg)
 		return add_event(o, arg);
 	case 'p': case OPT_FTRACE_FILTER:
 		return opt_ftrace(o, c, arg);
-	case OPT_CERT: o->tls.cert = arg; return 0;
-	case OPT_KEY: o->tls.key = arg; return 0;
-	case OPT_CA: o->tls.ca = arg; return 0;
+	case OPT_CERT: o->session.tls.cert = arg; return 0;
+	case OPT_KEY: o->session.tls.key = arg; return 0;
+	case OPT_CA: o->session.tls.ca = arg; return 0;
 	case OPT_NAME: o->name = arg; return 0;
-	case OPT_SPOOL_DIR: o->spool_dir = arg; return 0;
-	case OPT_USER_DIR: o->user_dir = arg; return 0;
-	case OPT_NO_USER: o->no_user = true; return 0;
-	case OPT_NO_PUSHDOWN: o->no_pushdown = true; return 0;
-	case OPT_INSECURE_PLAIN: o->insecure_plain = true; return 0;
+	case OPT_SPOOL_DIR: o->pump.spool_dir = arg; return 0;
+	case OPT_USER_DIR: o->pump.user_dir = arg; return 0;
+	case OPT_NO_USER: o->pump.no_user = true; return 0;
+	case OPT_NO_PUSHDOWN: o->session.no_pushdown = true; return 0;
+	case OPT_INSECURE_PLAIN: o->session.insecure_plain = true; return 0;
 	case OPT_CONNECTIONS:
 		if (strcmp(arg, "one") && strcmp(arg, "per-cpu"))
 			return usage_error("--connections wants one or per-cpu, "
 					   "not '%s'", arg);
-		o->per_cpu_conns = !strcmp(arg, "per-cpu");
+		o->session.per_cpu_conns = !strcmp(arg, "per-cpu");
 		return 0;
 	case OPT_TRACE_CLOCK:
 		if (strcmp(arg, "auto") && strcmp(arg, "mono") && strcmp(arg, "x86-tsc"))
@@ -500,13 +477,13 @@ static int opt_one(struct opts *o, int c, const char *arg)
 		return 0;
 	case OPT_READ_MODE:
 		if (!strcmp(arg, "auto"))
-			o->read_mode = READER_AUTO;
+			o->pump.read_mode = READER_AUTO;
 		else if (!strcmp(arg, "mmap"))
-			o->read_mode = READER_MMAP;
+			o->pump.read_mode = READER_MMAP;
 		else if (!strcmp(arg, "read"))
-			o->read_mode = READER_READ;
+			o->pump.read_mode = READER_READ;
 		else if (!strcmp(arg, "splice"))
-			o->read_mode = READER_SPLICE;
+			o->pump.read_mode = READER_SPLICE;
 		else
 			return usage_error("--read-mode wants auto, mmap, read "
 					   "or splice, not '%s'", arg);
@@ -535,17 +512,17 @@ static int opt_one(struct opts *o, int c, const char *arg)
 static void opts_defaults(struct opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	ship_parse_hostport(DEF_CONNECT, o->host, o->port);
-	o->tls.cert = DEF_CERT;
-	o->tls.key = DEF_KEY;
-	o->tls.ca = DEF_CA;
-	o->flush_ms = DEF_FLUSH_MS;
+	ship_parse_hostport(DEF_CONNECT, o->session.host, o->session.port);
+	o->session.tls.cert = DEF_CERT;
+	o->session.tls.key = DEF_KEY;
+	o->session.tls.ca = DEF_CA;
+	o->pump.flush_ms = DEF_FLUSH_MS;
 	o->subbuf_kb = DEF_SUBBUF_KB;
 	o->level = LOGL_INFO;
-	o->spool_dir = DEF_SPOOL_DIR;
-	o->spool_mem_mb = DEF_SPOOL_MEM_MB;
-	o->spool_disk_mb = DEF_SPOOL_DISK_MB;
-	o->ack_timeout_ms = DEF_ACK_TIMEOUT_MS;
+	o->pump.spool_dir = DEF_SPOOL_DIR;
+	o->pump.spool_mem_mb = DEF_SPOOL_MEM_MB;
+	o->pump.spool_disk_mb = DEF_SPOOL_DISK_MB;
+	o->session.ack_timeout_ms = DEF_ACK_TIMEOUT_MS;
 	o->drain_s = DEF_DRAIN_S;
 	snprintf(o->instance, sizeof(o->instance), "tracecollect-%d",
 		 (int)getpid());
@@ -559,7 +536,7 @@ static int opts_parse(struct opts *o, int argc, char **argv)
 	opts_defaults(o);
 	while ((c = getopt_long(argc, argv, "+c:e:d:p:vqhV", long_opts,
 				NULL)) != -1 && c != OPT_EXEC) {
-		ret = opt_one(o, c, optarg);
+		ret = opt_apply(o, c, optarg);
 		if (ret)
 			return ret;
 	}
@@ -568,7 +545,7 @@ static int opts_parse(struct opts *o, int argc, char **argv)
 			optind++;
 		if (optind == argc)
 			return usage_error("--exec wants a program to run");
-		if (o->no_user)
+		if (o->pump.no_user)
 			return usage_error("--exec needs the programs' buffers "
 					   "(drop --no-user)");
 		o->exec_argv = argv + optind;
@@ -596,7 +573,6 @@ static int fail(struct agent *a, int ret, const char *fmt, ...)
 	va_end(ap);
 	return ret < 0 ? ret : TC_ERR_TRACEFS;
 }
-
 
 /*
  * -p: the kernel's function tracer in our instance, and its events'
@@ -700,643 +676,14 @@ static int setup_tracing(struct agent *a)
 		if (ret < 0)
 			return fail(a, ret, "%s", why);
 	}
-	a->kstats = calloc((size_t)tracing_ncpus(a->t), sizeof(*a->kstats));
-	if (a->o.per_cpu_conns)
-		a->data = calloc((size_t)tracing_ncpus(a->t), sizeof(*a->data));
-	if (!a->kstats || (a->o.per_cpu_conns && !a->data) ||
-	    (!a->o.no_pushdown && kfilter_new(a->t, &a->kf) < 0))
-		return fail(a, -ENOMEM, "out of memory");
 	return setup_ftrace(a);
-}
-
-static int send_hello(struct agent *a, struct ship *s)
-{
-	struct proto_hello h = {
-		.version = PROTO_VERSION,
-		.host = a->hi.host, .machine_id = a->hi.machine_id,
-		.boot_id = a->hi.boot_id, .kernel = a->hi.kernel,
-		.trace_clock = (char *)tracing_clock(a->t),
-		.tsc0 = a->tsc.tsc0, .tsc_mono0 = a->tsc.mono0,
-		.tsc_mult = a->tsc.mult, .tsc_shift = a->tsc.shift,
-		.ncpus = (uint32_t)tracing_ncpus(a->t),
-		.page_size = tracing_page_size(a->t),
-		.long_size = a->hi.long_size, .big_endian = a->hi.big_endian,
-		.session = a->session,
-		.pushdown = a->kf != NULL && s == a->s,
-	};
-	struct proto_welcome w;
-	char why[512];
-	int ret;
-
-	ret = hostinfo_clock_sample(&h.clock, a->tsc_clock ? &a->tsc : NULL);
-	if (ret < 0)
-		return fail(a, ret, "cannot read the clocks: %s",
-			    tc_strerror(ret));
-	ret = ship_hello(s, &h, REPLY_TIMEOUT_MS, &w, why, sizeof(why));
-	if (ret < 0)
-		return fail(a, ret, "%s", why);
-	if (s == a->s)
-		log_info("connected to %s port %s as %s (collector host id %"
-			 PRIu64 ")", a->o.host, a->o.port, a->hi.host,
-			 w.host_id);
-	return 0;
-}
-
-/* MSG_HEADER_PAGE, then one MSG_FORMAT per enabled event, on @s. */
-static int send_formats(struct agent *a, struct ship *s)
-{
-	struct proto_msg m = { .type = MSG_HEADER_PAGE };
-	const char *sys, *name;
-	size_t i, len;
-	char *text;
-	int ret;
-
-	ret = tracing_header_page(a->t, &m.header_page.text,
-				  &m.header_page.len);
-	if (ret < 0)
-		return fail(a, ret, "cannot read events/header_page: %s",
-			    tc_strerror(ret));
-	ret = ship_msg(s, &m);
-	free(m.header_page.text);
-	for (i = 0; ret == 0 && i < tracing_event_count(a->t); i++) {
-		ret = tracing_format(a->t, i, &sys, &name, &text, &len);
-		if (ret < 0)
-			return fail(a, ret, "cannot read the format of event "
-				    "#%zu: %s", i, tc_strerror(ret));
-		m = (struct proto_msg){ .type = MSG_FORMAT, .format = {
-			.system = (char *)sys, .name = (char *)name,
-			.text = text, .len = len } };
-		ret = ship_msg(s, &m);
-		free(text);
-	}
-	if (ret < 0)
-		return fail(a, ret, "%s", ship_last_error(s));
-	return 0;
-}
-
-struct ship_relay {
-	struct ship *s;
-	int err;		/* the first failure to ship */
-};
-
-static int ship_relay(void *arg, const struct proto_msg *m)
-{
-	struct ship_relay *r = arg;
-	int ret = ship_msg(r->s, m);
-
-	if (ret < 0 && !r->err)
-		r->err = ret;
-	return ret;
-}
-
-/*
- * With the kernel's function tracer on: /proc/kallsyms as MSG_SYMBOLS
- * (group 0), on every connection (the collector keeps one copy per agent
- * run). Unreadable symbols cost only names: a warning.
- */
-static int send_kernel_symbols(struct agent *a)
-{
-	struct ship_relay r = { .s = a->s };
-	int n;
-
-	if (!a->ftrace_on)
-		return 0;
-	n = symbols_send(0, 0, ship_relay, &r);
-	if (r.err < 0)
-		return fail(a, r.err, "%s", ship_last_error(a->s));
-	if (n < 0)
-		log_warn("no kernel symbols: %s", tc_strerror(n));
-	else if (n == 0)
-		log_warn("no kernel symbols: /proc/kallsyms hides the addresses");
-	return 0;
-}
-
-static int send_cmdlines(struct agent *a, struct ship *s)
-{
-	struct proto_msg m = { .type = MSG_CMDLINES };
-	int ret;
-
-	ret = tracing_cmdlines(&m.cmdlines);
-	if (ret < 0) {
-		log_warn("cannot read saved_cmdlines: %s", tc_strerror(ret));
-		return 0;
-	}
-	ret = ship_msg(s, &m);
-	free(m.cmdlines.items);
-	return ret;
-}
-
-/* One CPU's counters: the reader's, the spool's and the kernel's. */
-static void cpu_stats_fill(struct agent *a, int cpu, struct proto_cpu_stats *o)
-{
-	struct reader_counts c;
-	struct spool_counts sc;
-
-	reader_counts(a->r, cpu, &c);
-	spool_counts(a->sp, cpu, &sc);
-	*o = (struct proto_cpu_stats){
-		.cpu = (uint32_t)cpu, .pages = c.pages,
-		.events = c.events, .bytes = c.bytes,
-		.overrun = a->kstats[cpu].overrun,
-		.dropped = a->kstats[cpu].dropped,
-		.commit_overrun = a->kstats[cpu].commit_overrun,
-		.resent_pages = sc.resent_pages,
-		.lost_pages = sc.lost_pages, .lost_events = sc.lost_events,
-		.pages_mmap = c.pages_mmap, .pages_splice = c.pages_splice,
-		.pages_read = c.pages_read, .copied_bytes = c.copied_bytes };
-}
-
-/* MSG_CPU_STATS for every CPU: our counters and the kernel's. */
-static int send_cpu_stats(struct agent *a)
-{
-	struct proto_msg m = { .type = MSG_CPU_STATS };
-	int cpu, ret;
-
-	for (cpu = 0; cpu < tracing_ncpus(a->t); cpu++) {
-		ret = tracing_cpu_stats(a->t, cpu, &a->kstats[cpu]);
-		if (ret < 0)
-			log_warn("cpu%d: cannot read stats: %s", cpu,
-				 tc_strerror(ret));
-		cpu_stats_fill(a, cpu, &m.cpu_stats);
-		ret = ship_msg(a->s, &m);
-		if (ret < 0)
-			return ret;
-	}
-	return 0;
-}
-
-/*
- * --connections per-cpu: CPU @cpu's pages have a connection of their own;
- * else (and for the programs' streams) they go with the control messages.
- */
-static struct ship *link_of(struct agent *a, int cpu)
-{
-	return a->data && a->s && cpu >= 0 && cpu < tracing_ncpus(a->t) ?
-	       a->data[cpu] : a->s;
-}
-
-/* Why the last write or read failed, on whichever connection it was. */
-static const char *links_error(struct agent *a)
-{
-	int cpu;
-
-	if (!a->s || ship_last_error(a->s)[0])
-		return a->s ? ship_last_error(a->s) : "not connected";
-	for (cpu = 0; a->data && cpu < tracing_ncpus(a->t); cpu++)
-		if (a->data[cpu] && ship_last_error(a->data[cpu])[0])
-			return ship_last_error(a->data[cpu]);
-	return "";
-}
-
-/*
- * Close every connection. They go and come back together: a failure of
- * one (the collector restarted, the link is cut) nearly always is a
- * failure of all, and resending after a reconnect stays one code path.
- */
-static void links_close(struct agent *a)
-{
-	int cpu;
-
-	for (cpu = 0; a->data && cpu < tracing_ncpus(a->t); cpu++) {
-		ship_close(a->data[cpu]);
-		a->data[cpu] = NULL;
-	}
-	ship_close(a->s);
-	a->s = NULL;
-}
-
-/*
- * The connection is gone (@why): close it and schedule the next attempt
- * after an exponentially growing delay with jitter (half to all of it),
- * so that many agents losing one collector do not return in step.
- */
-static void conn_lost(struct agent *a, const char *why)
-{
-	int delay = a->backoff_ms, half = delay / 2;
-
-	delay = half + (int)((unsigned)random() % (unsigned)(delay - half + 1));
-	log_warn("lost the collector: %s; reconnecting in %d ms", why, delay);
-	a->next_try = util_now_ms() + delay;
-	a->backoff_ms = delay >= BACKOFF_MAX_MS / 2 ? BACKOFF_MAX_MS : delay * 2;
-	links_close(a);
-	if (a->kf)	/* the next collector may filter less */
-		kfilter_clear_all(a->kf);
-}
-
-/* Clock sample, cmdlines and CPU stats: every PERIODIC_MS and at the end. */
-static void send_periodic(struct agent *a)
-{
-	struct proto_msg m = { .type = MSG_CLOCK };
-	int cpu, ret;
-
-	if (!a->s)
-		return;
-	ret = hostinfo_clock_sample(&m.clock, a->tsc_clock ? &a->tsc : NULL);
-	if (ret == 0)
-		ret = ship_msg(a->s, &m);
-	if (ret == 0)
-		ret = send_cmdlines(a, a->s);
-	/* each connection's pages are decoded with its own clock and comms */
-	for (cpu = 0; ret == 0 && a->data && cpu < tracing_ncpus(a->t); cpu++) {
-		ret = ship_msg(a->data[cpu], &m);
-		if (ret == 0)
-			ret = send_cmdlines(a, a->data[cpu]);
-	}
-	if (ret == 0)
-		ret = send_cpu_stats(a);
-	if (ret == 0 && a->u)
-		ret = ubuf_stats(a->u, &a->uops);
-	if (ret < 0)
-		conn_lost(a, links_error(a));
-}
-
-static void on_ack(void *arg, uint32_t stream, uint64_t seq)
-{
-	struct agent *a = arg;
-
-	spool_ack(a->sp, (uint16_t)stream, seq);
-	a->ack_progress = util_now_ms();
-}
-
-/* MSG_FILTER: set it on the instance; the answer goes out after ship_check(). */
-static void on_filter(void *arg, const struct proto_filter *f)
-{
-	struct agent *a = arg;
-
-	kfilter_apply(a->kf, f);
-}
-
-static int send_filter_status(void *arg, const struct proto_msg *m)
-{
-	struct agent *a = arg;
-
-	return ship_msg(a->s, m);
-}
-
-/* Spooled pages are whole page frames (on_page()): sent as they are. */
-static int resend_one(void *arg, const struct spool_page *p)
-{
-	struct agent *a = arg;
-
-	return ship_frames(link_of(a, p->stream), p->data, p->len);
-}
-
-/* One connection, TLS or --insecure-plain, with ACKs going to on_ack(). */
-static int link_open(struct agent *a, struct ship **out)
-{
-	char why[640];
-	int ret;
-
-	if (a->o.insecure_plain)
-		ret = ship_connect_plain(a->o.host, a->o.port, out, why,
-					 sizeof(why));
-	else
-		ret = ship_connect(a->o.host, a->o.port, &a->o.tls, out, why,
-				   sizeof(why));
-	if (ret < 0)
-		return fail(a, ret, "%s", why);
-	ship_set_ack_fn(*out, on_ack, a);
-	ship_set_io_timeout(*out, a->o.ack_timeout_ms);
-	return 0;
-}
-
-/*
- * --connections per-cpu: a data connection per CPU, each introduced like
- * the control connection (HELLO with the same session, the page header
- * and the formats its pages are decoded with), carrying that CPU's pages.
- * Filters are pushed down on the control connection only (the instance
- * is one for all CPUs): data connections do not offer push-down.
- */
-static int data_open(struct agent *a)
-{
-	int cpu, ret = 0;
-
-	for (cpu = 0; a->data && ret == 0 && cpu < tracing_ncpus(a->t); cpu++) {
-		ret = link_open(a, &a->data[cpu]);
-		if (ret == 0)
-			ret = send_hello(a, a->data[cpu]);
-		if (ret == 0)
-			ret = send_formats(a, a->data[cpu]);
-	}
-	return ret;
-}
-
-/* Connect, HELLO, formats, then every page not acknowledged yet. */
-static int connect_collector(struct agent *a)
-{
-	int ret;
-
-	ret = link_open(a, &a->s);
-	if (ret < 0)
-		return ret;
-	if (a->kf)
-		ship_set_filter_fn(a->s, on_filter, a);
-	ret = send_hello(a, a->s);
-	if (ret == 0)
-		ret = send_formats(a, a->s);
-	if (ret == 0)
-		ret = send_kernel_symbols(a);
-	if (ret == 0)
-		ret = data_open(a);
-	if (ret == 0 && a->u)
-		ret = ubuf_reannounce(a->u, &a->uops);
-	if (ret == 0 && (ret = spool_resend(a->sp, resend_one, a)) < 0)
-		fail(a, ret, "resending: %s", links_error(a)[0] ?
-		     links_error(a) : tc_strerror(ret));
-	if (ret < 0) {
-		links_close(a);
-		return ret;
-	}
-	a->backoff_ms = BACKOFF_MIN_MS;
-	a->ack_progress = util_now_ms();
-	return 0;
-}
-
-/* A reconnect attempt when one is due; failures schedule the next. */
-static void reconnect(struct agent *a)
-{
-	if (a->s || util_now_ms() < a->next_try)
-		return;
-	a->reconnects++;
-	if (connect_collector(a) < 0) {
-		conn_lost(a, a->err);
-		return;
-	}
-	send_periodic(a);
-}
-
-/* Pages waiting in the spool, sent from there; while streaming only as
- * much as goes out without waiting (pending_block false). */
-static int pending_one(void *arg, const struct spool_page *p)
-{
-	struct agent *a = arg;
-
-	struct ship *s = link_of(a, p->stream);
-
-	if (!a->pending_block && ship_would_block(s, p->len))
-		return 1;
-	return ship_frames(s, p->data, p->len);
-}
-
-/* Send the unsent pages of @stream (-1: all) that the socket takes. */
-static void send_pending(struct agent *a, int stream)
-{
-	int ret;
-
-	if (!a->s || !spool_pending(a->sp, stream))
-		return;
-	ret = spool_send_pending(a->sp, stream, pending_one, a);
-	if (ret < 0)
-		conn_lost(a, links_error(a)[0] ? links_error(a) :
-			  tc_strerror(ret));
-}
-
-/* Whether splicing page @p must wait: older pages of its CPU wait in the
- * spool, or the collector is not taking data as fast as we read it. */
-static bool must_wait(struct agent *a, const struct reader_page *p)
-{
-	return spool_pending(a->sp, p->cpu) ||
-	       ship_would_block(link_of(a, p->cpu),
-				FRAME_HDR_SIZE + p->head_len + p->len);
-}
-
-/* The frame header of @p followed by its page header, into @pre of
- * FRAME_HDR_SIZE + 64 bytes. Return: bytes written or -EINVAL. */
-static int frame_prefix(const struct reader_page *p, uint8_t flags,
-			uint8_t *pre)
-{
-	struct frame_hdr h = { .type = FRAME_PAGE, .flags = flags,
-			       .stream = (uint16_t)p->cpu, .seq = p->seq,
-			       .len = (uint32_t)(p->head_len + p->len) };
-
-	if (p->head_len > 64 || p->len > FRAME_MAX_PAYLOAD - p->head_len)
-		return -EINVAL;
-	frame_hdr_pack(&h, pre);
-	if (p->head_len)
-		memcpy(pre + FRAME_HDR_SIZE, p->head, p->head_len);
-	return FRAME_HDR_SIZE + (int)p->head_len;
-}
-
-/* reader_buf_fn: read(2) puts pages straight into the spool, after room
- * for their frame header (NULL: the reader's buffer, then copied). */
-static uint8_t *page_room(void *arg, int cpu, size_t len)
-{
-	struct agent *a = arg;
-
-	(void)cpu;
-	a->room = spool_reserve(a->sp, FRAME_HDR_SIZE + len);
-	return a->room ? a->room + FRAME_HDR_SIZE : NULL;
-}
-
-/*
- * A page from the kernel, kept in the spool as a whole frame until the
- * collector acknowledges it: read into it in place (page_room()) or
- * copied there (the mmap path: the page goes back to the kernel when this
- * returns). It is sent from there, one TLS write for the frame, when the
- * socket takes it. On the splice path the page may go into the socket
- * from the pipe instead; the spool copy is then only for resending.
- */
-static int on_page(void *arg, const struct reader_page *p)
-{
-	struct agent *a = arg;
-	uint8_t flags = p->missed_events ? FRAME_F_MISSED_EVENTS : 0;
-	uint8_t pre[FRAME_HDR_SIZE + 64];
-	bool sent = false, in_place;
-	int n, ret;
-
-	in_place = a->room && !p->head_len &&
-		   p->data == a->room + FRAME_HDR_SIZE;
-	n = frame_prefix(p, flags, in_place ? a->room : pre);
-	if (n < 0)
-		return n;
-	if (a->s && p->splice_fd >= 0 && ship_can_splice(a->s) &&
-	    (a->pending_block || !must_wait(a, p))) {
-		ret = ship_page_splice(link_of(a, p->cpu), (uint16_t)p->cpu,
-				       p->seq, flags, p->splice_fd, p->len);
-		if (ret < 0)
-			conn_lost(a, links_error(a));
-		sent = ret == 0;
-	}
-	if (spool_empty(a->sp))
-		a->ack_progress = util_now_ms();
-	if (in_place)
-		ret = spool_commit(a->sp, (uint16_t)p->cpu, p->seq, flags,
-				   p->events, a->room, (size_t)n + p->len,
-				   sent);
-	else
-		ret = spool_add2(a->sp, (uint16_t)p->cpu, p->seq, flags,
-				 p->events, pre, (size_t)n, p->data, p->len,
-				 sent);
-	a->room = NULL;
-	if (ret == 0 && !sent)
-		send_pending(a, p->cpu);
-	return ret;
-}
-
-/* A failed reader call: the reader's reason. */
-static int read_failed(struct agent *a, int ret)
-{
-	return fail(a, ret, "reading the ring buffers of instance %s: %s",
-		    tracing_name(a->t), tc_strerror(ret));
-}
-
-static int user_msg(void *arg, const struct proto_msg *m)
-{
-	struct agent *a = arg;
-
-	return a->s ? ship_msg(a->s, m) : -ENOTCONN;
-}
-
-static int user_page(void *arg, uint16_t stream, uint64_t seq, bool missed,
-		     const void *data, size_t len)
-{
-	struct agent *a = arg;
-
-	return a->s ? ship_page(a->s, stream, seq, missed ? FRAME_F_MISSED_EVENTS : 0,
-				NULL, 0, data, len) : -ENOTCONN;
-}
-
-/*
- * Traced programs' rings. A program's buffer fills far faster than the
- * agent's --flush-ms, so while any program is attached it is drained every
- * USER_POLL_MS; new programs are looked for every USER_SCAN_MS. Pages are
- * taken only while connected: otherwise they wait in the program's ring,
- * which drops (or overwrites) and counts, as the kernel's does. They do not
- * go through the spool; a page whose connection breaks is counted lost.
- */
-static void user_step(struct agent *a, bool flush)
-{
-	int64_t now = util_now_ms();
-	int ret = 0;
-
-	if (!a->u || !a->s)
-		return;
-	if (snapshot_requested) {
-		snapshot_requested = 0;
-		ubuf_trigger(a->u);
-	}
-	if (now >= a->user_scan) {
-		ret = ubuf_scan(a->u, &a->uops);
-		a->user_scan = now + USER_SCAN_MS;
-	}
-	flush = flush || now >= a->user_flush;
-	if (flush)
-		a->user_flush = now + a->o.flush_ms;
-	if (ret == 0)
-		ret = ubuf_poll(a->u, &a->uops, flush);
-	if (ret < 0)
-		conn_lost(a, ship_last_error(a->s)[0] ? ship_last_error(a->s)
-						       : tc_strerror(ret));
-}
-
-/* The last of the programs' rings: end partial pages, ship until a round
- * finds nothing (bounded: a program still writing is cut off). */
-static void user_drain(struct agent *a)
-{
-	int i, ret;
-
-	for (i = 0; a->u && a->s && i < USER_DRAIN_TRIES; i++) {
-		ret = ubuf_scan(a->u, &a->uops);
-		if (ret == 0)
-			ret = ubuf_poll(a->u, &a->uops, true);
-		if (ret < 0) {
-			conn_lost(a, ship_last_error(a->s));
-			return;
-		}
-		if (ret == 0 && i > 0)
-			return;
-		poll(NULL, 0, USER_POLL_MS);
-	}
-}
-
-/* Open the programs' ring directory; only an explicit --user-dir must exist. */
-static int user_open(struct agent *a)
-{
-	int ret;
-
-	a->uops = (struct ubuf_ops){ user_msg, user_page, a };
-	if (a->o.no_user)
-		return 0;
-	ret = ubuf_new(a->o.user_dir, &a->u);
-	if (ret == 0 && a->tsc_clock)
-		ubuf_set_conv(a->u, &a->tsc);
-	if (ret < 0 && a->o.user_dir)
-		return fail(a, ret, "--user-dir %s: %s", a->o.user_dir,
-			    tc_strerror(ret));
-	if (ret < 0)
-		log_warn("%s: %s; not looking for traced programs",
-			 UBUF_DEFAULT_DIR, tc_strerror(ret));
-	return 0;
-}
-
-static int next_timeout(struct agent *a, int64_t end, int64_t periodic)
-{
-	int64_t now = util_now_ms(), t = a->o.flush_ms;
-
-	if (a->u && t > (ubuf_active(a->u) ? USER_POLL_MS : USER_SCAN_MS))
-		t = ubuf_active(a->u) ? USER_POLL_MS : USER_SCAN_MS;
-
-	if (end && end - now < t)
-		t = end - now;
-	if (periodic - now < t)
-		t = periodic - now;
-	if (!a->s && a->next_try - now < t)
-		t = a->next_try - now;
-	if (a->s && spool_pending(a->sp, -1) && t > FULL_WAIT_MS)
-		t = FULL_WAIT_MS;
-	return t < 0 ? 0 : (int)t;
-}
-
-/* ACKs and errors from the collector; a connection whose ACKs stopped
- * (a silent network cut) is given up. */
-static void check_collector(struct agent *a)
-{
-	char why[640];
-	int cpu;
-
-	if (!a->s)
-		return;
-	if (ship_check(a->s, why, sizeof(why)) < 0) {
-		conn_lost(a, why);
-		return;
-	}
-	if (a->kf && kfilter_send(a->kf, send_filter_status, a) < 0) {
-		conn_lost(a, ship_last_error(a->s));
-		return;
-	}
-	for (cpu = 0; a->data && cpu < tracing_ncpus(a->t); cpu++) {
-		if (ship_check(a->data[cpu], why, sizeof(why)) < 0) {
-			conn_lost(a, why);
-			return;
-		}
-	}
-	if (!spool_empty(a->sp) &&
-	    util_now_ms() - a->ack_progress > a->o.ack_timeout_ms) {
-		snprintf(why, sizeof(why), "no acknowledgement for %d ms",
-			 a->o.ack_timeout_ms);
-		conn_lost(a, why);
-	}
-}
-
-/* Read pages unless the spool is full: then they wait in the kernel. */
-static int read_some(struct agent *a, int timeout_ms)
-{
-	int ret;
-
-	if (spool_full(a->sp)) {
-		poll(NULL, 0, timeout_ms < FULL_WAIT_MS ? timeout_ms :
-			      FULL_WAIT_MS);
-		return 0;
-	}
-	ret = reader_poll(a->r, timeout_ms, on_page, a);
-	return ret < 0 ? read_failed(a, ret) : 0;
 }
 
 /* --exec: start the program once the agent looks for its buffer. */
 static int exec_open(struct agent *a)
 {
 	struct exec_env env = {
-		.dir = a->o.user_dir ? a->o.user_dir : UBUF_DEFAULT_DIR,
+		.dir = a->o.pump.user_dir ? a->o.pump.user_dir : UBUF_DEFAULT_DIR,
 		.tracer = a->o.tracer ? a->o.tracer : "function_graph",
 	};
 	int ret;
@@ -1361,108 +708,25 @@ static bool exec_ended(struct agent *a)
 	return a->child_done;
 }
 
-/* Ship pages until a signal, the end of --duration or of the program. */
-static int stream(struct agent *a)
+/* pump_run()'s end: a signal, the end of --duration or of the program. */
+static bool run_over(void *arg)
 {
-	int64_t end = a->o.duration_s ? util_now_ms() + a->o.duration_s * 1000 : 0;
-	int64_t periodic = util_now_ms() + PERIODIC_MS;
-	int ret;
+	struct agent *a = arg;
 
-	while (!stop_requested && (!end || util_now_ms() < end) && !exec_ended(a)) {
-		reconnect(a);
-		ret = read_some(a, next_timeout(a, end, periodic));
-		if (ret < 0)
-			return ret;
-		send_pending(a, -1);
-		check_collector(a);
-		user_step(a, false);
-		if (util_now_ms() >= periodic) {
-			send_periodic(a);
-			periodic = util_now_ms() + PERIODIC_MS;
-		}
-	}
-	return 0;
-}
-
-/*
- * BYE on @s counting @pages and @events, and its DONE added to a->done.
- * Return: 0 or negative (the connection is then given up).
- */
-static int bye_one(struct agent *a, struct ship *s, uint64_t pages,
-		   uint64_t events)
-{
-	struct proto_bye bye = { .pages = pages, .events = events };
-	struct proto_done done;
-	char why[640];
-	int ret;
-
-	ret = ship_bye(s, &bye, REPLY_TIMEOUT_MS, &done, why, sizeof(why));
-	if (ret < 0) {
-		conn_lost(a, why);
-		return ret;
-	}
-	a->done.pages += done.pages;
-	a->done.events += done.events;
-	a->done.journaled |= done.journaled;
-	return 0;
-}
-
-/*
- * BYE and DONE on the current connections: each CPU's own first (per-cpu
- * mode), the control connection last; a->done sums their DONEs.
- * Return: 0 or negative.
- */
-static int say_bye(struct agent *a)
-{
-	struct reader_counts c;
-	uint64_t pages = 0, events = 0;
-	int cpu, ret = 0;
-
-	send_periodic(a);
-	if (!a->s)
-		return -ENOTCONN;
-	a->done = (struct proto_done){ 0 };
-	for (cpu = 0; ret == 0 && cpu < tracing_ncpus(a->t); cpu++) {
-		reader_counts(a->r, cpu, &c);
-		if (a->data)
-			ret = bye_one(a, a->data[cpu], c.pages, c.events);
-		else {
-			pages += c.pages;
-			events += c.events;
-		}
-	}
-	if (ret == 0 && a->u) {
-		struct ubuf_totals ut;
-
-		ubuf_totals(a->u, &ut);
-		pages += ut.pages;
-		events += ut.events;
-	}
-	if (ret == 0)
-		ret = bye_one(a, a->s, pages, events);
-	if (ret < 0)
-		return ret;
-	spool_ack_all(a->sp);	/* DONE: everything sent is stored */
-	return 0;
+	return stop_requested || (a->end && util_now_ms() >= a->end) ||
+	       exec_ended(a);
 }
 
 /* Pages that could not be delivered in time: count them, report, fail. */
 static int give_up(struct agent *a)
 {
-	struct spool_counts sc;
-	uint64_t pages = 0, events = 0;
-	int cpu;
+	uint64_t pages, events;
 
-	spool_give_up(a->sp);
-	for (cpu = 0; cpu < tracing_ncpus(a->t); cpu++) {
-		spool_counts(a->sp, cpu, &sc);
-		pages += sc.lost_pages;
-		events += sc.lost_events;
-	}
+	pump_give_up(a->p, &pages, &events);
 	return fail(a, TC_ERR_PEER_CLOSED, "the collector at %s port %s "
 		    "could not be reached within --drain-timeout: %" PRIu64
 		    " pages (%" PRIu64 " events) were not delivered",
-		    a->o.host, a->o.port, pages, events);
+		    a->o.session.host, a->o.session.port, pages, events);
 }
 
 /* Tracing off, drain, then BYE/DONE, reconnecting until --drain-timeout. */
@@ -1472,85 +736,60 @@ static int finish(struct agent *a)
 	int ret;
 
 	tracing_stop(a->t);
-	a->pending_block = true;	/* the end: nothing to read on for */
-	send_pending(a, -1);
-	ret = reader_drain(a->r, on_page, a);
+	ret = pump_drain(a->p, a->err, sizeof(a->err));
 	if (ret < 0)
-		return read_failed(a, ret);
-	user_drain(a);
+		return ret;
 	deadline = util_now_ms() + a->o.drain_s * 1000;
 	for (;;) {
-		reconnect(a);
-		if (a->s && say_bye(a) == 0) {
+		session_reconnect(a->s);
+		if (session_connected(a->s) && pump_bye(a->p) == 0) {
 			a->drain_ms = util_now_ms() - t0;
 			return 0;
 		}
 		if (util_now_ms() >= deadline || stop_requested > 1)
 			return give_up(a);
-		poll(NULL, 0, (int)(a->next_try > util_now_ms() ?
-			a->next_try - util_now_ms() : 0) + 1);
+		poll(NULL, 0, (int)(session_next_try(a->s) > util_now_ms() ?
+			session_next_try(a->s) - util_now_ms() : 0) + 1);
 	}
 }
 
+/* Host facts, the instance, then the session and the pump on it. */
 static int start_agent(struct agent *a)
 {
+	struct session_host h;
 	int ret;
 
 	ret = hostinfo_get(a->o.name, &a->hi);
 	if (ret < 0)
 		return fail(a, ret, "cannot collect host facts: %s",
 			    tc_strerror(ret));
-	if (getrandom(&a->session, sizeof(a->session), 0) !=
-	    sizeof(a->session) || !a->session)
-		a->session = ((uint64_t)getpid() << 32) ^ (uint64_t)util_now_ms();
-	srandom((unsigned)a->session);
-	a->backoff_ms = BACKOFF_MIN_MS;
 	ret = setup_tracing(a);
 	if (ret < 0)
 		return ret;
-	ret = spool_open(tracing_ncpus(a->t), a->o.spool_mem_mb << 20,
-			 a->o.spool_dir, (uint64_t)a->o.spool_disk_mb << 20,
-			 &a->sp);
-	/* a page frame: frame header, page header, page, lost-events count */
-	if (ret == 0)
-		ret = spool_set_slot(a->sp, FRAME_HDR_SIZE + 64 +
-				     tracing_page_size(a->t));
+	h = (struct session_host){
+		.hi = &a->hi, .t = a->t, .tsc = &a->tsc,
+		.tsc_clock = a->tsc_clock, .kernel_symbols = a->ftrace_on,
+	};
+	ret = session_new(&a->o.session, &h, &a->s);
 	if (ret < 0)
-		return fail(a, ret, "cannot set up the spool: %s",
-			    tc_strerror(ret));
-	return 0;
+		return fail(a, ret, "out of memory");
+	a->o.pump.snapshot = &snapshot_requested;
+	return pump_new(&a->o.pump, a->t, a->tsc_clock ? &a->tsc : NULL, a->s,
+			&a->p, a->err, sizeof(a->err));
 }
 
 static int run(struct agent *a)
 {
-	enum reader_mode mode;
 	int ret;
 
 	ret = start_agent(a);
 	if (ret == 0)
-		ret = user_open(a);
+		ret = session_connect(a->s, a->err, sizeof(a->err));
 	if (ret == 0)
-		ret = connect_collector(a);
+		ret = pump_open_reader(a->p, a->err, sizeof(a->err));
 	if (ret < 0)
 		return ret;
-	mode = a->o.read_mode;
-	if (mode == READER_AUTO)
-		mode = ship_can_splice(a->s) ? READER_SPLICE : READER_READ;
-	ret = reader_open(tracing_instance(a->t), tracing_ncpus(a->t),
-			  tracing_page_size(a->t), mode, &a->r);
-	if (ret < 0)
-		return fail(a, ret, "cannot open the ring buffers of instance "
-			    "%s: %s", tracing_name(a->t), tc_strerror(ret));
-	reader_set_buf_fn(a->r, page_room, a);
-	if (mode == READER_SPLICE)
-		log_info("splicing full pages from the ring buffers%s",
-			 ship_can_splice(a->s) ? " into the socket" :
-			 " (copied: this socket cannot take them)");
-	else
-		log_info("reading %d of %d CPUs through a mapped ring buffer%s",
-			 reader_mapped(a->r), tracing_ncpus(a->t),
-			 reader_mapped(a->r) < tracing_ncpus(a->t) ?
-			 ", the others with read(2)" : "");
+	a->reading = true;
 	ret = tracing_start(a->t);
 	if (ret < 0)
 		return fail(a, ret, "cannot switch tracing on in instance %s",
@@ -1558,18 +797,21 @@ static int run(struct agent *a)
 	ret = exec_open(a);
 	if (ret < 0)
 		return ret;
-	ret = stream(a);
+	a->end = a->o.duration_s ? util_now_ms() + a->o.duration_s * 1000 : 0;
+	ret = pump_run(a->p, a->end, run_over, a, a->err, sizeof(a->err));
 	return ret < 0 ? ret : finish(a);
 }
 
 static void summary(struct agent *a)
 {
+	const struct proto_done *done = session_done(a->s);
 	struct tracing_cpu_stats tot = { 0 };
 	struct proto_cpu_stats c, sum = { 0 };
+	struct ubuf_totals ut;
 	int cpu;
 
 	for (cpu = 0; cpu < tracing_ncpus(a->t); cpu++) {
-		cpu_stats_fill(a, cpu, &c);
+		pump_cpu_stats(a->p, cpu, &c);
 		printf(PROG ": cpu%d: pages=%" PRIu64 " events=%" PRIu64
 		       " bytes=%" PRIu64 " overrun=%" PRIu64 " dropped=%" PRIu64
 		       " mmap=%" PRIu64 " splice=%" PRIu64 " read=%" PRIu64
@@ -1590,20 +832,16 @@ static void summary(struct agent *a)
 	       " copied=%" PRIu64 " resent=%" PRIu64 " reconnects=%" PRIu64
 	       " %s=%" PRIu64 "\n", sum.pages, sum.events,
 	       sum.bytes, tot.overrun, tot.dropped, sum.copied_bytes,
-	       sum.resent_pages, a->reconnects,
+	       sum.resent_pages, session_reconnects(a->s),
 	       /* a journaling collector answers DONE before it has decoded */
-	       a->done.journaled ? "journaled_pages" : "stored_events",
-	       a->done.journaled ? a->done.pages : a->done.events);
+	       done->journaled ? "journaled_pages" : "stored_events",
+	       done->journaled ? done->pages : done->events);
 	printf(PROG ": spool: peak_mem_mb=%.1f drain_ms=%" PRId64 "\n",
-	       (double)spool_mem_peak(a->sp) / (1 << 20), a->drain_ms);
-	if (a->u) {
-		struct ubuf_totals ut;
-
-		ubuf_totals(a->u, &ut);
+	       (double)pump_spool_peak(a->p) / (1 << 20), a->drain_ms);
+	if (pump_user_totals(a->p, &ut))
 		printf(PROG ": user: programs=%" PRIu64 " pages=%" PRIu64
 		       " events=%" PRIu64 " bytes=%" PRIu64 " lost=%" PRIu64 "\n",
 		       ut.programs, ut.pages, ut.events, ut.bytes, ut.lost);
-	}
 	if (a->child_done) {
 		char how[64];
 
@@ -1618,14 +856,9 @@ static void cleanup(struct agent *a)
 	exec_kill(a->child);
 	if (a->ftrace_on)
 		ftrace_stop(tracing_instance(a->t));
-	ubuf_free(a->u);
-	reader_close(a->r);
-	links_close(a);
-	free(a->data);
-	spool_close(a->sp);
-	kfilter_free(a->kf);
+	pump_free(a->p);
+	session_free(a->s);
 	tracing_close(a->t);
-	free(a->kstats);
 	free(a->o.events);
 	free(a->o.ffilters);
 }
@@ -1641,7 +874,7 @@ int main(int argc, char **argv)
 	log_init(PROG, a.o.level, false);
 	signals_install();
 	ret = run(&a);
-	if (ret < 0 && stop_requested && !a.r)
+	if (ret < 0 && stop_requested && !a.reading)
 		snprintf(a.err, sizeof(a.err), "interrupted by a signal "
 			 "before tracing started");
 	if (ret == 0)

@@ -374,8 +374,8 @@ int spool_set_slot(struct spool *sp, size_t bytes)
 int spool_add(struct spool *sp, uint16_t stream, uint64_t seq, uint8_t flags,
 	      uint32_t events, const void *data, size_t len, bool sent)
 {
-	return spool_add2(sp, stream, seq, flags, events, NULL, 0, data, len,
-			  sent);
+	return spool_add_prefixed(sp, stream, seq, flags, events, NULL, 0, data,
+				  len, sent);
 }
 
 /* Link @e (seq, len, sent filled in) at the end of stream @ss. */
@@ -406,9 +406,9 @@ static struct spool_stream *stream_for(struct spool *sp, uint16_t stream,
 	return ss->tail && seq <= ss->last_seq ? NULL : ss;
 }
 
-int spool_add2(struct spool *sp, uint16_t stream, uint64_t seq, uint8_t flags,
-	       uint32_t events, const void *head, size_t head_len,
-	       const void *data, size_t len, bool sent)
+int spool_add_prefixed(struct spool *sp, uint16_t stream, uint64_t seq,
+		       uint8_t flags, uint32_t events, const void *head,
+		       size_t head_len, const void *data, size_t len, bool sent)
 {
 	struct parts pt = { head, head_len, data };
 	struct spool_stream *ss = stream_for(sp, stream, seq);

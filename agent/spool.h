@@ -70,11 +70,14 @@ void spool_close(struct spool *sp);
 int spool_add(struct spool *sp, uint16_t stream, uint64_t seq, uint8_t flags,
 	      uint32_t events, const void *data, size_t len, bool sent);
 
-/* spool_add2 - spool_add() of a page given as @head_len bytes of @head
- * followed by @len bytes of @data (see struct reader_page). */
-int spool_add2(struct spool *sp, uint16_t stream, uint64_t seq, uint8_t flags,
-	       uint32_t events, const void *head, size_t head_len,
-	       const void *data, size_t len, bool sent);
+/*
+ * spool_add_prefixed - spool_add() of a page given in two pieces: @head_len
+ * bytes of @head (its frame and page headers) followed by @len bytes of
+ * @data (the page, see struct reader_page), kept as one.
+ */
+int spool_add_prefixed(struct spool *sp, uint16_t stream, uint64_t seq,
+		       uint8_t flags, uint32_t events, const void *head,
+		       size_t head_len, const void *data, size_t len, bool sent);
 
 /*
  * spool_set_slot - keep pages of up to @bytes in fixed-size slots of

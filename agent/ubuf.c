@@ -5,7 +5,7 @@
  * a reader page swapped out of the ring) at DIR/tracecollect.<pid>. The
  * agent finds it by scanning DIR, announces it to the collector as a
  * MSG_GROUP (its streams, page size and TSC conversion) with its formats
- * and function symbols (agent/symbols.h), then sets the attach flag that enables the program's writes. Pages are
+ * and function symbols (agent/funcsyms.h), then sets the attach flag that enables the program's writes. Pages are
  * taken with ring_reader_get(), shipped whole, and put back; nothing is
  * decoded here. A program that died is recovered (its unfinished events
  * become counted padding), drained, reported, and its file removed.
@@ -22,8 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "agent/funcsyms.h"
 #include "agent/reader.h"
-#include "agent/symbols.h"
 #include "agent/ubuf.h"
 #include "common/log.h"
 #include "common/ring.h"
@@ -175,7 +175,7 @@ static int announce(struct ubuf *u, struct ubuf_prog *p, const struct ubuf_ops *
 	return ops->msg(ops->arg, &m);
 }
 
-/* Passes symbols_send()'s messages on, remembering a shipping failure. */
+/* Passes funcsyms_send()'s messages on, remembering a shipping failure. */
 struct sym_relay {
 	const struct ubuf_ops *ops;
 	int err;
@@ -199,7 +199,7 @@ static int sym_relay_msg(void *arg, const struct proto_msg *m)
 static int send_symbols(struct ubuf_prog *p, const struct ubuf_ops *ops)
 {
 	struct sym_relay r = { .ops = ops };
-	int n = symbols_send(p->group, p->pid, sym_relay_msg, &r);
+	int n = funcsyms_send(p->group, p->pid, sym_relay_msg, &r);
 
 	if (r.err < 0)
 		return r.err;

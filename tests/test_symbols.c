@@ -1,5 +1,5 @@
 /*
- * test_symbols.c - agent/symbols.c: this test binary's own functions (a
+ * test_symbols.c - agent/funcsyms.c: this test binary's own functions (a
  * PIE executable, loaded at a random base) and a shared library's must be
  * reported at the addresses the running code has; kallsyms lines parse,
  * and a restricted kallsyms (all zero addresses) yields nothing.
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/symbols.h"
+#include "agent/funcsyms.h"
 #include "common/tc_error.h"
 #include "proto/symbols.h"
 #include "tests/testutil.h"
@@ -30,7 +30,7 @@ __attribute__((noinline, used)) int symbols_test_marker(int x)
 struct want {
 	const char *name;
 	uint64_t addr;		/* where the running code has it */
-	uint64_t found;		/* what symbols_of_pid() said; 0: not seen */
+	uint64_t found;		/* what funcsyms_of_pid() said; 0: not seen */
 	uint64_t size;
 	int times;
 };
@@ -56,7 +56,7 @@ START_TEST(test_own_and_library_functions)
 		{ .name = "main" },
 		{ .name = NULL },
 	};
-	int n = symbols_of_pid(getpid(), find_cb, w);
+	int n = funcsyms_of_pid(getpid(), find_cb, w);
 
 	ck_assert_int_gt(n, 100);
 	ck_assert_uint_eq(w[0].found, w[0].addr);
@@ -78,7 +78,7 @@ START_TEST(test_callback_stops_walk)
 {
 	int calls = 0;
 
-	ck_assert_int_eq(symbols_of_pid(getpid(), stop_cb, &calls), 42);
+	ck_assert_int_eq(funcsyms_of_pid(getpid(), stop_cb, &calls), 42);
 	ck_assert_int_eq(calls, 3);
 }
 END_TEST
@@ -87,7 +87,7 @@ START_TEST(test_no_such_pid)
 {
 	int calls = 0;
 
-	ck_assert_int_lt(symbols_of_pid(-5, stop_cb, &calls), 0);
+	ck_assert_int_lt(funcsyms_of_pid(-5, stop_cb, &calls), 0);
 	ck_assert_int_eq(calls, 0);
 }
 END_TEST
@@ -114,7 +114,7 @@ START_TEST(test_kallsyms)
 			    { .name = "vfs_read" }, { .name = "weak_fn" },
 			    { .name = NULL } };
 
-	ck_assert_int_eq(symbols_of_kernel(path, find_cb, w), 3);
+	ck_assert_int_eq(funcsyms_of_kernel(path, find_cb, w), 3);
 	ck_assert_uint_eq(w[0].found, 0xffffffff81000000ull);
 	ck_assert_int_eq(w[1].times, 0);
 	ck_assert_uint_eq(w[2].found, 0xffffffff81000200ull);
@@ -129,14 +129,14 @@ START_TEST(test_kallsyms_restricted)
 	char *path = write_tmp("0000000000000000 T _stext\n0000000000000000 t vfs_read\n");
 	int calls = 0;
 
-	ck_assert_int_eq(symbols_of_kernel(path, stop_cb, &calls), 0);
+	ck_assert_int_eq(funcsyms_of_kernel(path, stop_cb, &calls), 0);
 	ck_assert_int_eq(calls, 0);
 	unlink(path);
 	free(path);
 }
 END_TEST
 
-/* symbols_send: every message parses, and together they hold the marker. */
+/* funcsyms_send: every message parses, and together they hold the marker. */
 struct sent {
 	int msgs, syms;
 	struct want *w;
@@ -167,7 +167,7 @@ START_TEST(test_send)
 	struct want w[] = { { .name = "symbols_test_marker", .addr = (uintptr_t)&symbols_test_marker },
 			    { .name = NULL } };
 	struct sent s = { .w = w };
-	int n = symbols_send(9, getpid(), msg_cb, &s);
+	int n = funcsyms_send(9, getpid(), msg_cb, &s);
 
 	ck_assert_int_gt(n, 0);
 	ck_assert_int_eq(s.syms, n);

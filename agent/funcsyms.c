@@ -1,6 +1,6 @@
 /*
- * symbols.c - read function symbol tables for the collector (see
- * symbols.h).
+ * funcsyms.c - collect function symbol tables for the collector (see
+ * funcsyms.h; the text they travel in is proto/symbols.h's).
  *
  * A program's addresses: each executable mapping of a file in
  * /proc/PID/maps maps file offset OFF at address START. The ELF program
@@ -12,7 +12,7 @@
  */
 #include "config.h"
 
-#define LOG_PREFIX "symbols"
+#define LOG_PREFIX "funcsyms"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,28 +25,28 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/symbols.h"
+#include "agent/funcsyms.h"
 #include "common/log.h"
 #include "common/tc_error.h"
 #include "proto/symbols.h"
 
 /* One executable file mapping from /proc/PID/maps. */
-struct symbols_map {
+struct funcsyms_map {
 	uint64_t start, end, off;
 	char path[PATH_MAX];
 };
 
 /* What one ELF file's walk needs. */
-struct symbols_walk {
-	const struct symbols_map *map;
+struct funcsyms_walk {
+	const struct funcsyms_map *map;
 	uint64_t bias;
-	symbols_fn fn;
+	funcsyms_fn fn;
 	void *ctx;
 	int count;
 };
 
 /* Parse one maps line; 1 for an executable file mapping, else 0. */
-static int parse_maps_line(const char *line, struct symbols_map *m)
+static int parse_maps_line(const char *line, struct funcsyms_map *m)
 {
 	char perms[8];
 	int path_at = 0;
@@ -62,7 +62,7 @@ static int parse_maps_line(const char *line, struct symbols_map *m)
 }
 
 /* The load bias of @m in @e. Return: 0, or -1 when no PT_LOAD holds m->off. */
-static int load_bias(Elf *e, const struct symbols_map *m, uint64_t *bias)
+static int load_bias(Elf *e, const struct funcsyms_map *m, uint64_t *bias)
 {
 	size_t n, i;
 	GElf_Phdr ph;
@@ -83,7 +83,7 @@ static int load_bias(Elf *e, const struct symbols_map *m, uint64_t *bias)
 	return -1;
 }
 
-static int walk_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct symbols_walk *w)
+static int walk_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct funcsyms_walk *w)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
 	size_t i, n = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
@@ -133,7 +133,7 @@ static Elf_Scn *find_symtab(Elf *e, GElf_Shdr *out)
 }
 
 /* The symbols of one mapping's file; unreadable files count as none. */
-static int map_symbols(int pid, const struct symbols_map *m, struct symbols_walk *w)
+static int map_symbols(int pid, const struct funcsyms_map *m, struct funcsyms_walk *w)
 {
 	char alt[96];
 	Elf *e = NULL;
@@ -164,10 +164,10 @@ out:
 	return ret;
 }
 
-int symbols_of_pid(int pid, symbols_fn fn, void *ctx)
+int funcsyms_of_pid(int pid, funcsyms_fn fn, void *ctx)
 {
-	struct symbols_walk w = { .fn = fn, .ctx = ctx };
-	struct symbols_map *m = NULL;
+	struct funcsyms_walk w = { .fn = fn, .ctx = ctx };
+	struct funcsyms_map *m = NULL;
 	char path[64], line[PATH_MAX + 128];
 	FILE *f;
 	int ret = 0;
@@ -189,7 +189,7 @@ int symbols_of_pid(int pid, symbols_fn fn, void *ctx)
 	return ret ? ret : w.count;
 }
 
-int symbols_of_kernel(const char *path, symbols_fn fn, void *ctx)
+int funcsyms_of_kernel(const char *path, funcsyms_fn fn, void *ctx)
 {
 	char line[640], type, name[PROTO_SYM_MAX_NAME + 1];
 	uint64_t addr;
@@ -214,14 +214,14 @@ int symbols_of_kernel(const char *path, symbols_fn fn, void *ctx)
 }
 
 /* Collects lines and sends a message whenever the next would not fit. */
-struct symbols_out {
+struct funcsyms_out {
 	struct proto_buf text;
 	uint32_t group;
 	int (*msg)(void *arg, const struct proto_msg *m);
 	void *arg;
 };
 
-static int out_flush(struct symbols_out *o)
+static int out_flush(struct funcsyms_out *o)
 {
 	struct proto_msg m = { .type = MSG_SYMBOLS };
 	int ret;
@@ -236,7 +236,7 @@ static int out_flush(struct symbols_out *o)
 
 static int out_add(void *ctx, uint64_t addr, uint64_t size, const char *name)
 {
-	struct symbols_out *o = ctx;
+	struct funcsyms_out *o = ctx;
 	int ret = 0;
 
 	if (o->text.len + 64 + PROTO_SYM_MAX_NAME > PROTO_SYM_CHUNK)
@@ -246,14 +246,14 @@ static int out_add(void *ctx, uint64_t addr, uint64_t size, const char *name)
 	return ret;
 }
 
-int symbols_send(uint32_t group, int pid,
-		 int (*msg)(void *arg, const struct proto_msg *m), void *arg)
+int funcsyms_send(uint32_t group, int pid,
+		  int (*msg)(void *arg, const struct proto_msg *m), void *arg)
 {
-	struct symbols_out o = { .group = group, .msg = msg, .arg = arg };
+	struct funcsyms_out o = { .group = group, .msg = msg, .arg = arg };
 	int n, ret;
 
 	proto_buf_init(&o.text);
-	n = group ? symbols_of_pid(pid, out_add, &o) : symbols_of_kernel(NULL, out_add, &o);
+	n = group ? funcsyms_of_pid(pid, out_add, &o) : funcsyms_of_kernel(NULL, out_add, &o);
 	ret = n < 0 ? n : out_flush(&o);
 	proto_buf_free(&o.text);
 	return ret < 0 ? ret : n;

@@ -1,0 +1,519 @@
+/*
+ * session.c - the agent's connections to its collector: connect and
+ * introduce, take ACKs and filters, lose and reconnect with backoff, the
+ * periodic clock samples, BYE/DONE (see session.h).
+ *
+ * A session is one control connection (struct ship) and, with
+ * --connections per-cpu, one data connection per CPU; all are up or all
+ * are closed. Every HELLO of a run carries the same session id, so the
+ * collector knows a reconnect from a new run.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/random.h>
+
+/* the agent's lines, wherever in the agent they come from */
+#define LOG_PREFIX "agent"
+#include "agent/funcsyms.h"
+#include "agent/kfilter.h"
+#include "agent/session.h"
+#include "common/log.h"
+#include "common/tc_error.h"
+#include "common/util.h"
+
+#define REPLY_TIMEOUT_MS	30000	/* WELCOME and DONE */
+#define BACKOFF_MIN_MS		100
+#define BACKOFF_MAX_MS		10000
+
+struct session {
+	struct session_conf c;
+	struct session_host h;
+	struct session_pages pages;
+	uint64_t id;			/* this run's id, in every HELLO */
+	struct ship *ctl;		/* NULL while disconnected */
+	struct ship **data;		/* --connections per-cpu: one per CPU,
+					 * all up exactly while ctl is */
+	struct kfilter *kf;		/* filter push-down; NULL with no_pushdown */
+	int64_t next_try;		/* reconnect not before (ms) */
+	int backoff_ms;
+	uint64_t reconnects;
+	int64_t ack_progress;		/* last ACK or first un-acked page (ms) */
+	struct proto_done done;
+	char err[768];			/* why the last reconnect attempt failed */
+};
+
+static int ncpus(const struct session *s)
+{
+	return tracing_ncpus(s->h.t);
+}
+
+static int send_hello(struct session *s, struct ship *link, char *why,
+		      size_t len)
+{
+	const struct hostinfo *hi = s->h.hi;
+	struct proto_hello h = {
+		.version = PROTO_VERSION,
+		.host = (char *)hi->host, .machine_id = (char *)hi->machine_id,
+		.boot_id = (char *)hi->boot_id, .kernel = (char *)hi->kernel,
+		.trace_clock = (char *)tracing_clock(s->h.t),
+		.tsc0 = s->h.tsc->tsc0, .tsc_mono0 = s->h.tsc->mono0,
+		.tsc_mult = s->h.tsc->mult, .tsc_shift = s->h.tsc->shift,
+		.ncpus = (uint32_t)ncpus(s),
+		.page_size = tracing_page_size(s->h.t),
+		.long_size = hi->long_size, .big_endian = hi->big_endian,
+		.session = s->id,
+		.pushdown = s->kf != NULL && link == s->ctl,
+	};
+	struct proto_welcome w;
+	char reason[512];
+	int ret;
+
+	ret = hostinfo_clock_sample(&h.clock, s->h.tsc_clock ? s->h.tsc : NULL);
+	if (ret < 0) {
+		tc_seterr(why, len, "cannot read the clocks: %s",
+			  tc_strerror(ret));
+		return ret;
+	}
+	ret = ship_hello(link, &h, REPLY_TIMEOUT_MS, &w, reason,
+			 sizeof(reason));
+	if (ret < 0) {
+		tc_seterr(why, len, "%s", reason);
+		return ret;
+	}
+	if (link == s->ctl)
+		log_info("connected to %s port %s as %s (collector host id %"
+			 PRIu64 ")", s->c.host, s->c.port, hi->host,
+			 w.host_id);
+	return 0;
+}
+
+/* MSG_HEADER_PAGE, then one MSG_FORMAT per enabled event, on @link. */
+static int send_formats(struct session *s, struct ship *link, char *why,
+			size_t len)
+{
+	struct proto_msg m = { .type = MSG_HEADER_PAGE };
+	const char *sys, *name;
+	size_t i, tlen;
+	char *text;
+	int ret;
+
+	ret = tracing_header_page(s->h.t, &m.header_page.text,
+				  &m.header_page.len);
+	if (ret < 0) {
+		tc_seterr(why, len, "cannot read events/header_page: %s",
+			  tc_strerror(ret));
+		return ret;
+	}
+	ret = ship_msg(link, &m);
+	free(m.header_page.text);
+	for (i = 0; ret == 0 && i < tracing_event_count(s->h.t); i++) {
+		ret = tracing_format(s->h.t, i, &sys, &name, &text, &tlen);
+		if (ret < 0) {
+			tc_seterr(why, len, "cannot read the format of event "
+				  "#%zu: %s", i, tc_strerror(ret));
+			return ret;
+		}
+		m = (struct proto_msg){ .type = MSG_FORMAT, .format = {
+			.system = (char *)sys, .name = (char *)name,
+			.text = text, .len = tlen } };
+		ret = ship_msg(link, &m);
+		free(text);
+	}
+	if (ret < 0)
+		tc_seterr(why, len, "%s", ship_last_error(link));
+	return ret;
+}
+
+struct ship_relay {
+	struct ship *link;
+	int err;		/* the first failure to ship */
+};
+
+static int ship_relay(void *arg, const struct proto_msg *m)
+{
+	struct ship_relay *r = arg;
+	int ret = ship_msg(r->link, m);
+
+	if (ret < 0 && !r->err)
+		r->err = ret;
+	return ret;
+}
+
+/*
+ * With the kernel's function tracer on: /proc/kallsyms as MSG_SYMBOLS
+ * (group 0), on every connection (the collector keeps one copy per agent
+ * run). Unreadable symbols cost only names: a warning.
+ */
+static int send_kernel_symbols(struct session *s, char *why, size_t len)
+{
+	struct ship_relay r = { .link = s->ctl };
+	int n;
+
+	if (!s->h.kernel_symbols)
+		return 0;
+	n = funcsyms_send(0, 0, ship_relay, &r);
+	if (r.err < 0) {
+		tc_seterr(why, len, "%s", ship_last_error(s->ctl));
+		return r.err;
+	}
+	if (n < 0)
+		log_warn("no kernel symbols: %s", tc_strerror(n));
+	else if (n == 0)
+		log_warn("no kernel symbols: /proc/kallsyms hides the addresses");
+	return 0;
+}
+
+static int send_cmdlines(struct ship *link)
+{
+	struct proto_msg m = { .type = MSG_CMDLINES };
+	int ret;
+
+	ret = tracing_cmdlines(&m.cmdlines);
+	if (ret < 0) {
+		log_warn("cannot read saved_cmdlines: %s", tc_strerror(ret));
+		return 0;
+	}
+	ret = ship_msg(link, &m);
+	free(m.cmdlines.items);
+	return ret;
+}
+
+struct ship *session_control(struct session *s)
+{
+	return s->ctl;
+}
+
+struct ship *session_link(struct session *s, int cpu)
+{
+	return s->data && s->ctl && cpu >= 0 && cpu < ncpus(s) ?
+	       s->data[cpu] : s->ctl;
+}
+
+const char *session_links_error(struct session *s)
+{
+	int cpu;
+
+	if (!s->ctl || ship_last_error(s->ctl)[0])
+		return s->ctl ? ship_last_error(s->ctl) : "not connected";
+	for (cpu = 0; s->data && cpu < ncpus(s); cpu++)
+		if (s->data[cpu] && ship_last_error(s->data[cpu])[0])
+			return ship_last_error(s->data[cpu]);
+	return "";
+}
+
+/*
+ * Close every connection. They go and come back together: a failure of
+ * one (the collector restarted, the link is cut) nearly always is a
+ * failure of all, and resending after a reconnect stays one code path.
+ */
+static void links_close(struct session *s)
+{
+	int cpu;
+
+	for (cpu = 0; s->data && cpu < ncpus(s); cpu++) {
+		ship_close(s->data[cpu]);
+		s->data[cpu] = NULL;
+	}
+	ship_close(s->ctl);
+	s->ctl = NULL;
+}
+
+void session_lost(struct session *s, const char *why)
+{
+	int delay = s->backoff_ms, half = delay / 2;
+
+	delay = half + (int)((unsigned)random() % (unsigned)(delay - half + 1));
+	log_warn("lost the collector: %s; reconnecting in %d ms", why, delay);
+	s->next_try = util_now_ms() + delay;
+	s->backoff_ms = delay >= BACKOFF_MAX_MS / 2 ? BACKOFF_MAX_MS : delay * 2;
+	links_close(s);
+	if (s->kf)	/* the next collector may filter less */
+		kfilter_clear_all(s->kf);
+}
+
+void session_periodic(struct session *s)
+{
+	struct proto_msg m = { .type = MSG_CLOCK };
+	int cpu, ret;
+
+	if (!s->ctl)
+		return;
+	ret = hostinfo_clock_sample(&m.clock, s->h.tsc_clock ? s->h.tsc : NULL);
+	if (ret == 0)
+		ret = ship_msg(s->ctl, &m);
+	if (ret == 0)
+		ret = send_cmdlines(s->ctl);
+	/* each connection's pages are decoded with its own clock and comms */
+	for (cpu = 0; ret == 0 && s->data && cpu < ncpus(s); cpu++) {
+		ret = ship_msg(s->data[cpu], &m);
+		if (ret == 0)
+			ret = send_cmdlines(s->data[cpu]);
+	}
+	if (ret == 0 && s->pages.stats)
+		ret = s->pages.stats(s->pages.arg);
+	if (ret < 0)
+		session_lost(s, session_links_error(s));
+}
+
+static void on_ack(void *arg, uint32_t stream, uint64_t seq)
+{
+	struct session *s = arg;
+
+	if (s->pages.acked)
+		s->pages.acked(s->pages.arg, (uint16_t)stream, seq);
+	s->ack_progress = util_now_ms();
+}
+
+/* MSG_FILTER: set it on the instance; the answer goes out after ship_check(). */
+static void on_filter(void *arg, const struct proto_filter *f)
+{
+	struct session *s = arg;
+
+	kfilter_apply(s->kf, f);
+}
+
+static int send_filter_status(void *arg, const struct proto_msg *m)
+{
+	struct session *s = arg;
+
+	return ship_msg(s->ctl, m);
+}
+
+/* One connection, TLS or --insecure-plain, with ACKs going to on_ack(). */
+static int link_open(struct session *s, struct ship **out, char *why,
+		     size_t len)
+{
+	char reason[640];
+	int ret;
+
+	if (s->c.insecure_plain)
+		ret = ship_connect_plain(s->c.host, s->c.port, out, reason,
+					 sizeof(reason));
+	else
+		ret = ship_connect(s->c.host, s->c.port, &s->c.tls, out, reason,
+				   sizeof(reason));
+	if (ret < 0) {
+		tc_seterr(why, len, "%s", reason);
+		return ret;
+	}
+	ship_set_ack_fn(*out, on_ack, s);
+	ship_set_io_timeout(*out, s->c.ack_timeout_ms);
+	return 0;
+}
+
+/*
+ * --connections per-cpu: a data connection per CPU, each introduced like
+ * the control connection (HELLO with the same session, the page header
+ * and the formats its pages are decoded with), carrying that CPU's pages.
+ * Filters are pushed down on the control connection only (the instance
+ * is one for all CPUs): data connections do not offer push-down.
+ */
+static int data_open(struct session *s, char *why, size_t len)
+{
+	int cpu, ret = 0;
+
+	for (cpu = 0; s->data && ret == 0 && cpu < ncpus(s); cpu++) {
+		ret = link_open(s, &s->data[cpu], why, len);
+		if (ret == 0)
+			ret = send_hello(s, s->data[cpu], why, len);
+		if (ret == 0)
+			ret = send_formats(s, s->data[cpu], why, len);
+	}
+	return ret;
+}
+
+int session_connect(struct session *s, char *why, size_t len)
+{
+	int ret;
+
+	ret = link_open(s, &s->ctl, why, len);
+	if (ret < 0)
+		return ret;
+	if (s->kf)
+		ship_set_filter_fn(s->ctl, on_filter, s);
+	ret = send_hello(s, s->ctl, why, len);
+	if (ret == 0)
+		ret = send_formats(s, s->ctl, why, len);
+	if (ret == 0)
+		ret = send_kernel_symbols(s, why, len);
+	if (ret == 0)
+		ret = data_open(s, why, len);
+	if (ret == 0 && s->pages.replay)
+		ret = s->pages.replay(s->pages.arg, why, len);
+	if (ret < 0) {
+		links_close(s);
+		return ret;
+	}
+	s->backoff_ms = BACKOFF_MIN_MS;
+	s->ack_progress = util_now_ms();
+	return 0;
+}
+
+void session_reconnect(struct session *s)
+{
+	if (s->ctl || util_now_ms() < s->next_try)
+		return;
+	s->reconnects++;
+	if (session_connect(s, s->err, sizeof(s->err)) < 0) {
+		session_lost(s, s->err);
+		return;
+	}
+	session_periodic(s);
+}
+
+bool session_connected(const struct session *s)
+{
+	return s->ctl != NULL;
+}
+
+int64_t session_next_try(const struct session *s)
+{
+	return s->next_try;
+}
+
+void session_check(struct session *s)
+{
+	char why[640];
+	int cpu;
+
+	if (!s->ctl)
+		return;
+	if (ship_check(s->ctl, why, sizeof(why)) < 0) {
+		session_lost(s, why);
+		return;
+	}
+	if (s->kf && kfilter_send(s->kf, send_filter_status, s) < 0) {
+		session_lost(s, ship_last_error(s->ctl));
+		return;
+	}
+	for (cpu = 0; s->data && cpu < ncpus(s); cpu++) {
+		if (ship_check(s->data[cpu], why, sizeof(why)) < 0) {
+			session_lost(s, why);
+			return;
+		}
+	}
+	if (s->pages.unacked && s->pages.unacked(s->pages.arg) &&
+	    util_now_ms() - s->ack_progress > s->c.ack_timeout_ms) {
+		snprintf(why, sizeof(why), "no acknowledgement for %d ms",
+			 s->c.ack_timeout_ms);
+		session_lost(s, why);
+	}
+}
+
+void session_ack_wait_start(struct session *s)
+{
+	s->ack_progress = util_now_ms();
+}
+
+/*
+ * BYE on @link counting @pages and @events, and its DONE added to s->done.
+ * Return: 0 or negative (the connections are then given up).
+ */
+static int link_bye(struct session *s, struct ship *link, uint64_t pages,
+		    uint64_t events)
+{
+	struct proto_bye bye = { .pages = pages, .events = events };
+	struct proto_done done;
+	char why[640];
+	int ret;
+
+	ret = ship_bye(link, &bye, REPLY_TIMEOUT_MS, &done, why, sizeof(why));
+	if (ret < 0) {
+		session_lost(s, why);
+		return ret;
+	}
+	s->done.pages += done.pages;
+	s->done.events += done.events;
+	s->done.journaled |= done.journaled;
+	return 0;
+}
+
+int session_bye(struct session *s, session_count_fn count, void *arg)
+{
+	uint64_t pages = 0, events = 0, p, e;
+	int cpu, ret = 0;
+
+	session_periodic(s);
+	if (!s->ctl)
+		return -ENOTCONN;
+	s->done = (struct proto_done){ 0 };
+	for (cpu = 0; ret == 0 && cpu < ncpus(s); cpu++) {
+		count(arg, cpu, &p, &e);
+		if (s->data)
+			ret = link_bye(s, s->data[cpu], p, e);
+		else {
+			pages += p;
+			events += e;
+		}
+	}
+	if (ret == 0) {
+		count(arg, -1, &p, &e);
+		pages += p;
+		events += e;
+		ret = link_bye(s, s->ctl, pages, events);
+	}
+	return ret;
+}
+
+bool session_can_splice(const struct session *s)
+{
+	return s->ctl && ship_can_splice(s->ctl);
+}
+
+uint64_t session_reconnects(const struct session *s)
+{
+	return s->reconnects;
+}
+
+const struct proto_done *session_done(const struct session *s)
+{
+	return &s->done;
+}
+
+void session_set_pages(struct session *s, const struct session_pages *p)
+{
+	s->pages = *p;
+}
+
+int session_new(const struct session_conf *c, const struct session_host *h,
+		struct session **out)
+{
+	struct session *s = calloc(1, sizeof(*s));
+	int ret = -ENOMEM;
+
+	if (!s)
+		return -ENOMEM;
+	s->c = *c;
+	s->h = *h;
+	if (getrandom(&s->id, sizeof(s->id), 0) != sizeof(s->id) || !s->id)
+		s->id = ((uint64_t)getpid() << 32) ^ (uint64_t)util_now_ms();
+	srandom((unsigned)s->id);
+	s->backoff_ms = BACKOFF_MIN_MS;
+	if (c->per_cpu_conns) {
+		s->data = calloc((size_t)ncpus(s), sizeof(*s->data));
+		if (!s->data)
+			goto out;
+	}
+	if (!c->no_pushdown && kfilter_new(h->t, &s->kf) < 0)
+		goto out;
+	*out = s;
+	return 0;
+out:
+	session_free(s);
+	return ret;
+}
+
+void session_free(struct session *s)
+{
+	if (!s)
+		return;
+	links_close(s);
+	free(s->data);
+	kfilter_free(s->kf);
+	free(s);
+}
