@@ -115,26 +115,17 @@ void page_iter_init(struct page_iter *it, const struct page_layout *l,
 }
 
 /*
- * The bytes of the record at it->off after its header word (in @rec),
- * type by type; @left bytes are left from its start. Sets rec->size,
- * payload and len, and moves the running time on; on an error changes
- * neither.
+ * The record at it->off whose header word said @rec->type_len and delta,
+ * with @left bytes from its start, unless a short data record (the common
+ * case, in page_next_record()): sets rec->size (and for a long data
+ * record its payload and len) and moves the running time on; on an error
+ * changes neither.
  */
-static int record_body(struct page_iter *it, uint32_t left, struct page_record *rec)
+static int record_other(struct page_iter *it, uint32_t left, struct page_record *rec)
 {
 	const uint8_t *p = it->data + it->off;
 	uint64_t word, size;
 
-	if (rec->type_len >= 1 && rec->type_len <= PAGE_TYPE_DATA_MAX) {
-		size = 4 + 4ull * rec->type_len;
-		if (size > left)
-			return TC_ERR_PAGE_MALFORMED;
-		rec->payload = p + 4;
-		rec->len = (uint32_t)size - 4;
-		it->ts += rec->delta;
-		rec->size = (uint32_t)size;
-		return 0;
-	}
 	if (rec->type_len == PAGE_TYPE_PADDING && left < 8) {
 		rec->size = left;	/* its length word lies past the end */
 		it->ts += rec->delta;
@@ -171,24 +162,31 @@ static int record_body(struct page_iter *it, uint32_t left, struct page_record *
 	}
 }
 
-int page_next_record(struct page_iter *it, struct page_record *rec)
+int page_next_record_slow(struct page_iter *it, struct page_record *rec)
 {
-	uint32_t left = it->size - it->off, word;
-	struct page_record r = { 0 };
+	uint32_t left = it->size - it->off, word, type_len, delta, size;
+	struct page_record r;
 	int ret;
 
-	if (it->too_long)
-		return TC_ERR_PAGE_MALFORMED;
-	if (!left)
-		return 0;
 	if (left < 4)
-		return TC_ERR_PAGE_MALFORMED;
+		return left || it->too_long ? TC_ERR_PAGE_MALFORMED : 0;
 	word = rd4(it->swap, it->data + it->off);
-	r.type_len = it->big_endian ? word >> PAGE_DELTA_BITS :
-		     word & ((1u << PAGE_TYPE_LEN_BITS) - 1);
-	r.delta = it->big_endian ? word & PAGE_DELTA_MASK : word >> PAGE_TYPE_LEN_BITS;
-	r.off = it->off;
-	ret = record_body(it, left, &r);
+	type_len = it->big_endian ? word >> PAGE_DELTA_BITS :
+		   word & ((1u << PAGE_TYPE_LEN_BITS) - 1);
+	delta = it->big_endian ? word & PAGE_DELTA_MASK : word >> PAGE_TYPE_LEN_BITS;
+	if (type_len - 1 < PAGE_TYPE_DATA_MAX) {	/* 1..28: a short data record */
+		size = 4 + 4 * type_len;
+		if (size > left)
+			return TC_ERR_PAGE_MALFORMED;
+		it->ts += delta;
+		*rec = (struct page_record){ .type_len = type_len, .delta = delta,
+			.ts = it->ts, .off = it->off, .size = size,
+			.payload = it->data + it->off + 4, .len = size - 4 };
+		it->off += size;
+		return 1;
+	}
+	r = (struct page_record){ .type_len = type_len, .delta = delta, .off = it->off };
+	ret = record_other(it, left, &r);
 	if (ret < 0)
 		return ret;
 	r.ts = it->ts;

@@ -48,6 +48,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---- the page header ---- */
 
@@ -177,7 +178,31 @@ void page_iter_raw(struct page_iter *it, const struct page_layout *l,
  * multiple of 4 or exceeds the page size. After an error the walk stays
  * at the bad record (every later call returns the error again), so the
  * end of the last record returned is where the valid records end.
+ * *@rec only when 1 is returned.
+ *
+ * Inline: a short data record (type_len 1..28) of a little-endian writer
+ * read on a little-endian host, which is most records the agent counts;
+ * page_next_record_slow() takes every other case.
  */
-int page_next_record(struct page_iter *it, struct page_record *rec);
+int page_next_record_slow(struct page_iter *it, struct page_record *rec);
+
+static inline int page_next_record(struct page_iter *it, struct page_record *rec)
+{
+	uint32_t left = it->size - it->off, word, type_len, size;
+
+	if (left < 4 || it->big_endian || it->swap)
+		return page_next_record_slow(it, rec);
+	memcpy(&word, it->data + it->off, 4);
+	type_len = word & ((1u << PAGE_TYPE_LEN_BITS) - 1);
+	size = 4 + 4 * type_len;
+	if (type_len - 1 >= PAGE_TYPE_DATA_MAX || size > left)
+		return page_next_record_slow(it, rec);
+	it->ts += word >> PAGE_TYPE_LEN_BITS;
+	*rec = (struct page_record){ .type_len = type_len,
+		.delta = word >> PAGE_TYPE_LEN_BITS, .ts = it->ts, .off = it->off,
+		.size = size, .payload = it->data + it->off + 4, .len = size - 4 };
+	it->off += size;
+	return 1;
+}
 
 #endif
