@@ -9,8 +9,8 @@
  * the events written so far, so partial pages come out too and nothing
  * waits for a page to fill.
  *
- * Events are only counted here (libtraceevent's kbuffer walks the page);
- * decoding is the collector's job.
+ * Events are only counted here, with the page reader the collector
+ * decodes with (common/page.h); decoding is the collector's job.
  */
 #include "config.h"
 
@@ -24,20 +24,15 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <tracefs.h>
-#include <kbuffer.h>
 
 #define LOG_PREFIX "reader"
 #include "common/log.h"
+#include "common/page.h"
 #include "common/tc_error.h"
 #include "agent/reader.h"
 
 /* Pages taken from one CPU per reader_poll() before the others get a turn. */
 #define READER_BATCH	256
-/* Bits of the commit word that hold the data length (as kbuffer masks). */
-#define READER_COMMIT_LEN	((1UL << 27) - 1)
-/* Slack after the page buffer, so a walk over a corrupt page cannot leave
- * the allocation. */
-#define READER_SLACK	64
 
 /*
  * The kernel's meta page of a mapped per-CPU buffer, as in its UAPI header
@@ -60,10 +55,8 @@ struct reader_mmap_meta {
 	uint64_t read;
 };
 #define READER_IOCTL_GET_READER	_IO('R', 0x20)
-#define READER_PAGE_HDR		(8 + sizeof(long))
-
-/* Ring-buffer record types (type_len values), as kbuffer names them. */
-enum { RB_PADDING = 29, RB_TIME_EXTEND = 30, RB_TIME_STAMP = 31 };
+/* The header of this host's pages: timestamp and a long commit word. */
+#define READER_PAGE_HDR		PAGE_HDR_SIZE(sizeof(long))
 
 struct reader_cpu {
 	struct tracefs_cpu *tcpu;	/* read path */
@@ -87,136 +80,65 @@ struct reader {
 	int ncpus;
 	int nmapped;
 	uint32_t page_size;
-	uint8_t *buf;			/* page_size + READER_SLACK */
+	uint8_t *buf;			/* page_size */
 	reader_buf_fn buf_fn;		/* where read(2) puts pages, or NULL */
 	void *buf_arg;
 	struct reader_cpu *cpus;
 	struct pollfd *pfds;
 };
 
-/*
- * Check the page header: the commit word's length must fit in the page,
- * with room for the lost-events count when the kernel says it stored one.
- */
-static int page_check(const uint8_t *page, size_t len, unsigned long *commit)
+/* Count the data records of the walk @it; *@ts (if not NULL) becomes
+ * the running time after the last record. */
+static int count_records(struct page_iter *it, uint64_t *ts)
 {
-	const size_t hdr = 8 + sizeof(long);
-	unsigned long c, size;
-
-	if (len < hdr)
-		return TC_ERR_PAGE_MALFORMED;
-	memcpy(&c, page + 8, sizeof(c));
-	if (c & ~(READER_COMMIT_LEN | READER_COMMIT_MISSED |
-		  READER_COMMIT_STORED))
-		return TC_ERR_PAGE_MALFORMED;
-	size = c & READER_COMMIT_LEN;
-	if (c & READER_COMMIT_STORED)
-		size += sizeof(long);
-	if (size > len - hdr)
-		return TC_ERR_PAGE_MALFORMED;
-	*commit = c;
-	return 0;
-}
-
-/* Count events of a checked page; @page must have READER_SLACK spare
- * bytes after @len. */
-static int count_events(struct kbuffer *kb, uint8_t *page, size_t len)
-{
-	unsigned long long ts;
-	unsigned long commit;
+	struct page_record rec = { 0 };
 	int n = 0, ret;
-	void *ev;
+	bool any = false;
 
-	ret = page_check(page, len, &commit);
+	while ((ret = page_next_record(it, &rec)) > 0) {
+		n += page_record_is_data(&rec);
+		any = true;
+	}
 	if (ret < 0)
 		return ret;
-	if (kbuffer_load_subbuffer(kb, page) < 0)
-		return TC_ERR_PAGE_MALFORMED;
-	/* Every event takes at least a 4-byte header; more "events" than
-	 * that means kbuffer is going round in circles on a corrupt page. */
-	for (ev = kbuffer_read_event(kb, &ts); ev;
-	     ev = kbuffer_next_event(kb, &ts))
-		if (++n > (int)(len / 4))
-			return TC_ERR_PAGE_MALFORMED;
+	if (ts && any)
+		*ts = rec.ts;
 	return n;
+}
+
+/* Check the page at @page (@len bytes, a whole page) and count its
+ * events; *@pi describes the page if its header is valid, else is zero. */
+static int page_count(const uint8_t *page, size_t len, struct page_info *pi)
+{
+	struct page_layout l = page_layout_host((uint32_t)len);
+	struct page_iter it;
+	int ret;
+
+	memset(pi, 0, sizeof(*pi));
+	if (len > UINT32_MAX)
+		return TC_ERR_PAGE_MALFORMED;
+	ret = page_check(&l, page, len, pi);
+	if (ret < 0)
+		return ret;
+	page_iter_init(&it, &l, pi);
+	return count_records(&it, NULL);
 }
 
 int reader_page_events(const void *page, size_t len)
 {
-	struct kbuffer *kb;
-	uint8_t *copy;
-	int ret = -ENOMEM;
+	struct page_info pi;
 
-	copy = calloc(1, len + READER_SLACK);
-	kb = kbuffer_alloc(KBUFFER_LSIZE_SAME_AS_HOST,
-			   KBUFFER_ENDIAN_SAME_AS_HOST);
-	if (!copy || !kb)
-		goto out;
-	memcpy(copy, page, len);
-	ret = count_events(kb, copy, len);
-out:
-	kbuffer_free(kb);
-	free(copy);
-	return ret;
+	return page_count(page, len, &pi);
 }
 
-static uint32_t rd32(const uint8_t *p)
+int reader_walk_events(const uint8_t *p, size_t len, uint32_t page_size,
+		       uint64_t *ts)
 {
-	uint32_t v;
+	struct page_layout l = page_layout_host(page_size);
+	struct page_iter it;
 
-	memcpy(&v, p, sizeof(v));
-	return v;
-}
-
-/* One record at @p (@left bytes): its size and whether it is an event. */
-static int record_size(const uint8_t *p, size_t left, uint64_t *ts,
-		       size_t *size, bool *event)
-{
-	uint32_t h = rd32(p), type = h & 31, delta = h >> 5, arg;
-
-	*event = type <= 28;
-	if (type >= 1 && type <= 28) {
-		*size = 4 + (size_t)type * 4;
-		*ts += delta;
-		return *size <= left ? 0 : TC_ERR_PAGE_MALFORMED;
-	}
-	if (type == RB_PADDING && delta == 0) {
-		*size = left;	/* the rest of the page is unused */
-		return 0;
-	}
-	if (left < 8)
-		return TC_ERR_PAGE_MALFORMED;
-	arg = rd32(p + 4);
-	if (type == RB_TIME_EXTEND || type == RB_TIME_STAMP) {
-		*size = 8;
-		if (type == RB_TIME_EXTEND)
-			*ts += ((uint64_t)arg << 27) | delta;
-		else
-			*ts = (*ts & ~((1ULL << 59) - 1)) |
-			      ((uint64_t)arg << 27) | delta;
-		return 0;
-	}
-	*size = 4 + (size_t)((arg + 3) & ~3u);	/* data or discarded event */
-	*ts += delta;
-	return arg >= 4 && *size <= left ? 0 : TC_ERR_PAGE_MALFORMED;
-}
-
-int reader_walk_events(const uint8_t *p, size_t len, uint64_t *ts)
-{
-	uint64_t t = *ts;
-	size_t off = 0, size;
-	bool event;
-	int n = 0, ret;
-
-	while (len - off >= 4) {
-		ret = record_size(p + off, len - off, &t, &size, &event);
-		if (ret < 0)
-			return ret;
-		n += event;
-		off += size;
-	}
-	*ts = t;
-	return n;
+	page_iter_raw(&it, &l, p, len, *ts);
+	return count_records(&it, ts);
 }
 
 /* Map CPU @rc's buffer: meta page, then every sub-buffer. */
@@ -315,7 +237,7 @@ static int reader_alloc(int ncpus, uint32_t page_size, struct reader **out)
 		return -ENOMEM;
 	r->ncpus = ncpus;
 	r->page_size = page_size;
-	r->buf = calloc(1, page_size + READER_SLACK);
+	r->buf = calloc(1, page_size);
 	r->cpus = calloc((size_t)ncpus, sizeof(*r->cpus));
 	r->pfds = calloc((size_t)ncpus, sizeof(*r->pfds));
 	if (!r->buf || !r->cpus || !r->pfds) {
@@ -397,32 +319,6 @@ static size_t pipe_discard(int fd, uint8_t *buf, size_t cap)
 	return total;
 }
 
-/* Check the page at @page (@len bytes) and count its events with the walk
- * of the mmap path (kbuffer takes several times as long). */
-static int page_count(const uint8_t *page, size_t len, unsigned long *commit)
-{
-	uint64_t ts;
-	int ret;
-
-	ret = page_check(page, len, commit);
-	if (ret < 0)
-		return ret;
-	memcpy(&ts, page, 8);
-	return reader_walk_events(page + READER_PAGE_HDR,
-				  *commit & READER_COMMIT_LEN, &ts);
-}
-
-/* The bytes of a checked page of @size that carry data: header, events
- * and the lost-events count when stored; the rest need not be shipped. */
-static size_t page_used(size_t size, unsigned long commit)
-{
-	size_t used = READER_PAGE_HDR + (commit & READER_COMMIT_LEN);
-
-	if (commit & READER_COMMIT_STORED)
-		used += sizeof(long);
-	return used < size ? used : size;
-}
-
 /*
  * Describe the @got bytes just read into @buf (room for a page) and hand
  * them to @fn; on the splice path the same bytes wait in the pipe
@@ -436,24 +332,24 @@ static int page_deliver(struct reader *r, int cpu, uint8_t *buf, int got,
 {
 	struct reader_cpu *rc = &r->cpus[cpu];
 	struct reader_page p;
-	unsigned long commit = 0;
+	struct page_info pi;
 	int ret, events;
 
 	if ((uint32_t)got < r->page_size)
 		memset(buf + got, 0, r->page_size - (uint32_t)got);
-	events = page_count(buf, r->page_size, &commit);
+	events = page_count(buf, r->page_size, &pi);
 	if (events < 0)
 		log_warn("cpu%d: page %llu is malformed; shipping it anyway",
 			 cpu, (unsigned long long)rc->seq + 1);
 	p.cpu = cpu;
 	p.seq = rc->seq + 1;
-	p.missed_events = (commit & READER_COMMIT_MISSED) != 0;
+	p.missed_events = pi.missed;
 	p.head = NULL;
 	p.head_len = 0;
 	p.data = buf;
 	p.len = r->page_size;
 	if (events >= 0 && splice_fd < 0)
-		p.len = page_used(r->page_size, commit);
+		p.len = pi.used;	/* the rest need not be shipped */
 	p.events = (uint32_t)(events < 0 ? 0 : events);
 	p.splice_fd = splice_fd;
 	ret = fn(arg, &p);
@@ -468,7 +364,7 @@ static int page_deliver(struct reader *r, int cpu, uint8_t *buf, int got,
 	rc->counts.pages_read += splice_fd < 0;
 	rc->counts.pages_splice += splice_fd >= 0;
 	rc->counts.copied_bytes += (uint64_t)got;
-	return (commit & READER_COMMIT_LEN) < (r->page_size - 8 - sizeof(long)) / 2;
+	return pi.size < (r->page_size - READER_PAGE_HDR) / 2;
 }
 
 /* The 16-byte page header of what mmap_next() passes on (see reader.h). */
@@ -509,7 +405,7 @@ static int mmap_next(struct reader *r, int cpu, reader_page_fn fn, void *arg)
 	page = rc->map + (size_t)id * r->page_size;
 	memcpy(&commit, page + 8, sizeof(commit));
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);	/* commit, then data */
-	len = commit & READER_COMMIT_LEN;
+	len = commit & PAGE_COMMIT_LEN_MASK;
 	if (id != rc->cur_id) {
 		rc->cur_id = id;
 		rc->shipped = 0;
@@ -518,10 +414,11 @@ static int mmap_next(struct reader *r, int cpu, reader_page_fn fn, void *arg)
 	start = rc->shipped;
 	if (len > cap || len <= start)
 		return len > cap ? TC_ERR_PAGE_MALFORMED : 2;
-	if (!start && (commit & READER_COMMIT_STORED) && len + sizeof(long) <= cap)
+	if (!start && (commit & PAGE_COMMIT_STORED) && len + sizeof(long) <= cap)
 		extra = sizeof(long);	/* the lost-events count after the data */
 	ts = rc->last_ts;
-	events = reader_walk_events(page + READER_PAGE_HDR + start, len - start, &ts);
+	events = reader_walk_events(page + READER_PAGE_HDR + start, len - start,
+				    r->page_size, &ts);
 	if (events < 0) {
 		log_warn("cpu%d: page %llu is malformed; shipping it anyway", cpu,
 			 (unsigned long long)rc->seq + 1);
@@ -529,7 +426,7 @@ static int mmap_next(struct reader *r, int cpu, reader_page_fn fn, void *arg)
 	}
 	mmap_head(rc, page, commit, start, len);
 	p = (struct reader_page){ .cpu = cpu, .seq = rc->seq + 1,
-		.missed_events = !start && (commit & READER_COMMIT_MISSED),
+		.missed_events = !start && (commit & PAGE_COMMIT_MISSED),
 		.head = rc->head, .head_len = READER_PAGE_HDR,
 		.data = page + READER_PAGE_HDR + start,
 		.len = len - start + extra, .events = (uint32_t)events,

@@ -37,12 +37,6 @@
 struct reader;			/* opaque: readers for all CPUs */
 struct tracefs_instance;
 
-/* The kernel sets this bit in a page's commit word when events were lost
- * before the page (RB_MISSED_EVENTS). */
-#define READER_COMMIT_MISSED	(1UL << 31)
-/* ... and this one when the count of lost events is stored after the data. */
-#define READER_COMMIT_STORED	(1UL << 30)
-
 /*
  * One page for the wire: @head_len bytes at @head followed by @len bytes at
  * @data. The read path passes the sub-buffer in @data (head_len 0) up to
@@ -57,7 +51,7 @@ struct tracefs_instance;
 struct reader_page {
 	int cpu;
 	uint64_t seq;		/* per CPU, starting at 1 */
-	bool missed_events;	/* commit word had READER_COMMIT_MISSED */
+	bool missed_events;	/* commit word had PAGE_COMMIT_MISSED */
 	const uint8_t *head;
 	size_t head_len;
 	const uint8_t *data;
@@ -124,12 +118,15 @@ int reader_mapped(struct reader *r);
 
 /*
  * reader_walk_events - count the events in @len bytes of ring-buffer event
- * records (this host's layout) and advance *@ts (the timestamp before the
- * first record) to that of the last one.
+ * records (this host's layout, pages of @page_size bytes) and advance
+ * *@ts (the timestamp before the first record) to that of the last one.
  *
- * Return: the count; TC_ERR_PAGE_MALFORMED when a record runs past @len.
+ * Return: the count; TC_ERR_PAGE_MALFORMED when page_next_record() rejects
+ * a record (one running past @len, an impossible length). *@ts only on
+ * success.
  */
-int reader_walk_events(const uint8_t *p, size_t len, uint64_t *ts);
+int reader_walk_events(const uint8_t *p, size_t len, uint32_t page_size,
+		       uint64_t *ts);
 
 /* reader_close - close every CPU's reader and free @r. Safe with NULL. */
 void reader_close(struct reader *r);
@@ -161,10 +158,11 @@ void reader_counts(struct reader *r, int cpu, struct reader_counts *out);
 /*
  * reader_page_events - count the events in a ring-buffer page of @len
  * bytes laid out for this host (long size, byte order), without decoding
- * them.
+ * them: page_check() and page_next_record(), the collector's page reader.
  *
  * Return: the count; TC_ERR_PAGE_MALFORMED when @len cannot hold the page
- * header or the commit word claims more data than the page holds.
+ * header, the commit word has unknown flags or claims more data than the
+ * page holds, or a record does not fit.
  */
 int reader_page_events(const void *page, size_t len);
 

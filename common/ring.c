@@ -486,7 +486,7 @@ static inline uint32_t ev_size(uint32_t len)
 {
 	uint32_t l4 = (len + 3) & ~3u;
 
-	return (len == 0 || l4 > 4 * RING_TYPE_DATA_MAX) ? 8 + l4 : 4 + l4;
+	return (len == 0 || l4 > 4 * PAGE_TYPE_DATA_MAX) ? 8 + l4 : 4 + l4;
 }
 
 static inline struct ring_buf *pick_buf(const struct ring *r, int buf)
@@ -597,8 +597,8 @@ static inline void prewrite(uint8_t *e, uint32_t total)
 	uint32_t *h = (uint32_t *)e;
 
 	h[1] = total - 4;
-	ring_store_relaxed(&h[0], RING_TYPE_PADDING |
-			   ((uint32_t)RING_UNFINISHED_MARK << 5));
+	ring_store_relaxed(&h[0], PAGE_TYPE_PADDING |
+			   ((uint32_t)RING_UNFINISHED_MARK << PAGE_TYPE_LEN_BITS));
 }
 
 /* How far ahead of the event the fast path fetches the page for writing
@@ -620,7 +620,7 @@ static void resv_plan(const struct ring *r, uint64_t w, uint64_t t,
 	uint64_t d = v->now - t;
 	uint32_t off = (uint32_t)(w & RING_WPOS_OFF_MASK);
 
-	v->ext = d >= (1u << RING_TS_BITS) ? 8 : 0;
+	v->ext = d >= (1u << PAGE_DELTA_BITS) ? 8 : 0;
 	v->enter = off + need + v->ext > r->data_size;
 	if (v->enter) {
 		v->page = (w >> RING_WPOS_SHIFT) + 1;
@@ -791,7 +791,7 @@ int claim_fast(struct ring *r, uint32_t total, struct fast_pos *p)
 	t = ring_load_relaxed(&b->res.last_ts);
 	now = ring_clock_read(r->clock);
 	off = (uint32_t)(w & RING_WPOS_OFF_MASK);
-	if (now - t >= (1u << RING_TS_BITS) || off + total > r->data_size ||
+	if (now - t >= (1u << PAGE_DELTA_BITS) || off + total > r->data_size ||
 	    ring_rseq_cas16((uint32_t)cpu, &b->res.wpos, w, t, w + total, now))
 		return 1;
 	q = w >> RING_WPOS_SHIFT;
@@ -879,11 +879,12 @@ void commit_in(struct ring *r, const struct ring_wctx *ctx)
 		h[1] = l4 + 4;
 	if (ctx->ext) {
 		h[0] = type;
-		((uint32_t *)e)[1] = (uint32_t)(ctx->delta >> RING_TS_BITS);
-		ring_store_relaxed((uint32_t *)e, RING_TYPE_TIME_EXTEND |
-				   (uint32_t)(ctx->delta << 5));
+		((uint32_t *)e)[1] = (uint32_t)(ctx->delta >> PAGE_DELTA_BITS);
+		ring_store_relaxed((uint32_t *)e, PAGE_TYPE_TIME_EXTEND |
+				   (uint32_t)(ctx->delta << PAGE_TYPE_LEN_BITS));
 	} else {
-		ring_store_relaxed(&h[0], type | (uint32_t)(ctx->delta << 5));
+		ring_store_relaxed(&h[0], type |
+				   (uint32_t)(ctx->delta << PAGE_TYPE_LEN_BITS));
 	}
 	if (ctx->ends_page)
 		ring_store_relaxed((uint64_t *)(ctx->page + 8),
@@ -956,7 +957,8 @@ int write_fast(struct ring *r, const void *pre, const void *data,
 	if (pre)
 		memcpy(e + total - l4, pre, 8);
 	copy_payload(e + total - l4 + plen - len, data, len);
-	ring_store_relaxed((uint32_t *)e, type | (uint32_t)(p.delta << 5));
+	ring_store_relaxed((uint32_t *)e,
+			   type | (uint32_t)(p.delta << PAGE_TYPE_LEN_BITS));
 	if (p.off + total == r->data_size)
 		ring_store_relaxed((uint64_t *)(p.page + 8),
 				   (uint64_t)r->data_size);
@@ -1012,7 +1014,7 @@ int ring_write(struct ring *r, int buf, const void *data, uint32_t len)
 {
 	int ret;
 
-	if (buf < 0 && r->rseq && len - 1 < 4 * RING_TYPE_DATA_MAX) {
+	if (buf < 0 && r->rseq && len - 1 < 4 * PAGE_TYPE_DATA_MAX) {
 		ret = write_fast(r, NULL, data, len, false);
 		return ret <= 0 ? ret :
 				  write_slow(r, buf, NULL, data, len, true);
@@ -1031,7 +1033,7 @@ int ring_write_hdr(struct ring *r, const void *hdr, const void *data,
 		return -E2BIG;
 	if (!r->rseq)
 		return write_slow(r, -1, hdr, data, len, false);
-	if (len > 4 * RING_TYPE_DATA_MAX - 8)
+	if (len > 4 * PAGE_TYPE_DATA_MAX - 8)
 		return write_big(r, hdr, data, len);
 	ret = write_fast(r, hdr, data, len, false);
 	return ret <= 0 ? ret : write_slow(r, -1, hdr, data, len, true);

@@ -159,8 +159,8 @@ struct ring_page_ref {
 /*
  * ring_reader_get - swap the oldest complete page of buffer @buf out of
  * the ring (the reader's own page takes its place) and return it. Sets
- * RB_MISSED_EVENTS in the page's commit word, and stores the count after
- * the data (RB_MISSED_STORED) when it fits, if events were lost since the
+ * PAGE_COMMIT_MISSED in the page's commit word, and stores the count after
+ * the data (PAGE_COMMIT_STORED) when it fits, if events were lost since the
  * previous page. The page stays the reader's until ring_reader_put().
  *
  * Context: one reader per buffer at a time.

@@ -22,9 +22,12 @@
 
 #include <stdint.h>
 
+#include "common/page.h"
+
 #define RING_MAGIC		0x31474e4952435454ULL	/* "TTCRING1" */
 #define RING_VERSION		3
-#define RING_PAGE_HDR		16	/* u64 timestamp + local_t commit */
+/* Our pages (common/page.h) have a 64-bit commit word on every host. */
+#define RING_PAGE_HDR		PAGE_HDR_SIZE(8)
 #define RING_CACHELINE		64
 
 #define RING_WPOS_SHIFT		16
@@ -37,18 +40,9 @@
 #define RING_CC_BYTES_MASK	((1ULL << 40) - 1)
 #define RING_CC_EVENT		(1ULL << 40)
 
-/* Event header type_len values (kernel ring_buffer.h / kbuffer.h). */
-#define RING_TYPE_PADDING	29
-#define RING_TYPE_TIME_EXTEND	30
-#define RING_TYPE_DATA_MAX	28
-#define RING_TS_BITS		27
 /* time_delta of the padding a writer puts over its event between reserve
  * and commit; a dead writer leaves it behind and the reader counts it. */
 #define RING_UNFINISHED_MARK	0x5a5a5a
-
-/* Page-header commit word flags (kernel RB_MISSED_*). */
-#define RING_MISSED_EVENTS	(1ULL << 31)
-#define RING_MISSED_STORED	(1ULL << 30)
 
 #define RING_ALIGNED __attribute__((aligned(RING_CACHELINE)))
 

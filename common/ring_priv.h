@@ -80,4 +80,9 @@ int ring_map_fd(int fd, uint64_t size, bool populate, struct ring **out);
 void ring_end_page(const struct ring *r, struct ring_buf *b, uint64_t p,
 		   uint32_t off, uint32_t pad);
 
+/* ring_repair_page - make the page (@page_size bytes) a dead writer left
+ * decodable, in place (ring_reader_recover()). Return: the events it lost
+ * (unfinished ones, and a rest that does not parse). */
+uint64_t ring_repair_page(uint8_t *page, uint32_t page_size);
+
 #endif

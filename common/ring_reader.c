@@ -23,7 +23,7 @@
  * Pages are not cleared when they go back to the ring: a cleared page
  * would reach the writer's CPU as ~64 cache-line transfers (measured: +15
  * ns per event). A dead writer's page is made decodable by walking its
- * event chain instead (repair_page()).
+ * event chain instead (ring_repair_page(), with common/page.h's reader).
  */
 #include "config.h"
 
@@ -34,6 +34,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/page.h"
 #include "common/ring.h"
 #include "common/ring_internal.h"
 #include "common/ring_priv.h"
@@ -123,7 +124,7 @@ static bool mark_missed(const struct ring *r, struct ring_buf *b,
 	uint64_t lost = ring_load_relaxed(&b->lost_full) +
 			ring_load_relaxed(&b->lost_busy) +
 			ring_load_relaxed(&b->lost_overwritten);
-	uint64_t commit = *(uint64_t *)(page + 8) & 0xfffffff;
+	uint64_t commit = *(uint64_t *)(page + 8) & PAGE_COMMIT_LEN_MASK;
 	uint64_t n = lost - b->lost_seen;
 
 	if (!n)
@@ -131,9 +132,9 @@ static bool mark_missed(const struct ring *r, struct ring_buf *b,
 	b->lost_seen = lost;
 	if (commit + 8 <= r->data_size) {
 		memcpy(page + RING_PAGE_HDR + commit, &n, 8);
-		commit |= RING_MISSED_STORED;
+		commit |= PAGE_COMMIT_STORED;
 	}
-	*(uint64_t *)(page + 8) = commit | RING_MISSED_EVENTS;
+	*(uint64_t *)(page + 8) = commit | PAGE_COMMIT_MISSED;
 	return true;
 }
 
@@ -251,30 +252,6 @@ int ring_reader_flush(struct ring *r, unsigned buf)
 	return ret;
 }
 
-/* Size of the event at @e with @room bytes left, 0 if it is not valid. */
-static uint32_t event_size(const uint8_t *e, uint32_t room, bool *unfinished)
-{
-	uint32_t h, type, arr = 0, size;
-
-	memcpy(&h, e, 4);
-	if (room >= 8)
-		memcpy(&arr, e + 4, 4);
-	type = h & 31;
-	*unfinished = type == RING_TYPE_PADDING &&
-		      (h >> 5) == RING_UNFINISHED_MARK;
-	if (!h || type == 31)
-		return 0;
-	if (type == RING_TYPE_PADDING)
-		size = arr > room ? 0 : 4 + arr;
-	else if (type == RING_TYPE_TIME_EXTEND)
-		size = 8;
-	else if (type == 0)
-		size = arr < 4 || arr > room ? 0 : 4 + ((arr + 3) & ~3u);
-	else
-		size = 4 + 4 * type;
-	return size > room || size % 4 ? 0 : size;
-}
-
 static bool all_zero(const uint8_t *p, size_t n)
 {
 	while (n--)
@@ -283,34 +260,43 @@ static bool all_zero(const uint8_t *p, size_t n)
 	return true;
 }
 
-/* Make a dead writer's page decodable: walk its events; unfinished ones
- * are padding already and get counted; from the first invalid header on,
- * the rest becomes one padding event (counted) unless it is unused. */
-static void repair_page(const struct ring *r, struct ring_buf *b,
-			uint8_t *page)
+/*
+ * Make a dead writer's page decodable: walk its records up to the commit
+ * (all of the data area when the commit says 0 or more than that);
+ * unfinished events are padding already and get counted; from the first
+ * record the page format rejects on, the rest becomes one padding record
+ * (counted) unless it is unused. The commit then says where the records
+ * end; its flags are dropped.
+ */
+uint64_t ring_repair_page(uint8_t *page, uint32_t page_size)
 {
+	const struct page_layout l = page_layout_host(page_size);
+	const uint32_t data_size = page_size - RING_PAGE_HDR;
 	uint8_t *d = page + RING_PAGE_HDR;
-	uint32_t end = (uint32_t)(*(uint64_t *)(page + 8) & 0xfffffff);
-	uint32_t off = 0, size, pad[2];
+	uint32_t end = (uint32_t)(*(uint64_t *)(page + 8) & PAGE_COMMIT_LEN_MASK);
+	uint32_t off = 0, pad[2];
+	struct page_record rec;
+	struct page_iter it;
 	uint64_t lost = 0;
-	bool unf;
 
-	if (!end || end > r->data_size)
-		end = r->data_size;
-	while (off + 4 <= end &&
-	       (size = event_size(d + off, end - off, &unf))) {
-		lost += unf;
-		off += size;
+	if (!end || end > data_size)
+		end = data_size;
+	page_iter_raw(&it, &l, d, end, 0);
+	while (page_next_record(&it, &rec) > 0) {
+		lost += rec.type_len == PAGE_TYPE_PADDING &&
+			rec.delta == RING_UNFINISHED_MARK;
+		off = rec.off + rec.size;
 	}
 	if (off < end && end - off >= 8 && !all_zero(d + off, end - off)) {
-		pad[0] = RING_TYPE_PADDING | (RING_UNFINISHED_MARK << 5);
+		pad[0] = PAGE_TYPE_PADDING |
+			 (RING_UNFINISHED_MARK << PAGE_TYPE_LEN_BITS);
 		pad[1] = end - off - 4;
 		memcpy(d + off, pad, 8);
 		lost++;
 		off = end;
 	}
 	*(uint64_t *)(page + 8) = off;
-	ring_add_relaxed(&b->unfinished, lost);
+	return lost;
 }
 
 int ring_reader_recover(struct ring *r, unsigned buf)
@@ -341,7 +327,8 @@ int ring_reader_recover(struct ring *r, unsigned buf)
 		if ((ring_slot_commit(s) & RING_CC_BYTES_MASK) ==
 		    full_bytes(r, p))
 			continue;
-		repair_page(r, b, page);
+		ring_add_relaxed(&b->unfinished,
+				 ring_repair_page(page, r->page_size));
 		/* the owner is dead: nobody adds to either part any more */
 		cc = ring_load_acquire(&s->commit);
 		ring_store_release(&s->commit, (cc & ~RING_CC_BYTES_MASK) |

@@ -1,24 +1,14 @@
 /*
- * decode.c - ring-buffer pages to events, with libtraceevent (tep + kbuffer).
+ * decode.c - ring-buffer pages to events: the page format through
+ * common/page.h, event formats and fields through libtraceevent's tep.
  *
- * Page layout (kernel/trace/ring_buffer.c, also our user-space buffer):
- *
- *   u64 timestamp | long commit | records ...
- *
- * commit's low 27 bits are the bytes of record data; bit 31
- * (RB_MISSED_EVENTS) says events were lost before this page and bit 30
- * (RB_MISSED_STORED) that the count is stored as a long right after the
- * data. Each record starts with a 32-bit word: type_len (5 bits) and
- * time_delta (27 bits), in the traced host's byte order.
- *
- * kbuffer walks records trusting every length it reads, and reads a few
- * bytes past the commit for a trailing padding record. So decoder_page()
- * first copies the page into a private buffer with zeroed slack past the
- * commit, then walks it with the same rules kbuffer uses (page_check())
- * rejecting anything that would leave the commit, and only then lets
- * kbuffer iterate, cross-checking each record it returns against the
- * bounds. Fields are read by decode_field_value() with our own bounds
- * checks (read_int() only converts byte order of validated bytes).
+ * A page is walked twice with page_next_record(), which never reads
+ * outside the committed records: first to validate it whole (the page
+ * format, and every data record long enough to hold common_type where the
+ * formats put it), so that a malformed page produces no events at all;
+ * then to hand each event to the callback. Fields are read by
+ * decode_field_value() with our own bounds checks (read_int() only
+ * converts byte order of validated bytes).
  */
 #include "config.h"
 
@@ -27,17 +17,14 @@
 #include <string.h>
 
 #include <traceevent/event-parse.h>
-#include <traceevent/kbuffer.h>
 
+#include "common/page.h"
 #include "common/tc_error.h"
 #include "server/decode.h"
 
-#define RB_MISSED_EVENTS	(1u << 31)
-#define RB_MISSED_STORED	(1u << 30)
-#define RB_COMMIT_MASK		((1u << 27) - 1)
-#define PAGE_SLACK		16	/* zeroed bytes after the page copy */
-#define PAGE_MIN		64
-#define PAGE_MAX		(128u << 20)
+/* The page sizes a HELLO may announce. */
+#define DECODE_PAGE_MIN		64
+#define DECODE_PAGE_MAX		(128u << 20)
 
 struct dtype {
 	struct decode_type pub;		/* first: decode_type * <-> dtype * */
@@ -47,27 +34,13 @@ struct dtype {
 
 struct decoder {
 	struct tep_handle *tep;
-	struct kbuffer *kb;
-	uint32_t page_size;
-	uint32_t long_size;
-	bool big_endian;
+	struct page_layout layout;	/* from the HELLO */
 	uint32_t min_record;		/* bytes a record needs for common_type */
 	uint32_t type_off;		/* common_type, from the first format */
 	uint32_t type_size;		/* 0 until a format arrived */
-	uint8_t *buf;			/* page copy: page_size + PAGE_SLACK */
 	struct dtype **types;		/* sorted by id */
 	size_t ntypes;
 	size_t cap;
-};
-
-/* What page_check() learnt about a valid page. */
-struct page_info {
-	uint32_t start;			/* offset of the first record */
-	uint32_t size;			/* commit: bytes of records */
-	uint64_t records;		/* data records */
-	uint64_t padding;
-	bool missed;
-	uint64_t missed_count;
 };
 
 const char *decode_kind_name(enum decode_kind kind)
@@ -88,51 +61,28 @@ static bool host_big_endian(void)
 	return *(const uint8_t *)&one == 0;
 }
 
-static uint32_t rd4(const struct decoder *d, const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return d->big_endian != host_big_endian() ? __builtin_bswap32(v) : v;
-}
-
-static uint64_t rd8(const struct decoder *d, const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return d->big_endian != host_big_endian() ? __builtin_bswap64(v) : v;
-}
-
-static uint64_t rd_long(const struct decoder *d, const uint8_t *p)
-{
-	return d->long_size == 8 ? rd8(d, p) : rd4(d, p);
-}
-
 static int decoder_check_hello(const struct proto_hello *h)
 {
 	if (h->long_size != 4 && h->long_size != 8)
 		return -EINVAL;
-	if (h->page_size < PAGE_MIN || h->page_size > PAGE_MAX || h->page_size % 8)
+	if (h->page_size < DECODE_PAGE_MIN || h->page_size > DECODE_PAGE_MAX ||
+	    h->page_size % 8)
 		return -EINVAL;
 	return 0;
 }
 
 static int decoder_setup(struct decoder *d, const struct proto_hello *h)
 {
-	d->page_size = h->page_size;
-	d->long_size = h->long_size;
-	d->big_endian = h->big_endian;
+	d->layout = (struct page_layout){ .page_size = h->page_size,
+					  .long_size = h->long_size,
+					  .big_endian = h->big_endian };
 	d->min_record = 2;
-	d->buf = aligned_alloc(8, d->page_size + PAGE_SLACK);
 	d->tep = tep_alloc();
-	d->kb = kbuffer_alloc(d->long_size == 8 ? KBUFFER_LSIZE_8 : KBUFFER_LSIZE_4,
-			      d->big_endian ? KBUFFER_ENDIAN_BIG : KBUFFER_ENDIAN_LITTLE);
-	if (!d->buf || !d->tep || !d->kb)
+	if (!d->tep)
 		return -ENOMEM;
-	tep_set_long_size(d->tep, (int)d->long_size);
-	tep_set_page_size(d->tep, (int)d->page_size);
-	tep_set_file_bigendian(d->tep, d->big_endian ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+	tep_set_long_size(d->tep, (int)h->long_size);
+	tep_set_page_size(d->tep, (int)h->page_size);
+	tep_set_file_bigendian(d->tep, h->big_endian ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
 	tep_set_local_bigendian(d->tep, host_big_endian() ? TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
 	return 0;
 }
@@ -174,11 +124,8 @@ void decoder_free(struct decoder *d)
 	for (size_t i = 0; i < d->ntypes; i++)
 		dtype_free(d->types[i]);
 	free(d->types);
-	if (d->kb)
-		kbuffer_free(d->kb);
 	if (d->tep)
 		tep_free(d->tep);
-	free(d->buf);
 	free(d);
 }
 
@@ -193,9 +140,9 @@ int decoder_header_page(struct decoder *d, const char *text, size_t len)
 		return -ENOMEM;
 	memcpy(copy, text, len);
 	copy[len] = '\0';
-	if (tep_parse_header_page(d->tep, copy, len, (int)d->long_size) < 0)
+	if (tep_parse_header_page(d->tep, copy, len, (int)d->layout.long_size) < 0)
 		ret = TC_ERR_FORMAT_PARSE;
-	else if (tep_get_header_page_size(d->tep) != (int)d->long_size)
+	else if (tep_get_header_page_size(d->tep) != (int)d->layout.long_size)
 		ret = TC_ERR_FORMAT_PARSE;
 	free(copy);
 	return ret;
@@ -354,7 +301,7 @@ int decoder_format(struct decoder *d, const char *system, const char *name,
 	ret = decoder_common_type(d, ev);
 	if (ret < 0)
 		return ret;
-	t = dtype_new(ev, system, d->big_endian != host_big_endian());
+	t = dtype_new(ev, system, d->layout.big_endian != host_big_endian());
 	if (!t)
 		return -ENOMEM;
 	ret = decoder_add(d, t);
@@ -472,133 +419,47 @@ int decode_field_value(const struct decode_event *ev, unsigned index,
 
 /* ---- pages ---- */
 
-static unsigned rec_type_len(const struct decoder *d, uint32_t word)
-{
-	return d->big_endian ? word >> 27 : word & 31;
-}
-
 /*
- * One record at @off (relative to the data start) of the zero-padded copy.
- * Sets *next to the following record's offset; *data_len to the payload
- * length for a data record, else leaves it 0. Mirrors kbuffer's
- * translate_data() and rejects what would leave [0, size).
+ * Check every record of the page @pi describes, counting data and
+ * padding records: a data record must hold common_type.
  */
-static int page_record(const struct decoder *d, const uint8_t *data, uint32_t size,
-		       uint32_t off, uint64_t *next, uint64_t *data_len)
+static int page_scan(const struct decoder *d, const struct page_info *pi,
+		     struct decode_page_stats *st)
 {
-	unsigned type_len = rec_type_len(d, rd4(d, data + off));
-	uint64_t len;
+	struct page_record rec;
+	struct page_iter it;
+	int ret;
 
-	*data_len = 0;
-	switch (type_len) {
-	case KBUFFER_TYPE_PADDING:
-		/*
-		 * Reading past the commit is fine here: the copy is zeroed.
-		 * Padding may claim more than the commit (the rest of the
-		 * page), but kbuffer keeps the length in an int: a huge one
-		 * would wrap its cursor backwards, so bound it by the page.
-		 */
-		len = rd4(d, data + off + 4);
-		*next = (uint64_t)off + 4 + len;
-		return len % 4 || len > d->page_size ? TC_ERR_PAGE_MALFORMED : 0;
-	case KBUFFER_TYPE_TIME_EXTEND:
-	case KBUFFER_TYPE_TIME_STAMP:
-		*next = (uint64_t)off + 8;
-		return *next > size ? TC_ERR_PAGE_MALFORMED : 0;
-	case 0:
-		if ((uint64_t)off + 8 > size)
+	page_iter_init(&it, &d->layout, pi);
+	while ((ret = page_next_record(&it, &rec)) > 0) {
+		if (!page_record_is_data(&rec)) {
+			st->padding += rec.type_len == PAGE_TYPE_PADDING;
+			continue;
+		}
+		if (rec.len < d->min_record)
 			return TC_ERR_PAGE_MALFORMED;
-		len = rd4(d, data + off + 4);
-		if (len < 4)
-			return TC_ERR_PAGE_MALFORMED;
-		*data_len = (len - 4 + 3) & ~(uint64_t)3;
-		*next = (uint64_t)off + 8 + *data_len;
-		break;
-	default:
-		*data_len = (uint64_t)type_len * 4;
-		*next = (uint64_t)off + 4 + *data_len;
-		break;
 	}
-	if (*next > size || *data_len < d->min_record)
-		return TC_ERR_PAGE_MALFORMED;
-	return 0;
+	return ret;
 }
 
-static int page_walk(const struct decoder *d, struct page_info *pi)
+/* The event of data record @rec of CPU @cpu; ev->type NULL if unknown. */
+static int page_event(const struct decoder *d, uint32_t cpu,
+		      const struct page_record *rec, struct decode_event *ev)
 {
-	const uint8_t *data = d->buf + pi->start;
-	uint32_t off = 0;
-
-	while (off < pi->size) {
-		uint64_t next, data_len;
-		int ret = page_record(d, data, pi->size, off, &next, &data_len);
-
-		if (ret < 0)
-			return ret;
-		if (data_len)
-			pi->records++;
-		else if (rec_type_len(d, rd4(d, data + off)) == KBUFFER_TYPE_PADDING)
-			pi->padding++;
-		if (next >= pi->size)
-			break;	/* padding may claim the rest of the page */
-		off = (uint32_t)next;
-	}
-	return 0;
-}
-
-/* Validate the header, copy the page into d->buf and walk its records. */
-static int page_check(struct decoder *d, const uint8_t *page, size_t len,
-		      struct page_info *pi)
-{
-	uint64_t commit;
-	size_t end;
-
-	/* PROTOCOL.md: an agent may leave out the unused tail of the page. */
-	if (len < 8 + (size_t)d->long_size || len > d->page_size)
-		return TC_ERR_PAGE_MALFORMED;
-	memset(pi, 0, sizeof(*pi));
-	pi->start = 8 + d->long_size;
-	commit = rd_long(d, page + 8);
-	pi->size = (uint32_t)commit & RB_COMMIT_MASK;
-	pi->missed = (commit & RB_MISSED_EVENTS) != 0;
-	if (pi->size % 4 || pi->size > d->page_size - pi->start)
-		return TC_ERR_PAGE_MALFORMED;
-	end = pi->start + pi->size;
-	if (pi->missed && (commit & RB_MISSED_STORED)) {
-		if (end + d->long_size > d->page_size)
-			return TC_ERR_PAGE_MALFORMED;
-		if (end + d->long_size > len)
-			return TC_ERR_PAGE_MALFORMED;
-		pi->missed_count = rd_long(d, page + end);
-		end += d->long_size;
-	}
-	if (end > len)
-		return TC_ERR_PAGE_MALFORMED;
-	memcpy(d->buf, page, end);
-	memset(d->buf + end, 0, d->page_size + PAGE_SLACK - end);
-	return page_walk(d, pi);
-}
-
-/* Bounds of the record kbuffer returned, against what page_check() saw. */
-static int page_event(struct decoder *d, const struct page_info *pi, uint32_t cpu,
-		      uint8_t *rec, unsigned long long ts, struct decode_event *ev)
-{
-	const uint8_t *data = d->buf + pi->start;
-	int size = kbuffer_event_size(d->kb);
 	struct dtype *t;
 	int id;
 
-	if (rec < data || size < (int)d->min_record ||
-	    (size_t)(rec - data) + (size_t)size > pi->size)
+	if (rec->len < d->min_record)
 		return TC_ERR_PAGE_MALFORMED;
 	memset(ev, 0, sizeof(*ev));
 	ev->cpu = cpu;
-	ev->ts = ts;
-	ev->data = rec;
-	ev->size = (size_t)size;
+	ev->ts = rec->ts;
+	ev->data = rec->payload;
+	ev->size = rec->len;
 	if (!d->type_size)
 		return 0;	/* no format yet: every event is unknown */
-	id = (int)read_int(d->big_endian != host_big_endian(), rec + d->type_off, d->type_size);
+	id = (int)read_int(d->layout.big_endian != host_big_endian(),
+			   rec->payload + d->type_off, d->type_size);
 	t = decoder_find(d, id);
 	ev->type = t ? &t->pub : NULL;
 	return 0;
@@ -615,20 +476,20 @@ static void event_pid(struct decode_event *ev)
 		ev->pid = -1;
 }
 
-static int page_iterate(struct decoder *d, const struct page_info *pi, uint32_t cpu,
+static int page_iterate(const struct decoder *d, const struct page_info *pi, uint32_t cpu,
 			decode_event_fn fn, void *ctx, struct decode_page_stats *st)
 {
-	unsigned long long ts;
-	uint8_t *rec;
-	int ret = 0;
+	struct page_record rec;
+	struct page_iter it;
+	int ret;
 
-	if (kbuffer_load_subbuffer(d->kb, d->buf) < 0)
-		return TC_ERR_PAGE_MALFORMED;
-	for (rec = kbuffer_read_event(d->kb, &ts); rec;
-	     rec = kbuffer_next_event(d->kb, &ts)) {
+	page_iter_init(&it, &d->layout, pi);
+	while ((ret = page_next_record(&it, &rec)) > 0) {
 		struct decode_event ev;
 
-		ret = page_event(d, pi, cpu, rec, ts, &ev);
+		if (!page_record_is_data(&rec))
+			continue;
+		ret = page_event(d, cpu, &rec, &ev);
 		if (ret < 0)
 			break;
 		if (!ev.type) {
@@ -651,10 +512,11 @@ int decoder_page(struct decoder *d, uint32_t cpu, const void *page, size_t len,
 	struct page_info pi;
 	int ret;
 
-	ret = page_check(d, page, len, &pi);
+	ret = page_check(&d->layout, page, len, &pi);
+	if (ret == 0)
+		ret = page_scan(d, &pi, &st);
 	if (ret < 0)
 		return ret;
-	st.padding = pi.padding;
 	st.missed_events = pi.missed;
 	st.missed = pi.missed_count;
 	ret = page_iterate(d, &pi, cpu, fn, ctx, &st);

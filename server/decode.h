@@ -8,9 +8,10 @@
  * out and hands each event to a callback, which reads fields with
  * decode_field_value().
  *
- * Pages come from the network: every length in them is validated before
- * libtraceevent's kbuffer or tep code sees the bytes, so a hostile page can
- * only be rejected (TC_ERR_PAGE_MALFORMED), never read out of bounds.
+ * Pages come from the network: the page format is read by common/page.h,
+ * which validates every length before it reads past it, and fields are
+ * bounds-checked here, so a hostile page can only be rejected
+ * (TC_ERR_PAGE_MALFORMED), never read out of bounds.
  *
  * Not thread-safe: one decoder belongs to one connection's thread.
  */
@@ -157,9 +158,10 @@ typedef int (*decode_event_fn)(void *ctx, const struct decode_event *ev);
  * page produces no events at all. Events of a type without a format are
  * counted in stats->unknown and skipped.
  *
- * Return: 0; TC_ERR_PAGE_MALFORMED (wrong length, commit beyond the page,
- * a record running past the commit, misaligned or impossible lengths);
- * or the callback's nonzero return.
+ * Return: 0; TC_ERR_PAGE_MALFORMED (wrong length, commit beyond the page
+ * or with unknown flags, a record running past the commit, misaligned or
+ * impossible lengths: page_check() and page_next_record(); a data record
+ * too short for common_type); or the callback's nonzero return.
  */
 int decoder_page(struct decoder *d, uint32_t cpu, const void *page, size_t len,
 		 decode_event_fn fn, void *ctx, struct decode_page_stats *stats);

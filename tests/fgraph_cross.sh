@@ -25,7 +25,7 @@ mkdir -p "$out"
 : > "$out/config.h"
 objs=""
 for f in common/tracecollect.c common/ring.c common/ring_reader.c \
-	 common/ring_clock.c lib/fgraph.c lib/fgraph_config.c \
+	 common/ring_clock.c common/page.c lib/fgraph.c lib/fgraph_config.c \
 	 arch/aarch64/mcount.S; do
 	o=$out/$(basename "$f").o
 	"$CC" -O2 -g -std=gnu11 -D_GNU_SOURCE -I"$out" -I"$src" -c "$src/$f" -o "$o"

@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <tracefs.h>
 
+#include "common/page.h"
 #include "common/tc_error.h"
 #include "agent/hostinfo.h"
 #include "agent/reader.h"
@@ -455,7 +456,7 @@ START_TEST(test_page_events_synthetic)
 	ck_assert_int_eq(reader_page_events(page, sizeof(page)), 0);
 	make_page(page, sizeof(page), 3);
 	ck_assert_int_eq(reader_page_events(page, sizeof(page)), 3);
-	commit = 3 * 8 | READER_COMMIT_MISSED;
+	commit = 3 * 8 | PAGE_COMMIT_MISSED;
 	memcpy(page + 8, &commit, sizeof(commit));
 	ck_assert_int_eq(reader_page_events(page, sizeof(page)), 3);
 	ck_assert_int_eq(reader_page_events(page, 8), TC_ERR_PAGE_MALFORMED);

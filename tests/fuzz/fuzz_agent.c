@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		break;
 	case 3:
 		/* the mmap path's record walker: at most one event per 4 bytes */
-		if (reader_walk_events(data + 1, size - 1, &ts) > (int)size / 4)
+		if (reader_walk_events(data + 1, size - 1, 4096, &ts) > (int)size / 4)
 			abort();
 		break;
 	default:

@@ -5,8 +5,9 @@
  * rejected) and padded/trimmed to the page size; every event that decodes
  * has all its fields read.
  *
- * Sources: tests/fuzz/fuzz_page.c server/decode.c common/tc_error.c;
- * libs: -ltraceevent. Run from the source tree or with top_srcdir set.
+ * Sources: tests/fuzz/fuzz_page.c server/decode.c common/page.c
+ * common/tc_error.c; libs: -ltraceevent. Run from the source tree or with
+ * top_srcdir set.
  */
 #include "config.h"
 
