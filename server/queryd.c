@@ -28,7 +28,7 @@
 #include "proto/symbols.h"
 #include "server/qmsg.h"
 #include "server/queryd.h"
-#include "server/store.h"
+#include "server/store/store.h"
 
 #define QUERYD_POLL_MS		200
 #define QUERYD_MAX_WHERE	8

@@ -20,7 +20,7 @@
 #include "server/dedup.h"
 #include "server/filters.h"
 #include "server/pushdown.h"
-#include "server/store.h"
+#include "server/store/store.h"
 
 struct ingest_job;
 struct sink_type;

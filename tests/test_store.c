@@ -15,7 +15,7 @@
 
 #include "common/tc_error.h"
 #include "server/decode.h"
-#include "server/store.h"
+#include "server/store/store.h"
 #include "tests/data/capture_load.h"
 
 #define TC_STR_(x) #x

@@ -1,5 +1,5 @@
 /*
- * store_sqlite.c - the SQLite backend of the storage layer.
+ * sqlite.c - the SQLite backend of the storage layer.
  *
  * The fixed tables come from the numbered migrations in sql/ (embedded as
  * sql/schema.h); the per-event tables are created here from decoded
@@ -35,7 +35,7 @@
 
 #include "common/tc_error.h"
 #include "proto/symbols.h"
-#include "server/store_int.h"
+#include "server/store/store_ops.h"
 #include "sql/schema.h"
 
 #define SQ_FIXED_COLS 4		/* host_id, cpu, ts, trace_ts */

@@ -1,17 +1,17 @@
 /*
- * store_int.h - the storage backend interface (private to server/store*.c).
+ * store_ops.h - the storage backend interface (private to server/store/).
  *
  * store.c is a thin front: it checks arguments and calls through the
  * backend's const ops table, as libevent's bufferevents call their
  * bufferevent_ops. A backend embeds struct store as the first member of
  * its own handle, fills every op, and owns its struct store_type.
- * SQLite (store_sqlite.c) is the first backend; a distributed engine would
+ * SQLite (sqlite.c) is the first backend; a distributed engine would
  * be a second file with a second ops table and a store_open() scheme.
  */
-#ifndef SERVER_STORE_INT_H
-#define SERVER_STORE_INT_H
+#ifndef SERVER_STORE_STORE_OPS_H
+#define SERVER_STORE_STORE_OPS_H
 
-#include "server/store.h"
+#include "server/store/store.h"
 
 #define STORE_ERRMSG_MAX 512
 
@@ -90,7 +90,7 @@ struct store {
 int store_set_errmsg(struct store *s, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-/* store_sqlite_open - the SQLite backend's constructor (store_sqlite.c). */
+/* store_sqlite_open - the SQLite backend's constructor (sqlite.c). */
 int store_sqlite_open(const char *path, bool readonly, struct store **out);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * store.c - the backend-independent front of the storage layer: argument
  * checks, the read-only guard and dispatch through the backend's ops table
- * (server/store_int.h). Which backend a path selects is decided here; today
+ * (server/store/store_ops.h). Which backend a path selects is decided here; today
  * every path is an SQLite file.
  */
 #include "config.h"
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "common/tc_error.h"
-#include "server/store_int.h"
+#include "server/store/store_ops.h"
 
 int store_set_errmsg(struct store *s, int err, const char *fmt, ...)
 {

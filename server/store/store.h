@@ -2,7 +2,7 @@
  * store.h - where the collector keeps hosts, counters and decoded events,
  * and where the query endpoint reads them.
  *
- * One interface, several possible backends (server/store_int.h holds the
+ * One interface, several possible backends (server/store/store_ops.h holds the
  * ops table); SQLite is the first and the only one store_open() picks
  * today. The layout - one typed table per event type - is described in
  * sql/schema.sql.
@@ -16,8 +16,8 @@
  * binary cannot use, -ENOMEM, -EINVAL for bad arguments. store_errmsg()
  * then says more.
  */
-#ifndef SERVER_STORE_H
-#define SERVER_STORE_H
+#ifndef SERVER_STORE_STORE_H
+#define SERVER_STORE_STORE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -201,7 +201,7 @@ int store_symbol(struct store *s, uint64_t program_id, uint64_t addr, uint64_t s
  * whose pid is @pid first, then the latest few; the first with a symbol
  * at or below @addr that covers it (a sized symbol must contain it) names
  * it. Rows carry thread ids, not programs, so for another thread of a
- * program the search is by address: see store_sqlite.c.
+ * program the search is by address: see server/store/sqlite.c.
  *
  * Return: 0; -ENOENT (no program or symbol); TC_ERR_DB; -EINVAL.
  */
