@@ -169,14 +169,15 @@ static int sq_sync(struct store *s);
 static void *sq_writer_main(void *arg);
 static int sq_ckpt_start(struct sq_store *q, const char *path);
 
-static struct sq_store *sq(struct store *s)
+/* The SQLite handle whose base is @s (every store this backend opens is one). */
+static struct sq_store *sq_store_of(struct store *s)
 {
 	return (struct sq_store *)s;
 }
 
 static int sq_err(struct store *s, int err, const char *what)
 {
-	return store_set_errmsg(s, err, "%s: %s", what, sqlite3_errmsg(sq(s)->db));
+	return store_set_errmsg(s, err, "%s: %s", what, sqlite3_errmsg(sq_store_of(s)->db));
 }
 
 static int64_t sq_now_ns(void)
@@ -189,7 +190,7 @@ static int64_t sq_now_ns(void)
 
 /* ---- SQL text ---- */
 
-static void buf_add(struct sq_buf *b, const char *s, size_t n)
+static void sq_buf_add(struct sq_buf *b, const char *s, size_t n)
 {
 	if (b->oom)
 		return;
@@ -209,29 +210,29 @@ static void buf_add(struct sq_buf *b, const char *s, size_t n)
 	b->s[b->len] = '\0';
 }
 
-static void buf_str(struct sq_buf *b, const char *s)
+static void sq_buf_str(struct sq_buf *b, const char *s)
 {
-	buf_add(b, s, strlen(s));
+	sq_buf_add(b, s, strlen(s));
 }
 
 /* Append @name as a quoted SQL identifier. */
 static void sq_ident(struct sq_buf *b, const char *name)
 {
-	buf_add(b, "\"", 1);
+	sq_buf_add(b, "\"", 1);
 	for (const char *p = name; *p; p++) {
 		if (*p == '"')
-			buf_add(b, "\"\"", 2);
+			sq_buf_add(b, "\"\"", 2);
 		else
-			buf_add(b, p, 1);
+			sq_buf_add(b, p, 1);
 	}
-	buf_add(b, "\"", 1);
+	sq_buf_add(b, "\"", 1);
 }
 
 /* ---- statements ---- */
 
 static int sq_exec(struct store *s, const char *sql)
 {
-	if (sqlite3_exec(sq(s)->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+	if (sqlite3_exec(sq_store_of(s)->db, sql, NULL, NULL, NULL) != SQLITE_OK)
 		return sq_err(s, TC_ERR_DB, sql);
 	return 0;
 }
@@ -240,7 +241,8 @@ static int sq_prepare(struct store *s, const char *sql, sqlite3_stmt **st)
 {
 	const char *tail = NULL;
 
-	if (sqlite3_prepare_v3(sq(s)->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, &tail) != SQLITE_OK)
+	if (sqlite3_prepare_v3(sq_store_of(s)->db, sql, -1, SQLITE_PREPARE_PERSISTENT, st,
+			       &tail) != SQLITE_OK)
 		return sq_err(s, TC_ERR_DB, "prepare");
 	if (tail && *tail) {
 		sqlite3_finalize(*st);
@@ -319,7 +321,7 @@ static int sq_migrate_one(struct store *s, const struct sql_migration *m)
 		char msg[STORE_ERRMSG_MAX];
 
 		snprintf(msg, sizeof(msg), "%s", s->errmsg);
-		sqlite3_exec(sq(s)->db, "ROLLBACK", NULL, NULL, NULL);
+		sqlite3_exec(sq_store_of(s)->db, "ROLLBACK", NULL, NULL, NULL);
 		return store_set_errmsg(s, TC_ERR_DB_SCHEMA, "migration %s: %s", m->name, msg);
 	}
 	return 0;
@@ -357,26 +359,27 @@ static int sq_setup_writer(struct store *s)
 				    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (host_id, cpu) DO UPDATE"
 				    " SET pages = pages + excluded.pages,"
 				    " events = events + excluded.events,"
-				    " bytes = bytes + excluded.bytes", &sq(s)->cpu_add);
+				    " bytes = bytes + excluded.bytes", &sq_store_of(s)->cpu_add);
 	if (ret == 0)
 		ret = sq_prepare(s, "INSERT INTO comms (host_id, pid, comm) VALUES (?, ?, ?)"
 				    " ON CONFLICT (host_id, pid) DO UPDATE SET comm = excluded.comm",
-				 &sq(s)->comm_put);
+				 &sq_store_of(s)->comm_put);
 	if (ret == 0)
 		ret = sq_prepare(s, "INSERT INTO drops (host_id, system, name, reason, count)"
 				    " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE"
-				    " SET count = count + excluded.count", &sq(s)->drop_add);
+				    " SET count = count + excluded.count",
+				 &sq_store_of(s)->drop_add);
 	if (ret == 0)
 		ret = sq_prepare(s, "INSERT INTO stream_marks (host_id, boot_id, session, stream, seq)"
 				    " VALUES (?, ?, ?, ?, ?) ON CONFLICT (host_id, boot_id, session,"
 				    " stream) DO UPDATE SET seq = max(seq, excluded.seq)",
-				 &sq(s)->mark_put);
+				 &sq_store_of(s)->mark_put);
 	if (ret == 0)
 		ret = sq_prepare(s, "INSERT OR IGNORE INTO symbols (program_id, addr, size, name)"
-				    " VALUES (?, ?, ?, ?)", &sq(s)->sym_put);
+				    " VALUES (?, ?, ?, ?)", &sq_store_of(s)->sym_put);
 	if (ret == 0)
 		ret = sq_prepare(s, "INSERT INTO ts_blocks (type_id, lo, hi, min_ts, max_ts, span)"
-				    " VALUES (?, ?, ?, ?, ?, ?)", &sq(s)->block_put);
+				    " VALUES (?, ?, ?, ?, ?, ?)", &sq_store_of(s)->block_put);
 	return ret;
 }
 
@@ -505,7 +508,7 @@ static void sq_ckpt_stop(struct sq_store *q)
 
 static void sq_close(struct store *s)
 {
-	struct sq_store *q = sq(s);
+	struct sq_store *q = sq_store_of(s);
 
 	sq_ckpt_stop(q);
 	sq_writer_stop(q);
@@ -590,7 +593,7 @@ static int sq_host_clock(struct store *s, uint64_t host_id, int64_t offset_ns)
 	sqlite3_bind_int64(st, 2, sq_now_ns());
 	sqlite3_bind_int64(st, 3, (int64_t)host_id);
 	ret = sq_run(s, st, false);
-	if (ret == 0 && sqlite3_changes(sq(s)->db) == 0)
+	if (ret == 0 && sqlite3_changes(sq_store_of(s)->db) == 0)
 		ret = store_set_errmsg(s, -ENOENT, "no host %llu", (unsigned long long)host_id);
 	sqlite3_finalize(st);
 	return ret;
@@ -599,7 +602,7 @@ static int sq_host_clock(struct store *s, uint64_t host_id, int64_t offset_ns)
 static int sq_cpu_received(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,
 			   uint64_t events, uint64_t bytes)
 {
-	sqlite3_stmt *st = sq(s)->cpu_add;
+	sqlite3_stmt *st = sq_store_of(s)->cpu_add;
 
 	sqlite3_bind_int64(st, 1, (int64_t)host_id);
 	sqlite3_bind_int64(st, 2, cpu);
@@ -676,7 +679,7 @@ static int sq_stream_marks(struct store *s, uint64_t host_id, const char *boot_i
 static int sq_stream_mark(struct store *s, uint64_t host_id, const char *boot_id,
 			  uint64_t session, uint32_t stream, uint64_t seq)
 {
-	sqlite3_stmt *st = sq(s)->mark_put;
+	sqlite3_stmt *st = sq_store_of(s)->mark_put;
 
 	sqlite3_bind_int64(st, 1, (int64_t)host_id);
 	sqlite3_bind_text(st, 2, boot_id, -1, SQLITE_STATIC);
@@ -746,7 +749,7 @@ static int sq_cpu_duplicates(struct store *s, uint64_t host_id, uint32_t cpu, ui
 
 static int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c)
 {
-	sqlite3_stmt *st = sq(s)->comm_put;
+	sqlite3_stmt *st = sq_store_of(s)->comm_put;
 	int ret = sq_exec(s, "SAVEPOINT tc_comms");
 
 	for (uint32_t i = 0; i < c->count && ret == 0; i++) {
@@ -759,8 +762,8 @@ static int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmd
 		ret = sq_run(s, st, false);
 	}
 	if (ret < 0)
-		sqlite3_exec(sq(s)->db, "ROLLBACK TO tc_comms", NULL, NULL, NULL);
-	sqlite3_exec(sq(s)->db, "RELEASE tc_comms", NULL, NULL, NULL);
+		sqlite3_exec(sq_store_of(s)->db, "ROLLBACK TO tc_comms", NULL, NULL, NULL);
+	sqlite3_exec(sq_store_of(s)->db, "RELEASE tc_comms", NULL, NULL, NULL);
 	return ret;
 }
 
@@ -779,7 +782,7 @@ static int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmd
  */
 static int sq_thread_policy(struct store *s, int policy)
 {
-	struct sq_store *q = sq(s);
+	struct sq_store *q = sq_store_of(s);
 	struct sched_param sp = { 0 };
 	int ret = 0;
 
@@ -868,7 +871,7 @@ static int sq_ckpt_start(struct sq_store *q, const char *path)
 /* Roll back the open transaction, with what the writer failed on. */
 static void sq_rollback(struct store *s)
 {
-	struct sq_store *q = sq(s);
+	struct sq_store *q = sq_store_of(s);
 
 	for (struct store_type *t = q->types; t; t = t->next)
 		if (t->cur)	/* rows gathered, not yet inserted: theirs too */
@@ -889,10 +892,10 @@ static int sq_begin(struct store *s)
 {
 	int ret = sq_sync(s);
 
-	if (ret < 0 || !sqlite3_get_autocommit(sq(s)->db))
+	if (ret < 0 || !sqlite3_get_autocommit(sq_store_of(s)->db))
 		sq_rollback(s);
 	ret = sq_exec(s, "BEGIN");
-	sq(s)->in_txn = ret == 0;
+	sq_store_of(s)->in_txn = ret == 0;
 	return ret;
 }
 
@@ -911,8 +914,8 @@ static int sq_commit(struct store *s)
 	if (ret < 0)
 		sq_rollback(s);
 	else
-		sq_ckpt_after_commit(sq(s));
-	sq(s)->in_txn = false;
+		sq_ckpt_after_commit(sq_store_of(s));
+	sq_store_of(s)->in_txn = false;
 	return ret;
 }
 
@@ -928,10 +931,10 @@ static void sq_column_name(const char *field, struct sq_buf *b)
 {
 	for (size_t i = 0; i < sizeof(sq_reserved) / sizeof(sq_reserved[0]); i++)
 		if (!strcasecmp(field, sq_reserved[i])) {
-			buf_str(b, "field_");
+			sq_buf_str(b, "field_");
 			break;
 		}
-	buf_str(b, field);
+	sq_buf_str(b, field);
 }
 
 static const char *sq_sql_type(enum decode_kind kind)
@@ -952,15 +955,15 @@ static void sq_table_base(struct sq_buf *b, const char *system, const char *name
 {
 	const char *parts[2] = { system, name };
 
-	buf_str(b, "ev");
+	sq_buf_str(b, "ev");
 	for (int i = 0; i < 2; i++) {
-		buf_str(b, "_");
+		sq_buf_str(b, "_");
 		for (const char *p = parts[i]; *p; p++) {
 			char c = *p;
 			bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 				  (c >= '0' && c <= '9') || c == '_';
 
-			buf_add(b, ok ? &c : "_", 1);
+			sq_buf_add(b, ok ? &c : "_", 1);
 		}
 	}
 }
@@ -998,7 +1001,7 @@ static int sq_table_name(struct store *s, const char *system, const char *name, 
 		sq_table_base(&b, system, name);
 		if (n > 1) {
 			snprintf(suffix, sizeof(suffix), "_%u", n);
-			buf_str(&b, suffix);
+			sq_buf_str(&b, suffix);
 		}
 		ret = b.oom ? -ENOMEM : sq_name_taken(s, b.s, &taken);
 	}
@@ -1016,9 +1019,9 @@ static int sq_create_table(struct store *s, const char *table)
 	struct sq_buf b = { 0 };
 	int ret;
 
-	buf_str(&b, "CREATE TABLE ");
+	sq_buf_str(&b, "CREATE TABLE ");
 	sq_ident(&b, table);
-	buf_str(&b, " (host_id INTEGER NOT NULL, cpu INTEGER NOT NULL,"
+	sq_buf_str(&b, " (host_id INTEGER NOT NULL, cpu INTEGER NOT NULL,"
 		    " ts INTEGER NOT NULL, trace_ts INTEGER NOT NULL)");
 	ret = b.oom ? -ENOMEM : sq_exec(s, b.s);
 	free(b.s);
@@ -1035,14 +1038,14 @@ static int sq_blocks_backfill_one(struct store *s, int64_t type_id, const char *
 	sqlite3_stmt *st = NULL;
 	int ret;
 
-	buf_str(&q, "INSERT INTO ts_blocks (type_id, lo, hi, min_ts, max_ts, span)"
+	sq_buf_str(&q, "INSERT INTO ts_blocks (type_id, lo, hi, min_ts, max_ts, span)"
 		    " SELECT ?, min(rowid), max(rowid), min(ts), max(ts), max(ts) - min(ts) FROM ");
 	sq_ident(&q, table);
-	buf_str(&q, " GROUP BY rowid >> 6");
-	buf_str(&drop, "DROP INDEX IF EXISTS ");
+	sq_buf_str(&q, " GROUP BY rowid >> 6");
+	sq_buf_str(&drop, "DROP INDEX IF EXISTS ");
 	sq_ident(&drop, table);
 	drop.len--;	/* the index was "<table>_ts" */
-	buf_str(&drop, "_ts\"");
+	sq_buf_str(&drop, "_ts\"");
 	ret = q.oom || drop.oom ? -ENOMEM : sq_prepare(s, q.s, &st);
 	if (ret == 0) {
 		sqlite3_bind_int64(st, 1, type_id);
@@ -1147,7 +1150,7 @@ static int sq_field_known(struct store *s, int64_t type_id, const struct decode_
 	sqlite3_bind_int64(st, 3, type_id);
 	sqlite3_bind_text(st, 4, f->name, -1, SQLITE_STATIC);
 	ret = sq_run(s, st, false);
-	*known = sqlite3_changes(sq(s)->db) > 0;
+	*known = sqlite3_changes(sq_store_of(s)->db) > 0;
 	sqlite3_finalize(st);
 	return ret;
 }
@@ -1181,12 +1184,12 @@ static int sq_type_field(struct store *s, int64_t type_id, const char *table,
 	if (ret < 0 || known)
 		return ret;
 	sq_column_name(f->name, &col);
-	buf_str(&ddl, "ALTER TABLE ");
+	sq_buf_str(&ddl, "ALTER TABLE ");
 	sq_ident(&ddl, table);
-	buf_str(&ddl, " ADD COLUMN ");
+	sq_buf_str(&ddl, " ADD COLUMN ");
 	sq_ident(&ddl, col.oom ? "" : col.s);
-	buf_str(&ddl, " ");
-	buf_str(&ddl, sq_sql_type(f->kind));
+	sq_buf_str(&ddl, " ");
+	sq_buf_str(&ddl, sq_sql_type(f->kind));
 	if (col.oom || ddl.oom)
 		ret = -ENOMEM;
 	if (ret == 0)
@@ -1214,10 +1217,10 @@ static bool sq_ix_wanted(const struct store_indexes *ix, const char *system, con
 /* "ix:<table>:<column>", the name of the index of @column of @table. */
 static void sq_ix_name(struct sq_buf *b, const char *table, const char *column)
 {
-	buf_str(b, "ix:");
-	buf_str(b, table);
-	buf_str(b, ":");
-	buf_str(b, column);
+	sq_buf_str(b, "ix:");
+	sq_buf_str(b, table);
+	sq_buf_str(b, ":");
+	sq_buf_str(b, column);
 }
 
 static int sq_ix_exists(struct store *s, const char *table, const char *column, bool *exists)
@@ -1253,13 +1256,13 @@ static int sq_ix_create(struct store *s, const char *table, const char *column,
 	if (ret < 0 || exists)
 		return ret;
 	sq_ix_name(&n, table, column);
-	buf_str(&b, "CREATE INDEX ");
+	sq_buf_str(&b, "CREATE INDEX ");
 	sq_ident(&b, n.oom ? "" : n.s);
-	buf_str(&b, " ON ");
+	sq_buf_str(&b, " ON ");
 	sq_ident(&b, table);
-	buf_str(&b, " (");
+	sq_buf_str(&b, " (");
 	sq_ident(&b, column);
-	buf_str(&b, ", ts)");
+	sq_buf_str(&b, ", ts)");
 	ret = b.oom || n.oom ? -ENOMEM : sq_exec(s, b.s);
 	if (ret == 0)
 		(*created)++;
@@ -1276,7 +1279,7 @@ static int sq_ix_create(struct store *s, const char *table, const char *column,
 static int sq_ix_type(struct store *s, int64_t type_id, const char *system, const char *name,
 		      const char *table, unsigned *created)
 {
-	const struct store_indexes *ix = &sq(s)->ix;
+	const struct store_indexes *ix = &sq_store_of(s)->ix;
 	sqlite3_stmt *st = NULL;
 	char **cols = NULL;
 	size_t n = 0;
@@ -1327,11 +1330,11 @@ static int sq_ix_drop_unwanted(struct store *s, unsigned *dropped)
 
 		for (int k = 0; k < 3; k++)
 			v[k] = (const char *)sqlite3_column_text(st, k + 1);
-		if (v[0] && v[1] && v[2] && sq_ix_wanted(&sq(s)->ix, v[0], v[1], v[2]))
+		if (v[0] && v[1] && v[2] && sq_ix_wanted(&sq_store_of(s)->ix, v[0], v[1], v[2]))
 			continue;
-		buf_str(&drop, "DROP INDEX ");
+		sq_buf_str(&drop, "DROP INDEX ");
 		sq_ident(&drop, (const char *)sqlite3_column_text(st, 0));
-		buf_add(&drop, ";", 1);
+		sq_buf_add(&drop, ";", 1);
 		(*dropped)++;
 	}
 	sqlite3_finalize(st);
@@ -1396,15 +1399,15 @@ static int sq_set_indexes(struct store *s, const struct store_indexes *ix, unsig
 
 	if (ret < 0)
 		return ret;
-	store_indexes_free(&sq(s)->ix);
-	sq(s)->ix = copy;
+	store_indexes_free(&sq_store_of(s)->ix);
+	sq_store_of(s)->ix = copy;
 	ret = sq_exec(s, "BEGIN IMMEDIATE");
 	if (ret == 0)
 		ret = sq_ix_drop_unwanted(s, dropped) ?: sq_ix_all(s, created);
 	if (ret == 0)
 		ret = sq_exec(s, "COMMIT");
 	else
-		sqlite3_exec(sq(s)->db, "ROLLBACK", NULL, NULL, NULL);
+		sqlite3_exec(sq_store_of(s)->db, "ROLLBACK", NULL, NULL, NULL);
 	return ret;
 }
 
@@ -1434,7 +1437,7 @@ static int sq_batch_prepare(struct store *s, struct store_type *t, unsigned rows
  */
 static int sq_batch_init(struct store *s, struct store_type *st)
 {
-	int limit = sqlite3_limit(sq(s)->db, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
+	int limit = sqlite3_limit(sq_store_of(s)->db, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
 	unsigned rows = (unsigned)limit / st->ncols;
 	int ret = 0;
 
@@ -1465,10 +1468,10 @@ static int sq_type_insert(struct store *s, struct store_type *st, const struct d
 	struct sq_buf b = { 0 }, v = { 0 };
 	int n = SQ_FIXED_COLS, ret;
 
-	buf_str(&b, "INSERT OR FAIL INTO ");	/* see sq_batch_exec() */
+	sq_buf_str(&b, "INSERT OR FAIL INTO ");	/* see sq_batch_exec() */
 	sq_ident(&b, table);
-	buf_str(&b, " (host_id, cpu, ts, trace_ts");
-	buf_str(&v, "?, ?, ?, ?");
+	sq_buf_str(&b, " (host_id, cpu, ts, trace_ts");
+	sq_buf_str(&v, "?, ?, ?, ?");
 	for (unsigned i = 0; i < t->nfields; i++) {
 		struct sq_buf col = { 0 };
 		bool dup = false;
@@ -1479,17 +1482,17 @@ static int sq_type_insert(struct store *s, struct store_type *st, const struct d
 		if (dup)
 			continue;
 		sq_column_name(t->fields[i].name, &col);
-		buf_str(&b, ", ");
+		sq_buf_str(&b, ", ");
 		sq_ident(&b, col.oom ? "" : col.s);
-		buf_str(&v, ", ?");
+		sq_buf_str(&v, ", ?");
 		b.oom |= col.oom;
 		free(col.s);
 	}
-	buf_str(&b, ") VALUES ");
+	sq_buf_str(&b, ") VALUES ");
 	st->head = b.oom ? NULL : strdup(b.s);
-	buf_str(&b, "(");
-	buf_str(&b, v.oom ? "" : v.s);
-	buf_str(&b, ")");
+	sq_buf_str(&b, "(");
+	sq_buf_str(&b, v.oom ? "" : v.s);
+	sq_buf_str(&b, ")");
 	st->values = b.oom ? NULL : strdup(b.s + strlen(st->head));
 	st->ncols = (unsigned)n;
 	ret = b.oom || v.oom || !st->head || !st->values ? -ENOMEM :
@@ -1504,7 +1507,7 @@ static int sq_type_insert(struct store *s, struct store_type *st, const struct d
 static struct store_type *sq_type_cached(struct store *s, const struct decode_type *t,
 					 const char *format)
 {
-	for (struct store_type *st = sq(s)->types; st; st = st->next)
+	for (struct store_type *st = sq_store_of(s)->types; st; st = st->next)
 		if (!strcmp(st->system, t->system) && !strcmp(st->name, t->name) &&
 		    st->nfields == t->nfields && !strcmp(st->format, format))
 			return st;
@@ -1569,15 +1572,15 @@ static int sq_type(struct store *s, const struct decode_type *t, const char *for
 	if (ret == 0) {
 		ret = sq_type_build(s, st, t, format);
 		if (ret < 0)
-			sqlite3_exec(sq(s)->db, "ROLLBACK TO tc_type", NULL, NULL, NULL);
-		sqlite3_exec(sq(s)->db, "RELEASE tc_type", NULL, NULL, NULL);
+			sqlite3_exec(sq_store_of(s)->db, "ROLLBACK TO tc_type", NULL, NULL, NULL);
+		sqlite3_exec(sq_store_of(s)->db, "RELEASE tc_type", NULL, NULL, NULL);
 	}
 	if (ret < 0) {
 		sq_type_free(st);
 		return ret;
 	}
-	st->next = sq(s)->types;
-	sq(s)->types = st;
+	st->next = sq_store_of(s)->types;
+	sq_store_of(s)->types = st;
 	*out = st;
 	return 0;
 }
@@ -1713,11 +1716,11 @@ static int sq_batch_prepare(struct store *s, struct store_type *t, unsigned rows
 	struct sq_buf b = { 0 };
 	int ret;
 
-	buf_str(&b, t->head);
+	sq_buf_str(&b, t->head);
 	for (unsigned r = 0; r < rows; r++) {
 		if (r)
-			buf_add(&b, ",", 1);
-		buf_str(&b, t->values);
+			sq_buf_add(&b, ",", 1);
+		sq_buf_str(&b, t->values);
 	}
 	ret = b.oom ? -ENOMEM : sq_prepare(s, b.s, st);
 	free(b.s);
@@ -1796,7 +1799,7 @@ static void sq_wait_below(struct sq_store *q, unsigned n)
  */
 static int sq_sync(struct store *s)
 {
-	struct sq_store *q = sq(s);
+	struct sq_store *q = sq_store_of(s);
 	int ret;
 
 	if (!q->writer_started)
@@ -1819,7 +1822,7 @@ static int sq_sync(struct store *s)
  */
 static int sq_flush(struct store *s, struct store_type *t)
 {
-	struct sq_store *q = sq(s);
+	struct sq_store *q = sq_store_of(s);
 	struct sq_batch *b = t->cur;
 	int ret;
 
@@ -1847,7 +1850,7 @@ static int sq_flush_all(struct store *s)
 {
 	int ret = 0;
 
-	for (struct store_type *t = sq(s)->types; t; t = t->next) {
+	for (struct store_type *t = sq_store_of(s)->types; t; t = t->next) {
 		int r = sq_flush(s, t);
 
 		ret = ret < 0 ? ret : r;
@@ -1858,7 +1861,7 @@ static int sq_flush_all(struct store *s)
 /* A batch for @t to gather rows in: a spare one, or a new one. */
 static int sq_batch_get(struct store *s, struct store_type *t)
 {
-	struct sq_store *q = sq(s);
+	struct sq_store *q = sq_store_of(s);
 	size_t need = (size_t)t->rows * t->ncols;
 	struct sq_batch *b;
 
@@ -1958,6 +1961,7 @@ static void sq_row_keep(struct sq_batch *b, unsigned ncols, struct sq_val *row)
 static int sq_insert(struct store *s, struct store_type *t, uint64_t host_id,
 		     const struct decode_event *ev, int64_t ts_wall)
 {
+	struct sq_store *q = sq_store_of(s);
 	struct sq_val *row = t->scratch, *dst;
 	struct sq_batch *b = t->cur;
 	size_t bytes = 0, size = t->ncols * sizeof(*row);
@@ -1972,21 +1976,21 @@ static int sq_insert(struct store *s, struct store_type *t, uint64_t host_id,
 	if (ret < 0)
 		return ret;
 	/* a flush hands the batch to the writer: the row moves out first */
-	if (b && (bytes > SQ_ARENA - b->arena_len || !sq(s)->in_txn)) {
+	if (b && (bytes > SQ_ARENA - b->arena_len || !q->in_txn)) {
 		memcpy(t->scratch, row, size);
 		row = t->scratch;
 	}
-	if (t->rows < 2 || bytes > SQ_ARENA || !sq(s)->in_txn) {
+	if (t->rows < 2 || bytes > SQ_ARENA || !q->in_txn) {
 		/* alone, straight from the page; what is gathering goes first */
 		ret = sq_flush(s, t) ?: sq_sync(s) ?: sq_exec(s, "SAVEPOINT tc_row");
 		if (ret < 0)
 			return ret;
 		if (sq_rows_step(t, t->insert, row, 1, NULL) != SQLITE_OK ||
-		    sq_block_put(sq(s)->db, sq(s)->block_put, t, row, 1) != SQLITE_OK) {
+		    sq_block_put(q->db, q->block_put, t, row, 1) != SQLITE_OK) {
 			ret = sq_err(s, TC_ERR_DB, "step");
-			sqlite3_exec(sq(s)->db, "ROLLBACK TO tc_row", NULL, NULL, NULL);
+			sqlite3_exec(q->db, "ROLLBACK TO tc_row", NULL, NULL, NULL);
 		}
-		sqlite3_exec(sq(s)->db, "RELEASE tc_row", NULL, NULL, NULL);
+		sqlite3_exec(q->db, "RELEASE tc_row", NULL, NULL, NULL);
 		return ret;
 	}
 	if (t->cur && bytes > SQ_ARENA - t->cur->arena_len && (ret = sq_flush(s, t)) < 0)
@@ -2078,10 +2082,10 @@ static int sq_ambiguous(struct store *s, sqlite3_stmt *st, const char *event)
 	struct sq_buf b = { 0 };
 	int ret;
 
-	buf_str(&b, (const char *)sqlite3_column_text(st, 1));
+	sq_buf_str(&b, (const char *)sqlite3_column_text(st, 1));
 	while (sqlite3_step(st) == SQLITE_ROW) {
-		buf_str(&b, ", ");
-		buf_str(&b, (const char *)sqlite3_column_text(st, 1));
+		sq_buf_str(&b, ", ");
+		sq_buf_str(&b, (const char *)sqlite3_column_text(st, 1));
 	}
 	ret = store_set_errmsg(s, TC_ERR_AMBIGUOUS,
 			       "event \"%s\" exists in several systems: %s; name one as SYSTEM:%s",
@@ -2248,32 +2252,32 @@ static void sq_from(struct sq_buf *b, const struct store_schema *sc, const char 
 	int pid = sq_col_index(sc, "common_pid");
 	bool blocks = r && !r->by_index, comms = rows || sq_reads_comm(sc, where);
 
-	buf_str(b, " FROM (SELECT e.rowid AS _tc_rowid, e.*");
+	sq_buf_str(b, " FROM (SELECT e.rowid AS _tc_rowid, e.*");
 	if (rows)
-		buf_str(b, ", h.name AS _tc_host, c.comm AS _tc_comm");
+		sq_buf_str(b, ", h.name AS _tc_host, c.comm AS _tc_comm");
 	if (comms && sc->comm_joined)
-		buf_str(b, ", c.comm AS comm");
-	buf_str(b, blocks ? " FROM ts_blocks AS b CROSS JOIN " : " FROM ");
+		sq_buf_str(b, ", c.comm AS comm");
+	sq_buf_str(b, blocks ? " FROM ts_blocks AS b CROSS JOIN " : " FROM ");
 	sq_ident(b, sc->table);
-	buf_str(b, blocks ? " AS e ON e.rowid BETWEEN b.lo AND b.hi" : " AS e");
+	sq_buf_str(b, blocks ? " AS e ON e.rowid BETWEEN b.lo AND b.hi" : " AS e");
 	if (rows)
-		buf_str(b, " LEFT JOIN hosts AS h ON h.id = e.host_id");
+		sq_buf_str(b, " LEFT JOIN hosts AS h ON h.id = e.host_id");
 	if (comms && pid >= 0) {
-		buf_str(b, " LEFT JOIN comms AS c ON c.host_id = e.host_id AND c.pid = e.");
+		sq_buf_str(b, " LEFT JOIN comms AS c ON c.host_id = e.host_id AND c.pid = e.");
 		sq_ident(b, sc->cols[pid].column);
 	} else if (comms) {
-		buf_str(b, " LEFT JOIN comms AS c ON 0");
+		sq_buf_str(b, " LEFT JOIN comms AS c ON 0");
 	}
 	if (blocks)
-		buf_str(b, " WHERE b.type_id = :tc_type AND b.min_ts BETWEEN :tc_bmin AND :tc_hi"
+		sq_buf_str(b, " WHERE b.type_id = :tc_type AND b.min_ts BETWEEN :tc_bmin AND :tc_hi"
 			   " AND b.max_ts >= :tc_lo");
-	buf_str(b, ") WHERE (");
-	buf_str(b, where && *where ? where : "1");
-	buf_str(b, ")");
+	sq_buf_str(b, ") WHERE (");
+	sq_buf_str(b, where && *where ? where : "1");
+	sq_buf_str(b, ")");
 	if (r)
-		buf_str(b, " AND ts BETWEEN :tc_lo AND :tc_hi");
+		sq_buf_str(b, " AND ts BETWEEN :tc_lo AND :tc_hi");
 	if (r && r->keyset)
-		buf_str(b, " AND (ts, _tc_rowid) > (:tc_after_ts, :tc_after_rowid)");
+		sq_buf_str(b, " AND (ts, _tc_rowid) > (:tc_after_ts, :tc_after_rowid)");
 }
 
 static void sq_bind_named(sqlite3_stmt *st, const char *name, int64_t v)
@@ -2370,9 +2374,9 @@ static int sq_count_upto(struct store *s, const struct store_schema *sc, const c
 	sqlite3_stmt *st = NULL;
 	int ret;
 
-	buf_str(&q, "SELECT count(*), max(ts) FROM (SELECT ts");
+	sq_buf_str(&q, "SELECT count(*), max(ts) FROM (SELECT ts");
 	sq_from(&q, sc, where, r, false);
-	buf_str(&q, " LIMIT :tc_limit)");
+	sq_buf_str(&q, " LIMIT :tc_limit)");
 	ret = q.oom ? -ENOMEM : sq_prepare(s, q.s, &st);
 	if (ret == 0)
 		ret = sq_bind_all(s, st, b, nb, sc, r);
@@ -2452,7 +2456,7 @@ static int sq_count(struct store *s, const struct store_schema *sc, const char *
 		      sq_ix_usable(s, sc, b, nb, &r.by_index);
 	if (ret < 0)
 		return ret;
-	buf_str(&q, "SELECT count(*)");
+	sq_buf_str(&q, "SELECT count(*)");
 	sq_from(&q, sc, where, win ? &r : NULL, false);
 	ret = q.oom ? -ENOMEM : sq_prepare(s, q.s, &st);
 	if (ret == 0)
@@ -2471,13 +2475,13 @@ static int sq_count(struct store *s, const struct store_schema *sc, const char *
 static void sq_select_sql(struct sq_buf *q, const struct store_schema *sc, const char *where,
 			  const struct sq_range *r)
 {
-	buf_str(q, "SELECT _tc_rowid, host_id, _tc_host, cpu, ts, trace_ts, _tc_comm");
+	sq_buf_str(q, "SELECT _tc_rowid, host_id, _tc_host, cpu, ts, trace_ts, _tc_comm");
 	for (size_t i = 0; i < sc->ncols; i++) {
-		buf_str(q, ", ");
+		sq_buf_str(q, ", ");
 		sq_ident(q, sc->cols[i].column);
 	}
 	sq_from(q, sc, where, r, true);
-	buf_str(q, " ORDER BY ts, _tc_rowid LIMIT :tc_limit");
+	sq_buf_str(q, " ORDER BY ts, _tc_rowid LIMIT :tc_limit");
 }
 
 /* Column @i of the current row as schema column @c's value. */
@@ -2619,7 +2623,7 @@ static int sq_stats(struct store *s,
 static int sq_dropped(struct store *s, uint64_t host_id, const char *system, const char *name,
 		      const char *reason, uint64_t n)
 {
-	sqlite3_stmt *st = sq(s)->drop_add;
+	sqlite3_stmt *st = sq_store_of(s)->drop_add;
 
 	sqlite3_bind_int64(st, 1, (int64_t)host_id);
 	sqlite3_bind_text(st, 2, system, -1, SQLITE_STATIC);
@@ -2726,7 +2730,7 @@ static int sq_run_table(struct store *s, const char *sql, const char *table, int
 			sq_ident(&q, table);
 			p++;
 		} else {
-			buf_add(&q, p, 1);
+			sq_buf_add(&q, p, 1);
 		}
 	}
 	ret = q.oom ? -ENOMEM : sq_prepare(s, q.s, &st);
@@ -2755,7 +2759,7 @@ static int sq_delete_before(struct store *s, sqlite3_stmt *st, int64_t ts, uint6
 				  " WHERE b.type_id = ?1 AND b.min_ts < ?2 AND e.ts < ?2)",
 			       table, type_id, ts);
 
-	n = sqlite3_changes64(sq(s)->db);
+	n = sqlite3_changes64(sq_store_of(s)->db);
 	if (ret == 0)
 		ret = sq_run_table(s, "DELETE FROM ts_blocks WHERE type_id = ?1 AND min_ts < ?2"
 				      " AND max_ts < ?2", table, type_id, ts);
@@ -2834,8 +2838,8 @@ static int sq_retain(struct store *s, int64_t before_ts, uint64_t max_bytes, uin
 	if (ret == 0 && max_bytes)
 		ret = sq_retain_size(s, max_bytes, &n);
 	if (ret < 0)
-		sqlite3_exec(sq(s)->db, "ROLLBACK TO tc_retain", NULL, NULL, NULL);
-	sqlite3_exec(sq(s)->db, "RELEASE tc_retain", NULL, NULL, NULL);
+		sqlite3_exec(sq_store_of(s)->db, "ROLLBACK TO tc_retain", NULL, NULL, NULL);
+	sqlite3_exec(sq_store_of(s)->db, "RELEASE tc_retain", NULL, NULL, NULL);
 	if (ret == 0)
 		*removed = n;
 	return ret;
@@ -2893,14 +2897,14 @@ static int sq_program(struct store *s, uint64_t host_id, const struct store_prog
 	sqlite3_bind_int64(st, 9, p->since_ns);
 	ret = sq_run(s, st, true);
 	if (ret == 0)
-		*program_id = (uint64_t)sqlite3_last_insert_rowid(sq(s)->db);
+		*program_id = (uint64_t)sqlite3_last_insert_rowid(sq_store_of(s)->db);
 	return ret;
 }
 
 static int sq_symbol(struct store *s, uint64_t program_id, uint64_t addr, uint64_t size,
 		     const char *name)
 {
-	sqlite3_stmt *st = sq(s)->sym_put;
+	sqlite3_stmt *st = sq_store_of(s)->sym_put;
 
 	sqlite3_bind_int64(st, 1, (int64_t)program_id);
 	sqlite3_bind_int64(st, 2, (int64_t)(addr ^ SQ_ADDR_FLIP));
@@ -2921,7 +2925,7 @@ static int sq_symbol(struct store *s, uint64_t program_id, uint64_t addr, uint64
 static int sq_symbol_in(struct store *s, int64_t prog, bool kernel, uint64_t addr,
 			char *buf, size_t len)
 {
-	sqlite3_stmt **st = &sq(s)->sym_find;
+	sqlite3_stmt **st = &sq_store_of(s)->sym_find;
 	uint64_t start, size;
 	int ret = 0, rc;
 
@@ -2958,7 +2962,7 @@ static int sq_symbol_in(struct store *s, int64_t prog, bool kernel, uint64_t add
 static int sq_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
 			  uint64_t addr, char *buf, size_t len)
 {
-	sqlite3_stmt **st = &sq(s)->prog_find;
+	sqlite3_stmt **st = &sq_store_of(s)->prog_find;
 	int ret = 0, rc;
 
 	if (!*st)
