@@ -201,7 +201,7 @@ int store_symbol(struct store *s, uint64_t program_id, uint64_t addr, uint64_t s
  * whose pid is @pid first, then the latest few; the first with a symbol
  * at or below @addr that covers it (a sized symbol must contain it) names
  * it. Rows carry thread ids, not programs, so for another thread of a
- * program the search is by address: see server/store/sqlite.c.
+ * program the search is by address: see server/store/sqlite_symbols.c.
  *
  * Return: 0; -ENOENT (no program or symbol); TC_ERR_DB; -EINVAL.
  */

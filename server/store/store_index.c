@@ -1,7 +1,7 @@
 /*
  * store_index.c - the field index settings of the store ("index" in
  * tracecollectd's configuration): parsing and freeing. What the backend
- * does with them is store_set_indexes() (sqlite.c). Apart from the
+ * does with them is store_set_indexes() (sqlite_index.c). Apart from the
  * backend, so that the config fuzz target can run it alone.
  */
 #include "config.h"
