@@ -230,7 +230,7 @@ int sq_set_indexes(struct store *s, const struct store_indexes *ix, unsigned *cr
  * WHERE requires a column to equal, and that column has an index.
  */
 int sq_ix_usable(struct store *s, const struct store_schema *sc,
-		 const struct store_bind *b, size_t nb, bool *usable)
+		 const struct sq_bind *b, size_t nb, bool *usable)
 {
 	int ret = 0;
 

@@ -22,6 +22,21 @@
 #include "server/store/store_ops.h"
 
 /*
+ * A value bound to a nameless '?' of a WHERE text (sq_count_where()):
+ * kind SIGNED/UNSIGNED use i, STRING/BLOB s+len. @eq_column (NULL: no
+ * such promise) names a schema column that the WHERE requires to equal
+ * this value (filter_sql.eq): with an index on it, the store reads rows
+ * through that index.
+ */
+struct sq_bind {
+	enum decode_kind kind;
+	int64_t i;
+	const char *s;
+	size_t len;
+	const char *eq_column;
+};
+
+/*
  * One value of a pending row: an integer, or bytes in the type's arena.
  * 16 bytes: a batch of 512 rows of 12 columns stays under 100 KiB.
  */
@@ -202,7 +217,7 @@ int sq_ix_type(struct store *s, int64_t type_id, const char *system, const char 
 	       const char *table, unsigned *created);
 /* sq_ix_usable - whether a promised `column == value` of @b has an index. */
 int sq_ix_usable(struct store *s, const struct store_schema *sc,
-		 const struct store_bind *b, size_t nb, bool *usable);
+		 const struct sq_bind *b, size_t nb, bool *usable);
 
 /* sqlite_read.c: the time index */
 
@@ -210,6 +225,23 @@ int sq_ix_usable(struct store *s, const struct store_schema *sc,
 int sq_int1(struct store *s, const char *sql, int64_t arg, int64_t dflt, int64_t *out);
 /* sq_max_span - the widest span of a block of type @type_id (0: none). */
 int sq_max_span(struct store *s, int64_t type_id, int64_t *span);
+
+/*
+ * sq_count_where, sq_select_where - store_count() and store_select() of
+ * @sc's rows for which @where holds: an SQL boolean expression over the
+ * quoted column names, "cpu", "host_id", "ts", "trace_ts" and (when
+ * sc->comm_joined) "comm", with a nameless '?' for each of the @nb values
+ * in @b. It is pasted into the statement: it comes from sq_count() and
+ * sq_select() (which compile a store_query to it) or from a test, never
+ * from a user. NULL: every row.
+ */
+int sq_count_where(struct store *s, const struct store_schema *sc, const char *where,
+		   const struct sq_bind *b, size_t nb, const struct store_window *win,
+		   uint64_t *count);
+int sq_select_where(struct store *s, const struct store_schema *sc, const char *where,
+		    const struct sq_bind *b, size_t nb, const struct store_window *win,
+		    int64_t after_ts, uint64_t after_rowid, size_t limit, store_row_fn fn,
+		    void *ctx);
 
 /* ---- the ops (store_ops.h; each one's contract is its store_*() in store.h) ---- */
 
@@ -230,13 +262,8 @@ int sq_set_indexes(struct store *s, const struct store_indexes *ix, unsigned *cr
 		   unsigned *dropped);
 
 /* sqlite_read.c */
-int sq_count(struct store *s, const struct store_schema *sc, const char *where,
-	     const struct store_bind *b, size_t nb, const struct store_window *win,
-	     uint64_t *count);
-int sq_select(struct store *s, const struct store_schema *sc, const char *where,
-	      const struct store_bind *b, size_t nb, const struct store_window *win,
-	      int64_t after_ts, uint64_t after_rowid, size_t limit, store_row_fn fn,
-	      void *ctx);
+int sq_count(struct store *s, const struct store_query *q, uint64_t *count);
+int sq_select(struct store *s, const struct store_query *q, store_row_fn fn, void *ctx);
 
 /* sqlite_hosts.c */
 int sq_host(struct store *s, const struct proto_hello *h, const char *peer_subject,

@@ -9,12 +9,14 @@
 
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include <sqlite3.h>
 
+#include "common/filter.h"
 #include "common/tc_error.h"
 #include "server/store/sqlite_int.h"
 
@@ -32,7 +34,7 @@ static int sq_col_index(const struct store_schema *sc, const char *name)
  * Bind @b to the WHERE's '?' parameters: the nameless ones, in order (the
  * store's own are named, and may come first in the statement).
  */
-static int sq_bind_where(struct store *s, sqlite3_stmt *st, const struct store_bind *b,
+static int sq_bind_where(struct store *s, sqlite3_stmt *st, const struct sq_bind *b,
 			 size_t nb)
 {
 	int p = 0, np = sqlite3_bind_parameter_count(st);
@@ -160,7 +162,7 @@ static void sq_bind_named(sqlite3_stmt *st, const char *name, int64_t v)
 }
 
 /* Bind the WHERE's values and those of @r (when set) to @st. */
-static int sq_bind_all(struct store *s, sqlite3_stmt *st, const struct store_bind *b, size_t nb,
+static int sq_bind_all(struct store *s, sqlite3_stmt *st, const struct sq_bind *b, size_t nb,
 		       const struct store_schema *sc, const struct sq_range *r)
 {
 	int ret = sq_bind_where(s, st, b, nb);
@@ -238,7 +240,7 @@ static int sq_range_init(struct store *s, const struct store_schema *sc,
  * the newest ts among those counted (in block order, not time order).
  */
 static int sq_count_upto(struct store *s, const struct store_schema *sc, const char *where,
-			 const struct store_bind *b, size_t nb, const struct sq_range *r,
+			 const struct sq_bind *b, size_t nb, const struct sq_range *r,
 			 int64_t *n, int64_t *max_ts)
 {
 	struct sq_buf q = { 0 };
@@ -274,7 +276,7 @@ static int sq_count_upto(struct store *s, const struct store_schema *sc, const c
  * the same, and only the blocks that start by then are read and sorted.
  */
 static int sq_range_fit(struct store *s, const struct store_schema *sc, const char *where,
-			const struct store_bind *b, size_t nb, struct sq_range *r)
+			const struct sq_bind *b, size_t nb, struct sq_range *r)
 {
 	int64_t hi = r->hi, start, n = 0, newest = 0;
 	int ret = 0;
@@ -313,9 +315,9 @@ static int sq_range_fit(struct store *s, const struct store_schema *sc, const ch
 	return ret;
 }
 
-int sq_count(struct store *s, const struct store_schema *sc, const char *where,
-	     const struct store_bind *b, size_t nb, const struct store_window *win,
-	     uint64_t *count)
+int sq_count_where(struct store *s, const struct store_schema *sc, const char *where,
+		   const struct sq_bind *b, size_t nb, const struct store_window *win,
+		   uint64_t *count)
 {
 	struct sq_buf q = { 0 };
 	struct sq_range r;
@@ -431,10 +433,10 @@ static int sq_select_run(struct store *s, sqlite3_stmt *st, const struct store_s
 	return ret ? ret : rows;
 }
 
-int sq_select(struct store *s, const struct store_schema *sc, const char *where,
-	      const struct store_bind *b, size_t nb, const struct store_window *win,
-	      int64_t after_ts, uint64_t after_rowid, size_t limit, store_row_fn fn,
-	      void *ctx)
+int sq_select_where(struct store *s, const struct store_schema *sc, const char *where,
+		    const struct sq_bind *b, size_t nb, const struct store_window *win,
+		    int64_t after_ts, uint64_t after_rowid, size_t limit, store_row_fn fn,
+		    void *ctx)
 {
 	struct sq_buf q = { 0 };
 	struct sq_range r;
@@ -454,5 +456,113 @@ int sq_select(struct store *s, const struct store_schema *sc, const char *where,
 		ret = sq_select_run(s, st, sc, fn, ctx);
 	sqlite3_finalize(st);
 	free(q.s);
+	return ret;
+}
+
+/* ---- a store_query as SQL ---- */
+
+/*
+ * The WHERE text of a query and the values of its '?'s: the filter's
+ * clause (sq_filter_to_sql()) and the host's, both over the columns
+ * sq_from() offers.
+ */
+struct sq_where {
+	char *text;
+	struct sq_bind *b;
+	size_t nb;
+	struct filter_sql sql;	/* the filter's part; b's strings point into it */
+};
+
+/* Column SQL for a bound field index: quoted field name, or the specials. */
+static const char *sq_column_of(void *ctx, int index)
+{
+	const struct store_query *q = ctx;
+	static __thread char buf[300];
+
+	if (index == FILTER_FIELD_CPU)
+		return "cpu";
+	if (index == FILTER_FIELD_COMM)
+		return "comm";
+	if (index < 0 || (size_t)index >= q->nfields)
+		return NULL;
+	snprintf(buf, sizeof(buf), "\"%s\"", q->schema->cols[q->field_col[index]].column);
+	return buf;
+}
+
+static struct sq_bind sq_bind_of(const struct filter_value *b)
+{
+	struct sq_bind s = { 0 };
+
+	if (b->kind == FILTER_STRING) {
+		s.kind = DECODE_STRING;
+		s.s = b->str.s;
+		s.len = b->str.len;
+	} else {
+		s.kind = b->kind == FILTER_SIGNED ? DECODE_SIGNED : DECODE_UNSIGNED;
+		s.i = b->kind == FILTER_SIGNED ? b->i : (int64_t)b->u;
+	}
+	return s;
+}
+
+static void sq_where_free(struct sq_where *w)
+{
+	filter_sql_free(&w->sql);
+	free(w->text);
+	free(w->b);
+}
+
+/*
+ * @q's filter and host as WHERE text and values into @w (free it with
+ * sq_where_free(), also after a failure). A `FIELD == value` at the top of
+ * the filter is a promise an index may serve (sq_ix_usable()).
+ */
+static int sq_where_of(const struct store_query *q, struct sq_where *w)
+{
+	size_t n, len;
+	int ret = q->filter ? filter_to_sql(q->filter, sq_column_of, (void *)q, &w->sql) : 0;
+
+	if (ret < 0)
+		return ret;
+	n = w->sql.nbinds;
+	len = (w->sql.where ? strlen(w->sql.where) : 0) + 200;
+	w->b = calloc(n + 1, sizeof(*w->b));
+	w->text = malloc(len);
+	if (!w->b || !w->text)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		w->b[i] = sq_bind_of(&w->sql.binds[i]);
+	for (size_t k = 0; k < w->sql.neq; k++)
+		w->b[w->sql.eq[k].bind].eq_column =
+			q->schema->cols[q->field_col[w->sql.eq[k].field]].column;
+	snprintf(w->text, len, "(%s)", w->sql.where ? w->sql.where : "1");
+	if (q->host_glob) {
+		strcat(w->text, " AND host_id IN (SELECT id FROM hosts WHERE name GLOB ?)");
+		w->b[n++] = (struct sq_bind){ .kind = DECODE_STRING, .s = q->host_glob,
+					      .len = strlen(q->host_glob) };
+	}
+	w->nb = n;
+	return 0;
+}
+
+int sq_count(struct store *s, const struct store_query *q, uint64_t *count)
+{
+	struct sq_where w = { 0 };
+	int ret = sq_where_of(q, &w);
+
+	if (ret == 0)
+		ret = sq_count_where(s, q->schema, w.text, w.b, w.nb, q->win, count);
+	sq_where_free(&w);
+	return ret;
+}
+
+int sq_select(struct store *s, const struct store_query *q, store_row_fn fn, void *ctx)
+{
+	struct sq_where w = { 0 };
+	int ret = sq_where_of(q, &w);
+
+	if (ret == 0)
+		ret = sq_select_where(s, q->schema, w.text, w.b, w.nb, q->win, q->after_ts,
+				      q->after_rowid, q->limit, fn, ctx);
+	sq_where_free(&w);
 	return ret;
 }

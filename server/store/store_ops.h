@@ -50,13 +50,8 @@ struct store_ops {
 			  struct store_schema **out);
 	int (*schema_list)(struct store *s, const char *system,
 			   int (*fn)(void *ctx, const struct store_schema *sc), void *ctx);
-	int (*select)(struct store *s, const struct store_schema *sc, const char *where,
-		      const struct store_bind *b, size_t nb, const struct store_window *win,
-		      int64_t after_ts, uint64_t after_rowid, size_t limit, store_row_fn fn,
-		      void *ctx);
-	int (*count)(struct store *s, const struct store_schema *sc, const char *where,
-		     const struct store_bind *b, size_t nb, const struct store_window *win,
-		     uint64_t *count);
+	int (*select)(struct store *s, const struct store_query *q, store_row_fn fn, void *ctx);
+	int (*count)(struct store *s, const struct store_query *q, uint64_t *count);
 	int (*dropped)(struct store *s, uint64_t host_id, const char *system, const char *name,
 		       const char *reason, uint64_t n);
 	int (*retain)(struct store *s, int64_t before_ts, uint64_t max_bytes, uint64_t *removed);
