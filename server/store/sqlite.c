@@ -28,6 +28,7 @@
  *   sqlite_ckpt.c    the checkpointer thread
  *   sqlite_index.c   field indexes (store_set_indexes())
  *   sqlite_read.c    select and count through the time index
+ *   sqlite_filter.c  a bound filter as a WHERE clause (sqlite_filter.h)
  *   sqlite_hosts.c   hosts, per-CPU counters, marks, comms, drop counters
  *   sqlite_symbols.c programs and their symbols
  *   sqlite_retain.c  retention by age and size

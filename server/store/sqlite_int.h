@@ -25,7 +25,7 @@
  * A value bound to a nameless '?' of a WHERE text (sq_count_where()):
  * kind SIGNED/UNSIGNED use i, STRING/BLOB s+len. @eq_column (NULL: no
  * such promise) names a schema column that the WHERE requires to equal
- * this value (filter_sql.eq): with an index on it, the store reads rows
+ * this value (sq_filter_sql.eq): with an index on it, the store reads rows
  * through that index.
  */
 struct sq_bind {

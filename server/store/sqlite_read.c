@@ -18,6 +18,7 @@
 
 #include "common/filter.h"
 #include "common/tc_error.h"
+#include "server/store/sqlite_filter.h"
 #include "server/store/sqlite_int.h"
 
 #define SQ_BLOCKS_FIRST	64		/* blocks a limited select tries first */
@@ -470,7 +471,7 @@ struct sq_where {
 	char *text;
 	struct sq_bind *b;
 	size_t nb;
-	struct filter_sql sql;	/* the filter's part; b's strings point into it */
+	struct sq_filter_sql sql;	/* the filter's part; b's strings point into it */
 };
 
 /* Column SQL for a bound field index: quoted field name, or the specials. */
@@ -506,7 +507,7 @@ static struct sq_bind sq_bind_of(const struct filter_value *b)
 
 static void sq_where_free(struct sq_where *w)
 {
-	filter_sql_free(&w->sql);
+	sq_filter_sql_free(&w->sql);
 	free(w->text);
 	free(w->b);
 }
@@ -519,7 +520,7 @@ static void sq_where_free(struct sq_where *w)
 static int sq_where_of(const struct store_query *q, struct sq_where *w)
 {
 	size_t n, len;
-	int ret = q->filter ? filter_to_sql(q->filter, sq_column_of, (void *)q, &w->sql) : 0;
+	int ret = q->filter ? sq_filter_to_sql(q->filter, sq_column_of, (void *)q, &w->sql) : 0;
 
 	if (ret < 0)
 		return ret;
