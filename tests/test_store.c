@@ -264,6 +264,38 @@ START_TEST(test_where_matches_scan)
 }
 END_TEST
 
+/*
+ * struct store_query at the boundary: the front refuses a field map
+ * beyond the schema, the backend a filter that is not bound, and the host
+ * glob picks the rows of the hosts it matches.
+ */
+START_TEST(test_query_checks)
+{
+	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct filter *unbound = NULL;
+	struct filter_error err;
+	struct bound_query bq;
+	size_t beyond = sc->ncols;
+	uint64_t count = 0;
+
+	bound_query(&bq, sc, "prev_pid >= 0");
+	bq.q.field_col = &beyond;
+	bq.q.nfields = 1;
+	ck_assert_int_eq(store_count(st, &bq.q, &count), -EINVAL);
+	bound_query_free(&bq);
+	ck_assert_int_eq(filter_parse("prev_pid == 0", &unbound, &err), 0);
+	ck_assert_int_eq(store_count(st, &(struct store_query){ .schema = sc, .filter = unbound },
+				     &count), -EINVAL);
+	filter_free(unbound);
+	ck_ok(store_count(st, &(struct store_query){ .schema = sc, .host_glob = "capture-*" },
+			  &count));
+	ck_assert_uint_eq(count, seen.n[0]);
+	ck_ok(store_count(st, &(struct store_query){ .schema = sc, .host_glob = "other" }, &count));
+	ck_assert_uint_eq(count, 0);
+	store_schema_free(sc);
+}
+END_TEST
+
 START_TEST(test_keyset_paging)
 {
 	struct store_schema *sc = schema(st, "sched", "sched_switch");
@@ -1448,6 +1480,7 @@ static Suite *store_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_where_matches_scan);
+	tcase_add_test(tc, test_query_checks);
 	tcase_add_test(tc, test_keyset_paging);
 	tcase_add_test(tc, test_markers_and_comm);
 	tcase_add_test(tc, test_schema_evolution);

@@ -3,7 +3,8 @@
  * and store_count() through the time index (ts_blocks: the blocks of rows
  * a time range can touch, and for a limited select only the first few of
  * them, sq_range_fit()), or through a field index, with keyset paging on
- * (ts, rowid).
+ * (ts, rowid). A struct store_query becomes the WHERE of those reads here
+ * (sq_where_of(): its filter through sqlite_filter.c, its host glob).
  */
 #include "config.h"
 
