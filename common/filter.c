@@ -1,16 +1,19 @@
 /*
  * filter.c - the kernel's event-filter language: a recursive-descent parser
  * into a flat node array, binding to an event schema, evaluation, glob
- * matching (the semantics of the kernel's lib/glob.c), compilation to an
- * SQLite WHERE clause, and caret-style error messages.  See filter.h for the
- * language and the decisions taken where the kernel is vague.
+ * matching (the semantics of the kernel's lib/glob.c), read-only views of
+ * the bound tree for the storage backends, and caret-style error messages.
+ * See filter.h for the language and the decisions taken where the kernel
+ * is vague.
  *
  * Layout: a filter owns a copy of its text and flat arrays (nodes,
  * predicates, glob elements, glob classes, names, binding) so filter_dup()
  * is a handful of copies and no pointer points into another array.  && and
  * || chains are n-ary nodes (children linked through 'next'), so the tree is
  * only as deep as the '(' / '!' nesting, which the parser caps: the
- * recursive evaluator and SQL writer never recurse deeper than that.
+ * recursive evaluator (and a backend walking the tree) never recurse
+ * deeper than that.  The enums below take filter.h's values, so the views
+ * of the tree hand them out as they are.
  */
 #include "config.h"
 
@@ -25,16 +28,23 @@
 #include "common/tc_error.h"
 #include "common/util.h"
 
-#define NONE UINT32_MAX
+#define NONE FILTER_NODE_NONE
 
-enum fop { OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_BAND, OP_GLOB };
+enum fop {
+	OP_EQ = FILTER_OP_EQ, OP_NE = FILTER_OP_NE, OP_LT = FILTER_OP_LT, OP_LE = FILTER_OP_LE,
+	OP_GT = FILTER_OP_GT, OP_GE = FILTER_OP_GE, OP_BAND = FILTER_OP_BAND,
+	OP_GLOB = FILTER_OP_GLOB,
+};
 
 static const char *const op_names[] = {
 	[OP_EQ] = "==", [OP_NE] = "!=", [OP_LT] = "<", [OP_LE] = "<=",
 	[OP_GT] = ">", [OP_GE] = ">=", [OP_BAND] = "&", [OP_GLOB] = "~",
 };
 
-enum fnode_type { FN_PRED, FN_AND, FN_OR, FN_NOT };
+enum fnode_type {
+	FN_PRED = FILTER_NODE_PRED, FN_AND = FILTER_NODE_AND, FN_OR = FILTER_NODE_OR,
+	FN_NOT = FILTER_NODE_NOT,
+};
 
 /* arg: predicate index (FN_PRED), first child (FN_AND/FN_OR), child (FN_NOT) */
 struct fnode {
@@ -50,7 +60,10 @@ struct span {
 
 enum num_status { NUM_OK, NUM_BAD, NUM_RANGE };
 
-enum glob_type { G_LIT, G_ANY, G_STAR, G_CLASS };
+enum glob_type {
+	G_LIT = FILTER_GLOB_LITERAL, G_ANY = FILTER_GLOB_ANY, G_STAR = FILTER_GLOB_STAR,
+	G_CLASS = FILTER_GLOB_CLASS,
+};
 
 struct glob_elem {
 	enum glob_type type;
@@ -79,11 +92,6 @@ struct fpred {
 	uint32_t cpus, ncpus;		/* its ranges in filter->cpus */
 };
 
-/* one range of a CPUS{list}: lo..hi inclusive */
-struct cpu_range {
-	uint32_t lo, hi;
-};
-
 #define CPUS_MAX	65535		/* highest CPU number a list may name */
 
 struct fbind {
@@ -108,7 +116,7 @@ struct filter {
 	size_t nglobs, cap_globs;
 	struct glob_class *classes;
 	size_t nclasses, cap_classes;
-	struct cpu_range *cpus;
+	struct filter_cpu_range *cpus;
 	size_t ncpus, cap_cpus;
 	char **names;
 	size_t nnames, cap_names;
@@ -503,7 +511,7 @@ static int parse_op(struct parser *p, struct fpred *pr)
 }
 
 /* one "N" or "N-M" of a CPU list at s[*i..n); Return: 0 or -1 */
-static int cpu_item(const char *s, size_t n, size_t *i, struct cpu_range *r)
+static int cpu_item(const char *s, size_t n, size_t *i, struct filter_cpu_range *r)
 {
 	uint64_t v[2] = { 0, 0 };
 	int k;
@@ -532,7 +540,7 @@ static int parse_cpus(struct parser *p, struct fpred *pr)
 {
 	const char *s = p->s + pr->str.pos;
 	size_t n = pr->str.len, i = 5;
-	struct cpu_range r;
+	struct filter_cpu_range r;
 	int ret;
 
 	pr->is_cpus = true;
@@ -1017,7 +1025,7 @@ static int eval_number(const struct fpred *pr, const struct fbind *b,
  */
 static int eval_cpus(const struct filter *f, const struct fpred *pr, uint64_t cpu)
 {
-	const struct cpu_range *r = f->cpus + pr->cpus;
+	const struct filter_cpu_range *r = f->cpus + pr->cpus;
 	bool in = false, one = pr->ncpus == 1 && r[0].lo == r[0].hi;
 	uint32_t k;
 
@@ -1092,358 +1100,60 @@ int filter_eval(const struct filter *f, filter_get_fn get, void *ctx)
 	return eval_node(f, f->root, get, ctx);
 }
 
-/* ---- SQL ------------------------------------------------------------------- */
+/* ---- reading a bound filter ------------------------------------------- */
 
-struct sbuf {
-	char *p;
-	size_t len, cap;
-	int err;
-};
-
-static void sb_putn(struct sbuf *b, const char *s, size_t n)
+int filter_root(const struct filter *f, uint32_t *root)
 {
-	char *np;
-	size_t ncap;
-
-	if (b->err)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		ncap = (b->len + n + 1) * 2;
-		np = realloc(b->p, ncap);
-		if (!np) {
-			b->err = -ENOMEM;
-			return;
-		}
-		b->p = np;
-		b->cap = ncap;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-}
-
-static void sb_puts(struct sbuf *b, const char *s)
-{
-	sb_putn(b, s, strlen(s));
-}
-
-static void sb_putc(struct sbuf *b, char c)
-{
-	sb_putn(b, &c, 1);
-}
-
-struct sqlgen {
-	const struct filter *f;
-	filter_column_fn column;
-	void *ctx;
-	struct sbuf where;
-	struct filter_value *binds;
-	size_t nbinds, cap_binds;
-	bool top;		/* the node being compiled is an && conjunct at the top */
-	size_t neq;
-	int eq_field[FILTER_SQL_EQ_MAX];
-	size_t eq_bind[FILTER_SQL_EQ_MAX];
-	int err;
-};
-
-/* keep the first error: later steps may still run and succeed */
-static void sql_fail(struct sqlgen *g, int ret)
-{
-	if (!g->err)
-		g->err = ret;
-}
-
-static int add_bind(struct sqlgen *g, const struct filter_value *b)
-{
-	if (grow((void **)&g->binds, &g->cap_binds, g->nbinds, sizeof(*g->binds)))
-		return -ENOMEM;
-	g->binds[g->nbinds++] = *b;
-	return 0;
-}
-
-/* a TEXT bind that owns a copy of s[0..n) */
-static int add_text_bind(struct sqlgen *g, const char *s, size_t n)
-{
-	struct filter_value b = { .kind = FILTER_STRING };
-	char *copy = malloc(n + 1);
-
-	if (!copy)
-		return -ENOMEM;
-	memcpy(copy, s, n);
-	copy[n] = '\0';
-	b.str.s = copy;
-	b.str.len = n;
-	if (!add_bind(g, &b))
-		return 0;
-	free(copy);
-	return -ENOMEM;
-}
-
-static bool class_is_empty(const struct glob_class *c)
-{
-	unsigned x;
-
-	for (x = 1; x < 256; x++)
-		if (class_has(c, (unsigned char)x))
-			return false;
-	return true;
-}
-
-/* write a class in SQLite GLOB syntax: ']' first, '-' next, '^' last */
-static void class_to_sql(struct sbuf *b, const struct glob_class *c)
-{
-	unsigned x, end;
-
-	if (!c->neg && class_lists(c, '^') && c->set[0] == 0 &&
-	    c->set[1] == UINT64_C(1) << ('^' - 64) && !c->set[2] && !c->set[3]) {
-		sb_putc(b, '^');	/* "[^]" would mean negation */
-		return;
-	}
-	if (c->neg && !(c->set[0] | c->set[1] | c->set[2] | c->set[3])) {
-		sb_putc(b, '?');	/* "[!z-a]": any byte; "[^]" would not close */
-		return;
-	}
-	sb_puts(b, c->neg ? "[^" : "[");
-	if (class_lists(c, ']'))
-		sb_putc(b, ']');
-	if (class_lists(c, '-'))
-		sb_putc(b, '-');
-	for (x = 1; x < 256; x = end + 1) {
-		end = x;
-		if (!class_lists(c, (unsigned char)x) || strchr("]-^", (int)x))
-			continue;
-		while (end + 1 < 256 && class_lists(c, (unsigned char)(end + 1)) &&
-		       !strchr("]-^", (int)(end + 1)))
-			end++;
-		sb_putc(b, (char)x);
-		if (end > x + 1)
-			sb_putc(b, '-');
-		if (end > x)
-			sb_putc(b, (char)end);
-	}
-	if (class_lists(c, '^'))
-		sb_putc(b, '^');
-	sb_putc(b, ']');
-}
-
-/*
- * glob_to_sql - the pattern of @pr in SQLite GLOB syntax into @b.
- * Return: false if the pattern contains a class that matches no byte.
- */
-static bool glob_to_sql(const struct filter *f, const struct fpred *pr, struct sbuf *b)
-{
-	const struct glob_elem *e = pr->nglob ? f->globs + pr->glob : NULL;
-	uint32_t k;
-
-	for (k = 0; k < pr->nglob; k++) {
-		if (e[k].type == G_STAR) {
-			sb_putc(b, '*');
-		} else if (e[k].type == G_ANY) {
-			sb_putc(b, '?');
-		} else if (e[k].type == G_CLASS) {
-			if (class_is_empty(&f->classes[e[k].cls]))
-				return false;
-			class_to_sql(b, &f->classes[e[k].cls]);
-		} else if (strchr("*?[", e[k].c) && e[k].c) {
-			sb_putc(b, '[');
-			sb_putc(b, (char)e[k].c);
-			sb_putc(b, ']');
-		} else {
-			sb_putc(b, (char)e[k].c);
-		}
-	}
-	return true;
-}
-
-static void sql_glob(struct sqlgen *g, const struct fpred *pr, const char *col)
-{
-	struct sbuf pat = { 0 };
-
-	if (!glob_to_sql(g->f, pr, &pat)) {
-		sb_puts(&g->where, pr->glob_not ? "1" : "0");
-	} else if (!pat.err) {
-		sb_puts(&g->where, col);
-		sb_puts(&g->where, pr->glob_not ? " NOT GLOB ?" : " GLOB ?");
-		sql_fail(g, add_text_bind(g, pat.p ? pat.p : "", pat.len));
-	}
-	if (pat.err)
-		sql_fail(g, pat.err);
-	free(pat.p);
-}
-
-/* col OP ? for unsigned 64-bit fields, in unsigned order (see filter.h) */
-static void sql_u64_order(struct sqlgen *g, enum fop op, const char *col, bool high)
-{
-	bool less = op == OP_LT || op == OP_LE;
-
-	sb_puts(&g->where, "(");
-	sb_puts(&g->where, col);
-	sb_puts(&g->where, less ? " >= 0 " : " < 0 ");
-	sb_puts(&g->where, less != high ? "AND " : "OR ");
-	sb_puts(&g->where, col);
-	sb_putc(&g->where, ' ');
-	sb_puts(&g->where, op_names[op]);
-	sb_puts(&g->where, " ?)");
-}
-
-static void sql_number(struct sqlgen *g, const struct fpred *pr, const struct fbind *b,
-		       const char *col)
-{
-	struct filter_value v = { .kind = b->kind, .u = b->num.u };
-	enum fop op = pr->op_code;
-
-	if (op == OP_BAND) {
-		sb_puts(&g->where, "((");
-		sb_puts(&g->where, col);
-		sb_puts(&g->where, " & ?) <> 0)");
-	} else if (b->kind == FILTER_UNSIGNED && b->bits >= 64 && op != OP_EQ &&
-		   op != OP_NE) {
-		sql_u64_order(g, op, col, b->num.i < 0);
-	} else {
-		sb_puts(&g->where, col);
-		sb_putc(&g->where, ' ');
-		sb_puts(&g->where, op == OP_EQ ? "=" : op == OP_NE ? "<>" : op_names[op]);
-		sb_puts(&g->where, " ?");
-	}
-	sql_fail(g, add_bind(g, &v));
-}
-
-/* CPUS{list} in SQL, with eval_cpus()'s meaning; bounds are bound values */
-static void sql_cpus(struct sqlgen *g, const struct fpred *pr, const char *col)
-{
-	const struct cpu_range *r = g->f->cpus + pr->cpus;
-	struct filter_value v = { .kind = FILTER_SIGNED };
-	uint32_t k;
-
-	if (pr->op_code != OP_BAND && !(pr->ncpus == 1 && r[0].lo == r[0].hi)) {
-		sb_puts(&g->where, pr->op_code == OP_EQ ? "0" : "1");
-		return;
-	}
-	if (pr->op_code != OP_BAND) {
-		sb_puts(&g->where, col);
-		sb_puts(&g->where, pr->op_code == OP_EQ ? " = ?" : " <> ?");
-		v.i = r[0].lo;
-		sql_fail(g, add_bind(g, &v));
-		return;
-	}
-	sb_putc(&g->where, '(');
-	for (k = 0; k < pr->ncpus; k++) {
-		sb_puts(&g->where, k ? " OR " : "");
-		sb_puts(&g->where, col);
-		sb_puts(&g->where, " BETWEEN ? AND ?");
-		v.i = r[k].lo;
-		sql_fail(g, add_bind(g, &v));
-		v.i = r[k].hi;
-		sql_fail(g, add_bind(g, &v));
-	}
-	sb_putc(&g->where, ')');
-}
-
-static void sql_pred(struct sqlgen *g, uint32_t k)
-{
-	const struct fpred *pr = &g->f->preds[k];
-	const struct fbind *b = &g->f->bind[k];
-	const char *col = g->column(g->ctx, b->field);
-
-	if (!col) {
-		sql_fail(g, TC_ERR_UNKNOWN_FIELD);
-		return;
-	}
-	if (pr->is_cpus) {
-		sql_cpus(g, pr, col);
-		return;
-	}
-	if (g->top && pr->op_code == OP_EQ && b->field >= 0 && g->neq < FILTER_SQL_EQ_MAX) {
-		g->eq_field[g->neq] = b->field;
-		g->eq_bind[g->neq++] = g->nbinds;	/* the bind sql_number() or below adds */
-	}
-	if (b->kind != FILTER_STRING) {
-		sql_number(g, pr, b, col);
-		return;
-	}
-	if (pr->op_code == OP_GLOB) {
-		sql_glob(g, pr, col);
-		return;
-	}
-	sb_puts(&g->where, col);
-	sb_puts(&g->where, pr->op_code == OP_EQ ? " = ?" : " <> ?");
-	sql_fail(g, add_text_bind(g, g->f->text + pr->str.pos, pr->str.len));
-}
-
-static void sql_node(struct sqlgen *g, uint32_t n)
-{
-	const struct fnode *node = &g->f->nodes[n];
-	bool top = g->top;
-	uint32_t c;
-
-	if (node->type == FN_PRED) {
-		sql_pred(g, node->arg);
-		return;
-	}
-	g->top = top && node->type == FN_AND;	/* under || or !: no longer */
-	if (node->type == FN_NOT) {
-		/* && / || groups bring their own parentheses */
-		c = g->f->nodes[node->arg].type == FN_PRED;
-		sb_puts(&g->where, c ? "NOT (" : "NOT ");
-		sql_node(g, node->arg);
-		if (c)
-			sb_putc(&g->where, ')');
-	} else {
-		sb_putc(&g->where, '(');
-		for (c = node->arg; c != NONE && !g->err; c = g->f->nodes[c].next) {
-			if (c != node->arg)
-				sb_puts(&g->where, node->type == FN_AND ? " AND " : " OR ");
-			sql_node(g, c);
-		}
-		sb_putc(&g->where, ')');
-	}
-	g->top = top;
-}
-
-static void free_binds(struct filter_value *binds, size_t n)
-{
-	size_t k;
-
-	for (k = 0; k < n; k++)
-		if (binds[k].kind == FILTER_STRING)
-			free((char *)binds[k].str.s);
-	free(binds);
-}
-
-int filter_to_sql(const struct filter *f, filter_column_fn column, void *ctx,
-		  struct filter_sql *out)
-{
-	struct sqlgen g = { .f = f, .column = column, .ctx = ctx };
-	int ret;
-
 	if (!f->bind)
 		return -EINVAL;
-	g.top = true;
-	sql_node(&g, f->root);
-	ret = g.err ? g.err : g.where.err;
-	if (ret) {
-		free(g.where.p);
-		free_binds(g.binds, g.nbinds);
-		return ret;
-	}
-	out->where = g.where.p;
-	out->binds = g.binds;
-	out->nbinds = g.nbinds;
-	out->neq = g.neq;
-	for (size_t k = 0; k < g.neq; k++) {
-		out->eq[k].field = g.eq_field[k];
-		out->eq[k].bind = g.eq_bind[k];
-	}
+	*root = f->root;
 	return 0;
 }
 
-void filter_sql_free(struct filter_sql *s)
+static void pred_view(const struct filter *f, uint32_t k, struct filter_pred *out)
 {
-	if (!s)
-		return;
-	free(s->where);
-	free_binds(s->binds, s->nbinds);
-	memset(s, 0, sizeof(*s));
+	const struct fpred *pr = &f->preds[k];
+	const struct fbind *b = &f->bind[k];
+
+	out->field = b->field;
+	out->kind = b->kind;
+	out->bits = b->bits;
+	out->op = (enum filter_op)pr->op_code;
+	out->num.u = b->num.u;
+	out->str = f->text + pr->str.pos;
+	out->len = pr->str.len;
+	out->nglob = pr->nglob;
+	out->glob_not = pr->glob_not;
+	out->is_cpus = pr->is_cpus;
+	out->cpus = pr->ncpus ? f->cpus + pr->cpus : NULL;
+	out->ncpus = pr->ncpus;
+}
+
+void filter_node_get(const struct filter *f, uint32_t n, struct filter_node *out)
+{
+	const struct fnode *node = &f->nodes[n];
+
+	memset(out, 0, sizeof(*out));
+	out->type = (enum filter_node_type)node->type;
+	out->next = node->next;
+	out->child = node->type == FN_PRED ? NONE : node->arg;
+	if (node->type == FN_PRED)
+		pred_view(f, node->arg, &out->pred);
+}
+
+void filter_node_glob(const struct filter *f, uint32_t n, size_t k,
+		      struct filter_glob_elem *out)
+{
+	const struct fpred *pr = &f->preds[f->nodes[n].arg];
+	const struct glob_elem *e = &f->globs[pr->glob + k];
+
+	memset(out, 0, sizeof(*out));
+	out->type = (enum filter_glob_type)e->type;
+	out->c = e->c;
+	if (e->type == G_CLASS) {
+		memcpy(out->set, f->classes[e->cls].set, sizeof(out->set));
+		out->neg = f->classes[e->cls].neg;
+	}
 }
 
 /* ---- error messages ------------------------------------------------------- */

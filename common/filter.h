@@ -1,6 +1,8 @@
 /*
  * filter.h - the kernel's event-filter language: parse, type-check against an
- * event's fields, evaluate on one event, and compile to an SQL WHERE clause.
+ * event's fields, evaluate on one event, and walk the bound tree (which is
+ * how a storage backend in server/store/ compiles a filter to its own
+ * query language).
  *
  * Grammar (the kernel's, Documentation/trace/events.rst "Event filtering"):
  *
@@ -224,76 +226,123 @@ typedef int (*filter_get_fn)(void *ctx, int field_index, struct filter_value *ou
  */
 int filter_eval(const struct filter *f, filter_get_fn get, void *ctx);
 
-/*
- * filter_sql.binds hold one value per '?' of filter_sql.where, as struct
- * filter_value: bind @i with sqlite3_bind_int64() for both FILTER_SIGNED
- * and FILTER_UNSIGNED (for unsigned, @i aliases @u: the two's-complement
- * bit pattern, see filter_to_sql()); bind strings @str.s / @str.len as
- * TEXT (@str.s is also NUL-terminated).
+/* ---- reading a bound filter ------------------------------------------------
+ *
+ * A storage backend compiles a bound filter to its own query language by
+ * walking it: filter_root(), then filter_node_get() for each node and
+ * filter_node_glob() for the elements of a glob. && and || nodes list any
+ * number of operands; the tree is only as deep as the text's '(' and '!'
+ * nesting (at most FILTER_MAX_DEPTH). Node numbers, and what a view points
+ * to, stay valid until @f is bound again or freed.
  */
 
-/*
- * struct filter_sql - a WHERE clause (without the WHERE keyword) and the
- * values for its '?' placeholders, in order.  Owned by the caller; free with
- * filter_sql_free().
- */
-#define FILTER_SQL_EQ_MAX	8
+enum filter_op {
+	FILTER_OP_EQ,
+	FILTER_OP_NE,
+	FILTER_OP_LT,
+	FILTER_OP_LE,
+	FILTER_OP_GT,
+	FILTER_OP_GE,
+	FILTER_OP_BAND,		/* &: a bit of the mask is set (CPUS{}: membership) */
+	FILTER_OP_GLOB,		/* ~ */
+};
 
-struct filter_sql {
-	char *where;
-	struct filter_value *binds;
-	size_t nbinds;
-	/*
-	 * The WHERE holds only where field eq[k].field (a schema index) equals
-	 * bind eq[k].bind: the `FIELD == value` predicates joined by && at the
-	 * top, not under || or !. A store may find such rows by an index.
-	 */
-	struct {
-		int field;
-		size_t bind;
-	} eq[FILTER_SQL_EQ_MAX];
-	size_t neq;
+enum filter_node_type {
+	FILTER_NODE_PRED,	/* one FIELD OP VALUE */
+	FILTER_NODE_AND,	/* every operand holds */
+	FILTER_NODE_OR,		/* some operand holds */
+	FILTER_NODE_NOT,	/* the operand does not hold */
+};
+
+#define FILTER_NODE_NONE	UINT32_MAX
+
+/* one range of a CPUS{list}: CPUs lo..hi, inclusive */
+struct filter_cpu_range {
+	uint32_t lo, hi;
 };
 
 /*
- * filter_column_fn - the SQL expression that holds field @field_index (a
- * schema index or FILTER_FIELD_CPU / FILTER_FIELD_COMM), e.g. "\"prev_pid\""
- * or "cpu".  It is pasted as is, so it must be a primary expression (quoted
- * name, function call, or parenthesised).  Return NULL if there is none.
+ * struct filter_pred - one predicate, as bound.
+ * @field:  a schema index, FILTER_FIELD_CPU or FILTER_FIELD_COMM.
+ * @kind:   the field's kind.
+ * @bits:   an integer field's width in bits (8 to 64).
+ * @op:     the operator.
+ * @num:    integer fields, unless @is_cpus: the constant, @i for a signed
+ *          field, @u for an unsigned one and for a mask (&) of a signed
+ *          field (the kernel's `prio & 0x80`).
+ * @str, @len: string fields, == and !=: the constant's bytes (not
+ *          NUL-terminated; owned by the filter).
+ * @nglob:  FILTER_OP_GLOB: the pattern's elements (filter_node_glob()).
+ * @glob_not: FILTER_OP_GLOB: the kernel's leading '!' ("~ \"!k*\""): the
+ *          predicate holds where the pattern does not match.
+ * @is_cpus: the constant is CPUS{list}, whose @ncpus ranges are @cpus
+ *          (see the header comment for what each operator means).
  */
-typedef const char *(*filter_column_fn)(void *ctx, int field_index);
+struct filter_pred {
+	int field;
+	enum filter_kind kind;
+	unsigned bits;
+	enum filter_op op;
+	union {
+		int64_t i;
+		uint64_t u;
+	} num;
+	const char *str;
+	size_t len;
+	size_t nglob;
+	bool glob_not;
+	bool is_cpus;
+	const struct filter_cpu_range *cpus;
+	size_t ncpus;
+};
 
 /*
- * filter_to_sql - compile a bound filter to an SQLite WHERE clause.
- * @f:      a filter bound with filter_bind().
- * @column: maps field indexes to SQL expressions.
- * @ctx:    passed to @column.
- * @out:    receives the clause and binds on success; untouched on failure.
- *
- * Values never enter the SQL text: every constant becomes a '?' with an
- * entry in @out->binds.  Strings compare as TEXT (=, <>), globs become
- * GLOB with the pattern rewritten to SQLite's syntax ("[!..]" -> "[^..]",
- * escaped or literal metacharacters -> "[*]", "[?]", "[[]"), and `&`
- * becomes ((col & ?) <> 0).
- *
- * Unsigned 64-bit fields: SQLite integers are signed 64-bit, so the store
- * must keep a u64 value v as the INTEGER (int64_t)v (the bit pattern, as
- * sqlite3_bind_int64((int64_t)v) does).  Equality and & work unchanged on
- * that; < <= > >= are rewritten with a sign test so they follow unsigned
- * order (e.g. col <u 5 becomes (col >= 0 AND col < ?)).
- *
- * Known difference: filter_eval() matches globs byte by byte, SQLite GLOB
- * by UTF-8 character; '?' and classes agree only on ASCII text.  A class
- * that can match no byte at all compiles to the constant 0.
- *
- * Return: 0; -EINVAL if @f is not bound; TC_ERR_UNKNOWN_FIELD if @column
- * returned NULL; -ENOMEM.
+ * struct filter_node - one node of a bound filter.
+ * @child: FILTER_NODE_AND and _OR: the first operand; _NOT: the operand.
+ * @next:  the next operand of the AND or OR this node is one of;
+ *         FILTER_NODE_NONE after the last (and for the root).
+ * @pred:  FILTER_NODE_PRED: the predicate.
  */
-int filter_to_sql(const struct filter *f, filter_column_fn column, void *ctx,
-		  struct filter_sql *out);
+struct filter_node {
+	enum filter_node_type type;
+	uint32_t child;
+	uint32_t next;
+	struct filter_pred pred;
+};
 
-/* filter_sql_free - free what filter_to_sql() put in @s and zero it. */
-void filter_sql_free(struct filter_sql *s);
+/* filter_root - the root node of @f. Return: 0; -EINVAL if @f is not bound. */
+int filter_root(const struct filter *f, uint32_t *root);
+
+/* filter_node_get - node @n (from filter_root() or another node) of bound @f. */
+void filter_node_get(const struct filter *f, uint32_t n, struct filter_node *out);
+
+enum filter_glob_type {
+	FILTER_GLOB_LITERAL,	/* the byte @c */
+	FILTER_GLOB_ANY,	/* '?': any one byte */
+	FILTER_GLOB_STAR,	/* '*': any bytes (never two in a row) */
+	FILTER_GLOB_CLASS,	/* "[...]": one byte of the class */
+};
+
+/*
+ * struct filter_glob_elem - one element of a glob pattern as matched:
+ * escapes resolved, a '[' without its ']' a literal.
+ * @set: FILTER_GLOB_CLASS: the bytes listed, byte x as bit x % 64 of
+ *       set[x / 64] (byte 0 never).
+ * @neg: FILTER_GLOB_CLASS: "[!...]", which matches the bytes not listed.
+ */
+struct filter_glob_elem {
+	enum filter_glob_type type;
+	unsigned char c;
+	uint64_t set[4];
+	bool neg;
+};
+
+/*
+ * filter_node_glob - element @k (below pred.nglob) of the pattern of the
+ * FILTER_OP_GLOB predicate at node @n of bound @f.
+ */
+void filter_node_glob(const struct filter *f, uint32_t n, size_t k,
+		      struct filter_glob_elem *out);
 
 /*
  * filter_error_format - render an error for the user:

@@ -17,7 +17,7 @@
 #include <event2/listener.h>
 #include <openssl/ssl.h>
 
-#include "server/store.h"
+#include "server/store/store.h"
 
 struct conn;
 struct ingest;

@@ -21,7 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "server/store.h"
+#include "server/store/store.h"
 
 struct dedup;			/* one agent session's marks */
 

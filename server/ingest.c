@@ -10,7 +10,7 @@
  * commit_ms milliseconds, whichever comes first, and before answering a BYE
  * (so DONE means "on disk"). Large transactions are what makes SQLite fast. The store runs the batched
  * INSERTs on a writer thread of its own and checkpoints on another
- * (store_sqlite.c): decoding and filtering here, B-tree work there.
+ * (server/store/sqlite_write.c): decoding and filtering here, B-tree work there.
  *
  * Flow control: the queue counts the bytes it holds. Above queue_bytes a
  * connection stops reading its socket (ingest_full()), so TCP pushes back

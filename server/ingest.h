@@ -16,7 +16,7 @@
  *  - the ingest worker, a thread of ingest's own, decodes, filters and
  *    stores (sink.c, dedup.c), commits, and applies retention; it never
  *    runs a hook: it queues results and wakes the loop through an eventfd;
- *  - the store's writer and checkpointer threads (store_sqlite.c) take the
+ *  - the store's writer and checkpointer threads (server/store/sqlite_write.c, sqlite_ckpt.c) take the
  *    worker's inserts and checkpoints; with a journal all three run at
  *    SCHED_IDLE (ingest_opts.store_idle);
  *  - any thread (the query endpoint's, queryd.c): ingest_wait_stored(),

@@ -3,8 +3,9 @@
  * "Query endpoint").
  *
  * Each request is parsed again here (a client is never trusted), the
- * filter is bound to the event's stored fields, compiled to SQL with bound
- * parameters, and run with keyset paging on (ts, rowid).
+ * filter is bound to the event's stored fields, and the store is asked
+ * for the rows it matches (struct store_query: the bound filter, host,
+ * time range and keyset position on (ts, rowid)); the store compiles it.
  */
 #include "config.h"
 
@@ -28,10 +29,9 @@
 #include "proto/symbols.h"
 #include "proto/qmsg.h"
 #include "server/queryd.h"
-#include "server/store.h"
+#include "server/store/store.h"
 
 #define QUERYD_POLL_MS		200
-#define QUERYD_MAX_WHERE	8
 
 struct queryd {
 	nng_socket sock;
@@ -84,18 +84,14 @@ static const char *const meta_cols[QMSG_META_COLS] = {
 	"host", "cpu", "ts", "trace_ts", "pid", "comm"
 };
 
-/* A compiled request: the event, the WHERE text and its bound values. */
+/* A compiled request: the event, its bound filter, what the store is asked. */
 struct compiled {
-	struct query q;			/* the SQL binds may point into it */
+	struct query q;			/* the parsed text; its filter is bound to fields */
 	struct store_schema *schema;
-	char *where;
-	struct store_bind *binds;
-	size_t nbinds;
 	struct filter_field *fields;	/* the schema seen by the filter */
 	size_t *col;			/* fields[i] is schema->cols[col[i]] */
-	struct filter_sql sql;
 	struct store_window win;	/* the request's time range */
-	bool windowed;			/* it has one */
+	struct store_query read;	/* points into all of the above */
 };
 
 static void compiled_free(struct compiled *c)
@@ -103,9 +99,6 @@ static void compiled_free(struct compiled *c)
 	query_free(&c->q);
 	free(c->col);
 	store_schema_free(c->schema);
-	filter_sql_free(&c->sql);
-	free(c->where);
-	free(c->binds);
 	free(c->fields);
 }
 
@@ -113,20 +106,6 @@ static enum filter_kind kind_of(enum decode_kind k)
 {
 	return k == DECODE_SIGNED ? FILTER_SIGNED :
 	       k == DECODE_UNSIGNED ? FILTER_UNSIGNED : FILTER_STRING;
-}
-
-/* Column SQL for a bound field index: quoted field name, or the specials. */
-static const char *column_of(void *ctx, int index)
-{
-	struct compiled *c = ctx;
-	static __thread char buf[300];
-
-	if (index == FILTER_FIELD_CPU)
-		return "cpu";
-	if (index == FILTER_FIELD_COMM)
-		return "comm";
-	snprintf(buf, sizeof(buf), "\"%s\"", c->schema->cols[c->col[index]].column);
-	return buf;
 }
 
 /* Blob fields cannot be filtered on; everything else can. */
@@ -152,55 +131,21 @@ static int make_schema(struct compiled *c, struct filter_schema *fs)
 	return 0;
 }
 
-static struct store_bind bind_of(const struct filter_value *b)
-{
-	struct store_bind s = { 0 };
-
-	if (b->kind == FILTER_STRING) {
-		s.kind = DECODE_STRING;
-		s.s = b->str.s;
-		s.len = b->str.len;
-	} else {
-		s.kind = b->kind == FILTER_SIGNED ? DECODE_SIGNED : DECODE_UNSIGNED;
-		s.i = b->kind == FILTER_SIGNED ? b->i : (int64_t)b->u;
-	}
-	return s;
-}
-
 /*
- * Append " AND <cond>" for the request's host; the time limits go to the
- * store as a window (its time index finds the range, a WHERE on ts would
- * not).
+ * The store query of @c for @r: the bound filter over @fs, the host; the
+ * time limits go to the store as a window (its time index finds the
+ * range, which a filter could not name).
  */
-static int add_limits(struct compiled *c, const struct qmsg_request *r)
+static void set_query(struct compiled *c, const struct filter_schema *fs,
+		      const struct qmsg_request *r)
 {
-	size_t n = c->sql.nbinds, len;
-	char *w;
-
-	c->binds = calloc(n + 1, sizeof(*c->binds));
-	len = (c->sql.where ? strlen(c->sql.where) : 0) + 200;
-	w = malloc(len);
-	if (!c->binds || !w) {
-		free(w);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < n; i++)
-		c->binds[i] = bind_of(&c->sql.binds[i]);
-	for (size_t k = 0; k < c->sql.neq; k++)	/* FIELD == value at the top: an index may serve */
-		c->binds[c->sql.eq[k].bind].eq_column =
-			c->schema->cols[c->col[c->sql.eq[k].field]].column;
-	snprintf(w, len, "(%s)", c->sql.where ? c->sql.where : "1");
-	c->windowed = r->from_ts || r->to_ts;
 	c->win.from_ts = r->from_ts ? r->from_ts : INT64_MIN;
 	c->win.to_ts = r->to_ts ? r->to_ts : INT64_MAX;
-	if (r->host) {
-		strcat(w, " AND host_id IN (SELECT id FROM hosts WHERE name GLOB ?)");
-		c->binds[n++] = (struct store_bind){ .kind = DECODE_STRING, .s = r->host,
-						     .len = strlen(r->host) };
-	}
-	c->where = w;
-	c->nbinds = n;
-	return 0;
+	c->read = (struct store_query){
+		.schema = c->schema, .filter = c->q.filter, .field_col = c->col,
+		.nfields = fs->count, .host_glob = r->host,
+		.win = r->from_ts || r->to_ts ? &c->win : NULL,
+	};
 }
 
 /*
@@ -240,9 +185,10 @@ static int compile(struct queryd *qd, const struct qmsg_request *r,
 					 (int)(err.pos + c->q.filter_offset), (int)err.len, out);
 			return 1;
 		}
-		ret = filter_to_sql(c->q.filter, column_of, c, &c->sql);
 	}
-	return ret ? ret : add_limits(c, r);
+	if (ret == 0)
+		set_query(c, &fs, r);
+	return ret;
 }
 
 #define QUERYD_MAX_SYMCOLS	4
@@ -363,9 +309,10 @@ static int run_select(struct queryd *qd, const struct qmsg_request *r,
 	ret = qmsg_reply_begin(&s.w, event, (uint32_t)(QMSG_META_COLS + ncols + s.nsym), cols);
 	if (ret < 0)
 		return ret;
-	ret = store_select(qd->store, c->schema, c->where, c->binds, c->nbinds,
-			   c->windowed ? &c->win : NULL, r->after_ts, r->after_id, s.limit + 1,
-			   select_row, &s);
+	c->read.after_ts = r->after_ts;
+	c->read.after_rowid = r->after_id;
+	c->read.limit = s.limit + 1;
+	ret = store_select(qd->store, &c->read, select_row, &s);
 	if (ret < 0) {
 		qmsg_reply_end(s.w, false, 0, 0, 0, &(struct proto_buf){ 0 });
 		return ret;
@@ -380,8 +327,7 @@ static int run_count(struct queryd *qd, struct compiled *c, struct proto_buf *ou
 	uint64_t n = 0;
 	int ret;
 
-	ret = store_count(qd->store, c->schema, c->where, c->binds, c->nbinds,
-			  c->windowed ? &c->win : NULL, &n);
+	ret = store_count(qd->store, &c->read, &n);
 	if (ret < 0)
 		return ret;
 	snprintf(event, sizeof(event), "%s:%s", c->schema->system, c->schema->name);

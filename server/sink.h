@@ -19,7 +19,7 @@
 #include "server/dedup.h"
 #include "server/filter_table.h"
 #include "server/pushdown.h"
-#include "server/store.h"
+#include "server/store/store.h"
 
 struct ingest_job;
 struct sink_type;

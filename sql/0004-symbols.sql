@@ -6,7 +6,7 @@
 -- (common_pid), not its program, so the query side tries the host's
 -- programs announced no later than the row: the one whose pid is the
 -- row's first, then the latest few, and takes the first whose symbols
--- cover the address (store_sqlite.c, sq_symbol_name).
+-- cover the address (server/store/sqlite_symbols.c, sq_symbol_name).
 CREATE TABLE programs (
 	id		INTEGER PRIMARY KEY,
 	host_id		INTEGER NOT NULL REFERENCES hosts(id),

@@ -19,5 +19,5 @@ CREATE INDEX ts_blocks_span ON ts_blocks (type_id, span);
 
 -- The per-row ts indexes of the existing event tables ("<table>_ts") are
 -- replaced by blocks of their rows and dropped by the program right after
--- this script, in the same transaction (store_sqlite.c, sq_blocks_backfill):
+-- this script, in the same transaction (server/store/sqlite_schema.c, sq_blocks_backfill):
 -- their names come from event_types, which SQL alone cannot iterate.

@@ -2,7 +2,7 @@
 --
 -- This file is documentation: the executable schema is the numbered
 -- migrations next to it (0001-initial.sql, ...), embedded into the binary
--- at build time by sql/embed.sh and applied in order by server/store_sqlite.c.
+-- at build time by sql/embed.sh and applied in order by server/store/sqlite_schema.c.
 -- PRAGMA user_version holds the number of the last migration applied; a
 -- database newer than the binary is refused, an older one is migrated.
 --

@@ -18,7 +18,7 @@
 #include "common/tc_error.h"
 #include "proto/msg.h"
 #include "server/dedup.h"
-#include "server/store.h"
+#include "server/store/store.h"
 #include "tests/testutil.h"
 
 #define ck_ok(expr) do { \

@@ -28,7 +28,7 @@
 #include "proto/msg.h"
 #include "server/decode.h"
 #include "server/ingest.h"
-#include "server/store.h"
+#include "server/store/store.h"
 #include "tests/data/capture_load.h"
 #include "tests/testutil.h"
 

@@ -1,5 +1,5 @@
 /*
- * test_store.c - server/store* on a temporary SQLite file, filled from the
+ * test_store.c - server/store/ on a temporary SQLite file, filled from the
  * real pages in tests/data, checked against a C-side scan of the same
  * decoded events.
  */
@@ -12,9 +12,11 @@
 
 #include <sqlite3.h>
 
+#include "common/filter.h"
 #include "common/tc_error.h"
 #include "server/decode.h"
-#include "server/store.h"
+#include "server/store/sqlite_int.h"	/* sq_count_where(): WHERE text the filter cannot write */
+#include "server/store/store.h"
 #include "tests/data/capture_load.h"
 #include "tests/testutil.h"
 
@@ -144,6 +146,54 @@ static int col(const struct store_schema *sc, const char *name)
 	return -1;
 }
 
+/* A store_query with a filter, bound as the query endpoint binds one. */
+struct bound_query {
+	struct store_query q;
+	struct filter *f;
+	struct filter_field *fields;
+	size_t *col;
+};
+
+/*
+ * @bq as the query of @sc's rows that match filter @text (NULL: every
+ * row), every column a field of the filter; free with bound_query_free().
+ */
+static struct store_query *bound_query(struct bound_query *bq, const struct store_schema *sc,
+				       const char *text)
+{
+	struct filter_error err = { 0 };
+
+	memset(bq, 0, sizeof(*bq));
+	bq->q.schema = sc;
+	if (!text)
+		return &bq->q;
+	bq->fields = calloc(sc->ncols + 1, sizeof(*bq->fields));
+	bq->col = calloc(sc->ncols + 1, sizeof(*bq->col));
+	ck_assert(bq->fields && bq->col);
+	for (size_t i = 0; i < sc->ncols; i++) {
+		enum decode_kind k = sc->cols[i].kind;
+
+		bq->fields[i] = (struct filter_field){ sc->cols[i].name,
+			k == DECODE_SIGNED ? FILTER_SIGNED :
+			k == DECODE_UNSIGNED ? FILTER_UNSIGNED : FILTER_STRING, 8 };
+		bq->col[i] = i;
+	}
+	ck_assert_msg(filter_parse(text, &bq->f, &err) == 0, "%s: %s", text, err.msg);
+	ck_assert_msg(filter_bind(bq->f, &(struct filter_schema){ bq->fields, sc->ncols },
+				  &err) == 0, "%s: %s", text, err.msg);
+	bq->q.filter = bq->f;
+	bq->q.field_col = bq->col;
+	bq->q.nfields = sc->ncols;
+	return &bq->q;
+}
+
+static void bound_query_free(struct bound_query *bq)
+{
+	filter_free(bq->f);
+	free(bq->fields);
+	free(bq->col);
+}
+
 struct rows {
 	const struct store_schema *sc;
 	size_t n;
@@ -176,27 +226,61 @@ START_TEST(test_where_matches_scan)
 	struct store_schema *sc = schema(st, "sched", "sched_switch");
 	struct rows *rs = calloc(1, sizeof(*rs));
 	int64_t pid = seen.prev_pid[seen.n[0] / 2];
-	struct store_bind b = { .kind = DECODE_SIGNED, .i = pid };
+	struct bound_query bq;
 	unsigned want = 0;
 	uint64_t count = 0;
+	char text[64];
 
 	for (unsigned i = 0; i < seen.n[0]; i++)
 		want += seen.prev_pid[i] == pid;
 	rs->sc = sc;
 	rs->want_pid = pid;
-	ck_assert_int_eq(store_select(st, sc, "\"prev_pid\" = ?", &b, 1, NULL, 0, 0, 0, rows_cb, rs),
-			 (int)want);
+	snprintf(text, sizeof(text), "prev_pid == %lld", (long long)pid);
+	ck_assert_int_eq(store_select(st, bound_query(&bq, sc, text), rows_cb, rs), (int)want);
 	ck_assert_uint_eq(rs->n, want);
 	for (size_t i = 1; i < rs->n; i++)
 		ck_assert_int_ge(rs->ts[i], rs->ts[i - 1]);
-	ck_ok(store_count(st, sc, "\"prev_pid\" = ?", &b, 1, NULL, &count));
+	ck_ok(store_count(st, &bq.q, &count));
 	ck_assert_uint_eq(count, want);
-	ck_ok(store_count(st, sc, NULL, NULL, 0, NULL, &count));
+	bound_query_free(&bq);
+	ck_ok(store_count(st, &(struct store_query){ .schema = sc }, &count));
 	ck_assert_uint_eq(count, seen.n[0]);
-	b.i = -12345;
-	ck_ok(store_count(st, sc, "\"prev_pid\" = ? AND cpu >= 0", &b, 1, NULL, &count));
+	ck_ok(store_count(st, bound_query(&bq, sc, "prev_pid == -12345 && CPU >= 0"), &count));
 	ck_assert_uint_eq(count, 0);
+	bound_query_free(&bq);
 	free(rs);
+	store_schema_free(sc);
+}
+END_TEST
+
+/*
+ * struct store_query at the boundary: the front refuses a field map
+ * beyond the schema, the backend a filter that is not bound, and the host
+ * glob picks the rows of the hosts it matches.
+ */
+START_TEST(test_query_checks)
+{
+	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct filter *unbound = NULL;
+	struct filter_error err;
+	struct bound_query bq;
+	size_t beyond = sc->ncols;
+	uint64_t count = 0;
+
+	bound_query(&bq, sc, "prev_pid >= 0");
+	bq.q.field_col = &beyond;
+	bq.q.nfields = 1;
+	ck_assert_int_eq(store_count(st, &bq.q, &count), -EINVAL);
+	bound_query_free(&bq);
+	ck_assert_int_eq(filter_parse("prev_pid == 0", &unbound, &err), 0);
+	ck_assert_int_eq(store_count(st, &(struct store_query){ .schema = sc, .filter = unbound },
+				     &count), -EINVAL);
+	filter_free(unbound);
+	ck_ok(store_count(st, &(struct store_query){ .schema = sc, .host_glob = "capture-*" },
+			  &count));
+	ck_assert_uint_eq(count, seen.n[0]);
+	ck_ok(store_count(st, &(struct store_query){ .schema = sc, .host_glob = "other" }, &count));
+	ck_assert_uint_eq(count, 0);
 	store_schema_free(sc);
 }
 END_TEST
@@ -214,7 +298,9 @@ START_TEST(test_keyset_paging)
 	do {
 		size_t before = page->n;
 
-		got = store_select(st, sc, NULL, NULL, 0, NULL, after_ts, after_rowid, 7, rows_cb, page);
+		got = store_select(st, &(struct store_query){ .schema = sc, .after_ts = after_ts,
+							     .after_rowid = after_rowid, .limit = 7 },
+				   rows_cb, page);
 		ck_assert_int_ge(got, 0);
 		ck_assert_int_le(got, 7);
 		if (got) {
@@ -223,7 +309,7 @@ START_TEST(test_keyset_paging)
 		}
 		ck_assert_uint_eq(page->n, before + (size_t)got);
 	} while (got == 7);
-	ck_assert_int_eq(store_select(st, sc, NULL, NULL, 0, NULL, 0, 0, 0, rows_cb, all),
+	ck_assert_int_eq(store_select(st, &(struct store_query){ .schema = sc }, rows_cb, all),
 			 (int)seen.n[0]);
 	ck_assert_uint_eq(page->n, all->n);
 	for (size_t i = 0; i < all->n; i++)	/* same rows, same order, each once */
@@ -263,7 +349,8 @@ START_TEST(test_markers_and_comm)
 	struct proto_cmdline cl = { .pid = cap.pid };
 	struct proto_cmdlines cls = { .count = 1, .items = &cl };
 	struct marker_rows m = { .sc = sc, .pid = cap.pid };
-	struct store_bind b = { .kind = DECODE_STRING, .s = "capture.sh", .len = 10 };
+	struct sq_bind b = { .kind = DECODE_STRING, .s = "capture.sh", .len = 10 };
+	struct bound_query bq;
 	uint64_t count = 0;
 
 	strcpy(cl.comm, "capture.sh");
@@ -271,20 +358,21 @@ START_TEST(test_markers_and_comm)
 	ck_assert_str_eq(sc->system, "ftrace");
 	ck_assert_str_eq(sc->table, "ev_ftrace_print");
 	ck_assert(sc->comm_joined);
-	ck_assert_int_eq(store_select(st, sc, "\"buf\" LIKE 'tc-marker-%' AND comm = ?", &b, 1, NULL,
-				      0, 0, 0, marker_cb, &m), (int)cap.markers);
+	bound_query(&bq, sc, "buf ~ \"tc-marker-*\" && comm == capture.sh");
+	ck_assert_int_eq(store_select(st, &bq.q, marker_cb, &m), (int)cap.markers);
 	ck_assert_uint_eq(m.n, cap.markers);
 	/* a count joins comms only for a WHERE that reads comm, and then must */
-	ck_ok(store_count(st, sc, "\"buf\" LIKE 'tc-marker-%' AND comm = ?", &b, 1, NULL, &count));
+	ck_ok(store_count(st, &bq.q, &count));
 	ck_assert_uint_eq(count, cap.markers);
-	ck_ok(store_count(st, sc, "\"buf\" LIKE 'tc-marker-%' AND \"comm\" = ?", &b, 1, NULL,
-			  &count));
+	bound_query_free(&bq);
+	ck_ok(sq_count_where(st, sc, "\"buf\" LIKE 'tc-marker-%' AND \"comm\" = ?", &b, 1, NULL,
+			     &count));
 	ck_assert_uint_eq(count, cap.markers);	/* quoted: the same column */
-	b.s = "nosuch";
-	b.len = 6;
-	ck_ok(store_count(st, sc, "comm = ?", &b, 1, &(struct store_window){ INT64_MIN, INT64_MAX },
-			  &count));
+	bound_query(&bq, sc, "comm == nosuch");
+	bq.q.win = &(struct store_window){ INT64_MIN, INT64_MAX };
+	ck_ok(store_count(st, &bq.q, &count));
 	ck_assert_uint_eq(count, 0);
+	bound_query_free(&bq);
 	store_schema_free(sc);
 	/* sched_wakeup has a field named comm: it wins over the join */
 	sc = schema(st, "sched", "sched_wakeup");
@@ -323,8 +411,9 @@ START_TEST(test_schema_evolution)
 	const struct decode_type *t2;
 	struct store_type *st2;
 	struct store_schema *sc;
-	struct store_bind b = { .kind = DECODE_SIGNED, .i = 77 };
+	struct bound_query bq;
 	uint8_t page[4096] = { 0 };
+	char text[64];
 	uint64_t commit = 4 + 68, count = 0;
 	uint32_t hdr = 17;	/* type_len 17: 68 bytes of data */
 	uint16_t id;
@@ -347,14 +436,17 @@ START_TEST(test_schema_evolution)
 	sc = schema(st, "sched", "sched_switch");
 	ck_assert_uint_eq(sc->ncols, types[0]->nfields + 1);
 	ck_assert_str_eq(sc->cols[sc->ncols - 1].name, "extra_field");
-	ck_ok(store_count(st, sc, "\"extra_field\" IS NULL", NULL, 0, NULL, &count));
+	/* a filter has no IS NULL */
+	ck_ok(sq_count_where(st, sc, "\"extra_field\" IS NULL", NULL, 0, NULL, &count));
 	ck_assert_uint_eq(count, seen.n[0]);
-	ck_ok(store_count(st, sc, "\"extra_field\" = ? AND \"prev_comm\" = 'evolved'", &b, 1, NULL,
+	ck_ok(store_count(st, bound_query(&bq, sc, "extra_field == 77 && prev_comm == evolved"),
 			  &count));
 	ck_assert_uint_eq(count, 1);
-	b.i = seen.prev_pid[0];
-	ck_ok(store_count(st, sc, "\"prev_pid\" = ?", &b, 1, NULL, &count));
+	bound_query_free(&bq);
+	snprintf(text, sizeof(text), "prev_pid == %lld", (long long)seen.prev_pid[0]);
+	ck_ok(store_count(st, bound_query(&bq, sc, text), &count));
 	ck_assert_uint_ge(count, 1);
+	bound_query_free(&bq);
 	store_schema_free(sc);
 	decoder_free(d2);
 	free(fmt);
@@ -362,7 +454,7 @@ START_TEST(test_schema_evolution)
 END_TEST
 
 /*
- * Rows inserted inside a transaction go in batches (store_sqlite.c): a
+ * Rows inserted inside a transaction go in batches (sqlite_write.c): a
  * reader on the same store sees them before the COMMIT, a string that does
  * not fit what is left of a batch's buffer flushes it first, one bigger
  * than the whole buffer goes in alone, and every row keeps its values and
@@ -456,7 +548,7 @@ START_TEST(test_batches)
 		ck_ok(decoder_page(d2, 0, page, BIG_PAGE, evolved_insert_cb, sty, NULL));
 		if (seq == 100) {	/* mid-batch: the reader flushes first */
 			sc = schema(st, "tc", "tc_big");
-			ck_ok(store_count(st, sc, NULL, NULL, 0, NULL, &count));
+			ck_ok(store_count(st, &(struct store_query){ .schema = sc }, &count));
 			ck_assert_uint_eq(count, 101);
 			store_schema_free(sc);
 		}
@@ -464,7 +556,7 @@ START_TEST(test_batches)
 	ck_ok(store_commit(st));
 	sc = schema(st, "tc", "tc_big");
 	rows.sc = sc;
-	ck_assert_int_eq(store_select(st, sc, NULL, NULL, 0, NULL, 0, 0, 0, big_row_cb, &rows),
+	ck_assert_int_eq(store_select(st, &(struct store_query){ .schema = sc }, big_row_cb, &rows),
 			 BIG_ROWS);
 	ck_assert_int_eq(rows.next, BIG_ROWS);
 	store_schema_free(sc);
@@ -533,7 +625,7 @@ START_TEST(test_writer_failure)
 	ck_assert_int_lt(store_commit(st), 0);
 	ck_assert_ptr_nonnull(strstr(store_errmsg(st), "boom"));
 	sc = schema(st, "tc", "tc_big");
-	ck_ok(store_count(st, sc, NULL, NULL, 0, NULL, &count));
+	ck_ok(store_count(st, &(struct store_query){ .schema = sc }, &count));
 	ck_assert_uint_eq(count, 0);
 
 	ck_assert_int_eq(sqlite3_exec(db, "DROP TRIGGER tc_fail", NULL, NULL, NULL), SQLITE_OK);
@@ -541,7 +633,7 @@ START_TEST(test_writer_failure)
 	ck_ok(store_begin(st));
 	ck_assert_int_eq(try_pages(d2, page, &ti, FAIL_ROWS), 0);
 	ck_ok(store_commit(st));
-	ck_ok(store_count(st, sc, NULL, NULL, 0, NULL, &count));
+	ck_ok(store_count(st, &(struct store_query){ .schema = sc }, &count));
 	ck_assert_uint_eq(count, FAIL_ROWS);
 	store_schema_free(sc);
 	sqlite3_close(db);
@@ -560,7 +652,7 @@ START_TEST(test_reopen)
 
 	ck_assert_int_eq(store_open_readonly(path, &ro), 0);
 	sc = schema(ro, "sched", "sched_wakeup");
-	ck_assert_int_eq(store_count(ro, sc, NULL, NULL, 0, NULL, &count), 0);
+	ck_assert_int_eq(store_count(ro, &(struct store_query){ .schema = sc }, &count), 0);
 	ck_assert_uint_eq(count, seen.n[1]);
 	ck_assert_int_eq(store_type(ro, types[0], cap.formats[0].text, &t), -EROFS);
 	store_schema_free(sc);
@@ -572,7 +664,7 @@ START_TEST(test_reopen)
 	ck_ok(store_host(rw, &cap.hello, NULL, &id2));
 	ck_assert_uint_eq(id2, host);	/* same machine_id + name */
 	sc = schema(rw, NULL, "sched_switch");
-	ck_ok(store_count(rw, sc, NULL, NULL, 0, NULL, &count));
+	ck_ok(store_count(rw, &(struct store_query){ .schema = sc }, &count));
 	ck_assert_uint_eq(count, seen.n[0]);
 	store_schema_free(sc);
 	ck_assert_int_eq(store_open_readonly("/nonexistent/dir/x.db", &ro), TC_ERR_DB);
@@ -671,13 +763,13 @@ static uint64_t rows_before(int64_t cut)
 	static const char *const names[][2] = {
 		{ "sched", "sched_switch" }, { "sched", "sched_wakeup" }, { "ftrace", "print" },
 	};
-	struct store_bind b = { .kind = DECODE_SIGNED, .i = cut };
+	struct sq_bind b = { .kind = DECODE_SIGNED, .i = cut };
 	uint64_t total = 0, n;
 
 	for (int i = 0; i < 3; i++) {
 		struct store_schema *sc = schema(st, names[i][0], names[i][1]);
 
-		ck_ok(store_count(st, sc, "ts < ?", &b, 1, NULL, &n));
+		ck_ok(sq_count_where(st, sc, "ts < ?", &b, 1, NULL, &n));
 		total += n;
 		store_schema_free(sc);
 	}
@@ -870,10 +962,11 @@ START_TEST(test_names_and_errors)
 	ck_assert_ptr_nonnull(strstr(store_errmsg(st), "sched"));
 	sc = schema(st, "other\"sys", "sched_switch");
 	ck_assert_str_eq(sc->table, "ev_other_sys_sched_switch");
-	ck_ok(store_count(st, sc, NULL, NULL, 0, NULL, &count));
+	ck_ok(store_count(st, &(struct store_query){ .schema = sc }, &count));
 	ck_assert_uint_eq(count, 0);
-	ck_assert_int_eq(store_count(st, sc, "no_such_column = 1", NULL, 0, NULL, &count), TC_ERR_DB);
-	ck_assert_int_eq(store_count(st, sc, "1); DROP TABLE hosts; --", NULL, 0, NULL, &count),
+	ck_assert_int_eq(sq_count_where(st, sc, "no_such_column = 1", NULL, 0, NULL, &count),
+			 TC_ERR_DB);
+	ck_assert_int_eq(sq_count_where(st, sc, "1); DROP TABLE hosts; --", NULL, 0, NULL, &count),
 			 TC_ERR_DB);
 	store_schema_free(sc);
 	ck_assert_int_eq(store_schema_get(st, NULL, "no_such_event", &sc), TC_ERR_UNKNOWN_EVENT);
@@ -1018,30 +1111,32 @@ static void reinsert_unbatched(void)
 /*
  * Pages of @limit rows from @win through store_select() must be the rows
  * of @ref in [from, to), in order, each once, and store_count() must count
- * them. With @b (NULL: every row), the query is "prev_pid" = b->i.
+ * them. With @pid >= 0 (-1: every row), the query is `prev_pid == pid`.
  */
 static void check_window_of(const struct store_schema *sc, const struct rows *ref,
-			    const struct store_bind *b, const struct store_window *win,
-			    size_t limit)
+			    int64_t pid, const struct store_window *win, size_t limit)
 {
 	struct rows *page = calloc(1, sizeof(*page));
-	const char *where = b ? "\"prev_pid\" = ?" : NULL;
-	size_t want = 0, k = 0, nb = b ? 1 : 0;
-	int64_t after_ts = 0;
-	uint64_t after_rowid = 0, n = 0;
+	struct bound_query bq;
+	size_t want = 0, k = 0;
+	uint64_t n = 0;
+	char text[64];
 	int got;
 
+	snprintf(text, sizeof(text), "prev_pid == %lld", (long long)pid);
+	bound_query(&bq, sc, pid >= 0 ? text : NULL);
+	bq.q.win = win;
+	bq.q.limit = limit;
 	page->sc = sc;
-	page->want_pid = b ? b->i : -1;
+	page->want_pid = pid;
 	for (size_t i = 0; i < ref->n; i++)
 		want += ref->ts[i] >= win->from_ts && ref->ts[i] < win->to_ts;
 	do {
-		got = store_select(st, sc, where, b, nb, win, after_ts, after_rowid, limit,
-				   rows_cb, page);
+		got = store_select(st, &bq.q, rows_cb, page);
 		ck_assert_int_ge(got, 0);
 		if (got) {
-			after_ts = page->ts[page->n - 1];
-			after_rowid = page->rowid[page->n - 1];
+			bq.q.after_ts = page->ts[page->n - 1];
+			bq.q.after_rowid = page->rowid[page->n - 1];
 		}
 	} while (limit && (size_t)got == limit);
 	ck_assert_uint_eq(page->n, want);
@@ -1052,15 +1147,16 @@ static void check_window_of(const struct store_schema *sc, const struct rows *re
 		ck_assert_int_eq(page->ts[k], ref->ts[i]);
 		k++;
 	}
-	ck_ok(store_count(st, sc, where, b, nb, win, &n));
+	ck_ok(store_count(st, &bq.q, &n));
 	ck_assert_uint_eq(n, want);
+	bound_query_free(&bq);
 	free(page);
 }
 
 static void check_window(const struct store_schema *sc, const struct rows *ref,
 			 const struct store_window *win, size_t limit)
 {
-	check_window_of(sc, ref, NULL, win, limit);
+	check_window_of(sc, ref, -1, win, limit);
 }
 
 /*
@@ -1108,11 +1204,12 @@ START_TEST(test_retention_blocks)
 	struct rows *ref;
 
 	reinsert_unbatched();
-	ck_ok(store_count(st, sc, NULL, NULL, 0, NULL, &total));
+	ck_ok(store_count(st, &(struct store_query){ .schema = sc }, &total));
 	ck_ok(store_retain(st, cut, 0, &removed));
 	ck_assert_uint_gt(removed, 0);
 	check_blocks();
-	ck_ok(store_count(st, sc, NULL, NULL, 0, &(struct store_window){ INT64_MIN, cut }, &n));
+	ck_ok(store_count(st, &(struct store_query){
+		.schema = sc, .win = &(struct store_window){ INT64_MIN, cut } }, &n));
 	ck_assert_uint_eq(n, 0);
 	ingest();		/* batched again, after the cut rows */
 	reinsert_unbatched();
@@ -1261,9 +1358,8 @@ static void set_indexes(const char *spec, unsigned want_created, unsigned want_d
 START_TEST(test_field_index)
 {
 	struct store_schema *sc = schema(st, "sched", "sched_switch");
-	struct store_bind b = { .kind = DECODE_SIGNED, .i = seen.prev_pid[seen.n[0] / 2],
-				.eq_column = "prev_pid" };
-	struct store_bind plain = b;
+	int64_t pid = seen.prev_pid[seen.n[0] / 2];
+	struct sq_bind plain = { .kind = DECODE_SIGNED, .i = pid };
 	static const size_t limits[] = { 1, 7, 100, 0 };
 	struct rows *ref, *got = calloc(1, sizeof(*got));
 	sqlite3 *db;
@@ -1274,16 +1370,16 @@ START_TEST(test_field_index)
 	set_indexes("sched:sched_switch prev_pid", 0, 1);	/* next_pid goes */
 	ck_assert_int_eq(ix_count("ix:ev_sched_sched_switch:next_pid"), 0);
 	reinsert_unbatched();	/* rows after the index was made are in it too */
-	ref = reference_of(b.i);
+	ref = reference_of(pid);
 	ck_assert_uint_ge(ref->n, 4);
 	mid = ref->ts[ref->n / 2];
 	for (int pass = 0; pass < 2; pass++) {
 		for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
-			check_window_of(sc, ref, &b, &(struct store_window){ INT64_MIN, INT64_MAX },
+			check_window_of(sc, ref, pid, &(struct store_window){ INT64_MIN, INT64_MAX },
 					limits[i]);
-			check_window_of(sc, ref, &b, &(struct store_window){ mid, INT64_MAX },
+			check_window_of(sc, ref, pid, &(struct store_window){ mid, INT64_MAX },
 					limits[i]);
-			check_window_of(sc, ref, &b, &(struct store_window){ ref->ts[0] + 1, mid },
+			check_window_of(sc, ref, pid, &(struct store_window){ ref->ts[0] + 1, mid },
 					limits[i]);
 		}
 		if (pass)
@@ -1293,11 +1389,11 @@ START_TEST(test_field_index)
 				 SQLITE_OK);
 		sqlite3_close(db);
 	}
-	plain.eq_column = NULL;	/* no promise: the (now empty) blocks */
+	/* no promise (plain.eq_column): the (now empty) blocks */
 	got->sc = sc;
-	got->want_pid = b.i;
-	ck_assert_int_eq(store_select(st, sc, "\"prev_pid\" = ?", &plain, 1, NULL, 0, 0, 10,
-				      rows_cb, got), 0);
+	got->want_pid = pid;
+	ck_assert_int_eq(sq_select_where(st, sc, "\"prev_pid\" = ?", &plain, 1, NULL, 0, 0, 10,
+					 rows_cb, got), 0);
 	set_indexes("none", 0, 1);
 	ck_assert_int_eq(ix_count("ix:*"), 0);
 	free(got);
@@ -1373,6 +1469,7 @@ static Suite *store_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, test_where_matches_scan);
+	tcase_add_test(tc, test_query_checks);
 	tcase_add_test(tc, test_keyset_paging);
 	tcase_add_test(tc, test_markers_and_comm);
 	tcase_add_test(tc, test_schema_evolution);

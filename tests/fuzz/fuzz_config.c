@@ -13,7 +13,7 @@
 
 #include "common/config_file.h"
 #include "common/tc_error.h"
-#include "server/store.h"
+#include "server/store/store.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

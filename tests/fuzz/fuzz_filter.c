@@ -1,17 +1,19 @@
 /*
- * fuzz_filter.c - libFuzzer target for common/filter.* and common/query.*.
+ * fuzz_filter.c - libFuzzer target for common/filter.*, common/query.* and
+ * the SQLite backend's filter compiler (server/store/sqlite_filter.*).
  *
  * Input: "STRING\nFILTER".  FILTER goes through filter_parse(), then (if it
  * parses) filter_bind() to a fixed schema, filter_eval() on a few fixed rows
- * plus one whose prev_comm is STRING, and filter_to_sql().  The SQL is run
- * against the same rows in an in-memory SQLite database and must select
+ * plus one whose prev_comm is STRING, and sq_filter_to_sql().  The SQL is
+ * run against the same rows in an in-memory SQLite database and must select
  * exactly the rows filter_eval() matched (skipped for non-ASCII input, where
- * byte and UTF-8 globbing legitimately differ; see filter.h), and every
- * row it matched must hold each `FIELD == value` that filter_sql.eq lists.
- * The whole input also goes through query_parse() and filter_error_format().
+ * byte and UTF-8 globbing legitimately differ; see sqlite_filter.h), and
+ * every row it matched must hold each `FIELD == value` that sq_filter_sql.eq
+ * lists. The whole input also goes through query_parse() and
+ * filter_error_format().
  *
  * Sources: tests/fuzz/fuzz_filter.c common/filter.c common/query.c
- *          common/tc_error.c; libs: -lsqlite3.
+ *          common/tc_error.c server/store/sqlite_filter.c; libs: -lsqlite3.
  */
 #include "config.h"
 
@@ -24,6 +26,7 @@
 
 #include "common/filter.h"
 #include "common/query.h"
+#include "server/store/sqlite_filter.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -115,7 +118,7 @@ static void db_fill(void)
 }
 
 /* run @s and return the selected rows as a bit mask */
-static uint64_t db_select(const struct filter_sql *s)
+static uint64_t db_select(const struct sq_filter_sql *s)
 {
 	sqlite3_stmt *st = NULL;
 	uint64_t mask = 0;
@@ -151,8 +154,8 @@ static bool is_ascii(const char *s)
 	return true;
 }
 
-/* filter_sql.eq's promise: every row the filter matched (@mask) has field == bind. */
-static void check_eq(const struct filter_sql *s, uint64_t mask)
+/* sq_filter_sql.eq's promise: every row the filter matched (@mask) has field == bind. */
+static void check_eq(const struct sq_filter_sql *s, uint64_t mask)
 {
 	for (size_t e = 0; e < s->neq; e++) {
 		int f = s->eq[e].field;
@@ -177,7 +180,7 @@ static void check_eq(const struct filter_sql *s, uint64_t mask)
 static void run_filter(const char *text, const char *comm)
 {
 	struct filter_error err;
-	struct filter_sql s;
+	struct sq_filter_sql s;
 	struct filter *f = NULL, *d = NULL;
 	uint64_t mask = 0;
 	size_t k;
@@ -194,7 +197,7 @@ static void run_filter(const char *text, const char *comm)
 			abort();
 		mask |= (uint64_t)r << k;
 	}
-	if (filter_to_sql(f, column, NULL, &s))
+	if (sq_filter_to_sql(f, column, NULL, &s))
 		goto out;
 	check_eq(&s, mask);
 	if (is_ascii(text) && is_ascii(comm)) {
@@ -206,7 +209,7 @@ static void run_filter(const char *text, const char *comm)
 			abort();
 		}
 	}
-	filter_sql_free(&s);
+	sq_filter_sql_free(&s);
 out:
 	filter_free(d);
 	filter_free(f);

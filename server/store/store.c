@@ -1,7 +1,7 @@
 /*
  * store.c - the backend-independent front of the storage layer: argument
  * checks, the read-only guard and dispatch through the backend's ops table
- * (server/store_int.h). Which backend a path selects is decided here; today
+ * (server/store/store_ops.h). Which backend a path selects is decided here; today
  * every path is an SQLite file.
  */
 #include "config.h"
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "common/tc_error.h"
-#include "server/store_int.h"
+#include "server/store/store_ops.h"
 
 int store_set_errmsg(struct store *s, int err, const char *fmt, ...)
 {
@@ -251,23 +251,29 @@ int store_schema_list(struct store *s, const char *system,
 	return store_enter(s) ?: s->ops->schema_list(s, system, fn, ctx);
 }
 
-int store_select(struct store *s, const struct store_schema *sc, const char *where,
-		 const struct store_bind *b, size_t nb, const struct store_window *win,
-		 int64_t after_ts, uint64_t after_rowid, size_t limit, store_row_fn fn, void *ctx)
+/* A query a backend can rely on: a schema, and columns that exist. */
+static int store_query_ok(const struct store_query *q)
 {
-	if (!s || !sc || !fn || (nb && !b))
+	if (!q || !q->schema || (q->filter && q->nfields && !q->field_col))
 		return -EINVAL;
-	return store_enter(s) ?: s->ops->select(s, sc, where, b, nb, win, after_ts, after_rowid,
-						limit, fn, ctx);
+	for (size_t i = 0; q->filter && i < q->nfields; i++)
+		if (q->field_col[i] >= q->schema->ncols)
+			return -EINVAL;
+	return 0;
 }
 
-int store_count(struct store *s, const struct store_schema *sc, const char *where,
-		const struct store_bind *b, size_t nb, const struct store_window *win,
-		uint64_t *count)
+int store_select(struct store *s, const struct store_query *q, store_row_fn fn, void *ctx)
 {
-	if (!s || !sc || !count || (nb && !b))
+	if (!s || !fn || store_query_ok(q) < 0)
 		return -EINVAL;
-	return store_enter(s) ?: s->ops->count(s, sc, where, b, nb, win, count);
+	return store_enter(s) ?: s->ops->select(s, q, fn, ctx);
+}
+
+int store_count(struct store *s, const struct store_query *q, uint64_t *count)
+{
+	if (!s || !count || store_query_ok(q) < 0)
+		return -EINVAL;
+	return store_enter(s) ?: s->ops->count(s, q, count);
 }
 
 int store_stats(struct store *s,

@@ -2,7 +2,7 @@
  * store.h - where the collector keeps hosts, counters and decoded events,
  * and where the query endpoint reads them.
  *
- * One interface, several possible backends (server/store_int.h holds the
+ * One interface, several possible backends (server/store/store_ops.h holds the
  * ops table); SQLite is the first and the only one store_open() picks
  * today. The layout - one typed table per event type - is described in
  * sql/schema.sql.
@@ -16,8 +16,8 @@
  * binary cannot use, -ENOMEM, -EINVAL for bad arguments. store_errmsg()
  * then says more.
  */
-#ifndef SERVER_STORE_H
-#define SERVER_STORE_H
+#ifndef SERVER_STORE_STORE_H
+#define SERVER_STORE_STORE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,6 +26,7 @@
 #include "proto/msg.h"
 #include "server/decode.h"
 
+struct filter;
 struct store;
 struct store_type;
 
@@ -201,7 +202,7 @@ int store_symbol(struct store *s, uint64_t program_id, uint64_t addr, uint64_t s
  * whose pid is @pid first, then the latest few; the first with a symbol
  * at or below @addr that covers it (a sized symbol must contain it) names
  * it. Rows carry thread ids, not programs, so for another thread of a
- * program the search is by address: see store_sqlite.c.
+ * program the search is by address: see server/store/sqlite_symbols.c.
  *
  * Return: 0; -ENOENT (no program or symbol); TC_ERR_DB; -EINVAL.
  */
@@ -327,20 +328,6 @@ int store_schema_list(struct store *s, const char *system,
 
 void store_schema_free(struct store_schema *sc);
 
-/*
- * A value bound to a '?' in a WHERE text: kind SIGNED/UNSIGNED use i,
- * STRING/BLOB s+len. @eq_column (NULL: no such promise) names a schema
- * column that the WHERE requires to equal this value (filter_sql.eq):
- * with an index on it, the store reads rows through that index.
- */
-struct store_bind {
-	enum decode_kind kind;
-	int64_t i;
-	const char *s;
-	size_t len;
-	const char *eq_column;
-};
-
 struct store_row {
 	uint64_t rowid;
 	const char *host;	/* hosts.name */
@@ -367,31 +354,58 @@ struct store_window {
 };
 
 /*
- * store_select - rows of @sc's table matching @where, ordered by (ts, rowid).
- * @where: SQL boolean expression over the quoted column names, "cpu",
- *         "host_id", "ts", "trace_ts" and (when sc->comm_joined) "comm",
- *         with '?' for each of the @nb values in @b; NULL for all rows. It
- *         is pasted into the statement: it must come from the filter
- *         compiler, never from a user.
- * @win:   only rows in this time range; NULL: all. The store finds them
- *         through its time index; a WHERE on ts would read every row.
- * @after_ts, @after_rowid: when @after_rowid != 0, start strictly after
- *         that row (keyset paging: pass the last row seen).
- * @limit: at most this many rows (0: no limit).
- * The row and everything it points to are valid only during @fn.
- *
- * Return: the number of rows passed to @fn (>= 0); TC_ERR_DB (also for a
- * WHERE that does not compile; store_errmsg() says why); -ENOMEM; or
- * @fn's nonzero return.
+ * struct store_query - what a read asks for: rows of one event type that
+ * match a bound filter, from some hosts, in a time range, a page at a
+ * time. It says what to find, never how: each backend compiles it to its
+ * own query language. Everything it points to is the caller's and must
+ * stay valid during the call; the store keeps none of it.
  */
-int store_select(struct store *s, const struct store_schema *sc, const char *where,
-		 const struct store_bind *b, size_t nb, const struct store_window *win,
-		 int64_t after_ts, uint64_t after_rowid, size_t limit, store_row_fn fn, void *ctx);
+struct store_query {
+	/* the event type, from store_schema_get() or store_schema_list() */
+	const struct store_schema *schema;
+	/*
+	 * @filter: rows it matches (NULL: every row). It is bound with
+	 * filter_bind() to the fields @field_col lists: filter field i is
+	 * schema column @field_col[i] (i < @nfields). FILTER_FIELD_CPU is the
+	 * row's CPU; FILTER_FIELD_COMM the comm its common_pid had
+	 * (store_cmdlines()) or, for an event with a field named comm
+	 * (!schema->comm_joined), that field.
+	 */
+	const struct filter *filter;
+	const size_t *field_col;
+	size_t nfields;
+	/* only rows of hosts whose name matches this glob (*, ?, [...]); NULL: all */
+	const char *host_glob;
+	/*
+	 * only rows in this time range; NULL: all. The store finds them
+	 * through its time index, which a filter cannot name.
+	 */
+	const struct store_window *win;
+	/* store_select() only: start strictly after this row when after_rowid != 0 */
+	int64_t after_ts;
+	uint64_t after_rowid;
+	/* store_select() only: at most this many rows; 0: no limit */
+	size_t limit;
+};
 
-/* store_count - how many rows store_select() would pass with no paging or limit. */
-int store_count(struct store *s, const struct store_schema *sc, const char *where,
-		const struct store_bind *b, size_t nb, const struct store_window *win,
-		uint64_t *count);
+/*
+ * store_select - the rows @q asks for, ordered by (ts, rowid), passed to
+ * @fn one at a time. Keyset paging: pass the last row seen as
+ * q->after_ts and q->after_rowid to get the next page. The row and
+ * everything it points to are valid only during @fn.
+ *
+ * Return: the number of rows passed to @fn (>= 0); -EINVAL (no schema, a
+ * filter that is not bound, a field_col beyond the schema's columns);
+ * TC_ERR_UNKNOWN_FIELD (a filter field with no column); TC_ERR_DB
+ * (store_errmsg() says why); -ENOMEM; or @fn's nonzero return.
+ */
+int store_select(struct store *s, const struct store_query *q, store_row_fn fn, void *ctx);
+
+/*
+ * store_count - how many rows store_select() would pass for @q, ignoring
+ * its paging and limit. Return: as store_select(), 0 for success.
+ */
+int store_count(struct store *s, const struct store_query *q, uint64_t *count);
 
 /*
  * store_stats - per host and CPU counters, for `traceq --stats`: calls @fn

@@ -1,0 +1,315 @@
+/*
+ * sqlite_hosts.c - the SQLite backend's fixed tables about the agents:
+ * hosts, per-CPU counters (written by the collector and the agents, read
+ * by store_stats()), stream and journal marks, comms, and the drop
+ * counters (store_dropped(), store_drops()).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include <sqlite3.h>
+
+#include "common/tc_error.h"
+#include "server/store/sqlite_int.h"
+
+static int64_t sq_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int sq_host(struct store *s, const struct proto_hello *h, const char *peer_subject,
+	    uint64_t *host_id)
+{
+	sqlite3_stmt *st;
+	int64_t now = sq_now_ns();
+	int ret = sq_prepare(s,
+		"INSERT INTO hosts (name, machine_id, boot_id, kernel, ncpus, page_size,"
+		" trace_clock, clock_offset_ns, peer_subject, first_seen, last_seen)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)"
+		" ON CONFLICT (machine_id, name) DO UPDATE SET boot_id = excluded.boot_id,"
+		" kernel = excluded.kernel, ncpus = excluded.ncpus,"
+		" page_size = excluded.page_size, trace_clock = excluded.trace_clock,"
+		" clock_offset_ns = coalesce(excluded.clock_offset_ns, clock_offset_ns),"
+		" peer_subject = excluded.peer_subject, last_seen = excluded.last_seen"
+		" RETURNING id", &st);
+
+	if (ret < 0)
+		return ret;
+	sq_bind_text(st, 1, h->host);
+	sq_bind_text(st, 2, h->machine_id);
+	sq_bind_text(st, 3, h->boot_id);
+	sq_bind_text(st, 4, h->kernel);
+	sqlite3_bind_int64(st, 5, h->ncpus);
+	sqlite3_bind_int64(st, 6, h->page_size);
+	sq_bind_text(st, 7, h->trace_clock);
+	if (h->clock.trace_ns || h->clock.realtime_ns)
+		sqlite3_bind_int64(st, 8, h->clock.realtime_ns - (int64_t)h->clock.trace_ns);
+	sq_bind_text(st, 9, peer_subject);
+	sqlite3_bind_int64(st, 10, now);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		*host_id = (uint64_t)sqlite3_column_int64(st, 0);
+	else
+		ret = sq_err(s, TC_ERR_DB, "host");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+int sq_host_clock(struct store *s, uint64_t host_id, int64_t offset_ns)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "UPDATE hosts SET clock_offset_ns = ?, last_seen = ?"
+				" WHERE id = ?", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, offset_ns);
+	sqlite3_bind_int64(st, 2, sq_now_ns());
+	sqlite3_bind_int64(st, 3, (int64_t)host_id);
+	ret = sq_run(s, st, false);
+	if (ret == 0 && sqlite3_changes(sq_store_of(s)->db) == 0)
+		ret = store_set_errmsg(s, -ENOENT, "no host %llu", (unsigned long long)host_id);
+	sqlite3_finalize(st);
+	return ret;
+}
+
+int sq_cpu_received(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,
+		    uint64_t events, uint64_t bytes)
+{
+	sqlite3_stmt *st = sq_store_of(s)->cpu_add;
+
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_int64(st, 2, cpu);
+	sqlite3_bind_int64(st, 3, (int64_t)pages);
+	sqlite3_bind_int64(st, 4, (int64_t)events);
+	sqlite3_bind_int64(st, 5, (int64_t)bytes);
+	return sq_run(s, st, false);
+}
+
+int sq_cpu_stats(struct store *s, uint64_t host_id, const struct proto_cpu_stats *c)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s,
+		"INSERT INTO cpus (host_id, cpu, agent_pages, agent_events, agent_bytes,"
+		" overrun, dropped, commit_overrun, resent_pages, lost_pages, lost_events,"
+		" pages_mmap, pages_splice, pages_read, copied_bytes)"
+		" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+		" ON CONFLICT (host_id, cpu) DO UPDATE SET agent_pages = excluded.agent_pages,"
+		" agent_events = excluded.agent_events, agent_bytes = excluded.agent_bytes,"
+		" overrun = excluded.overrun, dropped = excluded.dropped,"
+		" commit_overrun = excluded.commit_overrun,"
+		" resent_pages = excluded.resent_pages, lost_pages = excluded.lost_pages,"
+		" lost_events = excluded.lost_events, pages_mmap = excluded.pages_mmap,"
+		" pages_splice = excluded.pages_splice, pages_read = excluded.pages_read,"
+		" copied_bytes = excluded.copied_bytes", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_int64(st, 2, c->cpu);
+	sqlite3_bind_int64(st, 3, (int64_t)c->pages);
+	sqlite3_bind_int64(st, 4, (int64_t)c->events);
+	sqlite3_bind_int64(st, 5, (int64_t)c->bytes);
+	sqlite3_bind_int64(st, 6, (int64_t)c->overrun);
+	sqlite3_bind_int64(st, 7, (int64_t)c->dropped);
+	sqlite3_bind_int64(st, 8, (int64_t)c->commit_overrun);
+	sqlite3_bind_int64(st, 9, (int64_t)c->resent_pages);
+	sqlite3_bind_int64(st, 10, (int64_t)c->lost_pages);
+	sqlite3_bind_int64(st, 11, (int64_t)c->lost_events);
+	sqlite3_bind_int64(st, 12, (int64_t)c->pages_mmap);
+	sqlite3_bind_int64(st, 13, (int64_t)c->pages_splice);
+	sqlite3_bind_int64(st, 14, (int64_t)c->pages_read);
+	sqlite3_bind_int64(st, 15, (int64_t)c->copied_bytes);
+	return sq_run(s, st, true);
+}
+
+int sq_stream_marks(struct store *s, uint64_t host_id, const char *boot_id,
+		    uint64_t session, uint64_t *seqs, uint32_t n)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT stream, seq FROM stream_marks WHERE host_id = ?"
+				" AND boot_id = ? AND session = ?", &st);
+	int rc;
+
+	if (ret < 0)
+		return ret;
+	for (uint32_t i = 0; i < n; i++)
+		seqs[i] = 0;
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_text(st, 2, boot_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (int64_t)session);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		int64_t stream = sqlite3_column_int64(st, 0);
+
+		if (stream >= 0 && stream < (int64_t)n)
+			seqs[stream] = (uint64_t)sqlite3_column_int64(st, 1);
+	}
+	if (rc != SQLITE_DONE)
+		ret = sq_err(s, TC_ERR_DB, "stream marks");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+int sq_stream_mark(struct store *s, uint64_t host_id, const char *boot_id,
+		   uint64_t session, uint32_t stream, uint64_t seq)
+{
+	sqlite3_stmt *st = sq_store_of(s)->mark_put;
+
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_text(st, 2, boot_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (int64_t)session);
+	sqlite3_bind_int64(st, 4, stream);
+	sqlite3_bind_int64(st, 5, (int64_t)seq);
+	return sq_run(s, st, false);
+}
+
+/* One statement on journal marks with two numbers to bind (capped to int64). */
+static int sq_journal_run(struct store *s, const char *sql, uint64_t a, uint64_t b)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, sql, &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, a > INT64_MAX ? INT64_MAX : (int64_t)a);
+	sqlite3_bind_int64(st, 2, b > INT64_MAX ? INT64_MAX : (int64_t)b);
+	return sq_run(s, st, true);
+}
+
+int sq_journal_mark(struct store *s, uint64_t file, uint64_t pos)
+{
+	return sq_journal_run(s, "INSERT OR REPLACE INTO journal_marks (file, pos) VALUES (?, ?)",
+			      file, pos);
+}
+
+int sq_journal_forget(struct store *s, uint64_t from, uint64_t to)
+{
+	return sq_journal_run(s, "DELETE FROM journal_marks WHERE file BETWEEN ? AND ?", from, to);
+}
+
+int sq_journal_mark_get(struct store *s, uint64_t file, uint64_t *pos)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT pos FROM journal_marks WHERE file = ?", &st);
+	int rc;
+
+	if (ret < 0)
+		return ret;
+	*pos = 0;
+	sqlite3_bind_int64(st, 1, (int64_t)file);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*pos = (uint64_t)sqlite3_column_int64(st, 0);
+	else if (rc != SQLITE_DONE)
+		ret = sq_err(s, TC_ERR_DB, "journal mark");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+int sq_cpu_duplicates(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t n)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "INSERT INTO cpus (host_id, cpu, dup_pages) VALUES (?, ?, ?)"
+				" ON CONFLICT (host_id, cpu) DO UPDATE"
+				" SET dup_pages = dup_pages + excluded.dup_pages", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_int64(st, 2, cpu);
+	sqlite3_bind_int64(st, 3, (int64_t)n);
+	return sq_run(s, st, true);
+}
+
+int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c)
+{
+	sqlite3_stmt *st = sq_store_of(s)->comm_put;
+	int ret = sq_exec(s, "SAVEPOINT tc_comms");
+
+	for (uint32_t i = 0; i < c->count && ret == 0; i++) {
+		const struct proto_cmdline *cl = &c->items[i];
+
+		sqlite3_bind_int64(st, 1, (int64_t)host_id);
+		sqlite3_bind_int64(st, 2, cl->pid);
+		sqlite3_bind_text(st, 3, cl->comm, (int)strnlen(cl->comm, sizeof(cl->comm)),
+				  SQLITE_TRANSIENT);
+		ret = sq_run(s, st, false);
+	}
+	if (ret < 0)
+		sqlite3_exec(sq_store_of(s)->db, "ROLLBACK TO tc_comms", NULL, NULL, NULL);
+	sqlite3_exec(sq_store_of(s)->db, "RELEASE tc_comms", NULL, NULL, NULL);
+	return ret;
+}
+
+int sq_dropped(struct store *s, uint64_t host_id, const char *system, const char *name,
+	       const char *reason, uint64_t n)
+{
+	sqlite3_stmt *st = sq_store_of(s)->drop_add;
+
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_text(st, 2, system, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, reason, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, (int64_t)n);
+	return sq_run(s, st, false);
+}
+
+int sq_stats(struct store *s,
+	     int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
+		       uint64_t value),
+	     void *ctx)
+{
+	static const char *const keys[] = {
+		"pages", "events", "bytes", "agent_pages", "agent_events", "agent_bytes",
+		"overrun", "dropped", "commit_overrun", "dup_pages", "resent_pages",
+		"lost_pages", "lost_events", "pages_mmap", "pages_splice", "pages_read",
+		"copied_bytes",
+	};
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT h.name, c.cpu, c.pages, c.events, c.bytes,"
+				" c.agent_pages, c.agent_events, c.agent_bytes, c.overrun,"
+				" c.dropped, c.commit_overrun, c.dup_pages, c.resent_pages,"
+				" c.lost_pages, c.lost_events, c.pages_mmap, c.pages_splice,"
+				" c.pages_read, c.copied_bytes FROM cpus AS c"
+				" JOIN hosts AS h ON h.id = c.host_id ORDER BY h.name, h.id, c.cpu",
+			     &st);
+
+	while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+		const char *host = (const char *)sqlite3_column_text(st, 0);
+		uint32_t cpu = (uint32_t)sqlite3_column_int64(st, 1);
+
+		for (int k = 0; k < (int)(sizeof(keys) / sizeof(keys[0])) && ret == 0; k++)
+			ret = fn(ctx, host, cpu, keys[k], (uint64_t)sqlite3_column_int64(st, 2 + k));
+	}
+	if (st)
+		sqlite3_finalize(st);
+	return ret;
+}
+
+int sq_drops(struct store *s,
+	     int (*fn)(void *ctx, const char *host, const char *system, const char *name,
+		       const char *reason, uint64_t count),
+	     void *ctx)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT coalesce(h.name, ''), d.system, d.name, d.reason, d.count"
+				" FROM drops AS d LEFT JOIN hosts AS h ON h.id = d.host_id"
+				" ORDER BY 1, d.host_id, d.system, d.name, d.reason", &st);
+
+	while (ret == 0 && sqlite3_step(st) == SQLITE_ROW)
+		ret = fn(ctx, (const char *)sqlite3_column_text(st, 0),
+			 (const char *)sqlite3_column_text(st, 1),
+			 (const char *)sqlite3_column_text(st, 2),
+			 (const char *)sqlite3_column_text(st, 3),
+			 (uint64_t)sqlite3_column_int64(st, 4));
+	if (st)
+		sqlite3_finalize(st);
+	return ret;
+}

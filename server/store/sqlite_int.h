@@ -1,0 +1,306 @@
+/*
+ * sqlite_int.h - what the parts of the SQLite backend share (private to
+ * server/store/sqlite*.c; sqlite.c says which part does what).
+ *
+ * The handle (struct sq_store) and the per-type INSERT state (struct
+ * store_type) are here because the writer, the schema and the read side
+ * all use them. Functions are listed by the file that defines them; the
+ * sq_ prefix is the backend's. The ops functions (sq_host ... sq_drops)
+ * are declared for the ops table in sqlite.c only: the front calls them
+ * through struct store_ops (store_ops.h), never by name.
+ */
+#ifndef SERVER_STORE_SQLITE_INT_H
+#define SERVER_STORE_SQLITE_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "server/store/store_ops.h"
+
+/*
+ * A value bound to a nameless '?' of a WHERE text (sq_count_where()):
+ * kind SIGNED/UNSIGNED use i, STRING/BLOB s+len. @eq_column (NULL: no
+ * such promise) names a schema column that the WHERE requires to equal
+ * this value (sq_filter_sql.eq): with an index on it, the store reads rows
+ * through that index.
+ */
+struct sq_bind {
+	enum decode_kind kind;
+	int64_t i;
+	const char *s;
+	size_t len;
+	const char *eq_column;
+};
+
+/*
+ * One value of a pending row: an integer, or bytes in the type's arena.
+ * 16 bytes: a batch of 512 rows of 12 columns stays under 100 KiB.
+ */
+struct sq_val {
+	enum decode_kind kind;
+	uint32_t len;		/* bytes at p (a value of one page: small) */
+	union {
+		int64_t i;
+		const void *p;
+	};
+};
+
+/*
+ * Rows of one type on their way in: values (strings and blobs copied to
+ * the arena), at most the type's `rows` of them.
+ */
+struct sq_batch {
+	struct sq_batch *next;
+	struct store_type *t;
+	unsigned pending;	/* rows in vals */
+	size_t cap;		/* vals has room for this many values */
+	struct sq_val *vals;	/* pending * t->ncols */
+	uint8_t *arena;		/* SQ_ARENA bytes */
+	size_t arena_len;
+};
+
+/*
+ * Inside a transaction, rows are not inserted one statement each: they
+ * gather per type in a batch and go in with one multi-row INSERT of `rows`
+ * rows, which saves SQLite's per-statement work (cursors opened,
+ * positioned and closed, the statement started and halted).
+ *
+ * The INSERTs run on a writer thread of the store's own, so decoding (the
+ * caller's thread) and SQLite's B-tree and page work (the writer's) use
+ * two cores. A full batch is queued to the writer (at most SQ_INFLIGHT at
+ * a time: the caller waits beyond that); every other store call first
+ * waits until the writer has run all of them (sq_sync()), so the
+ * connection is only ever used by one thread at a time, and the calls
+ * that must see every row (COMMIT, retention, readers on this connection)
+ * queue the partial batches too (sq_flush_all()). An INSERT that fails on
+ * the writer makes every later call fail until the transaction is rolled
+ * back, so no commit can go through without rows it should hold.
+ */
+struct store_type {
+	struct store_type *next;
+	char *system;
+	char *name;
+	char *format;		/* the format text this INSERT was built for */
+	unsigned nfields;
+	int *param;		/* per field: its '?' index, or 0 (duplicate name) */
+	sqlite3_stmt *insert;
+	/* batching */
+	char *values;		/* "(?, ?, ...)": one row of the INSERT */
+	char *head;		/* "INSERT INTO ... (cols) VALUES " */
+	unsigned ncols;		/* parameters per row */
+	unsigned rows;		/* rows of insert_n; < 2: no batching */
+	sqlite3_stmt *insert_n;	/* the multi-row INSERT (rows > 1) */
+	struct sq_val *bound_n;	/* what insert_n's parameters hold (sq_rows_step()) */
+	unsigned brows;		/* rows of insert_b: min(rows, SQ_BLOCK_ROWS) */
+	sqlite3_stmt *insert_b;	/* for partial batches (brows > 1; may be insert_n) */
+	struct sq_batch *cur;	/* rows gathering; NULL: none */
+	struct sq_val *scratch;	/* one row being decoded */
+	int64_t type_id;	/* its event_types row, the key of its ts_blocks */
+};
+
+struct sq_store {
+	struct store base;	/* first */
+	sqlite3 *db;
+	struct store_type *types;
+	sqlite3_stmt *cpu_add;	/* hot statements, prepared once */
+	sqlite3_stmt *comm_put;
+	sqlite3_stmt *drop_add;
+	sqlite3_stmt *mark_put;
+	sqlite3_stmt *sym_put;
+	sqlite3_stmt *block_put;	/* the writer thread's */
+	sqlite3_stmt *prog_find;	/* read side, prepared when first used */
+	sqlite3_stmt *sym_find;
+	bool in_txn;		/* between begin and commit */
+	/* the writer thread (sq_writer_main()); under lock: */
+	pthread_t writer;
+	bool writer_started;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;	/* to the writer: a batch, or stop */
+	pthread_cond_t done;	/* from the writer: a batch ran */
+	struct sq_batch *head, **tail;	/* queued batches */
+	struct sq_batch *spare;		/* batches to reuse */
+	unsigned inflight;	/* queued or running */
+	int wait_below;		/* the caller waits for inflight <= this; -1: not */
+	bool idle;		/* the writer waits for a batch */
+	bool stop;
+	int werr;		/* the first failed INSERT's error; 0: none */
+	char werrmsg[STORE_ERRMSG_MAX];
+	/* the checkpointer (sq_ckpt_main()), its own connection; under lock: */
+	sqlite3 *ckdb;
+	pthread_t ckpt;
+	bool ckpt_started;
+	pthread_cond_t ckpt_wake;	/* to the checkpointer: a request, or stop */
+	pthread_cond_t ckpt_done;	/* from it: a checkpoint finished */
+	unsigned ckpt_req, ckpt_ran;	/* requests made, and served */
+	bool ckpt_stop;
+	int wal_frames;		/* in the WAL after the last commit (the WAL hook) */
+	struct store_indexes ix;	/* field indexes to keep (store_set_indexes()) */
+};
+
+/* A growable string for building SQL text. */
+struct sq_buf {
+	char *s;
+	size_t len;
+	size_t cap;
+	bool oom;
+};
+
+/* The SQLite handle whose base is @s (every store this backend opens is one). */
+static inline struct sq_store *sq_store_of(struct store *s)
+{
+	return (struct sq_store *)s;
+}
+
+/* ---- helpers, by the file that defines them ---- */
+
+/* sqlite.c: errors, SQL text, statements */
+
+/* sq_err - set @s's message to "@what: <SQLite's message>"; returns @err. */
+int sq_err(struct store *s, int err, const char *what);
+/* Append to @b; after a failed allocation @b->oom is set and @b stays as it was. */
+void sq_buf_add(struct sq_buf *b, const char *s, size_t n);
+void sq_buf_str(struct sq_buf *b, const char *s);
+/* sq_ident - append @name as a quoted SQL identifier (embedded quotes doubled). */
+void sq_ident(struct sq_buf *b, const char *name);
+/* sq_exec - run @sql (one or more statements). Return: 0; TC_ERR_DB. */
+int sq_exec(struct store *s, const char *sql);
+/* sq_prepare - one statement, no trailing text, into *@st. Return: 0; TC_ERR_DB. */
+int sq_prepare(struct store *s, const char *sql, sqlite3_stmt **st);
+/* sq_run - step @st to completion, then reset it (finalize when @once). */
+int sq_run(struct store *s, sqlite3_stmt *st, bool once);
+/* sq_bind_text - bind @v as TEXT (a copy), or NULL when @v is NULL. */
+void sq_bind_text(sqlite3_stmt *st, int i, const char *v);
+/* sq_dup_col - a malloc'd copy of text column @i ("" for NULL); NULL: no memory. */
+char *sq_dup_col(sqlite3_stmt *st, int i);
+
+/* sqlite_schema.c */
+
+/* sq_column_name - append the column of field @field ("field_" + a reserved name). */
+void sq_column_name(const char *field, struct sq_buf *b);
+int sq_user_version(struct store *s, int *version);
+/* sq_migrate - apply the migrations newer than the file's user_version. */
+int sq_migrate(struct store *s);
+void sq_type_free(struct store_type *t);
+
+/* sqlite_write.c */
+
+/* Start and stop @q's writer thread (stop: after it ran what is queued). */
+int sq_writer_start(struct sq_store *q);
+void sq_writer_stop(struct sq_store *q);
+/* sq_type_insert - @st's INSERTs into @table for @t's fields, and its batch sizes. */
+int sq_type_insert(struct store *s, struct store_type *st, const struct decode_type *t,
+		   const char *table);
+/*
+ * sq_sync - wait until the writer has run every queued batch; then the
+ * connection is the caller's. Return: 0, or the writer's failure (until
+ * the transaction is rolled back).
+ */
+int sq_sync(struct store *s);
+/* sq_flush_all - queue every type's gathering rows and wait until they are in. */
+int sq_flush_all(struct store *s);
+void sq_batch_free(struct sq_batch *b);
+
+/* sqlite_ckpt.c: the checkpointer's thread and connection on @q's file */
+int sq_ckpt_start(struct sq_store *q, const char *path);
+void sq_ckpt_stop(struct sq_store *q);
+/* sq_ckpt_after_commit - ask for a checkpoint when the WAL has grown (may wait). */
+void sq_ckpt_after_commit(struct sq_store *q);
+
+/* sqlite_index.c */
+
+/* sq_ix_type - create the wanted field indexes that type @type_id lacks. */
+int sq_ix_type(struct store *s, int64_t type_id, const char *system, const char *name,
+	       const char *table, unsigned *created);
+/* sq_ix_usable - whether a promised `column == value` of @b has an index. */
+int sq_ix_usable(struct store *s, const struct store_schema *sc,
+		 const struct sq_bind *b, size_t nb, bool *usable);
+
+/* sqlite_read.c: the time index */
+
+/* sq_int1 - the integer @sql yields for one bound integer @arg (NULL: @dflt). */
+int sq_int1(struct store *s, const char *sql, int64_t arg, int64_t dflt, int64_t *out);
+/* sq_max_span - the widest span of a block of type @type_id (0: none). */
+int sq_max_span(struct store *s, int64_t type_id, int64_t *span);
+
+/*
+ * sq_count_where, sq_select_where - store_count() and store_select() of
+ * @sc's rows for which @where holds: an SQL boolean expression over the
+ * quoted column names, "cpu", "host_id", "ts", "trace_ts" and (when
+ * sc->comm_joined) "comm", with a nameless '?' for each of the @nb values
+ * in @b. It is pasted into the statement: it comes from sq_count() and
+ * sq_select() (which compile a store_query to it) or from a test, never
+ * from a user. NULL: every row.
+ */
+int sq_count_where(struct store *s, const struct store_schema *sc, const char *where,
+		   const struct sq_bind *b, size_t nb, const struct store_window *win,
+		   uint64_t *count);
+int sq_select_where(struct store *s, const struct store_schema *sc, const char *where,
+		    const struct sq_bind *b, size_t nb, const struct store_window *win,
+		    int64_t after_ts, uint64_t after_rowid, size_t limit, store_row_fn fn,
+		    void *ctx);
+
+/* ---- the ops (store_ops.h; each one's contract is its store_*() in store.h) ---- */
+
+/* sqlite_schema.c */
+int sq_type(struct store *s, const struct decode_type *t, const char *format,
+	    struct store_type **out);
+int sq_schema_get(struct store *s, const char *system, const char *event,
+		  struct store_schema **out);
+int sq_schema_list(struct store *s, const char *system,
+		   int (*fn)(void *ctx, const struct store_schema *sc), void *ctx);
+
+/* sqlite_write.c */
+int sq_insert(struct store *s, struct store_type *t, uint64_t host_id,
+	      const struct decode_event *ev, int64_t ts_wall);
+
+/* sqlite_index.c */
+int sq_set_indexes(struct store *s, const struct store_indexes *ix, unsigned *created,
+		   unsigned *dropped);
+
+/* sqlite_read.c */
+int sq_count(struct store *s, const struct store_query *q, uint64_t *count);
+int sq_select(struct store *s, const struct store_query *q, store_row_fn fn, void *ctx);
+
+/* sqlite_hosts.c */
+int sq_host(struct store *s, const struct proto_hello *h, const char *peer_subject,
+	    uint64_t *host_id);
+int sq_host_clock(struct store *s, uint64_t host_id, int64_t offset_ns);
+int sq_cpu_received(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,
+		    uint64_t events, uint64_t bytes);
+int sq_cpu_stats(struct store *s, uint64_t host_id, const struct proto_cpu_stats *c);
+int sq_stream_marks(struct store *s, uint64_t host_id, const char *boot_id,
+		    uint64_t session, uint64_t *seqs, uint32_t n);
+int sq_stream_mark(struct store *s, uint64_t host_id, const char *boot_id,
+		   uint64_t session, uint32_t stream, uint64_t seq);
+int sq_journal_mark(struct store *s, uint64_t file, uint64_t pos);
+int sq_journal_forget(struct store *s, uint64_t from, uint64_t to);
+int sq_journal_mark_get(struct store *s, uint64_t file, uint64_t *pos);
+int sq_cpu_duplicates(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t n);
+int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c);
+int sq_dropped(struct store *s, uint64_t host_id, const char *system, const char *name,
+	       const char *reason, uint64_t n);
+int sq_stats(struct store *s,
+	     int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
+		       uint64_t value),
+	     void *ctx);
+int sq_drops(struct store *s,
+	     int (*fn)(void *ctx, const char *host, const char *system, const char *name,
+		       const char *reason, uint64_t count),
+	     void *ctx);
+
+/* sqlite_symbols.c */
+int sq_program(struct store *s, uint64_t host_id, const struct store_program *p,
+	       uint64_t *program_id);
+int sq_symbol(struct store *s, uint64_t program_id, uint64_t addr, uint64_t size,
+	      const char *name);
+int sq_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
+		   uint64_t addr, char *buf, size_t len);
+
+/* sqlite_retain.c */
+int sq_retain(struct store *s, int64_t before_ts, uint64_t max_bytes, uint64_t *removed);
+
+#endif

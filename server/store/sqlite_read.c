@@ -1,0 +1,570 @@
+/*
+ * sqlite_read.c - the SQLite backend's reads of event rows: store_select()
+ * and store_count() through the time index (ts_blocks: the blocks of rows
+ * a time range can touch, and for a limited select only the first few of
+ * them, sq_range_fit()), or through a field index, with keyset paging on
+ * (ts, rowid). A struct store_query becomes the WHERE of those reads here
+ * (sq_where_of(): its filter through sqlite_filter.c, its host glob).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <sqlite3.h>
+
+#include "common/filter.h"
+#include "common/tc_error.h"
+#include "server/store/sqlite_filter.h"
+#include "server/store/sqlite_int.h"
+
+#define SQ_BLOCKS_FIRST	64		/* blocks a limited select tries first */
+
+static int sq_col_index(const struct store_schema *sc, const char *name)
+{
+	for (size_t i = 0; i < sc->ncols; i++)
+		if (!strcmp(sc->cols[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+/*
+ * Bind @b to the WHERE's '?' parameters: the nameless ones, in order (the
+ * store's own are named, and may come first in the statement).
+ */
+static int sq_bind_where(struct store *s, sqlite3_stmt *st, const struct sq_bind *b,
+			 size_t nb)
+{
+	int p = 0, np = sqlite3_bind_parameter_count(st);
+
+	for (size_t i = 0; i < nb; i++) {
+		int rc;
+
+		while (++p <= np && sqlite3_bind_parameter_name(st, p))
+			;
+		if (p > np)
+			return store_set_errmsg(s, TC_ERR_DB, "bind: more values than parameters");
+
+		switch (b[i].kind) {
+		case DECODE_SIGNED:
+		case DECODE_UNSIGNED:
+			rc = sqlite3_bind_int64(st, p, b[i].i);
+			break;
+		case DECODE_STRING:
+			rc = sqlite3_bind_text(st, p, b[i].s, (int)b[i].len, SQLITE_TRANSIENT);
+			break;
+		default:
+			rc = sqlite3_bind_blob(st, p, b[i].s, (int)b[i].len, SQLITE_TRANSIENT);
+		}
+		if (rc != SQLITE_OK)
+			return sq_err(s, TC_ERR_DB, "bind");
+	}
+	return 0;
+}
+
+/*
+ * The rows a time-ordered query reads, through the time index (see
+ * schema.sql, "Time index"): ts in [lo, hi], found in the blocks that
+ * start in [bmin, hi] and end at or after lo. Every block that can hold a
+ * row with ts >= lo starts at or after lo minus the widest block's span.
+ */
+struct sq_range {
+	int64_t lo, hi;		/* ts bounds, inclusive */
+	int64_t bmin;
+	bool keyset;		/* only rows after (after_ts, after_rowid) */
+	int64_t after_ts;
+	int64_t after_rowid;
+	int64_t limit;		/* -1: none */
+	bool by_index;		/* rows come through a field index, not blocks */
+};
+
+/*
+ * Whether @where names the comms join's "comm": the word, bare or in
+ * double quotes, in any case, outside a string literal (the filter
+ * compiler binds every value, so it writes none; skipping them is for any
+ * other caller).
+ */
+static bool sq_reads_comm(const struct store_schema *sc, const char *where)
+{
+	const char *p = where;
+
+	while (sc->comm_joined && p && *p) {
+		size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
+				     "0123456789");
+
+		if ((n == 4 && !strncasecmp(p, "comm", 4)) || !strncasecmp(p, "\"comm\"", 6))
+			return true;
+		if (*p == '"' || *p == '\'') {
+			const char *end = strchr(p + 1, *p);	/* "" inside: two names, fine */
+
+			p = end ? end + 1 : p + strlen(p);
+		} else {
+			p += n ? n : 1;
+		}
+	}
+	return false;
+}
+
+/*
+ * FROM (SELECT e.rowid AS _tc_rowid, e.*[, h.name AS _tc_host, c.comm AS _tc_comm]
+ *       [, c.comm AS comm] FROM [ts_blocks AS b CROSS JOIN] "t" AS e
+ *       [LEFT JOIN hosts ...] [LEFT JOIN comms ...] [WHERE <blocks of @r>])
+ * WHERE (where) [AND ts BETWEEN lo AND hi] [AND keyset]: the WHERE text sees
+ * only the subquery's columns, so no name there is ambiguous. With @r, each
+ * block's rows are read by rowid range (CROSS JOIN keeps blocks outer),
+ * unless r->by_index: then SQLite reads a field index by (value, ts).
+ * Only @rows (a select) joins host names and comms for the output; a count
+ * joins comms only when its WHERE reads them (an index can then count
+ * without reading the rows).
+ */
+static void sq_from(struct sq_buf *b, const struct store_schema *sc, const char *where,
+		    const struct sq_range *r, bool rows)
+{
+	int pid = sq_col_index(sc, "common_pid");
+	bool blocks = r && !r->by_index, comms = rows || sq_reads_comm(sc, where);
+
+	sq_buf_str(b, " FROM (SELECT e.rowid AS _tc_rowid, e.*");
+	if (rows)
+		sq_buf_str(b, ", h.name AS _tc_host, c.comm AS _tc_comm");
+	if (comms && sc->comm_joined)
+		sq_buf_str(b, ", c.comm AS comm");
+	sq_buf_str(b, blocks ? " FROM ts_blocks AS b CROSS JOIN " : " FROM ");
+	sq_ident(b, sc->table);
+	sq_buf_str(b, blocks ? " AS e ON e.rowid BETWEEN b.lo AND b.hi" : " AS e");
+	if (rows)
+		sq_buf_str(b, " LEFT JOIN hosts AS h ON h.id = e.host_id");
+	if (comms && pid >= 0) {
+		sq_buf_str(b, " LEFT JOIN comms AS c ON c.host_id = e.host_id AND c.pid = e.");
+		sq_ident(b, sc->cols[pid].column);
+	} else if (comms) {
+		sq_buf_str(b, " LEFT JOIN comms AS c ON 0");
+	}
+	if (blocks)
+		sq_buf_str(b, " WHERE b.type_id = :tc_type AND b.min_ts BETWEEN :tc_bmin AND :tc_hi"
+			   " AND b.max_ts >= :tc_lo");
+	sq_buf_str(b, ") WHERE (");
+	sq_buf_str(b, where && *where ? where : "1");
+	sq_buf_str(b, ")");
+	if (r)
+		sq_buf_str(b, " AND ts BETWEEN :tc_lo AND :tc_hi");
+	if (r && r->keyset)
+		sq_buf_str(b, " AND (ts, _tc_rowid) > (:tc_after_ts, :tc_after_rowid)");
+}
+
+static void sq_bind_named(sqlite3_stmt *st, const char *name, int64_t v)
+{
+	int i = sqlite3_bind_parameter_index(st, name);
+
+	if (i > 0)
+		sqlite3_bind_int64(st, i, v);
+}
+
+/* Bind the WHERE's values and those of @r (when set) to @st. */
+static int sq_bind_all(struct store *s, sqlite3_stmt *st, const struct sq_bind *b, size_t nb,
+		       const struct store_schema *sc, const struct sq_range *r)
+{
+	int ret = sq_bind_where(s, st, b, nb);
+
+	if (ret < 0 || !r)
+		return ret;
+	sq_bind_named(st, ":tc_type", sc->type_id);
+	sq_bind_named(st, ":tc_bmin", r->bmin);
+	sq_bind_named(st, ":tc_lo", r->lo);
+	sq_bind_named(st, ":tc_hi", r->hi);
+	sq_bind_named(st, ":tc_after_ts", r->after_ts);
+	sq_bind_named(st, ":tc_after_rowid", r->after_rowid);
+	sq_bind_named(st, ":tc_limit", r->limit);
+	return 0;
+}
+
+/* An integer a statement of one bound integer yields (NULL: @dflt). */
+int sq_int1(struct store *s, const char *sql, int64_t arg, int64_t dflt, int64_t *out)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, sql, &st);
+	int rc;
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, arg);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*out = sqlite3_column_type(st, 0) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, 0);
+	else if (rc == SQLITE_DONE)
+		*out = dflt;
+	else
+		ret = sq_err(s, TC_ERR_DB, "ts_blocks");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* The widest span of a block of type @type_id (0: none). */
+int sq_max_span(struct store *s, int64_t type_id, int64_t *span)
+{
+	return sq_int1(s, "SELECT max(span) FROM ts_blocks WHERE type_id = ?", type_id, 0, span);
+}
+
+/*
+ * @r for a query of @sc over @win (NULL: all time), starting after
+ * (@after_ts, @after_rowid) when @after_rowid != 0.
+ */
+static int sq_range_init(struct store *s, const struct store_schema *sc,
+			 const struct store_window *win, int64_t after_ts, uint64_t after_rowid,
+			 size_t limit, struct sq_range *r)
+{
+	int64_t span = 0;
+	int ret = sq_max_span(s, sc->type_id, &span);
+
+	if (ret < 0)
+		return ret;
+	r->lo = win ? win->from_ts : INT64_MIN;
+	r->hi = !win || win->to_ts == INT64_MAX ? INT64_MAX :
+		win->to_ts == INT64_MIN ? INT64_MIN : win->to_ts - 1;
+	r->keyset = after_rowid != 0;
+	r->by_index = false;
+	r->after_ts = after_ts;
+	r->after_rowid = (int64_t)after_rowid;
+	if (r->keyset && after_ts > r->lo)
+		r->lo = after_ts;
+	r->bmin = r->lo < INT64_MIN + span ? INT64_MIN : r->lo - span;
+	r->limit = limit ? (int64_t)limit : -1;
+	if (win && win->to_ts == INT64_MIN)	/* an empty range */
+		r->lo = INT64_MAX, r->hi = INT64_MIN;
+	return 0;
+}
+
+/*
+ * How many rows of @r there are, counting no further than r->limit, and
+ * the newest ts among those counted (in block order, not time order).
+ */
+static int sq_count_upto(struct store *s, const struct store_schema *sc, const char *where,
+			 const struct sq_bind *b, size_t nb, const struct sq_range *r,
+			 int64_t *n, int64_t *max_ts)
+{
+	struct sq_buf q = { 0 };
+	sqlite3_stmt *st = NULL;
+	int ret;
+
+	sq_buf_str(&q, "SELECT count(*), max(ts) FROM (SELECT ts");
+	sq_from(&q, sc, where, r, false);
+	sq_buf_str(&q, " LIMIT :tc_limit)");
+	ret = q.oom ? -ENOMEM : sq_prepare(s, q.s, &st);
+	if (ret == 0)
+		ret = sq_bind_all(s, st, b, nb, sc, r);
+	if (ret == 0) {
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			*n = sqlite3_column_int64(st, 0);
+			*max_ts = sqlite3_column_int64(st, 1);
+		} else {
+			ret = sq_err(s, TC_ERR_DB, "count");
+		}
+	}
+	sqlite3_finalize(st);
+	free(q.s);
+	return ret;
+}
+
+/*
+ * For a limited select: lower r->hi to just before the start of the k-th
+ * block from r->bmin on (64, 512, ... blocks) as long as the rows before
+ * it hold r->limit matches, then to the newest ts of r->limit of them.
+ * Rows with ts below a block's start lie only in blocks that start
+ * earlier, and the r->limit-th oldest match is no newer than the newest
+ * of any r->limit matches, so the first r->limit rows in time order stay
+ * the same, and only the blocks that start by then are read and sorted.
+ */
+static int sq_range_fit(struct store *s, const struct store_schema *sc, const char *where,
+			const struct sq_bind *b, size_t nb, struct sq_range *r)
+{
+	int64_t hi = r->hi, start, n = 0, newest = 0;
+	int ret = 0;
+
+	for (int64_t k = SQ_BLOCKS_FIRST; ret == 0; k *= 8) {
+		sqlite3_stmt *st;
+		int rc;
+
+		ret = sq_prepare(s, "SELECT min_ts FROM ts_blocks WHERE type_id = ? AND min_ts >= ?"
+				    " ORDER BY min_ts LIMIT 1 OFFSET ?", &st);
+		if (ret < 0)
+			break;
+		sqlite3_bind_int64(st, 1, sc->type_id);
+		sqlite3_bind_int64(st, 2, r->bmin);
+		sqlite3_bind_int64(st, 3, k);
+		rc = sqlite3_step(st);
+		start = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
+		sqlite3_finalize(st);
+		if (rc != SQLITE_ROW) {
+			ret = rc == SQLITE_DONE ? 0 : sq_err(s, TC_ERR_DB, "ts_blocks");
+			break;	/* no k-th block: read them all */
+		}
+		if (start > hi)
+			break;
+		if (start == INT64_MIN)
+			continue;
+		r->hi = start - 1;
+		ret = sq_count_upto(s, sc, where, b, nb, r, &n, &newest);
+		if (ret == 0 && n >= r->limit) {
+			r->hi = newest;
+			return 0;
+		}
+		r->hi = hi;
+	}
+	r->hi = hi;
+	return ret;
+}
+
+int sq_count_where(struct store *s, const struct store_schema *sc, const char *where,
+		   const struct sq_bind *b, size_t nb, const struct store_window *win,
+		   uint64_t *count)
+{
+	struct sq_buf q = { 0 };
+	struct sq_range r;
+	sqlite3_stmt *st = NULL;
+	int ret = sq_flush_all(s);
+
+	if (ret == 0 && win)
+		ret = sq_range_init(s, sc, win, 0, 0, 0, &r) ?:
+		      sq_ix_usable(s, sc, b, nb, &r.by_index);
+	if (ret < 0)
+		return ret;
+	sq_buf_str(&q, "SELECT count(*)");
+	sq_from(&q, sc, where, win ? &r : NULL, false);
+	ret = q.oom ? -ENOMEM : sq_prepare(s, q.s, &st);
+	if (ret == 0)
+		ret = sq_bind_all(s, st, b, nb, sc, win ? &r : NULL);
+	if (ret == 0) {
+		if (sqlite3_step(st) == SQLITE_ROW)
+			*count = (uint64_t)sqlite3_column_int64(st, 0);
+		else
+			ret = sq_err(s, TC_ERR_DB, "count");
+	}
+	sqlite3_finalize(st);
+	free(q.s);
+	return ret;
+}
+
+static void sq_select_sql(struct sq_buf *q, const struct store_schema *sc, const char *where,
+			  const struct sq_range *r)
+{
+	sq_buf_str(q, "SELECT _tc_rowid, host_id, _tc_host, cpu, ts, trace_ts, _tc_comm");
+	for (size_t i = 0; i < sc->ncols; i++) {
+		sq_buf_str(q, ", ");
+		sq_ident(q, sc->cols[i].column);
+	}
+	sq_from(q, sc, where, r, true);
+	sq_buf_str(q, " ORDER BY ts, _tc_rowid LIMIT :tc_limit");
+}
+
+/* Column @i of the current row as schema column @c's value. */
+static void sq_row_value(sqlite3_stmt *st, int i, enum decode_kind kind,
+			 struct decode_value *v, bool *null)
+{
+	*null = false;
+	switch (sqlite3_column_type(st, i)) {
+	case SQLITE_NULL:
+		*null = true;
+		memset(v, 0, sizeof(*v));
+		v->kind = kind;
+		break;
+	case SQLITE_TEXT:
+		v->kind = DECODE_STRING;
+		v->str.s = (const char *)sqlite3_column_text(st, i);
+		v->str.len = (size_t)sqlite3_column_bytes(st, i);
+		break;
+	case SQLITE_BLOB:
+		v->kind = DECODE_BLOB;
+		v->blob.p = sqlite3_column_blob(st, i);
+		v->blob.len = (size_t)sqlite3_column_bytes(st, i);
+		break;
+	default:	/* INTEGER (a REAL never gets stored) */
+		v->kind = kind == DECODE_UNSIGNED ? DECODE_UNSIGNED : DECODE_SIGNED;
+		v->i = sqlite3_column_int64(st, i);
+	}
+}
+
+struct sq_rowbuf {
+	struct decode_value *vals;
+	bool *null;
+	int pid;	/* schema index of common_pid, or -1 */
+};
+
+static void sq_row(sqlite3_stmt *st, const struct store_schema *sc, struct sq_rowbuf *rb,
+		   struct store_row *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->rowid = (uint64_t)sqlite3_column_int64(st, 0);
+	r->host_id = (uint64_t)sqlite3_column_int64(st, 1);
+	r->host = (const char *)sqlite3_column_text(st, 2);
+	r->cpu = (uint32_t)sqlite3_column_int64(st, 3);
+	r->ts = sqlite3_column_int64(st, 4);
+	r->trace_ts = (uint64_t)sqlite3_column_int64(st, 5);
+	r->comm = (const char *)sqlite3_column_text(st, 6);
+	for (size_t i = 0; i < sc->ncols; i++)
+		sq_row_value(st, 7 + (int)i, sc->cols[i].kind, &rb->vals[i], &rb->null[i]);
+	r->pid = rb->pid >= 0 && !rb->null[rb->pid] ? (int)rb->vals[rb->pid].i : -1;
+	r->nvals = sc->ncols;
+	r->vals = rb->vals;
+	r->null = rb->null;
+}
+
+static int sq_select_run(struct store *s, sqlite3_stmt *st, const struct store_schema *sc,
+			 store_row_fn fn, void *ctx)
+{
+	struct sq_rowbuf rb = { .pid = sq_col_index(sc, "common_pid") };
+	int rows = 0, rc, ret = 0;
+
+	rb.vals = calloc(sc->ncols + 1, sizeof(*rb.vals));
+	rb.null = calloc(sc->ncols + 1, sizeof(*rb.null));
+	if (!rb.vals || !rb.null)
+		ret = -ENOMEM;
+	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_row r;
+
+		sq_row(st, sc, &rb, &r);
+		ret = fn(ctx, &r);
+		rows++;
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sq_err(s, TC_ERR_DB, "select");
+	free(rb.vals);
+	free(rb.null);
+	return ret ? ret : rows;
+}
+
+int sq_select_where(struct store *s, const struct store_schema *sc, const char *where,
+		    const struct sq_bind *b, size_t nb, const struct store_window *win,
+		    int64_t after_ts, uint64_t after_rowid, size_t limit, store_row_fn fn,
+		    void *ctx)
+{
+	struct sq_buf q = { 0 };
+	struct sq_range r;
+	sqlite3_stmt *st = NULL;
+	int ret = sq_flush_all(s) ?: sq_range_init(s, sc, win, after_ts, after_rowid, limit, &r) ?:
+		  sq_ix_usable(s, sc, b, nb, &r.by_index);
+
+	if (ret == 0 && limit && !r.by_index)
+		ret = sq_range_fit(s, sc, where, b, nb, &r);
+	if (ret < 0)
+		return ret;
+	sq_select_sql(&q, sc, where, &r);
+	ret = q.oom ? -ENOMEM : sq_prepare(s, q.s, &st);
+	if (ret == 0)
+		ret = sq_bind_all(s, st, b, nb, sc, &r);
+	if (ret == 0)
+		ret = sq_select_run(s, st, sc, fn, ctx);
+	sqlite3_finalize(st);
+	free(q.s);
+	return ret;
+}
+
+/* ---- a store_query as SQL ---- */
+
+/*
+ * The WHERE text of a query and the values of its '?'s: the filter's
+ * clause (sq_filter_to_sql()) and the host's, both over the columns
+ * sq_from() offers.
+ */
+struct sq_where {
+	char *text;
+	struct sq_bind *b;
+	size_t nb;
+	struct sq_filter_sql sql;	/* the filter's part; b's strings point into it */
+};
+
+/* Column SQL for a bound field index: quoted field name, or the specials. */
+static const char *sq_column_of(void *ctx, int index)
+{
+	const struct store_query *q = ctx;
+	static __thread char buf[300];
+
+	if (index == FILTER_FIELD_CPU)
+		return "cpu";
+	if (index == FILTER_FIELD_COMM)
+		return "comm";
+	if (index < 0 || (size_t)index >= q->nfields)
+		return NULL;
+	snprintf(buf, sizeof(buf), "\"%s\"", q->schema->cols[q->field_col[index]].column);
+	return buf;
+}
+
+static struct sq_bind sq_bind_of(const struct filter_value *b)
+{
+	struct sq_bind s = { 0 };
+
+	if (b->kind == FILTER_STRING) {
+		s.kind = DECODE_STRING;
+		s.s = b->str.s;
+		s.len = b->str.len;
+	} else {
+		s.kind = b->kind == FILTER_SIGNED ? DECODE_SIGNED : DECODE_UNSIGNED;
+		s.i = b->kind == FILTER_SIGNED ? b->i : (int64_t)b->u;
+	}
+	return s;
+}
+
+static void sq_where_free(struct sq_where *w)
+{
+	sq_filter_sql_free(&w->sql);
+	free(w->text);
+	free(w->b);
+}
+
+/*
+ * @q's filter and host as WHERE text and values into @w (free it with
+ * sq_where_free(), also after a failure). A `FIELD == value` at the top of
+ * the filter is a promise an index may serve (sq_ix_usable()).
+ */
+static int sq_where_of(const struct store_query *q, struct sq_where *w)
+{
+	size_t n, len;
+	int ret = q->filter ? sq_filter_to_sql(q->filter, sq_column_of, (void *)q, &w->sql) : 0;
+
+	if (ret < 0)
+		return ret;
+	n = w->sql.nbinds;
+	len = (w->sql.where ? strlen(w->sql.where) : 0) + 200;
+	w->b = calloc(n + 1, sizeof(*w->b));
+	w->text = malloc(len);
+	if (!w->b || !w->text)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		w->b[i] = sq_bind_of(&w->sql.binds[i]);
+	for (size_t k = 0; k < w->sql.neq; k++)
+		w->b[w->sql.eq[k].bind].eq_column =
+			q->schema->cols[q->field_col[w->sql.eq[k].field]].column;
+	snprintf(w->text, len, "(%s)", w->sql.where ? w->sql.where : "1");
+	if (q->host_glob) {
+		strcat(w->text, " AND host_id IN (SELECT id FROM hosts WHERE name GLOB ?)");
+		w->b[n++] = (struct sq_bind){ .kind = DECODE_STRING, .s = q->host_glob,
+					      .len = strlen(q->host_glob) };
+	}
+	w->nb = n;
+	return 0;
+}
+
+int sq_count(struct store *s, const struct store_query *q, uint64_t *count)
+{
+	struct sq_where w = { 0 };
+	int ret = sq_where_of(q, &w);
+
+	if (ret == 0)
+		ret = sq_count_where(s, q->schema, w.text, w.b, w.nb, q->win, count);
+	sq_where_free(&w);
+	return ret;
+}
+
+int sq_select(struct store *s, const struct store_query *q, store_row_fn fn, void *ctx)
+{
+	struct sq_where w = { 0 };
+	int ret = sq_where_of(q, &w);
+
+	if (ret == 0)
+		ret = sq_select_where(s, q->schema, w.text, w.b, w.nb, q->win, q->after_ts,
+				      q->after_rowid, q->limit, fn, ctx);
+	sq_where_free(&w);
+	return ret;
+}

@@ -1,0 +1,152 @@
+/*
+ * sqlite_symbols.c - the SQLite backend's programs and their function
+ * symbols (sql/0004-symbols.sql): recorded as agents announce them, and
+ * the name of a row's code address at query time (store_symbol_name()).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <sqlite3.h>
+
+#include "common/tc_error.h"
+#include "proto/symbols.h"
+#include "server/store/sqlite_int.h"
+
+#define SQ_ADDR_FLIP	(1ull << 63)	/* unsigned order as signed order */
+#define TC_XSTR(x)	#x
+#define TC_STR(x)	TC_XSTR(x)
+#define SQ_SYM_CANDIDATES	8	/* programs tried per address */
+#define SQ_SYM_UNSIZED_MAX	0x10000	/* a user symbol without size covers this */
+
+static int sq_program_find(struct store *s, uint64_t host_id, const struct store_program *p,
+			   uint64_t *id)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT id FROM programs WHERE host_id = ? AND boot_id = ?"
+				" AND session = ? AND grp = ? AND session != 0", &st);
+	int rc;
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_text(st, 2, p->boot_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (int64_t)p->session);
+	sqlite3_bind_int64(st, 4, p->group);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*id = (uint64_t)sqlite3_column_int64(st, 0);
+	else
+		ret = rc == SQLITE_DONE ? -ENOENT : sq_err(s, TC_ERR_DB, "program");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+int sq_program(struct store *s, uint64_t host_id, const struct store_program *p,
+	       uint64_t *program_id)
+{
+	sqlite3_stmt *st;
+	int ret = sq_program_find(s, host_id, p, program_id);
+
+	if (ret != -ENOENT)
+		return ret;
+	ret = sq_prepare(s, "INSERT INTO programs (host_id, boot_id, session, grp, pid, comm,"
+			    " first_stream, nstreams, since) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", &st);
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_text(st, 2, p->boot_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (int64_t)p->session);
+	sqlite3_bind_int64(st, 4, p->group);
+	sqlite3_bind_int64(st, 5, p->pid);
+	sqlite3_bind_text(st, 6, p->comm, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 7, p->first_stream);
+	sqlite3_bind_int64(st, 8, p->nstreams);
+	sqlite3_bind_int64(st, 9, p->since_ns);
+	ret = sq_run(s, st, true);
+	if (ret == 0)
+		*program_id = (uint64_t)sqlite3_last_insert_rowid(sq_store_of(s)->db);
+	return ret;
+}
+
+int sq_symbol(struct store *s, uint64_t program_id, uint64_t addr, uint64_t size,
+	      const char *name)
+{
+	sqlite3_stmt *st = sq_store_of(s)->sym_put;
+
+	sqlite3_bind_int64(st, 1, (int64_t)program_id);
+	sqlite3_bind_int64(st, 2, (int64_t)(addr ^ SQ_ADDR_FLIP));
+	sqlite3_bind_int64(st, 3, (int64_t)size);
+	sqlite3_bind_text(st, 4, name, -1, SQLITE_STATIC);
+	return sq_run(s, st, false);
+}
+
+/*
+ * The symbol of program @prog covering @addr into @buf. A sized symbol
+ * must contain it; an unsized one (kallsyms has no sizes) is taken as is
+ * for the kernel (@kernel), within SQ_SYM_UNSIZED_MAX bytes otherwise.
+ * Return: 0, -ENOENT, TC_ERR_DB.
+ */
+static int sq_symbol_in(struct store *s, int64_t prog, bool kernel, uint64_t addr,
+			char *buf, size_t len)
+{
+	sqlite3_stmt **st = &sq_store_of(s)->sym_find;
+	uint64_t start, size;
+	int ret = 0, rc;
+
+	if (!*st)
+		ret = sq_prepare(s, "SELECT addr, size, name FROM symbols WHERE program_id = ?"
+				    " AND addr <= ? ORDER BY addr DESC LIMIT 1", st);
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(*st, 1, prog);
+	sqlite3_bind_int64(*st, 2, (int64_t)(addr ^ SQ_ADDR_FLIP));
+	rc = sqlite3_step(*st);
+	ret = rc == SQLITE_DONE ? -ENOENT : rc == SQLITE_ROW ? 0 : sq_err(s, TC_ERR_DB, "symbol");
+	if (ret == 0) {
+		start = (uint64_t)sqlite3_column_int64(*st, 0) ^ SQ_ADDR_FLIP;
+		size = (uint64_t)sqlite3_column_int64(*st, 1);
+		if (size ? addr - start >= size : !kernel && addr - start >= SQ_SYM_UNSIZED_MAX)
+			ret = -ENOENT;
+		else
+			proto_sym_format(buf, len, (const char *)sqlite3_column_text(*st, 2),
+					 addr - start);
+	}
+	sqlite3_reset(*st);
+	return ret;
+}
+
+/*
+ * Which program's symbols name a row's address: the row carries its
+ * thread id (common_pid), not its program. The program whose pid is the
+ * row's comes first (the main thread, single-threaded programs), then the
+ * host's other programs, latest first, each announced no later than the
+ * row; the first with a symbol covering @addr wins. The kernel's table
+ * (grp 0) takes only kernel addresses, which lie above every user one.
+ */
+int sq_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
+		   uint64_t addr, char *buf, size_t len)
+{
+	sqlite3_stmt **st = &sq_store_of(s)->prog_find;
+	int ret = 0, rc;
+
+	if (!*st)
+		ret = sq_prepare(s, "SELECT id, grp FROM programs WHERE host_id = ?1"
+				    " AND since <= ?3 ORDER BY pid = ?2 AND grp != 0 DESC,"
+				    " since DESC, id DESC LIMIT " TC_STR(SQ_SYM_CANDIDATES), st);
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(*st, 1, (int64_t)host_id);
+	sqlite3_bind_int64(*st, 2, pid);
+	sqlite3_bind_int64(*st, 3, ts);
+	ret = -ENOENT;
+	while (ret == -ENOENT && (rc = sqlite3_step(*st)) == SQLITE_ROW)
+		ret = sq_symbol_in(s, sqlite3_column_int64(*st, 0),
+				   sqlite3_column_int64(*st, 1) == 0, addr, buf, len);
+	if (ret == -ENOENT && rc != SQLITE_DONE)
+		ret = sq_err(s, TC_ERR_DB, "program lookup");
+	sqlite3_reset(*st);
+	return ret;
+}

@@ -1,0 +1,558 @@
+/*
+ * sqlite_write.c - how the SQLite backend stores events: the prepared
+ * (multi-row) INSERT of each event type, rows gathered in batches, and the
+ * writer thread that runs them while the caller decodes the next page
+ * (see struct store_type in sqlite_int.h for the design), plus each
+ * batch's blocks of the time index (ts_blocks).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "common/tc_error.h"
+#include "server/store/sqlite_int.h"
+
+#define SQ_FIXED_COLS 4		/* host_id, cpu, ts, trace_ts */
+#define SQ_BATCH_ROWS	512	/* rows per multi-row INSERT, at most */
+#define SQ_BLOCK_ROWS	64	/* rows per ts_blocks row, at most */
+#define SQ_ARENA	(256u << 10)	/* bytes of strings and blobs per batch */
+#define SQ_INFLIGHT	4		/* batches handed to the writer thread, at most */
+#define SQ_WAKE		1		/* batches queued that wake an idle writer */
+#define SQ_BLOCK_SPAN	10000000000ull	/* ns a new block spans at most (one row: any) */
+
+/* ---- INSERT statements and batches ---- */
+
+/* INSERT INTO "table" (host_id, cpu, ts, trace_ts, "f1", ...) VALUES (?, ...) */
+static int sq_batch_prepare(struct store *s, struct store_type *t, unsigned rows,
+			    sqlite3_stmt **st)
+{
+	struct sq_buf b = { 0 };
+	int ret;
+
+	sq_buf_str(&b, t->head);
+	for (unsigned r = 0; r < rows; r++) {
+		if (r)
+			sq_buf_add(&b, ",", 1);
+		sq_buf_str(&b, t->values);
+	}
+	ret = b.oom ? -ENOMEM : sq_prepare(s, b.s, st);
+	free(b.s);
+	return ret;
+}
+
+/*
+ * Size the type's batches, prepare the multi-row INSERTs (a full batch's,
+ * and one of a block's rows for what a partial batch holds), a scratch row.
+ */
+static int sq_batch_init(struct store *s, struct store_type *st)
+{
+	int limit = sqlite3_limit(sq_store_of(s)->db, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
+	unsigned rows = (unsigned)limit / st->ncols;
+	int ret = 0;
+
+	st->rows = rows < SQ_BATCH_ROWS ? rows : SQ_BATCH_ROWS;
+	st->brows = st->rows < SQ_BLOCK_ROWS ? st->rows : SQ_BLOCK_ROWS;
+	st->scratch = calloc(st->ncols, sizeof(*st->scratch));
+	if (!st->scratch)
+		return -ENOMEM;
+	if (st->rows > 1) {
+		size_t n = (size_t)st->rows * st->ncols;
+
+		st->bound_n = malloc(n * sizeof(*st->bound_n));
+		if (!st->bound_n)
+			return -ENOMEM;
+		memset(st->bound_n, 0xff, n * sizeof(*st->bound_n));	/* no kind: unbound */
+		ret = sq_batch_prepare(s, st, st->rows, &st->insert_n);
+	}
+	if (ret == 0 && st->brows > 1 && st->brows < st->rows)
+		ret = sq_batch_prepare(s, st, st->brows, &st->insert_b);
+	else if (ret == 0)
+		st->insert_b = st->insert_n;
+	return ret;
+}
+
+int sq_type_insert(struct store *s, struct store_type *st, const struct decode_type *t,
+		   const char *table)
+{
+	struct sq_buf b = { 0 }, v = { 0 };
+	int n = SQ_FIXED_COLS, ret;
+
+	sq_buf_str(&b, "INSERT OR FAIL INTO ");	/* see sq_batch_exec() */
+	sq_ident(&b, table);
+	sq_buf_str(&b, " (host_id, cpu, ts, trace_ts");
+	sq_buf_str(&v, "?, ?, ?, ?");
+	for (unsigned i = 0; i < t->nfields; i++) {
+		struct sq_buf col = { 0 };
+		bool dup = false;
+
+		for (unsigned j = 0; j < i && !dup; j++)
+			dup = !strcmp(t->fields[j].name, t->fields[i].name);
+		st->param[i] = dup ? 0 : ++n;
+		if (dup)
+			continue;
+		sq_column_name(t->fields[i].name, &col);
+		sq_buf_str(&b, ", ");
+		sq_ident(&b, col.oom ? "" : col.s);
+		sq_buf_str(&v, ", ?");
+		b.oom |= col.oom;
+		free(col.s);
+	}
+	sq_buf_str(&b, ") VALUES ");
+	st->head = b.oom ? NULL : strdup(b.s);
+	sq_buf_str(&b, "(");
+	sq_buf_str(&b, v.oom ? "" : v.s);
+	sq_buf_str(&b, ")");
+	st->values = b.oom ? NULL : strdup(b.s + strlen(st->head));
+	st->ncols = (unsigned)n;
+	ret = b.oom || v.oom || !st->head || !st->values ? -ENOMEM :
+	      sq_prepare(s, b.s, &st->insert);
+	if (ret == 0)
+		ret = sq_batch_init(s, st);
+	free(b.s);
+	free(v.s);
+	return ret;
+}
+
+static int sq_bind_val(sqlite3_stmt *st, int p, const struct sq_val *v)
+{
+	if (v->kind == DECODE_SIGNED || v->kind == DECODE_UNSIGNED)
+		return sqlite3_bind_int64(st, p, v->i);
+	if (v->kind == DECODE_STRING)
+		return sqlite3_bind_text(st, p, v->p, (int)v->len, SQLITE_STATIC);
+	return sqlite3_bind_blob(st, p, v->p, (int)v->len, SQLITE_STATIC);
+}
+
+/*
+ * Bind @n rows of values from @v to @st (which holds n rows), run it and
+ * reset it. Touches only the connection and @bound, no store state: the
+ * writer thread runs it. Return: an SQLite result code.
+ *
+ * @bound (NULL: none) mirrors what @st's parameters hold: bindings outlive
+ * sqlite3_reset(), so a value equal to the one bound at its place in the
+ * last run is not bound again. Equal means the same kind and integer, or
+ * the same address and length: SQLITE_STATIC bytes are read when the
+ * statement runs, so they are this row's. Many columns hardly change
+ * (host, CPU, common_type, flags, priorities), and in the writer thread a
+ * bind cost as much as a quarter of inserting the row's value.
+ */
+static int sq_rows_step(const struct store_type *t, sqlite3_stmt *st, const struct sq_val *v,
+			unsigned n, struct sq_val *bound)
+{
+	int rc;
+
+	for (unsigned i = 0; i < n * t->ncols; i++) {
+		if (bound && !memcmp(&bound[i], &v[i], sizeof(*v)))
+			continue;
+		rc = sq_bind_val(st, (int)i + 1, &v[i]);
+		if (bound && rc == SQLITE_OK)
+			bound[i] = v[i];
+		else if (bound)
+			memset(&bound[i], 0xff, sizeof(*bound));
+	}
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		;
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+static int sq_block_row(sqlite3_stmt *st, int64_t type_id, int64_t lo, int64_t hi,
+			int64_t lo_ts, int64_t hi_ts)
+{
+	int rc;
+
+	sqlite3_bind_int64(st, 1, type_id);
+	sqlite3_bind_int64(st, 2, lo);
+	sqlite3_bind_int64(st, 3, hi);
+	sqlite3_bind_int64(st, 4, lo_ts);
+	sqlite3_bind_int64(st, 5, hi_ts);
+	sqlite3_bind_int64(st, 6, (int64_t)((uint64_t)hi_ts - (uint64_t)lo_ts));
+	rc = sqlite3_step(st);
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/*
+ * Record the @n rows of @t just inserted in blocks of its time index:
+ * their rowids are the @n up to the last one inserted (the store is the
+ * only writer, and SQLite gives a new row the largest rowid plus one),
+ * their ts (column 2) are in @v. A block holds SQ_BLOCK_ROWS rows at
+ * most (a batch is several blocks). A row that would widen its block past
+ * SQ_BLOCK_SPAN starts the next one, so a batch that mixes resent old
+ * pages with new ones does not make every query of the type read further
+ * back. Touches only the connection. Return: an SQLite result code.
+ */
+static int sq_block_put(sqlite3 *db, sqlite3_stmt *st, const struct store_type *t,
+			const struct sq_val *v, unsigned n)
+{
+	int64_t first = sqlite3_last_insert_rowid(db) - (int64_t)n + 1;
+	int64_t lo_ts = INT64_MAX, hi_ts = INT64_MIN;
+	unsigned start = 0;
+	int rc = SQLITE_OK;
+
+	for (unsigned r = 0; r < n && rc == SQLITE_OK; r++) {
+		int64_t ts = v[(size_t)r * t->ncols + 2].i;
+		int64_t a = ts < lo_ts ? ts : lo_ts, b = ts > hi_ts ? ts : hi_ts;
+
+		if (r > start && (r - start == SQ_BLOCK_ROWS ||
+				  (uint64_t)b - (uint64_t)a > SQ_BLOCK_SPAN)) {
+			rc = sq_block_row(st, t->type_id, first + start, first + r - 1, lo_ts, hi_ts);
+			start = r;
+			a = b = ts;
+		}
+		lo_ts = a;
+		hi_ts = b;
+	}
+	if (rc == SQLITE_OK && n)
+		rc = sq_block_row(st, t->type_id, first + start, first + n - 1, lo_ts, hi_ts);
+	return rc;
+}
+
+/*
+ * Insert batch @b (a full one with the multi-row statement; a partial
+ * one a block's rows at a time, the rest row by row) and its blocks.
+ *
+ * The INSERTs are OR FAIL: a failing row leaves the rows before it in
+ * place instead of undoing its statement. That undo is never needed (a
+ * failed INSERT fails the whole transaction, see sq_writer_fail()), and
+ * keeping it made SQLite copy every page a multi-row INSERT touched to a
+ * statement journal first: with one field index, more bytes than the rows
+ * themselves.
+ */
+static int sq_batch_exec(struct sq_store *q, const struct sq_batch *b)
+{
+	const struct store_type *t = b->t;
+	unsigned r = 0;
+	int rc = SQLITE_OK;
+
+	if (b->pending == t->rows && t->insert_n) {
+		rc = sq_rows_step(t, t->insert_n, b->vals, b->pending, t->bound_n);
+		r = b->pending;
+	}
+	for (; t->insert_b && b->pending - r >= t->brows && rc == SQLITE_OK; r += t->brows)
+		rc = sq_rows_step(t, t->insert_b, b->vals + (size_t)r * t->ncols, t->brows,
+				  NULL);
+	for (; r < b->pending && rc == SQLITE_OK; r++)
+		rc = sq_rows_step(t, t->insert, b->vals + (size_t)r * t->ncols, 1, NULL);
+	if (rc == SQLITE_OK && b->pending)
+		rc = sq_block_put(q->db, q->block_put, t, b->vals, b->pending);
+	return rc;
+}
+
+/* ---- the writer thread ---- */
+
+/* Called with the lock held: keep the first failure for sq_sync(). */
+static void sq_writer_fail(struct sq_store *q, int rc)
+{
+	if (q->werr)
+		return;
+	q->werr = TC_ERR_DB;
+	snprintf(q->werrmsg, sizeof(q->werrmsg), "insert: %s (%s)", sqlite3_errmsg(q->db),
+		 sqlite3_errstr(rc));
+}
+
+/* Run queued batches in order; after a failure, only recycle them. */
+static void *sq_writer_main(void *arg)
+{
+	struct sq_store *q = arg;
+	struct sq_batch *b;
+
+	pthread_mutex_lock(&q->lock);
+	for (;;) {
+		while (!q->head && !q->stop) {
+			q->idle = true;
+			pthread_cond_wait(&q->wake, &q->lock);
+			q->idle = false;
+		}
+		b = q->head;
+		if (!b)
+			break;
+		q->head = b->next;
+		if (!q->head)
+			q->tail = &q->head;
+		if (!q->werr) {
+			int rc;
+
+			pthread_mutex_unlock(&q->lock);
+			rc = sq_batch_exec(q, b);
+			pthread_mutex_lock(&q->lock);
+			if (rc != SQLITE_OK)
+				sq_writer_fail(q, rc);
+		}
+		b->next = q->spare;
+		q->spare = b;
+		q->inflight--;
+		if (q->wait_below >= 0 && q->inflight <= (unsigned)q->wait_below)
+			pthread_cond_signal(&q->done);
+	}
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
+}
+
+/* Start @q's writer thread. Return: 0; -errno. */
+int sq_writer_start(struct sq_store *q)
+{
+	int ret = -pthread_create(&q->writer, NULL, sq_writer_main, q);
+
+	q->writer_started = ret == 0;
+	return ret;
+}
+
+void sq_writer_stop(struct sq_store *q)
+{
+	if (!q->writer_started)
+		return;
+	pthread_mutex_lock(&q->lock);
+	q->stop = true;
+	pthread_cond_signal(&q->wake);
+	pthread_mutex_unlock(&q->lock);
+	pthread_join(q->writer, NULL);
+	q->writer_started = false;
+}
+
+/*
+ * Called with the lock held: wait until at most @n batches are in flight.
+ * The writer wakes the caller only then, not after every batch: in this
+ * VM a futex wake-up costs about as much as inserting a few rows.
+ */
+static void sq_wait_below(struct sq_store *q, unsigned n)
+{
+	if (q->idle && q->inflight > n)
+		pthread_cond_signal(&q->wake);	/* sq_flush() let it sleep */
+	q->wait_below = (int)n;
+	while (q->inflight > n)
+		pthread_cond_wait(&q->done, &q->lock);
+	q->wait_below = -1;
+}
+
+/*
+ * Wait until the writer has run every queued batch; after that the
+ * connection is the caller's. Return: 0, or the writer's failure (until
+ * the transaction is rolled back).
+ */
+int sq_sync(struct store *s)
+{
+	struct sq_store *q = sq_store_of(s);
+	int ret;
+
+	if (!q->writer_started)
+		return 0;
+	pthread_mutex_lock(&q->lock);
+	sq_wait_below(q, 0);
+	ret = q->werr;
+	if (ret)
+		store_set_errmsg(s, ret, "%s", q->werrmsg);
+	pthread_mutex_unlock(&q->lock);
+	return ret;
+}
+
+/*
+ * Queue @t's gathering rows to the writer. With SQ_INFLIGHT in flight,
+ * wait until the writer has worked the queue down to half. An idle writer
+ * is woken only once SQ_WAKE batches wait (or by sq_wait_below()): when
+ * the caller and the writer share a CPU, a wake-up is a context switch,
+ * which must come per several hundred rows, not per few dozen.
+ */
+static int sq_flush(struct store *s, struct store_type *t)
+{
+	struct sq_store *q = sq_store_of(s);
+	struct sq_batch *b = t->cur;
+	int ret;
+
+	if (!b || !b->pending)
+		return 0;
+	t->cur = NULL;
+	b->next = NULL;
+	pthread_mutex_lock(&q->lock);
+	if (q->inflight >= SQ_INFLIGHT)
+		sq_wait_below(q, SQ_INFLIGHT / 2);
+	*q->tail = b;
+	q->tail = &b->next;
+	q->inflight++;
+	ret = q->werr;
+	if (ret)
+		store_set_errmsg(s, ret, "%s", q->werrmsg);
+	if (q->idle && q->inflight >= SQ_WAKE)
+		pthread_cond_signal(&q->wake);
+	pthread_mutex_unlock(&q->lock);
+	return ret;
+}
+
+/* Queue every type's gathering rows and wait until they are in. */
+int sq_flush_all(struct store *s)
+{
+	int ret = 0;
+
+	for (struct store_type *t = sq_store_of(s)->types; t; t = t->next) {
+		int r = sq_flush(s, t);
+
+		ret = ret < 0 ? ret : r;
+	}
+	return sq_sync(s) ?: ret;
+}
+
+void sq_batch_free(struct sq_batch *b)
+{
+	if (!b)
+		return;
+	free(b->vals);
+	free(b->arena);
+	free(b);
+}
+
+/* A batch for @t to gather rows in: a spare one, or a new one. */
+static int sq_batch_get(struct store *s, struct store_type *t)
+{
+	struct sq_store *q = sq_store_of(s);
+	size_t need = (size_t)t->rows * t->ncols;
+	struct sq_batch *b;
+
+	pthread_mutex_lock(&q->lock);
+	b = q->spare;
+	if (b)
+		q->spare = b->next;
+	pthread_mutex_unlock(&q->lock);
+	if (!b && !(b = calloc(1, sizeof(*b))))
+		return -ENOMEM;
+	if (!b->arena)
+		b->arena = malloc(SQ_ARENA);
+	if (b->arena && b->cap < need) {
+		struct sq_val *v = realloc(b->vals, need * sizeof(*v));
+
+		if (v) {
+			b->vals = v;
+			b->cap = need;
+		}
+	}
+	if (!b->arena || b->cap < need) {
+		sq_batch_free(b);
+		return -ENOMEM;
+	}
+	b->t = t;
+	b->pending = 0;
+	b->arena_len = 0;
+	t->cur = b;
+	return 0;
+}
+
+/* ---- inserts ---- */
+
+static int sq_val_of(struct sq_val *out, const struct decode_value *v)
+{
+	size_t len = 0;
+
+	out->kind = v->kind;
+	if (v->kind == DECODE_SIGNED)
+		out->i = v->i;
+	else if (v->kind == DECODE_UNSIGNED)
+		out->i = (int64_t)v->u;	/* bit pattern */
+	else if (v->kind == DECODE_STRING)
+		out->p = v->str.s, len = v->str.len;
+	else
+		out->p = v->blob.p, len = v->blob.len;
+	out->len = (uint32_t)len;
+	return len > INT32_MAX ? -E2BIG : 0;	/* SQLite takes an int */
+}
+
+/*
+ * Decode @ev's fields into @row (strings and blobs still pointing into the
+ * page); *@bytes receives how many bytes of them there are.
+ */
+static int sq_row_decode(struct store *s, const struct store_type *t, struct sq_val *row,
+			 uint64_t host_id, const struct decode_event *ev, int64_t ts_wall,
+			 size_t *bytes)
+{
+	size_t n = 0;
+
+	row[0] = (struct sq_val){ .kind = DECODE_SIGNED, .i = (int64_t)host_id };
+	row[1] = (struct sq_val){ .kind = DECODE_SIGNED, .i = ev->cpu };
+	row[2] = (struct sq_val){ .kind = DECODE_SIGNED, .i = ts_wall };
+	row[3] = (struct sq_val){ .kind = DECODE_SIGNED, .i = (int64_t)ev->ts };
+	for (unsigned i = 0; i < t->nfields; i++) {
+		struct decode_value v;
+		int ret;
+
+		if (!t->param[i])
+			continue;
+		ret = decode_field_value(ev, i, &v);
+		if (ret < 0)
+			return store_set_errmsg(s, ret, "field %s: %s", ev->type->fields[i].name,
+						tc_strerror(ret));
+		ret = sq_val_of(&row[t->param[i] - 1], &v);
+		if (ret < 0)
+			return store_set_errmsg(s, ret, "field %s: %s", ev->type->fields[i].name,
+						tc_strerror(ret));
+		if (v.kind == DECODE_STRING || v.kind == DECODE_BLOB)
+			n += row[t->param[i] - 1].len;
+	}
+	*bytes = n;
+	return 0;
+}
+
+/* Copy the row's strings and blobs out of the page, into the arena. */
+static void sq_row_keep(struct sq_batch *b, unsigned ncols, struct sq_val *row)
+{
+	for (unsigned c = SQ_FIXED_COLS; c < ncols; c++) {
+		if (row[c].kind != DECODE_STRING && row[c].kind != DECODE_BLOB)
+			continue;
+		if (row[c].len)
+			memcpy(b->arena + b->arena_len, row[c].p, row[c].len);
+		row[c].p = b->arena + b->arena_len;
+		b->arena_len += row[c].len;
+	}
+}
+
+int sq_insert(struct store *s, struct store_type *t, uint64_t host_id,
+	      const struct decode_event *ev, int64_t ts_wall)
+{
+	struct sq_store *q = sq_store_of(s);
+	struct sq_val *row = t->scratch, *dst;
+	struct sq_batch *b = t->cur;
+	size_t bytes = 0, size = t->ncols * sizeof(*row);
+	int ret;
+
+	if (ev->type->nfields != t->nfields)
+		return store_set_errmsg(s, -EINVAL, "event does not match its store type");
+	/* rows gathering: decode straight into the batch's next row */
+	if (b)
+		row = b->vals + (size_t)b->pending * t->ncols;
+	ret = sq_row_decode(s, t, row, host_id, ev, ts_wall, &bytes);
+	if (ret < 0)
+		return ret;
+	/* a flush hands the batch to the writer: the row moves out first */
+	if (b && (bytes > SQ_ARENA - b->arena_len || !q->in_txn)) {
+		memcpy(t->scratch, row, size);
+		row = t->scratch;
+	}
+	if (t->rows < 2 || bytes > SQ_ARENA || !q->in_txn) {
+		/* alone, straight from the page; what is gathering goes first */
+		ret = sq_flush(s, t) ?: sq_sync(s) ?: sq_exec(s, "SAVEPOINT tc_row");
+		if (ret < 0)
+			return ret;
+		if (sq_rows_step(t, t->insert, row, 1, NULL) != SQLITE_OK ||
+		    sq_block_put(q->db, q->block_put, t, row, 1) != SQLITE_OK) {
+			ret = sq_err(s, TC_ERR_DB, "step");
+			sqlite3_exec(q->db, "ROLLBACK TO tc_row", NULL, NULL, NULL);
+		}
+		sqlite3_exec(q->db, "RELEASE tc_row", NULL, NULL, NULL);
+		return ret;
+	}
+	if (t->cur && bytes > SQ_ARENA - t->cur->arena_len && (ret = sq_flush(s, t)) < 0)
+		return ret;
+	if (!t->cur && (ret = sq_batch_get(s, t)) < 0)
+		return ret;
+	b = t->cur;
+	dst = b->vals + (size_t)b->pending * t->ncols;
+	if (row != dst)
+		memcpy(dst, row, size);
+	sq_row_keep(b, t->ncols, dst);
+	if (++b->pending == t->rows)
+		return sq_flush(s, t);
+	return 0;
+}
