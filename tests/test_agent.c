@@ -659,15 +659,11 @@ static Suite *agent_suite(void)
 	TCase *tc = tcase_create("tracing");
 
 	tcase_add_unchecked_fixture(tc, NULL, sweep_instances);
-	tcase_add_test(tc, test_instance_lifecycle);
-	tcase_add_test(tc, test_buffer_size);
-	tcase_add_test(tc, test_existing_instance_left_alone);
-	tcase_add_test(tc, test_teardown_while_tracing);
-	tcase_add_test(tc, test_bad_event_spec);
-	tcase_add_test(tc, test_enable_event_and_format);
-	tcase_add_test(tc, test_enable_system);
-	tcase_add_test(tc, test_header_page);
-	tcase_add_test(tc, test_cmdlines_real);
+	tu_add_tests(tc, TU_TESTS(test_instance_lifecycle, test_buffer_size,
+					test_existing_instance_left_alone,
+					test_teardown_while_tracing, test_bad_event_spec,
+					test_enable_event_and_format, test_enable_system,
+					test_header_page, test_cmdlines_real));
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 
@@ -676,9 +672,8 @@ static Suite *agent_suite(void)
 	tcase_add_unchecked_fixture(tc, NULL, sweep_instances);
 	tcase_add_loop_test(tc, test_reader_counts_match_kernel, READER_MMAP,
 			    READER_READ + 1);
-	tcase_add_test(tc, test_reader_callback_error_stops);
-	tcase_add_test(tc, test_reader_bad_args);
-	tcase_add_test(tc, test_page_events_synthetic);
+	tu_add_tests(tc, TU_TESTS(test_reader_callback_error_stops, test_reader_bad_args,
+					test_page_events_synthetic));
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 
@@ -688,10 +683,8 @@ static Suite *agent_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("hostinfo");
-	tcase_add_test(tc, test_hostinfo);
-	tcase_add_test(tc, test_clock_sample);
-	tcase_add_test(tc, test_clock_sample_tsc);
-	tcase_add_test(tc, test_read_line);
+	tu_add_tests(tc, TU_TESTS(test_hostinfo, test_clock_sample, test_clock_sample_tsc,
+					test_read_line));
 	suite_add_tcase(s, tc);
 	return s;
 }

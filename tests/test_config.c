@@ -263,16 +263,10 @@ static Suite *config_suite(void)
 	TCase *tc = tcase_create("parse");
 
 	tcase_add_checked_fixture(tc, NULL, teardown);
-	tcase_add_test(tc, test_valid_file);
-	tcase_add_test(tc, test_crlf_and_empty);
-	tcase_add_test(tc, test_quoting);
-	tcase_add_test(tc, test_syntax_errors);
-	tcase_add_test(tc, test_nul_byte);
-	tcase_add_test(tc, test_limits);
-	tcase_add_test(tc, test_callback_errors);
-	tcase_add_test(tc, test_load_failure_leaves_out);
-	tcase_add_test(tc, test_files);
-	tcase_add_test(tc, test_file_error_names_file);
+	tu_add_tests(tc, TU_TESTS(test_valid_file, test_crlf_and_empty, test_quoting,
+					test_syntax_errors, test_nul_byte, test_limits,
+					test_callback_errors, test_load_failure_leaves_out,
+					test_files, test_file_error_names_file));
 	suite_add_tcase(s, tc);
 	return s;
 }

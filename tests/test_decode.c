@@ -466,21 +466,15 @@ static Suite *decode_suite(void)
 	TCase *bad = tcase_create("malformed");
 
 	tcase_add_checked_fixture(real, setup, teardown);
-	tcase_add_test(real, test_types);
-	tcase_add_test(real, test_entries_match_kernel);
-	tcase_add_test(real, test_markers);
-	tcase_add_test(real, test_order_and_switch_fields);
-	tcase_add_test(real, test_callback_stops);
-	tcase_add_test(real, test_formats);
+	tu_add_tests(real, TU_TESTS(test_types, test_entries_match_kernel, test_markers,
+					test_order_and_switch_fields, test_callback_stops,
+					test_formats));
 	suite_add_tcase(s, real);
 	tcase_add_checked_fixture(bad, setup, teardown);
-	tcase_add_test(bad, test_reject_length);
-	tcase_add_test(bad, test_reject_commit);
-	tcase_add_test(bad, test_reject_event_past_commit);
-	tcase_add_test(bad, test_missed_and_padding);
-	tcase_add_test(bad, test_unknown_type);
-	tcase_add_test(bad, test_garbage);
-	tcase_add_test(bad, test_reject_data_loc_offset);
+	tu_add_tests(bad, TU_TESTS(test_reject_length, test_reject_commit,
+					test_reject_event_past_commit, test_missed_and_padding,
+					test_unknown_type, test_garbage,
+					test_reject_data_loc_offset));
 	suite_add_tcase(s, bad);
 	return s;
 }

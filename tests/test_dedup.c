@@ -226,11 +226,9 @@ static Suite *dedup_suite(void)
 	TCase *tc = tcase_create("dedup");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_new_session_has_seen_nothing);
-	tcase_add_test(tc, test_seen_up_to_the_mark);
-	tcase_add_test(tc, test_shared_per_session);
-	tcase_add_test(tc, test_committed_marks_persist);
-	tcase_add_test(tc, test_rollback_takes_marks_back);
+	tu_add_tests(tc, TU_TESTS(test_new_session_has_seen_nothing, test_seen_up_to_the_mark,
+					test_shared_per_session, test_committed_marks_persist,
+					test_rollback_takes_marks_back));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -711,13 +711,8 @@ static Suite *fgraph_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, config_parse);
 #if defined(__x86_64__)
-	tcase_add_test(tc, graph_fentry);
-	tcase_add_test(tc, graph_mcount);
-	tcase_add_test(tc, graph_cyg);
-	tcase_add_test(tc, filter_include);
-	tcase_add_test(tc, filter_exclude_depth);
-	tcase_add_test(tc, filter_thresh);
-	tcase_add_test(tc, function_tracer);
+	tu_add_tests(tc, TU_TESTS(graph_fentry, graph_mcount, graph_cyg, filter_include,
+					filter_exclude_depth, filter_thresh, function_tracer));
 #endif
 	suite_add_tcase(s, tc);
 	tc = tcase_create("aarch64");

@@ -679,30 +679,20 @@ static Suite *filter_suite(void)
 	TCase *tc;
 
 	tc = tcase_create("parse");
-	tcase_add_test(tc, test_precedence);
-	tcase_add_test(tc, test_syntax_errors);
-	tcase_add_test(tc, test_limits);
-	tcase_add_test(tc, test_parse_messages);
+	tu_add_tests(tc, TU_TESTS(test_precedence, test_syntax_errors, test_limits,
+					test_parse_messages));
 	suite_add_tcase(s, tc);
 	tc = tcase_create("eval");
-	tcase_add_test(tc, test_numeric_ops);
-	tcase_add_test(tc, test_edges);
-	tcase_add_test(tc, test_strings);
-	tcase_add_test(tc, test_globs);
-	tcase_add_test(tc, test_cpus);
-	tcase_add_test(tc, test_glob_not);
-	tcase_add_test(tc, test_eval_errors);
+	tu_add_tests(tc, TU_TESTS(test_numeric_ops, test_edges, test_strings, test_globs,
+					test_cpus, test_glob_not, test_eval_errors));
 	suite_add_tcase(s, tc);
 	tc = tcase_create("bind");
 	tcase_add_test(tc, test_bind_errors);
 	tcase_add_test(tc, test_bind_rebind_dup);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("query");
-	tcase_add_test(tc, test_query_ok);
-	tcase_add_test(tc, test_query_errors);
-	tcase_add_test(tc, test_query_limits);
-	tcase_add_test(tc, test_query_bind_position);
-	tcase_add_test(tc, test_error_format);
+	tu_add_tests(tc, TU_TESTS(test_query_ok, test_query_errors, test_query_limits,
+					test_query_bind_position, test_error_format));
 	suite_add_tcase(s, tc);
 	return s;
 }

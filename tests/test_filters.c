@@ -283,14 +283,10 @@ static Suite *filters_suite(void)
 	Suite *s = suite_create("filters");
 	TCase *tc = tcase_create("table");
 
-	tcase_add_test(tc, test_event_rule);
-	tcase_add_test(tc, test_subsystem_keeps_previous);
-	tcase_add_test(tc, test_type_error_keeps_previous);
-	tcase_add_test(tc, test_host_globs_and_order);
-	tcase_add_test(tc, test_reload_swaps_tables);
-	tcase_add_test(tc, test_rule_errors);
-	tcase_add_test(tc, test_pushdown_text);
-	tcase_add_test(tc, test_pushdown_queue);
+	tu_add_tests(tc, TU_TESTS(test_event_rule, test_subsystem_keeps_previous,
+					test_type_error_keeps_previous, test_host_globs_and_order,
+					test_reload_swaps_tables, test_rule_errors,
+					test_pushdown_text, test_pushdown_queue));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -192,12 +192,9 @@ static Suite *graph_suite(void)
 	Suite *s = suite_create("graph");
 	TCase *tc = tcase_create("graph");
 
-	tcase_add_test(tc, test_nesting_and_leaves);
-	tcase_add_test(tc, test_threads_apart);
-	tcase_add_test(tc, test_exit_without_entry);
-	tcase_add_test(tc, test_exit_cut_off);
-	tcase_add_test(tc, test_exits_only_rebuilt);
-	tcase_add_test(tc, test_empty);
+	tu_add_tests(tc, TU_TESTS(test_nesting_and_leaves, test_threads_apart,
+					test_exit_without_entry, test_exit_cut_off,
+					test_exits_only_rebuilt, test_empty));
 	suite_add_tcase(s, tc);
 	return s;
 }

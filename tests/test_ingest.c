@@ -474,10 +474,8 @@ static Suite *ingest_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, test_session_hooks);
-	tcase_add_test(tc, test_failure_is_per_connection);
-	tcase_add_test(tc, test_resends_stored_once);
-	tcase_add_test(tc, test_journal_session);
+	tu_add_tests(tc, TU_TESTS(test_session_hooks, test_failure_is_per_connection,
+					test_resends_stored_once, test_journal_session));
 	suite_add_tcase(s, tc);
 	return s;
 }

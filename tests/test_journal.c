@@ -779,20 +779,11 @@ static Suite *journal_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, test_append_read);
-	tcase_add_test(tc, test_replay_order);
-	tcase_add_test(tc, test_replay_empty);
-	tcase_add_test(tc, test_open_dir);
-	tcase_add_test(tc, test_replay_cut_and_garbage);
-	tcase_add_test(tc, test_foreign_files);
-	tcase_add_test(tc, test_callback_stops);
-	tcase_add_test(tc, test_forget_replayed);
-	tcase_add_test(tc, test_put_refs);
-	tcase_add_test(tc, test_full);
-	tcase_add_test(tc, test_too_long);
-	tcase_add_test(tc, test_adopt_jfile_replay);
-	tcase_add_test(tc, test_odd_names);
-	tcase_add_test(tc, test_rec_parse);
+	tu_add_tests(tc, TU_TESTS(test_append_read, test_replay_order, test_replay_empty,
+					test_open_dir, test_replay_cut_and_garbage,
+					test_foreign_files, test_callback_stops, test_forget_replayed,
+					test_put_refs, test_full, test_too_long,
+					test_adopt_jfile_replay, test_odd_names, test_rec_parse));
 	suite_add_tcase(s, tc);
 	return s;
 }

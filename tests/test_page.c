@@ -521,11 +521,8 @@ static Suite *page_suite(void)
 	tcase_add_test(real, test_real_pages_cut);
 	suite_add_tcase(s, real);
 	tcase_add_checked_fixture(hand, setup, teardown);
-	tcase_add_test(hand, test_header);
-	tcase_add_test(hand, test_missed_events);
-	tcase_add_test(hand, test_records);
-	tcase_add_test(hand, test_padding);
-	tcase_add_test(hand, test_timestamps);
+	tu_add_tests(hand, TU_TESTS(test_header, test_missed_events, test_records, test_padding,
+					test_timestamps));
 	suite_add_tcase(s, hand);
 	return s;
 }

@@ -1352,10 +1352,8 @@ static Suite *proto_suite(void)
 	TCase *msg = tcase_create("msg");
 	TCase *tls = tcase_create("tls");
 
-	tcase_add_test(frame, test_frame_round_trip);
-	tcase_add_test(frame, test_frame_truncated);
-	tcase_add_test(frame, test_frame_bad_type);
-	tcase_add_test(frame, test_frame_too_large);
+	tu_add_tests(frame, TU_TESTS(test_frame_round_trip, test_frame_truncated,
+					test_frame_bad_type, test_frame_too_large));
 	suite_add_tcase(s, frame);
 
 	tcase_add_loop_test(msg, test_msg_round_trip, MSG_HELLO, MSG_ACK + 1);
@@ -1370,36 +1368,27 @@ static Suite *proto_suite(void)
 	tcase_add_test(msg, test_msg_filter_optional);
 	tcase_add_loop_test(msg, test_msg_every_prefix, MSG_SYMBOLS, MSG_SYMBOLS + 1);
 	tcase_add_loop_test(msg, test_msg_trailing_bytes, MSG_SYMBOLS, MSG_SYMBOLS + 1);
-	tcase_add_test(msg, test_msg_names);
-	tcase_add_test(msg, test_msg_encode_appends);
-	tcase_add_test(msg, test_msg_null_strings_encode_empty);
-	tcase_add_test(msg, test_msg_encode_limits);
+	tu_add_tests(msg, TU_TESTS(test_msg_names, test_msg_encode_appends,
+					test_msg_null_strings_encode_empty, test_msg_encode_limits));
 	tcase_add_loop_test(msg, test_msg_every_prefix, MSG_HELLO, MSG_ACK + 1);
 	tcase_add_loop_test(msg, test_msg_trailing_bytes, MSG_HELLO,
 			    MSG_ACK + 1);
 	tcase_add_loop_test(msg, test_msg_wrong_value, 0, ARRAY_SIZE(bad_values));
 	tcase_add_loop_test(msg, test_msg_missing_required, 0,
 			    ARRAY_SIZE(required));
-	tcase_add_test(msg, test_msg_optional_error_text);
-	tcase_add_test(msg, test_msg_optional_counters);
-	tcase_add_test(msg, test_msg_other_version_hello);
-	tcase_add_test(msg, test_msg_unknown_keys_ignored);
-	tcase_add_test(msg, test_msg_bad_maps);
-	tcase_add_test(msg, test_msg_hostile_sizes);
-	tcase_add_test(msg, test_msg_long_strings);
-	tcase_add_test(msg, test_sym_round_trip);
+	tu_add_tests(msg, TU_TESTS(test_msg_optional_error_text, test_msg_optional_counters,
+					test_msg_other_version_hello, test_msg_unknown_keys_ignored,
+					test_msg_bad_maps, test_msg_hostile_sizes,
+					test_msg_long_strings, test_sym_round_trip));
 	tcase_add_loop_test(msg, test_sym_rejects, 0, ARRAY_SIZE(bad_sym_texts));
 	tcase_add_test(msg, test_sym_long_name_rejected);
 	tcase_add_test(msg, test_sym_format);
 	suite_add_tcase(s, msg);
 
 	tcase_add_unchecked_fixture(tls, tls_setup, tls_teardown);
-	tcase_add_test(tls, test_tls_good_pair);
-	tcase_add_test(tls, test_tls_client_from_other_ca);
-	tcase_add_test(tls, test_tls_server_from_other_ca);
-	tcase_add_test(tls, test_tls_client_without_cert);
-	tcase_add_test(tls, test_tls_ctx_errors);
-	tcase_add_test(tls, test_tls_errors_empty);
+	tu_add_tests(tls, TU_TESTS(test_tls_good_pair, test_tls_client_from_other_ca,
+					test_tls_server_from_other_ca, test_tls_client_without_cert,
+					test_tls_ctx_errors, test_tls_errors_empty));
 	suite_add_tcase(s, tls);
 	return s;
 }

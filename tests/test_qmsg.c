@@ -262,15 +262,11 @@ static Suite *qmsg_suite(void)
 	Suite *s = suite_create("qmsg");
 	TCase *tc = tcase_create("codec");
 
-	tcase_add_test(tc, request_round_trip);
-	tcase_add_test(tc, request_stats_needs_no_query);
-	tcase_add_test(tc, request_every_prefix_rejected);
-	tcase_add_test(tc, request_bad_values);
-	tcase_add_test(tc, reply_round_trip);
-	tcase_add_test(tc, reply_error_round_trip);
-	tcase_add_test(tc, reply_every_prefix_rejected);
-	tcase_add_test(tc, reply_ragged_rows_rejected);
-	tcase_add_test(tc, reply_missing_fields);
+	tu_add_tests(tc, TU_TESTS(request_round_trip, request_stats_needs_no_query,
+					request_every_prefix_rejected, request_bad_values,
+					reply_round_trip, reply_error_round_trip,
+					reply_every_prefix_rejected, reply_ragged_rows_rejected,
+					reply_missing_fields));
 	suite_add_tcase(s, tc);
 	return s;
 }

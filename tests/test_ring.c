@@ -894,9 +894,8 @@ static Suite *ring_suite(void)
 	TCase *tc = tcase_create("ring");
 
 	tcase_set_timeout(tc, 120);
-	tcase_add_test(tc, test_single_thread_exact);
-	tcase_add_test(tc, test_time_extend_and_sizes);
-	tcase_add_test(tc, test_producer_full);
+	tu_add_tests(tc, TU_TESTS(test_single_thread_exact, test_time_extend_and_sizes,
+					test_producer_full));
 	tcase_add_loop_test(tc, test_threads_producer, 0, 2);
 	tcase_add_loop_test(tc, test_threads_overwrite, 0, 2);
 	tcase_add_loop_test(tc, test_threads_flight, 0, 2);
@@ -905,10 +904,8 @@ static Suite *ring_suite(void)
 	tcase_add_loop_test(tc, test_signal_nesting, 0, 2);
 	tcase_add_loop_test(tc, test_reader_in_other_process, 0, 2);
 	tcase_add_loop_test(tc, test_writer_killed_mid_write, 0, 2);
-	tcase_add_test(tc, test_formats);
-	tcase_add_test(tc, test_clock_conversion);
-	tcase_add_test(tc, test_open_rejects_bad_files);
-	tcase_add_test(tc, test_public_api);
+	tu_add_tests(tc, TU_TESTS(test_formats, test_clock_conversion,
+					test_open_rejects_bad_files, test_public_api));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -317,14 +317,10 @@ static Suite *spool_suite(void)
 	TCase *tc = tcase_create("spool");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_memory_then_disk);
-	tcase_add_test(tc, test_ack_frees_and_reclaims);
-	tcase_add_test(tc, test_give_up_counts);
-	tcase_add_test(tc, test_resend_stops_on_error);
-	tcase_add_test(tc, test_pending_in_order);
-	tcase_add_test(tc, test_slots);
-	tcase_add_test(tc, test_slots_memory_limit);
-	tcase_add_test(tc, test_slots_count_whole);
+	tu_add_tests(tc, TU_TESTS(test_memory_then_disk, test_ack_frees_and_reclaims,
+					test_give_up_counts, test_resend_stops_on_error,
+					test_pending_in_order, test_slots, test_slots_memory_limit,
+					test_slots_count_whole));
 	suite_add_tcase(s, tc);
 	return s;
 }

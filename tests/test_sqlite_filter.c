@@ -371,10 +371,8 @@ static Suite *sqlite_filter_suite(void)
 	Suite *s = suite_create("sqlite_filter");
 	TCase *tc = tcase_create("sql");
 
-	tcase_add_test(tc, test_sql_text);
-	tcase_add_test(tc, test_sql_eq);
-	tcase_add_test(tc, test_sql_errors);
-	tcase_add_test(tc, test_sql_crosscheck);
+	tu_add_tests(tc, TU_TESTS(test_sql_text, test_sql_eq, test_sql_errors,
+					test_sql_crosscheck));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1468,28 +1468,15 @@ static Suite *store_suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_where_matches_scan);
-	tcase_add_test(tc, test_query_checks);
-	tcase_add_test(tc, test_keyset_paging);
-	tcase_add_test(tc, test_markers_and_comm);
-	tcase_add_test(tc, test_schema_evolution);
-	tcase_add_test(tc, test_reopen);
-	tcase_add_test(tc, test_counters);
-	tcase_add_test(tc, test_stream_marks);
-	tcase_add_test(tc, test_journal_marks);
-	tcase_add_test(tc, test_symbols);
-	tcase_add_test(tc, test_names_and_errors);
-	tcase_add_test(tc, test_list);
-	tcase_add_test(tc, test_retention);
-	tcase_add_test(tc, test_batches);
-	tcase_add_test(tc, test_writer_failure);
-	tcase_add_test(tc, test_time_index);
-	tcase_add_test(tc, test_retention_blocks);
-	tcase_add_test(tc, test_migrate_ts_index);
-	tcase_add_test(tc, test_wide_batches);
-	tcase_add_test(tc, test_field_index);
-	tcase_add_test(tc, test_field_index_later);
-	tcase_add_test(tc, test_index_parse);
+	tu_add_tests(tc, TU_TESTS(test_where_matches_scan, test_query_checks,
+					test_keyset_paging, test_markers_and_comm,
+					test_schema_evolution, test_reopen, test_counters,
+					test_stream_marks, test_journal_marks, test_symbols,
+					test_names_and_errors, test_list, test_retention,
+					test_batches, test_writer_failure, test_time_index,
+					test_retention_blocks, test_migrate_ts_index,
+					test_wide_batches, test_field_index, test_field_index_later,
+					test_index_parse));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -181,12 +181,9 @@ static Suite *symbols_suite(void)
 	Suite *s = suite_create("symbols");
 	TCase *tc = tcase_create("symbols");
 
-	tcase_add_test(tc, test_own_and_library_functions);
-	tcase_add_test(tc, test_callback_stops_walk);
-	tcase_add_test(tc, test_no_such_pid);
-	tcase_add_test(tc, test_kallsyms);
-	tcase_add_test(tc, test_kallsyms_restricted);
-	tcase_add_test(tc, test_send);
+	tu_add_tests(tc, TU_TESTS(test_own_and_library_functions, test_callback_stops_walk,
+					test_no_such_pid, test_kallsyms, test_kallsyms_restricted,
+					test_send));
 	suite_add_tcase(s, tc);
 	return s;
 }

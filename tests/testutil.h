@@ -128,6 +128,21 @@ __attribute__((sentinel)) static inline int tu_run(Suite *s, ...)
 }
 
 /*
+ * tu_add_tests - add each test of @tests, a NULL-terminated list, to @tc
+ * (tcase_add_test() for each, in order). TU_TESTS(t1, t2, ...) makes the
+ * list, so a case reads as the list of its tests:
+ *
+ *   tu_add_tests(tc, TU_TESTS(test_a, test_b, test_c));
+ */
+static inline void tu_add_tests(TCase *tc, const TTest *const *tests)
+{
+	for (; *tests; tests++)
+		tcase_add_test(tc, *tests);
+}
+
+#define TU_TESTS(...) ((const TTest *const[]){ __VA_ARGS__, NULL })
+
+/*
  * TU_MAIN - main() of a suite that needs nothing before or after its
  * tests: TU_MAIN(x_suite()), or TU_MAIN(x_suite(), y_suite()) for several.
  * A suite with more to do (skip without tracefs, sweep up after) writes
