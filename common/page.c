@@ -53,8 +53,20 @@ static bool layout_swap(const struct page_layout *l)
 	return l->big_endian != host_big_endian();
 }
 
-/* The commit word's flags: only the two the kernel sets, STORED only with
- * MISSED (the count is stored only when events were missed). */
+/*
+ * The commit word's flags: only the two the kernel sets, STORED only with
+ * MISSED (the count is stored only when events were missed). The kernel
+ * adds the flags, int constants, to a long: on a 64-bit kernel a set
+ * MISSED (1 << 31) sign-extends into bits 32..63, so those bits are all
+ * ones with MISSED and all zeros without it.
+ */
+static uint64_t commit_unextend(uint64_t commit)
+{
+	if (commit >> 32 == 0xffffffffu && (commit & PAGE_COMMIT_MISSED))
+		return commit & 0xffffffffu;
+	return commit;
+}
+
 static bool commit_flags_ok(uint64_t commit)
 {
 	uint64_t flags = commit & ~(uint64_t)PAGE_COMMIT_LEN_MASK;
@@ -75,7 +87,7 @@ int page_check(const struct page_layout *l, const void *page, size_t len,
 
 	if (len < hdr || len > l->page_size)
 		return TC_ERR_PAGE_MALFORMED;
-	commit = rd_long(l, swap, p + PAGE_TS_SIZE);
+	commit = commit_unextend(rd_long(l, swap, p + PAGE_TS_SIZE));
 	size = (uint32_t)commit & PAGE_COMMIT_LEN_MASK;
 	if (!commit_flags_ok(commit) || size % PAGE_REC_ALIGN)
 		return TC_ERR_PAGE_MALFORMED;

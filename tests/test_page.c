@@ -319,6 +319,17 @@ START_TEST(test_header)
 	page_init(12 | PAGE_COMMIT_STORED);
 	put_events(16, 1);
 	check_flags_page("count stored without missed events", 1);
+	/* a 64-bit kernel's MISSED, sign-extended into bits 32..63 */
+	page_init(12 | 0xffffffff80000000ull);
+	put_events(16, 1);
+	check_made("missed events, sign-extended", accepted(1), 0);
+	page_init(12 | 0xffffffffc0000000ull);
+	put_events(16, 1);
+	memcpy(made + 16 + 12, &(uint64_t){ 7 }, 8);
+	check_made("missed count stored, sign-extended", accepted(1), 0);
+	page_init(12 | 0xffffffff00000000ull);
+	put_events(16, 1);
+	check_flags_page("high bits set without missed events", 1);
 	page_init((cap.page_size - 16) | PAGE_COMMIT_MISSED | PAGE_COMMIT_STORED);
 	check_made("stored count past the page", rejected(), HEADER_BAD);
 	page_init(0);
