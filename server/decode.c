@@ -203,6 +203,7 @@ static void field_init(struct decode_field *df, const struct tep_format_field *f
 {
 	df->swap = swap;
 	df->name = f->name;
+	df->type = f->type;
 	df->kind = field_kind(f);
 	df->size = f->size > 0 ? (unsigned)f->size : 0;
 	df->tep_field = f;

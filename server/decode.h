@@ -38,6 +38,9 @@ struct decode_field {
 	const char *name;
 	enum decode_kind kind;
 	unsigned size;		/* bytes in the record; 0 for dynamic/flexible */
+	const char *type;	/* the C type as the format gives it ("char[16]",
+				 * "__data_loc char[]", "const char *"): the
+				 * kernel's filter decides by it what a string is */
 	/* private */
 	const struct tep_format_field *tep_field;
 	bool dynamic;		/* __data_loc / __rel_loc */

@@ -561,12 +561,23 @@ static void ing_unlist(struct ingest *g, struct sink *s)
 /*
  * The connection of @s is gone; @jf is its journal file (NULL: none).
  * Its file goes at the next commit, or is stored again after a rollback.
+ * Its pages in the open transaction need their marks in it too: when they
+ * cannot be written, the transaction must not commit (its events would be
+ * stored without their marks, and stored again when the agent resends
+ * them), so it is rolled back as a failed commit is.
+ * Return: 0; the failed flush's code (the transaction was rolled back).
  */
-static void ing_close(struct ingest *g, struct sink *s, struct jfile *jf)
+static int ing_close(struct ingest *g, struct sink *s, struct jfile *jf)
 {
-	if (s->listed && !s->replay && ing_begin(g) == 0 && sink_flush(s, g->store) < 0)
+	int ret = 0;
+
+	if (s->listed && !s->replay && ing_begin(g) == 0)
+		ret = sink_flush(s, g->store);
+	if (ret < 0) {
 		log_err("counters of host %s: %s", s->host ? s->host : "?",
 			store_errmsg(g->store));
+		s->replay = g->journal != NULL;	/* its file is stored again */
+	}
 	if (s->failed && !s->replay && s->dropped_jobs)
 		log_warn("host %s: %llu batches of journaled pages after the failure "
 			 "were not stored", s->host ? s->host : "?",
@@ -577,6 +588,11 @@ static void ing_close(struct ingest *g, struct sink *s, struct jfile *jf)
 	ing_unlist(g, s);
 	pthread_mutex_unlock(&g->lock);
 	sink_free(s);
+	if (ret < 0 && g->txn_open) {
+		g->txn_open = false;
+		ing_rolled_back(g, ret);
+	}
+	return ret;
 }
 
 static void ing_msg(struct ingest *g, struct sink *s, struct proto_msg *m)
@@ -806,7 +822,8 @@ static bool ing_replay_file(struct ingest *g, struct jfile *jf)
 			 (unsigned long long)r.records);
 	if (r.s) {
 		r.s->replay = false;
-		ing_close(g, r.s, NULL);
+		if (ing_close(g, r.s, NULL) < 0)
+			again = true;	/* rolled back: none of it is stored */
 	}
 	if (again) {
 		if (g->txn_open) {

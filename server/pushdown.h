@@ -18,6 +18,7 @@
 
 #include "common/filter.h"
 #include "proto/msg.h"
+#include "server/decode.h"
 
 /* MSG_FILTER messages waiting to be sent to one agent. */
 struct pushdown_q {
@@ -26,14 +27,36 @@ struct pushdown_q {
 };
 
 /*
- * pushdown_text - the text to set in the kernel for bound filter @f, or
- * NULL when it must stay on the collector; then *@why says why. Filters
- * reading COMM stay: here COMM is the agent's pid -> comm table for the
- * event's common_pid, in the kernel it is the current task's comm, which
- * differs (e.g. the next task of a sched_switch), so the kernel could drop
- * events the collector keeps.
+ * pushdown_text - the text to set in the kernel for filter @f, bound to the
+ * fields of @t (the schema sink.c builds from them, index for index), or
+ * NULL when it must stay on the collector; then *@why says why (a static
+ * string).
+ *
+ * A filter is pushed only when the kernel keeps exactly the events we
+ * keep, predicate by predicate (one that is not keeps the whole filter
+ * here). What differs (kernel/trace/trace_events_filter.c):
+ *
+ * - COMM: here the agent's pid -> comm table for the event's common_pid,
+ *   in the kernel the current task's comm (the next task of a
+ *   sched_switch...).
+ * - A fixed char[N] (FILTER_STATIC_STRING) is matched with the array's
+ *   size as the string's length: a '*suffix' glob compares the array's
+ *   last bytes (so "t.sh" never ends in "sh" there), '*infix*' searches
+ *   past the NUL into whatever follows it in the array, and a full glob
+ *   ('?', '[', '\', or an inner '*') reads up to a NUL, past the array
+ *   when it has none. An exact match longer than N matches an unterminated
+ *   array's N bytes. Exact (N bytes at most) and 'prefix*' agree.
+ * - __data_loc / __rel_loc char[] (strings written by __string()) carry
+ *   their length with the NUL, the kernel's contract for its matchers:
+ *   every glob kind agrees (checked against the kernel).
+ * - A '~' pattern whose first byte (after '!') is a digit is compared
+ *   literally (MATCH_INDEX), so one with '*', '?', '[' or '\' differs.
+ * - "char *" / "const char *" fields are strings to the kernel (it reads
+ *   what they point to), numbers here; other string-like fields (char[]
+ *   without a size, u8[N]) are not strings of the kernel's kind.
  */
-const char *pushdown_text(const struct filter *f, const char **why);
+const char *pushdown_text(const struct filter *f, const struct decode_type *t,
+			  const char **why);
 
 /*
  * pushdown_queue - append a MSG_FILTER for @system:@name with @text (NULL:

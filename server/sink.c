@@ -135,7 +135,7 @@ static void sink_report(void *ctx, const char *system, const char *name, const c
 /* Push-down: tell the agent when the filter its kernel should apply changed. */
 static int sink_type_push(struct sink *s, struct sink_type *ty)
 {
-	const char *why = NULL, *want = ty->f ? pushdown_text(ty->f, &why) : NULL;
+	const char *why = NULL, *want = ty->f ? pushdown_text(ty->f, ty->t, &why) : NULL;
 	char *copy = NULL;
 
 	if (!s->pushdown || !ty->kernel)

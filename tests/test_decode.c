@@ -93,10 +93,14 @@ START_TEST(test_types)
 	ck_assert_int_eq(sw->fields[3].kind, DECODE_SIGNED);
 	ck_assert_int_eq(sw->fields[field_index(sw, "prev_comm")].kind, DECODE_STRING);
 	ck_assert_uint_eq(sw->fields[field_index(sw, "prev_comm")].size, 16);
+	/* the type text push-down classifies fields by, as the kernel's filter */
+	ck_assert_str_eq(sw->fields[field_index(sw, "prev_comm")].type, "char[16]");
+	ck_assert_str_eq(sw->fields[field_index(sw, "prev_pid")].type, "pid_t");
 	ck_assert_int_eq(sw->fields[field_index(sw, "prev_pid")].kind, DECODE_SIGNED);
 	ck_assert_int_eq(sw->fields[field_index(sw, "common_type")].kind, DECODE_UNSIGNED);
 	ck_assert_uint_eq(sw->nfields, 11);
 	ck_assert_int_eq(pr->fields[field_index(pr, "buf")].kind, DECODE_STRING);
+	ck_assert_str_eq(pr->fields[field_index(pr, "buf")].type, "char[]");
 	ck_assert_int_eq(pr->fields[field_index(pr, "ip")].kind, DECODE_UNSIGNED);
 	ck_assert_str_eq(decode_kind_name(DECODE_BLOB), "blob");
 }
@@ -450,6 +454,7 @@ START_TEST(test_reject_data_loc_offset)
 		ck_assert_int_eq(decoder_new(&cap.hello, &d), 0);
 		if (decoder_format(d, "tc", "tc_loc", fmts[i], strlen(fmts[i]), &t) == 0) {
 			ck_assert_str_eq(t->fields[t->nfields - 1].name, "msg");
+			ck_assert_str_eq(t->fields[t->nfields - 1].type, "__data_loc char[]");
 			ck_assert_int_eq(decoder_page(d, 0, pg, cap.page_size, loc_cb, &got, NULL),
 					 0);
 			ck_assert_msg(got == TC_ERR_PAGE_MALFORMED, "format %zu: %d", i, got);

@@ -13,7 +13,10 @@
 # removes it, updates a streaming agent's instance (and "none" after the
 # removal) without reconnecting it; a filter our grammar takes but the
 # kernel refuses (a string value without quotes) is reported with the
-# kernel's message, and the collector still enforces it.
+# kernel's message, and the collector still enforces it; a suffix glob on a
+# fixed char array, which the kernel evaluates otherwise, is not pushed and
+# stores the same events with push-down offered or not, while a prefix glob
+# is pushed.
 set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
@@ -138,6 +141,67 @@ check "d: no stored row is a sleep's (the collector enforced it)" \
 	'[ "$(traceq -H d --count "sched_switch where prev_comm == \"sleep\"")" = 0 ]'
 check "d: the collector dropped the sleeps' switches" '[ -n "$dropped_d" ] && [ "$dropped_d" -gt 0 ]'
 check "d: stored + dropped == shipped" '[ $((stored_d + dropped_d)) = "$(shipped d)" ]'
+
+# 4. Push down only what the kernel evaluates as we do. For a fixed char[16]
+# like next_comm the kernel matches '~ "*suffix"' against the array's last
+# bytes, so "pdPID.sh" never ends in ".sh" there: pushed down, that filter
+# would drop every event the collector keeps. A workload whose comm ends in
+# the suffix runs wholly while two agents trace the same kernel, one
+# offering push-down (e), one not (f): both must store the same events.
+# Then a prefix glob, which the kernel evaluates as we do, is pushed to e.
+reloads() { grep -c "reload: .* filter rule(s) in effect" "$tmp/collector.log"; }
+reload() {	# reload RULE: SIGHUP with RULE as the only filter, until it is in effect
+	local n
+	n=$(reloads)
+	echo "filter = sched:sched_switch $1" > "$tmp/collector.conf"
+	kill -HUP "$collector_pid"
+	for _ in $(seq 100); do [ "$(reloads)" -gt "$n" ] && return 0; sleep 0.1; done
+	return 1
+}
+tracing_on() {	# until NAME's instance traces (every event enabled, readers in place)
+	for _ in $(seq 100); do
+		[ "$(cat "$tracing/instances/$(inst "$1")/tracing_on" 2>/dev/null)" = 1 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+wait_log() {	# wait_log PATTERN: until the collector's log has it
+	for _ in $(seq 100); do grep -q "$1" "$tmp/collector.log" && return 0; sleep 0.1; done
+	return 1
+}
+comm="pd$$.sh"		# at most 15 bytes, not ending in the array's last byte
+printf '#!/bin/bash\nfor i in $(seq 20); do sleep 0.01; done\n' > "$tmp/$comm"
+chmod +x "$tmp/$comm"
+reload "next_comm ~ \"*$$.sh\""; got=$?
+check "the suffix glob is in effect" '[ "$got" = 0 ]'
+BG=1 agent e 600 & pid_e=$!
+BG=1 agent f 600 --no-pushdown & pid_f=$!
+tracing_on e; on_e=$?
+tracing_on f; on_f=$?
+wait_log "host e: sched:sched_switch: \(the kernel took filter\|filter .* is not pushed down\)"
+check "e and f trace" '[ "$on_e" = 0 ] && [ "$on_f" = 0 ]'
+filter_e=$(cat "$(filter_file e)" 2>/dev/null)
+check "e's instance has no filter for the suffix glob (${filter_e:-gone})" '[ "$filter_e" = none ]'
+check "the collector says why it keeps the suffix glob" \
+	'grep -q "host e: sched:sched_switch: filter .next_comm ~ .\*$$.sh.. is not pushed down: a .\*suffix. glob on a fixed char array" "$tmp/collector.log"'
+"$tmp/$comm"
+reload "next_comm ~ \"pd$$*\""; got=$?
+wait_file e "^next_comm ~ \"pd$$\*\""; pushed=$?
+check "the prefix glob is pushed to e's instance" '[ "$got" = 0 ] && [ "$pushed" = 0 ]'
+check "the collector logs that e's kernel took it" \
+	'grep -q "host e: sched:sched_switch: the kernel took filter .next_comm ~ .pd$$\*.." "$tmp/collector.log"'
+"$tmp/$comm"
+kill -TERM "$pid_e" "$pid_f"
+wait "$pid_e"; rc_e=$?
+wait "$pid_f"; rc_f=$?
+check "e and f exit 0" '[ "$rc_e" = 0 ] && [ "$rc_f" = 0 ] || { cat "$tmp/e.err" "$tmp/f.err"; false; }'
+stored_e=$(traceq -H e --count sched_switch)
+stored_f=$(traceq -H f --count sched_switch)
+echo "switches to $comm stored: push-down offered e=$stored_e, collector-only f=$stored_f"
+check "f stored the workload's switches" '[ "$stored_f" -gt 0 ]'
+check "push-down stores the same: e == f" '[ "$stored_e" = "$stored_f" ]'
+check "every stored row of e and f is the workload's" \
+	'[ "$(traceq -H "[ef]" --count "sched_switch where next_comm != \"$comm\"")" = 0 ]'
 
 check "no tracefs instance left behind" '! ls "$tracing/instances" | grep -q "^tc-pushdown-$$-"'
 kill "$collector_pid"; wait "$collector_pid"; rc=$?
