@@ -29,7 +29,9 @@
  * closed: REASON" gives the ERROR text); --idle-sockets opens N TCP
  * connections that send nothing and prints "socket I closed" as the
  * collector closes each (exit 0 once all are). A refused agent's line
- * gives the collector's ERROR text.
+ * gives the collector's ERROR text. Like traceagent, an agent whose
+ * connection or TLS handshake fails tries again after a short backoff
+ * (a collector past its handshake caps closes new connections at once).
  */
 #include "config.h"
 
@@ -462,15 +464,41 @@ static int send_pages(struct agent *a, SSL *ssl)
 	return ret;
 }
 
+/*
+ * Connect and handshake as an agent does: a collector over its handshake
+ * caps closes at once, and the agent tries again after a growing, jittered
+ * delay (here 10 ms doubling to 640 ms, 40 tries). Return: 0 with *@fd and
+ * *@ssl set; -1.
+ */
+static int agent_connect(struct agent *a, int *fd, SSL **ssl)
+{
+	unsigned delay = 10;
+
+	for (int i = 0; i < 40; i++) {
+		*fd = tcp_connect(a->o);
+		*ssl = *fd >= 0 ? SSL_new(a->ctx) : NULL;
+		if (*ssl && SSL_set_fd(*ssl, *fd) == 1 && SSL_connect(*ssl) == 1)
+			return 0;
+		SSL_free(*ssl);
+		*ssl = NULL;
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+		usleep((delay / 2 + (unsigned)random() % (delay / 2 + 1)) * 1000);
+		delay = delay < 640 ? delay * 2 : delay;
+	}
+	return -1;
+}
+
 static void *agent_main(void *arg)
 {
 	struct agent *a = arg;
 	struct proto_msg m = { .type = MSG_BYE };
-	int fd = tcp_connect(a->o);
-	SSL *ssl = fd >= 0 ? SSL_new(a->ctx) : NULL;
+	int fd = -1;
+	SSL *ssl = NULL;
 
 	a->err = -1;
-	if (!ssl || SSL_set_fd(ssl, fd) != 1 || SSL_connect(ssl) != 1) {
+	if (agent_connect(a, &fd, &ssl) < 0) {
 		snprintf(a->why, sizeof(a->why), "connect/TLS failed");
 		goto out;
 	}

@@ -370,11 +370,10 @@ static int settings_defaults(struct settings *s)
 		{ "ca", "/etc/tracecollect/ca.crt" },
 		{ "journal-size", "1G" },
 	};
-
-	s->lim = collector_limits_default();
 	size_t i;
 	int ret = 0;
 
+	s->lim = collector_limits_default();
 	for (i = 0; i < sizeof(def) / sizeof(def[0]) && ret == 0; i++)
 		ret = apply(s, def[i][0], def[i][1]);
 	return ret;
