@@ -40,6 +40,7 @@
 #include <inttypes.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -641,6 +642,7 @@ int main(int argc, char **argv)
 	double secs;
 	int bad = 0;
 
+	signal(SIGPIPE, SIG_IGN);	/* a collector may close at once: EPIPE */
 	if (parse_opts(argc, argv, &o) < 0) {
 		fprintf(stderr, "usage: loadgen --connect HOST:PORT --cert F --key F --ca F"
 				" --data DIR [--agents N] [--pages P] [--name PREFIX]\n"
