@@ -7,6 +7,8 @@
  *
  *   loadgen --connect HOST:PORT --cert F --key F --ca F --data DIR
  *           [--agents N] [--pages P | --events E] [--name PREFIX]
+ *           [--bind ADDR] [--page-size N [--page-bytes B]] [--stall]
+ *   loadgen --connect HOST:PORT [--bind ADDR] --idle-sockets N
  *
  * DIR holds capture.txt (page_size, long_size, ncpus), header_page,
  * formats.txt ("system name file" lines; else the three test formats)
@@ -17,6 +19,19 @@
  * collector's own decoder, so shipped_events is exact. Exit status 0 when
  * every agent got DONE with stored == shipped (from a collector with a
  * receive journal: a DONE that covers every page shipped).
+ *
+ * For the collector's limits: --bind gives the connections that source
+ * address; --page-size declares that page size in the HELLO, and
+ * --page-bytes ships empty pages of B bytes instead of the capture's;
+ * --stall sends, after the formats, the header of a page frame of
+ * page-size bytes and all of it but the last byte, prints "agent I:
+ * stalled", then waits for the collector to close (each line "agent I:
+ * closed: REASON" gives the ERROR text); --idle-sockets opens N TCP
+ * connections that send nothing and prints "socket I closed" as the
+ * collector closes each (exit 0 once all are). A refused agent's line
+ * gives the collector's ERROR text. Like traceagent, an agent whose
+ * connection or TLS handshake fails tries again after a short backoff
+ * (a collector past its handshake caps closes new connections at once).
  */
 #include "config.h"
 
@@ -25,14 +40,17 @@
 #include <inttypes.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <openssl/ssl.h>
 #include <sys/socket.h>
 
@@ -70,6 +88,11 @@ struct opts {
 	unsigned agents;
 	uint64_t pages;
 	uint64_t events;	/* --events: total over all agents, sets pages */
+	const char *bind;	/* --bind: source address */
+	unsigned page_size;	/* --page-size: declared in HELLO; 0: the capture's */
+	unsigned page_bytes;	/* --page-bytes: ship empty pages of this size */
+	bool stall;		/* --stall */
+	unsigned idle_sockets;	/* --idle-sockets */
 };
 
 struct agent {
@@ -250,6 +273,18 @@ static void data_free(struct data *d)
 
 /* ---- one agent ---- */
 
+/* Bind @fd to --bind's address (IPv4), if given. */
+static int bind_source(const struct opts *o, int fd)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+
+	if (!o->bind)
+		return 0;
+	if (inet_pton(AF_INET, o->bind, &sa.sin_addr) != 1)
+		return -1;
+	return bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+}
+
 static int tcp_connect(const struct opts *o)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
@@ -258,13 +293,17 @@ static int tcp_connect(const struct opts *o)
 	if (getaddrinfo(o->host, o->port, &hints, &ai) != 0)
 		return -1;
 	fd = socket(ai->ai_family, SOCK_STREAM, 0);
-	if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+	if (fd >= 0 && (bind_source(o, fd) < 0 ||
+			connect(fd, ai->ai_addr, ai->ai_addrlen) < 0)) {
 		close(fd);
 		fd = -1;
 	}
 	freeaddrinfo(ai);
 	if (fd >= 0)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* --stall: a written frame is then mostly in the collector, not in our kernel */
+	if (fd >= 0 && o->stall)
+		setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &(int){ 32768 }, sizeof(int));
 	return fd;
 }
 
@@ -330,9 +369,13 @@ static int send_setup(struct agent *a, SSL *ssl)
 	int ret;
 
 	hello_of(d, a->idx, a->o->name, &m.hello, host, mid);
+	if (a->o->page_size)
+		m.hello.page_size = a->o->page_size;
 	ret = send_msg(ssl, &m);
 	if (ret == 0 && (ret = recv_msg(ssl, &m)) == 0) {
 		ret = m.type == MSG_WELCOME ? 0 : -1;
+		if (m.type == MSG_ERROR)
+			snprintf(a->why, sizeof(a->why), "refused: %s", m.error.text);
 		proto_msg_free(&m);
 	}
 	m = (struct proto_msg){ .type = MSG_HEADER_PAGE,
@@ -348,28 +391,71 @@ static int send_setup(struct agent *a, SSL *ssl)
 	return ret;
 }
 
+/* --page-bytes: an empty page of B bytes (the capture's time stamp). */
+static void empty_page(const struct data *d, size_t i, uint8_t *pg, size_t len)
+{
+	memset(pg, 0, len);
+	memcpy(pg, d->pages + i * d->page_size, 8);
+}
+
+/*
+ * --stall: all of a page frame but its last byte, then wait for the
+ * collector to close; a->why gets its ERROR text.
+ */
+static int send_stall(struct agent *a, SSL *ssl)
+{
+	unsigned len = a->o->page_size ? a->o->page_size : a->d->page_size;
+	struct frame_hdr h = { .type = FRAME_PAGE, .stream = 0, .len = len, .seq = 1 };
+	uint8_t *buf = calloc(1, FRAME_HDR_SIZE + len);
+	struct proto_msg m;
+	int ret = buf ? 0 : -1;
+
+	if (ret == 0) {
+		frame_hdr_pack(&h, buf);
+		ret = ssl_write_all(ssl, buf, FRAME_HDR_SIZE + len - 1);
+	}
+	free(buf);
+	if (ret < 0)
+		return ret;
+	printf("loadgen: agent %u: stalled\n", a->idx);
+	fflush(stdout);
+	snprintf(a->why, sizeof(a->why), "closed without ERROR");
+	while (recv_msg(ssl, &m) == 0) {
+		if (m.type == MSG_ERROR)
+			snprintf(a->why, sizeof(a->why), "closed: %s", m.error.text);
+		proto_msg_free(&m);
+	}
+	printf("loadgen: agent %u: %s\n", a->idx, a->why);
+	fflush(stdout);
+	return 0;
+}
+
 static int send_pages(struct agent *a, SSL *ssl)
 {
 	const struct data *d = a->d;
 	uint64_t seq[MAX_CPUS] = { 0 };
-	size_t flen = FRAME_HDR_SIZE + d->page_size, batch = 16, n = 0;
+	size_t plen = a->o->page_bytes ? a->o->page_bytes : d->page_size;
+	size_t flen = FRAME_HDR_SIZE + plen, batch = 16, n = 0;
 	uint8_t *buf = malloc(flen * batch);
 	int ret = buf ? 0 : -1;
 
 	for (uint64_t p = 0; ret == 0 && p < a->o->pages; p++) {
 		size_t i = (size_t)((p + a->idx * 7) % d->npages);
 		struct frame_hdr h = { .type = FRAME_PAGE, .stream = d->page_cpu[i],
-				       .len = d->page_size, .seq = ++seq[d->page_cpu[i]] };
+				       .len = (uint32_t)plen, .seq = ++seq[d->page_cpu[i]] };
 		uint8_t *pg = buf + n * flen + FRAME_HDR_SIZE;
 		uint64_t ts;
 
 		frame_hdr_pack(&h, buf + n * flen);
-		memcpy(pg, d->pages + i * d->page_size, d->page_size);
+		if (a->o->page_bytes)
+			empty_page(d, i, pg, plen);
+		else
+			memcpy(pg, d->pages + i * d->page_size, d->page_size);
 		/* each replay round is later in time, as a live host's pages are */
 		memcpy(&ts, pg, sizeof(ts));
 		ts += (p + a->idx * 7) / d->npages * d->span;
 		memcpy(pg, &ts, sizeof(ts));
-		a->shipped += d->page_events[i];
+		a->shipped += a->o->page_bytes ? 0 : d->page_events[i];
 		if (++n == batch || p + 1 == a->o->pages) {
 			ret = ssl_write_all(ssl, buf, n * flen);
 			n = 0;
@@ -379,19 +465,54 @@ static int send_pages(struct agent *a, SSL *ssl)
 	return ret;
 }
 
+/*
+ * Connect and handshake as an agent does: a collector over its handshake
+ * caps closes at once, and the agent tries again after a growing, jittered
+ * delay (here 10 ms doubling to 640 ms, 40 tries). Return: 0 with *@fd and
+ * *@ssl set; -1.
+ */
+static int agent_connect(struct agent *a, int *fd, SSL **ssl)
+{
+	unsigned delay = 10;
+
+	for (int i = 0; i < 40; i++) {
+		*fd = tcp_connect(a->o);
+		*ssl = *fd >= 0 ? SSL_new(a->ctx) : NULL;
+		if (*ssl && SSL_set_fd(*ssl, *fd) == 1 && SSL_connect(*ssl) == 1)
+			return 0;
+		SSL_free(*ssl);
+		*ssl = NULL;
+		if (*fd >= 0)
+			close(*fd);
+		*fd = -1;
+		usleep((delay / 2 + (unsigned)random() % (delay / 2 + 1)) * 1000);
+		delay = delay < 640 ? delay * 2 : delay;
+	}
+	return -1;
+}
+
 static void *agent_main(void *arg)
 {
 	struct agent *a = arg;
 	struct proto_msg m = { .type = MSG_BYE };
-	int fd = tcp_connect(a->o);
-	SSL *ssl = fd >= 0 ? SSL_new(a->ctx) : NULL;
+	int fd = -1;
+	SSL *ssl = NULL;
 
 	a->err = -1;
-	if (!ssl || SSL_set_fd(ssl, fd) != 1 || SSL_connect(ssl) != 1) {
+	if (agent_connect(a, &fd, &ssl) < 0) {
 		snprintf(a->why, sizeof(a->why), "connect/TLS failed");
 		goto out;
 	}
-	if (send_setup(a, ssl) < 0 || send_pages(a, ssl) < 0) {
+	if (send_setup(a, ssl) < 0) {
+		if (!a->why[0])
+			snprintf(a->why, sizeof(a->why), "sending failed");
+		goto out;
+	}
+	if (a->o->stall) {
+		a->err = send_stall(a, ssl);
+		goto out;
+	}
+	if (send_pages(a, ssl) < 0) {
 		snprintf(a->why, sizeof(a->why), "sending failed");
 		goto out;
 	}
@@ -420,6 +541,46 @@ out:
 	return NULL;
 }
 
+/* ---- --idle-sockets ---- */
+
+/*
+ * Open @o->idle_sockets connections one after the other (each is open
+ * when the next connects) that send nothing; print each one's closing as
+ * the collector closes it. Return: 0 once all are closed.
+ */
+static int idle_sockets(const struct opts *o)
+{
+	unsigned n = o->idle_sockets, left = n;
+	struct pollfd *p = calloc(n, sizeof(*p));
+	char b[256];
+
+	for (unsigned i = 0; p && i < n; i++) {
+		p[i].fd = tcp_connect(o);
+		p[i].events = POLLIN;
+		if (p[i].fd < 0) {
+			fprintf(stderr, "loadgen: socket %u: connect failed\n", i);
+			return 1;
+		}
+		printf("loadgen: socket %u open\n", i);
+		fflush(stdout);
+	}
+	while (p && left && poll(p, n, -1) > 0) {
+		for (unsigned i = 0; i < n; i++) {
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			if (read(p[i].fd, b, sizeof(b)) > 0)
+				continue;
+			printf("loadgen: socket %u closed\n", i);
+			fflush(stdout);
+			close(p[i].fd);
+			p[i].fd = -1;
+			left--;
+		}
+	}
+	free(p);
+	return left ? 1 : 0;
+}
+
 /* ---- main ---- */
 
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -428,6 +589,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "connect", 1, NULL, 'C' }, { "cert", 1, NULL, 'c' }, { "key", 1, NULL, 'k' },
 		{ "ca", 1, NULL, 'a' }, { "data", 1, NULL, 'd' }, { "agents", 1, NULL, 'n' },
 		{ "pages", 1, NULL, 'p' }, { "name", 1, NULL, 'N' }, { "events", 1, NULL, 'e' },
+		{ "bind", 1, NULL, 'b' }, { "page-size", 1, NULL, 'S' },
+		{ "page-bytes", 1, NULL, 'B' }, { "stall", 0, NULL, 's' },
+		{ "idle-sockets", 1, NULL, 'I' },
 		{ 0 }
 	};
 	const char *colon;
@@ -450,9 +614,18 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'p': o->pages = strtoull(optarg, NULL, 10); break;
 		case 'N': o->name = optarg; break;
 		case 'e': o->events = strtoull(optarg, NULL, 10); break;
+		case 'b': o->bind = optarg; break;
+		case 'S': o->page_size = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'B': o->page_bytes = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 's': o->stall = true; break;
+		case 'I': o->idle_sockets = (unsigned)strtoul(optarg, NULL, 10); break;
 		default: return -1;
 		}
 	}
+	if (o->idle_sockets)
+		return o->host[0] ? 0 : -1;
+	if (o->page_bytes && (o->page_bytes < 16 || o->page_bytes > FRAME_MAX_PAYLOAD))
+		return -1;
 	return o->host[0] && o->files.cert && o->files.key && o->files.ca && o->dir &&
 	       o->agents && o->pages ? 0 : -1;
 }
@@ -469,11 +642,17 @@ int main(int argc, char **argv)
 	double secs;
 	int bad = 0;
 
+	signal(SIGPIPE, SIG_IGN);	/* a collector may close at once: EPIPE */
 	if (parse_opts(argc, argv, &o) < 0) {
 		fprintf(stderr, "usage: loadgen --connect HOST:PORT --cert F --key F --ca F"
-				" --data DIR [--agents N] [--pages P] [--name PREFIX]\n");
+				" --data DIR [--agents N] [--pages P] [--name PREFIX]\n"
+				"               [--bind ADDR] [--page-size N [--page-bytes B]]"
+				" [--stall]\n"
+				"       loadgen --connect HOST:PORT [--bind ADDR] --idle-sockets N\n");
 		return 2;
 	}
+	if (o.idle_sockets)
+		return idle_sockets(&o);
 	if (load(&o, &d) < 0) {
 		fprintf(stderr, "loadgen: cannot load the capture in %s\n", o.dir);
 		return 2;

@@ -23,6 +23,36 @@ struct conn;
 struct ingest;
 struct ingest_hooks;
 
+/* The defaults of struct collector_limits (tracecollectd --help). */
+#define COLLECTOR_HANDSHAKE_MS		10000
+#define COLLECTOR_IDLE_MS		300000	/* agents send CLOCK every 10 s */
+#define COLLECTOR_MAX_HANDSHAKES	256
+#define COLLECTOR_MAX_HANDSHAKES_SOURCE	8
+#define COLLECTOR_INPUT_BYTES		(64u << 20)
+
+/*
+ * What peers may hold. A connection buffers up to CONN_INPUT_BASE (conn.c)
+ * of input on its own; a frame bigger than that is read only once
+ * input_bytes, shared by all connections, has room for it (until then the
+ * connection is not read: TCP pushes back on its peer).
+ */
+struct collector_limits {
+	int handshake_ms;		/* TLS handshake and HELLO within this */
+	int idle_ms;			/* streaming, no complete frame this long:
+					 * close; 0: never */
+	unsigned max_handshakes;	/* connections in the handshake, in all */
+	unsigned max_handshakes_source;	/* ... from one source address */
+	uint64_t input_bytes;		/* big frames being received, in all */
+};
+
+/* One source address whose refusals are counted, not logged again. */
+struct collector_refusal {
+	char addr[48];
+	uint64_t count;
+};
+
+#define COLLECTOR_REFUSAL_SOURCES	64
+
 struct collector {
 	struct event_base *base;
 	SSL_CTX *tls;
@@ -33,11 +63,32 @@ struct collector {
 	unsigned nconns;
 	uint64_t refused;		/* agents refused at the TLS handshake */
 	uint64_t next_conn_id;
+	struct collector_limits lim;
+	unsigned nhandshakes;		/* connections not yet authenticated */
+	uint64_t input_used;		/* of lim.input_bytes, granted to frames */
+	unsigned input_waiting;		/* connections waiting for input memory */
+	int64_t input_full_ms;		/* when that was last logged */
+	uint64_t refused_limit;		/* closed by a cap or a timeout */
+	struct collector_refusal refusals[COLLECTOR_REFUSAL_SOURCES];
+	unsigned refusal_next;		/* the slot a new source takes */
 };
+
+/* collector_limits_default - the defaults above. */
+static inline struct collector_limits collector_limits_default(void)
+{
+	return (struct collector_limits){
+		.handshake_ms = COLLECTOR_HANDSHAKE_MS, .idle_ms = COLLECTOR_IDLE_MS,
+		.max_handshakes = COLLECTOR_MAX_HANDSHAKES,
+		.max_handshakes_source = COLLECTOR_MAX_HANDSHAKES_SOURCE,
+		.input_bytes = COLLECTOR_INPUT_BYTES,
+	};
+}
 
 /*
  * conn_accept - take a new TCP connection @fd from @peer and start the TLS
- * handshake; the connection frees itself when it ends. Event loop.
+ * handshake; the connection frees itself when it ends. Over a handshake cap
+ * (col->lim) @fd is closed at once, the refusal logged once per source
+ * address and counted. Event loop.
  */
 void conn_accept(struct collector *col, int fd, const struct sockaddr *peer, int socklen);
 

@@ -14,6 +14,16 @@
  * says "resume".
  * Any protocol violation answers ERROR and closes. A refused handshake is
  * logged with OpenSSL's reason.
+ *
+ * Limits (struct collector_limits): a connection past a handshake cap is
+ * closed at accept; one timer per connection closes it when the handshake
+ * and HELLO take longer than handshake_ms, when streaming sends no complete
+ * frame for idle_ms (unless it is not read: paused), and when closing
+ * cannot hand its last bytes over. Input is bounded: a connection buffers
+ * CONN_INPUT_BASE (its bufferevent's read watermark); a frame bigger than
+ * that needs a grant from the collector's input_bytes, and while none is
+ * to be had the connection is not read. Grants go back after the frame,
+ * or with the connection, and wake the waiting connections in list order.
  */
 #include "config.h"
 
@@ -31,6 +41,7 @@
 
 #include "common/log.h"
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "proto/frame.h"
 #include "proto/msg.h"
 #include "proto/tls.h"
@@ -38,7 +49,11 @@
 #include "server/ingest.h"
 #include "server/pushdown.h"
 
-#define CONN_INPUT_HIGH	(4u << 20)	/* read no more while this is buffered */
+/*
+ * Input a connection buffers without a grant (its read watermark): frames
+ * up to this size (an agent's default 64 KiB pages) are read at once.
+ */
+#define CONN_INPUT_BASE	(128u << 10)
 
 enum conn_state {
 	CONN_HANDSHAKE,
@@ -61,6 +76,12 @@ struct conn {
 	struct bufferevent *bev;
 	enum conn_state state;
 	char peer[64];		/* address:port */
+	char addr[48];		/* source address, for the per-source cap */
+	bool unauth;		/* counted in col->nhandshakes */
+	struct event *timer;	/* handshake deadline, idle check, closing deadline */
+	int64_t last_frame;	/* util_now_ms() of the last complete frame */
+	uint32_t grant;		/* input memory granted for the frame being received */
+	bool waiting;		/* for a grant: reading stopped */
 	char subject[128];	/* certificate CN */
 	char *host;		/* name from hello */
 	struct frame_hdr hdr;
@@ -76,6 +97,23 @@ struct conn {
 	int err;		/* the error that ends the session, if any */
 };
 
+static void conn_input_release(struct conn *c);
+
+/* The handshake is done (or, with --insecure-plain, the HELLO taken). */
+static void conn_authenticated(struct conn *c)
+{
+	if (c->unauth)
+		c->col->nhandshakes--;
+	c->unauth = false;
+}
+
+static void conn_arm(struct conn *c, int64_t ms)
+{
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+	evtimer_add(c->timer, &tv);
+}
+
 static void conn_free(struct conn *c)
 {
 	struct collector *col = c->col;
@@ -84,6 +122,13 @@ static void conn_free(struct conn *c)
 	if (c->next)
 		c->next->pprev = c->pprev;
 	col->nconns--;
+	conn_authenticated(c);
+	if (c->waiting)
+		col->input_waiting--;
+	c->waiting = false;
+	conn_input_release(c);	/* may wake others: c is off the list */
+	if (c->timer)
+		event_free(c->timer);
 	if (c->bev)
 		bufferevent_free(c->bev);
 	ingest_sink_close(col->ing, c->sink);
@@ -123,6 +168,7 @@ static int conn_send(struct conn *c, const struct proto_msg *m)
 static void conn_finish(struct conn *c)
 {
 	c->state = CONN_CLOSING;
+	conn_arm(c, c->col->lim.handshake_ms);	/* a peer that does not read */
 	bufferevent_disable(c->bev, EV_READ);
 	bufferevent_trigger(c->bev, EV_WRITE,
 			    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
@@ -152,6 +198,14 @@ static int on_hello(struct conn *c, struct proto_msg *m, const uint8_t *raw, siz
 		return TC_ERR_PROTO_VERSION;
 	if (h->ncpus == 0 || h->ncpus > 65536)
 		return TC_ERR_MSG_MALFORMED;
+	if (h->page_size > FRAME_MAX_PAYLOAD) {	/* such a page could never arrive */
+		char why[128];
+
+		snprintf(why, sizeof(why), "hello: page_size %u is over the largest "
+			 "frame (%u bytes)", h->page_size, FRAME_MAX_PAYLOAD);
+		conn_fail(c, TC_ERR_FRAME_TOO_LARGE, why);
+		return 0;
+	}
 	c->cpus = calloc(h->ncpus, sizeof(*c->cpus));
 	c->host = strdup(h->host);
 	if (!c->cpus || !c->host)
@@ -165,6 +219,12 @@ static int on_hello(struct conn *c, struct proto_msg *m, const uint8_t *raw, siz
 	log_info("%s: agent %s (%s, kernel %s, %u CPUs, clock %s) connected",
 		 c->peer, h->host, c->subject, h->kernel, h->ncpus, h->trace_clock);
 	c->state = CONN_STREAM;
+	conn_authenticated(c);
+	c->last_frame = util_now_ms();
+	if (c->col->lim.idle_ms)
+		conn_arm(c, c->col->lim.idle_ms);
+	else
+		evtimer_del(c->timer);
 	return ingest_push_msg(c->col->ing, c->sink, m, raw, len);
 }
 
@@ -275,6 +335,68 @@ static void conn_pause(struct conn *c)
 	bufferevent_disable(c->bev, EV_READ);
 }
 
+/* Read again, unless still paused or waiting, and look at what is buffered. */
+static void conn_read_again(struct conn *c)
+{
+	if (c->paused || c->waiting || (c->state != CONN_STREAM && c->state != CONN_HELLO))
+		return;
+	bufferevent_enable(c->bev, EV_READ);
+	bufferevent_trigger(c->bev, EV_READ,
+			    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+}
+
+/*
+ * Room for the payload of the frame whose header was read: true when it
+ * fits CONN_INPUT_BASE or was granted (the watermark is raised to it);
+ * false when input_bytes has no room now (reading stops, c->waiting).
+ */
+static bool conn_input_room(struct conn *c)
+{
+	struct collector *col = c->col;
+	uint32_t len = c->hdr.len;
+
+	if (len <= CONN_INPUT_BASE || c->grant >= len)
+		return true;
+	if (col->input_used + len > col->lim.input_bytes) {
+		if (!col->input_waiting && util_now_ms() - col->input_full_ms >= 60000) {
+			col->input_full_ms = util_now_ms();
+			log_info("input memory full (%llu of %llu bytes in frames being "
+				 "received): connections wait unread (logged once a minute)",
+				 (unsigned long long)col->input_used,
+				 (unsigned long long)col->lim.input_bytes);
+		}
+		if (!c->waiting)
+			col->input_waiting++;
+		c->waiting = true;
+		bufferevent_disable(c->bev, EV_READ);
+		return false;
+	}
+	if (c->waiting)
+		col->input_waiting--;
+	c->waiting = false;
+	col->input_used += len;
+	c->grant = len;
+	bufferevent_setwatermark(c->bev, EV_READ, 0, len);
+	return true;
+}
+
+/* Give the frame's grant back; waiting connections take it in list order. */
+static void conn_input_release(struct conn *c)
+{
+	struct collector *col = c->col;
+	struct conn *w;
+
+	if (!c->grant)
+		return;
+	col->input_used -= c->grant;
+	c->grant = 0;
+	if (c->bev)
+		bufferevent_setwatermark(c->bev, EV_READ, 0, CONN_INPUT_BASE);
+	for (w = col->conns; w && col->input_waiting; w = w->next)
+		if (w->waiting && conn_input_room(w))
+			conn_read_again(w);
+}
+
 static void conn_event_cb(struct bufferevent *bev, short what, void *arg);
 
 /* Handle every complete frame in the input buffer. */
@@ -305,6 +427,8 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 			evbuffer_drain(in, sizeof(raw));
 			c->have_hdr = true;
 		}
+		if (!conn_input_room(c))
+			break;
 		if (evbuffer_get_length(in) < c->hdr.len)
 			break;
 		if (c->hdr.type != FRAME_MSG && ingest_full(c->col->ing)) {
@@ -324,6 +448,8 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 			return;
 		evbuffer_drain(in, c->hdr.len);
 		c->have_hdr = false;
+		c->last_frame = util_now_ms();
+		conn_input_release(c);
 		if (ret < 0) {
 			conn_fail(c, ret, c->hdr.type == FRAME_MSG ? "message" : "page");
 			return;
@@ -369,6 +495,7 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 		tls_peer_subject(bufferevent_openssl_get_ssl(bev), c->subject,
 				 sizeof(c->subject));
 		c->state = CONN_HELLO;
+		conn_authenticated(c);
 		return;
 	}
 	if (c->state == CONN_HANDSHAKE)
@@ -379,7 +506,104 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 	conn_free(c);
 }
 
-static void format_peer(const struct sockaddr *sa, char *buf, size_t len)
+/*
+ * A connection closed by a limit: counted; logged with @why the first time
+ * its source address @addr is refused (the last COLLECTOR_REFUSAL_SOURCES
+ * addresses are remembered; one pushed out says how many more it had).
+ */
+static void conn_refused(struct collector *col, const char *addr, const char *why)
+{
+	struct collector_refusal *r;
+	unsigned i;
+
+	col->refused_limit++;
+	for (i = 0; i < COLLECTOR_REFUSAL_SOURCES; i++)
+		if (col->refusals[i].count && !strcmp(col->refusals[i].addr, addr)) {
+			col->refusals[i].count++;
+			return;
+		}
+	r = &col->refusals[col->refusal_next];
+	col->refusal_next = (col->refusal_next + 1) % COLLECTOR_REFUSAL_SOURCES;
+	if (r->count > 1)
+		log_info("%s: %llu more connections closed by limits", r->addr,
+			 (unsigned long long)(r->count - 1));
+	snprintf(r->addr, sizeof(r->addr), "%s", addr);
+	r->count = 1;
+	log_warn("%s: connection closed: %s (more from this address are counted, "
+		 "not logged)", addr, why);
+}
+
+/*
+ * The connection's timer: the handshake (and HELLO) deadline, then the
+ * idle check of a streaming connection, or the deadline of one closing.
+ */
+static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	struct collector *col = c->col;
+	int64_t left;
+	char why[128];
+
+	switch (c->state) {
+	case CONN_HANDSHAKE:
+		snprintf(why, sizeof(why), "TLS handshake not done within %d ms",
+			 col->lim.handshake_ms);
+		conn_refused(col, c->addr, why);
+		conn_free(c);
+		return;
+	case CONN_HELLO:
+		snprintf(why, sizeof(why), "no HELLO within %d ms", col->lim.handshake_ms);
+		col->refused_limit++;
+		conn_fail(c, TC_ERR_TIMEOUT, why);
+		return;
+	case CONN_STREAM:
+		left = c->last_frame + col->lim.idle_ms - util_now_ms();
+		if (c->paused || c->waiting)	/* not read: not idle */
+			left = col->lim.idle_ms;
+		if (left > 0) {
+			conn_arm(c, left);
+			return;
+		}
+		snprintf(why, sizeof(why), "no complete frame for %d ms", col->lim.idle_ms);
+		col->refused_limit++;
+		conn_fail(c, TC_ERR_TIMEOUT, why);
+		return;
+	case CONN_BYE:		/* the worker's turn: wait */
+		conn_arm(c, col->lim.idle_ms ? col->lim.idle_ms : col->lim.handshake_ms);
+		return;
+	case CONN_CLOSING:	/* the peer does not take our last bytes */
+		conn_free(c);
+		return;
+	}
+}
+
+/*
+ * Whether a new connection from @addr is over a handshake cap; @why says
+ * which. Scans the connections: the caps keep the handshaking ones few.
+ */
+static bool conn_over_cap(const struct collector *col, const char *addr,
+			  char *why, size_t len)
+{
+	const struct conn *c;
+	unsigned n = 0;
+
+	if (col->nhandshakes >= col->lim.max_handshakes) {
+		snprintf(why, len, "%u connections in the TLS handshake already "
+			 "(--max-handshakes)", col->nhandshakes);
+		return true;
+	}
+	for (c = col->conns; c; c = c->next)
+		n += c->unauth && !strcmp(c->addr, addr);
+	if (n < col->lim.max_handshakes_source)
+		return false;
+	snprintf(why, len, "%u connections from it in the TLS handshake already "
+		 "(--max-handshakes-per-source)", n);
+	return true;
+}
+
+/* @sa as "address:port" in @buf and as the address alone in @addr. */
+static void format_peer(const struct sockaddr *sa, char *buf, size_t len,
+			char *addr, size_t alen)
 {
 	char ip[INET6_ADDRSTRLEN] = "?";
 	unsigned port = 0;
@@ -396,6 +620,7 @@ static void format_peer(const struct sockaddr *sa, char *buf, size_t len)
 		port = ntohs(in6->sin6_port);
 	}
 	snprintf(buf, len, sa->sa_family == AF_INET6 ? "[%s]:%u" : "%s:%u", ip, port);
+	snprintf(addr, alen, "%s", ip);
 }
 
 /* The bufferevent of a new connection: TLS, or plain with --insecure-plain
@@ -416,17 +641,31 @@ static struct bufferevent *conn_bev(struct conn *c, struct collector *col,
 void conn_accept(struct collector *col, int fd, const struct sockaddr *peer, int socklen)
 {
 	struct conn *c = calloc(1, sizeof(*c));
-	SSL *ssl = col->tls ? SSL_new(col->tls) : NULL;
+	SSL *ssl = NULL;
+	char why[128];
 
-	if (!c || (col->tls && !ssl)) {
+	if (!c) {
 		log_err("out of memory accepting a connection");
 		goto fail;
 	}
-	format_peer(peer, c->peer, sizeof(c->peer));
+	format_peer(peer, c->peer, sizeof(c->peer), c->addr, sizeof(c->addr));
+	if (conn_over_cap(col, c->addr, why, sizeof(why))) {
+		conn_refused(col, c->addr, why);
+		goto fail;
+	}
+	ssl = col->tls ? SSL_new(col->tls) : NULL;
+	c->timer = evtimer_new(col->base, conn_timer_cb, c);
+	if ((col->tls && !ssl) || !c->timer) {
+		log_err("out of memory accepting a connection");
+		goto fail;
+	}
 	c->bev = conn_bev(c, col, fd, ssl);
 	if (!c->bev)
 		goto fail;
 	c->col = col;
+	c->unauth = true;
+	col->nhandshakes++;
+	conn_arm(c, col->lim.handshake_ms);
 	c->id = ++col->next_conn_id;
 	c->next = col->conns;
 	if (c->next)
@@ -436,7 +675,7 @@ void conn_accept(struct collector *col, int fd, const struct sockaddr *peer, int
 	col->nconns++;
 	if (ssl)
 		bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
-	bufferevent_setwatermark(c->bev, EV_READ, 0, CONN_INPUT_HIGH);
+	bufferevent_setwatermark(c->bev, EV_READ, 0, CONN_INPUT_BASE);
 	bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb, conn_event_cb, c);
 	bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 	return;
@@ -445,6 +684,8 @@ fail:
 		SSL_free(ssl);
 		evutil_closesocket(fd);
 	}
+	if (c && c->timer)
+		event_free(c->timer);
 	free(c);
 }
 
@@ -479,9 +720,7 @@ static void conn_resume_all(void *arg)
 		if (!c->paused || c->state != CONN_STREAM)
 			continue;
 		c->paused = false;
-		bufferevent_enable(c->bev, EV_READ);
-		bufferevent_trigger(c->bev, EV_READ,
-				    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
+		conn_read_again(c);
 	}
 }
 
@@ -598,4 +837,7 @@ void conn_close_all(struct collector *col)
 {
 	while (col->conns)
 		conn_free(col->conns);
+	if (col->refused_limit)
+		log_info("%llu connections were closed by limits (handshake caps and "
+			 "timeouts)", (unsigned long long)col->refused_limit);
 }

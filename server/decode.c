@@ -20,11 +20,15 @@
 
 #include "common/page.h"
 #include "common/tc_error.h"
+#include "proto/frame.h"
 #include "server/decode.h"
 
-/* The page sizes a HELLO may announce. */
+/*
+ * The page sizes a HELLO may announce. A page travels in one frame, so a
+ * bigger one could never arrive; buffers are sized by what does.
+ */
 #define DECODE_PAGE_MIN		64
-#define DECODE_PAGE_MAX		(128u << 20)
+#define DECODE_PAGE_MAX		FRAME_MAX_PAYLOAD
 
 struct dtype {
 	struct decode_type pub;		/* first: decode_type * <-> dtype * */

@@ -99,7 +99,8 @@ struct decode_page_stats {
  * @out:   receives the decoder.
  *
  * Return: 0; -EINVAL when long_size is not 4 or 8 or page_size is not a
- * multiple of 8 between 64 bytes and 128 MiB; -ENOMEM.
+ * multiple of 8 between 64 bytes and FRAME_MAX_PAYLOAD (1 MiB: a page
+ * travels in one frame); -ENOMEM.
  */
 int decoder_new(const struct proto_hello *hello, struct decoder **out);
 
@@ -152,7 +153,9 @@ typedef int (*decode_event_fn)(void *ctx, const struct decode_event *ev);
 
 /*
  * decoder_page - decode one whole sub-buffer of CPU @cpu.
- * @page, @len: the raw page; @len must equal the HELLO's page_size.
+ * @page, @len: the raw page: @len bytes, at most the HELLO's page_size
+ *              (a page may arrive cut after its last record). Nothing
+ *              is allocated or cleared per page.
  * @fn, @ctx:   the per-event callback.
  * @stats:      if not NULL, receives the page's counters (also when @fn
  *              stops the walk; then they cover the events seen so far).

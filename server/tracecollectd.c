@@ -66,6 +66,7 @@ struct settings {
 	bool foreground;
 	bool no_pushdown;		/* pushdown = no: never send MSG_FILTER */
 	bool insecure_plain;		/* --insecure-plain: no TLS, loopback only */
+	struct collector_limits lim;	/* timeouts, handshake caps, input memory */
 	int verbose;
 };
 
@@ -136,6 +137,24 @@ static void usage(FILE *f)
 "                           else on the host leave, and catch up from the\n"
 "                           journal. normal: they compete with taking pages in\n"
 "                           (for a collector on a host that is always busy)\n"
+"      --handshake-timeout AGE\n"
+"                           close a connection whose TLS handshake and HELLO\n"
+"                           are not done within AGE (default 10s; e.g. 500ms)\n"
+"      --idle-timeout AGE   close an agent's connection that sent no complete\n"
+"                           frame for AGE (default 5m; agents send a clock\n"
+"                           sample every 10 s; 0: never)\n"
+"      --max-handshakes N   connections in the TLS handshake at once, in all\n"
+"                           (default 256); more are closed at once\n"
+"      --max-handshakes-per-source N\n"
+"                           the same from one address (default 8; an agent\n"
+"                           opens its connections one after the other).\n"
+"                           Connections closed by these caps or the timeouts\n"
+"                           are logged once per source address and counted\n"
+"      --input-memory SIZE  memory for frames over 128 KiB being received,\n"
+"                           all connections together (default 64M, at least\n"
+"                           1M): past it, such a frame waits unread (TCP\n"
+"                           pushes back on its agent). Each connection also\n"
+"                           buffers up to 128 KiB of its own\n"
 "      --insecure-plain     TESTING ONLY: plain TCP instead of TLS, no\n"
 "                           authentication, no encryption; --listen must be a\n"
 "                           loopback address and agents must give\n"
@@ -202,6 +221,46 @@ static int parse_age(const char *v, int64_t *out)
 	return 0;
 }
 
+/* "10", "10s", "500ms", "5m" -> ms in [1, 1 day]; "0" -> 0 when @zero_ok */
+static int parse_ms(const char *v, bool zero_ok, int *out)
+{
+	size_t n = strlen(v);
+	int64_t ns;
+	char num[32];
+	char *end;
+	unsigned long ms;
+
+	if (zero_ok && !strcmp(v, "0")) {
+		*out = 0;
+		return 0;
+	}
+	if (n > 2 && n < sizeof(num) && !strcmp(v + n - 2, "ms")) {
+		memcpy(num, v, n - 2);
+		num[n - 2] = 0;
+		ms = strtoul(num, &end, 10);
+		if (end == num || *end || num[0] == '-' || ms == 0 || ms > 86400000)
+			return TC_ERR_CONFIG;
+		*out = (int)ms;
+		return 0;
+	}
+	if (parse_age(v, &ns) < 0 || ns > 86400000000000LL)
+		return TC_ERR_CONFIG;
+	*out = (int)(ns / 1000000);
+	return 0;
+}
+
+/* A count in [1, 1000000]. */
+static int parse_count(const char *v, unsigned *out)
+{
+	char *end;
+	unsigned long n = strtoul(v, &end, 10);
+
+	if (end == v || *end || *v == '-' || n == 0 || n > 1000000)
+		return TC_ERR_CONFIG;
+	*out = (unsigned)n;
+	return 0;
+}
+
 /* "1048576", "64k", "500M", "10G" -> bytes */
 static int parse_size(const char *v, uint64_t *out)
 {
@@ -251,6 +310,17 @@ static int apply(struct settings *s, const char *key, const char *value)
 		return !strcmp(value, "0") ? 0 : parse_size(value, &s->journal_bytes);
 	}
 	if (!strcmp(key, "journal-dir")) return set_str(&s->journal_dir, value);
+	if (!strcmp(key, "handshake-timeout"))
+		return parse_ms(value, false, &s->lim.handshake_ms);
+	if (!strcmp(key, "idle-timeout")) return parse_ms(value, true, &s->lim.idle_ms);
+	if (!strcmp(key, "max-handshakes")) return parse_count(value, &s->lim.max_handshakes);
+	if (!strcmp(key, "max-handshakes-per-source"))
+		return parse_count(value, &s->lim.max_handshakes_source);
+	if (!strcmp(key, "input-memory")) {
+		int ret = parse_size(value, &s->lim.input_bytes);
+
+		return ret == 0 && s->lim.input_bytes < (1u << 20) ? TC_ERR_CONFIG : ret;
+	}
 	if (!strcmp(key, "store-priority")) {
 		if (strcmp(value, "idle") && strcmp(value, "normal"))
 			return TC_ERR_CONFIG;
@@ -304,6 +374,7 @@ static int settings_defaults(struct settings *s)
 	size_t i;
 	int ret = 0;
 
+	s->lim = collector_limits_default();
 	for (i = 0; i < sizeof(def) / sizeof(def[0]) && ret == 0; i++)
 		ret = apply(s, def[i][0], def[i][1]);
 	return ret;
@@ -346,6 +417,11 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "journal-size", required_argument, NULL, 13 },
 		{ "journal-dir", required_argument, NULL, 14 },
 		{ "store-priority", required_argument, NULL, 15 },
+		{ "handshake-timeout", required_argument, NULL, 16 },
+		{ "idle-timeout", required_argument, NULL, 17 },
+		{ "max-handshakes", required_argument, NULL, 18 },
+		{ "max-handshakes-per-source", required_argument, NULL, 19 },
+		{ "input-memory", required_argument, NULL, 20 },
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -374,7 +450,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:fvhV", longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 15) {
+		if (c >= 1 && c <= 20) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'f')
@@ -583,7 +659,7 @@ static void sync_backlog(void *arg, uint64_t *unstored, uint64_t *journal_bytes)
 static int run(struct settings *s)
 {
 	struct tls_files files = { s->cert, s->key, s->ca };
-	struct collector col = { 0 };
+	struct collector col = { .lim = s->lim };
 	struct queryd *qd = NULL;
 	struct ingest_opts io = { .commit_ms = COMMIT_MS, .queue_bytes = QUEUE_BYTES,
 				  .retain_age_ns = s->retain_age_ns,

@@ -13,6 +13,7 @@
 #include <traceevent/kbuffer.h>
 
 #include "common/tc_error.h"
+#include "proto/frame.h"
 #include "server/decode.h"
 #include "tests/data/capture_load.h"
 #include "tests/testutil.h"
@@ -408,6 +409,11 @@ START_TEST(test_formats)
 	ck_assert_int_eq(decoder_new(&h, &d), -EINVAL);
 	h.long_size = 8;
 	h.page_size = 100;
+	ck_assert_int_eq(decoder_new(&h, &d), -EINVAL);
+	h.page_size = FRAME_MAX_PAYLOAD;	/* a page travels in one frame */
+	ck_assert_int_eq(decoder_new(&h, &d), 0);
+	decoder_free(d);
+	h.page_size = FRAME_MAX_PAYLOAD + 8;
 	ck_assert_int_eq(decoder_new(&h, &d), -EINVAL);
 }
 END_TEST
