@@ -78,12 +78,19 @@ static void hk_backlog(void *arg, uint64_t *unstored, uint64_t *journal_bytes)
 	*journal_bytes = 0;
 }
 
-static int hk_wait_stored(void *arg, int timeout_ms)
+static uint64_t hk_received(void *arg)
+{
+	(void)arg;
+	return 1;
+}
+
+static int hk_wait_stored(void *arg, uint64_t mark, int timeout_ms)
 {
 	struct timespec ts;
 	int ret;
 
 	(void)arg;
+	(void)mark;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += timeout_ms / 1000;
 	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
@@ -214,20 +221,28 @@ static bool answered(nng_socket s)
 
 /* ---- fixture ---- */
 
+/* The endpoint on the fixture's database, with a pool of THREADS and @sync_max_ms. */
+static void start_endpoint(uint32_t sync_max_ms)
+{
+	struct queryd_ingest in = { hk_received, hk_wait_stored, hk_backlog, NULL };
+	struct queryd_opts o = { THREADS, sync_max_ms };
+	char bound[128];
+
+	TU_OK(queryd_start("tcp://127.0.0.1:0", db, &o, &qd, bound, sizeof(bound)));
+	snprintf(url, sizeof(url), "%s", bound);
+	queryd_set_ingest(qd, &in);
+}
+
 static void start(void)
 {
-	struct queryd_ingest in = { hk_wait_stored, hk_backlog, NULL };
 	struct store *st;
-	char bound[128];
 
 	hk_reset();
 	tu_tmpdir_make(dir, sizeof(dir), "queryd");
 	snprintf(db, sizeof(db), "%s/trace.db", dir);
 	TU_OK(store_open(db, &st));
 	store_close(st);
-	TU_OK(queryd_start("tcp://127.0.0.1:0", db, &qd, bound, sizeof(bound)));
-	snprintf(url, sizeof(url), "%s", bound);
-	queryd_set_ingest(qd, &in);
+	start_endpoint(60000);
 }
 
 static void stop(void)
@@ -326,6 +341,39 @@ START_TEST(short_sync_times_out_behind_long_one)
 }
 END_TEST
 
+/* A `sync` over query-sync-max waits that long, then gets TC_ERR_TIMEOUT saying why. */
+START_TEST(sync_is_cut_to_the_maximum)
+{
+	nng_socket a, b;
+
+	queryd_stop(qd);
+	start_endpoint(50);
+	a = client();
+	b = client();
+	send_request(a, QOP_STATS, UINT32_MAX);
+	expect_error(a, TC_ERR_TIMEOUT, "the longest it waits (query-sync-max)");
+	send_request(b, QOP_STATS, 10);
+	expect_error(b, TC_ERR_TIMEOUT, "try a longer --timeout");
+	nng_close(a);
+	nng_close(b);
+}
+END_TEST
+
+/* Bad settings are refused. */
+START_TEST(options_out_of_range_refused)
+{
+	struct queryd_opts bad[] = { { 0, 1000 }, { QUERYD_THREADS_MAX + 1, 1000 },
+				     { 1, 0 }, { 1, QUERYD_SYNC_MAX_MS_MAX + 1 } };
+	struct queryd *q = NULL;
+	char bound[128];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		TU_ERR(queryd_start("tcp://127.0.0.1:0", db, &bad[i], &q, bound, sizeof(bound)),
+		       -EINVAL);
+	ck_assert_ptr_null(q);
+}
+END_TEST
+
 /* Once queryd_set_ingest() returns, no thread of the endpoint is in the old hooks. */
 START_TEST(set_ingest_waits_for_its_callers)
 {
@@ -414,6 +462,24 @@ START_TEST(request_under_the_limit_is_answered)
 }
 END_TEST
 
+/* An unknown event with a name longer than the reply's message: an error reply, whole. */
+START_TEST(unknown_long_event_name)
+{
+	static char q[4000];
+	struct qmsg_request r = { .op = QOP_COUNT, .query = q };
+	struct proto_buf b;
+	nng_socket s = client();
+
+	memset(q, 'e', sizeof(q) - 1);
+	proto_buf_init(&b);
+	ck_assert_int_eq(qmsg_request_encode(&r, &b), 0);
+	send_raw(s, b.data, b.len);
+	proto_buf_free(&b);
+	expect_error(s, TC_ERR_UNKNOWN_EVENT, "unknown event: eeee");
+	nng_close(s);
+}
+END_TEST
+
 static Suite *queryd_suite(void)
 {
 	Suite *s = suite_create("queryd");
@@ -425,10 +491,13 @@ static Suite *queryd_suite(void)
 				  pool_runs_threads_at_once_and_no_more,
 				  sync_wait_does_not_block_others,
 				  short_sync_times_out_behind_long_one,
+				  sync_is_cut_to_the_maximum,
+				  options_out_of_range_refused,
 				  set_ingest_waits_for_its_callers,
 				  request_over_the_limit_gets_an_error,
 				  request_over_a_mebibyte_gets_an_error,
-				  request_under_the_limit_is_answered));
+				  request_under_the_limit_is_answered,
+				  unknown_long_event_name));
 	suite_add_tcase(s, tc);
 	return s;
 }
