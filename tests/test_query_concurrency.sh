@@ -5,17 +5,18 @@
 # each traceq only turns a hang into a failure).
 #
 # The backlog that stays pending is real: while an agent streams
-# sched_switch, a trigger added to the database aborts every write of a
-# page mark (as in test_rollback.sh), so no commit succeeds and what the
+# sched_switch, another process holds the database's write lock for longer
+# than the store's 5 s busy timeout (test_journal_e2e.sh holds it for
+# less), so every commit fails, live or from the journal, and what the
 # collector received waits in its receive journal, stored again and again
-# in vain, until the test drops the trigger.
+# in vain, until the test lets the lock go.
 #
 # Asserts, while that backlog is pending:
 #  - A, a traceq --sync --stats with a long --timeout, waits at the
 #    collector (its debug log says so) and is still waiting when
 #  - B, a plain traceq --stats, has its answer (and B saw the backlog);
 #  - 50 traceq --count run at once are all answered, A still waiting.
-# Then the trigger goes: A is answered (exit 0); once everything is
+# Then the lock goes: A is answered (exit 0); once everything is
 # stored, 50 counts at once each equal the events the agent shipped.
 # Last, traceq with a host glob that makes the request larger than the
 # endpoint takes exits non-zero saying the request is over the limit.
@@ -26,11 +27,10 @@ set -u
 tc_need_tracefs
 command -v sqlite3 >/dev/null || skip "needs the sqlite3 command (Debian sqlite3)"
 tc_lock
-tc_setup query-concurrency agent workload A collector_pid
+tc_setup query-concurrency agent workload A locker collector_pid
 
 tc_certs
-tc_start_collector -v
-db() { sqlite3 -cmd ".timeout 20000" "$tmp/trace.db" "$@"; }
+tc_start_collector -v -v
 tq() { "$top_builddir/traceq/traceq" --server "$query" "$@"; }
 field() { sed -n "s/.*total:.* $1=\([0-9]*\).*/\1/p" "$tmp/agent.out"; }
 
@@ -58,11 +58,12 @@ workload=$!
 	> "$tmp/agent.out" 2> "$tmp/agent.err" &
 agent=$!
 sleep 2
-db "CREATE TRIGGER tc_test_fail_ins BEFORE INSERT ON stream_marks
-	BEGIN SELECT RAISE(ABORT, 'injected by test_query_concurrency'); END;
-    CREATE TRIGGER tc_test_fail_upd BEFORE UPDATE ON stream_marks
-	BEGIN SELECT RAISE(ABORT, 'injected by test_query_concurrency'); END;" ||
-	fail "cannot add the failing trigger"
+# Hold the database's write lock until $tmp/unlock exists: past the
+# store's 5 s busy timeout every commit fails, live or from the journal.
+sqlite3 -cmd ".timeout 20000" -cmd "BEGIN EXCLUSIVE;" \
+	-cmd ".system while [ -d '$tmp' ] && [ ! -e '$tmp/unlock' ]; do sleep 0.1; done" \
+	"$tmp/trace.db" "COMMIT;" > "$tmp/locker.out" 2>&1 &
+locker=$!
 for _ in $(seq 300); do
 	grep -q "commit failed" "$tmp/collector.log" && break
 	sleep 0.1
@@ -90,8 +91,9 @@ counts_at_once 50 during -t 30000 sched_switch
 check "50 counts at once during the backlog: all answered ($bad failed)" '[ "$bad" = 0 ]'
 check "A still waits after them" 'kill -0 "$A" 2>/dev/null && [ ! -s "$tmp/A.out" ]'
 
-db "DROP TRIGGER tc_test_fail_ins; DROP TRIGGER tc_test_fail_upd;" ||
-	fail "cannot drop the failing trigger"
+touch "$tmp/unlock"
+wait "$locker" || fail "the lock holder failed: $(cat "$tmp/locker.out")"
+locker=
 wait "$A"; rc=$?
 A=
 check "A is answered once the backlog is stored (exit $rc)" \
