@@ -154,6 +154,8 @@ int qmsg_request_decode(const void *buf, size_t len, struct qmsg_request *out)
 	uint32_t version = 0, i;
 	int ret;
 
+	if (len > QMSG_MAX_REQUEST)
+		return TC_ERR_TOO_LONG;
 	ret = unpack_map(buf, len, &res);
 	for (i = 0; ret == 0 && i < res.data.via.map.size; i++)
 		ret = request_field(&r, &res.data.via.map.ptr[i], &version);
@@ -453,6 +455,8 @@ int qmsg_reply_decode(const void *buf, size_t len, struct qmsg_reply *out)
 	uint32_t i;
 	int ret;
 
+	if (len > QMSG_MAX_REQUEST)
+		return TC_ERR_TOO_LONG;
 	ret = unpack_map(buf, len, &res);
 	for (i = 0; ret == 0 && i < res.data.via.map.size; i++)
 		ret = reply_field(&r, &res.data.via.map.ptr[i], &has_ok);

@@ -21,6 +21,15 @@
 #define QMSG_MAX_COLS	1024
 #define QMSG_META_COLS	6		/* host cpu ts trace_ts pid comm */
 
+/*
+ * Request sizes. An endpoint answers a request over QMSG_MAX_REQUEST bytes
+ * (encoded) with TC_ERR_TOO_LONG; it reads messages up to QMSG_MAX_WIRE,
+ * and its transport closes the connection on a larger one without a reply,
+ * so a client never sends one (traceq refuses it itself).
+ */
+#define QMSG_MAX_REQUEST	(64u << 10)
+#define QMSG_MAX_WIRE		(4u << 20)
+
 enum qmsg_op {
 	QOP_SELECT = 1,		/* rows of one event matching a filter */
 	QOP_COUNT,		/* how many rows would match */
@@ -75,7 +84,8 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out);
 
 /*
  * qmsg_request_decode - parse a request; *@out owns its strings afterwards
- * (qmsg_request_free). Return: 0; TC_ERR_MSG_MALFORMED, TC_ERR_MSG_MISSING,
+ * (qmsg_request_free). Return: 0; TC_ERR_TOO_LONG (@len over
+ * QMSG_MAX_REQUEST), TC_ERR_MSG_MALFORMED, TC_ERR_MSG_MISSING,
  * TC_ERR_PROTO_VERSION, -ENOMEM. *@out is written only on success.
  */
 int qmsg_request_decode(const void *buf, size_t len, struct qmsg_request *out);

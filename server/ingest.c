@@ -159,6 +159,7 @@ struct ingest {
 	size_t bytes;			/* queued job bytes */
 	bool stop, full;
 	bool replaying;			/* journal files wait to be stored */
+	bool replay_busy;		/* the worker holds one, off the list */
 	struct ingest_result *results, **rtail;
 	bool committed, resume;
 	uint64_t jobs_pushed;		/* jobs queued since the start */
@@ -426,7 +427,7 @@ static void ing_retain(struct ingest *g)
 static void ing_update_replaying(struct ingest *g)
 {
 	pthread_mutex_lock(&g->lock);
-	g->replaying = g->replay.n > 0;
+	g->replaying = g->replay.n > 0 || g->replay_busy;
 	for (struct sink *s = g->sinks; s; s = s->next)
 		g->replaying |= s->replay;	/* its file comes when it closes */
 	pthread_cond_broadcast(&g->stored);
@@ -846,12 +847,17 @@ static void ing_replay_pending(struct ingest *g)
 {
 	int64_t t0 = util_now_ms();
 	size_t n = 0;
+	bool ok;
 
 	while (g->replay.n && !ing_stopping(g)) {
 		struct jfile *jf = g->replay.v[0];
 
 		memmove(g->replay.v, g->replay.v + 1, --g->replay.n * sizeof(*g->replay.v));
-		if (!ing_replay_file(g, jf)) {
+		/* a rollback on the way must not take the file for stored */
+		g->replay_busy = true;
+		ok = ing_replay_file(g, jf);
+		g->replay_busy = false;
+		if (!ok) {
 			log_err("storing journal file %016llx failed; trying again in %d ms",
 				(unsigned long long)jfile_no(jf), INGEST_RETRY_MS);
 			usleep(INGEST_RETRY_MS * 1000);
@@ -1270,12 +1276,22 @@ void ingest_backlog(struct ingest *g, uint64_t *unstored, uint64_t *jbytes)
 	*jbytes = g->journal ? journal_bytes(g->journal) : 0;
 }
 
-int ingest_wait_stored(struct ingest *g, int timeout_ms)
+uint64_t ingest_received(struct ingest *g)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&g->lock);
+	n = g->jobs_pushed;
+	pthread_mutex_unlock(&g->lock);
+	return n;
+}
+
+int ingest_wait_mark(struct ingest *g, uint64_t mark, int timeout_ms)
 {
 	struct timespec ts;
-	uint64_t target;
 	int ret = 0;
 
+	timeout_ms = timeout_ms < 0 ? 0 : timeout_ms;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	ts.tv_sec += timeout_ms / 1000;
 	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
@@ -1284,11 +1300,15 @@ int ingest_wait_stored(struct ingest *g, int timeout_ms)
 		ts.tv_nsec -= 1000000000;
 	}
 	pthread_mutex_lock(&g->lock);
-	target = g->jobs_pushed;
-	while ((g->jobs_committed < target || g->replaying) && ret == 0)
+	while ((g->jobs_committed < mark || g->replaying) && ret == 0)
 		ret = pthread_cond_timedwait(&g->stored, &g->lock, &ts);
 	pthread_mutex_unlock(&g->lock);
 	return ret == 0 ? 0 : -ETIMEDOUT;
+}
+
+int ingest_wait_stored(struct ingest *g, int timeout_ms)
+{
+	return ingest_wait_mark(g, ingest_received(g), timeout_ms);
 }
 
 uint64_t ingest_sink_committed(struct ingest *g, struct sink *s, uint32_t cpu)

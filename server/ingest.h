@@ -20,7 +20,7 @@
  *    worker's inserts and checkpoints; with a journal all three run at
  *    SCHED_IDLE (ingest_opts.store_idle);
  *  - any thread (the query endpoint's, queryd.c): ingest_wait_stored(),
- *    ingest_backlog().
+ *    ingest_received(), ingest_wait_mark(), ingest_backlog().
  */
 #ifndef SERVER_INGEST_H
 #define SERVER_INGEST_H
@@ -155,6 +155,20 @@ void ingest_journal_tidy(struct ingest *g, struct sink *s);
  * Any thread. Return: 0; -ETIMEDOUT.
  */
 int ingest_wait_stored(struct ingest *g, int timeout_ms);
+
+/*
+ * ingest_received - a mark of what has been queued so far, for
+ * ingest_wait_mark(): a waiter takes it when its request arrives and may
+ * wait later, on another thread. Any thread.
+ */
+uint64_t ingest_received(struct ingest *g);
+
+/*
+ * ingest_wait_mark - as ingest_wait_stored(), for what was queued when
+ * @mark was taken (ingest_received()); @timeout_ms 0 only looks. Any
+ * thread. Return: 0; -ETIMEDOUT.
+ */
+int ingest_wait_mark(struct ingest *g, uint64_t mark, int timeout_ms);
 
 /*
  * ingest_backlog - jobs (batches of pages, messages) queued but not yet

@@ -2,6 +2,25 @@
  * queryd.c - the query endpoint (see queryd.h and proto/PROTOCOL.md,
  * "Query endpoint").
  *
+ * Concurrency. The REP socket has one nng context per request in flight:
+ * a struct qslot, QUERYD_SYNC_WAITERS more of them than the pool has
+ * threads. A slot is a small state machine run by its aio's callback
+ * (nng's threads, which never block here): receive -> check the size and
+ * decode -> [wait for `sync`] -> run -> send -> receive again.
+ *  - Requests ready to run go on one queue, taken by the pool's threads
+ *    (struct qworker), each with its own read-only store handle: SQLite
+ *    readers in WAL run beside each other and beside the writer.
+ *  - A request with `sync` first goes on the sync list, served by one
+ *    thread that holds no store handle and no worker: it waits on ingest
+ *    for the oldest waiter's mark (taken as the request arrived), in
+ *    slices of at most QUERYD_SYNC_SLICE_MS, then moves every waiter whose
+ *    mark is stored to the run queue and answers those past their
+ *    deadline (`sync`, cut to query-sync-max) with TC_ERR_TIMEOUT. At most
+ *    QUERYD_SYNC_WAITERS wait at once, more are refused (-EBUSY), so a
+ *    slot per worker is always left for requests that do not wait.
+ * A slot is owned by one party at a time (the callback, the queue, the
+ * sync thread, a worker); only the queues are shared, under qd->lock.
+ *
  * Each request is parsed again here (a client is never trusted), the
  * filter is bound to the event's stored fields, and the store is asked
  * for the rows it matches (struct store_query: the bound filter, host,
@@ -26,56 +45,114 @@
 #include "common/log.h"
 #include "common/query.h"
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "proto/symbols.h"
 #include "proto/qmsg.h"
 #include "server/queryd.h"
 #include "server/store/store.h"
 
-#define QUERYD_POLL_MS		200
+#define QUERYD_SYNC_SLICE_MS	100	/* longest single wait on ingest */
+#define QUERYD_SEND_MS		30000	/* a client that does not read its reply */
+
+enum slot_state { SLOT_IDLE, SLOT_RECV, SLOT_BUSY, SLOT_SEND };
+
+/* One request in flight on its own REP context. */
+struct qslot {
+	struct queryd *qd;
+	nng_ctx ctx;
+	nng_aio *aio;
+	enum slot_state state;
+	struct qmsg_request req;	/* decoded; freed once the reply is sent */
+	uint64_t mark;			/* sync: what had been received on arrival */
+	int64_t deadline;		/* sync: util_now_ms() when it gives up */
+	uint32_t wait_ms;		/* sync: the wait, cut to sync_max_ms */
+	struct qslot *next;		/* on the run queue or the sync list */
+};
+
+/* A thread of the pool: its own store handle. */
+struct qworker {
+	struct queryd *qd;
+	struct store *store;
+	pthread_t thread;
+	bool started;
+};
+
+struct qlist {
+	struct qslot *head, **tail;
+	size_t n;
+};
 
 struct queryd {
 	nng_socket sock;
-	pthread_t thread;
+	bool sock_open;
+	struct queryd_opts o;
 	atomic_bool stop;
-	struct store *store;
+	pthread_mutex_t lock;		/* the two lists, stop for the waits */
+	pthread_cond_t work;		/* run queue: a request, or stop */
+	pthread_cond_t sync_wake;	/* sync list: a waiter, or stop */
+	struct qlist run, sync;
+	struct qslot *slots;
+	size_t nslots;
+	struct qworker *workers;
+	pthread_t sync_thread;
+	bool sync_started;
 	pthread_mutex_t ingest_lock;
+	pthread_cond_t ingest_idle;	/* ingest_users dropped to 0 */
+	unsigned ingest_users;		/* threads inside the hooks of @ingest */
 	struct queryd_ingest ingest;	/* --sync, backlog; zeroed: none */
 };
+
+/* ---- the collector's ingest, held while in use ---- */
 
 void queryd_set_ingest(struct queryd *qd, const struct queryd_ingest *in)
 {
 	pthread_mutex_lock(&qd->ingest_lock);
 	qd->ingest = in ? *in : (struct queryd_ingest){ 0 };
+	while (qd->ingest_users)
+		pthread_cond_wait(&qd->ingest_idle, &qd->ingest_lock);
 	pthread_mutex_unlock(&qd->ingest_lock);
 }
 
-static struct queryd_ingest queryd_ingest(struct queryd *qd)
+/* The hooks as they are now; the caller may call them until ingest_put(). */
+static struct queryd_ingest ingest_get(struct queryd *qd)
 {
 	struct queryd_ingest in;
 
 	pthread_mutex_lock(&qd->ingest_lock);
 	in = qd->ingest;
+	qd->ingest_users++;
 	pthread_mutex_unlock(&qd->ingest_lock);
 	return in;
 }
 
-/* sync_ms: wait until everything received is stored. Return: 0; -ETIMEDOUT. */
-static int queryd_sync(struct queryd *qd, uint32_t ms)
+static void ingest_put(struct queryd *qd)
 {
-	struct queryd_ingest in = queryd_ingest(qd);
+	pthread_mutex_lock(&qd->ingest_lock);
+	if (--qd->ingest_users == 0)
+		pthread_cond_broadcast(&qd->ingest_idle);
+	pthread_mutex_unlock(&qd->ingest_lock);
+}
 
-	return in.wait_stored ? in.wait_stored(in.arg, ms > INT32_MAX ? INT32_MAX : (int)ms) : 0;
+/* Whether what was received up to @mark is stored, waiting at most @ms; no ingest: yes. */
+static bool ingest_stored(struct queryd *qd, uint64_t mark, int ms)
+{
+	struct queryd_ingest in = ingest_get(qd);
+	bool done = !in.wait_stored || in.wait_stored(in.arg, mark, ms) == 0;
+
+	ingest_put(qd);
+	return done;
 }
 
 /* qmsg_reply_end(), with what the collector has received but not stored. */
 static int reply_end(struct queryd *qd, struct qmsg_writer *w, bool more, int64_t last_ts,
 		     uint64_t last_id, uint64_t count, struct proto_buf *out)
 {
-	struct queryd_ingest in = queryd_ingest(qd);
+	struct queryd_ingest in = ingest_get(qd);
 	uint64_t unstored = 0, bytes = 0;
 
 	if (in.backlog)
 		in.backlog(in.arg, &unstored, &bytes);
+	ingest_put(qd);
 	qmsg_reply_backlog(w, unstored, bytes);
 	return qmsg_reply_end(w, more, last_ts, last_id, count, out);
 }
@@ -153,7 +230,7 @@ static void set_query(struct compiled *c, const struct filter_schema *fs,
  * caret position) is already in @out and 1 is returned; other failures
  * return a negative code and leave the reply to the caller.
  */
-static int compile(struct queryd *qd, const struct qmsg_request *r,
+static int compile(struct qworker *wk, const struct qmsg_request *r,
 		   struct compiled *c, struct proto_buf *out)
 {
 	struct filter_error err = { 0 };
@@ -167,13 +244,16 @@ static int compile(struct queryd *qd, const struct qmsg_request *r,
 				 (int)err.pos, (int)err.len, out);
 		return 1;
 	}
-	ret = store_schema_get(qd->store, c->q.system, c->q.event, &c->schema);
+	ret = store_schema_get(wk->store, c->q.system, c->q.event, &c->schema);
 	if (ret == TC_ERR_UNKNOWN_EVENT || ret == TC_ERR_AMBIGUOUS) {
-		snprintf(msg, sizeof(msg), "%s: %s", tc_strerror(ret),
-			 ret == TC_ERR_AMBIGUOUS ? store_errmsg(qd->store) : r->query);
-		if (ret == TC_ERR_UNKNOWN_EVENT)
-			msg[strlen(tc_strerror(ret)) + 2 + strcspn(r->query, " \t")] = 0;
-		qmsg_reply_error(ret, msg, 0, (int)strcspn(r->query, " \t"), out);
+		int name = (int)strcspn(r->query, " \t");	/* the query's first word */
+
+		if (ret == TC_ERR_AMBIGUOUS)
+			snprintf(msg, sizeof(msg), "%s: %s", tc_strerror(ret),
+				 store_errmsg(wk->store));
+		else
+			snprintf(msg, sizeof(msg), "%s: %.*s", tc_strerror(ret), name, r->query);
+		qmsg_reply_error(ret, msg, 0, name, out);
 		return 1;
 	}
 	if (ret == 0)
@@ -287,11 +367,11 @@ static int select_row(void *arg, const struct store_row *row)
 	return 0;
 }
 
-static int run_select(struct queryd *qd, const struct qmsg_request *r,
+static int run_select(struct qworker *wk, const struct qmsg_request *r,
 		      struct compiled *c, struct proto_buf *out)
 {
 	const char *cols[QMSG_META_COLS + QMSG_MAX_COLS];
-	struct select_ctx s = { .store = qd->store,
+	struct select_ctx s = { .store = wk->store,
 				.limit = r->limit ? r->limit : QMSG_MAX_ROWS };
 	char event[512];
 	size_t i, ncols = c->schema->ncols;
@@ -312,27 +392,27 @@ static int run_select(struct queryd *qd, const struct qmsg_request *r,
 	c->read.after_ts = r->after_ts;
 	c->read.after_rowid = r->after_id;
 	c->read.limit = s.limit + 1;
-	ret = store_select(qd->store, &c->read, select_row, &s);
+	ret = store_select(wk->store, &c->read, select_row, &s);
 	if (ret < 0) {
 		qmsg_reply_end(s.w, false, 0, 0, 0, &(struct proto_buf){ 0 });
 		return ret;
 	}
-	return reply_end(qd, s.w, s.more, s.last_ts, s.last_id, 0, out);
+	return reply_end(wk->qd, s.w, s.more, s.last_ts, s.last_id, 0, out);
 }
 
-static int run_count(struct queryd *qd, struct compiled *c, struct proto_buf *out)
+static int run_count(struct qworker *wk, struct compiled *c, struct proto_buf *out)
 {
 	struct qmsg_writer *w;
 	char event[512];
 	uint64_t n = 0;
 	int ret;
 
-	ret = store_count(qd->store, &c->read, &n);
+	ret = store_count(wk->store, &c->read, &n);
 	if (ret < 0)
 		return ret;
 	snprintf(event, sizeof(event), "%s:%s", c->schema->system, c->schema->name);
 	ret = qmsg_reply_begin(&w, event, 0, NULL);
-	return ret ? ret : reply_end(qd, w, false, 0, 0, n, out);
+	return ret ? ret : reply_end(wk->qd, w, false, 0, 0, n, out);
 }
 
 /*
@@ -394,7 +474,7 @@ static int stats_cb(void *arg, const char *host, uint32_t cpu, const char *key,
 	return 0;
 }
 
-static int run_stats(struct queryd *qd, struct proto_buf *out)
+static int run_stats(struct qworker *wk, struct proto_buf *out)
 {
 	const char *cols[2 + STATS_MAX_KEYS] = { "host", "cpu" };
 	struct stats_ctx s = { 0 };
@@ -404,7 +484,7 @@ static int run_stats(struct queryd *qd, struct proto_buf *out)
 	int ret;
 
 	proto_buf_init(&s.rows);
-	ret = store_stats(qd->store, stats_cb, &s);
+	ret = store_stats(wk->store, stats_cb, &s);
 	if (ret == 0)
 		ret = stats_flush(&s);
 	for (i = 0; i < s.ncols; i++)
@@ -423,7 +503,7 @@ static int run_stats(struct queryd *qd, struct proto_buf *out)
 			qmsg_put_uint(w, v);
 		}
 	}
-	ret = reply_end(qd, w, false, 0, 0, 0, out);
+	ret = reply_end(wk->qd, w, false, 0, 0, 0, out);
 out:
 	proto_buf_free(&s.rows);
 	return ret;
@@ -445,7 +525,7 @@ static int drops_cb(void *ctx, const char *host, const char *system, const char 
 	return 0;
 }
 
-static int run_drops(struct queryd *qd, struct proto_buf *out)
+static int run_drops(struct qworker *wk, struct proto_buf *out)
 {
 	static const char *const cols[] = { "host", "system", "event", "reason", "count" };
 	struct qmsg_writer *w;
@@ -453,78 +533,333 @@ static int run_drops(struct queryd *qd, struct proto_buf *out)
 
 	if (ret < 0)
 		return ret;
-	ret = store_drops(qd->store, drops_cb, w);
+	ret = store_drops(wk->store, drops_cb, w);
 	if (ret < 0) {
 		qmsg_reply_end(w, false, 0, 0, 0, out);
 		return ret;
 	}
-	return reply_end(qd, w, ret > 0, 0, 0, 0, out);
+	return reply_end(wk->qd, w, ret > 0, 0, 0, 0, out);
 }
 
-static void handle(struct queryd *qd, const void *req, size_t len, struct proto_buf *out)
+/* @s for a log line: printable ASCII, the rest as '?', at most @n - 1 bytes. */
+static const char *printable(const char *s, char *buf, size_t n)
+{
+	size_t i;
+
+	for (i = 0; s[i] && i + 1 < n; i++)
+		buf[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
+	buf[i] = 0;
+	return buf;
+}
+
+/* Run @r (decoded, its wait for `sync` done) on @wk's store; the reply goes to @out. */
+static void handle(struct qworker *wk, const struct qmsg_request *r, struct proto_buf *out)
 {
 	struct compiled c = { 0 };
-	struct qmsg_request r;
-	size_t mark;
+	char text[128];
 	int ret;
 
-	ret = qmsg_request_decode(req, len, &r);
+	if (r->op == QOP_STATS)
+		ret = run_stats(wk, out);
+	else if (r->op == QOP_DROPS)
+		ret = run_drops(wk, out);
+	else if ((ret = compile(wk, r, &c, out)) == 0)
+		ret = r->op == QOP_COUNT ? run_count(wk, &c, out) : run_select(wk, r, &c, out);
 	if (ret < 0) {
-		qmsg_reply_error(ret, tc_strerror(ret), -1, -1, out);
-		return;
-	}
-	mark = out->len;
-	if (r.sync_ms && queryd_sync(qd, r.sync_ms) < 0) {
-		qmsg_reply_error(TC_ERR_TIMEOUT, "the collector has not stored everything "
-				 "it received yet (its receive journal); try a longer --timeout",
-				 -1, -1, out);
-		qmsg_request_free(&r);
-		return;
-	}
-	if (r.op == QOP_STATS)
-		ret = run_stats(qd, out);
-	else if (r.op == QOP_DROPS)
-		ret = run_drops(qd, out);
-	else if ((ret = compile(qd, &r, &c, out)) == 0)
-		ret = r.op == QOP_COUNT ? run_count(qd, &c, out) : run_select(qd, &r, &c, out);
-	if (ret < 0) {
-		const char *why = ret == TC_ERR_DB ? store_errmsg(qd->store) : tc_strerror(ret);
+		const char *why = ret == TC_ERR_DB ? store_errmsg(wk->store) : tc_strerror(ret);
 
-		log_warn("query '%s' failed: %s", r.query ? r.query : "(stats)", why);
-		out->len = mark;
+		log_warn("query '%s' failed: %s",
+			 r->query ? printable(r->query, text, sizeof(text)) : "(stats)", why);
+		out->len = 0;
 		qmsg_reply_error(TC_ERR_DB, why, -1, -1, out);
 	}
 	compiled_free(&c);
-	qmsg_request_free(&r);
 }
 
-static void *queryd_thread(void *arg)
+/* ---- slots: one request in flight each ---- */
+
+static void qlist_push(struct qlist *l, struct qslot *s)
 {
-	struct queryd *qd = arg;
-	struct proto_buf out;
-	void *req;
-	size_t len;
+	s->next = NULL;
+	*l->tail = s;
+	l->tail = &s->next;
+	l->n++;
+}
+
+static struct qslot *qlist_pop(struct qlist *l)
+{
+	struct qslot *s = l->head;
+
+	if (s) {
+		l->head = s->next;
+		if (!l->head)
+			l->tail = &l->head;
+		l->n--;
+	}
+	return s;
+}
+
+/* Wait for the next request on @s (not once the endpoint stops). */
+static void slot_recv(struct qslot *s)
+{
+	if (atomic_load(&s->qd->stop)) {
+		s->state = SLOT_IDLE;
+		return;
+	}
+	s->state = SLOT_RECV;
+	nng_aio_set_timeout(s->aio, NNG_DURATION_INFINITE);
+	nng_ctx_recv(s->ctx, s->aio);
+}
+
+/*
+ * Send @out (copied) as the reply of @s and receive again once it is
+ * sent; a client that does not read it loses it after QUERYD_SEND_MS.
+ */
+static void slot_reply(struct qslot *s, const struct proto_buf *out)
+{
+	nng_msg *m = NULL;
 	int rv;
 
-	while (!atomic_load(&qd->stop)) {
-		rv = nng_recv(qd->sock, &req, &len, NNG_FLAG_ALLOC);
-		if (rv == NNG_ETIMEDOUT)
-			continue;
-		if (rv != 0) {
-			if (rv != NNG_ECLOSED)
-				log_err("receive: %s", nng_strerror(rv));
+	qmsg_request_free(&s->req);
+	rv = nng_msg_alloc(&m, 0);
+	if (rv == 0)
+		rv = nng_msg_append(m, out->data, out->len);
+	if (rv != 0) {
+		log_warn("reply: %s", nng_strerror(rv));
+		if (m)
+			nng_msg_free(m);
+		slot_recv(s);
+		return;
+	}
+	s->state = SLOT_SEND;
+	nng_aio_set_msg(s->aio, m);
+	nng_aio_set_timeout(s->aio, QUERYD_SEND_MS);
+	nng_ctx_send(s->ctx, s->aio);
+}
+
+static void slot_error(struct qslot *s, int code, const char *msg)
+{
+	struct proto_buf out;
+
+	proto_buf_init(&out);
+	qmsg_reply_error(code, msg, -1, -1, &out);
+	slot_reply(s, &out);
+	proto_buf_free(&out);
+}
+
+/* Hand @s to the pool. */
+static void run_push(struct queryd *qd, struct qslot *s)
+{
+	pthread_mutex_lock(&qd->lock);
+	qlist_push(&qd->run, s);
+	pthread_cond_signal(&qd->work);
+	pthread_mutex_unlock(&qd->lock);
+}
+
+/*
+ * A request with `sync`: run it now when what was received is already
+ * stored; else put it on the sync list (its mark taken now), or refuse it
+ * when QUERYD_SYNC_WAITERS already wait.
+ */
+static void slot_sync(struct qslot *s)
+{
+	struct queryd *qd = s->qd;
+	struct queryd_ingest in = ingest_get(qd);
+	bool stored = !in.received || !in.wait_stored;
+	uint32_t ms = s->req.sync_ms < qd->o.sync_max_ms ? s->req.sync_ms : qd->o.sync_max_ms;
+	char msg[160];
+
+	if (!stored) {
+		s->mark = in.received(in.arg);
+		stored = in.wait_stored(in.arg, s->mark, 0) == 0;
+	}
+	ingest_put(qd);
+	if (stored) {
+		run_push(qd, s);
+		return;
+	}
+	s->wait_ms = ms;
+	s->deadline = util_now_ms() + ms;
+	pthread_mutex_lock(&qd->lock);
+	if (qd->sync.n < QUERYD_SYNC_WAITERS) {
+		qlist_push(&qd->sync, s);
+		pthread_cond_signal(&qd->sync_wake);
+		s = NULL;
+	}
+	pthread_mutex_unlock(&qd->lock);
+	if (!s) {
+		log_debug("a request waits up to %u ms for what was received to be stored", ms);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "%d requests already wait for the collector to store "
+		 "what it received; try again later", QUERYD_SYNC_WAITERS);
+	slot_error(s, -EBUSY, msg);
+}
+
+/* A request has come to @s: check its size, decode it, and send it on its way. */
+static void slot_intake(struct qslot *s, nng_msg *m)
+{
+	size_t len = nng_msg_len(m);
+	char msg[128];
+	int ret = TC_ERR_TOO_LONG;
+
+	s->state = SLOT_BUSY;
+	if (len <= QMSG_MAX_REQUEST)
+		ret = qmsg_request_decode(nng_msg_body(m), len, &s->req);
+	nng_msg_free(m);
+	if (ret == TC_ERR_TOO_LONG) {
+		snprintf(msg, sizeof(msg), "request of %zu bytes: over the limit of %u bytes",
+			 len, QMSG_MAX_REQUEST);
+		slot_error(s, ret, msg);
+	} else if (ret < 0) {
+		slot_error(s, ret, tc_strerror(ret));
+	} else if (s->req.sync_ms) {
+		slot_sync(s);
+	} else {
+		run_push(s->qd, s);
+	}
+}
+
+/* The aio of @arg (a slot) finished a receive or a send. nng's thread: never blocks. */
+static void slot_cb(void *arg)
+{
+	struct qslot *s = arg;
+	int rv = nng_aio_result(s->aio);
+	nng_msg *m;
+
+	if (s->state == SLOT_SEND) {
+		m = rv ? nng_aio_get_msg(s->aio) : NULL;
+		if (m)
+			nng_msg_free(m);
+		if (rv && rv != NNG_ECLOSED && rv != NNG_ECANCELED)
+			log_debug("reply not sent: %s", nng_strerror(rv));
+		slot_recv(s);
+	} else if (rv == 0) {
+		slot_intake(s, nng_aio_get_msg(s->aio));
+	} else if (rv != NNG_ECLOSED && rv != NNG_ECANCELED && !atomic_load(&s->qd->stop)) {
+		log_warn("receive: %s", nng_strerror(rv));
+		slot_recv(s);
+	} else {
+		s->state = SLOT_IDLE;
+	}
+}
+
+/* ---- the pool ---- */
+
+static void *worker_main(void *arg)
+{
+	struct qworker *wk = arg;
+	struct queryd *qd = wk->qd;
+	struct proto_buf out;
+	struct qslot *s = NULL;
+
+	for (;;) {
+		pthread_mutex_lock(&qd->lock);
+		while (!atomic_load(&qd->stop) && !(s = qlist_pop(&qd->run)))
+			pthread_cond_wait(&qd->work, &qd->lock);
+		pthread_mutex_unlock(&qd->lock);
+		if (atomic_load(&qd->stop))
 			break;
-		}
 		proto_buf_init(&out);
-		handle(qd, req, len, &out);
-		nng_free(req, len);
-		rv = nng_send(qd->sock, out.data, out.len, 0);
-		if (rv != 0)
-			log_warn("reply: %s", nng_strerror(rv));
+		handle(wk, &s->req, &out);
+		slot_reply(s, &out);
 		proto_buf_free(&out);
 	}
 	return NULL;
 }
+
+/* ---- the sync thread ---- */
+
+/* How long to wait on ingest: until the first deadline, at most a slice. */
+static int sync_wait_ms(const struct qlist *waiting)
+{
+	int64_t now = util_now_ms(), ms = QUERYD_SYNC_SLICE_MS;
+
+	for (const struct qslot *s = waiting->head; s; s = s->next)
+		if (s->deadline - now < ms)
+			ms = s->deadline - now;
+	return ms < 0 ? 0 : (int)ms;
+}
+
+static void sync_timeout(struct qslot *s)
+{
+	char msg[256];
+
+	if (s->req.sync_ms > s->wait_ms)
+		snprintf(msg, sizeof(msg), "the collector has not stored everything it "
+			 "received yet (its receive journal) after %u ms, the longest it "
+			 "waits (query-sync-max)", s->wait_ms);
+	else
+		snprintf(msg, sizeof(msg), "the collector has not stored everything it "
+			 "received yet (its receive journal); try a longer --timeout");
+	slot_error(s, TC_ERR_TIMEOUT, msg);
+}
+
+/*
+ * Send on each waiter of @waiting: to the pool once its mark is stored,
+ * a TC_ERR_TIMEOUT reply once its deadline is past. Return: how many left.
+ */
+static size_t sync_sweep(struct queryd *qd, struct qlist *waiting)
+{
+	struct qslot **pp = &waiting->head, *s;
+	int64_t now = util_now_ms();
+	size_t left = 0;
+	bool stored;
+
+	while ((s = *pp)) {
+		stored = ingest_stored(qd, s->mark, 0);
+		if (!stored && now < s->deadline) {
+			pp = &s->next;
+			continue;
+		}
+		*pp = s->next;
+		waiting->n--;
+		left++;
+		if (stored)
+			run_push(qd, s);
+		else
+			sync_timeout(s);
+	}
+	waiting->tail = pp;
+	return left;
+}
+
+/*
+ * The waiters are the sync thread's own list; qd->sync is their inbox
+ * (and its count, all of them). One wait on ingest at a time, for the
+ * oldest mark, at most until the first deadline or a slice: then every
+ * waiter is looked at again.
+ */
+static void *sync_main(void *arg)
+{
+	struct queryd *qd = arg;
+	struct qlist waiting = { NULL, &waiting.head, 0 };
+	struct qslot *s;
+	size_t left;
+
+	pthread_mutex_lock(&qd->lock);
+	while (!atomic_load(&qd->stop)) {
+		while ((s = qd->sync.head)) {
+			qd->sync.head = s->next;	/* n stays: it counts them all */
+			if (!qd->sync.head)
+				qd->sync.tail = &qd->sync.head;
+			qlist_push(&waiting, s);
+		}
+		if (!waiting.head) {
+			pthread_cond_wait(&qd->sync_wake, &qd->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&qd->lock);
+		ingest_stored(qd, waiting.head->mark, sync_wait_ms(&waiting));
+		left = sync_sweep(qd, &waiting);
+		pthread_mutex_lock(&qd->lock);
+		qd->sync.n -= left;
+	}
+	pthread_mutex_unlock(&qd->lock);
+	return NULL;
+}
+
+/* ---- start, stop ---- */
 
 static int queryd_listen(struct queryd *qd, const char *url, char *bound, size_t blen)
 {
@@ -546,50 +881,131 @@ static int queryd_listen(struct queryd *qd, const char *url, char *bound, size_t
 	return 0;
 }
 
-int queryd_start(const char *url, const char *db_path, struct queryd **out,
-		 char *bound, size_t blen)
+/*
+ * The socket and its slots. The transport takes messages up to
+ * QMSG_MAX_WIRE, well above QMSG_MAX_REQUEST, so that a request over the
+ * protocol's limit reaches slot_intake() and gets an error reply (nng
+ * drops a larger one and closes the connection, without a word).
+ */
+static int open_socket(struct queryd *qd, const char *url, char *bound, size_t blen)
 {
-	struct queryd *qd = calloc(1, sizeof(*qd));
-	int ret, rv;
+	int rv = nng_rep0_open(&qd->sock);
 
+	qd->sock_open = rv == 0;
+	if (rv == 0)
+		rv = nng_socket_set_size(qd->sock, NNG_OPT_RECVMAXSZ, QMSG_MAX_WIRE);
+	qd->nslots = qd->o.threads + QUERYD_SYNC_WAITERS;
+	qd->slots = rv ? NULL : calloc(qd->nslots, sizeof(*qd->slots));
+	if (rv == 0 && !qd->slots)
+		return -ENOMEM;
+	for (size_t i = 0; rv == 0 && i < qd->nslots; i++) {
+		qd->slots[i].qd = qd;
+		rv = nng_ctx_open(&qd->slots[i].ctx, qd->sock);
+		if (rv == 0)
+			rv = nng_aio_alloc(&qd->slots[i].aio, slot_cb, &qd->slots[i]);
+	}
+	if (rv != 0) {
+		log_err("query endpoint: %s", nng_strerror(rv));
+		return TC_ERR_CONFIG;
+	}
+	return queryd_listen(qd, url, bound, blen);
+}
+
+static int start_threads(struct queryd *qd, const char *db_path)
+{
+	int ret = 0;
+
+	qd->workers = calloc(qd->o.threads, sizeof(*qd->workers));
+	if (!qd->workers)
+		return -ENOMEM;
+	for (unsigned i = 0; ret == 0 && i < qd->o.threads; i++) {
+		struct qworker *wk = &qd->workers[i];
+
+		wk->qd = qd;
+		ret = store_open_readonly(db_path, &wk->store);
+		if (ret < 0)
+			log_err("query endpoint: database %s: %s", db_path, tc_strerror(ret));
+		else if (pthread_create(&wk->thread, NULL, worker_main, wk) != 0)
+			ret = -EAGAIN;
+		wk->started = ret == 0;
+	}
+	if (ret == 0 && pthread_create(&qd->sync_thread, NULL, sync_main, qd) != 0)
+		ret = -EAGAIN;
+	qd->sync_started = ret == 0;
+	return ret;
+}
+
+/* Stop what was started of @qd and free it (queryd_stop, or a failed start). */
+static void queryd_free(struct queryd *qd)
+{
+	atomic_store(&qd->stop, true);
+	pthread_mutex_lock(&qd->lock);
+	pthread_cond_broadcast(&qd->work);
+	pthread_cond_broadcast(&qd->sync_wake);
+	pthread_mutex_unlock(&qd->lock);
+	for (unsigned i = 0; qd->workers && i < qd->o.threads; i++)
+		if (qd->workers[i].started)
+			pthread_join(qd->workers[i].thread, NULL);
+	if (qd->sync_started)
+		pthread_join(qd->sync_thread, NULL);
+	if (qd->sock_open)
+		nng_close(qd->sock);	/* aborts every slot's receive or send */
+	for (size_t i = 0; qd->slots && i < qd->nslots; i++) {
+		if (qd->slots[i].aio) {
+			nng_aio_stop(qd->slots[i].aio);
+			nng_aio_free(qd->slots[i].aio);
+		}
+		qmsg_request_free(&qd->slots[i].req);
+	}
+	for (unsigned i = 0; qd->workers && i < qd->o.threads; i++)
+		store_close(qd->workers[i].store);
+	free(qd->workers);
+	free(qd->slots);
+	pthread_mutex_destroy(&qd->lock);
+	pthread_cond_destroy(&qd->work);
+	pthread_cond_destroy(&qd->sync_wake);
+	pthread_mutex_destroy(&qd->ingest_lock);
+	pthread_cond_destroy(&qd->ingest_idle);
+	free(qd);
+}
+
+int queryd_start(const char *url, const char *db_path, const struct queryd_opts *o,
+		 struct queryd **out, char *bound, size_t blen)
+{
+	static const struct queryd_opts def = { QUERYD_THREADS, QUERYD_SYNC_MAX_MS };
+	struct queryd *qd;
+	int ret;
+
+	o = o ? o : &def;
+	if (o->threads < 1 || o->threads > QUERYD_THREADS_MAX ||
+	    o->sync_max_ms < 1 || o->sync_max_ms > QUERYD_SYNC_MAX_MS_MAX)
+		return -EINVAL;
+	qd = calloc(1, sizeof(*qd));
 	if (!qd)
 		return -ENOMEM;
+	qd->o = *o;
+	qd->run.tail = &qd->run.head;
+	qd->sync.tail = &qd->sync.head;
+	pthread_mutex_init(&qd->lock, NULL);
+	pthread_cond_init(&qd->work, NULL);
+	pthread_cond_init(&qd->sync_wake, NULL);
 	pthread_mutex_init(&qd->ingest_lock, NULL);
-	ret = store_open_readonly(db_path, &qd->store);
+	pthread_cond_init(&qd->ingest_idle, NULL);
+	ret = open_socket(qd, url, bound, blen);
+	if (ret == 0)
+		ret = start_threads(qd, db_path);
 	if (ret < 0) {
-		log_err("query endpoint: database %s: %s", db_path, tc_strerror(ret));
-		pthread_mutex_destroy(&qd->ingest_lock);
-		free(qd);
+		queryd_free(qd);
 		return ret;
 	}
-	rv = nng_rep0_open(&qd->sock);
-	if (rv == 0)
-		rv = nng_socket_set_ms(qd->sock, NNG_OPT_RECVTIMEO, QUERYD_POLL_MS);
-	if (rv == 0)
-		rv = nng_socket_set_size(qd->sock, NNG_OPT_RECVMAXSZ, 1 << 20);
-	ret = rv ? TC_ERR_CONFIG : queryd_listen(qd, url, bound, blen);
-	if (ret == 0 && pthread_create(&qd->thread, NULL, queryd_thread, qd) != 0)
-		ret = -EAGAIN;
-	if (ret < 0) {
-		if (rv == 0)
-			nng_close(qd->sock);
-		store_close(qd->store);
-		pthread_mutex_destroy(&qd->ingest_lock);
-		free(qd);
-		return ret;
-	}
+	for (size_t i = 0; i < qd->nslots; i++)
+		slot_recv(&qd->slots[i]);
 	*out = qd;
 	return 0;
 }
 
 void queryd_stop(struct queryd *qd)
 {
-	if (!qd)
-		return;
-	atomic_store(&qd->stop, true);
-	pthread_join(qd->thread, NULL);
-	nng_close(qd->sock);
-	store_close(qd->store);
-	pthread_mutex_destroy(&qd->ingest_lock);
-	free(qd);
+	if (qd)
+		queryd_free(qd);
 }

@@ -1,7 +1,10 @@
 /*
- * queryd.h - tracecollectd's query endpoint: an nng REP socket served by a
- * thread of its own with its own read-only store connection, so queries
- * never wait on ingest (WAL lets readers run beside the writer).
+ * queryd.h - tracecollectd's query endpoint: an nng REP socket whose
+ * requests run on a bounded pool of threads, each with its own read-only
+ * store connection, so queries run beside each other and never wait on
+ * ingest (WAL lets readers run beside the writer). A request that first
+ * waits until what was received is stored (`sync`) holds no thread of the
+ * pool while it waits.
  */
 #ifndef SERVER_QUERYD_H
 #define SERVER_QUERYD_H
@@ -11,21 +14,36 @@
 
 struct queryd;
 
+#define QUERYD_THREADS		4	/* default pool */
+#define QUERYD_THREADS_MAX	64
+#define QUERYD_SYNC_MAX_MS	120000	/* default longest `sync` wait */
+#define QUERYD_SYNC_MAX_MS_MAX	3600000
+#define QUERYD_SYNC_WAITERS	32	/* requests waiting for `sync` at once */
+
+struct queryd_opts {
+	unsigned threads;	/* queries run at once, 1..QUERYD_THREADS_MAX */
+	uint32_t sync_max_ms;	/* a longer `sync` is cut to this, 1..QUERYD_SYNC_MAX_MS_MAX */
+};
+
 /*
  * queryd_start - listen on @url (nng; a tcp port of 0 picks a free one)
- * and answer queries against the database at @db_path.
+ * and answer queries against the database at @db_path with @o (NULL: the
+ * defaults above).
  * @bound: receives the URL actually listened on.
  *
- * Return: 0 and *@out; a negative code (logged) when the URL cannot be
- * listened on or the database cannot be opened. *@out only on success.
+ * Return: 0 and *@out; -EINVAL for @o out of range; a negative code
+ * (logged) when the URL cannot be listened on or the database cannot be
+ * opened. *@out only on success.
  */
-int queryd_start(const char *url, const char *db_path, struct queryd **out,
-		 char *bound, size_t blen);
+int queryd_start(const char *url, const char *db_path, const struct queryd_opts *o,
+		 struct queryd **out, char *bound, size_t blen);
 
 /* What the endpoint asks the collector's ingest (any thread may call it). */
 struct queryd_ingest {
-	/* 0 once what was received before the call is stored; -ETIMEDOUT */
-	int (*wait_stored)(void *arg, int timeout_ms);
+	/* a mark of what has been received so far, taken as a request arrives */
+	uint64_t (*received)(void *arg);
+	/* 0 once what was received up to @mark is stored; -ETIMEDOUT (0 ms: only look) */
+	int (*wait_stored)(void *arg, uint64_t mark, int timeout_ms);
 	/* batches received but not yet stored; bytes of the receive journal */
 	void (*backlog)(void *arg, uint64_t *unstored, uint64_t *journal_bytes);
 	void *arg;
@@ -33,12 +51,14 @@ struct queryd_ingest {
 
 /*
  * queryd_set_ingest - requests with sync_ms wait through @in first, and
- * every reply carries the backlog; NULL: neither (no ingest). Read per
- * request: any time is fine.
+ * every reply carries the backlog; NULL: neither (no ingest). Any time is
+ * fine: it returns once no thread of the endpoint is inside the functions
+ * it replaces (a wait is cut into slices of at most QUERYD_SYNC_SLICE_MS,
+ * queryd.c), so the caller may then free what they use.
  */
 void queryd_set_ingest(struct queryd *qd, const struct queryd_ingest *in);
 
-/* queryd_stop - stop the thread and free everything; NULL is fine. */
+/* queryd_stop - stop the threads and free everything; NULL is fine. */
 void queryd_stop(struct queryd *qd);
 
 #endif

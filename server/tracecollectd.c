@@ -67,6 +67,7 @@ struct settings {
 	bool no_pushdown;		/* pushdown = no: never send MSG_FILTER */
 	bool insecure_plain;		/* --insecure-plain: no TLS, loopback only */
 	struct collector_limits lim;	/* timeouts, handshake caps, input memory */
+	struct queryd_opts query_opts;	/* query-threads, query-sync-max */
 	int verbose;
 };
 
@@ -83,6 +84,13 @@ static void usage(FILE *f)
 "                           port 0 picks a free port, see --ready-file)\n"
 "      --query URL          nng URL of the query endpoint\n"
 "                           (default tcp://127.0.0.1:7001; port 0 allowed)\n"
+"      --query-threads N    queries answered at once, each by a thread with its\n"
+"                           own database reader (default 4, at most 64); more\n"
+"                           wait their turn\n"
+"      --query-sync-max MS  the longest a traceq --sync waits for what was\n"
+"                           received to be stored (default 120000, at most\n"
+"                           3600000); a longer --sync is cut to it. Waiting\n"
+"                           takes none of the query threads\n"
 "      --db PATH            SQLite database (default /var/lib/tracecollect/trace.db)\n"
 "      --cert FILE          this collector's certificate (default /etc/tracecollect/server.crt)\n"
 "      --key FILE           its private key (default /etc/tracecollect/server.key)\n"
@@ -292,6 +300,20 @@ static int add_filter(struct settings *s, const char *rule)
 	return ret;
 }
 
+/* A whole decimal number in [@min, @max]. */
+static int parse_uint(const char *v, unsigned long min, unsigned long max, unsigned long *out)
+{
+	char *end;
+	unsigned long long n;
+
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (errno || end == v || *end || *v == '-' || n < min || n > max)
+		return TC_ERR_CONFIG;
+	*out = (unsigned long)n;
+	return 0;
+}
+
 /* One setting by its long-option name; used by the command line and -c. */
 static int apply(struct settings *s, const char *key, const char *value)
 {
@@ -320,6 +342,18 @@ static int apply(struct settings *s, const char *key, const char *value)
 		int ret = parse_size(value, &s->lim.input_bytes);
 
 		return ret == 0 && s->lim.input_bytes < (1u << 20) ? TC_ERR_CONFIG : ret;
+	}
+	if (!strcmp(key, "query-threads") || !strcmp(key, "query-sync-max")) {
+		bool threads = !strcmp(key, "query-threads");
+		unsigned long n;
+		int ret = parse_uint(value, 1, threads ? QUERYD_THREADS_MAX : QUERYD_SYNC_MAX_MS_MAX,
+				     &n);
+
+		if (ret == 0 && threads)
+			s->query_opts.threads = (unsigned)n;
+		else if (ret == 0)
+			s->query_opts.sync_max_ms = (uint32_t)n;
+		return ret;
 	}
 	if (!strcmp(key, "store-priority")) {
 		if (strcmp(value, "idle") && strcmp(value, "normal"))
@@ -375,6 +409,7 @@ static int settings_defaults(struct settings *s)
 	int ret = 0;
 
 	s->lim = collector_limits_default();
+	s->query_opts = (struct queryd_opts){ QUERYD_THREADS, QUERYD_SYNC_MAX_MS };
 	for (i = 0; i < sizeof(def) / sizeof(def[0]) && ret == 0; i++)
 		ret = apply(s, def[i][0], def[i][1]);
 	return ret;
@@ -422,6 +457,8 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "max-handshakes", required_argument, NULL, 18 },
 		{ "max-handshakes-per-source", required_argument, NULL, 19 },
 		{ "input-memory", required_argument, NULL, 20 },
+		{ "query-threads", required_argument, NULL, 21 },
+		{ "query-sync-max", required_argument, NULL, 22 },
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -450,7 +487,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:fvhV", longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 20) {
+		if (c >= 1 && c <= 22) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'f')
@@ -641,12 +678,19 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
 	event_base_loopbreak(col->base);
 }
 
-/* traceq --sync and the backlog in replies: the ingest worker (queryd's thread). */
-static int sync_stored(void *arg, int timeout_ms)
+/* traceq --sync and the backlog in replies: the ingest worker (queryd's threads). */
+static uint64_t sync_received(void *arg)
 {
 	struct collector *col = arg;
 
-	return ingest_wait_stored(col->ing, timeout_ms);
+	return ingest_received(col->ing);
+}
+
+static int sync_stored(void *arg, uint64_t mark, int timeout_ms)
+{
+	struct collector *col = arg;
+
+	return ingest_wait_mark(col->ing, mark, timeout_ms);
 }
 
 static void sync_backlog(void *arg, uint64_t *unstored, uint64_t *journal_bytes)
@@ -718,13 +762,14 @@ static int run(struct settings *s)
 	col.base = event_base_new();
 	ret = col.base ? start_listener(&col, s->listen, bound, sizeof(bound)) : -ENOMEM;
 	if (ret == 0)
-		ret = queryd_start(s->query, s->db, &qd, qurl, sizeof(qurl));
+		ret = queryd_start(s->query, s->db, &s->query_opts, &qd, qurl, sizeof(qurl));
 	conn_ingest_hooks(&col, &hooks);
 	if (ret == 0)
 		ret = ingest_start(col.base, col.store, &io, &hooks, &col.ing);
 	if (ret < 0)
 		goto out;
-	queryd_set_ingest(qd, &(struct queryd_ingest){ sync_stored, sync_backlog, &col });
+	queryd_set_ingest(qd, &(struct queryd_ingest){ sync_received, sync_stored,
+						      sync_backlog, &col });
 	sigs[0] = evsignal_new(col.base, SIGINT, stop_cb, &col);
 	sigs[1] = evsignal_new(col.base, SIGTERM, stop_cb, &col);
 	sigs[2] = evsignal_new(col.base, SIGHUP, hup_cb, &hup);

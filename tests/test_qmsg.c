@@ -257,6 +257,31 @@ START_TEST(reply_missing_fields)
 }
 END_TEST
 
+/* A request over QMSG_MAX_REQUEST is refused before it is parsed; at the limit it is read. */
+START_TEST(request_over_the_limit_rejected)
+{
+	char *q = malloc(QMSG_MAX_REQUEST);
+	struct qmsg_request in = { .op = QOP_COUNT, .query = q }, out;
+	struct proto_buf b;
+	size_t over;
+
+	ck_assert_ptr_nonnull(q);
+	memset(q, 'x', QMSG_MAX_REQUEST - 1);
+	q[QMSG_MAX_REQUEST - 1] = 0;
+	b = encode_request(&in);
+	over = b.len - QMSG_MAX_REQUEST;	/* what the rest of the map takes */
+	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), TC_ERR_TOO_LONG);
+	proto_buf_free(&b);
+	q[QMSG_MAX_REQUEST - 1 - over] = 0;
+	b = encode_request(&in);
+	ck_assert_uint_eq(b.len, QMSG_MAX_REQUEST);
+	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), 0);
+	qmsg_request_free(&out);
+	proto_buf_free(&b);
+	free(q);
+}
+END_TEST
+
 static Suite *qmsg_suite(void)
 {
 	Suite *s = suite_create("qmsg");
@@ -266,7 +291,7 @@ static Suite *qmsg_suite(void)
 					request_every_prefix_rejected, request_bad_values,
 					reply_round_trip, reply_error_round_trip,
 					reply_every_prefix_rejected, reply_ragged_rows_rejected,
-					reply_missing_fields));
+					reply_missing_fields, request_over_the_limit_rejected));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -87,7 +87,8 @@ static void usage(FILE *f)
 "      --sync           first wait until the collector has stored everything\n"
 "                       it had received (it acknowledges pages to agents once\n"
 "                       they are in its receive journal, and decodes and\n"
-"                       stores them behind), at most --timeout\n"
+"                       stores them behind), at most --timeout (the\n"
+"                       collector cuts it to its query-sync-max)\n"
 "  -h, --help           this text\n"
 "  -V, --version        print the version\n"
 "\n"
@@ -257,6 +258,13 @@ static int client_call(struct client *c, const struct qmsg_request *req,
 		fprintf(stderr, "traceq: %s\n", tc_strerror(ret));
 		proto_buf_free(&b);
 		return 1;
+	}
+	/* the collector would drop it without a reply; a smaller one it answers */
+	if (b.len > QMSG_MAX_WIRE) {
+		fprintf(stderr, "traceq: error: request of %zu bytes: over the limit of %u bytes\n",
+			b.len, QMSG_MAX_WIRE);
+		proto_buf_free(&b);
+		return 2;
 	}
 	rv = nng_send(c->sock, b.data, b.len, 0);
 	proto_buf_free(&b);

@@ -1,0 +1,505 @@
+/*
+ * test_queryd.c - the query endpoint (server/queryd.c) against a real
+ * SQLite file and real nng REQ sockets on 127.0.0.1: one client cannot
+ * stall the others.
+ *
+ * The endpoint's ingest hooks (struct queryd_ingest) are the test's own,
+ * and they are the levers: backlog() runs on the thread that answers a
+ * request, so holding it there is a query that takes as long as the test
+ * likes; wait_stored() returns only once the test says what was received
+ * is stored. Every check is by order (this answer came while that request
+ * was still held), never by elapsed time; the receive timeouts below only
+ * turn a hang into a failure.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <msgpack.h>
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "common/tc_error.h"
+#include "proto/qmsg.h"
+#include "server/queryd.h"
+#include "server/store/store.h"
+#include "tests/testutil.h"
+
+#define WAIT_MS		20000	/* a hang becomes a failure after this */
+#define THREADS		4	/* the pool the endpoint is started with */
+
+static char dir[64], db[96], url[128];
+static struct queryd *qd;
+
+/* ---- the test's ingest: backlog() can be held, wait_stored() released ---- */
+
+static pthread_mutex_t hk_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hk_cond = PTHREAD_COND_INITIALIZER;
+static int hk_hold;		/* backlog() calls still to hold; -1: all */
+static bool hk_gate;		/* held calls wait while it is true */
+static int hk_held;		/* calls held right now */
+static int hk_inside, hk_max_inside;	/* calls in backlog(), and the most at once */
+static bool hk_stored;		/* wait_stored() succeeds */
+static int hk_waiting, hk_waits;	/* in wait_stored() now; calls so far */
+
+static void hk_reset(void)
+{
+	hk_hold = 0;
+	hk_gate = false;
+	hk_held = hk_inside = hk_max_inside = 0;
+	hk_stored = false;
+	hk_waiting = hk_waits = 0;
+}
+
+static void hk_backlog(void *arg, uint64_t *unstored, uint64_t *journal_bytes)
+{
+	(void)arg;
+	pthread_mutex_lock(&hk_lock);
+	if (++hk_inside > hk_max_inside)
+		hk_max_inside = hk_inside;
+	if (hk_hold && hk_gate) {
+		if (hk_hold > 0)
+			hk_hold--;
+		hk_held++;
+		pthread_cond_broadcast(&hk_cond);
+		while (hk_gate)
+			pthread_cond_wait(&hk_cond, &hk_lock);
+		hk_held--;
+	}
+	hk_inside--;
+	pthread_mutex_unlock(&hk_lock);
+	*unstored = 1;
+	*journal_bytes = 0;
+}
+
+static uint64_t hk_received(void *arg)
+{
+	(void)arg;
+	return 1;
+}
+
+static int hk_wait_stored(void *arg, uint64_t mark, int timeout_ms)
+{
+	struct timespec ts;
+	int ret;
+
+	(void)arg;
+	(void)mark;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&hk_lock);
+	hk_waits++;
+	hk_waiting++;
+	pthread_cond_broadcast(&hk_cond);
+	while (!hk_stored && pthread_cond_timedwait(&hk_cond, &hk_lock, &ts) == 0)
+		;
+	ret = hk_stored ? 0 : -ETIMEDOUT;
+	hk_waiting--;
+	pthread_cond_broadcast(&hk_cond);
+	pthread_mutex_unlock(&hk_lock);
+	return ret;
+}
+
+/* Wait (at most WAIT_MS) until @cond holds; hk_lock is held while it is read. */
+#define HK_WAIT_FOR(cond) do { \
+	struct timespec ts_; \
+	bool ok_; \
+	clock_gettime(CLOCK_REALTIME, &ts_); \
+	ts_.tv_sec += WAIT_MS / 1000; \
+	pthread_mutex_lock(&hk_lock); \
+	while (!(cond) && pthread_cond_timedwait(&hk_cond, &hk_lock, &ts_) == 0) \
+		; \
+	ok_ = (cond); \
+	pthread_mutex_unlock(&hk_lock); \
+	ck_assert_msg(ok_, "waited %d ms for %s", WAIT_MS, #cond); \
+} while (0)
+
+static void hk_set(bool *flag, bool v)
+{
+	pthread_mutex_lock(&hk_lock);
+	*flag = v;
+	pthread_cond_broadcast(&hk_cond);
+	pthread_mutex_unlock(&hk_lock);
+}
+
+static int hk_get(const int *v)
+{
+	int n;
+
+	pthread_mutex_lock(&hk_lock);
+	n = *v;
+	pthread_mutex_unlock(&hk_lock);
+	return n;
+}
+
+/* ---- clients ---- */
+
+static nng_socket client(void)
+{
+	nng_socket s;
+
+	ck_assert_int_eq(nng_req0_open(&s), 0);
+	ck_assert_int_eq(nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, WAIT_MS), 0);
+	ck_assert_int_eq(nng_socket_set_ms(s, NNG_OPT_SENDTIMEO, WAIT_MS), 0);
+	ck_assert_int_eq(nng_dial(s, url, NULL, 0), 0);
+	return s;
+}
+
+static void send_raw(nng_socket s, const void *buf, size_t len)
+{
+	int rv = nng_send(s, (void *)buf, len, 0);
+
+	ck_assert_msg(rv == 0, "send: %s", nng_strerror(rv));
+}
+
+static void send_request(nng_socket s, enum qmsg_op op, uint32_t sync_ms)
+{
+	struct qmsg_request r = { .op = op, .sync_ms = sync_ms };
+	struct proto_buf b;
+
+	proto_buf_init(&b);
+	ck_assert_int_eq(qmsg_request_encode(&r, &b), 0);
+	send_raw(s, b.data, b.len);
+	proto_buf_free(&b);
+}
+
+/* The reply to what @s sent; fails the test when none comes in WAIT_MS. */
+static void recv_reply(nng_socket s, struct qmsg_reply *rep)
+{
+	void *msg;
+	size_t len;
+	int rv = nng_recv(s, &msg, &len, NNG_FLAG_ALLOC);
+
+	ck_assert_msg(rv == 0, "no reply in %d ms: %s", WAIT_MS, nng_strerror(rv));
+	ck_assert_int_eq(qmsg_reply_decode(msg, len, rep), 0);
+	nng_free(msg, len);
+}
+
+static void expect_ok(nng_socket s)
+{
+	struct qmsg_reply rep;
+
+	recv_reply(s, &rep);
+	ck_assert_msg(rep.ok, "error reply: %s", rep.error);
+	qmsg_reply_free(&rep);
+}
+
+static void expect_error(nng_socket s, int code, const char *text)
+{
+	struct qmsg_reply rep;
+
+	recv_reply(s, &rep);
+	ck_assert_msg(!rep.ok, "a success reply, not error %d", code);
+	ck_assert_msg(rep.code == code, "error %d (%s), not %d", rep.code, rep.error, code);
+	ck_assert_msg(strstr(rep.error, text), "error '%s' does not say '%s'", rep.error, text);
+	qmsg_reply_free(&rep);
+}
+
+/* Whether a reply to @s has come (without waiting for one). */
+static bool answered(nng_socket s)
+{
+	void *msg;
+	size_t len;
+	int rv = nng_recv(s, &msg, &len, NNG_FLAG_ALLOC | NNG_FLAG_NONBLOCK);
+
+	if (rv == 0)
+		nng_free(msg, len);
+	ck_assert_msg(rv == 0 || rv == NNG_EAGAIN, "recv: %s", nng_strerror(rv));
+	return rv == 0;
+}
+
+/* ---- fixture ---- */
+
+/* The endpoint on the fixture's database, with a pool of THREADS and @sync_max_ms. */
+static void start_endpoint(uint32_t sync_max_ms)
+{
+	struct queryd_ingest in = { hk_received, hk_wait_stored, hk_backlog, NULL };
+	struct queryd_opts o = { THREADS, sync_max_ms };
+	char bound[128];
+
+	TU_OK(queryd_start("tcp://127.0.0.1:0", db, &o, &qd, bound, sizeof(bound)));
+	snprintf(url, sizeof(url), "%s", bound);
+	queryd_set_ingest(qd, &in);
+}
+
+static void start(void)
+{
+	struct store *st;
+
+	hk_reset();
+	tu_tmpdir_make(dir, sizeof(dir), "queryd");
+	snprintf(db, sizeof(db), "%s/trace.db", dir);
+	TU_OK(store_open(db, &st));
+	store_close(st);
+	start_endpoint(60000);
+}
+
+static void stop(void)
+{
+	pthread_mutex_lock(&hk_lock);
+	hk_gate = false;
+	hk_stored = true;
+	pthread_cond_broadcast(&hk_cond);
+	pthread_mutex_unlock(&hk_lock);
+	queryd_stop(qd);
+	qd = NULL;
+	TU_OK(tu_tmpdir_remove(dir));
+}
+
+/* ---- the pool ---- */
+
+/* A query that runs long holds one worker; the next three are answered meanwhile. */
+START_TEST(long_query_does_not_block_three_others)
+{
+	nng_socket a = client(), b[THREADS - 1];
+
+	hk_hold = 1;
+	hk_set(&hk_gate, true);
+	send_request(a, QOP_STATS, 0);
+	HK_WAIT_FOR(hk_held == 1);
+	for (int i = 0; i < THREADS - 1; i++) {
+		b[i] = client();
+		send_request(b[i], QOP_STATS, 0);
+	}
+	for (int i = 0; i < THREADS - 1; i++)
+		expect_ok(b[i]);
+	ck_assert_msg(!answered(a) && hk_get(&hk_held) == 1,
+		      "the long query ended before the others were answered");
+	hk_set(&hk_gate, false);
+	expect_ok(a);
+	nng_close(a);
+	for (int i = 0; i < THREADS - 1; i++)
+		nng_close(b[i]);
+}
+END_TEST
+
+/* THREADS queries run at once, no more; the rest wait their turn and are answered. */
+START_TEST(pool_runs_threads_at_once_and_no_more)
+{
+	nng_socket c[THREADS + 2];
+
+	hk_hold = -1;
+	hk_set(&hk_gate, true);
+	for (int i = 0; i < THREADS + 2; i++) {
+		c[i] = client();
+		send_request(c[i], QOP_STATS, 0);
+	}
+	HK_WAIT_FOR(hk_held == THREADS);
+	hk_set(&hk_gate, false);
+	for (int i = 0; i < THREADS + 2; i++) {
+		expect_ok(c[i]);
+		nng_close(c[i]);
+	}
+	ck_assert_int_eq(hk_get(&hk_max_inside), THREADS);
+}
+END_TEST
+
+/* ---- sync ---- */
+
+/* A request that waits for the backlog (sync = 2^32-1) does not hold up a plain one. */
+START_TEST(sync_wait_does_not_block_others)
+{
+	nng_socket a = client(), b = client();
+
+	send_request(a, QOP_STATS, UINT32_MAX);
+	HK_WAIT_FOR(hk_waiting > 0);
+	send_request(b, QOP_STATS, 0);
+	expect_ok(b);
+	ck_assert_msg(!answered(a), "the sync request was answered before its backlog was stored");
+	hk_set(&hk_stored, true);
+	expect_ok(a);
+	nng_close(a);
+	nng_close(b);
+}
+END_TEST
+
+/* A short sync times out on time while a long one still waits. */
+START_TEST(short_sync_times_out_behind_long_one)
+{
+	nng_socket a = client(), c = client();
+
+	send_request(a, QOP_STATS, UINT32_MAX);
+	HK_WAIT_FOR(hk_waiting > 0);
+	send_request(c, QOP_STATS, 50);
+	expect_error(c, TC_ERR_TIMEOUT, "not stored everything");
+	ck_assert_msg(!answered(a), "the long sync request was answered first");
+	hk_set(&hk_stored, true);
+	expect_ok(a);
+	nng_close(a);
+	nng_close(c);
+}
+END_TEST
+
+/* A `sync` over query-sync-max waits that long, then gets TC_ERR_TIMEOUT saying why. */
+START_TEST(sync_is_cut_to_the_maximum)
+{
+	nng_socket a, b;
+
+	queryd_stop(qd);
+	start_endpoint(50);
+	a = client();
+	b = client();
+	send_request(a, QOP_STATS, UINT32_MAX);
+	expect_error(a, TC_ERR_TIMEOUT, "the longest it waits (query-sync-max)");
+	send_request(b, QOP_STATS, 10);
+	expect_error(b, TC_ERR_TIMEOUT, "try a longer --timeout");
+	nng_close(a);
+	nng_close(b);
+}
+END_TEST
+
+/* Bad settings are refused. */
+START_TEST(options_out_of_range_refused)
+{
+	struct queryd_opts bad[] = { { 0, 1000 }, { QUERYD_THREADS_MAX + 1, 1000 },
+				     { 1, 0 }, { 1, QUERYD_SYNC_MAX_MS_MAX + 1 } };
+	struct queryd *q = NULL;
+	char bound[128];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		TU_ERR(queryd_start("tcp://127.0.0.1:0", db, &bad[i], &q, bound, sizeof(bound)),
+		       -EINVAL);
+	ck_assert_ptr_null(q);
+}
+END_TEST
+
+/* Once queryd_set_ingest() returns, no thread of the endpoint is in the old hooks. */
+START_TEST(set_ingest_waits_for_its_callers)
+{
+	nng_socket a = client();
+	struct qmsg_reply rep;
+
+	send_request(a, QOP_STATS, UINT32_MAX);
+	HK_WAIT_FOR(hk_waiting > 0);
+	queryd_set_ingest(qd, NULL);
+	ck_assert_msg(hk_get(&hk_waiting) == 0,
+		      "queryd_set_ingest(NULL) returned while a thread waits in the old hooks");
+	hk_set(&hk_stored, true);
+	recv_reply(a, &rep);
+	qmsg_reply_free(&rep);
+	nng_close(a);
+}
+END_TEST
+
+/* ---- size ---- */
+
+/* A valid request of @len bytes or a little more: stats, padded by a key the endpoint ignores. */
+static struct proto_buf padded_request(size_t len)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	struct proto_buf b;
+	char *pad = calloc(1, len);
+
+	ck_assert_ptr_nonnull(pad);
+	memset(pad, 'x', len);
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	msgpack_pack_map(&pk, 3);
+	msgpack_pack_str(&pk, 1);
+	msgpack_pack_str_body(&pk, "v", 1);
+	msgpack_pack_uint32(&pk, QMSG_VERSION);
+	msgpack_pack_str(&pk, 2);
+	msgpack_pack_str_body(&pk, "op", 2);
+	msgpack_pack_uint32(&pk, QOP_STATS);
+	msgpack_pack_str(&pk, 3);
+	msgpack_pack_str_body(&pk, "pad", 3);
+	msgpack_pack_str(&pk, len);
+	msgpack_pack_str_body(&pk, pad, len);
+	proto_buf_init(&b);
+	ck_assert_int_eq(proto_buf_append(&b, sb.data, sb.size), 0);
+	msgpack_sbuffer_destroy(&sb);
+	free(pad);
+	return b;
+}
+
+static void expect_too_long(size_t len)
+{
+	nng_socket s = client();
+	struct proto_buf b = padded_request(len);
+
+	send_raw(s, b.data, b.len);
+	proto_buf_free(&b);
+	expect_error(s, TC_ERR_TOO_LONG, "over the limit");
+	nng_close(s);
+}
+
+/* Over the protocol's limit (QMSG_MAX_REQUEST): an error reply, not an answer. */
+START_TEST(request_over_the_limit_gets_an_error)
+{
+	expect_too_long(100 << 10);
+}
+END_TEST
+
+/* Over nng's default 1 MiB receive limit too: an error reply, not silence. */
+START_TEST(request_over_a_mebibyte_gets_an_error)
+{
+	expect_too_long(2 << 20);
+}
+END_TEST
+
+/* Just under the limit is a request like any other. */
+START_TEST(request_under_the_limit_is_answered)
+{
+	nng_socket s = client();
+	struct proto_buf b = padded_request(60 << 10);
+
+	send_raw(s, b.data, b.len);
+	proto_buf_free(&b);
+	expect_ok(s);
+	nng_close(s);
+}
+END_TEST
+
+/* An unknown event with a name longer than the reply's message: an error reply, whole. */
+START_TEST(unknown_long_event_name)
+{
+	static char q[4000];
+	struct qmsg_request r = { .op = QOP_COUNT, .query = q };
+	struct proto_buf b;
+	nng_socket s = client();
+
+	memset(q, 'e', sizeof(q) - 1);
+	proto_buf_init(&b);
+	ck_assert_int_eq(qmsg_request_encode(&r, &b), 0);
+	send_raw(s, b.data, b.len);
+	proto_buf_free(&b);
+	expect_error(s, TC_ERR_UNKNOWN_EVENT, "unknown event: eeee");
+	nng_close(s);
+}
+END_TEST
+
+static Suite *queryd_suite(void)
+{
+	Suite *s = suite_create("queryd");
+	TCase *tc = tcase_create("queryd");
+
+	tcase_add_checked_fixture(tc, start, stop);
+	tcase_set_timeout(tc, 120);
+	tu_add_tests(tc, TU_TESTS(long_query_does_not_block_three_others,
+				  pool_runs_threads_at_once_and_no_more,
+				  sync_wait_does_not_block_others,
+				  short_sync_times_out_behind_long_one,
+				  sync_is_cut_to_the_maximum,
+				  options_out_of_range_refused,
+				  set_ingest_waits_for_its_callers,
+				  request_over_the_limit_gets_an_error,
+				  request_over_a_mebibyte_gets_an_error,
+				  request_under_the_limit_is_answered,
+				  unknown_long_event_name));
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+TU_MAIN(queryd_suite())
