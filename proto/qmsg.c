@@ -455,8 +455,6 @@ int qmsg_reply_decode(const void *buf, size_t len, struct qmsg_reply *out)
 	uint32_t i;
 	int ret;
 
-	if (len > QMSG_MAX_REQUEST)
-		return TC_ERR_TOO_LONG;
 	ret = unpack_map(buf, len, &res);
 	for (i = 0; ret == 0 && i < res.data.via.map.size; i++)
 		ret = reply_field(&r, &res.data.via.map.ptr[i], &has_ok);

@@ -121,7 +121,8 @@ int qmsg_reply_error(int32_t code, const char *msg, int32_t pos, int32_t len,
 /*
  * qmsg_reply_decode - parse a reply; *@out owns everything afterwards
  * (qmsg_reply_free). Rejects rows whose length differs from ncols, and
- * sizes over the QMSG_MAX_* limits. Return: as qmsg_request_decode().
+ * sizes over the QMSG_MAX_* limits; a reply has no QMSG_MAX_REQUEST cap.
+ * Return: as qmsg_request_decode(), but never TC_ERR_TOO_LONG.
  */
 int qmsg_reply_decode(const void *buf, size_t len, struct qmsg_reply *out);
 void qmsg_reply_free(struct qmsg_reply *r);
