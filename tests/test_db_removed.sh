@@ -47,12 +47,12 @@ stream() {
 
 # finish NAME: wait for agent NAME; check it exited 0 and shipped events.
 finish() {
-	local rc
+	local rc name=$1
 	wait "$agent"; rc=$?
 	agent=
-	check "agent $1 exits 0 and ships events" \
-		'[ "$rc" = 0 ] && [ "$(field events "$tmp/$1.out")" -gt 0 ] ||
-		 { cat "$tmp/$1.err"; false; }'
+	check "agent $name exits 0 and ships events" \
+		'[ "$rc" = 0 ] && [ "$(field events "$tmp/$name.out")" -gt 0 ] ||
+		 { cat "$tmp/$name.err"; false; }'
 }
 
 count() { traceq --count sched_switch --host "$1" 2>> "$tmp/traceq.err"; }
