@@ -89,7 +89,7 @@ static void usage(FILE *f)
 "                           notices, logs it and is not acknowledged; the file\n"
 "                           then at PATH (a new, empty one if there is none) is\n"
 "                           opened, and what the journal or the agents still hold\n"
-"                           is stored there. Rows in the old file are not copied\n"
+"                           is stored there\n"
 "      --cert FILE          this collector's certificate (default /etc/tracecollect/server.crt)\n"
 "      --key FILE           its private key (default /etc/tracecollect/server.key)\n"
 "      --ca FILE            CA that signs agent certificates; agents without a\n"
