@@ -172,6 +172,7 @@ struct ingest {
 	struct event *ev;
 	/* worker only: */
 	struct sink *sinks;
+	uint64_t store_gen;		/* store_generation() as last seen */
 	struct sink_env env;
 	struct filter_table *env_filters;	/* the reference env.filters holds */
 	struct dedup *sessions;		/* env.sessions points here */
@@ -384,6 +385,33 @@ static void ing_results_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- worker: transactions ---- */
 
+/*
+ * The store reopened its database (removed or replaced under it, see
+ * store.h): what the worker learnt from the old file is void. The sinks
+ * there are all failed (the commit that found the file gone failed them)
+ * and write nothing of theirs into the new file; the stream marks are read
+ * again; the journal files of the failed connections are stored again
+ * from their start, the new file holding no mark of them.
+ */
+static void ing_store_reopened(struct ingest *g)
+{
+	const char *note;
+	int ret;
+
+	g->store_gen = store_generation(g->store, &note);
+	log_warn("%s; storing again (%s)", note, g->journal ?
+		 "what the receive journal holds is stored into it again" :
+		 "agents send again what was not acknowledged");
+	for (struct sink *s = g->sinks; s; s = s->next) {
+		s->counters_dirty = false;
+		s->jmark_dirty = false;
+	}
+	ret = dedup_reload(g->sessions, g->store);
+	if (ret < 0)
+		log_err("re-reading the stored page marks: %s (%s)", tc_strerror(ret),
+			store_errmsg(g->store));
+}
+
 static int ing_begin(struct ingest *g)
 {
 	int ret;
@@ -395,6 +423,8 @@ static int ing_begin(struct ingest *g)
 		log_err("begin: %s (%s)", tc_strerror(ret), store_errmsg(g->store));
 		return ret;
 	}
+	if (store_generation(g->store, NULL) != g->store_gen)
+		ing_store_reopened(g);
 	g->txn_open = true;
 	g->txn_events = 0;
 	g->txn_start = util_now_ms();
@@ -464,6 +494,7 @@ static void ing_rolled_back(struct ingest *g, int err)
 			store_errmsg(st));
 	for (struct sink *s = g->sinks; s; s = s->next) {
 		s->replay = g->journal != NULL;
+		s->jmark_dirty = false;	/* that mark was in the lost transaction */
 		if (!s->failed)
 			ing_fail(g, s, err, "commit failed");
 	}
@@ -1431,6 +1462,7 @@ int ingest_start(struct event_base *base, struct store *store, const struct inge
 	if (!g)
 		return -ENOMEM;
 	g->store = store;
+	g->store_gen = store_generation(store, NULL);
 	g->hooks = *hooks;
 	g->o = *o;
 	ret = ing_init(g, base, o);

@@ -24,10 +24,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 
+#include "common/lockfile.h"
 #include "common/log.h"
 #include "common/tc_error.h"
 #include "server/journal.h"
@@ -148,12 +148,7 @@ static int journal_lock(struct journal *j)
 	char path[PATH_MAX];
 
 	snprintf(path, sizeof(path), "%s/lock", j->dir);
-	j->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (j->lock_fd < 0)
-		return -errno;
-	if (flock(j->lock_fd, LOCK_EX | LOCK_NB) < 0)
-		return errno == EWOULDBLOCK ? -EBUSY : -errno;
-	return 0;
+	return lockfile_take(path, &j->lock_fd, NULL);
 }
 
 int journal_open(const char *dir, uint64_t limit, struct journal **out)

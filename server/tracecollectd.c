@@ -29,6 +29,7 @@
 #include <openssl/ssl.h>
 
 #include "common/config_file.h"
+#include "common/lockfile.h"
 #include "common/log.h"
 #include "common/tc_error.h"
 #include "common/util.h"
@@ -91,7 +92,13 @@ static void usage(FILE *f)
 "                           received to be stored (default 120000, at most\n"
 "                           3600000); a longer --sync is cut to it. Waiting\n"
 "                           takes none of the query threads\n"
-"      --db PATH            SQLite database (default /var/lib/tracecollect/trace.db)\n"
+"      --db PATH            SQLite database (default /var/lib/tracecollect/trace.db);\n"
+"                           one collector per database (PATH.lock beside it).\n"
+"                           Removed or replaced while running: the next commit\n"
+"                           notices, logs it and is not acknowledged; the file\n"
+"                           then at PATH (a new, empty one if there is none) is\n"
+"                           opened, and what the journal or the agents still hold\n"
+"                           is stored there\n"
 "      --cert FILE          this collector's certificate (default /etc/tracecollect/server.crt)\n"
 "      --key FILE           its private key (default /etc/tracecollect/server.key)\n"
 "      --ca FILE            CA that signs agent certificates; agents without a\n"
@@ -700,6 +707,32 @@ static void sync_backlog(void *arg, uint64_t *unstored, uint64_t *journal_bytes)
 	ingest_backlog(col->ing, unstored, journal_bytes);
 }
 
+/*
+ * One collector per database: "DB.lock" beside it stays flock()ed for the
+ * process's life (lockfile.h). Two collectors on one file would both
+ * write it, each with its own journal and page marks. Readers (the query
+ * endpoint, sqlite3) do not take it. Return: 0 and *@fd; -EBUSY; -errno.
+ */
+static int lock_db(const char *db, int *fd)
+{
+	char *path;
+	long pid = 0;
+	int ret;
+
+	if (asprintf(&path, "%s.lock", db) < 0)
+		return -ENOMEM;
+	ret = lockfile_take(path, fd, &pid);
+	if (ret == -EBUSY && pid)
+		log_err("database %s is in use by another tracecollectd (pid %ld, lock %s)",
+			db, pid, path);
+	else if (ret == -EBUSY)
+		log_err("database %s is in use by another tracecollectd (lock %s)", db, path);
+	else if (ret < 0)
+		log_err("database %s: lock %s: %s", db, path, tc_strerror(ret));
+	free(path);
+	return ret;
+}
+
 static int run(struct settings *s)
 {
 	struct tls_files files = { s->cert, s->key, s->ca };
@@ -713,6 +746,7 @@ static int run(struct settings *s)
 	struct event *sigs[3] = { NULL, NULL, NULL };
 	struct hup_ctx hup = { &col, s };
 	char bound[128], qurl[512], err[512];
+	int db_lock = -1;
 	int ret = 0;
 
 	if (s->insecure_plain)
@@ -740,6 +774,10 @@ static int run(struct settings *s)
 		ret = -ENOMEM;
 		goto out;
 	}
+	/* before daemon(): a refusal reaches the terminal; the child keeps the lock */
+	ret = lock_db(s->db, &db_lock);
+	if (ret < 0)
+		goto out;
 	io.journal_dir = s->journal_bytes ? s->journal_dir : NULL;
 	io.journal_bytes = s->journal_bytes;
 	io.store_idle = !s->store_normal;
@@ -749,8 +787,10 @@ static int run(struct settings *s)
 		log_err("daemon: %s", strerror(errno));
 		goto out;
 	}
-	if (!s->foreground)
+	if (!s->foreground) {
 		log_init("tracecollectd", s->verbose ? LOGL_DEBUG : LOGL_INFO, true);
+		lockfile_note_pid(db_lock);
+	}
 	ret = store_open(s->db, &col.store);
 	if (ret < 0) {
 		log_err("database %s: %s", s->db, tc_strerror(ret));
@@ -803,6 +843,8 @@ out:
 	if (col.base)
 		event_base_free(col.base);
 	store_close(col.store);
+	if (db_lock >= 0)
+		close(db_lock);
 	SSL_CTX_free(col.tls);
 	if (s->ready_file)
 		unlink(s->ready_file);

@@ -7,8 +7,10 @@
 
 #include <check.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -668,6 +670,123 @@ START_TEST(test_reopen)
 	ck_assert_uint_eq(count, seen.n[0]);
 	store_schema_free(sc);
 	ck_assert_int_eq(store_open_readonly("/nonexistent/dir/x.db", &ro), TC_ERR_DB);
+}
+END_TEST
+
+/* The sched_switch rows @s sees; a negative code when the read fails. */
+static int64_t switches(struct store *s)
+{
+	struct store_schema *sc = NULL;
+	uint64_t count = 0;
+	int ret = store_schema_get(s, "sched", "sched_switch", &sc);
+
+	if (ret == 0)
+		ret = store_count(s, &(struct store_query){ .schema = sc }, &count);
+	store_schema_free(sc);
+	return ret < 0 ? ret : (int64_t)count;
+}
+
+/* An insert through @ctx's store_type of every sched_switch on a page. */
+static int old_type_cb(void *ctx, const struct decode_event *ev)
+{
+	struct try_insert *t = ctx;
+
+	if (ev->type == types[0] && store_insert(st, t->sty, host, ev, 0) < 0)
+		t->failed++;
+	return 0;
+}
+
+/* A commit that stores a counter: how the store notices a lost file. */
+static int commit_one(void)
+{
+	int ret = store_begin(st);
+
+	if (ret == 0)
+		ret = store_cpu_received(st, host, 0, 1, 1, 1);
+	return ret ?: store_commit(st);
+}
+
+/*
+ * The database removed under a writer and a reader (store.h, "the database
+ * removed or replaced"): the writer's next commit fails and says so, every
+ * call after it too, until the rollback re-creates the file; event types
+ * of the old file refuse inserts; the reader fails until the new file is
+ * there, then reads it.
+ */
+START_TEST(test_db_removed)
+{
+	struct try_insert old = { 0 };
+	struct store *ro;
+	const char *note;
+	char want[256];
+	int64_t n0 = seen.n[0];
+	uint64_t id;
+
+	ck_assert_int_eq(store_open_readonly(path, &ro), 0);
+	ck_assert_int_eq(switches(ro), n0);
+	ck_assert_int_eq(unlink(path), 0);
+	ck_assert_int_eq(switches(ro), TC_ERR_DB);
+	ck_assert_msg(strstr(store_errmsg(ro), "not back yet"), "%s", store_errmsg(ro));
+
+	ck_assert_int_eq(commit_one(), TC_ERR_DB);
+	snprintf(want, sizeof(want), "database %s was removed or replaced; not storing until"
+		 " it is back", path);
+	ck_assert_str_eq(store_errmsg(st), want);
+	ck_assert_int_eq(store_host(st, &cap.hello, NULL, &id), TC_ERR_DB);
+	ck_assert_int_eq(switches(st), TC_ERR_DB);
+	ck_assert_uint_eq(store_generation(st, NULL), 0);
+
+	ck_ok(store_rollback(st));	/* the path is opened again: a new file */
+	ck_assert_uint_eq(store_generation(st, &note), 1);
+	ck_assert_msg(strstr(note, "re-created"), "%s", note);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	old.sty = types[0]->user;
+	ck_ok(store_begin(st));
+	for (size_t off = 0; off < cap.raw_len[0]; off += cap.page_size)
+		ck_ok(decoder_page(dec, 0, cap.raw[0] + off, cap.page_size, old_type_cb, &old,
+				   NULL));
+	ck_assert_int_gt(old.failed, 0);
+	ck_ok(store_rollback(st));
+	ck_ok(store_host(st, &cap.hello, "CN=capture-host", &host));
+	ingest();		/* new types, into the new file */
+	ck_assert_int_eq(switches(st), n0);
+	ck_ok(commit_one());	/* the new file is the one at the path */
+
+	ck_assert_int_eq(switches(ro), n0);	/* the reader follows */
+	ck_assert_uint_eq(store_generation(ro, NULL), 1);
+	store_close(ro);
+	ck_assert_int_eq(store_open_readonly(path, &ro), 0);
+	ck_assert_int_eq(switches(ro), n0);
+	store_close(ro);
+}
+END_TEST
+
+/* Another database moved over the path: the writer and the reader take it. */
+START_TEST(test_db_replaced)
+{
+	struct store *other, *ro;
+	const char *note;
+	char path2[96];
+	uint64_t id;
+
+	snprintf(path2, sizeof(path2), "%s/other.db", dir);
+	ck_assert_int_eq(store_open(path2, &other), 0);
+	ck_assert_int_eq(store_host(other, &cap.hello, NULL, &id), 0);
+	store_close(other);	/* checkpointed: no -wal left */
+	ck_assert_int_eq(store_open_readonly(path, &ro), 0);
+	ck_assert_int_eq(switches(ro), seen.n[0]);
+	ck_assert_int_eq(rename(path2, path), 0);
+
+	ck_assert_int_eq(commit_one(), TC_ERR_DB);
+	ck_ok(store_rollback(st));
+	ck_assert_uint_eq(store_generation(st, &note), 1);
+	ck_assert_msg(strstr(note, "reopened"), "%s", note);
+	ck_ok(store_host(st, &cap.hello, NULL, &id));
+	ck_assert_int_eq(switches(st), TC_ERR_UNKNOWN_EVENT);	/* its tables, not ours */
+	ck_assert_int_eq(switches(ro), TC_ERR_UNKNOWN_EVENT);
+	ck_assert_uint_eq(store_generation(ro, NULL), 1);
+	ck_ok(commit_one());
+	store_close(ro);
 }
 END_TEST
 
@@ -1476,7 +1595,7 @@ static Suite *store_suite(void)
 					test_batches, test_writer_failure, test_time_index,
 					test_retention_blocks, test_migrate_ts_index,
 					test_wide_batches, test_field_index, test_field_index_later,
-					test_index_parse));
+					test_index_parse, test_db_removed, test_db_replaced));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -26,6 +26,7 @@
  *   sqlite_schema.c  migrations, event tables and their columns, schemas
  *   sqlite_write.c   the batched INSERTs and the writer thread
  *   sqlite_ckpt.c    the checkpointer thread
+ *   sqlite_file.c    the file at the path: removed or replaced, reopened
  *   sqlite_index.c   field indexes (store_set_indexes())
  *   sqlite_read.c    select and count through the time index
  *   sqlite_filter.c  a bound filter as a WHERE clause (sqlite_filter.h)
@@ -211,18 +212,60 @@ static void sq_config_once(void)
 
 static const struct store_ops sq_ops;
 
-int store_sqlite_open(const char *path, bool readonly, struct store **out)
+int sq_connect(struct sq_store *q)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-	struct sq_store *q = calloc(1, sizeof(*q));
+	struct store *s = &q->base;
 	/*
 	 * The writer belongs to one thread at a time (opened by main, used by
 	 * the ingest worker and the store's writer thread in turn, closed
 	 * after both stopped): no per-call mutex.
 	 */
-	int flags = readonly ? SQLITE_OPEN_READONLY :
+	int flags = s->readonly ? SQLITE_OPEN_READONLY :
 		    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+	struct sched_param sp = { 0 };
+	int ret;
+
+	if (sqlite3_open_v2(q->path, &q->db, flags, NULL) != SQLITE_OK)
+		return q->db ? sq_err(s, TC_ERR_DB, "open") : -ENOMEM;
+	sqlite3_extended_result_codes(q->db, 1);
+	sqlite3_busy_timeout(q->db, 5000);
+	/* a reader closing never checkpoints nor removes PATH-wal (sqlite_file.c) */
+	if (s->readonly)
+		sqlite3_db_config(q->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+	ret = s->readonly ? sq_setup_reader(s) : sq_setup_writer(s);
+	if (ret == 0 && !s->readonly)
+		ret = sq_ckpt_start(q, q->path);
+	pthread_mutex_lock(&q->lock);	/* sq_thread_policy() may run meanwhile */
+	if (ret == 0 && q->ckpt_started && q->policy_set)
+		pthread_setschedparam(q->ckpt, q->policy, &sp);	/* best effort */
+	pthread_mutex_unlock(&q->lock);
+	if (ret == 0)
+		sq_file_note(q);
+	return ret;
+}
+
+void sq_disconnect(struct sq_store *q)
+{
+	sq_ckpt_stop(q);
+	sqlite3_finalize(q->cpu_add);
+	sqlite3_finalize(q->comm_put);
+	sqlite3_finalize(q->drop_add);
+	sqlite3_finalize(q->mark_put);
+	sqlite3_finalize(q->sym_put);
+	sqlite3_finalize(q->block_put);
+	sqlite3_finalize(q->prog_find);
+	sqlite3_finalize(q->sym_find);
+	q->cpu_add = q->comm_put = q->drop_add = q->mark_put = NULL;
+	q->sym_put = q->block_put = q->prog_find = q->sym_find = NULL;
+	sqlite3_close(q->db);
+	q->db = NULL;
+}
+
+int store_sqlite_open(const char *path, bool readonly, struct store **out)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	struct sq_store *q = calloc(1, sizeof(*q));
 	int ret;
 
 	if (!q)
@@ -237,18 +280,10 @@ int store_sqlite_open(const char *path, bool readonly, struct store **out)
 	pthread_cond_init(&q->done, NULL);
 	pthread_cond_init(&q->ckpt_wake, NULL);
 	pthread_cond_init(&q->ckpt_done, NULL);
-	if (sqlite3_open_v2(path, &q->db, flags, NULL) != SQLITE_OK) {
-		ret = q->db ? TC_ERR_DB : -ENOMEM;
-		goto out;
-	}
-	sqlite3_extended_result_codes(q->db, 1);
-	sqlite3_busy_timeout(q->db, 5000);
-	ret = readonly ? sq_setup_reader(&q->base) : sq_setup_writer(&q->base);
+	q->path = strdup(path);
+	ret = q->path ? sq_connect(q) : -ENOMEM;
 	if (ret == 0 && !readonly)
 		ret = sq_writer_start(q);
-	if (ret == 0 && !readonly)
-		ret = sq_ckpt_start(q, path);
-out:
 	if (ret < 0) {
 		sq_ops.close(&q->base);
 		return ret;
@@ -264,11 +299,25 @@ static int sq_thread_policy(struct store *s, int policy)
 	struct sched_param sp = { 0 };
 	int ret = 0;
 
+	pthread_mutex_lock(&q->lock);
+	q->policy = policy;	/* for a checkpointer started after a reopen */
+	q->policy_set = true;
 	if (q->writer_started)
 		ret = pthread_setschedparam(q->writer, policy, &sp);
 	if (ret == 0 && q->ckpt_started)
 		ret = pthread_setschedparam(q->ckpt, policy, &sp);
+	pthread_mutex_unlock(&q->lock);
 	return -ret;
+}
+
+static void sq_types_free(struct store_type *t)
+{
+	while (t) {
+		struct store_type *next = t->next;
+
+		sq_type_free(t);
+		t = next;
+	}
 }
 
 static void sq_close(struct store *s)
@@ -283,27 +332,16 @@ static void sq_close(struct store *s)
 		q->spare = b->next;
 		sq_batch_free(b);
 	}
-	while (q->types) {
-		struct store_type *t = q->types;
-
-		q->types = t->next;
-		sq_type_free(t);
-	}
-	sqlite3_finalize(q->cpu_add);
-	sqlite3_finalize(q->comm_put);
-	sqlite3_finalize(q->drop_add);
-	sqlite3_finalize(q->mark_put);
-	sqlite3_finalize(q->sym_put);
-	sqlite3_finalize(q->block_put);
-	sqlite3_finalize(q->prog_find);
-	sqlite3_finalize(q->sym_find);
-	sqlite3_close(q->db);
+	sq_types_free(q->types);
+	sq_types_free(q->retired);
+	sq_disconnect(q);
 	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&q->wake);
 	pthread_cond_destroy(&q->done);
 	pthread_cond_destroy(&q->ckpt_wake);
 	pthread_cond_destroy(&q->ckpt_done);
 	store_indexes_free(&q->ix);
+	free(q->path);
 	free(q);
 }
 
@@ -317,7 +355,7 @@ static void sq_rollback(struct store *s)
 	for (struct store_type *t = q->types; t; t = t->next)
 		if (t->cur)	/* rows gathered, not yet inserted: theirs too */
 			t->cur->pending = t->cur->arena_len = 0;
-	if (!sqlite3_get_autocommit(q->db))
+	if (q->db && !sqlite3_get_autocommit(q->db))
 		sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
 	pthread_mutex_lock(&q->lock);
 	q->werr = 0;
@@ -347,14 +385,18 @@ static int sq_abort(struct store *s)
 	return 0;
 }
 
-/* On failure the transaction is rolled back. */
+/*
+ * On failure the transaction is rolled back. Committed into a file that is
+ * no longer at the path (sq_file_check()), it fails too: for the caller,
+ * nothing of it is stored.
+ */
 static int sq_commit(struct store *s)
 {
 	int ret = sq_flush_all(s) ?: sq_exec(s, "COMMIT");
 
 	if (ret < 0)
 		sq_rollback(s);
-	else
+	else if ((ret = sq_file_check(s)) == 0)
 		sq_ckpt_after_commit(sq_store_of(s));
 	sq_store_of(s)->in_txn = false;
 	return ret;
@@ -393,4 +435,5 @@ static const struct store_ops sq_ops = {
 	.sync = sq_sync,
 	.thread_policy = sq_thread_policy,
 	.drops = sq_drops,
+	.follow = sq_follow,
 };

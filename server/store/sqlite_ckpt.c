@@ -88,6 +88,9 @@ int sq_ckpt_start(struct sq_store *q, const char *path)
 		return store_set_errmsg(&q->base, TC_ERR_DB, "checkpointer: %s",
 					q->ckdb ? sqlite3_errmsg(q->ckdb) : "out of memory");
 	sqlite3_busy_timeout(q->ckdb, 5000);
+	/* closing it never touches PATH-wal by name (sqlite_file.c) */
+	sqlite3_db_config(q->ckdb, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+	q->ckpt_stop = false;	/* started again after a reopen */
 	if (sqlite3_exec(q->ckdb, "PRAGMA synchronous=NORMAL; PRAGMA cache_size=16",
 			 NULL, NULL, NULL) != SQLITE_OK)
 		return store_set_errmsg(&q->base, TC_ERR_DB, "checkpointer: %s",

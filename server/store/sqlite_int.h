@@ -17,9 +17,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <sys/types.h>
+
 #include <sqlite3.h>
 
 #include "server/store/store_ops.h"
+
+/* Which file a name leads to (sqlite_file.c); set: it was there. */
+struct sq_file_id {
+	dev_t dev;
+	ino_t ino;
+	bool set;
+};
 
 /*
  * A value bound to a nameless '?' of a WHERE text (sq_count_where()):
@@ -100,12 +109,23 @@ struct store_type {
 	struct sq_batch *cur;	/* rows gathering; NULL: none */
 	struct sq_val *scratch;	/* one row being decoded */
 	int64_t type_id;	/* its event_types row, the key of its ts_blocks */
+	bool retired;		/* of a file the store lost: no statements, no inserts */
 };
 
 struct sq_store {
 	struct store base;	/* first */
-	sqlite3 *db;
+	sqlite3 *db;		/* NULL only while a lost writer cannot reopen */
+	char *path;
+	/*
+	 * The file db has open, and (WAL mode) its -wal and -shm, as their
+	 * names led when it opened them (sqlite_file.c). lost: a commit found
+	 * another file (or none) at path; writes fail until it is reopened.
+	 */
+	struct sq_file_id db_id, wal_id, shm_id;
+	bool lost;
 	struct store_type *types;
+	struct store_type *retired;	/* types of files the store lost (their holders may
+					 * still hand them to insert): freed by close */
 	sqlite3_stmt *cpu_add;	/* hot statements, prepared once */
 	sqlite3_stmt *comm_put;
 	sqlite3_stmt *drop_add;
@@ -138,6 +158,8 @@ struct sq_store {
 	unsigned ckpt_req, ckpt_ran;	/* requests made, and served */
 	bool ckpt_stop;
 	int wal_frames;		/* in the WAL after the last commit (the WAL hook) */
+	int policy;		/* thread_policy's, for a checkpointer started later */
+	bool policy_set;
 	struct store_indexes ix;	/* field indexes to keep (store_set_indexes()) */
 };
 
@@ -203,6 +225,29 @@ int sq_sync(struct store *s);
 /* sq_flush_all - queue every type's gathering rows and wait until they are in. */
 int sq_flush_all(struct store *s);
 void sq_batch_free(struct sq_batch *b);
+
+/* sqlite.c */
+
+/*
+ * sq_connect - open @q->path into @q->db as the handle is (read-only or
+ * writable: set up, migrated, with its checkpointer) and note its files.
+ * On failure @q->db may be set: sq_disconnect() it.
+ */
+int sq_connect(struct sq_store *q);
+/* sq_disconnect - stop the checkpointer, finalize every statement, close db. */
+void sq_disconnect(struct sq_store *q);
+
+/* sqlite_file.c: the file at the path (store.h, "the database removed or replaced") */
+
+/* sq_file_note - note the files @q->db has open now (right after opening). */
+void sq_file_note(struct sq_store *q);
+/*
+ * sq_file_check - after a COMMIT: is the file at the path still @s's? When
+ * not, @s is lost. Return: 0; TC_ERR_DB (lost).
+ */
+int sq_file_check(struct store *s);
+/* sq_follow - the follow op (store_ops.h). */
+int sq_follow(struct store *s, bool reopen);
 
 /* sqlite_ckpt.c: the checkpointer's thread and connection on @q's file */
 int sq_ckpt_start(struct sq_store *q, const char *path);

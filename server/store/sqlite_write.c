@@ -517,6 +517,10 @@ int sq_insert(struct store *s, struct store_type *t, uint64_t host_id,
 	size_t bytes = 0, size = t->ncols * sizeof(*row);
 	int ret;
 
+	if (t->retired)
+		return store_set_errmsg(s, TC_ERR_DB, "database %s: event type %s:%s is of the"
+					" file that was removed or replaced", q->path, t->system,
+					t->name);
 	if (ev->type->nfields != t->nfields)
 		return store_set_errmsg(s, -EINVAL, "event does not match its store type");
 	/* rows gathering: decode straight into the batch's next row */

@@ -54,10 +54,31 @@ int store_thread_policy(struct store *s, int policy)
 	return s->ops->thread_policy ? s->ops->thread_policy(s, policy) : 0;
 }
 
-/* Wait for what the backend queued (see store_ops.sync). */
+/* Keep to the file at the path (store_ops.follow). */
+static int store_follow(struct store *s, bool reopen)
+{
+	return s->ops->follow ? s->ops->follow(s, reopen) : 0;
+}
+
+int store_refresh(struct store *s)
+{
+	return s ? store_follow(s, true) : -EINVAL;
+}
+
+uint64_t store_generation(const struct store *s, const char **note)
+{
+	if (note)
+		*note = s->note[0] ? s->note : "not reopened";
+	return s->generation;
+}
+
+/*
+ * Keep to the file (a read-only handle reopens it here), then wait for
+ * what the backend queued (see store_ops.sync).
+ */
 static int store_enter(struct store *s)
 {
-	return s->ops->sync ? s->ops->sync(s) : 0;
+	return store_follow(s, s->readonly) ?: (s->ops->sync ? s->ops->sync(s) : 0);
 }
 
 /* Write operations on a read-only handle fail before reaching the backend. */
@@ -104,7 +125,7 @@ int store_type(struct store *s, const struct decode_type *t, const char *format_
 
 int store_begin(struct store *s)
 {
-	int ret = store_rw(s);
+	int ret = store_rw(s) ?: store_follow(s, true);
 
 	return ret < 0 ? ret : s->ops->begin(s);
 }
@@ -116,11 +137,16 @@ int store_commit(struct store *s)
 	return ret < 0 ? ret : s->ops->commit(s);
 }
 
+/* After the rollback, a store that lost its file tries to reopen it. */
 int store_rollback(struct store *s)
 {
 	int ret = store_rw(s);
 
-	return ret < 0 ? ret : s->ops->rollback(s);
+	if (ret < 0)
+		return ret;
+	ret = s->ops->rollback(s);
+	store_follow(s, true);
+	return ret;
 }
 
 int store_insert(struct store *s, struct store_type *t, uint64_t host_id,
@@ -232,7 +258,9 @@ int store_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts
 {
 	if (!s || !buf || !len)
 		return -EINVAL;
-	return store_enter(s) ?: s->ops->symbol_name(s, host_id, pid, ts, addr, buf, len);
+	/* called per row of a select, which kept to the file already: no follow */
+	return (s->ops->sync ? s->ops->sync(s) : 0) ?:
+	       s->ops->symbol_name(s, host_id, pid, ts, addr, buf, len);
 }
 
 int store_schema_get(struct store *s, const char *system, const char *event,

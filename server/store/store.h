@@ -65,6 +65,52 @@ int store_thread_policy(struct store *s, int policy);
  */
 const char *store_errmsg(const struct store *s);
 
+/* ---- the database removed or replaced under a running store ---- */
+
+/*
+ * A database removed (rm) or replaced (mv) while a store has it open would
+ * otherwise go on taking rows into a file no one will read again. So:
+ *
+ * - A writable store compares the file at its path with the one it has
+ *   open after every COMMIT (one stat(2)). When they differ, store_commit()
+ *   fails with TC_ERR_DB, "database PATH was removed or replaced; not
+ *   storing until it is back": the rows went into the old file, so for
+ *   the caller they are not stored (it must not acknowledge them). From
+ *   then on every call fails the same way, but store_rollback() and
+ *   store_close(), until the store is back.
+ * - Back: store_rollback(), store_begin() and store_refresh() reopen the
+ *   path - the database file found there (migrated if older), or a new,
+ *   empty one when there is none - and store_generation() moves. The rows
+ *   of the old file are not copied; what the caller still holds (a receive
+ *   journal, agents' unacknowledged pages) it stores again. When the path
+ *   cannot be opened (its directory is gone, the file is newer than this
+ *   binary...), the store stays lost and the next of those calls tries
+ *   again.
+ * - A read-only store checks the path before each read and reopens it
+ *   when it holds another file (store_refresh()); until the writer has
+ *   made the new file (its -shm is still the old one's), or while there is
+ *   none, reads fail with TC_ERR_DB.
+ */
+
+/*
+ * store_refresh - make @s use the database now at its path when it is no
+ * longer the file @s has open (see above). Read-only stores do this before
+ * every read on their own; a caller may call it first to learn whether the
+ * store is usable.
+ *
+ * Return: 0 (@s has the file at its path open); TC_ERR_DB (it is lost and
+ * could not be reopened: store_errmsg() says why).
+ */
+int store_refresh(struct store *s);
+
+/*
+ * store_generation - how many times @s reopened its path; *@note (@note may
+ * be NULL) then says what it found ("database PATH re-created ..."). When
+ * it moves, everything the caller learnt from the store - host ids, stream
+ * and journal marks - belonged to the old file.
+ */
+uint64_t store_generation(const struct store *s, const char **note);
+
 /* ---- write side (the collector) ---- */
 
 /*
@@ -103,7 +149,10 @@ int store_type(struct store *s, const struct decode_type *t, const char *format_
 /*
  * store_begin, store_commit - bracket a batch of inserts in one transaction;
  * a failed commit rolls it back. store_rollback - drop the open transaction
- * (nothing of it is stored); 0 also when none is open.
+ * (nothing of it is stored); 0 also when none is open. A commit also fails
+ * when the database file was removed or replaced meanwhile; store_begin()
+ * and store_rollback() then reopen it ("the database removed or replaced"
+ * above).
  */
 int store_begin(struct store *s);
 int store_commit(struct store *s);

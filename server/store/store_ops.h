@@ -29,7 +29,11 @@
  *   retain and set_indexes fail with -EROFS in the front. insert is not
  *   checked (it is the hot path): store_type() already failed there.
  * - sync, when the backend has it, ran (and succeeded) right before every
- *   op but close, insert, begin, commit, rollback and thread_policy.
+ *   op but close, insert, begin, commit, rollback and thread_policy; so
+ *   did follow (with reopen true on a read-only handle, false otherwise),
+ *   but for symbol_name (called per row of a select, which followed).
+ *   begin runs after follow(reopen true) succeeded; rollback is followed
+ *   by follow(reopen true), whose result is ignored.
  * - For select and count: q->schema is set, and when q->filter is, every
  *   q->field_col[i] (i < q->nfields) is below q->schema->ncols.
  *
@@ -73,8 +77,8 @@
  * may be using the handle is thread_policy (main, as the ingest worker
  * starts): it may touch nothing but the backend's own threads.
  *
- * Optional: sync and thread_policy may be NULL (no threads of its own);
- * every other op must be set.
+ * Optional: sync and thread_policy may be NULL (no threads of its own),
+ * follow (no file that can be removed); every other op must be set.
  */
 #ifndef SERVER_STORE_STORE_OPS_H
 #define SERVER_STORE_STORE_OPS_H
@@ -158,12 +162,25 @@ struct store_ops {
 	 * (SCHED_IDLE...); may run while another thread uses the handle.
 	 */
 	int (*thread_policy)(struct store *s, int policy);
+	/*
+	 * follow: keep to the database at the handle's path (store.h, "the
+	 * database removed or replaced"). With @reopen false (before every op
+	 * that sync precedes): 0, or TC_ERR_DB while a writable handle is lost.
+	 * With @reopen true (store_begin(), after store_rollback(),
+	 * store_refresh(), and a read-only handle's reads): reopen the path
+	 * when the handle lost its file (writable: noticed by commit;
+	 * read-only: checked here), moving generation and setting note. The
+	 * front calls it before sync. NULL: a backend without files.
+	 */
+	int (*follow)(struct store *s, bool reopen);
 };
 
 struct store {
 	const struct store_ops *ops;
 	bool readonly;
+	uint64_t generation;	/* reopened this many times (follow) */
 	char errmsg[STORE_ERRMSG_MAX];
+	char note[STORE_ERRMSG_MAX];	/* what the last reopen found */
 };
 
 /* store_set_errmsg - printf into s->errmsg; returns @err for tail calls. */
