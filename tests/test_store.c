@@ -1309,7 +1309,7 @@ START_TEST(test_migrate_ts_index)
 	ck_assert_uint_eq(after->n, before->n);
 	ck_assert(memcmp(after->rowid, before->rowid, before->n * sizeof(before->rowid[0])) == 0);
 	db = raw_open();
-	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 6);	/* and on to 0006 */
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 7);	/* and on to 0007 */
 	sqlite3_close(db);
 	free(before);
 	free(after);
