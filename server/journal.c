@@ -41,7 +41,7 @@ static const uint8_t file_magic[JOURNAL_FILE_HDR] = { 'T', 'C', 'J', 'R', 'N', '
 #define QUARANTINE_DIR	"quarantine"
 
 /*
- * The "inprogress" file, mapped shared: the unit being decoded. Written by
+ * The "lock" file's contents, mapped shared: the unit being decoded. Written by
  * the worker only (and the crash flag by a signal handler on its thread);
  * read at the next start. Host byte order: it never leaves the machine.
  */
@@ -258,27 +258,22 @@ static int quarantine_scan(struct journal *j, uint64_t *next)
 }
 
 /*
- * Map the "inprogress" file; what it says about the last run becomes the
- * suspect. Without it the journal works, with no quarantine (logged).
+ * Map the directory's "lock" file, which holds the unit in progress too
+ * (one file fewer beside the journal's); what it says about the last run
+ * becomes the suspect. Without it the journal works, with no quarantine
+ * (logged).
  */
 static void progress_open(struct journal *j)
 {
-	struct jprogress *p;
-	char path[PATH_MAX];
-	int fd;
+	struct jprogress *p = MAP_FAILED;
 
-	snprintf(path, sizeof(path), "%s/inprogress", j->dir);
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0 || ftruncate(fd, PROGRESS_SIZE) < 0 ||
-	    (p = mmap(NULL, PROGRESS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
+	if (ftruncate(j->lock_fd, PROGRESS_SIZE) < 0 ||
+	    (p = mmap(NULL, PROGRESS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, j->lock_fd, 0)) ==
 	    MAP_FAILED) {
-		log_err("%s: %s; a record that kills the collector will not be "
-			"quarantined", path, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+		log_err("%s/lock: %s; a record that kills the collector will not be "
+			"quarantined", j->dir, strerror(errno));
 		return;
 	}
-	close(fd);
 	if (p->magic == PROGRESS_MAGIC && p->busy) {
 		j->have_suspect = true;
 		j->suspect = (struct journal_unit){ p->file, p->end, p->page };

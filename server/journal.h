@@ -29,7 +29,7 @@
  * (a FORMAT that overflows libtraceevent's stack, a page that trips a bug)
  * would be stored again at every start and kill it again: a crash loop.
  * So the worker marks each unit it decodes as in progress, in the journal
- * directory's "inprogress" file, and clears the mark when done. A unit is
+ * directory's "lock" file, and clears the mark when done. A unit is
  * one message record, or one page of a JREC_PAGES record (a batch holds up
  * to 256 KiB of pages: one bad page must not cost the others); it is named
  * by its file's number, the end of its record and the page's index in the

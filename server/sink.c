@@ -35,6 +35,37 @@ static const char sink_why_cpu[] = "CPU or stream the agent did not announce";
 static const char sink_why_unknown[] = "event id with no FORMAT";
 static const char sink_why_field[] = "event field outside its record";
 
+bool sink_logged_first(struct sink *s, const char *why)
+{
+	for (unsigned i = 0; i < s->nlogged; i++)
+		if (s->logged[i] == why || !strcmp(s->logged[i], why))
+			return false;
+	if (s->nlogged == SINK_MAX_LOGGED)
+		return false;	/* (more reasons than there are) */
+	s->logged[s->nlogged++] = why;
+	return true;
+}
+
+const char *sink_clean(char *buf, size_t size, const char *text)
+{
+	size_t i = 0;
+
+	for (; text && *text && i + 4 < size; text++)
+		buf[i++] = *text >= 0x20 && *text < 0x7f ? *text : '?';
+	if (text && *text && size >= 4) {
+		memcpy(buf + i, "...", 3);
+		i += 3;
+	}
+	buf[i] = '\0';
+	return buf;
+}
+
+/* The agent's host name, fit for a log line. */
+static const char *sink_host(const struct sink *s, char *buf, size_t size)
+{
+	return s->host ? sink_clean(buf, size, s->host) : "?";
+}
+
 /* One event type as this connection's agent described it. */
 struct sink_type {
 	struct sink_type *next;
@@ -596,37 +627,6 @@ static int sink_event(void *arg, const struct decode_event *ev)
 	}
 	return store_dropped(p->env->store, p->s->host_id, ty->t->system, ty->t->name,
 			     sink_why_field, 1);
-}
-
-bool sink_logged_first(struct sink *s, const char *why)
-{
-	for (unsigned i = 0; i < s->nlogged; i++)
-		if (s->logged[i] == why)
-			return false;
-	if (s->nlogged == SINK_MAX_LOGGED)
-		return false;	/* (more reasons than there are) */
-	s->logged[s->nlogged++] = why;
-	return true;
-}
-
-const char *sink_clean(char *buf, size_t size, const char *text)
-{
-	size_t i = 0;
-
-	for (; text && *text && i + 4 < size; text++)
-		buf[i++] = *text >= 0x20 && *text < 0x7f ? *text : '?';
-	if (text && *text && size >= 4) {
-		memcpy(buf + i, "...", 3);
-		i += 3;
-	}
-	buf[i] = '\0';
-	return buf;
-}
-
-/* The agent's host name, fit for a log line. */
-static const char *sink_host(const struct sink *s, char *buf, size_t size)
-{
-	return s->host ? sink_clean(buf, size, s->host) : "?";
 }
 
 /* The counters of CPU or stream @cpu; NULL for one the agent did not announce. */
