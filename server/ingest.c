@@ -39,6 +39,15 @@
  * again, from their files, every connection that was live or closed in the
  * lost transaction. The store keeps how far each file is stored (journal
  * marks, committed with the rows), so that is where storing resumes.
+ * Each message and page it decodes is marked in progress first, so that
+ * one that kills the process is quarantined at the next start instead of
+ * killing it again (journal.h: crash quarantine).
+ *
+ * Nothing acknowledged is dropped without a word: a page that is not
+ * stored (malformed, of an unknown CPU, after its connection failed,
+ * quarantined) and an event that is not (no FORMAT, a field outside its
+ * record) are counted with why in drops and per CPU (sink_page_dropped()),
+ * and each reason is logged once per connection.
  */
 #include "config.h"
 
