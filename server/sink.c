@@ -670,10 +670,11 @@ int sink_msg_dropped(struct sink *s, const struct sink_env *env, const char *sys
 	if (sink_logged_first(s, why)) {
 		char h[64], sys[64], ev[64];
 
-		log_warn("host %s: a message%s%s%s%s was not applied: %s (counted in traceq "
+		log_warn("host %s: a message%s%s%s%s%s was not applied: %s (counted in traceq "
 			 "--drops; said once per connection)", sink_host(s, h, sizeof(h)),
 			 system ? " (FORMAT " : "", system ? sink_clean(sys, sizeof(sys), system) : "",
-			 system ? ":" : "", system ? sink_clean(ev, sizeof(ev), name) : "", why);
+			 system ? ":" : "", system ? sink_clean(ev, sizeof(ev), name) : "",
+			 system ? ")" : "", why);
 	}
 	return store_dropped(env->store, s->host_id, system ? system : "-", name ? name : "-",
 			     why, 1);
