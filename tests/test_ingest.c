@@ -636,6 +636,41 @@ START_TEST(test_malformed_pages_counted)
 }
 END_TEST
 
+/*
+ * A journaled connection that fails (a FORMAT that does not parse) had
+ * its later pages acknowledged: each is counted in drops ("its connection
+ * had failed") and in its CPU's bad_pages, not only as a number of
+ * batches in a log line.
+ */
+START_TEST(test_pages_after_failure_counted)
+{
+	struct proto_msg m = { .type = MSG_FORMAT };
+	uint64_t pages;
+	struct sink *s;
+
+	start(true);
+	s = connect_agent(13, 0);
+	m.format.system = (char *)"sched";
+	m.format.name = (char *)"broken";
+	m.format.text = (char *)"name: broken\nID: x\n";
+	m.format.len = strlen(m.format.text);
+	push_msg(s, &m);
+	pages = push_pages(s);
+	ingest_sink_close(g, s);
+	wait_for(H_FAILED, 13, 1);
+	TU_OK(ingest_wait_stored(g, WAIT_MS));
+	ingest_stop(g);
+	g = NULL;
+
+	ck_assert_str_eq(nth_call(H_FAILED, 13, 0)->what, proto_msg_name(MSG_FORMAT));
+	memset(&seen, 0, sizeof(seen));
+	TU_OK(store_drops(st, on_drop, NULL));
+	TU_OK(store_stats(st, on_stat, NULL));
+	ck_assert_uint_eq(drops_of("its connection had failed"), pages);
+	ck_assert_uint_eq(seen.bad_pages, cpu_pages[0]);
+}
+END_TEST
+
 static Suite *ingest_suite(void)
 {
 	Suite *s = suite_create("ingest");
@@ -645,7 +680,8 @@ static Suite *ingest_suite(void)
 	tcase_set_timeout(tc, 60);
 	tu_add_tests(tc, TU_TESTS(test_session_hooks, test_failure_is_per_connection,
 					test_resends_stored_once, test_journal_session,
-					test_malformed_pages_counted));
+					test_malformed_pages_counted,
+					test_pages_after_failure_counted));
 	suite_add_tcase(s, tc);
 	return s;
 }
