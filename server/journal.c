@@ -302,6 +302,16 @@ static void progress_close(struct journal *j)
 	j->prog = NULL;
 }
 
+/* The calling thread's id, asked of the kernel once per thread. */
+static int32_t self_tid(void)
+{
+	static __thread int32_t tid;
+
+	if (!tid)
+		tid = (int32_t)syscall(SYS_gettid);
+	return tid;
+}
+
 enum journal_verdict journal_unit_begin(struct journal *j, const struct journal_unit *u)
 {
 	struct jprogress *p = j->prog;
@@ -322,7 +332,7 @@ enum journal_verdict journal_unit_begin(struct journal *j, const struct journal_
 	p->page = u->page;
 	p->strikes = strikes;
 	p->crashed = 0;
-	p->tid = (int32_t)syscall(SYS_gettid);
+	p->tid = self_tid();
 	/* the stores above before busy: a crash sees the unit whole */
 	__atomic_store_n(&p->busy, 1, __ATOMIC_RELEASE);
 	return JOURNAL_DECODE;
