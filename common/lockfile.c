@@ -36,7 +36,8 @@ static long lockfile_holder(int fd)
 	return pid > 0 && (*end == '\n' || *end == '\0') ? pid : 0;
 }
 
-int lockfile_take(const char *path, int *fd, long *holder)
+/* Open and flock @path; with @holder, on -EBUSY say who holds it. */
+static int lockfile_lock(const char *path, int *fd, long *holder)
 {
 	int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	int ret = 0;
@@ -47,13 +48,23 @@ int lockfile_take(const char *path, int *fd, long *holder)
 		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
 		if (ret == -EBUSY && holder)
 			*holder = lockfile_holder(f);
-		goto out;
-	}
-	lockfile_note_pid(f);
-out:
-	if (ret < 0)
 		close(f);
-	else
-		*fd = f;
+		return ret;
+	}
+	*fd = f;
+	return 0;
+}
+
+int lockfile_take(const char *path, int *fd, long *holder)
+{
+	int ret = lockfile_lock(path, fd, holder);
+
+	if (ret == 0)
+		lockfile_note_pid(*fd);
 	return ret;
+}
+
+int lockfile_take_quiet(const char *path, int *fd)
+{
+	return lockfile_lock(path, fd, NULL);
 }

@@ -1,7 +1,7 @@
 /*
  * lockfile.h - one process at a time on a resource: an flock(2)ed file
- * beside it (a receive journal's "DIR/lock", a database's "DB.lock") that
- * names the process holding it.
+ * beside it (a receive journal's "DIR/lock", a database's "DB.lock"),
+ * which may name the process holding it.
  *
  * flock() locks belong to the open file description: the lock is held
  * while the descriptor (or a copy made by fork) stays open, is released
@@ -21,6 +21,14 @@
  * names none; -errno.
  */
 int lockfile_take(const char *path, int *fd, long *holder);
+
+/*
+ * lockfile_take_quiet - lockfile_take() that writes nothing into the file:
+ * for a lock file whose contents are the holder's own (the receive
+ * journal keeps its unit in progress there, which the next run reads).
+ * Return: 0 and *@fd; -EBUSY; -errno.
+ */
+int lockfile_take_quiet(const char *path, int *fd);
 
 /*
  * lockfile_note_pid - write this process's pid into the lock file @fd

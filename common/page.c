@@ -76,8 +76,9 @@ static bool commit_flags_ok(uint64_t commit)
 	return !(flags & PAGE_COMMIT_STORED) || (flags & PAGE_COMMIT_MISSED);
 }
 
-int page_check(const struct page_layout *l, const void *page, size_t len,
-	       struct page_info *out)
+/* page_check()'s checks: NULL and *@out, or why the page is malformed. */
+static const char *page_fault(const struct page_layout *l, const void *page, size_t len,
+			      struct page_info *out)
 {
 	const uint8_t *p = page;
 	const size_t hdr = PAGE_HDR_SIZE(l->long_size);
@@ -85,17 +86,23 @@ int page_check(const struct page_layout *l, const void *page, size_t len,
 	uint64_t commit, end;
 	uint32_t size;
 
-	if (len < hdr || len > l->page_size)
-		return TC_ERR_PAGE_MALFORMED;
+	if (len < hdr)
+		return "page shorter than its header";
+	if (len > l->page_size)
+		return "page longer than the page size";
 	commit = commit_unextend(rd_long(l, swap, p + PAGE_TS_SIZE));
 	size = (uint32_t)commit & PAGE_COMMIT_LEN_MASK;
-	if (!commit_flags_ok(commit) || size % PAGE_REC_ALIGN)
-		return TC_ERR_PAGE_MALFORMED;
+	if (!commit_flags_ok(commit))
+		return "commit word with unknown flags";
+	if (size % PAGE_REC_ALIGN)
+		return "commit not a multiple of 4";
 	end = hdr + (uint64_t)size;
 	if (commit & PAGE_COMMIT_STORED)
 		end += l->long_size;
-	if (end > l->page_size || end > len)
-		return TC_ERR_PAGE_MALFORMED;
+	if (end > l->page_size)
+		return "commit beyond the page size";
+	if (end > len)
+		return "commit beyond the bytes received";
 	out->ts = rd8(swap, p);
 	out->data = p + hdr;
 	out->size = size;
@@ -103,7 +110,20 @@ int page_check(const struct page_layout *l, const void *page, size_t len,
 	out->missed = (commit & PAGE_COMMIT_MISSED) != 0;
 	out->missed_stored = (commit & PAGE_COMMIT_STORED) != 0;
 	out->missed_count = out->missed_stored ? rd_long(l, swap, p + hdr + size) : 0;
-	return 0;
+	return NULL;
+}
+
+int page_check(const struct page_layout *l, const void *page, size_t len,
+	       struct page_info *out)
+{
+	return page_fault(l, page, len, out) ? TC_ERR_PAGE_MALFORMED : 0;
+}
+
+const char *page_check_why(const struct page_layout *l, const void *page, size_t len)
+{
+	struct page_info pi;
+
+	return page_fault(l, page, len, &pi);
 }
 
 void page_iter_raw(struct page_iter *it, const struct page_layout *l,
@@ -118,12 +138,25 @@ void page_iter_raw(struct page_iter *it, const struct page_layout *l,
 	it->big_endian = l->big_endian;
 	it->swap = layout_swap(l);
 	it->ts = ts;
+	it->why = NULL;
 }
 
 void page_iter_init(struct page_iter *it, const struct page_layout *l,
 		    const struct page_info *pi)
 {
 	page_iter_raw(it, l, pi->data, pi->size, pi->ts);
+}
+
+/* A walk's error: @why stays with @it (page_iter_why()). */
+static int record_bad(struct page_iter *it, const char *why)
+{
+	it->why = why;
+	return TC_ERR_PAGE_MALFORMED;
+}
+
+const char *page_iter_why(const struct page_iter *it)
+{
+	return it->why;
 }
 
 /*
@@ -144,12 +177,12 @@ static int record_other(struct page_iter *it, uint32_t left, struct page_record 
 		return 0;
 	}
 	if (left < 8)
-		return TC_ERR_PAGE_MALFORMED;
+		return record_bad(it, "record runs past the commit");
 	word = rd4(it->swap, p + 4);
 	switch (rec->type_len) {
 	case PAGE_TYPE_PADDING:
 		if (word % PAGE_REC_ALIGN || word > it->page_size)
-			return TC_ERR_PAGE_MALFORMED;
+			return record_bad(it, "padding misaligned or longer than a page");
 		size = 4 + word;
 		rec->size = size < left ? (uint32_t)size : left;
 		it->ts += rec->delta;
@@ -164,8 +197,10 @@ static int record_other(struct page_iter *it, uint32_t left, struct page_record 
 		return 0;
 	default:	/* 0: the length word counts itself */
 		size = 4 + ((word + 3) & ~3ull);
-		if (word < 4 || size > left)
-			return TC_ERR_PAGE_MALFORMED;
+		if (word < 4)
+			return record_bad(it, "record length under 4");
+		if (size > left)
+			return record_bad(it, "record runs past the commit");
 		rec->payload = p + 8;
 		rec->len = (uint32_t)size - 8;
 		it->ts += rec->delta;
@@ -180,8 +215,10 @@ int page_next_record_slow(struct page_iter *it, struct page_record *rec)
 	struct page_record r;
 	int ret;
 
+	if (left < 4 && it->too_long)
+		return record_bad(it, "more records than a commit can hold");
 	if (left < 4)
-		return left || it->too_long ? TC_ERR_PAGE_MALFORMED : 0;
+		return left ? record_bad(it, "record runs past the commit") : 0;
 	word = rd4(it->swap, it->data + it->off);
 	type_len = it->big_endian ? word >> PAGE_DELTA_BITS :
 		   word & ((1u << PAGE_TYPE_LEN_BITS) - 1);
@@ -189,7 +226,7 @@ int page_next_record_slow(struct page_iter *it, struct page_record *rec)
 	if (type_len - 1 < PAGE_TYPE_DATA_MAX) {	/* 1..28: a short data record */
 		size = 4 + 4 * type_len;
 		if (size > left)
-			return TC_ERR_PAGE_MALFORMED;
+			return record_bad(it, "record runs past the commit");
 		it->ts += delta;
 		*rec = (struct page_record){ .type_len = type_len, .delta = delta,
 			.ts = it->ts, .off = it->off, .size = size,

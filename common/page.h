@@ -115,6 +115,13 @@ struct page_info {
 int page_check(const struct page_layout *l, const void *page, size_t len,
 	       struct page_info *out);
 
+/*
+ * page_check_why - why page_check() rejects the page (a short static
+ * sentence, the same for every page with that fault, so it can name a
+ * counter), or NULL when it accepts it.
+ */
+const char *page_check_why(const struct page_layout *l, const void *page, size_t len);
+
 /* A walk over a page's records: see page_iter_init(). Fields private. */
 struct page_iter {
 	const uint8_t *data;
@@ -125,6 +132,7 @@ struct page_iter {
 	bool swap;
 	bool too_long;
 	uint64_t ts;
+	const char *why;	/* the walk's error, a static sentence */
 };
 
 /* One record, as page_next_record() reports it. */
@@ -185,6 +193,12 @@ void page_iter_raw(struct page_iter *it, const struct page_layout *l,
  * page_next_record_slow() takes every other case.
  */
 int page_next_record_slow(struct page_iter *it, struct page_record *rec);
+
+/*
+ * page_iter_why - after page_next_record() failed: why (a short static
+ * sentence, as page_check_why() gives); NULL before any error.
+ */
+const char *page_iter_why(const struct page_iter *it);
 
 static inline int page_next_record(struct page_iter *it, struct page_record *rec)
 {

@@ -441,9 +441,13 @@ static int page_scan(const struct decoder *d, const struct page_info *pi,
 			st->padding += rec.type_len == PAGE_TYPE_PADDING;
 			continue;
 		}
-		if (rec.len < d->min_record)
+		if (rec.len < d->min_record) {
+			st->malformed = "data record too short for common_type";
 			return TC_ERR_PAGE_MALFORMED;
+		}
 	}
+	if (ret < 0)
+		st->malformed = page_iter_why(&it);
 	return ret;
 }
 
@@ -518,10 +522,15 @@ int decoder_page(struct decoder *d, uint32_t cpu, const void *page, size_t len,
 	int ret;
 
 	ret = page_check(&d->layout, page, len, &pi);
+	if (ret < 0)
+		st.malformed = page_check_why(&d->layout, page, len);
 	if (ret == 0)
 		ret = page_scan(d, &pi, &st);
-	if (ret < 0)
+	if (ret < 0) {
+		if (stats)
+			*stats = st;
 		return ret;
+	}
 	st.missed_events = pi.missed;
 	st.missed = pi.missed_count;
 	ret = page_iterate(d, &pi, cpu, fn, ctx, &st);

@@ -90,6 +90,8 @@ struct decode_page_stats {
 	uint64_t padding;	/* padding (discarded or end-of-page) records */
 	bool missed_events;	/* the kernel lost events before this page */
 	uint64_t missed;	/* how many, when the kernel stored the count */
+	const char *malformed;	/* TC_ERR_PAGE_MALFORMED: why, a static sentence
+				 * fit to name a counter; else NULL */
 };
 
 /*
@@ -158,7 +160,8 @@ typedef int (*decode_event_fn)(void *ctx, const struct decode_event *ev);
  *              is allocated or cleared per page.
  * @fn, @ctx:   the per-event callback.
  * @stats:      if not NULL, receives the page's counters (also when @fn
- *              stops the walk; then they cover the events seen so far).
+ *              stops the walk; then they cover the events seen so far;
+ *              and for a malformed page, with why in stats->malformed).
  *
  * The whole page is validated before the first callback, so a malformed
  * page produces no events at all. Events of a type without a format are

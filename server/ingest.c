@@ -39,6 +39,15 @@
  * again, from their files, every connection that was live or closed in the
  * lost transaction. The store keeps how far each file is stored (journal
  * marks, committed with the rows), so that is where storing resumes.
+ * Each message and page it decodes is marked in progress first, so that
+ * one that kills the process is quarantined at the next start instead of
+ * killing it again (journal.h: crash quarantine).
+ *
+ * Nothing acknowledged is dropped without a word: a page that is not
+ * stored (malformed, of an unknown CPU, after its connection failed,
+ * quarantined) and an event that is not (no FORMAT, a field outside its
+ * record) are counted with why in drops and per CPU (sink_page_dropped()),
+ * and each reason is logged once per connection.
  */
 #include "config.h"
 
@@ -47,6 +56,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +81,7 @@
 #define INGEST_RETAIN_S		1
 #define INGEST_ROTATE_BYTES	(64u << 20)	/* a journal file rotates above this */
 #define INGEST_RETRY_MS		1000		/* after a failed replay */
+#define INGEST_ALTSTACK		(64u << 10)	/* the worker's signal stack */
 
 enum job_kind { JOB_MSG, JOB_PAGES, JOB_CLOSE };
 
@@ -284,6 +295,10 @@ static void ing_fail(struct ingest *g, struct sink *s, int err, const char *what
 	struct ingest_result r = { .conn_id = s->conn_id, .kind = IR_FAIL, .err = err };
 
 	snprintf(r.what, sizeof(r.what), "%s", what);
+	if (!s->failed) {
+		s->fail_err = err;
+		snprintf(s->fail_what, sizeof(s->fail_what), "%s", what);
+	}
 	s->failed = true;
 	ing_post(g, &r);
 }
@@ -606,14 +621,21 @@ static int ing_close(struct ingest *g, struct sink *s, struct jfile *jf)
 	if (s->listed && !s->replay && ing_begin(g) == 0)
 		ret = sink_flush(s, g->store);
 	if (ret < 0) {
-		log_err("counters of host %s: %s", s->host ? s->host : "?",
+		char h[64];
+
+		log_err("counters of host %s: %s", sink_clean(h, sizeof(h), s->host),
 			store_errmsg(g->store));
 		s->replay = g->journal != NULL;	/* its file is stored again */
 	}
-	if (s->failed && !s->replay && s->dropped_jobs)
-		log_warn("host %s: %llu batches of journaled pages after the failure "
-			 "were not stored", s->host ? s->host : "?",
-			 (unsigned long long)s->dropped_jobs);
+	if (s->failed && !s->replay && s->dropped_jobs) {
+		char h[64];
+
+		log_warn("host %s: %llu batches (%llu pages) of journaled pages after the "
+			 "failure (%s: %s) were not stored (counted in traceq --drops: \"%s\")",
+			 sink_clean(h, sizeof(h), s->host), (unsigned long long)s->dropped_jobs,
+			 (unsigned long long)s->dropped_pages, s->fail_what,
+			 tc_strerror(s->fail_err), sink_why_failed);
+	}
 	if (jf)
 		jlist_hold(s->replay ? &g->replay : &g->closed, jf, s->replay);
 	pthread_mutex_lock(&g->lock);
@@ -625,6 +647,114 @@ static int ing_close(struct ingest *g, struct sink *s, struct jfile *jf)
 		ing_rolled_back(g, ret);
 	}
 	return ret;
+}
+
+/* ---- worker: units in progress, quarantine (journal.h) ---- */
+
+/*
+ * Where a job's records are in its journal file, so that each unit (a
+ * message, a page) is marked in progress while it is decoded: off without
+ * a journal. @count: the record is past the store's mark, so a unit
+ * skipped is counted (before it, the count is in the store already).
+ */
+struct ing_at {
+	bool on;
+	uint64_t file, end;
+	bool count;
+};
+
+/* The journal place of job @j (live: always past the store's mark). */
+static struct ing_at ing_at_job(const struct ingest *g, const struct ingest_job *j)
+{
+	if (!g->journal || !j->jf)
+		return (struct ing_at){ .on = false };
+	return (struct ing_at){ .on = true, .file = jfile_no(j->jf), .end = j->jend,
+				.count = true };
+}
+
+/* What unit @u of @s is, for the quarantine's text and log: @rec or @m. */
+static void ing_unit_name(const struct page_rec *rec, uint32_t page, const struct proto_msg *m,
+			  char *buf, size_t size)
+{
+	char sys[64], name[64];
+
+	if (rec)
+		snprintf(buf, size, "page %u of the record (CPU %u, page sequence %llu)", page,
+			 rec->cpu, (unsigned long long)rec->seq);
+	else if (m && m->type == MSG_FORMAT)
+		snprintf(buf, size, "message FORMAT %s:%s",
+			 sink_clean(sys, sizeof(sys), m->format.system),
+			 sink_clean(name, sizeof(name), m->format.name));
+	else
+		snprintf(buf, size, "message %s", m ? proto_msg_name(m->type) : "?");
+}
+
+/* Keep unit @u (@data, @len) of @s aside: it killed the last run. */
+static void ing_quarantine(struct ingest *g, struct sink *s, const struct journal_unit *u,
+			   const char *what, const void *data, size_t len)
+{
+	char text[1024], h[64], subj[160];
+	int ret;
+
+	snprintf(text, sizeof(text),
+		 "the collector died while decoding this record\n"
+		 "journal file: %s/%016llx.tcj\n"
+		 "record: ends at byte %llu of the file\n"
+		 "unit: %s\n"
+		 "host: %s\n"
+		 "certificate subject: %s\n",
+		 g->o.journal_dir, (unsigned long long)u->file, (unsigned long long)u->end, what,
+		 sink_clean(h, sizeof(h), s->host), sink_clean(subj, sizeof(subj), s->subject));
+	ret = journal_quarantine(g->journal, u, data, len, text);
+	log_err("host %s: journal file %016llx, record ending at %llu, %s: the collector died "
+		"decoding it; quarantined in %s/quarantine%s%s, never decoded again; the rest "
+		"of the file is stored", h, (unsigned long long)u->file,
+		(unsigned long long)u->end, what, g->o.journal_dir, ret < 0 ? ", but: " : "",
+		ret < 0 ? tc_strerror(ret) : "");
+}
+
+/*
+ * Before decoding unit @page of @at - page @rec, or message @m - whose
+ * bytes (as journaled) are @data, @len: mark it in progress. Return: true
+ * to decode it (then ing_unit_end()); false to skip it: it is quarantined
+ * (kept aside now if it killed the last run).
+ */
+static bool ing_unit_begin(struct ingest *g, struct sink *s, const struct ing_at *at,
+			   uint32_t page, const struct page_rec *rec, const struct proto_msg *m,
+			   const void *data, size_t len)
+{
+	struct journal_unit u = { at->file, at->end, page };
+	enum journal_verdict v;
+	char what[160];
+
+	if (!at->on)
+		return true;
+	v = journal_unit_begin(g->journal, &u);
+	if (v == JOURNAL_DECODE)
+		return true;
+	if (v == JOURNAL_KILLER) {
+		ing_unit_name(rec, page, m, what, sizeof(what));
+		ing_quarantine(g, s, &u, what, data, len);
+	}
+	return false;
+}
+
+static void ing_unit_end(struct ingest *g, const struct ing_at *at)
+{
+	if (at->on)
+		journal_unit_end(g->journal);
+}
+
+/* Message @m of @s was skipped (quarantined): count it. Return: 0; a store error. */
+static int ing_msg_skipped(struct ingest *g, struct sink *s, const struct ing_at *at,
+			   const struct proto_msg *m)
+{
+	bool fmt = m->type == MSG_FORMAT;
+
+	if (!at->count)
+		return 0;
+	return sink_msg_dropped(s, &g->env, fmt ? m->format.system : NULL,
+				fmt ? m->format.name : NULL, sink_why_crash);
 }
 
 static void ing_msg(struct ingest *g, struct sink *s, struct proto_msg *m)
@@ -657,9 +787,11 @@ static void ing_msg(struct ingest *g, struct sink *s, struct proto_msg *m)
  * them out; from a journal they are untrusted: a record that does not fit
  * is refused). Return: 0; the first error (the sink has failed).
  */
-static int ing_pages(struct ingest *g, struct sink *s, const uint8_t *buf, size_t len)
+static int ing_pages(struct ingest *g, struct sink *s, const struct ing_at *at,
+		     const uint8_t *buf, size_t len)
 {
 	size_t off = 0;
+	uint32_t page = 0;
 	int ret = 0;
 
 	while (off + sizeof(struct page_rec) <= len && !s->failed) {
@@ -674,7 +806,13 @@ static int ing_pages(struct ingest *g, struct sink *s, const uint8_t *buf, size_
 			ing_fail(g, s, ret, "page");
 			break;
 		}
-		ret = sink_page(s, &g->env, rec.cpu, rec.seq, buf + off, rec.len, &stored);
+		if (ing_unit_begin(g, s, at, page++, &rec, NULL, buf + off, rec.len)) {
+			ret = sink_page(s, &g->env, rec.cpu, rec.seq, buf + off, rec.len, &stored);
+			ing_unit_end(g, at);
+		} else {
+			ret = at->count ? sink_page_dropped(s, &g->env, rec.cpu, rec.seq,
+							    sink_why_crash) : 0;
+		}
 		step = (rec.len + 7) & ~(size_t)7;
 		off += step < len - off ? step : len - off;
 		if (ret < 0)
@@ -715,6 +853,7 @@ static const uint8_t *ing_read_back(struct ingest *g, struct sink *s, struct ing
 
 static void ing_run_job(struct ingest *g, struct sink *s, struct ingest_job *j)
 {
+	struct ing_at at = ing_at_job(g, j);
 	const uint8_t *buf;
 
 	if (!s->listed)
@@ -725,14 +864,53 @@ static void ing_run_job(struct ingest *g, struct sink *s, struct ingest_job *j)
 		return;
 	}
 	if (j->kind == JOB_MSG) {
-		ing_msg(g, s, &j->msg);
+		if (ing_unit_begin(g, s, &at, JOURNAL_UNIT_MSG, NULL, &j->msg, NULL, 0)) {
+			ing_msg(g, s, &j->msg);
+			ing_unit_end(g, &at);
+		} else if (ing_msg_skipped(g, s, &at, &j->msg) < 0) {
+			ing_fail(g, s, TC_ERR_DB, "store");
+			s->replay = true;
+		}
 	} else {
 		buf = j->buf ? j->buf : ing_read_back(g, s, j);
 		if (buf)
-			ing_pages(g, s, buf, j->len);
+			ing_pages(g, s, &at, buf, j->len);
 	}
 	if (s->pushq.n)
 		ing_post_pushes(g, s);
+}
+
+/*
+ * A batch of pages of @s after its connection failed: not stored. With a
+ * journal they were acknowledged, so each is counted (without one, they
+ * were not: the agent sends them again); not when the failure is the
+ * store's (s->replay: the file is stored again).
+ */
+static void ing_count_failed(struct ingest *g, struct sink *s, struct ingest_job *j)
+{
+	const uint8_t *buf;
+	size_t off = 0;
+	int ret = 0;
+
+	s->dropped_jobs++;
+	if (!g->journal || s->replay || ing_begin(g) < 0)
+		return;
+	buf = j->buf ? j->buf : ing_read_back(g, s, j);
+	while (buf && ret == 0 && off + sizeof(struct page_rec) <= j->len) {
+		struct page_rec rec;
+
+		memcpy(&rec, buf + off, sizeof(rec));
+		off += sizeof(rec);
+		if (rec.len > j->len - off)
+			break;
+		off += ((rec.len + 7) & ~(size_t)7) < j->len - off ?
+		       ((rec.len + 7) & ~(size_t)7) : j->len - off;
+		s->dropped_pages++;
+		ret = sink_page_dropped(s, &g->env, rec.cpu, rec.seq, sink_why_failed);
+	}
+	if (ret < 0)
+		log_err("counting pages not stored: %s (%s)", tc_strerror(ret),
+			store_errmsg(g->store));
 }
 
 static void ing_run(struct ingest *g, struct ingest_job *j)
@@ -747,7 +925,8 @@ static void ing_run(struct ingest *g, struct ingest_job *j)
 	g->jobs_run++;
 	s->jobs_done++;
 	if (s->failed) {
-		s->dropped_jobs += j->kind == JOB_PAGES;
+		if (j->kind == JOB_PAGES)
+			ing_count_failed(g, s, j);
 		return;
 	}
 	ing_run_job(g, s, j);
@@ -791,6 +970,7 @@ static int ing_replay_rec(void *arg, uint32_t kind, const uint8_t *data, size_t 
 	struct ingest *g = r->g;
 	struct sink_reply reply = { SINK_REPLY_NONE };	/* no one to answer */
 	bool commit = false, stored = end <= r->stored;
+	struct ing_at at = { .on = true, .file = r->file, .end = end, .count = !stored };
 	struct proto_msg m;
 	bool decoded = false;
 	int ret;
@@ -807,12 +987,22 @@ static int ing_replay_rec(void *arg, uint32_t kind, const uint8_t *data, size_t 
 		return 0;
 	}
 	if (kind == JREC_PAGES) {
-		ret = stored ? 0 : ing_pages(g, r->s, data, len);
+		ret = stored ? 0 : ing_pages(g, r->s, &at, data, len);
 	} else {
+		/*
+		 * Decoding the msgpack is not marked: the event loop decoded
+		 * these bytes before it journaled them, so it does not kill.
+		 */
 		ret = proto_msg_decode(data, len, &m);
 		decoded = ret == 0;
-		if (ret == 0 && (!stored || msg_shapes_decoding(m.type)))
-			ret = sink_msg(r->s, &g->env, &m, &reply, &commit);
+		if (ret == 0 && (!stored || msg_shapes_decoding(m.type))) {
+			if (ing_unit_begin(g, r->s, &at, JOURNAL_UNIT_MSG, NULL, &m, data, len)) {
+				ret = sink_msg(r->s, &g->env, &m, &reply, &commit);
+				ing_unit_end(g, &at);
+			} else {
+				ret = ing_msg_skipped(g, r->s, &at, &m);
+			}
+		}
 		if (decoded)
 			proto_msg_free(&m);
 	}
@@ -958,9 +1148,35 @@ static void ing_tick(struct ingest *g)
 		ing_commit(g);
 }
 
+/*
+ * The worker's own signal stack: a fatal signal's handler (tracecollectd:
+ * journal_note_crash()) must run even when decoding overflowed the stack.
+ * Return: the stack to free after sigaltstack(SS_DISABLE); NULL: none.
+ */
+static void *ing_altstack(void)
+{
+	stack_t ss = { .ss_size = INGEST_ALTSTACK };
+
+	ss.ss_sp = malloc(ss.ss_size);
+	if (ss.ss_sp && sigaltstack(&ss, NULL) < 0) {
+		free(ss.ss_sp);
+		ss.ss_sp = NULL;
+	}
+	return ss.ss_sp;
+}
+
+static void ing_altstack_free(void *sp)
+{
+	stack_t ss = { .ss_flags = SS_DISABLE };
+
+	if (sp && sigaltstack(&ss, NULL) == 0)
+		free(sp);
+}
+
 static void *ing_main(void *arg)
 {
 	struct ingest *g = arg;
+	void *altstack = ing_altstack();
 	struct ingest_job *j;
 	size_t bytes;
 
@@ -1011,6 +1227,7 @@ static void *ing_main(void *arg)
 	}
 	pthread_mutex_unlock(&g->lock);
 	ing_commit(g);
+	ing_altstack_free(altstack);
 	return NULL;
 }
 
@@ -1432,6 +1649,7 @@ static int ing_init(struct ingest *g, struct event_base *base, const struct inge
 	g->env.store = g->store;
 	g->env.sessions = &g->sessions;
 	g->env.pushdown = o->pushdown;
+	g->env.test_abort_format = o->test_abort_format;
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->cond, NULL);
 	pthread_cond_init(&g->stored, NULL);

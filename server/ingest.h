@@ -46,6 +46,9 @@ struct ingest_opts {
 	const char *journal_dir;	/* receive journal (NULL: none; ACK on commit) */
 	uint64_t journal_bytes;		/* pause reading above this much journal */
 	bool store_idle;		/* with a journal: decode and store at SCHED_IDLE */
+	/* TEST AID: abort() while decoding the FORMAT of this event name, as
+	 * a record that kills the collector would (journal.h: quarantine) */
+	const char *test_abort_format;
 };
 
 /*

@@ -24,7 +24,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 
 #include "common/lockfile.h"
@@ -33,6 +35,28 @@
 #include "server/journal.h"
 
 static const uint8_t file_magic[JOURNAL_FILE_HDR] = { 'T', 'C', 'J', 'R', 'N', 'L', 0, 1 };
+
+#define PROGRESS_MAGIC	0x50434a54u	/* "TJCP" */
+#define PROGRESS_SIZE	4096
+#define QUARANTINE_DIR	"quarantine"
+
+/*
+ * The "lock" file's contents, mapped shared: the unit being decoded. Written by
+ * the worker only (and the crash flag by a signal handler on its thread);
+ * read at the next start. Host byte order: it never leaves the machine.
+ */
+struct jprogress {
+	uint32_t magic;
+	uint32_t busy;			/* 1 while a unit is decoded */
+	uint64_t file, end;		/* the unit */
+	uint32_t page;
+	uint32_t strikes;		/* deaths in this unit before this run */
+	uint32_t crashed;		/* a fatal signal while busy */
+	int32_t tid;			/* the decoding thread */
+};
+
+/* The mapping journal_note_crash() marks (the latest journal opened). */
+static struct jprogress *_Atomic crash_progress;
 
 struct journal {
 	char *dir;
@@ -45,6 +69,13 @@ struct journal {
 	pthread_mutex_t lock;		/* removed */
 	uint64_t *removed;		/* files removed, not yet taken */
 	size_t nremoved, cap;
+	/* crash quarantine (the worker's once open): */
+	struct jprogress *prog;		/* NULL: none (no quarantine) */
+	struct journal_unit suspect;	/* in progress when the last run died */
+	bool have_suspect, suspect_crashed;
+	uint32_t suspect_strikes;	/* deaths in it, the last one included */
+	struct journal_unit *quar;	/* quarantined units */
+	size_t nquar, quarcap;
 };
 
 struct jfile {
@@ -148,7 +179,213 @@ static int journal_lock(struct journal *j)
 	char path[PATH_MAX];
 
 	snprintf(path, sizeof(path), "%s/lock", j->dir);
-	return lockfile_take(path, &j->lock_fd, NULL);
+	return lockfile_take_quiet(path, &j->lock_fd);
+}
+
+/* ---- crash quarantine ---- */
+
+static bool unit_eq(const struct journal_unit *a, const struct journal_unit *b)
+{
+	return a->file == b->file && a->end == b->end && a->page == b->page;
+}
+
+static void quarantine_name(const struct journal *j, const struct journal_unit *u,
+			    const char *ext, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/" QUARANTINE_DIR "/%016" PRIx64 "-%016" PRIx64 "-%08" PRIx32 ".%s",
+		 j->dir, u->file, u->end, u->page, ext);
+}
+
+static int quarantine_add(struct journal *j, const struct journal_unit *u)
+{
+	if (j->nquar == j->quarcap) {
+		size_t cap = j->quarcap ? j->quarcap * 2 : 8;
+		struct journal_unit *v = realloc(j->quar, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		j->quar = v;
+		j->quarcap = cap;
+	}
+	j->quar[j->nquar++] = *u;
+	return 0;
+}
+
+/* A quarantine entry's unit from its .txt name; false for any other name. */
+static bool quarantine_unit(const char *name, struct journal_unit *u)
+{
+	unsigned long long file, end;
+	unsigned page;
+	int n = 0;
+
+	if (sscanf(name, "%16llx-%16llx-%8x.txt%n", &file, &end, &page, &n) != 3 ||
+	    n != (int)strlen(name) || n != 16 + 1 + 16 + 1 + 8 + 4)
+		return false;
+	*u = (struct journal_unit){ file, end, page };
+	return true;
+}
+
+/*
+ * The units quarantined by earlier runs (skipped from now on); file
+ * numbers stay above theirs (*@next), so none names a later file.
+ */
+static int quarantine_scan(struct journal *j, uint64_t *next)
+{
+	char path[PATH_MAX];
+	struct journal_unit u;
+	struct dirent *e;
+	int ret = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/" QUARANTINE_DIR, j->dir);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while (ret == 0 && (e = readdir(d))) {
+		if (!quarantine_unit(e->d_name, &u))
+			continue;
+		ret = quarantine_add(j, &u);
+		if (u.file >= *next)
+			*next = u.file + 1;
+	}
+	closedir(d);
+	return ret;
+}
+
+/*
+ * Map the directory's "lock" file, which holds the unit in progress too
+ * (one file fewer beside the journal's); what it says about the last run
+ * becomes the suspect. Without it the journal works, with no quarantine
+ * (logged).
+ */
+static void progress_open(struct journal *j)
+{
+	struct jprogress *p = MAP_FAILED;
+
+	if (ftruncate(j->lock_fd, PROGRESS_SIZE) < 0 ||
+	    (p = mmap(NULL, PROGRESS_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, j->lock_fd, 0)) ==
+	    MAP_FAILED) {
+		log_err("%s/lock: %s; a record that kills the collector will not be "
+			"quarantined", j->dir, strerror(errno));
+		return;
+	}
+	if (p->magic == PROGRESS_MAGIC && p->busy) {
+		j->have_suspect = true;
+		j->suspect = (struct journal_unit){ p->file, p->end, p->page };
+		j->suspect_strikes = p->strikes + 1;
+		j->suspect_crashed = p->crashed != 0;
+		log_warn("the last run died while decoding record %016" PRIx64 ":%" PRIu64
+			 " (page %" PRId32 ")%s", p->file, p->end,
+			 p->page == JOURNAL_UNIT_MSG ? -1 : (int32_t)p->page,
+			 p->crashed ? " of a fatal signal: it is quarantined" : "");
+	}
+	memset(p, 0, sizeof(*p));
+	p->magic = PROGRESS_MAGIC;
+	j->prog = p;
+	crash_progress = p;
+}
+
+static void progress_close(struct journal *j)
+{
+	struct jprogress *p = j->prog;
+
+	if (!p)
+		return;
+	if (atomic_load(&crash_progress) == p)
+		crash_progress = NULL;
+	munmap(p, PROGRESS_SIZE);
+	j->prog = NULL;
+}
+
+/* The calling thread's id, asked of the kernel once per thread. */
+static int32_t self_tid(void)
+{
+	static __thread int32_t tid;
+
+	if (!tid)
+		tid = (int32_t)syscall(SYS_gettid);
+	return tid;
+}
+
+enum journal_verdict journal_unit_begin(struct journal *j, const struct journal_unit *u)
+{
+	struct jprogress *p = j->prog;
+	uint32_t strikes = 0;
+
+	for (size_t i = 0; i < j->nquar; i++)
+		if (unit_eq(&j->quar[i], u))
+			return JOURNAL_QUARANTINED;
+	if (!p)
+		return JOURNAL_DECODE;
+	if (j->have_suspect && unit_eq(&j->suspect, u)) {
+		if (j->suspect_crashed || j->suspect_strikes >= JOURNAL_CRASH_STRIKES)
+			return JOURNAL_KILLER;
+		strikes = j->suspect_strikes;
+	}
+	p->file = u->file;
+	p->end = u->end;
+	p->page = u->page;
+	p->strikes = strikes;
+	p->crashed = 0;
+	p->tid = self_tid();
+	/* the stores above before busy: a crash sees the unit whole */
+	__atomic_store_n(&p->busy, 1, __ATOMIC_RELEASE);
+	return JOURNAL_DECODE;
+}
+
+void journal_unit_end(struct journal *j)
+{
+	if (j->prog)
+		__atomic_store_n(&j->prog->busy, 0, __ATOMIC_RELEASE);
+}
+
+void journal_note_crash(void)
+{
+	struct jprogress *p = atomic_load(&crash_progress);
+
+	if (p && __atomic_load_n(&p->busy, __ATOMIC_ACQUIRE) &&
+	    p->tid == (int32_t)syscall(SYS_gettid))
+		__atomic_store_n(&p->crashed, 1, __ATOMIC_RELEASE);
+}
+
+/* Write @len bytes of @data to a new file @path (0600). Return: 0; -errno. */
+static int write_file(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	size_t done = 0;
+	ssize_t n;
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (done < len && ret == 0) {
+		n = write(fd, (const uint8_t *)data + done, len - done);
+		if (n < 0 && errno != EINTR)
+			ret = -errno;
+		else if (n > 0)
+			done += (size_t)n;
+	}
+	if (close(fd) < 0 && ret == 0)
+		ret = -errno;
+	return ret;
+}
+
+int journal_quarantine(struct journal *j, const struct journal_unit *u, const void *data,
+		       size_t len, const char *text)
+{
+	char path[PATH_MAX];
+	int ret;
+
+	if (j->have_suspect && unit_eq(&j->suspect, u))
+		j->have_suspect = false;
+	ret = quarantine_add(j, u);
+	snprintf(path, sizeof(path), "%s/" QUARANTINE_DIR, j->dir);
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	quarantine_name(j, u, "rec", path, sizeof(path));
+	ret = write_file(path, data, len) ?: ret;
+	quarantine_name(j, u, "txt", path, sizeof(path));	/* last: names the entry */
+	return write_file(path, text, strlen(text)) ?: ret;
 }
 
 int journal_open(const char *dir, uint64_t limit, struct journal **out)
@@ -171,6 +408,14 @@ int journal_open(const char *dir, uint64_t limit, struct journal **out)
 	ret = journal_lock(j);
 	if (ret == 0)
 		ret = journal_scan(j);
+	if (ret == 0) {
+		uint64_t next = j->next_no;
+
+		ret = quarantine_scan(j, &next);
+		j->next_no = next;
+	}
+	if (ret == 0)
+		progress_open(j);
 	if (ret < 0) {
 		journal_close(j);
 		return ret;
@@ -183,6 +428,8 @@ void journal_close(struct journal *j)
 {
 	if (!j)
 		return;
+	progress_close(j);
+	free(j->quar);
 	if (j->lock_fd >= 0)
 		close(j->lock_fd);
 	pthread_mutex_destroy(&j->lock);

@@ -25,8 +25,34 @@
  * A file may end inside a record (the collector died while writing it; its
  * pages were not acknowledged): replay stops there.
  *
+ * Crash quarantine. A record that kills the collector while it is decoded
+ * (a FORMAT that overflows libtraceevent's stack, a page that trips a bug)
+ * would be stored again at every start and kill it again: a crash loop.
+ * So the worker marks each unit it decodes as in progress, in the journal
+ * directory's "lock" file, and clears the mark when done. A unit is
+ * one message record, or one page of a JREC_PAGES record (a batch holds up
+ * to 256 KiB of pages: one bad page must not cost the others); it is named
+ * by its file's number, the end of its record and the page's index in the
+ * record (JOURNAL_UNIT_MSG for a message), which are the same whether the
+ * record is decoded live or replayed. The mark is written into a shared
+ * mapping of the file - a few stores per unit, no system call, no fsync:
+ * the page cache outlives the process, which is all a crash loop needs (a
+ * power loss takes the unfsync'ed journal too). At the next start a unit
+ * still marked is the suspect: if the collector died of a fatal signal
+ * while decoding it (journal_note_crash(), from the daemon's handler),
+ * or it was the unit in progress at JOURNAL_CRASH_STRIKES deaths in a row
+ * (a death no handler sees: SIGKILL, a sanitizer's exit), it is
+ * quarantined when replay reaches it: copied to the "quarantine"
+ * directory in the journal directory with a text file saying why, and
+ * never decoded again. A kill -9 alone never quarantines anything below
+ * that many strikes. The quarantine directory is also the list of units
+ * to skip: a unit quarantined but not yet past the store's mark (the
+ * collector died again before committing) is skipped at the next start
+ * too, and file numbers stay above the ones it names.
+ *
  * Threads: a jfile is appended to by the event loop only; the ingest
  * worker reads spilled records back with pread(). References are atomic.
+ * The unit functions are the ingest worker's.
  */
 #ifndef SERVER_JOURNAL_H
 #define SERVER_JOURNAL_H
@@ -119,6 +145,50 @@ uint64_t journal_next_no(const struct journal *j);
  * the store can go. Any thread. Return: how many.
  */
 size_t journal_take_removed(struct journal *j, uint64_t *out, size_t max);
+
+/* ---- crash quarantine ---- */
+
+#define JOURNAL_UNIT_MSG	UINT32_MAX	/* the page index of a message record */
+#define JOURNAL_CRASH_STRIKES	3		/* deaths in one unit with no signal seen */
+
+/* One unit of decoding: a message record, or one page of a pages record. */
+struct journal_unit {
+	uint64_t file;		/* the journal file's number */
+	uint64_t end;		/* the end of the record in it */
+	uint32_t page;		/* the page's index in the record; JOURNAL_UNIT_MSG */
+};
+
+enum journal_verdict {
+	JOURNAL_DECODE,		/* decode it: it is marked in progress */
+	JOURNAL_KILLER,		/* it killed the last run: quarantine it, skip it */
+	JOURNAL_QUARANTINED,	/* quarantined already: skip it */
+};
+
+/*
+ * journal_unit_begin - the worker is about to decode @u. Return: the
+ * verdict; for JOURNAL_DECODE, @u is marked in progress until
+ * journal_unit_end().
+ */
+enum journal_verdict journal_unit_begin(struct journal *j, const struct journal_unit *u);
+
+/* journal_unit_end - the unit journal_unit_begin() marked is done. */
+void journal_unit_end(struct journal *j);
+
+/*
+ * journal_quarantine - keep @len bytes @data of unit @u (the message, or
+ * the page) aside, with @text saying why and whose, in the quarantine
+ * directory (NNN-EEE-PPP.rec and .txt); it is skipped from now on.
+ * Return: 0; -errno (it is skipped in this run all the same).
+ */
+int journal_quarantine(struct journal *j, const struct journal_unit *u, const void *data,
+		       size_t len, const char *text);
+
+/*
+ * journal_note_crash - for a fatal signal's handler: if the calling thread
+ * is decoding a unit, note that the process dies of it, so the next start
+ * quarantines it at once. Async-signal-safe.
+ */
+void journal_note_crash(void);
 
 /* jfile_no - the file's number (its name). */
 uint64_t jfile_no(const struct jfile *f);

@@ -24,6 +24,48 @@
 #include "server/journal.h"
 #include "server/sink.h"
 
+/*
+ * Why something received was not stored: short fixed sentences, so that
+ * each names one counter in drops (with page.h's and decode.h's reasons
+ * for malformed pages) and one log line per connection.
+ */
+const char sink_why_crash[] = "the collector died decoding it";
+const char sink_why_failed[] = "its connection had failed";
+static const char sink_why_cpu[] = "CPU or stream the agent did not announce";
+static const char sink_why_unknown[] = "event id with no FORMAT";
+static const char sink_why_field[] = "event field outside its record";
+
+bool sink_logged_first(struct sink *s, const char *why)
+{
+	for (unsigned i = 0; i < s->nlogged; i++)
+		if (s->logged[i] == why || !strcmp(s->logged[i], why))
+			return false;
+	if (s->nlogged == SINK_MAX_LOGGED)
+		return false;	/* (more reasons than there are) */
+	s->logged[s->nlogged++] = why;
+	return true;
+}
+
+const char *sink_clean(char *buf, size_t size, const char *text)
+{
+	size_t i = 0;
+
+	for (; text && *text && i + 4 < size; text++)
+		buf[i++] = *text >= 0x20 && *text < 0x7f ? *text : '?';
+	if (text && *text && size >= 4) {
+		memcpy(buf + i, "...", 3);
+		i += 3;
+	}
+	buf[i] = '\0';
+	return buf;
+}
+
+/* The agent's host name, fit for a log line. */
+static const char *sink_host(const struct sink *s, char *buf, size_t size)
+{
+	return s->host ? sink_clean(buf, size, s->host) : "?";
+}
+
 /* One event type as this connection's agent described it. */
 struct sink_type {
 	struct sink_type *next;
@@ -389,8 +431,12 @@ static int flush_group_counters(struct sink *s, struct store *store)
 			if (c->pages)
 				ret = store_cpu_received(store, s->host_id, s->groups[i].first + b,
 							 c->pages, c->events, c->bytes);
+			if (ret == 0 && (c->bad_pages || c->bad_events))
+				ret = store_cpu_not_stored(store, s->host_id,
+							   s->groups[i].first + b,
+							   c->bad_pages, c->bad_events);
 			if (ret == 0)
-				c->pages = c->events = c->bytes = 0;
+				c->pages = c->events = c->bytes = c->bad_pages = c->bad_events = 0;
 		}
 	return ret;
 }
@@ -452,6 +498,11 @@ static int sink_format(struct sink *s, const struct sink_env *env, const struct 
 		if (!g)
 			return TC_ERR_MSG_MALFORMED;
 		dec = g->dec;
+	}
+	if (env->test_abort_format && !strcmp(f->name, env->test_abort_format)) {
+		log_err("TRACECOLLECTD_TEST_ABORT_ON: aborting on FORMAT %s (a test aid)",
+			env->test_abort_format);
+		abort();
 	}
 	ret = decoder_format(dec, f->system, f->name, f->text, f->len, &t);
 	if (ret < 0) {
@@ -524,7 +575,10 @@ struct page_ctx {
 	struct sink *s;
 	const struct sink_env *env;
 	const struct sink_group *g;	/* NULL for kernel pages */
+	uint32_t cpu;			/* the CPU or stream, for the log */
 	uint64_t stored;
+	uint64_t unknown;		/* events with no type here: not stored */
+	uint64_t bad;			/* events with a field outside the record */
 };
 
 /* The event's time in the host's trace clock (ns). */
@@ -544,41 +598,125 @@ static int sink_event(void *arg, const struct decode_event *ev)
 
 	if (!ty || !ty->st) {
 		p->s->unknown++;
+		p->unknown++;
 		return 0;
 	}
-	if (ty->f) {
-		ret = filter_eval(ty->f, sink_get, &e);
-		if (ret < 0)
-			return ret;
-		if (ret == 0) {
-			ty->dropped++;
-			p->s->counters_dirty = true;
-			return 0;
-		}
+	ret = ty->f ? filter_eval(ty->f, sink_get, &e) : 1;
+	if (ret == 0) {
+		ty->dropped++;
+		p->s->counters_dirty = true;
+		return 0;
 	}
-	ret = store_insert(p->env->store, ty->st, p->s->host_id, ev,
-			   (int64_t)event_trace_ns(p, ev->ts) + p->s->clock_offset);
+	if (ret > 0)
+		ret = store_insert(p->env->store, ty->st, p->s->host_id, ev,
+				   (int64_t)event_trace_ns(p, ev->ts) + p->s->clock_offset);
 	if (ret == 0)
 		p->stored++;
+	if (ret != TC_ERR_PAGE_MALFORMED)
+		return ret;
+	/* a field outside the record: this event only (the filter's or the insert's) */
+	p->bad++;
+	if (sink_logged_first(p->s, sink_why_field)) {
+		char h[64], sys[64], name[64];
+
+		log_warn("host %s: CPU %u: an event of %s:%s was not stored: %s (counted in "
+			 "traceq --drops and --stats; said once per connection)",
+			 sink_host(p->s, h, sizeof(h)), p->cpu,
+			 sink_clean(sys, sizeof(sys), ty->t->system),
+			 sink_clean(name, sizeof(name), ty->t->name), sink_why_field);
+	}
+	return store_dropped(p->env->store, p->s->host_id, ty->t->system, ty->t->name,
+			     sink_why_field, 1);
+}
+
+/* The counters of CPU or stream @cpu; NULL for one the agent did not announce. */
+static struct sink_cpu *sink_cpu_of(struct sink *s, uint32_t cpu)
+{
+	struct sink_group *g;
+
+	if (cpu < s->ncpus)
+		return &s->cpus[cpu];
+	if (cpu >= PROTO_USER_STREAM_BASE && (g = group_by_stream(s, cpu)))
+		return &g->streams[cpu - g->first];
+	return NULL;
+}
+
+int sink_page_dropped(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t seq,
+		      const char *why)
+{
+	struct sink_cpu *c = sink_cpu_of(s, cpu);
+	int ret = store_dropped(env->store, s->host_id, "-", "-", why, 1);
+
+	if (c) {
+		c->bad_pages++;
+		c->seen_seq = seq;	/* processed: acknowledged */
+		s->counters_dirty = true;
+	}
+	if (ret == 0 && c && s->sess && cpu < s->ncpus)
+		ret = dedup_stored(s->sess, cpu, seq);
+	if (sink_logged_first(s, why)) {
+		char h[64];
+
+		log_warn("host %s: CPU %u: a page was not stored: %s (counted in traceq "
+			 "--drops and --stats; said once per connection)",
+			 sink_host(s, h, sizeof(h)), cpu, why);
+	}
 	return ret;
+}
+
+int sink_msg_dropped(struct sink *s, const struct sink_env *env, const char *system,
+		     const char *name, const char *why)
+{
+	if (sink_logged_first(s, why)) {
+		char h[64], sys[64], ev[64];
+
+		log_warn("host %s: a message%s%s%s%s%s was not applied: %s (counted in traceq "
+			 "--drops; said once per connection)", sink_host(s, h, sizeof(h)),
+			 system ? " (FORMAT " : "", system ? sink_clean(sys, sizeof(sys), system) : "",
+			 system ? ":" : "", system ? sink_clean(ev, sizeof(ev), name) : "",
+			 system ? ")" : "", why);
+	}
+	return store_dropped(env->store, s->host_id, system ? system : "-", name ? name : "-",
+			     why, 1);
+}
+
+/* @p's events of no known type (not stored): counted for the page's CPU. */
+static int sink_unknown(struct sink *s, const struct sink_env *env, struct sink_cpu *c,
+			const struct page_ctx *p, uint64_t n)
+{
+	c->bad_events += n + p->bad;
+	s->counters_dirty = true;
+	if (!n)
+		return 0;
+	if (sink_logged_first(s, sink_why_unknown)) {
+		char h[64];
+
+		log_warn("host %s: CPU %u: %llu events were not stored: %s (counted in traceq "
+			 "--drops and --stats; said once per connection)",
+			 sink_host(s, h, sizeof(h)), p->cpu, (unsigned long long)n,
+			 sink_why_unknown);
+	}
+	return store_dropped(env->store, s->host_id, "-", "-", sink_why_unknown, n);
 }
 
 int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t seq,
 	      const uint8_t *page, size_t len, uint64_t *stored)
 {
-	struct page_ctx p = { .s = s, .env = env };
+	struct page_ctx p = { .s = s, .env = env, .cpu = cpu };
+	struct decode_page_stats st = { 0 };
 	struct decoder *dec = s->dec;
 	uint32_t cpu_no = cpu;
 	struct sink_cpu *c;
 	int ret = 0;
 
+	*stored = 0;
 	if (!s->dec)
 		return TC_ERR_PROTO_STATE;
 	if (cpu >= PROTO_USER_STREAM_BASE) {
 		struct sink_group *g = group_by_stream(s, cpu);
 
 		if (!g)
-			return TC_ERR_MSG_MALFORMED;
+			return sink_page_dropped(s, env, cpu, seq, sink_why_cpu);
 		p.g = g;
 		dec = g->dec;
 		cpu_no = cpu - g->first;
@@ -592,14 +730,18 @@ int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t
 			return store_cpu_duplicates(env->store, s->host_id, cpu, 1);
 		}
 	} else {
-		return TC_ERR_MSG_MALFORMED;
+		return sink_page_dropped(s, env, cpu, seq, sink_why_cpu);
 	}
 	if (s->filters_gen != env->filters_gen)
 		ret = sink_resolve_all(s, env);
 	if (ret == 0)
-		ret = decoder_page(dec, cpu_no, page, len, sink_event, &p, NULL);
+		ret = decoder_page(dec, cpu_no, page, len, sink_event, &p, &st);
+	if (ret == TC_ERR_PAGE_MALFORMED && st.malformed)	/* rejected whole: no event in */
+		return sink_page_dropped(s, env, cpu, seq, st.malformed);
 	if (ret == 0 && s->sess && !p.g)	/* the mark goes in with the events */
 		ret = dedup_stored(s->sess, cpu, seq);
+	if (ret == 0 && (st.unknown || p.unknown || p.bad))
+		ret = sink_unknown(s, env, c, &p, st.unknown + p.unknown);
 	if (ret < 0)
 		return ret;
 	c->seen_seq = seq;
@@ -625,8 +767,11 @@ int sink_flush(struct sink *s, struct store *store)
 		if (c->pages)
 			ret = store_cpu_received(store, s->host_id, i, c->pages, c->events,
 						 c->bytes);
+		if (ret == 0 && (c->bad_pages || c->bad_events))
+			ret = store_cpu_not_stored(store, s->host_id, i, c->bad_pages,
+						   c->bad_events);
 		if (ret == 0)
-			c->pages = c->events = c->bytes = 0;
+			c->pages = c->events = c->bytes = c->bad_pages = c->bad_events = 0;
 	}
 	if (ret == 0)
 		ret = flush_group_counters(s, store);

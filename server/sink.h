@@ -29,7 +29,14 @@ struct sink_group;
 struct sink_cpu {
 	uint64_t seen_seq;	/* last page processed */
 	uint64_t pages, events, bytes;	/* not yet added to the store's counters */
+	uint64_t bad_pages, bad_events;	/* not stored, not yet added either */
 };
+
+#define SINK_MAX_LOGGED	24	/* reasons logged once per connection */
+
+/* Why a page, event or message was not stored (drops' reasons; sink.c). */
+extern const char sink_why_crash[];	/* quarantined: the collector died decoding it */
+extern const char sink_why_failed[];	/* its connection had failed before */
 
 struct sink {
 	struct sink *next;		/* the worker's list of live sinks */
@@ -68,8 +75,13 @@ struct sink {
 	bool pushdown;			/* the agent takes MSG_FILTER, and we send it */
 	struct pushdown_q pushq;	/* MSG_FILTERs for ingest.c to post */
 	bool replay;			/* failed by a rollback: store it again from its journal */
+	const char *logged[SINK_MAX_LOGGED];	/* reasons logged for this connection */
+	unsigned nlogged;
 	uint64_t jobs_done;		/* jobs run (worker) */
 	uint64_t dropped_jobs;		/* page batches skipped after a failure */
+	uint64_t dropped_pages;		/* their pages */
+	int fail_err;			/* the failure: error and what failed */
+	char fail_what[32];
 	uint64_t jmark_file, jmark;	/* journal file and position stored up to */
 	bool jmark_dirty;		/* not yet written to the store */
 	/* event loop only (ingest.c): the connection's receive journal */
@@ -92,6 +104,7 @@ struct sink_env {
 	unsigned filters_gen;
 	struct dedup **sessions;	/* live agent sessions' stored-page marks */
 	bool pushdown;			/* offer agents their filters (pushdown.h) */
+	const char *test_abort_format;	/* TEST AID: abort() on this FORMAT's event name */
 };
 
 /* What the agent is to be answered after a message (sink_msg()). */
@@ -130,6 +143,34 @@ int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t
  * Return: 0; -ENOMEM.
  */
 int sink_refilter(struct sink *s, const struct sink_env *env);
+
+/*
+ * sink_page_dropped - page @seq of CPU (or stream) @cpu is not stored
+ * because of @why (a static sentence): count it in drops (host, "-", "-",
+ * @why) and the CPU's bad_pages, mark it processed (it is acknowledged;
+ * a resend is a duplicate), and log @why the first time for this
+ * connection. Return: 0; a store error.
+ */
+int sink_page_dropped(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t seq,
+		      const char *why);
+
+/*
+ * sink_msg_dropped - a message (a FORMAT of @system:@name, else NULL) is
+ * not applied because of @why: counted in drops, logged once per
+ * connection. Return: 0; a store error.
+ */
+int sink_msg_dropped(struct sink *s, const struct sink_env *env, const char *system,
+		     const char *name, const char *why);
+
+/* sink_logged_first - is this the first time @why (static) is logged for @s? */
+bool sink_logged_first(struct sink *s, const char *why);
+
+/*
+ * sink_clean - @text (peer text: a host, an event name; NULL is fine) fit
+ * for a log line or a file: printable ASCII, others as '?', cut to
+ * @size - 1 bytes with "..." at the cut. Return: @buf.
+ */
+const char *sink_clean(char *buf, size_t size, const char *text);
 
 /* sink_flush - add the counters gathered since the last flush to the store. */
 int sink_flush(struct sink *s, struct store *store);

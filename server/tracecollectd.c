@@ -37,6 +37,7 @@
 #include "server/collector.h"
 #include "server/filter_table.h"
 #include "server/ingest.h"
+#include "server/journal.h"
 #include "server/queryd.h"
 
 #define COMMIT_MS	250
@@ -144,7 +145,11 @@ static void usage(FILE *f)
 "                           first. Survives the collector's death (kill -9),\n"
 "                           as the database's commits do; not a power loss\n"
 "      --journal-dir DIR    where the journal's files go (default: the --db\n"
-"                           path with .journal appended)\n"
+"                           path with .journal appended). A record the\n"
+"                           collector died decoding is not decoded again: the\n"
+"                           next start keeps it in DIR/quarantine with a note\n"
+"                           saying why and whose, counts it in traceq --drops\n"
+"                           and stores the rest\n"
 "      --store-priority idle|normal\n"
 "                           with a journal, decoding and storing run at\n"
 "                           idle priority (SCHED_IDLE, default idle): they get\n"
@@ -182,7 +187,14 @@ static void usage(FILE *f)
 "  -V, --version            print the version\n"
 "\n"
 "Signals: SIGINT/SIGTERM commit what was received and exit; SIGHUP re-reads\n"
-"the filter rules (config file, then --filter); a bad rule keeps the old ones.\n");
+"the filter rules (config file, then --filter); a bad rule keeps the old ones.\n"
+"\n"
+"Environment:\n"
+"  TRACECOLLECTD_TEST_ABORT_ON=FORMAT:EVENT\n"
+"                           TEST AID, never for production: abort() while\n"
+"                           decoding the FORMAT of event EVENT, as a record\n"
+"                           that kills the collector would (read at start;\n"
+"                           tests/test_quarantine.sh)\n");
 }
 
 static int set_str(char **slot, const char *value)
@@ -677,6 +689,44 @@ static int set_indexes(struct store *st, struct settings *s)
 	return ret;
 }
 
+/*
+ * A fatal signal: if the ingest worker was decoding a journal record, the
+ * journal notes that it killed us, so the next start quarantines it
+ * (journal.h); then the signal's default action (SA_RESETHAND) ends us.
+ */
+static void fatal_handler(int sig)
+{
+	journal_note_crash();
+	raise(sig);
+}
+
+static void catch_fatal_signals(void)
+{
+	static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+	struct sigaction sa = { .sa_handler = fatal_handler,
+				.sa_flags = SA_RESETHAND | SA_NODEFER | SA_ONSTACK };
+
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaction(sigs[i], &sa, NULL);
+}
+
+/* TRACECOLLECTD_TEST_ABORT_ON (--help, Environment): a test aid. */
+static void test_abort_on(struct ingest_opts *io)
+{
+	const char *v = getenv("TRACECOLLECTD_TEST_ABORT_ON");
+
+	if (!v)
+		return;
+	if (!strncmp(v, "FORMAT:", 7) && v[7]) {
+		io->test_abort_format = v + 7;
+		log_warn("TRACECOLLECTD_TEST_ABORT_ON: will abort() decoding the FORMAT of "
+			 "%.64s (a test aid)", v + 7);
+	} else {
+		log_warn("TRACECOLLECTD_TEST_ABORT_ON: '%.64s' ignored (FORMAT:EVENT)", v);
+	}
+}
+
 static void stop_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct collector *col = arg;
@@ -782,6 +832,8 @@ static int run(struct settings *s)
 	io.journal_bytes = s->journal_bytes;
 	io.store_idle = !s->store_normal;
 	io.filters = s->filters;
+	test_abort_on(&io);
+	catch_fatal_signals();
 	if (!s->foreground && daemon(0, 0) < 0) {
 		ret = -errno;
 		log_err("daemon: %s", strerror(errno));

@@ -42,6 +42,14 @@
 --                without a stream mark (programs' rings) are not stored
 --                twice.
 --
+-- Not stored (0007-not-stored.sql):
+--   cpus         gains bad_pages (received, acknowledged, not stored) and
+--                bad_events (events of stored pages not stored). Why is in
+--                drops, per host: system and name '-' for a page or an
+--                event of no known type, with the reason (a short fixed
+--                sentence: 'commit beyond the page size', 'event id with
+--                no FORMAT', 'the collector died decoding it', ...).
+--
 -- One typed table per event type, created at run time from the format:
 --
 --   ev_<system>_<name>   (characters outside [A-Za-z0-9_] become '_'; a

@@ -13,6 +13,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -553,6 +554,209 @@ START_TEST(test_journal_session)
 }
 END_TEST
 
+/* ---- malformed pages: counted, with their reasons ---- */
+
+/* The malformed pages test_malformed_pages_counted() sends, and why each is refused. */
+enum bad_page { BAD_COMMIT_BIG, BAD_COMMIT_NEG, BAD_EVENT_LEN, BAD_SHORT, BAD_CPU, NBAD };
+
+static const char *const bad_why[NBAD] = {
+	[BAD_COMMIT_BIG] = "commit beyond the page size",
+	[BAD_COMMIT_NEG] = "commit word with unknown flags",
+	[BAD_EVENT_LEN] = "record runs past the commit",
+	[BAD_SHORT] = "page shorter than its header",
+	[BAD_CPU] = "CPU or stream the agent did not announce",
+};
+
+/* The commit word of @page (a long of the capture's size, little-endian). */
+static void set_commit(uint8_t *page, uint64_t commit)
+{
+	uint32_t c4 = (uint32_t)commit;
+
+	if (cap.long_size == 8)
+		memcpy(page + 8, &commit, 8);
+	else
+		memcpy(page + 8, &c4, 4);
+}
+
+/* Bad page @k, made from the first captured page into @page: its length. */
+static size_t make_bad(enum bad_page k, uint8_t *page)
+{
+	uint32_t rec[2] = { 0, 0x7ffffff0 };	/* type_len 0: the length word follows */
+
+	memcpy(page, cap.raw[0], cap.page_size);
+	switch (k) {
+	case BAD_COMMIT_BIG:
+		set_commit(page, cap.page_size);
+		break;
+	case BAD_COMMIT_NEG:
+		set_commit(page, UINT64_MAX);
+		break;
+	case BAD_EVENT_LEN:
+		set_commit(page, 64);
+		memcpy(page + 8 + cap.long_size, rec, sizeof(rec));
+		break;
+	case BAD_SHORT:
+		return 10;
+	default:
+		break;
+	}
+	return cap.page_size;
+}
+
+struct drop_row {
+	char host[64], system[64], name[64], reason[96];
+	uint64_t count;
+};
+
+static struct {
+	struct drop_row v[32];
+	size_t n;
+	uint64_t bad_pages, bad_events;	/* CPU 0's --stats */
+} seen;
+
+static int on_drop(void *ctx, const char *host, const char *system, const char *name,
+		   const char *reason, uint64_t count)
+{
+	struct drop_row *r = &seen.v[seen.n < 32 ? seen.n++ : 31];
+
+	snprintf(r->host, sizeof(r->host), "%s", host);
+	snprintf(r->system, sizeof(r->system), "%s", system);
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	snprintf(r->reason, sizeof(r->reason), "%s", reason);
+	r->count = count;
+	return 0;
+}
+
+static int on_stat(void *ctx, const char *host, uint32_t cpu, const char *key, uint64_t value)
+{
+	if (cpu == 0 && !strcmp(key, "bad_pages"))
+		seen.bad_pages += value;
+	if (cpu == 0 && !strcmp(key, "bad_events"))
+		seen.bad_events += value;
+	return 0;
+}
+
+/* The drops count of (host, "-", "-", @reason); 0 when there is no such row. */
+static uint64_t drops_of(const char *reason)
+{
+	for (size_t i = 0; i < seen.n; i++)
+		if (!strcmp(seen.v[i].reason, reason) && !strcmp(seen.v[i].system, "-") &&
+		    !strcmp(seen.v[i].name, "-") && !strcmp(seen.v[i].host, cap.hello.host))
+			return seen.v[i].count;
+	return 0;
+}
+
+/* Lines of file @path that contain @what. */
+static unsigned lines_with(const char *path, const char *what)
+{
+	char line[1024];
+	unsigned n = 0;
+	FILE *f = fopen(path, "r");
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, what) != NULL;
+	fclose(f);
+	return n;
+}
+
+/*
+ * Pages with a commit beyond the page size, a negative commit, an event
+ * length of 0x7ffffff0, only 10 bytes, or of a CPU the HELLO did not
+ * announce, each sent twice among the good pages of a journaled
+ * connection (so they are acknowledged): none fails the connection, every
+ * good page is stored, each bad one is counted in drops with its reason
+ * (host, "-", "-") and in CPU 0's bad_pages, and each reason is logged
+ * once for the connection.
+ */
+START_TEST(test_malformed_pages_counted)
+{
+	uint8_t *page = malloc(cap.page_size);
+	char logpath[160];
+	struct sink *s;
+	uint64_t pages, seq = 100000;
+	int fd, saved;
+
+	ck_assert_ptr_nonnull(page);
+	snprintf(logpath, sizeof(logpath), "%s/log", dir);
+	fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	saved = dup(2);
+	ck_assert_int_ge(dup2(fd, 2), 0);
+	close(fd);
+
+	start(true);
+	s = connect_agent(12, 0);
+	for (int round = 0; round < 2; round++)
+		for (int k = 0; k < NBAD; k++) {
+			size_t len = make_bad(k, page);
+
+			TU_OK(ingest_push_page(g, s, k == BAD_CPU ? 999 : 0, seq++, page, len));
+		}
+	pages = push_pages(s);
+	bye(s, pages);
+	ingest_sink_close(g, s);
+	wait_for(H_DONE, 12, 1);
+	TU_OK(ingest_wait_stored(g, WAIT_MS));
+	ingest_stop(g);
+	g = NULL;
+	dup2(saved, 2);
+	close(saved);
+
+	ck_assert_uint_eq(count(H_FAILED, 0), 0);
+	ck_assert_uint_eq(nth_call(H_DONE, 12, 0)->pages, pages);
+	ck_assert_uint_eq(nth_call(H_DONE, 12, 0)->events, want_events);
+	memset(&seen, 0, sizeof(seen));
+	TU_OK(store_drops(st, on_drop, NULL));
+	TU_OK(store_stats(st, on_stat, NULL));
+	for (int k = 0; k < NBAD; k++) {
+		ck_assert_msg(drops_of(bad_why[k]) == 2, "drops '%s': %llu, not 2", bad_why[k],
+			      (unsigned long long)drops_of(bad_why[k]));
+		ck_assert_msg(lines_with(logpath, bad_why[k]) == 1, "'%s' logged %u times",
+			      bad_why[k], lines_with(logpath, bad_why[k]));
+	}
+	ck_assert_uint_eq(seen.bad_pages, 2 * (NBAD - 1));	/* CPU 999 has no row */
+	ck_assert_uint_eq(seen.bad_events, 0);
+	free(page);
+	ck_assert(!calls.off_loop);
+}
+END_TEST
+
+/*
+ * A journaled connection that fails (a FORMAT that does not parse) had
+ * its later pages acknowledged: each is counted in drops ("its connection
+ * had failed") and in its CPU's bad_pages, not only as a number of
+ * batches in a log line.
+ */
+START_TEST(test_pages_after_failure_counted)
+{
+	struct proto_msg m = { .type = MSG_FORMAT };
+	uint64_t pages;
+	struct sink *s;
+
+	start(true);
+	s = connect_agent(13, 0);
+	m.format.system = (char *)"sched";
+	m.format.name = (char *)"broken";
+	m.format.text = (char *)"name: broken\nID: x\n";
+	m.format.len = strlen(m.format.text);
+	push_msg(s, &m);
+	pages = push_pages(s);
+	ingest_sink_close(g, s);
+	wait_for(H_FAILED, 13, 1);
+	TU_OK(ingest_wait_stored(g, WAIT_MS));
+	ingest_stop(g);
+	g = NULL;
+
+	ck_assert_str_eq(nth_call(H_FAILED, 13, 0)->what, proto_msg_name(MSG_FORMAT));
+	memset(&seen, 0, sizeof(seen));
+	TU_OK(store_drops(st, on_drop, NULL));
+	TU_OK(store_stats(st, on_stat, NULL));
+	ck_assert_uint_eq(drops_of("its connection had failed"), pages);
+	ck_assert_uint_eq(seen.bad_pages, cpu_pages[0]);
+}
+END_TEST
+
 static Suite *ingest_suite(void)
 {
 	Suite *s = suite_create("ingest");
@@ -562,7 +766,9 @@ static Suite *ingest_suite(void)
 	tcase_set_timeout(tc, 60);
 	tu_add_tests(tc, TU_TESTS(test_session_hooks, test_failure_is_per_connection,
 					test_resends_stored_once, test_journal_session,
-					test_close_without_marks));
+					test_close_without_marks,
+					test_malformed_pages_counted,
+					test_pages_after_failure_counted));
 	suite_add_tcase(s, tc);
 	return s;
 }

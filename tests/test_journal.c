@@ -772,6 +772,67 @@ START_TEST(test_rec_parse)
 }
 END_TEST
 
+/* Close and open the journal again, as a new run of the collector does. */
+static void reopen(void)
+{
+	journal_close(j);
+	TU_OK(journal_open(dir, 1 << 20, &j));
+}
+
+/*
+ * Crash quarantine (journal.h): a unit left in progress by a fatal signal
+ * is a killer at the next start; one left by deaths no handler sees is
+ * decoded again until JOURNAL_CRASH_STRIKES deaths in a row; a unit ended
+ * cleanly is never suspect; a quarantined one is skipped from then on, in
+ * later runs too, and file numbers stay above the ones it names.
+ */
+START_TEST(test_unit_quarantine)
+{
+	const struct journal_unit u = { 7, 4096, 3 }, v = { 7, 4096, 4 };
+	const struct journal_unit w = { 50, 800, JOURNAL_UNIT_MSG };
+	struct jfile *f;
+	char path[PATH_MAX + 64];
+
+	TU_OK(journal_open(dir, 1 << 20, &j));
+	/* ended cleanly: nothing suspect */
+	ck_assert_int_eq(journal_unit_begin(j, &u), JOURNAL_DECODE);
+	journal_unit_end(j);
+	reopen();
+	ck_assert_int_eq(journal_unit_begin(j, &u), JOURNAL_DECODE);
+	/* deaths with no signal seen: decoded again, up to the strikes */
+	for (int death = 1; death < JOURNAL_CRASH_STRIKES; death++) {
+		reopen();
+		ck_assert_int_eq(journal_unit_begin(j, &v), JOURNAL_DECODE);	/* another */
+		journal_unit_end(j);
+		ck_assert_int_eq(journal_unit_begin(j, &u), JOURNAL_DECODE);
+	}
+	reopen();
+	ck_assert_int_eq(journal_unit_begin(j, &v), JOURNAL_DECODE);
+	journal_unit_end(j);
+	ck_assert_int_eq(journal_unit_begin(j, &u), JOURNAL_KILLER);
+	/* a fatal signal while decoding: a killer at once */
+	reopen();
+	ck_assert_int_eq(journal_unit_begin(j, &w), JOURNAL_DECODE);
+	journal_note_crash();
+	reopen();
+	ck_assert_int_eq(journal_unit_begin(j, &u), JOURNAL_DECODE);	/* forgotten */
+	journal_unit_end(j);
+	ck_assert_int_eq(journal_unit_begin(j, &w), JOURNAL_KILLER);
+	TU_OK(journal_quarantine(j, &w, "FORMAT", 6, "why\n"));
+	ck_assert_int_eq(journal_unit_begin(j, &w), JOURNAL_QUARANTINED);
+	snprintf(path, sizeof(path), "%s/quarantine/%016x-%016x-%08x.rec", dir, 50, 800,
+		 JOURNAL_UNIT_MSG);
+	ck_assert_uint_eq(disk_size(path), 6);
+	reopen();
+	ck_assert_int_eq(journal_unit_begin(j, &w), JOURNAL_QUARANTINED);
+	ck_assert_int_eq(journal_unit_begin(j, &u), JOURNAL_DECODE);
+	journal_unit_end(j);
+	TU_OK(jfile_new(j, &f));
+	ck_assert_uint_gt(jfile_no(f), w.file);
+	jfile_put(f, true);
+}
+END_TEST
+
 static Suite *journal_suite(void)
 {
 	Suite *s = suite_create("journal");
@@ -783,7 +844,8 @@ static Suite *journal_suite(void)
 					test_open_dir, test_replay_cut_and_garbage,
 					test_foreign_files, test_callback_stops, test_forget_replayed,
 					test_put_refs, test_full, test_too_long,
-					test_adopt_jfile_replay, test_odd_names, test_rec_parse));
+					test_adopt_jfile_replay, test_odd_names, test_rec_parse,
+					test_unit_quarantine));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -792,6 +792,7 @@ END_TEST
 
 struct stat_sum {
 	uint64_t pages, events, bytes, agent_events, overrun, dup_pages, lost_pages;
+	uint64_t bad_pages, bad_events;
 	unsigned calls;
 };
 
@@ -812,6 +813,10 @@ static int stats_cb(void *ctx, const char *h, uint32_t cpu, const char *key, uin
 		s->agent_events += v;
 	else if (!strcmp(key, "overrun"))
 		s->overrun += v;
+	else if (!strcmp(key, "bad_pages"))
+		s->bad_pages += v;
+	else if (!strcmp(key, "bad_events"))
+		s->bad_events += v;
 	else if (!strcmp(key, "dup_pages"))
 		s->dup_pages += v;
 	else if (!strcmp(key, "lost_pages"))
@@ -837,8 +842,12 @@ START_TEST(test_counters)
 	ck_ok(store_cpu_stats(st, host, &cs));
 	ck_ok(store_cpu_received(st, host, 0, 2, 5, 100));
 	ck_ok(store_cpu_duplicates(st, host, 0, 7));
+	ck_ok(store_cpu_not_stored(st, host, 0, 3, 5));
+	ck_ok(store_cpu_not_stored(st, host, 0, 1, 0));	/* added to */
 	ck_ok(store_stats(st, stats_cb, &sum));
-	ck_assert_uint_eq(sum.calls, 17 * cap.ncpus);
+	ck_assert_uint_eq(sum.calls, 19 * cap.ncpus);
+	ck_assert_uint_eq(sum.bad_pages, 4);
+	ck_assert_uint_eq(sum.bad_events, 5);
 	ck_assert_uint_eq(sum.dup_pages, 7);
 	ck_assert_uint_eq(sum.lost_pages, 4);
 	ck_assert_uint_eq(sum.pages, pages + 2);
@@ -1407,6 +1416,8 @@ START_TEST(test_migrate_ts_index)
 	st = NULL;
 	db = raw_open();
 	ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE ts_blocks; DROP TABLE journal_marks; "
+				      "ALTER TABLE cpus DROP COLUMN bad_pages; "
+				      "ALTER TABLE cpus DROP COLUMN bad_events; "
 				      "PRAGMA user_version = 4",
 				      NULL, NULL, NULL), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT table_name FROM event_types", -1, &q,
@@ -1428,7 +1439,7 @@ START_TEST(test_migrate_ts_index)
 	ck_assert_uint_eq(after->n, before->n);
 	ck_assert(memcmp(after->rowid, before->rowid, before->n * sizeof(before->rowid[0])) == 0);
 	db = raw_open();
-	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 6);	/* and on to 0006 */
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 7);	/* and on to 0007 */
 	sqlite3_close(db);
 	free(before);
 	free(after);

@@ -420,6 +420,7 @@ static const struct store_ops sq_ops = {
 	.journal_mark_get = sq_journal_mark_get,
 	.journal_forget = sq_journal_forget,
 	.cpu_duplicates = sq_cpu_duplicates,
+	.cpu_not_stored = sq_cpu_not_stored,
 	.cmdlines = sq_cmdlines,
 	.program = sq_program,
 	.symbol = sq_symbol,

@@ -228,6 +228,24 @@ int sq_cpu_duplicates(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t 
 	return sq_run(s, st, true);
 }
 
+int sq_cpu_not_stored(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,
+		      uint64_t events)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "INSERT INTO cpus (host_id, cpu, bad_pages, bad_events)"
+				" VALUES (?, ?, ?, ?) ON CONFLICT (host_id, cpu) DO UPDATE"
+				" SET bad_pages = bad_pages + excluded.bad_pages,"
+				" bad_events = bad_events + excluded.bad_events", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_int64(st, 2, cpu);
+	sqlite3_bind_int64(st, 3, (int64_t)pages);
+	sqlite3_bind_int64(st, 4, (int64_t)events);
+	return sq_run(s, st, true);
+}
+
 int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c)
 {
 	sqlite3_stmt *st = sq_store_of(s)->comm_put;
@@ -270,14 +288,15 @@ int sq_stats(struct store *s,
 		"pages", "events", "bytes", "agent_pages", "agent_events", "agent_bytes",
 		"overrun", "dropped", "commit_overrun", "dup_pages", "resent_pages",
 		"lost_pages", "lost_events", "pages_mmap", "pages_splice", "pages_read",
-		"copied_bytes",
+		"copied_bytes", "bad_pages", "bad_events",
 	};
 	sqlite3_stmt *st;
 	int ret = sq_prepare(s, "SELECT h.name, c.cpu, c.pages, c.events, c.bytes,"
 				" c.agent_pages, c.agent_events, c.agent_bytes, c.overrun,"
 				" c.dropped, c.commit_overrun, c.dup_pages, c.resent_pages,"
 				" c.lost_pages, c.lost_events, c.pages_mmap, c.pages_splice,"
-				" c.pages_read, c.copied_bytes FROM cpus AS c"
+				" c.pages_read, c.copied_bytes, c.bad_pages, c.bad_events"
+				" FROM cpus AS c"
 				" JOIN hosts AS h ON h.id = c.host_id ORDER BY h.name, h.id, c.cpu",
 			     &st);
 

@@ -325,6 +325,8 @@ int sq_journal_mark(struct store *s, uint64_t file, uint64_t pos);
 int sq_journal_forget(struct store *s, uint64_t from, uint64_t to);
 int sq_journal_mark_get(struct store *s, uint64_t file, uint64_t *pos);
 int sq_cpu_duplicates(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t n);
+int sq_cpu_not_stored(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,
+		      uint64_t events);
 int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c);
 int sq_dropped(struct store *s, uint64_t host_id, const char *system, const char *name,
 	       const char *reason, uint64_t n);

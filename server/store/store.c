@@ -224,6 +224,14 @@ int store_cpu_duplicates(struct store *s, uint64_t host_id, uint32_t cpu, uint64
 	return ret < 0 ? ret : s->ops->cpu_duplicates(s, host_id, cpu, n);
 }
 
+int store_cpu_not_stored(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,
+			 uint64_t events)
+{
+	int ret = store_writable(s);
+
+	return ret < 0 ? ret : s->ops->cpu_not_stored(s, host_id, cpu, pages, events);
+}
+
 int store_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c)
 {
 	int ret = store_writable(s);

@@ -215,6 +215,15 @@ int store_journal_forget(struct store *s, uint64_t from, uint64_t to);
  * dropped. Return: 0; TC_ERR_DB. */
 int store_cpu_duplicates(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t n);
 
+/*
+ * store_cpu_not_stored - add to the pages of one CPU received and not
+ * stored (malformed, after a failure, quarantined) and the events of
+ * stored pages not stored (no format, malformed); the reasons go to
+ * store_dropped(). Return: 0; TC_ERR_DB.
+ */
+int store_cpu_not_stored(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,
+			 uint64_t events);
+
 /* A program whose function addresses may be named (sql/0004-symbols.sql). */
 struct store_program {
 	const char *boot_id;

@@ -25,7 +25,7 @@
  * - A read-only handle (readonly set) never reaches a write op: host,
  *   host_clock, type, begin, commit, rollback, cpu_received, cpu_stats,
  *   stream_marks, stream_mark, journal_mark, journal_mark_get,
- *   journal_forget, cpu_duplicates, cmdlines, program, symbol, dropped,
+ *   journal_forget, cpu_duplicates, cpu_not_stored, cmdlines, program, symbol, dropped,
  *   retain and set_indexes fail with -EROFS in the front. insert is not
  *   checked (it is the hot path): store_type() already failed there.
  * - sync, when the backend has it, ran (and succeeded) right before every
@@ -115,6 +115,8 @@ struct store_ops {
 	int (*stream_mark)(struct store *s, uint64_t host_id, const char *boot_id,
 			   uint64_t session, uint32_t stream, uint64_t seq);
 	int (*cpu_duplicates)(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t n);
+	int (*cpu_not_stored)(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,
+			      uint64_t events);
 	int (*cmdlines)(struct store *s, uint64_t host_id, const struct proto_cmdlines *c);
 	int (*program)(struct store *s, uint64_t host_id, const struct store_program *p,
 		       uint64_t *program_id);
