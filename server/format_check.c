@@ -1,0 +1,269 @@
+/*
+ * format_check.c - the FORMAT_MAX_* bounds on an event format's text (see
+ * format_check.h), in one pass over the bytes.
+ *
+ * The scan reads the text as libtraceevent's lexer (__read_token in
+ * event-parse.c) does: words of [A-Za-z0-9_], "..." and '...' literals,
+ * the delimiters ( ) , and every other printable byte as an operator. It
+ * keeps one small record per open ( [ { level, in an array bounded by
+ * FORMAT_MAX_DEPTH, and a running sum over them, so that each byte costs
+ * O(1) and nothing recurses.
+ *
+ * Where the parser recurses, and what bounds it here:
+ *   ( [ { nesting (process_paren, process_array, function arguments):
+ *       the depth;
+ *   operator chains, unary runs, ?: chains (process_op, process_cond), and
+ *   typecast chains `(a)(b)(c)x` (process_paren into process_arg_token):
+ *       the operators of the term, a typecast counting as one;
+ *   the argument tree (free_arg, arg_num_eval, consolidate_op_arg): the
+ *       height of each term, its operators plus its tallest closed group;
+ *   all of them stacked: the nest sum.
+ * Long word runs cost libtraceevent quadratic time (it appends word by
+ * word), hence FORMAT_MAX_WORDS.
+ */
+#include "config.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/tc_error.h"
+#include "server/format_check.h"
+
+struct level {
+	unsigned ops;		/* operators of the current term */
+	unsigned child;		/* height of the tallest group closed in it */
+	unsigned done;		/* height of the tallest finished term */
+};
+
+struct scan {
+	const unsigned char *s;
+	size_t len, pos;
+	unsigned depth;
+	unsigned nest;		/* depth + sum of (ops + child) of the open levels */
+	unsigned words;		/* adjacent words so far */
+	bool closed;		/* the last token closed a group */
+	struct level lv[FORMAT_MAX_DEPTH + 1];
+	struct format_stats max;
+	const char *what;	/* the cap exceeded, NULL while none is */
+	unsigned cap;
+	size_t at;
+};
+
+static bool is_word(unsigned c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9') || c == '_';
+}
+
+static bool is_space(unsigned c)
+{
+	return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+static bool is_print(unsigned c)
+{
+	return c >= 0x20 && c < 0x7f;
+}
+
+static void scan_fail(struct scan *sc, const char *what, unsigned cap)
+{
+	if (sc->what)
+		return;
+	sc->what = what;
+	sc->cap = cap;
+	sc->at = sc->pos;
+}
+
+static void scan_op(struct scan *sc)
+{
+	sc->lv[sc->depth].ops++;
+	sc->nest++;
+}
+
+/* An operand right after a closed group: libtraceevent reads a typecast. */
+static void scan_operand(struct scan *sc)
+{
+	if (sc->closed)
+		scan_op(sc);
+	sc->closed = false;
+}
+
+static void scan_open(struct scan *sc)
+{
+	if (sc->depth == FORMAT_MAX_DEPTH) {
+		scan_fail(sc, "nests ( [ { deeper than", FORMAT_MAX_DEPTH);
+		return;
+	}
+	sc->depth++;
+	sc->lv[sc->depth] = (struct level){ 0 };
+	sc->nest++;
+}
+
+/* The group's height (its tallest term, plus itself) joins the parent's term. */
+static void scan_close(struct scan *sc)
+{
+	struct level *l = &sc->lv[sc->depth], *up;
+	unsigned h = l->ops + l->child;
+
+	if (sc->depth == 0)
+		return;		/* libtraceevent stops at a stray closer */
+	h = (h > l->done ? h : l->done) + 1;
+	sc->nest -= l->ops + l->child + 1;
+	up = &sc->lv[--sc->depth];
+	if (h > up->child) {
+		sc->nest += h - up->child;
+		up->child = h;
+	}
+}
+
+static void scan_comma(struct scan *sc)
+{
+	struct level *l = &sc->lv[sc->depth];
+
+	if (l->ops + l->child > l->done)
+		l->done = l->ops + l->child;
+	sc->nest -= l->ops + l->child;
+	l->ops = l->child = 0;
+}
+
+/* `;` ends every term: the print fmt's parser fails on one, and stops. */
+static void scan_semicolon(struct scan *sc)
+{
+	for (unsigned d = 0; d <= sc->depth; d++)
+		sc->lv[d] = (struct level){ 0 };
+	sc->nest = sc->depth;
+}
+
+/*
+ * A "..." or '...' literal, ended where __read_token ends it: at its
+ * quote unless a backslash precedes it, at an unprintable byte other than
+ * a newline (unless a backslash precedes it), at a NUL or at the end. A
+ * byte >= 0x80 ends it too: with a signed char libtraceevent ends the
+ * whole parse there, with an unsigned one the literal or not; ending the
+ * literal here only counts more.
+ */
+static void scan_literal(struct scan *sc)
+{
+	unsigned quote = sc->s[sc->pos++], ch = quote, last;
+
+	do {
+		last = ch;
+		if (sc->pos >= sc->len)
+			return;
+		ch = sc->s[sc->pos++];
+		if (ch == '\\' && last == '\\')
+			last = 0;
+		if (ch == 0 || ch >= 0x80)
+			return;
+	} while ((ch != quote && is_print(ch)) || last == '\\' || ch == '\n');
+}
+
+static void scan_word(struct scan *sc)
+{
+	while (sc->pos < sc->len && is_word(sc->s[sc->pos]))
+		sc->pos++;
+	sc->words++;
+}
+
+/* A byte that is neither a word, a literal nor a space. */
+static void scan_punct(struct scan *sc, unsigned c)
+{
+	sc->words = 0;
+	switch (c) {
+	case '(':
+		scan_operand(sc);
+		scan_open(sc);
+		break;
+	case '[':
+		scan_op(sc);	/* an index: process_op("[") */
+		scan_open(sc);
+		break;
+	case '{':
+		scan_open(sc);
+		break;
+	case ')': case ']': case '}':
+		scan_close(sc);
+		sc->closed = true;
+		return;
+	case ',':
+		scan_comma(sc);
+		break;
+	case ';':
+		scan_semicolon(sc);
+		break;
+	default:
+		/*
+		 * Other unprintable bytes end libtraceevent's parse; a byte >=
+		 * 0x80 does too in the C locale, and counts in case not.
+		 */
+		if (is_print(c) || c >= 0x80)
+			scan_op(sc);
+		break;
+	}
+	sc->closed = false;
+}
+
+static void scan_token(struct scan *sc)
+{
+	unsigned c = sc->s[sc->pos];
+
+	if (c == '"' || c == '\'') {
+		scan_operand(sc);
+		scan_literal(sc);
+		sc->words = 0;
+	} else if (is_word(c)) {
+		scan_operand(sc);
+		scan_word(sc);
+	} else {
+		sc->pos++;
+		if (!is_space(c))
+			scan_punct(sc, c);
+	}
+}
+
+static void scan_limits(struct scan *sc)
+{
+	const struct level *l = &sc->lv[sc->depth];
+
+	if (l->ops > FORMAT_MAX_OPS)
+		scan_fail(sc, "has more operators in one term than", FORMAT_MAX_OPS);
+	else if (sc->nest > FORMAT_MAX_NEST)
+		scan_fail(sc, "nests expressions deeper than", FORMAT_MAX_NEST);
+	else if (sc->words > FORMAT_MAX_WORDS)
+		scan_fail(sc, "has more adjacent words than", FORMAT_MAX_WORDS);
+	if (sc->depth > sc->max.depth)
+		sc->max.depth = sc->depth;
+	if (l->ops > sc->max.ops)
+		sc->max.ops = l->ops;
+	if (sc->nest > sc->max.nest)
+		sc->max.nest = sc->nest;
+	if (sc->words > sc->max.words)
+		sc->max.words = sc->words;
+}
+
+int format_check(const char *text, size_t len, struct format_stats *stats,
+		 char *err, size_t errlen)
+{
+	struct scan sc = { .s = (const unsigned char *)text, .len = len };
+
+	if (len > FORMAT_MAX_LEN) {
+		tc_seterr(err, errlen, "format is %zu bytes, more than %u", len,
+			  (unsigned)FORMAT_MAX_LEN);
+		return TC_ERR_FORMAT_LIMIT;
+	}
+	while (sc.pos < sc.len && !sc.what) {
+		scan_token(&sc);
+		scan_limits(&sc);
+	}
+	if (sc.what) {
+		tc_seterr(err, errlen, "format %s %u (at byte %zu)", sc.what, sc.cap, sc.at);
+		return TC_ERR_FORMAT_LIMIT;
+	}
+	if (stats) {
+		*stats = sc.max;
+		stats->len = len;
+	}
+	return 0;
+}
+
