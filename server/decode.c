@@ -41,6 +41,7 @@ struct decoder {
 	struct dtype **types;		/* sorted by id */
 	size_t ntypes;
 	size_t cap;
+	char err[128];			/* why the last format was refused */
 };
 
 const char *decode_kind_name(enum decode_kind kind)
@@ -311,6 +312,11 @@ int decoder_format(struct decoder *d, const char *system, const char *name,
 	}
 	*out = &t->pub;
 	return 0;
+}
+
+const char *decoder_error(const struct decoder *d)
+{
+	return d->err;
 }
 
 /* ---- fields ---- */

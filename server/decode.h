@@ -129,6 +129,13 @@ int decoder_format(struct decoder *d, const char *system, const char *name,
 		   const char *text, size_t len, const struct decode_type **out);
 
 /*
+ * decoder_error - why the last decoder_format() on @d returned
+ * TC_ERR_FORMAT_LIMIT: which cap, at which byte (our words only, no byte
+ * of the text). "" after any other result. Valid until the next call.
+ */
+const char *decoder_error(const struct decoder *d);
+
+/*
  * decode_field_value - read field @index (into ev->type->fields) of @ev.
  *
  * Only valid inside the decode_event_fn callback: strings and blobs point
