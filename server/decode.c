@@ -21,6 +21,7 @@
 #include "common/page.h"
 #include "common/tc_error.h"
 #include "server/decode.h"
+#include "server/format_check.h"
 
 /* The page sizes a HELLO may announce. */
 #define DECODE_PAGE_MIN		64
@@ -288,6 +289,11 @@ int decoder_format(struct decoder *d, const char *system, const char *name,
 	enum tep_errno err;
 	int ret;
 
+	/* libtraceevent's parser recurses as deep as the text nests: bound it */
+	d->err[0] = '\0';
+	ret = format_check(text, len, NULL, d->err, sizeof(d->err));
+	if (ret < 0)
+		return ret;
 	err = tep_parse_format(d->tep, &ev, text, len, system);
 	/* A print-fmt we cannot render does not matter: we store fields. */
 	if (!ev || (err != 0 && err != TEP_ERRNO__READ_PRINT_FAILED))

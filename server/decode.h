@@ -122,7 +122,12 @@ int decoder_header_page(struct decoder *d, const char *text, size_t len);
  *       decoder_free(). Sending the same event id again returns the type
  *       already known.
  *
- * Return: 0; TC_ERR_FORMAT_PARSE (bad text, name mismatch, no ID, or a
+ * The text is checked against the caps of server/format_check.h before
+ * libtraceevent parses it (its parser recurses as deep as the text nests).
+ *
+ * Return: 0; TC_ERR_FORMAT_LIMIT (the text exceeds a cap: too long, or
+ * nests or chains operators beyond what any kernel writes; decoder_error()
+ * says which); TC_ERR_FORMAT_PARSE (bad text, name mismatch, no ID, or a
  * common_type field libtraceevent cannot read); -ENOMEM.
  */
 int decoder_format(struct decoder *d, const char *system, const char *name,
