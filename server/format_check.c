@@ -267,3 +267,42 @@ int format_check(const char *text, size_t len, struct format_stats *stats,
 	return 0;
 }
 
+/* Whether the word just scanned, from @start, is @w. */
+static bool word_is(const struct scan *sc, size_t start, const char *w)
+{
+	size_t n = strlen(w);
+
+	return sc->pos - start == n && !memcmp(sc->s + start, w, n);
+}
+
+/*
+ * The lexing of scan_token(), keeping only whether the tokens so far end
+ * in `print fmt :` (@seen counts how many of the three), and the offset of
+ * the '"' that follows them.
+ */
+size_t format_print_start(const char *text, size_t len)
+{
+	struct scan sc = { .s = (const unsigned char *)text, .len = len };
+	unsigned seen = 0;
+
+	while (sc.pos < sc.len) {
+		size_t start = sc.pos;
+		unsigned c = sc.s[start];
+
+		if (c == '"' && seen == 3)
+			return start;
+		if (c == '"' || c == '\'') {
+			scan_literal(&sc);
+			seen = 0;
+		} else if (is_word(c)) {
+			scan_word(&sc);
+			seen = word_is(&sc, start, "print") ? 1 :
+			       seen == 1 && word_is(&sc, start, "fmt") ? 2 : 0;
+		} else {
+			sc.pos++;
+			if (!is_space(c))
+				seen = seen == 2 && c == ':' ? 3 : 0;
+		}
+	}
+	return len;
+}

@@ -74,4 +74,22 @@ struct format_stats {
 int format_check(const char *text, size_t len, struct format_stats *stats,
 		 char *err, size_t errlen);
 
+/*
+ * format_print_start - where the print fmt's format string begins.
+ * @text, @len: an event format.
+ *
+ * The collector decodes fields and never prints an event, so it hands
+ * libtraceevent the text up to here followed by an empty format string:
+ * the print fmt's arguments, whose parser is where libtraceevent 1.7
+ * recurses and where it dereferences NULL on some inputs (an index chain
+ * `x[0][0]`, an unknown operator after `?:` or `]`, __print_flags() of an
+ * unknown field), are never parsed. The offset is that of the first '"'
+ * literal after the tokens `print fmt :`, lexed as format_check() lexes,
+ * so it is never later than where libtraceevent would start reading them.
+ *
+ * Return: the offset of that '"'; @len when there is none (libtraceevent
+ * then finds no print fmt either).
+ */
+size_t format_print_start(const char *text, size_t len);
+
 #endif
