@@ -309,8 +309,13 @@ static int decoder_parse(struct decoder *d, const char *system, const char *text
 	copy[cut + tail] = '\0';
 	err = tep_parse_format(d->tep, &ev, copy, cut + tail, system);
 	free(copy);
-	/* A print-fmt we cannot render does not matter: we store fields. */
-	if (!ev || (err != 0 && err != TEP_ERRNO__READ_PRINT_FAILED))
+	/*
+	 * A print-fmt we cannot render does not matter: we store fields. But
+	 * tep_parse_format() returns 0 and an event flagged FAILED when the
+	 * field list broke off part way (the print fmt, cut, cannot fail).
+	 */
+	if (!ev || (err != 0 && err != TEP_ERRNO__READ_PRINT_FAILED) ||
+	    (cut < len && (ev->flags & TEP_EVENT_FL_FAILED)))
 		return TC_ERR_FORMAT_PARSE;
 	*out = ev;
 	return 0;

@@ -304,6 +304,30 @@ START_TEST(test_print_args_unparsed)
 }
 END_TEST
 
+/*
+ * A field list that breaks off part way: libtraceevent returns success
+ * and an event flagged FAILED with the fields read so far; decoder_format()
+ * refuses it rather than store a partial schema.
+ */
+START_TEST(test_broken_fields)
+{
+	static const char text[] =
+		"name: tc_deep\nID: 999\nformat:\n"
+		"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+		"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+		"\n"
+		"\tfield:int x;\toffset:8;\tsize:4;\tsigned:1;\n"
+		"\tfield:pid_signed:0;\n"
+		"\tfield:int y;\toffset:12;\tsize:4;\tsigned:1;\n"
+		"\n"
+		"print fmt: \"%d\", REC->x\n";
+	struct job j = { .text = text, .len = sizeof(text) - 1 };
+
+	job_thread(&j);
+	TU_ERR(j.ret, TC_ERR_FORMAT_PARSE);
+}
+END_TEST
+
 /* ---- real formats ---- */
 
 static char *slurp(const char *path, size_t *len)
@@ -483,7 +507,7 @@ static Suite *format_suite(void)
 				    test_deep_cond, test_deep_cast, test_deep_index,
 				    test_deep_brackets, test_deep_symbolic, test_deep_mixed,
 				    test_too_long, test_many_words, test_literals,
-				    test_print_args_unparsed));
+				    test_print_args_unparsed, test_broken_fields));
 	tu_add_tests(real, TU_TESTS(test_real_formats, test_caps_small_stack));
 	tcase_set_timeout(real, 60);
 	suite_add_tcase(s, deep);
