@@ -127,16 +127,17 @@ int decoder_header_page(struct decoder *d, const char *text, size_t len);
  *
  * Return: 0; TC_ERR_FORMAT_LIMIT (the text exceeds a cap: too long, or
  * nests or chains operators beyond what any kernel writes; decoder_error()
- * says which); TC_ERR_FORMAT_PARSE (bad text, name mismatch, no ID, or a
+ * says which); TC_ERR_FORMAT_PARSE (bad text, name mismatch, no ID, a
+ * field list that breaks off, a byte that is not printable ASCII, or a
  * common_type field libtraceevent cannot read); -ENOMEM.
  */
 int decoder_format(struct decoder *d, const char *system, const char *name,
 		   const char *text, size_t len, const struct decode_type **out);
 
 /*
- * decoder_error - why the last decoder_format() on @d returned
- * TC_ERR_FORMAT_LIMIT: which cap, at which byte (our words only, no byte
- * of the text). "" after any other result. Valid until the next call.
+ * decoder_error - why format_check() refused the last decoder_format()
+ * on @d: which cap, at which byte (our words only, no byte of the text).
+ * "" after any other result. Valid until the next call.
  */
 const char *decoder_error(const struct decoder *d);
 

@@ -242,15 +242,39 @@ static void scan_limits(struct scan *sc)
 		sc->max.words = sc->words;
 }
 
+/*
+ * Bytes libtraceevent's lexer cannot read (neither printable ASCII nor a
+ * space: a NUL, a control byte, >= 0x80) end its token stream with a NULL
+ * token, which event_read_fields() passes to strcmp() when it comes right
+ * after a field's '['; so does the end of the text there. Return: the
+ * offset of the first such byte, or @len.
+ */
+static size_t unreadable_byte(const unsigned char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (!is_print(s[i]) && !is_space(s[i]))
+			break;
+	return i;
+}
+
 int format_check(const char *text, size_t len, struct format_stats *stats,
 		 char *err, size_t errlen)
 {
 	struct scan sc = { .s = (const unsigned char *)text, .len = len };
+	size_t bad;
 
 	if (len > FORMAT_MAX_LEN) {
 		tc_seterr(err, errlen, "format is %zu bytes, more than %u", len,
 			  (unsigned)FORMAT_MAX_LEN);
 		return TC_ERR_FORMAT_LIMIT;
+	}
+	bad = unreadable_byte(sc.s, len);
+	if (bad < len) {
+		tc_seterr(err, errlen, "format has byte 0x%02x, not printable ASCII (at byte %zu)",
+			  sc.s[bad], bad);
+		return TC_ERR_FORMAT_PARSE;
 	}
 	while (sc.pos < sc.len && !sc.what) {
 		scan_token(&sc);
@@ -259,6 +283,10 @@ int format_check(const char *text, size_t len, struct format_stats *stats,
 	if (sc.what) {
 		tc_seterr(err, errlen, "format %s %u (at byte %zu)", sc.what, sc.cap, sc.at);
 		return TC_ERR_FORMAT_LIMIT;
+	}
+	if (sc.depth) {
+		tc_seterr(err, errlen, "format ends with %u ( [ { open", sc.depth);
+		return TC_ERR_FORMAT_PARSE;
 	}
 	if (stats) {
 		*stats = sc.max;

@@ -69,7 +69,10 @@ struct format_stats {
  * count. A `;` ends every term, since the print fmt's parser stops at one.
  * Linear in @len, no allocation, no recursion.
  *
- * Return: 0; TC_ERR_FORMAT_LIMIT when a cap is exceeded.
+ * Return: 0; TC_ERR_FORMAT_LIMIT when a cap is exceeded;
+ * TC_ERR_FORMAT_PARSE for a byte that is neither printable ASCII nor a
+ * space, or a ( [ { still open at the end (libtraceevent 1.7 crashes on
+ * either after a field's '[').
  */
 int format_check(const char *text, size_t len, struct format_stats *stats,
 		 char *err, size_t errlen);

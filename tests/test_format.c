@@ -328,6 +328,37 @@ START_TEST(test_broken_fields)
 }
 END_TEST
 
+/*
+ * libtraceevent 1.7 passes a NULL token to strcmp() when a field's '[' is
+ * followed by a byte its lexer cannot read, or by the end of the text:
+ * both are refused before it sees them (found by fuzz_format_page).
+ */
+START_TEST(test_unreadable_after_bracket)
+{
+	static const char high[] =
+		"name: tc_deep\nID: 999\nformat:\n"
+		"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+		"\n"
+		"\tfield:char comm[\xd4" "6];\toffset:8;\tsize:16;\tsigned:0;\n"
+		"\n"
+		"print fmt: \"%s\", REC->comm\n";
+	static const char end[] =
+		"name: tc_deep\nID: 999\nformat:\n"
+		"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+		"\n"
+		"\tfield:char comm[";
+	struct job j = { .text = high, .len = sizeof(high) - 1 };
+
+	job_thread(&j);
+	TU_ERR(j.ret, TC_ERR_FORMAT_PARSE);
+	ck_assert_msg(strstr(j.why, "0xd4"), "reason: %s", j.why);
+	j = (struct job){ .text = end, .len = sizeof(end) - 1 };
+	job_thread(&j);
+	TU_ERR(j.ret, TC_ERR_FORMAT_PARSE);
+	ck_assert_msg(strstr(j.why, "open"), "reason: %s", j.why);
+}
+END_TEST
+
 /* ---- real formats ---- */
 
 static char *slurp(const char *path, size_t *len)
@@ -507,7 +538,8 @@ static Suite *format_suite(void)
 				    test_deep_cond, test_deep_cast, test_deep_index,
 				    test_deep_brackets, test_deep_symbolic, test_deep_mixed,
 				    test_too_long, test_many_words, test_literals,
-				    test_print_args_unparsed, test_broken_fields));
+				    test_print_args_unparsed, test_broken_fields,
+				    test_unreadable_after_bracket));
 	tu_add_tests(real, TU_TESTS(test_real_formats, test_caps_small_stack));
 	tcase_set_timeout(real, 60);
 	suite_add_tcase(s, deep);
