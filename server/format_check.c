@@ -259,11 +259,48 @@ static size_t unreadable_byte(const unsigned char *s, size_t len)
 	return i;
 }
 
+/*
+ * Field lines, up to @end: the word after `field:` must be followed by
+ * another word or a '*'. event_read_fields() leaks that word when it is
+ * all the type there is, and appends to a NULL type (strlen(NULL)) when it
+ * is __attribute__ followed by '('. Return: the offset of the token that
+ * breaks the rule, or @end.
+ */
+static size_t bad_field_type(const unsigned char *s, size_t end)
+{
+	struct scan sc = { .s = s, .len = end };
+	unsigned state = 0;	/* 1: `field`, 2: `field:`, 3: `field:WORD` */
+
+	while (sc.pos < sc.len) {
+		size_t start = sc.pos;
+		unsigned c = s[start];
+
+		if (is_space(c)) {
+			sc.pos++;
+			continue;
+		}
+		if (state == 3 && !is_word(c) && c != '*')
+			return start;
+		if (c == '"' || c == '\'') {
+			scan_literal(&sc);
+			state = 0;
+		} else if (is_word(c)) {
+			scan_word(&sc);
+			state = state == 2 ? 3 :
+				sc.pos - start == 5 && !memcmp(s + start, "field", 5) ? 1 : 0;
+		} else {
+			sc.pos++;
+			state = state == 1 && c == ':' ? 2 : 0;
+		}
+	}
+	return end;
+}
+
 int format_check(const char *text, size_t len, struct format_stats *stats,
 		 char *err, size_t errlen)
 {
 	struct scan sc = { .s = (const unsigned char *)text, .len = len };
-	size_t bad;
+	size_t bad, cut;
 
 	if (len > FORMAT_MAX_LEN) {
 		tc_seterr(err, errlen, "format is %zu bytes, more than %u", len,
@@ -286,6 +323,12 @@ int format_check(const char *text, size_t len, struct format_stats *stats,
 	}
 	if (sc.depth) {
 		tc_seterr(err, errlen, "format ends with %u ( [ { open", sc.depth);
+		return TC_ERR_FORMAT_PARSE;
+	}
+	cut = format_print_start(text, len);
+	bad = bad_field_type(sc.s, cut);
+	if (bad < cut) {
+		tc_seterr(err, errlen, "format has a field type of one word (at byte %zu)", bad);
 		return TC_ERR_FORMAT_PARSE;
 	}
 	if (stats) {

@@ -72,7 +72,8 @@ struct format_stats {
  * Return: 0; TC_ERR_FORMAT_LIMIT when a cap is exceeded;
  * TC_ERR_FORMAT_PARSE for a byte that is neither printable ASCII nor a
  * space, or a ( [ { still open at the end (libtraceevent 1.7 crashes on
- * either after a field's '[').
+ * either after a field's '['), or a field whose type is one word (it
+ * leaks the word, or crashes when that is __attribute__).
  */
 int format_check(const char *text, size_t len, struct format_stats *stats,
 		 char *err, size_t errlen);

@@ -359,6 +359,33 @@ START_TEST(test_unreadable_after_bracket)
 }
 END_TEST
 
+/*
+ * A field whose type is one word: libtraceevent 1.7 leaks the word, or
+ * calls strlen(NULL) when it is __attribute__ and a '(' follows (found by
+ * fuzz_format_page). Refused before it sees them.
+ */
+START_TEST(test_field_one_word)
+{
+	static const char *const lines[] = {
+		"\tfield:int;\toffset:8;\tsize:4;\tsigned:1;\n",
+		"\tfield:pid_signed:0;\n",
+		"\tfield:__attribute__((user)) x;\toffset:8;\tsize:4;\tsigned:1;\n",
+	};
+	char text[1024];
+
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		struct job j = { .text = text };
+
+		j.len = (size_t)snprintf(text, sizeof(text), "name: tc_deep\nID: 999\nformat:\n"
+			"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+			"\n%s\nprint fmt: \"x\"\n", lines[i]);
+		job_thread(&j);
+		TU_ERR(j.ret, TC_ERR_FORMAT_PARSE);
+		ck_assert_msg(strstr(j.why, "one word"), "%s: reason: %s", lines[i], j.why);
+	}
+}
+END_TEST
+
 /* ---- real formats ---- */
 
 static char *slurp(const char *path, size_t *len)
@@ -539,7 +566,7 @@ static Suite *format_suite(void)
 				    test_deep_brackets, test_deep_symbolic, test_deep_mixed,
 				    test_too_long, test_many_words, test_literals,
 				    test_print_args_unparsed, test_broken_fields,
-				    test_unreadable_after_bracket));
+				    test_unreadable_after_bracket, test_field_one_word));
 	tu_add_tests(real, TU_TESTS(test_real_formats, test_caps_small_stack));
 	tcase_set_timeout(real, 60);
 	suite_add_tcase(s, deep);
