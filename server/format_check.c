@@ -261,7 +261,7 @@ static size_t unreadable_byte(const unsigned char *s, size_t len)
 
 /*
  * Field lines, up to @end: the word after `field:` must be followed by
- * another word or a '*'. event_read_fields() leaks that word when it is
+ * another word or a '*' (not by the end). event_read_fields() leaks that word when it is
  * all the type there is, and appends to a NULL type (strlen(NULL)) when it
  * is __attribute__ followed by '('. Return: the offset of the token that
  * breaks the rule, or @end.
@@ -270,12 +270,13 @@ static size_t bad_field_type(const unsigned char *s, size_t end)
 {
 	struct scan sc = { .s = s, .len = end };
 	unsigned state = 0;	/* 1: `field`, 2: `field:`, 3: `field:WORD` */
+	size_t word = 0;	/* where that WORD starts */
 
 	while (sc.pos < sc.len) {
 		size_t start = sc.pos;
 		unsigned c = s[start];
 
-		if (is_space(c)) {
+		if (is_space(c) && c != '\n') {	/* a newline is a token there */
 			sc.pos++;
 			continue;
 		}
@@ -286,6 +287,7 @@ static size_t bad_field_type(const unsigned char *s, size_t end)
 			state = 0;
 		} else if (is_word(c)) {
 			scan_word(&sc);
+			word = start;
 			state = state == 2 ? 3 :
 				sc.pos - start == 5 && !memcmp(s + start, "field", 5) ? 1 : 0;
 		} else {
@@ -293,7 +295,7 @@ static size_t bad_field_type(const unsigned char *s, size_t end)
 			state = state == 1 && c == ':' ? 2 : 0;
 		}
 	}
-	return end;
+	return state == 3 ? word : end;	/* the text (or its fields) ends there */
 }
 
 int format_check(const char *text, size_t len, struct format_stats *stats,

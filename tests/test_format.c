@@ -370,6 +370,7 @@ START_TEST(test_field_one_word)
 		"\tfield:int;\toffset:8;\tsize:4;\tsigned:1;\n",
 		"\tfield:pid_signed:0;\n",
 		"\tfield:__attribute__((user)) x;\toffset:8;\tsize:4;\tsigned:1;\n",
+		"\tfield:unsig",
 	};
 	char text[1024];
 
