@@ -260,8 +260,27 @@ static size_t unreadable_byte(const unsigned char *s, size_t len)
 }
 
 /*
+ * The words libtraceevent's lexer turns into string literals (a
+ * workaround for old mac80211 formats): *_PR_FMT at @at.
+ */
+static bool pr_fmt_word(const unsigned char *s, size_t at, size_t end)
+{
+	static const char *const words[] = { "LOCAL_PR_FMT", "STA_PR_FMT", "VIF_PR_FMT" };
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		size_t n = strlen(words[i]);
+
+		if (end - at >= n && !memcmp(s + at, words[i], n) &&
+		    (end - at == n || !is_word(s[at + n])))
+			return true;
+	}
+	return false;
+}
+
+/*
  * Field lines, up to @end: the word after `field:` must be followed by
- * another word or a '*' (not by the end). event_read_fields() leaks that word when it is
+ * another word (not one that pr_fmt_word() knows) or a '*', not by the
+ * end. event_read_fields() leaks that word when it is
  * all the type there is, and appends to a NULL type (strlen(NULL)) when it
  * is __attribute__ followed by '('. Return: the offset of the token that
  * breaks the rule, or @end.
@@ -280,7 +299,7 @@ static size_t bad_field_type(const unsigned char *s, size_t end)
 			sc.pos++;
 			continue;
 		}
-		if (state == 3 && !is_word(c) && c != '*')
+		if (state == 3 && ((!is_word(c) && c != '*') || pr_fmt_word(s, start, end)))
 			return start;
 		if (c == '"' || c == '\'') {
 			scan_literal(&sc);

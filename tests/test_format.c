@@ -371,6 +371,7 @@ START_TEST(test_field_one_word)
 		"\tfield:pid_signed:0;\n",
 		"\tfield:__attribute__((user)) x;\toffset:8;\tsize:4;\tsigned:1;\n",
 		"\tfield:unsig",
+		"\tfield:int STA_PR_FMT;\toffset:8;\tsize:4;\tsigned:1;\n",
 	};
 	char text[1024];
 
