@@ -20,6 +20,10 @@
  *   all of them stacked: the nest sum.
  * Long word runs cost libtraceevent quadratic time (it appends word by
  * word), hence FORMAT_MAX_WORDS.
+ *
+ * Besides the caps, three shapes its field parser crashes or leaks on
+ * (found by tests/fuzz/fuzz_format_page.c) are refused as malformed:
+ * unreadable bytes, groups left open at the end, one-word field types.
  */
 #include "config.h"
 
