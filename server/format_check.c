@@ -34,6 +34,9 @@
 #include "common/tc_error.h"
 #include "server/format_check.h"
 
+#define FC_STR_(x)	#x
+#define FC_STR(x)	FC_STR_(x)
+
 struct level {
 	unsigned ops;		/* operators of the current term */
 	unsigned child;		/* height of the tallest group closed in it */
@@ -282,17 +285,21 @@ static bool pr_fmt_word(const unsigned char *s, size_t at, size_t end)
 }
 
 /*
- * Field lines, up to @end: the word after `field:` must be followed by
- * another word (not one that pr_fmt_word() knows) or a '*', not by the
- * end. event_read_fields() leaks that word when it is
- * all the type there is, and appends to a NULL type (strlen(NULL)) when it
- * is __attribute__ followed by '('. Return: the offset of the token that
- * breaks the rule, or @end.
+ * Field lines, up to @end (the print fmt's string): the word after
+ * `field:` must be followed by another word (not one that pr_fmt_word()
+ * knows) or a '*', not by the end. event_read_fields() leaks that word
+ * when it is all the type there is, and appends to a NULL type
+ * (strlen(NULL)) when it is __attribute__ followed by '('. And at most
+ * FORMAT_MAX_FIELD_TOKENS tokens up to each ';': it appends a field's
+ * type, [ ] and __attribute__(( )) token by token, in quadratic time.
+ *
+ * Return: NULL, or what is wrong, with the offset in *@at.
  */
-static size_t bad_field_type(const unsigned char *s, size_t end)
+static const char *check_fields(const unsigned char *s, size_t end, size_t *at)
 {
 	struct scan sc = { .s = s, .len = end };
 	unsigned state = 0;	/* 1: `field`, 2: `field:`, 3: `field:WORD` */
+	unsigned tokens = 0;	/* since the last ';' */
 	size_t word = 0;	/* where that WORD starts */
 
 	while (sc.pos < sc.len) {
@@ -303,8 +310,11 @@ static size_t bad_field_type(const unsigned char *s, size_t end)
 			sc.pos++;
 			continue;
 		}
+		*at = start;
 		if (state == 3 && ((!is_word(c) && c != '*') || pr_fmt_word(s, start, end)))
-			return start;
+			return "has a field type of one word";
+		if (c != '\n' && ++tokens > FORMAT_MAX_FIELD_TOKENS)
+			return "has more tokens in one field line than " FC_STR(FORMAT_MAX_FIELD_TOKENS);
 		if (c == '"' || c == '\'') {
 			scan_literal(&sc);
 			state = 0;
@@ -316,15 +326,19 @@ static size_t bad_field_type(const unsigned char *s, size_t end)
 		} else {
 			sc.pos++;
 			state = state == 1 && c == ':' ? 2 : 0;
+			if (c == ';')
+				tokens = 0;
 		}
 	}
-	return state == 3 ? word : end;	/* the text (or its fields) ends there */
+	*at = word;
+	return state == 3 ? "has a field type of one word" : NULL;	/* ends there */
 }
 
 int format_check(const char *text, size_t len, struct format_stats *stats,
 		 char *err, size_t errlen)
 {
 	struct scan sc = { .s = (const unsigned char *)text, .len = len };
+	const char *what;
 	size_t bad, cut;
 
 	if (len > FORMAT_MAX_LEN) {
@@ -351,10 +365,10 @@ int format_check(const char *text, size_t len, struct format_stats *stats,
 		return TC_ERR_FORMAT_PARSE;
 	}
 	cut = format_print_start(text, len);
-	bad = bad_field_type(sc.s, cut);
-	if (bad < cut) {
-		tc_seterr(err, errlen, "format has a field type of one word (at byte %zu)", bad);
-		return TC_ERR_FORMAT_PARSE;
+	what = check_fields(sc.s, cut, &bad);
+	if (what) {
+		tc_seterr(err, errlen, "format %s (at byte %zu)", what, bad);
+		return strstr(what, "tokens") ? TC_ERR_FORMAT_LIMIT : TC_ERR_FORMAT_PARSE;
 	}
 	if (stats) {
 		*stats = sc.max;

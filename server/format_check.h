@@ -42,6 +42,12 @@
 #define FORMAT_MAX_NEST		512
 /* Adjacent words (`unsigned long long`, one atom to libtraceevent). Real: 4. */
 #define FORMAT_MAX_WORDS	32
+/*
+ * Tokens from one ';' to the next before the print fmt: a field line,
+ * whose type, [ ] and __attribute__ libtraceevent appends token by token
+ * in quadratic time. Real: 13 (the name and ID lines with the first field).
+ */
+#define FORMAT_MAX_FIELD_TOKENS	96
 
 /* What one text reached, each counted as its cap is (see above). */
 struct format_stats {
