@@ -8,6 +8,8 @@
  * worker makes, in a thread with the default stack as the worker has:
  * before the check existed each one overflowed that stack (or crashed
  * libtraceevent otherwise), which check's fork mode reports as a failure.
+ * So do the malformed formats fuzz_format_page found libtraceevent 1.7
+ * crashing, leaking or spinning on, within every cap.
  */
 #include "config.h"
 
