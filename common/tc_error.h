@@ -43,7 +43,8 @@
 	_TC(NOT_SUPPORTED,	"not supported by this kernel") \
 	_TC(PEER_CLOSED,	"peer closed the connection") \
 	_TC(TIMEOUT,		"timed out") \
-	_TC(AMBIGUOUS,		"ambiguous name")
+	_TC(AMBIGUOUS,		"ambiguous name") \
+	_TC(FORMAT_LIMIT,	"event format exceeds the collector's limits")
 
 #define _TC(code, str) TC_ERR_##code,
 enum tc_errno {

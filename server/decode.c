@@ -9,6 +9,10 @@
  * then to hand each event to the callback. Fields are read by
  * decode_field_value() with our own bounds checks (read_int() only
  * converts byte order of validated bytes).
+ *
+ * An agent's format text is checked against server/format_check.h's caps
+ * first, and libtraceevent never parses its print fmt's arguments (we
+ * store fields, never print): see decoder_parse().
  */
 #include "config.h"
 
@@ -22,6 +26,7 @@
 #include "common/tc_error.h"
 #include "proto/frame.h"
 #include "server/decode.h"
+#include "server/format_check.h"
 
 /*
  * The page sizes a HELLO may announce. A page travels in one frame, so a
@@ -45,6 +50,7 @@ struct decoder {
 	struct dtype **types;		/* sorted by id */
 	size_t ntypes;
 	size_t cap;
+	char err[128];			/* why the last format was refused */
 };
 
 const char *decode_kind_name(enum decode_kind kind)
@@ -284,18 +290,57 @@ static int decoder_common_type(struct decoder *d, struct tep_event *ev)
 	return 0;
 }
 
+/*
+ * libtraceevent parses @text without its print fmt's arguments (an empty
+ * format string in their place, see format_print_start()): we store
+ * fields and never print, and its print-argument parser is where it
+ * recurses and where it crashes on hostile input.
+ */
+static int decoder_parse(struct decoder *d, const char *system, const char *text,
+			 size_t len, struct tep_event **out)
+{
+	static const char empty[] = "\"\"\n";
+	size_t cut = format_print_start(text, len);
+	size_t tail = cut < len ? sizeof(empty) - 1 : 0;
+	struct tep_event *ev = NULL;
+	enum tep_errno err;
+	char *copy;
+
+	copy = malloc(cut + tail + 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, text, cut);
+	memcpy(copy + cut, empty, tail);
+	copy[cut + tail] = '\0';
+	err = tep_parse_format(d->tep, &ev, copy, cut + tail, system);
+	free(copy);
+	/*
+	 * A print-fmt we cannot render does not matter: we store fields. But
+	 * tep_parse_format() returns 0 and an event flagged FAILED when the
+	 * field list broke off part way (the print fmt, cut, cannot fail).
+	 */
+	if (!ev || (err != 0 && err != TEP_ERRNO__READ_PRINT_FAILED) ||
+	    (cut < len && (ev->flags & TEP_EVENT_FL_FAILED)))
+		return TC_ERR_FORMAT_PARSE;
+	*out = ev;
+	return 0;
+}
+
 int decoder_format(struct decoder *d, const char *system, const char *name,
 		   const char *text, size_t len, const struct decode_type **out)
 {
 	struct tep_event *ev = NULL;
 	struct dtype *t;
-	enum tep_errno err;
 	int ret;
 
-	err = tep_parse_format(d->tep, &ev, text, len, system);
-	/* A print-fmt we cannot render does not matter: we store fields. */
-	if (!ev || (err != 0 && err != TEP_ERRNO__READ_PRINT_FAILED))
-		return TC_ERR_FORMAT_PARSE;
+	/* libtraceevent's parser recurses as deep as the text nests: bound it */
+	d->err[0] = '\0';
+	ret = format_check(text, len, NULL, d->err, sizeof(d->err));
+	if (ret < 0)
+		return ret;
+	ret = decoder_parse(d, system, text, len, &ev);
+	if (ret < 0)
+		return ret;
 	if (!ev->name || strcmp(ev->name, name) != 0)
 		return TC_ERR_FORMAT_PARSE;
 	t = decoder_find(d, ev->id);
@@ -316,6 +361,11 @@ int decoder_format(struct decoder *d, const char *system, const char *name,
 	}
 	*out = &t->pub;
 	return 0;
+}
+
+const char *decoder_error(const struct decoder *d)
+{
+	return d->err;
 }
 
 /* ---- fields ---- */

@@ -128,11 +128,24 @@ int decoder_header_page(struct decoder *d, const char *text, size_t len);
  *       decoder_free(). Sending the same event id again returns the type
  *       already known.
  *
- * Return: 0; TC_ERR_FORMAT_PARSE (bad text, name mismatch, no ID, or a
+ * The text is checked against the caps of server/format_check.h before
+ * libtraceevent parses it (its parser recurses as deep as the text nests).
+ *
+ * Return: 0; TC_ERR_FORMAT_LIMIT (the text exceeds a cap: too long, or
+ * nests or chains operators beyond what any kernel writes; decoder_error()
+ * says which); TC_ERR_FORMAT_PARSE (bad text, name mismatch, no ID, a
+ * field list that breaks off, a byte that is not printable ASCII, or a
  * common_type field libtraceevent cannot read); -ENOMEM.
  */
 int decoder_format(struct decoder *d, const char *system, const char *name,
 		   const char *text, size_t len, const struct decode_type **out);
+
+/*
+ * decoder_error - why format_check() refused the last decoder_format()
+ * on @d: which cap, at which byte (our words only, no byte of the text).
+ * "" after any other result. Valid until the next call.
+ */
+const char *decoder_error(const struct decoder *d);
 
 /*
  * decode_field_value - read field @index (into ev->type->fields) of @ev.

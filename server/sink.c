@@ -506,8 +506,9 @@ static int sink_format(struct sink *s, const struct sink_env *env, const struct 
 	}
 	ret = decoder_format(dec, f->system, f->name, f->text, f->len, &t);
 	if (ret < 0) {
-		log_warn("host %s: format of %s:%s rejected: %s", s->host, f->system, f->name,
-			 tc_strerror(ret));
+		log_warn("host %s: format of %s:%s rejected: %s%s%s", s->host, f->system,
+			 f->name, tc_strerror(ret), *decoder_error(dec) ? ": " : "",
+			 decoder_error(dec));
 		return ret;
 	}
 	if (t->user)
