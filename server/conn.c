@@ -835,6 +835,16 @@ void conn_ingest_hooks(struct collector *col, struct ingest_hooks *out)
 
 void conn_close_all(struct collector *col)
 {
+	struct conn *c;
+
+	/*
+	 * Nobody waits for input memory any more: freeing a connection
+	 * would otherwise wake the next waiter with a deferred read, whose
+	 * reference keeps that connection's bufferevent alive past the loop.
+	 */
+	for (c = col->conns; c; c = c->next)
+		c->waiting = false;
+	col->input_waiting = 0;
 	while (col->conns)
 		conn_free(col->conns);
 	if (col->refused_limit)
