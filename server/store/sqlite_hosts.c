@@ -213,37 +213,43 @@ int sq_journal_mark_get(struct store *s, uint64_t file, uint64_t *pos)
 	return ret;
 }
 
-int sq_cpu_duplicates(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t n)
+/*
+ * Add @n values @v to counters of the cpus row (@host_id, @cpu), creating
+ * it: @sql is the upsert, its parameters host_id, cpu, then @v in order.
+ */
+static int sq_cpu_add(struct store *s, const char *sql, uint64_t host_id, uint32_t cpu,
+		      const uint64_t *v, int n)
 {
 	sqlite3_stmt *st;
-	int ret = sq_prepare(s, "INSERT INTO cpus (host_id, cpu, dup_pages) VALUES (?, ?, ?)"
-				" ON CONFLICT (host_id, cpu) DO UPDATE"
-				" SET dup_pages = dup_pages + excluded.dup_pages", &st);
+	int ret = sq_prepare(s, sql, &st);
 
 	if (ret < 0)
 		return ret;
 	sqlite3_bind_int64(st, 1, (int64_t)host_id);
 	sqlite3_bind_int64(st, 2, cpu);
-	sqlite3_bind_int64(st, 3, (int64_t)n);
+	for (int i = 0; i < n; i++)
+		sqlite3_bind_int64(st, 3 + i, (int64_t)v[i]);
 	return sq_run(s, st, true);
+}
+
+int sq_cpu_duplicates(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t n)
+{
+	return sq_cpu_add(s, "INSERT INTO cpus (host_id, cpu, dup_pages) VALUES (?, ?, ?)"
+			     " ON CONFLICT (host_id, cpu) DO UPDATE"
+			     " SET dup_pages = dup_pages + excluded.dup_pages",
+			  host_id, cpu, &n, 1);
 }
 
 int sq_cpu_not_stored(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,
 		      uint64_t events)
 {
-	sqlite3_stmt *st;
-	int ret = sq_prepare(s, "INSERT INTO cpus (host_id, cpu, bad_pages, bad_events)"
-				" VALUES (?, ?, ?, ?) ON CONFLICT (host_id, cpu) DO UPDATE"
-				" SET bad_pages = bad_pages + excluded.bad_pages,"
-				" bad_events = bad_events + excluded.bad_events", &st);
+	const uint64_t v[] = { pages, events };
 
-	if (ret < 0)
-		return ret;
-	sqlite3_bind_int64(st, 1, (int64_t)host_id);
-	sqlite3_bind_int64(st, 2, cpu);
-	sqlite3_bind_int64(st, 3, (int64_t)pages);
-	sqlite3_bind_int64(st, 4, (int64_t)events);
-	return sq_run(s, st, true);
+	return sq_cpu_add(s, "INSERT INTO cpus (host_id, cpu, bad_pages, bad_events)"
+			     " VALUES (?, ?, ?, ?) ON CONFLICT (host_id, cpu) DO UPDATE"
+			     " SET bad_pages = bad_pages + excluded.bad_pages,"
+			     " bad_events = bad_events + excluded.bad_events",
+			  host_id, cpu, v, 2);
 }
 
 int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c)
