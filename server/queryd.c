@@ -484,7 +484,7 @@ static int run_stats(struct qworker *wk, struct proto_buf *out)
 	int ret;
 
 	proto_buf_init(&s.rows);
-	ret = store_stats(wk->store, stats_cb, &s);
+	ret = store_stats(wk->store, NULL, stats_cb, &s);
 	if (ret == 0)
 		ret = stats_flush(&s);
 	for (i = 0; i < s.ncols; i++)
@@ -533,7 +533,7 @@ static int run_drops(struct qworker *wk, struct proto_buf *out)
 
 	if (ret < 0)
 		return ret;
-	ret = store_drops(wk->store, drops_cb, w);
+	ret = store_drops(wk->store, NULL, drops_cb, w);
 	if (ret < 0) {
 		qmsg_reply_end(w, false, 0, 0, 0, out);
 		return ret;
