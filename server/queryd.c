@@ -31,11 +31,16 @@
 #define LOG_PREFIX "query"
 
 #include <errno.h>
+#include <grp.h>
+#include <libgen.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <sys/stat.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
@@ -48,6 +53,7 @@
 #include "common/util.h"
 #include "proto/symbols.h"
 #include "proto/qmsg.h"
+#include "server/qauth.h"
 #include "server/queryd.h"
 #include "server/store/store.h"
 
@@ -66,6 +72,8 @@ struct qslot {
 	uint64_t mark;			/* sync: what had been received on arrival */
 	int64_t deadline;		/* sync: util_now_ms() when it gives up */
 	uint32_t wait_ms;		/* sync: the wait, cut to sync_max_ms */
+	struct qauth_who who;		/* who sent it */
+	int64_t t0;			/* util_now_ms() as it came */
 	struct qslot *next;		/* on the run queue or the sync list */
 };
 
@@ -368,7 +376,7 @@ static int select_row(void *arg, const struct store_row *row)
 }
 
 static int run_select(struct qworker *wk, const struct qmsg_request *r,
-		      struct compiled *c, struct proto_buf *out)
+		      struct compiled *c, struct proto_buf *out, uint64_t *rows)
 {
 	const char *cols[QMSG_META_COLS + QMSG_MAX_COLS];
 	struct select_ctx s = { .store = wk->store,
@@ -397,10 +405,12 @@ static int run_select(struct qworker *wk, const struct qmsg_request *r,
 		qmsg_reply_end(s.w, false, 0, 0, 0, &(struct proto_buf){ 0 });
 		return ret;
 	}
+	*rows = qmsg_reply_rows(s.w);
 	return reply_end(wk->qd, s.w, s.more, s.last_ts, s.last_id, 0, out);
 }
 
-static int run_count(struct qworker *wk, struct compiled *c, struct proto_buf *out)
+static int run_count(struct qworker *wk, struct compiled *c, struct proto_buf *out,
+		     uint64_t *rows)
 {
 	struct qmsg_writer *w;
 	char event[512];
@@ -410,6 +420,7 @@ static int run_count(struct qworker *wk, struct compiled *c, struct proto_buf *o
 	ret = store_count(wk->store, &c->read, &n);
 	if (ret < 0)
 		return ret;
+	*rows = n;
 	snprintf(event, sizeof(event), "%s:%s", c->schema->system, c->schema->name);
 	ret = qmsg_reply_begin(&w, event, 0, NULL);
 	return ret ? ret : reply_end(wk->qd, w, false, 0, 0, n, out);
@@ -474,7 +485,8 @@ static int stats_cb(void *arg, const char *host, uint32_t cpu, const char *key,
 	return 0;
 }
 
-static int run_stats(struct qworker *wk, struct proto_buf *out)
+static int run_stats(struct qworker *wk, const struct store_query *hosts,
+		     struct proto_buf *out, uint64_t *rows)
 {
 	const char *cols[2 + STATS_MAX_KEYS] = { "host", "cpu" };
 	struct stats_ctx s = { 0 };
@@ -484,7 +496,7 @@ static int run_stats(struct qworker *wk, struct proto_buf *out)
 	int ret;
 
 	proto_buf_init(&s.rows);
-	ret = store_stats(wk->store, NULL, stats_cb, &s);
+	ret = store_stats(wk->store, hosts, stats_cb, &s);
 	if (ret == 0)
 		ret = stats_flush(&s);
 	for (i = 0; i < s.ncols; i++)
@@ -503,6 +515,7 @@ static int run_stats(struct qworker *wk, struct proto_buf *out)
 			qmsg_put_uint(w, v);
 		}
 	}
+	*rows = s.nrows;
 	ret = reply_end(wk->qd, w, false, 0, 0, 0, out);
 out:
 	proto_buf_free(&s.rows);
@@ -525,7 +538,8 @@ static int drops_cb(void *ctx, const char *host, const char *system, const char 
 	return 0;
 }
 
-static int run_drops(struct qworker *wk, struct proto_buf *out)
+static int run_drops(struct qworker *wk, const struct store_query *hosts,
+		     struct proto_buf *out, uint64_t *rows)
 {
 	static const char *const cols[] = { "host", "system", "event", "reason", "count" };
 	struct qmsg_writer *w;
@@ -533,46 +547,90 @@ static int run_drops(struct qworker *wk, struct proto_buf *out)
 
 	if (ret < 0)
 		return ret;
-	ret = store_drops(wk->store, NULL, drops_cb, w);
+	ret = store_drops(wk->store, hosts, drops_cb, w);
 	if (ret < 0) {
 		qmsg_reply_end(w, false, 0, 0, 0, out);
 		return ret;
 	}
+	*rows = qmsg_reply_rows(w);
 	return reply_end(wk->qd, w, ret > 0, 0, 0, 0, out);
 }
 
-/* @s for a log line: printable ASCII, the rest as '?', at most @n - 1 bytes. */
-static const char *printable(const char *s, char *buf, size_t n)
-{
-	size_t i;
+static const char *const op_names[] = { "?", "select", "count", "stats", "drops" };
 
-	for (i = 0; s[i] && i + 1 < n; i++)
-		buf[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
-	buf[i] = 0;
-	return buf;
+/*
+ * The log line of a query: who asked, what (the text escaped, the host
+ * glob), and what came of it.
+ */
+static void log_query(const struct qauth_who *who, const struct qmsg_request *r,
+		      const char *result, int64_t t0)
+{
+	char w[QAUTH_NAME_MAX * 4 + 64], q[QAUTH_LOG_TEXT * 4 + 8], h[QAUTH_LOG_TEXT * 4 + 8];
+
+	log_info("query from %s: %s%s%s%s%s%s: %s in %lld ms", qauth_who_str(who, w, sizeof(w)),
+		 op_names[r->op <= QOP_DROPS ? r->op : 0], r->query ? " '" : "",
+		 r->query ? qauth_escape(r->query, q, sizeof(q)) : "", r->query ? "'" : "",
+		 r->host ? " host=" : "", r->host ? qauth_escape(r->host, h, sizeof(h)) : "",
+		 result, (long long)(util_now_ms() - t0));
 }
 
-/* Run @r (decoded, its wait for `sync` done) on @wk's store; the reply goes to @out. */
-static void handle(struct qworker *wk, const struct qmsg_request *r, struct proto_buf *out)
+/*
+ * The hosts @who may read into @scope (globs in @globs[STORE_SCOPE_MAX]);
+ * NULL: every host.
+ */
+static const struct store_scope *scope_for(struct queryd *qd, const struct qauth_who *who,
+					   const char **globs, struct store_scope *scope)
 {
+	bool all = false;
+
+	if (qauth_scope_of(qd->o.scopes, who, &all, globs, STORE_SCOPE_MAX, &scope->n) < 0) {
+		log_warn("scope: more than %d globs name one identity: it sees no host",
+			 STORE_SCOPE_MAX);
+		scope->n = 0;
+	}
+	scope->globs = globs;
+	return all ? NULL : scope;
+}
+
+/*
+ * Run @r (decoded, its wait for `sync` done) for @who on @wk's store, only
+ * over the hosts @who may read; the reply goes to @out, a line to the log.
+ */
+static void handle(struct qworker *wk, const struct qmsg_request *r,
+		   const struct qauth_who *who, int64_t t0, struct proto_buf *out)
+{
+	const char *globs[STORE_SCOPE_MAX];
+	struct store_scope scope;
 	struct compiled c = { 0 };
-	char text[128];
+	struct store_query hosts = { .host_glob = r->host };
+	uint64_t rows = 0;
+	char result[600];
 	int ret;
 
+	hosts.scope = scope_for(wk->qd, who, globs, &scope);
 	if (r->op == QOP_STATS)
-		ret = run_stats(wk, out);
+		ret = run_stats(wk, &hosts, out, &rows);
 	else if (r->op == QOP_DROPS)
-		ret = run_drops(wk, out);
-	else if ((ret = compile(wk, r, &c, out)) == 0)
-		ret = r->op == QOP_COUNT ? run_count(wk, &c, out) : run_select(wk, r, &c, out);
+		ret = run_drops(wk, &hosts, out, &rows);
+	else if ((ret = compile(wk, r, &c, out)) == 0) {
+		c.read.scope = hosts.scope;
+		ret = r->op == QOP_COUNT ? run_count(wk, &c, out, &rows) :
+					   run_select(wk, r, &c, out, &rows);
+	}
 	if (ret < 0) {
 		const char *why = ret == TC_ERR_DB ? store_errmsg(wk->store) : tc_strerror(ret);
 
-		log_warn("query '%s' failed: %s",
-			 r->query ? printable(r->query, text, sizeof(text)) : "(stats)", why);
+		snprintf(result, sizeof(result), "failed: %.500s", why);
 		out->len = 0;
 		qmsg_reply_error(TC_ERR_DB, why, -1, -1, out);
+	} else if (ret > 0) {
+		snprintf(result, sizeof(result), "refused (an error in the query)");
+	} else {
+		snprintf(result, sizeof(result), "%llu %s%s", (unsigned long long)rows,
+			 r->op == QOP_COUNT ? "counted" : "rows",
+			 hosts.scope ? hosts.scope->n ? " (scoped)" : " (scope: no host)" : "");
 	}
+	log_query(who, r, result, t0);
 	compiled_free(&c);
 }
 
@@ -693,7 +751,32 @@ static void slot_sync(struct qslot *s)
 	}
 	snprintf(msg, sizeof(msg), "%d requests already wait for the collector to store "
 		 "what it received; try again later", QUERYD_SYNC_WAITERS);
+	log_query(&s->who, &s->req, "refused: too many sync waits", s->t0);
 	slot_error(s, -EBUSY, msg);
+}
+
+/* A request refused before it was decoded: who sent it, and why. */
+static void log_refused(const struct qauth_who *who, const char *why)
+{
+	char w[QAUTH_NAME_MAX * 4 + 64];
+
+	log_info("query from %s: refused: %s", qauth_who_str(who, w, sizeof(w)), why);
+}
+
+/*
+ * Who sent @m: the uid of an ipc peer (nng reads it with SO_PEERCRED);
+ * over tcp (loopback only) nobody in particular.
+ */
+static void slot_who(struct qslot *s, nng_msg *m)
+{
+	uint64_t uid = 0;
+
+	memset(&s->who, 0, sizeof(s->who));
+	s->who.kind = QAUTH_TCP;
+	if (nng_pipe_get_uint64(nng_msg_get_pipe(m), NNG_OPT_IPC_PEER_UID, &uid) == 0) {
+		s->who.kind = QAUTH_UID;
+		s->who.uid = uid;
+	}
 }
 
 /* A request has come to @s: check its size, decode it, and send it on its way. */
@@ -704,14 +787,18 @@ static void slot_intake(struct qslot *s, nng_msg *m)
 	int ret = TC_ERR_TOO_LONG;
 
 	s->state = SLOT_BUSY;
+	s->t0 = util_now_ms();
+	slot_who(s, m);
 	if (len <= QMSG_MAX_REQUEST)
 		ret = qmsg_request_decode(nng_msg_body(m), len, &s->req);
 	nng_msg_free(m);
 	if (ret == TC_ERR_TOO_LONG) {
 		snprintf(msg, sizeof(msg), "request of %zu bytes: over the limit of %u bytes",
 			 len, QMSG_MAX_REQUEST);
+		log_refused(&s->who, msg);
 		slot_error(s, ret, msg);
 	} else if (ret < 0) {
+		log_refused(&s->who, tc_strerror(ret));
 		slot_error(s, ret, tc_strerror(ret));
 	} else if (s->req.sync_ms) {
 		slot_sync(s);
@@ -761,7 +848,7 @@ static void *worker_main(void *arg)
 		if (atomic_load(&qd->stop))
 			break;
 		proto_buf_init(&out);
-		handle(wk, &s->req, &out);
+		handle(wk, &s->req, &s->who, s->t0, &out);
 		slot_reply(s, &out);
 		proto_buf_free(&out);
 	}
@@ -792,6 +879,7 @@ static void sync_timeout(struct qslot *s)
 	else
 		snprintf(msg, sizeof(msg), "the collector has not stored everything it "
 			 "received yet (its receive journal); try a longer --timeout");
+	log_query(&s->who, &s->req, "timed out waiting for sync", s->t0);
 	slot_error(s, TC_ERR_TIMEOUT, msg);
 }
 
@@ -861,18 +949,94 @@ static void *sync_main(void *arg)
 
 /* ---- start, stop ---- */
 
+/*
+ * The directory of ipc socket @path, made 0750 with group @gid (-1: none)
+ * when missing; an existing one is left as it is (the operator's).
+ */
+static int ipc_dir(const char *path, gid_t gid)
+{
+	char *copy = strdup(path), *dir;
+	int ret = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	dir = dirname(copy);
+	if (mkdir(dir, 0750) == 0) {
+		if ((gid != (gid_t)-1 && chown(dir, (uid_t)-1, gid) < 0) || chmod(dir, 0750) < 0)
+			ret = -errno;
+	} else if (errno != EEXIST) {
+		ret = -errno;
+	}
+	if (ret < 0)
+		log_err("query socket directory %s: %s", dir, strerror(-ret));
+	free(copy);
+	return ret;
+}
+
+/*
+ * The ipc listener @l of socket @path: mode 0660 with the query group, or
+ * 0600 when the group does not exist (nng sets the mode before it starts
+ * listening: NNG_OPT_IPC_PERMISSIONS; the umask covers the moment before).
+ */
+static int ipc_listen(struct queryd *qd, nng_listener l, const char *path)
+{
+	const char *group = qd->o.group ? qd->o.group : QUERYD_GROUP;
+	struct group gr, *g = NULL;
+	char buf[4096];
+	gid_t gid = (gid_t)-1;
+	mode_t old;
+	int rv;
+
+	if (getgrnam_r(group, &gr, buf, sizeof(buf), &g) == 0 && g)
+		gid = g->gr_gid;
+	else
+		log_warn("query-group: group %s does not exist: the query socket %s is "
+			 "mode 0600, only this collector's user (uid %u) may query",
+			 group, path, (unsigned)geteuid());
+	if (ipc_dir(path, gid) < 0)
+		return TC_ERR_CONFIG;
+	rv = nng_listener_set_int(l, NNG_OPT_IPC_PERMISSIONS,
+				  gid == (gid_t)-1 ? 0600 : 0660);
+	old = umask(0177);
+	if (rv == 0)
+		rv = nng_listener_start(l, 0);
+	umask(old);
+	if (rv == 0 && gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) {
+		log_err("query socket %s: chown to group %s: %s", path, group, strerror(errno));
+		return TC_ERR_CONFIG;
+	}
+	if (rv != 0) {
+		log_err("cannot listen for queries on ipc://%s: %s", path, nng_strerror(rv));
+		return TC_ERR_CONFIG;
+	}
+	if (gid != (gid_t)-1)
+		log_info("query socket %s: mode 0660, group %s", path, group);
+	return 0;
+}
+
 static int queryd_listen(struct queryd *qd, const char *url, char *bound, size_t blen)
 {
 	nng_listener l;
+	char why[512];
 	int port = 0, rv;
 
-	rv = nng_listen(qd->sock, url, &l, 0);
+	if (qauth_url_check(url, why, sizeof(why)) < 0) {
+		log_err("%s", why);
+		return TC_ERR_CONFIG;
+	}
+	rv = nng_listener_create(&l, qd->sock, url);
+	if (rv == 0 && !strncmp(url, "ipc://", 6)) {
+		if (ipc_listen(qd, l, url + 6) < 0)
+			return TC_ERR_CONFIG;
+	} else if (rv == 0) {
+		rv = nng_listener_start(l, 0);
+	}
 	if (rv != 0) {
 		log_err("cannot listen for queries on %s: %s", url, nng_strerror(rv));
 		return TC_ERR_CONFIG;
 	}
 	snprintf(bound, blen, "%s", url);
-	if (!strncmp(url, "tcp://", 6) &&
+	if (strncmp(url, "ipc://", 6) &&
 	    nng_listener_get_int(l, NNG_OPT_TCP_BOUND_PORT, &port) == 0) {
 		const char *colon = strrchr(url, ':');
 
@@ -972,7 +1136,8 @@ static void queryd_free(struct queryd *qd)
 int queryd_start(const char *url, const char *db_path, const struct queryd_opts *o,
 		 struct queryd **out, char *bound, size_t blen)
 {
-	static const struct queryd_opts def = { QUERYD_THREADS, QUERYD_SYNC_MAX_MS };
+	static const struct queryd_opts def = { .threads = QUERYD_THREADS,
+						.sync_max_ms = QUERYD_SYNC_MAX_MS };
 	struct queryd *qd;
 	int ret;
 

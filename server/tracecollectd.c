@@ -38,6 +38,7 @@
 #include "server/filter_table.h"
 #include "server/ingest.h"
 #include "server/journal.h"
+#include "server/qauth.h"
 #include "server/queryd.h"
 
 #define COMMIT_MS	250
@@ -49,6 +50,11 @@
 struct settings {
 	char *listen;
 	char *query;
+	char *query_group;		/* the ipc socket's group */
+	char *query_tls;		/* HOST:PORT of the TLS query port */
+	char *query_ca;			/* CA of query clients; NULL: ca */
+	struct qauth_scopes scopes;	/* scope = IDENTITY GLOBS */
+	char scope_err[512];
 	char *db;
 	char *cert, *key, *ca;
 	char *ready_file;
@@ -84,8 +90,32 @@ static void usage(FILE *f)
 "Options (each also a key in the -c file, e.g. 'listen = 0.0.0.0:7000'):\n"
 "      --listen HOST:PORT   where agents connect (default 0.0.0.0:7000;\n"
 "                           port 0 picks a free port, see --ready-file)\n"
-"      --query URL          nng URL of the query endpoint\n"
-"                           (default tcp://127.0.0.1:7001; port 0 allowed)\n"
+"      --query URL          nng URL of the local query endpoint\n"
+"                           (default " QUERYD_URL ";\n"
+"                           its directory is made 0750 when missing). Only\n"
+"                           ipc://PATH, or plain tcp on a numeric loopback\n"
+"                           address (tcp://127.0.0.1:PORT, tcp://[::1]:PORT,\n"
+"                           port 0 allowed; any local user may then query):\n"
+"                           anything else is refused at start (exit 2)\n"
+"      --query-group GROUP  the ipc socket is mode 0660 with this group (default\n"
+"                           " QUERYD_GROUP "): its members may query. Without\n"
+"                           such a group, mode 0600 (this collector's user only)\n"
+"      --query-tls HOST:PORT\n"
+"                           also answer queries over TLS with client\n"
+"                           certificates (traceq -s HOST:PORT --cert --key\n"
+"                           --ca), with this collector's --cert and --key\n"
+"      --query-ca FILE      CA that signs query clients' certificates\n"
+"                           (default: --ca)\n"
+"      --scope 'IDENTITY GLOB[,GLOB...]'\n"
+"                           the hosts IDENTITY may read (repeatable; an identity\n"
+"                           named by several lines sees the hosts of each):\n"
+"                           cert:CN (a query client's certificate), uid:N,\n"
+"                           user:NAME or group:NAME (local users over ipc).\n"
+"                           Without a line naming them: root and this\n"
+"                           collector's uid see every host, other local users\n"
+"                           (who got through the socket's mode) every host, a\n"
+"                           certificate none. Every query is logged: who, what,\n"
+"                           how many rows\n"
 "      --query-threads N    queries answered at once, each by a thread with its\n"
 "                           own database reader (default 4, at most 64); more\n"
 "                           wait their turn\n"
@@ -338,6 +368,11 @@ static int apply(struct settings *s, const char *key, const char *value)
 {
 	if (!strcmp(key, "listen")) return set_str(&s->listen, value);
 	if (!strcmp(key, "query")) return set_str(&s->query, value);
+	if (!strcmp(key, "query-group")) return set_str(&s->query_group, value);
+	if (!strcmp(key, "query-tls")) return set_str(&s->query_tls, value);
+	if (!strcmp(key, "query-ca")) return set_str(&s->query_ca, value);
+	if (!strcmp(key, "scope"))
+		return qauth_scope_parse(&s->scopes, value, s->scope_err, sizeof(s->scope_err));
 	if (!strcmp(key, "db")) return set_str(&s->db, value);
 	if (!strcmp(key, "cert")) return set_str(&s->cert, value);
 	if (!strcmp(key, "key")) return set_str(&s->key, value);
@@ -405,6 +440,8 @@ static int apply_cb(void *ctx, const char *key, const char *value, unsigned line
 static void settings_free(struct settings *s)
 {
 	free(s->listen); free(s->query); free(s->db); free(s->journal_dir);
+	free(s->query_group); free(s->query_tls); free(s->query_ca);
+	qauth_scopes_free(&s->scopes);
 	free(s->cert); free(s->key); free(s->ca); free(s->ready_file);
 	free(s->config);
 	store_indexes_free(&s->indexes);
@@ -417,7 +454,7 @@ static int settings_defaults(struct settings *s)
 {
 	static const char *const def[][2] = {
 		{ "listen", "0.0.0.0:7000" },
-		{ "query", "tcp://127.0.0.1:7001" },
+		{ "query", QUERYD_URL },
 		{ "db", "/var/lib/tracecollect/trace.db" },
 		{ "cert", "/etc/tracecollect/server.crt" },
 		{ "key", "/etc/tracecollect/server.key" },
@@ -428,7 +465,8 @@ static int settings_defaults(struct settings *s)
 	int ret = 0;
 
 	s->lim = collector_limits_default();
-	s->query_opts = (struct queryd_opts){ QUERYD_THREADS, QUERYD_SYNC_MAX_MS };
+	s->query_opts = (struct queryd_opts){ .threads = QUERYD_THREADS,
+					      .sync_max_ms = QUERYD_SYNC_MAX_MS };
 	for (i = 0; i < sizeof(def) / sizeof(def[0]) && ret == 0; i++)
 		ret = apply(s, def[i][0], def[i][1]);
 	return ret;
@@ -443,9 +481,9 @@ static int apply_option(struct settings *s, const char *key, const char *value)
 	    !(s->cli_filters[s->ncli_filters++] = strdup(value)))
 		ret = -ENOMEM;
 	if (ret < 0)
-		fprintf(stderr, "tracecollectd: --%s %s: %s\n%s%s%s", key, value, tc_strerror(ret),
-			!strcmp(key, "filter") ? s->filter_err : "", s->index_err,
-			s->index_err[0] ? "\n" : "");
+		fprintf(stderr, "tracecollectd: --%s %s: %s\n%s%s%s%s%s", key, value,
+			tc_strerror(ret), !strcmp(key, "filter") ? s->filter_err : "", s->index_err,
+			s->index_err[0] ? "\n" : "", s->scope_err, s->scope_err[0] ? "\n" : "");
 	return ret;
 }
 
@@ -478,6 +516,10 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "input-memory", required_argument, NULL, 20 },
 		{ "query-threads", required_argument, NULL, 21 },
 		{ "query-sync-max", required_argument, NULL, 22 },
+		{ "query-group", required_argument, NULL, 23 },
+		{ "query-tls", required_argument, NULL, 24 },
+		{ "scope", required_argument, NULL, 25 },
+		{ "query-ca", required_argument, NULL, 26 },
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -499,14 +541,15 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		if (ret == 0)
 			ret = config_parse_file(optarg, apply_cb, s, errbuf, sizeof(errbuf));
 		if (ret < 0) {
-			fprintf(stderr, "tracecollectd: %s\n%s%s%s", errbuf, s->filter_err,
-				s->index_err, s->index_err[0] ? "\n" : "");
+			fprintf(stderr, "tracecollectd: %s\n%s%s%s%s%s", errbuf, s->filter_err,
+				s->index_err, s->index_err[0] ? "\n" : "", s->scope_err,
+				s->scope_err[0] ? "\n" : "");
 			return -1;
 		}
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:fvhV", longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 22) {
+		if (c >= 1 && c <= 26) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'f')
@@ -520,6 +563,13 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		fprintf(stderr, "tracecollectd: unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
+	if (qauth_url_check(s->query, errbuf, sizeof(errbuf)) < 0) {
+		fprintf(stderr, "tracecollectd: %s\n", errbuf);
+		return -1;
+	}
+	s->query_opts.group = s->query_group;
+	s->query_opts.scopes = &s->scopes;
+	s->query_opts.tls_listen = s->query_tls;
 	return 0;
 }
 

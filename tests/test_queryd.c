@@ -225,7 +225,7 @@ static bool answered(nng_socket s)
 static void start_endpoint(uint32_t sync_max_ms)
 {
 	struct queryd_ingest in = { hk_received, hk_wait_stored, hk_backlog, NULL };
-	struct queryd_opts o = { THREADS, sync_max_ms };
+	struct queryd_opts o = { .threads = THREADS, .sync_max_ms = sync_max_ms };
 	char bound[128];
 
 	TU_OK(queryd_start("tcp://127.0.0.1:0", db, &o, &qd, bound, sizeof(bound)));
@@ -362,8 +362,12 @@ END_TEST
 /* Bad settings are refused. */
 START_TEST(options_out_of_range_refused)
 {
-	struct queryd_opts bad[] = { { 0, 1000 }, { QUERYD_THREADS_MAX + 1, 1000 },
-				     { 1, 0 }, { 1, QUERYD_SYNC_MAX_MS_MAX + 1 } };
+	struct queryd_opts bad[] = {
+		{ .threads = 0, .sync_max_ms = 1000 },
+		{ .threads = QUERYD_THREADS_MAX + 1, .sync_max_ms = 1000 },
+		{ .threads = 1, .sync_max_ms = 0 },
+		{ .threads = 1, .sync_max_ms = QUERYD_SYNC_MAX_MS_MAX + 1 },
+	};
 	struct queryd *q = NULL;
 	char bound[128];
 

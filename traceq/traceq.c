@@ -30,7 +30,7 @@
 #include "proto/qmsg.h"
 #include "traceq/graph.h"
 
-#define TRACEQ_DEFAULT_SERVER	"tcp://127.0.0.1:7001"
+#define TRACEQ_DEFAULT_SERVER	"ipc:///run/tracecollect/query.sock"
 #define TRACEQ_PAGE_ROWS	1000
 
 enum out_format { OUT_TEXT, OUT_JSON };
@@ -61,7 +61,8 @@ static void usage(FILE *f)
 "== != < <= > >= & on numbers, == != ~ (glob) on strings, && || ! and ().\n"
 "\n"
 "Options:\n"
-"  -s, --server URL     query endpoint (default %s)\n"
+"  -s, --server URL     query endpoint (default $TRACEQ_SERVER, else\n"
+"                       default %s)\n"
 "  -f, --format FMT     text (default: the kernel's trace layout, wall-clock\n"
 "                       seconds) or json (one object per line, every field)\n"
 "                       code addresses of ftrace events (ip, parent_ip, func)\n"
@@ -609,7 +610,9 @@ static int run_graph(struct client *c, const struct traceq_opts *o)
 int main(int argc, char **argv)
 {
 	struct traceq_opts o = {
-		.server = TRACEQ_DEFAULT_SERVER, .format = OUT_TEXT, .timeout_ms = 10000,
+		.server = getenv("TRACEQ_SERVER") && *getenv("TRACEQ_SERVER") ?
+			  getenv("TRACEQ_SERVER") : TRACEQ_DEFAULT_SERVER,
+		.format = OUT_TEXT, .timeout_ms = 10000,
 	};
 	struct client c;
 	int ret;
