@@ -55,6 +55,7 @@
 #include "proto/qmsg.h"
 #include "server/qauth.h"
 #include "server/queryd.h"
+#include "server/queryd_tls.h"
 #include "server/store/store.h"
 
 #define QUERYD_SYNC_SLICE_MS	100	/* longest single wait on ingest */
@@ -74,6 +75,7 @@ struct qslot {
 	uint32_t wait_ms;		/* sync: the wait, cut to sync_max_ms */
 	struct qauth_who who;		/* who sent it */
 	int64_t t0;			/* util_now_ms() as it came */
+	struct qtls_conn *conn;		/* TLS query port: replies go there; NULL: nng */
 	struct qslot *next;		/* on the run queue or the sync list */
 };
 
@@ -108,6 +110,8 @@ struct queryd {
 	pthread_cond_t ingest_idle;	/* ingest_users dropped to 0 */
 	unsigned ingest_users;		/* threads inside the hooks of @ingest */
 	struct queryd_ingest ingest;	/* --sync, backlog; zeroed: none */
+	struct qtls *tls;		/* the TLS query port; NULL: none */
+	char tls_bound[128];		/* its HOST:PORT as bound */
 };
 
 /* ---- the collector's ingest, held while in use ---- */
@@ -679,6 +683,10 @@ static void slot_reply(struct qslot *s, const struct proto_buf *out)
 	int rv;
 
 	qmsg_request_free(&s->req);
+	if (s->conn) {
+		qtls_reply(s->conn, out);
+		return;
+	}
 	rv = nng_msg_alloc(&m, 0);
 	if (rv == 0)
 		rv = nng_msg_append(m, out->data, out->len);
@@ -767,31 +775,28 @@ static void log_refused(const struct qauth_who *who, const char *why)
  * Who sent @m: the uid of an ipc peer (nng reads it with SO_PEERCRED);
  * over tcp (loopback only) nobody in particular.
  */
-static void slot_who(struct qslot *s, nng_msg *m)
+static void slot_who(struct qauth_who *who, nng_msg *m)
 {
 	uint64_t uid = 0;
 
-	memset(&s->who, 0, sizeof(s->who));
-	s->who.kind = QAUTH_TCP;
+	memset(who, 0, sizeof(*who));
+	who->kind = QAUTH_TCP;
 	if (nng_pipe_get_uint64(nng_msg_get_pipe(m), NNG_OPT_IPC_PEER_UID, &uid) == 0) {
-		s->who.kind = QAUTH_UID;
-		s->who.uid = uid;
+		who->kind = QAUTH_UID;
+		who->uid = uid;
 	}
 }
 
-/* A request has come to @s: check its size, decode it, and send it on its way. */
-static void slot_intake(struct qslot *s, nng_msg *m)
+void queryd_submit(struct qslot *s, const struct qauth_who *who, const void *buf, size_t len)
 {
-	size_t len = nng_msg_len(m);
 	char msg[128];
 	int ret = TC_ERR_TOO_LONG;
 
 	s->state = SLOT_BUSY;
 	s->t0 = util_now_ms();
-	slot_who(s, m);
+	s->who = *who;
 	if (len <= QMSG_MAX_REQUEST)
-		ret = qmsg_request_decode(nng_msg_body(m), len, &s->req);
-	nng_msg_free(m);
+		ret = qmsg_request_decode(buf, len, &s->req);
 	if (ret == TC_ERR_TOO_LONG) {
 		snprintf(msg, sizeof(msg), "request of %zu bytes: over the limit of %u bytes",
 			 len, QMSG_MAX_REQUEST);
@@ -805,6 +810,34 @@ static void slot_intake(struct qslot *s, nng_msg *m)
 	} else {
 		run_push(s->qd, s);
 	}
+}
+
+/* A request has come to @s over nng: from whom, then on its way. */
+static void slot_intake(struct qslot *s, nng_msg *m)
+{
+	struct qauth_who who;
+
+	slot_who(&who, m);
+	queryd_submit(s, &who, nng_msg_body(m), nng_msg_len(m));
+	nng_msg_free(m);
+}
+
+struct qslot *queryd_slot_new(struct queryd *qd, struct qtls_conn *conn)
+{
+	struct qslot *s = calloc(1, sizeof(*s));
+
+	if (s) {
+		s->qd = qd;
+		s->conn = conn;
+	}
+	return s;
+}
+
+void queryd_slot_free(struct qslot *s)
+{
+	if (s)
+		qmsg_request_free(&s->req);
+	free(s);
 }
 
 /* The aio of @arg (a slot) finished a receive or a send. nng's thread: never blocks. */
@@ -1103,6 +1136,7 @@ static int start_threads(struct queryd *qd, const char *db_path)
 static void queryd_free(struct queryd *qd)
 {
 	atomic_store(&qd->stop, true);
+	qtls_stop(qd->tls);	/* its connections' slots stay until qtls_free() */
 	pthread_mutex_lock(&qd->lock);
 	pthread_cond_broadcast(&qd->work);
 	pthread_cond_broadcast(&qd->sync_wake);
@@ -1130,6 +1164,7 @@ static void queryd_free(struct queryd *qd)
 	pthread_cond_destroy(&qd->sync_wake);
 	pthread_mutex_destroy(&qd->ingest_lock);
 	pthread_cond_destroy(&qd->ingest_idle);
+	qtls_free(qd->tls);
 	free(qd);
 }
 
@@ -1159,6 +1194,9 @@ int queryd_start(const char *url, const char *db_path, const struct queryd_opts 
 	ret = open_socket(qd, url, bound, blen);
 	if (ret == 0)
 		ret = start_threads(qd, db_path);
+	if (ret == 0 && o->tls_listen)
+		ret = o->tls ? qtls_start(qd, o->tls_listen, o->tls, &qd->tls, qd->tls_bound,
+					  sizeof(qd->tls_bound)) : -EINVAL;
 	if (ret < 0) {
 		queryd_free(qd);
 		return ret;
@@ -1167,6 +1205,11 @@ int queryd_start(const char *url, const char *db_path, const struct queryd_opts 
 		slot_recv(&qd->slots[i]);
 	*out = qd;
 	return 0;
+}
+
+const char *queryd_tls_bound(const struct queryd *qd)
+{
+	return qd && qd->tls ? qd->tls_bound : NULL;
 }
 
 void queryd_stop(struct queryd *qd)

@@ -75,6 +75,9 @@ struct queryd_ingest {
  */
 void queryd_set_ingest(struct queryd *qd, const struct queryd_ingest *in);
 
+/* queryd_tls_bound - HOST:PORT the TLS query port listens on; NULL: none. */
+const char *queryd_tls_bound(const struct queryd *qd);
+
 /* queryd_stop - stop the threads and free everything; NULL is fine. */
 void queryd_stop(struct queryd *qd);
 

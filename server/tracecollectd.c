@@ -135,7 +135,8 @@ static void usage(FILE *f)
 "      --ca FILE            CA that signs agent certificates; agents without a\n"
 "                           certificate from it are refused (default /etc/tracecollect/ca.crt)\n"
 "      --ready-file FILE    once listening, write 'listen=ADDR' and 'query=URL'\n"
-"                           lines (the bound addresses) to FILE\n"
+"                           lines (the bound addresses) to FILE, and\n"
+"                           'query_tls=ADDR' with --query-tls\n"
 "      --filter RULE        drop events at ingest unless they match; repeatable:\n"
 "                           '[[host=GLOB]] SYSTEM[:EVENT] FILTER' in the kernel's\n"
 "                           event-filter language, e.g. 'sched:sched_switch\n"
@@ -658,7 +659,8 @@ static int start_listener(struct collector *col, const char *addr, char *bound, 
 	return 0;
 }
 
-static int write_ready_file(const char *path, const char *listen, const char *query)
+static int write_ready_file(const char *path, const char *listen, const char *query,
+			    const char *query_tls)
 {
 	char tmp[4096];
 	FILE *f;
@@ -668,6 +670,8 @@ static int write_ready_file(const char *path, const char *listen, const char *qu
 	if (!f)
 		return -errno;
 	fprintf(f, "listen=%s\nquery=%s\npid=%d\n", listen, query, (int)getpid());
+	if (query_tls)
+		fprintf(f, "query_tls=%s\n", query_tls);
 	if (fclose(f) != 0 || rename(tmp, path) != 0)
 		return -errno;
 	return 0;
@@ -836,6 +840,7 @@ static int lock_db(const char *db, int *fd)
 static int run(struct settings *s)
 {
 	struct tls_files files = { s->cert, s->key, s->ca };
+	struct tls_files qfiles = { s->cert, s->key, s->query_ca ? s->query_ca : s->ca };
 	struct collector col = { .lim = s->lim };
 	struct queryd *qd = NULL;
 	struct ingest_opts io = { .commit_ms = COMMIT_MS, .queue_bytes = QUEUE_BYTES,
@@ -903,6 +908,7 @@ static int run(struct settings *s)
 		goto out;
 	col.base = event_base_new();
 	ret = col.base ? start_listener(&col, s->listen, bound, sizeof(bound)) : -ENOMEM;
+	s->query_opts.tls = &qfiles;
 	if (ret == 0)
 		ret = queryd_start(s->query, s->db, &s->query_opts, &qd, qurl, sizeof(qurl));
 	conn_ingest_hooks(&col, &hooks);
@@ -917,12 +923,15 @@ static int run(struct settings *s)
 	sigs[2] = evsignal_new(col.base, SIGHUP, hup_cb, &hup);
 	for (int i = 0; i < 3; i++)
 		event_add(sigs[i], NULL);
-	if (s->ready_file && (ret = write_ready_file(s->ready_file, bound, qurl)) < 0) {
+	if (s->ready_file && (ret = write_ready_file(s->ready_file, bound, qurl,
+							       queryd_tls_bound(qd))) < 0) {
 		log_err("--ready-file %s: %s", s->ready_file, tc_strerror(ret));
 		goto out;
 	}
-	log_info("listening for agents on %s, queries on %s, storing in %s (%zu filter rules)",
-		 bound, qurl, s->db, filter_table_count(s->filters));
+	log_info("listening for agents on %s, queries on %s%s%s, storing in %s (%zu filter rules)",
+		 bound, qurl, queryd_tls_bound(qd) ? " and TLS queries on " : "",
+		 queryd_tls_bound(qd) ? queryd_tls_bound(qd) : "", s->db,
+		 filter_table_count(s->filters));
 	if (io.journal_dir)
 		log_info("receive journal in %s, up to %.1f MB; decoding and storing at %s priority",
 			 io.journal_dir, (double)io.journal_bytes / (1 << 20),
