@@ -128,7 +128,7 @@ static int qauth_rule_globs(struct qauth_rule *r, const char *list)
 		size_t n = strcspn(p, ",");
 		char **g;
 
-		if (n == 0 || r->n == STORE_SCOPE_MAX)
+		if (n == 0 || r->n == STORE_SCOPE_MAX || (p[n] == ',' && !p[n + 1]))
 			return TC_ERR_CONFIG;
 		g = realloc(r->globs, (r->n + 1) * sizeof(*g));
 		if (!g)
@@ -260,7 +260,7 @@ const char *qauth_escape(const char *s, char *buf, size_t len)
 
 	if (!len)
 		return buf;
-	for (i = 0; s[i] && i < QAUTH_LOG_TEXT && o + 5 < len; i++) {
+	for (i = 0; s[i] && i < QAUTH_LOG_TEXT && o + 8 < len; i++) {	/* \xNN, "...", NUL */
 		unsigned char c = (unsigned char)s[i];
 
 		if (c == '\\')
