@@ -20,11 +20,19 @@
  *    slot per worker is always left for requests that do not wait.
  * A slot is owned by one party at a time (the callback, the queue, the
  * sync thread, a worker); only the queues are shared, under qd->lock.
+ * The TLS query port (queryd_tls.c) gives each of its connections a slot
+ * of its own, whose replies go back to that connection's thread
+ * (queryd_submit(), qtls_reply()) instead of an nng context.
+ *
+ * Who asks: each slot carries its request's identity (struct qauth_who:
+ * the ipc peer's uid, a client certificate's CN); a worker turns it into
+ * the hosts that identity may read (server/qauth.h) and logs the query.
  *
  * Each request is parsed again here (a client is never trusted), the
  * filter is bound to the event's stored fields, and the store is asked
  * for the rows it matches (struct store_query: the bound filter, host,
- * time range and keyset position on (ts, rowid)); the store compiles it.
+ * scope, time range and keyset position on (ts, rowid)); the store
+ * compiles it.
  */
 #include "config.h"
 
