@@ -560,6 +560,73 @@ START_TEST(tls_port_joins_frames)
 }
 END_TEST
 
+/* @n hosts "big-I-xxx..." (200 x) with two CPUs each in the fixture's database. */
+static void many_hosts(unsigned n)
+{
+	struct proto_hello h = { .machine_id = (char *)"m", .boot_id = (char *)"b",
+				 .kernel = (char *)"k", .trace_clock = (char *)"mono",
+				 .ncpus = 2, .page_size = 4096 };
+	struct store *st;
+	char name[256], pad[201];
+	uint64_t id;
+
+	memset(pad, 'x', 200);
+	pad[200] = 0;
+	TU_OK(store_open(db, &st));
+	TU_OK(store_begin(st));
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "big-%u-%s", i, pad);
+		h.host = name;
+		TU_OK(store_host(st, &h, NULL, &id));
+		TU_OK(store_cpu_received(st, id, 0, 1, 1, 1));
+		TU_OK(store_cpu_received(st, id, 1, 1, 1, 1));
+	}
+	TU_OK(store_commit(st));
+	store_close(st);
+}
+
+/*
+ * A reply over FRAME_MAX_PAYLOAD (the stats of 4800 hosts with long
+ * names, 2 MB) comes in several frames and is joined whole; the scope
+ * (cert:alice big-1*, big-[2-9]*: every host but big-0) and a host glob
+ * within it narrow it (big-1*: the 1111 hosts big-1, big-10..19,
+ * big-100..199, big-1000..1999).
+ */
+START_TEST(tls_port_splits_replies)
+{
+	struct qmsg_request r = { .op = QOP_STATS };
+	struct qauth_scopes sc = { 0 };
+	struct qmsg_reply rep;
+	struct proto_buf b;
+	struct tlsconn *c;
+	char addr[128], err[256];
+
+	many_hosts(4800);
+	TU_OK(qauth_scope_parse(&sc, "cert:alice big-1*", err, sizeof(err)));
+	TU_OK(qauth_scope_parse(&sc, "cert:alice big-[2-9]*", err, sizeof(err)));
+	start_tls(addr, sizeof(addr), &sc);
+	c = tls_client(addr);
+	proto_buf_init(&b);
+	TU_OK(qmsg_request_encode(&r, &b));
+	tls_ask(c, &b, &rep);
+	ck_assert_msg(rep.ok, "%s", rep.error);
+	ck_assert_uint_eq(rep.nrows, 2 * 4799);	/* big-0 is outside the scope */
+	qmsg_reply_free(&rep);
+	r.host = (char *)"big-1*";
+	b.len = 0;
+	TU_OK(qmsg_request_encode(&r, &b));
+	tls_ask(c, &b, &rep);
+	ck_assert_msg(rep.ok, "%s", rep.error);
+	ck_assert_uint_eq(rep.nrows, 2 * 1111);
+	qmsg_reply_free(&rep);
+	proto_buf_free(&b);
+	tlsconn_close(c);
+	queryd_stop(qd);	/* before the scopes it points to go */
+	qd = NULL;
+	qauth_scopes_free(&sc);
+}
+END_TEST
+
 /* An unknown event with a name longer than the reply's message: an error reply, whole. */
 START_TEST(unknown_long_event_name)
 {
@@ -595,6 +662,7 @@ static Suite *queryd_suite(void)
 				  request_over_the_limit_gets_an_error,
 				  request_over_a_mebibyte_gets_an_error,
 				  request_under_the_limit_is_answered, tls_port_joins_frames,
+				  tls_port_splits_replies,
 				  unknown_long_event_name));
 	suite_add_tcase(s, tc);
 	return s;
