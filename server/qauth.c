@@ -168,37 +168,48 @@ int qauth_scope_parse(struct qauth_scopes *sc, const char *spec, char *err, size
 	return 0;
 }
 
-/* Whether local user @pw (NULL: unknown uid) is in group @name. */
-static bool qauth_in_group(const struct passwd *pw, const char *name)
+/*
+ * Whether local user @pw (NULL: no such uid) is in group @name: 1, 0, or
+ * -1 when it cannot be told (a lookup failed, too many groups): then the
+ * caller must not fall back to a wider default.
+ */
+static int qauth_in_group(const struct passwd *pw, const char *name)
 {
-	char buf[4096];
+	char buf[16384];
 	struct group gr, *g = NULL;
 	gid_t groups[QAUTH_GROUPS_MAX];
-	int n = QAUTH_GROUPS_MAX;
+	int n = QAUTH_GROUPS_MAX, rc;
 
-	if (!pw || getgrnam_r(name, &gr, buf, sizeof(buf), &g) != 0 || !g)
-		return false;
+	if (!pw)
+		return 0;
+	rc = getgrnam_r(name, &gr, buf, sizeof(buf), &g);
+	if (rc != 0)
+		return -1;
+	if (!g)
+		return 0;
+	if (pw->pw_gid == g->gr_gid)
+		return 1;
 	if (getgrouplist(pw->pw_name, pw->pw_gid, groups, &n) < 0)
-		n = 0;
+		return -1;
 	for (int i = 0; i < n; i++)
 		if (groups[i] == g->gr_gid)
-			return true;
-	return pw->pw_gid == g->gr_gid;
+			return 1;
+	return 0;
 }
 
-/* Whether rule @r names @who (@pw: the local user of a uid, or NULL). */
-static bool qauth_rule_names(const struct qauth_rule *r, const struct qauth_who *who,
-			     const struct passwd *pw)
+/* Whether rule @r names @who (@pw: the local user of a uid, or NULL): 1, 0, -1 (unknown). */
+static int qauth_rule_names(const struct qauth_rule *r, const struct qauth_who *who,
+			    const struct passwd *pw)
 {
 	if (who->kind == QAUTH_CERT)
 		return r->kind == QAUTH_R_CERT && !strcmp(r->name, who->cert);
 	if (who->kind != QAUTH_UID)
-		return false;
+		return 0;
 	switch (r->kind) {
 	case QAUTH_R_UID: return r->uid == who->uid;
 	case QAUTH_R_USER: return pw && !strcmp(pw->pw_name, r->name);
 	case QAUTH_R_GROUP: return qauth_in_group(pw, r->name);
-	default: return false;
+	default: return 0;
 	}
 }
 
@@ -206,24 +217,33 @@ int qauth_scope_of(const struct qauth_scopes *sc, const struct qauth_who *who, b
 		   const char **globs, size_t max, size_t *n)
 {
 	struct passwd pwbuf, *pw = NULL;
-	char buf[4096];
+	char buf[16384];
 	bool named = false;
+	int names;
 
 	*n = 0;
 	*all = who->kind == QAUTH_TCP ||
 	       (who->kind == QAUTH_UID && (who->uid == 0 || who->uid == (uint64_t)geteuid()));
 	if (*all)
 		return 0;
+	/* a lookup that fails must not widen the scope to the default: no host */
 	if (who->kind == QAUTH_UID &&
 	    getpwuid_r((uid_t)who->uid, &pwbuf, buf, sizeof(buf), &pw) != 0)
-		pw = NULL;
+		return TC_ERR_CONFIG;
 	for (size_t i = 0; sc && i < sc->n; i++) {
-		if (!qauth_rule_names(&sc->v[i], who, pw))
+		names = qauth_rule_names(&sc->v[i], who, pw);
+		if (names < 0) {
+			*n = 0;
+			return TC_ERR_CONFIG;
+		}
+		if (!names)
 			continue;
 		named = true;
 		for (size_t k = 0; k < sc->v[i].n; k++) {
-			if (*n == max)
+			if (*n == max) {
+				*n = 0;
 				return TC_ERR_TOO_LONG;
+			}
 			globs[(*n)++] = sc->v[i].globs[k];
 		}
 	}

@@ -78,7 +78,9 @@ void qauth_scopes_free(struct qauth_scopes *sc);
  * above): *@all, or the globs of every rule that names @who (pointers into
  * @sc, at most @max; *@n 0: no host at all). May look up users and groups
  * (getpwuid_r, getgrouplist): call it on a thread that may block.
- * Return: 0; TC_ERR_TOO_LONG when the rules give more than @max globs.
+ * Return: 0; TC_ERR_TOO_LONG when the rules give more than @max globs;
+ * TC_ERR_CONFIG when a user or group lookup failed. On an error *@all is
+ * false and *@n 0: the caller shows no host rather than a wider default.
  */
 int qauth_scope_of(const struct qauth_scopes *sc, const struct qauth_who *who, bool *all,
 		   const char **globs, size_t max, size_t *n);

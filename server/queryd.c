@@ -66,6 +66,9 @@
 #include "server/queryd_tls.h"
 #include "server/store/store.h"
 
+#define TC_STR_(x)	#x
+#define TC_STR(x)	TC_STR_(x)
+
 #define QUERYD_SYNC_SLICE_MS	100	/* longest single wait on ingest */
 #define QUERYD_SEND_MS		30000	/* a client that does not read its reply */
 
@@ -595,9 +598,13 @@ static const struct store_scope *scope_for(struct queryd *qd, const struct qauth
 {
 	bool all = false;
 
-	if (qauth_scope_of(qd->o.scopes, who, &all, globs, STORE_SCOPE_MAX, &scope->n) < 0) {
-		log_warn("scope: more than %d globs name one identity: it sees no host",
-			 STORE_SCOPE_MAX);
+	int ret = qauth_scope_of(qd->o.scopes, who, &all, globs, STORE_SCOPE_MAX, &scope->n);
+
+	if (ret < 0) {
+		log_warn("scope: %s: this request sees no host",
+			 ret == TC_ERR_TOO_LONG ? "too many globs (over " TC_STR(STORE_SCOPE_MAX)
+			 ") name one identity" : "a user or group lookup failed");
+		all = false;
 		scope->n = 0;
 	}
 	scope->globs = globs;
