@@ -268,6 +268,7 @@ static int client_open(struct client *c, const struct traceq_opts *o)
 
 	c->o = o;
 	c->tls = NULL;
+	c->sync_ms = 0;
 	/* the server gives up waiting a little before we give up on it */
 	if (o->sync)
 		c->sync_ms = (uint32_t)(o->timeout_ms - (o->timeout_ms / 10 < 1000 ?
@@ -695,7 +696,7 @@ int main(int argc, char **argv)
 		.format = OUT_TEXT, .timeout_ms = 10000,
 		.cert = getenv("TRACEQ_CERT"), .key = getenv("TRACEQ_KEY"), .ca = getenv("TRACEQ_CA"),
 	};
-	struct client c;
+	struct client c = { 0 };
 	int ret;
 
 	if (parse_args(argc, argv, &o) < 0)
