@@ -16,6 +16,7 @@
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -482,6 +483,7 @@ static void start_tls(char *addr, size_t len, const struct qauth_scopes *scopes)
 				 .tls_listen = "127.0.0.1:0", .tls = &f, .scopes = scopes };
 	char cmd[512], bound[128], ca[200], crt[200], key[200];
 
+	signal(SIGPIPE, SIG_IGN);	/* as tracecollectd and traceq do */
 	snprintf(pki, sizeof(pki), "%s/pki", dir);
 	snprintf(cmd, sizeof(cmd), "sh %s/contrib/tracecollect-certs -d %s all >/dev/null && "
 		 "sh %s/contrib/tracecollect-certs -d %s client alice >/dev/null",

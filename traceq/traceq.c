@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -699,6 +700,7 @@ int main(int argc, char **argv)
 	struct client c = { 0 };
 	int ret;
 
+	signal(SIGPIPE, SIG_IGN);	/* a collector that closed the TLS port: an error, not death */
 	if (parse_args(argc, argv, &o) < 0)
 		return 2;
 	if (o.query && check_query(o.query) < 0)
