@@ -20,22 +20,35 @@
  *    slot per worker is always left for requests that do not wait.
  * A slot is owned by one party at a time (the callback, the queue, the
  * sync thread, a worker); only the queues are shared, under qd->lock.
+ * The TLS query port (queryd_tls.c) gives each of its connections a slot
+ * of its own, whose replies go back to that connection's thread
+ * (queryd_submit(), qtls_reply()) instead of an nng context.
+ *
+ * Who asks: each slot carries its request's identity (struct qauth_who:
+ * the ipc peer's uid, a client certificate's CN); a worker turns it into
+ * the hosts that identity may read (server/qauth.h) and logs the query.
  *
  * Each request is parsed again here (a client is never trusted), the
  * filter is bound to the event's stored fields, and the store is asked
  * for the rows it matches (struct store_query: the bound filter, host,
- * time range and keyset position on (ts, rowid)); the store compiles it.
+ * scope, time range and keyset position on (ts, rowid)); the store
+ * compiles it.
  */
 #include "config.h"
 
 #define LOG_PREFIX "query"
 
 #include <errno.h>
+#include <grp.h>
+#include <libgen.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <sys/stat.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/rep.h>
@@ -48,8 +61,13 @@
 #include "common/util.h"
 #include "proto/symbols.h"
 #include "proto/qmsg.h"
+#include "server/qauth.h"
 #include "server/queryd.h"
+#include "server/queryd_tls.h"
 #include "server/store/store.h"
+
+#define TC_STR_(x)	#x
+#define TC_STR(x)	TC_STR_(x)
 
 #define QUERYD_SYNC_SLICE_MS	100	/* longest single wait on ingest */
 #define QUERYD_SEND_MS		30000	/* a client that does not read its reply */
@@ -66,6 +84,9 @@ struct qslot {
 	uint64_t mark;			/* sync: what had been received on arrival */
 	int64_t deadline;		/* sync: util_now_ms() when it gives up */
 	uint32_t wait_ms;		/* sync: the wait, cut to sync_max_ms */
+	struct qauth_who who;		/* who sent it */
+	int64_t t0;			/* util_now_ms() as it came */
+	struct qtls_conn *conn;		/* TLS query port: replies go there; NULL: nng */
 	struct qslot *next;		/* on the run queue or the sync list */
 };
 
@@ -100,6 +121,8 @@ struct queryd {
 	pthread_cond_t ingest_idle;	/* ingest_users dropped to 0 */
 	unsigned ingest_users;		/* threads inside the hooks of @ingest */
 	struct queryd_ingest ingest;	/* --sync, backlog; zeroed: none */
+	struct qtls *tls;		/* the TLS query port; NULL: none */
+	char tls_bound[128];		/* its HOST:PORT as bound */
 };
 
 /* ---- the collector's ingest, held while in use ---- */
@@ -368,7 +391,7 @@ static int select_row(void *arg, const struct store_row *row)
 }
 
 static int run_select(struct qworker *wk, const struct qmsg_request *r,
-		      struct compiled *c, struct proto_buf *out)
+		      struct compiled *c, struct proto_buf *out, uint64_t *rows)
 {
 	const char *cols[QMSG_META_COLS + QMSG_MAX_COLS];
 	struct select_ctx s = { .store = wk->store,
@@ -397,10 +420,12 @@ static int run_select(struct qworker *wk, const struct qmsg_request *r,
 		qmsg_reply_end(s.w, false, 0, 0, 0, &(struct proto_buf){ 0 });
 		return ret;
 	}
+	*rows = qmsg_reply_rows(s.w);
 	return reply_end(wk->qd, s.w, s.more, s.last_ts, s.last_id, 0, out);
 }
 
-static int run_count(struct qworker *wk, struct compiled *c, struct proto_buf *out)
+static int run_count(struct qworker *wk, struct compiled *c, struct proto_buf *out,
+		     uint64_t *rows)
 {
 	struct qmsg_writer *w;
 	char event[512];
@@ -410,6 +435,7 @@ static int run_count(struct qworker *wk, struct compiled *c, struct proto_buf *o
 	ret = store_count(wk->store, &c->read, &n);
 	if (ret < 0)
 		return ret;
+	*rows = n;
 	snprintf(event, sizeof(event), "%s:%s", c->schema->system, c->schema->name);
 	ret = qmsg_reply_begin(&w, event, 0, NULL);
 	return ret ? ret : reply_end(wk->qd, w, false, 0, 0, n, out);
@@ -474,7 +500,8 @@ static int stats_cb(void *arg, const char *host, uint32_t cpu, const char *key,
 	return 0;
 }
 
-static int run_stats(struct qworker *wk, struct proto_buf *out)
+static int run_stats(struct qworker *wk, const struct store_query *hosts,
+		     struct proto_buf *out, uint64_t *rows)
 {
 	const char *cols[2 + STATS_MAX_KEYS] = { "host", "cpu" };
 	struct stats_ctx s = { 0 };
@@ -484,7 +511,7 @@ static int run_stats(struct qworker *wk, struct proto_buf *out)
 	int ret;
 
 	proto_buf_init(&s.rows);
-	ret = store_stats(wk->store, stats_cb, &s);
+	ret = store_stats(wk->store, hosts, stats_cb, &s);
 	if (ret == 0)
 		ret = stats_flush(&s);
 	for (i = 0; i < s.ncols; i++)
@@ -503,6 +530,7 @@ static int run_stats(struct qworker *wk, struct proto_buf *out)
 			qmsg_put_uint(w, v);
 		}
 	}
+	*rows = s.nrows;
 	ret = reply_end(wk->qd, w, false, 0, 0, 0, out);
 out:
 	proto_buf_free(&s.rows);
@@ -525,7 +553,8 @@ static int drops_cb(void *ctx, const char *host, const char *system, const char 
 	return 0;
 }
 
-static int run_drops(struct qworker *wk, struct proto_buf *out)
+static int run_drops(struct qworker *wk, const struct store_query *hosts,
+		     struct proto_buf *out, uint64_t *rows)
 {
 	static const char *const cols[] = { "host", "system", "event", "reason", "count" };
 	struct qmsg_writer *w;
@@ -533,46 +562,94 @@ static int run_drops(struct qworker *wk, struct proto_buf *out)
 
 	if (ret < 0)
 		return ret;
-	ret = store_drops(wk->store, drops_cb, w);
+	ret = store_drops(wk->store, hosts, drops_cb, w);
 	if (ret < 0) {
 		qmsg_reply_end(w, false, 0, 0, 0, out);
 		return ret;
 	}
+	*rows = qmsg_reply_rows(w);
 	return reply_end(wk->qd, w, ret > 0, 0, 0, 0, out);
 }
 
-/* @s for a log line: printable ASCII, the rest as '?', at most @n - 1 bytes. */
-static const char *printable(const char *s, char *buf, size_t n)
-{
-	size_t i;
+static const char *const op_names[] = { "?", "select", "count", "stats", "drops" };
 
-	for (i = 0; s[i] && i + 1 < n; i++)
-		buf[i] = s[i] >= 0x20 && s[i] < 0x7f ? s[i] : '?';
-	buf[i] = 0;
-	return buf;
+/*
+ * The log line of a query: who asked, what (the text escaped, the host
+ * glob), and what came of it.
+ */
+static void log_query(const struct qauth_who *who, const struct qmsg_request *r,
+		      const char *result, int64_t t0)
+{
+	char w[QAUTH_NAME_MAX * 4 + 64], q[QAUTH_LOG_TEXT * 4 + 8], h[QAUTH_LOG_TEXT * 4 + 8];
+
+	log_info("query from %s: %s%s%s%s%s%s: %s in %lld ms", qauth_who_str(who, w, sizeof(w)),
+		 op_names[r->op <= QOP_DROPS ? r->op : 0], r->query ? " '" : "",
+		 r->query ? qauth_escape(r->query, q, sizeof(q)) : "", r->query ? "'" : "",
+		 r->host ? " host=" : "", r->host ? qauth_escape(r->host, h, sizeof(h)) : "",
+		 result, (long long)(util_now_ms() - t0));
 }
 
-/* Run @r (decoded, its wait for `sync` done) on @wk's store; the reply goes to @out. */
-static void handle(struct qworker *wk, const struct qmsg_request *r, struct proto_buf *out)
+/*
+ * The hosts @who may read into @scope (globs in @globs[STORE_SCOPE_MAX]);
+ * NULL: every host.
+ */
+static const struct store_scope *scope_for(struct queryd *qd, const struct qauth_who *who,
+					   const char **globs, struct store_scope *scope)
 {
+	bool all = false;
+
+	int ret = qauth_scope_of(qd->o.scopes, who, &all, globs, STORE_SCOPE_MAX, &scope->n);
+
+	if (ret < 0) {
+		log_warn("scope: %s: this request sees no host",
+			 ret == TC_ERR_TOO_LONG ? "too many globs (over " TC_STR(STORE_SCOPE_MAX)
+			 ") name one identity" : "a user or group lookup failed");
+		all = false;
+		scope->n = 0;
+	}
+	scope->globs = globs;
+	return all ? NULL : scope;
+}
+
+/*
+ * Run @r (decoded, its wait for `sync` done) for @who on @wk's store, only
+ * over the hosts @who may read; the reply goes to @out, a line to the log.
+ */
+static void handle(struct qworker *wk, const struct qmsg_request *r,
+		   const struct qauth_who *who, int64_t t0, struct proto_buf *out)
+{
+	const char *globs[STORE_SCOPE_MAX];
+	struct store_scope scope;
 	struct compiled c = { 0 };
-	char text[128];
+	struct store_query hosts = { .host_glob = r->host };
+	uint64_t rows = 0;
+	char result[600];
 	int ret;
 
+	hosts.scope = scope_for(wk->qd, who, globs, &scope);
 	if (r->op == QOP_STATS)
-		ret = run_stats(wk, out);
+		ret = run_stats(wk, &hosts, out, &rows);
 	else if (r->op == QOP_DROPS)
-		ret = run_drops(wk, out);
-	else if ((ret = compile(wk, r, &c, out)) == 0)
-		ret = r->op == QOP_COUNT ? run_count(wk, &c, out) : run_select(wk, r, &c, out);
+		ret = run_drops(wk, &hosts, out, &rows);
+	else if ((ret = compile(wk, r, &c, out)) == 0) {
+		c.read.scope = hosts.scope;
+		ret = r->op == QOP_COUNT ? run_count(wk, &c, out, &rows) :
+					   run_select(wk, r, &c, out, &rows);
+	}
 	if (ret < 0) {
 		const char *why = ret == TC_ERR_DB ? store_errmsg(wk->store) : tc_strerror(ret);
 
-		log_warn("query '%s' failed: %s",
-			 r->query ? printable(r->query, text, sizeof(text)) : "(stats)", why);
+		snprintf(result, sizeof(result), "failed: %.500s", why);
 		out->len = 0;
 		qmsg_reply_error(TC_ERR_DB, why, -1, -1, out);
+	} else if (ret > 0) {
+		snprintf(result, sizeof(result), "refused (an error in the query)");
+	} else {
+		snprintf(result, sizeof(result), "%llu %s%s", (unsigned long long)rows,
+			 r->op == QOP_COUNT ? "counted" : "rows",
+			 hosts.scope ? hosts.scope->n ? " (scoped)" : " (scope: no host)" : "");
 	}
+	log_query(who, r, result, t0);
 	compiled_free(&c);
 }
 
@@ -621,6 +698,10 @@ static void slot_reply(struct qslot *s, const struct proto_buf *out)
 	int rv;
 
 	qmsg_request_free(&s->req);
+	if (s->conn) {
+		qtls_reply(s->conn, out);
+		return;
+	}
 	rv = nng_msg_alloc(&m, 0);
 	if (rv == 0)
 		rv = nng_msg_append(m, out->data, out->len);
@@ -693,31 +774,85 @@ static void slot_sync(struct qslot *s)
 	}
 	snprintf(msg, sizeof(msg), "%d requests already wait for the collector to store "
 		 "what it received; try again later", QUERYD_SYNC_WAITERS);
+	log_query(&s->who, &s->req, "refused: too many sync waits", s->t0);
 	slot_error(s, -EBUSY, msg);
 }
 
-/* A request has come to @s: check its size, decode it, and send it on its way. */
-static void slot_intake(struct qslot *s, nng_msg *m)
+/* A request refused before it was decoded: who sent it, and why. */
+static void log_refused(const struct qauth_who *who, const char *why)
 {
-	size_t len = nng_msg_len(m);
+	char w[QAUTH_NAME_MAX * 4 + 64];
+
+	log_info("query from %s: refused: %s", qauth_who_str(who, w, sizeof(w)), why);
+}
+
+/*
+ * Who sent @m: the uid of an ipc peer (nng reads it with SO_PEERCRED);
+ * over tcp (loopback only) nobody in particular.
+ */
+static void slot_who(struct qauth_who *who, nng_msg *m)
+{
+	uint64_t uid = 0;
+
+	memset(who, 0, sizeof(*who));
+	who->kind = QAUTH_TCP;
+	if (nng_pipe_get_uint64(nng_msg_get_pipe(m), NNG_OPT_IPC_PEER_UID, &uid) == 0) {
+		who->kind = QAUTH_UID;
+		who->uid = uid;
+	}
+}
+
+void queryd_submit(struct qslot *s, const struct qauth_who *who, const void *buf, size_t len)
+{
 	char msg[128];
 	int ret = TC_ERR_TOO_LONG;
 
 	s->state = SLOT_BUSY;
+	s->t0 = util_now_ms();
+	s->who = *who;
 	if (len <= QMSG_MAX_REQUEST)
-		ret = qmsg_request_decode(nng_msg_body(m), len, &s->req);
-	nng_msg_free(m);
+		ret = qmsg_request_decode(buf, len, &s->req);
 	if (ret == TC_ERR_TOO_LONG) {
 		snprintf(msg, sizeof(msg), "request of %zu bytes: over the limit of %u bytes",
 			 len, QMSG_MAX_REQUEST);
+		log_refused(&s->who, msg);
 		slot_error(s, ret, msg);
 	} else if (ret < 0) {
+		log_refused(&s->who, tc_strerror(ret));
 		slot_error(s, ret, tc_strerror(ret));
 	} else if (s->req.sync_ms) {
 		slot_sync(s);
 	} else {
 		run_push(s->qd, s);
 	}
+}
+
+/* A request has come to @s over nng: from whom, then on its way. */
+static void slot_intake(struct qslot *s, nng_msg *m)
+{
+	struct qauth_who who;
+
+	slot_who(&who, m);
+	queryd_submit(s, &who, nng_msg_body(m), nng_msg_len(m));
+	nng_msg_free(m);
+}
+
+struct qslot *queryd_slot_new(struct queryd *qd, struct qtls_conn *conn)
+{
+	struct qslot *s = calloc(1, sizeof(*s));
+
+	if (s) {
+		s->qd = qd;
+		s->conn = conn;
+	}
+	return s;
+}
+
+void queryd_slot_free(struct qslot *s)
+{
+	if (s)
+		qmsg_request_free(&s->req);
+	free(s);
 }
 
 /* The aio of @arg (a slot) finished a receive or a send. nng's thread: never blocks. */
@@ -761,7 +896,7 @@ static void *worker_main(void *arg)
 		if (atomic_load(&qd->stop))
 			break;
 		proto_buf_init(&out);
-		handle(wk, &s->req, &out);
+		handle(wk, &s->req, &s->who, s->t0, &out);
 		slot_reply(s, &out);
 		proto_buf_free(&out);
 	}
@@ -792,6 +927,7 @@ static void sync_timeout(struct qslot *s)
 	else
 		snprintf(msg, sizeof(msg), "the collector has not stored everything it "
 			 "received yet (its receive journal); try a longer --timeout");
+	log_query(&s->who, &s->req, "timed out waiting for sync", s->t0);
 	slot_error(s, TC_ERR_TIMEOUT, msg);
 }
 
@@ -861,18 +997,94 @@ static void *sync_main(void *arg)
 
 /* ---- start, stop ---- */
 
+/*
+ * The directory of ipc socket @path, made 0750 with group @gid (-1: none)
+ * when missing; an existing one is left as it is (the operator's).
+ */
+static int ipc_dir(const char *path, gid_t gid)
+{
+	char *copy = strdup(path), *dir;
+	int ret = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	dir = dirname(copy);
+	if (mkdir(dir, 0750) == 0) {
+		if ((gid != (gid_t)-1 && chown(dir, (uid_t)-1, gid) < 0) || chmod(dir, 0750) < 0)
+			ret = -errno;
+	} else if (errno != EEXIST) {
+		ret = -errno;
+	}
+	if (ret < 0)
+		log_err("query socket directory %s: %s", dir, strerror(-ret));
+	free(copy);
+	return ret;
+}
+
+/*
+ * The ipc listener @l of socket @path: mode 0660 with the query group, or
+ * 0600 when the group does not exist (nng sets the mode before it starts
+ * listening: NNG_OPT_IPC_PERMISSIONS; the umask covers the moment before).
+ */
+static int ipc_listen(struct queryd *qd, nng_listener l, const char *path)
+{
+	const char *group = qd->o.group ? qd->o.group : QUERYD_GROUP;
+	struct group gr, *g = NULL;
+	char buf[4096];
+	gid_t gid = (gid_t)-1;
+	mode_t old;
+	int rv;
+
+	if (getgrnam_r(group, &gr, buf, sizeof(buf), &g) == 0 && g)
+		gid = g->gr_gid;
+	else
+		log_warn("query-group: group %s does not exist: the query socket %s is "
+			 "mode 0600, only this collector's user (uid %u) may query",
+			 group, path, (unsigned)geteuid());
+	if (ipc_dir(path, gid) < 0)
+		return TC_ERR_CONFIG;
+	rv = nng_listener_set_int(l, NNG_OPT_IPC_PERMISSIONS,
+				  gid == (gid_t)-1 ? 0600 : 0660);
+	old = umask(0177);
+	if (rv == 0)
+		rv = nng_listener_start(l, 0);
+	umask(old);
+	if (rv == 0 && gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) {
+		log_err("query socket %s: chown to group %s: %s", path, group, strerror(errno));
+		return TC_ERR_CONFIG;
+	}
+	if (rv != 0) {
+		log_err("cannot listen for queries on ipc://%s: %s", path, nng_strerror(rv));
+		return TC_ERR_CONFIG;
+	}
+	if (gid != (gid_t)-1)
+		log_info("query socket %s: mode 0660, group %s", path, group);
+	return 0;
+}
+
 static int queryd_listen(struct queryd *qd, const char *url, char *bound, size_t blen)
 {
 	nng_listener l;
+	char why[512];
 	int port = 0, rv;
 
-	rv = nng_listen(qd->sock, url, &l, 0);
+	if (qauth_url_check(url, why, sizeof(why)) < 0) {
+		log_err("%s", why);
+		return TC_ERR_CONFIG;
+	}
+	rv = nng_listener_create(&l, qd->sock, url);
+	if (rv == 0 && !strncmp(url, "ipc://", 6)) {
+		if (ipc_listen(qd, l, url + 6) < 0)
+			return TC_ERR_CONFIG;
+	} else if (rv == 0) {
+		rv = nng_listener_start(l, 0);
+	}
 	if (rv != 0) {
 		log_err("cannot listen for queries on %s: %s", url, nng_strerror(rv));
 		return TC_ERR_CONFIG;
 	}
 	snprintf(bound, blen, "%s", url);
-	if (!strncmp(url, "tcp://", 6) &&
+	if (strncmp(url, "ipc://", 6) &&
 	    nng_listener_get_int(l, NNG_OPT_TCP_BOUND_PORT, &port) == 0) {
 		const char *colon = strrchr(url, ':');
 
@@ -939,6 +1151,7 @@ static int start_threads(struct queryd *qd, const char *db_path)
 static void queryd_free(struct queryd *qd)
 {
 	atomic_store(&qd->stop, true);
+	qtls_stop(qd->tls);	/* its connections' slots stay until qtls_free() */
 	pthread_mutex_lock(&qd->lock);
 	pthread_cond_broadcast(&qd->work);
 	pthread_cond_broadcast(&qd->sync_wake);
@@ -966,13 +1179,15 @@ static void queryd_free(struct queryd *qd)
 	pthread_cond_destroy(&qd->sync_wake);
 	pthread_mutex_destroy(&qd->ingest_lock);
 	pthread_cond_destroy(&qd->ingest_idle);
+	qtls_free(qd->tls);
 	free(qd);
 }
 
 int queryd_start(const char *url, const char *db_path, const struct queryd_opts *o,
 		 struct queryd **out, char *bound, size_t blen)
 {
-	static const struct queryd_opts def = { QUERYD_THREADS, QUERYD_SYNC_MAX_MS };
+	static const struct queryd_opts def = { .threads = QUERYD_THREADS,
+						.sync_max_ms = QUERYD_SYNC_MAX_MS };
 	struct queryd *qd;
 	int ret;
 
@@ -994,6 +1209,9 @@ int queryd_start(const char *url, const char *db_path, const struct queryd_opts 
 	ret = open_socket(qd, url, bound, blen);
 	if (ret == 0)
 		ret = start_threads(qd, db_path);
+	if (ret == 0 && o->tls_listen)
+		ret = o->tls ? qtls_start(qd, o->tls_listen, o->tls, &qd->tls, qd->tls_bound,
+					  sizeof(qd->tls_bound)) : -EINVAL;
 	if (ret < 0) {
 		queryd_free(qd);
 		return ret;
@@ -1002,6 +1220,11 @@ int queryd_start(const char *url, const char *db_path, const struct queryd_opts 
 		slot_recv(&qd->slots[i]);
 	*out = qd;
 	return 0;
+}
+
+const char *queryd_tls_bound(const struct queryd *qd)
+{
+	return qd && qd->tls ? qd->tls_bound : NULL;
 }
 
 void queryd_stop(struct queryd *qd)

@@ -13,6 +13,8 @@
 #include <stdint.h>
 
 struct queryd;
+struct qauth_scopes;
+struct tls_files;
 
 #define QUERYD_THREADS		4	/* default pool */
 #define QUERYD_THREADS_MAX	64
@@ -20,15 +22,30 @@ struct queryd;
 #define QUERYD_SYNC_MAX_MS_MAX	3600000
 #define QUERYD_SYNC_WAITERS	32	/* requests waiting for `sync` at once */
 
+#define QUERYD_URL	"ipc:///run/tracecollect/query.sock"	/* default endpoint */
+#define QUERYD_GROUP	"tracecollect"	/* default group of the ipc socket */
+
 struct queryd_opts {
 	unsigned threads;	/* queries run at once, 1..QUERYD_THREADS_MAX */
 	uint32_t sync_max_ms;	/* a longer `sync` is cut to this, 1..QUERYD_SYNC_MAX_MS_MAX */
+	/*
+	 * An ipc socket is made mode 0660 with this group (NULL: QUERYD_GROUP),
+	 * or 0600 (with a warning) when there is no such group; its directory,
+	 * when missing, 0750 with that group.
+	 */
+	const char *group;
+	const struct qauth_scopes *scopes;	/* who sees which hosts; NULL: none */
+	const char *tls_listen;		/* HOST:PORT of the TLS query port; NULL: none */
+	const struct tls_files *tls;	/* its certificate, key and CA (tls_listen) */
 };
 
 /*
- * queryd_start - listen on @url (nng; a tcp port of 0 picks a free one)
- * and answer queries against the database at @db_path with @o (NULL: the
- * defaults above).
+ * queryd_start - listen on @url (nng; a tcp port of 0 picks a free one;
+ * qauth_url_check() says which URLs are taken) and answer queries against
+ * the database at @db_path with @o (NULL: the defaults above). Each query
+ * is logged with who asked (the ipc peer's uid, a certificate's CN), what
+ * (escaped) and how many rows it returned; it reads only the hosts its
+ * identity's scope allows (server/qauth.h).
  * @bound: receives the URL actually listened on.
  *
  * Return: 0 and *@out; -EINVAL for @o out of range; a negative code
@@ -57,6 +74,9 @@ struct queryd_ingest {
  * queryd.c), so the caller may then free what they use.
  */
 void queryd_set_ingest(struct queryd *qd, const struct queryd_ingest *in);
+
+/* queryd_tls_bound - HOST:PORT the TLS query port listens on; NULL: none. */
+const char *queryd_tls_bound(const struct queryd *qd);
 
 /* queryd_stop - stop the threads and free everything; NULL is fine. */
 void queryd_stop(struct queryd *qd);

@@ -38,6 +38,7 @@
 #include "server/filter_table.h"
 #include "server/ingest.h"
 #include "server/journal.h"
+#include "server/qauth.h"
 #include "server/queryd.h"
 
 #define COMMIT_MS	250
@@ -49,6 +50,11 @@
 struct settings {
 	char *listen;
 	char *query;
+	char *query_group;		/* the ipc socket's group */
+	char *query_tls;		/* HOST:PORT of the TLS query port */
+	char *query_ca;			/* CA of query clients; NULL: ca */
+	struct qauth_scopes scopes;	/* scope = IDENTITY GLOBS */
+	char scope_err[512];
 	char *db;
 	char *cert, *key, *ca;
 	char *ready_file;
@@ -84,8 +90,32 @@ static void usage(FILE *f)
 "Options (each also a key in the -c file, e.g. 'listen = 0.0.0.0:7000'):\n"
 "      --listen HOST:PORT   where agents connect (default 0.0.0.0:7000;\n"
 "                           port 0 picks a free port, see --ready-file)\n"
-"      --query URL          nng URL of the query endpoint\n"
-"                           (default tcp://127.0.0.1:7001; port 0 allowed)\n"
+"      --query URL          nng URL of the local query endpoint\n"
+"                           (default " QUERYD_URL ";\n"
+"                           its directory is made 0750 when missing). Only\n"
+"                           ipc://PATH, or plain tcp on a numeric loopback\n"
+"                           address (tcp://127.0.0.1:PORT, tcp://[::1]:PORT,\n"
+"                           port 0 allowed; any local user may then query):\n"
+"                           anything else is refused at start (exit 2)\n"
+"      --query-group GROUP  the ipc socket is mode 0660 with this group (default\n"
+"                           " QUERYD_GROUP "): its members may query. Without\n"
+"                           such a group, mode 0600 (this collector's user only)\n"
+"      --query-tls HOST:PORT\n"
+"                           also answer queries over TLS with client\n"
+"                           certificates (traceq -s HOST:PORT --cert --key\n"
+"                           --ca), with this collector's --cert and --key\n"
+"      --query-ca FILE      CA that signs query clients' certificates\n"
+"                           (default: --ca)\n"
+"      --scope 'IDENTITY GLOB[,GLOB...]'\n"
+"                           the hosts IDENTITY may read (repeatable; an identity\n"
+"                           named by several lines sees the hosts of each):\n"
+"                           cert:CN (a query client's certificate), uid:N,\n"
+"                           user:NAME or group:NAME (local users over ipc).\n"
+"                           Without a line naming them: root and this\n"
+"                           collector's uid see every host, other local users\n"
+"                           (who got through the socket's mode) every host, a\n"
+"                           certificate none. Every query is logged: who, what,\n"
+"                           how many rows\n"
 "      --query-threads N    queries answered at once, each by a thread with its\n"
 "                           own database reader (default 4, at most 64); more\n"
 "                           wait their turn\n"
@@ -105,7 +135,8 @@ static void usage(FILE *f)
 "      --ca FILE            CA that signs agent certificates; agents without a\n"
 "                           certificate from it are refused (default /etc/tracecollect/ca.crt)\n"
 "      --ready-file FILE    once listening, write 'listen=ADDR' and 'query=URL'\n"
-"                           lines (the bound addresses) to FILE\n"
+"                           lines (the bound addresses) to FILE, and\n"
+"                           'query_tls=ADDR' with --query-tls\n"
 "      --filter RULE        drop events at ingest unless they match; repeatable:\n"
 "                           '[[host=GLOB]] SYSTEM[:EVENT] FILTER' in the kernel's\n"
 "                           event-filter language, e.g. 'sched:sched_switch\n"
@@ -338,6 +369,11 @@ static int apply(struct settings *s, const char *key, const char *value)
 {
 	if (!strcmp(key, "listen")) return set_str(&s->listen, value);
 	if (!strcmp(key, "query")) return set_str(&s->query, value);
+	if (!strcmp(key, "query-group")) return set_str(&s->query_group, value);
+	if (!strcmp(key, "query-tls")) return set_str(&s->query_tls, value);
+	if (!strcmp(key, "query-ca")) return set_str(&s->query_ca, value);
+	if (!strcmp(key, "scope"))
+		return qauth_scope_parse(&s->scopes, value, s->scope_err, sizeof(s->scope_err));
 	if (!strcmp(key, "db")) return set_str(&s->db, value);
 	if (!strcmp(key, "cert")) return set_str(&s->cert, value);
 	if (!strcmp(key, "key")) return set_str(&s->key, value);
@@ -405,6 +441,8 @@ static int apply_cb(void *ctx, const char *key, const char *value, unsigned line
 static void settings_free(struct settings *s)
 {
 	free(s->listen); free(s->query); free(s->db); free(s->journal_dir);
+	free(s->query_group); free(s->query_tls); free(s->query_ca);
+	qauth_scopes_free(&s->scopes);
 	free(s->cert); free(s->key); free(s->ca); free(s->ready_file);
 	free(s->config);
 	store_indexes_free(&s->indexes);
@@ -417,7 +455,7 @@ static int settings_defaults(struct settings *s)
 {
 	static const char *const def[][2] = {
 		{ "listen", "0.0.0.0:7000" },
-		{ "query", "tcp://127.0.0.1:7001" },
+		{ "query", QUERYD_URL },
 		{ "db", "/var/lib/tracecollect/trace.db" },
 		{ "cert", "/etc/tracecollect/server.crt" },
 		{ "key", "/etc/tracecollect/server.key" },
@@ -428,7 +466,8 @@ static int settings_defaults(struct settings *s)
 	int ret = 0;
 
 	s->lim = collector_limits_default();
-	s->query_opts = (struct queryd_opts){ QUERYD_THREADS, QUERYD_SYNC_MAX_MS };
+	s->query_opts = (struct queryd_opts){ .threads = QUERYD_THREADS,
+					      .sync_max_ms = QUERYD_SYNC_MAX_MS };
 	for (i = 0; i < sizeof(def) / sizeof(def[0]) && ret == 0; i++)
 		ret = apply(s, def[i][0], def[i][1]);
 	return ret;
@@ -443,9 +482,9 @@ static int apply_option(struct settings *s, const char *key, const char *value)
 	    !(s->cli_filters[s->ncli_filters++] = strdup(value)))
 		ret = -ENOMEM;
 	if (ret < 0)
-		fprintf(stderr, "tracecollectd: --%s %s: %s\n%s%s%s", key, value, tc_strerror(ret),
-			!strcmp(key, "filter") ? s->filter_err : "", s->index_err,
-			s->index_err[0] ? "\n" : "");
+		fprintf(stderr, "tracecollectd: --%s %s: %s\n%s%s%s%s%s", key, value,
+			tc_strerror(ret), !strcmp(key, "filter") ? s->filter_err : "", s->index_err,
+			s->index_err[0] ? "\n" : "", s->scope_err, s->scope_err[0] ? "\n" : "");
 	return ret;
 }
 
@@ -478,6 +517,10 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "input-memory", required_argument, NULL, 20 },
 		{ "query-threads", required_argument, NULL, 21 },
 		{ "query-sync-max", required_argument, NULL, 22 },
+		{ "query-group", required_argument, NULL, 23 },
+		{ "query-tls", required_argument, NULL, 24 },
+		{ "scope", required_argument, NULL, 25 },
+		{ "query-ca", required_argument, NULL, 26 },
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -499,14 +542,15 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		if (ret == 0)
 			ret = config_parse_file(optarg, apply_cb, s, errbuf, sizeof(errbuf));
 		if (ret < 0) {
-			fprintf(stderr, "tracecollectd: %s\n%s%s%s", errbuf, s->filter_err,
-				s->index_err, s->index_err[0] ? "\n" : "");
+			fprintf(stderr, "tracecollectd: %s\n%s%s%s%s%s", errbuf, s->filter_err,
+				s->index_err, s->index_err[0] ? "\n" : "", s->scope_err,
+				s->scope_err[0] ? "\n" : "");
 			return -1;
 		}
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:fvhV", longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 22) {
+		if (c >= 1 && c <= 26) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'f')
@@ -520,6 +564,13 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		fprintf(stderr, "tracecollectd: unexpected argument '%s'\n", argv[optind]);
 		return -1;
 	}
+	if (qauth_url_check(s->query, errbuf, sizeof(errbuf)) < 0) {
+		fprintf(stderr, "tracecollectd: %s\n", errbuf);
+		return -1;
+	}
+	s->query_opts.group = s->query_group;
+	s->query_opts.scopes = &s->scopes;
+	s->query_opts.tls_listen = s->query_tls;
 	return 0;
 }
 
@@ -608,7 +659,8 @@ static int start_listener(struct collector *col, const char *addr, char *bound, 
 	return 0;
 }
 
-static int write_ready_file(const char *path, const char *listen, const char *query)
+static int write_ready_file(const char *path, const char *listen, const char *query,
+			    const char *query_tls)
 {
 	char tmp[4096];
 	FILE *f;
@@ -618,6 +670,8 @@ static int write_ready_file(const char *path, const char *listen, const char *qu
 	if (!f)
 		return -errno;
 	fprintf(f, "listen=%s\nquery=%s\npid=%d\n", listen, query, (int)getpid());
+	if (query_tls)
+		fprintf(f, "query_tls=%s\n", query_tls);
 	if (fclose(f) != 0 || rename(tmp, path) != 0)
 		return -errno;
 	return 0;
@@ -786,6 +840,7 @@ static int lock_db(const char *db, int *fd)
 static int run(struct settings *s)
 {
 	struct tls_files files = { s->cert, s->key, s->ca };
+	struct tls_files qfiles = { s->cert, s->key, s->query_ca ? s->query_ca : s->ca };
 	struct collector col = { .lim = s->lim };
 	struct queryd *qd = NULL;
 	struct ingest_opts io = { .commit_ms = COMMIT_MS, .queue_bytes = QUEUE_BYTES,
@@ -853,6 +908,7 @@ static int run(struct settings *s)
 		goto out;
 	col.base = event_base_new();
 	ret = col.base ? start_listener(&col, s->listen, bound, sizeof(bound)) : -ENOMEM;
+	s->query_opts.tls = &qfiles;
 	if (ret == 0)
 		ret = queryd_start(s->query, s->db, &s->query_opts, &qd, qurl, sizeof(qurl));
 	conn_ingest_hooks(&col, &hooks);
@@ -867,12 +923,15 @@ static int run(struct settings *s)
 	sigs[2] = evsignal_new(col.base, SIGHUP, hup_cb, &hup);
 	for (int i = 0; i < 3; i++)
 		event_add(sigs[i], NULL);
-	if (s->ready_file && (ret = write_ready_file(s->ready_file, bound, qurl)) < 0) {
+	if (s->ready_file && (ret = write_ready_file(s->ready_file, bound, qurl,
+							       queryd_tls_bound(qd))) < 0) {
 		log_err("--ready-file %s: %s", s->ready_file, tc_strerror(ret));
 		goto out;
 	}
-	log_info("listening for agents on %s, queries on %s, storing in %s (%zu filter rules)",
-		 bound, qurl, s->db, filter_table_count(s->filters));
+	log_info("listening for agents on %s, queries on %s%s%s, storing in %s (%zu filter rules)",
+		 bound, qurl, queryd_tls_bound(qd) ? " and TLS queries on " : "",
+		 queryd_tls_bound(qd) ? queryd_tls_bound(qd) : "", s->db,
+		 filter_table_count(s->filters));
 	if (io.journal_dir)
 		log_info("receive journal in %s, up to %.1f MB; decoding and storing at %s priority",
 			 io.journal_dir, (double)io.journal_bytes / (1 << 20),

@@ -707,8 +707,8 @@ START_TEST(test_malformed_pages_counted)
 	ck_assert_uint_eq(nth_call(H_DONE, 12, 0)->pages, pages);
 	ck_assert_uint_eq(nth_call(H_DONE, 12, 0)->events, want_events);
 	memset(&seen, 0, sizeof(seen));
-	TU_OK(store_drops(st, on_drop, NULL));
-	TU_OK(store_stats(st, on_stat, NULL));
+	TU_OK(store_drops(st, NULL, on_drop, NULL));
+	TU_OK(store_stats(st, NULL, on_stat, NULL));
 	for (int k = 0; k < NBAD; k++) {
 		ck_assert_msg(drops_of(bad_why[k]) == 2, "drops '%s': %llu, not 2", bad_why[k],
 			      (unsigned long long)drops_of(bad_why[k]));
@@ -750,8 +750,8 @@ START_TEST(test_pages_after_failure_counted)
 
 	ck_assert_str_eq(nth_call(H_FAILED, 13, 0)->what, proto_msg_name(MSG_FORMAT));
 	memset(&seen, 0, sizeof(seen));
-	TU_OK(store_drops(st, on_drop, NULL));
-	TU_OK(store_stats(st, on_stat, NULL));
+	TU_OK(store_drops(st, NULL, on_drop, NULL));
+	TU_OK(store_stats(st, NULL, on_stat, NULL));
 	ck_assert_uint_eq(drops_of("its connection had failed"), pages);
 	ck_assert_uint_eq(seen.bad_pages, cpu_pages[0]);
 }

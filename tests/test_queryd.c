@@ -16,6 +16,7 @@
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,10 +27,14 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include "common/tc_error.h"
+#include "proto/frame.h"
 #include "proto/qmsg.h"
+#include "proto/tls.h"
+#include "server/qauth.h"
 #include "server/queryd.h"
 #include "server/store/store.h"
 #include "tests/testutil.h"
+#include "traceq/tlsconn.h"
 
 #define WAIT_MS		20000	/* a hang becomes a failure after this */
 #define THREADS		4	/* the pool the endpoint is started with */
@@ -225,7 +230,7 @@ static bool answered(nng_socket s)
 static void start_endpoint(uint32_t sync_max_ms)
 {
 	struct queryd_ingest in = { hk_received, hk_wait_stored, hk_backlog, NULL };
-	struct queryd_opts o = { THREADS, sync_max_ms };
+	struct queryd_opts o = { .threads = THREADS, .sync_max_ms = sync_max_ms };
 	char bound[128];
 
 	TU_OK(queryd_start("tcp://127.0.0.1:0", db, &o, &qd, bound, sizeof(bound)));
@@ -362,8 +367,12 @@ END_TEST
 /* Bad settings are refused. */
 START_TEST(options_out_of_range_refused)
 {
-	struct queryd_opts bad[] = { { 0, 1000 }, { QUERYD_THREADS_MAX + 1, 1000 },
-				     { 1, 0 }, { 1, QUERYD_SYNC_MAX_MS_MAX + 1 } };
+	struct queryd_opts bad[] = {
+		{ .threads = 0, .sync_max_ms = 1000 },
+		{ .threads = QUERYD_THREADS_MAX + 1, .sync_max_ms = 1000 },
+		{ .threads = 1, .sync_max_ms = 0 },
+		{ .threads = 1, .sync_max_ms = QUERYD_SYNC_MAX_MS_MAX + 1 },
+	};
 	struct queryd *q = NULL;
 	char bound[128];
 
@@ -462,6 +471,164 @@ START_TEST(request_under_the_limit_is_answered)
 }
 END_TEST
 
+/* ---- the TLS query port ---- */
+
+static char pki[160];
+
+/* Certificates (contrib/tracecollect-certs) and an endpoint with a TLS port; its address. */
+static void start_tls(char *addr, size_t len, const struct qauth_scopes *scopes)
+{
+	struct tls_files f;
+	struct queryd_opts o = { .threads = THREADS, .sync_max_ms = 1000,
+				 .tls_listen = "127.0.0.1:0", .tls = &f, .scopes = scopes };
+	char cmd[512], bound[128], ca[200], crt[200], key[200];
+
+	signal(SIGPIPE, SIG_IGN);	/* as tracecollectd and traceq do */
+	snprintf(pki, sizeof(pki), "%s/pki", dir);
+	snprintf(cmd, sizeof(cmd), "sh %s/contrib/tracecollect-certs -d %s all >/dev/null && "
+		 "sh %s/contrib/tracecollect-certs -d %s client alice >/dev/null",
+		 TOP_SRCDIR, pki, TOP_SRCDIR, pki);
+	ck_assert_msg(system(cmd) == 0, "%s", cmd);
+	snprintf(ca, sizeof(ca), "%s/ca.crt", pki);
+	snprintf(crt, sizeof(crt), "%s/server.crt", pki);
+	snprintf(key, sizeof(key), "%s/server.key", pki);
+	f = (struct tls_files){ crt, key, ca };
+	queryd_stop(qd);	/* the fixture's */
+	TU_OK(queryd_start("tcp://127.0.0.1:0", db, &o, &qd, bound, sizeof(bound)));
+	ck_assert_ptr_nonnull(queryd_tls_bound(qd));
+	snprintf(addr, len, "%s", queryd_tls_bound(qd));
+}
+
+static struct tlsconn *tls_client(const char *addr)
+{
+	char ca[200], crt[200], key[200], err[512];
+	struct tlsconn *c = NULL;
+
+	snprintf(ca, sizeof(ca), "%s/ca.crt", pki);
+	snprintf(crt, sizeof(crt), "%s/client-alice.crt", pki);
+	snprintf(key, sizeof(key), "%s/client-alice.key", pki);
+	ck_assert_msg(tlsconn_open(addr, &(struct tls_files){ crt, key, ca }, WAIT_MS, &c, err,
+				   sizeof(err)) == 0, "%s", err);
+	return c;
+}
+
+/* @req over @c; the decoded reply into @rep. */
+static void tls_ask(struct tlsconn *c, const struct proto_buf *req, struct qmsg_reply *rep)
+{
+	struct proto_buf in;
+	char err[512];
+
+	proto_buf_init(&in);
+	ck_assert_msg(tlsconn_call(c, req->data, req->len, &in, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(qmsg_reply_decode(in.data, in.len, rep), 0);
+	proto_buf_free(&in);
+}
+
+/*
+ * Requests of several frames (over FRAME_MAX_PAYLOAD, and exactly it:
+ * a full frame and an empty one) are joined and answered, on one
+ * connection, one after the other; the identity is the certificate's.
+ */
+START_TEST(tls_port_joins_frames)
+{
+	static const size_t sizes[] = { 60 << 10, (2 << 20) + 5, FRAME_MAX_PAYLOAD, 100 };
+	struct qmsg_reply rep;
+	struct tlsconn *c;
+	char addr[128];
+
+	start_tls(addr, sizeof(addr), NULL);
+	c = tls_client(addr);
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		struct proto_buf b = padded_request(sizes[i]);
+
+		if (sizes[i] == FRAME_MAX_PAYLOAD) {	/* make it exactly one full frame */
+			size_t over = b.len - sizes[i];
+
+			proto_buf_free(&b);
+			b = padded_request(sizes[i] - over);
+		}
+		ck_assert(sizes[i] != FRAME_MAX_PAYLOAD || b.len == FRAME_MAX_PAYLOAD);
+		tls_ask(c, &b, &rep);
+		proto_buf_free(&b);
+		if (sizes[i] > QMSG_MAX_REQUEST) {
+			ck_assert_msg(!rep.ok && rep.code == TC_ERR_TOO_LONG, "size %zu", sizes[i]);
+			ck_assert_ptr_nonnull(strstr(rep.error, "over the limit"));
+		} else {
+			ck_assert_msg(rep.ok, "size %zu: %s", sizes[i], rep.error);
+		}
+		qmsg_reply_free(&rep);
+	}
+	tlsconn_close(c);
+}
+END_TEST
+
+/* @n hosts "big-I-xxx..." (200 x) with two CPUs each in the fixture's database. */
+static void many_hosts(unsigned n)
+{
+	struct proto_hello h = { .machine_id = (char *)"m", .boot_id = (char *)"b",
+				 .kernel = (char *)"k", .trace_clock = (char *)"mono",
+				 .ncpus = 2, .page_size = 4096 };
+	struct store *st;
+	char name[256], pad[201];
+	uint64_t id;
+
+	memset(pad, 'x', 200);
+	pad[200] = 0;
+	TU_OK(store_open(db, &st));
+	TU_OK(store_begin(st));
+	for (unsigned i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "big-%u-%s", i, pad);
+		h.host = name;
+		TU_OK(store_host(st, &h, NULL, &id));
+		TU_OK(store_cpu_received(st, id, 0, 1, 1, 1));
+		TU_OK(store_cpu_received(st, id, 1, 1, 1, 1));
+	}
+	TU_OK(store_commit(st));
+	store_close(st);
+}
+
+/*
+ * A reply over FRAME_MAX_PAYLOAD (the stats of 4800 hosts with long
+ * names, 2 MB) comes in several frames and is joined whole; the scope
+ * (cert:alice big-1*, big-[2-9]*: every host but big-0) and a host glob
+ * within it narrow it (big-1*: the 1111 hosts big-1, big-10..19,
+ * big-100..199, big-1000..1999).
+ */
+START_TEST(tls_port_splits_replies)
+{
+	struct qmsg_request r = { .op = QOP_STATS };
+	struct qauth_scopes sc = { 0 };
+	struct qmsg_reply rep;
+	struct proto_buf b;
+	struct tlsconn *c;
+	char addr[128], err[256];
+
+	many_hosts(4800);
+	TU_OK(qauth_scope_parse(&sc, "cert:alice big-1*", err, sizeof(err)));
+	TU_OK(qauth_scope_parse(&sc, "cert:alice big-[2-9]*", err, sizeof(err)));
+	start_tls(addr, sizeof(addr), &sc);
+	c = tls_client(addr);
+	proto_buf_init(&b);
+	TU_OK(qmsg_request_encode(&r, &b));
+	tls_ask(c, &b, &rep);
+	ck_assert_msg(rep.ok, "%s", rep.error);
+	ck_assert_uint_eq(rep.nrows, 2 * 4799);	/* big-0 is outside the scope */
+	qmsg_reply_free(&rep);
+	r.host = (char *)"big-1*";
+	b.len = 0;
+	TU_OK(qmsg_request_encode(&r, &b));
+	tls_ask(c, &b, &rep);
+	ck_assert_msg(rep.ok, "%s", rep.error);
+	ck_assert_uint_eq(rep.nrows, 2 * 1111);
+	qmsg_reply_free(&rep);
+	proto_buf_free(&b);
+	tlsconn_close(c);
+	queryd_stop(qd);	/* before the scopes it points to go */
+	qd = NULL;
+	qauth_scopes_free(&sc);
+}
+END_TEST
+
 /* An unknown event with a name longer than the reply's message: an error reply, whole. */
 START_TEST(unknown_long_event_name)
 {
@@ -496,7 +663,8 @@ static Suite *queryd_suite(void)
 				  set_ingest_waits_for_its_callers,
 				  request_over_the_limit_gets_an_error,
 				  request_over_a_mebibyte_gets_an_error,
-				  request_under_the_limit_is_answered,
+				  request_under_the_limit_is_answered, tls_port_joins_frames,
+				  tls_port_splits_replies,
 				  unknown_long_event_name));
 	suite_add_tcase(s, tc);
 	return s;

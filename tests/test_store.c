@@ -844,7 +844,7 @@ START_TEST(test_counters)
 	ck_ok(store_cpu_duplicates(st, host, 0, 7));
 	ck_ok(store_cpu_not_stored(st, host, 0, 3, 5));
 	ck_ok(store_cpu_not_stored(st, host, 0, 1, 0));	/* added to */
-	ck_ok(store_stats(st, stats_cb, &sum));
+	ck_ok(store_stats(st, NULL, stats_cb, &sum));
 	ck_assert_uint_eq(sum.calls, 19 * cap.ncpus);
 	ck_assert_uint_eq(sum.bad_pages, 4);
 	ck_assert_uint_eq(sum.bad_events, 5);
@@ -925,9 +925,124 @@ START_TEST(test_retention)
 	ck_ok(store_retain(st, INT64_MIN, 1, &removed));
 	ck_assert_uint_eq(removed, all - before);
 	ck_assert_uint_eq(rows_before(INT64_MAX), 0);
-	ck_ok(store_drops(st, drops_cb, &d));
+	ck_ok(store_drops(st, NULL, drops_cb, &d));
 	ck_assert_uint_eq(d.retention, all);
 	ck_assert_uint_ge(d.calls, 2);
+}
+END_TEST
+
+/* ---- scopes: the hosts a reader may see, applied by every read ---- */
+
+struct scope_seen {
+	const char *want;	/* the only host a row may name; NULL: any */
+	uint64_t n, filter;
+	bool retention;
+};
+
+static int scope_row_cb(void *ctx, const struct store_row *r)
+{
+	struct scope_seen *s = ctx;
+
+	if (s->want)
+		ck_assert_str_eq(r->host, s->want);
+	s->n++;
+	return 0;
+}
+
+static int scope_stat_cb(void *ctx, const char *h, uint32_t cpu, const char *key, uint64_t v)
+{
+	struct scope_seen *s = ctx;
+
+	if (s->want)
+		ck_assert_str_eq(h, s->want);
+	if (!strcmp(key, "events"))
+		s->n += v;
+	return 0;
+}
+
+static int scope_drop_cb(void *ctx, const char *h, const char *system, const char *name,
+			 const char *reason, uint64_t count)
+{
+	struct scope_seen *s = ctx;
+
+	if (!strcmp(reason, "retention")) {
+		s->retention = true;
+		return 0;
+	}
+	if (s->want)
+		ck_assert_str_eq(h, s->want);
+	s->filter += count;
+	return 0;
+}
+
+/* What a reader of @scope (NULL: all) with host glob @glob sees, each read. */
+static struct scope_seen scope_reads(const struct store_scope *scope, const char *glob,
+				     const char *want)
+{
+	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct store_query q = { .schema = sc, .scope = scope, .host_glob = glob };
+	struct scope_seen rows = { .want = want }, stats = { .want = want };
+	struct scope_seen drops = { .want = want };
+	uint64_t count = 99;
+	int n;
+
+	n = store_select(st, &q, scope_row_cb, &rows);
+	ck_ok(n);
+	ck_assert_uint_eq((uint64_t)n, rows.n);
+	ck_ok(store_count(st, &q, &count));
+	ck_assert_uint_eq(count, rows.n);
+	ck_ok(store_stats(st, &q, scope_stat_cb, &stats));
+	ck_ok(store_drops(st, &q, scope_drop_cb, &drops));
+	store_schema_free(sc);
+	rows.filter = drops.filter;
+	rows.retention = drops.retention;
+	return rows;
+}
+
+/*
+ * Two hosts with the same events: a scope shows each reader only its
+ * hosts' rows, counts, CPU counters and drop counters (not the ones kept
+ * for all hosts); an empty scope shows nothing; the host glob narrows
+ * within a scope, never widens it.
+ */
+START_TEST(test_scope)
+{
+	static const char *const web[] = { "capture-*" }, *const db[] = { "db?", "other-host" };
+	static const char *const both[] = { "capture-host", "other-host" };
+	struct store_scope s_web = { web, 1 }, s_db = { db, 2 }, s_both = { both, 2 };
+	struct store_scope none = { NULL, 0 }, big = { web, STORE_SCOPE_MAX + 1 };
+	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct store_query q = { .schema = sc, .scope = &big };
+	struct proto_hello h2 = cap.hello;
+	struct scope_seen r;
+	uint64_t n = seen.n[0], count;
+
+	h2.host = (char *)"other-host";
+	ck_ok(store_host(st, &h2, NULL, &host));
+	ingest();		/* the same events again, as other-host's */
+	ck_ok(store_dropped(st, host, "sched", "sched_switch", "filter", 5));
+	ck_ok(store_dropped(st, 0, "sched", "sched_switch", "retention", 1));
+	r = scope_reads(NULL, NULL, NULL);
+	ck_assert_uint_eq(r.n, 2 * n);
+	ck_assert(r.retention);
+	r = scope_reads(&s_web, NULL, "capture-host");
+	ck_assert_uint_eq(r.n, n);
+	ck_assert_uint_eq(r.filter, 0);
+	ck_assert(!r.retention);
+	r = scope_reads(&s_db, NULL, "other-host");
+	ck_assert_uint_eq(r.n, n);
+	ck_assert_uint_eq(r.filter, 5);
+	ck_assert(!r.retention);
+	r = scope_reads(&s_both, NULL, NULL);
+	ck_assert_uint_eq(r.n, 2 * n);
+	r = scope_reads(&none, NULL, NULL);
+	ck_assert_uint_eq(r.n + r.filter, 0);
+	r = scope_reads(&s_web, "other-*", NULL);	/* a glob cannot widen a scope */
+	ck_assert_uint_eq(r.n + r.filter, 0);
+	r = scope_reads(&s_both, "other-*", "other-host");
+	ck_assert_uint_eq(r.n, n);
+	ck_assert_int_eq(store_count(st, &q, &count), -EINVAL);
+	store_schema_free(sc);
 }
 END_TEST
 
@@ -1606,7 +1721,8 @@ static Suite *store_suite(void)
 					test_batches, test_writer_failure, test_time_index,
 					test_retention_blocks, test_migrate_ts_index,
 					test_wide_batches, test_field_index, test_field_index_later,
-					test_index_parse, test_db_removed, test_db_replaced));
+					test_index_parse, test_db_removed, test_db_replaced,
+					test_scope));
 	suite_add_tcase(s, tc);
 	return s;
 }

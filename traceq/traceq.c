@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,15 +29,18 @@
 #include "common/query.h"
 #include "common/tc_error.h"
 #include "proto/qmsg.h"
+#include "proto/tls.h"
 #include "traceq/graph.h"
+#include "traceq/tlsconn.h"
 
-#define TRACEQ_DEFAULT_SERVER	"tcp://127.0.0.1:7001"
+#define TRACEQ_DEFAULT_SERVER	"ipc:///run/tracecollect/query.sock"
 #define TRACEQ_PAGE_ROWS	1000
 
 enum out_format { OUT_TEXT, OUT_JSON };
 
 struct traceq_opts {
 	const char *server;
+	const char *cert, *key, *ca;	/* the TLS query port's client certificate */
 	const char *query;
 	const char *host;
 	enum out_format format;
@@ -61,7 +65,16 @@ static void usage(FILE *f)
 "== != < <= > >= & on numbers, == != ~ (glob) on strings, && || ! and ().\n"
 "\n"
 "Options:\n"
-"  -s, --server URL     query endpoint (default %s)\n"
+"  -s, --server URL     query endpoint (default $TRACEQ_SERVER, else\n"
+"                       default %s).\n"
+"                       HOST:PORT or tls://HOST:PORT: the collector's TLS\n"
+"                       query port (its --query-tls), with a client\n"
+"                       certificate; ipc://PATH or tcp://HOST:PORT: nng\n"
+"      --cert FILE      client certificate for TLS (default $TRACEQ_CERT)\n"
+"      --key FILE       its key (default $TRACEQ_KEY)\n"
+"      --ca FILE        CA that signed the collector's certificate\n"
+"                       (default $TRACEQ_CA). The collector shows the hosts\n"
+"                       the certificate's scope allows (none without one)\n"
 "  -f, --format FMT     text (default: the kernel's trace layout, wall-clock\n"
 "                       seconds) or json (one object per line, every field)\n"
 "                       code addresses of ftrace events (ip, parent_ip, func)\n"
@@ -129,6 +142,9 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		{ "graph", no_argument, NULL, 'g' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "sync", no_argument, NULL, 'Y' },
+		{ "cert", required_argument, NULL, 'C' },
+		{ "key", required_argument, NULL, 'K' },
+		{ "ca", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -162,6 +178,9 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		case 'D': o->stats = o->drops = true; break;
 		case 'g': o->graph = true; break;
 		case 'Y': o->sync = true; break;
+		case 'C': o->cert = optarg; break;
+		case 'K': o->key = optarg; break;
+		case 'A': o->ca = optarg; break;
 		case 't':
 			if (parse_i64(optarg, "--timeout", &v) < 0 || v <= 0 || v > INT32_MAX)
 				return -1;
@@ -214,19 +233,49 @@ static int check_query(const char *text)
 
 struct client {
 	nng_socket sock;
+	struct tlsconn *tls;	/* the TLS query port; NULL: nng */
 	const struct traceq_opts *o;
 	uint32_t sync_ms;	/* --sync: sent with the first request */
 };
+
+/* The TLS query port's HOST:PORT in @server (tls://HOST:PORT, HOST:PORT), or NULL: nng. */
+static const char *tls_server(const char *server)
+{
+	if (!strncmp(server, "tls://", 6))
+		return server + 6;
+	return strstr(server, "://") ? NULL : server;
+}
+
+static int client_open_tls(struct client *c, const struct traceq_opts *o, const char *hp)
+{
+	struct tls_files f = { o->cert, o->key, o->ca };
+	char err[1024];
+
+	if (!o->cert || !o->key || !o->ca) {
+		fprintf(stderr, "traceq: %s is a TLS query port: give --cert, --key and --ca "
+			"(or TRACEQ_CERT, TRACEQ_KEY, TRACEQ_CA)\n", o->server);
+		return -2;
+	}
+	if (tlsconn_open(hp, &f, o->timeout_ms, &c->tls, err, sizeof(err)) < 0) {
+		fprintf(stderr, "traceq: cannot reach the collector at %s: %s\n", o->server, err);
+		return -1;
+	}
+	return 0;
+}
 
 static int client_open(struct client *c, const struct traceq_opts *o)
 {
 	int rv;
 
 	c->o = o;
+	c->tls = NULL;
+	c->sync_ms = 0;
 	/* the server gives up waiting a little before we give up on it */
 	if (o->sync)
 		c->sync_ms = (uint32_t)(o->timeout_ms - (o->timeout_ms / 10 < 1000 ?
 							 o->timeout_ms / 10 : 1000));
+	if (tls_server(o->server))
+		return client_open_tls(c, o, tls_server(o->server));
 	rv = nng_req0_open(&c->sock);
 	if (rv == 0)
 		rv = nng_socket_set_ms(c->sock, NNG_OPT_RECVTIMEO, o->timeout_ms);
@@ -242,6 +291,10 @@ static int client_open(struct client *c, const struct traceq_opts *o)
 	}
 	return 0;
 }
+
+static int client_call_tls(struct client *c, struct proto_buf *b, struct qmsg_reply *rep,
+			   const struct qmsg_request *req);
+static int client_reply(struct qmsg_reply *rep, const struct qmsg_request *req, int ret);
 
 /* One request/reply exchange. Return 0, 1 (server/transport), 2 (query). */
 static int client_call(struct client *c, const struct qmsg_request *req,
@@ -269,6 +322,8 @@ static int client_call(struct client *c, const struct qmsg_request *req,
 		proto_buf_free(&b);
 		return 2;
 	}
+	if (c->tls)
+		return client_call_tls(c, &b, rep, req);
 	rv = nng_send(c->sock, b.data, b.len, 0);
 	proto_buf_free(&b);
 	if (rv == 0)
@@ -280,6 +335,34 @@ static int client_call(struct client *c, const struct qmsg_request *req,
 	}
 	ret = qmsg_reply_decode(msg, len, rep);
 	nng_free(msg, len);
+	return client_reply(rep, req, ret);
+}
+
+/* client_call() over the TLS query port; @b (the request) is freed. */
+static int client_call_tls(struct client *c, struct proto_buf *b, struct qmsg_reply *rep,
+			   const struct qmsg_request *req)
+{
+	struct proto_buf in;
+	char err[1024];
+	int ret;
+
+	proto_buf_init(&in);
+	ret = tlsconn_call(c->tls, b->data, b->len, &in, err, sizeof(err));
+	proto_buf_free(b);
+	if (ret < 0) {
+		fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
+			c->o->server, err);
+		proto_buf_free(&in);
+		return 1;
+	}
+	ret = qmsg_reply_decode(in.data, in.len, rep);
+	proto_buf_free(&in);
+	return client_reply(rep, req, ret);
+}
+
+/* The decoded reply @rep (@ret: the decoding's result) to @req: 0, 1 or 2 as client_call(). */
+static int client_reply(struct qmsg_reply *rep, const struct qmsg_request *req, int ret)
+{
 	if (ret < 0) {
 		fprintf(stderr, "traceq: bad reply from the collector: %s\n", tc_strerror(ret));
 		return 1;
@@ -609,17 +692,22 @@ static int run_graph(struct client *c, const struct traceq_opts *o)
 int main(int argc, char **argv)
 {
 	struct traceq_opts o = {
-		.server = TRACEQ_DEFAULT_SERVER, .format = OUT_TEXT, .timeout_ms = 10000,
+		.server = getenv("TRACEQ_SERVER") && *getenv("TRACEQ_SERVER") ?
+			  getenv("TRACEQ_SERVER") : TRACEQ_DEFAULT_SERVER,
+		.format = OUT_TEXT, .timeout_ms = 10000,
+		.cert = getenv("TRACEQ_CERT"), .key = getenv("TRACEQ_KEY"), .ca = getenv("TRACEQ_CA"),
 	};
-	struct client c;
+	struct client c = { 0 };
 	int ret;
 
+	signal(SIGPIPE, SIG_IGN);	/* a collector that closed the TLS port: an error, not death */
 	if (parse_args(argc, argv, &o) < 0)
 		return 2;
 	if (o.query && check_query(o.query) < 0)
 		return 2;
-	if (client_open(&c, &o) < 0)
-		return 1;
+	ret = client_open(&c, &o);
+	if (ret < 0)
+		return ret == -2 ? 2 : 1;
 	if (o.stats)
 		ret = run_stats(&c, &o);
 	else if (o.count)
@@ -628,6 +716,9 @@ int main(int argc, char **argv)
 		ret = run_graph(&c, &o);
 	else
 		ret = run_select(&c, &o);
-	nng_close(c.sock);
+	if (c.tls)
+		tlsconn_close(c.tls);
+	else
+		nng_close(c.sock);
 	return ret;
 }

@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -285,7 +287,30 @@ int sq_dropped(struct store *s, uint64_t host_id, const char *system, const char
 	return sq_run(s, st, false);
 }
 
-int sq_stats(struct store *s,
+/* @head, the hosts' conditions on @col that @q makes, @tail: prepared and bound. */
+static int sq_prepare_hosts(struct store *s, const char *head, const char *tail,
+			    const struct store_query *q, const char *col, sqlite3_stmt **st)
+{
+	char *cond = calloc(1, sq_hosts_len(q) + 1);
+	struct sq_buf b = { 0 };
+	int ret = -ENOMEM;
+
+	if (cond) {
+		sq_hosts_cond(cond, q, col);
+		sq_buf_str(&b, head);
+		sq_buf_str(&b, cond);
+		sq_buf_str(&b, tail);
+		if (!b.oom)
+			ret = sq_prepare(s, b.s, st);
+	}
+	if (ret == 0)
+		sq_hosts_bind(*st, 1, q);
+	free(cond);
+	free(b.s);
+	return ret;
+}
+
+int sq_stats(struct store *s, const struct store_query *q,
 	     int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
 		       uint64_t value),
 	     void *ctx)
@@ -296,15 +321,14 @@ int sq_stats(struct store *s,
 		"lost_pages", "lost_events", "pages_mmap", "pages_splice", "pages_read",
 		"copied_bytes", "bad_pages", "bad_events",
 	};
-	sqlite3_stmt *st;
-	int ret = sq_prepare(s, "SELECT h.name, c.cpu, c.pages, c.events, c.bytes,"
-				" c.agent_pages, c.agent_events, c.agent_bytes, c.overrun,"
-				" c.dropped, c.commit_overrun, c.dup_pages, c.resent_pages,"
-				" c.lost_pages, c.lost_events, c.pages_mmap, c.pages_splice,"
-				" c.pages_read, c.copied_bytes, c.bad_pages, c.bad_events"
-				" FROM cpus AS c"
-				" JOIN hosts AS h ON h.id = c.host_id ORDER BY h.name, h.id, c.cpu",
-			     &st);
+	sqlite3_stmt *st = NULL;
+	int ret = sq_prepare_hosts(s, "SELECT h.name, c.cpu, c.pages, c.events, c.bytes,"
+				      " c.agent_pages, c.agent_events, c.agent_bytes, c.overrun,"
+				      " c.dropped, c.commit_overrun, c.dup_pages, c.resent_pages,"
+				      " c.lost_pages, c.lost_events, c.pages_mmap, c.pages_splice,"
+				      " c.pages_read, c.copied_bytes, c.bad_pages, c.bad_events"
+				      " FROM cpus AS c JOIN hosts AS h ON h.id = c.host_id WHERE 1",
+				   " ORDER BY h.name, h.id, c.cpu", q, "c.host_id", &st);
 
 	while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
 		const char *host = (const char *)sqlite3_column_text(st, 0);
@@ -318,15 +342,21 @@ int sq_stats(struct store *s,
 	return ret;
 }
 
-int sq_drops(struct store *s,
+/*
+ * The counters kept for all hosts (host_id 0: retention) are left out
+ * when @q limits the hosts at all: they are not any one host's, and a
+ * scoped reader should learn nothing of the hosts outside its scope.
+ */
+int sq_drops(struct store *s, const struct store_query *q,
 	     int (*fn)(void *ctx, const char *host, const char *system, const char *name,
 		       const char *reason, uint64_t count),
 	     void *ctx)
 {
-	sqlite3_stmt *st;
-	int ret = sq_prepare(s, "SELECT coalesce(h.name, ''), d.system, d.name, d.reason, d.count"
-				" FROM drops AS d LEFT JOIN hosts AS h ON h.id = d.host_id"
-				" ORDER BY 1, d.host_id, d.system, d.name, d.reason", &st);
+	sqlite3_stmt *st = NULL;
+	int ret = sq_prepare_hosts(s, "SELECT coalesce(h.name, ''), d.system, d.name, d.reason,"
+				      " d.count FROM drops AS d LEFT JOIN hosts AS h ON h.id = d.host_id"
+				      " WHERE 1", " ORDER BY 1, d.host_id, d.system, d.name, d.reason",
+				   q, "d.host_id", &st);
 
 	while (ret == 0 && sqlite3_step(st) == SQLITE_ROW)
 		ret = fn(ctx, (const char *)sqlite3_column_text(st, 0),

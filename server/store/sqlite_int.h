@@ -288,6 +288,15 @@ int sq_select_where(struct store *s, const struct store_schema *sc, const char *
 		    int64_t after_ts, uint64_t after_rowid, size_t limit, store_row_fn fn,
 		    void *ctx);
 
+/*
+ * sq_hosts_cond, sq_hosts_bind, sq_hosts_len - the hosts a store_query
+ * allows (host_glob, scope) as SQL conditions on a host-id column, with
+ * bound parameters; every read applies them (sqlite_read.c).
+ */
+size_t sq_hosts_len(const struct store_query *q);
+void sq_hosts_cond(char *out, const struct store_query *q, const char *col);
+void sq_hosts_bind(sqlite3_stmt *st, int first, const struct store_query *q);
+
 /* ---- the ops (store_ops.h; each one's contract is its store_*() in store.h) ---- */
 
 /* sqlite_schema.c */
@@ -330,11 +339,11 @@ int sq_cpu_not_stored(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t 
 int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c);
 int sq_dropped(struct store *s, uint64_t host_id, const char *system, const char *name,
 	       const char *reason, uint64_t n);
-int sq_stats(struct store *s,
+int sq_stats(struct store *s, const struct store_query *q,
 	     int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
 		       uint64_t value),
 	     void *ctx);
-int sq_drops(struct store *s,
+int sq_drops(struct store *s, const struct store_query *q,
 	     int (*fn)(void *ctx, const char *host, const char *system, const char *name,
 		       const char *reason, uint64_t count),
 	     void *ctx);

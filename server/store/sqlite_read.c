@@ -4,7 +4,8 @@
  * a time range can touch, and for a limited select only the first few of
  * them, sq_range_fit()), or through a field index, with keyset paging on
  * (ts, rowid). A struct store_query becomes the WHERE of those reads here
- * (sq_where_of(): its filter through sqlite_filter.c, its host glob).
+ * (sq_where_of(): its filter through sqlite_filter.c, its host glob and
+ * scope, sq_hosts_cond(), which the counters' reads share).
  */
 #include "config.h"
 
@@ -463,6 +464,44 @@ int sq_select_where(struct store *s, const struct store_schema *sc, const char *
 
 /* ---- a store_query as SQL ---- */
 
+/* The room sq_hosts_cond() needs for @q (@col at most 32 bytes). */
+size_t sq_hosts_len(const struct store_query *q)
+{
+	return 2 * 100 + (q && q->scope ? q->scope->n * 16 : 0);
+}
+
+/*
+ * Append to @out (sq_hosts_len(@q) bytes free) the conditions that host
+ * id @col belongs to the hosts @q allows: its host glob, then its scope
+ * (no glob: no host). Each glob is a '?', host glob first, then the
+ * scope's in order (sq_hosts_bind()); values never enter the text.
+ */
+void sq_hosts_cond(char *out, const struct store_query *q, const char *col)
+{
+	out += strlen(out);
+	if (q && q->host_glob)
+		out += sprintf(out, " AND %s IN (SELECT id FROM hosts WHERE name GLOB ?)", col);
+	if (!q || !q->scope)
+		return;
+	if (!q->scope->n) {
+		strcpy(out, " AND 0");
+		return;
+	}
+	out += sprintf(out, " AND %s IN (SELECT id FROM hosts WHERE name GLOB ?", col);
+	for (size_t i = 1; i < q->scope->n; i++)
+		out += sprintf(out, " OR name GLOB ?");
+	strcpy(out, ")");
+}
+
+/* Bind the '?'s of sq_hosts_cond(@q) to @st from parameter @first on. */
+void sq_hosts_bind(sqlite3_stmt *st, int first, const struct store_query *q)
+{
+	if (q && q->host_glob)
+		sqlite3_bind_text(st, first++, q->host_glob, -1, SQLITE_TRANSIENT);
+	for (size_t i = 0; q && q->scope && i < q->scope->n; i++)
+		sqlite3_bind_text(st, first++, q->scope->globs[i], -1, SQLITE_TRANSIENT);
+}
+
 /*
  * The WHERE text of a query and the values of its '?'s: the filter's
  * clause (sq_filter_to_sql()) and the host's, both over the columns
@@ -526,8 +565,8 @@ static int sq_where_of(const struct store_query *q, struct sq_where *w)
 	if (ret < 0)
 		return ret;
 	n = w->sql.nbinds;
-	len = (w->sql.where ? strlen(w->sql.where) : 0) + 200;
-	w->b = calloc(n + 1, sizeof(*w->b));
+	len = (w->sql.where ? strlen(w->sql.where) : 0) + 200 + sq_hosts_len(q);
+	w->b = calloc(n + 2 + (q->scope ? q->scope->n : 0), sizeof(*w->b));
 	w->text = malloc(len);
 	if (!w->b || !w->text)
 		return -ENOMEM;
@@ -537,11 +576,13 @@ static int sq_where_of(const struct store_query *q, struct sq_where *w)
 		w->b[w->sql.eq[k].bind].eq_column =
 			q->schema->cols[q->field_col[w->sql.eq[k].field]].column;
 	snprintf(w->text, len, "(%s)", w->sql.where ? w->sql.where : "1");
-	if (q->host_glob) {
-		strcat(w->text, " AND host_id IN (SELECT id FROM hosts WHERE name GLOB ?)");
+	sq_hosts_cond(w->text + strlen(w->text), q, "host_id");
+	if (q->host_glob)
 		w->b[n++] = (struct sq_bind){ .kind = DECODE_STRING, .s = q->host_glob,
 					      .len = strlen(q->host_glob) };
-	}
+	for (size_t i = 0; q->scope && i < q->scope->n; i++)
+		w->b[n++] = (struct sq_bind){ .kind = DECODE_STRING, .s = q->scope->globs[i],
+					      .len = strlen(q->scope->globs[i]) };
 	w->nb = n;
 	return 0;
 }

@@ -287,10 +287,24 @@ int store_schema_list(struct store *s, const char *system,
 	return store_enter(s) ?: s->ops->schema_list(s, system, fn, ctx);
 }
 
-/* A query a backend can rely on: a schema, and columns that exist. */
+/* A scope a backend can rely on: NULL, or at most STORE_SCOPE_MAX globs. */
+static int store_scope_ok(const struct store_scope *sc)
+{
+	if (!sc)
+		return 0;
+	if (sc->n > STORE_SCOPE_MAX || (sc->n && !sc->globs))
+		return -EINVAL;
+	for (size_t i = 0; i < sc->n; i++)
+		if (!sc->globs[i])
+			return -EINVAL;
+	return 0;
+}
+
+/* A query a backend can rely on: a schema, columns that exist, a sane scope. */
 static int store_query_ok(const struct store_query *q)
 {
-	if (!q || !q->schema || (q->filter && q->nfields && !q->field_col))
+	if (!q || !q->schema || (q->filter && q->nfields && !q->field_col) ||
+	    store_scope_ok(q->scope) < 0)
 		return -EINVAL;
 	for (size_t i = 0; q->filter && i < q->nfields; i++)
 		if (q->field_col[i] >= q->schema->ncols)
@@ -312,14 +326,14 @@ int store_count(struct store *s, const struct store_query *q, uint64_t *count)
 	return store_enter(s) ?: s->ops->count(s, q, count);
 }
 
-int store_stats(struct store *s,
+int store_stats(struct store *s, const struct store_query *q,
 		int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
 			  uint64_t value),
 		void *ctx)
 {
-	if (!s || !fn)
+	if (!s || !fn || (q && store_scope_ok(q->scope) < 0))
 		return -EINVAL;
-	return store_enter(s) ?: s->ops->stats(s, fn, ctx);
+	return store_enter(s) ?: s->ops->stats(s, q, fn, ctx);
 }
 
 int store_dropped(struct store *s, uint64_t host_id, const char *system, const char *name,
@@ -358,14 +372,14 @@ int store_set_indexes(struct store *s, const struct store_indexes *ix, unsigned 
 	return ret;
 }
 
-int store_drops(struct store *s,
+int store_drops(struct store *s, const struct store_query *q,
 		int (*fn)(void *ctx, const char *host, const char *system, const char *name,
 			  const char *reason, uint64_t count),
 		void *ctx)
 {
-	if (!s || !fn)
+	if (!s || !fn || (q && store_scope_ok(q->scope) < 0))
 		return -EINVAL;
-	return store_enter(s) ?: s->ops->drops(s, fn, ctx);
+	return store_enter(s) ?: s->ops->drops(s, q, fn, ctx);
 }
 
 void store_schema_free(struct store_schema *sc)

@@ -412,6 +412,20 @@ struct store_window {
 };
 
 /*
+ * struct store_scope - the hosts a reader may see: those whose name matches
+ * one of @globs (fnmatch-style *, ?, [...] as SQLite's GLOB takes them).
+ * @n 0 means no host at all. Every read that takes a struct store_query
+ * applies it (select, count, stats, drops), so what a query identity may
+ * read is decided once, at the storage boundary, for every query feature.
+ */
+#define STORE_SCOPE_MAX	64	/* globs in one scope */
+
+struct store_scope {
+	const char *const *globs;
+	size_t n;
+};
+
+/*
  * struct store_query - what a read asks for: rows of one event type that
  * match a bound filter, from some hosts, in a time range, a page at a
  * time. It says what to find, never how: each backend compiles it to its
@@ -434,6 +448,11 @@ struct store_query {
 	size_t nfields;
 	/* only rows of hosts whose name matches this glob (*, ?, [...]); NULL: all */
 	const char *host_glob;
+	/*
+	 * and only of hosts the reader may see (struct store_scope); NULL: every
+	 * host. Applied by every read that takes a store_query.
+	 */
+	const struct store_scope *scope;
 	/*
 	 * only rows in this time range; NULL: all. The store finds them
 	 * through its time index, which a filter cannot name.
@@ -466,14 +485,15 @@ int store_select(struct store *s, const struct store_query *q, store_row_fn fn, 
 int store_count(struct store *s, const struct store_query *q, uint64_t *count);
 
 /*
- * store_stats - per host and CPU counters, for `traceq --stats`: calls @fn
- * for each (host, cpu) and key: pages, events, bytes (stored by the
+ * store_stats - per host and CPU counters, for `traceq --stats`, of the
+ * hosts @q allows (its host_glob and scope; the rest of @q is unused; NULL:
+ * every host): calls @fn for each (host, cpu) and key: pages, events, bytes (stored by the
  * collector), agent_pages, agent_events, agent_bytes, overrun, dropped,
  * commit_overrun, dup_pages (resends dropped by the collector), and the
  * agent's resent_pages, lost_pages, lost_events, pages_mmap, pages_splice,
  * pages_read, copied_bytes. A nonzero return from @fn stops and is returned.
  */
-int store_stats(struct store *s,
+int store_stats(struct store *s, const struct store_query *q,
 		int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
 			  uint64_t value),
 		void *ctx);
@@ -481,9 +501,11 @@ int store_stats(struct store *s,
 /*
  * store_drops - the drop counters, for `traceq --drops`: calls @fn per
  * (host, system, name, reason) with its count; @host is "" for counters
- * not kept per host. A nonzero return from @fn stops and is returned.
+ * not kept per host. Only hosts @q allows (as store_stats()); a @q with a
+ * host_glob or a scope also leaves out the counters not kept per host.
+ * A nonzero return from @fn stops and is returned.
  */
-int store_drops(struct store *s,
+int store_drops(struct store *s, const struct store_query *q,
 		int (*fn)(void *ctx, const char *host, const char *system, const char *name,
 			  const char *reason, uint64_t count),
 		void *ctx);

@@ -138,16 +138,17 @@ struct store_ops {
 			   int (*fn)(void *ctx, const struct store_schema *sc), void *ctx);
 	/*
 	 * select, count: compile @q (its bound filter, with FILTER_FIELD_CPU
-	 * and FILTER_FIELD_COMM as store.h says, the host glob, the window)
+	 * and FILTER_FIELD_COMM as store.h says, the host glob, the scope, the window)
 	 * to the backend's own query; rows in (ts, rowid) order, keyset paged.
 	 */
 	int (*select)(struct store *s, const struct store_query *q, store_row_fn fn, void *ctx);
 	int (*count)(struct store *s, const struct store_query *q, uint64_t *count);
-	int (*stats)(struct store *s,
+	/* stats, drops: only the hosts q allows (host_glob, scope); q may be NULL */
+	int (*stats)(struct store *s, const struct store_query *q,
 		     int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
 			       uint64_t value),
 		     void *ctx);
-	int (*drops)(struct store *s,
+	int (*drops)(struct store *s, const struct store_query *q,
 		     int (*fn)(void *ctx, const char *host, const char *system, const char *name,
 			       const char *reason, uint64_t count),
 		     void *ctx);

@@ -1,0 +1,441 @@
+/*
+ * queryd_tls.c - the TLS query port (see queryd_tls.h for why and how,
+ * proto/PROTOCOL.md "Query endpoint" for the wire).
+ *
+ * Blocking OpenSSL on plain sockets, a thread per connection: a query
+ * connection carries one request at a time and waits for the pool most of
+ * its life, so an event loop would buy nothing here. A hostile client is
+ * bounded: QTLS_MAX_CONNS connections at once (more are closed at
+ * accept), socket timeouts for the handshake and every request
+ * (QTLS_HANDSHAKE_MS) and between requests (QTLS_IDLE_MS), a request's
+ * size capped before it is read (QMSG_MAX_WIRE), and no client
+ * certificate from the CA, no connection.
+ */
+#include "config.h"
+
+#define LOG_PREFIX "query-tls"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <openssl/ssl.h>
+
+#include "common/log.h"
+#include "common/tc_error.h"
+#include "proto/frame.h"
+#include "proto/qmsg.h"
+#include "proto/tls.h"
+#include "server/qauth.h"
+#include "server/queryd_tls.h"
+
+struct qtls_conn {
+	struct qtls *t;
+	int fd;
+	SSL *ssl;
+	char peer[INET6_ADDRSTRLEN + 8];
+	struct qslot *slot;
+	pthread_t thread;
+	bool replied;			/* under t->lock */
+	bool done;			/* the thread has finished (under t->lock) */
+	struct proto_buf reply;		/* under t->lock until replied */
+	struct qtls_conn *next;
+};
+
+struct qtls {
+	struct queryd *qd;
+	SSL_CTX *ctx;
+	int fd;				/* listening */
+	int wake[2];			/* a pipe: stop the accepting thread */
+	pthread_t thread;
+	bool started;
+	atomic_bool stop;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;		/* a reply came, or stop */
+	struct qtls_conn *conns;
+	unsigned nconns;		/* live connection threads */
+};
+
+static void set_timeout(int fd, int ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+/* Exactly @len bytes from @c. Return: 0; -1 on close, timeout or error. */
+static int read_full(struct qtls_conn *c, void *buf, size_t len)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		size_t n = 0;
+
+		if (SSL_read_ex(c->ssl, (char *)buf + got, len - got, &n) != 1)
+			return -1;
+		got += n;
+	}
+	return 0;
+}
+
+/* @n bytes from @c appended to @b, 16 KiB at a time. Return: 0; -1. */
+static int read_append(struct qtls_conn *c, struct proto_buf *b, size_t n)
+{
+	uint8_t chunk[16384];
+
+	while (n) {
+		size_t k = n < sizeof(chunk) ? n : sizeof(chunk);
+
+		if (read_full(c, chunk, k) < 0 || proto_buf_append(b, chunk, k) < 0)
+			return -1;
+		n -= k;
+	}
+	return 0;
+}
+
+/*
+ * One message: FRAME_MSG frames of FRAME_MAX_PAYLOAD bytes, ended by a
+ * shorter one (maybe empty), at most QMSG_MAX_WIRE bytes in all. @first:
+ * the idle wait before it. Return: 0 and @msg; -1 (close the connection).
+ */
+static int read_msg(struct qtls_conn *c, struct proto_buf *msg, bool first)
+{
+	uint8_t hb[FRAME_HDR_SIZE];
+	struct frame_hdr h;
+
+	msg->len = 0;
+	do {
+		if (read_full(c, hb, sizeof(hb)) < 0)
+			return -1;
+		if (first)
+			set_timeout(c->fd, QTLS_HANDSHAKE_MS);
+		first = false;
+		if (frame_hdr_parse(hb, sizeof(hb), &h) < 0 || h.type != FRAME_MSG ||
+		    msg->len + h.len > QMSG_MAX_WIRE) {
+			log_info("query client %s: not a query message (or over %u bytes): closed",
+				 c->peer, QMSG_MAX_WIRE);
+			return -1;
+		}
+		if (read_append(c, msg, h.len) < 0)
+			return -1;
+	} while (h.len == FRAME_MAX_PAYLOAD);
+	return 0;
+}
+
+/* @msg as FRAME_MSG frames (see read_msg). Return: 0; -1. */
+static int write_msg(struct qtls_conn *c, const struct proto_buf *msg)
+{
+	size_t off = 0, n;
+	uint8_t hb[FRAME_HDR_SIZE];
+	size_t w;
+
+	do {
+		n = msg->len - off < FRAME_MAX_PAYLOAD ? msg->len - off : FRAME_MAX_PAYLOAD;
+		frame_hdr_pack(&(struct frame_hdr){ .type = FRAME_MSG, .len = (uint32_t)n }, hb);
+		if (SSL_write_ex(c->ssl, hb, sizeof(hb), &w) != 1 ||
+		    (n && SSL_write_ex(c->ssl, msg->data + off, n, &w) != 1))
+			return -1;
+		off += n;
+	} while (n == FRAME_MAX_PAYLOAD);
+	return 0;
+}
+
+void qtls_reply(struct qtls_conn *c, const struct proto_buf *out)
+{
+	pthread_mutex_lock(&c->t->lock);
+	c->reply.len = 0;
+	if (proto_buf_append(&c->reply, out->data, out->len) < 0)
+		c->reply.len = 0;	/* the client gets nothing and gives up */
+	c->replied = true;
+	pthread_cond_broadcast(&c->t->cond);
+	pthread_mutex_unlock(&c->t->lock);
+}
+
+/* Hand @req to the pool as @who's and wait for its reply. Return: 0; -1 (stop). */
+static int ask_pool(struct qtls_conn *c, const struct qauth_who *who,
+		    const struct proto_buf *req, struct proto_buf *reply)
+{
+	struct qtls *t = c->t;
+	int ret = 0;
+
+	pthread_mutex_lock(&t->lock);
+	c->replied = false;
+	pthread_mutex_unlock(&t->lock);
+	queryd_submit(c->slot, who, req->data, req->len);
+	pthread_mutex_lock(&t->lock);
+	while (!c->replied && !atomic_load(&t->stop))
+		pthread_cond_wait(&t->cond, &t->lock);
+	if (c->replied) {
+		reply->len = 0;
+		if (proto_buf_append(reply, c->reply.data, c->reply.len) < 0)
+			ret = -1;
+	} else {
+		ret = -1;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+/* The TLS handshake, and the client's identity: its certificate's CN. */
+static int conn_handshake(struct qtls_conn *c, struct qauth_who *who)
+{
+	char err[512];
+
+	memset(who, 0, sizeof(*who));
+	who->kind = QAUTH_CERT;
+	c->ssl = SSL_new(c->t->ctx);
+	if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1 || SSL_accept(c->ssl) != 1) {
+		log_info("query client %s refused: TLS handshake failed: %s", c->peer,
+			 tls_errors(c->ssl, err, sizeof(err)));
+		return -1;
+	}
+	tls_peer_subject(c->ssl, who->cert, sizeof(who->cert));
+	log_info("query client %s: certificate %s", c->peer,
+		 qauth_escape(who->cert, err, sizeof(err)));
+	return 0;
+}
+
+static void *conn_main(void *arg)
+{
+	struct qtls_conn *c = arg;
+	struct proto_buf req, reply;
+	struct qauth_who who;
+
+	proto_buf_init(&req);
+	proto_buf_init(&reply);
+	set_timeout(c->fd, QTLS_HANDSHAKE_MS);
+	if (conn_handshake(c, &who) == 0) {
+		for (;;) {
+			set_timeout(c->fd, QTLS_IDLE_MS);
+			if (atomic_load(&c->t->stop) || read_msg(c, &req, true) < 0 ||
+			    ask_pool(c, &who, &req, &reply) < 0 || write_msg(c, &reply) < 0)
+				break;
+		}
+	}
+	if (c->ssl)
+		SSL_shutdown(c->ssl);
+	proto_buf_free(&req);
+	proto_buf_free(&reply);
+	pthread_mutex_lock(&c->t->lock);
+	c->done = true;
+	c->t->nconns--;
+	pthread_mutex_unlock(&c->t->lock);
+	return NULL;
+}
+
+/* Join and free the connections whose threads have finished (@all: every one). */
+static void reap(struct qtls *t, bool all)
+{
+	struct qtls_conn **pp = &t->conns, *c;
+
+	pthread_mutex_lock(&t->lock);
+	while ((c = *pp)) {
+		if (!c->done && !all) {
+			pp = &c->next;
+			continue;
+		}
+		*pp = c->next;
+		pthread_mutex_unlock(&t->lock);
+		pthread_join(c->thread, NULL);
+		SSL_free(c->ssl);
+		close(c->fd);
+		queryd_slot_free(c->slot);
+		proto_buf_free(&c->reply);
+		free(c);
+		pthread_mutex_lock(&t->lock);
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+static void peer_name(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	char ip[INET6_ADDRSTRLEN] = "?";
+
+	if (ss->ss_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, ip, sizeof(ip));
+		snprintf(buf, len, "[%s]:%u", ip, ntohs(((const struct sockaddr_in6 *)ss)->sin6_port));
+	} else {
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, ip, sizeof(ip));
+		snprintf(buf, len, "%s:%u", ip, ntohs(((const struct sockaddr_in *)ss)->sin_port));
+	}
+}
+
+/* A new connection on @fd: a thread of its own, unless QTLS_MAX_CONNS are live. */
+static void conn_new(struct qtls *t, int fd, const struct sockaddr_storage *ss)
+{
+	struct qtls_conn *c = calloc(1, sizeof(*c));
+	bool full;
+
+	pthread_mutex_lock(&t->lock);
+	full = t->nconns >= QTLS_MAX_CONNS;
+	pthread_mutex_unlock(&t->lock);
+	if (c)
+		c->slot = queryd_slot_new(t->qd, c);
+	if (!c || !c->slot || full) {
+		if (full)
+			log_debug("%u query connections already: one more closed", QTLS_MAX_CONNS);
+		queryd_slot_free(c ? c->slot : NULL);
+		free(c);
+		close(fd);
+		return;
+	}
+	c->t = t;
+	c->fd = fd;
+	peer_name(ss, c->peer, sizeof(c->peer));
+	proto_buf_init(&c->reply);
+	pthread_mutex_lock(&t->lock);
+	if (pthread_create(&c->thread, NULL, conn_main, c) != 0) {
+		pthread_mutex_unlock(&t->lock);
+		queryd_slot_free(c->slot);
+		free(c);
+		close(fd);
+		return;
+	}
+	t->nconns++;
+	c->next = t->conns;
+	t->conns = c;
+	pthread_mutex_unlock(&t->lock);
+}
+
+static void *accept_main(void *arg)
+{
+	struct qtls *t = arg;
+	struct pollfd p[2] = { { .fd = t->fd, .events = POLLIN },
+			       { .fd = t->wake[0], .events = POLLIN } };
+
+	while (!atomic_load(&t->stop)) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd;
+
+		if (poll(p, 2, -1) < 0 || p[1].revents)
+			continue;
+		fd = accept4(t->fd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
+		reap(t, false);
+		if (fd >= 0)
+			conn_new(t, fd, &ss);
+	}
+	return NULL;
+}
+
+/* Bind and listen on HOST:PORT @addr. Return: the fd; -1 (logged). */
+static int listen_on(const char *addr, char *bound, size_t blen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+	struct addrinfo *ai = NULL;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	const char *colon = strrchr(addr, ':');
+	char host[256];
+	int fd = -1, one = 1;
+	size_t hl = colon ? (size_t)(colon - addr) : 0;
+
+	if (hl >= 2 && addr[0] == '[' && addr[hl - 1] == ']')
+		memcpy(host, addr + 1, hl - 2), host[hl - 2] = 0;
+	else if (colon && hl < sizeof(host))
+		memcpy(host, addr, hl), host[hl] = 0;
+	if (!colon || hl >= sizeof(host) || getaddrinfo(host, colon + 1, &hints, &ai) != 0) {
+		log_err("--query-tls %s: expected HOST:PORT", addr);
+		return -1;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd >= 0)
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (fd < 0 || bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
+		log_err("cannot listen for TLS queries on %s: %s", addr, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	} else {
+		peer_name(&ss, bound, blen);
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
+int qtls_start(struct queryd *qd, const char *addr, const struct tls_files *files,
+	       struct qtls **out, char *bound, size_t blen)
+{
+	struct qtls *t = calloc(1, sizeof(*t));
+	char err[512];
+	int ret = TC_ERR_CONFIG;
+
+	if (!t)
+		return -ENOMEM;
+	t->qd = qd;
+	t->fd = t->wake[0] = t->wake[1] = -1;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->cond, NULL);
+	if (tls_ctx_new(TLS_ROLE_SERVER, files, &t->ctx, err, sizeof(err)) < 0) {
+		log_err("--query-tls: %s", err);
+		ret = TC_ERR_TLS;
+	} else if ((t->fd = listen_on(addr, bound, blen)) >= 0 && pipe2(t->wake, O_CLOEXEC) == 0 &&
+		   pthread_create(&t->thread, NULL, accept_main, t) == 0) {
+		t->started = true;
+		ret = 0;
+	}
+	if (ret < 0) {
+		qtls_free(t);
+		return ret;
+	}
+	*out = t;
+	return 0;
+}
+
+void qtls_stop(struct qtls *t)
+{
+	if (!t || atomic_exchange(&t->stop, true))
+		return;
+	if (t->started) {
+		(void)!write(t->wake[1], "x", 1);
+		pthread_join(t->thread, NULL);
+		t->started = false;
+	}
+	pthread_mutex_lock(&t->lock);
+	for (struct qtls_conn *c = t->conns; c; c = c->next)
+		shutdown(c->fd, SHUT_RDWR);	/* wakes a read or a write */
+	pthread_cond_broadcast(&t->cond);	/* and a wait for the pool */
+	pthread_mutex_unlock(&t->lock);
+	for (struct qtls_conn *c = t->conns; c; c = c->next)
+		pthread_join(c->thread, NULL);
+}
+
+void qtls_free(struct qtls *t)
+{
+	struct qtls_conn *c;
+
+	if (!t)
+		return;
+	qtls_stop(t);
+	while ((c = t->conns)) {
+		t->conns = c->next;
+		SSL_free(c->ssl);
+		close(c->fd);
+		queryd_slot_free(c->slot);
+		proto_buf_free(&c->reply);
+		free(c);
+	}
+	if (t->fd >= 0)
+		close(t->fd);
+	for (int i = 0; i < 2; i++)
+		if (t->wake[i] >= 0)
+			close(t->wake[i]);
+	SSL_CTX_free(t->ctx);
+	pthread_mutex_destroy(&t->lock);
+	pthread_cond_destroy(&t->cond);
+	free(t);
+}

@@ -1,0 +1,72 @@
+/*
+ * queryd_tls.h - the TLS query port, private to the query endpoint
+ * (server/queryd.c and server/queryd_tls.c).
+ *
+ * Debian's nng 1.5 does TLS through mbedTLS and can say only that a
+ * client's certificate verified, not whose it is; so remote queries come
+ * over TLS that our own OpenSSL code terminates (an SSL_CTX from
+ * tls_ctx_new(), as the agent port's), carrying the same query messages
+ * (proto/qmsg.h) framed as on the agent port (proto/frame.h), and are
+ * handed to the same pool with the certificate's CN as their identity.
+ * proto/PROTOCOL.md, "Query endpoint", has the wire side.
+ *
+ * Threads: one accepting thread, and one thread per connection (at most
+ * QTLS_MAX_CONNS), which reads a request, hands it to the pool through
+ * queryd_submit() with the connection's own struct qslot, and sleeps until
+ * qtls_reply() gives it the reply to write. A connection holds at most one
+ * request at a time, like an nng REQ socket.
+ */
+#ifndef SERVER_QUERYD_TLS_H
+#define SERVER_QUERYD_TLS_H
+
+#include <stddef.h>
+
+#include "proto/msg.h"
+
+#define QTLS_MAX_CONNS		32	/* TLS query connections at once; more are closed */
+#define QTLS_HANDSHAKE_MS	10000	/* the handshake and each request's bytes */
+#define QTLS_IDLE_MS		300000	/* a connection waiting for its next request */
+
+struct qauth_who;
+struct queryd;
+struct qslot;
+struct qtls;
+struct qtls_conn;
+struct tls_files;
+
+/*
+ * queryd_slot_new - a request slot of @qd whose replies go to @conn
+ * (qtls_reply()); queryd_slot_free - free it and its request (NULL is
+ * fine). queryd.c.
+ */
+struct qslot *queryd_slot_new(struct queryd *qd, struct qtls_conn *conn);
+void queryd_slot_free(struct qslot *s);
+
+/*
+ * queryd_submit - the request in @buf[@len] (read, not kept) came to @s
+ * from @who (copied): check its size, decode it, and send it on its way
+ * (the pool, the sync list, or an error reply). queryd.c.
+ */
+void queryd_submit(struct qslot *s, const struct qauth_who *who, const void *buf, size_t len);
+
+/*
+ * qtls_start - listen on @addr (HOST:PORT; port 0 picks one) for TLS
+ * query clients with certificates from @files (the CA signs the
+ * clients'). @bound receives HOST:PORT as bound.
+ * Return: 0 and *@out; TC_ERR_CONFIG or TC_ERR_TLS (logged).
+ */
+int qtls_start(struct queryd *qd, const char *addr, const struct tls_files *files,
+	       struct qtls **out, char *bound, size_t blen);
+
+/* qtls_reply - the reply of @conn's request: copied, written by its thread. */
+void qtls_reply(struct qtls_conn *conn, const struct proto_buf *out);
+
+/*
+ * qtls_stop - close the port and every connection, and join their
+ * threads; what they own stays until qtls_free(), since the pool may
+ * still answer a request of theirs. qtls_free - free it all. NULL is fine.
+ */
+void qtls_stop(struct qtls *t);
+void qtls_free(struct qtls *t);
+
+#endif

@@ -1,0 +1,111 @@
+#!/bin/bash
+# Remote queries (issue 15): the collector's TLS query port (--query-tls)
+# takes only clients with a certificate from its CA, knows whose
+# certificate it is, and gives each the hosts its cert: scope allows.
+# Two agents (hosts tls-web1, tls-db1, real sched_switch events, a
+# server-side filter so both have drop counters) fill one store.
+#
+# Asserts:
+#  - alice (scope cert:alice tls-web*) sees only tls-web1 in rows (json),
+#    counts, --stats and --drops; bob (cert:bob tls-db1) only tls-db1;
+#  - carol, a valid certificate no scope names, sees no host;
+#  - mallory, with a certificate from another CA, is refused: traceq
+#    fails and the collector logs "refused: TLS handshake failed";
+#  - -s tls://HOST:PORT is the same port; without --cert traceq exits 2;
+#  - queries are logged as "query from cert alice: ...".
+set -u
+
+. "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
+
+tc_need_tracefs
+tc_lock
+tc_setup query-tls agent workload collector_pid
+
+certs="$top_srcdir/contrib/tracecollect-certs"
+tc_certs
+for n in tls-web1 tls-db1 alice bob carol; do
+	"$certs" -d "$tmp/pki" client "$n" > /dev/null ||
+		{ echo "FAIL: certificate helper: client $n"; exit 1; }
+done
+"$certs" -d "$tmp/other" ca > /dev/null && "$certs" -d "$tmp/other" client mallory > /dev/null ||
+	{ echo "FAIL: certificate helper: another CA"; exit 1; }
+
+tc_start_collector --query-tls 127.0.0.1:0 --pushdown no \
+	--filter 'sched:sched_switch prev_comm != "sleep"' \
+	--scope 'cert:alice tls-web*' --scope 'cert:bob tls-db1'
+qtls=$(sed -n 's/^query_tls=//p' "$tmp/ready")
+check "the collector says where its TLS query port is ($qtls)" '[ -n "$qtls" ]'
+
+( while :; do sleep 0.002; done ) &
+workload=$!
+for h in tls-web1 tls-db1; do
+	"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/client-$h.crt" \
+		--key "$tmp/pki/client-$h.key" --ca "$tmp/pki/ca.crt" -e sched:sched_switch \
+		--duration 2 --name "$h" --instance "tc-qtls-$$" --spool-dir "$tmp/spool" \
+		> "$tmp/agent-$h.out" 2> "$tmp/agent-$h.err" &
+	agent=$!
+	wait "$agent"; rc=$?
+	agent=
+	check "agent $h exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent-$h.err"; false; }'
+done
+kill "$workload"; wait "$workload" 2>/dev/null
+workload=
+
+web=$(traceq --count -H tls-web1 sched_switch)
+db=$(traceq --count -H tls-db1 sched_switch)
+check "the local endpoint sees both hosts (web1 $web, db1 $db)" \
+	'[ "$web" -gt 0 ] && [ "$db" -gt 0 ]'
+
+# as NAME ARGS...: traceq over the TLS port with NAME's certificate (from DIR $pki)
+pki="$tmp/pki"
+as() {
+	local n=$1
+	shift
+	"$top_builddir/traceq/traceq" -s "$qtls" -t 30000 --cert "$pki/client-$n.crt" \
+		--key "$pki/client-$n.key" --ca "$tmp/pki/ca.crt" "$@"
+}
+
+sees() {
+	local who=$1 host=$2 want=$3 n
+	n=$(as "$who" --count sched_switch)
+	check "$who counts only $host's events ($n, want $want)" '[ "$n" = "$want" ]'
+	as "$who" -f json -n 500 sched_switch > "$tmp/rows" 2> "$tmp/rows.err"
+	check "$who's rows are all $host's ($(wc -l < "$tmp/rows") rows)" \
+		'[ -s "$tmp/rows" ] && ! grep -v "\"host\":\"$host\"" "$tmp/rows"'
+	as "$who" --stats > "$tmp/stats" 2>&1
+	check "$who's --stats are all $host's" \
+		'[ -s "$tmp/stats" ] && ! grep -v "^host=$host " "$tmp/stats"'
+	as "$who" --drops > "$tmp/drops" 2>&1
+	check "$who's --drops are all $host's" \
+		'[ -s "$tmp/drops" ] && ! grep -v "^host=$host " "$tmp/drops"'
+}
+sees alice tls-web1 "$web"
+sees bob tls-db1 "$db"
+n=$(as carol --count sched_switch 2> "$tmp/carol.err"); rc=$?
+check "carol, whom no scope names, sees no host (count $n, exit $rc)" \
+	'[ "$rc" = 0 ] && [ "$n" = 0 ] && [ -z "$(as carol --stats)" ]'
+n=$("$top_builddir/traceq/traceq" -s "tls://$qtls" -t 30000 --cert "$pki/client-alice.crt" \
+	--key "$pki/client-alice.key" --ca "$tmp/pki/ca.crt" --count sched_switch)
+check "-s tls://HOST:PORT is the TLS port too ($n)" '[ "$n" = "$web" ]'
+
+pki="$tmp/other"
+as mallory --count sched_switch > "$tmp/mallory.out" 2> "$tmp/mallory.err"; rc=$?
+check "a certificate from another CA gets nothing (exit $rc: $(head -c 300 "$tmp/mallory.err"))" \
+	'[ "$rc" != 0 ] && [ ! -s "$tmp/mallory.out" ]'
+for _ in $(seq 50); do grep -q "refused: TLS handshake failed" "$tmp/collector.log" && break; sleep 0.1; done
+check "the collector logs the refusal and why" \
+	'grep -q "query client .* refused: TLS handshake failed: .*certificate verify failed" \
+	 "$tmp/collector.log"'
+"$top_builddir/traceq/traceq" -s "$qtls" --count sched_switch > /dev/null 2> "$tmp/nocert.err"; rc=$?
+check "without --cert traceq exits 2 saying why (exit $rc)" \
+	'[ "$rc" = 2 ] && grep -q -- "--cert" "$tmp/nocert.err"'
+check "queries are logged with the certificate" \
+	'grep -q "query from cert alice: count .sched_switch.: $web counted (scoped)" \
+	 "$tmp/collector.log" && grep -q "query from cert carol: count .*(scope: no host)" \
+	 "$tmp/collector.log"'
+
+if [ "$failed" != 0 ]; then
+	echo "--- collector (last 40 lines)"; tail -n 40 "$tmp/collector.log"
+	exit 1
+fi
+echo "PASS: the TLS query port: client certificates from the CA only, each sees its scope"
