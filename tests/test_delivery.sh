@@ -90,9 +90,10 @@ wait_for() {
 # same_counts LABEL NETNS OUT: what was stored, per CPU, is exactly what the
 # agent whose summary is in OUT read from that CPU (its own count, after
 # all its resends: a page counts once however often it went out), and no
-# event is stored twice (two rows alike in every column).
+# event is stored twice: as many distinct rows (every column, timestamps
+# included) as the count says.
 same_counts() {
-	local label=$1 ns=$2 out=$3 cpu n stored shipped total=0
+	local label=$1 ns=$2 out=$3 cpu n stored shipped distinct total=0
 	shipped=$(field events "$out")
 	for cpu in $(sed -n 's/^traceagent: cpu\([0-9]*\):.*/\1/p' "$out"); do
 		n=$(sed -n "s/^traceagent: cpu$cpu: pages=[0-9]* events=\([0-9]*\).*/\1/p" "$out")
@@ -103,8 +104,9 @@ same_counts() {
 	stored=$(tq "$ns" --count sched_switch)
 	check "$label: stored ($stored) == shipped ($shipped)" \
 		'[ -n "$shipped" ] && [ "$shipped" -gt 0 ] && [ "$stored" = "$shipped" ] && [ "$total" = "$shipped" ]'
-	check "$label: no event stored twice" \
-		'[ "$(tq "$ns" -f json sched_switch | sort | uniq -d | wc -l)" = 0 ]'
+	distinct=$(tq "$ns" -f json sched_switch | sort -u | wc -l)
+	check "$label: no event stored twice: $distinct distinct rows" \
+		'[ "$distinct" = "$stored" ]'
 }
 
 # ---- 1. kill -9 the collector mid-stream, restart it on the same db and
