@@ -99,6 +99,9 @@ struct agent {
 	int child_status;
 	bool child_done;
 	int64_t drain_ms;		/* tracing off to DONE */
+	bool gave_up;			/* --drain-timeout passed: */
+	uint64_t undelivered_pages;	/* what the collector did not */
+	uint64_t undelivered_events;	/* acknowledge by then */
 	char err[768];
 };
 
@@ -176,8 +179,12 @@ static void help(void)
 "      --ack-timeout-ms N   reconnect when un-acknowledged pages see no\n"
 "                           acknowledgement, or a write no progress, for\n"
 "                           N ms (default %d)\n"
-"      --drain-timeout S    at the end, keep trying S seconds to deliver\n"
-"                           what is left (default %d)\n"
+"      --drain-timeout S    at the end, keep trying S seconds (reconnecting\n"
+"                           and resending as while tracing) until the\n"
+"                           collector acknowledged everything; then the\n"
+"                           summary says how many pages and events were\n"
+"                           not delivered and the exit status is 1\n"
+"                           (default %d)\n"
 "      --read-mode MODE     how pages leave the kernel: read (read(2)\n"
 "                           straight into the spool of pages kept until\n"
 "                           acknowledged: one copy), mmap (map the ring\n"
@@ -236,9 +243,10 @@ static void help(void)
 "  -V, --version            show the version and exit\n"
 "\n"
 "The collector's certificate must match HOST (its IP address when HOST is\n"
-"one). Needs root and a writable tracefs (/sys/kernel/tracing). The first\n"
-"connection must succeed; after\n"
-"that a lost collector is reconnected with exponential backoff and jitter\n"
+"one). Needs root and a writable tracefs (/sys/kernel/tracing). The\n"
+"collector must answer the first connection (HELLO: address, certificates\n"
+"and protocol are right); after that a lost collector is reconnected with\n"
+"exponential backoff and jitter\n"
 "and every page it has not acknowledged is sent again (it drops the ones\n"
 "it already stored). Exit status: 0 success, 1 runtime failure (also when\n"
 "pages could not be delivered by the end), 2 usage error. SIGUSR1 triggers\n"
@@ -717,29 +725,48 @@ static bool run_over(void *arg)
 	       exec_ended(a);
 }
 
-/* Pages that could not be delivered in time: count them, report, fail. */
+/*
+ * --drain-timeout passed with pages not acknowledged: count them as lost
+ * (the spool forgets them), keep the numbers for the summary, fail.
+ */
 static int give_up(struct agent *a)
 {
-	uint64_t pages, events;
-
-	pump_give_up(a->p, &pages, &events);
-	return fail(a, TC_ERR_PEER_CLOSED, "the collector at %s port %s "
-		    "could not be reached within --drain-timeout: %" PRIu64
-		    " pages (%" PRIu64 " events) were not delivered",
-		    a->o.session.host, a->o.session.port, pages, events);
+	pump_give_up(a->p, &a->undelivered_pages, &a->undelivered_events);
+	a->gave_up = true;
+	return fail(a, TC_ERR_PEER_CLOSED, "the collector at %s port %s did "
+		    "not acknowledge everything within --drain-timeout (%ld s): "
+		    "%" PRIu64 " pages (%" PRIu64 " events) were not delivered",
+		    a->o.session.host, a->o.session.port, a->o.drain_s,
+		    a->undelivered_pages, a->undelivered_events);
 }
 
-/* Tracing off, drain, then BYE/DONE, reconnecting until --drain-timeout. */
+/* How long to sleep until the next reconnect attempt, at most until @deadline. */
+static int drain_wait_ms(struct agent *a, int64_t deadline)
+{
+	int64_t now = util_now_ms(), until = session_next_try(a->s);
+
+	if (until > deadline)
+		until = deadline;
+	return until > now ? (int)(until - now) + 1 : 1;
+}
+
+/*
+ * Tracing off, drain, then BYE/DONE. Until --drain-timeout after tracing
+ * went off, a lost connection is reconnected (backoff) and the pages not
+ * acknowledged are sent again, as while tracing; no wait on the collector
+ * lasts past that deadline. Then what is left is given up (give_up()).
+ */
 static int finish(struct agent *a)
 {
 	int64_t deadline, t0 = util_now_ms();
 	int ret;
 
 	tracing_stop(a->t);
+	deadline = t0 + a->o.drain_s * 1000;
+	session_set_deadline(a->s, deadline);
 	ret = pump_drain(a->p, a->err, sizeof(a->err));
 	if (ret < 0)
 		return ret;
-	deadline = util_now_ms() + a->o.drain_s * 1000;
 	for (;;) {
 		session_reconnect(a->s);
 		if (session_connected(a->s) && pump_bye(a->p) == 0) {
@@ -748,8 +775,7 @@ static int finish(struct agent *a)
 		}
 		if (util_now_ms() >= deadline || stop_requested > 1)
 			return give_up(a);
-		poll(NULL, 0, (int)(session_next_try(a->s) > util_now_ms() ?
-			session_next_try(a->s) - util_now_ms() : 0) + 1);
+		poll(NULL, 0, drain_wait_ms(a, deadline));
 	}
 }
 
@@ -784,7 +810,7 @@ static int run(struct agent *a)
 
 	ret = start_agent(a);
 	if (ret == 0)
-		ret = session_connect(a->s, a->err, sizeof(a->err));
+		ret = session_start(a->s, a->err, sizeof(a->err));
 	if (ret == 0)
 		ret = pump_open_reader(a->p, a->err, sizeof(a->err));
 	if (ret < 0)
@@ -838,6 +864,10 @@ static void summary(struct agent *a)
 	       done->journaled ? done->pages : done->events);
 	printf(PROG ": spool: peak_mem_mb=%.1f drain_ms=%" PRId64 "\n",
 	       (double)pump_spool_peak(a->p) / (1 << 20), a->drain_ms);
+	if (a->gave_up)
+		printf(PROG ": undelivered: pages=%" PRIu64 " events=%" PRIu64
+		       " (not acknowledged within --drain-timeout)\n",
+		       a->undelivered_pages, a->undelivered_events);
 	if (pump_user_totals(a->p, &ut))
 		printf(PROG ": user: programs=%" PRIu64 " pages=%" PRIu64
 		       " events=%" PRIu64 " bytes=%" PRIu64 " lost=%" PRIu64 "\n",
@@ -877,7 +907,7 @@ int main(int argc, char **argv)
 	if (ret < 0 && stop_requested && !a.reading)
 		snprintf(a.err, sizeof(a.err), "interrupted by a signal "
 			 "before tracing started");
-	if (ret == 0)
+	if (ret == 0 || a.gave_up)
 		summary(&a);
 	cleanup(&a);
 	if (ret < 0) {

@@ -68,7 +68,8 @@ void pump_free(struct pump *p);
  * pump_open_reader - open the kernel's ring buffers in the configured read
  * mode (READER_AUTO: splice when the session can take spliced pages, else
  * read(2)), pages read straight into the spool where they can be, and log
- * how pages will leave the kernel. Call once, after session_connect().
+ * how pages will leave the kernel. Call once, after session_start()
+ * (connected or not: disconnected, READER_AUTO reads with read(2)).
  *
  * Return: 0; negative with @why saying why in one line.
  */

@@ -43,6 +43,8 @@ struct session {
 	int backoff_ms;
 	uint64_t reconnects;
 	int64_t ack_progress;		/* last ACK or first un-acked page (ms) */
+	int64_t deadline;		/* session_set_deadline(); 0: none */
+	bool welcomed;			/* a collector WELCOMEd this run once */
 	struct proto_done done;
 	char err[768];			/* why the last reconnect attempt failed */
 };
@@ -50,6 +52,16 @@ struct session {
 static int ncpus(const struct session *s)
 {
 	return tracing_ncpus(s->h.t);
+}
+
+/* @ms, or less: what is left until the deadline (at least 1 ms). */
+static int cap_to_deadline(const struct session *s, int ms)
+{
+	int64_t left = s->deadline - util_now_ms();
+
+	if (!s->deadline || left >= ms)
+		return ms;
+	return left < 1 ? 1 : (int)left;
 }
 
 static int send_hello(struct session *s, struct ship *link, char *why,
@@ -79,16 +91,18 @@ static int send_hello(struct session *s, struct ship *link, char *why,
 			  tc_strerror(ret));
 		return ret;
 	}
-	ret = ship_hello(link, &h, REPLY_TIMEOUT_MS, &w, reason,
-			 sizeof(reason));
+	ret = ship_hello(link, &h, cap_to_deadline(s, REPLY_TIMEOUT_MS), &w,
+			 reason, sizeof(reason));
 	if (ret < 0) {
 		tc_seterr(why, len, "%s", reason);
 		return ret;
 	}
-	if (link == s->ctl)
+	if (link == s->ctl) {
 		log_info("connected to %s port %s as %s (collector host id %"
 			 PRIu64 ")", s->c.host, s->c.port, hi->host,
 			 w.host_id);
+		s->welcomed = true;
+	}
 	return 0;
 }
 
@@ -302,7 +316,7 @@ static int link_open(struct session *s, struct ship **out, char *why,
 		return ret;
 	}
 	ship_set_ack_fn(*out, on_ack, s);
-	ship_set_io_timeout(*out, s->c.ack_timeout_ms);
+	ship_set_io_timeout(*out, cap_to_deadline(s, s->c.ack_timeout_ms));
 	return 0;
 }
 
@@ -352,6 +366,30 @@ int session_connect(struct session *s, char *why, size_t len)
 	s->backoff_ms = BACKOFF_MIN_MS;
 	s->ack_progress = util_now_ms();
 	return 0;
+}
+
+int session_start(struct session *s, char *why, size_t len)
+{
+	int ret = session_connect(s, why, len);
+
+	if (ret < 0 && s->welcomed) {
+		session_lost(s, why);
+		return 0;
+	}
+	return ret;
+}
+
+void session_set_deadline(struct session *s, int64_t deadline)
+{
+	int cpu, ms;
+
+	s->deadline = deadline;
+	ms = cap_to_deadline(s, s->c.ack_timeout_ms);
+	if (s->ctl)
+		ship_set_io_timeout(s->ctl, ms);
+	for (cpu = 0; s->data && cpu < ncpus(s); cpu++)
+		if (s->data[cpu])
+			ship_set_io_timeout(s->data[cpu], ms);
 }
 
 void session_reconnect(struct session *s)
@@ -422,7 +460,8 @@ static int link_bye(struct session *s, struct ship *link, uint64_t pages,
 	char why[640];
 	int ret;
 
-	ret = ship_bye(link, &bye, REPLY_TIMEOUT_MS, &done, why, sizeof(why));
+	ret = ship_bye(link, &bye, cap_to_deadline(s, REPLY_TIMEOUT_MS), &done,
+		       why, sizeof(why));
 	if (ret < 0) {
 		session_lost(s, why);
 		return ret;

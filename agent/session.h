@@ -116,6 +116,27 @@ void session_free(struct session *s);
 int session_connect(struct session *s, char *why, size_t len);
 
 /*
+ * session_start - the run's first session_connect(). Once a collector has
+ * welcomed the control connection it is reachable and takes this agent:
+ * a failure after that (the collector closed a connection while the
+ * agent was still introducing itself, e.g. its first commit met a
+ * removed database) is a lost connection like any later one, given to
+ * session_lost(), and the run goes on to reconnect.
+ *
+ * Return: 0 (connected, or welcomed and lost); negative with @why saying
+ * why in one line when no collector welcomed this agent (wrong address,
+ * certificates, protocol version: nothing to wait for).
+ */
+int session_start(struct session *s, char *why, size_t len);
+
+/*
+ * session_set_deadline - from now on no wait on the connections (reading
+ * a reply, a write making no progress) lasts past @deadline (util_now_ms()
+ * time; 0: no deadline): the end of the agent's drain.
+ */
+void session_set_deadline(struct session *s, int64_t deadline);
+
+/*
  * session_reconnect - while disconnected and the backoff's delay is over,
  * one more attempt (counted in session_reconnects()): on success the
  * periodic report (session_periodic()) goes out at once; a failure is

@@ -1,15 +1,21 @@
 #!/bin/bash
 # Delivery: nothing is lost across a collector crash and a network cut.
 #
-# 1. kill -9 the collector while an agent streams, restart it on the same
-#    database and port: the agent reconnects (backoff), resends what was
-#    not acknowledged, the collector drops what it had already committed;
-#    stored sched_switch events == shipped. Twice: with one connection
-#    for everything, and with --connections per-cpu.
+# 1. kill -9 the collector while an agent streams (once events of it are
+#    stored), restart it on the same database and port (once the agent
+#    noticed): the agent reconnects (backoff), resends what was not
+#    acknowledged, the collector drops what it had already committed.
+#    Twice: with one connection for everything, and with --connections
+#    per-cpu.
 # 2. agent and collector in two network namespaces made here, joined by a
-#    veth pair; the link goes down for several seconds mid-stream: the
-#    agent notices the missing ACKs, reconnects once the link is back and
-#    resends; stored == shipped again.
+#    veth pair; the link goes down mid-stream (once events are stored) and
+#    comes back once the agent noticed the missing ACKs; it reconnects and
+#    resends.
+# Each time: per CPU, the sched_switch events stored == the agent's own
+#    count of events it read from that CPU (its summary after every resend:
+#    a page counts once however often it went out), and no event is stored
+#    twice (no two rows alike in every column), so a duplicate and a
+#    miscount tell themselves apart. Order, not time, places the faults.
 # Real daemons, real certificates, real kernel events in the agent's own
 # tracefs instance. Namespaces and instances are removed at the end.
 set -u
@@ -62,6 +68,47 @@ stop_workload() {
 
 field() { sed -n "s/.*total:.* $1=\([0-9]*\).*/\1/p" "$2"; }
 
+# tq [NETNS] ARGS...: traceq against the collector (in NETNS when not "").
+tq() {
+	local ns=$1
+	shift
+	${ns:+ip netns exec "$ns"} "$top_builddir/traceq/traceq" --server "$query" \
+		--sync -t 120000 "$@"
+}
+
+# wait_for WHAT CMD: poll CMD (eval) up to 60 s, in order: the test waits
+# for what happened, not for a time. Fails the test saying WHAT otherwise.
+wait_for() {
+	for _ in $(seq 1200); do
+		eval "$2" && return 0
+		sleep 0.05
+	done
+	fail "waited 60 s for $1"
+	return 1
+}
+
+# same_counts LABEL NETNS OUT: what was stored, per CPU, is exactly what the
+# agent whose summary is in OUT read from that CPU (its own count, after
+# all its resends: a page counts once however often it went out), and no
+# event is stored twice: as many distinct rows (every column, timestamps
+# included) as the count says.
+same_counts() {
+	local label=$1 ns=$2 out=$3 cpu n stored shipped distinct total=0
+	shipped=$(field events "$out")
+	for cpu in $(sed -n 's/^traceagent: cpu\([0-9]*\):.*/\1/p' "$out"); do
+		n=$(sed -n "s/^traceagent: cpu$cpu: pages=[0-9]* events=\([0-9]*\).*/\1/p" "$out")
+		stored=$(tq "$ns" --count "sched_switch where CPU == $cpu")
+		check "$label: cpu$cpu stored ($stored) == shipped ($n)" '[ "$stored" = "$n" ]'
+		total=$((total + n))
+	done
+	stored=$(tq "$ns" --count sched_switch)
+	check "$label: stored ($stored) == shipped ($shipped)" \
+		'[ -n "$shipped" ] && [ "$shipped" -gt 0 ] && [ "$stored" = "$shipped" ] && [ "$total" = "$shipped" ]'
+	distinct=$(tq "$ns" -f json sched_switch | sort -u | wc -l)
+	check "$label: no event stored twice: $distinct distinct rows" \
+		'[ "$distinct" = "$stored" ]'
+}
+
 # ---- 1. kill -9 the collector mid-stream, restart it on the same db and
 # port; once with every stream on one connection, once with a connection
 # per CPU (--connections per-cpu: each is acknowledged and resent on its own)
@@ -75,10 +122,11 @@ crash_case() {
 		--spool-mem-mb 1 --connections "$mode" \
 		> "$tmp/agent$n.out" 2> "$tmp/agent$n.err" &
 	agent=$!
-	sleep 2.5
+	wait_for "$mode: events stored before the crash" \
+		'[ "$(tq "" --count sched_switch 2>/dev/null || echo 0)" -gt 0 ]'
 	kill -9 "$collector_pid"; wait "$collector_pid" 2>/dev/null
 	collector_pid=
-	sleep 1.5
+	wait_for "$mode: the agent noticing the crash" 'grep -q "lost the collector" "$tmp/agent$n.err"'
 	start_collector "$tmp/crash-$mode.db" "$listen"
 	wait "$agent"; rc=$?
 	stop_workload
@@ -87,10 +135,7 @@ crash_case() {
 		'[ "$rc" = 0 ] || { cat "$tmp/agent$n.err"; false; }'
 	check "$mode: agent logged the loss and reconnected" \
 		'grep -q "lost the collector" "$tmp/agent$n.err" && [ "$(field reconnects "$tmp/agent$n.out")" -ge 1 ]'
-	shipped=$(field events "$tmp/agent$n.out")
-	stored=$("$top_builddir/traceq/traceq" --server "$query" --sync -t 120000 --count sched_switch)
-	check "$mode crash: stored ($stored) == shipped ($shipped)" \
-		'[ -n "$shipped" ] && [ "$shipped" -gt 0 ] && [ "$stored" = "$shipped" ]'
+	same_counts "$mode crash" "" "$tmp/agent$n.out"
 	check "$mode: traceq --stats shows the delivery counters" \
 		'"$top_builddir/traceq/traceq" --server "$query" --stats | grep -q "host=$host.* resent_pages=[0-9]* lost_pages=0 lost_events=0"'
 	"$top_builddir/traceq/traceq" --server "$query" --stats | sed 's/ agent_.*overrun=[0-9]*//'
@@ -121,18 +166,18 @@ else
 		--spool-dir "$tmp/spool" --ack-timeout-ms 1500 \
 		> "$tmp/agent2.out" 2> "$tmp/agent2.err" &
 	agent=$!
-	sleep 2
+	wait_for "events stored before the cut" \
+		'[ "$(tq "$nsc" --count sched_switch 2>/dev/null || echo 0)" -gt 0 ]'
 	ip -n "$nsa" link set tcda$$ down
-	sleep 5
+	wait_for "the agent noticing the cut" \
+		'grep -qE "no acknowledgement|Resource temporarily unavailable" "$tmp/agent2.err"'
 	ip -n "$nsa" link set tcda$$ up
 	wait "$agent"; rc=$?
 	stop_workload
 	cat "$tmp/agent2.out"
 	check "agent survives the link cut and exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent2.err"; false; }'
 	check "agent noticed the silent cut" 'grep -qE "no acknowledgement|Resource temporarily unavailable" "$tmp/agent2.err"'
-	shipped=$(field events "$tmp/agent2.out")
-	stored=$(ip netns exec "$nsc" "$top_builddir/traceq/traceq" --server "$query" --sync -t 120000 --count sched_switch)
-	check "link cut: stored ($stored) == shipped ($shipped)" '[ -n "$shipped" ] && [ "$shipped" -gt 0 ] && [ "$stored" = "$shipped" ]'
+	same_counts "link cut" "$nsc" "$tmp/agent2.out"
 	check "pages were resent after the cut" '[ "$(field resent "$tmp/agent2.out")" -gt 0 ]'
 	ip netns exec "$nsc" "$top_builddir/traceq/traceq" --server "$query" --stats |
 		sed 's/ agent_.*overrun=[0-9]*//'
