@@ -268,7 +268,8 @@ int sq_cpu_held(struct store *s, uint64_t host_id, uint32_t cpu, const struct st
 
 /*
  * Retention removed @rows rows of @host_id: give back its page bytes per
- * stored event for each, never more than it stored.
+ * stored event for each, rounded up (so a host whose rows are all gone has
+ * nothing left), never more than it stored.
  */
 int sq_host_freed(struct store *s, uint64_t host_id, uint64_t rows)
 {
@@ -276,7 +277,8 @@ int sq_host_freed(struct store *s, uint64_t host_id, uint64_t rows)
 	int ret = sq_prepare(s, "UPDATE hosts SET freed_bytes = min("
 				" (SELECT coalesce(sum(bytes), 0) FROM cpus WHERE host_id = ?1),"
 				" freed_bytes + CAST(?2 * (SELECT coalesce(1.0 * sum(bytes)"
-				" / max(sum(events), 1), 0) FROM cpus WHERE host_id = ?1) AS INTEGER))"
+				" / max(sum(events), 1), 0) FROM cpus WHERE host_id = ?1) + 0.999999"
+				" AS INTEGER))"
 				" WHERE id = ?1", &st);
 
 	if (ret < 0)
