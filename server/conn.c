@@ -451,8 +451,8 @@ static void conn_held_report(struct conn *c)
 	for (uint32_t i = 0; c->sink && i < c->ncpus && ret == 0; i++) {
 		struct conn_cpu *cpu = &c->cpus[i];
 
-		if (!cpu->held_pages[0] && !cpu->held_pages[1] && !cpu->held_ns[0] &&
-		    !cpu->held_ns[1])
+		if (!cpu->held_pages[0] && !cpu->held_pages[1] &&
+		    cpu->held_ns[0] < 1000000 && cpu->held_ns[1] < 1000000)
 			continue;
 		h[n++] = (struct ingest_held){ .cpu = i,
 			.rate_pages = cpu->held_pages[0], .rate_ms = cpu->held_ns[0] / 1000000,
@@ -584,7 +584,8 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 			evbuffer_drain(in, sizeof(raw));
 			c->have_hdr = true;
 		}
-		if (c->hdr.type != FRAME_MSG && c->lim && conn_held(c))
+		/* a frame granted input memory is read: the grant is not to wait */
+		if (c->hdr.type != FRAME_MSG && c->lim && !c->grant && conn_held(c))
 			break;
 		if (!conn_input_room(c))
 			break;

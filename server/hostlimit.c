@@ -269,14 +269,16 @@ void hostlimit_bucket_take(struct hostlimit_bucket *b, uint64_t n, int64_t now_n
 
 uint64_t hostlimit_page_events(const struct page_layout *l, const void *page, size_t len)
 {
+	struct page_layout at = *l;
 	struct page_info pi;
 	struct page_iter it;
 	struct page_record rec;
 	uint64_t n = 0;
 
-	if (page_check(l, page, len, &pi) < 0)
+	at.page_size = len > PAGE_COMMIT_LEN_MASK ? PAGE_COMMIT_LEN_MASK : (uint32_t)len;
+	if (page_check(&at, page, len, &pi) < 0)
 		return 1;
-	page_iter_init(&it, l, &pi);
+	page_iter_init(&it, &at, &pi);
 	while (page_next_record(&it, &rec) == 1)
 		n += page_record_is_data(&rec);
 	return n ? n : 1;

@@ -145,8 +145,10 @@ void hostlimit_bucket_take(struct hostlimit_bucket *b, uint64_t n, int64_t now_n
 
 /*
  * hostlimit_page_events - what reading the page at @page (@len bytes, laid
- * out as @l says) costs: its data records, at least 1. Never reads outside
- * the page; a malformed one is charged what precedes the fault.
+ * out as @l says but for its size: the page is what arrived, so a kernel
+ * CPU's and a program ring's, whose sizes differ, count alike) costs: its
+ * data records, at least 1. Never reads outside the page; a malformed one
+ * is charged what precedes the fault.
  */
 uint64_t hostlimit_page_events(const struct page_layout *l, const void *page, size_t len);
 
