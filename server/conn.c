@@ -885,21 +885,6 @@ static void conn_resume_all(void *arg)
 	}
 }
 
-/* The page bytes the worker committed leave their hosts' pending bytes. */
-static void conn_quota_committed(struct collector *col)
-{
-	uint64_t now;
-
-	for (struct conn *c = col->conns; c; c = c->next) {
-		if (!c->lim || !c->sink)
-			continue;
-		now = ingest_sink_page_bytes(col->ing, c->sink);
-		if (now > c->page_bytes_committed)
-			hostlimit_committed(c->lim, now - c->page_bytes_committed);
-		c->page_bytes_committed = now;
-	}
-}
-
 /*
  * hooks.committed: a commit made durable everything the worker had taken
  * over before that commit began; each connection's cpus[].committed_seq is
@@ -914,7 +899,6 @@ static void conn_committed_all(void *arg)
 	struct conn *c;
 	uint32_t i;
 
-	conn_quota_committed(col);
 	if (ingest_journaled(col->ing)) {	/* ACKed when journaled; files may go */
 		for (c = col->conns; c; c = c->next)
 			if (c->sink && c->state == CONN_STREAM)
@@ -997,6 +981,17 @@ static void conn_send_hook(void *arg, uint64_t id, const struct proto_msg *m)
 		conn_fail(c, ret, proto_msg_name(m->type));
 }
 
+/* hooks.page_bytes: pages of @id committed leave their host's pending bytes. */
+static void conn_page_bytes(void *arg, uint64_t id, uint64_t bytes)
+{
+	struct conn *c = conn_live(arg, id);
+
+	if (!c || !c->lim || bytes <= c->page_bytes_committed)
+		return;
+	hostlimit_committed(c->lim, bytes - c->page_bytes_committed);
+	c->page_bytes_committed = bytes;
+}
+
 /* hooks.usage: a host's bytes stored, for its quota. */
 static void conn_usage(void *arg, const char *host, uint64_t bytes)
 {
@@ -1016,6 +1011,7 @@ void conn_ingest_hooks(struct collector *col, struct ingest_hooks *out)
 		.committed = conn_committed_all,
 		.resume = conn_resume_all,
 		.usage = conn_usage,
+		.page_bytes = conn_page_bytes,
 		.arg = col,
 	};
 }

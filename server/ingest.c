@@ -140,6 +140,7 @@ enum ingest_result_kind {
 	IR_FAIL,		/* a message or page failed: hooks.failed */
 	IR_MSG,			/* a message to send (MSG_FILTER): hooks.send */
 	IR_USAGE,		/* a host's bytes stored: hooks.usage */
+	IR_PAGE_BYTES,		/* a connection's page bytes committed: hooks.page_bytes */
 };
 
 struct ingest_result {
@@ -152,7 +153,7 @@ struct ingest_result {
 	char what[32];		/* IR_FAIL: "page", "format", ... */
 	struct proto_msg *msg;	/* IR_MSG: owned by the result */
 	char *host;		/* IR_USAGE: owned by the result */
-	uint64_t bytes;		/* IR_USAGE */
+	uint64_t bytes;		/* IR_USAGE, IR_PAGE_BYTES */
 };
 
 /* In a JOB_PAGES buffer: this header, the page, padding to 8 bytes. */
@@ -370,8 +371,12 @@ static void ing_deliver(const struct ingest *g, const struct ingest_result *r)
 			h->send(h->arg, r->conn_id, r->msg);
 		break;
 	case IR_USAGE:
-		if (h->usage)
+		if (h->usage && r->host)	/* NULL: out of memory */
 			h->usage(h->arg, r->host, r->bytes);
+		break;
+	case IR_PAGE_BYTES:
+		if (h->page_bytes)
+			h->page_bytes(h->arg, r->conn_id, r->bytes);
 		break;
 	}
 }
@@ -552,34 +557,45 @@ static int ing_journal_marks(struct ingest *g)
 	return ret;
 }
 
-/* store_host_usage() callback: post one host's bytes stored. */
-static int ing_usage_cb(void *arg, const char *host, uint64_t bytes)
+/* A chain of results posted together (ing_post_chain()). */
+struct ing_chain {
+	struct ingest_result *head, **tail;
+};
+
+/* Append a new result of @kind to @c; NULL when out of memory. */
+static struct ingest_result *ing_chain_add(struct ing_chain *c, enum ingest_result_kind kind)
 {
-	struct ingest *g = arg;
 	struct ingest_result *r = calloc(1, sizeof(*r));
 
-	if (r)
-		r->host = strdup(host);
-	if (!r || !r->host) {
-		free(r);
+	if (!r)
+		return NULL;
+	r->kind = kind;
+	*c->tail = r;
+	c->tail = &r->next;
+	return r;
+}
+
+/* store_host_usage() callback: one host's bytes stored. */
+static int ing_usage_cb(void *arg, const char *host, uint64_t bytes)
+{
+	struct ingest_result *r = ing_chain_add(arg, IR_USAGE);
+
+	if (!r || !(r->host = strdup(host)))
 		return -ENOMEM;
-	}
-	r->kind = IR_USAGE;
 	r->bytes = bytes;
-	pthread_mutex_lock(&g->lock);
-	ing_post_locked(g, r);
-	pthread_mutex_unlock(&g->lock);
 	return 0;
 }
 
 /*
- * After each commit, with host quotas: report what each host has stored.
- * Posted before the loop hears of the commit (ingest_sink_page_bytes()
- * moves with it), so that the loop never counts a committed page neither
- * as stored nor as on its way: a host held for its quota stays held.
+ * After a commit, with host quotas: what each host has stored, and for
+ * each connection the bytes of its pages committed so far, into @c. The
+ * loop gets them in one piece (the lock): a committed page counts either
+ * as stored or as on its way, never as neither, so a host held for its
+ * quota stays held.
  */
-static void ing_usage(struct ingest *g)
+static void ing_usage(struct ingest *g, struct ing_chain *c)
 {
+	struct ingest_result *r;
 	bool on;
 	int ret;
 
@@ -588,7 +604,18 @@ static void ing_usage(struct ingest *g)
 	pthread_mutex_unlock(&g->lock);
 	if (!on)
 		return;
-	ret = store_host_usage(g->store, ing_usage_cb, g);
+	ret = store_host_usage(g->store, ing_usage_cb, c);
+	for (struct sink *s = g->sinks; s && ret == 0; s = s->next) {
+		if (s->page_bytes_posted == s->page_bytes_done)
+			continue;
+		r = ing_chain_add(c, IR_PAGE_BYTES);
+		if (!r) {
+			ret = -ENOMEM;
+			break;
+		}
+		r->conn_id = s->conn_id;
+		r->bytes = s->page_bytes_posted = s->page_bytes_done;
+	}
 	if (ret < 0)
 		log_err("bytes stored per host: %s (%s)", tc_strerror(ret),
 			store_errmsg(g->store));
@@ -601,6 +628,7 @@ static void ing_usage(struct ingest *g)
 static int ing_commit(struct ingest *g)
 {
 	struct store *st = g->store;
+	struct ing_chain usage = { NULL, &usage.head };
 	int ret = 0;
 
 	if (!g->txn_open && (g->o.retain_age_ns || g->o.retain_bytes) &&
@@ -620,12 +648,15 @@ static int ing_commit(struct ingest *g)
 		ing_rolled_back(g, ret);
 		return ret;
 	}
-	ing_usage(g);	/* before the loop learns of the commit: see ing_usage() */
+	ing_usage(g, &usage);
 	pthread_mutex_lock(&g->lock);
+	if (usage.head) {
+		*g->rtail = usage.head;
+		g->rtail = usage.tail;
+	}
 	for (struct sink *s = g->sinks; s; s = s->next) {
 		sink_mark_committed(s);
 		s->jobs_committed = s->jobs_done;
-		s->page_bytes_committed = s->page_bytes_done;
 		s->jmark_dirty = false;
 	}
 	g->jobs_committed = g->jobs_run;
@@ -1672,16 +1703,6 @@ uint64_t ingest_sink_committed(struct ingest *g, struct sink *s, uint32_t cpu)
 		seq = s->committed[cpu];
 	pthread_mutex_unlock(&g->lock);
 	return seq;
-}
-
-uint64_t ingest_sink_page_bytes(struct ingest *g, struct sink *s)
-{
-	uint64_t n;
-
-	pthread_mutex_lock(&g->lock);
-	n = s->page_bytes_committed;
-	pthread_mutex_unlock(&g->lock);
-	return n;
 }
 
 /* ---- filters ---- */

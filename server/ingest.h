@@ -90,9 +90,15 @@ struct ingest_hooks {
 	/*
 	 * With ingest_opts.host_usage, after each commit: host name @host
 	 * has @bytes stored (store_host_usage()); @host is valid during the
-	 * call. Delivered no later than the committed hook of that commit.
+	 * call. Then page_bytes for each connection that had pages in it:
+	 * the bytes of the pages it handed over (ingest_push_page()) that are
+	 * committed now (stored, or counted as not stored). Both come in the
+	 * same wake-up, so what the pages of a connection handed over add up
+	 * to less page_bytes is still on its way to the store, and is not in
+	 * usage yet.
 	 */
 	void (*usage)(void *arg, const char *host, uint64_t bytes);
+	void (*page_bytes)(void *arg, uint64_t conn_id, uint64_t bytes);
 	void *arg;
 };
 
@@ -230,12 +236,5 @@ void ingest_sink_close(struct ingest *g, struct sink *s);
  * @s that is committed (0: none yet).
  */
 uint64_t ingest_sink_committed(struct ingest *g, struct sink *s, uint32_t cpu);
-
-/*
- * ingest_sink_page_bytes - the bytes of the pages of @s (ingest_push_page())
- * the worker has taken and committed (stored, or counted as not stored):
- * what a connection handed over less this is still on its way to the store.
- */
-uint64_t ingest_sink_page_bytes(struct ingest *g, struct sink *s);
 
 #endif

@@ -79,6 +79,7 @@ struct sink {
 	unsigned nlogged;
 	uint64_t jobs_done;		/* jobs run (worker) */
 	uint64_t page_bytes_done;	/* bytes of the pages of those jobs (worker) */
+	uint64_t page_bytes_posted;	/* page_bytes_done as last told the loop (worker) */
 	uint64_t dropped_jobs;		/* page batches skipped after a failure */
 	uint64_t dropped_pages;		/* their pages */
 	int fail_err;			/* the failure: error and what failed */
@@ -96,7 +97,6 @@ struct sink {
 	uint64_t *committed;		/* per CPU: last page committed */
 	uint32_t ncommitted;
 	uint64_t jobs_committed;	/* jobs_done at the last commit */
-	uint64_t page_bytes_committed;	/* page_bytes_done at the last commit */
 };
 
 /* What the worker hands a sink with each job. */
