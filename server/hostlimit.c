@@ -29,11 +29,27 @@
 
 #define NS_PER_S	1000000000LL
 
+/*
+ * Hosts no connection is attached to are kept (up to HOSTLIMIT_IDLE_MAX,
+ * the longest idle go first), so that an agent that reconnects finds its
+ * bucket as it left it (no fresh burst) and a host over its quota is not
+ * logged again at each reconnect (traceagent reconnects when its pages
+ * see no acknowledgement for --ack-timeout-ms).
+ */
 struct hostlimit {
 	struct hostlimit_conf conf;
-	struct hostlimit_host *hosts;	/* attached hosts */
+	struct hostlimit_host *hosts;	/* attached and idle hosts */
+	unsigned nidle;			/* of those, idle (refs 0) */
 	bool quota_on;
 };
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
 
 /* ---- settings ---- */
 
@@ -320,7 +336,7 @@ void hostlimit_free(struct hostlimit *hl)
 {
 	if (!hl)
 		return;
-	while (hl->hosts) {	/* only if a caller forgot to detach */
+	while (hl->hosts) {	/* idle ones, or a caller forgot to detach */
 		struct hostlimit_host *h = hl->hosts;
 
 		hl->hosts = h->next;
@@ -342,16 +358,13 @@ static void host_resolve(const struct hostlimit *hl, struct hostlimit_host *h, i
 int hostlimit_set_conf(struct hostlimit *hl, const struct hostlimit_conf *conf)
 {
 	struct hostlimit_conf c;
-	struct timespec ts;
-	int64_t now;
+	int64_t now = now_ns();
 
 	if (hostlimit_conf_copy(&c, conf) < 0)
 		return -ENOMEM;
 	hostlimit_conf_free(&hl->conf);
 	hl->conf = c;
 	hl->quota_on = hostlimit_conf_quota(conf);
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	now = (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
 	for (struct hostlimit_host *h = hl->hosts; h; h = h->next)
 		host_resolve(hl, h, now);
 	return 0;
@@ -360,10 +373,11 @@ int hostlimit_set_conf(struct hostlimit *hl, const struct hostlimit_conf *conf)
 int hostlimit_attach(struct hostlimit *hl, const char *name, struct hostlimit_host **out)
 {
 	struct hostlimit_host *h;
-	struct timespec ts;
 
 	for (h = hl->hosts; h && strcmp(h->name, name); h = h->next)
 		;
+	if (h && !h->refs)
+		hl->nidle--;
 	if (!h) {
 		h = calloc(1, sizeof(*h));
 		if (h)
@@ -372,8 +386,7 @@ int hostlimit_attach(struct hostlimit *hl, const char *name, struct hostlimit_ho
 			free(h);
 			return -ENOMEM;
 		}
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		host_resolve(hl, h, (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec);
+		host_resolve(hl, h, now_ns());
 		h->next = hl->hosts;
 		hl->hosts = h;
 	}
@@ -382,18 +395,31 @@ int hostlimit_attach(struct hostlimit *hl, const char *name, struct hostlimit_ho
 	return 0;
 }
 
-void hostlimit_detach(struct hostlimit *hl, struct hostlimit_host *h)
+/* Free the host idle the longest. */
+static void drop_oldest_idle(struct hostlimit *hl)
 {
-	struct hostlimit_host **pp;
+	struct hostlimit_host **pp, **oldest = NULL, *h;
 
-	if (!h || --h->refs)
+	for (pp = &hl->hosts; *pp; pp = &(*pp)->next)
+		if (!(*pp)->refs && (!oldest || (*pp)->idle_since < (*oldest)->idle_since))
+			oldest = pp;
+	if (!oldest)
 		return;
-	for (pp = &hl->hosts; *pp && *pp != h; pp = &(*pp)->next)
-		;
-	if (*pp)
-		*pp = h->next;
+	h = *oldest;
+	*oldest = h->next;
+	hl->nidle--;
 	free(h->name);
 	free(h);
+}
+
+void hostlimit_detach(struct hostlimit *hl, struct hostlimit_host *h)
+{
+	if (!h || --h->refs)
+		return;
+	h->idle_since = now_ns();
+	h->pending = 0;		/* its connections' pages: stored, or sent again */
+	if (++hl->nidle > HOSTLIMIT_IDLE_MAX)
+		drop_oldest_idle(hl);
 }
 
 enum hostlimit_hold hostlimit_check(struct hostlimit_host *h, int64_t now_ns, int64_t *wait_ns)

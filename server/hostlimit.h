@@ -35,6 +35,10 @@
  * not stored (resends, malformed) count until the next report. A host
  * goes past its quota by at most the page that crosses it.
  *
+ * A traceagent held longer than its --ack-timeout-ms (30 s) takes the
+ * silence for a dead link and reconnects; its host stays in the table
+ * (hostlimit_attach()), so it is held again at once, and not logged again.
+ *
  * Threads: everything here runs on the event loop, but for the pure
  * functions (parsing, resolving, the bucket, counting a page's events),
  * which any thread may call.
@@ -173,7 +177,11 @@ struct hostlimit_host {
 	uint64_t stored;		/* bytes, as last reported (usage) */
 	uint64_t pending;		/* page bytes read, not yet committed */
 	bool quota_logged;		/* "over its quota" said for this crossing */
+	int64_t idle_since;		/* refs 0 since (monotonic ns) */
 };
+
+/* Hosts kept with no connection attached (their bucket, their quota state). */
+#define HOSTLIMIT_IDLE_MAX	1024
 
 /*
  * hostlimit_new - a table of hosts under a copy of @conf.
@@ -181,7 +189,7 @@ struct hostlimit_host {
  */
 int hostlimit_new(const struct hostlimit_conf *conf, struct hostlimit **out);
 
-/* hostlimit_free - free @hl (every host must be detached). NULL is fine. */
+/* hostlimit_free - free @hl and its hosts (detach them first). NULL is fine. */
 void hostlimit_free(struct hostlimit *hl);
 
 /*
@@ -193,7 +201,10 @@ int hostlimit_set_conf(struct hostlimit *hl, const struct hostlimit_conf *conf);
 
 /*
  * hostlimit_attach - the host named @name, shared by every connection of
- * that name; each attach is undone by one hostlimit_detach().
+ * that name; each attach is undone by one hostlimit_detach(). A host
+ * whose last connection went is kept a while (HOSTLIMIT_IDLE_MAX hosts at
+ * most), so a reconnecting agent finds its bucket and quota state as it
+ * left them.
  * Return: 0 and *@out; -ENOMEM.
  */
 int hostlimit_attach(struct hostlimit *hl, const char *name, struct hostlimit_host **out);
@@ -219,7 +230,7 @@ void hostlimit_committed(struct hostlimit_host *h, uint64_t bytes);
 
 /*
  * hostlimit_usage - the worker's report: host @name has @bytes stored. A
- * host no connection is attached to is not kept.
+ * host that is not in the table (no connection now or lately) is not added.
  */
 void hostlimit_usage(struct hostlimit *hl, const char *name, uint64_t bytes);
 

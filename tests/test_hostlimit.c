@@ -9,6 +9,7 @@
 
 #include <check.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "common/page.h"
@@ -289,14 +290,30 @@ START_TEST(test_hosts_share_a_bucket)
 	ck_assert(!a->quota_logged);
 	hostlimit_usage(hl, "slow-1", 9000);	/* retention has not run yet */
 	ck_assert_int_eq(hostlimit_check(a, now, &w), HOSTLIMIT_QUOTA);
-	hostlimit_usage(hl, "nobody", 1);	/* not attached: not kept */
+	hostlimit_usage(hl, "nobody", 1);	/* not in the table: not added */
 
+	/* an agent that reconnects finds its host as it left it: not logged again */
 	hostlimit_detach(hl, a);
 	hostlimit_detach(hl, a2);
 	hostlimit_detach(hl, b);
-	TU_OK(hostlimit_attach(hl, "slow-1", &a));	/* attached anew: fresh */
+	TU_OK(hostlimit_attach(hl, "slow-1", &a));
 	ck_assert_uint_eq(a->refs, 1);
+	ck_assert_uint_eq(a->stored, 9000);
+	ck_assert(a->quota_logged);
+	ck_assert_int_eq(hostlimit_check(a, now, &w), HOSTLIMIT_QUOTA);
+	hostlimit_detach(hl, a);
+
+	/* idle hosts are kept up to HOSTLIMIT_IDLE_MAX, the longest idle go */
+	for (int i = 0; i < HOSTLIMIT_IDLE_MAX + 10; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "h%d", i);
+		TU_OK(hostlimit_attach(hl, name, &b));
+		hostlimit_detach(hl, b);
+	}
+	TU_OK(hostlimit_attach(hl, "slow-1", &a));	/* went: fresh */
 	ck_assert_uint_eq(a->stored, 0);
+	ck_assert(!a->quota_logged);
 	hostlimit_detach(hl, a);
 	hostlimit_free(hl);
 }
