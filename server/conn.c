@@ -138,7 +138,6 @@ static int64_t conn_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-
 /* The handshake is done (or, with --insecure-plain, the HELLO taken). */
 static void conn_authenticated(struct conn *c)
 {
@@ -242,8 +241,6 @@ static void conn_fail(struct conn *c, int err, const char *what)
  */
 static int conn_limits(struct conn *c, const struct proto_hello *h)
 {
-	int ret;
-
 	if (!c->col->hl)
 		return 0;
 	c->layout = (struct page_layout){ .page_size = h->page_size,
@@ -252,8 +249,7 @@ static int conn_limits(struct conn *c, const struct proto_hello *h)
 	c->hold = evtimer_new(c->col->base, conn_hold_cb, c);
 	if (!c->hold)
 		return -ENOMEM;
-	ret = hostlimit_attach(c->col->hl, h->host, &c->lim);
-	return ret;
+	return hostlimit_attach(c->col->hl, h->host, &c->lim);
 }
 
 /* Check the HELLO here, let the worker store the host; WELCOME follows. */
