@@ -371,3 +371,22 @@ int config_load_file(const char *path, struct config_list *out,
 	*out = l;
 	return 0;
 }
+
+int config_parse_size(const char *v, uint64_t *out)
+{
+	char *end;
+	unsigned long long n;
+	unsigned shift = 0;
+
+	errno = 0;
+	n = strtoull(v, &end, 10);
+	if (errno || end == v || *v == '-' || (*end && end[1]))
+		return TC_ERR_CONFIG;
+	if (*end)
+		shift = *end == 'k' || *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 :
+			*end == 'T' ? 40 : 64;
+	if (shift == 64 || n == 0 || n > (UINT64_MAX >> shift))
+		return TC_ERR_CONFIG;
+	*out = (uint64_t)n << shift;
+	return 0;
+}

@@ -23,6 +23,7 @@
 #define TC_COMMON_CONFIG_FILE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define CONFIG_MAX_LINE	4096		/* bytes per line, without newline */
 #define CONFIG_MAX_SIZE	(1u << 20)	/* bytes per file */
@@ -87,5 +88,14 @@ int config_load_file(const char *path, struct config_list *out,
 
 /* config_list_free - release what config_load_*() returned; @l is emptied. */
 void config_list_free(struct config_list *l);
+
+/*
+ * config_parse_size - a size value: a whole number of bytes with an
+ * optional k/K, M, G or T suffix (powers of 1024): "1048576", "64k",
+ * "500M", "10G". 0 and anything that does not fit 64 bits are refused.
+ *
+ * Return: 0 and *@out; TC_ERR_CONFIG.
+ */
+int config_parse_size(const char *v, uint64_t *out);
 
 #endif

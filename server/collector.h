@@ -20,6 +20,7 @@
 #include "server/store/store.h"
 
 struct conn;
+struct hostlimit;
 struct ingest;
 struct ingest_hooks;
 
@@ -71,6 +72,7 @@ struct collector {
 	uint64_t refused_limit;		/* closed by a cap or a timeout */
 	struct collector_refusal refusals[COLLECTOR_REFUSAL_SOURCES];
 	unsigned refusal_next;		/* the slot a new source takes */
+	struct hostlimit *hl;		/* per-host limits (hostlimit.h); NULL: none */
 };
 
 /* collector_limits_default - the defaults above. */

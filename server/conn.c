@@ -24,6 +24,15 @@
  * that needs a grant from the collector's input_bytes, and while none is
  * to be had the connection is not read. Grants go back after the frame,
  * or with the connection, and wake the waiting connections in list order.
+ *
+ * Host limits (hostlimit.h): before a page frame is read, its host's
+ * limits are asked; over its events/s or its quota, the connection is
+ * "held": not read (TCP pushes back on the agent, which keeps the pages),
+ * until a timer of its own says the bucket has a token again (or, for the
+ * quota, that it is time to look again). Each page that waited and the
+ * time it waited are counted per CPU and handed to the worker
+ * (ingest_count_held()) at most once a second, at BYE and at the end:
+ * traceq --stats rate_held_* and quota_held_*.
  */
 #include "config.h"
 
@@ -46,6 +55,7 @@
 #include "proto/msg.h"
 #include "proto/tls.h"
 #include "server/collector.h"
+#include "server/hostlimit.h"
 #include "server/ingest.h"
 #include "server/pushdown.h"
 
@@ -54,6 +64,9 @@
  * up to this size (an agent's default 64 KiB pages) are read at once.
  */
 #define CONN_INPUT_BASE	(128u << 10)
+
+/* Counts of pages held back by host limits go to the worker this often. */
+#define CONN_HELD_REPORT_MS	1000
 
 enum conn_state {
 	CONN_HANDSHAKE,
@@ -68,6 +81,9 @@ struct conn_cpu {
 	uint64_t gaps;		/* pages missing in the sequence */
 	uint64_t committed_seq;	/* highest page known to be on disk */
 	uint64_t acked_seq;	/* highest page acknowledged to the agent */
+	/* held back by its host's limits, by why (hostlimit_hold - 1), not yet
+	 * handed to the worker: pages and ns */
+	uint64_t held_pages[2], held_ns[2];
 };
 
 struct conn {
@@ -95,9 +111,32 @@ struct conn {
 	struct conn_cpu *cpus;
 	uint64_t pages;		/* handed to ingest */
 	int err;		/* the error that ends the session, if any */
+	struct hostlimit_host *lim;	/* its host's limits (col->hl); NULL: none */
+	struct page_layout layout;	/* of its pages, to count their events */
+	struct event *hold;	/* the end of a hold */
+	enum hostlimit_hold held;	/* reading stopped by a host limit: why */
+	bool hdr_held;		/* the page whose header is read was counted held */
+	uint32_t held_cpu;	/* the CPU the held page is counted on */
+	int64_t held_since;	/* conn_now_ns() the hold began */
+	int64_t held_reported;	/* util_now_ms() of the last count handed over */
+	uint64_t page_bytes;	/* of the pages handed to ingest, for the quota */
+	uint64_t page_bytes_committed;	/* ... of which committed (ingest says) */
 };
 
 static void conn_input_release(struct conn *c);
+static void conn_hold_end(struct conn *c);
+static void conn_held_report(struct conn *c);
+static void conn_hold_cb(evutil_socket_t fd, short what, void *arg);
+static void conn_read_again(struct conn *c);
+
+/* CLOCK_MONOTONIC in ns, the host limits' clock. */
+static int64_t conn_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
 
 /* The handshake is done (or, with --insecure-plain, the HELLO taken). */
 static void conn_authenticated(struct conn *c)
@@ -127,6 +166,14 @@ static void conn_free(struct conn *c)
 		col->input_waiting--;
 	c->waiting = false;
 	conn_input_release(c);	/* may wake others: c is off the list */
+	conn_hold_end(c);
+	conn_held_report(c);
+	if (c->hold)
+		event_free(c->hold);
+	if (c->lim)	/* what is on its way is no longer this connection's to count */
+		hostlimit_committed(c->lim, c->page_bytes - c->page_bytes_committed);
+	if (col->hl)
+		hostlimit_detach(col->hl, c->lim);
 	if (c->timer)
 		event_free(c->timer);
 	if (c->bev)
@@ -188,6 +235,23 @@ static void conn_fail(struct conn *c, int err, const char *what)
 	conn_finish(c);
 }
 
+/*
+ * The host's limits (shared by all its connections), the layout of its
+ * pages, and the timer that ends a hold.
+ */
+static int conn_limits(struct conn *c, const struct proto_hello *h)
+{
+	if (!c->col->hl)
+		return 0;
+	c->layout = (struct page_layout){ .page_size = h->page_size,
+					  .long_size = h->long_size,
+					  .big_endian = h->big_endian };
+	c->hold = evtimer_new(c->col->base, conn_hold_cb, c);
+	if (!c->hold)
+		return -ENOMEM;
+	return hostlimit_attach(c->col->hl, h->host, &c->lim);
+}
+
 /* Check the HELLO here, let the worker store the host; WELCOME follows. */
 static int on_hello(struct conn *c, struct proto_msg *m, const uint8_t *raw, size_t len)
 {
@@ -211,6 +275,9 @@ static int on_hello(struct conn *c, struct proto_msg *m, const uint8_t *raw, siz
 	if (!c->cpus || !c->host)
 		return -ENOMEM;
 	c->ncpus = h->ncpus;
+	ret = conn_limits(c, h);
+	if (ret < 0)
+		return ret;
 	c->session = h->session != 0;	/* agents that announce one want ACKs */
 	c->pushdown = h->pushdown;
 	ret = ingest_sink_new(c->col->ing, c->id, c->subject, &c->sink);
@@ -251,6 +318,7 @@ static int on_bye(struct conn *c, struct proto_msg *m, const uint8_t *raw, size_
 
 	c->state = CONN_BYE;
 	bufferevent_disable(c->bev, EV_READ);
+	conn_held_report(c);
 	ret = ingest_push_msg(c->col->ing, c->sink, m, raw, len);
 	if (ret < 0 || !ingest_journaled(c->col->ing))
 		return ret;
@@ -309,6 +377,11 @@ static int conn_on_page(struct conn *c, const uint8_t *page, size_t len)
 
 	if (c->state != CONN_STREAM)
 		return TC_ERR_PROTO_STATE;
+	if (c->lim)
+		hostlimit_charge(c->lim, c->lim->v.rate ?
+				 hostlimit_page_events(&c->layout, page, len) : 1,
+				 len, conn_now_ns());
+	c->page_bytes += len;
 	if (c->hdr.stream >= PROTO_USER_STREAM_BASE) {	/* a program's ring: the worker checks */
 		c->pages++;
 		return ingest_push_page(c->col->ing, c->sink, c->hdr.stream, c->hdr.seq, page,
@@ -328,6 +401,85 @@ static int conn_on_page(struct conn *c, const uint8_t *page, size_t len)
 	return ingest_push_page(c->col->ing, c->sink, c->hdr.stream, c->hdr.seq, page, len);
 }
 
+/*
+ * Whether the page whose header was read must wait for its host's limits:
+ * then reading stops (c->held says why), the page is counted held once on
+ * its CPU (pages of programs' rings on CPU 0's) and the hold timer set.
+ */
+static bool conn_held(struct conn *c)
+{
+	int64_t now = conn_now_ns(), wait = 0;
+	enum hostlimit_hold why = hostlimit_check(c->lim, now, &wait);
+	struct timeval tv;
+
+	if (why == HOSTLIMIT_GO)
+		return false;
+	c->held = why;
+	c->held_since = now;
+	c->held_cpu = c->hdr.stream < c->ncpus ? c->hdr.stream : 0;
+	if (!c->hdr_held)
+		c->cpus[c->held_cpu].held_pages[why - 1]++;
+	c->hdr_held = true;
+	bufferevent_disable(c->bev, EV_READ);
+	tv.tv_sec = wait / 1000000000;
+	tv.tv_usec = (wait % 1000000000) / 1000;
+	evtimer_add(c->hold, &tv);
+	return true;
+}
+
+/* The hold is over (or the connection): count its time. */
+static void conn_hold_end(struct conn *c)
+{
+	if (!c->held)
+		return;
+	c->cpus[c->held_cpu].held_ns[c->held - 1] += (uint64_t)(conn_now_ns() - c->held_since);
+	c->held = HOSTLIMIT_GO;
+}
+
+/* Hand the held counts to the worker (traceq --stats), and zero them. */
+static void conn_held_report(struct conn *c)
+{
+	struct ingest_held h[64];
+	size_t n = 0;
+	int ret = 0;
+
+	c->held_reported = util_now_ms();
+	for (uint32_t i = 0; c->sink && i < c->ncpus && ret == 0; i++) {
+		struct conn_cpu *cpu = &c->cpus[i];
+
+		if (!cpu->held_pages[0] && !cpu->held_pages[1] &&
+		    cpu->held_ns[0] < 1000000 && cpu->held_ns[1] < 1000000)
+			continue;
+		h[n++] = (struct ingest_held){ .cpu = i,
+			.rate_pages = cpu->held_pages[0], .rate_ms = cpu->held_ns[0] / 1000000,
+			.quota_pages = cpu->held_pages[1], .quota_ms = cpu->held_ns[1] / 1000000 };
+		/* the ns under a ms stay for the next report */
+		cpu->held_pages[0] = cpu->held_pages[1] = 0;
+		cpu->held_ns[0] %= 1000000;
+		cpu->held_ns[1] %= 1000000;
+		if (n == sizeof(h) / sizeof(h[0])) {
+			ret = ingest_count_held(c->col->ing, c->sink, h, n);
+			n = 0;
+		}
+	}
+	if (n && ret == 0)
+		ret = ingest_count_held(c->col->ing, c->sink, h, n);
+	if (ret < 0)
+		log_warn("%s: counting pages held back by host limits: %s", c->peer,
+			 tc_strerror(ret));
+}
+
+/* The hold timer: read again (conn_held() decides anew). */
+static void conn_hold_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	conn_hold_end(c);
+	if (util_now_ms() - c->held_reported >= CONN_HELD_REPORT_MS)
+		conn_held_report(c);
+	conn_read_again(c);
+}
+
 /* The ingest queue is full: stop reading until the worker says "resume". */
 static void conn_pause(struct conn *c)
 {
@@ -335,10 +487,11 @@ static void conn_pause(struct conn *c)
 	bufferevent_disable(c->bev, EV_READ);
 }
 
-/* Read again, unless still paused or waiting, and look at what is buffered. */
+/* Read again, unless still paused, waiting or held, and look at what is buffered. */
 static void conn_read_again(struct conn *c)
 {
-	if (c->paused || c->waiting || (c->state != CONN_STREAM && c->state != CONN_HELLO))
+	if (c->paused || c->waiting || c->held ||
+	    (c->state != CONN_STREAM && c->state != CONN_HELLO))
 		return;
 	bufferevent_enable(c->bev, EV_READ);
 	bufferevent_trigger(c->bev, EV_READ,
@@ -427,6 +580,9 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 			evbuffer_drain(in, sizeof(raw));
 			c->have_hdr = true;
 		}
+		/* a frame granted input memory is read: the grant is not to wait */
+		if (c->hdr.type != FRAME_MSG && c->lim && !c->grant && conn_held(c))
+			break;
 		if (!conn_input_room(c))
 			break;
 		if (evbuffer_get_length(in) < c->hdr.len)
@@ -448,6 +604,7 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 			return;
 		evbuffer_drain(in, c->hdr.len);
 		c->have_hdr = false;
+		c->hdr_held = false;
 		c->last_frame = util_now_ms();
 		conn_input_release(c);
 		if (ret < 0) {
@@ -558,7 +715,7 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	case CONN_STREAM:
 		left = c->last_frame + col->lim.idle_ms - util_now_ms();
-		if (c->paused || c->waiting)	/* not read: not idle */
+		if (c->paused || c->waiting || c->held)	/* not read: not idle */
 			left = col->lim.idle_ms;
 		if (left > 0) {
 			conn_arm(c, left);
@@ -820,6 +977,26 @@ static void conn_send_hook(void *arg, uint64_t id, const struct proto_msg *m)
 		conn_fail(c, ret, proto_msg_name(m->type));
 }
 
+/* hooks.page_bytes: pages of @id committed leave their host's pending bytes. */
+static void conn_page_bytes(void *arg, uint64_t id, uint64_t bytes)
+{
+	struct conn *c = conn_live(arg, id);
+
+	if (!c || !c->lim || bytes <= c->page_bytes_committed)
+		return;
+	hostlimit_committed(c->lim, bytes - c->page_bytes_committed);
+	c->page_bytes_committed = bytes;
+}
+
+/* hooks.usage: a host's bytes stored, for its quota. */
+static void conn_usage(void *arg, const char *host, uint64_t bytes)
+{
+	struct collector *col = arg;
+
+	if (col->hl)
+		hostlimit_usage(col->hl, host, bytes);
+}
+
 void conn_ingest_hooks(struct collector *col, struct ingest_hooks *out)
 {
 	*out = (struct ingest_hooks){
@@ -829,6 +1006,8 @@ void conn_ingest_hooks(struct collector *col, struct ingest_hooks *out)
 		.send = conn_send_hook,
 		.committed = conn_committed_all,
 		.resume = conn_resume_all,
+		.usage = conn_usage,
+		.page_bytes = conn_page_bytes,
 		.arg = col,
 	};
 }

@@ -83,19 +83,21 @@
 #define INGEST_RETRY_MS		1000		/* after a failed replay */
 #define INGEST_ALTSTACK		(64u << 10)	/* the worker's signal stack */
 
-enum job_kind { JOB_MSG, JOB_PAGES, JOB_CLOSE };
+enum job_kind { JOB_MSG, JOB_PAGES, JOB_CLOSE, JOB_HELD };
 
 struct ingest_job {
 	struct ingest_job *next;
 	struct sink *sink;
 	enum job_kind kind;
 	struct proto_msg msg;	/* JOB_MSG */
-	uint8_t *buf;		/* JOB_PAGES: page records; NULL: spilled */
+	uint8_t *buf;		/* JOB_PAGES: page records; NULL: spilled;
+				 * JOB_HELD: struct ingest_held[] */
 	size_t len, cap;
 	struct jfile *jf;	/* the job's journal file (JOB_CLOSE: the
 				 * connection's, handed over); NULL: none */
 	uint64_t joff;		/* its payload there: a spilled buf is read back */
 	uint64_t jend;		/* the end of its record (the store's mark) */
+	uint64_t page_bytes;	/* JOB_PAGES: the bytes of its pages */
 };
 
 /* A context record in a connection's journal file (rotation copies it). */
@@ -137,6 +139,8 @@ enum ingest_result_kind {
 	IR_DONE,		/* BYE: everything committed: hooks.done */
 	IR_FAIL,		/* a message or page failed: hooks.failed */
 	IR_MSG,			/* a message to send (MSG_FILTER): hooks.send */
+	IR_USAGE,		/* a host's bytes stored: hooks.usage */
+	IR_PAGE_BYTES,		/* a connection's page bytes committed: hooks.page_bytes */
 };
 
 struct ingest_result {
@@ -148,6 +152,8 @@ struct ingest_result {
 	int err;		/* IR_FAIL */
 	char what[32];		/* IR_FAIL: "page", "format", ... */
 	struct proto_msg *msg;	/* IR_MSG: owned by the result */
+	char *host;		/* IR_USAGE: owned by the result */
+	uint64_t bytes;		/* IR_USAGE, IR_PAGE_BYTES */
 };
 
 /* In a JOB_PAGES buffer: this header, the page, padding to 8 bytes. */
@@ -310,6 +316,7 @@ static void ing_result_free(struct ingest_result *r)
 		proto_msg_free(r->msg);
 		free(r->msg);
 	}
+	free(r->host);
 	free(r);
 }
 
@@ -362,6 +369,14 @@ static void ing_deliver(const struct ingest *g, const struct ingest_result *r)
 	case IR_MSG:
 		if (h->send)
 			h->send(h->arg, r->conn_id, r->msg);
+		break;
+	case IR_USAGE:
+		if (h->usage && r->host)	/* NULL: out of memory */
+			h->usage(h->arg, r->host, r->bytes);
+		break;
+	case IR_PAGE_BYTES:
+		if (h->page_bytes)
+			h->page_bytes(h->arg, r->conn_id, r->bytes);
 		break;
 	}
 }
@@ -542,6 +557,70 @@ static int ing_journal_marks(struct ingest *g)
 	return ret;
 }
 
+/* A chain of results posted together (ing_post_chain()). */
+struct ing_chain {
+	struct ingest_result *head, **tail;
+};
+
+/* Append a new result of @kind to @c; NULL when out of memory. */
+static struct ingest_result *ing_chain_add(struct ing_chain *c, enum ingest_result_kind kind)
+{
+	struct ingest_result *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->kind = kind;
+	*c->tail = r;
+	c->tail = &r->next;
+	return r;
+}
+
+/* store_host_usage() callback: one host's bytes stored. */
+static int ing_usage_cb(void *arg, const char *host, uint64_t bytes)
+{
+	struct ingest_result *r = ing_chain_add(arg, IR_USAGE);
+
+	if (!r || !(r->host = strdup(host)))
+		return -ENOMEM;
+	r->bytes = bytes;
+	return 0;
+}
+
+/*
+ * After a commit, with host quotas: what each host has stored, and for
+ * each connection the bytes of its pages committed so far, into @c. The
+ * loop gets them in one piece (the lock): a committed page counts either
+ * as stored or as on its way, never as neither, so a host held for its
+ * quota stays held.
+ */
+static void ing_usage(struct ingest *g, struct ing_chain *c)
+{
+	struct ingest_result *r;
+	bool on;
+	int ret;
+
+	pthread_mutex_lock(&g->lock);
+	on = g->o.host_usage;
+	pthread_mutex_unlock(&g->lock);
+	if (!on)
+		return;
+	ret = store_host_usage(g->store, ing_usage_cb, c);
+	for (struct sink *s = g->sinks; s && ret == 0; s = s->next) {
+		if (s->page_bytes_posted == s->page_bytes_done)
+			continue;
+		r = ing_chain_add(c, IR_PAGE_BYTES);
+		if (!r) {
+			ret = -ENOMEM;
+			break;
+		}
+		r->conn_id = s->conn_id;
+		r->bytes = s->page_bytes_posted = s->page_bytes_done;
+	}
+	if (ret < 0)
+		log_err("bytes stored per host: %s (%s)", tc_strerror(ret),
+			store_errmsg(g->store));
+}
+
 /*
  * Flush counters, apply retention, commit; tell the loop what is on disk.
  * Return: 0 (committed, or nothing to commit); the error (rolled back).
@@ -549,6 +628,7 @@ static int ing_journal_marks(struct ingest *g)
 static int ing_commit(struct ingest *g)
 {
 	struct store *st = g->store;
+	struct ing_chain usage = { NULL, &usage.head };
 	int ret = 0;
 
 	if (!g->txn_open && (g->o.retain_age_ns || g->o.retain_bytes) &&
@@ -568,7 +648,12 @@ static int ing_commit(struct ingest *g)
 		ing_rolled_back(g, ret);
 		return ret;
 	}
+	ing_usage(g, &usage);
 	pthread_mutex_lock(&g->lock);
+	if (usage.head) {
+		*g->rtail = usage.head;
+		g->rtail = usage.tail;
+	}
 	for (struct sink *s = g->sinks; s; s = s->next) {
 		sink_mark_committed(s);
 		s->jobs_committed = s->jobs_done;
@@ -913,6 +998,22 @@ static void ing_count_failed(struct ingest *g, struct sink *s, struct ingest_job
 			store_errmsg(g->store));
 }
 
+/* Counts of what a host limit held back (ingest_count_held()) into the store. */
+static void ing_held(struct ingest *g, struct sink *s, const struct ingest_job *j)
+{
+	struct ingest_held h;
+	int ret = ing_begin(g);
+
+	for (size_t off = 0; ret == 0 && off + sizeof(h) <= j->len; off += sizeof(h)) {
+		memcpy(&h, j->buf + off, sizeof(h));
+		ret = store_cpu_held(g->store, s->host_id, h.cpu, &(struct store_held){
+			h.rate_pages, h.rate_ms, h.quota_pages, h.quota_ms });
+	}
+	if (ret < 0)
+		log_err("counting pages held back by host limits: %s (%s)", tc_strerror(ret),
+			store_errmsg(g->store));
+}
+
 static void ing_run(struct ingest *g, struct ingest_job *j)
 {
 	struct sink *s = j->sink;
@@ -924,9 +1025,14 @@ static void ing_run(struct ingest *g, struct ingest_job *j)
 	}
 	g->jobs_run++;
 	s->jobs_done++;
+	s->page_bytes_done += j->page_bytes;
 	if (s->failed) {
 		if (j->kind == JOB_PAGES)
 			ing_count_failed(g, s, j);
+		return;
+	}
+	if (j->kind == JOB_HELD) {
+		ing_held(g, s, j);
 		return;
 	}
 	ing_run_job(g, s, j);
@@ -1415,6 +1521,35 @@ int ingest_push_page(struct ingest *g, struct sink *s, uint32_t cpu, uint64_t se
 	memcpy(j->buf + j->len, &rec, sizeof(rec));
 	memcpy(j->buf + j->len + sizeof(rec), page, len);
 	j->len += need;
+	j->page_bytes += len;
+	return 0;
+}
+
+void ingest_report_usage(struct ingest *g, bool on)
+{
+	pthread_mutex_lock(&g->lock);
+	g->o.host_usage = on;
+	pthread_mutex_unlock(&g->lock);
+}
+
+int ingest_count_held(struct ingest *g, struct sink *s, const struct ingest_held *h, size_t n)
+{
+	struct ingest_job *j;
+
+	if (!n)
+		return 0;
+	j = calloc(1, sizeof(*j));
+	if (j)
+		j->buf = malloc(n * sizeof(*h));
+	if (!j || !j->buf) {
+		free(j);
+		return -ENOMEM;
+	}
+	memcpy(j->buf, h, n * sizeof(*h));
+	j->len = j->cap = n * sizeof(*h);
+	j->sink = s;
+	j->kind = JOB_HELD;
+	ing_enqueue(g, j, NULL, 0, 0);
 	return 0;
 }
 

@@ -46,6 +46,7 @@ struct ingest_opts {
 	const char *journal_dir;	/* receive journal (NULL: none; ACK on commit) */
 	uint64_t journal_bytes;		/* pause reading above this much journal */
 	bool store_idle;		/* with a journal: decode and store at SCHED_IDLE */
+	bool host_usage;		/* report bytes stored per host (hooks.usage) */
 	/* TEST AID: abort() while decoding the FORMAT of this event name, as
 	 * a record that kills the collector would (journal.h: quarantine) */
 	const char *test_abort_format;
@@ -86,6 +87,18 @@ struct ingest_hooks {
 	void (*committed)(void *arg);
 	/* The queue drained to half its limit: resume reading (ingest_full()). */
 	void (*resume)(void *arg);
+	/*
+	 * With ingest_opts.host_usage, after each commit: host name @host
+	 * has @bytes stored (store_host_usage()); @host is valid during the
+	 * call. Then page_bytes for each connection that had pages in it:
+	 * the bytes of the pages it handed over (ingest_push_page()) that are
+	 * committed now (stored, or counted as not stored). Both come in the
+	 * same wake-up, so what the pages of a connection handed over add up
+	 * to less page_bytes is still on its way to the store, and is not in
+	 * usage yet.
+	 */
+	void (*usage)(void *arg, const char *host, uint64_t bytes);
+	void (*page_bytes)(void *arg, uint64_t conn_id, uint64_t bytes);
 	void *arg;
 };
 
@@ -187,6 +200,27 @@ void ingest_backlog(struct ingest *g, uint64_t *unstored, uint64_t *journal_byte
  */
 int ingest_push_page(struct ingest *g, struct sink *s, uint32_t cpu, uint64_t seq,
 		     const void *page, size_t len);
+
+/*
+ * ingest_report_usage - whether hooks.usage reports bytes stored per host
+ * from now on (ingest_opts.host_usage at the start). Event loop (SIGHUP).
+ */
+void ingest_report_usage(struct ingest *g, bool on);
+
+/* What a host limit held back of one stream of a connection (store_held). */
+struct ingest_held {
+	uint32_t cpu;
+	uint64_t rate_pages, rate_ms;
+	uint64_t quota_pages, quota_ms;
+};
+
+/*
+ * ingest_count_held - add @n counts @h to the CPUs of @s's host, in the
+ * transaction after the jobs queued before. Not journaled: counters of a
+ * run that dies with them are lost (no event is).
+ * Return: 0; -ENOMEM.
+ */
+int ingest_count_held(struct ingest *g, struct sink *s, const struct ingest_held *h, size_t n);
 
 /* ingest_flush - queue the sink's batched pages now. Return: 0; -ENOMEM; -errno. */
 int ingest_flush(struct ingest *g, struct sink *s);

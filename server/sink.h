@@ -78,6 +78,8 @@ struct sink {
 	const char *logged[SINK_MAX_LOGGED];	/* reasons logged for this connection */
 	unsigned nlogged;
 	uint64_t jobs_done;		/* jobs run (worker) */
+	uint64_t page_bytes_done;	/* bytes of the pages of those jobs (worker) */
+	uint64_t page_bytes_posted;	/* page_bytes_done as last told the loop (worker) */
 	uint64_t dropped_jobs;		/* page batches skipped after a failure */
 	uint64_t dropped_pages;		/* their pages */
 	int fail_err;			/* the failure: error and what failed */

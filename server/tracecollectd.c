@@ -36,6 +36,7 @@
 #include "proto/tls.h"
 #include "server/collector.h"
 #include "server/filter_table.h"
+#include "server/hostlimit.h"
 #include "server/ingest.h"
 #include "server/journal.h"
 #include "server/qauth.h"
@@ -76,6 +77,11 @@ struct settings {
 	bool insecure_plain;		/* --insecure-plain: no TLS, loopback only */
 	struct collector_limits lim;	/* timeouts, handshake caps, input memory */
 	struct queryd_opts query_opts;	/* query-threads, query-sync-max */
+	struct hostlimit_conf host_limits;	/* host-rate, host-quota, host-limit */
+	char *cli_host_limits[MAX_FILTERS][2];	/* their command-line key and value,
+						 * applied again after a reload */
+	size_t ncli_host_limits;
+	char hl_err[256];		/* what a bad host-* value should look like */
 	int verbose;
 };
 
@@ -206,6 +212,25 @@ static void usage(FILE *f)
 "                           1M): past it, such a frame waits unread (TCP\n"
 "                           pushes back on its agent). Each connection also\n"
 "                           buffers up to 128 KiB of its own\n"
+"      --host-rate EVENTS[/s]\n"
+"                           events per second each host may send (default 0:\n"
+"                           no limit); a page costs the events in it. A host\n"
+"                           over it is not read (TCP pushes back: its agent\n"
+"                           keeps the pages, and counts what its kernel\n"
+"                           loses); other hosts are read at full speed. Its\n"
+"                           bucket holds one second of events (burst=)\n"
+"      --host-quota SIZE    bytes each host may have stored (default 0: no\n"
+"                           limit): the page bytes of its stored pages, less\n"
+"                           what retention gave back. A host over it is not\n"
+"                           read, with a log line, until retention frees space\n"
+"                           or the quota is raised (SIGHUP)\n"
+"      --host-limit 'GLOB [rate=EVENTS[/s]] [burst=EVENTS] [quota=SIZE]'\n"
+"                           other limits for the hosts whose name matches GLOB;\n"
+"                           repeatable, later rules win (0: no limit), e.g.\n"
+"                           'build-* rate=20000 quota=10G'. Pages held back by\n"
+"                           a limit and how long they waited: traceq --stats\n"
+"                           rate_held_* and quota_held_*. The host limits are\n"
+"                           read again on SIGHUP\n"
 "      --insecure-plain     TESTING ONLY: plain TCP instead of TLS, no\n"
 "                           authentication, no encryption; --listen must be a\n"
 "                           loopback address and agents must give\n"
@@ -218,7 +243,8 @@ static void usage(FILE *f)
 "  -V, --version            print the version\n"
 "\n"
 "Signals: SIGINT/SIGTERM commit what was received and exit; SIGHUP re-reads\n"
-"the filter rules (config file, then --filter); a bad rule keeps the old ones.\n"
+"the filter rules (config file, then --filter) and the host limits (config\n"
+"file, then --host-*); a bad rule keeps the old ones.\n"
 "\n"
 "Environment:\n"
 "  TRACECOLLECTD_TEST_ABORT_ON=FORMAT:EVENT\n"
@@ -319,22 +345,10 @@ static int parse_count(const char *v, unsigned *out)
 	return 0;
 }
 
-/* "1048576", "64k", "500M", "10G" -> bytes */
+/* "1048576", "64k", "500M", "10G" -> bytes (config_file.h) */
 static int parse_size(const char *v, uint64_t *out)
 {
-	char *end;
-	unsigned long long n = strtoull(v, &end, 10);
-	unsigned shift = 0;
-
-	if (end == v || *v == '-' || (*end && end[1]))
-		return TC_ERR_CONFIG;
-	if (*end)
-		shift = *end == 'k' || *end == 'K' ? 10 : *end == 'M' ? 20 : *end == 'G' ? 30 :
-			*end == 'T' ? 40 : 64;
-	if (shift == 64 || n == 0 || n > (UINT64_MAX >> shift))
-		return TC_ERR_CONFIG;
-	*out = (uint64_t)n << shift;
-	return 0;
+	return config_parse_size(v, out);
 }
 
 static int add_filter(struct settings *s, const char *rule)
@@ -362,6 +376,32 @@ static int parse_uint(const char *v, unsigned long min, unsigned long max, unsig
 		return TC_ERR_CONFIG;
 	*out = (unsigned long)n;
 	return 0;
+}
+
+/* host-rate, host-quota, host-limit (hostlimit.h); a bad value says its form. */
+static int apply_host_limit(struct settings *s, const char *key, const char *value)
+{
+	struct hostlimit_conf *c = &s->host_limits;
+	int ret;
+
+	s->hl_err[0] = 0;
+	if (!strcmp(key, "host-limit"))
+		return hostlimit_conf_rule(c, value, s->hl_err, sizeof(s->hl_err));
+	if (!strcmp(key, "host-rate")) {
+		ret = hostlimit_parse_rate(value, &c->dflt.rate);
+		if (ret < 0)
+			snprintf(s->hl_err, sizeof(s->hl_err), "host-rate: expected %s",
+				 HOSTLIMIT_RATE_FORM);
+		return ret;
+	}
+	if (!strcmp(key, "host-quota")) {
+		ret = hostlimit_parse_quota(value, &c->dflt.quota);
+		if (ret < 0)
+			snprintf(s->hl_err, sizeof(s->hl_err), "host-quota: expected %s",
+				 HOSTLIMIT_QUOTA_FORM);
+		return ret;
+	}
+	return TC_ERR_CONFIG_KEY;
 }
 
 /* One setting by its long-option name; used by the command line and -c. */
@@ -410,6 +450,8 @@ static int apply(struct settings *s, const char *key, const char *value)
 			s->query_opts.sync_max_ms = (uint32_t)n;
 		return ret;
 	}
+	if (!strncmp(key, "host-", 5))
+		return apply_host_limit(s, key, value);
 	if (!strcmp(key, "store-priority")) {
 		if (strcmp(value, "idle") && strcmp(value, "normal"))
 			return TC_ERR_CONFIG;
@@ -448,6 +490,9 @@ static void settings_free(struct settings *s)
 	store_indexes_free(&s->indexes);
 	for (size_t i = 0; i < s->ncli_filters; i++)
 		free(s->cli_filters[i]);
+	for (size_t i = 0; i < s->ncli_host_limits; i++)
+		free(s->cli_host_limits[i][1]);
+	hostlimit_conf_free(&s->host_limits);
 	filter_table_unref(s->filters);
 }
 
@@ -481,10 +526,16 @@ static int apply_option(struct settings *s, const char *key, const char *value)
 	if (ret == 0 && !strcmp(key, "filter") && s->ncli_filters < MAX_FILTERS &&
 	    !(s->cli_filters[s->ncli_filters++] = strdup(value)))
 		ret = -ENOMEM;
+	if (ret == 0 && !strncmp(key, "host-", 5) && s->ncli_host_limits < MAX_FILTERS) {
+		s->cli_host_limits[s->ncli_host_limits][0] = (char *)key;	/* longopts' */
+		if (!(s->cli_host_limits[s->ncli_host_limits++][1] = strdup(value)))
+			ret = -ENOMEM;
+	}
 	if (ret < 0)
-		fprintf(stderr, "tracecollectd: --%s %s: %s\n%s%s%s%s%s", key, value,
+		fprintf(stderr, "tracecollectd: --%s %s: %s\n%s%s%s%s%s%s%s", key, value,
 			tc_strerror(ret), !strcmp(key, "filter") ? s->filter_err : "", s->index_err,
-			s->index_err[0] ? "\n" : "", s->scope_err, s->scope_err[0] ? "\n" : "");
+			s->index_err[0] ? "\n" : "", s->scope_err, s->scope_err[0] ? "\n" : "",
+			s->hl_err, s->hl_err[0] ? "\n" : "");
 	return ret;
 }
 
@@ -521,6 +572,9 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "query-tls", required_argument, NULL, 24 },
 		{ "scope", required_argument, NULL, 25 },
 		{ "query-ca", required_argument, NULL, 26 },
+		{ "host-rate", required_argument, NULL, 27 },
+		{ "host-quota", required_argument, NULL, 28 },
+		{ "host-limit", required_argument, NULL, 29 },
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -542,15 +596,16 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		if (ret == 0)
 			ret = config_parse_file(optarg, apply_cb, s, errbuf, sizeof(errbuf));
 		if (ret < 0) {
-			fprintf(stderr, "tracecollectd: %s\n%s%s%s%s%s", errbuf, s->filter_err,
+			fprintf(stderr, "tracecollectd: %s\n%s%s%s%s%s%s%s", errbuf, s->filter_err,
 				s->index_err, s->index_err[0] ? "\n" : "", s->scope_err,
-				s->scope_err[0] ? "\n" : "");
+				s->scope_err[0] ? "\n" : "", s->hl_err,
+				s->hl_err[0] ? "\n" : "");
 			return -1;
 		}
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:fvhV", longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 26) {
+		if (c >= 1 && c <= 29) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'f')
@@ -705,6 +760,38 @@ static int reload_filters(const struct settings *cur, struct filter_table **out)
 	return ret;
 }
 
+/*
+ * SIGHUP: the host limits again from the config file and the --host-*
+ * options, for the hosts connected and those to come; on any error the
+ * current ones stay.
+ */
+static void reload_host_limits(const struct settings *cur, struct collector *col)
+{
+	struct settings n = { 0 };
+	char errbuf[512];
+	int ret = 0;
+
+	if (cur->config)
+		ret = config_parse_file(cur->config, apply_cb, &n, errbuf, sizeof(errbuf));
+	if (ret < 0)
+		log_err("reload: %s; keeping the current host limits\n%s", errbuf, n.hl_err);
+	for (size_t i = 0; ret == 0 && i < cur->ncli_host_limits; i++) {
+		ret = apply_host_limit(&n, cur->cli_host_limits[i][0], cur->cli_host_limits[i][1]);
+		if (ret < 0)
+			log_err("reload: --%s: %s; keeping the current host limits",
+				cur->cli_host_limits[i][0], n.hl_err);
+	}
+	if (ret == 0)
+		ret = hostlimit_set_conf(col->hl, &n.host_limits);
+	if (ret == 0)
+		ingest_report_usage(col->ing, hostlimit_quota_on(col->hl));
+	if (ret == 0)
+		log_info("reload: host limits: rate %llu events/s, quota %llu bytes, "
+			 "%zu host-limit rule(s)", (unsigned long long)n.host_limits.dflt.rate,
+			 (unsigned long long)n.host_limits.dflt.quota, n.host_limits.nrules);
+	settings_free(&n);
+}
+
 struct hup_ctx {
 	struct collector *col;
 	const struct settings *s;
@@ -718,6 +805,8 @@ static void hup_cb(evutil_socket_t sig, short what, void *arg)
 	if (reload_filters(h->s, &fs) == 0)
 		ingest_set_filters(h->col->ing, fs);
 	filter_table_unref(fs);
+	if (h->col->hl)
+		reload_host_limits(h->s, h->col);
 }
 
 /* The field indexes of the settings (or the defaults) on @st, with a log line. */
@@ -887,6 +976,10 @@ static int run(struct settings *s)
 	io.journal_bytes = s->journal_bytes;
 	io.store_idle = !s->store_normal;
 	io.filters = s->filters;
+	io.host_usage = hostlimit_conf_quota(&s->host_limits);
+	ret = hostlimit_new(&s->host_limits, &col.hl);
+	if (ret < 0)
+		goto out;
 	test_abort_on(&io);
 	catch_fatal_signals();
 	if (!s->foreground && daemon(0, 0) < 0) {
@@ -956,6 +1049,7 @@ out:
 	store_close(col.store);
 	if (db_lock >= 0)
 		close(db_lock);
+	hostlimit_free(col.hl);
 	SSL_CTX_free(col.tls);
 	if (s->ready_file)
 		unlink(s->ready_file);

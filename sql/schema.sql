@@ -50,6 +50,15 @@
 --                sentence: 'commit beyond the page size', 'event id with
 --                no FORMAT', 'the collector died decoding it', ...).
 --
+-- Host limits (0008-host-limits.sql):
+--   cpus         gains rate_held_pages, rate_held_ms, quota_held_pages,
+--                quota_held_ms: pages whose reading the collector held
+--                back because their host was over its events/s or its
+--                quota of bytes stored, and how long they waited.
+--   hosts        gains freed_bytes: what retention gave back of the
+--                host's quota. Bytes stored = sum(cpus.bytes) - freed_bytes;
+--                a removed row gives back its host's bytes per stored event.
+--
 -- One typed table per event type, created at run time from the format:
 --
 --   ev_<system>_<name>   (characters outside [A-Za-z0-9_] become '_'; a

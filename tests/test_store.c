@@ -793,6 +793,7 @@ END_TEST
 struct stat_sum {
 	uint64_t pages, events, bytes, agent_events, overrun, dup_pages, lost_pages;
 	uint64_t bad_pages, bad_events;
+	uint64_t held[4];	/* rate_held_pages, rate_held_ms, quota_held_pages, quota_held_ms */
 	unsigned calls;
 };
 
@@ -821,6 +822,14 @@ static int stats_cb(void *ctx, const char *h, uint32_t cpu, const char *key, uin
 		s->dup_pages += v;
 	else if (!strcmp(key, "lost_pages"))
 		s->lost_pages += v;
+	else if (!strcmp(key, "rate_held_pages"))
+		s->held[0] += v;
+	else if (!strcmp(key, "rate_held_ms"))
+		s->held[1] += v;
+	else if (!strcmp(key, "quota_held_pages"))
+		s->held[2] += v;
+	else if (!strcmp(key, "quota_held_ms"))
+		s->held[3] += v;
 	return 0;
 }
 
@@ -844,8 +853,14 @@ START_TEST(test_counters)
 	ck_ok(store_cpu_duplicates(st, host, 0, 7));
 	ck_ok(store_cpu_not_stored(st, host, 0, 3, 5));
 	ck_ok(store_cpu_not_stored(st, host, 0, 1, 0));	/* added to */
+	ck_ok(store_cpu_held(st, host, 1, &(struct store_held){ 2, 30, 1, 500 }));
+	ck_ok(store_cpu_held(st, host, 1, &(struct store_held){ 1, 3, 0, 0 }));	/* added to */
 	ck_ok(store_stats(st, NULL, stats_cb, &sum));
-	ck_assert_uint_eq(sum.calls, 19 * cap.ncpus);
+	ck_assert_uint_eq(sum.calls, 23 * cap.ncpus);
+	ck_assert_uint_eq(sum.held[0], 3);
+	ck_assert_uint_eq(sum.held[1], 33);
+	ck_assert_uint_eq(sum.held[2], 1);
+	ck_assert_uint_eq(sum.held[3], 500);
 	ck_assert_uint_eq(sum.bad_pages, 4);
 	ck_assert_uint_eq(sum.bad_events, 5);
 	ck_assert_uint_eq(sum.dup_pages, 7);
@@ -1043,6 +1058,78 @@ START_TEST(test_scope)
 	ck_assert_uint_eq(r.n, n);
 	ck_assert_int_eq(store_count(st, &q, &count), -EINVAL);
 	store_schema_free(sc);
+}
+END_TEST
+
+struct usage {
+	uint64_t capture, other;
+	unsigned calls;
+};
+
+static int usage_cb(void *ctx, const char *h, uint64_t bytes)
+{
+	struct usage *u = ctx;
+
+	u->calls++;
+	if (!strcmp(h, "capture-host"))
+		u->capture = bytes;
+	else if (!strcmp(h, "other-host"))
+		u->other += bytes;
+	else
+		ck_abort_msg("usage of an unknown host %s", h);
+	return 0;
+}
+
+static struct usage usage(void)
+{
+	struct usage u = { 0 };
+
+	ck_ok(store_host_usage(st, usage_cb, &u));
+	return u;
+}
+
+/*
+ * Bytes stored per host name (quotas): the page bytes of its stored pages,
+ * over every host id of the name; retention gives back its page bytes per
+ * stored event for each row it removes, all of them once every row is gone.
+ */
+START_TEST(test_host_usage)
+{
+	uint64_t all = rows_before(INT64_MAX), bytes = 0, before, removed = 0, other, other2;
+	int64_t cut = CLOCK_OFFSET + (int64_t)(seen.trace_ts_sum / seen.n[0]);
+	struct proto_hello h2 = cap.hello;
+	struct usage u;
+	double per_row;
+
+	for (unsigned cpu = 0; cpu < cap.ncpus; cpu++)
+		bytes += cap.raw_len[cpu] / cap.page_size * cap.page_size;
+	per_row = (double)bytes / (double)all;
+	h2.host = (char *)"other-host";
+	ck_ok(store_host(st, &h2, NULL, &other));
+	h2.machine_id = (char *)"another-machine";	/* the same name, another host id */
+	ck_ok(store_host(st, &h2, NULL, &other2));
+	ck_assert_uint_ne(other, other2);
+	ck_ok(store_begin(st));
+	ck_ok(store_cpu_received(st, other, 0, 1, 10, 3000));
+	ck_ok(store_cpu_received(st, other2, 3, 1, 10, 2000));
+	ck_ok(store_commit(st));
+	u = usage();
+	ck_assert_uint_eq(u.calls, 2);
+	ck_assert_uint_eq(u.capture, bytes);
+	ck_assert_uint_eq(u.other, 5000);
+
+	before = rows_before(cut);
+	ck_ok(store_retain(st, cut, 0, &removed));
+	ck_assert_uint_eq(removed, before);
+	u = usage();	/* each of the 3 tables rounds up by less than a byte */
+	ck_assert_uint_le(u.capture, bytes - (uint64_t)(before * per_row));
+	ck_assert_uint_ge(u.capture + 3, bytes - (uint64_t)(before * per_row));
+	ck_assert_uint_eq(u.other, 5000);	/* not a row of theirs went */
+	ck_ok(store_retain(st, INT64_MIN, 1, &removed));
+	ck_assert_uint_eq(rows_before(INT64_MAX), 0);
+	u = usage();
+	ck_assert_uint_eq(u.capture, 0);
+	ck_assert_uint_eq(u.other, 5000);
 }
 END_TEST
 
@@ -1533,6 +1620,11 @@ START_TEST(test_migrate_ts_index)
 	ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE ts_blocks; DROP TABLE journal_marks; "
 				      "ALTER TABLE cpus DROP COLUMN bad_pages; "
 				      "ALTER TABLE cpus DROP COLUMN bad_events; "
+				      "ALTER TABLE cpus DROP COLUMN rate_held_pages; "
+				      "ALTER TABLE cpus DROP COLUMN rate_held_ms; "
+				      "ALTER TABLE cpus DROP COLUMN quota_held_pages; "
+				      "ALTER TABLE cpus DROP COLUMN quota_held_ms; "
+				      "ALTER TABLE hosts DROP COLUMN freed_bytes; "
 				      "PRAGMA user_version = 4",
 				      NULL, NULL, NULL), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT table_name FROM event_types", -1, &q,
@@ -1554,7 +1646,7 @@ START_TEST(test_migrate_ts_index)
 	ck_assert_uint_eq(after->n, before->n);
 	ck_assert(memcmp(after->rowid, before->rowid, before->n * sizeof(before->rowid[0])) == 0);
 	db = raw_open();
-	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 7);	/* and on to 0007 */
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 8);	/* and on to 0008 */
 	sqlite3_close(db);
 	free(before);
 	free(after);
@@ -1715,7 +1807,7 @@ static Suite *store_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tu_add_tests(tc, TU_TESTS(test_where_matches_scan, test_query_checks,
 					test_keyset_paging, test_markers_and_comm,
-					test_schema_evolution, test_reopen, test_counters,
+					test_schema_evolution, test_reopen, test_counters, test_host_usage,
 					test_stream_marks, test_journal_marks, test_symbols,
 					test_names_and_errors, test_list, test_retention,
 					test_batches, test_writer_failure, test_time_index,

@@ -254,6 +254,58 @@ int sq_cpu_not_stored(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t 
 			  host_id, cpu, v, 2);
 }
 
+int sq_cpu_held(struct store *s, uint64_t host_id, uint32_t cpu, const struct store_held *h)
+{
+	const uint64_t v[] = { h->rate_pages, h->rate_ms, h->quota_pages, h->quota_ms };
+
+	return sq_cpu_add(s, "INSERT INTO cpus (host_id, cpu, rate_held_pages, rate_held_ms,"
+			     " quota_held_pages, quota_held_ms) VALUES (?, ?, ?, ?, ?, ?)"
+			     " ON CONFLICT (host_id, cpu) DO UPDATE"
+			     " SET rate_held_pages = rate_held_pages + excluded.rate_held_pages,"
+			     " rate_held_ms = rate_held_ms + excluded.rate_held_ms,"
+			     " quota_held_pages = quota_held_pages + excluded.quota_held_pages,"
+			     " quota_held_ms = quota_held_ms + excluded.quota_held_ms",
+			  host_id, cpu, v, 4);
+}
+
+/*
+ * Retention removed @rows rows of @host_id: give back its page bytes per
+ * stored event for each, rounded up (so a host whose rows are all gone has
+ * nothing left), never more than it stored.
+ */
+int sq_host_freed(struct store *s, uint64_t host_id, uint64_t rows)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "UPDATE hosts SET freed_bytes = min("
+				" (SELECT coalesce(sum(bytes), 0) FROM cpus WHERE host_id = ?1),"
+				" freed_bytes + CAST(?2 * (SELECT coalesce(1.0 * sum(bytes)"
+				" / max(sum(events), 1), 0) FROM cpus WHERE host_id = ?1) + 0.999999"
+				" AS INTEGER))"
+				" WHERE id = ?1", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_int64(st, 2, (int64_t)rows);
+	return sq_run(s, st, true);
+}
+
+int sq_host_usage(struct store *s, int (*fn)(void *ctx, const char *host, uint64_t bytes),
+		  void *ctx)
+{
+	sqlite3_stmt *st = NULL;
+	int ret = sq_prepare(s, "SELECT h.name, sum(max(0, coalesce((SELECT sum(c.bytes)"
+				" FROM cpus AS c WHERE c.host_id = h.id), 0) - h.freed_bytes))"
+				" FROM hosts AS h GROUP BY h.name", &st);
+
+	while (ret == 0 && sqlite3_step(st) == SQLITE_ROW)
+		ret = fn(ctx, (const char *)sqlite3_column_text(st, 0),
+			 (uint64_t)sqlite3_column_int64(st, 1));
+	if (st)
+		sqlite3_finalize(st);
+	return ret;
+}
+
 int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c)
 {
 	sqlite3_stmt *st = sq_store_of(s)->comm_put;
@@ -319,14 +371,17 @@ int sq_stats(struct store *s, const struct store_query *q,
 		"pages", "events", "bytes", "agent_pages", "agent_events", "agent_bytes",
 		"overrun", "dropped", "commit_overrun", "dup_pages", "resent_pages",
 		"lost_pages", "lost_events", "pages_mmap", "pages_splice", "pages_read",
-		"copied_bytes", "bad_pages", "bad_events",
+		"copied_bytes", "bad_pages", "bad_events", "rate_held_pages", "rate_held_ms",
+		"quota_held_pages", "quota_held_ms",
 	};
 	sqlite3_stmt *st = NULL;
 	int ret = sq_prepare_hosts(s, "SELECT h.name, c.cpu, c.pages, c.events, c.bytes,"
 				      " c.agent_pages, c.agent_events, c.agent_bytes, c.overrun,"
 				      " c.dropped, c.commit_overrun, c.dup_pages, c.resent_pages,"
 				      " c.lost_pages, c.lost_events, c.pages_mmap, c.pages_splice,"
-				      " c.pages_read, c.copied_bytes, c.bad_pages, c.bad_events"
+				      " c.pages_read, c.copied_bytes, c.bad_pages, c.bad_events,"
+				      " c.rate_held_pages, c.rate_held_ms, c.quota_held_pages,"
+				      " c.quota_held_ms"
 				      " FROM cpus AS c JOIN hosts AS h ON h.id = c.host_id WHERE 1",
 				   " ORDER BY h.name, h.id, c.cpu", q, "c.host_id", &st);
 

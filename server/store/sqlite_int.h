@@ -334,6 +334,10 @@ int sq_journal_mark(struct store *s, uint64_t file, uint64_t pos);
 int sq_journal_forget(struct store *s, uint64_t from, uint64_t to);
 int sq_journal_mark_get(struct store *s, uint64_t file, uint64_t *pos);
 int sq_cpu_duplicates(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t n);
+int sq_cpu_held(struct store *s, uint64_t host_id, uint32_t cpu, const struct store_held *h);
+int sq_host_usage(struct store *s, int (*fn)(void *ctx, const char *host, uint64_t bytes),
+		  void *ctx);
+int sq_host_freed(struct store *s, uint64_t host_id, uint64_t rows);
 int sq_cpu_not_stored(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,
 		      uint64_t events);
 int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c);

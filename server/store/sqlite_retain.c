@@ -79,12 +79,11 @@ static int sq_type_ts(struct store *s, int64_t type_id, int64_t *lo, int64_t *hi
 	return ret;
 }
 
-/* Run @sql (the table named at each %T) with ?1 = @type_id, ?2 = @ts. */
-static int sq_run_table(struct store *s, const char *sql, const char *table, int64_t type_id,
-			int64_t ts)
+/* @sql with the table named at each %T, prepared. */
+static int sq_prepare_table(struct store *s, const char *sql, const char *table,
+			    sqlite3_stmt **out)
 {
 	struct sq_buf q = { 0 };
-	sqlite3_stmt *st = NULL;
 	int ret;
 
 	for (const char *p = sql; *p; p++) {
@@ -95,13 +94,71 @@ static int sq_run_table(struct store *s, const char *sql, const char *table, int
 			sq_buf_add(&q, p, 1);
 		}
 	}
-	ret = q.oom ? -ENOMEM : sq_prepare(s, q.s, &st);
+	ret = q.oom ? -ENOMEM : sq_prepare(s, q.s, out);
+	free(q.s);
+	return ret;
+}
+
+/* Run @sql (the table named at each %T) with ?1 = @type_id, ?2 = @ts. */
+static int sq_run_table(struct store *s, const char *sql, const char *table, int64_t type_id,
+			int64_t ts)
+{
+	sqlite3_stmt *st = NULL;
+	int ret = sq_prepare_table(s, sql, table, &st);
+
 	if (ret == 0) {
 		sqlite3_bind_int64(st, 1, type_id);
 		sqlite3_bind_int64(st, 2, ts);
 		ret = sq_run(s, st, true);
 	}
-	free(q.s);
+	return ret;
+}
+
+/* Rows removed per host, to give back their quota (sq_host_freed()). */
+struct sq_freed {
+	uint64_t host_id, rows;
+};
+
+#define SQ_FREED_HOSTS	64	/* hosts counted apart per statement; more share a pass */
+
+/*
+ * Run the DELETE @sql (... RETURNING host_id) with ?1 = @type_id, ?2 = @ts
+ * and give each host back what its removed rows stored. Return: 0 and
+ * *@n (rows removed); TC_ERR_DB; -ENOMEM.
+ */
+static int sq_delete_rows(struct store *s, const char *sql, const char *table, int64_t type_id,
+			  int64_t ts, int64_t *n)
+{
+	struct sq_freed f[SQ_FREED_HOSTS];
+	sqlite3_stmt *st = NULL;
+	size_t nf = 0, i;
+	int ret = sq_prepare_table(s, sql, table, &st), rc = SQLITE_DONE;
+
+	*n = 0;
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, type_id);
+	sqlite3_bind_int64(st, 2, ts);
+	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		uint64_t host = (uint64_t)sqlite3_column_int64(st, 0);
+
+		(*n)++;
+		for (i = 0; i < nf && f[i].host_id != host; i++)
+			;
+		if (i == nf && nf == SQ_FREED_HOSTS) {	/* full: give back what it has */
+			for (i = 0; i < nf && ret == 0; i++)
+				ret = sq_host_freed(s, f[i].host_id, f[i].rows);
+			nf = i = 0;
+		}
+		if (i == nf)
+			f[nf++] = (struct sq_freed){ host, 0 };
+		f[i].rows++;
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sq_err(s, TC_ERR_DB, "retention");
+	sqlite3_finalize(st);
+	for (i = 0; i < nf && ret == 0; i++)
+		ret = sq_host_freed(s, f[i].host_id, f[i].rows);
 	return ret;
 }
 
@@ -116,12 +173,11 @@ static int sq_delete_before(struct store *s, sqlite3_stmt *st, int64_t ts, uint6
 {
 	const char *table = (const char *)sqlite3_column_text(st, 2);
 	int64_t type_id = sqlite3_column_int64(st, 3), n;
-	int ret = sq_run_table(s, "DELETE FROM %T WHERE rowid IN (SELECT e.rowid FROM ts_blocks"
-				  " AS b CROSS JOIN %T AS e ON e.rowid BETWEEN b.lo AND b.hi"
-				  " WHERE b.type_id = ?1 AND b.min_ts < ?2 AND e.ts < ?2)",
-			       table, type_id, ts);
+	int ret = sq_delete_rows(s, "DELETE FROM %T WHERE rowid IN (SELECT e.rowid FROM ts_blocks"
+				    " AS b CROSS JOIN %T AS e ON e.rowid BETWEEN b.lo AND b.hi"
+				    " WHERE b.type_id = ?1 AND b.min_ts < ?2 AND e.ts < ?2)"
+				    " RETURNING host_id", table, type_id, ts, &n);
 
-	n = sqlite3_changes64(sq_store_of(s)->db);
 	if (ret == 0)
 		ret = sq_run_table(s, "DELETE FROM ts_blocks WHERE type_id = ?1 AND min_ts < ?2"
 				      " AND max_ts < ?2", table, type_id, ts);

@@ -232,6 +232,21 @@ int store_cpu_not_stored(struct store *s, uint64_t host_id, uint32_t cpu, uint64
 	return ret < 0 ? ret : s->ops->cpu_not_stored(s, host_id, cpu, pages, events);
 }
 
+int store_cpu_held(struct store *s, uint64_t host_id, uint32_t cpu, const struct store_held *h)
+{
+	int ret = store_writable(s);
+
+	if (ret == 0 && !h)
+		ret = -EINVAL;
+	return ret < 0 ? ret : s->ops->cpu_held(s, host_id, cpu, h);
+}
+
+int store_host_usage(struct store *s, int (*fn)(void *ctx, const char *host, uint64_t bytes),
+		     void *ctx)
+{
+	return fn ? s->ops->host_usage(s, fn, ctx) : -EINVAL;
+}
+
 int store_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c)
 {
 	int ret = store_writable(s);

@@ -224,6 +224,29 @@ int store_cpu_duplicates(struct store *s, uint64_t host_id, uint32_t cpu, uint64
 int store_cpu_not_stored(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,
 			 uint64_t events);
 
+/*
+ * What a host limit held back of one CPU (tracecollectd --host-rate,
+ * --host-quota): pages whose reading waited, and for how long (ms).
+ */
+struct store_held {
+	uint64_t rate_pages, rate_ms;	/* over its events/s */
+	uint64_t quota_pages, quota_ms;	/* over its bytes stored */
+};
+
+/* store_cpu_held - add @h to the counters of one CPU. Return: 0; TC_ERR_DB. */
+int store_cpu_held(struct store *s, uint64_t host_id, uint32_t cpu, const struct store_held *h);
+
+/*
+ * store_host_usage - the bytes each host name has stored, for quotas: the
+ * page bytes of its stored pages (the "bytes" of store_stats(), over its
+ * CPUs and every host id of that name) less what store_retain() gave back
+ * (each row it removes gives back its host's page bytes per stored event).
+ * Calls @fn per name; a nonzero return from @fn stops and is returned.
+ * Return: 0; TC_ERR_DB; or @fn's return.
+ */
+int store_host_usage(struct store *s, int (*fn)(void *ctx, const char *host, uint64_t bytes),
+		     void *ctx);
+
 /* A program whose function addresses may be named (sql/0004-symbols.sql). */
 struct store_program {
 	const char *boot_id;
@@ -285,7 +308,8 @@ int store_dropped(struct store *s, uint64_t host_id, const char *system, const c
  * store_retain - remove the oldest events: every row with ts < @before_ts
  * (INT64_MIN: no age limit), then, while the pages in use exceed
  * @max_bytes (0: no size limit), the oldest time slice across all event
- * tables. Removals are counted with store_dropped(..., "retention", ...).
+ * tables. Removals are counted with store_dropped(..., "retention", ...),
+ * and give back their hosts' quota (store_host_usage()).
  * Freed pages are reused by later inserts, so the file stops growing
  * instead of shrinking.
  *
@@ -491,7 +515,9 @@ int store_count(struct store *s, const struct store_query *q, uint64_t *count);
  * collector), agent_pages, agent_events, agent_bytes, overrun, dropped,
  * commit_overrun, dup_pages (resends dropped by the collector), and the
  * agent's resent_pages, lost_pages, lost_events, pages_mmap, pages_splice,
- * pages_read, copied_bytes. A nonzero return from @fn stops and is returned.
+ * pages_read, copied_bytes; bad_pages, bad_events; and what host limits
+ * held back (store_cpu_held()): rate_held_pages, rate_held_ms,
+ * quota_held_pages, quota_held_ms. A nonzero return from @fn stops and is returned.
  */
 int store_stats(struct store *s, const struct store_query *q,
 		int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,

@@ -25,7 +25,7 @@
  * - A read-only handle (readonly set) never reaches a write op: host,
  *   host_clock, type, begin, commit, rollback, cpu_received, cpu_stats,
  *   stream_marks, stream_mark, journal_mark, journal_mark_get,
- *   journal_forget, cpu_duplicates, cpu_not_stored, cmdlines, program, symbol, dropped,
+ *   journal_forget, cpu_duplicates, cpu_not_stored, cpu_held, host_usage, cmdlines, program, symbol, dropped,
  *   retain and set_indexes fail with -EROFS in the front. insert is not
  *   checked (it is the hot path): store_type() already failed there.
  * - sync, when the backend has it, ran (and succeeded) right before every
@@ -117,6 +117,10 @@ struct store_ops {
 	int (*cpu_duplicates)(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t n);
 	int (*cpu_not_stored)(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,
 			      uint64_t events);
+	int (*cpu_held)(struct store *s, uint64_t host_id, uint32_t cpu,
+			const struct store_held *h);
+	int (*host_usage)(struct store *s, int (*fn)(void *ctx, const char *host, uint64_t bytes),
+			  void *ctx);
 	int (*cmdlines)(struct store *s, uint64_t host_id, const struct proto_cmdlines *c);
 	int (*program)(struct store *s, uint64_t host_id, const struct store_program *p,
 		       uint64_t *program_id);
