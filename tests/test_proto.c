@@ -897,16 +897,115 @@ START_TEST(test_msg_long_strings)
 	raw[3] = (char)((n >> 8) & 0xff);
 	raw[4] = (char)(n & 0xff);
 	memset(raw + 5, 'y', n);
-	repack(&m, "name", raw, n + 5, NULL, 0, &sb);
+	repack(&m, "text", raw, n + 5, NULL, 0, &sb);
 	decode_fails(sb.data, sb.size, TC_ERR_MSG_MALFORMED);
 	msgpack_sbuffer_destroy(&sb);
 	raw[4] = (char)((n - 1) & 0xff);	/* exactly the limit */
-	repack(&m, "name", raw, n + 4, NULL, 0, &sb);
+	repack(&m, "text", raw, n + 4, NULL, 0, &sb);
 	ck_assert_int_eq(proto_msg_decode(sb.data, sb.size, &back), 0);
-	ck_assert_uint_eq(strlen(back.format.name), PROTO_MAX_STRING);
+	ck_assert_uint_eq(strlen(back.format.text), PROTO_MAX_STRING);
 	proto_msg_free(&back);
 	msgpack_sbuffer_destroy(&sb);
 	free(raw);
+}
+END_TEST
+
+/* A msgpack str32 of @n bytes of 'h' (a peer string of that length). */
+static char *str32(size_t n, size_t *len)
+{
+	char *raw = malloc(n + 5);
+
+	ck_assert_ptr_nonnull(raw);
+	raw[0] = (char)0xdb;
+	raw[1] = (char)((n >> 24) & 0xff);
+	raw[2] = (char)((n >> 16) & 0xff);
+	raw[3] = (char)((n >> 8) & 0xff);
+	raw[4] = (char)(n & 0xff);
+	memset(raw + 5, 'h', n);
+	*len = n + 5;
+	return raw;
+}
+
+/* Each peer string's limit (PROTOCOL.md "Limits"): at it decodes, one over
+ * it is refused with a line that names the key and the limit. */
+static const struct { enum proto_msg_type type; const char *key; size_t max; } str_limits[] = {
+	{ MSG_HELLO, "host", PROTO_MAX_HOST },
+	{ MSG_HELLO, "kernel", PROTO_MAX_NAME },
+	{ MSG_HELLO, "machine_id", PROTO_MAX_NAME },
+	{ MSG_HELLO, "boot_id", PROTO_MAX_NAME },
+	{ MSG_HELLO, "trace_clock", PROTO_MAX_CLOCK },
+	{ MSG_FORMAT, "system", PROTO_MAX_EVENT_NAME },
+	{ MSG_FORMAT, "name", PROTO_MAX_EVENT_NAME },
+	{ MSG_GROUP, "comm", PROTO_MAX_NAME },
+	{ MSG_GROUP, "clock", PROTO_MAX_CLOCK },
+	{ MSG_ERROR, "text", PROTO_MAX_ERROR_TEXT },
+	{ MSG_FILTER_STATUS, "error", PROTO_MAX_FILTER_ERROR },
+};
+
+START_TEST(test_msg_string_limits)
+{
+	struct proto_msg m = sample(str_limits[_i].type), back, enc;
+	const char *key = str_limits[_i].key;
+	size_t max = str_limits[_i].max, len;
+	struct proto_buf buf;
+	msgpack_sbuffer sb;
+	char why[256], want[256], *raw;
+
+	raw = str32(max + 1, &len);
+	repack(&m, key, raw, len, NULL, 0, &sb);
+	ck_assert_int_eq(proto_msg_decode_why(sb.data, sb.size, &back, why, sizeof(why)),
+			 TC_ERR_MSG_MALFORMED);
+	snprintf(want, sizeof(want), "%s: '%s' of %zu bytes is over the limit of %zu bytes",
+		 proto_msg_name(m.type), key, max + 1, max);
+	ck_assert_str_eq(why, want);
+	msgpack_sbuffer_destroy(&sb);
+	free(raw);
+	raw = str32(max, &len);
+	repack(&m, key, raw, len, NULL, 0, &sb);
+	ck_assert_int_eq(proto_msg_decode_why(sb.data, sb.size, &back, why, sizeof(why)), 0);
+	ck_assert_str_eq(why, "");
+	proto_msg_free(&back);
+	msgpack_sbuffer_destroy(&sb);
+	free(raw);
+	/* the encoder refuses to send what would be refused */
+	raw = calloc(1, max + 2);
+	ck_assert_ptr_nonnull(raw);
+	memset(raw, 'h', max + 1);
+	enc = m;
+	if (m.type == MSG_HELLO && !strcmp(key, "host")) enc.hello.host = raw;
+	if (m.type == MSG_HELLO && !strcmp(key, "kernel")) enc.hello.kernel = raw;
+	if (m.type == MSG_HELLO && !strcmp(key, "machine_id")) enc.hello.machine_id = raw;
+	if (m.type == MSG_HELLO && !strcmp(key, "boot_id")) enc.hello.boot_id = raw;
+	if (m.type == MSG_HELLO && !strcmp(key, "trace_clock")) enc.hello.trace_clock = raw;
+	if (m.type == MSG_FORMAT && !strcmp(key, "system")) enc.format.system = raw;
+	if (m.type == MSG_FORMAT && !strcmp(key, "name")) enc.format.name = raw;
+	if (m.type == MSG_GROUP && !strcmp(key, "comm")) enc.group.comm = raw;
+	if (m.type == MSG_GROUP && !strcmp(key, "clock")) enc.group.clock = raw;
+	if (m.type == MSG_ERROR) enc.error.text = raw;
+	if (m.type == MSG_FILTER_STATUS) enc.filter_status.error = raw;
+	proto_buf_init(&buf);
+	ck_assert_int_eq(proto_msg_encode(&enc, &buf), TC_ERR_TOO_LONG);
+	proto_buf_free(&buf);
+	free(raw);
+}
+END_TEST
+
+START_TEST(test_msg_decode_why)
+{
+	struct proto_msg m = sample(MSG_HELLO), back;
+	msgpack_sbuffer sb;
+	char why[256];
+
+	repack(&m, "ncpus", NULL, 0, NULL, 0, &sb);
+	ck_assert_int_eq(proto_msg_decode_why(sb.data, sb.size, &back, why, sizeof(why)),
+			 TC_ERR_MSG_MISSING);
+	ck_assert_str_eq(why, "hello: required 'ncpus' missing");
+	msgpack_sbuffer_destroy(&sb);
+	repack(&m, "ncpus", "\xa1x", 2, NULL, 0, &sb);
+	ck_assert_int_eq(proto_msg_decode_why(sb.data, sb.size, &back, why, sizeof(why)),
+			 TC_ERR_MSG_MALFORMED);
+	ck_assert_str_eq(why, "hello: 'ncpus' has the wrong type or is out of range");
+	msgpack_sbuffer_destroy(&sb);
 }
 END_TEST
 
@@ -1382,6 +1481,8 @@ static Suite *proto_suite(void)
 					test_msg_long_strings, test_sym_round_trip));
 	tcase_add_loop_test(msg, test_sym_rejects, 0, ARRAY_SIZE(bad_sym_texts));
 	tcase_add_test(msg, test_sym_long_name_rejected);
+	tcase_add_loop_test(msg, test_msg_string_limits, 0, ARRAY_SIZE(str_limits));
+	tcase_add_test(msg, test_msg_decode_why);
 	tcase_add_test(msg, test_sym_format);
 	suite_add_tcase(s, msg);
 
