@@ -36,6 +36,7 @@
 #include "proto/tls.h"
 #include "server/collector.h"
 #include "server/filter_table.h"
+#include "server/hostmap.h"
 #include "server/ingest.h"
 #include "server/journal.h"
 #include "server/queryd.h"
@@ -43,6 +44,8 @@
 #define COMMIT_MS	250
 #define QUEUE_BYTES	(64u << 20)
 #define MAX_FILTERS	1024
+#define MAX_HOSTMAPS	1024
+#define EXPIRY_WARN_DAYS	30	/* warn this long before a certificate expires */
 #define COLLECTOR_TRIM_BYTES	(64 << 20)	/* freed heap kept, at most (mallopt) */
 #define COLLECTOR_MMAP_BYTES	(4 << 20)	/* allocations mmap()ed from this size */
 
@@ -51,6 +54,11 @@ struct settings {
 	char *query;
 	char *db;
 	char *cert, *key, *ca;
+	char *crl;			/* NULL: no revocation list */
+	struct hostmap *hostmap;	/* host-map entries: config file, then command line */
+	char *cli_hostmaps[MAX_HOSTMAPS];	/* --host-map values, kept for reloads */
+	size_t ncli_hostmaps;
+	char hostmap_err[256];
 	char *ready_file;
 	char *config;			/* -c FILE, re-read on SIGHUP */
 	struct filter_table *filters;	/* config file rules, then --filter ones */
@@ -104,6 +112,22 @@ static void usage(FILE *f)
 "      --key FILE           its private key (default /etc/tracecollect/server.key)\n"
 "      --ca FILE            CA that signs agent certificates; agents without a\n"
 "                           certificate from it are refused (default /etc/tracecollect/ca.crt)\n"
+"      --crl FILE           certificate revocation list(s) of that CA (PEM, e.g.\n"
+"                           tracecollect-certs revoke NAME makes DIR/crl.pem):\n"
+"                           agents whose certificate it revokes are refused at\n"
+"                           the TLS handshake. It must hold a current CRL of\n"
+"                           every CA that signs agents (an expired one refuses\n"
+"                           every agent). Default: none\n"
+"      --host-map 'CN GLOB[,GLOB...]'\n"
+"                           an agent stores its events under the host name it\n"
+"                           sends only when that name is its certificate's\n"
+"                           subject CN or one of its DNS names (subjectAltName),\n"
+"                           byte for byte; otherwise its HELLO is refused, with\n"
+"                           the reason, on both sides. This lets the agent\n"
+"                           whose certificate's CN is CN (a gateway that\n"
+"                           forwards for several hosts) also use every host\n"
+"                           name matching a GLOB (fnmatch(3)); CN is everything\n"
+"                           before the last blank. Repeatable\n"
 "      --ready-file FILE    once listening, write 'listen=ADDR' and 'query=URL'\n"
 "                           lines (the bound addresses) to FILE\n"
 "      --filter RULE        drop events at ingest unless they match; repeatable:\n"
@@ -187,7 +211,12 @@ static void usage(FILE *f)
 "  -V, --version            print the version\n"
 "\n"
 "Signals: SIGINT/SIGTERM commit what was received and exit; SIGHUP re-reads\n"
-"the filter rules (config file, then --filter); a bad rule keeps the old ones.\n"
+"the filter rules and host-map entries (config file, then the command line;\n"
+"a bad rule or entry keeps the old ones) and the certificate, key, CA and\n"
+"CRL files (new connections use them; connected agents stay; unreadable\n"
+"files keep the old ones). The collector warns in its log when its own\n"
+"certificate, a CA certificate or a CRL expires within 30 days: at start,\n"
+"on SIGHUP and once a day.\n"
 "\n"
 "Environment:\n"
 "  TRACECOLLECTD_TEST_ABORT_ON=FORMAT:EVENT\n"
@@ -342,6 +371,9 @@ static int apply(struct settings *s, const char *key, const char *value)
 	if (!strcmp(key, "cert")) return set_str(&s->cert, value);
 	if (!strcmp(key, "key")) return set_str(&s->key, value);
 	if (!strcmp(key, "ca")) return set_str(&s->ca, value);
+	if (!strcmp(key, "crl")) return set_str(&s->crl, value);
+	if (!strcmp(key, "host-map"))
+		return hostmap_add(&s->hostmap, value, s->hostmap_err, sizeof(s->hostmap_err));
 	if (!strcmp(key, "ready-file")) return set_str(&s->ready_file, value);
 	if (!strcmp(key, "filter")) return add_filter(s, value);
 	if (!strcmp(key, "retain-age")) return parse_age(value, &s->retain_age_ns);
@@ -405,7 +437,10 @@ static int apply_cb(void *ctx, const char *key, const char *value, unsigned line
 static void settings_free(struct settings *s)
 {
 	free(s->listen); free(s->query); free(s->db); free(s->journal_dir);
-	free(s->cert); free(s->key); free(s->ca); free(s->ready_file);
+	free(s->cert); free(s->key); free(s->ca); free(s->crl); free(s->ready_file);
+	hostmap_free(s->hostmap);
+	for (size_t i = 0; i < s->ncli_hostmaps; i++)
+		free(s->cli_hostmaps[i]);
 	free(s->config);
 	store_indexes_free(&s->indexes);
 	for (size_t i = 0; i < s->ncli_filters; i++)
@@ -442,10 +477,14 @@ static int apply_option(struct settings *s, const char *key, const char *value)
 	if (ret == 0 && !strcmp(key, "filter") && s->ncli_filters < MAX_FILTERS &&
 	    !(s->cli_filters[s->ncli_filters++] = strdup(value)))
 		ret = -ENOMEM;
+	if (ret == 0 && !strcmp(key, "host-map") && s->ncli_hostmaps < MAX_HOSTMAPS &&
+	    !(s->cli_hostmaps[s->ncli_hostmaps++] = strdup(value)))
+		ret = -ENOMEM;
 	if (ret < 0)
-		fprintf(stderr, "tracecollectd: --%s %s: %s\n%s%s%s", key, value, tc_strerror(ret),
-			!strcmp(key, "filter") ? s->filter_err : "", s->index_err,
-			s->index_err[0] ? "\n" : "");
+		fprintf(stderr, "tracecollectd: --%s %s: %s\n%s%s%s%s%s", key, value,
+			tc_strerror(ret), !strcmp(key, "filter") ? s->filter_err : "",
+			s->index_err, s->index_err[0] ? "\n" : "", s->hostmap_err,
+			s->hostmap_err[0] ? "\n" : "");
 	return ret;
 }
 
@@ -478,6 +517,8 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "input-memory", required_argument, NULL, 20 },
 		{ "query-threads", required_argument, NULL, 21 },
 		{ "query-sync-max", required_argument, NULL, 22 },
+		{ "crl", required_argument, NULL, 23 },
+		{ "host-map", required_argument, NULL, 24 },
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -499,14 +540,15 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		if (ret == 0)
 			ret = config_parse_file(optarg, apply_cb, s, errbuf, sizeof(errbuf));
 		if (ret < 0) {
-			fprintf(stderr, "tracecollectd: %s\n%s%s%s", errbuf, s->filter_err,
-				s->index_err, s->index_err[0] ? "\n" : "");
+			fprintf(stderr, "tracecollectd: %s\n%s%s%s%s%s", errbuf, s->filter_err,
+				s->index_err, s->index_err[0] ? "\n" : "", s->hostmap_err,
+				s->hostmap_err[0] ? "\n" : "");
 			return -1;
 		}
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:fvhV", longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 22) {
+		if (c >= 1 && c <= 24) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'f')
@@ -624,10 +666,12 @@ static int write_ready_file(const char *path, const char *listen, const char *qu
 }
 
 /*
- * SIGHUP: build the filter table again from the config file and the
- * --filter options; on any error keep the current one and say where.
+ * SIGHUP: build the filter table and the host map again from the config
+ * file and the --filter and --host-map options; on any error keep the
+ * current ones and say where.
  */
-static int reload_filters(const struct settings *cur, struct filter_table **out)
+static int reload_rules(const struct settings *cur, struct filter_table **out,
+			struct hostmap **map)
 {
 	struct settings n = { 0 };
 	char errbuf[512];
@@ -636,16 +680,26 @@ static int reload_filters(const struct settings *cur, struct filter_table **out)
 	if (cur->config)
 		ret = config_parse_file(cur->config, apply_cb, &n, errbuf, sizeof(errbuf));
 	if (ret < 0)
-		log_err("reload: %s; keeping the current filters\n%s", errbuf, n.filter_err);
+		log_err("reload: %s; keeping the current filters and host map\n%s%s", errbuf,
+			n.filter_err, n.hostmap_err);
 	for (size_t i = 0; ret == 0 && i < cur->ncli_filters; i++) {
 		ret = add_filter(&n, cur->cli_filters[i]);
 		if (ret < 0)
 			log_err("reload: --filter: %s; keeping the current filters\n%s",
 				tc_strerror(ret), n.filter_err);
 	}
+	for (size_t i = 0; ret == 0 && i < cur->ncli_hostmaps; i++) {
+		ret = hostmap_add(&n.hostmap, cur->cli_hostmaps[i], n.hostmap_err,
+				  sizeof(n.hostmap_err));
+		if (ret < 0)
+			log_err("reload: --host-map: %s", n.hostmap_err);
+	}
 	if (ret == 0) {
 		*out = filter_table_ref(n.filters);
-		log_info("reload: %zu filter rule(s) in effect", filter_table_count(n.filters));
+		*map = n.hostmap;
+		n.hostmap = NULL;
+		log_info("reload: %zu filter rule(s), %zu host-map entries in effect",
+			 filter_table_count(n.filters), hostmap_count(*map));
 	}
 	settings_free(&n);
 	return ret;
@@ -653,17 +707,75 @@ static int reload_filters(const struct settings *cur, struct filter_table **out)
 
 struct hup_ctx {
 	struct collector *col;
-	const struct settings *s;
+	struct settings *s;
+	struct event *daily;		/* the expiry check, once a day */
 };
+
+static void expiry_warn(void *arg, const char *what, const char *name, long days_left)
+{
+	char esc[LOG_ESC_LEN];
+
+	log_escape(name, esc, sizeof(esc));
+	if (days_left <= 0)
+		log_warn("TLS: the %s of %s has expired%s: renew it (tracecollect-certs) and "
+			 "send SIGHUP", what, esc, !strcmp(what, "CRL") ?
+			 ": every agent is refused" : "");
+	else
+		log_warn("TLS: the %s of %s expires in %ld day%s: renew it (tracecollect-certs) "
+			 "and send SIGHUP", what, esc, days_left, days_left == 1 ? "" : "s");
+}
+
+/* Warn about what expires within EXPIRY_WARN_DAYS (start, SIGHUP, daily). */
+static void check_expiry(struct collector *col)
+{
+	if (col->tls)
+		tls_ctx_expiry(col->tls, EXPIRY_WARN_DAYS, expiry_warn, NULL);
+}
+
+static void daily_cb(evutil_socket_t fd, short what, void *arg)
+{
+	check_expiry(arg);
+}
+
+/*
+ * SIGHUP: the certificate, key, CA and CRL files again, into a new
+ * SSL_CTX for new connections; connections made with the old one keep it
+ * (each SSL holds a reference). On failure the old one stays.
+ */
+static void reload_tls(struct collector *col, const struct settings *s)
+{
+	struct tls_files files = { s->cert, s->key, s->ca, s->crl };
+	SSL_CTX *ctx;
+	char err[512];
+
+	if (!col->tls)
+		return;		/* --insecure-plain */
+	if (tls_ctx_new(TLS_ROLE_SERVER, &files, &ctx, err, sizeof(err)) < 0) {
+		log_err("reload: TLS: %s; new connections keep the certificates loaded before",
+			err);
+		return;
+	}
+	SSL_CTX_free(col->tls);
+	col->tls = ctx;
+	log_info("reload: certificate, key, CA%s reloaded for new connections",
+		 s->crl ? " and CRL" : "");
+}
 
 static void hup_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct hup_ctx *h = arg;
 	struct filter_table *fs = NULL;
+	struct hostmap *map = NULL;
 
-	if (reload_filters(h->s, &fs) == 0)
+	if (reload_rules(h->s, &fs, &map) == 0) {
 		ingest_set_filters(h->col->ing, fs);
+		hostmap_free(h->s->hostmap);
+		h->s->hostmap = map;
+		h->col->hostmap = map;
+	}
 	filter_table_unref(fs);
+	reload_tls(h->col, h->s);
+	check_expiry(h->col);
 }
 
 /* The field indexes of the settings (or the defaults) on @st, with a log line. */
@@ -785,8 +897,8 @@ static int lock_db(const char *db, int *fd)
 
 static int run(struct settings *s)
 {
-	struct tls_files files = { s->cert, s->key, s->ca };
-	struct collector col = { .lim = s->lim };
+	struct tls_files files = { s->cert, s->key, s->ca, s->crl };
+	struct collector col = { .lim = s->lim, .hostmap = s->hostmap };
 	struct queryd *qd = NULL;
 	struct ingest_opts io = { .commit_ms = COMMIT_MS, .queue_bytes = QUEUE_BYTES,
 				  .retain_age_ns = s->retain_age_ns,
@@ -794,7 +906,7 @@ static int run(struct settings *s)
 				  .pushdown = !s->no_pushdown };
 	struct ingest_hooks hooks;
 	struct event *sigs[3] = { NULL, NULL, NULL };
-	struct hup_ctx hup = { &col, s };
+	struct hup_ctx hup = { &col, s, NULL };
 	char bound[128], qurl[512], err[512];
 	int db_lock = -1;
 	int ret = 0;
@@ -867,12 +979,17 @@ static int run(struct settings *s)
 	sigs[2] = evsignal_new(col.base, SIGHUP, hup_cb, &hup);
 	for (int i = 0; i < 3; i++)
 		event_add(sigs[i], NULL);
+	hup.daily = event_new(col.base, -1, EV_PERSIST, daily_cb, &col);
+	if (hup.daily)
+		event_add(hup.daily, &(struct timeval){ .tv_sec = 86400 });
+	check_expiry(&col);
 	if (s->ready_file && (ret = write_ready_file(s->ready_file, bound, qurl)) < 0) {
 		log_err("--ready-file %s: %s", s->ready_file, tc_strerror(ret));
 		goto out;
 	}
-	log_info("listening for agents on %s, queries on %s, storing in %s (%zu filter rules)",
-		 bound, qurl, s->db, filter_table_count(s->filters));
+	log_info("listening for agents on %s, queries on %s, storing in %s (%zu filter rules, "
+		 "%zu host-map entries%s)", bound, qurl, s->db, filter_table_count(s->filters),
+		 hostmap_count(s->hostmap), s->crl ? ", revocation list" : "");
 	if (io.journal_dir)
 		log_info("receive journal in %s, up to %.1f MB; decoding and storing at %s priority",
 			 io.journal_dir, (double)io.journal_bytes / (1 << 20),
@@ -890,6 +1007,8 @@ out:
 	for (int i = 0; i < 3; i++)
 		if (sigs[i])
 			event_free(sigs[i]);
+	if (hup.daily)
+		event_free(hup.daily);
 	if (col.listener)
 		evconnlistener_free(col.listener);
 	if (col.base)

@@ -35,8 +35,8 @@ listen=$(sed -n 's/^listen=//p' "$tmp/ready")
 query=$(sed -n 's/^query=//p' "$tmp/ready")
 check "the daemon runs its threads" '[ "$(ls /proc/$pid/task | wc -l)" -gt 1 ]'
 
-timeout 60 "$top_builddir/bench/loadgen" --connect "$listen" --cert "$tmp/pki/agent.crt" \
-	--key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" --data "$top_srcdir/tests/data" \
+timeout 60 "$top_builddir/bench/loadgen" --connect "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
+	--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" --data "$top_srcdir/tests/data" \
 	--agents 1 --pages 50 --name daemon > "$tmp/loadgen.out" 2>&1
 rc=$?
 cat "$tmp/loadgen.out"

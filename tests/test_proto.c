@@ -1092,6 +1092,39 @@ static void make_leaf(const char *name, const char *cn, X509 *ca,
 	EVP_PKEY_free(key);
 }
 
+/* A CRL of @ca revoking the serial @revoked (none when 0) into @name. */
+static void make_crl(const char *name, X509 *ca, EVP_PKEY *ca_key, long revoked)
+{
+	X509_CRL *crl = X509_CRL_new();
+	ASN1_TIME *t = ASN1_TIME_new();
+	FILE *f;
+
+	ck_assert_int_eq(X509_CRL_set_version(crl, 1), 1);
+	ck_assert_int_eq(X509_CRL_set_issuer_name(crl, X509_get_subject_name(ca)), 1);
+	X509_gmtime_adj(t, -60);
+	X509_CRL_set1_lastUpdate(crl, t);
+	X509_gmtime_adj(t, 24 * 3600);
+	X509_CRL_set1_nextUpdate(crl, t);
+	if (revoked) {
+		X509_REVOKED *r = X509_REVOKED_new();
+		ASN1_INTEGER *serial = ASN1_INTEGER_new();
+
+		ASN1_INTEGER_set(serial, revoked);
+		X509_REVOKED_set_serialNumber(r, serial);
+		X509_REVOKED_set_revocationDate(r, t);
+		X509_CRL_add0_revoked(crl, r);
+		ASN1_INTEGER_free(serial);
+	}
+	X509_CRL_sort(crl);
+	ck_assert_int_gt(X509_CRL_sign(crl, ca_key, EVP_sha256()), 0);
+	f = fopen(tls_path(name), "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(PEM_write_X509_CRL(f, crl), 1);
+	fclose(f);
+	ASN1_TIME_free(t);
+	X509_CRL_free(crl);
+}
+
 static void tls_setup(void)
 {
 	EVP_PKEY *ca_key = EVP_EC_gen("P-256"), *other_key = EVP_EC_gen("P-256");
@@ -1108,6 +1141,9 @@ static void tls_setup(void)
 	make_leaf("server", "collector.test", ca, ca_key, 2);
 	make_leaf("client", "agent-1.test", ca, ca_key, 3);
 	make_leaf("rogue", "rogue-agent.test", other, other_key, 2);
+	make_leaf("revoked", "agent-2.test", ca, ca_key, 4);
+	make_crl("crl-4.pem", ca, ca_key, 4);
+	make_crl("crl-none.pem", ca, ca_key, 0);
 	f = fopen(tls_path("junk.pem"), "w");
 	ck_assert_ptr_nonnull(f);
 	fputs("this is not PEM\n", f);
@@ -1126,7 +1162,7 @@ static void tls_teardown(void)
 static SSL_CTX *ctx_for(enum tls_role role, const char *name, const char *ca)
 {
 	char cert[64], key[64], err[512] = "";
-	struct tls_files files = { cert, key, tls_path(ca) };
+	struct tls_files files = { .cert = cert, .key = key, .ca = tls_path(ca) };
 	SSL_CTX *ctx = NULL;
 	int rc;
 
@@ -1135,6 +1171,19 @@ static SSL_CTX *ctx_for(enum tls_role role, const char *name, const char *ca)
 	memcpy(key + strlen(key) - 3, "key", 3);
 	rc = tls_ctx_new(role, &files, &ctx, err, sizeof(err));
 	ck_assert_msg(rc == 0, "tls_ctx_new: %s", err);
+	return ctx;
+}
+
+/* A server context that also checks peers against the CRL file @crl. */
+static SSL_CTX *server_with_crl(const char *crl)
+{
+	char err[512] = "";
+	struct tls_files files = { .cert = tls_path("server.pem"), .key = tls_path("server.key"),
+				   .ca = tls_path("ca.pem"), .crl = tls_path(crl) };
+	SSL_CTX *ctx = NULL;
+
+	ck_assert_msg(tls_ctx_new(TLS_ROLE_SERVER, &files, &ctx, err, sizeof(err)) == 0,
+		      "tls_ctx_new: %s", err);
 	return ctx;
 }
 
@@ -1224,6 +1273,74 @@ START_TEST(test_tls_good_pair)
 }
 END_TEST
 
+START_TEST(test_tls_revoked_client)
+{
+	SSL_CTX *sctx = server_with_crl("crl-4.pem");
+	SSL_CTX *good = ctx_for(TLS_ROLE_CLIENT, "client.pem", "ca.pem");
+	SSL_CTX *bad = ctx_for(TLS_ROLE_CLIENT, "revoked.pem", "ca.pem");
+	SSL_CTX *none = server_with_crl("crl-none.pem");
+	struct side s, c;
+	char name[64];
+
+	handshake(sctx, good, &s, &c);
+	ck_assert_msg(s.state == 1, "server: %s", s.err);
+	ck_assert(tls_peer_has_name(s.ssl, "agent-1.test"));
+	ck_assert(!tls_peer_has_name(s.ssl, "agent-1"));
+	ck_assert(!tls_peer_has_name(s.ssl, "agent-1.test."));
+	side_free(&s);
+	side_free(&c);
+	handshake(sctx, bad, &s, &c);
+	ck_assert_int_eq(s.state, -1);
+	ck_assert_msg(strstr(s.err, "certificate revoked"), "server: %s", s.err);
+	ck_assert(!tls_peer_has_name(s.ssl, "agent-2.test"));
+	side_free(&s);
+	side_free(&c);
+	/* a CRL that revokes nothing lets it in */
+	handshake(none, bad, &s, &c);
+	ck_assert_msg(s.state == 1, "server: %s", s.err);
+	ck_assert_str_eq(tls_peer_subject(s.ssl, name, sizeof(name)), "agent-2.test");
+	side_free(&s);
+	side_free(&c);
+	SSL_CTX_free(sctx);
+	SSL_CTX_free(none);
+	SSL_CTX_free(good);
+	SSL_CTX_free(bad);
+}
+END_TEST
+
+START_TEST(test_tls_cert_file_cn)
+{
+	char cn[64];
+
+	TU_OK(tls_cert_file_cn(tls_path("client.pem"), cn, sizeof(cn)));
+	ck_assert_str_eq(cn, "agent-1.test");
+	TU_ERR(tls_cert_file_cn(tls_path("client.pem"), cn, 5), TC_ERR_TOO_LONG);
+	TU_ERR(tls_cert_file_cn(tls_path("junk.pem"), cn, sizeof(cn)), TC_ERR_TLS);
+	TU_ERR(tls_cert_file_cn(tls_path("absent.pem"), cn, sizeof(cn)), TC_ERR_TLS);
+}
+END_TEST
+
+static int expiring;
+
+static void count_expiry(void *arg, const char *what, const char *name, long days)
+{
+	expiring++;
+	ck_assert_msg(days <= 1, "%s %s: %ld days", what, name, days);
+}
+
+START_TEST(test_tls_expiry)
+{
+	SSL_CTX *sctx = server_with_crl("crl-none.pem");
+
+	/* the test's certificates and CRL are valid for a day, its CAs too */
+	expiring = 0;
+	ck_assert_int_eq(tls_ctx_expiry(sctx, 30, count_expiry, NULL), 3);
+	ck_assert_int_eq(expiring, 3);
+	ck_assert_int_eq(tls_ctx_expiry(sctx, 0, count_expiry, NULL), 0);
+	SSL_CTX_free(sctx);
+}
+END_TEST
+
 START_TEST(test_tls_client_from_other_ca)
 {
 	SSL_CTX *sctx = ctx_for(TLS_ROLE_SERVER, "server.pem", "ca.pem");
@@ -1287,7 +1404,7 @@ END_TEST
 static void ctx_fails(const char *cert, const char *key, const char *ca,
 		      const char *what1, const char *what2)
 {
-	struct tls_files files = { cert, key, ca };
+	struct tls_files files = { .cert = cert, .key = key, .ca = ca };
 	SSL_CTX *ctx = (SSL_CTX *)&files;
 	char err[512] = "";
 
@@ -1489,7 +1606,9 @@ static Suite *proto_suite(void)
 	tcase_add_unchecked_fixture(tls, tls_setup, tls_teardown);
 	tu_add_tests(tls, TU_TESTS(test_tls_good_pair, test_tls_client_from_other_ca,
 					test_tls_server_from_other_ca, test_tls_client_without_cert,
-					test_tls_ctx_errors, test_tls_errors_empty));
+					test_tls_ctx_errors, test_tls_errors_empty,
+					test_tls_revoked_client, test_tls_cert_file_cn,
+					test_tls_expiry));
 	suite_add_tcase(s, tls);
 	return s;
 }
