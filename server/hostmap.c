@@ -67,31 +67,38 @@ static int parse_globs(const char *list, struct hostmap_entry *e, char *err, siz
 	}
 }
 
-int hostmap_add(struct hostmap **map, const char *spec, char *err, size_t errlen)
+/*
+ * Split @spec into @e's CN (before the last run of blanks, trailing blanks
+ * dropped) and globs. Return: 0, TC_ERR_CONFIG, -ENOMEM.
+ */
+static int parse_entry(const char *spec, struct hostmap_entry *e, char *err, size_t errlen)
 {
-	struct hostmap_entry e = { 0 }, *v;
-	const char *end = spec + strlen(spec), *blank;
+	const char *end = spec + strlen(spec), *blank, *cn_end;
+	char *globs;
 	int ret;
 
 	while (end > spec && util_is_space(end[-1]))
 		end--;
 	for (blank = end; blank > spec && !util_is_space(blank[-1]); blank--)
 		;
-	if (blank == spec || blank == end) {
+	for (cn_end = blank; cn_end > spec && util_is_space(cn_end[-1]); cn_end--)
+		;
+	if (cn_end == spec || blank == end) {
 		tc_seterr(err, errlen, "host-map: expected 'CN GLOB[,GLOB...]', got '%s'", spec);
 		return TC_ERR_CONFIG;
 	}
-	e.cn = strndup(spec, (size_t)(blank - spec));
-	if (!e.cn)
-		return -ENOMEM;
-	while (*e.cn && util_is_space(e.cn[strlen(e.cn) - 1]))
-		e.cn[strlen(e.cn) - 1] = '\0';
-	{
-		char *globs = strndup(blank, (size_t)(end - blank));
+	e->cn = strndup(spec, (size_t)(cn_end - spec));
+	globs = strndup(blank, (size_t)(end - blank));
+	ret = e->cn && globs ? parse_globs(globs, e, err, errlen) : -ENOMEM;
+	free(globs);
+	return ret;
+}
 
-		ret = globs ? parse_globs(globs, &e, err, errlen) : -ENOMEM;
-		free(globs);
-	}
+int hostmap_add(struct hostmap **map, const char *spec, char *err, size_t errlen)
+{
+	struct hostmap_entry e = { 0 }, *v = NULL;
+	int ret = parse_entry(spec, &e, err, errlen);
+
 	if (ret == 0 && !*map && !(*map = calloc(1, sizeof(**map))))
 		ret = -ENOMEM;
 	if (ret == 0 && !(v = realloc((*map)->v, ((*map)->n + 1) * sizeof(*v))))
