@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -55,6 +57,7 @@ struct settings {
 	char *db;
 	char *cert, *key, *ca;
 	char *crl;			/* NULL: no revocation list */
+	char *group;			/* files 0640/0750 of this group; NULL: 0600/0700 */
 	struct hostmap *hostmap;	/* host-map entries: config file, then command line */
 	char *cli_hostmaps[MAX_HOSTMAPS];	/* --host-map values, kept for reloads */
 	size_t ncli_hostmaps;
@@ -128,6 +131,12 @@ static void usage(FILE *f)
 "                           forwards for several hosts) also use every host\n"
 "                           name matching a GLOB (fnmatch(3)); CN is everything\n"
 "                           before the last blank. Repeatable\n"
+"      --group NAME         the database, its -wal and -shm, the receive\n"
+"                           journal and the directories made for them are\n"
+"                           created 0640/0750 with group NAME, so that its\n"
+"                           members may read them (default: none, they are\n"
+"                           0600/0700; whatever the umask, never readable by\n"
+"                           others). A missing database directory is made\n"
 "      --ready-file FILE    once listening, write 'listen=ADDR' and 'query=URL'\n"
 "                           lines (the bound addresses) to FILE\n"
 "      --filter RULE        drop events at ingest unless they match; repeatable:\n"
@@ -372,6 +381,7 @@ static int apply(struct settings *s, const char *key, const char *value)
 	if (!strcmp(key, "key")) return set_str(&s->key, value);
 	if (!strcmp(key, "ca")) return set_str(&s->ca, value);
 	if (!strcmp(key, "crl")) return set_str(&s->crl, value);
+	if (!strcmp(key, "group")) return set_str(&s->group, value);
 	if (!strcmp(key, "host-map"))
 		return hostmap_add(&s->hostmap, value, s->hostmap_err, sizeof(s->hostmap_err));
 	if (!strcmp(key, "ready-file")) return set_str(&s->ready_file, value);
@@ -438,6 +448,7 @@ static void settings_free(struct settings *s)
 {
 	free(s->listen); free(s->query); free(s->db); free(s->journal_dir);
 	free(s->cert); free(s->key); free(s->ca); free(s->crl); free(s->ready_file);
+	free(s->group);
 	hostmap_free(s->hostmap);
 	for (size_t i = 0; i < s->ncli_hostmaps; i++)
 		free(s->cli_hostmaps[i]);
@@ -519,6 +530,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "query-sync-max", required_argument, NULL, 22 },
 		{ "crl", required_argument, NULL, 23 },
 		{ "host-map", required_argument, NULL, 24 },
+		{ "group", required_argument, NULL, 25 },
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -548,7 +560,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:fvhV", longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 24) {
+		if (c >= 1 && c <= 25) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'f')
@@ -870,6 +882,54 @@ static void sync_backlog(void *arg, uint64_t *unstored, uint64_t *journal_bytes)
 }
 
 /*
+ * Files private whatever the umask tracecollectd was started with: the
+ * database (SQLite gives -wal and -shm the database's mode and, as root,
+ * its owner), the receive journal, the lock files and the directories
+ * made for them are 0600/0700; with --group 0640/0750, made with that
+ * group (our effective group: setegid(), so that every file we make has
+ * it). Return: 0; -errno, logged.
+ */
+static int private_files(const struct settings *s)
+{
+	struct group *gr;
+
+	umask(s->group ? 027 : 077);
+	if (!s->group)
+		return 0;
+	gr = getgrnam(s->group);
+	if (!gr) {
+		log_err("--group %s: no such group", s->group);
+		return -ENOENT;
+	}
+	if (getegid() != gr->gr_gid && setegid(gr->gr_gid) < 0) {
+		log_err("--group %s: cannot make files of that group: %s (run as root or in it)",
+			s->group, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* Make the missing directories above @path (0700, 0750 with --group: the umask). */
+static int make_parents(const char *path)
+{
+	char *p = strdup(path), *slash;
+	int ret = 0;
+
+	if (!p)
+		return -ENOMEM;
+	for (slash = strchr(p + 1, '/'); slash && ret == 0; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (mkdir(p, 0750) < 0 && errno != EEXIST)
+			ret = -errno;
+		*slash = '/';
+	}
+	if (ret < 0)
+		log_err("database %s: cannot make its directory: %s", path, tc_strerror(ret));
+	free(p);
+	return ret;
+}
+
+/*
  * One collector per database: "DB.lock" beside it stays flock()ed for the
  * process's life (lockfile.h). Two collectors on one file would both
  * write it, each with its own journal and page marks. Readers (the query
@@ -937,7 +997,11 @@ static int run(struct settings *s)
 		goto out;
 	}
 	/* before daemon(): a refusal reaches the terminal; the child keeps the lock */
-	ret = lock_db(s->db, &db_lock);
+	ret = private_files(s);
+	if (ret == 0)
+		ret = make_parents(s->db);
+	if (ret == 0)
+		ret = lock_db(s->db, &db_lock);
 	if (ret < 0)
 		goto out;
 	io.journal_dir = s->journal_bytes ? s->journal_dir : NULL;
