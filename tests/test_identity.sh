@@ -70,6 +70,24 @@ check "... at HELLO, saying which limit" \
 check "... and it is not logged ($((size1 - size0)) bytes of log)" \
 	'[ $((size1 - size0)) -lt 2048 ] && grep -q "over the limit of 255 bytes" "$tmp/collector.log"'
 
+# traceagent: named by its certificate's CN unless --name says otherwise,
+# and it prints the collector's refusal
+if [ "$(id -u)" = 0 ] && [ -w "$tracing/instances" ]; then
+	ta() {
+		"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/agent-a.crt" \
+			--key "$tmp/pki/agent-a.key" --ca "$tmp/pki/ca.crt" -e sched:sched_switch \
+			--no-user --duration 1 --instance "tc-identity-$$-$1" "${@:2}"
+	}
+	ta 1 > "$tmp/ta1.out" 2>&1; rc=$?
+	check "traceagent without --name is its certificate's CN (a)" \
+		'[ "$rc" = 0 ] && grep -q "connected to .* as a " "$tmp/ta1.out" || { cat "$tmp/ta1.out"; false; }'
+	ta 2 --name b > "$tmp/ta2.out" 2>&1; rc=$?
+	check "traceagent --name b with certificate a exits 1 ($rc), printing the refusal" \
+		'[ "$rc" = 1 ] && grep -q "collector error: host name .b. is not one of certificate a.s names" "$tmp/ta2.out" ||
+		 { cat "$tmp/ta2.out"; false; }'
+	ls "$tracing/instances" | grep -q "tc-identity-$$" && fail "a tracefs instance was left behind"
+fi
+
 hosts=$(stored_hosts)
 check "only a and a2-alias are stored ($hosts)" '[ "$hosts" = "a a2-alias " ]'
 
