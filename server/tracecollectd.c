@@ -710,7 +710,7 @@ static int reload_rules(const struct settings *cur, struct filter_table **out,
 		*out = filter_table_ref(n.filters);
 		*map = n.hostmap;
 		n.hostmap = NULL;
-		log_info("reload: %zu filter rule(s), %zu host-map entries in effect",
+		log_info("reload: %zu filter rule(s) in effect; %zu host-map entries",
 			 filter_table_count(n.filters), hostmap_count(*map));
 	}
 	settings_free(&n);
