@@ -19,11 +19,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$top_srcdir/contrib/tracecollect-certs" -d "$tmp/pki" all >/dev/null ||
-	{ echo "FAIL: certificate helper"; exit 1; }
+tc_certs
 (cd "$tmp" && "$top_builddir/tracecollectd" --listen 127.0.0.1:0 \
 	--query tcp://127.0.0.1:0 --db trace.db --cert pki/server.crt \
-	--key pki/server.key --ca pki/ca.crt --ready-file ready)
+	--key pki/server.key --ca pki/ca.crt --ready-file ready --host-map "tc-agent daemon-*")
 check "the parent exits 0" '[ $? = 0 ]'
 for _ in $(seq 100); do
 	[ -s "$tmp/ready" ] && break
