@@ -139,6 +139,7 @@ static void answer(struct kfilter *k, const struct proto_filter *f, char *error)
 
 void kfilter_apply(struct kfilter *k, const struct proto_filter *f)
 {
+	char text[LOG_ESC_LEN], why[LOG_ESC_LEN];
 	bool clear = !f->text[0];
 	int ret;
 
@@ -154,17 +155,20 @@ void kfilter_apply(struct kfilter *k, const struct proto_filter *f)
 			f->system, f->name);
 	if (clear && ret == 0)
 		set_remove(k, f->system, f->name);
+	/* system and name passed the decoder's [A-Za-z0-9_.-]; the text may hold anything */
+	log_escape(f->text, text, sizeof(text));
 	if (ret == 0) {
 		log_info("%s:%s: filter %s%s%s in the instance (pushed down by the collector)",
-			 f->system, f->name, clear ? "cleared" : "'", clear ? "" : f->text,
+			 f->system, f->name, clear ? "cleared" : "'", clear ? "" : text,
 			 clear ? "" : "' set");
 		answer(k, f, NULL);
 		return;
 	}
 	answer(k, f, kernel_reason(k, f->system, f->name, ret));
-	log_warn("%s:%s: the kernel refused filter '%s': %s", f->system, f->name, f->text,
-		 k->answers && k->nanswers ? k->answers[k->nanswers - 1].filter_status.error :
-		 tc_strerror(ret));
+	log_warn("%s:%s: the kernel refused filter '%s': %s", f->system, f->name, text,
+		 log_escape(k->answers && k->nanswers ?
+			    k->answers[k->nanswers - 1].filter_status.error : tc_strerror(ret),
+			    why, sizeof(why)));
 }
 
 int kfilter_send(struct kfilter *k, int (*send)(void *arg, const struct proto_msg *m),

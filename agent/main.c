@@ -38,6 +38,7 @@
 #include "agent/ship.h"
 #include "agent/tracing.h"
 #include "agent/ubuf.h"
+#include "proto/tls.h"
 
 #define PROG			"traceagent"
 #define DEF_CONNECT		"127.0.0.1:7000"
@@ -66,7 +67,7 @@ struct opts {
 	size_t nevents;
 	long duration_s;		/* 0: until a signal */
 	char instance[128];
-	const char *name;		/* NULL: gethostname() */
+	const char *name;		/* NULL: the certificate's CN (or gethostname()) */
 	size_t buffer_kb;		/* 0: the kernel's default */
 	size_t subbuf_kb;		/* 0: the kernel's default */
 	bool subbuf_set;		/* given: failing to set it fails */
@@ -157,7 +158,11 @@ static void help(void)
 "  -d, --duration SECONDS   stop after SECONDS (default: run until signalled)\n"
 "      --instance NAME      tracefs instance to create; it must not exist\n"
 "                           yet (default tracecollect-<pid>)\n"
-"      --name HOSTNAME      host name to report (default: gethostname())\n"
+"      --name HOSTNAME      host name to report (default: the subject CN of\n"
+"                           --cert's certificate; gethostname() with\n"
+"                           --insecure-plain). The collector refuses a name\n"
+"                           that is not that CN or one of the certificate's\n"
+"                           DNS names, unless its host-map allows it\n"
 "      --buffer-kb N        per-CPU ring buffer size in KiB (default: the\n"
 "                           kernel's default for a new instance)\n"
 "      --subbuf-kb N        ring-buffer page (sub-buffer) size in KiB, a\n"
@@ -779,13 +784,27 @@ static int finish(struct agent *a)
 	}
 }
 
+/*
+ * The host name to report: --name, else the certificate's subject CN (the
+ * collector stores only under a name of the certificate), else, with
+ * --insecure-plain or an unreadable certificate (the connection then says
+ * why), gethostname() (NULL).
+ */
+static const char *host_name(const struct agent *a, char *buf, size_t len)
+{
+	if (a->o.name || a->o.session.insecure_plain)
+		return a->o.name;
+	return tls_cert_file_cn(a->o.session.tls.cert, buf, len) == 0 ? buf : NULL;
+}
+
 /* Host facts, the instance, then the session and the pump on it. */
 static int start_agent(struct agent *a)
 {
+	char cn[HOSTINFO_STR_MAX];
 	struct session_host h;
 	int ret;
 
-	ret = hostinfo_get(a->o.name, &a->hi);
+	ret = hostinfo_get(host_name(a, cn, sizeof(cn)), &a->hi);
 	if (ret < 0)
 		return fail(a, ret, "cannot collect host facts: %s",
 			    tc_strerror(ret));

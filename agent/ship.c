@@ -649,9 +649,11 @@ static int read_msg(struct ship *s, int64_t deadline, struct proto_msg *m)
 /* Turn an unexpected message (ERROR or other) into an error and text. */
 static int unexpected(struct ship *s, const struct proto_msg *m)
 {
-	if (m->type == MSG_ERROR)
+	char text[LOG_ESC_LEN * 2];
+
+	if (m->type == MSG_ERROR)	/* the collector's words: escaped */
 		tc_seterr(s->err, sizeof(s->err), "collector error: %s (%s)",
-		       m->error.text ? m->error.text : "",
+		       log_escape(m->error.text, text, sizeof(text)),
 		       tc_strerror(m->error.code));
 	else
 		tc_seterr(s->err, sizeof(s->err),

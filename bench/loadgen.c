@@ -7,6 +7,7 @@
  *
  *   loadgen --connect HOST:PORT --cert F --key F --ca F --data DIR
  *           [--agents N] [--pages P | --events E] [--name PREFIX]
+ *           [--host NAME | --host-file FILE]
  *           [--bind ADDR] [--page-size N [--page-bytes B]] [--stall]
  *   loadgen --connect HOST:PORT [--bind ADDR] --idle-sockets N
  *
@@ -28,7 +29,10 @@
  * stalled", then waits for the collector to close (each line "agent I:
  * closed: REASON" gives the ERROR text); --idle-sockets opens N TCP
  * connections that send nothing and prints "socket I closed" as the
- * collector closes each (exit 0 once all are). A refused agent's line
+ * collector closes each (exit 0 once all are). --host sends NAME as the
+ * host name of every agent instead of PREFIX-I, --host-file the contents
+ * of FILE, any bytes and any length but NUL (for the collector's identity
+ * and length checks: a 256 KiB name does not fit a command line). A refused agent's line
  * gives the collector's ERROR text. Like traceagent, an agent whose
  * connection or TLS handshake fails tries again after a short backoff
  * (a collector past its handshake caps closes new connections at once).
@@ -85,6 +89,7 @@ struct opts {
 	char host[256], port[16];
 	struct tls_files files;
 	const char *dir, *name;
+	char *exact_host;	/* --host, --host-file: every agent's host name */
 	unsigned agents;
 	uint64_t pages;
 	uint64_t events;	/* --events: total over all agents, sets pages */
@@ -114,7 +119,10 @@ static char *slurp(const char *dir, const char *name, size_t *len)
 	char *buf = NULL;
 	long n;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (name[0] == '/')
+		snprintf(path, sizeof(path), "%s", name);
+	else
+		snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "rb");
 	if (!f)
 		return NULL;
@@ -346,6 +354,52 @@ static int send_msg(SSL *ssl, const struct proto_msg *m)
 	return ret;
 }
 
+/*
+ * --host/--host-file: HELLO @m with host @host, whatever its length. Our
+ * encoder refuses a host over PROTO_MAX_HOST, as it should, so HELLO is
+ * encoded with a marker for a host and the marker's msgpack string is
+ * replaced by a str32 holding @host: a hostile agent's HELLO.
+ */
+static int send_hello_as(SSL *ssl, struct proto_msg *m, const char *host)
+{
+	static const char mark[] = "\x01loadgen-host\x01";
+	size_t hlen = strlen(host), off, tail;
+	struct proto_buf b, out;
+	struct frame_hdr h = { .type = FRAME_MSG };
+	uint8_t str32[5] = { 0xdb, (uint8_t)(hlen >> 24), (uint8_t)(hlen >> 16),
+			     (uint8_t)(hlen >> 8), (uint8_t)hlen };
+	const uint8_t *at;
+	int ret;
+
+	m->hello.host = (char *)mark;
+	proto_buf_init(&b);
+	proto_buf_init(&out);
+	ret = proto_msg_encode(m, &b);
+	at = ret == 0 ? memmem(b.data, b.len, mark, sizeof(mark) - 1) : NULL;
+	if (!at) {
+		ret = -1;
+		goto out;
+	}
+	off = (size_t)(at - b.data) - 1;	/* the fixstr byte */
+	tail = b.len - off - 1 - (sizeof(mark) - 1);
+	h.len = (uint32_t)(b.len - FRAME_HDR_SIZE - 1 - (sizeof(mark) - 1) + 5 + hlen);
+	ret = proto_buf_append(&out, b.data, off);
+	if (ret == 0)
+		ret = proto_buf_append(&out, str32, sizeof(str32));
+	if (ret == 0)
+		ret = proto_buf_append(&out, host, hlen);
+	if (ret == 0)
+		ret = proto_buf_append(&out, at + sizeof(mark) - 1, tail);
+	if (ret == 0) {
+		frame_hdr_pack(&h, out.data);
+		ret = ssl_write_all(ssl, out.data, out.len);
+	}
+out:
+	proto_buf_free(&b);
+	proto_buf_free(&out);
+	return ret;
+}
+
 static int recv_msg(SSL *ssl, struct proto_msg *m)
 {
 	uint8_t hdr[FRAME_HDR_SIZE], *payload;
@@ -371,7 +425,9 @@ static int send_setup(struct agent *a, SSL *ssl)
 	hello_of(d, a->idx, a->o->name, &m.hello, host, mid);
 	if (a->o->page_size)
 		m.hello.page_size = a->o->page_size;
-	ret = send_msg(ssl, &m);
+	ret = a->o->exact_host ? send_hello_as(ssl, &m, a->o->exact_host) : send_msg(ssl, &m);
+	if (ret < 0)
+		snprintf(a->why, sizeof(a->why), "cannot send HELLO");
 	if (ret == 0 && (ret = recv_msg(ssl, &m)) == 0) {
 		ret = m.type == MSG_WELCOME ? 0 : -1;
 		if (m.type == MSG_ERROR)
@@ -591,7 +647,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "pages", 1, NULL, 'p' }, { "name", 1, NULL, 'N' }, { "events", 1, NULL, 'e' },
 		{ "bind", 1, NULL, 'b' }, { "page-size", 1, NULL, 'S' },
 		{ "page-bytes", 1, NULL, 'B' }, { "stall", 0, NULL, 's' },
-		{ "idle-sockets", 1, NULL, 'I' },
+		{ "idle-sockets", 1, NULL, 'I' }, { "host", 1, NULL, 'H' },
+		{ "host-file", 1, NULL, 'F' },
 		{ 0 }
 	};
 	const char *colon;
@@ -619,6 +676,16 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'B': o->page_bytes = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 's': o->stall = true; break;
 		case 'I': o->idle_sockets = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'H': free(o->exact_host); o->exact_host = strdup(optarg); break;
+		case 'F': {
+			size_t n;
+
+			free(o->exact_host);
+			o->exact_host = slurp(".", optarg, &n);
+			if (!o->exact_host || strlen(o->exact_host) != n)
+				return -1;
+			break;
+		}
 		default: return -1;
 		}
 	}
@@ -648,6 +715,7 @@ int main(int argc, char **argv)
 				" --data DIR [--agents N] [--pages P] [--name PREFIX]\n"
 				"               [--bind ADDR] [--page-size N [--page-bytes B]]"
 				" [--stall]\n"
+				"               [--host NAME | --host-file FILE]\n"
 				"       loadgen --connect HOST:PORT [--bind ADDR] --idle-sockets N\n");
 		return 2;
 	}
@@ -692,6 +760,7 @@ int main(int argc, char **argv)
 	       o.agents, o.pages * o.agents, shipped, stored, bad, secs, (double)stored / secs);
 	SSL_CTX_free(ctx);
 	free(a);
+	free(o.exact_host);
 	data_free(&d);
 	return bad ? 1 : 0;
 }

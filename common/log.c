@@ -4,7 +4,9 @@
 #include "config.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -51,4 +53,93 @@ void log_msg(enum log_level level, const char *prefix, const char *fmt, ...)
 	}
 	fprintf(stderr, "%s[%d]: %s: %s%s%s\n", log_ident, (int)getpid(),
 		level_name[level], prefix ? prefix : "", prefix ? ": " : "", msg);
+}
+
+/* Bytes in the UTF-8 sequence at @p (at most @n there), or 0 if invalid. */
+static size_t utf8_len(const unsigned char *p, size_t n)
+{
+	size_t need, i;
+	uint32_t cp;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		need = 2, cp = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		need = 3, cp = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		need = 4, cp = p[0] & 0x07;
+	else
+		return 0;
+	if (n < need)
+		return 0;
+	for (i = 1; i < need; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((need == 3 && cp < 0x800) || (need == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;		/* overlong, out of range, surrogate */
+	if ((cp >= 0x80 && cp <= 0x9f) || cp == 0x2028 || cp == 0x2029 ||
+	    (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069))
+		return 0;		/* C1 controls, line separators, bidi overrides */
+	return need;
+}
+
+/* The escaped form of the character at @p (@n bytes left) into @out; its
+ * input length in *@in. Return: the output length (at most 16). */
+static size_t escape_one(const unsigned char *p, size_t n, char *out, size_t *in)
+{
+	size_t u = utf8_len(p, n);
+
+	*in = u ? u : 1;
+	if (u > 1 || (u == 1 && p[0] >= 0x20 && p[0] < 0x7f && p[0] != '\\')) {
+		memcpy(out, p, u);
+		return u;
+	}
+	out[0] = '\\';
+	switch (p[0]) {
+	case '\\': out[1] = '\\'; return 2;
+	case '\n': out[1] = 'n'; return 2;
+	case '\r': out[1] = 'r'; return 2;
+	case '\t': out[1] = 't'; return 2;
+	}
+	*in = 1;
+	snprintf(out, 8, "\\x%02x", p[0]);
+	return 4;
+}
+
+#define LOG_ESC_MARK	32	/* room for "...[+N bytes]" */
+
+const char *log_escape(const char *s, char *buf, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "(null)");
+	size_t n = strlen((const char *)p), pos = 0, cut = 0, cut_in = 0, i = 0, in, k;
+	char one[16];
+
+	if (!len)
+		return buf;
+	while (i < n) {
+		k = escape_one(p + i, n - i, one, &in);
+		if (pos + k + 1 > len)
+			break;
+		memcpy(buf + pos, one, k);
+		pos += k;
+		i += in;
+		if (pos + LOG_ESC_MARK + 1 <= len) {
+			cut = pos;
+			cut_in = i;
+		}
+	}
+	if (i >= n) {
+		buf[pos] = '\0';
+		return buf;
+	}
+	if (len <= LOG_ESC_MARK) {	/* no room for the marker: cut short */
+		buf[pos] = '\0';
+		return buf;
+	}
+	snprintf(buf + cut, len - cut, "...[+%zu bytes]", n - cut_in);
+	return buf;
 }

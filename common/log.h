@@ -9,6 +9,7 @@
 #define TC_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum log_level {
 	LOGL_ERR,
@@ -32,6 +33,27 @@ void log_msg(enum log_level level, const char *prefix, const char *fmt, ...)
 #ifndef LOG_PREFIX
 #define LOG_PREFIX NULL
 #endif
+
+/* A buffer for one log_escape()d string: a 255-byte name fits as it is. */
+#define LOG_ESC_LEN	384
+
+/*
+ * log_escape - @s made safe for one log line, into @buf (@len bytes).
+ *
+ * Every peer-supplied string goes through here before it reaches a log
+ * line, so that it can neither forge a line nor drive a terminal. Printable
+ * ASCII and valid UTF-8 stay as they are; a backslash becomes "\\"; "\n",
+ * "\r" and "\t" are written so; every other byte that is a control
+ * character (C0, DEL, ESC of an ANSI sequence, C1 U+0080..U+009F), part of a
+ * bidirectional override or line separator (U+2028/9, U+202A..E,
+ * U+2066..9) or not valid UTF-8 (overlong, surrogate, cut short) becomes
+ * "\xNN". When that does not fit @len, the text is cut at a character and
+ * ends in "...[+N bytes]", N being the bytes of @s left out. NULL @s reads
+ * "(null)".
+ *
+ * Return: @buf (NUL-terminated when @len > 0).
+ */
+const char *log_escape(const char *s, char *buf, size_t len);
 
 #define log_err(...)	log_msg(LOGL_ERR, LOG_PREFIX, __VA_ARGS__)
 #define log_warn(...)	log_msg(LOGL_WARN, LOG_PREFIX, __VA_ARGS__)

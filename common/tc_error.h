@@ -44,7 +44,8 @@
 	_TC(PEER_CLOSED,	"peer closed the connection") \
 	_TC(TIMEOUT,		"timed out") \
 	_TC(AMBIGUOUS,		"ambiguous name") \
-	_TC(FORMAT_LIMIT,	"event format exceeds the collector's limits")
+	_TC(FORMAT_LIMIT,	"event format exceeds the collector's limits") \
+	_TC(IDENTITY,		"host name not allowed for this certificate")
 
 #define _TC(code, str) TC_ERR_##code,
 enum tc_errno {

@@ -21,6 +21,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +61,7 @@ struct field {
 	enum field_need need;
 	size_t off;		/* offset in struct proto_msg */
 	size_t len_off;		/* FK_TEXT: offset of the size_t length */
+	size_t max;		/* FK_STR, FK_TEXT: longest value; 0: PROTO_MAX_STRING */
 };
 
 struct msg_desc {
@@ -69,18 +72,21 @@ struct msg_desc {
 };
 
 #define F(key, kind, need, member) \
-	{ key, kind, need, offsetof(struct proto_msg, member), 0 }
+	{ key, kind, need, offsetof(struct proto_msg, member), 0, 0 }
+/* A string of at most @max bytes (PROTOCOL.md, "Limits"). */
+#define FS(key, need, member, max) \
+	{ key, FK_STR, need, offsetof(struct proto_msg, member), 0, max }
 #define FTEXT(key, member, lenmember) \
 	{ key, FK_TEXT, REQUIRED, offsetof(struct proto_msg, member), \
-	  offsetof(struct proto_msg, lenmember) }
+	  offsetof(struct proto_msg, lenmember), 0 }
 
 static const struct field hello_fields[] = {
 	F("v", FK_U32, REQUIRED, hello.version),
-	F("host", FK_STR, REQUIRED_V1, hello.host),
-	F("machine_id", FK_STR, REQUIRED_V1, hello.machine_id),
-	F("boot_id", FK_STR, REQUIRED_V1, hello.boot_id),
-	F("kernel", FK_STR, REQUIRED_V1, hello.kernel),
-	F("trace_clock", FK_STR, REQUIRED_V1, hello.trace_clock),
+	FS("host", REQUIRED_V1, hello.host, PROTO_MAX_HOST),
+	FS("machine_id", REQUIRED_V1, hello.machine_id, PROTO_MAX_NAME),
+	FS("boot_id", REQUIRED_V1, hello.boot_id, PROTO_MAX_NAME),
+	FS("kernel", REQUIRED_V1, hello.kernel, PROTO_MAX_NAME),
+	FS("trace_clock", REQUIRED_V1, hello.trace_clock, PROTO_MAX_CLOCK),
 	F("ncpus", FK_U32, REQUIRED_V1, hello.ncpus),
 	F("page_size", FK_U32, REQUIRED_V1, hello.page_size),
 	F("long_size", FK_U32, REQUIRED_V1, hello.long_size),
@@ -105,8 +111,8 @@ static const struct field header_page_fields[] = {
 };
 
 static const struct field format_fields[] = {
-	F("system", FK_STR, REQUIRED, format.system),
-	F("name", FK_STR, REQUIRED, format.name),
+	FS("system", REQUIRED, format.system, PROTO_MAX_EVENT_NAME),
+	FS("name", REQUIRED, format.name, PROTO_MAX_EVENT_NAME),
 	FTEXT("text", format.text, format.len),
 	F("group", FK_U32, OPTIONAL, format.group),
 };
@@ -150,14 +156,14 @@ static const struct field done_fields[] = {
 
 static const struct field error_fields[] = {
 	F("code", FK_I32, REQUIRED, error.code),
-	F("text", FK_STR, OPTIONAL, error.text),
+	FS("text", OPTIONAL, error.text, PROTO_MAX_ERROR_TEXT),
 };
 
 static const struct field group_fields[] = {
 	F("group", FK_U32, REQUIRED, group.group),
 	F("pid", FK_I32, REQUIRED, group.pid),
-	F("comm", FK_STR, REQUIRED, group.comm),
-	F("clock", FK_STR, REQUIRED, group.clock),
+	FS("comm", REQUIRED, group.comm, PROTO_MAX_NAME),
+	FS("clock", REQUIRED, group.clock, PROTO_MAX_CLOCK),
 	F("tsc0", FK_U64, REQUIRED, group.tsc0),
 	F("mono0", FK_U64, REQUIRED, group.mono0),
 	F("mult", FK_U32, REQUIRED, group.mult),
@@ -178,17 +184,17 @@ static const struct field symbols_fields[] = {
 };
 
 static const struct field filter_fields[] = {
-	F("system", FK_STR, REQUIRED, filter.system),
-	F("name", FK_STR, REQUIRED, filter.name),
-	F("text", FK_STR, REQUIRED, filter.text),
+	FS("system", REQUIRED, filter.system, PROTO_MAX_EVENT_NAME),
+	FS("name", REQUIRED, filter.name, PROTO_MAX_EVENT_NAME),
+	FS("text", REQUIRED, filter.text, PROTO_MAX_FILTER),
 };
 
 static const struct field filter_status_fields[] = {
-	F("system", FK_STR, REQUIRED, filter_status.system),
-	F("name", FK_STR, REQUIRED, filter_status.name),
-	F("text", FK_STR, REQUIRED, filter_status.text),
+	FS("system", REQUIRED, filter_status.system, PROTO_MAX_EVENT_NAME),
+	FS("name", REQUIRED, filter_status.name, PROTO_MAX_EVENT_NAME),
+	FS("text", REQUIRED, filter_status.text, PROTO_MAX_FILTER),
 	F("ok", FK_BOOL, REQUIRED, filter_status.ok),
-	F("error", FK_STR, OPTIONAL, filter_status.error),
+	FS("error", OPTIONAL, filter_status.error, PROTO_MAX_FILTER_ERROR),
 };
 
 /* msg_dec_fields() tracks the keys it has seen in a 32-bit mask. */
@@ -349,6 +355,12 @@ static int enc_write(void *data, const char *buf, size_t len)
 	return 0;
 }
 
+/* The longest value field @f may hold. */
+static size_t field_max(const struct field *f)
+{
+	return f->max ? f->max : PROTO_MAX_STRING;
+}
+
 static int enc_str(msgpack_packer *pk, const char *s, size_t len)
 {
 	if (len > PROTO_MAX_STRING)
@@ -403,6 +415,8 @@ static int enc_value(msgpack_packer *pk, const struct field *f,
 						 : msgpack_pack_false(pk);
 	case FK_STR:
 		s = *CFIELD(m, f->off, char *);
+		if (s && strlen(s) > field_max(f))
+			return TC_ERR_TOO_LONG;
 		return enc_str(pk, s, s ? strlen(s) : 0);
 	case FK_TEXT:
 		s = *CFIELD(m, f->off, char *);
@@ -715,10 +729,9 @@ static int dec_value(const msgpack_object *o, const struct field *f,
 		*FIELD(m, f->off, bool) = o->via.boolean;
 		return 0;
 	case FK_STR:
-		return proto_mp_str(o, PROTO_MAX_STRING, FIELD(m, f->off, char *),
-				    NULL);
+		return proto_mp_str(o, field_max(f), FIELD(m, f->off, char *), NULL);
 	case FK_TEXT:
-		return proto_mp_str(o, PROTO_MAX_STRING, FIELD(m, f->off, char *),
+		return proto_mp_str(o, field_max(f), FIELD(m, f->off, char *),
 				    FIELD(m, f->len_off, size_t));
 	case FK_CMDLINES:
 		return dec_cmdlines(o, FIELD(m, f->off, struct proto_cmdlines));
@@ -756,10 +769,44 @@ static int msg_find_type(const msgpack_object_map *map,
 	return TC_ERR_MSG_UNKNOWN;
 }
 
+/* Where a decoder says why it refused a message: @buf of @len bytes, or none. */
+struct dec_why {
+	char *buf;
+	size_t len;
+};
+
+__attribute__((format(printf, 2, 3)))
+static void why_set(struct dec_why *w, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!w->buf || !w->len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(w->buf, w->len, fmt, ap);
+	va_end(ap);
+}
+
+/* Why the value @o of field @f of a @d message was refused (dec_value's @rc). */
+static void why_field(struct dec_why *w, const struct msg_desc *d, const struct field *f,
+		      const msgpack_object *o, int rc)
+{
+	if (rc == -ENOMEM)
+		return;
+	if ((f->kind == FK_STR || f->kind == FK_TEXT) && o->type == MSGPACK_OBJECT_STR &&
+	    o->via.str.size > field_max(f))
+		why_set(w, "%s: '%s' of %u bytes is over the limit of %zu bytes", d->name,
+			f->key, o->via.str.size, field_max(f));
+	else if ((f->kind == FK_STR || f->kind == FK_TEXT) && o->type == MSGPACK_OBJECT_STR)
+		why_set(w, "%s: '%s' holds a NUL byte", d->name, f->key);
+	else
+		why_set(w, "%s: '%s' has the wrong type or is out of range", d->name, f->key);
+}
+
 /* Decode the known keys of @map into @m; a known key may appear once. */
 static int msg_dec_fields(const msgpack_object_map *map,
 			  const struct msg_desc *d, struct proto_msg *m,
-			  uint32_t *seen)
+			  uint32_t *seen, struct dec_why *w)
 {
 	size_t i, j;
 	int rc;
@@ -770,12 +817,16 @@ static int msg_dec_fields(const msgpack_object_map *map,
 				break;
 		if (j == d->nfields)
 			continue;	/* "t" or a key from a newer peer */
-		if (*seen & (1u << j))
+		if (*seen & (1u << j)) {
+			why_set(w, "%s: '%s' appears twice", d->name, d->fields[j].key);
 			return TC_ERR_MSG_MALFORMED;
+		}
 		*seen |= 1u << j;
 		rc = dec_value(&map->ptr[i].val, &d->fields[j], m);
-		if (rc < 0)
+		if (rc < 0) {
+			why_field(w, d, &d->fields[j], &map->ptr[i].val, rc);
 			return rc;
+		}
 	}
 	return 0;
 }
@@ -787,7 +838,7 @@ static int msg_dec_fields(const msgpack_object_map *map,
  * read the version to refuse it properly.
  */
 static int msg_dec_absent(const struct msg_desc *d, struct proto_msg *m,
-			  uint32_t seen)
+			  uint32_t seen, struct dec_why *w)
 {
 	bool v1 = m->type != MSG_HELLO || m->hello.version == PROTO_VERSION;
 	const struct field *f;
@@ -797,8 +848,10 @@ static int msg_dec_absent(const struct msg_desc *d, struct proto_msg *m,
 		f = &d->fields[j];
 		if (seen & (1u << j))
 			continue;
-		if (f->need == REQUIRED || (f->need == REQUIRED_V1 && v1))
+		if (f->need == REQUIRED || (f->need == REQUIRED_V1 && v1)) {
+			why_set(w, "%s: required '%s' missing", d->name, f->key);
 			return TC_ERR_MSG_MISSING;
+		}
 		if (f->kind != FK_STR && f->kind != FK_TEXT)
 			continue;
 		*FIELD(m, f->off, char *) = strdup("");
@@ -808,7 +861,8 @@ static int msg_dec_absent(const struct msg_desc *d, struct proto_msg *m,
 	return 0;
 }
 
-static int msg_from_object(const msgpack_object *o, struct proto_msg *out)
+static int msg_from_object(const msgpack_object *o, struct proto_msg *out,
+			   struct dec_why *w)
 {
 	const msgpack_object_map *map = &o->via.map;
 	enum proto_msg_type type;
@@ -823,11 +877,12 @@ static int msg_from_object(const msgpack_object *o, struct proto_msg *out)
 		return rc;
 	memset(&m, 0, sizeof(m));
 	m.type = type;
-	rc = msg_dec_fields(map, &msg_table[type], &m, &seen);
+	rc = msg_dec_fields(map, &msg_table[type], &m, &seen, w);
 	if (rc == 0)
-		rc = msg_dec_absent(&msg_table[type], &m, seen);
-	if (rc == 0 && msg_table[type].check)
-		rc = msg_table[type].check(&m);
+		rc = msg_dec_absent(&msg_table[type], &m, seen, w);
+	if (rc == 0 && msg_table[type].check && (rc = msg_table[type].check(&m)) < 0)
+		why_set(w, "%s: system or name not [A-Za-z0-9_.-], or filter text too long",
+			msg_table[type].name);
 	if (rc < 0) {
 		proto_msg_free(&m);
 		return rc;
@@ -836,18 +891,27 @@ static int msg_from_object(const msgpack_object *o, struct proto_msg *out)
 	return 0;
 }
 
-int proto_msg_decode(const void *payload, size_t len, struct proto_msg *out)
+int proto_msg_decode_why(const void *payload, size_t len, struct proto_msg *out,
+			 char *why, size_t whylen)
 {
+	struct dec_why w = { why, whylen };
 	msgpack_unpacked u;
 	int rc;
 
+	if (why && whylen)
+		why[0] = '\0';
 	if (len > FRAME_MAX_PAYLOAD)
 		return TC_ERR_MSG_MALFORMED;
 	rc = proto_mp_unpack(payload, len, &u);
 	if (rc == 0)
-		rc = msg_from_object(&u.data, out);
+		rc = msg_from_object(&u.data, out, &w);
 	msgpack_unpacked_destroy(&u);
 	return rc;
+}
+
+int proto_msg_decode(const void *payload, size_t len, struct proto_msg *out)
+{
+	return proto_msg_decode_why(payload, len, out, NULL, 0);
 }
 
 void proto_msg_free(struct proto_msg *m)

@@ -26,7 +26,14 @@
 #define PROTO_VERSION		1
 #define PROTO_MAX_STRING	(256u * 1024)	/* longest string field */
 #define PROTO_MAX_CMDLINES	65536		/* entries in one CMDLINES */
-#define PROTO_MAX_EVENT_NAME	255		/* system or event name in FILTER */
+#define PROTO_MAX_EVENT_NAME	255		/* system or event name in FORMAT,
+						 * FILTER, FILTER_STATUS */
+#define PROTO_MAX_HOST		255		/* HELLO host */
+#define PROTO_MAX_NAME		255		/* HELLO machine_id, boot_id,
+						 * kernel; GROUP comm */
+#define PROTO_MAX_CLOCK		63		/* HELLO trace_clock, GROUP clock */
+#define PROTO_MAX_ERROR_TEXT	4096		/* ERROR text */
+#define PROTO_MAX_FILTER_ERROR	16384		/* FILTER_STATUS error */
 #define PROTO_MAX_FILTER	4096		/* filter text in FILTER (the
 						 * parser's FILTER_MAX_LEN) */
 
@@ -257,7 +264,8 @@ int proto_buf_append(struct proto_buf *b, const void *p, size_t len);
  * owned by the caller. On any failure @out is left as it was.
  *
  * Return: 0; -ENOMEM; TC_ERR_MSG_UNKNOWN for a bad type; TC_ERR_TOO_LONG when
- * a string exceeds PROTO_MAX_STRING, cmdlines.count exceeds
+ * a string exceeds its key's limit (PROTO_MAX_STRING or a
+ * PROTO_MAX_* above), cmdlines.count exceeds
  * PROTO_MAX_CMDLINES or the payload would exceed FRAME_MAX_PAYLOAD (65536
  * full cmdlines do not fit: send at most 32768 per message);
  * TC_ERR_MSG_MALFORMED when a text holds a NUL byte, or a FILTER or
@@ -281,11 +289,21 @@ int proto_msg_encode(const struct proto_msg *m, struct proto_buf *out);
  *
  * Return: 0; TC_ERR_MSG_MALFORMED (not exactly one map, truncated or
  * trailing bytes, wrong value type, integer out of range, duplicate key,
- * string too long or with NUL, @len over FRAME_MAX_PAYLOAD);
+ * string over its key's limit (PROTO_MAX_HOST etc. above; PROTOCOL.md,
+ * "Limits") or with NUL, @len over FRAME_MAX_PAYLOAD);
  * TC_ERR_MSG_MISSING (required key absent); TC_ERR_MSG_UNKNOWN (unknown
  * "t"); -ENOMEM. *@out is written only on success.
  */
 int proto_msg_decode(const void *payload, size_t len, struct proto_msg *out);
+
+/*
+ * proto_msg_decode_why - proto_msg_decode(), and on failure one line in
+ * @why (@whylen bytes) saying which key of which message broke which rule,
+ * e.g. "hello: 'host' of 262144 bytes is over the limit of 255 bytes"
+ * (no peer bytes in it; "" when the payload is not a message map at all).
+ */
+int proto_msg_decode_why(const void *payload, size_t len, struct proto_msg *out,
+			 char *why, size_t whylen);
 
 /*
  * proto_msg_free - release what proto_msg_decode() allocated in @m and

@@ -20,6 +20,7 @@
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "common/tc_error.h"
 #include "proto/tls.h"
@@ -120,6 +121,132 @@ const char *tls_peer_subject(SSL *ssl, char *buf, size_t len)
 	}
 	OPENSSL_free(utf8);
 	return buf;
+}
+
+/* The subject CN of @x as UTF-8 (OPENSSL_free it), its length in *@n; NULL if none. */
+static unsigned char *cert_cn(X509 *x, int *n)
+{
+	X509_NAME *subj = x ? X509_get_subject_name(x) : NULL;
+	X509_NAME_ENTRY *ent;
+	unsigned char *utf8 = NULL;
+
+	*n = -1;
+	ent = subj ? X509_NAME_get_entry(subj, X509_NAME_get_index_by_NID(subj,
+					 NID_commonName, -1)) : NULL;
+	if (ent)
+		*n = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(ent));
+	if (*n < 0) {
+		OPENSSL_free(utf8);
+		return NULL;
+	}
+	return utf8;
+}
+
+/* Whether @name is one of @x's DNS names (subjectAltName), byte for byte. */
+static bool cert_has_dns(X509 *x, const char *name)
+{
+	GENERAL_NAMES *gens = X509_get_ext_d2i(x, NID_subject_alt_name, NULL, NULL);
+	size_t len = strlen(name);
+	bool found = false;
+
+	for (int i = 0; gens && !found && i < sk_GENERAL_NAME_num(gens); i++) {
+		const GENERAL_NAME *g = sk_GENERAL_NAME_value(gens, i);
+
+		if (g->type != GEN_DNS)
+			continue;
+		found = (size_t)ASN1_STRING_length(g->d.dNSName) == len &&
+			!memcmp(ASN1_STRING_get0_data(g->d.dNSName), name, len);
+	}
+	GENERAL_NAMES_free(gens);
+	return found;
+}
+
+bool tls_peer_has_name(SSL *ssl, const char *name)
+{
+	X509 *peer = ssl ? SSL_get0_peer_certificate(ssl) : NULL;
+	unsigned char *cn;
+	bool found;
+	int n;
+
+	if (!peer || SSL_get_verify_result(ssl) != X509_V_OK)
+		return false;
+	cn = cert_cn(peer, &n);
+	found = cn && (size_t)n == strlen(name) && !memcmp(cn, name, (size_t)n);
+	OPENSSL_free(cn);
+	return found || cert_has_dns(peer, name);
+}
+
+int tls_cert_file_cn(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	X509 *x = f ? PEM_read_X509(f, NULL, NULL, NULL) : NULL;
+	unsigned char *cn;
+	int n, ret = TC_ERR_TLS;
+
+	if (f)
+		fclose(f);
+	cn = cert_cn(x, &n);
+	if (cn && n > 0 && !memchr(cn, '\0', (size_t)n))
+		ret = (size_t)n < len ? 0 : TC_ERR_TOO_LONG;
+	if (ret == 0)
+		snprintf(buf, len, "%.*s", n, (const char *)cn);
+	OPENSSL_free(cn);
+	X509_free(x);
+	ERR_clear_error();
+	return ret;
+}
+
+/* Days from now until @t (negative: past); 0 when it cannot be told. */
+static long days_until(const ASN1_TIME *t)
+{
+	int days = 0, secs = 0;
+
+	if (!t || !ASN1_TIME_diff(&days, &secs, NULL, t))
+		return 0;
+	return days;
+}
+
+static void expiry_name(X509_NAME *nm, char *buf, size_t len)
+{
+	int idx = nm ? X509_NAME_get_index_by_NID(nm, NID_commonName, -1) : -1;
+	X509_NAME_ENTRY *ent = idx >= 0 ? X509_NAME_get_entry(nm, idx) : NULL;
+	unsigned char *utf8 = NULL;
+	int n = ent ? ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(ent)) : -1;
+
+	snprintf(buf, len, "%.*s", n > 0 ? n : 1, n > 0 ? (const char *)utf8 : "?");
+	OPENSSL_free(utf8);
+}
+
+int tls_ctx_expiry(SSL_CTX *ctx, int days, tls_expiry_fn fn, void *arg)
+{
+	X509 *own = SSL_CTX_get0_certificate(ctx);
+	STACK_OF(X509_OBJECT) *objs = X509_STORE_get0_objects(SSL_CTX_get_cert_store(ctx));
+	char name[256];
+	long left;
+	int n = 0;
+
+	if (own && (left = days_until(X509_get0_notAfter(own))) < days) {
+		expiry_name(X509_get_subject_name(own), name, sizeof(name));
+		fn(arg, "certificate", name, left);
+		n++;
+	}
+	for (int i = 0; objs && i < sk_X509_OBJECT_num(objs); i++) {
+		X509_OBJECT *o = sk_X509_OBJECT_value(objs, i);
+		X509 *x = X509_OBJECT_get0_X509(o);
+		X509_CRL *crl = X509_OBJECT_get0_X509_CRL(o);
+
+		if (x && (left = days_until(X509_get0_notAfter(x))) < days) {
+			expiry_name(X509_get_subject_name(x), name, sizeof(name));
+			fn(arg, "CA certificate", name, left);
+			n++;
+		} else if (crl && X509_CRL_get0_nextUpdate(crl) &&
+			   (left = days_until(X509_CRL_get0_nextUpdate(crl))) < days) {
+			expiry_name(X509_CRL_get_issuer(crl), name, sizeof(name));
+			fn(arg, "CRL", name, left);
+			n++;
+		}
+	}
+	return n;
 }
 
 /* Never prompt for a passphrase on the terminal: daemons have none. */
@@ -246,6 +373,28 @@ static int tls_load_ca(SSL_CTX *ctx, enum tls_role role, const char *path,
 	return 0;
 }
 
+/*
+ * tls_load_crl - the CRLs in @path join the context's trust store, and
+ * peers are checked against them (the leaf: X509_V_FLAG_CRL_CHECK).
+ */
+static int tls_load_crl(SSL_CTX *ctx, const char *path, char *err, size_t errlen)
+{
+	X509_STORE *st = SSL_CTX_get_cert_store(ctx);
+	X509_LOOKUP *lu;
+	int rc;
+
+	if (!path || !*path)
+		return 0;
+	rc = tls_open_check("CRL file", path, err, errlen);
+	if (rc < 0)
+		return rc;
+	lu = X509_STORE_add_lookup(st, X509_LOOKUP_file());
+	if (!lu || X509_load_crl_file(lu, path, X509_FILETYPE_PEM) < 1)
+		return tls_fail(err, errlen, "CRL file", path, "no usable PEM CRL");
+	X509_STORE_set_flags(st, X509_V_FLAG_CRL_CHECK);
+	return 0;
+}
+
 static int tls_ctx_policy(SSL_CTX *ctx, enum tls_role role)
 {
 	int mode = SSL_VERIFY_PEER;
@@ -286,6 +435,8 @@ int tls_ctx_new(enum tls_role role, const struct tls_files *files,
 		rc = tls_load_key(ctx, files->key, files->cert, err, errlen);
 	if (rc == 0)
 		rc = tls_load_ca(ctx, role, files->ca, err, errlen);
+	if (rc == 0)
+		rc = tls_load_crl(ctx, files->crl, err, errlen);
 	if (rc == 0) {
 		*out = ctx;
 		ctx = NULL;

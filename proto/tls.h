@@ -8,6 +8,7 @@
 #ifndef PROTO_TLS_H
 #define PROTO_TLS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <openssl/ssl.h>
 
@@ -20,6 +21,7 @@ struct tls_files {
 	const char *cert;	/* PEM certificate (chain) */
 	const char *key;	/* PEM private key */
 	const char *ca;		/* PEM CA certificate(s) that sign peers */
+	const char *crl;	/* optional: PEM CRL(s) of those CAs; NULL or "": none */
 };
 
 /*
@@ -37,6 +39,14 @@ struct tls_files {
  * that calls SSL_set1_host() on its SSL. kTLS is left to the caller
  * (SSL_CTX_set_options(ctx, SSL_OP_ENABLE_KTLS)). The caller frees *@out
  * with SSL_CTX_free().
+ *
+ * With @files->crl, peers are also checked against the certificate
+ * revocation lists in that file (X509_V_FLAG_CRL_CHECK: the peer's own
+ * certificate; the file must then hold a current CRL of the CA that signed
+ * it, else the peer is refused with "unable to get certificate CRL"; a CRL
+ * past its next update refuses everyone with "CRL has expired"). A revoked
+ * peer is refused in the handshake: "certificate verify failed:
+ * certificate revoked".
  *
  * @err examples: "certificate /etc/tc/a.crt: No such file or directory",
  * "private key /etc/tc/a.key does not match certificate /etc/tc/a.crt",
@@ -60,6 +70,37 @@ int tls_ctx_new(enum tls_role role, const struct tls_files *files,
  * "peer did not return a certificate".
  */
 const char *tls_errors(SSL *ssl, char *buf, size_t len);
+
+/*
+ * tls_peer_has_name - whether @name is, byte for byte, the subject CN or
+ * one of the DNS names (subjectAltName) of @ssl's verified peer
+ * certificate. False without a verified peer certificate.
+ */
+bool tls_peer_has_name(SSL *ssl, const char *name);
+
+/*
+ * tls_cert_file_cn - the subject CN of the first certificate in PEM file
+ * @path into @buf (@len bytes). Return: 0; TC_ERR_TLS when the file holds
+ * no certificate or it has no CN; TC_ERR_TOO_LONG when it does not fit.
+ */
+int tls_cert_file_cn(const char *path, char *buf, size_t len);
+
+/*
+ * Called by tls_ctx_expiry() for each certificate or CRL of the context
+ * that is no longer valid in @days_left days: @what is "certificate",
+ * "CA certificate" or "CRL", @name its subject (issuer for a CRL) CN,
+ * @days_left days until it expires (its next update for a CRL); <= 0:
+ * expired already.
+ */
+typedef void (*tls_expiry_fn)(void *arg, const char *what, const char *name,
+			      long days_left);
+
+/*
+ * tls_ctx_expiry - call @fn for the context's own certificate, every CA
+ * certificate and CRL it trusts, that expires within @days days.
+ * Return: how many it reported.
+ */
+int tls_ctx_expiry(SSL_CTX *ctx, int days, tls_expiry_fn fn, void *arg);
 
 /*
  * tls_peer_subject - the subject CN of @ssl's verified peer certificate

@@ -54,9 +54,12 @@ struct collector_refusal {
 
 #define COLLECTOR_REFUSAL_SOURCES	64
 
+struct hostmap;
+
 struct collector {
 	struct event_base *base;
-	SSL_CTX *tls;
+	SSL_CTX *tls;			/* for new connections; replaced on SIGHUP */
+	const struct hostmap *hostmap;	/* certificates that may name other hosts */
 	struct evconnlistener *listener;
 	struct store *store;		/* the one writer: used by the ingest worker only */
 	struct ingest *ing;		/* the ingest worker and its queue */

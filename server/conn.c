@@ -56,6 +56,7 @@
 #include "proto/tls.h"
 #include "server/collector.h"
 #include "server/hostlimit.h"
+#include "server/hostmap.h"
 #include "server/ingest.h"
 #include "server/pushdown.h"
 
@@ -221,14 +222,23 @@ static void conn_finish(struct conn *c)
 			    BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);
 }
 
-/* Tell the agent why, log it, close. */
+/* The agent's name for log lines, escaped (log_escape): its HELLO's, or its certificate's. */
+static const char *conn_name(const struct conn *c, char *buf, size_t len)
+{
+	return log_escape(c->host ? c->host : c->subject, buf, len);
+}
+
+/*
+ * Tell the agent why, log it, close. @what holds no peer bytes unescaped
+ * (it goes to the log as it is).
+ */
 static void conn_fail(struct conn *c, int err, const char *what)
 {
 	struct proto_msg m = { .type = MSG_ERROR };
-	char text[256];
+	char text[512], name[LOG_ESC_LEN];
 
 	snprintf(text, sizeof(text), "%s: %s", what, tc_strerror(err));
-	log_warn("%s (%s): closing: %s", c->peer, c->host ? c->host : c->subject, text);
+	log_warn("%s (%s): closing: %s", c->peer, conn_name(c, name, sizeof(name)), text);
 	m.error.code = err;
 	m.error.text = text;
 	conn_send(c, &m);
@@ -252,10 +262,43 @@ static int conn_limits(struct conn *c, const struct proto_hello *h)
 	return hostlimit_attach(c->col->hl, h->host, &c->lim);
 }
 
+/*
+ * Whether the agent may store as @host: its certificate's own name (CN or
+ * a DNS name), or a name the collector's host-map gives its CN. With
+ * --insecure-plain there is no certificate: any name (tests only).
+ */
+static bool conn_may_claim(struct conn *c, const char *host)
+{
+	if (!c->col->tls)
+		return true;
+	return tls_peer_has_name(bufferevent_openssl_get_ssl(c->bev), host) ||
+	       hostmap_allows(c->col->hostmap, c->subject, host);
+}
+
+/* Refuse a HELLO naming a host the certificate may not: both sides say why. */
+static void conn_refuse_host(struct conn *c, const char *host)
+{
+	struct proto_msg m = { .type = MSG_ERROR };
+	char text[1536], h[LOG_ESC_LEN], cn[LOG_ESC_LEN];
+
+	log_escape(host, h, sizeof(h));
+	log_escape(c->subject, cn, sizeof(cn));
+	snprintf(text, sizeof(text), "host name '%s' is not one of certificate %s's names "
+		 "(its CN and DNS names) and no host-map entry of the collector allows it "
+		 "for %s", h, cn, cn);
+	c->col->refused++;
+	log_warn("%s: refused agent: %s", c->peer, text);
+	m.error.code = TC_ERR_IDENTITY;
+	m.error.text = text;
+	conn_send(c, &m);
+	conn_finish(c);
+}
+
 /* Check the HELLO here, let the worker store the host; WELCOME follows. */
 static int on_hello(struct conn *c, struct proto_msg *m, const uint8_t *raw, size_t len)
 {
 	const struct proto_hello *h = &m->hello;
+	char esc[4][LOG_ESC_LEN];
 	int ret;
 
 	if (h->version != PROTO_VERSION)
@@ -268,6 +311,10 @@ static int on_hello(struct conn *c, struct proto_msg *m, const uint8_t *raw, siz
 		snprintf(why, sizeof(why), "hello: page_size %u is over the largest "
 			 "frame (%u bytes)", h->page_size, FRAME_MAX_PAYLOAD);
 		conn_fail(c, TC_ERR_FRAME_TOO_LARGE, why);
+		return 0;
+	}
+	if (!conn_may_claim(c, h->host)) {
+		conn_refuse_host(c, h->host);
 		return 0;
 	}
 	c->cpus = calloc(h->ncpus, sizeof(*c->cpus));
@@ -283,8 +330,11 @@ static int on_hello(struct conn *c, struct proto_msg *m, const uint8_t *raw, siz
 	ret = ingest_sink_new(c->col->ing, c->id, c->subject, &c->sink);
 	if (ret < 0)
 		return ret;
-	log_info("%s: agent %s (%s, kernel %s, %u CPUs, clock %s) connected",
-		 c->peer, h->host, c->subject, h->kernel, h->ncpus, h->trace_clock);
+	log_info("%s: agent %s (%s, kernel %s, %u CPUs, clock %s) connected", c->peer,
+		 log_escape(h->host, esc[0], sizeof(esc[0])),
+		 log_escape(c->subject, esc[3], sizeof(esc[3])),
+		 log_escape(h->kernel, esc[1], sizeof(esc[1])), h->ncpus,
+		 log_escape(h->trace_clock, esc[2], sizeof(esc[2])));
 	c->state = CONN_STREAM;
 	conn_authenticated(c);
 	c->last_frame = util_now_ms();
@@ -331,12 +381,25 @@ static int on_bye(struct conn *c, struct proto_msg *m, const uint8_t *raw, size_
 	return ret;
 }
 
+/*
+ * One control message. One that does not decode is answered here with the
+ * decoder's reason (which key broke which limit; no peer bytes in it), and
+ * the connection closes (c->state CONN_CLOSING).
+ */
 static int conn_on_msg(struct conn *c, const uint8_t *payload, size_t len)
 {
 	struct proto_msg m;
+	char why[256], esc[LOG_ESC_LEN];
 	int ret;
 
-	ret = proto_msg_decode(payload, len, &m);
+	ret = proto_msg_decode_why(payload, len, &m, why, sizeof(why));
+	if (ret < 0 && why[0]) {
+		char what[300];
+
+		snprintf(what, sizeof(what), "message: %s", why);
+		conn_fail(c, ret, what);
+		return 0;
+	}
 	if (ret < 0)
 		return ret;
 	if ((c->state == CONN_HELLO) != (m.type == MSG_HELLO)) {
@@ -361,7 +424,8 @@ static int conn_on_msg(struct conn *c, const uint8_t *payload, size_t len)
 			pushdown_log_status(c->host, &m.filter_status);
 		break;
 	case MSG_ERROR:
-		log_warn("%s: agent reports error %d: %s", c->peer, m.error.code, m.error.text);
+		log_warn("%s: agent reports error %d: %s", c->peer, m.error.code,
+			 log_escape(m.error.text, esc, sizeof(esc)));
 		ret = TC_ERR_PEER_CLOSED;
 		break;
 	default: ret = TC_ERR_PROTO_STATE; break;
@@ -645,6 +709,7 @@ static void log_refusal(struct conn *c)
 static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn *c = arg;
+	char name[LOG_ESC_LEN];
 
 	if (what & BEV_EVENT_CONNECTED) {
 		if (c->state != CONN_HANDSHAKE)
@@ -659,7 +724,7 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 		log_refusal(c);
 	else if (c->state != CONN_CLOSING)
 		log_warn("%s: agent %s disconnected before DONE (%llu pages received)",
-			 c->peer, c->host ? c->host : c->subject, (unsigned long long)c->pages);
+			 c->peer, conn_name(c, name, sizeof(name)), (unsigned long long)c->pages);
 	conn_free(c);
 }
 

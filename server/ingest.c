@@ -335,7 +335,7 @@ static void ing_post_pushes(struct ingest *g, struct sink *s)
 		if (!r || !r->msg) {
 			free(r);
 			proto_msg_free(&msgs[i]);
-			log_err("out of memory posting a filter for host %s", s->host);
+			log_err("out of memory posting a filter for a host");
 			continue;
 		}
 		r->conn_id = s->conn_id;
@@ -706,14 +706,14 @@ static int ing_close(struct ingest *g, struct sink *s, struct jfile *jf)
 	if (s->listed && !s->replay && ing_begin(g) == 0)
 		ret = sink_flush(s, g->store);
 	if (ret < 0) {
-		char h[64];
+		char h[LOG_ESC_LEN];
 
 		log_err("counters of host %s: %s", sink_clean(h, sizeof(h), s->host),
 			store_errmsg(g->store));
 		s->replay = g->journal != NULL;	/* its file is stored again */
 	}
 	if (s->failed && !s->replay && s->dropped_jobs) {
-		char h[64];
+		char h[LOG_ESC_LEN];
 
 		log_warn("host %s: %llu batches (%llu pages) of journaled pages after the "
 			 "failure (%s: %s) were not stored (counted in traceq --drops: \"%s\")",
@@ -761,7 +761,7 @@ static struct ing_at ing_at_job(const struct ingest *g, const struct ingest_job 
 static void ing_unit_name(const struct page_rec *rec, uint32_t page, const struct proto_msg *m,
 			  char *buf, size_t size)
 {
-	char sys[64], name[64];
+	char sys[LOG_ESC_LEN], name[LOG_ESC_LEN];
 
 	if (rec)
 		snprintf(buf, size, "page %u of the record (CPU %u, page sequence %llu)", page,
@@ -778,7 +778,7 @@ static void ing_unit_name(const struct page_rec *rec, uint32_t page, const struc
 static void ing_quarantine(struct ingest *g, struct sink *s, const struct journal_unit *u,
 			   const char *what, const void *data, size_t len)
 {
-	char text[1024], h[64], subj[160];
+	char text[2048], h[LOG_ESC_LEN], subj[LOG_ESC_LEN];
 	int ret;
 
 	snprintf(text, sizeof(text),
@@ -927,9 +927,11 @@ static const uint8_t *ing_read_back(struct ingest *g, struct sink *s, struct ing
 	}
 	ret = jfile_read(j->jf, j->joff, g->rbuf, j->len);
 	if (ret < 0) {
+		char h[LOG_ESC_LEN];
+
 		log_err("host %s: reading pages back from journal file %016llx: %s",
-			s->host ? s->host : "?", (unsigned long long)jfile_no(j->jf),
-			tc_strerror(ret));
+			sink_clean(h, sizeof(h), s->host ? s->host : "?"),
+			(unsigned long long)jfile_no(j->jf), tc_strerror(ret));
 		ing_fail(g, s, ret, "journal");
 		return NULL;
 	}
@@ -1143,11 +1145,14 @@ static bool ing_replay_file(struct ingest *g, struct jfile *jf)
 	if (ret == 0)
 		ret = jfile_replay(jf, ing_replay_rec, &r);
 	again = ret == TC_ERR_DB || (r.s && r.s->replay) || (ret < 0 && !r.s);
-	if (ret < 0 && !again)
+	if (ret < 0 && !again) {
+		char h[LOG_ESC_LEN];
+
 		log_warn("journal file %016llx (host %s): %s after %llu records; the rest "
 			 "of it is not stored", (unsigned long long)jfile_no(jf),
-			 r.s && r.s->host ? r.s->host : "?", tc_strerror(ret),
-			 (unsigned long long)r.records);
+			 sink_clean(h, sizeof(h), r.s && r.s->host ? r.s->host : "?"),
+			 tc_strerror(ret), (unsigned long long)r.records);
+	}
 	if (r.s) {
 		r.s->replay = false;
 		if (ing_close(g, r.s, NULL) < 0)
@@ -1581,9 +1586,12 @@ void ingest_sink_close(struct ingest *g, struct sink *s)
 		log_err("out of memory closing a connection");
 		return;
 	}
-	if (ingest_flush(g, s) < 0)
+	if (ingest_flush(g, s) < 0) {
+		char h[LOG_ESC_LEN];
+
 		log_err("host %s: the last pages could not be journaled; its agent "
-			"sends them again", s->host ? s->host : s->subject);
+			"sends them again", sink_clean(h, sizeof(h), s->host ? s->host : s->subject));
+	}
 	j->sink = s;
 	j->kind = JOB_CLOSE;
 	j->jf = s->jf;		/* the worker's now */
@@ -1640,9 +1648,11 @@ void ingest_journal_tidy(struct ingest *g, struct sink *s)
 	}
 	free(buf);
 	if (ret < 0) {
+		char h[LOG_ESC_LEN];
+
 		log_err("host %s: rotating journal file %016llx: %s; it is kept",
-			s->host ? s->host : s->subject, (unsigned long long)jfile_no(old),
-			tc_strerror(ret));
+			sink_clean(h, sizeof(h), s->host ? s->host : s->subject),
+			(unsigned long long)jfile_no(old), tc_strerror(ret));
 		jfile_put(nf, true);
 		s->jctx_lost = true;	/* offsets may point into nf: rotate no more */
 		return;

@@ -400,7 +400,8 @@ int journal_open(const char *dir, uint64_t limit, struct journal **out)
 	j->limit = limit;
 	j->lock_fd = -1;
 	pthread_mutex_init(&j->lock, NULL);
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+	/* 0750/0640 at most: tracecollectd's umask makes them 0700/0600 without --group */
+	if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
 		ret = -errno;
 		journal_close(j);
 		return ret;
@@ -708,7 +709,7 @@ int jfile_new(struct journal *j, struct jfile **out)
 	if (!f)
 		return -ENOMEM;
 	file_path(j, f->no, path, sizeof(path));
-	f->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	f->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
 	if (f->fd < 0) {
 		ret = -errno;
 		free(f);

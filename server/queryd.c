@@ -1222,6 +1222,12 @@ int queryd_start(const char *url, const char *db_path, const struct queryd_opts 
 	return 0;
 }
 
+int queryd_tls_reload(struct queryd *qd, const struct tls_files *files, char *err,
+		      size_t errlen)
+{
+	return qd && qd->tls ? qtls_reload(qd->tls, files, err, errlen) : 0;
+}
+
 const char *queryd_tls_bound(const struct queryd *qd)
 {
 	return qd && qd->tls ? qd->tls_bound : NULL;

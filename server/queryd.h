@@ -75,6 +75,16 @@ struct queryd_ingest {
  */
 void queryd_set_ingest(struct queryd *qd, const struct queryd_ingest *in);
 
+/*
+ * queryd_tls_reload - the TLS query port's new connections use @files
+ * (certificate, key, CA, CRL) from now on; connected clients keep theirs.
+ * Return: 0 (also without a TLS port); TC_ERR_TLS with @err filled, and
+ * the old files stay in use.
+ */
+struct tls_files;
+int queryd_tls_reload(struct queryd *qd, const struct tls_files *files, char *err,
+		      size_t errlen);
+
 /* queryd_tls_bound - HOST:PORT the TLS query port listens on; NULL: none. */
 const char *queryd_tls_bound(const struct queryd *qd);
 

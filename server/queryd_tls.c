@@ -195,7 +195,9 @@ static int conn_handshake(struct qtls_conn *c, struct qauth_who *who)
 
 	memset(who, 0, sizeof(*who));
 	who->kind = QAUTH_CERT;
+	pthread_mutex_lock(&c->t->lock);	/* qtls_reload() swaps it */
 	c->ssl = SSL_new(c->t->ctx);
+	pthread_mutex_unlock(&c->t->lock);
 	if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1 || SSL_accept(c->ssl) != 1) {
 		log_info("query client %s refused: TLS handshake failed: %s", c->peer,
 			 tls_errors(c->ssl, err, sizeof(err)));
@@ -393,6 +395,21 @@ int qtls_start(struct queryd *qd, const char *addr, const struct tls_files *file
 		return ret;
 	}
 	*out = t;
+	return 0;
+}
+
+int qtls_reload(struct qtls *t, const struct tls_files *files, char *err, size_t errlen)
+{
+	SSL_CTX *ctx, *old;
+	int ret = tls_ctx_new(TLS_ROLE_SERVER, files, &ctx, err, errlen);
+
+	if (ret < 0)
+		return ret;
+	pthread_mutex_lock(&t->lock);
+	old = t->ctx;
+	t->ctx = ctx;
+	pthread_mutex_unlock(&t->lock);
+	SSL_CTX_free(old);	/* SSLs made from it hold their own reference */
 	return 0;
 }
 

@@ -62,6 +62,13 @@ int qtls_start(struct queryd *qd, const char *addr, const struct tls_files *file
 void qtls_reply(struct qtls_conn *conn, const struct proto_buf *out);
 
 /*
+ * qtls_reload - new connections use certificates, CA and CRL from @files
+ * (SIGHUP); connections already made keep theirs. On failure the old
+ * context stays. Return: 0; TC_ERR_TLS with @err filled.
+ */
+int qtls_reload(struct qtls *t, const struct tls_files *files, char *err, size_t errlen);
+
+/*
  * qtls_stop - close the port and every connection, and join their
  * threads; what they own stays until qtls_free(), since the pool may
  * still answer a request of theirs. qtls_free - free it all. NULL is fine.

@@ -48,16 +48,7 @@ bool sink_logged_first(struct sink *s, const char *why)
 
 const char *sink_clean(char *buf, size_t size, const char *text)
 {
-	size_t i = 0;
-
-	for (; text && *text && i + 4 < size; text++)
-		buf[i++] = *text >= 0x20 && *text < 0x7f ? *text : '?';
-	if (text && *text && size >= 4) {
-		memcpy(buf + i, "...", 3);
-		i += 3;
-	}
-	buf[i] = '\0';
-	return buf;
+	return log_escape(text, buf, size);
 }
 
 /* The agent's host name, fit for a log line. */
@@ -169,9 +160,11 @@ static void sink_report(void *ctx, const char *system, const char *name, const c
 			const char *why)
 {
 	const struct sink *s = ctx;
+	char h[LOG_ESC_LEN], sys[LOG_ESC_LEN], ev[LOG_ESC_LEN];
 
 	log_warn("host %s: filter '%s' not applied to %s:%s, which keeps its previous filter:\n%s",
-		 s->host, rule, system, name, why);
+		 sink_host(s, h, sizeof(h)), rule, sink_clean(sys, sizeof(sys), system),
+		 sink_clean(ev, sizeof(ev), name), why);
 }
 
 /* Push-down: tell the agent when the filter its kernel should apply changed. */
@@ -182,9 +175,13 @@ static int sink_type_push(struct sink *s, struct sink_type *ty)
 
 	if (!s->pushdown || !ty->kernel)
 		return 0;
-	if (why)
-		log_info("host %s: %s:%s: filter '%s' is not pushed down: %s", s->host,
-			 ty->t->system, ty->t->name, filter_text(ty->f), why);
+	if (why) {
+		char h[LOG_ESC_LEN], sys[LOG_ESC_LEN], ev[LOG_ESC_LEN];
+
+		log_info("host %s: %s:%s: filter '%s' is not pushed down: %s",
+			 sink_host(s, h, sizeof(h)), sink_clean(sys, sizeof(sys), ty->t->system),
+			 sink_clean(ev, sizeof(ev), ty->t->name), filter_text(ty->f), why);
+	}
 	if (want == ty->pushed || (want && ty->pushed && !strcmp(want, ty->pushed)))
 		return 0;
 	if (want && !(copy = strdup(want)))
@@ -210,9 +207,13 @@ static int sink_type_resolve(struct sink *s, const struct sink_env *env, struct 
 		return ret;
 	filter_free(ty->f);
 	ty->f = f;
-	if (f)
-		log_info("host %s: %s:%s filtered by '%s'", s->host, ty->t->system,
-			 ty->t->name, filter_text(f));
+	if (f) {
+		char h[LOG_ESC_LEN], sys[LOG_ESC_LEN], ev[LOG_ESC_LEN];
+
+		log_info("host %s: %s:%s filtered by '%s'", sink_host(s, h, sizeof(h)),
+			 sink_clean(sys, sizeof(sys), ty->t->system),
+			 sink_clean(ev, sizeof(ev), ty->t->name), filter_text(f));
+	}
 	return sink_type_push(s, ty);
 }
 
@@ -382,8 +383,13 @@ static int sink_group_add(struct sink *s, const struct sink_env *env,
 		return ret;
 	}
 	s->groups[s->ngroups++] = ng;
-	log_info("host %s: program %s (pid %d) with %u buffers, %s clock", s->host,
-		 g->comm, g->pid, g->nstreams, g->clock);
+	{
+		char h[LOG_ESC_LEN], comm[LOG_ESC_LEN], clock[LOG_ESC_LEN];
+
+		log_info("host %s: program %s (pid %d) with %u buffers, %s clock",
+			 sink_host(s, h, sizeof(h)), sink_clean(comm, sizeof(comm), g->comm),
+			 g->pid, g->nstreams, sink_clean(clock, sizeof(clock), g->clock));
+	}
 	return 0;
 }
 
@@ -415,8 +421,12 @@ static int sink_symbols(struct sink *s, const struct sink_env *env,
 	c.program = g ? g->program : s->kernel_program;
 	if (ret == 0)
 		ret = proto_sym_parse(m->text, m->len, sym_store, &c, &line);
-	if (ret == TC_ERR_MSG_MALFORMED)
-		log_warn("host %s: bad symbol line %zu of group %u", s->host, line, m->group);
+	if (ret == TC_ERR_MSG_MALFORMED) {
+		char h[LOG_ESC_LEN];
+
+		log_warn("host %s: bad symbol line %zu of group %u", sink_host(s, h, sizeof(h)),
+			 line, m->group);
+	}
 	return ret;
 }
 
@@ -506,9 +516,12 @@ static int sink_format(struct sink *s, const struct sink_env *env, const struct 
 	}
 	ret = decoder_format(dec, f->system, f->name, f->text, f->len, &t);
 	if (ret < 0) {
-		log_warn("host %s: format of %s:%s rejected: %s%s%s", s->host, f->system,
-			 f->name, tc_strerror(ret), *decoder_error(dec) ? ": " : "",
-			 decoder_error(dec));
+		char h[LOG_ESC_LEN], sys[LOG_ESC_LEN], ev[LOG_ESC_LEN], why[LOG_ESC_LEN];
+
+		log_warn("host %s: format of %s:%s rejected: %s%s%s", sink_host(s, h, sizeof(h)),
+			 sink_clean(sys, sizeof(sys), f->system), sink_clean(ev, sizeof(ev), f->name),
+			 tc_strerror(ret), *decoder_error(dec) ? ": " : "",
+			 sink_clean(why, sizeof(why), decoder_error(dec)));
 		return ret;
 	}
 	if (t->user)
@@ -533,6 +546,8 @@ static int sink_format(struct sink *s, const struct sink_env *env, const struct 
 int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
 	     struct sink_reply *reply, bool *commit)
 {
+	char h[LOG_ESC_LEN];
+
 	if (m->type != MSG_HELLO && !s->dec)
 		return TC_ERR_PROTO_STATE;
 	switch (m->type) {
@@ -561,7 +576,7 @@ int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
 		reply->events = s->events;
 		log_info("host %s: done: %llu pages, %llu events stored, %llu resent pages"
 			 " dropped (agent shipped %llu pages, %llu events)",
-			 s->host, (unsigned long long)s->pages, (unsigned long long)s->events,
+			 sink_host(s, h, sizeof(h)), (unsigned long long)s->pages, (unsigned long long)s->events,
 			 (unsigned long long)s->dups, (unsigned long long)m->bye.pages,
 			 (unsigned long long)m->bye.events);
 		return sink_flush(s, env->store);
@@ -618,7 +633,7 @@ static int sink_event(void *arg, const struct decode_event *ev)
 	/* a field outside the record: this event only (the filter's or the insert's) */
 	p->bad++;
 	if (sink_logged_first(p->s, sink_why_field)) {
-		char h[64], sys[64], name[64];
+		char h[LOG_ESC_LEN], sys[LOG_ESC_LEN], name[LOG_ESC_LEN];
 
 		log_warn("host %s: CPU %u: an event of %s:%s was not stored: %s (counted in "
 			 "traceq --drops and --stats; said once per connection)",
@@ -656,7 +671,7 @@ int sink_page_dropped(struct sink *s, const struct sink_env *env, uint32_t cpu, 
 	if (ret == 0 && c && s->sess && cpu < s->ncpus)
 		ret = dedup_stored(s->sess, cpu, seq);
 	if (sink_logged_first(s, why)) {
-		char h[64];
+		char h[LOG_ESC_LEN];
 
 		log_warn("host %s: CPU %u: a page was not stored: %s (counted in traceq "
 			 "--drops and --stats; said once per connection)",
@@ -669,7 +684,7 @@ int sink_msg_dropped(struct sink *s, const struct sink_env *env, const char *sys
 		     const char *name, const char *why)
 {
 	if (sink_logged_first(s, why)) {
-		char h[64], sys[64], ev[64];
+		char h[LOG_ESC_LEN], sys[LOG_ESC_LEN], ev[LOG_ESC_LEN];
 
 		log_warn("host %s: a message%s%s%s%s%s was not applied: %s (counted in traceq "
 			 "--drops; said once per connection)", sink_host(s, h, sizeof(h)),
@@ -690,7 +705,7 @@ static int sink_unknown(struct sink *s, const struct sink_env *env, struct sink_
 	if (!n)
 		return 0;
 	if (sink_logged_first(s, sink_why_unknown)) {
-		char h[64];
+		char h[LOG_ESC_LEN];
 
 		log_warn("host %s: CPU %u: %llu events were not stored: %s (counted in traceq "
 			 "--drops and --stats; said once per connection)",

@@ -169,8 +169,8 @@ bool sink_logged_first(struct sink *s, const char *why);
 
 /*
  * sink_clean - @text (peer text: a host, an event name; NULL is fine) fit
- * for a log line or a file: printable ASCII, others as '?', cut to
- * @size - 1 bytes with "..." at the cut. Return: @buf.
+ * for a log line or a file: log_escape()d (common/log.h), cut to @size - 1
+ * bytes with "...[+N bytes]" at the cut. Return: @buf.
  */
 const char *sink_clean(char *buf, size_t size, const char *text);
 

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <malloc.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -37,6 +39,7 @@
 #include "server/collector.h"
 #include "server/filter_table.h"
 #include "server/hostlimit.h"
+#include "server/hostmap.h"
 #include "server/ingest.h"
 #include "server/journal.h"
 #include "server/qauth.h"
@@ -45,6 +48,8 @@
 #define COMMIT_MS	250
 #define QUEUE_BYTES	(64u << 20)
 #define MAX_FILTERS	1024
+#define MAX_HOSTMAPS	1024
+#define EXPIRY_WARN_DAYS	30	/* warn this long before a certificate expires */
 #define COLLECTOR_TRIM_BYTES	(64 << 20)	/* freed heap kept, at most (mallopt) */
 #define COLLECTOR_MMAP_BYTES	(4 << 20)	/* allocations mmap()ed from this size */
 
@@ -58,6 +63,12 @@ struct settings {
 	char scope_err[512];
 	char *db;
 	char *cert, *key, *ca;
+	char *crl;			/* NULL: no revocation list */
+	char *group;			/* files 0640/0750 of this group; NULL: 0600/0700 */
+	struct hostmap *hostmap;	/* host-map entries: config file, then command line */
+	char *cli_hostmaps[MAX_HOSTMAPS];	/* --host-map values, kept for reloads */
+	size_t ncli_hostmaps;
+	char hostmap_err[256];
 	char *ready_file;
 	char *config;			/* -c FILE, re-read on SIGHUP */
 	struct filter_table *filters;	/* config file rules, then --filter ones */
@@ -140,6 +151,30 @@ static void usage(FILE *f)
 "      --key FILE           its private key (default /etc/tracecollect/server.key)\n"
 "      --ca FILE            CA that signs agent certificates; agents without a\n"
 "                           certificate from it are refused (default /etc/tracecollect/ca.crt)\n"
+"      --crl FILE           certificate revocation list(s) of that CA (PEM, e.g.\n"
+"                           tracecollect-certs revoke NAME makes DIR/crl.pem):\n"
+"                           agents and query clients (--query-tls) whose\n"
+"                           certificate it revokes are refused at the TLS\n"
+"                           handshake. It must hold a current CRL of every CA\n"
+"                           that signs agents or query clients (--query-ca);\n"
+"                           a missing or expired one refuses them all.\n"
+"                           Default: none\n"
+"      --host-map 'CN GLOB[,GLOB...]'\n"
+"                           an agent stores its events under the host name it\n"
+"                           sends only when that name is its certificate's\n"
+"                           subject CN or one of its DNS names (subjectAltName),\n"
+"                           byte for byte; otherwise its HELLO is refused, with\n"
+"                           the reason, on both sides. This lets the agent\n"
+"                           whose certificate's CN is CN (a gateway that\n"
+"                           forwards for several hosts) also use every host\n"
+"                           name matching a GLOB (fnmatch(3)); CN is everything\n"
+"                           before the last blank. Repeatable\n"
+"      --group NAME         the database, its -wal and -shm, the receive\n"
+"                           journal and the directories made for them are\n"
+"                           created 0640/0750 with group NAME, so that its\n"
+"                           members may read them (default: none, they are\n"
+"                           0600/0700; whatever the umask, never readable by\n"
+"                           others). A missing database directory is made\n"
 "      --ready-file FILE    once listening, write 'listen=ADDR' and 'query=URL'\n"
 "                           lines (the bound addresses) to FILE, and\n"
 "                           'query_tls=ADDR' with --query-tls\n"
@@ -243,8 +278,12 @@ static void usage(FILE *f)
 "  -V, --version            print the version\n"
 "\n"
 "Signals: SIGINT/SIGTERM commit what was received and exit; SIGHUP re-reads\n"
-"the filter rules (config file, then --filter) and the host limits (config\n"
-"file, then --host-*); a bad rule keeps the old ones.\n"
+"the filter rules, host limits and host-map entries (config file, then the\n"
+"command line; a bad rule or entry keeps the old ones) and the certificate,\n"
+"key, CA and CRL files (new connections use them; connected agents stay;\n"
+"unreadable files keep the old ones). The collector warns in its log when\n"
+"its own certificate, a CA certificate or a CRL expires within 30 days: at\n"
+"start, on SIGHUP and once a day.\n"
 "\n"
 "Environment:\n"
 "  TRACECOLLECTD_TEST_ABORT_ON=FORMAT:EVENT\n"
@@ -418,6 +457,10 @@ static int apply(struct settings *s, const char *key, const char *value)
 	if (!strcmp(key, "cert")) return set_str(&s->cert, value);
 	if (!strcmp(key, "key")) return set_str(&s->key, value);
 	if (!strcmp(key, "ca")) return set_str(&s->ca, value);
+	if (!strcmp(key, "crl")) return set_str(&s->crl, value);
+	if (!strcmp(key, "group")) return set_str(&s->group, value);
+	if (!strcmp(key, "host-map"))
+		return hostmap_add(&s->hostmap, value, s->hostmap_err, sizeof(s->hostmap_err));
 	if (!strcmp(key, "ready-file")) return set_str(&s->ready_file, value);
 	if (!strcmp(key, "filter")) return add_filter(s, value);
 	if (!strcmp(key, "retain-age")) return parse_age(value, &s->retain_age_ns);
@@ -485,7 +528,11 @@ static void settings_free(struct settings *s)
 	free(s->listen); free(s->query); free(s->db); free(s->journal_dir);
 	free(s->query_group); free(s->query_tls); free(s->query_ca);
 	qauth_scopes_free(&s->scopes);
-	free(s->cert); free(s->key); free(s->ca); free(s->ready_file);
+	free(s->cert); free(s->key); free(s->ca); free(s->crl); free(s->ready_file);
+	free(s->group);
+	hostmap_free(s->hostmap);
+	for (size_t i = 0; i < s->ncli_hostmaps; i++)
+		free(s->cli_hostmaps[i]);
 	free(s->config);
 	store_indexes_free(&s->indexes);
 	for (size_t i = 0; i < s->ncli_filters; i++)
@@ -526,16 +573,21 @@ static int apply_option(struct settings *s, const char *key, const char *value)
 	if (ret == 0 && !strcmp(key, "filter") && s->ncli_filters < MAX_FILTERS &&
 	    !(s->cli_filters[s->ncli_filters++] = strdup(value)))
 		ret = -ENOMEM;
-	if (ret == 0 && !strncmp(key, "host-", 5) && s->ncli_host_limits < MAX_FILTERS) {
+	if (ret == 0 && !strncmp(key, "host-", 5) && strcmp(key, "host-map") &&
+	    s->ncli_host_limits < MAX_FILTERS) {
 		s->cli_host_limits[s->ncli_host_limits][0] = (char *)key;	/* longopts' */
 		if (!(s->cli_host_limits[s->ncli_host_limits++][1] = strdup(value)))
 			ret = -ENOMEM;
 	}
+	if (ret == 0 && !strcmp(key, "host-map") && s->ncli_hostmaps < MAX_HOSTMAPS &&
+	    !(s->cli_hostmaps[s->ncli_hostmaps++] = strdup(value)))
+		ret = -ENOMEM;
 	if (ret < 0)
-		fprintf(stderr, "tracecollectd: --%s %s: %s\n%s%s%s%s%s%s%s", key, value,
+		fprintf(stderr, "tracecollectd: --%s %s: %s\n%s%s%s%s%s%s%s%s%s", key, value,
 			tc_strerror(ret), !strcmp(key, "filter") ? s->filter_err : "", s->index_err,
 			s->index_err[0] ? "\n" : "", s->scope_err, s->scope_err[0] ? "\n" : "",
-			s->hl_err, s->hl_err[0] ? "\n" : "");
+			s->hl_err, s->hl_err[0] ? "\n" : "", s->hostmap_err,
+			s->hostmap_err[0] ? "\n" : "");
 	return ret;
 }
 
@@ -575,6 +627,9 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "host-rate", required_argument, NULL, 27 },
 		{ "host-quota", required_argument, NULL, 28 },
 		{ "host-limit", required_argument, NULL, 29 },
+		{ "crl", required_argument, NULL, 30 },
+		{ "host-map", required_argument, NULL, 31 },
+		{ "group", required_argument, NULL, 32 },
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -596,16 +651,16 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		if (ret == 0)
 			ret = config_parse_file(optarg, apply_cb, s, errbuf, sizeof(errbuf));
 		if (ret < 0) {
-			fprintf(stderr, "tracecollectd: %s\n%s%s%s%s%s%s%s", errbuf, s->filter_err,
+			fprintf(stderr, "tracecollectd: %s\n%s%s%s%s%s%s%s%s%s", errbuf, s->filter_err,
 				s->index_err, s->index_err[0] ? "\n" : "", s->scope_err,
-				s->scope_err[0] ? "\n" : "", s->hl_err,
-				s->hl_err[0] ? "\n" : "");
+				s->scope_err[0] ? "\n" : "", s->hl_err, s->hl_err[0] ? "\n" : "",
+				s->hostmap_err, s->hostmap_err[0] ? "\n" : "");
 			return -1;
 		}
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:fvhV", longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 29) {
+		if (c >= 1 && c <= 32) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'f')
@@ -733,10 +788,12 @@ static int write_ready_file(const char *path, const char *listen, const char *qu
 }
 
 /*
- * SIGHUP: build the filter table again from the config file and the
- * --filter options; on any error keep the current one and say where.
+ * SIGHUP: build the filter table and the host map again from the config
+ * file and the --filter and --host-map options; on any error keep the
+ * current ones and say where.
  */
-static int reload_filters(const struct settings *cur, struct filter_table **out)
+static int reload_rules(const struct settings *cur, struct filter_table **out,
+			struct hostmap **map)
 {
 	struct settings n = { 0 };
 	char errbuf[512];
@@ -745,16 +802,26 @@ static int reload_filters(const struct settings *cur, struct filter_table **out)
 	if (cur->config)
 		ret = config_parse_file(cur->config, apply_cb, &n, errbuf, sizeof(errbuf));
 	if (ret < 0)
-		log_err("reload: %s; keeping the current filters\n%s", errbuf, n.filter_err);
+		log_err("reload: %s; keeping the current filters and host map\n%s%s", errbuf,
+			n.filter_err, n.hostmap_err);
 	for (size_t i = 0; ret == 0 && i < cur->ncli_filters; i++) {
 		ret = add_filter(&n, cur->cli_filters[i]);
 		if (ret < 0)
 			log_err("reload: --filter: %s; keeping the current filters\n%s",
 				tc_strerror(ret), n.filter_err);
 	}
+	for (size_t i = 0; ret == 0 && i < cur->ncli_hostmaps; i++) {
+		ret = hostmap_add(&n.hostmap, cur->cli_hostmaps[i], n.hostmap_err,
+				  sizeof(n.hostmap_err));
+		if (ret < 0)
+			log_err("reload: --host-map: %s", n.hostmap_err);
+	}
 	if (ret == 0) {
 		*out = filter_table_ref(n.filters);
-		log_info("reload: %zu filter rule(s) in effect", filter_table_count(n.filters));
+		*map = n.hostmap;
+		n.hostmap = NULL;
+		log_info("reload: %zu filter rule(s) in effect; %zu host-map entries",
+			 filter_table_count(n.filters), hostmap_count(*map));
 	}
 	settings_free(&n);
 	return ret;
@@ -794,19 +861,82 @@ static void reload_host_limits(const struct settings *cur, struct collector *col
 
 struct hup_ctx {
 	struct collector *col;
-	const struct settings *s;
+	struct settings *s;
+	struct event *daily;		/* the expiry check, once a day */
+	struct queryd *qd;		/* its TLS query port reloads too */
 };
+
+static void expiry_warn(void *arg, const char *what, const char *name, long days_left)
+{
+	char esc[LOG_ESC_LEN];
+
+	log_escape(name, esc, sizeof(esc));
+	if (days_left <= 0)
+		log_warn("TLS: the %s of %s has expired%s: renew it (tracecollect-certs) and "
+			 "send SIGHUP", what, esc, !strcmp(what, "CRL") ?
+			 ": every agent is refused" : "");
+	else
+		log_warn("TLS: the %s of %s expires in %ld day%s: renew it (tracecollect-certs) "
+			 "and send SIGHUP", what, esc, days_left, days_left == 1 ? "" : "s");
+}
+
+/* Warn about what expires within EXPIRY_WARN_DAYS (start, SIGHUP, daily). */
+static void check_expiry(struct collector *col)
+{
+	if (col->tls)
+		tls_ctx_expiry(col->tls, EXPIRY_WARN_DAYS, expiry_warn, NULL);
+}
+
+static void daily_cb(evutil_socket_t fd, short what, void *arg)
+{
+	check_expiry(arg);
+}
+
+/*
+ * SIGHUP: the certificate, key, CA and CRL files again, into a new
+ * SSL_CTX for new connections; connections made with the old one keep it
+ * (each SSL holds a reference). On failure the old one stays.
+ */
+static void reload_tls(struct collector *col, struct queryd *qd, const struct settings *s)
+{
+	struct tls_files files = { s->cert, s->key, s->ca, s->crl };
+	struct tls_files qfiles = { s->cert, s->key, s->query_ca ? s->query_ca : s->ca, s->crl };
+	SSL_CTX *ctx;
+	char err[512];
+
+	if (queryd_tls_reload(qd, &qfiles, err, sizeof(err)) < 0)
+		log_err("reload: TLS query port: %s; its new connections keep the certificates "
+			"loaded before", err);
+	if (!col->tls)
+		return;		/* --insecure-plain */
+	if (tls_ctx_new(TLS_ROLE_SERVER, &files, &ctx, err, sizeof(err)) < 0) {
+		log_err("reload: TLS: %s; new connections keep the certificates loaded before",
+			err);
+		return;
+	}
+	SSL_CTX_free(col->tls);
+	col->tls = ctx;
+	log_info("reload: certificate, key, CA%s reloaded for new connections",
+		 s->crl ? " and CRL" : "");
+}
 
 static void hup_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct hup_ctx *h = arg;
 	struct filter_table *fs = NULL;
+	struct hostmap *map = NULL;
 
-	if (reload_filters(h->s, &fs) == 0)
+	if (reload_rules(h->s, &fs, &map) == 0) {
 		ingest_set_filters(h->col->ing, fs);
+		hostmap_free(h->s->hostmap);
+		h->s->hostmap = map;
+		h->col->hostmap = map;
+	}
 	filter_table_unref(fs);
 	if (h->col->hl)
 		reload_host_limits(h->s, h->col);
+	reload_tls(h->col, h->qd, h->s);
+	check_expiry(h->col);
 }
 
 /* The field indexes of the settings (or the defaults) on @st, with a log line. */
@@ -901,6 +1031,54 @@ static void sync_backlog(void *arg, uint64_t *unstored, uint64_t *journal_bytes)
 }
 
 /*
+ * Files private whatever the umask tracecollectd was started with: the
+ * database (SQLite gives -wal and -shm the database's mode and, as root,
+ * its owner), the receive journal, the lock files and the directories
+ * made for them are 0600/0700; with --group 0640/0750, made with that
+ * group (our effective group: setegid(), so that every file we make has
+ * it). Return: 0; -errno, logged.
+ */
+static int private_files(const struct settings *s)
+{
+	struct group *gr;
+
+	umask(s->group ? 027 : 077);
+	if (!s->group)
+		return 0;
+	gr = getgrnam(s->group);
+	if (!gr) {
+		log_err("--group %s: no such group", s->group);
+		return -ENOENT;
+	}
+	if (getegid() != gr->gr_gid && setegid(gr->gr_gid) < 0) {
+		log_err("--group %s: cannot make files of that group: %s (run as root or in it)",
+			s->group, strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+/* Make the missing directories above @path (0700, 0750 with --group: the umask). */
+static int make_parents(const char *path)
+{
+	char *p = strdup(path), *slash;
+	int ret = 0;
+
+	if (!p)
+		return -ENOMEM;
+	for (slash = strchr(p + 1, '/'); slash && ret == 0; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (mkdir(p, 0750) < 0 && errno != EEXIST)
+			ret = -errno;
+		*slash = '/';
+	}
+	if (ret < 0)
+		log_err("database %s: cannot make its directory: %s", path, tc_strerror(ret));
+	free(p);
+	return ret;
+}
+
+/*
  * One collector per database: "DB.lock" beside it stays flock()ed for the
  * process's life (lockfile.h). Two collectors on one file would both
  * write it, each with its own journal and page marks. Readers (the query
@@ -928,9 +1106,9 @@ static int lock_db(const char *db, int *fd)
 
 static int run(struct settings *s)
 {
-	struct tls_files files = { s->cert, s->key, s->ca };
-	struct tls_files qfiles = { s->cert, s->key, s->query_ca ? s->query_ca : s->ca };
-	struct collector col = { .lim = s->lim };
+	struct tls_files files = { s->cert, s->key, s->ca, s->crl };
+	struct tls_files qfiles = { s->cert, s->key, s->query_ca ? s->query_ca : s->ca, s->crl };
+	struct collector col = { .lim = s->lim, .hostmap = s->hostmap };
 	struct queryd *qd = NULL;
 	struct ingest_opts io = { .commit_ms = COMMIT_MS, .queue_bytes = QUEUE_BYTES,
 				  .retain_age_ns = s->retain_age_ns,
@@ -938,7 +1116,7 @@ static int run(struct settings *s)
 				  .pushdown = !s->no_pushdown };
 	struct ingest_hooks hooks;
 	struct event *sigs[3] = { NULL, NULL, NULL };
-	struct hup_ctx hup = { &col, s };
+	struct hup_ctx hup = { &col, s, NULL, NULL };
 	char bound[128], qurl[512], err[512];
 	int db_lock = -1;
 	int ret = 0;
@@ -969,7 +1147,11 @@ static int run(struct settings *s)
 		goto out;
 	}
 	/* before daemon(): a refusal reaches the terminal; the child keeps the lock */
-	ret = lock_db(s->db, &db_lock);
+	ret = private_files(s);
+	if (ret == 0)
+		ret = make_parents(s->db);
+	if (ret == 0)
+		ret = lock_db(s->db, &db_lock);
 	if (ret < 0)
 		goto out;
 	io.journal_dir = s->journal_bytes ? s->journal_dir : NULL;
@@ -1009,6 +1191,7 @@ static int run(struct settings *s)
 		ret = ingest_start(col.base, col.store, &io, &hooks, &col.ing);
 	if (ret < 0)
 		goto out;
+	hup.qd = qd;
 	queryd_set_ingest(qd, &(struct queryd_ingest){ sync_received, sync_stored,
 						      sync_backlog, &col });
 	sigs[0] = evsignal_new(col.base, SIGINT, stop_cb, &col);
@@ -1016,15 +1199,21 @@ static int run(struct settings *s)
 	sigs[2] = evsignal_new(col.base, SIGHUP, hup_cb, &hup);
 	for (int i = 0; i < 3; i++)
 		event_add(sigs[i], NULL);
+	hup.daily = event_new(col.base, -1, EV_PERSIST, daily_cb, &col);
+	if (hup.daily)
+		event_add(hup.daily, &(struct timeval){ .tv_sec = 86400 });
+	check_expiry(&col);
 	if (s->ready_file && (ret = write_ready_file(s->ready_file, bound, qurl,
 							       queryd_tls_bound(qd))) < 0) {
 		log_err("--ready-file %s: %s", s->ready_file, tc_strerror(ret));
 		goto out;
 	}
-	log_info("listening for agents on %s, queries on %s%s%s, storing in %s (%zu filter rules)",
-		 bound, qurl, queryd_tls_bound(qd) ? " and TLS queries on " : "",
+	log_info("listening for agents on %s, queries on %s%s%s, storing in %s (%zu filter rules, "
+		 "%zu host-map entries%s)", bound, qurl,
+		 queryd_tls_bound(qd) ? " and TLS queries on " : "",
 		 queryd_tls_bound(qd) ? queryd_tls_bound(qd) : "", s->db,
-		 filter_table_count(s->filters));
+		 filter_table_count(s->filters), hostmap_count(s->hostmap),
+		 s->crl ? ", revocation list" : "");
 	if (io.journal_dir)
 		log_info("receive journal in %s, up to %.1f MB; decoding and storing at %s priority",
 			 io.journal_dir, (double)io.journal_bytes / (1 << 20),
@@ -1042,6 +1231,8 @@ out:
 	for (int i = 0; i < 3; i++)
 		if (sigs[i])
 			event_free(sigs[i]);
+	if (hup.daily)
+		event_free(hup.daily);
 	if (col.listener)
 		evconnlistener_free(col.listener);
 	if (col.base)

@@ -48,27 +48,41 @@ tc_lock() {
 	exec 9> /tmp/tracecollect-tracefs-tests.lock && flock 9
 }
 
-# tc_certs: a CA, a server certificate for 127.0.0.1 and an agent
-# certificate in $tmp/pki (contrib/tracecollect-certs); exits on failure.
+# tc_certs [HOST...]: in $tmp/pki (contrib/tracecollect-certs) a CA with
+# its (empty) crl.pem, a server certificate for 127.0.0.1 and
+# agent-tc-agent.crt/.key (CN tc-agent), and agent-HOST.crt/.key for each
+# HOST; exits on failure.
 tc_certs() {
-	"$top_srcdir/contrib/tracecollect-certs" -d "$tmp/pki" all >/dev/null ||
+	local h
+	{ tc_certs_run ca && tc_certs_run server localhost 127.0.0.1 ::1 &&
+		tc_certs_run agent tc-agent; } >/dev/null ||
 		{ echo "FAIL: certificate helper"; exit 1; }
+	for h in "$@"; do
+		tc_certs_run agent "$h" >/dev/null || { echo "FAIL: certificate helper ($h)"; exit 1; }
+	done
 }
+
+tc_certs_run() { "$top_srcdir/contrib/tracecollect-certs" -d "$tmp/pki" "$@"; }
 
 # tc_start_collector [ARGS...]: tracecollectd on free loopback ports with
 # $tmp/pki's server certificate and the database $tmp/trace.db (ARGS come
 # last and may override either), its log in $tmp/collector.log; inside
 # network namespace $tc_netns when that is set. Waits for its ready file,
 # then sets collector_pid, listen and query; exits saying why if it does
-# not start.
+# not start. The tests' agents name their hosts freely (e2e-host, sim-N,
+# ...) with the one certificate agent-tc-agent.crt, so the collector maps
+# that certificate to every host name (--host-map 'tc-agent *', as for a
+# gateway), unless tc_strict_hosts=1: then each host name must be its
+# certificate's (test_identity.sh).
 tc_start_collector() {
-	local run=()
+	local run=() map=(--host-map "tc-agent *")
 	[ -n "${tc_netns:-}" ] && run=(ip netns exec "$tc_netns")
+	[ "${tc_strict_hosts:-0}" = 1 ] && map=()
 	rm -f "$tmp/ready"
 	"${run[@]}" "$top_builddir/tracecollectd" --foreground --listen 127.0.0.1:0 \
 		--query tcp://127.0.0.1:0 --db "$tmp/trace.db" \
 		--cert "$tmp/pki/server.crt" --key "$tmp/pki/server.key" \
-		--ca "$tmp/pki/ca.crt" --ready-file "$tmp/ready" "$@" \
+		--ca "$tmp/pki/ca.crt" --ready-file "$tmp/ready" "${map[@]}" "$@" \
 		2>> "$tmp/collector.log" &
 	collector_pid=$!
 	for _ in $(seq 100); do

@@ -22,8 +22,8 @@ ulimit -n 4096 2>/dev/null
 tc_certs
 tc_start_collector
 
-"$top_builddir/bench/loadgen" --connect "$listen" --cert "$tmp/pki/agent.crt" \
-	--key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" --data "$top_srcdir/tests/data" \
+"$top_builddir/bench/loadgen" --connect "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
+	--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" --data "$top_srcdir/tests/data" \
 	--agents 100 --pages 20 --name sim > "$tmp/loadgen.out" 2>&1
 rc=$?
 cat "$tmp/loadgen.out"

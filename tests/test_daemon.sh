@@ -19,11 +19,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$top_srcdir/contrib/tracecollect-certs" -d "$tmp/pki" all >/dev/null ||
-	{ echo "FAIL: certificate helper"; exit 1; }
+tc_certs
 (cd "$tmp" && "$top_builddir/tracecollectd" --listen 127.0.0.1:0 \
 	--query tcp://127.0.0.1:0 --db trace.db --cert pki/server.crt \
-	--key pki/server.key --ca pki/ca.crt --ready-file ready)
+	--key pki/server.key --ca pki/ca.crt --ready-file ready --host-map "tc-agent daemon-*")
 check "the parent exits 0" '[ $? = 0 ]'
 for _ in $(seq 100); do
 	[ -s "$tmp/ready" ] && break
@@ -35,8 +34,8 @@ listen=$(sed -n 's/^listen=//p' "$tmp/ready")
 query=$(sed -n 's/^query=//p' "$tmp/ready")
 check "the daemon runs its threads" '[ "$(ls /proc/$pid/task | wc -l)" -gt 1 ]'
 
-timeout 60 "$top_builddir/bench/loadgen" --connect "$listen" --cert "$tmp/pki/agent.crt" \
-	--key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" --data "$top_srcdir/tests/data" \
+timeout 60 "$top_builddir/bench/loadgen" --connect "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
+	--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" --data "$top_srcdir/tests/data" \
 	--agents 1 --pages 50 --name daemon > "$tmp/loadgen.out" 2>&1
 rc=$?
 cat "$tmp/loadgen.out"

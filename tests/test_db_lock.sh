@@ -57,8 +57,8 @@ check "the lock file is 0600" '[ "$(stat -c %a "$tmp/trace.db.lock")" = 600 ]'
 
 ( while :; do sleep 0.002; done ) &
 workload=$!
-"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/agent.crt" \
-	--key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" -e sched:sched_switch \
+"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
+	--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" -e sched:sched_switch \
 	--duration 2 --name lock-host --instance "tc-dblock-$$" --spool-dir "$tmp/spool" \
 	> "$tmp/agent.out" 2> "$tmp/agent.err" &
 agent=$!

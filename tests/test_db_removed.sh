@@ -32,7 +32,7 @@ tc_lock
 tc_setup db_removed agent workload collector_pid
 
 tc_certs
-atls=(--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt")
+atls=(--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt")
 field() { sed -n "s/.*total:.* $1=\([0-9]*\).*/\1/p" "$2"; }
 ( while :; do sleep 0.002; done ) &
 workload=$!

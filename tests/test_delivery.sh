@@ -42,9 +42,9 @@ trap cleanup EXIT
 certs=$top_srcdir/contrib/tracecollect-certs
 "$certs" -d "$tmp/pki" ca >/dev/null &&
 "$certs" -d "$tmp/pki" server 127.0.0.1 10.231.77.1 >/dev/null &&
-"$certs" -d "$tmp/pki" agent delivery-host >/dev/null ||
+"$certs" -d "$tmp/pki" agent tc-agent >/dev/null ||
 	{ echo "FAIL: certificate helper"; exit 1; }
-atls=(--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt")
+atls=(--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt")
 
 # start_collector DB LISTEN [NETNS]: start it, wait for its ready file.
 start_collector() {

@@ -37,7 +37,7 @@ tc_setup drain relay agent workload collector_pid
 trap '[ -n "$collector_pid" ] && kill -CONT "$collector_pid" 2>/dev/null; tc_cleanup' EXIT
 
 tc_certs
-atls=(--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt")
+atls=(--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt")
 field() { sed -n "s/.*total:.* $1=\([0-9]*\).*/\1/p" "$2"; }
 ( while :; do sleep 0.002; done ) &
 workload=$!

@@ -19,7 +19,8 @@ tc_lock
 tc_setup e2e collector_pid
 
 tc_certs
-"$top_srcdir/contrib/tracecollect-certs" -d "$tmp/rogue" all >/dev/null ||
+{ "$top_srcdir/contrib/tracecollect-certs" -d "$tmp/rogue" ca &&
+	"$top_srcdir/contrib/tracecollect-certs" -d "$tmp/rogue" agent tc-agent; } >/dev/null ||
 	{ echo "FAIL: certificate helper (rogue)"; exit 1; }
 
 tc_start_collector
@@ -31,7 +32,7 @@ echo "collector: agents on $listen, queries on $query"
 workload=$!
 t_start=$(date +%s%N)
 "$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 3 \
-	--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" \
+	--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
 	--name e2e-host --no-user --instance "tc-e2e-$$-a" > "$tmp/agent.out" 2> "$tmp/agent.err"
 agent_rc=$?
 t_end=$(date +%s%N)
@@ -81,7 +82,7 @@ check "the first 7 through the index are the first 7 rows" \
 
 # A client certificate from another CA is refused and nothing is stored.
 "$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 1 \
-	--cert "$tmp/rogue/agent.crt" --key "$tmp/rogue/agent.key" --ca "$tmp/pki/ca.crt" \
+	--cert "$tmp/rogue/agent-tc-agent.crt" --key "$tmp/rogue/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
 	--name rogue-host --no-user --instance "tc-e2e-$$-b" > "$tmp/rogue.out" 2> "$tmp/rogue.err"
 rc=$?
 check "agent with a foreign certificate exits 1" '[ "$rc" = 1 ]'
@@ -97,7 +98,7 @@ other=mono
 [ "$clock" = mono ] && other=x86-tsc
 t_start=$(date +%s%N)
 "$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 1 \
-	--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" \
+	--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
 	--name e2e-clock --no-user --instance "tc-e2e-$$-c" --trace-clock "$other" \
 	> "$tmp/clock.out" 2> "$tmp/clock.err"; rc=$?
 t_end=$(date +%s%N)

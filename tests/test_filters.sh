@@ -32,7 +32,7 @@ tc_start_collector -c "$tmp/collector.conf" --pushdown no
 
 agent() {	# agent NAME DURATION
 	"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration "$2" \
-		--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" \
+		--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
 		--name "$1" --no-user --instance "tc-filters-$$-$1" > "$tmp/$1.out" 2> "$tmp/$1.err"
 }
 shipped() { sed -n 's/.*total:.* events=\([0-9]*\).*/\1/p' "$tmp/$1.out"; }

@@ -30,7 +30,7 @@ tc_certs
 tc_start_collector
 agent() {
 	"$top_builddir/traceagent" --connect "$listen" --user-dir "$shm" \
-		--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" \
+		--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" \
 		--ca "$tmp/pki/ca.crt" "$@"
 }
 

@@ -22,8 +22,8 @@ tc_setup handshake idle_pid idle2_pid collector_pid
 tc_certs
 
 lg() {
-	"$top_builddir/bench/loadgen" --connect "$listen" --cert "$tmp/pki/agent.crt" \
-		--key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" \
+	"$top_builddir/bench/loadgen" --connect "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
+		--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
 		--data "$top_srcdir/tests/data" "$@"
 }
 idle() { "$top_builddir/bench/loadgen" --connect "$listen" "$@"; }
@@ -51,8 +51,8 @@ check "20 silent connections are all closed by the handshake timeout ($n)" \
 	'[ "$rc" = 0 ] && [ "$n" = 20 ]'
 check "the timeout is logged with its reason" \
 	'grep -q "connection closed: TLS handshake not done within 1000 ms" "$tmp/collector.log"'
-timeout 120 "$top_builddir/bench/loadgen" --connect "$listen" --cert "$tmp/pki/agent.crt" \
-	--key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" --data "$top_srcdir/tests/data" \
+timeout 120 "$top_builddir/bench/loadgen" --connect "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
+	--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" --data "$top_srcdir/tests/data" \
 	--agents 1 --stall --name quiet > "$tmp/quiet.out" 2>&1
 rc=$?
 check "an agent stalled mid-frame is closed with ERROR 'no complete frame'" \

@@ -40,8 +40,8 @@ pages_free=600
 
 # loadgen PKI NAME PAGES OUT: one simulated agent named NAME-0, in the background.
 loadgen() {
-	"$top_builddir/bench/loadgen" --connect "$listen" --cert "$1/agent.crt" \
-		--key "$1/agent.key" --ca "$1/ca.crt" --data "$top_srcdir/tests/data" \
+	"$top_builddir/bench/loadgen" --connect "$listen" --cert "$1/agent-$2-0.crt" \
+		--key "$1/agent-$2-0.key" --ca "$1/ca.crt" --data "$top_srcdir/tests/data" \
 		--agents 1 --pages "$3" --name "$2" > "$4" 2>&1
 }
 

@@ -31,8 +31,8 @@ tc_certs
 tc_start_collector --input-memory 2M
 
 lg() {
-	"$top_builddir/bench/loadgen" --connect "$listen" --cert "$tmp/pki/agent.crt" \
-		--key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" \
+	"$top_builddir/bench/loadgen" --connect "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
+		--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
 		--data "$top_srcdir/tests/data" "$@"
 }
 kb() { sed -n "s/^$1:[[:space:]]*\([0-9]*\) kB/\1/p" "/proc/$collector_pid/status"; }

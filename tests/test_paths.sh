@@ -41,7 +41,7 @@ cleanup() {
 trap cleanup EXIT
 
 tc_certs
-tls_args=(--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt")
+tls_args=(--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt")
 
 # start_collector NAME [ARGS...]: sets listen_NAME and query_NAME.
 start_collector() {

@@ -24,7 +24,7 @@ tc_start_collector
 workload=$!
 "$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch \
 	-e sched:sched_wakeup --duration 3 --connections per-cpu \
-	--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" \
+	--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
 	--name percpu-host --no-user --instance "tc-percpu-$$" \
 	> "$tmp/agent.out" 2> "$tmp/agent.err"
 rc=$?

@@ -897,16 +897,115 @@ START_TEST(test_msg_long_strings)
 	raw[3] = (char)((n >> 8) & 0xff);
 	raw[4] = (char)(n & 0xff);
 	memset(raw + 5, 'y', n);
-	repack(&m, "name", raw, n + 5, NULL, 0, &sb);
+	repack(&m, "text", raw, n + 5, NULL, 0, &sb);
 	decode_fails(sb.data, sb.size, TC_ERR_MSG_MALFORMED);
 	msgpack_sbuffer_destroy(&sb);
 	raw[4] = (char)((n - 1) & 0xff);	/* exactly the limit */
-	repack(&m, "name", raw, n + 4, NULL, 0, &sb);
+	repack(&m, "text", raw, n + 4, NULL, 0, &sb);
 	ck_assert_int_eq(proto_msg_decode(sb.data, sb.size, &back), 0);
-	ck_assert_uint_eq(strlen(back.format.name), PROTO_MAX_STRING);
+	ck_assert_uint_eq(strlen(back.format.text), PROTO_MAX_STRING);
 	proto_msg_free(&back);
 	msgpack_sbuffer_destroy(&sb);
 	free(raw);
+}
+END_TEST
+
+/* A msgpack str32 of @n bytes of 'h' (a peer string of that length). */
+static char *str32(size_t n, size_t *len)
+{
+	char *raw = malloc(n + 5);
+
+	ck_assert_ptr_nonnull(raw);
+	raw[0] = (char)0xdb;
+	raw[1] = (char)((n >> 24) & 0xff);
+	raw[2] = (char)((n >> 16) & 0xff);
+	raw[3] = (char)((n >> 8) & 0xff);
+	raw[4] = (char)(n & 0xff);
+	memset(raw + 5, 'h', n);
+	*len = n + 5;
+	return raw;
+}
+
+/* Each peer string's limit (PROTOCOL.md "Limits"): at it decodes, one over
+ * it is refused with a line that names the key and the limit. */
+static const struct { enum proto_msg_type type; const char *key; size_t max; } str_limits[] = {
+	{ MSG_HELLO, "host", PROTO_MAX_HOST },
+	{ MSG_HELLO, "kernel", PROTO_MAX_NAME },
+	{ MSG_HELLO, "machine_id", PROTO_MAX_NAME },
+	{ MSG_HELLO, "boot_id", PROTO_MAX_NAME },
+	{ MSG_HELLO, "trace_clock", PROTO_MAX_CLOCK },
+	{ MSG_FORMAT, "system", PROTO_MAX_EVENT_NAME },
+	{ MSG_FORMAT, "name", PROTO_MAX_EVENT_NAME },
+	{ MSG_GROUP, "comm", PROTO_MAX_NAME },
+	{ MSG_GROUP, "clock", PROTO_MAX_CLOCK },
+	{ MSG_ERROR, "text", PROTO_MAX_ERROR_TEXT },
+	{ MSG_FILTER_STATUS, "error", PROTO_MAX_FILTER_ERROR },
+};
+
+START_TEST(test_msg_string_limits)
+{
+	struct proto_msg m = sample(str_limits[_i].type), back, enc;
+	const char *key = str_limits[_i].key;
+	size_t max = str_limits[_i].max, len;
+	struct proto_buf buf;
+	msgpack_sbuffer sb;
+	char why[256], want[256], *raw;
+
+	raw = str32(max + 1, &len);
+	repack(&m, key, raw, len, NULL, 0, &sb);
+	ck_assert_int_eq(proto_msg_decode_why(sb.data, sb.size, &back, why, sizeof(why)),
+			 TC_ERR_MSG_MALFORMED);
+	snprintf(want, sizeof(want), "%s: '%s' of %zu bytes is over the limit of %zu bytes",
+		 proto_msg_name(m.type), key, max + 1, max);
+	ck_assert_str_eq(why, want);
+	msgpack_sbuffer_destroy(&sb);
+	free(raw);
+	raw = str32(max, &len);
+	repack(&m, key, raw, len, NULL, 0, &sb);
+	ck_assert_int_eq(proto_msg_decode_why(sb.data, sb.size, &back, why, sizeof(why)), 0);
+	ck_assert_str_eq(why, "");
+	proto_msg_free(&back);
+	msgpack_sbuffer_destroy(&sb);
+	free(raw);
+	/* the encoder refuses to send what would be refused */
+	raw = calloc(1, max + 2);
+	ck_assert_ptr_nonnull(raw);
+	memset(raw, 'h', max + 1);
+	enc = m;
+	if (m.type == MSG_HELLO && !strcmp(key, "host")) enc.hello.host = raw;
+	if (m.type == MSG_HELLO && !strcmp(key, "kernel")) enc.hello.kernel = raw;
+	if (m.type == MSG_HELLO && !strcmp(key, "machine_id")) enc.hello.machine_id = raw;
+	if (m.type == MSG_HELLO && !strcmp(key, "boot_id")) enc.hello.boot_id = raw;
+	if (m.type == MSG_HELLO && !strcmp(key, "trace_clock")) enc.hello.trace_clock = raw;
+	if (m.type == MSG_FORMAT && !strcmp(key, "system")) enc.format.system = raw;
+	if (m.type == MSG_FORMAT && !strcmp(key, "name")) enc.format.name = raw;
+	if (m.type == MSG_GROUP && !strcmp(key, "comm")) enc.group.comm = raw;
+	if (m.type == MSG_GROUP && !strcmp(key, "clock")) enc.group.clock = raw;
+	if (m.type == MSG_ERROR) enc.error.text = raw;
+	if (m.type == MSG_FILTER_STATUS) enc.filter_status.error = raw;
+	proto_buf_init(&buf);
+	ck_assert_int_eq(proto_msg_encode(&enc, &buf), TC_ERR_TOO_LONG);
+	proto_buf_free(&buf);
+	free(raw);
+}
+END_TEST
+
+START_TEST(test_msg_decode_why)
+{
+	struct proto_msg m = sample(MSG_HELLO), back;
+	msgpack_sbuffer sb;
+	char why[256];
+
+	repack(&m, "ncpus", NULL, 0, NULL, 0, &sb);
+	ck_assert_int_eq(proto_msg_decode_why(sb.data, sb.size, &back, why, sizeof(why)),
+			 TC_ERR_MSG_MISSING);
+	ck_assert_str_eq(why, "hello: required 'ncpus' missing");
+	msgpack_sbuffer_destroy(&sb);
+	repack(&m, "ncpus", "\xa1x", 2, NULL, 0, &sb);
+	ck_assert_int_eq(proto_msg_decode_why(sb.data, sb.size, &back, why, sizeof(why)),
+			 TC_ERR_MSG_MALFORMED);
+	ck_assert_str_eq(why, "hello: 'ncpus' has the wrong type or is out of range");
+	msgpack_sbuffer_destroy(&sb);
 }
 END_TEST
 
@@ -993,6 +1092,39 @@ static void make_leaf(const char *name, const char *cn, X509 *ca,
 	EVP_PKEY_free(key);
 }
 
+/* A CRL of @ca revoking the serial @revoked (none when 0) into @name. */
+static void make_crl(const char *name, X509 *ca, EVP_PKEY *ca_key, long revoked)
+{
+	X509_CRL *crl = X509_CRL_new();
+	ASN1_TIME *t = ASN1_TIME_new();
+	FILE *f;
+
+	ck_assert_int_eq(X509_CRL_set_version(crl, 1), 1);
+	ck_assert_int_eq(X509_CRL_set_issuer_name(crl, X509_get_subject_name(ca)), 1);
+	X509_gmtime_adj(t, -60);
+	X509_CRL_set1_lastUpdate(crl, t);
+	X509_gmtime_adj(t, 24 * 3600);
+	X509_CRL_set1_nextUpdate(crl, t);
+	if (revoked) {
+		X509_REVOKED *r = X509_REVOKED_new();
+		ASN1_INTEGER *serial = ASN1_INTEGER_new();
+
+		ASN1_INTEGER_set(serial, revoked);
+		X509_REVOKED_set_serialNumber(r, serial);
+		X509_REVOKED_set_revocationDate(r, t);
+		X509_CRL_add0_revoked(crl, r);
+		ASN1_INTEGER_free(serial);
+	}
+	X509_CRL_sort(crl);
+	ck_assert_int_gt(X509_CRL_sign(crl, ca_key, EVP_sha256()), 0);
+	f = fopen(tls_path(name), "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(PEM_write_X509_CRL(f, crl), 1);
+	fclose(f);
+	ASN1_TIME_free(t);
+	X509_CRL_free(crl);
+}
+
 static void tls_setup(void)
 {
 	EVP_PKEY *ca_key = EVP_EC_gen("P-256"), *other_key = EVP_EC_gen("P-256");
@@ -1009,6 +1141,9 @@ static void tls_setup(void)
 	make_leaf("server", "collector.test", ca, ca_key, 2);
 	make_leaf("client", "agent-1.test", ca, ca_key, 3);
 	make_leaf("rogue", "rogue-agent.test", other, other_key, 2);
+	make_leaf("revoked", "agent-2.test", ca, ca_key, 4);
+	make_crl("crl-4.pem", ca, ca_key, 4);
+	make_crl("crl-none.pem", ca, ca_key, 0);
 	f = fopen(tls_path("junk.pem"), "w");
 	ck_assert_ptr_nonnull(f);
 	fputs("this is not PEM\n", f);
@@ -1027,7 +1162,7 @@ static void tls_teardown(void)
 static SSL_CTX *ctx_for(enum tls_role role, const char *name, const char *ca)
 {
 	char cert[64], key[64], err[512] = "";
-	struct tls_files files = { cert, key, tls_path(ca) };
+	struct tls_files files = { .cert = cert, .key = key, .ca = tls_path(ca) };
 	SSL_CTX *ctx = NULL;
 	int rc;
 
@@ -1036,6 +1171,19 @@ static SSL_CTX *ctx_for(enum tls_role role, const char *name, const char *ca)
 	memcpy(key + strlen(key) - 3, "key", 3);
 	rc = tls_ctx_new(role, &files, &ctx, err, sizeof(err));
 	ck_assert_msg(rc == 0, "tls_ctx_new: %s", err);
+	return ctx;
+}
+
+/* A server context that also checks peers against the CRL file @crl. */
+static SSL_CTX *server_with_crl(const char *crl)
+{
+	char err[512] = "";
+	struct tls_files files = { .cert = tls_path("server.pem"), .key = tls_path("server.key"),
+				   .ca = tls_path("ca.pem"), .crl = tls_path(crl) };
+	SSL_CTX *ctx = NULL;
+
+	ck_assert_msg(tls_ctx_new(TLS_ROLE_SERVER, &files, &ctx, err, sizeof(err)) == 0,
+		      "tls_ctx_new: %s", err);
 	return ctx;
 }
 
@@ -1125,6 +1273,74 @@ START_TEST(test_tls_good_pair)
 }
 END_TEST
 
+START_TEST(test_tls_revoked_client)
+{
+	SSL_CTX *sctx = server_with_crl("crl-4.pem");
+	SSL_CTX *good = ctx_for(TLS_ROLE_CLIENT, "client.pem", "ca.pem");
+	SSL_CTX *bad = ctx_for(TLS_ROLE_CLIENT, "revoked.pem", "ca.pem");
+	SSL_CTX *none = server_with_crl("crl-none.pem");
+	struct side s, c;
+	char name[64];
+
+	handshake(sctx, good, &s, &c);
+	ck_assert_msg(s.state == 1, "server: %s", s.err);
+	ck_assert(tls_peer_has_name(s.ssl, "agent-1.test"));
+	ck_assert(!tls_peer_has_name(s.ssl, "agent-1"));
+	ck_assert(!tls_peer_has_name(s.ssl, "agent-1.test."));
+	side_free(&s);
+	side_free(&c);
+	handshake(sctx, bad, &s, &c);
+	ck_assert_int_eq(s.state, -1);
+	ck_assert_msg(strstr(s.err, "certificate revoked"), "server: %s", s.err);
+	ck_assert(!tls_peer_has_name(s.ssl, "agent-2.test"));
+	side_free(&s);
+	side_free(&c);
+	/* a CRL that revokes nothing lets it in */
+	handshake(none, bad, &s, &c);
+	ck_assert_msg(s.state == 1, "server: %s", s.err);
+	ck_assert_str_eq(tls_peer_subject(s.ssl, name, sizeof(name)), "agent-2.test");
+	side_free(&s);
+	side_free(&c);
+	SSL_CTX_free(sctx);
+	SSL_CTX_free(none);
+	SSL_CTX_free(good);
+	SSL_CTX_free(bad);
+}
+END_TEST
+
+START_TEST(test_tls_cert_file_cn)
+{
+	char cn[64];
+
+	TU_OK(tls_cert_file_cn(tls_path("client.pem"), cn, sizeof(cn)));
+	ck_assert_str_eq(cn, "agent-1.test");
+	TU_ERR(tls_cert_file_cn(tls_path("client.pem"), cn, 5), TC_ERR_TOO_LONG);
+	TU_ERR(tls_cert_file_cn(tls_path("junk.pem"), cn, sizeof(cn)), TC_ERR_TLS);
+	TU_ERR(tls_cert_file_cn(tls_path("absent.pem"), cn, sizeof(cn)), TC_ERR_TLS);
+}
+END_TEST
+
+static int expiring;
+
+static void count_expiry(void *arg, const char *what, const char *name, long days)
+{
+	expiring++;
+	ck_assert_msg(days <= 1, "%s %s: %ld days", what, name, days);
+}
+
+START_TEST(test_tls_expiry)
+{
+	SSL_CTX *sctx = server_with_crl("crl-none.pem");
+
+	/* the test's certificates and CRL are valid for a day, its CAs too */
+	expiring = 0;
+	ck_assert_int_eq(tls_ctx_expiry(sctx, 30, count_expiry, NULL), 3);
+	ck_assert_int_eq(expiring, 3);
+	ck_assert_int_eq(tls_ctx_expiry(sctx, 0, count_expiry, NULL), 0);
+	SSL_CTX_free(sctx);
+}
+END_TEST
+
 START_TEST(test_tls_client_from_other_ca)
 {
 	SSL_CTX *sctx = ctx_for(TLS_ROLE_SERVER, "server.pem", "ca.pem");
@@ -1188,7 +1404,7 @@ END_TEST
 static void ctx_fails(const char *cert, const char *key, const char *ca,
 		      const char *what1, const char *what2)
 {
-	struct tls_files files = { cert, key, ca };
+	struct tls_files files = { .cert = cert, .key = key, .ca = ca };
 	SSL_CTX *ctx = (SSL_CTX *)&files;
 	char err[512] = "";
 
@@ -1382,13 +1598,17 @@ static Suite *proto_suite(void)
 					test_msg_long_strings, test_sym_round_trip));
 	tcase_add_loop_test(msg, test_sym_rejects, 0, ARRAY_SIZE(bad_sym_texts));
 	tcase_add_test(msg, test_sym_long_name_rejected);
+	tcase_add_loop_test(msg, test_msg_string_limits, 0, ARRAY_SIZE(str_limits));
+	tcase_add_test(msg, test_msg_decode_why);
 	tcase_add_test(msg, test_sym_format);
 	suite_add_tcase(s, msg);
 
 	tcase_add_unchecked_fixture(tls, tls_setup, tls_teardown);
 	tu_add_tests(tls, TU_TESTS(test_tls_good_pair, test_tls_client_from_other_ca,
 					test_tls_server_from_other_ca, test_tls_client_without_cert,
-					test_tls_ctx_errors, test_tls_errors_empty));
+					test_tls_ctx_errors, test_tls_errors_empty,
+					test_tls_revoked_client, test_tls_cert_file_cn,
+					test_tls_expiry));
 	suite_add_tcase(s, tls);
 	return s;
 }

@@ -38,7 +38,7 @@ agent() {	# agent NAME DURATION [ARGS...]; with BG=1 (in "&") it becomes the age
 	shift 2
 	[ -n "${BG:-}" ] && run=exec
 	$run "$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration "$duration" \
-		--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" \
+		--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
 		--name "$name" --no-user --instance "$(inst "$name")" "$@" \
 		> "$tmp/$name.out" 2> "$tmp/$name.err"
 }

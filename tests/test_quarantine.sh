@@ -62,8 +62,8 @@ sqlite3 -cmd ".timeout 3000" -cmd "BEGIN EXCLUSIVE;" -cmd ".system touch $tmp/lo
 	"$db" "COMMIT;" &
 locker=$!
 for _ in $(seq 100); do [ -e "$tmp/locked" ] && break; sleep 0.05; done
-"$top_builddir/bench/loadgen" --connect "$listen" --cert "$tmp/pki/agent.crt" \
-	--key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" --data "$top_srcdir/tests/data" \
+"$top_builddir/bench/loadgen" --connect "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
+	--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" --data "$top_srcdir/tests/data" \
 	--agents 1 --pages 40 --name quar > "$tmp/loadgen.out" 2>&1
 rc=$?
 cat "$tmp/loadgen.out"

@@ -53,7 +53,7 @@ counts_at_once() {
 ( while :; do sleep 0.002; done ) &
 workload=$!
 "$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 6 \
-	--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" \
+	--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
 	--name concurrency-host --instance "tc-qconc-$$" --spool-dir "$tmp/spool" \
 	> "$tmp/agent.out" 2> "$tmp/agent.err" &
 agent=$!

@@ -492,7 +492,7 @@ static void start_tls(char *addr, size_t len, const struct qauth_scopes *scopes)
 	snprintf(ca, sizeof(ca), "%s/ca.crt", pki);
 	snprintf(crt, sizeof(crt), "%s/server.crt", pki);
 	snprintf(key, sizeof(key), "%s/server.key", pki);
-	f = (struct tls_files){ crt, key, ca };
+	f = (struct tls_files){ .cert = crt, .key = key, .ca = ca };
 	queryd_stop(qd);	/* the fixture's */
 	TU_OK(queryd_start("tcp://127.0.0.1:0", db, &o, &qd, bound, sizeof(bound)));
 	ck_assert_ptr_nonnull(queryd_tls_bound(qd));
@@ -507,7 +507,7 @@ static struct tlsconn *tls_client(const char *addr)
 	snprintf(ca, sizeof(ca), "%s/ca.crt", pki);
 	snprintf(crt, sizeof(crt), "%s/client-alice.crt", pki);
 	snprintf(key, sizeof(key), "%s/client-alice.key", pki);
-	ck_assert_msg(tlsconn_open(addr, &(struct tls_files){ crt, key, ca }, WAIT_MS, &c, err,
+	ck_assert_msg(tlsconn_open(addr, &(struct tls_files){ .cert = crt, .key = key, .ca = ca }, WAIT_MS, &c, err,
 				   sizeof(err)) == 0, "%s", err);
 	return c;
 }

@@ -28,7 +28,7 @@ db() { sqlite3 -cmd ".timeout 20000" "$tmp/trace.db" "$@"; }
 ( while :; do sleep 0.002; done ) &
 workload=$!
 "$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 8 \
-	--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" \
+	--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
 	--name rollback-host --instance "tc-rollback-$$" --spool-dir "$tmp/spool" \
 	> "$tmp/agent.out" 2> "$tmp/agent.err" &
 agent=$!

@@ -31,7 +31,7 @@ tc_start_collector
 t0=$(date +%s%N)
 "$top_builddir/traceagent" --connect "$listen" -e sched:sched_process_exit \
 	--user-dir "$shm" --name user-host \
-	--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" \
+	--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
 	> "$tmp/agent.out" 2> "$tmp/agent.err" &
 agent_pid=$!
 

@@ -250,7 +250,7 @@ static const char *tls_server(const char *server)
 
 static int client_open_tls(struct client *c, const struct traceq_opts *o, const char *hp)
 {
-	struct tls_files f = { o->cert, o->key, o->ca };
+	struct tls_files f = { .cert = o->cert, .key = o->key, .ca = o->ca };
 	char err[1024];
 
 	if (!o->cert || !o->key || !o->ca) {
