@@ -38,6 +38,7 @@
 #include "server/filter_table.h"
 #include "server/ingest.h"
 #include "server/journal.h"
+#include "server/notify.h"
 #include "server/queryd.h"
 
 #define COMMIT_MS	250
@@ -443,7 +444,7 @@ static int apply_option(struct settings *s, const char *key, const char *value)
 	    !(s->cli_filters[s->ncli_filters++] = strdup(value)))
 		ret = -ENOMEM;
 	if (ret < 0)
-		fprintf(stderr, "tracecollectd: --%s %s: %s\n%s%s%s", key, value, tc_strerror(ret),
+		fprintf(stderr, "%stracecollectd: --%s %s: %s\n%s%s%s", log_prio_prefix(LOGL_ERR), key, value, tc_strerror(ret),
 			!strcmp(key, "filter") ? s->filter_err : "", s->index_err,
 			s->index_err[0] ? "\n" : "");
 	return ret;
@@ -499,7 +500,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		if (ret == 0)
 			ret = config_parse_file(optarg, apply_cb, s, errbuf, sizeof(errbuf));
 		if (ret < 0) {
-			fprintf(stderr, "tracecollectd: %s\n%s%s%s", errbuf, s->filter_err,
+			fprintf(stderr, "%stracecollectd: %s\n%s%s%s", log_prio_prefix(LOGL_ERR), errbuf, s->filter_err,
 				s->index_err, s->index_err[0] ? "\n" : "");
 			return -1;
 		}
@@ -517,7 +518,8 @@ static int parse_args(int argc, char **argv, struct settings *s)
 			s->verbose++;
 	}
 	if (optind != argc) {
-		fprintf(stderr, "tracecollectd: unexpected argument '%s'\n", argv[optind]);
+		fprintf(stderr, "%stracecollectd: unexpected argument '%s'\n",
+			log_prio_prefix(LOGL_ERR), argv[optind]);
 		return -1;
 	}
 	return 0;
@@ -732,6 +734,7 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
 	struct collector *col = arg;
 
 	log_info("signal %d: committing and stopping", (int)sig);
+	notify_stopping();
 	event_base_loopbreak(col->base);
 }
 
@@ -788,6 +791,7 @@ static int run(struct settings *s)
 	struct tls_files files = { s->cert, s->key, s->ca };
 	struct collector col = { .lim = s->lim };
 	struct queryd *qd = NULL;
+	struct notify *nt = NULL;
 	struct ingest_opts io = { .commit_ms = COMMIT_MS, .queue_bytes = QUEUE_BYTES,
 				  .retain_age_ns = s->retain_age_ns,
 				  .retain_bytes = s->retain_bytes,
@@ -879,12 +883,17 @@ static int run(struct settings *s)
 			 io.store_idle ? "idle" : "normal");
 	else
 		log_info("no receive journal: pages are acknowledged once stored");
+	ret = notify_start(col.base, &nt);
+	if (ret < 0)
+		goto out;
+	notify_ready("listening for agents on %s, queries on %s", bound, qurl);
 	event_base_dispatch(col.base);
 	ret = 0;
 out:
 	if (qd)
 		queryd_set_ingest(qd, NULL);
 	conn_close_all(&col);
+	notify_free(nt);
 	ingest_stop(col.ing);
 	queryd_stop(qd);
 	for (int i = 0; i < 3; i++)
