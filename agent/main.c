@@ -26,6 +26,7 @@
 #include <poll.h>
 
 #define LOG_PREFIX "agent"
+#include "common/config_file.h"
 #include "common/log.h"
 #include "common/tc_error.h"
 #include "common/util.h"
@@ -78,6 +79,10 @@ struct opts {
 	size_t nffilters;
 	char **exec_argv;		/* --exec: the program to trace */
 	const char *trace_clock;	/* --trace-clock: "auto", "mono", "x86-tsc" */
+	struct config_list conf;	/* -C FILE: owns the values above point to */
+	char **conf_exec;		/* exec = ...: its words, NULL-terminated */
+	bool events_from_conf;		/* a command-line -e replaces them */
+	bool ffilters_from_conf;	/* the same for --ftrace-filter */
 };
 
 /*
@@ -144,6 +149,10 @@ static void help(void)
 "SIGTERM (or --duration), then drains the buffers, waits for the collector\n"
 "to confirm what it stored, removes the instance and prints a summary.\n"
 "\n"
+"  -C, --config FILE        read settings from FILE, 'KEY = VALUE' lines whose\n"
+"                           keys are the long options below (traceagent.conf(5));\n"
+"                           the command line wins (its -e and --ftrace-filter\n"
+"                           replace the file's)\n"
 "  -c, --connect HOST:PORT  collector address; [IPV6]:PORT for IPv6\n"
 "                           (default " DEF_CONNECT ")\n"
 "  -e, --event SYSTEM[:EVENT]\n"
@@ -330,7 +339,10 @@ enum { OPT_CERT = 256, OPT_KEY, OPT_CA, OPT_INSTANCE, OPT_NAME,
        OPT_USER_DIR, OPT_NO_USER, OPT_FTRACE_FILTER, OPT_EXEC, OPT_INSECURE_PLAIN,
        OPT_NO_PUSHDOWN, OPT_CONNECTIONS, OPT_TRACE_CLOCK };
 
+#define SHORT_OPTS	"+C:c:e:d:p:vqhV"
+
 static const struct option long_opts[] = {
+	{ "config", required_argument, NULL, 'C' },
 	{ "connect", required_argument, NULL, 'c' },
 	{ "event", required_argument, NULL, 'e' },
 	{ "cert", required_argument, NULL, OPT_CERT },
@@ -507,6 +519,7 @@ static int opt_apply(struct opts *o, int c, const char *arg)
 					   "without '/' or a leading '.'", arg);
 		snprintf(o->instance, sizeof(o->instance), "%s", arg);
 		return 0;
+	case 'C': return 0;	/* read before the other options */
 	case 'v': o->level = LOGL_DEBUG; return 0;
 	case 'q': o->level = LOGL_ERR; return 0;
 	case 'h': help(); return -1;
@@ -541,14 +554,119 @@ static void opts_defaults(struct opts *o)
 		 (int)getpid());
 }
 
-/* Return: 0 to run, -1 to exit 0 (help/version), else an exit status. */
+/* "yes"/"true" or "no"/"false" into *@out; false for anything else. */
+static bool parse_yes_no(const char *v, bool *out)
+{
+	if (!strcmp(v, "yes") || !strcmp(v, "true"))
+		*out = true;
+	else if (!strcmp(v, "no") || !strcmp(v, "false"))
+		*out = false;
+	else
+		return false;
+	return true;
+}
+
+/* exec = PROGRAM [ARG]...: the words (split at blanks, no quoting). */
+static int conf_exec(struct opts *o, char *value)
+{
+	size_t n = 0;
+	char *w, *save = NULL;
+
+	free(o->conf_exec);
+	o->conf_exec = calloc(strlen(value) / 2 + 2, sizeof(*o->conf_exec));
+	if (!o->conf_exec) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return EXIT_RUNTIME;
+	}
+	for (w = strtok_r(value, " \t", &save); w; w = strtok_r(NULL, " \t", &save))
+		o->conf_exec[n++] = w;
+	if (!n)
+		return usage_error("exec wants a program to run");
+	o->exec_argv = o->conf_exec;
+	return 0;
+}
+
+/*
+ * One KEY = VALUE of -C FILE: KEY is a long option's name (not config,
+ * help, version, nor insecure-plain: plain TCP only when typed), VALUE its
+ * argument, or yes/no for an option that takes none.
+ * Return: 0 or an exit status.
+ */
+static int conf_apply(struct opts *o, struct config_entry *e, const char *path)
+{
+	static const char *const not_keys[] = { "config", "help", "version",
+						"insecure-plain" };
+	const struct option *lo = long_opts;
+	bool yes = false;
+	int ret;
+
+	while (lo->name && strcmp(lo->name, e->key))
+		lo++;
+	for (size_t i = 0; lo->name && i < sizeof(not_keys) / sizeof(*not_keys); i++)
+		if (!strcmp(e->key, not_keys[i]))
+			lo = &long_opts[sizeof(long_opts) / sizeof(*long_opts) - 1];
+	if (!lo->name)
+		return usage_error("%s:%u: unknown key '%s'", path, e->line, e->key);
+	if (lo->val == OPT_EXEC)
+		ret = conf_exec(o, e->value);
+	else if (lo->has_arg == no_argument && !parse_yes_no(e->value, &yes))
+		ret = usage_error("%s:%u: %s wants yes or no, not '%s'", path,
+				  e->line, e->key, e->value);
+	else
+		ret = lo->has_arg == no_argument && !yes ? 0 :
+		      opt_apply(o, lo->val, e->value);
+	if (ret > 0 && lo->has_arg != no_argument)
+		fprintf(stderr, PROG ": (%s:%u: %s = %s)\n", path, e->line, e->key, e->value);
+	return ret;
+}
+
+/* -C FILE: the settings of FILE, in order. Return: 0 or an exit status. */
+static int conf_load(struct opts *o, const char *path)
+{
+	char err[512];
+	int ret;
+
+	if (o->conf.items)
+		return usage_error("-C/--config given twice");
+	ret = config_load_file(path, &o->conf, err, sizeof(err));
+	if (ret < 0)
+		return usage_error("%s", err);
+	for (size_t i = 0; i < o->conf.count; i++) {
+		ret = conf_apply(o, &o->conf.items[i], path);
+		if (ret)
+			return ret;
+	}
+	o->events_from_conf = o->nevents > 0;
+	o->ffilters_from_conf = o->nffilters > 0;
+	return 0;
+}
+
+/*
+ * The command line, read twice: first only for -C (the file's settings
+ * come first), then all of it, so it wins; its -e and --ftrace-filter
+ * replace the file's lists.
+ * Return: 0 to run, -1 to exit 0 (help/version), else an exit status.
+ */
 static int opts_parse(struct opts *o, int argc, char **argv)
 {
-	int c, ret;
+	int c, ret = 0;
 
 	opts_defaults(o);
-	while ((c = getopt_long(argc, argv, "+c:e:d:p:vqhV", long_opts,
+	opterr = 0;
+	while (ret == 0 && (c = getopt_long(argc, argv, SHORT_OPTS, long_opts,
+					    NULL)) != -1 && c != OPT_EXEC)
+		if (c == 'C')
+			ret = conf_load(o, optarg);
+	if (ret)
+		return ret;
+	opterr = 1;
+	optind = 0;
+	while ((c = getopt_long(argc, argv, SHORT_OPTS, long_opts,
 				NULL)) != -1 && c != OPT_EXEC) {
+		if (c == 'e' && o->events_from_conf)
+			o->nevents = 0, o->events_from_conf = false;
+		if (c == OPT_FTRACE_FILTER && o->ffilters_from_conf)
+			o->nffilters = 0, o->ffilters_from_conf = false;
 		ret = opt_apply(o, c, optarg);
 		if (ret)
 			return ret;
@@ -558,13 +676,13 @@ static int opts_parse(struct opts *o, int argc, char **argv)
 			optind++;
 		if (optind == argc)
 			return usage_error("--exec wants a program to run");
-		if (o->pump.no_user)
-			return usage_error("--exec needs the programs' buffers "
-					   "(drop --no-user)");
 		o->exec_argv = argv + optind;
 	} else if (optind < argc) {
 		return usage_error("unexpected argument '%s'", argv[optind]);
 	}
+	if (o->exec_argv && o->pump.no_user)
+		return usage_error("--exec needs the programs' buffers "
+				   "(drop --no-user)");
 	if (o->nffilters && !o->tracer)
 		return usage_error("--ftrace-filter needs -p function or "
 				   "-p function_graph");
@@ -603,7 +721,8 @@ static int setup_ftrace(struct agent *a)
 	ret = ftrace_start(tracing_instance(a->t), a->o.tracer,
 			   a->o.ffilters, a->o.nffilters, why, sizeof(why));
 	if (ftrace_refused(ret)) {
-		fprintf(stderr, PROG ": %s; tracing the events only\n", why);
+		fprintf(stderr, "%s" PROG ": %s; tracing the events only\n",
+			log_prio_prefix(LOGL_WARN), why);
 		return 0;
 	}
 	if (ret < 0)
@@ -910,6 +1029,8 @@ static void cleanup(struct agent *a)
 	tracing_close(a->t);
 	free(a->o.events);
 	free(a->o.ffilters);
+	free(a->o.conf_exec);
+	config_list_free(&a->o.conf);
 }
 
 int main(int argc, char **argv)
@@ -930,7 +1051,7 @@ int main(int argc, char **argv)
 		summary(&a);
 	cleanup(&a);
 	if (ret < 0) {
-		fprintf(stderr, PROG ": %s\n", a.err);
+		fprintf(stderr, "%s" PROG ": %s\n", log_prio_prefix(LOGL_ERR), a.err);
 		return EXIT_RUNTIME;
 	}
 	return 0;

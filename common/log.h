@@ -21,8 +21,20 @@ enum log_level {
 /*
  * log_init - set the program name, the most verbose level printed, and
  * whether messages go to syslog instead of stderr. May be called again.
+ *
+ * When stderr is the journal (systemd's $JOURNAL_STREAM names stderr's
+ * device and inode), each stderr line starts with its syslog priority,
+ * "<3>" for errors, as sd-daemon.h's SD_ERR etc., and without the
+ * "ident[pid]: " the journal adds itself: `journalctl -p err` then finds
+ * the errors.
  */
 void log_init(const char *ident, enum log_level max_level, bool to_syslog);
+
+/*
+ * log_prio_prefix - what a program's own stderr line at @level starts
+ * with: "<3>" etc. when stderr is the journal (see log_init()), else "".
+ */
+const char *log_prio_prefix(enum log_level level);
 
 /* log_level_enabled - whether a message at @level would be printed. */
 bool log_level_enabled(enum log_level level);

@@ -42,6 +42,7 @@
 #include "server/hostmap.h"
 #include "server/ingest.h"
 #include "server/journal.h"
+#include "server/notify.h"
 #include "server/qauth.h"
 #include "server/queryd.h"
 
@@ -285,7 +286,15 @@ static void usage(FILE *f)
 "its own certificate, a CA certificate or a CRL expires within 30 days: at\n"
 "start, on SIGHUP and once a day.\n"
 "\n"
+"Exit status: 0 stopped by a signal (after committing), 1 runtime failure,\n"
+"2 usage or configuration error.\n"
+"\n"
 "Environment:\n"
+"  NOTIFY_SOCKET, WATCHDOG_USEC  (systemd, Type=notify) READY=1 once listening,\n"
+"                           STOPPING=1 on the way out, WATCHDOG=1 from the\n"
+"                           event loop every half WATCHDOG_USEC\n"
+"  JOURNAL_STREAM           when it names stderr, log lines start with their\n"
+"                           syslog priority (<3> for errors)\n"
 "  TRACECOLLECTD_TEST_ABORT_ON=FORMAT:EVENT\n"
 "                           TEST AID, never for production: abort() while\n"
 "                           decoding the FORMAT of event EVENT, as a record\n"
@@ -583,7 +592,8 @@ static int apply_option(struct settings *s, const char *key, const char *value)
 	    !(s->cli_hostmaps[s->ncli_hostmaps++] = strdup(value)))
 		ret = -ENOMEM;
 	if (ret < 0)
-		fprintf(stderr, "tracecollectd: --%s %s: %s\n%s%s%s%s%s%s%s%s%s", key, value,
+		fprintf(stderr, "%stracecollectd: --%s %s: %s\n%s%s%s%s%s%s%s%s%s",
+			log_prio_prefix(LOGL_ERR), key, value,
 			tc_strerror(ret), !strcmp(key, "filter") ? s->filter_err : "", s->index_err,
 			s->index_err[0] ? "\n" : "", s->scope_err, s->scope_err[0] ? "\n" : "",
 			s->hl_err, s->hl_err[0] ? "\n" : "", s->hostmap_err,
@@ -651,7 +661,8 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		if (ret == 0)
 			ret = config_parse_file(optarg, apply_cb, s, errbuf, sizeof(errbuf));
 		if (ret < 0) {
-			fprintf(stderr, "tracecollectd: %s\n%s%s%s%s%s%s%s%s%s", errbuf, s->filter_err,
+			fprintf(stderr, "%stracecollectd: %s\n%s%s%s%s%s%s%s%s%s",
+				log_prio_prefix(LOGL_ERR), errbuf, s->filter_err,
 				s->index_err, s->index_err[0] ? "\n" : "", s->scope_err,
 				s->scope_err[0] ? "\n" : "", s->hl_err, s->hl_err[0] ? "\n" : "",
 				s->hostmap_err, s->hostmap_err[0] ? "\n" : "");
@@ -671,7 +682,8 @@ static int parse_args(int argc, char **argv, struct settings *s)
 			s->verbose++;
 	}
 	if (optind != argc) {
-		fprintf(stderr, "tracecollectd: unexpected argument '%s'\n", argv[optind]);
+		fprintf(stderr, "%stracecollectd: unexpected argument '%s'\n",
+			log_prio_prefix(LOGL_ERR), argv[optind]);
 		return -1;
 	}
 	if (qauth_url_check(s->query, errbuf, sizeof(errbuf)) < 0) {
@@ -1005,6 +1017,7 @@ static void stop_cb(evutil_socket_t sig, short what, void *arg)
 	struct collector *col = arg;
 
 	log_info("signal %d: committing and stopping", (int)sig);
+	notify_stopping();
 	event_base_loopbreak(col->base);
 }
 
@@ -1110,6 +1123,7 @@ static int run(struct settings *s)
 	struct tls_files qfiles = { s->cert, s->key, s->query_ca ? s->query_ca : s->ca, s->crl };
 	struct collector col = { .lim = s->lim, .hostmap = s->hostmap };
 	struct queryd *qd = NULL;
+	struct notify *nt = NULL;
 	struct ingest_opts io = { .commit_ms = COMMIT_MS, .queue_bytes = QUEUE_BYTES,
 				  .retain_age_ns = s->retain_age_ns,
 				  .retain_bytes = s->retain_bytes,
@@ -1220,12 +1234,17 @@ static int run(struct settings *s)
 			 io.store_idle ? "idle" : "normal");
 	else
 		log_info("no receive journal: pages are acknowledged once stored");
+	ret = notify_start(col.base, &nt);
+	if (ret < 0)
+		goto out;
+	notify_ready("listening for agents on %s, queries on %s", bound, qurl);
 	event_base_dispatch(col.base);
 	ret = 0;
 out:
 	if (qd)
 		queryd_set_ingest(qd, NULL);
 	conn_close_all(&col);
+	notify_free(nt);
 	ingest_stop(col.ing);
 	queryd_stop(qd);
 	for (int i = 0; i < 3; i++)
