@@ -167,8 +167,8 @@ check "the collector runs as uid $uid" '[ "$(stat -c %u /proc/$collector_pid)" =
 # The agent: its unit's ExecStart on the installed example config, with
 # only the capabilities its unit keeps.
 set_key "$aconf" connect "$listen"
-set_key "$aconf" cert "$tmp/pki/agent.crt"
-set_key "$aconf" key "$tmp/pki/agent.key"
+set_key "$aconf" cert "$tmp/pki/agent-tc-agent.crt"
+set_key "$aconf" key "$tmp/pki/agent-tc-agent.key"
 set_key "$aconf" ca "$tmp/pki/ca.crt"
 set_key "$aconf" spool-dir "$tmp/spool"
 set_key "$aconf" instance "tc-service-$$"
