@@ -937,7 +937,7 @@ static inline void copy_payload(void *dst, const void *src, uint32_t len)
  */
 static inline __attribute__((always_inline))
 int write_fast(struct ring *r, const void *pre, const void *data,
-	       uint32_t len, bool big)
+	       uint32_t len, bool big, int ts_off)
 {
 #if RING_HAVE_RSEQ
 	uint32_t plen = len + (pre ? 8 : 0);
@@ -957,6 +957,8 @@ int write_fast(struct ring *r, const void *pre, const void *data,
 	if (pre)
 		memcpy(e + total - l4, pre, 8);
 	copy_payload(e + total - l4 + plen - len, data, len);
+	if (ts_off >= 0)
+		memcpy(e + total - l4 + ts_off, &p.now, 8);
 	ring_store_relaxed((uint32_t *)e,
 			   type | (uint32_t)(p.delta << PAGE_TYPE_LEN_BITS));
 	if (p.off + total == r->data_size)
@@ -972,6 +974,7 @@ int write_fast(struct ring *r, const void *pre, const void *data,
 	(void)data;
 	(void)len;
 	(void)big;
+	(void)ts_off;
 	return 1;
 #endif
 }
@@ -982,7 +985,7 @@ int write_fast(struct ring *r, const void *pre, const void *data,
  * we moved). */
 static __attribute__((noinline))
 int write_slow(struct ring *r, int buf, const void *pre, const void *data,
-	       uint32_t len, bool fast_failed)
+	       uint32_t len, bool fast_failed, int ts_off)
 {
 	uint32_t plen = len + (pre ? 8 : 0);
 	struct ring_wctx ctx;
@@ -994,6 +997,8 @@ int write_slow(struct ring *r, int buf, const void *pre, const void *data,
 	if (pre)
 		memcpy(ctx.data, pre, 8);
 	copy_payload((uint8_t *)ctx.data + plen - len, data, len);
+	if (ts_off >= 0)
+		memcpy((uint8_t *)ctx.data + ts_off, &ctx.ts, 8);
 	commit_in(r, &ctx);
 	return 0;
 }
@@ -1005,9 +1010,9 @@ static __attribute__((noinline))
 int write_big(struct ring *r, const void *pre, const void *data,
 	      uint32_t len)
 {
-	int ret = write_fast(r, pre, data, len, true);
+	int ret = write_fast(r, pre, data, len, true, -1);
 
-	return ret <= 0 ? ret : write_slow(r, -1, pre, data, len, true);
+	return ret <= 0 ? ret : write_slow(r, -1, pre, data, len, true, -1);
 }
 
 int ring_write(struct ring *r, int buf, const void *data, uint32_t len)
@@ -1015,13 +1020,13 @@ int ring_write(struct ring *r, int buf, const void *data, uint32_t len)
 	int ret;
 
 	if (buf < 0 && r->rseq && len - 1 < 4 * PAGE_TYPE_DATA_MAX) {
-		ret = write_fast(r, NULL, data, len, false);
+		ret = write_fast(r, NULL, data, len, false, -1);
 		return ret <= 0 ? ret :
-				  write_slow(r, buf, NULL, data, len, true);
+				  write_slow(r, buf, NULL, data, len, true, -1);
 	}
 	if (buf < 0 && r->rseq && len - 1 < RING_MAX_PAYLOAD)
 		return write_big(r, NULL, data, len);
-	return write_slow(r, buf, NULL, data, len, false);
+	return write_slow(r, buf, NULL, data, len, false, -1);
 }
 
 int ring_write_hdr(struct ring *r, const void *hdr, const void *data,
@@ -1032,9 +1037,26 @@ int ring_write_hdr(struct ring *r, const void *hdr, const void *data,
 	if (len > RING_MAX_PAYLOAD - 8)
 		return -E2BIG;
 	if (!r->rseq)
-		return write_slow(r, -1, hdr, data, len, false);
+		return write_slow(r, -1, hdr, data, len, false, -1);
 	if (len > 4 * PAGE_TYPE_DATA_MAX - 8)
 		return write_big(r, hdr, data, len);
-	ret = write_fast(r, hdr, data, len, false);
-	return ret <= 0 ? ret : write_slow(r, -1, hdr, data, len, true);
+	ret = write_fast(r, hdr, data, len, false, -1);
+	return ret <= 0 ? ret : write_slow(r, -1, hdr, data, len, true, -1);
+}
+
+int ring_write_stamped(struct ring *r, const void *data, uint32_t len,
+		       uint32_t ts_off)
+{
+	int ret;
+
+	if (len < 8 || len > 4 * PAGE_TYPE_DATA_MAX || ts_off > len - 8)
+		return -EINVAL;
+	if (!r->rseq)
+		return write_slow(r, -1, NULL, data, len, false, (int)ts_off);
+	if (len == 40 && ts_off == 32)	/* funcgraph_exit: constants */
+		ret = write_fast(r, NULL, data, 40, false, 32);
+	else
+		ret = write_fast(r, NULL, data, len, false, (int)ts_off);
+	return ret <= 0 ? ret :
+			  write_slow(r, -1, NULL, data, len, true, (int)ts_off);
 }

@@ -201,13 +201,10 @@ void ev_exit(struct fg_thread *t, const struct fg_frame *f, uint32_t depth)
 		.calltime = f->calltime,
 	};
 	struct ring *r = tc__ring;
-	struct ring_wctx c;
 
-	if (!r || ring_reserve(r, -1, sizeof(e), &c))
-		return;
-	e.rettime = c.ts;
-	memcpy(c.data, &e, sizeof(e));
-	ring_commit(r, &c);
+	if (r)
+		(void)ring_write_stamped(r, &e, sizeof(e),
+					 offsetof(struct fg_rec_exit, rettime));
 }
 
 /* ------------------------------------------------------------ filters */
