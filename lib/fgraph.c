@@ -58,6 +58,7 @@
 #include "arch/arch.h"
 #include "lib/fgraph.h"
 #include "common/ring.h"
+#include "common/ring_inline.h"
 #include "common/tc_internal.h"
 
 #define FG_HIDDEN	__attribute__((visibility("hidden")))
@@ -201,10 +202,10 @@ void ev_exit(struct fg_thread *t, const struct fg_frame *f, uint32_t depth)
 		.calltime = f->calltime,
 	};
 	struct ring *r = tc__ring;
+	const uint32_t ts_off = offsetof(struct fg_rec_exit, rettime);
 
-	if (r)
-		(void)ring_write_stamped(r, &e, sizeof(e),
-					 offsetof(struct fg_rec_exit, rettime));
+	if (r && ring_write_stamped_fast(r, &e, sizeof(e), ts_off) > 0)
+		(void)ring_write_stamped(r, &e, sizeof(e), ts_off);
 }
 
 /* ------------------------------------------------------------ filters */
