@@ -206,7 +206,11 @@ GLOBAL(__fentry__)
 	movq	%rsi, %rdx		/* key: the slot's address */
 	call	fgraph_arch_entry
 	RESTORE_ARGS
-	ret
+	leaq	fgraph_arch_return(%rip), %r11
+	cmpq	%r11, 8(%rsp)
+	jne	3f			/* not hooked */
+	FENTRY_CALL
+3:	ret
 END(__fentry__)
 
 /* void mcount(void): the parent slot is 8(%rbp) of the traced frame. */
