@@ -33,6 +33,14 @@
  * At fgraph_arch_return (reached by the traced function's `ret`) %rsp
  * points just above the parent slot it popped: the frame key is %rsp - 8.
  *
+ * Entering a hooked function (__fentry__, fast or C path; FENTRY_CALL):
+ * rather than `ret` with the trampoline in the parent slot, the hook
+ * pops its return address into %r11, drops the parent slot and jumps to
+ * fgraph_arch_call, a `call *%r11` right in front of fgraph_arch_return:
+ * the call pushes fgraph_arch_return into the very same slot, and the
+ * return-stack predictor now expects it (arch/arch.h). mcount cannot:
+ * the function's frame is already built over the slot.
+ *
  * Fast entry (FAST_ENTRY, when fgraph__fast is set; arch/arch.h): the
  * hook pushes the shadow entry itself, saving only the five registers it
  * uses (rax rcx rdx rsi rdi) and calling nothing: after the pushes
