@@ -98,8 +98,8 @@ static inline void copy_payload(void *dst, const void *src, uint32_t len)
 	uint8_t *d = dst;
 	const uint8_t *s = src;
 
-	if (len > 128) {
-		memcpy(d, s, len);
+	if (len > 128 || __builtin_constant_p(len)) {
+		memcpy(d, s, len);	/* constant: a few moves inline */
 		return;
 	}
 	for (; len >= 8; len -= 8, d += 8, s += 8)
