@@ -65,7 +65,7 @@
  *  - the page switch, time extends and drops stay on the general path
  *    (the same code, with the rseq compare-and-store in place of
  *    cmpxchg16b); the durable buffer, shared by all CPUs, stays locked.
- * A writer killed mid-write still leaves padding (prewrite()) and the
+ * A writer killed mid-write still leaves padding (ring_prewrite()) and the
  * reader's recovery is unchanged.
  *
  * Measured (2-vCPU KVM guest shared with other builds, load 3-8, so
@@ -140,6 +140,7 @@
 #include "common/ring.h"
 #include "common/ring_internal.h"
 #include "common/ring_priv.h"
+#include "common/ring_inline.h"
 #include "common/ring_rseq.h"
 #include "common/tc_error.h"
 
@@ -592,19 +593,6 @@ void ring_end_page(const struct ring *r, struct ring_buf *b, uint64_t p,
 	ring_add_release(&b->slots[p & (r->nslots - 1)].commit, (uint64_t)pad);
 }
 
-static inline void prewrite(uint8_t *e, uint32_t total)
-{
-	uint32_t *h = (uint32_t *)e;
-
-	h[1] = total - 4;
-	ring_store_relaxed(&h[0], PAGE_TYPE_PADDING |
-			   ((uint32_t)RING_UNFINISHED_MARK << PAGE_TYPE_LEN_BITS));
-}
-
-/* How far ahead of the event the fast path fetches the page for writing
- * (prefetchw; the address wraps inside the page, so it never touches a
- * page the writer does not hold). 256 to 2048 measured alike. */
-#define RING_PREFETCH	512
 
 struct resv {
 	uint64_t page;		/* virtual page of the event */
@@ -703,7 +691,7 @@ static int reserve_in(struct ring *r, struct ring_buf *b, int cpu,
 		return -EIO;
 	if (v.enter)
 		ring_store_relaxed((uint64_t *)page, v.now);
-	prewrite(page + RING_PAGE_HDR + v.off, v.total);
+	ring_prewrite(page + RING_PAGE_HDR + v.off, v.total);
 	ctx->page = page;
 	ctx->slot = &b->slots[v.page & (r->nslots - 1)];
 	ctx->off = v.off;
@@ -748,62 +736,6 @@ static int reserve_percpu(struct ring *r, int buf, uint32_t len,
 	}
 }
 
-/* Page of virtual page @q of buffer @b, which a reservation holds. */
-static inline uint8_t *held_page(const struct ring *r, struct ring_buf *b,
-				 struct ring_slot *s, uint64_t q)
-{
-	uint64_t tag = ring_load_acquire(&s->tag);
-
-	if ((tag >> RING_TAG_SEQ_SHIFT) == q &&
-	    (tag & RING_TAG_PHYS_MASK) <= r->nslots)
-		return ring_page(r, b, tag & RING_TAG_PHYS_MASK);
-	return ring_claim_page(r, b, q);	/* the page's entrant is late */
-}
-
-/* Where a fast-path write went: a page of the current CPU's buffer. */
-struct fast_pos {
-	struct ring_slot *s;
-	uint8_t *page;
-	uint64_t now, delta;
-	uint32_t off;
-	int cpu;
-};
-
-#if RING_HAVE_RSEQ
-/*
- * The reservation both fast paths make, inline: @total bytes in the
- * current CPU's buffer, in the current page, no time extend (one rseq
- * compare-and-swap of write position and last timestamp).
- * Return: 0 and *@p; 1 to take the general path (nothing reserved); -EIO.
- */
-static inline __attribute__((always_inline))
-int claim_fast(struct ring *r, uint32_t total, struct fast_pos *p)
-{
-	struct ring_buf *b;
-	uint64_t w, t, now, q;
-	uint32_t off;
-	int cpu = ring_rseq_cpu();
-
-	if ((unsigned)cpu >= r->ncpu)
-		return 1;
-	b = r->bufs[cpu];
-	w = ring_load_relaxed(&b->res.wpos);
-	t = ring_load_relaxed(&b->res.last_ts);
-	now = ring_clock_read(r->clock);
-	off = (uint32_t)(w & RING_WPOS_OFF_MASK);
-	if (now - t >= (1u << PAGE_DELTA_BITS) || off + total > r->data_size ||
-	    ring_rseq_cas16((uint32_t)cpu, &b->res.wpos, w, t, w + total, now))
-		return 1;
-	q = w >> RING_WPOS_SHIFT;
-	p->s = &b->slots[q & (r->nslots - 1)];
-	p->page = held_page(r, b, p->s, q);
-	p->now = now;
-	p->delta = now - t;
-	p->off = off;
-	p->cpu = cpu;
-	return p->page ? 0 : -EIO;
-}
-#endif
 
 /*
  * The common case on an rseq ring, inline: the current CPU's buffer, the
@@ -820,7 +752,7 @@ int reserve_fast(struct ring *r, uint32_t len, struct ring_wctx *ctx)
 
 	if (ret)
 		return ret;
-	prewrite(p.page + RING_PAGE_HDR + p.off, total);
+	ring_prewrite(p.page + RING_PAGE_HDR + p.off, total);
 	ctx->page = p.page;
 	ctx->slot = p.s;
 	ctx->off = p.off;
@@ -904,77 +836,7 @@ void ring_commit(struct ring *r, const struct ring_wctx *ctx)
 	commit_in(r, ctx);
 }
 
-/* memcpy for the payload: small ones in 8-byte moves (gcc's inline
- * expansion of a variable-size memcpy is rep movsq: ~20 ns to start). */
-static inline void copy_payload(void *dst, const void *src, uint32_t len)
-{
-	uint8_t *d = dst;
-	const uint8_t *s = src;
 
-	if (len > 128) {
-		memcpy(d, s, len);
-		return;
-	}
-	for (; len >= 8; len -= 8, d += 8, s += 8)
-		memcpy(d, s, 8);
-	if (len >= 4) {
-		memcpy(d, s, 4);
-		len -= 4, d += 4, s += 4;
-	}
-	while (len--)
-		*d++ = *s++;
-}
-
-/*
- * ring_write's common case on an rseq ring, everything inline and in
- * registers: the current CPU's buffer, a 1..RING_MAX_PAYLOAD-byte
- * payload, in the current page, no time extend. The payload is the 8
- * bytes at @pre (if not NULL) followed by @len bytes at @data. Payloads
- * over 112 bytes have the kernel's 8-byte header (type_len 0, then the
- * length): prewrite() already puts that length where it goes. @big says
- * which (a constant: each caller gets its own copy).
- * Return: 0 written; 1 to take the general path (nothing reserved); -EIO.
- */
-static inline __attribute__((always_inline))
-int write_fast(struct ring *r, const void *pre, const void *data,
-	       uint32_t len, bool big)
-{
-#if RING_HAVE_RSEQ
-	uint32_t plen = len + (pre ? 8 : 0);
-	uint32_t l4 = (plen + 3) & ~3u;
-	uint32_t type = big ? 0 : l4 / 4;
-	uint32_t total = (big ? 8 : 4) + l4;
-	struct fast_pos p;
-	int ret = claim_fast(r, total, &p);
-	uint8_t *e;
-
-	if (ret)
-		return ret;
-	e = p.page + RING_PAGE_HDR + p.off;
-	ring_prefetch_w(p.page + ((RING_PAGE_HDR + p.off + RING_PREFETCH) &
-				  (r->page_size - 1)));
-	prewrite(e, total);
-	if (pre)
-		memcpy(e + total - l4, pre, 8);
-	copy_payload(e + total - l4 + plen - len, data, len);
-	ring_store_relaxed((uint32_t *)e,
-			   type | (uint32_t)(p.delta << PAGE_TYPE_LEN_BITS));
-	if (p.off + total == r->data_size)
-		ring_store_relaxed((uint64_t *)(p.page + 8),
-				   (uint64_t)r->data_size);
-	if (ring_rseq_add((uint32_t)p.cpu, &p.s->commit_cpu,
-			  total + RING_CC_EVENT))
-		ring_add_release(&p.s->commit, total + RING_CC_EVENT);
-	return 0;
-#else
-	(void)r;
-	(void)pre;
-	(void)data;
-	(void)len;
-	(void)big;
-	return 1;
-#endif
-}
 
 /* ring_write() past write_fast(), same arguments; @fast_failed: it was
  * tried (and a second try of the same fast path, with a second clock
@@ -982,7 +844,7 @@ int write_fast(struct ring *r, const void *pre, const void *data,
  * we moved). */
 static __attribute__((noinline))
 int write_slow(struct ring *r, int buf, const void *pre, const void *data,
-	       uint32_t len, bool fast_failed)
+	       uint32_t len, bool fast_failed, int ts_off)
 {
 	uint32_t plen = len + (pre ? 8 : 0);
 	struct ring_wctx ctx;
@@ -994,6 +856,8 @@ int write_slow(struct ring *r, int buf, const void *pre, const void *data,
 	if (pre)
 		memcpy(ctx.data, pre, 8);
 	copy_payload((uint8_t *)ctx.data + plen - len, data, len);
+	if (ts_off >= 0)
+		memcpy((uint8_t *)ctx.data + ts_off, &ctx.ts, 8);
 	commit_in(r, &ctx);
 	return 0;
 }
@@ -1005,9 +869,9 @@ static __attribute__((noinline))
 int write_big(struct ring *r, const void *pre, const void *data,
 	      uint32_t len)
 {
-	int ret = write_fast(r, pre, data, len, true);
+	int ret = write_fast(r, pre, data, len, true, -1);
 
-	return ret <= 0 ? ret : write_slow(r, -1, pre, data, len, true);
+	return ret <= 0 ? ret : write_slow(r, -1, pre, data, len, true, -1);
 }
 
 int ring_write(struct ring *r, int buf, const void *data, uint32_t len)
@@ -1015,13 +879,13 @@ int ring_write(struct ring *r, int buf, const void *data, uint32_t len)
 	int ret;
 
 	if (buf < 0 && r->rseq && len - 1 < 4 * PAGE_TYPE_DATA_MAX) {
-		ret = write_fast(r, NULL, data, len, false);
+		ret = write_fast(r, NULL, data, len, false, -1);
 		return ret <= 0 ? ret :
-				  write_slow(r, buf, NULL, data, len, true);
+				  write_slow(r, buf, NULL, data, len, true, -1);
 	}
 	if (buf < 0 && r->rseq && len - 1 < RING_MAX_PAYLOAD)
 		return write_big(r, NULL, data, len);
-	return write_slow(r, buf, NULL, data, len, false);
+	return write_slow(r, buf, NULL, data, len, false, -1);
 }
 
 int ring_write_hdr(struct ring *r, const void *hdr, const void *data,
@@ -1032,9 +896,26 @@ int ring_write_hdr(struct ring *r, const void *hdr, const void *data,
 	if (len > RING_MAX_PAYLOAD - 8)
 		return -E2BIG;
 	if (!r->rseq)
-		return write_slow(r, -1, hdr, data, len, false);
+		return write_slow(r, -1, hdr, data, len, false, -1);
 	if (len > 4 * PAGE_TYPE_DATA_MAX - 8)
 		return write_big(r, hdr, data, len);
-	ret = write_fast(r, hdr, data, len, false);
-	return ret <= 0 ? ret : write_slow(r, -1, hdr, data, len, true);
+	ret = write_fast(r, hdr, data, len, false, -1);
+	return ret <= 0 ? ret : write_slow(r, -1, hdr, data, len, true, -1);
+}
+
+int ring_write_stamped(struct ring *r, const void *data, uint32_t len,
+		       uint32_t ts_off)
+{
+	int ret;
+
+	if (len < 8 || len > 4 * PAGE_TYPE_DATA_MAX || ts_off > len - 8)
+		return -EINVAL;
+	if (!r->rseq)
+		return write_slow(r, -1, NULL, data, len, false, (int)ts_off);
+	if (len == 40 && ts_off == 32)	/* funcgraph_exit: constants */
+		ret = write_fast(r, NULL, data, 40, false, 32);
+	else
+		ret = write_fast(r, NULL, data, len, false, (int)ts_off);
+	return ret <= 0 ? ret :
+			  write_slow(r, -1, NULL, data, len, true, (int)ts_off);
 }

@@ -145,6 +145,15 @@ int ring_write(struct ring *r, int buf, const void *data, uint32_t len);
 int ring_write_hdr(struct ring *r, const void *hdr, const void *data,
 		   uint32_t len);
 
+/* ring_write_stamped - ring_write to the current CPU's buffer of a
+ * @len-byte payload (8..112: the kernel's short events) copied from
+ * @data, with the event's own timestamp stored over the 8 bytes at
+ * @ts_off of the payload: for records that carry the time they were
+ * written (funcgraph_exit's rettime), in one write.
+ * Return: as ring_reserve; -EINVAL for @len or @ts_off out of range. */
+int ring_write_stamped(struct ring *r, const void *data, uint32_t len,
+		       uint32_t ts_off);
+
 /* ---------------------------------------------------------------- reader */
 
 struct ring_page_ref {

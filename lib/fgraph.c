@@ -23,6 +23,22 @@
  * of which the two rdtsc are ~22 (11 ns each here) and the ring's
  * reserve + commit most of the rest.
  *
+ * Later, on a 2-vCPU Xeon guest under load (issue 19: bench/run hooks
+ * now times the floor, two rdtsc and a 40-byte store per call, in the
+ * same run; variants of this file timed the same way, ns per call):
+ * the shadow stack alone (no clock, no ring) 12, plus both rdtsc 35
+ * (floor 24), the whole path ~80. What came off: the hijacked return's
+ * misprediction (~10; fgraph_arch_call, arch/arch.h), the exit record
+ * written through ring_reserve + ctx + commit with a variable-length
+ * copy (~8: ring_write_stamped() with the constant 40-byte record and
+ * its rettime stamped in place; inlining it here through ring_inline.h
+ * saved the call, within the noise), then exit_due() inlined and the
+ * record's constant-size copy as one memcpy (2.85 -> 2.5 times the
+ * floor). The same with a filter set (the C entry): 137 -> 123 from the
+ * misprediction alone.
+ * What is left is the instruction count of reserve, prewrite, copy and
+ * commit, which the loaded core pays more for than the floor's few.
+ *
  * User space adds what the kernel does not have to handle:
  *  - longjmp/siglongjmp skip frames without returning through them.
  *    Each shadow entry carries the frame key (arch/arch.h), which is
@@ -58,6 +74,7 @@
 #include "arch/arch.h"
 #include "lib/fgraph.h"
 #include "common/ring.h"
+#include "common/ring_inline.h"
 #include "common/tc_internal.h"
 
 #define FG_HIDDEN	__attribute__((visibility("hidden")))
@@ -156,8 +173,10 @@ static uint64_t ctx_ts(const struct tc_wctx *c)
 	return ((const struct ring_wctx *)c->priv)->ts;
 }
 
-/* Whether this call's exit event is due (the threshold filter). */
-static bool exit_due(const struct fg_frame *f)
+/* Whether this call's exit event is due (the threshold filter). Inline:
+ * gcc made it a call on the exit hook's path, for three compares. */
+static inline __attribute__((always_inline))
+bool exit_due(const struct fg_frame *f)
 {
 	if (f->flags & FG_SILENT || !*tc__on)
 		return false;
@@ -190,8 +209,9 @@ static uint64_t ev_entry(uintptr_t func, uint32_t depth)
 }
 
 /* Write the exit event: the call's one record unless entries are on;
- * its timestamp is the return time. Straight to the ring (one reserve,
- * one commit), this is most of what a traced call costs. */
+ * its timestamp is the return time, stamped into rettime by the write
+ * itself. Straight to the ring's inline path, this is most of what a
+ * traced call costs. */
 static inline __attribute__((always_inline))
 void ev_exit(struct fg_thread *t, const struct fg_frame *f, uint32_t depth)
 {
@@ -201,13 +221,10 @@ void ev_exit(struct fg_thread *t, const struct fg_frame *f, uint32_t depth)
 		.calltime = f->calltime,
 	};
 	struct ring *r = tc__ring;
-	struct ring_wctx c;
+	const uint32_t ts_off = offsetof(struct fg_rec_exit, rettime);
 
-	if (!r || ring_reserve(r, -1, sizeof(e), &c))
-		return;
-	e.rettime = c.ts;
-	memcpy(c.data, &e, sizeof(e));
-	ring_commit(r, &c);
+	if (r && ring_write_stamped_fast(r, &e, sizeof(e), ts_off) > 0)
+		(void)ring_write_stamped(r, &e, sizeof(e), ts_off);
 }
 
 /* ------------------------------------------------------------ filters */

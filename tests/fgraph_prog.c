@@ -6,6 +6,15 @@
  * (the child returns through frames hooked before the fork) and exit
  * with traced frames on the stack.
  *
+ * With the argument "vec" it instead calls traced functions that take
+ * and return floating-point and vector values in registers (double,
+ * long double, a pair of doubles, SSE, AVX and AVX-512 where the CPU has
+ * them; NEON on aarch64), eight of each kind so that every argument
+ * register is used, and checks every lane of every result: the hooks
+ * run between the caller and the function and between the function's
+ * return and the caller, and must leave all of these unharmed. It
+ * prints "sym" lines for the ones it called and exits 1 on a mismatch.
+ *
  * Built with -pg, -pg -mfentry or -finstrument-functions (the test build
  * does each), linked with libtracecollect, run with TC_FTRACE set. main()
  * is not instrumented: it prints the address of every traced function
@@ -21,6 +30,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -132,6 +142,194 @@ TRACED void run(void)
 	waitpid(pid, NULL, 0);
 }
 
+/* ------------------------------------------- values in registers */
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+
+#define VEC_ARGS(T) T a, T b, T c, T d, T e, T f, T g, T h
+#define VEC_SUM (a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f + 7 * g + 8 * h)
+
+struct dpair { double x, y; };
+
+double vec_d(VEC_ARGS(double));
+long double vec_ld(long double a, long double b);
+struct dpair vec_dd(double a, double b, int i);
+
+volatile double vin[8] = { 1, 10, 100, 1000, 3, 30, 300, 3000 };
+volatile long double vin_ld = 1e300L;	/* beyond double's range */
+static int vec_bad;
+
+TRACED double vec_d(VEC_ARGS(double)) { return VEC_SUM; }
+
+TRACED long double vec_ld(long double a, long double b) { return a * b; }
+
+TRACED struct dpair vec_dd(double a, double b, int i)
+{
+	return (struct dpair){ a * i, b * i };
+}
+
+/* Expected lane value of VEC_SUM over vin[] shifted by @k. */
+PLAIN static double vsum(double k)
+{
+	double r = 0;
+
+	for (int i = 0; i < 8; i++)
+		r += (i + 1) * (vin[i] + k);
+	return r;
+}
+
+PLAIN static void vcheck(const char *what, double got, double want)
+{
+	if (got != want) {
+		fprintf(stderr, "fgraph_prog: %s: %.17g, want %.17g\n", what,
+			got, want);
+		vec_bad = 1;
+	}
+}
+
+#define VSYM(f) printf("sym %s %#lx\n", #f, (unsigned long)(uintptr_t)&f)
+
+#if defined(__x86_64__)
+__m128d vec_sse(VEC_ARGS(__m128d));
+TRACED __m128d vec_sse(VEC_ARGS(__m128d)) { return VEC_SUM; }
+
+#define AVX __attribute__((target("avx")))
+#define AVX512 __attribute__((target("avx512f")))
+AVX __m256d vec_avx(VEC_ARGS(__m256d));
+AVX TRACED __m256d vec_avx(VEC_ARGS(__m256d)) { return VEC_SUM; }
+AVX512 __m512d vec_avx512(VEC_ARGS(__m512d));
+AVX512 TRACED __m512d vec_avx512(VEC_ARGS(__m512d)) { return VEC_SUM; }
+
+/* The lanes of argument i are vin[i] + lane. */
+PLAIN static void vec_sse_check(void)
+{
+	__m128d v[8];
+	double out[2];
+
+	for (int i = 0; i < 8; i++)
+		v[i] = _mm_set_pd(vin[i] + 1, vin[i]);
+	_mm_storeu_pd(out, vec_sse(v[0], v[1], v[2], v[3], v[4], v[5], v[6],
+				   v[7]));
+	for (int l = 0; l < 2; l++)
+		vcheck("vec_sse", out[l], vsum(l));
+}
+
+AVX PLAIN static void vec_avx_check(void)
+{
+	__m256d v[8];
+	double out[4];
+
+	for (int i = 0; i < 8; i++)
+		v[i] = _mm256_set_pd(vin[i] + 3, vin[i] + 2, vin[i] + 1,
+				     vin[i]);
+	_mm256_storeu_pd(out, vec_avx(v[0], v[1], v[2], v[3], v[4], v[5],
+				      v[6], v[7]));
+	for (int l = 0; l < 4; l++)
+		vcheck("vec_avx", out[l], vsum(l));
+}
+
+AVX512 PLAIN static void vec_avx512_check(void)
+{
+	__m512d v[8];
+	double out[8];
+
+	for (int i = 0; i < 8; i++)
+		v[i] = _mm512_set_pd(vin[i] + 7, vin[i] + 6, vin[i] + 5,
+				     vin[i] + 4, vin[i] + 3, vin[i] + 2,
+				     vin[i] + 1, vin[i]);
+	_mm512_storeu_pd(out, vec_avx512(v[0], v[1], v[2], v[3], v[4], v[5],
+					 v[6], v[7]));
+	for (int l = 0; l < 8; l++)
+		vcheck("vec_avx512", out[l], vsum(l));
+}
+
+PLAIN static void vec_arch(void)
+{
+	VSYM(vec_sse);
+	vec_sse_check();
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx")) {
+		VSYM(vec_avx);
+		vec_avx_check();
+	}
+	if (__builtin_cpu_supports("avx512f")) {
+		VSYM(vec_avx512);
+		vec_avx512_check();
+	}
+}
+#elif defined(__aarch64__)
+float64x2_t vec_neon(VEC_ARGS(float64x2_t));
+TRACED float64x2_t vec_neon(VEC_ARGS(float64x2_t)) { return VEC_SUM; }
+
+/* A homogeneous aggregate of four vectors: returned in v0-v3. */
+struct neon4 { float64x2_t v[4]; };
+struct neon4 vec_neon4(float64x2_t a, float64x2_t b);
+TRACED struct neon4 vec_neon4(float64x2_t a, float64x2_t b)
+{
+	return (struct neon4){ { a, b, a + b, a - b } };
+}
+
+PLAIN static void vec_arch(void)
+{
+	float64x2_t v[8];
+	struct neon4 q;
+	double out[2];
+
+	VSYM(vec_neon);
+	VSYM(vec_neon4);
+	for (int i = 0; i < 8; i++) {
+		double l[2] = { vin[i], vin[i] + 1 };
+
+		v[i] = vld1q_f64(l);
+	}
+	vst1q_f64(out, vec_neon(v[0], v[1], v[2], v[3], v[4], v[5], v[6],
+				v[7]));
+	for (int l = 0; l < 2; l++)
+		vcheck("vec_neon", out[l], vsum(l));
+	q = vec_neon4(v[1], v[2]);
+	for (int k = 0; k < 4; k++) {
+		vst1q_f64(out, q.v[k]);
+		for (int l = 0; l < 2; l++) {
+			double x = vin[1] + l, y = vin[2] + l;
+
+			vcheck("vec_neon4", out[l],
+			       k == 0 ? x : k == 1 ? y : k == 2 ? x + y : x - y);
+		}
+	}
+}
+#else
+PLAIN static void vec_arch(void)
+{
+}
+#endif
+
+PLAIN static int vec_main(void)
+{
+	long double ld;
+	struct dpair p;
+
+	VSYM(vec_d);
+	VSYM(vec_ld);
+	VSYM(vec_dd);
+	vcheck("vec_d", vec_d(vin[0], vin[1], vin[2], vin[3], vin[4], vin[5],
+			      vin[6], vin[7]), vsum(0));
+	ld = vec_ld(vin_ld, vin_ld);
+	if (ld != vin_ld * vin_ld || ld / vin_ld != vin_ld) {
+		fprintf(stderr, "fgraph_prog: vec_ld: %Lg\n", ld);
+		vec_bad = 1;
+	}
+	p = vec_dd(vin[1], vin[2], 3);
+	vcheck("vec_dd.x", p.x, vin[1] * 3);
+	vcheck("vec_dd.y", p.y, vin[2] * 3);
+	vec_arch();
+	fflush(stdout);
+	return vec_bad;
+}
+
 #define SYM(f) printf("sym %s %#lx\n", #f, (unsigned long)(uintptr_t)&f)
 
 PLAIN static void print_syms(void)
@@ -151,8 +349,10 @@ PLAIN static void handle(int sig, void (*fn)(int), int flags)
 	sigaction(sig, &sa, NULL);
 }
 
-PLAIN int main(void)
+PLAIN int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "vec"))
+		return vec_main();
 	print_syms();
 	handle(SIGUSR1, on_sig, 0);
 	handle(SIGUSR2, on_sig2, 0);

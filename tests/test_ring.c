@@ -234,6 +234,60 @@ START_TEST(test_single_thread_exact)
 }
 END_TEST
 
+/* ring_write_stamped: each record reads back whole, in order, with the
+ * event's own timestamp in its stamp field; the inline constant case
+ * (40 bytes, stamp at 32: funcgraph_exit) and another size, across page
+ * switches, on an rseq ring (_i 0) and a locked one (1). */
+START_TEST(test_write_stamped)
+{
+	struct ring *r = _i == 0 ? mkring_cpus(RING_MODE_PRODUCER, 64, true) :
+				   mkring(RING_MODE_PRODUCER, 64, 1,
+					  RING_CLOCK_TSC);
+	struct kbuffer *kb = kbuffer_alloc(KBUFFER_LSIZE_8,
+					   KBUFFER_ENDIAN_LITTLE);
+	struct ring_page_ref pg;
+	unsigned long long ts;
+	uint64_t w[5], n = 0;
+	cpu_set_t saved;
+
+	if (_i == 0)
+		pin_to(0, &saved);
+	for (uint64_t i = 0; i < 3000; i++) {
+		uint32_t len = i % 3 ? 40 : 24;
+
+		for (unsigned k = 0; k < 5; k++)
+			w[k] = i * 10 + k;
+		ck_assert_int_eq(ring_write_stamped(r, w, len, len - 8), 0);
+	}
+	ck_assert_int_eq(ring_write_stamped(r, w, 40, 33), -EINVAL);
+	ck_assert_int_eq(ring_write_stamped(r, w, 4, 0), -EINVAL);
+	ck_assert_int_eq(ring_write_stamped(r, w, 120, 0), -EINVAL);
+	for (unsigned b = 0; b < ring_nr_bufs(r); b++) {
+		ring_reader_flush(r, b);
+		while (ring_reader_get(r, b, &pg) == 0) {
+			kbuffer_load_subbuffer(kb, (void *)pg.data);
+			for (void *d = kbuffer_read_event(kb, &ts); d;
+			     d = kbuffer_next_event(kb, &ts), n++) {
+				uint32_t len = n % 3 ? 40 : 24;
+
+				ck_assert_int_eq(kbuffer_event_size(kb),
+						 (int)len);
+				memcpy(w, d, len);
+				for (unsigned k = 0; k < len / 8 - 1; k++)
+					ck_assert_uint_eq(w[k], n * 10 + k);
+				ck_assert_uint_eq(w[len / 8 - 1], ts);
+			}
+			ring_reader_put(r, b);
+		}
+	}
+	ck_assert_uint_eq(n, 3000);
+	if (_i == 0)
+		sched_setaffinity(0, sizeof(saved), &saved);
+	kbuffer_free(kb);
+	ring_close(r);
+}
+END_TEST
+
 /* Gaps >= 2^27 ns between events need a time-extend event; kbuffer must
  * still give the exact timestamps. Also: empty and largest payloads. */
 START_TEST(test_time_extend_and_sizes)
@@ -899,6 +953,7 @@ static Suite *ring_suite(void)
 	tcase_add_loop_test(tc, test_threads_producer, 0, 2);
 	tcase_add_loop_test(tc, test_threads_overwrite, 0, 2);
 	tcase_add_loop_test(tc, test_threads_flight, 0, 2);
+	tcase_add_loop_test(tc, test_write_stamped, 0, 2);
 	tcase_add_test(tc, test_rseq_named_buffers);
 	tcase_add_test(tc, test_rseq_commit_after_migration);
 	tcase_add_loop_test(tc, test_signal_nesting, 0, 2);

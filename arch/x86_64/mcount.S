@@ -33,6 +33,14 @@
  * At fgraph_arch_return (reached by the traced function's `ret`) %rsp
  * points just above the parent slot it popped: the frame key is %rsp - 8.
  *
+ * Entering a hooked function (__fentry__, fast or C path; FENTRY_CALL):
+ * rather than `ret` with the trampoline in the parent slot, the hook
+ * pops its return address into %r11, drops the parent slot and jumps to
+ * fgraph_arch_call, a `call *%r11` right in front of fgraph_arch_return:
+ * the call pushes fgraph_arch_return into the very same slot, and the
+ * return-stack predictor now expects it (arch/arch.h). mcount cannot:
+ * the function's frame is already built over the slot.
+ *
  * Fast entry (FAST_ENTRY, when fgraph__fast is set; arch/arch.h): the
  * hook pushes the shadow entry itself, saving only the five registers it
  * uses (rax rcx rdx rsi rdi) and calling nothing: after the pushes
@@ -121,7 +129,7 @@
 /* Push the shadow entry for the parent slot SLOT (an address computed
  * from %rsp after the five pushes, or from %rbp) and return; jump to
  * \slow with every register as the hook found it otherwise. */
-.macro FAST_ENTRY slow, slot:vararg
+.macro FAST_ENTRY slow, hijacked, slot:vararg
 	cmpl	$0, fgraph__fast(%rip)
 	je	\slow
 	SAVEQ	%rax
@@ -171,7 +179,7 @@
 	LOADQ	%rdx
 	LOADQ	%rcx
 	LOADQ	%rax
-	ret
+	\hijacked
 	.cfi_adjust_cfa_offset 40
 7:	movl	$0, %fs:FG_THREAD_BUSY(%r11)
 8:	LOADQ	%rdi
@@ -182,23 +190,41 @@
 	jmp	\slow
 .endm
 
+/* Go on into the traced function through fgraph_arch_call, which calls
+ * it, writing the trampoline's address into the parent slot with a
+ * `call`: the CPU's return-stack predictor then expects the function
+ * to return to the trampoline, where a `ret` to the hijacked slot would
+ * be mispredicted on every traced call. */
+.macro FENTRY_CALL
+	popq	%r11			/* the return address into it */
+	.cfi_adjust_cfa_offset -8
+	addq	$8, %rsp		/* the parent slot: rewritten below */
+	.cfi_adjust_cfa_offset -8
+	jmp	fgraph_arch_call
+	.cfi_adjust_cfa_offset 16
+.endm
+
 /* void __fentry__(void): the parent slot is 8(%rsp) at entry. */
 GLOBAL(__fentry__)
 	TRACING_OFF_RETURN
-	FAST_ENTRY 2f, 48(%rsp)
+	FAST_ENTRY 2f, FENTRY_CALL, 48(%rsp)
 2:	SAVE_ARGS
 	movq	8(%rbp), %rdi		/* func: return address into it */
 	leaq	16(%rbp), %rsi		/* retp: the parent slot */
 	movq	%rsi, %rdx		/* key: the slot's address */
 	call	fgraph_arch_entry
 	RESTORE_ARGS
-	ret
+	leaq	fgraph_arch_return(%rip), %r11
+	cmpq	%r11, 8(%rsp)
+	jne	3f			/* not hooked */
+	FENTRY_CALL
+3:	ret
 END(__fentry__)
 
 /* void mcount(void): the parent slot is 8(%rbp) of the traced frame. */
 GLOBAL(mcount)
 	TRACING_OFF_RETURN
-	FAST_ENTRY 2f, 8(%rbp)
+	FAST_ENTRY 2f, ret, 8(%rbp)
 2:	SAVE_ARGS
 	movq	8(%rbp), %rdi		/* func: return address into it */
 	movq	0(%rbp), %rsi		/* the traced function's %rbp */
@@ -214,7 +240,13 @@ END(mcount)
  * caller. Not called: no return address on the stack. Saves the return
  * registers, asks the runtime for the original return address, jumps.
  */
-ENTRY(fgraph_arch_return)
+ENTRY(fgraph_arch_call)
+	call	*%r11
+	/* the return address of that call: no alignment padding */
+	.globl	fgraph_arch_return
+	.hidden	fgraph_arch_return
+	.type	fgraph_arch_return, %function
+fgraph_arch_return:
 	.cfi_undefined %rip		/* unwinders stop here */
 	leaq	-8(%rsp), %r11		/* key: the slot `ret` popped */
 	pushq	%rbp
@@ -238,6 +270,7 @@ ENTRY(fgraph_arch_return)
 	popq	%rbp
 	.cfi_def_cfa %rsp, 8
 	jmp	*%r11
-END(fgraph_arch_return)
+	.size	fgraph_arch_return, .-fgraph_arch_return
+END(fgraph_arch_call)
 
 	.section .note.GNU-stack, "", %progbits
