@@ -424,6 +424,7 @@ static const struct store_ops sq_ops = {
 	.cmdlines = sq_cmdlines,
 	.program = sq_program,
 	.symbol = sq_symbol,
+	.host_find = sq_host_find,
 	.symbol_name = sq_symbol_name,
 	.schema_get = sq_schema_get,
 	.schema_list = sq_schema_list,

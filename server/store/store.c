@@ -261,6 +261,13 @@ int store_symbol(struct store *s, uint64_t program_id, uint64_t addr, uint64_t s
 	return ret < 0 ? ret : s->ops->symbol(s, program_id, addr, size, name);
 }
 
+int store_host_find(struct store *s, const char *name, uint64_t *host_id)
+{
+	if (!s || !name || !host_id)
+		return -EINVAL;
+	return store_enter(s) ?: s->ops->host_find(s, name, host_id);
+}
+
 int store_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
 		      uint64_t addr, char *buf, size_t len)
 {
@@ -380,5 +387,6 @@ void store_schema_free(struct store_schema *sc)
 	free(sc->system);
 	free(sc->name);
 	free(sc->table);
+	free(sc->format);
 	free(sc);
 }

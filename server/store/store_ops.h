@@ -68,7 +68,7 @@
  * only by the ingest worker (every write op, and the reads the write
  * path needs: stream_marks, journal_mark_get); the query endpoint's
  * thread opens a read-only handle of its own and calls only schema_get,
- * schema_list, select, count, symbol_name, stats and drops. Threads a
+ * schema_list, select, count, host_find, symbol_name, stats and drops. Threads a
  * backend runs for itself (SQLite: the writer that runs batched INSERTs,
  * the checkpointer) are its own business: started by its constructor,
  * stopped by close, waited for by sync, scheduled by thread_policy; the
@@ -130,6 +130,7 @@ struct store_ops {
 			   unsigned *dropped);
 
 	/* ---- read side: the query endpoint's thread (and tests) ---- */
+	int (*host_find)(struct store *s, const char *name, uint64_t *host_id);
 	int (*symbol_name)(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
 			   uint64_t addr, char *buf, size_t len);
 	int (*schema_get)(struct store *s, const char *system, const char *event,
