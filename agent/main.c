@@ -768,7 +768,7 @@ static int start_agent(struct agent *a)
 		return ret;
 	h = (struct session_host){
 		.hi = &a->hi, .t = a->t, .tsc = &a->tsc,
-		.tsc_clock = a->tsc_clock, .kernel_symbols = a->ftrace_on,
+		.tsc_clock = a->tsc_clock, .kernel_symbols = true,
 	};
 	ret = session_new(&a->o.session, &h, &a->s);
 	if (ret < 0)

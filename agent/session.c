@@ -145,9 +145,11 @@ static int ship_relay(void *arg, const struct proto_msg *m)
 }
 
 /*
- * With the kernel's function tracer on: /proc/kallsyms as MSG_SYMBOLS
- * (group 0), on every connection (the collector keeps one copy per agent
- * run). Unreadable symbols cost only names: a warning.
+ * /proc/kallsyms as MSG_SYMBOLS (group 0), on every connection (the
+ * collector keeps one copy per agent run): traceq names the code
+ * addresses of events with them (%ps fields such as timer_start's
+ * function, and the function tracer's). Unreadable symbols cost only
+ * names: a warning.
  */
 static int send_kernel_symbols(struct session *s, char *why, size_t len)
 {

@@ -55,8 +55,9 @@ struct session_host {
 	const struct ring_clock_conv *tsc;	/* its TSC conversion (HELLO) */
 	bool tsc_clock;			/* it runs on "x86-tsc": clock
 					 * samples read the TSC via @tsc */
-	bool kernel_symbols;		/* the kernel's function tracer is
-					 * on: send /proc/kallsyms */
+	bool kernel_symbols;		/* send /proc/kallsyms (always: the
+					 * query side names %ps fields and
+					 * function tracer addresses) */
 };
 
 /*
