@@ -158,7 +158,8 @@ void session_ack_wait_start(struct session *s);
 
 /*
  * session_periodic - clock sample and cmdlines on every connection (each
- * one's pages are decoded with its own), then the pages' counters
+ * one's pages are decoded with its own), the kernel's symbols the first
+ * time on a connection (unless the collector holds them), then the pages' counters
  * (struct session_pages .stats). A failure calls session_lost(). Nothing
  * while disconnected.
  */

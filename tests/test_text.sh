@@ -20,8 +20,8 @@
 # wall clock; `--format fields` keeps the field=value layout; JSON rows of
 # sched_wakeup (fields comm, pid) and ipi_send_cpu (field cpu) carry no
 # key twice; COMM of pid 0 is swapper/CPU; CSV has a header; a second host
-# brings a leading host column, --no-host and --host drop it; no
-# instance is left behind.
+# brings a leading host column, --no-host and --host drop it; kernel
+# symbols are shipped once per boot; no instance is left behind.
 set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
@@ -158,7 +158,7 @@ check "json: sched_wakeup's comm and pid are the event's, ours \"_comm\"" \
 # events of the idle task (pid 0): interrupts and switches away from it;
 # none when no CPU was ever idle during the run (a busy machine)
 : > "$tmp/idle.json"
-for e in sched_switch softirq_entry hrtimer_expire_entry irq_handler_entry sched_waking; do
+for e in sched_switch softirq_entry hrtimer_expire_entry irq_handler_entry; do
 	traceq --format json "$e where common_pid == 0" >> "$tmp/idle.json"
 done
 if [ -s "$tmp/idle.json" ]; then
@@ -185,6 +185,17 @@ check "--no-host drops the column" \
 	'traceq --no-host --limit 5 sched_switch | grep -q "^ *[^ ].*-[0-9]* *\[[0-9]*\] "'
 check "--host with one host: no column" \
 	'! traceq --host text-host-2 sched_switch | grep -q "text-host-2: "'
+
+# the kernel's symbols go once per boot: a second run of text-host finds
+# them held (WELCOME's kallsyms) and sends none
+"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 1 \
+	--cert "$tmp/pki/agent.crt" --key "$tmp/pki/agent.key" --ca "$tmp/pki/ca.crt" \
+	--name text-host --no-user --instance "tc-text-$$-c" > "$tmp/agent3.out" 2>&1
+check "third agent exits 0" '[ $? = 0 ] || { cat "$tmp/agent3.out"; false; }'
+traceq --count sched_switch > /dev/null	# --sync: everything stored
+kernel_tables=$(sqlite3 "$tmp/trace.db" "SELECT count(*) FROM programs WHERE grp = 0")
+check "kernel symbols stored once per host and boot ($kernel_tables tables for 2 hosts)" \
+	'[ "$kernel_tables" = 2 ] && grep -q "kernel symbols of this boot" "$tmp/agent3.out"'
 
 check "no tracefs instance left behind" \
 	'! ls "$tracing/instances" | grep -q "tc-text-$$\|tc_text_.*_$$"'

@@ -170,3 +170,24 @@ int sq_host_find(struct store *s, const char *name, uint64_t *host_id)
 	sqlite3_finalize(st);
 	return ret;
 }
+
+int sq_kallsyms_held(struct store *s, uint64_t host_id, const char *boot_id, bool *held)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT 1 FROM programs AS p WHERE host_id = ? AND boot_id = ?"
+				" AND grp = 0 AND EXISTS (SELECT 1 FROM symbols"
+				" WHERE program_id = p.id) LIMIT 1", &st);
+	int rc;
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_text(st, 2, boot_id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		*held = rc == SQLITE_ROW;
+	else
+		ret = sq_err(s, TC_ERR_DB, "kernel symbols");
+	sqlite3_finalize(st);
+	return ret;
+}

@@ -261,6 +261,13 @@ int store_symbol(struct store *s, uint64_t program_id, uint64_t addr, uint64_t s
 	return ret < 0 ? ret : s->ops->symbol(s, program_id, addr, size, name);
 }
 
+int store_kallsyms_held(struct store *s, uint64_t host_id, const char *boot_id, bool *held)
+{
+	if (!s || !boot_id || !held)
+		return -EINVAL;
+	return store_enter(s) ?: s->ops->kallsyms_held(s, host_id, boot_id, held);
+}
+
 int store_host_find(struct store *s, const char *name, uint64_t *host_id)
 {
 	if (!s || !name || !host_id)

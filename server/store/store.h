@@ -268,6 +268,13 @@ int store_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts
 		      uint64_t addr, char *buf, size_t len);
 
 /*
+ * store_kallsyms_held - whether the kernel symbols (group 0) of boot
+ * @boot_id of @host_id are stored, from any agent run: an agent then need
+ * not send them again (WELCOME's kallsyms). Return: 0; TC_ERR_DB.
+ */
+int store_kallsyms_held(struct store *s, uint64_t host_id, const char *boot_id, bool *held);
+
+/*
  * store_host_find - the id of the host named @name (of the machines that
  * share the name, the one seen last). Return: 0; -ENOENT; TC_ERR_DB.
  */

@@ -122,6 +122,8 @@ struct store_ops {
 		       uint64_t *program_id);
 	int (*symbol)(struct store *s, uint64_t program_id, uint64_t addr, uint64_t size,
 		      const char *name);
+	int (*kallsyms_held)(struct store *s, uint64_t host_id, const char *boot_id,
+			     bool *held);
 	int (*dropped)(struct store *s, uint64_t host_id, const char *system, const char *name,
 		       const char *reason, uint64_t n);
 	int (*retain)(struct store *s, int64_t before_ts, uint64_t max_bytes, uint64_t *removed);
