@@ -155,9 +155,10 @@ static int ship_relay(void *arg, const struct proto_msg *m)
  * connection (it keeps one copy per agent run). traceq names the code
  * addresses of events with them (%ps fields such as timer_start's
  * function, and the function tracer's). Only the query side needs them,
- * never the decoding, so they go with the first periodic report (or the
- * one before BYE) rather than at connect: the collector stores the first
- * pages without first storing ~100k symbols. Unreadable symbols cost only
+ * never the decoding, so they go with the first periodic report (10 s
+ * in, agent/pump.c; or the one before BYE) rather than at connect: the
+ * collector stores the first pages without first storing ~100k symbols.
+ * Unreadable symbols cost only
  * names: a warning.
  */
 static int send_kernel_symbols(struct session *s, char *why, size_t len)
