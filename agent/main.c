@@ -75,6 +75,7 @@ struct opts {
 	enum log_level level;
 	long drain_s;
 	const char *tracer;		/* -p: kernel function tracer */
+	bool no_kernel_symbols;		/* --no-kernel-symbols */
 	const char **ffilters;		/* --ftrace-filter globs */
 	size_t nffilters;
 	char **exec_argv;		/* --exec: the program to trace */
@@ -231,6 +232,10 @@ static void help(void)
 "                           converts. auto (default): x86-tsc where the CPU\n"
 "                           has an invariant TSC (constant_tsc and\n"
 "                           nonstop_tsc) and the kernel offers it, else mono\n"
+"      --no-kernel-symbols  do not ship /proc/kallsyms (by default it goes once\n"
+"                           per boot, 10 s into the run or at its end, so\n"
+"                           that traceq names %%ps fields; without it they\n"
+"                           print as addresses); with --tracer always\n"
 "      --no-pushdown        do not offer the collector to set its filters on\n"
 "                           this agent's instance (by default the agent\n"
 "                           offers it and the kernel then drops, before\n"
@@ -337,7 +342,7 @@ enum { OPT_CERT = 256, OPT_KEY, OPT_CA, OPT_INSTANCE, OPT_NAME,
        OPT_SPOOL_MEM_MB,
        OPT_SPOOL_DISK_MB, OPT_ACK_TIMEOUT_MS, OPT_DRAIN_S, OPT_READ_MODE,
        OPT_USER_DIR, OPT_NO_USER, OPT_FTRACE_FILTER, OPT_EXEC, OPT_INSECURE_PLAIN,
-       OPT_NO_PUSHDOWN, OPT_CONNECTIONS, OPT_TRACE_CLOCK };
+       OPT_NO_PUSHDOWN, OPT_CONNECTIONS, OPT_TRACE_CLOCK, OPT_NO_KERNEL_SYMBOLS };
 
 #define SHORT_OPTS	"+C:c:e:d:p:vqhV"
 
@@ -363,6 +368,7 @@ static const struct option long_opts[] = {
 	{ "user-dir", required_argument, NULL, OPT_USER_DIR },
 	{ "no-user", no_argument, NULL, OPT_NO_USER },
 	{ "no-pushdown", no_argument, NULL, OPT_NO_PUSHDOWN },
+	{ "no-kernel-symbols", no_argument, NULL, OPT_NO_KERNEL_SYMBOLS },
 	{ "tracer", required_argument, NULL, 'p' },
 	{ "ftrace-filter", required_argument, NULL, OPT_FTRACE_FILTER },
 	{ "exec", no_argument, NULL, OPT_EXEC },
@@ -487,6 +493,7 @@ static int opt_apply(struct opts *o, int c, const char *arg)
 	case OPT_USER_DIR: o->pump.user_dir = arg; return 0;
 	case OPT_NO_USER: o->pump.no_user = true; return 0;
 	case OPT_NO_PUSHDOWN: o->session.no_pushdown = true; return 0;
+	case OPT_NO_KERNEL_SYMBOLS: o->no_kernel_symbols = true; return 0;
 	case OPT_INSECURE_PLAIN: o->session.insecure_plain = true; return 0;
 	case OPT_CONNECTIONS:
 		if (strcmp(arg, "one") && strcmp(arg, "per-cpu"))
@@ -932,7 +939,7 @@ static int start_agent(struct agent *a)
 		return ret;
 	h = (struct session_host){
 		.hi = &a->hi, .t = a->t, .tsc = &a->tsc,
-		.tsc_clock = a->tsc_clock, .kernel_symbols = a->ftrace_on,
+		.tsc_clock = a->tsc_clock, .kernel_symbols = !a->o.no_kernel_symbols || a->ftrace_on,
 	};
 	ret = session_new(&a->o.session, &h, &a->s);
 	if (ret < 0)

@@ -28,7 +28,8 @@
 #include "common/util.h"
 #include "proto/frame.h"
 
-#define PERIODIC_MS		10000	/* clock, cmdlines, cpu stats */
+#define PERIODIC_MS		10000	/* clock, cmdlines, cpu stats, and
+					 * the first time kallsyms */
 #define USER_SCAN_MS		250	/* look for new traced programs */
 #define USER_POLL_MS		10	/* drain programs' rings while attached */
 #define USER_DRAIN_TRIES	50	/* final drain: rounds until nothing is left */

@@ -46,6 +46,8 @@ struct session {
 	int64_t deadline;		/* session_set_deadline(); 0: none */
 	bool welcomed;			/* a collector WELCOMEd this run once */
 	struct proto_done done;
+	bool kallsyms_held;		/* the collector holds this boot's kallsyms */
+	bool kallsyms_due;		/* not sent on this connection yet */
 	char err[768];			/* why the last reconnect attempt failed */
 };
 
@@ -102,6 +104,8 @@ static int send_hello(struct session *s, struct ship *link, char *why,
 			 PRIu64 ")", s->c.host, s->c.port, hi->host,
 			 w.host_id);
 		s->welcomed = true;
+		s->kallsyms_held = w.kallsyms;
+		s->kallsyms_due = s->h.kernel_symbols;
 	}
 	return 0;
 }
@@ -159,17 +163,29 @@ static int ship_relay(void *arg, const struct proto_msg *m)
 }
 
 /*
- * With the kernel's function tracer on: /proc/kallsyms as MSG_SYMBOLS
- * (group 0), on every connection (the collector keeps one copy per agent
- * run). Unreadable symbols cost only names: a warning.
+ * /proc/kallsyms as MSG_SYMBOLS (group 0), once per boot: unless the
+ * collector's WELCOME said it holds this boot's (kallsyms), on every
+ * connection (it keeps one copy per agent run). traceq names the code
+ * addresses of events with them (%ps fields such as timer_start's
+ * function, and the function tracer's). Only the query side needs them,
+ * never the decoding, so they go with the first periodic report (10 s
+ * in, agent/pump.c; or the one before BYE) rather than at connect: the
+ * collector stores the first pages without first storing ~100k symbols.
+ * Unreadable symbols cost only
+ * names: a warning.
  */
 static int send_kernel_symbols(struct session *s, char *why, size_t len)
 {
 	struct ship_relay r = { .link = s->ctl };
 	int n;
 
-	if (!s->h.kernel_symbols)
+	if (!s->kallsyms_due)
 		return 0;
+	s->kallsyms_due = false;
+	if (s->kallsyms_held) {
+		log_info("the collector holds the kernel symbols of this boot: not sent again");
+		return 0;
+	}
 	n = funcsyms_send(0, 0, ship_relay, &r);
 	if (r.err < 0) {
 		tc_seterr(why, len, "%s", ship_last_error(s->ctl));
@@ -253,6 +269,7 @@ void session_lost(struct session *s, const char *why)
 void session_periodic(struct session *s)
 {
 	struct proto_msg m = { .type = MSG_CLOCK };
+	char why[256];
 	int cpu, ret;
 
 	if (!s->ctl)
@@ -262,6 +279,8 @@ void session_periodic(struct session *s)
 		ret = ship_msg(s->ctl, &m);
 	if (ret == 0)
 		ret = send_cmdlines(s->ctl);
+	if (ret == 0)
+		ret = send_kernel_symbols(s, why, sizeof(why));
 	/* each connection's pages are decoded with its own clock and comms */
 	for (cpu = 0; ret == 0 && s->data && cpu < ncpus(s); cpu++) {
 		ret = ship_msg(s->data[cpu], &m);
@@ -353,8 +372,6 @@ int session_connect(struct session *s, char *why, size_t len)
 	ret = send_hello(s, s->ctl, why, len);
 	if (ret == 0)
 		ret = send_formats(s, s->ctl, why, len);
-	if (ret == 0)
-		ret = send_kernel_symbols(s, why, len);
 	if (ret == 0)
 		ret = data_open(s, why, len);
 	if (ret == 0 && s->pages.replay)

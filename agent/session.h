@@ -55,8 +55,9 @@ struct session_host {
 	const struct ring_clock_conv *tsc;	/* its TSC conversion (HELLO) */
 	bool tsc_clock;			/* it runs on "x86-tsc": clock
 					 * samples read the TSC via @tsc */
-	bool kernel_symbols;		/* the kernel's function tracer is
-					 * on: send /proc/kallsyms */
+	bool kernel_symbols;		/* send /proc/kallsyms (always: the
+					 * query side names %ps fields and
+					 * function tracer addresses) */
 };
 
 /*
@@ -178,7 +179,8 @@ void session_ack_wait_start(struct session *s);
 
 /*
  * session_periodic - clock sample and cmdlines on every connection (each
- * one's pages are decoded with its own), then the pages' counters
+ * one's pages are decoded with its own), the kernel's symbols the first
+ * time on a connection (unless the collector holds them), then the pages' counters
  * (struct session_pages .stats). A failure calls session_lost(). Nothing
  * while disconnected.
  */

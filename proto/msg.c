@@ -104,6 +104,7 @@ static const struct field hello_fields[] = {
 static const struct field welcome_fields[] = {
 	F("v", FK_U32, REQUIRED, welcome.version),
 	F("host_id", FK_U64, REQUIRED, welcome.host_id),
+	F("kallsyms", FK_BOOL, OPTIONAL, welcome.kallsyms),
 };
 
 static const struct field header_page_fields[] = {

@@ -87,6 +87,7 @@ struct proto_hello {
 struct proto_welcome {
 	uint32_t version;	/* protocol version the collector speaks */
 	uint64_t host_id;	/* the collector's id for this host */
+	bool kallsyms;		/* optional: it holds this boot's kernel symbols */
 };
 
 struct proto_text {		/* MSG_HEADER_PAGE */

@@ -123,7 +123,7 @@ static int request_field(struct qmsg_request *r, const msgpack_object_kv *kv,
 		return proto_mp_u32(v, version);
 	if (proto_mp_str_is(k, "op")) {
 		ret = proto_mp_u32(v, &op);
-		if (ret == 0 && (op < QOP_SELECT || op > QOP_DROPS))
+		if (ret == 0 && (op < QOP_SELECT || op > QOP_SYMBOLS))
 			ret = TC_ERR_MSG_MALFORMED;
 		r->op = op;
 		return ret;
@@ -192,6 +192,7 @@ struct qmsg_writer {
 	uint32_t ncols;
 	uint64_t nvals;
 	uint64_t unstored, journal_bytes;
+	const char *format;
 };
 
 int qmsg_reply_begin(struct qmsg_writer **out, const char *event, uint32_t ncols,
@@ -207,7 +208,7 @@ int qmsg_reply_begin(struct qmsg_writer **out, const char *event, uint32_t ncols
 	msgpack_packer_init(&w->hp, &w->head, msgpack_sbuffer_write);
 	msgpack_packer_init(&w->pk, &w->body, msgpack_sbuffer_write);
 	w->ncols = ncols;
-	msgpack_pack_map(&w->hp, 10);
+	msgpack_pack_map(&w->hp, 11);
 	pack_key(&w->hp, "ok");
 	msgpack_pack_true(&w->hp);
 	pack_key(&w->hp, "event");
@@ -260,6 +261,11 @@ void qmsg_put_bin(struct qmsg_writer *w, const void *p, size_t len)
 	msgpack_pack_bin_body(&w->pk, p, len);
 }
 
+void qmsg_reply_format(struct qmsg_writer *w, const char *text)
+{
+	w->format = text && strlen(text) <= QMSG_MAX_FORMAT ? text : NULL;
+}
+
 void qmsg_reply_backlog(struct qmsg_writer *w, uint64_t unstored, uint64_t journal_bytes)
 {
 	w->unstored = unstored;
@@ -289,6 +295,11 @@ int qmsg_reply_end(struct qmsg_writer *w, bool more, int64_t last_ts,
 	msgpack_pack_uint64(&w->pk, w->unstored);
 	pack_key(&w->pk, "journal_bytes");
 	msgpack_pack_uint64(&w->pk, w->journal_bytes);
+	pack_key(&w->pk, "format");
+	if (w->format)
+		pack_cstr(&w->pk, w->format);
+	else
+		msgpack_pack_nil(&w->pk);
 	ret = sbuf_move(&w->head, out);
 	if (ret == 0)
 		ret = sbuf_move(&w->body, out);
@@ -444,6 +455,8 @@ static int reply_field(struct qmsg_reply *r, const msgpack_object_kv *kv, bool *
 		return proto_mp_u64(v, &r->unstored);
 	if (proto_mp_str_is(k, "journal_bytes"))
 		return proto_mp_u64(v, &r->journal_bytes);
+	if (proto_mp_str_is(k, "format"))
+		return v->type == MSGPACK_OBJECT_NIL ? 0 : take_str(v, &r->format);
 	return 0;
 }
 
@@ -484,5 +497,6 @@ void qmsg_reply_free(struct qmsg_reply *r)
 	free(r->cols);
 	free(r->error);
 	free(r->event);
+	free(r->format);
 	memset(r, 0, sizeof(*r));
 }

@@ -20,6 +20,7 @@
 #define QMSG_MAX_ROWS	10000		/* rows in one reply */
 #define QMSG_MAX_COLS	1024
 #define QMSG_META_COLS	6		/* host cpu ts trace_ts pid comm */
+#define QMSG_MAX_FORMAT	(64u << 10)	/* a reply's format text */
 
 /*
  * Request sizes. An endpoint answers a request over QMSG_MAX_REQUEST bytes
@@ -35,11 +36,13 @@ enum qmsg_op {
 	QOP_COUNT,		/* how many rows would match */
 	QOP_STATS,		/* per host/CPU counters */
 	QOP_DROPS,		/* events not kept: per host, event and reason */
+	QOP_SYMBOLS,		/* name code addresses of one host */
 };
 
 struct qmsg_request {
 	enum qmsg_op op;
-	char *query;		/* "EVENT [where FILTER]"; NULL for stats, drops */
+	char *query;		/* "EVENT [where FILTER]"; NULL for stats, drops;
+				 * symbols: hex addresses, blank-separated */
 	uint32_t limit;		/* rows wanted in this reply, <= QMSG_MAX_ROWS */
 	int64_t after_ts;	/* keyset paging: continue after (ts, id) */
 	uint64_t after_id;	/* 0: from the start */
@@ -77,6 +80,8 @@ struct qmsg_reply {
 	uint64_t count;		/* QOP_COUNT */
 	uint64_t unstored;	/* batches the collector received, not yet stored */
 	uint64_t journal_bytes;	/* the size of its receive journal */
+	char *format;		/* select: the event's format text (as the agent
+				 * sent it; untrusted: check it before parsing) */
 };
 
 /* qmsg_request_encode - append @r's msgpack encoding to @out. 0 or -ENOMEM. */
@@ -107,6 +112,12 @@ void qmsg_put_int(struct qmsg_writer *w, int64_t v);
 void qmsg_put_uint(struct qmsg_writer *w, uint64_t v);
 void qmsg_put_str(struct qmsg_writer *w, const char *s, size_t len);
 void qmsg_put_bin(struct qmsg_writer *w, const void *p, size_t len);
+/*
+ * qmsg_reply_format - send @text (the event's format file, at most
+ * QMSG_MAX_FORMAT bytes: a longer one is left out) with the rows, so that
+ * the client can render them; @text must stay valid until qmsg_reply_end().
+ */
+void qmsg_reply_format(struct qmsg_writer *w, const char *text);
 /* qmsg_reply_backlog - what the collector has received but not stored (0s if not called). */
 void qmsg_reply_backlog(struct qmsg_writer *w, uint64_t unstored, uint64_t journal_bytes);
 /*

@@ -997,8 +997,8 @@ static void conn_reply(struct conn *c, const struct proto_msg *m)
 		conn_finish(c);
 }
 
-/* hooks.welcome: HELLO is stored. */
-static void conn_welcome(void *arg, uint64_t id, uint64_t host_id)
+/* hooks.welcome: HELLO is stored (and whether this boot's kernel symbols are). */
+static void conn_welcome(void *arg, uint64_t id, uint64_t host_id, bool kallsyms)
 {
 	struct conn *c = conn_live(arg, id);
 	struct proto_msg m = { .type = MSG_WELCOME };
@@ -1007,6 +1007,7 @@ static void conn_welcome(void *arg, uint64_t id, uint64_t host_id)
 		return;
 	m.welcome.version = PROTO_VERSION;
 	m.welcome.host_id = host_id;
+	m.welcome.kallsyms = kallsyms;
 	conn_reply(c, &m);
 }
 

@@ -10,7 +10,7 @@
  * decode_field_value() with our own bounds checks (read_int() only
  * converts byte order of validated bytes).
  *
- * An agent's format text is checked against server/format_check.h's caps
+ * An agent's format text is checked against common/format_check.h's caps
  * first, and libtraceevent never parses its print fmt's arguments (we
  * store fields, never print): see decoder_parse().
  */
@@ -26,7 +26,7 @@
 #include "common/tc_error.h"
 #include "proto/frame.h"
 #include "server/decode.h"
-#include "server/format_check.h"
+#include "common/format_check.h"
 
 /*
  * The page sizes a HELLO may announce. A page travels in one frame, so a

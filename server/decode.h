@@ -128,7 +128,7 @@ int decoder_header_page(struct decoder *d, const char *text, size_t len);
  *       decoder_free(). Sending the same event id again returns the type
  *       already known.
  *
- * The text is checked against the caps of server/format_check.h before
+ * The text is checked against the caps of common/format_check.h before
  * libtraceevent parses it (its parser recurses as deep as the text nests).
  *
  * Return: 0; TC_ERR_FORMAT_LIMIT (the text exceeds a cap: too long, or

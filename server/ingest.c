@@ -148,6 +148,7 @@ struct ingest_result {
 	uint64_t conn_id;
 	enum ingest_result_kind kind;
 	uint64_t host_id;	/* IR_WELCOME */
+	bool kallsyms;		/* IR_WELCOME */
 	uint64_t pages, events;	/* IR_DONE: stored this session */
 	int err;		/* IR_FAIL */
 	char what[32];		/* IR_FAIL: "page", "format", ... */
@@ -356,7 +357,7 @@ static void ing_deliver(const struct ingest *g, const struct ingest_result *r)
 	switch (r->kind) {
 	case IR_WELCOME:
 		if (h->welcome)
-			h->welcome(h->arg, r->conn_id, r->host_id);
+			h->welcome(h->arg, r->conn_id, r->host_id, r->kallsyms);
 		break;
 	case IR_DONE:
 		if (h->done)
@@ -862,6 +863,7 @@ static void ing_msg(struct ingest *g, struct sink *s, struct proto_msg *m)
 		return;
 	r.kind = reply.kind == SINK_REPLY_WELCOME ? IR_WELCOME : IR_DONE;
 	r.host_id = reply.host_id;
+	r.kallsyms = reply.kallsyms;
 	r.pages = reply.pages;
 	r.events = reply.events;
 	ing_post(g, &r);

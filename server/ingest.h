@@ -64,7 +64,7 @@ struct ingest_opts {
  */
 struct ingest_hooks {
 	/* HELLO is stored: answer WELCOME with @host_id. */
-	void (*welcome)(void *arg, uint64_t conn_id, uint64_t host_id);
+	void (*welcome)(void *arg, uint64_t conn_id, uint64_t host_id, bool kallsyms);
 	/*
 	 * BYE: everything of the connection is committed (@pages and
 	 * @events stored in this session): answer DONE. With a journal the

@@ -39,6 +39,7 @@
 #define LOG_PREFIX "query"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <grp.h>
 #include <libgen.h>
 #include <pthread.h>
@@ -412,6 +413,7 @@ static int run_select(struct qworker *wk, const struct qmsg_request *r,
 	ret = qmsg_reply_begin(&s.w, event, (uint32_t)(QMSG_META_COLS + ncols + s.nsym), cols);
 	if (ret < 0)
 		return ret;
+	qmsg_reply_format(s.w, c->schema->format);
 	c->read.after_ts = r->after_ts;
 	c->read.after_rowid = r->after_id;
 	c->read.limit = s.limit + 1;
@@ -422,6 +424,64 @@ static int run_select(struct qworker *wk, const struct qmsg_request *r,
 	}
 	*rows = qmsg_reply_rows(s.w);
 	return reply_end(wk->qd, s.w, s.more, s.last_ts, s.last_id, 0, out);
+}
+
+/* Whether host @name is one @scope (NULL: every host) lets the reader see. */
+static bool scope_allows(const struct store_scope *scope, const char *name)
+{
+	if (!scope)
+		return true;
+	for (size_t i = 0; i < scope->n; i++)
+		if (fnmatch(scope->globs[i], name, 0) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * Symbols: name the addresses of @r's query text (hex, blank-separated,
+ * at most QMSG_MAX_ROWS) as host @r->host saw them at wall-clock
+ * @r->to_ts (0: now). One row per address: addr, name (nil: no symbol),
+ * start (the symbol's address). traceq asks for the addresses its
+ * formats print as functions (%ps, plugins' function fields). A host
+ * outside the asker's @scope (NULL: all) answers as an unknown one.
+ */
+static int run_symbols(struct qworker *wk, const struct qmsg_request *r,
+		       const struct store_scope *scope, struct proto_buf *out)
+{
+	static const char *const cols[] = { "addr", "name", "start" };
+	int64_t at = r->to_ts ? r->to_ts : INT64_MAX;
+	char name[QUERYD_SYM_MAX], *end;
+	const char *p = r->query;
+	struct qmsg_writer *w;
+	uint64_t host_id = 0, addr, off;
+	int ret, found;
+
+	if (!r->host)
+		return qmsg_reply_error(TC_ERR_MSG_MISSING, "symbols: which host?", -1, -1, out);
+	found = scope_allows(scope, r->host) ? store_host_find(wk->store, r->host, &host_id)
+					      : -ENOENT;	/* as if unknown */
+	if (found < 0 && found != -ENOENT)
+		return found;
+	ret = qmsg_reply_begin(&w, NULL, 3, cols);
+	while (ret == 0 && *p && qmsg_reply_rows(w) < QMSG_MAX_ROWS) {
+		errno = 0;
+		addr = strtoull(p, &end, 16);
+		if (end == p || errno)
+			break;
+		p = end + strspn(end, " ");
+		qmsg_put_uint(w, addr);
+		if (found == 0 && store_symbol_name(wk->store, host_id, -1, at, addr, name,
+						    sizeof(name)) == 0) {
+			end = strstr(name, "+0x");
+			off = end ? strtoull(end + 3, NULL, 16) : 0;
+			qmsg_put_str(w, name, end ? (size_t)(end - name) : strlen(name));
+			qmsg_put_uint(w, addr - off);
+		} else {
+			qmsg_put_nil(w);
+			qmsg_put_uint(w, addr);
+		}
+	}
+	return ret ? ret : reply_end(wk->qd, w, false, 0, 0, 0, out);
 }
 
 static int run_count(struct qworker *wk, struct compiled *c, struct proto_buf *out,
@@ -631,6 +691,8 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 		ret = run_stats(wk, &hosts, out, &rows);
 	else if (r->op == QOP_DROPS)
 		ret = run_drops(wk, &hosts, out, &rows);
+	else if (r->op == QOP_SYMBOLS)
+		ret = run_symbols(wk, r, hosts.scope, out);
 	else if ((ret = compile(wk, r, &c, out)) == 0) {
 		c.read.scope = hosts.scope;
 		ret = r->op == QOP_COUNT ? run_count(wk, &c, out, &rows) :

@@ -492,7 +492,7 @@ static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_h
 	s->pushdown = env->pushdown && h->pushdown;
 	reply->kind = SINK_REPLY_WELCOME;
 	reply->host_id = s->host_id;
-	return 0;
+	return store_kallsyms_held(env->store, s->host_id, h->boot_id, &reply->kallsyms);
 }
 
 static int sink_format(struct sink *s, const struct sink_env *env, const struct proto_format *f)

@@ -117,6 +117,7 @@ struct sink_reply {
 		SINK_REPLY_DONE,	/* BYE */
 	} kind;
 	uint64_t host_id;		/* WELCOME */
+	bool kallsyms;			/* WELCOME: this boot's kernel symbols are stored */
 	uint64_t pages, events;		/* DONE: stored this session */
 };
 

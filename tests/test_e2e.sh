@@ -46,13 +46,16 @@ check "agent reports the events it shipped" '[ -n "$shipped" ] && [ "$shipped" -
 stored=$(traceq --count "sched_switch")
 check "stored sched_switch events ($stored) == shipped ($shipped)" '[ "$stored" = "$shipped" ]'
 
-traceq "sched_switch where prev_pid == 0" > "$tmp/idle.txt"; rc=$?
+traceq --format fields "sched_switch where prev_pid == 0" > "$tmp/idle.txt"; rc=$?
 check "traceq select exits 0" '[ "$rc" = 0 ]'
 rows=$(wc -l < "$tmp/idle.txt")
 check "sched_switch where prev_pid == 0 returns rows ($rows)" '[ "$rows" -ge 1 ]'
 check "every row has prev_pid=0" '! grep -qv " prev_pid=0 " "$tmp/idle.txt"'
-check "rows are in the kernel trace layout" \
+check "rows are in the field=value layout (--format fields)" \
 	'grep -qE "^ *[^ ].*-[0-9]+ +\[[0-9]{3}\] [0-9]+\.[0-9]{6}: sched_switch: prev_comm=" "$tmp/idle.txt"'
+check "the default text is trace-cmd report's (prev_pid 0: the idle task)" \
+	'traceq --limit 3 "sched_switch where prev_pid == 0" |
+	 grep -qE "^ +<idle>-0 +\[[0-9]{3}\] +[0-9]+\.[0-9]{6}: sched_switch: +swapper/[0-9]+:0 \[[0-9]+\] [A-Z+]+ ==> .*:[0-9]+ \[[0-9]+\]$"'
 head -3 "$tmp/idle.txt"
 
 n_json=$(traceq --format json "sched:sched_switch where prev_pid == 0" | grep -c '"prev_pid":0,')
@@ -74,9 +77,9 @@ check "--count agrees with the rows ($count_idle)" '[ "$count_idle" = "$rows" ]'
 # time blocks (a range the index does not serve) and as pages of 7.
 check "the collector built its default field indexes" \
 	'grep -q "field indexes: 4 named" "$tmp/collector.log"'
-traceq "sched_switch where prev_pid >= 0 && prev_pid <= 0" > "$tmp/idle_blocks.txt"
+traceq --format fields "sched_switch where prev_pid >= 0 && prev_pid <= 0" > "$tmp/idle_blocks.txt"
 check "index and time blocks give the same rows" 'cmp -s "$tmp/idle.txt" "$tmp/idle_blocks.txt"'
-traceq --limit 7 "sched_switch where prev_pid == 0" > "$tmp/idle7.txt"
+traceq --format fields --limit 7 "sched_switch where prev_pid == 0" > "$tmp/idle7.txt"
 check "the first 7 through the index are the first 7 rows" \
 	'head -7 "$tmp/idle.txt" | cmp -s - "$tmp/idle7.txt"'
 

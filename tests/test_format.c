@@ -1,5 +1,5 @@
 /*
- * test_format.c - server/format_check and the way decoder_format() uses it:
+ * test_format.c - common/format_check and the way decoder_format() uses it:
  * an agent's event format that nests or chains past the caps is refused
  * with TC_ERR_FORMAT_LIMIT before libtraceevent's recursive parser sees
  * it, and every real format (this kernel's, tests/data's) still passes.
@@ -25,7 +25,7 @@
 
 #include "common/tc_error.h"
 #include "server/decode.h"
-#include "server/format_check.h"
+#include "common/format_check.h"
 #include "tests/data/capture_load.h"
 #include "tests/testutil.h"
 

@@ -103,7 +103,7 @@ EXP
 	check "--graph rejects other events" '! traceq --graph sched_switch 2>/dev/null'
 	# plain rows: the func address (the hook's call site in the function)
 	# named by the collector, the number kept in JSON
-	traceq "funcgraph_exit where depth == 0" > "$tmp/entry.txt"
+	traceq --format fields "funcgraph_exit where depth == 0" > "$tmp/entry.txt"
 	traceq --format json "funcgraph_exit where depth == 0" > "$tmp/entry.json"
 	check "traceq names the func field of funcgraph_exit rows" \
 		'grep -q " func=run+0x[0-9a-f]* depth=0" "$tmp/entry.txt" || { head -3 "$tmp/entry.txt"; false; }'

@@ -48,12 +48,15 @@ workload=$!
 # locked_stream N DB AFTER ARGS...: agent N (traceagent ARGS, its output in
 # $tmp/agentN.out and .err) streams; AFTER seconds in, another process
 # holds DB's write lock for 4 s, below the store's 5 s busy timeout, so
-# storing stops while receiving goes on. Waits for the agent: rc.
+# storing stops while receiving goes on. Waits for the agent: rc. The
+# agent ships no kernel symbols: storing 100k of them is a write of
+# seconds at idle priority that the lock would have to wait for.
 locked_stream() {
 	local n=$1 db=$2 after=$3
 	shift 3
 	"$top_builddir/traceagent" --connect "$listen" "${atls[@]}" --instance "tcjournal-$$-$n" \
-		--spool-dir "$tmp/spool" "$@" > "$tmp/agent$n.out" 2> "$tmp/agent$n.err" &
+		--no-kernel-symbols --spool-dir "$tmp/spool" "$@" \
+		> "$tmp/agent$n.out" 2> "$tmp/agent$n.err" &
 	agent=$!
 	sleep "$after"
 	sqlite3 -cmd ".timeout 3000" -cmd "BEGIN EXCLUSIVE;" -cmd ".system sleep 4" \

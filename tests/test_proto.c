@@ -133,7 +133,7 @@ static struct proto_msg sample(enum proto_msg_type type)
 		};
 		break;
 	case MSG_WELCOME:
-		m.welcome = (struct proto_welcome){ PROTO_VERSION, 1ull << 40 };
+		m.welcome = (struct proto_welcome){ PROTO_VERSION, 1ull << 40, true };
 		break;
 	case MSG_HEADER_PAGE:
 		m.header_page.text = "\tfield: u64 timestamp;\n";
@@ -261,6 +261,7 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 	case MSG_WELCOME:
 		ck_assert_uint_eq(a->welcome.version, b->welcome.version);
 		ck_assert_uint_eq(a->welcome.host_id, b->welcome.host_id);
+		ck_assert_int_eq(a->welcome.kallsyms, b->welcome.kallsyms);
 		break;
 	case MSG_HEADER_PAGE:
 		text_eq(a->header_page.text, a->header_page.len,

@@ -1,7 +1,8 @@
 /*
  * traceq - query a tracecollectd over its nng query endpoint.
  *
- *   traceq [--server URL] [--format text|json] [--limit N] QUERY
+ *   traceq [--server URL] [--format text|kernel|fields|csv|json] [--time wall|raw]
+ *          [--limit N] QUERY
  *   traceq --count QUERY
  *   traceq --stats
  *   traceq --graph QUERY
@@ -15,6 +16,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -31,12 +33,14 @@
 #include "proto/qmsg.h"
 #include "proto/tls.h"
 #include "traceq/graph.h"
+#include "traceq/output.h"
+#include "traceq/render.h"
 #include "traceq/tlsconn.h"
 
 #define TRACEQ_DEFAULT_SERVER	"ipc:///run/tracecollect/query.sock"
 #define TRACEQ_PAGE_ROWS	1000
 
-enum out_format { OUT_TEXT, OUT_JSON };
+enum out_format { OUT_TEXT, OUT_KERNEL, OUT_FIELDS, OUT_CSV, OUT_JSON };
 
 struct traceq_opts {
 	const char *server;
@@ -48,6 +52,8 @@ struct traceq_opts {
 	int64_t from_ts, to_ts;
 	int timeout_ms;
 	bool count, stats, drops, graph, sync;
+	bool time_raw;		/* --time raw: the trace clock */
+	bool no_host;		/* --no-host: no host column */
 };
 
 static void usage(FILE *f)
@@ -75,10 +81,33 @@ static void usage(FILE *f)
 "      --ca FILE        CA that signed the collector's certificate\n"
 "                       (default $TRACEQ_CA). The collector shows the hosts\n"
 "                       the certificate's scope allows (none without one)\n"
-"  -f, --format FMT     text (default: the kernel's trace layout, wall-clock\n"
-"                       seconds) or json (one object per line, every field)\n"
-"                       code addresses of ftrace events (ip, parent_ip, func)\n"
-"                       print as name+0xoff in text; json adds ip_sym etc.\n"
+"  -f, --format FMT     text (default): what `trace-cmd report` prints for the\n"
+"                       event (libtraceevent's print formats with the plugins\n"
+"                       trace-cmd loads, its columns); with --time raw and one\n"
+"                       host each line is trace-cmd's for the same event\n"
+"                       kernel: what the kernel's trace file prints (the\n"
+"                       print fmt without plugins, latency flags; as\n"
+"                       libtraceevent renders it: %%p as 0x..., never hashed,\n"
+"                       enum names in __print_symbolic as numbers)\n"
+"                       fields: COMM-PID [CPU] TIME: EVENT: field=value ...\n"
+"                       (every field; code addresses of ftrace events (ip,\n"
+"                       parent_ip, func) as name+0xoff)\n"
+"                       json: one object per line; csv: a header line, then\n"
+"                       one line per event. Keys: event, host, cpu, ts,\n"
+"                       trace_ts, comm (ours), common_* and the event's fields\n"
+"                       as the format names them, ip_sym etc. (ours). A key\n"
+"                       is never repeated: where the event has a field named\n"
+"                       like one of ours (cpuhp_enter's cpu, sched_wakeup's\n"
+"                       comm), the field keeps the name and ours gets a\n"
+"                       leading '_' (_cpu, _comm). The pid is common_pid.\n"
+"                       COMM is the name the saved cmdlines give the event's\n"
+"                       pid (the latest the agent read: the name after an\n"
+"                       exec, where the kernel's current->comm is the name\n"
+"                       at the time); pid 0 is swapper/N, the CPU's idle task\n"
+"      --time CLOCK     wall (default): wall-clock seconds; raw: the host's\n"
+"                       trace clock as trace-cmd prints it (ns clocks)\n"
+"      --no-host        no leading host column (text, kernel, fields print one\n"
+"                       when more than one host matches --host)\n"
 "  -n, --limit N        print at most N events (default: all)\n"
 "      --since NS       only events at or after this wall-clock time (ns since epoch)\n"
 "      --until NS       only events before this wall-clock time (ns since epoch)\n"
@@ -129,11 +158,30 @@ static int parse_i64(const char *s, const char *what, int64_t *out)
 	return 0;
 }
 
+static int parse_format(const char *s, enum out_format *f)
+{
+	static const char *const names[] = {
+		[OUT_TEXT] = "text", [OUT_KERNEL] = "kernel", [OUT_FIELDS] = "fields",
+		[OUT_CSV] = "csv", [OUT_JSON] = "json",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(s, names[i])) {
+			*f = (enum out_format)i;
+			return 0;
+		}
+	fprintf(stderr, "traceq: --format: expected text, kernel, fields, csv or json, not '%s'\n",
+		s);
+	return -1;
+}
+
 static int parse_args(int argc, char **argv, struct traceq_opts *o)
 {
 	static const struct option longopts[] = {
 		{ "server", required_argument, NULL, 's' },
 		{ "format", required_argument, NULL, 'f' },
+		{ "time", required_argument, NULL, 'M' },
+		{ "no-host", no_argument, NULL, 'N' },
 		{ "limit", required_argument, NULL, 'n' },
 		{ "since", required_argument, NULL, 'S' },
 		{ "until", required_argument, NULL, 'U' },
@@ -158,15 +206,18 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		switch (c) {
 		case 's': o->server = optarg; break;
 		case 'f':
-			if (!strcmp(optarg, "text"))
-				o->format = OUT_TEXT;
-			else if (!strcmp(optarg, "json"))
-				o->format = OUT_JSON;
-			else {
-				fprintf(stderr, "traceq: --format: expected text or json, not '%s'\n", optarg);
+			if (parse_format(optarg, &o->format) < 0)
+				return -1;
+			break;
+		case 'M':
+			if (strcmp(optarg, "wall") && strcmp(optarg, "raw")) {
+				fprintf(stderr, "traceq: --time: expected wall or raw, not '%s'\n",
+					optarg);
 				return -1;
 			}
+			o->time_raw = !strcmp(optarg, "raw");
 			break;
+		case 'N': o->no_host = true; break;
 		case 'n':
 			if (parse_i64(optarg, "--limit", &v) < 0 || v < 0)
 				return -1;
@@ -385,115 +436,328 @@ static int client_reply(struct qmsg_reply *rep, const struct qmsg_request *req, 
 
 /* ---- output ---- */
 
-static void json_string(FILE *f, const char *s, size_t len)
-{
-	size_t i;
-
-	fputc('"', f);
-	for (i = 0; i < len; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20 || ch == 0x7f)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
-	}
-	fputc('"', f);
-}
-
-static void print_value(FILE *f, const struct qmsg_value *v, bool json)
-{
-	size_t i;
-
-	switch (v->kind) {
-	case QV_NIL: fputs(json ? "null" : "(null)", f); break;
-	case QV_INT: fprintf(f, "%" PRId64, v->i); break;
-	case QV_UINT: fprintf(f, "%" PRIu64, v->u); break;
-	case QV_STR:
-		if (json)
-			json_string(f, v->s.p, v->s.len);
-		else
-			fputs(v->s.p, f);
-		break;
-	case QV_BIN:
-		fputs(json ? "\"" : "", f);
-		for (i = 0; i < v->s.len; i++)
-			fprintf(f, "%02x", (unsigned char)v->s.p[i]);
-		fputs(json ? "\"" : "", f);
-		break;
-	}
-}
-
 static int64_t value_int(const struct qmsg_value *v)
 {
 	return v->kind == QV_UINT ? (int64_t)v->u : v->kind == QV_INT ? v->i : 0;
 }
 
-static const char *event_short(const char *event)
-{
-	const char *colon = event ? strchr(event, ':') : NULL;
+/*
+ * Code addresses named for the renderer, per host: filled by QOP_SYMBOLS
+ * requests. A page of rows is rendered once; the addresses the renderer
+ * asked for and did not find wait as "pending", are asked for in one
+ * request, and the page is rendered again (see print_page()).
+ */
+#define SYMS_MAX	(1u << 20)	/* names kept in all */
 
-	return colon ? colon + 1 : event ? event : "?";
+struct sym_entry {
+	char *host;
+	uint64_t addr, start;
+	char *name;		/* NULL: none (or not yet asked) */
+	bool asked;
+};
+
+struct syms {
+	struct sym_entry *e;
+	size_t n, cap;		/* cap: a power of two, open addressing */
+	size_t pending;
+};
+
+static size_t sym_hash(const char *host, uint64_t addr, size_t cap)
+{
+	uint64_t h = addr * 0x9e3779b97f4a7c15ull;
+
+	while (*host)
+		h = (h ^ (unsigned char)*host++) * 0x100000001b3ull;
+	return (size_t)(h ^ (h >> 29)) & (cap - 1);
 }
 
-/* Column @i's "<name>_sym" companion (a code address named), or -1. */
-static int sym_col(const struct qmsg_reply *r, uint32_t i)
+static struct sym_entry *sym_slot(struct syms *t, const char *host, uint64_t addr)
 {
-	size_t n = strlen(r->cols[i]);
+	size_t i = sym_hash(host, addr, t->cap);
 
-	for (uint32_t k = QMSG_META_COLS; k < r->ncols; k++)
-		if (!strncmp(r->cols[k], r->cols[i], n) && !strcmp(r->cols[k] + n, "_sym"))
-			return (int)k;
-	return -1;
+	while (t->e[i].host && (t->e[i].addr != addr || strcmp(t->e[i].host, host)))
+		i = (i + 1) & (t->cap - 1);
+	return &t->e[i];
 }
 
-static bool is_sym_col(const char *name)
+static int syms_grow(struct syms *t)
 {
-	size_t n = strlen(name);
+	struct syms n = { .cap = t->cap ? t->cap * 2 : 1024, .pending = t->pending };
 
-	return n > 4 && !strcmp(name + n - 4, "_sym");
+	n.e = calloc(n.cap, sizeof(*n.e));
+	if (!n.e)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->cap; i++)
+		if (t->e[i].host)
+			*sym_slot(&n, t->e[i].host, t->e[i].addr) = t->e[i];
+	n.n = t->n;
+	free(t->e);
+	*t = n;
+	return 0;
+}
+
+static void syms_free(struct syms *t)
+{
+	for (size_t i = 0; i < t->cap; i++) {
+		free(t->e[i].host);
+		free(t->e[i].name);
+	}
+	free(t->e);
+}
+
+/* The renderer's render_sym_fn: a known name, or NULL (pending until asked). */
+static const char *syms_lookup(void *ctx, const char *host, uint64_t addr, uint64_t *start)
+{
+	struct syms *t = ctx;
+	struct sym_entry *e;
+
+	if ((t->n + 1) * 2 > t->cap && (t->n >= SYMS_MAX || syms_grow(t) < 0))
+		return NULL;
+	e = sym_slot(t, host, addr);
+	if (!e->host) {
+		if (!(e->host = strdup(host)))
+			return NULL;
+		e->addr = addr;
+		t->n++;
+		t->pending++;
+	}
+	if (e->name)
+		*start = e->start;
+	return e->name;
+}
+
+/* The answer of one QOP_SYMBOLS request into @t. */
+static void syms_take(struct syms *t, const char *host, const struct qmsg_reply *rep)
+{
+	for (uint32_t i = 0; rep->ncols == 3 && i < rep->nrows; i++) {
+		const struct qmsg_value *row = &rep->vals[i * 3];
+		struct sym_entry *e;
+
+		if (row[0].kind != QV_UINT)
+			continue;
+		e = sym_slot(t, host, row[0].u);
+		if (!e->host || e->asked)
+			continue;
+		e->asked = true;
+		t->pending--;
+		if (row[1].kind == QV_STR && (e->name = strdup(row[1].s.p)))
+			e->start = (uint64_t)value_int(&row[2]);
+	}
+}
+
+/* Ask the collector for the pending names of @host; mark them asked. */
+static int syms_fetch_host(struct client *c, struct syms *t, const char *host, int64_t at)
+{
+	char q[QMSG_MAX_REQUEST / 2];
+	struct qmsg_request req = { .op = QOP_SYMBOLS, .query = q, .host = (char *)host,
+				    .to_ts = at };
+	struct qmsg_reply rep;
+	size_t len = 0, n = 0;
+	int ret;
+
+	q[0] = 0;
+	for (size_t i = 0; i < t->cap && n < QMSG_MAX_ROWS; i++) {
+		struct sym_entry *e = &t->e[i];
+
+		if (!e->host || e->asked || strcmp(e->host, host) || len + 18 > sizeof(q))
+			continue;
+		len += (size_t)snprintf(q + len, sizeof(q) - len, "%" PRIx64 " ", e->addr);
+		n++;
+	}
+	if (!n)
+		return 0;
+	ret = client_call(c, &req, &rep);
+	if (ret)
+		return ret;
+	syms_take(t, host, &rep);
+	qmsg_reply_free(&rep);
+	return 0;
+}
+
+/* Every pending name, host by host; an address no answer covered is given up. */
+static int syms_fetch(struct client *c, struct syms *t, int64_t at)
+{
+	int ret = 0, rounds = 0;
+
+	while (t->pending && ret == 0 && rounds++ < 64) {
+		const char *host = NULL;
+
+		for (size_t i = 0; i < t->cap && !host; i++)
+			if (t->e[i].host && !t->e[i].asked)
+				host = t->e[i].host;
+		if (!host)
+			break;
+		ret = syms_fetch_host(c, t, host, at);
+		for (size_t i = 0; ret == 0 && i < t->cap; i++)
+			if (t->e[i].host && !t->e[i].asked && !strcmp(t->e[i].host, host) &&
+			    rounds >= 63) {
+				t->e[i].asked = true;
+				t->pending--;
+			}
+	}
+	return ret;
+}
+
+struct out {
+	const struct traceq_opts *o;
+	struct client *c;
+	struct render *render;		/* text and kernel */
+	struct syms syms;
+	struct out_keys keys;		/* json and csv */
+	bool keys_made, warned;
+	int host_width;			/* > 0: a leading host column */
+	char **lines;			/* a page rendered */
+	size_t nlines;
+};
+
+static uint64_t row_time(const struct out *out, const struct qmsg_value *row)
+{
+	return (uint64_t)value_int(&row[out->o->time_raw ? 3 : 2]);
+}
+
+static void print_host(const struct out *out, const struct qmsg_value *row)
+{
+	if (out->host_width > 0)
+		printf("%*s: ", out->host_width, row[0].kind == QV_STR ? row[0].s.p : "");
+}
+
+/* Render every row of @rep into out->lines (one malloc'd line per row). */
+static int render_page(struct out *out, const struct qmsg_reply *rep)
+{
+	char line[8192];
+	void *p;
+
+	for (size_t i = 0; i < out->nlines; i++)
+		free(out->lines[i]);
+	out->nlines = 0;
+	p = realloc(out->lines, (rep->nrows + 1) * sizeof(*out->lines));
+	if (!p)
+		return -ENOMEM;
+	out->lines = p;
+	for (uint32_t i = 0; i < rep->nrows; i++) {
+		const struct qmsg_value *row = &rep->vals[i * rep->ncols];
+
+		render_row(out->render, rep, row, row_time(out, row), line, sizeof(line));
+		out->lines[i] = strdup(line);
+		if (!out->lines[i])
+			return -ENOMEM;
+		out->nlines++;
+	}
+	return 0;
 }
 
 /*
- * The kernel's trace layout: comm-pid [cpu] secs.usecs: event: f=v ...;
- * a code address the collector could name prints as its name.
+ * The rendered layouts: render the page; when the formats asked for code
+ * addresses not known yet, fetch their names and render it again. A
+ * format the renderer refuses prints the page in the fields layout, with
+ * one warning.
  */
-static void print_text_row(const struct qmsg_reply *r, const struct qmsg_value *row)
+static int print_rendered(struct out *out, const struct qmsg_reply *rep)
 {
-	const struct qmsg_value *comm = &row[5];
-	int64_t ts = value_int(&row[2]), pid = value_int(&row[4]);
-	uint32_t i;
-	int k;
+	char why[256] = "";
+	int ret = render_prepare(out->render, rep, why, sizeof(why));
 
-	printf("%16s-%-7" PRId64 " [%03" PRId64 "] %" PRId64 ".%06" PRId64 ": %s:",
-	       comm->kind == QV_STR ? comm->s.p : pid == 0 ? "<idle>" : "<...>", pid,
-	       value_int(&row[1]), ts / 1000000000, (ts % 1000000000) / 1000,
-	       event_short(r->event));
-	for (i = QMSG_META_COLS; i < r->ncols; i++) {
-		if (!strncmp(r->cols[i], "common_", 7) || is_sym_col(r->cols[i]))
-			continue;
-		printf(" %s=", r->cols[i]);
-		k = sym_col(r, i);
-		print_value(stdout, k >= 0 && row[k].kind == QV_STR ? &row[k] : &row[i], false);
+	if (ret < 0) {
+		if (!out->warned)
+			fprintf(stderr, "traceq: %s: cannot render its format (%s): "
+				"printed as fields\n", rep->event ? rep->event : "?", why);
+		out->warned = true;
+		for (uint32_t i = 0; i < rep->nrows; i++) {
+			print_host(out, &rep->vals[i * rep->ncols]);
+			out_fields_row(stdout, rep, &rep->vals[i * rep->ncols],
+				       (int64_t)row_time(out, &rep->vals[i * rep->ncols]));
+		}
+		return 0;
 	}
-	putchar('\n');
+	ret = render_page(out, rep);
+	if (ret == 0 && out->syms.pending) {
+		ret = syms_fetch(out->c, &out->syms, rep->nrows ?
+				 value_int(&rep->vals[(rep->nrows - 1) * rep->ncols + 2]) : 0);
+		if (ret == 0)
+			ret = render_page(out, rep);
+	}
+	if (ret < 0) {
+		fprintf(stderr, "traceq: out of memory\n");
+		return 1;
+	}
+	for (uint32_t i = 0; ret == 0 && i < rep->nrows; i++) {
+		print_host(out, &rep->vals[i * rep->ncols]);
+		puts(out->lines[i]);
+	}
+	return ret;
 }
 
-static void print_json_row(const struct qmsg_reply *r, const struct qmsg_value *row)
+static int print_page(struct out *out, const struct qmsg_reply *rep)
 {
-	uint32_t i;
+	enum out_format f = out->o->format;
 
-	fputs("{\"event\":", stdout);
-	json_string(stdout, r->event ? r->event : "", r->event ? strlen(r->event) : 0);
-	for (i = 0; i < r->ncols; i++) {
-		putchar(',');
-		json_string(stdout, r->cols[i], strlen(r->cols[i]));
-		putchar(':');
-		print_value(stdout, &row[i], true);
+	if (f == OUT_TEXT || f == OUT_KERNEL)
+		return print_rendered(out, rep);
+	if ((f == OUT_JSON || f == OUT_CSV) && !out->keys_made) {
+		if (out_keys_make(rep, &out->keys) < 0) {
+			fprintf(stderr, "traceq: out of memory\n");
+			return 1;
+		}
+		out->keys_made = true;
+		if (f == OUT_CSV)
+			out_csv_header(stdout, &out->keys);
 	}
-	fputs("}\n", stdout);
+	for (uint32_t i = 0; i < rep->nrows; i++) {
+		const struct qmsg_value *row = &rep->vals[i * rep->ncols];
+
+		if (f == OUT_JSON)
+			out_json_row(stdout, rep, &out->keys, row);
+		else if (f == OUT_CSV)
+			out_csv_row(stdout, rep, &out->keys, row);
+		else {
+			print_host(out, row);
+			out_fields_row(stdout, rep, row, (int64_t)row_time(out, row));
+		}
+	}
+	return 0;
+}
+
+/*
+ * How wide the leading host column is: 0 (none) when --no-host, for JSON
+ * and CSV (host is a key there) and when at most one host the collector
+ * knows matches --host; else the longest such name.
+ */
+static int host_width(struct client *c, const struct traceq_opts *o)
+{
+	struct qmsg_request req = { .op = QOP_STATS, .host = (char *)o->host };
+	struct qmsg_reply rep;
+	const char *first = NULL;
+	bool several = false;
+	int width = 0;
+
+	if (o->no_host || o->format == OUT_JSON || o->format == OUT_CSV ||
+	    client_call(c, &req, &rep))
+		return 0;
+	for (uint32_t i = 0; rep.ncols && i < rep.nrows; i++) {
+		const struct qmsg_value *h = &rep.vals[i * rep.ncols];
+
+		if (h->kind != QV_STR || (o->host && fnmatch(o->host, h->s.p, 0)))
+			continue;
+		if (!first)
+			first = h->s.p;
+		else if (strcmp(first, h->s.p))
+			several = true;
+		if (h->s.len > (size_t)width && h->s.len < 256)
+			width = (int)h->s.len;
+	}
+	qmsg_reply_free(&rep);
+	return several ? width : 0;
+}
+
+static void out_free(struct out *out)
+{
+	for (size_t i = 0; i < out->nlines; i++)
+		free(out->lines[i]);
+	free(out->lines);
+	render_free(out->render);
+	syms_free(&out->syms);
+	if (out->keys_made)
+		out_keys_free(&out->keys);
 }
 
 static int run_select(struct client *c, const struct traceq_opts *o)
@@ -502,35 +766,42 @@ static int run_select(struct client *c, const struct traceq_opts *o)
 		.op = QOP_SELECT, .query = (char *)o->query, .host = (char *)o->host,
 		.from_ts = o->from_ts, .to_ts = o->to_ts,
 	};
+	struct out out = { .o = o, .c = c };
 	uint64_t printed = 0;
 	struct qmsg_reply rep;
-	uint32_t i;
-	int ret;
+	int ret = 0;
 
+	if ((o->format == OUT_TEXT || o->format == OUT_KERNEL) &&
+	    render_new(o->format == OUT_TEXT ? RENDER_TRACECMD : RENDER_KERNEL,
+		       syms_lookup, &out.syms, &out.render) < 0) {
+		fprintf(stderr, "traceq: out of memory\n");
+		return 1;
+	}
+	out.host_width = host_width(c, o);
 	do {
 		req.limit = TRACEQ_PAGE_ROWS;
 		if (o->limit && o->limit - printed < req.limit)
 			req.limit = (uint32_t)(o->limit - printed);
 		ret = client_call(c, &req, &rep);
 		if (ret)
-			return ret;
+			break;
 		if (rep.ncols < QMSG_META_COLS && rep.nrows) {
 			fprintf(stderr, "traceq: bad reply from the collector: too few columns\n");
 			qmsg_reply_free(&rep);
-			return 1;
+			ret = 1;
+			break;
 		}
-		for (i = 0; i < rep.nrows; i++) {
-			if (o->format == OUT_JSON)
-				print_json_row(&rep, &rep.vals[i * rep.ncols]);
-			else
-				print_text_row(&rep, &rep.vals[i * rep.ncols]);
-		}
+		ret = print_page(&out, &rep);
 		printed += rep.nrows;
 		req.after_ts = rep.last_ts;
 		req.after_id = rep.last_id;
-		ret = rep.more && rep.nrows && (!o->limit || printed < o->limit);
+		if (ret == 0 && !(rep.more && rep.nrows && (!o->limit || printed < o->limit)))
+			ret = -1;
 		qmsg_reply_free(&rep);
-	} while (ret);
+	} while (ret == 0);
+	out_free(&out);
+	if (ret > 0)
+		return ret;
 	return fflush(stdout) == 0 ? 0 : 1;
 }
 
@@ -567,7 +838,7 @@ static int run_stats(struct client *c, const struct traceq_opts *o)
 
 		for (i = 0; i < rep.ncols; i++) {
 			printf(i ? " %s=" : "%s=", rep.cols[i]);
-			print_value(stdout, &row[i], false);
+			out_value(stdout, &row[i], false);
 		}
 		putchar('\n');
 	}

@@ -511,7 +511,7 @@ static int sq_schema_cols(struct store *s, int64_t type_id, struct store_schema 
 	return ret;
 }
 
-/* Build the schema of the event_types row @st is on (id, system, name, table). */
+/* Build the schema of the event_types row @st is on (id, system, name, table, format). */
 static int sq_schema_load(struct store *s, sqlite3_stmt *st, struct store_schema **out)
 {
 	struct store_schema *sc = calloc(1, sizeof(*sc));
@@ -523,8 +523,9 @@ static int sq_schema_load(struct store *s, sqlite3_stmt *st, struct store_schema
 	sc->system = sq_dup_col(st, 1);
 	sc->name = sq_dup_col(st, 2);
 	sc->table = sq_dup_col(st, 3);
+	sc->format = sq_dup_col(st, 4);
 	sc->type_id = sqlite3_column_int64(st, 0);
-	if (sc->system && sc->name && sc->table)
+	if (sc->system && sc->name && sc->table && sc->format)
 		ret = sq_schema_cols(s, sqlite3_column_int64(st, 0), sc);
 	if (ret < 0) {
 		store_schema_free(sc);
@@ -556,7 +557,7 @@ int sq_schema_get(struct store *s, const char *system, const char *event,
 		  struct store_schema **out)
 {
 	sqlite3_stmt *st;
-	int ret = sq_prepare(s, "SELECT id, system, name, table_name FROM event_types"
+	int ret = sq_prepare(s, "SELECT id, system, name, table_name, format FROM event_types"
 				" WHERE name = ?1 AND (?2 IS NULL OR system = ?2) ORDER BY system",
 			     &st);
 
@@ -585,7 +586,7 @@ int sq_schema_list(struct store *s, const char *system,
 {
 	sqlite3_stmt *st;
 	bool any = false;
-	int ret = sq_prepare(s, "SELECT id, system, name, table_name FROM event_types"
+	int ret = sq_prepare(s, "SELECT id, system, name, table_name, format FROM event_types"
 				" WHERE ?1 IS NULL OR system = ?1 ORDER BY system, name", &st);
 
 	if (ret < 0)

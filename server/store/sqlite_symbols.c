@@ -1,7 +1,8 @@
 /*
  * sqlite_symbols.c - the SQLite backend's programs and their function
  * symbols (sql/0004-symbols.sql): recorded as agents announce them, and
- * the name of a row's code address at query time (store_symbol_name()).
+ * the name of a row's code address at query time (store_symbol_name(),
+ * for a host found by name with store_host_find()).
  */
 #include "config.h"
 
@@ -148,5 +149,45 @@ int sq_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
 	if (ret == -ENOENT && rc != SQLITE_DONE)
 		ret = sq_err(s, TC_ERR_DB, "program lookup");
 	sqlite3_reset(*st);
+	return ret;
+}
+
+int sq_host_find(struct store *s, const char *name, uint64_t *host_id)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT id FROM hosts WHERE name = ?"
+				" ORDER BY last_seen DESC, id DESC LIMIT 1", &st);
+	int rc;
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*host_id = (uint64_t)sqlite3_column_int64(st, 0);
+	else
+		ret = rc == SQLITE_DONE ? -ENOENT : sq_err(s, TC_ERR_DB, "host");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+int sq_kallsyms_held(struct store *s, uint64_t host_id, const char *boot_id, bool *held)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT 1 FROM programs AS p WHERE host_id = ? AND boot_id = ?"
+				" AND grp = 0 AND EXISTS (SELECT 1 FROM symbols"
+				" WHERE program_id = p.id) LIMIT 1", &st);
+	int rc;
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_text(st, 2, boot_id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		*held = rc == SQLITE_ROW;
+	else
+		ret = sq_err(s, TC_ERR_DB, "kernel symbols");
+	sqlite3_finalize(st);
 	return ret;
 }

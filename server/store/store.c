@@ -276,6 +276,20 @@ int store_symbol(struct store *s, uint64_t program_id, uint64_t addr, uint64_t s
 	return ret < 0 ? ret : s->ops->symbol(s, program_id, addr, size, name);
 }
 
+int store_kallsyms_held(struct store *s, uint64_t host_id, const char *boot_id, bool *held)
+{
+	if (!s || !boot_id || !held)
+		return -EINVAL;
+	return store_enter(s) ?: s->ops->kallsyms_held(s, host_id, boot_id, held);
+}
+
+int store_host_find(struct store *s, const char *name, uint64_t *host_id)
+{
+	if (!s || !name || !host_id)
+		return -EINVAL;
+	return store_enter(s) ?: s->ops->host_find(s, name, host_id);
+}
+
 int store_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
 		      uint64_t addr, char *buf, size_t len)
 {
@@ -409,5 +423,6 @@ void store_schema_free(struct store_schema *sc)
 	free(sc->system);
 	free(sc->name);
 	free(sc->table);
+	free(sc->format);
 	free(sc);
 }

@@ -290,6 +290,19 @@ int store_symbol(struct store *s, uint64_t program_id, uint64_t addr, uint64_t s
 int store_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
 		      uint64_t addr, char *buf, size_t len);
 
+/*
+ * store_kallsyms_held - whether the kernel symbols (group 0) of boot
+ * @boot_id of @host_id are stored, from any agent run: an agent then need
+ * not send them again (WELCOME's kallsyms). Return: 0; TC_ERR_DB.
+ */
+int store_kallsyms_held(struct store *s, uint64_t host_id, const char *boot_id, bool *held);
+
+/*
+ * store_host_find - the id of the host named @name (of the machines that
+ * share the name, the one seen last). Return: 0; -ENOENT; TC_ERR_DB.
+ */
+int store_host_find(struct store *s, const char *name, uint64_t *host_id);
+
 /* store_cmdlines - remember pid -> comm pairs of @host_id (replacing older ones). */
 int store_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c);
 
@@ -385,6 +398,7 @@ struct store_schema {
 	size_t ncols;
 	struct store_col *cols;	/* every field, common_* first, in first-seen order */
 	bool comm_joined;	/* "comm" in a WHERE names the comms join, not a field */
+	char *format;		/* the latest format text stored for it (as sent) */
 };
 
 /*

@@ -68,7 +68,7 @@
  * only by the ingest worker (every write op, and the reads the write
  * path needs: stream_marks, journal_mark_get); the query endpoint's
  * thread opens a read-only handle of its own and calls only schema_get,
- * schema_list, select, count, symbol_name, stats and drops. Threads a
+ * schema_list, select, count, host_find, symbol_name, stats and drops. Threads a
  * backend runs for itself (SQLite: the writer that runs batched INSERTs,
  * the checkpointer) are its own business: started by its constructor,
  * stopped by close, waited for by sync, scheduled by thread_policy; the
@@ -126,6 +126,8 @@ struct store_ops {
 		       uint64_t *program_id);
 	int (*symbol)(struct store *s, uint64_t program_id, uint64_t addr, uint64_t size,
 		      const char *name);
+	int (*kallsyms_held)(struct store *s, uint64_t host_id, const char *boot_id,
+			     bool *held);
 	int (*dropped)(struct store *s, uint64_t host_id, const char *system, const char *name,
 		       const char *reason, uint64_t n);
 	int (*retain)(struct store *s, int64_t before_ts, uint64_t max_bytes, uint64_t *removed);
@@ -134,6 +136,7 @@ struct store_ops {
 			   unsigned *dropped);
 
 	/* ---- read side: the query endpoint's thread (and tests) ---- */
+	int (*host_find)(struct store *s, const char *name, uint64_t *host_id);
 	int (*symbol_name)(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
 			   uint64_t addr, char *buf, size_t len);
 	int (*schema_get)(struct store *s, const char *system, const char *event,

@@ -15,7 +15,7 @@
  * from tests/data (real formats, real pages).
  *
  * Sources: tests/fuzz/fuzz_format_page.c server/decode.c
- * server/format_check.c common/page.c common/tc_error.c; libs:
+ * common/format_check.c common/page.c common/tc_error.c; libs:
  * -ltraceevent.
  */
 #include "config.h"

@@ -1,6 +1,8 @@
 /*
- * format_check.h - bounds on an agent's event format text, checked before
- * libtraceevent sees it.
+ * format_check.h - bounds on an event format text from a peer, checked
+ * before libtraceevent sees it: the collector checks an agent's formats
+ * (server/decode.c), traceq the formats a collector sends it with rows
+ * (traceq/render.c), so it lives in common/ (libc only).
  *
  * libtraceevent parses a format's print-fmt arguments by recursive descent
  * (process_arg -> process_arg_token -> process_paren / process_op /
@@ -17,8 +19,8 @@
  * in well under 1 MiB of stack (tests/test_format.c checks that in a
  * thread with a 1 MiB stack).
  */
-#ifndef SERVER_FORMAT_CHECK_H
-#define SERVER_FORMAT_CHECK_H
+#ifndef COMMON_FORMAT_CHECK_H
+#define COMMON_FORMAT_CHECK_H
 
 #include <stddef.h>
 

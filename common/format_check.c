@@ -32,7 +32,7 @@
 #include <string.h>
 
 #include "common/tc_error.h"
-#include "server/format_check.h"
+#include "common/format_check.h"
 
 #define FC_STR_(x)	#x
 #define FC_STR(x)	FC_STR_(x)

@@ -1,0 +1,105 @@
+# tests/text_compare.awk - match the events of two text listings in
+# trace-cmd report's layout and compare their lines byte for byte.
+#
+#   awk -f text_compare.awk [-v strip=INSTANCE] [-v show=N] [-v nolat=1] A.txt B.txt
+#
+# Both list events as "COMM-PID [CPU] [FLAGS] SECS.USECS: NAME: TEXT" (the
+# latency FLAGS in the kernel's trace file only). A line of A
+# (optionally after the "strip: " prefix trace-cmd report puts before the
+# events of an instance) and a line of B are the same event when they have
+# the same CPU, event name and pid and their times lie within 20 us: two
+# tracefs instances see the same events in the same order per CPU, but
+# each buffer stamps an event with its own read of the clock. Pairs are
+# taken in order per (CPU, event name), two pointers walking the times.
+# nolat=1 compares the lines with their latency flags made dots.
+# Prints "matched=N identical=N ts_only=N comm_unknown=N differ=N a_only=N
+# b_only=N" (comm_unknown: B's COMM is <...>, the rest of the line A's) and,
+# for up to `show` differing pairs, both lines; only events inside the
+# time span both listings cover are counted as unmatched.
+function parse(line, f,    m, head, rest, i, j, tok) {
+	if (!match(line, /\[[0-9][0-9][0-9]\] +([^ ]+ +)?[0-9]+\.[0-9]+: [^ ]+: /))
+		return 0
+	head = substr(line, 1, RSTART - 1)
+	rest = substr(line, RSTART, RLENGTH)
+	f["line"] = line
+	if (nolat) {	# the latency flags made dots: "dNs2." -> "....."
+		i = index(rest, "] ")
+		j = index(substr(rest, i + 2), " ")
+		tok = substr(rest, i + 2, j - 1)
+		if (tok !~ /^[0-9]/) {
+			gsub(/./, ".", tok)
+			f["line"] = head substr(rest, 1, i + 1) tok substr(rest, i + 1 + j) \
+				substr(line, RSTART + RLENGTH)
+		}
+	}
+	sub(/ +$/, "", head)
+	f["pid"] = head; sub(/.*-/, "", f["pid"])
+	f["cpu"] = substr(rest, 2, 3) + 0
+	m = rest; sub(/^\[[0-9]+\] +/, "", m)
+	if (m !~ /^[0-9]+\.[0-9]+: /)
+		sub(/^[^ ]+ +/, "", m)	# the kernel's latency flags
+	f["ts"] = m; sub(/:.*/, "", f["ts"])
+	f["us"] = f["ts"]; sub(/\..*/, "", f["us"])
+	f["us"] = f["us"] * 1000000 + substr(f["ts"], index(f["ts"], ".") + 1)
+	f["name"] = m; sub(/^[^ ]+ /, "", f["name"]); sub(/: $/, "", f["name"])
+	return 1
+}
+FNR == 1 { file++ }
+{
+	line = $0
+	if (file == 1 && strip != "") {
+		if (index(line, strip ": ") != 1)
+			next
+		line = substr(line, length(strip) + 3)
+	}
+	if (!parse(line, f))
+		next
+	line = f["line"]
+	k = f["cpu"] SUBSEP f["name"]
+	keys[k] = 1
+	n = ++cnt[file, k]
+	us[file, k, n] = f["us"]; pid[file, k, n] = f["pid"]; txt[file, k, n] = line
+	if (!(file in lo) || f["us"] < lo[file]) lo[file] = f["us"]
+	if (!(file in hi) || f["us"] > hi[file]) hi[file] = f["us"]
+}
+function tsless(l) { x = l; sub(/ +[0-9]+\.[0-9]+: /, " ", x); return x }
+function commless(l) { x = tsless(l); sub(/^ *[^ ].*-[0-9]+ +\[/, "[", x); return x }
+function inside(t) { return t >= from && t <= to }
+END {
+	from = lo[1] > lo[2] ? lo[1] : lo[2]
+	to = hi[1] < hi[2] ? hi[1] : hi[2]
+	for (k in keys) {
+		i = 1; j = 1
+		while (i <= cnt[1, k] && j <= cnt[2, k]) {
+			d = us[1, k, i] - us[2, k, j]
+			if (pid[1, k, i] == pid[2, k, j] && d <= 20 && d >= -20) {
+				matched++
+				if (txt[1, k, i] == txt[2, k, j])
+					identical++
+				else if (tsless(txt[1, k, i]) == tsless(txt[2, k, j]))
+					ts_only++
+				else if (txt[2, k, j] ~ /^ *<\.\.\.>-/ &&
+					 commless(txt[1, k, i]) == commless(txt[2, k, j]))
+					comm_unknown++
+				else {
+					differ++
+					split(k, kk, SUBSEP)
+					differ_in[kk[2]]++
+					if (shown++ < show)
+						printf("A: %s\nB: %s\n", txt[1, k, i], txt[2, k, j])
+				}
+				i++; j++
+			} else if (d < 0) {
+				a_only += inside(us[1, k, i]); i++
+			} else {
+				b_only += inside(us[2, k, j]); j++
+			}
+		}
+		for (; i <= cnt[1, k]; i++) a_only += inside(us[1, k, i])
+		for (; j <= cnt[2, k]; j++) b_only += inside(us[2, k, j])
+	}
+	for (e in differ_in)
+		printf("differ in %s: %d\n", e, differ_in[e])
+	printf("matched=%d identical=%d ts_only=%d comm_unknown=%d differ=%d a_only=%d b_only=%d\n",
+	       matched, identical, ts_only, comm_unknown, differ, a_only, b_only)
+}

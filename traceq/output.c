@@ -1,0 +1,285 @@
+/*
+ * output.c - traceq's JSON, CSV and field=value layouts, and the one
+ * namespace of keys JSON and CSV share (see output.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "traceq/output.h"
+
+/* Reply columns 0..5: host cpu ts trace_ts pid comm (QMSG_META_COLS). */
+static const char *const meta_keys[QMSG_META_COLS] = {
+	"host", "cpu", "ts", "trace_ts", "pid", "comm"
+};
+
+static bool is_sym_col(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 4 && !strcmp(name + n - 4, "_sym");
+}
+
+static bool key_taken(const struct out_keys *k, const char *name)
+{
+	if (k->event_key && !strcmp(k->event_key, name))
+		return true;
+	for (uint32_t i = 0; i < k->n; i++)
+		if (k->key[i] && !strcmp(k->key[i], name))
+			return true;
+	return false;
+}
+
+/* @name, with as many leading '_' as it takes to be unique in @k. */
+static char *key_unique(const struct out_keys *k, const char *name)
+{
+	size_t len = strlen(name), pre = 0;
+	char *s = malloc(len + 1);
+
+	while (s) {
+		memset(s, '_', pre);
+		memcpy(s + pre, name, len + 1);
+		if (!key_taken(k, s))
+			return s;
+		free(s);
+		s = malloc(len + ++pre + 1);
+	}
+	return NULL;
+}
+
+/* Which column names the key @i claims, in the order names are claimed. */
+static const char *col_name(const struct qmsg_reply *rep, uint32_t i)
+{
+	return i < QMSG_META_COLS ? meta_keys[i] : rep->cols[i];
+}
+
+static bool has_col(const struct qmsg_reply *rep, const char *name)
+{
+	for (uint32_t i = QMSG_META_COLS; i < rep->ncols; i++)
+		if (!strcmp(rep->cols[i], name))
+			return true;
+	return false;
+}
+
+/*
+ * Event fields claim their names first, in column order; then ours:
+ * event, host, cpu, ts, trace_ts, (pid,) comm, the _sym columns.
+ */
+int out_keys_make(const struct qmsg_reply *rep, struct out_keys *k)
+{
+	bool pid_too = !has_col(rep, "common_pid");
+	uint32_t i;
+
+	memset(k, 0, sizeof(*k));
+	k->key = calloc(rep->ncols + 1, sizeof(*k->key));
+	if (!k->key)
+		return -ENOMEM;
+	k->n = rep->ncols;
+	for (i = QMSG_META_COLS; i < rep->ncols; i++)
+		if (!is_sym_col(rep->cols[i]) && !(k->key[i] = key_unique(k, rep->cols[i])))
+			goto oom;
+	if (!(k->event_key = key_unique(k, "event")))
+		goto oom;
+	for (i = 0; i < rep->ncols; i++) {
+		if (k->key[i] || (i == 4 && !pid_too) ||
+		    (i >= QMSG_META_COLS && !is_sym_col(rep->cols[i])))
+			continue;
+		if (!(k->key[i] = key_unique(k, col_name(rep, i))))
+			goto oom;
+	}
+	return 0;
+oom:
+	out_keys_free(k);
+	return -ENOMEM;
+}
+
+void out_keys_free(struct out_keys *k)
+{
+	for (uint32_t i = 0; k->key && i < k->n; i++)
+		free(k->key[i]);
+	free(k->key);
+	free(k->event_key);
+	memset(k, 0, sizeof(*k));
+}
+
+static int64_t value_int(const struct qmsg_value *v)
+{
+	return v->kind == QV_UINT ? (int64_t)v->u : v->kind == QV_INT ? v->i : 0;
+}
+
+const char *out_comm(const struct qmsg_value *row, char buf[OUT_COMM_MAX])
+{
+	if (row[5].kind == QV_STR)
+		return row[5].s.p;
+	if (value_int(&row[4]) == 0 && row[4].kind != QV_NIL) {
+		snprintf(buf, OUT_COMM_MAX, "swapper/%" PRId64, value_int(&row[1]));
+		return buf;
+	}
+	return NULL;
+}
+
+static void json_string(FILE *f, const char *s, size_t len)
+{
+	fputc('"', f);
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20 || ch == 0x7f)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+void out_value(FILE *f, const struct qmsg_value *v, bool json)
+{
+	switch (v->kind) {
+	case QV_NIL: fputs(json ? "null" : "(null)", f); break;
+	case QV_INT: fprintf(f, "%" PRId64, v->i); break;
+	case QV_UINT: fprintf(f, "%" PRIu64, v->u); break;
+	case QV_STR:
+		if (json)
+			json_string(f, v->s.p, v->s.len);
+		else
+			fputs(v->s.p, f);
+		break;
+	case QV_BIN:
+		fputs(json ? "\"" : "", f);
+		for (size_t i = 0; i < v->s.len; i++)
+			fprintf(f, "%02x", (unsigned char)v->s.p[i]);
+		fputs(json ? "\"" : "", f);
+		break;
+	}
+}
+
+/* Column @i of @row, with the COMM rule applied to column 5. */
+static struct qmsg_value row_value(const struct qmsg_value *row, uint32_t i,
+				   char buf[OUT_COMM_MAX])
+{
+	struct qmsg_value v = row[i];
+	const char *comm;
+
+	if (i == 5 && v.kind == QV_NIL && (comm = out_comm(row, buf))) {
+		v.kind = QV_STR;
+		v.s.p = (char *)comm;
+		v.s.len = strlen(comm);
+	}
+	return v;
+}
+
+void out_json_row(FILE *f, const struct qmsg_reply *rep, const struct out_keys *k,
+		  const struct qmsg_value *row)
+{
+	char buf[OUT_COMM_MAX];
+
+	fputc('{', f);
+	json_string(f, k->event_key, strlen(k->event_key));
+	fputc(':', f);
+	json_string(f, rep->event ? rep->event : "", rep->event ? strlen(rep->event) : 0);
+	for (uint32_t i = 0; i < rep->ncols; i++) {
+		struct qmsg_value v;
+
+		if (!k->key[i])
+			continue;
+		v = row_value(row, i, buf);
+		fputc(',', f);
+		json_string(f, k->key[i], strlen(k->key[i]));
+		fputc(':', f);
+		out_value(f, &v, true);
+	}
+	fputs("}\n", f);
+}
+
+static void csv_field(FILE *f, const char *s, size_t len)
+{
+	if (strcspn(s, ",\"\r\n") >= len) {
+		fwrite(s, 1, len, f);
+		return;
+	}
+	fputc('"', f);
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '"')
+			fputc('"', f);
+		fputc(s[i], f);
+	}
+	fputc('"', f);
+}
+
+void out_csv_header(FILE *f, const struct out_keys *k)
+{
+	csv_field(f, k->event_key, strlen(k->event_key));
+	for (uint32_t i = 0; i < k->n; i++) {
+		if (!k->key[i])
+			continue;
+		fputc(',', f);
+		csv_field(f, k->key[i], strlen(k->key[i]));
+	}
+	fputs("\r\n", f);
+}
+
+void out_csv_row(FILE *f, const struct qmsg_reply *rep, const struct out_keys *k,
+		 const struct qmsg_value *row)
+{
+	char buf[OUT_COMM_MAX];
+
+	csv_field(f, rep->event ? rep->event : "", rep->event ? strlen(rep->event) : 0);
+	for (uint32_t i = 0; i < k->n; i++) {
+		struct qmsg_value v;
+
+		if (!k->key[i])
+			continue;
+		fputc(',', f);
+		v = row_value(row, i, buf);
+		if (v.kind == QV_STR)
+			csv_field(f, v.s.p, v.s.len);
+		else if (v.kind != QV_NIL)
+			out_value(f, &v, false);
+	}
+	fputs("\r\n", f);
+}
+
+static const char *event_short(const char *event)
+{
+	const char *colon = event ? strchr(event, ':') : NULL;
+
+	return colon ? colon + 1 : event ? event : "?";
+}
+
+/* Column @i's "<name>_sym" companion (a code address named), or -1. */
+static int sym_col(const struct qmsg_reply *r, uint32_t i)
+{
+	size_t n = strlen(r->cols[i]);
+
+	for (uint32_t k = QMSG_META_COLS; k < r->ncols; k++)
+		if (!strncmp(r->cols[k], r->cols[i], n) && !strcmp(r->cols[k] + n, "_sym"))
+			return (int)k;
+	return -1;
+}
+
+void out_fields_row(FILE *f, const struct qmsg_reply *r, const struct qmsg_value *row,
+		    int64_t ts)
+{
+	const struct qmsg_value *comm = &row[5];
+	int64_t pid = value_int(&row[4]);
+	uint32_t i;
+	int k;
+
+	fprintf(f, "%16s-%-7" PRId64 " [%03" PRId64 "] %" PRId64 ".%06" PRId64 ": %s:",
+		comm->kind == QV_STR ? comm->s.p : pid == 0 ? "<idle>" : "<...>", pid,
+		value_int(&row[1]), ts / 1000000000, (ts % 1000000000) / 1000,
+		event_short(r->event));
+	for (i = QMSG_META_COLS; i < r->ncols; i++) {
+		if (!strncmp(r->cols[i], "common_", 7) || is_sym_col(r->cols[i]))
+			continue;
+		fprintf(f, " %s=", r->cols[i]);
+		k = sym_col(r, i);
+		out_value(f, k >= 0 && row[k].kind == QV_STR ? &row[k] : &row[i], false);
+	}
+	fputc('\n', f);
+}

@@ -1,0 +1,74 @@
+/*
+ * output.h - traceq's row layouts other than the rendered text: JSON, CSV
+ * and the `field=value` layout. Prefix out_.
+ *
+ * JSON and CSV share one namespace of keys, in which no key appears twice:
+ *
+ *   event            "system:name" (ours)
+ *   host, cpu        the host's name and the CPU (ours)
+ *   ts, trace_ts     wall-clock ns, and the host's trace clock in ns (ours)
+ *   comm             the comm of the event's common_pid (ours, see below)
+ *   common_*         the kernel's common header, as the format names it
+ *   <field>          every event field, as the format names it
+ *   <field>_sym      ftrace code addresses named (ours)
+ *
+ * The event's fields keep their names. One of ours that an event also has
+ * as a field (cpuhp_enter, ipi_send_cpu and irq_matrix_* have `cpu`;
+ * sched_wakeup has `comm` and `pid`) gets a leading underscore, as many as
+ * it takes to be unique: `_cpu`, `_comm`. The row's pid is common_pid; a
+ * separate `pid` key appears only for an event without common_pid.
+ *
+ * comm is the name the agent's saved cmdlines give the event's pid
+ * (common_pid), the latest the agent read. The kernel's COMM (in its
+ * filters: current->comm) is the name the task had when the event was
+ * written. They differ when a task changed its name: before an exec the
+ * kernel says `bash` where we say `sleep` (the name after the exec), and
+ * for a thread renamed with prctl(PR_SET_NAME). pid 0 is
+ * the CPU's idle task, `swapper/N` as the kernel names it.
+ */
+#ifndef TRACEQ_OUTPUT_H
+#define TRACEQ_OUTPUT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "proto/qmsg.h"
+
+#define OUT_COMM_MAX	64
+
+/* Our keys, one name per reply column (NULL: left out); see above. */
+struct out_keys {
+	uint32_t n;
+	char **key;		/* n names; "event" is added in front of them */
+	char *event_key;
+};
+
+/* out_keys_make - the keys of @rep's columns. Return: 0; -ENOMEM. */
+int out_keys_make(const struct qmsg_reply *rep, struct out_keys *k);
+void out_keys_free(struct out_keys *k);
+
+/* out_comm - the COMM of @row: its comm, swapper/N for pid 0, else NULL. */
+const char *out_comm(const struct qmsg_value *row, char buf[OUT_COMM_MAX]);
+
+/* out_json_row - @row of @rep as one JSON object and a newline. */
+void out_json_row(FILE *f, const struct qmsg_reply *rep, const struct out_keys *k,
+		  const struct qmsg_value *row);
+
+/* out_csv_header, out_csv_row - RFC 4180 lines in the keys' order. */
+void out_csv_header(FILE *f, const struct out_keys *k);
+void out_csv_row(FILE *f, const struct qmsg_reply *rep, const struct out_keys *k,
+		 const struct qmsg_value *row);
+
+/*
+ * out_fields_row - the `field=value` layout: "COMM-PID [CPU] S.US: EVENT:"
+ * then every event field as name=value (common_* left out, code addresses
+ * named), stamped @ts ns.
+ */
+void out_fields_row(FILE *f, const struct qmsg_reply *rep, const struct qmsg_value *row,
+		    int64_t ts);
+
+/* out_value - one value as text (@json: as a JSON value). */
+void out_value(FILE *f, const struct qmsg_value *v, bool json);
+
+#endif

@@ -1,0 +1,356 @@
+/*
+ * render.c - a reply's rows printed by libtraceevent, as trace-cmd report
+ * or the kernel's trace file print them (see render.h for why here).
+ *
+ * A row is turned back into the record the kernel wrote: a buffer of the
+ * format's fixed size, each field's value at its offset in its size, in
+ * this machine's byte order (libtraceevent is told the "file" is native,
+ * so the traced host's byte order does not matter any more), strings and
+ * arrays of __data_loc / __rel_loc fields appended after the fixed part
+ * with their location words pointing at them. Padding bytes and the bytes
+ * after a string's NUL in a char[N] were not stored; no print format
+ * reads them. common_type is the id the format text names.
+ *
+ * The columns are trace-cmd 3.1's (tracecmd/trace-read.c, print_event()):
+ * "%16s-%-5d [%03d]", " %6.1000d:" (microseconds, rounded), " NAME: "
+ * padded to 20 characters of name, then the event's text. The kernel's
+ * trace file (kernel/trace/trace_output.c): "%16s-%-7d [%03d] ", the
+ * latency flags, " %5llu.%06llu: " (rounded), "NAME: ", the text.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event-parse.h>
+#include <trace-seq.h>
+
+#include "common/format_check.h"
+#include "common/tc_error.h"
+#include "traceq/render.h"
+
+/* A record is at most a ring-buffer page (64 KiB sub-buffers and smaller). */
+#define RENDER_REC_MAX	(64u << 10)
+
+struct render {
+	enum render_style style;
+	render_sym_fn sym;
+	void *sym_ctx;
+	const char *host;		/* of the row being printed */
+	struct tep_handle *tep;
+	struct tep_plugin_list *plugins;
+	struct tep_event *event;
+	char *format;			/* the text @tep was built from */
+	char *event_name;		/* the reply's "system:name" */
+	struct tep_format_field **fields;	/* common then event fields */
+	int *col;			/* per field: the reply column, -1: none */
+	size_t nfields;
+	size_t fixed;			/* bytes of a record's fixed part */
+	unsigned char rec[2 * RENDER_REC_MAX];
+	struct trace_seq seq;
+};
+
+static char *render_resolve(void *priv, unsigned long long *addrp, char **modp)
+{
+	struct render *r = priv;
+	uint64_t start = *addrp;
+	const char *name;
+
+	if (!r->sym)
+		return NULL;
+	name = r->sym(r->sym_ctx, r->host, *addrp, &start);
+	if (name) {
+		*addrp = start;
+		*modp = NULL;
+	}
+	return (char *)name;
+}
+
+int render_new(enum render_style style, render_sym_fn sym, void *sym_ctx,
+	       struct render **out)
+{
+	struct render *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->style = style;
+	r->sym = sym;
+	r->sym_ctx = sym_ctx;
+	trace_seq_init(&r->seq);
+	*out = r;
+	return 0;
+}
+
+static void render_drop(struct render *r)
+{
+	if (r->tep) {
+		if (r->plugins)
+			tep_unload_plugins(r->plugins, r->tep);
+		tep_free(r->tep);
+	}
+	free(r->fields);
+	free(r->col);
+	free(r->format);
+	free(r->event_name);
+	r->tep = NULL;
+	r->plugins = NULL;
+	r->event = NULL;
+	r->fields = NULL;
+	r->col = NULL;
+	r->format = r->event_name = NULL;
+	r->nfields = r->fixed = 0;
+}
+
+void render_free(struct render *r)
+{
+	if (!r)
+		return;
+	render_drop(r);
+	trace_seq_destroy(&r->seq);
+	free(r);
+}
+
+/* The first reply column named @name, or -1. */
+static int render_col(const struct qmsg_reply *rep, const char *name)
+{
+	for (uint32_t i = QMSG_META_COLS; i < rep->ncols; i++)
+		if (!strcmp(rep->cols[i], name))
+			return (int)i;
+	return -1;
+}
+
+/* Append the NULL-ended array @add to r->fields. */
+static int render_add_fields(struct render *r, struct tep_format_field **add)
+{
+	size_t n = 0;
+	void *p;
+
+	while (add && add[n])
+		n++;
+	p = realloc(r->fields, (r->nfields + n + 1) * sizeof(*r->fields));
+	if (!p)
+		return -ENOMEM;
+	r->fields = p;
+	memcpy(r->fields + r->nfields, add, n * sizeof(*add));
+	r->nfields += n;
+	return 0;
+}
+
+/*
+ * Where each field's value comes from and how big a record's fixed part
+ * is; a field outside RENDER_REC_MAX is refused. The size of `long` on the
+ * traced host is that of its long fields (8 when it has none).
+ */
+static int render_layout(struct render *r, const struct qmsg_reply *rep, char *why,
+			 size_t whylen)
+{
+	struct tep_format_field **common = tep_event_common_fields(r->event);
+	struct tep_format_field **own = tep_event_fields(r->event);
+	int ret = render_add_fields(r, common);
+
+	if (ret == 0)
+		ret = render_add_fields(r, own);
+	free(common);
+	free(own);
+	if (ret == 0 && !(r->col = calloc(r->nfields + 1, sizeof(*r->col))))
+		ret = -ENOMEM;
+	tep_set_long_size(r->tep, 8);
+	for (size_t i = 0; ret == 0 && i < r->nfields; i++) {
+		const struct tep_format_field *f = r->fields[i];
+
+		if (f->offset < 0 || f->size < 0 ||
+		    (size_t)f->offset + (size_t)f->size > RENDER_REC_MAX) {
+			snprintf(why, whylen, "field %s lies outside %u bytes", f->name,
+				 RENDER_REC_MAX);
+			ret = TC_ERR_FORMAT_PARSE;
+			break;
+		}
+		if ((size_t)(f->offset + f->size) > r->fixed)
+			r->fixed = (size_t)(f->offset + f->size);
+		if ((f->flags & TEP_FIELD_IS_LONG) && (f->size == 4 || f->size == 8))
+			tep_set_long_size(r->tep, f->size);
+		r->col[i] = render_col(rep, f->name);
+	}
+	return ret;
+}
+
+static int render_tep(struct render *r, const char *system, const char *text,
+		      char *why, size_t whylen)
+{
+	enum tep_errno err;
+
+	r->tep = tep_alloc();
+	if (!r->tep)
+		return -ENOMEM;
+	tep_set_file_bigendian(r->tep, tep_is_local_bigendian(r->tep) ?
+			       TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
+	if (r->style == RENDER_TRACECMD)
+		r->plugins = tep_load_plugins(r->tep);
+	tep_set_function_resolver(r->tep, render_resolve, r);
+	err = tep_parse_format(r->tep, &r->event, text, strlen(text), system);
+	if (err || !r->event) {
+		tep_strerror(r->tep, err, why, whylen);
+		return TC_ERR_FORMAT_PARSE;
+	}
+	return 0;
+}
+
+int render_prepare(struct render *r, const struct qmsg_reply *rep, char *why, size_t whylen)
+{
+	char system[256];
+	const char *colon;
+	int ret;
+
+	if (!rep->format || !rep->event) {
+		snprintf(why, whylen, "the collector sent no format with the rows");
+		return TC_ERR_FORMAT_PARSE;
+	}
+	if (r->format && !strcmp(r->format, rep->format) && !strcmp(r->event_name, rep->event))
+		return 0;
+	render_drop(r);
+	ret = format_check(rep->format, strlen(rep->format), NULL, why, whylen);
+	if (ret < 0)
+		return ret;
+	colon = strchr(rep->event, ':');
+	snprintf(system, sizeof(system), "%.*s",
+		 (int)(colon ? (size_t)(colon - rep->event) : strlen(rep->event)), rep->event);
+	r->format = strdup(rep->format);
+	r->event_name = strdup(rep->event);
+	ret = r->format && r->event_name ? 0 : -ENOMEM;
+	if (ret == 0)
+		ret = render_tep(r, system, rep->format, why, whylen);
+	if (ret == 0)
+		ret = render_layout(r, rep, why, whylen);
+	if (ret < 0)
+		render_drop(r);
+	return ret;
+}
+
+static void put_int(unsigned char *p, int size, uint64_t v)
+{
+	uint8_t u8 = (uint8_t)v;
+	uint16_t u16 = (uint16_t)v;
+	uint32_t u32 = (uint32_t)v;
+
+	switch (size) {
+	case 1: memcpy(p, &u8, 1); break;
+	case 2: memcpy(p, &u16, 2); break;
+	case 4: memcpy(p, &u32, 4); break;
+	case 8: memcpy(p, &v, 8); break;
+	default: break;
+	}
+}
+
+static uint64_t value_u64(const struct qmsg_value *v)
+{
+	return v->kind == QV_UINT ? v->u : v->kind == QV_INT ? (uint64_t)v->i : 0;
+}
+
+/* A __data_loc / __rel_loc field: its bytes after the fixed part, at *@end. */
+static void put_dynamic(struct render *r, const struct tep_format_field *f,
+			const struct qmsg_value *v, size_t *end)
+{
+	size_t len = v->s.len + (v->kind == QV_STR);	/* a string keeps its NUL */
+	uint32_t off = (uint32_t)*end, loc;
+
+	if (len > 0xffff || *end + len > sizeof(r->rec))
+		len = 0;
+	memcpy(r->rec + *end, v->s.p, len ? v->s.len : 0);
+	if (len && v->kind == QV_STR)
+		r->rec[*end + v->s.len] = 0;
+	*end += (len + 3) & ~(size_t)3;
+	if (f->flags & TEP_FIELD_IS_RELATIVE)
+		off -= (uint32_t)(f->offset + f->size);
+	loc = (uint32_t)len << 16 | (off & 0xffff);
+	put_int(r->rec + f->offset, f->size, loc);
+}
+
+static void put_field(struct render *r, const struct tep_format_field *f,
+		      const struct qmsg_value *v, size_t *end)
+{
+	if (v->kind == QV_NIL)
+		return;
+	if (v->kind == QV_STR || v->kind == QV_BIN) {
+		if (f->flags & TEP_FIELD_IS_DYNAMIC)
+			put_dynamic(r, f, v, end);
+		else
+			memcpy(r->rec + f->offset, v->s.p,
+			       v->s.len < (size_t)f->size ? v->s.len : (size_t)f->size);
+		return;
+	}
+	if (!(f->flags & (TEP_FIELD_IS_DYNAMIC | TEP_FIELD_IS_ARRAY)))
+		put_int(r->rec + f->offset, f->size, value_u64(v));
+}
+
+/* Rebuild @row's record; return its size. */
+static size_t render_record(struct render *r, const struct qmsg_reply *rep,
+			    const struct qmsg_value *row)
+{
+	size_t end = (r->fixed + 3) & ~(size_t)3;
+
+	memset(r->rec, 0, end);
+	for (size_t i = 0; i < r->nfields; i++) {
+		const struct tep_format_field *f = r->fields[i];
+
+		if (!strcmp(f->name, "common_type"))
+			put_int(r->rec + f->offset, f->size, (uint64_t)r->event->id);
+		else if (r->col[i] >= 0 && (uint32_t)r->col[i] < rep->ncols)
+			put_field(r, f, &row[r->col[i]], &end);
+	}
+	return end;
+}
+
+static void render_comm(struct render *r, const struct qmsg_value *row)
+{
+	int pid = (int)value_u64(&row[4]);
+
+	/* pid 0 is "<idle>" in both layouts: libtraceevent knows it */
+	if (pid == 0)
+		return;
+	tep_override_comm(r->tep, row[5].kind == QV_STR ? row[5].s.p : "<...>", pid);
+}
+
+static void render_line(struct render *r, struct tep_record *rec)
+{
+	static const char spaces[] = "                    ";	/* 20 */
+	size_t n = strlen(r->event->name);
+
+	if (r->style == RENDER_KERNEL) {
+		tep_print_event(r->tep, &r->seq, rec, "%16s-%-7d [%03d] %s %6.1000d: %s: %s",
+				TEP_PRINT_COMM, TEP_PRINT_PID, TEP_PRINT_CPU,
+				TEP_PRINT_LATENCY, TEP_PRINT_TIME, TEP_PRINT_NAME,
+				TEP_PRINT_INFO);
+		return;
+	}
+	tep_print_event(r->tep, &r->seq, rec, "%16s-%-5d [%03d]", TEP_PRINT_COMM,
+			TEP_PRINT_PID, TEP_PRINT_CPU);
+	tep_print_event(r->tep, &r->seq, rec, " %6.1000d:", TEP_PRINT_TIME);
+	trace_seq_printf(&r->seq, " %s: %.*s", r->event->name, n < 20 ? (int)(20 - n) : 0,
+			 spaces);
+	tep_print_event(r->tep, &r->seq, rec, "%s", TEP_PRINT_INFO);
+}
+
+size_t render_row(struct render *r, const struct qmsg_reply *rep, const struct qmsg_value *row,
+		  uint64_t ts, char *buf, size_t len)
+{
+	struct tep_record rec = { 0 };
+	size_t n;
+
+	if (!r->event || !len)
+		return 0;
+	r->host = row[0].kind == QV_STR ? row[0].s.p : "";
+	rec.ts = ts;
+	rec.cpu = (int)value_u64(&row[1]);
+	rec.data = r->rec;
+	rec.size = (int)render_record(r, rep, row);
+	rec.record_size = rec.size;
+	render_comm(r, row);
+	trace_seq_reset(&r->seq);
+	render_line(r, &rec);
+	trace_seq_terminate(&r->seq);
+	n = r->seq.len < len - 1 ? r->seq.len : len - 1;
+	memcpy(buf, r->seq.buffer, n);
+	buf[n] = 0;
+	return n;
+}

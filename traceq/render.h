@@ -1,0 +1,65 @@
+/*
+ * render.h - traceq's event text: libtraceevent's print formats applied to
+ * the rows a collector answers with, as `trace-cmd report` prints them (its
+ * plugins loaded) or as the kernel's own `trace` file does (no plugins).
+ * Prefix render_.
+ *
+ * The collector stores fields, not records, and never renders print fmt
+ * (its ingest does not hand print arguments to libtraceevent). A reply
+ * carries the event's format text next to the rows; render_ rebuilds each
+ * row's record from its fields at the offsets and sizes the format gives,
+ * and lets libtraceevent print it here, in the client: a format that
+ * upsets the parser costs this traceq, not the collector every client
+ * shares. The format comes from the collector and was written by an agent:
+ * common/format_check.h's bounds run before libtraceevent parses it.
+ */
+#ifndef TRACEQ_RENDER_H
+#define TRACEQ_RENDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "proto/qmsg.h"
+
+enum render_style {
+	RENDER_TRACECMD,	/* trace-cmd report: plugins, its columns */
+	RENDER_KERNEL,		/* the kernel's trace file: print fmt as written */
+};
+
+/*
+ * A code address to name: called by the renderer while it prints (%ps,
+ * %pS, plugins' function fields). Return the name and set *@start to the
+ * symbol's address, or NULL when it has none (yet).
+ */
+typedef const char *(*render_sym_fn)(void *ctx, const char *host, uint64_t addr,
+				     uint64_t *start);
+
+struct render;
+
+/*
+ * render_new - a renderer of @style; @sym (may be NULL) names code
+ * addresses. Return: 0 and *@out; -ENOMEM.
+ */
+int render_new(enum render_style style, render_sym_fn sym, void *sym_ctx,
+	       struct render **out);
+void render_free(struct render *r);
+
+/*
+ * render_prepare - get ready for the rows of reply @rep (its event and
+ * format text). A reply with the format of the previous one costs
+ * nothing. Return: 0; TC_ERR_FORMAT_LIMIT or TC_ERR_FORMAT_PARSE (the
+ * format was refused: @why says why), -ENOMEM.
+ */
+int render_prepare(struct render *r, const struct qmsg_reply *rep, char *why, size_t whylen);
+
+/*
+ * render_row - one line (no newline) of @row of @rep into @buf[@len],
+ * stamped @ts ns (the caller picks the clock). The line is cut at @len.
+ * Return: its length.
+ */
+size_t render_row(struct render *r, const struct qmsg_reply *rep, const struct qmsg_value *row,
+		  uint64_t ts, char *buf, size_t len);
+
+#endif
