@@ -302,23 +302,6 @@ uint64_t hostlimit_page_events(const struct page_layout *l, const void *page, si
 
 /* ---- the hosts ---- */
 
-/* @s as printable ASCII into @buf (others as \xNN), cut to fit. */
-static const char *escape(const char *s, char *buf, size_t len)
-{
-	size_t o = 0;
-
-	for (; *s && o + 5 < len; s++) {
-		unsigned char ch = (unsigned char)*s;
-
-		if (ch >= 0x20 && ch < 0x7f && ch != '\\')
-			buf[o++] = (char)ch;
-		else
-			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", ch);
-	}
-	buf[o] = 0;
-	return buf;
-}
-
 int hostlimit_new(const struct hostlimit_conf *conf, struct hostlimit **out)
 {
 	struct hostlimit *hl = calloc(1, sizeof(*hl));
@@ -426,14 +409,14 @@ enum hostlimit_hold hostlimit_check(struct hostlimit_host *h, int64_t now_ns, in
 {
 	uint64_t used = h->stored + h->pending;
 	int64_t wait;
-	char name[256];
+	char name[LOG_ESC_LEN];
 
 	if (h->v.quota && used >= h->v.quota) {
 		if (!h->quota_logged)
 			log_warn("host %s is over its quota (%llu of %llu bytes stored): "
 				 "its connections are not read until retention frees space "
 				 "or the quota is raised (SIGHUP); counted in traceq --stats "
-				 "quota_held_*", escape(h->name, name, sizeof(name)),
+				 "quota_held_*", log_escape(h->name, name, sizeof(name)),
 				 (unsigned long long)used, (unsigned long long)h->v.quota);
 		h->quota_logged = true;
 		*wait_ns = HOSTLIMIT_QUOTA_RECHECK_NS;
@@ -441,7 +424,7 @@ enum hostlimit_hold hostlimit_check(struct hostlimit_host *h, int64_t now_ns, in
 	}
 	if (h->quota_logged && h->v.quota)
 		log_info("host %s is under its quota again (%llu of %llu bytes stored)",
-			 escape(h->name, name, sizeof(name)), (unsigned long long)used,
+			 log_escape(h->name, name, sizeof(name)), (unsigned long long)used,
 			 (unsigned long long)h->v.quota);
 	h->quota_logged = false;
 	wait = hostlimit_bucket_wait(&h->bucket, now_ns);

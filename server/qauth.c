@@ -15,6 +15,7 @@
 
 #include <arpa/inet.h>
 
+#include "common/log.h"
 #include "common/tc_error.h"
 #include "server/qauth.h"
 #include "server/store/store.h"
@@ -256,48 +257,20 @@ int qauth_scope_of(const struct qauth_scopes *sc, const struct qauth_who *who, b
 const char *qauth_who_str(const struct qauth_who *who, char *buf, size_t len)
 {
 	struct passwd pwbuf, *pw = NULL;
-	char tmp[1024], esc[QAUTH_LOG_TEXT * 4 + 8];
+	char tmp[1024], esc[LOG_ESC_LEN];
 
 	switch (who->kind) {
 	case QAUTH_UID:
 		if (getpwuid_r((uid_t)who->uid, &pwbuf, tmp, sizeof(tmp), &pw) != 0)
 			pw = NULL;
 		snprintf(buf, len, "uid %llu (%s)", (unsigned long long)who->uid,
-			 pw ? qauth_escape(pw->pw_name, esc, sizeof(esc)) : "no such user");
+			 pw ? log_escape(pw->pw_name, esc, sizeof(esc)) : "no such user");
 		break;
 	case QAUTH_CERT:
-		snprintf(buf, len, "cert %s", qauth_escape(who->cert, esc, sizeof(esc)));
+		snprintf(buf, len, "cert %s", log_escape(who->cert, esc, sizeof(esc)));
 		break;
 	default:
 		snprintf(buf, len, "tcp loopback (no identity)");
 	}
-	return buf;
-}
-
-const char *qauth_escape(const char *s, char *buf, size_t len)
-{
-	size_t o = 0, i;
-
-	if (!len)
-		return buf;
-	for (i = 0; s[i] && i < QAUTH_LOG_TEXT && o + 8 < len; i++) {	/* \xNN, "...", NUL */
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '\\')
-			o += (size_t)snprintf(buf + o, len - o, "\\\\");
-		else if (c == '\n')
-			o += (size_t)snprintf(buf + o, len - o, "\\n");
-		else if (c == '\t')
-			o += (size_t)snprintf(buf + o, len - o, "\\t");
-		else if (c == '\r')
-			o += (size_t)snprintf(buf + o, len - o, "\\r");
-		else if (c < 0x20 || c >= 0x7f)
-			o += (size_t)snprintf(buf + o, len - o, "\\x%02x", c);
-		else
-			buf[o++] = (char)c;
-	}
-	buf[o] = 0;
-	if (s[i] && o + 4 <= len)
-		strcpy(buf + o, "...");
 	return buf;
 }

@@ -24,7 +24,6 @@
 #include <stdint.h>
 
 #define QAUTH_NAME_MAX	256	/* a certificate CN kept for a request */
-#define QAUTH_LOG_TEXT	256	/* bytes of a peer's text a log line shows */
 
 enum qauth_kind {
 	QAUTH_TCP,	/* plain tcp on loopback: no identity */
@@ -88,11 +87,5 @@ int qauth_scope_of(const struct qauth_scopes *sc, const struct qauth_who *who, b
 /* qauth_who_str - "uid 65534 (nobody)", "cert alice", "tcp loopback" into @buf. */
 const char *qauth_who_str(const struct qauth_who *who, char *buf, size_t len);
 
-/*
- * qauth_escape - @s for a log line into @buf: printable ASCII as is, '\\'
- * doubled, \n \t \r, every other byte as \xNN; cut at QAUTH_LOG_TEXT bytes
- * of @s (or what @len holds) with "..." after. Returns @buf.
- */
-const char *qauth_escape(const char *s, char *buf, size_t len);
 
 #endif

@@ -640,12 +640,12 @@ static const char *const op_names[] = { "?", "select", "count", "stats", "drops"
 static void log_query(const struct qauth_who *who, const struct qmsg_request *r,
 		      const char *result, int64_t t0)
 {
-	char w[QAUTH_NAME_MAX * 4 + 64], q[QAUTH_LOG_TEXT * 4 + 8], h[QAUTH_LOG_TEXT * 4 + 8];
+	char w[QAUTH_NAME_MAX * 4 + 64], q[LOG_ESC_LEN], h[LOG_ESC_LEN];
 
 	log_info("query from %s: %s%s%s%s%s%s: %s in %lld ms", qauth_who_str(who, w, sizeof(w)),
 		 op_names[r->op <= QOP_DROPS ? r->op : 0], r->query ? " '" : "",
-		 r->query ? qauth_escape(r->query, q, sizeof(q)) : "", r->query ? "'" : "",
-		 r->host ? " host=" : "", r->host ? qauth_escape(r->host, h, sizeof(h)) : "",
+		 r->query ? log_escape(r->query, q, sizeof(q)) : "", r->query ? "'" : "",
+		 r->host ? " host=" : "", r->host ? log_escape(r->host, h, sizeof(h)) : "",
 		 result, (long long)(util_now_ms() - t0));
 }
 

@@ -205,7 +205,7 @@ static int conn_handshake(struct qtls_conn *c, struct qauth_who *who)
 	}
 	tls_peer_subject(c->ssl, who->cert, sizeof(who->cert));
 	log_info("query client %s: certificate %s", c->peer,
-		 qauth_escape(who->cert, err, sizeof(err)));
+		 log_escape(who->cert, err, sizeof(err)));
 	return 0;
 }
 

@@ -1,7 +1,7 @@
 /*
  * test_qauth.c - server/qauth.c: which query URLs the collector takes,
- * scope lines and the hosts each identity gets (the defaults too), and
- * the escaping of peer text in query log lines.
+ * scope lines and the hosts each identity gets (the defaults too). The
+ * escaping of peer text in log lines is log_escape()'s (tests/test_log.c).
  */
 #include "config.h"
 
@@ -122,28 +122,12 @@ START_TEST(scope_of)
 }
 END_TEST
 
-START_TEST(escape)
-{
-	char buf[QAUTH_LOG_TEXT * 4 + 8], big[QAUTH_LOG_TEXT + 100];
-
-	ck_assert_str_eq(qauth_escape("a\x1b[31m\nb\\c\t\xff", buf, sizeof(buf)),
-			 "a\\x1b[31m\\nb\\\\c\\t\\xff");
-	memset(big, 'x', sizeof(big) - 1);
-	big[sizeof(big) - 1] = 0;
-	qauth_escape(big, buf, sizeof(buf));
-	ck_assert_uint_eq(strlen(buf), QAUTH_LOG_TEXT + 3);
-	ck_assert_str_eq(buf + QAUTH_LOG_TEXT, "...");
-	qauth_escape("\x01\x02\x03\x04", buf, 10);	/* room for one \xNN only */
-	ck_assert_str_eq(buf, "\\x01...");
-}
-END_TEST
-
 static Suite *qauth_suite(void)
 {
 	Suite *s = suite_create("qauth");
 	TCase *tc = tcase_create("qauth");
 
-	tu_add_tests(tc, TU_TESTS(urls, scope_lines, scope_of, escape));
+	tu_add_tests(tc, TU_TESTS(urls, scope_lines, scope_of));
 	suite_add_tcase(s, tc);
 	return s;
 }
