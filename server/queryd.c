@@ -39,7 +39,6 @@
 #define LOG_PREFIX "query"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <grp.h>
 #include <libgen.h>
 #include <pthread.h>
@@ -426,17 +425,6 @@ static int run_select(struct qworker *wk, const struct qmsg_request *r,
 	return reply_end(wk->qd, s.w, s.more, s.last_ts, s.last_id, 0, out);
 }
 
-/* Whether host @name is one @scope (NULL: every host) lets the reader see. */
-static bool scope_allows(const struct store_scope *scope, const char *name)
-{
-	if (!scope)
-		return true;
-	for (size_t i = 0; i < scope->n; i++)
-		if (fnmatch(scope->globs[i], name, 0) == 0)
-			return true;
-	return false;
-}
-
 /*
  * Symbols: name the addresses of @r's query text (hex, blank-separated,
  * at most QMSG_MAX_ROWS) as host @r->host saw them at wall-clock
@@ -458,8 +446,7 @@ static int run_symbols(struct qworker *wk, const struct qmsg_request *r,
 
 	if (!r->host)
 		return qmsg_reply_error(TC_ERR_MSG_MISSING, "symbols: which host?", -1, -1, out);
-	found = scope_allows(scope, r->host) ? store_host_find(wk->store, r->host, &host_id)
-					      : -ENOENT;	/* as if unknown */
+	found = store_host_find(wk->store, r->host, scope, &host_id);
 	if (found < 0 && found != -ENOENT)
 		return found;
 	ret = qmsg_reply_begin(&w, NULL, 3, cols);

@@ -1030,6 +1030,7 @@ START_TEST(test_scope)
 	struct store_query q = { .schema = sc, .scope = &big };
 	struct proto_hello h2 = cap.hello;
 	struct scope_seen r;
+	uint64_t id;
 	uint64_t n = seen.n[0], count;
 
 	h2.host = (char *)"other-host";
@@ -1057,6 +1058,12 @@ START_TEST(test_scope)
 	r = scope_reads(&s_both, "other-*", "other-host");
 	ck_assert_uint_eq(r.n, n);
 	ck_assert_int_eq(store_count(st, &q, &count), -EINVAL);
+	/* a host outside the scope is not found, as an unknown one (symbols op) */
+	ck_ok(store_host_find(st, "capture-host", NULL, &id));
+	ck_ok(store_host_find(st, "capture-host", &s_web, &id));
+	ck_assert_int_eq(store_host_find(st, "capture-host", &s_db, &id), -ENOENT);
+	ck_assert_int_eq(store_host_find(st, "capture-host", &none, &id), -ENOENT);
+	ck_assert_int_eq(store_host_find(st, "no-such-host", NULL, &id), -ENOENT);
 	store_schema_free(sc);
 }
 END_TEST

@@ -362,6 +362,28 @@ static int sq_prepare_hosts(struct store *s, const char *head, const char *tail,
 	return ret;
 }
 
+int sq_host_find(struct store *s, const char *name, const struct store_scope *scope,
+		 uint64_t *host_id)
+{
+	const struct store_query q = { .scope = scope };
+	sqlite3_stmt *st = NULL;
+	int ret = sq_prepare_hosts(s, "SELECT id FROM hosts WHERE 1",
+				   " AND name = :name ORDER BY last_seen DESC, id DESC LIMIT 1",
+				   &q, "id", &st);
+	int rc;
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_text(st, sqlite3_bind_parameter_index(st, ":name"), name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*host_id = (uint64_t)sqlite3_column_int64(st, 0);
+	else
+		ret = rc == SQLITE_DONE ? -ENOENT : sq_err(s, TC_ERR_DB, "host");
+	sqlite3_finalize(st);
+	return ret;
+}
+
 int sq_stats(struct store *s, const struct store_query *q,
 	     int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
 		       uint64_t value),

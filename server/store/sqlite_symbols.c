@@ -2,7 +2,7 @@
  * sqlite_symbols.c - the SQLite backend's programs and their function
  * symbols (sql/0004-symbols.sql): recorded as agents announce them, and
  * the name of a row's code address at query time (store_symbol_name(),
- * for a host found by name with store_host_find()).
+ * for a host found by name with store_host_find(), sqlite_hosts.c).
  */
 #include "config.h"
 
@@ -149,25 +149,6 @@ int sq_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
 	if (ret == -ENOENT && rc != SQLITE_DONE)
 		ret = sq_err(s, TC_ERR_DB, "program lookup");
 	sqlite3_reset(*st);
-	return ret;
-}
-
-int sq_host_find(struct store *s, const char *name, uint64_t *host_id)
-{
-	sqlite3_stmt *st;
-	int ret = sq_prepare(s, "SELECT id FROM hosts WHERE name = ?"
-				" ORDER BY last_seen DESC, id DESC LIMIT 1", &st);
-	int rc;
-
-	if (ret < 0)
-		return ret;
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*host_id = (uint64_t)sqlite3_column_int64(st, 0);
-	else
-		ret = rc == SQLITE_DONE ? -ENOENT : sq_err(s, TC_ERR_DB, "host");
-	sqlite3_finalize(st);
 	return ret;
 }
 

@@ -283,11 +283,12 @@ int store_kallsyms_held(struct store *s, uint64_t host_id, const char *boot_id, 
 	return store_enter(s) ?: s->ops->kallsyms_held(s, host_id, boot_id, held);
 }
 
-int store_host_find(struct store *s, const char *name, uint64_t *host_id)
+int store_host_find(struct store *s, const char *name, const struct store_scope *scope,
+		    uint64_t *host_id)
 {
 	if (!s || !name || !host_id)
 		return -EINVAL;
-	return store_enter(s) ?: s->ops->host_find(s, name, host_id);
+	return store_enter(s) ?: s->ops->host_find(s, name, scope, host_id);
 }
 
 int store_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,

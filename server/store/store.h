@@ -299,9 +299,13 @@ int store_kallsyms_held(struct store *s, uint64_t host_id, const char *boot_id, 
 
 /*
  * store_host_find - the id of the host named @name (of the machines that
- * share the name, the one seen last). Return: 0; -ENOENT; TC_ERR_DB.
+ * share the name, the one seen last), if @scope (NULL: every host) lets
+ * the reader see it: a host outside the scope is not found, as an unknown
+ * one. Return: 0; -ENOENT; TC_ERR_DB.
  */
-int store_host_find(struct store *s, const char *name, uint64_t *host_id);
+struct store_scope;
+int store_host_find(struct store *s, const char *name, const struct store_scope *scope,
+		    uint64_t *host_id);
 
 /* store_cmdlines - remember pid -> comm pairs of @host_id (replacing older ones). */
 int store_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c);
