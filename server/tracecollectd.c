@@ -50,6 +50,8 @@
 #define QUEUE_BYTES	(64u << 20)
 #define MAX_FILTERS	1024
 #define MAX_HOSTMAPS	1024
+/* command-line values SIGHUP applies again: --filter, --host-map, --host-* */
+#define MAX_KEPT	(2 * MAX_FILTERS + MAX_HOSTMAPS)
 #define EXPIRY_WARN_DAYS	30	/* warn this long before a certificate expires */
 #define COLLECTOR_TRIM_BYTES	(64 << 20)	/* freed heap kept, at most (mallopt) */
 #define COLLECTOR_MMAP_BYTES	(4 << 20)	/* allocations mmap()ed from this size */
@@ -67,14 +69,10 @@ struct settings {
 	char *crl;			/* NULL: no revocation list */
 	char *group;			/* files 0640/0750 of this group; NULL: 0600/0700 */
 	struct hostmap *hostmap;	/* host-map entries: config file, then command line */
-	char *cli_hostmaps[MAX_HOSTMAPS];	/* --host-map values, kept for reloads */
-	size_t ncli_hostmaps;
 	char hostmap_err[256];
 	char *ready_file;
 	char *config;			/* -c FILE, re-read on SIGHUP */
 	struct filter_table *filters;	/* config file rules, then --filter ones */
-	char *cli_filters[MAX_FILTERS];	/* --filter values, kept for reloads */
-	size_t ncli_filters;
 	char filter_err[1024];		/* the caret rendering of a bad rule */
 	int64_t retain_age_ns;
 	uint64_t retain_bytes;
@@ -90,9 +88,11 @@ struct settings {
 	struct collector_limits lim;	/* timeouts, handshake caps, input memory */
 	struct queryd_opts query_opts;	/* query-threads, query-sync-max */
 	struct hostlimit_conf host_limits;	/* host-rate, host-quota, host-limit */
-	char *cli_host_limits[MAX_FILTERS][2];	/* their command-line key and value,
-						 * applied again after a reload */
-	size_t ncli_host_limits;
+	struct {			/* the command line's reloaded_key() values, */
+		const char *key;	/* applied again after the config file on */
+		char *value;		/* SIGHUP (key: longopts' name) */
+	} kept[MAX_KEPT];
+	size_t nkept;
 	char hl_err[256];		/* what a bad host-* value should look like */
 	int verbose;
 };
@@ -540,14 +540,10 @@ static void settings_free(struct settings *s)
 	free(s->cert); free(s->key); free(s->ca); free(s->crl); free(s->ready_file);
 	free(s->group);
 	hostmap_free(s->hostmap);
-	for (size_t i = 0; i < s->ncli_hostmaps; i++)
-		free(s->cli_hostmaps[i]);
+	for (size_t i = 0; i < s->nkept; i++)
+		free(s->kept[i].value);
 	free(s->config);
 	store_indexes_free(&s->indexes);
-	for (size_t i = 0; i < s->ncli_filters; i++)
-		free(s->cli_filters[i]);
-	for (size_t i = 0; i < s->ncli_host_limits; i++)
-		free(s->cli_host_limits[i][1]);
 	hostlimit_conf_free(&s->host_limits);
 	filter_table_unref(s->filters);
 }
@@ -574,30 +570,51 @@ static int settings_defaults(struct settings *s)
 	return ret;
 }
 
-/* A command-line setting: checked like the file's; --filter is kept for reloads. */
+/* Whether SIGHUP applies command-line @key again (what it re-reads). */
+static bool reloaded_key(const char *key)
+{
+	static const char *const keys[] = {
+		"filter", "host-map", "host-rate", "host-quota", "host-limit",
+	};
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(key, keys[i]))
+			return true;
+	return false;
+}
+
+/*
+ * What a failed setting left in @s's error buffers, each on a line of its
+ * own (the filter's caret rendering only with @filter), into @buf.
+ */
+static const char *settings_errs(const struct settings *s, bool filter, char *buf,
+				 size_t len)
+{
+	snprintf(buf, len, "%s%s%s%s%s%s%s%s%s", filter ? s->filter_err : "",
+		 s->index_err, s->index_err[0] ? "\n" : "", s->scope_err,
+		 s->scope_err[0] ? "\n" : "", s->hl_err, s->hl_err[0] ? "\n" : "",
+		 s->hostmap_err, s->hostmap_err[0] ? "\n" : "");
+	return buf;
+}
+
+/* A command-line setting: checked like the file's; reloaded_key()s are kept. */
 static int apply_option(struct settings *s, const char *key, const char *value)
 {
+	char errs[4096];
 	int ret = apply(s, key, value);
 
-	if (ret == 0 && !strcmp(key, "filter") && s->ncli_filters < MAX_FILTERS &&
-	    !(s->cli_filters[s->ncli_filters++] = strdup(value)))
-		ret = -ENOMEM;
-	if (ret == 0 && !strncmp(key, "host-", 5) && strcmp(key, "host-map") &&
-	    s->ncli_host_limits < MAX_FILTERS) {
-		s->cli_host_limits[s->ncli_host_limits][0] = (char *)key;	/* longopts' */
-		if (!(s->cli_host_limits[s->ncli_host_limits++][1] = strdup(value)))
+	if (ret == 0 && reloaded_key(key)) {
+		if (s->nkept == MAX_KEPT)
+			ret = TC_ERR_TOO_LONG;
+		else if (!(s->kept[s->nkept].value = strdup(value)))
 			ret = -ENOMEM;
+		else
+			s->kept[s->nkept++].key = key;	/* longopts' */
 	}
-	if (ret == 0 && !strcmp(key, "host-map") && s->ncli_hostmaps < MAX_HOSTMAPS &&
-	    !(s->cli_hostmaps[s->ncli_hostmaps++] = strdup(value)))
-		ret = -ENOMEM;
 	if (ret < 0)
-		fprintf(stderr, "%stracecollectd: --%s %s: %s\n%s%s%s%s%s%s%s%s%s",
-			log_prio_prefix(LOGL_ERR), key, value,
-			tc_strerror(ret), !strcmp(key, "filter") ? s->filter_err : "", s->index_err,
-			s->index_err[0] ? "\n" : "", s->scope_err, s->scope_err[0] ? "\n" : "",
-			s->hl_err, s->hl_err[0] ? "\n" : "", s->hostmap_err,
-			s->hostmap_err[0] ? "\n" : "");
+		fprintf(stderr, "%stracecollectd: --%s %s: %s\n%s", log_prio_prefix(LOGL_ERR), key,
+			value, tc_strerror(ret), settings_errs(s, !strcmp(key, "filter"), errs,
+							       sizeof(errs)));
 	return ret;
 }
 
@@ -648,7 +665,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
 	};
-	char errbuf[512];
+	char errbuf[512], errs[4096];
 	int c, ret;
 
 	while ((c = getopt_long(argc, argv, "c:fvhV", longopts, NULL)) != -1) {
@@ -661,11 +678,8 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		if (ret == 0)
 			ret = config_parse_file(optarg, apply_cb, s, errbuf, sizeof(errbuf));
 		if (ret < 0) {
-			fprintf(stderr, "%stracecollectd: %s\n%s%s%s%s%s%s%s%s%s",
-				log_prio_prefix(LOGL_ERR), errbuf, s->filter_err,
-				s->index_err, s->index_err[0] ? "\n" : "", s->scope_err,
-				s->scope_err[0] ? "\n" : "", s->hl_err, s->hl_err[0] ? "\n" : "",
-				s->hostmap_err, s->hostmap_err[0] ? "\n" : "");
+			fprintf(stderr, "%stracecollectd: %s\n%s", log_prio_prefix(LOGL_ERR), errbuf,
+				settings_errs(s, true, errs, sizeof(errs)));
 			return -1;
 		}
 	}
@@ -800,75 +814,42 @@ static int write_ready_file(const char *path, const char *listen, const char *qu
 }
 
 /*
- * SIGHUP: build the filter table and the host map again from the config
- * file and the --filter and --host-map options; on any error keep the
- * current ones and say where.
+ * SIGHUP: the config file, then the command line's kept values, into @n,
+ * as at start. Return: 0; else an error, logged with where it is (the
+ * caller frees @n and keeps the current settings).
  */
-static int reload_rules(const struct settings *cur, struct filter_table **out,
-			struct hostmap **map)
+static int settings_reread(const struct settings *cur, struct settings *n)
 {
-	struct settings n = { 0 };
-	char errbuf[512];
+	char errbuf[512], errs[4096];
 	int ret = 0;
 
 	if (cur->config)
-		ret = config_parse_file(cur->config, apply_cb, &n, errbuf, sizeof(errbuf));
+		ret = config_parse_file(cur->config, apply_cb, n, errbuf, sizeof(errbuf));
+	for (size_t i = 0; ret == 0 && i < cur->nkept; i++) {
+		ret = apply(n, cur->kept[i].key, cur->kept[i].value);
+		if (ret < 0)
+			snprintf(errbuf, sizeof(errbuf), "--%s: %s", cur->kept[i].key,
+				 tc_strerror(ret));
+	}
 	if (ret < 0)
-		log_err("reload: %s; keeping the current filters and host map\n%s%s", errbuf,
-			n.filter_err, n.hostmap_err);
-	for (size_t i = 0; ret == 0 && i < cur->ncli_filters; i++) {
-		ret = add_filter(&n, cur->cli_filters[i]);
-		if (ret < 0)
-			log_err("reload: --filter: %s; keeping the current filters\n%s",
-				tc_strerror(ret), n.filter_err);
-	}
-	for (size_t i = 0; ret == 0 && i < cur->ncli_hostmaps; i++) {
-		ret = hostmap_add(&n.hostmap, cur->cli_hostmaps[i], n.hostmap_err,
-				  sizeof(n.hostmap_err));
-		if (ret < 0)
-			log_err("reload: --host-map: %s", n.hostmap_err);
-	}
-	if (ret == 0) {
-		*out = filter_table_ref(n.filters);
-		*map = n.hostmap;
-		n.hostmap = NULL;
-		log_info("reload: %zu filter rule(s) in effect; %zu host-map entries",
-			 filter_table_count(n.filters), hostmap_count(*map));
-	}
-	settings_free(&n);
+		log_err("reload: %s; keeping the current filters, host map and host limits\n%s",
+			errbuf, settings_errs(n, true, errs, sizeof(errs)));
 	return ret;
 }
 
-/*
- * SIGHUP: the host limits again from the config file and the --host-*
- * options, for the hosts connected and those to come; on any error the
- * current ones stay.
- */
-static void reload_host_limits(const struct settings *cur, struct collector *col)
+/* SIGHUP: @n's host limits for the hosts connected and those to come. */
+static void reload_host_limits(const struct settings *n, struct collector *col)
 {
-	struct settings n = { 0 };
-	char errbuf[512];
-	int ret = 0;
+	int ret = hostlimit_set_conf(col->hl, &n->host_limits);
 
-	if (cur->config)
-		ret = config_parse_file(cur->config, apply_cb, &n, errbuf, sizeof(errbuf));
-	if (ret < 0)
-		log_err("reload: %s; keeping the current host limits\n%s", errbuf, n.hl_err);
-	for (size_t i = 0; ret == 0 && i < cur->ncli_host_limits; i++) {
-		ret = apply_host_limit(&n, cur->cli_host_limits[i][0], cur->cli_host_limits[i][1]);
-		if (ret < 0)
-			log_err("reload: --%s: %s; keeping the current host limits",
-				cur->cli_host_limits[i][0], n.hl_err);
+	if (ret < 0) {
+		log_err("reload: host limits: %s; keeping the current ones", tc_strerror(ret));
+		return;
 	}
-	if (ret == 0)
-		ret = hostlimit_set_conf(col->hl, &n.host_limits);
-	if (ret == 0)
-		ingest_report_usage(col->ing, hostlimit_quota_on(col->hl));
-	if (ret == 0)
-		log_info("reload: host limits: rate %llu events/s, quota %llu bytes, "
-			 "%zu host-limit rule(s)", (unsigned long long)n.host_limits.dflt.rate,
-			 (unsigned long long)n.host_limits.dflt.quota, n.host_limits.nrules);
-	settings_free(&n);
+	ingest_report_usage(col->ing, hostlimit_quota_on(col->hl));
+	log_info("reload: host limits: rate %llu events/s, quota %llu bytes, "
+		 "%zu host-limit rule(s)", (unsigned long long)n->host_limits.dflt.rate,
+		 (unsigned long long)n->host_limits.dflt.quota, n->host_limits.nrules);
 }
 
 struct hup_ctx {
@@ -935,18 +916,20 @@ static void reload_tls(struct collector *col, struct queryd *qd, const struct se
 static void hup_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct hup_ctx *h = arg;
-	struct filter_table *fs = NULL;
-	struct hostmap *map = NULL;
+	struct settings n = { 0 };
 
-	if (reload_rules(h->s, &fs, &map) == 0) {
-		ingest_set_filters(h->col->ing, fs);
+	if (settings_reread(h->s, &n) == 0) {
+		ingest_set_filters(h->col->ing, n.filters);
 		hostmap_free(h->s->hostmap);
-		h->s->hostmap = map;
-		h->col->hostmap = map;
+		h->s->hostmap = n.hostmap;
+		h->col->hostmap = n.hostmap;
+		n.hostmap = NULL;
+		log_info("reload: %zu filter rule(s) in effect; %zu host-map entries",
+			 filter_table_count(n.filters), hostmap_count(h->s->hostmap));
+		if (h->col->hl)
+			reload_host_limits(&n, h->col);
 	}
-	filter_table_unref(fs);
-	if (h->col->hl)
-		reload_host_limits(h->s, h->col);
+	settings_free(&n);
 	reload_tls(h->col, h->qd, h->s);
 	check_expiry(h->col);
 }
