@@ -115,3 +115,27 @@ tc_done_covers() {
 		[ "$(val stored_events)" = "$(val events)" ] && [ "$(val events)" -gt 0 ]
 	fi
 }
+
+# tc_host_agents INSTANCE HOST...: while a busy loop makes context switches,
+# one traceagent per HOST in turn (certificate client-HOST.crt, --name
+# HOST) streams sched_switch for 2 s in tracefs instance INSTANCE; checks
+# that each exits 0 (its output in $tmp/agent-HOST.out and .err). Uses the
+# tc_setup variables agent and workload.
+tc_host_agents() {
+	local instance=$1 h rc
+	shift
+	( while :; do sleep 0.002; done ) &
+	workload=$!
+	for h in "$@"; do
+		"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/client-$h.crt" \
+			--key "$tmp/pki/client-$h.key" --ca "$tmp/pki/ca.crt" \
+			-e sched:sched_switch --duration 2 --name "$h" --instance "$instance" \
+			--spool-dir "$tmp/spool" > "$tmp/agent-$h.out" 2> "$tmp/agent-$h.err" &
+		agent=$!
+		wait "$agent"; rc=$?
+		agent=
+		check "agent $h exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent-$h.err"; false; }'
+	done
+	kill "$workload"; wait "$workload" 2>/dev/null
+	workload=
+}

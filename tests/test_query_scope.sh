@@ -38,20 +38,7 @@ tc_start_collector --query "ipc://$sock" --query-group nogroup --pushdown no \
 	--scope 'uid:5001 scope-web*' --scope 'user:nobody scope-db1,nothing-else'
 query="ipc://$sock"
 
-( while :; do sleep 0.002; done ) &
-workload=$!
-for h in scope-web1 scope-db1; do
-	"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/client-$h.crt" \
-		--key "$tmp/pki/client-$h.key" --ca "$tmp/pki/ca.crt" -e sched:sched_switch \
-		--duration 2 --name "$h" --instance "tc-qscope-$$" --spool-dir "$tmp/spool" \
-		> "$tmp/agent-$h.out" 2> "$tmp/agent-$h.err" &
-	agent=$!
-	wait "$agent"; rc=$?
-	agent=
-	check "agent $h exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent-$h.err"; false; }'
-done
-kill "$workload"; wait "$workload" 2>/dev/null
-workload=
+tc_host_agents "tc-qscope-$$" scope-web1 scope-db1
 
 web=$(traceq --count -H scope-web1 sched_switch)
 db=$(traceq --count -H scope-db1 sched_switch)

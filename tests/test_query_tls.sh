@@ -36,20 +36,7 @@ tc_start_collector --query-tls 127.0.0.1:0 --pushdown no \
 qtls=$(sed -n 's/^query_tls=//p' "$tmp/ready")
 check "the collector says where its TLS query port is ($qtls)" '[ -n "$qtls" ]'
 
-( while :; do sleep 0.002; done ) &
-workload=$!
-for h in tls-web1 tls-db1; do
-	"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/client-$h.crt" \
-		--key "$tmp/pki/client-$h.key" --ca "$tmp/pki/ca.crt" -e sched:sched_switch \
-		--duration 2 --name "$h" --instance "tc-qtls-$$" --spool-dir "$tmp/spool" \
-		> "$tmp/agent-$h.out" 2> "$tmp/agent-$h.err" &
-	agent=$!
-	wait "$agent"; rc=$?
-	agent=
-	check "agent $h exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent-$h.err"; false; }'
-done
-kill "$workload"; wait "$workload" 2>/dev/null
-workload=
+tc_host_agents "tc-qtls-$$" tls-web1 tls-db1
 
 web=$(traceq --count -H tls-web1 sched_switch)
 db=$(traceq --count -H tls-db1 sched_switch)
