@@ -139,3 +139,14 @@ tc_host_agents() {
 	kill "$workload"; wait "$workload" 2>/dev/null
 	workload=
 }
+
+# tc_traceq_for_all: a copy of traceq in $tmp (made 0755) that other users
+# can run, into tq: the build tree may sit below a directory only root
+# can enter (a clone in mktemp -d, as CI makes), and the tests that query
+# as another user must run there too, not skip.
+tc_traceq_for_all() {
+	chmod 755 "$tmp"
+	install -m 755 "$top_builddir/traceq/traceq" "$tmp/traceq" ||
+		{ echo "FAIL: cannot copy traceq into $tmp"; exit 1; }
+	tq=$tmp/traceq
+}

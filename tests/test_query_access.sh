@@ -27,12 +27,8 @@ tc_lock
 tc_setup query-access collector_pid
 
 tc_certs
-chmod 755 "$tmp"
+tc_traceq_for_all
 mkdir -m 755 "$tmp/run"
-tq="$top_builddir/traceq/traceq"
-# runuser needs a way to the binaries: the build tree must be world-readable
-[ -x "$tq" ] && runuser -u nobody -- test -x "$tq" ||
-	skip "user nobody cannot run $tq"
 sock="$tmp/run/query.sock"
 
 # as USER traceq ARGS...: traceq run as USER; its stderr in $tmp/USER.err

@@ -27,10 +27,8 @@ for h in scope-web1 scope-db1; do
 	"$top_srcdir/contrib/tracecollect-certs" -d "$tmp/pki" client "$h" > /dev/null ||
 		{ echo "FAIL: certificate helper: client $h"; exit 1; }
 done
-chmod 755 "$tmp"
+tc_traceq_for_all
 mkdir -m 755 "$tmp/run"
-tq="$top_builddir/traceq/traceq"
-runuser -u nobody -- test -x "$tq" || skip "user nobody cannot run $tq"
 sock="$tmp/run/query.sock"
 
 tc_start_collector --query "ipc://$sock" --query-group nogroup --pushdown no \
