@@ -98,6 +98,11 @@ echo "trace-cmd report vs traceq --time raw: $(cat "$tmp/cmp.last")"
 check "events matched with trace-cmd's ($(val matched))" '[ "$(val matched)" -ge 100 ]'
 check "no matched line differs but for the microseconds of its time or an unknown COMM" \
 	'[ "$(val differ)" = 0 ]'
+# Each instance's sched_switch evaluates prev_state on its own: a task
+# switched out as it exits can be a zombie (Z) in one and dead (X) in the
+# other. Seen in 2 of 12,847 lines once.
+check "at most 1% of the lines differ in an exiting task's state ($(val exit_state))" \
+	'[ $(( $(val exit_state) * 100 )) -le "$(val matched)" ]'
 check "lines byte-identical with trace-cmd's, time included ($(val identical))" '[ "$(val identical)" -gt 0 ]'
 # The COMM column names the pid from the saved cmdlines: trace-cmd's as it
 # read them at the end of its recording, ours as the agent read them (every
@@ -116,9 +121,9 @@ check "at most 1% of the events seen by only one side" \
 # the enum names in __print_symbolic (hrtimer mode=ABS|HARD where
 # libtraceevent prints mode=0x8); the latency flags are compared as dots
 # (libtraceevent 1.7 knows no 'D' or 'b', BH-off). The kernel prints with
-# its compiled code, libtraceevent evaluates the print fmt text, and they
-# disagree on rare values (a task switched out as it exits: the kernel's
-# prev_state=X where the text gives Z): at most 1% may differ, shown above.
+# its compiled code, libtraceevent evaluates the print fmt text: at most
+# 1% may differ, shown above (an exiting task's prev_state, which each
+# instance evaluates on its own, is counted apart, as against trace-cmd).
 # shellcheck disable=SC2046
 ours kernel $(event_names "$tmp/kernel.txt" | grep -v "timer_") > "$tmp/ours_k.txt"
 compare "$tmp/kernel.txt" "$tmp/ours_k.txt" "" 1
@@ -126,6 +131,8 @@ echo "the kernel's trace file vs traceq --format kernel --time raw: $(cat "$tmp/
 check "events matched with the kernel's ($(val matched))" '[ "$(val matched)" -ge 100 ]'
 check "--format kernel: at most 1% of the matched lines differ but for their time ($(val differ))" \
 	'[ $(( $(val differ) * 100 )) -le "$(val matched)" ]'
+check "--format kernel: at most 1% differ in an exiting task's state ($(val exit_state))" \
+	'[ $(( $(val exit_state) * 100 )) -le "$(val matched)" ]'
 
 wall=$(traceq --limit 1 sched_switch | sed -n 's/.*\] *\([0-9]*\)\.[0-9]*: .*/\1/p')
 check "the default time is the wall clock ($wall)" '[ "${wall:-0}" -gt 1000000000 ]'

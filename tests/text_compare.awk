@@ -14,8 +14,10 @@
 # where one side lacks an event among several of one pid within 20 us, the
 # lines' text decides which one is missing.
 # nolat=1 compares the lines with their latency flags made dots.
-# Prints "matched=N identical=N ts_only=N comm_unknown=N differ=N a_only=N
-# b_only=N" (comm_unknown: B's COMM is <...>, the rest of the line A's) and,
+# Prints "matched=N identical=N ts_only=N exit_state=N comm_unknown=N
+# differ=N a_only=N b_only=N" (exit_state: the lines differ only in an
+# exiting task's prev_state, Z or X; comm_unknown: B's COMM is <...>, the
+# rest of the line A's) and,
 # for up to `show` differing pairs, both lines; only events inside the
 # time span both listings cover are counted as unmatched.
 function parse(line, f,    m, head, rest, i, j, tok) {
@@ -66,6 +68,11 @@ FNR == 1 { file++ }
 }
 function tsless(l) { x = l; sub(/ +[0-9]+\.[0-9]+: /, " ", x); return x }
 function commless(l) { x = tsless(l); sub(/^ *[^ ].*-[0-9]+ +\[/, "[", x); return x }
+# sched_switch's prev_state of a task that is exiting, made "?": the
+# tracepoint evaluates it for each instance on its own, and the task may go
+# from zombie (Z) to dead (X) in between.
+function stateless(l) { x = tsless(l); sub(/\] [XZ] ==> /, "] ? ==> ", x);
+	sub(/ prev_state=[XZ] ==> /, " prev_state=? ==> ", x); return x }
 function inside(t) { return t >= from && t <= to }
 # pair(k, i, j): A's i-th and B's j-th event of k are the same event by pid
 # and time, and their lines agree but for the time.
@@ -99,6 +106,8 @@ END {
 					identical++
 				else if (tsless(txt[1, k, i]) == tsless(txt[2, k, j]))
 					ts_only++
+				else if (stateless(txt[1, k, i]) == stateless(txt[2, k, j]))
+					exit_state++
 				else if (txt[2, k, j] ~ /^ *<\.\.\.>-/ &&
 					 commless(txt[1, k, i]) == commless(txt[2, k, j]))
 					comm_unknown++
@@ -121,6 +130,6 @@ END {
 	}
 	for (e in differ_in)
 		printf("differ in %s: %d\n", e, differ_in[e])
-	printf("matched=%d identical=%d ts_only=%d comm_unknown=%d differ=%d a_only=%d b_only=%d\n",
-	       matched, identical, ts_only, comm_unknown, differ, a_only, b_only)
+	printf("matched=%d identical=%d ts_only=%d exit_state=%d comm_unknown=%d differ=%d a_only=%d b_only=%d\n",
+	       matched, identical, ts_only, exit_state, comm_unknown, differ, a_only, b_only)
 }
