@@ -13,11 +13,16 @@
 #     sd_notify), stderr as a journal stream: READY=1 with the bound
 #     addresses, then an agent started the way its unit starts it (the
 #     unit's ExecStart, only its capabilities) is stored whole, a member of
-#     the tracecollect group gets the rows, a second collector's error
-#     line carries <3>, watchdog pings arrive, SIGTERM gives STOPPING=1
-#     and exit 0, and the collector's files are its own and not others'.
-# Step 3 asks with --query tcp://127.0.0.1:0: the default ipc endpoint in
-# /run/tracecollect with its group mode comes with the query-access work.
+#     the tracecollect group gets the rows over the default ipc endpoint
+#     (moved from /run/tracecollect into the test's RuntimeDirectory) and
+#     a non-member is refused, a second collector's error line carries
+#     <3>, watchdog pings arrive, SIGTERM gives STOPPING=1 and exit 0, and
+#     the collector's files are its own and not others'.
+# The tracecollect group is the machine's, else the one sysusers.d makes in
+# the DESTDIR: then the collector and tracecollect-certs run in a mount
+# namespace whose /etc/group has it, as an installed system's has.
+# tracecollect-certs server makes server.key 0640 of that group (the
+# collector's user must read it), not 0600 root's.
 set -u
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 tc_setup service listener_pid collector_pid
@@ -117,13 +122,26 @@ else
 	gid=$(awk -F: '$1 == "tracecollect" { print $3 }' "$dest/etc/group")
 fi
 echo "# tracecollect is uid $uid gid $gid"
+# "${with_group[@]}" CMD...: CMD where the group tracecollect exists (gid $gid).
+with_group=()
+if ! getent group tracecollect > /dev/null; then
+	{ cat /etc/group; echo "tracecollect:x:$gid:"; } > "$tmp/group"
+	with_group=(unshare -m sh -c 'mount --bind "$0" /etc/group && exec "$@"' "$tmp/group")
+fi
 chmod 0711 "$tmp"
-# StateDirectory= and RuntimeDirectory= (mode 0750, the user's); the key the
-# collector reads is its group's (as tracecollectd(8) says to set it up).
+# StateDirectory= and RuntimeDirectory= (mode 0750, the user's). The
+# collector's key: as tracecollect-certs makes it where the group exists.
 install -d -m 0750 -o "$uid" -g "$gid" "$tmp/state" "$tmp/run"
-chgrp "$gid" "$tmp/pki/server.key" && chmod 0640 "$tmp/pki/server.key"
+rm -f "$tmp/pki/server.key" "$tmp/pki/server.crt"
+"${with_group[@]}" "$top_srcdir/contrib/tracecollect-certs" -d "$tmp/pki" server localhost 127.0.0.1 \
+	> "$tmp/certs.log" 2>&1 || { cat "$tmp/certs.log"; echo "FAIL: tracecollect-certs server"; exit 1; }
+check "tracecollect-certs server: server.key is 0640, group tracecollect ($(stat -c '%a %u:%g' "$tmp/pki/server.key"))" \
+	'[ "$(stat -c "%a %u:%g" "$tmp/pki/server.key")" = "640 0:$gid" ]'
+check "and says so" 'grep -q "server.key.*group tracecollect" "$tmp/certs.log"'
 set_key "$cconf" listen 127.0.0.1:0
-set_key "$cconf" query tcp://127.0.0.1:0
+# The default endpoint, ipc:///run/tracecollect/query.sock, in our
+# RuntimeDirectory; query-group is left at its default (tracecollect).
+set_key "$cconf" query "ipc://$tmp/run/query.sock"
 set_key "$cconf" db "$tmp/state/trace.db"
 set_key "$cconf" cert "$tmp/pki/server.crt"
 set_key "$cconf" key "$tmp/pki/server.key"
@@ -139,9 +157,9 @@ for _ in $(seq 100); do [ -S "$tmp/notify.sock" ] && break; sleep 0.1; done
 run_as_unit() {
 	local log=$1; shift
 	: > "$log"
-	(umask 0027; cd / && exec env -i PATH=/usr/bin:/bin NOTIFY_SOCKET="$tmp/notify.sock" \
-		WATCHDOG_USEC=1000000 JOURNAL_STREAM="$(stat -c %d:%i "$log")" \
-		setpriv --reuid="$uid" --regid="$gid" --clear-groups --inh-caps=-all \
+	(umask 0027; cd / && exec "${with_group[@]}" env -i PATH=/usr/bin:/bin \
+		NOTIFY_SOCKET="$tmp/notify.sock" WATCHDOG_USEC=1000000 \
+		JOURNAL_STREAM="$(stat -c %d:%i "$log")" setpriv --reuid="$uid" --regid="$gid" --clear-groups --inh-caps=-all \
 		--bounding-set=-all --no-new-privs "$@") 2>> "$log" &
 }
 # The unit's ExecStart, with $dest before the program and the config.
@@ -186,10 +204,20 @@ check "the agent (capabilities ${caps//+/}) ran and exited 0 (got $arc)" \
 	'[ "$arc" = 0 ] || { cat "$tmp/agent.out"; false; }'
 check "the agent's DONE covers what it shipped" 'tc_done_covers "$tmp/agent.out"'
 check "its instance is gone" '[ ! -e "$tracing/instances/tc-service-$$" ]'
+check "the query socket is $tmp/run/query.sock, mode 0660, group tracecollect" \
+	'[ "$query" = "ipc://$tmp/run/query.sock" ] &&
+	 [ "$(stat -c "%a %g" "$tmp/run/query.sock")" = "660 $gid" ]'
 n=$(setpriv --reuid=65534 --regid=65534 --groups="$gid" --inh-caps=-all --no-new-privs \
 	"$dest$bindir/traceq" --server "$query" --sync -t 120000 --count sched_switch 2>&1)
 check "a member of the group counts the sched_switch rows ($n)" \
 	'[ -n "$n" ] && [ "$n" -gt 0 ] 2>/dev/null'
+check "its query is logged with its uid" \
+	'grep -q "query from uid 65534 .*sched_switch" "$tmp/collector.log"'
+out=$(setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all --no-new-privs \
+	"$dest$bindir/traceq" --server "$query" -t 5000 --count sched_switch 2>&1)
+qrc=$?
+check "a user not in the group is refused (exit $qrc: $out)" \
+	'[ "$qrc" = 1 ] && ! [ "$out" -ge 0 ] 2>/dev/null'
 
 run_as_unit "$tmp/second.log" "${cmd[@]}"
 second_pid=$!
