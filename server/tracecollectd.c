@@ -50,6 +50,7 @@
 #define QUEUE_BYTES	(64u << 20)
 #define MAX_FILTERS	1024
 #define MAX_HOSTMAPS	1024
+#define MAX_SCOPES	1024	/* --scope options */
 #define EXPIRY_WARN_DAYS	30	/* warn this long before a certificate expires */
 #define COLLECTOR_TRIM_BYTES	(64 << 20)	/* freed heap kept, at most (mallopt) */
 #define COLLECTOR_MMAP_BYTES	(4 << 20)	/* allocations mmap()ed from this size */
@@ -60,7 +61,9 @@ struct settings {
 	char *query_group;		/* the ipc socket's group */
 	char *query_tls;		/* HOST:PORT of the TLS query port */
 	char *query_ca;			/* CA of query clients; NULL: ca */
-	struct qauth_scopes scopes;	/* scope = IDENTITY GLOBS */
+	struct qauth_scopes scopes;	/* scope = IDENTITY GLOBS: config file, then command line */
+	char *cli_scopes[MAX_SCOPES];	/* --scope values, kept for reloads */
+	size_t ncli_scopes;
 	char scope_err[512];
 	char *db;
 	char *cert, *key, *ca;
@@ -133,7 +136,8 @@ static void usage(FILE *f)
 "                           collector's uid see every host, other local users\n"
 "                           (who got through the socket's mode) every host, a\n"
 "                           certificate none. Every query is logged: who, what,\n"
-"                           how many rows\n"
+"                           how many rows. Read again on SIGHUP (config file,\n"
+"                           then --scope): the next queries see the new scopes\n"
 "      --query-threads N    queries answered at once, each by a thread with its\n"
 "                           own database reader (default 4, at most 64); more\n"
 "                           wait their turn\n"
@@ -279,10 +283,12 @@ static void usage(FILE *f)
 "  -V, --version            print the version\n"
 "\n"
 "Signals: SIGINT/SIGTERM commit what was received and exit; SIGHUP re-reads\n"
-"the filter rules, host limits and host-map entries (config file, then the\n"
-"command line; a bad rule or entry keeps the old ones) and the certificate,\n"
-"key, CA and CRL files (new connections use them; connected agents stay;\n"
-"unreadable files keep the old ones). The collector warns in its log when\n"
+"the filter rules, host limits, host-map entries and query scopes (config\n"
+"file, then the command line; a bad rule, entry or scope line keeps the old\n"
+"ones) and the certificate, key, CA and CRL files, for the agent port and the\n"
+"TLS query port (new connections use them; connected agents stay;\n"
+"unreadable files keep the old ones). The query endpoint, its group and\n"
+"--query-tls are read at start only. The collector warns in its log when\n"
 "its own certificate, a CA certificate or a CRL expires within 30 days: at\n"
 "start, on SIGHUP and once a day.\n"
 "\n"
@@ -537,6 +543,8 @@ static void settings_free(struct settings *s)
 	free(s->listen); free(s->query); free(s->db); free(s->journal_dir);
 	free(s->query_group); free(s->query_tls); free(s->query_ca);
 	qauth_scopes_free(&s->scopes);
+	for (size_t i = 0; i < s->ncli_scopes; i++)
+		free(s->cli_scopes[i]);
 	free(s->cert); free(s->key); free(s->ca); free(s->crl); free(s->ready_file);
 	free(s->group);
 	hostmap_free(s->hostmap);
@@ -574,10 +582,20 @@ static int settings_defaults(struct settings *s)
 	return ret;
 }
 
-/* A command-line setting: checked like the file's; --filter is kept for reloads. */
+/*
+ * A command-line setting: checked like the file's; --filter, --scope and
+ * the host ones are kept for reloads.
+ */
 static int apply_option(struct settings *s, const char *key, const char *value)
 {
 	int ret = apply(s, key, value);
+
+	if (ret == 0 && !strcmp(key, "scope")) {
+		if (s->ncli_scopes >= MAX_SCOPES)
+			ret = TC_ERR_TOO_LONG;
+		else if (!(s->cli_scopes[s->ncli_scopes++] = strdup(value)))
+			ret = -ENOMEM;
+	}
 
 	if (ret == 0 && !strcmp(key, "filter") && s->ncli_filters < MAX_FILTERS &&
 	    !(s->cli_filters[s->ncli_filters++] = strdup(value)))
@@ -800,42 +818,40 @@ static int write_ready_file(const char *path, const char *listen, const char *qu
 }
 
 /*
- * SIGHUP: build the filter table and the host map again from the config
- * file and the --filter and --host-map options; on any error keep the
- * current ones and say where.
+ * SIGHUP: build the filter table, the host map and the query scopes again
+ * into @n (zeroed; the caller takes what it wants, then settings_free())
+ * from the config file and the --filter, --host-map and --scope options;
+ * on any error the caller keeps the current ones, and the log says where.
  */
-static int reload_rules(const struct settings *cur, struct filter_table **out,
-			struct hostmap **map)
+static int reload_rules(const struct settings *cur, struct settings *n)
 {
-	struct settings n = { 0 };
+	static const char keep[] = "keeping the current filters, host map and scopes";
 	char errbuf[512];
 	int ret = 0;
 
 	if (cur->config)
-		ret = config_parse_file(cur->config, apply_cb, &n, errbuf, sizeof(errbuf));
+		ret = config_parse_file(cur->config, apply_cb, n, errbuf, sizeof(errbuf));
 	if (ret < 0)
-		log_err("reload: %s; keeping the current filters and host map\n%s%s", errbuf,
-			n.filter_err, n.hostmap_err);
+		log_err("reload: %s; %s\n%s%s%s", errbuf, keep, n->filter_err, n->hostmap_err,
+			n->scope_err);
 	for (size_t i = 0; ret == 0 && i < cur->ncli_filters; i++) {
-		ret = add_filter(&n, cur->cli_filters[i]);
+		ret = add_filter(n, cur->cli_filters[i]);
 		if (ret < 0)
-			log_err("reload: --filter: %s; keeping the current filters\n%s",
-				tc_strerror(ret), n.filter_err);
+			log_err("reload: --filter: %s; %s\n%s", tc_strerror(ret), keep,
+				n->filter_err);
 	}
 	for (size_t i = 0; ret == 0 && i < cur->ncli_hostmaps; i++) {
-		ret = hostmap_add(&n.hostmap, cur->cli_hostmaps[i], n.hostmap_err,
-				  sizeof(n.hostmap_err));
+		ret = hostmap_add(&n->hostmap, cur->cli_hostmaps[i], n->hostmap_err,
+				  sizeof(n->hostmap_err));
 		if (ret < 0)
-			log_err("reload: --host-map: %s", n.hostmap_err);
+			log_err("reload: --host-map: %s; %s", n->hostmap_err, keep);
 	}
-	if (ret == 0) {
-		*out = filter_table_ref(n.filters);
-		*map = n.hostmap;
-		n.hostmap = NULL;
-		log_info("reload: %zu filter rule(s) in effect; %zu host-map entries",
-			 filter_table_count(n.filters), hostmap_count(*map));
+	for (size_t i = 0; ret == 0 && i < cur->ncli_scopes; i++) {
+		ret = qauth_scope_parse(&n->scopes, cur->cli_scopes[i], n->scope_err,
+					sizeof(n->scope_err));
+		if (ret < 0)
+			log_err("reload: --scope: %s; %s", n->scope_err, keep);
 	}
-	settings_free(&n);
 	return ret;
 }
 
@@ -935,16 +951,23 @@ static void reload_tls(struct collector *col, struct queryd *qd, const struct se
 static void hup_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct hup_ctx *h = arg;
-	struct filter_table *fs = NULL;
-	struct hostmap *map = NULL;
+	struct settings n = { 0 };
+	size_t nscopes;
 
-	if (reload_rules(h->s, &fs, &map) == 0) {
-		ingest_set_filters(h->col->ing, fs);
+	if (reload_rules(h->s, &n) == 0) {
+		ingest_set_filters(h->col->ing, n.filters);
 		hostmap_free(h->s->hostmap);
-		h->s->hostmap = map;
-		h->col->hostmap = map;
+		h->s->hostmap = n.hostmap;
+		h->col->hostmap = n.hostmap;
+		n.hostmap = NULL;
+		nscopes = n.scopes.n;
+		if (h->qd && queryd_set_scopes(h->qd, &n.scopes) < 0)
+			log_err("reload: out of memory: keeping the current scopes");
+		log_info("reload: %zu filter rule(s) in effect; %zu host-map entries; "
+			 "%zu scope line(s)", filter_table_count(n.filters),
+			 hostmap_count(h->col->hostmap), nscopes);
 	}
-	filter_table_unref(fs);
+	settings_free(&n);
 	if (h->col->hl)
 		reload_host_limits(h->s, h->col);
 	reload_tls(h->col, h->qd, h->s);
