@@ -1298,6 +1298,11 @@ int queryd_tls_reload(struct queryd *qd, const struct tls_files *files, char *er
 	return qd && qd->tls ? qtls_reload(qd->tls, files, err, errlen) : 0;
 }
 
+int queryd_tls_expiry(struct queryd *qd, int days, tls_expiry_fn fn, void *arg)
+{
+	return qd && qd->tls ? qtls_expiry(qd->tls, days, fn, arg) : 0;
+}
+
 const char *queryd_tls_bound(const struct queryd *qd)
 {
 	return qd && qd->tls ? qd->tls_bound : NULL;

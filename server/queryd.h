@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/tls.h"
+
 struct queryd;
 struct qauth_scopes;
 struct tls_files;
@@ -93,6 +95,13 @@ int queryd_tls_reload(struct queryd *qd, const struct tls_files *files, char *er
  * Return: 0; -ENOMEM, and nothing changed.
  */
 int queryd_set_scopes(struct queryd *qd, struct qauth_scopes *sc);
+
+/*
+ * queryd_tls_expiry - tls_ctx_expiry() (proto/tls.h) on the TLS query
+ * port's certificates, CA and CRLs. Return: how many @fn got; 0 without
+ * a TLS port.
+ */
+int queryd_tls_expiry(struct queryd *qd, int days, tls_expiry_fn fn, void *arg);
 
 /* queryd_tls_bound - HOST:PORT the TLS query port listens on; NULL: none. */
 const char *queryd_tls_bound(const struct queryd *qd);

@@ -894,10 +894,13 @@ struct hup_ctx {
 	struct queryd *qd;		/* its TLS query port reloads too */
 };
 
+/* @arg: NULL, or the only kind (@what) to warn about. */
 static void expiry_warn(void *arg, const char *what, const char *name, long days_left)
 {
 	char esc[LOG_ESC_LEN];
 
+	if (arg && strcmp(arg, what))
+		return;
 	log_escape(name, esc, sizeof(esc));
 	if (days_left <= 0)
 		log_warn("TLS: the %s of %s has expired%s: renew it (tracecollect-certs) and "
@@ -908,11 +911,23 @@ static void expiry_warn(void *arg, const char *what, const char *name, long days
 			 "and send SIGHUP", what, esc, days_left, days_left == 1 ? "" : "s");
 }
 
-/* Warn about what expires within EXPIRY_WARN_DAYS (start, SIGHUP, daily). */
-static void check_expiry(struct collector *col)
+/*
+ * Warn about what expires within EXPIRY_WARN_DAYS (start, SIGHUP, daily):
+ * the agent port's certificate, CAs and CRLs; of the TLS query port's,
+ * the CA certificates of a --query-ca of its own (its certificate and
+ * CRLs are the same files), or everything without TLS on the agent port
+ * (--insecure-plain).
+ */
+static void check_expiry(struct hup_ctx *h)
 {
-	if (col->tls)
-		tls_ctx_expiry(col->tls, EXPIRY_WARN_DAYS, expiry_warn, NULL);
+	const struct settings *s = h->s;
+	bool own_ca = s->query_ca && (!s->ca || strcmp(s->query_ca, s->ca));
+
+	if (h->col->tls)
+		tls_ctx_expiry(h->col->tls, EXPIRY_WARN_DAYS, expiry_warn, NULL);
+	if (!h->col->tls || own_ca)
+		queryd_tls_expiry(h->qd, EXPIRY_WARN_DAYS, expiry_warn,
+				  h->col->tls ? (void *)"CA certificate" : NULL);
 }
 
 static void daily_cb(evutil_socket_t fd, short what, void *arg)
@@ -971,7 +986,7 @@ static void hup_cb(evutil_socket_t sig, short what, void *arg)
 	if (h->col->hl)
 		reload_host_limits(h->s, h->col);
 	reload_tls(h->col, h->qd, h->s);
-	check_expiry(h->col);
+	check_expiry(h);
 }
 
 /* The field indexes of the settings (or the defaults) on @st, with a log line. */
@@ -1236,10 +1251,10 @@ static int run(struct settings *s)
 	sigs[2] = evsignal_new(col.base, SIGHUP, hup_cb, &hup);
 	for (int i = 0; i < 3; i++)
 		event_add(sigs[i], NULL);
-	hup.daily = event_new(col.base, -1, EV_PERSIST, daily_cb, &col);
+	hup.daily = event_new(col.base, -1, EV_PERSIST, daily_cb, &hup);
 	if (hup.daily)
 		event_add(hup.daily, &(struct timeval){ .tv_sec = 86400 });
-	check_expiry(&col);
+	check_expiry(&hup);
 	if (s->ready_file && (ret = write_ready_file(s->ready_file, bound, qurl,
 							       queryd_tls_bound(qd))) < 0) {
 		log_err("--ready-file %s: %s", s->ready_file, tc_strerror(ret));
