@@ -103,7 +103,8 @@ check "-s tls://HOST:PORT is the TLS port too ($n)" '[ "$n" = "$web" ]'
 pki="$tmp/other"
 as mallory --count sched_switch > "$tmp/mallory.out" 2> "$tmp/mallory.err"; rc=$?
 check "a certificate from another CA gets nothing (exit $rc: $(head -c 300 "$tmp/mallory.err"))" \
-	'[ "$rc" != 0 ] && [ ! -s "$tmp/mallory.out" ]'
+	'[ "$rc" != 0 ] && [ ! -s "$tmp/mallory.out" ] &&
+	 grep -q "refused this client.s certificate (--cert):.*unknown ca" "$tmp/mallory.err"'
 for _ in $(seq 50); do grep -q "refused: TLS handshake failed" "$tmp/collector.log" && break; sleep 0.1; done
 check "the collector logs the refusal and why" \
 	'grep -q "query client .* refused: TLS handshake failed: .*certificate verify failed" \
@@ -120,7 +121,8 @@ check "queries are logged with the certificate" \
 pki="$tmp/pki/revoked"
 as dave --count sched_switch > "$tmp/dave.out" 2> "$tmp/dave.err"; rc=$?
 check "dave's revoked certificate gets nothing (exit $rc: $(head -c 300 "$tmp/dave.err"))" \
-	'[ "$rc" = 1 ] && [ ! -s "$tmp/dave.out" ] && grep -q "certificate revoked" "$tmp/dave.err"'
+	'[ "$rc" = 1 ] && [ ! -s "$tmp/dave.out" ] &&
+	 grep -q "refused this client.s certificate (--cert):.*certificate revoked" "$tmp/dave.err"'
 for _ in $(seq 50); do grep -q "refused: .*certificate revoked" "$tmp/collector.log" && break; sleep 0.1; done
 check "the collector logs it as revoked" \
 	'grep -q "query client .* refused: TLS handshake failed: .*certificate revoked" "$tmp/collector.log"'
@@ -156,7 +158,8 @@ revoked0=$(grep -c "query client .* refused: .*certificate revoked" "$tmp/collec
 pki="$tmp/pki/revoked"
 as erin --count sched_switch > "$tmp/erin.out" 2> "$tmp/erin.err"; rc=$?
 check "after SIGHUP erin is refused (exit $rc: $(head -c 300 "$tmp/erin.err"))" \
-	'[ "$rc" = 1 ] && [ ! -s "$tmp/erin.out" ] && grep -q "certificate revoked" "$tmp/erin.err"'
+	'[ "$rc" = 1 ] && [ ! -s "$tmp/erin.out" ] &&
+	 grep -q "refused this client.s certificate (--cert):.*certificate revoked" "$tmp/erin.err"'
 for _ in $(seq 50); do
 	[ "$(grep -c "query client .* refused: .*certificate revoked" "$tmp/collector.log")" -gt "$revoked0" ] && break
 	sleep 0.1
