@@ -27,6 +27,10 @@
  * Who asks: each slot carries its request's identity (struct qauth_who:
  * the ipc peer's uid, a client certificate's CN); a worker turns it into
  * the hosts that identity may read (server/qauth.h) and logs the query.
+ * The scope rules are a counted set (struct qscopes): a worker holds a
+ * reference for the whole request, since the store reads with globs that
+ * point into it, and queryd_set_scopes() swaps in a new set for the
+ * requests after it (a SIGHUP), the old one freed by its last reader.
  *
  * Each request is parsed again here (a client is never trusted), the
  * filter is bound to the event's stored fields, and the store is asked
@@ -103,6 +107,13 @@ struct qlist {
 	size_t n;
 };
 
+/* The scope rules requests read under; freed with its last reference. */
+struct qscopes {
+	const struct qauth_scopes *sc;	/* the rules: the caller's o->scopes, or &own */
+	struct qauth_scopes own;	/* from queryd_set_scopes() */
+	unsigned refs;			/* under queryd.scope_lock: the endpoint's, requests' */
+};
+
 struct queryd {
 	nng_socket sock;
 	bool sock_open;
@@ -123,7 +134,56 @@ struct queryd {
 	struct queryd_ingest ingest;	/* --sync, backlog; zeroed: none */
 	struct qtls *tls;		/* the TLS query port; NULL: none */
 	char tls_bound[128];		/* its HOST:PORT as bound */
+	pthread_mutex_t scope_lock;	/* scopes, and every qscopes' refs */
+	struct qscopes *scopes;		/* the rules new requests read under */
 };
+
+/* ---- the scope rules, counted ---- */
+
+/* The rules in effect; the caller reads under them until scopes_put(). */
+static struct qscopes *scopes_get(struct queryd *qd)
+{
+	struct qscopes *s;
+
+	pthread_mutex_lock(&qd->scope_lock);
+	s = qd->scopes;
+	s->refs++;
+	pthread_mutex_unlock(&qd->scope_lock);
+	return s;
+}
+
+static void scopes_put(struct queryd *qd, struct qscopes *s)
+{
+	bool last;
+
+	if (!s)
+		return;
+	pthread_mutex_lock(&qd->scope_lock);
+	last = --s->refs == 0;
+	pthread_mutex_unlock(&qd->scope_lock);
+	if (last) {
+		qauth_scopes_free(&s->own);
+		free(s);
+	}
+}
+
+int queryd_set_scopes(struct queryd *qd, struct qauth_scopes *sc)
+{
+	struct qscopes *n = calloc(1, sizeof(*n)), *old;
+
+	if (!n)
+		return -ENOMEM;
+	n->own = *sc;
+	*sc = (struct qauth_scopes){ 0 };
+	n->sc = &n->own;
+	n->refs = 1;
+	pthread_mutex_lock(&qd->scope_lock);
+	old = qd->scopes;
+	qd->scopes = n;
+	pthread_mutex_unlock(&qd->scope_lock);
+	scopes_put(qd, old);
+	return 0;
+}
 
 /* ---- the collector's ingest, held while in use ---- */
 
@@ -640,12 +700,13 @@ static void log_query(const struct qauth_who *who, const struct qmsg_request *r,
  * The hosts @who may read into @scope (globs in @globs[STORE_SCOPE_MAX]);
  * NULL: every host.
  */
-static const struct store_scope *scope_for(struct queryd *qd, const struct qauth_who *who,
-					   const char **globs, struct store_scope *scope)
+static const struct store_scope *scope_for(const struct qscopes *rules,
+					   const struct qauth_who *who, const char **globs,
+					   struct store_scope *scope)
 {
 	bool all = false;
 
-	int ret = qauth_scope_of(qd->o.scopes, who, &all, globs, STORE_SCOPE_MAX, &scope->n);
+	int ret = qauth_scope_of(rules->sc, who, &all, globs, STORE_SCOPE_MAX, &scope->n);
 
 	if (ret < 0) {
 		log_warn("scope: %s: this request sees no host",
@@ -669,11 +730,12 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 	struct store_scope scope;
 	struct compiled c = { 0 };
 	struct store_query hosts = { .host_glob = r->host };
+	struct qscopes *rules = scopes_get(wk->qd);	/* globs point into it */
 	uint64_t rows = 0;
 	char result[600];
 	int ret;
 
-	hosts.scope = scope_for(wk->qd, who, globs, &scope);
+	hosts.scope = scope_for(rules, who, globs, &scope);
 	if (r->op == QOP_STATS)
 		ret = run_stats(wk, &hosts, out, &rows);
 	else if (r->op == QOP_DROPS)
@@ -700,6 +762,7 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 	}
 	log_query(who, r, result, t0);
 	compiled_free(&c);
+	scopes_put(wk->qd, rules);
 }
 
 /* ---- slots: one request in flight each ---- */
@@ -1229,6 +1292,8 @@ static void queryd_free(struct queryd *qd)
 	pthread_mutex_destroy(&qd->ingest_lock);
 	pthread_cond_destroy(&qd->ingest_idle);
 	qtls_free(qd->tls);
+	scopes_put(qd, qd->scopes);
+	pthread_mutex_destroy(&qd->scope_lock);
 	free(qd);
 }
 
@@ -1245,9 +1310,14 @@ int queryd_start(const char *url, const char *db_path, const struct queryd_opts 
 	    o->sync_max_ms < 1 || o->sync_max_ms > QUERYD_SYNC_MAX_MS_MAX)
 		return -EINVAL;
 	qd = calloc(1, sizeof(*qd));
-	if (!qd)
+	if (!qd || !(qd->scopes = calloc(1, sizeof(*qd->scopes)))) {
+		free(qd);
 		return -ENOMEM;
+	}
 	qd->o = *o;
+	qd->scopes->sc = o->scopes;	/* the caller's, kept until queryd_stop() */
+	qd->scopes->refs = 1;
+	pthread_mutex_init(&qd->scope_lock, NULL);
 	qd->run.tail = &qd->run.head;
 	qd->sync.tail = &qd->sync.head;
 	pthread_mutex_init(&qd->lock, NULL);
@@ -1275,6 +1345,11 @@ int queryd_tls_reload(struct queryd *qd, const struct tls_files *files, char *er
 		      size_t errlen)
 {
 	return qd && qd->tls ? qtls_reload(qd->tls, files, err, errlen) : 0;
+}
+
+int queryd_tls_expiry(struct queryd *qd, int days, tls_expiry_fn fn, void *arg)
+{
+	return qd && qd->tls ? qtls_expiry(qd->tls, days, fn, arg) : 0;
 }
 
 const char *queryd_tls_bound(const struct queryd *qd)

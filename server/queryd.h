@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto/tls.h"
+
 struct queryd;
 struct qauth_scopes;
 struct tls_files;
@@ -34,7 +36,8 @@ struct queryd_opts {
 	 * when missing, 0750 with that group.
 	 */
 	const char *group;
-	const struct qauth_scopes *scopes;	/* who sees which hosts; NULL: none */
+	/* who sees which hosts (NULL: no rules); until queryd_stop() or queryd_set_scopes() */
+	const struct qauth_scopes *scopes;
 	const char *tls_listen;		/* HOST:PORT of the TLS query port; NULL: none */
 	const struct tls_files *tls;	/* its certificate, key and CA (tls_listen) */
 };
@@ -84,6 +87,21 @@ void queryd_set_ingest(struct queryd *qd, const struct queryd_ingest *in);
 struct tls_files;
 int queryd_tls_reload(struct queryd *qd, const struct tls_files *files, char *err,
 		      size_t errlen);
+
+/*
+ * queryd_set_scopes - the requests that come after it read under the
+ * rules of @sc, which move into the endpoint (@sc is left empty); requests
+ * being answered finish under the rules they started with. Any thread.
+ * Return: 0; -ENOMEM, and nothing changed.
+ */
+int queryd_set_scopes(struct queryd *qd, struct qauth_scopes *sc);
+
+/*
+ * queryd_tls_expiry - tls_ctx_expiry() (proto/tls.h) on the TLS query
+ * port's certificates, CA and CRLs. Return: how many @fn got; 0 without
+ * a TLS port.
+ */
+int queryd_tls_expiry(struct queryd *qd, int days, tls_expiry_fn fn, void *arg);
 
 /* queryd_tls_bound - HOST:PORT the TLS query port listens on; NULL: none. */
 const char *queryd_tls_bound(const struct queryd *qd);

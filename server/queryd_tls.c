@@ -413,6 +413,20 @@ int qtls_reload(struct qtls *t, const struct tls_files *files, char *err, size_t
 	return 0;
 }
 
+int qtls_expiry(struct qtls *t, int days, tls_expiry_fn fn, void *arg)
+{
+	SSL_CTX *ctx;
+	int n;
+
+	pthread_mutex_lock(&t->lock);
+	ctx = t->ctx;
+	SSL_CTX_up_ref(ctx);	/* a qtls_reload() meanwhile frees only its own */
+	pthread_mutex_unlock(&t->lock);
+	n = tls_ctx_expiry(ctx, days, fn, arg);
+	SSL_CTX_free(ctx);
+	return n;
+}
+
 void qtls_stop(struct qtls *t)
 {
 	if (!t || atomic_exchange(&t->stop, true))

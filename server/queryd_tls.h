@@ -22,6 +22,7 @@
 #include <stddef.h>
 
 #include "proto/msg.h"
+#include "proto/tls.h"
 
 #define QTLS_MAX_CONNS		32	/* TLS query connections at once; more are closed */
 #define QTLS_HANDSHAKE_MS	10000	/* the handshake and each request's bytes */
@@ -67,6 +68,9 @@ void qtls_reply(struct qtls_conn *conn, const struct proto_buf *out);
  * context stays. Return: 0; TC_ERR_TLS with @err filled.
  */
 int qtls_reload(struct qtls *t, const struct tls_files *files, char *err, size_t errlen);
+
+/* qtls_expiry - tls_ctx_expiry() on the context new connections use. */
+int qtls_expiry(struct qtls *t, int days, tls_expiry_fn fn, void *arg);
 
 /*
  * qtls_stop - close the port and every connection, and join their

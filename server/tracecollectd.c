@@ -50,8 +50,9 @@
 #define QUEUE_BYTES	(64u << 20)
 #define MAX_FILTERS	1024
 #define MAX_HOSTMAPS	1024
-/* command-line values SIGHUP applies again: --filter, --host-map, --host-* */
-#define MAX_KEPT	(2 * MAX_FILTERS + MAX_HOSTMAPS)
+#define MAX_SCOPES	1024	/* --scope options */
+/* command-line values SIGHUP applies again: --filter, --host-map, --host-*, --scope */
+#define MAX_KEPT	(2 * MAX_FILTERS + MAX_HOSTMAPS + MAX_SCOPES)
 #define EXPIRY_WARN_DAYS	30	/* warn this long before a certificate expires */
 #define COLLECTOR_TRIM_BYTES	(64 << 20)	/* freed heap kept, at most (mallopt) */
 #define COLLECTOR_MMAP_BYTES	(4 << 20)	/* allocations mmap()ed from this size */
@@ -62,7 +63,7 @@ struct settings {
 	char *query_group;		/* the ipc socket's group */
 	char *query_tls;		/* HOST:PORT of the TLS query port */
 	char *query_ca;			/* CA of query clients; NULL: ca */
-	struct qauth_scopes scopes;	/* scope = IDENTITY GLOBS */
+	struct qauth_scopes scopes;	/* scope = IDENTITY GLOBS: config file, then command line */
 	char scope_err[512];
 	char *db;
 	char *cert, *key, *ca;
@@ -133,7 +134,8 @@ static void usage(FILE *f)
 "                           collector's uid see every host, other local users\n"
 "                           (who got through the socket's mode) every host, a\n"
 "                           certificate none. Every query is logged: who, what,\n"
-"                           how many rows\n"
+"                           how many rows. Read again on SIGHUP (config file,\n"
+"                           then --scope): the next queries see the new scopes\n"
 "      --query-threads N    queries answered at once, each by a thread with its\n"
 "                           own database reader (default 4, at most 64); more\n"
 "                           wait their turn\n"
@@ -279,10 +281,12 @@ static void usage(FILE *f)
 "  -V, --version            print the version\n"
 "\n"
 "Signals: SIGINT/SIGTERM commit what was received and exit; SIGHUP re-reads\n"
-"the filter rules, host limits and host-map entries (config file, then the\n"
-"command line; a bad rule or entry keeps the old ones) and the certificate,\n"
-"key, CA and CRL files (new connections use them; connected agents stay;\n"
-"unreadable files keep the old ones). The collector warns in its log when\n"
+"the filter rules, host limits, host-map entries and query scopes (config\n"
+"file, then the command line; a bad rule, entry or scope line keeps the old\n"
+"ones) and the certificate, key, CA and CRL files, for the agent port and the\n"
+"TLS query port (new connections use them; connected agents stay;\n"
+"unreadable files keep the old ones). The query endpoint, its group and\n"
+"--query-tls are read at start only. The collector warns in its log when\n"
 "its own certificate, a CA certificate or a CRL expires within 30 days: at\n"
 "start, on SIGHUP and once a day.\n"
 "\n"
@@ -574,7 +578,7 @@ static int settings_defaults(struct settings *s)
 static bool reloaded_key(const char *key)
 {
 	static const char *const keys[] = {
-		"filter", "host-map", "host-rate", "host-quota", "host-limit",
+		"filter", "host-map", "host-rate", "host-quota", "host-limit", "scope",
 	};
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
@@ -832,7 +836,7 @@ static int settings_reread(const struct settings *cur, struct settings *n)
 				 tc_strerror(ret));
 	}
 	if (ret < 0)
-		log_err("reload: %s; keeping the current filters, host map and host limits\n%s",
+		log_err("reload: %s; keeping the current filters, host map, host limits and scopes\n%s",
 			errbuf, settings_errs(n, true, errs, sizeof(errs)));
 	return ret;
 }
@@ -859,10 +863,13 @@ struct hup_ctx {
 	struct queryd *qd;		/* its TLS query port reloads too */
 };
 
+/* @arg: NULL, or the only kind (@what) to warn about. */
 static void expiry_warn(void *arg, const char *what, const char *name, long days_left)
 {
 	char esc[LOG_ESC_LEN];
 
+	if (arg && strcmp(arg, what))
+		return;
 	log_escape(name, esc, sizeof(esc));
 	if (days_left <= 0)
 		log_warn("TLS: the %s of %s has expired%s: renew it (tracecollect-certs) and "
@@ -873,11 +880,23 @@ static void expiry_warn(void *arg, const char *what, const char *name, long days
 			 "and send SIGHUP", what, esc, days_left, days_left == 1 ? "" : "s");
 }
 
-/* Warn about what expires within EXPIRY_WARN_DAYS (start, SIGHUP, daily). */
-static void check_expiry(struct collector *col)
+/*
+ * Warn about what expires within EXPIRY_WARN_DAYS (start, SIGHUP, daily):
+ * the agent port's certificate, CAs and CRLs; of the TLS query port's,
+ * the CA certificates of a --query-ca of its own (its certificate and
+ * CRLs are the same files), or everything without TLS on the agent port
+ * (--insecure-plain).
+ */
+static void check_expiry(struct hup_ctx *h)
 {
-	if (col->tls)
-		tls_ctx_expiry(col->tls, EXPIRY_WARN_DAYS, expiry_warn, NULL);
+	const struct settings *s = h->s;
+	bool own_ca = s->query_ca && (!s->ca || strcmp(s->query_ca, s->ca));
+
+	if (h->col->tls)
+		tls_ctx_expiry(h->col->tls, EXPIRY_WARN_DAYS, expiry_warn, NULL);
+	if (!h->col->tls || own_ca)
+		queryd_tls_expiry(h->qd, EXPIRY_WARN_DAYS, expiry_warn,
+				  h->col->tls ? (void *)"CA certificate" : NULL);
 }
 
 static void daily_cb(evutil_socket_t fd, short what, void *arg)
@@ -917,6 +936,7 @@ static void hup_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct hup_ctx *h = arg;
 	struct settings n = { 0 };
+	size_t nscopes;
 
 	if (settings_reread(h->s, &n) == 0) {
 		ingest_set_filters(h->col->ing, n.filters);
@@ -924,14 +944,18 @@ static void hup_cb(evutil_socket_t sig, short what, void *arg)
 		h->s->hostmap = n.hostmap;
 		h->col->hostmap = n.hostmap;
 		n.hostmap = NULL;
-		log_info("reload: %zu filter rule(s) in effect; %zu host-map entries",
-			 filter_table_count(n.filters), hostmap_count(h->s->hostmap));
+		nscopes = n.scopes.n;
+		if (h->qd && queryd_set_scopes(h->qd, &n.scopes) < 0)
+			log_err("reload: out of memory: keeping the current scopes");
+		log_info("reload: %zu filter rule(s) in effect; %zu host-map entries; "
+			 "%zu scope line(s)", filter_table_count(n.filters),
+			 hostmap_count(h->s->hostmap), nscopes);
 		if (h->col->hl)
 			reload_host_limits(&n, h->col);
 	}
 	settings_free(&n);
 	reload_tls(h->col, h->qd, h->s);
-	check_expiry(h->col);
+	check_expiry(h);
 }
 
 /* The field indexes of the settings (or the defaults) on @st, with a log line. */
@@ -1196,10 +1220,10 @@ static int run(struct settings *s)
 	sigs[2] = evsignal_new(col.base, SIGHUP, hup_cb, &hup);
 	for (int i = 0; i < 3; i++)
 		event_add(sigs[i], NULL);
-	hup.daily = event_new(col.base, -1, EV_PERSIST, daily_cb, &col);
+	hup.daily = event_new(col.base, -1, EV_PERSIST, daily_cb, &hup);
 	if (hup.daily)
 		event_add(hup.daily, &(struct timeval){ .tv_sec = 86400 });
-	check_expiry(&col);
+	check_expiry(&hup);
 	if (s->ready_file && (ret = write_ready_file(s->ready_file, bound, qurl,
 							       queryd_tls_bound(qd))) < 0) {
 		log_err("--ready-file %s: %s", s->ready_file, tc_strerror(ret));

@@ -12,7 +12,15 @@
 #  - mallory, with a certificate from another CA, is refused: traceq
 #    fails and the collector logs "refused: TLS handshake failed";
 #  - -s tls://HOST:PORT is the same port; without --cert traceq exits 2;
-#  - queries are logged as "query from cert alice: ...".
+#  - queries are logged as "query from cert alice: ...";
+#  - revocation (--crl): dave, revoked before the start
+#    (tracecollect-certs revoke client-dave), is refused, and both traceq and
+#    the collector say "certificate revoked"; erin answers, is revoked, and
+#    after SIGHUP a new connection of hers is refused the same way while
+#    alice still answers;
+#  - scopes are read again on SIGHUP (config file, then --scope): carol,
+#    given tls-db1 by a line added to the -c file, sees only tls-db1 at the
+#    next query; a bad scope line keeps the scopes in effect, and says so.
 set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
@@ -23,14 +31,18 @@ tc_setup query-tls agent workload collector_pid
 
 certs="$top_srcdir/contrib/tracecollect-certs"
 tc_certs
-for n in tls-web1 tls-db1 alice bob carol; do
+for n in tls-web1 tls-db1 alice bob carol dave erin; do
 	"$certs" -d "$tmp/pki" client "$n" > /dev/null ||
 		{ echo "FAIL: certificate helper: client $n"; exit 1; }
 done
 "$certs" -d "$tmp/other" ca > /dev/null && "$certs" -d "$tmp/other" client mallory > /dev/null ||
 	{ echo "FAIL: certificate helper: another CA"; exit 1; }
 
-tc_start_collector --query-tls 127.0.0.1:0 --pushdown no \
+tc_certs_run revoke client-dave > "$tmp/revoke-dave.out" 2>&1 ||
+	{ cat "$tmp/revoke-dave.out"; echo "FAIL: tracecollect-certs revoke client-dave"; exit 1; }
+echo "# scope lines here are read again on SIGHUP" > "$tmp/collector.conf"
+tc_start_collector -c "$tmp/collector.conf" --crl "$tmp/pki/crl.pem" \
+	--query-tls 127.0.0.1:0 --pushdown no \
 	--filter 'sched:sched_switch prev_comm != "sleep"' \
 	--scope 'cert:alice tls-web*' --scope 'cert:bob tls-db1'
 qtls=$(sed -n 's/^query_tls=//p' "$tmp/ready")
@@ -78,7 +90,8 @@ check "-s tls://HOST:PORT is the TLS port too ($n)" '[ "$n" = "$web" ]'
 pki="$tmp/other"
 as mallory --count sched_switch > "$tmp/mallory.out" 2> "$tmp/mallory.err"; rc=$?
 check "a certificate from another CA gets nothing (exit $rc: $(head -c 300 "$tmp/mallory.err"))" \
-	'[ "$rc" != 0 ] && [ ! -s "$tmp/mallory.out" ]'
+	'[ "$rc" != 0 ] && [ ! -s "$tmp/mallory.out" ] &&
+	 grep -q "refused this client.s certificate (--cert):.*unknown ca" "$tmp/mallory.err"'
 for _ in $(seq 50); do grep -q "refused: TLS handshake failed" "$tmp/collector.log" && break; sleep 0.1; done
 check "the collector logs the refusal and why" \
 	'grep -q "query client .* refused: TLS handshake failed: .*certificate verify failed" \
@@ -90,6 +103,74 @@ check "queries are logged with the certificate" \
 	'grep -q "query from cert alice: count .sched_switch.: $web counted (scoped)" \
 	 "$tmp/collector.log" && grep -q "query from cert carol: count .*(scope: no host)" \
 	 "$tmp/collector.log"'
+
+# Revocation on the query port.
+pki="$tmp/pki/revoked"
+as dave --count sched_switch > "$tmp/dave.out" 2> "$tmp/dave.err"; rc=$?
+check "dave's revoked certificate gets nothing (exit $rc: $(head -c 300 "$tmp/dave.err"))" \
+	'[ "$rc" = 1 ] && [ ! -s "$tmp/dave.out" ] &&
+	 grep -q "refused this client.s certificate (--cert):.*certificate revoked" "$tmp/dave.err"'
+for _ in $(seq 50); do grep -q "refused: .*certificate revoked" "$tmp/collector.log" && break; sleep 0.1; done
+check "the collector logs it as revoked" \
+	'grep -q "query client .* refused: TLS handshake failed: .*certificate revoked" "$tmp/collector.log"'
+pki="$tmp/pki"
+n=$(as erin --count sched_switch 2> "$tmp/erin.err"); rc=$?
+check "erin, not revoked yet, is answered (exit $rc, count $n)" '[ "$rc" = 0 ] && [ "$n" = 0 ]'
+
+# hup PATTERN: SIGHUP the collector and wait until the log has one more line
+# matching PATTERN (the reload's), so the next query sees what it loaded
+hup() {
+	local before
+	before=$(grep -c "$1" "$tmp/collector.log")
+	kill -HUP "$collector_pid"
+	for _ in $(seq 100); do
+		[ "$(grep -c "$1" "$tmp/collector.log")" -gt "$before" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+tc_certs_run revoke client-erin > "$tmp/revoke-erin.out" 2>&1
+check "tracecollect-certs revoke client-erin revokes her query certificate" \
+	'[ -f "$tmp/pki/revoked/client-erin.crt" ] && [ ! -f "$tmp/pki/client-erin.crt" ] ||
+	 { cat "$tmp/revoke-erin.out"; false; }'
+tc_certs_run revoke client-erin > "$tmp/revoke-again.out" 2>&1; rc=$?
+check "revoking her again says she is revoked already (exit $rc)" \
+	'[ "$rc" = 1 ] && grep -q "client-erin.crt is revoked already" "$tmp/revoke-again.out"'
+tc_certs_run revoke bob > "$tmp/revoke-bob.out" 2>&1; rc=$?
+check "revoke bob (no agent-bob.crt) names revoke client-bob instead (exit $rc)" \
+	'[ "$rc" = 1 ] && grep -q "revoke client-bob" "$tmp/revoke-bob.out" &&
+	 [ -f "$tmp/pki/client-bob.crt" ]'
+check "SIGHUP reloads the CRL" 'hup "reload: certificate, key, CA and CRL reloaded"'
+revoked0=$(grep -c "query client .* refused: .*certificate revoked" "$tmp/collector.log")
+pki="$tmp/pki/revoked"
+as erin --count sched_switch > "$tmp/erin.out" 2> "$tmp/erin.err"; rc=$?
+check "after SIGHUP erin is refused (exit $rc: $(head -c 300 "$tmp/erin.err"))" \
+	'[ "$rc" = 1 ] && [ ! -s "$tmp/erin.out" ] &&
+	 grep -q "refused this client.s certificate (--cert):.*certificate revoked" "$tmp/erin.err"'
+for _ in $(seq 50); do
+	[ "$(grep -c "query client .* refused: .*certificate revoked" "$tmp/collector.log")" -gt "$revoked0" ] && break
+	sleep 0.1
+done
+check "... and the collector logs her refusal as revoked" \
+	'[ "$(grep -c "query client .* refused: .*certificate revoked" "$tmp/collector.log")" -gt "$revoked0" ]'
+pki="$tmp/pki"
+n=$(as alice --count sched_switch)
+check "alice, not revoked, still answered after the reload ($n)" '[ "$n" = "$web" ]'
+
+# Scopes read again on SIGHUP.
+echo "scope = cert:carol tls-db1" >> "$tmp/collector.conf"
+check "SIGHUP reads the scope lines again" 'hup "reload: .* scope line(s)"'
+n=$(as carol --count sched_switch)
+check "carol, given tls-db1 in the config file, now counts only its events ($n, want $db)" \
+	'[ "$n" = "$db" ]'
+as carol --stats > "$tmp/stats" 2>&1
+check "... and her --stats are tls-db1's" '[ -s "$tmp/stats" ] && ! grep -v "^host=tls-db1 " "$tmp/stats"'
+n=$(as alice --count sched_switch)
+check "alice keeps her --scope from the command line ($n)" '[ "$n" = "$web" ]'
+echo "scope = cert:carol" >> "$tmp/collector.conf"
+check "a bad scope line is logged on SIGHUP" 'hup "reload: .*keeping the current .*scopes"'
+n=$(as carol --count sched_switch)
+check "... and the scopes in effect stay ($n, want $db)" '[ "$n" = "$db" ]'
 
 if [ "$failed" != 0 ]; then
 	echo "--- collector (last 40 lines)"; tail -n 40 "$tmp/collector.log"

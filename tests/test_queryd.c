@@ -629,6 +629,51 @@ START_TEST(tls_port_splits_replies)
 }
 END_TEST
 
+/*
+ * queryd_set_scopes() (SIGHUP): the next request, even on a connection
+ * made before, reads under the new rules, which move into the endpoint;
+ * the start's rules stay the caller's.
+ */
+START_TEST(scopes_replaced_for_next_request)
+{
+	struct qmsg_request r = { .op = QOP_STATS };
+	struct qauth_scopes sc = { 0 }, next = { 0 };
+	struct qmsg_reply rep;
+	struct proto_buf b;
+	struct tlsconn *c;
+	char addr[128], err[256];
+
+	many_hosts(20);
+	TU_OK(qauth_scope_parse(&sc, "cert:alice big-1*", err, sizeof(err)));
+	start_tls(addr, sizeof(addr), &sc);
+	c = tls_client(addr);
+	proto_buf_init(&b);
+	TU_OK(qmsg_request_encode(&r, &b));
+	tls_ask(c, &b, &rep);
+	ck_assert_msg(rep.ok, "%s", rep.error);
+	ck_assert_uint_eq(rep.nrows, 2 * 11);	/* big-1, big-10..19 */
+	qmsg_reply_free(&rep);
+	TU_OK(qauth_scope_parse(&next, "cert:alice big-2-*", err, sizeof(err)));
+	TU_OK(queryd_set_scopes(qd, &next));
+	ck_assert_uint_eq(next.n, 0);		/* moved */
+	tls_ask(c, &b, &rep);
+	ck_assert_msg(rep.ok, "%s", rep.error);
+	ck_assert_uint_eq(rep.nrows, 2);	/* big-2 only */
+	qmsg_reply_free(&rep);
+	TU_OK(queryd_set_scopes(qd, &next));	/* no rules: a certificate sees nothing */
+	tls_ask(c, &b, &rep);
+	ck_assert_msg(rep.ok, "%s", rep.error);
+	ck_assert_uint_eq(rep.nrows, 0);
+	qmsg_reply_free(&rep);
+	proto_buf_free(&b);
+	tlsconn_close(c);
+	queryd_stop(qd);
+	qd = NULL;
+	ck_assert_uint_eq(sc.n, 1);		/* still the caller's */
+	qauth_scopes_free(&sc);
+}
+END_TEST
+
 /* An unknown event with a name longer than the reply's message: an error reply, whole. */
 START_TEST(unknown_long_event_name)
 {
@@ -665,6 +710,7 @@ static Suite *queryd_suite(void)
 				  request_over_a_mebibyte_gets_an_error,
 				  request_under_the_limit_is_answered, tls_port_joins_frames,
 				  tls_port_splits_replies,
+				  scopes_replaced_for_next_request,
 				  unknown_long_event_name));
 	suite_add_tcase(s, tc);
 	return s;

@@ -8,7 +8,8 @@
 # certificate is revoked and the collector's SIGHUP keeps storing after it
 # (no reconnect), while a new connection with that certificate is refused
 # and one with a certificate not revoked is taken; a collector whose
-# certificate and CA expire within 30 days says so at start and on SIGHUP.
+# certificate and CA expire within 30 days says so at start and on SIGHUP,
+# and so does one whose query clients' CA (--query-ca) expires.
 set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
@@ -101,11 +102,16 @@ mv "$tmp/collector.log" "$tmp/collector1.log"
 "$top_srcdir/contrib/tracecollect-certs" -d "$tmp/short" --days 10 all >/dev/null ||
 	{ echo "FAIL: certificate helper (short)"; exit 1; }
 cp "$tmp/short/server.crt" "$tmp/short/server.key" "$tmp/short/ca.crt" "$tmp/pki/"
-tc_start_collector --crl "$tmp/short/crl.pem"
+"$top_srcdir/contrib/tracecollect-certs" -d "$tmp/qca" --days 12 ca >/dev/null ||
+	{ echo "FAIL: certificate helper (qca)"; exit 1; }
+cat "$tmp/short/crl.pem" "$tmp/qca/crl.pem" > "$tmp/crls.pem"
+tc_start_collector --crl "$tmp/crls.pem" --query-tls 127.0.0.1:0 --query-ca "$tmp/qca/ca.crt"
 warn() { grep -c "TLS: the $1 .* expires in [0-9]* days: renew it" "$tmp/collector.log"; }
 check "at start it warns that its certificate expires" '[ "$(warn certificate)" = 1 ]'
-check "... and the CA certificate" '[ "$(warn "CA certificate")" = 1 ]'
-check "... and the CRL" '[ "$(warn CRL)" = 1 ]'
+check "... and the CA certificate" '[ "$(warn "CA certificate")" -ge 1 ]'
+check "... and the query clients' CA certificate, in 11 or 12 days" \
+	'grep -q "TLS: the CA certificate .* expires in 1[12] days" "$tmp/collector.log"'
+check "... and each CRL once (the agents' CA's and the query clients' CA's)" '[ "$(warn CRL)" = 2 ]'
 kill -HUP "$collector_pid"
 for _ in $(seq 100); do
 	[ "$(warn certificate)" = 2 ] && break

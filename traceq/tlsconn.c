@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 #include <sys/socket.h>
 
+#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -82,6 +83,31 @@ static int expect_peer(SSL *ssl, const char *host)
 	return SSL_set1_host(ssl, host) == 1 && SSL_set_tlsext_host_name(ssl, host) == 1 ? 0 : -1;
 }
 
+/*
+ * " the collector refused this client's certificate (--cert):" when the
+ * oldest queued error is an alert the collector sent about it (revoked,
+ * expired, from a CA it does not take); "" otherwise. With TLS 1.3 the
+ * alert comes after our side of the handshake, at the first read.
+ */
+static const char *cert_refused(void)
+{
+	unsigned long e = ERR_peek_error();
+
+	if (ERR_GET_LIB(e) != ERR_LIB_SSL)
+		return "";
+	switch (ERR_GET_REASON(e)) {
+	case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
+	case SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED:
+	case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
+	case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
+	case SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE:
+	case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
+	case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
+		return " the collector refused this client's certificate (--cert):";
+	}
+	return "";
+}
+
 int tlsconn_open(const char *hostport, const struct tls_files *files, int timeout_ms,
 		 struct tlsconn **out, char *err, size_t errlen)
 {
@@ -106,7 +132,10 @@ int tlsconn_open(const char *hostport, const struct tls_files *files, int timeou
 	c->ssl = SSL_new(c->ctx);
 	if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1 || expect_peer(c->ssl, host) < 0 ||
 	    SSL_connect(c->ssl) != 1) {
-		snprintf(err, errlen, "TLS handshake failed: %s", tls_errors(c->ssl, why, sizeof(why)));
+		const char *refused = cert_refused();
+
+		snprintf(err, errlen, "TLS handshake failed:%s %s", refused,
+			 tls_errors(c->ssl, why, sizeof(why)));
 		goto fail;
 	}
 	*out = c;
@@ -152,10 +181,16 @@ static int read_frames(struct tlsconn *c, struct proto_buf *b, char *err, size_t
 	b->len = 0;
 	do {
 		if (read_full(c, hb, sizeof(hb)) < 0) {
+			const char *refused = cert_refused();
 			char why[512];
 
-			snprintf(err, errlen, "the collector closed the connection or did not "
-				 "answer%s%s", *tls_errors(c->ssl, why, sizeof(why)) ? ": " : "", why);
+			if (*refused)
+				snprintf(err, errlen, "%s %s", refused + 1,
+					 tls_errors(c->ssl, why, sizeof(why)));
+			else
+				snprintf(err, errlen, "the collector closed the connection or did "
+					 "not answer%s%s", *tls_errors(c->ssl, why, sizeof(why)) ?
+					 ": " : "", why);
 			return -1;
 		}
 		if (frame_hdr_parse(hb, sizeof(hb), &h) < 0 || h.type != FRAME_MSG ||
