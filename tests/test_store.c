@@ -1813,10 +1813,14 @@ static int sql_cb(void *ctx, size_t ncols, const char *const *names,
 {
 	struct sql_rows *r = ctx;
 
+	if (!vals) {		/* the columns, first */
+		r->ncols = ncols;
+		for (size_t i = 0; i < ncols && i < 8; i++)
+			snprintf(r->names[i], sizeof(r->names[i]), "%s", names[i]);
+		return 0;
+	}
 	ck_assert_uint_lt(r->n, MAX_EVENTS);
-	r->ncols = ncols;
-	for (size_t i = 0; i < ncols && i < 8; i++)
-		snprintf(r->names[i], sizeof(r->names[i]), "%s", names[i]);
+	ck_assert_uint_eq(ncols, r->ncols);
 	for (size_t i = 0; i < ncols && i < 2; i++)
 		r->v[r->n][i] = vals[i].kind == STORE_SQL_INT ? vals[i].i : -1;
 	if (r->n == 0 && vals[0].kind == STORE_SQL_TEXT)
@@ -1898,13 +1902,13 @@ START_TEST(test_sql_refused)
 		{ "INSERT INTO sched_switch (cpu) VALUES (1)", -EACCES, "not allowed" },
 		{ "INSERT INTO ev_sched_sched_switch (host_id, cpu, ts, trace_ts) VALUES (1, 1, 1, 1)",
 		  -EACCES, "not allowed" },
-		{ "UPDATE ev_sched_sched_switch SET cpu = 7", -EACCES, "not allowed" },
-		{ "DELETE FROM ev_sched_sched_switch", -EACCES, "not allowed" },
+		{ "UPDATE ev_sched_sched_switch SET cpu = 7", -EACCES, "not allowed in --sql: UPDATE" },
+		{ "DELETE FROM ev_sched_sched_switch", -EACCES, "not allowed in --sql: DELETE" },
 		{ "DROP TABLE ev_sched_sched_switch", -EACCES, "not allowed" },
 		{ "DROP VIEW sched_switch", -EACCES, "not allowed" },
-		{ "CREATE TABLE t (x)", -EACCES, "not allowed" },
-		{ "CREATE TEMP TABLE t (x)", -EACCES, "not allowed" },
-		{ "CREATE TEMP VIEW v AS SELECT * FROM main.hosts", -EACCES, "not allowed" },
+		{ "CREATE TABLE t (x)", -EACCES, "a change of the schema" },
+		{ "CREATE TEMP TABLE t (x)", -EACCES, "a change of the schema" },
+		{ "CREATE TEMP VIEW v AS SELECT * FROM main.hosts", -EACCES, "a change of the schema" },
 		{ "ATTACH DATABASE 'x.db' AS x", -EACCES, "ATTACH" },
 		{ "PRAGMA writable_schema = 1", -EACCES, "PRAGMA" },
 		{ "PRAGMA table_info(hosts)", -EACCES, "PRAGMA" },

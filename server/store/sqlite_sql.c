@@ -256,6 +256,12 @@ static int sq_auth(void *arg, int action, const char *a, const char *b, const ch
 		if (sq_func_ok(b))
 			return SQLITE_OK;
 		return sq_deny(x, "the function %s()", b ? b : "?");
+	case SQLITE_INSERT:
+	case SQLITE_UPDATE:
+	case SQLITE_DELETE:
+		if (a && !strncasecmp(a, "sqlite_", 7))	/* what CREATE and DROP write */
+			return sq_deny(x, "a change of the schema (CREATE, DROP, ALTER)");
+		return sq_deny(x, "%s", sq_action_name(action));
 	case SQLITE_PRAGMA:
 		return sq_deny(x, "PRAGMA %s", a ? a : "");
 	case SQLITE_ATTACH:
@@ -566,6 +572,9 @@ static int sq_sql_rows(struct sq_sql *x, sqlite3_stmt *st, const struct store_sq
 			goto out;
 		}
 	}
+	ret = fn(ctx, ncols, names, NULL);
+	if (ret < 0)
+		goto out;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (lim->max_rows && n == lim->max_rows) {
 			ret = 1;

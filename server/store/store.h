@@ -594,9 +594,10 @@ struct store_sql_limits {
 };
 
 /*
- * store_sql_fn - one result row: @ncols values named @names. Valid only
- * during the call. Return 0 to go on; a negative value stops the statement
- * and is store_sql()'s return.
+ * store_sql_fn - called once with @vals NULL before any row (the columns:
+ * @ncols names), then once per result row with its @ncols values. All of
+ * it is valid only during the call. Return 0 to go on; a negative value
+ * stops the statement and is store_sql()'s return.
  */
 typedef int (*store_sql_fn)(void *ctx, size_t ncols, const char *const *names,
 			    const struct store_sql_value *vals);
