@@ -678,6 +678,88 @@ static int run_drops(struct qworker *wk, const struct store_query *hosts,
 	return reply_end(wk->qd, w, ret > 0, 0, 0, 0, out);
 }
 
+/* ---- --sql: the store's user SQL surface (store_sql()) ---- */
+
+#define QUERYD_SQL_MS		8000		/* a statement's time, under the TLS port's 10 s */
+#define QUERYD_SQL_BYTES	(2u << 20)	/* values in one reply, under QMSG_MAX_WIRE */
+
+struct sql_ctx {
+	struct qmsg_writer *w;
+	size_t bytes;		/* of the values put */
+	bool full;		/* stopped at QUERYD_SQL_BYTES */
+};
+
+static void put_sql_value(struct sql_ctx *x, const struct store_sql_value *v)
+{
+	char num[40];
+
+	switch (v->kind) {
+	case STORE_SQL_INT: qmsg_put_int(x->w, v->i); break;
+	case STORE_SQL_REAL:
+		/* msgpack floats are not in the query protocol: real values go as text */
+		snprintf(num, sizeof(num), "%.15g", v->d);
+		if (strtod(num, NULL) != v->d)
+			snprintf(num, sizeof(num), "%.17g", v->d);
+		qmsg_put_str(x->w, num, strlen(num));
+		break;
+	case STORE_SQL_TEXT: qmsg_put_str(x->w, v->p, v->len); break;
+	case STORE_SQL_BLOB: qmsg_put_bin(x->w, v->p, v->len); break;
+	default: qmsg_put_nil(x->w);
+	}
+	x->bytes += v->len + 9;
+}
+
+static int sql_row(void *arg, size_t ncols, const char *const *names,
+		   const struct store_sql_value *vals)
+{
+	struct sql_ctx *x = arg;
+
+	if (!vals)
+		return ncols > QMSG_MAX_COLS ? TC_ERR_TOO_LONG :
+		       qmsg_reply_begin(&x->w, NULL, (uint32_t)ncols, (const char *const *)names);
+	if (x->bytes >= QUERYD_SQL_BYTES) {
+		x->full = true;
+		return -ECANCELED;
+	}
+	for (size_t i = 0; i < ncols; i++)
+		put_sql_value(x, &vals[i]);
+	return 0;
+}
+
+/*
+ * The request's SQL through store_sql(): its rows, at most `limit` (and
+ * QUERYD_SQL_BYTES of values), `more` set when it had more. A refusal or
+ * an error in the SQL is answered with its code and the store's message;
+ * the return is then 1 and @result says why.
+ */
+static int run_sql(struct qworker *wk, const struct qmsg_request *r,
+		   const struct store_scope *scope, struct proto_buf *out, uint64_t *rows,
+		   char *result, size_t rlen)
+{
+	struct store_sql_limits lim = { .max_rows = r->limit ? r->limit : QMSG_MAX_ROWS,
+					.time_ms = QUERYD_SQL_MS };
+	struct sql_ctx x = { 0 };
+	int ret = store_sql(wk->store, r->query, scope, &lim, sql_row, &x);
+
+	if (ret == -ECANCELED && x.full)
+		ret = 1;
+	if (ret < 0 && ret != -ENOMEM && ret != TC_ERR_DB) {
+		if (x.w)
+			qmsg_reply_end(x.w, false, 0, 0, 0, &(struct proto_buf){ 0 });
+		snprintf(result, rlen, "refused: %.500s", store_errmsg(wk->store));
+		qmsg_reply_error(ret, store_errmsg(wk->store), -1, -1, out);
+		return 1;
+	}
+	if (ret < 0 || !x.w) {
+		if (x.w)
+			qmsg_reply_end(x.w, false, 0, 0, 0, &(struct proto_buf){ 0 });
+		return ret < 0 ? ret : TC_ERR_DB;
+	}
+	*rows = qmsg_reply_rows(x.w);
+	snprintf(result, rlen, "%llu rows%s", (unsigned long long)*rows, ret ? " (more)" : "");
+	return reply_end(wk->qd, x.w, ret == 1, 0, 0, 0, out);
+}
+
 static const char *const op_names[] = { "?", "select", "count", "stats", "drops" };
 
 /*
@@ -690,7 +772,8 @@ static void log_query(const struct qauth_who *who, const struct qmsg_request *r,
 	char w[QAUTH_NAME_MAX * 4 + 64], q[LOG_ESC_LEN], h[LOG_ESC_LEN];
 
 	log_info("query from %s: %s%s%s%s%s%s: %s in %lld ms", qauth_who_str(who, w, sizeof(w)),
-		 op_names[r->op <= QOP_DROPS ? r->op : 0], r->query ? " '" : "",
+		 r->op == QOP_SQL ? "sql" : op_names[r->op <= QOP_DROPS ? r->op : 0],
+		 r->query ? " '" : "",
 		 r->query ? log_escape(r->query, q, sizeof(q)) : "", r->query ? "'" : "",
 		 r->host ? " host=" : "", r->host ? log_escape(r->host, h, sizeof(h)) : "",
 		 result, (long long)(util_now_ms() - t0));
@@ -742,6 +825,8 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 		ret = run_drops(wk, &hosts, out, &rows);
 	else if (r->op == QOP_SYMBOLS)
 		ret = run_symbols(wk, r, hosts.scope, out);
+	else if (r->op == QOP_SQL)
+		ret = run_sql(wk, r, hosts.scope, out, &rows, result, sizeof(result));
 	else if ((ret = compile(wk, r, &c, out)) == 0) {
 		c.read.scope = hosts.scope;
 		ret = r->op == QOP_COUNT ? run_count(wk, &c, out, &rows) :
@@ -753,6 +838,8 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 		snprintf(result, sizeof(result), "failed: %.500s", why);
 		out->len = 0;
 		qmsg_reply_error(TC_ERR_DB, why, -1, -1, out);
+	} else if (r->op == QOP_SQL) {
+		/* run_sql() said what came of it */
 	} else if (ret > 0) {
 		snprintf(result, sizeof(result), "refused (an error in the query)");
 	} else {

@@ -137,6 +137,22 @@
 -- the programs of the row's host announced at or before the row's ts (the
 -- one whose pid is the row's common_pid first, then the latest few) and
 -- the first symbol at or below the address that covers it.
+-- User SQL views (traceq --sql; server/store/sqlite_sql.c): not tables of
+-- the file but TEMP views the query worker makes on its read-only
+-- connection for each --sql statement, and the only names that statement
+-- may read (an SQLite authorizer refuses the rest):
+--   SYSTEM__NAME  one per event type (e.g. sched__sched_switch), and NAME
+--                 alone (sched_switch) when no other system has an event
+--                 of that name and it is not one of the three below:
+--                 host (hosts.name), cpu, ts (wall clock ns), trace_ts,
+--                 then every field under its own name (a field named host,
+--                 cpu, ts or trace_ts is field_<name>). Unsigned 64-bit
+--                 fields read as their int64 bit pattern (see Types).
+--   hosts         host, machine_id, boot_id, kernel, ncpus, page_size,
+--                 trace_clock, clock_offset_ns, first_seen, last_seen.
+--   stats         host, cpu and the counters of the cpus table.
+--   drops         host ('' for counters not kept per host), system, event,
+--                 reason, count.
 -- Pages: a new database gets 16 KiB pages (PRAGMA page_size before the
 -- first table): fewer page writes (system calls), B-tree splits and
 -- cells per interior page to search than 4 KiB pages give, for rows of

@@ -107,6 +107,32 @@ static struct proto_buf pack_request(const char *bad_key, int variant)
 	return b;
 }
 
+/* op 16, sql (traceq --sql): its text is the query; 6..15 are not ops (yet). */
+START_TEST(request_sql)
+{
+	struct qmsg_request in = { .op = QOP_SQL, .query = "SELECT count(*) FROM sched_switch",
+				   .limit = 10 }, out;
+	struct proto_buf b = encode_request(&in);
+
+	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), 0);
+	ck_assert_int_eq(out.op, QOP_SQL);
+	ck_assert_int_eq(out.op, 16);
+	ck_assert_str_eq(out.query, in.query);
+	ck_assert_uint_eq(out.limit, 10);
+	qmsg_request_free(&out);
+	proto_buf_free(&b);
+	in.query = NULL;
+	b = encode_request(&in);
+	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), TC_ERR_MSG_MISSING);
+	proto_buf_free(&b);
+	in.op = 15;
+	in.query = "x";
+	b = encode_request(&in);
+	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), TC_ERR_MSG_MALFORMED);
+	proto_buf_free(&b);
+}
+END_TEST
+
 START_TEST(request_bad_values)
 {
 	static const struct { const char *key; int variant; int err; } cases[] = {
@@ -291,7 +317,8 @@ static Suite *qmsg_suite(void)
 					request_every_prefix_rejected, request_bad_values,
 					reply_round_trip, reply_error_round_trip,
 					reply_every_prefix_rejected, reply_ragged_rows_rejected,
-					reply_missing_fields, request_over_the_limit_rejected));
+					reply_missing_fields, request_over_the_limit_rejected,
+					request_sql));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1805,6 +1805,201 @@ START_TEST(test_index_parse)
 }
 END_TEST
 
+/* ---- user SQL (store_sql()) ---- */
+
+struct sql_rows {
+	size_t n;
+	size_t ncols;
+	char names[8][32];
+	int64_t v[MAX_EVENTS][2];	/* the first two columns, as integers */
+	char text[64];			/* the first row's first column, when text */
+};
+
+static int sql_cb(void *ctx, size_t ncols, const char *const *names,
+		  const struct store_sql_value *vals)
+{
+	struct sql_rows *r = ctx;
+
+	if (!vals) {		/* the columns, first */
+		r->ncols = ncols;
+		for (size_t i = 0; i < ncols && i < 8; i++)
+			snprintf(r->names[i], sizeof(r->names[i]), "%s", names[i]);
+		return 0;
+	}
+	ck_assert_uint_lt(r->n, MAX_EVENTS);
+	ck_assert_uint_eq(ncols, r->ncols);
+	for (size_t i = 0; i < ncols && i < 2; i++)
+		r->v[r->n][i] = vals[i].kind == STORE_SQL_INT ? vals[i].i : -1;
+	if (r->n == 0 && vals[0].kind == STORE_SQL_TEXT)
+		snprintf(r->text, sizeof(r->text), "%s", (const char *)vals[0].p);
+	r->n++;
+	return 0;
+}
+
+static struct store *sql_reader(void)
+{
+	struct store *ro = NULL;
+
+	ck_assert_int_eq(store_open_readonly(path, &ro), 0);
+	return ro;
+}
+
+static int sql_run(struct store *ro, const char *text, struct sql_rows *r, uint64_t max_rows)
+{
+	struct store_sql_limits lim = { .max_rows = max_rows, .time_ms = 60000 };
+
+	memset(r, 0, sizeof(*r));
+	return store_sql(ro, text, NULL, &lim, sql_cb, r);
+}
+
+/* A GROUP BY over the sched_switch view adds up to the events stored. */
+START_TEST(test_sql_group_by)
+{
+	static struct sql_rows r;
+	struct store *ro = sql_reader();
+	uint64_t sum = 0;
+	int ret;
+
+	ret = sql_run(ro, "SELECT prev_pid, count(*) AS n FROM sched_switch"
+		      " GROUP BY prev_pid ORDER BY prev_pid", &r, 0);
+	ck_assert_msg(ret == 0, "%s", store_errmsg(ro));
+	ck_assert_str_eq(r.names[0], "prev_pid");
+	ck_assert_str_eq(r.names[1], "n");
+	for (size_t g = 0; g < r.n; g++) {
+		uint64_t want = 0;
+
+		for (unsigned k = 0; k < seen.n[0]; k++)
+			want += seen.prev_pid[k] == r.v[g][0];
+		ck_assert_uint_eq((uint64_t)r.v[g][1], want);
+		sum += (uint64_t)r.v[g][1];
+	}
+	ck_assert_uint_gt(seen.n[0], 0);
+	ck_assert_uint_eq(sum, seen.n[0]);
+	ck_assert_int_eq(sql_run(ro, "SELECT count(*), sum(trace_ts) FROM sched__sched_switch"
+				 " WHERE host = 'capture-host'", &r, 0), 0);
+	ck_assert_uint_eq(r.n, 1);
+	ck_assert_uint_eq((uint64_t)r.v[0][0], seen.n[0]);
+	ck_assert_uint_eq((uint64_t)r.v[0][1], seen.trace_ts_sum);
+	ck_assert_int_eq(sql_run(ro, "SELECT count(*), count(prev_pid) FROM SCHED_SWITCH AS s"
+				 " JOIN hosts AS h ON h.host = s.host"
+				 " WHERE s.cpu IN (SELECT cpu FROM stats)", &r, 0), 0);
+	ck_assert_uint_eq((uint64_t)r.v[0][0], seen.n[0]);
+	ck_assert_uint_eq((uint64_t)r.v[0][1], seen.n[0]);
+	ck_assert_int_eq(sql_run(ro, "SELECT host FROM hosts", &r, 0), 0);
+	ck_assert_str_eq(r.text, "capture-host");
+	ck_assert_int_eq(sql_run(ro, "SELECT cpu, events FROM stats ORDER BY cpu", &r, 0), 0);
+	ck_assert_uint_eq(r.n, cap.ncpus);
+	ck_assert_int_eq(sql_run(ro, "SELECT count(*) FROM drops", &r, 0), 0);
+	/* the views are listed in the TEMP schema */
+	ck_assert_int_eq(sql_run(ro, "SELECT name FROM sqlite_temp_master WHERE name = 'stats'",
+				 &r, 0), 0);
+	ck_assert_str_eq(r.text, "stats");
+	store_close(ro);
+}
+END_TEST
+
+/* Each kind of statement that is not a read of the views is refused, and changes nothing. */
+START_TEST(test_sql_refused)
+{
+	static const struct {
+		const char *text;
+		int ret;
+		const char *says;
+	} cases[] = {
+		{ "INSERT INTO sched_switch (cpu) VALUES (1)", -EACCES, "not allowed" },
+		{ "INSERT INTO ev_sched_sched_switch (host_id, cpu, ts, trace_ts) VALUES (1, 1, 1, 1)",
+		  -EACCES, "not allowed" },
+		{ "UPDATE ev_sched_sched_switch SET cpu = 7", -EACCES, "not allowed in --sql: UPDATE" },
+		{ "DELETE FROM ev_sched_sched_switch", -EACCES, "not allowed in --sql: DELETE" },
+		{ "DROP TABLE ev_sched_sched_switch", -EACCES, "not allowed" },
+		{ "DROP VIEW sched_switch", -EACCES, "not allowed" },
+		{ "CREATE TABLE t (x)", -EACCES, "a change of the schema" },
+		{ "CREATE TEMP TABLE t (x)", -EACCES, "a change of the schema" },
+		{ "CREATE TEMP VIEW v AS SELECT * FROM main.hosts", -EACCES, "a change of the schema" },
+		{ "ATTACH DATABASE 'x.db' AS x", -EACCES, "ATTACH" },
+		{ "PRAGMA writable_schema = 1", -EACCES, "PRAGMA" },
+		{ "PRAGMA table_info(hosts)", -EACCES, "PRAGMA" },
+		{ "SELECT load_extension('/nonexistent.so')", -EACCES, "load_extension" },
+		{ "SELECT * FROM ev_sched_sched_switch", -EACCES, "ev_sched_sched_switch" },
+		{ "SELECT name FROM main.hosts", -EACCES, "hosts" },
+		{ "SELECT count(*) FROM journal_marks", -EACCES, "journal_marks" },
+		{ "SELECT count(*) FROM sqlite_master", -EACCES, "sqlite_master" },
+		{ "SELECT * FROM sqlite_master", -EACCES, "sqlite_master" },
+		{ "SELECT * FROM pragma_table_info('hosts')", -EACCES, "not allowed" },
+		{ "WITH sched_switch AS (SELECT * FROM main.journal_marks) SELECT * FROM sched_switch",
+		  -EACCES, "journal_marks" },
+		{ "SELECT count(*) FROM sched_switch; DELETE FROM ev_sched_sched_switch",
+		  TC_ERR_SYNTAX, "one statement" },
+		{ "SELECT 1; SELECT 2", TC_ERR_SYNTAX, "one statement" },
+		{ "BEGIN IMMEDIATE", -EACCES, "not allowed" },
+		{ "SELEC 1", TC_ERR_SYNTAX, "syntax error" },
+	};
+	static struct sql_rows r;
+	struct store *ro = sql_reader();
+	sqlite3 *db = raw_open();
+	int64_t rows = raw_int(db, "SELECT count(*) FROM ev_sched_sched_switch WHERE ? = 1", 1);
+	int64_t objs = raw_int(db, "SELECT count(*) FROM sqlite_master WHERE ? = 1", 1);
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		int ret = sql_run(ro, cases[k].text, &r, 0);
+
+		ck_assert_msg(ret == cases[k].ret && strstr(store_errmsg(ro), cases[k].says),
+			      "'%s': %d %s (%s)", cases[k].text, ret, tc_strerror(ret),
+			      store_errmsg(ro));
+		ck_assert_uint_eq(r.n, 0);
+	}
+	ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM ev_sched_sched_switch WHERE ? = 1", 1),
+			 rows);
+	ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE ? = 1", 1), objs);
+	ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM ev_sched_sched_switch WHERE cpu = ?", 7),
+			 0);
+	ck_assert_int_eq(access("x.db", F_OK), -1);
+	/* and the reader still answers */
+	ck_assert_int_eq(sql_run(ro, "SELECT count(*) FROM sched_switch", &r, 0), 0);
+	ck_assert_uint_eq((uint64_t)r.v[0][0], seen.n[0]);
+	sqlite3_close(db);
+	store_close(ro);
+}
+END_TEST
+
+/* A statement that never ends is stopped by the time limit; rows by the row limit. */
+START_TEST(test_sql_limits)
+{
+	static struct sql_rows r;
+	struct store *ro = sql_reader();
+	struct store_sql_limits lim = { .time_ms = 100 };
+	int ret;
+
+	ret = store_sql(ro, "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)"
+			" SELECT count(*) FROM c", NULL, &lim, sql_cb, &r);
+	ck_assert_msg(ret == TC_ERR_TIMEOUT && strstr(store_errmsg(ro), "time limit"),
+		      "%d %s", ret, store_errmsg(ro));
+	ck_assert_int_eq(sql_run(ro, "SELECT cpu, ts FROM sched_switch", &r, 5), 1);
+	ck_assert_uint_eq(r.n, 5);
+	ck_assert_int_eq(sql_run(ro, "SELECT cpu, ts FROM sched_switch LIMIT 5", &r, 5), 0);
+	ck_assert_uint_eq(r.n, 5);
+	ck_assert_int_eq(sql_run(ro, "SELECT zeroblob(2000000)", &r, 0), TC_ERR_TOO_LONG);
+	store_close(ro);
+}
+END_TEST
+
+/* A scoped asker is refused: the views are not restricted by host. */
+START_TEST(test_sql_scoped)
+{
+	static const char *const web[] = { "capture-*" };
+	struct store_scope scope = { web, 1 };
+	struct store_sql_limits lim = { 0 };
+	static struct sql_rows r;
+	struct store *ro = sql_reader();
+	int ret = store_sql(ro, "SELECT count(*) FROM sched_switch", &scope, &lim, sql_cb, &r);
+
+	ck_assert_msg(ret == -EACCES && strstr(store_errmsg(ro), "scope"), "%d %s", ret,
+		      store_errmsg(ro));
+	ck_assert_uint_eq(r.n, 0);
+	store_close(ro);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
 	Suite *s = suite_create("store");
@@ -1821,7 +2016,8 @@ static Suite *store_suite(void)
 					test_retention_blocks, test_migrate_ts_index,
 					test_wide_batches, test_field_index, test_field_index_later,
 					test_index_parse, test_db_removed, test_db_replaced,
-					test_scope));
+					test_scope, test_sql_group_by, test_sql_refused,
+					test_sql_limits, test_sql_scoped));
 	suite_add_tcase(s, tc);
 	return s;
 }

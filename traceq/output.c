@@ -283,3 +283,115 @@ void out_fields_row(FILE *f, const struct qmsg_reply *r, const struct qmsg_value
 	}
 	fputc('\n', f);
 }
+
+/* ---- --sql: plain tables ---- */
+
+/* One cell of a text table: @v as a malloc'd string (NULL: no memory). */
+static char *sql_cell(const struct qmsg_value *v)
+{
+	char *p = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&p, &n);
+
+	if (!f)
+		return NULL;
+	if (v->kind == QV_NIL)
+		fputs("NULL", f);
+	else if (v->kind != QV_STR)
+		out_value(f, v, false);
+	else
+		for (size_t i = 0; i < v->s.len; i++) {
+			unsigned char ch = (unsigned char)v->s.p[i];
+
+			if (ch < 0x20 || ch == 0x7f)
+				fprintf(f, "\\x%02x", ch);
+			else
+				fputc(ch, f);
+		}
+	if (fclose(f) != 0) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+static void sql_line(FILE *f, char *const *cells, const size_t *width, uint32_t ncols)
+{
+	for (uint32_t i = 0; i < ncols; i++) {
+		if (i + 1 < ncols)
+			fprintf(f, "%-*s  ", (int)width[i], cells[i]);
+		else
+			fputs(cells[i], f);
+	}
+	fputc('\n', f);
+}
+
+int out_sql_text(FILE *f, const struct qmsg_reply *rep)
+{
+	size_t n = (size_t)rep->nrows * rep->ncols, i;
+	char **cells = calloc(n + 1, sizeof(*cells));
+	size_t *width = calloc(rep->ncols + 1, sizeof(*width));
+	int ret = 0;
+
+	if (!cells || !width) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < rep->ncols; i++)
+		width[i] = strlen(rep->cols[i]);
+	for (i = 0; i < n; i++) {
+		cells[i] = sql_cell(&rep->vals[i]);
+		if (!cells[i]) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		if (strlen(cells[i]) > width[i % rep->ncols])
+			width[i % rep->ncols] = strlen(cells[i]);
+	}
+	sql_line(f, rep->cols, width, rep->ncols);
+	for (i = 0; i < rep->nrows; i++)
+		sql_line(f, cells + i * rep->ncols, width, rep->ncols);
+out:
+	for (i = 0; cells && i < n; i++)
+		free(cells[i]);
+	free(cells);
+	free(width);
+	return ret;
+}
+
+void out_sql_csv(FILE *f, const struct qmsg_reply *rep)
+{
+	for (uint32_t i = 0; i < rep->ncols; i++) {
+		if (i)
+			fputc(',', f);
+		csv_field(f, rep->cols[i], strlen(rep->cols[i]));
+	}
+	fputs("\r\n", f);
+	for (uint32_t r = 0; r < rep->nrows; r++) {
+		for (uint32_t i = 0; i < rep->ncols; i++) {
+			const struct qmsg_value *v = &rep->vals[(size_t)r * rep->ncols + i];
+
+			if (i)
+				fputc(',', f);
+			if (v->kind == QV_STR)
+				csv_field(f, v->s.p, v->s.len);
+			else if (v->kind != QV_NIL)
+				out_value(f, v, false);
+		}
+		fputs("\r\n", f);
+	}
+}
+
+void out_sql_json(FILE *f, const struct qmsg_reply *rep)
+{
+	for (uint32_t r = 0; r < rep->nrows; r++) {
+		fputc('{', f);
+		for (uint32_t i = 0; i < rep->ncols; i++) {
+			fputs(i ? "," : "", f);
+			json_string(f, rep->cols[i], strlen(rep->cols[i]));
+			fputc(':', f);
+			out_value(f, &rep->vals[(size_t)r * rep->ncols + i], true);
+		}
+		fputs("}\n", f);
+	}
+}

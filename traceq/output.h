@@ -68,6 +68,18 @@ void out_csv_row(FILE *f, const struct qmsg_reply *rep, const struct out_keys *k
 void out_fields_row(FILE *f, const struct qmsg_reply *rep, const struct qmsg_value *row,
 		    int64_t ts);
 
+/*
+ * The --sql answer: a plain table, its columns named as the statement
+ * named them (none of the keys above). out_sql_text - a header line and one
+ * line per row, columns padded to their widest cell, two spaces apart,
+ * NULL as "NULL", control bytes of strings as \xNN. out_sql_csv - RFC 4180,
+ * a header line first. out_sql_json - one object per row.
+ * Return: 0; -ENOMEM.
+ */
+int out_sql_text(FILE *f, const struct qmsg_reply *rep);
+void out_sql_csv(FILE *f, const struct qmsg_reply *rep);
+void out_sql_json(FILE *f, const struct qmsg_reply *rep);
+
 /* out_value - one value as text (@json: as a JSON value). */
 void out_value(FILE *f, const struct qmsg_value *v, bool json);
 

@@ -54,6 +54,7 @@ struct traceq_opts {
 	bool count, stats, drops, graph, sync;
 	bool time_raw;		/* --time raw: the trace clock */
 	bool no_host;		/* --no-host: no host column */
+	const char *sql;	/* --sql TEXT */
 };
 
 static void usage(FILE *f)
@@ -63,6 +64,7 @@ static void usage(FILE *f)
 "       traceq [OPTIONS] --count QUERY\n"
 "       traceq [OPTIONS] --stats | --drops\n"
 "       traceq [OPTIONS] --graph \"funcgraph [where FILTER]\"\n"
+"       traceq [OPTIONS] --sql \"SELECT ...\"\n"
 "\n"
 "Query the events a tracecollectd stored. QUERY is\n"
 "  EVENT [where FILTER]     e.g.  \"sched_switch where prev_pid == 0\"\n"
@@ -130,6 +132,17 @@ static void usage(FILE *f)
 "                       functions; entries rebuilt from the exits of\n"
 "                       threads that recorded exits only); FILTER\n"
 "                       selects the rows of both events (e.g. common_pid)\n"
+"      --sql TEXT       run one read-only SQL SELECT on the collector over its\n"
+"                       views and print the result as columns (--format csv\n"
+"                       or json too): one view per stored event, named\n"
+"                       SYSTEM__NAME (sched__sched_switch) and NAME alone\n"
+"                       (sched_switch) when no other system has that name,\n"
+"                       with host, cpu, ts (wall-clock ns), trace_ts and every\n"
+"                       field; hosts, stats (per host and CPU counters) and\n"
+"                       drops. Anything but reading them (writes, ATTACH,\n"
+"                       PRAGMA, other tables, a second statement) is refused,\n"
+"                       as is an identity with a scope. At most 10000 rows\n"
+"                       (--limit fewer) and 8 s on the collector\n"
 "  -t, --timeout MS     give up on the server after MS milliseconds (default 10000)\n"
 "      --sync           first wait until the collector has stored everything\n"
 "                       it had received (it acknowledges pages to agents once\n"
@@ -190,6 +203,7 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		{ "stats", no_argument, NULL, 'T' },
 		{ "drops", no_argument, NULL, 'D' },
 		{ "graph", no_argument, NULL, 'g' },
+		{ "sql", required_argument, NULL, 'Q' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "sync", no_argument, NULL, 'Y' },
 		{ "cert", required_argument, NULL, 'C' },
@@ -230,6 +244,7 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		case 'T': o->stats = true; break;
 		case 'D': o->stats = o->drops = true; break;
 		case 'g': o->graph = true; break;
+		case 'Q': o->sql = optarg; break;
 		case 'Y': o->sync = true; break;
 		case 'C': o->cert = optarg; break;
 		case 'K': o->key = optarg; break;
@@ -244,6 +259,13 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		default: usage(stderr); return -1;
 		}
 	}
+	if (o->sql && (o->stats || o->count || o->graph || optind != argc)) {
+		fprintf(stderr, "traceq: --sql takes no QUERY, --stats, --drops, --count or"
+			" --graph\n");
+		return -1;
+	}
+	if (o->sql)
+		return 0;
 	if (o->stats ? optind != argc : optind != argc - 1) {
 		fprintf(stderr, o->stats ? "traceq: --stats and --drops take no query\n"
 			: "traceq: expected one QUERY argument (quote it)\n");
@@ -422,6 +444,11 @@ static int client_reply(struct qmsg_reply *rep, const struct qmsg_request *req, 
 	}
 	if (rep->ok)
 		return 0;
+	if (rep->code == -EACCES) {	/* refused: --sql beyond reading its views */
+		fprintf(stderr, "traceq: error: %s\n", rep->error);
+		qmsg_reply_free(rep);
+		return 2;
+	}
 	if (rep->code == TC_ERR_DB || rep->code > TC_ERR_END || rep->code <= TC_ERR_START)
 		fprintf(stderr, "traceq: collector: %s\n", rep->error);
 	else if (req->query)
@@ -850,6 +877,30 @@ static int run_stats(struct client *c, const struct traceq_opts *o)
 	return 0;
 }
 
+/* --sql: one statement's rows as a table. */
+static int run_sql(struct client *c, const struct traceq_opts *o)
+{
+	struct qmsg_request req = { .op = QOP_SQL, .query = (char *)o->sql,
+				    .limit = o->limit && o->limit < QMSG_MAX_ROWS ?
+					     (uint32_t)o->limit : 0 };
+	struct qmsg_reply rep;
+	int ret = client_call(c, &req, &rep);
+
+	if (ret)
+		return ret;
+	if (o->format == OUT_CSV)
+		out_sql_csv(stdout, &rep);
+	else if (o->format == OUT_JSON)
+		out_sql_json(stdout, &rep);
+	else if (out_sql_text(stdout, &rep) < 0)
+		ret = 1;
+	if (rep.more && (!o->limit || o->limit > rep.nrows))
+		fprintf(stderr, "traceq: --sql: stopped after %" PRIu32 " rows, the most one answer"
+			" holds; narrow the statement (LIMIT, GROUP BY)\n", rep.nrows);
+	qmsg_reply_free(&rep);
+	return ret ? ret : fflush(stdout) == 0 ? 0 : 1;
+}
+
 /* ---- the function_graph view ---- */
 
 static int col_index(const struct qmsg_reply *r, const char *name)
@@ -981,7 +1032,9 @@ int main(int argc, char **argv)
 	ret = client_open(&c, &o);
 	if (ret < 0)
 		return ret == -2 ? 2 : 1;
-	if (o.stats)
+	if (o.sql)
+		ret = run_sql(&c, &o);
+	else if (o.stats)
 		ret = run_stats(&c, &o);
 	else if (o.count)
 		ret = run_count(&c, &o);

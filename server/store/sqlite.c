@@ -33,6 +33,7 @@
  *   sqlite_hosts.c   hosts, per-CPU counters, marks, comms, drop counters
  *   sqlite_symbols.c programs and their symbols
  *   sqlite_retain.c  retention by age and size
+ *   sqlite_sql.c     the user SQL surface (store_sql(), traceq --sql)
  */
 #include "config.h"
 
@@ -440,5 +441,6 @@ static const struct store_ops sq_ops = {
 	.sync = sq_sync,
 	.thread_policy = sq_thread_policy,
 	.drops = sq_drops,
+	.sql = sq_sql,
 	.follow = sq_follow,
 };

@@ -363,6 +363,10 @@ int sq_host_find(struct store *s, const char *name, const struct store_scope *sc
 int sq_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
 		   uint64_t addr, char *buf, size_t len);
 
+/* sqlite_sql.c */
+int sq_sql(struct store *s, const char *text, const struct store_scope *scope,
+	   const struct store_sql_limits *lim, store_sql_fn fn, void *ctx);
+
 /* sqlite_retain.c */
 int sq_retain(struct store *s, int64_t before_ts, uint64_t max_bytes, uint64_t *removed);
 

@@ -412,6 +412,16 @@ int store_drops(struct store *s, const struct store_query *q,
 	return store_enter(s) ?: s->ops->drops(s, q, fn, ctx);
 }
 
+int store_sql(struct store *s, const char *text, const struct store_scope *scope,
+	      const struct store_sql_limits *lim, store_sql_fn fn, void *ctx)
+{
+	if (!s || !text || !lim || !fn || store_scope_ok(scope) < 0)
+		return -EINVAL;
+	if (!s->ops->sql)
+		return -ENOSYS;
+	return store_enter(s) ?: s->ops->sql(s, text, scope, lim, fn, ctx);
+}
+
 void store_schema_free(struct store_schema *sc)
 {
 	if (!sc)

@@ -554,4 +554,72 @@ int store_drops(struct store *s, const struct store_query *q,
 			  const char *reason, uint64_t count),
 		void *ctx);
 
+/* ---- user SQL: traceq --sql ---- */
+
+/*
+ * The one place where SQL text from outside reaches the store: the
+ * user-facing SQL surface of `traceq --sql`, like Perfetto's trace
+ * processor tables. Everything else in the collector talks to the store
+ * through the calls above, never in SQL. The text runs over documented
+ * views only (sql/schema.sql, "User SQL views"):
+ *   - one per stored event type, named "SYSTEM__NAME" and also plain "NAME"
+ *     when no other system has an event of that name (and it is not
+ *     hosts, stats or drops): host, cpu, ts (wall clock ns), trace_ts,
+ *     then every field (a field named host, cpu, ts or trace_ts is
+ *     "field_<name>");
+ *   - hosts (one row per host), stats (per host and CPU: the counters of
+ *     store_stats()), drops (host, system, event, reason, count).
+ * Read-only is enforced by the store, not by reading the text: only one
+ * SELECT, reading only those views (and, through them, what they read)
+ * and calling only harmless functions, is allowed; any write, ATTACH,
+ * PRAGMA, load_extension, a read of a table outside the views or a second
+ * statement is refused.
+ */
+enum store_sql_kind {
+	STORE_SQL_NULL,
+	STORE_SQL_INT,
+	STORE_SQL_REAL,
+	STORE_SQL_TEXT,		/* p, len (NUL-ended) */
+	STORE_SQL_BLOB,		/* p, len */
+};
+
+struct store_sql_value {
+	enum store_sql_kind kind;
+	int64_t i;
+	double d;
+	const void *p;
+	size_t len;
+};
+
+struct store_sql_limits {
+	uint64_t max_rows;	/* rows passed to the callback at most; 0: no limit */
+	int64_t time_ms;	/* the statement is stopped after this long; 0: no limit */
+	uint32_t max_value;	/* bytes of one string or blob value; 0: 1 MiB */
+};
+
+/*
+ * store_sql_fn - called once with @vals NULL before any row (the columns:
+ * @ncols names), then once per result row with its @ncols values. All of
+ * it is valid only during the call. Return 0 to go on; a negative value
+ * stops the statement and is store_sql()'s return.
+ */
+typedef int (*store_sql_fn)(void *ctx, size_t ncols, const char *const *names,
+			    const struct store_sql_value *vals);
+
+/*
+ * store_sql - run the user's read-only SQL @text (one SELECT over the views
+ * above) and pass its rows to @fn. @scope is the asker's (struct
+ * store_scope; NULL: every host): the views are not restricted by host, so
+ * a scoped asker is refused.
+ *
+ * Return: 0 (every row passed); 1 (stopped at @lim->max_rows with rows
+ * left); -EACCES (refused: a scoped asker, or the statement does something
+ * other than read the views: store_errmsg() names what); TC_ERR_SYNTAX (the
+ * text is not SQL SQLite can compile, or is not one statement);
+ * TC_ERR_TIMEOUT (stopped by @lim->time_ms); TC_ERR_TOO_LONG (a value over
+ * @lim->max_value); TC_ERR_DB; -ENOMEM; -EINVAL; or @fn's return.
+ */
+int store_sql(struct store *s, const char *text, const struct store_scope *scope,
+	      const struct store_sql_limits *lim, store_sql_fn fn, void *ctx);
+
 #endif

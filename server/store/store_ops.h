@@ -68,7 +68,7 @@
  * only by the ingest worker (every write op, and the reads the write
  * path needs: stream_marks, journal_mark_get); the query endpoint's
  * thread opens a read-only handle of its own and calls only schema_get,
- * schema_list, select, count, host_find, symbol_name, stats and drops. Threads a
+ * schema_list, select, count, host_find, symbol_name, stats, drops and sql. Threads a
  * backend runs for itself (SQLite: the writer that runs batched INSERTs,
  * the checkpointer) are its own business: started by its constructor,
  * stopped by close, waited for by sync, scheduled by thread_policy; the
@@ -160,6 +160,14 @@ struct store_ops {
 		     int (*fn)(void *ctx, const char *host, const char *system, const char *name,
 			       const char *reason, uint64_t count),
 		     void *ctx);
+
+	/*
+	 * sql: the user SQL surface (store_sql()): @text is the user's, to be
+	 * run read-only over the documented views only, enforced by the
+	 * engine (SQLite: an authorizer), not by reading the text.
+	 */
+	int (*sql)(struct store *s, const char *text, const struct store_scope *scope,
+		   const struct store_sql_limits *lim, store_sql_fn fn, void *ctx);
 
 	/* ---- optional ---- */
 	/*
