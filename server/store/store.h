@@ -472,6 +472,8 @@ struct store_query {
 	size_t nfields;
 	/* only rows of hosts whose name matches this glob (*, ?, [...]); NULL: all */
 	const char *host_glob;
+	/* and (NULL: all) whose name matches one of these globs (traceq --host, repeated) */
+	const struct store_scope *hosts;
 	/*
 	 * and only of hosts the reader may see (struct store_scope); NULL: every
 	 * host. Applied by every read that takes a store_query.
@@ -482,16 +484,26 @@ struct store_query {
 	 * through its time index, which a filter cannot name.
 	 */
 	const struct store_window *win;
-	/* store_select() only: start strictly after this row when after_rowid != 0 */
+	/* only rows of these CPUs (@ncpus 0: every CPU) */
+	const uint32_t *cpus;
+	size_t ncpus;
+	/*
+	 * store_select() only: start strictly after this row when after_rowid
+	 * != 0 (with @reverse: strictly before it). INT64_MAX as after_rowid
+	 * stands for "after every row of after_ts".
+	 */
 	int64_t after_ts;
 	uint64_t after_rowid;
+	/* store_select() only: newest first, ordered by (ts, rowid) descending */
+	bool reverse;
 	/* store_select() only: at most this many rows; 0: no limit */
 	size_t limit;
 };
 
 /*
- * store_select - the rows @q asks for, ordered by (ts, rowid), passed to
- * @fn one at a time. Keyset paging: pass the last row seen as
+ * store_select - the rows @q asks for, ordered by (ts, rowid) (descending
+ * with q->reverse), passed to @fn one at a time. Keyset paging: pass the
+ * last row seen as
  * q->after_ts and q->after_rowid to get the next page. The row and
  * everything it points to are valid only during @fn.
  *
