@@ -292,6 +292,16 @@ static int newest_row(void *ctx, const struct store_row *row)
 	return 0;
 }
 
+/* @a + @b, held at the int64 limits */
+static int64_t add_sat(int64_t a, int64_t b)
+{
+	if (b < 0 && a < INT64_MIN - b)
+		return INT64_MIN;
+	if (b > 0 && a > INT64_MAX - b)
+		return INT64_MAX;
+	return a + b;
+}
+
 /*
  * Make the end-relative sides of the window absolute: "end" is the ts of
  * the newest row of the selected types the asker may see (hosts, CPUs,
@@ -322,9 +332,9 @@ static int resolve_end(struct store *st, struct qsel *c, const struct qmsg_reque
 		return 0;
 	}
 	if (r->from_end)
-		c->win.from_ts = r->from_ts < INT64_MIN - newest ? INT64_MIN : newest + r->from_ts;
+		c->win.from_ts = add_sat(newest, r->from_ts);
 	if (r->to_end)
-		c->win.to_ts = r->to_ts < INT64_MIN - newest ? INT64_MIN : newest + r->to_ts;
+		c->win.to_ts = add_sat(newest, r->to_ts);
 	return 0;
 }
 
@@ -384,6 +394,21 @@ void qsel_free(struct qsel *c)
 const char *qsel_event(const struct qsel *c)
 {
 	return c->n == 1 ? c->t[0].event : NULL;
+}
+
+size_t qsel_ntypes(const struct qsel *c)
+{
+	return c->n;
+}
+
+const struct store_schema *qsel_schema(const struct qsel *c, size_t i)
+{
+	return c->t[i].schema;
+}
+
+const struct store_query *qsel_read(const struct qsel *c, size_t i)
+{
+	return &c->t[i].read;
 }
 
 int qsel_count(struct store *st, struct qsel *c, uint64_t *n)

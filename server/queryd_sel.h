@@ -49,6 +49,14 @@ void qsel_free(struct qsel *c);
 /* qsel_event - "system:name" of a one-type selection, NULL for several. */
 const char *qsel_event(const struct qsel *c);
 
+/*
+ * qsel_ntypes, qsel_schema, qsel_read - the selected types, each with the
+ * store query compiled for it (valid until qsel_free()).
+ */
+size_t qsel_ntypes(const struct qsel *c);
+const struct store_schema *qsel_schema(const struct qsel *c, size_t i);
+const struct store_query *qsel_read(const struct qsel *c, size_t i);
+
 /* qsel_count - the rows the selection matches, summed over its types. */
 int qsel_count(struct store *st, struct qsel *c, uint64_t *n);
 

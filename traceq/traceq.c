@@ -28,10 +28,14 @@
 #include "common/filter.h"
 #include "common/query.h"
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "proto/qmsg.h"
 #include "proto/tls.h"
+#include "traceq/discover.h"
 #include "traceq/graph.h"
+#include "traceq/select.h"
 #include "traceq/tlsconn.h"
+#include "traceq/when.h"
 
 #define TRACEQ_DEFAULT_SERVER	"ipc:///run/tracecollect/query.sock"
 #define TRACEQ_PAGE_ROWS	1000
@@ -45,7 +49,8 @@ struct traceq_opts {
 	const char *host;
 	enum out_format format;
 	uint64_t limit;		/* 0: all rows */
-	int64_t from_ts, to_ts;
+	struct tq_select sel;	/* --since/--until, --host, --cpu, --reverse */
+	enum qmsg_op list;	/* --hosts, --events, --fields; 0: none */
 	int timeout_ms;
 	bool count, stats, drops, graph, sync;
 };
@@ -55,14 +60,22 @@ static void usage(FILE *f)
 	fprintf(f,
 "Usage: traceq [OPTIONS] QUERY\n"
 "       traceq [OPTIONS] --count QUERY\n"
-"       traceq [OPTIONS] --stats | --drops\n"
+"       traceq [OPTIONS] --stats | --drops | --hosts\n"
+"       traceq [OPTIONS] --events [SELECTOR] | --fields SELECTOR\n"
 "       traceq [OPTIONS] --graph \"funcgraph [where FILTER]\"\n"
 "\n"
 "Query the events a tracecollectd stored. QUERY is\n"
-"  EVENT [where FILTER]     e.g.  \"sched_switch where prev_pid == 0\"\n"
-"EVENT is an event name (sched_switch) or system:name (sched:sched_switch).\n"
+"  SELECTOR[,SELECTOR...] [where FILTER]\n"
+"                           e.g.  \"sched_switch where prev_pid == 0\"\n"
+"SELECTOR is an event (sched_switch), a subsystem (sched), system:event\n"
+"(sched:sched_switch), or a glob of them (sched:sched_*, sched:*, irq:*, *);\n"
+"a bare word names the events of that name, else the subsystem. Rows of\n"
+"several events come merged in time order.\n"
 "FILTER is the kernel's event-filter language: field OP value with\n"
 "== != < <= > >= & on numbers, == != ~ (glob) on strings, && || ! and ().\n"
+"Over several events it works as the kernel's subsystem filter: it applies\n"
+"to each event that has every field it names (and takes it); the other\n"
+"events keep no filter, so all their rows come (an error if none takes it).\n"
 "\n"
 "Options:\n"
 "  -s, --server URL     query endpoint (default $TRACEQ_SERVER, else\n"
@@ -80,9 +93,18 @@ static void usage(FILE *f)
 "                       code addresses of ftrace events (ip, parent_ip, func)\n"
 "                       print as name+0xoff in text; json adds ip_sym etc.\n"
 "  -n, --limit N        print at most N events (default: all)\n"
-"      --since NS       only events at or after this wall-clock time (ns since epoch)\n"
-"      --until NS       only events before this wall-clock time (ns since epoch)\n"
+"  -r, --reverse        newest first\n"
+"      --since TIME     only events at or after TIME\n"
+"      --until TIME     only events before TIME; TIME is one of\n"
+"%s"
+"                       (end: the newest stored event of those selected)\n"
 "  -H, --host GLOB      only events from hosts whose name matches GLOB\n"
+"                       (repeatable: any of them)\n"
+"      --cpu LIST       only events of these CPUs, e.g. 0,2-3\n"
+"      --hosts          list every host the collector has seen and exit\n"
+"      --events [SEL]   list the stored events (all, or those SEL selects)\n"
+"                       with their counts and first and last times, and exit\n"
+"      --fields SEL     list the fields of the events SEL selects and exit\n"
 "  -c, --count          print the number of matching events\n"
 "      --stats          print per host and CPU counters (pages, events,\n"
 "                       kernel overruns, bad_pages and bad_events received\n"
@@ -111,7 +133,7 @@ static void usage(FILE *f)
 "  -V, --version        print the version\n"
 "\n"
 "Exit status: 0 success, 1 server unreachable or failed, 2 bad query or usage.\n",
-		TRACEQ_DEFAULT_SERVER);
+		TRACEQ_DEFAULT_SERVER, when_forms);
 }
 
 static int parse_i64(const char *s, const char *what, int64_t *out)
@@ -129,6 +151,11 @@ static int parse_i64(const char *s, const char *what, int64_t *out)
 	return 0;
 }
 
+static int64_t now_ns(void)
+{
+	return util_now_ms() * 1000000;	/* ms: the finest a person types */
+}
+
 static int parse_args(int argc, char **argv, struct traceq_opts *o)
 {
 	static const struct option longopts[] = {
@@ -138,6 +165,11 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		{ "since", required_argument, NULL, 'S' },
 		{ "until", required_argument, NULL, 'U' },
 		{ "host", required_argument, NULL, 'H' },
+		{ "cpu", required_argument, NULL, 'P' },
+		{ "reverse", no_argument, NULL, 'r' },
+		{ "hosts", no_argument, NULL, 'L' },
+		{ "events", no_argument, NULL, 'E' },
+		{ "fields", no_argument, NULL, 'F' },
 		{ "count", no_argument, NULL, 'c' },
 		{ "stats", no_argument, NULL, 'T' },
 		{ "drops", no_argument, NULL, 'D' },
@@ -154,7 +186,7 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 	int64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:f:n:H:cgt:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:f:n:H:rcgt:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': o->server = optarg; break;
 		case 'f':
@@ -172,9 +204,24 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 				return -1;
 			o->limit = (uint64_t)v;
 			break;
-		case 'S': if (parse_i64(optarg, "--since", &o->from_ts) < 0) return -1; break;
-		case 'U': if (parse_i64(optarg, "--until", &o->to_ts) < 0) return -1; break;
-		case 'H': o->host = optarg; break;
+		case 'S':
+			if (tq_select_time(&o->sel, optarg, false, now_ns()) < 0)
+				return -1;
+			break;
+		case 'U':
+			if (tq_select_time(&o->sel, optarg, true, now_ns()) < 0)
+				return -1;
+			break;
+		case 'H':
+			o->host = optarg;
+			if (tq_select_host(&o->sel, optarg) < 0)
+				return -1;
+			break;
+		case 'P': if (tq_select_cpus(&o->sel, optarg) < 0) return -1; break;
+		case 'r': o->sel.reverse = true; break;
+		case 'L': o->list = QOP_HOSTS; break;
+		case 'E': o->list = QOP_EVENTS; break;
+		case 'F': o->list = QOP_FIELDS; break;
 		case 'c': o->count = true; break;
 		case 'T': o->stats = true; break;
 		case 'D': o->stats = o->drops = true; break;
@@ -193,6 +240,8 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		default: usage(stderr); return -1;
 		}
 	}
+	if (o->list)
+		return tq_discover_args(o->list, argc - optind, argv + optind, &o->query);
 	if (o->stats ? optind != argc : optind != argc - 1) {
 		fprintf(stderr, o->stats ? "traceq: --stats and --drops take no query\n"
 			: "traceq: expected one QUERY argument (quote it)\n");
@@ -499,14 +548,14 @@ static void print_json_row(const struct qmsg_reply *r, const struct qmsg_value *
 static int run_select(struct client *c, const struct traceq_opts *o)
 {
 	struct qmsg_request req = {
-		.op = QOP_SELECT, .query = (char *)o->query, .host = (char *)o->host,
-		.from_ts = o->from_ts, .to_ts = o->to_ts,
+		.op = QOP_SELECT, .query = (char *)o->query,
 	};
 	uint64_t printed = 0;
 	struct qmsg_reply rep;
 	uint32_t i;
 	int ret;
 
+	tq_select_apply(&o->sel, &req);
 	do {
 		req.limit = TRACEQ_PAGE_ROWS;
 		if (o->limit && o->limit - printed < req.limit)
@@ -514,20 +563,26 @@ static int run_select(struct client *c, const struct traceq_opts *o)
 		ret = client_call(c, &req, &rep);
 		if (ret)
 			return ret;
-		if (rep.ncols < QMSG_META_COLS && rep.nrows) {
+		if (!rep.types && rep.ncols < QMSG_META_COLS && rep.nrows) {
 			fprintf(stderr, "traceq: bad reply from the collector: too few columns\n");
 			qmsg_reply_free(&rep);
 			return 1;
 		}
 		for (i = 0; i < rep.nrows; i++) {
+			struct qmsg_reply view;
+			const struct qmsg_value *row = qmsg_reply_row(&rep, i, &view);
+
+			if (view.ncols < QMSG_META_COLS)
+				continue;
 			if (o->format == OUT_JSON)
-				print_json_row(&rep, &rep.vals[i * rep.ncols]);
+				print_json_row(&view, row);
 			else
-				print_text_row(&rep, &rep.vals[i * rep.ncols]);
+				print_text_row(&view, row);
 		}
 		printed += rep.nrows;
 		req.after_ts = rep.last_ts;
 		req.after_id = rep.last_id;
+		req.after_type = rep.last_type;
 		ret = rep.more && rep.nrows && (!o->limit || printed < o->limit);
 		qmsg_reply_free(&rep);
 	} while (ret);
@@ -537,12 +592,12 @@ static int run_select(struct client *c, const struct traceq_opts *o)
 static int run_count(struct client *c, const struct traceq_opts *o)
 {
 	struct qmsg_request req = {
-		.op = QOP_COUNT, .query = (char *)o->query, .host = (char *)o->host,
-		.from_ts = o->from_ts, .to_ts = o->to_ts,
+		.op = QOP_COUNT, .query = (char *)o->query,
 	};
 	struct qmsg_reply rep;
 	int ret;
 
+	tq_select_apply(&o->sel, &req);
 	ret = client_call(c, &req, &rep);
 	if (ret)
 		return ret;
@@ -553,12 +608,12 @@ static int run_count(struct client *c, const struct traceq_opts *o)
 
 static int run_stats(struct client *c, const struct traceq_opts *o)
 {
-	struct qmsg_request req = { .op = o->drops ? QOP_DROPS : QOP_STATS,
-				    .host = (char *)o->host };
+	struct qmsg_request req = { .op = o->drops ? QOP_DROPS : QOP_STATS };
 	struct qmsg_reply rep;
 	uint32_t r, i;
 	int ret;
 
+	tq_select_apply(&o->sel, &req);
 	ret = client_call(c, &req, &rep);
 	if (ret)
 		return ret;
@@ -577,6 +632,22 @@ static int run_stats(struct client *c, const struct traceq_opts *o)
 			"for them)\n", rep.unstored, (double)rep.journal_bytes / (1 << 20));
 	qmsg_reply_free(&rep);
 	return 0;
+}
+
+/* --hosts, --events, --fields: one request, the table it answers (discover.c). */
+static int run_discover(struct client *c, const struct traceq_opts *o)
+{
+	struct qmsg_request req = { .op = o->list, .query = (char *)o->query };
+	struct qmsg_reply rep;
+	int ret;
+
+	tq_select_apply(&o->sel, &req);
+	ret = client_call(c, &req, &rep);
+	if (ret)
+		return ret;
+	tq_discover_print(stdout, &rep, o->format == OUT_JSON);
+	qmsg_reply_free(&rep);
+	return fflush(stdout) == 0 ? 0 : 1;
 }
 
 /* ---- the function_graph view ---- */
@@ -635,12 +706,13 @@ static int graph_fetch(struct client *c, const struct traceq_opts *o,
 {
 	char query[4096];
 	struct qmsg_request req = {
-		.op = QOP_SELECT, .query = query, .host = (char *)o->host,
-		.from_ts = o->from_ts, .to_ts = o->to_ts,
+		.op = QOP_SELECT, .query = query,
 	};
 	struct qmsg_reply rep;
 	int ret;
 
+	tq_select_apply(&o->sel, &req);
+	req.reverse = false;	/* the graph is built oldest first */
 	snprintf(query, sizeof(query), "ftrace:%s%s", event, where);
 	do {
 		req.limit = TRACEQ_PAGE_ROWS;
@@ -707,10 +779,14 @@ int main(int argc, char **argv)
 		return 2;
 	if (o.query && check_query(o.query) < 0)
 		return 2;
+	if (o.list && !o.query)
+		o.query = NULL;
 	ret = client_open(&c, &o);
 	if (ret < 0)
 		return ret == -2 ? 2 : 1;
-	if (o.stats)
+	if (o.list)
+		ret = run_discover(&c, &o);
+	else if (o.stats)
 		ret = run_stats(&c, &o);
 	else if (o.count)
 		ret = run_count(&c, &o);

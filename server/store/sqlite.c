@@ -438,5 +438,6 @@ static const struct store_ops sq_ops = {
 	.sync = sq_sync,
 	.thread_policy = sq_thread_policy,
 	.drops = sq_drops,
+	.hosts = sq_hosts,
 	.follow = sq_follow,
 };

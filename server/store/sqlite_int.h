@@ -347,6 +347,8 @@ int sq_stats(struct store *s, const struct store_query *q,
 	     int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
 		       uint64_t value),
 	     void *ctx);
+int sq_hosts(struct store *s, const struct store_query *q,
+	     int (*fn)(void *ctx, const struct store_host_info *h), void *ctx);
 int sq_drops(struct store *s, const struct store_query *q,
 	     int (*fn)(void *ctx, const char *host, const char *system, const char *name,
 		       const char *reason, uint64_t count),

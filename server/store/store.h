@@ -536,6 +536,28 @@ int store_stats(struct store *s, const struct store_query *q,
 			  uint64_t value),
 		void *ctx);
 
+/* What the collector knows of a host (the hosts table), for `traceq --hosts`. */
+struct store_host_info {
+	const char *name;
+	const char *machine_id;
+	const char *boot_id;		/* of its latest HELLO; NULL: unknown */
+	const char *kernel;
+	const char *trace_clock;
+	const char *peer_subject;	/* its agent certificate's subject */
+	int64_t ncpus, page_size;
+	int64_t clock_offset_ns;	/* realtime - trace clock, latest sample */
+	int64_t first_seen, last_seen;	/* wall clock ns (HELLO, clock samples) */
+};
+
+/*
+ * store_hosts - every host the store has seen that @q allows (its host
+ * globs and scope, as store_stats(); NULL: every host), by name: calls
+ * @fn per host. A nonzero return from @fn stops and is returned.
+ * Return: 0; TC_ERR_DB; -EINVAL; or @fn's return.
+ */
+int store_hosts(struct store *s, const struct store_query *q,
+		int (*fn)(void *ctx, const struct store_host_info *h), void *ctx);
+
 /*
  * store_drops - the drop counters, for `traceq --drops`: calls @fn per
  * (host, system, name, reason) with its count; @host is "" for counters

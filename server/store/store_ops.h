@@ -156,6 +156,9 @@ struct store_ops {
 		     int (*fn)(void *ctx, const char *host, const char *system, const char *name,
 			       const char *reason, uint64_t count),
 		     void *ctx);
+	/* hosts: only the hosts q allows (host globs, scope); q may be NULL */
+	int (*hosts)(struct store *s, const struct store_query *q,
+		     int (*fn)(void *ctx, const struct store_host_info *h), void *ctx);
 
 	/* ---- optional ---- */
 	/*
