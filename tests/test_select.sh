@@ -153,10 +153,11 @@ check "scoped --hosts shows only sel-a" \
 as5001 --events 'sched:sched_switch' > "$tmp/s.events" 2>&1
 check "scoped --events counts only sel-a's rows ($ha)" \
 	'grep -q "^sched:sched_switch  *$ha " "$tmp/s.events"'
-check "scoped count over sched:* == root's -H sel-a" \
-	'[ "$(as5001 --count "sched:*")" = "$(traceq --count -H sel-a "sched:*")" ]'
+n=$(as5001 --count "sched:*")
+check "scoped count over sched:* ($n) == root's -H sel-a" \
+	'[ "$n" -gt 0 ] && [ "$n" = "$(traceq --count -H sel-a "sched:*")" ]'
 as5001 --fields sched_switch > "$tmp/s.fields" 2>&1
-check "scoped --fields still works" 'grep -q "prev_pid" "$tmp/s.fields"'
+check "scoped --fields still works" 'grep -q "^sched:sched_switch *prev_pid" "$tmp/s.fields"'
 
 if [ "$failed" != 0 ]; then
 	echo "--- collector (last 30 lines)"; tail -n 30 "$tmp/collector.log"
