@@ -614,6 +614,12 @@ static int fill(struct store *st, struct qsel_type *t, size_t chunk)
 	return 0;
 }
 
+/* @v - 1, held at INT64_MIN (no row has that ts) */
+static int64_t sub1(int64_t v)
+{
+	return v == INT64_MIN ? v : v - 1;
+}
+
 /* The cursor of @t for a page resuming after (@r's after_ts, after_type, after_id). */
 static void cursor_init(struct qsel_type *t, const struct qmsg_request *r)
 {
@@ -627,16 +633,19 @@ static void cursor_init(struct qsel_type *t, const struct qmsg_request *r)
 		t->read.after_ts = r->after_ts;
 		t->read.after_rowid = r->after_id;
 	} else if ((type < r->after_type) == !r->reverse) {
-		/* before the last type in the walk: past every row of after_ts */
-		t->read.after_ts = r->after_ts;
-		t->read.after_rowid = INT64_MAX;
-	} else if (r->after_ts != INT64_MIN) {
 		/*
-		 * after it: forwards from after_ts itself on ((ts, id) >
-		 * (after_ts - 1, MAX)), backwards before it ((ts, id) <
-		 * (after_ts - 1, MAX): ts < after_ts)
+		 * before the last type in the walk: past every row of after_ts,
+		 * (ts, id) > (after_ts, MAX) forwards, (ts, id) < (after_ts - 1,
+		 * MAX) backwards
 		 */
-		t->read.after_ts = r->after_ts - 1;
+		t->read.after_ts = r->reverse ? sub1(r->after_ts) : r->after_ts;
+		t->read.after_rowid = INT64_MAX;
+	} else {
+		/*
+		 * after it: from after_ts itself on, (ts, id) > (after_ts - 1,
+		 * MAX) forwards, (ts, id) < (after_ts, MAX) backwards
+		 */
+		t->read.after_ts = r->reverse ? r->after_ts : sub1(r->after_ts);
 		t->read.after_rowid = INT64_MAX;
 	}
 }

@@ -95,8 +95,12 @@ static void usage(FILE *f)
 "  -n, --limit N        print at most N events (default: all)\n"
 "  -r, --reverse        newest first\n"
 "      --since TIME     only events at or after TIME\n"
-"      --until TIME     only events before TIME; TIME is one of\n"
-"%s"
+"      --until TIME     only events before TIME; TIME is one of\n",
+		TRACEQ_DEFAULT_SERVER);
+	/* the forms indented past the option column (completion reads "  -" lines) */
+	for (const char *l = when_forms; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != 0))
+		fprintf(f, "%21s%.*s\n", "", (int)strcspn(l, "\n"), l);
+	fprintf(f,
 "                       (end: the newest stored event of those selected)\n"
 "  -H, --host GLOB      only events from hosts whose name matches GLOB\n"
 "                       (repeatable: any of them)\n"
@@ -132,8 +136,7 @@ static void usage(FILE *f)
 "  -h, --help           this text\n"
 "  -V, --version        print the version\n"
 "\n"
-"Exit status: 0 success, 1 server unreachable or failed, 2 bad query or usage.\n",
-		TRACEQ_DEFAULT_SERVER, when_forms);
+"Exit status: 0 success, 1 server unreachable or failed, 2 bad query or usage.\n");
 }
 
 static int parse_i64(const char *s, const char *what, int64_t *out)
