@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -141,6 +142,22 @@ static int run_fields(struct store *st, struct qsel *c, bool scoped, struct qmsg
 	return ret;
 }
 
+static int stop_walk(void *ctx, const struct store_schema *sc)
+{
+	(void)sc;
+	*(bool *)ctx = true;
+	return 1;
+}
+
+/* Whether the store has any event type (errors count as yes: the select reports them). */
+static bool any_type(struct store *st)
+{
+	bool any = false;
+	int ret = store_schema_list(st, NULL, stop_walk, &any);
+
+	return any || (ret < 0 && ret != TC_ERR_UNKNOWN_EVENT);
+}
+
 int qdisc_run(struct store *st, const struct qmsg_request *r, const struct store_query *hosts,
 	      struct proto_buf *out, uint64_t *rows)
 {
@@ -151,6 +168,10 @@ int qdisc_run(struct store *st, const struct qmsg_request *r, const struct store
 
 	if (r->op == QOP_HOSTS) {
 		ret = run_hosts(st, hosts, &w);
+	} else if (!rq.query && !any_type(st)) {	/* --events of an empty store: no rows */
+		static const char *const cols[] = { "event", "count", "first", "last" };
+
+		ret = qmsg_reply_begin(&w, NULL, 4, cols);
 	} else {
 		if (!rq.query)
 			rq.query = (char *)"*";
