@@ -38,7 +38,8 @@ enum qmsg_op {
 	QOP_COUNT,		/* how many rows would match */
 	QOP_STATS,		/* per host/CPU counters */
 	QOP_DROPS,		/* events not kept: per host, event and reason */
-	QOP_HOSTS,		/* every host seen: what the collector knows of it */
+	/* 5 is main's QOP_SYMBOLS (issue 17, s-text), merged separately */
+	QOP_HOSTS = 6,		/* every host seen: what the collector knows of it */
 	QOP_EVENTS,		/* stored event types: counts and time span */
 	QOP_FIELDS,		/* the fields of the event types a query selects */
 };

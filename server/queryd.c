@@ -341,8 +341,8 @@ static int run_drops(struct qworker *wk, const struct store_query *hosts,
 	return reply_end(wk->qd, w, ret > 0, 0, 0, 0, out);
 }
 
-static const char *const op_names[] = { "?", "select", "count", "stats", "drops", "hosts",
-					"events", "fields" };
+static const char *const op_names[] = { "?", "select", "count", "stats", "drops", "?",
+					"hosts", "events", "fields" };
 
 /*
  * The log line of a query: who asked, what (the text escaped, the host

@@ -178,8 +178,10 @@ int qdisc_run(struct store *st, const struct qmsg_request *r, const struct store
 		ret = qsel_compile(st, &rq, hosts->scope, &c, out);
 		if (ret == 0 && r->op == QOP_EVENTS)
 			ret = run_events(st, c, hosts->scope != NULL, &w);
-		else if (ret == 0)
+		else if (ret == 0 && r->op == QOP_FIELDS)
 			ret = run_fields(st, c, hosts->scope != NULL, &w);
+		else if (ret == 0)
+			ret = -EINVAL;
 	}
 	qsel_free(c);
 	if (ret) {	/* 1: the error reply is in @out */
