@@ -1,11 +1,12 @@
 /*
- * query.c - parse traceq's "EVENT [where FILTER]" text (see query.h): a
- * hand-written scanner for the event part that hands the rest to
+ * query.c - parse traceq's "SELECTOR[,SELECTOR...] [where FILTER]" text
+ * (see query.h): a hand-written scanner for the selectors that hands the rest to
  * filter_parse() and shifts its error positions onto the whole query.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -49,13 +50,21 @@ static bool is_name(char c)
 	       (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
 }
 
-/* length of the name at q->i (0 if none) */
+/* a name byte or a glob byte (fnmatch(3): * ? [ ], and ! ^ inside brackets) */
+static bool is_word(char c, bool in_brackets)
+{
+	return is_name(c) || c == '*' || c == '?' || c == '[' || c == ']' ||
+	       (in_brackets && (c == '!' || c == '^'));
+}
+
+/* length of the word (name or glob) at q->i (0 if none) */
 static size_t name_len(const struct qscan *q)
 {
 	size_t j = q->i;
+	bool in = false;
 
-	while (j < q->len && is_name(q->s[j]))
-		j++;
+	for (; j < q->len && is_word(q->s[j], in); j++)
+		in = q->s[j] == '[' ? true : q->s[j] == ']' ? false : in;
 	return j - q->i;
 }
 
@@ -87,25 +96,21 @@ static int expect_name(struct qscan *q, const char *what)
 		     what, TOKLEN(n), q->s + q->i);
 }
 
-/* the part after ':' into @event (NULL for '*') */
+/* the word after ':' into @event */
 static int scan_event_part(struct qscan *q, char **event)
 {
 	size_t n = name_len(q);
 
 	*event = NULL;
-	if (!n && q->i < q->len && q->s[q->i] == '*') {
-		q->i++;
-		return 0;
-	}
 	if (!n)
-		return expect_name(q, "an event name or '*' after ':'");
+		return expect_name(q, "an event name or glob after ':'");
 	*event = strndup(q->s + q->i, n);
 	q->i += n;
 	return *event ? 0 : -ENOMEM;
 }
 
-/* EVENT into @system / @event; on failure both are NULL */
-static int scan_event(struct qscan *q, char **system, char **event)
+/* one SELECTOR into @sel; on failure it holds nothing */
+static int scan_sel(struct qscan *q, struct query_sel *sel)
 {
 	size_t n, start;
 	int ret;
@@ -118,24 +123,52 @@ static int scan_event(struct qscan *q, char **system, char **event)
 	if (is_where(q, n))
 		return qfail(q->err, TC_ERR_SYNTAX, start, n,
 			     "missing event name before 'where'");
-	*system = NULL;
-	*event = strndup(q->s + start, n);
-	if (!*event)
+	*sel = (struct query_sel){ .pos = start };
+	sel->event = strndup(q->s + start, n);
+	if (!sel->event)
 		return -ENOMEM;
 	q->i += n;
-	if (q->i >= q->len || q->s[q->i] != ':')
-		return 0;
-	q->i++;
-	*system = *event;
-	ret = scan_event_part(q, event);
-	if (ret) {
-		free(*system);
-		*system = NULL;
+	if (q->i < q->len && q->s[q->i] == ':') {
+		q->i++;
+		sel->system = sel->event;
+		ret = scan_event_part(q, &sel->event);
+		if (ret) {
+			free(sel->system);
+			sel->system = NULL;
+			return ret;
+		}
 	}
-	return ret;
+	sel->len = q->i - start;
+	return 0;
 }
 
-/* after EVENT: nothing, or "where" and a filter; sets q->i to the filter */
+/* SELECTOR { "," SELECTOR } into @r */
+static int scan_sels(struct qscan *q, struct query *r)
+{
+	int ret;
+
+	do {
+		struct query_sel *v;
+
+		if (r->nsel == QUERY_MAX_SELECTORS)
+			return qfail(q->err, TC_ERR_TOO_LONG, q->i, word_len(q),
+				     "more than %d selectors", QUERY_MAX_SELECTORS);
+		v = realloc(r->sel, (r->nsel + 1) * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		r->sel = v;
+		ret = scan_sel(q, &v[r->nsel]);
+		if (ret)
+			return ret;
+		r->nsel++;
+		if (q->i < q->len && q->s[q->i] != ',' &&
+		    q->s[util_skip_space(q->s, q->len, q->i)] == ',')
+			q->i = util_skip_space(q->s, q->len, q->i);
+	} while (q->i < q->len && q->s[q->i] == ',' && ++q->i);
+	return 0;
+}
+
+/* after the selectors: nothing, or "where" and a filter; sets q->i to the filter */
 static int scan_where(struct qscan *q, bool *has_filter)
 {
 	size_t n, where;
@@ -173,7 +206,7 @@ int query_parse(const char *text, struct query *out, struct filter_error *err)
 	if (q.len > QUERY_MAX_LEN)
 		return qfail(err, TC_ERR_TOO_LONG, QUERY_MAX_LEN, 1,
 			     "query longer than %d bytes", QUERY_MAX_LEN);
-	ret = scan_event(&q, &r.system, &r.event);
+	ret = scan_sels(&q, &r);
 	if (!ret)
 		ret = scan_where(&q, &has_filter);
 	if (!ret && has_filter) {
@@ -195,8 +228,17 @@ void query_free(struct query *q)
 {
 	if (!q)
 		return;
-	free(q->system);
-	free(q->event);
+	for (size_t i = 0; i < q->nsel; i++) {
+		free(q->sel[i].system);
+		free(q->sel[i].event);
+	}
+	free(q->sel);
 	filter_free(q->filter);
 	memset(q, 0, sizeof(*q));
+}
+
+bool query_sel_matches(const struct query_sel *sel, const char *system, const char *name)
+{
+	return (!sel->system || !fnmatch(sel->system, system, 0)) &&
+	       !fnmatch(sel->event, name, 0);
 }

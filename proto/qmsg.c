@@ -42,11 +42,49 @@ static int sbuf_move(msgpack_sbuffer *sb, struct proto_buf *out)
 	return ret;
 }
 
+static void pack_bool(msgpack_packer *pk, const char *key, bool v)
+{
+	pack_key(pk, key);
+	if (v)
+		msgpack_pack_true(pk);
+	else
+		msgpack_pack_false(pk);
+}
+
+/* The keys of selecting (query version 1, added without a bump). */
+static void request_encode_more(msgpack_packer *pk, const struct qmsg_request *r)
+{
+	if (r->after_type) {
+		pack_key(pk, "after_type");
+		msgpack_pack_int64(pk, r->after_type);
+	}
+	if (r->from_end)
+		pack_bool(pk, "from_end", true);
+	if (r->to_end)
+		pack_bool(pk, "to_end", true);
+	if (r->reverse)
+		pack_bool(pk, "reverse", true);
+	if (r->nhosts) {
+		pack_key(pk, "hosts");
+		msgpack_pack_array(pk, r->nhosts);
+		for (uint32_t i = 0; i < r->nhosts; i++)
+			pack_cstr(pk, r->hosts[i]);
+	}
+	if (r->ncpus) {
+		pack_key(pk, "cpus");
+		msgpack_pack_array(pk, r->ncpus);
+		for (uint32_t i = 0; i < r->ncpus; i++)
+			msgpack_pack_uint32(pk, r->cpus[i]);
+	}
+}
+
 int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
-	unsigned n = 7 + (r->query != NULL) + (r->host != NULL) + (r->sync_ms != 0);
+	unsigned n = 7 + (r->query != NULL) + (r->host != NULL) + (r->sync_ms != 0) +
+		     (r->after_type != 0) + r->from_end + r->to_end + r->reverse +
+		     (r->nhosts != 0) + (r->ncpus != 0);
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
@@ -77,6 +115,7 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
 		pack_key(&pk, "sync");
 		msgpack_pack_uint32(&pk, r->sync_ms);
 	}
+	request_encode_more(&pk, r);
 	return sbuf_move(&sb, out);
 }
 
@@ -112,6 +151,67 @@ static int unpack_map(const void *buf, size_t len, msgpack_unpacked *res)
 	return ret;
 }
 
+static int get_bool(const msgpack_object *v, bool *out)
+{
+	if (v->type != MSGPACK_OBJECT_BOOLEAN)
+		return TC_ERR_MSG_MALFORMED;
+	*out = v->via.boolean;
+	return 0;
+}
+
+/* "hosts": at most QMSG_MAX_HOSTS strings (sent once) */
+static int get_hosts(const msgpack_object *v, struct qmsg_request *r)
+{
+	uint32_t i, n;
+	int ret = 0;
+
+	if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size > QMSG_MAX_HOSTS || r->hosts)
+		return TC_ERR_MSG_MALFORMED;
+	n = v->via.array.size;
+	r->hosts = calloc(n + 1, sizeof(*r->hosts));
+	if (!r->hosts)
+		return -ENOMEM;
+	for (i = 0; ret == 0 && i < n; i++, r->nhosts++)
+		ret = take_str(&v->via.array.ptr[i], &r->hosts[i]);
+	return ret;
+}
+
+/* "cpus": at most QMSG_MAX_CPUS uints (sent once) */
+static int get_cpus(const msgpack_object *v, struct qmsg_request *r)
+{
+	uint32_t i, n;
+	int ret = 0;
+
+	if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size > QMSG_MAX_CPUS || r->cpus)
+		return TC_ERR_MSG_MALFORMED;
+	n = v->via.array.size;
+	r->cpus = calloc(n + 1, sizeof(*r->cpus));
+	if (!r->cpus)
+		return -ENOMEM;
+	for (i = 0; ret == 0 && i < n; i++)
+		ret = proto_mp_u32(&v->via.array.ptr[i], &r->cpus[i]);
+	r->ncpus = n;
+	return ret;
+}
+
+static int request_field_more(struct qmsg_request *r, const msgpack_object *k,
+			      const msgpack_object *v)
+{
+	if (proto_mp_str_is(k, "after_type"))
+		return proto_mp_i64(v, &r->after_type);
+	if (proto_mp_str_is(k, "from_end"))
+		return get_bool(v, &r->from_end);
+	if (proto_mp_str_is(k, "to_end"))
+		return get_bool(v, &r->to_end);
+	if (proto_mp_str_is(k, "reverse"))
+		return get_bool(v, &r->reverse);
+	if (proto_mp_str_is(k, "hosts"))
+		return get_hosts(v, r);
+	if (proto_mp_str_is(k, "cpus"))
+		return get_cpus(v, r);
+	return 0;	/* unknown keys are ignored */
+}
+
 static int request_field(struct qmsg_request *r, const msgpack_object_kv *kv,
 			 uint32_t *version)
 {
@@ -123,7 +223,7 @@ static int request_field(struct qmsg_request *r, const msgpack_object_kv *kv,
 		return proto_mp_u32(v, version);
 	if (proto_mp_str_is(k, "op")) {
 		ret = proto_mp_u32(v, &op);
-		if (ret == 0 && (op < QOP_SELECT || op > QOP_SYMBOLS) && op != QOP_SQL)
+		if (ret == 0 && (op < QOP_SELECT || op > QOP_FIELDS) && op != QOP_SQL)
 			ret = TC_ERR_MSG_MALFORMED;
 		r->op = op;
 		return ret;
@@ -144,7 +244,7 @@ static int request_field(struct qmsg_request *r, const msgpack_object_kv *kv,
 		return take_str(v, &r->host);
 	if (proto_mp_str_is(k, "sync"))
 		return proto_mp_u32(v, &r->sync_ms);
-	return 0;	/* unknown keys are ignored */
+	return request_field_more(r, k, v);
 }
 
 int qmsg_request_decode(const void *buf, size_t len, struct qmsg_request *out)
@@ -166,7 +266,9 @@ int qmsg_request_decode(const void *buf, size_t len, struct qmsg_request *out)
 		ret = TC_ERR_PROTO_VERSION;
 	else if (ret == 0 && r.limit > QMSG_MAX_ROWS)
 		ret = TC_ERR_MSG_MALFORMED;
-	else if (ret == 0 && r.op != QOP_STATS && r.op != QOP_DROPS && !r.query)
+	else if (ret == 0 && (r.op == QOP_SELECT || r.op == QOP_COUNT || r.op == QOP_FIELDS ||
+			     r.op == QOP_SYMBOLS || r.op == QOP_SQL) &&
+		 !r.query)
 		ret = TC_ERR_MSG_MISSING;
 	if (ret < 0) {
 		qmsg_request_free(&r);
@@ -178,9 +280,16 @@ int qmsg_request_decode(const void *buf, size_t len, struct qmsg_request *out)
 
 void qmsg_request_free(struct qmsg_request *r)
 {
+	for (uint32_t i = 0; r->hosts && i < r->nhosts; i++)
+		free(r->hosts[i]);
+	free(r->hosts);
+	free(r->cpus);
 	free(r->query);
 	free(r->host);
 	r->query = r->host = NULL;
+	r->hosts = NULL;
+	r->cpus = NULL;
+	r->nhosts = r->ncpus = 0;
 }
 
 /* ---- reply writer ---- */
@@ -192,23 +301,29 @@ struct qmsg_writer {
 	uint32_t ncols;
 	uint64_t nvals;
 	uint64_t unstored, journal_bytes;
-	const char *format;
+	const char *format;	/* a one-type reply's format text */
+	bool multi;		/* rows start with their type (begin_types) */
+	uint32_t nrows;		/* multi: rows started */
+	int64_t last_type;
+	uint32_t ntypes;	/* multi: the types, and their formats */
+	const char **formats;
 };
 
-int qmsg_reply_begin(struct qmsg_writer **out, const char *event, uint32_t ncols,
-		     const char *const *cols)
+/* A writer whose reply map has @nkeys keys, with its event and columns packed. */
+static struct qmsg_writer *writer_new(unsigned nkeys, const char *event, uint32_t ncols,
+				      const char *const *cols)
 {
 	struct qmsg_writer *w = calloc(1, sizeof(*w));
 	uint32_t i;
 
 	if (!w)
-		return -ENOMEM;
+		return NULL;
 	msgpack_sbuffer_init(&w->head);
 	msgpack_sbuffer_init(&w->body);
 	msgpack_packer_init(&w->hp, &w->head, msgpack_sbuffer_write);
 	msgpack_packer_init(&w->pk, &w->body, msgpack_sbuffer_write);
 	w->ncols = ncols;
-	msgpack_pack_map(&w->hp, 11);
+	msgpack_pack_map(&w->hp, nkeys);
 	pack_key(&w->hp, "ok");
 	msgpack_pack_true(&w->hp);
 	pack_key(&w->hp, "event");
@@ -220,12 +335,92 @@ int qmsg_reply_begin(struct qmsg_writer **out, const char *event, uint32_t ncols
 	msgpack_pack_array(&w->hp, ncols);
 	for (i = 0; i < ncols; i++)
 		pack_cstr(&w->hp, cols[i]);
+	return w;
+}
+
+int qmsg_reply_begin(struct qmsg_writer **out, const char *event, uint32_t ncols,
+		     const char *const *cols)
+{
+	/* ok event cols rows more last_ts last_id count unstored journal_bytes format */
+	*out = writer_new(11, event, ncols, cols);
+	return *out ? 0 : -ENOMEM;
+}
+
+int qmsg_reply_begin_types(struct qmsg_writer **out, uint32_t ntypes, const char *const *events,
+			   const uint32_t *ncols, const char *const *const *cols)
+{
+	/* the 11 keys of a one-type reply, "types", "last_type" and "formats" */
+	struct qmsg_writer *w = writer_new(14, NULL, 0, NULL);
+
+	if (w && ntypes && !(w->formats = calloc(ntypes, sizeof(*w->formats)))) {
+		qmsg_writer_free(w);
+		w = NULL;
+	}
+	if (!w)
+		return -ENOMEM;
+	w->multi = true;
+	w->ntypes = ntypes;
+	pack_key(&w->hp, "types");
+	msgpack_pack_array(&w->hp, ntypes);
+	for (uint32_t t = 0; t < ntypes; t++) {
+		msgpack_pack_array(&w->hp, 1 + ncols[t]);
+		pack_cstr(&w->hp, events[t]);
+		for (uint32_t i = 0; i < ncols[t]; i++)
+			pack_cstr(&w->hp, cols[t][i]);
+	}
 	*out = w;
 	return 0;
 }
 
+void qmsg_put_type(struct qmsg_writer *w, uint32_t idx)
+{
+	w->nvals++;
+	w->nrows++;
+	msgpack_pack_uint32(&w->pk, idx);
+}
+
+void qmsg_reply_last_type(struct qmsg_writer *w, int64_t type)
+{
+	w->last_type = type;
+}
+
+const void *qmsg_body(const struct qmsg_writer *w)
+{
+	return w->body.data;
+}
+
+size_t qmsg_body_len(const struct qmsg_writer *w)
+{
+	return w->body.size;
+}
+
+void qmsg_body_reset(struct qmsg_writer *w)
+{
+	w->body.size = 0;
+	w->nvals = 0;
+	w->nrows = 0;
+}
+
+void qmsg_put_raw(struct qmsg_writer *w, const void *p, size_t len, uint32_t nvals)
+{
+	w->nvals += nvals;
+	msgpack_sbuffer_write(&w->body, p, len);
+}
+
+void qmsg_writer_free(struct qmsg_writer *w)
+{
+	if (!w)
+		return;
+	msgpack_sbuffer_destroy(&w->head);
+	msgpack_sbuffer_destroy(&w->body);
+	free(w->formats);
+	free(w);
+}
+
 uint32_t qmsg_reply_rows(const struct qmsg_writer *w)
 {
+	if (w->multi)
+		return w->nrows;
 	return w->ncols ? (uint32_t)(w->nvals / w->ncols) : 0;
 }
 
@@ -266,6 +461,12 @@ void qmsg_reply_format(struct qmsg_writer *w, const char *text)
 	w->format = text && strlen(text) <= QMSG_MAX_FORMAT ? text : NULL;
 }
 
+void qmsg_reply_type_format(struct qmsg_writer *w, uint32_t idx, const char *text)
+{
+	if (w->multi && idx < w->ntypes)
+		w->formats[idx] = text && strlen(text) <= QMSG_MAX_FORMAT ? text : NULL;
+}
+
 void qmsg_reply_backlog(struct qmsg_writer *w, uint64_t unstored, uint64_t journal_bytes)
 {
 	w->unstored = unstored;
@@ -300,6 +501,18 @@ int qmsg_reply_end(struct qmsg_writer *w, bool more, int64_t last_ts,
 		pack_cstr(&w->pk, w->format);
 	else
 		msgpack_pack_nil(&w->pk);
+	if (w->multi) {
+		pack_key(&w->pk, "last_type");
+		msgpack_pack_int64(&w->pk, w->last_type);
+		pack_key(&w->pk, "formats");
+		msgpack_pack_array(&w->pk, w->ntypes);
+		for (uint32_t t = 0; t < w->ntypes; t++) {
+			if (w->formats[t])
+				pack_cstr(&w->pk, w->formats[t]);
+			else
+				msgpack_pack_nil(&w->pk);
+		}
+	}
 	ret = sbuf_move(&w->head, out);
 	if (ret == 0)
 		ret = sbuf_move(&w->body, out);
@@ -307,6 +520,7 @@ int qmsg_reply_end(struct qmsg_writer *w, bool more, int64_t last_ts,
 		msgpack_sbuffer_destroy(&w->body);
 	if (ret < 0)
 		out->len = mark;
+	free(w->formats);
 	free(w);
 	return ret;
 }
@@ -391,6 +605,83 @@ static int get_cols(const msgpack_object *o, struct qmsg_reply *r)
 	return 0;
 }
 
+/* "formats": one string or nil per type of "types", which came before */
+static int get_formats(const msgpack_object *o, struct qmsg_reply *r)
+{
+	int ret = 0;
+
+	if (o->type != MSGPACK_OBJECT_ARRAY || !r->types || o->via.array.size != r->ntypes)
+		return TC_ERR_MSG_MALFORMED;
+	for (uint32_t t = 0; ret == 0 && t < r->ntypes; t++)
+		if (o->via.array.ptr[t].type != MSGPACK_OBJECT_NIL)
+			ret = take_str(&o->via.array.ptr[t], &r->types[t].format);
+	return ret;
+}
+
+/* "types": [[event, col...], ...], at most QMSG_MAX_TYPES */
+static int get_types(const msgpack_object *o, struct qmsg_reply *r)
+{
+	uint32_t t, i;
+	int ret;
+
+	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > QMSG_MAX_TYPES ||
+	    r->types || r->vals)
+		return TC_ERR_MSG_MALFORMED;
+	r->types = calloc(o->via.array.size + 1, sizeof(*r->types));
+	if (!r->types)
+		return -ENOMEM;
+	for (t = 0; t < o->via.array.size; t++) {
+		const msgpack_object *a = &o->via.array.ptr[t];
+		struct qmsg_type *ty = &r->types[t];
+
+		if (a->type != MSGPACK_OBJECT_ARRAY || a->via.array.size < 1 ||
+		    a->via.array.size > QMSG_MAX_COLS + 1)
+			return TC_ERR_MSG_MALFORMED;
+		r->ntypes++;
+		ret = take_str(&a->via.array.ptr[0], &ty->event);
+		if (ret < 0)
+			return ret;
+		ty->cols = calloc(a->via.array.size, sizeof(*ty->cols));
+		if (!ty->cols)
+			return -ENOMEM;
+		for (i = 1; i < a->via.array.size; i++, ty->ncols++) {
+			ret = take_str(&a->via.array.ptr[i], &ty->cols[i - 1]);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+/* Multi-type rows: each is its type's index, then that type's values. */
+static int get_typed_rows(const msgpack_object *o, struct qmsg_reply *r)
+{
+	uint32_t n = o->via.array.size, i = 0, t = 0;
+	int ret;
+
+	r->vals = calloc(n ? n : 1, sizeof(*r->vals));
+	r->row_type = calloc(QMSG_MAX_ROWS, sizeof(*r->row_type));
+	r->row_off = calloc(QMSG_MAX_ROWS, sizeof(*r->row_off));
+	if (!r->vals || !r->row_type || !r->row_off)
+		return -ENOMEM;
+	while (i < n) {
+		const msgpack_object *ix = &o->via.array.ptr[i++];
+
+		if (r->nrows == QMSG_MAX_ROWS || proto_mp_u32(ix, &t) < 0 || t >= r->ntypes ||
+		    n - i < r->types[t].ncols)
+			return TC_ERR_MSG_MALFORMED;
+		r->row_type[r->nrows] = t;
+		r->row_off[r->nrows++] = r->nvals;
+		for (uint32_t c = 0; c < r->types[t].ncols; c++) {
+			ret = get_value(&o->via.array.ptr[i++], &r->vals[r->nvals]);
+			if (ret < 0)
+				return ret;
+			r->nvals++;
+		}
+	}
+	return 0;
+}
+
 /* Rows arrive flat (nrows * ncols values); "rows" must follow "cols". */
 static int get_rows(const msgpack_object *o, struct qmsg_reply *r)
 {
@@ -399,6 +690,8 @@ static int get_rows(const msgpack_object *o, struct qmsg_reply *r)
 
 	if (o->type != MSGPACK_OBJECT_ARRAY || !r->cols || r->vals)
 		return TC_ERR_MSG_MALFORMED;
+	if (r->types)
+		return get_typed_rows(o, r);
 	n = o->via.array.size;
 	if (r->ncols == 0 ? n != 0 : (n % r->ncols || n / r->ncols > QMSG_MAX_ROWS))
 		return TC_ERR_MSG_MALFORMED;
@@ -410,6 +703,7 @@ static int get_rows(const msgpack_object *o, struct qmsg_reply *r)
 		ret = get_value(&o->via.array.ptr[i], &r->vals[i]);
 		if (ret < 0)
 			return ret;
+		r->nvals++;
 	}
 	return 0;
 }
@@ -443,6 +737,10 @@ static int reply_field(struct qmsg_reply *r, const msgpack_object_kv *kv, bool *
 		return v->type == MSGPACK_OBJECT_NIL ? 0 : take_str(v, &r->event);
 	if (proto_mp_str_is(k, "cols"))
 		return get_cols(v, r);
+	if (proto_mp_str_is(k, "types"))
+		return get_types(v, r);
+	if (proto_mp_str_is(k, "last_type"))
+		return proto_mp_i64(v, &r->last_type);
 	if (proto_mp_str_is(k, "rows"))
 		return get_rows(v, r);
 	if (proto_mp_str_is(k, "last_ts"))
@@ -457,6 +755,8 @@ static int reply_field(struct qmsg_reply *r, const msgpack_object_kv *kv, bool *
 		return proto_mp_u64(v, &r->journal_bytes);
 	if (proto_mp_str_is(k, "format"))
 		return v->type == MSGPACK_OBJECT_NIL ? 0 : take_str(v, &r->format);
+	if (proto_mp_str_is(k, "formats"))
+		return get_formats(v, r);
 	return 0;
 }
 
@@ -488,9 +788,19 @@ void qmsg_reply_free(struct qmsg_reply *r)
 {
 	uint32_t i;
 
-	for (i = 0; r->vals && i < r->nrows * r->ncols; i++)
-		if (r->vals[i].kind == QV_STR || r->vals[i].kind == QV_BIN)
-			free(r->vals[i].s.p);
+	for (size_t v = 0; r->vals && v < r->nvals; v++)
+		if (r->vals[v].kind == QV_STR || r->vals[v].kind == QV_BIN)
+			free(r->vals[v].s.p);
+	for (i = 0; r->types && i < r->ntypes; i++) {
+		for (uint32_t c = 0; c < r->types[i].ncols; c++)
+			free(r->types[i].cols[c]);
+		free(r->types[i].cols);
+		free(r->types[i].event);
+		free(r->types[i].format);
+	}
+	free(r->types);
+	free(r->row_type);
+	free(r->row_off);
 	for (i = 0; r->cols && i < r->ncols; i++)
 		free(r->cols[i]);
 	free(r->vals);
@@ -499,4 +809,22 @@ void qmsg_reply_free(struct qmsg_reply *r)
 	free(r->event);
 	free(r->format);
 	memset(r, 0, sizeof(*r));
+}
+
+const struct qmsg_value *qmsg_reply_row(const struct qmsg_reply *r, uint32_t i,
+					struct qmsg_reply *view)
+{
+	memset(view, 0, sizeof(*view));
+	if (!r->types) {
+		view->event = r->event;
+		view->ncols = r->ncols;
+		view->cols = r->cols;
+		view->format = r->format;
+		return &r->vals[(size_t)i * r->ncols];
+	}
+	view->event = r->types[r->row_type[i]].event;
+	view->ncols = r->types[r->row_type[i]].ncols;
+	view->cols = r->types[r->row_type[i]].cols;
+	view->format = r->types[r->row_type[i]].format;
+	return &r->vals[r->row_off[i]];
 }

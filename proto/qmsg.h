@@ -21,6 +21,9 @@
 #define QMSG_MAX_COLS	1024
 #define QMSG_META_COLS	6		/* host cpu ts trace_ts pid comm */
 #define QMSG_MAX_FORMAT	(64u << 10)	/* a reply's format text */
+#define QMSG_MAX_TYPES	4096		/* event types in one multi-type reply */
+#define QMSG_MAX_CPUS	4096		/* CPUs in a request's list */
+#define QMSG_MAX_HOSTS	64		/* host globs in a request's list */
 
 /*
  * Request sizes. An endpoint answers a request over QMSG_MAX_REQUEST bytes
@@ -37,21 +40,33 @@ enum qmsg_op {
 	QOP_STATS,		/* per host/CPU counters */
 	QOP_DROPS,		/* events not kept: per host, event and reason */
 	QOP_SYMBOLS,		/* name code addresses of one host */
-	/* 6..15 left for the discovery ops (hosts, events, fields) */
+	QOP_HOSTS = 6,		/* every host seen: what the collector knows of it */
+	QOP_EVENTS,		/* stored event types: counts and time span */
+	QOP_FIELDS,		/* the fields of the event types a query selects */
+	/* 9..15 free */
 	QOP_SQL = 16,		/* read-only SQL over the documented views (--sql) */
 };
 
 struct qmsg_request {
 	enum qmsg_op op;
-	char *query;		/* "EVENT [where FILTER]"; NULL for stats, drops;
-				 * symbols: hex addresses, blank-separated;
-				 * sql: one SELECT */
+	char *query;		/* "SELECTOR[,...] [where FILTER]"; NULL for stats,
+				 * drops, hosts; a selector list for events,
+				 * fields; symbols: hex addresses,
+				 * blank-separated; sql: one SELECT */
 	uint32_t limit;		/* rows wanted in this reply, <= QMSG_MAX_ROWS */
 	int64_t after_ts;	/* keyset paging: continue after (ts, id) */
 	uint64_t after_id;	/* 0: from the start */
+	int64_t after_type;	/* multi-type answers: the type of that row */
 	int64_t from_ts;	/* wall-clock ns range, [from, to); 0 = open */
 	int64_t to_ts;
+	bool from_end, to_end;	/* from_ts/to_ts are offsets from the newest
+				 * stored event selected (0 is then not open) */
+	bool reverse;		/* newest first */
 	char *host;		/* host name glob; NULL = all */
+	char **hosts;		/* and one of these globs (nhosts 0: all) */
+	uint32_t nhosts;
+	uint32_t *cpus;		/* only these CPUs (ncpus 0: all) */
+	uint32_t ncpus;
 	uint32_t sync_ms;	/* first wait, at most this long, until what the
 				 * collector has received is stored; 0: don't */
 };
@@ -67,6 +82,14 @@ struct qmsg_value {
 	};
 };
 
+/* One event type of a multi-type reply: its name and columns. */
+struct qmsg_type {
+	char *event;
+	uint32_t ncols;
+	char **cols;
+	char *format;		/* its format text (see qmsg_reply.format), or NULL */
+};
+
 struct qmsg_reply {
 	bool ok;
 	int32_t code;		/* tc_error code when !ok */
@@ -76,10 +99,21 @@ struct qmsg_reply {
 	uint32_t ncols;
 	char **cols;
 	uint32_t nrows;
-	struct qmsg_value *vals;	/* nrows * ncols, row-major */
+	struct qmsg_value *vals;	/* nrows * ncols, row-major (but see types) */
+	/*
+	 * A multi-type reply (ntypes > 0; event NULL, ncols 0): row i is of
+	 * types[row_type[i]] and its values start at vals[row_off[i]]. Use
+	 * qmsg_reply_row() to read rows of either shape.
+	 */
+	uint32_t ntypes;
+	struct qmsg_type *types;
+	uint32_t *row_type;
+	size_t *row_off;
+	size_t nvals;		/* values in vals */
 	bool more;		/* more rows after this page */
 	int64_t last_ts;	/* key of the last row, for the next page */
 	uint64_t last_id;
+	int64_t last_type;	/* multi-type: the last row's type, for the next page */
 	uint64_t count;		/* QOP_COUNT */
 	uint64_t unstored;	/* batches the collector received, not yet stored */
 	uint64_t journal_bytes;	/* the size of its receive journal */
@@ -108,6 +142,29 @@ void qmsg_request_free(struct qmsg_request *r);
 struct qmsg_writer;
 int qmsg_reply_begin(struct qmsg_writer **w, const char *event, uint32_t ncols,
 		     const char *const *cols);
+/*
+ * qmsg_reply_begin_types - as qmsg_reply_begin(), for rows of several
+ * event types: type i is @events[i] with @ncols[i] columns @cols[i]. Each
+ * row starts with qmsg_put_type() and has that type's columns. The
+ * strings must stay valid until qmsg_reply_end().
+ */
+int qmsg_reply_begin_types(struct qmsg_writer **w, uint32_t ntypes, const char *const *events,
+			   const uint32_t *ncols, const char *const *const *cols);
+/* qmsg_put_type - start a row of type @idx of qmsg_reply_begin_types(). */
+void qmsg_put_type(struct qmsg_writer *w, uint32_t idx);
+/* qmsg_reply_last_type - the last row's type key for the trailer (default 0). */
+void qmsg_reply_last_type(struct qmsg_writer *w, int64_t type);
+/*
+ * A writer as a row buffer: the bytes of the values put so far
+ * (qmsg_body(), qmsg_body_len()), emptied by qmsg_body_reset(), copied
+ * into another writer by qmsg_put_raw() (@nvals values); a buffer that is
+ * never ended is freed with qmsg_writer_free().
+ */
+const void *qmsg_body(const struct qmsg_writer *w);
+size_t qmsg_body_len(const struct qmsg_writer *w);
+void qmsg_body_reset(struct qmsg_writer *w);
+void qmsg_put_raw(struct qmsg_writer *w, const void *p, size_t len, uint32_t nvals);
+void qmsg_writer_free(struct qmsg_writer *w);
 /* qmsg_reply_rows - the number of whole rows put so far. */
 uint32_t qmsg_reply_rows(const struct qmsg_writer *w);
 void qmsg_put_nil(struct qmsg_writer *w);
@@ -121,6 +178,8 @@ void qmsg_put_bin(struct qmsg_writer *w, const void *p, size_t len);
  * the client can render them; @text must stay valid until qmsg_reply_end().
  */
 void qmsg_reply_format(struct qmsg_writer *w, const char *text);
+/* qmsg_reply_type_format - the same for type @idx of a multi-type reply. */
+void qmsg_reply_type_format(struct qmsg_writer *w, uint32_t idx, const char *text);
 /* qmsg_reply_backlog - what the collector has received but not stored (0s if not called). */
 void qmsg_reply_backlog(struct qmsg_writer *w, uint64_t unstored, uint64_t journal_bytes);
 /*
@@ -140,5 +199,13 @@ int qmsg_reply_error(int32_t code, const char *msg, int32_t pos, int32_t len,
  */
 int qmsg_reply_decode(const void *buf, size_t len, struct qmsg_reply *out);
 void qmsg_reply_free(struct qmsg_reply *r);
+
+/*
+ * qmsg_reply_row - row @i of @r (i < r->nrows), of either shape: its
+ * values, and in *@view the event, columns and format they go with (pointers into
+ * @r; the rest of *@view is zeroed).
+ */
+const struct qmsg_value *qmsg_reply_row(const struct qmsg_reply *r, uint32_t i,
+					struct qmsg_reply *view);
 
 #endif

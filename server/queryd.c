@@ -67,6 +67,8 @@
 #include "proto/qmsg.h"
 #include "server/qauth.h"
 #include "server/queryd.h"
+#include "server/queryd_disc.h"
+#include "server/queryd_sel.h"
 #include "server/queryd_tls.h"
 #include "server/store/store.h"
 
@@ -240,250 +242,21 @@ static int reply_end(struct queryd *qd, struct qmsg_writer *w, bool more, int64_
 	return qmsg_reply_end(w, more, last_ts, last_id, count, out);
 }
 
-static const char *const meta_cols[QMSG_META_COLS] = {
-	"host", "cpu", "ts", "trace_ts", "pid", "comm"
-};
-
-/* A compiled request: the event, its bound filter, what the store is asked. */
-struct compiled {
-	struct query q;			/* the parsed text; its filter is bound to fields */
-	struct store_schema *schema;
-	struct filter_field *fields;	/* the schema seen by the filter */
-	size_t *col;			/* fields[i] is schema->cols[col[i]] */
-	struct store_window win;	/* the request's time range */
-	struct store_query read;	/* points into all of the above */
-};
-
-static void compiled_free(struct compiled *c)
+static int run_select(struct qworker *wk, const struct qmsg_request *r, struct qsel *c,
+		      struct proto_buf *out, uint64_t *rows)
 {
-	query_free(&c->q);
-	free(c->col);
-	store_schema_free(c->schema);
-	free(c->fields);
-}
-
-static enum filter_kind kind_of(enum decode_kind k)
-{
-	return k == DECODE_SIGNED ? FILTER_SIGNED :
-	       k == DECODE_UNSIGNED ? FILTER_UNSIGNED : FILTER_STRING;
-}
-
-/* Blob fields cannot be filtered on; everything else can. */
-static int make_schema(struct compiled *c, struct filter_schema *fs)
-{
-	size_t i, n = 0;
-
-	c->fields = calloc(c->schema->ncols + 1, sizeof(*c->fields));
-	c->col = calloc(c->schema->ncols + 1, sizeof(*c->col));
-	if (!c->fields || !c->col)
-		return -ENOMEM;
-	for (i = 0; i < c->schema->ncols; i++) {
-		if (c->schema->cols[i].kind == DECODE_BLOB)
-			continue;
-		c->col[n] = i;
-		c->fields[n].name = c->schema->cols[i].name;
-		c->fields[n].kind = kind_of(c->schema->cols[i].kind);
-		c->fields[n].size = 8;
-		n++;
-	}
-	fs->fields = c->fields;
-	fs->count = n;
-	return 0;
-}
-
-/*
- * The store query of @c for @r: the bound filter over @fs, the host; the
- * time limits go to the store as a window (its time index finds the
- * range, which a filter could not name).
- */
-static void set_query(struct compiled *c, const struct filter_schema *fs,
-		      const struct qmsg_request *r)
-{
-	c->win.from_ts = r->from_ts ? r->from_ts : INT64_MIN;
-	c->win.to_ts = r->to_ts ? r->to_ts : INT64_MAX;
-	c->read = (struct store_query){
-		.schema = c->schema, .filter = c->q.filter, .field_col = c->col,
-		.nfields = fs->count, .host_glob = r->host,
-		.win = r->from_ts || r->to_ts ? &c->win : NULL,
-	};
-}
-
-/*
- * Parse, resolve and compile @r. On a query error the reply (with the
- * caret position) is already in @out and 1 is returned; other failures
- * return a negative code and leave the reply to the caller.
- */
-static int compile(struct qworker *wk, const struct qmsg_request *r,
-		   struct compiled *c, struct proto_buf *out)
-{
-	struct filter_error err = { 0 };
-	struct filter_schema fs;
-	char msg[512];
-	int ret;
-
-	ret = query_parse(r->query, &c->q, &err);
-	if (ret < 0) {
-		qmsg_reply_error(ret, err.msg[0] ? err.msg : tc_strerror(ret),
-				 (int)err.pos, (int)err.len, out);
-		return 1;
-	}
-	ret = store_schema_get(wk->store, c->q.system, c->q.event, &c->schema);
-	if (ret == TC_ERR_UNKNOWN_EVENT || ret == TC_ERR_AMBIGUOUS) {
-		int name = (int)strcspn(r->query, " \t");	/* the query's first word */
-
-		if (ret == TC_ERR_AMBIGUOUS)
-			snprintf(msg, sizeof(msg), "%s: %s", tc_strerror(ret),
-				 store_errmsg(wk->store));
-		else
-			snprintf(msg, sizeof(msg), "%s: %.*s", tc_strerror(ret), name, r->query);
-		qmsg_reply_error(ret, msg, 0, name, out);
-		return 1;
-	}
-	if (ret == 0)
-		ret = make_schema(c, &fs);
-	if (ret == 0 && c->q.filter) {
-		ret = filter_bind(c->q.filter, &fs, &err);
-		if (ret < 0) {
-			qmsg_reply_error(ret, err.msg[0] ? err.msg : tc_strerror(ret),
-					 (int)(err.pos + c->q.filter_offset), (int)err.len, out);
-			return 1;
-		}
-	}
-	if (ret == 0)
-		set_query(c, &fs, r);
-	return ret;
-}
-
-#define QUERYD_MAX_SYMCOLS	4
-#define QUERYD_SYM_MAX		(PROTO_SYM_MAX_NAME + 24)
-
-/*
- * Address fields named at query time: in ftrace events (the kernel's
- * function tracers and our programs' fgraph runtime), "ip", "parent_ip"
- * and "func" are code addresses; each gets a column "<field>_sym" after
- * the fields, with "name" or "name+0xoff" (store_symbol_name()), nil when
- * no symbol covers it.
- */
-static const char *const sym_fields[] = { "ip", "parent_ip", "func" };
-
-struct select_ctx {
-	struct store *store;
-	size_t nsym;
-	size_t symcol[QUERYD_MAX_SYMCOLS];	/* schema columns to name */
-	char symname[QUERYD_MAX_SYMCOLS][32];	/* their "<field>_sym" */
 	struct qmsg_writer *w;
-	uint32_t limit;
-	bool more;
-	int64_t last_ts;
-	uint64_t last_id;
-};
+	struct qsel_page pg;
+	int ret = qsel_select(wk->store, r, c, &w, &pg);
 
-static void put_value(struct qmsg_writer *w, const struct decode_value *v)
-{
-	switch (v->kind) {
-	case DECODE_SIGNED: qmsg_put_int(w, v->i); break;
-	case DECODE_UNSIGNED: qmsg_put_uint(w, v->u); break;
-	case DECODE_STRING: qmsg_put_str(w, v->str.s, v->str.len); break;
-	case DECODE_BLOB: qmsg_put_bin(w, v->blob.p, v->blob.len); break;
-	default: qmsg_put_nil(w); break;
-	}
-}
-
-/* Which columns of @sc hold code addresses to name (see sym_fields). */
-static void find_symcols(const struct store_schema *sc, struct select_ctx *s)
-{
-	if (strcmp(sc->system, "ftrace"))
-		return;
-	for (size_t i = 0; i < sc->ncols && s->nsym < QUERYD_MAX_SYMCOLS; i++)
-		for (size_t k = 0; k < sizeof(sym_fields) / sizeof(sym_fields[0]); k++)
-			if (!strcmp(sc->cols[i].name, sym_fields[k]) &&
-			    sc->cols[i].kind != DECODE_STRING && sc->cols[i].kind != DECODE_BLOB) {
-				snprintf(s->symname[s->nsym], sizeof(s->symname[0]), "%s_sym",
-					 sym_fields[k]);
-				s->symcol[s->nsym++] = i;
-			}
-}
-
-static void put_symbol(struct select_ctx *s, const struct store_row *row, size_t col)
-{
-	const struct decode_value *v = &row->vals[col];
-	char name[QUERYD_SYM_MAX];
-	uint64_t addr = v->kind == DECODE_SIGNED ? (uint64_t)v->i : v->u;
-
-	if ((row->null && row->null[col]) ||
-	    (v->kind != DECODE_SIGNED && v->kind != DECODE_UNSIGNED) ||
-	    store_symbol_name(s->store, row->host_id, row->pid, row->ts, addr, name,
-			      sizeof(name)) < 0)
-		qmsg_put_nil(s->w);
-	else
-		qmsg_put_str(s->w, name, strlen(name));
-}
-
-static int select_row(void *arg, const struct store_row *row)
-{
-	struct select_ctx *s = arg;
-	size_t i;
-
-	if (qmsg_reply_rows(s->w) == s->limit) {
-		s->more = true;
-		return 1;
-	}
-	qmsg_put_str(s->w, row->host, strlen(row->host));
-	qmsg_put_uint(s->w, row->cpu);
-	qmsg_put_int(s->w, row->ts);
-	qmsg_put_uint(s->w, row->trace_ts);
-	qmsg_put_int(s->w, row->pid);
-	if (row->comm)
-		qmsg_put_str(s->w, row->comm, strlen(row->comm));
-	else
-		qmsg_put_nil(s->w);
-	for (i = 0; i < row->nvals; i++) {
-		if (row->null && row->null[i])
-			qmsg_put_nil(s->w);
-		else
-			put_value(s->w, &row->vals[i]);
-	}
-	for (i = 0; i < s->nsym; i++)
-		put_symbol(s, row, s->symcol[i]);
-	s->last_ts = row->ts;
-	s->last_id = row->rowid;
-	return 0;
-}
-
-static int run_select(struct qworker *wk, const struct qmsg_request *r,
-		      struct compiled *c, struct proto_buf *out, uint64_t *rows)
-{
-	const char *cols[QMSG_META_COLS + QMSG_MAX_COLS];
-	struct select_ctx s = { .store = wk->store,
-				.limit = r->limit ? r->limit : QMSG_MAX_ROWS };
-	char event[512];
-	size_t i, ncols = c->schema->ncols;
-	int ret;
-
-	if (ncols > QMSG_MAX_COLS - QMSG_META_COLS - QUERYD_MAX_SYMCOLS)
-		return TC_ERR_TOO_LONG;
-	find_symcols(c->schema, &s);
-	memcpy(cols, meta_cols, sizeof(meta_cols));
-	for (i = 0; i < ncols; i++)
-		cols[QMSG_META_COLS + i] = c->schema->cols[i].name;
-	for (i = 0; i < s.nsym; i++)
-		cols[QMSG_META_COLS + ncols + i] = s.symname[i];
-	snprintf(event, sizeof(event), "%s:%s", c->schema->system, c->schema->name);
-	ret = qmsg_reply_begin(&s.w, event, (uint32_t)(QMSG_META_COLS + ncols + s.nsym), cols);
 	if (ret < 0)
 		return ret;
-	qmsg_reply_format(s.w, c->schema->format);
-	c->read.after_ts = r->after_ts;
-	c->read.after_rowid = r->after_id;
-	c->read.limit = s.limit + 1;
-	ret = store_select(wk->store, &c->read, select_row, &s);
-	if (ret < 0) {
-		qmsg_reply_end(s.w, false, 0, 0, 0, &(struct proto_buf){ 0 });
-		return ret;
-	}
-	*rows = qmsg_reply_rows(s.w);
-	return reply_end(wk->qd, s.w, s.more, s.last_ts, s.last_id, 0, out);
+	*rows = pg.rows;
+	qmsg_reply_last_type(w, pg.last_type);
+	return reply_end(wk->qd, w, pg.more, pg.last_ts, pg.last_id, 0, out);
 }
+
+#define QUERYD_SYM_MAX		(PROTO_SYM_MAX_NAME + 24)	/* "name+0xoff" */
 
 /*
  * Symbols: name the addresses of @r's query text (hex, blank-separated,
@@ -531,20 +304,18 @@ static int run_symbols(struct qworker *wk, const struct qmsg_request *r,
 	return ret ? ret : reply_end(wk->qd, w, false, 0, 0, 0, out);
 }
 
-static int run_count(struct qworker *wk, struct compiled *c, struct proto_buf *out,
+static int run_count(struct qworker *wk, struct qsel *c, struct proto_buf *out,
 		     uint64_t *rows)
 {
 	struct qmsg_writer *w;
-	char event[512];
 	uint64_t n = 0;
 	int ret;
 
-	ret = store_count(wk->store, &c->read, &n);
+	ret = qsel_count(wk->store, c, &n);
 	if (ret < 0)
 		return ret;
 	*rows = n;
-	snprintf(event, sizeof(event), "%s:%s", c->schema->system, c->schema->name);
-	ret = qmsg_reply_begin(&w, event, 0, NULL);
+	ret = qmsg_reply_begin(&w, qsel_event(c), 0, NULL);
 	return ret ? ret : reply_end(wk->qd, w, false, 0, 0, n, out);
 }
 
@@ -760,7 +531,8 @@ static int run_sql(struct qworker *wk, const struct qmsg_request *r,
 	return reply_end(wk->qd, x.w, ret == 1, 0, 0, 0, out);
 }
 
-static const char *const op_names[] = { "?", "select", "count", "stats", "drops" };
+static const char *const op_names[] = { "?", "select", "count", "stats", "drops", "symbols",
+					"hosts", "events", "fields" };
 
 /*
  * The log line of a query: who asked, what (the text escaped, the host
@@ -772,7 +544,7 @@ static void log_query(const struct qauth_who *who, const struct qmsg_request *r,
 	char w[QAUTH_NAME_MAX * 4 + 64], q[LOG_ESC_LEN], h[LOG_ESC_LEN];
 
 	log_info("query from %s: %s%s%s%s%s%s: %s in %lld ms", qauth_who_str(who, w, sizeof(w)),
-		 r->op == QOP_SQL ? "sql" : op_names[r->op <= QOP_DROPS ? r->op : 0],
+		 r->op == QOP_SQL ? "sql" : op_names[r->op <= QOP_FIELDS ? r->op : 0],
 		 r->query ? " '" : "",
 		 r->query ? log_escape(r->query, q, sizeof(q)) : "", r->query ? "'" : "",
 		 r->host ? " host=" : "", r->host ? log_escape(r->host, h, sizeof(h)) : "",
@@ -811,8 +583,9 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 {
 	const char *globs[STORE_SCOPE_MAX];
 	struct store_scope scope;
-	struct compiled c = { 0 };
-	struct store_query hosts = { .host_glob = r->host };
+	struct qsel *c = NULL;
+	struct store_scope hlist = { .globs = (const char *const *)r->hosts, .n = r->nhosts };
+	struct store_query hosts = { .host_glob = r->host, .hosts = r->nhosts ? &hlist : NULL };
 	struct qscopes *rules = scopes_get(wk->qd);	/* globs point into it */
 	uint64_t rows = 0;
 	char result[600];
@@ -827,11 +600,11 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 		ret = run_symbols(wk, r, hosts.scope, out);
 	else if (r->op == QOP_SQL)
 		ret = run_sql(wk, r, hosts.scope, out, &rows, result, sizeof(result));
-	else if ((ret = compile(wk, r, &c, out)) == 0) {
-		c.read.scope = hosts.scope;
-		ret = r->op == QOP_COUNT ? run_count(wk, &c, out, &rows) :
-					   run_select(wk, r, &c, out, &rows);
-	}
+	else if (r->op >= QOP_HOSTS)
+		ret = qdisc_run(wk->store, r, &hosts, out, &rows);
+	else if ((ret = qsel_compile(wk->store, r, hosts.scope, &c, out)) == 0)
+		ret = r->op == QOP_COUNT ? run_count(wk, c, out, &rows) :
+					   run_select(wk, r, c, out, &rows);
 	if (ret < 0) {
 		const char *why = ret == TC_ERR_DB ? store_errmsg(wk->store) : tc_strerror(ret);
 
@@ -848,7 +621,7 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 			 hosts.scope ? hosts.scope->n ? " (scoped)" : " (scope: no host)" : "");
 	}
 	log_query(who, r, result, t0);
-	compiled_free(&c);
+	qsel_free(c);
 	scopes_put(wk->qd, rules);
 }
 

@@ -483,37 +483,87 @@ START_TEST(test_query_ok)
 	struct query q;
 
 	ck_assert_int_eq(query_parse("sched_switch", &q, &err), 0);
-	ck_assert_ptr_null(q.system);
-	ck_assert_str_eq(q.event, "sched_switch");
+	ck_assert_uint_eq(q.nsel, 1);
+	ck_assert_ptr_null(q.sel[0].system);
+	ck_assert_str_eq(q.sel[0].event, "sched_switch");
 	ck_assert_ptr_null(q.filter);
 	query_free(&q);
-	ck_assert_ptr_null(q.event);
+	ck_assert_ptr_null(q.sel);
 
 	ck_assert_int_eq(query_parse("sched:sched_switch where prev_pid == 0", &q, &err), 0);
-	ck_assert_str_eq(q.system, "sched");
-	ck_assert_str_eq(q.event, "sched_switch");
+	ck_assert_str_eq(q.sel[0].system, "sched");
+	ck_assert_str_eq(q.sel[0].event, "sched_switch");
 	ck_assert_ptr_nonnull(q.filter);
 	ck_assert_uint_eq(q.filter_offset, 25);
 	ck_assert_str_eq(filter_text(q.filter), "prev_pid == 0");
 	query_free(&q);
 
 	ck_assert_int_eq(query_parse("  sched:*\tWHERE common_pid == 1  ", &q, &err), 0);
-	ck_assert_str_eq(q.system, "sched");
-	ck_assert_ptr_null(q.event);
+	ck_assert_str_eq(q.sel[0].system, "sched");
+	ck_assert_str_eq(q.sel[0].event, "*");
 	ck_assert_uint_eq(q.filter_offset, 16);
 	query_free(&q);
 
 	ck_assert_int_eq(query_parse("sched", &q, &err), 0);
-	ck_assert_ptr_null(q.system);
-	ck_assert_str_eq(q.event, "sched");
+	ck_assert_ptr_null(q.sel[0].system);
+	ck_assert_str_eq(q.sel[0].event, "sched");
 	query_free(&q);
 
 	ck_assert_int_eq(query_parse("xhci-hcd:xhci_urb_enqueue Where(len>0)", &q, &err), 0);
-	ck_assert_str_eq(q.system, "xhci-hcd");
-	ck_assert_str_eq(q.event, "xhci_urb_enqueue");
+	ck_assert_str_eq(q.sel[0].system, "xhci-hcd");
+	ck_assert_str_eq(q.sel[0].event, "xhci_urb_enqueue");
 	ck_assert_uint_eq(q.filter_offset, 31);
 	query_free(&q);
 	query_free(NULL);
+}
+END_TEST
+
+/* selectors: globs, comma lists, and what each names */
+START_TEST(test_query_selectors)
+{
+	static const char *const want[][2] = {
+		{ "sched", "sched_*" }, { NULL, "*" }, { NULL, "sched_switch" },
+		{ NULL, "sched_wakeup" }, { "irq", "*" }, { "*", "softirq_[ex]*" },
+	};
+	const char *text = "sched:sched_* , *,sched_switch, sched_wakeup,irq:*,"
+			   "*:softirq_[ex]* where CPU == 0";
+	struct filter_error err;
+	struct query q;
+	size_t i;
+
+	ck_assert_int_eq(query_parse(text, &q, &err), 0);
+	ck_assert_uint_eq(q.nsel, ARRAY_SIZE(want));
+	for (i = 0; i < q.nsel; i++) {
+		if (want[i][0])
+			ck_assert_str_eq(q.sel[i].system, want[i][0]);
+		else
+			ck_assert_ptr_null(q.sel[i].system);
+		ck_assert_str_eq(q.sel[i].event, want[i][1]);
+	}
+	ck_assert_uint_eq(q.sel[0].pos, 0);
+	ck_assert_uint_eq(q.sel[0].len, 13);
+	ck_assert_uint_eq(q.sel[2].pos, 18);
+	ck_assert_str_eq(filter_text(q.filter), "CPU == 0");
+	ck_assert(query_sel_matches(&q.sel[0], "sched", "sched_switch"));
+	ck_assert(!query_sel_matches(&q.sel[0], "irq", "sched_switch"));
+	ck_assert(query_sel_matches(&q.sel[1], "irq", "irq_handler_entry"));
+	ck_assert(query_sel_matches(&q.sel[5], "irq", "softirq_entry"));
+	ck_assert(!query_sel_matches(&q.sel[5], "irq", "softirq_raise"));
+	ck_assert(!query_sel_matches(&q.sel[2], "sched", "sched_wakeup"));
+	query_free(&q);
+
+	ck_assert_int_eq(query_parse("*", &q, &err), 0);
+	ck_assert_uint_eq(q.nsel, 1);
+	ck_assert_ptr_null(q.sel[0].system);
+	ck_assert_str_eq(q.sel[0].event, "*");
+	query_free(&q);
+
+	/* more than QUERY_MAX_SELECTORS */
+	char many[QUERY_MAX_SELECTORS * 2 + 8];
+	for (i = 0; i <= QUERY_MAX_SELECTORS; i++)
+		memcpy(many + 2 * i, "a,", 2);
+	many[2 * i - 1] = '\0';
+	ck_assert_int_eq(query_parse(many, &q, &err), TC_ERR_TOO_LONG);
 }
 END_TEST
 
@@ -526,8 +576,11 @@ START_TEST(test_query_errors)
 		{ "(sched)", TC_ERR_SYNTAX, 0, 7 },
 		{ "sched:", TC_ERR_UNEXPECTED_END, 6, 0 },
 		{ "sched: x", TC_ERR_SYNTAX, 6, 1 },
-		{ "sched:sw*", TC_ERR_SYNTAX, 8, 1 },
-		{ "sched:*x", TC_ERR_SYNTAX, 7, 1 },
+		{ "sched:sw(", TC_ERR_SYNTAX, 8, 1 },
+		{ "sched_switch,", TC_ERR_UNEXPECTED_END, 13, 0 },
+		{ "sched_switch,,x", TC_ERR_SYNTAX, 13, 2 },
+		{ "a, where x == 1", TC_ERR_SYNTAX, 3, 5 },
+		{ "a:b:c", TC_ERR_SYNTAX, 3, 2 },
 		{ "sched_switch(x)", TC_ERR_SYNTAX, 12, 3 },
 		{ "sched_switch foo", TC_ERR_SYNTAX, 13, 3 },
 		{ "sched_switch wherex", TC_ERR_SYNTAX, 13, 6 },
@@ -688,6 +741,7 @@ static Suite *filter_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("bind");
 	tcase_add_test(tc, test_bind_errors);
+	tcase_add_test(tc, test_query_selectors);
 	tcase_add_test(tc, test_bind_rebind_dup);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("query");

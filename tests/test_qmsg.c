@@ -308,6 +308,131 @@ START_TEST(request_over_the_limit_rejected)
 }
 END_TEST
 
+/* The selecting keys: after_type, end-relative flags, reverse, host and CPU lists. */
+START_TEST(request_select_keys_round_trip)
+{
+	char *hosts[] = { "a*", "b" };
+	uint32_t cpus[] = { 0, 2, 3 };
+	struct qmsg_request in = {
+		.op = QOP_SELECT, .query = "sched:*", .after_type = 7, .from_ts = -1000,
+		.from_end = true, .to_end = true, .reverse = true, .hosts = hosts, .nhosts = 2,
+		.cpus = cpus, .ncpus = 3,
+	}, out;
+	struct proto_buf b = encode_request(&in);
+
+	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), 0);
+	ck_assert_int_eq(out.after_type, 7);
+	ck_assert_int_eq(out.from_ts, -1000);
+	ck_assert(out.from_end && out.to_end && out.reverse);
+	ck_assert_uint_eq(out.nhosts, 2);
+	ck_assert_str_eq(out.hosts[1], "b");
+	ck_assert_uint_eq(out.ncpus, 3);
+	ck_assert_uint_eq(out.cpus[2], 3);
+	qmsg_request_free(&out);
+	for (size_t n = 0; n < b.len; n++)
+		ck_assert_int_lt(qmsg_request_decode(b.data, n, &out), 0);
+	proto_buf_free(&b);
+	/* discovery ops: hosts needs no query, fields does */
+	in = (struct qmsg_request){ .op = QOP_HOSTS };
+	b = encode_request(&in);
+	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), 0);
+	ck_assert_int_eq(out.op, QOP_HOSTS);
+	qmsg_request_free(&out);
+	proto_buf_free(&b);
+	in.op = QOP_FIELDS;
+	b = encode_request(&in);
+	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), TC_ERR_MSG_MISSING);
+	proto_buf_free(&b);
+}
+END_TEST
+
+/* Rows of two types: each row its type's width, read back by qmsg_reply_row(). */
+static struct proto_buf typed_reply(void)
+{
+	static const char *const c0[] = { "x" }, *const c1[] = { "y", "z" };
+	const char *const *cols[] = { c0, c1 };
+	const char *events[] = { "s:a", "s:b" };
+	uint32_t ncols[] = { 1, 2 };
+	struct qmsg_writer *w, *buf;
+	struct proto_buf b;
+
+	proto_buf_init(&b);
+	ck_assert_int_eq(qmsg_reply_begin_types(&w, 2, events, ncols, cols), 0);
+	qmsg_put_type(w, 1);
+	qmsg_put_int(w, -1);
+	qmsg_put_str(w, "zz", 2);
+	qmsg_put_type(w, 0);
+	ck_assert_int_eq(qmsg_reply_begin(&buf, NULL, 1, c0), 0);	/* a row buffer */
+	qmsg_put_uint(buf, 9);
+	qmsg_put_raw(w, qmsg_body(buf), qmsg_body_len(buf), 1);
+	qmsg_writer_free(buf);
+	ck_assert_uint_eq(qmsg_reply_rows(w), 2);
+	qmsg_reply_last_type(w, 42);
+	qmsg_reply_type_format(w, 1, "name: b\nformat:\n");	/* type 0 has none */
+	qmsg_reply_type_format(w, 2, "out of range: ignored");
+	ck_assert_int_eq(qmsg_reply_end(w, true, 5, 6, 0, &b), 0);
+	return b;
+}
+
+START_TEST(reply_types_round_trip)
+{
+	struct proto_buf b = typed_reply();
+	const struct qmsg_value *row;
+	struct qmsg_reply r, view;
+
+	ck_assert_int_eq(qmsg_reply_decode(b.data, b.len, &r), 0);
+	ck_assert_uint_eq(r.ntypes, 2);
+	ck_assert_uint_eq(r.nrows, 2);
+	ck_assert_int_eq(r.last_type, 42);
+	row = qmsg_reply_row(&r, 0, &view);
+	ck_assert_str_eq(view.event, "s:b");
+	ck_assert_uint_eq(view.ncols, 2);
+	ck_assert_str_eq(view.cols[1], "z");
+	ck_assert_int_eq(row[0].i, -1);
+	ck_assert_str_eq(row[1].s.p, "zz");
+	ck_assert_str_eq(view.format, "name: b\nformat:\n");
+	row = qmsg_reply_row(&r, 1, &view);
+	ck_assert_str_eq(view.event, "s:a");
+	ck_assert_ptr_null(view.format);
+	ck_assert_uint_eq(row[0].u, 9);
+	qmsg_reply_free(&r);
+	for (size_t n = 0; n < b.len; n++)
+		ck_assert_int_eq(qmsg_reply_decode(b.data, n, &r), TC_ERR_MSG_MALFORMED);
+	proto_buf_free(&b);
+}
+END_TEST
+
+/* A row naming a type that is not there, or cut short. */
+START_TEST(reply_types_bad_rows_rejected)
+{
+	for (int bad = 0; bad < 2; bad++) {
+		msgpack_sbuffer sb;
+		msgpack_packer pk;
+		struct qmsg_reply r;
+
+		msgpack_sbuffer_init(&sb);
+		msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+		msgpack_pack_map(&pk, 4);
+		msgpack_pack_str_with_body(&pk, "ok", 2);
+		msgpack_pack_true(&pk);
+		msgpack_pack_str_with_body(&pk, "cols", 4);
+		msgpack_pack_array(&pk, 0);
+		msgpack_pack_str_with_body(&pk, "types", 5);
+		msgpack_pack_array(&pk, 1);
+		msgpack_pack_array(&pk, 3);
+		msgpack_pack_str_with_body(&pk, "s:a", 3);
+		msgpack_pack_str_with_body(&pk, "x", 1);
+		msgpack_pack_str_with_body(&pk, "y", 1);
+		msgpack_pack_str_with_body(&pk, "rows", 4);
+		msgpack_pack_array(&pk, 2);
+		msgpack_pack_uint32(&pk, bad ? 0 : 1);	/* type 1 does not exist */
+		msgpack_pack_int(&pk, 5);		/* type 0 has two columns */
+		ck_assert_int_eq(qmsg_reply_decode(sb.data, sb.size, &r), TC_ERR_MSG_MALFORMED);
+		msgpack_sbuffer_destroy(&sb);
+	}
+}
+END_TEST
+
 static Suite *qmsg_suite(void)
 {
 	Suite *s = suite_create("qmsg");
@@ -318,7 +443,8 @@ static Suite *qmsg_suite(void)
 					reply_round_trip, reply_error_round_trip,
 					reply_every_prefix_rejected, reply_ragged_rows_rejected,
 					reply_missing_fields, request_over_the_limit_rejected,
-					request_sql));
+					request_sql, request_select_keys_round_trip, reply_types_round_trip,
+					reply_types_bad_rows_rejected));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1736,7 +1736,7 @@ START_TEST(test_field_index)
 	/* no promise (plain.eq_column): the (now empty) blocks */
 	got->sc = sc;
 	got->want_pid = pid;
-	ck_assert_int_eq(sq_select_where(st, sc, "\"prev_pid\" = ?", &plain, 1, NULL, 0, 0, 10,
+	ck_assert_int_eq(sq_select_where(st, sc, "\"prev_pid\" = ?", &plain, 1, NULL, 0, 0, 10, false,
 					 rows_cb, got), 0);
 	set_indexes("none", 0, 1);
 	ck_assert_int_eq(ix_count("ix:*"), 0);

@@ -12,7 +12,9 @@
 # each buffer stamps an event with its own read of the clock. Pairs are
 # taken in order per (CPU, event name), two pointers walking the times;
 # where one side lacks an event among several of one pid within 20 us, the
-# lines' text decides which one is missing.
+# lines' text decides which one is missing; a pair that differs and is
+# the first or last of its CPU and event on either side is two events, one
+# on each side (the instances start and stop apart), not a difference.
 # nolat=1 compares the lines with their latency flags made dots.
 # Prints "matched=N identical=N ts_only=N exit_state=N comm_unknown=N
 # differ=N a_only=N b_only=N" (exit_state: the lines differ only in an
@@ -111,7 +113,13 @@ END {
 				else if (txt[2, k, j] ~ /^ *<\.\.\.>-/ &&
 					 commless(txt[1, k, i]) == commless(txt[2, k, j]))
 					comm_unknown++
-				else {
+				else if (i == 1 || j == 1 || i == cnt[1, k] || j == cnt[2, k]) {
+					# the first or last of its kind on a side: two
+					# different events, each seen by one instance only
+					# (they start and stop apart), paired by time
+					matched--
+					a_only += inside(us[1, k, i]); b_only += inside(us[2, k, j])
+				} else {
 					differ++
 					split(k, kk, SUBSEP)
 					differ_in[kk[2]]++

@@ -30,12 +30,16 @@
 #include "common/filter.h"
 #include "common/query.h"
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "proto/qmsg.h"
 #include "proto/tls.h"
+#include "traceq/discover.h"
 #include "traceq/graph.h"
 #include "traceq/output.h"
 #include "traceq/render.h"
+#include "traceq/select.h"
 #include "traceq/tlsconn.h"
+#include "traceq/when.h"
 
 #define TRACEQ_DEFAULT_SERVER	"ipc:///run/tracecollect/query.sock"
 #define TRACEQ_PAGE_ROWS	1000
@@ -46,10 +50,10 @@ struct traceq_opts {
 	const char *server;
 	const char *cert, *key, *ca;	/* the TLS query port's client certificate */
 	const char *query;
-	const char *host;
 	enum out_format format;
 	uint64_t limit;		/* 0: all rows */
-	int64_t from_ts, to_ts;
+	struct tq_select sel;	/* --since/--until, --host, --cpu, --reverse */
+	enum qmsg_op list;	/* --hosts, --events, --fields; 0: none */
 	int timeout_ms;
 	bool count, stats, drops, graph, sync;
 	bool time_raw;		/* --time raw: the trace clock */
@@ -62,15 +66,23 @@ static void usage(FILE *f)
 	fprintf(f,
 "Usage: traceq [OPTIONS] QUERY\n"
 "       traceq [OPTIONS] --count QUERY\n"
-"       traceq [OPTIONS] --stats | --drops\n"
+"       traceq [OPTIONS] --stats | --drops | --hosts\n"
+"       traceq [OPTIONS] --events [SELECTOR] | --fields SELECTOR\n"
 "       traceq [OPTIONS] --graph \"funcgraph [where FILTER]\"\n"
 "       traceq [OPTIONS] --sql \"SELECT ...\"\n"
 "\n"
 "Query the events a tracecollectd stored. QUERY is\n"
-"  EVENT [where FILTER]     e.g.  \"sched_switch where prev_pid == 0\"\n"
-"EVENT is an event name (sched_switch) or system:name (sched:sched_switch).\n"
+"  SELECTOR[,SELECTOR...] [where FILTER]\n"
+"                           e.g.  \"sched_switch where prev_pid == 0\"\n"
+"SELECTOR is an event (sched_switch), a subsystem (sched), system:event\n"
+"(sched:sched_switch), or a glob of them (sched:sched_*, sched:*, irq:*, *);\n"
+"a bare word names the events of that name, else the subsystem. Rows of\n"
+"several events come merged in time order.\n"
 "FILTER is the kernel's event-filter language: field OP value with\n"
 "== != < <= > >= & on numbers, == != ~ (glob) on strings, && || ! and ().\n"
+"Over several events it works as the kernel's subsystem filter: it applies\n"
+"to each event that has every field it names (and takes it); the other\n"
+"events keep no filter, so all their rows come (an error if none takes it).\n"
 "\n"
 "Options:\n"
 "  -s, --server URL     query endpoint (default $TRACEQ_SERVER, else\n"
@@ -111,9 +123,22 @@ static void usage(FILE *f)
 "      --no-host        no leading host column (text, kernel, fields print one\n"
 "                       when more than one host matches --host)\n"
 "  -n, --limit N        print at most N events (default: all)\n"
-"      --since NS       only events at or after this wall-clock time (ns since epoch)\n"
-"      --until NS       only events before this wall-clock time (ns since epoch)\n"
+"  -r, --reverse        newest first\n"
+"      --since TIME     only events at or after TIME\n"
+"      --until TIME     only events before TIME; TIME is one of\n",
+		TRACEQ_DEFAULT_SERVER);
+	/* the forms indented past the option column (completion reads "  -" lines) */
+	for (const char *l = when_forms; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != 0))
+		fprintf(f, "%21s%.*s\n", "", (int)strcspn(l, "\n"), l);
+	fprintf(f,
+"                       (end: the newest stored event of those selected)\n"
 "  -H, --host GLOB      only events from hosts whose name matches GLOB\n"
+"                       (repeatable: any of them)\n"
+"      --cpu LIST       only events of these CPUs, e.g. 0,2-3\n"
+"      --hosts          list every host the collector has seen and exit\n"
+"      --events [SEL]   list the stored events (all, or those SEL selects)\n"
+"                       with their counts and first and last times, and exit\n"
+"      --fields SEL     list the fields of the events SEL selects and exit\n"
 "  -c, --count          print the number of matching events\n"
 "      --stats          print per host and CPU counters (pages, events,\n"
 "                       kernel overruns, bad_pages and bad_events received\n"
@@ -152,8 +177,7 @@ static void usage(FILE *f)
 "  -h, --help           this text\n"
 "  -V, --version        print the version\n"
 "\n"
-"Exit status: 0 success, 1 server unreachable or failed, 2 bad query or usage.\n",
-		TRACEQ_DEFAULT_SERVER);
+"Exit status: 0 success, 1 server unreachable or failed, 2 bad query or usage.\n");
 }
 
 static int parse_i64(const char *s, const char *what, int64_t *out)
@@ -188,6 +212,11 @@ static int parse_format(const char *s, enum out_format *f)
 	return -1;
 }
 
+static int64_t now_ns(void)
+{
+	return util_now_ms() * 1000000;	/* ms: the finest a person types */
+}
+
 static int parse_args(int argc, char **argv, struct traceq_opts *o)
 {
 	static const struct option longopts[] = {
@@ -199,6 +228,11 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		{ "since", required_argument, NULL, 'S' },
 		{ "until", required_argument, NULL, 'U' },
 		{ "host", required_argument, NULL, 'H' },
+		{ "cpu", required_argument, NULL, 'P' },
+		{ "reverse", no_argument, NULL, 'r' },
+		{ "hosts", no_argument, NULL, 'L' },
+		{ "events", no_argument, NULL, 'E' },
+		{ "fields", no_argument, NULL, 'F' },
 		{ "count", no_argument, NULL, 'c' },
 		{ "stats", no_argument, NULL, 'T' },
 		{ "drops", no_argument, NULL, 'D' },
@@ -216,7 +250,7 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 	int64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:f:n:H:cgt:hV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:f:n:H:rcgt:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': o->server = optarg; break;
 		case 'f':
@@ -237,9 +271,23 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 				return -1;
 			o->limit = (uint64_t)v;
 			break;
-		case 'S': if (parse_i64(optarg, "--since", &o->from_ts) < 0) return -1; break;
-		case 'U': if (parse_i64(optarg, "--until", &o->to_ts) < 0) return -1; break;
-		case 'H': o->host = optarg; break;
+		case 'S':
+			if (tq_select_time(&o->sel, optarg, false, now_ns()) < 0)
+				return -1;
+			break;
+		case 'U':
+			if (tq_select_time(&o->sel, optarg, true, now_ns()) < 0)
+				return -1;
+			break;
+		case 'H':
+			if (tq_select_host(&o->sel, optarg) < 0)
+				return -1;
+			break;
+		case 'P': if (tq_select_cpus(&o->sel, optarg) < 0) return -1; break;
+		case 'r': o->sel.reverse = true; break;
+		case 'L': o->list = QOP_HOSTS; break;
+		case 'E': o->list = QOP_EVENTS; break;
+		case 'F': o->list = QOP_FIELDS; break;
 		case 'c': o->count = true; break;
 		case 'T': o->stats = true; break;
 		case 'D': o->stats = o->drops = true; break;
@@ -259,13 +307,15 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		default: usage(stderr); return -1;
 		}
 	}
-	if (o->sql && (o->stats || o->count || o->graph || optind != argc)) {
+	if (o->sql && (o->stats || o->count || o->graph || o->list || optind != argc)) {
 		fprintf(stderr, "traceq: --sql takes no QUERY, --stats, --drops, --count or"
-			" --graph\n");
+			" --graph, --hosts, --events or --fields\n");
 		return -1;
 	}
 	if (o->sql)
 		return 0;
+	if (o->list)
+		return tq_discover_args(o->list, argc - optind, argv + optind, &o->query);
 	if (o->stats ? optind != argc : optind != argc - 1) {
 		fprintf(stderr, o->stats ? "traceq: --stats and --drops take no query\n"
 			: "traceq: expected one QUERY argument (quote it)\n");
@@ -625,15 +675,33 @@ static int syms_fetch(struct client *c, struct syms *t, int64_t at)
 	return ret;
 }
 
+/*
+ * What one event type of an answer prints with: its renderer (text,
+ * kernel) or its JSON/CSV keys. A multi-type answer (a selector list, a
+ * glob) interleaves its types row by row, so each type keeps its own.
+ */
+struct out_type {
+	char *event;			/* "system:name" */
+	uint32_t ncols;
+	const char *format;		/* the reply's text it was last prepared with */
+	struct render *render;		/* text and kernel; NULL: not made yet */
+	bool refused;			/* its format cannot be rendered: fields */
+	struct out_keys keys;		/* json and csv */
+	bool keys_made;
+};
+
+#define TRACEQ_MAX_TYPES	512	/* types printed with their own state */
+
 struct out {
 	const struct traceq_opts *o;
 	struct client *c;
-	struct render *render;		/* text and kernel */
 	struct syms syms;
-	struct out_keys keys;		/* json and csv */
-	bool keys_made, warned;
+	struct out_type *types;
+	size_t ntypes;
+	bool csv_header;		/* printed (csv: the first type's columns) */
+	const char *csv_event;		/* the one type csv prints */
 	int host_width;			/* > 0: a leading host column */
-	char **lines;			/* a page rendered */
+	char **lines;			/* a page rendered; NULL: print as fields */
 	size_t nlines;
 };
 
@@ -648,7 +716,74 @@ static void print_host(const struct out *out, const struct qmsg_value *row)
 		printf("%*s: ", out->host_width, row[0].kind == QV_STR ? row[0].s.p : "");
 }
 
-/* Render every row of @rep into out->lines (one malloc'd line per row). */
+static void out_type_free(struct out_type *t)
+{
+	free(t->event);
+	render_free(t->render);
+	if (t->keys_made)
+		out_keys_free(&t->keys);
+	memset(t, 0, sizeof(*t));
+}
+
+/*
+ * The state of @view's type (qmsg_reply_row()), made on first sight: a
+ * renderer prepared with its format (text, kernel; a format it refuses
+ * is said once and the type prints as fields) or its keys (json, csv).
+ * Past TRACEQ_MAX_TYPES types the last slot is reused. NULL: no memory.
+ */
+static struct out_type *out_type_of(struct out *out, const struct qmsg_reply *view)
+{
+	enum out_format f = out->o->format;
+	const char *event = view->event ? view->event : "?";
+	struct out_type *t = NULL;
+	char why[256] = "";
+
+	for (size_t i = out->ntypes; i-- > 0 && !t;)
+		if (!strcmp(out->types[i].event, event) && out->types[i].ncols == view->ncols)
+			t = &out->types[i];
+	if (t) {
+		/* once a page (a reply's text): a type's format can change (a new kernel) */
+		if (t->render && !t->refused && t->format != view->format) {
+			t->format = view->format;
+			if (render_prepare(t->render, view, why, sizeof(why)) < 0)
+				t->refused = true;
+		}
+		return t;
+	}
+	if (!out->types && !(out->types = calloc(TRACEQ_MAX_TYPES, sizeof(*out->types))))
+		return NULL;
+	if (out->ntypes == TRACEQ_MAX_TYPES)
+		out_type_free(&out->types[--out->ntypes]);
+	t = &out->types[out->ntypes];
+	t->ncols = view->ncols;
+	if (!(t->event = strdup(event)))
+		return NULL;
+	if (f == OUT_TEXT || f == OUT_KERNEL) {
+		if (render_new(f == OUT_TEXT ? RENDER_TRACECMD : RENDER_KERNEL, syms_lookup,
+			       &out->syms, &t->render) < 0)
+			goto nomem;
+		t->format = view->format;
+		if (render_prepare(t->render, view, why, sizeof(why)) < 0) {
+			fprintf(stderr, "traceq: %s: cannot render its format (%s): "
+				"printed as fields\n", event, why);
+			t->refused = true;
+		}
+	} else if (f == OUT_JSON || f == OUT_CSV) {
+		if (out_keys_make(view, &t->keys) < 0)
+			goto nomem;
+		t->keys_made = true;
+	}
+	out->ntypes++;
+	return t;
+nomem:
+	out_type_free(t);
+	return NULL;
+}
+
+/*
+ * Render every row of @rep into out->lines (one malloc'd line per row;
+ * NULL for a row whose type prints as fields).
+ */
 static int render_page(struct out *out, const struct qmsg_reply *rep)
 {
 	char line[8192];
@@ -662,12 +797,18 @@ static int render_page(struct out *out, const struct qmsg_reply *rep)
 		return -ENOMEM;
 	out->lines = p;
 	for (uint32_t i = 0; i < rep->nrows; i++) {
-		const struct qmsg_value *row = &rep->vals[i * rep->ncols];
+		struct qmsg_reply view;
+		const struct qmsg_value *row = qmsg_reply_row(rep, i, &view);
+		struct out_type *t = out_type_of(out, &view);
 
-		render_row(out->render, rep, row, row_time(out, row), line, sizeof(line));
-		out->lines[i] = strdup(line);
-		if (!out->lines[i])
+		if (!t)
 			return -ENOMEM;
+		out->lines[i] = NULL;
+		if (!t->refused) {
+			render_row(t->render, &view, row, row_time(out, row), line, sizeof(line));
+			if (!(out->lines[i] = strdup(line)))
+				return -ENOMEM;
+		}
 		out->nlines++;
 	}
 	return 0;
@@ -675,31 +816,18 @@ static int render_page(struct out *out, const struct qmsg_reply *rep)
 
 /*
  * The rendered layouts: render the page; when the formats asked for code
- * addresses not known yet, fetch their names and render it again. A
- * format the renderer refuses prints the page in the fields layout, with
- * one warning.
+ * addresses not known yet, fetch their names and render it again. A row
+ * whose format the renderer refuses prints in the fields layout.
  */
 static int print_rendered(struct out *out, const struct qmsg_reply *rep)
 {
-	char why[256] = "";
-	int ret = render_prepare(out->render, rep, why, sizeof(why));
+	int ret = render_page(out, rep);
 
-	if (ret < 0) {
-		if (!out->warned)
-			fprintf(stderr, "traceq: %s: cannot render its format (%s): "
-				"printed as fields\n", rep->event ? rep->event : "?", why);
-		out->warned = true;
-		for (uint32_t i = 0; i < rep->nrows; i++) {
-			print_host(out, &rep->vals[i * rep->ncols]);
-			out_fields_row(stdout, rep, &rep->vals[i * rep->ncols],
-				       (int64_t)row_time(out, &rep->vals[i * rep->ncols]));
-		}
-		return 0;
-	}
-	ret = render_page(out, rep);
-	if (ret == 0 && out->syms.pending) {
-		ret = syms_fetch(out->c, &out->syms, rep->nrows ?
-				 value_int(&rep->vals[(rep->nrows - 1) * rep->ncols + 2]) : 0);
+	if (ret == 0 && out->syms.pending && rep->nrows) {
+		struct qmsg_reply view;
+		const struct qmsg_value *last = qmsg_reply_row(rep, rep->nrows - 1, &view);
+
+		ret = syms_fetch(out->c, &out->syms, value_int(&last[2]));
 		if (ret == 0)
 			ret = render_page(out, rep);
 	}
@@ -707,11 +835,17 @@ static int print_rendered(struct out *out, const struct qmsg_reply *rep)
 		fprintf(stderr, "traceq: out of memory\n");
 		return 1;
 	}
-	for (uint32_t i = 0; ret == 0 && i < rep->nrows; i++) {
-		print_host(out, &rep->vals[i * rep->ncols]);
-		puts(out->lines[i]);
+	for (uint32_t i = 0; i < rep->nrows; i++) {
+		struct qmsg_reply view;
+		const struct qmsg_value *row = qmsg_reply_row(rep, i, &view);
+
+		print_host(out, row);
+		if (out->lines[i])
+			puts(out->lines[i]);
+		else
+			out_fields_row(stdout, &view, row, (int64_t)row_time(out, row));
 	}
-	return ret;
+	return 0;
 }
 
 static int print_page(struct out *out, const struct qmsg_reply *rep)
@@ -720,25 +854,35 @@ static int print_page(struct out *out, const struct qmsg_reply *rep)
 
 	if (f == OUT_TEXT || f == OUT_KERNEL)
 		return print_rendered(out, rep);
-	if ((f == OUT_JSON || f == OUT_CSV) && !out->keys_made) {
-		if (out_keys_make(rep, &out->keys) < 0) {
+	for (uint32_t i = 0; i < rep->nrows; i++) {
+		struct qmsg_reply view;
+		const struct qmsg_value *row = qmsg_reply_row(rep, i, &view);
+		struct out_type *t = view.ncols >= QMSG_META_COLS ? out_type_of(out, &view) : NULL;
+
+		if (view.ncols < QMSG_META_COLS)
+			continue;
+		if (!t) {
 			fprintf(stderr, "traceq: out of memory\n");
 			return 1;
 		}
-		out->keys_made = true;
-		if (f == OUT_CSV)
-			out_csv_header(stdout, &out->keys);
-	}
-	for (uint32_t i = 0; i < rep->nrows; i++) {
-		const struct qmsg_value *row = &rep->vals[i * rep->ncols];
-
+		if (f == OUT_CSV && !out->csv_header) {
+			out_csv_header(stdout, &t->keys);
+			out->csv_header = true;
+			out->csv_event = t->event;
+		}
+		if (f == OUT_CSV && strcmp(out->csv_event, t->event)) {
+			fprintf(stderr, "traceq: --format csv prints one event type, and this "
+				"answer has %s and %s: select one event, or use --format json\n",
+				out->csv_event, t->event);
+			return 1;
+		}
 		if (f == OUT_JSON)
-			out_json_row(stdout, rep, &out->keys, row);
+			out_json_row(stdout, &view, &t->keys, row);
 		else if (f == OUT_CSV)
-			out_csv_row(stdout, rep, &out->keys, row);
+			out_csv_row(stdout, &view, &t->keys, row);
 		else {
 			print_host(out, row);
-			out_fields_row(stdout, rep, row, (int64_t)row_time(out, row));
+			out_fields_row(stdout, &view, row, (int64_t)row_time(out, row));
 		}
 	}
 	return 0;
@@ -751,19 +895,20 @@ static int print_page(struct out *out, const struct qmsg_reply *rep)
  */
 static int host_width(struct client *c, const struct traceq_opts *o)
 {
-	struct qmsg_request req = { .op = QOP_STATS, .host = (char *)o->host };
+	struct qmsg_request req = { .op = QOP_STATS };
 	struct qmsg_reply rep;
 	const char *first = NULL;
 	bool several = false;
 	int width = 0;
 
+	tq_select_apply(&o->sel, &req);	/* the hosts of --host: the collector matches them */
 	if (o->no_host || o->format == OUT_JSON || o->format == OUT_CSV ||
 	    client_call(c, &req, &rep))
 		return 0;
 	for (uint32_t i = 0; rep.ncols && i < rep.nrows; i++) {
 		const struct qmsg_value *h = &rep.vals[i * rep.ncols];
 
-		if (h->kind != QV_STR || (o->host && fnmatch(o->host, h->s.p, 0)))
+		if (h->kind != QV_STR)
 			continue;
 		if (!first)
 			first = h->s.p;
@@ -781,29 +926,23 @@ static void out_free(struct out *out)
 	for (size_t i = 0; i < out->nlines; i++)
 		free(out->lines[i]);
 	free(out->lines);
-	render_free(out->render);
+	for (size_t i = 0; i < out->ntypes; i++)
+		out_type_free(&out->types[i]);
+	free(out->types);
 	syms_free(&out->syms);
-	if (out->keys_made)
-		out_keys_free(&out->keys);
 }
 
 static int run_select(struct client *c, const struct traceq_opts *o)
 {
 	struct qmsg_request req = {
-		.op = QOP_SELECT, .query = (char *)o->query, .host = (char *)o->host,
-		.from_ts = o->from_ts, .to_ts = o->to_ts,
+		.op = QOP_SELECT, .query = (char *)o->query,
 	};
 	struct out out = { .o = o, .c = c };
 	uint64_t printed = 0;
 	struct qmsg_reply rep;
 	int ret = 0;
 
-	if ((o->format == OUT_TEXT || o->format == OUT_KERNEL) &&
-	    render_new(o->format == OUT_TEXT ? RENDER_TRACECMD : RENDER_KERNEL,
-		       syms_lookup, &out.syms, &out.render) < 0) {
-		fprintf(stderr, "traceq: out of memory\n");
-		return 1;
-	}
+	tq_select_apply(&o->sel, &req);
 	out.host_width = host_width(c, o);
 	do {
 		req.limit = TRACEQ_PAGE_ROWS;
@@ -812,7 +951,7 @@ static int run_select(struct client *c, const struct traceq_opts *o)
 		ret = client_call(c, &req, &rep);
 		if (ret)
 			break;
-		if (rep.ncols < QMSG_META_COLS && rep.nrows) {
+		if (!rep.types && rep.ncols < QMSG_META_COLS && rep.nrows) {
 			fprintf(stderr, "traceq: bad reply from the collector: too few columns\n");
 			qmsg_reply_free(&rep);
 			ret = 1;
@@ -822,6 +961,7 @@ static int run_select(struct client *c, const struct traceq_opts *o)
 		printed += rep.nrows;
 		req.after_ts = rep.last_ts;
 		req.after_id = rep.last_id;
+		req.after_type = rep.last_type;
 		if (ret == 0 && !(rep.more && rep.nrows && (!o->limit || printed < o->limit)))
 			ret = -1;
 		qmsg_reply_free(&rep);
@@ -835,12 +975,12 @@ static int run_select(struct client *c, const struct traceq_opts *o)
 static int run_count(struct client *c, const struct traceq_opts *o)
 {
 	struct qmsg_request req = {
-		.op = QOP_COUNT, .query = (char *)o->query, .host = (char *)o->host,
-		.from_ts = o->from_ts, .to_ts = o->to_ts,
+		.op = QOP_COUNT, .query = (char *)o->query,
 	};
 	struct qmsg_reply rep;
 	int ret;
 
+	tq_select_apply(&o->sel, &req);
 	ret = client_call(c, &req, &rep);
 	if (ret)
 		return ret;
@@ -851,12 +991,12 @@ static int run_count(struct client *c, const struct traceq_opts *o)
 
 static int run_stats(struct client *c, const struct traceq_opts *o)
 {
-	struct qmsg_request req = { .op = o->drops ? QOP_DROPS : QOP_STATS,
-				    .host = (char *)o->host };
+	struct qmsg_request req = { .op = o->drops ? QOP_DROPS : QOP_STATS };
 	struct qmsg_reply rep;
 	uint32_t r, i;
 	int ret;
 
+	tq_select_apply(&o->sel, &req);
 	ret = client_call(c, &req, &rep);
 	if (ret)
 		return ret;
@@ -899,6 +1039,22 @@ static int run_sql(struct client *c, const struct traceq_opts *o)
 			" holds; narrow the statement (LIMIT, GROUP BY)\n", rep.nrows);
 	qmsg_reply_free(&rep);
 	return ret ? ret : fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* --hosts, --events, --fields: one request, the table it answers (discover.c). */
+static int run_discover(struct client *c, const struct traceq_opts *o)
+{
+	struct qmsg_request req = { .op = o->list, .query = (char *)o->query };
+	struct qmsg_reply rep;
+	int ret;
+
+	tq_select_apply(&o->sel, &req);
+	ret = client_call(c, &req, &rep);
+	if (ret)
+		return ret;
+	tq_discover_print(stdout, &rep, o->format == OUT_JSON);
+	qmsg_reply_free(&rep);
+	return fflush(stdout) == 0 ? 0 : 1;
 }
 
 /* ---- the function_graph view ---- */
@@ -957,12 +1113,13 @@ static int graph_fetch(struct client *c, const struct traceq_opts *o,
 {
 	char query[4096];
 	struct qmsg_request req = {
-		.op = QOP_SELECT, .query = query, .host = (char *)o->host,
-		.from_ts = o->from_ts, .to_ts = o->to_ts,
+		.op = QOP_SELECT, .query = query,
 	};
 	struct qmsg_reply rep;
 	int ret;
 
+	tq_select_apply(&o->sel, &req);
+	req.reverse = false;	/* the graph is built oldest first */
 	snprintf(query, sizeof(query), "ftrace:%s%s", event, where);
 	do {
 		req.limit = TRACEQ_PAGE_ROWS;
@@ -1029,11 +1186,15 @@ int main(int argc, char **argv)
 		return 2;
 	if (o.query && check_query(o.query) < 0)
 		return 2;
+	if (o.list && !o.query)
+		o.query = NULL;
 	ret = client_open(&c, &o);
 	if (ret < 0)
 		return ret == -2 ? 2 : 1;
 	if (o.sql)
 		ret = run_sql(&c, &o);
+	else if (o.list)
+		ret = run_discover(&c, &o);
 	else if (o.stats)
 		ret = run_stats(&c, &o);
 	else if (o.count)

@@ -442,5 +442,6 @@ static const struct store_ops sq_ops = {
 	.thread_policy = sq_thread_policy,
 	.drops = sq_drops,
 	.sql = sq_sql,
+	.hosts = sq_hosts,
 	.follow = sq_follow,
 };

@@ -445,3 +445,39 @@ int sq_drops(struct store *s, const struct store_query *q,
 		sqlite3_finalize(st);
 	return ret;
 }
+
+static const char *sq_text(sqlite3_stmt *st, int i)
+{
+	return (const char *)sqlite3_column_text(st, i);
+}
+
+int sq_hosts(struct store *s, const struct store_query *q,
+	     int (*fn)(void *ctx, const struct store_host_info *h), void *ctx)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = SQLITE_DONE;
+	int ret = sq_prepare_hosts(s, "SELECT name, machine_id, boot_id, kernel, trace_clock,"
+				      " peer_subject, ncpus, page_size, clock_offset_ns,"
+				      " first_seen, last_seen FROM hosts WHERE 1",
+				   " ORDER BY name, id", q, "id", &st);
+
+	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct store_host_info h = {
+			.name = sq_text(st, 0), .machine_id = sq_text(st, 1),
+			.boot_id = sq_text(st, 2), .kernel = sq_text(st, 3),
+			.trace_clock = sq_text(st, 4), .peer_subject = sq_text(st, 5),
+			.ncpus = sqlite3_column_int64(st, 6),
+			.page_size = sqlite3_column_int64(st, 7),
+			.clock_offset_ns = sqlite3_column_int64(st, 8),
+			.first_seen = sqlite3_column_int64(st, 9),
+			.last_seen = sqlite3_column_int64(st, 10),
+		};
+
+		ret = fn(ctx, &h);
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sq_err(s, TC_ERR_DB, "hosts");
+	if (st)
+		sqlite3_finalize(st);
+	return ret;
+}

@@ -285,8 +285,8 @@ int sq_count_where(struct store *s, const struct store_schema *sc, const char *w
 		   uint64_t *count);
 int sq_select_where(struct store *s, const struct store_schema *sc, const char *where,
 		    const struct sq_bind *b, size_t nb, const struct store_window *win,
-		    int64_t after_ts, uint64_t after_rowid, size_t limit, store_row_fn fn,
-		    void *ctx);
+		    int64_t after_ts, uint64_t after_rowid, size_t limit, bool reverse,
+		    store_row_fn fn, void *ctx);
 
 /*
  * sq_hosts_cond, sq_hosts_bind, sq_hosts_len - the hosts a store_query
@@ -347,6 +347,8 @@ int sq_stats(struct store *s, const struct store_query *q,
 	     int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
 		       uint64_t value),
 	     void *ctx);
+int sq_hosts(struct store *s, const struct store_query *q,
+	     int (*fn)(void *ctx, const struct store_host_info *h), void *ctx);
 int sq_drops(struct store *s, const struct store_query *q,
 	     int (*fn)(void *ctx, const char *host, const char *system, const char *name,
 		       const char *reason, uint64_t count),

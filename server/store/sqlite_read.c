@@ -80,6 +80,7 @@ struct sq_range {
 	int64_t after_ts;
 	int64_t after_rowid;
 	int64_t limit;		/* -1: none */
+	bool reverse;		/* newest first; the keyset is "before" */
 	bool by_index;		/* rows come through a field index, not blocks */
 };
 
@@ -153,7 +154,8 @@ static void sq_from(struct sq_buf *b, const struct store_schema *sc, const char 
 	if (r)
 		sq_buf_str(b, " AND ts BETWEEN :tc_lo AND :tc_hi");
 	if (r && r->keyset)
-		sq_buf_str(b, " AND (ts, _tc_rowid) > (:tc_after_ts, :tc_after_rowid)");
+		sq_buf_str(b, r->reverse ? " AND (ts, _tc_rowid) < (:tc_after_ts, :tc_after_rowid)" :
+			   " AND (ts, _tc_rowid) > (:tc_after_ts, :tc_after_rowid)");
 }
 
 static void sq_bind_named(sqlite3_stmt *st, const char *name, int64_t v)
@@ -211,11 +213,12 @@ int sq_max_span(struct store *s, int64_t type_id, int64_t *span)
 
 /*
  * @r for a query of @sc over @win (NULL: all time), starting after
- * (@after_ts, @after_rowid) when @after_rowid != 0.
+ * (@after_ts, @after_rowid) when @after_rowid != 0 (@reverse: before it,
+ * newest first).
  */
 static int sq_range_init(struct store *s, const struct store_schema *sc,
 			 const struct store_window *win, int64_t after_ts, uint64_t after_rowid,
-			 size_t limit, struct sq_range *r)
+			 size_t limit, bool reverse, struct sq_range *r)
 {
 	int64_t span = 0;
 	int ret = sq_max_span(s, sc->type_id, &span);
@@ -227,10 +230,13 @@ static int sq_range_init(struct store *s, const struct store_schema *sc,
 		win->to_ts == INT64_MIN ? INT64_MIN : win->to_ts - 1;
 	r->keyset = after_rowid != 0;
 	r->by_index = false;
+	r->reverse = reverse;
 	r->after_ts = after_ts;
-	r->after_rowid = (int64_t)after_rowid;
-	if (r->keyset && after_ts > r->lo)
+	r->after_rowid = after_rowid > INT64_MAX ? INT64_MAX : (int64_t)after_rowid;
+	if (r->keyset && !reverse && after_ts > r->lo)
 		r->lo = after_ts;
+	if (r->keyset && reverse && after_ts < r->hi)
+		r->hi = after_ts;
 	r->bmin = r->lo < INT64_MIN + span ? INT64_MIN : r->lo - span;
 	r->limit = limit ? (int64_t)limit : -1;
 	if (win && win->to_ts == INT64_MIN)	/* an empty range */
@@ -328,7 +334,7 @@ int sq_count_where(struct store *s, const struct store_schema *sc, const char *w
 	int ret = sq_flush_all(s);
 
 	if (ret == 0 && win)
-		ret = sq_range_init(s, sc, win, 0, 0, 0, &r) ?:
+		ret = sq_range_init(s, sc, win, 0, 0, 0, false, &r) ?:
 		      sq_ix_usable(s, sc, b, nb, &r.by_index);
 	if (ret < 0)
 		return ret;
@@ -357,7 +363,8 @@ static void sq_select_sql(struct sq_buf *q, const struct store_schema *sc, const
 		sq_ident(q, sc->cols[i].column);
 	}
 	sq_from(q, sc, where, r, true);
-	sq_buf_str(q, " ORDER BY ts, _tc_rowid LIMIT :tc_limit");
+	sq_buf_str(q, r->reverse ? " ORDER BY ts DESC, _tc_rowid DESC LIMIT :tc_limit" :
+		   " ORDER BY ts, _tc_rowid LIMIT :tc_limit");
 }
 
 /* Column @i of the current row as schema column @c's value. */
@@ -438,16 +445,18 @@ static int sq_select_run(struct store *s, sqlite3_stmt *st, const struct store_s
 
 int sq_select_where(struct store *s, const struct store_schema *sc, const char *where,
 		    const struct sq_bind *b, size_t nb, const struct store_window *win,
-		    int64_t after_ts, uint64_t after_rowid, size_t limit, store_row_fn fn,
-		    void *ctx)
+		    int64_t after_ts, uint64_t after_rowid, size_t limit, bool reverse,
+		    store_row_fn fn, void *ctx)
 {
 	struct sq_buf q = { 0 };
 	struct sq_range r;
 	sqlite3_stmt *st = NULL;
-	int ret = sq_flush_all(s) ?: sq_range_init(s, sc, win, after_ts, after_rowid, limit, &r) ?:
+	int ret = sq_flush_all(s) ?:
+		  sq_range_init(s, sc, win, after_ts, after_rowid, limit, reverse, &r) ?:
 		  sq_ix_usable(s, sc, b, nb, &r.by_index);
 
-	if (ret == 0 && limit && !r.by_index)
+	/* sq_range_fit() cuts the range from its old end: oldest first only */
+	if (ret == 0 && limit && !r.by_index && !reverse)
 		ret = sq_range_fit(s, sc, where, b, nb, &r);
 	if (ret < 0)
 		return ret;
@@ -467,20 +476,28 @@ int sq_select_where(struct store *s, const struct store_schema *sc, const char *
 /* The room sq_hosts_cond() needs for @q (@col at most 32 bytes). */
 size_t sq_hosts_len(const struct store_query *q)
 {
-	return 2 * 100 + (q && q->scope ? q->scope->n * 16 : 0);
+	return 3 * 100 + (q && q->scope ? q->scope->n * 16 : 0) +
+	       (q && q->hosts ? q->hosts->n * 16 : 0);
 }
 
 /*
  * Append to @out (sq_hosts_len(@q) bytes free) the conditions that host
- * id @col belongs to the hosts @q allows: its host glob, then its scope
- * (no glob: no host). Each glob is a '?', host glob first, then the
- * scope's in order (sq_hosts_bind()); values never enter the text.
+ * id @col belongs to the hosts @q allows: its host glob, its host list,
+ * then its scope (no glob: no host). Each glob is a '?', host glob first,
+ * then the list's, then the scope's in order (sq_hosts_bind()); values
+ * never enter the text.
  */
 void sq_hosts_cond(char *out, const struct store_query *q, const char *col)
 {
 	out += strlen(out);
 	if (q && q->host_glob)
 		out += sprintf(out, " AND %s IN (SELECT id FROM hosts WHERE name GLOB ?)", col);
+	if (q && q->hosts && q->hosts->n) {
+		out += sprintf(out, " AND %s IN (SELECT id FROM hosts WHERE name GLOB ?", col);
+		for (size_t i = 1; i < q->hosts->n; i++)
+			out += sprintf(out, " OR name GLOB ?");
+		out += sprintf(out, ")");
+	}
 	if (!q || !q->scope)
 		return;
 	if (!q->scope->n) {
@@ -498,6 +515,8 @@ void sq_hosts_bind(sqlite3_stmt *st, int first, const struct store_query *q)
 {
 	if (q && q->host_glob)
 		sqlite3_bind_text(st, first++, q->host_glob, -1, SQLITE_TRANSIENT);
+	for (size_t i = 0; q && q->hosts && i < q->hosts->n; i++)
+		sqlite3_bind_text(st, first++, q->hosts->globs[i], -1, SQLITE_TRANSIENT);
 	for (size_t i = 0; q && q->scope && i < q->scope->n; i++)
 		sqlite3_bind_text(st, first++, q->scope->globs[i], -1, SQLITE_TRANSIENT);
 }
@@ -552,6 +571,17 @@ static void sq_where_free(struct sq_where *w)
 	free(w->b);
 }
 
+/* Append " AND cpu IN (?,...)" for @q's CPU list (2 bytes a CPU and 20 more). */
+static void sq_cpus_cond(char *out, const struct store_query *q)
+{
+	if (!q->ncpus)
+		return;
+	out += sprintf(out, " AND cpu IN (?");
+	for (size_t i = 1; i < q->ncpus; i++)
+		*out++ = ',', *out++ = '?';
+	strcpy(out, ")");
+}
+
 /*
  * @q's filter and host as WHERE text and values into @w (free it with
  * sq_where_free(), also after a failure). A `FIELD == value` at the top of
@@ -565,8 +595,9 @@ static int sq_where_of(const struct store_query *q, struct sq_where *w)
 	if (ret < 0)
 		return ret;
 	n = w->sql.nbinds;
-	len = (w->sql.where ? strlen(w->sql.where) : 0) + 200 + sq_hosts_len(q);
-	w->b = calloc(n + 2 + (q->scope ? q->scope->n : 0), sizeof(*w->b));
+	len = (w->sql.where ? strlen(w->sql.where) : 0) + 200 + sq_hosts_len(q) + 2 * q->ncpus;
+	w->b = calloc(n + 2 + (q->scope ? q->scope->n : 0) + (q->hosts ? q->hosts->n : 0) +
+		      q->ncpus, sizeof(*w->b));
 	w->text = malloc(len);
 	if (!w->b || !w->text)
 		return -ENOMEM;
@@ -580,9 +611,15 @@ static int sq_where_of(const struct store_query *q, struct sq_where *w)
 	if (q->host_glob)
 		w->b[n++] = (struct sq_bind){ .kind = DECODE_STRING, .s = q->host_glob,
 					      .len = strlen(q->host_glob) };
+	for (size_t i = 0; q->hosts && i < q->hosts->n; i++)
+		w->b[n++] = (struct sq_bind){ .kind = DECODE_STRING, .s = q->hosts->globs[i],
+					      .len = strlen(q->hosts->globs[i]) };
 	for (size_t i = 0; q->scope && i < q->scope->n; i++)
 		w->b[n++] = (struct sq_bind){ .kind = DECODE_STRING, .s = q->scope->globs[i],
 					      .len = strlen(q->scope->globs[i]) };
+	sq_cpus_cond(w->text + strlen(w->text), q);
+	for (size_t i = 0; i < q->ncpus; i++)
+		w->b[n++] = (struct sq_bind){ .kind = DECODE_SIGNED, .i = q->cpus[i] };
 	w->nb = n;
 	return 0;
 }
@@ -605,7 +642,7 @@ int sq_select(struct store *s, const struct store_query *q, store_row_fn fn, voi
 
 	if (ret == 0)
 		ret = sq_select_where(s, q->schema, w.text, w.b, w.nb, q->win, q->after_ts,
-				      q->after_rowid, q->limit, fn, ctx);
+				      q->after_rowid, q->limit, q->reverse, fn, ctx);
 	sq_where_free(&w);
 	return ret;
 }

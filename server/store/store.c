@@ -334,7 +334,8 @@ static int store_scope_ok(const struct store_scope *sc)
 static int store_query_ok(const struct store_query *q)
 {
 	if (!q || !q->schema || (q->filter && q->nfields && !q->field_col) ||
-	    store_scope_ok(q->scope) < 0)
+	    store_scope_ok(q->scope) < 0 || store_scope_ok(q->hosts) < 0 ||
+	    (q->ncpus && !q->cpus))
 		return -EINVAL;
 	for (size_t i = 0; q->filter && i < q->nfields; i++)
 		if (q->field_col[i] >= q->schema->ncols)
@@ -364,6 +365,14 @@ int store_stats(struct store *s, const struct store_query *q,
 	if (!s || !fn || (q && store_scope_ok(q->scope) < 0))
 		return -EINVAL;
 	return store_enter(s) ?: s->ops->stats(s, q, fn, ctx);
+}
+
+int store_hosts(struct store *s, const struct store_query *q,
+		int (*fn)(void *ctx, const struct store_host_info *h), void *ctx)
+{
+	if (!s || !fn || (q && (store_scope_ok(q->scope) < 0 || store_scope_ok(q->hosts) < 0)))
+		return -EINVAL;
+	return store_enter(s) ?: s->ops->hosts(s, q, fn, ctx);
 }
 
 int store_dropped(struct store *s, uint64_t host_id, const char *system, const char *name,

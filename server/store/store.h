@@ -490,6 +490,8 @@ struct store_query {
 	size_t nfields;
 	/* only rows of hosts whose name matches this glob (*, ?, [...]); NULL: all */
 	const char *host_glob;
+	/* and (NULL: all) whose name matches one of these globs (traceq --host, repeated) */
+	const struct store_scope *hosts;
 	/*
 	 * and only of hosts the reader may see (struct store_scope); NULL: every
 	 * host. Applied by every read that takes a store_query.
@@ -500,16 +502,26 @@ struct store_query {
 	 * through its time index, which a filter cannot name.
 	 */
 	const struct store_window *win;
-	/* store_select() only: start strictly after this row when after_rowid != 0 */
+	/* only rows of these CPUs (@ncpus 0: every CPU) */
+	const uint32_t *cpus;
+	size_t ncpus;
+	/*
+	 * store_select() only: start strictly after this row when after_rowid
+	 * != 0 (with @reverse: strictly before it). INT64_MAX as after_rowid
+	 * stands for "after every row of after_ts".
+	 */
 	int64_t after_ts;
 	uint64_t after_rowid;
+	/* store_select() only: newest first, ordered by (ts, rowid) descending */
+	bool reverse;
 	/* store_select() only: at most this many rows; 0: no limit */
 	size_t limit;
 };
 
 /*
- * store_select - the rows @q asks for, ordered by (ts, rowid), passed to
- * @fn one at a time. Keyset paging: pass the last row seen as
+ * store_select - the rows @q asks for, ordered by (ts, rowid) (descending
+ * with q->reverse), passed to @fn one at a time. Keyset paging: pass the
+ * last row seen as
  * q->after_ts and q->after_rowid to get the next page. The row and
  * everything it points to are valid only during @fn.
  *
@@ -541,6 +553,28 @@ int store_stats(struct store *s, const struct store_query *q,
 		int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
 			  uint64_t value),
 		void *ctx);
+
+/* What the collector knows of a host (the hosts table), for `traceq --hosts`. */
+struct store_host_info {
+	const char *name;
+	const char *machine_id;
+	const char *boot_id;		/* of its latest HELLO; NULL: unknown */
+	const char *kernel;
+	const char *trace_clock;
+	const char *peer_subject;	/* its agent certificate's subject */
+	int64_t ncpus, page_size;
+	int64_t clock_offset_ns;	/* realtime - trace clock, latest sample */
+	int64_t first_seen, last_seen;	/* wall clock ns (HELLO, clock samples) */
+};
+
+/*
+ * store_hosts - every host the store has seen that @q allows (its host
+ * globs and scope, as store_stats(); NULL: every host), by name: calls
+ * @fn per host. A nonzero return from @fn stops and is returned.
+ * Return: 0; TC_ERR_DB; -EINVAL; or @fn's return.
+ */
+int store_hosts(struct store *s, const struct store_query *q,
+		int (*fn)(void *ctx, const struct store_host_info *h), void *ctx);
 
 /*
  * store_drops - the drop counters, for `traceq --drops`: calls @fn per

@@ -160,6 +160,9 @@ struct store_ops {
 		     int (*fn)(void *ctx, const char *host, const char *system, const char *name,
 			       const char *reason, uint64_t count),
 		     void *ctx);
+	/* hosts: only the hosts q allows (host globs, scope); q may be NULL */
+	int (*hosts)(struct store *s, const struct store_query *q,
+		     int (*fn)(void *ctx, const struct store_host_info *h), void *ctx);
 
 	/*
 	 * sql: the user SQL surface (store_sql()): @text is the user's, to be

@@ -1,0 +1,758 @@
+/*
+ * queryd_sel.c - select and count requests of the query endpoint (see
+ * queryd_sel.h): selectors resolved to event types, a filter bound per
+ * type with the kernel's subsystem-filter semantics, and several types'
+ * rows merged in time order.
+ *
+ * Selectors. Each of the query's selectors (common/query.h) names the
+ * stored types it matches: SYSTEM:EVENT globs as written; a bare word the
+ * events of that name (glob), or, when no event has such a name, every
+ * event of the subsystems so named. A selector that names no stored type
+ * is an error pointing at it.
+ *
+ * Filters over several types: the kernel's subsystem filter
+ * (Documentation/trace/events.rst, "Subsystem filters"; kernel
+ * process_system_preds()) is set on each event of the subsystem it can be
+ * applied to; an event that lacks a field it names, or where it cannot
+ * apply for any other reason (a type mismatch), keeps its previous filter,
+ * which for a query is none: its rows all pass. When no selected event
+ * takes it, the write fails; so does the query, with the first type's
+ * error. One selected type: its error, as ever.
+ *
+ * Merge. Rows of several types are answered in (ts, type key, rowid)
+ * order, the type key being the store's type_id; a page ends with that
+ * triple (last_ts, last_type, last_id) and the next request resumes after
+ * it. Each type has a keyset cursor and a buffer of at most QSEL_CHUNK
+ * rows (fewer when many types are selected), already encoded; the page is
+ * a k-way merge of the buffers, refilling one when it empties. A type's
+ * cursor for a resumed page follows from the triple: types before the
+ * last one resume after all rows of last_ts, the last one after its row,
+ * the later ones at last_ts itself. --reverse walks the same order
+ * backwards, with "before" cursors.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/filter.h"
+#include "common/query.h"
+#include "common/tc_error.h"
+#include "proto/symbols.h"
+#include "server/queryd_sel.h"
+
+#define QSEL_CHUNK		512	/* rows a type's buffer holds at most */
+#define QSEL_BUFFERED		8192	/* rows all buffers hold, about */
+#define QSEL_MAX_SYMCOLS	4
+#define QSEL_SYM_MAX		(PROTO_SYM_MAX_NAME + 24)
+
+static const char *const meta_cols[QMSG_META_COLS] = {
+	"host", "cpu", "ts", "trace_ts", "pid", "comm"
+};
+
+/* One row buffered for the merge: its key and its encoded values. */
+struct qsel_brow {
+	int64_t ts;
+	uint64_t rowid;
+	size_t off, len;
+	uint32_t nvals;
+};
+
+/* One selected event type: its schema, bound filter, store query, cursor. */
+struct qsel_type {
+	struct store_schema *schema;
+	struct filter *filter;		/* bound to this type; NULL: every row */
+	struct filter_field *fields;	/* the schema seen by the filter */
+	size_t *col;			/* fields[i] is schema->cols[col[i]] */
+	size_t nfields;
+	struct store_query read;
+	char event[512];		/* "system:name" */
+	size_t ncols;			/* in a reply row */
+	const char **cols;
+	size_t nsym;
+	size_t symcol[QSEL_MAX_SYMCOLS];	/* schema columns to name */
+	char symname[QSEL_MAX_SYMCOLS][32];	/* their "<field>_sym" */
+	/* the merge */
+	struct qmsg_writer *buf;
+	struct qsel_brow *rows;
+	size_t nrows, next;
+	bool exhausted;
+};
+
+struct qsel {
+	struct query q;
+	struct qsel_type *t;
+	size_t n;
+	struct store_window win;
+	struct store_scope hosts;	/* the request's host list */
+	struct store *st;		/* during a select: for symbol names */
+};
+
+/* ---- resolving the selectors ---- */
+
+struct resolve {
+	struct qsel *c;
+	struct store *st;
+	bool *bare_event;	/* per selector: a bare word that names events */
+	bool *used;		/* per selector: it named a type */
+	int ret;
+};
+
+static bool sel_names(const struct resolve *rs, size_t i, const struct store_schema *sc)
+{
+	const struct query_sel *s = &rs->c->q.sel[i];
+
+	if (s->system || rs->bare_event[i])
+		return query_sel_matches(s, sc->system, sc->name);
+	return !fnmatch(s->event, sc->system, 0);	/* a subsystem by its name */
+}
+
+/* first pass: which bare words name events */
+static int resolve_bare(void *ctx, const struct store_schema *sc)
+{
+	struct resolve *rs = ctx;
+
+	for (size_t i = 0; i < rs->c->q.nsel; i++)
+		if (!rs->c->q.sel[i].system && !fnmatch(rs->c->q.sel[i].event, sc->name, 0))
+			rs->bare_event[i] = true;
+	return 0;
+}
+
+/* second pass: the types the selectors name, each once */
+static int resolve_add(void *ctx, const struct store_schema *sc)
+{
+	struct resolve *rs = ctx;
+	struct qsel *c = rs->c;
+	struct qsel_type *t;
+	bool hit = false;
+	int ret;
+
+	for (size_t i = 0; i < c->q.nsel; i++)
+		if (sel_names(rs, i, sc))
+			hit = rs->used[i] = true;
+	if (!hit)
+		return 0;
+	if (c->n == QMSG_MAX_TYPES)
+		return TC_ERR_TOO_LONG;
+	t = realloc(c->t, (c->n + 1) * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	c->t = t;
+	t = &c->t[c->n];
+	memset(t, 0, sizeof(*t));
+	ret = store_schema_get(rs->st, sc->system, sc->name, &t->schema);
+	if (ret == 0)
+		c->n++;
+	return ret;
+}
+
+/* An unknown selector's error reply; 1. */
+static int unknown_sel(const struct query *q, size_t i, const char *text, struct proto_buf *out)
+{
+	char msg[300];
+
+	snprintf(msg, sizeof(msg), "%s: %.*s", tc_strerror(TC_ERR_UNKNOWN_EVENT),
+		 (int)(q->sel[i].len < 200 ? q->sel[i].len : 200), text + q->sel[i].pos);
+	qmsg_reply_error(TC_ERR_UNKNOWN_EVENT, msg, (int)q->sel[i].pos, (int)q->sel[i].len, out);
+	return 1;
+}
+
+static int resolve(struct store *st, struct qsel *c, const char *text, struct proto_buf *out)
+{
+	struct resolve rs = { .c = c, .st = st };
+	int ret = -ENOMEM;
+
+	rs.bare_event = calloc(c->q.nsel, sizeof(bool));
+	rs.used = calloc(c->q.nsel, sizeof(bool));
+	if (rs.bare_event && rs.used)
+		ret = store_schema_list(st, NULL, resolve_bare, &rs);
+	if (ret == 0)
+		ret = store_schema_list(st, NULL, resolve_add, &rs);
+	if (ret == TC_ERR_UNKNOWN_EVENT)	/* nothing stored at all */
+		ret = 0;
+	for (size_t i = 0; ret == 0 && i < c->q.nsel; i++)
+		if (!rs.used[i])
+			ret = unknown_sel(&c->q, i, text, out);
+	if (ret == TC_ERR_TOO_LONG) {
+		qmsg_reply_error(ret, "the query selects more than " "4096 event types", 0,
+				 (int)strcspn(text, " \t"), out);
+		ret = 1;
+	}
+	free(rs.bare_event);
+	free(rs.used);
+	return ret;
+}
+
+/* ---- binding ---- */
+
+static enum filter_kind kind_of(enum decode_kind k)
+{
+	return k == DECODE_SIGNED ? FILTER_SIGNED :
+	       k == DECODE_UNSIGNED ? FILTER_UNSIGNED : FILTER_STRING;
+}
+
+/* Blob fields cannot be filtered on; everything else can. */
+static int make_schema(struct qsel_type *t, struct filter_schema *fs)
+{
+	size_t i, n = 0;
+
+	t->fields = calloc(t->schema->ncols + 1, sizeof(*t->fields));
+	t->col = calloc(t->schema->ncols + 1, sizeof(*t->col));
+	if (!t->fields || !t->col)
+		return -ENOMEM;
+	for (i = 0; i < t->schema->ncols; i++) {
+		if (t->schema->cols[i].kind == DECODE_BLOB)
+			continue;
+		t->col[n] = i;
+		t->fields[n].name = t->schema->cols[i].name;
+		t->fields[n].kind = kind_of(t->schema->cols[i].kind);
+		t->fields[n].size = 8;
+		n++;
+	}
+	fs->fields = t->fields;
+	fs->count = t->nfields = n;
+	return 0;
+}
+
+/*
+ * Bind a copy of the filter to each type (see the header comment for the
+ * types it cannot be bound to). Return: 0; 1 with the error reply in @out;
+ * a negative code.
+ */
+static int bind_all(struct qsel *c, struct proto_buf *out)
+{
+	struct filter_error err = { 0 }, first = { 0 };
+	size_t bound = 0;
+	int ret = 0;
+
+	for (size_t i = 0; ret == 0 && i < c->n; i++) {
+		struct qsel_type *t = &c->t[i];
+		struct filter_schema fs;
+		struct filter_error e = { 0 };
+
+		ret = make_schema(t, &fs);
+		if (ret < 0 || !c->q.filter)
+			continue;
+		ret = filter_dup(c->q.filter, &t->filter);
+		if (ret < 0)
+			break;
+		ret = filter_bind(t->filter, &fs, &e);
+		if (ret == -ENOMEM)
+			break;
+		if (ret < 0) {
+			if (!first.code)
+				first = e;
+			filter_free(t->filter);
+			t->filter = NULL;
+			ret = 0;
+		} else {
+			bound++;
+		}
+	}
+	if (ret == 0 && c->q.filter && !bound) {
+		err = first;
+		qmsg_reply_error(err.code, err.msg[0] ? err.msg : tc_strerror(err.code),
+				 (int)(err.pos + c->q.filter_offset), (int)err.len, out);
+		return 1;
+	}
+	return ret;
+}
+
+/* ---- the store queries ---- */
+
+static void set_queries(struct qsel *c, const struct qmsg_request *r,
+			const struct store_scope *scope)
+{
+	c->win.from_ts = r->from_ts || r->from_end ? r->from_ts : INT64_MIN;
+	c->win.to_ts = r->to_ts || r->to_end ? r->to_ts : INT64_MAX;
+	c->hosts = (struct store_scope){ .globs = (const char *const *)r->hosts, .n = r->nhosts };
+	for (size_t i = 0; i < c->n; i++) {
+		struct qsel_type *t = &c->t[i];
+
+		t->read = (struct store_query){
+			.schema = t->schema, .filter = t->filter, .field_col = t->col,
+			.nfields = t->nfields, .host_glob = r->host,
+			.hosts = r->nhosts ? &c->hosts : NULL, .scope = scope,
+			.cpus = r->cpus, .ncpus = r->ncpus, .reverse = r->reverse,
+			.win = r->from_ts || r->to_ts || r->from_end || r->to_end ? &c->win : NULL,
+		};
+		snprintf(t->event, sizeof(t->event), "%s:%s", t->schema->system, t->schema->name);
+	}
+}
+
+static int newest_row(void *ctx, const struct store_row *row)
+{
+	int64_t *newest = ctx;
+
+	if (row->ts > *newest)
+		*newest = row->ts;
+	return 0;
+}
+
+/* @a + @b, held at the int64 limits */
+static int64_t add_sat(int64_t a, int64_t b)
+{
+	if (b < 0 && a < INT64_MIN - b)
+		return INT64_MIN;
+	if (b > 0 && a > INT64_MAX - b)
+		return INT64_MAX;
+	return a + b;
+}
+
+/*
+ * Make the end-relative sides of the window absolute: "end" is the ts of
+ * the newest row of the selected types the asker may see (hosts, CPUs,
+ * scope; not the filter). No such row: an empty window.
+ */
+static int resolve_end(struct store *st, struct qsel *c, const struct qmsg_request *r)
+{
+	int64_t newest = INT64_MIN;
+	int ret = 0;
+
+	if (!r->from_end && !r->to_end)
+		return 0;
+	for (size_t i = 0; ret >= 0 && i < c->n; i++) {
+		struct store_query q = c->t[i].read;
+
+		q.filter = NULL;
+		q.win = NULL;
+		q.reverse = true;
+		q.limit = 1;
+		q.after_rowid = 0;
+		ret = store_select(st, &q, newest_row, &newest);
+	}
+	if (ret < 0)
+		return ret;
+	if (newest == INT64_MIN) {
+		c->win.from_ts = INT64_MAX;
+		c->win.to_ts = INT64_MIN;
+		return 0;
+	}
+	if (r->from_end)
+		c->win.from_ts = add_sat(newest, r->from_ts);
+	if (r->to_end)
+		c->win.to_ts = add_sat(newest, r->to_ts);
+	return 0;
+}
+
+/* ---- compile ---- */
+
+int qsel_compile(struct store *st, const struct qmsg_request *r, const struct store_scope *scope,
+		 struct qsel **out, struct proto_buf *reply)
+{
+	struct filter_error err = { 0 };
+	struct qsel *c = calloc(1, sizeof(*c));
+	int ret;
+
+	if (!c)
+		return -ENOMEM;
+	ret = query_parse(r->query, &c->q, &err);
+	if (ret < 0) {
+		qmsg_reply_error(ret, err.msg[0] ? err.msg : tc_strerror(ret),
+				 (int)err.pos, (int)err.len, reply);
+		ret = 1;
+	}
+	if (ret == 0)
+		ret = resolve(st, c, r->query, reply);
+	if (ret == 0)
+		ret = bind_all(c, reply);
+	if (ret == 0) {
+		set_queries(c, r, scope);
+		ret = resolve_end(st, c, r);
+	}
+	if (ret) {
+		qsel_free(c);
+		return ret;
+	}
+	*out = c;
+	return 0;
+}
+
+void qsel_free(struct qsel *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->n; i++) {
+		struct qsel_type *t = &c->t[i];
+
+		filter_free(t->filter);
+		free(t->fields);
+		free(t->col);
+		free(t->cols);
+		free(t->rows);
+		qmsg_writer_free(t->buf);
+		store_schema_free(t->schema);
+	}
+	free(c->t);
+	query_free(&c->q);
+	free(c);
+}
+
+const char *qsel_event(const struct qsel *c)
+{
+	return c->n == 1 ? c->t[0].event : NULL;
+}
+
+size_t qsel_ntypes(const struct qsel *c)
+{
+	return c->n;
+}
+
+const struct store_schema *qsel_schema(const struct qsel *c, size_t i)
+{
+	return c->t[i].schema;
+}
+
+const struct store_query *qsel_read(const struct qsel *c, size_t i)
+{
+	return &c->t[i].read;
+}
+
+int qsel_count(struct store *st, struct qsel *c, uint64_t *n)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < c->n; i++) {
+		uint64_t k = 0;
+		int ret = store_count(st, &c->t[i].read, &k);
+
+		if (ret < 0)
+			return ret;
+		sum += k;
+	}
+	*n = sum;
+	return 0;
+}
+
+/* ---- rows ---- */
+
+/*
+ * Address fields named at query time: in ftrace events (the kernel's
+ * function tracers and our programs' fgraph runtime), "ip", "parent_ip"
+ * and "func" are code addresses; each gets a column "<field>_sym" after
+ * the fields, with "name" or "name+0xoff" (store_symbol_name()), nil when
+ * no symbol covers it.
+ */
+static const char *const sym_fields[] = { "ip", "parent_ip", "func" };
+
+static void find_symcols(struct qsel_type *t)
+{
+	const struct store_schema *sc = t->schema;
+
+	if (strcmp(sc->system, "ftrace"))
+		return;
+	for (size_t i = 0; i < sc->ncols && t->nsym < QSEL_MAX_SYMCOLS; i++)
+		for (size_t k = 0; k < sizeof(sym_fields) / sizeof(sym_fields[0]); k++)
+			if (!strcmp(sc->cols[i].name, sym_fields[k]) &&
+			    sc->cols[i].kind != DECODE_STRING && sc->cols[i].kind != DECODE_BLOB) {
+				snprintf(t->symname[t->nsym], sizeof(t->symname[0]), "%s_sym",
+					 sym_fields[k]);
+				t->symcol[t->nsym++] = i;
+			}
+}
+
+/* The reply columns of @t: the meta columns, its fields, its symbol columns. */
+static int make_cols(struct qsel_type *t)
+{
+	size_t i, ncols = t->schema->ncols;
+
+	find_symcols(t);
+	if (ncols > QMSG_MAX_COLS - QMSG_META_COLS - QSEL_MAX_SYMCOLS)
+		return TC_ERR_TOO_LONG;
+	t->ncols = QMSG_META_COLS + ncols + t->nsym;
+	t->cols = calloc(t->ncols, sizeof(*t->cols));
+	if (!t->cols)
+		return -ENOMEM;
+	memcpy(t->cols, meta_cols, sizeof(meta_cols));
+	for (i = 0; i < ncols; i++)
+		t->cols[QMSG_META_COLS + i] = t->schema->cols[i].name;
+	for (i = 0; i < t->nsym; i++)
+		t->cols[QMSG_META_COLS + ncols + i] = t->symname[i];
+	return 0;
+}
+
+static void put_value(struct qmsg_writer *w, const struct decode_value *v)
+{
+	switch (v->kind) {
+	case DECODE_SIGNED: qmsg_put_int(w, v->i); break;
+	case DECODE_UNSIGNED: qmsg_put_uint(w, v->u); break;
+	case DECODE_STRING: qmsg_put_str(w, v->str.s, v->str.len); break;
+	case DECODE_BLOB: qmsg_put_bin(w, v->blob.p, v->blob.len); break;
+	default: qmsg_put_nil(w); break;
+	}
+}
+
+static void put_symbol(struct store *st, struct qmsg_writer *w, const struct store_row *row,
+		       size_t col)
+{
+	const struct decode_value *v = &row->vals[col];
+	char name[QSEL_SYM_MAX];
+	uint64_t addr = v->kind == DECODE_SIGNED ? (uint64_t)v->i : v->u;
+
+	if ((row->null && row->null[col]) ||
+	    (v->kind != DECODE_SIGNED && v->kind != DECODE_UNSIGNED) ||
+	    store_symbol_name(st, row->host_id, row->pid, row->ts, addr, name,
+			      sizeof(name)) < 0)
+		qmsg_put_nil(w);
+	else
+		qmsg_put_str(w, name, strlen(name));
+}
+
+/* @row of @t as reply values into @w. */
+static void put_row(struct store *st, const struct qsel_type *t, struct qmsg_writer *w,
+		    const struct store_row *row)
+{
+	size_t i;
+
+	qmsg_put_str(w, row->host, strlen(row->host));
+	qmsg_put_uint(w, row->cpu);
+	qmsg_put_int(w, row->ts);
+	qmsg_put_uint(w, row->trace_ts);
+	qmsg_put_int(w, row->pid);
+	if (row->comm)
+		qmsg_put_str(w, row->comm, strlen(row->comm));
+	else
+		qmsg_put_nil(w);
+	for (i = 0; i < row->nvals; i++) {
+		if (row->null && row->null[i])
+			qmsg_put_nil(w);
+		else
+			put_value(w, &row->vals[i]);
+	}
+	for (i = 0; i < t->nsym; i++)
+		put_symbol(st, w, row, t->symcol[i]);
+}
+
+/* one type: rows straight into the reply */
+struct one_ctx {
+	struct store *st;
+	const struct qsel_type *t;
+	struct qmsg_writer *w;
+	uint32_t limit;
+	struct qsel_page *pg;
+};
+
+static int one_row(void *arg, const struct store_row *row)
+{
+	struct one_ctx *o = arg;
+
+	if (qmsg_reply_rows(o->w) == o->limit) {
+		o->pg->more = true;
+		return 1;
+	}
+	put_row(o->st, o->t, o->w, row);
+	o->pg->last_ts = row->ts;
+	o->pg->last_id = row->rowid;
+	return 0;
+}
+
+static int select_one(struct store *st, const struct qmsg_request *r, struct qsel *c,
+		      uint32_t limit, struct qmsg_writer **w, struct qsel_page *pg)
+{
+	struct qsel_type *t = &c->t[0];
+	struct one_ctx o = { .st = st, .t = t, .limit = limit, .pg = pg };
+	int ret = qmsg_reply_begin(&o.w, t->event, (uint32_t)t->ncols, t->cols);
+
+	if (ret < 0)
+		return ret;
+	qmsg_reply_format(o.w, t->schema->format);
+	t->read.after_ts = r->after_ts;
+	t->read.after_rowid = r->after_id;
+	t->read.limit = limit + 1;
+	ret = store_select(st, &t->read, one_row, &o);
+	if (ret < 0) {
+		qmsg_writer_free(o.w);
+		return ret;
+	}
+	pg->rows = qmsg_reply_rows(o.w);
+	*w = o.w;
+	return 0;
+}
+
+/* several types: the merge */
+
+struct fill_ctx {
+	struct store *st;
+	struct qsel_type *t;
+};
+
+static int fill_row(void *arg, const struct store_row *row)
+{
+	struct fill_ctx *f = arg;
+	struct qsel_type *t = f->t;
+	struct qsel_brow *b = &t->rows[t->nrows++];
+
+	b->ts = row->ts;
+	b->rowid = row->rowid;
+	b->off = qmsg_body_len(t->buf);
+	put_row(f->st, t, t->buf, row);
+	b->len = qmsg_body_len(t->buf) - b->off;
+	b->nvals = (uint32_t)t->ncols;
+	return 0;
+}
+
+/* Refill @t's empty buffer from its cursor with up to @chunk rows. */
+static int fill(struct store *st, struct qsel_type *t, size_t chunk)
+{
+	struct fill_ctx f = { .st = st, .t = t };
+	int ret;
+
+	qmsg_body_reset(t->buf);
+	t->nrows = t->next = 0;
+	t->read.limit = chunk;
+	ret = store_select(st, &t->read, fill_row, &f);
+	if (ret < 0)
+		return ret;
+	if (t->nrows < chunk)
+		t->exhausted = true;
+	if (t->nrows) {	/* the cursor moves past what was read */
+		t->read.after_ts = t->rows[t->nrows - 1].ts;
+		t->read.after_rowid = t->rows[t->nrows - 1].rowid;
+	}
+	return 0;
+}
+
+/* @v - 1, held at INT64_MIN (no row has that ts) */
+static int64_t sub1(int64_t v)
+{
+	return v == INT64_MIN ? v : v - 1;
+}
+
+/* The cursor of @t for a page resuming after (@r's after_ts, after_type, after_id). */
+static void cursor_init(struct qsel_type *t, const struct qmsg_request *r)
+{
+	int64_t type = t->schema->type_id;
+
+	t->read.after_ts = 0;
+	t->read.after_rowid = 0;
+	if (!r->after_id)
+		return;
+	if (type == r->after_type) {
+		t->read.after_ts = r->after_ts;
+		t->read.after_rowid = r->after_id;
+	} else if ((type < r->after_type) == !r->reverse) {
+		/*
+		 * before the last type in the walk: past every row of after_ts,
+		 * (ts, id) > (after_ts, MAX) forwards, (ts, id) < (after_ts - 1,
+		 * MAX) backwards
+		 */
+		t->read.after_ts = r->reverse ? sub1(r->after_ts) : r->after_ts;
+		t->read.after_rowid = INT64_MAX;
+	} else {
+		/*
+		 * after it: from after_ts itself on, (ts, id) > (after_ts - 1,
+		 * MAX) forwards, (ts, id) < (after_ts, MAX) backwards
+		 */
+		t->read.after_ts = r->reverse ? r->after_ts : sub1(r->after_ts);
+		t->read.after_rowid = INT64_MAX;
+	}
+}
+
+/* Whether the head of @a comes before the head of @b in the walk. */
+static bool before(const struct qsel_type *a, const struct qsel_type *b, bool reverse)
+{
+	const struct qsel_brow *x = &a->rows[a->next], *y = &b->rows[b->next];
+	int cmp = x->ts != y->ts ? (x->ts < y->ts ? -1 : 1) :
+		  a->schema->type_id != b->schema->type_id ?
+		  (a->schema->type_id < b->schema->type_id ? -1 : 1) :
+		  (x->rowid < y->rowid ? -1 : x->rowid > y->rowid);
+
+	return reverse ? cmp > 0 : cmp < 0;
+}
+
+static int merge_init(struct qsel *c, const struct qmsg_request *r, size_t chunk,
+		      struct qmsg_writer **w)
+{
+	const char **events = calloc(c->n, sizeof(*events));
+	const char *const **cols = calloc(c->n, sizeof(*cols));
+	uint32_t *ncols = calloc(c->n, sizeof(*ncols));
+	int ret = events && cols && ncols ? 0 : -ENOMEM;
+
+	for (size_t i = 0; ret == 0 && i < c->n; i++) {
+		struct qsel_type *t = &c->t[i];
+
+		events[i] = t->event;
+		cols[i] = t->cols;
+		ncols[i] = (uint32_t)t->ncols;
+		cursor_init(t, r);
+		t->rows = calloc(chunk, sizeof(*t->rows));
+		ret = t->rows ? qmsg_reply_begin(&t->buf, NULL, (uint32_t)t->ncols, t->cols) :
+				-ENOMEM;
+	}
+	if (ret == 0)
+		ret = qmsg_reply_begin_types(w, (uint32_t)c->n, events, ncols, cols);
+	for (size_t i = 0; ret == 0 && i < c->n; i++)
+		qmsg_reply_type_format(*w, (uint32_t)i, c->t[i].schema->format);
+	free(events);
+	free(cols);
+	free(ncols);
+	return ret;
+}
+
+static int select_merge(struct store *st, const struct qmsg_request *r, struct qsel *c,
+			uint32_t limit, struct qmsg_writer **out, struct qsel_page *pg)
+{
+	size_t chunk = QSEL_BUFFERED / c->n;
+	struct qmsg_writer *w = NULL;
+	int ret;
+
+	chunk = chunk < 16 ? 16 : chunk > QSEL_CHUNK ? QSEL_CHUNK : chunk;
+	if (chunk > (size_t)limit + 1)
+		chunk = (size_t)limit + 1;
+	ret = merge_init(c, r, chunk, &w);
+	while (ret == 0) {
+		struct qsel_type *best = NULL;
+
+		for (size_t i = 0; ret == 0 && i < c->n; i++) {
+			struct qsel_type *t = &c->t[i];
+
+			if (t->next == t->nrows && !t->exhausted)
+				ret = fill(st, t, chunk);
+			if (ret == 0 && t->next < t->nrows && (!best || before(t, best, r->reverse)))
+				best = t;
+		}
+		if (ret < 0 || !best)
+			break;
+		if (qmsg_reply_rows(w) == limit) {
+			pg->more = true;
+			break;
+		}
+		const struct qsel_brow *b = &best->rows[best->next++];
+
+		qmsg_put_type(w, (uint32_t)(best - c->t));
+		qmsg_put_raw(w, (const char *)qmsg_body(best->buf) + b->off, b->len, b->nvals);
+		pg->last_ts = b->ts;
+		pg->last_id = b->rowid;
+		pg->last_type = best->schema->type_id;
+	}
+	if (ret < 0) {
+		qmsg_writer_free(w);
+		return ret;
+	}
+	pg->rows = qmsg_reply_rows(w);
+	*out = w;
+	return 0;
+}
+
+int qsel_select(struct store *st, const struct qmsg_request *r, struct qsel *c,
+		struct qmsg_writer **w, struct qsel_page *pg)
+{
+	uint32_t limit = r->limit ? r->limit : QMSG_MAX_ROWS;
+	int ret = 0;
+
+	memset(pg, 0, sizeof(*pg));
+	for (size_t i = 0; ret == 0 && i < c->n; i++)
+		ret = make_cols(&c->t[i]);
+	if (ret < 0)
+		return ret;
+	if (c->n == 1)
+		return select_one(st, r, c, limit, w, pg);
+	if (c->n == 0) {
+		*w = NULL;
+		return qmsg_reply_begin_types(w, 0, NULL, NULL, NULL);
+	}
+	return select_merge(st, r, c, limit, w, pg);
+}
