@@ -10,7 +10,8 @@
 #    and "*" select the same as sched:* and every stored event;
 #  - rows of sched_switch,sched_wakeup == the two counts summed, no row
 #    twice, in ts order across the two types (over several pages);
-#    --reverse is exactly that list backwards; -n 10 its first 10;
+#    --reverse is exactly that list backwards; -n 10 its first 10; the
+#    text is each event's own trace-cmd text, merged; csv refuses two types;
 #  - "sched:* where prev_pid == 0" filters sched_switch and leaves the
 #    sched events without prev_pid unfiltered (the kernel's subsystem
 #    filter); a filter no selected event takes is an error;
@@ -85,6 +86,17 @@ traceq -f json -r 'sched_switch,sched_wakeup' > "$tmp/rev" 2>&1
 check "--reverse is the same rows backwards" 'tac "$tmp/two" | cmp -s - "$tmp/rev"'
 traceq -f json -n 10 'sched_switch,sched_wakeup' > "$tmp/ten" 2>&1
 check "-n 10 is the first 10" 'head -n 10 "$tmp/two" | cmp -s - "$tmp/ten"'
+# trace-cmd's text over two types: each type rendered with its own format
+traceq --no-host -H sel-a 'sched_switch,sched_wakeup' > "$tmp/two.txt" 2> "$tmp/two.txt.err"
+{ traceq --no-host -H sel-a sched_switch; traceq --no-host -H sel-a sched_wakeup; } |
+	sort > "$tmp/one.txt"
+check "text of sched_switch,sched_wakeup is the two events' own text, merged ($(wc -l < "$tmp/two.txt") lines)" \
+	'[ ! -s "$tmp/two.txt.err" ] && grep -q " ==> " "$tmp/two.txt" &&
+	 grep -q "sched_wakeup: .*target_cpu=\|sched_wakeup: .*CPU:" "$tmp/two.txt" &&
+	 sort "$tmp/two.txt" | cmp -s - "$tmp/one.txt"'
+traceq -f csv 'sched_switch,sched_wakeup' > /dev/null 2> "$tmp/csv.err"; rc=$?
+check "--format csv over two types is refused with a reason (exit $rc)" \
+	'[ "$rc" = 1 ] && grep -q "csv prints one event type" "$tmp/csv.err"'
 
 # ---- the subsystem filter ----
 sw0=$(traceq --count 'sched_switch where prev_pid == 0')
