@@ -123,6 +123,29 @@ const char *tls_peer_subject(SSL *ssl, char *buf, size_t len)
 	return buf;
 }
 
+enum tls_cert_role tls_peer_role(SSL *ssl)
+{
+	X509 *peer = ssl ? SSL_get0_peer_certificate(ssl) : NULL;
+	X509_NAME *subj = peer ? X509_get_subject_name(peer) : NULL;
+	unsigned role = TLS_CERT_ANY;
+	int idx = -1;
+
+	if (!subj || SSL_get_verify_result(ssl) != X509_V_OK)
+		return TLS_CERT_ANY;
+	/* every OU counts: one that says "agent" and another "query" is both */
+	while ((idx = X509_NAME_get_index_by_NID(subj, NID_organizationalUnitName, idx)) >= 0) {
+		const ASN1_STRING *v = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subj, idx));
+		int len = ASN1_STRING_length(v);
+		const unsigned char *p = ASN1_STRING_get0_data(v);
+
+		if (len == 5 && !memcmp(p, "agent", 5))
+			role |= TLS_CERT_AGENT;
+		else if (len == 5 && !memcmp(p, "query", 5))
+			role |= TLS_CERT_QUERY;
+	}
+	return (enum tls_cert_role)role;
+}
+
 /* The subject CN of @x as UTF-8 (OPENSSL_free it), its length in *@n; NULL if none. */
 static unsigned char *cert_cn(X509 *x, int *n)
 {

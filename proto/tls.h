@@ -108,4 +108,24 @@ int tls_ctx_expiry(SSL_CTX *ctx, int days, tls_expiry_fn fn, void *arg);
  */
 const char *tls_peer_subject(SSL *ssl, char *buf, size_t len);
 
+/*
+ * The role a certificate was made for, from its subject's
+ * organizationalUnitName: tracecollect-certs writes OU=agent into agents'
+ * certificates and OU=query into query clients', so that one CA can sign
+ * both and neither can pass for the other: the agent port refuses a
+ * query client's certificate, the query port an agent's (and each one
+ * that says both). A certificate
+ * with neither (another PKI) has no role and is taken on either port;
+ * such a PKI keeps the two apart with two CAs (--ca and --query-ca).
+ */
+enum tls_cert_role {
+	TLS_CERT_ANY = 0,
+	TLS_CERT_AGENT = 1,
+	TLS_CERT_QUERY = 2,
+	TLS_CERT_BOTH = 3,	/* says both: refused on either port */
+};
+
+/* tls_peer_role - the role of @ssl's verified peer certificate (see above). */
+enum tls_cert_role tls_peer_role(SSL *ssl);
+
 #endif

@@ -294,6 +294,22 @@ static void conn_refuse_host(struct conn *c, const char *host)
 	conn_finish(c);
 }
 
+/* Refuse a query client's certificate (OU=query) on the agent port. */
+static void conn_refuse_role(struct conn *c)
+{
+	struct proto_msg m = { .type = MSG_ERROR };
+	char text[1024], cn[LOG_ESC_LEN];
+
+	snprintf(text, sizeof(text), "certificate %s was made for a query client (OU=query): "
+		 "it may read, not send data", log_escape(c->subject, cn, sizeof(cn)));
+	c->col->refused++;
+	log_warn("%s: refused agent: %s", c->peer, text);
+	m.error.code = TC_ERR_IDENTITY;
+	m.error.text = text;
+	conn_send(c, &m);
+	conn_finish(c);
+}
+
 /* Check the HELLO here, let the worker store the host; WELCOME follows. */
 static int on_hello(struct conn *c, struct proto_msg *m, const uint8_t *raw, size_t len)
 {
@@ -311,6 +327,10 @@ static int on_hello(struct conn *c, struct proto_msg *m, const uint8_t *raw, siz
 		snprintf(why, sizeof(why), "hello: page_size %u is over the largest "
 			 "frame (%u bytes)", h->page_size, FRAME_MAX_PAYLOAD);
 		conn_fail(c, TC_ERR_FRAME_TOO_LARGE, why);
+		return 0;
+	}
+	if (c->col->tls && (tls_peer_role(bufferevent_openssl_get_ssl(c->bev)) & TLS_CERT_QUERY)) {
+		conn_refuse_role(c);
 		return 0;
 	}
 	if (!conn_may_claim(c, h->host)) {

@@ -188,7 +188,11 @@ static int ask_pool(struct qtls_conn *c, const struct qauth_who *who,
 	return ret;
 }
 
-/* The TLS handshake, and the client's identity: its certificate's CN. */
+/*
+ * The TLS handshake, and the client's identity: its certificate's CN.
+ * Return: 0; 1 when the certificate is an agent's (its first request is
+ * answered with the reason); -1 when the handshake failed.
+ */
 static int conn_handshake(struct qtls_conn *c, struct qauth_who *who)
 {
 	char err[512];
@@ -204,6 +208,12 @@ static int conn_handshake(struct qtls_conn *c, struct qauth_who *who)
 		return -1;
 	}
 	tls_peer_subject(c->ssl, who->cert, sizeof(who->cert));
+	if (tls_peer_role(c->ssl) & TLS_CERT_AGENT) {
+		log_warn("query client %s refused: certificate %s was made for an agent "
+			 "(OU=agent): it may send data, not read", c->peer,
+			 log_escape(who->cert, err, sizeof(err)));
+		return 1;
+	}
 	log_info("query client %s: certificate %s", c->peer,
 		 log_escape(who->cert, err, sizeof(err)));
 	return 0;
@@ -214,11 +224,17 @@ static void *conn_main(void *arg)
 	struct qtls_conn *c = arg;
 	struct proto_buf req, reply;
 	struct qauth_who who;
+	int ret;
 
 	proto_buf_init(&req);
 	proto_buf_init(&reply);
 	set_timeout(c->fd, QTLS_HANDSHAKE_MS);
-	if (conn_handshake(c, &who) == 0) {
+	ret = conn_handshake(c, &who);
+	if (ret == 1 && read_msg(c, &req, true) == 0 &&
+	    qmsg_reply_error(TC_ERR_IDENTITY, "this certificate was made for an agent "
+			     "(OU=agent): it may send data, not query", -1, -1, &reply) == 0)
+		write_msg(c, &reply);
+	if (ret == 0) {
 		for (;;) {
 			set_timeout(c->fd, QTLS_IDLE_MS);
 			if (atomic_load(&c->t->stop) || read_msg(c, &req, true) < 0 ||

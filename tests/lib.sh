@@ -117,7 +117,7 @@ tc_done_covers() {
 }
 
 # tc_host_agents INSTANCE HOST...: while a busy loop makes context switches,
-# one traceagent per HOST in turn (certificate client-HOST.crt, --name
+# one traceagent per HOST in turn (certificate agent-HOST.crt, --name
 # HOST) streams sched_switch for 2 s in tracefs instance INSTANCE; checks
 # that each exits 0 (its output in $tmp/agent-HOST.out and .err). Uses the
 # tc_setup variables agent and workload.
@@ -127,8 +127,8 @@ tc_host_agents() {
 	( while :; do sleep 0.002; done ) &
 	workload=$!
 	for h in "$@"; do
-		"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/client-$h.crt" \
-			--key "$tmp/pki/client-$h.key" --ca "$tmp/pki/ca.crt" \
+		"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/agent-$h.crt" \
+			--key "$tmp/pki/agent-$h.key" --ca "$tmp/pki/ca.crt" \
 			-e sched:sched_switch --duration 2 --name "$h" --instance "$instance" \
 			--spool-dir "$tmp/spool" > "$tmp/agent-$h.out" 2> "$tmp/agent-$h.err" &
 		agent=$!

@@ -22,11 +22,7 @@ command -v setpriv >/dev/null || skip "needs setpriv (util-linux)"
 tc_lock
 tc_setup query-scope agent workload collector_pid
 
-tc_certs
-for h in scope-web1 scope-db1; do
-	"$top_srcdir/contrib/tracecollect-certs" -d "$tmp/pki" client "$h" > /dev/null ||
-		{ echo "FAIL: certificate helper: client $h"; exit 1; }
-done
+tc_certs scope-web1 scope-db1
 tc_traceq_for_all
 mkdir -m 755 "$tmp/run"
 sock="$tmp/run/query.sock"

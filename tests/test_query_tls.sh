@@ -11,6 +11,9 @@
 #  - carol, a valid certificate no scope names, sees no host;
 #  - mallory, with a certificate from another CA, is refused: traceq
 #    fails and the collector logs "refused: TLS handshake failed";
+#  - one CA signs agents' and query clients' certificates: an agent's
+#    (OU=agent) is refused on the query port, a query client's (OU=query)
+#    on the agent port, each saying why on both sides;
 #  - -s tls://HOST:PORT is the same port; without --cert traceq exits 2;
 #  - queries are logged as "query from cert alice: ...";
 #  - revocation (--crl): dave, revoked before the start
@@ -30,8 +33,8 @@ tc_lock
 tc_setup query-tls agent workload collector_pid
 
 certs="$top_srcdir/contrib/tracecollect-certs"
-tc_certs
-for n in tls-web1 tls-db1 alice bob carol dave erin; do
+tc_certs tls-web1 tls-db1
+for n in alice bob carol dave erin; do
 	"$certs" -d "$tmp/pki" client "$n" > /dev/null ||
 		{ echo "FAIL: certificate helper: client $n"; exit 1; }
 done
@@ -96,6 +99,24 @@ for _ in $(seq 50); do grep -q "refused: TLS handshake failed" "$tmp/collector.l
 check "the collector logs the refusal and why" \
 	'grep -q "query client .* refused: TLS handshake failed: .*certificate verify failed" \
 	 "$tmp/collector.log"'
+# one CA signs both kinds: an agent's certificate (OU=agent) cannot query,
+# a query client's (OU=query) cannot send data
+"$top_builddir/traceq/traceq" -s "$qtls" -t 30000 --cert "$tmp/pki/agent-tls-web1.crt" \
+	--key "$tmp/pki/agent-tls-web1.key" --ca "$tmp/pki/ca.crt" --count sched_switch \
+	> "$tmp/asagent.out" 2> "$tmp/asagent.err"; rc=$?
+check "an agent's certificate gets no answer on the query port (exit $rc: $(head -c 300 "$tmp/asagent.err"))" \
+	'[ "$rc" != 0 ] && [ ! -s "$tmp/asagent.out" ] && grep -q "made for an agent" "$tmp/asagent.err"'
+check "... and the collector logs why" \
+	'grep -q "query client .* refused: certificate tls-web1 was made for an agent" "$tmp/collector.log"'
+"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/client-alice.crt" \
+	--key "$tmp/pki/client-alice.key" --ca "$tmp/pki/ca.crt" -e sched:sched_switch \
+	--duration 1 --name alice --instance "tc-qtls-$$" --spool-dir "$tmp/spool" \
+	> "$tmp/agent-alice.out" 2> "$tmp/agent-alice.err"; rc=$?
+check "a query client's certificate cannot send data (agent exit $rc: $(tail -c 300 "$tmp/agent-alice.err"))" \
+	'[ "$rc" != 0 ] && grep -q "made for a query client" "$tmp/agent-alice.err"'
+check "... and the collector logs why" \
+	'grep -q "refused agent: certificate alice was made for a query client" "$tmp/collector.log"'
+check "nothing was stored as alice" '[ "$(traceq --count -H alice sched_switch 2>/dev/null || echo 0)" = 0 ]'
 "$top_builddir/traceq/traceq" -s "$qtls" --count sched_switch > /dev/null 2> "$tmp/nocert.err"; rc=$?
 check "without --cert traceq exits 2 saying why (exit $rc)" \
 	'[ "$rc" = 2 ] && grep -q -- "--cert" "$tmp/nocert.err"'
