@@ -275,10 +275,22 @@ static bool conn_may_claim(struct conn *c, const char *host)
 	       hostmap_allows(c->col->hostmap, c->subject, host);
 }
 
-/* Refuse a HELLO naming a host the certificate may not: both sides say why. */
-static void conn_refuse_host(struct conn *c, const char *host)
+/* Refuse a HELLO for who the certificate is (@text, escaped): both sides say why. */
+static void conn_refuse_identity(struct conn *c, const char *text)
 {
 	struct proto_msg m = { .type = MSG_ERROR };
+
+	c->col->refused++;
+	log_warn("%s: refused agent: %s", c->peer, text);
+	m.error.code = TC_ERR_IDENTITY;
+	m.error.text = (char *)text;
+	conn_send(c, &m);
+	conn_finish(c);
+}
+
+/* A HELLO naming a host the certificate may not. */
+static void conn_refuse_host(struct conn *c, const char *host)
+{
 	char text[1536], h[LOG_ESC_LEN], cn[LOG_ESC_LEN];
 
 	log_escape(host, h, sizeof(h));
@@ -286,28 +298,17 @@ static void conn_refuse_host(struct conn *c, const char *host)
 	snprintf(text, sizeof(text), "host name '%s' is not one of certificate %s's names "
 		 "(its CN and DNS names) and no host-map entry of the collector allows it "
 		 "for %s", h, cn, cn);
-	c->col->refused++;
-	log_warn("%s: refused agent: %s", c->peer, text);
-	m.error.code = TC_ERR_IDENTITY;
-	m.error.text = text;
-	conn_send(c, &m);
-	conn_finish(c);
+	conn_refuse_identity(c, text);
 }
 
-/* Refuse a query client's certificate (OU=query) on the agent port. */
+/* A query client's certificate (OU=query) on the agent port. */
 static void conn_refuse_role(struct conn *c)
 {
-	struct proto_msg m = { .type = MSG_ERROR };
 	char text[1024], cn[LOG_ESC_LEN];
 
 	snprintf(text, sizeof(text), "certificate %s was made for a query client (OU=query): "
 		 "it may read, not send data", log_escape(c->subject, cn, sizeof(cn)));
-	c->col->refused++;
-	log_warn("%s: refused agent: %s", c->peer, text);
-	m.error.code = TC_ERR_IDENTITY;
-	m.error.text = text;
-	conn_send(c, &m);
-	conn_finish(c);
+	conn_refuse_identity(c, text);
 }
 
 /* Check the HELLO here, let the worker store the host; WELCOME follows. */

@@ -118,7 +118,8 @@ tc_done_covers() {
 
 # tc_host_agents INSTANCE HOST...: while a busy loop makes context switches,
 # one traceagent per HOST in turn (certificate agent-HOST.crt, --name
-# HOST) streams sched_switch for 2 s in tracefs instance INSTANCE; checks
+# HOST) streams sched_switch (or the -e options in $tc_agent_events) for
+# 2 s in tracefs instance INSTANCE; checks
 # that each exits 0 (its output in $tmp/agent-HOST.out and .err). Uses the
 # tc_setup variables agent and workload.
 tc_host_agents() {
@@ -127,10 +128,12 @@ tc_host_agents() {
 	( while :; do sleep 0.002; done ) &
 	workload=$!
 	for h in "$@"; do
+		# shellcheck disable=SC2086 # tc_agent_events: several words
 		"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/agent-$h.crt" \
 			--key "$tmp/pki/agent-$h.key" --ca "$tmp/pki/ca.crt" \
-			-e sched:sched_switch --duration 2 --name "$h" --instance "$instance" \
-			--spool-dir "$tmp/spool" > "$tmp/agent-$h.out" 2> "$tmp/agent-$h.err" &
+			${tc_agent_events:--e sched:sched_switch} --duration 2 --name "$h" \
+			--instance "$instance" --spool-dir "$tmp/spool" \
+			> "$tmp/agent-$h.out" 2> "$tmp/agent-$h.err" &
 		agent=$!
 		wait "$agent"; rc=$?
 		agent=

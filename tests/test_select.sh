@@ -29,7 +29,7 @@ command -v setpriv >/dev/null || skip "needs setpriv (util-linux)"
 tc_lock
 tc_setup select agent workload collector_pid
 
-tc_certs
+tc_certs sel-a sel-b
 chmod 755 "$tmp"
 mkdir -m 755 "$tmp/run"
 tq="$top_builddir/traceq/traceq"
@@ -38,20 +38,7 @@ sock="$tmp/run/query.sock"
 tc_start_collector --query "ipc://$sock" --query-group nogroup --scope 'uid:5001 sel-a'
 query="ipc://$sock"
 
-( while :; do sleep 0.001; done ) &
-workload=$!
-for h in sel-a sel-b; do
-	"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
-		--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" -e sched -e irq \
-		--duration 2 --name "$h" --instance "tc-select-$$" --spool-dir "$tmp/spool" \
-		> "$tmp/agent-$h.out" 2> "$tmp/agent-$h.err" &
-	agent=$!
-	wait "$agent"; rc=$?
-	agent=
-	check "agent $h exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent-$h.err"; false; }'
-done
-kill "$workload"; wait "$workload" 2>/dev/null
-workload=
+tc_agent_events="-e sched -e irq" tc_host_agents "tc-select-$$" sel-a sel-b
 
 # ---- selectors ----
 sw=$(traceq --count sched_switch)
