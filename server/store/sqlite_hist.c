@@ -1,0 +1,371 @@
+/*
+ * sqlite_hist.c - the SQLite backend's histograms (store_hist(), the
+ * kernel's hist triggers over stored rows): one statement that groups the
+ * rows a store_query matches (sq_rows_of(): its bound filter, window,
+ * hosts and scope) by the keys, keeps the first spec->size keys to appear
+ * (the kernel's tracing_map takes entries first come and counts the hits
+ * it has no room for as drops), and passes them sorted as the spec says,
+ * with the totals as window aggregates over the kept ones.
+ *
+ *   WITH r AS (SELECT <key exprs> AS k0.., <val exprs> AS v0.., ts, host_id FROM ...),
+ *        g AS MATERIALIZED (SELECT k.., count(*), tc_hist_usum(v).., min(ts), max(ts),
+ *                                  min(host_id) FROM r GROUP BY k..),
+ *        kept AS MATERIALIZED (SELECT * FROM g ORDER BY min(ts), k.. LIMIT :tc_size)
+ *   SELECT k.., hc, s.., hid, lt, comms.., sum(hc) OVER (), count(*) OVER (),
+ *          (SELECT sum(hc) FROM g), (SELECT max(lt) FROM g)
+ *   FROM kept ORDER BY <sort> LIMIT :tc_plimit OFFSET :tc_off
+ *
+ * The kernel's arithmetic is u64: .log2 is ilog2(roundup_pow_of_two(v)),
+ * .buckets=N is v / N * N, sums wrap. SQLite integers are signed, so three
+ * functions of ours (registered on the connection before each read) do
+ * it on the bit pattern, and unsigned fields and sums sort as unsigned
+ * ((x < 0) first, then x). Every value is a bound parameter; the text
+ * holds only quoted column names and the store's own words.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "common/hist.h"
+#include "common/tc_error.h"
+#include "server/store/sqlite_int.h"
+
+/* ilog2(roundup_pow_of_two(v)) as x86-64 computes it (1 << 64 is 1). */
+static void fn_log2(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+	uint64_t v = (uint64_t)sqlite3_value_int64(argv[0]);
+
+	(void)argc;
+	sqlite3_result_int64(cx, v > 1 && v <= (1ull << 63) ? 64 - __builtin_clzll(v - 1) : 0);
+}
+
+static void fn_bucket(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+	uint64_t v = (uint64_t)sqlite3_value_int64(argv[0]);
+	uint64_t n = (uint64_t)sqlite3_value_int64(argv[1]);
+
+	(void)argc;
+	sqlite3_result_int64(cx, (int64_t)(n ? v / n * n : v));
+}
+
+/* sum() as u64 that wraps (SQLite's raises an error on overflow). */
+static void fn_usum_step(sqlite3_context *cx, int argc, sqlite3_value **argv)
+{
+	uint64_t *acc = sqlite3_aggregate_context(cx, sizeof(*acc));
+
+	(void)argc;
+	if (acc && sqlite3_value_type(argv[0]) != SQLITE_NULL)
+		*acc += (uint64_t)sqlite3_value_int64(argv[0]);
+}
+
+static void fn_usum_final(sqlite3_context *cx)
+{
+	uint64_t *acc = sqlite3_aggregate_context(cx, 0);
+
+	sqlite3_result_int64(cx, acc ? (int64_t)*acc : 0);
+}
+
+static int register_fns(struct store *s, sqlite3 *db)
+{
+	int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
+
+	if (sqlite3_create_function_v2(db, "tc_hist_log2", 1, flags, NULL, fn_log2, NULL, NULL,
+				       NULL) != SQLITE_OK ||
+	    sqlite3_create_function_v2(db, "tc_hist_bucket", 2, flags, NULL, fn_bucket, NULL,
+				       NULL, NULL) != SQLITE_OK ||
+	    sqlite3_create_function_v2(db, "tc_hist_usum", 1, flags, NULL, NULL, fn_usum_step,
+				       fn_usum_final, NULL) != SQLITE_OK)
+		return sq_err(s, TC_ERR_DB, "hist functions");
+	return 0;
+}
+
+/* Whether key/val column @col sorts as unsigned. */
+static bool col_unsigned(const struct store_schema *sc, int col)
+{
+	return col == STORE_HIST_CPU || (col >= 0 && sc->cols[col].kind == DECODE_UNSIGNED);
+}
+
+static int check(const struct store_query *q, const struct store_hist *h)
+{
+	const struct hist_spec *sp = h->spec;
+
+	if (sp->nkeys < 1 || sp->nkeys > HIST_KEYS_MAX || sp->nvals > HIST_VALS_MAX ||
+	    sp->nsort < 1 || sp->nsort > HIST_SORT_MAX || sp->size < 1 || sp->size > HIST_SIZE_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < sp->nkeys; i++)
+		if (h->key_col[i] < STORE_HIST_CPU || h->key_col[i] >= (int)q->schema->ncols)
+			return -EINVAL;
+	for (size_t i = 0; i < sp->nvals; i++)
+		if (h->val_col[i] < STORE_HIST_CPU || h->val_col[i] == STORE_HIST_HOST ||
+		    h->val_col[i] >= (int)q->schema->ncols)
+			return -EINVAL;
+	for (size_t i = 0; i < sp->nsort; i++)
+		if (sp->sort[i].i >= (sp->sort[i].by == HIST_SORT_VAL ? sp->nvals : sp->nkeys))
+			return -EINVAL;
+	return 0;
+}
+
+/* The SQL of key or val column @col of the rows. */
+static void col_expr(struct sq_buf *b, const struct store_schema *sc, int col)
+{
+	if (col == STORE_HIST_HOST)
+		sq_buf_str(b, "(SELECT name FROM hosts WHERE id = host_id)");
+	else if (col == STORE_HIST_CPU)
+		sq_buf_str(b, "cpu");
+	else
+		sq_ident(b, sc->cols[col].column);
+}
+
+static void key_expr(struct sq_buf *b, const struct store_query *q, const struct store_hist *h,
+		     size_t i)
+{
+	const struct hist_field *f = &h->spec->keys[i];
+	char p[32];
+
+	if (f->mod == HIST_MOD_LOG2 || f->mod == HIST_MOD_BUCKETS)
+		sq_buf_str(b, f->mod == HIST_MOD_LOG2 ? "tc_hist_log2(" : "tc_hist_bucket(");
+	col_expr(b, q->schema, h->key_col[i]);
+	snprintf(p, sizeof(p), ", :tc_bk%zu)", i);
+	if (f->mod == HIST_MOD_LOG2)
+		sq_buf_str(b, ")");
+	else if (f->mod == HIST_MOD_BUCKETS)
+		sq_buf_str(b, p);
+	snprintf(p, sizeof(p), " AS k%zu, ", i);
+	sq_buf_str(b, p);
+}
+
+/* One ORDER BY term: name @col, unsigned order when @uns, then @dir. */
+static void order_term(struct sq_buf *b, const char *col, bool uns, bool desc, bool *first)
+{
+	const char *dir = desc ? " DESC" : "";
+
+	sq_buf_str(b, *first ? " ORDER BY " : ", ");
+	*first = false;
+	if (uns) {
+		sq_buf_str(b, "(");
+		sq_buf_str(b, col);
+		sq_buf_str(b, " < 0)");
+		sq_buf_str(b, dir);
+		sq_buf_str(b, ", ");
+	}
+	sq_buf_str(b, col);
+	sq_buf_str(b, dir);
+}
+
+static bool key_unsigned(const struct store_query *q, const struct store_hist *h, size_t i)
+{
+	return h->spec->keys[i].mod != HIST_MOD_LOG2 && col_unsigned(q->schema, h->key_col[i]);
+}
+
+/* ORDER BY the keys ascending, after @first terms. */
+static void order_keys(struct sq_buf *b, const struct store_query *q, const struct store_hist *h,
+		       bool *first)
+{
+	char k[32];
+
+	for (size_t i = 0; i < h->spec->nkeys; i++) {
+		snprintf(k, sizeof(k), "k%zu", i);
+		order_term(b, k, key_unsigned(q, h, i), false, first);
+	}
+}
+
+static void order_sort(struct sq_buf *b, const struct store_query *q, const struct store_hist *h)
+{
+	bool first = true;
+	char c[32];
+
+	for (size_t i = 0; i < h->spec->nsort; i++) {
+		const struct hist_sort *o = &h->spec->sort[i];
+
+		if (o->by == HIST_SORT_HITCOUNT)
+			order_term(b, "hc", false, o->descending, &first);
+		else if (o->by == HIST_SORT_VAL)
+			snprintf(c, sizeof(c), "s%zu", o->i),
+			order_term(b, c, true, o->descending, &first);
+		else
+			snprintf(c, sizeof(c), "k%zu", o->i),
+			order_term(b, c, key_unsigned(q, h, o->i), o->descending, &first);
+	}
+	order_keys(b, q, h, &first);
+}
+
+/* "k0, k1" */
+static void key_list(struct sq_buf *b, size_t n)
+{
+	char k[32];
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(k, sizeof(k), "%sk%zu", i ? ", " : "", i);
+		sq_buf_str(b, k);
+	}
+}
+
+/* The statement's text; the rows' part through sq_rows_of(). */
+static int hist_sql(struct store *s, const struct store_query *q, const struct store_hist *h,
+		    struct sq_buf *b, struct sq_rows **rows)
+{
+	const struct hist_spec *sp = h->spec;
+	bool first = true;
+	char t[160];
+	int ret;
+
+	sq_buf_str(b, "WITH r AS (SELECT ");
+	for (size_t i = 0; i < sp->nkeys; i++)
+		key_expr(b, q, h, i);
+	for (size_t i = 0; i < sp->nvals; i++) {
+		col_expr(b, q->schema, h->val_col[i]);
+		snprintf(t, sizeof(t), " AS v%zu, ", i);
+		sq_buf_str(b, t);
+	}
+	sq_buf_str(b, "ts AS t, host_id AS h");
+	ret = sq_rows_of(s, q, b, rows);
+	if (ret < 0)
+		return ret;
+	sq_buf_str(b, "), g AS MATERIALIZED (SELECT ");
+	key_list(b, sp->nkeys);
+	sq_buf_str(b, ", count(*) AS hc");
+	for (size_t i = 0; i < sp->nvals; i++) {
+		snprintf(t, sizeof(t), ", tc_hist_usum(v%zu) AS s%zu", i, i);
+		sq_buf_str(b, t);
+	}
+	sq_buf_str(b, ", min(t) AS ft, max(t) AS lt, min(h) AS hid FROM r GROUP BY ");
+	key_list(b, sp->nkeys);
+	sq_buf_str(b, "), kept AS MATERIALIZED (SELECT * FROM g");
+	order_term(b, "ft", false, false, &first);
+	order_keys(b, q, h, &first);
+	sq_buf_str(b, " LIMIT :tc_size) SELECT ");
+	key_list(b, sp->nkeys);
+	sq_buf_str(b, ", hc");
+	for (size_t i = 0; i < sp->nvals; i++) {
+		snprintf(t, sizeof(t), ", s%zu", i);
+		sq_buf_str(b, t);
+	}
+	sq_buf_str(b, ", hid, lt");
+	for (size_t i = 0; i < sp->nkeys; i++) {
+		snprintf(t, sizeof(t), ", (SELECT comm FROM comms WHERE host_id = hid AND pid = k%zu)",
+			 i);
+		sq_buf_str(b, sp->keys[i].mod == HIST_MOD_EXECNAME ? t : ", NULL");
+	}
+	sq_buf_str(b, ", sum(hc) OVER (), count(*) OVER (), (SELECT sum(hc) FROM g),"
+		   " (SELECT max(lt) FROM g) FROM kept");
+	order_sort(b, q, h);
+	sq_buf_str(b, " LIMIT :tc_plimit OFFSET :tc_off");
+	return b->oom ? -ENOMEM : 0;
+}
+
+static void bind_named(sqlite3_stmt *st, const char *name, int64_t v)
+{
+	int i = sqlite3_bind_parameter_index(st, name);
+
+	if (i > 0)
+		sqlite3_bind_int64(st, i, v);
+}
+
+static void hist_bind(sqlite3_stmt *st, const struct store_hist *h)
+{
+	char p[32];
+
+	for (size_t i = 0; i < h->spec->nkeys; i++) {
+		snprintf(p, sizeof(p), ":tc_bk%zu", i);
+		bind_named(st, p, (int64_t)h->spec->keys[i].buckets);
+	}
+	bind_named(st, ":tc_size", h->spec->size);
+	bind_named(st, ":tc_plimit", h->limit ? (int64_t)h->limit : -1);
+	bind_named(st, ":tc_off", h->offset > INT64_MAX ? INT64_MAX : (int64_t)h->offset);
+}
+
+/* The entry of the current row into @e (its arrays are the caller's). */
+static void hist_entry(sqlite3_stmt *st, const struct store_hist *h, struct store_hist_entry *e,
+		       struct decode_value *keys, const char **comm, uint64_t *sums)
+{
+	size_t nk = h->spec->nkeys, nv = h->spec->nvals, c = 0;
+
+	for (size_t i = 0; i < nk; i++, c++) {
+		memset(&keys[i], 0, sizeof(keys[i]));
+		if (sqlite3_column_type(st, (int)c) == SQLITE_TEXT) {
+			keys[i].kind = DECODE_STRING;
+			keys[i].str.s = (const char *)sqlite3_column_text(st, (int)c);
+			keys[i].str.len = (size_t)sqlite3_column_bytes(st, (int)c);
+		} else {
+			keys[i].kind = DECODE_SIGNED;
+			keys[i].i = sqlite3_column_int64(st, (int)c);
+		}
+	}
+	e->hitcount = (uint64_t)sqlite3_column_int64(st, (int)c++);
+	for (size_t i = 0; i < nv; i++)
+		sums[i] = (uint64_t)sqlite3_column_int64(st, (int)c++);
+	e->host_id = (uint64_t)sqlite3_column_int64(st, (int)c++);
+	e->last_ts = sqlite3_column_int64(st, (int)c++);
+	for (size_t i = 0; i < nk; i++, c++)
+		comm[i] = (const char *)sqlite3_column_text(st, (int)c);
+	e->keys = keys;
+	e->comm = comm;
+	e->sums = sums;
+}
+
+static void hist_totals(sqlite3_stmt *st, const struct store_hist *h,
+			struct store_hist_totals *tot)
+{
+	int c = (int)(2 * h->spec->nkeys + h->spec->nvals + 3);
+	uint64_t all = (uint64_t)sqlite3_column_int64(st, c + 2);
+
+	tot->hits = (uint64_t)sqlite3_column_int64(st, c);
+	tot->entries = (uint64_t)sqlite3_column_int64(st, c + 1);
+	tot->dropped = all - tot->hits;
+	tot->max_ts = sqlite3_column_int64(st, c + 3);
+}
+
+static int hist_run(struct store *s, sqlite3_stmt *st, const struct store_hist *h,
+		    int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
+		    struct store_hist_totals *tot)
+{
+	struct decode_value keys[HIST_KEYS_MAX];
+	const char *comm[HIST_KEYS_MAX];
+	uint64_t sums[HIST_VALS_MAX + 1];
+	struct store_hist_entry e;
+	bool first = true;
+	int rc, ret = 0;
+
+	memset(tot, 0, sizeof(*tot));
+	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (first)
+			hist_totals(st, h, tot);
+		first = false;
+		hist_entry(st, h, &e, keys, comm, sums);
+		ret = fn(ctx, &e);
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sq_err(s, TC_ERR_DB, "hist");
+	return ret;
+}
+
+int sq_hist(struct store *s, const struct store_query *q, const struct store_hist *h,
+	    int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
+	    struct store_hist_totals *tot)
+{
+	struct sq_buf b = { 0 };
+	struct sq_rows *rows = NULL;
+	sqlite3_stmt *st = NULL;
+	int ret = check(q, h) ?: sq_flush_all(s) ?: register_fns(s, sq_store_of(s)->db);
+
+	if (ret == 0)
+		ret = hist_sql(s, q, h, &b, &rows);
+	if (ret == 0)
+		ret = sq_prepare(s, b.s, &st);
+	if (ret == 0)
+		ret = sq_rows_bind(s, st, q, rows);
+	if (ret == 0) {
+		hist_bind(st, h);
+		ret = hist_run(s, st, h, fn, ctx, tot);
+	}
+	sqlite3_finalize(st);
+	sq_rows_free(rows);
+	free(b.s);
+	return ret;
+}
