@@ -46,7 +46,8 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
 {
 	msgpack_sbuffer sb;
 	msgpack_packer pk;
-	unsigned n = 7 + (r->query != NULL) + (r->host != NULL) + (r->sync_ms != 0);
+	unsigned n = 7 + (r->query != NULL) + (r->host != NULL) + (r->sync_ms != 0) +
+		     (r->hist != NULL);
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
@@ -76,6 +77,10 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
 	if (r->sync_ms) {
 		pack_key(&pk, "sync");
 		msgpack_pack_uint32(&pk, r->sync_ms);
+	}
+	if (r->hist) {
+		pack_key(&pk, "hist");
+		pack_cstr(&pk, r->hist);
 	}
 	return sbuf_move(&sb, out);
 }
@@ -123,7 +128,7 @@ static int request_field(struct qmsg_request *r, const msgpack_object_kv *kv,
 		return proto_mp_u32(v, version);
 	if (proto_mp_str_is(k, "op")) {
 		ret = proto_mp_u32(v, &op);
-		if (ret == 0 && (op < QOP_SELECT || op > QOP_SYMBOLS))
+		if (ret == 0 && (op < QOP_SELECT || op > QOP_SYMBOLS) && op != QOP_HIST)
 			ret = TC_ERR_MSG_MALFORMED;
 		r->op = op;
 		return ret;
@@ -144,6 +149,8 @@ static int request_field(struct qmsg_request *r, const msgpack_object_kv *kv,
 		return take_str(v, &r->host);
 	if (proto_mp_str_is(k, "sync"))
 		return proto_mp_u32(v, &r->sync_ms);
+	if (proto_mp_str_is(k, "hist"))
+		return take_str(v, &r->hist);
 	return 0;	/* unknown keys are ignored */
 }
 
@@ -168,6 +175,8 @@ int qmsg_request_decode(const void *buf, size_t len, struct qmsg_request *out)
 		ret = TC_ERR_MSG_MALFORMED;
 	else if (ret == 0 && r.op != QOP_STATS && r.op != QOP_DROPS && !r.query)
 		ret = TC_ERR_MSG_MISSING;
+	else if (ret == 0 && r.op == QOP_HIST && !r.hist)
+		ret = TC_ERR_MSG_MISSING;
 	if (ret < 0) {
 		qmsg_request_free(&r);
 		return ret;
@@ -180,7 +189,8 @@ void qmsg_request_free(struct qmsg_request *r)
 {
 	free(r->query);
 	free(r->host);
-	r->query = r->host = NULL;
+	free(r->hist);
+	r->query = r->host = r->hist = NULL;
 }
 
 /* ---- reply writer ---- */
@@ -192,6 +202,7 @@ struct qmsg_writer {
 	uint32_t ncols;
 	uint64_t nvals;
 	uint64_t unstored, journal_bytes;
+	uint64_t entries, dropped;
 	const char *format;
 };
 
@@ -208,7 +219,7 @@ int qmsg_reply_begin(struct qmsg_writer **out, const char *event, uint32_t ncols
 	msgpack_packer_init(&w->hp, &w->head, msgpack_sbuffer_write);
 	msgpack_packer_init(&w->pk, &w->body, msgpack_sbuffer_write);
 	w->ncols = ncols;
-	msgpack_pack_map(&w->hp, 11);
+	msgpack_pack_map(&w->hp, 13);
 	pack_key(&w->hp, "ok");
 	msgpack_pack_true(&w->hp);
 	pack_key(&w->hp, "event");
@@ -266,6 +277,12 @@ void qmsg_reply_format(struct qmsg_writer *w, const char *text)
 	w->format = text && strlen(text) <= QMSG_MAX_FORMAT ? text : NULL;
 }
 
+void qmsg_reply_hist(struct qmsg_writer *w, uint64_t entries, uint64_t dropped)
+{
+	w->entries = entries;
+	w->dropped = dropped;
+}
+
 void qmsg_reply_backlog(struct qmsg_writer *w, uint64_t unstored, uint64_t journal_bytes)
 {
 	w->unstored = unstored;
@@ -295,6 +312,10 @@ int qmsg_reply_end(struct qmsg_writer *w, bool more, int64_t last_ts,
 	msgpack_pack_uint64(&w->pk, w->unstored);
 	pack_key(&w->pk, "journal_bytes");
 	msgpack_pack_uint64(&w->pk, w->journal_bytes);
+	pack_key(&w->pk, "entries");
+	msgpack_pack_uint64(&w->pk, w->entries);
+	pack_key(&w->pk, "dropped");
+	msgpack_pack_uint64(&w->pk, w->dropped);
 	pack_key(&w->pk, "format");
 	if (w->format)
 		pack_cstr(&w->pk, w->format);
@@ -455,6 +476,10 @@ static int reply_field(struct qmsg_reply *r, const msgpack_object_kv *kv, bool *
 		return proto_mp_u64(v, &r->unstored);
 	if (proto_mp_str_is(k, "journal_bytes"))
 		return proto_mp_u64(v, &r->journal_bytes);
+	if (proto_mp_str_is(k, "entries"))
+		return proto_mp_u64(v, &r->entries);
+	if (proto_mp_str_is(k, "dropped"))
+		return proto_mp_u64(v, &r->dropped);
 	if (proto_mp_str_is(k, "format"))
 		return v->type == MSGPACK_OBJECT_NIL ? 0 : take_str(v, &r->format);
 	return 0;

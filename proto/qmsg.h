@@ -37,6 +37,7 @@ enum qmsg_op {
 	QOP_STATS,		/* per host/CPU counters */
 	QOP_DROPS,		/* events not kept: per host, event and reason */
 	QOP_SYMBOLS,		/* name code addresses of one host */
+	QOP_HIST = 20,		/* a histogram in the kernel's hist syntax (--hist) */
 };
 
 struct qmsg_request {
@@ -51,6 +52,7 @@ struct qmsg_request {
 	char *host;		/* host name glob; NULL = all */
 	uint32_t sync_ms;	/* first wait, at most this long, until what the
 				 * collector has received is stored; 0: don't */
+	char *hist;		/* hist: the spec (common/hist.h); NULL otherwise */
 };
 
 enum qmsg_kind { QV_NIL, QV_INT, QV_UINT, QV_STR, QV_BIN };
@@ -77,7 +79,9 @@ struct qmsg_reply {
 	bool more;		/* more rows after this page */
 	int64_t last_ts;	/* key of the last row, for the next page */
 	uint64_t last_id;
-	uint64_t count;		/* QOP_COUNT */
+	uint64_t count;		/* QOP_COUNT; QOP_HIST: Hits */
+	uint64_t entries;	/* QOP_HIST: Entries (of every page) */
+	uint64_t dropped;	/* QOP_HIST: Dropped */
 	uint64_t unstored;	/* batches the collector received, not yet stored */
 	uint64_t journal_bytes;	/* the size of its receive journal */
 	char *format;		/* select: the event's format text (as the agent
@@ -118,6 +122,8 @@ void qmsg_put_bin(struct qmsg_writer *w, const void *p, size_t len);
  * the client can render them; @text must stay valid until qmsg_reply_end().
  */
 void qmsg_reply_format(struct qmsg_writer *w, const char *text);
+/* qmsg_reply_hist - a histogram's Entries and Dropped (0s if not called). */
+void qmsg_reply_hist(struct qmsg_writer *w, uint64_t entries, uint64_t dropped);
 /* qmsg_reply_backlog - what the collector has received but not stored (0s if not called). */
 void qmsg_reply_backlog(struct qmsg_writer *w, uint64_t unstored, uint64_t journal_bytes);
 /*

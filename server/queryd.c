@@ -63,6 +63,7 @@
 #include "proto/qmsg.h"
 #include "server/qauth.h"
 #include "server/queryd.h"
+#include "server/queryd_hist.h"
 #include "server/queryd_tls.h"
 #include "server/store/store.h"
 
@@ -630,7 +631,8 @@ static void log_query(const struct qauth_who *who, const struct qmsg_request *r,
 	char w[QAUTH_NAME_MAX * 4 + 64], q[LOG_ESC_LEN], h[LOG_ESC_LEN];
 
 	log_info("query from %s: %s%s%s%s%s%s: %s in %lld ms", qauth_who_str(who, w, sizeof(w)),
-		 op_names[r->op <= QOP_DROPS ? r->op : 0], r->query ? " '" : "",
+		 r->op == QOP_HIST ? "hist" : op_names[r->op <= QOP_DROPS ? r->op : 0],
+		 r->query ? " '" : "",
 		 r->query ? log_escape(r->query, q, sizeof(q)) : "", r->query ? "'" : "",
 		 r->host ? " host=" : "", r->host ? log_escape(r->host, h, sizeof(h)) : "",
 		 result, (long long)(util_now_ms() - t0));
@@ -683,6 +685,7 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 	else if ((ret = compile(wk, r, &c, out)) == 0) {
 		c.read.scope = hosts.scope;
 		ret = r->op == QOP_COUNT ? run_count(wk, &c, out, &rows) :
+		      r->op == QOP_HIST ? queryd_hist_run(wk->store, r, &c.read, out, &rows) :
 					   run_select(wk, r, &c, out, &rows);
 	}
 	if (ret < 0) {
