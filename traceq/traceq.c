@@ -6,6 +6,7 @@
  *   traceq --count QUERY
  *   traceq --stats
  *   traceq --graph QUERY
+ *   traceq --hist SPEC QUERY
  *
  * QUERY is `EVENT [where FILTER]` in the kernel's event-filter language. The
  * query is parsed here first so that a typo is shown with a caret without a
@@ -28,11 +29,13 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include "common/filter.h"
+#include "common/hist.h"
 #include "common/query.h"
 #include "common/tc_error.h"
 #include "proto/qmsg.h"
 #include "proto/tls.h"
 #include "traceq/graph.h"
+#include "traceq/hist_print.h"
 #include "traceq/output.h"
 #include "traceq/render.h"
 #include "traceq/tlsconn.h"
@@ -47,6 +50,7 @@ struct traceq_opts {
 	const char *cert, *key, *ca;	/* the TLS query port's client certificate */
 	const char *query;
 	const char *host;
+	const char *hist;	/* --hist SPEC */
 	enum out_format format;
 	uint64_t limit;		/* 0: all rows */
 	int64_t from_ts, to_ts;
@@ -63,6 +67,7 @@ static void usage(FILE *f)
 "       traceq [OPTIONS] --count QUERY\n"
 "       traceq [OPTIONS] --stats | --drops\n"
 "       traceq [OPTIONS] --graph \"funcgraph [where FILTER]\"\n"
+"       traceq [OPTIONS] --hist SPEC QUERY\n"
 "\n"
 "Query the events a tracecollectd stored. QUERY is\n"
 "  EVENT [where FILTER]     e.g.  \"sched_switch where prev_pid == 0\"\n"
@@ -130,6 +135,14 @@ static void usage(FILE *f)
 "                       functions; entries rebuilt from the exits of\n"
 "                       threads that recorded exits only); FILTER\n"
 "                       selects the rows of both events (e.g. common_pid)\n"
+"      --hist SPEC      print a histogram of the matching events as the kernel\n"
+"                       prints an event's hist file; SPEC is a hist trigger:\n"
+"                       keys=F[,F,F][:vals=V[,V]][:sort=S[,S]][:size=N]\n"
+"                       (modifiers .hex .sym .execname .log2 .buckets=N;\n"
+"                       sort S[.descending]; the key `host` is the host's\n"
+"                       name). The collector computes it. QUERY names one\n"
+"                       event, e.g. --hist 'keys=next_comm:sort=hitcount.\n"
+"                       descending' \"sched_switch where CPU == 1\"\n"
 "  -t, --timeout MS     give up on the server after MS milliseconds (default 10000)\n"
 "      --sync           first wait until the collector has stored everything\n"
 "                       it had received (it acknowledges pages to agents once\n"
@@ -190,6 +203,7 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		{ "stats", no_argument, NULL, 'T' },
 		{ "drops", no_argument, NULL, 'D' },
 		{ "graph", no_argument, NULL, 'g' },
+		{ "hist", required_argument, NULL, 'G' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "sync", no_argument, NULL, 'Y' },
 		{ "cert", required_argument, NULL, 'C' },
@@ -230,6 +244,7 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		case 'T': o->stats = true; break;
 		case 'D': o->stats = o->drops = true; break;
 		case 'g': o->graph = true; break;
+		case 'G': o->hist = optarg; break;
 		case 'Y': o->sync = true; break;
 		case 'C': o->cert = optarg; break;
 		case 'K': o->key = optarg; break;
@@ -243,6 +258,11 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		case 'V': printf("traceq %s\n", PACKAGE_VERSION); exit(0);
 		default: usage(stderr); return -1;
 		}
+	}
+	if (o->hist && (o->stats || o->count || o->graph)) {
+		fprintf(stderr, "traceq: --hist does not go with --count, --graph, --stats or "
+			"--drops\n");
+		return -1;
 	}
 	if (o->stats ? optind != argc : optind != argc - 1) {
 		fprintf(stderr, o->stats ? "traceq: --stats and --drops take no query\n"
@@ -281,6 +301,19 @@ static int check_query(const char *text)
 		return -1;
 	}
 	query_free(&q);
+	return 0;
+}
+
+/* The --hist spec, checked locally too: a caret under the mistake. */
+static int check_hist(const char *spec)
+{
+	struct filter_error err = { 0 };
+	struct hist_spec sp;
+
+	if (hist_parse(spec, &sp, &err) < 0) {
+		print_caret(spec, err.msg, (int)err.pos, (int)(err.len ? err.len : 1));
+		return -1;
+	}
 	return 0;
 }
 
@@ -962,6 +995,73 @@ static int run_graph(struct client *c, const struct traceq_opts *o)
 	return ret ? ret : fflush(stdout) == 0 ? 0 : 1;
 }
 
+/* ---- --hist ---- */
+
+/* The filter text of @query (a copy, blanks trimmed), NULL: none or no memory. */
+static char *query_filter(const char *query)
+{
+	struct query q;
+	char *f = NULL;
+	size_t n;
+
+	if (query_parse(query, &q, NULL) < 0)
+		return NULL;
+	if (q.filter) {
+		f = strdup(query + q.filter_offset);
+		for (n = f ? strlen(f) : 0; n && (f[n - 1] == ' ' || f[n - 1] == '\t'); n--)
+			f[n - 1] = '\0';
+	}
+	query_free(&q);
+	return f;
+}
+
+/*
+ * --hist: the spec was checked (check_hist()), the collector computes the
+ * histogram; pages of QMSG_MAX_ROWS entries (size=
+ * up to 131072) all count the rows the first one counted (its to_ts).
+ */
+static int run_hist(struct client *c, const struct traceq_opts *o)
+{
+	struct qmsg_request req = {
+		.op = QOP_HIST, .query = (char *)o->query, .host = (char *)o->host,
+		.from_ts = o->from_ts, .to_ts = o->to_ts, .hist = (char *)o->hist,
+		.limit = QMSG_MAX_ROWS,
+	};
+	struct hist_spec sp;
+	struct qmsg_reply rep;
+	uint64_t hits = 0, entries = 0, dropped = 0;
+	char *filter;
+	bool more = true;
+	int ret = 0;
+
+	if (hist_parse(o->hist, &sp, NULL) < 0)
+		return 2;	/* check_hist() said why */
+	filter = query_filter(o->query);
+	while (ret == 0 && more) {
+		ret = client_call(c, &req, &rep);
+		if (ret)
+			break;
+		if (!req.after_id) {
+			hist_print_header(stdout, &sp, filter);
+			hits = rep.count, entries = rep.entries, dropped = rep.dropped;
+		}
+		if (hist_print_page(stdout, &sp, &rep) < 0) {
+			fprintf(stderr, "traceq: bad reply from the collector: not the spec's columns\n");
+			ret = 1;
+		}
+		more = rep.more && rep.nrows;
+		req.after_id += rep.nrows;
+		if (!o->to_ts)
+			req.to_ts = rep.last_ts;
+		qmsg_reply_free(&rep);
+	}
+	free(filter);
+	if (ret)
+		return ret;
+	hist_print_totals(stdout, hits, entries, dropped);
+	return fflush(stdout) == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct traceq_opts o = {
@@ -978,6 +1078,8 @@ int main(int argc, char **argv)
 		return 2;
 	if (o.query && check_query(o.query) < 0)
 		return 2;
+	if (o.hist && check_hist(o.hist) < 0)
+		return 2;
 	ret = client_open(&c, &o);
 	if (ret < 0)
 		return ret == -2 ? 2 : 1;
@@ -987,6 +1089,8 @@ int main(int argc, char **argv)
 		ret = run_count(&c, &o);
 	else if (o.graph)
 		ret = run_graph(&c, &o);
+	else if (o.hist)
+		ret = run_hist(&c, &o);
 	else
 		ret = run_select(&c, &o);
 	if (c.tls)
