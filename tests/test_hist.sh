@@ -21,6 +21,9 @@
 #    sort keys, size=128 keeping the first 128 keys to appear with the
 #    rest counted as Dropped, a filter (also in the trigger line), host as
 #    a key (each host's count is traceq --count -H HOST);
+#  - .sym on timer:hrtimer_start's function (a third agent, host hist-t):
+#    the kernel's "[addr] name" layout, each name one /proc/kallsyms gives
+#    that address, the hitcounts adding up to the rows;
 #  - a scoped identity (uid 5001: hist-a only) sees only hist-a's entries;
 #  - bad specs are refused with exit status 2 and a clear error: an unknown
 #    field, .log2 of a string, .execname of another pid, a bad modifier (a
@@ -36,7 +39,7 @@ tc_lock
 tc_setup hist agent workload collector_pid
 
 tc_certs
-for h in hist-a hist-b; do
+for h in hist-a hist-b hist-t; do
 	"$top_srcdir/contrib/tracecollect-certs" -d "$tmp/pki" client "$h" > /dev/null ||
 		{ echo "FAIL: certificate helper: client $h"; exit 1; }
 done
@@ -210,6 +213,33 @@ setpriv --reuid=5001 --regid=65534 --clear-groups -- "$tq" -s "$query" -t 30000 
 	--hist 'keys=next_comm' sched_switch > "$tmp/h" 2>&1
 check "uid 5001's histogram counts only hist-a's rows" \
 	'grep -q "^    Hits: $(traceq --count -H hist-a sched_switch)$" "$tmp/h"'
+
+# .sym: timer callbacks named from the kernel symbols the agent sent
+# (its /proc/kallsyms); hrtimer functions are symbol starts, so each name
+# must be one of the names /proc/kallsyms gives that very address.
+( while :; do sleep 0.002; done ) &
+workload=$!
+"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/client-hist-t.crt" \
+	--key "$tmp/pki/client-hist-t.key" --ca "$tmp/pki/ca.crt" -e timer:hrtimer_start \
+	--duration 1 --name hist-t --instance "tc-hist-t$$" --spool-dir "$tmp/spool" \
+	> "$tmp/agent-t.out" 2> "$tmp/agent-t.err"
+rc=$?
+kill "$workload"; wait "$workload" 2>/dev/null
+workload=
+check "agent hist-t (timer:hrtimer_start) exits 0" '[ "$rc" = 0 ] || cat "$tmp/agent-t.err"'
+hist 'keys=function.sym:sort=hitcount.descending' -H hist-t timer:hrtimer_start > "$tmp/h"
+sed -n 's/^{ function: \[\([0-9a-f]*\)\] \([^ ]*\) *} hitcount: *\([0-9]*\)$/\1 \2 \3/p' \
+	"$tmp/h" > "$tmp/syms"
+check ".sym: every entry line has the kernel's [addr] name layout ($(wc -l < "$tmp/syms"))" \
+	'[ -s "$tmp/syms" ] && [ "$(wc -l < "$tmp/syms")" = "$(grep -c "^{" "$tmp/h")" ] &&
+	 grep "^{" "$tmp/h" | head -n 1 | grep -q "^{ function: \[[0-9a-f]*\] .\{45\} } hitcount: "'
+check ".sym: each name is /proc/kallsyms' for its address" \
+	'awk "NR == FNR { n[\$1] = n[\$1] \"|\" \$3 \"|\"; next }
+	      index(n[\$1], \"|\" \$2 \"|\") == 0 { print \"not kallsyms:\", \$0; bad = 1 }
+	      END { exit bad }" /proc/kallsyms "$tmp/syms"'
+check ".sym: the hitcounts add up to the rows" \
+	'[ "$(awk "{ s += \$3 } END { print s }" "$tmp/syms")" = \
+	   "$(traceq --count -H hist-t timer:hrtimer_start)" ]'
 
 # bad specs: refused, exit status 2, a sentence that says what is wrong
 refused() {
