@@ -71,8 +71,8 @@ if [ "$kernel_hist" = 1 ]; then
 	cp /bin/sleep "$tmp/tchistw"
 	spec='keys=next_comm,prev_pid.log2:vals=prev_prio:sort=hitcount.descending'
 	kfilter='prev_comm == "tchistw"'
-	"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/client-hist-a.crt" \
-		--key "$tmp/pki/client-hist-a.key" --ca "$tmp/pki/ca.crt" \
+	"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
+		--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
 		-e sched:sched_switch --duration 8 --name hist-k --instance "$inst" \
 		--spool-dir "$tmp/spool" > "$tmp/agent-k.out" 2> "$tmp/agent-k.err" &
 	agent=$!
@@ -100,7 +100,7 @@ fi
 
 tc_host_agents "tc-hist-$$" hist-a hist-b
 
-traceq -f json sched_switch > "$tmp/rows.json"
+traceq -f json -H 'hist-[ab]' sched_switch > "$tmp/rows.json"
 nrows=$(wc -l < "$tmp/rows.json")
 check "rows to compare with ($nrows)" '[ "$nrows" -gt 500 ]'
 
@@ -109,7 +109,8 @@ check "rows to compare with ($nrows)" '[ "$nrows" -gt 500 ]'
 # array expression) into "key...<TAB>count" lines.
 grp() { echo "group_by($1) | .[] | ((.[0] | $1) + [length]) | @tsv"; }
 
-hist() { traceq --hist "$@"; }
+# hist SPEC ARGS...: --hist over hosts hist-a and hist-b (a later -H wins)
+hist() { traceq -H 'hist-[ab]' --hist "$@"; }
 
 # single key (a string), the header and the totals
 hist 'keys=next_comm' sched_switch > "$tmp/h1"
@@ -199,7 +200,7 @@ check "a filter: in the trigger line as the kernel shows it" \
 	'grep -q "^# trigger info: hist:keys=next_comm:vals=hitcount:sort=hitcount:size=2048 if prev_pid == 0 \[active\]$" "$tmp/h"'
 
 # host as a key over both hosts
-hist 'keys=host:sort=host' sched_switch > "$tmp/h"
+hist 'keys=host:sort=host' -H 'hist-[ab]' sched_switch > "$tmp/h"
 printf '{ host: %-50s } hitcount: %10d\n' hist-a "$(traceq --count -H hist-a sched_switch)" \
 	hist-b "$(traceq --count -H hist-b sched_switch)" > "$tmp/w"
 check "host as a key: each host's count" 'diff "$tmp/w" <(grep "^{" "$tmp/h")'
