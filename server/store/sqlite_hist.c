@@ -177,20 +177,23 @@ static void order_keys(struct sq_buf *b, const struct store_query *q, const stru
 
 static void order_sort(struct sq_buf *b, const struct store_query *q, const struct store_hist *h)
 {
-	bool first = true;
+	bool first = true, uns;
 	char c[32];
 
 	for (size_t i = 0; i < h->spec->nsort; i++) {
 		const struct hist_sort *o = &h->spec->sort[i];
 
-		if (o->by == HIST_SORT_HITCOUNT)
-			order_term(b, "hc", false, o->descending, &first);
-		else if (o->by == HIST_SORT_VAL)
-			snprintf(c, sizeof(c), "s%zu", o->i),
-			order_term(b, c, true, o->descending, &first);
-		else
-			snprintf(c, sizeof(c), "k%zu", o->i),
-			order_term(b, c, key_unsigned(q, h, o->i), o->descending, &first);
+		if (o->by == HIST_SORT_HITCOUNT) {
+			snprintf(c, sizeof(c), "hc");
+			uns = false;
+		} else if (o->by == HIST_SORT_VAL) {
+			snprintf(c, sizeof(c), "s%zu", o->i);
+			uns = true;	/* sums are u64 */
+		} else {
+			snprintf(c, sizeof(c), "k%zu", o->i);
+			uns = key_unsigned(q, h, o->i);
+		}
+		order_term(b, c, uns, o->descending, &first);
 	}
 	order_keys(b, q, h, &first);
 }
