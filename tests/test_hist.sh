@@ -77,7 +77,12 @@ if [ "$kernel_hist" = 1 ]; then
 		--spool-dir "$tmp/spool" > "$tmp/agent-k.out" 2> "$tmp/agent-k.err" &
 	agent=$!
 	trig="$tracing/instances/$inst/events/sched/sched_switch/trigger"
-	for _ in $(seq 50); do [ -e "$trig" ] && break; sleep 0.1; done
+	# the agent records (its event enabled, tracing on) before the marker runs
+	for _ in $(seq 100); do
+		grep -q '^1' "$tracing/instances/$inst/events/sched/sched_switch/enable" \
+			2>/dev/null && grep -q '^1' "$tracing/instances/$inst/tracing_on" && break
+		sleep 0.1
+	done
 	echo "hist:$spec if $kfilter" > "$trig"
 	for _ in $(seq 200); do "$tmp/tchistw" 0.001; done	# only these switches count
 	cat "$tracing/instances/$inst/events/sched/sched_switch/hist" > "$tmp/kernel.hist"
