@@ -1488,6 +1488,107 @@ START_TEST(test_hist_matches_scan)
 }
 END_TEST
 
+/* Entries as lines, to compare two ways of computing a histogram. */
+struct hist_lines {
+	size_t nkeys, nvals, n;
+	char line[4096][160];
+};
+
+static int hist_line_cb(void *ctx, const struct store_hist_entry *e)
+{
+	struct hist_lines *l = ctx;
+	char *p = l->line[l->n];
+	size_t len = sizeof(l->line[0]), at = 0;
+
+	ck_assert_uint_lt(l->n, 4096);
+	for (size_t i = 0; i < l->nkeys && at < len; i++) {
+		if (e->keys[i].kind == DECODE_STRING)
+			at += (size_t)snprintf(p + at, len - at, "'%.*s' ", (int)e->keys[i].str.len,
+					       e->keys[i].str.s);
+		else
+			at += (size_t)snprintf(p + at, len - at, "%lld ", (long long)e->keys[i].i);
+		if (e->comm[i] && at < len)
+			at += (size_t)snprintf(p + at, len - at, "(%s) ", e->comm[i]);
+	}
+	for (size_t i = 0; i < l->nvals && at < len; i++)
+		at += (size_t)snprintf(p + at, len - at, "s%zu=%llu ", i,
+				       (unsigned long long)e->sums[i]);
+	if (at < len)
+		snprintf(p + at, len - at, "hc=%llu h=%llu lt=%lld", (unsigned long long)e->hitcount,
+			 (unsigned long long)e->host_id, (long long)e->last_ts);
+	l->n++;
+	return 0;
+}
+
+/*
+ * The in-memory histogram (store_hist(): keys that fit) and the grouped
+ * statement (sq_hist_grouped(): the fallback) give the same entries in
+ * the same order, and the same totals, for specs with every kind of key,
+ * modifier and sort, truncation by size, and pages.
+ */
+START_TEST(test_hist_two_ways)
+{
+	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct store_query q = { .schema = sc };
+	struct {
+		const char *spec;
+		int k[3], v[2];
+		uint64_t offset;
+		uint32_t limit, size;	/* size: 0 as the spec says; else (below 65) this */
+	} cases[] = {
+		{ "keys=prev_pid:sort=hitcount.descending", { col(sc, "prev_pid") }, { 0 }, 0, 0, 0 },
+		{ "keys=prev_comm,next_pid:vals=prev_state,next_prio:sort=next_pid.descending,"
+		  "hitcount:size=128", { col(sc, "prev_comm"), col(sc, "next_pid") },
+		  { col(sc, "prev_state"), col(sc, "next_prio") }, 0, 0, 0 },
+		{ "keys=prev_comm,next_pid:size=128", { col(sc, "prev_comm"), col(sc, "next_pid") },
+		  { 0 }, 5, 7, 0 },
+		{ "keys=prev_comm,next_pid", { col(sc, "prev_comm"), col(sc, "next_pid") },
+		  { 0 }, 0, 0, 3 },
+		{ "keys=prev_pid.log2,common_cpu,host:vals=prev_state:sort=prev_state",
+		  { col(sc, "prev_pid"), STORE_HIST_CPU, STORE_HIST_HOST },
+		  { col(sc, "prev_state") }, 0, 0, 0 },
+		{ "keys=next_pid.buckets=100:vals=common_cpu", { col(sc, "next_pid") },
+		  { STORE_HIST_CPU }, 0, 0, 0 },
+		{ "keys=common_pid.execname:sort=common_pid.descending", { col(sc, "common_pid") },
+		  { 0 }, 0, 0, 0 },
+	};
+	struct hist_lines *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+
+	ck_assert(a && b);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct hist_spec sp;
+		struct store_hist h = { .spec = &sp, .key_col = cases[c].k, .val_col = cases[c].v,
+					.offset = cases[c].offset, .limit = cases[c].limit };
+		struct store_hist_totals ta, tb;
+
+		ck_assert_int_eq(hist_parse(cases[c].spec, &sp, NULL), 0);
+		if (cases[c].size)
+			sp.size = cases[c].size;
+		memset(a, 0, sizeof(*a));
+		memset(b, 0, sizeof(*b));
+		a->nkeys = b->nkeys = sp.nkeys;
+		a->nvals = b->nvals = sp.nvals;
+		ck_ok(store_hist(st, &q, &h, hist_line_cb, a, &ta));
+		ck_ok(sq_hist_grouped(st, &q, &h, hist_line_cb, b, &tb));
+		ck_assert_msg(a->n == b->n && a->n > 0, "%s: %zu and %zu entries", cases[c].spec,
+			      a->n, b->n);
+		for (size_t i = 0; i < a->n; i++)
+			ck_assert_msg(!strncmp(a->line[i], b->line[i], 159), "%s: entry %zu: %s | %s",
+				      cases[c].spec, i, a->line[i], b->line[i]);
+		ck_assert_uint_eq(ta.hits, tb.hits);
+		ck_assert_uint_eq(ta.entries, tb.entries);
+		ck_assert_uint_eq(ta.dropped, tb.dropped);
+		ck_assert_int_eq(ta.max_ts, tb.max_ts);
+		ck_assert_uint_eq(ta.hits + ta.dropped, seen.n[0]);
+		if (cases[c].size)
+			ck_assert_uint_gt(ta.dropped, 0);
+	}
+	free(a);
+	free(b);
+	store_schema_free(sc);
+}
+END_TEST
+
 /*
  * Every row of @table lies in exactly one block of @type_id, and every
  * block's range and ts bounds are exactly those of its rows.
@@ -1951,7 +2052,8 @@ static Suite *store_suite(void)
 					test_retention_blocks, test_migrate_ts_index,
 					test_wide_batches, test_field_index, test_field_index_later,
 					test_index_parse, test_db_removed, test_db_replaced,
-					test_scope, test_hist_matches_scan));
+					test_scope, test_hist_matches_scan,
+					test_hist_two_ways));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1,6 +1,8 @@
 /*
  * sqlite_hist.c - the SQLite backend's histograms (store_hist(), the
- * kernel's hist triggers over stored rows): one statement that groups the
+ * kernel's hist triggers over stored rows). First in memory: one scan of
+ * the rows into a hash table of ours, bounded (see "in memory" below).
+ * When the keys do not fit, one statement that groups the
  * rows a store_query matches (sq_rows_of(): its bound filter, window,
  * hosts and scope) by the keys, keeps the first spec->size keys to appear
  * (the kernel's tracing_map takes entries first come and counts the hits
@@ -348,9 +350,398 @@ static int hist_run(struct store *s, sqlite3_stmt *st, const struct store_hist *
 	return ret;
 }
 
-int sq_hist(struct store *s, const struct store_query *q, const struct store_hist *h,
-	    int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
-	    struct store_hist_totals *tot)
+/* ---- in memory: one scan into a bounded hash table ---- */
+
+/*
+ * SQLite's GROUP BY sorts every row (seconds for millions); a scan that
+ * aggregates into a hash table of ours reads them once. It holds at most
+ * spec->size + QH_MEM_EXTRA keys: with every key in it the answer is exact
+ * (the first spec->size keys by first ts are kept, as the grouped
+ * statement keeps them); with more, it gives up (1) and the grouped
+ * statement runs, its memory SQLite's (spilled to disk).
+ */
+#define QH_MEM_EXTRA	16384
+
+enum { QK_NULL, QK_INT, QK_TEXT };	/* SQLite's order: NULL < INTEGER < TEXT */
+
+struct qh_key {
+	int kind;
+	int64_t i;
+	char *s;
+	size_t len;
+};
+
+struct qh_ent {
+	struct qh_key k[HIST_KEYS_MAX];
+	uint64_t hash, hc, sum[HIST_VALS_MAX], hid;
+	int64_t ft, lt;
+};
+
+struct qh_tab {
+	const struct store_query *q;
+	const struct store_hist *h;
+	bool uns[HIST_KEYS_MAX];	/* key i sorts as unsigned */
+	struct qh_ent *e;		/* n in use, room for cap; arrival order */
+	size_t n, cap, max;
+	uint32_t *slot;			/* entry index + 1, 0: empty; nslot = 2 * cap */
+	size_t nslot;
+	size_t *order;			/* kept entries, sorted */
+};
+
+static uint64_t qh_hash(const struct qh_key *k, size_t n)
+{
+	uint64_t x = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < n; i++) {
+		x = (x ^ (uint64_t)k[i].kind) * 0x100000001b3ull;
+		x = (x ^ (uint64_t)k[i].i) * 0x100000001b3ull;
+		for (size_t j = 0; k[i].kind == QK_TEXT && j < k[i].len; j++)
+			x = (x ^ (unsigned char)k[i].s[j]) * 0x100000001b3ull;
+	}
+	return x;
+}
+
+static bool qh_key_eq(const struct qh_key *a, const struct qh_key *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i].kind != b[i].kind || a[i].i != b[i].i || a[i].len != b[i].len ||
+		    (a[i].kind == QK_TEXT && memcmp(a[i].s, b[i].s, a[i].len)))
+			return false;
+	return true;
+}
+
+/* Room for twice as many entries (up to t->max); 1: full. */
+static int qh_grow(struct qh_tab *t)
+{
+	size_t cap = t->cap ? t->cap * 2 : 1024, nslot;
+	struct qh_ent *e;
+	uint32_t *slot;
+
+	if (t->cap >= t->max)
+		return 1;
+	if (cap > t->max)
+		cap = t->max;
+	nslot = 1;
+	while (nslot < 2 * cap)
+		nslot <<= 1;
+	e = realloc(t->e, cap * sizeof(*e));
+	if (e)
+		t->e = e;
+	slot = calloc(nslot, sizeof(*slot));
+	if (!e || !slot) {
+		free(slot);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		size_t j = t->e[i].hash & (nslot - 1);
+
+		while (slot[j])
+			j = (j + 1) & (nslot - 1);
+		slot[j] = (uint32_t)(i + 1);
+	}
+	free(t->slot);
+	t->slot = slot;
+	t->nslot = nslot;
+	t->cap = cap;
+	return 0;
+}
+
+/* The entry of @k (a new one copies its strings): 0 and *@out; 1: full. */
+static int qh_find(struct qh_tab *t, const struct qh_key *k, struct qh_ent **out)
+{
+	size_t nk = t->h->spec->nkeys, j;
+	uint64_t hash = qh_hash(k, nk);
+	struct qh_ent *e;
+	int ret;
+
+	for (j = t->nslot ? hash & (t->nslot - 1) : 0; t->nslot && t->slot[j];
+	     j = (j + 1) & (t->nslot - 1)) {
+		e = &t->e[t->slot[j] - 1];
+		if (e->hash == hash && qh_key_eq(e->k, k, nk)) {
+			*out = e;
+			return 0;
+		}
+	}
+	if (t->n == t->cap) {
+		ret = qh_grow(t);
+		if (ret != 0)
+			return ret;
+		return qh_find(t, k, out);
+	}
+	e = &t->e[t->n];
+	memset(e, 0, sizeof(*e));
+	for (size_t i = 0; i < nk; i++) {
+		e->k[i] = k[i];
+		if (k[i].kind == QK_TEXT && !(e->k[i].s = malloc(k[i].len + 1))) {
+			while (i--)
+				free(e->k[i].s);
+			return -ENOMEM;
+		}
+		if (k[i].kind == QK_TEXT) {
+			memcpy(e->k[i].s, k[i].s, k[i].len);
+			e->k[i].s[k[i].len] = '\0';
+		}
+	}
+	e->hash = hash;
+	t->slot[j] = (uint32_t)(++t->n);
+	*out = e;
+	return 0;
+}
+
+static void qh_row_key(sqlite3_stmt *st, int c, struct qh_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	switch (sqlite3_column_type(st, c)) {
+	case SQLITE_NULL:
+		k->kind = QK_NULL;
+		break;
+	case SQLITE_TEXT:
+	case SQLITE_BLOB:
+		k->kind = QK_TEXT;
+		k->s = (char *)sqlite3_column_blob(st, c);
+		k->len = (size_t)sqlite3_column_bytes(st, c);
+		break;
+	default:
+		k->kind = QK_INT;
+		k->i = sqlite3_column_int64(st, c);
+	}
+}
+
+/* One row: k0.., v0.., t, h. Return: 0; 1 (full); -ENOMEM. */
+static int qh_add(struct qh_tab *t, sqlite3_stmt *st)
+{
+	size_t nk = t->h->spec->nkeys, nv = t->h->spec->nvals;
+	struct qh_key k[HIST_KEYS_MAX];
+	struct qh_ent *e;
+	int64_t ts = sqlite3_column_int64(st, (int)(nk + nv));
+	uint64_t hid = (uint64_t)sqlite3_column_int64(st, (int)(nk + nv + 1));
+	int ret;
+
+	for (size_t i = 0; i < nk; i++)
+		qh_row_key(st, (int)i, &k[i]);
+	ret = qh_find(t, k, &e);
+	if (ret != 0)
+		return ret;
+	if (!e->hc || ts < e->ft)
+		e->ft = ts;
+	if (!e->hc || ts > e->lt)
+		e->lt = ts;
+	if (!e->hc || hid < e->hid)
+		e->hid = hid;
+	e->hc++;
+	for (size_t i = 0; i < nv; i++)
+		e->sum[i] += (uint64_t)sqlite3_column_int64(st, (int)(nk + i));
+	return 0;
+}
+
+static int cmp_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+static int qh_key_cmp(const struct qh_key *a, const struct qh_key *b, bool uns)
+{
+	int c;
+
+	if (a->kind != b->kind)
+		return a->kind < b->kind ? -1 : 1;
+	if (a->kind == QK_INT)
+		return uns ? cmp_u64((uint64_t)a->i, (uint64_t)b->i) :
+			     a->i < b->i ? -1 : a->i > b->i;
+	if (a->kind == QK_NULL)
+		return 0;
+	c = memcmp(a->s, b->s, a->len < b->len ? a->len : b->len);
+	return c ? c : cmp_u64(a->len, b->len);
+}
+
+static int qh_keys_cmp(const struct qh_tab *t, const struct qh_ent *a, const struct qh_ent *b)
+{
+	int c = 0;
+
+	for (size_t i = 0; c == 0 && i < t->h->spec->nkeys; i++)
+		c = qh_key_cmp(&a->k[i], &b->k[i], t->uns[i]);
+	return c;
+}
+
+/* First come: the earliest first row, then the keys. */
+static int qh_cmp_first(const void *x, const void *y, void *arg)
+{
+	const struct qh_tab *t = arg;
+	const struct qh_ent *a = &t->e[*(const size_t *)x], *b = &t->e[*(const size_t *)y];
+
+	if (a->ft != b->ft)
+		return a->ft < b->ft ? -1 : 1;
+	return qh_keys_cmp(t, a, b);
+}
+
+/* The spec's sort, then the keys. */
+static int qh_cmp_sort(const void *x, const void *y, void *arg)
+{
+	const struct qh_tab *t = arg;
+	const struct qh_ent *a = &t->e[*(const size_t *)x], *b = &t->e[*(const size_t *)y];
+	const struct hist_spec *sp = t->h->spec;
+	int c = 0;
+
+	for (size_t i = 0; c == 0 && i < sp->nsort; i++) {
+		const struct hist_sort *o = &sp->sort[i];
+
+		if (o->by == HIST_SORT_HITCOUNT)
+			c = cmp_u64(a->hc, b->hc);
+		else if (o->by == HIST_SORT_VAL)
+			c = cmp_u64(a->sum[o->i], b->sum[o->i]);
+		else
+			c = qh_key_cmp(&a->k[o->i], &b->k[o->i], t->uns[o->i]);
+		if (o->descending)
+			c = -c;
+	}
+	return c ? c : qh_keys_cmp(t, a, b);
+}
+
+static void qh_free(struct qh_tab *t)
+{
+	for (size_t i = 0; t->e && i < t->n; i++)
+		for (size_t k = 0; k < t->h->spec->nkeys; k++)
+			free(t->e[i].k[k].s);
+	free(t->e);
+	free(t->slot);
+	free(t->order);
+}
+
+/* Scan @q's rows into @t. Return: 0; 1 (too many keys); a negative code. */
+static int qh_scan(struct store *s, struct qh_tab *t)
+{
+	const struct store_hist *h = t->h;
+	struct sq_buf b = { 0 };
+	struct sq_rows *rows = NULL;
+	sqlite3_stmt *st = NULL;
+	char a[32];
+	int ret, rc = SQLITE_DONE;
+
+	sq_buf_str(&b, "SELECT ");
+	for (size_t i = 0; i < h->spec->nkeys; i++)
+		key_expr(&b, t->q, h, i);
+	for (size_t i = 0; i < h->spec->nvals; i++) {
+		col_expr(&b, t->q->schema, h->val_col[i]);
+		snprintf(a, sizeof(a), " AS v%zu, ", i);
+		sq_buf_str(&b, a);
+	}
+	sq_buf_str(&b, "ts, host_id");
+	ret = sq_rows_of(s, t->q, &b, &rows);
+	if (ret == 0)
+		ret = b.oom ? -ENOMEM : sq_prepare(s, b.s, &st);
+	if (ret == 0)
+		ret = sq_rows_bind(s, st, t->q, rows);
+	if (ret == 0)
+		hist_bind(st, h);
+	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		ret = qh_add(t, st);
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sq_err(s, TC_ERR_DB, "hist scan");
+	sqlite3_finalize(st);
+	sq_rows_free(rows);
+	free(b.s);
+	return ret;
+}
+
+/* Keep the first spec->size keys, sorted as the spec says; the totals. */
+static int qh_keep(struct qh_tab *t, struct store_hist_totals *tot)
+{
+	size_t kept = t->n < t->h->spec->size ? t->n : t->h->spec->size;
+	uint64_t all = 0;
+
+	t->order = malloc((t->n ? t->n : 1) * sizeof(*t->order));
+	if (!t->order)
+		return -ENOMEM;
+	memset(tot, 0, sizeof(*tot));
+	for (size_t i = 0; i < t->n; i++) {
+		t->order[i] = i;
+		all += t->e[i].hc;
+		if (!i || t->e[i].lt > tot->max_ts)
+			tot->max_ts = t->e[i].lt;
+	}
+	if (kept < t->n)
+		qsort_r(t->order, t->n, sizeof(*t->order), qh_cmp_first, t);
+	qsort_r(t->order, kept, sizeof(*t->order), qh_cmp_sort, t);
+	for (size_t i = 0; i < kept; i++)
+		tot->hits += t->e[t->order[i]].hc;
+	tot->entries = kept;
+	tot->dropped = all - tot->hits;
+	return 0;
+}
+
+/* Pass entries [offset, offset + limit) of the kept ones to @fn. */
+static int qh_pass(struct store *s, struct qh_tab *t, const struct store_hist_totals *tot,
+		   int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx)
+{
+	const struct store_hist *h = t->h;
+	uint64_t end = h->limit && h->offset + h->limit < tot->entries ? h->offset + h->limit :
+		       tot->entries;
+	struct decode_value keys[HIST_KEYS_MAX];
+	const char *comm[HIST_KEYS_MAX];
+	char names[HIST_KEYS_MAX][256];
+	sqlite3_stmt *cs = NULL;
+	int ret = sq_prepare(s, "SELECT comm FROM comms WHERE host_id = ? AND pid = ?", &cs);
+
+	for (uint64_t r = h->offset; ret == 0 && r < end; r++) {
+		const struct qh_ent *e = &t->e[t->order[r]];
+		struct store_hist_entry out = { .keys = keys, .comm = comm, .host_id = e->hid,
+						.last_ts = e->lt, .hitcount = e->hc, .sums = e->sum };
+
+		for (size_t i = 0; i < h->spec->nkeys; i++) {
+			memset(&keys[i], 0, sizeof(keys[i]));
+			keys[i].kind = e->k[i].kind == QK_TEXT ? DECODE_STRING : DECODE_SIGNED;
+			keys[i].i = e->k[i].i;
+			if (e->k[i].kind == QK_TEXT) {
+				keys[i].str.s = e->k[i].s;
+				keys[i].str.len = e->k[i].len;
+			}
+			comm[i] = NULL;
+			if (h->spec->keys[i].mod != HIST_MOD_EXECNAME || e->k[i].kind != QK_INT)
+				continue;
+			sqlite3_reset(cs);
+			sqlite3_bind_int64(cs, 1, (int64_t)e->hid);
+			sqlite3_bind_int64(cs, 2, e->k[i].i);
+			if (sqlite3_step(cs) == SQLITE_ROW) {
+				snprintf(names[i], sizeof(names[i]), "%s",
+					 (const char *)sqlite3_column_text(cs, 0));
+				comm[i] = names[i];
+			}
+		}
+		ret = fn(ctx, &out);
+	}
+	sqlite3_finalize(cs);
+	return ret;
+}
+
+/*
+ * The histogram in memory. Return: 0 (done); 1 (more keys than it holds:
+ * nothing was passed to @fn); a negative code.
+ */
+static int sq_hist_mem(struct store *s, const struct store_query *q, const struct store_hist *h,
+		       int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
+		       struct store_hist_totals *tot)
+{
+	struct qh_tab t = { .q = q, .h = h, .max = h->spec->size + QH_MEM_EXTRA };
+	int ret;
+
+	for (size_t i = 0; i < h->spec->nkeys; i++)
+		t.uns[i] = key_unsigned(q, h, i);
+	ret = qh_grow(&t) ?: qh_scan(s, &t);
+	if (ret == 0)
+		ret = qh_keep(&t, tot);
+	if (ret == 0)
+		ret = qh_pass(s, &t, tot, fn, ctx);
+	qh_free(&t);
+	return ret;
+}
+
+/*
+ * The grouped statement alone (see the top of this file): sq_hist() runs it
+ * when the keys do not fit in memory; tests call it to compare.
+ */
+int sq_hist_grouped(struct store *s, const struct store_query *q, const struct store_hist *h,
+		    int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
+		    struct store_hist_totals *tot)
 {
 	struct sq_buf b = { 0 };
 	struct sq_rows *rows = NULL;
@@ -371,4 +762,15 @@ int sq_hist(struct store *s, const struct store_query *q, const struct store_his
 	sq_rows_free(rows);
 	free(b.s);
 	return ret;
+}
+
+int sq_hist(struct store *s, const struct store_query *q, const struct store_hist *h,
+	    int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
+	    struct store_hist_totals *tot)
+{
+	int ret = check(q, h) ?: sq_flush_all(s) ?: register_fns(s, sq_store_of(s)->db);
+
+	if (ret == 0)
+		ret = sq_hist_mem(s, q, h, fn, ctx, tot);
+	return ret == 1 ? sq_hist_grouped(s, q, h, fn, ctx, tot) : ret;
 }

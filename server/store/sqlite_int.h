@@ -331,7 +331,10 @@ int sq_set_indexes(struct store *s, const struct store_indexes *ix, unsigned *cr
 int sq_count(struct store *s, const struct store_query *q, uint64_t *count);
 int sq_select(struct store *s, const struct store_query *q, store_row_fn fn, void *ctx);
 
-/* sqlite_hist.c */
+/* sqlite_hist.c; sq_hist_grouped(): the grouped statement alone (tests compare) */
+int sq_hist_grouped(struct store *s, const struct store_query *q, const struct store_hist *h,
+		    int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
+		    struct store_hist_totals *tot);
 int sq_hist(struct store *s, const struct store_query *q, const struct store_hist *h,
 	    int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
 	    struct store_hist_totals *tot);
