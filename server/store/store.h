@@ -605,8 +605,9 @@ struct store_hist_totals {
 /*
  * store_hist - the histogram @h of @q's rows: totals into *@tot, then the
  * page of entries @h asks for, passed to @fn in order (the entry and what
- * it points to are valid only during @fn). Computed by the store (one
- * grouped read), not by passing rows out. @q's paging fields are unused.
+ * it points to are valid only during @fn). Computed by the store (one read
+ * of the rows; its memory bounded by spec->size), not by passing rows out.
+ * @q's paging fields are unused.
  *
  * Return: 0; -EINVAL (no schema, a column beyond it, a spec over the
  * limits of common/hist.h); TC_ERR_UNKNOWN_FIELD (a filter field with no
