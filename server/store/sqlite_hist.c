@@ -355,12 +355,14 @@ static int hist_run(struct store *s, sqlite3_stmt *st, const struct store_hist *
 /*
  * SQLite's GROUP BY sorts every row (seconds for millions); a scan that
  * aggregates into a hash table of ours reads them once. It holds at most
- * spec->size + QH_MEM_EXTRA keys: with every key in it the answer is exact
+ * spec->size + QH_MEM_EXTRA keys and QH_MEM_TEXT bytes of their text: with
+ * every key in it the answer is exact
  * (the first spec->size keys by first ts are kept, as the grouped
  * statement keeps them); with more, it gives up (1) and the grouped
  * statement runs, its memory SQLite's (spilled to disk).
  */
 #define QH_MEM_EXTRA	16384
+#define QH_MEM_TEXT	(32u << 20)	/* bytes of text keys held, then the same */
 
 enum { QK_NULL, QK_INT, QK_TEXT };	/* SQLite's order: NULL < INTEGER < TEXT */
 
@@ -383,6 +385,7 @@ struct qh_tab {
 	bool uns[HIST_KEYS_MAX];	/* key i sorts as unsigned */
 	struct qh_ent *e;		/* n in use, room for cap; arrival order */
 	size_t n, cap, max;
+	size_t text;			/* bytes of text keys held */
 	uint32_t *slot;			/* entry index + 1, 0: empty; nslot = 2 * cap */
 	size_t nslot;
 	size_t *order;			/* kept entries, sorted */
@@ -468,6 +471,10 @@ static int qh_find(struct qh_tab *t, const struct qh_key *k, struct qh_ent **out
 			return ret;
 		return qh_find(t, k, out);
 	}
+	for (size_t i = 0; i < nk; i++)
+		t->text += k[i].kind == QK_TEXT ? k[i].len + 1 : 0;
+	if (t->text > QH_MEM_TEXT)
+		return 1;
 	e = &t->e[t->n];
 	memset(e, 0, sizeof(*e));
 	for (size_t i = 0; i < nk; i++) {
