@@ -141,8 +141,12 @@ static int put_entry(void *arg, const struct store_hist_entry *e)
 	return 0;
 }
 
-/* Resolve every field of @sp; on an error, its reply into @out and 1. */
-static int resolve_all(const struct store_query *q, const struct hist_spec *sp, int *kcol,
+/*
+ * Resolve every field of @sp (a CPU is renamed common_cpu, as the kernel
+ * prints it; the reply's columns carry the name); on an error, its reply
+ * into @out and 1.
+ */
+static int resolve_all(const struct store_query *q, struct hist_spec *sp, int *kcol,
 		       int *vcol, struct proto_buf *out)
 {
 	char msg[512];
@@ -152,6 +156,13 @@ static int resolve_all(const struct store_query *q, const struct hist_spec *sp, 
 		ret = resolve(q->schema, &sp->keys[i], true, &kcol[i], msg, sizeof(msg));
 	for (size_t i = 0; ret == 0 && i < sp->nvals; i++)
 		ret = resolve(q->schema, &sp->vals[i], false, &vcol[i], msg, sizeof(msg));
+	/* the kernel names the CPU common_cpu however it was asked for */
+	for (size_t i = 0; ret == 0 && i < sp->nkeys; i++)
+		if (kcol[i] == STORE_HIST_CPU)
+			snprintf(sp->keys[i].name, sizeof(sp->keys[i].name), "common_cpu");
+	for (size_t i = 0; ret == 0 && i < sp->nvals; i++)
+		if (vcol[i] == STORE_HIST_CPU)
+			snprintf(sp->vals[i].name, sizeof(sp->vals[i].name), "common_cpu");
 	if (ret == 0)
 		return 0;
 	return qmsg_reply_error(ret, msg, -1, -1, out) ?: 1;

@@ -16,7 +16,8 @@
 #  - the header lines are the kernel's (# trigger info: hist:keys=...:vals=
 #    hitcount:sort=hitcount:size=2048 [active]) and the Totals lines
 #    (Hits = rows, Entries = lines, Dropped = 0);
-#  - single key (string), two keys, .log2, .buckets=100, .execname (pid 0
+#  - single key (string), two keys, cpu (printed common_cpu, as the
+#    kernel prints it), .log2, .buckets=100, .execname (pid 0
 #    as <idle>), .hex, vals sums, sort=hitcount.descending (order) and two
 #    sort keys, size=128 keeping the first 128 keys to appear with the
 #    rest counted as Dropped, a filter (also in the trigger line), host as
@@ -150,6 +151,10 @@ expect ".log2" 'keys=prev_pid.log2' sched_switch '[.prev_pid | if . <= 1 then 0 
 	'printf "{ prev_pid: ~ 2^%-2d } hitcount: %10d\n", $1, $2'
 expect ".buckets=100" 'keys=next_pid.buckets=100' sched_switch '[(.next_pid / 100 | floor) * 100]' \
 	'printf "{ next_pid: ~ %d-%d } hitcount: %10d\n", $1, $1 + 99, $2'
+expect "cpu: the CPU, named common_cpu as the kernel names it" 'keys=cpu' sched_switch '[.cpu]' \
+	'printf "{ common_cpu: %10d } hitcount: %10d\n", $1, $2'
+check "cpu: the trigger line says common_cpu" \
+	'grep -q "^# trigger info: hist:keys=common_cpu:vals=hitcount:sort=hitcount:size=2048 \[active\]$" "$tmp/h"'
 expect ".hex" 'keys=next_prio.hex' sched_switch '[.next_prio]' \
 	'printf "{ next_prio: %x } hitcount: %10d\n", $1, $2'
 # vals: per next_comm, the sums of prev_prio and next_prio

@@ -88,13 +88,32 @@ static void print_row(FILE *f, const struct hist_spec *sp, const struct qmsg_val
 	fputc('\n', f);
 }
 
-int hist_print_page(FILE *f, const struct hist_spec *sp, const struct qmsg_reply *rep)
+/* The columns of a reply to @sp. */
+static uint32_t spec_cols(const struct hist_spec *sp)
 {
 	uint32_t n = 1 + (uint32_t)sp->nvals;
 
 	for (size_t i = 0; i < sp->nkeys; i++)
 		n += key_cols(&sp->keys[i]);
-	if (rep->nrows && rep->ncols != n)
+	return n;
+}
+
+void hist_print_names(struct hist_spec *sp, const struct qmsg_reply *rep)
+{
+	uint32_t c = 0;
+
+	if (rep->ncols != spec_cols(sp))
+		return;
+	for (size_t i = 0; i < sp->nkeys; c += key_cols(&sp->keys[i]), i++)
+		snprintf(sp->keys[i].name, sizeof(sp->keys[i].name), "%s", rep->cols[c]);
+	c++;	/* hitcount */
+	for (size_t i = 0; i < sp->nvals; i++, c++)
+		snprintf(sp->vals[i].name, sizeof(sp->vals[i].name), "%s", rep->cols[c]);
+}
+
+int hist_print_page(FILE *f, const struct hist_spec *sp, const struct qmsg_reply *rep)
+{
+	if (rep->nrows && rep->ncols != spec_cols(sp))
 		return -1;
 	for (uint32_t r = 0; r < rep->nrows; r++)
 		print_row(f, sp, &rep->vals[r * rep->ncols]);

@@ -22,6 +22,13 @@
 void hist_print_header(FILE *f, const struct hist_spec *sp, const char *filter);
 
 /*
+ * hist_print_names - take the field names of @rep's columns into @sp (the
+ * collector names the CPU common_cpu, as the kernel does, whether asked
+ * for as cpu or CPU). A reply whose columns are not @sp's changes nothing.
+ */
+void hist_print_names(struct hist_spec *sp, const struct qmsg_reply *rep);
+
+/*
  * hist_print_page - one "{ key: value, ... } hitcount: N  val: N" line per
  * row of @rep, in its order. Return: 0; -1 when @rep's columns are not
  * those of @sp (nothing printed).

@@ -1043,6 +1043,7 @@ static int run_hist(struct client *c, const struct traceq_opts *o)
 		if (ret)
 			break;
 		if (!req.after_id) {
+			hist_print_names(&sp, &rep);
 			hist_print_header(stdout, &sp, filter);
 			hits = rep.count, entries = rep.entries, dropped = rep.dropped;
 		}
