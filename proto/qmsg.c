@@ -84,7 +84,7 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
 	msgpack_packer pk;
 	unsigned n = 7 + (r->query != NULL) + (r->host != NULL) + (r->sync_ms != 0) +
 		     (r->after_type != 0) + r->from_end + r->to_end + r->reverse +
-		     (r->nhosts != 0) + (r->ncpus != 0);
+		     (r->nhosts != 0) + (r->ncpus != 0) + (r->hist != NULL);
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
@@ -116,6 +116,10 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
 		msgpack_pack_uint32(&pk, r->sync_ms);
 	}
 	request_encode_more(&pk, r);
+	if (r->hist) {
+		pack_key(&pk, "hist");
+		pack_cstr(&pk, r->hist);
+	}
 	return sbuf_move(&sb, out);
 }
 
@@ -223,7 +227,8 @@ static int request_field(struct qmsg_request *r, const msgpack_object_kv *kv,
 		return proto_mp_u32(v, version);
 	if (proto_mp_str_is(k, "op")) {
 		ret = proto_mp_u32(v, &op);
-		if (ret == 0 && (op < QOP_SELECT || op > QOP_FIELDS) && op != QOP_SQL)
+		if (ret == 0 && (op < QOP_SELECT || op > QOP_FIELDS) && op != QOP_SQL &&
+		    op != QOP_HIST)
 			ret = TC_ERR_MSG_MALFORMED;
 		r->op = op;
 		return ret;
@@ -244,6 +249,8 @@ static int request_field(struct qmsg_request *r, const msgpack_object_kv *kv,
 		return take_str(v, &r->host);
 	if (proto_mp_str_is(k, "sync"))
 		return proto_mp_u32(v, &r->sync_ms);
+	if (proto_mp_str_is(k, "hist"))
+		return take_str(v, &r->hist);
 	return request_field_more(r, k, v);
 }
 
@@ -270,6 +277,8 @@ int qmsg_request_decode(const void *buf, size_t len, struct qmsg_request *out)
 			     r.op == QOP_SYMBOLS || r.op == QOP_SQL) &&
 		 !r.query)
 		ret = TC_ERR_MSG_MISSING;
+	else if (ret == 0 && r.op == QOP_HIST && !r.hist)
+		ret = TC_ERR_MSG_MISSING;
 	if (ret < 0) {
 		qmsg_request_free(&r);
 		return ret;
@@ -286,7 +295,8 @@ void qmsg_request_free(struct qmsg_request *r)
 	free(r->cpus);
 	free(r->query);
 	free(r->host);
-	r->query = r->host = NULL;
+	free(r->hist);
+	r->query = r->host = r->hist = NULL;
 	r->hosts = NULL;
 	r->cpus = NULL;
 	r->nhosts = r->ncpus = 0;
@@ -307,6 +317,7 @@ struct qmsg_writer {
 	int64_t last_type;
 	uint32_t ntypes;	/* multi: the types, and their formats */
 	const char **formats;
+	uint64_t entries, dropped;	/* a histogram's */
 };
 
 /* A writer whose reply map has @nkeys keys, with its event and columns packed. */
@@ -341,16 +352,19 @@ static struct qmsg_writer *writer_new(unsigned nkeys, const char *event, uint32_
 int qmsg_reply_begin(struct qmsg_writer **out, const char *event, uint32_t ncols,
 		     const char *const *cols)
 {
-	/* ok event cols rows more last_ts last_id count unstored journal_bytes format */
-	*out = writer_new(11, event, ncols, cols);
+	/*
+	 * ok event cols rows more last_ts last_id count unstored journal_bytes
+	 * entries dropped format
+	 */
+	*out = writer_new(13, event, ncols, cols);
 	return *out ? 0 : -ENOMEM;
 }
 
 int qmsg_reply_begin_types(struct qmsg_writer **out, uint32_t ntypes, const char *const *events,
 			   const uint32_t *ncols, const char *const *const *cols)
 {
-	/* the 11 keys of a one-type reply, "types", "last_type" and "formats" */
-	struct qmsg_writer *w = writer_new(14, NULL, 0, NULL);
+	/* the 13 keys of a one-type reply, "types", "last_type" and "formats" */
+	struct qmsg_writer *w = writer_new(16, NULL, 0, NULL);
 
 	if (w && ntypes && !(w->formats = calloc(ntypes, sizeof(*w->formats)))) {
 		qmsg_writer_free(w);
@@ -467,6 +481,12 @@ void qmsg_reply_type_format(struct qmsg_writer *w, uint32_t idx, const char *tex
 		w->formats[idx] = text && strlen(text) <= QMSG_MAX_FORMAT ? text : NULL;
 }
 
+void qmsg_reply_hist(struct qmsg_writer *w, uint64_t entries, uint64_t dropped)
+{
+	w->entries = entries;
+	w->dropped = dropped;
+}
+
 void qmsg_reply_backlog(struct qmsg_writer *w, uint64_t unstored, uint64_t journal_bytes)
 {
 	w->unstored = unstored;
@@ -496,6 +516,10 @@ int qmsg_reply_end(struct qmsg_writer *w, bool more, int64_t last_ts,
 	msgpack_pack_uint64(&w->pk, w->unstored);
 	pack_key(&w->pk, "journal_bytes");
 	msgpack_pack_uint64(&w->pk, w->journal_bytes);
+	pack_key(&w->pk, "entries");
+	msgpack_pack_uint64(&w->pk, w->entries);
+	pack_key(&w->pk, "dropped");
+	msgpack_pack_uint64(&w->pk, w->dropped);
 	pack_key(&w->pk, "format");
 	if (w->format)
 		pack_cstr(&w->pk, w->format);
@@ -753,6 +777,10 @@ static int reply_field(struct qmsg_reply *r, const msgpack_object_kv *kv, bool *
 		return proto_mp_u64(v, &r->unstored);
 	if (proto_mp_str_is(k, "journal_bytes"))
 		return proto_mp_u64(v, &r->journal_bytes);
+	if (proto_mp_str_is(k, "entries"))
+		return proto_mp_u64(v, &r->entries);
+	if (proto_mp_str_is(k, "dropped"))
+		return proto_mp_u64(v, &r->dropped);
 	if (proto_mp_str_is(k, "format"))
 		return v->type == MSGPACK_OBJECT_NIL ? 0 : take_str(v, &r->format);
 	if (proto_mp_str_is(k, "formats"))

@@ -45,6 +45,7 @@ enum qmsg_op {
 	QOP_FIELDS,		/* the fields of the event types a query selects */
 	/* 9..15 free */
 	QOP_SQL = 16,		/* read-only SQL over the documented views (--sql) */
+	QOP_HIST = 20,		/* a histogram in the kernel's hist syntax (--hist) */
 };
 
 struct qmsg_request {
@@ -69,6 +70,7 @@ struct qmsg_request {
 	uint32_t ncpus;
 	uint32_t sync_ms;	/* first wait, at most this long, until what the
 				 * collector has received is stored; 0: don't */
+	char *hist;		/* hist: the spec (common/hist.h); NULL otherwise */
 };
 
 enum qmsg_kind { QV_NIL, QV_INT, QV_UINT, QV_STR, QV_BIN };
@@ -114,7 +116,9 @@ struct qmsg_reply {
 	int64_t last_ts;	/* key of the last row, for the next page */
 	uint64_t last_id;
 	int64_t last_type;	/* multi-type: the last row's type, for the next page */
-	uint64_t count;		/* QOP_COUNT */
+	uint64_t count;		/* QOP_COUNT; QOP_HIST: Hits */
+	uint64_t entries;	/* QOP_HIST: Entries (of every page) */
+	uint64_t dropped;	/* QOP_HIST: Dropped */
 	uint64_t unstored;	/* batches the collector received, not yet stored */
 	uint64_t journal_bytes;	/* the size of its receive journal */
 	char *format;		/* select: the event's format text (as the agent
@@ -180,6 +184,8 @@ void qmsg_put_bin(struct qmsg_writer *w, const void *p, size_t len);
 void qmsg_reply_format(struct qmsg_writer *w, const char *text);
 /* qmsg_reply_type_format - the same for type @idx of a multi-type reply. */
 void qmsg_reply_type_format(struct qmsg_writer *w, uint32_t idx, const char *text);
+/* qmsg_reply_hist - a histogram's Entries and Dropped (0s if not called). */
+void qmsg_reply_hist(struct qmsg_writer *w, uint64_t entries, uint64_t dropped);
 /* qmsg_reply_backlog - what the collector has received but not stored (0s if not called). */
 void qmsg_reply_backlog(struct qmsg_writer *w, uint64_t unstored, uint64_t journal_bytes);
 /*

@@ -68,6 +68,7 @@
 #include "server/qauth.h"
 #include "server/queryd.h"
 #include "server/queryd_disc.h"
+#include "server/queryd_hist.h"
 #include "server/queryd_sel.h"
 #include "server/queryd_tls.h"
 #include "server/store/store.h"
@@ -302,6 +303,21 @@ static int run_symbols(struct qworker *wk, const struct qmsg_request *r,
 		}
 	}
 	return ret ? ret : reply_end(wk->qd, w, false, 0, 0, 0, out);
+}
+
+/* --hist: over one event type (the kernel's hist triggers are per event). */
+static int run_hist(struct qworker *wk, const struct qmsg_request *r, struct qsel *c,
+		    struct proto_buf *out, uint64_t *rows)
+{
+	char msg[256];
+
+	if (qsel_ntypes(c) != 1) {
+		snprintf(msg, sizeof(msg), "--hist takes one event type, as a hist trigger "
+			 "does; the query selects %zu", qsel_ntypes(c));
+		qmsg_reply_error(TC_ERR_SYNTAX, msg, -1, -1, out);
+		return 1;
+	}
+	return queryd_hist_run(wk->store, r, qsel_read(c, 0), out, rows);
 }
 
 static int run_count(struct qworker *wk, struct qsel *c, struct proto_buf *out,
@@ -544,7 +560,8 @@ static void log_query(const struct qauth_who *who, const struct qmsg_request *r,
 	char w[QAUTH_NAME_MAX * 4 + 64], q[LOG_ESC_LEN], h[LOG_ESC_LEN];
 
 	log_info("query from %s: %s%s%s%s%s%s: %s in %lld ms", qauth_who_str(who, w, sizeof(w)),
-		 r->op == QOP_SQL ? "sql" : op_names[r->op <= QOP_FIELDS ? r->op : 0],
+		 r->op == QOP_SQL ? "sql" : r->op == QOP_HIST ? "hist" :
+		 op_names[r->op <= QOP_FIELDS ? r->op : 0],
 		 r->query ? " '" : "",
 		 r->query ? log_escape(r->query, q, sizeof(q)) : "", r->query ? "'" : "",
 		 r->host ? " host=" : "", r->host ? log_escape(r->host, h, sizeof(h)) : "",
@@ -600,11 +617,12 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 		ret = run_symbols(wk, r, hosts.scope, out);
 	else if (r->op == QOP_SQL)
 		ret = run_sql(wk, r, hosts.scope, out, &rows, result, sizeof(result));
-	else if (r->op >= QOP_HOSTS)
+	else if (r->op >= QOP_HOSTS && r->op <= QOP_FIELDS)
 		ret = qdisc_run(wk->store, r, &hosts, out, &rows);
 	else if ((ret = qsel_compile(wk->store, r, hosts.scope, &c, out)) == 0)
 		ret = r->op == QOP_COUNT ? run_count(wk, c, out, &rows) :
-					   run_select(wk, r, c, out, &rows);
+		      r->op == QOP_HIST ? run_hist(wk, r, c, out, &rows) :
+					  run_select(wk, r, c, out, &rows);
 	if (ret < 0) {
 		const char *why = ret == TC_ERR_DB ? store_errmsg(wk->store) : tc_strerror(ret);
 

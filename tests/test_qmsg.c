@@ -207,6 +207,42 @@ START_TEST(reply_round_trip)
 }
 END_TEST
 
+/* op 20 carries its spec; replies carry a histogram's Entries and Dropped. */
+START_TEST(hist_round_trip)
+{
+	struct qmsg_request in = { .op = QOP_HIST, .query = "sched_switch",
+				   .hist = "keys=next_comm" }, out;
+	struct proto_buf b = encode_request(&in);
+	static const char *const cols[] = { "next_comm", "hitcount" };
+	struct qmsg_writer *w;
+	struct qmsg_reply r;
+
+	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), 0);
+	ck_assert_int_eq(out.op, QOP_HIST);
+	ck_assert_str_eq(out.hist, "keys=next_comm");
+	qmsg_request_free(&out);
+	proto_buf_free(&b);
+	in.hist = NULL;		/* a hist request without its spec */
+	b = encode_request(&in);
+	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), TC_ERR_MSG_MISSING);
+	proto_buf_free(&b);
+
+	proto_buf_init(&b);
+	ck_assert_int_eq(qmsg_reply_begin(&w, "sched:sched_switch", 2, cols), 0);
+	qmsg_put_str(w, "sleep", 5);
+	qmsg_put_uint(w, 3);
+	qmsg_reply_hist(w, 128, 77);
+	ck_assert_int_eq(qmsg_reply_end(w, true, 9, 0, 300, &b), 0);
+	ck_assert_int_eq(qmsg_reply_decode(b.data, b.len, &r), 0);
+	ck_assert_uint_eq(r.count, 300);
+	ck_assert_uint_eq(r.entries, 128);
+	ck_assert_uint_eq(r.dropped, 77);
+	ck_assert_uint_eq(r.nrows, 1);
+	qmsg_reply_free(&r);
+	proto_buf_free(&b);
+}
+END_TEST
+
 START_TEST(reply_error_round_trip)
 {
 	struct qmsg_reply r;
@@ -444,7 +480,7 @@ static Suite *qmsg_suite(void)
 					reply_every_prefix_rejected, reply_ragged_rows_rejected,
 					reply_missing_fields, request_over_the_limit_rejected,
 					request_sql, request_select_keys_round_trip, reply_types_round_trip,
-					reply_types_bad_rows_rejected));
+					reply_types_bad_rows_rejected, hist_round_trip));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -15,6 +15,7 @@
 #include <sqlite3.h>
 
 #include "common/filter.h"
+#include "common/hist.h"
 #include "common/tc_error.h"
 #include "server/decode.h"
 #include "server/store/sqlite_int.h"	/* sq_count_where(): WHERE text the filter cannot write */
@@ -1358,6 +1359,236 @@ static int64_t raw_int(sqlite3 *db, const char *sql, int64_t arg)
 	return v;
 }
 
+/* ---- store_hist ---- */
+
+/* The kernel's hist_field_log2(): ilog2(roundup_pow_of_two(v)) on x86-64. */
+static uint64_t kernel_log2(uint64_t v)
+{
+	uint64_t p = 1;
+	unsigned n = 0;
+
+	if (v > (1ull << 63))
+		return 0;	/* roundup_pow_of_two() shifts 1 by 64: 1 */
+	while (p < v)
+		p <<= 1, n++;
+	return n;
+}
+
+/* The rows' histogram by prev_pid.log2 (at most 65 keys), scanned in C. */
+struct hist_ref {
+	const struct store_schema *sc;
+	uint64_t hits[65], sum[65];
+	int64_t first[65];
+	uint64_t rows;
+};
+
+static int hist_ref_cb(void *ctx, const struct store_row *r)
+{
+	struct hist_ref *h = ctx;
+	uint64_t k = kernel_log2((uint64_t)r->vals[col(h->sc, "prev_pid")].i);
+
+	if (!h->hits[k] || r->ts < h->first[k])
+		h->first[k] = r->ts;
+	h->hits[k]++;
+	h->sum[k] += (uint64_t)r->vals[col(h->sc, "prev_state")].i;
+	h->rows++;
+	return 0;
+}
+
+struct hist_got {
+	size_t n;
+	uint64_t key[65], hits[65], sum[65];
+};
+
+static int hist_got_cb(void *ctx, const struct store_hist_entry *e)
+{
+	struct hist_got *g = ctx;
+
+	ck_assert_uint_lt(g->n, 65);
+	g->key[g->n] = (uint64_t)e->keys[0].i;
+	g->hits[g->n] = e->hitcount;
+	g->sum[g->n++] = e->sums[0];
+	return 0;
+}
+
+/*
+ * keys=prev_pid.log2:vals=prev_state:sort=prev_state with a row planted
+ * at prev_pid -5 (log2 0: the kernel's u64 is over 2^63) and prev_state
+ * -1 (the sum wraps): every key's hitcount and u64 sum as the C scan
+ * has them, sorted by the sum in unsigned order; with size=2 only the two
+ * keys seen first are kept, the rest are Dropped.
+ */
+START_TEST(test_hist_matches_scan)
+{
+	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct store_query q = { .schema = sc };
+	struct hist_spec sp = { .nkeys = 1, .nvals = 1, .nsort = 1, .size = 2048 };
+	int kcol[1] = { col(sc, "prev_pid") }, vcol[1] = { col(sc, "prev_state") };
+	struct store_hist h = { .spec = &sp, .key_col = kcol, .val_col = vcol };
+	struct hist_ref *ref = calloc(1, sizeof(*ref));
+	struct hist_got got = { 0 };
+	struct store_hist_totals tot;
+	size_t nkeys = 0, k1 = 65, k2 = 65;
+	char sql[512];
+	sqlite3 *db = raw_open();
+
+	snprintf(sql, sizeof(sql), "UPDATE \"%s\" SET \"%s\" = -5, \"%s\" = -1 WHERE rowid = "
+		 "(SELECT max(rowid) FROM \"%s\")", sc->table, sc->cols[kcol[0]].column,
+		 sc->cols[vcol[0]].column, sc->table);
+	ck_assert_int_eq(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	snprintf(sp.keys[0].name, sizeof(sp.keys[0].name), "prev_pid");
+	sp.keys[0].mod = HIST_MOD_LOG2;
+	snprintf(sp.vals[0].name, sizeof(sp.vals[0].name), "prev_state");
+	sp.sort[0] = (struct hist_sort){ .by = HIST_SORT_VAL, .i = 0 };
+	ref->sc = sc;
+	ck_assert_int_gt(store_select(st, &q, hist_ref_cb, ref), 0);
+
+	ck_ok(store_hist(st, &q, &h, hist_got_cb, &got, &tot));
+	for (size_t k = 0; k < 65; k++)
+		nkeys += ref->hits[k] != 0;
+	ck_assert_uint_ge(nkeys, 3);
+	ck_assert_uint_eq(got.n, nkeys);
+	ck_assert_uint_eq(tot.entries, nkeys);
+	ck_assert_uint_eq(tot.hits, ref->rows);
+	ck_assert_uint_eq(tot.dropped, 0);
+	ck_assert_uint_gt(ref->sum[0], 1ull << 63);	/* wrapped through -1 */
+	for (size_t i = 0; i < got.n; i++) {
+		ck_assert_uint_eq(got.hits[i], ref->hits[got.key[i]]);
+		ck_assert_uint_eq(got.sum[i], ref->sum[got.key[i]]);
+		if (i)	/* unsigned order of the sums */
+			ck_assert_uint_le(got.sum[i - 1], got.sum[i]);
+	}
+
+	for (size_t k = 0; k < 65; k++) {	/* the two keys seen first */
+		if (!ref->hits[k])
+			continue;
+		if (k1 == 65 || ref->first[k] < ref->first[k1])
+			k2 = k1, k1 = k;
+		else if (k2 == 65 || ref->first[k] < ref->first[k2])
+			k2 = k;
+	}
+	sp.size = 2;
+	memset(&got, 0, sizeof(got));
+	ck_ok(store_hist(st, &q, &h, hist_got_cb, &got, &tot));
+	ck_assert_uint_eq(got.n, 2);
+	ck_assert_uint_eq(tot.entries, 2);
+	ck_assert(got.key[0] == k1 || got.key[0] == k2);
+	ck_assert(got.key[1] == k1 || got.key[1] == k2);
+	ck_assert_uint_eq(tot.hits, ref->hits[k1] + ref->hits[k2]);
+	ck_assert_uint_eq(tot.dropped, ref->rows - tot.hits);
+
+	h.offset = 1, h.limit = 5;	/* a page: the second entry only */
+	memset(&got, 0, sizeof(got));
+	ck_ok(store_hist(st, &q, &h, hist_got_cb, &got, &tot));
+	ck_assert_uint_eq(got.n, 1);
+	ck_assert_uint_eq(tot.entries, 2);
+	free(ref);
+	store_schema_free(sc);
+}
+END_TEST
+
+/* Entries as lines, to compare two ways of computing a histogram. */
+struct hist_lines {
+	size_t nkeys, nvals, n;
+	char line[4096][160];
+};
+
+static int hist_line_cb(void *ctx, const struct store_hist_entry *e)
+{
+	struct hist_lines *l = ctx;
+	char *p = l->line[l->n];
+	size_t len = sizeof(l->line[0]), at = 0;
+
+	ck_assert_uint_lt(l->n, 4096);
+	for (size_t i = 0; i < l->nkeys && at < len; i++) {
+		if (e->keys[i].kind == DECODE_STRING)
+			at += (size_t)snprintf(p + at, len - at, "'%.*s' ", (int)e->keys[i].str.len,
+					       e->keys[i].str.s);
+		else
+			at += (size_t)snprintf(p + at, len - at, "%lld ", (long long)e->keys[i].i);
+		if (e->comm[i] && at < len)
+			at += (size_t)snprintf(p + at, len - at, "(%s) ", e->comm[i]);
+	}
+	for (size_t i = 0; i < l->nvals && at < len; i++)
+		at += (size_t)snprintf(p + at, len - at, "s%zu=%llu ", i,
+				       (unsigned long long)e->sums[i]);
+	if (at < len)
+		snprintf(p + at, len - at, "hc=%llu h=%llu lt=%lld", (unsigned long long)e->hitcount,
+			 (unsigned long long)e->host_id, (long long)e->last_ts);
+	l->n++;
+	return 0;
+}
+
+/*
+ * The in-memory histogram (store_hist(): keys that fit) and the grouped
+ * statement (sq_hist_grouped(): the fallback) give the same entries in
+ * the same order, and the same totals, for specs with every kind of key,
+ * modifier and sort, truncation by size, and pages.
+ */
+START_TEST(test_hist_two_ways)
+{
+	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct store_query q = { .schema = sc };
+	struct {
+		const char *spec;
+		int k[3], v[2];
+		uint64_t offset;
+		uint32_t limit, size;	/* size: 0 as the spec says; else (below 65) this */
+	} cases[] = {
+		{ "keys=prev_pid:sort=hitcount.descending", { col(sc, "prev_pid") }, { 0 }, 0, 0, 0 },
+		{ "keys=prev_comm,next_pid:vals=prev_state,next_prio:sort=next_pid.descending,"
+		  "hitcount:size=128", { col(sc, "prev_comm"), col(sc, "next_pid") },
+		  { col(sc, "prev_state"), col(sc, "next_prio") }, 0, 0, 0 },
+		{ "keys=prev_comm,next_pid:size=128", { col(sc, "prev_comm"), col(sc, "next_pid") },
+		  { 0 }, 5, 7, 0 },
+		{ "keys=prev_comm,next_pid", { col(sc, "prev_comm"), col(sc, "next_pid") },
+		  { 0 }, 0, 0, 3 },
+		{ "keys=prev_pid.log2,common_cpu,host:vals=prev_state:sort=prev_state",
+		  { col(sc, "prev_pid"), STORE_HIST_CPU, STORE_HIST_HOST },
+		  { col(sc, "prev_state") }, 0, 0, 0 },
+		{ "keys=next_pid.buckets=100:vals=common_cpu", { col(sc, "next_pid") },
+		  { STORE_HIST_CPU }, 0, 0, 0 },
+		{ "keys=common_pid.execname:sort=common_pid.descending", { col(sc, "common_pid") },
+		  { 0 }, 0, 0, 0 },
+	};
+	struct hist_lines *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+
+	ck_assert(a && b);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct hist_spec sp;
+		struct store_hist h = { .spec = &sp, .key_col = cases[c].k, .val_col = cases[c].v,
+					.offset = cases[c].offset, .limit = cases[c].limit };
+		struct store_hist_totals ta, tb;
+
+		ck_assert_int_eq(hist_parse(cases[c].spec, &sp, NULL), 0);
+		if (cases[c].size)
+			sp.size = cases[c].size;
+		memset(a, 0, sizeof(*a));
+		memset(b, 0, sizeof(*b));
+		a->nkeys = b->nkeys = sp.nkeys;
+		a->nvals = b->nvals = sp.nvals;
+		ck_ok(store_hist(st, &q, &h, hist_line_cb, a, &ta));
+		ck_ok(sq_hist_grouped(st, &q, &h, hist_line_cb, b, &tb));
+		ck_assert_msg(a->n == b->n && a->n > 0, "%s: %zu and %zu entries", cases[c].spec,
+			      a->n, b->n);
+		for (size_t i = 0; i < a->n; i++)
+			ck_assert_msg(!strncmp(a->line[i], b->line[i], 159), "%s: entry %zu: %s | %s",
+				      cases[c].spec, i, a->line[i], b->line[i]);
+		ck_assert_uint_eq(ta.hits, tb.hits);
+		ck_assert_uint_eq(ta.entries, tb.entries);
+		ck_assert_uint_eq(ta.dropped, tb.dropped);
+		ck_assert_int_eq(ta.max_ts, tb.max_ts);
+		ck_assert_uint_eq(ta.hits + ta.dropped, seen.n[0]);
+		if (cases[c].size)
+			ck_assert_uint_gt(ta.dropped, 0);
+	}
+	free(a);
+	free(b);
+	store_schema_free(sc);
+}
+END_TEST
+
 /*
  * Every row of @table lies in exactly one block of @type_id, and every
  * block's range and ts bounds are exactly those of its rows.
@@ -2017,7 +2248,8 @@ static Suite *store_suite(void)
 					test_wide_batches, test_field_index, test_field_index_later,
 					test_index_parse, test_db_removed, test_db_replaced,
 					test_scope, test_sql_group_by, test_sql_refused,
-					test_sql_limits, test_sql_scoped));
+					test_sql_limits, test_sql_scoped, test_hist_matches_scan,
+					test_hist_two_ways));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -6,6 +6,7 @@
  *   traceq --count QUERY
  *   traceq --stats
  *   traceq --graph QUERY
+ *   traceq --hist SPEC QUERY
  *
  * QUERY is `EVENT [where FILTER]` in the kernel's event-filter language. The
  * query is parsed here first so that a typo is shown with a caret without a
@@ -28,6 +29,7 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include "common/filter.h"
+#include "common/hist.h"
 #include "common/query.h"
 #include "common/tc_error.h"
 #include "common/util.h"
@@ -35,6 +37,7 @@
 #include "proto/tls.h"
 #include "traceq/discover.h"
 #include "traceq/graph.h"
+#include "traceq/hist_print.h"
 #include "traceq/output.h"
 #include "traceq/render.h"
 #include "traceq/select.h"
@@ -50,6 +53,7 @@ struct traceq_opts {
 	const char *server;
 	const char *cert, *key, *ca;	/* the TLS query port's client certificate */
 	const char *query;
+	const char *hist;	/* --hist SPEC */
 	enum out_format format;
 	uint64_t limit;		/* 0: all rows */
 	struct tq_select sel;	/* --since/--until, --host, --cpu, --reverse */
@@ -70,6 +74,7 @@ static void usage(FILE *f)
 "       traceq [OPTIONS] --events [SELECTOR] | --fields SELECTOR\n"
 "       traceq [OPTIONS] --graph \"funcgraph [where FILTER]\"\n"
 "       traceq [OPTIONS] --sql \"SELECT ...\"\n"
+"       traceq [OPTIONS] --hist SPEC QUERY\n"
 "\n"
 "Query the events a tracecollectd stored. QUERY is\n"
 "  SELECTOR[,SELECTOR...] [where FILTER]\n"
@@ -169,6 +174,15 @@ static void usage(FILE *f)
 "                       PRAGMA, other tables, a second statement) is refused,\n"
 "                       as is an identity with a scope. At most 10000 rows\n"
 "                       (--limit fewer) and 8 s on the collector\n"
+"      --hist SPEC      print a histogram of the matching events as the kernel\n"
+"                       prints an event's hist file; SPEC is a hist trigger:\n"
+"                       keys=F[,F,F][:vals=V[,V]][:sort=S[,S]][:size=N]\n"
+"                       (modifiers .hex .sym .execname .log2 .buckets=N;\n"
+"                       sort S[.descending]; the key `host` is the host's\n"
+"                       name). The collector computes it. QUERY names one\n"
+"                       event, e.g.\n"
+"                       --hist keys=next_comm:sort=hitcount.descending\n"
+"                       \"sched_switch where CPU == 1\"\n"
 "  -t, --timeout MS     give up on the server after MS milliseconds (default 10000)\n"
 "      --sync           first wait until the collector has stored everything\n"
 "                       it had received (it acknowledges pages to agents once\n"
@@ -239,6 +253,7 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		{ "drops", no_argument, NULL, 'D' },
 		{ "graph", no_argument, NULL, 'g' },
 		{ "sql", required_argument, NULL, 'Q' },
+		{ "hist", required_argument, NULL, 'G' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "sync", no_argument, NULL, 'Y' },
 		{ "cert", required_argument, NULL, 'C' },
@@ -294,6 +309,7 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		case 'D': o->stats = o->drops = true; break;
 		case 'g': o->graph = true; break;
 		case 'Q': o->sql = optarg; break;
+		case 'G': o->hist = optarg; break;
 		case 'Y': o->sync = true; break;
 		case 'C': o->cert = optarg; break;
 		case 'K': o->key = optarg; break;
@@ -308,13 +324,19 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		default: usage(stderr); return -1;
 		}
 	}
-	if (o->sql && (o->stats || o->count || o->graph || o->list || optind != argc)) {
+	if (o->sql && (o->stats || o->count || o->graph || o->list || o->hist ||
+		       optind != argc)) {
 		fprintf(stderr, "traceq: --sql takes no QUERY, --stats, --drops, --count or"
-			" --graph, --hosts, --events or --fields\n");
+			" --graph, --hosts, --events, --fields or --hist\n");
 		return -1;
 	}
 	if (o->sql)
 		return 0;
+	if (o->hist && (o->stats || o->count || o->graph || o->list)) {
+		fprintf(stderr, "traceq: --hist does not go with --count, --graph, --stats, "
+			"--drops, --hosts, --events or --fields\n");
+		return -1;
+	}
 	if (o->list)
 		return tq_discover_args(o->list, argc - optind, argv + optind, &o->query);
 	if (o->stats ? optind != argc : optind != argc - 1) {
@@ -354,6 +376,19 @@ static int check_query(const char *text)
 		return -1;
 	}
 	query_free(&q);
+	return 0;
+}
+
+/* The --hist spec, checked locally too: a caret under the mistake. */
+static int check_hist(const char *spec)
+{
+	struct filter_error err = { 0 };
+	struct hist_spec sp;
+
+	if (hist_parse(spec, &sp, &err) < 0) {
+		print_caret(spec, err.msg, (int)err.pos, (int)(err.len ? err.len : 1));
+		return -1;
+	}
 	return 0;
 }
 
@@ -1171,6 +1206,75 @@ static int run_graph(struct client *c, const struct traceq_opts *o)
 	return ret ? ret : fflush(stdout) == 0 ? 0 : 1;
 }
 
+/* ---- --hist ---- */
+
+/* The filter text of @query (a copy, blanks trimmed), NULL: none or no memory. */
+static char *query_filter(const char *query)
+{
+	struct query q;
+	char *f = NULL;
+	size_t n;
+
+	if (query_parse(query, &q, NULL) < 0)
+		return NULL;
+	if (q.filter) {
+		f = strdup(query + q.filter_offset);
+		for (n = f ? strlen(f) : 0; n && (f[n - 1] == ' ' || f[n - 1] == '\t'); n--)
+			f[n - 1] = '\0';
+	}
+	query_free(&q);
+	return f;
+}
+
+/*
+ * --hist: the spec was checked (check_hist()), the collector computes the
+ * histogram; pages of QMSG_MAX_ROWS entries (size= up to 131072) all
+ * count the rows the first one counted (its to_ts). --since/--until,
+ * --host and --cpu narrow the rows as for a select.
+ */
+static int run_hist(struct client *c, const struct traceq_opts *o)
+{
+	struct qmsg_request req = {
+		.op = QOP_HIST, .query = (char *)o->query, .hist = (char *)o->hist,
+		.limit = QMSG_MAX_ROWS,
+	};
+	struct hist_spec sp;
+	struct qmsg_reply rep;
+	uint64_t hits = 0, entries = 0, dropped = 0;
+	char *filter;
+	bool more = true;
+	int ret = 0;
+
+	if (hist_parse(o->hist, &sp, NULL) < 0)
+		return 2;	/* check_hist() said why */
+	tq_select_apply(&o->sel, &req);
+	filter = query_filter(o->query);
+	while (ret == 0 && more) {
+		ret = client_call(c, &req, &rep);
+		if (ret)
+			break;
+		if (!req.after_id) {
+			hist_print_names(&sp, &rep);
+			hist_print_header(stdout, &sp, filter);
+			hits = rep.count, entries = rep.entries, dropped = rep.dropped;
+		}
+		if (hist_print_page(stdout, &sp, &rep) < 0) {
+			fprintf(stderr, "traceq: bad reply from the collector: not the spec's columns\n");
+			ret = 1;
+		}
+		more = rep.more && rep.nrows;
+		req.after_id += rep.nrows;
+		req.to_ts = rep.last_ts;	/* newest counted + 1: within any --until */
+		req.to_end = false;
+		qmsg_reply_free(&rep);
+	}
+	free(filter);
+	if (ret)
+		return ret;
+	hist_print_totals(stdout, hits, entries, dropped);
+	return fflush(stdout) == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	struct traceq_opts o = {
@@ -1189,6 +1293,8 @@ int main(int argc, char **argv)
 		return 2;
 	if (o.list && !o.query)
 		o.query = NULL;
+	if (o.hist && check_hist(o.hist) < 0)
+		return 2;
 	ret = client_open(&c, &o);
 	if (ret < 0)
 		return ret == -2 ? 2 : 1;
@@ -1202,6 +1308,8 @@ int main(int argc, char **argv)
 		ret = run_count(&c, &o);
 	else if (o.graph)
 		ret = run_graph(&c, &o);
+	else if (o.hist)
+		ret = run_hist(&c, &o);
 	else
 		ret = run_select(&c, &o);
 	if (c.tls)

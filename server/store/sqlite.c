@@ -434,6 +434,7 @@ static const struct store_ops sq_ops = {
 	.schema_list = sq_schema_list,
 	.select = sq_select,
 	.count = sq_count,
+	.hist = sq_hist,
 	.stats = sq_stats,
 	.dropped = sq_dropped,
 	.retain = sq_retain,

@@ -289,6 +289,18 @@ int sq_select_where(struct store *s, const struct store_schema *sc, const char *
 		    store_row_fn fn, void *ctx);
 
 /*
+ * sq_rows_of, sq_rows_bind, sq_rows_free - the rows a store_query matches
+ * as the FROM and WHERE of a statement of another read (sqlite_hist.c):
+ * text appended to @b, then the values bound to the prepared statement.
+ */
+struct sq_rows;
+int sq_rows_of(struct store *s, const struct store_query *q, struct sq_buf *b,
+	       struct sq_rows **out);
+int sq_rows_bind(struct store *s, sqlite3_stmt *st, const struct store_query *q,
+		 const struct sq_rows *rows);
+void sq_rows_free(struct sq_rows *rows);
+
+/*
  * sq_hosts_cond, sq_hosts_bind, sq_hosts_len - the hosts a store_query
  * allows (host_glob, scope) as SQL conditions on a host-id column, with
  * bound parameters; every read applies them (sqlite_read.c).
@@ -318,6 +330,14 @@ int sq_set_indexes(struct store *s, const struct store_indexes *ix, unsigned *cr
 /* sqlite_read.c */
 int sq_count(struct store *s, const struct store_query *q, uint64_t *count);
 int sq_select(struct store *s, const struct store_query *q, store_row_fn fn, void *ctx);
+
+/* sqlite_hist.c; sq_hist_grouped(): the grouped statement alone (tests compare) */
+int sq_hist_grouped(struct store *s, const struct store_query *q, const struct store_hist *h,
+		    int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
+		    struct store_hist_totals *tot);
+int sq_hist(struct store *s, const struct store_query *q, const struct store_hist *h,
+	    int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
+	    struct store_hist_totals *tot);
 
 /* sqlite_hosts.c */
 int sq_host(struct store *s, const struct proto_hello *h, const char *peer_subject,

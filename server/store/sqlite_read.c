@@ -646,3 +646,55 @@ int sq_select(struct store *s, const struct store_query *q, store_row_fn fn, voi
 	sq_where_free(&w);
 	return ret;
 }
+
+/* ---- the rows of a store_query, for the backend's other reads ---- */
+
+struct sq_rows {
+	struct sq_where w;
+	struct sq_range r;
+	bool ranged;
+};
+
+/*
+ * @q's rows as sq_from() offers them (every column of the event's table,
+ * "_tc_rowid", "ts", "host_id", "cpu"; @q's window, filter, host glob and
+ * scope applied), appended to @b as " FROM ... WHERE ..."; *@out holds
+ * what sq_rows_bind() binds. Its own parameters are named ":tc_*"; so must
+ * the caller's be.
+ */
+int sq_rows_of(struct store *s, const struct store_query *q, struct sq_buf *b,
+	       struct sq_rows **out)
+{
+	struct sq_rows *rows = calloc(1, sizeof(*rows));
+	int ret = rows ? sq_where_of(q, &rows->w) : -ENOMEM;
+
+	if (ret == 0 && q->win) {
+		rows->ranged = true;
+		ret = sq_range_init(s, q->schema, q->win, 0, 0, 0, false, &rows->r) ?:
+		      sq_ix_usable(s, q->schema, rows->w.b, rows->w.nb, &rows->r.by_index);
+	}
+	if (ret == 0)
+		sq_from(b, q->schema, rows->w.text, rows->ranged ? &rows->r : NULL, false);
+	if (ret < 0) {
+		sq_rows_free(rows);
+		return ret;
+	}
+	*out = rows;
+	return 0;
+}
+
+/* Bind what sq_rows_of() put in a statement's text. */
+int sq_rows_bind(struct store *s, sqlite3_stmt *st, const struct store_query *q,
+		 const struct sq_rows *rows)
+{
+	return sq_bind_all(s, st, rows->w.b, rows->w.nb, q->schema,
+			   rows->ranged ? &rows->r : NULL);
+}
+
+void sq_rows_free(struct sq_rows *rows)
+{
+	if (!rows)
+		return;
+	sq_where_free(&rows->w);
+	free(rows);
+}

@@ -357,6 +357,16 @@ int store_count(struct store *s, const struct store_query *q, uint64_t *count)
 	return store_enter(s) ?: s->ops->count(s, q, count);
 }
 
+int store_hist(struct store *s, const struct store_query *q, const struct store_hist *h,
+	       int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
+	       struct store_hist_totals *tot)
+{
+	if (!s || !fn || !tot || !h || !h->spec || !h->key_col || !h->val_col ||
+	    store_query_ok(q) < 0)
+		return -EINVAL;
+	return store_enter(s) ?: s->ops->hist(s, q, h, fn, ctx, tot);
+}
+
 int store_stats(struct store *s, const struct store_query *q,
 		int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
 			  uint64_t value),

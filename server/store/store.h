@@ -656,4 +656,67 @@ typedef int (*store_sql_fn)(void *ctx, size_t ncols, const char *const *names,
 int store_sql(struct store *s, const char *text, const struct store_scope *scope,
 	      const struct store_sql_limits *lim, store_sql_fn fn, void *ctx);
 
+/* ---- histograms: traceq --hist (the kernel's hist triggers) ---- */
+
+struct hist_spec;
+
+#define STORE_HIST_HOST	(-1)	/* a key that is the row's host name */
+#define STORE_HIST_CPU	(-2)	/* a key or value that is the row's CPU */
+
+/*
+ * struct store_hist - a histogram of the rows a store_query matches, as
+ * the kernel's hist trigger would have kept it (common/hist.h): entries
+ * keyed by spec->keys (with .log2 and .buckets=N applied; .hex, .sym and
+ * .execname only change how a key prints), each with its hitcount and the
+ * u64 sums (wrapping, as the kernel's) of spec->vals.
+ * - At most spec->size entries are kept, first come: the keys whose
+ *   earliest row is earliest (ties by key); the rows of other keys count
+ *   as dropped, as the kernel counts hits it had no room for.
+ * - Kept entries are passed sorted by spec->sort (numbers of unsigned
+ *   fields and all sums in unsigned order), ties by key, ascending.
+ * @key_col[i] and @val_col[i] are schema columns of spec->keys[i] and
+ * spec->vals[i] (or STORE_HIST_HOST, STORE_HIST_CPU), resolved and
+ * type-checked by the caller (numeric for vals and numeric modifiers).
+ * @offset and @limit (0: no limit) page through the sorted entries.
+ */
+struct store_hist {
+	const struct hist_spec *spec;
+	const int *key_col;
+	const int *val_col;
+	uint64_t offset;
+	uint32_t limit;
+};
+
+struct store_hist_entry {
+	const struct decode_value *keys;	/* per key: integer, or the host's name */
+	const char *const *comm;	/* per key: for .execname, the comm the store
+					 * keeps for that pid on @host_id (NULL: none) */
+	uint64_t host_id;		/* the lowest host id among its rows */
+	int64_t last_ts;		/* the newest ts among its rows */
+	uint64_t hitcount;
+	const uint64_t *sums;		/* per val */
+};
+
+struct store_hist_totals {
+	uint64_t hits;		/* rows in kept entries */
+	uint64_t entries;	/* kept entries (<= spec->size) */
+	uint64_t dropped;	/* rows of keys not kept */
+	int64_t max_ts;		/* the newest ts of any row counted */
+};
+
+/*
+ * store_hist - the histogram @h of @q's rows: totals into *@tot, then the
+ * page of entries @h asks for, passed to @fn in order (the entry and what
+ * it points to are valid only during @fn). Computed by the store (one read
+ * of the rows; its memory bounded by spec->size), not by passing rows out.
+ * @q's paging fields are unused.
+ *
+ * Return: 0; -EINVAL (no schema, a column beyond it, a spec over the
+ * limits of common/hist.h); TC_ERR_UNKNOWN_FIELD (a filter field with no
+ * column); TC_ERR_DB; -ENOMEM; or @fn's nonzero return.
+ */
+int store_hist(struct store *s, const struct store_query *q, const struct store_hist *h,
+	       int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
+	       struct store_hist_totals *tot);
+
 #endif

@@ -34,7 +34,7 @@
  *   but for symbol_name (called per row of a select, which followed).
  *   begin runs after follow(reopen true) succeeded; rollback is followed
  *   by follow(reopen true), whose result is ignored.
- * - For select and count: q->schema is set, and when q->filter is, every
+ * - For select, count and hist: q->schema is set, and when q->filter is, every
  *   q->field_col[i] (i < q->nfields) is below q->schema->ncols.
  *
  * Who owns what after a call:
@@ -68,7 +68,7 @@
  * only by the ingest worker (every write op, and the reads the write
  * path needs: stream_marks, journal_mark_get); the query endpoint's
  * thread opens a read-only handle of its own and calls only schema_get,
- * schema_list, select, count, host_find, symbol_name, stats, drops and sql. Threads a
+ * schema_list, select, count, hist, host_find, symbol_name, stats, drops and sql. Threads a
  * backend runs for itself (SQLite: the writer that runs batched INSERTs,
  * the checkpointer) are its own business: started by its constructor,
  * stopped by close, waited for by sync, scheduled by thread_policy; the
@@ -151,6 +151,10 @@ struct store_ops {
 	 */
 	int (*select)(struct store *s, const struct store_query *q, store_row_fn fn, void *ctx);
 	int (*count)(struct store *s, const struct store_query *q, uint64_t *count);
+	/* hist: @q's rows grouped as @h says (store.h); one read */
+	int (*hist)(struct store *s, const struct store_query *q, const struct store_hist *h,
+		    int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
+		    struct store_hist_totals *tot);
 	/* stats, drops: only the hosts q allows (host_glob, scope); q may be NULL */
 	int (*stats)(struct store *s, const struct store_query *q,
 		     int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
