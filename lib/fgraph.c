@@ -79,7 +79,7 @@
 
 #define FG_HIDDEN	__attribute__((visibility("hidden")))
 #define FG_TLS		__attribute__((tls_model("initial-exec")))
-#define FG_CACHE_SIZE	4096	/* filter verdicts, power of 2 */
+#define FG_CACHE_SIZE	(1u << (64 - FG_CACHE_SHIFT))	/* verdicts */
 
 enum { FG_SILENT = 1, FG_CYG = 2 };
 
@@ -132,11 +132,14 @@ static struct {
 /* Read by every hook; set once by fgraph_start(). */
 static volatile enum fgraph_tracer fg_tracer;
 
-/* Nonzero when the x86_64 hooks may push frames themselves (arch.h). */
+/* Nonzero when the x86_64 hooks may push frames themselves (arch.h):
+ * FG_FAST_PLAIN, or FG_FAST_FILTER with a glob filter set. */
 FG_HIDDEN uint32_t fgraph__fast;
 
-static uintptr_t fg_cache_key[FG_CACHE_SIZE];
-static uint8_t fg_cache_val[FG_CACHE_SIZE];	/* 1 trace, 2 skip */
+/* The filters' verdicts by function address; the x86_64 hooks read them
+ * too (arch.h). */
+FG_HIDDEN uintptr_t fgraph__cache_key[FG_CACHE_SIZE];
+FG_HIDDEN uint8_t fgraph__cache_val[FG_CACHE_SIZE];	/* FG_CACHE_* */
 
 #define TRAMP ((uintptr_t)&fgraph_arch_return)
 
@@ -247,30 +250,34 @@ static bool verdict(uintptr_t func)
  * lookup later). */
 static bool traced(uintptr_t func)
 {
-	uint32_t h = (uint32_t)((func * 0x9e3779b97f4a7c15ull) >> 52);
+	uint32_t h = (uint32_t)((func * (uint64_t)FG_CACHE_MUL) >>
+				FG_CACHE_SHIFT);
 	bool v;
 
 	if (!fg.filtering)
 		return true;
 	for (uint32_t i = 0; i < 16; i++) {
 		uint32_t s = (h + i) & (FG_CACHE_SIZE - 1);
-		uintptr_t k = __atomic_load_n(&fg_cache_key[s],
+		uintptr_t k = __atomic_load_n(&fgraph__cache_key[s],
 					      __ATOMIC_ACQUIRE);
 		uint8_t val;
 
 		if (k == func &&
-		    (val = __atomic_load_n(&fg_cache_val[s], __ATOMIC_ACQUIRE)))
-			return val == 1;
+		    (val = __atomic_load_n(&fgraph__cache_val[s],
+					   __ATOMIC_ACQUIRE)))
+			return val == FG_CACHE_TRACE;
 		if (k == 0 || k == func) {
 			uintptr_t zero = 0;
 
 			v = verdict(func);
 			if (k == func ||
-			    __atomic_compare_exchange_n(&fg_cache_key[s], &zero,
-							func, false,
+			    __atomic_compare_exchange_n(&fgraph__cache_key[s],
+							&zero, func, false,
 							__ATOMIC_ACQ_REL,
 							__ATOMIC_ACQUIRE))
-				__atomic_store_n(&fg_cache_val[s], v ? 1 : 2,
+				__atomic_store_n(&fgraph__cache_val[s],
+						 v ? FG_CACHE_TRACE :
+						     FG_CACHE_SKIP,
 						 __ATOMIC_RELEASE);
 			return v;
 		}
@@ -646,9 +653,9 @@ int fgraph_start(const struct fgraph_config *c)
 	fg.cfg = *c;
 	fg.filtering = c->include || c->exclude;
 	fg.exit_id = fg.ev_exit->id;
-	fgraph__fast = c->tracer == FGRAPH_GRAPH && !fg.filtering &&
-		       !c->max_depth && !fg.thresh_ticks && !c->entries &&
-		       fg.clock == RING_CLOCK_TSC;
+	if (c->tracer == FGRAPH_GRAPH && !c->max_depth && !fg.thresh_ticks &&
+	    !c->entries && fg.clock == RING_CLOCK_TSC)
+		fgraph__fast = fg.filtering ? FG_FAST_FILTER : FG_FAST_PLAIN;
 	__atomic_store_n(&fg_tracer, c->tracer, __ATOMIC_RELEASE);
 	return 0;
 }

@@ -52,6 +52,10 @@
  * when the guard is held, there is no shadow stack yet or it is full,
  * the top entry's key is not above the new one (a longjmp may have left
  * entries behind), or the slot already holds the trampoline (tail call).
+ * With a filter set (fgraph__fast == FG_FAST_FILTER) it first reads the
+ * filters' verdict for the function from the runtime's cache, the first
+ * slot the function's hash names, and goes on only when that slot says
+ * "traced"; a miss or any other answer is C's to give.
  */
 #include "arch/arch.h"
 #include "arch/asm.h"
@@ -137,7 +141,9 @@
 	SAVEQ	%rdx
 	SAVEQ	%rsi
 	SAVEQ	%rdi
-	leaq	\slot, %rsi			/* the parent slot: key, retp */
+	cmpl	$FG_FAST_PLAIN, fgraph__fast(%rip)
+	jne	9f				/* a filter set: ask its cache */
+6:	leaq	\slot, %rsi			/* the parent slot: key, retp */
 	movq	fgraph__self@gottpoff(%rip), %r11
 	cmpl	$0, %fs:FG_THREAD_BUSY(%r11)
 	jne	8f
@@ -188,6 +194,23 @@
 	LOADQ	%rcx
 	LOADQ	%rax
 	jmp	\slow
+	.cfi_adjust_cfa_offset 40
+	/* The filters' verdict for this function, from the first slot its
+	 * hash names in the runtime's cache (fgraph.c, traced()): go on
+	 * only if that slot holds this function, marked traced; anything
+	 * else (a miss, another probe, skip, not yet known) is C's. */
+9:	movq	40(%rsp), %rax			/* func */
+	movabsq	$FG_CACHE_MUL, %rdx
+	imulq	%rax, %rdx
+	shrq	$FG_CACHE_SHIFT, %rdx		/* the hash: the first slot */
+	leaq	fgraph__cache_key(%rip), %rcx
+	cmpq	%rax, (%rcx,%rdx,8)
+	jne	8b
+	leaq	fgraph__cache_val(%rip), %rcx
+	cmpb	$FG_CACHE_TRACE, (%rcx,%rdx)
+	jne	8b
+	jmp	6b
+	.cfi_adjust_cfa_offset -40
 .endm
 
 /* Go on into the traced function through fgraph_arch_call, which calls
