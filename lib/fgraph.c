@@ -39,6 +39,30 @@
  * What is left is the instruction count of reserve, prewrite, copy and
  * commit, which the loaded core pays more for than the floor's few.
  *
+ * Then on a 2-vCPU Cascade Lake guest (issue 19 again; variants built
+ * with a switch, each run timing untraced, floor and traced chunk by
+ * chunk, 5 runs each interleaved, medians of traced - untraced; floor
+ * 17.5): entry alone, no clock, nothing hijacked 1.9; plus its rdtsc
+ * 10.1; the shadow stack alone (entry, hijack, trampoline, C exit; no
+ * clock, no ring) 8.4; plus the entry's rdtsc 16.2; plus the exit's
+ * rdtsc 23.9; plus a 40-byte store to a private array 29.5; the whole
+ * path 38.5. So each rdtsc ~8, the hooks ~8.5, building and storing the
+ * record ~5.5 and the ring over a plain store ~9, of which the two rseq
+ * sections ~1 (the reservation's replaced by plain stores: 37.7; the
+ * commit's: no change) and prewrite and prefetch nothing measurable.
+ * What came off: jumps ending on 32-byte boundaries (the JCC erratum;
+ * -Wa,-mbranches-within-32B-boundaries, configure.ac: ~1-2.5), the
+ * chain of loads from tc__ring to the page (a per-thread struct
+ * ring_wcache) and the record's copy (fields stored in place): 38.7 ->
+ * 33.0, 1.86 times the floor. With a filter set the x86_64 hooks read
+ * the verdict cache themselves instead of taking the C entry: 53.6 ->
+ * 34.1, within a nanosecond of the unfiltered path.
+ * The rest is the two rdtsc (the floor's too), the return trampoline
+ * and its C call (~6.5 of the 8.5), and the ring's fields; a per-thread
+ * buffer of single-writer pages in the ring file would take most of the
+ * ring's share, at the price of a reader protocol for them (the per-CPU
+ * buffers' flush moves the writer's position under it).
+ *
  * User space adds what the kernel does not have to handle:
  *  - longjmp/siglongjmp skip frames without returning through them.
  *    Each shadow entry carries the frame key (arch/arch.h), which is
