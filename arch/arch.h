@@ -58,6 +58,9 @@
 #define FG_CACHE_MUL		0x9e3779b97f4a7c15
 #define FG_CACHE_TRACE		1	/* fgraph__cache_val: traced */
 #define FG_CACHE_SKIP		2	/* ... not traced; 0: not known */
+#define FG_VEC_SSE		0	/* fgraph__vec: save xmm0-7 */
+#define FG_VEC_AVX		1	/* ... ymm0-7 */
+#define FG_VEC_AVX512		2	/* ... zmm0-7 */
 #define FG_STACK_MAX		4096	/* shadow entries per thread */
 #define FG_THREAD_STACK		0	/* struct fg_frame *stack */
 #define FG_THREAD_TOP		8	/* uint32_t top: entries in use */

@@ -161,6 +161,10 @@ static volatile enum fgraph_tracer fg_tracer;
  * FG_FAST_PLAIN, or FG_FAST_FILTER with a glob filter set. */
 FG_HIDDEN uint32_t fgraph__fast;
 
+/* How much of the vector argument registers the x86_64 hooks' C path
+ * saves (FG_VEC_*, arch.h): the widest the CPU and the kernel enable. */
+FG_HIDDEN uint32_t fgraph__vec;
+
 /* The filters' verdicts by function address; the x86_64 hooks read them
  * too (arch.h). */
 FG_HIDDEN uintptr_t fgraph__cache_key[FG_CACHE_SIZE];
@@ -696,6 +700,13 @@ int fgraph_start(const struct fgraph_config *c)
 
 	if (fg_tracer)
 		return -EALREADY;
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f"))
+		fgraph__vec = FG_VEC_AVX512;
+	else if (__builtin_cpu_supports("avx"))
+		fgraph__vec = FG_VEC_AVX;
+#endif
 	fg.clock = tc__clock_id();
 	ret = register_events();
 	if (ret)

@@ -26,9 +26,15 @@
  * Frame of the save area both hooks build (after push %rbp / mov):
  *     8(%rbp)  return address into the traced function
  *     0(%rbp)  saved %rbp
- *   ... aligned down to 16, then 192 bytes:
+ *   ... aligned down to 64, then 576 bytes:
  *     0..56    rdi rsi rdx rcx r8 r9 rax r10
- *     64..184  xmm0..xmm7
+ *     64..     the vector argument registers, 64 bytes apart: xmm0..7,
+ *              or ymm0..7 or zmm0..7 whole where the CPU has them
+ *              (fgraph__vec). Only the low 128 bits would not do: the C
+ *              path calls the C library (dladdr, fnmatch: the filters'
+ *              first verdict), whose AVX2 string functions end in
+ *              vzeroupper, which zeroes the upper bits of every vector
+ *              register, a 256- or 512-bit argument's included.
  *
  * At fgraph_arch_return (reached by the traced function's `ret`) %rsp
  * points just above the parent slot it popped: the frame key is %rsp - 8.
@@ -60,7 +66,7 @@
 #include "arch/arch.h"
 #include "arch/asm.h"
 
-#define SAVE_SIZE 192
+#define SAVE_SIZE 576
 
 /* Fast path: return unless an agent is attached (*tc__on != 0). */
 .macro TRACING_OFF_RETURN
@@ -78,7 +84,7 @@
 	.cfi_offset %rbp, -16
 	movq	%rsp, %rbp
 	.cfi_def_cfa_register %rbp
-	andq	$-16, %rsp
+	andq	$-64, %rsp
 	subq	$SAVE_SIZE, %rsp
 	movq	%rdi, 0(%rsp)
 	movq	%rsi, 8(%rsp)
@@ -88,14 +94,36 @@
 	movq	%r9, 40(%rsp)
 	movq	%rax, 48(%rsp)
 	movq	%r10, 56(%rsp)
+	cmpl	$FG_VEC_AVX, fgraph__vec(%rip)
+	jae	71f
 	movdqa	%xmm0, 64(%rsp)
-	movdqa	%xmm1, 80(%rsp)
-	movdqa	%xmm2, 96(%rsp)
-	movdqa	%xmm3, 112(%rsp)
-	movdqa	%xmm4, 128(%rsp)
-	movdqa	%xmm5, 144(%rsp)
-	movdqa	%xmm6, 160(%rsp)
-	movdqa	%xmm7, 176(%rsp)
+	movdqa	%xmm1, 128(%rsp)
+	movdqa	%xmm2, 192(%rsp)
+	movdqa	%xmm3, 256(%rsp)
+	movdqa	%xmm4, 320(%rsp)
+	movdqa	%xmm5, 384(%rsp)
+	movdqa	%xmm6, 448(%rsp)
+	movdqa	%xmm7, 512(%rsp)
+	jmp	73f
+71:	je	72f
+	vmovdqa64 %zmm0, 64(%rsp)
+	vmovdqa64 %zmm1, 128(%rsp)
+	vmovdqa64 %zmm2, 192(%rsp)
+	vmovdqa64 %zmm3, 256(%rsp)
+	vmovdqa64 %zmm4, 320(%rsp)
+	vmovdqa64 %zmm5, 384(%rsp)
+	vmovdqa64 %zmm6, 448(%rsp)
+	vmovdqa64 %zmm7, 512(%rsp)
+	jmp	73f
+72:	vmovdqa	%ymm0, 64(%rsp)
+	vmovdqa	%ymm1, 128(%rsp)
+	vmovdqa	%ymm2, 192(%rsp)
+	vmovdqa	%ymm3, 256(%rsp)
+	vmovdqa	%ymm4, 320(%rsp)
+	vmovdqa	%ymm5, 384(%rsp)
+	vmovdqa	%ymm6, 448(%rsp)
+	vmovdqa	%ymm7, 512(%rsp)
+73:
 .endm
 
 .macro RESTORE_ARGS
@@ -107,15 +135,36 @@
 	movq	40(%rsp), %r9
 	movq	48(%rsp), %rax
 	movq	56(%rsp), %r10
+	cmpl	$FG_VEC_AVX, fgraph__vec(%rip)
+	jae	74f
 	movdqa	64(%rsp), %xmm0
-	movdqa	80(%rsp), %xmm1
-	movdqa	96(%rsp), %xmm2
-	movdqa	112(%rsp), %xmm3
-	movdqa	128(%rsp), %xmm4
-	movdqa	144(%rsp), %xmm5
-	movdqa	160(%rsp), %xmm6
-	movdqa	176(%rsp), %xmm7
-	movq	%rbp, %rsp
+	movdqa	128(%rsp), %xmm1
+	movdqa	192(%rsp), %xmm2
+	movdqa	256(%rsp), %xmm3
+	movdqa	320(%rsp), %xmm4
+	movdqa	384(%rsp), %xmm5
+	movdqa	448(%rsp), %xmm6
+	movdqa	512(%rsp), %xmm7
+	jmp	76f
+74:	je	75f
+	vmovdqa64 64(%rsp), %zmm0
+	vmovdqa64 128(%rsp), %zmm1
+	vmovdqa64 192(%rsp), %zmm2
+	vmovdqa64 256(%rsp), %zmm3
+	vmovdqa64 320(%rsp), %zmm4
+	vmovdqa64 384(%rsp), %zmm5
+	vmovdqa64 448(%rsp), %zmm6
+	vmovdqa64 512(%rsp), %zmm7
+	jmp	76f
+75:	vmovdqa	64(%rsp), %ymm0
+	vmovdqa	128(%rsp), %ymm1
+	vmovdqa	192(%rsp), %ymm2
+	vmovdqa	256(%rsp), %ymm3
+	vmovdqa	320(%rsp), %ymm4
+	vmovdqa	384(%rsp), %ymm5
+	vmovdqa	448(%rsp), %ymm6
+	vmovdqa	512(%rsp), %ymm7
+76:	movq	%rbp, %rsp
 	popq	%rbp
 	.cfi_def_cfa %rsp, 8
 .endm
