@@ -161,9 +161,9 @@ static volatile enum fgraph_tracer fg_tracer;
  * FG_FAST_PLAIN, or FG_FAST_FILTER with a glob filter set. */
 FG_HIDDEN uint32_t fgraph__fast;
 
-/* How much of the vector argument registers the x86_64 hooks' C path
- * saves (FG_VEC_*, arch.h): the widest the CPU and the kernel enable. */
-FG_HIDDEN uint32_t fgraph__vec;
+/* How fgraph_arch_call_whole() keeps the vector registers (x86_64:
+ * FG_XSAVE_*, set by fgraph_start(); arch.h). */
+FG_HIDDEN uint32_t fgraph__xsave;
 
 /* The filters' verdicts by function address; the x86_64 hooks read them
  * too (arch.h). */
@@ -295,7 +295,7 @@ _Static_assert(sizeof(struct fg_rec_exit) == 40 &&
 
 /* ------------------------------------------------------------ filters */
 
-static bool verdict(uintptr_t func)
+static uintptr_t verdict_now(uintptr_t func)
 {
 	Dl_info info;
 	const char *name = NULL;
@@ -306,6 +306,15 @@ static bool verdict(uintptr_t func)
 	    (!name || !fgraph_glob_list_match(fg.cfg.include, name)))
 		return false;
 	return !name || !fgraph_glob_list_match(fg.cfg.exclude, name);
+}
+
+/* Whether the filters take @func. dladdr and fnmatch run the C library's
+ * vector string functions, which may clear the upper bits of the traced
+ * function's vector arguments: called through fgraph_arch_call_whole(),
+ * which keeps them (arch.h). */
+static bool verdict(uintptr_t func)
+{
+	return fgraph_arch_call_whole(verdict_now, func) != 0;
 }
 
 /* Whether @func is traced: resolved once per address, then cached in a
@@ -688,6 +697,30 @@ static int thresh_to_ticks(uint64_t us, uint64_t *out)
 	return 0;
 }
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+
+/* How fgraph_arch_call_whole() saves the vector state: nothing to do
+ * without AVX (C keeps to SSE, whose registers the hooks save whole);
+ * with it, xsavec where the CPU has it, else xsave. */
+static uint32_t xsave_kind(void)
+{
+	unsigned a, b, c, d;
+
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) ||
+	    !(c & bit_AVX))
+		return FG_XSAVE_NONE;
+	if (__get_cpuid_count(0xd, 1, &a, &b, &c, &d) && (a & (1u << 1)))
+		return FG_XSAVE_C;
+	return FG_XSAVE_STD;
+}
+#else
+static uint32_t xsave_kind(void)
+{
+	return FG_XSAVE_NONE;
+}
+#endif
+
 /* A forked child is another thread id. */
 static void fg_atfork_child(void)
 {
@@ -700,13 +733,7 @@ int fgraph_start(const struct fgraph_config *c)
 
 	if (fg_tracer)
 		return -EALREADY;
-#if defined(__x86_64__)
-	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx512f"))
-		fgraph__vec = FG_VEC_AVX512;
-	else if (__builtin_cpu_supports("avx"))
-		fgraph__vec = FG_VEC_AVX;
-#endif
+	fgraph__xsave = xsave_kind();
 	fg.clock = tc__clock_id();
 	ret = register_events();
 	if (ret)

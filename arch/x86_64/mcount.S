@@ -26,15 +26,9 @@
  * Frame of the save area both hooks build (after push %rbp / mov):
  *     8(%rbp)  return address into the traced function
  *     0(%rbp)  saved %rbp
- *   ... aligned down to 64, then 576 bytes:
+ *   ... aligned down to 16, then 192 bytes:
  *     0..56    rdi rsi rdx rcx r8 r9 rax r10
- *     64..     the vector argument registers, 64 bytes apart: xmm0..7,
- *              or ymm0..7 or zmm0..7 whole where the CPU has them
- *              (fgraph__vec). Only the low 128 bits would not do: the C
- *              path calls the C library (dladdr, fnmatch: the filters'
- *              first verdict), whose AVX2 string functions end in
- *              vzeroupper, which zeroes the upper bits of every vector
- *              register, a 256- or 512-bit argument's included.
+ *     64..184  xmm0..xmm7
  *
  * At fgraph_arch_return (reached by the traced function's `ret`) %rsp
  * points just above the parent slot it popped: the frame key is %rsp - 8.
@@ -66,7 +60,7 @@
 #include "arch/arch.h"
 #include "arch/asm.h"
 
-#define SAVE_SIZE 576
+#define SAVE_SIZE 192
 
 /* Fast path: return unless an agent is attached (*tc__on != 0). */
 .macro TRACING_OFF_RETURN
@@ -84,7 +78,7 @@
 	.cfi_offset %rbp, -16
 	movq	%rsp, %rbp
 	.cfi_def_cfa_register %rbp
-	andq	$-64, %rsp
+	andq	$-16, %rsp
 	subq	$SAVE_SIZE, %rsp
 	movq	%rdi, 0(%rsp)
 	movq	%rsi, 8(%rsp)
@@ -94,36 +88,14 @@
 	movq	%r9, 40(%rsp)
 	movq	%rax, 48(%rsp)
 	movq	%r10, 56(%rsp)
-	cmpl	$FG_VEC_AVX, fgraph__vec(%rip)
-	jae	71f
 	movdqa	%xmm0, 64(%rsp)
-	movdqa	%xmm1, 128(%rsp)
-	movdqa	%xmm2, 192(%rsp)
-	movdqa	%xmm3, 256(%rsp)
-	movdqa	%xmm4, 320(%rsp)
-	movdqa	%xmm5, 384(%rsp)
-	movdqa	%xmm6, 448(%rsp)
-	movdqa	%xmm7, 512(%rsp)
-	jmp	73f
-71:	je	72f
-	vmovdqa64 %zmm0, 64(%rsp)
-	vmovdqa64 %zmm1, 128(%rsp)
-	vmovdqa64 %zmm2, 192(%rsp)
-	vmovdqa64 %zmm3, 256(%rsp)
-	vmovdqa64 %zmm4, 320(%rsp)
-	vmovdqa64 %zmm5, 384(%rsp)
-	vmovdqa64 %zmm6, 448(%rsp)
-	vmovdqa64 %zmm7, 512(%rsp)
-	jmp	73f
-72:	vmovdqa	%ymm0, 64(%rsp)
-	vmovdqa	%ymm1, 128(%rsp)
-	vmovdqa	%ymm2, 192(%rsp)
-	vmovdqa	%ymm3, 256(%rsp)
-	vmovdqa	%ymm4, 320(%rsp)
-	vmovdqa	%ymm5, 384(%rsp)
-	vmovdqa	%ymm6, 448(%rsp)
-	vmovdqa	%ymm7, 512(%rsp)
-73:
+	movdqa	%xmm1, 80(%rsp)
+	movdqa	%xmm2, 96(%rsp)
+	movdqa	%xmm3, 112(%rsp)
+	movdqa	%xmm4, 128(%rsp)
+	movdqa	%xmm5, 144(%rsp)
+	movdqa	%xmm6, 160(%rsp)
+	movdqa	%xmm7, 176(%rsp)
 .endm
 
 .macro RESTORE_ARGS
@@ -135,36 +107,15 @@
 	movq	40(%rsp), %r9
 	movq	48(%rsp), %rax
 	movq	56(%rsp), %r10
-	cmpl	$FG_VEC_AVX, fgraph__vec(%rip)
-	jae	74f
 	movdqa	64(%rsp), %xmm0
-	movdqa	128(%rsp), %xmm1
-	movdqa	192(%rsp), %xmm2
-	movdqa	256(%rsp), %xmm3
-	movdqa	320(%rsp), %xmm4
-	movdqa	384(%rsp), %xmm5
-	movdqa	448(%rsp), %xmm6
-	movdqa	512(%rsp), %xmm7
-	jmp	76f
-74:	je	75f
-	vmovdqa64 64(%rsp), %zmm0
-	vmovdqa64 128(%rsp), %zmm1
-	vmovdqa64 192(%rsp), %zmm2
-	vmovdqa64 256(%rsp), %zmm3
-	vmovdqa64 320(%rsp), %zmm4
-	vmovdqa64 384(%rsp), %zmm5
-	vmovdqa64 448(%rsp), %zmm6
-	vmovdqa64 512(%rsp), %zmm7
-	jmp	76f
-75:	vmovdqa	64(%rsp), %ymm0
-	vmovdqa	128(%rsp), %ymm1
-	vmovdqa	192(%rsp), %ymm2
-	vmovdqa	256(%rsp), %ymm3
-	vmovdqa	320(%rsp), %ymm4
-	vmovdqa	384(%rsp), %ymm5
-	vmovdqa	448(%rsp), %ymm6
-	vmovdqa	512(%rsp), %ymm7
-76:	movq	%rbp, %rsp
+	movdqa	80(%rsp), %xmm1
+	movdqa	96(%rsp), %xmm2
+	movdqa	112(%rsp), %xmm3
+	movdqa	128(%rsp), %xmm4
+	movdqa	144(%rsp), %xmm5
+	movdqa	160(%rsp), %xmm6
+	movdqa	176(%rsp), %xmm7
+	movq	%rbp, %rsp
 	popq	%rbp
 	.cfi_def_cfa %rsp, 8
 .endm
@@ -344,5 +295,55 @@ fgraph_arch_return:
 	jmp	*%r11
 	.size	fgraph_arch_return, .-fgraph_arch_return
 END(fgraph_arch_call)
+
+/* The xsave area: SSE, AVX and ZMM_Hi256 (the upper halves of zmm0-15),
+ * in the standard form 1664 bytes (ZMM_Hi256 at 1152), less compacted. */
+#define XSAVE_MASK	0x46
+#define XSAVE_AREA	1664
+
+/* uintptr_t fgraph_arch_call_whole(uintptr_t (*fn)(uintptr_t),
+ *                                  uintptr_t arg); arch/arch.h */
+ENTRY(fgraph_arch_call_whole)
+	pushq	%rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset %rbp, -16
+	movq	%rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	andq	$-64, %rsp
+	subq	$XSAVE_AREA, %rsp
+	movq	%rdi, %r11		/* fn */
+	movl	fgraph__xsave(%rip), %ecx
+	testl	%ecx, %ecx
+	jz	2f
+	xorl	%eax, %eax		/* the xsave header must be zero */
+	movq	%rax, 512(%rsp)
+	movq	%rax, 520(%rsp)
+	movq	%rax, 528(%rsp)
+	movq	%rax, 536(%rsp)
+	movq	%rax, 544(%rsp)
+	movq	%rax, 552(%rsp)
+	movq	%rax, 560(%rsp)
+	movq	%rax, 568(%rsp)
+	movl	$XSAVE_MASK, %eax
+	xorl	%edx, %edx
+	cmpl	$FG_XSAVE_C, %ecx
+	jne	1f
+	xsavec	(%rsp)
+	jmp	2f
+1:	xsave	(%rsp)
+2:	movq	%rsi, %rdi
+	call	*%r11
+	cmpl	$0, fgraph__xsave(%rip)
+	je	3f
+	movq	%rax, %rcx		/* fn's answer */
+	movl	$XSAVE_MASK, %eax
+	xorl	%edx, %edx
+	xrstor	(%rsp)
+	movq	%rcx, %rax
+3:	movq	%rbp, %rsp
+	popq	%rbp
+	.cfi_def_cfa %rsp, 8
+	ret
+END(fgraph_arch_call_whole)
 
 	.section .note.GNU-stack, "", %progbits
