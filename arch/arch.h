@@ -40,14 +40,27 @@
 /*
  * The x86_64 __fentry__ and mcount push a frame themselves, without
  * calling C, when the runtime allows it (fgraph__fast != 0: the graph
- * tracer with no filter, depth limit, threshold or entry events, on the
- * TSC clock), so they read the runtime's per-thread state, the
+ * tracer with no depth limit, threshold or entry events, on the TSC
+ * clock; FG_FAST_FILTER when a glob filter is set, whose verdicts they
+ * then read from the runtime's cache, fgraph__cache_key/_val: a
+ * function whose hash's first slot holds it with FG_CACHE_TRACE goes
+ * on, anything else takes the C path), so they read the runtime's
+ * per-thread state, the
  * initial-exec TLS variable fgraph__self (struct fg_thread), and its
  * shadow stack (struct fg_frame[FG_STACK_MAX]) at these offsets;
  * lib/fgraph.c checks them at compile time. Anything unusual (the guard
  * held, no stack yet, stack full, stale entries, a tail call) takes the
  * C path, fgraph_arch_entry().
  */
+#define FG_FAST_PLAIN		1	/* fgraph__fast: no filter */
+#define FG_FAST_FILTER		2	/* ... a glob filter: its cache */
+#define FG_CACHE_SHIFT		52	/* slot = (func * MUL) >> SHIFT */
+#define FG_CACHE_MUL		0x9e3779b97f4a7c15
+#define FG_CACHE_TRACE		1	/* fgraph__cache_val: traced */
+#define FG_CACHE_SKIP		2	/* ... not traced; 0: not known */
+#define FG_XSAVE_NONE		0	/* fgraph__xsave: no AVX state */
+#define FG_XSAVE_STD		1	/* ... xsave, standard form */
+#define FG_XSAVE_C		2	/* ... xsavec, compacted form */
 #define FG_STACK_MAX		4096	/* shadow entries per thread */
 #define FG_THREAD_STACK		0	/* struct fg_frame *stack */
 #define FG_THREAD_TOP		8	/* uint32_t top: entries in use */
@@ -86,6 +99,22 @@ uintptr_t fgraph_arch_exit(uintptr_t key);
 
 /* The return trampoline; only its address is used from C. */
 void fgraph_arch_return(void);
+
+/*
+ * fgraph_arch_call_whole - @fn(@arg) with every vector register kept
+ * whole across the call. The hooks' C path saves the vector argument
+ * registers' low 128 bits (x86_64: xmm0-7; C built for the baseline ISA
+ * leaves the upper bits alone), but the C library's AVX2 string
+ * functions end in vzeroupper, which clears the upper bits of all of
+ * them: a 256- or 512-bit argument would reach the traced function with
+ * its upper lanes zeroed. So the runtime calls the C library through
+ * this (the filters' first verdict for a function: dladdr, fnmatch).
+ * x86_64: xsavec (or xsave) and xrstor of the SSE, AVX and AVX-512
+ * state, as fgraph__xsave says (FG_XSAVE_*; NONE without AVX); aarch64:
+ * a plain call.
+ * Return: what @fn returned.
+ */
+uintptr_t fgraph_arch_call_whole(uintptr_t (*fn)(uintptr_t), uintptr_t arg);
 
 #endif /* __ASSEMBLER__ */
 

@@ -269,11 +269,18 @@ int ring_map_fd(int fd, uint64_t size, bool populate, struct ring **out)
 	return 0;
 }
 
+/* Views numbered so far: struct ring_wcache tells rings apart by it. */
+static uint32_t ring_gens;
+
 /* Fill the process-local view (buffer pointers, derived constants). */
 int ring_view(struct ring *r)
 {
 	struct ring_hdr *h = r->hdr;
 	size_t bsz = round_up(h->nr_bufs * sizeof(*r->bufs), RING_CACHELINE);
+
+	do	/* never 0: an empty cache's */
+		r->gen = __atomic_add_fetch(&ring_gens, 1, __ATOMIC_RELAXED);
+	while (!r->gen);
 
 	r->bufs = aligned_alloc(RING_CACHELINE, bsz);
 	r->held = calloc(h->nr_bufs, sizeof(*r->held));
@@ -748,7 +755,7 @@ int reserve_fast(struct ring *r, uint32_t len, struct ring_wctx *ctx)
 #if RING_HAVE_RSEQ
 	uint32_t l4 = (len + 3) & ~3u, total = ev_size(len);
 	struct fast_pos p;
-	int ret = claim_fast(r, total, &p);
+	int ret = claim_fast(r, NULL, total, &p);
 
 	if (ret)
 		return ret;

@@ -2,9 +2,11 @@
  * ring_inline.h - the ring's inline write fast path (tiered like
  * lttng-ust's frontend headers: ring.h is the API, this the inline fast
  * path, ring_internal.h the layout). common/ring.c builds ring_write()
- * and its kin on it; lib/fgraph.c inlines ring_write_stamped_fast() into
- * its exit hook, the hottest writer there is, and falls back to
- * ring_write_stamped() when it returns 1. The algorithm is in ring.c.
+ * and its kin on it; lib/fgraph.c's exit hook, the hottest writer there
+ * is, reserves with ring_fast_reserve() through its per-thread struct
+ * ring_wcache, stores its record's fields in place, commits with
+ * ring_fast_commit(), and falls back to ring_write_stamped() when the
+ * reservation returns 1. The algorithm is in ring.c.
  */
 #ifndef COMMON_RING_INLINE_H
 #define COMMON_RING_INLINE_H
@@ -55,24 +57,59 @@ struct fast_pos {
 	int cpu;
 };
 
+/*
+ * struct ring_wcache - one writer's memory of its last fast write: the
+ * buffer of the CPU it ran on, and the slot and page that held the
+ * virtual page it wrote in. A writer that keeps one (fgraph's exit hook,
+ * per thread) skips the loads from struct ring to the buffer and from
+ * the slot's tag to the page while it stays on that CPU and page. Sound
+ * because a virtual page's physical page is set once, by its first
+ * writer, and cannot be taken by the reader while a reservation in it is
+ * uncommitted: a reservation that lands in the cached virtual page (the
+ * rseq compare-and-swap of the write position succeeded) is in the
+ * cached page. @gen tells rings apart (struct ring addresses are
+ * reused). Zero-filled: empty. One writer at a time (not signal-safe:
+ * the owner's guard must keep handlers out).
+ */
+struct ring_wcache {
+	struct ring_buf *b;
+	struct ring_slot *s;
+	uint8_t *page;
+	uint64_t q;		/* the virtual page that s and page hold */
+	uint32_t gen;		/* struct ring's gen; 0: empty */
+	int32_t cpu;
+};
+
 #if RING_HAVE_RSEQ
 /*
  * The reservation both fast paths make, inline: @total bytes in the
  * current CPU's buffer, in the current page, no time extend (one rseq
- * compare-and-swap of write position and last timestamp).
+ * compare-and-swap of write position and last timestamp). @c: the
+ * writer's cache or NULL (a constant: each caller gets its own copy).
  * Return: 0 and *@p; 1 to take the general path (nothing reserved); -EIO.
  */
 static inline __attribute__((always_inline))
-int claim_fast(struct ring *r, uint32_t total, struct fast_pos *p)
+int claim_fast(struct ring *r, struct ring_wcache *c, uint32_t total,
+	       struct fast_pos *p)
 {
 	struct ring_buf *b;
 	uint64_t w, t, now, q;
 	uint32_t off;
 	int cpu = ring_rseq_cpu();
 
-	if ((unsigned)cpu >= r->ncpu)
-		return 1;
-	b = r->bufs[cpu];
+	if (c && __builtin_expect(c->cpu == cpu && c->gen == r->gen, 1)) {
+		b = c->b;
+	} else {
+		if ((unsigned)cpu >= r->ncpu)
+			return 1;
+		b = r->bufs[cpu];
+		if (c) {
+			c->b = b;
+			c->cpu = cpu;
+			c->gen = r->gen;
+			c->q = ~0ull;
+		}
+	}
 	w = ring_load_relaxed(&b->res.wpos);
 	t = ring_load_relaxed(&b->res.last_ts);
 	now = ring_clock_read(r->clock);
@@ -81,13 +118,40 @@ int claim_fast(struct ring *r, uint32_t total, struct fast_pos *p)
 	    ring_rseq_cas16((uint32_t)cpu, &b->res.wpos, w, t, w + total, now))
 		return 1;
 	q = w >> RING_WPOS_SHIFT;
-	p->s = &b->slots[q & (r->nslots - 1)];
-	p->page = held_page(r, b, p->s, q);
+	if (c && __builtin_expect(c->q == q, 1)) {
+		p->s = c->s;
+		p->page = c->page;
+	} else {
+		p->s = &b->slots[q & (r->nslots - 1)];
+		p->page = held_page(r, b, p->s, q);
+		if (c && p->page) {
+			c->s = p->s;
+			c->page = p->page;
+			c->q = q;
+		}
+	}
 	p->now = now;
 	p->delta = now - t;
 	p->off = off;
 	p->cpu = cpu;
 	return p->page ? 0 : -EIO;
+}
+
+/* The end of a fast write of @total bytes at @e whose header word is
+ * @type (the payload in place): the header with the delta, the page's
+ * commit field if the event ends the page, the commit count. */
+static inline __attribute__((always_inline))
+void commit_fast(const struct ring *r, const struct fast_pos *p, uint8_t *e,
+		 uint32_t total, uint32_t type)
+{
+	ring_store_relaxed((uint32_t *)e,
+			   type | (uint32_t)(p->delta << PAGE_TYPE_LEN_BITS));
+	if (p->off + total == r->data_size)
+		ring_store_relaxed((uint64_t *)(p->page + 8),
+				   (uint64_t)r->data_size);
+	if (ring_rseq_add((uint32_t)p->cpu, &p->s->commit_cpu,
+			  total + RING_CC_EVENT))
+		ring_add_release(&p->s->commit, total + RING_CC_EVENT);
 }
 #endif
 
@@ -132,7 +196,7 @@ int write_fast(struct ring *r, const void *pre, const void *data,
 	uint32_t type = big ? 0 : l4 / 4;
 	uint32_t total = (big ? 8 : 4) + l4;
 	struct fast_pos p;
-	int ret = claim_fast(r, total, &p);
+	int ret = claim_fast(r, NULL, total, &p);
 	uint8_t *e;
 
 	if (ret)
@@ -146,14 +210,7 @@ int write_fast(struct ring *r, const void *pre, const void *data,
 	copy_payload(e + total - l4 + plen - len, data, len);
 	if (ts_off >= 0)
 		memcpy(e + total - l4 + ts_off, &p.now, 8);
-	ring_store_relaxed((uint32_t *)e,
-			   type | (uint32_t)(p.delta << PAGE_TYPE_LEN_BITS));
-	if (p.off + total == r->data_size)
-		ring_store_relaxed((uint64_t *)(p.page + 8),
-				   (uint64_t)r->data_size);
-	if (ring_rseq_add((uint32_t)p.cpu, &p.s->commit_cpu,
-			  total + RING_CC_EVENT))
-		ring_add_release(&p.s->commit, total + RING_CC_EVENT);
+	commit_fast(r, &p, e, total, type);
 	return 0;
 #else
 	(void)r;
@@ -167,19 +224,69 @@ int write_fast(struct ring *r, const void *pre, const void *data,
 }
 
 /*
- * ring_write_stamped_fast - ring_write_stamped()'s common case, inline:
- * the current CPU's buffer of an rseq ring, in the current page, no time
- * extend. @len and @ts_off as there, and constants (4 <= @len <= 112).
- * Return: 0 written; 1 to call ring_write_stamped() instead (nothing
- * written); -EIO.
+ * struct ring_fast - a fast reservation whose writer stores the payload
+ * in place (ring_fast_reserve(), then ring_fast_commit()).
+ */
+struct ring_fast {
+	struct fast_pos p;
+	uint8_t *ev;
+	uint32_t total;
+};
+
+/*
+ * ring_fast_reserve - ring_write_stamped_fast()'s reservation, for a
+ * writer that stores the @len-byte payload itself, field by field,
+ * between this and ring_fast_commit() (building it elsewhere and copying
+ * it costs a store-forwarding stall per 16-byte move of the copy), with
+ * the writer's cache @c. @len: a constant multiple of 4, 4..112. The
+ * payload is at ring_fast_payload() (4-byte aligned); its timestamp is
+ * @w->p.now. Nothing else may be written to the ring in between.
+ * Return: 0 reserved; 1 to take the general path (nothing reserved);
+ * -EIO.
  */
 static inline __attribute__((always_inline))
-int ring_write_stamped_fast(struct ring *r, const void *data, uint32_t len,
-			    uint32_t ts_off)
+int ring_fast_reserve(struct ring *r, struct ring_wcache *c, uint32_t len,
+		      struct ring_fast *w)
 {
+#if RING_HAVE_RSEQ
+	int ret;
+
 	if (!r->rseq)
 		return 1;
-	return write_fast(r, NULL, data, len, false, (int)ts_off);
+	w->total = 4 + len;
+	ret = claim_fast(r, c, w->total, &w->p);
+	if (ret)
+		return ret;
+	w->ev = w->p.page + RING_PAGE_HDR + w->p.off;
+	ring_prefetch_w(w->p.page +
+			((RING_PAGE_HDR + w->p.off + RING_PREFETCH) &
+			 (r->page_size - 1)));
+	ring_prewrite(w->ev, w->total);
+	return 0;
+#else
+	(void)r;
+	(void)c;
+	(void)len;
+	(void)w;
+	return 1;
+#endif
+}
+
+static inline uint8_t *ring_fast_payload(const struct ring_fast *w)
+{
+	return w->ev + 4;
+}
+
+/* ring_fast_commit - publish what ring_fast_reserve() reserved. */
+static inline __attribute__((always_inline))
+void ring_fast_commit(const struct ring *r, const struct ring_fast *w)
+{
+#if RING_HAVE_RSEQ
+	commit_fast(r, &w->p, w->ev, w->total, (w->total - 4) / 4);
+#else
+	(void)r;
+	(void)w;
+#endif
 }
 
 #endif

@@ -32,6 +32,7 @@ struct ring {
 	uint32_t mode, clock;
 	uint32_t page_shift;		/* page_size = 1 << page_shift */
 	bool rseq;			/* RING_F_RSEQ: see ring.c */
+	uint32_t gen;			/* this view's number (ring_inline.h) */
 	uint64_t ctl_size;		/* buffer control block; pages follow */
 	/* cold */
 	uint8_t *base;			/* the mapping */

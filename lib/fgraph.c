@@ -39,6 +39,30 @@
  * What is left is the instruction count of reserve, prewrite, copy and
  * commit, which the loaded core pays more for than the floor's few.
  *
+ * Then on a 2-vCPU Cascade Lake guest (issue 19 again; variants built
+ * with a switch, each run timing untraced, floor and traced chunk by
+ * chunk, 5 runs each interleaved, medians of traced - untraced; floor
+ * 17.5): entry alone, no clock, nothing hijacked 1.9; plus its rdtsc
+ * 10.1; the shadow stack alone (entry, hijack, trampoline, C exit; no
+ * clock, no ring) 8.4; plus the entry's rdtsc 16.2; plus the exit's
+ * rdtsc 23.9; plus a 40-byte store to a private array 29.5; the whole
+ * path 38.5. So each rdtsc ~8, the hooks ~8.5, building and storing the
+ * record ~5.5 and the ring over a plain store ~9, of which the two rseq
+ * sections ~1 (the reservation's replaced by plain stores: 37.7; the
+ * commit's: no change) and prewrite and prefetch nothing measurable.
+ * What came off: jumps ending on 32-byte boundaries (the JCC erratum;
+ * -Wa,-mbranches-within-32B-boundaries, configure.ac: ~1-2.5), the
+ * chain of loads from tc__ring to the page (a per-thread struct
+ * ring_wcache) and the record's copy (fields stored in place): 38.7 ->
+ * 33.0, 1.86 times the floor. With a filter set the x86_64 hooks read
+ * the verdict cache themselves instead of taking the C entry: 53.6 ->
+ * 34.1, within a nanosecond of the unfiltered path.
+ * The rest is the two rdtsc (the floor's too), the return trampoline
+ * and its C call (~6.5 of the 8.5), and the ring's fields; a per-thread
+ * buffer of single-writer pages in the ring file would take most of the
+ * ring's share, at the price of a reader protocol for them (the per-CPU
+ * buffers' flush moves the writer's position under it).
+ *
  * User space adds what the kernel does not have to handle:
  *  - longjmp/siglongjmp skip frames without returning through them.
  *    Each shadow entry carries the frame key (arch/arch.h), which is
@@ -79,7 +103,7 @@
 
 #define FG_HIDDEN	__attribute__((visibility("hidden")))
 #define FG_TLS		__attribute__((tls_model("initial-exec")))
-#define FG_CACHE_SIZE	4096	/* filter verdicts, power of 2 */
+#define FG_CACHE_SIZE	(1u << (64 - FG_CACHE_SHIFT))	/* verdicts */
 
 enum { FG_SILENT = 1, FG_CYG = 2 };
 
@@ -101,6 +125,7 @@ struct fg_thread {
 				 * this thread's block beside the stack; reading
 				 * that one instead measured +17 ns per call */
 	struct fgraph_stats st;
+	struct ring_wcache wc;	/* where the last exit record went */
 };
 
 /* The calling thread's state; the x86_64 hooks read it too (arch.h). */
@@ -132,11 +157,18 @@ static struct {
 /* Read by every hook; set once by fgraph_start(). */
 static volatile enum fgraph_tracer fg_tracer;
 
-/* Nonzero when the x86_64 hooks may push frames themselves (arch.h). */
+/* Nonzero when the x86_64 hooks may push frames themselves (arch.h):
+ * FG_FAST_PLAIN, or FG_FAST_FILTER with a glob filter set. */
 FG_HIDDEN uint32_t fgraph__fast;
 
-static uintptr_t fg_cache_key[FG_CACHE_SIZE];
-static uint8_t fg_cache_val[FG_CACHE_SIZE];	/* 1 trace, 2 skip */
+/* How fgraph_arch_call_whole() keeps the vector registers (x86_64:
+ * FG_XSAVE_*, set by fgraph_start(); arch.h). */
+FG_HIDDEN uint32_t fgraph__xsave;
+
+/* The filters' verdicts by function address; the x86_64 hooks read them
+ * too (arch.h). */
+FG_HIDDEN uintptr_t fgraph__cache_key[FG_CACHE_SIZE];
+FG_HIDDEN uint8_t fgraph__cache_val[FG_CACHE_SIZE];	/* FG_CACHE_* */
 
 #define TRAMP ((uintptr_t)&fgraph_arch_return)
 
@@ -208,28 +240,62 @@ static uint64_t ev_entry(uintptr_t func, uint32_t depth)
 	return ctx_ts(&c);
 }
 
-/* Write the exit event: the call's one record unless entries are on;
- * its timestamp is the return time, stamped into rettime by the write
- * itself. Straight to the ring's inline path, this is most of what a
- * traced call costs. */
-static inline __attribute__((always_inline))
-void ev_exit(struct fg_thread *t, const struct fg_frame *f, uint32_t depth)
+/* The exit event past the fast path: built, then written whole. */
+static __attribute__((noinline))
+void ev_exit_slow(struct fg_thread *t, const struct fg_frame *f,
+		  uint32_t depth)
 {
 	struct fg_rec_exit e = {
 		.type = fg.exit_id, .pid = thread_id(t), .func = f->func,
 		.depth = depth, .overrun = (uint32_t)t->st.overflow,
 		.calltime = f->calltime,
 	};
-	struct ring *r = tc__ring;
-	const uint32_t ts_off = offsetof(struct fg_rec_exit, rettime);
 
-	if (r && ring_write_stamped_fast(r, &e, sizeof(e), ts_off) > 0)
-		(void)ring_write_stamped(r, &e, sizeof(e), ts_off);
+	(void)ring_write_stamped(tc__ring, &e, sizeof(e),
+				 offsetof(struct fg_rec_exit, rettime));
 }
+
+/* Write the exit event: the call's one record unless entries are on;
+ * its timestamp is the return time, stamped into rettime. Straight to
+ * the ring's inline path, through the thread's write cache, with each
+ * field stored in place; this is most of what a traced call costs. */
+static inline __attribute__((always_inline))
+void ev_exit(struct fg_thread *t, const struct fg_frame *f, uint32_t depth)
+{
+	struct ring *r = tc__ring;
+	struct ring_fast w;
+	uint8_t *e;
+	uint64_t head, mid;
+	int ret;
+
+	if (!r)
+		return;
+	ret = ring_fast_reserve(r, &t->wc, sizeof(struct fg_rec_exit), &w);
+	if (__builtin_expect(ret, 0)) {
+		if (ret > 0)
+			ev_exit_slow(t, f, depth);
+		return;
+	}
+	e = ring_fast_payload(&w);
+	/* type, flags = 0, preempt_count = 0, pid; depth, overrun */
+	head = fg.exit_id | (uint64_t)(uint32_t)thread_id(t) << 32;
+	mid = depth | (uint64_t)(uint32_t)t->st.overflow << 32;
+	memcpy(e + offsetof(struct fg_rec_exit, type), &head, 8);
+	memcpy(e + offsetof(struct fg_rec_exit, func), &f->func, 8);
+	memcpy(e + offsetof(struct fg_rec_exit, depth), &mid, 8);
+	memcpy(e + offsetof(struct fg_rec_exit, calltime), &f->calltime, 8);
+	memcpy(e + offsetof(struct fg_rec_exit, rettime), &w.p.now, 8);
+	ring_fast_commit(r, &w);
+}
+
+_Static_assert(sizeof(struct fg_rec_exit) == 40 &&
+	       offsetof(struct fg_rec_exit, pid) == 4 &&
+	       offsetof(struct fg_rec_exit, overrun) == 20,
+	       "funcgraph_exit: the words ev_exit() stores");
 
 /* ------------------------------------------------------------ filters */
 
-static bool verdict(uintptr_t func)
+static uintptr_t verdict_now(uintptr_t func)
 {
 	Dl_info info;
 	const char *name = NULL;
@@ -242,35 +308,48 @@ static bool verdict(uintptr_t func)
 	return !name || !fgraph_glob_list_match(fg.cfg.exclude, name);
 }
 
+/* Whether the filters take @func. dladdr and fnmatch run the C library's
+ * vector string functions, which may clear the upper bits of the traced
+ * function's vector arguments: called through fgraph_arch_call_whole(),
+ * which keeps them (arch.h). */
+static bool verdict(uintptr_t func)
+{
+	return fgraph_arch_call_whole(verdict_now, func) != 0;
+}
+
 /* Whether @func is traced: resolved once per address, then cached in a
  * lock-free open-addressed table (a lost insert race only costs another
  * lookup later). */
 static bool traced(uintptr_t func)
 {
-	uint32_t h = (uint32_t)((func * 0x9e3779b97f4a7c15ull) >> 52);
+	uint32_t h = (uint32_t)((func * (uint64_t)FG_CACHE_MUL) >>
+				FG_CACHE_SHIFT);
 	bool v;
 
 	if (!fg.filtering)
 		return true;
 	for (uint32_t i = 0; i < 16; i++) {
 		uint32_t s = (h + i) & (FG_CACHE_SIZE - 1);
-		uintptr_t k = __atomic_load_n(&fg_cache_key[s],
+		uintptr_t k = __atomic_load_n(&fgraph__cache_key[s],
 					      __ATOMIC_ACQUIRE);
 		uint8_t val;
 
 		if (k == func &&
-		    (val = __atomic_load_n(&fg_cache_val[s], __ATOMIC_ACQUIRE)))
-			return val == 1;
+		    (val = __atomic_load_n(&fgraph__cache_val[s],
+					   __ATOMIC_ACQUIRE)))
+			return val == FG_CACHE_TRACE;
 		if (k == 0 || k == func) {
 			uintptr_t zero = 0;
 
 			v = verdict(func);
 			if (k == func ||
-			    __atomic_compare_exchange_n(&fg_cache_key[s], &zero,
-							func, false,
+			    __atomic_compare_exchange_n(&fgraph__cache_key[s],
+							&zero, func, false,
 							__ATOMIC_ACQ_REL,
 							__ATOMIC_ACQUIRE))
-				__atomic_store_n(&fg_cache_val[s], v ? 1 : 2,
+				__atomic_store_n(&fgraph__cache_val[s],
+						 v ? FG_CACHE_TRACE :
+						     FG_CACHE_SKIP,
 						 __ATOMIC_RELEASE);
 			return v;
 		}
@@ -618,6 +697,30 @@ static int thresh_to_ticks(uint64_t us, uint64_t *out)
 	return 0;
 }
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+
+/* How fgraph_arch_call_whole() saves the vector state: nothing to do
+ * without AVX (C keeps to SSE, whose registers the hooks save whole);
+ * with it, xsavec where the CPU has it, else xsave. */
+static uint32_t xsave_kind(void)
+{
+	unsigned a, b, c, d;
+
+	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) ||
+	    !(c & bit_AVX))
+		return FG_XSAVE_NONE;
+	if (__get_cpuid_count(0xd, 1, &a, &b, &c, &d) && (a & (1u << 1)))
+		return FG_XSAVE_C;
+	return FG_XSAVE_STD;
+}
+#else
+static uint32_t xsave_kind(void)
+{
+	return FG_XSAVE_NONE;
+}
+#endif
+
 /* A forked child is another thread id. */
 static void fg_atfork_child(void)
 {
@@ -630,6 +733,7 @@ int fgraph_start(const struct fgraph_config *c)
 
 	if (fg_tracer)
 		return -EALREADY;
+	fgraph__xsave = xsave_kind();
 	fg.clock = tc__clock_id();
 	ret = register_events();
 	if (ret)
@@ -646,9 +750,9 @@ int fgraph_start(const struct fgraph_config *c)
 	fg.cfg = *c;
 	fg.filtering = c->include || c->exclude;
 	fg.exit_id = fg.ev_exit->id;
-	fgraph__fast = c->tracer == FGRAPH_GRAPH && !fg.filtering &&
-		       !c->max_depth && !fg.thresh_ticks && !c->entries &&
-		       fg.clock == RING_CLOCK_TSC;
+	if (c->tracer == FGRAPH_GRAPH && !c->max_depth && !fg.thresh_ticks &&
+	    !c->entries && fg.clock == RING_CLOCK_TSC)
+		fgraph__fast = fg.filtering ? FG_FAST_FILTER : FG_FAST_PLAIN;
 	__atomic_store_n(&fg_tracer, c->tracer, __ATOMIC_RELEASE);
 	return 0;
 }

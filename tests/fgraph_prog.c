@@ -15,6 +15,11 @@
  * return and the caller, and must leave all of these unharmed. It
  * prints "sym" lines for the ones it called and exits 1 on a mismatch.
  *
+ * With "pages N" two threads each call a traced leaf N times, moving
+ * between the CPUs every 500 calls: the exit records cross many ring
+ * pages and buffers (the writer's cache of where it wrote last must
+ * follow them); the test counts them call by call.
+ *
  * Built with -pg, -pg -mfentry or -finstrument-functions (the test build
  * does each), linked with libtracecollect, run with TC_FTRACE set. main()
  * is not instrumented: it prints the address of every traced function
@@ -25,6 +30,7 @@
 #include "config.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
@@ -330,6 +336,41 @@ PLAIN static int vec_main(void)
 	return vec_bad;
 }
 
+/* ------------------------------------------- many pages, two CPUs */
+
+void pg_leaf(long i);
+TRACED void pg_leaf(long i) { fg_sink += (int)i; }
+
+/* Call pg_leaf (long)@arg times, hopping CPUs every 500 calls. */
+PLAIN static void *pages_loop(void *arg)
+{
+	long n = (long)arg, ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	cpu_set_t s;
+
+	for (long i = 0; i < n; i++) {
+		if (i % 500 == 0 && ncpu > 1) {
+			CPU_ZERO(&s);
+			CPU_SET((int)((i / 500) % 2), &s);
+			sched_setaffinity(0, sizeof(s), &s);
+		}
+		pg_leaf(i);
+	}
+	return NULL;
+}
+
+PLAIN static int pages_main(long n)
+{
+	pthread_t th;
+
+	printf("sym pg_leaf %#lx\n", (unsigned long)(uintptr_t)&pg_leaf);
+	fflush(stdout);
+	if (pthread_create(&th, NULL, pages_loop, (void *)n))
+		return 1;
+	pages_loop((void *)n);
+	pthread_join(th, NULL);
+	return 0;
+}
+
 #define SYM(f) printf("sym %s %#lx\n", #f, (unsigned long)(uintptr_t)&f)
 
 PLAIN static void print_syms(void)
@@ -353,6 +394,8 @@ PLAIN int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "vec"))
 		return vec_main();
+	if (argc > 2 && !strcmp(argv[1], "pages"))
+		return pages_main(atol(argv[2]));
 	print_syms();
 	handle(SIGUSR1, on_sig, 0);
 	handle(SIGUSR2, on_sig2, 0);

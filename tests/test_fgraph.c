@@ -252,7 +252,7 @@ static void run_prog(char *const argv[], char *const env[], struct run *r)
 	drain(r, ring);
 	ring_close(ring);
 	unlink(path);
-	ck_assert_uint_gt(r->nsyms, 2);
+	ck_assert_uint_gt(r->nsyms, 0);
 }
 
 static void run_free(struct run *r)
@@ -529,16 +529,24 @@ static void check_vec(char *const argv[], char *const env[])
 	run_free(&r);
 }
 
-/* Each hook, on its fast path and (a filter set) through C. */
+/* Each hook, on its fast path and (a filter set) through C; then
+ * through C with the C library's AVX2 string functions, which end in
+ * vzeroupper (glibc picks its EVEX ones on an AVX-512 CPU, which do not:
+ * the tunable turns them off), so that the upper bits of every vector
+ * argument register are cleared inside the hook unless it saved them. */
 static void check_vec_prog(const char *name)
 {
 	char prog[512];
 	char *argv[] = { prog, "vec", NULL };
 	char *filter[] = { "TC_FTRACE_FILTER=vec_*", NULL };
+	char *filter_avx2[] = { "TC_FTRACE_FILTER=vec_*",
+		"GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512F,-AVX512VL,"
+		"-AVX512BW,-AVX512DQ,-AVX512CD,-EVEX", NULL };
 
 	snprintf(prog, sizeof(prog), "%s/tests/%s", builddir(), name);
 	check_vec(argv, NULL);
 	check_vec(argv, filter);
+	check_vec(argv, filter_avx2);
 }
 
 START_TEST(vec_fentry)
@@ -556,6 +564,61 @@ END_TEST
 START_TEST(vec_cyg)
 {
 	check_vec_prog("fgraph_prog_cyg");
+}
+END_TEST
+
+/* ------------------------------------------ many pages, two CPUs */
+
+static int by_pid_time(const void *a, const void *b)
+{
+	const struct ev *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return by_time(a, b);
+}
+
+/*
+ * fgraph_prog "pages": two threads, PAGES_CALLS calls each, hopping CPUs
+ * every 500: each thread's exits are all there, once each, in call
+ * order (calltime not before the previous rettime), whatever ring page or
+ * CPU buffer they went to.
+ */
+#define PAGES_CALLS 20000
+
+START_TEST(many_pages)
+{
+	char prog[512], n[16];
+	char *argv[] = { prog, "pages", n, NULL };
+	/* 2 x 20000 x 44 bytes fit in 4 MiB per CPU: nothing is dropped
+	 * while the test reads only after the program exits */
+	char *env[] = { "TC_FTRACE_BUFFER_KB=4096", NULL };
+	struct run r;
+	size_t i = 0;
+	unsigned threads = 0;
+
+	snprintf(prog, sizeof(prog), "%s/tests/fgraph_prog_fentry",
+		 builddir());
+	snprintf(n, sizeof(n), "%d", PAGES_CALLS);
+	run_prog(argv, env, &r);
+	ck_assert_uint_eq(r.nev, 2 * PAGES_CALLS);
+	qsort(r.ev, r.nev, sizeof(*r.ev), by_pid_time);
+	while (i < r.nev) {
+		size_t first = i;
+
+		for (; i < r.nev && r.ev[i].pid == r.ev[first].pid; i++) {
+			ck_assert_int_eq(r.ev[i].kind, 1);
+			ck_assert_str_eq(sym(&r, r.ev[i].func), "pg_leaf");
+			ck_assert_uint_eq(r.ev[i].depth, 0);
+			if (i > first)
+				ck_assert_uint_ge(r.ev[i].calltime,
+						  r.ev[i - 1].rettime);
+		}
+		ck_assert_uint_eq(i - first, PAGES_CALLS);
+		threads++;
+	}
+	ck_assert_uint_eq(threads, 2);
+	run_free(&r);
 }
 END_TEST
 
@@ -773,7 +836,7 @@ static Suite *fgraph_suite(void)
 #if defined(__x86_64__)
 	tu_add_tests(tc, TU_TESTS(graph_fentry, graph_mcount, graph_cyg, filter_include,
 					filter_exclude_depth, filter_thresh, function_tracer,
-					vec_fentry, vec_mcount, vec_cyg));
+					vec_fentry, vec_mcount, vec_cyg, many_pages));
 #endif
 	suite_add_tcase(s, tc);
 	tc = tcase_create("aarch64");

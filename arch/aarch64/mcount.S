@@ -110,4 +110,13 @@ ENTRY(fgraph_arch_return)
 	br	x16
 END(fgraph_arch_return)
 
+/* uintptr_t fgraph_arch_call_whole(uintptr_t (*fn)(uintptr_t),
+ *                                  uintptr_t arg): a tail call here; the
+ * hook saves q0-q7, which are the vector argument registers whole. */
+ENTRY(fgraph_arch_call_whole)
+	mov	x16, x0
+	mov	x0, x1
+	br	x16
+END(fgraph_arch_call_whole)
+
 	.section .note.GNU-stack, "", %progbits

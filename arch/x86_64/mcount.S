@@ -52,6 +52,10 @@
  * when the guard is held, there is no shadow stack yet or it is full,
  * the top entry's key is not above the new one (a longjmp may have left
  * entries behind), or the slot already holds the trampoline (tail call).
+ * With a filter set (fgraph__fast == FG_FAST_FILTER) it first reads the
+ * filters' verdict for the function from the runtime's cache, the first
+ * slot the function's hash names, and goes on only when that slot says
+ * "traced"; a miss or any other answer is C's to give.
  */
 #include "arch/arch.h"
 #include "arch/asm.h"
@@ -137,7 +141,9 @@
 	SAVEQ	%rdx
 	SAVEQ	%rsi
 	SAVEQ	%rdi
-	leaq	\slot, %rsi			/* the parent slot: key, retp */
+	cmpl	$FG_FAST_PLAIN, fgraph__fast(%rip)
+	jne	9f				/* a filter set: ask its cache */
+6:	leaq	\slot, %rsi			/* the parent slot: key, retp */
 	movq	fgraph__self@gottpoff(%rip), %r11
 	cmpl	$0, %fs:FG_THREAD_BUSY(%r11)
 	jne	8f
@@ -188,6 +194,23 @@
 	LOADQ	%rcx
 	LOADQ	%rax
 	jmp	\slow
+	.cfi_adjust_cfa_offset 40
+	/* The filters' verdict for this function, from the first slot its
+	 * hash names in the runtime's cache (fgraph.c, traced()): go on
+	 * only if that slot holds this function, marked traced; anything
+	 * else (a miss, another probe, skip, not yet known) is C's. */
+9:	movq	40(%rsp), %rax			/* func */
+	movabsq	$FG_CACHE_MUL, %rdx
+	imulq	%rax, %rdx
+	shrq	$FG_CACHE_SHIFT, %rdx		/* the hash: the first slot */
+	leaq	fgraph__cache_key(%rip), %rcx
+	cmpq	%rax, (%rcx,%rdx,8)
+	jne	8b
+	leaq	fgraph__cache_val(%rip), %rcx
+	cmpb	$FG_CACHE_TRACE, (%rcx,%rdx)
+	jne	8b
+	jmp	6b
+	.cfi_adjust_cfa_offset -40
 .endm
 
 /* Go on into the traced function through fgraph_arch_call, which calls
@@ -272,5 +295,55 @@ fgraph_arch_return:
 	jmp	*%r11
 	.size	fgraph_arch_return, .-fgraph_arch_return
 END(fgraph_arch_call)
+
+/* The xsave area: SSE, AVX and ZMM_Hi256 (the upper halves of zmm0-15),
+ * in the standard form 1664 bytes (ZMM_Hi256 at 1152), less compacted. */
+#define XSAVE_MASK	0x46
+#define XSAVE_AREA	1664
+
+/* uintptr_t fgraph_arch_call_whole(uintptr_t (*fn)(uintptr_t),
+ *                                  uintptr_t arg); arch/arch.h */
+ENTRY(fgraph_arch_call_whole)
+	pushq	%rbp
+	.cfi_adjust_cfa_offset 8
+	.cfi_offset %rbp, -16
+	movq	%rsp, %rbp
+	.cfi_def_cfa_register %rbp
+	andq	$-64, %rsp
+	subq	$XSAVE_AREA, %rsp
+	movq	%rdi, %r11		/* fn */
+	movl	fgraph__xsave(%rip), %ecx
+	testl	%ecx, %ecx
+	jz	2f
+	xorl	%eax, %eax		/* the xsave header must be zero */
+	movq	%rax, 512(%rsp)
+	movq	%rax, 520(%rsp)
+	movq	%rax, 528(%rsp)
+	movq	%rax, 536(%rsp)
+	movq	%rax, 544(%rsp)
+	movq	%rax, 552(%rsp)
+	movq	%rax, 560(%rsp)
+	movq	%rax, 568(%rsp)
+	movl	$XSAVE_MASK, %eax
+	xorl	%edx, %edx
+	cmpl	$FG_XSAVE_C, %ecx
+	jne	1f
+	xsavec	(%rsp)
+	jmp	2f
+1:	xsave	(%rsp)
+2:	movq	%rsi, %rdi
+	call	*%r11
+	cmpl	$0, fgraph__xsave(%rip)
+	je	3f
+	movq	%rax, %rcx		/* fn's answer */
+	movl	$XSAVE_MASK, %eax
+	xorl	%edx, %edx
+	xrstor	(%rsp)
+	movq	%rcx, %rax
+3:	movq	%rbp, %rsp
+	popq	%rbp
+	.cfi_def_cfa %rsp, 8
+	ret
+END(fgraph_arch_call_whole)
 
 	.section .note.GNU-stack, "", %progbits
