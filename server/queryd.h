@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct importer;
 struct queryd;
 struct qauth_scopes;
 struct tls_files;
@@ -35,6 +36,7 @@ struct queryd_opts {
 	 */
 	const char *group;
 	const struct qauth_scopes *scopes;	/* who sees which hosts; NULL: none */
+	const struct qauth_scopes *import_rights;	/* `import` lines (queryd_import.c) */
 	const char *tls_listen;		/* HOST:PORT of the TLS query port; NULL: none */
 	const struct tls_files *tls;	/* its certificate, key and CA (tls_listen) */
 };
@@ -64,6 +66,7 @@ struct queryd_ingest {
 	/* batches received but not yet stored; bytes of the receive journal */
 	void (*backlog)(void *arg, uint64_t *unstored, uint64_t *journal_bytes);
 	void *arg;
+	struct importer *importer;	/* imports (server/importer.h); NULL: none */
 };
 
 /*

@@ -33,6 +33,7 @@
 #include "proto/qmsg.h"
 #include "proto/tls.h"
 #include "traceq/graph.h"
+#include "traceq/import.h"
 #include "traceq/output.h"
 #include "traceq/render.h"
 #include "traceq/tlsconn.h"
@@ -54,6 +55,9 @@ struct traceq_opts {
 	bool count, stats, drops, graph, sync;
 	bool time_raw;		/* --time raw: the trace clock */
 	bool no_host;		/* --no-host: no host column */
+	const char *import;	/* --import FILE (traceq/import.c) */
+	const char *name;	/* --name HOST, for --import */
+	bool force;		/* --force: --import under a live host's name */
 };
 
 static void usage(FILE *f)
@@ -63,6 +67,7 @@ static void usage(FILE *f)
 "       traceq [OPTIONS] --count QUERY\n"
 "       traceq [OPTIONS] --stats | --drops\n"
 "       traceq [OPTIONS] --graph \"funcgraph [where FILTER]\"\n"
+"       traceq [OPTIONS] --import FILE --name HOST [--force]\n"
 "\n"
 "Query the events a tracecollectd stored. QUERY is\n"
 "  EVENT [where FILTER]     e.g.  \"sched_switch where prev_pid == 0\"\n"
@@ -130,6 +135,22 @@ static void usage(FILE *f)
 "                       functions; entries rebuilt from the exits of\n"
 "                       threads that recorded exits only); FILTER\n"
 "                       selects the rows of both events (e.g. common_pid)\n"
+"      --import FILE    store the trace-cmd recording FILE (trace.dat version 6\n"
+"                       or 7, zstd-compressed or not; one instance's buffer)\n"
+"                       in the collector as host --name, through the same\n"
+"                       decoder and store as an agent's pages, with its\n"
+"                       formats, cmdlines, kernel symbols and trace clock\n"
+"                       (not its printk formats); its wall clock puts the\n"
+"                       last page at the file's modification time. The file\n"
+"                       is read whole first: a truncated or corrupt one is\n"
+"                       refused before anything is sent. A file stored\n"
+"                       already is not stored again (exit 0). Needs the\n"
+"                       import right (root or the collector's user over its\n"
+"                       ipc socket, or an `import` line of its config).\n"
+"                       Exit 0 stored, 1 the collector failed, 2 refused\n"
+"      --name HOST      the host name an --import is stored as\n"
+"      --force          --import under the name of a host an agent sends\n"
+"                       (stored beside it, as a host of its own)\n"
 "  -t, --timeout MS     give up on the server after MS milliseconds (default 10000)\n"
 "      --sync           first wait until the collector has stored everything\n"
 "                       it had received (it acknowledges pages to agents once\n"
@@ -195,6 +216,9 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		{ "cert", required_argument, NULL, 'C' },
 		{ "key", required_argument, NULL, 'K' },
 		{ "ca", required_argument, NULL, 'A' },
+		{ "import", required_argument, NULL, 'I' },
+		{ "name", required_argument, NULL, 'a' },
+		{ "force", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -231,6 +255,9 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		case 'D': o->stats = o->drops = true; break;
 		case 'g': o->graph = true; break;
 		case 'Y': o->sync = true; break;
+		case 'I': o->import = optarg; break;
+		case 'a': o->name = optarg; break;
+		case 'F': o->force = true; break;
 		case 'C': o->cert = optarg; break;
 		case 'K': o->key = optarg; break;
 		case 'A': o->ca = optarg; break;
@@ -244,12 +271,13 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		default: usage(stderr); return -1;
 		}
 	}
-	if (o->stats ? optind != argc : optind != argc - 1) {
-		fprintf(stderr, o->stats ? "traceq: --stats and --drops take no query\n"
+	if ((o->stats || o->import) ? optind != argc : optind != argc - 1) {
+		fprintf(stderr, o->import ? "traceq: --import takes no query\n" :
+			o->stats ? "traceq: --stats and --drops take no query\n"
 			: "traceq: expected one QUERY argument (quote it)\n");
 		return -1;
 	}
-	o->query = o->stats ? NULL : argv[optind];
+	o->query = o->stats || o->import ? NULL : argv[optind];
 	return 0;
 }
 
@@ -962,6 +990,42 @@ static int run_graph(struct client *c, const struct traceq_opts *o)
 	return ret ? ret : fflush(stdout) == 0 ? 0 : 1;
 }
 
+/* traceq --import's exchanges (import.h): @req out, *@rep in. */
+static int import_call(void *ctx, const struct proto_buf *req, struct qmsg_reply *rep)
+{
+	struct client *c = ctx;
+	struct proto_buf in;
+	char err[1024];
+	void *msg = NULL;
+	size_t len = 0;
+	int ret, rv;
+
+	if (c->tls) {
+		proto_buf_init(&in);
+		ret = tlsconn_call(c->tls, req->data, req->len, &in, err, sizeof(err));
+		if (ret == 0)
+			ret = qmsg_reply_decode(in.data, in.len, rep);
+		else
+			fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
+				c->o->server, err);
+		proto_buf_free(&in);
+		return ret < 0 ? 1 : 0;
+	}
+	rv = nng_send(c->sock, req->data, req->len, 0);
+	if (rv == 0)
+		rv = nng_recv(c->sock, &msg, &len, NNG_FLAG_ALLOC);
+	if (rv != 0) {
+		fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
+			c->o->server, nng_strerror(rv));
+		return 1;
+	}
+	ret = qmsg_reply_decode(msg, len, rep);
+	nng_free(msg, len);
+	if (ret < 0)
+		fprintf(stderr, "traceq: bad reply from the collector: %s\n", tc_strerror(ret));
+	return ret < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct traceq_opts o = {
@@ -978,10 +1042,17 @@ int main(int argc, char **argv)
 		return 2;
 	if (o.query && check_query(o.query) < 0)
 		return 2;
+	if (o.import && (!o.name || !*o.name)) {
+		fprintf(stderr, "traceq: --import FILE wants --name HOST: the host the "
+			"recording is stored as\n");
+		return 2;
+	}
 	ret = client_open(&c, &o);
 	if (ret < 0)
 		return ret == -2 ? 2 : 1;
-	if (o.stats)
+	if (o.import)
+		ret = import_run(o.import, o.name, o.force, import_call, &c);
+	else if (o.stats)
 		ret = run_stats(&c, &o);
 	else if (o.count)
 		ret = run_count(&c, &o);
