@@ -711,7 +711,9 @@ static void import(struct qworker *wk, const struct qimport_request *r,
 {
 	struct queryd_ingest in = ingest_get(wk->qd);
 	struct queryd_import_env env = { .im = in.importer, .store = wk->store,
-					 .rights = wk->qd->o.import_rights };
+					 .rights = wk->qd->o.import_rights,
+					 .received = in.received, .wait_stored = in.wait_stored,
+					 .arg = in.arg };
 
 	queryd_import(&env, r, who, out);
 	ingest_put(wk->qd);

@@ -38,6 +38,7 @@
 #include "server/store/store.h"
 
 #define RIGHT_GLOBS	64
+#define IMPORT_SYNC_MS	60000	/* BEGIN waits this long for what was received to be stored */
 
 static const char *const begin_cols[] = { "id", "state" };
 static const char *const end_cols[] = { "pages", "events" };
@@ -156,6 +157,14 @@ static int begin(const struct queryd_import_env *env, const struct qimport_reque
 		goto out;
 	if (!may_import(env->rights, who, m.hello.host, why, len)) {
 		ret = -EACCES;
+		goto out;
+	}
+	/* hosts whose agents' HELLOs were received are in the store first */
+	if (env->received && env->wait_stored &&
+	    env->wait_stored(env->arg, env->received(env->arg), IMPORT_SYNC_MS) < 0) {
+		snprintf(why, len, "the collector has not stored what it received within %d s: "
+			 "try again later", IMPORT_SYNC_MS / 1000);
+		ret = TC_ERR_TIMEOUT;
 		goto out;
 	}
 	ret = store_import_check(env->store, m.hello.host, mid, &live, &stored);

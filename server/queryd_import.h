@@ -8,6 +8,8 @@
 #ifndef SERVER_QUERYD_IMPORT_H
 #define SERVER_QUERYD_IMPORT_H
 
+#include <stdint.h>
+
 struct importer;
 struct proto_buf;
 struct qauth_scopes;
@@ -19,6 +21,10 @@ struct queryd_import_env {
 	struct importer *im;			/* NULL: this collector takes no imports */
 	struct store *store;			/* the worker's (read) */
 	const struct qauth_scopes *rights;	/* `import = IDENTITY [GLOBS]`; NULL: none */
+	/* what the collector received so far, and a wait until it is stored (queryd.h) */
+	uint64_t (*received)(void *arg);
+	int (*wait_stored)(void *arg, uint64_t mark, int timeout_ms);
+	void *arg;
 };
 
 /*
