@@ -22,7 +22,8 @@
 #    stored beside it with --force;
 #  - nobody (through the socket's group, without an import line) may query
 #    but not import, with the reason; with `import = user:nobody imp-*` nobody
-#    may import under imp-* names only;
+#    may import under imp-* names only; over the TLS query port a
+#    certificate without an import line may not, one with may;
 #  - a truncated and a corrupted file are refused (exit 2) naming the
 #    offset, and store nothing (no host row of that name).
 set -u
@@ -176,7 +177,24 @@ as nobody --import "$tmp/run/n.dat" --name imp-nobody > "$tmp/nobody.out" 2>&1; 
 check "... but not import without an import line (exit $rc: $(cat "$tmp/nobody.out"))" \
 	'[ "$rc" = 2 ] && grep -q "may not import" "$tmp/nobody.out"'
 kill "$collector_pid"; wait "$collector_pid"; collector_pid=
-tc_start_collector --query "ipc://$sock" --query-group nogroup --import "user:nobody imp-*"
+for n in alice bob; do
+	tc_certs_run client "$n" > /dev/null || { echo "FAIL: certificate helper: client $n"; exit 1; }
+done
+tc_start_collector --query "ipc://$sock" --query-group nogroup --import "user:nobody imp-*" \
+	--query-tls 127.0.0.1:0 --import "cert:alice tls-*"
+qtls=$(sed -n 's/^query_tls=//p' "$tmp/ready")
+# over the TLS query port, with NAME's client certificate
+tls_as() { local n=$1; shift; "$tq" -s "$qtls" -t 120000 --cert "$tmp/pki/client-$n.crt" \
+	--key "$tmp/pki/client-$n.key" --ca "$tmp/pki/ca.crt" "$@"; }
+cp "$tmp/v6.dat" "$tmp/tls.dat"; printf 'z' >> "$tmp/tls.dat"
+tls_as bob --import "$tmp/tls.dat" --name tls-bob > "$tmp/tls.out" 2>&1; rc=$?
+check "over TLS, a certificate without an import line may not import (exit $rc: $(cat "$tmp/tls.out"))" \
+	'[ "$rc" = 2 ] && grep -q "cert bob may not import" "$tmp/tls.out"'
+tls_as alice --import "$tmp/tls.dat" --name tls-alice > "$tmp/tls.out" 2>&1; rc=$?
+check "... with 'import = cert:alice tls-*' alice may (exit $rc: $(cat "$tmp/tls.out"))" \
+	'[ "$rc" = 0 ] && grep -q "^imported" "$tmp/tls.out"'
+check "... and the collector logs who imported" \
+	'grep -q "import by cert alice: import [0-9]* done" "$tmp/collector.log"'
 as nobody --import "$tmp/run/n.dat" --name other-nobody > "$tmp/nobody.out" 2>&1; rc=$?
 check "with 'import = user:nobody imp-*' not under other names (exit $rc)" \
 	'[ "$rc" = 2 ] && grep -q "lines allow other names" "$tmp/nobody.out"'

@@ -4,7 +4,8 @@
  * What goes to the collector, in order: BEGIN with a HELLO made from the
  * file (its CPUs, page size, long size, endianness, trace clock, kernel
  * release from the UNAME option; a clock sample that puts the file's last
- * page at the file's modification time, its only wall-clock hint), then
+ * page at the file's modification time, its only wall-clock hint, taken at
+ * its first page, which is when its kernel symbols hold from), then
  * the header page, every event format, the saved cmdlines (pid comm), the
  * kallsyms' text symbols (as an agent sends /proc/kallsyms), then the
  * pages CPU by CPU, numbered from 1, in batches, then END. The printk
@@ -40,7 +41,7 @@ struct imp {
 	void *ctx;
 	uint64_t id;
 	char digest[QIMPORT_DIGEST_LEN + 1];
-	uint64_t pages, last_ts;
+	uint64_t pages, first_ts, last_ts;	/* pages' header times (trace clock) */
 	int64_t mtime_ns;
 	char err[1024];
 };
@@ -104,9 +105,13 @@ static int check_file(struct imp *m)
 		sprintf(m->digest + 2 * i, "%02x", md[i]);
 	m->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
 	while ((ret = tracedat_next_page(m->td, &cpu, &page, &len, m->err, sizeof(m->err))) > 0) {
+		uint64_t ts = len >= 8 ? page_ts(m, page) : 0;
+
+		if (ts && (!m->first_ts || ts < m->first_ts))
+			m->first_ts = ts;
+		if (ts > m->last_ts)
+			m->last_ts = ts;
 		m->pages++;
-		if (len >= 8 && page_ts(m, page) > m->last_ts)
-			m->last_ts = page_ts(m, page);
 	}
 	if (ret < 0) {
 		fprintf(stderr, "traceq: cannot import: %s; nothing was sent\n", m->err);
@@ -195,7 +200,12 @@ static int begin(struct imp *m, const char *name, bool force, bool *stored)
 		.boot_id = "import", .kernel = kernel, .trace_clock = (char *)m->in->clock,
 		.ncpus = m->in->ncpus, .page_size = m->in->page_size,
 		.long_size = m->in->long_size, .big_endian = m->in->big_endian,
-		.clock = { m->last_ts, m->mtime_ns },
+		/*
+		 * The sample is the first page's time: the collector takes the
+		 * HELLO's time as when the kernel symbols came (programs.since),
+		 * and names no address of an event before it.
+		 */
+		.clock = { m->first_ts, m->mtime_ns - (int64_t)(m->last_ts - m->first_ts) },
 	};
 	proto_buf_init(&b);
 	ret = file ? proto_msg_encode(&h, &b) : -ENOMEM;
