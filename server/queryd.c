@@ -64,11 +64,13 @@
 #include "common/tc_error.h"
 #include "common/util.h"
 #include "proto/symbols.h"
+#include "proto/qimport.h"
 #include "proto/qmsg.h"
 #include "server/qauth.h"
 #include "server/queryd.h"
 #include "server/queryd_disc.h"
 #include "server/queryd_hist.h"
+#include "server/queryd_import.h"
 #include "server/queryd_sel.h"
 #include "server/queryd_tls.h"
 #include "server/store/store.h"
@@ -88,6 +90,7 @@ struct qslot {
 	nng_aio *aio;
 	enum slot_state state;
 	struct qmsg_request req;	/* decoded; freed once the reply is sent */
+	struct qimport_request imp;	/* an import request instead (imp.op != 0) */
 	uint64_t mark;			/* sync: what had been received on arrival */
 	int64_t deadline;		/* sync: util_now_ms() when it gives up */
 	uint32_t wait_ms;		/* sync: the wait, cut to sync_max_ms */
@@ -643,6 +646,20 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 	scopes_put(wk->qd, rules);
 }
 
+/* An import request (queryd_import.c), with the collector's importer. */
+static void import(struct qworker *wk, const struct qimport_request *r,
+		   const struct qauth_who *who, struct proto_buf *out)
+{
+	struct queryd_ingest in = ingest_get(wk->qd);
+	struct queryd_import_env env = { .im = in.importer, .store = wk->store,
+					 .rights = wk->qd->o.import_rights,
+					 .received = in.received, .wait_stored = in.wait_stored,
+					 .arg = in.arg };
+
+	queryd_import(&env, r, who, out);
+	ingest_put(wk->qd);
+}
+
 /* ---- slots: one request in flight each ---- */
 
 static void qlist_push(struct qlist *l, struct qslot *s)
@@ -688,6 +705,7 @@ static void slot_reply(struct qslot *s, const struct proto_buf *out)
 	int rv;
 
 	qmsg_request_free(&s->req);
+	qimport_request_free(&s->imp);
 	if (s->conn) {
 		qtls_reply(s->conn, out);
 		return;
@@ -800,6 +818,15 @@ void queryd_submit(struct qslot *s, const struct qauth_who *who, const void *buf
 	s->state = SLOT_BUSY;
 	s->t0 = util_now_ms();
 	s->who = *who;
+	if (len <= QIMPORT_MAX_REQUEST) {	/* an import's (queryd_import.c), or a query */
+		ret = qimport_request_decode(buf, len, &s->imp);
+		if (ret == 0) {
+			run_push(s->qd, s);
+			return;
+		}
+		if (ret == TC_ERR_MSG_UNKNOWN)
+			ret = TC_ERR_TOO_LONG;
+	}
 	if (len <= QMSG_MAX_REQUEST)
 		ret = qmsg_request_decode(buf, len, &s->req);
 	if (ret == TC_ERR_TOO_LONG) {
@@ -840,8 +867,10 @@ struct qslot *queryd_slot_new(struct queryd *qd, struct qtls_conn *conn)
 
 void queryd_slot_free(struct qslot *s)
 {
-	if (s)
+	if (s) {
 		qmsg_request_free(&s->req);
+		qimport_request_free(&s->imp);
+	}
 	free(s);
 }
 
@@ -886,7 +915,10 @@ static void *worker_main(void *arg)
 		if (atomic_load(&qd->stop))
 			break;
 		proto_buf_init(&out);
-		handle(wk, &s->req, &s->who, s->t0, &out);
+		if (s->imp.op)
+			import(wk, &s->imp, &s->who, &out);
+		else
+			handle(wk, &s->req, &s->who, s->t0, &out);
 		slot_reply(s, &out);
 		proto_buf_free(&out);
 	}

@@ -14,6 +14,7 @@
 
 #include "proto/tls.h"
 
+struct importer;
 struct queryd;
 struct qauth_scopes;
 struct tls_files;
@@ -38,6 +39,7 @@ struct queryd_opts {
 	const char *group;
 	/* who sees which hosts (NULL: no rules); until queryd_stop() or queryd_set_scopes() */
 	const struct qauth_scopes *scopes;
+	const struct qauth_scopes *import_rights;	/* `import` lines (queryd_import.c) */
 	const char *tls_listen;		/* HOST:PORT of the TLS query port; NULL: none */
 	const struct tls_files *tls;	/* its certificate, key and CA (tls_listen) */
 };
@@ -67,6 +69,7 @@ struct queryd_ingest {
 	/* batches received but not yet stored; bytes of the receive journal */
 	void (*backlog)(void *arg, uint64_t *unstored, uint64_t *journal_bytes);
 	void *arg;
+	struct importer *importer;	/* imports (server/importer.h); NULL: none */
 };
 
 /*

@@ -36,6 +36,8 @@ static int host_row(void *ctx, const struct store_host_info *h)
 	qmsg_put_int(w, h->ncpus);
 	put_cstr(w, h->trace_clock);
 	put_cstr(w, h->peer_subject);
+	/* an import's host row has machine_id "import:DIGEST" (queryd_import.c) */
+	put_cstr(w, h->machine_id && !strncmp(h->machine_id, "import:", 7) ? "import" : "agent");
 	qmsg_put_int(w, h->first_seen);
 	qmsg_put_int(w, h->last_seen);
 	put_cstr(w, h->boot_id);
@@ -48,10 +50,11 @@ static int host_row(void *ctx, const struct store_host_info *h)
 static int run_hosts(struct store *st, const struct store_query *hosts, struct qmsg_writer **w)
 {
 	static const char *const cols[] = {
-		"host", "kernel", "cpus", "trace_clock", "certificate", "first_seen",
-		"last_seen", "boot_id", "machine_id", "page_size", "clock_offset_ns",
+		"host", "kernel", "cpus", "trace_clock", "certificate", "source",
+		"first_seen", "last_seen", "boot_id", "machine_id", "page_size",
+		"clock_offset_ns",
 	};
-	int ret = qmsg_reply_begin(w, NULL, 11, cols);
+	int ret = qmsg_reply_begin(w, NULL, 12, cols);
 
 	if (ret == 0)
 		ret = store_hosts(st, hosts, host_row, *w);

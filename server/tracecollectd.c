@@ -40,6 +40,7 @@
 #include "server/filter_table.h"
 #include "server/hostlimit.h"
 #include "server/hostmap.h"
+#include "server/importer.h"
 #include "server/ingest.h"
 #include "server/journal.h"
 #include "server/notify.h"
@@ -64,6 +65,7 @@ struct settings {
 	char *query_tls;		/* HOST:PORT of the TLS query port */
 	char *query_ca;			/* CA of query clients; NULL: ca */
 	struct qauth_scopes scopes;	/* scope = IDENTITY GLOBS: config file, then command line */
+	struct qauth_scopes imports;	/* import = IDENTITY [GLOBS] */
 	char scope_err[512];
 	char *db;
 	char *cert, *key, *ca;
@@ -136,6 +138,12 @@ static void usage(FILE *f)
 "                           certificate none. Every query is logged: who, what,\n"
 "                           how many rows. Read again on SIGHUP (config file,\n"
 "                           then --scope): the next queries see the new scopes\n"
+"      --import 'IDENTITY [GLOB[,GLOB...]]'\n"
+"                           who may store trace-cmd recordings (traceq --import)\n"
+"                           and under which host names (no globs: any), with\n"
+"                           identities as for --scope (repeatable). Without a\n"
+"                           line only root and this collector's uid may, over\n"
+"                           the ipc socket\n"
 "      --query-threads N    queries answered at once, each by a thread with its\n"
 "                           own database reader (default 4, at most 64); more\n"
 "                           wait their turn\n"
@@ -456,6 +464,15 @@ static int apply_host_limit(struct settings *s, const char *key, const char *val
 	return TC_ERR_CONFIG_KEY;
 }
 
+/* `import = IDENTITY [GLOB,...]`: a scope line of its own; no globs: every name. */
+static int import_right(struct settings *s, const char *value)
+{
+	char spec[1024];
+
+	snprintf(spec, sizeof(spec), "%s%s", value, strpbrk(value, " \t") ? "" : " *");
+	return qauth_scope_parse(&s->imports, spec, s->scope_err, sizeof(s->scope_err));
+}
+
 /* One setting by its long-option name; used by the command line and -c. */
 static int apply(struct settings *s, const char *key, const char *value)
 {
@@ -466,6 +483,8 @@ static int apply(struct settings *s, const char *key, const char *value)
 	if (!strcmp(key, "query-ca")) return set_str(&s->query_ca, value);
 	if (!strcmp(key, "scope"))
 		return qauth_scope_parse(&s->scopes, value, s->scope_err, sizeof(s->scope_err));
+	if (!strcmp(key, "import"))
+		return import_right(s, value);
 	if (!strcmp(key, "db")) return set_str(&s->db, value);
 	if (!strcmp(key, "cert")) return set_str(&s->cert, value);
 	if (!strcmp(key, "key")) return set_str(&s->key, value);
@@ -541,6 +560,7 @@ static void settings_free(struct settings *s)
 	free(s->listen); free(s->query); free(s->db); free(s->journal_dir);
 	free(s->query_group); free(s->query_tls); free(s->query_ca);
 	qauth_scopes_free(&s->scopes);
+	qauth_scopes_free(&s->imports);
 	free(s->cert); free(s->key); free(s->ca); free(s->crl); free(s->ready_file);
 	free(s->group);
 	hostmap_free(s->hostmap);
@@ -661,6 +681,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "crl", required_argument, NULL, 30 },
 		{ "host-map", required_argument, NULL, 31 },
 		{ "group", required_argument, NULL, 32 },
+		{ "import", required_argument, NULL, 33 },
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -689,7 +710,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "c:fvhV", longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 32) {
+		if (c >= 1 && c <= 33) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'f')
@@ -710,6 +731,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	}
 	s->query_opts.group = s->query_group;
 	s->query_opts.scopes = &s->scopes;
+	s->query_opts.import_rights = &s->imports;
 	s->query_opts.tls_listen = s->query_tls;
 	return 0;
 }
@@ -1130,6 +1152,7 @@ static int run(struct settings *s)
 	struct tls_files qfiles = { s->cert, s->key, s->query_ca ? s->query_ca : s->ca, s->crl };
 	struct collector col = { .lim = s->lim, .hostmap = s->hostmap };
 	struct queryd *qd = NULL;
+	struct importer *im = NULL;
 	struct notify *nt = NULL;
 	struct ingest_opts io = { .commit_ms = COMMIT_MS, .queue_bytes = QUEUE_BYTES,
 				  .retain_age_ns = s->retain_age_ns,
@@ -1208,13 +1231,16 @@ static int run(struct settings *s)
 	if (ret == 0)
 		ret = queryd_start(s->query, s->db, &s->query_opts, &qd, qurl, sizeof(qurl));
 	conn_ingest_hooks(&col, &hooks);
+	if (ret == 0 && (ret = importer_new(col.base, &im)) == 0)
+		importer_wrap_hooks(im, &hooks);
 	if (ret == 0)
 		ret = ingest_start(col.base, col.store, &io, &hooks, &col.ing);
 	if (ret < 0)
 		goto out;
+	importer_set_ingest(im, col.ing);
 	hup.qd = qd;
 	queryd_set_ingest(qd, &(struct queryd_ingest){ sync_received, sync_stored,
-						      sync_backlog, &col });
+						      sync_backlog, &col, im });
 	sigs[0] = evsignal_new(col.base, SIGINT, stop_cb, &col);
 	sigs[1] = evsignal_new(col.base, SIGTERM, stop_cb, &col);
 	sigs[2] = evsignal_new(col.base, SIGHUP, hup_cb, &hup);
@@ -1248,12 +1274,14 @@ static int run(struct settings *s)
 	event_base_dispatch(col.base);
 	ret = 0;
 out:
+	importer_stop(im);	/* before the endpoint lets go of it: no call waits */
 	if (qd)
 		queryd_set_ingest(qd, NULL);
 	conn_close_all(&col);
 	notify_free(nt);
 	ingest_stop(col.ing);
 	queryd_stop(qd);
+	importer_free(im);
 	for (int i = 0; i < 3; i++)
 		if (sigs[i])
 			event_free(sigs[i]);

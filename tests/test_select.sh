@@ -134,7 +134,7 @@ check "-H sel-a -H sel-b ($ha + $hb) selects both hosts" \
 # ---- discovery ----
 traceq --hosts > "$tmp/hosts" 2>&1
 check "--hosts lists both hosts with kernel and CPUs" \
-	'grep -q "^sel-a .*$(uname -r) *$cpus " "$tmp/hosts" &&
+	'grep -q "^sel-a .*$(uname -r) *$cpus .* agent " "$tmp/hosts" &&
 	 grep -q "^sel-b " "$tmp/hosts"'
 traceq --events > "$tmp/events" 2>&1
 check "--events lists sched:sched_switch with its count" \

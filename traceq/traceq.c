@@ -38,6 +38,7 @@
 #include "traceq/discover.h"
 #include "traceq/graph.h"
 #include "traceq/hist_print.h"
+#include "traceq/import.h"
 #include "traceq/output.h"
 #include "traceq/render.h"
 #include "traceq/select.h"
@@ -63,6 +64,9 @@ struct traceq_opts {
 	bool time_raw;		/* --time raw: the trace clock */
 	bool no_host;		/* --no-host: no host column */
 	const char *sql;	/* --sql TEXT */
+	const char *import;	/* --import FILE (traceq/import.c) */
+	const char *name;	/* --name HOST, for --import */
+	bool force;		/* --force: --import under a live host's name */
 };
 
 static void usage(FILE *f)
@@ -75,6 +79,7 @@ static void usage(FILE *f)
 "       traceq [OPTIONS] --graph \"funcgraph [where FILTER]\"\n"
 "       traceq [OPTIONS] --sql \"SELECT ...\"\n"
 "       traceq [OPTIONS] --hist SPEC QUERY\n"
+"       traceq [OPTIONS] --import FILE --name HOST [--force]\n"
 "\n"
 "Query the events a tracecollectd stored. QUERY is\n"
 "  SELECTOR[,SELECTOR...] [where FILTER]\n"
@@ -183,6 +188,22 @@ static void usage(FILE *f)
 "                       event, e.g.\n"
 "                       --hist keys=next_comm:sort=hitcount.descending\n"
 "                       \"sched_switch where CPU == 1\"\n"
+"      --import FILE    store the trace-cmd recording FILE (trace.dat version 6\n"
+"                       or 7, zstd-compressed or not; one instance's buffer)\n"
+"                       in the collector as host --name, through the same\n"
+"                       decoder and store as an agent's pages, with its\n"
+"                       formats, cmdlines, kernel symbols and trace clock\n"
+"                       (not its printk formats); its wall clock puts the\n"
+"                       last page at the file's modification time. The file\n"
+"                       is read whole first: a truncated or corrupt one is\n"
+"                       refused before anything is sent. A file stored\n"
+"                       already is not stored again (exit 0). Needs the\n"
+"                       import right (root or the collector's user over its\n"
+"                       ipc socket, or an `import` line of its config).\n"
+"                       Exit 0 stored, 1 the collector failed, 2 refused\n"
+"      --name HOST      the host name an --import is stored as\n"
+"      --force          --import under the name of a host an agent sends\n"
+"                       (stored beside it, as a host of its own)\n"
 "  -t, --timeout MS     give up on the server after MS milliseconds (default 10000)\n"
 "      --sync           first wait until the collector has stored everything\n"
 "                       it had received (it acknowledges pages to agents once\n"
@@ -259,6 +280,9 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		{ "cert", required_argument, NULL, 'C' },
 		{ "key", required_argument, NULL, 'K' },
 		{ "ca", required_argument, NULL, 'A' },
+		{ "import", required_argument, NULL, 'I' },
+		{ "name", required_argument, NULL, 'a' },
+		{ "force", no_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ 0 }
@@ -311,6 +335,9 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		case 'Q': o->sql = optarg; break;
 		case 'G': o->hist = optarg; break;
 		case 'Y': o->sync = true; break;
+		case 'I': o->import = optarg; break;
+		case 'a': o->name = optarg; break;
+		case 'O': o->force = true; break;
 		case 'C': o->cert = optarg; break;
 		case 'K': o->key = optarg; break;
 		case 'A': o->ca = optarg; break;
@@ -339,12 +366,17 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 	}
 	if (o->list)
 		return tq_discover_args(o->list, argc - optind, argv + optind, &o->query);
-	if (o->stats ? optind != argc : optind != argc - 1) {
-		fprintf(stderr, o->stats ? "traceq: --stats and --drops take no query\n"
+	if (o->import && (o->stats || o->count || o->graph || o->list || o->hist || o->sql)) {
+		fprintf(stderr, "traceq: --import goes with no other request\n");
+		return -1;
+	}
+	if ((o->stats || o->import) ? optind != argc : optind != argc - 1) {
+		fprintf(stderr, o->import ? "traceq: --import takes no query\n" :
+			o->stats ? "traceq: --stats and --drops take no query\n"
 			: "traceq: expected one QUERY argument (quote it)\n");
 		return -1;
 	}
-	o->query = o->stats ? NULL : argv[optind];
+	o->query = o->stats || o->import ? NULL : argv[optind];
 	return 0;
 }
 
@@ -1275,6 +1307,42 @@ static int run_hist(struct client *c, const struct traceq_opts *o)
 	return fflush(stdout) == 0 ? 0 : 1;
 }
 
+/* traceq --import's exchanges (import.h): @req out, *@rep in. */
+static int import_call(void *ctx, const struct proto_buf *req, struct qmsg_reply *rep)
+{
+	struct client *c = ctx;
+	struct proto_buf in;
+	char err[1024];
+	void *msg = NULL;
+	size_t len = 0;
+	int ret, rv;
+
+	if (c->tls) {
+		proto_buf_init(&in);
+		ret = tlsconn_call(c->tls, req->data, req->len, &in, err, sizeof(err));
+		if (ret == 0)
+			ret = qmsg_reply_decode(in.data, in.len, rep);
+		else
+			fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
+				c->o->server, err);
+		proto_buf_free(&in);
+		return ret < 0 ? 1 : 0;
+	}
+	rv = nng_send(c->sock, req->data, req->len, 0);
+	if (rv == 0)
+		rv = nng_recv(c->sock, &msg, &len, NNG_FLAG_ALLOC);
+	if (rv != 0) {
+		fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
+			c->o->server, nng_strerror(rv));
+		return 1;
+	}
+	ret = qmsg_reply_decode(msg, len, rep);
+	nng_free(msg, len);
+	if (ret < 0)
+		fprintf(stderr, "traceq: bad reply from the collector: %s\n", tc_strerror(ret));
+	return ret < 0 ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct traceq_opts o = {
@@ -1295,10 +1363,17 @@ int main(int argc, char **argv)
 		o.query = NULL;
 	if (o.hist && check_hist(o.hist) < 0)
 		return 2;
+	if (o.import && (!o.name || !*o.name)) {
+		fprintf(stderr, "traceq: --import FILE wants --name HOST: the host the "
+			"recording is stored as\n");
+		return 2;
+	}
 	ret = client_open(&c, &o);
 	if (ret < 0)
 		return ret == -2 ? 2 : 1;
-	if (o.sql)
+	if (o.import)
+		ret = import_run(o.import, o.name, o.force, import_call, &c);
+	else if (o.sql)
 		ret = run_sql(&c, &o);
 	else if (o.list)
 		ret = run_discover(&c, &o);

@@ -428,6 +428,7 @@ static const struct store_ops sq_ops = {
 	.program = sq_program,
 	.symbol = sq_symbol,
 	.host_find = sq_host_find,
+	.import_check = sq_import_check,
 	.kallsyms_held = sq_kallsyms_held,
 	.symbol_name = sq_symbol_name,
 	.schema_get = sq_schema_get,

@@ -382,6 +382,9 @@ int sq_symbol(struct store *s, uint64_t program_id, uint64_t addr, uint64_t size
 int sq_kallsyms_held(struct store *s, uint64_t host_id, const char *boot_id, bool *held);
 int sq_host_find(struct store *s, const char *name, const struct store_scope *scope,
 		 uint64_t *host_id);
+/* sqlite_import.c */
+int sq_import_check(struct store *s, const char *name, const char *machine_id, bool *live,
+		    bool *stored);
 int sq_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
 		   uint64_t addr, char *buf, size_t len);
 

@@ -291,6 +291,14 @@ int store_host_find(struct store *s, const char *name, const struct store_scope 
 	return store_enter(s) ?: s->ops->host_find(s, name, scope, host_id);
 }
 
+int store_import_check(struct store *s, const char *name, const char *machine_id, bool *live,
+		       bool *stored)
+{
+	if (!s || !name || !machine_id || !live || !stored)
+		return -EINVAL;
+	return store_enter(s) ?: s->ops->import_check(s, name, machine_id, live, stored);
+}
+
 int store_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
 		      uint64_t addr, char *buf, size_t len)
 {

@@ -307,6 +307,15 @@ struct store_scope;
 int store_host_find(struct store *s, const char *name, const struct store_scope *scope,
 		    uint64_t *host_id);
 
+/*
+ * store_import_check - before an import (traceq --import) of the file whose
+ * host row would have @machine_id ("import:DIGEST") under host name @name:
+ * *@live, whether an agent's host (not an import) has that name; *@stored,
+ * whether that file is stored already. Return: 0; TC_ERR_DB.
+ */
+int store_import_check(struct store *s, const char *name, const char *machine_id, bool *live,
+		       bool *stored);
+
 /* store_cmdlines - remember pid -> comm pairs of @host_id (replacing older ones). */
 int store_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c);
 

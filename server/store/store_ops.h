@@ -138,6 +138,8 @@ struct store_ops {
 	/* ---- read side: the query endpoint's thread (and tests) ---- */
 	int (*host_find)(struct store *s, const char *name, const struct store_scope *scope,
 			 uint64_t *host_id);
+	int (*import_check)(struct store *s, const char *name, const char *machine_id,
+			    bool *live, bool *stored);
 	int (*symbol_name)(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
 			   uint64_t addr, char *buf, size_t len);
 	int (*schema_get)(struct store *s, const char *system, const char *event,
