@@ -471,6 +471,67 @@ static int run_symbols(struct qworker *wk, const struct qmsg_request *r,
 	return ret ? ret : reply_end(wk->qd, w, false, 0, 0, 0, out);
 }
 
+/* At most this much printk_formats text in one reply (QMSG_MAX_WIRE is 4 MiB). */
+#define QUERYD_PRINTK_BYTES	(2u << 20)
+
+struct printk_rows {
+	struct qmsg_writer *w;
+	size_t bytes;
+};
+
+static int printk_row(void *ctx, uint64_t addr, const char *fmt)
+{
+	struct printk_rows *p = ctx;
+	size_t len = strlen(fmt);
+
+	if (p->bytes + len > QUERYD_PRINTK_BYTES)
+		return 1;	/* enough: the rest is left out */
+	p->bytes += len + 16;
+	qmsg_put_uint(p->w, addr);
+	qmsg_put_str(p->w, fmt, len);
+	return 0;
+}
+
+/*
+ * Printk formats: the kernel's printk_formats of host @r->host (exact
+ * name) as of wall-clock @r->to_ts (0: now), for traceq to hand to
+ * libtraceevent. Rows: addr, fmt (the kernel's text, quotes included), in
+ * address order, at most QMSG_MAX_ROWS and QUERYD_PRINTK_BYTES of text. A
+ * host outside the asker's @scope (NULL: all) answers as an unknown one:
+ * no rows.
+ */
+static int run_printk(struct qworker *wk, const struct qmsg_request *r,
+		      const struct store_scope *scope, struct proto_buf *out, uint64_t *rows)
+{
+	static const char *const cols[] = { "addr", "fmt" };
+	struct printk_rows p = { 0 };
+	uint64_t host_id = 0;
+	int ret, found;
+
+	if (!r->host)
+		return qmsg_reply_error(TC_ERR_MSG_MISSING, "printk: which host?", -1, -1, out);
+	found = store_host_find(wk->store, r->host, scope, &host_id);
+	if (found < 0 && found != -ENOENT)
+		return found;
+	ret = qmsg_reply_begin(&p.w, NULL, 2, cols);
+	if (ret == 0 && found == 0) {
+		ret = store_printk_list(wk->store, host_id, r->to_ts ? r->to_ts : INT64_MAX,
+					QMSG_MAX_ROWS, printk_row, &p);
+		ret = ret > 0 ? 0 : ret;
+	}
+	if (ret < 0 && p.w) {	/* qmsg_reply_end() frees the writer */
+		struct proto_buf junk;
+
+		proto_buf_init(&junk);
+		qmsg_reply_end(p.w, false, 0, 0, 0, &junk);
+		proto_buf_free(&junk);
+	}
+	if (ret < 0)
+		return ret;
+	*rows = qmsg_reply_rows(p.w);
+	return reply_end(wk->qd, p.w, false, 0, 0, 0, out);
+}
+
 static int run_count(struct qworker *wk, struct compiled *c, struct proto_buf *out,
 		     uint64_t *rows)
 {
@@ -618,7 +679,8 @@ static int run_drops(struct qworker *wk, const struct store_query *hosts,
 	return reply_end(wk->qd, w, ret > 0, 0, 0, 0, out);
 }
 
-static const char *const op_names[] = { "?", "select", "count", "stats", "drops" };
+static const char *const op_names[] = { "?", "select", "count", "stats", "drops",
+					"symbols" };
 
 /*
  * The log line of a query: who asked, what (the text escaped, the host
@@ -630,7 +692,8 @@ static void log_query(const struct qauth_who *who, const struct qmsg_request *r,
 	char w[QAUTH_NAME_MAX * 4 + 64], q[LOG_ESC_LEN], h[LOG_ESC_LEN];
 
 	log_info("query from %s: %s%s%s%s%s%s: %s in %lld ms", qauth_who_str(who, w, sizeof(w)),
-		 op_names[r->op <= QOP_DROPS ? r->op : 0], r->query ? " '" : "",
+		 r->op == QOP_PRINTK ? "printk" : op_names[r->op <= QOP_SYMBOLS ? r->op : 0],
+		 r->query ? " '" : "",
 		 r->query ? log_escape(r->query, q, sizeof(q)) : "", r->query ? "'" : "",
 		 r->host ? " host=" : "", r->host ? log_escape(r->host, h, sizeof(h)) : "",
 		 result, (long long)(util_now_ms() - t0));
@@ -680,6 +743,8 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 		ret = run_drops(wk, &hosts, out, &rows);
 	else if (r->op == QOP_SYMBOLS)
 		ret = run_symbols(wk, r, hosts.scope, out);
+	else if (r->op == QOP_PRINTK)
+		ret = run_printk(wk, r, hosts.scope, out, &rows);
 	else if ((ret = compile(wk, r, &c, out)) == 0) {
 		c.read.scope = hosts.scope;
 		ret = r->op == QOP_COUNT ? run_count(wk, &c, out, &rows) :

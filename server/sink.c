@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/ring.h"
 #include "common/tc_error.h"
+#include "proto/printk.h"
 #include "proto/symbols.h"
 #include "server/journal.h"
 #include "server/sink.h"
@@ -430,6 +431,43 @@ static int sink_symbols(struct sink *s, const struct sink_env *env,
 	return ret;
 }
 
+struct printk_ctx {
+	struct store *store;
+	uint64_t host_id;
+	const char *boot_id;
+	int64_t since;
+	size_t lines;
+};
+
+static int printk_store(void *arg, uint64_t addr, const char *fmt, size_t len)
+{
+	struct printk_ctx *c = arg;
+
+	c->lines++;
+	return store_printk_put(c->store, c->host_id, c->boot_id, c->since, addr, fmt, len);
+}
+
+/*
+ * MSG_PRINTK: lines of the kernel's printk_formats, kept per host and
+ * boot. Accepted from any agent (a journal replay does not know what
+ * WELCOME asked); a line already stored is left as it is.
+ */
+static int sink_printk(struct sink *s, const struct sink_env *env, const struct proto_printk *m)
+{
+	struct printk_ctx c = { env->store, s->host_id, s->boot_id, s->hello_realtime, 0 };
+	size_t line = 0;
+	int ret = proto_printk_parse(m->text, m->len, printk_store, &c, &line);
+
+	char h[LOG_ESC_LEN];
+
+	if (ret == TC_ERR_MSG_MALFORMED)
+		log_warn("host %s: bad printk_formats line %zu", sink_host(s, h, sizeof(h)), line);
+	else if (ret == 0)
+		log_info("host %s: %zu printk formats of this boot", sink_host(s, h, sizeof(h)),
+			 c.lines);
+	return ret;
+}
+
 static int flush_group_counters(struct sink *s, struct store *store)
 {
 	int ret = 0;
@@ -492,7 +530,8 @@ static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_h
 	s->pushdown = env->pushdown && h->pushdown;
 	reply->kind = SINK_REPLY_WELCOME;
 	reply->host_id = s->host_id;
-	return store_kallsyms_held(env->store, s->host_id, h->boot_id, &reply->kallsyms);
+	return store_kallsyms_held(env->store, s->host_id, h->boot_id, &reply->kallsyms) ?:
+	       store_printk_held(env->store, s->host_id, h->boot_id, &reply->printk_held);
 }
 
 static int sink_format(struct sink *s, const struct sink_env *env, const struct proto_format *f)
@@ -559,6 +598,8 @@ int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
 		return sink_group_add(s, env, &m->group);
 	case MSG_SYMBOLS:
 		return sink_symbols(s, env, &m->symbols);
+	case MSG_PRINTK:
+		return sink_printk(s, env, &m->printk);
 	case MSG_FORMAT:
 		return sink_format(s, env, &m->format);
 	case MSG_CMDLINES:

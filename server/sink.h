@@ -118,6 +118,7 @@ struct sink_reply {
 	} kind;
 	uint64_t host_id;		/* WELCOME */
 	bool kallsyms;			/* WELCOME: this boot's kernel symbols are stored */
+	bool printk_held;		/* WELCOME: so are its printk_formats */
 	uint64_t pages, events;		/* DONE: stored this session */
 };
 
