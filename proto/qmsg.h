@@ -37,12 +37,14 @@ enum qmsg_op {
 	QOP_STATS,		/* per host/CPU counters */
 	QOP_DROPS,		/* events not kept: per host, event and reason */
 	QOP_SYMBOLS,		/* name code addresses of one host */
+	QOP_PRINTK = 20,	/* one host's printk_formats (of the boot up at to_ts) */
 };
 
 struct qmsg_request {
 	enum qmsg_op op;
 	char *query;		/* "EVENT [where FILTER]"; NULL for stats, drops;
-				 * symbols: hex addresses, blank-separated */
+				 * symbols: hex addresses, blank-separated;
+				 * printk: NULL */
 	uint32_t limit;		/* rows wanted in this reply, <= QMSG_MAX_ROWS */
 	int64_t after_ts;	/* keyset paging: continue after (ts, id) */
 	uint64_t after_id;	/* 0: from the start */

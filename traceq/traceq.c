@@ -598,11 +598,91 @@ static int syms_fetch(struct client *c, struct syms *t, int64_t at)
 	return ret;
 }
 
+/*
+ * The printk_formats of each host of an answer (QOP_PRINTK), fetched at the
+ * renderer's first row of the host: libtraceevent prints the strings events
+ * point at (tracepoint_string, trace_printk) from them.
+ */
+#define PRINTK_HOSTS_MAX	4096
+
+struct printk_host {
+	char *host;
+	size_t n;
+	uint64_t *addr;
+	char **fmt;
+};
+
+struct printks {
+	struct client *c;
+	struct printk_host *h;
+	size_t n;
+};
+
+static void printk_host_take(struct printk_host *h, const struct qmsg_reply *rep)
+{
+	h->addr = calloc(rep->nrows + 1, sizeof(*h->addr));
+	h->fmt = calloc(rep->nrows + 1, sizeof(*h->fmt));
+	for (uint32_t i = 0; h->addr && h->fmt && rep->ncols == 2 && i < rep->nrows; i++) {
+		const struct qmsg_value *row = &rep->vals[i * 2];
+
+		if (row[0].kind != QV_UINT || row[1].kind != QV_STR)
+			continue;
+		h->addr[h->n] = row[0].u;
+		h->fmt[h->n] = strdup(row[1].s.p);
+		h->n += h->fmt[h->n] != NULL;
+	}
+}
+
+/* The renderer's render_printk_fn: @host's table, asked for once. */
+static size_t printks_get(void *ctx, const char *host, int64_t wall_ns, const uint64_t **addr,
+			  char *const **fmt)
+{
+	struct printks *t = ctx;
+	struct qmsg_request req = { .op = QOP_PRINTK, .host = (char *)host, .to_ts = wall_ns };
+	struct printk_host *h = NULL;
+	struct qmsg_reply rep;
+	void *p;
+
+	for (size_t i = 0; i < t->n && !h; i++)
+		if (!strcmp(t->h[i].host, host))
+			h = &t->h[i];
+	if (!h) {
+		if (t->n >= PRINTK_HOSTS_MAX || !(p = realloc(t->h, (t->n + 1) * sizeof(*t->h))))
+			return 0;
+		t->h = p;
+		h = &t->h[t->n];
+		*h = (struct printk_host){ .host = strdup(host) };
+		if (!h->host)
+			return 0;
+		t->n++;
+		if (client_call(t->c, &req, &rep) == 0) {
+			printk_host_take(h, &rep);
+			qmsg_reply_free(&rep);
+		}
+	}
+	*addr = h->addr;
+	*fmt = h->fmt;
+	return h->n;
+}
+
+static void printks_free(struct printks *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		for (size_t j = 0; j < t->h[i].n; j++)
+			free(t->h[i].fmt[j]);
+		free(t->h[i].fmt);
+		free(t->h[i].addr);
+		free(t->h[i].host);
+	}
+	free(t->h);
+}
+
 struct out {
 	const struct traceq_opts *o;
 	struct client *c;
 	struct render *render;		/* text and kernel */
 	struct syms syms;
+	struct printks printks;
 	struct out_keys keys;		/* json and csv */
 	bool keys_made, warned;
 	int host_width;			/* > 0: a leading host column */
@@ -756,6 +836,7 @@ static void out_free(struct out *out)
 	free(out->lines);
 	render_free(out->render);
 	syms_free(&out->syms);
+	printks_free(&out->printks);
 	if (out->keys_made)
 		out_keys_free(&out->keys);
 }
@@ -766,7 +847,7 @@ static int run_select(struct client *c, const struct traceq_opts *o)
 		.op = QOP_SELECT, .query = (char *)o->query, .host = (char *)o->host,
 		.from_ts = o->from_ts, .to_ts = o->to_ts,
 	};
-	struct out out = { .o = o, .c = c };
+	struct out out = { .o = o, .c = c, .printks = { .c = c } };
 	uint64_t printed = 0;
 	struct qmsg_reply rep;
 	int ret = 0;
@@ -777,6 +858,8 @@ static int run_select(struct client *c, const struct traceq_opts *o)
 		fprintf(stderr, "traceq: out of memory\n");
 		return 1;
 	}
+	if (out.render)
+		render_set_printk(out.render, printks_get, &out.printks);
 	out.host_width = host_width(c, o);
 	do {
 		req.limit = TRACEQ_PAGE_ROWS;
