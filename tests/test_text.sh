@@ -43,7 +43,7 @@ trap text_cleanup EXIT
 tc_certs
 tc_start_collector
 
-"$top_builddir/traceagent" --connect "$listen" -e sched -e irq -e timer -e ipi \
+"$top_builddir/traceagent" --connect "$listen" -e sched -e irq -e timer -e ipi -e rcu:rcu_utilization \
 	--trace-clock mono --cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" \
 	--ca "$tmp/pki/ca.crt" --name text-host --no-user --instance "tc-text-$$-a" \
 	> "$tmp/agent.out" 2> "$tmp/agent.err" &
@@ -57,17 +57,17 @@ check "the agent connected" 'grep -q "agent text-host (" "$tmp/collector.log" ||
 
 k="$tracing/instances/$k_inst"
 mkdir "$k" && echo mono > "$k/trace_clock" && echo 0 > "$k/options/hash-ptr" &&
-	for s in sched irq timer; do echo 1 > "$k/events/$s/enable"; done
+	for s in sched irq timer rcu/rcu_utilization; do echo 1 > "$k/events/$s/enable"; done
 check "the kernel's instance is set up" '[ "$(cat "$k/events/sched/enable")" = 1 ]'
 
-trace-cmd record -B "$tc_inst" -C mono -d --no-filter -e sched -e irq -e timer \
+trace-cmd record -B "$tc_inst" -C mono -d --no-filter -e sched -e irq -e timer -e rcu:rcu_utilization \
 	-o "$tmp/tc.dat" sh -c 'for i in $(seq 20); do sleep 0.01; ls / > /dev/null; done' \
 	> "$tmp/record.log" 2>&1
 echo 0 > "$k/tracing_on"
 kill -INT "$agent_pid"; wait "$agent_pid"; agent_rc=$?; agent_pid=
 check "agent exits 0" '[ "$agent_rc" = 0 ] || { cat "$tmp/agent.err"; false; }'
 cat "$k/trace" > "$tmp/kernel.txt"
-for s in sched irq timer; do echo 0 > "$k/events/$s/enable"; done
+for s in sched irq timer rcu/rcu_utilization; do echo 0 > "$k/events/$s/enable"; done
 rmdir "$k" "$tracing/instances/$tc_inst" 2>/dev/null
 
 trace-cmd report -i "$tmp/tc.dat" > "$tmp/tc.txt" 2> "$tmp/report.err"
@@ -114,6 +114,14 @@ check "at most 3% of the lines with a pid our cmdlines did not name ($(val comm_
 	'[ $(( $(val comm_unknown) * 100 )) -le "$(( 3 * $(val matched) ))" ]'
 check "at most 1% of the events seen by only one side" \
 	'[ $(( ($(val a_only) + $(val b_only)) * 100 )) -le "$(val matched)" ]'
+# rcu_utilization prints "%s" of a const char *: a tracepoint_string whose
+# text only printk_formats holds (trace-cmd report prints it from its
+# trace.dat's copy; without it libtraceevent prints the bare address)
+grep " rcu_utilization: " "$tmp/ours.txt" > "$tmp/rcu.txt"
+check "rcu_utilization printed through printk_formats ($(grep -c "context switch" "$tmp/rcu.txt") of $(wc -l < "$tmp/rcu.txt") lines)" \
+	'grep -q "rcu_utilization: *Start context switch$" "$tmp/rcu.txt" &&
+	 ! grep -qE "rcu_utilization: *[0-9a-f]{8,}$" "$tmp/rcu.txt" ||
+	 { grep -m3 -E "rcu_utilization: *[0-9a-f]{8,}$" "$tmp/rcu.txt"; false; }'
 
 # The kernel's own text, for the sched and irq events: libtraceevent's
 # print fmt without plugins. The timer events are left out: the kernel
@@ -211,6 +219,12 @@ traceq --count sched_switch > /dev/null	# --sync: everything stored
 kernel_tables=$(sqlite3 "$tmp/trace.db" "SELECT count(*) FROM programs WHERE grp = 0")
 check "kernel symbols stored once per host and boot ($kernel_tables tables for 2 hosts)" \
 	'[ "$kernel_tables" = 2 ] && grep -q "kernel symbols of this boot" "$tmp/agent3.out"'
+# printk_formats likewise: the collector asks for them only when it holds
+# none of the boot (WELCOME's printk_formats)
+printk_sent=$(grep -c "printk formats of this boot" "$tmp/collector.log")
+printk_boots=$(sqlite3 "$tmp/trace.db" "SELECT count(DISTINCT host_id || ' ' || boot_id) FROM printk_formats")
+check "printk_formats sent once per host and boot ($printk_sent times, $printk_boots tables for 2 hosts)" \
+	'[ "$printk_sent" = 2 ] && [ "$printk_boots" = 2 ]'
 
 check "no tracefs instance left behind" \
 	'! ls "$tracing/instances" | grep -q "tc-text-$$\|tc_text_.*_$$"'
