@@ -73,6 +73,26 @@ int proto_printk_parse(const char *text, size_t len,
 	return 0;
 }
 
+size_t proto_printk_clean(char *text, size_t len)
+{
+	size_t in = 0, out = 0, n, flen;
+	const char *nl, *fmt;
+	uint64_t addr;
+
+	while (in < len) {
+		nl = memchr(text + in, '\n', len - in);
+		if (!nl)
+			break;
+		n = (size_t)(nl - (text + in));
+		if (parse_line(text + in, n, &addr, &fmt, &flen) == 0) {
+			memmove(text + out, text + in, n + 1);
+			out += n + 1;
+		}
+		in += n + 1;
+	}
+	return out;
+}
+
 size_t proto_printk_chunk(const char *text, size_t len)
 {
 	size_t end = 0;

@@ -39,6 +39,15 @@ int proto_printk_parse(const char *text, size_t len,
 		       void *ctx, size_t *bad_line);
 
 /*
+ * proto_printk_clean - drop from @text[0..@len) (in place) every line
+ * proto_printk_parse() would refuse, and a last line without '\n': what
+ * the agent sends is then whole good lines (a string the kernel wrote
+ * with a raw control byte, or longer than PROTO_PRINTK_MAX_FMT, is left
+ * out rather than failing the connection). Return: the length left.
+ */
+size_t proto_printk_clean(char *text, size_t len);
+
+/*
  * proto_printk_chunk - the length of the longest prefix of @text[0..@len)
  * that is whole lines and at most PROTO_PRINTK_CHUNK bytes: what one
  * MSG_PRINTK carries. A line that does not fit alone (or a last line

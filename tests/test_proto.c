@@ -1630,6 +1630,23 @@ START_TEST(test_printk_long_format)
 }
 END_TEST
 
+/* The agent keeps the good lines only. */
+START_TEST(test_printk_clean)
+{
+	char text[] = "0x1 : \"a\"\n"
+		      "0x2 : \"b\x1b\"\n"		/* control byte: out */
+		      "junk\n"
+		      "0x3 : \"c\\n\"\n"
+		      "0x4 : \"cut";			/* no newline: out */
+	static const char want[] = "0x1 : \"a\"\n0x3 : \"c\\n\"\n";
+	size_t n = proto_printk_clean(text, strlen(text));
+
+	ck_assert_uint_eq(n, strlen(want));
+	ck_assert_mem_eq(text, want, n);
+	ck_assert_int_eq(proto_printk_parse(text, n, printk_count_fn, NULL, NULL), 0);
+}
+END_TEST
+
 /* The agent's cut: whole lines, at most PROTO_PRINTK_CHUNK bytes. */
 START_TEST(test_printk_chunk)
 {
@@ -1800,7 +1817,7 @@ static Suite *proto_suite(void)
 	tcase_add_loop_test(msg, test_msg_every_prefix, MSG_PRINTK, MSG_PRINTK + 1);
 	tcase_add_loop_test(msg, test_msg_trailing_bytes, MSG_PRINTK, MSG_PRINTK + 1);
 	tu_add_tests(msg, TU_TESTS(test_msg_tgids_limits, test_printk_parse,
-				   test_printk_long_format, test_printk_chunk));
+				   test_printk_long_format, test_printk_chunk, test_printk_clean));
 	tcase_add_loop_test(msg, test_printk_rejects, 0, ARRAY_SIZE(bad_printk_texts));
 	suite_add_tcase(s, msg);
 
