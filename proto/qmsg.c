@@ -123,7 +123,8 @@ static int request_field(struct qmsg_request *r, const msgpack_object_kv *kv,
 		return proto_mp_u32(v, version);
 	if (proto_mp_str_is(k, "op")) {
 		ret = proto_mp_u32(v, &op);
-		if (ret == 0 && (op < QOP_SELECT || op > QOP_SYMBOLS) && op != QOP_PRINTK)
+		if (ret == 0 && (op < QOP_SELECT || op > QOP_SYMBOLS) && op != QOP_PRINTK &&
+		    op != QOP_TGIDS)
 			ret = TC_ERR_MSG_MALFORMED;
 		r->op = op;
 		return ret;
@@ -167,7 +168,7 @@ int qmsg_request_decode(const void *buf, size_t len, struct qmsg_request *out)
 	else if (ret == 0 && r.limit > QMSG_MAX_ROWS)
 		ret = TC_ERR_MSG_MALFORMED;
 	else if (ret == 0 && r.op != QOP_STATS && r.op != QOP_DROPS && r.op != QOP_PRINTK &&
-		 !r.query)
+		 r.op != QOP_TGIDS && !r.query)
 		ret = TC_ERR_MSG_MISSING;
 	if (ret < 0) {
 		qmsg_request_free(&r);

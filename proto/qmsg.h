@@ -38,13 +38,14 @@ enum qmsg_op {
 	QOP_DROPS,		/* events not kept: per host, event and reason */
 	QOP_SYMBOLS,		/* name code addresses of one host */
 	QOP_PRINTK = 20,	/* one host's printk_formats (of the boot up at to_ts) */
+	QOP_TGIDS = 21,		/* one host's pid -> tgid pairs, paged by pid */
 };
 
 struct qmsg_request {
 	enum qmsg_op op;
 	char *query;		/* "EVENT [where FILTER]"; NULL for stats, drops;
 				 * symbols: hex addresses, blank-separated;
-				 * printk: NULL */
+				 * printk, tgids: NULL */
 	uint32_t limit;		/* rows wanted in this reply, <= QMSG_MAX_ROWS */
 	int64_t after_ts;	/* keyset paging: continue after (ts, id) */
 	uint64_t after_id;	/* 0: from the start */

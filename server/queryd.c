@@ -532,6 +532,55 @@ static int run_printk(struct qworker *wk, const struct qmsg_request *r,
 	return reply_end(wk->qd, p.w, false, 0, 0, 0, out);
 }
 
+static int tgid_row(void *ctx, int32_t pid, int32_t tgid)
+{
+	struct qmsg_writer *w = ctx;
+
+	qmsg_put_int(w, pid);
+	qmsg_put_int(w, tgid);
+	return 0;
+}
+
+/*
+ * Tgids: host @r->host's pid -> tgid pairs (the kernel's saved_tgids, as
+ * its agents sent them), pid after @r->after_id (as a pid), at most
+ * @r->limit (0: QMSG_MAX_ROWS); `more` and last_id when there may be
+ * more. Rows: pid, tgid. A host outside @scope answers as an unknown
+ * one: no rows.
+ */
+static int run_tgids(struct qworker *wk, const struct qmsg_request *r,
+		     const struct store_scope *scope, struct proto_buf *out, uint64_t *rows)
+{
+	static const char *const cols[] = { "pid", "tgid" };
+	uint32_t max = r->limit ? r->limit : QMSG_MAX_ROWS;
+	struct qmsg_writer *w;
+	uint64_t host_id = 0;
+	int ret, found;
+
+	if (!r->host)
+		return qmsg_reply_error(TC_ERR_MSG_MISSING, "tgids: which host?", -1, -1, out);
+	if (r->after_id > INT32_MAX)
+		return qmsg_reply_error(TC_ERR_MSG_MALFORMED, "tgids: after_id is a pid", -1, -1,
+					out);
+	found = store_host_find(wk->store, r->host, scope, &host_id);
+	if (found < 0 && found != -ENOENT)
+		return found;
+	ret = qmsg_reply_begin(&w, NULL, 2, cols);
+	if (ret == 0 && found == 0)
+		ret = store_tgids_list(wk->store, host_id, (int32_t)r->after_id, max, tgid_row, w);
+	if (ret < 0 && w) {	/* qmsg_reply_end() frees the writer */
+		struct proto_buf junk;
+
+		proto_buf_init(&junk);
+		qmsg_reply_end(w, false, 0, 0, 0, &junk);
+		proto_buf_free(&junk);
+	}
+	if (ret < 0)
+		return ret;
+	*rows = qmsg_reply_rows(w);
+	return reply_end(wk->qd, w, *rows == max, 0, 0, 0, out);
+}
+
 static int run_count(struct qworker *wk, struct compiled *c, struct proto_buf *out,
 		     uint64_t *rows)
 {
@@ -692,7 +741,8 @@ static void log_query(const struct qauth_who *who, const struct qmsg_request *r,
 	char w[QAUTH_NAME_MAX * 4 + 64], q[LOG_ESC_LEN], h[LOG_ESC_LEN];
 
 	log_info("query from %s: %s%s%s%s%s%s: %s in %lld ms", qauth_who_str(who, w, sizeof(w)),
-		 r->op == QOP_PRINTK ? "printk" : op_names[r->op <= QOP_SYMBOLS ? r->op : 0],
+		 r->op == QOP_PRINTK ? "printk" : r->op == QOP_TGIDS ? "tgids" :
+		 op_names[r->op <= QOP_SYMBOLS ? r->op : 0],
 		 r->query ? " '" : "",
 		 r->query ? log_escape(r->query, q, sizeof(q)) : "", r->query ? "'" : "",
 		 r->host ? " host=" : "", r->host ? log_escape(r->host, h, sizeof(h)) : "",
@@ -745,6 +795,8 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 		ret = run_symbols(wk, r, hosts.scope, out);
 	else if (r->op == QOP_PRINTK)
 		ret = run_printk(wk, r, hosts.scope, out, &rows);
+	else if (r->op == QOP_TGIDS)
+		ret = run_tgids(wk, r, hosts.scope, out, &rows);
 	else if ((ret = compile(wk, r, &c, out)) == 0) {
 		c.read.scope = hosts.scope;
 		ret = r->op == QOP_COUNT ? run_count(wk, &c, out, &rows) :

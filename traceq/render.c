@@ -53,6 +53,9 @@ struct render {
 	void *sym_ctx;
 	render_printk_fn printk;
 	void *printk_ctx;
+	render_tgid_fn tgid;
+	void *tgid_ctx;
+	int32_t row_tgid;		/* of the row being printed; 0: unknown */
 	const char *host;		/* of the row being printed */
 	int64_t wall;			/* its wall-clock time (ns) */
 	struct render_view views[RENDER_VIEWS_MAX];
@@ -106,6 +109,21 @@ void render_set_printk(struct render *r, render_printk_fn fn, void *ctx)
 {
 	r->printk = fn;
 	r->printk_ctx = ctx;
+}
+
+void render_set_tgid(struct render *r, render_tgid_fn fn, void *ctx)
+{
+	r->tgid = fn;
+	r->tgid_ctx = ctx;
+}
+
+/* The kernel's record-tgid column (kernel/trace/trace_output.c). */
+static void put_tgid(struct render *r)
+{
+	if (r->row_tgid > 0)
+		trace_seq_printf(&r->seq, "(%7d) ", r->row_tgid);
+	else
+		trace_seq_puts(&r->seq, "(-------) ");
 }
 
 static void view_drop(struct render_view *v)
@@ -402,14 +420,18 @@ static void render_line(struct render *r, struct tep_record *rec)
 	size_t n = strlen(r->event->name);
 
 	if (r->style == RENDER_KERNEL) {
-		tep_print_event(r->tep, &r->seq, rec, "%16s-%-7d [%03d] %s %6.1000d: %s: %s",
-				TEP_PRINT_COMM, TEP_PRINT_PID, TEP_PRINT_CPU,
-				TEP_PRINT_LATENCY, TEP_PRINT_TIME, TEP_PRINT_NAME,
+		tep_print_event(r->tep, &r->seq, rec, "%16s-%-7d ", TEP_PRINT_COMM, TEP_PRINT_PID);
+		if (r->tgid)
+			put_tgid(r);
+		tep_print_event(r->tep, &r->seq, rec, "[%03d] %s %6.1000d: %s: %s",
+				TEP_PRINT_CPU, TEP_PRINT_LATENCY, TEP_PRINT_TIME, TEP_PRINT_NAME,
 				TEP_PRINT_INFO);
 		return;
 	}
-	tep_print_event(r->tep, &r->seq, rec, "%16s-%-5d [%03d]", TEP_PRINT_COMM,
-			TEP_PRINT_PID, TEP_PRINT_CPU);
+	tep_print_event(r->tep, &r->seq, rec, "%16s-%-5d ", TEP_PRINT_COMM, TEP_PRINT_PID);
+	if (r->tgid)
+		put_tgid(r);
+	tep_print_event(r->tep, &r->seq, rec, "[%03d]", TEP_PRINT_CPU);
 	tep_print_event(r->tep, &r->seq, rec, " %6.1000d:", TEP_PRINT_TIME);
 	trace_seq_printf(&r->seq, " %s: %.*s", r->event->name, n < 20 ? (int)(20 - n) : 0,
 			 spaces);
@@ -427,6 +449,7 @@ size_t render_row(struct render *r, const struct qmsg_reply *rep, const struct q
 		return 0;
 	r->host = row[0].kind == QV_STR ? row[0].s.p : "";
 	r->wall = (int64_t)value_u64(&row[2]);
+	r->row_tgid = r->tgid ? r->tgid(r->tgid_ctx, r->host, (int32_t)value_u64(&row[4])) : 0;
 	v = view_for(r, r->host);
 	r->tep = v->tep;
 	r->event = v->event;

@@ -68,6 +68,19 @@ void render_free(struct render *r);
 void render_set_printk(struct render *r, render_printk_fn fn, void *ctx);
 
 /*
+ * The tgid (thread group: process) of @pid on @host, 0 when unknown:
+ * called once per row when set.
+ */
+typedef int32_t (*render_tgid_fn)(void *ctx, const char *host, int32_t pid);
+
+/*
+ * render_set_tgid - with @fn (NULL: none), each line gets the thread
+ * group after COMM-PID as the kernel's trace file has it with
+ * options/record-tgid: "(TGID) ", "(-------) " when unknown.
+ */
+void render_set_tgid(struct render *r, render_tgid_fn fn, void *ctx);
+
+/*
  * render_prepare - get ready for the rows of reply @rep (its event and
  * format text). A reply with the format of the previous one costs
  * nothing. Return: 0; TC_ERR_FORMAT_LIMIT or TC_ERR_FORMAT_PARSE (the

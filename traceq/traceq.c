@@ -54,6 +54,7 @@ struct traceq_opts {
 	bool count, stats, drops, graph, sync;
 	bool time_raw;		/* --time raw: the trace clock */
 	bool no_host;		/* --no-host: no host column */
+	bool tgid;		/* --tgid: the (TGID) column in text and kernel */
 };
 
 static void usage(FILE *f)
@@ -108,6 +109,10 @@ static void usage(FILE *f)
 "                       trace clock as trace-cmd prints it (ns clocks)\n"
 "      --no-host        no leading host column (text, kernel, fields print one\n"
 "                       when more than one host matches --host)\n"
+"      --tgid           text, kernel: the thread group (process) of the pid\n"
+"                       after COMM-PID, as the kernel's trace file prints it\n"
+"                       with options/record-tgid: (TGID), (-------) when the\n"
+"                       host's saved tgids do not know the pid\n"
 "  -n, --limit N        print at most N events (default: all)\n"
 "      --since NS       only events at or after this wall-clock time (ns since epoch)\n"
 "      --until NS       only events before this wall-clock time (ns since epoch)\n"
@@ -182,6 +187,7 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		{ "format", required_argument, NULL, 'f' },
 		{ "time", required_argument, NULL, 'M' },
 		{ "no-host", no_argument, NULL, 'N' },
+		{ "tgid", no_argument, NULL, 'G' },
 		{ "limit", required_argument, NULL, 'n' },
 		{ "since", required_argument, NULL, 'S' },
 		{ "until", required_argument, NULL, 'U' },
@@ -218,6 +224,7 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 			o->time_raw = !strcmp(optarg, "raw");
 			break;
 		case 'N': o->no_host = true; break;
+		case 'G': o->tgid = true; break;
 		case 'n':
 			if (parse_i64(optarg, "--limit", &v) < 0 || v < 0)
 				return -1;
@@ -677,12 +684,117 @@ static void printks_free(struct printks *t)
 	free(t->h);
 }
 
+/*
+ * The pid -> tgid pairs of each host of an answer (QOP_TGIDS, paged by
+ * pid), fetched at the renderer's first row of the host (--tgid).
+ */
+#define TGIDS_MAX	(1u << 22)	/* pairs kept per host: pid_max's limit */
+
+struct tgid_host {
+	char *host;
+	uint32_t n;
+	int32_t *pid, *tgid;	/* sorted by pid */
+};
+
+struct tgids {
+	struct client *c;
+	struct tgid_host *h;
+	size_t n;
+};
+
+/* Append the rows of one QOP_TGIDS reply; the last pid into *@last. */
+static int tgid_take(struct tgid_host *h, const struct qmsg_reply *rep, int32_t *last)
+{
+	void *p, *q;
+
+	if (rep->ncols != 2 || h->n + rep->nrows > TGIDS_MAX)
+		return -1;
+	p = realloc(h->pid, (h->n + rep->nrows + 1) * sizeof(*h->pid));
+	if (p)
+		h->pid = p;
+	q = realloc(h->tgid, (h->n + rep->nrows + 1) * sizeof(*h->tgid));
+	if (q)
+		h->tgid = q;
+	if (!p || !q)
+		return -1;
+	for (uint32_t i = 0; i < rep->nrows; i++) {
+		const struct qmsg_value *row = &rep->vals[i * 2];
+		int32_t pid = (int32_t)value_int(&row[0]);
+
+		if (pid <= *last)
+			return -1;	/* not in pid order: keep what came */
+		h->pid[h->n] = *last = pid;
+		h->tgid[h->n++] = (int32_t)value_int(&row[1]);
+	}
+	return 0;
+}
+
+static void tgid_fetch(struct client *c, struct tgid_host *h)
+{
+	struct qmsg_request req = { .op = QOP_TGIDS, .host = h->host };
+	struct qmsg_reply rep;
+	int32_t last = -1;
+	bool more = true;
+
+	while (more && client_call(c, &req, &rep) == 0) {
+		more = rep.more && rep.nrows;
+		if (tgid_take(h, &rep, &last) < 0)
+			more = false;
+		qmsg_reply_free(&rep);
+		req.after_id = last > 0 ? (uint64_t)last : 0;
+	}
+}
+
+/* The renderer's render_tgid_fn. */
+static int32_t tgids_get(void *ctx, const char *host, int32_t pid)
+{
+	struct tgids *t = ctx;
+	struct tgid_host *h = NULL;
+	uint32_t lo = 0, hi;
+	void *p;
+
+	for (size_t i = 0; i < t->n && !h; i++)
+		if (!strcmp(t->h[i].host, host))
+			h = &t->h[i];
+	if (!h) {
+		if (t->n >= PRINTK_HOSTS_MAX || !(p = realloc(t->h, (t->n + 1) * sizeof(*t->h))))
+			return 0;
+		t->h = p;
+		h = &t->h[t->n];
+		*h = (struct tgid_host){ .host = strdup(host) };
+		if (!h->host)
+			return 0;
+		t->n++;
+		tgid_fetch(t->c, h);
+	}
+	for (hi = h->n; lo < hi;) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (h->pid[mid] < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < h->n && h->pid[lo] == pid ? h->tgid[lo] : 0;
+}
+
+static void tgids_free(struct tgids *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		free(t->h[i].host);
+		free(t->h[i].pid);
+		free(t->h[i].tgid);
+	}
+	free(t->h);
+}
+
 struct out {
 	const struct traceq_opts *o;
 	struct client *c;
 	struct render *render;		/* text and kernel */
 	struct syms syms;
 	struct printks printks;
+	struct tgids tgids;
 	struct out_keys keys;		/* json and csv */
 	bool keys_made, warned;
 	int host_width;			/* > 0: a leading host column */
@@ -837,6 +949,7 @@ static void out_free(struct out *out)
 	render_free(out->render);
 	syms_free(&out->syms);
 	printks_free(&out->printks);
+	tgids_free(&out->tgids);
 	if (out->keys_made)
 		out_keys_free(&out->keys);
 }
@@ -847,7 +960,7 @@ static int run_select(struct client *c, const struct traceq_opts *o)
 		.op = QOP_SELECT, .query = (char *)o->query, .host = (char *)o->host,
 		.from_ts = o->from_ts, .to_ts = o->to_ts,
 	};
-	struct out out = { .o = o, .c = c, .printks = { .c = c } };
+	struct out out = { .o = o, .c = c, .printks = { .c = c }, .tgids = { .c = c } };
 	uint64_t printed = 0;
 	struct qmsg_reply rep;
 	int ret = 0;
@@ -860,6 +973,8 @@ static int run_select(struct client *c, const struct traceq_opts *o)
 	}
 	if (out.render)
 		render_set_printk(out.render, printks_get, &out.printks);
+	if (out.render && o->tgid)
+		render_set_tgid(out.render, tgids_get, &out.tgids);
 	out.host_width = host_width(c, o);
 	do {
 		req.limit = TRACEQ_PAGE_ROWS;

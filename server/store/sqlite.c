@@ -435,6 +435,7 @@ static const struct store_ops sq_ops = {
 	.printk_put = sq_printk_put,
 	.printk_held = sq_printk_held,
 	.printk_list = sq_printk_list,
+	.tgids_list = sq_tgids_list,
 	.symbol_name = sq_symbol_name,
 	.schema_get = sq_schema_get,
 	.schema_list = sq_schema_list,

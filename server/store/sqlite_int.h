@@ -371,6 +371,8 @@ int sq_printk_put(struct store *s, uint64_t host_id, const char *boot_id, int64_
 int sq_printk_held(struct store *s, uint64_t host_id, const char *boot_id, bool *held);
 int sq_printk_list(struct store *s, uint64_t host_id, int64_t ts, uint32_t max,
 		   int (*fn)(void *ctx, uint64_t addr, const char *fmt), void *ctx);
+int sq_tgids_list(struct store *s, uint64_t host_id, int32_t after_pid, uint32_t max,
+		  int (*fn)(void *ctx, int32_t pid, int32_t tgid), void *ctx);
 
 /* sqlite_retain.c */
 int sq_retain(struct store *s, int64_t before_ts, uint64_t max_bytes, uint64_t *removed);

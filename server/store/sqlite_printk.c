@@ -1,7 +1,9 @@
 /*
- * sqlite_printk.c - the kernel's printk_formats per host and boot
- * (sql/0009-printk-tgids.sql): stored as MSG_PRINTK brings them, read
- * back by traceq's printk op for the boot that was up at a row's time.
+ * sqlite_printk.c - what traceq needs besides formats and symbols to print
+ * as the kernel and trace-cmd do (sql/0009-printk-tgids.sql): the kernel's
+ * printk_formats per host and boot, stored as MSG_PRINTK brings them and
+ * read back by traceq's printk op for the boot that was up at a row's
+ * time; and the read side of the pid -> tgid table (traceq's tgids op).
  */
 #include "config.h"
 
@@ -76,6 +78,29 @@ int sq_printk_list(struct store *s, uint64_t host_id, int64_t ts, uint32_t max,
 			 (const char *)sqlite3_column_text(st, 1));
 	if (ret == 0 && rc != SQLITE_DONE)
 		ret = sq_err(s, TC_ERR_DB, "printk formats");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* @host_id's pid -> tgid pairs with pid > @after_pid, in pid order, at most @max. */
+int sq_tgids_list(struct store *s, uint64_t host_id, int32_t after_pid, uint32_t max,
+		  int (*fn)(void *ctx, int32_t pid, int32_t tgid), void *ctx)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT pid, tgid FROM tgids WHERE host_id = ? AND pid > ?"
+				" ORDER BY pid LIMIT ?", &st);
+	int rc = SQLITE_DONE;
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_int64(st, 2, after_pid);
+	sqlite3_bind_int64(st, 3, max);
+	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		ret = fn(ctx, (int32_t)sqlite3_column_int64(st, 0),
+			 (int32_t)sqlite3_column_int64(st, 1));
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sq_err(s, TC_ERR_DB, "tgids");
 	sqlite3_finalize(st);
 	return ret;
 }

@@ -308,6 +308,14 @@ int store_printk_list(struct store *s, uint64_t host_id, int64_t ts, uint32_t ma
 	return store_enter(s) ?: s->ops->printk_list(s, host_id, ts, max, fn, ctx);
 }
 
+int store_tgids_list(struct store *s, uint64_t host_id, int32_t after_pid, uint32_t max,
+		     int (*fn)(void *ctx, int32_t pid, int32_t tgid), void *ctx)
+{
+	if (!s || !fn)
+		return -EINVAL;
+	return store_enter(s) ?: s->ops->tgids_list(s, host_id, after_pid, max, fn, ctx);
+}
+
 int store_host_find(struct store *s, const char *name, const struct store_scope *scope,
 		    uint64_t *host_id)
 {

@@ -325,6 +325,15 @@ int store_printk_list(struct store *s, uint64_t host_id, int64_t ts, uint32_t ma
 		      int (*fn)(void *ctx, uint64_t addr, const char *fmt), void *ctx);
 
 /*
+ * store_tgids_list - call @fn for each pid -> tgid pair of @host_id
+ * (store_cmdlines()) with pid > @after_pid, in pid order, at most @max.
+ * @fn's nonzero return stops the walk and is returned.
+ * Return: 0; TC_ERR_DB; -EINVAL.
+ */
+int store_tgids_list(struct store *s, uint64_t host_id, int32_t after_pid, uint32_t max,
+		     int (*fn)(void *ctx, int32_t pid, int32_t tgid), void *ctx);
+
+/*
  * store_host_find - the id of the host named @name (of the machines that
  * share the name, the one seen last), if @scope (NULL: every host) lets
  * the reader see it: a host outside the scope is not found, as an unknown

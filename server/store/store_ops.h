@@ -146,6 +146,8 @@ struct store_ops {
 			   uint64_t addr, char *buf, size_t len);
 	int (*printk_list)(struct store *s, uint64_t host_id, int64_t ts, uint32_t max,
 			   int (*fn)(void *ctx, uint64_t addr, const char *fmt), void *ctx);
+	int (*tgids_list)(struct store *s, uint64_t host_id, int32_t after_pid, uint32_t max,
+			  int (*fn)(void *ctx, int32_t pid, int32_t tgid), void *ctx);
 	int (*schema_get)(struct store *s, const char *system, const char *event,
 			  struct store_schema **out);
 	int (*schema_list)(struct store *s, const char *system,
