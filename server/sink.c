@@ -431,7 +431,15 @@ static int sink_symbols(struct sink *s, const struct sink_env *env,
 	return ret;
 }
 
+/*
+ * printk_formats lines one connection may store: a kernel has a few
+ * thousand (128 on our 6.18 without modules' trace_printk); more is an
+ * agent filling the database.
+ */
+#define SINK_PRINTK_MAX	(1u << 18)
+
 struct printk_ctx {
+	struct sink *s;
 	struct store *store;
 	uint64_t host_id;
 	const char *boot_id;
@@ -443,6 +451,9 @@ static int printk_store(void *arg, uint64_t addr, const char *fmt, size_t len)
 {
 	struct printk_ctx *c = arg;
 
+	if (c->s->printk_lines >= SINK_PRINTK_MAX)
+		return 0;	/* said once, below */
+	c->s->printk_lines++;
 	c->lines++;
 	return store_printk_put(c->store, c->host_id, c->boot_id, c->since, addr, fmt, len);
 }
@@ -454,7 +465,8 @@ static int printk_store(void *arg, uint64_t addr, const char *fmt, size_t len)
  */
 static int sink_printk(struct sink *s, const struct sink_env *env, const struct proto_printk *m)
 {
-	struct printk_ctx c = { env->store, s->host_id, s->boot_id, s->hello_realtime, 0 };
+	struct printk_ctx c = { s, env->store, s->host_id, s->boot_id, s->hello_realtime, 0 };
+	bool full = s->printk_lines >= SINK_PRINTK_MAX;
 	size_t line = 0;
 	int ret = proto_printk_parse(m->text, m->len, printk_store, &c, &line);
 
@@ -462,7 +474,10 @@ static int sink_printk(struct sink *s, const struct sink_env *env, const struct 
 
 	if (ret == TC_ERR_MSG_MALFORMED)
 		log_warn("host %s: bad printk_formats line %zu", sink_host(s, h, sizeof(h)), line);
-	else if (ret == 0)
+	else if (ret == 0 && !full && s->printk_lines >= SINK_PRINTK_MAX)
+		log_warn("host %s: more than %u printk formats on one connection: the rest "
+			 "is not stored", sink_host(s, h, sizeof(h)), SINK_PRINTK_MAX);
+	else if (ret == 0 && !full)
 		log_info("host %s: %zu printk formats of this boot", sink_host(s, h, sizeof(h)),
 			 c.lines);
 	return ret;

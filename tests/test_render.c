@@ -4,7 +4,8 @@
  * rcu:rcu_utilization (a "%s" of a const char *, a tracepoint_string) and
  * ftrace:bprint (trace_printk: its format is a printk_formats string),
  * printed with each host's own table as trace-cmd report prints them
- * from a trace.dat's copy, and as the bare address without one.
+ * from a trace.dat's copy, and as the bare address without one; and the
+ * kernel's record-tgid column (--tgid).
  */
 #include "config.h"
 
@@ -165,12 +166,52 @@ START_TEST(test_render_bprint)
 }
 END_TEST
 
+static int32_t tgid_of(void *ctx, const char *host, int32_t pid)
+{
+	(void)ctx;
+	return !strcmp(host, "a") && pid == 16733 ? 4242 : 0;
+}
+
+/* --tgid: the kernel's record-tgid column, in both layouts. */
+START_TEST(test_render_tgid)
+{
+	struct qmsg_value v[11];
+	struct qmsg_reply rep = { .ok = true, .event = "rcu:rcu_utilization", .ncols = 11,
+				  .cols = cols_rcu, .nrows = 1, .vals = v,
+				  .format = (char *)rcu_format };
+	struct render *r;
+	char why[256], line[512];
+
+	ck_assert_int_eq(render_new(RENDER_KERNEL, NULL, NULL, &r), 0);
+	render_set_printk(r, printk_of, NULL);
+	render_set_tgid(r, tgid_of, NULL);
+	ck_assert_int_eq(render_prepare(r, &rep, why, sizeof(why)), 0);
+	row(v, 11, "a", 0xffffffff8281b87cull);
+	ck_assert_str_eq(print(r, &rep, line, sizeof(line)),
+			 "              sh-16733   (   4242) [001] ..... 28084.710426: "
+			 "rcu_utilization: Start context switch");
+	row(v, 11, "b", 0xffffffff8281b87cull);
+	ck_assert_msg(strstr(print(r, &rep, line, sizeof(line)), "sh-16733   (-------) [001] "),
+		      "%s", line);
+	render_free(r);
+
+	ck_assert_int_eq(render_new(RENDER_TRACECMD, NULL, NULL, &r), 0);
+	render_set_tgid(r, tgid_of, NULL);
+	ck_assert_int_eq(render_prepare(r, &rep, why, sizeof(why)), 0);
+	row(v, 11, "a", 0xffffffff8281b87cull);
+	ck_assert_msg(strstr(print(r, &rep, line, sizeof(line)),
+			     "              sh-16733 (   4242) [001] 28084.710426: "), "%s", line);
+	render_free(r);
+}
+END_TEST
+
 static Suite *render_suite(void)
 {
 	Suite *s = suite_create("render");
 	TCase *tc = tcase_create("printk");
 
-	tu_add_tests(tc, TU_TESTS(test_render_tracepoint_string, test_render_bprint));
+	tu_add_tests(tc, TU_TESTS(test_render_tracepoint_string, test_render_bprint,
+				  test_render_tgid));
 	suite_add_tcase(s, tc);
 	return s;
 }
