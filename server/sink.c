@@ -59,6 +59,16 @@ static const char *sink_host(const struct sink *s, char *buf, size_t size)
 }
 
 /* One event type as this connection's agent described it. */
+/*
+ * Names are learned, like trace-cmd's sched_switch plugin learns them, from
+ * the events' own fields (sched_switch's prev/next, sched_wakeup's comm and
+ * pid, sched_process_fork's parent and child): the kernel's saved_cmdlines
+ * misses tasks whose name it could not save (its lock is only tried) or
+ * that it turned over before the agent read it. A learned name never
+ * replaces one the agent sent; the agent's later ones replace it.
+ */
+#define SINK_COMM_PAIRS	2
+
 struct sink_type {
 	struct sink_type *next;
 	const struct decode_type *t;
@@ -68,7 +78,11 @@ struct sink_type {
 	uint64_t dropped;		/* by the filter, not yet in the store */
 	bool kernel;			/* an event of the agent's instance */
 	char *pushed;			/* filter set in the agent's instance; NULL: none */
+	/* fields "comm"/"X_comm" (char[16]) and their "pid"/"X_pid": names to learn */
+	unsigned ncomm;
+	unsigned comm_field[SINK_COMM_PAIRS], pid_field[SINK_COMM_PAIRS];
 };
+
 
 /* pid -> comm, open addressing, for the filter's COMM field. */
 struct sink_comms {
@@ -549,6 +563,64 @@ static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_h
 	       store_printk_held(env->store, s->host_id, h->boot_id, &reply->printk_held);
 }
 
+/* The field named @prefix + @suffix in @t, or -1. */
+static int field_named(const struct decode_type *t, const char *prefix, size_t plen,
+		       const char *suffix)
+{
+	for (unsigned i = 0; i < t->nfields; i++)
+		if (!strncmp(t->fields[i].name, prefix, plen) &&
+		    !strcmp(t->fields[i].name + plen, suffix))
+			return (int)i;
+	return -1;
+}
+
+/* Which fields of a kernel event name a pid: "comm" + "pid", "X_comm" + "X_pid". */
+static void sink_type_comm_pairs(struct sink_type *ty)
+{
+	const struct decode_type *t = ty->t;
+
+	for (unsigned i = 0; ty->kernel && i < t->nfields && ty->ncomm < SINK_COMM_PAIRS; i++) {
+		const char *n = t->fields[i].name;
+		size_t len = strlen(n);
+		int pid;
+
+		if (t->fields[i].kind != DECODE_STRING || t->fields[i].size != 16 || len < 4 ||
+		    strcmp(n + len - 4, "comm") || (len > 4 && n[len - 5] != '_'))
+			continue;
+		pid = field_named(t, n, len - 4, "pid");
+		if (pid < 0 || (t->fields[pid].kind != DECODE_SIGNED &&
+				t->fields[pid].kind != DECODE_UNSIGNED))
+			continue;
+		ty->comm_field[ty->ncomm] = i;
+		ty->pid_field[ty->ncomm++] = (unsigned)pid;
+	}
+}
+
+/* Learn the names @ev carries for pids no cmdlines named on this connection. */
+static int sink_learn_comms(struct sink *s, const struct sink_env *env,
+			    const struct sink_type *ty, const struct decode_event *ev)
+{
+	struct proto_cmdline cl;
+	struct proto_cmdlines one = { .count = 1, .items = &cl };
+	struct decode_value c, p;
+	int ret = 0;
+
+	for (unsigned i = 0; i < ty->ncomm && ret == 0; i++) {
+		if (decode_field_value(ev, ty->comm_field[i], &c) < 0 ||
+		    decode_field_value(ev, ty->pid_field[i], &p) < 0 || c.kind != DECODE_STRING)
+			continue;
+		cl.pid = p.kind == DECODE_SIGNED ? (int32_t)p.i : (int32_t)p.u;
+		if (cl.pid <= 0 || !c.str.len || comms_get(s, cl.pid)[0])
+			continue;
+		memset(cl.comm, 0, sizeof(cl.comm));
+		memcpy(cl.comm, c.str.s, c.str.len < 15 ? c.str.len : 15);
+		if (strlen(cl.comm) != (c.str.len < 15 ? c.str.len : 15))
+			continue;
+		ret = comms_put(s, &one) ?: store_cmdlines(env->store, s->host_id, &one);
+	}
+	return ret;
+}
+
 static int sink_format(struct sink *s, const struct sink_env *env, const struct proto_format *f)
 {
 	const struct decode_type *t;
@@ -585,6 +657,7 @@ static int sink_format(struct sink *s, const struct sink_env *env, const struct 
 		return -ENOMEM;
 	ty->t = t;
 	ty->kernel = f->group == 0;
+	sink_type_comm_pairs(ty);
 	ty->next = s->types;
 	s->types = ty;
 	/* decode_type.user is the caller's slot: the event's sink type */
@@ -673,6 +746,8 @@ static int sink_event(void *arg, const struct decode_event *ev)
 		p->unknown++;
 		return 0;
 	}
+	if (ty->ncomm && (ret = sink_learn_comms(p->s, p->env, ty, ev)) < 0)
+		return ret;
 	ret = ty->f ? filter_eval(ty->f, sink_get, &e) : 1;
 	if (ret == 0) {
 		ty->dropped++;
