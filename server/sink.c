@@ -84,15 +84,22 @@ struct sink_type {
 };
 
 
+/* One pid's name: from the agent's CMDLINES, or learned from an event at @learned_ts. */
+struct sink_comm {
+	int32_t pid;			/* 0: an empty slot */
+	char comm[16];
+	uint64_t learned_ts;		/* 0: the agent's */
+};
+
 /* pid -> comm, open addressing, for the filter's COMM field. */
 struct sink_comms {
 	size_t cap, count;		/* cap: a power of two */
-	struct proto_cmdline *slots;	/* pid 0 = empty */
+	struct sink_comm *slots;
 };
 
 /* ---- pid -> comm ---- */
 
-static struct proto_cmdline *comms_slot(struct sink_comms *c, int32_t pid)
+static struct sink_comm *comms_slot(struct sink_comms *c, int32_t pid)
 {
 	size_t i = ((uint32_t)pid * 2654435761u) & (c->cap - 1);
 
@@ -117,9 +124,10 @@ static int comms_grow(struct sink_comms *c)
 	return 0;
 }
 
-static int comms_put(struct sink *s, const struct proto_cmdlines *cl)
+/* The pairs of @cl (the agent's; learned at trace-clock @learned_ts when not 0). */
+static int comms_put_at(struct sink *s, const struct proto_cmdlines *cl, uint64_t learned_ts)
 {
-	struct proto_cmdline *slot;
+	struct sink_comm *slot;
 
 	if (!s->comms && !(s->comms = calloc(1, sizeof(*s->comms))))
 		return -ENOMEM;
@@ -130,14 +138,36 @@ static int comms_put(struct sink *s, const struct proto_cmdlines *cl)
 			return -ENOMEM;
 		slot = comms_slot(s->comms, cl->items[i].pid);
 		s->comms->count += slot->pid == 0;
-		*slot = cl->items[i];
+		slot->pid = cl->items[i].pid;
+		memcpy(slot->comm, cl->items[i].comm, sizeof(slot->comm));
+		slot->learned_ts = learned_ts;
 	}
 	return 0;
 }
 
+static int comms_put(struct sink *s, const struct proto_cmdlines *cl)
+{
+	return comms_put_at(s, cl, 0);
+}
+
+/*
+ * Whether a name learned at @ts may be kept for @pid: the pid has none, or
+ * one learned from an older event (the latest wins, as it does in
+ * trace-cmd, which learns in time order); never over the agent's.
+ */
+static bool comms_learnable(const struct sink *s, int32_t pid, uint64_t ts)
+{
+	const struct sink_comm *slot;
+
+	if (!s->comms || !s->comms->cap)
+		return true;
+	slot = comms_slot(s->comms, pid);
+	return !slot->pid || (slot->learned_ts && slot->learned_ts < ts);
+}
+
 static const char *comms_get(const struct sink *s, int pid)
 {
-	const struct proto_cmdline *slot;
+	const struct sink_comm *slot;
 
 	if (!s->comms || !s->comms->cap || pid == 0)
 		return pid == 0 ? "<idle>" : "";
@@ -596,7 +626,10 @@ static void sink_type_comm_pairs(struct sink_type *ty)
 	}
 }
 
-/* Learn the names @ev carries for pids no cmdlines named on this connection. */
+/*
+ * Learn the names @ev carries for pids no CMDLINES named on this
+ * connection; a newer event's name replaces an older learned one (an exec).
+ */
 static int sink_learn_comms(struct sink *s, const struct sink_env *env,
 			    const struct sink_type *ty, const struct decode_event *ev)
 {
@@ -610,13 +643,15 @@ static int sink_learn_comms(struct sink *s, const struct sink_env *env,
 		    decode_field_value(ev, ty->pid_field[i], &p) < 0 || c.kind != DECODE_STRING)
 			continue;
 		cl.pid = p.kind == DECODE_SIGNED ? (int32_t)p.i : (int32_t)p.u;
-		if (cl.pid <= 0 || !c.str.len || comms_get(s, cl.pid)[0])
+		if (cl.pid <= 0 || !c.str.len || !comms_learnable(s, cl.pid, ev->ts + 1))
 			continue;
 		memset(cl.comm, 0, sizeof(cl.comm));
 		memcpy(cl.comm, c.str.s, c.str.len < 15 ? c.str.len : 15);
-		if (strlen(cl.comm) != (c.str.len < 15 ? c.str.len : 15))
+		if (strlen(cl.comm) != (c.str.len < 15 ? c.str.len : 15) ||
+		    !strcmp(comms_get(s, cl.pid), cl.comm))
 			continue;
-		ret = comms_put(s, &one) ?: store_cmdlines(env->store, s->host_id, &one);
+		ret = comms_put_at(s, &one, ev->ts + 1) ?:
+		      store_cmdlines(env->store, s->host_id, &one);
 	}
 	return ret;
 }

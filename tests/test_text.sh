@@ -106,13 +106,16 @@ check "at most 1% of the lines differ in an exiting task's state ($(val exit_sta
 	'[ $(( $(val exit_state) * 100 )) -le "$(val matched)" ]'
 check "lines byte-identical with trace-cmd's, time included ($(val identical))" '[ "$(val identical)" -gt 0 ]'
 # The COMM column names the pid from the saved cmdlines: trace-cmd's as it
-# read them at the end of its recording, ours as the agent read them. The
-# kernel's table (6552 entries here) turns over on a busy machine; when the
-# agent read it every 10 s and at its end, a short-lived task could miss
-# both reads (1.3% of the lines once under make -j2 check; 8 of 8995 under
-# a load of ~600 new pids/s). Now it reads at connect, then every 1 s or
-# faster while the table turns over, and at its end (agent/comms.h):
-# none unnamed in 6 runs under that load. At most 1 line in 1000.
+# read them at the end of its recording and as its sched_switch plugin
+# learns them from the events it prints, ours as the agent read them and
+# as the collector learns them from the events' comm/pid fields. The
+# kernel's table (6552 entries here) turns over on a busy machine, and it
+# misses tasks whose name it could not save; when the agent read it every
+# 10 s and at its end, 1.3% of the lines were unnamed once under make -j2
+# check, and under a load of ~1200 new pids/s 28, 0 and 4 lines. With
+# reads every 1 s or faster (agent/comms.h) still 42 and 18; with names
+# learned from the events too (server/sink.c), 0 in every run since. At
+# most 1 line in 1000.
 check "at most 0.1% of the lines with a pid our cmdlines did not name ($(val comm_unknown))" \
 	'[ $(( $(val comm_unknown) * 1000 )) -le "$(val matched)" ]'
 check "at most 1% of the events seen by only one side" \
