@@ -97,7 +97,7 @@ check "traceq answered for every event" '! grep -q "^traceq failed" "$tmp/ours.t
 compare "$tmp/tc.txt" "$tmp/ours.txt" "$tc_inst"
 echo "trace-cmd report vs traceq --time raw: $(cat "$tmp/cmp.last")"
 check "events matched with trace-cmd's ($(val matched))" '[ "$(val matched)" -ge 100 ]'
-check "no matched line differs but for the microseconds of its time or an unknown COMM" \
+check "no matched line differs but for the microseconds of its time or its COMM" \
 	'[ "$(val differ)" = 0 ]'
 # Each instance's sched_switch evaluates prev_state on its own: a task
 # switched out as it exits can be a zombie (Z) in one and dead (X) in the
@@ -118,6 +118,13 @@ check "lines byte-identical with trace-cmd's, time included ($(val identical))" 
 # most 1 line in 1000.
 check "at most 0.1% of the lines with a pid our cmdlines did not name ($(val comm_unknown))" \
 	'[ $(( $(val comm_unknown) * 1000 )) -le "$(val matched)" ]'
+# A task that exec'd has had two names: trace-cmd prints the one its
+# saved cmdlines held when it read them, ours is the latest the agent read
+# or, for a pid the kernel's table lacked, the collector saw in an event
+# (15 lines of 17943 once under a fork load, the load's own short-lived
+# tasks; none without it).
+check "at most 0.1% of the lines with a pid trace-cmd and we name differently ($(val comm_other))" \
+	'[ $(( $(val comm_other) * 1000 )) -le "$(val matched)" ]'
 check "at most 1% of the events seen by only one side" \
 	'[ $(( ($(val a_only) + $(val b_only)) * 100 )) -le "$(val matched)" ]'
 # rcu_utilization prints "%s" of a const char *: a tracepoint_string whose
