@@ -28,8 +28,9 @@
 #include "common/util.h"
 #include "proto/frame.h"
 
-#define PERIODIC_MS		10000	/* clock, cmdlines, cpu stats, and
-					 * the first time kallsyms */
+#define PERIODIC_MS		10000	/* clock, cpu stats, and the first
+					 * time kallsyms and printk_formats
+					 * (cmdlines: session_names()) */
 #define USER_SCAN_MS		250	/* look for new traced programs */
 #define USER_POLL_MS		10	/* drain programs' rings while attached */
 #define USER_DRAIN_TRIES	50	/* final drain: rounds until nothing is left */
@@ -365,6 +366,8 @@ static int next_timeout(struct pump *p, int64_t end, int64_t periodic)
 		t = end - now;
 	if (periodic - now < t)
 		t = periodic - now;
+	if (connected && session_names_due(p->s) - now < t)
+		t = session_names_due(p->s) - now;
 	if (!connected && session_next_try(p->s) - now < t)
 		t = session_next_try(p->s) - now;
 	if (connected && spool_pending(p->sp, -1) && t > FULL_WAIT_MS)
@@ -404,6 +407,7 @@ int pump_run(struct pump *p, int64_t end, bool (*stop)(void *arg), void *arg,
 			session_periodic(p->s);
 			periodic = util_now_ms() + PERIODIC_MS;
 		}
+		session_names(p->s);
 	}
 	return 0;
 }

@@ -19,12 +19,14 @@
 
 /* the agent's lines, wherever in the agent they come from */
 #define LOG_PREFIX "agent"
+#include "agent/comms.h"
 #include "agent/funcsyms.h"
 #include "agent/kfilter.h"
 #include "agent/session.h"
 #include "common/log.h"
 #include "common/tc_error.h"
 #include "common/util.h"
+#include "proto/printk.h"
 
 #define REPLY_TIMEOUT_MS	30000	/* WELCOME and DONE */
 #define BACKOFF_MIN_MS		100
@@ -48,6 +50,8 @@ struct session {
 	struct proto_done done;
 	bool kallsyms_held;		/* the collector holds this boot's kallsyms */
 	bool kallsyms_due;		/* not sent on this connection yet */
+	bool printk_due;		/* WELCOME asked for printk_formats */
+	struct comms *comms;		/* saved_cmdlines, saved_tgids */
 	char err[768];			/* why the last reconnect attempt failed */
 };
 
@@ -106,6 +110,7 @@ static int send_hello(struct session *s, struct ship *link, char *why,
 		s->welcomed = true;
 		s->kallsyms_held = w.kallsyms;
 		s->kallsyms_due = s->h.kernel_symbols;
+		s->printk_due = w.printk_formats;
 	}
 	return 0;
 }
@@ -198,19 +203,71 @@ static int send_kernel_symbols(struct session *s, char *why, size_t len)
 	return 0;
 }
 
-static int send_cmdlines(struct ship *link)
+/*
+ * The kernel's printk_formats as MSG_PRINTK, when WELCOME asked for them
+ * (the collector holds none of this boot): the strings that
+ * tracepoint_string() pointers and trace_printk() formats point at, which
+ * traceq needs to print those events as trace-cmd report does. Lines the
+ * collector would refuse are left out (proto_printk_clean), so that one
+ * odd string cannot fail every connection. With the kernel symbols: after
+ * the first pages, so that strings of modules loaded meanwhile are in.
+ */
+static int send_printk(struct session *s)
 {
-	struct proto_msg m = { .type = MSG_CMDLINES };
+	struct proto_msg m = { .type = MSG_PRINTK };
+	size_t len = 0, off = 0, n;
+	char *text = NULL;
 	int ret;
 
-	ret = tracing_cmdlines(&m.cmdlines);
+	if (!s->printk_due)
+		return 0;
+	s->printk_due = false;
+	ret = tracing_printk_formats(&text, &len);
 	if (ret < 0) {
-		log_warn("cannot read saved_cmdlines: %s", tc_strerror(ret));
+		log_warn("cannot read printk_formats: %s", tc_strerror(ret));
 		return 0;
 	}
-	ret = ship_msg(link, &m);
-	free(m.cmdlines.items);
+	len = proto_printk_clean(text, len);
+	while (ret == 0 && off < len && (n = proto_printk_chunk(text + off, len - off))) {
+		m.printk.text = text + off;
+		m.printk.len = n;
+		ret = ship_msg(s->ctl, &m);
+		off += n;
+	}
+	free(text);
 	return ret;
+}
+
+static int ship_one(void *arg, const struct proto_msg *m)
+{
+	return ship_msg(arg, m);
+}
+
+/*
+ * The pid -> comm and pid -> tgid tables on every connection (each one's
+ * pages are decoded with its own): read them now, then send the whole
+ * tables (@full: a new connection) or what changed since the last read.
+ */
+static int send_names(struct session *s, bool full)
+{
+	int cpu, ret = comms_read(s->comms, util_now_ms());
+
+	if (ret == 0)
+		ret = comms_send(s->comms, full, ship_one, s->ctl);
+	for (cpu = 0; ret == 0 && s->data && cpu < ncpus(s); cpu++)
+		ret = comms_send(s->comms, full, ship_one, s->data[cpu]);
+	return ret;
+}
+
+int64_t session_names_due(const struct session *s)
+{
+	return comms_next(s->comms);
+}
+
+void session_names(struct session *s)
+{
+	if (s->ctl && util_now_ms() >= comms_next(s->comms) && send_names(s, false) < 0)
+		session_lost(s, session_links_error(s));
 }
 
 struct ship *session_control(struct session *s)
@@ -278,15 +335,12 @@ void session_periodic(struct session *s)
 	if (ret == 0)
 		ret = ship_msg(s->ctl, &m);
 	if (ret == 0)
-		ret = send_cmdlines(s->ctl);
-	if (ret == 0)
 		ret = send_kernel_symbols(s, why, sizeof(why));
-	/* each connection's pages are decoded with its own clock and comms */
-	for (cpu = 0; ret == 0 && s->data && cpu < ncpus(s); cpu++) {
+	if (ret == 0)
+		ret = send_printk(s);
+	/* each connection's pages are decoded with its own clock */
+	for (cpu = 0; ret == 0 && s->data && cpu < ncpus(s); cpu++)
 		ret = ship_msg(s->data[cpu], &m);
-		if (ret == 0)
-			ret = send_cmdlines(s->data[cpu]);
-	}
 	if (ret == 0 && s->pages.stats)
 		ret = s->pages.stats(s->pages.arg);
 	if (ret < 0)
@@ -374,6 +428,8 @@ int session_connect(struct session *s, char *why, size_t len)
 		ret = send_formats(s, s->ctl, why, len);
 	if (ret == 0)
 		ret = data_open(s, why, len);
+	if (ret == 0 && (ret = send_names(s, true)) < 0)
+		tc_seterr(why, len, "%s", session_links_error(s));
 	if (ret == 0 && s->pages.replay)
 		ret = s->pages.replay(s->pages.arg, why, len);
 	if (ret < 0) {
@@ -495,6 +551,8 @@ int session_bye(struct session *s, session_count_fn count, void *arg)
 	int cpu, ret = 0;
 
 	session_periodic(s);
+	if (s->ctl && send_names(s, false) < 0)	/* the names of the last pages */
+		session_lost(s, session_links_error(s));
 	if (!s->ctl)
 		return -ENOTCONN;
 	s->done = (struct proto_done){ 0 };
@@ -557,6 +615,8 @@ int session_new(const struct session_conf *c, const struct session_host *h,
 	}
 	if (!c->no_pushdown && kfilter_new(h->t, &s->kf) < 0)
 		goto out;
+	if (comms_new(&s->comms) < 0)
+		goto out;
 	*out = s;
 	return 0;
 out:
@@ -571,5 +631,6 @@ void session_free(struct session *s)
 	links_close(s);
 	free(s->data);
 	kfilter_free(s->kf);
+	comms_free(s->comms);
 	free(s);
 }

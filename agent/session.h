@@ -178,13 +178,23 @@ void session_check(struct session *s);
 void session_ack_wait_start(struct session *s);
 
 /*
- * session_periodic - clock sample and cmdlines on every connection (each
- * one's pages are decoded with its own), the kernel's symbols the first
- * time on a connection (unless the collector holds them), then the pages' counters
- * (struct session_pages .stats). A failure calls session_lost(). Nothing
- * while disconnected.
+ * session_periodic - clock sample on every connection (each one's pages
+ * are decoded with its own), the kernel's symbols and printk_formats the
+ * first time on a connection (unless the collector holds them), then the
+ * pages' counters (struct session_pages .stats). A failure calls
+ * session_lost(). Nothing while disconnected.
  */
 void session_periodic(struct session *s);
+
+/*
+ * session_names - when due (session_names_due(), util_now_ms() clock),
+ * read saved_cmdlines and saved_tgids and send what changed on every
+ * connection (agent/comms.h: the interval follows the kernel's turnover;
+ * a new connection gets the whole tables at connect, BYE the last
+ * changes). A failure calls session_lost(). Nothing while disconnected.
+ */
+void session_names(struct session *s);
+int64_t session_names_due(const struct session *s);
 
 /*
  * session_count_fn - for BYE: the pages and events read from CPU @cpu, or

@@ -116,6 +116,14 @@ static int tracing_setup(struct tracing *t, size_t buffer_kb, char *err,
 	 * sleep (partly filled pages go out every --flush-ms). Old kernels
 	 * without the file keep their behaviour.
 	 */
+	/*
+	 * The kernel records a task's tgid (saved_tgids) only while an
+	 * instance asks for it; the agent ships them with the cmdlines. Our
+	 * own instance's option: nothing global is changed.
+	 */
+	if (tracefs_file_exists(t->inst, "options/record-tgid") &&
+	    tracefs_instance_file_write(t->inst, "options/record-tgid", "1") < 0)
+		log_warn("tracefs instance %s: cannot set options/record-tgid: no tgids", name);
 	if (tracefs_file_exists(t->inst, "buffer_percent") &&
 	    tracefs_instance_file_write(t->inst, "buffer_percent",
 					TRACING_WAKE_PERCENT) < 0)
@@ -623,4 +631,90 @@ int tracing_cmdlines(struct proto_cmdlines *out)
 	ret = tracing_parse_cmdlines(s, size > 0 ? (size_t)size : 0, out);
 	free(s);
 	return ret;
+}
+
+/* Parse "PID TGID" (@len bytes, no newline) into @t; false if malformed. */
+static bool tgid_line(const char *line, size_t len, struct proto_tgid *t)
+{
+	int64_t v[2] = { 0, 0 };
+	size_t i = 0;
+
+	for (int k = 0; k < 2; k++) {
+		if (i >= len || !isdigit((unsigned char)line[i]))
+			return false;
+		for (; i < len && isdigit((unsigned char)line[i]); i++) {
+			v[k] = v[k] * 10 + (line[i] - '0');
+			if (v[k] > INT32_MAX)
+				return false;
+		}
+		if (k == 0 && (i >= len || line[i++] != ' '))
+			return false;
+	}
+	if (i != len)
+		return false;
+	t->pid = (int32_t)v[0];
+	t->tgid = (int32_t)v[1];
+	return true;
+}
+
+int tracing_parse_tgids(const char *text, size_t len, struct proto_tgids *out)
+{
+	const char *p = text, *end = text + len, *nl;
+	struct proto_tgid *items = NULL;
+	size_t max = count_lines(text, len), n = 0;
+
+	if (max > PROTO_MAX_TGIDS)
+		max = PROTO_MAX_TGIDS;
+	if (len && !(items = calloc(max, sizeof(*items))))
+		return -ENOMEM;
+	while (p < end && n < max) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		if (tgid_line(p, (size_t)(nl - p), &items[n]))
+			n++;
+		p = nl + 1;
+	}
+	if (n == 0) {
+		free(items);
+		items = NULL;
+	}
+	out->count = (uint32_t)n;
+	out->items = items;
+	return 0;
+}
+
+/* A top-level tracefs file, whole: *@text malloc()ed ("" when empty). */
+static int top_file(const char *file, char **text, size_t *len)
+{
+	int size = 0;
+	char *s;
+
+	errno = 0;
+	s = tracefs_instance_file_read(NULL, file, &size);
+	if (!s && errno != 0)
+		return tracefs_err();
+	if (!s && !(s = strdup("")))
+		return -ENOMEM;
+	*text = s;
+	*len = size > 0 ? (size_t)size : 0;
+	return 0;
+}
+
+int tracing_tgids(struct proto_tgids *out)
+{
+	size_t len;
+	char *s;
+	int ret = top_file("saved_tgids", &s, &len);
+
+	if (ret < 0)
+		return ret;
+	ret = tracing_parse_tgids(s, len, out);
+	free(s);
+	return ret;
+}
+
+int tracing_printk_formats(char **text, size_t *len)
+{
+	return top_file("printk_formats", text, len);
 }

@@ -181,4 +181,26 @@ int tracing_cmdlines(struct proto_cmdlines *out);
 int tracing_parse_cmdlines(const char *text, size_t len,
 			   struct proto_cmdlines *out);
 
+/*
+ * tracing_tgids - the pid -> tgid table of the top-level saved_tgids (read
+ * only; filled while some instance has options/record-tgid set, as ours
+ * does). On success out->items is malloc()ed (free() it; NULL when count
+ * is 0). Return: as tracing_cmdlines().
+ */
+int tracing_tgids(struct proto_tgids *out);
+
+/*
+ * tracing_parse_tgids - parse saved_tgids text ("PID TGID" lines) of @len
+ * bytes. Malformed lines are skipped; at most PROTO_MAX_TGIDS are kept.
+ * Return: 0 and *@out (items malloc()ed, NULL when count is 0); -ENOMEM.
+ */
+int tracing_parse_tgids(const char *text, size_t len, struct proto_tgids *out);
+
+/*
+ * tracing_printk_formats - the top-level printk_formats, verbatim, into
+ * *@text (malloc()ed, NUL-terminated; "" when empty) and *@len.
+ * Return: 0; -errno or TC_ERR_TRACEFS; -ENOMEM.
+ */
+int tracing_printk_formats(char **text, size_t *len);
+
 #endif

@@ -47,6 +47,7 @@ enum field_kind {
 	FK_STR,		/* char *, NUL-terminated */
 	FK_TEXT,	/* char * plus a size_t length */
 	FK_CMDLINES,	/* struct proto_cmdlines */
+	FK_TGIDS,	/* struct proto_tgids */
 };
 
 enum field_need {
@@ -105,6 +106,7 @@ static const struct field welcome_fields[] = {
 	F("v", FK_U32, REQUIRED, welcome.version),
 	F("host_id", FK_U64, REQUIRED, welcome.host_id),
 	F("kallsyms", FK_BOOL, OPTIONAL, welcome.kallsyms),
+	F("printk_formats", FK_BOOL, OPTIONAL, welcome.printk_formats),
 };
 
 static const struct field header_page_fields[] = {
@@ -120,6 +122,7 @@ static const struct field format_fields[] = {
 
 static const struct field cmdlines_fields[] = {
 	F("cmdlines", FK_CMDLINES, REQUIRED, cmdlines),
+	F("tgids", FK_TGIDS, OPTIONAL, cmdlines.tgids),
 };
 
 static const struct field clock_fields[] = {
@@ -182,6 +185,10 @@ static const struct field ack_fields[] = {
 static const struct field symbols_fields[] = {
 	F("group", FK_U32, REQUIRED, symbols.group),
 	FTEXT("text", symbols.text, symbols.len),
+};
+
+static const struct field printk_fields[] = {
+	FTEXT("text", printk.text, printk.len),
 };
 
 static const struct field filter_fields[] = {
@@ -260,6 +267,7 @@ static const struct msg_desc msg_table[] = {
 	MSGC(MSG_FILTER, "filter", filter_fields, check_filter),
 	MSGC(MSG_FILTER_STATUS, "filter_status", filter_status_fields,
 	     check_filter_status),
+	MSG(MSG_PRINTK, "printk_formats", printk_fields),
 };
 
 static const struct msg_desc *msg_desc_get(enum proto_msg_type type)
@@ -396,6 +404,22 @@ static int enc_cmdlines(msgpack_packer *pk, const struct proto_cmdlines *c)
 	return 0;
 }
 
+static int enc_tgids(msgpack_packer *pk, const struct proto_tgids *t)
+{
+	uint32_t i;
+
+	if (t->count > PROTO_MAX_TGIDS)
+		return TC_ERR_TOO_LONG;
+	if (msgpack_pack_array(pk, t->count) < 0)
+		return -1;
+	for (i = 0; i < t->count; i++)
+		if (msgpack_pack_array(pk, 2) < 0 ||
+		    msgpack_pack_int32(pk, t->items[i].pid) < 0 ||
+		    msgpack_pack_int32(pk, t->items[i].tgid) < 0)
+			return -1;
+	return 0;
+}
+
 /* Pack one field's value; -1 means the write callback failed. */
 static int enc_value(msgpack_packer *pk, const struct field *f,
 		     const struct proto_msg *m)
@@ -424,6 +448,8 @@ static int enc_value(msgpack_packer *pk, const struct field *f,
 		return enc_str(pk, s, s ? *CFIELD(m, f->len_off, size_t) : 0);
 	case FK_CMDLINES:
 		return enc_cmdlines(pk, CFIELD(m, f->off, struct proto_cmdlines));
+	case FK_TGIDS:
+		return enc_tgids(pk, CFIELD(m, f->off, struct proto_tgids));
 	}
 	return TC_ERR_MSG_UNKNOWN;
 }
@@ -712,6 +738,39 @@ static int dec_cmdlines(const msgpack_object *o, struct proto_cmdlines *out)
 	return 0;
 }
 
+/* One [pid, tgid] pair of a CMDLINES message's "tgids". */
+static int dec_tgid(const msgpack_object *o, struct proto_tgid *out)
+{
+	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 2)
+		return TC_ERR_MSG_MALFORMED;
+	return proto_mp_i32(&o->via.array.ptr[0], &out->pid) ?:
+	       proto_mp_i32(&o->via.array.ptr[1], &out->tgid);
+}
+
+/* The count is capped before the array is allocated. */
+static int dec_tgids(const msgpack_object *o, struct proto_tgids *out)
+{
+	struct proto_tgid *items;
+	uint32_t i, n;
+	int rc = 0;
+
+	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > PROTO_MAX_TGIDS)
+		return TC_ERR_MSG_MALFORMED;
+	n = o->via.array.size;
+	items = calloc(n ? n : 1, sizeof(*items));
+	if (!items)
+		return -ENOMEM;
+	for (i = 0; i < n && rc == 0; i++)
+		rc = dec_tgid(&o->via.array.ptr[i], &items[i]);
+	if (rc < 0) {
+		free(items);
+		return rc;
+	}
+	out->count = n;
+	out->items = items;
+	return 0;
+}
+
 static int dec_value(const msgpack_object *o, const struct field *f,
 		     struct proto_msg *m)
 {
@@ -736,6 +795,8 @@ static int dec_value(const msgpack_object *o, const struct field *f,
 				    FIELD(m, f->len_off, size_t));
 	case FK_CMDLINES:
 		return dec_cmdlines(o, FIELD(m, f->off, struct proto_cmdlines));
+	case FK_TGIDS:
+		return dec_tgids(o, FIELD(m, f->off, struct proto_tgids));
 	}
 	return TC_ERR_MSG_MALFORMED;
 }
@@ -930,6 +991,10 @@ void proto_msg_free(struct proto_msg *m)
 			free(FIELD(m, f->off, struct proto_cmdlines)->items);
 			FIELD(m, f->off, struct proto_cmdlines)->items = NULL;
 			FIELD(m, f->off, struct proto_cmdlines)->count = 0;
+		} else if (f->kind == FK_TGIDS) {
+			free(FIELD(m, f->off, struct proto_tgids)->items);
+			FIELD(m, f->off, struct proto_tgids)->items = NULL;
+			FIELD(m, f->off, struct proto_tgids)->count = 0;
 		}
 	}
 }

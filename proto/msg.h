@@ -26,6 +26,7 @@
 #define PROTO_VERSION		1
 #define PROTO_MAX_STRING	(256u * 1024)	/* longest string field */
 #define PROTO_MAX_CMDLINES	65536		/* entries in one CMDLINES */
+#define PROTO_MAX_TGIDS		65536		/* tgids entries in one CMDLINES */
 #define PROTO_MAX_EVENT_NAME	255		/* system or event name in FORMAT,
 						 * FILTER, FILTER_STATUS */
 #define PROTO_MAX_HOST		255		/* HELLO host */
@@ -53,6 +54,7 @@ enum proto_msg_type {
 	MSG_SYMBOLS = 21,	/* agent: function symbols of a group or the kernel */
 	MSG_FILTER = 22,	/* collector: set this filter in your instance */
 	MSG_FILTER_STATUS = 23,	/* agent: what the kernel said to a MSG_FILTER */
+	MSG_PRINTK = 24,	/* agent: the kernel's printk_formats (once per boot) */
 };
 
 struct proto_clock {
@@ -88,6 +90,9 @@ struct proto_welcome {
 	uint32_t version;	/* protocol version the collector speaks */
 	uint64_t host_id;	/* the collector's id for this host */
 	bool kallsyms;		/* optional: it holds this boot's kernel symbols */
+	bool printk_formats;	/* optional: it takes MSG_PRINTK and holds none
+				 * of this boot: send them (absent: an older
+				 * collector, which must not get one) */
 };
 
 struct proto_text {		/* MSG_HEADER_PAGE */
@@ -171,9 +176,38 @@ struct proto_cmdline {
 	char comm[16];		/* NUL-terminated, truncated like the kernel's */
 };
 
+struct proto_tgid {
+	int32_t pid;
+	int32_t tgid;		/* the thread group (process) @pid belongs to */
+};
+
+struct proto_tgids {
+	uint32_t count;
+	struct proto_tgid *items;
+};
+
+/*
+ * MSG_CMDLINES: pid -> comm pairs of the kernel's saved_cmdlines and,
+ * optionally (key "tgids", ignored by older collectors), pid -> tgid pairs
+ * of its saved_tgids. Either may be empty; later entries for a pid replace
+ * earlier ones, so an agent may send only what changed.
+ */
 struct proto_cmdlines {
 	uint32_t count;
 	struct proto_cmdline *items;
+	struct proto_tgids tgids;
+};
+
+/*
+ * MSG_PRINTK: part of the kernel's printk_formats (tracefs), lines
+ * `0xADDR : "FORMAT"\n` as the kernel writes them (proto/printk.h): the
+ * strings that trace_printk() events and tracepoint_string() pointers
+ * point at. A table longer than one message comes in several, each of
+ * whole lines; they add up.
+ */
+struct proto_printk {
+	char *text;
+	size_t len;
 };
 
 struct proto_cpu_stats {
@@ -235,6 +269,7 @@ struct proto_msg {
 		struct proto_symbols symbols;
 		struct proto_filter filter;
 		struct proto_filter_status filter_status;
+		struct proto_printk printk;
 	};
 };
 
@@ -267,7 +302,7 @@ int proto_buf_append(struct proto_buf *b, const void *p, size_t len);
  * Return: 0; -ENOMEM; TC_ERR_MSG_UNKNOWN for a bad type; TC_ERR_TOO_LONG when
  * a string exceeds its key's limit (PROTO_MAX_STRING or a
  * PROTO_MAX_* above), cmdlines.count exceeds
- * PROTO_MAX_CMDLINES or the payload would exceed FRAME_MAX_PAYLOAD (65536
+ * PROTO_MAX_CMDLINES, cmdlines.tgids.count PROTO_MAX_TGIDS, or the payload would exceed FRAME_MAX_PAYLOAD (65536
  * full cmdlines do not fit: send at most 32768 per message);
  * TC_ERR_MSG_MALFORMED when a text holds a NUL byte, or a FILTER or
  * FILTER_STATUS breaks the rules of proto_msg_decode().

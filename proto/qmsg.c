@@ -228,7 +228,7 @@ static int request_field(struct qmsg_request *r, const msgpack_object_kv *kv,
 	if (proto_mp_str_is(k, "op")) {
 		ret = proto_mp_u32(v, &op);
 		if (ret == 0 && (op < QOP_SELECT || op > QOP_FIELDS) && op != QOP_SQL &&
-		    op != QOP_HIST)
+		    op != QOP_HIST && op != QOP_PRINTK && op != QOP_TGIDS)
 			ret = TC_ERR_MSG_MALFORMED;
 		r->op = op;
 		return ret;

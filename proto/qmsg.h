@@ -46,6 +46,9 @@ enum qmsg_op {
 	/* 9..15 free */
 	QOP_SQL = 16,		/* read-only SQL over the documented views (--sql) */
 	QOP_HIST = 20,		/* a histogram in the kernel's hist syntax (--hist) */
+	QOP_PRINTK = 28,	/* one host's printk_formats (of the boot up at to_ts) */
+	QOP_TGIDS = 29,		/* one host's pid -> tgid pairs, paged by pid */
+	/* 24..27: the import ops (proto/qimport.h) */
 };
 
 struct qmsg_request {
@@ -53,7 +56,8 @@ struct qmsg_request {
 	char *query;		/* "SELECTOR[,...] [where FILTER]"; NULL for stats,
 				 * drops, hosts; a selector list for events,
 				 * fields; symbols: hex addresses,
-				 * blank-separated; sql: one SELECT */
+				 * blank-separated; sql: one SELECT;
+				 * printk, tgids: NULL */
 	uint32_t limit;		/* rows wanted in this reply, <= QMSG_MAX_ROWS */
 	int64_t after_ts;	/* keyset paging: continue after (ts, id) */
 	uint64_t after_id;	/* 0: from the start */

@@ -436,6 +436,7 @@ static int conn_on_msg(struct conn *c, const uint8_t *payload, size_t len)
 	case MSG_CPU_STATS:
 	case MSG_GROUP:
 	case MSG_SYMBOLS:
+	case MSG_PRINTK:
 		ret = ingest_push_msg(c->col->ing, c->sink, &m, payload, len);
 		break;
 	case MSG_BYE: ret = on_bye(c, &m, payload, len); break;
@@ -1018,8 +1019,11 @@ static void conn_reply(struct conn *c, const struct proto_msg *m)
 		conn_finish(c);
 }
 
-/* hooks.welcome: HELLO is stored (and whether this boot's kernel symbols are). */
-static void conn_welcome(void *arg, uint64_t id, uint64_t host_id, bool kallsyms)
+/*
+ * hooks.welcome: HELLO is stored (and whether this boot's kernel symbols
+ * are; whether to ask for its printk_formats).
+ */
+static void conn_welcome(void *arg, uint64_t id, uint64_t host_id, bool kallsyms, bool printk)
 {
 	struct conn *c = conn_live(arg, id);
 	struct proto_msg m = { .type = MSG_WELCOME };
@@ -1029,6 +1033,7 @@ static void conn_welcome(void *arg, uint64_t id, uint64_t host_id, bool kallsyms
 	m.welcome.version = PROTO_VERSION;
 	m.welcome.host_id = host_id;
 	m.welcome.kallsyms = kallsyms;
+	m.welcome.printk_formats = printk;
 	conn_reply(c, &m);
 }
 

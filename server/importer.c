@@ -172,6 +172,7 @@ static int run_msg(struct importer *im, struct imp_sess *s, struct imp_call *c)
 	case MSG_CMDLINES:
 	case MSG_SYMBOLS:
 	case MSG_CLOCK:
+	case MSG_PRINTK:
 		return ingest_push_msg(im->ing, s->sink, c->msg, c->raw, c->rawlen);
 	default:
 		snprintf(c->err, sizeof(c->err), "a %s message has no place in an import",
@@ -372,13 +373,13 @@ out:
 
 /* ---- the ingest's hooks ---- */
 
-static void hook_welcome(void *arg, uint64_t id, uint64_t host_id, bool kallsyms)
+static void hook_welcome(void *arg, uint64_t id, uint64_t host_id, bool kallsyms, bool printk)
 {
 	struct importer *im = arg;
 
 	if (!(id & IMPORTER_ID_BIT)) {
 		if (im->inner.welcome)
-			im->inner.welcome(im->inner.arg, id, host_id, kallsyms);
+			im->inner.welcome(im->inner.arg, id, host_id, kallsyms, printk);
 		return;
 	}
 	log_debug("import %llu: host %llu stored", (unsigned long long)(id & ~IMPORTER_ID_BIT),

@@ -149,6 +149,7 @@ struct ingest_result {
 	enum ingest_result_kind kind;
 	uint64_t host_id;	/* IR_WELCOME */
 	bool kallsyms;		/* IR_WELCOME */
+	bool printk;		/* IR_WELCOME: ask for printk_formats */
 	uint64_t pages, events;	/* IR_DONE: stored this session */
 	int err;		/* IR_FAIL */
 	char what[32];		/* IR_FAIL: "page", "format", ... */
@@ -357,7 +358,7 @@ static void ing_deliver(const struct ingest *g, const struct ingest_result *r)
 	switch (r->kind) {
 	case IR_WELCOME:
 		if (h->welcome)
-			h->welcome(h->arg, r->conn_id, r->host_id, r->kallsyms);
+			h->welcome(h->arg, r->conn_id, r->host_id, r->kallsyms, r->printk);
 		break;
 	case IR_DONE:
 		if (h->done)
@@ -864,6 +865,7 @@ static void ing_msg(struct ingest *g, struct sink *s, struct proto_msg *m)
 	r.kind = reply.kind == SINK_REPLY_WELCOME ? IR_WELCOME : IR_DONE;
 	r.host_id = reply.host_id;
 	r.kallsyms = reply.kallsyms;
+	r.printk = !reply.printk_held;
 	r.pages = reply.pages;
 	r.events = reply.events;
 	ing_post(g, &r);

@@ -63,8 +63,13 @@ struct ingest_opts {
  * A NULL hook is not called.
  */
 struct ingest_hooks {
-	/* HELLO is stored: answer WELCOME with @host_id. */
-	void (*welcome)(void *arg, uint64_t conn_id, uint64_t host_id, bool kallsyms);
+	/*
+	 * HELLO is stored: answer WELCOME with @host_id, @kallsyms (this
+	 * boot's kernel symbols are stored) and @printk (send this boot's
+	 * printk_formats: none are stored).
+	 */
+	void (*welcome)(void *arg, uint64_t conn_id, uint64_t host_id, bool kallsyms,
+			bool printk);
 	/*
 	 * BYE: everything of the connection is committed (@pages and
 	 * @events stored in this session): answer DONE. With a journal the

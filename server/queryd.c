@@ -323,6 +323,116 @@ static int run_hist(struct qworker *wk, const struct qmsg_request *r, struct qse
 	return queryd_hist_run(wk->store, r, qsel_read(c, 0), out, rows);
 }
 
+/* At most this much printk_formats text in one reply (QMSG_MAX_WIRE is 4 MiB). */
+#define QUERYD_PRINTK_BYTES	(2u << 20)
+
+struct printk_rows {
+	struct qmsg_writer *w;
+	size_t bytes;
+};
+
+static int printk_row(void *ctx, uint64_t addr, const char *fmt)
+{
+	struct printk_rows *p = ctx;
+	size_t len = strlen(fmt);
+
+	if (p->bytes + len > QUERYD_PRINTK_BYTES)
+		return 1;	/* enough: the rest is left out */
+	p->bytes += len + 16;
+	qmsg_put_uint(p->w, addr);
+	qmsg_put_str(p->w, fmt, len);
+	return 0;
+}
+
+/*
+ * Printk formats: the kernel's printk_formats of host @r->host (exact
+ * name) as of wall-clock @r->to_ts (0: now), for traceq to hand to
+ * libtraceevent. Rows: addr, fmt (the kernel's text, quotes included), in
+ * address order, at most QMSG_MAX_ROWS and QUERYD_PRINTK_BYTES of text. A
+ * host outside the asker's @scope (NULL: all) answers as an unknown one:
+ * no rows.
+ */
+static int run_printk(struct qworker *wk, const struct qmsg_request *r,
+		      const struct store_scope *scope, struct proto_buf *out, uint64_t *rows)
+{
+	static const char *const cols[] = { "addr", "fmt" };
+	struct printk_rows p = { 0 };
+	uint64_t host_id = 0;
+	int ret, found;
+
+	if (!r->host)
+		return qmsg_reply_error(TC_ERR_MSG_MISSING, "printk: which host?", -1, -1, out);
+	found = store_host_find(wk->store, r->host, scope, &host_id);
+	if (found < 0 && found != -ENOENT)
+		return found;
+	ret = qmsg_reply_begin(&p.w, NULL, 2, cols);
+	if (ret == 0 && found == 0) {
+		ret = store_printk_list(wk->store, host_id, r->to_ts ? r->to_ts : INT64_MAX,
+					QMSG_MAX_ROWS, printk_row, &p);
+		ret = ret > 0 ? 0 : ret;
+	}
+	if (ret < 0 && p.w) {	/* qmsg_reply_end() frees the writer */
+		struct proto_buf junk;
+
+		proto_buf_init(&junk);
+		qmsg_reply_end(p.w, false, 0, 0, 0, &junk);
+		proto_buf_free(&junk);
+	}
+	if (ret < 0)
+		return ret;
+	*rows = qmsg_reply_rows(p.w);
+	return reply_end(wk->qd, p.w, false, 0, 0, 0, out);
+}
+
+static int tgid_row(void *ctx, int32_t pid, int32_t tgid)
+{
+	struct qmsg_writer *w = ctx;
+
+	qmsg_put_int(w, pid);
+	qmsg_put_int(w, tgid);
+	return 0;
+}
+
+/*
+ * Tgids: host @r->host's pid -> tgid pairs (the kernel's saved_tgids, as
+ * its agents sent them), pid after @r->after_id (as a pid), at most
+ * @r->limit (0: QMSG_MAX_ROWS); `more` and last_id when there may be
+ * more. Rows: pid, tgid. A host outside @scope answers as an unknown
+ * one: no rows.
+ */
+static int run_tgids(struct qworker *wk, const struct qmsg_request *r,
+		     const struct store_scope *scope, struct proto_buf *out, uint64_t *rows)
+{
+	static const char *const cols[] = { "pid", "tgid" };
+	uint32_t max = r->limit ? r->limit : QMSG_MAX_ROWS;
+	struct qmsg_writer *w;
+	uint64_t host_id = 0;
+	int ret, found;
+
+	if (!r->host)
+		return qmsg_reply_error(TC_ERR_MSG_MISSING, "tgids: which host?", -1, -1, out);
+	if (r->after_id > INT32_MAX)
+		return qmsg_reply_error(TC_ERR_MSG_MALFORMED, "tgids: after_id is a pid", -1, -1,
+					out);
+	found = store_host_find(wk->store, r->host, scope, &host_id);
+	if (found < 0 && found != -ENOENT)
+		return found;
+	ret = qmsg_reply_begin(&w, NULL, 2, cols);
+	if (ret == 0 && found == 0)
+		ret = store_tgids_list(wk->store, host_id, (int32_t)r->after_id, max, tgid_row, w);
+	if (ret < 0 && w) {	/* qmsg_reply_end() frees the writer */
+		struct proto_buf junk;
+
+		proto_buf_init(&junk);
+		qmsg_reply_end(w, false, 0, 0, 0, &junk);
+		proto_buf_free(&junk);
+	}
+	if (ret < 0)
+		return ret;
+	*rows = qmsg_reply_rows(w);
+	return reply_end(wk->qd, w, *rows == max, 0, 0, 0, out);
+}
+
 static int run_count(struct qworker *wk, struct qsel *c, struct proto_buf *out,
 		     uint64_t *rows)
 {
@@ -564,6 +674,7 @@ static void log_query(const struct qauth_who *who, const struct qmsg_request *r,
 
 	log_info("query from %s: %s%s%s%s%s%s: %s in %lld ms", qauth_who_str(who, w, sizeof(w)),
 		 r->op == QOP_SQL ? "sql" : r->op == QOP_HIST ? "hist" :
+		 r->op == QOP_PRINTK ? "printk" : r->op == QOP_TGIDS ? "tgids" :
 		 op_names[r->op <= QOP_FIELDS ? r->op : 0],
 		 r->query ? " '" : "",
 		 r->query ? log_escape(r->query, q, sizeof(q)) : "", r->query ? "'" : "",
@@ -618,6 +729,10 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 		ret = run_drops(wk, &hosts, out, &rows);
 	else if (r->op == QOP_SYMBOLS)
 		ret = run_symbols(wk, r, hosts.scope, out);
+	else if (r->op == QOP_PRINTK)
+		ret = run_printk(wk, r, hosts.scope, out, &rows);
+	else if (r->op == QOP_TGIDS)
+		ret = run_tgids(wk, r, hosts.scope, out, &rows);
 	else if (r->op == QOP_SQL)
 		ret = run_sql(wk, r, hosts.scope, out, &rows, result, sizeof(result));
 	else if (r->op >= QOP_HOSTS && r->op <= QOP_FIELDS)

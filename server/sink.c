@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/ring.h"
 #include "common/tc_error.h"
+#include "proto/printk.h"
 #include "proto/symbols.h"
 #include "server/journal.h"
 #include "server/sink.h"
@@ -58,6 +59,16 @@ static const char *sink_host(const struct sink *s, char *buf, size_t size)
 }
 
 /* One event type as this connection's agent described it. */
+/*
+ * Names are learned, like trace-cmd's sched_switch plugin learns them, from
+ * the events' own fields (sched_switch's prev/next, sched_wakeup's comm and
+ * pid, sched_process_fork's parent and child): the kernel's saved_cmdlines
+ * misses tasks whose name it could not save (its lock is only tried) or
+ * that it turned over before the agent read it. A learned name never
+ * replaces one the agent sent; the agent's later ones replace it.
+ */
+#define SINK_COMM_PAIRS	2
+
 struct sink_type {
 	struct sink_type *next;
 	const struct decode_type *t;
@@ -67,17 +78,28 @@ struct sink_type {
 	uint64_t dropped;		/* by the filter, not yet in the store */
 	bool kernel;			/* an event of the agent's instance */
 	char *pushed;			/* filter set in the agent's instance; NULL: none */
+	/* fields "comm"/"X_comm" (char[16]) and their "pid"/"X_pid": names to learn */
+	unsigned ncomm;
+	unsigned comm_field[SINK_COMM_PAIRS], pid_field[SINK_COMM_PAIRS];
+};
+
+
+/* One pid's name: from the agent's CMDLINES, or learned from an event at @learned_ts. */
+struct sink_comm {
+	int32_t pid;			/* 0: an empty slot */
+	char comm[16];
+	uint64_t learned_ts;		/* 0: the agent's */
 };
 
 /* pid -> comm, open addressing, for the filter's COMM field. */
 struct sink_comms {
 	size_t cap, count;		/* cap: a power of two */
-	struct proto_cmdline *slots;	/* pid 0 = empty */
+	struct sink_comm *slots;
 };
 
 /* ---- pid -> comm ---- */
 
-static struct proto_cmdline *comms_slot(struct sink_comms *c, int32_t pid)
+static struct sink_comm *comms_slot(struct sink_comms *c, int32_t pid)
 {
 	size_t i = ((uint32_t)pid * 2654435761u) & (c->cap - 1);
 
@@ -102,9 +124,10 @@ static int comms_grow(struct sink_comms *c)
 	return 0;
 }
 
-static int comms_put(struct sink *s, const struct proto_cmdlines *cl)
+/* The pairs of @cl (the agent's; learned at trace-clock @learned_ts when not 0). */
+static int comms_put_at(struct sink *s, const struct proto_cmdlines *cl, uint64_t learned_ts)
 {
-	struct proto_cmdline *slot;
+	struct sink_comm *slot;
 
 	if (!s->comms && !(s->comms = calloc(1, sizeof(*s->comms))))
 		return -ENOMEM;
@@ -115,14 +138,36 @@ static int comms_put(struct sink *s, const struct proto_cmdlines *cl)
 			return -ENOMEM;
 		slot = comms_slot(s->comms, cl->items[i].pid);
 		s->comms->count += slot->pid == 0;
-		*slot = cl->items[i];
+		slot->pid = cl->items[i].pid;
+		memcpy(slot->comm, cl->items[i].comm, sizeof(slot->comm));
+		slot->learned_ts = learned_ts;
 	}
 	return 0;
 }
 
+static int comms_put(struct sink *s, const struct proto_cmdlines *cl)
+{
+	return comms_put_at(s, cl, 0);
+}
+
+/*
+ * Whether a name learned at @ts may be kept for @pid: the pid has none, or
+ * one learned from an older event (the latest wins, as it does in
+ * trace-cmd, which learns in time order); never over the agent's.
+ */
+static bool comms_learnable(const struct sink *s, int32_t pid, uint64_t ts)
+{
+	const struct sink_comm *slot;
+
+	if (!s->comms || !s->comms->cap)
+		return true;
+	slot = comms_slot(s->comms, pid);
+	return !slot->pid || (slot->learned_ts && slot->learned_ts < ts);
+}
+
 static const char *comms_get(const struct sink *s, int pid)
 {
-	const struct proto_cmdline *slot;
+	const struct sink_comm *slot;
 
 	if (!s->comms || !s->comms->cap || pid == 0)
 		return pid == 0 ? "<idle>" : "";
@@ -430,6 +475,58 @@ static int sink_symbols(struct sink *s, const struct sink_env *env,
 	return ret;
 }
 
+/*
+ * printk_formats lines one connection may store: a kernel has a few
+ * thousand (128 on our 6.18 without modules' trace_printk); more is an
+ * agent filling the database.
+ */
+#define SINK_PRINTK_MAX	(1u << 18)
+
+struct printk_ctx {
+	struct sink *s;
+	struct store *store;
+	uint64_t host_id;
+	const char *boot_id;
+	int64_t since;
+	size_t lines;
+};
+
+static int printk_store(void *arg, uint64_t addr, const char *fmt, size_t len)
+{
+	struct printk_ctx *c = arg;
+
+	if (c->s->printk_lines >= SINK_PRINTK_MAX)
+		return 0;	/* said once, below */
+	c->s->printk_lines++;
+	c->lines++;
+	return store_printk_put(c->store, c->host_id, c->boot_id, c->since, addr, fmt, len);
+}
+
+/*
+ * MSG_PRINTK: lines of the kernel's printk_formats, kept per host and
+ * boot. Accepted from any agent (a journal replay does not know what
+ * WELCOME asked); a line already stored is left as it is.
+ */
+static int sink_printk(struct sink *s, const struct sink_env *env, const struct proto_printk *m)
+{
+	struct printk_ctx c = { s, env->store, s->host_id, s->boot_id, s->hello_realtime, 0 };
+	bool full = s->printk_lines >= SINK_PRINTK_MAX;
+	size_t line = 0;
+	int ret = proto_printk_parse(m->text, m->len, printk_store, &c, &line);
+
+	char h[LOG_ESC_LEN];
+
+	if (ret == TC_ERR_MSG_MALFORMED)
+		log_warn("host %s: bad printk_formats line %zu", sink_host(s, h, sizeof(h)), line);
+	else if (ret == 0 && !full && s->printk_lines >= SINK_PRINTK_MAX)
+		log_warn("host %s: more than %u printk formats on one connection: the rest "
+			 "is not stored", sink_host(s, h, sizeof(h)), SINK_PRINTK_MAX);
+	else if (ret == 0 && !full)
+		log_info("host %s: %zu printk formats of this boot", sink_host(s, h, sizeof(h)),
+			 c.lines);
+	return ret;
+}
+
 static int flush_group_counters(struct sink *s, struct store *store)
 {
 	int ret = 0;
@@ -492,7 +589,71 @@ static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_h
 	s->pushdown = env->pushdown && h->pushdown;
 	reply->kind = SINK_REPLY_WELCOME;
 	reply->host_id = s->host_id;
-	return store_kallsyms_held(env->store, s->host_id, h->boot_id, &reply->kallsyms);
+	return store_kallsyms_held(env->store, s->host_id, h->boot_id, &reply->kallsyms) ?:
+	       store_printk_held(env->store, s->host_id, h->boot_id, &reply->printk_held);
+}
+
+/* The field named @prefix + @suffix in @t, or -1. */
+static int field_named(const struct decode_type *t, const char *prefix, size_t plen,
+		       const char *suffix)
+{
+	for (unsigned i = 0; i < t->nfields; i++)
+		if (!strncmp(t->fields[i].name, prefix, plen) &&
+		    !strcmp(t->fields[i].name + plen, suffix))
+			return (int)i;
+	return -1;
+}
+
+/* Which fields of a kernel event name a pid: "comm" + "pid", "X_comm" + "X_pid". */
+static void sink_type_comm_pairs(struct sink_type *ty)
+{
+	const struct decode_type *t = ty->t;
+
+	for (unsigned i = 0; ty->kernel && i < t->nfields && ty->ncomm < SINK_COMM_PAIRS; i++) {
+		const char *n = t->fields[i].name;
+		size_t len = strlen(n);
+		int pid;
+
+		if (t->fields[i].kind != DECODE_STRING || t->fields[i].size != 16 || len < 4 ||
+		    strcmp(n + len - 4, "comm") || (len > 4 && n[len - 5] != '_'))
+			continue;
+		pid = field_named(t, n, len - 4, "pid");
+		if (pid < 0 || (t->fields[pid].kind != DECODE_SIGNED &&
+				t->fields[pid].kind != DECODE_UNSIGNED))
+			continue;
+		ty->comm_field[ty->ncomm] = i;
+		ty->pid_field[ty->ncomm++] = (unsigned)pid;
+	}
+}
+
+/*
+ * Learn the names @ev carries for pids no CMDLINES named on this
+ * connection; a newer event's name replaces an older learned one (an exec).
+ */
+static int sink_learn_comms(struct sink *s, const struct sink_env *env,
+			    const struct sink_type *ty, const struct decode_event *ev)
+{
+	struct proto_cmdline cl;
+	struct proto_cmdlines one = { .count = 1, .items = &cl };
+	struct decode_value c, p;
+	int ret = 0;
+
+	for (unsigned i = 0; i < ty->ncomm && ret == 0; i++) {
+		if (decode_field_value(ev, ty->comm_field[i], &c) < 0 ||
+		    decode_field_value(ev, ty->pid_field[i], &p) < 0 || c.kind != DECODE_STRING)
+			continue;
+		cl.pid = p.kind == DECODE_SIGNED ? (int32_t)p.i : (int32_t)p.u;
+		if (cl.pid <= 0 || !c.str.len || !comms_learnable(s, cl.pid, ev->ts + 1))
+			continue;
+		memset(cl.comm, 0, sizeof(cl.comm));
+		memcpy(cl.comm, c.str.s, c.str.len < 15 ? c.str.len : 15);
+		if (strlen(cl.comm) != (c.str.len < 15 ? c.str.len : 15) ||
+		    !strcmp(comms_get(s, cl.pid), cl.comm))
+			continue;
+		ret = comms_put_at(s, &one, ev->ts + 1) ?:
+		      store_cmdlines(env->store, s->host_id, &one);
+	}
+	return ret;
 }
 
 static int sink_format(struct sink *s, const struct sink_env *env, const struct proto_format *f)
@@ -531,6 +692,7 @@ static int sink_format(struct sink *s, const struct sink_env *env, const struct 
 		return -ENOMEM;
 	ty->t = t;
 	ty->kernel = f->group == 0;
+	sink_type_comm_pairs(ty);
 	ty->next = s->types;
 	s->types = ty;
 	/* decode_type.user is the caller's slot: the event's sink type */
@@ -559,6 +721,8 @@ int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
 		return sink_group_add(s, env, &m->group);
 	case MSG_SYMBOLS:
 		return sink_symbols(s, env, &m->symbols);
+	case MSG_PRINTK:
+		return sink_printk(s, env, &m->printk);
 	case MSG_FORMAT:
 		return sink_format(s, env, &m->format);
 	case MSG_CMDLINES:
@@ -617,6 +781,8 @@ static int sink_event(void *arg, const struct decode_event *ev)
 		p->unknown++;
 		return 0;
 	}
+	if (ty->ncomm && (ret = sink_learn_comms(p->s, p->env, ty, ev)) < 0)
+		return ret;
 	ret = ty->f ? filter_eval(ty->f, sink_get, &e) : 1;
 	if (ret == 0) {
 		ty->dropped++;

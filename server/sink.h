@@ -69,6 +69,7 @@ struct sink {
 	uint64_t session;		/* the agent run's id from HELLO; 0: none */
 	int64_t hello_realtime;		/* the agent's CLOCK_REALTIME at HELLO, ns */
 	uint64_t kernel_program;	/* programs row for kernel symbols; 0: none yet */
+	uint64_t printk_lines;		/* printk_formats lines taken on this connection */
 	struct dedup *sess;		/* the agent's session; NULL: none announced */
 	struct dedup **sessions;	/* the list sess is on */
 	uint64_t dups;			/* resent pages already stored, dropped */
@@ -118,6 +119,7 @@ struct sink_reply {
 	} kind;
 	uint64_t host_id;		/* WELCOME */
 	bool kallsyms;			/* WELCOME: this boot's kernel symbols are stored */
+	bool printk_held;		/* WELCOME: so are its printk_formats */
 	uint64_t pages, events;		/* DONE: stored this session */
 };
 

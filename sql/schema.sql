@@ -59,6 +59,14 @@
 --                host's quota. Bytes stored = sum(cpus.bytes) - freed_bytes;
 --                a removed row gives back its host's bytes per stored event.
 --
+-- Printing as trace-cmd does (0009-printk-tgids.sql):
+--   printk_formats  per host and boot: the kernel's printk_formats
+--                (address -> string), once per boot, with the time its
+--                first connection came (since): traceq hands a boot's
+--                table to libtraceevent for that boot's rows.
+--   tgids        pid -> tgid per host, from the agent's cmdlines (the
+--                kernel's saved_tgids), like comms.
+--
 -- One typed table per event type, created at run time from the format:
 --
 --   ev_<system>_<name>   (characters outside [A-Za-z0-9_] become '_'; a

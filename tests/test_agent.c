@@ -26,6 +26,7 @@
 
 #include "common/page.h"
 #include "common/tc_error.h"
+#include "agent/comms.h"
 #include "agent/hostinfo.h"
 #include "agent/reader.h"
 #include "agent/tracing.h"
@@ -522,6 +523,86 @@ START_TEST(test_parse_cmdlines)
 }
 END_TEST
 
+START_TEST(test_parse_tgids)
+{
+	static const char text[] = "14 14\n15 14\nbad\n16\n17 x\n99999999999 1\n18 18 18\n"
+				   "2147483647 1\n19 19";
+	struct proto_tgids t;
+
+	ck_assert_int_eq(tracing_parse_tgids(text, strlen(text), &t), 0);
+	ck_assert_uint_eq(t.count, 4);
+	ck_assert_int_eq(t.items[0].pid, 14);
+	ck_assert_int_eq(t.items[1].pid, 15);
+	ck_assert_int_eq(t.items[1].tgid, 14);
+	ck_assert_int_eq(t.items[2].pid, INT32_MAX);
+	ck_assert_int_eq(t.items[3].pid, 19);
+	ck_assert_int_eq(t.items[3].tgid, 19);
+	free(t.items);
+	ck_assert_int_eq(tracing_parse_tgids("", 0, &t), 0);
+	ck_assert_uint_eq(t.count, 0);
+	ck_assert_ptr_null(t.items);
+}
+END_TEST
+
+struct sent {
+	unsigned msgs;
+	uint64_t names, tgids;
+};
+
+static int count_sent(void *arg, const struct proto_msg *m)
+{
+	struct sent *s = arg;
+
+	ck_assert_int_eq(m->type, MSG_CMDLINES);
+	ck_assert_uint_le(m->cmdlines.count, 32768);
+	s->msgs++;
+	s->names += m->cmdlines.count;
+	s->tgids += m->cmdlines.tgids.count;
+	return 0;
+}
+
+/*
+ * The tables from the real files (our instance sets record-tgid, so
+ * saved_tgids fills): a new connection gets them whole, a later read
+ * only what changed, and nothing at all when nothing did.
+ */
+START_TEST(test_comms_delta)
+{
+	struct tracing *t = open_or_fail(inst_name(), 0);
+	struct comms *c;
+	struct sent full = { 0 }, delta = { 0 };
+	uint32_t names, tgids, nch, tch;
+	char err[256];
+
+	ck_assert_int_eq(tracing_enable(t, "sched:sched_switch", err, sizeof(err)), 0);
+	ck_assert_int_eq(tracing_start(t), 0);
+	switch_workload();
+	ck_assert_int_eq(comms_new(&c), 0);
+	ck_assert_int_eq(comms_next(c), 0);		/* due at once */
+	ck_assert_int_eq(comms_read(c, 1000), 0);
+	ck_assert_int_eq(comms_next(c), 1000 + COMMS_FIRST_MS);	/* no measure yet */
+	comms_counts(c, &names, &tgids, &nch, &tch);
+	ck_assert_uint_gt(names, 0);
+	ck_assert_uint_gt(tgids, 0);
+	ck_assert_uint_eq(nch, names);		/* all new */
+	ck_assert_int_eq(comms_send(c, true, count_sent, &full), 0);
+	ck_assert_uint_eq(full.names, names);
+	ck_assert_uint_eq(full.tgids, tgids);
+	ck_assert_int_eq(comms_read(c, 2000), 0);
+	comms_counts(c, &names, &tgids, &nch, &tch);
+	ck_assert_int_eq(comms_send(c, false, count_sent, &delta), 0);
+	ck_assert_uint_eq(delta.names, nch);
+	ck_assert_uint_eq(delta.tgids, tch);
+	ck_assert_uint_le(nch, names);
+	ck_assert_uint_eq(delta.msgs, (nch > 0) + (tch > 0));
+	ck_assert_int_ge(comms_next(c), 2000 + COMMS_MIN_MS);
+	ck_assert_int_le(comms_next(c), 2000 + COMMS_MAX_MS);
+	comms_free(c);
+	tracing_stop(t);
+	tracing_close(t);
+}
+END_TEST
+
 START_TEST(test_cmdlines_real)
 {
 	struct proto_cmdlines c;
@@ -663,7 +744,7 @@ static Suite *agent_suite(void)
 					test_existing_instance_left_alone,
 					test_teardown_while_tracing, test_bad_event_spec,
 					test_enable_event_and_format, test_enable_system,
-					test_header_page, test_cmdlines_real));
+					test_header_page, test_cmdlines_real, test_comms_delta));
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 
@@ -680,6 +761,7 @@ static Suite *agent_suite(void)
 	tc = tcase_create("parsers");
 	tcase_add_test(tc, test_parse_stats);
 	tcase_add_test(tc, test_parse_cmdlines);
+	tcase_add_test(tc, test_parse_tgids);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("hostinfo");

@@ -2,7 +2,8 @@
 # traceq --import (issue 17, "Import"): a trace-cmd recording stored through
 # the agents' ingest path, compared with trace-cmd report on the same file.
 #
-# Debian's trace-cmd records sched, irq and timer events of some load in an
+# Debian's trace-cmd records sched, irq, timer and rcu_utilization events
+# (its strings come from the printk formats) of some load in an
 # instance of the test's own (3.1.6 needs -d --no-filter on this kernel and
 # may leave the instance behind: removed in the trap), three times: v7 with
 # its default zstd compression, v7 uncompressed, v6. A collector (ipc query
@@ -45,7 +46,7 @@ trap import_cleanup EXIT
 # record INSTANCE FILE ARGS...: trace-cmd record of sched, irq, timer under load
 record() {
 	local i=$1 f=$2; shift 2
-	trace-cmd record -B "$i" -C mono -d --no-filter -e sched -e irq -e timer "$@" -o "$f" \
+	trace-cmd record -B "$i" -C mono -d --no-filter -e sched -e irq -e timer -e rcu:rcu_utilization "$@" -o "$f" \
 		sh -c 'for i in $(seq 20); do sleep 0.01; ls / > /dev/null; done' \
 		> "$tmp/record.log" 2>&1
 	rmdir "$tracing/instances/$i" 2>/dev/null
@@ -130,6 +131,7 @@ hrtimer_start|common_pid != 0
 timer_start|
 sched_process_exec|
 irq_handler_entry|
+rcu_utilization|
 F
 check "compared $compared selections with trace-cmd's" '[ "$compared" -ge 10 ]'
 

@@ -79,7 +79,8 @@ static struct call *record(enum hook hook, uint64_t conn_id)
 	return c;
 }
 
-static void on_welcome(void *arg, uint64_t conn_id, uint64_t host_id, bool kallsyms)
+static void on_welcome(void *arg, uint64_t conn_id, uint64_t host_id, bool kallsyms,
+		       bool printk)
 {
 	record(H_WELCOME, conn_id)->host_id = host_id;
 }

@@ -24,6 +24,7 @@
 #include "common/tc_error.h"
 #include "proto/frame.h"
 #include "proto/msg.h"
+#include "proto/printk.h"
 #include "proto/symbols.h"
 #include "proto/tls.h"
 #include "tests/testutil.h"
@@ -118,6 +119,10 @@ static struct proto_cmdline sample_cmdlines[] = {
 	{ -7, "" }, { INT32_MAX, "kworker/0:1" },
 };
 
+static struct proto_tgid sample_tgids[] = {
+	{ 1, 1 }, { 4243, 4242 }, { INT32_MAX, INT32_MIN }, { -1, 0 },
+};
+
 /* A message of @type with every field set to something non-default. */
 static struct proto_msg sample(enum proto_msg_type type)
 {
@@ -133,7 +138,7 @@ static struct proto_msg sample(enum proto_msg_type type)
 		};
 		break;
 	case MSG_WELCOME:
-		m.welcome = (struct proto_welcome){ PROTO_VERSION, 1ull << 40, true };
+		m.welcome = (struct proto_welcome){ PROTO_VERSION, 1ull << 40, true, true };
 		break;
 	case MSG_HEADER_PAGE:
 		m.header_page.text = "\tfield: u64 timestamp;\n";
@@ -146,6 +151,8 @@ static struct proto_msg sample(enum proto_msg_type type)
 	case MSG_CMDLINES:
 		m.cmdlines.count = ARRAY_SIZE(sample_cmdlines);
 		m.cmdlines.items = sample_cmdlines;
+		m.cmdlines.tgids.count = ARRAY_SIZE(sample_tgids);
+		m.cmdlines.tgids.items = sample_tgids;
 		break;
 	case MSG_CLOCK:
 		m.clock = (struct proto_clock){ 123456789, INT64_MIN };
@@ -177,6 +184,11 @@ static struct proto_msg sample(enum proto_msg_type type)
 		m.symbols.group = 3;
 		m.symbols.text = "401000 2a main\nffffffff81000000 10 _stext\n";
 		m.symbols.len = strlen(m.symbols.text);
+		break;
+	case MSG_PRINTK:
+		m.printk.text = "0xffffffff8281b87c : \"Start context switch\"\n"
+				"0xffffffff82000000 : \"%s: a \\\"quoted\\\" one\\n\"\n";
+		m.printk.len = strlen(m.printk.text);
 		break;
 	case MSG_FILTER:
 		m.filter = (struct proto_filter){ "sched", "sched_switch",
@@ -223,6 +235,11 @@ static void cmdlines_eq(const struct proto_cmdlines *a,
 		ck_assert_int_eq(a->items[i].pid, b->items[i].pid);
 		ck_assert_str_eq(a->items[i].comm, b->items[i].comm);
 	}
+	ck_assert_uint_eq(a->tgids.count, b->tgids.count);
+	for (i = 0; i < a->tgids.count; i++) {
+		ck_assert_int_eq(a->tgids.items[i].pid, b->tgids.items[i].pid);
+		ck_assert_int_eq(a->tgids.items[i].tgid, b->tgids.items[i].tgid);
+	}
 }
 
 static void cpu_stats_eq(const struct proto_cpu_stats *a,
@@ -262,6 +279,7 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 		ck_assert_uint_eq(a->welcome.version, b->welcome.version);
 		ck_assert_uint_eq(a->welcome.host_id, b->welcome.host_id);
 		ck_assert_int_eq(a->welcome.kallsyms, b->welcome.kallsyms);
+		ck_assert_int_eq(a->welcome.printk_formats, b->welcome.printk_formats);
 		break;
 	case MSG_HEADER_PAGE:
 		text_eq(a->header_page.text, a->header_page.len,
@@ -318,6 +336,9 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 		ck_assert_uint_eq(a->symbols.group, b->symbols.group);
 		text_eq(a->symbols.text, a->symbols.len, b->symbols.text,
 			b->symbols.len);
+		break;
+	case MSG_PRINTK:
+		text_eq(a->printk.text, a->printk.len, b->printk.text, b->printk.len);
 		break;
 	case MSG_FILTER:
 		ck_assert_str_eq(a->filter.system, b->filter.system);
@@ -1455,6 +1476,196 @@ START_TEST(test_tls_errors_empty)
 }
 END_TEST
 
+/*
+ * "tgids" is optional (older agents), capped at PROTO_MAX_TGIDS before
+ * anything is allocated, and each entry is exactly [i32, i32].
+ */
+START_TEST(test_msg_tgids_limits)
+{
+	struct proto_msg m = sample(MSG_CMDLINES), back;
+	struct proto_tgid *items = calloc(PROTO_MAX_TGIDS + 1, sizeof(*items));
+#define TG_HEAD "\x83\xa1t\xa8" "cmdlines\xa8" "cmdlines\x90\xa5tgids"
+#define TG(s) { TG_HEAD s, sizeof(TG_HEAD s) - 1 }
+	static const struct { const char *p; size_t len; } bad[] = {
+		TG("\x91\x91\x01"),			/* [pid] */
+		TG("\x91\x93\x01\x02\x03"),		/* [pid, tgid, ?] */
+		TG("\x91\x92\x01\xa1x"),		/* tgid a string */
+		TG("\x91\x92\x01\xcf\x80\0\0\0\0\0\0\0"),	/* out of i32 */
+		TG("\xa0"),				/* not an array */
+	};
+	static const char old[] = "\x82\xa1t\xa8" "cmdlines\xa8" "cmdlines\x91\x92\x05\xa2sh";
+	struct proto_buf buf;
+	uint8_t *hostile;
+	size_t n = 0;
+
+	ck_assert_ptr_nonnull(items);
+	proto_buf_init(&buf);
+	m.cmdlines.count = 0;
+	m.cmdlines.tgids.items = items;
+	m.cmdlines.tgids.count = PROTO_MAX_TGIDS + 1;
+	ck_assert_int_eq(proto_msg_encode(&m, &buf), TC_ERR_TOO_LONG);
+	m.cmdlines.tgids.count = PROTO_MAX_TGIDS;	/* 65536 fit one frame */
+	encode_ok(&m, &buf);
+	ck_assert_int_eq(proto_msg_decode(buf.data + FRAME_HDR_SIZE,
+					  buf.len - FRAME_HDR_SIZE, &back), 0);
+	ck_assert_uint_eq(back.cmdlines.tgids.count, PROTO_MAX_TGIDS);
+	proto_msg_free(&back);
+	proto_buf_free(&buf);
+
+	/* an older agent's CMDLINES has no "tgids": none */
+	ck_assert_int_eq(proto_msg_decode(old, sizeof(old) - 1, &back), 0);
+	ck_assert_uint_eq(back.cmdlines.count, 1);
+	ck_assert_uint_eq(back.cmdlines.tgids.count, 0);
+	proto_msg_free(&back);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		ck_assert_int_eq(proto_msg_decode(bad[i].p, bad[i].len, &back),
+				 TC_ERR_MSG_MALFORMED);
+
+	/* an array announcing PROTO_MAX_TGIDS + 1 entries, present or not */
+	hostile = malloc(64 + (PROTO_MAX_TGIDS + 1) * 3);
+	ck_assert_ptr_nonnull(hostile);
+	memcpy(hostile, TG_HEAD "\xdd\0\x01\0\x01", sizeof(TG_HEAD) - 1 + 5);
+	n = sizeof(TG_HEAD) - 1 + 5;
+	for (uint32_t i = 0; i <= PROTO_MAX_TGIDS; i++, n += 3)
+		memcpy(hostile + n, "\x92\x01\x01", 3);
+	ck_assert_int_eq(proto_msg_decode(hostile, n, &back), TC_ERR_MSG_MALFORMED);
+	free(hostile);
+	free(items);
+#undef TG
+#undef TG_HEAD
+}
+END_TEST
+
+/* ---- printk_formats text (proto/printk.h) ------------------------------- */
+
+static int printk_count_fn(void *ctx, uint64_t addr, const char *fmt, size_t len)
+{
+	(void)ctx;
+	(void)addr;
+	(void)fmt;
+	(void)len;
+	return 0;
+}
+
+struct printk_seen {
+	size_t n;
+	uint64_t addr[4];
+	char fmt[4][64];
+};
+
+static int printk_collect(void *ctx, uint64_t addr, const char *fmt, size_t len)
+{
+	struct printk_seen *s = ctx;
+
+	ck_assert_uint_lt(s->n, 4);
+	ck_assert_uint_lt(len, sizeof(s->fmt[0]));
+	s->addr[s->n] = addr;
+	memcpy(s->fmt[s->n], fmt, len);
+	s->fmt[s->n][len] = '\0';
+	s->n++;
+	return 0;
+}
+
+START_TEST(test_printk_parse)
+{
+	static const char text[] = "0xffffffff8281b87c : \"Start context switch\"\n"
+				   "0xFFFF : \"%s: tab\\there\\n\"\n"
+				   "0x0 : \"\xc3\xa9\"\n";
+	struct printk_seen seen = { 0 };
+
+	ck_assert_int_eq(proto_printk_parse(text, strlen(text), printk_collect, &seen, NULL), 0);
+	ck_assert_uint_eq(seen.n, 3);
+	ck_assert_uint_eq(seen.addr[0], 0xffffffff8281b87cull);
+	ck_assert_str_eq(seen.fmt[0], "\"Start context switch\"");
+	ck_assert_uint_eq(seen.addr[1], 0xffff);
+	ck_assert_str_eq(seen.fmt[1], "\"%s: tab\\there\\n\"");
+	ck_assert_uint_eq(seen.addr[2], 0);
+	ck_assert_int_eq(proto_printk_parse("", 0, printk_collect, &seen, NULL), 0);
+}
+END_TEST
+
+static const char *const bad_printk_texts[] = {
+	"0xffff : \"x\"",		/* no newline */
+	"ffff : \"x\"\n",		/* no 0x */
+	"0x : \"x\"\n",		/* no digits */
+	"0x11112222333344445 : \"x\"\n",	/* 17 digits */
+	"0xffff: \"x\"\n",		/* not " : " */
+	"0xffff : \n",			/* empty format */
+	"0xfffg : \"x\"\n",
+	"0xffff : \"a\tb\"\n",	/* control byte */
+	"0xffff : \"a\x1b[31m\"\n",
+	"0xffff : \"a\x7f\"\n",
+	"\n",
+	"0x1 : \"ok\"\n" "0x2 \"bad\"\n",
+};
+
+START_TEST(test_printk_rejects)
+{
+	struct printk_seen seen = { 0 };
+	const char *t = bad_printk_texts[_i];
+	size_t line = 0, want = _i == ARRAY_SIZE(bad_printk_texts) - 1 ? 2 : 1;
+
+	ck_assert_int_eq(proto_printk_parse(t, strlen(t), printk_collect, &seen, &line),
+			 TC_ERR_MSG_MALFORMED);
+	ck_assert_uint_eq(line, want);
+}
+END_TEST
+
+/* A format of PROTO_PRINTK_MAX_FMT bytes is one; one more is refused. */
+START_TEST(test_printk_long_format)
+{
+	char *text = malloc(PROTO_PRINTK_MAX_FMT + 32);
+	size_t n = (size_t)sprintf(text, "0x1 : ");
+
+	ck_assert_ptr_nonnull(text);
+	memset(text + n, 'x', PROTO_PRINTK_MAX_FMT);
+	text[n + PROTO_PRINTK_MAX_FMT] = '\n';
+	ck_assert_int_eq(proto_printk_parse(text, n + PROTO_PRINTK_MAX_FMT + 1,
+					    printk_count_fn, NULL, NULL), 0);
+	memset(text + n, 'x', PROTO_PRINTK_MAX_FMT + 1);
+	text[n + PROTO_PRINTK_MAX_FMT + 1] = '\n';
+	ck_assert_int_eq(proto_printk_parse(text, n + PROTO_PRINTK_MAX_FMT + 2,
+					    printk_count_fn, NULL, NULL), TC_ERR_MSG_MALFORMED);
+	free(text);
+}
+END_TEST
+
+/* The agent keeps the good lines only. */
+START_TEST(test_printk_clean)
+{
+	char text[] = "0x1 : \"a\"\n"
+		      "0x2 : \"b\x1b\"\n"		/* control byte: out */
+		      "junk\n"
+		      "0x3 : \"c\\n\"\n"
+		      "0x4 : \"cut";			/* no newline: out */
+	static const char want[] = "0x1 : \"a\"\n0x3 : \"c\\n\"\n";
+	size_t n = proto_printk_clean(text, strlen(text));
+
+	ck_assert_uint_eq(n, strlen(want));
+	ck_assert_mem_eq(text, want, n);
+	ck_assert_int_eq(proto_printk_parse(text, n, printk_count_fn, NULL, NULL), 0);
+}
+END_TEST
+
+/* The agent's cut: whole lines, at most PROTO_PRINTK_CHUNK bytes. */
+START_TEST(test_printk_chunk)
+{
+	static const char line[] = "0xffffffff8281b87c : \"Start context switch\"\n";
+	size_t l = strlen(line), lines = PROTO_PRINTK_CHUNK / l + 10, cut;
+	char *text = malloc(lines * l + 8);
+
+	ck_assert_ptr_nonnull(text);
+	for (size_t i = 0; i < lines; i++)
+		memcpy(text + i * l, line, l);
+	cut = proto_printk_chunk(text, lines * l);
+	ck_assert_uint_eq(cut, (PROTO_PRINTK_CHUNK / l) * l);
+	ck_assert_uint_eq(proto_printk_chunk(text, 3 * l), 3 * l);
+	ck_assert_uint_eq(proto_printk_chunk(text, 3 * l - 1), 2 * l);	/* cut line */
+	ck_assert_uint_eq(proto_printk_chunk(text, 0), 0);
+	free(text);
+}
+END_TEST
+
 /* ---- symbol text (proto/symbols.h) ------------------------------------- */
 
 struct sym_seen {
@@ -1602,6 +1813,12 @@ static Suite *proto_suite(void)
 	tcase_add_loop_test(msg, test_msg_string_limits, 0, ARRAY_SIZE(str_limits));
 	tcase_add_test(msg, test_msg_decode_why);
 	tcase_add_test(msg, test_sym_format);
+	tcase_add_loop_test(msg, test_msg_round_trip, MSG_PRINTK, MSG_PRINTK + 1);
+	tcase_add_loop_test(msg, test_msg_every_prefix, MSG_PRINTK, MSG_PRINTK + 1);
+	tcase_add_loop_test(msg, test_msg_trailing_bytes, MSG_PRINTK, MSG_PRINTK + 1);
+	tu_add_tests(msg, TU_TESTS(test_msg_tgids_limits, test_printk_parse,
+				   test_printk_long_format, test_printk_chunk, test_printk_clean));
+	tcase_add_loop_test(msg, test_printk_rejects, 0, ARRAY_SIZE(bad_printk_texts));
 	suite_add_tcase(s, msg);
 
 	tcase_add_unchecked_fixture(tls, tls_setup, tls_teardown);

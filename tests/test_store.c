@@ -1279,6 +1279,88 @@ START_TEST(test_symbols)
 }
 END_TEST
 
+struct printk_seen {
+	size_t n;
+	uint64_t addr[8];
+	char fmt[8][32];
+};
+
+static int printk_seen_fn(void *ctx, uint64_t addr, const char *fmt)
+{
+	struct printk_seen *p = ctx;
+
+	ck_assert_uint_lt(p->n, 8);
+	p->addr[p->n] = addr;
+	snprintf(p->fmt[p->n++], sizeof(p->fmt[0]), "%s", fmt);
+	return 0;
+}
+
+/*
+ * printk_formats per host and boot: held once one line is, kept once per
+ * address, and read back for the boot that was up at the time asked.
+ */
+START_TEST(test_printk_formats)
+{
+	struct printk_seen pk = { 0 };
+	bool held = true;
+
+	ck_ok(store_printk_held(st, host, "boot-a", &held));
+	ck_assert(!held);
+	ck_ok(store_printk_put(st, host, "boot-a", 1000, 0xffffffff8281b87cull,
+			       "\"Start context switch\"", 22));
+	ck_ok(store_printk_put(st, host, "boot-a", 1000, 0xffffffff8281b87cull,
+			       "\"Start context switch\"", 22));	/* resent: once */
+	ck_ok(store_printk_put(st, host, "boot-a", 1000, 0xffffffff8281b869ull,
+			       "\"End context switch\"xx", 20));	/* @len counts */
+	ck_ok(store_printk_put(st, host, "boot-b", 5000, 0xffffffff9281b87cull,
+			       "\"Start context switch\"", 22));
+	ck_ok(store_printk_held(st, host, "boot-a", &held));
+	ck_assert(held);
+	ck_ok(store_printk_held(st, host + 1, "boot-a", &held));
+	ck_assert(!held);
+
+	ck_ok(store_printk_list(st, host, 3000, 100, printk_seen_fn, &pk));
+	ck_assert_uint_eq(pk.n, 2);
+	ck_assert_uint_eq(pk.addr[0], 0xffffffff8281b869ull);
+	ck_assert_str_eq(pk.fmt[0], "\"End context switch\"");
+	ck_assert_uint_eq(pk.addr[1], 0xffffffff8281b87cull);
+	pk.n = 0;	/* after boot-b came: its table */
+	ck_ok(store_printk_list(st, host, 6000, 100, printk_seen_fn, &pk));
+	ck_assert_uint_eq(pk.n, 1);
+	ck_assert_uint_eq(pk.addr[0], 0xffffffff9281b87cull);
+	pk.n = 0;	/* before any: the first boot's */
+	ck_ok(store_printk_list(st, host, 10, 100, printk_seen_fn, &pk));
+	ck_assert_uint_eq(pk.n, 2);
+	pk.n = 0;
+	ck_ok(store_printk_list(st, host, 3000, 1, printk_seen_fn, &pk));
+	ck_assert_uint_eq(pk.n, 1);
+	pk.n = 0;
+	ck_ok(store_printk_list(st, host + 1, 3000, 100, printk_seen_fn, &pk));
+	ck_assert_uint_eq(pk.n, 0);
+	ck_assert_int_eq(store_printk_put(st, host, NULL, 1, 1, "x", 1), -EINVAL);
+	ck_assert_int_eq(store_printk_list(st, host, 1, 1, NULL, NULL), -EINVAL);
+}
+END_TEST
+
+/* CMDLINES' tgids land in the tgids table, later values replacing earlier ones. */
+START_TEST(test_tgids)
+{
+	struct proto_tgid t1[] = { { 10, 10 }, { 11, 10 } }, t2[] = { { 11, 12 } };
+	struct proto_cmdlines c = { .tgids = { 2, t1 } };
+	int64_t v = 0;
+
+	ck_ok(store_cmdlines(st, host, &c));
+	c.tgids = (struct proto_tgids){ 1, t2 };
+	ck_ok(store_cmdlines(st, host, &c));
+	ck_ok(sq_int1(st, "SELECT tgid FROM tgids WHERE pid = ?", 11, -1, &v));
+	ck_assert_int_eq(v, 12);
+	ck_ok(sq_int1(st, "SELECT count(*) FROM tgids WHERE tgid = ?", 10, -1, &v));
+	ck_assert_int_eq(v, 1);
+	c.tgids = (struct proto_tgids){ 1, NULL };
+	ck_assert_int_eq(store_cmdlines(st, host, &c), -EINVAL);
+}
+END_TEST
+
 START_TEST(test_names_and_errors)
 {
 	char *fmt = strdup(cap.formats[0].text);
@@ -1863,6 +1945,7 @@ START_TEST(test_migrate_ts_index)
 				      "ALTER TABLE cpus DROP COLUMN quota_held_pages; "
 				      "ALTER TABLE cpus DROP COLUMN quota_held_ms; "
 				      "ALTER TABLE hosts DROP COLUMN freed_bytes; "
+				      "DROP TABLE printk_formats; DROP TABLE tgids; "
 				      "PRAGMA user_version = 4",
 				      NULL, NULL, NULL), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT table_name FROM event_types", -1, &q,
@@ -1884,7 +1967,7 @@ START_TEST(test_migrate_ts_index)
 	ck_assert_uint_eq(after->n, before->n);
 	ck_assert(memcmp(after->rowid, before->rowid, before->n * sizeof(before->rowid[0])) == 0);
 	db = raw_open();
-	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 8);	/* and on to 0008 */
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 9);	/* and on to 0009 */
 	sqlite3_close(db);
 	free(before);
 	free(after);
@@ -2242,6 +2325,7 @@ static Suite *store_suite(void)
 					test_keyset_paging, test_markers_and_comm,
 					test_schema_evolution, test_reopen, test_counters, test_host_usage,
 					test_stream_marks, test_journal_marks, test_symbols,
+					test_printk_formats, test_tgids,
 					test_names_and_errors, test_list, test_retention,
 					test_batches, test_writer_failure, test_time_index,
 					test_retention_blocks, test_migrate_ts_index,

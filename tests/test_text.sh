@@ -43,7 +43,7 @@ trap text_cleanup EXIT
 tc_certs
 tc_start_collector
 
-"$top_builddir/traceagent" --connect "$listen" -e sched -e irq -e timer -e ipi \
+"$top_builddir/traceagent" --connect "$listen" -e sched -e irq -e timer -e ipi -e rcu:rcu_utilization \
 	--trace-clock mono --cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" \
 	--ca "$tmp/pki/ca.crt" --name text-host --no-user --instance "tc-text-$$-a" \
 	> "$tmp/agent.out" 2> "$tmp/agent.err" &
@@ -57,17 +57,18 @@ check "the agent connected" 'grep -q "agent text-host (" "$tmp/collector.log" ||
 
 k="$tracing/instances/$k_inst"
 mkdir "$k" && echo mono > "$k/trace_clock" && echo 0 > "$k/options/hash-ptr" &&
-	for s in sched irq timer; do echo 1 > "$k/events/$s/enable"; done
+	echo 1 > "$k/options/record-tgid" &&
+	for s in sched irq timer rcu/rcu_utilization; do echo 1 > "$k/events/$s/enable"; done
 check "the kernel's instance is set up" '[ "$(cat "$k/events/sched/enable")" = 1 ]'
 
-trace-cmd record -B "$tc_inst" -C mono -d --no-filter -e sched -e irq -e timer \
+trace-cmd record -B "$tc_inst" -C mono -d --no-filter -e sched -e irq -e timer -e rcu:rcu_utilization \
 	-o "$tmp/tc.dat" sh -c 'for i in $(seq 20); do sleep 0.01; ls / > /dev/null; done' \
 	> "$tmp/record.log" 2>&1
 echo 0 > "$k/tracing_on"
 kill -INT "$agent_pid"; wait "$agent_pid"; agent_rc=$?; agent_pid=
 check "agent exits 0" '[ "$agent_rc" = 0 ] || { cat "$tmp/agent.err"; false; }'
 cat "$k/trace" > "$tmp/kernel.txt"
-for s in sched irq timer; do echo 0 > "$k/events/$s/enable"; done
+for s in sched irq timer rcu/rcu_utilization; do echo 0 > "$k/events/$s/enable"; done
 rmdir "$k" "$tracing/instances/$tc_inst" 2>/dev/null
 
 trace-cmd report -i "$tmp/tc.dat" > "$tmp/tc.txt" 2> "$tmp/report.err"
@@ -80,7 +81,7 @@ event_names() {
 # ours FORMAT EVENT...: traceq --time raw of each event, one after the other
 ours() {
 	local f=$1 e; shift
-	for e in "$@"; do traceq --time raw --format "$f" "$e" || echo "traceq failed on $e"; done
+	for e in "$@"; do traceq --time raw --format "$f" ${OURS_OPTS:-} "$e" || echo "traceq failed on $e"; done
 }
 # compare A B [PREFIX]: the matching, its summary line in $tmp/cmp.last
 compare() {
@@ -96,7 +97,7 @@ check "traceq answered for every event" '! grep -q "^traceq failed" "$tmp/ours.t
 compare "$tmp/tc.txt" "$tmp/ours.txt" "$tc_inst"
 echo "trace-cmd report vs traceq --time raw: $(cat "$tmp/cmp.last")"
 check "events matched with trace-cmd's ($(val matched))" '[ "$(val matched)" -ge 100 ]'
-check "no matched line differs but for the microseconds of its time or an unknown COMM" \
+check "no matched line differs but for the microseconds of its time or its COMM" \
 	'[ "$(val differ)" = 0 ]'
 # Each instance's sched_switch evaluates prev_state on its own: a task
 # switched out as it exits can be a zombie (Z) in one and dead (X) in the
@@ -105,18 +106,40 @@ check "at most 1% of the lines differ in an exiting task's state ($(val exit_sta
 	'[ $(( $(val exit_state) * 100 )) -le "$(val matched)" ]'
 check "lines byte-identical with trace-cmd's, time included ($(val identical))" '[ "$(val identical)" -gt 0 ]'
 # The COMM column names the pid from the saved cmdlines: trace-cmd's as it
-# read them at the end of its recording, ours as the agent read them (every
-# 10 s and at its end); a short-lived task can miss the agent's reads, more
-# so on a loaded machine, where the kernel's saved_cmdlines (128 entries)
-# turns over between two reads: 1.3% of the lines once under make -j2
-# check. Reading them more often is an open item (issue 17's note).
-check "at most 3% of the lines with a pid our cmdlines did not name ($(val comm_unknown))" \
-	'[ $(( $(val comm_unknown) * 100 )) -le "$(( 3 * $(val matched) ))" ]'
+# read them at the end of its recording and as its sched_switch plugin
+# learns them from the events it prints, ours as the agent read them and
+# as the collector learns them from the events' comm/pid fields. The
+# kernel's table (6552 entries here) turns over on a busy machine, and it
+# misses tasks whose name it could not save; when the agent read it every
+# 10 s and at its end, 1.3% of the lines were unnamed once under make -j2
+# check, and under a load of ~1200 new pids/s 28, 0 and 4 lines. With
+# reads every 1 s or faster (agent/comms.h) still 42 and 18; with names
+# learned from the events too (server/sink.c), 0 in every run since. At
+# most 1 line in 1000.
+check "at most 0.1% of the lines with a pid our cmdlines did not name ($(val comm_unknown))" \
+	'[ $(( $(val comm_unknown) * 1000 )) -le "$(val matched)" ]'
+# A task that exec'd has had two names: trace-cmd prints the one its
+# saved cmdlines held when it read them, ours is the latest the agent read
+# or, for a pid the kernel's table lacked, the collector saw in an event
+# (15 lines of 17943 once under a fork load, the load's own short-lived
+# tasks; none without it).
+check "at most 0.1% of the lines with a pid trace-cmd and we name differently ($(val comm_other))" \
+	'[ $(( $(val comm_other) * 1000 )) -le "$(val matched)" ]'
 check "at most 1% of the events seen by only one side" \
 	'[ $(( ($(val a_only) + $(val b_only)) * 100 )) -le "$(val matched)" ]'
+# rcu_utilization prints "%s" of a const char *: a tracepoint_string whose
+# text only printk_formats holds (trace-cmd report prints it from its
+# trace.dat's copy; without it libtraceevent prints the bare address)
+grep " rcu_utilization: " "$tmp/ours.txt" > "$tmp/rcu.txt"
+check "rcu_utilization printed through printk_formats ($(grep -c "context switch" "$tmp/rcu.txt") of $(wc -l < "$tmp/rcu.txt") lines)" \
+	'grep -q "rcu_utilization: *Start context switch$" "$tmp/rcu.txt" &&
+	 ! grep -qE "rcu_utilization: *[0-9a-f]{8,}$" "$tmp/rcu.txt" ||
+	 { grep -m3 -E "rcu_utilization: *[0-9a-f]{8,}$" "$tmp/rcu.txt"; false; }'
 
 # The kernel's own text, for the sched and irq events: libtraceevent's
-# print fmt without plugins. The timer events are left out: the kernel
+# print fmt without plugins. The kernel's instance has options/record-tgid
+# set, so its lines carry the thread group after COMM-PID, and ours do
+# with --tgid (the agent ships the kernel's saved_tgids). The timer events are left out: the kernel
 # prints %p without 0x (and hashed unless hash-ptr is off) and resolves
 # the enum names in __print_symbolic (hrtimer mode=ABS|HARD where
 # libtraceevent prints mode=0x8); the latency flags are compared as dots
@@ -125,7 +148,7 @@ check "at most 1% of the events seen by only one side" \
 # 1% may differ, shown above (an exiting task's prev_state, which each
 # instance evaluates on its own, is counted apart, as against trace-cmd).
 # shellcheck disable=SC2046
-ours kernel $(event_names "$tmp/kernel.txt" | grep -v "timer_") > "$tmp/ours_k.txt"
+OURS_OPTS=--tgid ours kernel $(event_names "$tmp/kernel.txt" | grep -v "timer_") > "$tmp/ours_k.txt"
 compare "$tmp/kernel.txt" "$tmp/ours_k.txt" "" 1
 echo "the kernel's trace file vs traceq --format kernel --time raw: $(cat "$tmp/cmp.last")"
 check "events matched with the kernel's ($(val matched))" '[ "$(val matched)" -ge 100 ]'
@@ -133,6 +156,9 @@ check "--format kernel: at most 1% of the matched lines differ but for their tim
 	'[ $(( $(val differ) * 100 )) -le "$(val matched)" ]'
 check "--format kernel: at most 1% differ in an exiting task's state ($(val exit_state))" \
 	'[ $(( $(val exit_state) * 100 )) -le "$(val matched)" ]'
+tgid_lines=$(grep -cE -- "-[0-9]+ +\( *[0-9]+\) \[" "$tmp/ours_k.txt")
+check "--tgid: lines with the pid's thread group, as the kernel's ($tgid_lines)" \
+	'[ "$tgid_lines" -gt 0 ] && grep -qE -- "-[0-9]+ +\( *[0-9]+\) \[" "$tmp/kernel.txt"'
 
 wall=$(traceq --limit 1 sched_switch | sed -n 's/.*\] *\([0-9]*\)\.[0-9]*: .*/\1/p')
 check "the default time is the wall clock ($wall)" '[ "${wall:-0}" -gt 1000000000 ]'
@@ -211,6 +237,12 @@ traceq --count sched_switch > /dev/null	# --sync: everything stored
 kernel_tables=$(sqlite3 "$tmp/trace.db" "SELECT count(*) FROM programs WHERE grp = 0")
 check "kernel symbols stored once per host and boot ($kernel_tables tables for 2 hosts)" \
 	'[ "$kernel_tables" = 2 ] && grep -q "kernel symbols of this boot" "$tmp/agent3.out"'
+# printk_formats likewise: the collector asks for them only when it holds
+# none of the boot (WELCOME's printk_formats)
+printk_sent=$(grep -c "printk formats of this boot" "$tmp/collector.log")
+printk_boots=$(sqlite3 "$tmp/trace.db" "SELECT count(DISTINCT host_id || ' ' || boot_id) FROM printk_formats")
+check "printk_formats sent once per host and boot ($printk_sent times, $printk_boots tables for 2 hosts)" \
+	'[ "$printk_sent" = 2 ] && [ "$printk_boots" = 2 ]'
 
 check "no tracefs instance left behind" \
 	'! ls "$tracing/instances" | grep -q "tc-text-$$\|tc_text_.*_$$"'

@@ -7,9 +7,9 @@
  * page at the file's modification time, its only wall-clock hint, taken at
  * its first page, which is when its kernel symbols hold from), then
  * the header page, every event format, the saved cmdlines (pid comm), the
- * kallsyms' text symbols (as an agent sends /proc/kallsyms), then the
- * pages CPU by CPU, numbered from 1, in batches, then END. The printk
- * formats are not sent: the collector has no place for them yet.
+ * kallsyms' text symbols (as an agent sends /proc/kallsyms), the printk
+ * formats (as an agent sends printk_formats), then the pages CPU by CPU,
+ * numbered from 1, in batches, then END.
  */
 #include "config.h"
 
@@ -27,6 +27,7 @@
 
 #include "common/tc_error.h"
 #include "proto/frame.h"
+#include "proto/printk.h"
 #include "proto/qimport.h"
 #include "proto/symbols.h"
 #include "traceq/import.h"
@@ -282,7 +283,7 @@ static int send_cmdlines(struct imp *m)
 		}
 		p += len + 1;
 		if (n == PROTO_MAX_CMDLINES || (p >= end && n)) {
-			msg.cmdlines = (struct proto_cmdlines){ n, items };
+			msg.cmdlines = (struct proto_cmdlines){ .count = n, .items = items };
 			ret = send_msg(m, &msg);
 			n = 0;
 		}
@@ -321,6 +322,35 @@ static int send_kallsyms(struct imp *m)
 		}
 	}
 	proto_buf_free(&b);
+	return ret;
+}
+
+/*
+ * The recording's printk_formats (trace-cmd saves the kernel's file as it
+ * is) as PRINTK messages of whole lines, as an agent sends them; lines
+ * the collector would refuse are left out (proto_printk_clean()).
+ */
+static int send_printk(struct imp *m)
+{
+	struct proto_msg msg = { .type = MSG_PRINTK };
+	size_t len = m->in->printk_len, off = 0, n;
+	char *text;
+	int ret = 0;
+
+	if (!len)
+		return 0;
+	text = malloc(len);
+	if (!text)
+		return -ENOMEM;
+	memcpy(text, m->in->printk, len);
+	len = proto_printk_clean(text, len);
+	while (ret == 0 && off < len && (n = proto_printk_chunk(text + off, len - off))) {
+		msg.printk.text = text + off;
+		msg.printk.len = n;
+		ret = send_msg(m, &msg);
+		off += n;
+	}
+	free(text);
 	return ret;
 }
 
@@ -408,7 +438,8 @@ int import_run(const char *path, const char *name, bool force, import_call_fn ca
 		goto out;
 	}
 	if ((ret = send_formats(&m)) == 0 && (ret = send_cmdlines(&m)) == 0 &&
-	    (ret = send_kallsyms(&m)) == 0 && (ret = send_pages(&m)) == 0) {
+	    (ret = send_kallsyms(&m)) == 0 && (ret = send_printk(&m)) == 0 &&
+	    (ret = send_pages(&m)) == 0) {
 		ret = end(&m, false, name);
 		goto out;
 	}

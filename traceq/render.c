@@ -32,17 +32,40 @@
 
 /* A record is at most a ring-buffer page (64 KiB sub-buffers and smaller). */
 #define RENDER_REC_MAX	(64u << 10)
+/* Hosts with a handle of their own at once; one more starts the set again. */
+#define RENDER_VIEWS_MAX	32
+
+/*
+ * One libtraceevent handle for the format: views[0] has no printk_formats
+ * and gives the record layout; with a printk callback each host gets one
+ * more, its table registered. The layout is the same in all (one text).
+ */
+struct render_view {
+	char *host;			/* NULL: views[0] */
+	struct tep_handle *tep;
+	struct tep_plugin_list *plugins;
+	struct tep_event *event;
+};
 
 struct render {
 	enum render_style style;
 	render_sym_fn sym;
 	void *sym_ctx;
+	render_printk_fn printk;
+	void *printk_ctx;
+	render_tgid_fn tgid;
+	void *tgid_ctx;
+	int32_t row_tgid;		/* of the row being printed; 0: unknown */
 	const char *host;		/* of the row being printed */
-	struct tep_handle *tep;
-	struct tep_plugin_list *plugins;
+	int64_t wall;			/* its wall-clock time (ns) */
+	struct render_view views[RENDER_VIEWS_MAX];
+	size_t nviews;
+	struct tep_handle *tep;		/* the view of the row being printed */
 	struct tep_event *event;
-	char *format;			/* the text @tep was built from */
+	int long_size;			/* the traced host's, from the format */
+	char *format;			/* the text the views were built from */
 	char *event_name;		/* the reply's "system:name" */
+	char system[256];
 	struct tep_format_field **fields;	/* common then event fields */
 	int *col;			/* per field: the reply column, -1: none */
 	size_t nfields;
@@ -82,19 +105,54 @@ int render_new(enum render_style style, render_sym_fn sym, void *sym_ctx,
 	return 0;
 }
 
+void render_set_printk(struct render *r, render_printk_fn fn, void *ctx)
+{
+	r->printk = fn;
+	r->printk_ctx = ctx;
+}
+
+void render_set_tgid(struct render *r, render_tgid_fn fn, void *ctx)
+{
+	r->tgid = fn;
+	r->tgid_ctx = ctx;
+}
+
+/* The kernel's record-tgid column (kernel/trace/trace_output.c). */
+static void put_tgid(struct render *r)
+{
+	if (r->row_tgid > 0)
+		trace_seq_printf(&r->seq, "(%7d) ", r->row_tgid);
+	else
+		trace_seq_puts(&r->seq, "(-------) ");
+}
+
+static void view_drop(struct render_view *v)
+{
+	if (v->tep) {
+		if (v->plugins)
+			tep_unload_plugins(v->plugins, v->tep);
+		tep_free(v->tep);
+	}
+	free(v->host);
+	*v = (struct render_view){ 0 };
+}
+
+/* Every host's view; views[0] (the layout's) stays unless @all. */
+static void views_drop(struct render *r, bool all)
+{
+	for (size_t i = all ? 0 : 1; i < r->nviews; i++)
+		view_drop(&r->views[i]);
+	r->nviews = all ? 0 : r->nviews ? 1 : 0;
+}
+
 static void render_drop(struct render *r)
 {
-	if (r->tep) {
-		if (r->plugins)
-			tep_unload_plugins(r->plugins, r->tep);
-		tep_free(r->tep);
-	}
+	views_drop(r, true);
 	free(r->fields);
 	free(r->col);
 	free(r->format);
 	free(r->event_name);
 	r->tep = NULL;
-	r->plugins = NULL;
 	r->event = NULL;
 	r->fields = NULL;
 	r->col = NULL;
@@ -155,7 +213,7 @@ static int render_layout(struct render *r, const struct qmsg_reply *rep, char *w
 	free(own);
 	if (ret == 0 && !(r->col = calloc(r->nfields + 1, sizeof(*r->col))))
 		ret = -ENOMEM;
-	tep_set_long_size(r->tep, 8);
+	r->long_size = 8;
 	for (size_t i = 0; ret == 0 && i < r->nfields; i++) {
 		const struct tep_format_field *f = r->fields[i];
 
@@ -169,36 +227,77 @@ static int render_layout(struct render *r, const struct qmsg_reply *rep, char *w
 		if ((size_t)(f->offset + f->size) > r->fixed)
 			r->fixed = (size_t)(f->offset + f->size);
 		if ((f->flags & TEP_FIELD_IS_LONG) && (f->size == 4 || f->size == 8))
-			tep_set_long_size(r->tep, f->size);
+			r->long_size = f->size;
 		r->col[i] = render_col(rep, f->name);
 	}
+	tep_set_long_size(r->tep, r->long_size);
 	return ret;
 }
 
-static int render_tep(struct render *r, const char *system, const char *text,
+/*
+ * A handle for r->format into @v (empty), with the printk_formats of
+ * @host registered (NULL: none). On failure @v is left empty.
+ */
+static int view_build(struct render *r, struct render_view *v, const char *host,
 		      char *why, size_t whylen)
 {
+	const uint64_t *addr = NULL;
+	char *const *fmt = NULL;
 	enum tep_errno err;
+	size_t n = 0;
+	int ret = 0;
 
-	r->tep = tep_alloc();
-	if (!r->tep)
+	v->tep = tep_alloc();
+	if (!v->tep || (host && !(v->host = strdup(host)))) {
+		view_drop(v);
 		return -ENOMEM;
-	tep_set_file_bigendian(r->tep, tep_is_local_bigendian(r->tep) ?
+	}
+	tep_set_file_bigendian(v->tep, tep_is_local_bigendian(v->tep) ?
 			       TEP_BIG_ENDIAN : TEP_LITTLE_ENDIAN);
 	if (r->style == RENDER_TRACECMD)
-		r->plugins = tep_load_plugins(r->tep);
-	tep_set_function_resolver(r->tep, render_resolve, r);
-	err = tep_parse_format(r->tep, &r->event, text, strlen(text), system);
-	if (err || !r->event) {
-		tep_strerror(r->tep, err, why, whylen);
-		return TC_ERR_FORMAT_PARSE;
+		v->plugins = tep_load_plugins(v->tep);
+	tep_set_function_resolver(v->tep, render_resolve, r);
+	if (host && r->printk)
+		n = r->printk(r->printk_ctx, host, r->wall, &addr, &fmt);
+	for (size_t i = 0; i < n && ret == 0; i++)
+		if (fmt[i] && tep_register_print_string(v->tep, fmt[i], addr[i]) < 0)
+			ret = -ENOMEM;
+	err = tep_parse_format(v->tep, &v->event, r->format, strlen(r->format), r->system);
+	if (ret == 0 && (err || !v->event)) {
+		tep_strerror(v->tep, err, why, whylen);
+		ret = TC_ERR_FORMAT_PARSE;
 	}
-	return 0;
+	if (ret == 0 && host)
+		tep_set_long_size(v->tep, r->long_size);
+	if (ret < 0)
+		view_drop(v);
+	return ret;
+}
+
+/*
+ * The handle for rows of @host: its own when there is a printk callback
+ * (made at its first row), else views[0]; views[0] too when one cannot be
+ * made (the row then prints the strings' addresses).
+ */
+static struct render_view *view_for(struct render *r, const char *host)
+{
+	char why[128];
+	size_t i;
+
+	if (!r->printk)
+		return &r->views[0];
+	for (i = 1; i < r->nviews; i++)
+		if (!strcmp(r->views[i].host, host))
+			return &r->views[i];
+	if (r->nviews == RENDER_VIEWS_MAX)
+		views_drop(r, false);
+	if (view_build(r, &r->views[r->nviews], host, why, sizeof(why)) < 0)
+		return &r->views[0];
+	return &r->views[r->nviews++];
 }
 
 int render_prepare(struct render *r, const struct qmsg_reply *rep, char *why, size_t whylen)
 {
-	char system[256];
 	const char *colon;
 	int ret;
 
@@ -213,15 +312,19 @@ int render_prepare(struct render *r, const struct qmsg_reply *rep, char *why, si
 	if (ret < 0)
 		return ret;
 	colon = strchr(rep->event, ':');
-	snprintf(system, sizeof(system), "%.*s",
+	snprintf(r->system, sizeof(r->system), "%.*s",
 		 (int)(colon ? (size_t)(colon - rep->event) : strlen(rep->event)), rep->event);
 	r->format = strdup(rep->format);
 	r->event_name = strdup(rep->event);
 	ret = r->format && r->event_name ? 0 : -ENOMEM;
 	if (ret == 0)
-		ret = render_tep(r, system, rep->format, why, whylen);
-	if (ret == 0)
+		ret = view_build(r, &r->views[0], NULL, why, whylen);
+	if (ret == 0) {
+		r->nviews = 1;
+		r->tep = r->views[0].tep;
+		r->event = r->views[0].event;
 		ret = render_layout(r, rep, why, whylen);
+	}
 	if (ret < 0)
 		render_drop(r);
 	return ret;
@@ -317,14 +420,18 @@ static void render_line(struct render *r, struct tep_record *rec)
 	size_t n = strlen(r->event->name);
 
 	if (r->style == RENDER_KERNEL) {
-		tep_print_event(r->tep, &r->seq, rec, "%16s-%-7d [%03d] %s %6.1000d: %s: %s",
-				TEP_PRINT_COMM, TEP_PRINT_PID, TEP_PRINT_CPU,
-				TEP_PRINT_LATENCY, TEP_PRINT_TIME, TEP_PRINT_NAME,
+		tep_print_event(r->tep, &r->seq, rec, "%16s-%-7d ", TEP_PRINT_COMM, TEP_PRINT_PID);
+		if (r->tgid)
+			put_tgid(r);
+		tep_print_event(r->tep, &r->seq, rec, "[%03d] %s %6.1000d: %s: %s",
+				TEP_PRINT_CPU, TEP_PRINT_LATENCY, TEP_PRINT_TIME, TEP_PRINT_NAME,
 				TEP_PRINT_INFO);
 		return;
 	}
-	tep_print_event(r->tep, &r->seq, rec, "%16s-%-5d [%03d]", TEP_PRINT_COMM,
-			TEP_PRINT_PID, TEP_PRINT_CPU);
+	tep_print_event(r->tep, &r->seq, rec, "%16s-%-5d ", TEP_PRINT_COMM, TEP_PRINT_PID);
+	if (r->tgid)
+		put_tgid(r);
+	tep_print_event(r->tep, &r->seq, rec, "[%03d]", TEP_PRINT_CPU);
 	tep_print_event(r->tep, &r->seq, rec, " %6.1000d:", TEP_PRINT_TIME);
 	trace_seq_printf(&r->seq, " %s: %.*s", r->event->name, n < 20 ? (int)(20 - n) : 0,
 			 spaces);
@@ -335,11 +442,17 @@ size_t render_row(struct render *r, const struct qmsg_reply *rep, const struct q
 		  uint64_t ts, char *buf, size_t len)
 {
 	struct tep_record rec = { 0 };
+	struct render_view *v;
 	size_t n;
 
-	if (!r->event || !len)
+	if (!r->nviews || !len)
 		return 0;
 	r->host = row[0].kind == QV_STR ? row[0].s.p : "";
+	r->wall = (int64_t)value_u64(&row[2]);
+	r->row_tgid = r->tgid ? r->tgid(r->tgid_ctx, r->host, (int32_t)value_u64(&row[4])) : 0;
+	v = view_for(r, r->host);
+	r->tep = v->tep;
+	r->event = v->event;
 	rec.ts = ts;
 	rec.cpu = (int)value_u64(&row[1]);
 	rec.data = r->rec;

@@ -12,6 +12,13 @@
  * upsets the parser costs this traceq, not the collector every client
  * shares. The format comes from the collector and was written by an agent:
  * common/format_check.h's bounds run before libtraceevent parses it.
+ *
+ * Strings that events point at (tracepoint_string() pointers printed with
+ * "%s", trace_printk()'s formats) are in the kernel's printk_formats,
+ * which differ per host and boot: with a render_printk_fn, each host of an
+ * answer gets a libtraceevent handle of its own with its host's table
+ * registered (libtraceevent reads its table once, at the first lookup, so
+ * one handle cannot take a second host's).
  */
 #ifndef TRACEQ_RENDER_H
 #define TRACEQ_RENDER_H
@@ -36,6 +43,17 @@ enum render_style {
 typedef const char *(*render_sym_fn)(void *ctx, const char *host, uint64_t addr,
 				     uint64_t *start);
 
+/*
+ * The printk_formats of @host (the kernel's text of each string, quotes
+ * included, at its address): the renderer calls it once per host of an
+ * answer (per format), before printing that host's first row (stamped
+ * @wall_ns, wall clock: the table of the boot up then), and copies what
+ * it gets. Return the number of entries, *@addr and *@fmt pointing
+ * at them (the callee's), or 0 for none.
+ */
+typedef size_t (*render_printk_fn)(void *ctx, const char *host, int64_t wall_ns,
+				   const uint64_t **addr, char *const **fmt);
+
 struct render;
 
 /*
@@ -45,6 +63,22 @@ struct render;
 int render_new(enum render_style style, render_sym_fn sym, void *sym_ctx,
 	       struct render **out);
 void render_free(struct render *r);
+
+/* render_set_printk - name the strings of each host with @fn (NULL: none). */
+void render_set_printk(struct render *r, render_printk_fn fn, void *ctx);
+
+/*
+ * The tgid (thread group: process) of @pid on @host, 0 when unknown:
+ * called once per row when set.
+ */
+typedef int32_t (*render_tgid_fn)(void *ctx, const char *host, int32_t pid);
+
+/*
+ * render_set_tgid - with @fn (NULL: none), each line gets the thread
+ * group after COMM-PID as the kernel's trace file has it with
+ * options/record-tgid: "(TGID) ", "(-------) " when unknown.
+ */
+void render_set_tgid(struct render *r, render_tgid_fn fn, void *ctx);
 
 /*
  * render_prepare - get ready for the rows of reply @rep (its event and

@@ -67,6 +67,7 @@ struct traceq_opts {
 	const char *import;	/* --import FILE (traceq/import.c) */
 	const char *name;	/* --name HOST, for --import */
 	bool force;		/* --force: --import under a live host's name */
+	bool tgid;		/* --tgid: the (TGID) column in text and kernel */
 };
 
 static void usage(FILE *f)
@@ -133,6 +134,10 @@ static void usage(FILE *f)
 "                       trace clock as trace-cmd prints it (ns clocks)\n"
 "      --no-host        no leading host column (text, kernel, fields print one\n"
 "                       when more than one host matches --host)\n"
+"      --tgid           text, kernel: the thread group (process) of the pid\n"
+"                       after COMM-PID, as the kernel's trace file prints it\n"
+"                       with options/record-tgid: (TGID), (-------) when the\n"
+"                       host's saved tgids do not know the pid\n"
 "  -n, --limit N        print at most N events (default: all)\n"
 "  -r, --reverse        newest first\n"
 "      --since TIME     only events at or after TIME\n"
@@ -192,8 +197,8 @@ static void usage(FILE *f)
 "                       or 7, zstd-compressed or not; one instance's buffer)\n"
 "                       in the collector as host --name, through the same\n"
 "                       decoder and store as an agent's pages, with its\n"
-"                       formats, cmdlines, kernel symbols and trace clock\n"
-"                       (not its printk formats); its wall clock puts the\n"
+"                       formats, cmdlines, kernel symbols, printk formats\n"
+"                       and trace clock; its wall clock puts the\n"
 "                       last page at the file's modification time. The file\n"
 "                       is read whole first: a truncated or corrupt one is\n"
 "                       refused before anything is sent. A file stored\n"
@@ -260,6 +265,7 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		{ "format", required_argument, NULL, 'f' },
 		{ "time", required_argument, NULL, 'M' },
 		{ "no-host", no_argument, NULL, 'N' },
+		{ "tgid", no_argument, NULL, 'J' },
 		{ "limit", required_argument, NULL, 'n' },
 		{ "since", required_argument, NULL, 'S' },
 		{ "until", required_argument, NULL, 'U' },
@@ -306,6 +312,7 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 			o->time_raw = !strcmp(optarg, "raw");
 			break;
 		case 'N': o->no_host = true; break;
+		case 'J': o->tgid = true; break;
 		case 'n':
 			if (parse_i64(optarg, "--limit", &v) < 0 || v < 0)
 				return -1;
@@ -744,6 +751,189 @@ static int syms_fetch(struct client *c, struct syms *t, int64_t at)
 }
 
 /*
+ * The printk_formats of each host of an answer (QOP_PRINTK), fetched at the
+ * renderer's first row of the host: libtraceevent prints the strings events
+ * point at (tracepoint_string, trace_printk) from them.
+ */
+#define PRINTK_HOSTS_MAX	4096
+
+struct printk_host {
+	char *host;
+	size_t n;
+	uint64_t *addr;
+	char **fmt;
+};
+
+struct printks {
+	struct client *c;
+	struct printk_host *h;
+	size_t n;
+};
+
+static void printk_host_take(struct printk_host *h, const struct qmsg_reply *rep)
+{
+	h->addr = calloc(rep->nrows + 1, sizeof(*h->addr));
+	h->fmt = calloc(rep->nrows + 1, sizeof(*h->fmt));
+	for (uint32_t i = 0; h->addr && h->fmt && rep->ncols == 2 && i < rep->nrows; i++) {
+		const struct qmsg_value *row = &rep->vals[i * 2];
+
+		if (row[0].kind != QV_UINT || row[1].kind != QV_STR)
+			continue;
+		h->addr[h->n] = row[0].u;
+		h->fmt[h->n] = strdup(row[1].s.p);
+		h->n += h->fmt[h->n] != NULL;
+	}
+}
+
+/* The renderer's render_printk_fn: @host's table, asked for once. */
+static size_t printks_get(void *ctx, const char *host, int64_t wall_ns, const uint64_t **addr,
+			  char *const **fmt)
+{
+	struct printks *t = ctx;
+	struct qmsg_request req = { .op = QOP_PRINTK, .host = (char *)host, .to_ts = wall_ns };
+	struct printk_host *h = NULL;
+	struct qmsg_reply rep;
+	void *p;
+
+	for (size_t i = 0; i < t->n && !h; i++)
+		if (!strcmp(t->h[i].host, host))
+			h = &t->h[i];
+	if (!h) {
+		if (t->n >= PRINTK_HOSTS_MAX || !(p = realloc(t->h, (t->n + 1) * sizeof(*t->h))))
+			return 0;
+		t->h = p;
+		h = &t->h[t->n];
+		*h = (struct printk_host){ .host = strdup(host) };
+		if (!h->host)
+			return 0;
+		t->n++;
+		if (client_call(t->c, &req, &rep) == 0) {
+			printk_host_take(h, &rep);
+			qmsg_reply_free(&rep);
+		}
+	}
+	*addr = h->addr;
+	*fmt = h->fmt;
+	return h->n;
+}
+
+static void printks_free(struct printks *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		for (size_t j = 0; j < t->h[i].n; j++)
+			free(t->h[i].fmt[j]);
+		free(t->h[i].fmt);
+		free(t->h[i].addr);
+		free(t->h[i].host);
+	}
+	free(t->h);
+}
+
+/*
+ * The pid -> tgid pairs of each host of an answer (QOP_TGIDS, paged by
+ * pid), fetched at the renderer's first row of the host (--tgid).
+ */
+#define TGIDS_MAX	(1u << 22)	/* pairs kept per host: pid_max's limit */
+
+struct tgid_host {
+	char *host;
+	uint32_t n;
+	int32_t *pid, *tgid;	/* sorted by pid */
+};
+
+struct tgids {
+	struct client *c;
+	struct tgid_host *h;
+	size_t n;
+};
+
+/* Append the rows of one QOP_TGIDS reply; the last pid into *@last. */
+static int tgid_take(struct tgid_host *h, const struct qmsg_reply *rep, int32_t *last)
+{
+	void *p, *q;
+
+	if (rep->ncols != 2 || h->n + rep->nrows > TGIDS_MAX)
+		return -1;
+	p = realloc(h->pid, (h->n + rep->nrows + 1) * sizeof(*h->pid));
+	if (p)
+		h->pid = p;
+	q = realloc(h->tgid, (h->n + rep->nrows + 1) * sizeof(*h->tgid));
+	if (q)
+		h->tgid = q;
+	if (!p || !q)
+		return -1;
+	for (uint32_t i = 0; i < rep->nrows; i++) {
+		const struct qmsg_value *row = &rep->vals[i * 2];
+		int32_t pid = (int32_t)value_int(&row[0]);
+
+		if (pid <= *last)
+			return -1;	/* not in pid order: keep what came */
+		h->pid[h->n] = *last = pid;
+		h->tgid[h->n++] = (int32_t)value_int(&row[1]);
+	}
+	return 0;
+}
+
+static void tgid_fetch(struct client *c, struct tgid_host *h)
+{
+	struct qmsg_request req = { .op = QOP_TGIDS, .host = h->host };
+	struct qmsg_reply rep;
+	int32_t last = -1;
+	bool more = true;
+
+	while (more && client_call(c, &req, &rep) == 0) {
+		more = rep.more && rep.nrows;
+		if (tgid_take(h, &rep, &last) < 0)
+			more = false;
+		qmsg_reply_free(&rep);
+		req.after_id = last > 0 ? (uint64_t)last : 0;
+	}
+}
+
+/* The renderer's render_tgid_fn. */
+static int32_t tgids_get(void *ctx, const char *host, int32_t pid)
+{
+	struct tgids *t = ctx;
+	struct tgid_host *h = NULL;
+	uint32_t lo = 0, hi;
+	void *p;
+
+	for (size_t i = 0; i < t->n && !h; i++)
+		if (!strcmp(t->h[i].host, host))
+			h = &t->h[i];
+	if (!h) {
+		if (t->n >= PRINTK_HOSTS_MAX || !(p = realloc(t->h, (t->n + 1) * sizeof(*t->h))))
+			return 0;
+		t->h = p;
+		h = &t->h[t->n];
+		*h = (struct tgid_host){ .host = strdup(host) };
+		if (!h->host)
+			return 0;
+		t->n++;
+		tgid_fetch(t->c, h);
+	}
+	for (hi = h->n; lo < hi;) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (h->pid[mid] < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < h->n && h->pid[lo] == pid ? h->tgid[lo] : 0;
+}
+
+static void tgids_free(struct tgids *t)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		free(t->h[i].host);
+		free(t->h[i].pid);
+		free(t->h[i].tgid);
+	}
+	free(t->h);
+}
+
+/*
  * What one event type of an answer prints with: its renderer (text,
  * kernel) or its JSON/CSV keys. A multi-type answer (a selector list, a
  * glob) interleaves its types row by row, so each type keeps its own.
@@ -764,6 +954,8 @@ struct out {
 	const struct traceq_opts *o;
 	struct client *c;
 	struct syms syms;
+	struct printks printks;		/* text and kernel: each host's printk_formats */
+	struct tgids tgids;		/* --tgid */
 	struct out_type *types;
 	size_t ntypes;
 	bool csv_header;		/* printed (csv: the first type's columns) */
@@ -830,6 +1022,9 @@ static struct out_type *out_type_of(struct out *out, const struct qmsg_reply *vi
 		if (render_new(f == OUT_TEXT ? RENDER_TRACECMD : RENDER_KERNEL, syms_lookup,
 			       &out->syms, &t->render) < 0)
 			goto nomem;
+		render_set_printk(t->render, printks_get, &out->printks);
+		if (out->o->tgid)
+			render_set_tgid(t->render, tgids_get, &out->tgids);
 		t->format = view->format;
 		if (render_prepare(t->render, view, why, sizeof(why)) < 0) {
 			fprintf(stderr, "traceq: %s: cannot render its format (%s): "
@@ -998,6 +1193,8 @@ static void out_free(struct out *out)
 		out_type_free(&out->types[i]);
 	free(out->types);
 	syms_free(&out->syms);
+	printks_free(&out->printks);
+	tgids_free(&out->tgids);
 }
 
 static int run_select(struct client *c, const struct traceq_opts *o)
@@ -1005,7 +1202,7 @@ static int run_select(struct client *c, const struct traceq_opts *o)
 	struct qmsg_request req = {
 		.op = QOP_SELECT, .query = (char *)o->query,
 	};
-	struct out out = { .o = o, .c = c };
+	struct out out = { .o = o, .c = c, .printks = { .c = c }, .tgids = { .c = c } };
 	uint64_t printed = 0;
 	struct qmsg_reply rep;
 	int ret = 0;

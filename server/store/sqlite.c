@@ -30,7 +30,8 @@
  *   sqlite_index.c   field indexes (store_set_indexes())
  *   sqlite_read.c    select and count through the time index
  *   sqlite_filter.c  a bound filter as a WHERE clause (sqlite_filter.h)
- *   sqlite_hosts.c   hosts, per-CPU counters, marks, comms, drop counters
+ *   sqlite_hosts.c   hosts, per-CPU counters, marks, comms and tgids, drop counters
+ *   sqlite_printk.c  the kernel's printk_formats per host and boot
  *   sqlite_symbols.c programs and their symbols
  *   sqlite_retain.c  retention by age and size
  *   sqlite_sql.c     the user SQL surface (store_sql(), traceq --sql)
@@ -256,6 +257,9 @@ void sq_disconnect(struct sq_store *q)
 	sqlite3_finalize(q->block_put);
 	sqlite3_finalize(q->prog_find);
 	sqlite3_finalize(q->sym_find);
+	sqlite3_finalize(q->printk_put);
+	sqlite3_finalize(q->tgid_put);
+	q->printk_put = q->tgid_put = NULL;
 	q->cpu_add = q->comm_put = q->drop_add = q->mark_put = NULL;
 	q->sym_put = q->block_put = q->prog_find = q->sym_find = NULL;
 	sqlite3_close(q->db);
@@ -430,6 +434,10 @@ static const struct store_ops sq_ops = {
 	.host_find = sq_host_find,
 	.import_check = sq_import_check,
 	.kallsyms_held = sq_kallsyms_held,
+	.printk_put = sq_printk_put,
+	.printk_held = sq_printk_held,
+	.printk_list = sq_printk_list,
+	.tgids_list = sq_tgids_list,
 	.symbol_name = sq_symbol_name,
 	.schema_get = sq_schema_get,
 	.schema_list = sq_schema_list,

@@ -1,7 +1,7 @@
 /*
  * sqlite_hosts.c - the SQLite backend's fixed tables about the agents:
  * hosts, per-CPU counters (written by the collector and the agents, read
- * by store_stats()), stream and journal marks, comms, and the drop
+ * by store_stats()), stream and journal marks, comms and tgids, and the drop
  * counters (store_dropped(), store_drops()).
  */
 #include "config.h"
@@ -306,6 +306,25 @@ int sq_host_usage(struct store *s, int (*fn)(void *ctx, const char *host, uint64
 	return ret;
 }
 
+/* The tgids of a CMDLINES: pid -> tgid, later values replacing earlier ones. */
+static int sq_tgids(struct store *s, uint64_t host_id, const struct proto_tgids *t)
+{
+	sqlite3_stmt **st = &sq_store_of(s)->tgid_put;
+	int ret = 0;
+
+	if (t->count && !*st)
+		ret = sq_prepare(s, "INSERT INTO tgids (host_id, pid, tgid) VALUES (?, ?, ?)"
+				    " ON CONFLICT (host_id, pid) DO UPDATE SET tgid = excluded.tgid",
+				 st);
+	for (uint32_t i = 0; i < t->count && ret == 0; i++) {
+		sqlite3_bind_int64(*st, 1, (int64_t)host_id);
+		sqlite3_bind_int64(*st, 2, t->items[i].pid);
+		sqlite3_bind_int64(*st, 3, t->items[i].tgid);
+		ret = sq_run(s, *st, false);
+	}
+	return ret;
+}
+
 int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c)
 {
 	sqlite3_stmt *st = sq_store_of(s)->comm_put;
@@ -320,6 +339,8 @@ int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *
 				  SQLITE_TRANSIENT);
 		ret = sq_run(s, st, false);
 	}
+	if (ret == 0)
+		ret = sq_tgids(s, host_id, &c->tgids);
 	if (ret < 0)
 		sqlite3_exec(sq_store_of(s)->db, "ROLLBACK TO tc_comms", NULL, NULL, NULL);
 	sqlite3_exec(sq_store_of(s)->db, "RELEASE tc_comms", NULL, NULL, NULL);

@@ -134,6 +134,8 @@ struct sq_store {
 	sqlite3_stmt *block_put;	/* the writer thread's */
 	sqlite3_stmt *prog_find;	/* read side, prepared when first used */
 	sqlite3_stmt *sym_find;
+	sqlite3_stmt *printk_put;	/* prepared when first used */
+	sqlite3_stmt *tgid_put;
 	bool in_txn;		/* between begin and commit */
 	/* the writer thread (sq_writer_main()); under lock: */
 	pthread_t writer;
@@ -391,6 +393,14 @@ int sq_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
 /* sqlite_sql.c */
 int sq_sql(struct store *s, const char *text, const struct store_scope *scope,
 	   const struct store_sql_limits *lim, store_sql_fn fn, void *ctx);
+/* sqlite_printk.c */
+int sq_printk_put(struct store *s, uint64_t host_id, const char *boot_id, int64_t since,
+		  uint64_t addr, const char *fmt, size_t len);
+int sq_printk_held(struct store *s, uint64_t host_id, const char *boot_id, bool *held);
+int sq_printk_list(struct store *s, uint64_t host_id, int64_t ts, uint32_t max,
+		   int (*fn)(void *ctx, uint64_t addr, const char *fmt), void *ctx);
+int sq_tgids_list(struct store *s, uint64_t host_id, int32_t after_pid, uint32_t max,
+		  int (*fn)(void *ctx, int32_t pid, int32_t tgid), void *ctx);
 
 /* sqlite_retain.c */
 int sq_retain(struct store *s, int64_t before_ts, uint64_t max_bytes, uint64_t *removed);

@@ -251,7 +251,7 @@ int store_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdline
 {
 	int ret = store_writable(s);
 
-	if (ret == 0 && (!c || (c->count && !c->items)))
+	if (ret == 0 && (!c || (c->count && !c->items) || (c->tgids.count && !c->tgids.items)))
 		ret = -EINVAL;
 	return ret < 0 ? ret : s->ops->cmdlines(s, host_id, c);
 }
@@ -281,6 +281,39 @@ int store_kallsyms_held(struct store *s, uint64_t host_id, const char *boot_id, 
 	if (!s || !boot_id || !held)
 		return -EINVAL;
 	return store_enter(s) ?: s->ops->kallsyms_held(s, host_id, boot_id, held);
+}
+
+int store_printk_put(struct store *s, uint64_t host_id, const char *boot_id, int64_t since,
+		     uint64_t addr, const char *fmt, size_t len)
+{
+	int ret = store_writable(s);
+
+	if (ret == 0 && (!boot_id || !fmt || len > INT32_MAX))
+		ret = -EINVAL;
+	return ret < 0 ? ret : s->ops->printk_put(s, host_id, boot_id, since, addr, fmt, len);
+}
+
+int store_printk_held(struct store *s, uint64_t host_id, const char *boot_id, bool *held)
+{
+	if (!s || !boot_id || !held)
+		return -EINVAL;
+	return store_enter(s) ?: s->ops->printk_held(s, host_id, boot_id, held);
+}
+
+int store_printk_list(struct store *s, uint64_t host_id, int64_t ts, uint32_t max,
+		      int (*fn)(void *ctx, uint64_t addr, const char *fmt), void *ctx)
+{
+	if (!s || !fn)
+		return -EINVAL;
+	return store_enter(s) ?: s->ops->printk_list(s, host_id, ts, max, fn, ctx);
+}
+
+int store_tgids_list(struct store *s, uint64_t host_id, int32_t after_pid, uint32_t max,
+		     int (*fn)(void *ctx, int32_t pid, int32_t tgid), void *ctx)
+{
+	if (!s || !fn)
+		return -EINVAL;
+	return store_enter(s) ?: s->ops->tgids_list(s, host_id, after_pid, max, fn, ctx);
 }
 
 int store_host_find(struct store *s, const char *name, const struct store_scope *scope,

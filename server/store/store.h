@@ -298,6 +298,42 @@ int store_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts
 int store_kallsyms_held(struct store *s, uint64_t host_id, const char *boot_id, bool *held);
 
 /*
+ * store_printk_put - one line of the kernel's printk_formats of boot
+ * @boot_id of @host_id: the string @fmt[0..@len) (the kernel's text,
+ * quotes included) at @addr. @since is the wall-clock ns of the
+ * connection that sends it. A line already there (a resend) is left as it
+ * is. Return: 0; TC_ERR_DB; -EINVAL.
+ */
+int store_printk_put(struct store *s, uint64_t host_id, const char *boot_id, int64_t since,
+		     uint64_t addr, const char *fmt, size_t len);
+
+/*
+ * store_printk_held - whether the printk_formats of boot @boot_id of
+ * @host_id are stored: an agent then need not send them (WELCOME's
+ * printk_formats). Return: 0; TC_ERR_DB.
+ */
+int store_printk_held(struct store *s, uint64_t host_id, const char *boot_id, bool *held);
+
+/*
+ * store_printk_list - call @fn for each printk_formats string of
+ * @host_id's boot that was up at wall-clock @ts (the boot whose table came
+ * last at or before @ts; before any, the first), in address order, at most
+ * @max. @fmt is valid during the call. @fn's nonzero return stops the walk
+ * and is returned. Return: 0; TC_ERR_DB; -EINVAL.
+ */
+int store_printk_list(struct store *s, uint64_t host_id, int64_t ts, uint32_t max,
+		      int (*fn)(void *ctx, uint64_t addr, const char *fmt), void *ctx);
+
+/*
+ * store_tgids_list - call @fn for each pid -> tgid pair of @host_id
+ * (store_cmdlines()) with pid > @after_pid, in pid order, at most @max.
+ * @fn's nonzero return stops the walk and is returned.
+ * Return: 0; TC_ERR_DB; -EINVAL.
+ */
+int store_tgids_list(struct store *s, uint64_t host_id, int32_t after_pid, uint32_t max,
+		     int (*fn)(void *ctx, int32_t pid, int32_t tgid), void *ctx);
+
+/*
  * store_host_find - the id of the host named @name (of the machines that
  * share the name, the one seen last), if @scope (NULL: every host) lets
  * the reader see it: a host outside the scope is not found, as an unknown
@@ -316,7 +352,10 @@ int store_host_find(struct store *s, const char *name, const struct store_scope 
 int store_import_check(struct store *s, const char *name, const char *machine_id, bool *live,
 		       bool *stored);
 
-/* store_cmdlines - remember pid -> comm pairs of @host_id (replacing older ones). */
+/*
+ * store_cmdlines - remember pid -> comm pairs, and pid -> tgid pairs
+ * (@c->tgids), of @host_id (replacing older ones).
+ */
 int store_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c);
 
 /*

@@ -25,7 +25,8 @@
  * - A read-only handle (readonly set) never reaches a write op: host,
  *   host_clock, type, begin, commit, rollback, cpu_received, cpu_stats,
  *   stream_marks, stream_mark, journal_mark, journal_mark_get,
- *   journal_forget, cpu_duplicates, cpu_not_stored, cpu_held, host_usage, cmdlines, program, symbol, dropped,
+ *   journal_forget, cpu_duplicates, cpu_not_stored, cpu_held, host_usage, cmdlines, program, symbol,
+ *   printk_put, dropped,
  *   retain and set_indexes fail with -EROFS in the front. insert is not
  *   checked (it is the hot path): store_type() already failed there.
  * - sync, when the backend has it, ran (and succeeded) right before every
@@ -128,6 +129,9 @@ struct store_ops {
 		      const char *name);
 	int (*kallsyms_held)(struct store *s, uint64_t host_id, const char *boot_id,
 			     bool *held);
+	int (*printk_put)(struct store *s, uint64_t host_id, const char *boot_id, int64_t since,
+			  uint64_t addr, const char *fmt, size_t len);
+	int (*printk_held)(struct store *s, uint64_t host_id, const char *boot_id, bool *held);
 	int (*dropped)(struct store *s, uint64_t host_id, const char *system, const char *name,
 		       const char *reason, uint64_t n);
 	int (*retain)(struct store *s, int64_t before_ts, uint64_t max_bytes, uint64_t *removed);
@@ -142,6 +146,10 @@ struct store_ops {
 			    bool *live, bool *stored);
 	int (*symbol_name)(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
 			   uint64_t addr, char *buf, size_t len);
+	int (*printk_list)(struct store *s, uint64_t host_id, int64_t ts, uint32_t max,
+			   int (*fn)(void *ctx, uint64_t addr, const char *fmt), void *ctx);
+	int (*tgids_list)(struct store *s, uint64_t host_id, int32_t after_pid, uint32_t max,
+			  int (*fn)(void *ctx, int32_t pid, int32_t tgid), void *ctx);
 	int (*schema_get)(struct store *s, const char *system, const char *event,
 			  struct store_schema **out);
 	int (*schema_list)(struct store *s, const char *system,

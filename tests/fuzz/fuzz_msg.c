@@ -3,6 +3,8 @@
  * must be rejected cleanly, and whatever decodes must survive
  * encode -> decode -> encode with identical bytes (the encoding is
  * deterministic, so equal bytes mean every field came back unchanged).
+ * A decoded printk_formats message's text also goes through the
+ * collector's line parser (proto/printk.h).
  */
 #include "config.h"
 
@@ -14,6 +16,7 @@
 #include "common/tc_error.h"
 #include "proto/frame.h"
 #include "proto/msg.h"
+#include "proto/printk.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -36,6 +39,14 @@ static int encode(const struct proto_msg *m, struct proto_buf *b, size_t size)
 	return 0;
 }
 
+static int printk_line(void *ctx, uint64_t addr, const char *fmt, size_t len)
+{
+	size_t *sum = ctx;
+
+	*sum += (size_t)addr + len + (len ? (unsigned char)fmt[len - 1] : 0);
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct proto_buf b1, b2;
@@ -45,6 +56,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc < 0) {
 		check_rc(rc);
 		return 0;
+	}
+	if (m1.type == MSG_PRINTK) {
+		size_t sum = 0;
+		int prc = proto_printk_parse(m1.printk.text, m1.printk.len, printk_line, &sum,
+					     NULL);
+
+		if (prc != 0 && prc != TC_ERR_MSG_MALFORMED)
+			abort();
 	}
 	proto_buf_init(&b1);
 	proto_buf_init(&b2);

@@ -1,0 +1,219 @@
+/*
+ * test_render.c - traceq's renderer (traceq/render.c) with the kernel's
+ * printk_formats: records crafted from the formats of this kernel's
+ * rcu:rcu_utilization (a "%s" of a const char *, a tracepoint_string) and
+ * ftrace:bprint (trace_printk: its format is a printk_formats string),
+ * printed with each host's own table as trace-cmd report prints them
+ * from a trace.dat's copy, and as the bare address without one; and the
+ * kernel's record-tgid column (--tgid).
+ */
+#include "config.h"
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/testutil.h"
+#include "traceq/render.h"
+
+static const char rcu_format[] =
+	"name: rcu_utilization\nID: 424\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:const char * s;\toffset:8;\tsize:8;\tsigned:0;\n\n"
+	"print fmt: \"%s\", REC->s\n";
+
+static const char bprint_format[] =
+	"name: bprint\nID: 6\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:unsigned long ip;\toffset:8;\tsize:8;\tsigned:0;\n"
+	"\tfield:const char * fmt;\toffset:16;\tsize:8;\tsigned:0;\n"
+	"\tfield:u32 buf[];\toffset:24;\tsize:0;\tsigned:0;\n\n"
+	"print fmt: \"%ps: %s\", (void *)REC->ip, REC->fmt\n";
+
+/* Host "a" and host "b" have different strings at the same address (KASLR). */
+static const uint64_t addr_a[] = { 0xffffffff8281b87cull, 0xffffffff82000000ull };
+static char *fmt_a[] = { "\"Start context switch\"", "\"hello from a\\n\"" };
+static const uint64_t addr_b[] = { 0xffffffff8281b87cull };
+static char *fmt_b[] = { "\"End context switch\"" };
+static unsigned asked[3];
+
+static size_t printk_of(void *ctx, const char *host, int64_t wall_ns, const uint64_t **addr,
+			char *const **fmt)
+{
+	(void)ctx;
+	ck_assert_int_eq(wall_ns, 1795725230000000000ll);
+	if (!strcmp(host, "a")) {
+		asked[0]++;
+		*addr = addr_a;
+		*fmt = fmt_a;
+		return 2;
+	}
+	if (!strcmp(host, "b")) {
+		asked[1]++;
+		*addr = addr_b;
+		*fmt = fmt_b;
+		return 1;
+	}
+	asked[2]++;
+	return 0;
+}
+
+static char *cols_rcu[] = { "host", "cpu", "ts", "trace_ts", "pid", "comm", "common_type",
+			    "common_flags", "common_preempt_count", "common_pid", "s" };
+static char *cols_bprint[] = { "host", "cpu", "ts", "trace_ts", "pid", "comm", "common_type",
+			       "common_flags", "common_preempt_count", "common_pid", "ip", "fmt" };
+
+/* One row of host @host whose last column (the pointer) is @ptr. */
+static void row(struct qmsg_value *v, size_t ncols, char *host, uint64_t ptr)
+{
+	memset(v, 0, ncols * sizeof(*v));
+	v[0] = (struct qmsg_value){ .kind = QV_STR, .s = { host, strlen(host) } };
+	v[1] = (struct qmsg_value){ .kind = QV_UINT, .u = 1 };
+	v[2] = (struct qmsg_value){ .kind = QV_INT, .i = 1795725230000000000ll };
+	v[3] = (struct qmsg_value){ .kind = QV_UINT, .u = 28084710426000ull };
+	v[4] = (struct qmsg_value){ .kind = QV_INT, .i = 16733 };
+	v[5] = (struct qmsg_value){ .kind = QV_STR, .s = { "sh", 2 } };
+	v[9] = v[4];
+	v[ncols - 1] = (struct qmsg_value){ .kind = QV_UINT, .u = ptr };
+}
+
+static const char *print(struct render *r, struct qmsg_reply *rep, char *buf, size_t len)
+{
+	render_row(r, rep, rep->vals, 28084710426000ull, buf, len);
+	return buf;
+}
+
+/* rcu_utilization's %s: each host's string, the address for a host without. */
+START_TEST(test_render_tracepoint_string)
+{
+	struct qmsg_value v[11];
+	struct qmsg_reply rep = { .ok = true, .event = "rcu:rcu_utilization", .ncols = 11,
+				  .cols = cols_rcu, .nrows = 1, .vals = v,
+				  .format = (char *)rcu_format };
+	struct render *r;
+	char why[256], line[512];
+
+	memset(asked, 0, sizeof(asked));
+	ck_assert_int_eq(render_new(RENDER_TRACECMD, NULL, NULL, &r), 0);
+	render_set_printk(r, printk_of, NULL);
+	ck_assert_int_eq(render_prepare(r, &rep, why, sizeof(why)), 0);
+	row(v, 11, "a", 0xffffffff8281b87cull);
+	ck_assert_str_eq(print(r, &rep, line, sizeof(line)),
+			 "              sh-16733 [001] 28084.710426: rcu_utilization:      "
+			 "Start context switch");
+	row(v, 11, "b", 0xffffffff8281b87cull);
+	ck_assert_str_eq(strstr(print(r, &rep, line, sizeof(line)), "rcu_utilization:"),
+			 "rcu_utilization:      End context switch");
+	row(v, 11, "c", 0xffffffff8281b87cull);
+	ck_assert_str_eq(strstr(print(r, &rep, line, sizeof(line)), "rcu_utilization:"),
+			 "rcu_utilization:      ffffffff8281b87c");
+	row(v, 11, "a", 0xffffffff8281b87cull);	/* a's handle is kept: not asked again */
+	ck_assert_str_eq(strstr(print(r, &rep, line, sizeof(line)), "rcu_utilization:"),
+			 "rcu_utilization:      Start context switch");
+	ck_assert_uint_eq(asked[0], 1);
+	ck_assert_uint_eq(asked[1], 1);
+	ck_assert_uint_eq(asked[2], 1);
+	render_free(r);
+
+	/* the kernel's layout (no plugins) resolves it the same way */
+	ck_assert_int_eq(render_new(RENDER_KERNEL, NULL, NULL, &r), 0);
+	render_set_printk(r, printk_of, NULL);
+	ck_assert_int_eq(render_prepare(r, &rep, why, sizeof(why)), 0);
+	row(v, 11, "a", 0xffffffff8281b87cull);
+	ck_assert_str_eq(strstr(print(r, &rep, line, sizeof(line)), "rcu_utilization:"),
+			 "rcu_utilization: Start context switch");
+	render_free(r);
+
+	/* without a printk callback: the address, as before */
+	ck_assert_int_eq(render_new(RENDER_TRACECMD, NULL, NULL, &r), 0);
+	ck_assert_int_eq(render_prepare(r, &rep, why, sizeof(why)), 0);
+	row(v, 11, "a", 0xffffffff8281b87cull);
+	ck_assert_str_eq(strstr(print(r, &rep, line, sizeof(line)), "rcu_utilization:"),
+			 "rcu_utilization:      ffffffff8281b87c");
+	render_free(r);
+}
+END_TEST
+
+/* trace_printk (ftrace:bprint): its format is a printk_formats string. */
+START_TEST(test_render_bprint)
+{
+	struct qmsg_value v[12];
+	struct qmsg_reply rep = { .ok = true, .event = "ftrace:bprint", .ncols = 12,
+				  .cols = cols_bprint, .nrows = 1, .vals = v,
+				  .format = (char *)bprint_format };
+	struct render *r;
+	char why[256], line[512];
+
+	ck_assert_int_eq(render_new(RENDER_TRACECMD, NULL, NULL, &r), 0);
+	render_set_printk(r, printk_of, NULL);
+	ck_assert_int_eq(render_prepare(r, &rep, why, sizeof(why)), 0);
+	row(v, 12, "a", 0xffffffff82000000ull);
+	v[10] = (struct qmsg_value){ .kind = QV_UINT, .u = 0xffffffff81000100ull };
+	print(r, &rep, line, sizeof(line));
+	ck_assert_msg(strstr(line, "hello from a") != NULL, "%s", line);
+	row(v, 12, "b", 0xffffffff82000000ull);
+	v[10] = (struct qmsg_value){ .kind = QV_UINT, .u = 0xffffffff81000100ull };
+	print(r, &rep, line, sizeof(line));
+	ck_assert_msg(strstr(line, "NO FORMAT FOUND") != NULL, "%s", line);
+	render_free(r);
+}
+END_TEST
+
+static int32_t tgid_of(void *ctx, const char *host, int32_t pid)
+{
+	(void)ctx;
+	return !strcmp(host, "a") && pid == 16733 ? 4242 : 0;
+}
+
+/* --tgid: the kernel's record-tgid column, in both layouts. */
+START_TEST(test_render_tgid)
+{
+	struct qmsg_value v[11];
+	struct qmsg_reply rep = { .ok = true, .event = "rcu:rcu_utilization", .ncols = 11,
+				  .cols = cols_rcu, .nrows = 1, .vals = v,
+				  .format = (char *)rcu_format };
+	struct render *r;
+	char why[256], line[512];
+
+	ck_assert_int_eq(render_new(RENDER_KERNEL, NULL, NULL, &r), 0);
+	render_set_printk(r, printk_of, NULL);
+	render_set_tgid(r, tgid_of, NULL);
+	ck_assert_int_eq(render_prepare(r, &rep, why, sizeof(why)), 0);
+	row(v, 11, "a", 0xffffffff8281b87cull);
+	ck_assert_str_eq(print(r, &rep, line, sizeof(line)),
+			 "              sh-16733   (   4242) [001] ..... 28084.710426: "
+			 "rcu_utilization: Start context switch");
+	row(v, 11, "b", 0xffffffff8281b87cull);
+	ck_assert_msg(strstr(print(r, &rep, line, sizeof(line)), "sh-16733   (-------) [001] "),
+		      "%s", line);
+	render_free(r);
+
+	ck_assert_int_eq(render_new(RENDER_TRACECMD, NULL, NULL, &r), 0);
+	render_set_tgid(r, tgid_of, NULL);
+	ck_assert_int_eq(render_prepare(r, &rep, why, sizeof(why)), 0);
+	row(v, 11, "a", 0xffffffff8281b87cull);
+	ck_assert_msg(strstr(print(r, &rep, line, sizeof(line)),
+			     "              sh-16733 (   4242) [001] 28084.710426: "), "%s", line);
+	render_free(r);
+}
+END_TEST
+
+static Suite *render_suite(void)
+{
+	Suite *s = suite_create("render");
+	TCase *tc = tcase_create("printk");
+
+	tu_add_tests(tc, TU_TESTS(test_render_tracepoint_string, test_render_bprint,
+				  test_render_tgid));
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+TU_MAIN(render_suite())
