@@ -30,6 +30,7 @@
 #include <event2/thread.h>
 #include <openssl/ssl.h>
 
+#include "common/cli.h"
 #include "common/config_file.h"
 #include "common/lockfile.h"
 #include "common/log.h"
@@ -72,7 +73,7 @@ struct settings {
 	struct hostmap *hostmap;	/* host-map entries: config file, then command line */
 	char hostmap_err[256];
 	char *ready_file;
-	char *config;			/* -c FILE, re-read on SIGHUP */
+	char *config;			/* -C FILE, re-read on SIGHUP */
 	struct filter_table *filters;	/* config file rules, then --filter ones */
 	char filter_err[1024];		/* the caret rendering of a bad rule */
 	int64_t retain_age_ns;
@@ -106,7 +107,7 @@ static void usage(FILE *f)
 "Collect trace pages from traceagents over mutually authenticated TLS,\n"
 "decode and store their events in SQLite, and answer traceq's queries.\n"
 "\n"
-"Options (each also a key in the -c file, e.g. 'listen = 0.0.0.0:7000'):\n"
+"Options (each also a key in the -C file, e.g. 'listen = 0.0.0.0:7000'):\n"
 "      --listen HOST:PORT   where agents connect (default 0.0.0.0:7000;\n"
 "                           port 0 picks a free port, see --ready-file)\n"
 "      --query URL          nng URL of the local query endpoint\n"
@@ -273,8 +274,8 @@ static void usage(FILE *f)
 "                           authentication, no encryption; --listen must be a\n"
 "                           loopback address and agents must give\n"
 "                           --insecure-plain too (command line only)\n"
-"  -c, --config FILE        read settings from FILE; the command line wins\n"
-"  -f, --foreground         stay in the foreground and log to stderr\n"
+"  -C, --config FILE        read settings from FILE; the command line wins\n"
+"  -F, --foreground         stay in the foreground and log to stderr\n"
 "                           (default: daemonize and log to syslog)\n"
 "  -v, --verbose            log more (repeat for debug)\n"
 "  -h, --help               this text\n"
@@ -623,7 +624,23 @@ static int apply_option(struct settings *s, const char *key, const char *value)
 }
 
 /*
- * Parse the command line twice: first only for -c (the file sets values),
+ * The short options (the table in tracecollectd(8): one letter, one meaning
+ * in all three programs). -c and -f are the old spellings of -C and -F: no
+ * other program gives them a meaning here (traceq's -c and -f are --count
+ * and --format), so they still work, and say so.
+ */
+#define SHORT_OPTS	":C:c:FfvhV"
+
+static void old_spelling(int c)
+{
+	if (c == 'c')
+		fprintf(stderr, "tracecollectd: -c is the old spelling of -C (--config): use -C\n");
+	else if (c == 'f')
+		fprintf(stderr, "tracecollectd: -f is the old spelling of -F (--foreground): use -F\n");
+}
+
+/*
+ * Parse the command line twice: first only for -C (the file sets values),
  * then everything (the command line wins).
  */
 static int parse_args(int argc, char **argv, struct settings *s)
@@ -661,8 +678,8 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "crl", required_argument, NULL, 30 },
 		{ "host-map", required_argument, NULL, 31 },
 		{ "group", required_argument, NULL, 32 },
-		{ "config", required_argument, NULL, 'c' },
-		{ "foreground", no_argument, NULL, 'f' },
+		{ "config", required_argument, NULL, 'C' },
+		{ "foreground", no_argument, NULL, 'F' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -672,11 +689,16 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	char errbuf[512], errs[4096];
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "c:fvhV", longopts, NULL)) != -1) {
+	opterr = 0;	/* cli_bad_option() says it in one line */
+	while ((c = getopt_long(argc, argv, SHORT_OPTS, longopts, NULL)) != -1) {
 		if (c == 'h') { usage(stdout); exit(0); }
-		if (c == 'V') { printf("tracecollectd %s\n", PACKAGE_VERSION); exit(0); }
-		if (c == '?') { usage(stderr); return -1; }
-		if (c != 'c')
+		if (c == 'V') { cli_version("tracecollectd"); exit(0); }
+		if (c == '?' || c == ':') {
+			cli_bad_option("tracecollectd", longopts, argv, c);
+			return -1;
+		}
+		old_spelling(c);
+		if (c != 'C' && c != 'c')
 			continue;
 		ret = set_str(&s->config, optarg);
 		if (ret == 0)
@@ -688,11 +710,11 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		}
 	}
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:fvhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, SHORT_OPTS, longopts, NULL)) != -1) {
 		if (c >= 1 && c <= 32) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
-		} else if (c == 'f')
+		} else if (c == 'F' || c == 'f')
 			s->foreground = true;
 		else if (c == 'P')
 			s->insecure_plain = true;

@@ -27,6 +27,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include "common/cli.h"
 #include "common/filter.h"
 #include "common/query.h"
 #include "common/tc_error.h"
@@ -250,7 +251,8 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 	int64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:f:n:H:rcgt:hV", longopts, NULL)) != -1) {
+	opterr = 0;	/* cli_bad_option() says it in one line */
+	while ((c = getopt_long(argc, argv, ":s:f:n:H:rcgt:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': o->server = optarg; break;
 		case 'f':
@@ -303,8 +305,8 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 			o->timeout_ms = (int)v;
 			break;
 		case 'h': usage(stdout); exit(0);
-		case 'V': printf("traceq %s\n", PACKAGE_VERSION); exit(0);
-		default: usage(stderr); return -1;
+		case 'V': cli_version("traceq"); exit(0);
+		default: cli_bad_option("traceq", longopts, argv, c); return -1;
 		}
 	}
 	if (o->sql && (o->stats || o->count || o->graph || o->list || optind != argc)) {
