@@ -96,6 +96,7 @@ struct settings {
 	} kept[MAX_KEPT];
 	size_t nkept;
 	char hl_err[256];		/* what a bad host-* value should look like */
+	char form_err[256];		/* "KEY: expected FORM" for a bad value */
 	int verbose;
 };
 
@@ -457,8 +458,49 @@ static int apply_host_limit(struct settings *s, const char *key, const char *val
 	return TC_ERR_CONFIG_KEY;
 }
 
-/* One setting by its long-option name; used by the command line and -c. */
+/* The form a value of @key takes, for a message about a bad one; NULL: none here. */
+static const char *value_form(const char *key)
+{
+	static const char *const forms[][2] = {
+		{ "retain-age", "a duration like 7d, 12h, 30m, 90s (seconds without a unit)" },
+		{ "retain-size", "a size like 500M, 10G (bytes without a unit; k, M, G, T)" },
+		{ "journal-size", "a size like 500M, 10G, or 0 (no journal)" },
+		{ "handshake-timeout", "a duration like 10s, 500ms, 1m (at most 1d)" },
+		{ "idle-timeout", "a duration like 5m, 30s, or 0 (never; at most 1d)" },
+		{ "max-handshakes", "a whole number in 1..1000000" },
+		{ "max-handshakes-per-source", "a whole number in 1..1000000" },
+		{ "input-memory", "a size like 64M, 1G (at least 1M)" },
+		{ "query-threads", "a whole number in 1..64" },
+		{ "query-sync-max", "milliseconds, a whole number in 1..3600000" },
+		{ "store-priority", "idle or normal" },
+		{ "pushdown", "yes or no" },
+		{ "foreground", "yes or no" },
+	};
+
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++)
+		if (!strcmp(key, forms[i][0]))
+			return forms[i][1];
+	return NULL;
+}
+
+static int apply_value(struct settings *s, const char *key, const char *value);
+
+/*
+ * One setting by its long-option name; used by the command line and -C. A
+ * value in the wrong form leaves "KEY: expected FORM" in s->form_err.
+ */
 static int apply(struct settings *s, const char *key, const char *value)
+{
+	int ret = apply_value(s, key, value);
+
+	s->form_err[0] = 0;
+	if (ret == TC_ERR_CONFIG && value_form(key))
+		snprintf(s->form_err, sizeof(s->form_err), "%s: expected %s", key,
+			 value_form(key));
+	return ret;
+}
+
+static int apply_value(struct settings *s, const char *key, const char *value)
 {
 	if (!strcmp(key, "listen")) return set_str(&s->listen, value);
 	if (!strcmp(key, "query")) return set_str(&s->query, value);
@@ -595,10 +637,11 @@ static bool reloaded_key(const char *key)
 static const char *settings_errs(const struct settings *s, bool filter, char *buf,
 				 size_t len)
 {
-	snprintf(buf, len, "%s%s%s%s%s%s%s%s%s", filter ? s->filter_err : "",
+	snprintf(buf, len, "%s%s%s%s%s%s%s%s%s%s%s", filter ? s->filter_err : "",
 		 s->index_err, s->index_err[0] ? "\n" : "", s->scope_err,
 		 s->scope_err[0] ? "\n" : "", s->hl_err, s->hl_err[0] ? "\n" : "",
-		 s->hostmap_err, s->hostmap_err[0] ? "\n" : "");
+		 s->hostmap_err, s->hostmap_err[0] ? "\n" : "", s->form_err,
+		 s->form_err[0] ? "\n" : "");
 	return buf;
 }
 
@@ -621,6 +664,88 @@ static int apply_option(struct settings *s, const char *key, const char *value)
 			value, tc_strerror(ret), settings_errs(s, !strcmp(key, "filter"), errs,
 							       sizeof(errs)));
 	return ret;
+}
+
+/*
+ * Resolve "HOST:PORT" / "[V6]:PORT" (port 0: any free port) into @ss. On
+ * failure @err (may be NULL) says what is wrong with @text.
+ * Return: 0; -EINVAL.
+ */
+static int parse_hostport(const char *text, struct sockaddr_storage *ss, int *len,
+			  char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+	struct addrinfo *ai;
+	char host[256], dummy[8];
+	const char *port, *colon = strrchr(text, ':');
+	size_t hlen;
+	int rv;
+
+	if (!err)
+		err = dummy, errlen = sizeof(dummy);
+	if (!colon || colon == text || strlen(text) >= sizeof(host)) {
+		snprintf(err, errlen, "expected HOST:PORT or [IPV6]:PORT, e.g. 0.0.0.0:7000");
+		return -EINVAL;
+	}
+	hlen = (size_t)(colon - text);
+	port = colon + 1;
+	if (text[0] == '[' && text[hlen - 1] == ']') {
+		text++;
+		hlen -= 2;
+	}
+	memcpy(host, text, hlen);
+	host[hlen] = 0;
+	if (!*port || strspn(port, "0123456789") != strlen(port) || strlen(port) > 5 ||
+	    atoi(port) > 65535) {
+		snprintf(err, errlen, "the port '%s' is not a number in 0..65535", port);
+		return -EINVAL;
+	}
+	rv = getaddrinfo(host, port, &hints, &ai);
+	if (rv != 0) {
+		snprintf(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(rv));
+		return -EINVAL;
+	}
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	*len = (int)ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return 0;
+}
+
+/* Whether @ss is 127.0.0.0/8 or ::1. */
+static bool is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	return ss->ss_family == AF_INET6 &&
+	       IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+}
+
+/*
+ * The addresses to listen on, checked before anything is made (database,
+ * lock, journal): --listen (loopback with --insecure-plain) and
+ * --query-tls. Return: 0; -1, said on stderr.
+ */
+static int check_addresses(const struct settings *s)
+{
+	struct sockaddr_storage ss;
+	char err[512];
+	int len;
+
+	if (parse_hostport(s->listen, &ss, &len, err, sizeof(err)) < 0) {
+		fprintf(stderr, "tracecollectd: --listen %s: %s\n", s->listen, err);
+		return -1;
+	}
+	if (s->insecure_plain && !is_loopback(&ss)) {
+		fprintf(stderr, "tracecollectd: --insecure-plain: --listen %s is not a loopback "
+			"address; plain TCP is for tests on this host only\n", s->listen);
+		return -1;
+	}
+	if (s->query_tls && parse_hostport(s->query_tls, &ss, &len, err, sizeof(err)) < 0) {
+		fprintf(stderr, "tracecollectd: --query-tls %s: %s\n", s->query_tls, err);
+		return -1;
+	}
+	return 0;
 }
 
 /*
@@ -730,38 +855,11 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		fprintf(stderr, "tracecollectd: %s\n", errbuf);
 		return -1;
 	}
+	if (check_addresses(s) < 0)
+		return -1;
 	s->query_opts.group = s->query_group;
 	s->query_opts.scopes = &s->scopes;
 	s->query_opts.tls_listen = s->query_tls;
-	return 0;
-}
-
-/* Resolve "HOST:PORT" / "[V6]:PORT" (port 0: any free port). */
-static int parse_hostport(const char *text, struct sockaddr_storage *ss, int *len)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
-	struct addrinfo *ai;
-	char host[256];
-	const char *port, *colon = strrchr(text, ':');
-	size_t hlen;
-
-	if (!colon || colon == text || strlen(text) >= sizeof(host))
-		return -EINVAL;
-	hlen = (size_t)(colon - text);
-	port = colon + 1;
-	if (text[0] == '[' && text[hlen - 1] == ']') {
-		text++;
-		hlen -= 2;
-	}
-	memcpy(host, text, hlen);
-	host[hlen] = 0;
-	if (!*port || strspn(port, "0123456789") != strlen(port) ||
-	    getaddrinfo(host, port, &hints, &ai) != 0)
-		return -EINVAL;
-	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-	*len = (int)ai->ai_addrlen;
-	freeaddrinfo(ai);
 	return 0;
 }
 
@@ -776,15 +874,6 @@ static void accept_error_cb(struct evconnlistener *l, void *arg)
 	log_err("accept: %s", strerror(errno));
 }
 
-/* Whether @ss is 127.0.0.0/8 or ::1. */
-static bool is_loopback(const struct sockaddr_storage *ss)
-{
-	if (ss->ss_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
-	return ss->ss_family == AF_INET6 &&
-	       IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
-}
-
 static int start_listener(struct collector *col, const char *addr, char *bound, size_t blen)
 {
 	struct sockaddr_storage ss;
@@ -792,7 +881,7 @@ static int start_listener(struct collector *col, const char *addr, char *bound, 
 	char ip[INET6_ADDRSTRLEN];
 	int len;
 
-	if (parse_hostport(addr, &ss, &len) < 0) {
+	if (parse_hostport(addr, &ss, &len, NULL, 0) < 0) {	/* checked at start */
 		log_err("--listen %s: expected HOST:PORT", addr);
 		return -EINVAL;
 	}

@@ -79,4 +79,66 @@ check "traceagent -s HOST:PORT is --connect (exit $rc)" \
 	'[ "$rc" = 2 ] && grep -q "bad --connect .127.0.0.1:bad." "$tmp/connect-s.err" &&
 	 ! grep -q "old spelling" "$tmp/connect-s.err"'
 
+# collector NAME ARGS...: tracecollectd in the foreground on $tmp/NAME/ (plain
+# TCP on loopback: no certificates needed) until it is ready or gone; rc is
+# its exit status ("ran": it got ready, and was stopped). Its stderr in
+# $tmp/NAME.err.
+collector() {
+	local name=$1 pid
+	shift
+	"$top_builddir/tracecollectd" --foreground --insecure-plain --listen 127.0.0.1:0 \
+		--query tcp://127.0.0.1:0 --db "$tmp/$name/trace.db" \
+		--ready-file "$tmp/$name.ready" "$@" > /dev/null 2> "$tmp/$name.err" &
+	pid=$!
+	for _ in $(seq 100); do
+		[ -s "$tmp/$name.ready" ] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	if [ -s "$tmp/$name.ready" ]; then
+		kill "$pid"; wait "$pid"; rc=ran
+	else
+		wait "$pid"; rc=$?
+	fi
+}
+
+# A bad --listen, --query or --query-tls is refused before anything is made:
+# no database directory, database, lock or journal.
+for l in 127.0.0.1:99999 127.0.0.1:-1 127.0.0.1 nonsense:7000x; do
+	collector listen --listen "$l"
+	check "--listen $l is refused, exit 2, nothing made (exit $rc: $(head -c 300 "$tmp/listen.err"))" \
+		'[ "$rc" = 2 ] && grep -q -- "--listen $l" "$tmp/listen.err" && [ ! -e "$tmp/listen" ]'
+	rm -rf "$tmp/listen"
+done
+collector query --query tcp://0.0.0.0:7001
+check "--query tcp://0.0.0.0:7001 is refused, exit 2, nothing made (exit $rc)" \
+	'[ "$rc" = 2 ] && [ ! -e "$tmp/query" ]'
+collector qtls --query-tls 127.0.0.1:70000
+check "--query-tls 127.0.0.1:70000 is refused, exit 2, nothing made (exit $rc: $(head -c 300 "$tmp/qtls.err"))" \
+	'[ "$rc" = 2 ] && grep -q -- "--query-tls 127.0.0.1:70000" "$tmp/qtls.err" && [ ! -e "$tmp/qtls" ]'
+collector good --listen 127.0.0.1:0
+check "a good --listen runs (exit $rc: $(head -c 300 "$tmp/good.err"))" '[ "$rc" = ran ]'
+
+# A value in the wrong form names the form, from the file and the command line.
+while IFS='|' read -r key value form; do
+	printf '%s = %s\n' "$key" "$value" > "$tmp/form.conf"
+	bad tracecollectd form-file -C "$tmp/form.conf"
+	check "tracecollectd.conf '$key = $value' says '$key: expected $form' (exit $rc: $(head -c 300 "$tmp/form-file.err"))" \
+		'[ "$rc" = 2 ] && grep -qF "$key: expected $form" "$tmp/form-file.err"'
+	bad tracecollectd form-cli "--$key" "$value"
+	check "tracecollectd --$key '$value' says '$key: expected $form' (exit $rc: $(head -c 300 "$tmp/form-cli.err"))" \
+		'[ "$rc" = 2 ] && grep -qF "$key: expected $form" "$tmp/form-cli.err"'
+done <<'FORMS'
+retain-age|7 days|a duration like 7d, 12h, 30m
+retain-size|10 GB|a size like 500M, 10G
+journal-size|lots|a size like 500M, 10G, or 0
+handshake-timeout|soon|a duration like 10s, 500ms, 1m
+idle-timeout|-5|a duration like 5m, 30s, or 0
+max-handshakes|many|a whole number in 1..1000000
+query-threads|100|a whole number in 1..64
+store-priority|low|idle or normal
+pushdown|maybe|yes or no
+input-memory|100k|a size like 64M, 1G (at least 1M)
+FORMS
+
 exit $failed
