@@ -39,6 +39,7 @@
 #include "traceq/output.h"
 #include "traceq/render.h"
 #include "traceq/select.h"
+#include "traceq/stats.h"
 #include "traceq/tlsconn.h"
 #include "traceq/when.h"
 
@@ -145,7 +146,9 @@ static void usage(FILE *f)
 "                       kernel overruns, bad_pages and bad_events received\n"
 "                       and not stored, rate_held_* and quota_held_*: pages\n"
 "                       the collector's host limits held back and the ms\n"
-"                       they waited) and exit; on stderr, how much the\n"
+"                       they waited), then a total line per host (cpu=all),\n"
+"                       and exit; --host and --cpu narrow it, --format json\n"
+"                       gives one object per line. On stderr, how much the\n"
 "                       collector has received and not yet stored\n"
 "      --drops          print the events the collector did not keep, per host,\n"
 "                       event and reason (filter: dropped by a server-side\n"
@@ -995,28 +998,22 @@ static int run_stats(struct client *c, const struct traceq_opts *o)
 {
 	struct qmsg_request req = { .op = o->drops ? QOP_DROPS : QOP_STATS };
 	struct qmsg_reply rep;
-	uint32_t r, i;
 	int ret;
 
 	tq_select_apply(&o->sel, &req);
 	ret = client_call(c, &req, &rep);
 	if (ret)
 		return ret;
-	for (r = 0; r < rep.nrows; r++) {
-		const struct qmsg_value *row = &rep.vals[r * rep.ncols];
-
-		for (i = 0; i < rep.ncols; i++) {
-			printf(i ? " %s=" : "%s=", rep.cols[i]);
-			out_value(stdout, &row[i], false);
-		}
-		putchar('\n');
+	if (tq_stats_print(stdout, &rep, &o->sel, !o->drops, o->format == OUT_JSON) < 0) {
+		fprintf(stderr, "traceq: out of memory\n");
+		ret = 1;
 	}
 	if (rep.unstored)	/* stderr: the rows above stay the same shape */
 		fprintf(stderr, "traceq: the collector is still storing: %" PRIu64 " batches "
 			"received and not yet stored, receive journal %.1f MB (--sync waits "
 			"for them)\n", rep.unstored, (double)rep.journal_bytes / (1 << 20));
 	qmsg_reply_free(&rep);
-	return 0;
+	return ret ? ret : fflush(stdout) == 0 ? 0 : 1;
 }
 
 /* --sql: one statement's rows as a table. */
