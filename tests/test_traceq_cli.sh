@@ -128,7 +128,7 @@ complete_line() {
 		PATH=$2:$PATH
 		COMP_LINE=$3
 		COMP_POINT=${#COMP_LINE}
-		read -ra COMP_WORDS <<< "$COMP_LINE"
+		read -ra COMP_WORDS <<< "${COMP_LINE//:/ : }"	# bash splits at COMP_WORDBREAKS
 		[ "${COMP_LINE: -1}" = " " ] && COMP_WORDS+=("")
 		COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
 		_tracecollect traceq "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
@@ -139,8 +139,9 @@ complete_line "traceq -s $query sched_sw" > "$tmp/c1"
 check "completion: an event name from the collector (-s) ($(tr '\n' ' ' < "$tmp/c1"))" \
 	'grep -qx "sched_switch" "$tmp/c1"'
 TRACEQ_SERVER=$query complete_line "traceq sched:sched_wak" > "$tmp/c2"
+# (bash replaces only what follows the word's last ':': "sched_wakeup" completes "sched:sched_wak")
 check "completion: SYSTEM:EVENT from the collector (TRACEQ_SERVER) ($(tr '\n' ' ' < "$tmp/c2"))" \
-	'grep -qx "sched:sched_wakeup" "$tmp/c2" || grep -qx "sched:sched_waking" "$tmp/c2"'
+	'grep -qx "sched_wakeup" "$tmp/c2" && ! grep -qv "^sched_wak" "$tmp/c2"'
 complete_line "traceq -s $query sched_switch where next_" > "$tmp/c4"
 check "completion: the event's field names after where ($(tr '\n' ' ' < "$tmp/c4"))" \
 	'grep -qx "next_pid" "$tmp/c4" && grep -qx "next_comm" "$tmp/c4"'
