@@ -1083,9 +1083,10 @@ static int set_indexes(struct store *st, struct settings *s)
 					sizeof(s->index_err));
 	if (ret == 0)
 		ret = store_set_indexes(st, &s->indexes, &created, &dropped);
-	if (ret < 0)
-		log_err("field indexes: %s: %s", tc_strerror(ret),
-			ret == TC_ERR_CONFIG ? s->index_err : store_errmsg(st));
+	if (ret < 0 && ret == TC_ERR_CONFIG)
+		log_err("field indexes: %s: %s", tc_strerror(ret), s->index_err);
+	else if (ret < 0)
+		log_err("database %s: field indexes: %s", s->db, store_errmsg(st));
 	else
 		log_info("field indexes: %zu named, %u built and %u dropped in %lld ms",
 			 s->indexes.n, created, dropped, (long long)(util_now_ms() - t0));
@@ -1307,7 +1308,7 @@ static int run(struct settings *s)
 	}
 	ret = store_open(s->db, &col.store);
 	if (ret < 0) {
-		log_err("database %s: %s", s->db, tc_strerror(ret));
+		log_err("database %s: %s", s->db, store_open_errmsg(ret));
 		goto out;
 	}
 	ret = set_indexes(col.store, s);
