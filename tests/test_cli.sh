@@ -141,4 +141,16 @@ pushdown|maybe|yes or no
 input-memory|100k|a size like 64M, 1G (at least 1M)
 FORMS
 
+# traceq's values in the wrong form name the form too (exit 2)
+while IFS='|' read -r opt value form; do
+	bad traceq "tq-form" "$opt" "$value" sched_switch
+	check "traceq $opt '$value' says '$opt: expected $form' (exit $rc: $(head -c 300 "$tmp/tq-form.err"))" \
+		'[ "$rc" = 2 ] && grep -qF -- "$opt: expected $form" "$tmp/tq-form.err"'
+done <<'FORMS'
+--limit|x|a whole number of events (0: all)
+--limit|-3|a whole number of events (0: all)
+--timeout|0|milliseconds, a whole number in 1..
+--timeout|10s|milliseconds, a whole number in 1..
+FORMS
+
 exit $failed

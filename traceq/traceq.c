@@ -184,15 +184,17 @@ static void usage(FILE *f)
 "Exit status: 0 success, 1 server unreachable or failed, 2 bad query or usage.\n");
 }
 
-static int parse_i64(const char *s, const char *what, int64_t *out)
+/* A whole number in [@min, @max]; else says "@what: expected @form, not 'S'". */
+static int parse_i64(const char *s, const char *what, int64_t min, int64_t max,
+		     const char *form, int64_t *out)
 {
 	char *end;
 	long long v;
 
 	errno = 0;
 	v = strtoll(s, &end, 10);
-	if (errno || end == s || *end) {
-		fprintf(stderr, "traceq: %s: not a number: '%s'\n", what, s);
+	if (errno || end == s || *end || v < min || v > max) {
+		fprintf(stderr, "traceq: %s: expected %s, not '%s'\n", what, form, s);
 		return -1;
 	}
 	*out = v;
@@ -272,7 +274,8 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 			break;
 		case 'N': o->no_host = true; break;
 		case 'n':
-			if (parse_i64(optarg, "--limit", &v) < 0 || v < 0)
+			if (parse_i64(optarg, "--limit", 0, INT64_MAX,
+				      "a whole number of events (0: all)", &v) < 0)
 				return -1;
 			o->limit = (uint64_t)v;
 			break;
@@ -303,7 +306,8 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		case 'K': o->key = optarg; break;
 		case 'A': o->ca = optarg; break;
 		case 't':
-			if (parse_i64(optarg, "--timeout", &v) < 0 || v <= 0 || v > INT32_MAX)
+			if (parse_i64(optarg, "--timeout", 1, INT32_MAX,
+				      "milliseconds, a whole number in 1..2147483647", &v) < 0)
 				return -1;
 			o->timeout_ms = (int)v;
 			break;
