@@ -60,7 +60,7 @@ stored() {
 
 # stat HOST KEY: KEY of traceq --stats summed over HOST's CPUs.
 stat() {
-	traceq --stats | awk -v h="host=$1" -v k="$2" '$1 == h {
+	traceq --stats | awk -v h="host=$1" -v k="$2" '$1 == h && $2 != "cpu=all" {
 		for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == k) s += kv[2] } }
 		END { print s + 0 }'
 }
