@@ -26,6 +26,7 @@
 #include <poll.h>
 
 #define LOG_PREFIX "agent"
+#include "common/cli.h"
 #include "common/config_file.h"
 #include "common/log.h"
 #include "common/tc_error.h"
@@ -154,7 +155,7 @@ static void help(void)
 "                           keys are the long options below (traceagent.conf(5));\n"
 "                           the command line wins (its -e and --ftrace-filter\n"
 "                           replace the file's)\n"
-"  -c, --connect HOST:PORT  collector address; [IPV6]:PORT for IPv6\n"
+"  -s, --connect HOST:PORT  collector address; [IPV6]:PORT for IPv6\n"
 "                           (default " DEF_CONNECT ")\n"
 "  -e, --event SYSTEM[:EVENT]\n"
 "                           enable a whole event system or one event; may be\n"
@@ -285,7 +286,8 @@ static int usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry '" PROG " --help' for more information.\n");
+	fputc('\n', stderr);
+	cli_hint(PROG);
 	return EXIT_USAGE;
 }
 
@@ -344,11 +346,18 @@ enum { OPT_CERT = 256, OPT_KEY, OPT_CA, OPT_INSTANCE, OPT_NAME,
        OPT_USER_DIR, OPT_NO_USER, OPT_FTRACE_FILTER, OPT_EXEC, OPT_INSECURE_PLAIN,
        OPT_NO_PUSHDOWN, OPT_CONNECTIONS, OPT_TRACE_CLOCK, OPT_NO_KERNEL_SYMBOLS };
 
-#define SHORT_OPTS	"+C:c:e:d:p:vqhV"
+/*
+ * The short options (the table in traceagent(8): one letter, one meaning in
+ * all three programs; -s is the collector to talk to, as traceq's --server).
+ * -c is the old spelling of -s: tracecollectd's old -c was its --config and
+ * traceq's is --count, but no other letter here means either, so it still
+ * works, and says so. ':' first: cli_bad_option() says what is refused.
+ */
+#define SHORT_OPTS	"+:C:s:c:e:d:p:vqhV"
 
 static const struct option long_opts[] = {
 	{ "config", required_argument, NULL, 'C' },
-	{ "connect", required_argument, NULL, 'c' },
+	{ "connect", required_argument, NULL, 's' },
 	{ "event", required_argument, NULL, 'e' },
 	{ "cert", required_argument, NULL, OPT_CERT },
 	{ "key", required_argument, NULL, OPT_KEY },
@@ -476,6 +485,9 @@ static int opt_apply(struct opts *o, int c, const char *arg)
 {
 	switch (c) {
 	case 'c':
+		fprintf(stderr, PROG ": -c is the old spelling of -s (--connect): use -s\n");
+		/* fall through */
+	case 's':
 		if (ship_parse_hostport(arg, o->session.host,
 					o->session.port) < 0)
 			return usage_error("bad --connect '%s': want HOST:PORT "
@@ -530,14 +542,14 @@ static int opt_apply(struct opts *o, int c, const char *arg)
 	case 'v': o->level = LOGL_DEBUG; return 0;
 	case 'q': o->level = LOGL_ERR; return 0;
 	case 'h': help(); return -1;
-	case 'V': printf(PROG " (%s) %s\n", PACKAGE_NAME, PACKAGE_VERSION);
+	case 'V': cli_version(PROG);
 		return -1;
 	case 'd': case OPT_BUFFER_KB: case OPT_SUBBUF_KB: case OPT_FLUSH_MS:
 	case OPT_SPOOL_MEM_MB: case OPT_SPOOL_DISK_MB: case OPT_ACK_TIMEOUT_MS:
 	case OPT_DRAIN_S:
 		return opt_number(o, c, arg);
 	default:
-		fprintf(stderr, "Try '" PROG " --help' for more information.\n");
+		cli_hint(PROG);
 		return EXIT_USAGE;
 	}
 }
@@ -666,10 +678,13 @@ static int opts_parse(struct opts *o, int argc, char **argv)
 			ret = conf_load(o, optarg);
 	if (ret)
 		return ret;
-	opterr = 1;
 	optind = 0;
 	while ((c = getopt_long(argc, argv, SHORT_OPTS, long_opts,
 				NULL)) != -1 && c != OPT_EXEC) {
+		if (c == '?' || c == ':') {
+			cli_bad_option(PROG, long_opts, argv, c);
+			return EXIT_USAGE;
+		}
 		if (c == 'e' && o->events_from_conf)
 			o->nevents = 0, o->events_from_conf = false;
 		if (c == OPT_FTRACE_FILTER && o->ffilters_from_conf)

@@ -258,6 +258,83 @@ static int expect_peer(SSL *ssl, const char *host)
 	return 0;
 }
 
+/*
+ * What a TLS alert from the collector about our certificate means, from
+ * the last error on the queue (left there); NULL for any other error.
+ */
+static const char *cert_alert(void)
+{
+	static const struct { int alert; const char *what; } alerts[] = {
+		{ SSL_AD_BAD_CERTIFICATE, "bad certificate" },
+		{ SSL_AD_UNSUPPORTED_CERTIFICATE, "unsupported certificate" },
+		{ SSL_AD_CERTIFICATE_REVOKED, "certificate revoked" },
+		{ SSL_AD_CERTIFICATE_EXPIRED, "certificate expired or not yet valid" },
+		{ SSL_AD_CERTIFICATE_UNKNOWN, "certificate unknown" },
+		{ SSL_AD_UNKNOWN_CA, "unknown CA (not signed by the CA it trusts)" },
+		{ SSL_AD_ACCESS_DENIED, "access denied" },
+		{ SSL_AD_CERTIFICATE_REQUIRED, "certificate required" },
+	};
+	unsigned long e = ERR_peek_last_error();
+	int reason = ERR_GET_REASON(e);
+
+	if (!e || ERR_GET_LIB(e) != ERR_LIB_SSL || reason < SSL_AD_REASON_OFFSET)
+		return NULL;
+	for (size_t i = 0; i < sizeof(alerts) / sizeof(alerts[0]); i++)
+		if (reason - SSL_AD_REASON_OFFSET == alerts[i].alert)
+			return alerts[i].what;
+	return NULL;
+}
+
+/* "the collector refused our certificate: WHY" for a certificate alert; else @why. */
+static void refusal(char *buf, size_t len, const char *what, char *why, size_t wlen)
+{
+	const char *alert = cert_alert();
+
+	tls_errors(NULL, why, wlen);
+	if (alert)
+		snprintf(buf, len, "the collector refused our certificate: %s (%s)", alert, why);
+	else
+		snprintf(buf, len, "%s failed: %s", what, why);
+}
+
+/* @time as "Nov 26 20:15:00 2026 GMT" into @buf. */
+static const char *asn1_date(const ASN1_TIME *t, char *buf, size_t len)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	int n = b && ASN1_TIME_print(b, t) == 1 ? BIO_read(b, buf, (int)len - 1) : -1;
+
+	buf[n > 0 ? n : 0] = 0;
+	BIO_free(b);
+	return buf;
+}
+
+/*
+ * Our own certificate (in @ctx, read from @path) before connecting: an
+ * expired or not yet valid one would only be refused, and the collector
+ * could not tell us why. Return: 0; TC_ERR_TLS with @err saying which.
+ */
+static int own_cert_check(SSL_CTX *ctx, const char *path, char *err, size_t errlen)
+{
+	X509 *x = SSL_CTX_get0_certificate(ctx);
+	char date[64];
+
+	if (!x)
+		return 0;
+	if (X509_cmp_current_time(X509_get0_notAfter(x)) < 0) {
+		tc_seterr(err, errlen, "our certificate %s expired on %s: renew it "
+			  "(tracecollect-certs agent NAME) and start again", path,
+			  asn1_date(X509_get0_notAfter(x), date, sizeof(date)));
+		return TC_ERR_TLS;
+	}
+	if (X509_cmp_current_time(X509_get0_notBefore(x)) > 0) {
+		tc_seterr(err, errlen, "our certificate %s is not valid before %s (is this "
+			  "host's clock right?)", path,
+			  asn1_date(X509_get0_notBefore(x), date, sizeof(date)));
+		return TC_ERR_TLS;
+	}
+	return 0;
+}
+
 static int tls_handshake(struct ship *s, const char *host, const char *port,
 			 char *err, size_t errlen)
 {
@@ -277,6 +354,10 @@ static int tls_handshake(struct ship *s, const char *host, const char *port,
 	if (ret == 1)
 		return 0;
 	e = errno;
+	if (cert_alert()) {	/* TLS 1.2: the collector's verdict comes in the handshake */
+		refusal(err, errlen, "TLS handshake", why, sizeof(why));
+		return TC_ERR_TLS;
+	}
 	tls_errors(s->ssl, why, sizeof(why));
 	if (!why[0])
 		snprintf(why, sizeof(why), "%s", e ? strerror(e) :
@@ -336,6 +417,8 @@ int ship_connect(const char *host, const char *port,
 	s->fd = -1;
 	proto_buf_init(&s->out);
 	ret = tls_ctx_new(TLS_ROLE_CLIENT, files, &s->ctx, err, errlen);
+	if (ret == 0)
+		ret = own_cert_check(s->ctx, files->cert, err, errlen);
 	if (ret < 0)
 		goto out;
 	SSL_CTX_set_options(s->ctx, SSL_OP_ENABLE_KTLS);
@@ -421,6 +504,10 @@ static int io_error(struct ship *s, int n, const char *what)
 					   e == ECONNRESET))) {
 		tc_seterr(s->err, sizeof(s->err), "collector closed the connection");
 		return TC_ERR_PEER_CLOSED;
+	}
+	if (cert_alert()) {	/* TLS 1.3: the verdict comes with the first read */
+		refusal(s->err, sizeof(s->err), what, why, sizeof(why));
+		return TC_ERR_TLS;
 	}
 	tls_errors(s->ssl, why, sizeof(why));
 	if (!why[0])
@@ -792,17 +879,20 @@ int ship_hello(struct ship *s, const struct proto_hello *hello,
 	ret = ship_msg(s, &m);
 	if (ret == 0)
 		ret = ship_flush(s);
-	if (ret < 0) {
+	if (ret < 0)
 		tc_seterr(err, errlen, "%s", s->err);
-		return ret;
-	}
-	ret = expect(s, MSG_WELCOME, timeout_ms, &m, err, errlen);
+	else
+		ret = expect(s, MSG_WELCOME, timeout_ms, &m, err, errlen);
 	if (ret == TC_ERR_PEER_CLOSED && s->plain)
 		tc_seterr(err, errlen, "the collector closed the connection at "
 		       "HELLO: does it speak TLS? --insecure-plain needs it on "
 		       "both ends");
+	else if (ret == TC_ERR_PEER_CLOSED)	/* TLS 1.3: its alert may be lost with the close */
+		tc_seterr(err, errlen, "the collector closed the connection right after the "
+			  "TLS handshake, without a word: it most likely refused our certificate "
+			  "(revoked, from another CA, expired; its log says which)");
 	if (ret < 0)
-		return ret;
+		return ret;	/* m holds nothing: expect() frees what it read on failure */
 	if (m.welcome.version != PROTO_VERSION) {
 		tc_seterr(err, errlen, "collector speaks protocol version %u, "
 		       "this agent %u", m.welcome.version, PROTO_VERSION);

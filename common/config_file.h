@@ -1,5 +1,5 @@
 /*
- * config_file.h - configuration files for the daemons and tools (`-c FILE`).
+ * config_file.h - configuration files for the daemons and tools (`-C FILE`).
  *
  * A file holds the same settings as the program's long options, one per
  * line:

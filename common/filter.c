@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "common/filter.h"
+#include "common/suggest.h"
 #include "common/tc_error.h"
 #include "common/util.h"
 
@@ -477,6 +478,21 @@ static bool is_rel_char(char c)
 	return c != '\0' && strchr("=!<>~&|", c) != NULL;
 }
 
+/* The operator a person who typed the @n bytes of @s meant ("=" -> "=="), or NULL. */
+static const char *op_meant(const char *s, size_t n)
+{
+	static const char *const meant[][2] = {
+		{ "=", "==" }, { "===", "==" }, { "=>", ">=" }, { "=<", "<=" },
+		{ "<>", "!=" }, { "=!", "!=" }, { "!==", "!=" }, { "=~", "~" },
+		{ "~=", "~" }, { "==~", "~" }, { "&&", "&" },
+	};
+
+	for (size_t k = 0; k < sizeof(meant) / sizeof(meant[0]); k++)
+		if (strlen(meant[k][0]) == n && !memcmp(s, meant[k][0], n))
+			return meant[k][1];
+	return NULL;
+}
+
 /* read a relational operator at p->i into @pr */
 static int parse_op(struct parser *p, struct fpred *pr)
 {
@@ -502,8 +518,12 @@ static int parse_op(struct parser *p, struct fpred *pr)
 		/* "=", "===", "<>", "=~", "&&": report the whole run */
 		for (n = 0; is_rel_char(peek(p, n)); n++)
 			;
+		const char *meant = op_meant(p->s + start, n);
+
 		return fail(p->err, TC_ERR_BAD_OPERATOR, start, n,
-			    "unknown operator '%.*s'", TOKLEN(n), p->s + start);
+			    "unknown operator '%.*s'%s%s%s", TOKLEN(n), p->s + start,
+			    meant ? " (did you mean '" : "", meant ? meant : "",
+			    meant ? "'?)" : "");
 	}
 	pr->op = (struct span){ start, n };
 	p->i += n;
@@ -927,6 +947,23 @@ static int bind_number(const struct filter *f, const struct fpred *pr, struct fb
 	return 0;
 }
 
+/* "unknown field 'x'", with the closest names @schema has (and CPU, COMM). */
+static int unknown_field(const struct fpred *pr, const char *name,
+			 const struct filter_schema *schema, struct filter_error *err)
+{
+	char hint[SUGGEST_MAX * (SUGGEST_NAME_MAX + 4) + 32];
+	struct suggest sg;
+
+	suggest_init(&sg, name, strlen(name));
+	for (size_t k = 0; k < schema->count; k++)
+		suggest_add(&sg, schema->fields[k].name);
+	suggest_add(&sg, "CPU");
+	suggest_add(&sg, "COMM");
+	suggest_format(&sg, hint, sizeof(hint));
+	return fail(err, TC_ERR_UNKNOWN_FIELD, pr->field.pos, pr->field.len,
+		    "unknown field '%.*s'%s", TOKLEN(pr->field.len), name, hint);
+}
+
 static int bind_pred(const struct filter *f, const struct fpred *pr,
 		     const struct filter_schema *schema, struct fbind *b,
 		     struct filter_error *err)
@@ -934,8 +971,7 @@ static int bind_pred(const struct filter *f, const struct fpred *pr,
 	const char *name = f->names[pr->name];
 
 	if (resolve_field(name, schema, b))
-		return fail(err, TC_ERR_UNKNOWN_FIELD, pr->field.pos, pr->field.len,
-			    "unknown field '%.*s'", TOKLEN(pr->field.len), name);
+		return unknown_field(pr, name, schema, err);
 	if (pr->is_cpus && b->kind == FILTER_STRING)
 		return fail(err, TC_ERR_TYPE_MISMATCH, pr->value.pos, pr->value.len,
 			    "CPUS{} needs a CPU number field; '%s' is a string", name);
@@ -952,6 +988,13 @@ static int bind_pred(const struct filter *f, const struct fpred *pr,
 		return fail(err, TC_ERR_TYPE_MISMATCH, pr->op.pos, pr->op.len,
 			    "'%s' does not apply to string field '%s' (use == != ~)",
 			    op_names[pr->op_code], name);
+	/* a bare number for a string: almost always a mistake, never an empty answer */
+	if (!pr->quoted && pr->num != NUM_BAD)
+		return fail(err, TC_ERR_TYPE_MISMATCH, pr->value.pos, pr->value.len,
+			    "'%s' is a string and %.*s a number: to compare with the text, "
+			    "quote it (\"%.*s\")", name, TOKLEN(pr->value.len),
+			    f->text + pr->value.pos, TOKLEN(pr->value.len),
+			    f->text + pr->value.pos);
 	return 0;
 }
 

@@ -24,8 +24,14 @@
  *   reject, e.g. a negative value for an unsigned field).  A mask for `&`
  *   on a signed field may also be written unsigned: `prio & 0x80` for an
  *   8-bit prio tests its sign bit.
- * - For a string field every value is a string, so `comm == 123` compares
- *   with the text "123"; a quoted value for a numeric field is a type error.
+ * - For a string field a bare word is a string (`comm == bash`), but a bare
+ *   number is a type error (the kernel compares it as the text): `prev_comm
+ *   == 5` is a mistake more often than a search for a task named "5", and an
+ *   empty answer hides it. Quoted, `comm == "123"` compares the text. A
+ *   quoted value for a numeric field is a type error too.
+ * - Errors name what was meant where they can: an unknown operator that
+ *   means a known one (`=` -> `==`, `=>` -> `>=`, `<>` -> `!=`), an unknown
+ *   field with the event's closest names (common/suggest.h).
  * - Globs (~) follow the kernel's glob_match(): '*', '?', classes "[abc]",
  *   ranges "[a-z]", negation "[!abc]", ']' first in a class is literal,
  *   a '[' without a closing ']' is a literal '[', and '\' makes the next

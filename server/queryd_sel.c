@@ -40,6 +40,7 @@
 
 #include "common/filter.h"
 #include "common/query.h"
+#include "common/suggest.h"
 #include "common/tc_error.h"
 #include "proto/symbols.h"
 #include "server/queryd_sel.h"
@@ -149,13 +150,38 @@ static int resolve_add(void *ctx, const struct store_schema *sc)
 	return ret;
 }
 
-/* An unknown selector's error reply; 1. */
-static int unknown_sel(const struct query *q, size_t i, const char *text, struct proto_buf *out)
+/* store_schema_list() callback: offer a stored type's names to the suggestion. */
+static int suggest_type(void *ctx, const struct store_schema *sc)
 {
-	char msg[300];
+	struct suggest *sg = ctx;
+	char full[SUGGEST_NAME_MAX];
 
-	snprintf(msg, sizeof(msg), "%s: %.*s", tc_strerror(TC_ERR_UNKNOWN_EVENT),
-		 (int)(q->sel[i].len < 200 ? q->sel[i].len : 200), text + q->sel[i].pos);
+	if (memchr(sg->word, ':', sg->wlen)) {	/* SYSTEM:EVENT: the same form */
+		if (snprintf(full, sizeof(full), "%s:%s", sc->system, sc->name) <
+		    (int)sizeof(full))
+			suggest_add(sg, full);
+		return 0;
+	}
+	suggest_add(sg, sc->name);
+	suggest_add(sg, sc->system);
+	return 0;
+}
+
+/* An unknown selector's error reply, with the closest stored names; 1. */
+static int unknown_sel(struct store *st, const struct query *q, size_t i, const char *text,
+		       struct proto_buf *out)
+{
+	char hint[SUGGEST_MAX * (SUGGEST_NAME_MAX + 4) + 32];
+	char msg[300 + sizeof(hint)];
+	struct suggest sg;
+
+	suggest_init(&sg, text + q->sel[i].pos, q->sel[i].len);
+	hint[0] = 0;
+	if (q->sel[i].len < SUGGEST_NAME_MAX && !strpbrk(sg.word, "*?[") &&
+	    store_schema_list(st, NULL, suggest_type, &sg) == 0)
+		suggest_format(&sg, hint, sizeof(hint));
+	snprintf(msg, sizeof(msg), "%s: %.*s%s", tc_strerror(TC_ERR_UNKNOWN_EVENT),
+		 (int)(q->sel[i].len < 200 ? q->sel[i].len : 200), text + q->sel[i].pos, hint);
 	qmsg_reply_error(TC_ERR_UNKNOWN_EVENT, msg, (int)q->sel[i].pos, (int)q->sel[i].len, out);
 	return 1;
 }
@@ -175,7 +201,7 @@ static int resolve(struct store *st, struct qsel *c, const char *text, struct pr
 		ret = 0;
 	for (size_t i = 0; ret == 0 && i < c->q.nsel; i++)
 		if (!rs.used[i])
-			ret = unknown_sel(&c->q, i, text, out);
+			ret = unknown_sel(st, &c->q, i, text, out);
 	if (ret == TC_ERR_TOO_LONG) {
 		qmsg_reply_error(ret, "the query selects more than " "4096 event types", 0,
 				 (int)strcspn(text, " \t"), out);

@@ -30,6 +30,7 @@
 #include <event2/thread.h>
 #include <openssl/ssl.h>
 
+#include "common/cli.h"
 #include "common/config_file.h"
 #include "common/lockfile.h"
 #include "common/log.h"
@@ -74,7 +75,7 @@ struct settings {
 	struct hostmap *hostmap;	/* host-map entries: config file, then command line */
 	char hostmap_err[256];
 	char *ready_file;
-	char *config;			/* -c FILE, re-read on SIGHUP */
+	char *config;			/* -C FILE, re-read on SIGHUP */
 	struct filter_table *filters;	/* config file rules, then --filter ones */
 	char filter_err[1024];		/* the caret rendering of a bad rule */
 	int64_t retain_age_ns;
@@ -97,6 +98,7 @@ struct settings {
 	} kept[MAX_KEPT];
 	size_t nkept;
 	char hl_err[256];		/* what a bad host-* value should look like */
+	char form_err[256];		/* "KEY: expected FORM" for a bad value */
 	int verbose;
 };
 
@@ -108,7 +110,7 @@ static void usage(FILE *f)
 "Collect trace pages from traceagents over mutually authenticated TLS,\n"
 "decode and store their events in SQLite, and answer traceq's queries.\n"
 "\n"
-"Options (each also a key in the -c file, e.g. 'listen = 0.0.0.0:7000'):\n"
+"Options (each also a key in the -C file, e.g. 'listen = 0.0.0.0:7000'):\n"
 "      --listen HOST:PORT   where agents connect (default 0.0.0.0:7000;\n"
 "                           port 0 picks a free port, see --ready-file)\n"
 "      --query URL          nng URL of the local query endpoint\n"
@@ -281,8 +283,8 @@ static void usage(FILE *f)
 "                           authentication, no encryption; --listen must be a\n"
 "                           loopback address and agents must give\n"
 "                           --insecure-plain too (command line only)\n"
-"  -c, --config FILE        read settings from FILE; the command line wins\n"
-"  -f, --foreground         stay in the foreground and log to stderr\n"
+"  -C, --config FILE        read settings from FILE; the command line wins\n"
+"  -F, --foreground         stay in the foreground and log to stderr\n"
 "                           (default: daemonize and log to syslog)\n"
 "  -v, --verbose            log more (repeat for debug)\n"
 "  -h, --help               this text\n"
@@ -473,8 +475,49 @@ static int import_right(struct settings *s, const char *value)
 	return qauth_scope_parse(&s->imports, spec, s->scope_err, sizeof(s->scope_err));
 }
 
-/* One setting by its long-option name; used by the command line and -c. */
+/* The form a value of @key takes, for a message about a bad one; NULL: none here. */
+static const char *value_form(const char *key)
+{
+	static const char *const forms[][2] = {
+		{ "retain-age", "a duration like 7d, 12h, 30m, 90s (seconds without a unit)" },
+		{ "retain-size", "a size like 500M, 10G (bytes without a unit; k, M, G, T)" },
+		{ "journal-size", "a size like 500M, 10G, or 0 (no journal)" },
+		{ "handshake-timeout", "a duration like 10s, 500ms, 1m (at most 1d)" },
+		{ "idle-timeout", "a duration like 5m, 30s, or 0 (never; at most 1d)" },
+		{ "max-handshakes", "a whole number in 1..1000000" },
+		{ "max-handshakes-per-source", "a whole number in 1..1000000" },
+		{ "input-memory", "a size like 64M, 1G (at least 1M)" },
+		{ "query-threads", "a whole number in 1..64" },
+		{ "query-sync-max", "milliseconds, a whole number in 1..3600000" },
+		{ "store-priority", "idle or normal" },
+		{ "pushdown", "yes or no" },
+		{ "foreground", "yes or no" },
+	};
+
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++)
+		if (!strcmp(key, forms[i][0]))
+			return forms[i][1];
+	return NULL;
+}
+
+static int apply_value(struct settings *s, const char *key, const char *value);
+
+/*
+ * One setting by its long-option name; used by the command line and -C. A
+ * value in the wrong form leaves "KEY: expected FORM" in s->form_err.
+ */
 static int apply(struct settings *s, const char *key, const char *value)
+{
+	int ret = apply_value(s, key, value);
+
+	s->form_err[0] = 0;
+	if (ret == TC_ERR_CONFIG && value_form(key))
+		snprintf(s->form_err, sizeof(s->form_err), "%s: expected %s", key,
+			 value_form(key));
+	return ret;
+}
+
+static int apply_value(struct settings *s, const char *key, const char *value)
 {
 	if (!strcmp(key, "listen")) return set_str(&s->listen, value);
 	if (!strcmp(key, "query")) return set_str(&s->query, value);
@@ -614,10 +657,11 @@ static bool reloaded_key(const char *key)
 static const char *settings_errs(const struct settings *s, bool filter, char *buf,
 				 size_t len)
 {
-	snprintf(buf, len, "%s%s%s%s%s%s%s%s%s", filter ? s->filter_err : "",
+	snprintf(buf, len, "%s%s%s%s%s%s%s%s%s%s%s", filter ? s->filter_err : "",
 		 s->index_err, s->index_err[0] ? "\n" : "", s->scope_err,
 		 s->scope_err[0] ? "\n" : "", s->hl_err, s->hl_err[0] ? "\n" : "",
-		 s->hostmap_err, s->hostmap_err[0] ? "\n" : "");
+		 s->hostmap_err, s->hostmap_err[0] ? "\n" : "", s->form_err,
+		 s->form_err[0] ? "\n" : "");
 	return buf;
 }
 
@@ -643,7 +687,105 @@ static int apply_option(struct settings *s, const char *key, const char *value)
 }
 
 /*
- * Parse the command line twice: first only for -c (the file sets values),
+ * Resolve "HOST:PORT" / "[V6]:PORT" (port 0: any free port) into @ss. On
+ * failure @err (may be NULL) says what is wrong with @text.
+ * Return: 0; -EINVAL.
+ */
+static int parse_hostport(const char *text, struct sockaddr_storage *ss, int *len,
+			  char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+	struct addrinfo *ai;
+	char host[256], dummy[8];
+	const char *port, *colon = strrchr(text, ':');
+	size_t hlen;
+	int rv;
+
+	if (!err)
+		err = dummy, errlen = sizeof(dummy);
+	if (!colon || colon == text || strlen(text) >= sizeof(host)) {
+		snprintf(err, errlen, "expected HOST:PORT or [IPV6]:PORT, e.g. 0.0.0.0:7000");
+		return -EINVAL;
+	}
+	hlen = (size_t)(colon - text);
+	port = colon + 1;
+	if (text[0] == '[' && text[hlen - 1] == ']') {
+		text++;
+		hlen -= 2;
+	}
+	memcpy(host, text, hlen);
+	host[hlen] = 0;
+	if (!*port || strspn(port, "0123456789") != strlen(port) || strlen(port) > 5 ||
+	    atoi(port) > 65535) {
+		snprintf(err, errlen, "the port '%s' is not a number in 0..65535", port);
+		return -EINVAL;
+	}
+	rv = getaddrinfo(host, port, &hints, &ai);
+	if (rv != 0) {
+		snprintf(err, errlen, "cannot resolve '%s': %s", host, gai_strerror(rv));
+		return -EINVAL;
+	}
+	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
+	*len = (int)ai->ai_addrlen;
+	freeaddrinfo(ai);
+	return 0;
+}
+
+/* Whether @ss is 127.0.0.0/8 or ::1. */
+static bool is_loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	return ss->ss_family == AF_INET6 &&
+	       IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+}
+
+/*
+ * The addresses to listen on, checked before anything is made (database,
+ * lock, journal): --listen (loopback with --insecure-plain) and
+ * --query-tls. Return: 0; -1, said on stderr.
+ */
+static int check_addresses(const struct settings *s)
+{
+	struct sockaddr_storage ss;
+	char err[512];
+	int len;
+
+	if (parse_hostport(s->listen, &ss, &len, err, sizeof(err)) < 0) {
+		fprintf(stderr, "tracecollectd: --listen %s: %s\n", s->listen, err);
+		return -1;
+	}
+	if (s->insecure_plain && !is_loopback(&ss)) {
+		fprintf(stderr, "tracecollectd: --insecure-plain: --listen %s is not a loopback "
+			"address; plain TCP is for tests on this host only\n", s->listen);
+		return -1;
+	}
+	if (s->query_tls && parse_hostport(s->query_tls, &ss, &len, err, sizeof(err)) < 0) {
+		fprintf(stderr, "tracecollectd: --query-tls %s: %s\n", s->query_tls, err);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The short options (the table in tracecollectd(8): one letter, one meaning
+ * in all three programs). -c and -f are the old spellings of -C and -F: no
+ * other program gives them a meaning here (traceq's -c and -f are --count
+ * and --format), so they still work, and say so.
+ */
+#define SHORT_OPTS	":C:c:FfvhV"
+
+static void old_spelling(int c)
+{
+	if (c == 'c')
+		fprintf(stderr, "tracecollectd: -c is the old spelling of -C (--config): use -C\n");
+	else if (c == 'f')
+		fprintf(stderr, "tracecollectd: -f is the old spelling of -F (--foreground): use -F\n");
+}
+
+/*
+ * Parse the command line twice: first only for -C (the file sets values),
  * then everything (the command line wins).
  */
 static int parse_args(int argc, char **argv, struct settings *s)
@@ -682,8 +824,8 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "host-map", required_argument, NULL, 31 },
 		{ "group", required_argument, NULL, 32 },
 		{ "import", required_argument, NULL, 33 },
-		{ "config", required_argument, NULL, 'c' },
-		{ "foreground", no_argument, NULL, 'f' },
+		{ "config", required_argument, NULL, 'C' },
+		{ "foreground", no_argument, NULL, 'F' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
@@ -693,11 +835,16 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	char errbuf[512], errs[4096];
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "c:fvhV", longopts, NULL)) != -1) {
+	opterr = 0;	/* cli_bad_option() says it in one line */
+	while ((c = getopt_long(argc, argv, SHORT_OPTS, longopts, NULL)) != -1) {
 		if (c == 'h') { usage(stdout); exit(0); }
-		if (c == 'V') { printf("tracecollectd %s\n", PACKAGE_VERSION); exit(0); }
-		if (c == '?') { usage(stderr); return -1; }
-		if (c != 'c')
+		if (c == 'V') { cli_version("tracecollectd"); exit(0); }
+		if (c == '?' || c == ':') {
+			cli_bad_option("tracecollectd", longopts, argv, c);
+			return -1;
+		}
+		old_spelling(c);
+		if (c != 'C' && c != 'c')
 			continue;
 		ret = set_str(&s->config, optarg);
 		if (ret == 0)
@@ -709,11 +856,11 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		}
 	}
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "c:fvhV", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, SHORT_OPTS, longopts, NULL)) != -1) {
 		if (c >= 1 && c <= 33) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
-		} else if (c == 'f')
+		} else if (c == 'F' || c == 'f')
 			s->foreground = true;
 		else if (c == 'P')
 			s->insecure_plain = true;
@@ -729,39 +876,12 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		fprintf(stderr, "tracecollectd: %s\n", errbuf);
 		return -1;
 	}
+	if (check_addresses(s) < 0)
+		return -1;
 	s->query_opts.group = s->query_group;
 	s->query_opts.scopes = &s->scopes;
 	s->query_opts.import_rights = &s->imports;
 	s->query_opts.tls_listen = s->query_tls;
-	return 0;
-}
-
-/* Resolve "HOST:PORT" / "[V6]:PORT" (port 0: any free port). */
-static int parse_hostport(const char *text, struct sockaddr_storage *ss, int *len)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
-	struct addrinfo *ai;
-	char host[256];
-	const char *port, *colon = strrchr(text, ':');
-	size_t hlen;
-
-	if (!colon || colon == text || strlen(text) >= sizeof(host))
-		return -EINVAL;
-	hlen = (size_t)(colon - text);
-	port = colon + 1;
-	if (text[0] == '[' && text[hlen - 1] == ']') {
-		text++;
-		hlen -= 2;
-	}
-	memcpy(host, text, hlen);
-	host[hlen] = 0;
-	if (!*port || strspn(port, "0123456789") != strlen(port) ||
-	    getaddrinfo(host, port, &hints, &ai) != 0)
-		return -EINVAL;
-	memcpy(ss, ai->ai_addr, ai->ai_addrlen);
-	*len = (int)ai->ai_addrlen;
-	freeaddrinfo(ai);
 	return 0;
 }
 
@@ -776,15 +896,6 @@ static void accept_error_cb(struct evconnlistener *l, void *arg)
 	log_err("accept: %s", strerror(errno));
 }
 
-/* Whether @ss is 127.0.0.0/8 or ::1. */
-static bool is_loopback(const struct sockaddr_storage *ss)
-{
-	if (ss->ss_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
-	return ss->ss_family == AF_INET6 &&
-	       IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
-}
-
 static int start_listener(struct collector *col, const char *addr, char *bound, size_t blen)
 {
 	struct sockaddr_storage ss;
@@ -792,7 +903,7 @@ static int start_listener(struct collector *col, const char *addr, char *bound, 
 	char ip[INET6_ADDRSTRLEN];
 	int len;
 
-	if (parse_hostport(addr, &ss, &len) < 0) {
+	if (parse_hostport(addr, &ss, &len, NULL, 0) < 0) {	/* checked at start */
 		log_err("--listen %s: expected HOST:PORT", addr);
 		return -EINVAL;
 	}
@@ -994,9 +1105,10 @@ static int set_indexes(struct store *st, struct settings *s)
 					sizeof(s->index_err));
 	if (ret == 0)
 		ret = store_set_indexes(st, &s->indexes, &created, &dropped);
-	if (ret < 0)
-		log_err("field indexes: %s: %s", tc_strerror(ret),
-			ret == TC_ERR_CONFIG ? s->index_err : store_errmsg(st));
+	if (ret < 0 && ret == TC_ERR_CONFIG)
+		log_err("field indexes: %s: %s", tc_strerror(ret), s->index_err);
+	else if (ret < 0)
+		log_err("database %s: field indexes: %s", s->db, store_errmsg(st));
 	else
 		log_info("field indexes: %zu named, %u built and %u dropped in %lld ms",
 			 s->indexes.n, created, dropped, (long long)(util_now_ms() - t0));
@@ -1219,7 +1331,7 @@ static int run(struct settings *s)
 	}
 	ret = store_open(s->db, &col.store);
 	if (ret < 0) {
-		log_err("database %s: %s", s->db, tc_strerror(ret));
+		log_err("database %s: %s", s->db, store_open_errmsg(ret));
 		goto out;
 	}
 	ret = set_indexes(col.store, s);

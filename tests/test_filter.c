@@ -147,13 +147,13 @@ START_TEST(test_strings)
 	r.comm_len = 16;
 	ck_assert_int_eq(match("prev_comm == bash", &r), 1);
 	ck_assert_int_eq(match("prev_comm ~ \"*sh\"", &r), 1);
-	/* quotes of the other kind are ordinary characters; numbers are text */
+	/* quotes of the other kind are ordinary characters; quoted numbers are text */
 	r.prev_comm = "it's";
 	r.comm_len = 0;
 	ck_assert_int_eq(match("prev_comm == \"it's\"", &r), 1);
 	r.prev_comm = "123";
-	ck_assert_int_eq(match("prev_comm == 123", &r), 1);
-	ck_assert_int_eq(match("prev_comm == 0123", &r), 0);
+	ck_assert_int_eq(match("prev_comm == \"123\"", &r), 1);
+	ck_assert_int_eq(match("prev_comm == '0123'", &r), 0);
 	r.prev_comm = "";
 	ck_assert_int_eq(match("prev_comm == \"\"", &r), 1);
 	ck_assert_int_eq(match("prev_comm != ''", &r), 0);
@@ -711,7 +711,7 @@ START_TEST(test_parse_messages)
 	char buf[512];
 
 	ck_assert_int_eq(filter_parse("prev_pid === 1", &f, &err), TC_ERR_BAD_OPERATOR);
-	ck_assert_str_eq(err.msg, "unknown operator '==='");
+	ck_assert_str_eq(err.msg, "unknown operator '===' (did you mean '=='?)");
 	ck_assert_int_eq(filter_parse("(prev_pid == 1", &f, &err), TC_ERR_UNEXPECTED_END);
 	filter_error_format("(prev_pid == 1", &err, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "error: this '(' is never closed\n  (prev_pid == 1\n  ^\n");
@@ -722,6 +722,58 @@ START_TEST(test_parse_messages)
 	ck_assert_int_eq(filter_parse("prio == 300", &f, &err), 0);
 	ck_assert_int_eq(filter_bind(f, &schema, &err), TC_ERR_BAD_NUMBER);
 	ck_assert_str_eq(err.msg, "'300' is out of range for signed 8-bit field 'prio'");
+	filter_free(f);
+}
+END_TEST
+
+/* Errors a person can act on: the operator meant, the field meant, quoting. */
+START_TEST(test_suggestions)
+{
+	static const struct {
+		const char *text, *want;
+	} ops[] = {
+		{ "prev_pid = 1", "unknown operator '=' (did you mean '=='?)" },
+		{ "prev_pid => 1", "unknown operator '=>' (did you mean '>='?)" },
+		{ "prev_pid =< 1", "unknown operator '=<' (did you mean '<='?)" },
+		{ "prev_comm <> x", "unknown operator '<>' (did you mean '!='?)" },
+		{ "prev_comm =~ x", "unknown operator '=~' (did you mean '~'?)" },
+		{ "prev_pid && 1", "unknown operator '&&' (did you mean '&'?)" },
+	};
+	static const struct {
+		const char *text;
+		int code;
+		const char *want;
+	} binds[] = {
+		{ "prev_pd == 1", TC_ERR_UNKNOWN_FIELD,
+		  "unknown field 'prev_pd' (did you mean 'prev_pid'?)" },
+		{ "prevcomm == x", TC_ERR_UNKNOWN_FIELD,
+		  "unknown field 'prevcomm' (did you mean 'prev_comm'?)" },
+		{ "pid == 1", TC_ERR_UNKNOWN_FIELD,
+		  "unknown field 'pid' (did you mean 'prev_pid' or 'common_pid'?)" },
+		{ "zzzzzz == 1", TC_ERR_UNKNOWN_FIELD, "unknown field 'zzzzzz'" },
+		{ "prev_comm == 5", TC_ERR_TYPE_MISMATCH,
+		  "'prev_comm' is a string and 5 a number: to compare with the text, "
+		  "quote it (\"5\")" },
+		{ "COMM != -1", TC_ERR_TYPE_MISMATCH,
+		  "'COMM' is a string and -1 a number: to compare with the text, "
+		  "quote it (\"-1\")" },
+	};
+	struct filter_error err;
+	struct filter *f = NULL;
+
+	for (size_t i = 0; i < ARRAY_SIZE(ops); i++) {
+		ck_assert_int_eq(filter_parse(ops[i].text, &f, &err), TC_ERR_BAD_OPERATOR);
+		ck_assert_str_eq(err.msg, ops[i].want);
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(binds); i++) {
+		ck_assert_int_eq(filter_parse(binds[i].text, &f, &err), 0);
+		ck_assert_int_eq(filter_bind(f, &schema, &err), binds[i].code);
+		ck_assert_str_eq(err.msg, binds[i].want);
+		filter_free(f);
+	}
+	/* quoted, the text compares */
+	ck_assert_int_eq(filter_parse("prev_comm == \"5\" || COMM == '-1'", &f, &err), 0);
+	ck_assert_int_eq(filter_bind(f, &schema, &err), 0);
 	filter_free(f);
 }
 END_TEST
@@ -743,6 +795,7 @@ static Suite *filter_suite(void)
 	tcase_add_test(tc, test_bind_errors);
 	tcase_add_test(tc, test_query_selectors);
 	tcase_add_test(tc, test_bind_rebind_dup);
+	tcase_add_test(tc, test_suggestions);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("query");
 	tu_add_tests(tc, TU_TESTS(test_query_ok, test_query_errors, test_query_limits,

@@ -28,7 +28,7 @@ CONF
 # Collector-side enforcement and its drop counts are what this test is
 # about: push-down (the kernel dropping before shipping, which these counts
 # cannot see) is off here and tested in test_pushdown.sh.
-tc_start_collector -c "$tmp/collector.conf" --pushdown no
+tc_start_collector -C "$tmp/collector.conf" --pushdown no
 
 agent() {	# agent NAME DURATION
 	"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration "$2" \

@@ -29,7 +29,7 @@ tc_certs
 cat > "$tmp/collector.conf" <<CONF
 filter = sched:sched_switch prev_comm == "sleep"
 CONF
-tc_start_collector -c "$tmp/collector.conf"
+tc_start_collector -C "$tmp/collector.conf"
 
 inst() { echo "tc-pushdown-$$-$1"; }
 filter_file() { echo "$tracing/instances/$(inst "$1")/events/sched/sched_switch/filter"; }

@@ -194,6 +194,50 @@ START_TEST(subsystem_filter_semantics)
 }
 END_TEST
 
+/* The error reply of compiling @query: its code, its message into @msg. */
+static int compile_error(const char *query, char *msg, size_t len)
+{
+	struct qmsg_request r = { .op = QOP_COUNT, .query = (char *)query };
+	struct qmsg_reply rep;
+	struct proto_buf b;
+	struct qsel *c = NULL;
+	int code;
+
+	proto_buf_init(&b);
+	ck_assert_int_eq(qsel_compile(st, &r, NULL, &c, &b), 1);
+	TU_OK(qmsg_reply_decode(b.data, b.len, &rep));
+	ck_assert(!rep.ok);
+	snprintf(msg, len, "%s", rep.error);
+	code = rep.code;
+	qmsg_reply_free(&rep);
+	proto_buf_free(&b);
+	return code;
+}
+
+/* An unknown event or field is named with the closest stored ones. */
+START_TEST(unknown_names_suggest)
+{
+	char msg[512];
+
+	ck_assert_int_eq(compile_error("sched_swich", msg, sizeof(msg)), TC_ERR_UNKNOWN_EVENT);
+	ck_assert_str_eq(msg, "unknown event: sched_swich (did you mean 'sched_switch'?)");
+	ck_assert_int_eq(compile_error("sched:sched_wakup where pid == 1", msg, sizeof(msg)),
+			 TC_ERR_UNKNOWN_EVENT);
+	ck_assert_str_eq(msg, "unknown event: sched:sched_wakup "
+			 "(did you mean 'sched:sched_wakeup'?)");
+	ck_assert_int_eq(compile_error("shed", msg, sizeof(msg)), TC_ERR_UNKNOWN_EVENT);
+	ck_assert_str_eq(msg, "unknown event: shed (did you mean 'sched'?)");
+	ck_assert_int_eq(compile_error("nothing_like_it", msg, sizeof(msg)),
+			 TC_ERR_UNKNOWN_EVENT);
+	ck_assert_str_eq(msg, "unknown event: nothing_like_it");
+	ck_assert_int_eq(compile_error("sched_switch where next_pd == 1", msg, sizeof(msg)),
+			 TC_ERR_UNKNOWN_FIELD);
+	ck_assert_str_eq(msg, "unknown field 'next_pd' (did you mean 'next_pid'?)");
+	ck_assert_int_eq(compile_error("sched_switch where prev_comm == 5", msg, sizeof(msg)),
+			 TC_ERR_TYPE_MISMATCH);
+}
+END_TEST
+
 static Suite *qsel_suite(void)
 {
 	Suite *s = suite_create("qsel");
@@ -201,7 +245,8 @@ static Suite *qsel_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
-	tu_add_tests(tc, TU_TESTS(merged_pages_agree, subsystem_filter_semantics));
+	tu_add_tests(tc, TU_TESTS(merged_pages_agree, subsystem_filter_semantics,
+				  unknown_names_suggest));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -44,7 +44,7 @@ done
 tc_certs_run revoke client-dave > "$tmp/revoke-dave.out" 2>&1 ||
 	{ cat "$tmp/revoke-dave.out"; echo "FAIL: tracecollect-certs revoke client-dave"; exit 1; }
 echo "# scope lines here are read again on SIGHUP" > "$tmp/collector.conf"
-tc_start_collector -c "$tmp/collector.conf" --crl "$tmp/pki/crl.pem" \
+tc_start_collector -C "$tmp/collector.conf" --crl "$tmp/pki/crl.pem" \
 	--query-tls 127.0.0.1:0 --pushdown no \
 	--filter 'sched:sched_switch prev_comm != "sleep"' \
 	--scope 'cert:alice tls-web*' --scope 'cert:bob tls-db1'

@@ -44,7 +44,7 @@ cconf=$dest$sysconfdir/tracecollect/tracecollectd.conf
 aconf=$dest$sysconfdir/tracecollect/traceagent.conf
 check "both units in the unit directory ($unitdir)" '[ -f "$cunit" ] && [ -f "$aunit" ]'
 check "the units carry the configured paths" \
-	'grep -qx "ExecStart=$sbindir/tracecollectd --foreground -c $sysconfdir/tracecollect/tracecollectd.conf" "$cunit" &&
+	'grep -qx "ExecStart=$sbindir/tracecollectd --foreground -C $sysconfdir/tracecollect/tracecollectd.conf" "$cunit" &&
 	 grep -qx "ExecStart=$bindir/traceagent -C $sysconfdir/tracecollect/traceagent.conf" "$aunit" &&
 	 ! grep -q "@[a-z]*@" "$cunit" "$aunit"'
 check "the sysusers.d file makes the tracecollect user" \

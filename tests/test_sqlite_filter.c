@@ -331,7 +331,7 @@ START_TEST(test_sql_crosscheck)
 		"prev_comm ~ \"*sh\" && !(prio < 0 || flags > 5)",
 		"(prev_pid == 0 || prev_pid == 1) && (flags & 3 || !(len > 255))",
 		"!(!(CPU == 0) && !(comm == sshd)) || delta < 0 && state != 0",
-		"prev_comm == 123 || prev_comm == \"it's\" || prev_comm == '[!]'",
+		"prev_comm == '123' || prev_comm == \"it's\" || prev_comm == '[!]'",
 		"prev_pid == 0 || prio == 1 && len == 1",
 		"CPU & CPUS{0,2-3}", "CPU == CPUS{2}", "CPU != CPUS{2}", "CPU == CPUS{1-2}",
 		"CPU != CPUS{0-1}", "prev_pid & CPUS{0-3}", "!(CPU & CPUS{1})",

@@ -28,6 +28,7 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include "common/cli.h"
 #include "common/filter.h"
 #include "common/hist.h"
 #include "common/query.h"
@@ -42,6 +43,7 @@
 #include "traceq/output.h"
 #include "traceq/render.h"
 #include "traceq/select.h"
+#include "traceq/stats.h"
 #include "traceq/tlsconn.h"
 #include "traceq/when.h"
 
@@ -160,7 +162,9 @@ static void usage(FILE *f)
 "                       kernel overruns, bad_pages and bad_events received\n"
 "                       and not stored, rate_held_* and quota_held_*: pages\n"
 "                       the collector's host limits held back and the ms\n"
-"                       they waited) and exit; on stderr, how much the\n"
+"                       they waited), then a total line per host (cpu=all),\n"
+"                       and exit; --host and --cpu narrow it, --format json\n"
+"                       gives one object per line. On stderr, how much the\n"
 "                       collector has received and not yet stored\n"
 "      --drops          print the events the collector did not keep, per host,\n"
 "                       event and reason (filter: dropped by a server-side\n"
@@ -221,15 +225,17 @@ static void usage(FILE *f)
 "Exit status: 0 success, 1 server unreachable or failed, 2 bad query or usage.\n");
 }
 
-static int parse_i64(const char *s, const char *what, int64_t *out)
+/* A whole number in [@min, @max]; else says "@what: expected @form, not 'S'". */
+static int parse_i64(const char *s, const char *what, int64_t min, int64_t max,
+		     const char *form, int64_t *out)
 {
 	char *end;
 	long long v;
 
 	errno = 0;
 	v = strtoll(s, &end, 10);
-	if (errno || end == s || *end) {
-		fprintf(stderr, "traceq: %s: not a number: '%s'\n", what, s);
+	if (errno || end == s || *end || v < min || v > max) {
+		fprintf(stderr, "traceq: %s: expected %s, not '%s'\n", what, form, s);
 		return -1;
 	}
 	*out = v;
@@ -296,7 +302,8 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 	int64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "s:f:n:H:rcgt:hV", longopts, NULL)) != -1) {
+	opterr = 0;	/* cli_bad_option() says it in one line */
+	while ((c = getopt_long(argc, argv, ":s:f:n:H:rcgt:hV", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': o->server = optarg; break;
 		case 'f':
@@ -314,7 +321,8 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		case 'N': o->no_host = true; break;
 		case 'J': o->tgid = true; break;
 		case 'n':
-			if (parse_i64(optarg, "--limit", &v) < 0 || v < 0)
+			if (parse_i64(optarg, "--limit", 0, INT64_MAX,
+				      "a whole number of events (0: all)", &v) < 0)
 				return -1;
 			o->limit = (uint64_t)v;
 			break;
@@ -349,13 +357,14 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		case 'K': o->key = optarg; break;
 		case 'A': o->ca = optarg; break;
 		case 't':
-			if (parse_i64(optarg, "--timeout", &v) < 0 || v <= 0 || v > INT32_MAX)
+			if (parse_i64(optarg, "--timeout", 1, INT32_MAX,
+				      "milliseconds, a whole number in 1..2147483647", &v) < 0)
 				return -1;
 			o->timeout_ms = (int)v;
 			break;
 		case 'h': usage(stdout); exit(0);
-		case 'V': printf("traceq %s\n", PACKAGE_VERSION); exit(0);
-		default: usage(stderr); return -1;
+		case 'V': cli_version("traceq"); exit(0);
+		default: cli_bad_option("traceq", longopts, argv, c); return -1;
 		}
 	}
 	if (o->sql && (o->stats || o->count || o->graph || o->list || o->hist ||
@@ -1258,28 +1267,22 @@ static int run_stats(struct client *c, const struct traceq_opts *o)
 {
 	struct qmsg_request req = { .op = o->drops ? QOP_DROPS : QOP_STATS };
 	struct qmsg_reply rep;
-	uint32_t r, i;
 	int ret;
 
 	tq_select_apply(&o->sel, &req);
 	ret = client_call(c, &req, &rep);
 	if (ret)
 		return ret;
-	for (r = 0; r < rep.nrows; r++) {
-		const struct qmsg_value *row = &rep.vals[r * rep.ncols];
-
-		for (i = 0; i < rep.ncols; i++) {
-			printf(i ? " %s=" : "%s=", rep.cols[i]);
-			out_value(stdout, &row[i], false);
-		}
-		putchar('\n');
+	if (tq_stats_print(stdout, &rep, &o->sel, !o->drops, o->format == OUT_JSON) < 0) {
+		fprintf(stderr, "traceq: out of memory\n");
+		ret = 1;
 	}
 	if (rep.unstored)	/* stderr: the rows above stay the same shape */
 		fprintf(stderr, "traceq: the collector is still storing: %" PRIu64 " batches "
 			"received and not yet stored, receive journal %.1f MB (--sync waits "
 			"for them)\n", rep.unstored, (double)rep.journal_bytes / (1 << 20));
 	qmsg_reply_free(&rep);
-	return 0;
+	return ret ? ret : fflush(stdout) == 0 ? 0 : 1;
 }
 
 /* --sql: one statement's rows as a table. */

@@ -53,7 +53,17 @@
 
 int sq_err(struct store *s, int err, const char *what)
 {
-	return store_set_errmsg(s, err, "%s: %s", what, sqlite3_errmsg(sq_store_of(s)->db));
+	sqlite3 *db = sq_store_of(s)->db;
+	char why[STORE_ERRMSG_MAX];
+
+	size_t n = strcspn(what, ";");
+
+	sq_explain(db, db ? sqlite3_extended_errcode(db) : SQLITE_NOMEM, why, sizeof(why));
+	if (n <= 40 && !what[n])
+		return store_set_errmsg(s, err, "%s: %s", what, why);
+	/* SQL text: the reason first, then where, shortened */
+	return store_set_errmsg(s, err, "%s (running: %.*s%s)", why, (int)(n < 40 ? n : 40),
+				what, what[n] || n > 40 ? "..." : "");
 }
 
 /* ---- SQL text ---- */
@@ -290,6 +300,7 @@ int store_sqlite_open(const char *path, bool readonly, struct store **out)
 	if (ret == 0 && !readonly)
 		ret = sq_writer_start(q);
 	if (ret < 0) {
+		store_note_open_error(&q->base);
 		sq_ops.close(&q->base);
 		return ret;
 	}

@@ -183,8 +183,21 @@ static inline struct sq_store *sq_store_of(struct store *s)
 
 /* sqlite.c: errors, SQL text, statements */
 
-/* sq_err - set @s's message to "@what: <SQLite's message>"; returns @err. */
+/*
+ * sq_err - set @s's message to "@what: <sq_explain()>" ("<sq_explain()>
+ * (running: SQL...)" when @what is SQL text); returns @err.
+ */
 int sq_err(struct store *s, int err, const char *what);
+
+/* sqlite_errors.c */
+
+/*
+ * sq_explain - SQLite's failure @rc (extended) on @db (NULL: none) as words
+ * a person can act on (not an SQLite database, permission denied, disk
+ * full, read-only, locked by another process...), SQLite's message in
+ * parentheses, into @buf.
+ */
+void sq_explain(sqlite3 *db, int rc, char *buf, size_t len);
 /* Append to @b; after a failed allocation @b->oom is set and @b stays as it was. */
 void sq_buf_add(struct sq_buf *b, const char *s, size_t n);
 void sq_buf_str(struct sq_buf *b, const char *s);

@@ -252,9 +252,11 @@ static void sq_writer_fail(struct sq_store *q, int rc)
 {
 	if (q->werr)
 		return;
+	static const char what[] = "insert: ";
+
 	q->werr = TC_ERR_DB;
-	snprintf(q->werrmsg, sizeof(q->werrmsg), "insert: %s (%s)", sqlite3_errmsg(q->db),
-		 sqlite3_errstr(rc));
+	memcpy(q->werrmsg, what, sizeof(what));
+	sq_explain(q->db, rc, q->werrmsg + sizeof(what) - 1, sizeof(q->werrmsg) - sizeof(what) + 1);
 }
 
 /* Run queued batches in order; after a failure, only recycle them. */

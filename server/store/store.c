@@ -29,10 +29,26 @@ const char *store_errmsg(const struct store *s)
 	return s && s->errmsg[0] ? s->errmsg : "no error";
 }
 
+/* Why this thread's last store_open*() failed (store_open_errmsg()). */
+static __thread char open_errmsg[STORE_ERRMSG_MAX];
+
+void store_note_open_error(const struct store *s)
+{
+	snprintf(open_errmsg, sizeof(open_errmsg), "%s", s->errmsg);
+}
+
+const char *store_open_errmsg(int ret)
+{
+	if (ret == -ENOMEM)
+		return "out of memory";
+	return open_errmsg[0] ? open_errmsg : tc_strerror(ret);
+}
+
 int store_open(const char *path, struct store **out)
 {
 	if (!path || !out)
 		return -EINVAL;
+	open_errmsg[0] = 0;
 	return store_sqlite_open(path, false, out);
 }
 
@@ -40,6 +56,7 @@ int store_open_readonly(const char *path, struct store **out)
 {
 	if (!path || !out)
 		return -EINVAL;
+	open_errmsg[0] = 0;
 	return store_sqlite_open(path, true, out);
 }
 

@@ -49,6 +49,14 @@ int store_open(const char *path, struct store **out);
  */
 int store_open_readonly(const char *path, struct store **out);
 
+/*
+ * store_open_errmsg - why this thread's last store_open() or
+ * store_open_readonly() failed, @ret being what it returned: a sentence a
+ * person can act on (not an SQLite database, permission denied, disk full,
+ * read-only, locked by another process...). Valid until the next open.
+ */
+const char *store_open_errmsg(int ret);
+
 /* store_close - close @s; frees every store_type it handed out. NULL is allowed. */
 void store_close(struct store *s);
 

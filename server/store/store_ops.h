@@ -223,6 +223,12 @@ struct store {
 int store_set_errmsg(struct store *s, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/*
+ * store_note_open_error - a backend's constructor that fails keeps @s's
+ * message for store_open_errmsg() (this thread's), before it frees @s.
+ */
+void store_note_open_error(const struct store *s);
+
 /* store_sqlite_open - the SQLite backend's constructor (sqlite.c). */
 int store_sqlite_open(const char *path, bool readonly, struct store **out);
 
