@@ -45,6 +45,8 @@ enum qmsg_op {
 	QOP_FIELDS,		/* the fields of the event types a query selects */
 	/* 9..15 free */
 	QOP_SQL = 16,		/* read-only SQL over the documented views (--sql) */
+	/* 17..19 free */
+	QOP_TAIL = 20,		/* rows in storage order from a cursor (--follow) */
 };
 
 struct qmsg_request {
@@ -119,6 +121,8 @@ struct qmsg_reply {
 	uint64_t journal_bytes;	/* the size of its receive journal */
 	char *format;		/* select: the event's format text (as the agent
 				 * sent it; untrusted: check it before parsing) */
+	uint64_t missed;	/* tail: rows gone before they could be read */
+	bool reset;		/* tail: the cursor was past the store's end */
 };
 
 /* qmsg_request_encode - append @r's msgpack encoding to @out. 0 or -ENOMEM. */
@@ -150,6 +154,14 @@ int qmsg_reply_begin(struct qmsg_writer **w, const char *event, uint32_t ncols,
  */
 int qmsg_reply_begin_types(struct qmsg_writer **w, uint32_t ntypes, const char *const *events,
 			   const uint32_t *ncols, const char *const *const *cols);
+/*
+ * qmsg_reply_begin_tail - as qmsg_reply_begin_types(), for a tail reply
+ * (QOP_TAIL), which also carries what qmsg_reply_tail() sets: the rows
+ * the reader missed and whether its cursor was reset.
+ */
+int qmsg_reply_begin_tail(struct qmsg_writer **w, uint32_t ntypes, const char *const *events,
+			  const uint32_t *ncols, const char *const *const *cols);
+void qmsg_reply_tail(struct qmsg_writer *w, uint64_t missed, bool reset);
 /* qmsg_put_type - start a row of type @idx of qmsg_reply_begin_types(). */
 void qmsg_put_type(struct qmsg_writer *w, uint32_t idx);
 /* qmsg_reply_last_type - the last row's type key for the trailer (default 0). */

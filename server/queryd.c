@@ -69,6 +69,7 @@
 #include "server/queryd.h"
 #include "server/queryd_disc.h"
 #include "server/queryd_sel.h"
+#include "server/queryd_tail.h"
 #include "server/queryd_tls.h"
 #include "server/store/store.h"
 
@@ -534,6 +535,20 @@ static int run_sql(struct qworker *wk, const struct qmsg_request *r,
 static const char *const op_names[] = { "?", "select", "count", "stats", "drops", "symbols",
 					"hosts", "events", "fields" };
 
+/* A page of the live tail (queryd_tail.c): its cursor goes back in last_id. */
+static int run_tail(struct qworker *wk, const struct qmsg_request *r, struct qsel *c,
+		    struct proto_buf *out, uint64_t *rows)
+{
+	struct qmsg_writer *w;
+	struct qsel_page pg;
+	int ret = qtail_page(wk->store, r, c, &w, &pg);
+
+	if (ret < 0)
+		return ret;
+	*rows = pg.rows;
+	return reply_end(wk->qd, w, pg.more, pg.last_ts, pg.last_id, 0, out);
+}
+
 /*
  * The log line of a query: who asked, what (the text escaped, the host
  * glob), and what came of it.
@@ -544,7 +559,8 @@ static void log_query(const struct qauth_who *who, const struct qmsg_request *r,
 	char w[QAUTH_NAME_MAX * 4 + 64], q[LOG_ESC_LEN], h[LOG_ESC_LEN];
 
 	log_info("query from %s: %s%s%s%s%s%s: %s in %lld ms", qauth_who_str(who, w, sizeof(w)),
-		 r->op == QOP_SQL ? "sql" : op_names[r->op <= QOP_FIELDS ? r->op : 0],
+		 r->op == QOP_SQL ? "sql" : r->op == QOP_TAIL ? "tail" :
+		 op_names[r->op <= QOP_FIELDS ? r->op : 0],
 		 r->query ? " '" : "",
 		 r->query ? log_escape(r->query, q, sizeof(q)) : "", r->query ? "'" : "",
 		 r->host ? " host=" : "", r->host ? log_escape(r->host, h, sizeof(h)) : "",
@@ -600,11 +616,12 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 		ret = run_symbols(wk, r, hosts.scope, out);
 	else if (r->op == QOP_SQL)
 		ret = run_sql(wk, r, hosts.scope, out, &rows, result, sizeof(result));
-	else if (r->op >= QOP_HOSTS)
+	else if (r->op >= QOP_HOSTS && r->op <= QOP_FIELDS)
 		ret = qdisc_run(wk->store, r, &hosts, out, &rows);
 	else if ((ret = qsel_compile(wk->store, r, hosts.scope, &c, out)) == 0)
 		ret = r->op == QOP_COUNT ? run_count(wk, c, out, &rows) :
-					   run_select(wk, r, c, out, &rows);
+		      r->op == QOP_TAIL ? run_tail(wk, r, c, out, &rows) :
+					  run_select(wk, r, c, out, &rows);
 	if (ret < 0) {
 		const char *why = ret == TC_ERR_DB ? store_errmsg(wk->store) : tc_strerror(ret);
 
@@ -620,7 +637,8 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 			 r->op == QOP_COUNT ? "counted" : "rows",
 			 hosts.scope ? hosts.scope->n ? " (scoped)" : " (scope: no host)" : "");
 	}
-	log_query(who, r, result, t0);
+	if (r->op != QOP_TAIL || ret != 0 || rows)	/* not every empty poll of a follow */
+		log_query(who, r, result, t0);
 	qsel_free(c);
 	scopes_put(wk->qd, rules);
 }

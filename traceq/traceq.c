@@ -6,6 +6,7 @@
  *   traceq --count QUERY
  *   traceq --stats
  *   traceq --graph QUERY
+ *   traceq --follow QUERY
  *
  * QUERY is `EVENT [where FILTER]` in the kernel's event-filter language. The
  * query is parsed here first so that a typo is shown with a caret without a
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
@@ -43,6 +45,8 @@
 
 #define TRACEQ_DEFAULT_SERVER	"ipc:///run/tracecollect/query.sock"
 #define TRACEQ_PAGE_ROWS	1000
+#define TRACEQ_FOLLOW_POLL_MS	100	/* --follow: the wait after an empty page */
+#define TRACEQ_FOLLOW_RETRY_MS	500	/* --follow: the wait after no answer */
 
 enum out_format { OUT_TEXT, OUT_KERNEL, OUT_FIELDS, OUT_CSV, OUT_JSON };
 
@@ -55,7 +59,7 @@ struct traceq_opts {
 	struct tq_select sel;	/* --since/--until, --host, --cpu, --reverse */
 	enum qmsg_op list;	/* --hosts, --events, --fields; 0: none */
 	int timeout_ms;
-	bool count, stats, drops, graph, sync;
+	bool count, stats, drops, graph, sync, follow;
 	bool time_raw;		/* --time raw: the trace clock */
 	bool no_host;		/* --no-host: no host column */
 	const char *sql;	/* --sql TEXT */
@@ -66,6 +70,7 @@ static void usage(FILE *f)
 	fprintf(f,
 "Usage: traceq [OPTIONS] QUERY\n"
 "       traceq [OPTIONS] --count QUERY\n"
+"       traceq [OPTIONS] --follow QUERY\n"
 "       traceq [OPTIONS] --stats | --drops | --hosts\n"
 "       traceq [OPTIONS] --events [SELECTOR] | --fields SELECTOR\n"
 "       traceq [OPTIONS] --graph \"funcgraph [where FILTER]\"\n"
@@ -123,6 +128,16 @@ static void usage(FILE *f)
 "      --no-host        no leading host column (text, kernel, fields print one\n"
 "                       when more than one host matches --host)\n"
 "  -n, --limit N        print at most N events (default: all)\n"
+"      --follow         print the matching events as the collector stores\n"
+"                       them, in the order it stores them (not time order:\n"
+"                       pages an agent resends after a reconnect come late),\n"
+"                       until interrupted or --limit; the filter runs on the\n"
+"                       collector. With --since, first the events of the\n"
+"                       window stored so far; without, from now on. Rides\n"
+"                       out a collector restart or a lost connection,\n"
+"                       resuming where it was; says on stderr how many\n"
+"                       events it missed when it fell so far behind that\n"
+"                       the collector's retention removed them first\n"
 "  -r, --reverse        newest first\n"
 "      --since TIME     only events at or after TIME\n"
 "      --until TIME     only events before TIME; TIME is one of\n",
@@ -237,6 +252,7 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		{ "stats", no_argument, NULL, 'T' },
 		{ "drops", no_argument, NULL, 'D' },
 		{ "graph", no_argument, NULL, 'g' },
+		{ "follow", no_argument, NULL, 'O' },
 		{ "sql", required_argument, NULL, 'Q' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "sync", no_argument, NULL, 'Y' },
@@ -292,6 +308,7 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		case 'T': o->stats = true; break;
 		case 'D': o->stats = o->drops = true; break;
 		case 'g': o->graph = true; break;
+		case 'O': o->follow = true; break;
 		case 'Q': o->sql = optarg; break;
 		case 'Y': o->sync = true; break;
 		case 'C': o->cert = optarg; break;
@@ -314,6 +331,11 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 	}
 	if (o->sql)
 		return 0;
+	if (o->follow && (o->stats || o->count || o->graph || o->list || o->sel.reverse)) {
+		fprintf(stderr, "traceq: --follow takes no --stats, --drops, --count, --graph,"
+			" --reverse, --hosts, --events or --fields\n");
+		return -1;
+	}
 	if (o->list)
 		return tq_discover_args(o->list, argc - optind, argv + optind, &o->query);
 	if (o->stats ? optind != argc : optind != argc - 1) {
@@ -361,6 +383,7 @@ struct client {
 	struct tlsconn *tls;	/* the TLS query port; NULL: nng */
 	const struct traceq_opts *o;
 	uint32_t sync_ms;	/* --sync: sent with the first request */
+	bool lost;		/* the last call got no answer (not an error reply) */
 };
 
 /* The TLS query port's HOST:PORT in @server (tls://HOST:PORT, HOST:PORT), or NULL: nng. */
@@ -453,6 +476,7 @@ static int client_call(struct client *c, const struct qmsg_request *req,
 	proto_buf_free(&b);
 	if (rv == 0)
 		rv = nng_recv(c->sock, &msg, &len, NNG_FLAG_ALLOC);
+	c->lost = rv != 0;
 	if (rv != 0) {
 		fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
 			c->o->server, nng_strerror(rv));
@@ -474,6 +498,7 @@ static int client_call_tls(struct client *c, struct proto_buf *b, struct qmsg_re
 	proto_buf_init(&in);
 	ret = tlsconn_call(c->tls, b->data, b->len, &in, err, sizeof(err));
 	proto_buf_free(b);
+	c->lost = ret < 0;
 	if (ret < 0) {
 		fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
 			c->o->server, err);
@@ -1057,6 +1082,102 @@ static int run_discover(struct client *c, const struct traceq_opts *o)
 	return fflush(stdout) == 0 ? 0 : 1;
 }
 
+/* ---- --follow ---- */
+
+static volatile sig_atomic_t follow_stop;
+
+static void follow_signal(int sig)
+{
+	(void)sig;
+	follow_stop = 1;
+}
+
+/* Sleep @ms, or less when a signal comes. */
+static void follow_sleep(int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+	if (!follow_stop)
+		nanosleep(&ts, NULL);
+}
+
+/*
+ * After a call that got no answer: over nng the socket dials again by
+ * itself; a TLS connection is made anew, until it is back or a signal
+ * comes. Return: 0 (try again), 1 (stopped).
+ */
+static int follow_reconnect(struct client *c, const struct traceq_opts *o, bool *said)
+{
+	if (!*said)
+		fprintf(stderr, "traceq: --follow: lost the collector; trying again\n");
+	*said = true;
+	while (!follow_stop) {
+		follow_sleep(TRACEQ_FOLLOW_RETRY_MS);
+		if (!c->tls)
+			return 0;
+		tlsconn_close(c->tls);
+		c->tls = NULL;
+		if (client_open_tls(c, o, tls_server(o->server)) == 0)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * --follow: pages of QOP_TAIL, the cursor (last_id) carried from one to
+ * the next, across a lost collector too. An empty page waits a little
+ * before the next; the collector keeps nothing for us between pages.
+ */
+static int run_follow(struct client *c, const struct traceq_opts *o)
+{
+	struct qmsg_request req = { .op = QOP_TAIL, .query = (char *)o->query };
+	struct out out = { .o = o, .c = c };
+	struct sigaction sa = { .sa_handler = follow_signal };
+	uint64_t printed = 0, cursor = 0;
+	bool said = false;
+	int ret = 0;
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	tq_select_apply(&o->sel, &req);
+	out.host_width = host_width(c, o);
+	while (ret == 0 && !follow_stop && (!o->limit || printed < o->limit)) {
+		struct qmsg_reply rep;
+
+		req.after_id = cursor;
+		req.limit = TRACEQ_PAGE_ROWS;
+		if (o->limit && o->limit - printed < req.limit)
+			req.limit = (uint32_t)(o->limit - printed);
+		ret = client_call(c, &req, &rep);
+		if (ret == 1 && c->lost && !follow_stop) {
+			ret = follow_reconnect(c, o, &said);
+			continue;
+		}
+		if (ret)
+			break;
+		if (said)
+			fprintf(stderr, "traceq: --follow: the collector is back\n");
+		said = false;
+		if (rep.reset)
+			fprintf(stderr, "traceq: --follow: the collector's database is not the one "
+				"followed so far (replaced or emptied): following it from its start\n");
+		if (rep.missed)
+			fprintf(stderr, "traceq: --follow: fell behind: %" PRIu64 " events were "
+				"stored and removed by the collector's retention before they could "
+				"be printed (of every event, matching or not)\n", rep.missed);
+		ret = print_page(&out, &rep);
+		printed += rep.nrows;
+		cursor = rep.last_id;
+		if (ret == 0 && fflush(stdout) != 0)
+			ret = 1;
+		if (ret == 0 && !rep.more && !rep.nrows)
+			follow_sleep(TRACEQ_FOLLOW_POLL_MS);
+		qmsg_reply_free(&rep);
+	}
+	out_free(&out);
+	return ret;
+}
+
 /* ---- the function_graph view ---- */
 
 static int col_index(const struct qmsg_reply *r, const char *name)
@@ -1201,6 +1322,8 @@ int main(int argc, char **argv)
 		ret = run_count(&c, &o);
 	else if (o.graph)
 		ret = run_graph(&c, &o);
+	else if (o.follow)
+		ret = run_follow(&c, &o);
 	else
 		ret = run_select(&c, &o);
 	if (c.tls)

@@ -184,8 +184,10 @@ static int sq_setup_writer(struct store *s)
 		ret = sq_prepare(s, "INSERT OR IGNORE INTO symbols (program_id, addr, size, name)"
 				    " VALUES (?, ?, ?, ?)", &q->sym_put);
 	if (ret == 0)
-		ret = sq_prepare(s, "INSERT INTO ts_blocks (type_id, lo, hi, min_ts, max_ts, span)"
-				    " VALUES (?, ?, ?, ?, ?, ?)", &q->block_put);
+		ret = sq_prepare(s, "INSERT INTO ts_blocks (type_id, lo, hi, min_ts, max_ts, span,"
+				    " seq) VALUES (?, ?, ?, ?, ?, ?, ?)", &q->block_put);
+	if (ret == 0)
+		ret = sq_seq_load(s);
 	return ret;
 }
 
@@ -362,6 +364,8 @@ static void sq_rollback(struct store *s)
 	q->werr = 0;
 	pthread_mutex_unlock(&q->lock);
 	q->in_txn = false;
+	if (q->db)	/* the numbers the rolled-back blocks took are free again */
+		sq_seq_load(s);
 }
 
 /*
@@ -442,6 +446,7 @@ static const struct store_ops sq_ops = {
 	.thread_policy = sq_thread_policy,
 	.drops = sq_drops,
 	.sql = sq_sql,
+	.tail = sq_tail,
 	.hosts = sq_hosts,
 	.follow = sq_follow,
 };

@@ -68,7 +68,8 @@
  * only by the ingest worker (every write op, and the reads the write
  * path needs: stream_marks, journal_mark_get); the query endpoint's
  * thread opens a read-only handle of its own and calls only schema_get,
- * schema_list, select, count, host_find, symbol_name, stats, drops and sql. Threads a
+ * schema_list, select, count, tail, host_find, symbol_name, stats, drops and
+ * sql. Threads a
  * backend runs for itself (SQLite: the writer that runs batched INSERTs,
  * the checkpointer) are its own business: started by its constructor,
  * stopped by close, waited for by sync, scheduled by thread_policy; the
@@ -171,6 +172,13 @@ struct store_ops {
 	 */
 	int (*sql)(struct store *s, const char *text, const struct store_scope *scope,
 		   const struct store_sql_limits *lim, store_sql_fn fn, void *ctx);
+
+	/*
+	 * tail: rows in storage order from a cursor (store_tail()); each
+	 * query as select's (its paging, limit and order unused)
+	 */
+	int (*tail)(struct store *s, const struct store_query *const *qs, size_t nq,
+		    struct store_tail *t, store_tail_fn fn, void *ctx);
 
 	/* ---- optional ---- */
 	/*
