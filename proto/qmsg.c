@@ -84,7 +84,7 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
 	msgpack_packer pk;
 	unsigned n = 7 + (r->query != NULL) + (r->host != NULL) + (r->sync_ms != 0) +
 		     (r->after_type != 0) + r->from_end + r->to_end + r->reverse +
-		     (r->nhosts != 0) + (r->ncpus != 0);
+		     (r->nhosts != 0) + (r->ncpus != 0) + (r->sent != 0);
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
@@ -114,6 +114,10 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
 	if (r->sync_ms) {
 		pack_key(&pk, "sync");
 		msgpack_pack_uint32(&pk, r->sync_ms);
+	}
+	if (r->sent) {
+		pack_key(&pk, "sent");
+		msgpack_pack_uint64(&pk, r->sent);
 	}
 	request_encode_more(&pk, r);
 	return sbuf_move(&sb, out);
@@ -245,6 +249,8 @@ static int request_field(struct qmsg_request *r, const msgpack_object_kv *kv,
 		return take_str(v, &r->host);
 	if (proto_mp_str_is(k, "sync"))
 		return proto_mp_u32(v, &r->sync_ms);
+	if (proto_mp_str_is(k, "sent"))
+		return proto_mp_u64(v, &r->sent);
 	return request_field_more(r, k, v);
 }
 

@@ -69,6 +69,9 @@ struct qmsg_request {
 	uint32_t nhosts;
 	uint32_t *cpus;		/* only these CPUs (ncpus 0: all) */
 	uint32_t ncpus;
+	uint64_t sent;		/* rows of this answer the client already has
+				 * (earlier pages), for the collector's
+				 * query-max-rows; 0: none or unknown */
 	uint32_t sync_ms;	/* first wait, at most this long, until what the
 				 * collector has received is stored; 0: don't */
 };

@@ -94,6 +94,8 @@ struct qslot {
 	struct qauth_who who;		/* who sent it */
 	int64_t t0;			/* util_now_ms() as it came */
 	struct qtls_conn *conn;		/* TLS query port: replies go there; NULL: nng */
+	atomic_uint pipe;		/* nng: the pipe its request came on */
+	volatile bool cancel;		/* the asker went away: the store stops (store_stop) */
 	struct qslot *next;		/* on the run queue or the sync list */
 };
 
@@ -591,6 +593,32 @@ static const struct store_scope *scope_for(const struct qscopes *rules,
 }
 
 /*
+ * query-max-rows: the rows of one answer, a select's or a tail's pages
+ * together, as the client counts them (its `sent`): cut @r's page to what
+ * is left into @capped, or, when nothing is, an error reply in @out.
+ * Return: 0 (go on), 1 (refused, the reply in @out).
+ */
+static int rows_left(const struct queryd *qd, const struct qmsg_request *r,
+		     struct qmsg_request *capped, struct proto_buf *out)
+{
+	uint64_t max = qd->o.max_rows, limit = r->limit ? r->limit : QMSG_MAX_ROWS;
+	char why[200];
+
+	if (!max)
+		return 0;
+	if (r->sent >= max) {
+		snprintf(why, sizeof(why), "the answer reached the collector's query-max-rows of"
+			 " %llu rows: narrow the query (--since/--until, --host, a filter) or ask"
+			 " for fewer (--limit)", (unsigned long long)max);
+		qmsg_reply_error(TC_ERR_TOO_LONG, why, -1, -1, out);
+		return 1;
+	}
+	if (max - r->sent < limit)
+		capped->limit = (uint32_t)(max - r->sent);
+	return 0;
+}
+
+/*
  * Run @r (decoded, its wait for `sync` done) for @who on @wk's store, only
  * over the hosts @who may read; the reply goes to @out, a line to the log.
  */
@@ -603,6 +631,7 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 	struct store_scope hlist = { .globs = (const char *const *)r->hosts, .n = r->nhosts };
 	struct store_query hosts = { .host_glob = r->host, .hosts = r->nhosts ? &hlist : NULL };
 	struct qscopes *rules = scopes_get(wk->qd);	/* globs point into it */
+	struct qmsg_request capped = *r;	/* its limit cut to query-max-rows */
 	uint64_t rows = 0;
 	char result[600];
 	int ret;
@@ -618,11 +647,25 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 		ret = run_sql(wk, r, hosts.scope, out, &rows, result, sizeof(result));
 	else if (r->op >= QOP_HOSTS && r->op <= QOP_FIELDS)
 		ret = qdisc_run(wk->store, r, &hosts, out, &rows);
+	else if (r->op != QOP_COUNT && (ret = rows_left(wk->qd, r, &capped, out)) != 0)
+		snprintf(result, sizeof(result), "refused: query-max-rows reached");
 	else if ((ret = qsel_compile(wk->store, r, hosts.scope, &c, out)) == 0)
 		ret = r->op == QOP_COUNT ? run_count(wk, c, out, &rows) :
-		      r->op == QOP_TAIL ? run_tail(wk, r, c, out, &rows) :
-					  run_select(wk, r, c, out, &rows);
-	if (ret < 0) {
+		      r->op == QOP_TAIL ? run_tail(wk, &capped, c, out, &rows) :
+					  run_select(wk, &capped, c, out, &rows);
+	if (ret == TC_ERR_TIMEOUT || ret == -ECANCELED) {
+		char why[200];
+
+		if (ret == TC_ERR_TIMEOUT)
+			snprintf(why, sizeof(why), "stopped at the collector's query-timeout of %u ms:"
+				 " narrow the query (--since/--until, --host, a filter)",
+				 wk->qd->o.timeout_ms);
+		else
+			snprintf(why, sizeof(why), "stopped: the asker went away");
+		snprintf(result, sizeof(result), "%s", why);
+		out->len = 0;
+		qmsg_reply_error(ret == -ECANCELED ? TC_ERR_DB : TC_ERR_TIMEOUT, why, -1, -1, out);
+	} else if (ret < 0) {
 		const char *why = ret == TC_ERR_DB ? store_errmsg(wk->store) : tc_strerror(ret);
 
 		snprintf(result, sizeof(result), "failed: %.500s", why);
@@ -800,6 +843,7 @@ void queryd_submit(struct qslot *s, const struct qauth_who *who, const void *buf
 	s->state = SLOT_BUSY;
 	s->t0 = util_now_ms();
 	s->who = *who;
+	s->cancel = false;
 	if (len <= QMSG_MAX_REQUEST)
 		ret = qmsg_request_decode(buf, len, &s->req);
 	if (ret == TC_ERR_TOO_LONG) {
@@ -823,6 +867,7 @@ static void slot_intake(struct qslot *s, nng_msg *m)
 	struct qauth_who who;
 
 	slot_who(&who, m);
+	atomic_store(&s->pipe, nng_pipe_id(nng_msg_get_pipe(m)));
 	queryd_submit(s, &who, nng_msg_body(m), nng_msg_len(m));
 	nng_msg_free(m);
 }
@@ -836,6 +881,26 @@ struct qslot *queryd_slot_new(struct queryd *qd, struct qtls_conn *conn)
 		s->conn = conn;
 	}
 	return s;
+}
+
+void queryd_slot_cancel(struct qslot *s)
+{
+	s->cancel = true;
+}
+
+/*
+ * nng's thread: pipe @p closed (a client went away). The requests that
+ * came on it and are being answered stop: no one would read the answer.
+ */
+static void pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	struct queryd *qd = arg;
+	unsigned id = (unsigned)nng_pipe_id(p);
+
+	(void)ev;
+	for (size_t i = 0; i < qd->nslots; i++)
+		if (atomic_load(&qd->slots[i].pipe) == id)
+			qd->slots[i].cancel = true;
 }
 
 void queryd_slot_free(struct qslot *s)
@@ -875,6 +940,7 @@ static void *worker_main(void *arg)
 {
 	struct qworker *wk = arg;
 	struct queryd *qd = wk->qd;
+	struct store_stop stop;
 	struct proto_buf out;
 	struct qslot *s = NULL;
 
@@ -886,7 +952,11 @@ static void *worker_main(void *arg)
 		if (atomic_load(&qd->stop))
 			break;
 		proto_buf_init(&out);
+		stop.deadline_ms = qd->o.timeout_ms ? util_now_ms() + qd->o.timeout_ms : 0;
+		stop.cancel = &s->cancel;
+		store_set_stop(wk->store, &stop);
 		handle(wk, &s->req, &s->who, s->t0, &out);
+		store_set_stop(wk->store, NULL);
 		slot_reply(s, &out);
 		proto_buf_free(&out);
 	}
@@ -1106,6 +1176,8 @@ static int open_socket(struct queryd *qd, const char *url, char *bound, size_t b
 		if (rv == 0)
 			rv = nng_aio_alloc(&qd->slots[i].aio, slot_cb, &qd->slots[i]);
 	}
+	if (rv == 0)
+		rv = nng_pipe_notify(qd->sock, NNG_PIPE_EV_REM_POST, pipe_gone, qd);
 	if (rv != 0) {
 		log_err("query endpoint: %s", nng_strerror(rv));
 		return TC_ERR_CONFIG;
@@ -1179,7 +1251,8 @@ int queryd_start(const char *url, const char *db_path, const struct queryd_opts 
 		 struct queryd **out, char *bound, size_t blen)
 {
 	static const struct queryd_opts def = { .threads = QUERYD_THREADS,
-						.sync_max_ms = QUERYD_SYNC_MAX_MS };
+						.sync_max_ms = QUERYD_SYNC_MAX_MS,
+						.timeout_ms = QUERYD_TIMEOUT_MS };
 	struct queryd *qd;
 	int ret;
 

@@ -974,6 +974,7 @@ static int run_select(struct client *c, const struct traceq_opts *o)
 		req.limit = TRACEQ_PAGE_ROWS;
 		if (o->limit && o->limit - printed < req.limit)
 			req.limit = (uint32_t)(o->limit - printed);
+		req.sent = printed;	/* the collector's query-max-rows counts them */
 		ret = client_call(c, &req, &rep);
 		if (ret)
 			break;
@@ -1146,6 +1147,7 @@ static int run_follow(struct client *c, const struct traceq_opts *o)
 		struct qmsg_reply rep;
 
 		req.after_id = cursor;
+		req.sent = printed;
 		req.limit = TRACEQ_PAGE_ROWS;
 		if (o->limit && o->limit - printed < req.limit)
 			req.limit = (uint32_t)(o->limit - printed);

@@ -47,12 +47,51 @@
 #include <sqlite3.h>
 
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "server/store/sqlite_int.h"
 #include "sql/schema.h"
 
 int sq_err(struct store *s, int err, const char *what)
 {
-	return store_set_errmsg(s, err, "%s: %s", what, sqlite3_errmsg(sq_store_of(s)->db));
+	struct sq_store *q = sq_store_of(s);
+
+	if (q->stopped && q->db && (sqlite3_errcode(q->db) == SQLITE_INTERRUPT || err == TC_ERR_DB))
+		return store_set_errmsg(s, q->stopped, "%s: %s", what, q->stopped == -ECANCELED ?
+					"stopped: the asker went away" :
+					"stopped at the time limit");
+	return store_set_errmsg(s, err, "%s: %s", what, sqlite3_errmsg(q->db));
+}
+
+/* ---- stopping reads ---- */
+
+#define SQ_STOP_TICK	4096	/* VM steps between two checks */
+
+int sq_stop_due(struct sq_store *q)
+{
+	if (q->rstop.cancel && *q->rstop.cancel)
+		q->stopped = -ECANCELED;
+	else if (q->rstop.deadline_ms && util_now_ms() >= q->rstop.deadline_ms)
+		q->stopped = TC_ERR_TIMEOUT;
+	return q->stopped != 0;
+}
+
+static int sq_stop_progress(void *arg)
+{
+	return sq_stop_due(arg);
+}
+
+void sq_stop_handler(struct sq_store *q)
+{
+	if (q->db)
+		sqlite3_progress_handler(q->db, SQ_STOP_TICK, sq_stop_progress, q);
+}
+
+static void sq_set_stop(struct store *s, const struct store_stop *stop)
+{
+	struct sq_store *q = sq_store_of(s);
+
+	q->rstop = stop ? *stop : (struct store_stop){ 0 };
+	q->stopped = 0;
 }
 
 /* ---- SQL text ---- */
@@ -233,8 +272,10 @@ int sq_connect(struct sq_store *q)
 	sqlite3_extended_result_codes(q->db, 1);
 	sqlite3_busy_timeout(q->db, 5000);
 	/* a reader closing never checkpoints nor removes PATH-wal (sqlite_file.c) */
-	if (s->readonly)
+	if (s->readonly) {
 		sqlite3_db_config(q->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+		sq_stop_handler(q);
+	}
 	ret = s->readonly ? sq_setup_reader(s) : sq_setup_writer(s);
 	if (ret == 0 && !s->readonly)
 		ret = sq_ckpt_start(q, q->path);
@@ -447,6 +488,7 @@ static const struct store_ops sq_ops = {
 	.drops = sq_drops,
 	.sql = sq_sql,
 	.tail = sq_tail,
+	.set_stop = sq_set_stop,
 	.hosts = sq_hosts,
 	.follow = sq_follow,
 };

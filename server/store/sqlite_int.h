@@ -142,6 +142,9 @@ struct sq_store {
 	 * read again from the file after a rollback (sq_seq_load()).
 	 */
 	int64_t seq;
+	/* reads stop (store_set_stop()): the reader's thread only */
+	struct store_stop rstop;
+	int stopped;		/* why the last read was stopped: TC_ERR_TIMEOUT, -ECANCELED; 0 */
 	/* the writer thread (sq_writer_main()); under lock: */
 	pthread_t writer;
 	bool writer_started;
@@ -316,6 +319,15 @@ struct sq_rowbuf {
 
 void sq_row(sqlite3_stmt *st, const struct store_schema *sc, struct sq_rowbuf *rb,
 	    struct store_row *r);
+
+/*
+ * sq_stop_due - whether a read on @q must stop now (q->rstop); sets
+ * q->stopped to why. The progress handler every reader has (sqlite.c),
+ * which --sql's own handler calls too.
+ */
+int sq_stop_due(struct sq_store *q);
+/* sq_stop_handler - install that handler on @q's connection (again). */
+void sq_stop_handler(struct sq_store *q);
 
 /* sqlite_tail.c: rows in storage order (store_tail()) */
 

@@ -20,6 +20,8 @@
 #include "common/tc_error.h"
 #include "server/store/sqlite_int.h"
 
+#define SQ_TAIL_BLOCK_MAX	64	/* rows in a block, at most (sqlite_write.c) */
+
 /* The number after the newest block's rows (1: no block), in *@end. */
 static int sq_seq_end(struct store *s, int64_t *end)
 {
@@ -95,27 +97,34 @@ static void sq_tailq_free(struct sq_tailq *tq)
 	free(tq->rb.null);
 }
 
-/* Pass the rows of block [@lo, @hi] of @q's type that match it to @fn. */
+/*
+ * Pass the rows of rowids [@lo, @hi] of @q's type that match it to @fn,
+ * at most @cap of them (0: all); *@last is the rowid of the last passed.
+ * Return: as store_tail(); *@rows counts what was passed.
+ */
 static int sq_tail_block(struct store *s, const struct store_query *q, struct sq_tailq *tq,
-			 size_t i, int64_t lo, int64_t hi, store_tail_fn fn, void *ctx,
-			 size_t *rows)
+			 size_t i, int64_t lo, int64_t hi, size_t cap, store_tail_fn fn, void *ctx,
+			 size_t *rows, int64_t *last)
 {
-	int rc, ret = 0;
+	size_t n = 0;
+	int rc = SQLITE_DONE, ret = 0;
 
 	if (!tq->st && (ret = sq_tailq_prepare(s, q, tq)) < 0)
 		return ret;
 	sqlite3_bind_int64(tq->st, sqlite3_bind_parameter_index(tq->st, ":tc_flo"), lo);
 	sqlite3_bind_int64(tq->st, sqlite3_bind_parameter_index(tq->st, ":tc_fhi"), hi);
-	while (ret == 0 && (rc = sqlite3_step(tq->st)) == SQLITE_ROW) {
+	while (ret == 0 && (!cap || n < cap) && (rc = sqlite3_step(tq->st)) == SQLITE_ROW) {
 		struct store_row r;
 
 		sq_row(tq->st, q->schema, &tq->rb, &r);
 		ret = fn(ctx, i, &r);
-		(*rows)++;
+		*last = (int64_t)r.rowid;
+		n++;
 	}
-	if (ret == 0 && rc != SQLITE_DONE)
+	if (ret == 0 && rc != SQLITE_DONE && rc != SQLITE_ROW)
 		ret = sq_err(s, TC_ERR_DB, "tail");
 	sqlite3_reset(tq->st);
+	*rows += n;
 	return ret;
 }
 
@@ -185,33 +194,50 @@ int sq_tail(struct store *s, const struct store_query *const *qs, size_t nq,
 		first = false;	/* nothing can be missed yet */
 	}
 	t->next = (uint64_t)from;
+	/* the block that holds @from starts at most SQ_TAIL_BLOCK_MAX - 1 rows before it */
 	if (ret == 0)
 		ret = sq_prepare(s, "SELECT seq, type_id, lo, hi FROM ts_blocks WHERE seq >= ?"
 				    " ORDER BY seq", &blocks);
 	if (ret == 0)
-		sqlite3_bind_int64(blocks, 1, from);
+		sqlite3_bind_int64(blocks, 1, from > SQ_TAIL_BLOCK_MAX ? from - SQ_TAIL_BLOCK_MAX : 0);
 	while (ret == 0 && (rc = sqlite3_step(blocks)) == SQLITE_ROW) {
 		int64_t seq = sqlite3_column_int64(blocks, 0), type = sqlite3_column_int64(blocks, 1);
 		int64_t lo = sqlite3_column_int64(blocks, 2), hi = sqlite3_column_int64(blocks, 3);
-		size_t n = hi >= lo ? (size_t)(hi - lo + 1) : 0, i;
+		int64_t stop = seq + (hi >= lo ? hi - lo + 1 : 0), start = lo, last = 0;
+		size_t n, i, cap = 0;
 
-		if (first && seq > from && !t->reset)
+		if (stop <= from)
+			continue;	/* before the cursor */
+		if (seq < from)
+			start = lo + (from - seq);	/* the cursor lies in it */
+		else if (first && seq > from && !t->reset)
 			t->missed = (uint64_t)(seq - from);
 		first = false;
-		if (seen && ((t->max_rows && rows + n > t->max_rows) ||
-			     (t->max_scan && seen + n > t->max_scan))) {
+		n = (size_t)(hi - start + 1);
+		if (seen && t->max_scan && seen + n > t->max_scan) {
+			t->more = true;
+			break;
+		}
+		if (t->max_rows && rows >= t->max_rows) {
 			t->more = true;
 			break;
 		}
 		for (i = 0; i < nq && qs[i]->schema->type_id != type; i++)
 			;
-		if (i < nq && n)
-			ret = sq_tail_block(s, qs[i], &tq[i], i, lo, hi, fn, ctx, &rows);
+		if (t->max_rows)
+			cap = t->max_rows - rows;
+		if (i < nq)
+			ret = sq_tail_block(s, qs[i], &tq[i], i, start, hi, cap, fn, ctx, &rows,
+					    &last);
 		seen += n ? n : 1;
-		t->next = (uint64_t)(seq + (int64_t)n);
+		t->next = (uint64_t)stop;
+		if (ret == 0 && cap && rows - (t->max_rows - cap) == cap && last < hi) {
+			/* full in the middle of the block: go on after its last row */
+			t->next = (uint64_t)(seq + (last - lo) + 1);
+			t->more = true;
+			break;
+		}
 	}
-	if (ret == 0 && !t->more && rc != SQLITE_DONE)
-		ret = sq_err(s, TC_ERR_DB, "tail blocks");
 	sqlite3_finalize(blocks);
 	for (size_t i = 0; tq && i < nq; i++)
 		sq_tailq_free(&tq[i]);

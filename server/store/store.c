@@ -357,6 +357,12 @@ int store_count(struct store *s, const struct store_query *q, uint64_t *count)
 	return store_enter(s) ?: s->ops->count(s, q, count);
 }
 
+void store_set_stop(struct store *s, const struct store_stop *stop)
+{
+	if (s && s->ops->set_stop)
+		s->ops->set_stop(s, stop);
+}
+
 int store_tail(struct store *s, const struct store_query *const *qs, size_t nq,
 	       struct store_tail *t, store_tail_fn fn, void *ctx)
 {

@@ -588,6 +588,28 @@ int store_drops(struct store *s, const struct store_query *q,
 			  const char *reason, uint64_t count),
 		void *ctx);
 
+/* ---- stopping a read ---- */
+
+/*
+ * When a reader's work must stop (per-query limits, a client gone): at
+ * @deadline_ms (util_now_ms()'s clock; 0: none), or once *@cancel is true
+ * (NULL: never), which another thread may set at any time. A read that
+ * runs into either fails with TC_ERR_TIMEOUT or -ECANCELED, and
+ * store_errmsg() says which; a read that ends first is not touched.
+ */
+struct store_stop {
+	int64_t deadline_ms;
+	const volatile bool *cancel;
+};
+
+/*
+ * store_set_stop - reads on @s from now on stop as @stop says (copied;
+ * the flag it points to must outlive the reads); NULL: they run to the
+ * end. Checked every few thousand steps of the engine, so a stop takes
+ * effect within about a millisecond of work.
+ */
+void store_set_stop(struct store *s, const struct store_stop *stop);
+
 /* ---- live tail: rows in the order they were stored (traceq --follow) ---- */
 
 /*

@@ -78,7 +78,8 @@
  * may be using the handle is thread_policy (main, as the ingest worker
  * starts): it may touch nothing but the backend's own threads.
  *
- * Optional: sync and thread_policy may be NULL (no threads of its own),
+ * Optional: set_stop may be NULL (reads are never stopped); sync and
+ * thread_policy may be NULL (no threads of its own),
  * follow (no file that can be removed); every other op must be set.
  */
 #ifndef SERVER_STORE_STORE_OPS_H
@@ -179,6 +180,9 @@ struct store_ops {
 	 */
 	int (*tail)(struct store *s, const struct store_query *const *qs, size_t nq,
 		    struct store_tail *t, store_tail_fn fn, void *ctx);
+
+	/* set_stop: reads stop as @stop says (NULL: not) from now on (store_set_stop()) */
+	void (*set_stop)(struct store *s, const struct store_stop *stop);
 
 	/* ---- optional ---- */
 	/*
