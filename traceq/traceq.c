@@ -325,9 +325,10 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		default: usage(stderr); return -1;
 		}
 	}
-	if (o->sql && (o->stats || o->count || o->graph || o->list || optind != argc)) {
-		fprintf(stderr, "traceq: --sql takes no QUERY, --stats, --drops, --count or"
-			" --graph, --hosts, --events or --fields\n");
+	if (o->sql && (o->stats || o->count || o->graph || o->list || o->follow ||
+		       optind != argc)) {
+		fprintf(stderr, "traceq: --sql takes no QUERY, --stats, --drops, --count,"
+			" --graph, --follow, --hosts, --events or --fields\n");
 		return -1;
 	}
 	if (o->sql)
