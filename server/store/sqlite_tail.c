@@ -238,6 +238,8 @@ int sq_tail(struct store *s, const struct store_query *const *qs, size_t nq,
 			break;
 		}
 	}
+	if (ret == 0 && !t->more && rc != SQLITE_DONE)
+		ret = sq_err(s, TC_ERR_DB, "tail blocks");	/* stopped, or a failure */
 	sqlite3_finalize(blocks);
 	for (size_t i = 0; tq && i < nq; i++)
 		sq_tailq_free(&tq[i]);

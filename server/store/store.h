@@ -647,9 +647,10 @@ typedef int (*store_tail_fn)(void *ctx, size_t i, const struct store_row *row);
  * store_tail - the rows stored from t->from on that match one of @qs
  * (@nq queries, one per event type, as store_select() takes them; their
  * paging, limit and order are not used; a window applies to every row),
- * in storage order, passed to @fn. Reads whole blocks of rows (at most 64
- * each), so it stops before a block that would pass t->max_rows, or look
- * at more than t->max_scan rows, and says where to go on in t->next.
+ * in storage order, passed to @fn. Stops after t->max_rows rows (the
+ * cursor may then point inside a block of rows stored together) or before
+ * looking at more than t->max_scan rows (at least one block is read), and
+ * says where to go on in t->next.
  *
  * Return: 0; -EINVAL; TC_ERR_DB; -ENOMEM; or @fn's nonzero return.
  */
