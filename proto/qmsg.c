@@ -84,7 +84,8 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
 	msgpack_packer pk;
 	unsigned n = 7 + (r->query != NULL) + (r->host != NULL) + (r->sync_ms != 0) +
 		     (r->after_type != 0) + r->from_end + r->to_end + r->reverse +
-		     (r->nhosts != 0) + (r->ncpus != 0) + (r->hist != NULL);
+		     (r->nhosts != 0) + (r->ncpus != 0) + (r->hist != NULL) +
+		     (r->sent != 0);
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
@@ -114,6 +115,10 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
 	if (r->sync_ms) {
 		pack_key(&pk, "sync");
 		msgpack_pack_uint32(&pk, r->sync_ms);
+	}
+	if (r->sent) {
+		pack_key(&pk, "sent");
+		msgpack_pack_uint64(&pk, r->sent);
 	}
 	request_encode_more(&pk, r);
 	if (r->hist) {
@@ -228,7 +233,8 @@ static int request_field(struct qmsg_request *r, const msgpack_object_kv *kv,
 	if (proto_mp_str_is(k, "op")) {
 		ret = proto_mp_u32(v, &op);
 		if (ret == 0 && (op < QOP_SELECT || op > QOP_FIELDS) && op != QOP_SQL &&
-		    op != QOP_HIST && op != QOP_PRINTK && op != QOP_TGIDS)
+		    op != QOP_HIST && op != QOP_PRINTK && op != QOP_TGIDS &&
+		    op != QOP_TAIL)
 			ret = TC_ERR_MSG_MALFORMED;
 		r->op = op;
 		return ret;
@@ -251,6 +257,8 @@ static int request_field(struct qmsg_request *r, const msgpack_object_kv *kv,
 		return proto_mp_u32(v, &r->sync_ms);
 	if (proto_mp_str_is(k, "hist"))
 		return take_str(v, &r->hist);
+	if (proto_mp_str_is(k, "sent"))
+		return proto_mp_u64(v, &r->sent);
 	return request_field_more(r, k, v);
 }
 
@@ -274,7 +282,7 @@ int qmsg_request_decode(const void *buf, size_t len, struct qmsg_request *out)
 	else if (ret == 0 && r.limit > QMSG_MAX_ROWS)
 		ret = TC_ERR_MSG_MALFORMED;
 	else if (ret == 0 && (r.op == QOP_SELECT || r.op == QOP_COUNT || r.op == QOP_FIELDS ||
-			     r.op == QOP_SYMBOLS || r.op == QOP_SQL) &&
+			     r.op == QOP_SYMBOLS || r.op == QOP_SQL || r.op == QOP_TAIL) &&
 		 !r.query)
 		ret = TC_ERR_MSG_MISSING;
 	else if (ret == 0 && r.op == QOP_HIST && !r.hist)
@@ -315,6 +323,9 @@ struct qmsg_writer {
 	bool multi;		/* rows start with their type (begin_types) */
 	uint32_t nrows;		/* multi: rows started */
 	int64_t last_type;
+	bool tail;		/* a tail reply: "missed" and "reset" too */
+	uint64_t missed;
+	bool reset;
 	uint32_t ntypes;	/* multi: the types, and their formats */
 	const char **formats;
 	uint64_t entries, dropped;	/* a histogram's */
@@ -360,11 +371,11 @@ int qmsg_reply_begin(struct qmsg_writer **out, const char *event, uint32_t ncols
 	return *out ? 0 : -ENOMEM;
 }
 
-int qmsg_reply_begin_types(struct qmsg_writer **out, uint32_t ntypes, const char *const *events,
-			   const uint32_t *ncols, const char *const *const *cols)
+static int begin_types(unsigned nkeys, struct qmsg_writer **out, uint32_t ntypes,
+		       const char *const *events, const uint32_t *ncols,
+		       const char *const *const *cols)
 {
-	/* the 13 keys of a one-type reply, "types", "last_type" and "formats" */
-	struct qmsg_writer *w = writer_new(16, NULL, 0, NULL);
+	struct qmsg_writer *w = writer_new(nkeys, NULL, 0, NULL);
 
 	if (w && ntypes && !(w->formats = calloc(ntypes, sizeof(*w->formats)))) {
 		qmsg_writer_free(w);
@@ -384,6 +395,30 @@ int qmsg_reply_begin_types(struct qmsg_writer **out, uint32_t ntypes, const char
 	}
 	*out = w;
 	return 0;
+}
+
+int qmsg_reply_begin_types(struct qmsg_writer **out, uint32_t ntypes, const char *const *events,
+			   const uint32_t *ncols, const char *const *const *cols)
+{
+	/* the 13 keys of a one-type reply, "types", "last_type" and "formats" */
+	return begin_types(16, out, ntypes, events, ncols, cols);
+}
+
+int qmsg_reply_begin_tail(struct qmsg_writer **out, uint32_t ntypes, const char *const *events,
+			  const uint32_t *ncols, const char *const *const *cols)
+{
+	/* those of a multi-type reply, "missed" and "reset" */
+	int ret = begin_types(18, out, ntypes, events, ncols, cols);
+
+	if (ret == 0)
+		(*out)->tail = true;
+	return ret;
+}
+
+void qmsg_reply_tail(struct qmsg_writer *w, uint64_t missed, bool reset)
+{
+	w->missed = missed;
+	w->reset = reset;
 }
 
 void qmsg_put_type(struct qmsg_writer *w, uint32_t idx)
@@ -536,6 +571,15 @@ int qmsg_reply_end(struct qmsg_writer *w, bool more, int64_t last_ts,
 			else
 				msgpack_pack_nil(&w->pk);
 		}
+	}
+	if (w->tail) {
+		pack_key(&w->pk, "missed");
+		msgpack_pack_uint64(&w->pk, w->missed);
+		pack_key(&w->pk, "reset");
+		if (w->reset)
+			msgpack_pack_true(&w->pk);
+		else
+			msgpack_pack_false(&w->pk);
 	}
 	ret = sbuf_move(&w->head, out);
 	if (ret == 0)
@@ -781,6 +825,14 @@ static int reply_field(struct qmsg_reply *r, const msgpack_object_kv *kv, bool *
 		return proto_mp_u64(v, &r->entries);
 	if (proto_mp_str_is(k, "dropped"))
 		return proto_mp_u64(v, &r->dropped);
+	if (proto_mp_str_is(k, "missed"))
+		return proto_mp_u64(v, &r->missed);
+	if (proto_mp_str_is(k, "reset")) {
+		if (v->type != MSGPACK_OBJECT_BOOLEAN)
+			return TC_ERR_MSG_MALFORMED;
+		r->reset = v->via.boolean;
+		return 0;
+	}
 	if (proto_mp_str_is(k, "format"))
 		return v->type == MSGPACK_OBJECT_NIL ? 0 : take_str(v, &r->format);
 	if (proto_mp_str_is(k, "formats"))

@@ -49,6 +49,7 @@ enum qmsg_op {
 	QOP_PRINTK = 28,	/* one host's printk_formats (of the boot up at to_ts) */
 	QOP_TGIDS = 29,		/* one host's pid -> tgid pairs, paged by pid */
 	/* 24..27: the import ops (proto/qimport.h) */
+	QOP_TAIL = 30,		/* rows in storage order from a cursor (--follow) */
 };
 
 struct qmsg_request {
@@ -72,6 +73,9 @@ struct qmsg_request {
 	uint32_t nhosts;
 	uint32_t *cpus;		/* only these CPUs (ncpus 0: all) */
 	uint32_t ncpus;
+	uint64_t sent;		/* rows of this answer the client already has
+				 * (earlier pages), for the collector's
+				 * query-max-rows; 0: none or unknown */
 	uint32_t sync_ms;	/* first wait, at most this long, until what the
 				 * collector has received is stored; 0: don't */
 	char *hist;		/* hist: the spec (common/hist.h); NULL otherwise */
@@ -127,6 +131,8 @@ struct qmsg_reply {
 	uint64_t journal_bytes;	/* the size of its receive journal */
 	char *format;		/* select: the event's format text (as the agent
 				 * sent it; untrusted: check it before parsing) */
+	uint64_t missed;	/* tail: rows gone before they could be read */
+	bool reset;		/* tail: the cursor was past the store's end */
 };
 
 /* qmsg_request_encode - append @r's msgpack encoding to @out. 0 or -ENOMEM. */
@@ -158,6 +164,14 @@ int qmsg_reply_begin(struct qmsg_writer **w, const char *event, uint32_t ncols,
  */
 int qmsg_reply_begin_types(struct qmsg_writer **w, uint32_t ntypes, const char *const *events,
 			   const uint32_t *ncols, const char *const *const *cols);
+/*
+ * qmsg_reply_begin_tail - as qmsg_reply_begin_types(), for a tail reply
+ * (QOP_TAIL), which also carries what qmsg_reply_tail() sets: the rows
+ * the reader missed and whether its cursor was reset.
+ */
+int qmsg_reply_begin_tail(struct qmsg_writer **w, uint32_t ntypes, const char *const *events,
+			  const uint32_t *ncols, const char *const *const *cols);
+void qmsg_reply_tail(struct qmsg_writer *w, uint64_t missed, bool reset);
 /* qmsg_put_type - start a row of type @idx of qmsg_reply_begin_types(). */
 void qmsg_put_type(struct qmsg_writer *w, uint32_t idx);
 /* qmsg_reply_last_type - the last row's type key for the trailer (default 0). */

@@ -72,6 +72,7 @@
 #include "server/queryd_hist.h"
 #include "server/queryd_import.h"
 #include "server/queryd_sel.h"
+#include "server/queryd_tail.h"
 #include "server/queryd_tls.h"
 #include "server/store/store.h"
 
@@ -97,6 +98,8 @@ struct qslot {
 	struct qauth_who who;		/* who sent it */
 	int64_t t0;			/* util_now_ms() as it came */
 	struct qtls_conn *conn;		/* TLS query port: replies go there; NULL: nng */
+	atomic_uint pipe;		/* nng: the pipe its request came on */
+	volatile bool cancel;		/* the asker went away: the store stops (store_stop) */
 	struct qslot *next;		/* on the run queue or the sync list */
 };
 
@@ -663,6 +666,20 @@ static int run_sql(struct qworker *wk, const struct qmsg_request *r,
 static const char *const op_names[] = { "?", "select", "count", "stats", "drops", "symbols",
 					"hosts", "events", "fields" };
 
+/* A page of the live tail (queryd_tail.c): its cursor goes back in last_id. */
+static int run_tail(struct qworker *wk, const struct qmsg_request *r, struct qsel *c,
+		    struct proto_buf *out, uint64_t *rows)
+{
+	struct qmsg_writer *w;
+	struct qsel_page pg;
+	int ret = qtail_page(wk->store, r, c, &w, &pg);
+
+	if (ret < 0)
+		return ret;
+	*rows = pg.rows;
+	return reply_end(wk->qd, w, pg.more, pg.last_ts, pg.last_id, 0, out);
+}
+
 /*
  * The log line of a query: who asked, what (the text escaped, the host
  * glob), and what came of it.
@@ -674,7 +691,7 @@ static void log_query(const struct qauth_who *who, const struct qmsg_request *r,
 
 	log_info("query from %s: %s%s%s%s%s%s: %s in %lld ms", qauth_who_str(who, w, sizeof(w)),
 		 r->op == QOP_SQL ? "sql" : r->op == QOP_HIST ? "hist" :
-		 r->op == QOP_PRINTK ? "printk" : r->op == QOP_TGIDS ? "tgids" :
+		 r->op == QOP_PRINTK ? "printk" : r->op == QOP_TGIDS ? "tgids" : r->op == QOP_TAIL ? "tail" :
 		 op_names[r->op <= QOP_FIELDS ? r->op : 0],
 		 r->query ? " '" : "",
 		 r->query ? log_escape(r->query, q, sizeof(q)) : "", r->query ? "'" : "",
@@ -706,6 +723,32 @@ static const struct store_scope *scope_for(const struct qscopes *rules,
 }
 
 /*
+ * query-max-rows: the rows of one answer, a select's or a tail's pages
+ * together, as the client counts them (its `sent`): cut @r's page to what
+ * is left into @capped, or, when nothing is, an error reply in @out.
+ * Return: 0 (go on), 1 (refused, the reply in @out).
+ */
+static int rows_left(const struct queryd *qd, const struct qmsg_request *r,
+		     struct qmsg_request *capped, struct proto_buf *out)
+{
+	uint64_t max = qd->o.max_rows, limit = r->limit ? r->limit : QMSG_MAX_ROWS;
+	char why[200];
+
+	if (!max)
+		return 0;
+	if (r->sent >= max) {
+		snprintf(why, sizeof(why), "the answer reached the collector's query-max-rows of"
+			 " %llu rows: narrow the query (--since/--until, --host, a filter) or ask"
+			 " for fewer (--limit)", (unsigned long long)max);
+		qmsg_reply_error(TC_ERR_TOO_LONG, why, -1, -1, out);
+		return 1;
+	}
+	if (max - r->sent < limit)
+		capped->limit = (uint32_t)(max - r->sent);
+	return 0;
+}
+
+/*
  * Run @r (decoded, its wait for `sync` done) for @who on @wk's store, only
  * over the hosts @who may read; the reply goes to @out, a line to the log.
  */
@@ -718,6 +761,7 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 	struct store_scope hlist = { .globs = (const char *const *)r->hosts, .n = r->nhosts };
 	struct store_query hosts = { .host_glob = r->host, .hosts = r->nhosts ? &hlist : NULL };
 	struct qscopes *rules = scopes_get(wk->qd);	/* globs point into it */
+	struct qmsg_request capped = *r;	/* its limit cut to query-max-rows */
 	uint64_t rows = 0;
 	char result[600];
 	int ret;
@@ -737,11 +781,26 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 		ret = run_sql(wk, r, hosts.scope, out, &rows, result, sizeof(result));
 	else if (r->op >= QOP_HOSTS && r->op <= QOP_FIELDS)
 		ret = qdisc_run(wk->store, r, &hosts, out, &rows);
+	else if (r->op != QOP_COUNT && (ret = rows_left(wk->qd, r, &capped, out)) != 0)
+		snprintf(result, sizeof(result), "refused: query-max-rows reached");
 	else if ((ret = qsel_compile(wk->store, r, hosts.scope, &c, out)) == 0)
 		ret = r->op == QOP_COUNT ? run_count(wk, c, out, &rows) :
 		      r->op == QOP_HIST ? run_hist(wk, r, c, out, &rows) :
-					  run_select(wk, r, c, out, &rows);
-	if (ret < 0) {
+		      r->op == QOP_TAIL ? run_tail(wk, &capped, c, out, &rows) :
+					  run_select(wk, &capped, c, out, &rows);
+	if (ret == TC_ERR_TIMEOUT || ret == -ECANCELED) {
+		char why[200];
+
+		if (ret == TC_ERR_TIMEOUT)
+			snprintf(why, sizeof(why), "stopped at the collector's query-timeout of %u ms:"
+				 " narrow the query (--since/--until, --host, a filter)",
+				 wk->qd->o.timeout_ms);
+		else
+			snprintf(why, sizeof(why), "stopped: the asker went away");
+		snprintf(result, sizeof(result), "%s", why);
+		out->len = 0;
+		qmsg_reply_error(ret == -ECANCELED ? TC_ERR_DB : TC_ERR_TIMEOUT, why, -1, -1, out);
+	} else if (ret < 0) {
 		const char *why = ret == TC_ERR_DB ? store_errmsg(wk->store) : tc_strerror(ret);
 
 		snprintf(result, sizeof(result), "failed: %.500s", why);
@@ -756,7 +815,8 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 			 r->op == QOP_COUNT ? "counted" : "rows",
 			 hosts.scope ? hosts.scope->n ? " (scoped)" : " (scope: no host)" : "");
 	}
-	log_query(who, r, result, t0);
+	if (r->op != QOP_TAIL || ret != 0 || rows)	/* not every empty poll of a follow */
+		log_query(who, r, result, t0);
 	qsel_free(c);
 	scopes_put(wk->qd, rules);
 }
@@ -933,6 +993,7 @@ void queryd_submit(struct qslot *s, const struct qauth_who *who, const void *buf
 	s->state = SLOT_BUSY;
 	s->t0 = util_now_ms();
 	s->who = *who;
+	s->cancel = false;
 	if (len <= QIMPORT_MAX_REQUEST) {	/* an import's (queryd_import.c), or a query */
 		ret = qimport_request_decode(buf, len, &s->imp);
 		if (ret == 0) {
@@ -965,6 +1026,7 @@ static void slot_intake(struct qslot *s, nng_msg *m)
 	struct qauth_who who;
 
 	slot_who(&who, m);
+	atomic_store(&s->pipe, nng_pipe_id(nng_msg_get_pipe(m)));
 	queryd_submit(s, &who, nng_msg_body(m), nng_msg_len(m));
 	nng_msg_free(m);
 }
@@ -978,6 +1040,26 @@ struct qslot *queryd_slot_new(struct queryd *qd, struct qtls_conn *conn)
 		s->conn = conn;
 	}
 	return s;
+}
+
+void queryd_slot_cancel(struct qslot *s)
+{
+	s->cancel = true;
+}
+
+/*
+ * nng's thread: pipe @p closed (a client went away). The requests that
+ * came on it and are being answered stop: no one would read the answer.
+ */
+static void pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	struct queryd *qd = arg;
+	unsigned id = (unsigned)nng_pipe_id(p);
+
+	(void)ev;
+	for (size_t i = 0; i < qd->nslots; i++)
+		if (atomic_load(&qd->slots[i].pipe) == id)
+			qd->slots[i].cancel = true;
 }
 
 void queryd_slot_free(struct qslot *s)
@@ -1019,6 +1101,7 @@ static void *worker_main(void *arg)
 {
 	struct qworker *wk = arg;
 	struct queryd *qd = wk->qd;
+	struct store_stop stop;
 	struct proto_buf out;
 	struct qslot *s = NULL;
 
@@ -1030,10 +1113,15 @@ static void *worker_main(void *arg)
 		if (atomic_load(&qd->stop))
 			break;
 		proto_buf_init(&out);
-		if (s->imp.op)
+		if (s->imp.op) {
 			import(wk, &s->imp, &s->who, &out);
-		else
+		} else {
+			stop.deadline_ms = qd->o.timeout_ms ? util_now_ms() + qd->o.timeout_ms : 0;
+			stop.cancel = &s->cancel;
+			store_set_stop(wk->store, &stop);
 			handle(wk, &s->req, &s->who, s->t0, &out);
+			store_set_stop(wk->store, NULL);
+		}
 		slot_reply(s, &out);
 		proto_buf_free(&out);
 	}
@@ -1253,6 +1341,8 @@ static int open_socket(struct queryd *qd, const char *url, char *bound, size_t b
 		if (rv == 0)
 			rv = nng_aio_alloc(&qd->slots[i].aio, slot_cb, &qd->slots[i]);
 	}
+	if (rv == 0)
+		rv = nng_pipe_notify(qd->sock, NNG_PIPE_EV_REM_POST, pipe_gone, qd);
 	if (rv != 0) {
 		log_err("query endpoint: %s", nng_strerror(rv));
 		return TC_ERR_CONFIG;
@@ -1326,7 +1416,8 @@ int queryd_start(const char *url, const char *db_path, const struct queryd_opts 
 		 struct queryd **out, char *bound, size_t blen)
 {
 	static const struct queryd_opts def = { .threads = QUERYD_THREADS,
-						.sync_max_ms = QUERYD_SYNC_MAX_MS };
+						.sync_max_ms = QUERYD_SYNC_MAX_MS,
+						.timeout_ms = QUERYD_TIMEOUT_MS };
 	struct queryd *qd;
 	int ret;
 

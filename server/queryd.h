@@ -24,6 +24,8 @@ struct tls_files;
 #define QUERYD_SYNC_MAX_MS	120000	/* default longest `sync` wait */
 #define QUERYD_SYNC_MAX_MS_MAX	3600000
 #define QUERYD_SYNC_WAITERS	32	/* requests waiting for `sync` at once */
+#define QUERYD_TIMEOUT_MS	60000	/* default query-timeout */
+#define QUERYD_TIMEOUT_MS_MAX	86400000
 
 #define QUERYD_URL	"ipc:///run/tracecollect/query.sock"	/* default endpoint */
 #define QUERYD_GROUP	"tracecollect"	/* default group of the ipc socket */
@@ -31,6 +33,13 @@ struct tls_files;
 struct queryd_opts {
 	unsigned threads;	/* queries run at once, 1..QUERYD_THREADS_MAX */
 	uint32_t sync_max_ms;	/* a longer `sync` is cut to this, 1..QUERYD_SYNC_MAX_MS_MAX */
+	/*
+	 * query-timeout: the store work of one request (a page, a count, an
+	 * sql statement) stops after this many ms (0: never); query-max-rows:
+	 * the rows of one answer, all its pages (0: no limit)
+	 */
+	uint32_t timeout_ms;
+	uint64_t max_rows;
 	/*
 	 * An ipc socket is made mode 0660 with this group (NULL: QUERYD_GROUP),
 	 * or 0600 (with a warning) when there is no such group; its directory,

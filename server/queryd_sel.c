@@ -763,6 +763,36 @@ static int select_merge(struct store *st, const struct qmsg_request *r, struct q
 	return 0;
 }
 
+int qsel_begin_tail(struct qsel *c, struct qmsg_writer **w)
+{
+	const char **events = calloc(c->n + 1, sizeof(*events));
+	const char *const **cols = calloc(c->n + 1, sizeof(*cols));
+	uint32_t *ncols = calloc(c->n + 1, sizeof(*ncols));
+	int ret = events && cols && ncols ? 0 : -ENOMEM;
+
+	for (size_t i = 0; ret == 0 && i < c->n; i++) {
+		ret = make_cols(&c->t[i]);
+		events[i] = c->t[i].event;
+		cols[i] = c->t[i].cols;
+		ncols[i] = (uint32_t)c->t[i].ncols;
+	}
+	if (ret == 0)
+		ret = qmsg_reply_begin_tail(w, (uint32_t)c->n, events, ncols, cols);
+	for (size_t i = 0; ret == 0 && i < c->n; i++)
+		qmsg_reply_type_format(*w, (uint32_t)i, c->t[i].schema->format);
+	free(events);
+	free(cols);
+	free(ncols);
+	return ret;
+}
+
+void qsel_put_row(struct store *st, const struct qsel *c, size_t i, struct qmsg_writer *w,
+		  const struct store_row *row)
+{
+	qmsg_put_type(w, (uint32_t)i);
+	put_row(st, &c->t[i], w, row);
+}
+
 int qsel_select(struct store *st, const struct qmsg_request *r, struct qsel *c,
 		struct qmsg_writer **w, struct qsel_page *pg)
 {

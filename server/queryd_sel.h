@@ -73,4 +73,13 @@ int qsel_count(struct store *st, struct qsel *c, uint64_t *n);
 int qsel_select(struct store *st, const struct qmsg_request *r, struct qsel *c,
 		struct qmsg_writer **w, struct qsel_page *pg);
 
+/*
+ * qsel_begin_tail - begin a tail reply (qmsg_reply_begin_tail()) with the
+ * selected types, in the order of qsel_read(); qsel_put_row - put @row of
+ * type @i in it.
+ */
+int qsel_begin_tail(struct qsel *c, struct qmsg_writer **w);
+void qsel_put_row(struct store *st, const struct qsel *c, size_t i, struct qmsg_writer *w,
+		  const struct store_row *row);
+
 #endif

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
@@ -163,7 +164,22 @@ void qtls_reply(struct qtls_conn *c, const struct proto_buf *out)
 	pthread_mutex_unlock(&c->t->lock);
 }
 
-/* Hand @req to the pool as @who's and wait for its reply. Return: 0; -1 (stop). */
+/*
+ * Whether @c's client went away while its request is answered: it shut
+ * its side (FIN; POLLRDHUP even with bytes unread, such as TLS's
+ * close_notify) or the connection broke.
+ */
+static bool client_gone(const struct qtls_conn *c)
+{
+	struct pollfd p = { .fd = c->fd, .events = POLLRDHUP };
+
+	return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+/*
+ * Hand @req to the pool as @who's and wait for its reply; a client that
+ * goes away meanwhile cancels it. Return: 0; -1 (stop).
+ */
 static int ask_pool(struct qtls_conn *c, const struct qauth_who *who,
 		    const struct proto_buf *req, struct proto_buf *reply)
 {
@@ -175,8 +191,19 @@ static int ask_pool(struct qtls_conn *c, const struct qauth_who *who,
 	pthread_mutex_unlock(&t->lock);
 	queryd_submit(c->slot, who, req->data, req->len);
 	pthread_mutex_lock(&t->lock);
-	while (!c->replied && !atomic_load(&t->stop))
-		pthread_cond_wait(&t->cond, &t->lock);
+	while (!c->replied && !atomic_load(&t->stop)) {
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += QTLS_GONE_CHECK_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		if (pthread_cond_timedwait(&t->cond, &t->lock, &until) == ETIMEDOUT &&
+		    !c->replied && client_gone(c))
+			queryd_slot_cancel(c->slot);	/* its answer would go nowhere */
+	}
 	if (c->replied) {
 		reply->len = 0;
 		if (proto_buf_append(reply, c->reply.data, c->reply.len) < 0)

@@ -27,6 +27,7 @@
 #define QTLS_MAX_CONNS		32	/* TLS query connections at once; more are closed */
 #define QTLS_HANDSHAKE_MS	10000	/* the handshake and each request's bytes */
 #define QTLS_IDLE_MS		300000	/* a connection waiting for its next request */
+#define QTLS_GONE_CHECK_MS	100	/* while a request is answered: is its client there? */
 
 struct qauth_who;
 struct queryd;
@@ -49,6 +50,9 @@ void queryd_slot_free(struct qslot *s);
  * (the pool, the sync list, or an error reply). queryd.c.
  */
 void queryd_submit(struct qslot *s, const struct qauth_who *who, const void *buf, size_t len);
+
+/* queryd_slot_cancel - @s's asker went away: its request's store work stops. queryd.c. */
+void queryd_slot_cancel(struct qslot *s);
 
 /*
  * qtls_start - listen on @addr (HOST:PORT; port 0 picks one) for TLS

@@ -12,6 +12,7 @@
 #define LOG_PREFIX NULL
 
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <grp.h>
 #include <inttypes.h>
@@ -153,6 +154,13 @@ static void usage(FILE *f)
 "                           received to be stored (default 120000, at most\n"
 "                           3600000); a longer --sync is cut to it. Waiting\n"
 "                           takes none of the query threads\n"
+"      --query-timeout MS   the store work of one query request (a page of rows,\n"
+"                           a count, a --sql statement) stops after MS ms, and\n"
+"                           the client is told so (default 60000; 0: never).\n"
+"                           A request whose client goes away stops at once\n"
+"      --query-max-rows N   the rows of one answer, all its pages together (as\n"
+"                           the client counts them), at most N; past them the\n"
+"                           client is told so (default 0: no limit)\n"
 "      --db PATH            SQLite database (default /var/lib/tracecollect/trace.db);\n"
 "                           one collector per database (PATH.lock beside it).\n"
 "                           Removed or replaced while running: the next commit\n"
@@ -568,6 +576,22 @@ static int apply_value(struct settings *s, const char *key, const char *value)
 			s->query_opts.sync_max_ms = (uint32_t)n;
 		return ret;
 	}
+	if (!strcmp(key, "query-timeout")) {
+		unsigned long n;
+		int ret = parse_uint(value, 0, QUERYD_TIMEOUT_MS_MAX, &n);
+
+		if (ret == 0)
+			s->query_opts.timeout_ms = (uint32_t)n;
+		return ret;
+	}
+	if (!strcmp(key, "query-max-rows")) {
+		unsigned long n;
+		int ret = parse_uint(value, 0, ULONG_MAX, &n);
+
+		if (ret == 0)
+			s->query_opts.max_rows = n;
+		return ret;
+	}
 	if (!strncmp(key, "host-", 5))
 		return apply_host_limit(s, key, value);
 	if (!strcmp(key, "store-priority")) {
@@ -631,7 +655,8 @@ static int settings_defaults(struct settings *s)
 
 	s->lim = collector_limits_default();
 	s->query_opts = (struct queryd_opts){ .threads = QUERYD_THREADS,
-					      .sync_max_ms = QUERYD_SYNC_MAX_MS };
+					      .sync_max_ms = QUERYD_SYNC_MAX_MS,
+					      .timeout_ms = QUERYD_TIMEOUT_MS };
 	for (i = 0; i < sizeof(def) / sizeof(def[0]) && ret == 0; i++)
 		ret = apply(s, def[i][0], def[i][1]);
 	return ret;
@@ -824,6 +849,8 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "host-map", required_argument, NULL, 31 },
 		{ "group", required_argument, NULL, 32 },
 		{ "import", required_argument, NULL, 33 },
+		{ "query-timeout", required_argument, NULL, 34 },
+		{ "query-max-rows", required_argument, NULL, 35 },
 		{ "config", required_argument, NULL, 'C' },
 		{ "foreground", no_argument, NULL, 'F' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -857,7 +884,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, SHORT_OPTS, longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 33) {
+		if (c >= 1 && c <= 35) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'F' || c == 'f')

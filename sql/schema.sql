@@ -129,6 +129,19 @@
 -- others to the rows they keep (rowid range included, so no block reaches
 -- past the table's largest rowid, which SQLite's next new rowid follows).
 -- Blocks are written in the transaction that inserts their rows.
+-- Storage order (0009-follow.sql): ts_blocks.seq is the storage
+-- sequence number of the block's first row: every row stored gets the
+-- next number, across every event type, in the order the writer inserts
+-- them (commit order: there is one writer), so the block's rows are seq ..
+-- seq + (hi - lo), and blocks in seq order are rowid order too. The writer
+-- takes the next number from the newest block at start and after a
+-- rollback. A reader sees a commit's blocks at once and never a block
+-- without those of lower numbers, so a number is a cursor for the live
+-- tail (store_tail(), traceq --follow): the blocks from seq C on, each a
+-- rowid range of one event table, are the rows stored since. A first block
+-- past C that starts after C means retention removed the rows between.
+-- (If retention removed every block and the collector restarted, numbers
+-- start again at 1: a cursor past the end is then reset to the start.)
 -- Field indexes (tracecollectd --index; not a migration, the collector
 -- keeps the set it is told at start): "ix:<table>:<column>" on (column,
 -- ts). A query whose filter requires `column == value` at its top (joined

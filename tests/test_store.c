@@ -947,6 +947,105 @@ START_TEST(test_retention)
 }
 END_TEST
 
+/* ---- the live tail: rows in storage order from a cursor ---- */
+
+struct tail_seen {
+	uint64_t n[3];
+	uint64_t last[3];	/* rowid of the last row of each type */
+};
+
+static int tail_cb(void *ctx, size_t i, const struct store_row *r)
+{
+	struct tail_seen *t = ctx;
+
+	ck_assert_uint_lt(i, 3);
+	ck_assert_uint_gt(r->rowid, t->last[i]);	/* a type's rows in storage order, once */
+	t->last[i] = r->rowid;
+	t->n[i]++;
+	return 0;
+}
+
+/* Tail @qs from @from in pages of @page rows to the end; *@missed summed. */
+static uint64_t tail_all(const struct store_query *const *qs, uint64_t from, size_t page,
+			 struct tail_seen *seen_rows, uint64_t *missed, uint64_t *end)
+{
+	struct store_tail t = { .from = from, .max_rows = page };
+	uint64_t pages = 0;
+
+	*missed = 0;
+	do {
+		uint64_t before = seen_rows->n[0] + seen_rows->n[1] + seen_rows->n[2];
+
+		ck_ok(store_tail(st, qs, 3, &t, tail_cb, seen_rows));
+		ck_assert_uint_le(seen_rows->n[0] + seen_rows->n[1] + seen_rows->n[2] - before,
+				  page);
+		ck_assert(!t.reset);
+		*missed += t.missed;
+		t.from = t.next;
+		pages++;
+	} while (t.more);
+	*end = t.next;
+	return pages;
+}
+
+START_TEST(test_tail)
+{
+	static const char *const names[][2] = {
+		{ "sched", "sched_switch" }, { "sched", "sched_wakeup" }, { "ftrace", "print" },
+	};
+	struct store_schema *sc[3];
+	struct store_query q[3];
+	const struct store_query *qs[3] = { &q[0], &q[1], &q[2] };
+	struct store_window win = { 1, INT64_MAX };
+	struct tail_seen a = { 0 }, b = { 0 }, c = { 0 };
+	struct store_tail t = { 0 };
+	uint64_t all, missed, end, end2, removed = 0, before;
+	int64_t cut = CLOCK_OFFSET + (int64_t)(seen.trace_ts_sum / seen.n[0]);
+
+	for (int i = 0; i < 3; i++) {
+		sc[i] = schema(st, names[i][0], names[i][1]);
+		q[i] = (struct store_query){ .schema = sc[i] };
+	}
+	all = seen.n[0] + seen.n[1] + seen.n[2];
+	/* no cursor, no window: from the end, nothing yet */
+	ck_ok(store_tail(st, qs, 3, &t, tail_cb, &a));
+	ck_assert_uint_eq(a.n[0] + a.n[1] + a.n[2], 0);
+	ck_assert(!t.more);
+	/* from the start: every row once, in pages of 100 (cut inside blocks) */
+	ck_assert_uint_gt(tail_all(qs, 1, 100, &a, &missed, &end), all / 100);
+	for (int i = 0; i < 3; i++)
+		ck_assert_uint_eq(a.n[i], seen.n[i]);
+	ck_assert_uint_eq(missed, 0);
+	ck_assert_uint_eq(end, t.next);	/* the end: where "from now" began */
+	ck_assert_uint_eq(end, all + 1);
+	/* no cursor, a window from the start: the same rows */
+	for (int i = 0; i < 3; i++)
+		q[i].win = &win;
+	tail_all(qs, 0, 10000, &b, &missed, &end2);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_uint_eq(b.n[i], seen.n[i]);
+		q[i].win = NULL;
+	}
+	/* retention removes the oldest rows: a reader from the start missed them */
+	before = rows_before(cut);
+	ck_ok(store_retain(st, cut, 0, &removed));
+	ck_assert_uint_eq(removed, before);
+	tail_all(qs, 1, 1000, &c, &missed, &end2);
+	ck_assert_uint_eq(c.n[0] + c.n[1] + c.n[2], all - before);
+	ck_assert_uint_gt(missed, 0);
+	ck_assert_uint_le(missed, before);
+	ck_assert_uint_eq(end2, end);
+	/* a cursor past the end (another database): read from its start */
+	t = (struct store_tail){ .from = end + 1000 };
+	memset(&c, 0, sizeof(c));
+	ck_ok(store_tail(st, qs, 3, &t, tail_cb, &c));
+	ck_assert(t.reset);
+	ck_assert_uint_eq(c.n[0] + c.n[1] + c.n[2], all - before);
+	for (int i = 0; i < 3; i++)
+		store_schema_free(sc[i]);
+}
+END_TEST
+
 /* ---- scopes: the hosts a reader may see, applied by every read ---- */
 
 struct scope_seen {
@@ -1967,7 +2066,7 @@ START_TEST(test_migrate_ts_index)
 	ck_assert_uint_eq(after->n, before->n);
 	ck_assert(memcmp(after->rowid, before->rowid, before->n * sizeof(before->rowid[0])) == 0);
 	db = raw_open();
-	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 9);	/* and on to 0009 */
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 10);	/* and on to 0010 */
 	sqlite3_close(db);
 	free(before);
 	free(after);
@@ -2326,7 +2425,7 @@ static Suite *store_suite(void)
 					test_schema_evolution, test_reopen, test_counters, test_host_usage,
 					test_stream_marks, test_journal_marks, test_symbols,
 					test_printk_formats, test_tgids,
-					test_names_and_errors, test_list, test_retention,
+					test_names_and_errors, test_list, test_retention, test_tail,
 					test_batches, test_writer_failure, test_time_index,
 					test_retention_blocks, test_migrate_ts_index,
 					test_wide_batches, test_field_index, test_field_index_later,

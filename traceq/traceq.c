@@ -7,6 +7,7 @@
  *   traceq --stats
  *   traceq --graph QUERY
  *   traceq --hist SPEC QUERY
+ *   traceq --follow QUERY
  *
  * QUERY is `EVENT [where FILTER]` in the kernel's event-filter language. The
  * query is parsed here first so that a typo is shown with a caret without a
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
@@ -49,6 +51,8 @@
 
 #define TRACEQ_DEFAULT_SERVER	"ipc:///run/tracecollect/query.sock"
 #define TRACEQ_PAGE_ROWS	1000
+#define TRACEQ_FOLLOW_POLL_MS	100	/* --follow: the wait after an empty page */
+#define TRACEQ_FOLLOW_RETRY_MS	500	/* --follow: the wait after no answer */
 
 enum out_format { OUT_TEXT, OUT_KERNEL, OUT_FIELDS, OUT_CSV, OUT_JSON };
 
@@ -62,7 +66,7 @@ struct traceq_opts {
 	struct tq_select sel;	/* --since/--until, --host, --cpu, --reverse */
 	enum qmsg_op list;	/* --hosts, --events, --fields; 0: none */
 	int timeout_ms;
-	bool count, stats, drops, graph, sync;
+	bool count, stats, drops, graph, sync, follow;
 	bool time_raw;		/* --time raw: the trace clock */
 	bool no_host;		/* --no-host: no host column */
 	const char *sql;	/* --sql TEXT */
@@ -77,6 +81,7 @@ static void usage(FILE *f)
 	fprintf(f,
 "Usage: traceq [OPTIONS] QUERY\n"
 "       traceq [OPTIONS] --count QUERY\n"
+"       traceq [OPTIONS] --follow QUERY\n"
 "       traceq [OPTIONS] --stats | --drops | --hosts\n"
 "       traceq [OPTIONS] --events [SELECTOR] | --fields SELECTOR\n"
 "       traceq [OPTIONS] --graph \"funcgraph [where FILTER]\"\n"
@@ -141,6 +146,17 @@ static void usage(FILE *f)
 "                       with options/record-tgid: (TGID), (-------) when the\n"
 "                       host's saved tgids do not know the pid\n"
 "  -n, --limit N        print at most N events (default: all)\n"
+"      --follow         print the matching events as the collector stores\n"
+"                       them, in the order it stores them (not time order:\n"
+"                       pages an agent resends after a reconnect come late),\n"
+"                       until SIGINT or SIGTERM (exit 0) or --limit; the\n"
+"                       filter runs on the collector. With --since, first\n"
+"                       the events of the window stored so far; without,\n"
+"                       from now on. Rides\n"
+"                       out a collector restart or a lost connection,\n"
+"                       resuming where it was; says on stderr how many\n"
+"                       events it missed when it fell so far behind that\n"
+"                       the collector's retention removed them first\n"
 "  -r, --reverse        newest first\n"
 "      --since TIME     only events at or after TIME\n"
 "      --until TIME     only events before TIME; TIME is one of\n",
@@ -285,6 +301,7 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		{ "stats", no_argument, NULL, 'T' },
 		{ "drops", no_argument, NULL, 'D' },
 		{ "graph", no_argument, NULL, 'g' },
+		{ "follow", no_argument, NULL, 'W' },
 		{ "sql", required_argument, NULL, 'Q' },
 		{ "hist", required_argument, NULL, 'G' },
 		{ "timeout", required_argument, NULL, 't' },
@@ -347,6 +364,7 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		case 'T': o->stats = true; break;
 		case 'D': o->stats = o->drops = true; break;
 		case 'g': o->graph = true; break;
+		case 'W': o->follow = true; break;
 		case 'Q': o->sql = optarg; break;
 		case 'G': o->hist = optarg; break;
 		case 'Y': o->sync = true; break;
@@ -367,10 +385,10 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		default: cli_bad_option("traceq", longopts, argv, c); return -1;
 		}
 	}
-	if (o->sql && (o->stats || o->count || o->graph || o->list || o->hist ||
+	if (o->sql && (o->stats || o->count || o->graph || o->list || o->hist || o->follow ||
 		       optind != argc)) {
-		fprintf(stderr, "traceq: --sql takes no QUERY, --stats, --drops, --count or"
-			" --graph, --hosts, --events, --fields or --hist\n");
+		fprintf(stderr, "traceq: --sql takes no QUERY, --stats, --drops, --count,"
+			" --graph, --follow, --hist, --hosts, --events or --fields\n");
 		return -1;
 	}
 	if (o->sql)
@@ -380,9 +398,16 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 			"--drops, --hosts, --events or --fields\n");
 		return -1;
 	}
+	if (o->follow && (o->stats || o->count || o->graph || o->list || o->hist ||
+			  o->sel.reverse)) {
+		fprintf(stderr, "traceq: --follow takes no --stats, --drops, --count, --graph,"
+			" --hist, --reverse, --hosts, --events or --fields\n");
+		return -1;
+	}
 	if (o->list)
 		return tq_discover_args(o->list, argc - optind, argv + optind, &o->query);
-	if (o->import && (o->stats || o->count || o->graph || o->list || o->hist || o->sql)) {
+	if (o->import && (o->stats || o->count || o->graph || o->list || o->hist || o->sql ||
+			  o->follow)) {
 		fprintf(stderr, "traceq: --import goes with no other request\n");
 		return -1;
 	}
@@ -445,6 +470,7 @@ struct client {
 	struct tlsconn *tls;	/* the TLS query port; NULL: nng */
 	const struct traceq_opts *o;
 	uint32_t sync_ms;	/* --sync: sent with the first request */
+	bool lost;		/* the last call got no answer (not an error reply) */
 };
 
 /* The TLS query port's HOST:PORT in @server (tls://HOST:PORT, HOST:PORT), or NULL: nng. */
@@ -537,6 +563,7 @@ static int client_call(struct client *c, const struct qmsg_request *req,
 	proto_buf_free(&b);
 	if (rv == 0)
 		rv = nng_recv(c->sock, &msg, &len, NNG_FLAG_ALLOC);
+	c->lost = rv != 0;
 	if (rv != 0) {
 		fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
 			c->o->server, nng_strerror(rv));
@@ -558,6 +585,7 @@ static int client_call_tls(struct client *c, struct proto_buf *b, struct qmsg_re
 	proto_buf_init(&in);
 	ret = tlsconn_call(c->tls, b->data, b->len, &in, err, sizeof(err));
 	proto_buf_free(b);
+	c->lost = ret < 0;
 	if (ret < 0) {
 		fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
 			c->o->server, err);
@@ -1222,6 +1250,7 @@ static int run_select(struct client *c, const struct traceq_opts *o)
 		req.limit = TRACEQ_PAGE_ROWS;
 		if (o->limit && o->limit - printed < req.limit)
 			req.limit = (uint32_t)(o->limit - printed);
+		req.sent = printed;	/* the collector's query-max-rows counts them */
 		ret = client_call(c, &req, &rep);
 		if (ret)
 			break;
@@ -1323,6 +1352,103 @@ static int run_discover(struct client *c, const struct traceq_opts *o)
 	tq_discover_print(stdout, &rep, o->format == OUT_JSON);
 	qmsg_reply_free(&rep);
 	return fflush(stdout) == 0 ? 0 : 1;
+}
+
+/* ---- --follow ---- */
+
+static volatile sig_atomic_t follow_stop;
+
+static void follow_signal(int sig)
+{
+	(void)sig;
+	follow_stop = 1;
+}
+
+/* Sleep @ms, or less when a signal comes. */
+static void follow_sleep(int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+	if (!follow_stop)
+		nanosleep(&ts, NULL);
+}
+
+/*
+ * After a call that got no answer: over nng the socket dials again by
+ * itself; a TLS connection is made anew, until it is back or a signal
+ * comes. Return: 0 (try again), 1 (stopped).
+ */
+static int follow_reconnect(struct client *c, const struct traceq_opts *o, bool *said)
+{
+	if (!*said)
+		fprintf(stderr, "traceq: --follow: lost the collector; trying again\n");
+	*said = true;
+	while (!follow_stop) {
+		follow_sleep(TRACEQ_FOLLOW_RETRY_MS);
+		if (!c->tls)
+			return 0;
+		tlsconn_close(c->tls);
+		c->tls = NULL;
+		if (client_open_tls(c, o, tls_server(o->server)) == 0)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * --follow: pages of QOP_TAIL, the cursor (last_id) carried from one to
+ * the next, across a lost collector too. An empty page waits a little
+ * before the next; the collector keeps nothing for us between pages.
+ */
+static int run_follow(struct client *c, const struct traceq_opts *o)
+{
+	struct qmsg_request req = { .op = QOP_TAIL, .query = (char *)o->query };
+	struct out out = { .o = o, .c = c, .printks = { .c = c }, .tgids = { .c = c } };
+	struct sigaction sa = { .sa_handler = follow_signal };
+	uint64_t printed = 0, cursor = 0;
+	bool said = false;
+	int ret = 0;
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	tq_select_apply(&o->sel, &req);
+	out.host_width = host_width(c, o);
+	while (ret == 0 && !follow_stop && (!o->limit || printed < o->limit)) {
+		struct qmsg_reply rep;
+
+		req.after_id = cursor;
+		req.sent = printed;
+		req.limit = TRACEQ_PAGE_ROWS;
+		if (o->limit && o->limit - printed < req.limit)
+			req.limit = (uint32_t)(o->limit - printed);
+		ret = client_call(c, &req, &rep);
+		if (ret == 1 && c->lost && !follow_stop) {
+			ret = follow_reconnect(c, o, &said);
+			continue;
+		}
+		if (ret)
+			break;
+		if (said)
+			fprintf(stderr, "traceq: --follow: the collector is back\n");
+		said = false;
+		if (rep.reset)
+			fprintf(stderr, "traceq: --follow: the collector's database is not the one "
+				"followed so far (replaced or emptied): following it from its start\n");
+		if (rep.missed)
+			fprintf(stderr, "traceq: --follow: fell behind: %" PRIu64 " events were "
+				"stored and removed by the collector's retention before they could "
+				"be printed (of every event, matching or not)\n", rep.missed);
+		ret = print_page(&out, &rep);
+		printed += rep.nrows;
+		cursor = rep.last_id;
+		if (ret == 0 && fflush(stdout) != 0)
+			ret = 1;
+		if (ret == 0 && !rep.more && !rep.nrows)
+			follow_sleep(TRACEQ_FOLLOW_POLL_MS);
+		qmsg_reply_free(&rep);
+	}
+	out_free(&out);
+	return ret;
 }
 
 /* ---- the function_graph view ---- */
@@ -1585,6 +1711,8 @@ int main(int argc, char **argv)
 		ret = run_graph(&c, &o);
 	else if (o.hist)
 		ret = run_hist(&c, &o);
+	else if (o.follow)
+		ret = run_follow(&c, &o);
 	else
 		ret = run_select(&c, &o);
 	if (c.tls)

@@ -48,22 +48,59 @@
 #include <sqlite3.h>
 
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "server/store/sqlite_int.h"
 #include "sql/schema.h"
 
 int sq_err(struct store *s, int err, const char *what)
 {
-	sqlite3 *db = sq_store_of(s)->db;
+	struct sq_store *q = sq_store_of(s);
+	sqlite3 *db = q->db;
 	char why[STORE_ERRMSG_MAX];
-
 	size_t n = strcspn(what, ";");
 
+	if (q->stopped && db && (sqlite3_errcode(db) == SQLITE_INTERRUPT || err == TC_ERR_DB))
+		return store_set_errmsg(s, q->stopped, "%s: %s", what, q->stopped == -ECANCELED ?
+					"stopped: the asker went away" :
+					"stopped at the time limit");
 	sq_explain(db, db ? sqlite3_extended_errcode(db) : SQLITE_NOMEM, why, sizeof(why));
 	if (n <= 40 && !what[n])
 		return store_set_errmsg(s, err, "%s: %s", what, why);
 	/* SQL text: the reason first, then where, shortened */
 	return store_set_errmsg(s, err, "%s (running: %.*s%s)", why, (int)(n < 40 ? n : 40),
 				what, what[n] || n > 40 ? "..." : "");
+}
+
+/* ---- stopping reads ---- */
+
+#define SQ_STOP_TICK	4096	/* VM steps between two checks */
+
+int sq_stop_due(struct sq_store *q)
+{
+	if (q->rstop.cancel && *q->rstop.cancel)
+		q->stopped = -ECANCELED;
+	else if (q->rstop.deadline_ms && util_now_ms() >= q->rstop.deadline_ms)
+		q->stopped = TC_ERR_TIMEOUT;
+	return q->stopped != 0;
+}
+
+static int sq_stop_progress(void *arg)
+{
+	return sq_stop_due(arg);
+}
+
+void sq_stop_handler(struct sq_store *q)
+{
+	if (q->db)
+		sqlite3_progress_handler(q->db, SQ_STOP_TICK, sq_stop_progress, q);
+}
+
+static void sq_set_stop(struct store *s, const struct store_stop *stop)
+{
+	struct sq_store *q = sq_store_of(s);
+
+	q->rstop = stop ? *stop : (struct store_stop){ 0 };
+	q->stopped = 0;
 }
 
 /* ---- SQL text ---- */
@@ -195,8 +232,10 @@ static int sq_setup_writer(struct store *s)
 		ret = sq_prepare(s, "INSERT OR IGNORE INTO symbols (program_id, addr, size, name)"
 				    " VALUES (?, ?, ?, ?)", &q->sym_put);
 	if (ret == 0)
-		ret = sq_prepare(s, "INSERT INTO ts_blocks (type_id, lo, hi, min_ts, max_ts, span)"
-				    " VALUES (?, ?, ?, ?, ?, ?)", &q->block_put);
+		ret = sq_prepare(s, "INSERT INTO ts_blocks (type_id, lo, hi, min_ts, max_ts, span,"
+				    " seq) VALUES (?, ?, ?, ?, ?, ?, ?)", &q->block_put);
+	if (ret == 0)
+		ret = sq_seq_load(s);
 	return ret;
 }
 
@@ -242,8 +281,10 @@ int sq_connect(struct sq_store *q)
 	sqlite3_extended_result_codes(q->db, 1);
 	sqlite3_busy_timeout(q->db, 5000);
 	/* a reader closing never checkpoints nor removes PATH-wal (sqlite_file.c) */
-	if (s->readonly)
+	if (s->readonly) {
 		sqlite3_db_config(q->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+		sq_stop_handler(q);
+	}
 	ret = s->readonly ? sq_setup_reader(s) : sq_setup_writer(s);
 	if (ret == 0 && !s->readonly)
 		ret = sq_ckpt_start(q, q->path);
@@ -377,6 +418,8 @@ static void sq_rollback(struct store *s)
 	q->werr = 0;
 	pthread_mutex_unlock(&q->lock);
 	q->in_txn = false;
+	if (q->db)	/* the numbers the rolled-back blocks took are free again */
+		sq_seq_load(s);
 }
 
 /*
@@ -463,6 +506,8 @@ static const struct store_ops sq_ops = {
 	.thread_policy = sq_thread_policy,
 	.drops = sq_drops,
 	.sql = sq_sql,
+	.tail = sq_tail,
+	.set_stop = sq_set_stop,
 	.hosts = sq_hosts,
 	.follow = sq_follow,
 };

@@ -21,6 +21,7 @@
 
 #include <sqlite3.h>
 
+#include "server/store/sqlite_filter.h"
 #include "server/store/store_ops.h"
 
 /* Which file a name leads to (sqlite_file.c); set: it was there. */
@@ -137,6 +138,15 @@ struct sq_store {
 	sqlite3_stmt *printk_put;	/* prepared when first used */
 	sqlite3_stmt *tgid_put;
 	bool in_txn;		/* between begin and commit */
+	/*
+	 * The storage sequence number of the next row stored (ts_blocks.seq):
+	 * the writer thread's while batches are in flight, else the caller's;
+	 * read again from the file after a rollback (sq_seq_load()).
+	 */
+	int64_t seq;
+	/* reads stop (store_set_stop()): the reader's thread only */
+	struct store_stop rstop;
+	int stopped;		/* why the last read was stopped: TC_ERR_TIMEOUT, -ECANCELED; 0 */
 	/* the writer thread (sq_writer_main()); under lock: */
 	pthread_t writer;
 	bool writer_started;
@@ -280,6 +290,66 @@ int sq_ix_usable(struct store *s, const struct store_schema *sc,
 		 const struct sq_bind *b, size_t nb, bool *usable);
 
 /* sqlite_read.c: the time index */
+
+/*
+ * The WHERE text of a query and the values of its '?'s: the filter's
+ * clause (sq_filter_to_sql()) and the host's, both over the columns
+ * sq_from() offers. sq_where_of() makes it from a store_query;
+ * sq_where_free() frees it, also after a failure.
+ */
+struct sq_where {
+	char *text;
+	struct sq_bind *b;
+	size_t nb;
+	struct sq_filter_sql sql;	/* the filter's part; b's strings point into it */
+};
+
+int sq_where_of(const struct store_query *q, struct sq_where *w);
+void sq_where_free(struct sq_where *w);
+/* sq_bind_where - bind @b to @st's nameless '?'s, in order. */
+int sq_bind_where(struct store *s, sqlite3_stmt *st, const struct sq_bind *b, size_t nb);
+
+/*
+ * sq_from - append " FROM (...) WHERE (@where)" over @sc's table, with
+ * the host name and comm columns when @rows (see sqlite_read.c); @r NULL:
+ * no time range or keyset.
+ */
+struct sq_range;
+void sq_from(struct sq_buf *b, const struct store_schema *sc, const char *where,
+	     const struct sq_range *r, bool rows);
+/* sq_col_index - the schema index of the field @name, or -1. */
+int sq_col_index(const struct store_schema *sc, const char *name);
+
+/*
+ * A select's row as a struct store_row: sq_row() reads the current row of
+ * a statement whose columns are "_tc_rowid, host_id, _tc_host, cpu, ts,
+ * trace_ts, _tc_comm" and then @sc's columns, into @r, whose values live
+ * in @rb (ncols + 1 of each, allocated by the caller).
+ */
+struct sq_rowbuf {
+	struct decode_value *vals;
+	bool *null;
+	int pid;	/* schema index of common_pid, or -1 */
+};
+
+void sq_row(sqlite3_stmt *st, const struct store_schema *sc, struct sq_rowbuf *rb,
+	    struct store_row *r);
+
+/*
+ * sq_stop_due - whether a read on @q must stop now (q->rstop); sets
+ * q->stopped to why. The progress handler every reader has (sqlite.c),
+ * which --sql's own handler calls too.
+ */
+int sq_stop_due(struct sq_store *q);
+/* sq_stop_handler - install that handler on @q's connection (again). */
+void sq_stop_handler(struct sq_store *q);
+
+/* sqlite_tail.c: rows in storage order (store_tail()) */
+
+/* sq_seq_load - set the writer's next storage sequence number from the file. */
+int sq_seq_load(struct store *s);
+int sq_tail(struct store *s, const struct store_query *const *qs, size_t nq,
+	    struct store_tail *t, store_tail_fn fn, void *ctx);
 
 /* sq_int1 - the integer @sql yields for one bound integer @arg (NULL: @dflt). */
 int sq_int1(struct store *s, const char *sql, int64_t arg, int64_t dflt, int64_t *out);

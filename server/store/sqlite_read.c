@@ -25,7 +25,7 @@
 
 #define SQ_BLOCKS_FIRST	64		/* blocks a limited select tries first */
 
-static int sq_col_index(const struct store_schema *sc, const char *name)
+int sq_col_index(const struct store_schema *sc, const char *name)
 {
 	for (size_t i = 0; i < sc->ncols; i++)
 		if (!strcmp(sc->cols[i].name, name))
@@ -37,8 +37,7 @@ static int sq_col_index(const struct store_schema *sc, const char *name)
  * Bind @b to the WHERE's '?' parameters: the nameless ones, in order (the
  * store's own are named, and may come first in the statement).
  */
-static int sq_bind_where(struct store *s, sqlite3_stmt *st, const struct sq_bind *b,
-			 size_t nb)
+int sq_bind_where(struct store *s, sqlite3_stmt *st, const struct sq_bind *b, size_t nb)
 {
 	int p = 0, np = sqlite3_bind_parameter_count(st);
 
@@ -123,8 +122,8 @@ static bool sq_reads_comm(const struct store_schema *sc, const char *where)
  * joins comms only when its WHERE reads them (an index can then count
  * without reading the rows).
  */
-static void sq_from(struct sq_buf *b, const struct store_schema *sc, const char *where,
-		    const struct sq_range *r, bool rows)
+void sq_from(struct sq_buf *b, const struct store_schema *sc, const char *where,
+	     const struct sq_range *r, bool rows)
 {
 	int pid = sq_col_index(sc, "common_pid");
 	bool blocks = r && !r->by_index, comms = rows || sq_reads_comm(sc, where);
@@ -394,14 +393,8 @@ static void sq_row_value(sqlite3_stmt *st, int i, enum decode_kind kind,
 	}
 }
 
-struct sq_rowbuf {
-	struct decode_value *vals;
-	bool *null;
-	int pid;	/* schema index of common_pid, or -1 */
-};
-
-static void sq_row(sqlite3_stmt *st, const struct store_schema *sc, struct sq_rowbuf *rb,
-		   struct store_row *r)
+void sq_row(sqlite3_stmt *st, const struct store_schema *sc, struct sq_rowbuf *rb,
+	    struct store_row *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->rowid = (uint64_t)sqlite3_column_int64(st, 0);
@@ -521,17 +514,6 @@ void sq_hosts_bind(sqlite3_stmt *st, int first, const struct store_query *q)
 		sqlite3_bind_text(st, first++, q->scope->globs[i], -1, SQLITE_TRANSIENT);
 }
 
-/*
- * The WHERE text of a query and the values of its '?'s: the filter's
- * clause (sq_filter_to_sql()) and the host's, both over the columns
- * sq_from() offers.
- */
-struct sq_where {
-	char *text;
-	struct sq_bind *b;
-	size_t nb;
-	struct sq_filter_sql sql;	/* the filter's part; b's strings point into it */
-};
 
 /* Column SQL for a bound field index: quoted field name, or the specials. */
 static const char *sq_column_of(void *ctx, int index)
@@ -564,7 +546,7 @@ static struct sq_bind sq_bind_of(const struct filter_value *b)
 	return s;
 }
 
-static void sq_where_free(struct sq_where *w)
+void sq_where_free(struct sq_where *w)
 {
 	sq_filter_sql_free(&w->sql);
 	free(w->text);
@@ -587,7 +569,7 @@ static void sq_cpus_cond(char *out, const struct store_query *q)
  * sq_where_free(), also after a failure). A `FIELD == value` at the top of
  * the filter is a promise an index may serve (sq_ix_usable()).
  */
-static int sq_where_of(const struct store_query *q, struct sq_where *w)
+int sq_where_of(const struct store_query *q, struct sq_where *w)
 {
 	size_t n, len;
 	int ret = q->filter ? sq_filter_to_sql(q->filter, sq_column_of, (void *)q, &w->sql) : 0;

@@ -167,7 +167,7 @@ static int sq_delete_rows(struct store *s, const char *sql, const char *table, i
  * than @ts: those in the blocks that start before @ts. Blocks that end
  * before it go; the others shrink to the rows they keep (lo and hi too, so
  * no block reaches past the table's largest rowid, the next one SQLite
- * hands out).
+ * hands out; seq moves with lo, so it stays the storage number of lo's row).
  */
 static int sq_delete_before(struct store *s, sqlite3_stmt *st, int64_t ts, uint64_t *removed)
 {
@@ -183,6 +183,8 @@ static int sq_delete_before(struct store *s, sqlite3_stmt *st, int64_t ts, uint6
 				      " AND max_ts < ?2", table, type_id, ts);
 	if (ret == 0)
 		ret = sq_run_table(s, "UPDATE ts_blocks SET"
+				      " seq = seq + (SELECT min(rowid) FROM %T"
+				      " WHERE rowid BETWEEN lo AND hi) - lo,"
 				      " lo = (SELECT min(rowid) FROM %T WHERE rowid BETWEEN lo AND hi),"
 				      " hi = (SELECT max(rowid) FROM %T WHERE rowid BETWEEN lo AND hi),"
 				      " min_ts = (SELECT min(ts) FROM %T WHERE rowid BETWEEN lo AND hi),"

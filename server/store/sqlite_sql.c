@@ -469,7 +469,7 @@ static int sq_progress(void *arg)
 
 	if (x->deadline && util_now_ms() >= x->deadline)
 		x->timed_out = true;
-	return x->timed_out;
+	return x->timed_out || sq_stop_due(sq_store_of(x->s));
 }
 
 /*
@@ -540,6 +540,8 @@ static int sq_step_error(struct sq_sql *x, const struct store_sql_limits *lim, i
 		return store_set_errmsg(x->s, TC_ERR_TIMEOUT,
 					"--sql stopped at the time limit of %lld ms",
 					(long long)lim->time_ms);
+	if (sq_store_of(x->s)->stopped)
+		return sq_err(x->s, TC_ERR_DB, "--sql");
 	if (rc == SQLITE_TOOBIG)
 		return store_set_errmsg(x->s, TC_ERR_TOO_LONG,
 					"--sql: a value over the limit of %u bytes",
@@ -612,7 +614,7 @@ static int sq_sql_run(struct sq_sql *x, const char *text, const struct store_sql
 	if (ret == 0)
 		ret = sq_sql_rows(x, st, lim, fn, ctx);
 	sqlite3_finalize(st);
-	sqlite3_progress_handler(db, 0, NULL, NULL);
+	sq_stop_handler(sq_store_of(x->s));	/* every read's again */
 	sqlite3_set_authorizer(db, NULL, NULL);
 	sqlite3_limit(db, SQLITE_LIMIT_LENGTH, len);
 	return ret;

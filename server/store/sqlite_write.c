@@ -163,7 +163,7 @@ static int sq_rows_step(const struct store_type *t, sqlite3_stmt *st, const stru
 }
 
 static int sq_block_row(sqlite3_stmt *st, int64_t type_id, int64_t lo, int64_t hi,
-			int64_t lo_ts, int64_t hi_ts)
+			int64_t lo_ts, int64_t hi_ts, int64_t *seq)
 {
 	int rc;
 
@@ -173,8 +173,11 @@ static int sq_block_row(sqlite3_stmt *st, int64_t type_id, int64_t lo, int64_t h
 	sqlite3_bind_int64(st, 4, lo_ts);
 	sqlite3_bind_int64(st, 5, hi_ts);
 	sqlite3_bind_int64(st, 6, (int64_t)((uint64_t)hi_ts - (uint64_t)lo_ts));
+	sqlite3_bind_int64(st, 7, *seq);
 	rc = sqlite3_step(st);
 	sqlite3_reset(st);
+	if (rc == SQLITE_DONE)
+		*seq += hi - lo + 1;
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
@@ -186,10 +189,12 @@ static int sq_block_row(sqlite3_stmt *st, int64_t type_id, int64_t lo, int64_t h
  * most (a batch is several blocks). A row that would widen its block past
  * SQ_BLOCK_SPAN starts the next one, so a batch that mixes resent old
  * pages with new ones does not make every query of the type read further
- * back. Touches only the connection. Return: an SQLite result code.
+ * back. Each block takes the next storage sequence numbers from *@seq
+ * (sql/0009-follow.sql). Touches only the connection and *@seq. Return:
+ * an SQLite result code.
  */
 static int sq_block_put(sqlite3 *db, sqlite3_stmt *st, const struct store_type *t,
-			const struct sq_val *v, unsigned n)
+			const struct sq_val *v, unsigned n, int64_t *seq)
 {
 	int64_t first = sqlite3_last_insert_rowid(db) - (int64_t)n + 1;
 	int64_t lo_ts = INT64_MAX, hi_ts = INT64_MIN;
@@ -202,7 +207,8 @@ static int sq_block_put(sqlite3 *db, sqlite3_stmt *st, const struct store_type *
 
 		if (r > start && (r - start == SQ_BLOCK_ROWS ||
 				  (uint64_t)b - (uint64_t)a > SQ_BLOCK_SPAN)) {
-			rc = sq_block_row(st, t->type_id, first + start, first + r - 1, lo_ts, hi_ts);
+			rc = sq_block_row(st, t->type_id, first + start, first + r - 1, lo_ts, hi_ts,
+					  seq);
 			start = r;
 			a = b = ts;
 		}
@@ -210,7 +216,7 @@ static int sq_block_put(sqlite3 *db, sqlite3_stmt *st, const struct store_type *
 		hi_ts = b;
 	}
 	if (rc == SQLITE_OK && n)
-		rc = sq_block_row(st, t->type_id, first + start, first + n - 1, lo_ts, hi_ts);
+		rc = sq_block_row(st, t->type_id, first + start, first + n - 1, lo_ts, hi_ts, seq);
 	return rc;
 }
 
@@ -241,7 +247,7 @@ static int sq_batch_exec(struct sq_store *q, const struct sq_batch *b)
 	for (; r < b->pending && rc == SQLITE_OK; r++)
 		rc = sq_rows_step(t, t->insert, b->vals + (size_t)r * t->ncols, 1, NULL);
 	if (rc == SQLITE_OK && b->pending)
-		rc = sq_block_put(q->db, q->block_put, t, b->vals, b->pending);
+		rc = sq_block_put(q->db, q->block_put, t, b->vals, b->pending, &q->seq);
 	return rc;
 }
 
@@ -542,7 +548,7 @@ int sq_insert(struct store *s, struct store_type *t, uint64_t host_id,
 		if (ret < 0)
 			return ret;
 		if (sq_rows_step(t, t->insert, row, 1, NULL) != SQLITE_OK ||
-		    sq_block_put(q->db, q->block_put, t, row, 1) != SQLITE_OK) {
+		    sq_block_put(q->db, q->block_put, t, row, 1, &q->seq) != SQLITE_OK) {
 			ret = sq_err(s, TC_ERR_DB, "step");
 			sqlite3_exec(q->db, "ROLLBACK TO tc_row", NULL, NULL, NULL);
 		}

@@ -425,6 +425,25 @@ int store_hist(struct store *s, const struct store_query *q, const struct store_
 	return store_enter(s) ?: s->ops->hist(s, q, h, fn, ctx, tot);
 }
 
+void store_set_stop(struct store *s, const struct store_stop *stop)
+{
+	if (s && s->ops->set_stop)
+		s->ops->set_stop(s, stop);
+}
+
+int store_tail(struct store *s, const struct store_query *const *qs, size_t nq,
+	       struct store_tail *t, store_tail_fn fn, void *ctx)
+{
+	if (!s || !t || !fn || (nq && !qs))
+		return -EINVAL;
+	for (size_t i = 0; i < nq; i++)
+		if (store_query_ok(qs[i]) < 0)
+			return -EINVAL;
+	if (!s->ops->tail)
+		return -ENOSYS;
+	return store_enter(s) ?: s->ops->tail(s, qs, nq, t, fn, ctx);
+}
+
 int store_stats(struct store *s, const struct store_query *q,
 		int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
 			  uint64_t value),

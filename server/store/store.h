@@ -644,6 +644,75 @@ int store_drops(struct store *s, const struct store_query *q,
 			  const char *reason, uint64_t count),
 		void *ctx);
 
+/* ---- stopping a read ---- */
+
+/*
+ * When a reader's work must stop (per-query limits, a client gone): at
+ * @deadline_ms (util_now_ms()'s clock; 0: none), or once *@cancel is true
+ * (NULL: never), which another thread may set at any time. A read that
+ * runs into either fails with TC_ERR_TIMEOUT or -ECANCELED, and
+ * store_errmsg() says which; a read that ends first is not touched.
+ */
+struct store_stop {
+	int64_t deadline_ms;
+	const volatile bool *cancel;
+};
+
+/*
+ * store_set_stop - reads on @s from now on stop as @stop says (copied;
+ * the flag it points to must outlive the reads); NULL: they run to the
+ * end. Checked every few thousand steps of the engine, so a stop takes
+ * effect within about a millisecond of work.
+ */
+void store_set_stop(struct store *s, const struct store_stop *stop);
+
+/* ---- live tail: rows in the order they were stored (traceq --follow) ---- */
+
+/*
+ * Every row the store keeps gets a storage sequence number: 1, 2, ... in
+ * the order the rows were stored, across every event type (one writer, so
+ * this is commit order; not event time: pages resent after a reconnect
+ * are stored, and numbered, late). A reader sees the rows of a commit
+ * all at once and never a row without every row of a lower number, so a
+ * number is a cursor: "the rows from N on" misses nothing stored later.
+ */
+struct store_tail {
+	/*
+	 * in: where to go on from, an earlier call's @next; 0: from the end
+	 * (the rows stored from now on) or, when a query's window has a
+	 * from_ts, from the first rows that can lie in the window.
+	 */
+	uint64_t from;
+	size_t max_rows;	/* in: rows passed to @fn at most (0: no limit) */
+	size_t max_scan;	/* in: rows looked at, of every type, at most (0: no limit) */
+	uint64_t next;		/* out: the cursor to go on from */
+	/*
+	 * out: rows stored at or after @from that are gone (retention removed
+	 * them before this read), of every event type: the reader missed them
+	 */
+	uint64_t missed;
+	bool reset;		/* out: @from lies past the store's end: it is another
+				 * (or an emptied) database; read from its start */
+	bool more;		/* out: stopped at max_rows or max_scan: rows remain */
+};
+
+/* Called per row with @i, the index of the query (event type) it matched. */
+typedef int (*store_tail_fn)(void *ctx, size_t i, const struct store_row *row);
+
+/*
+ * store_tail - the rows stored from t->from on that match one of @qs
+ * (@nq queries, one per event type, as store_select() takes them; their
+ * paging, limit and order are not used; a window applies to every row),
+ * in storage order, passed to @fn. Stops after t->max_rows rows (the
+ * cursor may then point inside a block of rows stored together) or before
+ * looking at more than t->max_scan rows (at least one block is read), and
+ * says where to go on in t->next.
+ *
+ * Return: 0; -EINVAL; TC_ERR_DB; -ENOMEM; or @fn's nonzero return.
+ */
+int store_tail(struct store *s, const struct store_query *const *qs, size_t nq,
+	       struct store_tail *t, store_tail_fn fn, void *ctx);
+
 /* ---- user SQL: traceq --sql ---- */
 
 /*

@@ -69,7 +69,8 @@
  * only by the ingest worker (every write op, and the reads the write
  * path needs: stream_marks, journal_mark_get); the query endpoint's
  * thread opens a read-only handle of its own and calls only schema_get,
- * schema_list, select, count, hist, host_find, symbol_name, stats, drops and sql. Threads a
+ * schema_list, select, count, hist, tail, host_find, symbol_name, stats,
+ * drops and sql. Threads a
  * backend runs for itself (SQLite: the writer that runs batched INSERTs,
  * the checkpointer) are its own business: started by its constructor,
  * stopped by close, waited for by sync, scheduled by thread_policy; the
@@ -78,7 +79,8 @@
  * may be using the handle is thread_policy (main, as the ingest worker
  * starts): it may touch nothing but the backend's own threads.
  *
- * Optional: sync and thread_policy may be NULL (no threads of its own),
+ * Optional: set_stop may be NULL (reads are never stopped); sync and
+ * thread_policy may be NULL (no threads of its own),
  * follow (no file that can be removed); every other op must be set.
  */
 #ifndef SERVER_STORE_STORE_OPS_H
@@ -185,6 +187,16 @@ struct store_ops {
 	 */
 	int (*sql)(struct store *s, const char *text, const struct store_scope *scope,
 		   const struct store_sql_limits *lim, store_sql_fn fn, void *ctx);
+
+	/*
+	 * tail: rows in storage order from a cursor (store_tail()); each
+	 * query as select's (its paging, limit and order unused)
+	 */
+	int (*tail)(struct store *s, const struct store_query *const *qs, size_t nq,
+		    struct store_tail *t, store_tail_fn fn, void *ctx);
+
+	/* set_stop: reads stop as @stop says (NULL: not) from now on (store_set_stop()) */
+	void (*set_stop)(struct store *s, const struct store_stop *stop);
 
 	/* ---- optional ---- */
 	/*
