@@ -88,7 +88,7 @@ W
 	[ $ncpus -gt 0 ] || die "no per-CPU data in $dir/trace.dat"
 	{
 		echo "page_size=$(trace-cmd dump -i "$dir/trace.dat" --summary 2>/dev/null |
-			sed -n 's/^[[:space:]]*\([0-9]*\)[[:space:]]*\[Page size, bytes\]/\1/p' | head -1)"
+			sed -n 's/^[[:space:]]*\([0-9]*\)[[:space:]]*\[Page size, bytes\]/\1/p' | sed -n 1p)"
 		echo "long_size=$(( $(getconf LONG_BIT) / 8 ))"
 		echo "ncpus=$ncpus"
 	} > "$dir/capture.txt"
@@ -187,7 +187,9 @@ bench_query() {
 		--ca "$tmp/pki/ca.crt" --ready-file "$tmp/ready" --journal-size 0 \
 		--host-map "$(hostname) bench-*" 2> "$tmp/collector.log" &
 	pid=$!
-	trap 'kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+	# (globals: the trap runs outside this function)
+	qb_pid=$pid qb_tmp=$tmp
+	trap 'kill "$qb_pid" 2>/dev/null; rm -rf "$qb_tmp"' EXIT
 	for _ in $(seq 100); do [ -s "$tmp/ready" ] && break; sleep 0.1; done
 	listen=$(sed -n 's/^listen=//p' "$tmp/ready")
 	query=$(sed -n 's/^query=//p' "$tmp/ready")
@@ -197,8 +199,8 @@ bench_query() {
 	tq --sync --count sched_switch > /dev/null
 	echo "stored: $(tq --count '*') events by $QBENCH_FILL in ${fill_ms} ms"
 	# trace-cmd report's lines before the first event ("cpus=2")
-	hdr=$(trace-cmd report -i "$data/trace.dat" 2>/dev/null | head -100 |
-		awk '/-[0-9]+ +\[[0-9]+\] / {print NR - 1; exit}')
+	hdr=$( (trace-cmd report -i "$data/trace.dat" 2>/dev/null || true) | head -100 |
+		awk '!d && /-[0-9]+ +\[[0-9]+\] / {print NR - 1; d = 1}')
 	# -F goes before -i: trace-cmd 3.1.6 ignores a -F after -i without a
 	# word (fixed upstream by 04ad2c60, "Ensure filter is applied to
 	# single input file")
@@ -234,25 +236,25 @@ bench_query() {
 	all_n=$(tq --count '*')
 	echo 5 > "/proc/$pid/clear_refs"
 	all_ms=${EPOCHREALTIME/./}
-	all_rows=$(timeout "${BENCH_PRINT_ALL_S:-120}" "$build/traceq/traceq" -t 3600000 \
-		--server "$query" '*' | wc -l)
+	all_rows=$(timeout "${BENCH_PRINT_ALL_S:-60}" "$build/traceq/traceq" -t 3600000 \
+		--server "$query" '*' | wc -l || true)
 	all_ms=$(( (${EPOCHREALTIME/./} - all_ms) / 1000 ))
 	rss=$(awk '/VmHWM/ {printf "%d", $2 / 1024}' "/proc/$pid/status")
 	tc_all_n=$(( $(trace-cmd report -i "$data/trace.dat" 2>/dev/null | wc -l) - hdr ))
 	tc_all_ms=$(ms_of trace-cmd report -i "$data/trace.dat")
 	echo "print '*': stored=$all_n tracecmd_events=$tc_all_n" \
 	     "$([ "$all_n" = "$tc_all_n" ] && echo agree || echo MISMATCH)" \
-	     "printed=$all_rows in ms=$all_ms (at most ${BENCH_PRINT_ALL_S:-120} s)" \
+	     "printed=$all_rows in ms=$all_ms (at most ${BENCH_PRINT_ALL_S:-60} s)" \
 	     "collector_peak_rss_mb=$rss tracecmd_print_all_ms=$tc_all_ms"
 	echo "collector peak RSS over the five prints: ${rss5} MB"
 	if tq --help 2>&1 | grep -q -- --hist; then
-		tq --hist 'keys=next_comm' sched_switch | tail -4
+		tq --hist 'keys=next_comm' sched_switch | tail -n 4
 		hist_ms=$(median_ms_of 3 tq --hist 'keys=next_comm' sched_switch)
 		echo "hist (ms, 3 runs): ${hist_ms#* }"
 		hist_ms=${hist_ms%% *}
 	fi
 	k='SELECT next_comm, count(*) AS n FROM sched_switch GROUP BY next_comm ORDER BY n DESC'
-	tq --sql "$k" | head -4
+	tq --sql "$k" | sed -n 1,4p
 	sql_ms=$(median_ms_of 3 tq --sql "$k")
 	echo "sql (ms, 3 runs): ${sql_ms#* }"
 	sql_ms=${sql_ms%% *}
