@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154  # $src, $build, die... come from bench/run
 # bench/query.sh - `bench/run query`, sourced by bench/run (it uses its
 # $src, $build, die, ms_of and median_ms_of). What it measures is in
 # bench/run's header.
