@@ -110,8 +110,15 @@ check "stored: a, a2-alias, edge-7, gw, relay-1 ($hosts)" '[ "$hosts" = "a a2-al
 # names it (connected, done) is one line, escaped
 lg gw --host $'relay-x\ntracecollectd[1]: info: forged2 \x1b[31mred' > "$tmp/gw6.out" 2>&1; rc=$?
 check "the mapping lets gw store as a name holding a newline" '[ "$rc" = 0 ]'
-n=$(grep -c "forged2" "$tmp/collector.log")
-m=$(grep -cF 'relay-x\ntracecollectd[1]: info: forged2 \x1b[31mred' "$tmp/collector.log")
+# the "done" line may come after the agent has exited: wait for both
+# lines (bounded), then count on one copy of the log
+for _ in $(seq 50); do
+	[ "$(grep -c "forged2" "$tmp/collector.log")" -ge 2 ] && break
+	sleep 0.1
+done
+cp "$tmp/collector.log" "$tmp/collector.snap"
+n=$(grep -c "forged2" "$tmp/collector.snap")
+m=$(grep -cF 'relay-x\ntracecollectd[1]: info: forged2 \x1b[31mred' "$tmp/collector.snap")
 check "each of its log lines is one line, escaped ($n lines, $m escaped)" '[ "$n" -ge 2 ] && [ "$m" = "$n" ]'
 check "still no escape byte in the log" '! grep -q $'"'"'\x1b'"'"' "$tmp/collector.log"'
 
