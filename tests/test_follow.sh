@@ -32,8 +32,7 @@ tc_setup follow agent workload f1 f2 f3 collector_pid
 tc_certs
 chmod 755 "$tmp"
 mkdir -m 755 "$tmp/run"
-tq="$top_builddir/traceq/traceq"
-runuser -u nobody -- test -x "$tq" || skip "user nobody cannot run $tq"
+tc_traceq_for_all
 sock="$tmp/run/query.sock"
 cargs=(--query "ipc://$sock" --query-group nogroup --scope 'uid:5001 fol-a')
 tc_start_collector "${cargs[@]}"

@@ -32,8 +32,7 @@ tc_setup select agent workload collector_pid
 tc_certs sel-a sel-b
 chmod 755 "$tmp"
 mkdir -m 755 "$tmp/run"
-tq="$top_builddir/traceq/traceq"
-runuser -u nobody -- test -x "$tq" || skip "user nobody cannot run $tq"
+tc_traceq_for_all
 sock="$tmp/run/query.sock"
 tc_start_collector --query "ipc://$sock" --query-group nogroup --scope 'uid:5001 sel-a'
 query="ipc://$sock"
