@@ -143,6 +143,16 @@ tc_host_agents() {
 	workload=
 }
 
+# tc_check_memory WHAT TEST: check TEST, or under AddressSanitizer (whose
+# quarantine and shadow memory make RSS say nothing) only say WHAT
+tc_check_memory() {
+	if grep -q -- '-fsanitize=address' "${top_builddir:?}/Makefile" 2>/dev/null; then
+		echo "not checked (AddressSanitizer build): $1"
+	else
+		check "$1" "$2"
+	fi
+}
+
 # tc_traceq_for_all: a copy of traceq in $tmp (made 0755) that other users
 # can run, into tq: the build tree may sit below a directory only root
 # can enter (a clone in mktemp -d, as CI makes), and the tests that query

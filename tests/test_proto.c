@@ -1504,6 +1504,7 @@ START_TEST(test_msg_tgids_limits)
 	m.cmdlines.tgids.items = items;
 	m.cmdlines.tgids.count = PROTO_MAX_TGIDS + 1;
 	ck_assert_int_eq(proto_msg_encode(&m, &buf), TC_ERR_TOO_LONG);
+	proto_buf_free(&buf);	/* encode_ok() starts a buffer of its own */
 	m.cmdlines.tgids.count = PROTO_MAX_TGIDS;	/* 65536 fit one frame */
 	encode_ok(&m, &buf);
 	ck_assert_int_eq(proto_msg_decode(buf.data + FRAME_HDR_SIZE,

@@ -101,13 +101,13 @@ check "all $((4 * N)) rows printed ($p4), and followed ($f4)" \
 # 3N more rows of sched_switch are over 100 bytes each in any form: held
 # whole, far over 32 MB; streamed, the peaks are those of a page
 bound=32768
-check "traceq's peak RSS does not grow with the answer (N: $tq1 kB, 4N: $tq4 kB)" \
+tc_check_memory "traceq's peak RSS does not grow with the answer (N: $tq1 kB, 4N: $tq4 kB)" \
 	'[ $((tq4 - tq1)) -lt $bound ]'
-check "the collector's RSS does not grow with the answer (N: +$cd1 kB, 4N: +$cd4 kB)" \
+tc_check_memory "the collector's RSS does not grow with the answer (N: +$cd1 kB, 4N: +$cd4 kB)" \
 	'[ $((cd4 - cd1)) -lt $bound ]'
-check "traceq --follow's peak RSS does not grow with the rows (N: $tf1 kB, 4N: $tf4 kB)" \
+tc_check_memory "traceq --follow's peak RSS does not grow with the rows (N: $tf1 kB, 4N: $tf4 kB)" \
 	'[ $((tf4 - tf1)) -lt $bound ]'
-check "nor the collector's, tailing them (N: +$cf1 kB, 4N: +$cf4 kB)" \
+tc_check_memory "nor the collector's, tailing them (N: +$cf1 kB, 4N: +$cf4 kB)" \
 	'[ $((cf4 - cf1)) -lt $bound ]'
 
 [ "$failed" = 0 ] || { tail -20 "$tmp/collector.log"; exit 1; }
