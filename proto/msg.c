@@ -714,28 +714,38 @@ static int dec_cmdline(const msgpack_object *o, struct proto_cmdline *out)
 	return 0;
 }
 
-static int dec_cmdlines(const msgpack_object *o, struct proto_cmdlines *out)
+/*
+ * An array of at most @max elements of @size bytes, each decoded by @one,
+ * into *@items (calloc'd) and *@n. The count is capped before the array
+ * is allocated.
+ */
+static int dec_array(const msgpack_object *o, uint32_t max, size_t size,
+		     int (*one)(const msgpack_object *o, void *item), void **items, uint32_t *n)
 {
-	struct proto_cmdline *items;
-	uint32_t i, n;
+	uint32_t i, len;
+	char *v;
 	int rc = 0;
 
-	if (o->type != MSGPACK_OBJECT_ARRAY ||
-	    o->via.array.size > PROTO_MAX_CMDLINES)
+	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > max)
 		return TC_ERR_MSG_MALFORMED;
-	n = o->via.array.size;
-	items = calloc(n ? n : 1, sizeof(*items));
-	if (!items)
+	len = o->via.array.size;
+	v = calloc(len ? len : 1, size);
+	if (!v)
 		return -ENOMEM;
-	for (i = 0; i < n && rc == 0; i++)
-		rc = dec_cmdline(&o->via.array.ptr[i], &items[i]);
+	for (i = 0; i < len && rc == 0; i++)
+		rc = one(&o->via.array.ptr[i], v + i * size);
 	if (rc < 0) {
-		free(items);
+		free(v);
 		return rc;
 	}
-	out->count = n;
-	out->items = items;
+	*items = v;
+	*n = len;
 	return 0;
+}
+
+static int dec_cmdline_item(const msgpack_object *o, void *item)
+{
+	return dec_cmdline(o, item);
 }
 
 /* One [pid, tgid] pair of a CMDLINES message's "tgids". */
@@ -747,28 +757,21 @@ static int dec_tgid(const msgpack_object *o, struct proto_tgid *out)
 	       proto_mp_i32(&o->via.array.ptr[1], &out->tgid);
 }
 
-/* The count is capped before the array is allocated. */
+static int dec_tgid_item(const msgpack_object *o, void *item)
+{
+	return dec_tgid(o, item);
+}
+
+static int dec_cmdlines(const msgpack_object *o, struct proto_cmdlines *out)
+{
+	return dec_array(o, PROTO_MAX_CMDLINES, sizeof(*out->items), dec_cmdline_item,
+			 (void **)&out->items, &out->count);
+}
+
 static int dec_tgids(const msgpack_object *o, struct proto_tgids *out)
 {
-	struct proto_tgid *items;
-	uint32_t i, n;
-	int rc = 0;
-
-	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > PROTO_MAX_TGIDS)
-		return TC_ERR_MSG_MALFORMED;
-	n = o->via.array.size;
-	items = calloc(n ? n : 1, sizeof(*items));
-	if (!items)
-		return -ENOMEM;
-	for (i = 0; i < n && rc == 0; i++)
-		rc = dec_tgid(&o->via.array.ptr[i], &items[i]);
-	if (rc < 0) {
-		free(items);
-		return rc;
-	}
-	out->count = n;
-	out->items = items;
-	return 0;
+	return dec_array(o, PROTO_MAX_TGIDS, sizeof(*out->items), dec_tgid_item,
+			 (void **)&out->items, &out->count);
 }
 
 static int dec_value(const msgpack_object *o, const struct field *f,

@@ -465,6 +465,8 @@ int sq_program(struct store *s, uint64_t host_id, const struct store_program *p,
 int sq_symbol(struct store *s, uint64_t program_id, uint64_t addr, uint64_t size,
 	      const char *name);
 int sq_kallsyms_held(struct store *s, uint64_t host_id, const char *boot_id, bool *held);
+int sq_host_boot_exists(struct store *s, const char *sql, uint64_t host_id,
+			const char *boot_id, const char *what, bool *found);
 int sq_host_find(struct store *s, const char *name, const struct store_scope *scope,
 		 uint64_t *host_id);
 /* sqlite_import.c */

@@ -34,22 +34,8 @@ int sq_printk_put(struct store *s, uint64_t host_id, const char *boot_id, int64_
 
 int sq_printk_held(struct store *s, uint64_t host_id, const char *boot_id, bool *held)
 {
-	sqlite3_stmt *st;
-	int ret = sq_prepare(s, "SELECT 1 FROM printk_formats WHERE host_id = ? AND boot_id = ?"
-				" LIMIT 1", &st);
-	int rc;
-
-	if (ret < 0)
-		return ret;
-	sqlite3_bind_int64(st, 1, (int64_t)host_id);
-	sqlite3_bind_text(st, 2, boot_id, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
-		*held = rc == SQLITE_ROW;
-	else
-		ret = sq_err(s, TC_ERR_DB, "printk formats");
-	sqlite3_finalize(st);
-	return ret;
+	return sq_host_boot_exists(s, "SELECT 1 FROM printk_formats WHERE host_id = ? AND"
+				   " boot_id = ? LIMIT 1", host_id, boot_id, "printk formats", held);
 }
 
 /*

@@ -152,12 +152,15 @@ int sq_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
 	return ret;
 }
 
-int sq_kallsyms_held(struct store *s, uint64_t host_id, const char *boot_id, bool *held)
+/*
+ * sq_host_boot_exists - whether @sql, with host_id and boot_id as its two
+ * parameters, returns a row; @what names it in an error.
+ */
+int sq_host_boot_exists(struct store *s, const char *sql, uint64_t host_id,
+			const char *boot_id, const char *what, bool *found)
 {
 	sqlite3_stmt *st;
-	int ret = sq_prepare(s, "SELECT 1 FROM programs AS p WHERE host_id = ? AND boot_id = ?"
-				" AND grp = 0 AND EXISTS (SELECT 1 FROM symbols"
-				" WHERE program_id = p.id) LIMIT 1", &st);
+	int ret = sq_prepare(s, sql, &st);
 	int rc;
 
 	if (ret < 0)
@@ -166,9 +169,17 @@ int sq_kallsyms_held(struct store *s, uint64_t host_id, const char *boot_id, boo
 	sqlite3_bind_text(st, 2, boot_id, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
-		*held = rc == SQLITE_ROW;
+		*found = rc == SQLITE_ROW;
 	else
-		ret = sq_err(s, TC_ERR_DB, "kernel symbols");
+		ret = sq_err(s, TC_ERR_DB, what);
 	sqlite3_finalize(st);
 	return ret;
+}
+
+int sq_kallsyms_held(struct store *s, uint64_t host_id, const char *boot_id, bool *held)
+{
+	return sq_host_boot_exists(s, "SELECT 1 FROM programs AS p WHERE host_id = ? AND"
+				   " boot_id = ? AND grp = 0 AND EXISTS (SELECT 1 FROM symbols"
+				   " WHERE program_id = p.id) LIMIT 1", host_id, boot_id,
+				   "kernel symbols", held);
 }
