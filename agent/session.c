@@ -86,6 +86,7 @@ static int send_hello(struct session *s, struct ship *link, char *why,
 		.long_size = hi->long_size, .big_endian = hi->big_endian,
 		.session = s->id,
 		.pushdown = s->kf != NULL && link == s->ctl,
+		.agent = (char *)"traceagent " PACKAGE_VERSION,
 	};
 	struct proto_welcome w;
 	char reason[512];

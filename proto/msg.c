@@ -100,6 +100,7 @@ static const struct field hello_fields[] = {
 	F("tsc_mono0", FK_U64, OPTIONAL, hello.tsc_mono0),
 	F("tsc_mult", FK_U32, OPTIONAL, hello.tsc_mult),
 	F("tsc_shift", FK_U32, OPTIONAL, hello.tsc_shift),
+	FS("agent", OPTIONAL, hello.agent, PROTO_MAX_AGENT),
 };
 
 static const struct field welcome_fields[] = {

@@ -33,6 +33,7 @@
 #define PROTO_MAX_NAME		255		/* HELLO machine_id, boot_id,
 						 * kernel; GROUP comm */
 #define PROTO_MAX_CLOCK		63		/* HELLO trace_clock, GROUP clock */
+#define PROTO_MAX_AGENT		127		/* HELLO agent */
 #define PROTO_MAX_ERROR_TEXT	4096		/* ERROR text */
 #define PROTO_MAX_FILTER_ERROR	16384		/* FILTER_STATUS error */
 #define PROTO_MAX_FILTER	4096		/* filter text in FILTER (the
@@ -84,6 +85,8 @@ struct proto_hello {
 	 */
 	uint64_t tsc0, tsc_mono0;
 	uint32_t tsc_mult, tsc_shift;
+	char *agent;		/* optional: the agent's program and version,
+				 * e.g. "traceagent 0.1.0" ("": not told) */
 };
 
 struct proto_welcome {

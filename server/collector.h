@@ -55,6 +55,7 @@ struct collector_refusal {
 #define COLLECTOR_REFUSAL_SOURCES	64
 
 struct hostmap;
+struct livehosts;
 
 struct collector {
 	struct event_base *base;
@@ -76,6 +77,7 @@ struct collector {
 	struct collector_refusal refusals[COLLECTOR_REFUSAL_SOURCES];
 	unsigned refusal_next;		/* the slot a new source takes */
 	struct hostlimit *hl;		/* per-host limits (hostlimit.h); NULL: none */
+	struct livehosts *live;		/* hosts connected now (livehosts.h); NULL: not kept */
 };
 
 /* collector_limits_default - the defaults above. */

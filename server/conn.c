@@ -58,6 +58,7 @@
 #include "server/hostlimit.h"
 #include "server/hostmap.h"
 #include "server/ingest.h"
+#include "server/livehosts.h"
 #include "server/pushdown.h"
 
 /*
@@ -122,6 +123,7 @@ struct conn {
 	int64_t held_reported;	/* util_now_ms() of the last count handed over */
 	uint64_t page_bytes;	/* of the pages handed to ingest, for the quota */
 	uint64_t page_bytes_committed;	/* ... of which committed (ingest says) */
+	uint64_t live_id;	/* welcomed: its host id in col->live; 0: not */
 };
 
 static void conn_input_release(struct conn *c);
@@ -180,6 +182,7 @@ static void conn_free(struct conn *c)
 	if (c->bev)
 		bufferevent_free(c->bev);
 	ingest_sink_close(col->ing, c->sink);
+	livehosts_del(col->live, c->live_id);
 	free(c->cpus);
 	free(c->host);
 	free(c);
@@ -1034,6 +1037,8 @@ static void conn_welcome(void *arg, uint64_t id, uint64_t host_id, bool kallsyms
 	m.welcome.host_id = host_id;
 	m.welcome.kallsyms = kallsyms;
 	m.welcome.printk_formats = printk;
+	if (!c->live_id && livehosts_add(c->col->live, host_id) == 0)
+		c->live_id = host_id;	/* --hosts: connected */
 	conn_reply(c, &m);
 }
 

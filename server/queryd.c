@@ -779,8 +779,13 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 		ret = run_tgids(wk, r, hosts.scope, out, &rows);
 	else if (r->op == QOP_SQL)
 		ret = run_sql(wk, r, hosts.scope, out, &rows, result, sizeof(result));
-	else if (r->op >= QOP_HOSTS && r->op <= QOP_FIELDS)
-		ret = qdisc_run(wk->store, r, &hosts, out, &rows);
+	else if (r->op >= QOP_HOSTS && r->op <= QOP_FIELDS) {
+		struct queryd_ingest in = ingest_get(wk->qd);
+
+		ret = qdisc_run(wk->store, r, &hosts, &(struct qdisc_live){ in.connected, in.arg },
+				out, &rows);
+		ingest_put(wk->qd);
+	}
 	else if (r->op != QOP_COUNT && (ret = rows_left(wk->qd, r, &capped, out)) != 0)
 		snprintf(result, sizeof(result), "refused: query-max-rows reached");
 	else if ((ret = qsel_compile(wk->store, r, hosts.scope, &c, out)) == 0)

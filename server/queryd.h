@@ -9,6 +9,7 @@
 #ifndef SERVER_QUERYD_H
 #define SERVER_QUERYD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -79,6 +80,8 @@ struct queryd_ingest {
 	void (*backlog)(void *arg, uint64_t *unstored, uint64_t *journal_bytes);
 	void *arg;
 	struct importer *importer;	/* imports (server/importer.h); NULL: none */
+	/* traceq --hosts: whether an agent of @host_id is connected now; NULL: none is */
+	bool (*connected)(void *arg, uint64_t host_id);
 };
 
 /*

@@ -1,6 +1,8 @@
 /*
  * queryd_disc.c - discovery requests of the query endpoint
- * (queryd_disc.h): hosts from the store's hosts table; event types and
+ * (queryd_disc.h): hosts from the store's hosts table, with whether each
+ * is connected now (the collector's connections, struct qdisc_live; an
+ * import never is); event types and
  * fields from the selectors resolved as for a select (queryd_sel.h), with
  * counts and first/last times read like rows, so the asker's scope, host
  * globs, CPUs and window apply to them as to rows. A scoped asker is not
@@ -25,19 +27,30 @@ static void put_cstr(struct qmsg_writer *w, const char *s)
 		qmsg_put_nil(w);
 }
 
+struct hosts_ctx {
+	struct qmsg_writer *w;
+	const struct qdisc_live *live;
+};
+
 static int host_row(void *ctx, const struct store_host_info *h)
 {
-	struct qmsg_writer *w = ctx;
+	struct hosts_ctx *hc = ctx;
+	struct qmsg_writer *w = hc->w;
+	/* an import's host row has machine_id "import:DIGEST" (queryd_import.c) */
+	bool import = h->machine_id && !strncmp(h->machine_id, "import:", 7);
+	bool live = !import && hc->live && hc->live->connected &&
+		    hc->live->connected(hc->live->arg, h->id);
 
 	if (qmsg_reply_rows(w) >= QMSG_MAX_ROWS)
 		return 1;
 	put_cstr(w, h->name);
+	put_cstr(w, live ? "yes" : "no");
+	put_cstr(w, import || !h->agent || !h->agent[0] ? NULL : h->agent);
 	put_cstr(w, h->kernel);
 	qmsg_put_int(w, h->ncpus);
 	put_cstr(w, h->trace_clock);
 	put_cstr(w, h->peer_subject);
-	/* an import's host row has machine_id "import:DIGEST" (queryd_import.c) */
-	put_cstr(w, h->machine_id && !strncmp(h->machine_id, "import:", 7) ? "import" : "agent");
+	put_cstr(w, import ? "import" : "agent");
 	qmsg_put_int(w, h->first_seen);
 	qmsg_put_int(w, h->last_seen);
 	put_cstr(w, h->boot_id);
@@ -47,17 +60,19 @@ static int host_row(void *ctx, const struct store_host_info *h)
 	return 0;
 }
 
-static int run_hosts(struct store *st, const struct store_query *hosts, struct qmsg_writer **w)
+static int run_hosts(struct store *st, const struct store_query *hosts,
+		     const struct qdisc_live *live, struct qmsg_writer **w)
 {
 	static const char *const cols[] = {
-		"host", "kernel", "cpus", "trace_clock", "certificate", "source",
-		"first_seen", "last_seen", "boot_id", "machine_id", "page_size",
+		"host", "connected", "agent", "kernel", "cpus", "trace_clock", "certificate",
+		"source", "first_seen", "last_seen", "boot_id", "machine_id", "page_size",
 		"clock_offset_ns",
 	};
-	int ret = qmsg_reply_begin(w, NULL, 12, cols);
+	int ret = qmsg_reply_begin(w, NULL, 14, cols);
+	struct hosts_ctx hc = { *w, live };
 
 	if (ret == 0)
-		ret = store_hosts(st, hosts, host_row, *w);
+		ret = store_hosts(st, hosts, host_row, &hc);
 	return ret < 0 ? ret : 0;
 }
 
@@ -162,7 +177,7 @@ static bool any_type(struct store *st)
 }
 
 int qdisc_run(struct store *st, const struct qmsg_request *r, const struct store_query *hosts,
-	      struct proto_buf *out, uint64_t *rows)
+	      const struct qdisc_live *live, struct proto_buf *out, uint64_t *rows)
 {
 	struct qmsg_request rq = *r;
 	struct qmsg_writer *w = NULL;
@@ -170,7 +185,7 @@ int qdisc_run(struct store *st, const struct qmsg_request *r, const struct store
 	int ret;
 
 	if (r->op == QOP_HOSTS) {
-		ret = run_hosts(st, hosts, &w);
+		ret = run_hosts(st, hosts, live, &w);
 	} else if (!rq.query && !any_type(st)) {	/* --events of an empty store: no rows */
 		static const char *const cols[] = { "event", "count", "first", "last" };
 

@@ -7,19 +7,27 @@
 #ifndef SERVER_QUERYD_DISC_H
 #define SERVER_QUERYD_DISC_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "proto/msg.h"
 #include "proto/qmsg.h"
 #include "server/store/store.h"
 
+/* Whether an agent of a host is connected now (the collector's, any thread). */
+struct qdisc_live {
+	bool (*connected)(void *arg, uint64_t host_id);	/* NULL: none is */
+	void *arg;
+};
+
 /*
  * qdisc_run - answer @r (op QOP_HOSTS, QOP_EVENTS or QOP_FIELDS) into @out
- * over the hosts @hosts allows (its host globs and scope); *@rows: rows
- * answered. Return: 0; 1 with an error reply in @out (a query in error);
- * a negative code (no reply).
+ * over the hosts @hosts allows (its host globs and scope), hosts with
+ * whether @live says they are connected; *@rows: rows answered. Return: 0;
+ * 1 with an error reply in @out (a query in error); a negative code (no
+ * reply).
  */
 int qdisc_run(struct store *st, const struct qmsg_request *r, const struct store_query *hosts,
-	      struct proto_buf *out, uint64_t *rows);
+	      const struct qdisc_live *live, struct proto_buf *out, uint64_t *rows);
 
 #endif

@@ -45,6 +45,7 @@
 #include "server/importer.h"
 #include "server/ingest.h"
 #include "server/journal.h"
+#include "server/livehosts.h"
 #include "server/notify.h"
 #include "server/qauth.h"
 #include "server/queryd.h"
@@ -1211,6 +1212,14 @@ static void sync_backlog(void *arg, uint64_t *unstored, uint64_t *journal_bytes)
 	ingest_backlog(col->ing, unstored, journal_bytes);
 }
 
+/* traceq --hosts: whether an agent of @host_id is connected now. */
+static bool hosts_connected(void *arg, uint64_t host_id)
+{
+	struct collector *col = arg;
+
+	return livehosts_connected(col->live, host_id);
+}
+
 /*
  * Files private whatever the umask tracecollectd was started with: the
  * database (SQLite gives -wal and -shm the database's mode and, as root,
@@ -1342,7 +1351,7 @@ static int run(struct settings *s)
 	io.store_idle = !s->store_normal;
 	io.filters = s->filters;
 	io.host_usage = hostlimit_conf_quota(&s->host_limits);
-	ret = hostlimit_new(&s->host_limits, &col.hl);
+	ret = hostlimit_new(&s->host_limits, &col.hl) ?: livehosts_new(&col.live);
 	if (ret < 0)
 		goto out;
 	test_abort_on(&io);
@@ -1379,7 +1388,7 @@ static int run(struct settings *s)
 	importer_set_ingest(im, col.ing);
 	hup.qd = qd;
 	queryd_set_ingest(qd, &(struct queryd_ingest){ sync_received, sync_stored,
-						      sync_backlog, &col, im });
+						      sync_backlog, &col, im, hosts_connected });
 	sigs[0] = evsignal_new(col.base, SIGINT, stop_cb, &col);
 	sigs[1] = evsignal_new(col.base, SIGTERM, stop_cb, &col);
 	sigs[2] = evsignal_new(col.base, SIGHUP, hup_cb, &hup);
@@ -1434,6 +1443,7 @@ out:
 	if (db_lock >= 0)
 		close(db_lock);
 	hostlimit_free(col.hl);
+	livehosts_free(col.live);	/* after the connections and queries that use it */
 	SSL_CTX_free(col.tls);
 	if (s->ready_file)
 		unlink(s->ready_file);

@@ -67,6 +67,11 @@
 --   tgids        pid -> tgid per host, from the agent's cmdlines (the
 --                kernel's saved_tgids), like comms.
 --
+-- Agent versions (0011-agent-version.sql):
+--   hosts        gains agent: the program and version the latest HELLO
+--                named (e.g. "traceagent 0.1.0"); NULL when it named none
+--                (older agents) and for imports. traceq --hosts shows it.
+--
 -- One typed table per event type, created at run time from the format:
 --
 --   ev_<system>_<name>   (characters outside [A-Za-z0-9_] become '_'; a

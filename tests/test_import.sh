@@ -169,7 +169,23 @@ for _ in $(seq 300); do
 	kill -0 "$agent_pid" 2>/dev/null || break
 	sleep 0.1
 done
+for _ in $(seq 300); do	# connected once WELCOMEd, after the log line
+	tq_root --hosts > "$tmp/live.hosts" 2>&1
+	grep -q "^live-host  *yes  *traceagent " "$tmp/live.hosts" && break
+	kill -0 "$agent_pid" 2>/dev/null || break
+	sleep 0.1
+done
+check "--hosts: the live agent is connected, with its version ($(grep live-host "$tmp/live.hosts"))" \
+	'grep -q "^live-host  *yes  *traceagent $(sed -n "s/^VERSION = //p" "$top_builddir/Makefile") " "$tmp/live.hosts" &&
+	 grep -q "^imp-v7  *no  *-  " "$tmp/live.hosts"'
 kill -INT "$agent_pid"; wait "$agent_pid"; agent_pid=
+for _ in $(seq 300); do	# its connection ends once DONE is written
+	tq_root --hosts > "$tmp/live.hosts" 2>&1
+	grep -q "^live-host  *no " "$tmp/live.hosts" && break
+	sleep 0.1
+done
+check "--hosts: not connected once the agent is gone ($(grep live-host "$tmp/live.hosts"))" \
+	'grep -q "^live-host  *no  *traceagent " "$tmp/live.hosts"'
 cp "$tmp/v7n.dat" "$tmp/live.dat"; printf 'y' >> "$tmp/live.dat"	# a file not stored yet
 tq_root --import "$tmp/live.dat" --name live-host > "$tmp/live.out" 2>&1; rc=$?
 check "a live host's name is refused without --force (exit $rc: $(cat "$tmp/live.out"))" \

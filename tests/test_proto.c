@@ -135,6 +135,7 @@ static struct proto_msg sample(enum proto_msg_type type)
 			"9f0e-boot", "6.18.0-1-amd64", "x86-tsc", 64, 4096, 8,
 			true, { UINT64_MAX - 1, -1234567890123ll },
 			0x0123456789abcdefull, true, UINT64_MAX - 7, 1ull << 50, 2863311531u, 31,
+			"traceagent 0.1.0",
 		};
 		break;
 	case MSG_WELCOME:
@@ -223,6 +224,7 @@ static void hello_eq(const struct proto_hello *a, const struct proto_hello *b)
 	ck_assert_uint_eq(a->tsc_mono0, b->tsc_mono0);
 	ck_assert_uint_eq(a->tsc_mult, b->tsc_mult);
 	ck_assert_uint_eq(a->tsc_shift, b->tsc_shift);
+	ck_assert_str_eq(a->agent, b->agent);
 }
 
 static void cmdlines_eq(const struct proto_cmdlines *a,
@@ -749,7 +751,7 @@ START_TEST(test_msg_filter_limits)
 }
 END_TEST
 
-/* HELLO's pushdown and FILTER_STATUS's error are optional: false and "". */
+/* HELLO's pushdown and agent and FILTER_STATUS's error are optional: false and "". */
 START_TEST(test_msg_filter_optional)
 {
 	struct proto_msg m = sample(MSG_HELLO), back;
@@ -764,6 +766,11 @@ START_TEST(test_msg_filter_optional)
 	ck_assert_int_eq(proto_msg_decode(sb.data, sb.size, &back), 0);
 	ck_assert_uint_eq(back.hello.tsc_mult, 0);
 	ck_assert_uint_eq(back.hello.tsc0, m.hello.tsc0);
+	proto_msg_free(&back);
+	msgpack_sbuffer_destroy(&sb);
+	repack(&m, "agent", NULL, 0, NULL, 0, &sb);	/* an older agent */
+	ck_assert_int_eq(proto_msg_decode(sb.data, sb.size, &back), 0);
+	ck_assert_str_eq(back.hello.agent, "");
 	proto_msg_free(&back);
 	msgpack_sbuffer_destroy(&sb);
 	m = sample(MSG_FILTER_STATUS);
@@ -956,6 +963,7 @@ static const struct { enum proto_msg_type type; const char *key; size_t max; } s
 	{ MSG_HELLO, "machine_id", PROTO_MAX_NAME },
 	{ MSG_HELLO, "boot_id", PROTO_MAX_NAME },
 	{ MSG_HELLO, "trace_clock", PROTO_MAX_CLOCK },
+	{ MSG_HELLO, "agent", PROTO_MAX_AGENT },
 	{ MSG_FORMAT, "system", PROTO_MAX_EVENT_NAME },
 	{ MSG_FORMAT, "name", PROTO_MAX_EVENT_NAME },
 	{ MSG_GROUP, "comm", PROTO_MAX_NAME },
@@ -999,6 +1007,7 @@ START_TEST(test_msg_string_limits)
 	if (m.type == MSG_HELLO && !strcmp(key, "machine_id")) enc.hello.machine_id = raw;
 	if (m.type == MSG_HELLO && !strcmp(key, "boot_id")) enc.hello.boot_id = raw;
 	if (m.type == MSG_HELLO && !strcmp(key, "trace_clock")) enc.hello.trace_clock = raw;
+	if (m.type == MSG_HELLO && !strcmp(key, "agent")) enc.hello.agent = raw;
 	if (m.type == MSG_FORMAT && !strcmp(key, "system")) enc.format.system = raw;
 	if (m.type == MSG_FORMAT && !strcmp(key, "name")) enc.format.name = raw;
 	if (m.type == MSG_GROUP && !strcmp(key, "comm")) enc.group.comm = raw;

@@ -2025,6 +2025,48 @@ END_TEST
  * ts_blocks) is migrated: blocks cover its rows, the indexes are gone,
  * and queries return what they did.
  */
+/* A host's agent version: its latest HELLO's (NULL when that named none), with its id. */
+struct host_seen {
+	uint64_t id;
+	char agent[64];
+	int n;
+};
+
+static int host_seen_fn(void *ctx, const struct store_host_info *h)
+{
+	struct host_seen *hs = ctx;
+
+	hs->id = h->id;
+	snprintf(hs->agent, sizeof(hs->agent), "%s", h->agent ? h->agent : "(null)");
+	hs->n++;
+	return 0;
+}
+
+START_TEST(test_host_agent)
+{
+	struct proto_hello h = cap.hello;
+	struct host_seen hs = { 0 };
+	uint64_t id;
+
+	ck_ok(store_hosts(st, NULL, host_seen_fn, &hs));	/* the capture's HELLO names none */
+	ck_assert_int_eq(hs.n, 1);
+	ck_assert_uint_eq(hs.id, host);
+	ck_assert_str_eq(hs.agent, "(null)");
+	h.agent = "traceagent 9.8.7";
+	ck_ok(store_host(st, &h, "CN=capture-host", &id));
+	ck_assert_uint_eq(id, host);
+	hs.n = 0;
+	ck_ok(store_hosts(st, NULL, host_seen_fn, &hs));
+	ck_assert_int_eq(hs.n, 1);
+	ck_assert_str_eq(hs.agent, "traceagent 9.8.7");
+	h.agent = "";	/* an older agent again */
+	ck_ok(store_host(st, &h, "CN=capture-host", &id));
+	hs.n = 0;
+	ck_ok(store_hosts(st, NULL, host_seen_fn, &hs));
+	ck_assert_str_eq(hs.agent, "(null)");
+}
+END_TEST
+
 START_TEST(test_migrate_ts_index)
 {
 	struct store_schema *sc = schema(st, "sched", "sched_switch");
@@ -2044,6 +2086,7 @@ START_TEST(test_migrate_ts_index)
 				      "ALTER TABLE cpus DROP COLUMN quota_held_pages; "
 				      "ALTER TABLE cpus DROP COLUMN quota_held_ms; "
 				      "ALTER TABLE hosts DROP COLUMN freed_bytes; "
+				      "ALTER TABLE hosts DROP COLUMN agent; "
 				      "DROP TABLE printk_formats; DROP TABLE tgids; "
 				      "PRAGMA user_version = 4",
 				      NULL, NULL, NULL), SQLITE_OK);
@@ -2066,7 +2109,7 @@ START_TEST(test_migrate_ts_index)
 	ck_assert_uint_eq(after->n, before->n);
 	ck_assert(memcmp(after->rowid, before->rowid, before->n * sizeof(before->rowid[0])) == 0);
 	db = raw_open();
-	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 10);	/* and on to 0010 */
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 11);	/* and on to 0011 */
 	sqlite3_close(db);
 	free(before);
 	free(after);
@@ -2427,7 +2470,7 @@ static Suite *store_suite(void)
 					test_printk_formats, test_tgids,
 					test_names_and_errors, test_list, test_retention, test_tail,
 					test_batches, test_writer_failure, test_time_index,
-					test_retention_blocks, test_migrate_ts_index,
+					test_retention_blocks, test_migrate_ts_index, test_host_agent,
 					test_wide_batches, test_field_index, test_field_index_later,
 					test_index_parse, test_db_removed, test_db_replaced,
 					test_scope, test_sql_group_by, test_sql_refused,

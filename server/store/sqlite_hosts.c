@@ -34,13 +34,14 @@ int sq_host(struct store *s, const struct proto_hello *h, const char *peer_subje
 	int64_t now = sq_now_ns();
 	int ret = sq_prepare(s,
 		"INSERT INTO hosts (name, machine_id, boot_id, kernel, ncpus, page_size,"
-		" trace_clock, clock_offset_ns, peer_subject, first_seen, last_seen)"
-		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10)"
+		" trace_clock, clock_offset_ns, peer_subject, first_seen, last_seen, agent)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)"
 		" ON CONFLICT (machine_id, name) DO UPDATE SET boot_id = excluded.boot_id,"
 		" kernel = excluded.kernel, ncpus = excluded.ncpus,"
 		" page_size = excluded.page_size, trace_clock = excluded.trace_clock,"
 		" clock_offset_ns = coalesce(excluded.clock_offset_ns, clock_offset_ns),"
-		" peer_subject = excluded.peer_subject, last_seen = excluded.last_seen"
+		" peer_subject = excluded.peer_subject, last_seen = excluded.last_seen,"
+		" agent = excluded.agent"
 		" RETURNING id", &st);
 
 	if (ret < 0)
@@ -56,6 +57,8 @@ int sq_host(struct store *s, const struct proto_hello *h, const char *peer_subje
 		sqlite3_bind_int64(st, 8, h->clock.realtime_ns - (int64_t)h->clock.trace_ns);
 	sq_bind_text(st, 9, peer_subject);
 	sqlite3_bind_int64(st, 10, now);
+	if (h->agent && h->agent[0])	/* else NULL: an older agent says nothing */
+		sq_bind_text(st, 11, h->agent);
 	if (sqlite3_step(st) == SQLITE_ROW)
 		*host_id = (uint64_t)sqlite3_column_int64(st, 0);
 	else
@@ -479,7 +482,7 @@ int sq_hosts(struct store *s, const struct store_query *q,
 	int rc = SQLITE_DONE;
 	int ret = sq_prepare_hosts(s, "SELECT name, machine_id, boot_id, kernel, trace_clock,"
 				      " peer_subject, ncpus, page_size, clock_offset_ns,"
-				      " first_seen, last_seen FROM hosts WHERE 1",
+				      " first_seen, last_seen, id, agent FROM hosts WHERE 1",
 				   " ORDER BY name, id", q, "id", &st);
 
 	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -492,6 +495,8 @@ int sq_hosts(struct store *s, const struct store_query *q,
 			.clock_offset_ns = sqlite3_column_int64(st, 8),
 			.first_seen = sqlite3_column_int64(st, 9),
 			.last_seen = sqlite3_column_int64(st, 10),
+			.id = (uint64_t)sqlite3_column_int64(st, 11),
+			.agent = sq_text(st, 12),
 		};
 
 		ret = fn(ctx, &h);

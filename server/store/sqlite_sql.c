@@ -98,7 +98,7 @@ static const struct {
 	const char *body;
 } sq_sql_fixed[] = {
 	{ "hosts", "SELECT name AS host, machine_id, boot_id, kernel, ncpus, page_size,"
-		   " trace_clock, clock_offset_ns, first_seen, last_seen FROM main.hosts" },
+		   " trace_clock, clock_offset_ns, first_seen, last_seen, agent FROM main.hosts" },
 	{ "stats", "SELECT h.name AS host, c.cpu AS cpu, c.pages, c.events, c.bytes,"
 		   " c.agent_pages, c.agent_events, c.agent_bytes, c.overrun, c.dropped,"
 		   " c.commit_overrun, c.dup_pages, c.resent_pages, c.lost_pages, c.lost_events,"

@@ -612,12 +612,14 @@ int store_stats(struct store *s, const struct store_query *q,
 
 /* What the collector knows of a host (the hosts table), for `traceq --hosts`. */
 struct store_host_info {
+	uint64_t id;			/* the id store_host() gave it */
 	const char *name;
 	const char *machine_id;
 	const char *boot_id;		/* of its latest HELLO; NULL: unknown */
 	const char *kernel;
 	const char *trace_clock;
 	const char *peer_subject;	/* its agent certificate's subject */
+	const char *agent;		/* its latest HELLO's agent version; NULL: not told */
 	int64_t ncpus, page_size;
 	int64_t clock_offset_ns;	/* realtime - trace clock, latest sample */
 	int64_t first_seen, last_seen;	/* wall clock ns (HELLO, clock samples) */
