@@ -50,7 +50,7 @@
 #include "traceq/when.h"
 
 #define TRACEQ_DEFAULT_SERVER	"ipc:///run/tracecollect/query.sock"
-#define TRACEQ_PAGE_ROWS	1000
+#define TRACEQ_PAGE_ROWS	10000
 #define TRACEQ_FOLLOW_POLL_MS	100	/* --follow: the wait after an empty page */
 #define TRACEQ_FOLLOW_RETRY_MS	500	/* --follow: the wait after no answer */
 

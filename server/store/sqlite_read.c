@@ -24,6 +24,9 @@
 #include "server/store/sqlite_int.h"
 
 #define SQ_BLOCKS_FIRST	64		/* blocks a limited select tries first */
+/* struct sq_range's cut: the 64th widest span (at most 63 blocks are wider) */
+#define SQ_CUT_SQL	"SELECT span FROM ts_blocks WHERE type_id = ?" \
+			" ORDER BY span DESC LIMIT 1 OFFSET 63"
 
 int sq_col_index(const struct store_schema *sc, const char *name)
 {
@@ -69,12 +72,17 @@ int sq_bind_where(struct store *s, sqlite3_stmt *st, const struct sq_bind *b, si
 /*
  * The rows a time-ordered query reads, through the time index (see
  * schema.sql, "Time index"): ts in [lo, hi], found in the blocks that
- * start in [bmin, hi] and end at or after lo. Every block that can hold a
- * row with ts >= lo starts at or after lo minus the widest block's span.
+ * end at or after lo and start by hi. A block of span at most cut that
+ * can hold a row with ts >= lo starts at or after bmin = lo - cut; the
+ * few wider ones are found by span instead (cut is the 64th widest
+ * span). One wide block (a page resent after a reconnect, one CPU's pages
+ * arriving far behind another's) then no longer makes every read, each
+ * page of a long answer, walk the index from the store's start.
  */
 struct sq_range {
 	int64_t lo, hi;		/* ts bounds, inclusive */
-	int64_t bmin;
+	int64_t cut;		/* blocks wider than this are found by span */
+	int64_t bmin;		/* lo - cut */
 	bool keyset;		/* only rows after (after_ts, after_rowid) */
 	int64_t after_ts;
 	int64_t after_rowid;
@@ -133,7 +141,14 @@ void sq_from(struct sq_buf *b, const struct store_schema *sc, const char *where,
 		sq_buf_str(b, ", h.name AS _tc_host, c.comm AS _tc_comm");
 	if (comms && sc->comm_joined)
 		sq_buf_str(b, ", c.comm AS comm");
-	sq_buf_str(b, blocks ? " FROM ts_blocks AS b CROSS JOIN " : " FROM ");
+	if (blocks)
+		sq_buf_str(b, " FROM (SELECT lo, hi FROM ts_blocks WHERE type_id = :tc_type"
+			   " AND min_ts BETWEEN :tc_bmin AND :tc_hi AND max_ts >= :tc_lo"
+			   " UNION ALL SELECT lo, hi FROM ts_blocks WHERE type_id = :tc_type"
+			   " AND span > :tc_cut AND min_ts < :tc_bmin AND min_ts <= :tc_hi"
+			   " AND max_ts >= :tc_lo) AS b CROSS JOIN ");
+	else
+		sq_buf_str(b, " FROM ");
 	sq_ident(b, sc->table);
 	sq_buf_str(b, blocks ? " AS e ON e.rowid BETWEEN b.lo AND b.hi" : " AS e");
 	if (rows)
@@ -144,9 +159,6 @@ void sq_from(struct sq_buf *b, const struct store_schema *sc, const char *where,
 	} else if (comms) {
 		sq_buf_str(b, " LEFT JOIN comms AS c ON 0");
 	}
-	if (blocks)
-		sq_buf_str(b, " WHERE b.type_id = :tc_type AND b.min_ts BETWEEN :tc_bmin AND :tc_hi"
-			   " AND b.max_ts >= :tc_lo");
 	sq_buf_str(b, ") WHERE (");
 	sq_buf_str(b, where && *where ? where : "1");
 	sq_buf_str(b, ")");
@@ -175,6 +187,7 @@ static int sq_bind_all(struct store *s, sqlite3_stmt *st, const struct sq_bind *
 		return ret;
 	sq_bind_named(st, ":tc_type", sc->type_id);
 	sq_bind_named(st, ":tc_bmin", r->bmin);
+	sq_bind_named(st, ":tc_cut", r->cut);
 	sq_bind_named(st, ":tc_lo", r->lo);
 	sq_bind_named(st, ":tc_hi", r->hi);
 	sq_bind_named(st, ":tc_after_ts", r->after_ts);
@@ -220,10 +233,11 @@ static int sq_range_init(struct store *s, const struct store_schema *sc,
 			 size_t limit, bool reverse, struct sq_range *r)
 {
 	int64_t span = 0;
-	int ret = sq_max_span(s, sc->type_id, &span);
+	int ret = sq_int1(s, SQ_CUT_SQL, sc->type_id, 0, &span);
 
 	if (ret < 0)
 		return ret;
+	r->cut = span;
 	r->lo = win ? win->from_ts : INT64_MIN;
 	r->hi = !win || win->to_ts == INT64_MAX ? INT64_MAX :
 		win->to_ts == INT64_MIN ? INT64_MIN : win->to_ts - 1;
