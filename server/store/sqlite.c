@@ -13,7 +13,7 @@
  * SAVEPOINT, so it joins the caller's transaction or stands alone.
  *
  * Time order comes from the blocks of ts_blocks, not from an index per
- * row (schema.sql, "Time index"; sq_range_fit() in sqlite_read.c).
+ * row (schema.sql, "Time index"; sq_select_windows() in sqlite_read.c).
  *
  * A writable store has two threads of its own: a writer that runs the
  * batched INSERTs in queue order while the caller decodes (a bounded FIFO

@@ -310,13 +310,14 @@ void sq_where_free(struct sq_where *w);
 int sq_bind_where(struct store *s, sqlite3_stmt *st, const struct sq_bind *b, size_t nb);
 
 /*
- * sq_from - append " FROM (...) WHERE (@where)" over @sc's table, with
- * the host name and comm columns when @rows (see sqlite_read.c); @r NULL:
- * no time range or keyset.
+ * sq_from - append " FROM (...) WHERE (@where)" over @sc's table (see
+ * sqlite_read.c); @r NULL: no time range or keyset.
  */
 struct sq_range;
 void sq_from(struct sq_buf *b, const struct store_schema *sc, const char *where,
-	     const struct sq_range *r, bool rows);
+	     const struct sq_range *r);
+/* The columns before a row's fields that sq_row() reads, for a SELECT over sq_from(). */
+#define SQ_ROW_COLS	"SELECT _tc_rowid, host_id, cpu, ts, trace_ts"
 /* sq_col_index - the schema index of the field @name, or -1. */
 int sq_col_index(const struct store_schema *sc, const char *name);
 
@@ -330,7 +331,20 @@ struct sq_rowbuf {
 	struct decode_value *vals;
 	bool *null;
 	int pid;	/* schema index of common_pid, or -1 */
+	struct sq_names *names;
 };
+
+/*
+ * The host names and comms of the rows of one read (sqlite_names.c):
+ * sq_names_new() for @s's connection, sq_names_host() and sq_names_comm()
+ * (NULL: none known; valid until the next lookup of a comm), and
+ * sq_names_free().
+ */
+struct sq_names;
+int sq_names_new(struct store *s, struct sq_names **out);
+const char *sq_names_host(struct sq_names *n, uint64_t host_id);
+const char *sq_names_comm(struct sq_names *n, uint64_t host_id, int64_t pid);
+void sq_names_free(struct sq_names *n);
 
 void sq_row(sqlite3_stmt *st, const struct store_schema *sc, struct sq_rowbuf *rb,
 	    struct store_row *r);
@@ -402,6 +416,9 @@ int sq_type(struct store *s, const struct decode_type *t, const char *format,
 int sq_schema_get(struct store *s, const char *system, const char *event,
 		  struct store_schema **out);
 int sq_schema_list(struct store *s, const char *system,
+		   int (*fn)(void *ctx, const struct store_schema *sc), void *ctx);
+/* sq_schema_walk - sq_schema_list() with the columns of each schema when @cols. */
+int sq_schema_walk(struct store *s, const char *system, bool cols,
 		   int (*fn)(void *ctx, const struct store_schema *sc), void *ctx);
 
 /* sqlite_write.c */

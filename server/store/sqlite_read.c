@@ -1,8 +1,8 @@
 /*
  * sqlite_read.c - the SQLite backend's reads of event rows: store_select()
  * and store_count() through the time index (ts_blocks: the blocks of rows
- * a time range can touch, and for a limited select only the first few of
- * them, sq_range_fit()), or through a field index, with keyset paging on
+ * a time range can touch; a limited select reads them window by window,
+ * sq_select_windows()), or through a field index, with keyset paging on
  * (ts, rowid). A struct store_query becomes the WHERE of those reads here
  * (sq_where_of(): its filter through sqlite_filter.c, its host glob and
  * scope, sq_hosts_cond(), which the counters' reads share).
@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,26 +120,23 @@ static bool sq_reads_comm(const struct store_schema *sc, const char *where)
 }
 
 /*
- * FROM (SELECT e.rowid AS _tc_rowid, e.*[, h.name AS _tc_host, c.comm AS _tc_comm]
- *       [, c.comm AS comm] FROM [ts_blocks AS b CROSS JOIN] "t" AS e
- *       [LEFT JOIN hosts ...] [LEFT JOIN comms ...] [WHERE <blocks of @r>])
+ * FROM (SELECT e.rowid AS _tc_rowid, e.*[, c.comm AS comm]
+ *       FROM [blocks AS b CROSS JOIN] "t" AS e [LEFT JOIN comms ...])
  * WHERE (where) [AND ts BETWEEN lo AND hi] [AND keyset]: the WHERE text sees
  * only the subquery's columns, so no name there is ambiguous. With @r, each
  * block's rows are read by rowid range (CROSS JOIN keeps blocks outer),
  * unless r->by_index: then SQLite reads a field index by (value, ts).
- * Only @rows (a select) joins host names and comms for the output; a count
- * joins comms only when its WHERE reads them (an index can then count
- * without reading the rows).
+ * Comms are joined only when the WHERE reads them (an index can then count
+ * without reading the rows); the rows a select passes on get their host
+ * name and comm from sqlite_names.c.
  */
 void sq_from(struct sq_buf *b, const struct store_schema *sc, const char *where,
-	     const struct sq_range *r, bool rows)
+	     const struct sq_range *r)
 {
 	int pid = sq_col_index(sc, "common_pid");
-	bool blocks = r && !r->by_index, comms = rows || sq_reads_comm(sc, where);
+	bool blocks = r && !r->by_index, comms = sq_reads_comm(sc, where);
 
 	sq_buf_str(b, " FROM (SELECT e.rowid AS _tc_rowid, e.*");
-	if (rows)
-		sq_buf_str(b, ", h.name AS _tc_host, c.comm AS _tc_comm");
 	if (comms && sc->comm_joined)
 		sq_buf_str(b, ", c.comm AS comm");
 	if (blocks)
@@ -151,8 +149,6 @@ void sq_from(struct sq_buf *b, const struct store_schema *sc, const char *where,
 		sq_buf_str(b, " FROM ");
 	sq_ident(b, sc->table);
 	sq_buf_str(b, blocks ? " AS e ON e.rowid BETWEEN b.lo AND b.hi" : " AS e");
-	if (rows)
-		sq_buf_str(b, " LEFT JOIN hosts AS h ON h.id = e.host_id");
 	if (comms && pid >= 0) {
 		sq_buf_str(b, " LEFT JOIN comms AS c ON c.host_id = e.host_id AND c.pid = e.");
 		sq_ident(b, sc->cols[pid].column);
@@ -258,82 +254,28 @@ static int sq_range_init(struct store *s, const struct store_schema *sc,
 }
 
 /*
- * How many rows of @r there are, counting no further than r->limit, and
- * the newest ts among those counted (in block order, not time order).
+ * The ts at which the @k-th block (0: the first) of @sc from @bmin on
+ * starts: *@found false when there is none.
  */
-static int sq_count_upto(struct store *s, const struct store_schema *sc, const char *where,
-			 const struct sq_bind *b, size_t nb, const struct sq_range *r,
-			 int64_t *n, int64_t *max_ts)
+static int sq_kth_block(struct store *s, const struct store_schema *sc, int64_t bmin,
+			int64_t k, int64_t *start, bool *found)
 {
-	struct sq_buf q = { 0 };
-	sqlite3_stmt *st = NULL;
-	int ret;
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT min_ts FROM ts_blocks WHERE type_id = ? AND min_ts >= ?"
+				" ORDER BY min_ts LIMIT 1 OFFSET ?", &st);
+	int rc;
 
-	sq_buf_str(&q, "SELECT count(*), max(ts) FROM (SELECT ts");
-	sq_from(&q, sc, where, r, false);
-	sq_buf_str(&q, " LIMIT :tc_limit)");
-	ret = q.oom ? -ENOMEM : sq_prepare(s, q.s, &st);
-	if (ret == 0)
-		ret = sq_bind_all(s, st, b, nb, sc, r);
-	if (ret == 0) {
-		if (sqlite3_step(st) == SQLITE_ROW) {
-			*n = sqlite3_column_int64(st, 0);
-			*max_ts = sqlite3_column_int64(st, 1);
-		} else {
-			ret = sq_err(s, TC_ERR_DB, "count");
-		}
-	}
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, sc->type_id);
+	sqlite3_bind_int64(st, 2, bmin);
+	sqlite3_bind_int64(st, 3, k);
+	rc = sqlite3_step(st);
+	*found = rc == SQLITE_ROW;
+	*start = *found ? sqlite3_column_int64(st, 0) : 0;
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		ret = sq_err(s, TC_ERR_DB, "ts_blocks");
 	sqlite3_finalize(st);
-	free(q.s);
-	return ret;
-}
-
-/*
- * For a limited select: lower r->hi to just before the start of the k-th
- * block from r->bmin on (64, 512, ... blocks) as long as the rows before
- * it hold r->limit matches, then to the newest ts of r->limit of them.
- * Rows with ts below a block's start lie only in blocks that start
- * earlier, and the r->limit-th oldest match is no newer than the newest
- * of any r->limit matches, so the first r->limit rows in time order stay
- * the same, and only the blocks that start by then are read and sorted.
- */
-static int sq_range_fit(struct store *s, const struct store_schema *sc, const char *where,
-			const struct sq_bind *b, size_t nb, struct sq_range *r)
-{
-	int64_t hi = r->hi, start, n = 0, newest = 0;
-	int ret = 0;
-
-	for (int64_t k = SQ_BLOCKS_FIRST; ret == 0; k *= 8) {
-		sqlite3_stmt *st;
-		int rc;
-
-		ret = sq_prepare(s, "SELECT min_ts FROM ts_blocks WHERE type_id = ? AND min_ts >= ?"
-				    " ORDER BY min_ts LIMIT 1 OFFSET ?", &st);
-		if (ret < 0)
-			break;
-		sqlite3_bind_int64(st, 1, sc->type_id);
-		sqlite3_bind_int64(st, 2, r->bmin);
-		sqlite3_bind_int64(st, 3, k);
-		rc = sqlite3_step(st);
-		start = rc == SQLITE_ROW ? sqlite3_column_int64(st, 0) : 0;
-		sqlite3_finalize(st);
-		if (rc != SQLITE_ROW) {
-			ret = rc == SQLITE_DONE ? 0 : sq_err(s, TC_ERR_DB, "ts_blocks");
-			break;	/* no k-th block: read them all */
-		}
-		if (start > hi)
-			break;
-		if (start == INT64_MIN)
-			continue;
-		r->hi = start - 1;
-		ret = sq_count_upto(s, sc, where, b, nb, r, &n, &newest);
-		if (ret == 0 && n >= r->limit) {
-			r->hi = newest;
-			return 0;
-		}
-		r->hi = hi;
-	}
-	r->hi = hi;
 	return ret;
 }
 
@@ -352,7 +294,7 @@ int sq_count_where(struct store *s, const struct store_schema *sc, const char *w
 	if (ret < 0)
 		return ret;
 	sq_buf_str(&q, "SELECT count(*)");
-	sq_from(&q, sc, where, win ? &r : NULL, false);
+	sq_from(&q, sc, where, win ? &r : NULL);
 	ret = q.oom ? -ENOMEM : sq_prepare(s, q.s, &st);
 	if (ret == 0)
 		ret = sq_bind_all(s, st, b, nb, sc, win ? &r : NULL);
@@ -370,12 +312,12 @@ int sq_count_where(struct store *s, const struct store_schema *sc, const char *w
 static void sq_select_sql(struct sq_buf *q, const struct store_schema *sc, const char *where,
 			  const struct sq_range *r)
 {
-	sq_buf_str(q, "SELECT _tc_rowid, host_id, _tc_host, cpu, ts, trace_ts, _tc_comm");
+	sq_buf_str(q, SQ_ROW_COLS);
 	for (size_t i = 0; i < sc->ncols; i++) {
 		sq_buf_str(q, ", ");
 		sq_ident(q, sc->cols[i].column);
 	}
-	sq_from(q, sc, where, r, true);
+	sq_from(q, sc, where, r);
 	sq_buf_str(q, r->reverse ? " ORDER BY ts DESC, _tc_rowid DESC LIMIT :tc_limit" :
 		   " ORDER BY ts, _tc_rowid LIMIT :tc_limit");
 }
@@ -413,41 +355,85 @@ void sq_row(sqlite3_stmt *st, const struct store_schema *sc, struct sq_rowbuf *r
 	memset(r, 0, sizeof(*r));
 	r->rowid = (uint64_t)sqlite3_column_int64(st, 0);
 	r->host_id = (uint64_t)sqlite3_column_int64(st, 1);
-	r->host = (const char *)sqlite3_column_text(st, 2);
-	r->cpu = (uint32_t)sqlite3_column_int64(st, 3);
-	r->ts = sqlite3_column_int64(st, 4);
-	r->trace_ts = (uint64_t)sqlite3_column_int64(st, 5);
-	r->comm = (const char *)sqlite3_column_text(st, 6);
+	r->cpu = (uint32_t)sqlite3_column_int64(st, 2);
+	r->ts = sqlite3_column_int64(st, 3);
+	r->trace_ts = (uint64_t)sqlite3_column_int64(st, 4);
 	for (size_t i = 0; i < sc->ncols; i++)
-		sq_row_value(st, 7 + (int)i, sc->cols[i].kind, &rb->vals[i], &rb->null[i]);
+		sq_row_value(st, 5 + (int)i, sc->cols[i].kind, &rb->vals[i], &rb->null[i]);
 	r->pid = rb->pid >= 0 && !rb->null[rb->pid] ? (int)rb->vals[rb->pid].i : -1;
+	r->host = sq_names_host(rb->names, r->host_id);
+	if (rb->pid >= 0 && !rb->null[rb->pid])
+		r->comm = sq_names_comm(rb->names, r->host_id, rb->vals[rb->pid].i);
 	r->nvals = sc->ncols;
 	r->vals = rb->vals;
 	r->null = rb->null;
 }
 
+/*
+ * @st's rows to @fn until it says stop, counted in *@rows. Return 0, what
+ * @fn returned to stop, or a negative error.
+ */
 static int sq_select_run(struct store *s, sqlite3_stmt *st, const struct store_schema *sc,
-			 store_row_fn fn, void *ctx)
+			 struct sq_rowbuf *rb, store_row_fn fn, void *ctx, size_t *rows)
 {
-	struct sq_rowbuf rb = { .pid = sq_col_index(sc, "common_pid") };
-	int rows = 0, rc, ret = 0;
+	int rc, ret = 0;
 
-	rb.vals = calloc(sc->ncols + 1, sizeof(*rb.vals));
-	rb.null = calloc(sc->ncols + 1, sizeof(*rb.null));
-	if (!rb.vals || !rb.null)
-		ret = -ENOMEM;
+	*rows = 0;
 	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct store_row r;
 
-		sq_row(st, sc, &rb, &r);
+		sq_row(st, sc, rb, &r);
 		ret = fn(ctx, &r);
-		rows++;
+		(*rows)++;
 	}
 	if (ret == 0 && rc != SQLITE_DONE)
 		ret = sq_err(s, TC_ERR_DB, "select");
-	free(rb.vals);
-	free(rb.null);
-	return ret ? ret : rows;
+	return ret;
+}
+
+/*
+ * A limited select, oldest first, through blocks: window after window of
+ * the range, each up to just before the start of the k-th block from its
+ * bmin on (64 blocks, then 512, ...), sorted and read until r->limit rows
+ * came. A row with ts below a block's start lies only in blocks that
+ * start earlier (or in the wide ones), so each window holds every row of
+ * its ts span, and the windows follow one another in time: the rows come
+ * in time order, and each block is read once (not counted first and then
+ * read again).
+ */
+static int sq_select_windows(struct store *s, const struct store_schema *sc,
+			     const struct sq_bind *b, size_t nb, struct sq_range *r,
+			     sqlite3_stmt *st, struct sq_rowbuf *rb, store_row_fn fn, void *ctx,
+			     size_t *rows)
+{
+	int64_t hi = r->hi, left = r->limit, start, k = SQ_BLOCKS_FIRST;
+	bool found, last = false;
+	int ret = 0;
+
+	*rows = 0;
+	while (ret == 0 && !last && left > 0) {
+		size_t n;
+
+		ret = sq_kth_block(s, sc, r->bmin, k, &start, &found);
+		if (ret < 0)
+			break;
+		last = !found || start > hi;
+		if (!last && start <= r->lo) {	/* an empty window: a wider one */
+			k *= 8;
+			continue;
+		}
+		r->hi = last ? hi : start - 1;
+		r->limit = left;
+		sqlite3_reset(st);
+		ret = sq_bind_all(s, st, b, nb, sc, r) ?:
+		      sq_select_run(s, st, sc, rb, fn, ctx, &n);
+		left -= (int64_t)n;
+		*rows += n;
+		r->lo = start;
+		r->bmin = start < INT64_MIN + r->cut ? INT64_MIN : start - r->cut;
+		k = SQ_BLOCKS_FIRST;
+	}
+	return ret;
 }
 
 int sq_select_where(struct store *s, const struct store_schema *sc, const char *where,
@@ -455,27 +441,34 @@ int sq_select_where(struct store *s, const struct store_schema *sc, const char *
 		    int64_t after_ts, uint64_t after_rowid, size_t limit, bool reverse,
 		    store_row_fn fn, void *ctx)
 {
+	struct sq_rowbuf rb = { .pid = sq_col_index(sc, "common_pid") };
 	struct sq_buf q = { 0 };
 	struct sq_range r;
 	sqlite3_stmt *st = NULL;
+	size_t n = 0;
 	int ret = sq_flush_all(s) ?:
 		  sq_range_init(s, sc, win, after_ts, after_rowid, limit, reverse, &r) ?:
 		  sq_ix_usable(s, sc, b, nb, &r.by_index);
 
-	/* sq_range_fit() cuts the range from its old end: oldest first only */
-	if (ret == 0 && limit && !r.by_index && !reverse)
-		ret = sq_range_fit(s, sc, where, b, nb, &r);
 	if (ret < 0)
 		return ret;
+	rb.vals = calloc(sc->ncols + 1, sizeof(*rb.vals));
+	rb.null = calloc(sc->ncols + 1, sizeof(*rb.null));
 	sq_select_sql(&q, sc, where, &r);
-	ret = q.oom ? -ENOMEM : sq_prepare(s, q.s, &st);
-	if (ret == 0)
-		ret = sq_bind_all(s, st, b, nb, sc, &r);
-	if (ret == 0)
-		ret = sq_select_run(s, st, sc, fn, ctx);
+	ret = q.oom || !rb.vals || !rb.null ? -ENOMEM : sq_names_new(s, &rb.names) ?:
+	      sq_prepare(s, q.s, &st);
+	/* windows cut the range from its old end: oldest first only */
+	if (ret == 0 && limit && !r.by_index && !reverse)
+		ret = sq_select_windows(s, sc, b, nb, &r, st, &rb, fn, ctx, &n);
+	else if (ret == 0)
+		ret = sq_bind_all(s, st, b, nb, sc, &r) ?:
+		      sq_select_run(s, st, sc, &rb, fn, ctx, &n);
 	sqlite3_finalize(st);
 	free(q.s);
-	return ret;
+	free(rb.vals);
+	free(rb.null);
+	sq_names_free(rb.names);
+	return ret ? ret : n > INT_MAX ? INT_MAX : (int)n;
 }
 
 /* ---- a store_query as SQL ---- */
@@ -670,7 +663,7 @@ int sq_rows_of(struct store *s, const struct store_query *q, struct sq_buf *b,
 		      sq_ix_usable(s, q->schema, rows->w.b, rows->w.nb, &rows->r.by_index);
 	}
 	if (ret == 0)
-		sq_from(b, q->schema, rows->w.text, rows->ranged ? &rows->r : NULL, false);
+		sq_from(b, q->schema, rows->w.text, rows->ranged ? &rows->r : NULL);
 	if (ret < 0) {
 		sq_rows_free(rows);
 		return ret;

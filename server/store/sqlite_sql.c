@@ -292,7 +292,7 @@ static void sq_view_col(struct sq_buf *b, const char *name)
 	free(n.s);
 }
 
-/* Note event type @sc's view body (sq_schema_list() callback). */
+/* Note event type @sc's view body (sq_schema_walk() callback). */
 static int sq_ev_note(void *ctx, const struct store_schema *sc)
 {
 	struct sq_sql *x = ctx;
@@ -632,7 +632,7 @@ int sq_sql(struct store *s, const char *text, const struct store_scope *scope,
 					" its views are not restricted by host");
 	if (!sq_store_of(s)->db)
 		return store_set_errmsg(s, TC_ERR_DB, "no database open");
-	ret = sq_schema_list(s, NULL, sq_ev_note, &x);
+	ret = sq_schema_walk(s, NULL, true, sq_ev_note, &x);
 	if (ret == 0)
 		ret = sq_tables_note(&x);
 	if (ret == 0)

@@ -62,14 +62,16 @@ static int sq_tailq_prepare(struct store *s, const struct store_query *q, struct
 	tq->rb.null = calloc(sc->ncols + 1, sizeof(*tq->rb.null));
 	if (ret == 0 && (!tq->rb.vals || !tq->rb.null))
 		ret = -ENOMEM;
+	if (ret == 0)
+		ret = sq_names_new(s, &tq->rb.names);
 	if (ret < 0)
 		return ret;
-	sq_buf_str(&b, "SELECT _tc_rowid, host_id, _tc_host, cpu, ts, trace_ts, _tc_comm");
+	sq_buf_str(&b, SQ_ROW_COLS);
 	for (size_t i = 0; i < sc->ncols; i++) {
 		sq_buf_str(&b, ", ");
 		sq_ident(&b, sc->cols[i].column);
 	}
-	sq_from(&b, sc, tq->w.text, NULL, true);
+	sq_from(&b, sc, tq->w.text, NULL);
 	sq_buf_str(&b, " AND _tc_rowid BETWEEN :tc_flo AND :tc_fhi");
 	if (q->win)
 		sq_buf_str(&b, " AND ts >= :tc_wlo AND ts <= :tc_whi");
@@ -95,6 +97,7 @@ static void sq_tailq_free(struct sq_tailq *tq)
 	sq_where_free(&tq->w);
 	free(tq->rb.vals);
 	free(tq->rb.null);
+	sq_names_free(tq->rb.names);
 }
 
 /*

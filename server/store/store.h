@@ -473,7 +473,9 @@ int store_schema_get(struct store *s, const char *system, const char *event,
 
 /*
  * store_schema_list - call @fn for each event type of @system (all systems
- * if NULL), ordered by system and name, with a schema it may not keep.
+ * if NULL), ordered by system and name, with a schema it may not keep:
+ * its names, table, format and type id, not its columns (ncols 0;
+ * store_schema_get() has them).
  * A nonzero return from @fn stops the walk and is returned.
  *
  * Return: 0; TC_ERR_UNKNOWN_EVENT when @system has no events; TC_ERR_DB;

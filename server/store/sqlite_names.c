@@ -1,0 +1,130 @@
+/*
+ * sqlite_names.c - the host name and comm of each row a read passes on,
+ * looked up once per (host, pid) in a small cache instead of joined to
+ * every row: the comms join was a B-tree search per row, a fifth of the
+ * collector's time printing a long answer, for a handful of distinct
+ * tasks. A cache lives for one read (a page, a tail's pass), so a comm
+ * learned meanwhile shows from the next page on, as the join did.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "server/store/sqlite_int.h"
+
+#define SQ_COMM_SLOTS	1024		/* (host, pid) pairs kept, direct-mapped */
+#define SQ_HOST_SLOTS	16		/* hosts kept; a 17th evicts by id */
+#define SQ_NAME_MAX	64		/* a comm longer than this is not kept */
+
+struct sq_comm_slot {
+	uint64_t host_id;
+	int64_t pid;
+	bool used, known;		/* known: the comms table has it */
+	char comm[SQ_NAME_MAX];
+};
+
+struct sq_names {
+	sqlite3 *db;
+	sqlite3_stmt *comm_st, *host_st;
+	struct sq_comm_slot comm[SQ_COMM_SLOTS];
+	struct {
+		uint64_t id;
+		char *name;		/* NULL: the slot is free, or no such host */
+		bool used;
+	} host[SQ_HOST_SLOTS];
+	char *spill;			/* a comm too long to keep, for the current row */
+};
+
+int sq_names_new(struct store *s, struct sq_names **out)
+{
+	struct sq_names *n = calloc(1, sizeof(*n));
+
+	if (!n)
+		return -ENOMEM;
+	n->db = sq_store_of(s)->db;
+	*out = n;
+	return 0;
+}
+
+void sq_names_free(struct sq_names *n)
+{
+	if (!n)
+		return;
+	sqlite3_finalize(n->comm_st);
+	sqlite3_finalize(n->host_st);
+	for (size_t i = 0; i < SQ_HOST_SLOTS; i++)
+		free(n->host[i].name);
+	free(n->spill);
+	free(n);
+}
+
+/*
+ * Column 0 of the one row @sql gives for (@a[, @b]) into *@out: 1, or 0
+ * (no row: *@out NULL), or -1 (an error: not to be kept).
+ */
+static int sq_names_step(sqlite3 *db, sqlite3_stmt **st, const char *sql, int64_t a,
+			 const int64_t *b, const char **out)
+{
+	int rc;
+
+	*out = NULL;
+	if (!*st && sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) !=
+	    SQLITE_OK)
+		return -1;
+	sqlite3_reset(*st);
+	sqlite3_bind_int64(*st, 1, a);
+	if (b)
+		sqlite3_bind_int64(*st, 2, *b);
+	rc = sqlite3_step(*st);
+	if (rc == SQLITE_ROW)
+		*out = (const char *)sqlite3_column_text(*st, 0);
+	return rc == SQLITE_ROW && *out ? 1 : rc == SQLITE_DONE ? 0 : -1;
+}
+
+const char *sq_names_host(struct sq_names *n, uint64_t host_id)
+{
+	size_t i = host_id % SQ_HOST_SLOTS;
+	const char *name;
+	int rc;
+
+	if (n->host[i].used && n->host[i].id == host_id)
+		return n->host[i].name;
+	rc = sq_names_step(n->db, &n->host_st, "SELECT name FROM hosts WHERE id = ?",
+			   (int64_t)host_id, NULL, &name);
+	free(n->host[i].name);
+	n->host[i].name = name ? strdup(name) : NULL;
+	n->host[i].id = host_id;
+	n->host[i].used = rc == 0 || (rc == 1 && n->host[i].name);
+	return n->host[i].name;
+}
+
+const char *sq_names_comm(struct sq_names *n, uint64_t host_id, int64_t pid)
+{
+	struct sq_comm_slot *c = &n->comm[((uint64_t)pid * 31 + host_id) % SQ_COMM_SLOTS];
+	const char *comm;
+	size_t len;
+	int rc;
+
+	if (c->used && c->host_id == host_id && c->pid == pid)
+		return c->known ? c->comm : NULL;
+	rc = sq_names_step(n->db, &n->comm_st,
+			   "SELECT comm FROM comms WHERE host_id = ? AND pid = ?",
+			   (int64_t)host_id, &pid, &comm);
+	len = comm ? strlen(comm) : 0;
+	if (rc < 0 || len >= SQ_NAME_MAX) {	/* not kept; valid for this row */
+		free(n->spill);
+		n->spill = comm ? strdup(comm) : NULL;
+		return n->spill;
+	}
+	c->used = true;
+	c->host_id = host_id;
+	c->pid = pid;
+	c->known = comm != NULL;
+	if (comm)
+		memcpy(c->comm, comm, len + 1);
+	return comm ? c->comm : NULL;
+}
