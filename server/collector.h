@@ -54,6 +54,7 @@ struct collector_refusal {
 
 #define COLLECTOR_REFUSAL_SOURCES	64
 
+struct conn_linger;
 struct hostmap;
 struct livehosts;
 
@@ -78,6 +79,8 @@ struct collector {
 	unsigned refusal_next;		/* the slot a new source takes */
 	struct hostlimit *hl;		/* per-host limits (hostlimit.h); NULL: none */
 	struct livehosts *live;		/* hosts connected now (livehosts.h); NULL: not kept */
+	struct conn_linger *lingers;	/* refused sockets read a moment more (conn.c) */
+	unsigned nlingers;
 };
 
 /* collector_limits_default - the defaults above. */

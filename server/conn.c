@@ -13,7 +13,10 @@
  * reading (TCP flow control pushes back on its agent) until the worker
  * says "resume".
  * Any protocol violation answers ERROR and closes. A refused handshake is
- * logged with OpenSSL's reason.
+ * logged with OpenSSL's reason, and its socket lingers (conn_linger()):
+ * closing it at once, with the agent's Finished unread, would reset the
+ * connection and could take the TLS alert with it, so the agent could not
+ * say why it was refused.
  *
  * Limits (struct collector_limits): a connection past a handshake cap is
  * closed at accept; one timer per connection closes it when the handshake
@@ -41,8 +44,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <arpa/inet.h>
+#include <sys/socket.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/bufferevent_ssl.h>
@@ -731,6 +736,85 @@ static void log_refusal(struct conn *c)
 		 "a collector started with --insecure-plain takes those)" : "");
 }
 
+/* Lingering refused sockets: at most this many at once, each this long and this much. */
+#define CONN_LINGER_MAX		64
+#define CONN_LINGER_MS		2000
+#define CONN_LINGER_BYTES	(64u << 10)
+
+struct conn_linger {
+	struct collector *col;
+	struct conn_linger *next, **pprev;
+	struct event *ev;
+	evutil_socket_t fd;
+	size_t read;
+	int64_t deadline_ms;
+};
+
+static void linger_free(struct conn_linger *l)
+{
+	*l->pprev = l->next;
+	if (l->next)
+		l->next->pprev = l->pprev;
+	l->col->nlingers--;
+	event_free(l->ev);
+	evutil_closesocket(l->fd);
+	free(l);
+}
+
+/* What the refused agent still sends, dropped until it closes, a cap, or the deadline. */
+static void linger_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn_linger *l = arg;
+	int64_t left = l->deadline_ms - util_now_ms();
+	char buf[4096];
+	ssize_t n = 0;
+
+	if (what & EV_READ)
+		n = recv(fd, buf, sizeof(buf), 0);
+	if (n > 0)
+		l->read += (size_t)n;
+	if (!(what & EV_READ) || n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR) ||
+	    l->read >= CONN_LINGER_BYTES || left <= 0) {
+		linger_free(l);
+		return;
+	}
+	event_add(l->ev, &(struct timeval){ left / 1000, (left % 1000) * 1000 });
+}
+
+/*
+ * Keep the socket of @c, refused at its handshake, a moment past the
+ * connection: its own descriptor, the write side shut after the TLS alert
+ * (a FIN follows it instead of a reset), its input read and dropped. Over
+ * CONN_LINGER_MAX lingering sockets, it just closes.
+ */
+static void conn_linger(struct conn *c)
+{
+	struct collector *col = c->col;
+	evutil_socket_t fd = c->bev ? bufferevent_getfd(c->bev) : -1;
+	struct conn_linger *l;
+
+	if (fd < 0 || col->nlingers >= CONN_LINGER_MAX || !(l = calloc(1, sizeof(*l))))
+		return;
+	l->fd = dup(fd);
+	l->ev = l->fd < 0 ? NULL : event_new(col->base, l->fd, EV_READ, linger_cb, l);
+	if (!l->ev) {
+		if (l->fd >= 0)
+			close(l->fd);
+		free(l);
+		return;
+	}
+	shutdown(l->fd, SHUT_WR);
+	l->col = col;
+	l->deadline_ms = util_now_ms() + CONN_LINGER_MS;
+	l->next = col->lingers;
+	if (l->next)
+		l->next->pprev = &l->next;
+	l->pprev = &col->lingers;
+	col->lingers = l;
+	col->nlingers++;
+	event_add(l->ev, &(struct timeval){ CONN_LINGER_MS / 1000, 0 });
+}
+
 static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct conn *c = arg;
@@ -745,9 +829,10 @@ static void conn_event_cb(struct bufferevent *bev, short what, void *arg)
 		conn_authenticated(c);
 		return;
 	}
-	if (c->state == CONN_HANDSHAKE)
+	if (c->state == CONN_HANDSHAKE) {
 		log_refusal(c);
-	else if (c->state != CONN_CLOSING)
+		conn_linger(c);
+	} else if (c->state != CONN_CLOSING)
 		log_warn("%s: agent %s disconnected before DONE (%llu pages received)",
 			 c->peer, conn_name(c, name, sizeof(name)), (unsigned long long)c->pages);
 	conn_free(c);
@@ -1123,6 +1208,8 @@ void conn_close_all(struct collector *col)
 	col->input_waiting = 0;
 	while (col->conns)
 		conn_free(col->conns);
+	while (col->lingers)
+		linger_free(col->lingers);
 	if (col->refused_limit)
 		log_info("%llu connections were closed by limits (handshake caps and "
 			 "timeouts)", (unsigned long long)col->refused_limit);
