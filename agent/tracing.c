@@ -356,10 +356,15 @@ static int enable_one_as(struct tracing *t, const char *sys, const char *ev,
 	return 0;
 }
 
-/* Enable one exact event and remember it. */
+/*
+ * Enable one exact event and remember it. The ftrace system's events
+ * (print: what trace_marker is written, ...) have no enable file: the
+ * kernel records them whenever they happen; they are only remembered, so
+ * their formats ship.
+ */
 static int enable_one(struct tracing *t, const char *sys, const char *ev)
 {
-	return enable_one_as(t, sys, ev, true);
+	return enable_one_as(t, sys, ev, tracefs_event_file_exists(t->inst, sys, ev, "enable"));
 }
 
 int tracing_track(struct tracing *t, const char *sys, const char *ev)

@@ -369,6 +369,25 @@ static void put_dynamic(struct render *r, const struct tep_format_field *f,
 	put_int(r->rec + f->offset, f->size, loc);
 }
 
+/*
+ * A flexible array at the end of the fixed part (ftrace:print's "char
+ * buf[]", size 0): its bytes at its offset, the record grown to hold
+ * them, a string NUL-ended. Only before any __data_loc bytes went there.
+ */
+static void put_tail(struct render *r, const struct tep_format_field *f,
+		     const struct qmsg_value *v, size_t *end)
+{
+	size_t len = v->s.len + (v->kind == QV_STR);
+
+	if ((size_t)f->offset < r->fixed || *end != ((r->fixed + 3) & ~(size_t)3) ||
+	    f->offset + len > sizeof(r->rec))
+		return;
+	memcpy(r->rec + f->offset, v->s.p, v->s.len);
+	if (v->kind == QV_STR)
+		r->rec[f->offset + v->s.len] = 0;
+	*end = (f->offset + len + 3) & ~(size_t)3;
+}
+
 static void put_field(struct render *r, const struct tep_format_field *f,
 		      const struct qmsg_value *v, size_t *end)
 {
@@ -377,6 +396,8 @@ static void put_field(struct render *r, const struct tep_format_field *f,
 	if (v->kind == QV_STR || v->kind == QV_BIN) {
 		if (f->flags & TEP_FIELD_IS_DYNAMIC)
 			put_dynamic(r, f, v, end);
+		else if (f->size == 0)
+			put_tail(r, f, v, end);
 		else
 			memcpy(r->rec + f->offset, v->s.p,
 			       v->s.len < (size_t)f->size ? v->s.len : (size_t)f->size);
@@ -461,6 +482,9 @@ size_t render_row(struct render *r, const struct qmsg_reply *rep, const struct q
 	render_comm(r, row);
 	trace_seq_reset(&r->seq);
 	render_line(r, &rec);
+	/* a text that ends its own line (print's buf): trace-cmd drops that newline */
+	if (r->seq.len && r->seq.buffer[r->seq.len - 1] == '\n')
+		r->seq.len--;
 	trace_seq_terminate(&r->seq);
 	n = r->seq.len < len - 1 ? r->seq.len : len - 1;
 	memcpy(buf, r->seq.buffer, n);
