@@ -189,26 +189,41 @@ int funcsyms_of_pid(int pid, funcsyms_fn fn, void *ctx)
 	return ret ? ret : w.count;
 }
 
+/*
+ * kallsyms has no sizes: each text symbol is given the distance to the
+ * next one when that lies above it (the kernel's own lines and each
+ * module's come in address order), else none. The collector stores a
+ * large table over several messages; a sized symbol never names an
+ * address past its end, so a table read half stored leaves such an
+ * address unnamed instead of naming it after the last symbol stored so
+ * far ("vcpu_get_pid+0x231991" for tracing_mark_write).
+ */
 int funcsyms_of_kernel(const char *path, funcsyms_fn fn, void *ctx)
 {
-	char line[640], type, name[PROTO_SYM_MAX_NAME + 1];
-	uint64_t addr;
-	int ret = 0, count = 0;
-	bool nonzero = false;
+	char line[640], type, name[2][PROTO_SYM_MAX_NAME + 1];
+	uint64_t addr, prev = 0;
+	int ret = 0, count = 0, cur = 0;
+	bool nonzero = false, held = false;
 	FILE *f = fopen(path ? path : "/proc/kallsyms", "re");
 
 	if (!f)
 		return -errno;
 	while (ret == 0 && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%" SCNx64 " %c %511s", &addr, &type, name) != 3 ||
+		if (sscanf(line, "%" SCNx64 " %c %511s", &addr, &type, name[cur]) != 3 ||
 		    !strchr("tTwW", type))
 			continue;
 		nonzero |= addr != 0;
 		if (!nonzero)
 			continue;
-		ret = fn(ctx, addr, 0, name);
+		if (held)	/* the one before, sized by this one */
+			ret = fn(ctx, prev, addr > prev ? addr - prev : 0, name[!cur]);
+		held = true;
+		prev = addr;
+		cur = !cur;
 		count++;
 	}
+	if (ret == 0 && held)
+		ret = fn(ctx, prev, 0, name[!cur]);
 	fclose(f);
 	return ret ? ret : count;
 }

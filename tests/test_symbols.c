@@ -119,6 +119,26 @@ START_TEST(test_kallsyms)
 	ck_assert_int_eq(w[1].times, 0);
 	ck_assert_uint_eq(w[2].found, 0xffffffff81000200ull);
 	ck_assert_uint_eq(w[3].found, 0xffffffff81000300ull);
+	/* sized up to the next text symbol; the last, and one followed by a lower, unsized */
+	ck_assert_uint_eq(w[0].size, 0x200);
+	ck_assert_uint_eq(w[2].size, 0x100);
+	ck_assert_uint_eq(w[3].size, 0);
+	unlink(path);
+	free(path);
+	path = write_tmp("ffffffff81000000 T a\nffffffff81000000 T b\nffffffffc0000000 t m\t[mod]\n"
+			 "ffffffffc0000040 t n\t[mod]\nffffffffa0000000 t o\t[other]\n");
+	{
+		struct want v[] = { { .name = "a" }, { .name = "b" }, { .name = "m" },
+				    { .name = "n" }, { .name = "o" }, { .name = NULL } };
+
+		ck_assert_int_eq(funcsyms_of_kernel(path, find_cb, v), 5);
+		ck_assert_uint_eq(v[0].size, 0);	/* an alias: b at the same address */
+		ck_assert_uint_eq(v[1].size, 0xffffffffc0000000ull - 0xffffffff81000000ull);
+		ck_assert_uint_eq(v[2].size, 0x40);
+		ck_assert_uint_eq(v[3].size, 0);	/* another module's lies lower */
+		ck_assert_uint_eq(v[4].size, 0);
+		ck_assert_int_eq(v[4].times, 1);
+	}
 	unlink(path);
 	free(path);
 }
