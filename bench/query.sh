@@ -164,7 +164,7 @@ qbench_follow() {
 	sed -nE 's/^([0-9]+) .*qbench-mark ([0-9]+) ([0-9]+).*/\1 \3/p' "$tmp/follow.out" |
 		awk '{print ($1 - $2) / 1000}' | sort -n |
 		awk '{v[NR] = $1} END { if (!NR) { print "na"; exit }
-			i = int(NR * 0.99 + 0.999); printf "%d\n", v[i > NR ? NR : i] }'
+			i = int(NR * 0.99 + 0.999); if (i > NR) i = NR; printf "%d\n", v[i] }'
 }
 
 bench_query() {
