@@ -309,8 +309,9 @@ int sq_count_where(struct store *s, const struct store_schema *sc, const char *w
 	return ret;
 }
 
+/* The select of @r's rows, in (ts, rowid) order, LIMIT :tc_limit when @sorted. */
 static void sq_select_sql(struct sq_buf *q, const struct store_schema *sc, const char *where,
-			  const struct sq_range *r)
+			  const struct sq_range *r, bool sorted)
 {
 	sq_buf_str(q, SQ_ROW_COLS);
 	for (size_t i = 0; i < sc->ncols; i++) {
@@ -318,8 +319,9 @@ static void sq_select_sql(struct sq_buf *q, const struct store_schema *sc, const
 		sq_ident(q, sc->cols[i].column);
 	}
 	sq_from(q, sc, where, r);
-	sq_buf_str(q, r->reverse ? " ORDER BY ts DESC, _tc_rowid DESC LIMIT :tc_limit" :
-		   " ORDER BY ts, _tc_rowid LIMIT :tc_limit");
+	if (sorted)
+		sq_buf_str(q, r->reverse ? " ORDER BY ts DESC, _tc_rowid DESC LIMIT :tc_limit" :
+			   " ORDER BY ts, _tc_rowid LIMIT :tc_limit");
 }
 
 /* Column @i of the current row as schema column @c's value. */
@@ -360,6 +362,11 @@ void sq_row(sqlite3_stmt *st, const struct store_schema *sc, struct sq_rowbuf *r
 	r->trace_ts = (uint64_t)sqlite3_column_int64(st, 4);
 	for (size_t i = 0; i < sc->ncols; i++)
 		sq_row_value(st, 5 + (int)i, sc->cols[i].kind, &rb->vals[i], &rb->null[i]);
+	sq_row_names(sc, rb, r);
+}
+
+void sq_row_names(const struct store_schema *sc, struct sq_rowbuf *rb, struct store_row *r)
+{
 	r->pid = rb->pid >= 0 && !rb->null[rb->pid] ? (int)rb->vals[rb->pid].i : -1;
 	r->host = sq_names_host(rb->names, r->host_id);
 	if (rb->pid >= 0 && !rb->null[rb->pid])
@@ -392,27 +399,59 @@ static int sq_select_run(struct store *s, sqlite3_stmt *st, const struct store_s
 }
 
 /*
+ * The rows of window @r of @st (unsorted), kept in @w, sorted, and the
+ * first @left of them passed to @fn. Return: as sq_select_run(); -E2BIG
+ * when the window holds too much to keep (nothing was passed).
+ */
+static int sq_window_run(struct store *s, sqlite3_stmt *st, const struct store_schema *sc,
+			 struct sq_win *w, struct sq_rowbuf *rb, int64_t left, store_row_fn fn,
+			 void *ctx, size_t *rows)
+{
+	int rc, ret = 0;
+
+	*rows = 0;
+	sq_win_reset(w);
+	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		ret = sq_win_add(w, st, sc);
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sq_err(s, TC_ERR_DB, "select");
+	if (ret < 0)
+		return ret;
+	sq_win_sort(w);
+	for (size_t i = 0; ret == 0 && i < w->n && (int64_t)i < left; i++) {
+		struct store_row r;
+
+		sq_win_row(w, i, sc, rb, &r);
+		ret = fn(ctx, &r);
+		(*rows)++;
+	}
+	return ret;
+}
+
+/*
  * A limited select, oldest first, through blocks: window after window of
- * the range, each up to just before the start of the k-th block from its
- * bmin on (64 blocks, then 512, ...), sorted and read until r->limit rows
- * came. A row with ts below a block's start lies only in blocks that
- * start earlier (or in the wide ones), so each window holds every row of
- * its ts span, and the windows follow one another in time: the rows come
- * in time order, and each block is read once (not counted first and then
- * read again).
+ * the range, each up to just before the start of the 64th block from its
+ * bmin on (or the 512th, ... while that leaves it empty), read, sorted
+ * (sqlite_window.c; by SQLite when it holds too much: @sorted) and passed
+ * on until r->limit rows came. A row with ts below a block's start lies
+ * only in blocks that start earlier (or in the wide ones), so each window
+ * holds every row of its ts span, and the windows follow one another in
+ * time: the rows come in time order, and each block is read once.
  */
 static int sq_select_windows(struct store *s, const struct store_schema *sc,
 			     const struct sq_bind *b, size_t nb, struct sq_range *r,
-			     sqlite3_stmt *st, struct sq_rowbuf *rb, store_row_fn fn, void *ctx,
-			     size_t *rows)
+			     sqlite3_stmt *st, const char *sorted, struct sq_rowbuf *rb,
+			     store_row_fn fn, void *ctx, size_t *rows)
 {
 	int64_t hi = r->hi, left = r->limit, start, k = SQ_BLOCKS_FIRST;
+	sqlite3_stmt *sst = NULL;
+	struct sq_win w = { 0 };
 	bool found, last = false;
 	int ret = 0;
 
 	*rows = 0;
 	while (ret == 0 && !last && left > 0) {
-		size_t n;
+		size_t n = 0;
 
 		ret = sq_kth_block(s, sc, r->bmin, k, &start, &found);
 		if (ret < 0)
@@ -426,13 +465,23 @@ static int sq_select_windows(struct store *s, const struct store_schema *sc,
 		r->limit = left;
 		sqlite3_reset(st);
 		ret = sq_bind_all(s, st, b, nb, sc, r) ?:
-		      sq_select_run(s, st, sc, rb, fn, ctx, &n);
+		      sq_window_run(s, st, sc, &w, rb, left, fn, ctx, &n);
+		if (ret == -E2BIG) {	/* SQLite sorts this one, LIMIT left */
+			ret = sst ? 0 : sq_prepare(s, sorted, &sst);
+			if (ret == 0) {
+				sqlite3_reset(sst);
+				ret = sq_bind_all(s, sst, b, nb, sc, r) ?:
+				      sq_select_run(s, sst, sc, rb, fn, ctx, &n);
+			}
+		}
 		left -= (int64_t)n;
 		*rows += n;
 		r->lo = start;
 		r->bmin = start < INT64_MIN + r->cut ? INT64_MIN : start - r->cut;
 		k = SQ_BLOCKS_FIRST;
 	}
+	sqlite3_finalize(sst);
+	sq_win_free(&w);
 	return ret;
 }
 
@@ -442,9 +491,10 @@ int sq_select_where(struct store *s, const struct store_schema *sc, const char *
 		    store_row_fn fn, void *ctx)
 {
 	struct sq_rowbuf rb = { .pid = sq_col_index(sc, "common_pid") };
-	struct sq_buf q = { 0 };
+	struct sq_buf q = { 0 }, u = { 0 };
 	struct sq_range r;
 	sqlite3_stmt *st = NULL;
+	bool windows;
 	size_t n = 0;
 	int ret = sq_flush_all(s) ?:
 		  sq_range_init(s, sc, win, after_ts, after_rowid, limit, reverse, &r) ?:
@@ -454,17 +504,21 @@ int sq_select_where(struct store *s, const struct store_schema *sc, const char *
 		return ret;
 	rb.vals = calloc(sc->ncols + 1, sizeof(*rb.vals));
 	rb.null = calloc(sc->ncols + 1, sizeof(*rb.null));
-	sq_select_sql(&q, sc, where, &r);
-	ret = q.oom || !rb.vals || !rb.null ? -ENOMEM : sq_names_new(s, &rb.names) ?:
-	      sq_prepare(s, q.s, &st);
+	sq_select_sql(&q, sc, where, &r, true);
 	/* windows cut the range from its old end: oldest first only */
-	if (ret == 0 && limit && !r.by_index && !reverse)
-		ret = sq_select_windows(s, sc, b, nb, &r, st, &rb, fn, ctx, &n);
+	windows = limit && !r.by_index && !reverse;
+	if (windows)
+		sq_select_sql(&u, sc, where, &r, false);
+	ret = q.oom || u.oom || !rb.vals || !rb.null ? -ENOMEM : sq_names_new(s, &rb.names) ?:
+	      sq_prepare(s, windows ? u.s : q.s, &st);
+	if (ret == 0 && windows)
+		ret = sq_select_windows(s, sc, b, nb, &r, st, q.s, &rb, fn, ctx, &n);
 	else if (ret == 0)
 		ret = sq_bind_all(s, st, b, nb, sc, &r) ?:
 		      sq_select_run(s, st, sc, &rb, fn, ctx, &n);
 	sqlite3_finalize(st);
 	free(q.s);
+	free(u.s);
 	free(rb.vals);
 	free(rb.null);
 	sq_names_free(rb.names);
