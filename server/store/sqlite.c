@@ -167,6 +167,58 @@ int sq_prepare(struct store *s, const char *sql, sqlite3_stmt **st)
 	return 0;
 }
 
+int sq_prepare_cached(struct store *s, const char *sql, sqlite3_stmt **st)
+{
+	struct sq_store *q = sq_store_of(s);
+	struct sq_cached *c, *victim = NULL;
+	size_t n = sizeof(q->cache) / sizeof(q->cache[0]);
+	uint64_t hash = 14695981039346656037ull;	/* FNV-1a */
+	char *text;
+	int ret;
+
+	for (const char *p = sql; *p; p++)
+		hash = (hash ^ (unsigned char)*p) * 1099511628211ull;
+	for (size_t i = 0; i < n; i++) {
+		c = &q->cache[i];
+		if (c->out)
+			continue;
+		if (c->st && c->hash == hash && !strcmp(c->sql, sql)) {
+			sqlite3_reset(c->st);
+			sqlite3_clear_bindings(c->st);
+			c->used = ++q->cache_clock;
+			c->out = true;
+			*st = c->st;
+			return 0;
+		}
+		/* an empty slot first, else the least recently used */
+		if (!victim || (victim->st && (!c->st || c->used < victim->used)))
+			victim = c;
+	}
+	ret = sq_prepare(s, sql, st);
+	if (ret < 0 || !victim || !(text = strdup(sql)))
+		return ret;	/* not kept: sq_release() finalizes it */
+	sqlite3_finalize(victim->st);
+	free(victim->sql);
+	*victim = (struct sq_cached){ .sql = text, .hash = hash, .st = *st,
+				      .used = ++q->cache_clock, .out = true };
+	return 0;
+}
+
+void sq_release(struct store *s, sqlite3_stmt *st)
+{
+	struct sq_store *q = sq_store_of(s);
+
+	if (!st)
+		return;
+	for (size_t i = 0; i < sizeof(q->cache) / sizeof(q->cache[0]); i++)
+		if (q->cache[i].st == st) {
+			sqlite3_reset(st);
+			q->cache[i].out = false;
+			return;
+		}
+	sqlite3_finalize(st);
+}
+
 /* Step @st to completion, then reset it (finalize when @once). */
 int sq_run(struct store *s, sqlite3_stmt *st, bool once)
 {
@@ -315,6 +367,13 @@ void sq_disconnect(struct sq_store *q)
 	q->printk_put = q->tgid_put = NULL;
 	q->cpu_add = q->comm_put = q->drop_add = q->mark_put = NULL;
 	q->sym_put = q->block_put = q->prog_find = q->sym_find = NULL;
+	sq_names_free(q->names);
+	q->names = NULL;
+	for (size_t i = 0; i < sizeof(q->cache) / sizeof(q->cache[0]); i++) {
+		sqlite3_finalize(q->cache[i].st);
+		free(q->cache[i].sql);
+		q->cache[i] = (struct sq_cached){ 0 };
+	}
 	sqlite3_close(q->db);
 	q->db = NULL;
 }

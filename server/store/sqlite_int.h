@@ -139,6 +139,20 @@ struct sq_store {
 	sqlite3_stmt *tgid_put;
 	bool in_txn;		/* between begin and commit */
 	/*
+	 * Statements a reader prepares again and again (each page of each
+	 * event type of a long answer, '*' has some hundred types): kept by
+	 * their text, the least recently used replaced (sq_prepare_cached()).
+	 */
+	struct sq_cached {
+		char *sql;
+		uint64_t hash;	/* of sql */
+		sqlite3_stmt *st;
+		uint64_t used;
+		bool out;	/* handed out, not yet released */
+	} cache[96];
+	uint64_t cache_clock;
+	struct sq_names *names;	/* a reader's host names and comms (sqlite_names.c) */
+	/*
 	 * The storage sequence number of the next row stored (ts_blocks.seq):
 	 * the writer thread's while batches are in flight, else the caller's;
 	 * read again from the file after a rollback (sq_seq_load()).
@@ -259,6 +273,15 @@ void sq_batch_free(struct sq_batch *b);
  * On failure @q->db may be set: sq_disconnect() it.
  */
 int sq_connect(struct sq_store *q);
+/*
+ * sq_prepare_cached - sq_prepare() @sql, or the statement of the same text
+ * prepared before on this connection (reset, its bindings cleared). Give
+ * it back with sq_release() (never sqlite3_finalize()); one handed out is
+ * not handed out again until then (a second one is prepared).
+ */
+int sq_prepare_cached(struct store *s, const char *sql, sqlite3_stmt **st);
+void sq_release(struct store *s, sqlite3_stmt *st);
+
 /* sq_disconnect - stop the checkpointer, finalize every statement, close db. */
 void sq_disconnect(struct sq_store *q);
 
@@ -336,9 +359,10 @@ struct sq_rowbuf {
 
 /*
  * The host names and comms of the rows of one read (sqlite_names.c):
- * sq_names_new() for @s's connection, sq_names_host() and sq_names_comm()
- * (NULL: none known; valid until the next lookup of a comm), and
- * sq_names_free().
+ * sq_names_new() starts a read on @s's connection's cache (nothing to
+ * free: sq_disconnect() frees it with sq_names_free()), sq_names_host()
+ * and sq_names_comm() (NULL: none known; valid until the next lookup of
+ * a comm).
  */
 struct sq_names;
 int sq_names_new(struct store *s, struct sq_names **out);

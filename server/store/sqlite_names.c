@@ -3,8 +3,9 @@
  * looked up once per (host, pid) in a small cache instead of joined to
  * every row: the comms join was a B-tree search per row, a fifth of the
  * collector's time printing a long answer, for a handful of distinct
- * tasks. A cache lives for one read (a page, a tail's pass), so a comm
- * learned meanwhile shows from the next page on, as the join did.
+ * tasks. A connection keeps one cache; what it holds counts for one read
+ * (a page, a tail's pass: a generation each), so a comm learned meanwhile
+ * shows from the next page on, as the join did.
  */
 #include "config.h"
 
@@ -23,30 +24,33 @@
 struct sq_comm_slot {
 	uint64_t host_id;
 	int64_t pid;
-	bool used, known;		/* known: the comms table has it */
+	uint64_t gen;			/* the read that filled it */
+	bool known;			/* the comms table has it */
 	char comm[SQ_NAME_MAX];
 };
 
 struct sq_names {
 	sqlite3 *db;
+	uint64_t gen;			/* of the current read; a slot of another is empty */
 	sqlite3_stmt *comm_st, *host_st;
 	struct sq_comm_slot comm[SQ_COMM_SLOTS];
 	struct {
 		uint64_t id;
-		char *name;		/* NULL: the slot is free, or no such host */
-		bool used;
+		char *name;		/* NULL: no such host */
+		uint64_t gen;
 	} host[SQ_HOST_SLOTS];
 	char *spill;			/* a comm too long to keep, for the current row */
 };
 
 int sq_names_new(struct store *s, struct sq_names **out)
 {
-	struct sq_names *n = calloc(1, sizeof(*n));
+	struct sq_store *q = sq_store_of(s);
 
-	if (!n)
+	if (!q->names && !(q->names = calloc(1, sizeof(*q->names))))
 		return -ENOMEM;
-	n->db = sq_store_of(s)->db;
-	*out = n;
+	q->names->db = q->db;
+	q->names->gen++;
+	*out = q->names;
 	return 0;
 }
 
@@ -91,14 +95,16 @@ const char *sq_names_host(struct sq_names *n, uint64_t host_id)
 	const char *name;
 	int rc;
 
-	if (n->host[i].used && n->host[i].id == host_id)
+	if (n->host[i].gen == n->gen && n->host[i].id == host_id)
 		return n->host[i].name;
 	rc = sq_names_step(n->db, &n->host_st, "SELECT name FROM hosts WHERE id = ?",
 			   (int64_t)host_id, NULL, &name);
 	free(n->host[i].name);
 	n->host[i].name = name ? strdup(name) : NULL;
+	if (n->host_st)		/* a statement left stepped keeps its snapshot */
+		sqlite3_reset(n->host_st);
 	n->host[i].id = host_id;
-	n->host[i].used = rc == 0 || (rc == 1 && n->host[i].name);
+	n->host[i].gen = rc == 0 || (rc == 1 && n->host[i].name) ? n->gen : 0;
 	return n->host[i].name;
 }
 
@@ -109,7 +115,7 @@ const char *sq_names_comm(struct sq_names *n, uint64_t host_id, int64_t pid)
 	size_t len;
 	int rc;
 
-	if (c->used && c->host_id == host_id && c->pid == pid)
+	if (c->gen == n->gen && c->host_id == host_id && c->pid == pid)
 		return c->known ? c->comm : NULL;
 	rc = sq_names_step(n->db, &n->comm_st,
 			   "SELECT comm FROM comms WHERE host_id = ? AND pid = ?",
@@ -118,13 +124,16 @@ const char *sq_names_comm(struct sq_names *n, uint64_t host_id, int64_t pid)
 	if (rc < 0 || len >= SQ_NAME_MAX) {	/* not kept; valid for this row */
 		free(n->spill);
 		n->spill = comm ? strdup(comm) : NULL;
-		return n->spill;
+		comm = n->spill;
+	} else {
+		c->gen = n->gen;
+		c->host_id = host_id;
+		c->pid = pid;
+		c->known = comm != NULL;
+		if (comm)
+			comm = memcpy(c->comm, comm, len + 1);
 	}
-	c->used = true;
-	c->host_id = host_id;
-	c->pid = pid;
-	c->known = comm != NULL;
-	if (comm)
-		memcpy(c->comm, comm, len + 1);
-	return comm ? c->comm : NULL;
+	if (n->comm_st)		/* a statement left stepped keeps its snapshot */
+		sqlite3_reset(n->comm_st);
+	return comm;
 }

@@ -24,7 +24,8 @@
 #include "server/store/sqlite_filter.h"
 #include "server/store/sqlite_int.h"
 
-#define SQ_BLOCKS_FIRST	64		/* blocks a limited select tries first */
+#define SQ_BLOCKS_FIRST	64		/* most blocks a limited select's first window takes */
+#define SQ_BLOCKS_MAX	(1 << 24)	/* no wider growth of a window */
 /* struct sq_range's cut: the 64th widest span (at most 63 blocks are wider) */
 #define SQ_CUT_SQL	"SELECT span FROM ts_blocks WHERE type_id = ?" \
 			" ORDER BY span DESC LIMIT 1 OFFSET 63"
@@ -196,7 +197,7 @@ static int sq_bind_all(struct store *s, sqlite3_stmt *st, const struct sq_bind *
 int sq_int1(struct store *s, const char *sql, int64_t arg, int64_t dflt, int64_t *out)
 {
 	sqlite3_stmt *st;
-	int ret = sq_prepare(s, sql, &st);
+	int ret = sq_prepare_cached(s, sql, &st);
 	int rc;
 
 	if (ret < 0)
@@ -209,7 +210,7 @@ int sq_int1(struct store *s, const char *sql, int64_t arg, int64_t dflt, int64_t
 		*out = dflt;
 	else
 		ret = sq_err(s, TC_ERR_DB, "ts_blocks");
-	sqlite3_finalize(st);
+	sq_release(s, st);
 	return ret;
 }
 
@@ -254,28 +255,28 @@ static int sq_range_init(struct store *s, const struct store_schema *sc,
 }
 
 /*
- * The ts at which the @k-th block (0: the first) of @sc from @bmin on
- * starts: *@found false when there is none.
+ * The ts at which the @k-th block (0: the first) of @sc that starts at or
+ * after @from starts: *@found false when there is none.
  */
-static int sq_kth_block(struct store *s, const struct store_schema *sc, int64_t bmin,
+static int sq_kth_block(struct store *s, const struct store_schema *sc, int64_t from,
 			int64_t k, int64_t *start, bool *found)
 {
 	sqlite3_stmt *st;
-	int ret = sq_prepare(s, "SELECT min_ts FROM ts_blocks WHERE type_id = ? AND min_ts >= ?"
-				" ORDER BY min_ts LIMIT 1 OFFSET ?", &st);
+	int ret = sq_prepare_cached(s, "SELECT min_ts FROM ts_blocks WHERE type_id = ?"
+				       " AND min_ts >= ? ORDER BY min_ts LIMIT 1 OFFSET ?", &st);
 	int rc;
 
 	if (ret < 0)
 		return ret;
 	sqlite3_bind_int64(st, 1, sc->type_id);
-	sqlite3_bind_int64(st, 2, bmin);
+	sqlite3_bind_int64(st, 2, from);
 	sqlite3_bind_int64(st, 3, k);
 	rc = sqlite3_step(st);
 	*found = rc == SQLITE_ROW;
 	*start = *found ? sqlite3_column_int64(st, 0) : 0;
 	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		ret = sq_err(s, TC_ERR_DB, "ts_blocks");
-	sqlite3_finalize(st);
+	sq_release(s, st);
 	return ret;
 }
 
@@ -430,33 +431,38 @@ static int sq_window_run(struct store *s, sqlite3_stmt *st, const struct store_s
 
 /*
  * A limited select, oldest first, through blocks: window after window of
- * the range, each up to just before the start of the 64th block from its
- * bmin on (or the 512th, ... while that leaves it empty), read, sorted
- * (sqlite_window.c; by SQLite when it holds too much: @sorted) and passed
- * on until r->limit rows came. A row with ts below a block's start lies
- * only in blocks that start earlier (or in the wide ones), so each window
- * holds every row of its ts span, and the windows follow one another in
- * time: the rows come in time order, and each block is read once.
+ * the range, each from lo up to just before the start of the k-th block
+ * that starts after lo, read, sorted (sqlite_window.c; by SQLite when it
+ * holds too much: @sorted) and passed on until r->limit rows came. k
+ * starts at what the limit needs if every row matched (a block holds at
+ * most 64; at most SQ_BLOCKS_FIRST), then what the rest needs at the
+ * last window's yield (at most 4 times more), 8 times more while a
+ * window would be empty. A row with ts
+ * below a block's start lies only in blocks that start earlier (those
+ * from bmin on, or the wide ones), so each window holds every row of its
+ * ts span, and the windows follow one another in time: the rows come in
+ * time order, and each block is read once.
  */
 static int sq_select_windows(struct store *s, const struct store_schema *sc,
 			     const struct sq_bind *b, size_t nb, struct sq_range *r,
 			     sqlite3_stmt *st, const char *sorted, struct sq_rowbuf *rb,
 			     store_row_fn fn, void *ctx, size_t *rows)
 {
-	int64_t hi = r->hi, left = r->limit, start, k = SQ_BLOCKS_FIRST;
+	int64_t hi = r->hi, left = r->limit, start, k = (left + 31) / 32, want;
 	sqlite3_stmt *sst = NULL;
 	struct sq_win w = { 0 };
 	bool found, last = false;
 	int ret = 0;
 
 	*rows = 0;
+	k = k < 1 ? 1 : k > SQ_BLOCKS_FIRST ? SQ_BLOCKS_FIRST : k;
 	while (ret == 0 && !last && left > 0) {
 		size_t n = 0;
 
-		ret = sq_kth_block(s, sc, r->bmin, k, &start, &found);
+		ret = sq_kth_block(s, sc, r->lo, k, &start, &found);
 		if (ret < 0)
 			break;
-		last = !found || start > hi;
+		last = !found || start > hi || (start <= r->lo && k >= SQ_BLOCKS_MAX);
 		if (!last && start <= r->lo) {	/* an empty window: a wider one */
 			k *= 8;
 			continue;
@@ -467,7 +473,7 @@ static int sq_select_windows(struct store *s, const struct store_schema *sc,
 		ret = sq_bind_all(s, st, b, nb, sc, r) ?:
 		      sq_window_run(s, st, sc, &w, rb, left, fn, ctx, &n);
 		if (ret == -E2BIG) {	/* SQLite sorts this one, LIMIT left */
-			ret = sst ? 0 : sq_prepare(s, sorted, &sst);
+			ret = sst ? 0 : sq_prepare_cached(s, sorted, &sst);
 			if (ret == 0) {
 				sqlite3_reset(sst);
 				ret = sq_bind_all(s, sst, b, nb, sc, r) ?:
@@ -478,9 +484,12 @@ static int sq_select_windows(struct store *s, const struct store_schema *sc,
 		*rows += n;
 		r->lo = start;
 		r->bmin = start < INT64_MIN + r->cut ? INT64_MIN : start - r->cut;
-		k = SQ_BLOCKS_FIRST;
+		/* the blocks the rest needs at this window's yield, at most 4 times more */
+		want = n ? (int64_t)((double)k * (double)left / (double)n) + 1 : 4 * k;
+		k = want > 4 * k ? 4 * k : want < 1 ? 1 : want;
+		k = k > SQ_BLOCKS_MAX ? SQ_BLOCKS_MAX : k;
 	}
-	sqlite3_finalize(sst);
+	sq_release(s, sst);
 	sq_win_free(&w);
 	return ret;
 }
@@ -510,18 +519,17 @@ int sq_select_where(struct store *s, const struct store_schema *sc, const char *
 	if (windows)
 		sq_select_sql(&u, sc, where, &r, false);
 	ret = q.oom || u.oom || !rb.vals || !rb.null ? -ENOMEM : sq_names_new(s, &rb.names) ?:
-	      sq_prepare(s, windows ? u.s : q.s, &st);
+	      sq_prepare_cached(s, windows ? u.s : q.s, &st);
 	if (ret == 0 && windows)
 		ret = sq_select_windows(s, sc, b, nb, &r, st, q.s, &rb, fn, ctx, &n);
 	else if (ret == 0)
 		ret = sq_bind_all(s, st, b, nb, sc, &r) ?:
 		      sq_select_run(s, st, sc, &rb, fn, ctx, &n);
-	sqlite3_finalize(st);
+	sq_release(s, st);
 	free(q.s);
 	free(u.s);
 	free(rb.vals);
 	free(rb.null);
-	sq_names_free(rb.names);
 	return ret ? ret : n > INT_MAX ? INT_MAX : (int)n;
 }
 

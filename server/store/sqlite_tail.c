@@ -97,7 +97,6 @@ static void sq_tailq_free(struct sq_tailq *tq)
 	sq_where_free(&tq->w);
 	free(tq->rb.vals);
 	free(tq->rb.null);
-	sq_names_free(tq->rb.names);
 }
 
 /*
