@@ -471,6 +471,12 @@ struct client {
 	const struct traceq_opts *o;
 	uint32_t sync_ms;	/* --sync: sent with the first request */
 	bool lost;		/* the last call got no answer (not an error reply) */
+	bool inflight;		/* a request sent, its reply not received yet */
+	struct qmsg_request sent;	/* that request (shallow) */
+	bool has_kept;		/* its reply, received before another call: */
+	struct qmsg_reply kept;
+	int kept_ret;
+	bool kept_lost;
 };
 
 /* The TLS query port's HOST:PORT in @server (tls://HOST:PORT, HOST:PORT), or NULL: nng. */
@@ -505,6 +511,7 @@ static int client_open(struct client *c, const struct traceq_opts *o)
 	c->o = o;
 	c->tls = NULL;
 	c->sync_ms = 0;
+	c->inflight = c->has_kept = false;
 	/* the server gives up waiting a little before we give up on it */
 	if (o->sync)
 		c->sync_ms = (uint32_t)(o->timeout_ms - (o->timeout_ms / 10 < 1000 ?
@@ -527,18 +534,18 @@ static int client_open(struct client *c, const struct traceq_opts *o)
 	return 0;
 }
 
-static int client_call_tls(struct client *c, struct proto_buf *b, struct qmsg_reply *rep,
-			   const struct qmsg_request *req);
 static int client_reply(struct qmsg_reply *rep, const struct qmsg_request *req, int ret);
+static int client_recv(struct client *c, struct qmsg_reply *rep);
 
-/* One request/reply exchange. Return 0, 1 (server/transport), 2 (query). */
-static int client_call(struct client *c, const struct qmsg_request *req,
-		       struct qmsg_reply *rep)
+/*
+ * Send @req without waiting for its reply (client_next() or the next
+ * client_call() takes it). Return 0, 1 (server/transport), 2 (query).
+ */
+static int client_send(struct client *c, const struct qmsg_request *req)
 {
 	struct qmsg_request r = *req;
 	struct proto_buf b;
-	void *msg = NULL;
-	size_t len = 0;
+	char err[1024];
 	int rv, ret;
 
 	r.sync_ms = c->sync_ms;
@@ -558,43 +565,91 @@ static int client_call(struct client *c, const struct qmsg_request *req,
 		return 2;
 	}
 	if (c->tls)
-		return client_call_tls(c, &b, rep, req);
-	rv = nng_send(c->sock, b.data, b.len, 0);
+		rv = tlsconn_send(c->tls, b.data, b.len, err, sizeof(err));
+	else if ((rv = nng_send(c->sock, b.data, b.len, 0)) != 0)
+		snprintf(err, sizeof(err), "%s", nng_strerror(rv));
 	proto_buf_free(&b);
-	if (rv == 0)
-		rv = nng_recv(c->sock, &msg, &len, NNG_FLAG_ALLOC);
 	c->lost = rv != 0;
 	if (rv != 0) {
 		fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
-			c->o->server, nng_strerror(rv));
+			c->o->server, err);
 		return 1;
 	}
-	ret = qmsg_reply_decode(msg, len, rep);
-	nng_free(msg, len);
-	return client_reply(rep, req, ret);
+	c->sent = r;
+	c->inflight = true;
+	return 0;
 }
 
-/* client_call() over the TLS query port; @b (the request) is freed. */
-static int client_call_tls(struct client *c, struct proto_buf *b, struct qmsg_reply *rep,
-			   const struct qmsg_request *req)
+/* The reply to the request in flight, received now. Return as client_call(). */
+static int client_recv(struct client *c, struct qmsg_reply *rep)
 {
 	struct proto_buf in;
+	void *msg = NULL;
+	size_t len = 0;
 	char err[1024];
-	int ret;
+	int rv, ret;
 
+	c->inflight = false;
 	proto_buf_init(&in);
-	ret = tlsconn_call(c->tls, b->data, b->len, &in, err, sizeof(err));
-	proto_buf_free(b);
-	c->lost = ret < 0;
-	if (ret < 0) {
+	if (c->tls) {
+		rv = tlsconn_recv(c->tls, &in, err, sizeof(err));
+		msg = in.data;
+		len = in.len;
+	} else if ((rv = nng_recv(c->sock, &msg, &len, NNG_FLAG_ALLOC)) != 0) {
+		snprintf(err, sizeof(err), "%s", nng_strerror(rv));
+	}
+	c->lost = rv != 0;
+	if (rv != 0) {
 		fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
 			c->o->server, err);
 		proto_buf_free(&in);
 		return 1;
 	}
-	ret = qmsg_reply_decode(in.data, in.len, rep);
-	proto_buf_free(&in);
-	return client_reply(rep, req, ret);
+	ret = qmsg_reply_decode(msg, len, rep);
+	if (c->tls)
+		proto_buf_free(&in);
+	else
+		nng_free(msg, len);
+	return client_reply(rep, &c->sent, ret);
+}
+
+/*
+ * Take the reply in flight off the wire before another exchange, kept
+ * for client_next(): one request at a time on the connection.
+ */
+static void client_settle(struct client *c)
+{
+	if (!c->inflight)
+		return;
+	c->kept_ret = client_recv(c, &c->kept);
+	c->kept_lost = c->lost;
+	c->has_kept = true;
+}
+
+/*
+ * The reply to client_send()'s request: kept by client_settle(), else
+ * waited for. Return as client_call().
+ */
+static int client_next(struct client *c, struct qmsg_reply *rep)
+{
+	if (!c->has_kept)
+		return client_recv(c, rep);
+	c->has_kept = false;
+	c->lost = c->kept_lost;
+	if (c->kept_ret == 0)
+		*rep = c->kept;
+	return c->kept_ret;
+}
+
+/* One request/reply exchange. Return 0, 1 (server/transport), 2 (query). */
+static int client_call(struct client *c, const struct qmsg_request *req,
+		       struct qmsg_reply *rep)
+{
+	int ret;
+
+	client_settle(c);
+	ret = client_send(c, req);
+	return ret ? ret : client_recv(c, rep);
 }
 
 /* The decoded reply @rep (@ret: the decoding's result) to @req: 0, 1 or 2 as client_call(). */
@@ -1234,24 +1289,47 @@ static void out_free(struct out *out)
 	tgids_free(&out->tgids);
 }
 
+/*
+ * The request for the page after @rep (@printed rows so far, @rep's
+ * included); false when there is none.
+ */
+static bool select_next(struct qmsg_request *req, const struct qmsg_reply *rep,
+			const struct traceq_opts *o, uint64_t printed)
+{
+	if (!(rep->more && rep->nrows && (!o->limit || printed < o->limit)))
+		return false;
+	req->limit = TRACEQ_PAGE_ROWS;
+	if (o->limit && o->limit - printed < req->limit)
+		req->limit = (uint32_t)(o->limit - printed);
+	req->sent = printed;	/* the collector's query-max-rows counts them */
+	req->after_ts = rep->last_ts;
+	req->after_id = rep->last_id;
+	req->after_type = rep->last_type;
+	return true;
+}
+
+/*
+ * Page by page, the next page asked for before this one is printed: the
+ * collector reads it while traceq prints (at most two pages held).
+ */
 static int run_select(struct client *c, const struct traceq_opts *o)
 {
 	struct qmsg_request req = {
-		.op = QOP_SELECT, .query = (char *)o->query,
+		.op = QOP_SELECT, .query = (char *)o->query, .limit = TRACEQ_PAGE_ROWS,
 	};
 	struct out out = { .o = o, .c = c, .printks = { .c = c }, .tgids = { .c = c } };
 	uint64_t printed = 0;
 	struct qmsg_reply rep;
-	int ret = 0;
+	bool more = true;
+	int ret;
 
 	tq_select_apply(&o->sel, &req);
 	out.host_width = host_width(c, o);
-	do {
-		req.limit = TRACEQ_PAGE_ROWS;
-		if (o->limit && o->limit - printed < req.limit)
-			req.limit = (uint32_t)(o->limit - printed);
-		req.sent = printed;	/* the collector's query-max-rows counts them */
-		ret = client_call(c, &req, &rep);
+	if (o->limit && o->limit < req.limit)
+		req.limit = (uint32_t)o->limit;
+	ret = client_send(c, &req);
+	while (ret == 0 && more) {
+		ret = client_next(c, &rep);
 		if (ret)
 			break;
 		if (!rep.types && rep.ncols < QMSG_META_COLS && rep.nrows) {
@@ -1260,15 +1338,14 @@ static int run_select(struct client *c, const struct traceq_opts *o)
 			ret = 1;
 			break;
 		}
-		ret = print_page(&out, &rep);
 		printed += rep.nrows;
-		req.after_ts = rep.last_ts;
-		req.after_id = rep.last_id;
-		req.after_type = rep.last_type;
-		if (ret == 0 && !(rep.more && rep.nrows && (!o->limit || printed < o->limit)))
-			ret = -1;
+		more = select_next(&req, &rep, o, printed);
+		if (more)
+			ret = client_send(c, &req);
+		if (print_page(&out, &rep) && ret == 0)
+			ret = 1;
 		qmsg_reply_free(&rep);
-	} while (ret == 0);
+	}
 	out_free(&out);
 	if (ret > 0)
 		return ret;
@@ -1715,6 +1792,8 @@ int main(int argc, char **argv)
 		ret = run_follow(&c, &o);
 	else
 		ret = run_select(&c, &o);
+	if (c.has_kept && c.kept_ret == 0)
+		qmsg_reply_free(&c.kept);
 	if (c.tls)
 		tlsconn_close(c.tls);
 	else
