@@ -384,6 +384,7 @@ static uint64_t cast(uint64_t v, int ls, bool is_signed, bool *neg)
 
 static void run_int(struct sink *k, const struct step *s, uint64_t raw)
 {
+	static const char zeros[WIDTH_MAX] = { [0 ... WIDTH_MAX - 1] = '0' };
 	static const char lower[] = "0123456789abcdef", upper[] = "0123456789ABCDEF";
 	const char *dig = s->upper ? upper : lower;
 	char tmp[24], *e = tmp + sizeof(tmp), *p = e;
@@ -391,10 +392,17 @@ static void run_int(struct sink *k, const struct step *s, uint64_t raw)
 	uint64_t v = cast(raw, s->ls, s->is_signed, &neg);
 	size_t n, fill;
 
-	do {
-		*--p = dig[v % s->base];
-		v /= s->base;
-	} while (v);
+	if (s->base == 16) {
+		do {
+			*--p = dig[v & 15];
+			v >>= 4;
+		} while (v);
+	} else {
+		do {
+			*--p = (char)('0' + v % 10);
+			v /= 10;
+		} while (v);
+	}
 	n = (size_t)(e - p) + neg;
 	fill = s->width > n ? s->width - n : 0;
 	if (!s->left && !s->zero)
@@ -402,8 +410,7 @@ static void run_int(struct sink *k, const struct step *s, uint64_t raw)
 	if (neg)
 		put(k, "-", 1);
 	if (s->zero)
-		for (; fill; fill--)
-			put(k, "0", 1);
+		put(k, zeros, fill < WIDTH_MAX ? fill : WIDTH_MAX);
 	put(k, p, (size_t)(e - p));
 	if (s->left)
 		pad(k, fill);

@@ -21,6 +21,7 @@
 #include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,7 @@
 
 #define TRACEQ_DEFAULT_SERVER	"ipc:///run/tracecollect/query.sock"
 #define TRACEQ_PAGE_ROWS	10000
+#define TRACEQ_LINE_MAX		8192	/* a rendered line is cut there */
 #define TRACEQ_FOLLOW_POLL_MS	100	/* --follow: the wait after an empty page */
 #define TRACEQ_FOLLOW_RETRY_MS	500	/* --follow: the wait after no answer */
 
@@ -1053,8 +1055,10 @@ struct out {
 	bool csv_header;		/* printed (csv: the first type's columns) */
 	const char *csv_event;		/* the one type csv prints */
 	int host_width;			/* > 0: a leading host column */
-	char **lines;			/* a page rendered; NULL: print as fields */
-	size_t nlines;
+	char *text;			/* a page rendered: its lines, each with its '\n' */
+	size_t text_len, text_cap;
+	size_t *line_end;		/* per row: where its line ends in text; */
+	bool *as_fields;		/* or true: it prints as fields */
 };
 
 static uint64_t row_time(const struct out *out, const struct qmsg_value *row)
@@ -1135,36 +1139,52 @@ nomem:
 	return NULL;
 }
 
+/* Room for one more line of at most TRACEQ_LINE_MAX bytes in out->text. */
+static int text_room(struct out *out)
+{
+	size_t cap = out->text_cap ? out->text_cap : 1u << 20;
+	char *p;
+
+	while (cap - out->text_len < TRACEQ_LINE_MAX + 1)
+		cap *= 2;
+	if (cap == out->text_cap)
+		return 0;
+	if (!(p = realloc(out->text, cap)))
+		return -ENOMEM;
+	out->text = p;
+	out->text_cap = cap;
+	return 0;
+}
+
 /*
- * Render every row of @rep into out->lines (one malloc'd line per row;
- * NULL for a row whose type prints as fields).
+ * Render every row of @rep into out->text, one line after the other
+ * (out->as_fields[i] for a row whose type prints as fields).
  */
 static int render_page(struct out *out, const struct qmsg_reply *rep)
 {
-	char line[8192];
 	void *p;
 
-	for (size_t i = 0; i < out->nlines; i++)
-		free(out->lines[i]);
-	out->nlines = 0;
-	p = realloc(out->lines, (rep->nrows + 1) * sizeof(*out->lines));
-	if (!p)
+	out->text_len = 0;
+	if (!(p = realloc(out->line_end, (rep->nrows + 1) * sizeof(*out->line_end))))
 		return -ENOMEM;
-	out->lines = p;
+	out->line_end = p;
+	if (!(p = realloc(out->as_fields, (rep->nrows + 1) * sizeof(*out->as_fields))))
+		return -ENOMEM;
+	out->as_fields = p;
 	for (uint32_t i = 0; i < rep->nrows; i++) {
 		struct qmsg_reply view;
 		const struct qmsg_value *row = qmsg_reply_row(rep, i, &view);
 		struct out_type *t = out_type_of(out, &view);
 
-		if (!t)
+		if (!t || text_room(out) < 0)
 			return -ENOMEM;
-		out->lines[i] = NULL;
+		out->as_fields[i] = t->refused;
 		if (!t->refused) {
-			render_row(t->render, &view, row, row_time(out, row), line, sizeof(line));
-			if (!(out->lines[i] = strdup(line)))
-				return -ENOMEM;
+			out->text_len += render_row(t->render, &view, row, row_time(out, row),
+						    out->text + out->text_len, TRACEQ_LINE_MAX);
+			out->text[out->text_len++] = '\n';
 		}
-		out->nlines++;
+		out->line_end[i] = out->text_len;
 	}
 	return 0;
 }
@@ -1177,6 +1197,7 @@ static int render_page(struct out *out, const struct qmsg_reply *rep)
 static int print_rendered(struct out *out, const struct qmsg_reply *rep)
 {
 	int ret = render_page(out, rep);
+	size_t start = 0;
 
 	if (ret == 0 && out->syms.pending && rep->nrows) {
 		struct qmsg_reply view;
@@ -1191,15 +1212,23 @@ static int print_rendered(struct out *out, const struct qmsg_reply *rep)
 		return 1;
 	}
 	for (uint32_t i = 0; i < rep->nrows; i++) {
+		size_t begin = i ? out->line_end[i - 1] : 0;
 		struct qmsg_reply view;
-		const struct qmsg_value *row = qmsg_reply_row(rep, i, &view);
+		const struct qmsg_value *row;
 
+		/* rendered lines without a host column go out in runs, at once */
+		if (!out->as_fields[i] && out->host_width <= 0)
+			continue;
+		fwrite(out->text + start, 1, begin - start, stdout);
+		row = qmsg_reply_row(rep, i, &view);
 		print_host(out, row);
-		if (out->lines[i])
-			puts(out->lines[i]);
-		else
+		if (out->as_fields[i])
 			out_fields_row(stdout, &view, row, (int64_t)row_time(out, row));
+		else
+			fwrite(out->text + begin, 1, out->line_end[i] - begin, stdout);
+		start = out->line_end[i];
 	}
+	fwrite(out->text + start, 1, out->text_len - start, stdout);
 	return 0;
 }
 
@@ -1278,9 +1307,9 @@ static int host_width(struct client *c, const struct traceq_opts *o)
 
 static void out_free(struct out *out)
 {
-	for (size_t i = 0; i < out->nlines; i++)
-		free(out->lines[i]);
-	free(out->lines);
+	free(out->text);
+	free(out->line_end);
+	free(out->as_fields);
 	for (size_t i = 0; i < out->ntypes; i++)
 		out_type_free(&out->types[i]);
 	free(out->types);
@@ -1758,6 +1787,13 @@ int main(int argc, char **argv)
 	int ret;
 
 	signal(SIGPIPE, SIG_IGN);	/* a collector that closed the TLS port: an error, not death */
+	/*
+	 * A page of an answer is a few MiB of blocks, freed and made again for
+	 * the next: kept in the heap, not mapped and unmapped (and faulted in)
+	 * each time. Two pages at most are held, so the heap stays bounded.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	if (parse_args(argc, argv, &o) < 0)
 		return 2;
 	if (o.query && check_query(o.query) < 0)
