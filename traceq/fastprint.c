@@ -251,7 +251,7 @@ static bool str_source(struct tep_event *ev, struct tep_print_arg *a, struct ste
 	return true;
 }
 
-/* The conversion @sp with its argument @a as a step; false: not ours. */
+/* The conversion @sp with its argument @a as a step. Return: 0; 1 not ours; -ENOMEM. */
 static int add_conv(struct fastprint *f, struct tep_event *ev, const struct spec *sp,
 		    struct tep_print_arg *a)
 {
