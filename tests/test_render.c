@@ -228,6 +228,16 @@ static const char long_format[] =
 	"\tfield:int v;\toffset:8;\tsize:4;\tsigned:1;\n\n"
 	"print fmt: \"v=%d%s\", REC->v, REC->v > 3 ? \" big\" : \"\"\n";
 
+/* A text that ends its own line: trace-cmd drops that newline. */
+static const char newline_format[] =
+	"name: ends_line\nID: 901\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:int v;\toffset:8;\tsize:4;\tsigned:1;\n\n"
+	"print fmt: \"v=%d\\n\", REC->v\n";
+
 static char *cols_enter[] = { "host", "cpu", "ts", "trace_ts", "pid", "comm", "common_type",
 			      "common_flags", "common_preempt_count", "common_pid", "id",
 			      "args" };
@@ -305,6 +315,7 @@ START_TEST(test_render_own_columns)
 	compare_paths(enter_format, "raw_syscalls:sys_enter", cols_enter, 12, true);
 	compare_paths(long_format, "test:a_name_longer_than_twenty", cols_long, 11, false);
 	compare_paths(rcu_format, "rcu:rcu_utilization", cols_rcu, 11, true);
+	compare_paths(newline_format, "test:ends_line", cols_long, 11, false);
 }
 END_TEST
 

@@ -584,7 +584,7 @@ size_t render_row(struct render *r, const struct qmsg_reply *rep, const struct q
 		  uint64_t ts, char *buf, size_t len)
 {
 	struct tep_record rec = { 0 };
-	struct line l = { .buf = buf, .cap = len ? len - 1 : 0 };
+	struct line l = { .buf = buf, .cap = len };	/* one byte over: was it cut? */
 	struct render_view *v;
 	size_t n;
 
@@ -599,6 +599,10 @@ size_t render_row(struct render *r, const struct qmsg_reply *rep, const struct q
 	rec.size = (int)render_record(r, rep, row);
 	rec.record_size = rec.size;
 	if (render_fast(r, row, (size_t)rec.size, rec.cpu, ts, &l)) {
+		/* as below: a whole text's own last newline goes; a longer one is cut */
+		if (l.len && l.len < len && buf[l.len - 1] == '\n')
+			l.len--;
+		l.len = l.len < len - 1 ? l.len : len - 1;
 		buf[l.len] = 0;
 		return l.len;
 	}
@@ -608,6 +612,9 @@ size_t render_row(struct render *r, const struct qmsg_reply *rep, const struct q
 	render_comm(r, row);
 	trace_seq_reset(&r->seq);
 	render_line(r, &rec);
+	/* a text that ends its own line (print's buf): trace-cmd drops that newline */
+	if (r->seq.len && r->seq.buffer[r->seq.len - 1] == '\n')
+		r->seq.len--;
 	trace_seq_terminate(&r->seq);
 	n = r->seq.len < len - 1 ? r->seq.len : len - 1;
 	memcpy(buf, r->seq.buffer, n);
