@@ -617,7 +617,25 @@ int qmsg_reply_error(int32_t code, const char *msg, int32_t pos, int32_t len,
 
 /* ---- reply decoding ---- */
 
-static int get_value(const msgpack_object *o, struct qmsg_value *v)
+/*
+ * The bytes of a string or binary value, NUL-terminated, in @r's string
+ * store (every string of a reply fits the message that carried it: each
+ * costs a header byte or more there, as much as its NUL here).
+ */
+static char *take_bytes(struct qmsg_reply *r, const char *p, size_t n)
+{
+	char *s;
+
+	if (n + 1 > r->strs_cap - r->strs_used)
+		return NULL;
+	s = r->strs + r->strs_used;
+	memcpy(s, p, n);
+	s[n] = 0;
+	r->strs_used += n + 1;
+	return s;
+}
+
+static int get_value(struct qmsg_reply *r, const msgpack_object *o, struct qmsg_value *v)
 {
 	switch (o->type) {
 	case MSGPACK_OBJECT_NIL:
@@ -632,22 +650,14 @@ static int get_value(const msgpack_object *o, struct qmsg_value *v)
 		v->i = o->via.i64;
 		return 0;
 	case MSGPACK_OBJECT_STR:
-		v->kind = QV_STR;
+	case MSGPACK_OBJECT_BIN:
 		if (o->via.str.size > QMSG_MAX_STRING)
 			return TC_ERR_MSG_MALFORMED;
-		v->s.p = strndup(o->via.str.ptr, o->via.str.size);
+		v->kind = o->type == MSGPACK_OBJECT_STR ? QV_STR : QV_BIN;
+		v->s.p = take_bytes(r, o->type == MSGPACK_OBJECT_STR ? o->via.str.ptr :
+				    o->via.bin.ptr, o->via.str.size);
 		v->s.len = o->via.str.size;
-		return v->s.p ? 0 : -ENOMEM;
-	case MSGPACK_OBJECT_BIN:
-		v->kind = QV_BIN;
-		if (o->via.bin.size > QMSG_MAX_STRING)
-			return TC_ERR_MSG_MALFORMED;
-		v->s.p = malloc(o->via.bin.size + 1);
-		if (!v->s.p)
-			return -ENOMEM;
-		memcpy(v->s.p, o->via.bin.ptr, o->via.bin.size);
-		v->s.len = o->via.bin.size;
-		return 0;
+		return v->s.p ? 0 : TC_ERR_MSG_MALFORMED;
 	default:
 		return TC_ERR_MSG_MALFORMED;
 	}
@@ -741,7 +751,7 @@ static int get_typed_rows(const msgpack_object *o, struct qmsg_reply *r)
 		r->row_type[r->nrows] = t;
 		r->row_off[r->nrows++] = r->nvals;
 		for (uint32_t c = 0; c < r->types[t].ncols; c++) {
-			ret = get_value(&o->via.array.ptr[i++], &r->vals[r->nvals]);
+			ret = get_value(r, &o->via.array.ptr[i++], &r->vals[r->nvals]);
 			if (ret < 0)
 				return ret;
 			r->nvals++;
@@ -768,7 +778,7 @@ static int get_rows(const msgpack_object *o, struct qmsg_reply *r)
 		return -ENOMEM;
 	r->nrows = r->ncols ? n / r->ncols : 0;
 	for (i = 0; i < n; i++) {
-		ret = get_value(&o->via.array.ptr[i], &r->vals[i]);
+		ret = get_value(r, &o->via.array.ptr[i], &r->vals[i]);
 		if (ret < 0)
 			return ret;
 		r->nvals++;
@@ -849,6 +859,9 @@ int qmsg_reply_decode(const void *buf, size_t len, struct qmsg_reply *out)
 	int ret;
 
 	ret = unpack_map(buf, len, &res);
+	r.strs_cap = len;
+	if (ret == 0 && !(r.strs = malloc(len ? len : 1)))
+		ret = -ENOMEM;
 	for (i = 0; ret == 0 && i < res.data.via.map.size; i++)
 		ret = reply_field(&r, &res.data.via.map.ptr[i], &has_ok);
 	msgpack_unpacked_destroy(&res);
@@ -868,9 +881,10 @@ void qmsg_reply_free(struct qmsg_reply *r)
 {
 	uint32_t i;
 
-	for (size_t v = 0; r->vals && v < r->nvals; v++)
+	for (size_t v = 0; !r->strs && r->vals && v < r->nvals; v++)
 		if (r->vals[v].kind == QV_STR || r->vals[v].kind == QV_BIN)
 			free(r->vals[v].s.p);
+	free(r->strs);
 	for (i = 0; r->types && i < r->ntypes; i++) {
 		for (uint32_t c = 0; c < r->types[i].ncols; c++)
 			free(r->types[i].cols[c]);

@@ -133,6 +133,13 @@ struct qmsg_reply {
 				 * sent it; untrusted: check it before parsing) */
 	uint64_t missed;	/* tail: rows gone before they could be read */
 	bool reset;		/* tail: the cursor was past the store's end */
+	/*
+	 * The decoder's store of the values' strings (one block instead of a
+	 * malloc each); NULL: each QV_STR/QV_BIN value's s.p is its own
+	 * malloc'd block (a reply built by hand).
+	 */
+	char *strs;
+	size_t strs_used, strs_cap;
 };
 
 /* qmsg_request_encode - append @r's msgpack encoding to @out. 0 or -ENOMEM. */

@@ -5,7 +5,9 @@
  * ftrace:bprint (trace_printk: its format is a printk_formats string),
  * printed with each host's own table as trace-cmd report prints them
  * from a trace.dat's copy, and as the bare address without one; and the
- * kernel's record-tgid column (--tgid).
+ * kernel's record-tgid column (--tgid); and trace-cmd's columns and
+ * fastprint's event text, as render.c writes them itself, against
+ * libtraceevent's (render_set_slow()) on edge rows.
  */
 #include "config.h"
 
@@ -205,13 +207,125 @@ START_TEST(test_render_tgid)
 }
 END_TEST
 
+static const char enter_format[] =
+	"name: sys_enter\nID: 443\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:long id;\toffset:8;\tsize:8;\tsigned:1;\n"
+	"\tfield:unsigned long args[6];\toffset:16;\tsize:48;\tsigned:0;\n\n"
+	"print fmt: \"NR %ld (%lx, %lx, %lx, %lx, %lx, %lx)\", REC->id, REC->args[0], "
+	"REC->args[1], REC->args[2], REC->args[3], REC->args[4], REC->args[5]\n";
+
+/* A name past trace-cmd's 20 columns, a format fastprint does not take. */
+static const char long_format[] =
+	"name: a_name_longer_than_twenty\nID: 900\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:int v;\toffset:8;\tsize:4;\tsigned:1;\n\n"
+	"print fmt: \"v=%d%s\", REC->v, REC->v > 3 ? \" big\" : \"\"\n";
+
+/* A text that ends its own line: trace-cmd drops that newline. */
+static const char newline_format[] =
+	"name: ends_line\nID: 901\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:int v;\toffset:8;\tsize:4;\tsigned:1;\n\n"
+	"print fmt: \"v=%d\\n\", REC->v\n";
+
+static char *cols_enter[] = { "host", "cpu", "ts", "trace_ts", "pid", "comm", "common_type",
+			      "common_flags", "common_preempt_count", "common_pid", "id",
+			      "args" };
+static char *cols_long[] = { "host", "cpu", "ts", "trace_ts", "pid", "comm", "common_type",
+			     "common_flags", "common_preempt_count", "common_pid", "v" };
+
+/* Row @i of the edge rows: pids, comms, CPUs and times that need care. */
+static void edge_row(struct qmsg_value *v, size_t ncols, int i, unsigned char *args)
+{
+	static char *const comms[] = { "sh", "", "a-comm-longer-than-16", "<idle>", "x y" };
+	static const int64_t pids[] = { 16733, 0, 1, -5, 2147483647, 99999 };
+	static const uint64_t cpus[] = { 1, 0, 7, 123, 1000, 0xffffffffull };
+	static const uint64_t times[] = { 28084710426000ull, 0, 499, 500, 999999499,
+					  999999500, 18446744073709551115ull, 123456789012345678ull };
+	char *comm = comms[i % 5];
+
+	row(v, ncols, i % 3 ? "a" : "b", 0);
+	v[1] = (struct qmsg_value){ .kind = QV_UINT, .u = cpus[i % 6] };
+	v[3] = (struct qmsg_value){ .kind = QV_UINT, .u = times[i % 8] };
+	v[4] = (struct qmsg_value){ .kind = QV_INT, .i = pids[i % 6] };
+	v[5] = i % 7 == 3 ? (struct qmsg_value){ .kind = QV_NIL } :
+		(struct qmsg_value){ .kind = QV_STR, .s = { comm, strlen(comm) } };
+	v[9] = v[4];
+	if (i % 11 == 5)	/* the record's pid is not the row's */
+		v[9] = (struct qmsg_value){ .kind = QV_INT, .i = 77 };
+	if (args) {
+		for (int b = 0; b < 48; b++)
+			args[b] = (unsigned char)(i * 37 + b * 11);
+		v[10] = (struct qmsg_value){ .kind = QV_INT, .i = i % 2 ? -i : i * 1000 };
+		v[11] = (struct qmsg_value){ .kind = QV_BIN, .s = { (char *)args, 48 } };
+	} else {
+		v[10] = (struct qmsg_value){ .kind = QV_INT, .i = i - 3 };
+	}
+}
+
+/* The same rows through render.c's own writing and through libtraceevent. */
+static void compare_paths(const char *format, const char *event, char **cols, size_t ncols,
+			  bool tgid)
+{
+	struct qmsg_value v[12];
+	unsigned char args[48];
+	struct qmsg_reply rep = { .ok = true, .event = (char *)event, .ncols = (uint32_t)ncols,
+				  .cols = cols, .nrows = 1, .vals = v, .format = (char *)format };
+	struct render *fast, *slow;
+	char why[256], a[512], b[512];
+
+	ck_assert_int_eq(render_new(RENDER_TRACECMD, NULL, NULL, &fast), 0);
+	ck_assert_int_eq(render_new(RENDER_TRACECMD, NULL, NULL, &slow), 0);
+	render_set_slow(slow, true);
+	if (tgid) {
+		render_set_tgid(fast, tgid_of, NULL);
+		render_set_tgid(slow, tgid_of, NULL);
+	}
+	ck_assert_int_eq(render_prepare(fast, &rep, why, sizeof(why)), 0);
+	ck_assert_int_eq(render_prepare(slow, &rep, why, sizeof(why)), 0);
+	for (int i = 0; i < 200; i++) {
+		size_t len = i % 13 == 4 ? (size_t)(i % 50 + 1) : sizeof(a);	/* cut lines too */
+		size_t na, nb;
+
+		edge_row(v, ncols, i, ncols == 12 ? args : NULL);
+		if (tgid && i % 2)
+			v[4] = v[9] = (struct qmsg_value){ .kind = QV_INT, .i = 16733 };
+		na = render_row(fast, &rep, v, v[3].u, a, len);
+		nb = render_row(slow, &rep, v, v[3].u, b, len);
+		ck_assert_msg(na == nb && !strcmp(a, b), "%s row %d:\nours:          \"%s\"\n"
+			      "libtraceevent: \"%s\"", event, i, a, b);
+	}
+	render_free(fast);
+	render_free(slow);
+}
+
+START_TEST(test_render_own_columns)
+{
+	compare_paths(enter_format, "raw_syscalls:sys_enter", cols_enter, 12, false);
+	compare_paths(enter_format, "raw_syscalls:sys_enter", cols_enter, 12, true);
+	compare_paths(long_format, "test:a_name_longer_than_twenty", cols_long, 11, false);
+	compare_paths(rcu_format, "rcu:rcu_utilization", cols_rcu, 11, true);
+	compare_paths(newline_format, "test:ends_line", cols_long, 11, false);
+}
+END_TEST
+
 static Suite *render_suite(void)
 {
 	Suite *s = suite_create("render");
 	TCase *tc = tcase_create("printk");
 
 	tu_add_tests(tc, TU_TESTS(test_render_tracepoint_string, test_render_bprint,
-				  test_render_tgid));
+				  test_render_tgid, test_render_own_columns));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -16,6 +16,11 @@
  * padded to 20 characters of name, then the event's text. The kernel's
  * trace file (kernel/trace/trace_output.c): "%16s-%-7d [%03d] ", the
  * latency flags, " %5llu.%06llu: " (rounded), "NAME: ", the text.
+ *
+ * trace-cmd's columns are written here rather than through
+ * tep_print_event() (same text: tests/test_render.c compares the two), and
+ * an event whose print fmt fastprint takes is printed by it, not by
+ * libtraceevent: both are most of the time a long answer takes.
  */
 #include "config.h"
 
@@ -28,6 +33,7 @@
 
 #include "common/format_check.h"
 #include "common/tc_error.h"
+#include "traceq/fastprint.h"
 #include "traceq/render.h"
 
 /* A record is at most a ring-buffer page (64 KiB sub-buffers and smaller). */
@@ -70,6 +76,10 @@ struct render {
 	int *col;			/* per field: the reply column, -1: none */
 	size_t nfields;
 	size_t fixed;			/* bytes of a record's fixed part */
+	int type_field;			/* index of common_type in fields, -1: none */
+	int pid_offset;			/* common_pid's, -1: not 4 bytes (no fast columns) */
+	struct fastprint *fast;		/* the event text without libtraceevent; NULL */
+	bool slow;			/* render_set_slow(): libtraceevent for all */
 	unsigned char rec[2 * RENDER_REC_MAX];
 	struct trace_seq seq;
 };
@@ -150,6 +160,8 @@ static void render_drop(struct render *r)
 	views_drop(r, true);
 	free(r->fields);
 	free(r->col);
+	fastprint_free(r->fast);
+	r->fast = NULL;
 	free(r->format);
 	free(r->event_name);
 	r->tep = NULL;
@@ -214,6 +226,7 @@ static int render_layout(struct render *r, const struct qmsg_reply *rep, char *w
 	if (ret == 0 && !(r->col = calloc(r->nfields + 1, sizeof(*r->col))))
 		ret = -ENOMEM;
 	r->long_size = 8;
+	r->type_field = r->pid_offset = -1;
 	for (size_t i = 0; ret == 0 && i < r->nfields; i++) {
 		const struct tep_format_field *f = r->fields[i];
 
@@ -229,6 +242,10 @@ static int render_layout(struct render *r, const struct qmsg_reply *rep, char *w
 		if ((f->flags & TEP_FIELD_IS_LONG) && (f->size == 4 || f->size == 8))
 			r->long_size = f->size;
 		r->col[i] = render_col(rep, f->name);
+		if (!strcmp(f->name, "common_type"))
+			r->type_field = (int)i;
+		if (!strcmp(f->name, "common_pid") && f->size == 4)
+			r->pid_offset = f->offset;
 	}
 	tep_set_long_size(r->tep, r->long_size);
 	return ret;
@@ -325,6 +342,8 @@ int render_prepare(struct render *r, const struct qmsg_reply *rep, char *why, si
 		r->event = r->views[0].event;
 		ret = render_layout(r, rep, why, whylen);
 	}
+	if (ret == 0)
+		ret = fastprint_new(r->event, &r->fast);
 	if (ret < 0)
 		render_drop(r);
 	return ret;
@@ -417,7 +436,7 @@ static size_t render_record(struct render *r, const struct qmsg_reply *rep,
 	for (size_t i = 0; i < r->nfields; i++) {
 		const struct tep_format_field *f = r->fields[i];
 
-		if (!strcmp(f->name, "common_type"))
+		if ((int)i == r->type_field)
 			put_int(r->rec + f->offset, f->size, (uint64_t)r->event->id);
 		else if (r->col[i] >= 0 && (uint32_t)r->col[i] < rep->ncols)
 			put_field(r, f, &row[r->col[i]], &end);
@@ -459,10 +478,134 @@ static void render_line(struct render *r, struct tep_record *rec)
 	tep_print_event(r->tep, &r->seq, rec, "%s", TEP_PRINT_INFO);
 }
 
+void render_set_slow(struct render *r, bool slow)
+{
+	r->slow = slow;
+}
+
+/* A line being written, cut at @cap bytes. */
+struct line {
+	char *buf;
+	size_t len, cap;
+};
+
+static void line_put(struct line *l, const char *p, size_t n)
+{
+	if (n > l->cap - l->len)
+		n = l->cap - l->len;
+	memcpy(l->buf + l->len, p, n);
+	l->len += n;
+}
+
+static void line_fill(struct line *l, char c, size_t n)
+{
+	for (; n && l->len < l->cap; n--)
+		l->buf[l->len++] = c;
+}
+
+/* printf's %d of @v, @width wide: '-' left-aligned, '0' zero-padded. */
+static void line_int(struct line *l, int64_t v, unsigned width, char flag)
+{
+	char tmp[24], *e = tmp + sizeof(tmp), *p = e;
+	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	size_t n, fill;
+
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	n = (size_t)(e - p) + (v < 0);
+	fill = width > n ? width - n : 0;
+	if (flag != '-' && flag != '0')
+		line_fill(l, ' ', fill);
+	if (v < 0)
+		line_put(l, "-", 1);
+	if (flag == '0')
+		line_fill(l, '0', fill);
+	line_put(l, p, (size_t)(e - p));
+	if (flag == '-')
+		line_fill(l, ' ', fill);
+}
+
+/*
+ * trace-cmd's columns for the row of @pid on @cpu at @ts, as
+ * render_line() prints them through tep_print_event(): "%16s-%-5d "
+ * (pid 0 is "<idle>", a pid without a name "<...>"), the tgid, "[%03d]",
+ * " %6.1000d:" and " NAME: " padded to 20 characters of name.
+ */
+static void line_columns(struct render *r, struct line *l, const struct qmsg_value *row,
+			 int32_t pid, int cpu, uint64_t ts)
+{
+	const char *comm = pid == 0 ? "<idle>" : row[5].kind == QV_STR ? row[5].s.p : "<...>";
+	const char *name = r->views[0].event->name;
+	size_t n = strlen(comm);
+	uint64_t us = (ts + 500) / 1000;
+
+	line_fill(l, ' ', n < 16 ? 16 - n : 0);
+	line_put(l, comm, n);
+	line_put(l, "-", 1);
+	line_int(l, pid, 5, '-');
+	line_put(l, " ", 1);
+	if (r->tgid && r->row_tgid > 0) {
+		line_put(l, "(", 1);
+		line_int(l, r->row_tgid, 7, 0);
+		line_put(l, ") ", 2);
+	} else if (r->tgid) {
+		line_put(l, "(-------) ", 10);
+	}
+	line_put(l, "[", 1);
+	line_int(l, cpu, 3, '0');
+	line_put(l, "] ", 2);
+	line_int(l, (int64_t)(us / 1000000), 5, 0);
+	line_put(l, ".", 1);
+	line_int(l, (int64_t)(us % 1000000), 6, '0');
+	line_put(l, ": ", 2);
+	n = strlen(name);
+	line_put(l, name, n);
+	line_put(l, ": ", 2);
+	line_fill(l, ' ', n < 20 ? 20 - n : 0);
+}
+
+/*
+ * The row in trace-cmd's layout without libtraceevent where it can be:
+ * the columns always (the record's pid being the row's), the event text
+ * when fastprint takes the format. Return: false when the row takes
+ * libtraceevent's way.
+ */
+static bool render_fast(struct render *r, const struct qmsg_value *row, size_t size,
+			int cpu, uint64_t ts, struct line *l)
+{
+	int32_t pid = (int32_t)value_u64(&row[4]), rec_pid;
+	struct render_view *v;
+
+	if (r->slow || r->style != RENDER_TRACECMD || r->pid_offset < 0)
+		return false;
+	memcpy(&rec_pid, r->rec + r->pid_offset, 4);
+	if (rec_pid != pid)
+		return false;
+	line_columns(r, l, row, pid, cpu, ts);
+	if (r->fast && fastprint_run(r->fast, r->rec, size, sizeof(r->rec), l->buf, &l->len,
+				     l->cap) == 0)
+		return true;
+	/* the event text from libtraceevent after our columns */
+	v = view_for(r, r->host);
+	r->tep = v->tep;
+	r->event = v->event;
+	render_comm(r, row);
+	trace_seq_reset(&r->seq);
+	tep_print_event(r->tep, &r->seq, &(struct tep_record){ .ts = ts, .cpu = cpu,
+			.data = r->rec, .size = (int)size, .record_size = (int)size },
+			"%s", TEP_PRINT_INFO);
+	trace_seq_terminate(&r->seq);
+	line_put(l, r->seq.buffer, r->seq.len);
+	return true;
+}
+
 size_t render_row(struct render *r, const struct qmsg_reply *rep, const struct qmsg_value *row,
 		  uint64_t ts, char *buf, size_t len)
 {
 	struct tep_record rec = { 0 };
+	struct line l = { .buf = buf, .cap = len };	/* one byte over: was it cut? */
 	struct render_view *v;
 	size_t n;
 
@@ -471,14 +614,22 @@ size_t render_row(struct render *r, const struct qmsg_reply *rep, const struct q
 	r->host = row[0].kind == QV_STR ? row[0].s.p : "";
 	r->wall = (int64_t)value_u64(&row[2]);
 	r->row_tgid = r->tgid ? r->tgid(r->tgid_ctx, r->host, (int32_t)value_u64(&row[4])) : 0;
-	v = view_for(r, r->host);
-	r->tep = v->tep;
-	r->event = v->event;
 	rec.ts = ts;
 	rec.cpu = (int)value_u64(&row[1]);
 	rec.data = r->rec;
 	rec.size = (int)render_record(r, rep, row);
 	rec.record_size = rec.size;
+	if (render_fast(r, row, (size_t)rec.size, rec.cpu, ts, &l)) {
+		/* as below: a whole text's own last newline goes; a longer one is cut */
+		if (l.len && l.len < len && buf[l.len - 1] == '\n')
+			l.len--;
+		l.len = l.len < len - 1 ? l.len : len - 1;
+		buf[l.len] = 0;
+		return l.len;
+	}
+	v = view_for(r, r->host);
+	r->tep = v->tep;
+	r->event = v->event;
 	render_comm(r, row);
 	trace_seq_reset(&r->seq);
 	render_line(r, &rec);

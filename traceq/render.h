@@ -81,6 +81,13 @@ typedef int32_t (*render_tgid_fn)(void *ctx, const char *host, int32_t pid);
 void render_set_tgid(struct render *r, render_tgid_fn fn, void *ctx);
 
 /*
+ * render_set_slow - with @slow, every row is printed by libtraceevent
+ * (tep_print_event()), none by traceq's own columns and fastprint: for
+ * tests that compare the two.
+ */
+void render_set_slow(struct render *r, bool slow);
+
+/*
  * render_prepare - get ready for the rows of reply @rep (its event and
  * format text). A reply with the format of the previous one costs
  * nothing. Return: 0; TC_ERR_FORMAT_LIMIT or TC_ERR_FORMAT_PARSE (the

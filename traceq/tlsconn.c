@@ -209,8 +209,7 @@ static int read_frames(struct tlsconn *c, struct proto_buf *b, char *err, size_t
 	return 0;
 }
 
-int tlsconn_call(struct tlsconn *c, const void *req, size_t len, struct proto_buf *reply,
-		 char *err, size_t errlen)
+int tlsconn_send(struct tlsconn *c, const void *req, size_t len, char *err, size_t errlen)
 {
 	char why[512];
 
@@ -218,7 +217,20 @@ int tlsconn_call(struct tlsconn *c, const void *req, size_t len, struct proto_bu
 		snprintf(err, errlen, "send: %s", tls_errors(c->ssl, why, sizeof(why)));
 		return -1;
 	}
+	return 0;
+}
+
+int tlsconn_recv(struct tlsconn *c, struct proto_buf *reply, char *err, size_t errlen)
+{
 	return read_frames(c, reply, err, errlen);
+}
+
+int tlsconn_call(struct tlsconn *c, const void *req, size_t len, struct proto_buf *reply,
+		 char *err, size_t errlen)
+{
+	if (tlsconn_send(c, req, len, err, errlen) < 0)
+		return -1;
+	return tlsconn_recv(c, reply, err, errlen);
 }
 
 void tlsconn_close(struct tlsconn *c)

@@ -2,7 +2,7 @@
  * tlsconn.h - traceq's side of the collector's TLS query port: a mutual
  * TLS connection (proto/tls.h) that carries query messages framed as on
  * the agent port (proto/PROTOCOL.md, "Query endpoint"), one request and
- * one reply at a time.
+ * one reply at a time (the reply may be received after other work).
  */
 #ifndef TRACEQ_TLSCONN_H
 #define TRACEQ_TLSCONN_H
@@ -30,6 +30,15 @@ int tlsconn_open(const char *hostport, const struct tls_files *files, int timeou
  */
 int tlsconn_call(struct tlsconn *c, const void *req, size_t len, struct proto_buf *reply,
 		 char *err, size_t errlen);
+
+/*
+ * tlsconn_send, tlsconn_recv - tlsconn_call() in two halves, so that the
+ * caller can work while the collector answers: one request sent, then its
+ * reply received, before the next request. Return: 0; -1 with a sentence
+ * in @err.
+ */
+int tlsconn_send(struct tlsconn *c, const void *req, size_t len, char *err, size_t errlen);
+int tlsconn_recv(struct tlsconn *c, struct proto_buf *reply, char *err, size_t errlen);
 
 /* tlsconn_close - close and free @c; NULL is fine. */
 void tlsconn_close(struct tlsconn *c);

@@ -21,6 +21,7 @@
 #include <fnmatch.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +52,7 @@
 
 #define TRACEQ_DEFAULT_SERVER	"ipc:///run/tracecollect/query.sock"
 #define TRACEQ_PAGE_ROWS	10000
+#define TRACEQ_LINE_MAX		8192	/* a rendered line is cut there */
 #define TRACEQ_FOLLOW_POLL_MS	100	/* --follow: the wait after an empty page */
 #define TRACEQ_FOLLOW_RETRY_MS	500	/* --follow: the wait after no answer */
 
@@ -471,6 +473,12 @@ struct client {
 	const struct traceq_opts *o;
 	uint32_t sync_ms;	/* --sync: sent with the first request */
 	bool lost;		/* the last call got no answer (not an error reply) */
+	bool inflight;		/* a request sent, its reply not received yet */
+	struct qmsg_request sent;	/* that request (shallow) */
+	bool has_kept;		/* its reply, received before another call: */
+	struct qmsg_reply kept;
+	int kept_ret;
+	bool kept_lost;
 };
 
 /* The TLS query port's HOST:PORT in @server (tls://HOST:PORT, HOST:PORT), or NULL: nng. */
@@ -505,6 +513,7 @@ static int client_open(struct client *c, const struct traceq_opts *o)
 	c->o = o;
 	c->tls = NULL;
 	c->sync_ms = 0;
+	c->inflight = c->has_kept = false;
 	/* the server gives up waiting a little before we give up on it */
 	if (o->sync)
 		c->sync_ms = (uint32_t)(o->timeout_ms - (o->timeout_ms / 10 < 1000 ?
@@ -527,18 +536,18 @@ static int client_open(struct client *c, const struct traceq_opts *o)
 	return 0;
 }
 
-static int client_call_tls(struct client *c, struct proto_buf *b, struct qmsg_reply *rep,
-			   const struct qmsg_request *req);
 static int client_reply(struct qmsg_reply *rep, const struct qmsg_request *req, int ret);
+static int client_recv(struct client *c, struct qmsg_reply *rep);
 
-/* One request/reply exchange. Return 0, 1 (server/transport), 2 (query). */
-static int client_call(struct client *c, const struct qmsg_request *req,
-		       struct qmsg_reply *rep)
+/*
+ * Send @req without waiting for its reply (client_next() or the next
+ * client_call() takes it). Return 0, 1 (server/transport), 2 (query).
+ */
+static int client_send(struct client *c, const struct qmsg_request *req)
 {
 	struct qmsg_request r = *req;
 	struct proto_buf b;
-	void *msg = NULL;
-	size_t len = 0;
+	char err[1024];
 	int rv, ret;
 
 	r.sync_ms = c->sync_ms;
@@ -558,43 +567,91 @@ static int client_call(struct client *c, const struct qmsg_request *req,
 		return 2;
 	}
 	if (c->tls)
-		return client_call_tls(c, &b, rep, req);
-	rv = nng_send(c->sock, b.data, b.len, 0);
+		rv = tlsconn_send(c->tls, b.data, b.len, err, sizeof(err));
+	else if ((rv = nng_send(c->sock, b.data, b.len, 0)) != 0)
+		snprintf(err, sizeof(err), "%s", nng_strerror(rv));
 	proto_buf_free(&b);
-	if (rv == 0)
-		rv = nng_recv(c->sock, &msg, &len, NNG_FLAG_ALLOC);
 	c->lost = rv != 0;
 	if (rv != 0) {
 		fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
-			c->o->server, nng_strerror(rv));
+			c->o->server, err);
 		return 1;
 	}
-	ret = qmsg_reply_decode(msg, len, rep);
-	nng_free(msg, len);
-	return client_reply(rep, req, ret);
+	c->sent = r;
+	c->inflight = true;
+	return 0;
 }
 
-/* client_call() over the TLS query port; @b (the request) is freed. */
-static int client_call_tls(struct client *c, struct proto_buf *b, struct qmsg_reply *rep,
-			   const struct qmsg_request *req)
+/* The reply to the request in flight, received now. Return as client_call(). */
+static int client_recv(struct client *c, struct qmsg_reply *rep)
 {
 	struct proto_buf in;
+	void *msg = NULL;
+	size_t len = 0;
 	char err[1024];
-	int ret;
+	int rv, ret;
 
+	c->inflight = false;
 	proto_buf_init(&in);
-	ret = tlsconn_call(c->tls, b->data, b->len, &in, err, sizeof(err));
-	proto_buf_free(b);
-	c->lost = ret < 0;
-	if (ret < 0) {
+	if (c->tls) {
+		rv = tlsconn_recv(c->tls, &in, err, sizeof(err));
+		msg = in.data;
+		len = in.len;
+	} else if ((rv = nng_recv(c->sock, &msg, &len, NNG_FLAG_ALLOC)) != 0) {
+		snprintf(err, sizeof(err), "%s", nng_strerror(rv));
+	}
+	c->lost = rv != 0;
+	if (rv != 0) {
 		fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
 			c->o->server, err);
 		proto_buf_free(&in);
 		return 1;
 	}
-	ret = qmsg_reply_decode(in.data, in.len, rep);
-	proto_buf_free(&in);
-	return client_reply(rep, req, ret);
+	ret = qmsg_reply_decode(msg, len, rep);
+	if (c->tls)
+		proto_buf_free(&in);
+	else
+		nng_free(msg, len);
+	return client_reply(rep, &c->sent, ret);
+}
+
+/*
+ * Take the reply in flight off the wire before another exchange, kept
+ * for client_next(): one request at a time on the connection.
+ */
+static void client_settle(struct client *c)
+{
+	if (!c->inflight)
+		return;
+	c->kept_ret = client_recv(c, &c->kept);
+	c->kept_lost = c->lost;
+	c->has_kept = true;
+}
+
+/*
+ * The reply to client_send()'s request: kept by client_settle(), else
+ * waited for. Return as client_call().
+ */
+static int client_next(struct client *c, struct qmsg_reply *rep)
+{
+	if (!c->has_kept)
+		return client_recv(c, rep);
+	c->has_kept = false;
+	c->lost = c->kept_lost;
+	if (c->kept_ret == 0)
+		*rep = c->kept;
+	return c->kept_ret;
+}
+
+/* One request/reply exchange. Return 0, 1 (server/transport), 2 (query). */
+static int client_call(struct client *c, const struct qmsg_request *req,
+		       struct qmsg_reply *rep)
+{
+	int ret;
+
+	client_settle(c);
+	ret = client_send(c, req);
+	return ret ? ret : client_recv(c, rep);
 }
 
 /* The decoded reply @rep (@ret: the decoding's result) to @req: 0, 1 or 2 as client_call(). */
@@ -998,8 +1055,10 @@ struct out {
 	bool csv_header;		/* printed (csv: the first type's columns) */
 	const char *csv_event;		/* the one type csv prints */
 	int host_width;			/* > 0: a leading host column */
-	char **lines;			/* a page rendered; NULL: print as fields */
-	size_t nlines;
+	char *text;			/* a page rendered: its lines, each with its '\n' */
+	size_t text_len, text_cap;
+	size_t *line_end;		/* per row: where its line ends in text; */
+	bool *as_fields;		/* or true: it prints as fields */
 };
 
 static uint64_t row_time(const struct out *out, const struct qmsg_value *row)
@@ -1080,36 +1139,52 @@ nomem:
 	return NULL;
 }
 
+/* Room for one more line of at most TRACEQ_LINE_MAX bytes in out->text. */
+static int text_room(struct out *out)
+{
+	size_t cap = out->text_cap ? out->text_cap : 1u << 20;
+	char *p;
+
+	while (cap - out->text_len < TRACEQ_LINE_MAX + 1)
+		cap *= 2;
+	if (cap == out->text_cap)
+		return 0;
+	if (!(p = realloc(out->text, cap)))
+		return -ENOMEM;
+	out->text = p;
+	out->text_cap = cap;
+	return 0;
+}
+
 /*
- * Render every row of @rep into out->lines (one malloc'd line per row;
- * NULL for a row whose type prints as fields).
+ * Render every row of @rep into out->text, one line after the other
+ * (out->as_fields[i] for a row whose type prints as fields).
  */
 static int render_page(struct out *out, const struct qmsg_reply *rep)
 {
-	char line[8192];
 	void *p;
 
-	for (size_t i = 0; i < out->nlines; i++)
-		free(out->lines[i]);
-	out->nlines = 0;
-	p = realloc(out->lines, (rep->nrows + 1) * sizeof(*out->lines));
-	if (!p)
+	out->text_len = 0;
+	if (!(p = realloc(out->line_end, (rep->nrows + 1) * sizeof(*out->line_end))))
 		return -ENOMEM;
-	out->lines = p;
+	out->line_end = p;
+	if (!(p = realloc(out->as_fields, (rep->nrows + 1) * sizeof(*out->as_fields))))
+		return -ENOMEM;
+	out->as_fields = p;
 	for (uint32_t i = 0; i < rep->nrows; i++) {
 		struct qmsg_reply view;
 		const struct qmsg_value *row = qmsg_reply_row(rep, i, &view);
 		struct out_type *t = out_type_of(out, &view);
 
-		if (!t)
+		if (!t || text_room(out) < 0)
 			return -ENOMEM;
-		out->lines[i] = NULL;
+		out->as_fields[i] = t->refused;
 		if (!t->refused) {
-			render_row(t->render, &view, row, row_time(out, row), line, sizeof(line));
-			if (!(out->lines[i] = strdup(line)))
-				return -ENOMEM;
+			out->text_len += render_row(t->render, &view, row, row_time(out, row),
+						    out->text + out->text_len, TRACEQ_LINE_MAX);
+			out->text[out->text_len++] = '\n';
 		}
-		out->nlines++;
+		out->line_end[i] = out->text_len;
 	}
 	return 0;
 }
@@ -1122,6 +1197,7 @@ static int render_page(struct out *out, const struct qmsg_reply *rep)
 static int print_rendered(struct out *out, const struct qmsg_reply *rep)
 {
 	int ret = render_page(out, rep);
+	size_t start = 0;
 
 	if (ret == 0 && out->syms.pending && rep->nrows) {
 		struct qmsg_reply view;
@@ -1136,15 +1212,23 @@ static int print_rendered(struct out *out, const struct qmsg_reply *rep)
 		return 1;
 	}
 	for (uint32_t i = 0; i < rep->nrows; i++) {
+		size_t begin = i ? out->line_end[i - 1] : 0;
 		struct qmsg_reply view;
-		const struct qmsg_value *row = qmsg_reply_row(rep, i, &view);
+		const struct qmsg_value *row;
 
+		/* rendered lines without a host column go out in runs, at once */
+		if (!out->as_fields[i] && out->host_width <= 0)
+			continue;
+		fwrite(out->text + start, 1, begin - start, stdout);
+		row = qmsg_reply_row(rep, i, &view);
 		print_host(out, row);
-		if (out->lines[i])
-			puts(out->lines[i]);
-		else
+		if (out->as_fields[i])
 			out_fields_row(stdout, &view, row, (int64_t)row_time(out, row));
+		else
+			fwrite(out->text + begin, 1, out->line_end[i] - begin, stdout);
+		start = out->line_end[i];
 	}
+	fwrite(out->text + start, 1, out->text_len - start, stdout);
 	return 0;
 }
 
@@ -1223,9 +1307,9 @@ static int host_width(struct client *c, const struct traceq_opts *o)
 
 static void out_free(struct out *out)
 {
-	for (size_t i = 0; i < out->nlines; i++)
-		free(out->lines[i]);
-	free(out->lines);
+	free(out->text);
+	free(out->line_end);
+	free(out->as_fields);
 	for (size_t i = 0; i < out->ntypes; i++)
 		out_type_free(&out->types[i]);
 	free(out->types);
@@ -1234,24 +1318,47 @@ static void out_free(struct out *out)
 	tgids_free(&out->tgids);
 }
 
+/*
+ * The request for the page after @rep (@printed rows so far, @rep's
+ * included); false when there is none.
+ */
+static bool select_next(struct qmsg_request *req, const struct qmsg_reply *rep,
+			const struct traceq_opts *o, uint64_t printed)
+{
+	if (!(rep->more && rep->nrows && (!o->limit || printed < o->limit)))
+		return false;
+	req->limit = TRACEQ_PAGE_ROWS;
+	if (o->limit && o->limit - printed < req->limit)
+		req->limit = (uint32_t)(o->limit - printed);
+	req->sent = printed;	/* the collector's query-max-rows counts them */
+	req->after_ts = rep->last_ts;
+	req->after_id = rep->last_id;
+	req->after_type = rep->last_type;
+	return true;
+}
+
+/*
+ * Page by page, the next page asked for before this one is printed: the
+ * collector reads it while traceq prints (at most two pages held).
+ */
 static int run_select(struct client *c, const struct traceq_opts *o)
 {
 	struct qmsg_request req = {
-		.op = QOP_SELECT, .query = (char *)o->query,
+		.op = QOP_SELECT, .query = (char *)o->query, .limit = TRACEQ_PAGE_ROWS,
 	};
 	struct out out = { .o = o, .c = c, .printks = { .c = c }, .tgids = { .c = c } };
 	uint64_t printed = 0;
 	struct qmsg_reply rep;
-	int ret = 0;
+	bool more = true;
+	int ret;
 
 	tq_select_apply(&o->sel, &req);
 	out.host_width = host_width(c, o);
-	do {
-		req.limit = TRACEQ_PAGE_ROWS;
-		if (o->limit && o->limit - printed < req.limit)
-			req.limit = (uint32_t)(o->limit - printed);
-		req.sent = printed;	/* the collector's query-max-rows counts them */
-		ret = client_call(c, &req, &rep);
+	if (o->limit && o->limit < req.limit)
+		req.limit = (uint32_t)o->limit;
+	ret = client_send(c, &req);
+	while (ret == 0 && more) {
+		ret = client_next(c, &rep);
 		if (ret)
 			break;
 		if (!rep.types && rep.ncols < QMSG_META_COLS && rep.nrows) {
@@ -1260,15 +1367,14 @@ static int run_select(struct client *c, const struct traceq_opts *o)
 			ret = 1;
 			break;
 		}
-		ret = print_page(&out, &rep);
 		printed += rep.nrows;
-		req.after_ts = rep.last_ts;
-		req.after_id = rep.last_id;
-		req.after_type = rep.last_type;
-		if (ret == 0 && !(rep.more && rep.nrows && (!o->limit || printed < o->limit)))
-			ret = -1;
+		more = select_next(&req, &rep, o, printed);
+		if (more)
+			ret = client_send(c, &req);
+		if (print_page(&out, &rep) && ret == 0)
+			ret = 1;
 		qmsg_reply_free(&rep);
-	} while (ret == 0);
+	}
 	out_free(&out);
 	if (ret > 0)
 		return ret;
@@ -1681,6 +1787,13 @@ int main(int argc, char **argv)
 	int ret;
 
 	signal(SIGPIPE, SIG_IGN);	/* a collector that closed the TLS port: an error, not death */
+	/*
+	 * A page of an answer is a few MiB of blocks, freed and made again for
+	 * the next: kept in the heap, not mapped and unmapped (and faulted in)
+	 * each time. Two pages at most are held, so the heap stays bounded.
+	 */
+	mallopt(M_MMAP_THRESHOLD, 32 << 20);
+	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	if (parse_args(argc, argv, &o) < 0)
 		return 2;
 	if (o.query && check_query(o.query) < 0)
@@ -1715,6 +1828,8 @@ int main(int argc, char **argv)
 		ret = run_follow(&c, &o);
 	else
 		ret = run_select(&c, &o);
+	if (c.has_kept && c.kept_ret == 0)
+		qmsg_reply_free(&c.kept);
 	if (c.tls)
 		tlsconn_close(c.tls);
 	else
