@@ -137,6 +137,11 @@ qbench_follow() {
 		[ "$(cat "/sys/kernel/tracing/instances/$inst/tracing_on" 2>/dev/null)" = 1 ] && break
 		sleep 0.1
 	done
+	# the print event's format stored (a selector names stored types only)
+	for _ in $(seq 100); do
+		"$build/traceq/traceq" --server "$query" --count print > /dev/null 2>&1 && break
+		sleep 0.1
+	done
 	# each printed line gets the wall-clock time it was read
 	mkfifo "$tmp/follow.fifo"
 	"$build/traceq/traceq" -t 3600000 --server "$query" --follow 'print where buf ~ "*qbench-mark*"' \
