@@ -30,9 +30,8 @@ struct sq_comm_slot {
 };
 
 struct sq_names {
-	sqlite3 *db;
+	struct store *s;		/* its connection: statements from its cache */
 	uint64_t gen;			/* of the current read; a slot of another is empty */
-	sqlite3_stmt *comm_st, *host_st;
 	struct sq_comm_slot comm[SQ_COMM_SLOTS];
 	struct {
 		uint64_t id;
@@ -48,7 +47,7 @@ int sq_names_new(struct store *s, struct sq_names **out)
 
 	if (!q->names && !(q->names = calloc(1, sizeof(*q->names))))
 		return -ENOMEM;
-	q->names->db = q->db;
+	q->names->s = s;
 	q->names->gen++;
 	*out = q->names;
 	return 0;
@@ -58,8 +57,6 @@ void sq_names_free(struct sq_names *n)
 {
 	if (!n)
 		return;
-	sqlite3_finalize(n->comm_st);
-	sqlite3_finalize(n->host_st);
 	for (size_t i = 0; i < SQ_HOST_SLOTS; i++)
 		free(n->host[i].name);
 	free(n->spill);
@@ -68,18 +65,20 @@ void sq_names_free(struct sq_names *n)
 
 /*
  * Column 0 of the one row @sql gives for (@a[, @b]) into *@out: 1, or 0
- * (no row: *@out NULL), or -1 (an error: not to be kept).
+ * (no row: *@out NULL), or -1 (an error: not to be kept). *@out lives
+ * until sq_release(@n's store, *@st), which the caller does once it has
+ * copied it (a statement left stepped keeps its read snapshot).
  */
-static int sq_names_step(sqlite3 *db, sqlite3_stmt **st, const char *sql, int64_t a,
-			 const int64_t *b, const char **out)
+static int sq_names_step(struct sq_names *n, const char *sql, int64_t a, const int64_t *b,
+			 sqlite3_stmt **st, const char **out)
 {
 	int rc;
 
 	*out = NULL;
-	if (!*st && sqlite3_prepare_v3(db, sql, -1, SQLITE_PREPARE_PERSISTENT, st, NULL) !=
-	    SQLITE_OK)
+	if (sq_prepare_cached(n->s, sql, st) < 0) {
+		*st = NULL;
 		return -1;
-	sqlite3_reset(*st);
+	}
 	sqlite3_bind_int64(*st, 1, a);
 	if (b)
 		sqlite3_bind_int64(*st, 2, *b);
@@ -92,17 +91,17 @@ static int sq_names_step(sqlite3 *db, sqlite3_stmt **st, const char *sql, int64_
 const char *sq_names_host(struct sq_names *n, uint64_t host_id)
 {
 	size_t i = host_id % SQ_HOST_SLOTS;
+	sqlite3_stmt *st;
 	const char *name;
 	int rc;
 
 	if (n->host[i].gen == n->gen && n->host[i].id == host_id)
 		return n->host[i].name;
-	rc = sq_names_step(n->db, &n->host_st, "SELECT name FROM hosts WHERE id = ?",
-			   (int64_t)host_id, NULL, &name);
+	rc = sq_names_step(n, "SELECT name FROM hosts WHERE id = ?", (int64_t)host_id, NULL,
+			   &st, &name);
 	free(n->host[i].name);
 	n->host[i].name = name ? strdup(name) : NULL;
-	if (n->host_st)		/* a statement left stepped keeps its snapshot */
-		sqlite3_reset(n->host_st);
+	sq_release(n->s, st);
 	n->host[i].id = host_id;
 	n->host[i].gen = rc == 0 || (rc == 1 && n->host[i].name) ? n->gen : 0;
 	return n->host[i].name;
@@ -111,15 +110,15 @@ const char *sq_names_host(struct sq_names *n, uint64_t host_id)
 const char *sq_names_comm(struct sq_names *n, uint64_t host_id, int64_t pid)
 {
 	struct sq_comm_slot *c = &n->comm[((uint64_t)pid * 31 + host_id) % SQ_COMM_SLOTS];
+	sqlite3_stmt *st;
 	const char *comm;
 	size_t len;
 	int rc;
 
 	if (c->gen == n->gen && c->host_id == host_id && c->pid == pid)
 		return c->known ? c->comm : NULL;
-	rc = sq_names_step(n->db, &n->comm_st,
-			   "SELECT comm FROM comms WHERE host_id = ? AND pid = ?",
-			   (int64_t)host_id, &pid, &comm);
+	rc = sq_names_step(n, "SELECT comm FROM comms WHERE host_id = ? AND pid = ?",
+			   (int64_t)host_id, &pid, &st, &comm);
 	len = comm ? strlen(comm) : 0;
 	if (rc < 0 || len >= SQ_NAME_MAX) {	/* not kept; valid for this row */
 		free(n->spill);
@@ -133,7 +132,6 @@ const char *sq_names_comm(struct sq_names *n, uint64_t host_id, int64_t pid)
 		if (comm)
 			comm = memcpy(c->comm, comm, len + 1);
 	}
-	if (n->comm_st)		/* a statement left stepped keeps its snapshot */
-		sqlite3_reset(n->comm_st);
+	sq_release(n->s, st);
 	return comm;
 }
