@@ -46,22 +46,33 @@ field() { sed -n "s/.*total:.* $1=\([0-9]*\).*/\1/p" "$2"; }
 workload=$!
 
 # locked_stream N DB AFTER ARGS...: agent N (traceagent ARGS, its output in
-# $tmp/agentN.out and .err) streams; AFTER seconds in, another process
-# holds DB's write lock for 4 s, below the store's 5 s busy timeout, so
-# storing stops while receiving goes on. Waits for the agent: rc. The
-# agent ships no kernel symbols: storing 100k of them is a write of
-# seconds at idle priority that the lock would have to wait for.
+# $tmp/agentN.out and .err) streams; at least AFTER seconds in, and once the
+# store holds a first sched_switch, another process holds DB's write lock
+# for 4 s, below the store's 5 s busy timeout, so storing stops while
+# receiving goes on. The agent is stopped (SIGTERM, as --duration would)
+# 2 s into the lock. Waits for the agent: rc. The agent ships no kernel
+# symbols: storing 100k of them is a write of seconds at idle priority
+# that the lock would have to wait for.
 locked_stream() {
-	local n=$1 db=$2 after=$3
+	local n=$1 db=$2 after=$3 i seen=0
 	shift 3
 	"$top_builddir/traceagent" --connect "$listen" "${atls[@]}" --instance "tcjournal-$$-$n" \
 		--no-kernel-symbols --spool-dir "$tmp/spool" "$@" \
 		> "$tmp/agent$n.out" 2> "$tmp/agent$n.err" &
 	agent=$!
 	sleep "$after"
+	for ((i = 0; i < 300; i++)); do
+		seen=$("$top_builddir/traceq/traceq" --server "$query" -t 5000 --count sched_switch \
+			2>/dev/null) || seen=0
+		[ "$seen" -gt 0 ] && break
+		sleep 0.1
+	done
+	echo "stored before the lock: $seen"
 	sqlite3 -cmd ".timeout 3000" -cmd "BEGIN EXCLUSIVE;" -cmd ".system sleep 4" \
 		"$db" "COMMIT;" &
 	locker=$!
+	sleep 2
+	kill -TERM "$agent"
 	wait "$agent"; rc=$?
 	agent=
 }
@@ -76,7 +87,7 @@ crash() {
 
 # ---- 1. backlog, kill -9, restart
 tc_start_collector --db "$tmp/crash.db"
-locked_stream 1 "$tmp/crash.db" 1 -e sched:sched_switch --duration 3 --name journal-crash
+locked_stream 1 "$tmp/crash.db" 1 -e sched:sched_switch --name journal-crash
 cat "$tmp/agent1.out"
 check "agent exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent1.err"; false; }'
 check "its DONE covers every page (journaled)" \
@@ -140,7 +151,7 @@ tc_start_collector --db "$tmp/rotcrash.db" --journal-size 1M
 ( while :; do ls "$tmp/rotcrash.db.journal"; sleep 0.05; done > "$tmp/seen3" 2>/dev/null ) &
 watcher=$!
 locked_stream 3 "$tmp/rotcrash.db" 3 -e sched:sched_switch -e sched:sched_wakeup \
-	-e sched:sched_waking --duration 5 --name journal-rotcrash
+	-e sched:sched_waking --name journal-rotcrash
 kill "$watcher"; wait "$watcher" 2>/dev/null
 watcher=
 crash
