@@ -76,6 +76,12 @@ static void request_encode_more(msgpack_packer *pk, const struct qmsg_request *r
 		for (uint32_t i = 0; i < r->ncpus; i++)
 			msgpack_pack_uint32(pk, r->cpus[i]);
 	}
+	if (r->nomit) {
+		pack_key(pk, "omit");
+		msgpack_pack_array(pk, r->nomit);
+		for (uint32_t i = 0; i < r->nomit; i++)
+			pack_cstr(pk, r->omit[i]);
+	}
 }
 
 int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
@@ -85,7 +91,7 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
 	unsigned n = 7 + (r->query != NULL) + (r->host != NULL) + (r->sync_ms != 0) +
 		     (r->after_type != 0) + r->from_end + r->to_end + r->reverse +
 		     (r->nhosts != 0) + (r->ncpus != 0) + (r->hist != NULL) +
-		     (r->sent != 0);
+		     (r->sent != 0) + (r->nomit != 0);
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
@@ -168,20 +174,21 @@ static int get_bool(const msgpack_object *v, bool *out)
 	return 0;
 }
 
-/* "hosts": at most QMSG_MAX_HOSTS strings (sent once) */
-static int get_hosts(const msgpack_object *v, struct qmsg_request *r)
+/*
+ * "hosts" (at most QMSG_MAX_HOSTS) or "omit" (QMSG_MAX_OMIT): an array of
+ * strings, sent once, into *@out, counted in *@n as they are taken.
+ */
+static int get_strs(const msgpack_object *v, uint32_t max, char ***out, uint32_t *n)
 {
-	uint32_t i, n;
 	int ret = 0;
 
-	if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size > QMSG_MAX_HOSTS || r->hosts)
+	if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size > max || *out)
 		return TC_ERR_MSG_MALFORMED;
-	n = v->via.array.size;
-	r->hosts = calloc(n + 1, sizeof(*r->hosts));
-	if (!r->hosts)
+	*out = calloc(v->via.array.size + 1, sizeof(**out));
+	if (!*out)
 		return -ENOMEM;
-	for (i = 0; ret == 0 && i < n; i++, r->nhosts++)
-		ret = take_str(&v->via.array.ptr[i], &r->hosts[i]);
+	for (uint32_t i = 0; ret == 0 && i < v->via.array.size; i++, (*n)++)
+		ret = take_str(&v->via.array.ptr[i], &(*out)[i]);
 	return ret;
 }
 
@@ -215,7 +222,9 @@ static int request_field_more(struct qmsg_request *r, const msgpack_object *k,
 	if (proto_mp_str_is(k, "reverse"))
 		return get_bool(v, &r->reverse);
 	if (proto_mp_str_is(k, "hosts"))
-		return get_hosts(v, r);
+		return get_strs(v, QMSG_MAX_HOSTS, &r->hosts, &r->nhosts);
+	if (proto_mp_str_is(k, "omit"))
+		return get_strs(v, QMSG_MAX_OMIT, &r->omit, &r->nomit);
 	if (proto_mp_str_is(k, "cpus"))
 		return get_cpus(v, r);
 	return 0;	/* unknown keys are ignored */
@@ -300,14 +309,17 @@ void qmsg_request_free(struct qmsg_request *r)
 	for (uint32_t i = 0; r->hosts && i < r->nhosts; i++)
 		free(r->hosts[i]);
 	free(r->hosts);
+	for (uint32_t i = 0; r->omit && i < r->nomit; i++)
+		free(r->omit[i]);
+	free(r->omit);
 	free(r->cpus);
 	free(r->query);
 	free(r->host);
 	free(r->hist);
 	r->query = r->host = r->hist = NULL;
-	r->hosts = NULL;
+	r->hosts = r->omit = NULL;
 	r->cpus = NULL;
-	r->nhosts = r->ncpus = 0;
+	r->nhosts = r->ncpus = r->nomit = 0;
 }
 
 /* ---- reply writer ---- */
@@ -737,9 +749,10 @@ static int get_typed_rows(const msgpack_object *o, struct qmsg_reply *r)
 	uint32_t n = o->via.array.size, i = 0, t = 0;
 	int ret;
 
-	r->vals = calloc(n ? n : 1, sizeof(*r->vals));
-	r->row_type = calloc(QMSG_MAX_ROWS, sizeof(*r->row_type));
-	r->row_off = calloc(QMSG_MAX_ROWS, sizeof(*r->row_off));
+	/* not cleared: only the first nvals values and nrows rows are read */
+	r->vals = malloc((n ? n : 1) * sizeof(*r->vals));
+	r->row_type = malloc(QMSG_MAX_ROWS * sizeof(*r->row_type));
+	r->row_off = malloc(QMSG_MAX_ROWS * sizeof(*r->row_off));
 	if (!r->vals || !r->row_type || !r->row_off)
 		return -ENOMEM;
 	while (i < n) {
@@ -773,7 +786,7 @@ static int get_rows(const msgpack_object *o, struct qmsg_reply *r)
 	n = o->via.array.size;
 	if (r->ncols == 0 ? n != 0 : (n % r->ncols || n / r->ncols > QMSG_MAX_ROWS))
 		return TC_ERR_MSG_MALFORMED;
-	r->vals = calloc(n ? n : 1, sizeof(*r->vals));
+	r->vals = malloc((n ? n : 1) * sizeof(*r->vals));	/* the first nvals are read */
 	if (!r->vals)
 		return -ENOMEM;
 	r->nrows = r->ncols ? n / r->ncols : 0;

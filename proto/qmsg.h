@@ -24,6 +24,7 @@
 #define QMSG_MAX_TYPES	4096		/* event types in one multi-type reply */
 #define QMSG_MAX_CPUS	4096		/* CPUs in a request's list */
 #define QMSG_MAX_HOSTS	64		/* host globs in a request's list */
+#define QMSG_MAX_OMIT	16		/* field names in a request's omit list */
 
 /*
  * Request sizes. An endpoint answers a request over QMSG_MAX_REQUEST bytes
@@ -79,6 +80,10 @@ struct qmsg_request {
 	uint32_t sync_ms;	/* first wait, at most this long, until what the
 				 * collector has received is stored; 0: don't */
 	char *hist;		/* hist: the spec (common/hist.h); NULL otherwise */
+	char **omit;		/* select, tail: event fields the client does not
+				 * need; they are left out of the reply's columns
+				 * (nomit 0: every field is sent) */
+	uint32_t nomit;
 };
 
 enum qmsg_kind { QV_NIL, QV_INT, QV_UINT, QV_STR, QV_BIN };

@@ -73,6 +73,7 @@ struct qsel_type {
 	char event[512];		/* "system:name" */
 	size_t ncols;			/* in a reply row */
 	const char **cols;
+	bool *skip;			/* per schema column: not sent (the request's omit) */
 	size_t nsym;
 	size_t symcol[QSEL_MAX_SYMCOLS];	/* schema columns to name */
 	char symname[QSEL_MAX_SYMCOLS][32];	/* their "<field>_sym" */
@@ -309,6 +310,26 @@ static void set_queries(struct qsel *c, const struct qmsg_request *r,
 	}
 }
 
+/*
+ * Which columns of each type the request's omit list leaves out (all are
+ * sent when it is empty; make_cols() keeps those it names symbols of).
+ */
+static int set_skips(struct qsel *c, const struct qmsg_request *r)
+{
+	for (size_t i = 0; r->nomit && i < c->n; i++) {
+		struct qsel_type *t = &c->t[i];
+
+		t->skip = calloc(t->schema->ncols + 1, sizeof(*t->skip));
+		if (!t->skip)
+			return -ENOMEM;
+		for (size_t k = 0; k < t->schema->ncols; k++)
+			for (uint32_t o = 0; o < r->nomit && !t->skip[k]; o++)
+				t->skip[k] = !strcmp(t->schema->cols[k].name, r->omit[o]);
+		t->read.skip = t->skip;
+	}
+	return 0;
+}
+
 static int newest_row(void *ctx, const struct store_row *row)
 {
 	int64_t *newest = ctx;
@@ -387,7 +408,7 @@ int qsel_compile(struct store *st, const struct qmsg_request *r, const struct st
 		ret = bind_all(c, reply);
 	if (ret == 0) {
 		set_queries(c, r, scope);
-		ret = resolve_end(st, c, r);
+		ret = set_skips(c, r) ?: resolve_end(st, c, r);
 	}
 	if (ret) {
 		qsel_free(c);
@@ -408,6 +429,7 @@ void qsel_free(struct qsel *c)
 		free(t->fields);
 		free(t->col);
 		free(t->cols);
+		free(t->skip);
 		free(t->rows);
 		qmsg_writer_free(t->buf);
 		store_schema_free(t->schema);
@@ -480,23 +502,29 @@ static void find_symcols(struct qsel_type *t)
 			}
 }
 
-/* The reply columns of @t: the meta columns, its fields, its symbol columns. */
+/*
+ * The reply columns of @t: the meta columns, its fields but those skipped,
+ * its symbol columns (whose fields are never skipped).
+ */
 static int make_cols(struct qsel_type *t)
 {
-	size_t i, ncols = t->schema->ncols;
+	size_t i, n = 0, ncols = t->schema->ncols;
 
 	find_symcols(t);
+	for (i = 0; t->skip && i < t->nsym; i++)
+		t->skip[t->symcol[i]] = false;
 	if (ncols > QMSG_MAX_COLS - QMSG_META_COLS - QSEL_MAX_SYMCOLS)
 		return TC_ERR_TOO_LONG;
-	t->ncols = QMSG_META_COLS + ncols + t->nsym;
-	t->cols = calloc(t->ncols, sizeof(*t->cols));
+	t->cols = calloc(QMSG_META_COLS + ncols + t->nsym, sizeof(*t->cols));
 	if (!t->cols)
 		return -ENOMEM;
 	memcpy(t->cols, meta_cols, sizeof(meta_cols));
 	for (i = 0; i < ncols; i++)
-		t->cols[QMSG_META_COLS + i] = t->schema->cols[i].name;
+		if (!t->skip || !t->skip[i])
+			t->cols[QMSG_META_COLS + n++] = t->schema->cols[i].name;
 	for (i = 0; i < t->nsym; i++)
-		t->cols[QMSG_META_COLS + ncols + i] = t->symname[i];
+		t->cols[QMSG_META_COLS + n++] = t->symname[i];
+	t->ncols = QMSG_META_COLS + n;
 	return 0;
 }
 
@@ -543,6 +571,8 @@ static void put_row(struct store *st, const struct qsel_type *t, struct qmsg_wri
 	else
 		qmsg_put_nil(w);
 	for (i = 0; i < row->nvals; i++) {
+		if (t->skip && t->skip[i])
+			continue;
 		if (row->null && row->null[i])
 			qmsg_put_nil(w);
 		else

@@ -382,6 +382,31 @@ START_TEST(request_select_keys_round_trip)
 }
 END_TEST
 
+/* The omit list: read back in order; one over QMSG_MAX_OMIT names is refused. */
+START_TEST(request_omit)
+{
+	char *names[QMSG_MAX_OMIT + 1];
+	struct qmsg_request in = { .op = QOP_SELECT, .query = "sys_exit", .omit = names }, out;
+	struct proto_buf b;
+
+	for (size_t i = 0; i <= QMSG_MAX_OMIT; i++)
+		names[i] = i % 2 ? "common_flags" : "common_type";
+	in.nomit = 2;
+	b = encode_request(&in);
+	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), 0);
+	ck_assert_uint_eq(out.nomit, 2);
+	ck_assert_str_eq(out.omit[0], "common_type");
+	ck_assert_str_eq(out.omit[1], "common_flags");
+	qmsg_request_free(&out);
+	ck_assert_ptr_null(out.omit);
+	proto_buf_free(&b);
+	in.nomit = QMSG_MAX_OMIT + 1;
+	b = encode_request(&in);
+	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), TC_ERR_MSG_MALFORMED);
+	proto_buf_free(&b);
+}
+END_TEST
+
 /* Rows of two types: each row its type's width, read back by qmsg_reply_row(). */
 static struct proto_buf typed_reply(void)
 {
@@ -479,8 +504,9 @@ static Suite *qmsg_suite(void)
 					reply_round_trip, reply_error_round_trip,
 					reply_every_prefix_rejected, reply_ragged_rows_rejected,
 					reply_missing_fields, request_over_the_limit_rejected,
-					request_sql, request_select_keys_round_trip, reply_types_round_trip,
-					reply_types_bad_rows_rejected, hist_round_trip));
+					request_sql, request_select_keys_round_trip, request_omit,
+					reply_types_round_trip, reply_types_bad_rows_rejected,
+					hist_round_trip));
 	suite_add_tcase(s, tc);
 	return s;
 }

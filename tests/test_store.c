@@ -2265,7 +2265,7 @@ START_TEST(test_field_index)
 	got->sc = sc;
 	got->want_pid = pid;
 	ck_assert_int_eq(sq_select_where(st, sc, "\"prev_pid\" = ?", &plain, 1, NULL, 0, 0, 10, false,
-					 rows_cb, got), 0);
+					 NULL, rows_cb, got), 0);
 	set_indexes("none", 0, 1);
 	ck_assert_int_eq(ix_count("ix:*"), 0);
 	free(got);

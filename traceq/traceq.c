@@ -1139,13 +1139,16 @@ nomem:
 	return NULL;
 }
 
-/* Room for one more line of at most TRACEQ_LINE_MAX bytes in out->text. */
-static int text_room(struct out *out)
+/*
+ * Room for one more line in out->text: @extra bytes (its host column) and
+ * at most TRACEQ_LINE_MAX more.
+ */
+static int text_room(struct out *out, size_t extra)
 {
 	size_t cap = out->text_cap ? out->text_cap : 1u << 20;
 	char *p;
 
-	while (cap - out->text_len < TRACEQ_LINE_MAX + 1)
+	while (cap - out->text_len < extra + TRACEQ_LINE_MAX + 1)
 		cap *= 2;
 	if (cap == out->text_cap)
 		return 0;
@@ -1176,9 +1179,19 @@ static int render_page(struct out *out, const struct qmsg_reply *rep)
 		const struct qmsg_value *row = qmsg_reply_row(rep, i, &view);
 		struct out_type *t = out_type_of(out, &view);
 
-		if (!t || text_room(out) < 0)
+		const char *host = row[0].kind == QV_STR ? row[0].s.p : "";
+		size_t hlen = out->host_width > 0 ? strlen(host) : 0,
+		       pad = hlen < (size_t)out->host_width ? (size_t)out->host_width - hlen : 0;
+
+		if (!t || text_room(out, pad + hlen + 2) < 0)
 			return -ENOMEM;
 		out->as_fields[i] = t->refused;
+		if (!t->refused && out->host_width > 0) {	/* print_host()'s column */
+			memset(out->text + out->text_len, ' ', pad);
+			memcpy(out->text + out->text_len + pad, host, hlen);
+			memcpy(out->text + out->text_len + pad + hlen, ": ", 2);
+			out->text_len += pad + hlen + 2;
+		}
 		if (!t->refused) {
 			out->text_len += render_row(t->render, &view, row, row_time(out, row),
 						    out->text + out->text_len, TRACEQ_LINE_MAX);
@@ -1216,16 +1229,13 @@ static int print_rendered(struct out *out, const struct qmsg_reply *rep)
 		struct qmsg_reply view;
 		const struct qmsg_value *row;
 
-		/* rendered lines without a host column go out in runs, at once */
-		if (!out->as_fields[i] && out->host_width <= 0)
+		/* rendered lines (host column and all) go out in runs, at once */
+		if (!out->as_fields[i])
 			continue;
 		fwrite(out->text + start, 1, begin - start, stdout);
 		row = qmsg_reply_row(rep, i, &view);
 		print_host(out, row);
-		if (out->as_fields[i])
-			out_fields_row(stdout, &view, row, (int64_t)row_time(out, row));
-		else
-			fwrite(out->text + begin, 1, out->line_end[i] - begin, stdout);
+		out_fields_row(stdout, &view, row, (int64_t)row_time(out, row));
 		start = out->line_end[i];
 	}
 	fwrite(out->text + start, 1, out->text_len - start, stdout);
@@ -1338,6 +1348,21 @@ static bool select_next(struct qmsg_request *req, const struct qmsg_reply *rep,
 }
 
 /*
+ * The fields a rendered layout does not print, left out of the pages the
+ * collector sends (a third of a syscall's row): common_type (render.c
+ * writes the format's id there), and for text also common_flags and
+ * common_preempt_count, which only the kernel layout's latency columns
+ * read (no print fmt does).
+ */
+static const char *const unprinted[] = { "common_type", "common_flags", "common_preempt_count" };
+
+static void omit_unprinted(const struct traceq_opts *o, struct qmsg_request *req)
+{
+	req->omit = (char **)unprinted;
+	req->nomit = o->format == OUT_TEXT ? 3 : o->format == OUT_KERNEL ? 1 : 0;
+}
+
+/*
  * Page by page, the next page asked for before this one is printed: the
  * collector reads it while traceq prints (at most two pages held).
  */
@@ -1353,6 +1378,7 @@ static int run_select(struct client *c, const struct traceq_opts *o)
 	int ret;
 
 	tq_select_apply(&o->sel, &req);
+	omit_unprinted(o, &req);
 	out.host_width = host_width(c, o);
 	if (o->limit && o->limit < req.limit)
 		req.limit = (uint32_t)o->limit;
@@ -1518,6 +1544,7 @@ static int run_follow(struct client *c, const struct traceq_opts *o)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	tq_select_apply(&o->sel, &req);
+	omit_unprinted(o, &req);
 	out.host_width = host_width(c, o);
 	while (ret == 0 && !follow_stop && (!o->limit || printed < o->limit)) {
 		struct qmsg_reply rep;

@@ -428,7 +428,8 @@ int sq_max_span(struct store *s, int64_t type_id, int64_t *span);
  * sc->comm_joined) "comm", with a nameless '?' for each of the @nb values
  * in @b. It is pasted into the statement: it comes from sq_count() and
  * sq_select() (which compile a store_query to it) or from a test, never
- * from a user. NULL: every row.
+ * from a user. NULL: every row. sq_select_where() reads no column that
+ * @skip (q->skip) marks: it comes as NULL.
  */
 int sq_count_where(struct store *s, const struct store_schema *sc, const char *where,
 		   const struct sq_bind *b, size_t nb, const struct store_window *win,
@@ -436,7 +437,7 @@ int sq_count_where(struct store *s, const struct store_schema *sc, const char *w
 int sq_select_where(struct store *s, const struct store_schema *sc, const char *where,
 		    const struct sq_bind *b, size_t nb, const struct store_window *win,
 		    int64_t after_ts, uint64_t after_rowid, size_t limit, bool reverse,
-		    store_row_fn fn, void *ctx);
+		    const bool *skip, store_row_fn fn, void *ctx);
 
 /*
  * sq_rows_of, sq_rows_bind, sq_rows_free - the rows a store_query matches

@@ -312,12 +312,17 @@ int sq_count_where(struct store *s, const struct store_schema *sc, const char *w
 
 /* The select of @r's rows, in (ts, rowid) order, LIMIT :tc_limit when @sorted. */
 static void sq_select_sql(struct sq_buf *q, const struct store_schema *sc, const char *where,
-			  const struct sq_range *r, bool sorted)
+			  const struct sq_range *r, const bool *skip, bool sorted)
 {
+	int pid = sq_col_index(sc, "common_pid");	/* read all the same: pid, comm */
+
 	sq_buf_str(q, SQ_ROW_COLS);
 	for (size_t i = 0; i < sc->ncols; i++) {
 		sq_buf_str(q, ", ");
-		sq_ident(q, sc->cols[i].column);
+		if (skip && skip[i] && (int)i != pid)
+			sq_buf_str(q, "NULL");	/* not read: the record is parsed no further */
+		else
+			sq_ident(q, sc->cols[i].column);
 	}
 	sq_from(q, sc, where, r);
 	if (sorted)
@@ -497,7 +502,7 @@ static int sq_select_windows(struct store *s, const struct store_schema *sc,
 int sq_select_where(struct store *s, const struct store_schema *sc, const char *where,
 		    const struct sq_bind *b, size_t nb, const struct store_window *win,
 		    int64_t after_ts, uint64_t after_rowid, size_t limit, bool reverse,
-		    store_row_fn fn, void *ctx)
+		    const bool *skip, store_row_fn fn, void *ctx)
 {
 	struct sq_rowbuf rb = { .pid = sq_col_index(sc, "common_pid") };
 	struct sq_buf q = { 0 }, u = { 0 };
@@ -513,11 +518,11 @@ int sq_select_where(struct store *s, const struct store_schema *sc, const char *
 		return ret;
 	rb.vals = calloc(sc->ncols + 1, sizeof(*rb.vals));
 	rb.null = calloc(sc->ncols + 1, sizeof(*rb.null));
-	sq_select_sql(&q, sc, where, &r, true);
+	sq_select_sql(&q, sc, where, &r, skip, true);
 	/* windows cut the range from its old end: oldest first only */
 	windows = limit && !r.by_index && !reverse;
 	if (windows)
-		sq_select_sql(&u, sc, where, &r, false);
+		sq_select_sql(&u, sc, where, &r, skip, false);
 	ret = q.oom || u.oom || !rb.vals || !rb.null ? -ENOMEM : sq_names_new(s, &rb.names) ?:
 	      sq_prepare_cached(s, windows ? u.s : q.s, &st);
 	if (ret == 0 && windows)
@@ -693,7 +698,7 @@ int sq_select(struct store *s, const struct store_query *q, store_row_fn fn, voi
 
 	if (ret == 0)
 		ret = sq_select_where(s, q->schema, w.text, w.b, w.nb, q->win, q->after_ts,
-				      q->after_rowid, q->limit, q->reverse, fn, ctx);
+				      q->after_rowid, q->limit, q->reverse, q->skip, fn, ctx);
 	sq_where_free(&w);
 	return ret;
 }

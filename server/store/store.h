@@ -572,6 +572,13 @@ struct store_query {
 	uint64_t after_rowid;
 	/* store_select() only: newest first, ordered by (ts, rowid) descending */
 	bool reverse;
+	/*
+	 * store_select() only: per schema column, true for a column the
+	 * caller does not need; it is not read and comes as NULL (common_pid
+	 * is read all the same: it gives the row's pid and comm). NULL: every
+	 * column is read.
+	 */
+	const bool *skip;
 	/* store_select() only: at most this many rows; 0: no limit */
 	size_t limit;
 };
