@@ -68,6 +68,7 @@
 #include "proto/qmsg.h"
 #include "server/qauth.h"
 #include "server/queryd.h"
+#include "server/queryd_ahead.h"
 #include "server/queryd_disc.h"
 #include "server/queryd_hist.h"
 #include "server/queryd_import.h"
@@ -107,6 +108,8 @@ struct qslot {
 struct qworker {
 	struct queryd *qd;
 	struct store *store;
+	struct qsel_page page;		/* where the select just answered ended */
+	bool paged;			/* handle() answered a select with rows: page */
 	pthread_t thread;
 	bool started;
 };
@@ -145,6 +148,8 @@ struct queryd {
 	char tls_bound[128];		/* its HOST:PORT as bound */
 	pthread_mutex_t scope_lock;	/* scopes, and every qscopes' refs */
 	struct qscopes *scopes;		/* the rules new requests read under */
+	uint64_t scope_gen;		/* under scope_lock: bumped as they change */
+	struct qahead *ahead;		/* pages read ahead; NULL: none */
 };
 
 /* ---- the scope rules, counted ---- */
@@ -189,6 +194,7 @@ int queryd_set_scopes(struct queryd *qd, struct qauth_scopes *sc)
 	pthread_mutex_lock(&qd->scope_lock);
 	old = qd->scopes;
 	qd->scopes = n;
+	qd->scope_gen++;	/* pages read ahead under the old rules are not given out */
 	pthread_mutex_unlock(&qd->scope_lock);
 	scopes_put(qd, old);
 	return 0;
@@ -259,6 +265,8 @@ static int run_select(struct qworker *wk, const struct qmsg_request *r, struct q
 	if (ret < 0)
 		return ret;
 	*rows = pg.rows;
+	wk->page = pg;
+	wk->paged = true;
 	qmsg_reply_last_type(w, pg.last_type);
 	return reply_end(wk->qd, w, pg.more, pg.last_ts, pg.last_id, 0, out);
 }
@@ -752,8 +760,13 @@ static int rows_left(const struct queryd *qd, const struct qmsg_request *r,
  * Run @r (decoded, its wait for `sync` done) for @who on @wk's store, only
  * over the hosts @who may read; the reply goes to @out, a line to the log.
  */
+/*
+ * Answer @r from @who into @out and log it; with @said, what the log
+ * would say goes there instead (a page read ahead: logged when asked for).
+ */
 static void handle(struct qworker *wk, const struct qmsg_request *r,
-		   const struct qauth_who *who, int64_t t0, struct proto_buf *out)
+		   const struct qauth_who *who, int64_t t0, struct proto_buf *out,
+		   char *said, size_t saidlen)
 {
 	const char *globs[STORE_SCOPE_MAX];
 	struct store_scope scope;
@@ -763,7 +776,7 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 	struct qscopes *rules = scopes_get(wk->qd);	/* globs point into it */
 	struct qmsg_request capped = *r;	/* its limit cut to query-max-rows */
 	uint64_t rows = 0;
-	char result[600];
+	char result[QAHEAD_RESULT_MAX];
 	int ret;
 
 	hosts.scope = scope_for(rules, who, globs, &scope);
@@ -820,7 +833,9 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 			 r->op == QOP_COUNT ? "counted" : "rows",
 			 hosts.scope ? hosts.scope->n ? " (scoped)" : " (scope: no host)" : "");
 	}
-	if (r->op != QOP_TAIL || ret != 0 || rows)	/* not every empty poll of a follow */
+	if (said)
+		snprintf(said, saidlen, "%s", result);
+	else if (r->op != QOP_TAIL || ret != 0 || rows)	/* not every empty poll of a follow */
 		log_query(who, r, result, t0);
 	qsel_free(c);
 	scopes_put(wk->qd, rules);
@@ -1102,6 +1117,76 @@ static void slot_cb(void *arg)
 
 /* ---- the pool ---- */
 
+static uint64_t scope_gen(struct queryd *qd)
+{
+	uint64_t gen;
+
+	pthread_mutex_lock(&qd->scope_lock);
+	gen = qd->scope_gen;
+	pthread_mutex_unlock(&qd->scope_lock);
+	return gen;
+}
+
+/* What one page read ahead needs once its request is freed. */
+struct ahead_job {
+	struct qahead_entry *e;
+	struct qmsg_request next;	/* owned */
+	struct qauth_who who;
+};
+
+/*
+ * The page after the one just answered (@pg) of select @r, as the client
+ * will ask for it (select_next() in traceq.c): its place in the cache
+ * claimed into @job. False: none to read (no more rows, a sync request,
+ * no room).
+ */
+static bool ahead_plan(struct queryd *qd, const struct qmsg_request *r,
+		       const struct qauth_who *who, const struct qsel_page *pg, uint64_t gen,
+		       struct ahead_job *job)
+{
+	struct qmsg_request next = *r;
+	struct proto_buf b;
+	int ret;
+
+	if (!qd->ahead || r->op != QOP_SELECT || r->sync_ms || !pg->more || !pg->rows)
+		return false;
+	next.after_ts = pg->last_ts;
+	next.after_id = pg->last_id;
+	next.after_type = pg->last_type;
+	next.sent = r->sent + pg->rows;
+	proto_buf_init(&b);
+	ret = qmsg_request_encode(&next, &b) ?:	/* an owned copy */
+	      qmsg_request_decode(b.data, b.len, &job->next);
+	proto_buf_free(&b);
+	if (ret < 0)
+		return false;
+	job->who = *who;
+	job->e = qahead_begin(qd->ahead, who, &job->next, gen);
+	if (!job->e)
+		qmsg_request_free(&job->next);
+	return job->e != NULL;
+}
+
+/* Read @job's page into its place, as handle() would answer it. */
+static void ahead_read(struct qworker *wk, struct ahead_job *job)
+{
+	static const volatile bool never;
+	struct queryd *qd = wk->qd;
+	struct store_stop stop = { .cancel = &never };
+	struct proto_buf page;
+	char said[QAHEAD_RESULT_MAX];
+
+	proto_buf_init(&page);
+	stop.deadline_ms = qd->o.timeout_ms ? util_now_ms() + qd->o.timeout_ms : 0;
+	store_set_stop(wk->store, &stop);
+	wk->paged = false;
+	handle(wk, &job->next, &job->who, util_now_ms(), &page, said, sizeof(said));
+	store_set_stop(wk->store, NULL);
+	qahead_done(qd->ahead, job->e, wk->paged ? &page : NULL, &wk->page, said);
+	proto_buf_free(&page);
+	qmsg_request_free(&job->next);
+}
+
 static void *worker_main(void *arg)
 {
 	struct qworker *wk = arg;
@@ -1109,8 +1194,13 @@ static void *worker_main(void *arg)
 	struct store_stop stop;
 	struct proto_buf out;
 	struct qslot *s = NULL;
+	struct ahead_job job;
+	struct qsel_page pg;
+	char said[QAHEAD_RESULT_MAX];
 
 	for (;;) {
+		bool ahead = false;
+
 		pthread_mutex_lock(&qd->lock);
 		while (!atomic_load(&qd->stop) && !(s = qlist_pop(&qd->run)))
 			pthread_cond_wait(&qd->work, &qd->lock);
@@ -1120,15 +1210,27 @@ static void *worker_main(void *arg)
 		proto_buf_init(&out);
 		if (s->imp.op) {
 			import(wk, &s->imp, &s->who, &out);
+		} else if (s->req.op == QOP_SELECT && qd->ahead &&
+			   qahead_take(qd->ahead, &s->who, &s->req, scope_gen(qd), &out, &pg,
+				       said, sizeof(said))) {
+			snprintf(said + strlen(said), sizeof(said) - strlen(said), " (read ahead)");
+			log_query(&s->who, &s->req, said, s->t0);
+			ahead = ahead_plan(qd, &s->req, &s->who, &pg, scope_gen(qd), &job);
 		} else {
+			uint64_t gen = scope_gen(qd);
+
 			stop.deadline_ms = qd->o.timeout_ms ? util_now_ms() + qd->o.timeout_ms : 0;
 			stop.cancel = &s->cancel;
 			store_set_stop(wk->store, &stop);
-			handle(wk, &s->req, &s->who, s->t0, &out);
+			wk->paged = false;
+			handle(wk, &s->req, &s->who, s->t0, &out, NULL, 0);
 			store_set_stop(wk->store, NULL);
+			ahead = wk->paged && ahead_plan(qd, &s->req, &s->who, &wk->page, gen, &job);
 		}
 		slot_reply(s, &out);
 		proto_buf_free(&out);
+		if (ahead)	/* the client decodes this page while the next is read */
+			ahead_read(wk, &job);
 	}
 	return NULL;
 }
@@ -1360,7 +1462,7 @@ static int start_threads(struct queryd *qd, const char *db_path)
 	int ret = 0;
 
 	qd->workers = calloc(qd->o.threads, sizeof(*qd->workers));
-	if (!qd->workers)
+	if (!qd->workers || qahead_new(qd->o.threads, &qd->ahead) < 0)
 		return -ENOMEM;
 	for (unsigned i = 0; ret == 0 && i < qd->o.threads; i++) {
 		struct qworker *wk = &qd->workers[i];
@@ -1406,6 +1508,7 @@ static void queryd_free(struct queryd *qd)
 		store_close(qd->workers[i].store);
 	free(qd->workers);
 	free(qd->slots);
+	qahead_free(qd->ahead);
 	pthread_mutex_destroy(&qd->lock);
 	pthread_cond_destroy(&qd->work);
 	pthread_cond_destroy(&qd->sync_wake);

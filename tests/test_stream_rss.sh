@@ -10,7 +10,9 @@
 # each, a collector is started on it (nothing to ingest) and traceq prints
 # every row as text (its default renderer, trace-cmd's format) to a pipe
 # that counts them, and again with --follow from the start of time (the
-# live tail, in storage order). Asserts: every row printed; traceq's peak RSS for 4N
+# live tail, in storage order). Asserts: every row printed; pages were
+# read ahead (server/queryd_ahead.c), and the text is the same as a
+# collector with one query thread (no read-ahead) prints; traceq's peak RSS for 4N
 # rows and the collector's (its VmHWM after answering, less before) grow
 # by less than a bound that rows in proportion would pass by far
 # (the answer of 3N more rows is hundreds of MB held whole).
@@ -74,10 +76,12 @@ measure() {
 	tc_start_collector --db "$db" --journal-size 0
 	before=$(hwm "$collector_pid")
 	printed=$( { /usr/bin/time -f %M -o "$tmp/tq-$1.kb" "$top_builddir/traceq/traceq" \
-		--server "$query" -t 120000 sched_switch 2> "$tmp/tq-$1.err"; } | wc -l)
+		--server "$query" -t 120000 sched_switch 2> "$tmp/tq-$1.err"; } |
+		tee "$tmp/text-$1" | wc -l)
 	tq_kb=$(cat "$tmp/tq-$1.kb")
 	cd_kb=$(( $(hwm "$collector_pid") - before ))
 	echo "rows=$1 printed=$printed traceq_peak_rss_kb=$tq_kb collector_hwm_before_kb=$before collector_hwm_growth_kb=$cd_kb"
+	ahead=$(grep -c " rows (read ahead) in " "$tmp/collector.log")
 	# the same rows through the live tail: --follow from the start of time
 	followed=$( { /usr/bin/time -f %M -o "$tmp/tf-$1.kb" "$top_builddir/traceq/traceq" \
 		--server "$query" -t 120000 --follow --since @1ns --limit "$1" sched_switch \
@@ -93,6 +97,17 @@ measure() {
 measure "$N"
 p1=$printed tq1=$tq_kb cd1=$cd_kb f1=$followed tf1=$tf_kb cf1=$cf_kb
 check "all $N rows printed ($p1), and followed ($f1)" '[ "$p1" = "$N" ] && [ "$f1" = "$N" ]'
+# the pages after the first were read ahead while traceq printed; with one
+# query thread nothing is read ahead, and the text is the same
+check "pages were read ahead ($ahead of $(( (N + 9999) / 10000 )))" '[ "$ahead" -gt 0 ]'
+grow "$tmp/one.db" "$N"
+tc_start_collector --db "$tmp/one.db" --journal-size 0 --query-threads 1
+traceq sched_switch > "$tmp/text-one"
+kill -TERM "$collector_pid"; wait "$collector_pid" 2>/dev/null
+collector_pid=
+check "the text read ahead is the text read page by page" \
+	'[ "$(wc -l < "$tmp/text-one")" = "$N" ] && cmp "$tmp/text-$N" "$tmp/text-one"' &&
+	rm -f "$tmp/text-$N" "$tmp/text-one" "$tmp/one.db"
 measure $((4 * N))
 p4=$printed tq4=$tq_kb cd4=$cd_kb f4=$followed tf4=$tf_kb cf4=$cf_kb
 check "all $((4 * N)) rows printed ($p4), and followed ($f4)" \
