@@ -4,8 +4,11 @@
 # sched_switch events in the agent's own tracefs instance; then traceq.
 #
 # Asserts: the agent ships and the collector stores the same number of
-# sched_switch events; "sched_switch where prev_pid == 0" returns rows and
-# only rows with prev_pid 0; an agent with a certificate from another CA is
+# sched_switch events; "sched_switch where prev_pid == W" (W the
+# workload's shell, which sleeps 200 times: switched out on a busy machine
+# too, where the idle task may never run) returns rows and only rows with
+# prev_pid W, and the idle task's rows, when there are any, print as
+# trace-cmd prints them; an agent with a certificate from another CA is
 # refused, logged, and nothing of it is stored; bad queries exit 2 with a
 # caret, an unreachable collector exits 1; no tracefs instance is left;
 # the default field index gives the same rows as the time blocks, and
@@ -46,19 +49,23 @@ check "agent reports the events it shipped" '[ -n "$shipped" ] && [ "$shipped" -
 stored=$(traceq --count "sched_switch")
 check "stored sched_switch events ($stored) == shipped ($shipped)" '[ "$stored" = "$shipped" ]'
 
-traceq --format fields "sched_switch where prev_pid == 0" > "$tmp/idle.txt"; rc=$?
+w=$workload	# its rows: "idle" below
+traceq --format fields "sched_switch where prev_pid == $w" > "$tmp/idle.txt"; rc=$?
 check "traceq select exits 0" '[ "$rc" = 0 ]'
 rows=$(wc -l < "$tmp/idle.txt")
-check "sched_switch where prev_pid == 0 returns rows ($rows)" '[ "$rows" -ge 1 ]'
-check "every row has prev_pid=0" '! grep -qv " prev_pid=0 " "$tmp/idle.txt"'
+check "sched_switch where prev_pid == $w (the workload) returns rows ($rows)" '[ "$rows" -ge 1 ]'
+check "every row has prev_pid=$w" '! grep -qv " prev_pid=$w " "$tmp/idle.txt"'
 check "rows are in the field=value layout (--format fields)" \
-	'grep -qE "^ *[^ ].*-[0-9]+ +\[[0-9]{3}\] [0-9]+\.[0-9]{6}: sched_switch: prev_comm=" "$tmp/idle.txt"'
-check "the default text is trace-cmd report's (prev_pid 0: the idle task)" \
-	'traceq --limit 3 "sched_switch where prev_pid == 0" |
-	 grep -qE "^ +<idle>-0 +\[[0-9]{3}\] +[0-9]+\.[0-9]{6}: sched_switch: +swapper/[0-9]+:0 \[[0-9]+\] [A-Z+]+ ==> .*:[0-9]+ \[[0-9]+\]$"'
+	'grep -qE "^ *[^ ].*-$w +\[[0-9]{3}\] [0-9]+\.[0-9]{6}: sched_switch: prev_comm=" "$tmp/idle.txt"'
+check "the default text is trace-cmd report's" \
+	'traceq --limit 3 "sched_switch where prev_pid == $w" |
+	 grep -qE "^ +[^ ]+-$w +\[[0-9]{3}\] +[0-9]+\.[0-9]{6}: sched_switch: +[^ ]+:$w \[[0-9]+\] [A-Z+]+ ==> .*:[0-9]+ \[[0-9]+\]$"'
+traceq --limit 3 "sched_switch where prev_pid == 0" > "$tmp/swapper.txt"
+check "the idle task's rows, if it ran ($(wc -l < "$tmp/swapper.txt")), are trace-cmd's <idle>-0 and swapper/N:0" \
+	'! grep -vqE "^ +<idle>-0 +\[[0-9]{3}\] +[0-9]+\.[0-9]{6}: sched_switch: +swapper/[0-9]+:0 \[[0-9]+\] [A-Z+]+ ==> .*:[0-9]+ \[[0-9]+\]$" "$tmp/swapper.txt"'
 head -3 "$tmp/idle.txt"
 
-n_json=$(traceq --format json "sched:sched_switch where prev_pid == 0" | grep -c '"prev_pid":0,')
+n_json=$(traceq --format json "sched:sched_switch where prev_pid == $w" | grep -c "\"prev_pid\":$w,")
 check "json output: one object per row, same rows ($n_json)" '[ "$n_json" = "$rows" ]'
 check "json rows carry host, cpu and ts" \
 	'traceq --format json --limit 1 "sched_switch" | grep -q "\"host\":\"e2e-host\",\"cpu\":[0-9]*,\"ts\":[0-9]*"'
@@ -70,16 +77,16 @@ ts_within() {
 }
 clock=$(sed -n 's/.*agent e2e-host (.*clock \([a-z0-9-]*\)).*/\1/p' "$tmp/collector.log")
 check "stored times lie within the run (trace clock $clock)" 'ts_within e2e-host "$t_start" "$t_end"'
-count_idle=$(traceq --count "sched_switch where prev_pid == 0")
+count_idle=$(traceq --count "sched_switch where prev_pid == $w")
 check "--count agrees with the rows ($count_idle)" '[ "$count_idle" = "$rows" ]'
 
-# prev_pid == 0 reads the default field index; the same rows through the
+# prev_pid == W reads the default field index; the same rows through the
 # time blocks (a range the index does not serve) and as pages of 7.
 check "the collector built its default field indexes" \
 	'grep -q "field indexes: 4 named" "$tmp/collector.log"'
-traceq --format fields "sched_switch where prev_pid >= 0 && prev_pid <= 0" > "$tmp/idle_blocks.txt"
+traceq --format fields "sched_switch where prev_pid >= $w && prev_pid <= $w" > "$tmp/idle_blocks.txt"
 check "index and time blocks give the same rows" 'cmp -s "$tmp/idle.txt" "$tmp/idle_blocks.txt"'
-traceq --format fields --limit 7 "sched_switch where prev_pid == 0" > "$tmp/idle7.txt"
+traceq --format fields --limit 7 "sched_switch where prev_pid == $w" > "$tmp/idle7.txt"
 check "the first 7 through the index are the first 7 rows" \
 	'head -7 "$tmp/idle.txt" | cmp -s - "$tmp/idle7.txt"'
 
@@ -131,7 +138,7 @@ check "no tracefs instance left behind" \
 	'[ ! -e "$tracing/instances/tc-e2e-$$-a" ] && [ ! -e "$tracing/instances/tc-e2e-$$-b" ] &&
 	 [ ! -e "$tracing/instances/tc-e2e-$$-c" ]'
 
-traceq "sched_switch where prev_pid == 0" > "$tmp/idle_all.txt"
+traceq "sched_switch where prev_pid == $w" > "$tmp/idle_all.txt"
 kill "$collector_pid"; wait "$collector_pid"; rc=$?
 collector_pid=
 check "collector exits 0 on SIGTERM" '[ "$rc" = 0 ]'
@@ -146,7 +153,7 @@ tc_start_collector --index none
 check "--index none drops the indexes built before" \
 	'grep -q "field indexes: 0 named, 0 built and 2 dropped" "$tmp/collector.log"'
 check "the same rows without them" \
-	'traceq "sched_switch where prev_pid == 0" | cmp -s - "$tmp/idle_all.txt"'
+	'traceq "sched_switch where prev_pid == $w" | cmp -s - "$tmp/idle_all.txt"'
 kill "$collector_pid"; wait "$collector_pid"; collector_pid=
 
 if [ "$failed" != 0 ]; then
