@@ -758,11 +758,9 @@ static int rows_left(const struct queryd *qd, const struct qmsg_request *r,
 
 /*
  * Run @r (decoded, its wait for `sync` done) for @who on @wk's store, only
- * over the hosts @who may read; the reply goes to @out, a line to the log.
- */
-/*
- * Answer @r from @who into @out and log it; with @said, what the log
- * would say goes there instead (a page read ahead: logged when asked for).
+ * over the hosts @who may read; the reply goes to @out, a line to the log
+ * (with @said, what that line would say goes there instead: a page read
+ * ahead is logged when it is asked for).
  */
 static void handle(struct qworker *wk, const struct qmsg_request *r,
 		   const struct qauth_who *who, int64_t t0, struct proto_buf *out,
@@ -1187,6 +1185,13 @@ static void ahead_read(struct qworker *wk, struct ahead_job *job)
 	qmsg_request_free(&job->next);
 }
 
+/* Give @job's place up unread (the endpoint is stopping). */
+static void ahead_drop(struct queryd *qd, struct ahead_job *job)
+{
+	qahead_done(qd->ahead, job->e, NULL, NULL, "");
+	qmsg_request_free(&job->next);
+}
+
 static void *worker_main(void *arg)
 {
 	struct qworker *wk = arg;
@@ -1229,8 +1234,10 @@ static void *worker_main(void *arg)
 		}
 		slot_reply(s, &out);
 		proto_buf_free(&out);
-		if (ahead)	/* the client decodes this page while the next is read */
+		if (ahead && !atomic_load(&qd->stop))	/* read while the client decodes this one */
 			ahead_read(wk, &job);
+		else if (ahead)
+			ahead_drop(qd, &job);
 	}
 	return NULL;
 }
