@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "traceq/fastprint.h"
+#include "traceq/linebuf.h"
 
 /* One conversion's text, "%-08llx" and the like, bounded. */
 #define SPEC_MAX	16
@@ -324,34 +325,21 @@ int fastprint_new(struct tep_event *event, struct fastprint **out)
 
 /* ---- running ---- */
 
-struct sink {
-	char *buf;
-	size_t len, cap;
-};
-
-static void put(struct sink *k, const char *p, size_t n)
-{
-	if (n > k->cap - k->len)
-		n = k->cap - k->len;
-	memcpy(k->buf + k->len, p, n);
-	k->len += n;
-}
-
-static void pad(struct sink *k, size_t n)
+static void pad(struct linebuf *k, size_t n)
 {
 	static const char spaces[WIDTH_MAX] = { [0 ... WIDTH_MAX - 1] = ' ' };
 
-	put(k, spaces, n < WIDTH_MAX ? n : WIDTH_MAX);
+	linebuf_put(k, spaces, n < WIDTH_MAX ? n : WIDTH_MAX);
 }
 
 /* @len bytes of @p, right-aligned in @width ('-': left) with spaces. */
-static void put_padded(struct sink *k, const char *p, size_t len, unsigned width, bool left)
+static void put_padded(struct linebuf *k, const char *p, size_t len, unsigned width, bool left)
 {
 	size_t fill = width > len ? width - len : 0;
 
 	if (!left)
 		pad(k, fill);
-	put(k, p, len);
+	linebuf_put(k, p, len);
 	if (left)
 		pad(k, fill);
 }
@@ -382,7 +370,7 @@ static uint64_t cast(uint64_t v, int ls, bool is_signed, bool *neg)
 	return *neg ? (~v + 1) & mask : v;	/* INT_MIN's magnitude too */
 }
 
-static void run_int(struct sink *k, const struct step *s, uint64_t raw)
+static void run_int(struct linebuf *k, const struct step *s, uint64_t raw)
 {
 	static const char zeros[WIDTH_MAX] = { [0 ... WIDTH_MAX - 1] = '0' };
 	static const char lower[] = "0123456789abcdef", upper[] = "0123456789ABCDEF";
@@ -408,10 +396,10 @@ static void run_int(struct sink *k, const struct step *s, uint64_t raw)
 	if (!s->left && !s->zero)
 		pad(k, fill);
 	if (neg)
-		put(k, "-", 1);
+		linebuf_put(k, "-", 1);
 	if (s->zero)
-		put(k, zeros, fill < WIDTH_MAX ? fill : WIDTH_MAX);
-	put(k, p, (size_t)(e - p));
+		linebuf_put(k, zeros, fill < WIDTH_MAX ? fill : WIDTH_MAX);
+	linebuf_put(k, p, (size_t)(e - p));
 	if (s->left)
 		pad(k, fill);
 }
@@ -419,7 +407,7 @@ static void run_int(struct sink *k, const struct step *s, uint64_t raw)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
 /* snprintf() with one conversion we checked (parse_spec()), as libtraceevent calls it. */
-static void run_printf(struct sink *k, const struct step *s, uint64_t v, const char *str)
+static void run_printf(struct linebuf *k, const struct step *s, uint64_t v, const char *str)
 {
 	char tmp[128];
 	int n;
@@ -437,12 +425,12 @@ static void run_printf(struct sink *k, const struct step *s, uint64_t v, const c
 	else
 		n = snprintf(tmp, sizeof(tmp), s->text, (long long)v);
 	if (n > 0 && (size_t)n < sizeof(tmp)) {
-		put(k, tmp, (size_t)n);
+		linebuf_put(k, tmp, (size_t)n);
 	} else if (n > 0 && s->kind == STEP_STR_PRINTF) {
 		char *big = malloc((size_t)n + 1);
 
 		if (big && snprintf(big, (size_t)n + 1, s->text, str) == n)
-			put(k, big, (size_t)n);
+			linebuf_put(k, big, (size_t)n);
 		free(big);
 	}
 }
@@ -491,7 +479,7 @@ static bool str_at(const struct step *s, const unsigned char *d, size_t size, si
 int fastprint_run(const struct fastprint *f, const void *data, size_t size, size_t avail,
 		  char *buf, size_t *len, size_t cap)
 {
-	struct sink k = { .buf = buf, .len = *len, .cap = cap };
+	struct linebuf k = { .buf = buf, .len = *len, .cap = cap };
 	const unsigned char *d = data;
 
 	for (size_t i = 0; i < f->nsteps; i++) {
@@ -503,7 +491,7 @@ int fastprint_run(const struct fastprint *f, const void *data, size_t size, size
 
 		switch (s->kind) {
 		case STEP_TEXT:
-			put(&k, s->text, s->len);
+			linebuf_put(&k, s->text, s->len);
 			break;
 		case STEP_INT:
 		case STEP_INT_PRINTF:

@@ -34,6 +34,7 @@
 #include "common/format_check.h"
 #include "common/tc_error.h"
 #include "traceq/fastprint.h"
+#include "traceq/linebuf.h"
 #include "traceq/render.h"
 
 /* A record is at most a ring-buffer page (64 KiB sub-buffers and smaller). */
@@ -483,28 +484,8 @@ void render_set_slow(struct render *r, bool slow)
 	r->slow = slow;
 }
 
-/* A line being written, cut at @cap bytes. */
-struct line {
-	char *buf;
-	size_t len, cap;
-};
-
-static void line_put(struct line *l, const char *p, size_t n)
-{
-	if (n > l->cap - l->len)
-		n = l->cap - l->len;
-	memcpy(l->buf + l->len, p, n);
-	l->len += n;
-}
-
-static void line_fill(struct line *l, char c, size_t n)
-{
-	for (; n && l->len < l->cap; n--)
-		l->buf[l->len++] = c;
-}
-
 /* printf's %d of @v, @width wide: '-' left-aligned, '0' zero-padded. */
-static void line_int(struct line *l, int64_t v, unsigned width, char flag)
+static void line_int(struct linebuf *l, int64_t v, unsigned width, char flag)
 {
 	char tmp[24], *e = tmp + sizeof(tmp), *p = e;
 	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
@@ -517,14 +498,14 @@ static void line_int(struct line *l, int64_t v, unsigned width, char flag)
 	n = (size_t)(e - p) + (v < 0);
 	fill = width > n ? width - n : 0;
 	if (flag != '-' && flag != '0')
-		line_fill(l, ' ', fill);
+		linebuf_fill(l, ' ', fill);
 	if (v < 0)
-		line_put(l, "-", 1);
+		linebuf_put(l, "-", 1);
 	if (flag == '0')
-		line_fill(l, '0', fill);
-	line_put(l, p, (size_t)(e - p));
+		linebuf_fill(l, '0', fill);
+	linebuf_put(l, p, (size_t)(e - p));
 	if (flag == '-')
-		line_fill(l, ' ', fill);
+		linebuf_fill(l, ' ', fill);
 }
 
 /*
@@ -533,7 +514,7 @@ static void line_int(struct line *l, int64_t v, unsigned width, char flag)
  * (pid 0 is "<idle>", a pid without a name "<...>"), the tgid, "[%03d]",
  * " %6.1000d:" and " NAME: " padded to 20 characters of name.
  */
-static void line_columns(struct render *r, struct line *l, const struct qmsg_value *row,
+static void line_columns(struct render *r, struct linebuf *l, const struct qmsg_value *row,
 			 int32_t pid, int cpu, uint64_t ts)
 {
 	const char *comm = pid == 0 ? "<idle>" : row[5].kind == QV_STR ? row[5].s.p : "<...>";
@@ -541,29 +522,29 @@ static void line_columns(struct render *r, struct line *l, const struct qmsg_val
 	size_t n = strlen(comm);
 	uint64_t us = (ts + 500) / 1000;
 
-	line_fill(l, ' ', n < 16 ? 16 - n : 0);
-	line_put(l, comm, n);
-	line_put(l, "-", 1);
+	linebuf_fill(l, ' ', n < 16 ? 16 - n : 0);
+	linebuf_put(l, comm, n);
+	linebuf_put(l, "-", 1);
 	line_int(l, pid, 5, '-');
-	line_put(l, " ", 1);
+	linebuf_put(l, " ", 1);
 	if (r->tgid && r->row_tgid > 0) {
-		line_put(l, "(", 1);
+		linebuf_put(l, "(", 1);
 		line_int(l, r->row_tgid, 7, 0);
-		line_put(l, ") ", 2);
+		linebuf_put(l, ") ", 2);
 	} else if (r->tgid) {
-		line_put(l, "(-------) ", 10);
+		linebuf_put(l, "(-------) ", 10);
 	}
-	line_put(l, "[", 1);
+	linebuf_put(l, "[", 1);
 	line_int(l, cpu, 3, '0');
-	line_put(l, "] ", 2);
+	linebuf_put(l, "] ", 2);
 	line_int(l, (int64_t)(us / 1000000), 5, 0);
-	line_put(l, ".", 1);
+	linebuf_put(l, ".", 1);
 	line_int(l, (int64_t)(us % 1000000), 6, '0');
-	line_put(l, ": ", 2);
+	linebuf_put(l, ": ", 2);
 	n = strlen(name);
-	line_put(l, name, n);
-	line_put(l, ": ", 2);
-	line_fill(l, ' ', n < 20 ? 20 - n : 0);
+	linebuf_put(l, name, n);
+	linebuf_put(l, ": ", 2);
+	linebuf_fill(l, ' ', n < 20 ? 20 - n : 0);
 }
 
 /*
@@ -573,7 +554,7 @@ static void line_columns(struct render *r, struct line *l, const struct qmsg_val
  * libtraceevent's way.
  */
 static bool render_fast(struct render *r, const struct qmsg_value *row, size_t size,
-			int cpu, uint64_t ts, struct line *l)
+			int cpu, uint64_t ts, struct linebuf *l)
 {
 	int32_t pid = (int32_t)value_u64(&row[4]), rec_pid;
 	struct render_view *v;
@@ -597,7 +578,7 @@ static bool render_fast(struct render *r, const struct qmsg_value *row, size_t s
 			.data = r->rec, .size = (int)size, .record_size = (int)size },
 			"%s", TEP_PRINT_INFO);
 	trace_seq_terminate(&r->seq);
-	line_put(l, r->seq.buffer, r->seq.len);
+	linebuf_put(l, r->seq.buffer, r->seq.len);
 	return true;
 }
 
@@ -605,7 +586,7 @@ size_t render_row(struct render *r, const struct qmsg_reply *rep, const struct q
 		  uint64_t ts, char *buf, size_t len)
 {
 	struct tep_record rec = { 0 };
-	struct line l = { .buf = buf, .cap = len };	/* one byte over: was it cut? */
+	struct linebuf l = { .buf = buf, .cap = len };	/* one byte over: was it cut? */
 	struct render_view *v;
 	size_t n;
 
