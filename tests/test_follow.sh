@@ -5,6 +5,8 @@
 #
 # An agent (host fol-a) ships real sched events of a busy loop for a few
 # seconds; meanwhile followers run over the collector's ipc query socket:
+#  - F0 "sched_wakeup" --since @T0, started before anything is stored: it
+#    says it waits for the event, then prints it as it comes;
 #  - F1 "sched_switch,sched_wakeup where prev_pid != 0" --since @T0 (the
 #    time before the agent started), started once rows are stored: it
 #    prints the backlog, then what comes;
@@ -19,7 +21,8 @@
 # selection and window returns: no row twice, none missing; F1 has no
 # sched_switch row with prev_pid 0 (the filter ran), F2 only fol-a's rows
 # while the plain query has fol-b's too, and F3 printed rows stored before
-# it started first (the last minute's backlog).
+# it started first (the last minute's backlog); F0 printed the same rows
+# as a plain query of sched_wakeup.
 set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
@@ -27,7 +30,7 @@ set -u
 tc_need_tracefs
 command -v setpriv >/dev/null || skip "needs setpriv (util-linux)"
 tc_lock
-tc_setup follow agent workload f1 f2 f3 collector_pid
+tc_setup follow agent workload f0 f1 f2 f3 collector_pid
 
 tc_certs
 chmod 755 "$tmp"
@@ -56,6 +59,11 @@ lines() { wc -l < "$1"; }
 
 t0=$(now_ns)
 sel='sched_switch,sched_wakeup where prev_pid != 0'
+follow f0 --since "@${t0}ns" sched_wakeup	# nothing is stored yet
+f0=$!
+for _ in $(seq 100); do grep -q "waiting" "$tmp/f0.err" && break; sleep 0.1; done
+check "a follower of an event not stored yet waits, and says so" \
+	'kill -0 $f0 && grep -q "no event the query selects is stored yet; waiting" "$tmp/f0.err"'
 ( while :; do sleep 0.001; done ) &
 workload=$!
 agent_run fol-a 8 &
@@ -105,23 +113,25 @@ traceq -f json --since "@${t0}ns" "$sel" > "$tmp/p1"
 setpriv --reuid=5001 --regid=65534 --clear-groups -- \
 	"$tq" -s "$query" --sync -t 120000 -f json --since "@${t0}ns" "$sel" > "$tmp/p2"
 traceq -f json --since "@${t0}ns" sched_switch > "$tmp/p3"
+traceq -f json --since "@${t0}ns" sched_wakeup > "$tmp/p0"
 
 # the followers catch up (they poll): wait until they printed as many lines
 for _ in $(seq 300); do
 	[ "$(lines "$tmp/f1")" -ge "$(lines "$tmp/p1")" ] &&
 	[ "$(lines "$tmp/f2")" -ge "$(lines "$tmp/p2")" ] &&
-	[ "$(lines "$tmp/f3")" -ge "$(lines "$tmp/p3")" ] && break
+	[ "$(lines "$tmp/f3")" -ge "$(lines "$tmp/p3")" ] &&
+	[ "$(lines "$tmp/f0")" -ge "$(lines "$tmp/p0")" ] && break
 	sleep 0.2
 done
 sleep 0.5	# a repeat would show up as more lines
-for v in f1 f2 f3; do
+for v in f0 f1 f2 f3; do
 	kill -TERM "${!v}"; wait "${!v}"; rc=$?
 	printf -v "$v" ''
 	check "$v exits 0 on SIGTERM" '[ "$rc" = 0 ] || { cat "$tmp/$v.err"; false; }'
 done
 cat "$tmp/f1.err"
 
-for v in 1 2 3; do
+for v in 0 1 2 3; do
 	echo "follower f$v printed $(lines "$tmp/f$v") rows, the plain query has $(lines "$tmp/p$v")"
 	# comm is what the pid's cmdline says when asked: later queries know more
 	sed -E 's/"_?comm":[^,]*,//' "$tmp/f$v" | sort > "$tmp/f$v.sorted"

@@ -158,7 +158,8 @@ static void usage(FILE *f)
 "                       out a collector restart or a lost connection,\n"
 "                       resuming where it was; says on stderr how many\n"
 "                       events it missed when it fell so far behind that\n"
-"                       the collector's retention removed them first\n"
+"                       the collector's retention removed them first; waits\n"
+"                       for events not stored yet (as tail -F for a file)\n"
 "  -r, --reverse        newest first\n"
 "      --since TIME     only events at or after TIME\n"
 "      --until TIME     only events before TIME; TIME is one of\n",
@@ -473,6 +474,7 @@ struct client {
 	const struct traceq_opts *o;
 	uint32_t sync_ms;	/* --sync: sent with the first request */
 	bool lost;		/* the last call got no answer (not an error reply) */
+	bool wait_unknown;	/* --follow: an unknown event is not an error (3) */
 	bool inflight;		/* a request sent, its reply not received yet */
 	struct qmsg_request sent;	/* that request (shallow) */
 	bool has_kept;		/* its reply, received before another call: */
@@ -612,6 +614,10 @@ static int client_recv(struct client *c, struct qmsg_reply *rep)
 		proto_buf_free(&in);
 	else
 		nng_free(msg, len);
+	if (ret == 0 && !rep->ok && rep->code == TC_ERR_UNKNOWN_EVENT && c->wait_unknown) {
+		qmsg_reply_free(rep);
+		return 3;
+	}
 	return client_reply(rep, &c->sent, ret);
 }
 
@@ -1538,7 +1544,7 @@ static int run_follow(struct client *c, const struct traceq_opts *o)
 	struct out out = { .o = o, .c = c, .printks = { .c = c }, .tgids = { .c = c } };
 	struct sigaction sa = { .sa_handler = follow_signal };
 	uint64_t printed = 0, cursor = 0;
-	bool said = false;
+	bool said = false, waiting = false;
 	int ret = 0;
 
 	sigaction(SIGINT, &sa, NULL);
@@ -1554,9 +1560,20 @@ static int run_follow(struct client *c, const struct traceq_opts *o)
 		req.limit = TRACEQ_PAGE_ROWS;
 		if (o->limit && o->limit - printed < req.limit)
 			req.limit = (uint32_t)(o->limit - printed);
+		c->wait_unknown = true;	/* events not stored yet are waited for, as tail -F does */
 		ret = client_call(c, &req, &rep);
+		c->wait_unknown = false;
 		if (ret == 1 && c->lost && !follow_stop) {
 			ret = follow_reconnect(c, o, &said);
+			continue;
+		}
+		if (ret == 3) {	/* no stored event matches a selector yet */
+			if (!waiting)
+				fprintf(stderr, "traceq: --follow: no event the query selects is "
+					"stored yet; waiting for it (interrupt to stop)\n");
+			waiting = true;
+			ret = 0;
+			follow_sleep(TRACEQ_FOLLOW_RETRY_MS);
 			continue;
 		}
 		if (ret)
