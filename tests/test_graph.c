@@ -1,12 +1,14 @@
 /*
  * test_graph.c - traceq's function_graph view (traceq/graph.c): leaf calls
  * on one line, nesting by depth, durations from entry/exit times, threads
- * kept apart, rows sorted by time, exits without their entries, and
- * entries rebuilt for threads that recorded exits only.
+ * kept apart, rows sorted by time, exits without their entries,
+ * entries rebuilt for threads that recorded exits only, and the cap on
+ * the rows a view holds.
  */
 #include "config.h"
 
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +189,24 @@ START_TEST(test_empty)
 }
 END_TEST
 
+/* Past graph_max_rows rows a view refuses the next one (lowered here from 2^20). */
+START_TEST(test_rows_capped)
+{
+	struct graph_row r = { .ts = 1, .pid = 1, .func = 0x10 };
+	size_t keep = graph_max_rows;
+	struct graph *g;
+
+	ck_assert_uint_eq(graph_max_rows, GRAPH_MAX_ROWS);
+	graph_max_rows = 3000;
+	ck_assert_int_eq(graph_new(stdout, &g), 0);
+	for (int i = 0; i < 3000; i++)
+		ck_assert_int_eq(graph_add(g, &r), 0);
+	ck_assert_int_eq(graph_add(g, &r), -E2BIG);
+	graph_free(g);
+	graph_max_rows = keep;
+}
+END_TEST
+
 static Suite *graph_suite(void)
 {
 	Suite *s = suite_create("graph");
@@ -194,7 +214,7 @@ static Suite *graph_suite(void)
 
 	tu_add_tests(tc, TU_TESTS(test_nesting_and_leaves, test_threads_apart,
 					test_exit_without_entry, test_exit_cut_off,
-					test_exits_only_rebuilt, test_empty));
+					test_exits_only_rebuilt, test_empty, test_rows_capped));
 	suite_add_tcase(s, tc);
 	return s;
 }

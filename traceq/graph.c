@@ -61,10 +61,14 @@ void graph_free(struct graph *g)
 	free(g);
 }
 
+size_t graph_max_rows = GRAPH_MAX_ROWS;
+
 int graph_add(struct graph *g, const struct graph_row *row)
 {
 	struct graph_row *n;
 
+	if (g->n >= graph_max_rows)
+		return -E2BIG;
 	if (g->n == g->cap) {
 		size_t cap = g->cap ? g->cap * 2 : 1024;
 

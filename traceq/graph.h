@@ -45,9 +45,16 @@ struct graph;
 int graph_new(FILE *out, struct graph **out_g);
 
 /*
+ * The most rows a view holds (it nests calls only once it has them all):
+ * GRAPH_MAX_ROWS, about 200 MiB; a variable so that tests can lower it.
+ */
+#define GRAPH_MAX_ROWS	(1u << 20)
+extern size_t graph_max_rows;
+
+/*
  * graph_add - take one row (copied). Rows may come in any order;
  * graph_print() sorts them by time (an entry before an exit at equal
- * times). Return: 0; -ENOMEM.
+ * times). Return: 0; -E2BIG (graph_max_rows held already); -ENOMEM.
  */
 int graph_add(struct graph *g, const struct graph_row *row);
 

@@ -195,7 +195,8 @@ static void usage(FILE *f)
 "                       indentation, duration per call, per thread, named\n"
 "                       functions; entries rebuilt from the exits of\n"
 "                       threads that recorded exits only); FILTER\n"
-"                       selects the rows of both events (e.g. common_pid)\n"
+"                       selects the rows of both events (e.g. common_pid);\n"
+"                       at most 1048576 rows (held to nest the calls)\n"
 "      --sql TEXT       run one read-only SQL SELECT on the collector over its\n"
 "                       views and print the result as columns (--format csv\n"
 "                       or json too): one view per stored event, named\n"
@@ -1623,7 +1624,7 @@ static int graph_page(struct graph *g, const struct qmsg_reply *r, bool exit)
 {
 	int func = col_index(r, "func"), depth = col_index(r, "depth");
 	int call = col_index(r, "calltime"), ret = col_index(r, "rettime");
-	int sym = col_index(r, "func_sym");
+	int sym = col_index(r, "func_sym"), added;
 	struct graph_row gr;
 	uint32_t i;
 
@@ -1645,7 +1646,14 @@ static int graph_page(struct graph *g, const struct qmsg_reply *r, bool exit)
 		if (sym >= 0 && row[sym].kind == QV_STR)
 			snprintf(gr.name, sizeof(gr.name), "%.*s",
 				 (int)strcspn(row[sym].s.p, "+"), row[sym].s.p);
-		if (graph_add(g, &gr) < 0)
+		added = graph_add(g, &gr);
+		if (added == -E2BIG)
+			fprintf(stderr, "traceq: --graph: more than %zu rows; it holds them all to "
+				"nest the calls: narrow the query (--since/--until, --cpu, --host, "
+				"a filter such as common_pid == N)\n", graph_max_rows);
+		else if (added < 0)
+			fprintf(stderr, "traceq: out of memory\n");
+		if (added < 0)
 			return 1;
 	}
 	return 0;
