@@ -777,6 +777,7 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 	char result[QAHEAD_RESULT_MAX];
 	int ret;
 
+	wk->paged = false;	/* run_select() says where its page ended */
 	hosts.scope = scope_for(rules, who, globs, &scope);
 	if (r->op == QOP_STATS)
 		ret = run_stats(wk, &hosts, out, &rows);
@@ -1127,8 +1128,7 @@ static uint64_t scope_gen(struct queryd *qd)
 
 /* What one page read ahead needs once its request is freed. */
 struct ahead_job {
-	struct qahead_entry *e;
-	struct qmsg_request next;	/* owned */
+	struct qahead_entry *e;		/* its place, which holds the request */
 	struct qauth_who who;
 };
 
@@ -1142,9 +1142,7 @@ static bool ahead_plan(struct queryd *qd, const struct qmsg_request *r,
 		       const struct qauth_who *who, const struct qsel_page *pg, uint64_t gen,
 		       struct ahead_job *job)
 {
-	struct qmsg_request next = *r;
-	struct proto_buf b;
-	int ret;
+	struct qmsg_request next = *r;	/* shallow: qahead_begin() keeps its encoding */
 
 	if (!qd->ahead || r->op != QOP_SELECT || r->sync_ms || !pg->more || !pg->rows)
 		return false;
@@ -1152,16 +1150,8 @@ static bool ahead_plan(struct queryd *qd, const struct qmsg_request *r,
 	next.after_id = pg->last_id;
 	next.after_type = pg->last_type;
 	next.sent = r->sent + pg->rows;
-	proto_buf_init(&b);
-	ret = qmsg_request_encode(&next, &b) ?:	/* an owned copy */
-	      qmsg_request_decode(b.data, b.len, &job->next);
-	proto_buf_free(&b);
-	if (ret < 0)
-		return false;
 	job->who = *who;
-	job->e = qahead_begin(qd->ahead, who, &job->next, gen);
-	if (!job->e)
-		qmsg_request_free(&job->next);
+	job->e = qahead_begin(qd->ahead, who, &next, gen);
 	return job->e != NULL;
 }
 
@@ -1171,25 +1161,22 @@ static void ahead_read(struct qworker *wk, struct ahead_job *job)
 	static const volatile bool never;
 	struct queryd *qd = wk->qd;
 	struct store_stop stop = { .cancel = &never };
+	struct qmsg_request next;
 	struct proto_buf page;
 	char said[QAHEAD_RESULT_MAX];
 
+	if (qahead_request(job->e, &next) < 0) {
+		qahead_done(qd->ahead, job->e, NULL, NULL, "");
+		return;
+	}
 	proto_buf_init(&page);
 	stop.deadline_ms = qd->o.timeout_ms ? util_now_ms() + qd->o.timeout_ms : 0;
 	store_set_stop(wk->store, &stop);
-	wk->paged = false;
-	handle(wk, &job->next, &job->who, util_now_ms(), &page, said, sizeof(said));
+	handle(wk, &next, &job->who, util_now_ms(), &page, said, sizeof(said));
 	store_set_stop(wk->store, NULL);
 	qahead_done(qd->ahead, job->e, wk->paged ? &page : NULL, &wk->page, said);
 	proto_buf_free(&page);
-	qmsg_request_free(&job->next);
-}
-
-/* Give @job's place up unread (the endpoint is stopping). */
-static void ahead_drop(struct queryd *qd, struct ahead_job *job)
-{
-	qahead_done(qd->ahead, job->e, NULL, NULL, "");
-	qmsg_request_free(&job->next);
+	qmsg_request_free(&next);
 }
 
 static void *worker_main(void *arg)
@@ -1205,6 +1192,7 @@ static void *worker_main(void *arg)
 
 	for (;;) {
 		bool ahead = false;
+		uint64_t gen;
 
 		pthread_mutex_lock(&qd->lock);
 		while (!atomic_load(&qd->stop) && !(s = qlist_pop(&qd->run)))
@@ -1213,21 +1201,19 @@ static void *worker_main(void *arg)
 		if (atomic_load(&qd->stop))
 			break;
 		proto_buf_init(&out);
+		gen = scope_gen(qd);
 		if (s->imp.op) {
 			import(wk, &s->imp, &s->who, &out);
 		} else if (s->req.op == QOP_SELECT && qd->ahead &&
-			   qahead_take(qd->ahead, &s->who, &s->req, scope_gen(qd), &out, &pg,
-				       said, sizeof(said))) {
+			   qahead_take(qd->ahead, &s->who, &s->req, gen, &out, &pg, said,
+				       sizeof(said))) {
 			snprintf(said + strlen(said), sizeof(said) - strlen(said), " (read ahead)");
 			log_query(&s->who, &s->req, said, s->t0);
-			ahead = ahead_plan(qd, &s->req, &s->who, &pg, scope_gen(qd), &job);
+			ahead = ahead_plan(qd, &s->req, &s->who, &pg, gen, &job);
 		} else {
-			uint64_t gen = scope_gen(qd);
-
 			stop.deadline_ms = qd->o.timeout_ms ? util_now_ms() + qd->o.timeout_ms : 0;
 			stop.cancel = &s->cancel;
 			store_set_stop(wk->store, &stop);
-			wk->paged = false;
 			handle(wk, &s->req, &s->who, s->t0, &out, NULL, 0);
 			store_set_stop(wk->store, NULL);
 			ahead = wk->paged && ahead_plan(qd, &s->req, &s->who, &wk->page, gen, &job);
@@ -1236,8 +1222,8 @@ static void *worker_main(void *arg)
 		proto_buf_free(&out);
 		if (ahead && !atomic_load(&qd->stop))	/* read while the client decodes this one */
 			ahead_read(wk, &job);
-		else if (ahead)
-			ahead_drop(qd, &job);
+		else if (ahead)		/* stopping: its place given up unread */
+			qahead_done(qd->ahead, job.e, NULL, NULL, "");
 	}
 	return NULL;
 }

@@ -138,6 +138,11 @@ struct qahead_entry *qahead_begin(struct qahead *a, const struct qauth_who *who,
 	return e;
 }
 
+int qahead_request(const struct qahead_entry *e, struct qmsg_request *out)
+{
+	return qmsg_request_decode(e->key.data, e->key.len, out);	/* set while reading */
+}
+
 void qahead_done(struct qahead *a, struct qahead_entry *e, struct proto_buf *page,
 		 const struct qsel_page *pg, const char *result)
 {

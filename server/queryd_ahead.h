@@ -48,6 +48,13 @@ struct qahead_entry *qahead_begin(struct qahead *a, const struct qauth_who *who,
 				  const struct qmsg_request *next, uint64_t gen);
 
 /*
+ * qahead_request - the request @e was claimed for (qahead_begin()'s
+ * @next), decoded again into @out (free with qmsg_request_free()): what
+ * the reader answers once @next itself is gone. Return: 0 or < 0.
+ */
+int qahead_request(const struct qahead_entry *e, struct qmsg_request *out);
+
+/*
  * qahead_done - the page for @e: @page (taken, left empty), where it ended
  * (@pg) and what the query log says of it (@result); @page NULL: it could
  * not be read, and whoever waits for it reads it itself.

@@ -311,20 +311,51 @@ static void set_queries(struct qsel *c, const struct qmsg_request *r,
 }
 
 /*
- * Which columns of each type the request's omit list leaves out (all are
- * sent when it is empty; make_cols() keeps those it names symbols of).
+ * Address fields named at query time: in ftrace events (the kernel's
+ * function tracers and our programs' fgraph runtime), "ip", "parent_ip"
+ * and "func" are code addresses; each gets a column "<field>_sym" after
+ * the fields, with "name" or "name+0xoff" (store_symbol_name()), nil when
+ * no symbol covers it.
+ */
+static const char *const sym_fields[] = { "ip", "parent_ip", "func" };
+
+static void find_symcols(struct qsel_type *t)
+{
+	const struct store_schema *sc = t->schema;
+
+	if (strcmp(sc->system, "ftrace"))
+		return;
+	for (size_t i = 0; i < sc->ncols && t->nsym < QSEL_MAX_SYMCOLS; i++)
+		for (size_t k = 0; k < sizeof(sym_fields) / sizeof(sym_fields[0]); k++)
+			if (!strcmp(sc->cols[i].name, sym_fields[k]) &&
+			    sc->cols[i].kind != DECODE_STRING && sc->cols[i].kind != DECODE_BLOB) {
+				snprintf(t->symname[t->nsym], sizeof(t->symname[0]), "%s_sym",
+					 sym_fields[k]);
+				t->symcol[t->nsym++] = i;
+			}
+}
+
+/*
+ * Each type's symbol columns, and which of its columns the request's omit
+ * list leaves out (none when it is empty; never a field a symbol column
+ * names).
  */
 static int set_skips(struct qsel *c, const struct qmsg_request *r)
 {
-	for (size_t i = 0; r->nomit && i < c->n; i++) {
+	for (size_t i = 0; i < c->n; i++) {
 		struct qsel_type *t = &c->t[i];
 
+		find_symcols(t);
+		if (!r->nomit)
+			continue;
 		t->skip = calloc(t->schema->ncols + 1, sizeof(*t->skip));
 		if (!t->skip)
 			return -ENOMEM;
 		for (size_t k = 0; k < t->schema->ncols; k++)
 			for (uint32_t o = 0; o < r->nomit && !t->skip[k]; o++)
 				t->skip[k] = !strcmp(t->schema->cols[k].name, r->omit[o]);
+		for (size_t k = 0; k < t->nsym; k++)
+			t->skip[t->symcol[k]] = false;
 		t->read.skip = t->skip;
 	}
 	return 0;
@@ -478,41 +509,13 @@ int qsel_count(struct store *st, struct qsel *c, uint64_t *n)
 /* ---- rows ---- */
 
 /*
- * Address fields named at query time: in ftrace events (the kernel's
- * function tracers and our programs' fgraph runtime), "ip", "parent_ip"
- * and "func" are code addresses; each gets a column "<field>_sym" after
- * the fields, with "name" or "name+0xoff" (store_symbol_name()), nil when
- * no symbol covers it.
- */
-static const char *const sym_fields[] = { "ip", "parent_ip", "func" };
-
-static void find_symcols(struct qsel_type *t)
-{
-	const struct store_schema *sc = t->schema;
-
-	if (strcmp(sc->system, "ftrace"))
-		return;
-	for (size_t i = 0; i < sc->ncols && t->nsym < QSEL_MAX_SYMCOLS; i++)
-		for (size_t k = 0; k < sizeof(sym_fields) / sizeof(sym_fields[0]); k++)
-			if (!strcmp(sc->cols[i].name, sym_fields[k]) &&
-			    sc->cols[i].kind != DECODE_STRING && sc->cols[i].kind != DECODE_BLOB) {
-				snprintf(t->symname[t->nsym], sizeof(t->symname[0]), "%s_sym",
-					 sym_fields[k]);
-				t->symcol[t->nsym++] = i;
-			}
-}
-
-/*
  * The reply columns of @t: the meta columns, its fields but those skipped,
- * its symbol columns (whose fields are never skipped).
+ * its symbol columns (set_skips() found them).
  */
 static int make_cols(struct qsel_type *t)
 {
 	size_t i, n = 0, ncols = t->schema->ncols;
 
-	find_symcols(t);
-	for (i = 0; t->skip && i < t->nsym; i++)
-		t->skip[t->symcol[i]] = false;
 	if (ncols > QMSG_MAX_COLS - QMSG_META_COLS - QSEL_MAX_SYMCOLS)
 		return TC_ERR_TOO_LONG;
 	t->cols = calloc(QMSG_META_COLS + ncols + t->nsym, sizeof(*t->cols));

@@ -325,23 +325,16 @@ int fastprint_new(struct tep_event *event, struct fastprint **out)
 
 /* ---- running ---- */
 
-static void pad(struct linebuf *k, size_t n)
-{
-	static const char spaces[WIDTH_MAX] = { [0 ... WIDTH_MAX - 1] = ' ' };
-
-	linebuf_put(k, spaces, n < WIDTH_MAX ? n : WIDTH_MAX);
-}
-
 /* @len bytes of @p, right-aligned in @width ('-': left) with spaces. */
 static void put_padded(struct linebuf *k, const char *p, size_t len, unsigned width, bool left)
 {
 	size_t fill = width > len ? width - len : 0;
 
 	if (!left)
-		pad(k, fill);
+		linebuf_fill(k, ' ', fill);
 	linebuf_put(k, p, len);
 	if (left)
-		pad(k, fill);
+		linebuf_fill(k, ' ', fill);
 }
 
 static uint64_t read_num(const unsigned char *d, unsigned size)
@@ -372,7 +365,6 @@ static uint64_t cast(uint64_t v, int ls, bool is_signed, bool *neg)
 
 static void run_int(struct linebuf *k, const struct step *s, uint64_t raw)
 {
-	static const char zeros[WIDTH_MAX] = { [0 ... WIDTH_MAX - 1] = '0' };
 	static const char lower[] = "0123456789abcdef", upper[] = "0123456789ABCDEF";
 	const char *dig = s->upper ? upper : lower;
 	char tmp[24], *e = tmp + sizeof(tmp), *p = e;
@@ -394,14 +386,14 @@ static void run_int(struct linebuf *k, const struct step *s, uint64_t raw)
 	n = (size_t)(e - p) + neg;
 	fill = s->width > n ? s->width - n : 0;
 	if (!s->left && !s->zero)
-		pad(k, fill);
+		linebuf_fill(k, ' ', fill);
 	if (neg)
 		linebuf_put(k, "-", 1);
 	if (s->zero)
-		linebuf_put(k, zeros, fill < WIDTH_MAX ? fill : WIDTH_MAX);
+		linebuf_fill(k, '0', fill);
 	linebuf_put(k, p, (size_t)(e - p));
 	if (s->left)
-		pad(k, fill);
+		linebuf_fill(k, ' ', fill);
 }
 
 #pragma GCC diagnostic push

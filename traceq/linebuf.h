@@ -26,8 +26,10 @@ static inline void linebuf_put(struct linebuf *l, const char *p, size_t n)
 /* @n times @c, as many as fit. */
 static inline void linebuf_fill(struct linebuf *l, char c, size_t n)
 {
-	for (; n && l->len < l->cap; n--)
-		l->buf[l->len++] = c;
+	if (n > l->cap - l->len)
+		n = l->cap - l->len;
+	memset(l->buf + l->len, c, n);
+	l->len += n;
 }
 
 #endif

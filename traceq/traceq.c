@@ -1185,7 +1185,6 @@ static int render_page(struct out *out, const struct qmsg_reply *rep)
 		struct qmsg_reply view;
 		const struct qmsg_value *row = qmsg_reply_row(rep, i, &view);
 		struct out_type *t = out_type_of(out, &view);
-
 		const char *host = row[0].kind == QV_STR ? row[0].s.p : "";
 		size_t hlen = out->host_width > 0 ? strlen(host) : 0,
 		       pad = hlen < (size_t)out->host_width ? (size_t)out->host_width - hlen : 0;
@@ -1193,13 +1192,13 @@ static int render_page(struct out *out, const struct qmsg_reply *rep)
 		if (!t || text_room(out, pad + hlen + 2) < 0)
 			return -ENOMEM;
 		out->as_fields[i] = t->refused;
-		if (!t->refused && out->host_width > 0) {	/* print_host()'s column */
-			memset(out->text + out->text_len, ' ', pad);
-			memcpy(out->text + out->text_len + pad, host, hlen);
-			memcpy(out->text + out->text_len + pad + hlen, ": ", 2);
-			out->text_len += pad + hlen + 2;
-		}
 		if (!t->refused) {
+			if (out->host_width > 0) {	/* print_host()'s column */
+				memset(out->text + out->text_len, ' ', pad);
+				memcpy(out->text + out->text_len + pad, host, hlen);
+				memcpy(out->text + out->text_len + pad + hlen, ": ", 2);
+				out->text_len += pad + hlen + 2;
+			}
 			out->text_len += render_row(t->render, &view, row, row_time(out, row),
 						    out->text + out->text_len, TRACEQ_LINE_MAX);
 			out->text[out->text_len++] = '\n';

@@ -310,12 +310,14 @@ int sq_count_where(struct store *s, const struct store_schema *sc, const char *w
 	return ret;
 }
 
-/* The select of @r's rows, in (ts, rowid) order, LIMIT :tc_limit when @sorted. */
+/*
+ * The select of @r's rows, in (ts, rowid) order, LIMIT :tc_limit when
+ * @sorted; a column @skip marks is NULL, but common_pid's (column @pid:
+ * it gives the row's pid and comm).
+ */
 static void sq_select_sql(struct sq_buf *q, const struct store_schema *sc, const char *where,
-			  const struct sq_range *r, const bool *skip, bool sorted)
+			  const struct sq_range *r, const bool *skip, int pid, bool sorted)
 {
-	int pid = sq_col_index(sc, "common_pid");	/* read all the same: pid, comm */
-
 	sq_buf_str(q, SQ_ROW_COLS);
 	for (size_t i = 0; i < sc->ncols; i++) {
 		sq_buf_str(q, ", ");
@@ -518,11 +520,11 @@ int sq_select_where(struct store *s, const struct store_schema *sc, const char *
 		return ret;
 	rb.vals = calloc(sc->ncols + 1, sizeof(*rb.vals));
 	rb.null = calloc(sc->ncols + 1, sizeof(*rb.null));
-	sq_select_sql(&q, sc, where, &r, skip, true);
+	sq_select_sql(&q, sc, where, &r, skip, rb.pid, true);
 	/* windows cut the range from its old end: oldest first only */
 	windows = limit && !r.by_index && !reverse;
 	if (windows)
-		sq_select_sql(&u, sc, where, &r, skip, false);
+		sq_select_sql(&u, sc, where, &r, skip, rb.pid, false);
 	ret = q.oom || u.oom || !rb.vals || !rb.null ? -ENOMEM : sq_names_new(s, &rb.names) ?:
 	      sq_prepare_cached(s, windows ? u.s : q.s, &st);
 	if (ret == 0 && windows)
