@@ -65,6 +65,18 @@
 #define FG_THREAD_STACK		0	/* struct fg_frame *stack */
 #define FG_THREAD_TOP		8	/* uint32_t top: entries in use */
 #define FG_THREAD_BUSY		12	/* uint32_t busy: the guard */
+#define FG_THREAD_HEAD		16	/* uint64_t: exit record's 1st word */
+#define FG_THREAD_OWN_NEXT	24	/* struct ring_own (common/ring.h) */
+#define FG_THREAD_OWN_END	32
+#define FG_THREAD_OWN_TS	40
+#define FG_THREAD_OWN_CC	48
+#define FG_THREAD_OWN_CCP	56
+#define FG_THREAD_OWN_GEN	88	/* uint32_t, against tc__gen */
+#define FG_THREAD_OVERFLOW	112	/* uint64_t: the record's overrun */
+#define FG_EXIT_TOTAL		44	/* funcgraph_exit, header included */
+#define FG_EXIT_TYPE		10	/* its header's type_len */
+#define FG_EXIT_DELTA_MAX	0x8000000	/* 1 << PAGE_DELTA_BITS */
+#define FG_EXIT_CC		0x1000000002c	/* RING_CC_EVENT + 44 */
 #define FG_FRAME_SIZE		48
 #define FG_FRAME_RET		0	/* original return address */
 #define FG_FRAME_FUNC		8

@@ -162,7 +162,7 @@ static int params_check(const struct ring_params *p, uint32_t *ncpu)
 	    p->page_size > 32768 || !is_pow2(p->nr_pages) ||
 	    p->nr_pages < 2 || p->nr_pages > (1u << 20) ||
 	    p->mode > RING_MODE_FLIGHT || p->clock > RING_CLOCK_MONO ||
-	    n < 1 || n > 4096)
+	    n < 1 || n > 4096 || p->nr_own > RING_MAX_OWN)
 		return -EINVAL;
 	*ncpu = (uint32_t)n;
 	return 0;
@@ -214,7 +214,8 @@ static void hdr_init(struct ring_hdr *h, const struct ring_params *p,
 	h->version = RING_VERSION;
 	h->page_size = p->page_size;
 	h->nr_slots = p->nr_pages;
-	h->nr_bufs = ncpu + 1;
+	h->nr_bufs = ncpu + 1 + p->nr_own;
+	h->nr_own = p->nr_own;
 	h->mode = p->mode;
 	h->clock = p->clock;
 	h->owner_pid = getpid();
@@ -227,11 +228,12 @@ static uint64_t layout(const struct ring_params *p, uint32_t ncpu,
 		       struct ring_hdr *h)
 {
 	uint64_t ps = p->page_size;
-	uint64_t off = round_up(sizeof(*h) + 8ull * (ncpu + 1), ps);
+	uint32_t nbufs = ncpu + 1 + p->nr_own;
+	uint64_t off = round_up(sizeof(*h) + 8ull * nbufs, ps);
 	uint64_t ctl = ring_buf_ctl_size(p->nr_pages, p->page_size);
 	uint32_t fmt = p->fmt_size ? p->fmt_size : 65536;
 
-	for (uint32_t i = 0; i <= ncpu; i++) {
+	for (uint32_t i = 0; i < nbufs; i++) {
 		if (h)
 			h->buf_off[i] = off;
 		off += ctl + (p->nr_pages + 1ull) * ps;
@@ -284,12 +286,15 @@ int ring_view(struct ring *r)
 
 	r->bufs = aligned_alloc(RING_CACHELINE, bsz);
 	r->held = calloc(h->nr_bufs, sizeof(*r->held));
-	if (!r->bufs || !r->held)
+	r->part = calloc(h->nr_bufs, sizeof(*r->part));
+	if (!r->bufs || !r->held || !r->part)
 		return -ENOMEM;
+	for (uint32_t i = 0; i < h->nr_bufs; i++)
+		r->part[i].q = ~0ull;
 	for (uint32_t i = 0; i < h->nr_bufs; i++)
 		r->bufs[i] = (struct ring_buf *)(r->base + h->buf_off[i]);
 	r->nbufs = h->nr_bufs;
-	r->ncpu = h->nr_bufs - 1;
+	r->ncpu = h->nr_bufs - 1 - h->nr_own;
 	r->page_size = h->page_size;
 	r->data_size = h->page_size - RING_PAGE_HDR;
 	r->nslots = h->nr_slots;
@@ -367,6 +372,7 @@ void ring_close(struct ring *r)
 		close(r->fd);
 	free(r->bufs);
 	free(r->held);
+	free(r->part);
 	free(r);
 }
 
@@ -382,7 +388,17 @@ unsigned ring_nr_bufs(const struct ring *r)
 
 unsigned ring_durable_buf(const struct ring *r)
 {
-	return r->nbufs - 1;
+	return r->ncpu;
+}
+
+uint32_t ring_gen(const struct ring *r)
+{
+	return r->gen;
+}
+
+bool ring_own_is(const struct ring *r, unsigned buf)
+{
+	return buf > r->ncpu && buf < r->nbufs;
 }
 
 uint32_t ring_page_size(const struct ring *r)
@@ -598,6 +614,104 @@ void ring_end_page(const struct ring *r, struct ring_buf *b, uint64_t p,
 	if (page)
 		ring_store_relaxed((uint64_t *)(page + 8), (uint64_t)off);
 	ring_add_release(&b->slots[p & (r->nslots - 1)].commit, (uint64_t)pad);
+}
+
+
+/* ------------------------------------------------------ own buffers */
+
+int ring_own_claim(struct ring *r, uint64_t id, struct ring_own *o)
+{
+	if (r->nbufs == r->ncpu + 1)
+		return -ENOENT;
+	for (uint32_t i = r->ncpu + 1; i < r->nbufs; i++) {
+		uint64_t free_id = 0;
+
+		if (ring_load_relaxed(&r->bufs[i]->owner) == 0 &&
+		    ring_cas(&r->bufs[i]->owner, &free_id, id)) {
+			*o = (struct ring_own){ .b = r->bufs[i], .gen = r->gen,
+						.buf = i };
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+/* End the page in hand where its events end: the rest counts as
+ * committed, and the page's commit word says where the data ends. */
+static void own_end_page(const struct ring *r, struct ring_own *o)
+{
+	uint32_t off = (uint32_t)(o->next - (o->page + RING_PAGE_HDR));
+
+	ring_store_relaxed((uint64_t *)(o->page + 8), (uint64_t)off);
+	o->cc += r->data_size - off;
+	ring_store_release(o->ccp, o->cc);
+	o->next = NULL;
+}
+
+int ring_own_enter(struct ring *r, struct ring_own *o, uint32_t total,
+		   uint64_t now)
+{
+	struct ring_buf *b = o->b;
+	struct ring_slot *s;
+	uint8_t *page;
+	uint64_t q;
+	int ret;
+
+	if (!b || o->gen != r->gen)
+		return -EINVAL;
+	if (o->next) {
+		uint64_t d = now - o->last_ts;
+		uint32_t room = (uint32_t)(o->end - o->next);
+
+		if (d < (1u << PAGE_DELTA_BITS) && room >= total)
+			return 0;
+		if (room >= 8 + total) {	/* a time extend */
+			uint32_t ext[2] = {
+				PAGE_TYPE_TIME_EXTEND |
+				(uint32_t)(d << PAGE_TYPE_LEN_BITS),
+				(uint32_t)(d >> PAGE_DELTA_BITS) };
+
+			memcpy(o->next, ext, 8);
+			o->next += 8;
+			o->last_ts = now;
+			o->cc += 8;
+			ring_store_release(o->ccp, o->cc);
+			return 0;
+		}
+		own_end_page(r, o);
+	}
+	q = (ring_load_relaxed(&b->res.wpos) >> RING_WPOS_SHIFT) + 1;
+	ret = may_enter(r, b, q);
+	if (ret)
+		return ret;
+	page = ring_claim_page(r, b, q);
+	if (!page)
+		return -EIO;
+	s = &b->slots[q & (r->nslots - 1)];
+	ring_store_relaxed((uint64_t *)page, now);
+	ring_store_relaxed((uint64_t *)(page + 8), 0);
+	ring_store_relaxed(&b->res.last_ts, now);
+	/* the whole page is this writer's: ring_reader_flush() ends nothing */
+	ring_store_release(&b->res.wpos,
+			   (q << RING_WPOS_SHIFT) | r->data_size);
+	o->ccp = &s->commit_cpu;
+	o->cc = ring_load_relaxed(o->ccp);
+	o->page = page;
+	o->q = q;
+	o->next = page + RING_PAGE_HDR;
+	o->end = o->next + r->data_size;
+	o->last_ts = now;
+	return 0;
+}
+
+void ring_own_release(struct ring *r, struct ring_own *o)
+{
+	if (o->b && o->gen == r->gen) {
+		if (o->next)
+			own_end_page(r, o);
+		ring_store_release(&o->b->owner, 0);
+	}
+	*o = (struct ring_own){ 0 };
 }
 
 

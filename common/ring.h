@@ -45,8 +45,11 @@ struct ring_params {
 	enum ring_mode mode;
 	enum ring_clock_id clock;
 	uint32_t fmt_size;	/* bytes for event formats; 0: 64 KiB */
+	uint32_t nr_own;	/* own buffers (below), 0..RING_MAX_OWN */
 	bool locked;		/* always the locked write path (no rseq) */
 };
+
+#define RING_MAX_OWN		256
 
 /*
  * ring_create - create a ring file and map it for writing.
@@ -77,8 +80,9 @@ int ring_open_fd(int fd, struct ring **out);
 /* ring_close - unmap and close. Safe with NULL. */
 void ring_close(struct ring *r);
 
-/* Accessors: the file descriptor, the number of buffers (CPUs + 1), the
- * durable buffer's index (the last), the page size, mode, clock. */
+/* Accessors: the file descriptor, the number of buffers (CPUs + 1 + own
+ * buffers), the durable buffer's index (after the CPUs'), the page size,
+ * mode, clock. */
 int ring_fd(const struct ring *r);
 unsigned ring_nr_bufs(const struct ring *r);
 unsigned ring_durable_buf(const struct ring *r);
@@ -154,6 +158,68 @@ int ring_write_hdr(struct ring *r, const void *hdr, const void *data,
 int ring_write_stamped(struct ring *r, const void *data, uint32_t len,
 		       uint32_t ts_off);
 
+/*
+ * Own buffers: the last nr_own buffers of a ring (ring_params.nr_own) each
+ * have one writer, a thread that claimed it, and need neither rseq nor a
+ * locked instruction per event. The writer holds a whole page at a time
+ * (its wpos says the page is reserved to its end) and fills it in order:
+ * an event is written, then the slot's commit_cpu word is stored with its
+ * new count (release), so what is committed is always a prefix of the
+ * page. So a dead writer's calls stay recoverable to the last one it
+ * committed (ring_reader_recover() ends the page there), and the reader
+ * can copy a live writer's committed prefix out without ending the page
+ * (ring_reader_flush(); the kernel's reader copies a partial commit page
+ * the same way). Pages are in the kernel's format as elsewhere; events
+ * from one thread are in time order; the reader ships a buffer as one
+ * more stream, numbered after the durable buffer.
+ *
+ * The writer's state is its own (a thread's TLS): the event goes at
+ * @next, and ring_own_commit() publishes it. lib/fgraph.c's x86_64 exit
+ * hook does the same in assembly (arch/arch.h has the offsets).
+ */
+struct ring_own {
+	uint8_t *next;		/* where the next event goes; NULL: none */
+	uint8_t *end;		/* the end of the page's data area */
+	uint64_t last_ts;	/* the timestamp of the page's last event */
+	uint64_t cc;		/* what the slot's commit_cpu holds */
+	uint64_t *ccp;		/* ... that word */
+	struct ring_buf *b;	/* NULL: not claimed */
+	uint8_t *page;
+	uint64_t q;		/* virtual page in hand */
+	uint32_t gen;		/* the view's number (struct ring's gen) */
+	uint32_t buf;		/* the buffer's index */
+};
+
+/*
+ * ring_own_claim - take a free own buffer for the calling thread (@id:
+ * nonzero, e.g. its tid) into *@o. The first event enters a page
+ * (ring_own_enter()).
+ * Return: 0; -ENOSPC when every own buffer is taken; -ENOENT when the
+ * ring has none.
+ */
+int ring_own_claim(struct ring *r, uint64_t id, struct ring_own *o);
+
+/*
+ * ring_own_enter - end the page in hand (if any) and enter the next one,
+ * for an event of @total bytes (header included) at time @now that does
+ * not fit the page or needs a time extend (written here if it does).
+ * Return: 0 (o->next is where the event goes); -ENOBUFS when the buffer
+ * is full (producer mode: the event is dropped, counted); -EIO for a
+ * corrupt file.
+ */
+int ring_own_enter(struct ring *r, struct ring_own *o, uint32_t total,
+		   uint64_t now);
+
+/* ring_own_release - end the page in hand and give the buffer back (the
+ * thread exits). *@o is empty after. */
+void ring_own_release(struct ring *r, struct ring_own *o);
+
+/* ring_gen - this view's number, never 0 (views of one file differ). */
+uint32_t ring_gen(const struct ring *r);
+
+/* ring_own_is - whether buffer @buf is an own buffer. */
+bool ring_own_is(const struct ring *r, unsigned buf);
+
 /* ---------------------------------------------------------------- reader */
 
 struct ring_page_ref {
@@ -187,6 +253,11 @@ void ring_reader_put(struct ring *r, unsigned buf);
  * ring_reader_flush - end buffer @buf's partly filled page (pad it out
  * like a writer switching pages) so ring_reader_get() can take it once
  * its writers commit. For draining and for live streaming of idle CPUs.
+ * An own buffer's page is not ended while its writer lives: the next
+ * ring_reader_get() returns a copy of what was committed in it since the
+ * last copy (the reader's own page, timestamped at the first copied
+ * event's predecessor), and the page itself, once complete, comes without
+ * the part already copied.
  * On a per-CPU buffer written with rseq (while the owner lives) the
  * calling thread moves to that CPU for the moment (sched_setaffinity):
  * only code running there may end the page.

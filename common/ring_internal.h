@@ -25,7 +25,7 @@
 #include "common/page.h"
 
 #define RING_MAGIC		0x31474e4952435454ULL	/* "TTCRING1" */
-#define RING_VERSION		3
+#define RING_VERSION		4
 /* Our pages (common/page.h) have a 64-bit commit word on every host. */
 #define RING_PAGE_HDR		PAGE_HDR_SIZE(8)
 #define RING_CACHELINE		64
@@ -60,7 +60,7 @@ struct ring_slot {
  * changed only by code running on that buffer's CPU (ring.c). */
 #define RING_F_RSEQ		1u
 
-/* Per-CPU (or durable) buffer control block, followed by its slots. */
+/* Per-CPU, durable or own buffer control block, followed by its slots. */
 struct ring_buf {
 	/* written by every writer: one 16-byte pair moved by cmpxchg16b */
 	struct {
@@ -70,6 +70,9 @@ struct ring_buf {
 	/* writers only, producer mode: a value rpos once had (rpos only
 	 * grows), so a page switch reads the reader's line once a lap */
 	uint64_t rpos_hint;
+	/* own buffers (ring.h): the id of the thread that writes it, 0 when
+	 * free; claimed with cmpxchg, given back with a release store */
+	uint64_t owner;
 	/* reader side */
 	uint64_t rpos RING_ALIGNED;	/* next virtual page the reader takes */
 	uint64_t reader_phys;		/* the reader's page, outside the ring */
@@ -98,7 +101,7 @@ struct ring_hdr {
 	uint32_t version;
 	uint32_t page_size;
 	uint32_t nr_slots;		/* ring pages per buffer (power of 2) */
-	uint32_t nr_bufs;		/* CPUs + 1 durable buffer (the last) */
+	uint32_t nr_bufs;		/* CPUs, 1 durable buffer, nr_own */
 	uint32_t mode;			/* enum ring_mode */
 	uint32_t clock;			/* enum ring_clock_id */
 	int32_t owner_pid;
@@ -110,7 +113,7 @@ struct ring_hdr {
 	uint64_t fmt_used;		/* bytes reserved (cmpxchg) */
 	uint64_t next_event_id;
 	uint32_t flags;			/* RING_F_* */
-	uint32_t reserved;
+	uint32_t nr_own;		/* own buffers: the last nr_own */
 	uint64_t buf_off[];		/* offset of each struct ring_buf */
 };
 

@@ -26,7 +26,7 @@
  */
 struct ring {
 	struct ring_buf **bufs;		/* nbufs pointers into the mapping */
-	uint32_t nbufs, ncpu;
+	uint32_t nbufs, ncpu;		/* buffers: ncpu, durable, own */
 	uint32_t page_size, data_size;	/* data_size = page_size - 16 */
 	uint32_t nslots, nshift;	/* nslots = 1 << nshift */
 	uint32_t mode, clock;
@@ -40,8 +40,17 @@ struct ring {
 	int fd;
 	struct ring_hdr *hdr;
 	bool *held;			/* reader: page out, not yet put */
+	struct ring_part *part;		/* reader: own buffers' copies */
 	uint64_t fmt_off, fmt_size;	/* format table, checked at open */
 } RING_ALIGNED;
+
+/* Reader: what was copied out of an own buffer's page in hand. */
+struct ring_part {
+	uint64_t q;			/* virtual page; ~0: none */
+	uint64_t ts;			/* time of the last copied event */
+	uint32_t off;			/* bytes of it copied */
+	bool want;			/* ring_reader_flush() asked */
+};
 
 /* ring_page - address of physical page @phys of buffer @b. */
 static inline uint8_t *ring_page(const struct ring *r,

@@ -52,8 +52,9 @@ static int hdr_check(const struct ring_hdr *h, uint64_t size)
 
 	if (h->magic != RING_MAGIC || h->version != RING_VERSION ||
 	    !pow2_in(h->page_size, 4096, 32768) ||
-	    !pow2_in(h->nr_slots, 2, 1u << 20) || h->nr_bufs < 2 ||
-	    h->nr_bufs > 4097 || h->mode > RING_MODE_FLIGHT ||
+	    !pow2_in(h->nr_slots, 2, 1u << 20) || h->nr_own > RING_MAX_OWN ||
+	    h->nr_bufs < h->nr_own + 2 ||
+	    h->nr_bufs > 4097 + h->nr_own || h->mode > RING_MODE_FLIGHT ||
 	    h->clock > RING_CLOCK_MONO || h->file_size != size ||
 	    (h->flags & ~RING_F_RSEQ) ||
 	    sizeof(*h) + 8ull * h->nr_bufs > h->page_size)
@@ -163,6 +164,100 @@ static int try_swap(struct ring *r, struct ring_buf *b, uint64_t *p)
 	return 1;
 }
 
+/* Bytes committed so far in own buffer @b's virtual page @q (slot @s):
+ * a prefix of its data, written by the one writer; -1 if out of range. */
+static int64_t own_committed(const struct ring *r, const struct ring_slot *s,
+			     uint64_t q)
+{
+	uint64_t c = (ring_slot_commit(s) - (full_bytes(r, q) - r->data_size)) &
+		     RING_CC_BYTES_MASK;
+
+	return c <= r->data_size ? (int64_t)c : -1;
+}
+
+/* Whole records in @len bytes at @d, from running time @ts: their length
+ * (what page_iter accepts), and in *@ts the time after them. */
+static uint32_t whole_records(const struct ring *r, const uint8_t *d,
+			      uint32_t len, uint64_t *ts)
+{
+	const struct page_layout l = page_layout_host(r->page_size);
+	struct page_record rec;
+	struct page_iter it;
+	uint32_t off = 0;
+
+	page_iter_raw(&it, &l, d, len, *ts);
+	while (page_next_record(&it, &rec) > 0 && rec.off + rec.size <= len) {
+		off = rec.off + rec.size;
+		*ts = rec.ts;
+	}
+	return off;
+}
+
+/*
+ * A copy of what own buffer @buf's writer committed in its page since the
+ * last copy, in the reader's own page (outside the ring; the swap gives
+ * it to the ring later). The slot's tag is read again after the copy: a
+ * page overwritten meanwhile (overwrite modes) is not returned. Return: 0
+ * and the page; -EAGAIN when there is nothing new.
+ */
+static int own_copy(struct ring *r, unsigned buf, uint8_t **out, uint64_t *seq)
+{
+	struct ring_buf *b = r->bufs[buf];
+	struct ring_part *pt = &r->part[buf];
+	uint64_t q = ring_load_acquire(&b->res.wpos) >> RING_WPOS_SHIFT;
+	struct ring_slot *s = &b->slots[q & (r->nslots - 1)];
+	uint64_t tag = ring_load_acquire(&s->tag), ts;
+	uint8_t *src, *dst = ring_page(r, b, b->reader_phys);
+	int64_t c;
+	uint32_t len;
+
+	if ((tag >> RING_TAG_SEQ_SHIFT) != q || (tag & RING_TAG_TOOK) ||
+	    (tag & RING_TAG_PHYS_MASK) > r->nslots)
+		return -EAGAIN;
+	src = ring_page(r, b, tag & RING_TAG_PHYS_MASK);
+	if (pt->q != q)
+		*pt = (struct ring_part){ .q = q,
+			.ts = ring_load_relaxed((uint64_t *)src) };
+	c = own_committed(r, s, q);
+	if (c <= (int64_t)pt->off)
+		return -EAGAIN;
+	len = (uint32_t)c - pt->off;
+	memcpy(dst + RING_PAGE_HDR, src + RING_PAGE_HDR + pt->off, len);
+	if (ring_load_acquire(&s->tag) != tag)
+		return -EAGAIN;
+	ts = pt->ts;
+	len = whole_records(r, dst + RING_PAGE_HDR, len, &ts);
+	if (!len)
+		return -EAGAIN;
+	memcpy(dst, &pt->ts, 8);
+	*(uint64_t *)(dst + 8) = len;
+	pt->off += len;
+	pt->ts = ts;
+	*seq = q;
+	*out = dst;
+	return 0;
+}
+
+/* Own buffer page @p, just taken whole: drop what own_copy() already
+ * returned of it (the rest starts at the last copied event's time). */
+static void own_trim(struct ring *r, unsigned buf, uint64_t p, uint8_t *page)
+{
+	struct ring_part *pt = &r->part[buf];
+	uint32_t len = (uint32_t)(*(uint64_t *)(page + 8) & PAGE_COMMIT_LEN_MASK);
+
+	if (pt->q != p) {
+		pt->q = ~0ull;
+		return;
+	}
+	if (len > r->data_size)
+		len = r->data_size;
+	len = len > pt->off ? len - pt->off : 0;
+	memmove(page + RING_PAGE_HDR, page + RING_PAGE_HDR + pt->off, len);
+	memcpy(page, &pt->ts, 8);
+	*(uint64_t *)(page + 8) = len;
+	pt->q = ~0ull;
+}
+
 int ring_reader_get(struct ring *r, unsigned buf, struct ring_page_ref *out)
 {
 	struct ring_buf *b;
@@ -182,6 +277,12 @@ int ring_reader_get(struct ring *r, unsigned buf, struct ring_page_ref *out)
 	for (uint32_t i = 0; !(ret = try_swap(r, b, &p)); i++)
 		if (i > 2 * r->nslots + 64)
 			return -EAGAIN;
+	if (ret == -EAGAIN && r->part[buf].want) {
+		r->part[buf].want = false;
+		if (own_copy(r, buf, &page, &p))
+			return -EAGAIN;
+		goto out;
+	}
 	if (ret < 0)
 		return ret;
 	if (b->reader_phys > r->nslots)
@@ -193,6 +294,9 @@ int ring_reader_get(struct ring *r, unsigned buf, struct ring_page_ref *out)
 	page = ring_page(r, b, b->reader_phys);
 	b->last_taken = p;
 	b->pages_read++;
+	if (ring_own_is(r, buf))
+		own_trim(r, buf, p, page);
+out:
 	out->missed = mark_missed(r, b, page);
 	out->data = page;
 	out->len = r->page_size;
@@ -239,6 +343,10 @@ int ring_reader_flush(struct ring *r, unsigned buf)
 
 	if (buf >= r->nbufs)
 		return -EINVAL;
+	if (ring_own_is(r, buf)) {	/* copied out by ring_reader_get() */
+		r->part[buf].want = ring_owner_alive(r);
+		return 0;
+	}
 	if (!r->rseq || buf >= r->ncpu || !ring_owner_alive(r))
 		return flush_buf(r, r->bufs[buf]);
 	if ((ring_load_relaxed(&r->bufs[buf]->res.wpos) & RING_WPOS_OFF_MASK) >=
@@ -327,8 +435,19 @@ int ring_reader_recover(struct ring *r, unsigned buf)
 		if ((ring_slot_commit(s) & RING_CC_BYTES_MASK) ==
 		    full_bytes(r, p))
 			continue;
-		ring_add_relaxed(&b->unfinished,
-				 ring_repair_page(page, r->page_size));
+		if (ring_own_is(r, buf)) {	/* committed: a prefix */
+			int64_t c = own_committed(r, s, p);
+
+			if (c < 0)
+				return TC_ERR_PAGE_MALFORMED;
+			*(uint64_t *)(page + 8) = (uint64_t)c;
+			if (c)
+				ring_add_relaxed(&b->unfinished,
+					ring_repair_page(page, r->page_size));
+		} else {
+			ring_add_relaxed(&b->unfinished,
+				ring_repair_page(page, r->page_size));
+		}
 		/* the owner is dead: nobody adds to either part any more */
 		cc = ring_load_acquire(&s->commit);
 		ring_store_release(&s->commit, (cc & ~RING_CC_BYTES_MASK) |

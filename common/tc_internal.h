@@ -28,6 +28,8 @@ int tc__event_register_raw(const char *system, const char *name,
  * Valid while *tc__on is set. */
 struct ring;
 extern struct ring *tc__ring __attribute__((visibility("hidden")));
+/* tc__ring's view number (ring_gen()); 0 without a ring. */
+extern uint32_t tc__gen __attribute__((visibility("hidden")));
 
 /* tc__clock_id - the ring's clock (enum ring_clock_id); 0 before init. */
 unsigned tc__clock_id(void);

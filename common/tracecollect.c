@@ -26,6 +26,7 @@
 static const uint32_t tc_off;
 const volatile uint32_t *tc__on = &tc_off;
 struct ring *tc__ring;		/* tc_internal.h */
+uint32_t tc__gen;		/* tc_internal.h */
 static char tc_path[128];
 static struct tc_event *tc_print_ev;
 static __thread int32_t tc_tid;
@@ -345,6 +346,7 @@ int tc_init(const struct tc_options *opt)
 		opt = &def;
 	p.nr_pages = opt->pages_per_cpu ? opt->pages_per_cpu : 256;
 	p.mode = (enum ring_mode)opt->mode;
+	p.nr_own = opt->thread_bufs;
 	p.clock = opt->clock_mono ? RING_CLOCK_MONO : RING_CLOCK_TSC;
 	if (opt->path)
 		snprintf(tc_path, sizeof(tc_path), "%s", opt->path);
@@ -361,12 +363,14 @@ int tc_init(const struct tc_options *opt)
 		return ret;
 	}
 	tc__on = ring_attached_word(tc__ring);
+	tc__gen = ring_gen(tc__ring);
 	return 0;
 }
 
 void tc_shutdown(void)
 {
 	tc__on = &tc_off;
+	tc__gen = 0;
 	ring_close(tc__ring);
 	tc__ring = NULL;
 	free(tc_print_ev);

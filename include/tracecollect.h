@@ -37,6 +37,8 @@ struct tc_options {
 	enum tc_mode mode;
 	uint32_t pages_per_cpu;	/* power of 2; 0: 256 (1 MiB per CPU) */
 	bool clock_mono;	/* CLOCK_MONOTONIC instead of the TSC */
+	uint32_t thread_bufs;	/* buffers threads may take for themselves
+				 * (the function graph tracer's; 0..256) */
 };
 
 /*

@@ -116,14 +116,20 @@ struct fg_frame {
 	uint32_t flags;
 };
 
+enum { FG_OWN_ASK = 0, FG_OWN_HAVE, FG_OWN_NONE };
+
 struct fg_thread {
 	struct fg_frame *stack;
 	uint32_t top;
 	uint32_t busy;
+	uint64_t head;		/* the exit record's first 8 bytes: type,
+				 * flags, preempt_count, pid (own buffer) */
+	struct ring_own own;	/* the thread's own buffer, if it has one */
 	int32_t tid;		/* common_pid of our records; 0: not asked.
 				 * Our own copy of tracecollect.c's cache: in
 				 * this thread's block beside the stack; reading
 				 * that one instead measured +17 ns per call */
+	uint32_t own_state;	/* FG_OWN_* */
 	struct fgraph_stats st;
 	struct ring_wcache wc;	/* where the last exit record went */
 };
@@ -133,7 +139,15 @@ FG_HIDDEN FG_TLS __thread struct fg_thread fgraph__self;
 
 _Static_assert(offsetof(struct fg_thread, stack) == FG_THREAD_STACK &&
 	       offsetof(struct fg_thread, top) == FG_THREAD_TOP &&
-	       offsetof(struct fg_thread, busy) == FG_THREAD_BUSY,
+	       offsetof(struct fg_thread, busy) == FG_THREAD_BUSY &&
+	       offsetof(struct fg_thread, head) == FG_THREAD_HEAD &&
+	       offsetof(struct fg_thread, own.next) == FG_THREAD_OWN_NEXT &&
+	       offsetof(struct fg_thread, own.end) == FG_THREAD_OWN_END &&
+	       offsetof(struct fg_thread, own.last_ts) == FG_THREAD_OWN_TS &&
+	       offsetof(struct fg_thread, own.cc) == FG_THREAD_OWN_CC &&
+	       offsetof(struct fg_thread, own.ccp) == FG_THREAD_OWN_CCP &&
+	       offsetof(struct fg_thread, own.gen) == FG_THREAD_OWN_GEN &&
+	       offsetof(struct fg_thread, st.overflow) == FG_THREAD_OVERFLOW,
 	       "arch/arch.h thread layout");
 _Static_assert(sizeof(struct fg_frame) == FG_FRAME_SIZE &&
 	       offsetof(struct fg_frame, ret) == FG_FRAME_RET &&
@@ -205,6 +219,96 @@ static uint64_t ctx_ts(const struct tc_wctx *c)
 	return ((const struct ring_wctx *)c->priv)->ts;
 }
 
+/* Take an own buffer for the thread (ring.h) if one is free; the exit
+ * record's first word is kept ready for the x86_64 exit hook. */
+static bool own_claim(struct fg_thread *t, struct ring *r)
+{
+	t->own_state = FG_OWN_NONE;
+	if (ring_own_claim(r, (uint64_t)(uint32_t)thread_id(t), &t->own))
+		return false;
+	t->head = fg.exit_id | (uint64_t)(uint32_t)thread_id(t) << 32;
+	t->own_state = FG_OWN_HAVE;
+	return true;
+}
+
+/* The exit record into the thread's own buffer. Return: false to write
+ * it to the per-CPU buffers instead (no own buffer, or the ring changed). */
+static __attribute__((noinline)) bool own_exit_slow(struct fg_thread *t,
+						     struct ring *r,
+						     const struct fg_frame *f,
+						     uint32_t depth);
+
+static inline __attribute__((always_inline))
+bool own_exit(struct fg_thread *t, struct ring *r, const struct fg_frame *f,
+	      uint32_t depth)
+{
+	uint64_t now, mid;
+	uint8_t *e;
+
+	if (__builtin_expect(t->own_state != FG_OWN_HAVE ||
+			     t->own.gen != r->gen, 0))
+		return own_exit_slow(t, r, f, depth);
+	now = ring_clock_read(fg.clock);
+	e = ring_own_fast(&t->own, sizeof(struct fg_rec_exit) + 4, now);
+	if (__builtin_expect(!e, 0))
+		return own_exit_slow(t, r, f, depth);
+	mid = depth | (uint64_t)(uint32_t)t->st.overflow << 32;
+	memcpy(e + 4 + offsetof(struct fg_rec_exit, type), &t->head, 8);
+	memcpy(e + 4 + offsetof(struct fg_rec_exit, func), &f->func, 8);
+	memcpy(e + 4 + offsetof(struct fg_rec_exit, depth), &mid, 8);
+	memcpy(e + 4 + offsetof(struct fg_rec_exit, calltime), &f->calltime, 8);
+	memcpy(e + 4 + offsetof(struct fg_rec_exit, rettime), &now, 8);
+	ring_own_commit(&t->own, sizeof(struct fg_rec_exit) + 4,
+			sizeof(struct fg_rec_exit) / 4, now);
+	return true;
+}
+
+static bool own_exit_slow(struct fg_thread *t, struct ring *r,
+			  const struct fg_frame *f, uint32_t depth)
+{
+	const uint32_t total = sizeof(struct fg_rec_exit) + 4;
+	uint64_t now, mid;
+	uint8_t *e;
+	int ret;
+
+	if (t->own_state == FG_OWN_HAVE && t->own.gen != r->gen) {
+		t->own = (struct ring_own){ 0 };	/* another ring */
+		t->own_state = FG_OWN_ASK;
+	}
+	if (t->own_state == FG_OWN_ASK && !own_claim(t, r))
+		return false;
+	if (t->own_state != FG_OWN_HAVE)
+		return false;
+	now = ring_clock_read(fg.clock);
+	if (t->own.next && now < t->own.last_ts)
+		now = t->own.last_ts;	/* another CPU's TSC, a bit behind */
+	if (!ring_own_fast(&t->own, total, now)) {
+		ret = ring_own_enter(r, &t->own, total, now);
+		if (ret)	/* dropped and counted (full), or broken */
+			return ret == -ENOBUFS;
+	}
+	e = t->own.next;
+	mid = depth | (uint64_t)(uint32_t)t->st.overflow << 32;
+	memcpy(e + 4 + offsetof(struct fg_rec_exit, type), &t->head, 8);
+	memcpy(e + 4 + offsetof(struct fg_rec_exit, func), &f->func, 8);
+	memcpy(e + 4 + offsetof(struct fg_rec_exit, depth), &mid, 8);
+	memcpy(e + 4 + offsetof(struct fg_rec_exit, calltime), &f->calltime, 8);
+	memcpy(e + 4 + offsetof(struct fg_rec_exit, rettime), &now, 8);
+	ring_own_commit(&t->own, total, sizeof(struct fg_rec_exit) / 4, now);
+	return true;
+}
+
+/* Give the thread's own buffer back (it exits). Later exits go to the
+ * per-CPU buffers. */
+static void own_release(struct fg_thread *t)
+{
+	struct ring *r = tc__ring;
+
+	if (t->own_state == FG_OWN_HAVE && r)
+		ring_own_release(r, &t->own);
+	t->own_state = FG_OWN_NONE;
+}
+
 /* Whether this call's exit event is due (the threshold filter). Inline:
  * gcc made it a call on the exit hook's path, for three compares. */
 static inline __attribute__((always_inline))
@@ -270,6 +374,8 @@ void ev_exit(struct fg_thread *t, const struct fg_frame *f, uint32_t depth)
 
 	if (!r)
 		return;
+	if (t->own_state != FG_OWN_NONE && own_exit(t, r, f, depth))
+		return;
 	ret = ring_fast_reserve(r, &t->wc, sizeof(struct fg_rec_exit), &w);
 	if (__builtin_expect(ret, 0)) {
 		if (ret > 0)
@@ -288,6 +394,11 @@ void ev_exit(struct fg_thread *t, const struct fg_frame *f, uint32_t depth)
 	ring_fast_commit(r, &w);
 }
 
+_Static_assert(sizeof(struct fg_rec_exit) + 4 == FG_EXIT_TOTAL &&
+	       sizeof(struct fg_rec_exit) / 4 == FG_EXIT_TYPE &&
+	       FG_EXIT_DELTA_MAX == 1u << PAGE_DELTA_BITS &&
+	       FG_EXIT_CC == RING_CC_EVENT + FG_EXIT_TOTAL,
+	       "arch/arch.h: the exit record the x86_64 hook writes");
 _Static_assert(sizeof(struct fg_rec_exit) == 40 &&
 	       offsetof(struct fg_rec_exit, pid) == 4 &&
 	       offsetof(struct fg_rec_exit, overrun) == 20,
@@ -359,9 +470,18 @@ static bool traced(uintptr_t func)
 
 /* -------------------------------------------------------- shadow stack */
 
+/* At thread exit: the shadow stack goes, and the own buffer goes back. */
 static void stack_free(void *p)
 {
+	own_release(&fgraph__self);
 	munmap(p, FG_STACK_MAX * sizeof(struct fg_frame));
+}
+
+/* At exit (the main thread's keys have no destructor run): its own
+ * buffer's last page is ended, so the agent takes it whole. */
+static void fg_atexit(void)
+{
+	own_release(&fgraph__self);
 }
 
 /* The thread's shadow stack, mapped at its first traced call (mmap is
@@ -725,6 +845,9 @@ static uint32_t xsave_kind(void)
 static void fg_atfork_child(void)
 {
 	fgraph__self.tid = 0;
+	/* the parent's thread keeps writing its own buffer */
+	fgraph__self.own = (struct ring_own){ 0 };
+	fgraph__self.own_state = FG_OWN_ASK;
 }
 
 int fgraph_start(const struct fgraph_config *c)
@@ -747,6 +870,7 @@ int fgraph_start(const struct fgraph_config *c)
 	if (ret)
 		return ret;
 	(void)pthread_atfork(NULL, NULL, fg_atfork_child);
+	(void)atexit(fg_atexit);
 	fg.cfg = *c;
 	fg.filtering = c->include || c->exclude;
 	fg.exit_id = fg.ev_exit->id;
@@ -765,6 +889,14 @@ void fgraph_thread_stats(struct fgraph_stats *out)
 static const char *env_get(const char *name)
 {
 	return getenv(name);
+}
+
+/* How many own buffers the ring gets: @want, or one per CPU (-1). */
+static uint32_t own_bufs(int32_t want)
+{
+	long n = want >= 0 ? want : sysconf(_SC_NPROCESSORS_CONF);
+
+	return n < 0 ? 0 : n > RING_MAX_OWN ? RING_MAX_OWN : (uint32_t)n;
 }
 
 /* Wait up to @ms for an agent to set the attach word. */
@@ -797,6 +929,8 @@ __attribute__((constructor)) static void fgraph_ctor(void)
 	}
 	o.path = c.ring_path;
 	o.pages_per_cpu = c.pages_per_cpu;
+	if (c.tracer == FGRAPH_GRAPH)
+		o.thread_bufs = own_bufs(c.own_bufs);
 	ret = tc_init(&o);
 	if (!ret || ret == -EALREADY)
 		ret = fgraph_start(&c);

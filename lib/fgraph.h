@@ -45,6 +45,18 @@
  *                              over 1 GB/s for a tight loop, so a program
  *                              that calls that fast needs a bigger ring
  *                              to cover the agent's 10 ms poll
+ *   TC_FTRACE_THREAD_BUFS=N    graph: buffers of the ring's that a thread
+ *                              takes for itself (default: one per CPU;
+ *                              0..256), each TC_FTRACE_BUFFER_KB: the
+ *                              exits of a thread that has one are
+ *                              written without rseq or locked
+ *                              instructions (common/ring.h, own
+ *                              buffers), about twice as cheap; threads
+ *                              beyond N write to the per-CPU buffers.
+ *                              The agent ships each as one more stream,
+ *                              so their events' CPU is the buffer's
+ *                              number, after the CPUs' and the durable
+ *                              buffer's
  *   TC_FTRACE_WAIT_MS=N        before main(), wait up to N ms for an agent
  *                              to attach, so the first calls are not lost
  * Globs are fnmatch(3) patterns on symbol names, which dladdr(3) gives:
@@ -86,6 +98,7 @@ struct fgraph_config {
 	uint64_t thresh_us;	/* 0: record every call */
 	bool entries;		/* graph: funcgraph_entry events too */
 	uint32_t pages_per_cpu;	/* ring pages per CPU; 0: the default */
+	int32_t own_bufs;	/* graph: thread buffers; -1: one per CPU */
 	uint32_t wait_ms;
 	const char *ring_path;	/* NULL: the default */
 };

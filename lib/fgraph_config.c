@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/ring.h"
 #include "lib/fgraph.h"
 
 /* Split "a,b,c" into a NULL-terminated array; NULL for NULL or "". */
@@ -99,7 +100,8 @@ int fgraph_config_parse(const char *(*get)(const char *name),
 			struct fgraph_config *out)
 {
 	struct fgraph_config c = { 0 };
-	uint64_t depth, wait, entries, kb;
+	uint64_t depth, wait, entries, kb, own = 0;
+	const char *own_s;
 	int ret;
 
 	ret = parse_tracer(get("TC_FTRACE"), &c.tracer);
@@ -114,8 +116,12 @@ int fgraph_config_parse(const char *(*get)(const char *name),
 		ret = parse_num(get("TC_FTRACE_ENTRIES"), 1, &entries);
 	if (!ret)
 		ret = parse_num(get("TC_FTRACE_BUFFER_KB"), 1u << 22, &kb);
+	own_s = get("TC_FTRACE_THREAD_BUFS");
+	if (!ret && own_s)
+		ret = parse_num(own_s, RING_MAX_OWN, &own);
 	if (ret)
 		return ret;
+	c.own_bufs = own_s ? (int32_t)own : -1;
 	c.max_depth = (uint32_t)depth;
 	c.wait_ms = (uint32_t)wait;
 	c.entries = entries != 0;

@@ -213,6 +213,94 @@
 	.cfi_adjust_cfa_offset -40
 .endm
 
+/*
+ * Fast exit (FAST_EXIT, when fgraph__fast is set): the top shadow entry
+ * returns, the guard is free, the entry records its exit (flags 0), and
+ * the thread's own buffer (common/ring.h) has room in its page for the
+ * 44-byte funcgraph_exit with no time extend: the hook writes the record
+ * and its commit there itself, pops the entry and jumps to the original
+ * return address, calling nothing. At a return only %rax and %rdx (and
+ * xmm0, xmm1, st0, which it does not touch) hold values: every other
+ * caller-saved register is free. Anything else falls through to the C
+ * exit, with %rax and %rdx as they came.
+ * The record is the one lib/fgraph.c's own_exit() writes: header (type
+ * FG_EXIT_TYPE, time delta from the page's last event), the thread's
+ * head word (type, pid), func, depth | overrun << 32, calltime, rettime
+ * (the event's time); then the commit count, stored (x86 stores are
+ * ordered: a release), then the entry popped.
+ */
+.macro FAST_EXIT
+	cmpl	$0, fgraph__fast(%rip)
+	je	9f
+	movq	fgraph__self@gottpoff(%rip), %r11
+	movl	%fs:FG_THREAD_TOP(%r11), %ecx
+	testl	%ecx, %ecx
+	jz	9f
+	cmpl	$0, %fs:FG_THREAD_BUSY(%r11)
+	jne	9f
+	movq	%fs:FG_THREAD_OWN_NEXT(%r11), %r8
+	testq	%r8, %r8
+	jz	9f
+	leaq	FG_EXIT_TOTAL(%r8), %r9
+	cmpq	%fs:FG_THREAD_OWN_END(%r11), %r9
+	ja	9f
+	movl	tc__gen(%rip), %esi
+	cmpl	%esi, %fs:FG_THREAD_OWN_GEN(%r11)
+	jne	9f
+	movq	%fs:FG_THREAD_STACK(%r11), %rdi
+	leaq	(%rcx,%rcx,2), %rsi
+	shlq	$4, %rsi			/* top * FG_FRAME_SIZE */
+	leaq	-FG_FRAME_SIZE(%rdi,%rsi), %rdi	/* &stack[top - 1] */
+	leaq	-8(%rsp), %rsi			/* key: the slot `ret` popped */
+	cmpq	%rsi, FG_FRAME_KEY(%rdi)
+	jne	9f
+	cmpl	$0, FG_FRAME_FLAGS(%rdi)
+	jne	9f
+	movl	$1, %fs:FG_THREAD_BUSY(%r11)
+	prefetchw	512(%r8)
+	movq	%rax, %r10			/* the return value */
+	movq	%rdx, %rsi
+	rdtsc
+	shlq	$32, %rdx
+	orq	%rdx, %rax			/* now */
+	movq	%rax, %rdx
+	subq	%fs:FG_THREAD_OWN_TS(%r11), %rdx
+	cmpq	$FG_EXIT_DELTA_MAX, %rdx
+	jae	8f				/* a time extend: C's */
+	shlq	$5, %rdx			/* PAGE_TYPE_LEN_BITS */
+	orl	$FG_EXIT_TYPE, %edx
+	movl	%edx, (%r8)
+	movq	%fs:FG_THREAD_HEAD(%r11), %rdx
+	movq	%rdx, 4(%r8)
+	movq	FG_FRAME_FUNC(%rdi), %rdx
+	movq	%rdx, 12(%r8)
+	movl	%fs:FG_THREAD_OVERFLOW(%r11), %edx
+	shlq	$32, %rdx
+	subl	$1, %ecx			/* depth: top - 1 */
+	orq	%rcx, %rdx
+	movq	%rdx, 20(%r8)
+	movq	FG_FRAME_CALLTIME(%rdi), %rdx
+	movq	%rdx, 28(%r8)
+	movq	%rax, 36(%r8)			/* rettime */
+	movq	%rax, %fs:FG_THREAD_OWN_TS(%r11)
+	movq	%r9, %fs:FG_THREAD_OWN_NEXT(%r11)
+	movabsq	$FG_EXIT_CC, %rdx
+	addq	%fs:FG_THREAD_OWN_CC(%r11), %rdx
+	movq	%rdx, %fs:FG_THREAD_OWN_CC(%r11)
+	movq	%fs:FG_THREAD_OWN_CCP(%r11), %rax
+	movq	%rdx, (%rax)			/* the commit */
+	movl	%ecx, %fs:FG_THREAD_TOP(%r11)
+	movq	FG_FRAME_RET(%rdi), %rdi
+	movl	$0, %fs:FG_THREAD_BUSY(%r11)
+	movq	%r10, %rax
+	movq	%rsi, %rdx
+	jmp	*%rdi
+8:	movq	%r10, %rax
+	movq	%rsi, %rdx
+	movl	$0, %fs:FG_THREAD_BUSY(%r11)
+9:
+.endm
+
 /* Go on into the traced function through fgraph_arch_call, which calls
  * it, writing the trampoline's address into the parent slot with a
  * `call`: the CPU's return-stack predictor then expects the function
@@ -271,6 +359,7 @@ ENTRY(fgraph_arch_call)
 	.type	fgraph_arch_return, %function
 fgraph_arch_return:
 	.cfi_undefined %rip		/* unwinders stop here */
+	FAST_EXIT
 	leaq	-8(%rsp), %r11		/* key: the slot `ret` popped */
 	pushq	%rbp
 	.cfi_adjust_cfa_offset 8
