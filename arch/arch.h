@@ -69,10 +69,9 @@
 #define FG_THREAD_OWN_NEXT	24	/* struct ring_own (common/ring.h) */
 #define FG_THREAD_OWN_END	32
 #define FG_THREAD_OWN_TS	40
-#define FG_THREAD_OWN_CC	48
-#define FG_THREAD_OWN_CCP	56
-#define FG_THREAD_OWN_GEN	88	/* uint32_t, against tc__gen */
-#define FG_THREAD_OVERFLOW	112	/* uint64_t: the record's overrun */
+#define FG_THREAD_OWN_CCP	48
+#define FG_THREAD_OWN_GEN	80	/* uint32_t, against tc__gen */
+#define FG_THREAD_OVERFLOW	104	/* uint64_t: the record's overrun */
 #define FG_EXIT_TOTAL		44	/* funcgraph_exit, header included */
 #define FG_EXIT_TYPE		10	/* its header's type_len */
 #define FG_EXIT_DELTA_MAX	0x8000000	/* 1 << PAGE_DELTA_BITS */

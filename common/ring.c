@@ -643,9 +643,9 @@ static void own_end_page(const struct ring *r, struct ring_own *o)
 	uint32_t off = (uint32_t)(o->next - (o->page + RING_PAGE_HDR));
 
 	ring_store_relaxed((uint64_t *)(o->page + 8), (uint64_t)off);
-	o->cc += r->data_size - off;
-	ring_store_release(o->ccp, o->cc);
-	o->next = NULL;
+	ring_store_release(o->ccp, ring_load_relaxed(o->ccp) +
+			   (r->data_size - off));
+	o->next = o->end = NULL;	/* no room: the x86_64 hook checks that */
 }
 
 int ring_own_enter(struct ring *r, struct ring_own *o, uint32_t total,
@@ -674,8 +674,7 @@ int ring_own_enter(struct ring *r, struct ring_own *o, uint32_t total,
 			memcpy(o->next, ext, 8);
 			o->next += 8;
 			o->last_ts = now;
-			o->cc += 8;
-			ring_store_release(o->ccp, o->cc);
+			ring_store_release(o->ccp, ring_load_relaxed(o->ccp) + 8);
 			return 0;
 		}
 		own_end_page(r, o);
@@ -695,7 +694,6 @@ int ring_own_enter(struct ring *r, struct ring_own *o, uint32_t total,
 	ring_store_release(&b->res.wpos,
 			   (q << RING_WPOS_SHIFT) | r->data_size);
 	o->ccp = &s->commit_cpu;
-	o->cc = ring_load_relaxed(o->ccp);
 	o->page = page;
 	o->q = q;
 	o->next = page + RING_PAGE_HDR;

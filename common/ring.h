@@ -179,10 +179,10 @@ int ring_write_stamped(struct ring *r, const void *data, uint32_t len,
  */
 struct ring_own {
 	uint8_t *next;		/* where the next event goes; NULL: none */
-	uint8_t *end;		/* the end of the page's data area */
+	uint8_t *end;		/* the end of the page's data area; NULL
+				 * with next: no page in hand */
 	uint64_t last_ts;	/* the timestamp of the page's last event */
-	uint64_t cc;		/* what the slot's commit_cpu holds */
-	uint64_t *ccp;		/* ... that word */
+	uint64_t *ccp;		/* the slot's commit_cpu (only we add) */
 	struct ring_buf *b;	/* NULL: not claimed */
 	uint8_t *page;
 	uint64_t q;		/* virtual page in hand */

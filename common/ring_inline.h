@@ -312,8 +312,8 @@ static inline void ring_own_commit(struct ring_own *o, uint32_t total,
 			   (uint32_t)((now - o->last_ts) << PAGE_TYPE_LEN_BITS));
 	o->next += total;
 	o->last_ts = now;
-	o->cc += total + RING_CC_EVENT;
-	ring_store_release(o->ccp, o->cc);
+	ring_store_release(o->ccp, ring_load_relaxed(o->ccp) + total +
+			   RING_CC_EVENT);
 }
 
 #endif

@@ -144,7 +144,6 @@ _Static_assert(offsetof(struct fg_thread, stack) == FG_THREAD_STACK &&
 	       offsetof(struct fg_thread, own.next) == FG_THREAD_OWN_NEXT &&
 	       offsetof(struct fg_thread, own.end) == FG_THREAD_OWN_END &&
 	       offsetof(struct fg_thread, own.last_ts) == FG_THREAD_OWN_TS &&
-	       offsetof(struct fg_thread, own.cc) == FG_THREAD_OWN_CC &&
 	       offsetof(struct fg_thread, own.ccp) == FG_THREAD_OWN_CCP &&
 	       offsetof(struct fg_thread, own.gen) == FG_THREAD_OWN_GEN &&
 	       offsetof(struct fg_thread, st.overflow) == FG_THREAD_OVERFLOW,
@@ -174,6 +173,10 @@ static volatile enum fgraph_tracer fg_tracer;
 /* Nonzero when the x86_64 hooks may push frames themselves (arch.h):
  * FG_FAST_PLAIN, or FG_FAST_FILTER with a glob filter set. */
 FG_HIDDEN uint32_t fgraph__fast;
+
+/* The return trampoline's address, for the x86_64 hooks to compare and
+ * store without a register to form it in. */
+FG_HIDDEN const uintptr_t fgraph__tramp = (uintptr_t)&fgraph_arch_return;
 
 /* How fgraph_arch_call_whole() keeps the vector registers (x86_64:
  * FG_XSAVE_*, set by fgraph_start(); arch.h). */
@@ -474,7 +477,7 @@ static bool traced(uintptr_t func)
 static void stack_free(void *p)
 {
 	own_release(&fgraph__self);
-	munmap(p, FG_STACK_MAX * sizeof(struct fg_frame));
+	munmap(p, (FG_STACK_MAX + 1) * sizeof(struct fg_frame));
 }
 
 /* At exit (the main thread's keys have no destructor run): its own
@@ -492,11 +495,14 @@ static bool stack_ready(struct fg_thread *t)
 
 	if (t->stack)
 		return true;
-	p = mmap(NULL, FG_STACK_MAX * sizeof(struct fg_frame),
+	p = mmap(NULL, (FG_STACK_MAX + 1) * sizeof(struct fg_frame),
 		 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return false;
-	t->stack = p;
+	/* stack[-1]: a sentinel whose key is above every frame's and
+	 * matches no exit, so the x86_64 hooks need no test for top 0 */
+	((struct fg_frame *)p)->key = UINTPTR_MAX;
+	t->stack = (struct fg_frame *)p + 1;
 	(void)pthread_setspecific(fg.key, p);
 	return true;
 }

@@ -131,86 +131,76 @@
 .endm
 
 /* Push the shadow entry for the parent slot SLOT (an address computed
- * from %rsp after the five pushes, or from %rbp) and return; jump to
- * \slow with every register as the hook found it otherwise. */
+ * from %rsp after the two pushes, or from %rbp) and return; jump to
+ * \slow with every register as the hook found it otherwise. Only %rax,
+ * %rdx (saved: rdtsc writes them) and %r11 (free) are used; the thread
+ * state's offset is loaded again where %r11 had to serve otherwise. */
 .macro FAST_ENTRY slow, hijacked, slot:vararg
 	cmpl	$0, fgraph__fast(%rip)
 	je	\slow
 	SAVEQ	%rax
-	SAVEQ	%rcx
 	SAVEQ	%rdx
-	SAVEQ	%rsi
-	SAVEQ	%rdi
 	cmpl	$FG_FAST_PLAIN, fgraph__fast(%rip)
 	jne	9f				/* a filter set: ask its cache */
-6:	leaq	\slot, %rsi			/* the parent slot: key, retp */
-	movq	fgraph__self@gottpoff(%rip), %r11
-	cmpl	$0, %fs:FG_THREAD_BUSY(%r11)
-	jne	8f
-	movl	%fs:FG_THREAD_TOP(%r11), %ecx
-	cmpl	$FG_STACK_MAX, %ecx
-	jae	8f
-	movq	%fs:FG_THREAD_STACK(%r11), %rdi
-	testq	%rdi, %rdi
+6:	movq	fgraph__self@gottpoff(%rip), %r11
+	movq	%fs:FG_THREAD_TOP(%r11), %rax	/* top | busy << 32 */
+	cmpq	$FG_STACK_MAX, %rax
+	jae	8f				/* full, or the guard held */
+	movq	%fs:FG_THREAD_STACK(%r11), %rdx
+	testq	%rdx, %rdx
 	jz	8f
-	leaq	(%rcx,%rcx,2), %rax
-	shlq	$4, %rax			/* top * FG_FRAME_SIZE */
-	addq	%rax, %rdi			/* &stack[top] */
-	testl	%ecx, %ecx
-	jz	1f
-	cmpq	%rsi, FG_FRAME_KEY-FG_FRAME_SIZE(%rdi)
+	imulq	$FG_FRAME_SIZE, %rax, %rax
+	addq	%rax, %rdx			/* &stack[top] */
+	leaq	\slot, %rax			/* the parent slot: key, retp */
+	cmpq	%rax, FG_FRAME_KEY-FG_FRAME_SIZE(%rdx)
 	jbe	8f				/* key below ours: C checks */
-1:	movl	$1, %fs:FG_THREAD_BUSY(%r11)
-	leaq	fgraph_arch_return(%rip), %rax
-	cmpq	%rax, (%rsi)
+	movl	$1, %fs:FG_THREAD_BUSY(%r11)
+	movq	%rax, FG_FRAME_KEY(%rdx)
+	movq	%rax, FG_FRAME_RETP(%rdx)
+	movq	(%rax), %rax			/* the parent's return address */
+	cmpq	fgraph__tramp(%rip), %rax
 	je	7f				/* tail call: C handles it */
+	movq	%rax, FG_FRAME_RET(%rdx)
+	movq	FG_FRAME_KEY(%rdx), %r11
+	movq	fgraph__tramp(%rip), %rax
+	movq	%rax, (%r11)			/* hijack the parent slot */
+	movq	16(%rsp), %rax
+	movq	%rax, FG_FRAME_FUNC(%rdx)
+	movl	$0, FG_FRAME_FLAGS(%rdx)
+	movq	%rdx, %r11			/* the entry */
 	rdtsc
 	shlq	$32, %rdx
 	orq	%rdx, %rax
-	movq	%rax, FG_FRAME_CALLTIME(%rdi)
-	movq	(%rsi), %rax
-	movq	%rax, FG_FRAME_RET(%rdi)
-	movq	40(%rsp), %rax
-	movq	%rax, FG_FRAME_FUNC(%rdi)
-	movq	%rsi, FG_FRAME_KEY(%rdi)
-	movq	%rsi, FG_FRAME_RETP(%rdi)
-	movl	$0, FG_FRAME_FLAGS(%rdi)
-	addl	$1, %ecx
-	movl	%ecx, %fs:FG_THREAD_TOP(%r11)
-	leaq	fgraph_arch_return(%rip), %rax
-	movq	%rax, (%rsi)
-	movl	$0, %fs:FG_THREAD_BUSY(%r11)
-	LOADQ	%rdi
-	LOADQ	%rsi
+	movq	%rax, FG_FRAME_CALLTIME(%r11)
+	movq	fgraph__self@gottpoff(%rip), %rdx
+	movl	%fs:FG_THREAD_TOP(%rdx), %eax
+	addq	$1, %rax
+	movq	%rax, %fs:FG_THREAD_TOP(%rdx)	/* top + 1, the guard free */
 	LOADQ	%rdx
-	LOADQ	%rcx
 	LOADQ	%rax
 	\hijacked
-	.cfi_adjust_cfa_offset 40
+	.cfi_adjust_cfa_offset 16
 7:	movl	$0, %fs:FG_THREAD_BUSY(%r11)
-8:	LOADQ	%rdi
-	LOADQ	%rsi
-	LOADQ	%rdx
-	LOADQ	%rcx
+8:	LOADQ	%rdx
 	LOADQ	%rax
 	jmp	\slow
-	.cfi_adjust_cfa_offset 40
+	.cfi_adjust_cfa_offset 16
 	/* The filters' verdict for this function, from the first slot its
 	 * hash names in the runtime's cache (fgraph.c, traced()): go on
 	 * only if that slot holds this function, marked traced; anything
 	 * else (a miss, another probe, skip, not yet known) is C's. */
-9:	movq	40(%rsp), %rax			/* func */
+9:	movq	16(%rsp), %rax			/* func */
 	movabsq	$FG_CACHE_MUL, %rdx
 	imulq	%rax, %rdx
 	shrq	$FG_CACHE_SHIFT, %rdx		/* the hash: the first slot */
-	leaq	fgraph__cache_key(%rip), %rcx
-	cmpq	%rax, (%rcx,%rdx,8)
+	leaq	fgraph__cache_key(%rip), %r11
+	cmpq	%rax, (%r11,%rdx,8)
 	jne	8b
-	leaq	fgraph__cache_val(%rip), %rcx
-	cmpb	$FG_CACHE_TRACE, (%rcx,%rdx)
+	leaq	fgraph__cache_val(%rip), %r11
+	cmpb	$FG_CACHE_TRACE, (%r11,%rdx)
 	jne	8b
 	jmp	6b
-	.cfi_adjust_cfa_offset -40
+	.cfi_adjust_cfa_offset -16
 .endm
 
 /*
@@ -234,14 +224,10 @@
 	je	9f
 	movq	fgraph__self@gottpoff(%rip), %r11
 	movl	%fs:FG_THREAD_TOP(%r11), %ecx
-	testl	%ecx, %ecx
-	jz	9f
 	cmpl	$0, %fs:FG_THREAD_BUSY(%r11)
 	jne	9f
 	movq	%fs:FG_THREAD_OWN_NEXT(%r11), %r8
-	testq	%r8, %r8
-	jz	9f
-	leaq	FG_EXIT_TOTAL(%r8), %r9
+	leaq	FG_EXIT_TOTAL(%r8), %r9		/* none: next and end 0 */
 	cmpq	%fs:FG_THREAD_OWN_END(%r11), %r9
 	ja	9f
 	movl	tc__gen(%rip), %esi
@@ -285,13 +271,11 @@
 	movq	%rax, %fs:FG_THREAD_OWN_TS(%r11)
 	movq	%r9, %fs:FG_THREAD_OWN_NEXT(%r11)
 	movabsq	$FG_EXIT_CC, %rdx
-	addq	%fs:FG_THREAD_OWN_CC(%r11), %rdx
-	movq	%rdx, %fs:FG_THREAD_OWN_CC(%r11)
 	movq	%fs:FG_THREAD_OWN_CCP(%r11), %rax
+	addq	(%rax), %rdx
 	movq	%rdx, (%rax)			/* the commit */
-	movl	%ecx, %fs:FG_THREAD_TOP(%r11)
 	movq	FG_FRAME_RET(%rdi), %rdi
-	movl	$0, %fs:FG_THREAD_BUSY(%r11)
+	movq	%rcx, %fs:FG_THREAD_TOP(%r11)	/* top - 1, the guard free */
 	movq	%r10, %rax
 	movq	%rsi, %rdx
 	jmp	*%rdi
@@ -318,7 +302,7 @@
 /* void __fentry__(void): the parent slot is 8(%rsp) at entry. */
 GLOBAL(__fentry__)
 	TRACING_OFF_RETURN
-	FAST_ENTRY 2f, FENTRY_CALL, 48(%rsp)
+	FAST_ENTRY 2f, FENTRY_CALL, 24(%rsp)
 2:	SAVE_ARGS
 	movq	8(%rbp), %rdi		/* func: return address into it */
 	leaq	16(%rbp), %rsi		/* retp: the parent slot */
