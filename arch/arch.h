@@ -50,7 +50,19 @@
  * shadow stack (struct fg_frame[FG_STACK_MAX]) at these offsets;
  * lib/fgraph.c checks them at compile time. Anything unusual (the guard
  * held, no stack yet, stack full, stale entries, a tail call) takes the
- * C path, fgraph_arch_entry().
+ * C path, fgraph_arch_entry(). The shadow stack has a sentinel entry
+ * below its first (stack[-1], key UINTPTR_MAX), so an empty stack needs
+ * no test of its own.
+ *
+ * The x86_64 trampoline likewise writes the exit record itself (no C
+ * call, no vector registers saved: at a return only %rax and %rdx hold
+ * values it would touch) when fgraph__fast is set, the guard is free,
+ * the top entry's key is the returning frame's, its flags are 0, the
+ * thread has a page of its own buffer in hand (struct ring_own, in
+ * fgraph__self at the FG_THREAD_OWN_* offsets, for the ring whose view
+ * number is tc__gen) with room for FG_EXIT_TOTAL bytes, and the time
+ * since the page's last event needs no time extend. The record is the
+ * one lib/fgraph.c's own_exit() writes, checked at compile time there.
  */
 #define FG_FAST_PLAIN		1	/* fgraph__fast: no filter */
 #define FG_FAST_FILTER		2	/* ... a glob filter: its cache */

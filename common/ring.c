@@ -87,7 +87,8 @@
  * ~0.5; against lock cmpxchg16b ~14 and lock xadd ~6 before. Packing
  * {wpos, ts delta} into 8 bytes for a plain cmpxchg would still pay a
  * locked instruction per event, and per-thread buffers are out (the
- * design is per-CPU).
+ * design is per-CPU; but see own buffers below, for the one writer
+ * whose cost had to come down further).
  *
  * Later (a 2-vCPU AMD EPYC guest, rdtsc ~10 ns, no rdtscp): on a quiet
  * machine this path costs 12.2-12.4 ns against the plain array's 10.9-11;
@@ -121,6 +122,24 @@
  * next page (a TLB miss plus a cache miss: the swaps permute the pages);
  * prefetching the next page's first line at the previous switch did not
  * measurably help here.
+ *
+ * Own buffers (ring.h): a buffer that one thread claims and alone
+ * writes, for lib/fgraph.c's exit records (one per traced call). The
+ * owner holds a whole page: at entry it moves wpos to the page's end
+ * (so nothing else reserves there, and ring_reader_flush() has nothing
+ * to end), claims the slot's tag as any writer entering a page does,
+ * and sets the page's timestamp. Each event is written at its place and
+ * published by a release store of the slot's commit_cpu with the count
+ * plus the event (a plain load and store: only the owner adds to it), so
+ * the committed bytes are always a prefix of the page; the page ends
+ * like any other (its commit word says where the data ends, the rest is
+ * counted as committed) and the reader swaps it out unchanged. What the
+ * per-CPU protocol needs and this one does not: the rseq or locked
+ * reservation, the prewritten padding (a dead owner's page is cut at
+ * its committed prefix), and the lap checks of a shared writer position.
+ * The reader cannot end a live owner's page; it copies the committed
+ * prefix out instead (ring_reader.c), as the kernel's reader does with a
+ * partly written commit page.
  */
 #include "config.h"
 

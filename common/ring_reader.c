@@ -16,6 +16,15 @@
  * (the kernel's head-page push). Writers of the page itself are done
  * (its count is complete), so the page the reader takes is stable.
  *
+ * Own buffers (ring.c) have one writer, whose committed bytes are a
+ * prefix of its page: the reader never ends such a page while the owner
+ * lives, but copies what was committed since its last copy into its own
+ * page (own_copy(); the slot's tag, read again after the copy, tells a
+ * page overwritten meanwhile), remembers how far it copied and at what
+ * time, and cuts that part off the page when it takes it whole
+ * (own_trim()). After the owner died, recovery ends the page at the
+ * committed prefix: anything after it is from an earlier lap.
+ *
  * The file is written by the traced program, which we do not trust to
  * keep it sane: geometry is checked once at open and kept locally, and
  * every physical page index read from the file is bounds-checked.
