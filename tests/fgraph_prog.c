@@ -371,6 +371,38 @@ PLAIN static int pages_main(long n)
 	return 0;
 }
 
+static volatile int hold_done;
+
+/* pages_loop, then wait for good: the worker thread of hold_main(). */
+PLAIN static void *hold_loop(void *arg)
+{
+	pages_loop(arg);
+	__atomic_store_n(&hold_done, 1, __ATOMIC_RELEASE);
+	for (;;)
+		pause();
+	return NULL;
+}
+
+/* Two threads call pg_leaf @n times each, then stay (their own buffers'
+ * pages in hand, partly filled) until killed; "held" says when. */
+PLAIN static int hold_main(long n)
+{
+	pthread_t th;
+
+	printf("sym pg_leaf %#lx\n", (unsigned long)(uintptr_t)&pg_leaf);
+	fflush(stdout);
+	if (pthread_create(&th, NULL, hold_loop, (void *)n))
+		return 1;
+	pages_loop((void *)n);
+	while (!__atomic_load_n(&hold_done, __ATOMIC_ACQUIRE))
+		usleep(1000);
+	printf("held\n");
+	fflush(stdout);
+	for (;;)
+		pause();
+	return 0;
+}
+
 #define SYM(f) printf("sym %s %#lx\n", #f, (unsigned long)(uintptr_t)&f)
 
 PLAIN static void print_syms(void)
@@ -396,6 +428,8 @@ PLAIN int main(int argc, char **argv)
 		return vec_main();
 	if (argc > 2 && !strcmp(argv[1], "pages"))
 		return pages_main(atol(argv[2]));
+	if (argc > 2 && !strcmp(argv[1], "hold"))
+		return hold_main(atol(argv[2]));
 	print_syms();
 	handle(SIGUSR1, on_sig, 0);
 	handle(SIGUSR2, on_sig2, 0);

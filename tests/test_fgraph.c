@@ -458,14 +458,17 @@ static char *expected(bool sibling, bool rebuilt)
 	return all;
 }
 
-/* Run @argv (exits only, or entries too) and compare its graphs. */
-static void check_graphs(char *const argv[], bool sibling, bool entries)
+/* Run @argv (exits only, or entries too; with @more, a "NAME=VALUE" or
+ * NULL, in its environment) and compare its graphs. */
+static void check_graphs_env(char *const argv[], bool sibling, bool entries,
+			     char *more)
 {
-	char *env[] = { "TC_FTRACE_ENTRIES=1", NULL };
+	char *env[] = { more, NULL, NULL };
 	char *got, *want;
 	struct run r;
 
-	run_prog(argv, entries ? env : NULL, &r);
+	env[more ? 1 : 0] = entries ? "TC_FTRACE_ENTRIES=1" : NULL;
+	run_prog(argv, env, &r);
 	if (entries)
 		ck_assert_uint_gt(r.nentries, 0);
 	else
@@ -476,6 +479,11 @@ static void check_graphs(char *const argv[], bool sibling, bool entries)
 	free(got);
 	free(want);
 	run_free(&r);
+}
+
+static void check_graphs(char *const argv[], bool sibling, bool entries)
+{
+	check_graphs_env(argv, sibling, entries, NULL);
 }
 
 static void check_prog(const char *name, bool sibling)
@@ -615,6 +623,114 @@ START_TEST(many_pages)
 						  r.ev[i - 1].rettime);
 		}
 		ck_assert_uint_eq(i - first, PAGES_CALLS);
+		threads++;
+	}
+	ck_assert_uint_eq(threads, 2);
+	run_free(&r);
+}
+END_TEST
+
+/* The same graphs whoever writes the exits: no thread with a buffer of
+ * its own (all through the per-CPU buffers), one (the others share the
+ * per-CPU buffers), and every thread, the forked child included. */
+START_TEST(graph_thread_bufs)
+{
+	static char *const bufs[] = { "TC_FTRACE_THREAD_BUFS=0",
+				      "TC_FTRACE_THREAD_BUFS=1",
+				      "TC_FTRACE_THREAD_BUFS=8" };
+	char prog[512];
+	char *argv[] = { prog, NULL };
+
+	snprintf(prog, sizeof(prog), "%s/tests/fgraph_prog_fentry",
+		 builddir());
+	check_graphs_env(argv, true, false, bufs[_i]);
+	check_graphs_env(argv, true, true, bufs[_i]);
+}
+END_TEST
+
+/*
+ * Calls completed before a kill -9 stay recoverable: two threads (each
+ * with a buffer of its own, or none: @_i) call pg_leaf HOLD_CALLS times
+ * and stay; the test reads once while they live (own buffers: copies of
+ * the pages in hand), kills the program, recovers every buffer and
+ * reads the rest. Every call is there once, in order, with its times.
+ */
+#define HOLD_CALLS 5000
+
+START_TEST(killed_program)
+{
+	static char *const bufs[] = { "TC_FTRACE_THREAD_BUFS=2",
+				      "TC_FTRACE_THREAD_BUFS=0" };
+	char prog[512], n[16], path[64], line[256];
+	char *argv[] = { prog, "hold", n, NULL };
+	struct run r;
+	struct ring *ring;
+	int pfd[2], st;
+	size_t i = 0;
+	unsigned threads = 0;
+	bool held = false;
+	pid_t pid;
+	FILE *out;
+
+	snprintf(prog, sizeof(prog), "%s/tests/fgraph_prog_fentry",
+		 builddir());
+	snprintf(n, sizeof(n), "%d", HOLD_CALLS);
+	snprintf(path, sizeof(path), "/dev/shm/tc-fgkill.%d", (int)getpid());
+	unlink(path);
+	memset(&r, 0, sizeof(r));
+	ck_assert_int_eq(pipe(pfd), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(pfd[1], 1);
+		close(pfd[0]);
+		setenv("TC_FTRACE", "function_graph", 1);
+		setenv("TC_FTRACE_RING", path, 1);
+		setenv("TC_FTRACE_WAIT_MS", "60000", 1);
+		setenv("TC_FTRACE_BUFFER_KB", "4096", 1);
+		putenv(bufs[_i]);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	ring = attach(path, pid);
+	out = fdopen(pfd[0], "r");
+	while (!held && fgets(line, sizeof(line), out)) {
+		unsigned long a;
+		char name[128];
+
+		if (sscanf(line, "sym %127s %lx", name, &a) == 2 &&
+		    r.nsyms < MAX_SYMS) {
+			r.names[r.nsyms] = strdup(name);
+			r.addrs[r.nsyms++] = a;
+		}
+		held = !strcmp(line, "held\n");
+	}
+	ck_assert_msg(held, "the program did not get to hold");
+	load_formats(&r, ring);
+	drain(&r, ring);	/* own buffers: copies of the pages in hand */
+	if (_i == 0)
+		ck_assert_uint_gt(r.nev, 0);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	fclose(out);
+	for (unsigned b = 0; b < ring_nr_bufs(ring); b++)
+		ck_assert_int_ge(ring_reader_recover(ring, b), 0);
+	drain(&r, ring);
+	ring_close(ring);
+	unlink(path);
+	ck_assert_uint_eq(r.nev, 2 * HOLD_CALLS);
+	qsort(r.ev, r.nev, sizeof(*r.ev), by_pid_time);
+	while (i < r.nev) {
+		size_t first = i;
+
+		for (; i < r.nev && r.ev[i].pid == r.ev[first].pid; i++) {
+			ck_assert_str_eq(sym(&r, r.ev[i].func), "pg_leaf");
+			if (i > first)
+				ck_assert_uint_ge(r.ev[i].calltime,
+						  r.ev[i - 1].rettime);
+		}
+		ck_assert_uint_eq(i - first, HOLD_CALLS);
 		threads++;
 	}
 	ck_assert_uint_eq(threads, 2);
@@ -837,6 +953,8 @@ static Suite *fgraph_suite(void)
 	tu_add_tests(tc, TU_TESTS(graph_fentry, graph_mcount, graph_cyg, filter_include,
 					filter_exclude_depth, filter_thresh, function_tracer,
 					vec_fentry, vec_mcount, vec_cyg, many_pages));
+	tcase_add_loop_test(tc, graph_thread_bufs, 0, 3);
+	tcase_add_loop_test(tc, killed_program, 0, 2);
 #endif
 	suite_add_tcase(s, tc);
 	tc = tcase_create("aarch64");
