@@ -259,37 +259,45 @@ static __attribute__((noinline)) bool own_exit_slow(struct fg_thread *t,
 						     const struct fg_frame *f,
 						     uint32_t depth);
 
+/* The exit record at @e in the own buffer, and its commit; the x86_64
+ * exit hook writes the same (arch/arch.h). */
+static inline __attribute__((always_inline))
+void own_record(struct fg_thread *t, uint8_t *e, const struct fg_frame *f,
+		uint32_t depth, uint64_t now)
+{
+	uint64_t mid = depth | (uint64_t)(uint32_t)t->st.overflow << 32;
+
+	memcpy(e + 4 + offsetof(struct fg_rec_exit, type), &t->head, 8);
+	memcpy(e + 4 + offsetof(struct fg_rec_exit, func), &f->func, 8);
+	memcpy(e + 4 + offsetof(struct fg_rec_exit, depth), &mid, 8);
+	memcpy(e + 4 + offsetof(struct fg_rec_exit, calltime), &f->calltime, 8);
+	memcpy(e + 4 + offsetof(struct fg_rec_exit, rettime), &now, 8);
+	ring_own_commit(&t->own, FG_EXIT_TOTAL, FG_EXIT_TYPE, now);
+}
+
 static inline __attribute__((always_inline))
 bool own_exit(struct fg_thread *t, struct ring *r, const struct fg_frame *f,
 	      uint32_t depth)
 {
-	uint64_t now, mid;
+	uint64_t now;
 	uint8_t *e;
 
 	if (__builtin_expect(t->own_state != FG_OWN_HAVE ||
 			     t->own.gen != r->gen, 0))
 		return own_exit_slow(t, r, f, depth);
 	now = ring_clock_read(fg.clock);
-	e = ring_own_fast(&t->own, sizeof(struct fg_rec_exit) + 4, now);
+	e = ring_own_fast(&t->own, FG_EXIT_TOTAL, now);
 	if (__builtin_expect(!e, 0))
 		return own_exit_slow(t, r, f, depth);
-	mid = depth | (uint64_t)(uint32_t)t->st.overflow << 32;
-	memcpy(e + 4 + offsetof(struct fg_rec_exit, type), &t->head, 8);
-	memcpy(e + 4 + offsetof(struct fg_rec_exit, func), &f->func, 8);
-	memcpy(e + 4 + offsetof(struct fg_rec_exit, depth), &mid, 8);
-	memcpy(e + 4 + offsetof(struct fg_rec_exit, calltime), &f->calltime, 8);
-	memcpy(e + 4 + offsetof(struct fg_rec_exit, rettime), &now, 8);
-	ring_own_commit(&t->own, sizeof(struct fg_rec_exit) + 4,
-			sizeof(struct fg_rec_exit) / 4, now);
+	own_record(t, e, f, depth, now);
 	return true;
 }
 
 static bool own_exit_slow(struct fg_thread *t, struct ring *r,
 			  const struct fg_frame *f, uint32_t depth)
 {
-	const uint32_t total = sizeof(struct fg_rec_exit) + 4;
-	uint64_t now, mid;
-	uint8_t *e;
+	const uint32_t total = FG_EXIT_TOTAL;
+	uint64_t now;
 	int ret;
 
 	if (t->own_state == FG_OWN_HAVE && t->own.gen != r->gen) {
@@ -308,14 +316,7 @@ static bool own_exit_slow(struct fg_thread *t, struct ring *r,
 		if (ret)	/* dropped and counted (full), or broken */
 			return ret == -ENOBUFS;
 	}
-	e = t->own.next;
-	mid = depth | (uint64_t)(uint32_t)t->st.overflow << 32;
-	memcpy(e + 4 + offsetof(struct fg_rec_exit, type), &t->head, 8);
-	memcpy(e + 4 + offsetof(struct fg_rec_exit, func), &f->func, 8);
-	memcpy(e + 4 + offsetof(struct fg_rec_exit, depth), &mid, 8);
-	memcpy(e + 4 + offsetof(struct fg_rec_exit, calltime), &f->calltime, 8);
-	memcpy(e + 4 + offsetof(struct fg_rec_exit, rettime), &now, 8);
-	ring_own_commit(&t->own, total, sizeof(struct fg_rec_exit) / 4, now);
+	own_record(t, t->own.next, f, depth, now);
 	return true;
 }
 

@@ -243,7 +243,7 @@
 	cmpl	$0, FG_FRAME_FLAGS(%rdi)
 	jne	9f
 	movl	$1, %fs:FG_THREAD_BUSY(%r11)
-	prefetchw	512(%r8)
+	prefetchw	1024(%r8)
 	movq	%rax, %r10			/* the return value */
 	movq	%rdx, %rsi
 	rdtsc
