@@ -223,36 +223,38 @@
 	cmpl	$0, fgraph__fast(%rip)
 	je	9f
 	movq	fgraph__self@gottpoff(%rip), %r11
-	movl	%fs:FG_THREAD_TOP(%r11), %ecx
 	cmpl	$0, %fs:FG_THREAD_BUSY(%r11)
 	jne	9f
-	movq	%fs:FG_THREAD_OWN_NEXT(%r11), %r8
-	leaq	FG_EXIT_TOTAL(%r8), %r9		/* none: next and end 0 */
-	cmpq	%fs:FG_THREAD_OWN_END(%r11), %r9
-	ja	9f
-	movl	tc__gen(%rip), %esi
-	cmpl	%esi, %fs:FG_THREAD_OWN_GEN(%r11)
-	jne	9f
-	movq	%fs:FG_THREAD_STACK(%r11), %rdi
-	leaq	(%rcx,%rcx,2), %rsi
-	shlq	$4, %rsi			/* top * FG_FRAME_SIZE */
-	leaq	-FG_FRAME_SIZE(%rdi,%rsi), %rdi	/* &stack[top - 1] */
-	leaq	-8(%rsp), %rsi			/* key: the slot `ret` popped */
-	cmpq	%rsi, FG_FRAME_KEY(%rdi)
-	jne	9f
-	cmpl	$0, FG_FRAME_FLAGS(%rdi)
-	jne	9f
+	/* the guard first: a handler that ran before it has put everything
+	 * back; none runs after it, until the state is read and written */
 	movl	$1, %fs:FG_THREAD_BUSY(%r11)
-	prefetchw	1024(%r8)
 	movq	%rax, %r10			/* the return value */
 	movq	%rdx, %rsi
 	rdtsc
 	shlq	$32, %rdx
 	orq	%rdx, %rax			/* now */
+	movl	%fs:FG_THREAD_TOP(%r11), %ecx
+	movq	%fs:FG_THREAD_OWN_NEXT(%r11), %r8
+	leaq	FG_EXIT_TOTAL(%r8), %r9		/* none: next and end 0 */
+	cmpq	%fs:FG_THREAD_OWN_END(%r11), %r9
+	ja	8f
+	movl	tc__gen(%rip), %edx
+	cmpl	%edx, %fs:FG_THREAD_OWN_GEN(%r11)
+	jne	8f
+	movq	%fs:FG_THREAD_STACK(%r11), %rdi
+	leaq	(%rcx,%rcx,2), %rdx
+	shlq	$4, %rdx			/* top * FG_FRAME_SIZE */
+	leaq	-FG_FRAME_SIZE(%rdi,%rdx), %rdi	/* &stack[top - 1] */
+	leaq	-8(%rsp), %rdx			/* key: the slot `ret` popped */
+	cmpq	%rdx, FG_FRAME_KEY(%rdi)
+	jne	8f
+	cmpl	$0, FG_FRAME_FLAGS(%rdi)
+	jne	8f
 	movq	%rax, %rdx
 	subq	%fs:FG_THREAD_OWN_TS(%r11), %rdx
 	cmpq	$FG_EXIT_DELTA_MAX, %rdx
 	jae	8f				/* a time extend: C's */
+	prefetchw	1024(%r8)
 	shlq	$5, %rdx			/* PAGE_TYPE_LEN_BITS */
 	orl	$FG_EXIT_TYPE, %edx
 	movl	%edx, (%r8)
