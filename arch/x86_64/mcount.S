@@ -223,6 +223,8 @@
 	cmpl	$0, fgraph__fast(%rip)
 	je	9f
 	movq	fgraph__self@gottpoff(%rip), %r11
+	cmpq	$0, %fs:FG_THREAD_OWN_END(%r11)
+	je	9f				/* no own buffer page: C's */
 	cmpl	$0, %fs:FG_THREAD_BUSY(%r11)
 	jne	9f
 	/* the guard first: a handler that ran before it has put everything
@@ -230,14 +232,14 @@
 	movl	$1, %fs:FG_THREAD_BUSY(%r11)
 	movq	%rax, %r10			/* the return value */
 	movq	%rdx, %rsi
+	movq	%fs:FG_THREAD_OWN_NEXT(%r11), %r8
+	leaq	FG_EXIT_TOTAL(%r8), %r9		/* none: next and end 0 */
+	cmpq	%fs:FG_THREAD_OWN_END(%r11), %r9
+	ja	8f				/* no room (or no buffer): C's */
 	rdtsc
 	shlq	$32, %rdx
 	orq	%rdx, %rax			/* now */
 	movl	%fs:FG_THREAD_TOP(%r11), %ecx
-	movq	%fs:FG_THREAD_OWN_NEXT(%r11), %r8
-	leaq	FG_EXIT_TOTAL(%r8), %r9		/* none: next and end 0 */
-	cmpq	%fs:FG_THREAD_OWN_END(%r11), %r9
-	ja	8f
 	movl	tc__gen(%rip), %edx
 	cmpl	%edx, %fs:FG_THREAD_OWN_GEN(%r11)
 	jne	8f
