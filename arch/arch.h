@@ -56,12 +56,15 @@
  *
  * The x86_64 trampoline likewise writes the exit record itself (no C
  * call, no vector registers saved: at a return only %rax and %rdx hold
- * values it would touch) when fgraph__fast is set, the guard is free,
+ * values it would touch) when the guard is free,
  * the top entry's key is the returning frame's, its flags are 0, the
  * thread has a page of its own buffer in hand (struct ring_own, in
  * fgraph__self at the FG_THREAD_OWN_* offsets, for the ring whose view
  * number is tc__gen) with room for FG_EXIT_TOTAL bytes, and the time
- * since the page's last event needs no time extend. The record is the
+ * since the page's last event needs no time extend. A thread gets an own
+ * buffer only where the hook may write every such record: on the TSC
+ * clock, with no threshold (a silent frame, beyond TC_FTRACE_DEPTH, has
+ * flags set). The record is the
  * one lib/fgraph.c's own_exit() writes, checked at compile time there.
  */
 #define FG_FAST_PLAIN		1	/* fgraph__fast: no filter */

@@ -136,11 +136,12 @@
  * %rdx (saved: rdtsc writes them) and %r11 (free) are used; the thread
  * state's offset is loaded again where %r11 had to serve otherwise. */
 .macro FAST_ENTRY slow, hijacked, slot:vararg
-	cmpl	$0, fgraph__fast(%rip)
+	movl	fgraph__fast(%rip), %r11d
+	testl	%r11d, %r11d
 	je	\slow
 	SAVEQ	%rax
 	SAVEQ	%rdx
-	cmpl	$FG_FAST_PLAIN, fgraph__fast(%rip)
+	cmpl	$FG_FAST_PLAIN, %r11d
 	jne	9f				/* a filter set: ask its cache */
 6:	movq	fgraph__self@gottpoff(%rip), %r11
 	movq	%fs:FG_THREAD_TOP(%r11), %rax	/* top | busy << 32 */
@@ -204,9 +205,10 @@
 .endm
 
 /*
- * Fast exit (FAST_EXIT, when fgraph__fast is set): the top shadow entry
- * returns, the guard is free, the entry records its exit (flags 0), and
- * the thread's own buffer (common/ring.h) has room in its page for the
+ * Fast exit (FAST_EXIT): the top shadow entry returns, the guard is
+ * free, the entry records its exit (flags 0), and the thread's own buffer
+ * (common/ring.h; only where the hook may write, arch/arch.h) has room
+ * in its page for the
  * 44-byte funcgraph_exit with no time extend: the hook writes the record
  * and its commit there itself, pops the entry and jumps to the original
  * return address, calling nothing. At a return only %rax and %rdx (and
@@ -220,8 +222,6 @@
  * ordered: a release), then the entry popped.
  */
 .macro FAST_EXIT
-	cmpl	$0, fgraph__fast(%rip)
-	je	9f
 	movq	fgraph__self@gottpoff(%rip), %r11
 	cmpq	$0, %fs:FG_THREAD_OWN_END(%r11)
 	je	9f				/* no own buffer page: C's */
