@@ -123,16 +123,24 @@
 #define FG_TLS		__attribute__((tls_model("initial-exec")))
 #define FG_CACHE_SIZE	(1u << (64 - FG_CACHE_SHIFT))	/* verdicts */
 
-enum { FG_SILENT = 1, FG_CYG = 2 };
+/* A frame's flags, in the low bits of its key (keys are stack addresses,
+ * 8-byte aligned or more; arch/arch.h): so the x86_64 exit hook's match
+ * of the key also finds the frame unflagged. */
+enum { FG_SILENT = 1, FG_CYG = 2, FG_KEY_FLAGS = 7 };
 
 struct fg_frame {
 	uintptr_t ret;		/* original return address */
 	uintptr_t func;
-	uintptr_t key;		/* frame key, arch/arch.h */
+	uintptr_t key;		/* frame key, arch/arch.h, | FG_SILENT.. */
 	uintptr_t *retp;	/* the return slot we overwrote */
 	uint64_t calltime;
-	uint32_t flags;
 };
+
+/* The frame key of @f, without its flags. */
+static inline uintptr_t fkey(const struct fg_frame *f)
+{
+	return f->key & ~(uintptr_t)FG_KEY_FLAGS;
+}
 
 enum { FG_OWN_ASK = 0, FG_OWN_HAVE, FG_OWN_NONE };
 
@@ -171,8 +179,7 @@ _Static_assert(sizeof(struct fg_frame) == FG_FRAME_SIZE &&
 	       offsetof(struct fg_frame, func) == FG_FRAME_FUNC &&
 	       offsetof(struct fg_frame, key) == FG_FRAME_KEY &&
 	       offsetof(struct fg_frame, retp) == FG_FRAME_RETP &&
-	       offsetof(struct fg_frame, calltime) == FG_FRAME_CALLTIME &&
-	       offsetof(struct fg_frame, flags) == FG_FRAME_FLAGS,
+	       offsetof(struct fg_frame, calltime) == FG_FRAME_CALLTIME,
 	       "arch/arch.h frame layout");
 
 static struct {
@@ -339,7 +346,7 @@ static void own_release(struct fg_thread *t)
 static inline __attribute__((always_inline))
 bool exit_due(const struct fg_frame *f)
 {
-	if (f->flags & FG_SILENT || !*tc__on)
+	if (f->key & FG_SILENT || !*tc__on)
 		return false;
 	return !fg.thresh_ticks ||
 	       ring_clock_now(fg.clock) - f->calltime >= fg.thresh_ticks;
@@ -553,7 +560,7 @@ static uint32_t find_key(const struct fg_thread *t, uintptr_t key)
 {
 	uint32_t i = t->top;
 
-	while (i > 0 && t->stack[i - 1].key != key)
+	while (i > 0 && fkey(&t->stack[i - 1]) != key)
 		i--;
 	return i;
 }
@@ -585,15 +592,15 @@ static void drop_stale(struct fg_thread *t, uintptr_t key, uintptr_t ret)
 {
 	uint32_t i = t->top, dead = t->top;
 
-	while (i > 0 && t->stack[i - 1].key <= key) {
+	while (i > 0 && fkey(&t->stack[i - 1]) <= key) {
 		const struct fg_frame *f = &t->stack[--i];
 
-		if (f->key == key && ret == TRAMP)
+		if (fkey(f) == key && ret == TRAMP)
 			break;
-		if (f->key == key || (f->retp && *f->retp != TRAMP))
+		if (fkey(f) == key || (f->retp && *f->retp != TRAMP))
 			dead = i;
 		else if (other_stack(f->retp ? (const void *)f->retp :
-					       (const void *)f->key))
+					       (const void *)fkey(f)))
 			break;
 		else
 			dead = i;
@@ -620,11 +627,10 @@ static bool push(struct fg_thread *t, uintptr_t func, uintptr_t ret,
 	f = &t->stack[depth];
 	f->ret = ret;
 	f->func = func;
-	f->key = key;
 	f->retp = retp;
 	if (fg.cfg.max_depth && depth >= fg.cfg.max_depth)
 		flags |= FG_SILENT;
-	f->flags = flags;
+	f->key = key | flags;
 	if (flags & FG_SILENT)
 		f->calltime = 0;
 	else if (fg.cfg.entries && !fg.thresh_ticks)
@@ -722,7 +728,7 @@ FG_HIDDEN uintptr_t fgraph_arch_exit(uintptr_t key)
 
 	/* the common case: the top entry returns, nothing interrupted */
 	if (__builtin_expect(!top || t->busy ||
-			     t->stack[top - 1].key != key, 0))
+			     fkey(&t->stack[top - 1]) != key, 0))
 		return exit_slow(t, key);
 	f = &t->stack[top - 1];
 	ret = f->ret;
@@ -776,7 +782,7 @@ void __cyg_profile_func_exit(void *fn, void *site)
 		return;
 	t->busy = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	while (t->top && t->stack[t->top - 1].key < key &&
+	while (t->top && fkey(&t->stack[t->top - 1]) < key &&
 	       t->stack[t->top - 1].func != (uintptr_t)fn) {
 		pop(t);
 		t->st.unwound++;

@@ -167,7 +167,6 @@
 	movq	%rax, (%r11)			/* hijack the parent slot */
 	movq	16(%rsp), %rax
 	movq	%rax, FG_FRAME_FUNC(%rdx)
-	movl	$0, FG_FRAME_FLAGS(%rdx)
 	movq	%rdx, %r11			/* the entry */
 	rdtsc
 	shlq	$32, %rdx
@@ -244,14 +243,12 @@
 	cmpl	%edx, %fs:FG_THREAD_OWN_GEN(%r11)
 	jne	8f
 	movq	%fs:FG_THREAD_STACK(%r11), %rdi
-	leaq	(%rcx,%rcx,2), %rdx
-	shlq	$4, %rdx			/* top * FG_FRAME_SIZE */
+	leaq	(%rcx,%rcx,4), %rdx
+	shlq	$3, %rdx			/* top * FG_FRAME_SIZE */
 	leaq	-FG_FRAME_SIZE(%rdi,%rdx), %rdi	/* &stack[top - 1] */
 	leaq	-8(%rsp), %rdx			/* key: the slot `ret` popped */
 	cmpq	%rdx, FG_FRAME_KEY(%rdi)
-	jne	8f
-	cmpl	$0, FG_FRAME_FLAGS(%rdi)
-	jne	8f
+	jne	8f				/* or flags set: C's */
 	movq	%rax, %rdx
 	subq	%fs:FG_THREAD_OWN_TS(%r11), %rdx
 	cmpq	$FG_EXIT_DELTA_MAX, %rdx
