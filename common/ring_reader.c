@@ -228,6 +228,12 @@ static int own_copy(struct ring *r, unsigned buf, uint8_t **out, uint64_t *seq)
 		*pt = (struct ring_part){ .q = q,
 			.ts = ring_load_relaxed((uint64_t *)src) };
 	c = own_committed(r, s, q);
+	if (c == r->data_size) {	/* ended meanwhile: the rest is padding */
+		uint64_t end = ring_load_relaxed((uint64_t *)(src + 8)) &
+			       PAGE_COMMIT_LEN_MASK;
+
+		c = end < (uint64_t)c ? (int64_t)end : c;
+	}
 	if (c <= (int64_t)pt->off)
 		return -EAGAIN;
 	len = (uint32_t)c - pt->off;
