@@ -33,6 +33,7 @@
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -358,22 +359,9 @@ PLAIN static void *pages_loop(void *arg)
 	return NULL;
 }
 
-PLAIN static int pages_main(long n)
-{
-	pthread_t th;
-
-	printf("sym pg_leaf %#lx\n", (unsigned long)(uintptr_t)&pg_leaf);
-	fflush(stdout);
-	if (pthread_create(&th, NULL, pages_loop, (void *)n))
-		return 1;
-	pages_loop((void *)n);
-	pthread_join(th, NULL);
-	return 0;
-}
-
 static volatile int hold_done;
 
-/* pages_loop, then wait for good: the worker thread of hold_main(). */
+/* pages_loop, then stay: the worker thread of "hold". */
 PLAIN static void *hold_loop(void *arg)
 {
 	pages_loop(arg);
@@ -383,24 +371,28 @@ PLAIN static void *hold_loop(void *arg)
 	return NULL;
 }
 
-/* Two threads call pg_leaf @n times each, then stay (their own buffers'
- * pages in hand, partly filled) until killed; "held" says when. */
-PLAIN static int hold_main(long n)
+/* Two threads call pg_leaf @n times each; with @hold they then stay
+ * (their own buffers' pages in hand, partly filled) until killed, and
+ * "held" says when. */
+PLAIN static int pages_main(long n, bool hold)
 {
 	pthread_t th;
 
 	printf("sym pg_leaf %#lx\n", (unsigned long)(uintptr_t)&pg_leaf);
 	fflush(stdout);
-	if (pthread_create(&th, NULL, hold_loop, (void *)n))
+	if (pthread_create(&th, NULL, hold ? hold_loop : pages_loop, (void *)n))
 		return 1;
 	pages_loop((void *)n);
+	if (!hold) {
+		pthread_join(th, NULL);
+		return 0;
+	}
 	while (!__atomic_load_n(&hold_done, __ATOMIC_ACQUIRE))
 		usleep(1000);
 	printf("held\n");
 	fflush(stdout);
 	for (;;)
 		pause();
-	return 0;
 }
 
 #define SYM(f) printf("sym %s %#lx\n", #f, (unsigned long)(uintptr_t)&f)
@@ -427,9 +419,9 @@ PLAIN int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "vec"))
 		return vec_main();
 	if (argc > 2 && !strcmp(argv[1], "pages"))
-		return pages_main(atol(argv[2]));
+		return pages_main(atol(argv[2]), false);
 	if (argc > 2 && !strcmp(argv[1], "hold"))
-		return hold_main(atol(argv[2]));
+		return pages_main(atol(argv[2]), true);
 	print_syms();
 	handle(SIGUSR1, on_sig, 0);
 	handle(SIGUSR2, on_sig2, 0);

@@ -594,6 +594,33 @@ static int by_pid_time(const void *a, const void *b)
  */
 #define PAGES_CALLS 20000
 
+/* Two threads' pg_leaf loops of @calls calls each: every exit there
+ * once, one thread's after the other's in time; frees @r. */
+static void check_two_loops(struct run *r, size_t calls)
+{
+	unsigned threads = 0;
+	size_t i = 0;
+
+	ck_assert_uint_eq(r->nev, 2 * calls);
+	qsort(r->ev, r->nev, sizeof(*r->ev), by_pid_time);
+	while (i < r->nev) {
+		size_t first = i;
+
+		for (; i < r->nev && r->ev[i].pid == r->ev[first].pid; i++) {
+			ck_assert_int_eq(r->ev[i].kind, 1);
+			ck_assert_str_eq(sym(r, r->ev[i].func), "pg_leaf");
+			ck_assert_uint_eq(r->ev[i].depth, 0);
+			if (i > first)
+				ck_assert_uint_ge(r->ev[i].calltime,
+						  r->ev[i - 1].rettime);
+		}
+		ck_assert_uint_eq(i - first, calls);
+		threads++;
+	}
+	ck_assert_uint_eq(threads, 2);
+	run_free(r);
+}
+
 START_TEST(many_pages)
 {
 	char prog[512], n[16];
@@ -602,31 +629,12 @@ START_TEST(many_pages)
 	 * while the test reads only after the program exits */
 	char *env[] = { "TC_FTRACE_BUFFER_KB=4096", NULL };
 	struct run r;
-	size_t i = 0;
-	unsigned threads = 0;
 
 	snprintf(prog, sizeof(prog), "%s/tests/fgraph_prog_fentry",
 		 builddir());
 	snprintf(n, sizeof(n), "%d", PAGES_CALLS);
 	run_prog(argv, env, &r);
-	ck_assert_uint_eq(r.nev, 2 * PAGES_CALLS);
-	qsort(r.ev, r.nev, sizeof(*r.ev), by_pid_time);
-	while (i < r.nev) {
-		size_t first = i;
-
-		for (; i < r.nev && r.ev[i].pid == r.ev[first].pid; i++) {
-			ck_assert_int_eq(r.ev[i].kind, 1);
-			ck_assert_str_eq(sym(&r, r.ev[i].func), "pg_leaf");
-			ck_assert_uint_eq(r.ev[i].depth, 0);
-			if (i > first)
-				ck_assert_uint_ge(r.ev[i].calltime,
-						  r.ev[i - 1].rettime);
-		}
-		ck_assert_uint_eq(i - first, PAGES_CALLS);
-		threads++;
-	}
-	ck_assert_uint_eq(threads, 2);
-	run_free(&r);
+	check_two_loops(&r, PAGES_CALLS);
 }
 END_TEST
 
@@ -666,8 +674,6 @@ START_TEST(killed_program)
 	struct run r;
 	struct ring *ring;
 	int pfd[2], st;
-	size_t i = 0;
-	unsigned threads = 0;
 	bool held = false;
 	pid_t pid;
 	FILE *out;
@@ -719,22 +725,7 @@ START_TEST(killed_program)
 	drain(&r, ring);
 	ring_close(ring);
 	unlink(path);
-	ck_assert_uint_eq(r.nev, 2 * HOLD_CALLS);
-	qsort(r.ev, r.nev, sizeof(*r.ev), by_pid_time);
-	while (i < r.nev) {
-		size_t first = i;
-
-		for (; i < r.nev && r.ev[i].pid == r.ev[first].pid; i++) {
-			ck_assert_str_eq(sym(&r, r.ev[i].func), "pg_leaf");
-			if (i > first)
-				ck_assert_uint_ge(r.ev[i].calltime,
-						  r.ev[i - 1].rettime);
-		}
-		ck_assert_uint_eq(i - first, HOLD_CALLS);
-		threads++;
-	}
-	ck_assert_uint_eq(threads, 2);
-	run_free(&r);
+	check_two_loops(&r, HOLD_CALLS);
 }
 END_TEST
 
