@@ -212,19 +212,16 @@ static struct ring *attach(const char *path, pid_t pid)
 }
 
 /*
- * Run @argv with TC_FTRACE* from @env ("NAME=VALUE" strings, NULL-
- * terminated) and collect its symbols and events into *@r.
+ * Start @argv with TC_FTRACE* from @env ("NAME=VALUE" strings, NULL-
+ * terminated), its ring file at @path, and attach to the ring: *@ring,
+ * and in *@out the program's stdout. Return: its pid.
  */
-static void run_prog(char *const argv[], char *const env[], struct run *r)
+static pid_t start_prog(char *const argv[], char *const env[],
+			const char *path, struct ring **ring, FILE **out)
 {
-	char path[64];
-	int pfd[2], st;
+	int pfd[2];
 	pid_t pid;
-	struct ring *ring;
-	FILE *out;
 
-	memset(r, 0, sizeof(*r));
-	snprintf(path, sizeof(path), "/dev/shm/tc-fgtest.%d", (int)getpid());
 	unlink(path);
 	ck_assert_int_eq(pipe(pfd), 0);
 	pid = fork();
@@ -241,8 +238,26 @@ static void run_prog(char *const argv[], char *const env[], struct run *r)
 		_exit(127);
 	}
 	close(pfd[1]);
-	ring = attach(path, pid);
-	out = fdopen(pfd[0], "r");
+	*ring = attach(path, pid);
+	*out = fdopen(pfd[0], "r");
+	return pid;
+}
+
+/*
+ * Run @argv with TC_FTRACE* from @env ("NAME=VALUE" strings, NULL-
+ * terminated) and collect its symbols and events into *@r.
+ */
+static void run_prog(char *const argv[], char *const env[], struct run *r)
+{
+	char path[64];
+	int st;
+	pid_t pid;
+	struct ring *ring;
+	FILE *out;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(path, sizeof(path), "/dev/shm/tc-fgtest.%d", (int)getpid());
+	pid = start_prog(argv, env, path, &ring, &out);
 	parse_syms(r, out);
 	fclose(out);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
@@ -671,36 +686,20 @@ START_TEST(killed_program)
 				      "TC_FTRACE_THREAD_BUFS=0" };
 	char prog[512], n[16], path[64], line[256];
 	char *argv[] = { prog, "hold", n, NULL };
+	char *env[] = { "TC_FTRACE_BUFFER_KB=4096", bufs[_i], NULL };
 	struct run r;
 	struct ring *ring;
-	int pfd[2], st;
 	bool held = false;
 	pid_t pid;
 	FILE *out;
+	int st;
 
 	snprintf(prog, sizeof(prog), "%s/tests/fgraph_prog_fentry",
 		 builddir());
 	snprintf(n, sizeof(n), "%d", HOLD_CALLS);
 	snprintf(path, sizeof(path), "/dev/shm/tc-fgkill.%d", (int)getpid());
-	unlink(path);
 	memset(&r, 0, sizeof(r));
-	ck_assert_int_eq(pipe(pfd), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		dup2(pfd[1], 1);
-		close(pfd[0]);
-		setenv("TC_FTRACE", "function_graph", 1);
-		setenv("TC_FTRACE_RING", path, 1);
-		setenv("TC_FTRACE_WAIT_MS", "60000", 1);
-		setenv("TC_FTRACE_BUFFER_KB", "4096", 1);
-		putenv(bufs[_i]);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(pfd[1]);
-	ring = attach(path, pid);
-	out = fdopen(pfd[0], "r");
+	pid = start_prog(argv, env, path, &ring, &out);
 	while (!held && fgets(line, sizeof(line), out)) {
 		unsigned long a;
 		char name[128];
