@@ -91,12 +91,17 @@
 #define FG_EXIT_TYPE		10	/* its header's type_len */
 #define FG_EXIT_DELTA_MAX	0x8000000	/* 1 << PAGE_DELTA_BITS */
 #define FG_EXIT_CC		0x1000000002c	/* RING_CC_EVENT + 44 */
-#define FG_FRAME_SIZE		40
 #define FG_FRAME_RET		0	/* original return address */
 #define FG_FRAME_FUNC		8
 #define FG_FRAME_KEY		16	/* | flags in the low 3 bits */
-#define FG_FRAME_RETP		24
-#define FG_FRAME_CALLTIME	32
+#define FG_FRAME_CALLTIME	24
+#if defined(__x86_64__)
+#define FG_KEY_IS_SLOT		1	/* the key is the return slot */
+#define FG_FRAME_SIZE		32
+#else
+#define FG_KEY_IS_SLOT		0	/* a return slot pointer follows */
+#define FG_FRAME_SIZE		40
+#endif
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>

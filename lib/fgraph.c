@@ -132,14 +132,29 @@ struct fg_frame {
 	uintptr_t ret;		/* original return address */
 	uintptr_t func;
 	uintptr_t key;		/* frame key, arch/arch.h, | FG_SILENT.. */
-	uintptr_t *retp;	/* the return slot we overwrote */
 	uint64_t calltime;
+#if !FG_KEY_IS_SLOT
+	uintptr_t *retp;	/* the return slot we overwrote */
+#endif
 };
 
 /* The frame key of @f, without its flags. */
 static inline uintptr_t fkey(const struct fg_frame *f)
 {
 	return f->key & ~(uintptr_t)FG_KEY_FLAGS;
+}
+
+/* The return slot @f's hook overwrote; NULL for -finstrument-functions
+ * frames, which overwrite nothing. On x86_64 the key is that slot. */
+static inline uintptr_t *fretp(const struct fg_frame *f)
+{
+	if (f->key & FG_CYG)
+		return NULL;
+#if FG_KEY_IS_SLOT
+	return (uintptr_t *)fkey(f);
+#else
+	return f->retp;
+#endif
 }
 
 enum { FG_OWN_ASK = 0, FG_OWN_HAVE, FG_OWN_NONE };
@@ -178,7 +193,6 @@ _Static_assert(sizeof(struct fg_frame) == FG_FRAME_SIZE &&
 	       offsetof(struct fg_frame, ret) == FG_FRAME_RET &&
 	       offsetof(struct fg_frame, func) == FG_FRAME_FUNC &&
 	       offsetof(struct fg_frame, key) == FG_FRAME_KEY &&
-	       offsetof(struct fg_frame, retp) == FG_FRAME_RETP &&
 	       offsetof(struct fg_frame, calltime) == FG_FRAME_CALLTIME,
 	       "arch/arch.h frame layout");
 
@@ -597,10 +611,10 @@ static void drop_stale(struct fg_thread *t, uintptr_t key, uintptr_t ret)
 
 		if (fkey(f) == key && ret == TRAMP)
 			break;
-		if (fkey(f) == key || (f->retp && *f->retp != TRAMP))
+		if (fkey(f) == key || (fretp(f) && *fretp(f) != TRAMP))
 			dead = i;
-		else if (other_stack(f->retp ? (const void *)f->retp :
-					       (const void *)fkey(f)))
+		else if (other_stack(fretp(f) ? (const void *)fretp(f) :
+						(const void *)fkey(f)))
 			break;
 		else
 			dead = i;
@@ -627,7 +641,11 @@ static bool push(struct fg_thread *t, uintptr_t func, uintptr_t ret,
 	f = &t->stack[depth];
 	f->ret = ret;
 	f->func = func;
+#if FG_KEY_IS_SLOT
+	(void)retp;		/* the key: fretp() */
+#else
 	f->retp = retp;
+#endif
 	if (fg.cfg.max_depth && depth >= fg.cfg.max_depth)
 		flags |= FG_SILENT;
 	f->key = key | flags;

@@ -150,14 +150,13 @@
 	movq	%fs:FG_THREAD_STACK(%r11), %rdx
 	testq	%rdx, %rdx
 	jz	8f
-	imulq	$FG_FRAME_SIZE, %rax, %rax
+	shlq	$5, %rax			/* top * FG_FRAME_SIZE */
 	addq	%rax, %rdx			/* &stack[top] */
 	leaq	\slot, %rax			/* the parent slot: key, retp */
 	cmpq	%rax, FG_FRAME_KEY-FG_FRAME_SIZE(%rdx)
 	jbe	8f				/* key below ours: C checks */
 	movl	$1, %fs:FG_THREAD_BUSY(%r11)
 	movq	%rax, FG_FRAME_KEY(%rdx)
-	movq	%rax, FG_FRAME_RETP(%rdx)
 	movq	(%rax), %rax			/* the parent's return address */
 	cmpq	fgraph__tramp(%rip), %rax
 	je	7f				/* tail call: C handles it */
@@ -243,8 +242,8 @@
 	cmpl	%edx, %fs:FG_THREAD_OWN_GEN(%r11)
 	jne	8f
 	movq	%fs:FG_THREAD_STACK(%r11), %rdi
-	leaq	(%rcx,%rcx,4), %rdx
-	shlq	$3, %rdx			/* top * FG_FRAME_SIZE */
+	movl	%ecx, %edx
+	shlq	$5, %rdx			/* top * FG_FRAME_SIZE */
 	leaq	-FG_FRAME_SIZE(%rdi,%rdx), %rdi	/* &stack[top - 1] */
 	leaq	-8(%rsp), %rdx			/* key: the slot `ret` popped */
 	cmpq	%rdx, FG_FRAME_KEY(%rdi)
