@@ -1206,6 +1206,56 @@ static void copy_expect(struct ring *r, unsigned b, struct readback *rb,
 }
 
 /*
+ * Events that fill a page to its last byte (51 of 80 bytes: 4080, the
+ * first 20 copied out early): the page is complete at the last commit,
+ * and the reader may take it before the writer's next event, which must
+ * then neither be lost nor touch the page the reader holds. Once more
+ * with a time extend among them.
+ */
+START_TEST(test_own_page_filled_exactly)
+{
+	struct ring *r = mkring_own(RING_MODE_PRODUCER, 4, 1);
+	const unsigned ob = ring_durable_buf(r) + 1;
+	struct readback rb = { 0 };
+	struct ring_page_ref pg;
+	struct ring_own o;
+	struct own_gen g = { .r = r, .o = &o, .now = 1, .cap = 200 };
+	uint8_t held[4096];
+
+	g.ts = calloc(g.cap, sizeof(*g.ts));
+	TU_OK(ring_own_claim(r, 1, &o));
+	for (int i = 0; i < 20; i++)
+		gen_put(&g, 76, 10);
+	copy_expect(r, ob, &rb, 20);
+	for (int i = 20; i < 51; i++)
+		gen_put(&g, 76, 10);
+	ck_assert_uint_eq(own_room(&o), 0);
+	TU_OK(ring_reader_get(r, ob, &pg));	/* complete: no flush needed */
+	memcpy(held, pg.data, sizeof(held));
+	gen_put(&g, 76, 10);			/* the next page's first */
+	ck_assert_msg(!memcmp(held, pg.data, sizeof(held)),
+		      "the writer changed the page the reader holds");
+	decode_own(&pg, &rb);
+	check_own(&rb, 51, 1, g.ts, ob);
+	ring_reader_put(r, ob);
+	/* with an extend: that first, 47 more, 2 of 116 bytes: 4080 */
+	for (int i = 0; i < 47; i++)
+		gen_put(&g, 76, i == 20 ? 1ull << 28 : 10);
+	gen_put(&g, 112, 10);
+	gen_put(&g, 112, 10);
+	ck_assert_uint_eq(own_room(&o), 0);
+	drain_own(r, ob, false, &rb);
+	check_own(&rb, g.seq, 1, g.ts, ob);
+	ring_own_release(r, &o);
+	drain_own(r, ob, false, &rb);
+	check_own(&rb, g.seq, 1, g.ts, ob);
+	free(g.ts);
+	rb_free(&rb);
+	ring_close(r);
+}
+END_TEST
+
+/*
  * A live writer's page read in pieces (the owner alive: this process):
  * copies of the committed prefix, then more events, another copy, then
  * the page completes and comes without what was copied; a copy while the
@@ -1570,7 +1620,7 @@ static Suite *ring_suite(void)
 	tcase_add_loop_test(tc, test_writer_killed_mid_write, 0, 2);
 	tu_add_tests(tc, TU_TESTS(test_formats, test_clock_conversion,
 					test_open_rejects_bad_files, test_public_api));
-	tu_add_tests(tc, TU_TESTS(test_own_exact,
+	tu_add_tests(tc, TU_TESTS(test_own_exact, test_own_page_filled_exactly,
 				  test_own_partial_copies,
 				  test_own_claim, test_own_full));
 	tcase_add_loop_test(tc, test_own_killed, 0, 3);
