@@ -10,7 +10,8 @@
  * Own buffers (one writer thread each): exact read-back through page.h
  * and kbuffer, copies of a live writer's committed prefix put together
  * with the trimmed pages, recovery after the writer's kill -9, claiming,
- * a full buffer, and a writer thread racing a reader that copies.
+ * a full buffer, overwrite and flight modes, and a writer thread racing
+ * a reader that copies.
  */
 #include "config.h"
 
@@ -1361,6 +1362,58 @@ START_TEST(test_own_partial_copies)
 }
 END_TEST
 
+/*
+ * Overwrite mode, nobody reading for 20 pages' worth: the reader then
+ * finds the newest events, one run without a gap up to the writer's
+ * committed prefix (copied, the writer still in its page), and the
+ * overwritten ones counted; the rest follows once the writer gives the
+ * buffer back. _i 1: flight mode, the reader starting at a trigger.
+ */
+START_TEST(test_own_overwrite)
+{
+	struct ring *r = mkring_own(_i ? RING_MODE_FLIGHT : RING_MODE_OVERWRITE,
+				    4, 1);
+	const unsigned ob = ring_durable_buf(r) + 1;
+	struct readback rb = { 0 };
+	struct ring_stats st;
+	struct ring_own o;
+	struct own_gen g = { .r = r, .o = &o, .now = 1, .cap = 2100 };
+	uint64_t first;
+
+	g.ts = calloc(g.cap, sizeof(*g.ts));
+	TU_OK(ring_own_claim(r, 1, &o));
+	while (g.seq < 2000)
+		gen_put(&g, 40, g.seq % 300 == 0 ? 1ull << 27 : 20);
+	if (_i)
+		ring_trigger(r);
+	drain_own(r, ob, true, &rb);
+	ck_assert_uint_gt(rb.n, 0);
+	first = rb.recs[0].seq;
+	ck_assert_uint_gt(first, 0);
+	for (size_t i = 0; i < rb.n; i++) {
+		ck_assert_uint_eq(rb.recs[i].seq, first + i);
+		ck_assert_uint_eq(rb.ts[i], g.ts[first + i]);
+	}
+	ck_assert_uint_eq(first + rb.n, g.seq);	/* up to the last commit */
+	TU_OK(ring_get_stats(r, ob, &st));
+	ck_assert_uint_eq(st.lost_overwritten, first);
+	ck_assert_uint_eq(rb.missed, first);
+	ck_assert_uint_ge(st.pages_overwritten, 15);
+	for (int i = 0; i < 10; i++)
+		gen_put(&g, 40, 20);
+	ring_own_release(r, &o);
+	drain_own(r, ob, true, &rb);
+	ck_assert_uint_eq(first + rb.n, g.seq);
+	for (size_t i = 0; i < rb.n; i++) {
+		ck_assert_uint_eq(rb.recs[i].seq, first + i);
+		ck_assert_uint_eq(rb.ts[i], g.ts[first + i]);
+	}
+	free(g.ts);
+	rb_free(&rb);
+	ring_close(r);
+}
+END_TEST
+
 /* The kill test's writer: its events' times, known to both processes. */
 static uint64_t own_kill_ts(uint64_t seq)
 {
@@ -1759,6 +1812,7 @@ static Suite *ring_suite(void)
 				  test_own_claim, test_own_full,
 				  test_own_threads));
 	tcase_add_loop_test(tc, test_own_killed, 0, 3);
+	tcase_add_loop_test(tc, test_own_overwrite, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }
