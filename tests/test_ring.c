@@ -1482,16 +1482,16 @@ static void child_own_writer(const char *path, uint64_t k)
 
 /*
  * Own buffers after their writer was killed (_i: 0 and 1 the writer in
- * the middle of a page, 2 in a page it entered for the uncommitted event;
- * _i 1 and 2 also copy the live writer's committed prefixes before the
- * kill):
+ * the middle of a page, 2 in a page it entered for the uncommitted event,
+ * 3 with the time extend in front of that event committed; _i 1 and 2
+ * also copy the live writer's committed prefixes before the kill):
  * recovery ends each page at its last committed event, and the reader
  * finds exactly the committed events, none of the stale records of
  * older laps or the uncommitted one.
  */
 START_TEST(test_own_killed)
 {
-	static const uint64_t ks[] = { 130, 101, 126 };
+	static const uint64_t ks[] = { 130, 101, 126, 90 };
 	const uint64_t k = ks[_i];
 	struct readback rb[2] = { { 0 }, { 0 } };
 	uint64_t ts[200];
@@ -1811,7 +1811,7 @@ static Suite *ring_suite(void)
 				  test_own_partial_copies,
 				  test_own_claim, test_own_full,
 				  test_own_threads));
-	tcase_add_loop_test(tc, test_own_killed, 0, 3);
+	tcase_add_loop_test(tc, test_own_killed, 0, 4);
 	tcase_add_loop_test(tc, test_own_overwrite, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
