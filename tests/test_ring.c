@@ -7,6 +7,11 @@
  * as lost, per-writer order kept), nested writes from signal handlers, a
  * reader in another process, a writer SIGKILLed between reserve and
  * commit, the format table, clock conversion, and rejection of bad files.
+ * Own buffers (one writer thread each): exact read-back through page.h
+ * and kbuffer, copies of a live writer's committed prefix put together
+ * with the trimmed pages, recovery after the writer's kill -9, claiming,
+ * a full buffer, overwrite and flight modes, and a writer thread racing
+ * a reader that copies.
  */
 #include "config.h"
 
@@ -27,7 +32,9 @@
 #include <traceevent/event-parse.h>
 #include <traceevent/kbuffer.h>
 
+#include "common/page.h"
 #include "common/ring.h"
+#include "common/ring_inline.h"
 #include "common/tc_error.h"
 #include "include/tracecollect.h"
 #include "tests/testutil.h"
@@ -942,6 +949,845 @@ START_TEST(test_public_api)
 }
 END_TEST
 
+/* ---- own buffers: one writer thread per buffer (ring.h) ---- */
+
+static struct ring *mkring_own(enum ring_mode mode, uint32_t pages,
+			       uint32_t nr_own)
+{
+	struct ring_params p = {
+		.page_size = 4096, .nr_pages = pages, .nr_cpus = 1,
+		.mode = mode, .clock = RING_CLOCK_MONO, .nr_own = nr_own,
+	};
+	struct ring *r = NULL;
+	int ret = ring_create(NULL, &p, &r);
+
+	ck_assert_msg(ret == 0, "ring_create: %s", tc_strerror(ret));
+	return r;
+}
+
+/*
+ * One test record into own buffer @o at time @now, the way lib/fgraph.c's
+ * own_exit_slow() writes an exit record: the inline check, else
+ * ring_own_enter() (a time extend or the next page), the payload in
+ * place, ring_own_commit(). @len: a multiple of 4, 16..112 (short
+ * events). Return: as ring_own_enter().
+ */
+static int own_put(struct ring *r, struct ring_own *o, uint32_t writer,
+		   uint64_t seq, uint32_t len, uint64_t now)
+{
+	struct rec e = { .writer = writer, .len = len, .seq = seq };
+	uint32_t total = 4 + len;
+	uint8_t *d = ring_own_fast(o, total, now);
+
+	if (!d) {
+		int ret = ring_own_enter(r, o, total, now);
+
+		if (ret)
+			return ret;
+		d = o->next;
+	}
+	fill(d + 4, &e);
+	ring_own_commit(o, total, len / 4, now);
+	return 0;
+}
+
+/* Bytes left in the page @o holds (0: none held). */
+static uint32_t own_room(const struct ring_own *o)
+{
+	return o->next ? (uint32_t)(o->end - o->next) : 0;
+}
+
+/*
+ * Decode one page with common/page.h (page_check, then every record),
+ * checking each event's payload, and collect it; kbuffer must read the
+ * same events with the same timestamps.
+ */
+static void decode_own(const struct ring_page_ref *pg, struct readback *rb)
+{
+	const struct page_layout l = page_layout_host((uint32_t)pg->len);
+	struct readback kb = { 0 };
+	struct page_record rec;
+	struct page_info pi;
+	struct page_iter it;
+	size_t first = rb->n;
+	int ret;
+
+	ret = page_check(&l, pg->data, pg->len, &pi);
+	ck_assert_msg(ret == 0, "page %llu of buffer %u: %s",
+		      (unsigned long long)pg->seq, pg->buf,
+		      page_check_why(&l, pg->data, pg->len));
+	ck_assert_int_eq(pi.missed, pg->missed);
+	page_iter_init(&it, &l, &pi);
+	while ((ret = page_next_record(&it, &rec)) > 0) {
+		struct rec e;
+
+		if (!page_record_is_data(&rec))
+			continue;
+		ck_assert_uint_ge(rec.len, sizeof(e));
+		memcpy(&e, rec.payload, sizeof(e));
+		ck_assert_uint_eq(rec.len, (e.len + 3) & ~3u);
+		for (uint32_t i = sizeof(e); i < e.len; i++)
+			ck_assert_uint_eq(rec.payload[i], (uint8_t)(e.seq + i));
+		rb_push(rb, &e, rec.ts, pg->buf);
+	}
+	ck_assert_msg(ret == 0, "page %llu: %s", (unsigned long long)pg->seq,
+		      page_iter_why(&it));
+	decode_page(pg, &kb);
+	ck_assert_uint_eq(kb.n, rb->n - first);
+	for (size_t i = 0; i < kb.n; i++) {
+		ck_assert_uint_eq(kb.recs[i].seq, rb->recs[first + i].seq);
+		ck_assert_uint_eq(kb.ts[i], rb->ts[first + i]);
+	}
+	rb->missed += kb.missed;
+	rb->pages++;
+	rb_free(&kb);
+}
+
+/* Take what buffer @b has (with @flush: ask for a copy of an own
+ * buffer's committed prefix first); returns pages read. */
+static size_t drain_own(struct ring *r, unsigned b, bool flush,
+			struct readback *rb)
+{
+	struct ring_page_ref pg;
+	size_t n = 0;
+	int ret;
+
+	if (flush)
+		ck_assert_int_eq(ring_reader_flush(r, b), 0);
+	while ((ret = ring_reader_get(r, b, &pg)) == 0) {
+		ck_assert_uint_eq(pg.buf, b);
+		decode_own(&pg, rb);
+		ring_reader_put(r, b);
+		n++;
+	}
+	ck_assert_int_eq(ret, -EAGAIN);
+	return n;
+}
+
+/* What was read is exactly events 0..@n-1 of @writer, in order, each at
+ * its timestamp @ts[seq], all from buffer @buf; @line: the caller's. */
+static void check_own_at(int line, const struct readback *rb, size_t n,
+			 uint32_t writer, const uint64_t *ts, unsigned buf)
+{
+	for (size_t i = 0; i < rb->n && i < n; i++) {
+		ck_assert_msg(rb->recs[i].seq == i,
+			      "line %d: event %zu read is seq %llu (writer %u)",
+			      line, i, (unsigned long long)rb->recs[i].seq,
+			      rb->recs[i].writer);
+		ck_assert_uint_eq(rb->recs[i].writer, writer);
+		ck_assert_msg(rb->ts[i] == ts[i],
+			      "line %d: event %zu: ts %llu, not %llu", line, i,
+			      (unsigned long long)rb->ts[i],
+			      (unsigned long long)ts[i]);
+		ck_assert_uint_eq(rb->buf[i], buf);
+	}
+	ck_assert_msg(rb->n == n, "line %d: %zu events read, not %zu", line,
+		      rb->n, n);
+}
+#define check_own(...) check_own_at(__LINE__, __VA_ARGS__)
+
+/* A writer's schedule: the next event's number and time. */
+struct own_gen {
+	struct ring *r;
+	struct ring_own *o;
+	uint64_t seq, now;
+	uint64_t *ts;		/* per seq: its time */
+	size_t cap;
+};
+
+/* The next event, @gap after the previous one; must be written. */
+static void gen_put(struct own_gen *g, uint32_t len, uint64_t gap)
+{
+	ck_assert_uint_lt(g->seq, g->cap);
+	g->now += gap;
+	g->ts[g->seq] = g->now;
+	TU_OK(own_put(g->r, g->o, 1, g->seq, len, g->now));
+	g->seq++;
+}
+
+/* 16-byte events until the page in hand has at most @room bytes left
+ * (and more than @room - 20). */
+static void gen_fill_to(struct own_gen *g, uint32_t room)
+{
+	while (own_room(g->o) > room)
+		gen_put(g, 16, 3);
+}
+
+/*
+ * A single writer across several laps of the ring: every event reads
+ * back once, in order, with its exact timestamp, through page.h and
+ * kbuffer alike. Time gaps: 2^27 - 1 (no extend), 2^27 (extend), 2^40,
+ * gaps at a page's first event, and gaps where the extend fits the page
+ * exactly, or the event would but not with its extend (the next page).
+ */
+START_TEST(test_own_exact)
+{
+	struct ring *r = mkring_own(RING_MODE_PRODUCER, 16, 2);
+	const unsigned ob = ring_durable_buf(r) + 1;
+	struct readback rb = { 0 };
+	struct ring_own o;
+	struct ring_stats st;
+	struct own_gen g = { .r = r, .o = &o, .now = 5, .cap = 4000 };
+	uint32_t room;
+
+	g.ts = calloc(g.cap, sizeof(*g.ts));
+	TU_OK(ring_own_claim(r, 7, &o));
+	ck_assert_uint_eq(o.buf, ob);
+	ck_assert(ring_own_is(r, ob));
+	gen_put(&g, 16, 1ull << 30);	/* the first: a page's own time */
+	for (uint64_t i = 0; g.seq < 3000; i++) {
+		uint32_t len = 16 + (uint32_t)(i * 12 % 100);
+		uint64_t gap = 1 + i * 7919 % 5000;
+
+		if (i == 400)
+			gap = 1ull << 27;
+		else if (i == 401)
+			gap = (1ull << 27) - 1;
+		else if (i == 1000)
+			gap = 1ull << 40;
+		else if (i == 1500)
+			gap = (1ull << 33) + 12345;
+		if (i % 500 == 250) {
+			/* the event fits, its time extend does not */
+			gen_fill_to(&g, 120);
+			room = own_room(&o);
+			gen_put(&g, room - 8, 1ull << 28);
+			ck_assert_uint_eq(own_room(&o), 4080 - (room - 4));
+			continue;
+		}
+		if (i % 500 == 300) {
+			/* extend and event fill the page to its end */
+			gen_fill_to(&g, 120);
+			room = own_room(&o);
+			gen_put(&g, room - 12, 1ull << 29);
+			ck_assert_uint_eq(own_room(&o), 0);
+			gen_put(&g, 40, 1ull << 27);	/* a new page's first */
+			continue;
+		}
+		gen_put(&g, len, gap);
+		if (i % 50 == 0)
+			drain_own(r, ob, false, &rb);
+	}
+	ring_own_release(r, &o);
+	ck_assert_ptr_null(o.b);
+	drain_own(r, ob, false, &rb);
+	ck_assert_uint_gt(rb.pages, 40);	/* more than two laps */
+	check_own(&rb, g.seq, 1, g.ts, ob);
+	ck_assert_uint_eq(rb.missed, 0);
+	TU_OK(ring_get_stats(r, ob, &st));
+	ck_assert_uint_eq(st.lost_full + st.lost_busy, 0);
+	drain(r, true, &rb);		/* nothing else */
+	ck_assert_uint_eq(rb.n, g.seq);
+	free(g.ts);
+	rb_free(&rb);
+	ring_close(r);
+}
+END_TEST
+
+/* Read @r's own buffer @b with a copy of its committed prefix; the copy
+ * must hold exactly @n events (0: -EAGAIN or an empty copy). */
+static void copy_expect(struct ring *r, unsigned b, struct readback *rb,
+			size_t n)
+{
+	size_t before = rb->n;
+	struct ring_page_ref pg;
+	int ret;
+
+	ck_assert_int_eq(ring_reader_flush(r, b), 0);
+	ret = ring_reader_get(r, b, &pg);
+	if (n)
+		TU_OK(ret);
+	if (ret == 0) {
+		decode_own(&pg, rb);
+		ring_reader_put(r, b);
+	} else {
+		TU_ERR(ret, -EAGAIN);
+	}
+	ck_assert_uint_eq(rb->n - before, n);
+}
+
+/*
+ * Events that fill a page to its last byte (51 of 80 bytes: 4080, the
+ * first 20 copied out early): the page is complete at the last commit,
+ * and the reader may take it before the writer's next event, which must
+ * then neither be lost nor touch the page the reader holds. Once more
+ * with a time extend among them.
+ */
+START_TEST(test_own_page_filled_exactly)
+{
+	struct ring *r = mkring_own(RING_MODE_PRODUCER, 4, 1);
+	const unsigned ob = ring_durable_buf(r) + 1;
+	struct readback rb = { 0 };
+	struct ring_page_ref pg;
+	struct ring_own o;
+	struct own_gen g = { .r = r, .o = &o, .now = 1, .cap = 200 };
+	uint8_t held[4096];
+
+	g.ts = calloc(g.cap, sizeof(*g.ts));
+	TU_OK(ring_own_claim(r, 1, &o));
+	for (int i = 0; i < 20; i++)
+		gen_put(&g, 76, 10);
+	copy_expect(r, ob, &rb, 20);
+	for (int i = 20; i < 51; i++)
+		gen_put(&g, 76, 10);
+	ck_assert_uint_eq(own_room(&o), 0);
+	TU_OK(ring_reader_get(r, ob, &pg));	/* complete: no flush needed */
+	memcpy(held, pg.data, sizeof(held));
+	gen_put(&g, 76, 10);			/* the next page's first */
+	ck_assert_msg(!memcmp(held, pg.data, sizeof(held)),
+		      "the writer changed the page the reader holds");
+	decode_own(&pg, &rb);
+	check_own(&rb, 51, 1, g.ts, ob);
+	ring_reader_put(r, ob);
+	/* with an extend: that first, 47 more, 2 of 116 bytes: 4080 */
+	for (int i = 0; i < 47; i++)
+		gen_put(&g, 76, i == 20 ? 1ull << 28 : 10);
+	gen_put(&g, 112, 10);
+	gen_put(&g, 112, 10);
+	ck_assert_uint_eq(own_room(&o), 0);
+	drain_own(r, ob, false, &rb);
+	check_own(&rb, g.seq, 1, g.ts, ob);
+	ring_own_release(r, &o);
+	drain_own(r, ob, false, &rb);
+	check_own(&rb, g.seq, 1, g.ts, ob);
+	free(g.ts);
+	rb_free(&rb);
+	ring_close(r);
+}
+END_TEST
+
+/*
+ * A live writer's page read in pieces (the owner alive: this process):
+ * copies of the committed prefix, then more events, another copy, then
+ * the page completes and comes without what was copied; a copy while the
+ * writer holds a time extend but not its event yet, or an event written
+ * but not committed. Then 20000 events with copies and page takes at
+ * random points: the pieces put together are every event once, in order,
+ * at its exact time.
+ */
+START_TEST(test_own_partial_copies)
+{
+	struct ring *r = mkring_own(RING_MODE_PRODUCER, 8, 1);
+	const unsigned ob = ring_durable_buf(r) + 1;
+	struct readback rb = { 0 };
+	struct ring_page_ref pg;
+	struct ring_own o;
+	struct own_gen g = { .r = r, .o = &o, .now = 1000, .cap = 30000 };
+	struct rec e = { .writer = 1, .len = 40 };
+	uint64_t q, rnd = 12345;
+	size_t n;
+
+	g.ts = calloc(g.cap, sizeof(*g.ts));
+	TU_OK(ring_own_claim(r, 1, &o));
+	copy_expect(r, ob, &rb, 0);		/* no page yet */
+	for (int i = 0; i < 10; i++)
+		gen_put(&g, 24, 100);
+	q = o.q;
+	ck_assert_int_eq(ring_reader_flush(r, ob), 0);
+	TU_OK(ring_reader_get(r, ob, &pg));
+	ck_assert_uint_eq(pg.seq, q);
+	ck_assert(!pg.missed);
+	decode_own(&pg, &rb);
+	ring_reader_put(r, ob);
+	ck_assert_uint_eq(rb.n, 10);
+	TU_ERR(ring_reader_get(r, ob, &pg), -EAGAIN);	/* one copy a flush */
+	copy_expect(r, ob, &rb, 0);			/* nothing new */
+	gen_put(&g, 16, 7);
+	gen_put(&g, 16, 1ull << 30);	/* an extend inside the copy */
+	gen_put(&g, 112, 1);
+	copy_expect(r, ob, &rb, 3);
+	check_own(&rb, g.seq, 1, g.ts, ob);
+
+	/* the writer entered a time extend, its event not written yet */
+	g.now += 1ull << 29;
+	TU_OK(ring_own_enter(r, &o, 44, g.now));
+	copy_expect(r, ob, &rb, 0);
+	/* ... written but not committed */
+	e.seq = g.seq;
+	fill(o.next + 4, &e);
+	copy_expect(r, ob, &rb, 0);
+	g.ts[g.seq] = g.now;
+	ring_own_commit(&o, 44, 10, g.now);
+	g.seq++;
+	copy_expect(r, ob, &rb, 1);
+	check_own(&rb, g.seq, 1, g.ts, ob);
+
+	/* the page completes; the next holds a few */
+	while (o.q == q)
+		gen_put(&g, 60, 50);
+	n = g.seq;
+	gen_put(&g, 16, 50);
+	TU_OK(ring_reader_get(r, ob, &pg));	/* page q, the rest of it */
+	ck_assert_uint_eq(pg.seq, q);
+	decode_own(&pg, &rb);
+	ring_reader_put(r, ob);
+	check_own(&rb, n - 1, 1, g.ts, ob);
+	TU_ERR(ring_reader_get(r, ob, &pg), -EAGAIN);
+	copy_expect(r, ob, &rb, 2);		/* page q + 1's first two */
+	check_own(&rb, g.seq, 1, g.ts, ob);
+
+	/* a flush, then the page completes before the get: the get takes
+	 * the page (trimmed); then a copy of the next page's first */
+	ck_assert_int_eq(ring_reader_flush(r, ob), 0);
+	q = o.q;
+	while (o.q == q)
+		gen_put(&g, 100, 3);
+	TU_OK(ring_reader_get(r, ob, &pg));
+	ck_assert_uint_eq(pg.seq, q);
+	decode_own(&pg, &rb);
+	ring_reader_put(r, ob);
+	copy_expect(r, ob, &rb, 1);	/* page q + 1's first */
+	check_own(&rb, g.seq, 1, g.ts, ob);
+
+	/* at random */
+	while (g.seq < 20000) {
+		uint32_t len, k;
+
+		rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+		k = (uint32_t)(rnd >> 33);
+		len = 16 + 4 * (k % 25);
+		gen_put(&g, len, k % 97 == 0 ? (1ull << 27) + k : k % 3000);
+		if (k % 16 == 1)
+			drain_own(r, ob, true, &rb);
+		else if (k % 16 == 2 || g.seq % 32 == 0)
+			drain_own(r, ob, false, &rb);
+	}
+	ring_own_release(r, &o);
+	drain_own(r, ob, true, &rb);
+	check_own(&rb, g.seq, 1, g.ts, ob);
+	ck_assert_uint_eq(rb.missed, 0);
+	free(g.ts);
+	rb_free(&rb);
+	ring_close(r);
+}
+END_TEST
+
+/*
+ * Overwrite mode, nobody reading for 20 pages' worth: the reader then
+ * finds the newest events, one run without a gap up to the writer's
+ * committed prefix (copied, the writer still in its page), and the
+ * overwritten ones counted; the rest follows once the writer gives the
+ * buffer back. _i 1: flight mode, the reader starting at a trigger.
+ */
+START_TEST(test_own_overwrite)
+{
+	struct ring *r = mkring_own(_i ? RING_MODE_FLIGHT : RING_MODE_OVERWRITE,
+				    4, 1);
+	const unsigned ob = ring_durable_buf(r) + 1;
+	struct readback rb = { 0 };
+	struct ring_stats st;
+	struct ring_own o;
+	struct own_gen g = { .r = r, .o = &o, .now = 1, .cap = 2100 };
+	uint64_t first;
+
+	g.ts = calloc(g.cap, sizeof(*g.ts));
+	TU_OK(ring_own_claim(r, 1, &o));
+	while (g.seq < 2000)
+		gen_put(&g, 40, g.seq % 300 == 0 ? 1ull << 27 : 20);
+	if (_i)
+		ring_trigger(r);
+	drain_own(r, ob, true, &rb);
+	ck_assert_uint_gt(rb.n, 0);
+	first = rb.recs[0].seq;
+	ck_assert_uint_gt(first, 0);
+	for (size_t i = 0; i < rb.n; i++) {
+		ck_assert_uint_eq(rb.recs[i].seq, first + i);
+		ck_assert_uint_eq(rb.ts[i], g.ts[first + i]);
+	}
+	ck_assert_uint_eq(first + rb.n, g.seq);	/* up to the last commit */
+	TU_OK(ring_get_stats(r, ob, &st));
+	ck_assert_uint_eq(st.lost_overwritten, first);
+	ck_assert_uint_eq(rb.missed, first);
+	ck_assert_uint_ge(st.pages_overwritten, 15);
+	for (int i = 0; i < 10; i++)
+		gen_put(&g, 40, 20);
+	ring_own_release(r, &o);
+	drain_own(r, ob, true, &rb);
+	ck_assert_uint_eq(first + rb.n, g.seq);
+	for (size_t i = 0; i < rb.n; i++) {
+		ck_assert_uint_eq(rb.recs[i].seq, first + i);
+		ck_assert_uint_eq(rb.ts[i], g.ts[first + i]);
+	}
+	free(g.ts);
+	rb_free(&rb);
+	ring_close(r);
+}
+END_TEST
+
+/* The kill test's writer: its events' times, known to both processes. */
+static uint64_t own_kill_ts(uint64_t seq)
+{
+	return 1000000000ull + seq * 977 + (seq >= 7 ? 1ull << 31 : 0) +
+	       (seq >= 90 ? 1ull << 27 : 0);
+}
+
+#define OWN_OLD		700	/* events of the first laps */
+
+/*
+ * The child of test_own_killed: fills more than a lap of both own
+ * buffers with events of writer 9 (read and thrown away here, so every
+ * physical page holds stale records), gives the buffers back and takes
+ * them again, commits @k events of writer 1 to the first and @k / 3 to
+ * the second, writes one more event to the first (header and payload)
+ * without its commit, and stops (the test kills it).
+ */
+static void child_own_writer(const char *path, uint64_t k)
+{
+	struct ring_params p = { .page_size = 4096, .nr_pages = 4,
+				 .nr_cpus = 1, .nr_own = 2,
+				 .mode = RING_MODE_PRODUCER,
+				 .clock = RING_CLOCK_MONO };
+	struct rec e = { .writer = 1, .len = 56 };
+	struct ring_page_ref pg;
+	struct ring_own o[2];
+	struct ring *r;
+
+	if (ring_create(path, &p, &r))
+		_exit(2);
+	for (int b = 0; b < 2; b++)
+		if (ring_own_claim(r, 100 + (uint64_t)b, &o[b]))
+			_exit(3);
+	for (uint64_t i = 0; i < OWN_OLD; i++) {
+		for (int b = 0; b < 2; b++)
+			if (own_put(r, &o[b], 9, i, 16 + 4 * (uint32_t)(i % 20),
+				    i * 10))
+				_exit(4);
+		for (unsigned b = 0; i % 10 == 0 && b < ring_nr_bufs(r); b++)
+			while (ring_reader_get(r, b, &pg) == 0)
+				ring_reader_put(r, b);
+	}
+	for (int b = 0; b < 2; b++)
+		ring_own_release(r, &o[b]);
+	for (unsigned b = 0; b < ring_nr_bufs(r); b++)
+		while (ring_reader_get(r, b, &pg) == 0)
+			ring_reader_put(r, b);
+	for (int b = 0; b < 2; b++)
+		if (ring_own_claim(r, 200 + (uint64_t)b, &o[b]))
+			_exit(5);
+	for (uint64_t i = 0; i < k; i++)
+		if (own_put(r, &o[0], 1, i, 16 + 4 * (uint32_t)(i % 7),
+			    own_kill_ts(i)) ||
+		    (i < k / 3 && own_put(r, &o[1], 1, i, 48, own_kill_ts(i))))
+			_exit(6);
+	/* the next event: header and payload stored, the commit not */
+	if (!ring_own_fast(&o[0], 60, own_kill_ts(k)) &&
+	    ring_own_enter(r, &o[0], 60, own_kill_ts(k)))
+		_exit(7);
+	e.seq = k;
+	fill(o[0].next + 4, &e);
+	memcpy(o[0].next, &(uint32_t){ 14 }, 4);
+	raise(SIGSTOP);			/* the test kills it here */
+	_exit(8);
+}
+
+/*
+ * Own buffers after their writer was killed (_i: 0 and 1 the writer in
+ * the middle of a page, 2 in a page it entered for the uncommitted event,
+ * 3 with the time extend in front of that event committed; _i 1 and 2
+ * also copy the live writer's committed prefixes before the kill):
+ * recovery ends each page at its last committed event, and the reader
+ * finds exactly the committed events, none of the stale records of
+ * older laps or the uncommitted one.
+ */
+START_TEST(test_own_killed)
+{
+	static const uint64_t ks[] = { 130, 101, 126, 90 };
+	const uint64_t k = ks[_i];
+	struct readback rb[2] = { { 0 }, { 0 } };
+	uint64_t ts[200];
+	struct ring *r;
+	char path[64];
+	unsigned ob;
+	pid_t pid;
+	int ws;
+
+	for (uint64_t i = 0; i < 200; i++)
+		ts[i] = own_kill_ts(i);
+	snprintf(path, sizeof(path), "/dev/shm/tc-test-ownkill.%d", getpid());
+	unlink(path);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		child_own_writer(path, k);
+	ck_assert_int_eq(waitpid(pid, &ws, WUNTRACED), pid);
+	ck_assert_msg(WIFSTOPPED(ws), "writer child status %d", ws);
+	TU_OK(ring_open(path, &r));
+	unlink(path);
+	ob = ring_durable_buf(r) + 1;
+	ck_assert_uint_eq(ring_nr_bufs(r), ob + 2);
+	ck_assert(ring_owner_alive(r));
+	TU_ERR(ring_reader_recover(r, ob), -EBUSY);
+	if (_i) {	/* complete pages, and copies of the live prefix */
+		for (unsigned b = 0; b < 2; b++)
+			drain_own(r, ob + b, true, &rb[b]);
+		ck_assert_uint_gt(rb[0].n, 0);
+		check_own(&rb[0], rb[0].n, 1, ts, ob);
+	}
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
+	ck_assert(!ring_owner_alive(r));
+	for (unsigned b = 0; b < ring_nr_bufs(r); b++) {
+		int ret = ring_reader_recover(r, b);
+
+		ck_assert_msg(ret >= 0, "recover %u: %s", b, tu_strerror(ret));
+	}
+	for (unsigned b = 0; b < 2; b++)
+		drain_own(r, ob + b, true, &rb[b]);
+	check_own(&rb[0], k, 1, ts, ob);
+	check_own(&rb[1], k / 3, 1, ts, ob + 1);
+	drain(r, true, &rb[0]);		/* the others: nothing */
+	ck_assert_uint_eq(rb[0].n, k);
+	rb_free(&rb[0]);
+	rb_free(&rb[1]);
+	ring_close(r);
+}
+END_TEST
+
+/* Claiming own buffers: as many as there are, then -ENOSPC; one given
+ * back can be taken again (its writer goes on in the next page); a ring
+ * without any says -ENOENT. The durable buffer stays right after the
+ * CPUs', and only the last nr_own are own buffers. */
+START_TEST(test_own_claim)
+{
+	struct ring_params p = { .page_size = 4096, .nr_pages = 4,
+				 .nr_cpus = 2, .mode = RING_MODE_PRODUCER,
+				 .clock = RING_CLOCK_MONO, .nr_own = 2 };
+	struct ring *r, *r2;
+	struct ring_own a, b, c;
+	struct readback rb = { 0 };
+	uint64_t ts[4] = { 10, 20, 30, 40 };
+
+	TU_OK(ring_create(NULL, &p, &r));
+	ck_assert_uint_eq(ring_nr_bufs(r), 5);
+	ck_assert_uint_eq(ring_durable_buf(r), 2);
+	for (unsigned i = 0; i < 6; i++)
+		ck_assert_int_eq(ring_own_is(r, i), i == 3 || i == 4);
+	TU_OK(ring_open_fd(ring_fd(r), &r2));	/* the reader's view agrees */
+	ck_assert_uint_eq(ring_nr_bufs(r2), 5);
+	ck_assert_uint_eq(ring_durable_buf(r2), 2);
+	ck_assert(!ring_own_is(r2, 2) && ring_own_is(r2, 3) &&
+		  ring_own_is(r2, 4) && !ring_own_is(r2, 5));
+	TU_OK(ring_own_claim(r, 1, &a));
+	TU_OK(ring_own_claim(r, 2, &b));
+	ck_assert_uint_ne(a.buf, b.buf);
+	ck_assert(ring_own_is(r, a.buf) && ring_own_is(r, b.buf));
+	TU_ERR(ring_own_claim(r, 3, &c), -ENOSPC);
+	TU_ERR(ring_own_claim(r2, 3, &c), -ENOSPC);	/* the file says so */
+	TU_OK(own_put(r, &a, 1, 0, 16, ts[0]));
+	TU_OK(own_put(r, &a, 1, 1, 16, ts[1]));
+	TU_ERR(ring_own_enter(r2, &a, 20, 50), -EINVAL);	/* another view */
+	ring_own_release(r, &a);
+	ck_assert_ptr_null(a.b);
+	TU_ERR(ring_own_enter(r, &a, 20, 50), -EINVAL);	/* given back */
+	TU_OK(ring_own_claim(r, 3, &c));
+	ck_assert_uint_eq(c.buf, 3);
+	TU_OK(own_put(r, &c, 1, 2, 16, ts[2]));
+	TU_OK(own_put(r, &c, 1, 3, 16, ts[3]));
+	TU_ERR(ring_own_claim(r, 4, &a), -ENOSPC);
+	ring_own_release(r, &c);
+	ring_own_release(r, &b);
+	drain_own(r2, 3, false, &rb);
+	check_own(&rb, 4, 1, ts, 3);
+	rb_free(&rb);
+	ring_close(r2);
+	ring_close(r);
+
+	p.nr_own = 0;
+	TU_OK(ring_create(NULL, &p, &r));
+	TU_ERR(ring_own_claim(r, 1, &a), -ENOENT);
+	ck_assert_uint_eq(ring_nr_bufs(r), 3);
+	ck_assert_uint_eq(ring_durable_buf(r), 2);
+	for (unsigned i = 0; i < 4; i++)
+		ck_assert(!ring_own_is(r, i));
+	ring_close(r);
+	p.nr_own = RING_MAX_OWN + 1;
+	TU_ERR(ring_create(NULL, &p, &r), -EINVAL);
+}
+END_TEST
+
+/* Producer mode, nobody reading: the writer fills the ring, then every
+ * event that needs a page is dropped with -ENOBUFS and counted; what was
+ * written reads back whole, the loss marked; once the reader made room
+ * the writer goes on. */
+START_TEST(test_own_full)
+{
+	struct ring *r = mkring_own(RING_MODE_PRODUCER, 4, 1);
+	const unsigned ob = ring_durable_buf(r) + 1;
+	struct readback rb = { 0 };
+	struct ring_stats st;
+	struct ring_own o;
+	uint64_t ts[2000], ok = 0, dropped = 0, seq = 0;
+
+	TU_OK(ring_own_claim(r, 1, &o));
+	for (uint64_t i = 0; i < 1000; i++) {
+		int ret = own_put(r, &o, 1, seq, 32, 100 + i);
+
+		ck_assert_msg(ret == 0 || ret == -ENOBUFS, "own_put: %s",
+			      tu_strerror(ret));
+		if (ret) {
+			dropped++;
+			ck_assert_ptr_null(o.next);
+		} else {
+			ts[seq++] = 100 + i;
+			ok++;
+		}
+	}
+	ck_assert_uint_gt(dropped, 0);
+	ck_assert_uint_eq(ok, 4 * (4080 / 36));	/* four pages, then none */
+	TU_OK(ring_get_stats(r, ob, &st));
+	ck_assert_uint_eq(st.lost_full, dropped);
+	ck_assert_uint_eq(st.lost_busy, 0);
+	drain_own(r, ob, false, &rb);
+	check_own(&rb, seq, 1, ts, ob);
+	for (uint64_t i = 0; i < 10; i++) {	/* room again */
+		ts[seq] = 5000 + i;
+		TU_OK(own_put(r, &o, 1, seq, 32, ts[seq]));
+		seq++;
+	}
+	ring_own_release(r, &o);
+	drain_own(r, ob, false, &rb);
+	check_own(&rb, seq, 1, ts, ob);
+	ck_assert_uint_eq(rb.missed, dropped);
+	rb_free(&rb);
+	ring_close(r);
+}
+END_TEST
+
+#define OWN_STRESS	10000000
+
+struct own_wr {
+	struct ring *r;
+	int err;
+	int done;
+};
+
+/* The stress test's time from event @seq - 1 to event @seq. */
+static uint64_t own_gap(uint64_t seq)
+{
+	return seq % 49999 == 0 ? 1ull << 27 : 1 + seq % 7;
+}
+
+/* A writer thread at full speed; an event dropped for a full ring is
+ * written again once the reader made room. */
+static void *own_writer_main(void *p)
+{
+	struct own_wr *w = p;
+	struct ring_own o;
+	uint64_t now = 1;
+
+	w->err = ring_own_claim(w->r, 1, &o);
+	for (uint64_t i = 0; !w->err && i < OWN_STRESS;) {
+		uint64_t t = now + own_gap(i);
+		struct rec e = { .writer = 1, .len = 16 + 4 * (uint32_t)(i % 25),
+				 .seq = i };
+		uint32_t total = 4 + e.len;
+		uint8_t *d = ring_own_fast(&o, total, t);
+		int ret = 0;
+
+		if (!d && (ret = ring_own_enter(w->r, &o, total, t)) == 0)
+			d = o.next;
+		if (ret == -ENOBUFS) {
+			sched_yield();
+			continue;
+		}
+		w->err = ret;
+		if (ret)
+			break;
+		memcpy(d + 4, &e, sizeof(e));
+		ring_own_commit(&o, total, e.len / 4, t);
+		now = t;
+		i++;
+	}
+	ring_own_release(w->r, &o);
+	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* The stress test's reader: checks each event's number and time only,
+ * and asserts nothing until the writer is done (it must keep up). */
+struct own_rd {
+	uint64_t next;		/* the seq expected */
+	uint64_t ts;		/* the time of the one before */
+	char why[160];		/* the first fault */
+};
+
+static size_t own_rd_drain(struct ring *r, unsigned b, struct own_rd *rd)
+{
+	const struct page_layout l = page_layout_host(ring_page_size(r));
+	struct ring_page_ref pg;
+	size_t n = 0;
+
+	ring_reader_flush(r, b);
+	for (; ring_reader_get(r, b, &pg) == 0; n++) {
+		struct page_record rec;
+		struct page_info pi;
+		struct page_iter it;
+		int ret = page_check(&l, pg.data, pg.len, &pi);
+
+		if (ret && !rd->why[0])
+			snprintf(rd->why, sizeof(rd->why), "page %llu: %s",
+				 (unsigned long long)pg.seq,
+				 page_check_why(&l, pg.data, pg.len));
+		if (!ret)
+			page_iter_init(&it, &l, &pi);
+		while (!ret && !rd->why[0] && page_next_record(&it, &rec) > 0) {
+			struct rec e = { 0 };
+
+			if (!page_record_is_data(&rec))
+				continue;
+			memcpy(&e, rec.payload, rec.len < sizeof(e) ?
+						rec.len : sizeof(e));
+			rd->ts += own_gap(rd->next);
+			if (e.seq != rd->next || e.len != rec.len ||
+			    rec.ts != rd->ts)
+				snprintf(rd->why, sizeof(rd->why),
+					 "page %llu offset %u: seq %llu len %u "
+					 "ts %llu, not seq %llu",
+					 (unsigned long long)pg.seq, rec.off,
+					 (unsigned long long)e.seq, rec.len,
+					 (unsigned long long)rec.ts,
+					 (unsigned long long)rd->next);
+			rd->next++;
+		}
+		ring_reader_put(r, b);
+	}
+	return n;
+}
+
+/* A writer thread at full speed and a reader asking for copies all the
+ * time: the pages and copies put together are every event once, in
+ * order, at its time (no record past a copy's or page's end, none twice,
+ * none left out, whenever the writer changes pages). The faults this
+ * looks for are races of a few instructions: OWN_ROUNDS rounds (each under a
+ * second here, 2.5 under ASan), up to the first fault. */
+#define OWN_ROUNDS	6
+
+START_TEST(test_own_threads)
+{
+	struct own_rd rd = { 0 };
+
+	for (int round = 0; round < OWN_ROUNDS && !rd.why[0]; round++) {
+		struct ring *r = mkring_own(RING_MODE_PRODUCER, 8, 1);
+		const unsigned ob = ring_durable_buf(r) + 1;
+		struct own_wr w = { .r = r };
+		pthread_t t;
+
+		rd = (struct own_rd){ .ts = 1 };
+		ck_assert_int_eq(pthread_create(&t, NULL, own_writer_main, &w),
+				 0);
+		while (!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE))
+			if (!own_rd_drain(r, ob, &rd))
+				sched_yield();
+		pthread_join(t, NULL);
+		TU_OK(w.err);
+		own_rd_drain(r, ob, &rd);
+		ck_assert_msg(!rd.why[0], "round %d: %s", round, rd.why);
+		ck_assert_uint_eq(rd.next, OWN_STRESS);
+		ring_close(r);
+	}
+}
+END_TEST
+
 static Suite *ring_suite(void)
 {
 	Suite *s = suite_create("ring");
@@ -961,6 +1807,12 @@ static Suite *ring_suite(void)
 	tcase_add_loop_test(tc, test_writer_killed_mid_write, 0, 2);
 	tu_add_tests(tc, TU_TESTS(test_formats, test_clock_conversion,
 					test_open_rejects_bad_files, test_public_api));
+	tu_add_tests(tc, TU_TESTS(test_own_exact, test_own_page_filled_exactly,
+				  test_own_partial_copies,
+				  test_own_claim, test_own_full,
+				  test_own_threads));
+	tcase_add_loop_test(tc, test_own_killed, 0, 4);
+	tcase_add_loop_test(tc, test_own_overwrite, 0, 2);
 	suite_add_tcase(s, tc);
 	return s;
 }

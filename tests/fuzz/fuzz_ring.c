@@ -3,11 +3,16 @@
  * (common/ring_reader.c): the ring file is written by the traced program,
  * which traceagent does not trust. The input either is the whole file, or
  * (first byte odd) is XORed over a freshly created valid ring so the
- * checks past the header get exercised. Every reader entry point must
- * return an error, never crash, hang or touch memory outside the map.
+ * checks past the header get exercised; with the first byte's low four
+ * bits 0011 that ring also has two own buffers (ring.h), one with a
+ * writer still in its page (the reader copies its committed prefix), one
+ * given back. The owner is this process, alive, unless the input changes
+ * owner_pid (then ring_reader_recover() runs). Every reader entry point
+ * must return an error, never crash, hang or touch memory outside the map.
  */
 #include "config.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,11 +20,29 @@
 #include <unistd.h>
 
 #include "common/ring.h"
+#include "common/ring_inline.h"
 
-static int valid_ring_fd(void)
+/* @n 40-byte events into own buffer @o, at fixed times (one gap needs a
+ * time extend), written as lib/fgraph.c writes its exit records. */
+static void own_events(struct ring *r, struct ring_own *o, int n)
+{
+	for (int i = 0; i < n; i++) {
+		uint64_t now = 1000 + (uint64_t)i * 100 +
+			       (i >= n / 2 ? 1ull << 28 : 0);
+
+		if (!ring_own_fast(o, 44, now) && ring_own_enter(r, o, 44, now))
+			return;
+		memset(o->next + 4, 'a' + i % 26, 40);
+		ring_own_commit(o, 44, 10, now);
+	}
+}
+
+static int valid_ring_fd(bool own)
 {
 	struct ring_params p = { .page_size = 4096, .nr_pages = 2,
-				 .nr_cpus = 1, .mode = RING_MODE_OVERWRITE };
+				 .nr_cpus = 1, .mode = RING_MODE_OVERWRITE,
+				 .nr_own = own ? 2 : 0 };
+	struct ring_own o[2];
 	struct ring *r;
 	int fd;
 
@@ -27,6 +50,12 @@ static int valid_ring_fd(void)
 		return -1;
 	for (int i = 0; i < 300; i++)
 		ring_write(r, i % 2, "0123456789abcdef0123", 20);
+	if (own && !ring_own_claim(r, 1, &o[0]) &&
+	    !ring_own_claim(r, 2, &o[1])) {
+		own_events(r, &o[0], 150);	/* a page and a half */
+		own_events(r, &o[1], 20);
+		ring_own_release(r, &o[1]);
+	}
 	fd = dup(ring_fd(r));
 	ring_close(r);
 	return fd;
@@ -78,7 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 1 || size > (1 << 20))
 		return 0;
 	if (data[0] & 1) {
-		fd = valid_ring_fd();
+		fd = valid_ring_fd((data[0] & 0x0f) == 3);
 		if (fd < 0)
 			return 0;
 		xor_into(fd, data + 1, size - 1);
