@@ -304,16 +304,26 @@ static inline uint8_t *ring_own_fast(const struct ring_own *o, uint32_t total,
 }
 
 /* ring_own_commit - publish the @total-byte event at o->next, its payload
- * written, with header type @type, at time @now. */
+ * written, with header type @type, at time @now. An event that fills the
+ * page to its last byte ends it: the page's commit word says so before
+ * the count does, and the next event enters a new page. */
 static inline void ring_own_commit(struct ring_own *o, uint32_t total,
 				   uint32_t type, uint64_t now)
 {
+	bool ends;
+
 	ring_store_relaxed((uint32_t *)o->next, type |
 			   (uint32_t)((now - o->last_ts) << PAGE_TYPE_LEN_BITS));
 	o->next += total;
 	o->last_ts = now;
+	ends = o->next == o->end;
+	if (__builtin_expect(ends, 0))
+		ring_store_relaxed((uint64_t *)(o->page + 8),
+				   (uint64_t)(o->end - o->page - RING_PAGE_HDR));
 	ring_store_release(o->ccp, ring_load_relaxed(o->ccp) + total +
 			   RING_CC_EVENT);
+	if (__builtin_expect(ends, 0))
+		o->next = o->end = NULL;
 }
 
 #endif

@@ -220,7 +220,11 @@ static int own_copy(struct ring *r, unsigned buf, uint8_t **out, uint64_t *seq)
 	int64_t c;
 	uint32_t len;
 
-	if ((tag >> RING_TAG_SEQ_SHIFT) != q || (tag & RING_TAG_TOOK) ||
+	/* only the page the reader takes next, while it is still partly
+	 * written: a page after it, or one the writer ended meanwhile, is
+	 * for the swap */
+	if (q != ring_load_acquire(&b->rpos) ||
+	    (tag >> RING_TAG_SEQ_SHIFT) != q || (tag & RING_TAG_TOOK) ||
 	    (tag & RING_TAG_PHYS_MASK) > r->nslots)
 		return -EAGAIN;
 	src = ring_page(r, b, tag & RING_TAG_PHYS_MASK);
@@ -228,13 +232,7 @@ static int own_copy(struct ring *r, unsigned buf, uint8_t **out, uint64_t *seq)
 		*pt = (struct ring_part){ .q = q,
 			.ts = ring_load_relaxed((uint64_t *)src) };
 	c = own_committed(r, s, q);
-	if (c == r->data_size) {	/* ended meanwhile: the rest is padding */
-		uint64_t end = ring_load_relaxed((uint64_t *)(src + 8)) &
-			       PAGE_COMMIT_LEN_MASK;
-
-		c = end < (uint64_t)c ? (int64_t)end : c;
-	}
-	if (c <= (int64_t)pt->off)
+	if (c >= (int64_t)r->data_size || c <= (int64_t)pt->off)
 		return -EAGAIN;
 	len = (uint32_t)c - pt->off;
 	memcpy(dst + RING_PAGE_HDR, src + RING_PAGE_HDR + pt->off, len);

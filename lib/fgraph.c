@@ -333,7 +333,7 @@ static bool own_exit_slow(struct fg_thread *t, struct ring *r,
 	if (t->own_state != FG_OWN_HAVE)
 		return false;
 	now = ring_clock_read(fg.clock);
-	if (t->own.next && now < t->own.last_ts)
+	if (now < t->own.last_ts)
 		now = t->own.last_ts;	/* another CPU's TSC, a bit behind */
 	if (!ring_own_fast(&t->own, total, now)) {
 		ret = ring_own_enter(r, &t->own, total, now);

@@ -233,7 +233,8 @@
 	movq	%fs:FG_THREAD_OWN_NEXT(%r11), %r8
 	leaq	FG_EXIT_TOTAL(%r8), %r9		/* none: next and end 0 */
 	cmpq	%fs:FG_THREAD_OWN_END(%r11), %r9
-	ja	8f				/* no room (or no buffer): C's */
+	jae	8f				/* no room (or no buffer), or the
+						 * record would end the page: C's */
 	rdtsc
 	shlq	$32, %rdx
 	orq	%rdx, %rax			/* now */
