@@ -71,15 +71,22 @@
  * without calling C or saving vector registers: 27.9; prefetchw ahead of
  * the record, as the per-CPU path does: 25.6; two saved registers
  * instead of five at entry, one store for top and the guard, the
- * sentinel: 25.2-25.6 (1.47 times the floor). Variants timed the same
+ * sentinel: 25.2-25.6; prefetching 1024 bytes ahead, no separate frame
+ * flags (they are the key's low bits) and on x86_64 no return-slot
+ * pointer (the key is the slot): 24.3-24.9 (1.40-1.45 times the floor;
+ * a thread without an own buffer pays ~37). Variants timed the same
  * way: hooks and hijacked return alone, no clock, no record, 6.5; plus
  * the entry's rdtsc 12.5; plus the record without the exit's rdtsc 19.0
  * (before the prefetch). The costs add up: rdtsc is microcoded, and the
  * rest does not run in its shadow. So what is left over the floor is
  * the hooks' ~6.5 ns of instructions (the entry's checks and shadow
  * entry, the call that re-enters the function, the trampoline's checks
- * and indirect jump) and ~2 ns of record; removing single instructions
- * measured within the noise.
+ * and indirect jump) and ~3 ns of record (a variant writing it to the
+ * stack instead of the ring costs the same: instructions, not memory).
+ * Each instruction off these paths is worth ~0.15 ns, each taken jump
+ * ~0.4; tried and measured no better: an 8-byte header making every
+ * field aligned, prefetching the next page at page entry, reading the
+ * clock before the entry's checks.
  *
  * User space adds what the kernel does not have to handle:
  *  - longjmp/siglongjmp skip frames without returning through them.

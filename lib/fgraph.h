@@ -52,9 +52,11 @@
  *                              written without rseq or locked
  *                              instructions (common/ring.h, own
  *                              buffers; on x86_64 by the trampoline
- *                              itself): ~25 ns a traced call against
- *                              ~31 through the per-CPU buffers
- *                              (bench/run hooks). Threads beyond N
+ *                              itself): ~24 ns a traced call against
+ *                              ~37 through the per-CPU buffers on a
+ *                              2.5 GHz Xeon guest (bench/run hooks;
+ *                              not under TC_FTRACE_THRESH or on
+ *                              CLOCK_MONOTONIC). Threads beyond N
  *                              write to the per-CPU buffers; a thread
  *                              gives its buffer back when it exits.
  *                              The agent ships each as one more stream,
