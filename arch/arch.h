@@ -61,7 +61,10 @@
  * thread has a page of its own buffer in hand (struct ring_own, in
  * fgraph__self at the FG_THREAD_OWN_* offsets, for the ring whose view
  * number is tc__gen) with room for FG_EXIT_TOTAL bytes, and the time
- * since the page's last event needs no time extend. A thread gets an own
+ * since the page's last event needs no time extend (and the record does
+ * not fill the page to its end, which C ends). Unlike C, the hook does not
+ * read the attach word: the exits of calls entered while an agent was
+ * attached are written even if it has gone since. A thread gets an own
  * buffer only where the hook may write every such record: on the TSC
  * clock, with no threshold (a silent frame, beyond TC_FTRACE_DEPTH, has
  * flags set). The record is the
