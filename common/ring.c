@@ -655,16 +655,10 @@ int ring_own_claim(struct ring *r, uint64_t id, struct ring_own *o)
 	return -ENOSPC;
 }
 
-/* End the page in hand where its events end: the rest counts as
- * committed, and the page's commit word says where the data ends. */
-static void own_end_page(const struct ring *r, struct ring_own *o)
+/* End the page in hand: the rest of it counts as committed. */
+static void own_end_page(struct ring_own *o)
 {
-	uint32_t off = (uint32_t)(o->next - (o->page + RING_PAGE_HDR));
-
-	ring_store_relaxed((uint64_t *)(o->page + 8), (uint64_t)off);
-	ring_store_release(o->ccp, ring_load_relaxed(o->ccp) +
-			   (r->data_size - off));
-	o->next = o->end = NULL;	/* no room: the x86_64 hook checks that */
+	ring_own_end(o, (uint64_t)(o->end - o->next));
 }
 
 int ring_own_enter(struct ring *r, struct ring_own *o, uint32_t total,
@@ -696,7 +690,7 @@ int ring_own_enter(struct ring *r, struct ring_own *o, uint32_t total,
 			ring_store_release(o->ccp, ring_load_relaxed(o->ccp) + 8);
 			return 0;
 		}
-		own_end_page(r, o);
+		own_end_page(o);
 	}
 	q = (ring_load_relaxed(&b->res.wpos) >> RING_WPOS_SHIFT) + 1;
 	ret = may_enter(r, b, q);
@@ -708,7 +702,6 @@ int ring_own_enter(struct ring *r, struct ring_own *o, uint32_t total,
 	s = &b->slots[q & (r->nslots - 1)];
 	ring_store_relaxed((uint64_t *)page, now);
 	ring_store_relaxed((uint64_t *)(page + 8), 0);
-	ring_store_relaxed(&b->res.last_ts, now);
 	/* the whole page is this writer's: ring_reader_flush() ends nothing */
 	ring_store_release(&b->res.wpos,
 			   (q << RING_WPOS_SHIFT) | r->data_size);
@@ -725,7 +718,7 @@ void ring_own_release(struct ring *r, struct ring_own *o)
 {
 	if (o->b && o->gen == r->gen) {
 		if (o->next)
-			own_end_page(r, o);
+			own_end_page(o);
 		ring_store_release(&o->b->owner, 0);
 	}
 	*o = (struct ring_own){ 0 };

@@ -303,27 +303,32 @@ static inline uint8_t *ring_own_fast(const struct ring_own *o, uint32_t total,
 	return NULL;
 }
 
+/* ring_own_end - end the page in hand where its events end (o->next),
+ * adding @add to the slot's count: the page's commit word says where the
+ * data ends before the count says the page is complete. */
+static inline void ring_own_end(struct ring_own *o, uint64_t add)
+{
+	ring_store_relaxed((uint64_t *)(o->page + 8),
+			   (uint64_t)(o->next - (o->page + RING_PAGE_HDR)));
+	ring_store_release(o->ccp, ring_load_relaxed(o->ccp) + add);
+	o->next = o->end = NULL;	/* no room: the x86_64 hook checks that */
+}
+
 /* ring_own_commit - publish the @total-byte event at o->next, its payload
  * written, with header type @type, at time @now. An event that fills the
- * page to its last byte ends it: the page's commit word says so before
- * the count does, and the next event enters a new page. */
+ * page to its last byte ends it; the next event enters a new page. */
 static inline void ring_own_commit(struct ring_own *o, uint32_t total,
 				   uint32_t type, uint64_t now)
 {
-	bool ends;
-
 	ring_store_relaxed((uint32_t *)o->next, type |
 			   (uint32_t)((now - o->last_ts) << PAGE_TYPE_LEN_BITS));
 	o->next += total;
 	o->last_ts = now;
-	ends = o->next == o->end;
-	if (__builtin_expect(ends, 0))
-		ring_store_relaxed((uint64_t *)(o->page + 8),
-				   (uint64_t)(o->end - o->page - RING_PAGE_HDR));
-	ring_store_release(o->ccp, ring_load_relaxed(o->ccp) + total +
-			   RING_CC_EVENT);
-	if (__builtin_expect(ends, 0))
-		o->next = o->end = NULL;
+	if (__builtin_expect(o->next == o->end, 0))
+		ring_own_end(o, total + RING_CC_EVENT);
+	else
+		ring_store_release(o->ccp, ring_load_relaxed(o->ccp) + total +
+				   RING_CC_EVENT);
 }
 
 #endif

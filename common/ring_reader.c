@@ -454,13 +454,12 @@ int ring_reader_recover(struct ring *r, unsigned buf)
 			if (c < 0)
 				return TC_ERR_PAGE_MALFORMED;
 			*(uint64_t *)(page + 8) = (uint64_t)c;
-			if (c)
-				ring_add_relaxed(&b->unfinished,
-					ring_repair_page(page, r->page_size));
-		} else {
-			ring_add_relaxed(&b->unfinished,
-				ring_repair_page(page, r->page_size));
 		}
+		/* an own page with nothing committed has nothing to walk (a
+		 * commit word of 0 would mean the whole data area) */
+		if (!ring_own_is(r, buf) || *(uint64_t *)(page + 8))
+			ring_add_relaxed(&b->unfinished,
+					 ring_repair_page(page, r->page_size));
 		/* the owner is dead: nobody adds to either part any more */
 		cc = ring_load_acquire(&s->commit);
 		ring_store_release(&s->commit, (cc & ~RING_CC_BYTES_MASK) |

@@ -263,13 +263,37 @@ static int32_t thread_id(struct fg_thread *t)
 	return t->tid;
 }
 
+/* The exit record's first 8 bytes: type, flags = 0, preempt_count = 0,
+ * pid; kept in the thread's state, where the x86_64 exit hook reads it. */
+static inline uint64_t exit_head(struct fg_thread *t)
+{
+	if (__builtin_expect(!t->head, 0))
+		t->head = fg.exit_id | (uint64_t)(uint32_t)thread_id(t) << 32;
+	return t->head;
+}
+
+/* The exit record's fields at @e (its payload), rettime @now. */
+static inline __attribute__((always_inline))
+void put_exit(struct fg_thread *t, uint8_t *e, const struct fg_frame *f,
+	      uint32_t depth, uint64_t now)
+{
+	uint64_t head = exit_head(t);
+	uint64_t mid = depth | (uint64_t)(uint32_t)t->st.overflow << 32;
+
+	memcpy(e + offsetof(struct fg_rec_exit, type), &head, 8);
+	memcpy(e + offsetof(struct fg_rec_exit, func), &f->func, 8);
+	memcpy(e + offsetof(struct fg_rec_exit, depth), &mid, 8);
+	memcpy(e + offsetof(struct fg_rec_exit, calltime), &f->calltime, 8);
+	memcpy(e + offsetof(struct fg_rec_exit, rettime), &now, 8);
+}
+
 static uint64_t ctx_ts(const struct tc_wctx *c)
 {
 	return ((const struct ring_wctx *)c->priv)->ts;
 }
 
 /* Take an own buffer for the thread (ring.h) if one is free; the exit
- * record's first word is kept ready for the x86_64 exit hook. */
+ * record's first word is made ready for the x86_64 exit hook. */
 static bool own_claim(struct fg_thread *t, struct ring *r)
 {
 	t->own_state = FG_OWN_NONE;
@@ -278,7 +302,7 @@ static bool own_claim(struct fg_thread *t, struct ring *r)
 	if (fg.thresh_ticks || fg.clock != RING_CLOCK_TSC ||
 	    ring_own_claim(r, (uint64_t)(uint32_t)thread_id(t), &t->own))
 		return false;
-	t->head = fg.exit_id | (uint64_t)(uint32_t)thread_id(t) << 32;
+	(void)exit_head(t);
 	t->own_state = FG_OWN_HAVE;
 	return true;
 }
@@ -296,13 +320,7 @@ static inline __attribute__((always_inline))
 void own_record(struct fg_thread *t, uint8_t *e, const struct fg_frame *f,
 		uint32_t depth, uint64_t now)
 {
-	uint64_t mid = depth | (uint64_t)(uint32_t)t->st.overflow << 32;
-
-	memcpy(e + 4 + offsetof(struct fg_rec_exit, type), &t->head, 8);
-	memcpy(e + 4 + offsetof(struct fg_rec_exit, func), &f->func, 8);
-	memcpy(e + 4 + offsetof(struct fg_rec_exit, depth), &mid, 8);
-	memcpy(e + 4 + offsetof(struct fg_rec_exit, calltime), &f->calltime, 8);
-	memcpy(e + 4 + offsetof(struct fg_rec_exit, rettime), &now, 8);
+	put_exit(t, e + 4, f, depth, now);
 	ring_own_commit(&t->own, FG_EXIT_TOTAL, FG_EXIT_TYPE, now);
 }
 
@@ -421,8 +439,6 @@ void ev_exit(struct fg_thread *t, const struct fg_frame *f, uint32_t depth)
 {
 	struct ring *r = tc__ring;
 	struct ring_fast w;
-	uint8_t *e;
-	uint64_t head, mid;
 	int ret;
 
 	if (!r)
@@ -435,15 +451,7 @@ void ev_exit(struct fg_thread *t, const struct fg_frame *f, uint32_t depth)
 			ev_exit_slow(t, f, depth);
 		return;
 	}
-	e = ring_fast_payload(&w);
-	/* type, flags = 0, preempt_count = 0, pid; depth, overrun */
-	head = fg.exit_id | (uint64_t)(uint32_t)thread_id(t) << 32;
-	mid = depth | (uint64_t)(uint32_t)t->st.overflow << 32;
-	memcpy(e + offsetof(struct fg_rec_exit, type), &head, 8);
-	memcpy(e + offsetof(struct fg_rec_exit, func), &f->func, 8);
-	memcpy(e + offsetof(struct fg_rec_exit, depth), &mid, 8);
-	memcpy(e + offsetof(struct fg_rec_exit, calltime), &f->calltime, 8);
-	memcpy(e + offsetof(struct fg_rec_exit, rettime), &w.p.now, 8);
+	put_exit(t, ring_fast_payload(&w), f, depth, w.p.now);
 	ring_fast_commit(r, &w);
 }
 
@@ -455,7 +463,7 @@ _Static_assert(sizeof(struct fg_rec_exit) + 4 == FG_EXIT_TOTAL &&
 _Static_assert(sizeof(struct fg_rec_exit) == 40 &&
 	       offsetof(struct fg_rec_exit, pid) == 4 &&
 	       offsetof(struct fg_rec_exit, overrun) == 20,
-	       "funcgraph_exit: the words ev_exit() stores");
+	       "funcgraph_exit: the words put_exit() stores");
 
 /* ------------------------------------------------------------ filters */
 
@@ -904,6 +912,7 @@ static uint32_t xsave_kind(void)
 static void fg_atfork_child(void)
 {
 	fgraph__self.tid = 0;
+	fgraph__self.head = 0;
 	/* the parent's thread keeps writing its own buffer */
 	fgraph__self.own = (struct ring_own){ 0 };
 	fgraph__self.own_state = FG_OWN_ASK;

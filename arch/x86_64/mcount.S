@@ -152,7 +152,7 @@
 	jz	8f
 	shlq	$5, %rax			/* top * FG_FRAME_SIZE */
 	addq	%rax, %rdx			/* &stack[top] */
-	leaq	\slot, %rax			/* the parent slot: key, retp */
+	leaq	\slot, %rax			/* the parent slot: the key */
 	cmpq	%rax, FG_FRAME_KEY-FG_FRAME_SIZE(%rdx)
 	jbe	8f				/* key below ours: C checks */
 	movl	$1, %fs:FG_THREAD_BUSY(%r11)
