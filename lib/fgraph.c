@@ -264,20 +264,18 @@ static int32_t thread_id(struct fg_thread *t)
 }
 
 /* The exit record's first 8 bytes: type, flags = 0, preempt_count = 0,
- * pid; kept in the thread's state, where the x86_64 exit hook reads it. */
+ * pid (the x86_64 exit hook reads a copy in the thread's state). */
 static inline uint64_t exit_head(struct fg_thread *t)
 {
-	if (__builtin_expect(!t->head, 0))
-		t->head = fg.exit_id | (uint64_t)(uint32_t)thread_id(t) << 32;
-	return t->head;
+	return fg.exit_id | (uint64_t)(uint32_t)thread_id(t) << 32;
 }
 
-/* The exit record's fields at @e (its payload), rettime @now. */
+/* The exit record's fields at @e (its payload): @head (exit_head()),
+ * rettime @now. */
 static inline __attribute__((always_inline))
-void put_exit(struct fg_thread *t, uint8_t *e, const struct fg_frame *f,
-	      uint32_t depth, uint64_t now)
+void put_exit(struct fg_thread *t, uint8_t *e, uint64_t head,
+	      const struct fg_frame *f, uint32_t depth, uint64_t now)
 {
-	uint64_t head = exit_head(t);
 	uint64_t mid = depth | (uint64_t)(uint32_t)t->st.overflow << 32;
 
 	memcpy(e + offsetof(struct fg_rec_exit, type), &head, 8);
@@ -302,7 +300,7 @@ static bool own_claim(struct fg_thread *t, struct ring *r)
 	if (fg.thresh_ticks || fg.clock != RING_CLOCK_TSC ||
 	    ring_own_claim(r, (uint64_t)(uint32_t)thread_id(t), &t->own))
 		return false;
-	(void)exit_head(t);
+	t->head = exit_head(t);
 	t->own_state = FG_OWN_HAVE;
 	return true;
 }
@@ -320,7 +318,7 @@ static inline __attribute__((always_inline))
 void own_record(struct fg_thread *t, uint8_t *e, const struct fg_frame *f,
 		uint32_t depth, uint64_t now)
 {
-	put_exit(t, e + 4, f, depth, now);
+	put_exit(t, e + 4, t->head, f, depth, now);
 	ring_own_commit(&t->own, FG_EXIT_TOTAL, FG_EXIT_TYPE, now);
 }
 
@@ -451,7 +449,7 @@ void ev_exit(struct fg_thread *t, const struct fg_frame *f, uint32_t depth)
 			ev_exit_slow(t, f, depth);
 		return;
 	}
-	put_exit(t, ring_fast_payload(&w), f, depth, w.p.now);
+	put_exit(t, ring_fast_payload(&w), exit_head(t), f, depth, w.p.now);
 	ring_fast_commit(r, &w);
 }
 
@@ -912,7 +910,6 @@ static uint32_t xsave_kind(void)
 static void fg_atfork_child(void)
 {
 	fgraph__self.tid = 0;
-	fgraph__self.head = 0;
 	/* the parent's thread keeps writing its own buffer */
 	fgraph__self.own = (struct ring_own){ 0 };
 	fgraph__self.own_state = FG_OWN_ASK;
