@@ -533,6 +533,9 @@ static bool traced(uintptr_t func)
 static void stack_free(void *p)
 {
 	own_release(&fgraph__self);
+	/* traced calls from later destructors find no stack, as at start */
+	fgraph__self.stack = NULL;
+	fgraph__self.top = 0;
 	munmap(p, (FG_STACK_MAX + 1) * sizeof(struct fg_frame));
 }
 

@@ -395,6 +395,47 @@ PLAIN static int pages_main(long n, bool hold)
 		pause();
 }
 
+/* ------------------------------- calls from a thread's key destructors */
+
+void dtor_leaf(long i);
+TRACED void dtor_leaf(long i) { fg_sink += (int)i; }
+
+static pthread_key_t dtor_key;
+
+/* Calls dtor_leaf, and re-arms the key twice: the destructor runs in
+ * three rounds, each after the runtime's own (its key is older), which
+ * gives the thread's shadow stack back. */
+PLAIN static void dtor_fn(void *p)
+{
+	long n = (long)p;
+
+	dtor_leaf(n);
+	if (n < 3)
+		(void)pthread_setspecific(dtor_key, (void *)(n + 1));
+}
+
+PLAIN static void *dtor_thread(void *arg)
+{
+	(void)arg;
+	dtor_leaf(0);
+	(void)pthread_setspecific(dtor_key, (void *)1);
+	return NULL;
+}
+
+/* "dtor": a thread whose key destructors call a traced function after
+ * the runtime's destructor ran; four calls of dtor_leaf in all. */
+PLAIN static int dtor_main(void)
+{
+	pthread_t th;
+
+	printf("sym dtor_leaf %#lx\n", (unsigned long)(uintptr_t)&dtor_leaf);
+	fflush(stdout);
+	if (pthread_key_create(&dtor_key, dtor_fn) ||
+	    pthread_create(&th, NULL, dtor_thread, NULL))
+		return 1;
+	return pthread_join(th, NULL) ? 1 : 0;
+}
+
 #define SYM(f) printf("sym %s %#lx\n", #f, (unsigned long)(uintptr_t)&f)
 
 PLAIN static void print_syms(void)
@@ -422,6 +463,8 @@ PLAIN int main(int argc, char **argv)
 		return pages_main(atol(argv[2]), false);
 	if (argc > 2 && !strcmp(argv[1], "hold"))
 		return pages_main(atol(argv[2]), true);
+	if (argc > 1 && !strcmp(argv[1], "dtor"))
+		return dtor_main();
 	print_syms();
 	handle(SIGUSR1, on_sig, 0);
 	handle(SIGUSR2, on_sig2, 0);

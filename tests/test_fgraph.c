@@ -653,6 +653,35 @@ START_TEST(many_pages)
 }
 END_TEST
 
+/*
+ * A thread's key destructors that run after the runtime's own (which
+ * gives the shadow stack and the own buffer back) call traced functions
+ * too: the program does not crash (it once wrote to the unmapped
+ * stack), and all four calls of dtor_leaf are there, in order.
+ */
+START_TEST(thread_dtor)
+{
+	char prog[512];
+	char *argv[] = { prog, "dtor", NULL };
+	struct run r;
+	unsigned n = 0;
+
+	snprintf(prog, sizeof(prog), "%s/tests/fgraph_prog_fentry",
+		 builddir());
+	run_prog(argv, NULL, &r);
+	qsort(r.ev, r.nev, sizeof(*r.ev), by_time);
+	for (size_t i = 0; i < r.nev; i++) {
+		if (r.ev[i].kind != 1 || strcmp(sym(&r, r.ev[i].func),
+						 "dtor_leaf"))
+			continue;
+		ck_assert_uint_eq(r.ev[i].depth, 0);
+		n++;
+	}
+	ck_assert_uint_eq(n, 4);
+	run_free(&r);
+}
+END_TEST
+
 /* The same graphs whoever writes the exits: no thread with a buffer of
  * its own (all through the per-CPU buffers), one (the others share the
  * per-CPU buffers), and every thread, the forked child included. */
@@ -942,7 +971,8 @@ static Suite *fgraph_suite(void)
 #if defined(__x86_64__)
 	tu_add_tests(tc, TU_TESTS(graph_fentry, graph_mcount, graph_cyg, filter_include,
 					filter_exclude_depth, filter_thresh, function_tracer,
-					vec_fentry, vec_mcount, vec_cyg, many_pages));
+					vec_fentry, vec_mcount, vec_cyg, many_pages,
+					thread_dtor));
 	tcase_add_loop_test(tc, graph_thread_bufs, 0, 3);
 	tcase_add_loop_test(tc, killed_program, 0, 2);
 #endif
