@@ -310,7 +310,8 @@ static bool own_claim(struct fg_thread *t, struct ring *r)
 static __attribute__((noinline)) bool own_exit_slow(struct fg_thread *t,
 						     struct ring *r,
 						     const struct fg_frame *f,
-						     uint32_t depth);
+						     uint32_t depth,
+						     uint64_t now);
 
 /* The exit record at @e in the own buffer, and its commit; the x86_64
  * exit hook writes the same (arch/arch.h). */
@@ -326,25 +327,25 @@ static inline __attribute__((always_inline))
 bool own_exit(struct fg_thread *t, struct ring *r, const struct fg_frame *f,
 	      uint32_t depth)
 {
-	uint64_t now;
+	uint64_t now = ring_clock_read(fg.clock);
 	uint8_t *e;
 
 	if (__builtin_expect(t->own_state != FG_OWN_HAVE ||
-			     t->own.gen != r->gen, 0))
-		return own_exit_slow(t, r, f, depth);
-	now = ring_clock_read(fg.clock);
-	e = ring_own_fast(&t->own, FG_EXIT_TOTAL, now);
-	if (__builtin_expect(!e, 0))
-		return own_exit_slow(t, r, f, depth);
+			     t->own.gen != r->gen, 0) ||
+	    __builtin_expect(!(e = ring_own_fast(&t->own, FG_EXIT_TOTAL, now)),
+			     0))
+		return own_exit_slow(t, r, f, depth, now);
 	own_record(t, e, f, depth, now);
 	return true;
 }
 
+/* The same at time @now, read once by own_exit(), when the page in hand
+ * has no room (or no page, buffer or ring is in hand yet). */
 static bool own_exit_slow(struct fg_thread *t, struct ring *r,
-			  const struct fg_frame *f, uint32_t depth)
+			  const struct fg_frame *f, uint32_t depth,
+			  uint64_t now)
 {
 	const uint32_t total = FG_EXIT_TOTAL;
-	uint64_t now;
 	int ret;
 
 	if (t->own_state == FG_OWN_HAVE && t->own.gen != r->gen) {
@@ -355,7 +356,6 @@ static bool own_exit_slow(struct fg_thread *t, struct ring *r,
 		return false;
 	if (t->own_state != FG_OWN_HAVE)
 		return false;
-	now = ring_clock_read(fg.clock);
 	if (now < t->own.last_ts)
 		now = t->own.last_ts;	/* another CPU's TSC, a bit behind */
 	if (!ring_own_fast(&t->own, total, now)) {
