@@ -50,9 +50,12 @@
  * shadow stack (struct fg_frame[FG_STACK_MAX]) at these offsets;
  * lib/fgraph.c checks them at compile time. Anything unusual (the guard
  * held, no stack yet, stack full, stale entries, a tail call) takes the
- * C path, fgraph_arch_entry(). The shadow stack has a sentinel entry
- * below its first (stack[-1], key UINTPTR_MAX), so an empty stack needs
- * no test of its own.
+ * C path, fgraph_arch_entry(). The first three take one compare: the
+ * word at FG_THREAD_TOP (top | busy << 32), or'ed with fgraph__gate (0
+ * when fgraph__fast is FG_FAST_PLAIN, FG_GATE_SHUT otherwise), against
+ * FG_STACK_MAX; a thread without a stack has top FG_STACK_MAX. The
+ * shadow stack has a sentinel entry below its first (stack[-1], key
+ * UINTPTR_MAX), so an empty stack needs no test of its own.
  *
  * The x86_64 trampoline likewise writes the exit record itself (no C
  * call, no vector registers saved: at a return only %rax and %rdx hold
@@ -72,6 +75,7 @@
  */
 #define FG_FAST_PLAIN		1	/* fgraph__fast: no filter */
 #define FG_FAST_FILTER		2	/* ... a glob filter: its cache */
+#define FG_GATE_SHUT		0x8000000000000000 /* fgraph__gate */
 #define FG_CACHE_SHIFT		52	/* slot = (func * MUL) >> SHIFT */
 #define FG_CACHE_MUL		0x9e3779b97f4a7c15
 #define FG_CACHE_TRACE		1	/* fgraph__cache_val: traced */
@@ -129,6 +133,7 @@ void fgraph_arch_entry(uintptr_t func, uintptr_t *retp, uintptr_t key);
  * message, since there is no correct address to go back to.
  */
 uintptr_t fgraph_arch_exit(uintptr_t key);
+
 
 /* The return trampoline; only its address is used from C. */
 void fgraph_arch_return(void);

@@ -183,7 +183,9 @@ struct fg_thread {
 };
 
 /* The calling thread's state; the x86_64 hooks read it too (arch.h). */
-FG_HIDDEN FG_TLS __thread struct fg_thread fgraph__self;
+FG_HIDDEN FG_TLS __thread struct fg_thread fgraph__self = {
+	.top = FG_STACK_MAX,	/* no stack yet: to the hooks, full */
+};
 
 _Static_assert(offsetof(struct fg_thread, stack) == FG_THREAD_STACK &&
 	       offsetof(struct fg_thread, top) == FG_THREAD_TOP &&
@@ -219,6 +221,11 @@ static volatile enum fgraph_tracer fg_tracer;
 /* Nonzero when the x86_64 hooks may push frames themselves (arch.h):
  * FG_FAST_PLAIN, or FG_FAST_FILTER with a glob filter set. */
 FG_HIDDEN uint32_t fgraph__fast;
+
+/* 0 when the x86_64 hooks' plain fast entry may run (fgraph__fast is
+ * FG_FAST_PLAIN), FG_GATE_SHUT otherwise: or'ed into the word they
+ * compare with FG_STACK_MAX, it sends every call out of line (arch.h). */
+FG_HIDDEN uint64_t fgraph__gate = FG_GATE_SHUT;
 
 /* The return trampoline's address, for the x86_64 hooks to compare and
  * store without a register to form it in. */
@@ -535,7 +542,7 @@ static void stack_free(void *p)
 	own_release(&fgraph__self);
 	/* traced calls from later destructors find no stack, as at start */
 	fgraph__self.stack = NULL;
-	fgraph__self.top = 0;
+	fgraph__self.top = FG_STACK_MAX;
 	munmap(p, (FG_STACK_MAX + 1) * sizeof(struct fg_frame));
 }
 
@@ -562,6 +569,7 @@ static bool stack_ready(struct fg_thread *t)
 	 * matches no exit, so the x86_64 hooks need no test for top 0 */
 	((struct fg_frame *)p)->key = UINTPTR_MAX;
 	t->stack = (struct fg_frame *)p + 1;
+	t->top = 0;
 	(void)pthread_setspecific(fg.key, p);
 	return true;
 }
@@ -812,7 +820,7 @@ void __cyg_profile_func_exit(void *fn, void *site)
 	uintptr_t key = CYG_KEY;
 
 	(void)site;
-	if (fg_tracer != FGRAPH_GRAPH || t->busy || !t->top)
+	if (fg_tracer != FGRAPH_GRAPH || t->busy || !t->stack || !t->top)
 		return;
 	t->busy = 1;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
@@ -945,6 +953,7 @@ int fgraph_start(const struct fgraph_config *c)
 	if (c->tracer == FGRAPH_GRAPH && !c->max_depth && !fg.thresh_ticks &&
 	    !c->entries && fg.clock == RING_CLOCK_TSC)
 		fgraph__fast = fg.filtering ? FG_FAST_FILTER : FG_FAST_PLAIN;
+	fgraph__gate = fgraph__fast == FG_FAST_PLAIN ? 0 : FG_GATE_SHUT;
 	__atomic_store_n(&fg_tracer, c->tracer, __ATOMIC_RELEASE);
 	return 0;
 }
