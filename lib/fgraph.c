@@ -88,6 +88,29 @@
  * field aligned, prefetching the next page at page entry, reading the
  * clock before the entry's checks.
  *
+ * Then (the same guest; each variant built at four placements of the
+ * hooks, 0/16/32/48 bytes into a cache line, since placement alone moved
+ * a run by up to 1 ns; floor 16.2-16.7): the start, 23.1 on average
+ * over the placements (24.1 as built then), 1.39-1.41 times the floor;
+ * __fentry__'s plain path straight through into fgraph_arch_call (no
+ * jump; the unusual cases out of line behind one compare, fgraph__gate
+ * and top FG_STACK_MAX for a thread without a stack), one test for the
+ * guard and the buffer's ring at exit, the hooks starting a cache line:
+ * 22.6, 1.36-1.37. Timed variants put the rest where it is: the hooks'
+ * mechanism alone (the attach test, the call into the function, the
+ * trampoline's jump back) 1.3, and with the two rdtsc 17.05, the floor
+ * itself; the shadow entry and its checks add 1.8, the exit's checks,
+ * record and commit 3.4, and the page turns (C, once per 92 records)
+ * 0.9 of that: with the page in hand reused instead, 21.4. The turn's
+ * cost is not its locked instruction, its C call (a lean call from the
+ * hook straight to ring_own_enter() measured the same), cold lines or
+ * TLB misses (pages follow each other in memory 99.97 % of the time,
+ * and a private buffer written the same way costs nothing), nor where
+ * the reader runs (both threads on one CPU: the same). Past 1.25 times
+ * the floor are ~2 ns: ~30 instructions
+ * at ~0.06 ns each (every kind measured alike next to rdtsc, which
+ * nothing overlaps), or cheaper page turns.
+ *
  * User space adds what the kernel does not have to handle:
  *  - longjmp/siglongjmp skip frames without returning through them.
  *    Each shadow entry carries the frame key (arch/arch.h), which is
