@@ -271,6 +271,25 @@ static void own_trim(struct ring *r, unsigned buf, uint64_t p, uint8_t *page)
 	pt->q = ~0ull;
 }
 
+/*
+ * Ask the cache for what taking the next pages reads, once page @p is
+ * taken: the header of page p+1 (its slot's tag, asked for one page ago,
+ * names its frame) and the slot of page p+2. A reader that follows its
+ * writers closely finds these lines in the writer's cache, so each is a
+ * miss from the other core, one after the other, page after page; ahead
+ * of time they overlap. A tag out of range is not followed (a corrupt
+ * file: ring_reader_get() says so when it takes that page).
+ */
+static void ahead(const struct ring *r, const struct ring_buf *b, uint64_t p)
+{
+	const struct ring_slot *s1 = &b->slots[(p + 1) & (r->nslots - 1)];
+	uint64_t phys = ring_load_relaxed(&s1->tag) & RING_TAG_PHYS_MASK;
+
+	__builtin_prefetch(&b->slots[(p + 2) & (r->nslots - 1)]);
+	if (phys <= r->nslots)
+		__builtin_prefetch(ring_page(r, b, phys) + 8);
+}
+
 int ring_reader_get(struct ring *r, unsigned buf, struct ring_page_ref *out)
 {
 	struct ring_buf *b;
@@ -307,6 +326,7 @@ int ring_reader_get(struct ring *r, unsigned buf, struct ring_page_ref *out)
 	page = ring_page(r, b, b->reader_phys);
 	b->last_taken = p;
 	b->pages_read++;
+	ahead(r, b, p);
 	if (ring_own_is(r, buf))
 		own_trim(r, buf, p, page);
 out:
