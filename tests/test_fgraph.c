@@ -261,6 +261,10 @@ static void run_prog(char *const argv[], char *const env[], struct run *r)
 	parse_syms(r, out);
 	fclose(out);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		ring_close(ring);	/* the failure below ends the test */
+		unlink(path);
+	}
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0,
 		      "%s: status %#x", argv[0], st);
 	load_formats(r, ring);
