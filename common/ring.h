@@ -270,7 +270,11 @@ int ring_reader_flush(struct ring *r, unsigned buf);
  * ring_reader_recover - after the owner died (ring_owner_alive() false),
  * finish buffer @buf's pages that dead writers left uncommitted: their
  * unfinished events become padding and are counted (stats.unfinished),
- * the partly filled page is ended, so every page can be taken.
+ * the partly filled page is ended, so every page can be taken. An own
+ * buffer's page (struct ring_own) is ended after its committed prefix
+ * instead, and counts nothing unfinished: an event its writer was in
+ * the middle of lies past that prefix and cannot be told from an
+ * earlier lap's bytes there.
  * Return: the number of pages finished; -EBUSY if the owner is alive.
  */
 int ring_reader_recover(struct ring *r, unsigned buf);
