@@ -17,8 +17,9 @@
 # on each side (the instances start and stop apart), not a difference.
 # nolat=1 compares the lines with their latency flags made dots.
 # Prints "matched=N identical=N ts_only=N exit_state=N comm_unknown=N
-# comm_other=N differ=N a_only=N b_only=N" (exit_state: the lines differ
-# only in an exiting task's prev_state, Z or X; comm_other: only in the
+# comm_other=N differ=N a_only=N b_only=N tick=N" (exit_state: the lines
+# differ only in an exiting task's prev_state, Z or X; tick: only in
+# timer_expire_entry's now, the jiffies; comm_other: only in the
 # COMM, B's not <...>; comm_unknown: B's COMM is <...>, the
 # rest of the line A's) and,
 # for up to `show` differing pairs, both lines; only events inside the
@@ -76,6 +77,11 @@ function commless(l) { x = tsless(l); sub(/^ *[^ ].*-[0-9]+ +\[/, "[", x); retur
 # from zombie (Z) to dead (X) in between.
 function stateless(l) { x = tsless(l); sub(/\] [XZ] ==> /, "] ? ==> ", x);
 	sub(/ prev_state=[XZ] ==> /, " prev_state=? ==> ", x); return x }
+# timer_expire_entry's now, made "?": the tracepoint reads jiffies for
+# each instance on its own, and a tick may come in between.
+function tickless(l) { x = tsless(l)
+	if (x ~ / timer_expire_entry: /) sub(/ now=[0-9]+ /, " now=? ", x)
+	return x }
 function inside(t) { return t >= from && t <= to }
 # pair(k, i, j): A's i-th and B's j-th event of k are the same event by pid
 # and time, and their lines agree but for the time.
@@ -111,6 +117,8 @@ END {
 					ts_only++
 				else if (stateless(txt[1, k, i]) == stateless(txt[2, k, j]))
 					exit_state++
+				else if (tickless(txt[1, k, i]) == tickless(txt[2, k, j]))
+					tick++
 				else if (txt[2, k, j] ~ /^ *<\.\.\.>-/ &&
 					 commless(txt[1, k, i]) == commless(txt[2, k, j]))
 					comm_unknown++
@@ -141,7 +149,7 @@ END {
 	}
 	for (e in differ_in)
 		printf("differ in %s: %d\n", e, differ_in[e])
-	printf("matched=%d identical=%d ts_only=%d exit_state=%d comm_unknown=%d comm_other=%d differ=%d a_only=%d b_only=%d\n",
+	printf("matched=%d identical=%d ts_only=%d exit_state=%d comm_unknown=%d comm_other=%d differ=%d a_only=%d b_only=%d tick=%d\n",
 	       matched, identical, ts_only, exit_state, comm_unknown, comm_other, differ, a_only,
-	       b_only)
+	       b_only, tick)
 }
