@@ -1095,6 +1095,16 @@ struct own_gen {
 	size_t cap;
 };
 
+/* @g for writer @id, which claims @o in @r: its first event @now on, up
+ * to @cap events. */
+static void gen_start(struct own_gen *g, struct ring *r, struct ring_own *o,
+		      uint64_t id, uint64_t now, size_t cap)
+{
+	*g = (struct own_gen){ .r = r, .o = o, .now = now, .cap = cap,
+			       .ts = calloc(cap, sizeof(*g->ts)) };
+	TU_OK(ring_own_claim(r, id, o));
+}
+
 /* The next event, @gap after the previous one; must be written. */
 static void gen_put(struct own_gen *g, uint32_t len, uint64_t gap)
 {
@@ -1127,11 +1137,10 @@ START_TEST(test_own_exact)
 	struct readback rb = { 0 };
 	struct ring_own o;
 	struct ring_stats st;
-	struct own_gen g = { .r = r, .o = &o, .now = 5, .cap = 4000 };
+	struct own_gen g;
 	uint32_t room;
 
-	g.ts = calloc(g.cap, sizeof(*g.ts));
-	TU_OK(ring_own_claim(r, 7, &o));
+	gen_start(&g, r, &o, 7, 5, 4000);
 	ck_assert_uint_eq(o.buf, ob);
 	ck_assert(ring_own_is(r, ob));
 	gen_put(&g, 16, 1ull << 30);	/* the first: a page's own time */
@@ -1220,11 +1229,10 @@ START_TEST(test_own_page_filled_exactly)
 	struct readback rb = { 0 };
 	struct ring_page_ref pg;
 	struct ring_own o;
-	struct own_gen g = { .r = r, .o = &o, .now = 1, .cap = 200 };
+	struct own_gen g;
 	uint8_t held[4096];
 
-	g.ts = calloc(g.cap, sizeof(*g.ts));
-	TU_OK(ring_own_claim(r, 1, &o));
+	gen_start(&g, r, &o, 1, 1, 200);
 	for (int i = 0; i < 20; i++)
 		gen_put(&g, 76, 10);
 	copy_expect(r, ob, &rb, 20);
@@ -1272,13 +1280,12 @@ START_TEST(test_own_partial_copies)
 	struct readback rb = { 0 };
 	struct ring_page_ref pg;
 	struct ring_own o;
-	struct own_gen g = { .r = r, .o = &o, .now = 1000, .cap = 30000 };
+	struct own_gen g;
 	struct rec e = { .writer = 1, .len = 40 };
 	uint64_t q, rnd = 12345;
 	size_t n;
 
-	g.ts = calloc(g.cap, sizeof(*g.ts));
-	TU_OK(ring_own_claim(r, 1, &o));
+	gen_start(&g, r, &o, 1, 1000, 30000);
 	copy_expect(r, ob, &rb, 0);		/* no page yet */
 	for (int i = 0; i < 10; i++)
 		gen_put(&g, 24, 100);
@@ -1377,11 +1384,10 @@ START_TEST(test_own_overwrite)
 	struct readback rb = { 0 };
 	struct ring_stats st;
 	struct ring_own o;
-	struct own_gen g = { .r = r, .o = &o, .now = 1, .cap = 2100 };
+	struct own_gen g;
 	uint64_t first;
 
-	g.ts = calloc(g.cap, sizeof(*g.ts));
-	TU_OK(ring_own_claim(r, 1, &o));
+	gen_start(&g, r, &o, 1, 1, 2100);
 	while (g.seq < 2000)
 		gen_put(&g, 40, g.seq % 300 == 0 ? 1ull << 27 : 20);
 	if (_i)
