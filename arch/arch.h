@@ -59,19 +59,19 @@
  *
  * The x86_64 trampoline likewise writes the exit record itself (no C
  * call, no vector registers saved: at a return only %rax and %rdx hold
- * values it would touch) when the guard is free,
- * the top entry's key is the returning frame's, its flags are 0, the
- * thread has a page of its own buffer in hand (struct ring_own, in
- * fgraph__self at the FG_THREAD_OWN_* offsets, for the ring whose view
- * number is tc__gen) with room for FG_EXIT_TOTAL bytes, and the time
- * since the page's last event needs no time extend (and the record does
- * not fill the page to its end, which C ends). Unlike C, the hook does not
- * read the attach word: the exits of calls entered while an agent was
- * attached are written even if it has gone since. A thread gets an own
- * buffer only where the hook may write every such record: on the TSC
- * clock, with no threshold (a silent frame, beyond TC_FTRACE_DEPTH, has
- * flags set). The record is the
- * one lib/fgraph.c's own_exit() writes, checked at compile time there.
+ * values it would touch) when the guard is free, the top entry's key is
+ * the returning frame's, its flags are 0, the thread has a page of its
+ * own buffer in hand (struct ring_own, in fgraph__self at the
+ * FG_THREAD_OWN_* offsets, for the ring whose view number is tc__gen)
+ * with room for FG_EXIT_TOTAL bytes, and the time since the page's last
+ * event needs no time extend (and the record does not fill the page to
+ * its end, which C ends). Unlike C, the hook does not read the attach
+ * word: the exits of calls entered while an agent was attached are
+ * written even if it has gone since. A thread gets an own buffer only
+ * where the hook may write every such record: on the TSC clock, with no
+ * threshold (a silent frame, beyond TC_FTRACE_DEPTH, has flags set).
+ * The record is the one lib/fgraph.c's own_exit() writes, checked at
+ * compile time there.
  */
 #define FG_FAST_PLAIN		1	/* fgraph__fast: no filter */
 #define FG_FAST_FILTER		2	/* ... a glob filter: its cache */
@@ -133,7 +133,6 @@ void fgraph_arch_entry(uintptr_t func, uintptr_t *retp, uintptr_t key);
  * message, since there is no correct address to go back to.
  */
 uintptr_t fgraph_arch_exit(uintptr_t key);
-
 
 /* The return trampoline; only its address is used from C. */
 void fgraph_arch_return(void);

@@ -33,29 +33,35 @@
  * At fgraph_arch_return (reached by the traced function's `ret`) %rsp
  * points just above the parent slot it popped: the frame key is %rsp - 8.
  *
- * Entering a hooked function (__fentry__, fast or C path; FENTRY_CALL):
- * rather than `ret` with the trampoline in the parent slot, the hook
- * pops its return address into %r11, drops the parent slot and jumps to
+ * Entering a hooked function (__fentry__): rather than `ret` with the
+ * trampoline in the parent slot, the hook pops its return address into
+ * %r11, drops the parent slot (FENTRY_DROP) and calls the function from
  * fgraph_arch_call, a `call *%r11` right in front of fgraph_arch_return:
  * the call pushes fgraph_arch_return into the very same slot, and the
- * return-stack predictor now expects it (arch/arch.h). mcount cannot:
- * the function's frame is already built over the slot.
+ * return-stack predictor now expects it (arch/arch.h). The fast path
+ * falls through into fgraph_arch_call, which directly follows
+ * __fentry__; the C path jumps there (FENTRY_CALL). mcount cannot: the
+ * function's frame is already built over the slot.
  *
- * Fast entry (FAST_ENTRY, when fgraph__fast is set; arch/arch.h): the
- * hook pushes the shadow entry itself, saving only the five registers it
- * uses (rax rcx rdx rsi rdi) and calling nothing: after the pushes
- *     40(%rsp)  return address into the traced function
- *     48(%rsp)  __fentry__ only: the parent slot
+ * Fast entry (FAST_ENTRY; arch/arch.h): the hook pushes the shadow entry
+ * itself, saving only %rax and %rdx (rdtsc writes them) and calling
+ * nothing: after the pushes
+ *     16(%rsp)  return address into the traced function
+ *     24(%rsp)  __fentry__ only: the parent slot
  * Thread state is fgraph__self, initial-exec TLS: %fs:(offset from the
- * GOT). Under the runtime's guard (busy) it checks what the C entry
- * would act on and falls back to it (restoring the registers first)
- * when the guard is held, there is no shadow stack yet or it is full,
- * the top entry's key is not above the new one (a longjmp may have left
- * entries behind), or the slot already holds the trampoline (tail call).
- * With a filter set (fgraph__fast == FG_FAST_FILTER) it first reads the
- * filters' verdict for the function from the runtime's cache, the first
- * slot the function's hash names, and goes on only when that slot says
- * "traced"; a miss or any other answer is C's to give.
+ * GOT). The plain case runs straight through; one compare sends every
+ * other out of line (FAST_ENTRY_COLD): the guard held, no shadow stack
+ * yet or a full one (the runtime keeps top at FG_STACK_MAX for both), or
+ * the plain fast path shut (fgraph__gate). Out of line, with a filter
+ * set (fgraph__fast == FG_FAST_FILTER), the hook reads the filters'
+ * verdict for the function from the runtime's cache, the first slot the
+ * function's hash names, and comes back only when that slot says
+ * "traced" and the stack takes an entry; anything else is C's to give.
+ * Back in line, with the runtime's guard (busy) taken before the entry
+ * is written, the C entry takes over (the registers restored first)
+ * when the top entry's key is not above the new one (a longjmp may have
+ * left entries behind) or the slot already holds the trampoline (a tail
+ * call).
  */
 #include "arch/arch.h"
 #include "arch/asm.h"
@@ -132,7 +138,8 @@
 
 /* Push the shadow entry for the parent slot SLOT (an address computed
  * from %rsp after the two pushes, or from %rbp), storing the trampoline
- * into the slot if STORE (fentry's caller does it with its `call`), and
+ * into the slot if STORE (__fentry__'s is written by the `call` in
+ * fgraph_arch_call), and
  * fall through with %rax and %rdx restored. One compare takes every
  * case but the common one out of line, to COLD: the guard held, the
  * stack full or not there yet (arch.h), or the plain fast path shut
@@ -199,24 +206,20 @@ ENTRY(\cold)
 	.cfi_adjust_cfa_offset 16
 	cmpl	$FG_FAST_FILTER, fgraph__fast(%rip)
 	jne	\restore
-	movq	%fs:FG_THREAD_TOP(%r11), %rax	/* top | busy << 32 */
-	cmpq	$FG_STACK_MAX, %rax
-	jae	\restore
-	movq	16(%rsp), %r11			/* func */
+	movq	16(%rsp), %rax			/* func */
 	movabsq	$FG_CACHE_MUL, %rdx
-	imulq	%r11, %rdx
+	imulq	%rax, %rdx
 	shrq	$FG_CACHE_SHIFT, %rdx		/* the hash: the first slot */
-	pushq	%rax
-	.cfi_adjust_cfa_offset 8
-	leaq	fgraph__cache_key(%rip), %rax
-	cmpq	%r11, (%rax,%rdx,8)
-	leaq	fgraph__cache_val(%rip), %r11
-	popq	%rax
-	.cfi_adjust_cfa_offset -8
+	leaq	fgraph__cache_key(%rip), %r11
+	cmpq	%rax, (%r11,%rdx,8)
 	jne	\restore
+	leaq	fgraph__cache_val(%rip), %r11
 	cmpb	$FG_CACHE_TRACE, (%r11,%rdx)
 	jne	\restore
 	movq	fgraph__self@gottpoff(%rip), %r11
+	movq	%fs:FG_THREAD_TOP(%r11), %rax	/* top | busy << 32 */
+	cmpq	$FG_STACK_MAX, %rax
+	jae	\restore
 	jmp	\cold\()_back
 END(\cold)
 .endm
@@ -225,8 +228,8 @@ END(\cold)
  * Fast exit (FAST_EXIT): the top shadow entry returns, the guard is
  * free, the entry records its exit (flags 0), and the thread's own buffer
  * (common/ring.h; only where the hook may write, arch/arch.h) has room
- * in its page for the
- * 44-byte funcgraph_exit with no time extend: the hook writes the record
+ * in its page for the 44-byte funcgraph_exit with no time extend: the
+ * hook writes the record
  * and its commit there itself, pops the entry and jumps to the original
  * return address, calling nothing. At a return only %rax and %rdx (and
  * xmm0, xmm1, st0, which it does not touch) hold values: every other
@@ -302,16 +305,22 @@ END(\cold)
 9:
 .endm
 
+/* The return address into the traced function to %r11, and the parent
+ * slot dropped: fgraph_arch_call's `call` writes it again. */
+.macro FENTRY_DROP
+	popq	%r11
+	.cfi_adjust_cfa_offset -8
+	addq	$8, %rsp
+	.cfi_adjust_cfa_offset -8
+.endm
+
 /* Go on into the traced function through fgraph_arch_call, which calls
  * it, writing the trampoline's address into the parent slot with a
  * `call`: the CPU's return-stack predictor then expects the function
  * to return to the trampoline, where a `ret` to the hijacked slot would
  * be mispredicted on every traced call. */
 .macro FENTRY_CALL
-	popq	%r11			/* the return address into it */
-	.cfi_adjust_cfa_offset -8
-	addq	$8, %rsp		/* the parent slot: rewritten below */
-	.cfi_adjust_cfa_offset -8
+	FENTRY_DROP
 	jmp	fgraph_arch_call
 	.cfi_adjust_cfa_offset 16
 .endm
@@ -326,10 +335,7 @@ END(\cold)
 GLOBAL(__fentry__)
 	TRACING_OFF_RETURN
 	FAST_ENTRY fentry_cold, fentry_restore, 0, 24(%rsp)
-	popq	%r11			/* the return address into it */
-	.cfi_adjust_cfa_offset -8
-	addq	$8, %rsp		/* the parent slot: `call` writes it */
-	.cfi_adjust_cfa_offset -8
+	FENTRY_DROP
 END(__fentry__)
 
 /*
