@@ -198,7 +198,7 @@ PLAIN static void vcheck(const char *what, double got, double want)
 	}
 }
 
-#define VSYM(f) printf("sym %s %#lx\n", #f, (unsigned long)(uintptr_t)&f)
+#define SYM(f) printf("sym %s %#lx\n", #f, (unsigned long)(uintptr_t)&f)
 
 #if defined(__x86_64__)
 __m128d vec_sse(VEC_ARGS(__m128d));
@@ -256,15 +256,15 @@ AVX512 PLAIN static void vec_avx512_check(void)
 
 PLAIN static void vec_arch(void)
 {
-	VSYM(vec_sse);
+	SYM(vec_sse);
 	vec_sse_check();
 	__builtin_cpu_init();
 	if (__builtin_cpu_supports("avx")) {
-		VSYM(vec_avx);
+		SYM(vec_avx);
 		vec_avx_check();
 	}
 	if (__builtin_cpu_supports("avx512f")) {
-		VSYM(vec_avx512);
+		SYM(vec_avx512);
 		vec_avx512_check();
 	}
 }
@@ -286,8 +286,8 @@ PLAIN static void vec_arch(void)
 	struct neon4 q;
 	double out[2];
 
-	VSYM(vec_neon);
-	VSYM(vec_neon4);
+	SYM(vec_neon);
+	SYM(vec_neon4);
 	for (int i = 0; i < 8; i++) {
 		double l[2] = { vin[i], vin[i] + 1 };
 
@@ -319,9 +319,9 @@ PLAIN static int vec_main(void)
 	long double ld;
 	struct dpair p;
 
-	VSYM(vec_d);
-	VSYM(vec_ld);
-	VSYM(vec_dd);
+	SYM(vec_d);
+	SYM(vec_ld);
+	SYM(vec_dd);
 	vcheck("vec_d", vec_d(vin[0], vin[1], vin[2], vin[3], vin[4], vin[5],
 			      vin[6], vin[7]), vsum(0));
 	ld = vec_ld(vin_ld, vin_ld);
@@ -378,7 +378,7 @@ PLAIN static int pages_main(long n, bool hold)
 {
 	pthread_t th;
 
-	printf("sym pg_leaf %#lx\n", (unsigned long)(uintptr_t)&pg_leaf);
+	SYM(pg_leaf);
 	fflush(stdout);
 	if (pthread_create(&th, NULL, hold ? hold_loop : pages_loop, (void *)n))
 		return 1;
@@ -428,7 +428,7 @@ PLAIN static int dtor_main(void)
 {
 	pthread_t th;
 
-	printf("sym dtor_leaf %#lx\n", (unsigned long)(uintptr_t)&dtor_leaf);
+	SYM(dtor_leaf);
 	fflush(stdout);
 	if (pthread_key_create(&dtor_key, dtor_fn) ||
 	    pthread_create(&th, NULL, dtor_thread, NULL))
@@ -436,7 +436,6 @@ PLAIN static int dtor_main(void)
 	return pthread_join(th, NULL) ? 1 : 0;
 }
 
-#define SYM(f) printf("sym %s %#lx\n", #f, (unsigned long)(uintptr_t)&f)
 
 PLAIN static void print_syms(void)
 {

@@ -77,17 +77,23 @@ static const char *sym(const struct run *r, uint64_t a)
 	return best;
 }
 
-static void parse_syms(struct run *r, FILE *f)
+/* The program's "sym NAME ADDR" lines from @f into @r, up to its end or
+ * to a line @stop (NULL: none). Return: whether @stop came. */
+static bool parse_syms(struct run *r, FILE *f, const char *stop)
 {
 	char line[256], name[128];
 	unsigned long a;
 
-	while (fgets(line, sizeof(line), f))
+	while (fgets(line, sizeof(line), f)) {
+		if (stop && !strcmp(line, stop))
+			return true;
 		if (sscanf(line, "sym %127s %lx", name, &a) == 2 &&
 		    r->nsyms < MAX_SYMS) {
 			r->names[r->nsyms] = strdup(name);
 			r->addrs[r->nsyms++] = a;
 		}
+	}
+	return false;
 }
 
 static void load_formats(struct run *r, struct ring *ring)
@@ -258,7 +264,7 @@ static void run_prog(char *const argv[], char *const env[], struct run *r)
 	memset(r, 0, sizeof(*r));
 	snprintf(path, sizeof(path), "/dev/shm/tc-fgtest.%d", (int)getpid());
 	pid = start_prog(argv, env, path, &ring, &out);
-	parse_syms(r, out);
+	parse_syms(r, out, NULL);
 	fclose(out);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
@@ -717,12 +723,11 @@ START_TEST(killed_program)
 {
 	static char *const bufs[] = { "TC_FTRACE_THREAD_BUFS=2",
 				      "TC_FTRACE_THREAD_BUFS=0" };
-	char prog[512], n[16], path[64], line[256];
+	char prog[512], n[16], path[64];
 	char *argv[] = { prog, "hold", n, NULL };
 	char *env[] = { "TC_FTRACE_BUFFER_KB=4096", bufs[_i], NULL };
 	struct run r;
 	struct ring *ring;
-	bool held = false;
 	pid_t pid;
 	FILE *out;
 	int st;
@@ -733,18 +738,8 @@ START_TEST(killed_program)
 	snprintf(path, sizeof(path), "/dev/shm/tc-fgkill.%d", (int)getpid());
 	memset(&r, 0, sizeof(r));
 	pid = start_prog(argv, env, path, &ring, &out);
-	while (!held && fgets(line, sizeof(line), out)) {
-		unsigned long a;
-		char name[128];
-
-		if (sscanf(line, "sym %127s %lx", name, &a) == 2 &&
-		    r.nsyms < MAX_SYMS) {
-			r.names[r.nsyms] = strdup(name);
-			r.addrs[r.nsyms++] = a;
-		}
-		held = !strcmp(line, "held\n");
-	}
-	ck_assert_msg(held, "the program did not get to hold");
+	ck_assert_msg(parse_syms(&r, out, "held\n"),
+		      "the program did not get to hold");
 	load_formats(&r, ring);
 	drain(&r, ring);	/* own buffers: copies of the pages in hand */
 	if (_i == 0)
