@@ -1369,6 +1369,16 @@ START_TEST(test_own_partial_copies)
 }
 END_TEST
 
+/* What was read is one run of events from @first on, each at @ts[seq]. */
+static void check_from(const struct readback *rb, uint64_t first,
+		       const uint64_t *ts)
+{
+	for (size_t i = 0; i < rb->n; i++) {
+		ck_assert_uint_eq(rb->recs[i].seq, first + i);
+		ck_assert_uint_eq(rb->ts[i], ts[first + i]);
+	}
+}
+
 /*
  * Overwrite mode, nobody reading for 20 pages' worth: the reader then
  * finds the newest events, one run without a gap up to the writer's
@@ -1396,10 +1406,7 @@ START_TEST(test_own_overwrite)
 	ck_assert_uint_gt(rb.n, 0);
 	first = rb.recs[0].seq;
 	ck_assert_uint_gt(first, 0);
-	for (size_t i = 0; i < rb.n; i++) {
-		ck_assert_uint_eq(rb.recs[i].seq, first + i);
-		ck_assert_uint_eq(rb.ts[i], g.ts[first + i]);
-	}
+	check_from(&rb, first, g.ts);
 	ck_assert_uint_eq(first + rb.n, g.seq);	/* up to the last commit */
 	TU_OK(ring_get_stats(r, ob, &st));
 	ck_assert_uint_eq(st.lost_overwritten, first);
@@ -1410,10 +1417,7 @@ START_TEST(test_own_overwrite)
 	ring_own_release(r, &o);
 	drain_own(r, ob, true, &rb);
 	ck_assert_uint_eq(first + rb.n, g.seq);
-	for (size_t i = 0; i < rb.n; i++) {
-		ck_assert_uint_eq(rb.recs[i].seq, first + i);
-		ck_assert_uint_eq(rb.ts[i], g.ts[first + i]);
-	}
+	check_from(&rb, first, g.ts);
 	free(g.ts);
 	rb_free(&rb);
 	ring_close(r);
