@@ -345,6 +345,8 @@ int tc_init(const struct tc_options *opt)
 	if (!opt)
 		opt = &def;
 	p.nr_pages = opt->pages_per_cpu ? opt->pages_per_cpu : 256;
+	if (opt->page_size)
+		p.page_size = opt->page_size;
 	p.mode = (enum ring_mode)opt->mode;
 	p.nr_own = opt->thread_bufs;
 	p.clock = opt->clock_mono ? RING_CLOCK_MONO : RING_CLOCK_TSC;

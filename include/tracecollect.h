@@ -35,10 +35,13 @@ struct tc_options {
 	const char *path;	/* NULL: $TRACECOLLECT_DIR (default /dev/shm)
 				 * /tracecollect.<pid>, where traceagent looks */
 	enum tc_mode mode;
-	uint32_t pages_per_cpu;	/* power of 2; 0: 256 (1 MiB per CPU) */
+	uint32_t pages_per_cpu;	/* power of 2; 0: 256 (1 MiB per CPU at
+				 * 4 KiB pages) */
 	bool clock_mono;	/* CLOCK_MONOTONIC instead of the TSC */
 	uint32_t thread_bufs;	/* buffers threads may take for themselves
 				 * (the function graph tracer's; 0..256) */
+	uint32_t page_size;	/* bytes per ring page: a power of 2,
+				 * 4096..32768; 0: 4096, the kernel's */
 };
 
 /*

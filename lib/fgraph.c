@@ -1029,6 +1029,7 @@ __attribute__((constructor)) static void fgraph_ctor(void)
 	}
 	o.path = c.ring_path;
 	o.pages_per_cpu = c.pages_per_cpu;
+	o.page_size = c.page_size;
 	if (c.tracer == FGRAPH_GRAPH)
 		o.thread_bufs = own_bufs(c.own_bufs);
 	ret = tc_init(&o);

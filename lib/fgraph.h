@@ -38,13 +38,20 @@
  *   TC_FTRACE_ENTRIES=0|1      graph: also write funcgraph_entry events
  *                              (default 0: exits only, half the cost)
  *   TC_FTRACE_BUFFER_KB=N      ring size per CPU in KiB (rounded up to a
- *                              power of 2 pages; default 1024). A reader
+ *                              power of 2 pages, at least 2; default
+ *                              1024). A reader
  *                              away for longer than the ring takes to
  *                              fill loses the newest events (counted):
  *                              the graph tracer writes ~44 bytes per call,
  *                              over 1 GB/s for a tight loop, so a program
  *                              that calls that fast needs a bigger ring
  *                              to cover the agent's 10 ms poll
+ *   TC_FTRACE_PAGE_KB=N        the ring's page size in KiB: 4, 8, 16 or
+ *                              32 (default 32: a page turn costs ~45 ns,
+ *                              a share of every call; 4 is the kernel's
+ *                              own size). The agent ships whole pages:
+ *                              smaller ones reach the collector sooner
+ *                              from a program that calls seldom
  *   TC_FTRACE_THREAD_BUFS=N    graph: buffers of the ring's that a thread
  *                              takes for itself (default: one per CPU;
  *                              0..256), each TC_FTRACE_BUFFER_KB: the
@@ -103,7 +110,8 @@ struct fgraph_config {
 	uint32_t max_depth;	/* 0: unlimited */
 	uint64_t thresh_us;	/* 0: record every call */
 	bool entries;		/* graph: funcgraph_entry events too */
-	uint32_t pages_per_cpu;	/* ring pages per CPU; 0: the default */
+	uint32_t pages_per_cpu;	/* ring pages per CPU, a power of 2 */
+	uint32_t page_size;	/* bytes per ring page */
 	int32_t own_bufs;	/* graph: thread buffers; -1: one per CPU */
 	uint32_t wait_ms;
 	const char *ring_path;	/* NULL: the default */

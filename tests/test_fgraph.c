@@ -54,6 +54,7 @@ struct run {
 	unsigned nsyms;
 	struct tep_handle *tep;
 	size_t nentries;	/* funcgraph_entry events recorded */
+	uint32_t page_size;	/* the ring's */
 };
 
 static const char *builddir(void)
@@ -275,6 +276,7 @@ static void run_prog(char *const argv[], char *const env[], struct run *r)
 		      "%s: status %#x", argv[0], st);
 	load_formats(r, ring);
 	drain(r, ring);
+	r->page_size = ring_page_size(ring);
 	ring_close(ring);
 	unlink(path);
 	ck_assert_uint_gt(r->nsyms, 0);
@@ -615,7 +617,8 @@ static int by_pid_time(const void *a, const void *b)
  * fgraph_prog "pages": two threads, PAGES_CALLS calls each, hopping CPUs
  * every 500: each thread's exits are all there, once each, in call
  * order (calltime not before the previous rettime), whatever ring page or
- * CPU buffer they went to.
+ * CPU buffer they went to; with the default 32 KiB pages (~27 pages a
+ * thread) and with TC_FTRACE_PAGE_KB=4 (~215).
  */
 #define PAGES_CALLS 20000
 
@@ -648,17 +651,20 @@ static void check_two_loops(struct run *r, size_t calls)
 
 START_TEST(many_pages)
 {
+	static char *const page_kb[] = { NULL, "TC_FTRACE_PAGE_KB=4" };
+	static const uint32_t page_size[] = { 32768, 4096 };
 	char prog[512], n[16];
 	char *argv[] = { prog, "pages", n, NULL };
 	/* 2 x 20000 x 44 bytes fit in 4 MiB per CPU: nothing is dropped
 	 * while the test reads only after the program exits */
-	char *env[] = { "TC_FTRACE_BUFFER_KB=4096", NULL };
+	char *env[] = { "TC_FTRACE_BUFFER_KB=4096", page_kb[_i], NULL };
 	struct run r;
 
 	snprintf(prog, sizeof(prog), "%s/tests/fgraph_prog_fentry",
 		 builddir());
 	snprintf(n, sizeof(n), "%d", PAGES_CALLS);
 	run_prog(argv, env, &r);
+	ck_assert_uint_eq(r.page_size, page_size[_i]);
 	check_two_loops(&r, PAGES_CALLS);
 }
 END_TEST
@@ -925,7 +931,16 @@ START_TEST(config_parse)
 	static const char *const good[] = {
 		"TC_FTRACE=function_graph", "TC_FTRACE_FILTER=a*,,b",
 		"TC_FTRACE_DEPTH=3", "TC_FTRACE_THRESH=10",
-		"TC_FTRACE_ENTRIES=1", "TC_FTRACE_BUFFER_KB=100", NULL };
+		"TC_FTRACE_ENTRIES=1", "TC_FTRACE_BUFFER_KB=100",
+		"TC_FTRACE_PAGE_KB=4", NULL };
+	static const char *const dflt[] = { "TC_FTRACE=function", NULL };
+	static const char *const big[] = {
+		"TC_FTRACE=function", "TC_FTRACE_BUFFER_KB=100", NULL };
+	static const char *const bad_page[][3] = {
+		{ "TC_FTRACE=function", "TC_FTRACE_PAGE_KB=2", NULL },
+		{ "TC_FTRACE=function", "TC_FTRACE_PAGE_KB=12", NULL },
+		{ "TC_FTRACE=function", "TC_FTRACE_PAGE_KB=64", NULL },
+		{ "TC_FTRACE=function", "TC_FTRACE_PAGE_KB=8k", NULL } };
 	static const char *const bad_tracer[] = { "TC_FTRACE=funky", NULL };
 	static const char *const bad_num[] = {
 		"TC_FTRACE=function", "TC_FTRACE_DEPTH=3x", NULL };
@@ -945,10 +960,24 @@ START_TEST(config_parse)
 	ck_assert_uint_eq(c.max_depth, 3);
 	ck_assert_uint_eq(c.thresh_us, 10);
 	ck_assert(c.entries);
+	ck_assert_uint_eq(c.page_size, 4096);
 	ck_assert_uint_eq(c.pages_per_cpu, 32);	/* 100 KiB: 32 pages */
 	ck_assert(fgraph_glob_list_match(c.include, "abc"));
 	ck_assert(!fgraph_glob_list_match(c.include, "cab"));
 	fgraph_config_free(&c);
+	cfg_env = dflt;		/* 32 KiB pages, 1 MiB per CPU */
+	TU_OK(fgraph_config_parse(cfg_get, &c));
+	ck_assert_uint_eq(c.page_size, 32768);
+	ck_assert_uint_eq(c.pages_per_cpu, 32);
+	fgraph_config_free(&c);
+	cfg_env = big;		/* 100 KiB: four 32 KiB pages */
+	TU_OK(fgraph_config_parse(cfg_get, &c));
+	ck_assert_uint_eq(c.pages_per_cpu, 4);
+	fgraph_config_free(&c);
+	for (size_t i = 0; i < sizeof(bad_page) / sizeof(bad_page[0]); i++) {
+		cfg_env = bad_page[i];
+		TU_ERR(fgraph_config_parse(cfg_get, &c), -EINVAL);
+	}
 	cfg_env = bad_tracer;
 	TU_ERR(fgraph_config_parse(cfg_get, &c), -EINVAL);
 	cfg_env = bad_num;
@@ -970,8 +999,8 @@ static Suite *fgraph_suite(void)
 #if defined(__x86_64__)
 	tu_add_tests(tc, TU_TESTS(graph_fentry, graph_mcount, graph_cyg, filter_include,
 					filter_exclude_depth, filter_thresh, function_tracer,
-					vec_fentry, vec_mcount, vec_cyg, many_pages,
-					thread_dtor));
+					vec_fentry, vec_mcount, vec_cyg, thread_dtor));
+	tcase_add_loop_test(tc, many_pages, 0, 2);
 	tcase_add_loop_test(tc, graph_thread_bufs, 0, 3);
 	tcase_add_loop_test(tc, killed_program, 0, 2);
 #endif
