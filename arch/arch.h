@@ -51,9 +51,12 @@
  * lib/fgraph.c checks them at compile time. Anything unusual (the guard
  * held, no stack yet, stack full, stale entries, a tail call) takes the
  * C path, fgraph_arch_entry(). The first three take one compare: the
- * word at FG_THREAD_TOP (top | busy << 32), or'ed with fgraph__gate (0
- * when fgraph__fast is FG_FAST_PLAIN, FG_GATE_SHUT otherwise), against
- * FG_STACK_MAX; a thread without a stack has top FG_STACK_MAX. The
+ * word at FG_THREAD_TOPW (the address of the next free entry,
+ * &stack[top], with the guard busy in bit 63: FG_BUSY), or'ed with
+ * fgraph__gate (0 when fgraph__fast is FG_FAST_PLAIN, FG_GATE_SHUT
+ * otherwise), against the word at FG_THREAD_LIMIT (&stack[FG_STACK_MAX];
+ * a thread without a stack has both 0). The hooks take the guard by
+ * storing FG_BUSY's byte alone, and give it back with the new top. The
  * shadow stack has a sentinel entry below its first (stack[-1], key
  * UINTPTR_MAX), so an empty stack needs no test of its own.
  *
@@ -84,16 +87,19 @@
 #define FG_XSAVE_STD		1	/* ... xsave, standard form */
 #define FG_XSAVE_C		2	/* ... xsavec, compacted form */
 #define FG_STACK_MAX		4096	/* shadow entries per thread */
+#define FG_BUSY			0x8000000000000000 /* the guard, in topw */
 #define FG_THREAD_STACK		0	/* struct fg_frame *stack */
-#define FG_THREAD_TOP		8	/* uint32_t top: entries in use */
-#define FG_THREAD_BUSY		12	/* uint32_t busy: the guard */
-#define FG_THREAD_HEAD		16	/* uint64_t: exit record's 1st word */
-#define FG_THREAD_OWN_NEXT	24	/* struct ring_own (common/ring.h) */
-#define FG_THREAD_OWN_END	32
-#define FG_THREAD_OWN_TS	40
-#define FG_THREAD_OWN_CCP	48
-#define FG_THREAD_OWN_GEN	80	/* uint32_t, against tc__gen */
-#define FG_THREAD_OVERFLOW	104	/* uint64_t: the record's overrun */
+#define FG_THREAD_TOPW		8	/* &stack[top] | FG_BUSY if held */
+#define FG_THREAD_LIMIT		16	/* &stack[FG_STACK_MAX] */
+#define FG_THREAD_HEAD		24	/* uint64_t: exit record's 1st word */
+#define FG_THREAD_OWN_NEXT	32	/* struct ring_own (common/ring.h) */
+#define FG_THREAD_OWN_END	40
+#define FG_THREAD_OWN_TS	48
+#define FG_THREAD_OWN_CCP	56
+#define FG_THREAD_OWN_GEN	88	/* uint32_t, against tc__gen */
+#define FG_THREAD_DBIAS		104	/* uint64_t: topw / FG_FRAME_SIZE +
+					 * this is the exit record's
+					 * depth | overrun << 32 */
 #define FG_EXIT_TOTAL		44	/* funcgraph_exit, header included */
 #define FG_EXIT_TYPE		10	/* its header's type_len */
 #define FG_EXIT_DELTA_MAX	0x8000000	/* 1 << PAGE_DELTA_BITS */

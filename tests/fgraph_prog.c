@@ -436,6 +436,18 @@ PLAIN static int dtor_main(void)
 	return pthread_join(th, NULL) ? 1 : 0;
 }
 
+/* "overflow": recurse(OVERFLOW_DEPTH) runs deeper than the shadow stack
+ * holds (FG_STACK_MAX, 4096): tests/test_fgraph.c counts what it gets. */
+#define OVERFLOW_DEPTH 4100
+
+PLAIN static int overflow_main(void)
+{
+	SYM(recurse);
+	SYM(leaf);
+	fflush(stdout);
+	recurse(OVERFLOW_DEPTH);
+	return 0;
+}
 
 PLAIN static void print_syms(void)
 {
@@ -464,6 +476,8 @@ PLAIN int main(int argc, char **argv)
 		return pages_main(atol(argv[2]), true);
 	if (argc > 1 && !strcmp(argv[1], "dtor"))
 		return dtor_main();
+	if (argc > 1 && !strcmp(argv[1], "overflow"))
+		return overflow_main();
 	print_syms();
 	handle(SIGUSR1, on_sig, 0);
 	handle(SIGUSR2, on_sig2, 0);

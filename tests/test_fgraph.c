@@ -32,6 +32,7 @@
 #include <traceevent/kbuffer.h>
 #include <unistd.h>
 
+#include "arch/arch.h"
 #include "lib/fgraph.h"
 #include "common/ring.h"
 #include "tests/testutil.h"
@@ -42,7 +43,7 @@ struct ev {
 	uint64_t ts;
 	int pid;
 	int kind;		/* 0 entry, 1 exit, 2 function */
-	uint64_t func, depth, calltime, rettime, parent;
+	uint64_t func, depth, calltime, rettime, parent, overrun;
 	unsigned seq;
 };
 
@@ -141,6 +142,7 @@ static void add_event(struct run *r, void *data, int size, uint64_t ts)
 		v.depth = field(e, data, size, "depth");
 		v.calltime = field(e, data, size, "calltime");
 		v.rettime = field(e, data, size, "rettime");
+		v.overrun = field(e, data, size, "overrun");
 		ck_assert_uint_eq(v.rettime, ts);
 		ck_assert_uint_ge(v.rettime, v.calltime);
 	} else if (!strcmp(e->name, "function")) {
@@ -670,6 +672,51 @@ START_TEST(many_pages)
 END_TEST
 
 /*
+ * fgraph_prog "overflow": recurse(4100), each level also calling leaf,
+ * on a shadow stack of FG_STACK_MAX (4096) entries. Levels 0..4095 get
+ * a frame; levels 4096..4100 do not (5), nor do the leaf calls they make
+ * (5) and the one made at level 4095, with the stack full (1). Every exit
+ * comes after those 11 calls, and carries overrun 11, as the kernel's
+ * funcgraph_exit carries the task's count: 4096 recurse exits, depths 0
+ * to 4095, and 4095 leaf exits, depths 1 to 4095. Through the hooks'
+ * own exit path (the record written in the trampoline) and C's.
+ */
+START_TEST(stack_overflow)
+{
+	static char *const bufs[] = { NULL, "TC_FTRACE_THREAD_BUFS=0" };
+	char prog[512];
+	char *argv[] = { prog, "overflow", NULL };
+	char *env[] = { "TC_FTRACE_BUFFER_KB=4096", bufs[_i], NULL };
+	size_t rec = 0, lf = 0;
+	uint64_t maxd = 0;
+	struct run r;
+
+	snprintf(prog, sizeof(prog), "%s/tests/fgraph_prog_fentry",
+		 builddir());
+	run_prog(argv, env, &r);
+	for (size_t i = 0; i < r.nev; i++) {
+		const char *name = sym(&r, r.ev[i].func);
+
+		ck_assert_int_eq(r.ev[i].kind, 1);
+		ck_assert_uint_eq(r.ev[i].overrun, 11);
+		if (!strcmp(name, "recurse")) {
+			rec++;
+			if (r.ev[i].depth > maxd)
+				maxd = r.ev[i].depth;
+		} else {
+			ck_assert_str_eq(name, "leaf");
+			ck_assert_uint_ge(r.ev[i].depth, 1);
+			lf++;
+		}
+	}
+	ck_assert_uint_eq(rec, FG_STACK_MAX);
+	ck_assert_uint_eq(maxd, FG_STACK_MAX - 1);
+	ck_assert_uint_eq(lf, FG_STACK_MAX - 1);
+	run_free(&r);
+}
+END_TEST
+
+/*
  * A thread's key destructors that run after the runtime's own (which
  * gives the shadow stack and the own buffer back) call traced functions
  * too: the program does not crash (it once wrote to the unmapped
@@ -1001,6 +1048,7 @@ static Suite *fgraph_suite(void)
 					filter_exclude_depth, filter_thresh, function_tracer,
 					vec_fentry, vec_mcount, vec_cyg, thread_dtor));
 	tcase_add_loop_test(tc, many_pages, 0, 2);
+	tcase_add_loop_test(tc, stack_overflow, 0, 2);
 	tcase_add_loop_test(tc, graph_thread_bufs, 0, 3);
 	tcase_add_loop_test(tc, killed_program, 0, 2);
 #endif

@@ -51,14 +51,14 @@
  * Thread state is fgraph__self, initial-exec TLS: %fs:(offset from the
  * GOT). The plain case runs straight through; one compare sends every
  * other out of line (FAST_ENTRY_COLD): the guard held, no shadow stack
- * yet or a full one (the runtime keeps top at FG_STACK_MAX for both), or
- * the plain fast path shut (fgraph__gate). Out of line, with a filter
+ * yet or a full one (topw at or past the stack's limit: both are 0 with
+ * no stack), or the plain fast path shut (fgraph__gate). Out of line, with a filter
  * set (fgraph__fast == FG_FAST_FILTER), the hook reads the filters'
  * verdict for the function from the runtime's cache, the first slot the
  * function's hash names, and comes back only when that slot says
  * "traced" and the stack takes an entry; anything else is C's to give.
- * Back in line, with the runtime's guard (busy) taken before the entry
- * is written, the C entry takes over (the registers restored first)
+ * Back in line, with the runtime's guard (FG_BUSY's byte in topw) taken
+ * before the entry is written, the C entry takes over (the registers restored first)
  * when the top entry's key is not above the new one (a longjmp may have
  * left entries behind) or the slot already holds the trampoline (a tail
  * call).
@@ -145,52 +145,55 @@
  * stack full or not there yet (arch.h), or the plain fast path shut
  * (fgraph__gate); COLD asks the filters' cache when a filter is set and
  * comes back to COLD_back, or goes on to RESTORE, which pops %rax and
- * %rdx and jumps to SLOW with every register as the hook found it.
+ * %rdx and jumps to SLOW with every register as the hook found it
+ * (RESTORE_BUSY gives the guard back first).
  * Only %rax, %rdx (saved: rdtsc writes them) and %r11 are used. */
-.macro FAST_ENTRY cold, restore, store, slot:vararg
+.macro FAST_ENTRY cold, restore, restore_busy, store, slot:vararg
 	SAVEQ	%rax
 	SAVEQ	%rdx
 	movq	fgraph__self@gottpoff(%rip), %r11
-	movq	%fs:FG_THREAD_TOP(%r11), %rax	/* top | busy << 32 */
+	movq	%fs:FG_THREAD_TOPW(%r11), %rax	/* &stack[top] | busy */
 	orq	fgraph__gate(%rip), %rax
-	cmpq	$FG_STACK_MAX, %rax
+	cmpq	%fs:FG_THREAD_LIMIT(%r11), %rax
 	jae	\cold
 \cold\()_back:
-	movq	%fs:FG_THREAD_STACK(%r11), %rdx
-	shlq	$5, %rax			/* top * FG_FRAME_SIZE */
-	addq	%rax, %rdx			/* &stack[top] */
-	leaq	\slot, %rax			/* the parent slot: the key */
-	cmpq	%rax, FG_FRAME_KEY-FG_FRAME_SIZE(%rdx)
+	leaq	\slot, %rdx			/* the parent slot: the key */
+	cmpq	%rdx, FG_FRAME_KEY-FG_FRAME_SIZE(%rax)
 	jbe	\restore			/* key below ours: C checks */
-	movq	(%rax), %rax			/* the parent's return address */
-	cmpq	fgraph__tramp(%rip), %rax
-	je	\restore			/* tail call: C handles it */
-	movl	$1, %fs:FG_THREAD_BUSY(%r11)
-	movq	%rax, FG_FRAME_RET(%rdx)
-	leaq	\slot, %rax
-	movq	%rax, FG_FRAME_KEY(%rdx)
+	movb	$0x80, %fs:FG_THREAD_TOPW+7(%r11) /* the guard: FG_BUSY */
+	movq	%rdx, FG_FRAME_KEY(%rax)
+	movq	(%rdx), %rdx			/* the parent's return address */
+	cmpq	fgraph__tramp(%rip), %rdx
+	je	\restore_busy			/* tail call: C handles it */
+	movq	%rdx, FG_FRAME_RET(%rax)
 .if \store
-	movq	fgraph__tramp(%rip), %rax
-	movq	%rax, \slot			/* hijack the parent slot */
+	movq	fgraph__tramp(%rip), %rdx
+	movq	%rdx, \slot			/* hijack the parent slot */
 .endif
-	movq	16(%rsp), %rax
-	movq	%rax, FG_FRAME_FUNC(%rdx)
-	movq	%rdx, %r11			/* the entry */
+	movq	16(%rsp), %rdx
+	movq	%rdx, FG_FRAME_FUNC(%rax)
+	movq	%rax, %r11			/* the entry */
 	rdtsc
 	shlq	$32, %rdx
 	orq	%rdx, %rax
 	movq	%rax, FG_FRAME_CALLTIME(%r11)
-	movq	fgraph__self@gottpoff(%rip), %r11
-	movl	%fs:FG_THREAD_TOP(%r11), %eax
-	addl	$1, %eax
-	movq	%rax, %fs:FG_THREAD_TOP(%r11)	/* top + 1, the guard free */
+	leaq	FG_FRAME_SIZE(%r11), %rax
+	movq	fgraph__self@gottpoff(%rip), %rdx
+	movq	%rax, %fs:FG_THREAD_TOPW(%rdx)	/* top + 1, the guard free */
 	LOADQ	%rdx
 	LOADQ	%rax
 .endm
 
 /* The fast entry's cases out of line (FAST_ENTRY), with %rax and %rdx
- * pushed. */
-.macro FAST_ENTRY_COLD slow, restore, cold
+ * pushed (and RESTORE_BUSY: %r11 the TLS offset, the guard held). */
+.macro FAST_ENTRY_COLD slow, restore, restore_busy, cold
+ENTRY(\restore_busy)
+	.cfi_adjust_cfa_offset 16
+	movb	$0, %fs:FG_THREAD_TOPW+7(%r11)
+	LOADQ	%rdx
+	LOADQ	%rax
+	jmp	\slow
+END(\restore_busy)
 ENTRY(\restore)
 	.cfi_adjust_cfa_offset 16
 	LOADQ	%rdx
@@ -217,8 +220,8 @@ ENTRY(\cold)
 	cmpb	$FG_CACHE_TRACE, (%r11,%rdx)
 	jne	\restore
 	movq	fgraph__self@gottpoff(%rip), %r11
-	movq	%fs:FG_THREAD_TOP(%r11), %rax	/* top | busy << 32 */
-	cmpq	$FG_STACK_MAX, %rax
+	movq	%fs:FG_THREAD_TOPW(%r11), %rax	/* &stack[top] | busy */
+	cmpq	%fs:FG_THREAD_LIMIT(%r11), %rax
 	jae	\restore
 	jmp	\cold\()_back
 END(\cold)
@@ -244,30 +247,27 @@ END(\cold)
 .macro FAST_EXIT
 	movq	fgraph__self@gottpoff(%rip), %r11
 	movl	%fs:FG_THREAD_OWN_GEN(%r11), %ecx
-	xorl	tc__gen(%rip), %ecx
-	orl	%fs:FG_THREAD_BUSY(%r11), %ecx
-	jnz	9f				/* another view's buffer, or none
-						 * (gen 0), or the guard held */
+	cmpl	tc__gen(%rip), %ecx
+	jne	9f				/* another view's buffer */
+	movq	%fs:FG_THREAD_TOPW(%r11), %rdi	/* &stack[top] | busy */
+	testq	%rdi, %rdi
+	js	9f				/* the guard held */
 	/* the guard first: a handler that ran before it has put everything
 	 * back; none runs after it, until the state is read and written */
-	movl	$1, %fs:FG_THREAD_BUSY(%r11)
+	movb	$0x80, %fs:FG_THREAD_TOPW+7(%r11)
 	movq	%rax, %r10			/* the return value */
 	movq	%rdx, %rsi
 	movq	%fs:FG_THREAD_OWN_NEXT(%r11), %r8
 	leaq	FG_EXIT_TOTAL(%r8), %r9		/* none: next and end 0 */
 	cmpq	%fs:FG_THREAD_OWN_END(%r11), %r9
-	jae	8f				/* no room (or no buffer), or the
-						 * record would end the page: C's */
+	jae	8f				/* no room (or no buffer, nor a
+						 * stack then), or the record
+						 * would end the page: C's */
 	rdtsc
 	shlq	$32, %rdx
 	orq	%rdx, %rax			/* now */
-	movl	%fs:FG_THREAD_TOP(%r11), %ecx
-	movq	%fs:FG_THREAD_STACK(%r11), %rdi
-	movl	%ecx, %edx
-	shlq	$5, %rdx			/* top * FG_FRAME_SIZE */
-	leaq	-FG_FRAME_SIZE(%rdi,%rdx), %rdi	/* &stack[top - 1] */
 	leaq	-8(%rsp), %rdx			/* key: the slot `ret` popped */
-	cmpq	%rdx, FG_FRAME_KEY(%rdi)
+	cmpq	%rdx, FG_FRAME_KEY-FG_FRAME_SIZE(%rdi)
 	jne	8f				/* or flags set: C's */
 	movq	%rax, %rdx
 	subq	%fs:FG_THREAD_OWN_TS(%r11), %rdx
@@ -279,14 +279,13 @@ END(\cold)
 	movl	%edx, (%r8)
 	movq	%fs:FG_THREAD_HEAD(%r11), %rdx
 	movq	%rdx, 4(%r8)
-	movq	FG_FRAME_FUNC(%rdi), %rdx
+	movq	FG_FRAME_FUNC-FG_FRAME_SIZE(%rdi), %rdx
 	movq	%rdx, 12(%r8)
-	movl	%fs:FG_THREAD_OVERFLOW(%r11), %edx
-	shlq	$32, %rdx
-	subl	$1, %ecx			/* depth: top - 1 */
-	orq	%rcx, %rdx
+	movq	%rdi, %rdx
+	shrq	$5, %rdx			/* / FG_FRAME_SIZE */
+	addq	%fs:FG_THREAD_DBIAS(%r11), %rdx	/* depth | overrun << 32 */
 	movq	%rdx, 20(%r8)
-	movq	FG_FRAME_CALLTIME(%rdi), %rdx
+	movq	FG_FRAME_CALLTIME-FG_FRAME_SIZE(%rdi), %rdx
 	movq	%rdx, 28(%r8)
 	movq	%rax, 36(%r8)			/* rettime */
 	movq	%rax, %fs:FG_THREAD_OWN_TS(%r11)
@@ -294,14 +293,15 @@ END(\cold)
 	movabsq	$FG_EXIT_CC, %rdx
 	movq	%fs:FG_THREAD_OWN_CCP(%r11), %rax
 	addq	%rdx, (%rax)			/* the commit: ours alone */
-	movq	FG_FRAME_RET(%rdi), %rdi
-	movq	%rcx, %fs:FG_THREAD_TOP(%r11)	/* top - 1, the guard free */
+	movq	FG_FRAME_RET-FG_FRAME_SIZE(%rdi), %rcx
+	subq	$FG_FRAME_SIZE, %rdi
+	movq	%rdi, %fs:FG_THREAD_TOPW(%r11)	/* top - 1, the guard free */
 	movq	%r10, %rax
 	movq	%rsi, %rdx
-	jmp	*%rdi
+	jmp	*%rcx
 8:	movq	%r10, %rax
 	movq	%rsi, %rdx
-	movl	$0, %fs:FG_THREAD_BUSY(%r11)
+	movb	$0, %fs:FG_THREAD_TOPW+7(%r11)
 9:
 .endm
 
@@ -334,7 +334,7 @@ END(\cold)
 	.p2align 6
 GLOBAL(__fentry__)
 	TRACING_OFF_RETURN
-	FAST_ENTRY fentry_cold, fentry_restore, 0, 24(%rsp)
+	FAST_ENTRY fentry_cold, fentry_restore, fentry_restore_busy, 0, 24(%rsp)
 	FENTRY_DROP
 END(__fentry__)
 
@@ -403,7 +403,7 @@ END(fentry_slow)
 /* void mcount(void): the parent slot is 8(%rbp) of the traced frame. */
 GLOBAL(mcount)
 	TRACING_OFF_RETURN
-	FAST_ENTRY mcount_cold, mcount_restore, 1, 8(%rbp)
+	FAST_ENTRY mcount_cold, mcount_restore, mcount_restore_busy, 1, 8(%rbp)
 	ret
 END(mcount)
 
@@ -419,8 +419,8 @@ ENTRY(mcount_slow)
 	ret
 END(mcount_slow)
 
-FAST_ENTRY_COLD fentry_slow, fentry_restore, fentry_cold
-FAST_ENTRY_COLD mcount_slow, mcount_restore, mcount_cold
+FAST_ENTRY_COLD fentry_slow, fentry_restore, fentry_restore_busy, fentry_cold
+FAST_ENTRY_COLD mcount_slow, mcount_restore, mcount_restore_busy, mcount_cold
 
 /* The xsave area: SSE, AVX and ZMM_Hi256 (the upper halves of zmm0-15),
  * in the standard form 1664 bytes (ZMM_Hi256 at 1152), less compacted. */
