@@ -26,8 +26,9 @@
  * Frame key: a value that identifies one activation of a traced function,
  * known both at entry and at the trampoline, and smaller for deeper
  * frames (stacks grow down on both architectures):
- *   x86_64:  the address of the slot holding the return address (at the
- *            trampoline: %rsp - 8, since `ret` just popped that slot);
+ *   x86_64:  the address just above the slot holding the return address
+ *            (at the trampoline: %rsp, since `ret` just popped that
+ *            slot);
  *   aarch64: the caller's frame pointer (at entry: the x29 saved in the
  *            function's frame record; at the trampoline: x29, which the
  *            function's epilogue just restored).
@@ -52,10 +53,11 @@
  * held, no stack yet, stack full, stale entries, a tail call) takes the
  * C path, fgraph_arch_entry(). The first three take one compare: the
  * word at FG_THREAD_TOPW (the address of the next free entry,
- * &stack[top], with the guard busy in bit 63: FG_BUSY), or'ed with
- * fgraph__gate (0 when fgraph__fast is FG_FAST_PLAIN, FG_GATE_SHUT
- * otherwise), against the word at FG_THREAD_LIMIT (&stack[FG_STACK_MAX];
- * a thread without a stack has both 0). The hooks take the guard by
+ * &stack[top], with the guard busy in bit 63: FG_BUSY) against the word
+ * at FG_THREAD_LIMIT_FAST: &stack[FG_STACK_MAX] when fgraph__fast is
+ * FG_FAST_PLAIN, else 0 (so every call goes out of line, where a filter
+ * set, FG_FAST_FILTER, compares with FG_THREAD_LIMIT, the stack's true
+ * end); a thread without a stack has all three 0. The hooks take the guard by
  * storing FG_BUSY's byte alone, and give it back with the new top. The
  * shadow stack has a sentinel entry below its first (stack[-1], key
  * UINTPTR_MAX), so an empty stack needs no test of its own.
@@ -78,7 +80,6 @@
  */
 #define FG_FAST_PLAIN		1	/* fgraph__fast: no filter */
 #define FG_FAST_FILTER		2	/* ... a glob filter: its cache */
-#define FG_GATE_SHUT		0x8000000000000000 /* fgraph__gate */
 #define FG_CACHE_SHIFT		52	/* slot = (func * MUL) >> SHIFT */
 #define FG_CACHE_MUL		0x9e3779b97f4a7c15
 #define FG_CACHE_TRACE		1	/* fgraph__cache_val: traced */
@@ -91,13 +92,14 @@
 #define FG_THREAD_STACK		0	/* struct fg_frame *stack */
 #define FG_THREAD_TOPW		8	/* &stack[top] | FG_BUSY if held */
 #define FG_THREAD_LIMIT		16	/* &stack[FG_STACK_MAX] */
-#define FG_THREAD_HEAD		24	/* uint64_t: exit record's 1st word */
-#define FG_THREAD_OWN_NEXT	32	/* struct ring_own (common/ring.h) */
-#define FG_THREAD_OWN_END	40
-#define FG_THREAD_OWN_TS	48
-#define FG_THREAD_OWN_CCP	56
-#define FG_THREAD_OWN_GEN	88	/* uint32_t, against tc__gen */
-#define FG_THREAD_DBIAS		104	/* uint64_t: topw / FG_FRAME_SIZE +
+#define FG_THREAD_LIMIT_FAST	24	/* the same, or 0: fast path shut */
+#define FG_THREAD_HEAD		32	/* uint64_t: exit record's 1st word */
+#define FG_THREAD_OWN_NEXT	40	/* struct ring_own (common/ring.h) */
+#define FG_THREAD_OWN_END	48
+#define FG_THREAD_OWN_TS	56
+#define FG_THREAD_OWN_CCP	64
+#define FG_THREAD_OWN_GEN	96	/* uint32_t, against tc__gen */
+#define FG_THREAD_DBIAS		112	/* uint64_t: topw / FG_FRAME_SIZE +
 					 * this is the exit record's
 					 * depth | overrun << 32 */
 #define FG_EXIT_TOTAL		44	/* funcgraph_exit, header included */
@@ -109,7 +111,7 @@
 #define FG_FRAME_KEY		16	/* | flags in the low 3 bits */
 #define FG_FRAME_CALLTIME	24
 #if defined(__x86_64__)
-#define FG_KEY_IS_SLOT		1	/* the key is the return slot */
+#define FG_KEY_IS_SLOT		1	/* the key is the return slot + 8 */
 #define FG_FRAME_SIZE		32
 #else
 #define FG_KEY_IS_SLOT		0	/* a return slot pointer follows */

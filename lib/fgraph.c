@@ -185,13 +185,14 @@ static inline uintptr_t fkey(const struct fg_frame *f)
 }
 
 /* The return slot @f's hook overwrote; NULL for -finstrument-functions
- * frames, which overwrite nothing. On x86_64 the key is that slot. */
+ * frames, which overwrite nothing. On x86_64 the key is 8 bytes above
+ * that slot. */
 static inline uintptr_t *fretp(const struct fg_frame *f)
 {
 	if (f->key & FG_CYG)
 		return NULL;
 #if FG_KEY_IS_SLOT
-	return (uintptr_t *)fkey(f);
+	return (uintptr_t *)fkey(f) - 1;
 #else
 	return f->retp;
 #endif
@@ -204,6 +205,9 @@ struct fg_thread {
 	uintptr_t topw;		/* &stack[top] | FG_BUSY while the guard is
 				 * held (arch.h): top_get(), busy_get() */
 	uintptr_t limit;	/* &stack[FG_STACK_MAX]; 0 with no stack */
+	uintptr_t limit_fast;	/* limit, or 0 when the x86_64 hooks' plain
+				 * fast entry may not run (fgraph__fast not
+				 * FG_FAST_PLAIN): their one compare */
 	uint64_t head;		/* the exit record's first 8 bytes: type,
 				 * flags, preempt_count, pid (own buffer) */
 	struct ring_own own;	/* the thread's own buffer, if it has one */
@@ -224,6 +228,7 @@ FG_HIDDEN FG_TLS __thread struct fg_thread fgraph__self;
 _Static_assert(offsetof(struct fg_thread, stack) == FG_THREAD_STACK &&
 	       offsetof(struct fg_thread, topw) == FG_THREAD_TOPW &&
 	       offsetof(struct fg_thread, limit) == FG_THREAD_LIMIT &&
+	       offsetof(struct fg_thread, limit_fast) == FG_THREAD_LIMIT_FAST &&
 	       offsetof(struct fg_thread, head) == FG_THREAD_HEAD &&
 	       offsetof(struct fg_thread, own.next) == FG_THREAD_OWN_NEXT &&
 	       offsetof(struct fg_thread, own.end) == FG_THREAD_OWN_END &&
@@ -287,14 +292,9 @@ static struct {
 static volatile enum fgraph_tracer fg_tracer;
 
 /* Nonzero when the x86_64 hooks may push frames themselves (arch.h):
- * FG_FAST_PLAIN, or FG_FAST_FILTER with a glob filter set. */
+ * FG_FAST_PLAIN, or FG_FAST_FILTER with a glob filter set. Set before
+ * any thread has a stack, so each stack's limit_fast follows it. */
 FG_HIDDEN uint32_t fgraph__fast;
-
-/* 0 when the x86_64 hooks' plain fast entry may run (fgraph__fast is
- * FG_FAST_PLAIN), FG_GATE_SHUT otherwise: or'ed into the word they
- * compare with the stack's limit, it sends every call out of line
- * (arch.h). */
-FG_HIDDEN uint64_t fgraph__gate = FG_GATE_SHUT;
 
 /* The return trampoline's address, for the x86_64 hooks to compare and
  * store without a register to form it in. */
@@ -612,7 +612,7 @@ static void stack_free(void *p)
 	/* traced calls from later destructors find no stack, as at start */
 	fgraph__self.stack = NULL;
 	fgraph__self.topw &= FG_BUSY;
-	fgraph__self.limit = 0;
+	fgraph__self.limit = fgraph__self.limit_fast = 0;
 	munmap(p, (FG_STACK_MAX + 1) * sizeof(struct fg_frame));
 }
 
@@ -641,6 +641,7 @@ static bool stack_ready(struct fg_thread *t)
 	t->stack = (struct fg_frame *)p + 1;
 	top_set(t, 0);
 	t->limit = (uintptr_t)&t->stack[FG_STACK_MAX];
+	t->limit_fast = fgraph__fast == FG_FAST_PLAIN ? t->limit : 0;
 	set_dbias(t);
 	(void)pthread_setspecific(fg.key, p);
 	return true;
@@ -1029,7 +1030,6 @@ int fgraph_start(const struct fgraph_config *c)
 	if (c->tracer == FGRAPH_GRAPH && !c->max_depth && !fg.thresh_ticks &&
 	    !c->entries && fg.clock == RING_CLOCK_TSC)
 		fgraph__fast = fg.filtering ? FG_FAST_FILTER : FG_FAST_PLAIN;
-	fgraph__gate = fgraph__fast == FG_FAST_PLAIN ? 0 : FG_GATE_SHUT;
 	__atomic_store_n(&fg_tracer, c->tracer, __ATOMIC_RELEASE);
 	return 0;
 }

@@ -31,7 +31,8 @@
  *     64..184  xmm0..xmm7
  *
  * At fgraph_arch_return (reached by the traced function's `ret`) %rsp
- * points just above the parent slot it popped: the frame key is %rsp - 8.
+ * points just above the parent slot it popped: that is the frame key,
+ * the slot's address + 8 (arch/arch.h).
  *
  * Entering a hooked function (__fentry__): rather than `ret` with the
  * trampoline in the parent slot, the hook pops its return address into
@@ -50,10 +51,11 @@
  *     24(%rsp)  __fentry__ only: the parent slot
  * Thread state is fgraph__self, initial-exec TLS: %fs:(offset from the
  * GOT). The plain case runs straight through; one compare sends every
- * other out of line (FAST_ENTRY_COLD): the guard held, no shadow stack
- * yet or a full one (topw at or past the stack's limit: both are 0 with
- * no stack), or the plain fast path shut (fgraph__gate). Out of line, with a filter
- * set (fgraph__fast == FG_FAST_FILTER), the hook reads the filters'
+ * other out of line (FAST_ENTRY_COLD): topw at or past the stack's
+ * limit_fast, which is the guard held, no shadow stack yet (both 0) or
+ * a full one, or the plain fast path shut (limit_fast 0). Out of line,
+ * with a filter set (fgraph__fast == FG_FAST_FILTER), the hook reads the
+ * filters'
  * verdict for the function from the runtime's cache, the first slot the
  * function's hash names, and comes back only when that slot says
  * "traced" and the stack takes an entry; anything else is C's to give.
@@ -136,43 +138,42 @@
 	.cfi_adjust_cfa_offset -8
 .endm
 
-/* Push the shadow entry for the parent slot SLOT (an address computed
- * from %rsp after the two pushes, or from %rbp), storing the trampoline
+/* Push the shadow entry for the parent slot SLOT, whose frame key is
+ * KEY, SLOT + 8 (addresses computed from %rsp after the two pushes, or
+ * from %rbp), storing the trampoline
  * into the slot if STORE (__fentry__'s is written by the `call` in
  * fgraph_arch_call), and
  * fall through with %rax and %rdx restored. One compare takes every
  * case but the common one out of line, to COLD: the guard held, the
  * stack full or not there yet (arch.h), or the plain fast path shut
- * (fgraph__gate); COLD asks the filters' cache when a filter is set and
+ * (limit_fast 0); COLD asks the filters' cache when a filter is set and
  * comes back to COLD_back, or goes on to RESTORE, which pops %rax and
  * %rdx and jumps to SLOW with every register as the hook found it
  * (RESTORE_BUSY gives the guard back first).
  * Only %rax, %rdx (saved: rdtsc writes them) and %r11 are used. */
-.macro FAST_ENTRY cold, restore, restore_busy, store, slot:vararg
+.macro FAST_ENTRY cold, restore, restore_busy, store, key, slot
 	SAVEQ	%rax
 	SAVEQ	%rdx
-	movq	fgraph__self@gottpoff(%rip), %r11
-	movq	%fs:FG_THREAD_TOPW(%r11), %rax	/* &stack[top] | busy */
-	orq	fgraph__gate(%rip), %rax
-	cmpq	%fs:FG_THREAD_LIMIT(%r11), %rax
+	movq	fgraph__self@gottpoff(%rip), %rdx
+	movq	%fs:FG_THREAD_TOPW(%rdx), %r11	/* &stack[top] | busy */
+	cmpq	%fs:FG_THREAD_LIMIT_FAST(%rdx), %r11
 	jae	\cold
-\cold\()_back:
-	leaq	\slot, %rdx			/* the parent slot: the key */
-	cmpq	%rdx, FG_FRAME_KEY-FG_FRAME_SIZE(%rax)
+\cold\()_back:				/* %rdx TLS, %r11 the entry */
+	leaq	\key, %rax			/* the parent slot + 8 */
+	cmpq	%rax, FG_FRAME_KEY-FG_FRAME_SIZE(%r11)
 	jbe	\restore			/* key below ours: C checks */
-	movb	$0x80, %fs:FG_THREAD_TOPW+7(%r11) /* the guard: FG_BUSY */
-	movq	%rdx, FG_FRAME_KEY(%rax)
-	movq	(%rdx), %rdx			/* the parent's return address */
-	cmpq	fgraph__tramp(%rip), %rdx
+	movb	$0x80, %fs:FG_THREAD_TOPW+7(%rdx) /* the guard: FG_BUSY */
+	movq	%rax, FG_FRAME_KEY(%r11)
+	movq	-8(%rax), %rax			/* the parent's return address */
+	cmpq	fgraph__tramp(%rip), %rax
 	je	\restore_busy			/* tail call: C handles it */
-	movq	%rdx, FG_FRAME_RET(%rax)
+	movq	%rax, FG_FRAME_RET(%r11)
 .if \store
-	movq	fgraph__tramp(%rip), %rdx
-	movq	%rdx, \slot			/* hijack the parent slot */
+	movq	fgraph__tramp(%rip), %rax
+	movq	%rax, \slot			/* hijack the parent slot */
 .endif
-	movq	16(%rsp), %rdx
-	movq	%rdx, FG_FRAME_FUNC(%rax)
-	movq	%rax, %r11			/* the entry */
+	movq	16(%rsp), %rax
+	movq	%rax, FG_FRAME_FUNC(%r11)
 	rdtsc
 	shlq	$32, %rdx
 	orq	%rdx, %rax
@@ -189,7 +190,7 @@
 .macro FAST_ENTRY_COLD slow, restore, restore_busy, cold
 ENTRY(\restore_busy)
 	.cfi_adjust_cfa_offset 16
-	movb	$0, %fs:FG_THREAD_TOPW+7(%r11)
+	movb	$0, %fs:FG_THREAD_TOPW+7(%rdx)
 	LOADQ	%rdx
 	LOADQ	%rax
 	jmp	\slow
@@ -219,9 +220,9 @@ ENTRY(\cold)
 	leaq	fgraph__cache_val(%rip), %r11
 	cmpb	$FG_CACHE_TRACE, (%r11,%rdx)
 	jne	\restore
-	movq	fgraph__self@gottpoff(%rip), %r11
-	movq	%fs:FG_THREAD_TOPW(%r11), %rax	/* &stack[top] | busy */
-	cmpq	%fs:FG_THREAD_LIMIT(%r11), %rax
+	movq	fgraph__self@gottpoff(%rip), %rdx
+	movq	%fs:FG_THREAD_TOPW(%rdx), %r11	/* &stack[top] | busy */
+	cmpq	%fs:FG_THREAD_LIMIT(%rdx), %r11
 	jae	\restore
 	jmp	\cold\()_back
 END(\cold)
@@ -266,8 +267,8 @@ END(\cold)
 	rdtsc
 	shlq	$32, %rdx
 	orq	%rdx, %rax			/* now */
-	leaq	-8(%rsp), %rdx			/* key: the slot `ret` popped */
-	cmpq	%rdx, FG_FRAME_KEY-FG_FRAME_SIZE(%rdi)
+	cmpq	%rsp, FG_FRAME_KEY-FG_FRAME_SIZE(%rdi) /* the key: above
+						 * the slot `ret` popped */
 	jne	8f				/* or flags set: C's */
 	movq	%rax, %rdx
 	subq	%fs:FG_THREAD_OWN_TS(%r11), %rdx
@@ -334,7 +335,7 @@ END(\cold)
 	.p2align 6
 GLOBAL(__fentry__)
 	TRACING_OFF_RETURN
-	FAST_ENTRY fentry_cold, fentry_restore, fentry_restore_busy, 0, 24(%rsp)
+	FAST_ENTRY fentry_cold, fentry_restore, fentry_restore_busy, 0, 32(%rsp), 24(%rsp)
 	FENTRY_DROP
 END(__fentry__)
 
@@ -360,7 +361,7 @@ fgraph_arch_call:
 fgraph_arch_return:
 	.cfi_undefined %rip		/* unwinders stop here */
 	FAST_EXIT
-	leaq	-8(%rsp), %r11		/* key: the slot `ret` popped */
+	movq	%rsp, %r11		/* key: above the slot `ret` popped */
 	pushq	%rbp
 	.cfi_adjust_cfa_offset 8
 	movq	%rsp, %rbp
@@ -390,7 +391,7 @@ ENTRY(fentry_slow)
 	SAVE_ARGS
 	movq	8(%rbp), %rdi		/* func: return address into it */
 	leaq	16(%rbp), %rsi		/* retp: the parent slot */
-	movq	%rsi, %rdx		/* key: the slot's address */
+	leaq	24(%rbp), %rdx		/* key: just above it */
 	call	fgraph_arch_entry
 	RESTORE_ARGS
 	leaq	fgraph_arch_return(%rip), %r11
@@ -403,7 +404,7 @@ END(fentry_slow)
 /* void mcount(void): the parent slot is 8(%rbp) of the traced frame. */
 GLOBAL(mcount)
 	TRACING_OFF_RETURN
-	FAST_ENTRY mcount_cold, mcount_restore, mcount_restore_busy, 1, 8(%rbp)
+	FAST_ENTRY mcount_cold, mcount_restore, mcount_restore_busy, 1, 16(%rbp), 8(%rbp)
 	ret
 END(mcount)
 
@@ -413,7 +414,7 @@ ENTRY(mcount_slow)
 	movq	8(%rbp), %rdi		/* func: return address into it */
 	movq	0(%rbp), %rsi		/* the traced function's %rbp */
 	addq	$8, %rsi		/* retp: the parent slot */
-	movq	%rsi, %rdx		/* key */
+	leaq	8(%rsi), %rdx		/* key: just above it */
 	call	fgraph_arch_entry
 	RESTORE_ARGS
 	ret
