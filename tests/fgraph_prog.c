@@ -395,6 +395,25 @@ PLAIN static int pages_main(long n, bool hold)
 		pause();
 }
 
+/* "pause": SLOW_ROUNDS bursts of SLOW_CALLS calls of pg_leaf, 150 ms
+ * apart: more than 2^27 ticks of any TSC faster than 895 MHz, so the
+ * first exit after each pause needs a time extend. */
+#define SLOW_ROUNDS 4
+#define SLOW_CALLS 100
+
+PLAIN static int pause_main(void)
+{
+	SYM(pg_leaf);
+	fflush(stdout);
+	for (int r = 0; r < SLOW_ROUNDS; r++) {
+		if (r)
+			usleep(150000);
+		for (long i = 0; i < SLOW_CALLS; i++)
+			pg_leaf(i);
+	}
+	return 0;
+}
+
 /* ------------------------------- calls from a thread's key destructors */
 
 void dtor_leaf(long i);
@@ -478,6 +497,8 @@ PLAIN int main(int argc, char **argv)
 		return dtor_main();
 	if (argc > 1 && !strcmp(argv[1], "overflow"))
 		return overflow_main();
+	if (argc > 1 && !strcmp(argv[1], "pause"))
+		return pause_main();
 	print_syms();
 	handle(SIGUSR1, on_sig, 0);
 	handle(SIGUSR2, on_sig2, 0);

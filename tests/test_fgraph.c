@@ -672,6 +672,36 @@ START_TEST(many_pages)
 END_TEST
 
 /*
+ * fgraph_prog "pause": four bursts of 100 pg_leaf calls, 150 ms apart.
+ * The first exit after each pause is too far from the page's last event
+ * for the record's 27-bit delta: the x86_64 exit hook has already copied
+ * the record's fields and taken the page's bytes when it finds out, gives
+ * them back and leaves the record to C, which writes a time extend
+ * first. All 400 exits are there, in order, each at its own time.
+ */
+START_TEST(long_pauses)
+{
+	char prog[512];
+	char *argv[] = { prog, "pause", NULL };
+	struct run r;
+
+	snprintf(prog, sizeof(prog), "%s/tests/fgraph_prog_fentry",
+		 builddir());
+	run_prog(argv, NULL, &r);
+	qsort(r.ev, r.nev, sizeof(*r.ev), by_time);
+	ck_assert_uint_eq(r.nev, 400);
+	for (size_t i = 0; i < r.nev; i++) {
+		ck_assert_int_eq(r.ev[i].kind, 1);
+		ck_assert_str_eq(sym(&r, r.ev[i].func), "pg_leaf");
+		ck_assert_uint_eq(r.ev[i].depth, 0);
+		if (i)
+			ck_assert_uint_ge(r.ev[i].calltime, r.ev[i - 1].rettime);
+	}
+	run_free(&r);
+}
+END_TEST
+
+/*
  * fgraph_prog "overflow": recurse(4100), each level also calling leaf,
  * on a shadow stack of FG_STACK_MAX (4096) entries. Levels 0..4095 get
  * a frame; levels 4096..4100 do not (5), nor do the leaf calls they make
@@ -1046,7 +1076,8 @@ static Suite *fgraph_suite(void)
 #if defined(__x86_64__)
 	tu_add_tests(tc, TU_TESTS(graph_fentry, graph_mcount, graph_cyg, filter_include,
 					filter_exclude_depth, filter_thresh, function_tracer,
-					vec_fentry, vec_mcount, vec_cyg, thread_dtor));
+					vec_fentry, vec_mcount, vec_cyg, thread_dtor,
+					long_pauses));
 	tcase_add_loop_test(tc, many_pages, 0, 2);
 	tcase_add_loop_test(tc, stack_overflow, 0, 2);
 	tcase_add_loop_test(tc, graph_thread_bufs, 0, 3);
