@@ -113,13 +113,23 @@
  *
  * Then (bench/run hooks now builds the traced program at four
  * placements and takes the mean: moving the program's code moved a run
- * by up to 1.3 ns): 23.15 with 4 KiB pages, 22.11 with 32 KiB ones (the
- * default since: a turn costs ~45 ns in C); the thread's top kept as a
- * pointer to the free entry with the guard in its bit 63 (one load and
- * one compare against the stack's limit at entry, no index arithmetic;
- * the exit's depth word one add of dbias): 21.8-21.9, 1.285-1.29 times
- * the floor. Every instruction more on the traced path costs ~0.08 ns;
- * the exit's prefetchw saves 1.6 (distances 512 to 2048 alike).
+ * by up to 1.3 ns; floor 16.7-17.0): 23.15 with 4 KiB pages, 22.11 with
+ * 32 KiB ones (the default since: a turn costs ~45 ns in C); the
+ * thread's top kept as a pointer to the free entry with the guard in its
+ * bit 63 (one load and one compare against the stack's limit at entry,
+ * no index arithmetic; the exit's depth word one add of dbias), the
+ * fast-path gate folded into that limit, the frame key at the slot + 8
+ * (the trampoline's %rsp as it is) and the entry kept in %r11 across
+ * rdtsc: 21.2, 1.26 times the floor; the exit reading the clock only
+ * after copying what does not need it: 20.7, and with __fentry__ 16
+ * bytes into a cache line, 1.23-1.25. Every instruction more on the
+ * traced path costs ~0.08 ns; the exit's prefetchw saves 1.6 (distances
+ * 512 to 2048 alike). Tried and not kept: calltime stored as two halves
+ * (+0.2: the exit's 8-byte load waits for both stores), the top
+ * published before the entry's rdtsc (+0.15), the commit's pointer and
+ * the pop moved before the exit's rdtsc (+0.1), saving %rax and %rdx in
+ * the red zone (the same), calling the function through its shadow
+ * entry (the same).
  *
  * User space adds what the kernel does not have to handle:
  *  - longjmp/siglongjmp skip frames without returning through them.

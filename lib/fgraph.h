@@ -59,8 +59,8 @@
  *                              written without rseq or locked
  *                              instructions (common/ring.h, own
  *                              buffers; on x86_64 by the trampoline
- *                              itself): ~22.5 ns a traced call against
- *                              ~33 through the per-CPU buffers on a
+ *                              itself): ~20.7 ns a traced call against
+ *                              ~30 through the per-CPU buffers on a
  *                              2.5 GHz Xeon guest (bench/run hooks;
  *                              not under TC_FTRACE_THRESH or on
  *                              CLOCK_MONOTONIC). Threads beyond N
