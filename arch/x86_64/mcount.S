@@ -55,15 +55,14 @@
  * limit_fast, which is the guard held, no shadow stack yet (both 0) or
  * a full one, or the plain fast path shut (limit_fast 0). Out of line,
  * with a filter set (fgraph__fast == FG_FAST_FILTER), the hook reads the
- * filters'
- * verdict for the function from the runtime's cache, the first slot the
- * function's hash names, and comes back only when that slot says
- * "traced" and the stack takes an entry; anything else is C's to give.
- * Back in line, with the runtime's guard (FG_BUSY's byte in topw) taken
- * before the entry is written, the C entry takes over (the registers restored first)
- * when the top entry's key is not above the new one (a longjmp may have
- * left entries behind) or the slot already holds the trampoline (a tail
- * call).
+ * filters' verdict for the function from the runtime's cache, the first
+ * slot the function's hash names, and comes back only when that slot
+ * says "traced" and the stack takes an entry; anything else is C's to
+ * give. Back in line, with the runtime's guard (FG_BUSY's byte in topw)
+ * taken before the entry is written, the C entry takes over (the
+ * registers restored first) when the top entry's key is not above the
+ * new one (a longjmp may have left entries behind) or the slot already
+ * holds the trampoline (a tail call).
  */
 #include "arch/arch.h"
 #include "arch/asm.h"
@@ -140,10 +139,9 @@
 
 /* Push the shadow entry for the parent slot SLOT, whose frame key is
  * KEY, SLOT + 8 (addresses computed from %rsp after the two pushes, or
- * from %rbp), storing the trampoline
- * into the slot if STORE (__fentry__'s is written by the `call` in
- * fgraph_arch_call), and
- * fall through with %rax and %rdx restored. One compare takes every
+ * from %rbp), storing the trampoline into the slot if STORE
+ * (__fentry__'s is written by the `call` in fgraph_arch_call), and fall
+ * through with %rax and %rdx restored. One compare takes every
  * case but the common one out of line, to COLD: the guard held, the
  * stack full or not there yet (arch.h), or the plain fast path shut
  * (limit_fast 0); COLD asks the filters' cache when a filter is set and
@@ -186,7 +184,7 @@
 .endm
 
 /* The fast entry's cases out of line (FAST_ENTRY), with %rax and %rdx
- * pushed (and RESTORE_BUSY: %r11 the TLS offset, the guard held). */
+ * pushed (and RESTORE_BUSY: %rdx the TLS offset, the guard held). */
 .macro FAST_ENTRY_COLD slow, restore, restore_busy, cold
 ENTRY(\restore_busy)
 	.cfi_adjust_cfa_offset 16
