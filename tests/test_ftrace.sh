@@ -78,6 +78,13 @@ else
 	# one funcgraph_exit per call by default (TC_FTRACE_ENTRIES=1 adds
 	# the entries); the graph view rebuilds the entries from the exits
 	check "funcgraph_exit events stored, no entries" '[ "$entries" = 0 ] && [ "$exits" -gt 0 ]'
+	# the program's few calls fill no 32 KiB page: its pages go out at
+	# flushes and at its exit, partly filled, and only their used bytes
+	# are shipped (header and 44-byte records, not the unused rest)
+	read -r upages uevents ubytes <<< "$(sed -n 's/.*user: programs=[0-9]* pages=\([0-9]*\) events=\([0-9]*\) bytes=\([0-9]*\).*/\1 \2 \3/p' "$tmp/e.out")"
+	echo "user pages=${upages:-?} events=${uevents:-?} bytes=${ubytes:-?}"
+	check "user pages are shipped without their unused end" \
+		'[ "${upages:-0}" -gt 0 ] && [ "$ubytes" -le $((upages * 24 + uevents * 44)) ]'
 	check "the program's ring file is gone" '[ -z "$(ls "$shm")" ]'
 	traceq --graph funcgraph > "$tmp/graph.txt"
 	# the main thread's first calls, named by the collector from the
