@@ -1881,9 +1881,14 @@ int main(int argc, char **argv)
 		ret = run_select(&c, &o);
 	if (c.has_kept && c.kept_ret == 0)
 		qmsg_reply_free(&c.kept);
-	if (c.tls)
+	if (c.tls) {
 		tlsconn_close(c.tls);
-	else
+	} else {
 		nng_close(c.sock);
+		/* nng frees a closed socket's last request in its own threads,
+		 * later: wait for them, or exit may come first (LeakSanitizer
+		 * saw that once, a --follow stopped by SIGTERM) */
+		nng_fini();
+	}
 	return ret;
 }
