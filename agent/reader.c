@@ -124,11 +124,20 @@ static int page_count(const uint8_t *page, size_t len, struct page_info *pi)
 	return count_records(&it, NULL);
 }
 
-int reader_page_events(const void *page, size_t len)
+int reader_page_events_used(const void *page, size_t len, size_t *used)
 {
 	struct page_info pi;
+	int events = page_count(page, len, &pi);
 
-	return page_count(page, len, &pi);
+	*used = events < 0 ? len : pi.used;
+	return events;
+}
+
+int reader_page_events(const void *page, size_t len)
+{
+	size_t used;
+
+	return reader_page_events_used(page, len, &used);
 }
 
 int reader_walk_events(const uint8_t *p, size_t len, uint32_t page_size,

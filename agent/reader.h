@@ -166,4 +166,12 @@ void reader_counts(struct reader *r, int cpu, struct reader_counts *out);
  */
 int reader_page_events(const void *page, size_t len);
 
+/*
+ * reader_page_events_used - reader_page_events(), and in *@used the
+ * bytes of the page that matter (header, records, the stored count of
+ * missed events): the rest need not be shipped. A malformed page's
+ * @len: it goes whole, for the collector to say what is wrong with it.
+ */
+int reader_page_events_used(const void *page, size_t len, size_t *used);
+
 #endif

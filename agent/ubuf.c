@@ -26,7 +26,6 @@
 #include "agent/reader.h"
 #include "agent/ubuf.h"
 #include "common/log.h"
-#include "common/page.h"
 #include "common/ring.h"
 #include "common/tc_error.h"
 
@@ -278,21 +277,10 @@ int ubuf_scan(struct ubuf *u, const struct ubuf_ops *ops)
 	return ret;
 }
 
-/* The bytes of page @ref that matter (header, records, the stored count
- * of missed events): the unused rest need not be shipped, as
- * agent/reader.c leaves it out of the kernel's pages. A partly filled
- * page, copied out at a flush, is most of a 32 KiB page (the function
- * graph tracer's default) unused. A malformed page goes whole: the
- * collector says what is wrong with it. */
-static size_t page_used(const struct ubuf_prog *p, const struct ring_page_ref *ref)
-{
-	const struct page_layout l = page_layout_host(ring_page_size(p->ring));
-	struct page_info pi;
-
-	return page_check(&l, ref->data, ref->len, &pi) ? ref->len : pi.used;
-}
-
-/* Ship buffer @b's complete pages. Return: pages shipped or an error. */
+/* Ship buffer @b's complete pages, each without its unused end (as
+ * agent/reader.c ships the kernel's): a partly filled page, copied out
+ * at a flush, is most of a 32 KiB page (the function graph tracer's
+ * default) unused. Return: pages shipped or an error. */
 static int drain_buf(struct ubuf_prog *p, unsigned b, const struct ubuf_ops *ops)
 {
 	struct ubuf_stream *s = &p->streams[b];
@@ -302,8 +290,7 @@ static int drain_buf(struct ubuf_prog *p, unsigned b, const struct ubuf_ops *ops
 
 	while (shipped < UBUF_PAGES_PER_POLL &&
 	       (ret = ring_reader_get(p->ring, b, &ref)) == 0) {
-		n = reader_page_events(ref.data, ref.len);
-		len = page_used(p, &ref);
+		n = reader_page_events_used(ref.data, ref.len, &len);
 		ret = ops->page(ops->arg, (uint16_t)(p->first_stream + b), ++s->seq,
 				ref.missed, ref.data, len);
 		ring_reader_put(p->ring, b);

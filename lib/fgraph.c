@@ -254,14 +254,13 @@ _Static_assert(sizeof(struct fg_frame) == FG_FRAME_SIZE &&
 	       offsetof(struct fg_frame, calltime) == FG_FRAME_CALLTIME,
 	       "arch/arch.h frame layout");
 
-/* The thread's top (entries in use; FG_STACK_MAX without a stack), and
- * its guard: both in topw, which the x86_64 hooks read in one load. */
+/* The thread's top (entries in use; 0 without a stack, whose topw is 0
+ * too), and its guard: both in topw, which the x86_64 hooks read in one
+ * load. */
 static inline uint32_t top_get(const struct fg_thread *t)
 {
-	if (!t->stack)
-		return FG_STACK_MAX;
-	return (uint32_t)((const struct fg_frame *)(t->topw & ~FG_BUSY) -
-			  t->stack);
+	return (uint32_t)(((t->topw & ~FG_BUSY) - (uintptr_t)t->stack) /
+			  sizeof(struct fg_frame));
 }
 
 static inline void top_set(struct fg_thread *t, uint32_t top)
@@ -903,18 +902,17 @@ void __cyg_profile_func_exit(void *fn, void *site)
 {
 	struct fg_thread *t = &fgraph__self;
 	uintptr_t key = CYG_KEY;
-	uint32_t top = top_get(t);
+	uint32_t top;
 
 	(void)site;
-	if (fg_tracer != FGRAPH_GRAPH || busy_get(t) || !t->stack || !top)
+	if (fg_tracer != FGRAPH_GRAPH || busy_get(t) || !top_get(t))
 		return;
 	busy_set(t, true);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	while (top && fkey(&t->stack[top - 1]) < key &&
+	while ((top = top_get(t)) && fkey(&t->stack[top - 1]) < key &&
 	       t->stack[top - 1].func != (uintptr_t)fn) {
 		pop(t);
 		t->st.unwound++;
-		top--;
 	}
 	if (top && t->stack[top - 1].func == (uintptr_t)fn)
 		pop(t);

@@ -18,8 +18,8 @@
  * a page turn (~45 ns in C, once per page), so bigger pages make every
  * call cheaper: ns per call with the same 16 MiB buffer (bench/run
  * hooks, 2.5 GHz Xeon guest) 22.4 at 4 KiB pages, 21.8 at 8, 21.5 at
- * 16 and 21.3 at 32. The events are the same; the agent ships the pages
- * whole and tells the collector their size. */
+ * 16 and 21.3 at 32. The events are the same; the agent tells the
+ * collector the pages' size and ships each without its unused end. */
 #define FG_PAGE_KB_DEFAULT	32
 #define FG_PAGE_KB_MAX		32
 #define FG_BUFFER_KB_DEFAULT	1024	/* per CPU, and per thread buffer */

@@ -65,6 +65,13 @@ static const char *builddir(void)
 	return b ? b : ".";
 }
 
+/* The path of tests/fgraph_prog_fentry, the -pg -mfentry program, into
+ * @buf (@len bytes). */
+static void fentry_prog(char *buf, size_t len)
+{
+	snprintf(buf, len, "%s/tests/fgraph_prog_fentry", builddir());
+}
+
 /* Name of the traced function containing @a: the nearest symbol below. */
 static const char *sym(const struct run *r, uint64_t a)
 {
@@ -662,8 +669,7 @@ START_TEST(many_pages)
 	char *env[] = { "TC_FTRACE_BUFFER_KB=4096", page_kb[_i], NULL };
 	struct run r;
 
-	snprintf(prog, sizeof(prog), "%s/tests/fgraph_prog_fentry",
-		 builddir());
+	fentry_prog(prog, sizeof(prog));
 	snprintf(n, sizeof(n), "%d", PAGES_CALLS);
 	run_prog(argv, env, &r);
 	ck_assert_uint_eq(r.page_size, page_size[_i]);
@@ -685,8 +691,7 @@ START_TEST(long_pauses)
 	char *argv[] = { prog, "pause", NULL };
 	struct run r;
 
-	snprintf(prog, sizeof(prog), "%s/tests/fgraph_prog_fentry",
-		 builddir());
+	fentry_prog(prog, sizeof(prog));
 	run_prog(argv, NULL, &r);
 	qsort(r.ev, r.nev, sizeof(*r.ev), by_time);
 	ck_assert_uint_eq(r.nev, 400);
@@ -721,8 +726,7 @@ START_TEST(stack_overflow)
 	uint64_t maxd = 0;
 	struct run r;
 
-	snprintf(prog, sizeof(prog), "%s/tests/fgraph_prog_fentry",
-		 builddir());
+	fentry_prog(prog, sizeof(prog));
 	run_prog(argv, env, &r);
 	for (size_t i = 0; i < r.nev; i++) {
 		const char *name = sym(&r, r.ev[i].func);
@@ -759,8 +763,7 @@ START_TEST(thread_dtor)
 	struct run r;
 	unsigned n = 0;
 
-	snprintf(prog, sizeof(prog), "%s/tests/fgraph_prog_fentry",
-		 builddir());
+	fentry_prog(prog, sizeof(prog));
 	run_prog(argv, NULL, &r);
 	qsort(r.ev, r.nev, sizeof(*r.ev), by_time);
 	for (size_t i = 0; i < r.nev; i++) {
@@ -786,8 +789,7 @@ START_TEST(graph_thread_bufs)
 	char prog[512];
 	char *argv[] = { prog, NULL };
 
-	snprintf(prog, sizeof(prog), "%s/tests/fgraph_prog_fentry",
-		 builddir());
+	fentry_prog(prog, sizeof(prog));
 	check_graphs_env(argv, true, false, bufs[_i]);
 	check_graphs_env(argv, true, true, bufs[_i]);
 }
@@ -815,8 +817,7 @@ START_TEST(killed_program)
 	FILE *out;
 	int st;
 
-	snprintf(prog, sizeof(prog), "%s/tests/fgraph_prog_fentry",
-		 builddir());
+	fentry_prog(prog, sizeof(prog));
 	snprintf(n, sizeof(n), "%d", HOLD_CALLS);
 	snprintf(path, sizeof(path), "/dev/shm/tc-fgkill.%d", (int)getpid());
 	memset(&r, 0, sizeof(r));
@@ -873,8 +874,7 @@ static char *filtered_as(char *const env[], bool thresh)
 	char *argv[] = { prog, NULL };
 	struct run r;
 
-	snprintf(prog, sizeof(prog), "%s/tests/fgraph_prog_fentry",
-		 builddir());
+	fentry_prog(prog, sizeof(prog));
 	run_prog(argv, env, &r);
 	if (!r.nentries && !thresh)
 		add_entries(&r);
@@ -967,8 +967,7 @@ START_TEST(function_tracer)
 	struct run r;
 	unsigned leafs = 0, recurses = 0;
 
-	snprintf(prog, sizeof(prog), "%s/tests/fgraph_prog_fentry",
-		 builddir());
+	fentry_prog(prog, sizeof(prog));
 	run_prog(argv, env, &r);
 	for (size_t i = 0; i < r.nev; i++) {
 		ck_assert_int_eq(r.ev[i].kind, 2);

@@ -137,9 +137,9 @@
 	.cfi_adjust_cfa_offset -8
 .endm
 
-/* Push the shadow entry for the parent slot SLOT, whose frame key is
- * KEY, SLOT + 8 (addresses computed from %rsp after the two pushes, or
- * from %rbp), storing the trampoline into the slot if STORE
+/* Push the shadow entry for the parent slot SLOT (an address computed
+ * from %rsp after the two pushes, or from %rbp; its frame key is 8
+ * bytes above it), storing the trampoline into the slot if STORE
  * (__fentry__'s is written by the `call` in fgraph_arch_call), and fall
  * through with %rax and %rdx restored. One compare takes every
  * case but the common one out of line, to COLD: the guard held, the
@@ -149,7 +149,7 @@
  * %rdx and jumps to SLOW with every register as the hook found it
  * (RESTORE_BUSY gives the guard back first).
  * Only %rax, %rdx (saved: rdtsc writes them) and %r11 are used. */
-.macro FAST_ENTRY cold, restore, restore_busy, store, key, slot
+.macro FAST_ENTRY cold, restore, restore_busy, store, slot
 	SAVEQ	%rax
 	SAVEQ	%rdx
 	movq	fgraph__self@gottpoff(%rip), %rdx
@@ -157,7 +157,7 @@
 	cmpq	%fs:FG_THREAD_LIMIT_FAST(%rdx), %r11
 	jae	\cold
 \cold\()_back:				/* %rdx TLS, %r11 the entry */
-	leaq	\key, %rax			/* the parent slot + 8 */
+	leaq	8+\slot, %rax			/* the key: the slot + 8 */
 	cmpq	%rax, FG_FRAME_KEY-FG_FRAME_SIZE(%r11)
 	jbe	\restore			/* key below ours: C checks */
 	movb	$0x80, %fs:FG_THREAD_TOPW+7(%rdx) /* the guard: FG_BUSY */
@@ -189,9 +189,7 @@
 ENTRY(\restore_busy)
 	.cfi_adjust_cfa_offset 16
 	movb	$0, %fs:FG_THREAD_TOPW+7(%rdx)
-	LOADQ	%rdx
-	LOADQ	%rax
-	jmp	\slow
+	jmp	\restore
 END(\restore_busy)
 ENTRY(\restore)
 	.cfi_adjust_cfa_offset 16
@@ -341,7 +339,7 @@ END(\cold)
 	.skip	16, 0xcc
 GLOBAL(__fentry__)
 	TRACING_OFF_RETURN
-	FAST_ENTRY fentry_cold, fentry_restore, fentry_restore_busy, 0, 32(%rsp), 24(%rsp)
+	FAST_ENTRY fentry_cold, fentry_restore, fentry_restore_busy, 0, 24(%rsp)
 	FENTRY_DROP
 END(__fentry__)
 
@@ -410,7 +408,7 @@ END(fentry_slow)
 /* void mcount(void): the parent slot is 8(%rbp) of the traced frame. */
 GLOBAL(mcount)
 	TRACING_OFF_RETURN
-	FAST_ENTRY mcount_cold, mcount_restore, mcount_restore_busy, 1, 16(%rbp), 8(%rbp)
+	FAST_ENTRY mcount_cold, mcount_restore, mcount_restore_busy, 1, 8(%rbp)
 	ret
 END(mcount)
 

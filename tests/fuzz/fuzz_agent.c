@@ -47,6 +47,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct tracing_cpu_stats st;
 	const char *s = (const char *)data + 1;
 	uint64_t ts = 0;
+	size_t used;
 
 	if (size < 1)
 		return 0;
@@ -58,7 +59,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fuzz_cmdlines(s, size - 1);
 		break;
 	case 2:
-		if (reader_page_events(data + 1, size - 1) > (int)size)
+		if (reader_page_events_used(data + 1, size - 1, &used) > (int)size ||
+		    used > size - 1)
 			abort();
 		break;
 	case 3:
