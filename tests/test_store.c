@@ -328,6 +328,7 @@ struct marker_rows {
 	const struct store_schema *sc;
 	unsigned n;
 	int pid;
+	uint64_t trace_ts[64];	/* the first markers' */
 };
 
 static int marker_cb(void *ctx, const struct store_row *r)
@@ -341,6 +342,8 @@ static int marker_cb(void *ctx, const struct store_row *r)
 	ck_assert_uint_eq(v->str.len, strlen(want));
 	ck_assert(memcmp(v->str.s, want, v->str.len) == 0);
 	ck_assert_int_eq(r->pid, m->pid);
+	if (m->n <= 64)
+		m->trace_ts[m->n - 1] = r->trace_ts;
 	ck_assert_ptr_nonnull(r->comm);
 	ck_assert_str_eq(r->comm, "capture.sh");
 	return 0;
@@ -354,32 +357,66 @@ START_TEST(test_markers_and_comm)
 	struct marker_rows m = { .sc = sc, .pid = cap.pid };
 	struct sq_bind b = { .kind = DECODE_STRING, .s = "capture.sh", .len = 10 };
 	struct bound_query bq;
-	uint64_t count = 0;
+	uint64_t count = 0, other = 0;
+	char want[64];
 
 	strcpy(cl.comm, "capture.sh");
 	ck_ok(store_cmdlines(st, host, &cls));
 	ck_assert_str_eq(sc->system, "ftrace");
 	ck_assert_str_eq(sc->table, "ev_ftrace_print");
-	ck_assert(sc->comm_joined);
 	bound_query(&bq, sc, "buf ~ \"tc-marker-*\" && comm == capture.sh");
 	ck_assert_int_eq(store_select(st, &bq.q, marker_cb, &m), (int)cap.markers);
 	ck_assert_uint_eq(m.n, cap.markers);
-	/* a count joins comms only for a WHERE that reads comm, and then must */
+	/* a count computes COMM only for a WHERE that reads it, and then must */
 	ck_ok(store_count(st, &bq.q, &count));
 	ck_assert_uint_eq(count, cap.markers);
 	bound_query_free(&bq);
-	ck_ok(sq_count_where(st, sc, "\"buf\" LIKE 'tc-marker-%' AND \"comm\" = ?", &b, 1, NULL,
+	ck_ok(sq_count_where(st, sc, "\"buf\" LIKE 'tc-marker-%' AND _tc_comm = ?", &b, 1, NULL,
 			     &count));
-	ck_assert_uint_eq(count, cap.markers);	/* quoted: the same column */
+	ck_assert_uint_eq(count, cap.markers);	/* the filters' COMM column */
 	bound_query(&bq, sc, "comm == nosuch");
 	bq.q.win = &(struct store_window){ INT64_MIN, INT64_MAX };
 	ck_ok(store_count(st, &bq.q, &count));
 	ck_assert_uint_eq(count, 0);
 	bound_query_free(&bq);
+	/*
+	 * A rename between two markers (task_rename, as an agent's sink
+	 * stores it): COMM is the new name from its time on, the old one
+	 * before; the saved cmdlines' name (what rows print) stays.
+	 */
+	ck_assert_uint_ge(cap.markers, 3);
+	ck_ok(store_comm_change(st, host, &(struct store_comm_change){
+		.pid = cap.pid, .trace_ts = (int64_t)m.trace_ts[1] + 1,
+		.ts = (int64_t)m.trace_ts[1] + 1 + CLOCK_OFFSET, .tick_ns = 1,
+		.old = "capture.sh", .comm = "renamed" }));
+	bound_query(&bq, sc, "COMM == renamed");
+	ck_ok(store_count(st, &bq.q, &count));
+	ck_assert_uint_eq(count, cap.markers - 2);
+	bound_query_free(&bq);
+	bound_query(&bq, sc, "buf ~ \"tc-marker-*\" && COMM == capture.sh");
+	ck_ok(store_count(st, &bq.q, &count));
+	ck_assert_uint_eq(count, 2);
+	bound_query_free(&bq);
 	store_schema_free(sc);
-	/* sched_wakeup has a field named comm: it wins over the join */
+	/*
+	 * sched_wakeup has a field named comm (the woken task's): lower case
+	 * reads it, as in the kernel; COMM is the task that ran the event,
+	 * its pid's name (capture.sh only for cap.pid, here).
+	 */
 	sc = schema(st, "sched", "sched_wakeup");
-	ck_assert(!sc->comm_joined);
+	bound_query(&bq, sc, "COMM == renamed || COMM == capture.sh");
+	ck_ok(store_count(st, &bq.q, &count));
+	bound_query_free(&bq);
+	snprintf(want, sizeof(want), "common_pid == %d", cap.pid);
+	bound_query(&bq, sc, want);
+	ck_ok(store_count(st, &bq.q, &other));
+	bound_query_free(&bq);
+	ck_assert_uint_eq(count, other);
+	bound_query(&bq, sc, "comm == capture.sh");
+	ck_ok(store_count(st, &bq.q, &count));
+	bound_query_free(&bq);
+	ck_ok(sq_count_where(st, sc, "\"comm\" = ?", &b, 1, NULL, &other));
+	ck_assert_uint_eq(count, other);
 	store_schema_free(sc);
 }
 END_TEST
@@ -2159,7 +2196,7 @@ START_TEST(test_migrate_ts_index)
 				      "ALTER TABLE cpus DROP COLUMN quota_held_ms; "
 				      "ALTER TABLE hosts DROP COLUMN freed_bytes; "
 				      "ALTER TABLE hosts DROP COLUMN agent; "
-				      "DROP TABLE printk_formats; DROP TABLE tgids; "
+				      "DROP TABLE printk_formats; DROP TABLE tgids; DROP TABLE comm_changes; "
 				      "PRAGMA user_version = 4",
 				      NULL, NULL, NULL), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT table_name FROM event_types", -1, &q,
@@ -2181,7 +2218,7 @@ START_TEST(test_migrate_ts_index)
 	ck_assert_uint_eq(after->n, before->n);
 	ck_assert(memcmp(after->rowid, before->rowid, before->n * sizeof(before->rowid[0])) == 0);
 	db = raw_open();
-	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 11);	/* and on to 0011 */
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 12);	/* and on to 0012 */
 	sqlite3_close(db);
 	free(before);
 	free(after);

@@ -272,6 +272,9 @@ static int sq_setup_writer(struct store *s)
 				    " ON CONFLICT (host_id, pid) DO UPDATE SET comm = excluded.comm",
 				 &q->comm_put);
 	if (ret == 0)
+		ret = sq_prepare(s, "INSERT INTO comm_changes (host_id, pid, trace_ts, ts, tick_ns,"
+				    " old, new) VALUES (?, ?, ?, ?, ?, ?, ?)", &q->comm_change_put);
+	if (ret == 0)
 		ret = sq_prepare(s, "INSERT INTO drops (host_id, system, name, reason, count)"
 				    " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE"
 				    " SET count = count + excluded.count", &q->drop_add);
@@ -356,6 +359,7 @@ void sq_disconnect(struct sq_store *q)
 	sq_ckpt_stop(q);
 	sqlite3_finalize(q->cpu_add);
 	sqlite3_finalize(q->comm_put);
+	sqlite3_finalize(q->comm_change_put);
 	sqlite3_finalize(q->drop_add);
 	sqlite3_finalize(q->mark_put);
 	sqlite3_finalize(q->sym_put);
@@ -365,7 +369,7 @@ void sq_disconnect(struct sq_store *q)
 	sqlite3_finalize(q->printk_put);
 	sqlite3_finalize(q->tgid_put);
 	q->printk_put = q->tgid_put = NULL;
-	q->cpu_add = q->comm_put = q->drop_add = q->mark_put = NULL;
+	q->cpu_add = q->comm_put = q->comm_change_put = q->drop_add = q->mark_put = NULL;
 	q->sym_put = q->block_put = q->prog_find = q->sym_find = NULL;
 	sq_names_free(q->names);
 	q->names = NULL;
@@ -544,6 +548,7 @@ static const struct store_ops sq_ops = {
 	.cpu_held = sq_cpu_held,
 	.host_usage = sq_host_usage,
 	.cmdlines = sq_cmdlines,
+	.comm_change = sq_comm_change,
 	.program = sq_program,
 	.symbol = sq_symbol,
 	.host_find = sq_host_find,

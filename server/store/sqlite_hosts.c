@@ -1,8 +1,9 @@
 /*
  * sqlite_hosts.c - the SQLite backend's fixed tables about the agents:
  * hosts, per-CPU counters (written by the collector and the agents, read
- * by store_stats()), stream and journal marks, comms and tgids, and the drop
- * counters (store_dropped(), store_drops()).
+ * by store_stats()), stream and journal marks, comms and tgids, the names
+ * tasks took over time (comm_changes), and the drop counters
+ * (store_dropped(), store_drops()).
  */
 #include "config.h"
 
@@ -348,6 +349,23 @@ int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *
 		sqlite3_exec(sq_store_of(s)->db, "ROLLBACK TO tc_comms", NULL, NULL, NULL);
 	sqlite3_exec(sq_store_of(s)->db, "RELEASE tc_comms", NULL, NULL, NULL);
 	return ret;
+}
+
+int sq_comm_change(struct store *s, uint64_t host_id, const struct store_comm_change *c)
+{
+	sqlite3_stmt *st = sq_store_of(s)->comm_change_put;
+
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_int64(st, 2, c->pid);
+	sqlite3_bind_int64(st, 3, c->trace_ts);
+	sqlite3_bind_int64(st, 4, c->ts);
+	sqlite3_bind_double(st, 5, c->tick_ns > 0 ? c->tick_ns : 1.0);
+	if (c->old)
+		sqlite3_bind_text(st, 6, c->old, (int)strnlen(c->old, 16), SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(st, 6);
+	sqlite3_bind_text(st, 7, c->comm, (int)strnlen(c->comm, 16), SQLITE_TRANSIENT);
+	return sq_run(s, st, false);
 }
 
 int sq_dropped(struct store *s, uint64_t host_id, const char *system, const char *name,

@@ -129,6 +129,7 @@ struct sq_store {
 					 * still hand them to insert): freed by close */
 	sqlite3_stmt *cpu_add;	/* hot statements, prepared once */
 	sqlite3_stmt *comm_put;
+	sqlite3_stmt *comm_change_put;
 	sqlite3_stmt *drop_add;
 	sqlite3_stmt *mark_put;
 	sqlite3_stmt *sym_put;
@@ -424,8 +425,8 @@ int sq_max_span(struct store *s, int64_t type_id, int64_t *span);
 /*
  * sq_count_where, sq_select_where - store_count() and store_select() of
  * @sc's rows for which @where holds: an SQL boolean expression over the
- * quoted column names, "cpu", "host_id", "ts", "trace_ts" and (when
- * sc->comm_joined) "comm", with a nameless '?' for each of the @nb values
+ * quoted column names, "cpu", "host_id", "ts", "trace_ts" and "_tc_comm"
+ * (the special COMM), with a nameless '?' for each of the @nb values
  * in @b. It is pasted into the statement: it comes from sq_count() and
  * sq_select() (which compile a store_query to it) or from a test, never
  * from a user. NULL: every row. sq_select_where() reads no column that
@@ -515,6 +516,7 @@ int sq_host_freed(struct store *s, uint64_t host_id, uint64_t rows);
 int sq_cpu_not_stored(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,
 		      uint64_t events);
 int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c);
+int sq_comm_change(struct store *s, uint64_t host_id, const struct store_comm_change *c);
 int sq_dropped(struct store *s, uint64_t host_id, const char *system, const char *name,
 	       const char *reason, uint64_t n);
 int sq_stats(struct store *s, const struct store_query *q,

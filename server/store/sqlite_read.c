@@ -94,20 +94,20 @@ struct sq_range {
 };
 
 /*
- * Whether @where names the comms join's "comm": the word, bare or in
- * double quotes, in any case, outside a string literal (the filter
- * compiler binds every value, so it writes none; skipping them is for any
- * other caller).
+ * Whether @where reads the special COMM (sq_column_of()'s "_tc_comm", a
+ * name no field's column has: sqlite_schema.c reserves it), outside a
+ * string literal (the filter compiler binds every value, so it writes
+ * none; skipping them is for any other caller).
  */
-static bool sq_reads_comm(const struct store_schema *sc, const char *where)
+static bool sq_reads_comm(const char *where)
 {
 	const char *p = where;
 
-	while (sc->comm_joined && p && *p) {
+	while (p && *p) {
 		size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_"
 				     "0123456789");
 
-		if ((n == 4 && !strncasecmp(p, "comm", 4)) || !strncasecmp(p, "\"comm\"", 6))
+		if (n == 8 && !strncmp(p, "_tc_comm", 8))
 			return true;
 		if (*p == '"' || *p == '\'') {
 			const char *end = strchr(p + 1, *p);	/* "" inside: two names, fine */
@@ -121,25 +121,72 @@ static bool sq_reads_comm(const struct store_schema *sc, const char *where)
 }
 
 /*
- * FROM (SELECT e.rowid AS _tc_rowid, e.*[, c.comm AS comm]
- *       FROM [blocks AS b CROSS JOIN] "t" AS e [LEFT JOIN comms ...])
+ * The time of comm_changes row x and of event row e agree with the same
+ * boot of the host: the wall-clock time of their trace clock's 0 (ts -
+ * trace_ts in ns) differs by less than a second. Another boot's differs
+ * by at least the earlier boot's uptime, so its trace_ts, which starts
+ * again at 0, is never compared with this boot's.
+ */
+#define SQ_SAME_BOOT	" AND abs((x.ts - x.trace_ts * x.tick_ns) -" \
+			" (e.ts - e.trace_ts * x.tick_ns)) < 1e9"
+
+/*
+ * Append the special COMM of event row e (pid column @pid) as an SQL
+ * expression: the name its task had when the kernel recorded the event,
+ * as the kernel's COMM filter (current->comm) reads it. Where the host's
+ * comm_changes cover the pid (its agent traced task_newtask, task_rename
+ * or sched_process_fork): the latest name taken at or before the event,
+ * else the name before the first later rename. Otherwise the name the
+ * saved cmdlines give the pid (the only one for imports, as trace-cmd
+ * report -F reads it), and "<...>" where they give none. pid 0 is
+ * "<idle>" in an import (trace-cmd's name) and swapper/CPU on a live host
+ * (the kernel's).
+ */
+static void sq_comm_expr(struct sq_buf *b, const char *pid)
+{
+	sq_buf_str(b, "CASE WHEN e.");
+	sq_ident(b, pid);
+	sq_buf_str(b, " = 0 THEN CASE WHEN EXISTS (SELECT 1 FROM hosts AS h WHERE h.id ="
+		   " e.host_id AND h.machine_id GLOB 'import:*') THEN '<idle>'"
+		   " ELSE 'swapper/' || e.cpu END ELSE coalesce("
+		   "(SELECT x.new FROM comm_changes AS x WHERE x.host_id = e.host_id AND x.pid = e.");
+	sq_ident(b, pid);
+	sq_buf_str(b, " AND x.trace_ts <= e.trace_ts" SQ_SAME_BOOT
+		   " ORDER BY x.trace_ts DESC LIMIT 1),"
+		   " (SELECT x.old FROM comm_changes AS x WHERE x.host_id = e.host_id AND x.pid = e.");
+	sq_ident(b, pid);
+	sq_buf_str(b, " AND x.trace_ts > e.trace_ts" SQ_SAME_BOOT
+		   " ORDER BY x.trace_ts LIMIT 1),"
+		   " (SELECT c.comm FROM comms AS c WHERE c.host_id = e.host_id AND c.pid = e.");
+	sq_ident(b, pid);
+	sq_buf_str(b, "), '<...>') END");
+}
+
+/*
+ * FROM (SELECT e.rowid AS _tc_rowid, e.*[, COMM AS _tc_comm]
+ *       FROM [blocks AS b CROSS JOIN] "t" AS e)
  * WHERE (where) [AND ts BETWEEN lo AND hi] [AND keyset]: the WHERE text sees
  * only the subquery's columns, so no name there is ambiguous. With @r, each
  * block's rows are read by rowid range (CROSS JOIN keeps blocks outer),
  * unless r->by_index: then SQLite reads a field index by (value, ts).
- * Comms are joined only when the WHERE reads them (an index can then count
- * without reading the rows); the rows a select passes on get their host
- * name and comm from sqlite_names.c.
+ * COMM (sq_comm_expr()) is computed only when the WHERE reads it (an index
+ * can then count without reading the rows); the rows a select passes on
+ * get their host name and printed comm from sqlite_names.c.
  */
 void sq_from(struct sq_buf *b, const struct store_schema *sc, const char *where,
 	     const struct sq_range *r)
 {
 	int pid = sq_col_index(sc, "common_pid");
-	bool blocks = r && !r->by_index, comms = sq_reads_comm(sc, where);
+	bool blocks = r && !r->by_index;
 
 	sq_buf_str(b, " FROM (SELECT e.rowid AS _tc_rowid, e.*");
-	if (comms && sc->comm_joined)
-		sq_buf_str(b, ", c.comm AS comm");
+	if (sq_reads_comm(where) && pid >= 0) {
+		sq_buf_str(b, ", ");
+		sq_comm_expr(b, sc->cols[pid].column);
+		sq_buf_str(b, " AS _tc_comm");
+	} else if (sq_reads_comm(where)) {
+		sq_buf_str(b, ", '<...>' AS _tc_comm");
+	}
 	if (blocks)
 		sq_buf_str(b, " FROM (SELECT lo, hi FROM ts_blocks WHERE type_id = :tc_type"
 			   " AND min_ts BETWEEN :tc_bmin AND :tc_hi AND max_ts >= :tc_lo"
@@ -150,12 +197,6 @@ void sq_from(struct sq_buf *b, const struct store_schema *sc, const char *where,
 		sq_buf_str(b, " FROM ");
 	sq_ident(b, sc->table);
 	sq_buf_str(b, blocks ? " AS e ON e.rowid BETWEEN b.lo AND b.hi" : " AS e");
-	if (comms && pid >= 0) {
-		sq_buf_str(b, " LEFT JOIN comms AS c ON c.host_id = e.host_id AND c.pid = e.");
-		sq_ident(b, sc->cols[pid].column);
-	} else if (comms) {
-		sq_buf_str(b, " LEFT JOIN comms AS c ON 0");
-	}
 	sq_buf_str(b, ") WHERE (");
 	sq_buf_str(b, where && *where ? where : "1");
 	sq_buf_str(b, ")");
@@ -600,7 +641,7 @@ static const char *sq_column_of(void *ctx, int index)
 	if (index == FILTER_FIELD_CPU)
 		return "cpu";
 	if (index == FILTER_FIELD_COMM)
-		return "comm";
+		return "_tc_comm";	/* sq_from() computes it */
 	if (index < 0 || (size_t)index >= q->nfields)
 		return NULL;
 	snprintf(buf, sizeof(buf), "\"%s\"", q->schema->cols[q->field_col[index]].column);

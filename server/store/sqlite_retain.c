@@ -224,6 +224,24 @@ static int sq_each_table(struct store *s, int64_t before, uint64_t *removed,
 }
 
 /*
+ * The names tasks took before @ts that a later one before @ts replaced:
+ * no row kept reads them (the latest change at or before a row decides
+ * its COMM), so what retention leaves is one name per task at most.
+ */
+static int sq_comm_changes_before(struct store *s, int64_t ts)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "DELETE FROM comm_changes AS a WHERE a.ts < ?1 AND EXISTS"
+				" (SELECT 1 FROM comm_changes AS b WHERE b.host_id = a.host_id"
+				" AND b.pid = a.pid AND b.trace_ts > a.trace_ts AND b.ts < ?1)", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, ts);
+	return sq_run(s, st, true);
+}
+
+/*
  * Size limit: cut the oldest slice of the time range in proportion to the
  * excess (at least 1% of it), until the pages in use fit.
  */
@@ -241,9 +259,8 @@ static int sq_retain_size(struct store *s, uint64_t max_bytes, uint64_t *removed
 			break;
 		frac = frac < 0.01 ? 0.01 : frac;
 		cut = lo + 1 + (int64_t)((double)(hi - lo) * frac);
-		ret = sq_each_table(s, cut, removed, NULL, NULL);
-		if (ret == 0)
-			ret = sq_used_bytes(s, &used);
+		ret = sq_each_table(s, cut, removed, NULL, NULL) ?:
+		      sq_comm_changes_before(s, cut) ?: sq_used_bytes(s, &used);
 	}
 	return ret;
 }
@@ -254,7 +271,8 @@ int sq_retain(struct store *s, int64_t before_ts, uint64_t max_bytes, uint64_t *
 	int ret = sq_flush_all(s) ?: sq_exec(s, "SAVEPOINT tc_retain");
 
 	if (ret == 0 && before_ts != INT64_MIN)
-		ret = sq_each_table(s, before_ts, &n, NULL, NULL);
+		ret = sq_each_table(s, before_ts, &n, NULL, NULL) ?:
+		      sq_comm_changes_before(s, before_ts);
 	if (ret == 0 && max_bytes)
 		ret = sq_retain_size(s, max_bytes, &n);
 	if (ret < 0)

@@ -504,8 +504,6 @@ static int sq_schema_cols(struct store *s, int64_t type_id, struct store_schema 
 		c->kind = sq_kind((const char *)sqlite3_column_text(st, 2));
 		if (!c->name || !c->column)
 			ret = -ENOMEM;
-		else if (!strcasecmp(c->column, "comm"))
-			sc->comm_joined = false;
 	}
 	sqlite3_finalize(st);
 	return ret;
@@ -523,7 +521,6 @@ static int sq_schema_load(struct store *s, sqlite3_stmt *st, bool cols,
 
 	if (!sc)
 		return -ENOMEM;
-	sc->comm_joined = true;
 	sc->system = sq_dup_col(st, 1);
 	sc->name = sq_dup_col(st, 2);
 	sc->table = sq_dup_col(st, 3);

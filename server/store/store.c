@@ -273,6 +273,15 @@ int store_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdline
 	return ret < 0 ? ret : s->ops->cmdlines(s, host_id, c);
 }
 
+int store_comm_change(struct store *s, uint64_t host_id, const struct store_comm_change *c)
+{
+	int ret = store_writable(s);
+
+	if (ret == 0 && (!c || !c->comm))
+		ret = -EINVAL;
+	return ret < 0 ? ret : s->ops->comm_change(s, host_id, c);
+}
+
 int store_program(struct store *s, uint64_t host_id, const struct store_program *p,
 		  uint64_t *program_id)
 {

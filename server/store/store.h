@@ -366,6 +366,25 @@ int store_import_check(struct store *s, const char *name, const char *machine_id
  */
 int store_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c);
 
+/* A name a task of a host took (see store_comm_change()). */
+struct store_comm_change {
+	int32_t pid;
+	int64_t trace_ts;	/* trace clock of the first event with the name, as
+				   the events' trace_ts (ns, or TSC ticks) */
+	int64_t ts;		/* the same instant on the wall clock, ns */
+	double tick_ns;		/* ns per unit of @trace_ts (1: a ns clock) */
+	const char *old;	/* the name before (a rename); NULL: a new task */
+	const char *comm;	/* the name from @trace_ts on */
+};
+
+/*
+ * store_comm_change - remember that task @c->pid of @host_id is named
+ * @c->comm from @c->trace_ts on (fork, exec, prctl(PR_SET_NAME)): what the
+ * filters' COMM reads for events of that task (store_query.field_col).
+ * Return: 0; -EINVAL (no name); TC_ERR_DB.
+ */
+int store_comm_change(struct store *s, uint64_t host_id, const struct store_comm_change *c);
+
 /*
  * store_dropped - add @n to the count of events of @system:@name the
  * collector did not keep for @reason: "filter" (a server-side filter
@@ -457,7 +476,6 @@ struct store_schema {
 	int64_t type_id;	/* the store's key of the event type */
 	size_t ncols;
 	struct store_col *cols;	/* every field, common_* first, in first-seen order */
-	bool comm_joined;	/* "comm" in a WHERE names the comms join, not a field */
 	char *format;		/* the latest format text stored for it (as sent) */
 };
 
@@ -539,9 +557,12 @@ struct store_query {
 	 * @filter: rows it matches (NULL: every row). It is bound with
 	 * filter_bind() to the fields @field_col lists: filter field i is
 	 * schema column @field_col[i] (i < @nfields). FILTER_FIELD_CPU is the
-	 * row's CPU; FILTER_FIELD_COMM the comm its common_pid had
-	 * (store_cmdlines()) or, for an event with a field named comm
-	 * (!schema->comm_joined), that field.
+	 * CPU whose buffer held the row; FILTER_FIELD_COMM the name its task
+	 * (common_pid) had when the kernel recorded it: the latest
+	 * store_comm_change() at or before it, else the name before the
+	 * first later one, else the pid's store_cmdlines() name. An event's
+	 * own field of that name in another case (sched_wakeup's comm) is
+	 * a field index like any other: filter_bind() decides which is meant.
 	 */
 	const struct filter *filter;
 	const size_t *field_col;

@@ -25,7 +25,8 @@
  * - A read-only handle (readonly set) never reaches a write op: host,
  *   host_clock, type, begin, commit, rollback, cpu_received, cpu_stats,
  *   stream_marks, stream_mark, journal_mark, journal_mark_get,
- *   journal_forget, cpu_duplicates, cpu_not_stored, cpu_held, host_usage, cmdlines, program, symbol,
+ *   journal_forget, cpu_duplicates, cpu_not_stored, cpu_held, host_usage, cmdlines, comm_change,
+ *   program, symbol,
  *   printk_put, dropped,
  *   retain and set_indexes fail with -EROFS in the front. insert is not
  *   checked (it is the hot path): store_type() already failed there.
@@ -125,6 +126,7 @@ struct store_ops {
 	int (*host_usage)(struct store *s, int (*fn)(void *ctx, const char *host, uint64_t bytes),
 			  void *ctx);
 	int (*cmdlines)(struct store *s, uint64_t host_id, const struct proto_cmdlines *c);
+	int (*comm_change)(struct store *s, uint64_t host_id, const struct store_comm_change *c);
 	int (*program)(struct store *s, uint64_t host_id, const struct store_program *p,
 		       uint64_t *program_id);
 	int (*symbol)(struct store *s, uint64_t program_id, uint64_t addr, uint64_t size,
