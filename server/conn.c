@@ -330,6 +330,11 @@ static int on_hello(struct conn *c, struct proto_msg *m, const uint8_t *raw, siz
 		return TC_ERR_PROTO_VERSION;
 	if (h->ncpus == 0 || h->ncpus > 65536)
 		return TC_ERR_MSG_MALFORMED;
+	if (!strncmp(h->machine_id, "import:", 7)) {
+		conn_fail(c, TC_ERR_MSG_MALFORMED,
+			  "hello: a machine_id of \"import:...\" names an imported recording");
+		return 0;
+	}
 	if (h->page_size > FRAME_MAX_PAYLOAD) {	/* such a page could never arrive */
 		char why[128];
 

@@ -14,6 +14,7 @@
 #define LOG_PREFIX "ingest"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,6 +70,13 @@ static const char *sink_host(const struct sink *s, char *buf, size_t size)
  */
 #define SINK_COMM_PAIRS	2
 
+/* Events that tell a task's new name (sink_type_track()). */
+enum sink_track {
+	TRACK_NONE,
+	TRACK_NEW,			/* task_newtask, sched_process_fork: a new task */
+	TRACK_RENAME,			/* task_rename: exec, prctl(PR_SET_NAME), /proc */
+};
+
 struct sink_type {
 	struct sink_type *next;
 	const struct decode_type *t;
@@ -81,14 +89,24 @@ struct sink_type {
 	/* fields "comm"/"X_comm" (char[16]) and their "pid"/"X_pid": names to learn */
 	unsigned ncomm;
 	unsigned comm_field[SINK_COMM_PAIRS], pid_field[SINK_COMM_PAIRS];
+	/* a task's new name (not in imports): its pid (-1: common_pid), old, new */
+	enum sink_track track;
+	int track_pid;
+	unsigned track_old, track_new;
 };
 
 
-/* One pid's name: from the agent's CMDLINES, or learned from an event at @learned_ts. */
+/*
+ * One pid's name: from the agent's CMDLINES, or learned from an event at
+ * @learned_ts; and the latest name its task took that this connection saw
+ * (sink_track_event()), for the filters' COMM.
+ */
 struct sink_comm {
 	int32_t pid;			/* 0: an empty slot */
-	char comm[16];
+	char comm[16];			/* "": none (only a tracked name) */
 	uint64_t learned_ts;		/* 0: the agent's */
+	uint64_t since;			/* trace ns @now holds from; 0: none seen */
+	char now[16], before[16];	/* before: "" for a new task */
 };
 
 /* pid -> comm, open addressing, for the filter's COMM field. */
@@ -162,7 +180,7 @@ static bool comms_learnable(const struct sink *s, int32_t pid, uint64_t ts)
 	if (!s->comms || !s->comms->cap)
 		return true;
 	slot = comms_slot(s->comms, pid);
-	return !slot->pid || (slot->learned_ts && slot->learned_ts < ts);
+	return !slot->pid || !slot->comm[0] || (slot->learned_ts && slot->learned_ts < ts);
 }
 
 static const char *comms_get(const struct sink *s, int pid)
@@ -173,6 +191,35 @@ static const char *comms_get(const struct sink *s, int pid)
 		return pid == 0 ? "<idle>" : "";
 	slot = comms_slot(s->comms, pid);
 	return slot->pid ? slot->comm : "";
+}
+
+/*
+ * The filters' COMM of an event of @pid on @cpu at trace ns @ts, as the
+ * store's reads give it (sqlite_read.c, sq_comm_expr()) but from what this
+ * connection decoded so far: the name the task took last at or before @ts,
+ * or the one it had before; else the saved cmdlines' (an import's only);
+ * "<...>" for none. pid 0: trace-cmd's "<idle>" in an import, the kernel's
+ * swapper/CPU for an agent. @buf (16 bytes) may hold the answer.
+ */
+static const char *comms_at(const struct sink *s, int pid, uint32_t cpu, uint64_t ts, char *buf)
+{
+	const struct sink_comm *slot = NULL;
+
+	if (pid == 0 && !s->import) {
+		snprintf(buf, 16, "swapper/%u", cpu % 100000u);
+		return buf;
+	}
+	if (pid == 0)
+		return "<idle>";
+	if (s->comms && s->comms->cap)
+		slot = comms_slot(s->comms, pid);
+	if (!slot || !slot->pid)
+		return "<...>";
+	if (slot->since && ts >= slot->since)
+		return slot->now;
+	if (slot->since && slot->before[0])
+		return slot->before;
+	return slot->comm[0] ? slot->comm : "<...>";
 }
 
 /* ---- filters ---- */
@@ -283,11 +330,13 @@ int sink_refilter(struct sink *s, const struct sink_env *env)
 struct sink_eval {
 	const struct sink *s;
 	const struct decode_event *ev;
+	uint64_t trace_ns;		/* ev's time in the host's trace clock */
+	char comm[16];			/* COMM, when made up (swapper/N) */
 };
 
 static int sink_get(void *ctx, int idx, struct filter_value *out)
 {
-	const struct sink_eval *e = ctx;
+	struct sink_eval *e = ctx;
 	struct decode_value v;
 	int ret;
 
@@ -297,7 +346,7 @@ static int sink_get(void *ctx, int idx, struct filter_value *out)
 	}
 	if (idx == FILTER_FIELD_COMM) {
 		out->kind = FILTER_STRING;
-		out->str.s = comms_get(e->s, e->ev->pid);
+		out->str.s = comms_at(e->s, e->ev->pid, e->ev->cpu, e->trace_ns, e->comm);
 		out->str.len = strnlen(out->str.s, 16);
 		return 0;
 	}
@@ -581,6 +630,8 @@ static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_h
 	if (!s->boot_id)
 		return -ENOMEM;
 	s->session = h->session;
+	/* queryd_import.c sets it; conn.c refuses it from agents */
+	s->import = !strncmp(h->machine_id, "import:", 7);
 	s->hello_realtime = h->clock.realtime_ns;
 	s->clock_offset = h->clock.realtime_ns - (int64_t)h->clock.trace_ns;
 	s->layout.long_size = h->long_size;
@@ -624,6 +675,110 @@ static void sink_type_comm_pairs(struct sink_type *ty)
 		ty->comm_field[ty->ncomm] = i;
 		ty->pid_field[ty->ncomm++] = (unsigned)pid;
 	}
+}
+
+static bool field_is(const struct decode_type *t, int i, bool number)
+{
+	enum decode_kind k = i >= 0 ? t->fields[i].kind : DECODE_BLOB;
+
+	return number ? k == DECODE_SIGNED || k == DECODE_UNSIGNED : k == DECODE_STRING;
+}
+
+/*
+ * Whether @ty tells a task's new name, and in which fields: task_newtask
+ * (pid, comm) and sched_process_fork (child_pid, child_comm) name a new
+ * task; task_rename (pid, oldcomm, newcomm) a rename, by exec, prctl or
+ * /proc/PID/comm (kernels whose task_rename has no pid field rename
+ * current, common_pid). Only a live agent's: an import's COMM is its
+ * saved cmdlines', as trace-cmd reads it.
+ */
+static void sink_type_track(const struct sink *s, struct sink_type *ty)
+{
+	const struct decode_type *t = ty->t;
+	int pid, old = -1, name;
+
+	if (!ty->kernel || s->import)
+		return;
+	if (!strcmp(t->system, "task") && !strcmp(t->name, "task_newtask")) {
+		pid = field_named(t, "pid", 3, "");
+		name = field_named(t, "comm", 4, "");
+	} else if (!strcmp(t->system, "task") && !strcmp(t->name, "task_rename")) {
+		pid = field_named(t, "pid", 3, "");
+		old = field_named(t, "oldcomm", 7, "");
+		name = field_named(t, "newcomm", 7, "");
+		if (!field_is(t, old, false))
+			return;
+	} else if (!strcmp(t->system, "sched") && !strcmp(t->name, "sched_process_fork")) {
+		pid = field_named(t, "child_pid", 9, "");
+		name = field_named(t, "child_comm", 10, "");
+	} else {
+		return;
+	}
+	if (!field_is(t, name, false) || (pid >= 0 && !field_is(t, pid, true)) ||
+	    (pid < 0 && old < 0))
+		return;
+	ty->track = old >= 0 ? TRACK_RENAME : TRACK_NEW;
+	ty->track_pid = pid;
+	ty->track_old = (unsigned)old;
+	ty->track_new = (unsigned)name;
+}
+
+/* String field @i of @ev as a task name (15 bytes and a NUL); false: none. */
+static bool event_comm(const struct decode_event *ev, unsigned i, char out[16])
+{
+	struct decode_value v;
+	size_t n;
+
+	if (decode_field_value(ev, i, &v) < 0 || v.kind != DECODE_STRING || !v.str.len)
+		return false;
+	n = strnlen(v.str.s, v.str.len < 15 ? v.str.len : 15);
+	memset(out, 0, 16);
+	memcpy(out, v.str.s, n);
+	return n > 0;
+}
+
+/*
+ * Task names over time: @ev (of a type sink_type_track() chose) says that
+ * a task is named anew from just after @trace_ns. Kept in the store, for
+ * the queries' COMM, and in the pid's slot, for the ingest filters'.
+ */
+static int sink_track_event(struct sink *s, const struct sink_env *env,
+			    const struct sink_type *ty, const struct decode_event *ev,
+			    uint64_t trace_ns)
+{
+	char old[16] = "", now[16];
+	struct store_comm_change c = { .pid = ev->pid };
+	struct decode_value v;
+	struct sink_comm *slot;
+
+	if (ty->track_pid >= 0) {
+		if (decode_field_value(ev, (unsigned)ty->track_pid, &v) < 0)
+			return 0;
+		c.pid = v.kind == DECODE_SIGNED ? (int32_t)v.i : (int32_t)v.u;
+	}
+	if (c.pid <= 0 || !event_comm(ev, ty->track_new, now) ||
+	    (ty->track == TRACK_RENAME && !event_comm(ev, ty->track_old, old)))
+		return 0;
+	/* as the events' rows: trace_ts in the trace clock's own units */
+	c.trace_ts = (int64_t)ev->ts + 1;
+	c.tick_ns = s->tsc && s->tsc_conv.shift < 64 ?
+		    (double)s->tsc_conv.mult / (double)(UINT64_C(1) << s->tsc_conv.shift) : 1.0;
+	c.ts = (int64_t)trace_ns + 1 + s->clock_offset;
+	c.old = ty->track == TRACK_RENAME ? old : NULL;
+	c.comm = now;
+	if (!s->comms && !(s->comms = calloc(1, sizeof(*s->comms))))
+		return -ENOMEM;
+	if ((s->comms->count + 1) * 2 > s->comms->cap && comms_grow(s->comms) < 0)
+		return -ENOMEM;
+	slot = comms_slot(s->comms, c.pid);
+	s->comms->count += slot->pid == 0;
+	slot->pid = c.pid;
+	if (slot->since <= trace_ns + 1) {	/* pages of CPUs come in any order */
+		slot->since = trace_ns + 1;
+		memcpy(slot->now, now, sizeof(slot->now));
+		memcpy(slot->before, old, sizeof(slot->before));
+	}
+	return store_comm_change(env->store, s->host_id, &c);
 }
 
 /*
@@ -693,6 +848,7 @@ static int sink_format(struct sink *s, const struct sink_env *env, const struct 
 	ty->t = t;
 	ty->kernel = f->group == 0;
 	sink_type_comm_pairs(ty);
+	sink_type_track(s, ty);
 	ty->next = s->types;
 	s->types = ty;
 	/* decode_type.user is the caller's slot: the event's sink type */
@@ -773,7 +929,7 @@ static int sink_event(void *arg, const struct decode_event *ev)
 {
 	struct page_ctx *p = arg;
 	struct sink_type *ty = ev->type->user;
-	struct sink_eval e = { p->s, ev };
+	struct sink_eval e = { p->s, ev, event_trace_ns(p, ev->ts), "" };
 	int ret;
 
 	if (!ty || !ty->st) {
@@ -783,6 +939,8 @@ static int sink_event(void *arg, const struct decode_event *ev)
 	}
 	if (ty->ncomm && (ret = sink_learn_comms(p->s, p->env, ty, ev)) < 0)
 		return ret;
+	if (ty->track && (ret = sink_track_event(p->s, p->env, ty, ev, e.trace_ns)) < 0)
+		return ret;
 	ret = ty->f ? filter_eval(ty->f, sink_get, &e) : 1;
 	if (ret == 0) {
 		ty->dropped++;
@@ -791,7 +949,7 @@ static int sink_event(void *arg, const struct decode_event *ev)
 	}
 	if (ret > 0)
 		ret = store_insert(p->env->store, ty->st, p->s->host_id, ev,
-				   (int64_t)event_trace_ns(p, ev->ts) + p->s->clock_offset);
+				   (int64_t)e.trace_ns + p->s->clock_offset);
 	if (ret == 0)
 		p->stored++;
 	if (ret != TC_ERR_PAGE_MALFORMED)

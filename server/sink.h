@@ -66,6 +66,8 @@ struct sink {
 	struct sink_group *groups;	/* traced programs' rings (MSG_GROUP) */
 	size_t ngroups;
 	char *boot_id;			/* from HELLO, to key programs */
+	bool import;			/* a recording (traceq --import): its HELLO's
+					 * machine_id is "import:DIGEST" */
 	uint64_t session;		/* the agent run's id from HELLO; 0: none */
 	int64_t hello_realtime;		/* the agent's CLOCK_REALTIME at HELLO, ns */
 	uint64_t kernel_program;	/* programs row for kernel symbols; 0: none yet */
