@@ -77,6 +77,7 @@ struct opts {
 	long drain_s;
 	const char *tracer;		/* -p: kernel function tracer */
 	bool no_kernel_symbols;		/* --no-kernel-symbols */
+	bool no_comm_events;		/* --no-comm-events */
 	const char **ffilters;		/* --ftrace-filter globs */
 	size_t nffilters;
 	char **exec_argv;		/* --exec: the program to trace */
@@ -237,6 +238,11 @@ static void help(void)
 "                           per boot, 10 s into the run or at its end, so\n"
 "                           that traceq names %%ps fields; without it they\n"
 "                           print as addresses); with --tracer always\n"
+"      --no-comm-events     do not add task:task_newtask and task:task_rename\n"
+"                           to the instance (by default the agent traces them,\n"
+"                           so that the collector knows each task's name at\n"
+"                           each event: COMM in filters, as the kernel's;\n"
+"                           without them COMM is the saved cmdlines' name)\n"
 "      --no-pushdown        do not offer the collector to set its filters on\n"
 "                           this agent's instance (by default the agent\n"
 "                           offers it and the kernel then drops, before\n"
@@ -344,7 +350,8 @@ enum { OPT_CERT = 256, OPT_KEY, OPT_CA, OPT_INSTANCE, OPT_NAME,
        OPT_SPOOL_MEM_MB,
        OPT_SPOOL_DISK_MB, OPT_ACK_TIMEOUT_MS, OPT_DRAIN_S, OPT_READ_MODE,
        OPT_USER_DIR, OPT_NO_USER, OPT_FTRACE_FILTER, OPT_EXEC, OPT_INSECURE_PLAIN,
-       OPT_NO_PUSHDOWN, OPT_CONNECTIONS, OPT_TRACE_CLOCK, OPT_NO_KERNEL_SYMBOLS };
+       OPT_NO_PUSHDOWN, OPT_CONNECTIONS, OPT_TRACE_CLOCK, OPT_NO_KERNEL_SYMBOLS,
+       OPT_NO_COMM_EVENTS };
 
 /*
  * The short options (the table in traceagent(8): one letter, one meaning in
@@ -378,6 +385,7 @@ static const struct option long_opts[] = {
 	{ "no-user", no_argument, NULL, OPT_NO_USER },
 	{ "no-pushdown", no_argument, NULL, OPT_NO_PUSHDOWN },
 	{ "no-kernel-symbols", no_argument, NULL, OPT_NO_KERNEL_SYMBOLS },
+	{ "no-comm-events", no_argument, NULL, OPT_NO_COMM_EVENTS },
 	{ "tracer", required_argument, NULL, 'p' },
 	{ "ftrace-filter", required_argument, NULL, OPT_FTRACE_FILTER },
 	{ "exec", no_argument, NULL, OPT_EXEC },
@@ -506,6 +514,7 @@ static int opt_apply(struct opts *o, int c, const char *arg)
 	case OPT_NO_USER: o->pump.no_user = true; return 0;
 	case OPT_NO_PUSHDOWN: o->session.no_pushdown = true; return 0;
 	case OPT_NO_KERNEL_SYMBOLS: o->no_kernel_symbols = true; return 0;
+	case OPT_NO_COMM_EVENTS: o->no_comm_events = true; return 0;
 	case OPT_INSECURE_PLAIN: o->session.insecure_plain = true; return 0;
 	case OPT_CONNECTIONS:
 		if (strcmp(arg, "one") && strcmp(arg, "per-cpu"))
@@ -809,6 +818,33 @@ static int setup_clock(struct agent *a)
 	return 0;
 }
 
+/*
+ * The events that tell a task's new name: fork (task_newtask) and exec,
+ * prctl(PR_SET_NAME) or /proc/PID/comm (task_rename). With them the
+ * collector knows the name each task had at each event, which the
+ * kernel's COMM filter reads (current->comm). Optional: a kernel without
+ * them, or refusing them, leaves COMM to the saved cmdlines (one line).
+ */
+static void setup_comm_events(struct agent *a)
+{
+	static const char *const evs[] = { "task:task_newtask", "task:task_rename" };
+	char why[512];
+	size_t i;
+
+	if (a->o.no_comm_events)
+		return;
+	for (i = 0; i < sizeof(evs) / sizeof(evs[0]); i++) {
+		if (tracing_enable(a->t, evs[i], why, sizeof(why)) < 0) {
+			log_info("%s; COMM in filters is then the saved cmdlines' name, not "
+				 "the task's at each event", why);
+			return;
+		}
+	}
+	log_info("tracing task:task_newtask and task:task_rename too, so that the "
+		 "collector knows each task's name at each event (COMM; "
+		 "--no-comm-events: not)");
+}
+
 /* Create the instance and enable the requested events. */
 static int setup_tracing(struct agent *a)
 {
@@ -830,6 +866,7 @@ static int setup_tracing(struct agent *a)
 		if (ret < 0)
 			return fail(a, ret, "%s", why);
 	}
+	setup_comm_events(a);
 	return setup_ftrace(a);
 }
 
