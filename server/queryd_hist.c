@@ -5,8 +5,10 @@
  * (hist_parse(): bounded, every error a sentence). Its fields are then
  * resolved against the event's stored fields as the kernel resolves a
  * trigger's against the event's format: `common_cpu` (or `cpu`/`CPU`
- * when the event has no such field) is the CPU, `host` (ours) the host's
- * name; modifiers that compute (.log2, .buckets) or print numbers (.hex,
+ * when the event has no such field) is the CPU, `COMM` (or `comm` or
+ * `common_comm` when the event has no such field) the name the task had
+ * at the event, as the filters' COMM, `host` (ours) the host's name;
+ * modifiers that compute (.log2, .buckets) or print numbers (.hex,
  * .sym, .execname) need a number; .execname only common_pid (the kernel
  * allows no other); vals are numbers. What the store computes is grouped
  * there (store_hist()); here each entry gets its names (.execname's comm,
@@ -50,6 +52,9 @@ static int resolve(const struct store_schema *sc, const struct hist_field *f, bo
 	else if (c < 0 && (!strcmp(f->name, "common_cpu") || !strcmp(f->name, "cpu") ||
 			   !strcmp(f->name, "CPU")))
 		c = STORE_HIST_CPU;
+	else if (c < 0 && key && (!strcmp(f->name, "COMM") || !strcmp(f->name, "comm") ||
+				  !strcmp(f->name, "common_comm")))
+		c = STORE_HIST_COMM;
 	else if (c < 0 || sc->cols[c].kind == DECODE_BLOB) {
 		snprintf(msg, len, "--hist: %s:%s has no field '%s'%s", sc->system, sc->name,
 			 f->name, c < 0 ? "" : " that can be a key or a value");

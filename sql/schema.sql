@@ -19,6 +19,18 @@
 --                unsigned, string, blob), size, ordinal (first-seen order).
 --   comms        pid -> comm per host, from the agent's cmdlines.
 --
+-- Task names (0012-comm-changes.sql):
+--   comm_changes per (host, pid, trace_ts): a name a live host's task took
+--                (task_newtask, sched_process_fork: a new task; task_rename:
+--                exec, prctl, /proc/PID/comm, with the old name), ts and
+--                tick_ns to tell boots apart. The filters' COMM of an
+--                event (sqlite_read.c, sq_comm_expr()) is the latest name
+--                at or before it, else the old name of the first later
+--                change, else the comms row, else '<...>'; pid 0 is
+--                swapper/CPU ('<idle>' for imports, as trace-cmd). Imports
+--                add none. Retention keeps one name per task before its
+--                cut.
+--
 -- Drop counters (0002-drops.sql):
 --   drops        events not kept, per (host_id, system, name, reason):
 --                reason 'filter' counts events a server-side filter dropped
@@ -171,8 +183,10 @@
 --                 alone (sched_switch) when no other system has an event
 --                 of that name and it is not one of the three below:
 --                 host (hosts.name), cpu, ts (wall clock ns), trace_ts,
---                 then every field under its own name (a field named host,
---                 cpu, ts or trace_ts is field_<name>). Unsigned 64-bit
+--                 common_cpu (= cpu), common_comm (the filters' COMM, see
+--                 Task names; computed only when read), then every field
+--                 under its own name (a field named host, cpu, ts,
+--                 trace_ts, common_cpu or common_comm is field_<name>). Unsigned 64-bit
 --                 fields read as their int64 bit pattern (see Types).
 --   hosts         host, machine_id, boot_id, kernel, ncpus, page_size,
 --                 trace_clock, clock_offset_ns, first_seen, last_seen.

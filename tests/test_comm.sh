@@ -148,6 +148,22 @@ for e in $sched; do
 		'[ "$ours" = "$kern" ]'
 done
 check "live: the kernel's filter saw the workload ($all_k events)" '[ "$all_k" -gt 30 ]'
+# the same COMM as a --hist key and in the --sql views (common_comm; on
+# sched_wakeup, comm is the woken task's field, as in the kernel)
+kern=$(grep -c ": sched_wakeup:" "$tracing/instances/$inst_k/trace")
+traceq --host comm-live --hist 'keys=COMM' sched_wakeup > "$tmp/hist.txt" 2>&1
+hist=$(awk '/^\{ COMM: *tcc/ { n += $NF } END { print n + 0 }' "$tmp/hist.txt")
+check "live: --hist keys=COMM on sched_wakeup: $hist hits of tcc*, the kernel's $kern" \
+	'[ "$hist" = "$kern" ] || cat "$tmp/hist.txt"'
+sql=$(traceq -f csv --sql "SELECT count(*) FROM sched_wakeup WHERE host = 'comm-live'
+	AND common_comm GLOB 'tcc*'" | tail -1 | tr -d '\r')
+check "live: --sql common_comm GLOB 'tcc*' on sched_wakeup: $sql, the kernel's $kern" \
+	'[ "$sql" = "$kern" ]'
+sql=$(traceq -f csv --sql "SELECT count(*) FROM sched_wakeup WHERE host = 'comm-live'
+	AND comm GLOB 'tcc*'" | tail -1 | tr -d '\r')
+ours=$(traceq --host comm-live --count 'sched_wakeup where comm ~ "tcc*"')
+check "live: sched_wakeup's own comm field, in --sql ($sql) and in a filter ($ours)" \
+	'[ "$sql" = "$ours" ] && [ "$ours" -gt 0 ]'
 rmdir "$tracing/instances/$inst_k"
 
 # ---- 3. without the task name events: the saved cmdlines' names ----

@@ -101,7 +101,7 @@ static int check(const struct store_query *q, const struct store_hist *h)
 	    sp->nsort < 1 || sp->nsort > HIST_SORT_MAX || sp->size < 1 || sp->size > HIST_SIZE_MAX)
 		return -EINVAL;
 	for (size_t i = 0; i < sp->nkeys; i++)
-		if (h->key_col[i] < STORE_HIST_CPU || h->key_col[i] >= (int)q->schema->ncols)
+		if (h->key_col[i] < STORE_HIST_COMM || h->key_col[i] >= (int)q->schema->ncols)
 			return -EINVAL;
 	for (size_t i = 0; i < sp->nvals; i++)
 		if (h->val_col[i] < STORE_HIST_CPU || h->val_col[i] == STORE_HIST_HOST ||
@@ -120,6 +120,8 @@ static void col_expr(struct sq_buf *b, const struct store_schema *sc, int col)
 		sq_buf_str(b, "(SELECT name FROM hosts WHERE id = host_id)");
 	else if (col == STORE_HIST_CPU)
 		sq_buf_str(b, "cpu");
+	else if (col == STORE_HIST_COMM)
+		sq_buf_str(b, "_tc_comm");	/* sq_from() computes it */
 	else
 		sq_ident(b, sc->cols[col].column);
 }

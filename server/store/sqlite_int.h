@@ -338,6 +338,7 @@ int sq_bind_where(struct store *s, sqlite3_stmt *st, const struct sq_bind *b, si
  * sqlite_read.c); @r NULL: no time range or keyset.
  */
 struct sq_range;
+void sq_comm_expr(struct sq_buf *b, const char *db, const char *pid);
 void sq_from(struct sq_buf *b, const struct store_schema *sc, const char *where,
 	     const struct sq_range *r);
 /* The columns before a row's fields that sq_row() reads, for a SELECT over sq_from(). */

@@ -132,32 +132,36 @@ static bool sq_reads_comm(const char *where)
 
 /*
  * Append the special COMM of event row e (pid column @pid) as an SQL
- * expression: the name its task had when the kernel recorded the event,
- * as the kernel's COMM filter (current->comm) reads it. Where the host's
- * comm_changes cover the pid (its agent traced task_newtask, task_rename
- * or sched_process_fork): the latest name taken at or before the event,
- * else the name before the first later rename. Otherwise the name the
- * saved cmdlines give the pid (the only one for imports, as trace-cmd
- * report -F reads it), and "<...>" where they give none. pid 0 is
- * "<idle>" in an import (trace-cmd's name) and swapper/CPU on a live host
- * (the kernel's).
+ * expression, its tables in schema @db ("main." or ""): the name its task
+ * had when the kernel recorded the event, as the kernel's COMM filter
+ * (current->comm) reads it. Where the host's comm_changes cover the pid
+ * (its agent traced task_newtask, task_rename or sched_process_fork): the
+ * latest name taken at or before the event, else the name before the
+ * first later rename. Otherwise the name the saved cmdlines give the pid
+ * (the only one for imports, as trace-cmd report -F reads it), and
+ * "<...>" where they give none. pid 0 is "<idle>" in an import
+ * (trace-cmd's name) and swapper/CPU on a live host (the kernel's).
  */
-static void sq_comm_expr(struct sq_buf *b, const char *pid)
+void sq_comm_expr(struct sq_buf *b, const char *db, const char *pid)
 {
 	sq_buf_str(b, "CASE WHEN e.");
 	sq_ident(b, pid);
-	sq_buf_str(b, " = 0 THEN CASE WHEN EXISTS (SELECT 1 FROM hosts AS h WHERE h.id ="
-		   " e.host_id AND h.machine_id GLOB 'import:*') THEN '<idle>'"
-		   " ELSE 'swapper/' || e.cpu END ELSE coalesce("
-		   "(SELECT x.new FROM comm_changes AS x WHERE x.host_id = e.host_id AND x.pid = e.");
+	sq_buf_str(b, " = 0 THEN CASE WHEN EXISTS (SELECT 1 FROM ");
+	sq_buf_str(b, db);
+	sq_buf_str(b, "hosts AS h WHERE h.id = e.host_id AND h.machine_id GLOB 'import:*')"
+		   " THEN '<idle>' ELSE 'swapper/' || e.cpu END ELSE coalesce((SELECT x.new FROM ");
+	sq_buf_str(b, db);
+	sq_buf_str(b, "comm_changes AS x WHERE x.host_id = e.host_id AND x.pid = e.");
 	sq_ident(b, pid);
 	sq_buf_str(b, " AND x.trace_ts <= e.trace_ts" SQ_SAME_BOOT
-		   " ORDER BY x.trace_ts DESC LIMIT 1),"
-		   " (SELECT x.old FROM comm_changes AS x WHERE x.host_id = e.host_id AND x.pid = e.");
+		   " ORDER BY x.trace_ts DESC LIMIT 1), (SELECT x.old FROM ");
+	sq_buf_str(b, db);
+	sq_buf_str(b, "comm_changes AS x WHERE x.host_id = e.host_id AND x.pid = e.");
 	sq_ident(b, pid);
 	sq_buf_str(b, " AND x.trace_ts > e.trace_ts" SQ_SAME_BOOT
-		   " ORDER BY x.trace_ts LIMIT 1),"
-		   " (SELECT c.comm FROM comms AS c WHERE c.host_id = e.host_id AND c.pid = e.");
+		   " ORDER BY x.trace_ts LIMIT 1), (SELECT c.comm FROM ");
+	sq_buf_str(b, db);
+	sq_buf_str(b, "comms AS c WHERE c.host_id = e.host_id AND c.pid = e.");
 	sq_ident(b, pid);
 	sq_buf_str(b, "), '<...>') END");
 }
@@ -169,22 +173,23 @@ static void sq_comm_expr(struct sq_buf *b, const char *pid)
  * only the subquery's columns, so no name there is ambiguous. With @r, each
  * block's rows are read by rowid range (CROSS JOIN keeps blocks outer),
  * unless r->by_index: then SQLite reads a field index by (value, ts).
- * COMM (sq_comm_expr()) is computed only when the WHERE reads it (an index
- * can then count without reading the rows); the rows a select passes on
- * get their host name and printed comm from sqlite_names.c.
+ * COMM (sq_comm_expr()) is computed only when the WHERE or the caller's
+ * select list before it in @b reads it (an index can then count without
+ * reading the rows); the rows a select passes on get their host name and
+ * printed comm from sqlite_names.c.
  */
 void sq_from(struct sq_buf *b, const struct store_schema *sc, const char *where,
 	     const struct sq_range *r)
 {
 	int pid = sq_col_index(sc, "common_pid");
-	bool blocks = r && !r->by_index;
+	bool blocks = r && !r->by_index, comm = sq_reads_comm(where) || sq_reads_comm(b->s);
 
 	sq_buf_str(b, " FROM (SELECT e.rowid AS _tc_rowid, e.*");
-	if (sq_reads_comm(where) && pid >= 0) {
+	if (comm && pid >= 0) {
 		sq_buf_str(b, ", ");
-		sq_comm_expr(b, sc->cols[pid].column);
+		sq_comm_expr(b, "", sc->cols[pid].column);
 		sq_buf_str(b, " AS _tc_comm");
-	} else if (sq_reads_comm(where)) {
+	} else if (comm) {
 		sq_buf_str(b, ", '<...>' AS _tc_comm");
 	}
 	if (blocks)

@@ -276,10 +276,11 @@ static int sq_auth(void *arg, int action, const char *a, const char *b, const ch
 /* The view column of field @name: itself, or field_NAME for a fixed column's name. */
 static void sq_view_col(struct sq_buf *b, const char *name)
 {
-	static const char *const fixed[] = { "host", "cpu", "ts", "trace_ts" };
+	static const char *const fixed[] = { "host", "cpu", "ts", "trace_ts", "common_cpu",
+					      "common_comm" };
 	struct sq_buf n = { 0 };
 
-	if (!sq_name_in(name, fixed, 4)) {
+	if (!sq_name_in(name, fixed, sizeof(fixed) / sizeof(*fixed))) {
 		sq_ident(b, name);
 		return;
 	}
@@ -298,8 +299,16 @@ static int sq_ev_note(void *ctx, const struct store_schema *sc)
 	struct sq_sql *x = ctx;
 	struct sq_buf b = { 0 };
 	struct sq_evview *e;
+	int pid = sq_col_index(sc, "common_pid");
 
-	sq_buf_str(&b, "SELECT h.name AS host, e.cpu AS cpu, e.ts AS ts, e.trace_ts AS trace_ts");
+	sq_buf_str(&b, "SELECT h.name AS host, e.cpu AS cpu, e.ts AS ts, e.trace_ts AS trace_ts,"
+		   " e.cpu AS common_cpu, ");
+	/* the filters' COMM: computed only where a statement reads it */
+	if (pid >= 0)
+		sq_comm_expr(&b, "main.", sc->cols[pid].column);
+	else
+		sq_buf_str(&b, "'<...>'");
+	sq_buf_str(&b, " AS common_comm");
 	for (size_t i = 0; i < sc->ncols; i++) {
 		sq_buf_str(&b, ", e.");
 		sq_ident(&b, sc->cols[i].column);

@@ -819,6 +819,7 @@ struct hist_spec;
 
 #define STORE_HIST_HOST	(-1)	/* a key that is the row's host name */
 #define STORE_HIST_CPU	(-2)	/* a key or value that is the row's CPU */
+#define STORE_HIST_COMM	(-3)	/* a key that is the filters' COMM of the row */
 
 /*
  * struct store_hist - a histogram of the rows a store_query matches, as
@@ -832,7 +833,7 @@ struct hist_spec;
  * - Kept entries are passed sorted by spec->sort (numbers of unsigned
  *   fields and all sums in unsigned order), ties by key, ascending.
  * @key_col[i] and @val_col[i] are schema columns of spec->keys[i] and
- * spec->vals[i] (or STORE_HIST_HOST, STORE_HIST_CPU), resolved and
+ * spec->vals[i] (or STORE_HIST_HOST, STORE_HIST_CPU, STORE_HIST_COMM), resolved and
  * type-checked by the caller (numeric for vals and numeric modifiers).
  * @offset and @limit (0: no limit) page through the sorted entries.
  */
