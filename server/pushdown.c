@@ -101,8 +101,9 @@ static const char *string_why(const struct filter_pred *p, const struct decode_f
 static const char *pred_why(const struct filter_pred *p, const struct decode_type *t)
 {
 	if (p->field == FILTER_FIELD_COMM)
-		return "COMM here is the comm of the event's pid, in the kernel the "
-		       "current task's";
+		return "COMM at ingest is the name the collector has seen the task take "
+		       "by the time the page is decoded (pages of other CPUs may tell a "
+		       "rename later), in the kernel the running task's exact name";
 	if (p->field < 0)
 		return NULL;	/* CPU: the CPU whose buffer holds the event, both */
 	if ((unsigned)p->field >= t->nfields)
