@@ -170,8 +170,10 @@ static int comms_put(struct sink *s, const struct proto_cmdlines *cl)
 
 /*
  * Whether a name learned at @ts may be kept for @pid: the pid has none, or
- * one learned from an older event (the latest wins, as it does in
- * trace-cmd, which learns in time order); never over the agent's.
+ * one learned from a later event (an import: the earliest wins, as in
+ * trace-cmd report, whose sched plugin registers a pid's first name in
+ * time order and never replaces it) or from an earlier one (a live host:
+ * the latest wins, the name after an exec); never over the agent's.
  */
 static bool comms_learnable(const struct sink *s, int32_t pid, uint64_t ts)
 {
@@ -180,7 +182,9 @@ static bool comms_learnable(const struct sink *s, int32_t pid, uint64_t ts)
 	if (!s->comms || !s->comms->cap)
 		return true;
 	slot = comms_slot(s->comms, pid);
-	return !slot->pid || !slot->comm[0] || (slot->learned_ts && slot->learned_ts < ts);
+	if (!slot->pid || !slot->comm[0])
+		return true;
+	return slot->learned_ts && (s->import ? ts < slot->learned_ts : slot->learned_ts < ts);
 }
 
 static const char *comms_get(const struct sink *s, int pid)

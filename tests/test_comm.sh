@@ -13,12 +13,18 @@
 #     it closes the file, so its stdout is line-buffered: every line it
 #     printed is counted), for the workload's names, sh and <idle>; and
 #     ipi_send_cpu with CPU == 0 equals report -F's (the CPU the event ran
-#     on, not the field cpu, the IPI's target);
+#     on, not the field cpu, the IPI's target). The kernel saves cmdlines
+#     on a best-effort basis (a trylock): the events of a pid the
+#     recording's saved cmdlines lack are left out on both sides, as
+#     trace-cmd then names it from the events it prints, which depends on
+#     the filter (traceq(1), COMM);
 #  2. a live agent traces the same events while an instance of the test's
 #     own holds the kernel's own COMM filter (`COMM ~ "tcc*"`) on each:
 #     for every event, traceq's count with that filter equals the kernel's
-#     (its buffer overran nothing); the agent said it traces task_newtask
-#     and task_rename;
+#     (its buffer overran nothing), and so, within 2% and 2 events, does
+#     what a collector's ingest filter with it kept of a second agent's
+#     events (it decides in decode order); the agent said it traces
+#     task_newtask and task_rename;
 #  3. an agent with --no-comm-events, tracing no sched_process_fork
 #     either: COMM is then the saved cmdlines' name, the one traceq
 #     prints: the filter's count equals the printed lines of that name;
@@ -74,6 +80,14 @@ tc_start_collector --query "ipc://$tmp/run/query.sock" --filter '[host=comm-filt
 traceq --import "$tmp/w.dat" --name comm-imp > "$tmp/imp.out" 2>&1; rc=$?
 check "the recording imports (exit $rc)" '[ "$rc" = 0 ] || { cat "$tmp/imp.out"; false; }'
 
+# the pids of events the saved cmdlines do not name: " && common_pid != N" each
+unnamed=$(trace-cmd dump --cmd-lines -i "$tmp/w.dat" 2>/dev/null |
+	awk '$1 ~ /^[0-9]+$/ { print $1 }' | sort -u > "$tmp/named.txt"
+	trace-cmd report -i "$tmp/w.dat" 2>/dev/null |
+	sed -n 's/^.*-\([0-9][0-9]*\) *\[[0-9]*\] .*/\1/p' | sort -u |
+	comm -23 - "$tmp/named.txt" | grep -vx 0 | head -200 |
+	awk '{ printf " && common_pid != %s", $1 }')
+echo "import: $(printf '%s' "$unnamed" | grep -o '!=' | wc -l) pid(s) without a saved cmdline left out"
 # report_count FILTER: the event lines trace-cmd report -F FILTER prints
 report_count() {
 	stdbuf -oL trace-cmd report -F "$1" -i "$tmp/w.dat" 2>/dev/null |
@@ -82,8 +96,8 @@ report_count() {
 for name in tccw tcc-true tcc-ren sh "<idle>"; do
 	for e in sched_switch sched_wakeup sched_process_exec '*'; do
 		re=$e; [ "$e" = '*' ] && re='.*'
-		theirs=$(report_count "$re: COMM == \"$name\"")
-		ours=$(traceq --host comm-imp --count "$e where COMM == \"$name\"")
+		theirs=$(report_count "$re: COMM == \"$name\"$unnamed")
+		ours=$(traceq --host comm-imp --count "$e where COMM == \"$name\"$unnamed")
 		check "import: $e where COMM == \"$name\": $ours, trace-cmd report -F $theirs" \
 			'[ "$ours" = "$theirs" ]'
 	done
@@ -143,9 +157,12 @@ for e in $sched; do
 	all_k=$((all_k + kern))
 	ours=$(traceq --host comm-live --count "$e where COMM ~ \"tcc*\"")
 	check "live: $e where COMM ~ \"tcc*\": $ours, the kernel's filter $kern" '[ "$ours" = "$kern" ]'
+	# the ingest filter knows a rename when it has decoded the page that
+	# holds it, which may come after another CPU's page with the task's
+	# later events: it may differ by an event or two (tracecollectd(8))
 	ours=$(traceq --host comm-filt --count "$e")
 	check "live: $e stored by the collector's filter COMM ~ \"tcc*\": $ours, the kernel's $kern" \
-		'[ "$ours" = "$kern" ]'
+		'd=$((ours - kern)); [ "${d#-}" -le $((kern / 50 + 2)) ]'
 done
 check "live: the kernel's filter saw the workload ($all_k events)" '[ "$all_k" -gt 30 ]'
 # the same COMM as a --hist key and in the --sql views (common_comm; on
