@@ -79,10 +79,8 @@ mkdir "$tmp/open" && chmod 0777 "$tmp/open"
 refused "a database directory of mode 0777" "writable by others" --db "$tmp/open/trace.db"
 mkdir "$tmp/gw" && chmod 0770 "$tmp/gw"
 refused "a database directory of mode 0770" "writable by its group" --db "$tmp/gw/trace.db"
+mkdir "$tmp/open/journal" && chmod 0777 "$tmp/open/journal"
 refused "a journal directory of mode 0777" "writable by others" \
-	--db "$tmp/good/a.db" --journal-dir "$tmp/open/journal"
-mkdir "$tmp/open/journal" 2>/dev/null; chmod 0777 "$tmp/open/journal"
-refused "a journal directory of mode 0777 (existing)" "writable by others" \
 	--db "$tmp/good/b.db" --journal-dir "$tmp/open/journal"
 mkdir -m 0700 "$tmp/jnobody" && chown nobody "$tmp/jnobody"
 refused "a journal directory owned by nobody" "owned by uid $(id -u nobody)" \
