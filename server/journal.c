@@ -7,6 +7,11 @@
  * the connections came; replay keeps that order, which the stored-page
  * marks need: an agent's later connection resends what its earlier one had
  * received but not acknowledged.
+ *
+ * Every file is made and opened relative to the checked directory's
+ * descriptor, never through a symlink, and authenticated with HMAC-SHA256
+ * under the key kept in "lock" (journal.h: only files this collector
+ * wrote are replayed).
  */
 #include "config.h"
 
