@@ -3,7 +3,8 @@
  */
 #include "config.h"
 
-#define LOG_PREFIX "files"
+/* the daemon's start-up lines, as tracecollectd.c's: they say what (database, journal) */
+#define LOG_PREFIX NULL
 
 #include <errno.h>
 #include <fcntl.h>
