@@ -9,9 +9,14 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <string.h>
+
 #include <sys/file.h>
+#include <sys/stat.h>
 
 #include "common/lockfile.h"
+#include "common/safedir.h"
+#include "common/tc_error.h"
 
 void lockfile_note_pid(int fd)
 {
@@ -36,14 +41,28 @@ static long lockfile_holder(int fd)
 	return pid > 0 && (*end == '\n' || *end == '\0') ? pid : 0;
 }
 
-/* Open and flock @path; with @holder, on -EBUSY say who holds it. */
-static int lockfile_lock(const char *path, int *fd, long *holder)
+/* Open, check and flock @name; with @holder, on -EBUSY say who holds it. */
+static int lockfile_lock(int dfd, const char *name, int *fd, long *holder, char *why,
+			 size_t len)
 {
-	int f = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int f = openat(dfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	struct stat st;
 	int ret = 0;
 
-	if (f < 0)
+	if (f < 0) {
+		tc_seterr(why, len, "%s", strerror(errno));
 		return -errno;
+	}
+	if (fstat(f, &st) < 0) {
+		ret = -errno;
+		tc_seterr(why, len, "fstat: %s", strerror(errno));
+	} else {
+		ret = safedir_check(&st, 0, why, len);
+	}
+	if (ret < 0) {
+		close(f);
+		return ret;
+	}
 	if (flock(f, LOCK_EX | LOCK_NB) < 0) {
 		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
 		if (ret == -EBUSY && holder)
@@ -55,16 +74,16 @@ static int lockfile_lock(const char *path, int *fd, long *holder)
 	return 0;
 }
 
-int lockfile_take(const char *path, int *fd, long *holder)
+int lockfile_take(int dfd, const char *name, int *fd, long *holder, char *why, size_t len)
 {
-	int ret = lockfile_lock(path, fd, holder);
+	int ret = lockfile_lock(dfd, name, fd, holder, why, len);
 
 	if (ret == 0)
 		lockfile_note_pid(*fd);
 	return ret;
 }
 
-int lockfile_take_quiet(const char *path, int *fd)
+int lockfile_take_quiet(int dfd, const char *name, int *fd, char *why, size_t len)
 {
-	return lockfile_lock(path, fd, NULL);
+	return lockfile_lock(dfd, name, fd, NULL, why, len);
 }

@@ -7,6 +7,11 @@
  * the connections came; replay keeps that order, which the stored-page
  * marks need: an agent's later connection resends what its earlier one had
  * received but not acknowledged.
+ *
+ * Every file is made and opened relative to the checked directory's
+ * descriptor, never through a symlink, and authenticated with HMAC-SHA256
+ * under the key kept in "lock" (journal.h: only files this collector
+ * wrote are replayed).
  */
 #include "config.h"
 
@@ -29,16 +34,32 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+#include <openssl/rand.h>
+
 #include "common/lockfile.h"
 #include "common/log.h"
+#include "common/safedir.h"
 #include "common/tc_error.h"
 #include "server/journal.h"
 
-static const uint8_t file_magic[JOURNAL_FILE_HDR] = { 'T', 'C', 'J', 'R', 'N', 'L', 0, 1 };
+#define FILE_MAGIC_LEN	8
+static const uint8_t file_magic[FILE_MAGIC_LEN] = { 'T', 'C', 'J', 'R', 'N', 'L', 0, 2 };
+static const uint8_t file_magic_v1[FILE_MAGIC_LEN] = { 'T', 'C', 'J', 'R', 'N', 'L', 0, 1 };
 
 #define PROGRESS_MAGIC	0x50434a54u	/* "TJCP" */
 #define PROGRESS_SIZE	4096
 #define QUARANTINE_DIR	"quarantine"
+#define REFUSED_EXT	".refused"	/* a file not replayed, kept aside */
+
+/* The journal's key in the "lock" file, after the progress record. */
+#define KEY_OFF		2048
+#define KEY_MAGIC	0x594b4a54u	/* "TJKY" */
+#define KEY_LEN		32
+#define MAC_LEN		JOURNAL_MAC_LEN
 
 /*
  * The "lock" file's contents, mapped shared: the unit being decoded. Written by
@@ -60,6 +81,10 @@ static struct jprogress *_Atomic crash_progress;
 
 struct journal {
 	char *dir;
+	int dfd;			/* the directory, checked (safedir.h) */
+	int qfd;			/* its quarantine/, checked; -1: not yet */
+	EVP_MAC_CTX *mac;		/* HMAC-SHA256 with the journal's key */
+	uint64_t refused;		/* files and records not ours (not replayed) */
 	uint64_t limit;
 	_Atomic uint64_t bytes;		/* sizes of the live files */
 	_Atomic uint64_t next_no;
@@ -105,9 +130,190 @@ static size_t pad8(size_t n)
 	return (n + 7) & ~(size_t)7;
 }
 
+static void put_u64(uint8_t *p, uint64_t v)
+{
+	put_u32(p, (uint32_t)v);
+	put_u32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* For log lines: the file's path. */
 static void file_path(const struct journal *j, uint64_t no, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s/%016" PRIx64 ".tcj", j->dir, no);
+}
+
+/* The file's name in the journal's directory. */
+static void file_name(uint64_t no, char *buf, size_t len)
+{
+	snprintf(buf, len, "%016" PRIx64 ".tcj", no);
+}
+
+/* ---- authentication: HMAC-SHA256 with the journal's key ---- */
+
+/*
+ * The MAC of the @n pieces @iov under @j's key into @out. The key's
+ * context is only read (duplicated): any thread. Return: 0; -ENOMEM.
+ */
+static int mac_of(const struct journal *j, const struct iovec *iov, int n, uint8_t *out)
+{
+	EVP_MAC_CTX *c = EVP_MAC_CTX_dup(j->mac);
+	size_t outl = 0;
+	int ok = c != NULL;
+
+	for (int i = 0; ok && i < n; i++)
+		ok = EVP_MAC_update(c, iov[i].iov_base, iov[i].iov_len);
+	ok = ok && EVP_MAC_final(c, out, &outl, MAC_LEN) && outl == MAC_LEN;
+	EVP_MAC_CTX_free(c);
+	return ok ? 0 : -ENOMEM;
+}
+
+/* A file header's MAC: the magic and the file's number (its name). */
+static int file_mac(const struct journal *j, uint64_t no, uint8_t *out)
+{
+	uint8_t num[8];
+	struct iovec iov[2] = { { (void *)file_magic, FILE_MAGIC_LEN }, { num, 8 } };
+
+	put_u64(num, no);
+	return mac_of(j, iov, 2, out);
+}
+
+/*
+ * A record's MAC: the file's number, the record's offset in it, its
+ * header's first 16 bytes and its payload, so that no record can be
+ * moved to another place or file.
+ */
+static int rec_mac(const struct journal *j, uint64_t no, uint64_t off, const uint8_t *hdr,
+		   const void *data, size_t len, uint8_t *out)
+{
+	uint8_t where[16];
+	struct iovec iov[3] = { { where, 16 }, { (void *)hdr, 16 }, { (void *)data, len } };
+
+	put_u64(where, no);
+	put_u64(where + 8, off);
+	return mac_of(j, iov, 3, out);
+}
+
+/*
+ * The journal's key from the "lock" file (@fd, ours alone: 0600), made
+ * there the first time; kept as long as the lock file is, so files left
+ * by an earlier run are still ours. Return: 0; -EPERM (the lock is
+ * readable by others: the key would be theirs too); -errno; -ENOMEM.
+ */
+static int key_load(struct journal *j, int fd)
+{
+	uint8_t rec[8 + KEY_LEN];
+	OSSL_PARAM params[2];
+	struct stat st;
+	EVP_MAC *mac;
+	ssize_t n;
+	int ret = 0;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_mode & 077) {
+		log_err("%s/lock: mode %04o: it holds the journal's key, which must be this "
+			"user's only (chmod 600 it)", j->dir, (unsigned)(st.st_mode & 07777));
+		return -EPERM;
+	}
+	n = pread(fd, rec, sizeof(rec), KEY_OFF);
+	if (n != (ssize_t)sizeof(rec) || get_u32(rec) != KEY_MAGIC || get_u32(rec + 4) != KEY_LEN) {
+		put_u32(rec, KEY_MAGIC);
+		put_u32(rec + 4, KEY_LEN);
+		if (RAND_bytes(rec + 8, KEY_LEN) != 1)
+			return -EIO;
+		if ((st.st_size < PROGRESS_SIZE && ftruncate(fd, PROGRESS_SIZE) < 0) ||
+		    pwrite(fd, rec, sizeof(rec), KEY_OFF) != (ssize_t)sizeof(rec) ||
+		    fdatasync(fd) < 0)
+			ret = errno ? -errno : -EIO;
+	}
+	mac = ret == 0 ? EVP_MAC_fetch(NULL, "HMAC", NULL) : NULL;
+	if (mac) {
+		params[0] = OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, "SHA256", 0);
+		params[1] = OSSL_PARAM_construct_end();
+		j->mac = EVP_MAC_CTX_new(mac);
+		if (!j->mac || !EVP_MAC_init(j->mac, rec + 8, KEY_LEN, params))
+			ret = -ENOMEM;
+		EVP_MAC_free(mac);
+	} else if (ret == 0) {
+		ret = -ENOMEM;
+	}
+	OPENSSL_cleanse(rec, sizeof(rec));
+	return ret;
+}
+
+/*
+ * Open journal file @no for replay (@flags: O_RDONLY or O_RDWR): a
+ * regular file of ours alone (no symlink followed), with a header whose
+ * MAC is ours. Return: the descriptor; -EPERM (not ours: the reason in
+ * @why); -errno.
+ */
+static int file_open_checked(const struct journal *j, uint64_t no, int flags, char *why,
+			     size_t wlen)
+{
+	uint8_t hdr[JOURNAL_FILE_HDR], mac[MAC_LEN];
+	char name[32], reason[200];
+	struct stat st;
+	ssize_t n;
+	int fd, ret;
+
+	file_name(no, name, sizeof(name));
+	fd = openat(j->dfd, name, flags | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		tc_seterr(why, wlen, "%s", errno == ELOOP ? "a symlink" : strerror(errno));
+		return ret == -ELOOP ? -EPERM : ret;
+	}
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		tc_seterr(why, wlen, "fstat: %s", strerror(errno));
+		goto out;
+	}
+	ret = safedir_check(&st, 0, reason, sizeof(reason));
+	if (ret < 0) {
+		tc_seterr(why, wlen, "not written by this collector (%s)", reason);
+		ret = -EPERM;	/* whatever the reason: set aside */
+		goto out;
+	}
+	n = pread(fd, hdr, sizeof(hdr), 0);
+	if (n == (ssize_t)sizeof(hdr) && memcmp(hdr, file_magic, FILE_MAGIC_LEN) == 0) {
+		ret = file_mac(j, no, mac);
+		if (ret == 0 && CRYPTO_memcmp(mac, hdr + FILE_MAGIC_LEN, MAC_LEN) != 0) {
+			tc_seterr(why, wlen, "not written by this collector (its header's MAC "
+				  "is not this journal's key's)");
+			ret = -EPERM;
+		}
+	} else if (n >= FILE_MAGIC_LEN && memcmp(hdr, file_magic_v1, FILE_MAGIC_LEN) == 0) {
+		tc_seterr(why, wlen, "journal format 1, an earlier tracecollectd's, has no MAC "
+			  "to tell whether this collector wrote it");
+		ret = -EPERM;
+	} else {
+		tc_seterr(why, wlen, "%s", n < 0 ? strerror(errno) : "not a journal file (or empty)");
+		ret = n < 0 ? -errno : -EPERM;
+	}
+out:
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/*
+ * File @no is not one this collector wrote (@why): never replayed; it is
+ * renamed NAME.refused (no longer a journal file's name: it is not looked
+ * at again) and counted.
+ */
+static void file_refuse(struct journal *j, uint64_t no, const char *why)
+{
+	char name[32], aside[48], esc[LOG_ESC_LEN];
+
+	file_name(no, name, sizeof(name));
+	snprintf(aside, sizeof(aside), "%s" REFUSED_EXT, name);
+	if (renameat(j->dfd, name, j->dfd, aside) < 0 && unlinkat(j->dfd, name, 0) < 0)
+		log_err("%s/%s: %s", j->dir, name, strerror(errno));
+	log_warn("%s/%s: %s: not replayed, kept as %s",
+		 j->dir, name, log_escape(why, esc, sizeof(esc)), aside);
+	j->refused++;
 }
 
 /*
@@ -132,54 +338,81 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Remember the files in j->dir (sorted), their size, the next number. */
+/*
+ * Remember the files in j->dir (sorted), their size, the next number.
+ * A file with a journal file's name that is not one this collector wrote
+ * (another user's, a symlink, a header without our MAC, the unauthenticated
+ * format 1) is refused: set aside, never replayed.
+ */
 static int journal_scan(struct journal *j)
 {
-	DIR *d = opendir(j->dir);
+	int fd = dup(j->dfd);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 	struct dirent *e;
 	size_t cap = 0;
 	uint64_t no, next = 1;
-	char path[PATH_MAX];
+	char why[256];
 	struct stat st;
+	int ret = 0;
 
-	if (!d)
-		return -errno;
-	while ((e = readdir(d))) {
+	if (!d) {
+		ret = -errno;
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	rewinddir(d);
+	while (ret == 0 && (e = readdir(d))) {
 		if (!file_no(e->d_name, &no))
 			continue;
+		next = no >= next ? no + 1 : next;
+		fd = file_open_checked(j, no, O_RDONLY, why, sizeof(why));
+		if (fd == -EPERM) {
+			file_refuse(j, no, why);
+			continue;
+		}
+		if (fd < 0) {
+			log_err("%s/%s: %s", j->dir, e->d_name, why);
+			ret = fd;
+			break;
+		}
+		if (fstat(fd, &st) == 0)
+			j->bytes += (uint64_t)st.st_size;
+		close(fd);
 		if (j->nold == cap) {
 			uint64_t *n = realloc(j->old, (cap = cap ? cap * 2 : 16) * sizeof(*n));
 
 			if (!n) {
-				closedir(d);
-				return -ENOMEM;
+				ret = -ENOMEM;
+				break;
 			}
 			j->old = n;
 		}
 		j->old[j->nold++] = no;
-		next = no >= next ? no + 1 : next;
-		file_path(j, no, path, sizeof(path));
-		if (stat(path, &st) == 0)
-			j->bytes += (uint64_t)st.st_size;
 	}
 	closedir(d);
 	if (j->nold)
 		qsort(j->old, j->nold, sizeof(*j->old), cmp_u64);
 	j->next_no = next;
-	return 0;
+	return ret;
 }
 
 /*
  * Another collector storing this directory's files while this one appends
  * to them would store them twice: the directory's "lock" file is flock()ed
- * for as long as the journal is open. Return: 0; -EBUSY; -errno.
+ * for as long as the journal is open. It holds the journal's key too.
+ * Return: 0; -EBUSY; -EPERM (logged); -errno.
  */
 static int journal_lock(struct journal *j)
 {
-	char path[PATH_MAX];
+	char why[256] = "";
+	int ret = lockfile_take_quiet(j->dfd, "lock", &j->lock_fd, why, sizeof(why));
 
-	snprintf(path, sizeof(path), "%s/lock", j->dir);
-	return lockfile_take_quiet(path, &j->lock_fd);
+	if (ret < 0 && ret != -EBUSY)
+		log_err("%s/lock: %s", j->dir, why[0] ? why : tc_strerror(ret));
+	if (ret == 0)
+		ret = key_load(j, j->lock_fd);
+	return ret;
 }
 
 /* ---- crash quarantine ---- */
@@ -189,11 +422,34 @@ static bool unit_eq(const struct journal_unit *a, const struct journal_unit *b)
 	return a->file == b->file && a->end == b->end && a->page == b->page;
 }
 
-static void quarantine_name(const struct journal *j, const struct journal_unit *u,
-			    const char *ext, char *buf, size_t len)
+/* A quarantine entry's name in the quarantine directory. */
+static void quarantine_name(const struct journal_unit *u, const char *ext, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s/" QUARANTINE_DIR "/%016" PRIx64 "-%016" PRIx64 "-%08" PRIx32 ".%s",
-		 j->dir, u->file, u->end, u->page, ext);
+	snprintf(buf, len, "%016" PRIx64 "-%016" PRIx64 "-%08" PRIx32 ".%s",
+		 u->file, u->end, u->page, ext);
+}
+
+/*
+ * The quarantine directory, checked (ours alone, not a symlink), into
+ * j->qfd; made (0700) when missing and @make. Return: 0 (with !@make and
+ * no directory: j->qfd stays -1); -EPERM (logged); -errno.
+ */
+static int quarantine_dir(struct journal *j, bool make)
+{
+	char why[256];
+	int ret;
+
+	if (j->qfd >= 0)
+		return 0;
+	ret = safedir_openat(j->dfd, QUARANTINE_DIR, make ? 0700 : 0, &j->qfd, why, sizeof(why));
+	if (ret == -ENOENT && !make)
+		return 0;
+	if (ret < 0) {
+		j->qfd = -1;
+		log_err("%s/" QUARANTINE_DIR ": %s%s", j->dir, why, ret == -EPERM || ret == -ELOOP ?
+			"; it must be the collector's user's alone (chown, chmod go-w)" : "");
+	}
+	return ret == -ELOOP ? -EPERM : ret;
 }
 
 static int quarantine_add(struct journal *j, const struct journal_unit *u)
@@ -231,16 +487,23 @@ static bool quarantine_unit(const char *name, struct journal_unit *u)
  */
 static int quarantine_scan(struct journal *j, uint64_t *next)
 {
-	char path[PATH_MAX];
 	struct journal_unit u;
 	struct dirent *e;
-	int ret = 0;
+	int fd, ret;
 	DIR *d;
 
-	snprintf(path, sizeof(path), "%s/" QUARANTINE_DIR, j->dir);
-	d = opendir(path);
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
+	ret = quarantine_dir(j, false);
+	if (ret < 0 || j->qfd < 0)
+		return ret;
+	fd = dup(j->qfd);
+	d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		ret = -errno;
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	rewinddir(d);
 	while (ret == 0 && (e = readdir(d))) {
 		if (!quarantine_unit(e->d_name, &u))
 			continue;
@@ -348,16 +611,21 @@ void journal_note_crash(void)
 		__atomic_store_n(&p->crashed, 1, __ATOMIC_RELEASE);
 }
 
-/* Write @len bytes of @data to a new file @path (0600). Return: 0; -errno. */
-static int write_file(const char *path, const void *data, size_t len)
+/*
+ * Write @len bytes of @data to a new file @name (0600) in the quarantine
+ * directory; whatever had that name (a leftover of a run that died
+ * between the two files of an entry; anything planted) goes first, and
+ * no symlink is followed. Return: 0; -errno.
+ */
+static int write_file(struct journal *j, const char *name, const void *data, size_t len)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	int fd = safedir_create(j->qfd, name, 0600, O_WRONLY, 1);
 	size_t done = 0;
 	ssize_t n;
 	int ret = 0;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	while (done < len && ret == 0) {
 		n = write(fd, (const uint8_t *)data + done, len - done);
 		if (n < 0 && errno != EINTR)
@@ -373,24 +641,25 @@ static int write_file(const char *path, const void *data, size_t len)
 int journal_quarantine(struct journal *j, const struct journal_unit *u, const void *data,
 		       size_t len, const char *text)
 {
-	char path[PATH_MAX];
+	char name[64];
 	int ret;
 
 	if (j->have_suspect && unit_eq(&j->suspect, u))
 		j->have_suspect = false;
 	ret = quarantine_add(j, u);
-	snprintf(path, sizeof(path), "%s/" QUARANTINE_DIR, j->dir);
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	quarantine_name(j, u, "rec", path, sizeof(path));
-	ret = write_file(path, data, len) ?: ret;
-	quarantine_name(j, u, "txt", path, sizeof(path));	/* last: names the entry */
-	return write_file(path, text, strlen(text)) ?: ret;
+	ret = quarantine_dir(j, true) ?: ret;
+	if (j->qfd < 0)
+		return ret;
+	quarantine_name(u, "rec", name, sizeof(name));
+	ret = write_file(j, name, data, len) ?: ret;
+	quarantine_name(u, "txt", name, sizeof(name));	/* last: names the entry */
+	return write_file(j, name, text, strlen(text)) ?: ret;
 }
 
 int journal_open(const char *dir, uint64_t limit, struct journal **out)
 {
 	struct journal *j = calloc(1, sizeof(*j));
+	char why[256];
 	int ret;
 
 	if (!j || !(j->dir = strdup(dir))) {
@@ -399,10 +668,15 @@ int journal_open(const char *dir, uint64_t limit, struct journal **out)
 	}
 	j->limit = limit;
 	j->lock_fd = -1;
+	j->qfd = -1;
+	j->dfd = -1;
 	pthread_mutex_init(&j->lock, NULL);
 	/* 0750/0640 at most: tracecollectd's umask makes them 0700/0600 without --group */
-	if (mkdir(dir, 0750) < 0 && errno != EEXIST) {
-		ret = -errno;
+	ret = safedir_open(dir, 0750, &j->dfd, why, sizeof(why));
+	if (ret < 0) {
+		j->dfd = -1;
+		log_err("%s: %s%s", dir, why, ret == -EPERM ?
+			"; it must be the collector's user's alone (chown, chmod go-w)" : "");
 		journal_close(j);
 		return ret;
 	}
@@ -421,6 +695,9 @@ int journal_open(const char *dir, uint64_t limit, struct journal **out)
 		journal_close(j);
 		return ret;
 	}
+	if (j->refused)
+		log_warn("%s: %" PRIu64 " file(s) not written by this collector were not replayed",
+			 dir, j->refused);
 	*out = j;
 	return 0;
 }
@@ -433,11 +710,21 @@ void journal_close(struct journal *j)
 	free(j->quar);
 	if (j->lock_fd >= 0)
 		close(j->lock_fd);
+	if (j->qfd >= 0)
+		close(j->qfd);
+	if (j->dfd >= 0)
+		close(j->dfd);
+	EVP_MAC_CTX_free(j->mac);
 	pthread_mutex_destroy(&j->lock);
 	free(j->removed);
 	free(j->old);
 	free(j->dir);
 	free(j);
+}
+
+uint64_t journal_refused(const struct journal *j)
+{
+	return j->refused;
 }
 
 uint64_t journal_next_no(const struct journal *j)
@@ -534,17 +821,34 @@ static void cut_off(const char *name, uint64_t off)
 typedef int (*rec_fn)(void *arg, uint32_t kind, const uint8_t *data, size_t len,
 		      uint64_t end);
 
-/* Every record of the journal file open at @fd to @fn (@buf: a record's room). */
-static int replay_fd(int fd, const char *name, rec_fn fn, void *arg, uint8_t *buf)
+/*
+ * A record whose MAC is not ours (not written by this collector, or
+ * changed since): it and the rest of its file are not replayed.
+ */
+static void rec_refuse(struct journal *j, const char *name, uint64_t off)
+{
+	log_warn("%s: the record at %" PRIu64 " is not one this collector wrote (its MAC "
+		 "is not this journal's key's): it and the rest of the file are not replayed",
+		 name, off);
+	j->refused++;
+}
+
+/*
+ * Every record of journal file @no, open at @fd, to @fn (@buf: a record's
+ * room); each record's MAC checked first.
+ */
+static int replay_fd(struct journal *j, uint64_t no, int fd, const char *name, rec_fn fn,
+		     void *arg, uint8_t *buf)
 {
 	uint64_t off = JOURNAL_FILE_HDR;
+	uint8_t mac[MAC_LEN];
 	uint32_t kind, len;
 	ssize_t n;
 	long rec;
 	int ret;
 
-	n = read_at(fd, buf, JOURNAL_FILE_HDR, 0);
-	if (n != JOURNAL_FILE_HDR || memcmp(buf, file_magic, JOURNAL_FILE_HDR) != 0) {
+	n = read_at(fd, buf, FILE_MAGIC_LEN, 0);
+	if (n != FILE_MAGIC_LEN || memcmp(buf, file_magic, FILE_MAGIC_LEN) != 0) {
 		log_warn("%s: not a journal file (or empty); skipped", name);
 		return n < 0 ? (int)n : 0;
 	}
@@ -567,6 +871,13 @@ static int replay_fd(int fd, const char *name, rec_fn fn, void *arg, uint8_t *bu
 		rec = journal_rec_parse(buf, (size_t)n, &kind, &len);
 		if (rec <= 0) {
 			cut_off(name, off);
+			return 0;
+		}
+		ret = rec_mac(j, no, off, buf, buf + JOURNAL_REC_HDR, len, mac);
+		if (ret < 0)
+			return ret;
+		if (CRYPTO_memcmp(mac, buf + 16, MAC_LEN) != 0) {
+			rec_refuse(j, name, off);
 			return 0;
 		}
 		off += (uint64_t)rec;
@@ -608,16 +919,17 @@ static struct jfile *jfile_alloc(struct journal *j, uint64_t no)
 static int jfile_open(struct journal *j, uint64_t no, struct jfile **out)
 {
 	struct jfile *f = jfile_alloc(j, no);
-	char path[PATH_MAX];
+	char why[256];
 	struct stat st;
 	int ret;
 
 	if (!f)
 		return -ENOMEM;
-	file_path(j, no, path, sizeof(path));
-	f->fd = open(path, O_RDWR | O_CLOEXEC);
+	f->fd = file_open_checked(j, no, O_RDWR, why, sizeof(why));
 	if (f->fd < 0 || fstat(f->fd, &st) < 0) {
-		ret = -errno;
+		ret = f->fd < 0 ? f->fd : -errno;
+		log_err("%s/%016" PRIx64 ".tcj: %s", j->dir, no,
+			f->fd < 0 ? why : strerror(errno));
 		if (f->fd >= 0)
 			close(f->fd);
 		free(f);
@@ -660,7 +972,7 @@ int jfile_replay(struct jfile *f, rec_fn fn, void *arg)
 	if (!buf)
 		return -ENOMEM;
 	file_path(f->j, f->no, name, sizeof(name));
-	ret = replay_fd(f->fd, name, fn, arg, buf);
+	ret = replay_fd(f->j, f->no, f->fd, name, fn, arg, buf);
 	free(buf);
 	return ret;
 }
@@ -703,27 +1015,30 @@ void journal_forget_replayed(struct journal *j)
 int jfile_new(struct journal *j, struct jfile **out)
 {
 	struct jfile *f = jfile_alloc(j, j->next_no++);
-	char path[PATH_MAX];
+	uint8_t hdr[JOURNAL_FILE_HDR];
+	char name[32];
 	int ret;
 
 	if (!f)
 		return -ENOMEM;
-	file_path(j, f->no, path, sizeof(path));
-	f->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0640);
+	memcpy(hdr, file_magic, FILE_MAGIC_LEN);
+	ret = file_mac(j, f->no, hdr + FILE_MAGIC_LEN);
+	file_name(f->no, name, sizeof(name));
+	f->fd = ret < 0 ? ret : safedir_create(j->dfd, name, 0640, O_RDWR, 0);
 	if (f->fd < 0) {
-		ret = -errno;
+		ret = f->fd;
 		free(f);
 		return ret;
 	}
 	errno = 0;
-	if (write(f->fd, file_magic, sizeof(file_magic)) != (ssize_t)sizeof(file_magic)) {
+	if (write(f->fd, hdr, sizeof(hdr)) != (ssize_t)sizeof(hdr)) {
 		ret = errno ? -errno : -EIO;
 		close(f->fd);
-		unlink(path);
+		unlinkat(j->dfd, name, 0);
 		free(f);
 		return ret;
 	}
-	f->size = sizeof(file_magic);
+	f->size = sizeof(hdr);
 	j->bytes += f->size;
 	*out = f;
 	return 0;
@@ -741,12 +1056,17 @@ int jfile_append(struct jfile *f, uint32_t kind, const void *data, size_t len,
 	ssize_t n;
 	int i = 0;
 
+	int ret;
+
 	if (len > JOURNAL_MAX_REC)
 		return TC_ERR_TOO_LONG;
 	put_u32(hdr, JOURNAL_REC_MAGIC);
 	put_u32(hdr + 4, kind);
 	put_u32(hdr + 8, (uint32_t)len);
 	put_u32(hdr + 12, JOURNAL_REC_MAGIC ^ kind ^ (uint32_t)len ^ 0xffffffffu);
+	ret = rec_mac(f->j, f->no, f->size, hdr, data, len, hdr + 16);
+	if (ret < 0)
+		return ret;
 	while (done < total) {
 		n = pwritev(f->fd, iov + i, 3 - i, (off_t)(f->size + done));
 		if (n < 0 && errno == EINTR)
@@ -800,7 +1120,7 @@ struct jfile *jfile_ref(struct jfile *f)
 
 void jfile_put(struct jfile *f, bool remove)
 {
-	char path[PATH_MAX];
+	char name[32];
 
 	if (!f)
 		return;
@@ -810,9 +1130,9 @@ void jfile_put(struct jfile *f, bool remove)
 		return;
 	close(f->fd);
 	if (f->remove) {
-		file_path(f->j, f->no, path, sizeof(path));
-		if (unlink(path) < 0)
-			log_err("removing %s: %s", path, strerror(errno));
+		file_name(f->no, name, sizeof(name));
+		if (unlinkat(f->j->dfd, name, 0) < 0)
+			log_err("removing %s/%s: %s", f->j->dir, name, strerror(errno));
 		f->j->bytes -= f->size;
 		journal_removed(f->j, f->no);
 	}

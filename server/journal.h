@@ -15,15 +15,30 @@
  * store runs: a record is written (not fsync'ed) before its pages are
  * acknowledged, so it survives the collector's death but not the machine's.
  *
- * File layout (little-endian):
- *   file header  8 bytes  "TCJRNL" 0x00 0x01
- *   record       16-byte header, then len payload bytes, zero padding to 8:
+ * File layout (little-endian), format 2:
+ *   file header  40 bytes: "TCJRNL" 0x00 0x02, then the header's MAC
+ *                (HMAC-SHA256 of those 8 bytes and the file's number, u64)
+ *   record       48-byte header, then len payload bytes, zero padding to 8:
  *     0  u32  magic   0x5443_4a52 ("RJCT" in the file)
  *     4  u32  kind    JREC_MSG or JREC_PAGES
  *     8  u32  len     payload bytes, at most JOURNAL_MAX_REC
  *    12  u32  check   magic ^ kind ^ len ^ 0xffffffff
+ *    16  32   mac     HMAC-SHA256 of the file's number (u64), the record's
+ *                     offset in the file (u64), bytes 0-15 and the payload
  * A file may end inside a record (the collector died while writing it; its
  * pages were not acknowledged): replay stops there.
+ *
+ * Only files this collector wrote are replayed (issue 30: a local user
+ * who could write the directory injected events). The directory must be
+ * the collector's user's alone (common/safedir.h); every file is made in
+ * it with O_EXCL and no symlink followed. The MACs' key, 32 random bytes,
+ * is made once and kept in the directory's "lock" file (0600): files left
+ * by an earlier run are ours if their MACs are. A file with a journal
+ * file's name that is not ours (another owner, a symlink, writable by
+ * others, a header MAC not ours, format 1 of an earlier collector, which
+ * has no MAC) is never replayed: it is renamed NAME.refused, logged and
+ * counted; a record whose MAC is not ours ends its file's replay, as a
+ * bad header does.
  *
  * Crash quarantine. A record that kills the collector while it is decoded
  * (a FORMAT that overflows libtraceevent's stack, a page that trips a bug)
@@ -61,8 +76,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define JOURNAL_FILE_HDR	8
-#define JOURNAL_REC_HDR		16
+#define JOURNAL_FILE_HDR	40
+#define JOURNAL_REC_HDR		48
+#define JOURNAL_MAC_LEN		32	/* HMAC-SHA256, in both headers */
 #define JOURNAL_REC_MAGIC	0x54434a52u
 #define JOURNAL_MAX_REC		(8u << 20)	/* a batch of pages or one message */
 
@@ -78,12 +94,20 @@ struct jfile;
 /*
  * journal_open - use directory @dir (created if missing) for journal files,
  * at most @limit bytes of them at a time (journal_full()). The files found
- * there are remembered for journal_replay(). The directory is locked until
+ * there that this collector wrote are remembered for journal_replay(); the
+ * others are set aside (see above). The directory is locked until
  * journal_close().
- * Return: 0 and *@out; -EBUSY (another journal has it open); -errno
- * (mkdir, opendir); -ENOMEM.
+ * Return: 0 and *@out; -EBUSY (another journal has it open); -EPERM (@dir,
+ * its lock or quarantine/ is not the collector's user's alone: logged);
+ * -errno (mkdir, opendir); -ENOMEM.
  */
 int journal_open(const char *dir, uint64_t limit, struct journal **out);
+
+/*
+ * journal_refused - how many files and records journal_open() and replay
+ * refused as not written by this collector.
+ */
+uint64_t journal_refused(const struct journal *j);
 
 /* journal_close - free @j; its files stay. NULL is fine. */
 void journal_close(struct journal *j);

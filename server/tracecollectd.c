@@ -47,6 +47,7 @@
 #include "server/journal.h"
 #include "server/livehosts.h"
 #include "server/notify.h"
+#include "server/ownfiles.h"
 #include "server/qauth.h"
 #include "server/queryd.h"
 
@@ -168,7 +169,8 @@ static void usage(FILE *f)
 "                           notices, logs it and is not acknowledged; the file\n"
 "                           then at PATH (a new, empty one if there is none) is\n"
 "                           opened, and what the journal or the agents still hold\n"
-"                           is stored there\n"
+"                           is stored there. Its directory must be this user's,\n"
+"                           writable by no one else (refused at start)\n"
 "      --cert FILE          this collector's certificate (default /etc/tracecollect/server.crt)\n"
 "      --key FILE           its private key (default /etc/tracecollect/server.key)\n"
 "      --ca FILE            CA that signs agent certificates; agents without a\n"
@@ -243,7 +245,9 @@ static void usage(FILE *f)
 "                           collector died decoding is not decoded again: the\n"
 "                           next start keeps it in DIR/quarantine with a note\n"
 "                           saying why and whose, counts it in traceq --drops\n"
-"                           and stores the rest\n"
+"                           and stores the rest. DIR must be this user's,\n"
+"                           writable by no one else; only files this collector\n"
+"                           wrote there (their MAC) are stored\n"
 "      --store-priority idle|normal\n"
 "                           with a journal, decoding and storing run at\n"
 "                           idle priority (SCHED_IDLE, default idle): they get\n"
@@ -960,22 +964,17 @@ static int start_listener(struct collector *col, const char *addr, char *bound, 
 	return 0;
 }
 
+/* --ready-file: the addresses bound, for the scripts that started us. */
 static int write_ready_file(const char *path, const char *listen, const char *query,
-			    const char *query_tls)
+			    const char *query_tls, struct ownfiles_ready *r)
 {
-	char tmp[4096];
-	FILE *f;
+	char text[1024];
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (!f)
-		return -errno;
-	fprintf(f, "listen=%s\nquery=%s\npid=%d\n", listen, query, (int)getpid());
-	if (query_tls)
-		fprintf(f, "query_tls=%s\n", query_tls);
-	if (fclose(f) != 0 || rename(tmp, path) != 0)
-		return -errno;
-	return 0;
+	if ((size_t)snprintf(text, sizeof(text), "listen=%s\nquery=%s\npid=%d\n%s%s%s", listen,
+			     query, (int)getpid(), query_tls ? "query_tls=" : "",
+			     query_tls ? query_tls : "", query_tls ? "\n" : "") >= sizeof(text))
+		return -ENAMETOOLONG;
+	return ownfiles_ready_write(path, text, r);
 }
 
 /*
@@ -1268,32 +1267,6 @@ static int make_parents(const char *path)
 	return ret;
 }
 
-/*
- * One collector per database: "DB.lock" beside it stays flock()ed for the
- * process's life (lockfile.h). Two collectors on one file would both
- * write it, each with its own journal and page marks. Readers (the query
- * endpoint, sqlite3) do not take it. Return: 0 and *@fd; -EBUSY; -errno.
- */
-static int lock_db(const char *db, int *fd)
-{
-	char *path;
-	long pid = 0;
-	int ret;
-
-	if (asprintf(&path, "%s.lock", db) < 0)
-		return -ENOMEM;
-	ret = lockfile_take(path, fd, &pid);
-	if (ret == -EBUSY && pid)
-		log_err("database %s is in use by another tracecollectd (pid %ld, lock %s)",
-			db, pid, path);
-	else if (ret == -EBUSY)
-		log_err("database %s is in use by another tracecollectd (lock %s)", db, path);
-	else if (ret < 0)
-		log_err("database %s: lock %s: %s", db, path, tc_strerror(ret));
-	free(path);
-	return ret;
-}
-
 static int run(struct settings *s)
 {
 	struct tls_files files = { s->cert, s->key, s->ca, s->crl };
@@ -1309,8 +1282,9 @@ static int run(struct settings *s)
 	struct ingest_hooks hooks;
 	struct event *sigs[3] = { NULL, NULL, NULL };
 	struct hup_ctx hup = { &col, s, NULL, NULL };
+	struct ownfiles_ready ready = { .dfd = -1 };
 	char bound[128], qurl[512], err[512];
-	int db_lock = -1;
+	int db_lock = -1, db_dfd = -1;
 	int ret = 0;
 
 	if (s->insecure_plain)
@@ -1343,7 +1317,9 @@ static int run(struct settings *s)
 	if (ret == 0)
 		ret = make_parents(s->db);
 	if (ret == 0)
-		ret = lock_db(s->db, &db_lock);
+		ret = ownfiles_check(s->db, s->journal_bytes ? s->journal_dir : NULL, &db_dfd);
+	if (ret == 0)
+		ret = ownfiles_lock_db(db_dfd, s->db, &db_lock);
 	if (ret < 0)
 		goto out;
 	io.journal_dir = s->journal_bytes ? s->journal_dir : NULL;
@@ -1399,7 +1375,7 @@ static int run(struct settings *s)
 		event_add(hup.daily, &(struct timeval){ .tv_sec = 86400 });
 	check_expiry(&hup);
 	if (s->ready_file && (ret = write_ready_file(s->ready_file, bound, qurl,
-							       queryd_tls_bound(qd))) < 0) {
+						     queryd_tls_bound(qd), &ready)) < 0) {
 		log_err("--ready-file %s: %s", s->ready_file, tc_strerror(ret));
 		goto out;
 	}
@@ -1442,11 +1418,12 @@ out:
 	store_close(col.store);
 	if (db_lock >= 0)
 		close(db_lock);
+	if (db_dfd >= 0)
+		close(db_dfd);
 	hostlimit_free(col.hl);
 	livehosts_free(col.live);	/* after the connections and queries that use it */
 	SSL_CTX_free(col.tls);
-	if (s->ready_file)
-		unlink(s->ready_file);
+	ownfiles_ready_remove(&ready);
 	return ret;
 }
 

@@ -3,8 +3,10 @@
 # which, not "database error". Each case starts tracecollectd on a database
 # in a state it cannot use and expects it to stop (exit 1) saying why:
 #  - a file that is not an SQLite database: "not an SQLite database";
-#  - a database it may not open (root's 0600 file, the collector run as
-#    nobody): "permission denied";
+#  - a database it may not open (nobody's file of mode 0000 in nobody's
+#    directory, the collector run as nobody): "permission denied" (a
+#    database or directory of another user's is refused before, as not
+#    the collector's: test_files.sh);
 #  - a full file system (a 1 MiB tmpfs the test mounts itself and fills):
 #    "disk full";
 #  - a database another process (not a collector: python's sqlite3, holding
@@ -60,8 +62,8 @@ mkdir -m 0755 "$tmp/perm"
 collector perm-made "$tmp/perm/trace.db"
 check "a database to refuse was made (exit $rc)" '[ "$rc" = ran ] && [ -s "$tmp/perm/trace.db" ]'
 rm -f "$tmp/perm/trace.db-wal" "$tmp/perm/trace.db-shm" "$tmp/perm/trace.db.lock"
-chmod 0600 "$tmp/perm/trace.db"
-chmod 0777 "$tmp/perm"
+chown -R nobody "$tmp/perm"
+chmod 0000 "$tmp/perm/trace.db"
 chmod 0755 "$tmp"
 # a copy nobody can run: the build tree may sit below a directory only
 # root can enter (a clone in mktemp -d, as CI makes)

@@ -218,7 +218,7 @@ START_TEST(test_append_read)
 {
 	static const size_t lens[] = { 0, 1, 7, 8, 9, 4096, 300000 };
 	enum { N = sizeof(lens) / sizeof(lens[0]) };
-	static const uint8_t fhdr[8] = { 'T', 'C', 'J', 'R', 'N', 'L', 0, 1 };
+	static const uint8_t fhdr[8] = { 'T', 'C', 'J', 'R', 'N', 'L', 0, 2 };
 	uint8_t disk[JOURNAL_FILE_HDR + JOURNAL_REC_HDR], want_hdr[JOURNAL_REC_HDR];
 	uint64_t off[N], size, bytes;
 	char path[PATH_MAX];
@@ -267,7 +267,8 @@ START_TEST(test_append_read)
 	close(fd);
 	ck_assert_int_eq(memcmp(disk, fhdr, sizeof(fhdr)), 0);
 	good_hdr(want_hdr, JREC_MSG, 0);
-	ck_assert_int_eq(memcmp(disk + JOURNAL_FILE_HDR, want_hdr, sizeof(want_hdr)), 0);
+	/* the header's first 16 bytes; its MAC is the key's (test_mac) */
+	ck_assert_int_eq(memcmp(disk + JOURNAL_FILE_HDR, want_hdr, 16), 0);
 	ck_assert_int_eq(memcmp(disk + JOURNAL_FILE_HDR, "RJCT", 4), 0);
 	free(buf);
 	free(got);
@@ -569,24 +570,24 @@ START_TEST(test_full)
 {
 	struct jfile *f;
 
-	/* 8 + (16 + 64) = 88: at the limit is not above it */
-	TU_OK(journal_open(dir, 88, &j));
+	/* 40 + (48 + 64) = 152: at the limit is not above it */
+	TU_OK(journal_open(dir, 152, &j));
 	ck_assert(!journal_full(j));
 	TU_OK(jfile_new(j, &f));
 	ck_assert(!journal_full(j));
 	append(f, JREC_PAGES, 64, 1, NULL);
-	ck_assert_uint_eq(journal_bytes(j), 88);
+	ck_assert_uint_eq(journal_bytes(j), 152);
 	ck_assert(!journal_full(j));
 	append(f, JREC_MSG, 0, 2, NULL);
-	ck_assert_uint_eq(journal_bytes(j), 104);
+	ck_assert_uint_eq(journal_bytes(j), 200);
 	ck_assert(journal_full(j));
 	jfile_put(f, false);
 	journal_close(j);
 	j = NULL;
 
 	/* what an earlier instance left counts from the start */
-	TU_OK(journal_open(dir, 100, &j));
-	ck_assert_uint_eq(journal_bytes(j), 104);
+	TU_OK(journal_open(dir, 160, &j));
+	ck_assert_uint_eq(journal_bytes(j), 200);
 	ck_assert(journal_full(j));
 	journal_forget_replayed(j);
 	ck_assert_uint_eq(journal_bytes(j), 0);
@@ -720,53 +721,56 @@ END_TEST
 
 START_TEST(test_rec_parse)
 {
+	enum { H = JOURNAL_REC_HDR };
 	uint8_t buf[JOURNAL_REC_HDR + 16];
 	uint32_t kind = 0xdead, len = 0xbeef;
 
 	memset(buf, 0, sizeof(buf));
 	good_hdr(buf, JREC_PAGES, 9);
-	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), 32);
+	ck_assert_int_eq(journal_rec_parse(buf, H + 16, &kind, &len), H + 16);
 	ck_assert_uint_eq(kind, JREC_PAGES);
 	ck_assert_uint_eq(len, 9);
-	ck_assert_int_eq(journal_rec_parse(buf, 1000, &kind, &len), 32);
+	ck_assert_int_eq(journal_rec_parse(buf, 1000, &kind, &len), H + 16);
 
 	/* cut off: in the header, in the payload, in the padding */
 	kind = len = 0xdead;
 	ck_assert_int_eq(journal_rec_parse(buf, 0, &kind, &len), 0);
 	ck_assert_int_eq(journal_rec_parse(buf, 15, &kind, &len), 0);
 	ck_assert_int_eq(journal_rec_parse(buf, 16, &kind, &len), 0);
-	ck_assert_int_eq(journal_rec_parse(buf, 24, &kind, &len), 0);
-	ck_assert_int_eq(journal_rec_parse(buf, 31, &kind, &len), 0);
+	ck_assert_int_eq(journal_rec_parse(buf, H - 1, &kind, &len), 0);
+	ck_assert_int_eq(journal_rec_parse(buf, H, &kind, &len), 0);
+	ck_assert_int_eq(journal_rec_parse(buf, H + 8, &kind, &len), 0);
+	ck_assert_int_eq(journal_rec_parse(buf, H + 15, &kind, &len), 0);
 	good_hdr(buf, JREC_PAGES, JOURNAL_MAX_REC);
-	ck_assert_int_eq(journal_rec_parse(buf, 32, &kind, &len), 0);
+	ck_assert_int_eq(journal_rec_parse(buf, H + 16, &kind, &len), 0);
 	ck_assert_uint_eq(kind, 0xdead);
 	ck_assert_uint_eq(len, 0xdead);
 
 	/* every kind there is, and an empty payload */
 	good_hdr(buf, JREC_MSG, 0);
-	ck_assert_int_eq(journal_rec_parse(buf, 16, &kind, &len), 16);
+	ck_assert_int_eq(journal_rec_parse(buf, H, &kind, &len), H);
 	ck_assert_uint_eq(kind, JREC_MSG);
 	ck_assert_uint_eq(len, 0);
 	good_hdr(buf, JREC_SUBJECT, 8);
-	ck_assert_int_eq(journal_rec_parse(buf, 24, &kind, &len), 24);
+	ck_assert_int_eq(journal_rec_parse(buf, H + 8, &kind, &len), H + 8);
 	ck_assert_uint_eq(kind, JREC_SUBJECT);
 
 	/* not a header */
 	kind = len = 0xdead;
 	put_hdr(buf, JOURNAL_REC_MAGIC ^ 1, JREC_MSG, 0, JOURNAL_REC_MAGIC ^ 1 ^ JREC_MSG ^ 0xffffffffu);
-	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, H + 16, &kind, &len), TC_ERR_MSG_MALFORMED);
 	put_hdr(buf, JOURNAL_REC_MAGIC, JREC_MSG, 0, JOURNAL_REC_MAGIC ^ JREC_MSG ^ 0xffffffffu ^ 0x100);
-	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, H + 16, &kind, &len), TC_ERR_MSG_MALFORMED);
 	good_hdr(buf, 0, 0);
-	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, H + 16, &kind, &len), TC_ERR_MSG_MALFORMED);
 	good_hdr(buf, JREC_SUBJECT + 1, 0);
-	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, H + 16, &kind, &len), TC_ERR_MSG_MALFORMED);
 	good_hdr(buf, JREC_PAGES, JOURNAL_MAX_REC + 1);
-	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, H + 16, &kind, &len), TC_ERR_MSG_MALFORMED);
 	good_hdr(buf, JREC_PAGES, 0xffffffffu);
-	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, H + 16, &kind, &len), TC_ERR_MSG_MALFORMED);
 	memset(buf, 0, sizeof(buf));
-	TU_ERR(journal_rec_parse(buf, 32, &kind, &len), TC_ERR_MSG_MALFORMED);
+	TU_ERR(journal_rec_parse(buf, H + 16, &kind, &len), TC_ERR_MSG_MALFORMED);
 	ck_assert_uint_eq(kind, 0xdead);
 	ck_assert_uint_eq(len, 0xdead);
 }
@@ -833,6 +837,197 @@ START_TEST(test_unit_quarantine)
 }
 END_TEST
 
+/*
+ * Files only we write (issue 30). A journal file this journal did not
+ * write - another journal's (another key), format 1 (no MAC), one of
+ * another user's - is not replayed but set aside as NAME.refused and
+ * counted; the files that are ours still replay.
+ */
+START_TEST(test_not_ours)
+{
+	static const uint8_t v1[8 + 16 + 8] = { 'T', 'C', 'J', 'R', 'N', 'L', 0, 1 };
+	char other[PATH_MAX], from[PATH_MAX + 32], to[PATH_MAX + 32], name[32];
+	struct journal *k;
+	struct want w[1];
+	struct jfile *f;
+	uint64_t no;
+
+	/* another journal's file, named as one of ours would be */
+	snprintf(other, sizeof(other), "%s/other", dir);
+	TU_OK(journal_open(other, 1 << 30, &k));
+	TU_OK(jfile_new(k, &f));
+	append(f, JREC_MSG, 10, 1, NULL);
+	no = jfile_no(f);
+	jfile_put(f, false);
+	journal_close(k);
+
+	TU_OK(journal_open(dir, 1 << 30, &j));
+	TU_OK(jfile_new(j, &f));
+	append(f, JREC_PAGES, 64, 2, &w[0]);
+	jfile_put(f, false);
+	journal_close(j);
+	j = NULL;
+	snprintf(from, sizeof(from), "%s/%016" PRIx64 ".tcj", other, no);
+	jpath(no + 10, to, sizeof(to));
+	ck_assert_int_eq(rename(from, to), 0);
+	/* format 1: no MAC, a record that would have replayed */
+	snprintf(name, sizeof(name), "%016" PRIx64 ".tcj", no + 11);
+	{
+		uint8_t b[sizeof(v1)];
+
+		memcpy(b, v1, sizeof(b));
+		good_hdr(b + 8, JREC_MSG, 8);
+		write_file(name, b, sizeof(b));
+	}
+	/* format 2's header, but a MAC of nothing: forged */
+	{
+		uint8_t b[JOURNAL_FILE_HDR] = { 'T', 'C', 'J', 'R', 'N', 'L', 0, 2 };
+
+		snprintf(name, sizeof(name), "%016" PRIx64 ".tcj", no + 12);
+		write_file(name, b, sizeof(b));
+	}
+
+	TU_OK(journal_open(dir, 1 << 30, &j));
+	ck_assert_uint_eq(journal_refused(j), 3);
+	replay_expect(w, 1);
+	for (uint64_t i = 10; i <= 12; i++) {
+		ck_assert(!jexists(no + i));
+		snprintf(to, sizeof(to), "%s/%016" PRIx64 ".tcj.refused", dir, no + i);
+		ck_assert(exists(to));
+	}
+	ck_assert_uint_gt(journal_next_no(j), no + 12);	/* numbers stay above them */
+	ck_assert_uint_eq(journal_bytes(j), w[0].end);	/* and they do not count */
+	journal_close(j);
+	j = NULL;
+	/* set aside once: not looked at again */
+	TU_OK(journal_open(dir, 1 << 30, &j));
+	ck_assert_uint_eq(journal_refused(j), 0);
+	replay_expect(w, 1);
+}
+END_TEST
+
+/* A record changed after it was written ends its file's replay. */
+START_TEST(test_record_changed)
+{
+	struct want w[3];
+	struct jfile *f;
+	char path[PATH_MAX];
+	uint8_t b;
+	int fd;
+
+	TU_OK(journal_open(dir, 1 << 30, &j));
+	TU_OK(jfile_new(j, &f));
+	append(f, JREC_MSG, 10, 1, &w[0]);
+	append(f, JREC_PAGES, 4096, 2, &w[1]);
+	append(f, JREC_MSG, 20, 3, &w[2]);
+	jfile_put(f, false);
+	journal_close(j);
+	j = NULL;
+
+	/* one payload byte of the second record */
+	jpath(w[0].file, path, sizeof(path));
+	fd = open(path, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &b, 1, (off_t)w[0].end + JOURNAL_REC_HDR + 100), 1);
+	b ^= 1;
+	ck_assert_int_eq(pwrite(fd, &b, 1, (off_t)w[0].end + JOURNAL_REC_HDR + 100), 1);
+	close(fd);
+
+	TU_OK(journal_open(dir, 1 << 30, &j));
+	ck_assert_uint_eq(journal_refused(j), 0);	/* the file's header is ours */
+	replay_expect(w, 1);
+	ck_assert_uint_eq(journal_refused(j), 1);
+}
+END_TEST
+
+/*
+ * A directory, lock or quarantine/ someone else may write is refused;
+ * and nothing in quarantine/ is written through a symlink.
+ */
+START_TEST(test_unsafe_dirs)
+{
+	const struct journal_unit u = { 5, 900, JOURNAL_UNIT_MSG };
+	char sub[PATH_MAX], q[PATH_MAX + 16], p[PATH_MAX + 80], target[PATH_MAX];
+	struct journal *k = NULL;
+	FILE *fp;
+
+	snprintf(sub, sizeof(sub), "%s/j", dir);
+	ck_assert_int_eq(mkdir(sub, 0700), 0);
+	ck_assert_int_eq(chmod(sub, 0777), 0);
+	TU_ERR(journal_open(sub, 1 << 20, &k), -EPERM);
+	ck_assert_int_eq(chmod(sub, 0770), 0);
+	TU_ERR(journal_open(sub, 1 << 20, &k), -EPERM);
+	ck_assert_int_eq(chmod(sub, 0750), 0);		/* --group's: readable, fine */
+	TU_OK(journal_open(sub, 1 << 20, &k));
+	journal_close(k);
+
+	/* the lock holds the key: this user's only */
+	snprintf(p, sizeof(p), "%s/lock", sub);
+	ck_assert_int_eq(chmod(p, 0640), 0);
+	TU_ERR(journal_open(sub, 1 << 20, &k), -EPERM);
+	ck_assert_int_eq(chmod(p, 0600), 0);
+
+	snprintf(q, sizeof(q), "%s/quarantine", sub);
+	ck_assert_int_eq(mkdir(q, 0700), 0);
+	ck_assert_int_eq(chmod(q, 0777), 0);
+	TU_ERR(journal_open(sub, 1 << 20, &k), -EPERM);
+	ck_assert_int_eq(rmdir(q), 0);
+	snprintf(target, sizeof(target), "%s/elsewhere", dir);
+	ck_assert_int_eq(mkdir(target, 0700), 0);
+	ck_assert_int_eq(symlink(target, q), 0);
+	TU_ERR(journal_open(sub, 1 << 20, &k), -EPERM);
+	ck_assert_int_eq(unlink(q), 0);
+
+	/* an entry's name planted as a symlink: replaced, not followed */
+	ck_assert_int_eq(mkdir(q, 0700), 0);
+	snprintf(target, sizeof(target), "%s/precious", dir);
+	fp = fopen(target, "w");
+	ck_assert_ptr_nonnull(fp);
+	fputs("precious\n", fp);
+	fclose(fp);
+	snprintf(p, sizeof(p), "%s/%016x-%016x-%08x.rec", q, 5, 900, JOURNAL_UNIT_MSG);
+	ck_assert_int_eq(symlink(target, p), 0);
+	TU_OK(journal_open(sub, 1 << 20, &j));
+	TU_OK(journal_quarantine(j, &u, "FORMAT", 6, "why\n"));
+	ck_assert_uint_eq(disk_size(target), 9);
+	{
+		struct stat st;
+
+		ck_assert_int_eq(lstat(p, &st), 0);
+		ck_assert(S_ISREG(st.st_mode));
+		ck_assert_uint_eq(st.st_size, 6);
+		ck_assert_uint_eq(st.st_mode & 077, 0);
+	}
+}
+END_TEST
+
+/* A file of another user's, or writable by others, is not ours. */
+START_TEST(test_not_our_owner)
+{
+	struct want w[1];
+	struct jfile *f;
+	char path[PATH_MAX];
+
+	if (geteuid() != 0)
+		return;		/* chown needs root */
+	TU_OK(journal_open(dir, 1 << 30, &j));
+	for (int i = 0; i < 3; i++) {
+		TU_OK(jfile_new(j, &f));
+		append(f, JREC_MSG, 10, (unsigned)i, &w[0]);
+		jfile_put(f, false);
+	}
+	journal_close(j);
+	j = NULL;
+	jpath(w[0].file - 2, path, sizeof(path));
+	ck_assert_int_eq(chown(path, 65534, (gid_t)-1), 0);
+	jpath(w[0].file - 1, path, sizeof(path));
+	ck_assert_int_eq(chmod(path, 0666), 0);
+	TU_OK(journal_open(dir, 1 << 30, &j));
+	ck_assert_uint_eq(journal_refused(j), 2);
+	replay_expect(w, 1);
+}
+END_TEST
+
 static Suite *journal_suite(void)
 {
 	Suite *s = suite_create("journal");
@@ -845,7 +1040,8 @@ static Suite *journal_suite(void)
 					test_foreign_files, test_callback_stops, test_forget_replayed,
 					test_put_refs, test_full, test_too_long,
 					test_adopt_jfile_replay, test_odd_names, test_rec_parse,
-					test_unit_quarantine));
+					test_unit_quarantine, test_not_ours, test_record_changed,
+					test_unsafe_dirs, test_not_our_owner));
 	suite_add_tcase(s, tc);
 	return s;
 }
