@@ -82,7 +82,8 @@ kill9_collector() {
 	collector_pid=
 }
 
-count() { traceq --count sched_switch --host "$1" 2>> "$tmp/traceq.err"; }
+# every event stored (the agent's task name events too, traceagent(8))
+count() { traceq --count '*' --host "$1" 2>> "$tmp/traceq.err"; }
 
 # ---- 1. the link closes in the drain; the collector comes back ----
 tc_start_collector --journal-size 0
