@@ -56,7 +56,8 @@ finish() {
 		 { cat "$tmp/$name.err"; false; }'
 }
 
-count() { traceq --count sched_switch --host "$1" 2>> "$tmp/traceq.err"; }
+# every event stored (the agent's task name events too, traceagent(8))
+count() { traceq --count '*' --host "$1" 2>> "$tmp/traceq.err"; }
 
 restart() {
 	kill -TERM "$collector_pid"; wait "$collector_pid"

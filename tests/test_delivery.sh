@@ -97,11 +97,11 @@ same_counts() {
 	shipped=$(field events "$out")
 	for cpu in $(sed -n 's/^traceagent: cpu\([0-9]*\):.*/\1/p' "$out"); do
 		n=$(sed -n "s/^traceagent: cpu$cpu: pages=[0-9]* events=\([0-9]*\).*/\1/p" "$out")
-		stored=$(tq "$ns" --count "sched_switch where CPU == $cpu")
+		stored=$(tq "$ns" --count "* where CPU == $cpu")	# task name events too
 		check "$label: cpu$cpu stored ($stored) == shipped ($n)" '[ "$stored" = "$n" ]'
 		total=$((total + n))
 	done
-	stored=$(tq "$ns" --count sched_switch)
+	stored=$(tq "$ns" --count '*')
 	check "$label: stored ($stored) == shipped ($shipped)" \
 		'[ -n "$shipped" ] && [ "$shipped" -gt 0 ] && [ "$stored" = "$shipped" ] && [ "$total" = "$shipped" ]'
 	distinct=$(tq "$ns" -f json sched_switch | sort -u | wc -l)
