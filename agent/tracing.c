@@ -154,12 +154,12 @@ static int set_buffer_kb(struct tracing *t, size_t kb)
 	return ret;
 }
 
-/* A knob the agent can do without: 0, or why the kernel refused it (a
- * kernel without the file is not asked). */
+/* A knob the agent can do without: 0, -ENOENT when the kernel has no such
+ * file, or why it refused the value. */
 static int optional_knob(struct tracing *t, const char *file, const char *value)
 {
 	if (!tracefs_file_exists(t->inst, file))
-		return 0;
+		return -ENOENT;
 	return knob_write(t->inst, file, value, false);
 }
 
@@ -209,12 +209,15 @@ static int tracing_setup(struct tracing *t, size_t buffer_kb, char *err,
 	 * own instance's option: nothing global is changed.
 	 */
 	ret = optional_knob(t, "options/record-tgid", "1");
-	if (ret < 0)
+	if (ret == -ENOENT)
+		log_info("tracefs instance %s: no options/record-tgid: tgids "
+			 "only where the kernel records them anyway", name);
+	else if (ret < 0)
 		log_warn("tracefs instance %s: cannot set options/record-tgid: "
 			 "%s; tgids only where the kernel records them anyway",
 			 name, tc_strerror(ret));
 	ret = optional_knob(t, "buffer_percent", TRACING_WAKE_PERCENT);
-	if (ret < 0)
+	if (ret < 0 && ret != -ENOENT)
 		log_warn("tracefs instance %s: cannot set buffer_percent to "
 			 TRACING_WAKE_PERCENT ": %s; the reader wakes at the "
 			 "kernel's fill level", name, tc_strerror(ret));
