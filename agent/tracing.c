@@ -360,6 +360,8 @@ int tracing_set_subbuf(struct tracing *t, size_t kb, char *err, size_t errlen)
 	int ret;
 
 	if (!tracefs_file_exists(t->inst, "buffer_subbuf_size_kb")) {
+		if (t->page_size == kb * 1024)
+			return 0;	/* what it has, and all it has */
 		tc_seterr(err, errlen, "tracefs instance %s: this kernel cannot "
 		       "change the sub-buffer size (no buffer_subbuf_size_kb)",
 		       name);
