@@ -18,9 +18,14 @@ rules=${TC_KERNEL_REFUSES:-buffer_subbuf_size_kb=EPERM,trace_clock:x86-tsc=EINVA
 tc_refuse_env "$rules"
 echo "TC_REFUSE=$TC_REFUSE"
 failed=0
-for t in ${TC_REFUSED_TESTS:-test_paths test_e2e test_ftrace test_knobs}; do
+# test_agent: the check binary's reader tests (mmap)
+for t in ${TC_REFUSED_TESTS:-test_paths test_e2e test_ftrace test_knobs test_agent}; do
 	log=$(mktemp "/tmp/tc-refused-$t.XXXXXX")
-	bash "$top_srcdir/tests/$t.sh" > "$log" 2>&1; rc=$?
+	if [ -f "$top_srcdir/tests/$t.sh" ]; then
+		bash "$top_srcdir/tests/$t.sh" > "$log" 2>&1; rc=$?
+	else
+		"$top_builddir/tests/$t" > "$log" 2>&1; rc=$?
+	fi
 	grep "^SKIP" "$log" | sed "s/^/$t: /"
 	case $rc in
 	0) echo "ok: $t passes under the refusals" ;;
