@@ -49,6 +49,14 @@ check "$r, --subbuf-kb $((page_kb * 2)): fails with the reason" \
 agent "$r" --subbuf-kb "$page_kb"
 check "$r, --subbuf-kb $page_kb (the kernel's): runs, says nothing" \
 	'carried_on "cannot connect" && ! grep -q subbuf "$tmp/err"'
+# This kernel itself: a size other than its own, where it takes one.
+if tc_can_subbuf; then
+	agent "" --subbuf-kb $((page_kb * 2))
+	check "--subbuf-kb $((page_kb * 2)) on this kernel: runs, says nothing" \
+		'carried_on "cannot connect" && ! grep -q subbuf "$tmp/err"'
+else
+	tc_skip_part "sub-buffers of a size the agent sets" "$tc_why"
+fi
 r=buffer_subbuf_size_kb=ENOENT
 agent "$r"
 check "$r (Linux < 6.8), default: one line, carries on" \
