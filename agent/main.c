@@ -764,15 +764,26 @@ static int setup_ftrace(struct agent *a)
 	return ret < 0 ? fail(a, ret, "out of memory") : 0;
 }
 
-/* The sub-buffer size; the default only where the kernel takes it. */
+/*
+ * The sub-buffer size. Asked for (--subbuf-kb): the kernel's refusal fails,
+ * unless the instance has that size already. The default: a refusal, or a
+ * kernel without the setting, keeps the kernel's size, said in one line.
+ */
 static int set_subbuf(struct agent *a, char *why, size_t len)
 {
 	int ret = tracing_set_subbuf(a->t, a->o.subbuf_kb, why, len);
+	unsigned kb = tracing_page_size(a->t) / 1024;
 
-	if (ret == 0 || a->o.subbuf_set)
-		return ret;
-	if (ret != -EOPNOTSUPP)
-		log_warn("%s; keeping the kernel's", why);
+	if (ret == 0)
+		return 0;
+	if (a->o.subbuf_set)
+		return fail(a, ret, "--subbuf-kb %zu: %s (the instance has %u KiB)",
+			    a->o.subbuf_kb, why, kb);
+	if (ret == -EOPNOTSUPP)
+		log_info("this kernel has no buffer_subbuf_size_kb: using its "
+			 "%u KiB sub-buffers", kb);
+	else
+		log_warn("%s; using the kernel's %u KiB sub-buffers", why, kb);
 	return 0;
 }
 
@@ -792,28 +803,51 @@ static bool tsc_invariant(void)
 }
 
 /*
+ * x86-tsc, when the kernel takes it and the TSC's rate can be measured;
+ * else why not in @why. Return: 0 or the reason's code.
+ */
+static int try_tsc(struct agent *a, char *why, size_t len)
+{
+	int ret = ring_clock_calibrate(TSC_CALIBRATE_US, &a->tsc);
+
+	if (ret < 0)
+		snprintf(why, len, "cannot measure the TSC's rate: %s",
+			 tc_strerror(ret));
+	else
+		ret = tracing_set_clock(a->t, "x86-tsc", why, len);
+	a->tsc_clock = ret == 0;
+	return ret;
+}
+
+/*
  * --trace-clock: "x86-tsc" (asked, or auto with an invariant TSC) when the
- * kernel takes it and the TSC's rate can be measured; else the instance
- * keeps "mono", and says why when x86-tsc was asked for.
+ * kernel takes it, else "mono" (tracing_open() set it). A clock asked for
+ * by name that the kernel refuses fails; with auto, the instance keeps
+ * what the kernel gives, and one line says why.
  */
 static int setup_clock(struct agent *a)
 {
 	const char *want = a->o.trace_clock ? a->o.trace_clock : "auto";
-	char why[512];
+	const char *refused = tracing_clock_refused(a->t);
+	bool tried = strcmp(want, "auto") || tsc_invariant();
+	char why[512] = "no invariant TSC";
 	int ret;
 
-	if (!strcmp(want, "mono") || (!strcmp(want, "auto") && !tsc_invariant()))
-		return 0;
-	ret = ring_clock_calibrate(TSC_CALIBRATE_US, &a->tsc);
-	if (ret < 0)
-		snprintf(why, sizeof(why), "cannot measure the TSC's rate: %s",
-			 tc_strerror(ret));
-	else
-		ret = tracing_set_clock(a->t, "x86-tsc", why, sizeof(why));
-	a->tsc_clock = ret == 0;
-	if (ret < 0 && !strcmp(want, "x86-tsc"))
-		return fail(a, ret, "--trace-clock x86-tsc: %s", why);
-	if (ret < 0)
+	if (!strcmp(want, "mono"))
+		return refused ? fail(a, TC_ERR_TRACEFS, "--trace-clock mono: %s",
+				      refused) : 0;
+	if (tried) {
+		ret = try_tsc(a, why, sizeof(why));
+		if (ret == 0)
+			return 0;
+		if (!strcmp(want, "x86-tsc"))
+			return fail(a, ret, "--trace-clock x86-tsc: %s", why);
+	}
+	if (refused)
+		log_warn("trace clock %s (the kernel's): %s; %s; its times are "
+			 "placed as if it were mono", tracing_clock(a->t), why,
+			 refused);
+	else if (tried)
 		log_info("trace clock mono: %s", why);
 	return 0;
 }
@@ -854,10 +888,11 @@ static int setup_tracing(struct agent *a)
 
 	ret = tracing_open(a->o.instance, a->o.buffer_kb, &a->t, why,
 			   sizeof(why));
-	if (ret == 0 && a->o.subbuf_kb)
-		ret = set_subbuf(a, why, sizeof(why));
 	if (ret < 0)
 		return fail(a, ret, "%s", why);
+	ret = a->o.subbuf_kb ? set_subbuf(a, why, sizeof(why)) : 0;
+	if (ret < 0)
+		return ret;
 	ret = setup_clock(a);
 	if (ret < 0)
 		return ret;

@@ -492,8 +492,9 @@ int pump_open_reader(struct pump *p, char *why, size_t len)
 	ret = reader_open(tracing_instance(p->t), tracing_ncpus(p->t),
 			  tracing_page_size(p->t), mode, &p->r);
 	if (ret < 0) {
-		tc_seterr(why, len, "cannot open the ring buffers of instance "
-			  "%s: %s", tracing_name(p->t), tc_strerror(ret));
+		tc_seterr(why, len, "%scannot open the ring buffers of instance "
+			  "%s: %s", mode == READER_MMAP ? "--read-mode mmap: " : "",
+			  tracing_name(p->t), tc_strerror(ret));
 		return ret;
 	}
 	reader_set_buf_fn(p->r, page_room, p);

@@ -35,7 +35,8 @@ struct tracing {
 	size_t nevents;
 	int ncpus;
 	uint32_t page_size;
-	const char *clock;	/* the trace clock set; NULL: TRACING_CLOCK */
+	char clock[32];		/* the instance's trace clock */
+	char clock_why[256];	/* why not TRACING_CLOCK; "" when it is */
 };
 
 /* errno after a failed libtracefs call, or TC_ERR_TRACEFS when it set none. */
@@ -69,7 +70,98 @@ static uint32_t subbuf_size(struct tracefs_instance *inst)
 	return (uint32_t)getpagesize();
 }
 
+/* The instance's trace clock (the bracketed name in trace_clock) into @buf. */
+static int read_clock(struct tracefs_instance *inst, char *buf, size_t len)
+{
+	char *text, *open, *close;
+	int ret = 0;
+
+	errno = 0;
+	text = tracefs_instance_file_read(inst, "trace_clock", NULL);
+	if (!text)
+		return tracefs_err();
+	open = strchr(text, '[');
+	close = open ? strchr(open, ']') : NULL;
+	if (close && (size_t)(close - open) <= len)
+		snprintf(buf, len, "%.*s", (int)(close - open - 1), open + 1);
+	else
+		ret = TC_ERR_TRACEFS;
+	free(text);
+	return ret;
+}
+
+/*
+ * Write @value to the instance's @file unless it holds that already
+ * (@same says so): a kernel that refuses every write to a knob still runs
+ * with the value asked for when it is the value it has.
+ */
+static int knob_write(struct tracefs_instance *inst, const char *file,
+		      const char *value, bool same)
+{
+	if (same)
+		return 0;
+	errno = 0;
+	if (tracefs_instance_file_write(inst, file, value) < 0)
+		return tracefs_err();
+	return 0;
+}
+
+/*
+ * TRACING_CLOCK, or, where the kernel refuses it, the clock it has (a
+ * kernel's answer, not a failure: tracing_clock_refused() keeps the reason
+ * for the caller, who decides whether the user asked for it).
+ */
+static int setup_clock(struct tracing *t, const char *name)
+{
+	int ret, wret;
+
+	ret = read_clock(t->inst, t->clock, sizeof(t->clock));
+	if (ret < 0)
+		return ret;
+	wret = knob_write(t->inst, "trace_clock", TRACING_CLOCK,
+			  !strcmp(t->clock, TRACING_CLOCK));
+	if (wret == 0) {
+		snprintf(t->clock, sizeof(t->clock), "%s", TRACING_CLOCK);
+		return 0;
+	}
+	snprintf(t->clock_why, sizeof(t->clock_why), "tracefs instance %s: "
+		 "cannot set trace_clock %s: %s", name, TRACING_CLOCK,
+		 tc_strerror(wret));
+	return 0;
+}
+
 #define TRACING_WAKE_PERCENT	"25"	/* buffer_percent: see tracing_setup() */
+
+/*
+ * --buffer-kb: explicit, so a refusal fails, unless the buffer already has
+ * that size (the kernel rounds up to whole sub-buffers: at least @kb and
+ * less than one sub-buffer more counts as that size).
+ */
+static int set_buffer_kb(struct tracing *t, size_t kb)
+{
+	ssize_t cur;
+	int ret;
+
+	if (!kb)
+		return 0;
+	errno = 0;
+	if (tracefs_instance_set_buffer_size(t->inst, kb, -1) == 0)
+		return 0;
+	ret = tracefs_err();
+	cur = tracefs_instance_get_buffer_size(t->inst, 0);
+	if (cur >= (ssize_t)kb && (size_t)cur < kb + subbuf_size(t->inst) / 1024)
+		return 0;
+	return ret;
+}
+
+/* A knob the agent can do without: 0, -ENOENT when the kernel has no such
+ * file, or why it refused the value. */
+static int optional_knob(struct tracing *t, const char *file, const char *value)
+{
+	if (!tracefs_file_exists(t->inst, file))
+		return -ENOENT;
+	return knob_write(t->inst, file, value, false);
+}
 
 /* Clock, buffer size and geometry of a freshly created instance. */
 static int tracing_setup(struct tracing *t, size_t buffer_kb, char *err,
@@ -90,19 +182,14 @@ static int tracing_setup(struct tracing *t, size_t buffer_kb, char *err,
 		       "tracing off while setting up: %s", name, tc_strerror(ret));
 		return ret;
 	}
-	errno = 0;
-	if (tracefs_instance_file_write(t->inst, "trace_clock",
-					TRACING_CLOCK) < 0) {
-		ret = tracefs_err();
-		tc_seterr(err, errlen, "tracefs instance %s: cannot set "
-		       "trace_clock %s: %s", name, TRACING_CLOCK,
-		       tc_strerror(ret));
+	ret = setup_clock(t, name);
+	if (ret < 0) {
+		tc_seterr(err, errlen, "tracefs instance %s: cannot read "
+			  "trace_clock: %s", name, tc_strerror(ret));
 		return ret;
 	}
-	errno = 0;
-	if (buffer_kb &&
-	    tracefs_instance_set_buffer_size(t->inst, buffer_kb, -1) < 0) {
-		ret = tracefs_err();
+	ret = set_buffer_kb(t, buffer_kb);
+	if (ret < 0) {
 		tc_seterr(err, errlen, "tracefs instance %s: cannot set "
 		       "buffer_size_kb to %zu: %s", name, buffer_kb,
 		       tc_strerror(ret));
@@ -121,13 +208,19 @@ static int tracing_setup(struct tracing *t, size_t buffer_kb, char *err,
 	 * instance asks for it; the agent ships them with the cmdlines. Our
 	 * own instance's option: nothing global is changed.
 	 */
-	if (tracefs_file_exists(t->inst, "options/record-tgid") &&
-	    tracefs_instance_file_write(t->inst, "options/record-tgid", "1") < 0)
-		log_warn("tracefs instance %s: cannot set options/record-tgid: no tgids", name);
-	if (tracefs_file_exists(t->inst, "buffer_percent") &&
-	    tracefs_instance_file_write(t->inst, "buffer_percent",
-					TRACING_WAKE_PERCENT) < 0)
-		log_warn("tracefs instance %s: cannot set buffer_percent", name);
+	ret = optional_knob(t, "options/record-tgid", "1");
+	if (ret == -ENOENT)
+		log_info("tracefs instance %s: no options/record-tgid: tgids "
+			 "only where the kernel records them anyway", name);
+	else if (ret < 0)
+		log_warn("tracefs instance %s: cannot set options/record-tgid: "
+			 "%s; tgids only where the kernel records them anyway",
+			 name, tc_strerror(ret));
+	ret = optional_knob(t, "buffer_percent", TRACING_WAKE_PERCENT);
+	if (ret < 0 && ret != -ENOENT)
+		log_warn("tracefs instance %s: cannot set buffer_percent to "
+			 TRACING_WAKE_PERCENT ": %s; the reader wakes at the "
+			 "kernel's fill level", name, tc_strerror(ret));
 	t->ncpus = count_cpus(t->inst);
 	t->page_size = subbuf_size(t->inst);
 	if (t->ncpus == 0) {
@@ -170,20 +263,25 @@ int tracing_set_clock(struct tracing *t, const char *clock, char *err, size_t er
 {
 	int ret;
 
-	errno = 0;
-	if (tracefs_instance_file_write(t->inst, "trace_clock", clock) < 0) {
-		ret = tracefs_err();
+	ret = knob_write(t->inst, "trace_clock", clock, !strcmp(t->clock, clock));
+	if (ret < 0) {
 		tc_seterr(err, errlen, "tracefs instance %s: cannot set trace_clock %s: %s",
 			  tracefs_instance_get_name(t->inst), clock, tc_strerror(ret));
 		return ret;
 	}
-	t->clock = clock;
+	snprintf(t->clock, sizeof(t->clock), "%s", clock);
+	t->clock_why[0] = '\0';
 	return 0;
 }
 
 const char *tracing_clock(const struct tracing *t)
 {
-	return t->clock ? t->clock : TRACING_CLOCK;
+	return t->clock;
+}
+
+const char *tracing_clock_refused(const struct tracing *t)
+{
+	return t->clock_why[0] ? t->clock_why : NULL;
 }
 
 int tracing_open(const char *name, size_t buffer_kb, struct tracing **out,
@@ -262,16 +360,17 @@ int tracing_set_subbuf(struct tracing *t, size_t kb, char *err, size_t errlen)
 	int ret;
 
 	if (!tracefs_file_exists(t->inst, "buffer_subbuf_size_kb")) {
+		if (t->page_size == kb * 1024)
+			return 0;	/* what it has, and all it has */
 		tc_seterr(err, errlen, "tracefs instance %s: this kernel cannot "
 		       "change the sub-buffer size (no buffer_subbuf_size_kb)",
 		       name);
 		return -EOPNOTSUPP;
 	}
 	snprintf(num, sizeof(num), "%zu", kb);
-	errno = 0;
-	if (tracefs_instance_file_write(t->inst, "buffer_subbuf_size_kb",
-					num) < 0) {
-		ret = tracefs_err();
+	ret = knob_write(t->inst, "buffer_subbuf_size_kb", num,
+			 subbuf_size(t->inst) == kb * 1024);
+	if (ret < 0) {
 		tc_seterr(err, errlen, "tracefs instance %s: cannot set "
 		       "buffer_subbuf_size_kb to %zu: %s", name, kb,
 		       tc_strerror(ret));

@@ -32,6 +32,12 @@ struct tracing_cpu_stats {
  * TRACING_CLOCK and, when @buffer_kb > 0, its per-CPU buffer size. Tracing
  * stays off until tracing_start().
  *
+ * A kernel that refuses TRACING_CLOCK leaves the instance on its own clock
+ * (tracing_clock() names it, tracing_clock_refused() says why); refused
+ * options (record-tgid, buffer_percent) are logged, one line each, and
+ * done without. A refused @buffer_kb fails, unless the buffer has that
+ * size already.
+ *
  * An instance of that name that already exists is not ours: it is left
  * alone and the call fails with -EEXIST. After any failure nothing is left
  * behind and @err holds a one-line reason (which step, which name, why).
@@ -45,22 +51,30 @@ int tracing_open(const char *name, size_t buffer_kb, struct tracing **out,
 
 /*
  * tracing_set_clock - set the instance's trace clock to @clock (a name
- * from its trace_clock file, e.g. "x86-tsc"; a string that outlives @t).
- * On failure the clock stays what it was and @err says why.
+ * from its trace_clock file, e.g. "x86-tsc"). Not written when the
+ * instance runs on @clock already. On failure the clock stays what it was
+ * and @err says why.
  *
  * Return: 0; -errno or TC_ERR_TRACEFS.
  */
 int tracing_set_clock(struct tracing *t, const char *clock, char *err, size_t errlen);
 
-/* tracing_clock - the instance's trace clock (TRACING_CLOCK until set). */
+/* tracing_clock - the instance's trace clock (TRACING_CLOCK, unless the
+ * kernel refused it, until set). */
 const char *tracing_clock(const struct tracing *t);
+
+/* tracing_clock_refused - why the instance does not run on TRACING_CLOCK
+ * (one line), or NULL when it does or another clock was set since. */
+const char *tracing_clock_refused(const struct tracing *t);
 
 /*
  * tracing_set_subbuf - set the instance's sub-buffer (page) size to @kb
  * KiB (buffer_subbuf_size_kb, Linux >= 6.8; the kernel rounds it up to a
  * power-of-two number of pages and keeps the buffer size). Call it before
- * opening readers; tracing_page_size() tells the size in effect. On
- * failure @err holds a one-line reason.
+ * opening readers; tracing_page_size() tells the size in effect. Not
+ * written when the instance has that size already (a kernel may refuse
+ * every write, even of its own value). On failure @err holds a one-line
+ * reason.
  *
  * Return: 0; -EOPNOTSUPP when the kernel has no such setting; -errno or
  * TC_ERR_TRACEFS when it refuses.

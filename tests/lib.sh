@@ -41,6 +41,37 @@ tc_need_tracefs() {
 	[ -w "$tracing/instances" ] || skip "$tracing/instances is not writable"
 }
 
+# tc_skip_part PART WHY: the one line saying that the test skipped PART
+# (and passes without it) because WHY; the rest of the test runs.
+tc_skip_part() { echo "SKIP: $1: $2"; }
+
+# tc_can CAP: whether the kernel offers capability CAP (subbuf: a new
+# sub-buffer size; mmap: mapping trace_pipe_raw; tsc: the x86-tsc trace
+# clock; function: the function tracer; ktls: kernel TLS), as
+# tests/tc_probe finds in a tracefs instance of its own; under
+# tests/refuse_shim.so (TC_REFUSE) the refusals it plants count. When not,
+# tc_why says why in one line. tc_can_CAP is the same.
+tc_can() {
+	local probe=$top_builddir/tests/tc_probe
+	[ -x "$probe" ] || { echo "FAIL: $probe not built (make check builds it)"; exit 1; }
+	tc_why=$("$probe" "$1" 2>&1)
+}
+tc_can_subbuf() { tc_can subbuf; }
+tc_can_mmap() { tc_can mmap; }
+tc_can_tsc() { tc_can tsc; }
+tc_can_function() { tc_can function; }
+tc_can_ktls() { tc_can ktls; }
+
+# tc_refuse_env RULES: export LD_PRELOAD=tests/refuse_shim.so and
+# TC_REFUSE=RULES (see tests/refuse_shim.c): from then on this test's
+# processes see a kernel that refuses those knobs. The shim is not built
+# with the sanitizers and comes before their runtime.
+tc_refuse_env() {
+	export TC_REFUSE=$1
+	export LD_PRELOAD=$top_builddir/tests/refuse_shim.so
+	export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
+}
+
 # Tests that start the daemons or load both CPUs take this lock and run
 # one at a time: test_e2e needs idle CPUs (its prev_pid == 0 switches) and
 # the instance checks must not see another test's agents.

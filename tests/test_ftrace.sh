@@ -46,9 +46,9 @@ cat "$tmp/k.err"
 check "agent -p function exits 0" '[ "$krc" = 0 ]'
 check "events still flow" '[ "$(traceq --count "sched:sched_process_exec")" -gt 0 ]'
 refusal=$(grep -c "the kernel refuses the function tracer\|the kernel has no function tracer" "$tmp/k.err")
-if [ "$refusal" -gt 0 ]; then
+if ! tc_can_function; then
 	check "exactly one line says why" '[ "$refusal" = 1 ] && grep -q "tracing the events only" "$tmp/k.err"'
-	echo "skip: kernel function events: this kernel refuses the function tracer ($(grep -o '(.*)' "$tmp/k.err" | head -1))"
+	tc_skip_part "kernel function events" "$tc_why"
 else
 	check "kernel ftrace:function events arrive" '[ "$(traceq --count "ftrace:function")" -gt 0 ]'
 fi
@@ -64,7 +64,7 @@ check "a program that cannot run fails in one line" \
 # --- a program under --exec
 prog=$top_builddir/tests/fgraph_prog_fentry
 if [ ! -x "$prog" ]; then
-	echo "skip: --exec part: $prog not built (x86_64 only)"
+	tc_skip_part "--exec part" "$prog not built (x86_64 only)"
 else
 	agent --name exec-host -e sched:sched_process_exit --exec -- "$prog" \
 		> "$tmp/e.out" 2> "$tmp/e.err"; erc=$?

@@ -70,9 +70,16 @@ inst_t="tc-paths-$$-t" inst_p="tc-paths-$$-p"
 agent_t=$!
 # The plain agent on 4 KiB pages: the workload fills many of them, so full
 # pages are spliced for sure (it would fill only about one of the TLS
-# agent's default 64 KiB pages per CPU).
+# agent's default 64 KiB pages per CPU). A kernel that refuses a new
+# sub-buffer size still runs --subbuf-kb 4 where its pages are 4 KiB
+# already; elsewhere the splice count is not checked.
+subbuf_p=(--subbuf-kb 4)
+if ! tc_can_subbuf && [ "$(getconf PAGESIZE)" != 4096 ]; then
+	tc_skip_part "full pages spliced on 4 KiB pages" "$tc_why"
+	subbuf_p=()
+fi
 "$top_builddir/traceagent" --connect "$listen_plain" --insecure-plain "${events[@]}" \
-	--duration 120 --no-user --instance "$inst_p" --spool-disk-mb 0 --subbuf-kb 4 \
+	--duration 120 --no-user --instance "$inst_p" --spool-disk-mb 0 "${subbuf_p[@]}" \
 	> "$tmp/agent_p.out" 2> "$tmp/agent_p.err" &
 agent_p=$!
 # An agent switches its instance on only once its events and readers are
@@ -98,12 +105,17 @@ wait "$agent_p"; rc_p=$?
 cat "$tmp/agent_t.out" "$tmp/agent_p.out"
 check "TLS agent exits 0" '[ "$rc_t" = 0 ] || { cat "$tmp/agent_t.err"; false; }'
 check "plain agent exits 0" '[ "$rc_p" = 0 ] || { cat "$tmp/agent_p.err"; false; }'
-check "TLS agent says once that kernel TLS is not available" \
-	'[ "$(grep -c "kernel TLS is not available (no CONFIG_TLS / tls module): OpenSSL encrypts in user space" "$tmp/agent_t.err")" = 1 ] ||
-	 grep -q "kernel TLS is on" "$tmp/agent_t.err"'
+if tc_can_ktls; then
+	check "TLS agent says kernel TLS is on" 'grep -q "kernel TLS is on" "$tmp/agent_t.err"'
+else
+	tc_skip_part "pages spliced into kernel TLS" "$tc_why"
+	check "TLS agent says once that kernel TLS is not available" \
+		'[ "$(grep -c "kernel TLS is not available (no CONFIG_TLS / tls module): OpenSSL encrypts in user space" "$tmp/agent_t.err")" = 1 ]'
+fi
 spliced=$(sed -n 's/.*cpu[0-9]*:.* splice=\([0-9]*\).*/\1/p' "$tmp/agent_p.out" |
 	awk '{ s += $1 } END { print s + 0 }')
-check "plain agent spliced pages into the socket ($spliced)" '[ "${spliced:-0}" -gt 0 ]'
+[ "${#subbuf_p[@]}" = 0 ] ||
+	check "plain agent spliced pages into the socket ($spliced)" '[ "${spliced:-0}" -gt 0 ]'
 for a in t p; do
 	lost=$(sed -n 's/.*total:.* overrun=\([0-9]*\) dropped=\([0-9]*\).*/\1 \2/p' "$tmp/agent_$a.out" |
 		awk '{ print $1 + $2 }')
