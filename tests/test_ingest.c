@@ -628,7 +628,8 @@ static int on_drop(void *ctx, const char *host, const char *system, const char *
 	return 0;
 }
 
-static int on_stat(void *ctx, const char *host, uint32_t cpu, const char *key, uint64_t value)
+static int on_stat(void *ctx, const struct store_stats_host *host, uint32_t cpu,
+		   const char *key, uint64_t value)
 {
 	if (cpu == 0 && !strcmp(key, "bad_pages"))
 		seen.bad_pages += value;

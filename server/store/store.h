@@ -69,7 +69,8 @@ int store_thread_policy(struct store *s, int policy);
 
 /*
  * store_errmsg - a sentence about the last failure on @s (database message,
- * the systems of an ambiguous event name...). Valid until the next call.
+ * the systems of an ambiguous event name...); "database error" when the
+ * last failure left none. Valid until the next call.
  */
 const char *store_errmsg(const struct store *s);
 
@@ -634,10 +635,19 @@ int store_count(struct store *s, const struct store_query *q, uint64_t *count);
  * pages_read, copied_bytes; bad_pages, bad_events; and what host limits
  * held back (store_cpu_held()): rate_held_pages, rate_held_ms,
  * quota_held_pages, quota_held_ms. A nonzero return from @fn stops and is returned.
+ * The calls come host by host (by name, then id), each host's CPUs in
+ * order. One name can be several hosts (a reinstalled or cloned machine,
+ * an import beside a live host): tell them apart by @h's id, never by name.
  */
+struct store_stats_host {
+	uint64_t id;			/* the id store_host() gave it */
+	const char *name;
+	const char *machine_id;
+};
+
 int store_stats(struct store *s, const struct store_query *q,
-		int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
-			  uint64_t value),
+		int (*fn)(void *ctx, const struct store_stats_host *h, uint32_t cpu,
+			  const char *key, uint64_t value),
 		void *ctx);
 
 /* What the collector knows of a host (the hosts table), for `traceq --hosts`. */
