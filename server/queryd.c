@@ -609,6 +609,12 @@ struct sql_ctx {
 	bool full;		/* stopped at QUERYD_SQL_BYTES */
 };
 
+/* The bytes @v takes in a reply, as put_sql_value() counts them. */
+static size_t sql_value_bytes(const struct store_sql_value *v)
+{
+	return v->len + 9;
+}
+
 static void put_sql_value(struct sql_ctx *x, const struct store_sql_value *v)
 {
 	char num[40];
@@ -626,18 +632,26 @@ static void put_sql_value(struct sql_ctx *x, const struct store_sql_value *v)
 	case STORE_SQL_BLOB: qmsg_put_bin(x->w, v->p, v->len); break;
 	default: qmsg_put_nil(x->w);
 	}
-	x->bytes += v->len + 9;
+	x->bytes += sql_value_bytes(v);
 }
 
 static int sql_row(void *arg, size_t ncols, const char *const *names,
 		   const struct store_sql_value *vals)
 {
 	struct sql_ctx *x = arg;
+	size_t row = 0;
 
 	if (!vals)
 		return ncols > QMSG_MAX_COLS ? TC_ERR_TOO_LONG :
 		       qmsg_reply_begin(&x->w, NULL, (uint32_t)ncols, (const char *const *)names);
-	if (x->bytes >= QUERYD_SQL_BYTES) {
+	/*
+	 * A row goes in whole or not at all: its size is counted before it is
+	 * put, so a reply stays under QUERYD_SQL_BYTES (the store's max_row
+	 * keeps one row's values within it) and the one after is "more".
+	 */
+	for (size_t i = 0; i < ncols; i++)
+		row += sql_value_bytes(&vals[i]);
+	if (x->bytes && x->bytes + row > QUERYD_SQL_BYTES) {
 		x->full = true;
 		return -ECANCELED;
 	}
@@ -657,7 +671,7 @@ static int run_sql(struct qworker *wk, const struct qmsg_request *r,
 		   char *result, size_t rlen)
 {
 	struct store_sql_limits lim = { .max_rows = r->limit ? r->limit : QMSG_MAX_ROWS,
-					.time_ms = QUERYD_SQL_MS };
+					.time_ms = QUERYD_SQL_MS, .max_row = QUERYD_SQL_BYTES };
 	struct sql_ctx x = { 0 };
 	int ret = store_sql(wk->store, r->query, scope, &lim, sql_row, &x);
 

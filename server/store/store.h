@@ -796,6 +796,12 @@ struct store_sql_limits {
 	uint64_t max_rows;	/* rows passed to the callback at most; 0: no limit */
 	int64_t time_ms;	/* the statement is stopped after this long; 0: no limit */
 	uint32_t max_value;	/* bytes of one string or blob value; 0: 1 MiB */
+	/*
+	 * bytes of one row's strings and blobs; 0: no limit. A statement's N
+	 * columns share it: each value may take max_row / N (at least 16 KiB,
+	 * at most max_value), so the engine never builds a bigger row.
+	 */
+	uint64_t max_row;
 };
 
 /*
@@ -818,7 +824,9 @@ typedef int (*store_sql_fn)(void *ctx, size_t ncols, const char *const *names,
  * other than read the views: store_errmsg() names what); TC_ERR_SYNTAX (the
  * text is not SQL SQLite can compile, or is not one statement);
  * TC_ERR_TIMEOUT (stopped by @lim->time_ms); TC_ERR_TOO_LONG (a value over
- * @lim->max_value); TC_ERR_DB; -ENOMEM; -EINVAL; or @fn's return.
+ * @lim->max_value or its share of @lim->max_row, or a row over
+ * @lim->max_row: store_errmsg() says which); TC_ERR_DB; -ENOMEM; -EINVAL;
+ * or @fn's return.
  */
 int store_sql(struct store *s, const char *text, const struct store_scope *scope,
 	      const struct store_sql_limits *lim, store_sql_fn fn, void *ctx);
