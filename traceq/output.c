@@ -267,12 +267,13 @@ void out_fields_row(FILE *f, const struct qmsg_reply *r, const struct qmsg_value
 {
 	const struct qmsg_value *comm = &row[5];
 	int64_t pid = value_int(&row[4]);
+	uint64_t mag = ts < 0 ? 0 - (uint64_t)ts : (uint64_t)ts;	/* before 1970: '-' */
 	uint32_t i;
 	int k;
 
-	fprintf(f, "%16s-%-7" PRId64 " [%03" PRId64 "] %" PRId64 ".%06" PRId64 ": %s:",
+	fprintf(f, "%16s-%-7" PRId64 " [%03" PRId64 "] %s%" PRIu64 ".%06" PRIu64 ": %s:",
 		comm->kind == QV_STR ? comm->s.p : pid == 0 ? "<idle>" : "<...>", pid,
-		value_int(&row[1]), ts / 1000000000, (ts % 1000000000) / 1000,
+		value_int(&row[1]), ts < 0 ? "-" : "", mag / 1000000000, mag % 1000000000 / 1000,
 		event_short(r->event));
 	for (i = QMSG_META_COLS; i < r->ncols; i++) {
 		if (!strncmp(r->cols[i], "common_", 7) || is_sym_col(r->cols[i]))

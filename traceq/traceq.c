@@ -1069,9 +1069,9 @@ struct out {
 	bool *as_fields;		/* or true: it prints as fields */
 };
 
-static uint64_t row_time(const struct out *out, const struct qmsg_value *row)
+static int64_t row_time(const struct out *out, const struct qmsg_value *row)
 {
-	return (uint64_t)value_int(&row[out->o->time_raw ? 3 : 2]);
+	return value_int(&row[out->o->time_raw ? 3 : 2]);
 }
 
 static void print_host(const struct out *out, const struct qmsg_value *row)
@@ -1242,7 +1242,7 @@ static int print_rendered(struct out *out, const struct qmsg_reply *rep)
 		fwrite(out->text + start, 1, begin - start, stdout);
 		row = qmsg_reply_row(rep, i, &view);
 		print_host(out, row);
-		out_fields_row(stdout, &view, row, (int64_t)row_time(out, row));
+		out_fields_row(stdout, &view, row, row_time(out, row));
 		start = out->line_end[i];
 	}
 	fwrite(out->text + start, 1, out->text_len - start, stdout);
@@ -1283,7 +1283,7 @@ static int print_page(struct out *out, const struct qmsg_reply *rep)
 			out_csv_row(stdout, &view, &t->keys, row);
 		else {
 			print_host(out, row);
-			out_fields_row(stdout, &view, row, (int64_t)row_time(out, row));
+			out_fields_row(stdout, &view, row, row_time(out, row));
 		}
 	}
 	return 0;
