@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "traceq/output.h"
 #include "traceq/stats.h"
 
@@ -57,7 +58,9 @@ static void print_key(FILE *f, const char *key, bool json, bool first)
 	struct qmsg_value k = { .kind = QV_STR, .s = { .p = (char *)key, .len = strlen(key) } };
 
 	if (!json) {
-		fprintf(f, first ? "%s=" : " %s=", key);
+		fputs(first ? "" : " ", f);
+		log_escape_file(f, key, strlen(key));
+		fputc('=', f);
 		return;
 	}
 	fputs(first ? "{" : ",", f);
