@@ -145,6 +145,54 @@ static size_t escape_one(const unsigned char *p, size_t n, char *out, size_t *in
 	return 4;
 }
 
+bool log_escape_needed(const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (size_t i = 0; i < n; i++)
+		if (p[i] < 0x20 || p[i] >= 0x7f || p[i] == '\\')
+			return true;	/* past 0x7f: UTF-8 is looked at closely */
+	return false;
+}
+
+size_t log_escape_mem(const char *s, size_t n, char *buf, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t pos = 0, i = 0, in, k;
+	char one[16];
+
+	if (!len)
+		return 0;
+	while (i < n) {
+		k = escape_one(p + i, n - i, one, &in);
+		if (pos + k + 1 > len)
+			break;		/* cut at a whole character */
+		memcpy(buf + pos, one, k);
+		pos += k;
+		i += in;
+	}
+	buf[pos] = '\0';
+	return pos;
+}
+
+void log_escape_file(FILE *f, const char *s, size_t n)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, run, in, k;
+	char one[16];
+
+	while (i < n) {
+		for (run = i; run < n && p[run] >= 0x20 && p[run] < 0x7f && p[run] != '\\'; run++)
+			;
+		fwrite(p + i, 1, run - i, f);	/* printable ASCII as it is, in runs */
+		if ((i = run) >= n)
+			break;
+		k = escape_one(p + i, n - i, one, &in);
+		fwrite(one, 1, k, f);
+		i += in;
+	}
+}
+
 #define LOG_ESC_MARK	32	/* room for "...[+N bytes]" */
 
 const char *log_escape(const char *s, char *buf, size_t len)

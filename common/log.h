@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 enum log_level {
 	LOGL_ERR,
@@ -66,6 +67,24 @@ void log_msg(enum log_level level, const char *prefix, const char *fmt, ...)
  * Return: @buf (NUL-terminated when @len > 0).
  */
 const char *log_escape(const char *s, char *buf, size_t len);
+
+/*
+ * The same escaping for what a program prints for people (traceq's text,
+ * tables, CSV), where a peer's string must not forge a line or drive the
+ * terminal either. These take @n bytes of @s, NULs included ("\x00").
+ *
+ * log_escape_needed - whether any of them would not stay as it is (a
+ * quick look: any byte past ASCII says yes, though valid UTF-8 stays).
+ *
+ * log_escape_mem - the escaped text into @buf (@len bytes, NUL-terminated
+ * when @len > 0), cut at a whole character when it does not fit (no
+ * marker). Return: its length.
+ *
+ * log_escape_file - the escaped text written to @f, whole.
+ */
+bool log_escape_needed(const char *s, size_t n);
+size_t log_escape_mem(const char *s, size_t n, char *buf, size_t len);
+void log_escape_file(FILE *f, const char *s, size_t n);
 
 #define log_err(...)	log_msg(LOGL_ERR, LOG_PREFIX, __VA_ARGS__)
 #define log_warn(...)	log_msg(LOGL_WARN, LOG_PREFIX, __VA_ARGS__)

@@ -461,26 +461,29 @@ static int run_count(struct qworker *wk, struct qsel *c, struct proto_buf *out,
 
 /*
  * The store reports stats as (host, cpu, key, value); the reply has one row
- * per (host, cpu) with a column per key, in the order the store gives them.
+ * per (host, cpu) with a column per key, in the order the store gives them,
+ * and the host's machine_id last. A row is a host id's: two hosts of one
+ * name (a reinstalled machine, an import beside a live host) keep theirs.
  */
 #define STATS_MAX_KEYS	32
 
 struct stats_ctx {
+	uint64_t host_id;
 	char host[256];
+	char machine_id[256];
 	uint32_t cpu;
 	bool have_row;
 	size_t nkeys;			/* keys of the current row so far */
 	const char *keys[STATS_MAX_KEYS];
 	uint64_t vals[STATS_MAX_KEYS];
 	size_t ncols;			/* keys per row, fixed by the first row */
-	struct proto_buf rows;		/* finished rows: host, cpu, values */
+	struct proto_buf rows;		/* finished rows: host, machine_id, cpu, values */
 	size_t nrows;
 };
 
 static int stats_flush(struct stats_ctx *s)
 {
 	uint64_t cpu = s->cpu;
-	size_t hlen = strlen(s->host) + 1;
 
 	if (!s->have_row)
 		return 0;
@@ -488,7 +491,8 @@ static int stats_flush(struct stats_ctx *s)
 		s->ncols = s->nkeys;
 	if (s->nkeys != s->ncols)
 		return TC_ERR_DB;
-	if (proto_buf_append(&s->rows, s->host, hlen) < 0 ||
+	if (proto_buf_append(&s->rows, s->host, strlen(s->host) + 1) < 0 ||
+	    proto_buf_append(&s->rows, s->machine_id, strlen(s->machine_id) + 1) < 0 ||
 	    proto_buf_append(&s->rows, &cpu, sizeof(cpu)) < 0 ||
 	    proto_buf_append(&s->rows, s->vals, s->nkeys * sizeof(uint64_t)) < 0)
 		return -ENOMEM;
@@ -498,19 +502,21 @@ static int stats_flush(struct stats_ctx *s)
 	return 0;
 }
 
-static int stats_cb(void *arg, const char *host, uint32_t cpu, const char *key,
-		    uint64_t value)
+static int stats_cb(void *arg, const struct store_stats_host *h, uint32_t cpu,
+		    const char *key, uint64_t value)
 {
 	struct stats_ctx *s = arg;
 	int ret = 0;
 
-	if (s->have_row && (strcmp(host, s->host) || cpu != s->cpu))
+	if (s->have_row && (h->id != s->host_id || cpu != s->cpu))
 		ret = stats_flush(s);
 	if (ret < 0)
 		return ret;
 	if (s->nkeys == STATS_MAX_KEYS)
 		return TC_ERR_DB;
-	snprintf(s->host, sizeof(s->host), "%s", host);
+	s->host_id = h->id;
+	snprintf(s->host, sizeof(s->host), "%s", h->name ? h->name : "");
+	snprintf(s->machine_id, sizeof(s->machine_id), "%s", h->machine_id ? h->machine_id : "");
 	s->cpu = cpu;
 	s->have_row = true;
 	s->keys[s->nkeys] = key;	/* static strings of the store */
@@ -521,10 +527,10 @@ static int stats_cb(void *arg, const char *host, uint32_t cpu, const char *key,
 static int run_stats(struct qworker *wk, const struct store_query *hosts,
 		     struct proto_buf *out, uint64_t *rows)
 {
-	const char *cols[2 + STATS_MAX_KEYS] = { "host", "cpu" };
+	const char *cols[3 + STATS_MAX_KEYS] = { "host", "cpu" };
 	struct stats_ctx s = { 0 };
 	struct qmsg_writer *w;
-	const uint8_t *p;
+	const char *p, *mid;
 	size_t i, r;
 	int ret;
 
@@ -534,19 +540,22 @@ static int run_stats(struct qworker *wk, const struct store_query *hosts,
 		ret = stats_flush(&s);
 	for (i = 0; i < s.ncols; i++)
 		cols[2 + i] = s.keys[i];
+	cols[2 + s.ncols] = "machine_id";
 	if (ret == 0)
-		ret = qmsg_reply_begin(&w, NULL, (uint32_t)(2 + s.ncols), cols);
+		ret = qmsg_reply_begin(&w, NULL, (uint32_t)(3 + s.ncols), cols);
 	if (ret < 0)
 		goto out;
-	for (r = 0, p = s.rows.data; r < s.nrows; r++) {
+	for (r = 0, p = (const char *)s.rows.data; r < s.nrows; r++) {
 		uint64_t v;
 
-		qmsg_put_str(w, (const char *)p, strlen((const char *)p));
-		p += strlen((const char *)p) + 1;
+		qmsg_put_str(w, p, strlen(p));
+		mid = p + strlen(p) + 1;
+		p = mid + strlen(mid) + 1;
 		for (i = 0; i < 1 + s.ncols; i++, p += sizeof(v)) {
 			memcpy(&v, p, sizeof(v));
 			qmsg_put_uint(w, v);
 		}
+		qmsg_put_str(w, mid, strlen(mid));
 	}
 	*rows = s.nrows;
 	ret = reply_end(wk->qd, w, false, 0, 0, 0, out);
@@ -600,6 +609,12 @@ struct sql_ctx {
 	bool full;		/* stopped at QUERYD_SQL_BYTES */
 };
 
+/* The bytes @v takes in a reply, as put_sql_value() counts them. */
+static size_t sql_value_bytes(const struct store_sql_value *v)
+{
+	return v->len + 9;
+}
+
 static void put_sql_value(struct sql_ctx *x, const struct store_sql_value *v)
 {
 	char num[40];
@@ -617,18 +632,26 @@ static void put_sql_value(struct sql_ctx *x, const struct store_sql_value *v)
 	case STORE_SQL_BLOB: qmsg_put_bin(x->w, v->p, v->len); break;
 	default: qmsg_put_nil(x->w);
 	}
-	x->bytes += v->len + 9;
+	x->bytes += sql_value_bytes(v);
 }
 
 static int sql_row(void *arg, size_t ncols, const char *const *names,
 		   const struct store_sql_value *vals)
 {
 	struct sql_ctx *x = arg;
+	size_t row = 0;
 
 	if (!vals)
 		return ncols > QMSG_MAX_COLS ? TC_ERR_TOO_LONG :
 		       qmsg_reply_begin(&x->w, NULL, (uint32_t)ncols, (const char *const *)names);
-	if (x->bytes >= QUERYD_SQL_BYTES) {
+	/*
+	 * A row goes in whole or not at all: its size is counted before it is
+	 * put, so a reply stays under QUERYD_SQL_BYTES (the store's max_row
+	 * keeps one row's values within it) and the one after is "more".
+	 */
+	for (size_t i = 0; i < ncols; i++)
+		row += sql_value_bytes(&vals[i]);
+	if (x->bytes && x->bytes + row > QUERYD_SQL_BYTES) {
 		x->full = true;
 		return -ECANCELED;
 	}
@@ -648,7 +671,7 @@ static int run_sql(struct qworker *wk, const struct qmsg_request *r,
 		   char *result, size_t rlen)
 {
 	struct store_sql_limits lim = { .max_rows = r->limit ? r->limit : QMSG_MAX_ROWS,
-					.time_ms = QUERYD_SQL_MS };
+					.time_ms = QUERYD_SQL_MS, .max_row = QUERYD_SQL_BYTES };
 	struct sql_ctx x = { 0 };
 	int ret = store_sql(wk->store, r->query, scope, &lim, sql_row, &x);
 

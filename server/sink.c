@@ -14,6 +14,7 @@
 #define LOG_PREFIX "ingest"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@ const char sink_why_failed[] = "its connection had failed";
 static const char sink_why_cpu[] = "CPU or stream the agent did not announce";
 static const char sink_why_unknown[] = "event id with no FORMAT";
 static const char sink_why_field[] = "event field outside its record";
+static const char sink_why_clock[] = "wall-clock time past the 64-bit range";
 
 bool sink_logged_first(struct sink *s, const char *why)
 {
@@ -601,6 +603,59 @@ static int flush_group_counters(struct sink *s, struct store *store)
 	return ret;
 }
 
+/* ---- the clock ---- */
+
+/*
+ * The offset (realtime - trace clock) of the sample @c into *@off, checked:
+ * a sample whose difference does not fit 64 bits (a realtime near
+ * INT64_MAX, a trace clock past INT64_MAX) is refused, with a log line
+ * that says so. Return: 0; TC_ERR_MSG_MALFORMED.
+ */
+static int sink_offset_of(const struct sink *s, const char *what, const struct proto_clock *c,
+			  int64_t *off)
+{
+	char h[LOG_ESC_LEN];
+
+	if (c->trace_ns <= INT64_MAX &&
+	    !__builtin_sub_overflow(c->realtime_ns, (int64_t)c->trace_ns, off))
+		return 0;
+	log_warn("host %s: %s refused: realtime %lld ns - trace clock %llu ns is past the"
+		 " 64-bit range", sink_host(s, h, sizeof(h)), what,
+		 (long long)c->realtime_ns, (unsigned long long)c->trace_ns);
+	return TC_ERR_MSG_MALFORMED;
+}
+
+/*
+ * The wall-clock ns of trace-clock @trace_ns: trace_ns + clock_offset,
+ * checked. A sum past the 64-bit range (an offset near INT64_MAX) is
+ * clamped to INT64_MAX or INT64_MIN, and said once per connection; the
+ * event keeps its trace_ts.
+ */
+static int64_t sink_wall_ns(struct sink *s, uint64_t trace_ns)
+{
+	int64_t off = s->clock_offset, t;
+	char h[LOG_ESC_LEN];
+	uint64_t u;
+
+	if (trace_ns <= INT64_MAX) {
+		if (!__builtin_add_overflow((int64_t)trace_ns, off, &t))
+			return t;
+		t = INT64_MAX;		/* only a positive offset overflows it */
+	} else if (off >= 0) {
+		t = INT64_MAX;
+	} else {
+		u = trace_ns - ((uint64_t)-(off + 1) + 1);	/* -off without overflow */
+		if (u <= INT64_MAX)
+			return (int64_t)u;
+		t = INT64_MAX;
+	}
+	if (sink_logged_first(s, sink_why_clock))
+		log_warn("host %s: trace clock %llu ns + offset %lld ns is %s: stored as %lld"
+			 " (said once per connection)", sink_host(s, h, sizeof(h)),
+			 (unsigned long long)trace_ns, (long long)off, sink_why_clock, (long long)t);
+	return t;
+}
+
 /* ---- messages ---- */
 
 static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_hello *h,
@@ -620,7 +675,9 @@ static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_h
 	if (!s->cpus || !s->host)
 		return -ENOMEM;
 	s->ncpus = h->ncpus;
-	ret = decoder_new(h, &s->dec);
+	ret = sink_offset_of(s, "HELLO", &h->clock, &s->clock_offset);
+	if (ret == 0)
+		ret = decoder_new(h, &s->dec);
 	if (ret == 0)
 		ret = store_host(env->store, h, s->subject, &s->host_id);
 	if (ret == 0 && h->session) {
@@ -637,7 +694,6 @@ static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_h
 	/* queryd_import.c sets it; conn.c refuses it from agents */
 	s->import = !strncmp(h->machine_id, "import:", 7);
 	s->hello_realtime = h->clock.realtime_ns;
-	s->clock_offset = h->clock.realtime_ns - (int64_t)h->clock.trace_ns;
 	s->layout.long_size = h->long_size;
 	s->layout.big_endian = h->big_endian;
 	s->filters_gen = env->filters_gen;
@@ -767,7 +823,8 @@ static int sink_track_event(struct sink *s, const struct sink_env *env,
 	c.trace_ts = (int64_t)ev->ts + 1;
 	c.tick_ns = s->tsc && s->tsc_conv.shift < 64 ?
 		    (double)s->tsc_conv.mult / (double)(UINT64_C(1) << s->tsc_conv.shift) : 1.0;
-	c.ts = (int64_t)trace_ns + 1 + s->clock_offset;
+	c.ts = sink_wall_ns(s, trace_ns);
+	c.ts += c.ts < INT64_MAX;
 	c.old = ty->track == TRACK_RENAME ? old : NULL;
 	c.comm = now;
 	if (!s->comms && !(s->comms = calloc(1, sizeof(*s->comms))))
@@ -889,8 +946,8 @@ int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
 		return comms_put(s, &m->cmdlines) ?: store_cmdlines(env->store, s->host_id,
 								    &m->cmdlines);
 	case MSG_CLOCK:
-		s->clock_offset = m->clock.realtime_ns - (int64_t)m->clock.trace_ns;
-		return store_host_clock(env->store, s->host_id, s->clock_offset);
+		return sink_offset_of(s, "CLOCK", &m->clock, &s->clock_offset) ?:
+		       store_host_clock(env->store, s->host_id, s->clock_offset);
 	case MSG_CPU_STATS:
 		return store_cpu_stats(env->store, s->host_id, &m->cpu_stats);
 	case MSG_BYE:
@@ -953,7 +1010,7 @@ static int sink_event(void *arg, const struct decode_event *ev)
 	}
 	if (ret > 0)
 		ret = store_insert(p->env->store, ty->st, p->s->host_id, ev,
-				   (int64_t)e.trace_ns + p->s->clock_offset);
+				   sink_wall_ns(p->s, e.trace_ns));
 	if (ret == 0)
 		p->stored++;
 	if (ret != TC_ERR_PAGE_MALFORMED)

@@ -628,7 +628,8 @@ static int on_drop(void *ctx, const char *host, const char *system, const char *
 	return 0;
 }
 
-static int on_stat(void *ctx, const char *host, uint32_t cpu, const char *key, uint64_t value)
+static int on_stat(void *ctx, const struct store_stats_host *host, uint32_t cpu,
+		   const char *key, uint64_t value)
 {
 	if (cpu == 0 && !strcmp(key, "bad_pages"))
 		seen.bad_pages += value;
@@ -758,6 +759,74 @@ START_TEST(test_pages_after_failure_counted)
 }
 END_TEST
 
+/* The least and the most ts of every event table. */
+static void stored_ts_range(sqlite3 *sq, int64_t *lo, int64_t *hi)
+{
+	sqlite3_stmt *stmt;
+	char sql[256];
+
+	*lo = INT64_MAX;
+	*hi = INT64_MIN;
+	ck_assert_int_eq(sqlite3_prepare_v2(sq, "SELECT name FROM sqlite_master WHERE"
+					    " type = 'table' AND name LIKE 'ev\\_%' ESCAPE '\\'",
+					    -1, &stmt, NULL), SQLITE_OK);
+	while (sqlite3_step(stmt) == SQLITE_ROW) {
+		const char *t = (const char *)sqlite3_column_text(stmt, 0);
+		int64_t v;
+
+		snprintf(sql, sizeof(sql), "SELECT coalesce(min(ts), %lld) FROM \"%s\"",
+			 (long long)INT64_MAX, t);
+		v = sql_int(sq, sql);
+		*lo = v < *lo ? v : *lo;
+		snprintf(sql, sizeof(sql), "SELECT coalesce(max(ts), %lld) FROM \"%s\"",
+			 (long long)INT64_MIN, t);
+		v = sql_int(sq, sql);
+		*hi = v > *hi ? v : *hi;
+	}
+	sqlite3_finalize(stmt);
+}
+
+/*
+ * A clock offset of INT64_MAX (realtime - trace clock at HELLO): every
+ * event's trace clock + offset passes INT64_MAX, which wrapped (undefined
+ * behaviour) to times before 1970. They are stored at INT64_MAX, and said in the log; a HELLO whose offset itself does not
+ * fit (a trace clock past INT64_MAX) is refused.
+ */
+START_TEST(test_clock_offset_near_int64_max)
+{
+	struct proto_clock keep = cap.hello.clock;
+	struct sink *s;
+	uint64_t pages;
+	int64_t lo, hi;
+	sqlite3 *sq;
+
+	start(false);
+	cap.hello.clock.realtime_ns = INT64_MAX;	/* offset INT64_MAX: every event passes it */
+	cap.hello.clock.trace_ns = 0;
+	s = connect_agent(5, 0);
+	cap.hello.clock = keep;
+	pages = push_pages(s);
+	bye(s, pages);
+	wait_for(H_DONE, 5, 1);
+	ingest_sink_close(g, s);
+	ck_assert_uint_eq(nth_call(H_DONE, 5, 0)->events, want_events);
+	ck_assert_int_eq(sqlite3_open(db, &sq), SQLITE_OK);
+	stored_ts_range(sq, &lo, &hi);
+	sqlite3_close(sq);
+	ck_assert_int_eq(lo, INT64_MAX);	/* not wrapped to before 1970 */
+	ck_assert_int_eq(hi, INT64_MAX);
+
+	cap.hello.clock.trace_ns = (uint64_t)INT64_MAX + 2;
+	cap.hello.clock.realtime_ns = -2;
+	s = connect_agent(6, 0);
+	cap.hello.clock = keep;
+	wait_for(H_FAILED, 6, 1);
+	ck_assert_int_eq(nth_call(H_FAILED, 6, 0)->err, TC_ERR_MSG_MALFORMED);
+	ck_assert_uint_eq(count(H_WELCOME, 6), 0);
+	ingest_sink_close(g, s);
+}
+END_TEST
+
 static Suite *ingest_suite(void)
 {
 	Suite *s = suite_create("ingest");
@@ -769,7 +838,8 @@ static Suite *ingest_suite(void)
 					test_resends_stored_once, test_journal_session,
 					test_close_without_marks,
 					test_malformed_pages_counted,
-					test_pages_after_failure_counted));
+					test_pages_after_failure_counted,
+					test_clock_offset_near_int64_max));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -83,13 +83,41 @@ START_TEST(test_truncated_with_marker)
 }
 END_TEST
 
+/*
+ * The same escaping for printed output: @n bytes (NULs too), into a buffer
+ * cut at a whole character, or to a stream; and the quick look.
+ */
+START_TEST(test_escape_mem_and_file)
+{
+	static const char in[] = "a\x1b[2J\r\n\0\\ \xc2\x9b \xc3\xa9 \xff";
+	static const char want[] = "a\\x1b[2J\\r\\n\\x00\\\\ \\xc2\\x9b \xc3\xa9 \\xff";
+	char buf[64], small[5], *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	ck_assert(log_escape_needed(in, sizeof(in) - 1));
+	ck_assert(!log_escape_needed("plain text", 10));
+	ck_assert(log_escape_needed("caf\xc3\xa9", 5));	/* looked at closely */
+	ck_assert_uint_eq(log_escape_mem(in, sizeof(in) - 1, buf, sizeof(buf)), strlen(want));
+	ck_assert_str_eq(buf, want);
+	/* cut at a whole character: "a" and not half of "\x1b" */
+	ck_assert_uint_eq(log_escape_mem(in, sizeof(in) - 1, small, sizeof(small)), 1);
+	ck_assert_str_eq(small, "a");
+	log_escape_file(f, in, sizeof(in) - 1);
+	fclose(f);
+	ck_assert_str_eq(text, want);
+	free(text);
+}
+END_TEST
+
 static Suite *log_suite(void)
 {
 	Suite *s = suite_create("log");
 	TCase *tc = tcase_create("escape");
 
 	tu_add_tests(tc, TU_TESTS(test_plain_text_unchanged, test_forged_line_escaped,
-				  test_bad_utf8_and_c1, test_truncated_with_marker));
+				  test_bad_utf8_and_c1, test_truncated_with_marker,
+				  test_escape_mem_and_file));
 	suite_add_tcase(s, tc);
 	return s;
 }

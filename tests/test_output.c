@@ -9,6 +9,7 @@
 
 #include <check.h>
 #include <glob.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,13 +174,43 @@ START_TEST(test_csv_quotes)
 }
 END_TEST
 
+/* The field=value layout's time: a time before 1970 with its '-'. */
+START_TEST(test_fields_negative_time)
+{
+	char *cols[] = { "host", "cpu", "ts", "trace_ts", "pid", "comm", "common_pid", "n" };
+	struct qmsg_value row[8] = {
+		{ .kind = QV_STR, .s = { "h", 1 } }, { .kind = QV_UINT, .u = 0 },
+		{ .kind = QV_INT, .i = -1500000000 }, { .kind = QV_UINT, .u = 6 },
+		{ .kind = QV_INT, .i = 7 }, { .kind = QV_STR, .s = { "sh", 2 } },
+		{ .kind = QV_INT, .i = 7 }, { .kind = QV_INT, .i = 1 },
+	};
+	struct qmsg_reply rep = { .event = "x:y", .cols = cols, .ncols = 8 };
+	static const int64_t ts[] = { -1500000000, -500000, INT64_MIN, INT64_MAX, 0 };
+	static const char *const want[] = {
+		"] -1.500000: y:", "] -0.000500: y:", "] -9223372036.854775: y:",
+		"] 9223372036.854775: y:", "] 0.000000: y:",
+	};
+
+	for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++) {
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+
+		out_fields_row(f, &rep, row, ts[i]);
+		fclose(f);
+		ck_assert_msg(strstr(text, want[i]) != NULL, "%s: not in %s", want[i], text);
+		free(text);
+	}
+}
+END_TEST
+
 static Suite *output_suite(void)
 {
 	Suite *s = suite_create("output");
 	TCase *tc = tcase_create("output");
 
 	tu_add_tests(tc, TU_TESTS(test_kernel_formats, test_ours_give_way, test_comm_of_pid0,
-				  test_csv_quotes));
+				  test_csv_quotes, test_fields_negative_time));
 	suite_add_tcase(s, tc);
 	return s;
 }

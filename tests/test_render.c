@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,13 +320,49 @@ START_TEST(test_render_own_columns)
 }
 END_TEST
 
+/*
+ * A time before 1970 (a negative wall clock) prints with its '-', in
+ * both layouts and both of trace-cmd's paths, not as libtraceevent's
+ * unsigned 18446744073.709551.
+ */
+START_TEST(test_render_negative_time)
+{
+	static const int64_t ts[] = { -1500000, -28084710426000ll, INT64_MIN };
+	static const char *const want[] = { " -0.001500: ", "-28084.710426: ",
+					    "-9223372036.854776: " };
+	static const enum render_style style[] = { RENDER_TRACECMD, RENDER_TRACECMD,
+						   RENDER_KERNEL };
+	struct qmsg_value v[11];
+	struct qmsg_reply rep = { .ok = true, .event = "rcu:rcu_utilization", .ncols = 11,
+				  .cols = cols_rcu, .nrows = 1, .vals = v,
+				  .format = (char *)rcu_format };
+	char why[256], line[512];
+
+	for (size_t k = 0; k < 3; k++) {
+		struct render *r;
+
+		ck_assert_int_eq(render_new(style[k], NULL, NULL, &r), 0);
+		render_set_slow(r, k == 1);
+		ck_assert_int_eq(render_prepare(r, &rep, why, sizeof(why)), 0);
+		for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++) {
+			row(v, 11, "a", 0xffffffff8281b87cull);
+			render_row(r, &rep, v, ts[i], line, sizeof(line));
+			ck_assert_msg(strstr(line, want[i]) != NULL, "style %zu: %s: not in \"%s\"",
+				      k, want[i], line);
+		}
+		render_free(r);
+	}
+}
+END_TEST
+
 static Suite *render_suite(void)
 {
 	Suite *s = suite_create("render");
 	TCase *tc = tcase_create("printk");
 
 	tu_add_tests(tc, TU_TESTS(test_render_tracepoint_string, test_render_bprint,
-				  test_render_tgid, test_render_own_columns));
+				  test_render_tgid, test_render_own_columns,
+				  test_render_negative_time));
 	suite_add_tcase(s, tc);
 	return s;
 }

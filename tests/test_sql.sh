@@ -12,6 +12,8 @@
 #    statement after ';') exits 2 with a message that says what was
 #    refused, and the stored rows, the tables and the files are unchanged;
 #  - a statement that never ends is stopped by the collector's time limit;
+#  - a row over the answer's 2 MiB (1000 x randomblob(1048000); 1000 x 16
+#    kB) is refused saying so, the collector's VmHWM not growing with it;
 #  - an identity with a scope is refused;
 #  - each --sql is logged as "sql '...'".
 set -u
@@ -94,6 +96,25 @@ traceq --sql "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)
 	SELECT count(*) FROM c" > "$tmp/out" 2> "$tmp/err"; rc=$?
 check "a statement that never ends is stopped at the time limit ($rc: $(cat "$tmp/err"))" \
 	'[ "$rc" = 2 ] && grep -q "time limit" "$tmp/err"'
+
+# One row of a thousand 1 MB blobs: before, the collector built it (2 GB
+# of reply, RSS +2.1 GB); now its first value is refused, with the reason.
+hwm() { sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$collector_pid/status"; }
+hwm0=$(hwm)
+big="SELECT $(printf 'randomblob(1048000), %.0s' $(seq 999))randomblob(1048000)"
+traceq --sql "$big" > /dev/null 2> "$tmp/err"; rc=$?
+hwm1=$(hwm)
+check "a row of 1000 x randomblob(1048000) is refused ($rc: $(cat "$tmp/err"))" \
+	'[ "$rc" = 2 ] && grep -q "a value over the limit of [0-9]* bytes (an answer.s 2097152 bytes shared by the statement.s 1000 columns)" "$tmp/err"'
+tc_check_memory "the collector's VmHWM stays within 64 MiB of $hwm0 kB ($hwm1 kB)" \
+	'[ $((hwm1 - hwm0)) -lt 65536 ]'
+wide="SELECT $(printf 'randomblob(16000), %.0s' $(seq 999))randomblob(16000)"
+traceq --sql "$wide" > /dev/null 2> "$tmp/err"; rc=$?
+check "a row of 1000 values of 16 kB is refused as a row ($rc: $(cat "$tmp/err"))" \
+	'[ "$rc" = 2 ] && grep -q "a row of 16000000 bytes, over the limit of 2097152 bytes" "$tmp/err"'
+traceq --sql "SELECT randomblob(1000000), randomblob(1000000)" > "$tmp/out" 2> "$tmp/err"; rc=$?
+check "two 1 MB values in a row are answered ($rc: $(cat "$tmp/err"))" \
+	'[ "$rc" = 0 ] && [ "$(wc -l < "$tmp/out")" = 2 ]'
 
 setpriv --reuid=5001 --regid=65534 --clear-groups -- "$tq" -s "$query" -t 30000 \
 	--sql "SELECT count(*) FROM sched_switch" > "$tmp/out" 2> "$tmp/err"; rc=$?

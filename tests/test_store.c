@@ -835,11 +835,12 @@ struct stat_sum {
 	unsigned calls;
 };
 
-static int stats_cb(void *ctx, const char *h, uint32_t cpu, const char *key, uint64_t v)
+static int stats_cb(void *ctx, const struct store_stats_host *h, uint32_t cpu, const char *key,
+		    uint64_t v)
 {
 	struct stat_sum *s = ctx;
 
-	ck_assert_str_eq(h, "capture-host");
+	ck_assert_str_eq(h->name, "capture-host");
 	ck_assert_uint_lt(cpu, cap.ncpus);
 	s->calls++;
 	if (!strcmp(key, "pages"))
@@ -1101,12 +1102,13 @@ static int scope_row_cb(void *ctx, const struct store_row *r)
 	return 0;
 }
 
-static int scope_stat_cb(void *ctx, const char *h, uint32_t cpu, const char *key, uint64_t v)
+static int scope_stat_cb(void *ctx, const struct store_stats_host *h, uint32_t cpu,
+			 const char *key, uint64_t v)
 {
 	struct scope_seen *s = ctx;
 
 	if (s->want)
-		ck_assert_str_eq(h, s->want);
+		ck_assert_str_eq(h->name, s->want);
 	if (!strcmp(key, "events"))
 		s->n += v;
 	return 0;

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "traceq/discover.h"
+#include "traceq/output.h"
 
 int tq_discover_args(enum qmsg_op op, int argc, char **argv, const char **query)
 {
@@ -25,33 +27,22 @@ int tq_discover_args(enum qmsg_op op, int argc, char **argv, const char **query)
 	return 0;
 }
 
-/* @v as text into @buf. */
+/*
+ * @v as text into @buf: a string (a peer's: a kernel release, an agent's
+ * version, a certificate's subject, a host name) escaped as common/log.h
+ * says, so that it neither forges a row nor drives the terminal.
+ */
 static void cell(const struct qmsg_value *v, char *buf, size_t len)
 {
 	switch (v->kind) {
 	case QV_NIL: snprintf(buf, len, "-"); break;
 	case QV_INT: snprintf(buf, len, "%" PRId64, v->i); break;
 	case QV_UINT: snprintf(buf, len, "%" PRIu64, v->u); break;
-	default: snprintf(buf, len, "%.*s", (int)v->s.len, v->s.p); break;
+	default: log_escape_mem(v->s.p, v->s.len, buf, len); break;
 	}
 }
 
-static void json_str(FILE *f, const char *s, size_t n)
-{
-	fputc('"', f);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20 || c == 0x7f)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
+/* JSON: exact, through output.c's JSON strings. */
 static void print_json(FILE *f, const struct qmsg_reply *rep)
 {
 	for (uint32_t r = 0; r < rep->nrows; r++) {
@@ -59,19 +50,13 @@ static void print_json(FILE *f, const struct qmsg_reply *rep)
 
 		fputc('{', f);
 		for (uint32_t i = 0; i < rep->ncols; i++) {
-			fputs(i ? "," : "", f);
-			json_str(f, rep->cols[i], strlen(rep->cols[i]));
-			fputc(':', f);
-			if (row[i].kind == QV_STR)
-				json_str(f, row[i].s.p, row[i].s.len);
-			else if (row[i].kind == QV_NIL)
-				fputs("null", f);
-			else {
-				char b[32];
+			struct qmsg_value k = { .kind = QV_STR, .s = { .p = rep->cols[i],
+							  .len = strlen(rep->cols[i]) } };
 
-				cell(&row[i], b, sizeof(b));
-				fputs(b, f);
-			}
+			fputs(i ? "," : "", f);
+			out_value(f, &k, true);
+			fputc(':', f);
+			out_value(f, &row[i], true);
 		}
 		fputs("}\n", f);
 	}

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "traceq/graph.h"
 
 #define GRAPH_MAX_DEPTH	256	/* indentation and entry stack */
@@ -221,7 +222,7 @@ static int depth_of(const struct graph_row *r)
 static void print_func(FILE *f, const struct graph_row *r)
 {
 	if (r->name[0])
-		fputs(r->name, f);
+		log_escape_file(f, r->name, strlen(r->name));	/* a peer's symbol */
 	else
 		fprintf(f, "0x%" PRIx64, r->func);
 }
@@ -229,10 +230,10 @@ static void print_func(FILE *f, const struct graph_row *r)
 /* "CPU) task-pid |  duration  |  " with @ns < 0 printing no duration. */
 static void print_lead(struct graph *g, const struct graph_row *r, int64_t ns)
 {
-	char task[48];
+	char comm[4 * sizeof(r->comm)], task[sizeof(comm) + 16];
 
-	snprintf(task, sizeof(task), "%s-%" PRId32, r->comm[0] ? r->comm : "<...>",
-		 r->pid);
+	log_escape_mem(r->comm, strnlen(r->comm, sizeof(r->comm)), comm, sizeof(comm));
+	snprintf(task, sizeof(task), "%s-%" PRId32, r->comm[0] ? comm : "<...>", r->pid);
 	fprintf(g->out, "%3" PRIu32 ") %16s | ", r->cpu, task);
 	if (ns < 0)
 		fprintf(g->out, "%12s | ", "");

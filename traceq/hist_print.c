@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "traceq/hist_print.h"
 
 void hist_print_header(FILE *f, const struct hist_spec *sp, const char *filter)
@@ -36,13 +37,23 @@ static uint64_t value_u64(const struct qmsg_value *v)
 	return v->kind == QV_UINT ? v->u : v->kind == QV_INT ? (uint64_t)v->i : 0;
 }
 
+/* @v, a string (a comm, a string field, a symbol: a peer's), escaped into @buf; or NULL. */
+static const char *str_of(const struct qmsg_value *v, char *buf, size_t len)
+{
+	if (v->kind != QV_STR)
+		return NULL;
+	log_escape_mem(v->s.p, v->s.len, buf, len);
+	return buf;
+}
+
 static void print_key(FILE *f, const struct hist_field *k, const struct qmsg_value *v)
 {
 	uint64_t u = value_u64(&v[0]);
-	const char *name = v[key_cols(k) - 1].kind == QV_STR ? v[key_cols(k) - 1].s.p : NULL;
+	char nbuf[LOG_ESC_LEN], sbuf[LOG_ESC_LEN];
+	const char *name = str_of(&v[key_cols(k) - 1], nbuf, sizeof(nbuf));
 
 	if (v[0].kind == QV_STR) {
-		fprintf(f, "%s: %-50s", k->name, v[0].s.p);
+		fprintf(f, "%s: %-50s", k->name, str_of(&v[0], sbuf, sizeof(sbuf)));
 		return;
 	}
 	switch (k->mod) {

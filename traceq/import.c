@@ -15,11 +15,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sys/stat.h>
 
@@ -47,6 +49,41 @@ struct imp {
 	char err[1024];
 };
 
+/*
+ * @path opened for reading, a regular file: a FIFO (whose open() waits for
+ * a writer), a device or a directory is refused before anything is read.
+ * It is opened O_NONBLOCK, so that a FIFO's open() returns, and fstat()ed
+ * before the first read. Return: the stream; NULL (said why).
+ */
+static FILE *open_regular(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+	FILE *f;
+
+	if (fd < 0) {
+		fprintf(stderr, "traceq: %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	if (fstat(fd, &st) < 0) {
+		fprintf(stderr, "traceq: %s: %s\n", path, strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "traceq: %s: not a regular file (a FIFO, device or directory):"
+			" --import reads a trace-cmd recording from a file\n", path);
+		close(fd);
+		return NULL;
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0 || !(f = fdopen(fd, "rb"))) {
+		fprintf(stderr, "traceq: %s: %s\n", path, strerror(errno));
+		close(fd);
+		return NULL;
+	}
+	return f;
+}
+
 /* Open (again) the file's reader. Return: 0; 2 (said why). */
 static int open_file(struct imp *m)
 {
@@ -54,11 +91,9 @@ static int open_file(struct imp *m)
 	m->td = NULL;
 	if (m->f)
 		fclose(m->f);
-	m->f = fopen(m->path, "rb");
-	if (!m->f) {
-		fprintf(stderr, "traceq: %s: %s\n", m->path, strerror(errno));
+	m->f = open_regular(m->path);
+	if (!m->f)
 		return 2;
-	}
 	if (tracedat_open(m->f, m->path, &m->td, m->err, sizeof(m->err)) < 0) {
 		fprintf(stderr, "traceq: cannot import: %s\n", m->err);
 		return 2;
@@ -122,6 +157,20 @@ static int check_file(struct imp *m)
 }
 
 /*
+ * Whether the collector's error @code is its own failure (exit 1: its
+ * database, memory, a shutdown, a timeout, the import it dropped), not a
+ * refusal of this file or this asker (exit 2, as the man page says: the
+ * right to import, a live host's name, a HELLO, format or page of the file
+ * it does not take).
+ */
+static bool collector_failed(int code)
+{
+	return code == TC_ERR_DB || code == TC_ERR_DB_SCHEMA || code == TC_ERR_TIMEOUT ||
+	       code == TC_ERR_PEER_CLOSED || code == -ENOMEM || code == -ESHUTDOWN ||
+	       code == -EIO || code == -ENOSPC || code == -ENOENT || code == -ECANCELED;
+}
+
+/*
  * Send @req; a refusal or failure is said on stderr.
  * Return: 0 and *@rep (ok); 1 (transport, collector); 2 (refused).
  */
@@ -146,8 +195,7 @@ static int send_req(struct imp *m, const struct qimport_request *req, struct qms
 		return 0;
 	fprintf(stderr, "traceq: the collector refused the import: %s\n",
 		rep->error ? rep->error : "?");
-	ret = rep->code == -EACCES || rep->code == -EEXIST || rep->code == -EBUSY ||
-	      rep->code == TC_ERR_NOT_SUPPORTED ? 2 : 1;
+	ret = collector_failed(rep->code) ? 1 : 2;
 	qmsg_reply_free(rep);
 	return ret;
 }
@@ -163,8 +211,9 @@ static int send_msg(struct imp *m, const struct proto_msg *msg)
 	proto_buf_init(&b);
 	if ((ret = proto_msg_encode(msg, &b)) < 0) {
 		proto_buf_free(&b);
-		fprintf(stderr, "traceq: %s\n", tc_strerror(ret));
-		return 1;
+		fprintf(stderr, "traceq: cannot import: its %s message: %s\n",
+			proto_msg_name(msg->type), tc_strerror(ret));
+		return ret == -ENOMEM ? 1 : 2;	/* else the file's, over the protocol's limits */
 	}
 	r.msg = b.data + FRAME_HDR_SIZE;	/* the payload, as a frame carries it */
 	r.msg_len = b.len - FRAME_HDR_SIZE;
@@ -211,8 +260,8 @@ static int begin(struct imp *m, const char *name, bool force, bool *stored)
 	proto_buf_init(&b);
 	ret = file ? proto_msg_encode(&h, &b) : -ENOMEM;
 	if (ret < 0) {
-		fprintf(stderr, "traceq: %s\n", tc_strerror(ret));
-		ret = 1;
+		fprintf(stderr, "traceq: cannot import: its HELLO: %s\n", tc_strerror(ret));
+		ret = ret == -ENOMEM ? 1 : 2;
 		goto out;
 	}
 	r.file = basename(file);
@@ -430,6 +479,11 @@ int import_run(const char *path, const char *name, bool force, import_call_fn ca
 	bool stored = false;
 	int ret;
 
+	if (strlen(name) > PROTO_MAX_HOST) {
+		fprintf(stderr, "traceq: --name: %zu bytes, over the %d a host name may have\n",
+			strlen(name), PROTO_MAX_HOST);
+		return 2;
+	}
 	if ((ret = open_file(&m)) != 0 || (ret = check_file(&m)) != 0 ||
 	    (ret = begin(&m, name, force, &stored)) != 0)
 		goto out;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "traceq/output.h"
 
 /* Reply columns 0..5: host cpu ts trace_ts pid comm (QMSG_META_COLS). */
@@ -121,18 +122,32 @@ const char *out_comm(const struct qmsg_value *row, char buf[OUT_COMM_MAX])
 	return NULL;
 }
 
+/*
+ * A JSON string: exact (a parser gives back the bytes), with every control
+ * character as \\uXXXX so that the text itself drives no terminal: C0 and
+ * DEL, and the UTF-8 of C1 (U+0080..U+009F, e.g. U+009B, CSI) and of the
+ * line and paragraph separators U+2028/9. Bytes that are not UTF-8 stay
+ * as they are (JSON has no escape for a byte).
+ */
 static void json_string(FILE *f, const char *s, size_t len)
 {
+	const unsigned char *p = (const unsigned char *)s;
+
 	fputc('"', f);
 	for (size_t i = 0; i < len; i++) {
-		unsigned char ch = (unsigned char)s[i];
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch < 0x20 || ch == 0x7f)
-			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f);
+		if (p[i] == '"' || p[i] == '\\') {
+			fprintf(f, "\\%c", p[i]);
+		} else if (p[i] < 0x20 || p[i] == 0x7f) {
+			fprintf(f, "\\u%04x", p[i]);
+		} else if (p[i] == 0xc2 && i + 1 < len && p[i + 1] >= 0x80 && p[i + 1] <= 0x9f) {
+			fprintf(f, "\\u%04x", p[++i]);
+		} else if (p[i] == 0xe2 && i + 2 < len && p[i + 1] == 0x80 &&
+			   (p[i + 2] == 0xa8 || p[i + 2] == 0xa9)) {
+			fprintf(f, "\\u%04x", p[i + 2] == 0xa8 ? 0x2028 : 0x2029);
+			i += 2;
+		} else {
+			fputc(p[i], f);
+		}
 	}
 	fputc('"', f);
 }
@@ -147,7 +162,7 @@ void out_value(FILE *f, const struct qmsg_value *v, bool json)
 		if (json)
 			json_string(f, v->s.p, v->s.len);
 		else
-			fputs(v->s.p, f);
+			log_escape_file(f, v->s.p, v->s.len);
 		break;
 	case QV_BIN:
 		fputs(json ? "\"" : "", f);
@@ -196,19 +211,42 @@ void out_json_row(FILE *f, const struct qmsg_reply *rep, const struct out_keys *
 	fputs("}\n", f);
 }
 
+/*
+ * One CSV field: the text escaped as traceq's text is (common/log.h: a
+ * backslash doubled, \\n \\r \\t, other control bytes and bytes that are
+ * not UTF-8 as \\xNN), so no field holds a line break or drives a
+ * terminal; then, RFC 4180, quoted when it holds a comma or a double
+ * quote, a quote doubled.
+ */
 static void csv_field(FILE *f, const char *s, size_t len)
 {
-	if (strcspn(s, ",\"\r\n") >= len) {
+	char *e = NULL;
+	size_t n = 0;
+	FILE *m;
+
+	if (log_escape_needed(s, len)) {
+		if (!(m = open_memstream(&e, &n)))
+			return;
+		log_escape_file(m, s, len);
+		if (fclose(m) != 0) {
+			free(e);
+			return;
+		}
+		s = e;
+		len = n;
+	}
+	if (!memchr(s, ',', len) && !memchr(s, '"', len)) {
 		fwrite(s, 1, len, f);
-		return;
+	} else {
+		fputc('"', f);
+		for (size_t i = 0; i < len; i++) {
+			if (s[i] == '"')
+				fputc('"', f);
+			fputc(s[i], f);
+		}
+		fputc('"', f);
 	}
-	fputc('"', f);
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] == '"')
-			fputc('"', f);
-		fputc(s[i], f);
-	}
-	fputc('"', f);
+	free(e);
 }
 
 void out_csv_header(FILE *f, const struct out_keys *k)
@@ -267,17 +305,26 @@ void out_fields_row(FILE *f, const struct qmsg_reply *r, const struct qmsg_value
 {
 	const struct qmsg_value *comm = &row[5];
 	int64_t pid = value_int(&row[4]);
+	uint64_t mag = ts < 0 ? 0 - (uint64_t)ts : (uint64_t)ts;	/* before 1970: '-' */
+	char c[4 * OUT_COMM_MAX], ev[LOG_ESC_LEN];
+	const char *e = event_short(r->event);
 	uint32_t i;
 	int k;
 
-	fprintf(f, "%16s-%-7" PRId64 " [%03" PRId64 "] %" PRId64 ".%06" PRId64 ": %s:",
-		comm->kind == QV_STR ? comm->s.p : pid == 0 ? "<idle>" : "<...>", pid,
-		value_int(&row[1]), ts / 1000000000, (ts % 1000000000) / 1000,
-		event_short(r->event));
+	if (comm->kind == QV_STR)
+		log_escape_mem(comm->s.p, comm->s.len, c, sizeof(c));
+	else
+		snprintf(c, sizeof(c), "%s", pid == 0 ? "<idle>" : "<...>");
+	log_escape_mem(e, strlen(e), ev, sizeof(ev));
+	fprintf(f, "%16s-%-7" PRId64 " [%03" PRId64 "] %s%" PRIu64 ".%06" PRIu64 ": %s:",
+		c, pid, value_int(&row[1]), ts < 0 ? "-" : "", mag / 1000000000,
+		mag % 1000000000 / 1000, ev);
 	for (i = QMSG_META_COLS; i < r->ncols; i++) {
 		if (!strncmp(r->cols[i], "common_", 7) || is_sym_col(r->cols[i]))
 			continue;
-		fprintf(f, " %s=", r->cols[i]);
+		fputc(' ', f);
+		log_escape_file(f, r->cols[i], strlen(r->cols[i]));
+		fputc('=', f);
 		k = sym_col(r, i);
 		out_value(f, k >= 0 && row[k].kind == QV_STR ? &row[k] : &row[i], false);
 	}
@@ -297,17 +344,8 @@ static char *sql_cell(const struct qmsg_value *v)
 		return NULL;
 	if (v->kind == QV_NIL)
 		fputs("NULL", f);
-	else if (v->kind != QV_STR)
-		out_value(f, v, false);
 	else
-		for (size_t i = 0; i < v->s.len; i++) {
-			unsigned char ch = (unsigned char)v->s.p[i];
-
-			if (ch < 0x20 || ch == 0x7f)
-				fprintf(f, "\\x%02x", ch);
-			else
-				fputc(ch, f);
-		}
+		out_value(f, v, false);	/* a string escaped (common/log.h) */
 	if (fclose(f) != 0) {
 		free(p);
 		return NULL;

@@ -25,6 +25,12 @@
  * kernel says `bash` where we say `sleep` (the name after the exec), and
  * for a thread renamed with prctl(PR_SET_NAME). pid 0 is
  * the CPU's idle task, `swapper/N` as the kernel names it.
+ *
+ * Strings are peers' (a comm, a string field, a host name): every layout
+ * but JSON prints them through common/log.h's escaping (log_escape_file()),
+ * so that none forges a line or drives a terminal; CSV escapes each field
+ * so, then quotes it. JSON strings are exact, every control character
+ * (C0, DEL, the UTF-8 of C1 and of U+2028/9) as \uXXXX.
  */
 #ifndef TRACEQ_OUTPUT_H
 #define TRACEQ_OUTPUT_H
@@ -55,7 +61,7 @@ const char *out_comm(const struct qmsg_value *row, char buf[OUT_COMM_MAX]);
 void out_json_row(FILE *f, const struct qmsg_reply *rep, const struct out_keys *k,
 		  const struct qmsg_value *row);
 
-/* out_csv_header, out_csv_row - RFC 4180 lines in the keys' order. */
+/* out_csv_header, out_csv_row - RFC 4180 lines in the keys' order, escaped as above. */
 void out_csv_header(FILE *f, const struct out_keys *k);
 void out_csv_row(FILE *f, const struct qmsg_reply *rep, const struct out_keys *k,
 		 const struct qmsg_value *row);
@@ -72,7 +78,7 @@ void out_fields_row(FILE *f, const struct qmsg_reply *rep, const struct qmsg_val
  * The --sql answer: a plain table, its columns named as the statement
  * named them (none of the keys above). out_sql_text - a header line and one
  * line per row, columns padded to their widest cell, two spaces apart,
- * NULL as "NULL", control bytes of strings as \xNN. out_sql_csv - RFC 4180,
+ * NULL as "NULL", strings escaped (common/log.h). out_sql_csv - RFC 4180,
  * a header line first. out_sql_json - one object per row.
  * Return: 0; -ENOMEM.
  */
@@ -80,7 +86,7 @@ int out_sql_text(FILE *f, const struct qmsg_reply *rep);
 void out_sql_csv(FILE *f, const struct qmsg_reply *rep);
 void out_sql_json(FILE *f, const struct qmsg_reply *rep);
 
-/* out_value - one value as text (@json: as a JSON value). */
+/* out_value - one value as text, a string escaped (@json: as a JSON value, exact). */
 void out_value(FILE *f, const struct qmsg_value *v, bool json);
 
 #endif

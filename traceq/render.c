@@ -25,6 +25,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -455,6 +457,26 @@ static void render_comm(struct render *r, const struct qmsg_value *row)
 	tep_override_comm(r->tep, row[5].kind == QV_STR ? row[5].s.p : "<...>", pid);
 }
 
+static void line_time(struct linebuf *l, int64_t ts);
+
+/*
+ * The record's time as "%6.1000d" prints it. libtraceevent takes it as
+ * unsigned (a time before 1970 would print as 18446744073.709551): a
+ * negative one is printed here, with its sign.
+ */
+static void render_time(struct render *r, struct tep_record *rec)
+{
+	char b[40];
+	struct linebuf l = { .buf = b, .cap = sizeof(b) };
+
+	if ((int64_t)rec->ts >= 0) {
+		tep_print_event(r->tep, &r->seq, rec, "%6.1000d", TEP_PRINT_TIME);
+		return;
+	}
+	line_time(&l, (int64_t)rec->ts);
+	trace_seq_printf(&r->seq, "%.*s", (int)l.len, b);
+}
+
 static void render_line(struct render *r, struct tep_record *rec)
 {
 	static const char spaces[] = "                    ";	/* 20 */
@@ -464,16 +486,18 @@ static void render_line(struct render *r, struct tep_record *rec)
 		tep_print_event(r->tep, &r->seq, rec, "%16s-%-7d ", TEP_PRINT_COMM, TEP_PRINT_PID);
 		if (r->tgid)
 			put_tgid(r);
-		tep_print_event(r->tep, &r->seq, rec, "[%03d] %s %6.1000d: %s: %s",
-				TEP_PRINT_CPU, TEP_PRINT_LATENCY, TEP_PRINT_TIME, TEP_PRINT_NAME,
-				TEP_PRINT_INFO);
+		tep_print_event(r->tep, &r->seq, rec, "[%03d] %s ", TEP_PRINT_CPU,
+				TEP_PRINT_LATENCY);
+		render_time(r, rec);
+		tep_print_event(r->tep, &r->seq, rec, ": %s: %s", TEP_PRINT_NAME, TEP_PRINT_INFO);
 		return;
 	}
 	tep_print_event(r->tep, &r->seq, rec, "%16s-%-5d ", TEP_PRINT_COMM, TEP_PRINT_PID);
 	if (r->tgid)
 		put_tgid(r);
-	tep_print_event(r->tep, &r->seq, rec, "[%03d]", TEP_PRINT_CPU);
-	tep_print_event(r->tep, &r->seq, rec, " %6.1000d:", TEP_PRINT_TIME);
+	tep_print_event(r->tep, &r->seq, rec, "[%03d] ", TEP_PRINT_CPU);
+	render_time(r, rec);
+	trace_seq_puts(&r->seq, ":");
 	trace_seq_printf(&r->seq, " %s: %.*s", r->event->name, n < 20 ? (int)(20 - n) : 0,
 			 spaces);
 	tep_print_event(r->tep, &r->seq, rec, "%s", TEP_PRINT_INFO);
@@ -509,18 +533,35 @@ static void line_int(struct linebuf *l, int64_t v, unsigned width, char flag)
 }
 
 /*
+ * @ts ns as libtraceevent's "%6.1000d" prints a time: the seconds 5 wide,
+ * '.', the microseconds (rounded) 6 digits; a time before 1970 with its
+ * '-' (-0.500000), where libtraceevent has none.
+ */
+static void line_time(struct linebuf *l, int64_t ts)
+{
+	uint64_t mag = ts < 0 ? 0 - (uint64_t)ts : (uint64_t)ts;
+	uint64_t us = mag / 1000 + (mag % 1000 >= 500);
+	char sec[24];
+	int n = snprintf(sec, sizeof(sec), "%s%" PRIu64, ts < 0 ? "-" : "", us / 1000000);
+
+	linebuf_fill(l, ' ', n < 5 ? (size_t)(5 - n) : 0);
+	linebuf_put(l, sec, (size_t)n);
+	linebuf_put(l, ".", 1);
+	line_int(l, (int64_t)(us % 1000000), 6, '0');
+}
+
+/*
  * trace-cmd's columns for the row of @pid on @cpu at @ts, as
  * render_line() prints them through tep_print_event(): "%16s-%-5d "
  * (pid 0 is "<idle>", a pid without a name "<...>"), the tgid, "[%03d]",
  * " %6.1000d:" and " NAME: " padded to 20 characters of name.
  */
 static void line_columns(struct render *r, struct linebuf *l, const struct qmsg_value *row,
-			 int32_t pid, int cpu, uint64_t ts)
+			 int32_t pid, int cpu, int64_t ts)
 {
 	const char *comm = pid == 0 ? "<idle>" : row[5].kind == QV_STR ? row[5].s.p : "<...>";
 	const char *name = r->views[0].event->name;
 	size_t n = strlen(comm);
-	uint64_t us = (ts + 500) / 1000;
 
 	linebuf_fill(l, ' ', n < 16 ? 16 - n : 0);
 	linebuf_put(l, comm, n);
@@ -537,9 +578,7 @@ static void line_columns(struct render *r, struct linebuf *l, const struct qmsg_
 	linebuf_put(l, "[", 1);
 	line_int(l, cpu, 3, '0');
 	linebuf_put(l, "] ", 2);
-	line_int(l, (int64_t)(us / 1000000), 5, 0);
-	linebuf_put(l, ".", 1);
-	line_int(l, (int64_t)(us % 1000000), 6, '0');
+	line_time(l, ts);
 	linebuf_put(l, ": ", 2);
 	n = strlen(name);
 	linebuf_put(l, name, n);
@@ -554,7 +593,7 @@ static void line_columns(struct render *r, struct linebuf *l, const struct qmsg_
  * libtraceevent's way.
  */
 static bool render_fast(struct render *r, const struct qmsg_value *row, size_t size,
-			int cpu, uint64_t ts, struct linebuf *l)
+			int cpu, int64_t ts, struct linebuf *l)
 {
 	int32_t pid = (int32_t)value_u64(&row[4]), rec_pid;
 	struct render_view *v;
@@ -583,7 +622,7 @@ static bool render_fast(struct render *r, const struct qmsg_value *row, size_t s
 }
 
 size_t render_row(struct render *r, const struct qmsg_reply *rep, const struct qmsg_value *row,
-		  uint64_t ts, char *buf, size_t len)
+		  int64_t ts, char *buf, size_t len)
 {
 	struct tep_record rec = { 0 };
 	struct linebuf l = { .buf = buf, .cap = len };	/* one byte over: was it cut? */
@@ -595,7 +634,7 @@ size_t render_row(struct render *r, const struct qmsg_reply *rep, const struct q
 	r->host = row[0].kind == QV_STR ? row[0].s.p : "";
 	r->wall = (int64_t)value_u64(&row[2]);
 	r->row_tgid = r->tgid ? r->tgid(r->tgid_ctx, r->host, (int32_t)value_u64(&row[4])) : 0;
-	rec.ts = ts;
+	rec.ts = (unsigned long long)ts;	/* render_time() reads its sign back */
 	rec.cpu = (int)value_u64(&row[1]);
 	rec.data = r->rec;
 	rec.size = (int)render_record(r, rep, row);

@@ -97,10 +97,10 @@ int render_prepare(struct render *r, const struct qmsg_reply *rep, char *why, si
 
 /*
  * render_row - one line (no newline) of @row of @rep into @buf[@len],
- * stamped @ts ns (the caller picks the clock). The line is cut at @len.
- * Return: its length.
+ * stamped @ts ns (the caller picks the clock; a time before 1970 prints
+ * with its '-'). The line is cut at @len. Return: its length.
  */
 size_t render_row(struct render *r, const struct qmsg_reply *rep, const struct qmsg_value *row,
-		  uint64_t ts, char *buf, size_t len);
+		  int64_t ts, char *buf, size_t len);
 
 #endif

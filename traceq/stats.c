@@ -1,8 +1,9 @@
 /*
  * stats.c - traceq --stats and --drops as text or JSON, with per-host
- * totals (stats.h). The host of a row is its first column; the collector
- * names the others (proto/PROTOCOL.md, ops stats and drops), and a name
- * is printed only through out_value() (escaped in JSON).
+ * totals (stats.h). The host of a row is its first column and its
+ * machine_id (one name can be two hosts); the collector names the others
+ * (proto/PROTOCOL.md, ops stats and drops), and a name is printed only
+ * through out_value() (escaped).
  */
 #include "config.h"
 
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/log.h"
 #include "traceq/output.h"
 #include "traceq/stats.h"
 
@@ -21,10 +23,23 @@ static int col_of(const struct qmsg_reply *rep, const char *name)
 	return -1;
 }
 
-static bool same_host(const struct qmsg_value *a, const struct qmsg_value *b)
+static bool same_str(const struct qmsg_value *a, const struct qmsg_value *b)
 {
 	return a->kind == QV_STR && b->kind == QV_STR && a->s.len == b->s.len &&
 	       !memcmp(a->s.p, b->s.p, a->s.len);
+}
+
+/*
+ * Whether rows @a and @b are one host's: the same name and machine_id (a
+ * name alone can be two hosts: a reinstalled machine, an import beside a
+ * live host). A collector too old to send machine_id: by name.
+ */
+static bool same_host(const struct qmsg_reply *rep, const struct qmsg_value *a,
+		      const struct qmsg_value *b)
+{
+	int mid = col_of(rep, "machine_id");
+
+	return same_str(&a[0], &b[0]) && (mid < 0 || same_str(&a[mid], &b[mid]));
 }
 
 /* Whether row @row passes --cpu (column @cpu; -1: the table has none). */
@@ -43,7 +58,9 @@ static void print_key(FILE *f, const char *key, bool json, bool first)
 	struct qmsg_value k = { .kind = QV_STR, .s = { .p = (char *)key, .len = strlen(key) } };
 
 	if (!json) {
-		fprintf(f, first ? "%s=" : " %s=", key);
+		fputs(first ? "" : " ", f);
+		log_escape_file(f, key, strlen(key));
+		fputc('=', f);
 		return;
 	}
 	fputs(first ? "{" : ",", f);
@@ -61,7 +78,10 @@ static void print_row(FILE *f, const struct qmsg_reply *rep, const struct qmsg_v
 	fputs(json ? "}\n" : "\n", f);
 }
 
-/* The total line of @host: @sum[i] for each counter column, "all" for @cpu. */
+/*
+ * The total line of the host of row @host: @sum[i] for each counter
+ * column, "all" for @cpu, the row's own text (name, machine_id) for the rest.
+ */
 static void print_total(FILE *f, const struct qmsg_reply *rep, const struct qmsg_value *host,
 			const uint64_t *sum, int cpu, bool json)
 {
@@ -72,7 +92,7 @@ static void print_total(FILE *f, const struct qmsg_reply *rep, const struct qmsg
 		struct qmsg_value v = { .kind = QV_UINT, .u = sum[i] };
 
 		print_key(f, rep->cols[i] ? rep->cols[i] : "?", json, i == 0);
-		out_value(f, i == 0 ? host : (int)i == cpu ? &all : &v, json);
+		out_value(f, (int)i == cpu ? &all : host[i].kind == QV_STR ? &host[i] : &v, json);
 	}
 	fputs(json ? "}\n" : "\n", f);
 }
@@ -90,7 +110,7 @@ static void print_host(FILE *f, const struct qmsg_reply *rep, uint32_t first,
 	for (uint32_t r = first; r < rep->nrows; r++) {
 		const struct qmsg_value *row = &rep->vals[(size_t)r * rep->ncols];
 
-		if (!same_host(row, host) && r != first)
+		if (!same_host(rep, row, host) && r != first)
 			continue;
 		done[r] = true;
 		if (!cpu_kept(sel, row, cpu))

@@ -34,6 +34,7 @@
 #include "common/cli.h"
 #include "common/filter.h"
 #include "common/hist.h"
+#include "common/log.h"
 #include "common/query.h"
 #include "common/tc_error.h"
 #include "common/util.h"
@@ -53,6 +54,7 @@
 #define TRACEQ_DEFAULT_SERVER	"ipc:///run/tracecollect/query.sock"
 #define TRACEQ_PAGE_ROWS	10000
 #define TRACEQ_LINE_MAX		8192	/* a rendered line is cut there */
+#define TRACEQ_HOST_ESC		(4 * 256)	/* a host name (255 bytes) escaped */
 #define TRACEQ_FOLLOW_POLL_MS	100	/* --follow: the wait after an empty page */
 #define TRACEQ_FOLLOW_RETRY_MS	500	/* --follow: the wait after no answer */
 
@@ -1069,15 +1071,26 @@ struct out {
 	bool *as_fields;		/* or true: it prints as fields */
 };
 
-static uint64_t row_time(const struct out *out, const struct qmsg_value *row)
+static int64_t row_time(const struct out *out, const struct qmsg_value *row)
 {
-	return (uint64_t)value_int(&row[out->o->time_raw ? 3 : 2]);
+	return value_int(&row[out->o->time_raw ? 3 : 2]);
+}
+
+/* The host column of @row into @buf: its name escaped (a peer's: common/log.h). */
+static const char *host_text(const struct qmsg_value *row, char *buf, size_t len)
+{
+	if (row[0].kind != QV_STR)
+		return "";
+	log_escape_mem(row[0].s.p, row[0].s.len, buf, len);
+	return buf;
 }
 
 static void print_host(const struct out *out, const struct qmsg_value *row)
 {
+	char h[TRACEQ_HOST_ESC];
+
 	if (out->host_width > 0)
-		printf("%*s: ", out->host_width, row[0].kind == QV_STR ? row[0].s.p : "");
+		printf("%*s: ", out->host_width, host_text(row, h, sizeof(h)));
 }
 
 static void out_type_free(struct out_type *t)
@@ -1131,8 +1144,11 @@ static struct out_type *out_type_of(struct out *out, const struct qmsg_reply *vi
 			render_set_tgid(t->render, tgids_get, &out->tgids);
 		t->format = view->format;
 		if (render_prepare(t->render, view, why, sizeof(why)) < 0) {
+			char e[LOG_ESC_LEN], w[LOG_ESC_LEN];
+
 			fprintf(stderr, "traceq: %s: cannot render its format (%s): "
-				"printed as fields\n", event, why);
+				"printed as fields\n", log_escape(event, e, sizeof(e)),
+				log_escape(why, w, sizeof(w)));
 			t->refused = true;
 		}
 	} else if (f == OUT_JSON || f == OUT_CSV) {
@@ -1168,6 +1184,25 @@ static int text_room(struct out *out, size_t extra)
 }
 
 /*
+ * One rendered line at @dst (room for TRACEQ_LINE_MAX and a NUL), its
+ * peer-supplied text (a comm, a string field, a marker's text, a format's
+ * words) escaped as common/log.h says: no control byte of it reaches the
+ * terminal, and a newline in it is "\\n", not a forged row. Return: its
+ * length.
+ */
+static size_t render_line(struct render *r, const struct qmsg_reply *view,
+			  const struct qmsg_value *row, int64_t ts, char *dst)
+{
+	char raw[TRACEQ_LINE_MAX + 1];
+	size_t n = render_row(r, view, row, ts, dst, TRACEQ_LINE_MAX);
+
+	if (!log_escape_needed(dst, n))
+		return n;
+	memcpy(raw, dst, n);
+	return log_escape_mem(raw, n, dst, TRACEQ_LINE_MAX);
+}
+
+/*
  * Render every row of @rep into out->text, one line after the other
  * (out->as_fields[i] for a row whose type prints as fields).
  */
@@ -1186,8 +1221,9 @@ static int render_page(struct out *out, const struct qmsg_reply *rep)
 		struct qmsg_reply view;
 		const struct qmsg_value *row = qmsg_reply_row(rep, i, &view);
 		struct out_type *t = out_type_of(out, &view);
-		const char *host = row[0].kind == QV_STR ? row[0].s.p : "";
-		size_t hlen = out->host_width > 0 ? strlen(host) : 0,
+		char hbuf[TRACEQ_HOST_ESC];
+		const char *host = out->host_width > 0 ? host_text(row, hbuf, sizeof(hbuf)) : "";
+		size_t hlen = strlen(host),
 		       pad = hlen < (size_t)out->host_width ? (size_t)out->host_width - hlen : 0;
 
 		if (!t || text_room(out, pad + hlen + 2) < 0)
@@ -1200,8 +1236,8 @@ static int render_page(struct out *out, const struct qmsg_reply *rep)
 				memcpy(out->text + out->text_len + pad + hlen, ": ", 2);
 				out->text_len += pad + hlen + 2;
 			}
-			out->text_len += render_row(t->render, &view, row, row_time(out, row),
-						    out->text + out->text_len, TRACEQ_LINE_MAX);
+			out->text_len += render_line(t->render, &view, row, row_time(out, row),
+						     out->text + out->text_len);
 			out->text[out->text_len++] = '\n';
 		}
 		out->line_end[i] = out->text_len;
@@ -1242,7 +1278,7 @@ static int print_rendered(struct out *out, const struct qmsg_reply *rep)
 		fwrite(out->text + start, 1, begin - start, stdout);
 		row = qmsg_reply_row(rep, i, &view);
 		print_host(out, row);
-		out_fields_row(stdout, &view, row, (int64_t)row_time(out, row));
+		out_fields_row(stdout, &view, row, row_time(out, row));
 		start = out->line_end[i];
 	}
 	fwrite(out->text + start, 1, out->text_len - start, stdout);
@@ -1272,9 +1308,12 @@ static int print_page(struct out *out, const struct qmsg_reply *rep)
 			out->csv_event = t->event;
 		}
 		if (f == OUT_CSV && strcmp(out->csv_event, t->event)) {
+			char a[LOG_ESC_LEN], b[LOG_ESC_LEN];
+
 			fprintf(stderr, "traceq: --format csv prints one event type, and this "
 				"answer has %s and %s: select one event, or use --format json\n",
-				out->csv_event, t->event);
+				log_escape(out->csv_event, a, sizeof(a)),
+				log_escape(t->event, b, sizeof(b)));
 			return 1;
 		}
 		if (f == OUT_JSON)
@@ -1283,7 +1322,7 @@ static int print_page(struct out *out, const struct qmsg_reply *rep)
 			out_csv_row(stdout, &view, &t->keys, row);
 		else {
 			print_host(out, row);
-			out_fields_row(stdout, &view, row, (int64_t)row_time(out, row));
+			out_fields_row(stdout, &view, row, row_time(out, row));
 		}
 	}
 	return 0;

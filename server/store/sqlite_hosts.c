@@ -427,8 +427,8 @@ int sq_host_find(struct store *s, const char *name, const struct store_scope *sc
 }
 
 int sq_stats(struct store *s, const struct store_query *q,
-	     int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
-		       uint64_t value),
+	     int (*fn)(void *ctx, const struct store_stats_host *h, uint32_t cpu,
+		       const char *key, uint64_t value),
 	     void *ctx)
 {
 	static const char *const keys[] = {
@@ -439,7 +439,7 @@ int sq_stats(struct store *s, const struct store_query *q,
 		"quota_held_pages", "quota_held_ms",
 	};
 	sqlite3_stmt *st = NULL;
-	int ret = sq_prepare_hosts(s, "SELECT h.name, c.cpu, c.pages, c.events, c.bytes,"
+	int ret = sq_prepare_hosts(s, "SELECT h.id, h.name, h.machine_id, c.cpu, c.pages, c.events, c.bytes,"
 				      " c.agent_pages, c.agent_events, c.agent_bytes, c.overrun,"
 				      " c.dropped, c.commit_overrun, c.dup_pages, c.resent_pages,"
 				      " c.lost_pages, c.lost_events, c.pages_mmap, c.pages_splice,"
@@ -450,11 +450,15 @@ int sq_stats(struct store *s, const struct store_query *q,
 				   " ORDER BY h.name, h.id, c.cpu", q, "c.host_id", &st);
 
 	while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
-		const char *host = (const char *)sqlite3_column_text(st, 0);
-		uint32_t cpu = (uint32_t)sqlite3_column_int64(st, 1);
+		const struct store_stats_host h = {
+			.id = (uint64_t)sqlite3_column_int64(st, 0),
+			.name = (const char *)sqlite3_column_text(st, 1),
+			.machine_id = (const char *)sqlite3_column_text(st, 2),
+		};
+		uint32_t cpu = (uint32_t)sqlite3_column_int64(st, 3);
 
 		for (int k = 0; k < (int)(sizeof(keys) / sizeof(keys[0])) && ret == 0; k++)
-			ret = fn(ctx, host, cpu, keys[k], (uint64_t)sqlite3_column_int64(st, 2 + k));
+			ret = fn(ctx, &h, cpu, keys[k], (uint64_t)sqlite3_column_int64(st, 4 + k));
 	}
 	if (st)
 		sqlite3_finalize(st);

@@ -521,8 +521,8 @@ int sq_comm_change(struct store *s, uint64_t host_id, const struct store_comm_ch
 int sq_dropped(struct store *s, uint64_t host_id, const char *system, const char *name,
 	       const char *reason, uint64_t n);
 int sq_stats(struct store *s, const struct store_query *q,
-	     int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
-		       uint64_t value),
+	     int (*fn)(void *ctx, const struct store_stats_host *h, uint32_t cpu,
+		       const char *key, uint64_t value),
 	     void *ctx);
 int sq_hosts(struct store *s, const struct store_query *q,
 	     int (*fn)(void *ctx, const struct store_host_info *h), void *ctx);

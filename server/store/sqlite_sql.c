@@ -29,6 +29,13 @@
  *    A second statement after ';' is refused before anything runs.
  * 4. It runs with a progress handler that stops it at the time limit,
  *    SQLITE_LIMIT_LENGTH at the value limit, and stops after max_rows rows.
+ *    With a row limit (max_row), each of the statement's N result columns
+ *    may take max_row / N bytes (at least SQ_SQL_VALUE_MIN, at most the
+ *    value limit), set as SQLITE_LIMIT_LENGTH once the statement is
+ *    compiled: SQLite refuses to build a bigger value (SQLITE_TOOBIG), so
+ *    a row of a thousand 1 MB blobs is stopped at its first value, before
+ *    it takes a gigabyte; and a row's values are summed before it is
+ *    passed on (past the floor, N columns may add up to more).
  */
 #include "config.h"
 
@@ -47,6 +54,8 @@
 
 #define SQ_SQL_TICK	1000		/* VM steps between two looks at the clock */
 #define SQ_SQL_VALUE	(1u << 20)	/* default bytes of one value */
+/* a value may take at least this, whatever the row limit (a stored row's record) */
+#define SQ_SQL_VALUE_MIN	(16u << 10)
 
 /* A column of the main database a view reads (step 2). */
 struct sq_learned {
@@ -77,6 +86,8 @@ struct sq_sql {
 	char denied[300];	/* the first thing the authorizer refused */
 	int64_t deadline;	/* util_now_ms(); 0: none */
 	bool timed_out;
+	uint32_t value_max;	/* bytes of one value, as SQLITE_LIMIT_LENGTH says */
+	size_t ncols;		/* of the statement's rows */
 };
 
 /* The functions a statement may call: computations on values, nothing else. */
@@ -551,10 +562,14 @@ static int sq_step_error(struct sq_sql *x, const struct store_sql_limits *lim, i
 					(long long)lim->time_ms);
 	if (sq_store_of(x->s)->stopped)
 		return sq_err(x->s, TC_ERR_DB, "--sql");
+	if (rc == SQLITE_TOOBIG && lim->max_row && x->value_max < (lim->max_value ?: SQ_SQL_VALUE))
+		return store_set_errmsg(x->s, TC_ERR_TOO_LONG,
+					"--sql: a value over the limit of %u bytes (an answer's %llu"
+					" bytes shared by the statement's %zu columns)", x->value_max,
+					(unsigned long long)lim->max_row, x->ncols);
 	if (rc == SQLITE_TOOBIG)
 		return store_set_errmsg(x->s, TC_ERR_TOO_LONG,
-					"--sql: a value over the limit of %u bytes",
-					lim->max_value ? lim->max_value : SQ_SQL_VALUE);
+					"--sql: a value over the limit of %u bytes", x->value_max);
 	if (rc == SQLITE_AUTH)
 		return store_set_errmsg(x->s, -EACCES, "not allowed in --sql: %s", x->denied);
 	if (rc == SQLITE_NOMEM)
@@ -587,12 +602,23 @@ static int sq_sql_rows(struct sq_sql *x, sqlite3_stmt *st, const struct store_sq
 	if (ret < 0)
 		goto out;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		uint64_t bytes = 0;
+
 		if (lim->max_rows && n == lim->max_rows) {
 			ret = 1;
 			goto out;
 		}
-		for (i = 0; i < ncols; i++)
+		for (i = 0; i < ncols; i++) {
 			sq_sql_value(st, (int)i, &vals[i]);
+			bytes += vals[i].len;
+		}
+		if (lim->max_row && bytes > lim->max_row) {
+			ret = store_set_errmsg(x->s, TC_ERR_TOO_LONG,
+					       "--sql: a row of %llu bytes, over the limit of %llu"
+					       " bytes of one answer", (unsigned long long)bytes,
+					       (unsigned long long)lim->max_row);
+			goto out;
+		}
 		ret = fn(ctx, ncols, names, vals);
 		n++;
 		if (ret < 0)
@@ -606,22 +632,44 @@ out:
 	return ret;
 }
 
+/*
+ * The bytes one value of @x's statement may take: the value limit, or less
+ * with a row limit, shared by its columns (step 4).
+ */
+static uint32_t sq_value_max(const struct sq_sql *x, const struct store_sql_limits *lim)
+{
+	uint64_t v = lim->max_value ? lim->max_value : SQ_SQL_VALUE, share;
+
+	if (!lim->max_row || !x->ncols)
+		return (uint32_t)v;
+	share = lim->max_row / x->ncols;
+	if (share < SQ_SQL_VALUE_MIN)
+		share = SQ_SQL_VALUE_MIN;
+	return (uint32_t)(share < v ? share : v);
+}
+
 /* Steps 3 and 4 under the limits; the connection's limits are restored after. */
 static int sq_sql_run(struct sq_sql *x, const char *text, const struct store_sql_limits *lim,
 		      store_sql_fn fn, void *ctx)
 {
 	sqlite3 *db = sq_store_of(x->s)->db;
-	int len = sqlite3_limit(db, SQLITE_LIMIT_LENGTH,
-				(int)(lim->max_value ? lim->max_value : SQ_SQL_VALUE));
+	int len;
 	sqlite3_stmt *st = NULL;
 	int ret;
 
+	x->value_max = sq_value_max(x, lim);
+	len = sqlite3_limit(db, SQLITE_LIMIT_LENGTH, (int)x->value_max);
 	x->deadline = lim->time_ms > 0 ? util_now_ms() + lim->time_ms : 0;
 	sqlite3_set_authorizer(db, sq_auth, x);
 	sqlite3_progress_handler(db, SQ_SQL_TICK, sq_progress, x);
 	ret = sq_sql_prepare(x, text, &st);
-	if (ret == 0)
+	if (ret == 0) {
+		/* the values of a row share the row limit: a value's limit is known now */
+		x->ncols = (size_t)sqlite3_column_count(st);
+		x->value_max = sq_value_max(x, lim);
+		sqlite3_limit(db, SQLITE_LIMIT_LENGTH, (int)x->value_max);
 		ret = sq_sql_rows(x, st, lim, fn, ctx);
+	}
 	sqlite3_finalize(st);
 	sq_stop_handler(sq_store_of(x->s));	/* every read's again */
 	sqlite3_set_authorizer(db, NULL, NULL);

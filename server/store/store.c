@@ -26,7 +26,8 @@ int store_set_errmsg(struct store *s, int err, const char *fmt, ...)
 
 const char *store_errmsg(const struct store *s)
 {
-	return s && s->errmsg[0] ? s->errmsg : "no error";
+	/* a code without a sentence reads as what it is (a failure: TC_ERR_DB) */
+	return s && s->errmsg[0] ? s->errmsg : tc_strerror(TC_ERR_DB);
 }
 
 /* Why this thread's last store_open*() failed (store_open_errmsg()). */
@@ -454,8 +455,8 @@ int store_tail(struct store *s, const struct store_query *const *qs, size_t nq,
 }
 
 int store_stats(struct store *s, const struct store_query *q,
-		int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
-			  uint64_t value),
+		int (*fn)(void *ctx, const struct store_stats_host *h, uint32_t cpu,
+			  const char *key, uint64_t value),
 		void *ctx)
 {
 	if (!s || !fn || (q && store_scope_ok(q->scope) < 0))

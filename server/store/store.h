@@ -69,7 +69,8 @@ int store_thread_policy(struct store *s, int policy);
 
 /*
  * store_errmsg - a sentence about the last failure on @s (database message,
- * the systems of an ambiguous event name...). Valid until the next call.
+ * the systems of an ambiguous event name...); "database error" when the
+ * last failure left none. Valid until the next call.
  */
 const char *store_errmsg(const struct store *s);
 
@@ -634,10 +635,19 @@ int store_count(struct store *s, const struct store_query *q, uint64_t *count);
  * pages_read, copied_bytes; bad_pages, bad_events; and what host limits
  * held back (store_cpu_held()): rate_held_pages, rate_held_ms,
  * quota_held_pages, quota_held_ms. A nonzero return from @fn stops and is returned.
+ * The calls come host by host (by name, then id), each host's CPUs in
+ * order. One name can be several hosts (a reinstalled or cloned machine,
+ * an import beside a live host): tell them apart by @h's id, never by name.
  */
+struct store_stats_host {
+	uint64_t id;			/* the id store_host() gave it */
+	const char *name;
+	const char *machine_id;
+};
+
 int store_stats(struct store *s, const struct store_query *q,
-		int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
-			  uint64_t value),
+		int (*fn)(void *ctx, const struct store_stats_host *h, uint32_t cpu,
+			  const char *key, uint64_t value),
 		void *ctx);
 
 /* What the collector knows of a host (the hosts table), for `traceq --hosts`. */
@@ -786,6 +796,12 @@ struct store_sql_limits {
 	uint64_t max_rows;	/* rows passed to the callback at most; 0: no limit */
 	int64_t time_ms;	/* the statement is stopped after this long; 0: no limit */
 	uint32_t max_value;	/* bytes of one string or blob value; 0: 1 MiB */
+	/*
+	 * bytes of one row's strings and blobs; 0: no limit. A statement's N
+	 * columns share it: each value may take max_row / N (at least 16 KiB,
+	 * at most max_value), so the engine never builds a bigger row.
+	 */
+	uint64_t max_row;
 };
 
 /*
@@ -808,7 +824,9 @@ typedef int (*store_sql_fn)(void *ctx, size_t ncols, const char *const *names,
  * other than read the views: store_errmsg() names what); TC_ERR_SYNTAX (the
  * text is not SQL SQLite can compile, or is not one statement);
  * TC_ERR_TIMEOUT (stopped by @lim->time_ms); TC_ERR_TOO_LONG (a value over
- * @lim->max_value); TC_ERR_DB; -ENOMEM; -EINVAL; or @fn's return.
+ * @lim->max_value or its share of @lim->max_row, or a row over
+ * @lim->max_row: store_errmsg() says which); TC_ERR_DB; -ENOMEM; -EINVAL;
+ * or @fn's return.
  */
 int store_sql(struct store *s, const char *text, const struct store_scope *scope,
 	      const struct store_sql_limits *lim, store_sql_fn fn, void *ctx);

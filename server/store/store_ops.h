@@ -171,8 +171,8 @@ struct store_ops {
 		    struct store_hist_totals *tot);
 	/* stats, drops: only the hosts q allows (host_glob, scope); q may be NULL */
 	int (*stats)(struct store *s, const struct store_query *q,
-		     int (*fn)(void *ctx, const char *host, uint32_t cpu, const char *key,
-			       uint64_t value),
+		     int (*fn)(void *ctx, const struct store_stats_host *h, uint32_t cpu,
+			       const char *key, uint64_t value),
 		     void *ctx);
 	int (*drops)(struct store *s, const struct store_query *q,
 		     int (*fn)(void *ctx, const char *host, const char *system, const char *name,
