@@ -577,6 +577,7 @@ static void opts_defaults(struct opts *o)
 	o->pump.spool_mem_mb = DEF_SPOOL_MEM_MB;
 	o->pump.spool_disk_mb = DEF_SPOOL_DISK_MB;
 	o->session.ack_timeout_ms = DEF_ACK_TIMEOUT_MS;
+	o->session.stop = &stop_requested;
 	o->drain_s = DEF_DRAIN_S;
 	snprintf(o->instance, sizeof(o->instance), "tracecollect-%d",
 		 (int)getpid());
