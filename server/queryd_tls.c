@@ -478,12 +478,13 @@ static void *conn_main(void *arg)
 	    qmsg_reply_error(TC_ERR_IDENTITY, "this certificate was made for an agent "
 			     "(OU=agent): it may send data, not query", -1, -1, &reply) == 0)
 		write_msg(c, &reply);
-	if (ret == 0)
+	if (ret == 0) {
 		ret = slot_take(c);
-	if (ret == 0)
-		serve(c, &who, &req, &reply);
-	else if (ret == -1)
-		conn_busy(c, &req, &reply);
+		if (ret == 0)
+			serve(c, &who, &req, &reply);
+		else if (ret == -1)
+			conn_busy(c, &req, &reply);
+	}
 	if (c->ssl)
 		SSL_shutdown(c->ssl);
 	proto_buf_free(&req);
