@@ -11,15 +11,15 @@
 #     given up for the second (fair eviction: the oldest of the source),
 #     and meanwhile an agent from 127.0.0.2 connects and is stored; the
 #     eviction is logged once for 127.0.0.1 however many follow.
-#  3. --max-handshakes 2: with two silent connections open (127.0.0.1 and
-#     127.0.0.3) one from 127.0.0.4 gets in, and the oldest (127.0.0.1's)
+#  3. --max-handshakes 2: with two silent connections open (127.0.0.3 and
+#     127.0.0.5) one from 127.0.0.4 gets in, and the oldest (127.0.0.3's)
 #     is given up for it (issue 30: strangers cannot keep a source out).
 set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 
 tc_lock
-tc_setup handshake idle_pid idle2_pid idle4_pid collector_pid
+tc_setup handshake idle_pid idle2_pid idle4_pid idle5_pid collector_pid
 tc_certs
 
 lg() {
@@ -82,17 +82,22 @@ n=$(grep -c "127.0.0.1: connection closed: its oldest TLS handshake given up for
 check "4 evictions at 127.0.0.1 are logged once ($n)" '[ "$n" = 1 ]'
 
 # 3. handshakes in all
+kill "$idle_pid"; wait "$idle_pid"
+idle_pid=
 idle --bind 127.0.0.3 --idle-sockets 1 > "$tmp/idle3.out" 2>&1 &
 idle2_pid=$!
 check "a silent connection from 127.0.0.3 is open" 'wait_line "$tmp/idle3.out" "socket 0 open"'
+idle --bind 127.0.0.5 --idle-sockets 1 > "$tmp/idle5.out" 2>&1 &
+idle5_pid=$!
+check "then one from 127.0.0.5" 'wait_line "$tmp/idle5.out" "socket 0 open"'
 idle --bind 127.0.0.4 --idle-sockets 1 > "$tmp/idle4.out" 2>&1 &
 idle4_pid=$!
-check "with 2 handshakes in progress one from 127.0.0.4 gives up the oldest (127.0.0.1's)" \
-	'wait_line "$tmp/more.out" "socket 3 closed"'
-check "the cap is logged" \
-	'grep -q "127.0.0.1: connection closed: its oldest TLS handshake given up for another source.s: 2 connections in the TLS handshake already" "$tmp/collector.log"'
-check "127.0.0.3's and 127.0.0.4's stay open" \
-	'! grep -q "socket 0 closed" "$tmp/idle3.out" "$tmp/idle4.out"'
+check "with 2 handshakes in progress one from 127.0.0.4 gives up the oldest (127.0.0.3's)" \
+	'wait_line "$tmp/idle3.out" "socket 0 closed"'
+check "the eviction is logged with the cap" \
+	'grep -q "127.0.0.3: connection closed: its oldest TLS handshake given up for another source.s: 2 connections in the TLS handshake already" "$tmp/collector.log"'
+check "127.0.0.5's and 127.0.0.4's stay open" \
+	'! grep -q "socket 0 closed" "$tmp/idle5.out" "$tmp/idle4.out"'
 stop_collector
 check "the refusals are counted at exit" \
 	'grep -q "connections were closed by limits" "$tmp/collector.log"'

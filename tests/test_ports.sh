@@ -32,6 +32,7 @@ for n in alice bob; do
 done
 
 bg=()		# background strangers, stopped at exit
+bobs=()
 cleanup() {
 	local p
 	for p in "${bg[@]}"; do kill "$p" 2>/dev/null; done
@@ -41,6 +42,7 @@ cleanup() {
 trap cleanup EXIT
 
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
+t_begin=$(ms)
 # wait_count N PATTERN FILE...: until N lines of FILE... match (bounded)
 wait_count() {
 	local n=$1 pat=$2 got
@@ -138,6 +140,7 @@ as() {
 
 # 2. silent connections on the TLS query port, from the client's own address
 "$top_builddir/bench/loadgen" --connect "$qtls" --idle-sockets 40 > "$tmp/qidle.out" 2>&1 &
+qidle=$!
 bg+=($!)
 check "40 silent connections to the TLS query port are open" \
 	'wait_count 40 "open$" "$tmp/qidle.out"'
@@ -148,13 +151,18 @@ echo "# alice's --hosts with 40 silent connections: exit $rc after $(( $(ms) - t
 check "alice's --hosts answers while strangers hold TLS handshakes open" \
 	'[ "$rc" = 0 ] && grep -q ports-host "$tmp/hosts2.out" || { cat "$tmp/hosts2.err"; false; }'
 
-# 3. idle authenticated connections: bob's, 40 of them, each kept open
+# 3. idle authenticated connections: bob's, 40 of them, each kept open,
+# 4 at a time (more at once from one address would give up each other's
+# handshakes: 8 per source), once the strangers of step 2 are gone
+kill "$qidle"; wait "$qidle" 2> /dev/null
 n0=$(grep -c "certificate bob" "$tmp/collector.log")
 mkfifo "$tmp/hold" && exec 8<> "$tmp/hold"	# their input: never a byte, never an end
 for i in $(seq 40); do
 	openssl s_client -connect "$qtls" -quiet -verify_quiet -cert "$tmp/pki/client-bob.crt" \
 		-key "$tmp/pki/client-bob.key" -CAfile "$tmp/pki/ca.crt" <&8 > /dev/null 2>&1 &
+	bobs+=($!)
 	bg+=($!)
+	[ $((i % 4)) = 0 ] && [ "$i" -le 32 ] && wait_count $((n0 + i)) "certificate bob" "$tmp/collector.log"
 done
 check "bob's connections take all 32 request slots" \
 	'wait_count $((n0 + 32)) "certificate bob" "$tmp/collector.log"'
@@ -166,7 +174,14 @@ check "alice's --hosts answers while bob's idle connections fill the port" \
 	'[ "$rc" = 0 ] && grep -q ports-host "$tmp/hosts3.out" || { cat "$tmp/hosts3.err"; false; }'
 
 # 4. one identity's heavy queries (the tcp endpoint's): alice's --hosts
-# answers while they all still run
+# answers while they all still run. First bob's connections go, and alice
+# is answered on an idle port.
+kill "${bobs[@]}" 2> /dev/null
+wait "${bobs[@]}" 2> /dev/null
+for _ in $(seq 100); do
+	as alice --hosts > /dev/null 2>&1 && break
+	sleep 0.1
+done
 heavy=()
 for i in $(seq 6); do
 	traceq --sql "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)
@@ -185,6 +200,7 @@ check "alice's --hosts answers ($rc) while all 6 heavy --sql still run ($running
 	'[ "$rc" = 0 ] && [ "$running" = 6 ] || { cat "$tmp/hosts4.err"; false; }'
 kill "${heavy[@]}" 2> /dev/null
 
+echo "# the test took $(( $(ms) - t_begin )) ms"
 if [ "$failed" != 0 ]; then
 	echo "--- collector log"; tail -40 "$tmp/collector.log"
 	exit 1
