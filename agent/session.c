@@ -459,11 +459,13 @@ int session_connect(struct session *s, char *why, size_t len)
  * (-ECONNRESET, ship_connect()) or right after it, before WELCOME, without
  * a word (TC_ERR_PEER_CLOSED): what its handshake caps do to the handshake
  * they give up. A verdict on our certificate comes as an alert; a wrong
- * address or port fails otherwise: those are not retried.
+ * address or port fails otherwise: those are not retried. Nor is a close
+ * at HELLO over --insecure-plain: there it means a collector that speaks
+ * TLS, which no retry mends.
  */
-static bool first_retryable(int ret)
+static bool first_retryable(const struct session *s, int ret)
 {
-	return ret == -ECONNRESET || ret == TC_ERR_PEER_CLOSED;
+	return ret == -ECONNRESET || (ret == TC_ERR_PEER_CLOSED && !s->c.insecure_plain);
 }
 
 /* Sleep @ms in slices, unless s->c.stop is set meanwhile. Return: false when it was. */
@@ -485,7 +487,7 @@ int session_start(struct session *s, char *why, size_t len)
 	int ret, delay;
 
 	while ((ret = session_connect(s, why, len)) < 0 && !s->welcomed &&
-	       first_retryable(ret) && util_now_ms() < give_up) {
+	       first_retryable(s, ret) && util_now_ms() < give_up) {
 		delay = backoff_next(s);
 		if (util_now_ms() - logged >= FIRST_RETRY_LOG_MS) {
 			logged = util_now_ms();
