@@ -43,6 +43,7 @@ trap cleanup EXIT
 
 ms() { echo $(( $(date +%s%N) / 1000000 )); }
 t_begin=$(ms)
+rss() { awk '/^VmRSS/ { print $2 " kB" }' "/proc/$collector_pid/status" 2>/dev/null; }
 # wait_count N PATTERN FILE...: until N lines of FILE... match (bounded)
 wait_count() {
 	local n=$1 pat=$2 got
@@ -75,7 +76,7 @@ t0=$(ms)
 	--ca "$tmp/pki/ca.crt" --name ports-host --no-user --instance "tc-ports-$$" \
 	> "$tmp/agent.out" 2> "$tmp/agent.err"
 rc=$?
-echo "# traceagent with the handshake pool full: exit $rc after $(( $(ms) - t0 )) ms"
+echo "# traceagent with the handshake pool full: exit $rc after $(( $(ms) - t0 )) ms (collector RSS $(rss))"
 check "a real agent connects and exits 0 while strangers fill the handshake pool" \
 	'[ "$rc" = 0 ] || { cat "$tmp/agent.err"; false; }'
 check "its events are stored" '[ "$(traceq --count -H ports-host sched_switch)" -gt 0 ]'
@@ -147,7 +148,7 @@ check "40 silent connections to the TLS query port are open" \
 t0=$(ms)
 as alice --hosts > "$tmp/hosts2.out" 2> "$tmp/hosts2.err"
 rc=$?
-echo "# alice's --hosts with 40 silent connections: exit $rc after $(( $(ms) - t0 )) ms"
+echo "# alice's --hosts with 40 silent connections: exit $rc after $(( $(ms) - t0 )) ms (collector RSS $(rss))"
 check "alice's --hosts answers while strangers hold TLS handshakes open" \
 	'[ "$rc" = 0 ] && grep -q ports-host "$tmp/hosts2.out" || { cat "$tmp/hosts2.err"; false; }'
 
@@ -169,7 +170,7 @@ check "bob's connections take all 32 request slots" \
 t0=$(ms)
 as alice --hosts > "$tmp/hosts3.out" 2> "$tmp/hosts3.err"
 rc=$?
-echo "# alice's --hosts with 40 idle authenticated connections: exit $rc after $(( $(ms) - t0 )) ms"
+echo "# alice's --hosts with 40 idle authenticated connections: exit $rc after $(( $(ms) - t0 )) ms (collector RSS $(rss))"
 check "alice's --hosts answers while bob's idle connections fill the port" \
 	'[ "$rc" = 0 ] && grep -q ports-host "$tmp/hosts3.out" || { cat "$tmp/hosts3.err"; false; }'
 
@@ -193,7 +194,7 @@ sleep 1		# let them come first
 t0=$(ms)
 as alice --hosts > "$tmp/hosts4.out" 2> "$tmp/hosts4.err"
 rc=$?
-echo "# alice's --hosts behind 6 heavy --sql of another identity: exit $rc after $(( $(ms) - t0 )) ms"
+echo "# alice's --hosts behind 6 heavy --sql of another identity: exit $rc after $(( $(ms) - t0 )) ms (collector RSS $(rss))"
 running=0
 for p in "${heavy[@]}"; do kill -0 "$p" 2>/dev/null && running=$((running + 1)); done
 check "alice's --hosts answers ($rc) while all 6 heavy --sql still run ($running)" \
