@@ -271,7 +271,9 @@ static void help(void)
 "The collector's certificate must match HOST (its IP address when HOST is\n"
 "one). Needs root and a writable tracefs (/sys/kernel/tracing). The\n"
 "collector must answer the first connection (HELLO: address, certificates\n"
-"and protocol are right); after that a lost collector is reconnected with\n"
+"and protocol are right; one it closes in the handshake without a word, as\n"
+"its caps do, is tried again for up to 60 s); after that a lost collector\n"
+"is reconnected with\n"
 "exponential backoff and jitter\n"
 "and every page it has not acknowledged is sent again (it drops the ones\n"
 "it already stored). Exit status: 0 success, 1 runtime failure (also when\n"
@@ -577,6 +579,7 @@ static void opts_defaults(struct opts *o)
 	o->pump.spool_mem_mb = DEF_SPOOL_MEM_MB;
 	o->pump.spool_disk_mb = DEF_SPOOL_DISK_MB;
 	o->session.ack_timeout_ms = DEF_ACK_TIMEOUT_MS;
+	o->session.stop = &stop_requested;
 	o->drain_s = DEF_DRAIN_S;
 	snprintf(o->instance, sizeof(o->instance), "tracecollect-%d",
 		 (int)getpid());

@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/random.h>
 
@@ -31,6 +32,8 @@
 #define REPLY_TIMEOUT_MS	30000	/* WELCOME and DONE */
 #define BACKOFF_MIN_MS		100
 #define BACKOFF_MAX_MS		10000
+#define FIRST_RETRY_MS		60000	/* a first connect cut by the collector: retry this long */
+#define FIRST_RETRY_LOG_MS	10000	/* ... logging at most one line per this long */
 
 struct session {
 	struct session_conf c;
@@ -311,14 +314,22 @@ static void links_close(struct session *s)
 	s->ctl = NULL;
 }
 
-void session_lost(struct session *s, const char *why)
+/* The next wait before trying again: the backoff with jitter (half to all of it), then doubled. */
+static int backoff_next(struct session *s)
 {
 	int delay = s->backoff_ms, half = delay / 2;
 
 	delay = half + (int)((unsigned)random() % (unsigned)(delay - half + 1));
+	s->backoff_ms = delay >= BACKOFF_MAX_MS / 2 ? BACKOFF_MAX_MS : delay * 2;
+	return delay;
+}
+
+void session_lost(struct session *s, const char *why)
+{
+	int delay = backoff_next(s);
+
 	log_warn("lost the collector: %s; reconnecting in %d ms", why, delay);
 	s->next_try = util_now_ms() + delay;
-	s->backoff_ms = delay >= BACKOFF_MAX_MS / 2 ? BACKOFF_MAX_MS : delay * 2;
 	links_close(s);
 	if (s->kf)	/* the next collector may filter less */
 		kfilter_clear_all(s->kf);
@@ -442,10 +453,54 @@ int session_connect(struct session *s, char *why, size_t len)
 	return 0;
 }
 
+/*
+ * Whether a first connect that failed with @ret is worth another try: the
+ * collector closed the connection in the TLS handshake without an alert
+ * (-ECONNRESET, ship_connect()) or right after it, before WELCOME, without
+ * a word (TC_ERR_PEER_CLOSED): what its handshake caps do to the handshake
+ * they give up. A verdict on our certificate comes as an alert; a wrong
+ * address or port fails otherwise: those are not retried. Nor is a close
+ * at HELLO over --insecure-plain: there it means a collector that speaks
+ * TLS, which no retry mends.
+ */
+static bool first_retryable(const struct session *s, int ret)
+{
+	return ret == -ECONNRESET || (ret == TC_ERR_PEER_CLOSED && !s->c.insecure_plain);
+}
+
+/* Sleep @ms in slices, unless s->c.stop is set meanwhile. Return: false when it was. */
+static bool pause_ms(const struct session *s, int ms)
+{
+	while (ms > 0 && !(s->c.stop && *s->c.stop)) {
+		int slice = ms < 100 ? ms : 100;
+
+		nanosleep(&(struct timespec){ 0, slice * 1000000L }, NULL);
+		ms -= slice;
+	}
+	return !(s->c.stop && *s->c.stop);
+}
+
 int session_start(struct session *s, char *why, size_t len)
 {
-	int ret = session_connect(s, why, len);
+	int64_t give_up = util_now_ms() + FIRST_RETRY_MS, logged = 0;
+	unsigned tries = 1;
+	int ret, delay;
 
+	while ((ret = session_connect(s, why, len)) < 0 && !s->welcomed &&
+	       first_retryable(s, ret) && util_now_ms() < give_up) {
+		delay = backoff_next(s);
+		if (util_now_ms() - logged >= FIRST_RETRY_LOG_MS) {
+			logged = util_now_ms();
+			log_warn("%s; trying again in %d ms (attempt %u; retrying for up "
+				 "to %d s, logged every %d s)", why, delay, tries,
+				 FIRST_RETRY_MS / 1000, FIRST_RETRY_LOG_MS / 1000);
+		}
+		if (!pause_ms(s, delay))
+			break;
+		tries++;
+	}
+	if (ret == 0 && tries > 1)
+		log_info("connected after %u attempts", tries);
 	if (ret < 0 && s->welcomed) {
 		session_lost(s, why);
 		return 0;

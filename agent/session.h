@@ -20,6 +20,7 @@
 #ifndef AGENT_SESSION_H
 #define AGENT_SESSION_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +43,8 @@ struct session_conf {
 	bool no_pushdown;		/* refuse the collector's filters */
 	bool per_cpu_conns;		/* --connections per-cpu */
 	int ack_timeout_ms;		/* ACKs or write progress, at least */
+	const volatile sig_atomic_t *stop;	/* set (a signal): session_start()
+						 * stops retrying; NULL: none */
 };
 
 /*
@@ -117,7 +120,11 @@ void session_free(struct session *s);
 int session_connect(struct session *s, char *why, size_t len);
 
 /*
- * session_start - the run's first session_connect(). Once a collector has
+ * session_start - the run's first session_connect(). A collector that
+ * closed the connection in the TLS handshake or before WELCOME without a
+ * word (its handshake caps gave this one up, or it is busy) is tried again
+ * with the backoff for up to 60 s, one log line per 10 s, until
+ * *c->stop is set. Once a collector has
  * welcomed the control connection it is reachable and takes this agent:
  * a failure after that (the collector closed a connection while the
  * agent was still introducing itself, e.g. its first commit met a

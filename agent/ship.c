@@ -335,6 +335,22 @@ static int own_cert_check(SSL_CTX *ctx, const char *path, char *err, size_t errl
 	return 0;
 }
 
+/*
+ * Whether SSL_connect() (@ret, errno @e) failed because the collector
+ * closed or reset the connection without a word (no TLS alert): what a
+ * collector's handshake caps do to the one they give up, not a verdict on
+ * our certificate (that comes as an alert, cert_alert()).
+ */
+static bool handshake_cut(SSL *ssl, int ret, int e)
+{
+	unsigned long err = ERR_peek_error();
+
+	if (SSL_get_error(ssl, ret) == SSL_ERROR_SYSCALL)
+		return !err && (e == 0 || e == ECONNRESET || e == EPIPE);
+	return ERR_GET_LIB(err) == ERR_LIB_SSL &&
+	       ERR_GET_REASON(err) == SSL_R_UNEXPECTED_EOF_WHILE_READING;
+}
+
 static int tls_handshake(struct ship *s, const char *host, const char *port,
 			 char *err, size_t errlen)
 {
@@ -357,6 +373,13 @@ static int tls_handshake(struct ship *s, const char *host, const char *port,
 	if (cert_alert()) {	/* TLS 1.2: the collector's verdict comes in the handshake */
 		refusal(err, errlen, "TLS handshake", why, sizeof(why));
 		return TC_ERR_TLS;
+	}
+	if (handshake_cut(s->ssl, ret, e)) {
+		tc_seterr(err, errlen, "the collector at %s port %s closed the connection "
+			  "during the TLS handshake (%s): it is busy, or its handshake caps "
+			  "are full", host, port, e ? strerror(e) : "end of file");
+		ERR_clear_error();
+		return -ECONNRESET;
 	}
 	tls_errors(s->ssl, why, sizeof(why));
 	if (!why[0])

@@ -96,8 +96,9 @@ static inline struct collector_limits collector_limits_default(void)
 
 /*
  * conn_accept - take a new TCP connection @fd from @peer and start the TLS
- * handshake; the connection frees itself when it ends. Over a handshake cap
- * (col->lim) @fd is closed at once, the refusal logged once per source
+ * handshake; the connection frees itself when it ends. With the handshake
+ * pool full (col->lim) an older handshake is given up for it (the oldest of
+ * its source's, or of the source holding the most), logged once per source
  * address and counted. Event loop.
  */
 void conn_accept(struct collector *col, int fd, const struct sockaddr *peer, int socklen);

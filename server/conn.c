@@ -18,8 +18,13 @@
  * connection and could take the TLS alert with it, so the agent could not
  * say why it was refused.
  *
- * Limits (struct collector_limits): a connection past a handshake cap is
- * closed at accept; one timer per connection closes it when the handshake
+ * Limits (struct collector_limits): handshakes (TLS, not yet authenticated)
+ * are a pool of their own, max_handshakes in all and max_handshakes_source
+ * per source address; a new connection is always taken, and when the pool
+ * is full the one given up is the oldest handshake of its own source (at
+ * its per-source cap) or else of the source holding the most (fair
+ * eviction, conn_victim()): a stranger holding handshakes open from many
+ * addresses cannot keep a real agent's out. One timer per connection closes it when the handshake
  * and HELLO take longer than handshake_ms, when streaming sends no complete
  * frame for idle_ms (unless it is not read: paused), and when closing
  * cannot hand its last bytes over. Input is bounded: a connection buffers
@@ -915,27 +920,58 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * Whether a new connection from @addr is over a handshake cap; @why says
- * which. Scans the connections: the caps keep the handshaking ones few.
+ * The handshake to give up for a new one from @addr, when the pool is
+ * full (fair eviction): the oldest of @addr's own, when @addr holds
+ * max_handshakes_source already; else, when max_handshakes are in the
+ * handshake, the oldest of the source holding the most (ties: the one
+ * whose oldest is oldest). @why says which cap. NULL: room for it.
+ *
+ * O(n^2) in the handshakes, only when the pool is full: the caps keep
+ * them few (the default 256).
  */
-static bool conn_over_cap(const struct collector *col, const char *addr,
-			  char *why, size_t len)
+static struct conn *conn_victim(const struct collector *col, const char *addr,
+				char *why, size_t len)
 {
-	const struct conn *c;
-	unsigned n = 0;
+	struct conn *c, *d, *best = NULL, *mine = NULL;
+	unsigned n_mine = 0, n_best = 0;
 
-	if (col->nhandshakes >= col->lim.max_handshakes) {
-		snprintf(why, len, "%u connections in the TLS handshake already "
-			 "(--max-handshakes)", col->nhandshakes);
-		return true;
-	}
 	for (c = col->conns; c; c = c->next)
-		n += c->unauth && !strcmp(c->addr, addr);
-	if (n < col->lim.max_handshakes_source)
-		return false;
-	snprintf(why, len, "%u connections from it in the TLS handshake already "
-		 "(--max-handshakes-per-source)", n);
-	return true;
+		if (c->unauth && !strcmp(c->addr, addr)) {
+			n_mine++;
+			if (!mine || c->id < mine->id)
+				mine = c;
+		}
+	if (n_mine >= col->lim.max_handshakes_source) {
+		snprintf(why, len, "its oldest TLS handshake given up for a newer one: %u "
+			 "from it in the handshake already (--max-handshakes-per-source)",
+			 n_mine);
+		return mine;
+	}
+	if (col->nhandshakes < col->lim.max_handshakes)
+		return NULL;
+	for (c = col->conns; c; c = c->next) {
+		unsigned n = 0;
+		struct conn *oldest = c;
+
+		if (!c->unauth)
+			continue;
+		for (d = col->conns; d; d = d->next)
+			if (d->unauth && !strcmp(d->addr, c->addr)) {
+				n++;
+				if (d->id < oldest->id)
+					oldest = d;
+			}
+		if (oldest != c)	/* each source once: at its oldest */
+			continue;
+		if (n > n_best || (n == n_best && best && c->id < best->id)) {
+			n_best = n;
+			best = c;
+		}
+	}
+	snprintf(why, len, "its oldest TLS handshake given up for another source's: "
+		 "%u connections in the TLS handshake already (--max-handshakes), %u of "
+		 "them from it, the most of any source", col->nhandshakes, n_best);
+	return best;
 }
 
 /* @sa as "address:port" in @buf and as the address alone in @addr. */
@@ -977,18 +1013,18 @@ static struct bufferevent *conn_bev(struct conn *c, struct collector *col,
 
 void conn_accept(struct collector *col, int fd, const struct sockaddr *peer, int socklen)
 {
-	struct conn *c = calloc(1, sizeof(*c));
+	struct conn *c = calloc(1, sizeof(*c)), *victim;
 	SSL *ssl = NULL;
-	char why[128];
+	char why[256];
 
 	if (!c) {
 		log_err("out of memory accepting a connection");
 		goto fail;
 	}
 	format_peer(peer, c->peer, sizeof(c->peer), c->addr, sizeof(c->addr));
-	if (conn_over_cap(col, c->addr, why, sizeof(why))) {
-		conn_refused(col, c->addr, why);
-		goto fail;
+	if ((victim = conn_victim(col, c->addr, why, sizeof(why)))) {
+		conn_refused(col, victim->addr, why);
+		conn_free(victim);
 	}
 	ssl = col->tls ? SSL_new(col->tls) : NULL;
 	c->timer = evtimer_new(col->base, conn_timer_cb, c);

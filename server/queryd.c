@@ -3,13 +3,17 @@
  * "Query endpoint").
  *
  * Concurrency. The REP socket has one nng context per request in flight:
- * a struct qslot, QUERYD_SYNC_WAITERS more of them than the pool has
- * threads. A slot is a small state machine run by its aio's callback
+ * a struct qslot, QUERYD_SYNC_WAITERS + QFAIR_HELD_MAX more of them than
+ * the pool has threads (so one identity never holds them all). A slot is a small state machine run by its aio's callback
  * (nng's threads, which never block here): receive -> check the size and
  * decode -> [wait for `sync`] -> run -> send -> receive again.
- *  - Requests ready to run go on one queue, taken by the pool's threads
- *    (struct qworker), each with its own read-only store handle: SQLite
- *    readers in WAL run beside each other and beside the writer.
+ *  - Requests ready to run go on the run queue, taken by the pool's
+ *    threads (struct qworker), each with its own read-only store handle:
+ *    SQLite readers in WAL run beside each other and beside the writer.
+ *    The queue is fair between identities (queryd_fair.h): a queue per
+ *    identity served round-robin, one identity holding at most 3 of 4
+ *    workers and QFAIR_HELD_MAX requests in flight, so one user's heavy
+ *    requests cannot hold back another's.
  *  - A request with `sync` first goes on the sync list, served by one
  *    thread that holds no store handle and no worker: it waits on ingest
  *    for the oldest waiter's mark (taken as the request arrived), in
@@ -70,6 +74,7 @@
 #include "server/queryd.h"
 #include "server/queryd_ahead.h"
 #include "server/queryd_disc.h"
+#include "server/queryd_fair.h"
 #include "server/queryd_hist.h"
 #include "server/queryd_import.h"
 #include "server/queryd_sel.h"
@@ -101,7 +106,8 @@ struct qslot {
 	struct qtls_conn *conn;		/* TLS query port: replies go there; NULL: nng */
 	atomic_uint pipe;		/* nng: the pipe its request came on */
 	volatile bool cancel;		/* the asker went away: the store stops (store_stop) */
-	struct qslot *next;		/* on the run queue or the sync list */
+	struct qfair_item fair;		/* its identity's, in flight; on the run queue */
+	struct qslot *next;		/* on the sync list */
 };
 
 /* A thread of the pool: its own store handle. */
@@ -131,10 +137,11 @@ struct queryd {
 	bool sock_open;
 	struct queryd_opts o;
 	atomic_bool stop;
-	pthread_mutex_t lock;		/* the two lists, stop for the waits */
+	pthread_mutex_t lock;		/* the run queue, the sync list, stop for the waits */
 	pthread_cond_t work;		/* run queue: a request, or stop */
 	pthread_cond_t sync_wake;	/* sync list: a waiter, or stop */
-	struct qlist run, sync;
+	struct qfair run;		/* the run queue, per identity (queryd_fair.h) */
+	struct qlist sync;
 	struct qslot *slots;
 	size_t nslots;
 	struct qworker *workers;
@@ -887,19 +894,6 @@ static void qlist_push(struct qlist *l, struct qslot *s)
 	l->n++;
 }
 
-static struct qslot *qlist_pop(struct qlist *l)
-{
-	struct qslot *s = l->head;
-
-	if (s) {
-		l->head = s->next;
-		if (!l->head)
-			l->tail = &l->head;
-		l->n--;
-	}
-	return s;
-}
-
 /* Wait for the next request on @s (not once the endpoint stops). */
 static void slot_recv(struct qslot *s)
 {
@@ -921,6 +915,9 @@ static void slot_reply(struct qslot *s, const struct proto_buf *out)
 	nng_msg *m = NULL;
 	int rv;
 
+	pthread_mutex_lock(&s->qd->lock);
+	qfair_leave(&s->qd->run, &s->fair);
+	pthread_mutex_unlock(&s->qd->lock);
 	qmsg_request_free(&s->req);
 	qimport_request_free(&s->imp);
 	if (s->conn) {
@@ -953,13 +950,37 @@ static void slot_error(struct qslot *s, int code, const char *msg)
 	proto_buf_free(&out);
 }
 
-/* Hand @s to the pool. */
+static void log_refused(const struct qauth_who *who, const char *why);
+
+/* Hand @s to the pool: its identity's queue (queryd_fair.h). */
 static void run_push(struct queryd *qd, struct qslot *s)
 {
 	pthread_mutex_lock(&qd->lock);
-	qlist_push(&qd->run, s);
+	qfair_push(&qd->run, &s->fair);
 	pthread_cond_signal(&qd->work);
 	pthread_mutex_unlock(&qd->lock);
+}
+
+/*
+ * @s's request is in flight for its identity from now on, unless that
+ * identity has QFAIR_HELD_MAX in flight already: then it is refused
+ * (answered here). Return: true when it goes on.
+ */
+static bool slot_enter(struct qslot *s)
+{
+	char msg[200];
+	int ret;
+
+	pthread_mutex_lock(&s->qd->lock);
+	ret = qfair_enter(&s->qd->run, &s->who, &s->fair);
+	pthread_mutex_unlock(&s->qd->lock);
+	if (ret == 0)
+		return true;
+	snprintf(msg, sizeof(msg), "%d requests of this identity are in flight already; "
+		 "try again when some are answered", QFAIR_HELD_MAX);
+	log_refused(&s->who, ret == -EBUSY ? msg : tc_strerror(ret));
+	slot_error(s, ret, ret == -EBUSY ? msg : tc_strerror(ret));
+	return false;
 }
 
 /*
@@ -1036,6 +1057,8 @@ void queryd_submit(struct qslot *s, const struct qauth_who *who, const void *buf
 	s->t0 = util_now_ms();
 	s->who = *who;
 	s->cancel = false;
+	if (!slot_enter(s))
+		return;
 	if (len <= QIMPORT_MAX_REQUEST) {	/* an import's (queryd_import.c), or a query */
 		ret = qimport_request_decode(buf, len, &s->imp);
 		if (ret == 0) {
@@ -1209,6 +1232,8 @@ static void *worker_main(void *arg)
 	struct store_stop stop;
 	struct proto_buf out;
 	struct qslot *s = NULL;
+	struct qfair_item *it = NULL;
+	struct qfair_ident *id = NULL;
 	struct ahead_job job;
 	struct qsel_page pg;
 	char said[QAHEAD_RESULT_MAX];
@@ -1218,11 +1243,18 @@ static void *worker_main(void *arg)
 		uint64_t gen;
 
 		pthread_mutex_lock(&qd->lock);
-		while (!atomic_load(&qd->stop) && !(s = qlist_pop(&qd->run)))
+		if (id) {	/* the last request's identity gives its worker back */
+			qfair_done(&qd->run, id);
+			id = NULL;
+			if (qd->run.queued)	/* one it held back may run now */
+				pthread_cond_signal(&qd->work);
+		}
+		while (!atomic_load(&qd->stop) && !(it = qfair_pop(&qd->run, &id)))
 			pthread_cond_wait(&qd->work, &qd->lock);
 		pthread_mutex_unlock(&qd->lock);
 		if (atomic_load(&qd->stop))
 			break;
+		s = (struct qslot *)((char *)it - offsetof(struct qslot, fair));
 		proto_buf_init(&out);
 		gen = scope_gen(qd);
 		if (s->imp.op) {
@@ -1454,7 +1486,7 @@ static int open_socket(struct queryd *qd, const char *url, char *bound, size_t b
 	qd->sock_open = rv == 0;
 	if (rv == 0)
 		rv = nng_socket_set_size(qd->sock, NNG_OPT_RECVMAXSZ, QMSG_MAX_WIRE);
-	qd->nslots = qd->o.threads + QUERYD_SYNC_WAITERS;
+	qd->nslots = qd->o.threads + QUERYD_SYNC_WAITERS + QFAIR_HELD_MAX;
 	qd->slots = rv ? NULL : calloc(qd->nslots, sizeof(*qd->slots));
 	if (rv == 0 && !qd->slots)
 		return -ENOMEM;
@@ -1524,6 +1556,7 @@ static void queryd_free(struct queryd *qd)
 		store_close(qd->workers[i].store);
 	free(qd->workers);
 	free(qd->slots);
+	qfair_free(&qd->run);
 	qahead_free(qd->ahead);
 	pthread_mutex_destroy(&qd->lock);
 	pthread_cond_destroy(&qd->work);
@@ -1558,7 +1591,7 @@ int queryd_start(const char *url, const char *db_path, const struct queryd_opts 
 	qd->scopes->sc = o->scopes;	/* the caller's, kept until queryd_stop() */
 	qd->scopes->refs = 1;
 	pthread_mutex_init(&qd->scope_lock, NULL);
-	qd->run.tail = &qd->run.head;
+	qfair_init(&qd->run, o->threads);
 	qd->sync.tail = &qd->sync.head;
 	pthread_mutex_init(&qd->lock, NULL);
 	pthread_cond_init(&qd->work, NULL);

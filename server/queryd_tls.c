@@ -5,11 +5,26 @@
  * Blocking OpenSSL on plain sockets, a thread per connection: a query
  * connection carries one request at a time and waits for the pool most of
  * its life, so an event loop would buy nothing here. A hostile client is
- * bounded: QTLS_MAX_CONNS connections at once (more are closed at
- * accept), socket timeouts for the handshake and every request
- * (QTLS_HANDSHAKE_MS) and between requests (QTLS_IDLE_MS), a request's
- * size capped before it is read (QMSG_MAX_WIRE), and no client
- * certificate from the CA, no connection.
+ * bounded, and cannot keep others out:
+ *  - Handshakes are a pool of their own (QTLS_MAX_HANDSHAKES, at most
+ *    QTLS_MAX_HANDSHAKES_SOURCE per source address, QTLS_ACCEPT_MS each)
+ *    and take no request slot. A new connection is always taken: with the
+ *    pool full, the oldest handshake of its own source (at the per-source
+ *    cap) or of the source holding the most is given up (fair eviction,
+ *    the agent port's rule, server/conn.c).
+ *  - Only an authenticated connection takes one of the QTLS_MAX_CONNS
+ *    request slots. With all taken, the one idle longest (at least
+ *    QTLS_IDLE_GRACE_MS) is closed for it; with none idle it waits up to
+ *    QTLS_SLOT_WAIT_MS, still in the handshake pool, and is then told
+ *    the port is busy.
+ *  - Socket timeouts for every request's bytes (QTLS_HANDSHAKE_MS) and
+ *    between requests (QTLS_IDLE_MS), a request's size capped before it is
+ *    read (QMSG_MAX_WIRE), and no client certificate from the CA, no
+ *    connection. Threads given up and still ending count against
+ *    QTLS_MAX_THREADS; past it a new connection is closed at accept.
+ * Every state change of a connection is under qtls.lock (struct qtls_conn
+ * .state); a connection given up is shut down (shutdown(2) wakes its
+ * thread's read) and ends itself.
  */
 #include "config.h"
 
@@ -35,17 +50,30 @@
 
 #include "common/log.h"
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "proto/frame.h"
 #include "proto/qmsg.h"
 #include "proto/tls.h"
 #include "server/qauth.h"
 #include "server/queryd_tls.h"
 
+/* Where a connection is; each but QC_GONE is counted in struct qtls. */
+enum qc_state {
+	QC_HANDSHAKE,		/* TLS, then waiting for a request slot */
+	QC_IDLE,		/* a slot: waiting for the next request */
+	QC_BUSY,		/* a slot: a request read and answered */
+	QC_GONE,		/* given up or ending: counts only as a thread */
+};
+
 struct qtls_conn {
 	struct qtls *t;
 	int fd;
 	SSL *ssl;
 	char peer[INET6_ADDRSTRLEN + 8];
+	char addr[INET6_ADDRSTRLEN];	/* the source address alone */
+	uint64_t seq;			/* accept order: lower is older */
+	enum qc_state state;		/* under t->lock */
+	int64_t idle_since;		/* QC_IDLE: util_now_ms() it became idle */
 	struct qslot *slot;
 	pthread_t thread;
 	bool replied;			/* under t->lock */
@@ -65,7 +93,11 @@ struct qtls {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;		/* a reply came, or stop */
 	struct qtls_conn *conns;
-	unsigned nconns;		/* live connection threads */
+	unsigned nthreads;		/* live connection threads */
+	unsigned nstate[QC_GONE];	/* connections by state (QC_GONE not counted) */
+	uint64_t next_seq;
+	uint64_t evicted;		/* connections given up for others */
+	int64_t evicted_logged;		/* util_now_ms() of the last line about them */
 };
 
 static void set_timeout(int fd, int ms)
@@ -215,6 +247,179 @@ static int ask_pool(struct qtls_conn *c, const struct qauth_who *who,
 	return ret;
 }
 
+/* Move @c to @st, keeping the counts. Under t->lock. */
+static void set_state(struct qtls_conn *c, enum qc_state st)
+{
+	struct qtls *t = c->t;
+
+	if (c->state != QC_GONE)
+		t->nstate[c->state]--;
+	c->state = st;
+	if (st != QC_GONE)
+		t->nstate[st]++;
+	if (st == QC_IDLE)
+		c->idle_since = util_now_ms();
+	pthread_cond_broadcast(&t->cond);	/* a slot may be free: waiters look */
+}
+
+/*
+ * Give @c up for another connection (@why: which cap): it is shut down,
+ * which wakes its thread, and no longer counted but as a thread. A line
+ * at most every 10 s says how many. Under t->lock.
+ */
+static void conn_evict(struct qtls_conn *c, const char *why)
+{
+	struct qtls *t = c->t;
+	int64_t now = util_now_ms();
+
+	set_state(c, QC_GONE);
+	shutdown(c->fd, SHUT_RDWR);
+	t->evicted++;
+	if (now - t->evicted_logged >= 10000) {
+		t->evicted_logged = now;
+		log_info("query client %s given up for another: %s (%llu so far; logged "
+			 "every 10 s)", c->peer, why, (unsigned long long)t->evicted);
+	}
+}
+
+/*
+ * The handshake to give up for a new connection from @addr (fair
+ * eviction): the oldest of @addr's own at QTLS_MAX_HANDSHAKES_SOURCE;
+ * else, with QTLS_MAX_HANDSHAKES in the pool, the oldest of the source
+ * holding the most. NULL: room. Under t->lock; O(n^2) in the (few)
+ * handshakes, and only when the pool is full.
+ */
+static struct qtls_conn *handshake_victim(struct qtls *t, const char *addr)
+{
+	struct qtls_conn *c, *d, *mine = NULL, *best = NULL;
+	unsigned n_mine = 0, n_best = 0;
+
+	for (c = t->conns; c; c = c->next)
+		if (c->state == QC_HANDSHAKE && !strcmp(c->addr, addr)) {
+			n_mine++;
+			if (!mine || c->seq < mine->seq)
+				mine = c;
+		}
+	if (n_mine >= QTLS_MAX_HANDSHAKES_SOURCE)
+		return mine;
+	if (t->nstate[QC_HANDSHAKE] < QTLS_MAX_HANDSHAKES)
+		return NULL;
+	for (c = t->conns; c; c = c->next) {
+		struct qtls_conn *oldest = c;
+		unsigned n = 0;
+
+		if (c->state != QC_HANDSHAKE)
+			continue;
+		for (d = t->conns; d; d = d->next)
+			if (d->state == QC_HANDSHAKE && !strcmp(d->addr, c->addr)) {
+				n++;
+				if (d->seq < oldest->seq)
+					oldest = d;
+			}
+		if (oldest == c && (n > n_best || (n == n_best && c->seq < best->seq))) {
+			n_best = n;
+			best = c;
+		}
+	}
+	return best;
+}
+
+/* The connection idle longest, at least QTLS_IDLE_GRACE_MS; NULL: none. Under t->lock. */
+static struct qtls_conn *idle_victim(struct qtls *t)
+{
+	int64_t now = util_now_ms();
+	struct qtls_conn *c, *best = NULL;
+
+	for (c = t->conns; c; c = c->next)
+		if (c->state == QC_IDLE && now - c->idle_since >= QTLS_IDLE_GRACE_MS &&
+		    (!best || c->idle_since < best->idle_since))
+			best = c;
+	return best;
+}
+
+/*
+ * A request slot for @c, authenticated: a free one, or the one of the
+ * connection idle longest, or, with every slot busy, the first to come
+ * within QTLS_SLOT_WAIT_MS (meanwhile @c stays in the handshake pool).
+ * Return: 0 (@c is QC_IDLE); -1: none came in time; -2: @c was given up
+ * meanwhile, or the port stops.
+ */
+static int slot_take(struct qtls_conn *c)
+{
+	struct qtls *t = c->t;
+	int64_t deadline = util_now_ms() + QTLS_SLOT_WAIT_MS;
+	struct qtls_conn *v;
+	int ret = -2;
+
+	pthread_mutex_lock(&t->lock);
+	while (c->state == QC_HANDSHAKE && !atomic_load(&t->stop)) {
+		struct timespec until;
+
+		if (t->nstate[QC_IDLE] + t->nstate[QC_BUSY] < QTLS_MAX_CONNS ||
+		    (v = idle_victim(t))) {
+			if (t->nstate[QC_IDLE] + t->nstate[QC_BUSY] >= QTLS_MAX_CONNS)
+				conn_evict(v, "the longest idle query connection, with "
+					   "every request slot taken");
+			set_state(c, QC_IDLE);
+			ret = 0;
+			break;
+		}
+		if (util_now_ms() >= deadline) {
+			ret = -1;
+			break;
+		}
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_nsec += QTLS_GONE_CHECK_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&t->cond, &t->lock, &until);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+/* Whether @c may answer the request it read: it was not given up meanwhile (then: busy). */
+static bool conn_begin(struct qtls_conn *c)
+{
+	bool ok;
+
+	pthread_mutex_lock(&c->t->lock);
+	ok = c->state == QC_IDLE;
+	if (ok)
+		set_state(c, QC_BUSY);
+	pthread_mutex_unlock(&c->t->lock);
+	return ok;
+}
+
+/* @c waits for its next request; false: it was given up meanwhile. */
+static bool conn_idle(struct qtls_conn *c)
+{
+	bool ok;
+
+	pthread_mutex_lock(&c->t->lock);
+	ok = c->state == QC_BUSY || c->state == QC_IDLE;
+	if (ok)
+		set_state(c, QC_IDLE);
+	pthread_mutex_unlock(&c->t->lock);
+	return ok;
+}
+
+/* No slot for @c: its first request is answered with why (-EBUSY). */
+static void conn_busy(struct qtls_conn *c, struct proto_buf *req, struct proto_buf *reply)
+{
+	char msg[200];
+
+	log_info("query client %s refused: all %d query connections are answering "
+		 "requests (waited %d ms)", c->peer, QTLS_MAX_CONNS, QTLS_SLOT_WAIT_MS);
+	snprintf(msg, sizeof(msg), "the collector's TLS query port has all its %d "
+		 "connections answering requests; try again later", QTLS_MAX_CONNS);
+	set_timeout(c->fd, QTLS_HANDSHAKE_MS);
+	if (read_msg(c, req, true) == 0 && qmsg_reply_error(-EBUSY, msg, -1, -1, reply) == 0)
+		write_msg(c, reply);
+}
+
 /*
  * The TLS handshake, and the client's identity: its certificate's CN.
  * Return: 0; 1 when the certificate is an agent's (its first request is
@@ -246,6 +451,18 @@ static int conn_handshake(struct qtls_conn *c, struct qauth_who *who)
 	return 0;
 }
 
+/* Requests of @c, one at a time, until it closes, times out or is given up. */
+static void serve(struct qtls_conn *c, const struct qauth_who *who, struct proto_buf *req,
+		  struct proto_buf *reply)
+{
+	for (;;) {
+		set_timeout(c->fd, QTLS_IDLE_MS);
+		if (atomic_load(&c->t->stop) || read_msg(c, req, true) < 0 || !conn_begin(c) ||
+		    ask_pool(c, who, req, reply) < 0 || write_msg(c, reply) < 0 || !conn_idle(c))
+			break;
+	}
+}
+
 static void *conn_main(void *arg)
 {
 	struct qtls_conn *c = arg;
@@ -255,27 +472,27 @@ static void *conn_main(void *arg)
 
 	proto_buf_init(&req);
 	proto_buf_init(&reply);
-	set_timeout(c->fd, QTLS_HANDSHAKE_MS);
+	set_timeout(c->fd, QTLS_ACCEPT_MS);
 	ret = conn_handshake(c, &who);
 	if (ret == 1 && read_msg(c, &req, true) == 0 &&
 	    qmsg_reply_error(TC_ERR_IDENTITY, "this certificate was made for an agent "
 			     "(OU=agent): it may send data, not query", -1, -1, &reply) == 0)
 		write_msg(c, &reply);
 	if (ret == 0) {
-		for (;;) {
-			set_timeout(c->fd, QTLS_IDLE_MS);
-			if (atomic_load(&c->t->stop) || read_msg(c, &req, true) < 0 ||
-			    ask_pool(c, &who, &req, &reply) < 0 || write_msg(c, &reply) < 0)
-				break;
-		}
+		ret = slot_take(c);
+		if (ret == 0)
+			serve(c, &who, &req, &reply);
+		else if (ret == -1)
+			conn_busy(c, &req, &reply);
 	}
 	if (c->ssl)
 		SSL_shutdown(c->ssl);
 	proto_buf_free(&req);
 	proto_buf_free(&reply);
 	pthread_mutex_lock(&c->t->lock);
+	set_state(c, QC_GONE);
 	c->done = true;
-	c->t->nconns--;
+	c->t->nthreads--;
 	pthread_mutex_unlock(&c->t->lock);
 	return NULL;
 }
@@ -317,41 +534,59 @@ static void peer_name(const struct sockaddr_storage *ss, char *buf, size_t len)
 	}
 }
 
-/* A new connection on @fd: a thread of its own, unless QTLS_MAX_CONNS are live. */
+/* @ss's address alone into @buf. */
+static void source_name(const struct sockaddr_storage *ss, char *buf, size_t len)
+{
+	if (ss->ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)ss)->sin6_addr, buf, len);
+	else
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)ss)->sin_addr, buf, len);
+}
+
+/*
+ * A new connection on @fd: a thread of its own, in the handshake pool (an
+ * older handshake given up for it when the pool is full), unless
+ * QTLS_MAX_THREADS threads are still live.
+ */
 static void conn_new(struct qtls *t, int fd, const struct sockaddr_storage *ss)
 {
-	struct qtls_conn *c = calloc(1, sizeof(*c));
-	bool full;
+	struct qtls_conn *c = calloc(1, sizeof(*c)), *v;
 
-	pthread_mutex_lock(&t->lock);
-	full = t->nconns >= QTLS_MAX_CONNS;
-	pthread_mutex_unlock(&t->lock);
 	if (c)
 		c->slot = queryd_slot_new(t->qd, c);
-	if (!c || !c->slot || full) {
-		if (full)
-			log_debug("%u query connections already: one more closed", QTLS_MAX_CONNS);
-		queryd_slot_free(c ? c->slot : NULL);
-		free(c);
-		close(fd);
-		return;
-	}
+	if (!c || !c->slot)
+		goto fail;
 	c->t = t;
 	c->fd = fd;
+	c->state = QC_GONE;
 	peer_name(ss, c->peer, sizeof(c->peer));
+	source_name(ss, c->addr, sizeof(c->addr));
 	proto_buf_init(&c->reply);
 	pthread_mutex_lock(&t->lock);
-	if (pthread_create(&c->thread, NULL, conn_main, c) != 0) {
+	if (t->nthreads >= QTLS_MAX_THREADS) {
 		pthread_mutex_unlock(&t->lock);
-		queryd_slot_free(c->slot);
-		free(c);
-		close(fd);
-		return;
+		log_debug("%u query connection threads still live: one more closed", t->nthreads);
+		goto fail;
 	}
-	t->nconns++;
+	if ((v = handshake_victim(t, c->addr)))
+		conn_evict(v, "the oldest TLS handshake of the source holding the most");
+	c->seq = ++t->next_seq;
+	set_state(c, QC_HANDSHAKE);
+	if (pthread_create(&c->thread, NULL, conn_main, c) != 0) {
+		set_state(c, QC_GONE);
+		pthread_mutex_unlock(&t->lock);
+		goto fail;
+	}
+	t->nthreads++;
 	c->next = t->conns;
 	t->conns = c;
 	pthread_mutex_unlock(&t->lock);
+	return;
+fail:
+	if (c)
+		queryd_slot_free(c->slot);
+	free(c);
+	close(fd);
 }
 
 static void *accept_main(void *arg)

@@ -11,7 +11,7 @@
  * proto/PROTOCOL.md, "Query endpoint", has the wire side.
  *
  * Threads: one accepting thread, and one thread per connection (at most
- * QTLS_MAX_CONNS), which reads a request, hands it to the pool through
+ * QTLS_MAX_THREADS; QTLS_MAX_CONNS of them hold request slots), which reads a request, hands it to the pool through
  * queryd_submit() with the connection's own struct qslot, and sleeps until
  * qtls_reply() gives it the reply to write. A connection holds at most one
  * request at a time, like an nng REQ socket.
@@ -24,8 +24,15 @@
 #include "proto/msg.h"
 #include "proto/tls.h"
 
-#define QTLS_MAX_CONNS		32	/* TLS query connections at once; more are closed */
-#define QTLS_HANDSHAKE_MS	10000	/* the handshake and each request's bytes */
+/* The limits of the TLS query port (queryd_tls.c says how they work together). */
+#define QTLS_MAX_CONNS		32	/* authenticated connections: request slots */
+#define QTLS_MAX_HANDSHAKES	64	/* connections in the TLS handshake, in all */
+#define QTLS_MAX_HANDSHAKES_SOURCE 8	/* ... from one source address */
+#define QTLS_MAX_THREADS	(2 * (QTLS_MAX_CONNS + QTLS_MAX_HANDSHAKES))
+#define QTLS_ACCEPT_MS		5000	/* the TLS handshake */
+#define QTLS_SLOT_WAIT_MS	10000	/* authenticated, waiting for a request slot */
+#define QTLS_IDLE_GRACE_MS	1000	/* idle this long, a slot may be taken from it */
+#define QTLS_HANDSHAKE_MS	10000	/* each request's bytes */
 #define QTLS_IDLE_MS		300000	/* a connection waiting for its next request */
 #define QTLS_GONE_CHECK_MS	100	/* while a request is answered: is its client there? */
 

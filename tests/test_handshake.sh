@@ -7,18 +7,19 @@
 #     --idle-timeout 1: a streaming agent that stalls gets ERROR "no
 #     complete frame" and is closed.
 #  2. --max-handshakes-per-source 1 (and a handshake timeout the test never
-#     reaches): of two silent connections from 127.0.0.1 the second is
-#     closed at once while the first stays open, and meanwhile an agent
-#     from 127.0.0.2 connects and is stored; the refusal is logged once
-#     for 127.0.0.1 however many follow.
-#  3. --max-handshakes 2: with two silent connections open (127.0.0.1 and
-#     127.0.0.3) one from 127.0.0.4 is closed at once.
+#     reaches): of two silent connections from 127.0.0.1 the first is
+#     given up for the second (fair eviction: the oldest of the source),
+#     and meanwhile an agent from 127.0.0.2 connects and is stored; the
+#     eviction is logged once for 127.0.0.1 however many follow.
+#  3. --max-handshakes 2: with two silent connections open (127.0.0.3 and
+#     127.0.0.5) one from 127.0.0.4 gets in, and the oldest (127.0.0.3's)
+#     is given up for it (issue 30: strangers cannot keep a source out).
 set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 
 tc_lock
-tc_setup handshake idle_pid idle2_pid collector_pid
+tc_setup handshake idle_pid idle2_pid idle4_pid idle5_pid collector_pid
 tc_certs
 
 lg() {
@@ -63,34 +64,40 @@ stop_collector
 tc_start_collector --handshake-timeout 1d --max-handshakes-per-source 1 --max-handshakes 2
 idle --idle-sockets 2 > "$tmp/idle2.out" 2>&1 &
 idle_pid=$!
-check "a second silent connection from 127.0.0.1 is closed" \
-	'wait_line "$tmp/idle2.out" "socket 1 closed"'
-check "while the first stays open" '! grep -q "socket 0 closed" "$tmp/idle2.out"'
+check "a second silent connection from 127.0.0.1 takes the first one's place" \
+	'wait_line "$tmp/idle2.out" "socket 0 closed"'
+check "and stays open" '! grep -q "socket 1 closed" "$tmp/idle2.out"'
 lg --bind 127.0.0.2 --agents 1 --pages 20 --name other > "$tmp/other.out" 2>&1
 rc=$?
 check "meanwhile an agent from 127.0.0.2 is stored" '[ "$rc" = 0 ]'
 n=$(traceq --count sched:sched_switch) || n=x
 check "its events are stored ($n)" '[ "$n" != x ] && [ "$n" -gt 0 ]'
-for i in 1 2 3; do
-	timeout 120 "$top_builddir/bench/loadgen" --connect "$listen" --idle-sockets 1 \
-		> "$tmp/more$i.out" 2>&1
-done
-n=$(grep -c "127.0.0.1: connection closed: 1 connections from it in the TLS handshake" \
+kill "$idle_pid"; wait "$idle_pid"
+idle --idle-sockets 4 > "$tmp/more.out" 2>&1 &
+idle_pid=$!
+check "of 4 more from 127.0.0.1 each gives up the one before" \
+	'wait_line "$tmp/more.out" "socket 2 closed"'
+n=$(grep -c "127.0.0.1: connection closed: its oldest TLS handshake given up for a newer" \
 	"$tmp/collector.log")
-check "4 refusals from 127.0.0.1 are logged once ($n)" '[ "$n" = 1 ]'
+check "4 evictions at 127.0.0.1 are logged once ($n)" '[ "$n" = 1 ]'
 
 # 3. handshakes in all
+kill "$idle_pid"; wait "$idle_pid"
+idle_pid=
 idle --bind 127.0.0.3 --idle-sockets 1 > "$tmp/idle3.out" 2>&1 &
 idle2_pid=$!
 check "a silent connection from 127.0.0.3 is open" 'wait_line "$tmp/idle3.out" "socket 0 open"'
-timeout 120 "$top_builddir/bench/loadgen" --connect "$listen" --bind 127.0.0.4 \
-	--idle-sockets 1 > "$tmp/idle4.out" 2>&1
-rc=$?
-check "with 2 handshakes in progress one from 127.0.0.4 is closed" '[ "$rc" = 0 ]'
-check "the cap is logged" \
-	'grep -q "127.0.0.4: connection closed: 2 connections in the TLS handshake" "$tmp/collector.log"'
-check "the silent connections stay open" \
-	'! grep -q "socket 0 closed" "$tmp/idle2.out" "$tmp/idle3.out"'
+idle --bind 127.0.0.5 --idle-sockets 1 > "$tmp/idle5.out" 2>&1 &
+idle5_pid=$!
+check "then one from 127.0.0.5" 'wait_line "$tmp/idle5.out" "socket 0 open"'
+idle --bind 127.0.0.4 --idle-sockets 1 > "$tmp/idle4.out" 2>&1 &
+idle4_pid=$!
+check "with 2 handshakes in progress one from 127.0.0.4 gives up the oldest (127.0.0.3's)" \
+	'wait_line "$tmp/idle3.out" "socket 0 closed"'
+check "the eviction is logged with the cap" \
+	'grep -q "127.0.0.3: connection closed: its oldest TLS handshake given up for another source.s: 2 connections in the TLS handshake already" "$tmp/collector.log"'
+check "127.0.0.5's and 127.0.0.4's stay open" \
+	'! grep -q "socket 0 closed" "$tmp/idle5.out" "$tmp/idle4.out"'
 stop_collector
 check "the refusals are counted at exit" \
 	'grep -q "connections were closed by limits" "$tmp/collector.log"'
