@@ -20,11 +20,12 @@
  *
  * Limits (struct collector_limits): handshakes (TLS, not yet authenticated)
  * are a pool of their own, max_handshakes in all and max_handshakes_source
- * per source address; a new connection is always taken, and when the pool
- * is full the one given up is the oldest handshake of its own source (at
- * its per-source cap) or else of the source holding the most (fair
- * eviction, conn_victim()): a stranger holding handshakes open from many
- * addresses cannot keep a real agent's out. One timer per connection closes it when the handshake
+ * per source address; a new connection from an address at its per-source
+ * cap is closed at once (agents retry), and when the pool is full the one
+ * given up for a new one is the oldest handshake of the source holding the
+ * most (fair eviction, conn_victim()): a stranger holding handshakes open
+ * from many addresses cannot keep a real agent's out. One timer per
+ * connection closes it when the handshake
  * and HELLO take longer than handshake_ms, when streaming sends no complete
  * frame for idle_ms (unless it is not read: paused), and when closing
  * cannot hand its last bytes over. Input is bounded: a connection buffers
@@ -920,32 +921,30 @@ static void conn_timer_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /*
- * The handshake to give up for a new one from @addr, when the pool is
- * full (fair eviction): the oldest of @addr's own, when @addr holds
- * max_handshakes_source already; else, when max_handshakes are in the
- * handshake, the oldest of the source holding the most (ties: the one
- * whose oldest is oldest). @why says which cap. NULL: room for it.
+ * The handshake to give up for a new one, @nc from @addr: @nc itself when
+ * @addr holds max_handshakes_source already (a burst from one address
+ * waits its turn: agents retry, and the handshakes it has in flight get to
+ * finish rather than be given up one after the other); else, when
+ * max_handshakes are in the handshake, the oldest of the source holding
+ * the most (ties: the one whose oldest is oldest), so that strangers
+ * holding handshakes open from many addresses cannot keep a new address
+ * out. @why says which cap. NULL: room for it.
  *
  * O(n^2) in the handshakes, only when the pool is full: the caps keep
  * them few (the default 256).
  */
-static struct conn *conn_victim(const struct collector *col, const char *addr,
-				char *why, size_t len)
+static struct conn *conn_victim(const struct collector *col, struct conn *nc,
+				const char *addr, char *why, size_t len)
 {
-	struct conn *c, *d, *best = NULL, *mine = NULL;
+	struct conn *c, *d, *best = NULL;
 	unsigned n_mine = 0, n_best = 0;
 
 	for (c = col->conns; c; c = c->next)
-		if (c->unauth && !strcmp(c->addr, addr)) {
-			n_mine++;
-			if (!mine || c->id < mine->id)
-				mine = c;
-		}
+		n_mine += c->unauth && !strcmp(c->addr, addr);
 	if (n_mine >= col->lim.max_handshakes_source) {
-		snprintf(why, len, "its oldest TLS handshake given up for a newer one: %u "
-			 "from it in the handshake already (--max-handshakes-per-source)",
-			 n_mine);
-		return mine;
+		snprintf(why, len, "%u connections from it in the TLS handshake already "
+			 "(--max-handshakes-per-source)", n_mine);
+		return nc;
 	}
 	if (col->nhandshakes < col->lim.max_handshakes)
 		return NULL;
@@ -1022,7 +1021,10 @@ void conn_accept(struct collector *col, int fd, const struct sockaddr *peer, int
 		goto fail;
 	}
 	format_peer(peer, c->peer, sizeof(c->peer), c->addr, sizeof(c->addr));
-	if ((victim = conn_victim(col, c->addr, why, sizeof(why)))) {
+	if ((victim = conn_victim(col, c, c->addr, why, sizeof(why))) == c) {
+		conn_refused(col, c->addr, why);
+		goto fail;
+	} else if (victim) {
 		conn_refused(col, victim->addr, why);
 		conn_free(victim);
 	}

@@ -268,7 +268,7 @@ static void usage(FILE *f)
 "      --max-handshakes-per-source N\n"
 "                           the same from one address (default 8; an agent\n"
 "                           opens its connections one after the other); a new\n"
-"                           one closes that address's oldest.\n"
+"                           one past it is closed at once (agents retry).\n"
 "                           Connections closed by these caps or the timeouts\n"
 "                           are logged once per source address and counted\n"
 "      --input-memory SIZE  memory for frames over 128 KiB being received,\n"
