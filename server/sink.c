@@ -611,9 +611,10 @@ static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_h
 		return TC_ERR_MSG_MALFORMED;	/* the TSC with no way to ns */
 	s->tsc_conv = (struct ring_clock_conv){ h->tsc0, h->tsc_mono0, h->tsc_mult,
 						h->tsc_shift };
-	s->cpus = calloc(h->ncpus, sizeof(*s->cpus));
+	cpuslots_init(&s->cpus, sizeof(struct sink_cpu));
+	cpuslots_init(&s->committed, sizeof(uint64_t));
 	s->host = strdup(h->host);
-	if (!s->cpus || !s->host)
+	if (!s->host)
 		return -ENOMEM;
 	s->ncpus = h->ncpus;
 	ret = decoder_new(h, &s->dec);
@@ -969,13 +970,17 @@ static int sink_event(void *arg, const struct decode_event *ev)
 			     sink_why_field, 1);
 }
 
-/* The counters of CPU or stream @cpu; NULL for one the agent did not announce. */
+/*
+ * The counters of CPU or stream @cpu (a CPU's made at its first page);
+ * NULL for one the agent did not announce, or out of memory.
+ */
 static struct sink_cpu *sink_cpu_of(struct sink *s, uint32_t cpu)
 {
 	struct sink_group *g;
+	void *c;
 
 	if (cpu < s->ncpus)
-		return &s->cpus[cpu];
+		return cpuslots_get(&s->cpus, cpu, &c) == 0 ? c : NULL;
 	if (cpu >= PROTO_USER_STREAM_BASE && (g = group_by_stream(s, cpu)))
 		return &g->streams[cpu - g->first];
 	return NULL;
@@ -1062,7 +1067,9 @@ int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t
 		cpu_no = cpu - g->first;
 		c = &g->streams[cpu_no];
 	} else if (cpu < s->ncpus) {
-		c = &s->cpus[cpu];
+		c = sink_cpu_of(s, cpu);
+		if (!c)
+			return -ENOMEM;
 		if (s->sess && dedup_seen(s->sess, cpu, seq)) {	/* a resend: stored already */
 			c->seen_seq = seq;
 			s->dups++;
@@ -1101,14 +1108,15 @@ int sink_flush(struct sink *s, struct store *store)
 
 	if (ret < 0 || !s->counters_dirty)
 		return ret;
-	for (uint32_t i = 0; i < s->ncpus && ret == 0; i++) {
-		struct sink_cpu *c = &s->cpus[i];
+	for (uint32_t i = 0; i < s->cpus.n && ret == 0; i++) {
+		struct sink_cpu *c = cpuslots_at(&s->cpus, i);
+		uint32_t cpu = s->cpus.cpu[i];
 
 		if (c->pages)
-			ret = store_cpu_received(store, s->host_id, i, c->pages, c->events,
+			ret = store_cpu_received(store, s->host_id, cpu, c->pages, c->events,
 						 c->bytes);
 		if (ret == 0 && (c->bad_pages || c->bad_events))
-			ret = store_cpu_not_stored(store, s->host_id, i, c->bad_pages,
+			ret = store_cpu_not_stored(store, s->host_id, cpu, c->bad_pages,
 						   c->bad_events);
 		if (ret == 0)
 			c->pages = c->events = c->bytes = c->bad_pages = c->bad_events = 0;
@@ -1129,14 +1137,13 @@ int sink_flush(struct sink *s, struct store *store)
 
 void sink_mark_committed(struct sink *s)
 {
-	if (!s->committed && s->ncpus) {
-		s->committed = calloc(s->ncpus, sizeof(*s->committed));
-		if (!s->committed)
+	uint64_t *mark;
+
+	for (uint32_t i = 0; i < s->cpus.n; i++) {
+		if (cpuslots_get(&s->committed, s->cpus.cpu[i], (void **)&mark) < 0)
 			return;		/* acknowledged at the next commit */
-		s->ncommitted = s->ncpus;
+		*mark = ((struct sink_cpu *)cpuslots_at(&s->cpus, i))->seen_seq;
 	}
-	for (uint32_t i = 0; i < s->ncommitted; i++)
-		s->committed[i] = s->cpus[i].seen_seq;
 }
 
 void sink_free(struct sink *s)
@@ -1167,8 +1174,8 @@ void sink_free(struct sink *s)
 	jfile_put(s->jf, false);
 	if (s->sess)
 		dedup_put(s->sessions, s->sess);
-	free(s->committed);
-	free(s->cpus);
+	cpuslots_free(&s->committed);
+	cpuslots_free(&s->cpus);
 	free(s->host);
 	free(s->boot_id);
 	free(s);
