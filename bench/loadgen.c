@@ -480,7 +480,7 @@ static int send_meta_round(SSL *ssl, unsigned idx, unsigned r)
 	if (ret == 0)
 		ret = send_msg(ssl, &m);
 	for (unsigned i = 0; ret == 0 && i < LINES; i++)
-		len += (size_t)sprintf(text + len, "%016x T meta_sym_%u_%u_%u\n",
+		len += (size_t)sprintf(text + len, "%x 10 meta_sym_%u_%u_%u\n",
 				       0x10000000u + (r * LINES + i) * 16, idx, r, i);
 	m = (struct proto_msg){ .type = MSG_SYMBOLS,
 				.symbols = { .group = 0, .text = text, .len = len } };

@@ -28,12 +28,14 @@
  * to be had the connection is not read. Grants go back after the frame,
  * or with the connection, and wake the waiting connections in list order.
  *
- * Host limits (hostlimit.h): before a page frame is read, its host's
+ * Host limits (hostlimit.h): before a page frame is read, and before a
+ * metadata message (CMDLINES, SYMBOLS, PRINTK) is taken, its host's
  * limits are asked; over its events/s or its quota, the connection is
  * "held": not read (TCP pushes back on the agent, which keeps the pages),
  * until a timer of its own says the bucket has a token again (or, for the
  * quota, that it is time to look again). Each page that waited and the
- * time it waited are counted per CPU and handed to the worker
+ * time it waited are counted per CPU (a metadata message as a page of CPU
+ * 0, as programs' rings are) and handed to the worker
  * (ingest_count_held()) at most once a second, at BYE and at the end:
  * traceq --stats rate_held_* and quota_held_*.
  */
@@ -127,7 +129,7 @@ struct conn {
 	struct page_layout layout;	/* of its pages, to count their events */
 	struct event *hold;	/* the end of a hold */
 	enum hostlimit_hold held;	/* reading stopped by a host limit: why */
-	bool hdr_held;		/* the page whose header is read was counted held */
+	bool hdr_held;		/* the frame whose header is read was counted held */
 	uint32_t held_cpu;	/* the CPU the held page is counted on */
 	int64_t held_since;	/* conn_now_ns() the hold began */
 	int64_t held_reported;	/* util_now_ms() of the last count handed over */
@@ -490,10 +492,16 @@ static int on_bye(struct conn *c, struct proto_msg *m, const uint8_t *raw, size_
 	return ret;
 }
 
+static bool conn_held(struct conn *c);
+
+/* conn_on_msg(): the message waits for its host's limits (not consumed). */
+#define CONN_MSG_HELD	1
+
 /*
  * One control message. One that does not decode is answered here with the
  * decoder's reason (which key broke which limit; no peer bytes in it), and
- * the connection closes (c->state CONN_CLOSING).
+ * the connection closes (c->state CONN_CLOSING). CONN_MSG_HELD: the
+ * message waits for its host's limits, unconsumed (reading stopped).
  */
 static int conn_on_msg(struct conn *c, const uint8_t *payload, size_t len)
 {
@@ -517,14 +525,22 @@ static int conn_on_msg(struct conn *c, const uint8_t *payload, size_t len)
 	}
 	switch (m.type) {
 	case MSG_HELLO: ret = on_hello(c, &m, payload, len); break;
+	case MSG_CMDLINES:
+	case MSG_SYMBOLS:
+	case MSG_PRINTK:
+		if (c->lim && conn_held(c)) {	/* counted as a page of CPU 0 */
+			ret = CONN_MSG_HELD;
+			break;
+		}
+		if (c->lim)
+			hostlimit_charge_meta(c->lim, len, conn_now_ns());
+		ret = ingest_push_msg(c->col->ing, c->sink, &m, payload, len);
+		break;
 	case MSG_HEADER_PAGE:
 	case MSG_FORMAT:
-	case MSG_CMDLINES:
 	case MSG_CLOCK:
 	case MSG_CPU_STATS:
 	case MSG_GROUP:
-	case MSG_SYMBOLS:
-	case MSG_PRINTK:
 		ret = ingest_push_msg(c->col->ing, c->sink, &m, payload, len);
 		break;
 	case MSG_BYE: ret = on_bye(c, &m, payload, len); break;
@@ -783,6 +799,8 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 			ret = conn_on_page(c, payload, c->hdr.len);
 		if (c->state == CONN_CLOSING)
 			return;
+		if (ret == CONN_MSG_HELD)	/* read again when the hold ends */
+			break;
 		evbuffer_drain(in, c->hdr.len);
 		c->have_hdr = false;
 		c->hdr_held = false;

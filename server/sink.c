@@ -36,6 +36,8 @@ const char sink_why_failed[] = "its connection had failed";
 static const char sink_why_cpu[] = "CPU or stream the agent did not announce";
 static const char sink_why_unknown[] = "event id with no FORMAT";
 static const char sink_why_field[] = "event field outside its record";
+static const char sink_why_meta_held[] = "metadata of this boot already stored (WELCOME said so)";
+static const char sink_why_ksyms_max[] = "more kernel symbol lines than one connection may store";
 
 bool sink_logged_first(struct sink *s, const char *why)
 {
@@ -499,17 +501,40 @@ static int sym_store(void *arg, const struct proto_sym *sym)
 	return store_symbol(c->store, c->program, sym->addr, sym->size, sym->name);
 }
 
-/* MSG_SYMBOLS: the lines go to the group's program (group 0: the kernel). */
+/*
+ * Kernel symbol lines one connection may store: /proc/kallsyms has a few
+ * hundred thousand (with modules); more is an agent filling the database.
+ */
+#define SINK_KSYMS_MAX	(1u << 21)
+
+static int ksyms_count(void *arg, const struct proto_sym *sym)
+{
+	(*(uint64_t *)arg)++;
+	return 0;
+}
+
+/*
+ * MSG_SYMBOLS: the lines go to the group's program (group 0: the kernel).
+ * Kernel symbols of a boot whose symbols were stored before this
+ * connection (WELCOME said so), and those past SINK_KSYMS_MAX lines on
+ * one connection, are dropped and counted (traceq --drops).
+ */
 static int sink_symbols(struct sink *s, const struct sink_env *env,
 			const struct proto_symbols *m)
 {
 	struct sym_ctx c = { .store = env->store };
 	struct sink_group *g = m->group ? group_by_id(s, m->group) : NULL;
+	uint64_t lines = 0;
 	size_t line = 0;
 	int ret = 0;
 
 	if (m->group && !g)
 		return TC_ERR_MSG_MALFORMED;
+	if (!g && s->kallsyms_held)
+		return sink_msg_dropped(s, env, NULL, NULL, sink_why_meta_held);
+	if (!g && proto_sym_parse(m->text, m->len, ksyms_count, &lines, &line) == 0 &&
+	    (s->ksyms_lines += lines) > SINK_KSYMS_MAX)
+		return sink_msg_dropped(s, env, NULL, NULL, sink_why_ksyms_max);
 	if (!g && !s->kernel_program)
 		ret = sink_program(s, env, NULL, &s->kernel_program);
 	c.program = g ? g->program : s->kernel_program;
@@ -561,9 +586,12 @@ static int sink_printk(struct sink *s, const struct sink_env *env, const struct 
 	struct printk_ctx c = { s, env->store, s->host_id, s->boot_id, s->hello_realtime, 0 };
 	bool full = s->printk_lines >= SINK_PRINTK_MAX;
 	size_t line = 0;
-	int ret = proto_printk_parse(m->text, m->len, printk_store, &c, &line);
-
 	char h[LOG_ESC_LEN];
+	int ret;
+
+	if (s->printk_held)	/* WELCOME said this boot's are stored */
+		return sink_msg_dropped(s, env, NULL, NULL, sink_why_meta_held);
+	ret = proto_printk_parse(m->text, m->len, printk_store, &c, &line);
 
 	if (ret == TC_ERR_MSG_MALFORMED)
 		log_warn("host %s: bad printk_formats line %zu", sink_host(s, h, sizeof(h)), line);
@@ -641,8 +669,12 @@ static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_h
 	s->pushdown = env->pushdown && h->pushdown;
 	reply->kind = SINK_REPLY_WELCOME;
 	reply->host_id = s->host_id;
-	return store_kallsyms_held(env->store, s->host_id, h->boot_id, &reply->kallsyms) ?:
-	       store_printk_held(env->store, s->host_id, h->boot_id, &reply->printk_held);
+	ret = store_kallsyms_held(env->store, s->host_id, h->boot_id, &reply->kallsyms) ?:
+	      store_printk_held(env->store, s->host_id, h->boot_id, &reply->printk_held);
+	/* the agent was told not to send them again: what it sends anyway is dropped */
+	s->kallsyms_held = ret == 0 && reply->kallsyms && !s->import;
+	s->printk_held = ret == 0 && reply->printk_held && !s->import;
+	return ret;
 }
 
 /* The field named @prefix + @suffix in @t, or -1. */

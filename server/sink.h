@@ -73,6 +73,8 @@ struct sink {
 	int64_t hello_realtime;		/* the agent's CLOCK_REALTIME at HELLO, ns */
 	uint64_t kernel_program;	/* programs row for kernel symbols; 0: none yet */
 	uint64_t printk_lines;		/* printk_formats lines taken on this connection */
+	uint64_t ksyms_lines;		/* kernel symbol lines taken on this connection */
+	bool kallsyms_held, printk_held;	/* this boot's were stored before HELLO */
 	struct dedup *sess;		/* the agent's session; NULL: none announced */
 	struct dedup **sessions;	/* the list sess is on */
 	uint64_t dups;			/* resent pages already stored, dropped */
