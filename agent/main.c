@@ -1069,6 +1069,7 @@ static void summary(struct agent *a)
 	struct tracing_cpu_stats tot = { 0 };
 	struct proto_cpu_stats c, sum = { 0 };
 	struct ubuf_totals ut;
+	struct kfilter_stats fs;
 	int cpu;
 
 	for (cpu = 0; cpu < tracing_ncpus(a->t); cpu++) {
@@ -1103,6 +1104,10 @@ static void summary(struct agent *a)
 		printf(PROG ": undelivered: pages=%" PRIu64 " events=%" PRIu64
 		       " (not acknowledged within --drain-timeout)\n",
 		       a->undelivered_pages, a->undelivered_events);
+	if (session_filter_stats(a->s, &fs))
+		printf(PROG ": pushdown: filters=%" PRIu64 " replaced=%" PRIu64
+		       " written=%" PRIu64 " log_left_out=%" PRIu64 " unanswered=%" PRIu64 "\n",
+		       fs.received, fs.replaced, fs.written, fs.log_left_out, fs.unanswered);
 	if (pump_user_totals(a->p, &ut))
 		printf(PROG ": user: programs=%" PRIu64 " pages=%" PRIu64
 		       " events=%" PRIu64 " bytes=%" PRIu64 " lost=%" PRIu64 "\n",

@@ -368,18 +368,27 @@ static void on_ack(void *arg, uint32_t stream, uint64_t seq)
 	s->ack_progress = util_now_ms();
 }
 
-/* MSG_FILTER: set it on the instance; the answer goes out after ship_check(). */
-static void on_filter(void *arg, const struct proto_filter *f)
+/*
+ * MSG_FILTER: it waits for kfilter_flush() (after ship_check()); true
+ * (read no more now) once the waiting filters or unsent answers are at
+ * their bound.
+ */
+static bool on_filter(void *arg, const struct proto_filter *f)
 {
 	struct session *s = arg;
 
 	kfilter_apply(s->kf, f);
+	return kfilter_full(s->kf);
 }
 
+/* An answer, unless the collector does not take what we send: then 1 (later). */
 static int send_filter_status(void *arg, const struct proto_msg *m)
 {
 	struct session *s = arg;
 
+	if (ship_would_block(s->ctl, 512 + strlen(m->filter_status.error) +
+			     strlen(m->filter_status.text)))
+		return 1;
 	return ship_msg(s->ctl, m);
 }
 
@@ -543,6 +552,14 @@ int64_t session_next_try(const struct session *s)
 	return s->next_try;
 }
 
+bool session_filter_stats(const struct session *s, struct kfilter_stats *out)
+{
+	if (!s->kf)
+		return false;
+	kfilter_get_stats(s->kf, out);
+	return out->received != 0;
+}
+
 void session_check(struct session *s)
 {
 	char why[640];
@@ -550,10 +567,14 @@ void session_check(struct session *s)
 
 	if (!s->ctl)
 		return;
+	if (s->kf)	/* filters and answers at their bounds: the collector waits */
+		ship_hold_reading(s->ctl, kfilter_full(s->kf));
 	if (ship_check(s->ctl, why, sizeof(why)) < 0) {
 		session_lost(s, why);
 		return;
 	}
+	if (s->kf)
+		kfilter_flush(s->kf);
 	if (s->kf && kfilter_send(s->kf, send_filter_status, s) < 0) {
 		session_lost(s, ship_last_error(s->ctl));
 		return;

@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "agent/hostinfo.h"
+#include "agent/kfilter.h"
 #include "agent/ship.h"
 #include "agent/tracing.h"
 #include "common/ring.h"
@@ -250,6 +251,12 @@ bool session_can_splice(const struct session *s);
 
 /* session_reconnects - reconnect attempts so far. */
 uint64_t session_reconnects(const struct session *s);
+
+/*
+ * session_filter_stats - what the collector's pushed-down filters came to
+ * (kfilter.h); false without push-down or when none came.
+ */
+bool session_filter_stats(const struct session *s, struct kfilter_stats *out);
 
 /* session_done - the DONEs of the last session_bye(), summed. */
 const struct proto_done *session_done(const struct session *s);

@@ -46,6 +46,7 @@
 #define SHIP_CONNECT_MS		10000
 #define SHIP_IO_TIMEOUT_S	30
 #define SHIP_CHECK_MS		5000	/* finishing a frame that began */
+#define SHIP_CHECK_MAX_MSGS	1024	/* messages one ship_check() reads at most */
 #define SHIP_WBUF		(256 * 1024)	/* TLS records gathered per write(2) */
 
 struct ship {
@@ -56,6 +57,7 @@ struct ship {
 	ship_ack_fn ack_fn;
 	void *ack_arg;
 	ship_filter_fn filter_fn;	/* MSG_FILTER (push-down); NULL: unexpected */
+	bool hold;			/* ship_check() reads nothing */
 	void *filter_arg;
 	bool plain;			/* --insecure-plain: no TLS */
 	bool ktls;			/* the kernel encrypts what we send */
@@ -778,6 +780,11 @@ void ship_set_ack_fn(struct ship *s, ship_ack_fn fn, void *arg)
 	s->ack_arg = arg;
 }
 
+void ship_hold_reading(struct ship *s, bool hold)
+{
+	s->hold = hold;
+}
+
 void ship_set_filter_fn(struct ship *s, ship_filter_fn fn, void *arg)
 {
 	s->filter_fn = fn;
@@ -788,7 +795,8 @@ void ship_set_filter_fn(struct ship *s, ship_filter_fn fn, void *arg)
 static bool take_ack(struct ship *s, struct proto_msg *m)
 {
 	if (m->type == MSG_FILTER && s->filter_fn) {
-		s->filter_fn(s->filter_arg, &m->filter);
+		if (s->filter_fn(s->filter_arg, &m->filter))
+			s->hold = true;
 		proto_msg_free(m);
 		return true;
 	}
@@ -955,6 +963,7 @@ static int peek_nb(struct ship *s)
 int ship_check(struct ship *s, char *err, size_t errlen)
 {
 	struct proto_msg m;
+	unsigned n;
 	int ret;
 
 	ret = flush_soft(s);
@@ -964,7 +973,8 @@ int ship_check(struct ship *s, char *err, size_t errlen)
 		tc_seterr(err, errlen, "%s", s->err);
 		return ret;
 	}
-	while ((ret = peek_nb(s)) == 1) {
+	/* a bounded number of messages per call: pages wait meanwhile */
+	for (n = 0; n < SHIP_CHECK_MAX_MSGS && !s->hold && (ret = peek_nb(s)) == 1; n++) {
 		ret = read_msg_nb(s, util_now_ms() + SHIP_CHECK_MS, &m);
 		if (ret < 0)
 			break;

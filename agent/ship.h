@@ -180,8 +180,17 @@ void ship_set_ack_fn(struct ship *s, ship_ack_fn fn, void *arg);
  * ship_filter_fn - receives each MSG_FILTER (filter push-down) the
  * collector sends; @f is valid during the call only. It must not call
  * ship_*() on the connection (queue the answer and send it afterwards).
+ * Return: true when it takes no more for now: ship_check() then stops
+ * reading, as after ship_hold_reading(@s, true).
  */
-typedef void (*ship_filter_fn)(void *arg, const struct proto_filter *f);
+typedef bool (*ship_filter_fn)(void *arg, const struct proto_filter *f);
+
+/*
+ * ship_hold_reading - with @hold, ship_check() reads nothing from the
+ * collector (it still sends what is buffered): the collector's messages
+ * wait in the socket and TCP pushes back on it. ship_bye() reads anyway.
+ */
+void ship_hold_reading(struct ship *s, bool hold);
 
 /*
  * ship_set_filter_fn - have every MSG_FILTER read by ship_check() and

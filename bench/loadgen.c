@@ -9,6 +9,7 @@
  *           [--agents N] [--pages P | --events E] [--name PREFIX]
  *           [--host NAME | --host-file FILE]
  *           [--bind ADDR] [--page-size N [--page-bytes B]] [--stall]
+ *           [--ncpus N] [--hold] [--meta N]
  *   loadgen --connect HOST:PORT [--bind ADDR] --idle-sockets N
  *
  * DIR holds capture.txt (page_size, long_size, ncpus), header_page,
@@ -29,7 +30,15 @@
  * stalled", then waits for the collector to close (each line "agent I:
  * closed: REASON" gives the ERROR text); --idle-sockets opens N TCP
  * connections that send nothing and prints "socket I closed" as the
- * collector closes each (exit 0 once all are). --host sends NAME as the
+ * collector closes each (exit 0 once all are). --ncpus declares N CPUs in
+ * the HELLO (the pages still come from the capture's CPUs); --hold, once
+ * the pages are sent, prints "agent I: holding" and keeps the connection
+ * open, reading, until the collector closes it (an established
+ * connection, for the collector's connection caps; stop loadgen with a
+ * signal). --meta N sends, after the formats, N rounds of metadata: one
+ * CMDLINES of 4096 new pids, one kernel SYMBOLS of 1024 new lines and one
+ * PRINTK of 1024 new lines each, about 150 KiB a round, before the pages
+ * (for the host limits: metadata is charged like pages). --host sends NAME as the
  * host name of every agent instead of PREFIX-I, --host-file the contents
  * of FILE, any bytes and any length but NUL (for the collector's identity
  * and length checks: a 256 KiB name does not fit a command line). A refused agent's line
@@ -98,6 +107,9 @@ struct opts {
 	unsigned page_bytes;	/* --page-bytes: ship empty pages of this size */
 	bool stall;		/* --stall */
 	unsigned idle_sockets;	/* --idle-sockets */
+	unsigned ncpus;		/* --ncpus: declared in HELLO; 0: the capture's */
+	bool hold;		/* --hold */
+	unsigned meta;		/* --meta: rounds of metadata */
 };
 
 struct agent {
@@ -425,6 +437,8 @@ static int send_setup(struct agent *a, SSL *ssl)
 	hello_of(d, a->idx, a->o->name, &m.hello, host, mid);
 	if (a->o->page_size)
 		m.hello.page_size = a->o->page_size;
+	if (a->o->ncpus)
+		m.hello.ncpus = a->o->ncpus;
 	ret = a->o->exact_host ? send_hello_as(ssl, &m, a->o->exact_host) : send_msg(ssl, &m);
 	if (ret < 0)
 		snprintf(a->why, sizeof(a->why), "cannot send HELLO");
@@ -445,6 +459,55 @@ static int send_setup(struct agent *a, SSL *ssl)
 		ret = send_msg(ssl, &m);
 	}
 	return ret;
+}
+
+/* One --meta round @r: CMDLINES, SYMBOLS and PRINTK, all new. */
+static int send_meta_round(SSL *ssl, unsigned idx, unsigned r)
+{
+	enum { PIDS = 4096, LINES = 1024 };
+	struct proto_cmdline *cl = calloc(PIDS, sizeof(*cl));
+	char *text = malloc(LINES * 96);
+	struct proto_msg m = { .type = MSG_CMDLINES };
+	size_t len = 0;
+	int ret = cl && text ? 0 : -1;
+
+	for (unsigned i = 0; ret == 0 && i < PIDS; i++) {
+		cl[i].pid = (int32_t)(100000 + r * PIDS + i);
+		snprintf(cl[i].comm, sizeof(cl[i].comm), "m%u.%u", r % 1000, i);
+	}
+	m.cmdlines.items = cl;
+	m.cmdlines.count = PIDS;
+	if (ret == 0)
+		ret = send_msg(ssl, &m);
+	for (unsigned i = 0; ret == 0 && i < LINES; i++)
+		len += (size_t)sprintf(text + len, "%x 10 meta_sym_%u_%u_%u\n",
+				       0x10000000u + (r * LINES + i) * 16, idx, r, i);
+	m = (struct proto_msg){ .type = MSG_SYMBOLS,
+				.symbols = { .group = 0, .text = text, .len = len } };
+	if (ret == 0)
+		ret = send_msg(ssl, &m);
+	len = 0;
+	for (unsigned i = 0; ret == 0 && i < LINES; i++)
+		len += (size_t)sprintf(text + len, "0x%x : \"meta %u %u %%d\\n\"\n",
+				       0x20000000u + (r * LINES + i) * 8, r, i);
+	m = (struct proto_msg){ .type = MSG_PRINTK, .printk = { .text = text, .len = len } };
+	if (ret == 0)
+		ret = send_msg(ssl, &m);
+	free(cl);
+	free(text);
+	return ret;
+}
+
+/* --hold: say so, then read until the collector closes. */
+static int hold(struct agent *a, SSL *ssl)
+{
+	struct proto_msg m;
+
+	printf("loadgen: agent %u: holding\n", a->idx);
+	fflush(stdout);
+	while (recv_msg(ssl, &m) == 0)
+		proto_msg_free(&m);
+	return 0;
 }
 
 /* --page-bytes: an empty page of B bytes (the capture's time stamp). */
@@ -568,8 +631,17 @@ static void *agent_main(void *arg)
 		a->err = send_stall(a, ssl);
 		goto out;
 	}
+	for (unsigned r = 0; r < a->o->meta; r++)
+		if (send_meta_round(ssl, a->idx, r) < 0) {
+			snprintf(a->why, sizeof(a->why), "sending metadata failed");
+			goto out;
+		}
 	if (send_pages(a, ssl) < 0) {
 		snprintf(a->why, sizeof(a->why), "sending failed");
+		goto out;
+	}
+	if (a->o->hold) {
+		a->err = hold(a, ssl);
 		goto out;
 	}
 	m.bye.pages = a->o->pages;
@@ -648,7 +720,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "bind", 1, NULL, 'b' }, { "page-size", 1, NULL, 'S' },
 		{ "page-bytes", 1, NULL, 'B' }, { "stall", 0, NULL, 's' },
 		{ "idle-sockets", 1, NULL, 'I' }, { "host", 1, NULL, 'H' },
-		{ "host-file", 1, NULL, 'F' },
+		{ "host-file", 1, NULL, 'F' }, { "ncpus", 1, NULL, 'U' },
+		{ "hold", 0, NULL, 'L' }, { "meta", 1, NULL, 'M' },
 		{ 0 }
 	};
 	const char *colon;
@@ -676,6 +749,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'B': o->page_bytes = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 's': o->stall = true; break;
 		case 'I': o->idle_sockets = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'U': o->ncpus = (unsigned)strtoul(optarg, NULL, 10); break;
+		case 'L': o->hold = true; break;
+		case 'M': o->meta = (unsigned)strtoul(optarg, NULL, 10); break;
 		case 'H': free(o->exact_host); o->exact_host = strdup(optarg); break;
 		case 'F': {
 			size_t n;
@@ -715,6 +791,7 @@ int main(int argc, char **argv)
 				" --data DIR [--agents N] [--pages P] [--name PREFIX]\n"
 				"               [--bind ADDR] [--page-size N [--page-bytes B]]"
 				" [--stall]\n"
+				"               [--ncpus N] [--hold] [--meta N]\n"
 				"               [--host NAME | --host-file FILE]\n"
 				"       loadgen --connect HOST:PORT [--bind ADDR] --idle-sockets N\n");
 		return 2;

@@ -30,6 +30,9 @@ struct ingest_hooks;
 #define COLLECTOR_MAX_HANDSHAKES	256
 #define COLLECTOR_MAX_HANDSHAKES_SOURCE	8
 #define COLLECTOR_INPUT_BYTES		(64u << 20)
+#define COLLECTOR_MAX_CPUS		8192	/* the kernel's NR_CPUS at most */
+#define COLLECTOR_MAX_CONNS		16384
+#define COLLECTOR_MAX_CONNS_CERT	1024
 
 /*
  * What peers may hold. A connection buffers up to CONN_INPUT_BASE (conn.c)
@@ -44,6 +47,9 @@ struct collector_limits {
 	unsigned max_handshakes;	/* connections in the handshake, in all */
 	unsigned max_handshakes_source;	/* ... from one source address */
 	uint64_t input_bytes;		/* big frames being received, in all */
+	unsigned max_cpus;		/* CPUs a HELLO may declare */
+	unsigned max_conns;		/* connections past HELLO, in all; 0: any */
+	unsigned max_conns_cert;	/* ... of one certificate (CN); 0: any */
 };
 
 /* One source address whose refusals are counted, not logged again. */
@@ -81,6 +87,7 @@ struct collector {
 	struct livehosts *live;		/* hosts connected now (livehosts.h); NULL: not kept */
 	struct conn_linger *lingers;	/* refused sockets read a moment more (conn.c) */
 	unsigned nlingers;
+	struct event *trim;		/* malloc_trim() after connections close */
 };
 
 /* collector_limits_default - the defaults above. */
@@ -91,6 +98,8 @@ static inline struct collector_limits collector_limits_default(void)
 		.max_handshakes = COLLECTOR_MAX_HANDSHAKES,
 		.max_handshakes_source = COLLECTOR_MAX_HANDSHAKES_SOURCE,
 		.input_bytes = COLLECTOR_INPUT_BYTES,
+		.max_cpus = COLLECTOR_MAX_CPUS, .max_conns = COLLECTOR_MAX_CONNS,
+		.max_conns_cert = COLLECTOR_MAX_CONNS_CERT,
 	};
 }
 

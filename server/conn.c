@@ -34,12 +34,14 @@
  * to be had the connection is not read. Grants go back after the frame,
  * or with the connection, and wake the waiting connections in list order.
  *
- * Host limits (hostlimit.h): before a page frame is read, its host's
+ * Host limits (hostlimit.h): before a page frame is read, and before a
+ * metadata message (CMDLINES, SYMBOLS, PRINTK) is taken, its host's
  * limits are asked; over its events/s or its quota, the connection is
  * "held": not read (TCP pushes back on the agent, which keeps the pages),
  * until a timer of its own says the bucket has a token again (or, for the
  * quota, that it is time to look again). Each page that waited and the
- * time it waited are counted per CPU and handed to the worker
+ * time it waited are counted per CPU (a metadata message as a page of CPU
+ * 0, as programs' rings are) and handed to the worker
  * (ingest_count_held()) at most once a second, at BYE and at the end:
  * traceq --stats rate_held_* and quota_held_*.
  */
@@ -48,6 +50,7 @@
 #define LOG_PREFIX "conn"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -66,6 +69,7 @@
 #include "proto/msg.h"
 #include "proto/tls.h"
 #include "server/collector.h"
+#include "server/cpuslots.h"
 #include "server/hostlimit.h"
 #include "server/hostmap.h"
 #include "server/ingest.h"
@@ -77,6 +81,9 @@
  * up to this size (an agent's default 64 KiB pages) are read at once.
  */
 #define CONN_INPUT_BASE	(128u << 10)
+
+/* Freed memory goes back to the system this long after connections close. */
+#define CONN_TRIM_MS	1000
 
 /* Counts of pages held back by host limits go to the worker this often. */
 #define CONN_HELD_REPORT_MS	1000
@@ -120,15 +127,15 @@ struct conn {
 	bool paused;		/* reading stopped: the ingest queue is full */
 	bool session;		/* the agent announced a session: ACK its pages */
 	bool pushdown;		/* the agent takes MSG_FILTER (push-down) */
-	uint32_t ncpus;
-	struct conn_cpu *cpus;
+	uint32_t ncpus;		/* declared in HELLO */
+	struct cpuslots cpus;	/* struct conn_cpu of the CPUs that sent */
 	uint64_t pages;		/* handed to ingest */
 	int err;		/* the error that ends the session, if any */
 	struct hostlimit_host *lim;	/* its host's limits (col->hl); NULL: none */
 	struct page_layout layout;	/* of its pages, to count their events */
 	struct event *hold;	/* the end of a hold */
 	enum hostlimit_hold held;	/* reading stopped by a host limit: why */
-	bool hdr_held;		/* the page whose header is read was counted held */
+	bool hdr_held;		/* the frame whose header is read was counted held */
 	uint32_t held_cpu;	/* the CPU the held page is counted on */
 	int64_t held_since;	/* conn_now_ns() the hold began */
 	int64_t held_reported;	/* util_now_ms() of the last count handed over */
@@ -167,6 +174,29 @@ static void conn_arm(struct conn *c, int64_t ms)
 	evtimer_add(c->timer, &tv);
 }
 
+/* The trim timer: give the heap's free memory back to the system. */
+static void conn_trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+	malloc_trim(0);
+}
+
+/*
+ * A connection went: its buffers, its TLS state and (on the worker) its
+ * sink were freed, but glibc keeps freed heap memory for reuse, so after
+ * many connections close the collector would stay at its peak. Trim once,
+ * CONN_TRIM_MS after the first close of a series (malloc_trim() walks the
+ * heap: not once per connection).
+ */
+static void conn_trim_later(struct collector *col)
+{
+	struct timeval tv = { CONN_TRIM_MS / 1000, (CONN_TRIM_MS % 1000) * 1000 };
+
+	if (!col->trim)
+		col->trim = evtimer_new(col->base, conn_trim_cb, col);
+	if (col->trim && !evtimer_pending(col->trim, NULL))
+		evtimer_add(col->trim, &tv);
+}
+
 static void conn_free(struct conn *c)
 {
 	struct collector *col = c->col;
@@ -194,9 +224,10 @@ static void conn_free(struct conn *c)
 		bufferevent_free(c->bev);
 	ingest_sink_close(col->ing, c->sink);
 	livehosts_del(col->live, c->live_id);
-	free(c->cpus);
+	cpuslots_free(&c->cpus);
 	free(c->host);
 	free(c);
+	conn_trim_later(col);
 }
 
 static void conn_write_cb(struct bufferevent *bev, void *arg)
@@ -325,6 +356,41 @@ static void conn_refuse_role(struct conn *c)
 	conn_refuse_identity(c, text);
 }
 
+/*
+ * Whether a HELLO would take @c past the caps on established connections
+ * (--max-agent-conns in all, --max-agent-conns-per-cert for one
+ * certificate: an agent holds one per CPU and one for control); then it
+ * is refused with the cap in the ERROR and the log, and counted. Scans the
+ * connections, as conn_over_cap() does at accept.
+ */
+static bool conn_over_identity_cap(struct conn *c)
+{
+	const struct collector_limits *lim = &c->col->lim;
+	unsigned all = 0, mine = 0;
+	char why[320], cn[LOG_ESC_LEN];
+	const struct conn *o;
+
+	for (o = c->col->conns; o; o = o->next) {
+		if (o == c || !o->host)		/* not past HELLO */
+			continue;
+		all++;
+		mine += !strcmp(o->subject, c->subject);
+	}
+	if (lim->max_conns && all >= lim->max_conns)
+		snprintf(why, sizeof(why), "hello: %u agent connections established already, "
+			 "the most the collector takes (--max-agent-conns)", all);
+	else if (lim->max_conns_cert && mine >= lim->max_conns_cert)
+		snprintf(why, sizeof(why), "hello: certificate %s has %u connections "
+			 "established already, the most one certificate may hold "
+			 "(--max-agent-conns-per-cert)",
+			 log_escape(c->subject, cn, sizeof(cn)), mine);
+	else
+		return false;
+	c->col->refused_limit++;
+	conn_fail(c, -EUSERS, why);
+	return true;
+}
+
 /* Check the HELLO here, let the worker store the host; WELCOME follows. */
 static int on_hello(struct conn *c, struct proto_msg *m, const uint8_t *raw, size_t len)
 {
@@ -334,8 +400,15 @@ static int on_hello(struct conn *c, struct proto_msg *m, const uint8_t *raw, siz
 
 	if (h->version != PROTO_VERSION)
 		return TC_ERR_PROTO_VERSION;
-	if (h->ncpus == 0 || h->ncpus > 65536)
-		return TC_ERR_MSG_MALFORMED;
+	if (h->ncpus == 0 || h->ncpus > c->col->lim.max_cpus) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "hello: ncpus %u is %s (a kernel has at most "
+			 "%u CPUs: --max-agent-cpus)", h->ncpus, h->ncpus ? "over the most a "
+			 "host may declare" : "not a number of CPUs", c->col->lim.max_cpus);
+		conn_fail(c, TC_ERR_MSG_MALFORMED, why);
+		return 0;
+	}
 	if (!strncmp(h->machine_id, "import:", 7)) {
 		conn_fail(c, TC_ERR_MSG_MALFORMED,
 			  "hello: a machine_id of \"import:...\" names an imported recording");
@@ -357,9 +430,10 @@ static int on_hello(struct conn *c, struct proto_msg *m, const uint8_t *raw, siz
 		conn_refuse_host(c, h->host);
 		return 0;
 	}
-	c->cpus = calloc(h->ncpus, sizeof(*c->cpus));
+	if (conn_over_identity_cap(c))
+		return 0;
 	c->host = strdup(h->host);
-	if (!c->cpus || !c->host)
+	if (!c->host)
 		return -ENOMEM;
 	c->ncpus = h->ncpus;
 	ret = conn_limits(c, h);
@@ -390,9 +464,12 @@ static void conn_ack(struct conn *c);
 /* Everything received is in the receive journal: ACK all of it. */
 static void conn_journaled(struct conn *c)
 {
-	for (uint32_t i = 0; i < c->ncpus; i++)
-		if (c->cpus[i].next_seq && c->cpus[i].next_seq - 1 > c->cpus[i].committed_seq)
-			c->cpus[i].committed_seq = c->cpus[i].next_seq - 1;
+	for (uint32_t i = 0; i < c->cpus.n; i++) {
+		struct conn_cpu *cpu = cpuslots_at(&c->cpus, i);
+
+		if (cpu->next_seq && cpu->next_seq - 1 > cpu->committed_seq)
+			cpu->committed_seq = cpu->next_seq - 1;
+	}
 	if (c->session)
 		conn_ack(c);
 }
@@ -421,10 +498,16 @@ static int on_bye(struct conn *c, struct proto_msg *m, const uint8_t *raw, size_
 	return ret;
 }
 
+static bool conn_held(struct conn *c);
+
+/* conn_on_msg(): the message waits for its host's limits (not consumed). */
+#define CONN_MSG_HELD	1
+
 /*
  * One control message. One that does not decode is answered here with the
  * decoder's reason (which key broke which limit; no peer bytes in it), and
- * the connection closes (c->state CONN_CLOSING).
+ * the connection closes (c->state CONN_CLOSING). CONN_MSG_HELD: the
+ * message waits for its host's limits, unconsumed (reading stopped).
  */
 static int conn_on_msg(struct conn *c, const uint8_t *payload, size_t len)
 {
@@ -448,14 +531,22 @@ static int conn_on_msg(struct conn *c, const uint8_t *payload, size_t len)
 	}
 	switch (m.type) {
 	case MSG_HELLO: ret = on_hello(c, &m, payload, len); break;
+	case MSG_CMDLINES:
+	case MSG_SYMBOLS:
+	case MSG_PRINTK:
+		if (c->lim && conn_held(c)) {	/* counted as a page of CPU 0 */
+			ret = CONN_MSG_HELD;
+			break;
+		}
+		if (c->lim)
+			hostlimit_charge_meta(c->lim, len, conn_now_ns());
+		ret = ingest_push_msg(c->col->ing, c->sink, &m, payload, len);
+		break;
 	case MSG_HEADER_PAGE:
 	case MSG_FORMAT:
-	case MSG_CMDLINES:
 	case MSG_CLOCK:
 	case MSG_CPU_STATS:
 	case MSG_GROUP:
-	case MSG_SYMBOLS:
-	case MSG_PRINTK:
 		ret = ingest_push_msg(c->col->ing, c->sink, &m, payload, len);
 		break;
 	case MSG_BYE: ret = on_bye(c, &m, payload, len); break;
@@ -479,6 +570,7 @@ out:
 static int conn_on_page(struct conn *c, const uint8_t *page, size_t len)
 {
 	struct conn_cpu *cpu;
+	int ret;
 
 	if (c->state != CONN_STREAM)
 		return TC_ERR_PROTO_STATE;
@@ -494,7 +586,9 @@ static int conn_on_page(struct conn *c, const uint8_t *page, size_t len)
 	}
 	if (c->hdr.stream >= c->ncpus)
 		return TC_ERR_MSG_MALFORMED;
-	cpu = &c->cpus[c->hdr.stream];
+	ret = cpuslots_get(&c->cpus, c->hdr.stream, (void **)&cpu);
+	if (ret < 0)
+		return ret;
 	if (cpu->next_seq && c->hdr.seq != cpu->next_seq) {
 		cpu->gaps += c->hdr.seq > cpu->next_seq ? c->hdr.seq - cpu->next_seq : 1;
 		log_warn("%s: cpu%u: page %llu arrived, %llu expected", c->peer,
@@ -515,6 +609,7 @@ static bool conn_held(struct conn *c)
 {
 	int64_t now = conn_now_ns(), wait = 0;
 	enum hostlimit_hold why = hostlimit_check(c->lim, now, &wait);
+	struct conn_cpu *cpu;
 	struct timeval tv;
 
 	if (why == HOSTLIMIT_GO)
@@ -522,8 +617,8 @@ static bool conn_held(struct conn *c)
 	c->held = why;
 	c->held_since = now;
 	c->held_cpu = c->hdr.stream < c->ncpus ? c->hdr.stream : 0;
-	if (!c->hdr_held)
-		c->cpus[c->held_cpu].held_pages[why - 1]++;
+	if (!c->hdr_held && cpuslots_get(&c->cpus, c->held_cpu, (void **)&cpu) == 0)
+		cpu->held_pages[why - 1]++;	/* out of memory: not counted */
 	c->hdr_held = true;
 	bufferevent_disable(c->bev, EV_READ);
 	tv.tv_sec = wait / 1000000000;
@@ -535,9 +630,12 @@ static bool conn_held(struct conn *c)
 /* The hold is over (or the connection): count its time. */
 static void conn_hold_end(struct conn *c)
 {
+	struct conn_cpu *cpu;
+
 	if (!c->held)
 		return;
-	c->cpus[c->held_cpu].held_ns[c->held - 1] += (uint64_t)(conn_now_ns() - c->held_since);
+	if (cpuslots_get(&c->cpus, c->held_cpu, (void **)&cpu) == 0)
+		cpu->held_ns[c->held - 1] += (uint64_t)(conn_now_ns() - c->held_since);
 	c->held = HOSTLIMIT_GO;
 }
 
@@ -549,13 +647,13 @@ static void conn_held_report(struct conn *c)
 	int ret = 0;
 
 	c->held_reported = util_now_ms();
-	for (uint32_t i = 0; c->sink && i < c->ncpus && ret == 0; i++) {
-		struct conn_cpu *cpu = &c->cpus[i];
+	for (uint32_t i = 0; c->sink && i < c->cpus.n && ret == 0; i++) {
+		struct conn_cpu *cpu = cpuslots_at(&c->cpus, i);
 
 		if (!cpu->held_pages[0] && !cpu->held_pages[1] &&
 		    cpu->held_ns[0] < 1000000 && cpu->held_ns[1] < 1000000)
 			continue;
-		h[n++] = (struct ingest_held){ .cpu = i,
+		h[n++] = (struct ingest_held){ .cpu = c->cpus.cpu[i],
 			.rate_pages = cpu->held_pages[0], .rate_ms = cpu->held_ns[0] / 1000000,
 			.quota_pages = cpu->held_pages[1], .quota_ms = cpu->held_ns[1] / 1000000 };
 		/* the ns under a ms stay for the next report */
@@ -707,6 +805,8 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 			ret = conn_on_page(c, payload, c->hdr.len);
 		if (c->state == CONN_CLOSING)
 			return;
+		if (ret == CONN_MSG_HELD)	/* read again when the hold ends */
+			break;
 		evbuffer_drain(in, c->hdr.len);
 		c->have_hdr = false;
 		c->hdr_held = false;
@@ -1038,6 +1138,7 @@ void conn_accept(struct collector *col, int fd, const struct sockaddr *peer, int
 	if (!c->bev)
 		goto fail;
 	c->col = col;
+	cpuslots_init(&c->cpus, sizeof(struct conn_cpu));
 	c->unauth = true;
 	col->nhandshakes++;
 	conn_arm(c, col->lim.handshake_ms);
@@ -1071,11 +1172,11 @@ static void conn_ack(struct conn *c)
 	struct conn_cpu *cpu;
 	uint32_t i;
 
-	for (i = 0; i < c->ncpus; i++) {
-		cpu = &c->cpus[i];
+	for (i = 0; i < c->cpus.n; i++) {
+		cpu = cpuslots_at(&c->cpus, i);
 		if (cpu->committed_seq <= cpu->acked_seq)
 			continue;
-		m.ack.stream = i;
+		m.ack.stream = c->cpus.cpu[i];
 		m.ack.seq = cpu->committed_seq;
 		if (conn_send(c, &m) < 0)
 			return;
@@ -1122,8 +1223,9 @@ static void conn_committed_all(void *arg)
 		return;
 	}
 	for (c = col->conns; c; c = c->next) {
-		for (i = 0; c->sink && c->cpus && i < c->ncpus; i++)
-			c->cpus[i].committed_seq = ingest_sink_committed(col->ing, c->sink, i);
+		for (i = 0; c->sink && i < c->cpus.n; i++)
+			((struct conn_cpu *)cpuslots_at(&c->cpus, i))->committed_seq =
+				ingest_sink_committed(col->ing, c->sink, c->cpus.cpu[i]);
 		if (c->session && c->state == CONN_STREAM)
 			conn_ack(c);
 	}
@@ -1253,6 +1355,9 @@ void conn_close_all(struct collector *col)
 		conn_free(col->conns);
 	while (col->lingers)
 		linger_free(col->lingers);
+	if (col->trim)
+		event_free(col->trim);
+	col->trim = NULL;
 	if (col->refused_limit)
 		log_info("%llu connections were closed by limits (handshake caps and "
 			 "timeouts)", (unsigned long long)col->refused_limit);

@@ -21,7 +21,8 @@ struct dedup {
 	uint32_t nstreams;
 	uint64_t *high;		/* per stream */
 	bool *dirty;		/* per stream: high not written yet */
-	bool any_dirty;
+	uint32_t *dirty_list;	/* those streams, ndirty of them: a flush */
+	uint32_t ndirty;	/* visits the streams that moved, not all */
 };
 
 static struct dedup *dedup_find(struct dedup *list, uint64_t host_id,
@@ -39,6 +40,7 @@ static void dedup_free(struct dedup *d)
 	free(d->boot_id);
 	free(d->high);
 	free(d->dirty);
+	free(d->dirty_list);
 	free(d);
 }
 
@@ -53,7 +55,8 @@ static int dedup_load(struct store *st, uint64_t host_id, const char *boot_id,
 	d->boot_id = strdup(boot_id);
 	d->high = calloc(nstreams, sizeof(*d->high));
 	d->dirty = calloc(nstreams, sizeof(*d->dirty));
-	if (!d->boot_id || !d->high || !d->dirty)
+	d->dirty_list = calloc(nstreams, sizeof(*d->dirty_list));
+	if (!d->boot_id || !d->high || !d->dirty || !d->dirty_list)
 		goto out;
 	ret = store_stream_marks(st, host_id, boot_id, session, d->high,
 				 nstreams);
@@ -116,7 +119,9 @@ int dedup_stored(struct dedup *d, uint32_t stream, uint64_t seq)
 		return -EINVAL;
 	if (seq > d->high[stream]) {
 		d->high[stream] = seq;
-		d->dirty[stream] = d->any_dirty = true;
+		if (!d->dirty[stream])
+			d->dirty_list[d->ndirty++] = stream;
+		d->dirty[stream] = true;
 	}
 	return 0;
 }
@@ -125,16 +130,22 @@ int dedup_flush(struct dedup *d, struct store *st)
 {
 	int ret = 0;
 
-	if (!d || !d->any_dirty)
+	uint32_t i, n = 0;
+
+	if (!d)
 		return 0;
-	for (uint32_t i = 0; i < d->nstreams && ret == 0; i++) {
-		if (!d->dirty[i])
-			continue;
-		ret = store_stream_mark(st, d->host_id, d->boot_id, d->session, i,
-					d->high[i]);
-		d->dirty[i] = ret < 0;
+	for (i = 0; i < d->ndirty; i++) {
+		uint32_t stream = d->dirty_list[i];
+
+		if (ret == 0)
+			ret = store_stream_mark(st, d->host_id, d->boot_id, d->session, stream,
+						d->high[stream]);
+		if (ret < 0)
+			d->dirty_list[n++] = stream;	/* written at the next flush */
+		else
+			d->dirty[stream] = false;
 	}
-	d->any_dirty = ret < 0;
+	d->ndirty = n;
 	return ret;
 }
 
@@ -145,8 +156,9 @@ int dedup_reload(struct dedup *list, struct store *st)
 	for (struct dedup *d = list; d && ret == 0; d = d->next) {
 		ret = store_stream_marks(st, d->host_id, d->boot_id, d->session,
 					 d->high, d->nstreams);
-		memset(d->dirty, 0, d->nstreams * sizeof(*d->dirty));
-		d->any_dirty = false;
+		for (uint32_t i = 0; i < d->ndirty; i++)
+			d->dirty[d->dirty_list[i]] = false;
+		d->ndirty = 0;
 	}
 	return ret;
 }

@@ -407,7 +407,7 @@ void hostlimit_detach(struct hostlimit *hl, struct hostlimit_host *h)
 
 enum hostlimit_hold hostlimit_check(struct hostlimit_host *h, int64_t now_ns, int64_t *wait_ns)
 {
-	uint64_t used = h->stored + h->pending;
+	uint64_t used = h->stored + h->pending + h->meta;
 	int64_t wait;
 	char name[LOG_ESC_LEN];
 
@@ -439,6 +439,14 @@ void hostlimit_charge(struct hostlimit_host *h, uint64_t events, uint64_t bytes,
 {
 	hostlimit_bucket_take(&h->bucket, events, now_ns);
 	h->pending += bytes;
+}
+
+void hostlimit_charge_meta(struct hostlimit_host *h, uint64_t bytes, int64_t now_ns)
+{
+	uint64_t events = bytes / HOSTLIMIT_META_EVENT_BYTES;
+
+	hostlimit_bucket_take(&h->bucket, events ? events : 1, now_ns);
+	h->meta += bytes;
 }
 
 void hostlimit_committed(struct hostlimit_host *h, uint64_t bytes)

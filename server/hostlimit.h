@@ -35,6 +35,14 @@
  * not stored (resends, malformed) count until the next report. A host
  * goes past its quota by at most the page that crosses it.
  *
+ * Metadata (CMDLINES, SYMBOLS, PRINTK messages: what the database keeps of
+ * a host besides its events) is charged too, before it is read: a message
+ * costs one event per HOSTLIMIT_META_EVENT_BYTES of it (at least 1), and
+ * its bytes count as stored for the quota from then on (the host's meta;
+ * retention removes events, never metadata). That count lives with the
+ * host's entry here, not in the database: a collector restart starts it
+ * at 0.
+ *
  * A traceagent held longer than its --ack-timeout-ms (30 s) takes the
  * silence for a dead link and reconnects; its host stays in the table
  * (hostlimit_attach()), so it is held again at once, and not logged again.
@@ -176,6 +184,7 @@ struct hostlimit_host {
 	struct hostlimit_bucket bucket;
 	uint64_t stored;		/* bytes, as last reported (usage) */
 	uint64_t pending;		/* page bytes read, not yet committed */
+	uint64_t meta;			/* metadata bytes read (hostlimit_charge_meta) */
 	bool quota_logged;		/* "over its quota" said for this crossing */
 	int64_t idle_since;		/* refs 0 since (monotonic ns) */
 };
@@ -221,6 +230,15 @@ enum hostlimit_hold hostlimit_check(struct hostlimit_host *h, int64_t now_ns, in
 /* hostlimit_charge - a page of @events events and @bytes bytes of @h was read. */
 void hostlimit_charge(struct hostlimit_host *h, uint64_t events, uint64_t bytes,
 		      int64_t now_ns);
+
+/* A metadata message costs an event per this many of its bytes. */
+#define HOSTLIMIT_META_EVENT_BYTES	64
+
+/*
+ * hostlimit_charge_meta - a metadata message of @bytes bytes of @h was
+ * read: its events from the bucket, its bytes to the host's stored bytes.
+ */
+void hostlimit_charge_meta(struct hostlimit_host *h, uint64_t bytes, int64_t now_ns);
 
 /*
  * hostlimit_committed - @bytes of the pages read for @h were committed

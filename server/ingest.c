@@ -1711,10 +1711,12 @@ int ingest_wait_stored(struct ingest *g, int timeout_ms)
 uint64_t ingest_sink_committed(struct ingest *g, struct sink *s, uint32_t cpu)
 {
 	uint64_t seq = 0;
+	const uint64_t *mark;
 
 	pthread_mutex_lock(&g->lock);
-	if (cpu < s->ncommitted)
-		seq = s->committed[cpu];
+	mark = cpuslots_find(&s->committed, cpu);
+	if (mark)
+		seq = *mark;
 	pthread_mutex_unlock(&g->lock);
 	return seq;
 }

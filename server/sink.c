@@ -38,6 +38,8 @@ static const char sink_why_cpu[] = "CPU or stream the agent did not announce";
 static const char sink_why_unknown[] = "event id with no FORMAT";
 static const char sink_why_field[] = "event field outside its record";
 static const char sink_why_clock[] = "wall-clock time past the 64-bit range";
+static const char sink_why_meta_held[] = "metadata of this boot already stored (WELCOME said so)";
+static const char sink_why_ksyms_max[] = "more kernel symbol lines than one connection may store";
 
 bool sink_logged_first(struct sink *s, const char *why)
 {
@@ -505,17 +507,40 @@ static int sym_store(void *arg, const struct proto_sym *sym)
 	return store_symbol(c->store, c->program, sym->addr, sym->size, sym->name);
 }
 
-/* MSG_SYMBOLS: the lines go to the group's program (group 0: the kernel). */
+/*
+ * Kernel symbol lines one connection may store: /proc/kallsyms has a few
+ * hundred thousand (with modules); more is an agent filling the database.
+ */
+#define SINK_KSYMS_MAX	(1u << 21)
+
+static int ksyms_count(void *arg, const struct proto_sym *sym)
+{
+	(*(uint64_t *)arg)++;
+	return 0;
+}
+
+/*
+ * MSG_SYMBOLS: the lines go to the group's program (group 0: the kernel).
+ * Kernel symbols of a boot whose symbols were stored before this
+ * connection (WELCOME said so), and those past SINK_KSYMS_MAX lines on
+ * one connection, are dropped and counted (traceq --drops).
+ */
 static int sink_symbols(struct sink *s, const struct sink_env *env,
 			const struct proto_symbols *m)
 {
 	struct sym_ctx c = { .store = env->store };
 	struct sink_group *g = m->group ? group_by_id(s, m->group) : NULL;
+	uint64_t lines = 0;
 	size_t line = 0;
 	int ret = 0;
 
 	if (m->group && !g)
 		return TC_ERR_MSG_MALFORMED;
+	if (!g && s->kallsyms_held)
+		return sink_msg_dropped(s, env, NULL, NULL, sink_why_meta_held);
+	if (!g && proto_sym_parse(m->text, m->len, ksyms_count, &lines, &line) == 0 &&
+	    (s->ksyms_lines += lines) > SINK_KSYMS_MAX)
+		return sink_msg_dropped(s, env, NULL, NULL, sink_why_ksyms_max);
 	if (!g && !s->kernel_program)
 		ret = sink_program(s, env, NULL, &s->kernel_program);
 	c.program = g ? g->program : s->kernel_program;
@@ -567,9 +592,12 @@ static int sink_printk(struct sink *s, const struct sink_env *env, const struct 
 	struct printk_ctx c = { s, env->store, s->host_id, s->boot_id, s->hello_realtime, 0 };
 	bool full = s->printk_lines >= SINK_PRINTK_MAX;
 	size_t line = 0;
-	int ret = proto_printk_parse(m->text, m->len, printk_store, &c, &line);
-
 	char h[LOG_ESC_LEN];
+	int ret;
+
+	if (s->printk_held)	/* WELCOME said this boot's are stored */
+		return sink_msg_dropped(s, env, NULL, NULL, sink_why_meta_held);
+	ret = proto_printk_parse(m->text, m->len, printk_store, &c, &line);
 
 	if (ret == TC_ERR_MSG_MALFORMED)
 		log_warn("host %s: bad printk_formats line %zu", sink_host(s, h, sizeof(h)), line);
@@ -670,9 +698,10 @@ static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_h
 		return TC_ERR_MSG_MALFORMED;	/* the TSC with no way to ns */
 	s->tsc_conv = (struct ring_clock_conv){ h->tsc0, h->tsc_mono0, h->tsc_mult,
 						h->tsc_shift };
-	s->cpus = calloc(h->ncpus, sizeof(*s->cpus));
+	cpuslots_init(&s->cpus, sizeof(struct sink_cpu));
+	cpuslots_init(&s->committed, sizeof(uint64_t));
 	s->host = strdup(h->host);
-	if (!s->cpus || !s->host)
+	if (!s->host)
 		return -ENOMEM;
 	s->ncpus = h->ncpus;
 	ret = sink_offset_of(s, "HELLO", &h->clock, &s->clock_offset);
@@ -700,8 +729,12 @@ static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_h
 	s->pushdown = env->pushdown && h->pushdown;
 	reply->kind = SINK_REPLY_WELCOME;
 	reply->host_id = s->host_id;
-	return store_kallsyms_held(env->store, s->host_id, h->boot_id, &reply->kallsyms) ?:
-	       store_printk_held(env->store, s->host_id, h->boot_id, &reply->printk_held);
+	ret = store_kallsyms_held(env->store, s->host_id, h->boot_id, &reply->kallsyms) ?:
+	      store_printk_held(env->store, s->host_id, h->boot_id, &reply->printk_held);
+	/* the agent was told not to send them again: what it sends anyway is dropped */
+	s->kallsyms_held = ret == 0 && reply->kallsyms && !s->import;
+	s->printk_held = ret == 0 && reply->printk_held && !s->import;
+	return ret;
 }
 
 /* The field named @prefix + @suffix in @t, or -1. */
@@ -1030,13 +1063,17 @@ static int sink_event(void *arg, const struct decode_event *ev)
 			     sink_why_field, 1);
 }
 
-/* The counters of CPU or stream @cpu; NULL for one the agent did not announce. */
+/*
+ * The counters of CPU or stream @cpu (a CPU's made at its first page);
+ * NULL for one the agent did not announce, or out of memory.
+ */
 static struct sink_cpu *sink_cpu_of(struct sink *s, uint32_t cpu)
 {
 	struct sink_group *g;
+	void *c;
 
 	if (cpu < s->ncpus)
-		return &s->cpus[cpu];
+		return cpuslots_get(&s->cpus, cpu, &c) == 0 ? c : NULL;
 	if (cpu >= PROTO_USER_STREAM_BASE && (g = group_by_stream(s, cpu)))
 		return &g->streams[cpu - g->first];
 	return NULL;
@@ -1123,7 +1160,9 @@ int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t
 		cpu_no = cpu - g->first;
 		c = &g->streams[cpu_no];
 	} else if (cpu < s->ncpus) {
-		c = &s->cpus[cpu];
+		c = sink_cpu_of(s, cpu);
+		if (!c)
+			return -ENOMEM;
 		if (s->sess && dedup_seen(s->sess, cpu, seq)) {	/* a resend: stored already */
 			c->seen_seq = seq;
 			s->dups++;
@@ -1162,14 +1201,15 @@ int sink_flush(struct sink *s, struct store *store)
 
 	if (ret < 0 || !s->counters_dirty)
 		return ret;
-	for (uint32_t i = 0; i < s->ncpus && ret == 0; i++) {
-		struct sink_cpu *c = &s->cpus[i];
+	for (uint32_t i = 0; i < s->cpus.n && ret == 0; i++) {
+		struct sink_cpu *c = cpuslots_at(&s->cpus, i);
+		uint32_t cpu = s->cpus.cpu[i];
 
 		if (c->pages)
-			ret = store_cpu_received(store, s->host_id, i, c->pages, c->events,
+			ret = store_cpu_received(store, s->host_id, cpu, c->pages, c->events,
 						 c->bytes);
 		if (ret == 0 && (c->bad_pages || c->bad_events))
-			ret = store_cpu_not_stored(store, s->host_id, i, c->bad_pages,
+			ret = store_cpu_not_stored(store, s->host_id, cpu, c->bad_pages,
 						   c->bad_events);
 		if (ret == 0)
 			c->pages = c->events = c->bytes = c->bad_pages = c->bad_events = 0;
@@ -1190,14 +1230,13 @@ int sink_flush(struct sink *s, struct store *store)
 
 void sink_mark_committed(struct sink *s)
 {
-	if (!s->committed && s->ncpus) {
-		s->committed = calloc(s->ncpus, sizeof(*s->committed));
-		if (!s->committed)
+	uint64_t *mark;
+
+	for (uint32_t i = 0; i < s->cpus.n; i++) {
+		if (cpuslots_get(&s->committed, s->cpus.cpu[i], (void **)&mark) < 0)
 			return;		/* acknowledged at the next commit */
-		s->ncommitted = s->ncpus;
+		*mark = ((struct sink_cpu *)cpuslots_at(&s->cpus, i))->seen_seq;
 	}
-	for (uint32_t i = 0; i < s->ncommitted; i++)
-		s->committed[i] = s->cpus[i].seen_seq;
 }
 
 void sink_free(struct sink *s)
@@ -1228,8 +1267,8 @@ void sink_free(struct sink *s)
 	jfile_put(s->jf, false);
 	if (s->sess)
 		dedup_put(s->sessions, s->sess);
-	free(s->committed);
-	free(s->cpus);
+	cpuslots_free(&s->committed);
+	cpuslots_free(&s->cpus);
 	free(s->host);
 	free(s->boot_id);
 	free(s);

@@ -15,6 +15,7 @@
 
 #include "common/ring.h"
 #include "proto/msg.h"
+#include "server/cpuslots.h"
 #include "server/decode.h"
 #include "server/dedup.h"
 #include "server/filter_table.h"
@@ -52,8 +53,8 @@ struct sink {
 	int64_t clock_offset;		/* realtime - trace clock, ns */
 	bool tsc;			/* kernel pages in TSC ("x86-tsc"): tsc_conv */
 	struct ring_clock_conv tsc_conv;
-	uint32_t ncpus;
-	struct sink_cpu *cpus;
+	uint32_t ncpus;			/* declared in HELLO */
+	struct cpuslots cpus;		/* struct sink_cpu of the CPUs that sent */
 	uint64_t pages, events, unknown;
 	struct sink_type *types;
 	unsigned filters_gen;		/* generation the types were resolved for */
@@ -72,6 +73,8 @@ struct sink {
 	int64_t hello_realtime;		/* the agent's CLOCK_REALTIME at HELLO, ns */
 	uint64_t kernel_program;	/* programs row for kernel symbols; 0: none yet */
 	uint64_t printk_lines;		/* printk_formats lines taken on this connection */
+	uint64_t ksyms_lines;		/* kernel symbol lines taken on this connection */
+	bool kallsyms_held, printk_held;	/* this boot's were stored before HELLO */
 	struct dedup *sess;		/* the agent's session; NULL: none announced */
 	struct dedup **sessions;	/* the list sess is on */
 	uint64_t dups;			/* resent pages already stored, dropped */
@@ -97,8 +100,7 @@ struct sink {
 	bool jctx_lost;			/* jctx incomplete: never rotate jf */
 	uint64_t jobs_queued;		/* jobs handed to the worker */
 	/* under the queue lock (read by the event loop): */
-	uint64_t *committed;		/* per CPU: last page committed */
-	uint32_t ncommitted;
+	struct cpuslots committed;	/* uint64_t per CPU that sent: last page committed */
 	uint64_t jobs_committed;	/* jobs_done at the last commit */
 };
 

@@ -276,6 +276,19 @@ static void usage(FILE *f)
 "                           1M): past it, such a frame waits unread (TCP\n"
 "                           pushes back on its agent). Each connection also\n"
 "                           buffers up to 128 KiB of its own\n"
+"      --max-agent-cpus N   CPUs a HELLO may declare (default 8192, the\n"
+"                           kernel's largest NR_CPUS; at most 65536); a HELLO\n"
+"                           over it is refused, saying why. State per CPU\n"
+"                           is kept only for the CPUs that send\n"
+"      --max-agent-conns N  agent connections past HELLO at once, in all\n"
+"                           (default 16384; 0: no cap)\n"
+"      --max-agent-conns-per-cert N\n"
+"                           the same for one certificate (CN; default 1024;\n"
+"                           0: no cap). An agent holds one connection per CPU\n"
+"                           and one more; a gateway's certificate (--host-map)\n"
+"                           those of all its hosts. A HELLO past a cap is\n"
+"                           refused, with the cap named to the agent and in\n"
+"                           the log\n"
 "      --host-rate EVENTS[/s]\n"
 "                           events per second each host may send (default 0:\n"
 "                           no limit); a page costs the events in it. A host\n"
@@ -285,9 +298,12 @@ static void usage(FILE *f)
 "                           bucket holds one second of events (burst=)\n"
 "      --host-quota SIZE    bytes each host may have stored (default 0: no\n"
 "                           limit): the page bytes of its stored pages, less\n"
-"                           what retention gave back. A host over it is not\n"
-"                           read, with a log line, until retention frees space\n"
-"                           or the quota is raised (SIGHUP)\n"
+"                           what retention gave back, plus the metadata taken\n"
+"                           from it since the start (cmdlines, symbols, printk\n"
+"                           formats; they cost --host-rate an event per 64\n"
+"                           bytes too). A host over it is not read, with a\n"
+"                           log line, until retention frees space or the\n"
+"                           quota is raised (SIGHUP)\n"
 "      --host-limit 'GLOB [rate=EVENTS[/s]] [burst=EVENTS] [quota=SIZE]'\n"
 "                           other limits for the hosts whose name matches GLOB;\n"
 "                           repeatable, later rules win (0: no limit), e.g.\n"
@@ -503,6 +519,9 @@ static const char *value_form(const char *key)
 		{ "max-handshakes", "a whole number in 1..1000000" },
 		{ "max-handshakes-per-source", "a whole number in 1..1000000" },
 		{ "input-memory", "a size like 64M, 1G (at least 1M)" },
+		{ "max-agent-cpus", "a whole number in 1..65536" },
+		{ "max-agent-conns", "a whole number in 0..1000000 (0: no cap)" },
+		{ "max-agent-conns-per-cert", "a whole number in 0..1000000 (0: no cap)" },
 		{ "query-threads", "a whole number in 1..64" },
 		{ "query-sync-max", "milliseconds, a whole number in 1..3600000" },
 		{ "store-priority", "idle or normal" },
@@ -567,6 +586,17 @@ static int apply_value(struct settings *s, const char *key, const char *value)
 	if (!strcmp(key, "max-handshakes")) return parse_count(value, &s->lim.max_handshakes);
 	if (!strcmp(key, "max-handshakes-per-source"))
 		return parse_count(value, &s->lim.max_handshakes_source);
+	if (!strcmp(key, "max-agent-cpus") || !strcmp(key, "max-agent-conns") ||
+	    !strcmp(key, "max-agent-conns-per-cert")) {
+		bool cpus = !strcmp(key, "max-agent-cpus");
+		unsigned long n;
+		int ret = parse_uint(value, cpus, cpus ? 65536 : 1000000, &n);
+
+		if (ret == 0)
+			*(cpus ? &s->lim.max_cpus : !strcmp(key, "max-agent-conns") ?
+			  &s->lim.max_conns : &s->lim.max_conns_cert) = (unsigned)n;
+		return ret;
+	}
 	if (!strcmp(key, "input-memory")) {
 		int ret = parse_size(value, &s->lim.input_bytes);
 
@@ -859,6 +889,9 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "import", required_argument, NULL, 33 },
 		{ "query-timeout", required_argument, NULL, 34 },
 		{ "query-max-rows", required_argument, NULL, 35 },
+		{ "max-agent-cpus", required_argument, NULL, 36 },
+		{ "max-agent-conns", required_argument, NULL, 37 },
+		{ "max-agent-conns-per-cert", required_argument, NULL, 38 },
 		{ "config", required_argument, NULL, 'C' },
 		{ "foreground", no_argument, NULL, 'F' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -892,7 +925,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, SHORT_OPTS, longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 35) {
+		if (c >= 1 && c <= 38) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'F' || c == 'f')
