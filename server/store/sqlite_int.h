@@ -110,6 +110,7 @@ struct store_type {
 	struct sq_batch *cur;	/* rows gathering; NULL: none */
 	struct sq_val *scratch;	/* one row being decoded */
 	int64_t type_id;	/* its event_types row, the key of its ts_blocks */
+	int64_t fmt_id;		/* its formats row: every row it inserts has it (_tc_fmt) */
 	bool retired;		/* of a file the store lost: no statements, no inserts */
 };
 
@@ -253,9 +254,12 @@ void sq_type_free(struct store_type *t);
 /* Start and stop @q's writer thread (stop: after it ran what is queued). */
 int sq_writer_start(struct sq_store *q);
 void sq_writer_stop(struct sq_store *q);
-/* sq_type_insert - @st's INSERTs into @table for @t's fields, and its batch sizes. */
+/*
+ * sq_type_insert - @st's INSERTs into @table for @t's fields (field i into
+ * column @cols[i]), rows of format @st->fmt_id, and its batch sizes.
+ */
 int sq_type_insert(struct store *s, struct store_type *st, const struct decode_type *t,
-		   const char *table);
+		   const char *table, char *const *cols);
 /*
  * sq_sync - wait until the writer has run every queued batch; then the
  * connection is the caller's. Return: 0, or the writer's failure (until
@@ -466,7 +470,7 @@ void sq_hosts_bind(sqlite3_stmt *st, int first, const struct store_query *q);
 
 /* sqlite_schema.c */
 int sq_type(struct store *s, const struct decode_type *t, const char *format,
-	    struct store_type **out);
+	    const struct store_origin *o, struct store_type **out);
 int sq_schema_get(struct store *s, const char *system, const char *event,
 		  struct store_schema **out);
 int sq_schema_list(struct store *s, const char *system,

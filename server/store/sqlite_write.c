@@ -79,17 +79,19 @@ static int sq_batch_init(struct store *s, struct store_type *st)
 }
 
 int sq_type_insert(struct store *s, struct store_type *st, const struct decode_type *t,
-		   const char *table)
+		   const char *table, char *const *cols)
 {
 	struct sq_buf b = { 0 }, v = { 0 };
 	int n = SQ_FIXED_COLS, ret;
+	char fmt[32];
 
 	sq_buf_str(&b, "INSERT OR FAIL INTO ");	/* see sq_batch_exec() */
 	sq_ident(&b, table);
-	sq_buf_str(&b, " (host_id, cpu, ts, trace_ts");
-	sq_buf_str(&v, "?, ?, ?, ?");
+	sq_buf_str(&b, " (host_id, cpu, ts, trace_ts, _tc_fmt");
+	/* the format's id is ours, a literal of the statement, not a value per row */
+	snprintf(fmt, sizeof(fmt), "?, ?, ?, ?, %lld", (long long)st->fmt_id);
+	sq_buf_str(&v, fmt);
 	for (unsigned i = 0; i < t->nfields; i++) {
-		struct sq_buf col = { 0 };
 		bool dup = false;
 
 		for (unsigned j = 0; j < i && !dup; j++)
@@ -97,12 +99,9 @@ int sq_type_insert(struct store *s, struct store_type *st, const struct decode_t
 		st->param[i] = dup ? 0 : ++n;
 		if (dup)
 			continue;
-		sq_column_name(t->fields[i].name, &col);
 		sq_buf_str(&b, ", ");
-		sq_ident(&b, col.oom ? "" : col.s);
+		sq_ident(&b, cols[i]);
 		sq_buf_str(&v, ", ?");
-		b.oom |= col.oom;
-		free(col.s);
 	}
 	sq_buf_str(&b, ") VALUES ");
 	st->head = b.oom ? NULL : strdup(b.s);
