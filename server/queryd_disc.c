@@ -102,7 +102,8 @@ static int run_events(struct store *st, struct qsel *c, bool scoped, struct qmsg
 	static const char *const cols[] = { "event", "count", "first", "last" };
 	int ret = qmsg_reply_begin(w, NULL, 4, cols);
 
-	for (size_t i = 0; ret == 0 && i < qsel_ntypes(c); i++) {
+	for (size_t i = 0; ret == 0 && i < qsel_ntypes(c) && qmsg_reply_rows(*w) < QMSG_MAX_ROWS;
+	     i++) {
 		const struct store_schema *sc = qsel_schema(c, i);
 		int64_t first = 0, last = 0;
 		uint64_t n = 0;

@@ -49,6 +49,7 @@
 #define QSEL_BUFFERED		8192	/* rows all buffers hold, about */
 #define QSEL_MAX_SYMCOLS	4
 #define QSEL_SYM_MAX		(PROTO_SYM_MAX_NAME + 24)
+#define QSEL_MAX_DISC		(1u << 20)	/* types --events and --fields go through */
 
 static const char *const meta_cols[QMSG_META_COLS] = {
 	"host", "cpu", "ts", "trace_ts", "pid", "comm"
@@ -97,6 +98,7 @@ struct qsel_type {
 struct qsel {
 	struct query q;
 	bool per_fmt;			/* one qsel_type per format (select, count, tail) */
+	bool names_only;		/* --events: schemas without columns */
 	struct qsel_type *t;
 	size_t n;
 	struct store_window win;
@@ -134,6 +136,26 @@ static int resolve_bare(void *ctx, const struct store_schema *sc)
 	return 0;
 }
 
+/* A copy of @sc's names, table, format and type id (store_schema_free() frees it). */
+static int schema_dup(const struct store_schema *sc, struct store_schema **out)
+{
+	struct store_schema *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	d->system = strdup(sc->system);
+	d->name = strdup(sc->name);
+	d->table = strdup(sc->table);
+	d->format = strdup(sc->format ? sc->format : "");
+	d->type_id = sc->type_id;
+	if (!d->system || !d->name || !d->table || !d->format) {
+		store_schema_free(d);
+		return -ENOMEM;
+	}
+	*out = d;
+	return 0;
+}
+
 /* second pass: the types the selectors name, each once */
 static int resolve_add(void *ctx, const struct store_schema *sc)
 {
@@ -148,7 +170,8 @@ static int resolve_add(void *ctx, const struct store_schema *sc)
 			hit = rs->used[i] = true;
 	if (!hit)
 		return 0;
-	if (c->n == QMSG_MAX_TYPES)
+	/* a reply's types; discovery answers rows (QMSG_MAX_ROWS), not types */
+	if (c->n == (c->per_fmt ? QMSG_MAX_TYPES : QSEL_MAX_DISC))
 		return TC_ERR_TOO_LONG;
 	t = realloc(c->t, (c->n + 1) * sizeof(*t));
 	if (!t)
@@ -156,7 +179,8 @@ static int resolve_add(void *ctx, const struct store_schema *sc)
 	c->t = t;
 	t = &c->t[c->n];
 	memset(t, 0, sizeof(*t));
-	ret = store_schema_get(rs->st, sc->system, sc->name, &t->schema);
+	ret = c->names_only ? schema_dup(sc, &t->schema) :
+			      store_schema_get(rs->st, sc->system, sc->name, &t->schema);
 	if (ret == 0)
 		c->n++;
 	return ret;
@@ -574,6 +598,7 @@ int qsel_compile(struct store *st, const struct qmsg_request *r, const struct st
 		ret = 1;
 	}
 	c->per_fmt = r->op == QOP_SELECT || r->op == QOP_COUNT || r->op == QOP_TAIL;
+	c->names_only = r->op == QOP_EVENTS && !c->q.filter;
 	if (ret == 0)
 		ret = resolve(st, c, r->query, reply);
 	if (ret == 0 && c->per_fmt && (ret = expand_fmts(c)) == TC_ERR_TOO_LONG) {
@@ -608,7 +633,10 @@ void qsel_free(struct qsel *c)
 
 const char *qsel_event(const struct qsel *c)
 {
-	return c->n == 1 ? c->t[0].event : NULL;
+	for (size_t i = 1; i < c->n; i++)
+		if (c->t[i].schema != c->t[0].schema)
+			return NULL;	/* several types (formats of one type are one) */
+	return c->n ? c->t[0].event : NULL;
 }
 
 size_t qsel_ntypes(const struct qsel *c)

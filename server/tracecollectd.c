@@ -94,6 +94,8 @@ struct settings {
 	struct collector_limits lim;	/* timeouts, handshake caps, input memory */
 	struct queryd_opts query_opts;	/* query-threads, query-sync-max */
 	struct hostlimit_conf host_limits;	/* host-rate, host-quota, host-limit */
+	unsigned max_types;		/* max-event-types: per host */
+	unsigned max_fields;		/* max-event-fields: per format */
 	struct {			/* the command line's reloaded_key() values, */
 		const char *key;	/* applied again after the config file on */
 		char *value;		/* SIGHUP (key: longopts' name) */
@@ -269,6 +271,11 @@ static void usage(FILE *f)
 "                           1M): past it, such a frame waits unread (TCP\n"
 "                           pushes back on its agent). Each connection also\n"
 "                           buffers up to 128 KiB of its own\n"
+"      --max-event-types N  event types one host may send formats of (default\n"
+"                           2000; 0: no cap); events of more types are not\n"
+"                           stored, counted in traceq --drops as schema-cap\n"
+"      --max-event-fields N fields one event format may have (default 256;\n"
+"                           0: no cap); a type with more is not stored, as above\n"
 "      --host-rate EVENTS[/s]\n"
 "                           events per second each host may send (default 0:\n"
 "                           no limit); a page costs the events in it. A host\n"
@@ -497,6 +504,8 @@ static const char *value_form(const char *key)
 		{ "max-handshakes-per-source", "a whole number in 1..1000000" },
 		{ "input-memory", "a size like 64M, 1G (at least 1M)" },
 		{ "query-threads", "a whole number in 1..64" },
+		{ "max-event-types", "a whole number in 0..1000000 (0: no cap)" },
+		{ "max-event-fields", "a whole number in 0..65535 (0: no cap)" },
 		{ "query-sync-max", "milliseconds, a whole number in 1..3600000" },
 		{ "store-priority", "idle or normal" },
 		{ "pushdown", "yes or no" },
@@ -577,6 +586,15 @@ static int apply_value(struct settings *s, const char *key, const char *value)
 			s->query_opts.sync_max_ms = (uint32_t)n;
 		return ret;
 	}
+	if (!strcmp(key, "max-event-types") || !strcmp(key, "max-event-fields")) {
+		bool types = !strcmp(key, "max-event-types");
+		unsigned long n;
+		int ret = parse_uint(value, 0, types ? 1000000 : 65535, &n);
+
+		if (ret == 0)
+			*(types ? &s->max_types : &s->max_fields) = (unsigned)n;
+		return ret;
+	}
 	if (!strcmp(key, "query-timeout")) {
 		unsigned long n;
 		int ret = parse_uint(value, 0, QUERYD_TIMEOUT_MS_MAX, &n);
@@ -650,6 +668,8 @@ static int settings_defaults(struct settings *s)
 		{ "key", "/etc/tracecollect/server.key" },
 		{ "ca", "/etc/tracecollect/ca.crt" },
 		{ "journal-size", "1G" },
+		{ "max-event-types", "2000" },
+		{ "max-event-fields", "256" },
 	};
 	size_t i;
 	int ret = 0;
@@ -852,6 +872,8 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "import", required_argument, NULL, 33 },
 		{ "query-timeout", required_argument, NULL, 34 },
 		{ "query-max-rows", required_argument, NULL, 35 },
+		{ "max-event-types", required_argument, NULL, 36 },
+		{ "max-event-fields", required_argument, NULL, 37 },
 		{ "config", required_argument, NULL, 'C' },
 		{ "foreground", no_argument, NULL, 'F' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -885,7 +907,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, SHORT_OPTS, longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 35) {
+		if (c >= 1 && c <= 37) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'F' || c == 'f')
@@ -1351,6 +1373,8 @@ static int run(struct settings *s)
 	io.store_idle = !s->store_normal;
 	io.filters = s->filters;
 	io.host_usage = hostlimit_conf_quota(&s->host_limits);
+	io.max_types = s->max_types;
+	io.max_fields = s->max_fields;
 	ret = hostlimit_new(&s->host_limits, &col.hl) ?: livehosts_new(&col.live);
 	if (ret < 0)
 		goto out;
