@@ -69,8 +69,8 @@ struct sq_batch {
 	unsigned pending;	/* rows in vals */
 	size_t cap;		/* vals has room for this many values */
 	struct sq_val *vals;	/* pending * t->ncols */
-	uint8_t *arena;		/* SQ_ARENA bytes */
-	size_t arena_len;
+	uint8_t *arena;		/* arena_size bytes (at most SQ_ARENA); NULL: none yet */
+	size_t arena_size, arena_len;
 };
 
 /*
@@ -108,6 +108,7 @@ struct store_type {
 	unsigned brows;		/* rows of insert_b: min(rows, SQ_BLOCK_ROWS) */
 	sqlite3_stmt *insert_b;	/* for partial batches (brows > 1; may be insert_n) */
 	struct sq_batch *cur;	/* rows gathering; NULL: none */
+	size_t arena_hint;	/* arena bytes its batches get (grows when one fills) */
 	struct sq_val *scratch;	/* one row being decoded */
 	int64_t type_id;	/* its event_types row, the key of its ts_blocks */
 	int64_t fmt_id;		/* its formats row: every row it inserts has it (_tc_fmt) */
@@ -170,7 +171,8 @@ struct sq_store {
 	pthread_cond_t wake;	/* to the writer: a batch, or stop */
 	pthread_cond_t done;	/* from the writer: a batch ran */
 	struct sq_batch *head, **tail;	/* queued batches */
-	struct sq_batch *spare;		/* batches to reuse */
+	struct sq_batch *spare;		/* batches to reuse (at most SQ_SPARES) */
+	unsigned nspare;
 	unsigned inflight;	/* queued or running */
 	int wait_below;		/* the caller waits for inflight <= this; -1: not */
 	bool idle;		/* the writer waits for a batch */
