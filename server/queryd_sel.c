@@ -350,6 +350,84 @@ static int expand_fmts(struct qsel *c)
 	return 0;
 }
 
+/* The hosts a query may read (its host globs and the scope), by id. */
+struct seen_hosts {
+	uint64_t *id;
+	size_t n, cap;
+};
+
+static int seen_host(void *ctx, const struct store_host_info *h)
+{
+	struct seen_hosts *sh = ctx;
+
+	if (sh->n == sh->cap) {
+		size_t cap = sh->cap ? sh->cap * 2 : 16;
+		uint64_t *id = realloc(sh->id, cap * sizeof(*id));
+
+		if (!id)
+			return -ENOMEM;
+		sh->id = id;
+		sh->cap = cap;
+	}
+	sh->id[sh->n++] = h->id;
+	return 0;
+}
+
+/* Whether a host @sh holds sent format @f (one sent before 0013: maybe). */
+static bool fmt_seen(const struct store_fmt *f, const struct seen_hosts *sh)
+{
+	if (!f->nhosts)
+		return true;
+	for (size_t i = 0; i < f->nhosts; i++)
+		for (size_t k = 0; k < sh->n; k++)
+			if (f->host_ids[i] == sh->id[k])
+				return true;
+	return false;
+}
+
+static void type_free(struct qsel_type *t);
+
+/*
+ * With a host selection or a scope, the formats no host it allows sent
+ * are left out: they have no rows to give, and their text is another
+ * host's (one such answer is of one format again, in the one-type shape).
+ */
+static int drop_unseen(struct store *st, struct qsel *c, const struct qmsg_request *r,
+		       const struct store_scope *scope)
+{
+	struct store_scope hosts = { .globs = (const char *const *)r->hosts, .n = r->nhosts };
+	struct store_query q = { .host_glob = r->host, .hosts = r->nhosts ? &hosts : NULL,
+				 .scope = scope };
+	struct seen_hosts sh = { 0 };
+	bool any = false;
+	size_t k = 0;
+	int ret;
+
+	for (size_t i = 0; i < c->n && !any; i++)
+		any = c->t[i].mine != NULL;
+	if (!any || (!r->host && !r->nhosts && !scope))
+		return 0;
+	ret = store_hosts(st, &q, seen_host, &sh);
+	for (size_t i = 0; ret == 0 && i < c->n; i++) {
+		struct qsel_type *t = &c->t[i];
+
+		if (!t->mine || fmt_seen(t->fmt, &sh)) {
+			c->t[k++] = *t;
+			continue;
+		}
+		for (size_t j = i + 1; !t->shared && j < c->n; j++)
+			if (c->t[j].schema == t->schema) {	/* hand the schema on */
+				c->t[j].shared = false;
+				t->shared = true;
+			}
+		type_free(t);	/* (the last entry of a schema frees it) */
+	}
+	if (ret == 0)
+		c->n = k;
+	free(sh.id);
+	return ret;
+}
+
 static void type_free(struct qsel_type *t)
 {
 	filter_free(t->filter);
@@ -606,6 +684,8 @@ int qsel_compile(struct store *st, const struct qmsg_request *r, const struct st
 				 (int)strcspn(r->query, " \t"), reply);
 		ret = 1;
 	}
+	if (ret == 0 && c->per_fmt)
+		ret = drop_unseen(st, c, r, scope);
 	if (ret == 0)
 		ret = bind_all(c, reply);
 	if (ret == 0) {

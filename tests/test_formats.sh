@@ -95,6 +95,11 @@ tq --time raw --no-host 'sched_switch where prev_pid == 0' > "$tmp/all.filter" 2
 check "prev_pid == 0 over both hosts works and gives web1's rows ($(head -2 "$tmp/all.filter" | tr '\n' ' '))" \
 	'cmp -s "$tmp/all.filter" "$tmp/before.filter"'
 
+c=$(tq --count sched_switch 2>&1)
+cz=$(tq --count 'sched_switch where prev_pid == 0' 2>&1)
+check "counts take both formats: all rows ($c = 2 x $n), prev_pid == 0 web1's ($cz = $z)" \
+	'[ "$c" = $((2 * n)) ] && [ "$cz" = "$z" ]'
+
 tq -H vm -f json sched_switch > "$tmp/vm.json" 2>&1
 check "vm's json rows have their own fields (prev_prix, prev_pid a string)" \
 	'head -1 "$tmp/vm.json" | grep -q "\"prev_prix\":" &&
