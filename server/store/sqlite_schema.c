@@ -973,8 +973,10 @@ static int sq_schema_fmts(struct store *s, struct store_schema *sc)
 		ret = f->text ? 0 : -ENOMEM;
 	}
 	sqlite3_finalize(st);
+	/* hosts only tell formats apart: a type of one format (the usual) reads none */
 	for (size_t i = 0; ret == 0 && i < sc->nfmts; i++)
-		ret = sq_fmt_fields(s, sc, &sc->fmts[i]) ?: sq_fmt_hosts(s, &sc->fmts[i]);
+		ret = sq_fmt_fields(s, sc, &sc->fmts[i]) ?:
+		      (sc->nfmts > 1 ? sq_fmt_hosts(s, &sc->fmts[i]) : 0);
 	return ret;
 }
 

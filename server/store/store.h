@@ -498,7 +498,8 @@ struct store_fmt {
 	size_t *cols;		/* per field, in the format's order: a schema column */
 	char **types;		/* per field: its C type ("" when not known) */
 	size_t nhosts;
-	uint64_t *host_ids;	/* none: rows stored before formats were kept per host */
+	uint64_t *host_ids;	/* read when the type has several formats; none:
+				 * rows stored before formats were kept per host */
 };
 
 struct store_schema {
