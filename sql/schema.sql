@@ -37,7 +37,9 @@
 --   drops        events not kept, per (host_id, system, name, reason):
 --                reason 'filter' counts events a server-side filter dropped
 --                at ingest (per host); 'retention' counts rows removed by
---                retention (host_id 0: all hosts). Added to, never reset.
+--                retention (host_id 0: all hosts); 'schema-cap' counts
+--                events of a type past a host's schema caps (see Caps
+--                below). Added to, never reset.
 -- Delivery (0003-delivery.sql):
 --   stream_marks per (host, boot_id, agent session, stream): the highest
 --                page sequence number stored. Written in the transaction
