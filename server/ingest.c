@@ -1800,6 +1800,8 @@ static int ing_init(struct ingest *g, struct event_base *base, const struct inge
 	g->env.store = g->store;
 	g->env.sessions = &g->sessions;
 	g->env.pushdown = o->pushdown;
+	g->env.max_types = o->max_types;
+	g->env.max_fields = o->max_fields;
 	g->env.test_abort_format = o->test_abort_format;
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->cond, NULL);

@@ -47,6 +47,8 @@ struct ingest_opts {
 	uint64_t journal_bytes;		/* pause reading above this much journal */
 	bool store_idle;		/* with a journal: decode and store at SCHED_IDLE */
 	bool host_usage;		/* report bytes stored per host (hooks.usage) */
+	unsigned max_types;	/* event types per host; 0: no cap (sink_env) */
+	unsigned max_fields;	/* fields per event format; 0: no cap */
 	/* TEST AID: abort() while decoding the FORMAT of this event name, as
 	 * a record that kills the collector would (journal.h: quarantine) */
 	const char *test_abort_format;

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/tc_error.h"
@@ -101,7 +102,8 @@ static int run_events(struct store *st, struct qsel *c, bool scoped, struct qmsg
 	static const char *const cols[] = { "event", "count", "first", "last" };
 	int ret = qmsg_reply_begin(w, NULL, 4, cols);
 
-	for (size_t i = 0; ret == 0 && i < qsel_ntypes(c); i++) {
+	for (size_t i = 0; ret == 0 && i < qsel_ntypes(c) && qmsg_reply_rows(*w) < QMSG_MAX_ROWS;
+	     i++) {
 		const struct store_schema *sc = qsel_schema(c, i);
 		int64_t first = 0, last = 0;
 		uint64_t n = 0;
@@ -133,30 +135,148 @@ static const char *kind_name(enum decode_kind k)
 	       k == DECODE_STRING ? "string" : "bytes";
 }
 
-/* One row per field of each type of @c: event, field, type. */
-static int run_fields(struct store *st, struct qsel *c, bool scoped, struct qmsg_writer **w)
+/* The hosts the asker may see, by id (for the per-host types of --fields). */
+struct disc_names {
+	uint64_t *id;
+	char **name;
+	size_t n, cap;
+	bool loaded;
+};
+
+static int names_add(void *ctx, const struct store_host_info *h)
+{
+	struct disc_names *nm = ctx;
+
+	if (nm->n == nm->cap) {
+		size_t cap = nm->cap ? nm->cap * 2 : 16;
+		uint64_t *id = realloc(nm->id, cap * sizeof(*id));
+		char **name = id ? realloc(nm->name, cap * sizeof(*name)) : NULL;
+
+		if (id)
+			nm->id = id;
+		if (!name)
+			return -ENOMEM;
+		nm->name = name;
+		nm->cap = cap;
+	}
+	nm->id[nm->n] = h->id;
+	nm->name[nm->n] = strdup(h->name);
+	return nm->name[nm->n++] ? 0 : -ENOMEM;
+}
+
+static const char *names_get(const struct disc_names *nm, uint64_t id)
+{
+	for (size_t i = 0; i < nm->n; i++)
+		if (nm->id[i] == id)
+			return nm->name[i];
+	return NULL;	/* out of the asker's scope */
+}
+
+static void names_free(struct disc_names *nm)
+{
+	for (size_t i = 0; i < nm->n; i++)
+		free(nm->name[i]);
+	free(nm->name);
+	free(nm->id);
+}
+
+/* The C type field @name has in format @f ("" when it has none; its kind when not known). */
+static const char *fmt_type(const struct store_schema *sc, const struct store_fmt *f,
+			    const char *name)
+{
+	for (size_t k = 0; k < f->ncols; k++)
+		if (!strcmp(sc->cols[f->cols[k]].name, name))
+			return f->types[k][0] ? f->types[k] : kind_name(sc->cols[f->cols[k]].kind);
+	return "";
+}
+
+/*
+ * "TYPE (hosts a,b); TYPE2 (host c)": the C types field @name has in the
+ * formats of @sc, with the hosts (the asker may see) that sent each;
+ * "absent" for formats without it. Into @b (truncated at its size).
+ */
+static void per_host_type(const struct store_schema *sc, const char *name,
+			  const struct disc_names *nm, char *b, size_t size)
+{
+	size_t len = 0;
+
+	b[0] = 0;
+	for (size_t i = 0; i < sc->nfmts && len + 1 < size; i++) {
+		const char *ty = fmt_type(sc, &sc->fmts[i], name);
+		size_t hosts = 0;
+		bool dup = false;
+
+		for (size_t j = 0; j < i && !dup; j++)
+			dup = !strcmp(fmt_type(sc, &sc->fmts[j], name), ty);
+		if (dup)
+			continue;
+		len += (size_t)snprintf(b + len, size - len, "%s%s (", len ? "; " : "",
+					*ty ? ty : "absent");
+		for (size_t j = i; j < sc->nfmts && len + 1 < size; j++) {
+			const struct store_fmt *f = &sc->fmts[j];
+
+			if (strcmp(fmt_type(sc, f, name), ty))
+				continue;
+			for (size_t h = 0; h < f->nhosts && len + 1 < size; h++) {
+				const char *hn = names_get(nm, f->host_ids[h]);
+
+				if (hn)
+					len += (size_t)snprintf(b + len, size - len, "%s%s",
+								hosts++ ? "," : "host ", hn);
+			}
+		}
+		if (len + 1 < size)
+			len += (size_t)snprintf(b + len, size - len, "%s)",
+						hosts ? "" : "hosts not recorded");
+	}
+	if (len >= size && size > 4)
+		memcpy(b + size - 4, "...", 4);
+}
+
+/*
+ * One row per field of each type of @c: event, field, type. A type whose
+ * hosts sent different formats has one row per field name, its type
+ * saying which host has which ("pid_t (host web1); char[4] (host vm)").
+ */
+static int run_fields(struct store *st, struct qsel *c, const struct store_query *hq,
+		      struct qmsg_writer **w)
 {
 	static const char *const cols[] = { "event", "field", "type" };
+	struct disc_names nm = { 0 };
 	int ret = qmsg_reply_begin(w, NULL, 3, cols);
 
 	for (size_t i = 0; ret == 0 && i < qsel_ntypes(c); i++) {
 		const struct store_schema *sc = qsel_schema(c, i);
 		int64_t any = 0;
-		char ev[512];
+		char ev[512], ty[1024];
 
-		if (scoped) {	/* only types the asker has rows of */
+		if (hq->scope) {	/* only types the asker has rows of */
 			any = INT64_MIN;
 			ret = edge_ts(st, qsel_read(c, i), true, &any);
 			if (ret < 0 || any == INT64_MIN)
 				continue;
 		}
+		if (sc->nfmts > 1 && !nm.loaded) {
+			nm.loaded = true;
+			ret = store_hosts(st, hq, names_add, &nm);
+		}
 		snprintf(ev, sizeof(ev), "%s:%s", sc->system, sc->name);
-		for (size_t k = 0; k < sc->ncols && qmsg_reply_rows(*w) < QMSG_MAX_ROWS; k++) {
+		for (size_t k = 0; ret == 0 && k < sc->ncols &&
+				   qmsg_reply_rows(*w) < QMSG_MAX_ROWS; k++) {
+			bool dup = false;
+
+			for (size_t j = 0; j < k && !dup; j++)
+				dup = !strcmp(sc->cols[j].name, sc->cols[k].name);
+			if (dup && sc->nfmts > 1)
+				continue;
+			if (sc->nfmts > 1)
+				per_host_type(sc, sc->cols[k].name, &nm, ty, sizeof(ty));
 			put_cstr(*w, ev);
 			put_cstr(*w, sc->cols[k].name);
-			put_cstr(*w, kind_name(sc->cols[k].kind));
+			put_cstr(*w, sc->nfmts > 1 ? ty : kind_name(sc->cols[k].kind));
 		}
 	}
+	names_free(&nm);
 	return ret;
 }
 
@@ -197,7 +317,7 @@ int qdisc_run(struct store *st, const struct qmsg_request *r, const struct store
 		if (ret == 0 && r->op == QOP_EVENTS)
 			ret = run_events(st, c, hosts->scope != NULL, &w);
 		else if (ret == 0 && r->op == QOP_FIELDS)
-			ret = run_fields(st, c, hosts->scope != NULL, &w);
+			ret = run_fields(st, c, hosts, &w);
 		else if (ret == 0)
 			ret = -EINVAL;
 	}

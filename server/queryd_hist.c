@@ -26,12 +26,23 @@
 
 #define QH_SYM_MAX	600
 
+/*
+ * The column of field @name: its integer one when hosts sent it in several
+ * kinds (the rows of the others have NULL there and count as no value).
+ */
 static int find_col(const struct store_schema *sc, const char *name)
 {
-	for (size_t i = 0; i < sc->ncols; i++)
-		if (!strcmp(sc->cols[i].name, name))
+	int any = -1;
+
+	for (size_t i = 0; i < sc->ncols; i++) {
+		if (strcmp(sc->cols[i].name, name))
+			continue;
+		if (sc->cols[i].kind == DECODE_SIGNED || sc->cols[i].kind == DECODE_UNSIGNED)
 			return (int)i;
-	return -1;
+		if (any < 0)
+			any = (int)i;
+	}
+	return any;
 }
 
 static bool is_number(const struct store_schema *sc, int col)

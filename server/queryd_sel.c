@@ -49,6 +49,7 @@
 #define QSEL_BUFFERED		8192	/* rows all buffers hold, about */
 #define QSEL_MAX_SYMCOLS	4
 #define QSEL_SYM_MAX		(PROTO_SYM_MAX_NAME + 24)
+#define QSEL_MAX_DISC		(1u << 20)	/* types --events and --fields go through */
 
 static const char *const meta_cols[QMSG_META_COLS] = {
 	"host", "cpu", "ts", "trace_ts", "pid", "comm"
@@ -62,9 +63,19 @@ struct qsel_brow {
 	uint32_t nvals;
 };
 
-/* One selected event type: its schema, bound filter, store query, cursor. */
+/*
+ * One selected event type, or one format of it: its schema, bound filter,
+ * store query, cursor. A type stored with several formats (hosts with
+ * different kernels, or one that sent another format) is one qsel_type
+ * per format, each with its own columns, filter and format text, so that
+ * every row is bound, sent and rendered as its own host's format says;
+ * they share the schema (the first one frees it).
+ */
 struct qsel_type {
 	struct store_schema *schema;
+	const struct store_fmt *fmt;	/* NULL: every column (hist, discovery) */
+	bool *mine;			/* per schema column: fmt has it; NULL: all */
+	bool shared;			/* schema is an earlier entry's */
 	struct filter *filter;		/* bound to this type; NULL: every row */
 	struct filter_field *fields;	/* the schema seen by the filter */
 	size_t *col;			/* fields[i] is schema->cols[col[i]] */
@@ -86,6 +97,8 @@ struct qsel_type {
 
 struct qsel {
 	struct query q;
+	bool per_fmt;			/* one qsel_type per format (select, count, tail) */
+	bool names_only;		/* --events: schemas without columns */
 	struct qsel_type *t;
 	size_t n;
 	struct store_window win;
@@ -123,6 +136,26 @@ static int resolve_bare(void *ctx, const struct store_schema *sc)
 	return 0;
 }
 
+/* A copy of @sc's names, table, format and type id (store_schema_free() frees it). */
+static int schema_dup(const struct store_schema *sc, struct store_schema **out)
+{
+	struct store_schema *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return -ENOMEM;
+	d->system = strdup(sc->system);
+	d->name = strdup(sc->name);
+	d->table = strdup(sc->table);
+	d->format = strdup(sc->format ? sc->format : "");
+	d->type_id = sc->type_id;
+	if (!d->system || !d->name || !d->table || !d->format) {
+		store_schema_free(d);
+		return -ENOMEM;
+	}
+	*out = d;
+	return 0;
+}
+
 /* second pass: the types the selectors name, each once */
 static int resolve_add(void *ctx, const struct store_schema *sc)
 {
@@ -137,7 +170,8 @@ static int resolve_add(void *ctx, const struct store_schema *sc)
 			hit = rs->used[i] = true;
 	if (!hit)
 		return 0;
-	if (c->n == QMSG_MAX_TYPES)
+	/* a reply's types; discovery answers rows (QMSG_MAX_ROWS), not types */
+	if (c->n == (c->per_fmt ? QMSG_MAX_TYPES : QSEL_MAX_DISC))
 		return TC_ERR_TOO_LONG;
 	t = realloc(c->t, (c->n + 1) * sizeof(*t));
 	if (!t)
@@ -145,7 +179,8 @@ static int resolve_add(void *ctx, const struct store_schema *sc)
 	c->t = t;
 	t = &c->t[c->n];
 	memset(t, 0, sizeof(*t));
-	ret = store_schema_get(rs->st, sc->system, sc->name, &t->schema);
+	ret = c->names_only ? schema_dup(sc, &t->schema) :
+			      store_schema_get(rs->st, sc->system, sc->name, &t->schema);
 	if (ret == 0)
 		c->n++;
 	return ret;
@@ -221,27 +256,226 @@ static enum filter_kind kind_of(enum decode_kind k)
 	       k == DECODE_UNSIGNED ? FILTER_UNSIGNED : FILTER_STRING;
 }
 
-/* Blob fields cannot be filtered on; everything else can. */
+static bool is_int(enum decode_kind k)
+{
+	return k == DECODE_SIGNED || k == DECODE_UNSIGNED;
+}
+
+/*
+ * Blob fields cannot be filtered on; everything else can. A format's
+ * fields are its own columns; without one (every column), a name with
+ * columns of several kinds is its integer column, else its first.
+ */
 static int make_schema(struct qsel_type *t, struct filter_schema *fs)
 {
+	const struct store_schema *sc = t->schema;
 	size_t i, n = 0;
 
-	t->fields = calloc(t->schema->ncols + 1, sizeof(*t->fields));
-	t->col = calloc(t->schema->ncols + 1, sizeof(*t->col));
+	t->fields = calloc(sc->ncols + 1, sizeof(*t->fields));
+	t->col = calloc(sc->ncols + 1, sizeof(*t->col));
 	if (!t->fields || !t->col)
 		return -ENOMEM;
-	for (i = 0; i < t->schema->ncols; i++) {
-		if (t->schema->cols[i].kind == DECODE_BLOB)
+	for (i = 0; i < sc->ncols; i++) {
+		size_t k;
+
+		if (sc->cols[i].kind == DECODE_BLOB || (t->mine && !t->mine[i]))
 			continue;
-		t->col[n] = i;
-		t->fields[n].name = t->schema->cols[i].name;
-		t->fields[n].kind = kind_of(t->schema->cols[i].kind);
-		t->fields[n].size = 8;
-		n++;
+		for (k = 0; k < n && strcmp(t->fields[k].name, sc->cols[i].name); k++)
+			;
+		if (k < n && (is_int(sc->cols[t->col[k]].kind) || !is_int(sc->cols[i].kind)))
+			continue;
+		t->col[k] = i;
+		t->fields[k].name = sc->cols[i].name;
+		t->fields[k].kind = kind_of(sc->cols[i].kind);
+		t->fields[k].size = 8;
+		if (k == n)
+			n++;
 	}
 	fs->fields = t->fields;
 	fs->count = t->nfields = n;
 	return 0;
+}
+
+/* The columns of format @t->fmt, as t->mine (none when it has every column). */
+static int make_mine(struct qsel_type *t)
+{
+	const struct store_fmt *f = t->fmt;
+
+	if (!f || t->schema->nfmts < 2)
+		return 0;
+	t->mine = calloc(t->schema->ncols + 1, sizeof(*t->mine));
+	if (!t->mine)
+		return -ENOMEM;
+	for (size_t k = 0; k < f->ncols; k++)
+		t->mine[f->cols[k]] = true;
+	return 0;
+}
+
+/*
+ * One entry per format of each type that has several (see struct
+ * qsel_type). At most QMSG_MAX_TYPES entries in all.
+ */
+static int expand_fmts(struct qsel *c)
+{
+	size_t n = 0, k = 0;
+	struct qsel_type *t;
+
+	for (size_t i = 0; i < c->n; i++)
+		n += c->t[i].schema->nfmts > 1 ? c->t[i].schema->nfmts : 1;
+	if (n == c->n) {
+		for (size_t i = 0; i < c->n; i++)
+			c->t[i].fmt = c->t[i].schema->nfmts ? &c->t[i].schema->fmts[0] : NULL;
+		return 0;
+	}
+	if (n > QMSG_MAX_TYPES)
+		return TC_ERR_TOO_LONG;
+	t = calloc(n, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->n; i++) {
+		struct store_schema *sc = c->t[i].schema;
+
+		for (size_t f = 0; f < (sc->nfmts > 1 ? sc->nfmts : 1); f++, k++) {
+			t[k].schema = sc;
+			t[k].fmt = sc->nfmts ? &sc->fmts[f] : NULL;
+			t[k].shared = f > 0;
+		}
+	}
+	free(c->t);
+	c->t = t;
+	c->n = n;
+	for (size_t i = 0; i < c->n; i++)
+		if (make_mine(&c->t[i]) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+/* The hosts a query may read (its host globs and the scope), by id. */
+struct seen_hosts {
+	uint64_t *id;
+	size_t n, cap;
+};
+
+static int seen_host(void *ctx, const struct store_host_info *h)
+{
+	struct seen_hosts *sh = ctx;
+
+	if (sh->n == sh->cap) {
+		size_t cap = sh->cap ? sh->cap * 2 : 16;
+		uint64_t *id = realloc(sh->id, cap * sizeof(*id));
+
+		if (!id)
+			return -ENOMEM;
+		sh->id = id;
+		sh->cap = cap;
+	}
+	sh->id[sh->n++] = h->id;
+	return 0;
+}
+
+/* Whether a host @sh holds sent format @f (one sent before 0013: maybe). */
+static bool fmt_seen(const struct store_fmt *f, const struct seen_hosts *sh)
+{
+	if (!f->nhosts)
+		return true;
+	for (size_t i = 0; i < f->nhosts; i++)
+		for (size_t k = 0; k < sh->n; k++)
+			if (f->host_ids[i] == sh->id[k])
+				return true;
+	return false;
+}
+
+static void type_free(struct qsel_type *t);
+
+/*
+ * With a host selection or a scope, the formats no host it allows sent
+ * are left out: they have no rows to give, and their text is another
+ * host's (one such answer is of one format again, in the one-type shape).
+ */
+static int drop_unseen(struct store *st, struct qsel *c, const struct qmsg_request *r,
+		       const struct store_scope *scope)
+{
+	struct store_scope hosts = { .globs = (const char *const *)r->hosts, .n = r->nhosts };
+	struct store_query q = { .host_glob = r->host, .hosts = r->nhosts ? &hosts : NULL,
+				 .scope = scope };
+	struct seen_hosts sh = { 0 };
+	bool any = false;
+	size_t k = 0;
+	int ret;
+
+	for (size_t i = 0; i < c->n && !any; i++)
+		any = c->t[i].mine != NULL;
+	if (!any || (!r->host && !r->nhosts && !scope))
+		return 0;
+	ret = store_hosts(st, &q, seen_host, &sh);
+	for (size_t i = 0; ret == 0 && i < c->n; i++) {
+		struct qsel_type *t = &c->t[i];
+
+		if (!t->mine || fmt_seen(t->fmt, &sh)) {
+			c->t[k++] = *t;
+			continue;
+		}
+		for (size_t j = i + 1; !t->shared && j < c->n; j++)
+			if (c->t[j].schema == t->schema) {	/* hand the schema on */
+				c->t[j].shared = false;
+				t->shared = true;
+			}
+		type_free(t);	/* (the last entry of a schema frees it) */
+	}
+	if (ret == 0)
+		c->n = k;
+	free(sh.id);
+	return ret;
+}
+
+static void type_free(struct qsel_type *t)
+{
+	filter_free(t->filter);
+	free(t->fields);
+	free(t->col);
+	free(t->cols);
+	free(t->skip);
+	free(t->mine);
+	free(t->rows);
+	qmsg_writer_free(t->buf);
+	if (!t->shared)
+		store_schema_free(t->schema);
+}
+
+/*
+ * The formats of a type the filter cannot be bound to (a field it lacks,
+ * or of another kind) match no row when another format of the type takes
+ * it: each host's rows are filtered as that host's kernel would. Only
+ * when no format of the type takes it does the type follow the
+ * subsystem-filter rule above. Drops those entries (@failed per entry).
+ */
+static void drop_unbound(struct qsel *c, unsigned char *failed)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < c->n; i++)	/* bit 1: failed, and a sibling took it */
+		for (size_t j = 0; j < c->n && failed[i]; j++)
+			if (c->t[j].schema == c->t[i].schema && !failed[j])
+				failed[i] |= 2;
+	for (size_t i = 0; i < c->n; i++)
+		failed[i] = failed[i] & 2;
+	for (size_t i = 0; i < c->n; i++) {
+		if (!failed[i] || c->t[i].shared)
+			continue;
+		for (size_t j = i + 1; j < c->n; j++)	/* hand the schema on */
+			if (c->t[j].schema == c->t[i].schema && !failed[j]) {
+				c->t[j].shared = false;
+				break;
+			}
+		c->t[i].shared = true;
+	}
+	for (size_t i = 0; i < c->n; i++) {
+		if (failed[i])
+			type_free(&c->t[i]);
+		else
+			c->t[k++] = c->t[i];
+	}
+	c->n = k;
 }
 
 /*
@@ -252,8 +486,9 @@ static int make_schema(struct qsel_type *t, struct filter_schema *fs)
 static int bind_all(struct qsel *c, struct proto_buf *out)
 {
 	struct filter_error err = { 0 }, first = { 0 };
+	unsigned char *failed = calloc(c->n + 1, sizeof(*failed));
 	size_t bound = 0;
-	int ret = 0;
+	int ret = failed ? 0 : -ENOMEM;
 
 	for (size_t i = 0; ret == 0 && i < c->n; i++) {
 		struct qsel_type *t = &c->t[i];
@@ -274,6 +509,7 @@ static int bind_all(struct qsel *c, struct proto_buf *out)
 				first = e;
 			filter_free(t->filter);
 			t->filter = NULL;
+			failed[i] = true;
 			ret = 0;
 		} else {
 			bound++;
@@ -283,8 +519,11 @@ static int bind_all(struct qsel *c, struct proto_buf *out)
 		err = first;
 		qmsg_reply_error(err.code, err.msg[0] ? err.msg : tc_strerror(err.code),
 				 (int)(err.pos + c->q.filter_offset), (int)err.len, out);
-		return 1;
+		ret = 1;
 	}
+	if (ret == 0 && c->q.filter)
+		drop_unbound(c, failed);
+	free(failed);
 	return ret;
 }
 
@@ -304,6 +543,7 @@ static void set_queries(struct qsel *c, const struct qmsg_request *r,
 			.nfields = t->nfields, .host_glob = r->host,
 			.hosts = r->nhosts ? &c->hosts : NULL, .scope = scope,
 			.cpus = r->cpus, .ncpus = r->ncpus, .reverse = r->reverse,
+			.fmt = t->mine ? t->fmt->id : 0,
 			.win = r->from_ts || r->to_ts || r->from_end || r->to_end ? &c->win : NULL,
 		};
 		snprintf(t->event, sizeof(t->event), "%s:%s", t->schema->system, t->schema->name);
@@ -327,7 +567,7 @@ static void find_symcols(struct qsel_type *t)
 		return;
 	for (size_t i = 0; i < sc->ncols && t->nsym < QSEL_MAX_SYMCOLS; i++)
 		for (size_t k = 0; k < sizeof(sym_fields) / sizeof(sym_fields[0]); k++)
-			if (!strcmp(sc->cols[i].name, sym_fields[k]) &&
+			if (!strcmp(sc->cols[i].name, sym_fields[k]) && (!t->mine || t->mine[i]) &&
 			    sc->cols[i].kind != DECODE_STRING && sc->cols[i].kind != DECODE_BLOB) {
 				snprintf(t->symname[t->nsym], sizeof(t->symname[0]), "%s_sym",
 					 sym_fields[k]);
@@ -346,14 +586,16 @@ static int set_skips(struct qsel *c, const struct qmsg_request *r)
 		struct qsel_type *t = &c->t[i];
 
 		find_symcols(t);
-		if (!r->nomit)
+		if (!r->nomit && !t->mine)
 			continue;
 		t->skip = calloc(t->schema->ncols + 1, sizeof(*t->skip));
 		if (!t->skip)
 			return -ENOMEM;
-		for (size_t k = 0; k < t->schema->ncols; k++)
+		for (size_t k = 0; k < t->schema->ncols; k++) {
+			t->skip[k] = t->mine && !t->mine[k];	/* another format's column */
 			for (uint32_t o = 0; o < r->nomit && !t->skip[k]; o++)
 				t->skip[k] = !strcmp(t->schema->cols[k].name, r->omit[o]);
+		}
 		for (size_t k = 0; k < t->nsym; k++)
 			t->skip[t->symcol[k]] = false;
 		t->read.skip = t->skip;
@@ -433,8 +675,17 @@ int qsel_compile(struct store *st, const struct qmsg_request *r, const struct st
 				 (int)err.pos, (int)err.len, reply);
 		ret = 1;
 	}
+	c->per_fmt = r->op == QOP_SELECT || r->op == QOP_COUNT || r->op == QOP_TAIL;
+	c->names_only = r->op == QOP_EVENTS && !c->q.filter;
 	if (ret == 0)
 		ret = resolve(st, c, r->query, reply);
+	if (ret == 0 && c->per_fmt && (ret = expand_fmts(c)) == TC_ERR_TOO_LONG) {
+		qmsg_reply_error(ret, "the query selects more than 4096 event formats", 0,
+				 (int)strcspn(r->query, " \t"), reply);
+		ret = 1;
+	}
+	if (ret == 0 && c->per_fmt)
+		ret = drop_unseen(st, c, r, scope);
 	if (ret == 0)
 		ret = bind_all(c, reply);
 	if (ret == 0) {
@@ -453,18 +704,8 @@ void qsel_free(struct qsel *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->n; i++) {
-		struct qsel_type *t = &c->t[i];
-
-		filter_free(t->filter);
-		free(t->fields);
-		free(t->col);
-		free(t->cols);
-		free(t->skip);
-		free(t->rows);
-		qmsg_writer_free(t->buf);
-		store_schema_free(t->schema);
-	}
+	for (size_t i = 0; i < c->n; i++)
+		type_free(&c->t[i]);
 	free(c->t);
 	query_free(&c->q);
 	free(c);
@@ -472,7 +713,10 @@ void qsel_free(struct qsel *c)
 
 const char *qsel_event(const struct qsel *c)
 {
-	return c->n == 1 ? c->t[0].event : NULL;
+	for (size_t i = 1; i < c->n; i++)
+		if (c->t[i].schema != c->t[0].schema)
+			return NULL;	/* several types (formats of one type are one) */
+	return c->n ? c->t[0].event : NULL;
 }
 
 size_t qsel_ntypes(const struct qsel *c)
@@ -529,6 +773,12 @@ static int make_cols(struct qsel_type *t)
 		t->cols[QMSG_META_COLS + n++] = t->symname[i];
 	t->ncols = QMSG_META_COLS + n;
 	return 0;
+}
+
+/* The format text @t's rows are sent with: its own, else the type's latest. */
+static const char *fmt_text(const struct qsel_type *t)
+{
+	return t->mine ? t->fmt->text : t->schema->format;
 }
 
 static void put_value(struct qmsg_writer *w, const struct decode_value *v)
@@ -617,7 +867,7 @@ static int select_one(struct store *st, const struct qmsg_request *r, struct qse
 
 	if (ret < 0)
 		return ret;
-	qmsg_reply_format(o.w, t->schema->format);
+	qmsg_reply_format(o.w, fmt_text(t));
 	t->read.after_ts = r->after_ts;
 	t->read.after_rowid = r->after_id;
 	t->read.limit = limit + 1;
@@ -744,7 +994,7 @@ static int merge_init(struct qsel *c, const struct qmsg_request *r, size_t chunk
 	if (ret == 0)
 		ret = qmsg_reply_begin_types(w, (uint32_t)c->n, events, ncols, cols);
 	for (size_t i = 0; ret == 0 && i < c->n; i++)
-		qmsg_reply_type_format(*w, (uint32_t)i, c->t[i].schema->format);
+		qmsg_reply_type_format(*w, (uint32_t)i, fmt_text(&c->t[i]));
 	free(events);
 	free(cols);
 	free(ncols);
@@ -812,7 +1062,7 @@ int qsel_begin_tail(struct qsel *c, struct qmsg_writer **w)
 	if (ret == 0)
 		ret = qmsg_reply_begin_tail(w, (uint32_t)c->n, events, ncols, cols);
 	for (size_t i = 0; ret == 0 && i < c->n; i++)
-		qmsg_reply_type_format(*w, (uint32_t)i, c->t[i].schema->format);
+		qmsg_reply_type_format(*w, (uint32_t)i, fmt_text(&c->t[i]));
 	free(events);
 	free(cols);
 	free(ncols);

@@ -22,6 +22,7 @@
 #include "common/log.h"
 #include "common/ring.h"
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "proto/printk.h"
 #include "proto/symbols.h"
 #include "server/journal.h"
@@ -40,6 +41,7 @@ static const char sink_why_field[] = "event field outside its record";
 static const char sink_why_clock[] = "wall-clock time past the 64-bit range";
 static const char sink_why_meta_held[] = "metadata of this boot already stored (WELCOME said so)";
 static const char sink_why_ksyms_max[] = "more kernel symbol lines than one connection may store";
+static const char sink_why_cap[] = "schema-cap";
 
 bool sink_logged_first(struct sink *s, const char *why)
 {
@@ -88,6 +90,7 @@ struct sink_type {
 	struct filter_field *ffields;	/* the filter's view of t->fields */
 	struct filter *f;		/* NULL: keep every event */
 	uint64_t dropped;		/* by the filter, not yet in the store */
+	uint64_t capped;		/* over a schema cap (no store type), not yet counted */
 	bool kernel;			/* an event of the agent's instance */
 	char *pushed;			/* filter set in the agent's instance; NULL: none */
 	/* fields "comm"/"X_comm" (char[16]) and their "pid"/"X_pid": names to learn */
@@ -905,6 +908,37 @@ static int sink_learn_comms(struct sink *s, const struct sink_env *env,
 	return ret;
 }
 
+/*
+ * The store's type of @ty, for this host and boot. Over a schema cap
+ * (max-event-types, max-event-fields, ...) the type has none: its events
+ * are counted in drops as "schema-cap" and not stored. Said once per
+ * connection, and at most once a second by all of them.
+ */
+static int sink_store_type(struct sink *s, const struct sink_env *env, struct sink_type *ty,
+			   const char *text)
+{
+	static uint64_t last_ms;
+	const struct store_origin o = {
+		.host_id = s->host_id, .boot_id = s->boot_id, .since = s->hello_realtime,
+		.max_types = env->max_types, .max_fields = env->max_fields,
+	};
+	char h[LOG_ESC_LEN], why[LOG_ESC_LEN];
+	int ret = store_type(env->store, ty->t, text, &o, &ty->st);
+	uint64_t now;
+
+	if (ret != TC_ERR_FORMAT_LIMIT)
+		return ret;
+	ty->st = NULL;
+	now = util_now_ms();
+	if (sink_logged_first(s, sink_why_cap) && now - last_ms >= 1000) {
+		last_ms = now;
+		log_warn("host %s: %s; its events are not stored (counted in traceq --drops as"
+			 " schema-cap; said once per connection)", sink_host(s, h, sizeof(h)),
+			 sink_clean(why, sizeof(why), store_errmsg(env->store)));
+	}
+	return 0;
+}
+
 static int sink_format(struct sink *s, const struct sink_env *env, const struct proto_format *f)
 {
 	const struct decode_type *t;
@@ -949,7 +983,7 @@ static int sink_format(struct sink *s, const struct sink_env *env, const struct 
 	((struct decode_type *)t)->user = ty;
 	ret = sink_type_schema(ty);
 	if (ret == 0)
-		ret = store_type(env->store, t, f->text, &ty->st);
+		ret = sink_store_type(s, env, ty, f->text);
 	if (ret == 0)
 		ret = sink_type_resolve(s, env, ty);
 	return ret;
@@ -1026,7 +1060,12 @@ static int sink_event(void *arg, const struct decode_event *ev)
 	struct sink_eval e = { p->s, ev, event_trace_ns(p, ev->ts), "" };
 	int ret;
 
-	if (!ty || !ty->st) {
+	if (ty && !ty->st) {
+		ty->capped++;
+		p->s->counters_dirty = true;
+		return 0;
+	}
+	if (!ty) {
 		p->s->unknown++;
 		p->unknown++;
 		return 0;
@@ -1220,8 +1259,11 @@ int sink_flush(struct sink *s, struct store *store)
 		if (ty->dropped)
 			ret = store_dropped(store, s->host_id, ty->t->system, ty->t->name,
 					    "filter", ty->dropped);
+		if (ret == 0 && ty->capped)
+			ret = store_dropped(store, s->host_id, ty->t->system, ty->t->name,
+					    sink_why_cap, ty->capped);
 		if (ret == 0)
-			ty->dropped = 0;
+			ty->dropped = ty->capped = 0;
 	}
 	if (ret == 0)
 		s->counters_dirty = false;

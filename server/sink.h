@@ -111,6 +111,8 @@ struct sink_env {
 	unsigned filters_gen;
 	struct dedup **sessions;	/* live agent sessions' stored-page marks */
 	bool pushdown;			/* offer agents their filters (pushdown.h) */
+	unsigned max_types;		/* event types per host (0: no cap; store_origin) */
+	unsigned max_fields;		/* fields per format (0: no cap) */
 	const char *test_abort_format;	/* TEST AID: abort() on this FORMAT's event name */
 };
 

@@ -95,6 +95,8 @@ struct settings {
 	struct collector_limits lim;	/* timeouts, handshake caps, input memory */
 	struct queryd_opts query_opts;	/* query-threads, query-sync-max */
 	struct hostlimit_conf host_limits;	/* host-rate, host-quota, host-limit */
+	unsigned max_types;		/* max-event-types: per host */
+	unsigned max_fields;		/* max-event-fields: per format */
 	struct {			/* the command line's reloaded_key() values, */
 		const char *key;	/* applied again after the config file on */
 		char *value;		/* SIGHUP (key: longopts' name) */
@@ -289,6 +291,11 @@ static void usage(FILE *f)
 "                           those of all its hosts. A HELLO past a cap is\n"
 "                           refused, with the cap named to the agent and in\n"
 "                           the log\n"
+"      --max-event-types N  event types one host may send formats of (default\n"
+"                           2000; 0: no cap); events of more types are not\n"
+"                           stored, counted in traceq --drops as schema-cap\n"
+"      --max-event-fields N fields one event format may have (default 256;\n"
+"                           0: no cap); a type with more is not stored, as above\n"
 "      --host-rate EVENTS[/s]\n"
 "                           events per second each host may send (default 0:\n"
 "                           no limit); a page costs the events in it. A host\n"
@@ -523,6 +530,8 @@ static const char *value_form(const char *key)
 		{ "max-agent-conns", "a whole number in 0..1000000 (0: no cap)" },
 		{ "max-agent-conns-per-cert", "a whole number in 0..1000000 (0: no cap)" },
 		{ "query-threads", "a whole number in 1..64" },
+		{ "max-event-types", "a whole number in 0..1000000 (0: no cap)" },
+		{ "max-event-fields", "a whole number in 0..65535 (0: no cap)" },
 		{ "query-sync-max", "milliseconds, a whole number in 1..3600000" },
 		{ "store-priority", "idle or normal" },
 		{ "pushdown", "yes or no" },
@@ -614,6 +623,15 @@ static int apply_value(struct settings *s, const char *key, const char *value)
 			s->query_opts.sync_max_ms = (uint32_t)n;
 		return ret;
 	}
+	if (!strcmp(key, "max-event-types") || !strcmp(key, "max-event-fields")) {
+		bool types = !strcmp(key, "max-event-types");
+		unsigned long n;
+		int ret = parse_uint(value, 0, types ? 1000000 : 65535, &n);
+
+		if (ret == 0)
+			*(types ? &s->max_types : &s->max_fields) = (unsigned)n;
+		return ret;
+	}
 	if (!strcmp(key, "query-timeout")) {
 		unsigned long n;
 		int ret = parse_uint(value, 0, QUERYD_TIMEOUT_MS_MAX, &n);
@@ -687,6 +705,8 @@ static int settings_defaults(struct settings *s)
 		{ "key", "/etc/tracecollect/server.key" },
 		{ "ca", "/etc/tracecollect/ca.crt" },
 		{ "journal-size", "1G" },
+		{ "max-event-types", "2000" },
+		{ "max-event-fields", "256" },
 	};
 	size_t i;
 	int ret = 0;
@@ -892,6 +912,8 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "max-agent-cpus", required_argument, NULL, 36 },
 		{ "max-agent-conns", required_argument, NULL, 37 },
 		{ "max-agent-conns-per-cert", required_argument, NULL, 38 },
+		{ "max-event-types", required_argument, NULL, 39 },
+		{ "max-event-fields", required_argument, NULL, 40 },
 		{ "config", required_argument, NULL, 'C' },
 		{ "foreground", no_argument, NULL, 'F' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -925,7 +947,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, SHORT_OPTS, longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 38) {
+		if (c >= 1 && c <= 40) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'F' || c == 'f')
@@ -1363,6 +1385,8 @@ static int run(struct settings *s)
 	io.store_idle = !s->store_normal;
 	io.filters = s->filters;
 	io.host_usage = hostlimit_conf_quota(&s->host_limits);
+	io.max_types = s->max_types;
+	io.max_fields = s->max_fields;
 	ret = hostlimit_new(&s->host_limits, &col.hl) ?: livehosts_new(&col.live);
 	if (ret < 0)
 		goto out;

@@ -14,8 +14,10 @@
 --                (pages, events, bytes; added to) and what the agent
 --                reported (agent_*, and the kernel's overrun, dropped,
 --                commit_overrun counters; overwritten by each report).
---   event_types  one row per (system, name): its table and latest format.
---   event_fields one row per field ever seen: column name, kind (signed,
+--   event_types  one row per (system, name): its table and latest format
+--                (the formats themselves are per host and boot, below).
+--   event_fields one row per column of the event table (since 0013: per
+--                field name and kind): column name, kind (signed,
 --                unsigned, string, blob), size, ordinal (first-seen order).
 --   comms        pid -> comm per host, from the agent's cmdlines.
 --
@@ -35,7 +37,9 @@
 --   drops        events not kept, per (host_id, system, name, reason):
 --                reason 'filter' counts events a server-side filter dropped
 --                at ingest (per host); 'retention' counts rows removed by
---                retention (host_id 0: all hosts). Added to, never reset.
+--                retention (host_id 0: all hosts); 'schema-cap' counts
+--                events of a type past a host's schema caps (see Caps
+--                below). Added to, never reset.
 -- Delivery (0003-delivery.sql):
 --   stream_marks per (host, boot_id, agent session, stream): the highest
 --                page sequence number stored. Written in the transaction
@@ -79,6 +83,27 @@
 --   tgids        pid -> tgid per host, from the agent's cmdlines (the
 --                kernel's saved_tgids), like comms.
 --
+-- Formats per host and boot (0013-formats.sql):
+--   formats      each distinct format text of a type (two hosts that send
+--                the same text share it).
+--   format_fields per format, its fields in order, the column each is
+--                stored in and its C type as the format gives it.
+--   host_formats per (host, boot, type, format): which format a host sent
+--                in a boot, since when (the wall-clock ns of the
+--                connection that sent it first).
+--   ev_* tables  gain _tc_fmt: the formats.id every row was stored with
+--                (a literal of the type's INSERT). Rows stored before the
+--                migration read the format the type had then (the
+--                column's DEFAULT), without being rewritten.
+--   A fleet runs different kernels, and a host may send any format: a
+--   row is decoded with its own connection's format, and read, filtered
+--   and printed with the format of its _tc_fmt (the query side answers a
+--   type with several formats as one reply type per format, each with its
+--   own columns, filter binding and format text; traceq renders each with
+--   its own). So one host's format never changes how another host's rows
+--   read. The export of trace.dat builds on the same: a row's format is
+--   formats.text of its _tc_fmt, a host's formats are host_formats.
+--
 -- Agent versions (0011-agent-version.sql):
 --   hosts        gains agent: the program and version the latest HELLO
 --                named (e.g. "traceagent 0.1.0"); NULL when it named none
@@ -89,7 +114,20 @@
 --   ev_<system>_<name>   (characters outside [A-Za-z0-9_] become '_'; a
 --                         numeric suffix keeps names unique)
 --     host_id, cpu, ts (wall clock ns), trace_ts (trace clock ns),
---     then one column per field, named exactly as the field (quoted).
+--     _tc_fmt (the format the row was stored with, see 0013), then one
+--     column per (field name, kind): the first kind a name came with has
+--     the name itself; another kind of the same name (a host whose kernel
+--     declares prev_pid char[4]) has "<name>__<k>" (k: i signed, u
+--     unsigned, s string, b blob; then a number if that is taken), so a
+--     stored value is never read as another kind. A type's table is made
+--     with one CREATE TABLE holding every column of its first format
+--     (DDL re-parses the schema: an ALTER per field made 5,000 types take
+--     437 s); later formats add their new columns with ALTER TABLE.
+--
+-- Caps (tracecollectd max-event-types, default 2000 types per host;
+-- max-event-fields, 256 fields per format; 16 formats per host and type;
+-- 1000 columns per table): a format past one is not stored, its events
+-- are counted in drops with reason 'schema-cap'.
 --
 -- Why one table per event rather than one generic (event, field, value)
 -- table or a JSON blob per event: every field is a real, typed column, so
@@ -99,7 +137,7 @@
 -- prepared statement per event type (inside a transaction, a multi-row
 -- INSERT of up to 512 events of that type at a time). The price is DDL at
 -- run time, which is cheap (one CREATE per event type per database
--- lifetime).
+-- lifetime), and bounded per host by the caps above.
 --
 -- Types: INTEGER for integer fields. SQLite integers are signed 64-bit, so
 -- an unsigned 64-bit field (pointers, u64) is stored as its int64 bit
@@ -108,12 +146,12 @@
 -- TEXT for strings (char[N], __data_loc char[], up to the first NUL), BLOB
 -- for other arrays.
 --
--- Evolution: a later format of the same event with new fields adds columns
--- (ALTER TABLE ADD COLUMN; old rows read NULL). A field whose kind changes
--- keeps its column and declared type: SQLite stores each value with its own
--- storage class anyway, event_fields.kind records the latest kind, and
--- readers take each value's class from the row. Fields that disappear keep
--- their columns; new rows store NULL there.
+-- Evolution: a later format of the same event (a new kernel, another host)
+-- with new fields adds columns (ALTER TABLE ADD COLUMN; other formats'
+-- rows read NULL there and do not show them). A field whose kind changes
+-- gets a column of that kind (above); before 0013 it kept its column, and
+-- event_fields.kind is the latest kind such a column had. Fields that
+-- disappear keep their columns; rows of formats without them store NULL.
 --
 -- Fixed-column clashes: a field named like a fixed column (host_id, cpu,
 -- ts, trace_ts, case-insensitively, as SQLite compares identifiers) is
@@ -178,14 +216,17 @@
 -- User SQL views (traceq --sql; server/store/sqlite_sql.c): not tables of
 -- the file but TEMP views the query worker makes on its read-only
 -- connection for each --sql statement, and the only names that statement
--- may read (an SQLite authorizer refuses the rest):
+-- may read (an SQLite authorizer refuses the rest). The views of event
+-- types are made only for the types whose name occurs in the statement's
+-- text (10,000 types made 10,000 views per statement: 15 s):
 --   SYSTEM__NAME  one per event type (e.g. sched__sched_switch), and NAME
 --                 alone (sched_switch) when no other system has an event
 --                 of that name and it is not one of the three below:
 --                 host (hosts.name), cpu, ts (wall clock ns), trace_ts,
 --                 common_cpu (= cpu), common_comm (the filters' COMM, see
 --                 Task names; computed only when read), then every field
---                 under its own name (a field named host, cpu, ts,
+--                 under its own name (a name's column of a second kind
+--                 under its column's name, e.g. prev_pid__s; a field named host, cpu, ts,
 --                 trace_ts, common_cpu or common_comm is field_<name>). Unsigned 64-bit
 --                 fields read as their int64 bit pattern (see Types).
 --   hosts         host, machine_id, boot_id, kernel, ncpus, page_size,

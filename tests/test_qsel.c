@@ -21,6 +21,9 @@
 #include "tests/data/capture_load.h"
 #include "tests/testutil.h"
 
+/* store_type()'s origin in these tests: host 1, no caps */
+static const struct store_origin test_origin = { .host_id = 1, .boot_id = "b" };
+
 #define CLOCK_OFFSET	1000000000000000000ll
 #define BUCKET		10000000ll	/* 10 ms */
 #define MAX_ROWS	65536
@@ -51,7 +54,7 @@ static void setup(void)
 	for (int i = 0; i < CAPTURE_NFORMATS; i++) {
 		struct store_type *t;
 
-		TU_OK(store_type(st, types[i], cap.formats[i].text, &t));
+		TU_OK(store_type(st, types[i], cap.formats[i].text, &test_origin, &t));
 		((struct decode_type *)types[i])->user = t;
 	}
 	TU_OK(store_begin(st));

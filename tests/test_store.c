@@ -23,6 +23,9 @@
 #include "tests/data/capture_load.h"
 #include "tests/testutil.h"
 
+/* store_type()'s origin in these tests: host 1, no caps */
+static const struct store_origin test_origin = { .host_id = 1, .boot_id = "b" };
+
 #define TC_STR_(x) #x
 #define TC_STR(x) TC_STR_(x)
 
@@ -91,7 +94,7 @@ static void ingest(void)
 	for (int i = 0; i < CAPTURE_NFORMATS; i++) {
 		struct store_type *t;
 
-		ck_ok(store_type(st, types[i], cap.formats[i].text, &t));
+		ck_ok(store_type(st, types[i], cap.formats[i].text, &test_origin, &t));
 		((struct decode_type *)types[i])->user = t;
 	}
 	ck_ok(store_begin(st));
@@ -462,7 +465,7 @@ START_TEST(test_schema_evolution)
 	ck_assert_int_eq(decoder_new(&cap.hello, &d2), 0);
 	ck_assert_int_eq(decoder_format(d2, "sched", "sched_switch", fmt, strlen(fmt), &t2), 0);
 	ck_assert_uint_eq(t2->nfields, types[0]->nfields + 1);
-	ck_ok(store_type(st, t2, fmt, &st2));
+	ck_ok(store_type(st, t2, fmt, &test_origin, &st2));
 	/* one event of the new layout */
 	id = (uint16_t)t2->id;
 	memcpy(page + 8, &commit, 8);
@@ -581,7 +584,7 @@ START_TEST(test_batches)
 	ck_assert_int_eq(decoder_new(&hello, &d2), 0);
 	ck_assert_int_eq(decoder_format(d2, "tc", "tc_big", BIG_FORMAT, strlen(BIG_FORMAT), &t),
 			 0);
-	ck_ok(store_type(st, t, BIG_FORMAT, &sty));
+	ck_ok(store_type(st, t, BIG_FORMAT, &test_origin, &sty));
 	ck_ok(store_begin(st));
 	for (int seq = 0; seq < BIG_ROWS; seq++) {
 		big_page(page, seq);
@@ -653,7 +656,7 @@ START_TEST(test_writer_failure)
 	ck_assert_int_eq(decoder_new(&hello, &d2), 0);
 	ck_assert_int_eq(decoder_format(d2, "tc", "tc_big", BIG_FORMAT, strlen(BIG_FORMAT), &t),
 			 0);
-	ck_ok(store_type(st, t, BIG_FORMAT, &ti.sty));
+	ck_ok(store_type(st, t, BIG_FORMAT, &test_origin, &ti.sty));
 	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
 	sqlite3_busy_timeout(db, 5000);
 	ck_assert_int_eq(sqlite3_exec(db, "CREATE TRIGGER tc_fail BEFORE INSERT ON ev_tc_tc_big"
@@ -694,7 +697,7 @@ START_TEST(test_reopen)
 	sc = schema(ro, "sched", "sched_wakeup");
 	ck_assert_int_eq(store_count(ro, &(struct store_query){ .schema = sc }, &count), 0);
 	ck_assert_uint_eq(count, seen.n[1]);
-	ck_assert_int_eq(store_type(ro, types[0], cap.formats[0].text, &t), -EROFS);
+	ck_assert_int_eq(store_type(ro, types[0], cap.formats[0].text, &test_origin, &t), -EROFS);
 	store_schema_free(sc);
 	store_close(ro);
 	store_close(st);
@@ -1514,7 +1517,7 @@ START_TEST(test_names_and_errors)
 	memcpy(idl, "ID: 9", 5);
 	ck_assert_int_eq(decoder_new(&cap.hello, &d2), 0);
 	ck_assert_int_eq(decoder_format(d2, "other\"sys", "sched_switch", fmt, strlen(fmt), &t2), 0);
-	ck_ok(store_type(st, t2, fmt, &st2));
+	ck_ok(store_type(st, t2, fmt, &test_origin, &st2));
 	ck_assert_int_eq(store_schema_get(st, NULL, "sched_switch", &sc), TC_ERR_AMBIGUOUS);
 	ck_assert_ptr_nonnull(strstr(store_errmsg(st), "other\"sys"));
 	ck_assert_ptr_nonnull(strstr(store_errmsg(st), "sched"));
@@ -2199,6 +2202,8 @@ START_TEST(test_migrate_ts_index)
 				      "ALTER TABLE hosts DROP COLUMN freed_bytes; "
 				      "ALTER TABLE hosts DROP COLUMN agent; "
 				      "DROP TABLE printk_formats; DROP TABLE tgids; DROP TABLE comm_changes; "
+				      "DROP TABLE formats; DROP TABLE format_fields; "
+				      "DROP TABLE host_formats; "
 				      "PRAGMA user_version = 4",
 				      NULL, NULL, NULL), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT table_name FROM event_types", -1, &q,
@@ -2208,6 +2213,8 @@ START_TEST(test_migrate_ts_index)
 		const char *t = (const char *)sqlite3_column_text(q, 0);
 
 		snprintf(ddl, sizeof(ddl), "CREATE INDEX \"%s_ts\" ON \"%s\" (ts)", t, t);
+		ck_assert_int_eq(sqlite3_exec(db, ddl, NULL, NULL, NULL), SQLITE_OK);
+		snprintf(ddl, sizeof(ddl), "ALTER TABLE \"%s\" DROP COLUMN _tc_fmt", t);
 		ck_assert_int_eq(sqlite3_exec(db, ddl, NULL, NULL, NULL), SQLITE_OK);
 	}
 	sqlite3_finalize(q);
@@ -2220,7 +2227,7 @@ START_TEST(test_migrate_ts_index)
 	ck_assert_uint_eq(after->n, before->n);
 	ck_assert(memcmp(after->rowid, before->rowid, before->n * sizeof(before->rowid[0])) == 0);
 	db = raw_open();
-	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 12);	/* and on to 0012 */
+	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 13);	/* and on to 0013 */
 	sqlite3_close(db);
 	free(before);
 	free(after);
@@ -2326,7 +2333,7 @@ START_TEST(test_field_index_later)
 	ck_assert_int_eq(ix_count("ix:ev_sched_sched_wakeup:pid"), 1);
 	ck_assert_int_eq(decoder_new(&cap.hello, &d2), 0);
 	ck_assert_int_eq(decoder_format(d2, "sched", "sched_switch", fmt, strlen(fmt), &t2), 0);
-	ck_ok(store_type(st, t2, fmt, &st2));
+	ck_ok(store_type(st, t2, fmt, &test_origin, &st2));
 	ck_assert_int_eq(ix_count("ix:ev_sched_sched_switch:extra_field"), 1);
 	decoder_free(d2);
 	free(fmt);

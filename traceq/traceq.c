@@ -190,7 +190,9 @@ static void usage(FILE *f)
 "                       collector has received and not yet stored\n"
 "      --drops          print the events the collector did not keep, per host,\n"
 "                       event and reason (filter: dropped by a server-side\n"
-"                       filter; retention: removed by age or size; and the\n"
+"                       filter; retention: removed by age or size;\n"
+"                       schema-cap: of a type past the collector's\n"
+"                       max-event-types or max-event-fields; and the\n"
 "                       pages and events it received and did not store,\n"
 "                       event '-', with why: malformed, quarantined...) and exit\n"
 "  -g, --graph          print ftrace:funcgraph_entry/exit events like the\n"
@@ -1046,6 +1048,8 @@ struct out_type {
 	char *event;			/* "system:name" */
 	uint32_t ncols;
 	const char *format;		/* the reply's text it was last prepared with */
+	char *text;			/* a copy of it: the type of a row is its event and
+					 * its format (hosts with other kernels send others) */
 	struct render *render;		/* text and kernel; NULL: not made yet */
 	bool refused;			/* its format cannot be rendered: fields */
 	struct out_keys keys;		/* json and csv */
@@ -1096,6 +1100,7 @@ static void print_host(const struct out *out, const struct qmsg_value *row)
 static void out_type_free(struct out_type *t)
 {
 	free(t->event);
+	free(t->text);
 	render_free(t->render);
 	if (t->keys_made)
 		out_keys_free(&t->keys);
@@ -1115,8 +1120,16 @@ static struct out_type *out_type_of(struct out *out, const struct qmsg_reply *vi
 	struct out_type *t = NULL;
 	char why[256] = "";
 
+	/* the reply's own text first (a pointer per type of the page), then by content */
 	for (size_t i = out->ntypes; i-- > 0 && !t;)
-		if (!strcmp(out->types[i].event, event) && out->types[i].ncols == view->ncols)
+		if (view->format && out->types[i].format == view->format &&
+		    out->types[i].ncols == view->ncols &&
+		    !strcmp(out->types[i].event, event))
+			t = &out->types[i];
+	for (size_t i = out->ntypes; i-- > 0 && !t;)
+		if (!strcmp(out->types[i].event, event) && out->types[i].ncols == view->ncols &&
+		    !strcmp(out->types[i].text ? out->types[i].text : "",
+			    view->format ? view->format : ""))
 			t = &out->types[i];
 	if (t) {
 		/* once a page (a reply's text): a type's format can change (a new kernel) */
@@ -1133,8 +1146,10 @@ static struct out_type *out_type_of(struct out *out, const struct qmsg_reply *vi
 		out_type_free(&out->types[--out->ntypes]);
 	t = &out->types[out->ntypes];
 	t->ncols = view->ncols;
-	if (!(t->event = strdup(event)))
-		return NULL;
+	t->format = view->format;
+	if (!(t->event = strdup(event)) ||
+	    !(t->text = strdup(view->format ? view->format : "")))
+		goto nomem;
 	if (f == OUT_TEXT || f == OUT_KERNEL) {
 		if (render_new(f == OUT_TEXT ? RENDER_TRACECMD : RENDER_KERNEL, syms_lookup,
 			       &out->syms, &t->render) < 0)
@@ -1288,6 +1303,10 @@ static int print_rendered(struct out *out, const struct qmsg_reply *rep)
 static int print_page(struct out *out, const struct qmsg_reply *rep)
 {
 	enum out_format f = out->o->format;
+
+	/* the texts of the last page are gone: types are found by content again */
+	for (size_t i = 0; i < out->ntypes; i++)
+		out->types[i].format = NULL;
 
 	if (f == OUT_TEXT || f == OUT_KERNEL)
 		return print_rendered(out, rep);

@@ -69,8 +69,8 @@ struct sq_batch {
 	unsigned pending;	/* rows in vals */
 	size_t cap;		/* vals has room for this many values */
 	struct sq_val *vals;	/* pending * t->ncols */
-	uint8_t *arena;		/* SQ_ARENA bytes */
-	size_t arena_len;
+	uint8_t *arena;		/* arena_size bytes (at most SQ_ARENA); NULL: none yet */
+	size_t arena_size, arena_len;
 };
 
 /*
@@ -108,8 +108,10 @@ struct store_type {
 	unsigned brows;		/* rows of insert_b: min(rows, SQ_BLOCK_ROWS) */
 	sqlite3_stmt *insert_b;	/* for partial batches (brows > 1; may be insert_n) */
 	struct sq_batch *cur;	/* rows gathering; NULL: none */
+	size_t arena_hint;	/* arena bytes its batches get (grows when one fills) */
 	struct sq_val *scratch;	/* one row being decoded */
 	int64_t type_id;	/* its event_types row, the key of its ts_blocks */
+	int64_t fmt_id;		/* its formats row: every row it inserts has it (_tc_fmt) */
 	bool retired;		/* of a file the store lost: no statements, no inserts */
 };
 
@@ -169,7 +171,8 @@ struct sq_store {
 	pthread_cond_t wake;	/* to the writer: a batch, or stop */
 	pthread_cond_t done;	/* from the writer: a batch ran */
 	struct sq_batch *head, **tail;	/* queued batches */
-	struct sq_batch *spare;		/* batches to reuse */
+	struct sq_batch *spare;		/* batches to reuse (at most SQ_SPARES) */
+	unsigned nspare;
 	unsigned inflight;	/* queued or running */
 	int wait_below;		/* the caller waits for inflight <= this; -1: not */
 	bool idle;		/* the writer waits for a batch */
@@ -253,9 +256,12 @@ void sq_type_free(struct store_type *t);
 /* Start and stop @q's writer thread (stop: after it ran what is queued). */
 int sq_writer_start(struct sq_store *q);
 void sq_writer_stop(struct sq_store *q);
-/* sq_type_insert - @st's INSERTs into @table for @t's fields, and its batch sizes. */
+/*
+ * sq_type_insert - @st's INSERTs into @table for @t's fields (field i into
+ * column @cols[i]), rows of format @st->fmt_id, and its batch sizes.
+ */
 int sq_type_insert(struct store *s, struct store_type *st, const struct decode_type *t,
-		   const char *table);
+		   const char *table, char *const *cols);
 /*
  * sq_sync - wait until the writer has run every queued batch; then the
  * connection is the caller's. Return: 0, or the writer's failure (until
@@ -466,7 +472,7 @@ void sq_hosts_bind(sqlite3_stmt *st, int first, const struct store_query *q);
 
 /* sqlite_schema.c */
 int sq_type(struct store *s, const struct decode_type *t, const char *format,
-	    struct store_type **out);
+	    const struct store_origin *o, struct store_type **out);
 int sq_schema_get(struct store *s, const char *system, const char *event,
 		  struct store_schema **out);
 int sq_schema_list(struct store *s, const char *system,

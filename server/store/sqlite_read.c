@@ -30,12 +30,23 @@
 #define SQ_CUT_SQL	"SELECT span FROM ts_blocks WHERE type_id = ?" \
 			" ORDER BY span DESC LIMIT 1 OFFSET 63"
 
+/*
+ * The first column of @name, an integer one first: a format that sent
+ * common_pid as a string has a column of its own, and the rows of every
+ * other format keep their pid in the integer one.
+ */
 int sq_col_index(const struct store_schema *sc, const char *name)
 {
+	int any = -1;
+
 	for (size_t i = 0; i < sc->ncols; i++)
-		if (!strcmp(sc->cols[i].name, name))
-			return (int)i;
-	return -1;
+		if (!strcmp(sc->cols[i].name, name)) {
+			if (sc->cols[i].kind == DECODE_SIGNED || sc->cols[i].kind == DECODE_UNSIGNED)
+				return (int)i;
+			if (any < 0)
+				any = (int)i;
+		}
+	return any;
 }
 
 /*
@@ -699,7 +710,7 @@ int sq_where_of(const struct store_query *q, struct sq_where *w)
 	if (ret < 0)
 		return ret;
 	n = w->sql.nbinds;
-	len = (w->sql.where ? strlen(w->sql.where) : 0) + 200 + sq_hosts_len(q) + 2 * q->ncpus;
+	len = (w->sql.where ? strlen(w->sql.where) : 0) + 240 + sq_hosts_len(q) + 2 * q->ncpus;
 	w->b = calloc(n + 2 + (q->scope ? q->scope->n : 0) + (q->hosts ? q->hosts->n : 0) +
 		      q->ncpus, sizeof(*w->b));
 	w->text = malloc(len);
@@ -722,6 +733,8 @@ int sq_where_of(const struct store_query *q, struct sq_where *w)
 		w->b[n++] = (struct sq_bind){ .kind = DECODE_STRING, .s = q->scope->globs[i],
 					      .len = strlen(q->scope->globs[i]) };
 	sq_cpus_cond(w->text + strlen(w->text), q);
+	if (q->fmt)	/* our own key, not a value of the asker's */
+		snprintf(w->text + strlen(w->text), 32, " AND _tc_fmt = %lld", (long long)q->fmt);
 	for (size_t i = 0; i < q->ncpus; i++)
 		w->b[n++] = (struct sq_bind){ .kind = DECODE_SIGNED, .i = q->cpus[i] };
 	w->nb = n;

@@ -21,13 +21,14 @@
 #include "sql/schema.h"
 
 #define SQ_MIGRATION_BLOCKS 5		/* 0005-ts-blocks.sql */
+#define SQ_MIGRATION_FORMATS 13		/* 0013-formats.sql */
 
 /* ---- table and column names ---- */
 
 /* Names a field column may not take: fixed columns, rowid aliases, ours. */
 static const char *const sq_reserved[] = {
 	"host_id", "cpu", "ts", "trace_ts", "rowid", "oid", "_rowid_",
-	"_tc_rowid", "_tc_host", "_tc_comm",
+	"_tc_rowid", "_tc_host", "_tc_comm", "_tc_fmt",
 };
 
 void sq_column_name(const char *field, struct sq_buf *b)
@@ -117,20 +118,6 @@ static int sq_table_name(struct store *s, const char *system, const char *name, 
 	return ret;
 }
 
-static int sq_create_table(struct store *s, const char *table)
-{
-	struct sq_buf b = { 0 };
-	int ret;
-
-	sq_buf_str(&b, "CREATE TABLE ");
-	sq_ident(&b, table);
-	sq_buf_str(&b, " (host_id INTEGER NOT NULL, cpu INTEGER NOT NULL,"
-		    " ts INTEGER NOT NULL, trace_ts INTEGER NOT NULL)");
-	ret = b.oom ? -ENOMEM : sq_exec(s, b.s);
-	free(b.s);
-	return ret;
-}
-
 /* ---- migrations ---- */
 
 int sq_user_version(struct store *s, int *version)
@@ -203,9 +190,46 @@ static int sq_blocks_backfill(struct store *s)
 	return ret;
 }
 
+/*
+ * Migration 13 for every event table: a _tc_fmt column whose default is
+ * the format the migration recorded for the type, so that the rows stored
+ * before read as of that format without being rewritten.
+ */
+static int sq_fmt_backfill(struct store *s)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t id = INT64_MIN;
+	int ret = sq_prepare(s, "SELECT t.id, t.table_name, f.id FROM event_types t"
+				" JOIN formats f ON f.type_id = t.id WHERE t.id > ?"
+				" ORDER BY t.id LIMIT 1", &st);
+
+	while (ret == 0) {
+		struct sq_buf b = { 0 };
+		char def[48];
+
+		sqlite3_bind_int64(st, 1, id);
+		if (sqlite3_step(st) != SQLITE_ROW)
+			break;
+		id = sqlite3_column_int64(st, 0);
+		sq_buf_str(&b, "ALTER TABLE ");
+		sq_ident(&b, (const char *)sqlite3_column_text(st, 1));
+		snprintf(def, sizeof(def), " ADD COLUMN _tc_fmt INTEGER DEFAULT %lld",
+			 (long long)sqlite3_column_int64(st, 2));
+		sq_buf_str(&b, def);
+		sqlite3_reset(st);
+		ret = b.oom ? -ENOMEM : sq_exec(s, b.s);
+		free(b.s);
+	}
+	if (st)
+		sqlite3_finalize(st);
+	return ret;
+}
+
 /* The part of migration @version SQL cannot do alone, or 0. */
 static int sq_migrate_code(struct store *s, int version)
 {
+	if (version == SQ_MIGRATION_FORMATS)
+		return sq_fmt_backfill(s);
 	return version == SQ_MIGRATION_BLOCKS ? sq_blocks_backfill(s) : 0;
 }
 
@@ -249,9 +273,48 @@ int sq_migrate(struct store *s)
 
 /* ---- event types and their tables ---- */
 
-/* A new (system, name): pick its table, record it, create the table. */
-static int sq_type_create(struct store *s, const struct decode_type *t, const char *format,
-			  int64_t *type_id, char **table)
+/*
+ * A table has at most this many columns (SQLite's own limit is 2000): a
+ * format that would take its type's table past it is refused.
+ */
+#define SQ_MAX_TABLE_COLS	1000
+/* Formats one host may have sent for one type (every boot counted once per text). */
+#define SQ_MAX_HOST_FORMATS	16
+
+static const char sq_kind_suffix[] = { [DECODE_SIGNED] = 'i', [DECODE_UNSIGNED] = 'u',
+				       [DECODE_STRING] = 's', [DECODE_BLOB] = 'b' };
+
+/* The event_types row of (system, name): 1 when there is none. */
+static int sq_type_find(struct store *s, const struct decode_type *t, int64_t *type_id,
+			char **table)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT id, table_name FROM event_types WHERE system = ?1"
+				" AND name = ?2", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_text(st, 1, t->system, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, t->name, -1, SQLITE_STATIC);
+	switch (sqlite3_step(st)) {
+	case SQLITE_ROW:
+		*type_id = sqlite3_column_int64(st, 0);
+		*table = sq_dup_col(st, 1);
+		ret = *table ? 0 : -ENOMEM;
+		break;
+	case SQLITE_DONE:
+		ret = 1;
+		break;
+	default:
+		ret = sq_err(s, TC_ERR_DB, "event_types");
+	}
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* A new (system, name): pick its table and record it (the table comes later). */
+static int sq_type_add(struct store *s, const struct decode_type *t, const char *format,
+		       int64_t *type_id, char **table)
 {
 	sqlite3_stmt *st;
 	int ret = sq_table_name(s, t->system, t->name, table);
@@ -270,100 +333,362 @@ static int sq_type_create(struct store *s, const struct decode_type *t, const ch
 	else
 		ret = sq_err(s, TC_ERR_DB, "event_types");
 	sqlite3_finalize(st);
-	return ret == 0 ? sq_create_table(s, *table) : ret;
+	return ret;
 }
 
-/* Find or create the event_types row of @t; *table is malloc'd. */
-static int sq_type_row(struct store *s, const struct decode_type *t, const char *format,
-		       int64_t *type_id, char **table)
+/*
+ * The caps on what host @o adds for type @type_id with format @fmt_id
+ * (0: a new format): its formats of this type, the types it has formats
+ * for. Return: 0; TC_ERR_FORMAT_LIMIT; TC_ERR_DB.
+ */
+static int sq_host_caps(struct store *s, const struct decode_type *t,
+			const struct store_origin *o, int64_t type_id, int64_t fmt_id)
 {
+	int64_t has = 0, n = 0;
 	sqlite3_stmt *st;
-	int ret = sq_prepare(s, "UPDATE event_types SET format = ?3 WHERE system = ?1"
-				" AND name = ?2 RETURNING id, table_name", &st);
+	int ret = sq_prepare(s, "SELECT count(DISTINCT format_id),"
+				" count(*) FILTER (WHERE format_id = ?3)"
+				" FROM host_formats WHERE host_id = ?1 AND type_id = ?2", &st);
 
 	if (ret < 0)
 		return ret;
-	sqlite3_bind_text(st, 1, t->system, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, t->name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, format, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 1, (int64_t)o->host_id);
+	sqlite3_bind_int64(st, 2, type_id);
+	sqlite3_bind_int64(st, 3, fmt_id);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		n = sqlite3_column_int64(st, 0);
+		has = sqlite3_column_int64(st, 1);
+	} else {
+		ret = sq_err(s, TC_ERR_DB, "host_formats");
+	}
+	sqlite3_finalize(st);
+	if (ret < 0 || has)
+		return ret;
+	if (n >= SQ_MAX_HOST_FORMATS)
+		return store_set_errmsg(s, TC_ERR_FORMAT_LIMIT,
+					"%s:%s: the host sent %lld formats of it already"
+					" (at most %d)", t->system, t->name, (long long)n,
+					SQ_MAX_HOST_FORMATS);
+	if (n || !o->max_types)
+		return 0;
+	ret = sq_int1(s, "SELECT count(DISTINCT type_id) FROM host_formats WHERE host_id = ?",
+		      (int64_t)o->host_id, 0, &n);
+	if (ret == 0 && n >= o->max_types)
+		ret = store_set_errmsg(s, TC_ERR_FORMAT_LIMIT,
+				       "%s:%s: the host has %lld event types already"
+				       " (max-event-types %u)", t->system, t->name,
+				       (long long)n, o->max_types);
+	return ret;
+}
+
+/* The formats row of @text for @type_id: 0 when there is none. */
+static int sq_fmt_find(struct store *s, int64_t type_id, const char *text, int64_t *id)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT id FROM formats WHERE type_id = ? AND text = ?", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, type_id);
+	sqlite3_bind_text(st, 2, text, -1, SQLITE_STATIC);
+	*id = 0;
+	switch (sqlite3_step(st)) {
+	case SQLITE_ROW: *id = sqlite3_column_int64(st, 0); break;
+	case SQLITE_DONE: break;
+	default: ret = sq_err(s, TC_ERR_DB, "formats");
+	}
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* The column of field (@name, @kind) of @type_id: 1 (*col NULL) when there is none. */
+static int sq_col_find(struct store *s, int64_t type_id, const char *name, enum decode_kind kind,
+		       char **col)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT col FROM event_fields WHERE type_id = ? AND name = ?"
+				" AND kind = ? ORDER BY ordinal LIMIT 1", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, type_id);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, decode_kind_name(kind), -1, SQLITE_STATIC);
+	*col = NULL;
 	switch (sqlite3_step(st)) {
 	case SQLITE_ROW:
-		*type_id = sqlite3_column_int64(st, 0);
-		*table = strdup((const char *)sqlite3_column_text(st, 1));
-		ret = *table ? 0 : -ENOMEM;
+		*col = sq_dup_col(st, 0);
+		ret = *col ? 0 : -ENOMEM;
 		break;
 	case SQLITE_DONE:
 		ret = 1;
 		break;
 	default:
-		ret = sq_err(s, TC_ERR_DB, "event_types");
+		ret = sq_err(s, TC_ERR_DB, "event_fields");
 	}
-	sqlite3_finalize(st);
-	return ret == 1 ? sq_type_create(s, t, format, type_id, table) : ret;
-}
-
-static int sq_field_known(struct store *s, int64_t type_id, const struct decode_field *f,
-			  bool *known)
-{
-	sqlite3_stmt *st;
-	int ret = sq_prepare(s, "UPDATE event_fields SET kind = ?, size = ?"
-				" WHERE type_id = ? AND name = ?", &st);
-
-	if (ret < 0)
-		return ret;
-	sqlite3_bind_text(st, 1, decode_kind_name(f->kind), -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, f->size);
-	sqlite3_bind_int64(st, 3, type_id);
-	sqlite3_bind_text(st, 4, f->name, -1, SQLITE_STATIC);
-	ret = sq_run(s, st, false);
-	*known = sqlite3_changes(sq_store_of(s)->db) > 0;
 	sqlite3_finalize(st);
 	return ret;
 }
 
-static int sq_field_record(struct store *s, int64_t type_id, const struct decode_field *f,
-			   const char *col)
+/*
+ * The columns a format is stored in, found or made: per field i, cols[i]
+ * (malloc'd) and whether it is new (not in event_fields yet).
+ */
+struct sq_cols {
+	char **cols;
+	bool *fresh;
+	unsigned n, nfresh;
+	int64_t have;		/* columns of the table before */
+};
+
+static void sq_cols_free(struct sq_cols *c)
+{
+	for (unsigned i = 0; c->cols && i < c->n; i++)
+		free(c->cols[i]);
+	free(c->cols);
+	free(c->fresh);
+}
+
+/* Whether @name is a column of @type_id already, or one picked in @c so far. */
+static int sq_col_taken(struct store *s, int64_t type_id, const struct sq_cols *c, unsigned upto,
+			const char *name, bool *taken)
+{
+	for (unsigned i = 0; i < upto; i++)
+		if (c->fresh[i] && !strcasecmp(c->cols[i], name)) {
+			*taken = true;
+			return 0;
+		}
+	for (size_t i = 0; i < sizeof(sq_reserved) / sizeof(sq_reserved[0]); i++)
+		if (!strcasecmp(name, sq_reserved[i])) {
+			*taken = true;
+			return 0;
+		}
+	int64_t n = 0;
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "SELECT count(*) FROM event_fields WHERE type_id = ?"
+				" AND col = ? COLLATE NOCASE", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, type_id);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		n = sqlite3_column_int64(st, 0);
+	else
+		ret = sq_err(s, TC_ERR_DB, "event_fields");
+	sqlite3_finalize(st);
+	*taken = n > 0;
+	return ret;
+}
+
+/*
+ * A new column for field @f (the @i-th of its format): its name as the
+ * field's (sq_column_name()) when free, else "<name>__<kind letter>",
+ * then a number: a field of another kind than the column of its name
+ * never shares that column.
+ */
+static int sq_col_pick(struct store *s, int64_t type_id, struct sq_cols *c, unsigned i,
+		       const struct decode_field *f)
+{
+	struct sq_buf b = { 0 };
+	bool taken = true;
+	int ret = 0;
+
+	for (unsigned n = 0; taken && ret == 0 && n < 100; n++) {
+		char suffix[24];
+
+		b.len = 0;
+		sq_column_name(f->name, &b);
+		if (n > 0) {
+			snprintf(suffix, sizeof(suffix), "__%c", sq_kind_suffix[f->kind]);
+			sq_buf_str(&b, suffix);
+		}
+		if (n > 1) {
+			snprintf(suffix, sizeof(suffix), "%u", n);
+			sq_buf_str(&b, suffix);
+		}
+		ret = b.oom ? -ENOMEM : sq_col_taken(s, type_id, c, i, b.s, &taken);
+	}
+	if (ret == 0 && taken)
+		ret = store_set_errmsg(s, TC_ERR_FORMAT_LIMIT, "no free column for field %s",
+				       f->name);
+	if (ret < 0) {
+		free(b.s);
+		return ret;
+	}
+	c->cols[i] = b.s;
+	c->fresh[i] = true;
+	c->nfresh++;
+	return 0;
+}
+
+/* The columns of @t's fields in @type_id's table (@type_id 0: a new table). */
+static int sq_cols_of(struct store *s, const struct decode_type *t, int64_t type_id,
+		      struct sq_cols *c)
+{
+	int ret = 0;
+
+	c->n = t->nfields;
+	c->cols = calloc(t->nfields + 1, sizeof(*c->cols));
+	c->fresh = calloc(t->nfields + 1, sizeof(*c->fresh));
+	if (!c->cols || !c->fresh)
+		return -ENOMEM;
+	if (type_id)
+		ret = sq_int1(s, "SELECT count(*) FROM event_fields WHERE type_id = ?", type_id, 0,
+			      &c->have);
+	for (unsigned i = 0; i < t->nfields && ret == 0; i++) {
+		const struct decode_field *f = &t->fields[i];
+		unsigned j;
+
+		for (j = 0; j < i && strcmp(t->fields[j].name, f->name); j++)
+			;
+		if (j < i) {	/* a name twice: its first column (the INSERT sets it once) */
+			c->cols[i] = strdup(c->cols[j]);
+			ret = c->cols[i] ? 0 : -ENOMEM;
+			continue;
+		}
+		ret = type_id ? sq_col_find(s, type_id, f->name, f->kind, &c->cols[i]) : 1;
+		if (ret == 1)
+			ret = sq_col_pick(s, type_id, c, i, f);
+	}
+	if (ret == 0 && c->have + c->nfresh > SQ_MAX_TABLE_COLS)
+		ret = store_set_errmsg(s, TC_ERR_FORMAT_LIMIT,
+				       "%s:%s: its table would have %lld columns (at most %d)",
+				       t->system, t->name, (long long)(c->have + c->nfresh),
+				       SQ_MAX_TABLE_COLS);
+	return ret;
+}
+
+/* One column definition: "name" TYPE. */
+static void sq_col_def(struct sq_buf *b, const char *col, enum decode_kind kind)
+{
+	sq_ident(b, col);
+	sq_buf_str(b, " ");
+	sq_buf_str(b, sq_sql_type(kind));
+}
+
+/*
+ * The new columns of @c: for a new table, one CREATE TABLE with all of
+ * them (DDL re-parses the whole schema each time: an ALTER per field made
+ * thousands of types quadratic); for a known one, an ALTER TABLE each.
+ */
+static int sq_cols_make(struct store *s, const struct decode_type *t, const char *table,
+			bool create, const struct sq_cols *c)
+{
+	struct sq_buf b = { 0 };
+	int ret = 0;
+
+	if (create) {
+		sq_buf_str(&b, "CREATE TABLE ");
+		sq_ident(&b, table);
+		sq_buf_str(&b, " (host_id INTEGER NOT NULL, cpu INTEGER NOT NULL,"
+			    " ts INTEGER NOT NULL, trace_ts INTEGER NOT NULL, _tc_fmt INTEGER");
+		for (unsigned i = 0; i < c->n; i++)
+			if (c->fresh[i]) {
+				sq_buf_str(&b, ", ");
+				sq_col_def(&b, c->cols[i], t->fields[i].kind);
+			}
+		sq_buf_str(&b, ")");
+		ret = b.oom ? -ENOMEM : sq_exec(s, b.s);
+	}
+	for (unsigned i = 0; !create && i < c->n && ret == 0; i++) {
+		if (!c->fresh[i])
+			continue;
+		b.len = 0;
+		sq_buf_str(&b, "ALTER TABLE ");
+		sq_ident(&b, table);
+		sq_buf_str(&b, " ADD COLUMN ");
+		sq_col_def(&b, c->cols[i], t->fields[i].kind);
+		ret = b.oom ? -ENOMEM : sq_exec(s, b.s);
+	}
+	free(b.s);
+	return ret;
+}
+
+/* Record the new columns of @c in event_fields, in field order. */
+static int sq_cols_record(struct store *s, int64_t type_id, const struct decode_type *t,
+			  const struct sq_cols *c)
 {
 	sqlite3_stmt *st;
 	int ret = sq_prepare(s, "INSERT INTO event_fields (type_id, name, col, kind, size, ordinal)"
 				" VALUES (?1, ?2, ?3, ?4, ?5, (SELECT coalesce(max(ordinal) + 1, 0)"
 				" FROM event_fields WHERE type_id = ?1))", &st);
 
+	for (unsigned i = 0; i < c->n && ret == 0; i++) {
+		const struct decode_field *f = &t->fields[i];
+
+		if (!c->fresh[i])
+			continue;
+		sqlite3_bind_int64(st, 1, type_id);
+		sqlite3_bind_text(st, 2, f->name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, c->cols[i], -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, decode_kind_name(f->kind), -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 5, f->size);
+		ret = sq_run(s, st, false);
+	}
+	if (st)
+		sqlite3_finalize(st);
+	return ret;
+}
+
+/* A new formats row for @format of @type_id, with its fields' columns. */
+static int sq_fmt_add(struct store *s, int64_t type_id, const struct decode_type *t,
+		      const char *format, const struct sq_cols *c, int64_t *id)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "INSERT INTO formats (type_id, text) VALUES (?, ?) RETURNING id",
+			     &st);
+
 	if (ret < 0)
 		return ret;
 	sqlite3_bind_int64(st, 1, type_id);
-	sqlite3_bind_text(st, 2, f->name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, col, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, decode_kind_name(f->kind), -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 5, f->size);
-	return sq_run(s, st, true);
+	sqlite3_bind_text(st, 2, format, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		*id = sqlite3_column_int64(st, 0);
+	else
+		ret = sq_err(s, TC_ERR_DB, "formats");
+	sqlite3_finalize(st);
+	st = NULL;
+	if (ret == 0)
+		ret = sq_prepare(s, "INSERT INTO format_fields (format_id, ordinal, name, col, type)"
+				    " VALUES (?, ?, ?, ?, ?)", &st);
+	for (unsigned i = 0; i < c->n && ret == 0; i++) {
+		sqlite3_bind_int64(st, 1, *id);
+		sqlite3_bind_int64(st, 2, i);
+		sqlite3_bind_text(st, 3, t->fields[i].name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, c->cols[i], -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, t->fields[i].type ? t->fields[i].type : "", -1,
+				  SQLITE_STATIC);
+		ret = sq_run(s, st, false);
+	}
+	if (st && c->n)
+		sqlite3_finalize(st);
+	return ret;
 }
 
-/* Make the column of @f exist (ALTER TABLE ADD COLUMN for a new field). */
-static int sq_type_field(struct store *s, int64_t type_id, const char *table,
-			 const struct decode_field *f)
+/* Host @o sent format @fmt_id of @type_id (in its boot): host_formats, the latest format. */
+static int sq_host_format(struct store *s, const struct store_origin *o, int64_t type_id,
+			  int64_t fmt_id, const char *format)
 {
-	struct sq_buf col = { 0 }, ddl = { 0 };
-	bool known = false;
-	int ret = sq_field_known(s, type_id, f, &known);
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "INSERT OR IGNORE INTO host_formats (host_id, boot_id, type_id,"
+				" format_id, since) VALUES (?, ?, ?, ?, ?)", &st);
 
-	if (ret < 0 || known)
+	if (ret < 0)
 		return ret;
-	sq_column_name(f->name, &col);
-	sq_buf_str(&ddl, "ALTER TABLE ");
-	sq_ident(&ddl, table);
-	sq_buf_str(&ddl, " ADD COLUMN ");
-	sq_ident(&ddl, col.oom ? "" : col.s);
-	sq_buf_str(&ddl, " ");
-	sq_buf_str(&ddl, sq_sql_type(f->kind));
-	if (col.oom || ddl.oom)
-		ret = -ENOMEM;
+	sqlite3_bind_int64(st, 1, (int64_t)o->host_id);
+	sqlite3_bind_text(st, 2, o->boot_id ? o->boot_id : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, type_id);
+	sqlite3_bind_int64(st, 4, fmt_id);
+	sqlite3_bind_int64(st, 5, o->since);
+	ret = sq_run(s, st, true);
 	if (ret == 0)
-		ret = sq_exec(s, ddl.s);
-	if (ret == 0)
-		ret = sq_field_record(s, type_id, f, col.s);
-	free(col.s);
-	free(ddl.s);
+		ret = sq_prepare(s, "UPDATE event_types SET format = ? WHERE id = ?", &st);
+	if (ret == 0) {
+		sqlite3_bind_text(st, 1, format, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, type_id);
+		ret = sq_run(s, st, true);
+	}
 	return ret;
 }
 
@@ -413,35 +738,73 @@ static struct store_type *sq_type_new(const struct decode_type *t, const char *f
 	return st;
 }
 
-/* The DDL and the INSERT for @t, inside the caller's savepoint. */
+/*
+ * The type, its table, columns and format for @t, inside the caller's
+ * savepoint; @st gets the type and format ids and its INSERT.
+ */
 static int sq_type_build(struct store *s, struct store_type *st, const struct decode_type *t,
-			 const char *format)
+			 const char *format, const struct store_origin *o)
 {
+	struct sq_cols c = { 0 };
 	char *table = NULL;
-	int64_t type_id = 0;
+	int64_t type_id = 0, fmt_id = 0;
 	unsigned created = 0;
-	int ret = sq_type_row(s, t, format, &type_id, &table);
+	int ret = sq_type_find(s, t, &type_id, &table);
+	bool create = ret == 1;
 
+	if (ret == 0)
+		ret = sq_fmt_find(s, type_id, format, &fmt_id);
+	if (ret == 0 || create)
+		ret = sq_host_caps(s, t, o, type_id, fmt_id);
+	if (ret == 0 && create)
+		ret = sq_type_add(s, t, format, &type_id, &table);
+	if (ret == 0)
+		ret = sq_cols_of(s, t, create ? 0 : type_id, &c);
+	if (ret == 0)
+		ret = sq_cols_make(s, t, table, create, &c) ?:
+		      sq_cols_record(s, type_id, t, &c);
+	if (ret == 0 && !fmt_id)
+		ret = sq_fmt_add(s, type_id, t, format, &c, &fmt_id);
+	if (ret == 0)
+		ret = sq_host_format(s, o, type_id, fmt_id, format);
 	st->type_id = type_id;
-	for (unsigned i = 0; i < t->nfields && ret == 0; i++)
-		ret = sq_type_field(s, type_id, table, &t->fields[i]);
+	st->fmt_id = fmt_id;
 	if (ret == 0)
 		ret = sq_ix_type(s, type_id, t->system, t->name, table, &created);
 	if (ret == 0)
-		ret = sq_type_insert(s, st, t, table);
+		ret = sq_type_insert(s, st, t, table, c.cols);
+	sq_cols_free(&c);
 	free(table);
 	return ret;
 }
 
+/*
+ * A format already stored (this run): the caps and host_formats for
+ * host @o, which may be another host than the one that sent it first.
+ */
+static int sq_type_again(struct store *s, struct store_type *st, const struct decode_type *t,
+			 const struct store_origin *o)
+{
+	int ret = sq_host_caps(s, t, o, st->type_id, st->fmt_id);
+
+	return ret ?: sq_host_format(s, o, st->type_id, st->fmt_id, st->format);
+}
+
 int sq_type(struct store *s, const struct decode_type *t, const char *format,
-	    struct store_type **out)
+	    const struct store_origin *o, struct store_type **out)
 {
 	struct store_type *st = sq_type_cached(s, t, format);
 	int ret;
 
+	if (o->max_fields && t->nfields > o->max_fields)
+		return store_set_errmsg(s, TC_ERR_FORMAT_LIMIT,
+					"%s:%s: %u fields (max-event-fields %u)", t->system,
+					t->name, t->nfields, o->max_fields);
 	if (st) {
-		*out = st;
-		return 0;
+		ret = sq_type_again(s, st, t, o);
+		if (ret == 0)
+			*out = st;
+		return ret;
 	}
 	ret = sq_flush_all(s);	/* the table may change */
 	if (ret < 0)
@@ -451,7 +814,7 @@ int sq_type(struct store *s, const struct decode_type *t, const char *format,
 		return -ENOMEM;
 	ret = sq_exec(s, "SAVEPOINT tc_type");
 	if (ret == 0) {
-		ret = sq_type_build(s, st, t, format);
+		ret = sq_type_build(s, st, t, format, o);
 		if (ret < 0)
 			sqlite3_exec(sq_store_of(s)->db, "ROLLBACK TO tc_type", NULL, NULL, NULL);
 		sqlite3_exec(sq_store_of(s)->db, "RELEASE tc_type", NULL, NULL, NULL);
@@ -509,11 +872,119 @@ static int sq_schema_cols(struct store *s, int64_t type_id, struct store_schema 
 	return ret;
 }
 
+/* Format @f's fields: their columns (indices into @sc's) and C types. */
+static int sq_fmt_fields(struct store *s, const struct store_schema *sc, struct store_fmt *f)
+{
+	sqlite3_stmt *st;
+	size_t cap = 0;
+	int ret = sq_prepare(s, "SELECT col, type FROM format_fields WHERE format_id = ?"
+				" ORDER BY ordinal", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, f->id);
+	while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+		const char *col = (const char *)sqlite3_column_text(st, 0);
+		size_t k;
+
+		for (k = 0; k < sc->ncols && strcmp(sc->cols[k].column, col ? col : ""); k++)
+			;
+		if (k == sc->ncols)
+			continue;	/* cannot be: every format's column is in event_fields */
+		if (f->ncols == cap) {
+			size_t *c;
+			char **t;
+
+			cap = cap ? cap * 2 : 16;
+			c = realloc(f->cols, cap * sizeof(*c));
+			if (c)
+				f->cols = c;
+			t = c ? realloc(f->types, cap * sizeof(*t)) : NULL;
+			if (!t) {
+				ret = -ENOMEM;
+				break;
+			}
+			f->types = t;
+		}
+		f->cols[f->ncols] = k;
+		f->types[f->ncols] = sq_dup_col(st, 1);
+		if (!f->types[f->ncols++])
+			ret = -ENOMEM;
+	}
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* Format @f's hosts, from host_formats. */
+static int sq_fmt_hosts(struct store *s, struct store_fmt *f)
+{
+	sqlite3_stmt *st;
+	size_t cap = 0;
+	int ret = sq_prepare(s, "SELECT DISTINCT host_id FROM host_formats WHERE format_id = ?"
+				" ORDER BY host_id", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, f->id);
+	while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+		if (f->nhosts == cap) {
+			uint64_t *h;
+
+			cap = cap ? cap * 2 : 8;
+			h = realloc(f->host_ids, cap * sizeof(*h));
+			if (!h) {
+				ret = -ENOMEM;
+				break;
+			}
+			f->host_ids = h;
+		}
+		f->host_ids[f->nhosts++] = (uint64_t)sqlite3_column_int64(st, 0);
+	}
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/* @sc's formats (its columns loaded), oldest first. */
+static int sq_schema_fmts(struct store *s, struct store_schema *sc)
+{
+	sqlite3_stmt *st;
+	size_t cap = 0;
+	int ret = sq_prepare(s, "SELECT id, text FROM formats WHERE type_id = ? ORDER BY id", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, sc->type_id);
+	while (ret == 0 && sqlite3_step(st) == SQLITE_ROW) {
+		struct store_fmt *f;
+
+		if (sc->nfmts == cap) {
+			cap = cap ? cap * 2 : 4;
+			f = realloc(sc->fmts, cap * sizeof(*f));
+			if (!f) {
+				ret = -ENOMEM;
+				break;
+			}
+			sc->fmts = f;
+		}
+		f = &sc->fmts[sc->nfmts++];
+		memset(f, 0, sizeof(*f));
+		f->id = sqlite3_column_int64(st, 0);
+		f->text = sq_dup_col(st, 1);
+		ret = f->text ? 0 : -ENOMEM;
+	}
+	sqlite3_finalize(st);
+	/* hosts only tell formats apart: a type of one format (the usual) reads none */
+	for (size_t i = 0; ret == 0 && i < sc->nfmts; i++)
+		ret = sq_fmt_fields(s, sc, &sc->fmts[i]) ?:
+		      (sc->nfmts > 1 ? sq_fmt_hosts(s, &sc->fmts[i]) : 0);
+	return ret;
+}
+
 /*
  * Build the schema of the event_types row @st is on (id, system, name,
- * table, format), its columns only when @cols.
+ * table, format), its columns only when @cols, its formats when @fmts.
  */
-static int sq_schema_load(struct store *s, sqlite3_stmt *st, bool cols,
+static int sq_schema_load(struct store *s, sqlite3_stmt *st, bool cols, bool fmts,
 			  struct store_schema **out)
 {
 	struct store_schema *sc = calloc(1, sizeof(*sc));
@@ -528,6 +999,8 @@ static int sq_schema_load(struct store *s, sqlite3_stmt *st, bool cols,
 	sc->type_id = sqlite3_column_int64(st, 0);
 	if (sc->system && sc->name && sc->table && sc->format)
 		ret = cols ? sq_schema_cols(s, sqlite3_column_int64(st, 0), sc) : 0;
+	if (ret == 0 && fmts)
+		ret = sq_schema_fmts(s, sc);
 	if (ret < 0) {
 		store_schema_free(sc);
 		return ret;
@@ -570,7 +1043,7 @@ int sq_schema_get(struct store *s, const char *system, const char *event,
 		ret = store_set_errmsg(s, TC_ERR_UNKNOWN_EVENT, "no event %s%s%s",
 				       system ? system : "", system ? ":" : "", event);
 	} else {
-		ret = sq_schema_load(s, st, true, out);
+		ret = sq_schema_load(s, st, true, true, out);
 		if (ret == 0 && !system && sqlite3_step(st) == SQLITE_ROW) {
 			store_schema_free(*out);
 			sqlite3_reset(st);
@@ -597,7 +1070,7 @@ int sq_schema_walk(struct store *s, const char *system, bool cols,
 		struct store_schema *sc;
 
 		any = true;
-		ret = sq_schema_load(s, st, cols, &sc);
+		ret = sq_schema_load(s, st, cols, false, &sc);
 		if (ret == 0) {
 			ret = fn(ctx, sc);
 			store_schema_free(sc);

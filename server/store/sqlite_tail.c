@@ -224,13 +224,23 @@ int sq_tail(struct store *s, const struct store_query *const *qs, size_t nq,
 			t->more = true;
 			break;
 		}
-		for (i = 0; i < nq && qs[i]->schema->type_id != type; i++)
-			;
 		if (t->max_rows)
 			cap = t->max_rows - rows;
-		if (i < nq)
+		/*
+		 * A type with several formats is a query per format (store_query.fmt);
+		 * a block's rows are of one (the writer's batches are per format):
+		 * the first query that reads any of them is the block's.
+		 */
+		for (i = 0; ret == 0 && i < nq; i++) {
+			size_t before = rows;
+
+			if (qs[i]->schema->type_id != type)
+				continue;
 			ret = sq_tail_block(s, qs[i], &tq[i], i, start, hi, cap, fn, ctx, &rows,
 					    &last);
+			if (rows > before || !qs[i]->fmt)
+				break;
+		}
 		seen += n ? n : 1;
 		t->next = (uint64_t)stop;
 		if (ret == 0 && cap && rows - (t->max_rows - cap) == cap && last < hi) {

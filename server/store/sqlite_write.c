@@ -22,19 +22,25 @@
 #define SQ_FIXED_COLS 4		/* host_id, cpu, ts, trace_ts */
 #define SQ_BATCH_ROWS	512	/* rows per multi-row INSERT, at most */
 #define SQ_BLOCK_ROWS	64	/* rows per ts_blocks row, at most */
-#define SQ_ARENA	(256u << 10)	/* bytes of strings and blobs per batch */
+#define SQ_ARENA	(256u << 10)	/* bytes of strings and blobs per batch, at most */
+#define SQ_ARENA_FIRST	(8u << 10)	/* a type's first batches' (doubled when it fills) */
+#define SQ_VALS_FIRST	8		/* rows a batch has room for at first (doubled) */
+#define SQ_SPARES	32		/* batches kept for reuse, at most */
 #define SQ_INFLIGHT	4		/* batches handed to the writer thread, at most */
 #define SQ_WAKE		1		/* batches queued that wake an idle writer */
 #define SQ_BLOCK_SPAN	10000000000ull	/* ns a new block spans at most (one row: any) */
 
 /* ---- INSERT statements and batches ---- */
 
-/* INSERT INTO "table" (host_id, cpu, ts, trace_ts, "f1", ...) VALUES (?, ...) */
-static int sq_batch_prepare(struct store *s, struct store_type *t, unsigned rows,
+/*
+ * INSERT INTO "table" (host_id, cpu, ts, trace_ts, _tc_fmt, "f1", ...)
+ * VALUES (...), ... of @rows rows. Return: an SQLite result code.
+ */
+static int sq_batch_prepare(sqlite3 *db, const struct store_type *t, unsigned rows,
 			    sqlite3_stmt **st)
 {
 	struct sq_buf b = { 0 };
-	int ret;
+	int rc;
 
 	sq_buf_str(&b, t->head);
 	for (unsigned r = 0; r < rows; r++) {
@@ -42,54 +48,77 @@ static int sq_batch_prepare(struct store *s, struct store_type *t, unsigned rows
 			sq_buf_add(&b, ",", 1);
 		sq_buf_str(&b, t->values);
 	}
-	ret = b.oom ? -ENOMEM : sq_prepare(s, b.s, st);
+	rc = b.oom ? SQLITE_NOMEM : sqlite3_prepare_v2(db, b.s, -1, st, NULL);
 	free(b.s);
-	return ret;
+	return rc;
 }
 
 /*
- * Size the type's batches, prepare the multi-row INSERTs (a full batch's,
- * and one of a block's rows for what a partial batch holds), a scratch row.
+ * Size the type's batches and its scratch row. The multi-row INSERTs are
+ * prepared when a batch first needs one (sq_batch_stmts(), on the writer
+ * thread): one of 512 rows costs some hundred KiB, and most of the types
+ * a host may send never fill a batch.
  */
 static int sq_batch_init(struct store *s, struct store_type *st)
 {
 	int limit = sqlite3_limit(sq_store_of(s)->db, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
 	unsigned rows = (unsigned)limit / st->ncols;
-	int ret = 0;
 
 	st->rows = rows < SQ_BATCH_ROWS ? rows : SQ_BATCH_ROWS;
 	st->brows = st->rows < SQ_BLOCK_ROWS ? st->rows : SQ_BLOCK_ROWS;
+	st->arena_hint = SQ_ARENA_FIRST;
 	st->scratch = calloc(st->ncols, sizeof(*st->scratch));
-	if (!st->scratch)
-		return -ENOMEM;
-	if (st->rows > 1) {
-		size_t n = (size_t)st->rows * st->ncols;
+	return st->scratch ? 0 : -ENOMEM;
+}
 
-		st->bound_n = malloc(n * sizeof(*st->bound_n));
-		if (!st->bound_n)
-			return -ENOMEM;
-		memset(st->bound_n, 0xff, n * sizeof(*st->bound_n));	/* no kind: unbound */
-		ret = sq_batch_prepare(s, st, st->rows, &st->insert_n);
+/*
+ * The multi-row INSERTs batch @b needs (a full batch's, and one of a
+ * block's rows for what a partial batch holds), prepared on first need.
+ * On the writer thread, which has the connection. Return: an SQLite code.
+ */
+static int sq_batch_stmts(sqlite3 *db, struct store_type *t, const struct sq_batch *b)
+{
+	int rc = SQLITE_OK;
+
+	if (b->pending == t->rows && t->rows > 1 && !t->insert_n) {
+		size_t n = (size_t)t->rows * t->ncols;
+
+		t->bound_n = malloc(n * sizeof(*t->bound_n));
+		if (!t->bound_n)
+			return SQLITE_NOMEM;
+		memset(t->bound_n, 0xff, n * sizeof(*t->bound_n));	/* no kind: unbound */
+		rc = sq_batch_prepare(db, t, t->rows, &t->insert_n);
+		if (rc != SQLITE_OK) {
+			free(t->bound_n);
+			t->bound_n = NULL;
+			t->insert_n = NULL;
+		}
 	}
-	if (ret == 0 && st->brows > 1 && st->brows < st->rows)
-		ret = sq_batch_prepare(s, st, st->brows, &st->insert_b);
-	else if (ret == 0)
-		st->insert_b = st->insert_n;
-	return ret;
+	if (rc == SQLITE_OK && b->pending >= t->brows && t->brows > 1 && !t->insert_b) {
+		if (t->brows == t->rows && t->insert_n)
+			t->insert_b = t->insert_n;
+		else if (t->brows < t->rows)
+			rc = sq_batch_prepare(db, t, t->brows, &t->insert_b);
+		if (rc != SQLITE_OK)
+			t->insert_b = NULL;
+	}
+	return rc;
 }
 
 int sq_type_insert(struct store *s, struct store_type *st, const struct decode_type *t,
-		   const char *table)
+		   const char *table, char *const *cols)
 {
 	struct sq_buf b = { 0 }, v = { 0 };
 	int n = SQ_FIXED_COLS, ret;
+	char fmt[32];
 
 	sq_buf_str(&b, "INSERT OR FAIL INTO ");	/* see sq_batch_exec() */
 	sq_ident(&b, table);
-	sq_buf_str(&b, " (host_id, cpu, ts, trace_ts");
-	sq_buf_str(&v, "?, ?, ?, ?");
+	sq_buf_str(&b, " (host_id, cpu, ts, trace_ts, _tc_fmt");
+	/* the format's id is ours, a literal of the statement, not a value per row */
+	snprintf(fmt, sizeof(fmt), "?, ?, ?, ?, %lld", (long long)st->fmt_id);
+	sq_buf_str(&v, fmt);
 	for (unsigned i = 0; i < t->nfields; i++) {
-		struct sq_buf col = { 0 };
 		bool dup = false;
 
 		for (unsigned j = 0; j < i && !dup; j++)
@@ -97,12 +126,9 @@ int sq_type_insert(struct store *s, struct store_type *st, const struct decode_t
 		st->param[i] = dup ? 0 : ++n;
 		if (dup)
 			continue;
-		sq_column_name(t->fields[i].name, &col);
 		sq_buf_str(&b, ", ");
-		sq_ident(&b, col.oom ? "" : col.s);
+		sq_ident(&b, cols[i]);
 		sq_buf_str(&v, ", ?");
-		b.oom |= col.oom;
-		free(col.s);
 	}
 	sq_buf_str(&b, ") VALUES ");
 	st->head = b.oom ? NULL : strdup(b.s);
@@ -233,10 +259,12 @@ static int sq_block_put(sqlite3 *db, sqlite3_stmt *st, const struct store_type *
  */
 static int sq_batch_exec(struct sq_store *q, const struct sq_batch *b)
 {
-	const struct store_type *t = b->t;
+	struct store_type *t = b->t;
 	unsigned r = 0;
-	int rc = SQLITE_OK;
+	int rc = sq_batch_stmts(q->db, t, b);
 
+	if (rc != SQLITE_OK)
+		return rc;
 	if (b->pending == t->rows && t->insert_n) {
 		rc = sq_rows_step(t, t->insert_n, b->vals, b->pending, t->bound_n);
 		r = b->pending;
@@ -293,8 +321,13 @@ static void *sq_writer_main(void *arg)
 			if (rc != SQLITE_OK)
 				sq_writer_fail(q, rc);
 		}
-		b->next = q->spare;
-		q->spare = b;
+		if (q->nspare < SQ_SPARES) {	/* a burst of types gives its memory back */
+			b->next = q->spare;
+			q->spare = b;
+			q->nspare++;
+		} else {
+			sq_batch_free(b);
+		}
 		q->inflight--;
 		if (q->wait_below >= 0 && q->inflight <= (unsigned)q->wait_below)
 			pthread_cond_signal(&q->done);
@@ -423,14 +456,16 @@ static int sq_batch_get(struct store *s, struct store_type *t)
 
 	pthread_mutex_lock(&q->lock);
 	b = q->spare;
-	if (b)
+	if (b) {
 		q->spare = b->next;
+		q->nspare--;
+	}
 	pthread_mutex_unlock(&q->lock);
 	if (!b && !(b = calloc(1, sizeof(*b))))
 		return -ENOMEM;
-	if (!b->arena)
-		b->arena = malloc(SQ_ARENA);
-	if (b->arena && b->cap < need) {
+	if (need > (size_t)SQ_VALS_FIRST * t->ncols)	/* sq_batch_room() grows it */
+		need = (size_t)SQ_VALS_FIRST * t->ncols;
+	if (b->cap < need) {
 		struct sq_val *v = realloc(b->vals, need * sizeof(*v));
 
 		if (v) {
@@ -438,7 +473,7 @@ static int sq_batch_get(struct store *s, struct store_type *t)
 			b->cap = need;
 		}
 	}
-	if (!b->arena || b->cap < need) {
+	if (b->cap < need) {
 		sq_batch_free(b);
 		return -ENOMEM;
 	}
@@ -504,13 +539,62 @@ static int sq_row_decode(struct store *s, const struct store_type *t, struct sq_
 }
 
 /* Copy the row's strings and blobs out of the page, into the arena. */
+/*
+ * Room in @t's gathering batch for one more row of values and @bytes of
+ * strings: its values grow (doubling; the batch is not queued yet, and
+ * nothing points into them), its arena is allocated at the type's size
+ * when it has none. 1: the arena is full (flush; the type's next batches
+ * get a twice larger one, up to SQ_ARENA).
+ */
+static int sq_batch_room(struct store_type *t, size_t bytes)
+{
+	struct sq_batch *b = t->cur;
+	size_t need = (size_t)(b->pending + 1) * t->ncols;
+
+	if (b->cap < need) {
+		size_t cap = b->cap * 2 > need ? b->cap * 2 : need;
+		struct sq_val *v;
+
+		if (cap > (size_t)t->rows * t->ncols)
+			cap = (size_t)t->rows * t->ncols;
+		v = realloc(b->vals, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		b->vals = v;
+		b->cap = cap;
+	}
+	if (!bytes)
+		return 0;
+	if (!b->arena_len) {	/* nothing points into it: make it the size wanted */
+		size_t want = t->arena_hint > bytes ? t->arena_hint : bytes;
+
+		if (!b->arena || b->arena_size < want) {
+			uint8_t *a = realloc(b->arena, want);
+
+			if (!a)
+				return -ENOMEM;
+			b->arena = a;
+			b->arena_size = want;
+		}
+		return 0;
+	}
+	if (bytes <= b->arena_size - b->arena_len)
+		return 0;
+	if (t->arena_hint < SQ_ARENA)
+		t->arena_hint *= 2;
+	return 1;
+}
+
 static void sq_row_keep(struct sq_batch *b, unsigned ncols, struct sq_val *row)
 {
 	for (unsigned c = SQ_FIXED_COLS; c < ncols; c++) {
 		if (row[c].kind != DECODE_STRING && row[c].kind != DECODE_BLOB)
 			continue;
-		if (row[c].len)
-			memcpy(b->arena + b->arena_len, row[c].p, row[c].len);
+		if (!row[c].len) {	/* (no pointer into an arena that may move) */
+			row[c].p = "";
+			continue;
+		}
+		memcpy(b->arena + b->arena_len, row[c].p, row[c].len);
 		row[c].p = b->arena + b->arena_len;
 		b->arena_len += row[c].len;
 	}
@@ -532,13 +616,14 @@ int sq_insert(struct store *s, struct store_type *t, uint64_t host_id,
 	if (ev->type->nfields != t->nfields)
 		return store_set_errmsg(s, -EINVAL, "event does not match its store type");
 	/* rows gathering: decode straight into the batch's next row */
-	if (b)
+	if (b && b->cap >= (size_t)(b->pending + 1) * t->ncols)
 		row = b->vals + (size_t)b->pending * t->ncols;
 	ret = sq_row_decode(s, t, row, host_id, ev, ts_wall, &bytes);
 	if (ret < 0)
 		return ret;
 	/* a flush hands the batch to the writer: the row moves out first */
-	if (b && (bytes > SQ_ARENA - b->arena_len || !q->in_txn)) {
+	if (row != t->scratch && (!q->in_txn || bytes > SQ_ARENA ||
+				  (bytes && (!b->arena || bytes > b->arena_size - b->arena_len)))) {
 		memcpy(t->scratch, row, size);
 		row = t->scratch;
 	}
@@ -555,9 +640,11 @@ int sq_insert(struct store *s, struct store_type *t, uint64_t host_id,
 		sqlite3_exec(q->db, "RELEASE tc_row", NULL, NULL, NULL);
 		return ret;
 	}
-	if (t->cur && bytes > SQ_ARENA - t->cur->arena_len && (ret = sq_flush(s, t)) < 0)
-		return ret;
-	if (!t->cur && (ret = sq_batch_get(s, t)) < 0)
+	if (t->cur && (ret = sq_batch_room(t, bytes)) != 0) {
+		if (ret < 0 || (ret = sq_flush(s, t)) < 0)
+			return ret;
+	}
+	if (!t->cur && ((ret = sq_batch_get(s, t)) < 0 || (ret = sq_batch_room(t, bytes)) < 0))
 		return ret;
 	b = t->cur;
 	dst = b->vals + (size_t)b->pending * t->ncols;

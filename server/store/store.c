@@ -132,13 +132,13 @@ int store_host_clock(struct store *s, uint64_t host_id, int64_t offset_ns)
 }
 
 int store_type(struct store *s, const struct decode_type *t, const char *format_text,
-	       struct store_type **out)
+	       const struct store_origin *o, struct store_type **out)
 {
 	int ret = store_writable(s);
 
-	if (ret == 0 && (!t || !format_text || !out))
+	if (ret == 0 && (!t || !format_text || !o || !out))
 		ret = -EINVAL;
-	return ret < 0 ? ret : s->ops->type(s, t, format_text, out);
+	return ret < 0 ? ret : s->ops->type(s, t, format_text, o, out);
 }
 
 int store_begin(struct store *s)
@@ -537,6 +537,17 @@ void store_schema_free(struct store_schema *sc)
 		free((char *)sc->cols[i].column);
 	}
 	free(sc->cols);
+	for (size_t i = 0; i < sc->nfmts; i++) {
+		struct store_fmt *f = &sc->fmts[i];
+
+		for (size_t k = 0; f->types && k < f->ncols; k++)
+			free(f->types[k]);
+		free(f->types);
+		free(f->cols);
+		free(f->text);
+		free(f->host_ids);
+	}
+	free(sc->fmts);
 	free(sc->system);
 	free(sc->name);
 	free(sc->table);

@@ -142,18 +142,34 @@ int store_host(struct store *s, const struct proto_hello *h, const char *peer_su
 int store_host_clock(struct store *s, uint64_t host_id, int64_t offset_ns);
 
 /*
- * store_type - make the table for @t exist with a column per field: create
- * it, or add the columns a newer format brings. @format_text is stored as
- * the type's latest format.
+ * Where a format came from, and the caps on what one host may add to the
+ * schema (0: no cap).
+ */
+struct store_origin {
+	uint64_t host_id;
+	const char *boot_id;	/* NULL: "" */
+	int64_t since;		/* wall-clock ns of the connection that sent it */
+	unsigned max_types;	/* event types one host may have formats for */
+	unsigned max_fields;	/* fields in one format */
+};
+
+/*
+ * store_type - make the table for @t exist with a column per field (one
+ * CREATE TABLE for a new type; a column for each field whose (name, kind)
+ * the table lacks), record @format_text as a format of the type and as the
+ * one @o's host sent in its boot, and make it the type's latest format.
  *
- * The returned handle holds the prepared INSERT for @t's field order; it is
- * owned by @s (valid until store_close()) and shared by every decode_type
- * parsed from the same format text, so the caller may cache it in t->user.
+ * The returned handle holds the prepared INSERT for @t's field order, of
+ * rows stored with this format; it is owned by @s (valid until
+ * store_close()) and shared by every decode_type parsed from the same
+ * format text, so the caller may cache it in t->user.
  *
- * Return: 0; TC_ERR_DB; -ENOMEM.
+ * Return: 0; TC_ERR_FORMAT_LIMIT (store_errmsg() says which cap: the
+ * host's types, the format's fields, the table's columns, the host's
+ * formats of the type; nothing is stored); TC_ERR_DB; -ENOMEM.
  */
 int store_type(struct store *s, const struct decode_type *t, const char *format_text,
-	       struct store_type **out);
+	       const struct store_origin *o, struct store_type **out);
 
 /*
  * store_begin, store_commit - bracket a batch of inserts in one transaction;
@@ -466,8 +482,25 @@ int store_set_indexes(struct store *s, const struct store_indexes *ix, unsigned 
 
 struct store_col {
 	const char *name;	/* the field's name */
-	const char *column;	/* its column (== name unless it clashed, see schema.sql) */
-	enum decode_kind kind;	/* latest kind */
+	const char *column;	/* its column (== name unless it clashed or another
+				 * column of the name has another kind, see schema.sql) */
+	enum decode_kind kind;	/* the column's kind */
+};
+
+/*
+ * One format an event type was stored with: its text and its fields, as
+ * indices into the schema's columns (a row stored with it has values in
+ * those columns only), and the hosts that sent it.
+ */
+struct store_fmt {
+	int64_t id;		/* the store's key of the format (store_query.fmt) */
+	char *text;		/* as sent */
+	size_t ncols;
+	size_t *cols;		/* per field, in the format's order: a schema column */
+	char **types;		/* per field: its C type ("" when not known) */
+	size_t nhosts;
+	uint64_t *host_ids;	/* read when the type has several formats; none:
+				 * rows stored before formats were kept per host */
 };
 
 struct store_schema {
@@ -476,8 +509,11 @@ struct store_schema {
 	char *table;
 	int64_t type_id;	/* the store's key of the event type */
 	size_t ncols;
-	struct store_col *cols;	/* every field, common_* first, in first-seen order */
+	struct store_col *cols;	/* every column: a field name per kind it was sent with,
+				 * common_* first, in first-seen order */
 	char *format;		/* the latest format text stored for it (as sent) */
+	size_t nfmts;		/* with the columns (store_schema_get()) */
+	struct store_fmt *fmts;	/* in the order they were first stored */
 };
 
 /*
@@ -585,6 +621,8 @@ struct store_query {
 	/* only rows of these CPUs (@ncpus 0: every CPU) */
 	const uint32_t *cpus;
 	size_t ncpus;
+	/* only rows stored with this format (store_fmt.id); 0: any */
+	int64_t fmt;
 	/*
 	 * store_select() only: start strictly after this row when after_rowid
 	 * != 0 (with @reverse: strictly before it). INT64_MAX as after_rowid

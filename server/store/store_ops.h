@@ -101,7 +101,7 @@ struct store_ops {
 		    uint64_t *host_id);
 	int (*host_clock)(struct store *s, uint64_t host_id, int64_t offset_ns);
 	int (*type)(struct store *s, const struct decode_type *t, const char *format_text,
-		    struct store_type **out);
+		    const struct store_origin *o, struct store_type **out);
 	int (*begin)(struct store *s);
 	int (*commit)(struct store *s);
 	int (*rollback)(struct store *s);
