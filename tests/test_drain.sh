@@ -129,38 +129,8 @@ check "give up: stored ($stored) + undelivered ($lost_err) covers shipped ($ship
 if ! command -v python3 > /dev/null; then
 	echo "SKIP (part 3): no python3 for the relay"
 else
-	python3 -u - "$listen" > "$tmp/relay.port" 2> "$tmp/relay.err" <<'EOF' &
-import socket, sys, threading
-host, port = sys.argv[1].rsplit(":", 1)
-ls = socket.socket()
-ls.bind(("127.0.0.1", 0))
-ls.listen(8)
-print(ls.getsockname()[1], flush=True)
-def pipe(a, b):
-    try:
-        while True:
-            d = a.recv(65536)
-            if not d:
-                break
-            b.sendall(d)
-    except OSError:
-        pass
-    for s in (a, b):
-        try:
-            s.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-n = 0
-while True:
-    c, _ = ls.accept()
-    n += 1
-    if n == 2:
-        c.close()
-        continue
-    u = socket.create_connection((host, int(port)))
-    threading.Thread(target=pipe, args=(c, u), daemon=True).start()
-    threading.Thread(target=pipe, args=(u, c), daemon=True).start()
-EOF
+	python3 -u "$top_srcdir/tests/tcp_relay.py" "$listen" close 2 \
+		> "$tmp/relay.port" 2> "$tmp/relay.err" &
 	relay=$!
 	for _ in $(seq 100); do [ -s "$tmp/relay.port" ] && break; sleep 0.05; done
 	stream start --connect "127.0.0.1:$(cat "$tmp/relay.port")" --connections per-cpu

@@ -84,40 +84,7 @@ check "its events are stored" '[ "$(traceq --count -H ports-host sched_switch)" 
 # 1b. a first connect cut in the handshake is tried again: a proxy in front
 # of the collector resets the first 2 connections at once (as a full
 # handshake pool gives one up), then forwards
-cat > "$tmp/cutter.py" <<'PY'
-import socket, struct, sys, threading
-host, port = sys.argv[1].rsplit(':', 1)
-lst = socket.socket()
-lst.bind(('127.0.0.1', 0))
-lst.listen(16)
-print(lst.getsockname()[1], flush=True)
-def pipe(a, b):
-    try:
-        while True:
-            d = a.recv(65536)
-            if not d:
-                break
-            b.sendall(d)
-    except OSError:
-        pass
-    for s in (a, b):
-        try:
-            s.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-n = 0
-while True:
-    c, _ = lst.accept()
-    n += 1
-    if n <= 2:
-        c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0))
-        c.close()
-        continue
-    u = socket.create_connection((host, int(port)))
-    threading.Thread(target=pipe, args=(c, u), daemon=True).start()
-    threading.Thread(target=pipe, args=(u, c), daemon=True).start()
-PY
-python3 -u "$tmp/cutter.py" "$listen" > "$tmp/cutter.port" &
+python3 -u "$top_srcdir/tests/tcp_relay.py" "$listen" reset 1 2 > "$tmp/cutter.port" &
 bg+=($!)
 wait_count 1 . "$tmp/cutter.port"
 t0=$(ms)
