@@ -294,8 +294,10 @@ void kfilter_flush(struct kfilter *k)
 		ev_free(e);
 		k->tokens -= 1;
 	}
-	memmove(k->waiting, k->waiting + i, (k->nwaiting - i) * sizeof(*k->waiting));
-	k->nwaiting -= i;
+	if (i) {	/* none waiting: no array yet */
+		memmove(k->waiting, k->waiting + i, (k->nwaiting - i) * sizeof(*k->waiting));
+		k->nwaiting -= i;
+	}
 }
 
 bool kfilter_full(const struct kfilter *k)
