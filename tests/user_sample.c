@@ -51,6 +51,7 @@ int main(int argc, char **argv)
 		usleep(10000);
 	if (!tc_enabled()) {
 		fprintf(stderr, "user_sample: no agent attached within 20 s\n");
+		tc_event_free(ev);
 		tc_shutdown();
 		return 3;
 	}
