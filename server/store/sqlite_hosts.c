@@ -554,10 +554,12 @@ static int sq_exists_hosts(struct store *s, const char *head, const char *tail,
 
 /*
  * host_formats first (its key leads with host_id: one seek per host of the
- * scope). A format with no host_formats rows holds rows stored before
- * 0013, whose hosts were not recorded: then whether the scope has a row of
- * the type (no index leads with host_id, so this may scan the table; only
- * such old types pay it, and only when host_formats said no).
+ * scope). A format 0013 made of a type's rows stored before it (its
+ * format_fields have type '') may hold rows of hosts host_formats does
+ * not name: a host that sent the same text again after 0013 is named, one
+ * that did not is not. For such types, whether the scope has a row of the
+ * type (no index leads with host_id, so this may scan the table; only such
+ * old types pay it, and only when host_formats said no).
  */
 int sq_type_seen(struct store *s, const struct store_schema *sc,
 		 const struct store_scope *scope, bool *seen)
@@ -571,8 +573,10 @@ int sq_type_seen(struct store *s, const struct store_schema *sc,
 
 	if (ret == 0 && !yes)
 		ret = sq_int1(s, "SELECT EXISTS (SELECT 1 FROM formats AS f WHERE f.type_id = ?"
-				 " AND NOT EXISTS (SELECT 1 FROM host_formats AS h"
-				 " WHERE h.format_id = f.id))", sc->type_id, 0, &old);
+				 " AND (NOT EXISTS (SELECT 1 FROM host_formats AS h"
+				 " WHERE h.format_id = f.id) OR EXISTS (SELECT 1 FROM"
+				 " format_fields AS ff WHERE ff.format_id = f.id AND ff.type = '')))",
+				 sc->type_id, 0, &old);
 	if (ret == 0 && !yes && old) {
 		sq_buf_str(&b, "SELECT EXISTS (SELECT 1 FROM ");
 		sq_ident(&b, sc->table);
