@@ -6,7 +6,8 @@
  * fields from the selectors resolved as for a select (queryd_sel.h), with
  * counts and first/last times read like rows, so the asker's scope, host
  * globs, CPUs and window apply to them as to rows. A scoped asker is not
- * told of event types none of its hosts has rows of.
+ * told of event types none of its hosts has (queryd_sel.h: for it they are
+ * not stored), nor, in --events and --fields, of those it has no rows of.
  */
 #include "config.h"
 
@@ -280,20 +281,30 @@ static int run_fields(struct store *st, struct qsel *c, const struct store_query
 	return ret;
 }
 
+struct any_ctx {
+	struct store *st;
+	const struct store_scope *scope;
+	bool any;
+};
+
 static int stop_walk(void *ctx, const struct store_schema *sc)
 {
-	(void)sc;
-	*(bool *)ctx = true;
-	return 1;
+	struct any_ctx *x = ctx;
+	int ret = store_type_seen(x->st, sc, x->scope, &x->any);
+
+	return ret < 0 ? ret : x->any;
 }
 
-/* Whether the store has any event type (errors count as yes: the select reports them). */
-static bool any_type(struct store *st)
+/*
+ * Whether the store has an event type @scope's asker may know of (errors
+ * count as yes: the select reports them).
+ */
+static bool any_type(struct store *st, const struct store_scope *scope)
 {
-	bool any = false;
-	int ret = store_schema_list(st, NULL, stop_walk, &any);
+	struct any_ctx x = { st, scope, false };
+	int ret = store_schema_list(st, NULL, stop_walk, &x);
 
-	return any || (ret < 0 && ret != TC_ERR_UNKNOWN_EVENT);
+	return x.any || (ret < 0 && ret != TC_ERR_UNKNOWN_EVENT);
 }
 
 int qdisc_run(struct store *st, const struct qmsg_request *r, const struct store_query *hosts,
@@ -306,7 +317,7 @@ int qdisc_run(struct store *st, const struct qmsg_request *r, const struct store
 
 	if (r->op == QOP_HOSTS) {
 		ret = run_hosts(st, hosts, live, &w);
-	} else if (!rq.query && !any_type(st)) {	/* --events of an empty store: no rows */
+	} else if (!rq.query && !any_type(st, hosts->scope)) {	/* --events of an empty store: no rows */
 		static const char *const cols[] = { "event", "count", "first", "last" };
 
 		ret = qmsg_reply_begin(&w, NULL, 4, cols);

@@ -8,7 +8,9 @@
  * stored types it matches: SYSTEM:EVENT globs as written; a bare word the
  * events of that name (glob), or, when no event has such a name, every
  * event of the subsystems so named. A selector that names no stored type
- * is an error pointing at it.
+ * is an error pointing at it. For a scoped asker, a type none of its hosts
+ * has (store_type_seen()) is not stored: it is neither selected nor
+ * suggested, so its name, fields and format text stay out of every answer.
  *
  * Filters over several types: the kernel's subsystem filter
  * (Documentation/trace/events.rst, "Subsystem filters"; kernel
@@ -111,6 +113,7 @@ struct qsel {
 struct resolve {
 	struct qsel *c;
 	struct store *st;
+	const struct store_scope *scope;	/* the asker's; NULL: every host */
 	bool *bare_event;	/* per selector: a bare word that names events */
 	bool *used;		/* per selector: it named a type */
 	int ret;
@@ -125,14 +128,34 @@ static bool sel_names(const struct resolve *rs, size_t i, const struct store_sch
 	return !fnmatch(s->event, sc->system, 0);	/* a subsystem by its name */
 }
 
-/* first pass: which bare words name events */
+/*
+ * Whether the asker may know of @sc: for a scoped one, a type none of its
+ * hosts has is not stored (store_type_seen()). Return: 1 yes, 0 no, or a
+ * negative code.
+ */
+static int type_seen(struct store *st, const struct store_scope *scope,
+		     const struct store_schema *sc)
+{
+	bool seen = true;
+	int ret = scope ? store_type_seen(st, sc, scope, &seen) : 0;
+
+	return ret < 0 ? ret : seen;
+}
+
+/* first pass: which bare words name events (the asker may know of) */
 static int resolve_bare(void *ctx, const struct store_schema *sc)
 {
 	struct resolve *rs = ctx;
+	int seen = -1;
 
-	for (size_t i = 0; i < rs->c->q.nsel; i++)
-		if (!rs->c->q.sel[i].system && !fnmatch(rs->c->q.sel[i].event, sc->name, 0))
-			rs->bare_event[i] = true;
+	for (size_t i = 0; i < rs->c->q.nsel; i++) {
+		if (rs->c->q.sel[i].system || rs->bare_event[i] ||
+		    fnmatch(rs->c->q.sel[i].event, sc->name, 0))
+			continue;
+		if (seen < 0 && (seen = type_seen(rs->st, rs->scope, sc)) < 0)
+			return seen;
+		rs->bare_event[i] = seen;
+	}
 	return 0;
 }
 
@@ -163,13 +186,15 @@ static int resolve_add(void *ctx, const struct store_schema *sc)
 	struct qsel *c = rs->c;
 	struct qsel_type *t;
 	bool hit = false;
-	int ret;
+	int ret = 0;
 
+	for (size_t i = 0; i < c->q.nsel && !hit; i++)
+		hit = sel_names(rs, i, sc);
+	if (!hit || (ret = type_seen(rs->st, rs->scope, sc)) <= 0)
+		return ret;
 	for (size_t i = 0; i < c->q.nsel; i++)
 		if (sel_names(rs, i, sc))
-			hit = rs->used[i] = true;
-	if (!hit)
-		return 0;
+			rs->used[i] = true;
 	/* a reply's types; discovery answers rows (QMSG_MAX_ROWS), not types */
 	if (c->n == (c->per_fmt ? QMSG_MAX_TYPES : QSEL_MAX_DISC))
 		return TC_ERR_TOO_LONG;
@@ -186,45 +211,79 @@ static int resolve_add(void *ctx, const struct store_schema *sc)
 	return ret;
 }
 
-/* store_schema_list() callback: offer a stored type's names to the suggestion. */
-static int suggest_type(void *ctx, const struct store_schema *sc)
-{
-	struct suggest *sg = ctx;
-	char full[SUGGEST_NAME_MAX];
+struct suggest_ctx {
+	struct suggest sg;
+	struct store *st;
+	const struct store_scope *scope;
+};
 
-	if (memchr(sg->word, ':', sg->wlen)) {	/* SYSTEM:EVENT: the same form */
-		if (snprintf(full, sizeof(full), "%s:%s", sc->system, sc->name) <
-		    (int)sizeof(full))
-			suggest_add(sg, full);
-		return 0;
-	}
-	suggest_add(sg, sc->name);
-	suggest_add(sg, sc->system);
-	return 0;
+/* Whether @name is close to the word (suggest_add() would keep it alone). */
+static bool suggest_close(const struct suggest *sg, const char *name)
+{
+	struct suggest one;
+
+	suggest_init(&one, sg->word, sg->wlen);
+	suggest_add(&one, name);
+	return one.n > 0;
 }
 
-/* An unknown selector's error reply, with the closest stored names; 1. */
-static int unknown_sel(struct store *st, const struct query *q, size_t i, const char *text,
-		       struct proto_buf *out)
+/*
+ * store_schema_list() callback: offer a stored type's names to the
+ * suggestion, if the asker may know of the type (asked only of close ones).
+ */
+static int suggest_type(void *ctx, const struct store_schema *sc)
+{
+	struct suggest_ctx *x = ctx;
+	const char *names[2] = { sc->name, sc->system };
+	char full[SUGGEST_NAME_MAX];
+	size_t n = 2;
+	int seen;
+
+	if (memchr(x->sg.word, ':', x->sg.wlen)) {	/* SYSTEM:EVENT: the same form */
+		if (snprintf(full, sizeof(full), "%s:%s", sc->system, sc->name) >=
+		    (int)sizeof(full))
+			return 0;
+		names[0] = full;
+		n = 1;
+	}
+	if (!suggest_close(&x->sg, names[0]) && (n == 1 || !suggest_close(&x->sg, names[1])))
+		return 0;
+	seen = type_seen(x->st, x->scope, sc);
+	for (size_t i = 0; seen > 0 && i < n; i++)
+		suggest_add(&x->sg, names[i]);
+	return seen < 0 ? seen : 0;
+}
+
+/*
+ * An unknown selector's error reply, with the closest stored names the
+ * asker (@scope) may know of; 1.
+ */
+static int unknown_sel(struct store *st, const struct store_scope *scope, const struct query *q,
+		       size_t i, const char *text, struct proto_buf *out)
 {
 	char hint[SUGGEST_MAX * (SUGGEST_NAME_MAX + 4) + 32];
 	char msg[300 + sizeof(hint)];
-	struct suggest sg;
+	struct suggest_ctx x = { .st = st, .scope = scope };
 
-	suggest_init(&sg, text + q->sel[i].pos, q->sel[i].len);
+	suggest_init(&x.sg, text + q->sel[i].pos, q->sel[i].len);
 	hint[0] = 0;
-	if (q->sel[i].len < SUGGEST_NAME_MAX && !strpbrk(sg.word, "*?[") &&
-	    store_schema_list(st, NULL, suggest_type, &sg) == 0)
-		suggest_format(&sg, hint, sizeof(hint));
+	if (q->sel[i].len < SUGGEST_NAME_MAX && !strpbrk(x.sg.word, "*?[") &&
+	    store_schema_list(st, NULL, suggest_type, &x) == 0)
+		suggest_format(&x.sg, hint, sizeof(hint));
 	snprintf(msg, sizeof(msg), "%s: %.*s%s", tc_strerror(TC_ERR_UNKNOWN_EVENT),
 		 (int)(q->sel[i].len < 200 ? q->sel[i].len : 200), text + q->sel[i].pos, hint);
 	qmsg_reply_error(TC_ERR_UNKNOWN_EVENT, msg, (int)q->sel[i].pos, (int)q->sel[i].len, out);
 	return 1;
 }
 
-static int resolve(struct store *st, struct qsel *c, const char *text, struct proto_buf *out)
+/*
+ * The types @c's selectors name, of those the asker (@scope) may know of:
+ * 0; 1 with the error reply in @out; a negative code.
+ */
+static int resolve(struct store *st, struct qsel *c, const struct store_scope *scope,
+		   const char *text, struct proto_buf *out)
 {
-	struct resolve rs = { .c = c, .st = st };
+	struct resolve rs = { .c = c, .st = st, .scope = scope };
 	int ret = -ENOMEM;
 
 	rs.bare_event = calloc(c->q.nsel, sizeof(bool));
@@ -237,7 +296,7 @@ static int resolve(struct store *st, struct qsel *c, const char *text, struct pr
 		ret = 0;
 	for (size_t i = 0; ret == 0 && i < c->q.nsel; i++)
 		if (!rs.used[i])
-			ret = unknown_sel(st, &c->q, i, text, out);
+			ret = unknown_sel(st, scope, &c->q, i, text, out);
 	if (ret == TC_ERR_TOO_LONG) {
 		qmsg_reply_error(ret, "the query selects more than " "4096 event types", 0,
 				 (int)strcspn(text, " \t"), out);
@@ -678,7 +737,7 @@ int qsel_compile(struct store *st, const struct qmsg_request *r, const struct st
 	c->per_fmt = r->op == QOP_SELECT || r->op == QOP_COUNT || r->op == QOP_TAIL;
 	c->names_only = r->op == QOP_EVENTS && !c->q.filter;
 	if (ret == 0)
-		ret = resolve(st, c, r->query, reply);
+		ret = resolve(st, c, scope, r->query, reply);
 	if (ret == 0 && c->per_fmt && (ret = expand_fmts(c)) == TC_ERR_TOO_LONG) {
 		qmsg_reply_error(ret, "the query selects more than 4096 event formats", 0,
 				 (int)strcspn(r->query, " \t"), reply);

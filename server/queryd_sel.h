@@ -32,7 +32,8 @@ struct qsel_page {
  * qsel_compile - parse @r's query, resolve its selectors against the event
  * types stored in @st, bind the filter to each type, and set what the
  * store is asked (@r's hosts, CPUs, window, order; @scope: the hosts the
- * asker may read, NULL: all). With @r->from_end / to_end, the window is
+ * asker may read, NULL: all; a type none of those hosts has is, for it,
+ * not stored: an unknown event, never suggested). With @r->from_end / to_end, the window is
  * relative to the newest stored row of the selected types that @scope
  * and the request's hosts and CPUs allow.
  *

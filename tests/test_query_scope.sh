@@ -12,7 +12,13 @@
 #    -H 'scope-db*' is 0 (a host glob cannot widen a scope);
 #  - nobody (scope user:nobody scope-db1) sees only scope-db1, likewise;
 #  - uid 5002, named by no scope line, in the query group, sees both;
-#  - each query is logged with its uid and "(scoped)".
+#  - each query is logged with its uid and "(scoped)";
+#  - an event type only scope-db1 has (sched_wakeup, from a second run of
+#    its agent) is, for uid 5001, not stored (issue 30): --count, a select,
+#    --fields are refused as for a name never stored (exit 2, the same
+#    message), a misspelling of it gets no suggestion naming it, --events
+#    leaves it out, --follow of it waits as for an unknown event; root
+#    still sees it.
 set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
@@ -33,8 +39,12 @@ tc_start_collector --query "ipc://$sock" --query-group nogroup --pushdown no \
 query="ipc://$sock"
 
 tc_host_agents "tc-qscope-$$" scope-web1 scope-db1
+tc_agent_events="-e sched:sched_switch -e sched:sched_wakeup" \
+	tc_host_agents "tc-qscope-$$" scope-db1
 
 web=$(traceq --count -H scope-web1 sched_switch)
+wakeups=$(traceq --count sched_wakeup)
+check "root sees scope-db1's sched_wakeup ($wakeups)" '[ "$wakeups" -gt 0 ]'
 db=$(traceq --count -H scope-db1 sched_switch)
 check "root sees both hosts' events (web1 $web, db1 $db)" \
 	'[ "$web" -gt 0 ] && [ "$db" -gt 0 ] &&
@@ -75,6 +85,41 @@ sees uid:5001 scope-web1 "$web"
 sees nobody scope-db1 "$db"
 n=$(as uid:5002 --count sched_switch)
 check "uid 5002, named by no scope, sees both hosts ($n)" '[ "$n" = $((web + db)) ]'
+
+# refused WHO WHAT ARGS...: WHO's traceq ARGS... NAME, with NAME sched_wakeup
+# and with a name never stored (as long), exit 2 with the same message
+refused() {
+	local who=$1 what=$2 rc1 rc2
+	shift 2
+	as "$who" "$@" sched_wakeup > "$tmp/hid.out" 2> "$tmp/hid.err"; rc1=$?
+	as "$who" "$@" xched_nosuch > "$tmp/none.out" 2> "$tmp/none.err"; rc2=$?
+	sed -i 's/sched_wakeup/NAME/g' "$tmp/hid.err"
+	sed -i 's/xched_nosuch/NAME/g' "$tmp/none.err"
+	check "$who: $what of a type only other hosts have is an unknown event (exit $rc1)" \
+		'[ "$rc1" = 2 ] && [ "$rc2" = 2 ] && grep -q "unknown event" "$tmp/hid.err" &&
+		 [ ! -s "$tmp/hid.out" ] && cmp -s "$tmp/hid.err" "$tmp/none.err" ||
+		 { cat "$tmp/hid.out" "$tmp/hid.err"; false; }'
+}
+refused uid:5001 "--count" --count
+refused uid:5001 "a select" -f json
+refused uid:5001 "--fields" --fields
+as uid:5001 --count sched_wakup > /dev/null 2> "$tmp/typo.err"
+traceq --count sched_wakup > /dev/null 2> "$tmp/typo.root"
+check "uid:5001: a misspelling is not told of sched_wakeup" \
+	'grep -q "unknown event" "$tmp/typo.err" && ! grep -q sched_wakeup "$tmp/typo.err" ||
+	 { cat "$tmp/typo.err"; false; }'
+check "root: a misspelling is told of sched_wakeup" 'grep -q sched_wakeup "$tmp/typo.root"'
+as uid:5001 --events > "$tmp/events" 2>&1
+check "uid:5001: --events lists sched_switch, not sched_wakeup" \
+	'grep -q sched_switch "$tmp/events" && ! grep -q sched_wakeup "$tmp/events"'
+check "root: --events lists sched_wakeup" 'traceq --events | grep -q sched_wakeup'
+timeout -s INT 3 setpriv --reuid=5001 --regid=65534 --clear-groups -- \
+	"$tq" -s "$query" -t 30000 --follow --since -1h sched_wakeup \
+	> "$tmp/follow.out" 2> "$tmp/follow.err"
+check "uid:5001: --follow sched_wakeup waits as for an event not stored" \
+	'grep -q "no event the query selects is stored yet" "$tmp/follow.err" &&
+	 [ ! -s "$tmp/follow.out" ] || { cat "$tmp/follow.out" "$tmp/follow.err"; false; }'
+
 check "queries are logged with the uid and the scope" \
 	'grep -q "query from uid 5001 (no such user): count .sched_switch.: $web counted (scoped)" \
 	 "$tmp/collector.log"'

@@ -2181,6 +2181,62 @@ START_TEST(test_host_agent)
 }
 END_TEST
 
+/* Whether a reader of @scope may know of @sc (store_type_seen()). */
+static bool type_seen(const struct store_schema *sc, const struct store_scope *scope)
+{
+	bool yes = false;
+
+	ck_ok(store_type_seen(st, sc, scope, &yes));
+	return yes;
+}
+
+/*
+ * A type is known to a scope when one of its hosts sent a format of it;
+ * for a type with rows stored before formats were kept per host (0013's
+ * formats: field types ''), when the scope has a row of it, even after
+ * another host sent the same format again.
+ */
+START_TEST(test_type_seen)
+{
+	static const char *const web[] = { "capture-*" }, *const db[] = { "db?", "other-host" };
+	struct store_scope s_web = { web, 1 }, s_db = { db, 2 }, none = { NULL, 0 };
+	struct store_scope big = { web, STORE_SCOPE_MAX + 1 };
+	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct proto_hello h2 = cap.hello;
+	bool yes;
+	sqlite3 *db3;
+
+	ck_assert(type_seen(sc, NULL));
+	ck_assert(type_seen(sc, &s_web));
+	ck_assert(!type_seen(sc, &s_db));
+	ck_assert(!type_seen(sc, &none));
+	ck_assert_int_eq(store_type_seen(st, sc, &big, &yes), -EINVAL);
+	store_schema_free(sc);
+	store_close(st);
+	st = NULL;
+	db3 = raw_open();	/* as 0013 left a store: no host_formats, types '' */
+	ck_assert_int_eq(sqlite3_exec(db3, "DELETE FROM host_formats; "
+				      "UPDATE format_fields SET type = ''", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db3);
+	ck_assert_int_eq(store_open(path, &st), 0);
+	sc = schema(st, "sched", "sched_switch");
+	ck_assert(type_seen(sc, &s_web));
+	ck_assert(!type_seen(sc, &s_db));
+	h2.host = (char *)"other-host";	/* sends the same format, no rows */
+	ck_ok(store_host(st, &h2, NULL, &host));
+	for (int i = 0; i < CAPTURE_NFORMATS; i++) {
+		struct store_origin o = { .host_id = host, .boot_id = "b2" };
+		struct store_type *t;
+
+		ck_ok(store_type(st, types[i], cap.formats[i].text, &o, &t));
+	}
+	ck_assert(type_seen(sc, &s_web));	/* its rows, still */
+	ck_assert(type_seen(sc, &s_db));	/* it sent the format */
+	store_schema_free(sc);
+}
+END_TEST
+
 START_TEST(test_migrate_ts_index)
 {
 	struct store_schema *sc = schema(st, "sched", "sched_switch");
@@ -2591,7 +2647,7 @@ static Suite *store_suite(void)
 					test_retention_blocks, test_migrate_ts_index, test_host_agent,
 					test_wide_batches, test_wide_block, test_field_index, test_field_index_later,
 					test_index_parse, test_db_removed, test_db_replaced,
-					test_scope, test_sql_group_by, test_sql_refused,
+					test_scope, test_type_seen, test_sql_group_by, test_sql_refused,
 					test_sql_limits, test_sql_scoped, test_hist_matches_scan,
 					test_hist_two_ways));
 	suite_add_tcase(s, tc);

@@ -561,6 +561,7 @@ static const struct store_ops sq_ops = {
 	.symbol_name = sq_symbol_name,
 	.schema_get = sq_schema_get,
 	.schema_list = sq_schema_list,
+	.type_seen = sq_type_seen,
 	.select = sq_select,
 	.count = sq_count,
 	.hist = sq_hist,

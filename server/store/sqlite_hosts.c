@@ -529,3 +529,62 @@ int sq_hosts(struct store *s, const struct store_query *q,
 		sqlite3_finalize(st);
 	return ret;
 }
+
+/* One EXISTS of @head, @q's hosts on @col, @tail (:type bound to @type_id) into *@yes. */
+static int sq_exists_hosts(struct store *s, const char *head, const char *tail,
+			   const struct store_query *q, const char *col, int64_t type_id,
+			   bool *yes)
+{
+	sqlite3_stmt *st = NULL;
+	int ret = sq_prepare_hosts(s, head, tail, q, col, &st);
+	int rc;
+
+	if (ret < 0)
+		return ret;
+	if (sqlite3_bind_parameter_index(st, ":type"))
+		sqlite3_bind_int64(st, sqlite3_bind_parameter_index(st, ":type"), type_id);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*yes = sqlite3_column_int(st, 0) != 0;
+	else
+		ret = sq_err(s, TC_ERR_DB, "type seen");
+	sqlite3_finalize(st);
+	return ret;
+}
+
+/*
+ * host_formats first (its key leads with host_id: one seek per host of the
+ * scope). A format 0013 made of a type's rows stored before it (its
+ * format_fields have type '') may hold rows of hosts host_formats does
+ * not name: a host that sent the same text again after 0013 is named, one
+ * that did not is not. For such types, whether the scope has a row of the
+ * type (no index leads with host_id, so this may scan the table; only such
+ * old types pay it, and only when host_formats said no).
+ */
+int sq_type_seen(struct store *s, const struct store_schema *sc,
+		 const struct store_scope *scope, bool *seen)
+{
+	const struct store_query q = { .scope = scope };
+	struct sq_buf b = { 0 };
+	int64_t old = 0;
+	bool yes = false;
+	int ret = sq_exists_hosts(s, "SELECT EXISTS (SELECT 1 FROM host_formats WHERE 1",
+				  " AND type_id = :type)", &q, "host_id", sc->type_id, &yes);
+
+	if (ret == 0 && !yes)
+		ret = sq_int1(s, "SELECT EXISTS (SELECT 1 FROM formats AS f WHERE f.type_id = ?"
+				 " AND (NOT EXISTS (SELECT 1 FROM host_formats AS h"
+				 " WHERE h.format_id = f.id) OR EXISTS (SELECT 1 FROM"
+				 " format_fields AS ff WHERE ff.format_id = f.id AND ff.type = '')))",
+				 sc->type_id, 0, &old);
+	if (ret == 0 && !yes && old) {
+		sq_buf_str(&b, "SELECT EXISTS (SELECT 1 FROM ");
+		sq_ident(&b, sc->table);
+		sq_buf_str(&b, " WHERE 1");
+		ret = b.oom ? -ENOMEM : sq_exists_hosts(s, b.s, ")", &q, "host_id", 0, &yes);
+	}
+	free(b.s);
+	if (ret == 0)
+		*seen = yes;
+	return ret;
+}

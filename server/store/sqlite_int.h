@@ -547,6 +547,8 @@ int sq_host_boot_exists(struct store *s, const char *sql, uint64_t host_id,
 			const char *boot_id, const char *what, bool *found);
 int sq_host_find(struct store *s, const char *name, const struct store_scope *scope,
 		 uint64_t *host_id);
+int sq_type_seen(struct store *s, const struct store_schema *sc,
+		 const struct store_scope *scope, bool *seen);
 /* sqlite_import.c */
 int sq_import_check(struct store *s, const char *name, const char *machine_id, bool *live,
 		    bool *stored);

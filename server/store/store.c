@@ -398,6 +398,18 @@ static int store_scope_ok(const struct store_scope *sc)
 	return 0;
 }
 
+int store_type_seen(struct store *s, const struct store_schema *sc,
+		    const struct store_scope *scope, bool *seen)
+{
+	if (!s || !sc || !sc->table || !seen)
+		return -EINVAL;
+	if (!scope) {
+		*seen = true;
+		return 0;
+	}
+	return store_scope_ok(scope) ?: store_enter(s) ?: s->ops->type_seen(s, sc, scope, seen);
+}
+
 /* A query a backend can rely on: a schema, columns that exist, a sane scope. */
 static int store_query_ok(const struct store_query *q)
 {

@@ -541,6 +541,20 @@ int store_schema_list(struct store *s, const char *system,
 
 void store_schema_free(struct store_schema *sc);
 
+/*
+ * store_type_seen - whether a reader of @scope may know of event type @sc
+ * (from store_schema_list() or store_schema_get(); its type id and table
+ * are used): some host of the scope sent a format of it (host_formats),
+ * or, for rows stored before formats were kept per host, has a row of it.
+ * A type none of the scope's hosts has is, for that reader, not stored:
+ * the query endpoint neither resolves nor suggests it. @scope NULL: every
+ * type is seen. *@seen written only on success.
+ *
+ * Return: 0; TC_ERR_DB; -ENOMEM; -EINVAL.
+ */
+int store_type_seen(struct store *s, const struct store_schema *sc,
+		    const struct store_scope *scope, bool *seen);
+
 struct store_row {
 	uint64_t rowid;
 	const char *host;	/* hosts.name */

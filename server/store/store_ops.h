@@ -70,7 +70,7 @@
  * only by the ingest worker (every write op, and the reads the write
  * path needs: stream_marks, journal_mark_get); the query endpoint's
  * thread opens a read-only handle of its own and calls only schema_get,
- * schema_list, select, count, hist, tail, host_find, symbol_name, stats,
+ * schema_list, type_seen, select, count, hist, tail, host_find, symbol_name, stats,
  * drops and sql. Threads a
  * backend runs for itself (SQLite: the writer that runs batched INSERTs,
  * the checkpointer) are its own business: started by its constructor,
@@ -158,6 +158,8 @@ struct store_ops {
 			  struct store_schema **out);
 	int (*schema_list)(struct store *s, const char *system,
 			   int (*fn)(void *ctx, const struct store_schema *sc), void *ctx);
+	int (*type_seen)(struct store *s, const struct store_schema *sc,
+			 const struct store_scope *scope, bool *seen);
 	/*
 	 * select, count: compile @q (its bound filter, with FILTER_FIELD_CPU
 	 * and FILTER_FIELD_COMM as store.h says, the host glob, the scope, the window)
