@@ -184,6 +184,21 @@ tc_check_memory() {
 	fi
 }
 
+# tc_tracecmd_record INSTANCE FILE ARGS...: trace-cmd record into FILE in
+# tracefs instance INSTANCE of the test's own, on the mono clock, ARGS
+# being its options then the command to run (Debian's 3.1.6 needs -d
+# --no-filter on a kernel that refuses set_ftrace_filter, exits 1 for it
+# and may leave the instance: it is removed here). Exits the test saying
+# why when FILE is not written; its output is in $tmp/record.log.
+tc_tracecmd_record() {
+	local inst=$1 file=$2
+	shift 2
+	trace-cmd record -B "$inst" -C mono -d --no-filter -o "$file" "$@" \
+		> "$tmp/record.log" 2>&1
+	rmdir "$tracing/instances/$inst" 2>/dev/null
+	[ -s "$file" ] || { cat "$tmp/record.log"; echo "FAIL: trace-cmd record"; exit 1; }
+}
+
 # tc_traceq_for_all: a copy of traceq in $tmp (made 0755) that other users
 # can run, into tq: the build tree may sit below a directory only root
 # can enter (a clone in mktemp -d, as CI makes), and the tests that query

@@ -69,10 +69,7 @@ sched="sched_switch sched_wakeup sched_wakeup_new sched_process_fork sched_proce
 # ---- 1. an imported trace-cmd recording: trace-cmd report -F's answer ----
 rec_args=()
 for e in $sched; do rec_args+=(-e "sched:$e"); done
-trace-cmd record -B "$inst_r" -C mono -d --no-filter "${rec_args[@]}" -e ipi:ipi_send_cpu \
-	-o "$tmp/w.dat" "$tmp/tccw" > "$tmp/record.log" 2>&1
-rmdir "$tracing/instances/$inst_r" 2>/dev/null
-check "trace-cmd recorded the workload" '[ -s "$tmp/w.dat" ] || { cat "$tmp/record.log"; false; }'
+tc_tracecmd_record "$inst_r" "$tmp/w.dat" "${rec_args[@]}" -e ipi:ipi_send_cpu "$tmp/tccw"
 
 tc_certs
 mkdir -m 755 "$tmp/run"

@@ -33,11 +33,8 @@ formats_cleanup() {
 trap formats_cleanup EXIT
 
 
-trace-cmd record -B "$inst" -C mono -d --no-filter -e sched:sched_switch --file-version 6 \
-	-o "$tmp/web1.dat" sh -c 'for i in $(seq 20); do sleep 0.01; ls / > /dev/null; done' \
-	> "$tmp/record.log" 2>&1
-rmdir "$tracing/instances/$inst" 2>/dev/null
-[ -s "$tmp/web1.dat" ] || { cat "$tmp/record.log"; echo "FAIL: trace-cmd record"; exit 1; }
+tc_tracecmd_record "$inst" "$tmp/web1.dat" -e sched:sched_switch --file-version 6 \
+	sh -c 'for i in $(seq 20); do sleep 0.01; ls / > /dev/null; done'
 
 # vm's file: the same bytes but for the format text, patched in place at
 # the same length (v6 keeps each format's size before it).

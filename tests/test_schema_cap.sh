@@ -29,10 +29,7 @@ schema_cleanup() {
 }
 trap schema_cleanup EXIT
 
-trace-cmd record -B "$inst" -C mono -d --no-filter -e sched:sched_switch --file-version 6 \
-	-o "$tmp/base.dat" sleep 0.1 > "$tmp/record.log" 2>&1
-rmdir "$tracing/instances/$inst" 2>/dev/null
-[ -s "$tmp/base.dat" ] || { cat "$tmp/record.log"; echo "FAIL: trace-cmd record"; exit 1; }
+tc_tracecmd_record "$inst" "$tmp/base.dat" -e sched:sched_switch --file-version 6 sleep 0.1
 python3 "$top_srcdir/tests/tracedat_bomb.py" "$tmp/base.dat" "$tmp/bomb.dat" 3000 ||
 	{ echo "FAIL: tracedat_bomb.py"; exit 1; }
 
