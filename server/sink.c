@@ -149,21 +149,32 @@ static int comms_grow(struct sink_comms *c)
 	return 0;
 }
 
+/* The slot of @pid, made when it has none; NULL: out of memory. */
+static struct sink_comm *comms_slot_new(struct sink *s, int32_t pid)
+{
+	struct sink_comm *slot;
+
+	if (!s->comms && !(s->comms = calloc(1, sizeof(*s->comms))))
+		return NULL;
+	if ((s->comms->count + 1) * 2 > s->comms->cap && comms_grow(s->comms) < 0)
+		return NULL;
+	slot = comms_slot(s->comms, pid);
+	s->comms->count += slot->pid == 0;
+	slot->pid = pid;
+	return slot;
+}
+
 /* The pairs of @cl (the agent's; learned at trace-clock @learned_ts when not 0). */
 static int comms_put_at(struct sink *s, const struct proto_cmdlines *cl, uint64_t learned_ts)
 {
 	struct sink_comm *slot;
 
-	if (!s->comms && !(s->comms = calloc(1, sizeof(*s->comms))))
-		return -ENOMEM;
 	for (uint32_t i = 0; i < cl->count; i++) {
 		if (cl->items[i].pid == 0)
 			continue;
-		if ((s->comms->count + 1) * 2 > s->comms->cap && comms_grow(s->comms) < 0)
+		slot = comms_slot_new(s, cl->items[i].pid);
+		if (!slot)
 			return -ENOMEM;
-		slot = comms_slot(s->comms, cl->items[i].pid);
-		s->comms->count += slot->pid == 0;
-		slot->pid = cl->items[i].pid;
 		memcpy(slot->comm, cl->items[i].comm, sizeof(slot->comm));
 		slot->learned_ts = learned_ts;
 	}
@@ -701,6 +712,7 @@ static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_h
 		return TC_ERR_MSG_MALFORMED;	/* the TSC with no way to ns */
 	s->tsc_conv = (struct ring_clock_conv){ h->tsc0, h->tsc_mono0, h->tsc_mult,
 						h->tsc_shift };
+	s->tick_ns = s->tsc ? (double)h->tsc_mult / (double)(UINT64_C(1) << h->tsc_shift) : 1.0;
 	cpuslots_init(&s->cpus, sizeof(struct sink_cpu));
 	cpuslots_init(&s->committed, sizeof(uint64_t));
 	s->host = strdup(h->host);
@@ -857,19 +869,14 @@ static int sink_track_event(struct sink *s, const struct sink_env *env,
 		return 0;
 	/* as the events' rows: trace_ts in the trace clock's own units */
 	c.trace_ts = (int64_t)ev->ts + 1;
-	c.tick_ns = s->tsc && s->tsc_conv.shift < 64 ?
-		    (double)s->tsc_conv.mult / (double)(UINT64_C(1) << s->tsc_conv.shift) : 1.0;
+	c.tick_ns = s->tick_ns;
 	c.ts = sink_wall_ns(s, trace_ns);
 	c.ts += c.ts < INT64_MAX;
 	c.old = ty->track == TRACK_RENAME ? old : NULL;
 	c.comm = now;
-	if (!s->comms && !(s->comms = calloc(1, sizeof(*s->comms))))
+	slot = comms_slot_new(s, c.pid);
+	if (!slot)
 		return -ENOMEM;
-	if ((s->comms->count + 1) * 2 > s->comms->cap && comms_grow(s->comms) < 0)
-		return -ENOMEM;
-	slot = comms_slot(s->comms, c.pid);
-	s->comms->count += slot->pid == 0;
-	slot->pid = c.pid;
 	if (slot->since <= trace_ns + 1) {	/* pages of CPUs come in any order */
 		slot->since = trace_ns + 1;
 		memcpy(slot->now, now, sizeof(slot->now));
@@ -1057,7 +1064,7 @@ static int sink_event(void *arg, const struct decode_event *ev)
 {
 	struct page_ctx *p = arg;
 	struct sink_type *ty = ev->type->user;
-	struct sink_eval e = { p->s, ev, event_trace_ns(p, ev->ts), "" };
+	struct sink_eval e = { p->s, ev, 0, "" };
 	int ret;
 
 	if (ty && !ty->st) {
@@ -1070,6 +1077,7 @@ static int sink_event(void *arg, const struct decode_event *ev)
 		p->unknown++;
 		return 0;
 	}
+	e.trace_ns = event_trace_ns(p, ev->ts);
 	if (ty->ncomm && (ret = sink_learn_comms(p->s, p->env, ty, ev)) < 0)
 		return ret;
 	if (ty->track && (ret = sink_track_event(p->s, p->env, ty, ev, e.trace_ns)) < 0)

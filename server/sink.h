@@ -53,6 +53,7 @@ struct sink {
 	int64_t clock_offset;		/* realtime - trace clock, ns */
 	bool tsc;			/* kernel pages in TSC ("x86-tsc"): tsc_conv */
 	struct ring_clock_conv tsc_conv;
+	double tick_ns;			/* ns per trace-clock unit of kernel pages (1: ns) */
 	uint32_t ncpus;			/* declared in HELLO */
 	struct cpuslots cpus;		/* struct sink_cpu of the CPUs that sent */
 	uint64_t pages, events, unknown;
