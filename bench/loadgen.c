@@ -70,7 +70,7 @@
 #include "proto/frame.h"
 #include "proto/msg.h"
 #include "proto/tls.h"
-#include "server/decode.h"
+#include "server/ingest/decode.h"
 
 #define MAX_FORMATS	4096
 #define MAX_CPUS	64

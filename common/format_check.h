@@ -1,7 +1,7 @@
 /*
  * format_check.h - bounds on an event format text from a peer, checked
  * before libtraceevent sees it: the collector checks an agent's formats
- * (server/decode.c), traceq the formats a collector sends it with rows
+ * (server/ingest/decode.c), traceq the formats a collector sends it with rows
  * (traceq/render.c), so it lives in common/ (libc only).
  *
  * libtraceevent parses a format's print-fmt arguments by recursive descent

@@ -38,7 +38,7 @@
  * and need no allocation: struct page_iter lives on the caller's stack,
  * so it is not opaque, but its fields are private.
  *
- * Used by the collector's decoder (server/decode.c), the agent's page
+ * Used by the collector's decoder (server/ingest/decode.c), the agent's page
  * readers (agent/reader.c) and the ring's reader (common/ring_reader.c);
  * the ring's writer (common/ring.c) takes its constants from here.
  */

@@ -38,18 +38,11 @@
 #include "common/tc_error.h"
 #include "common/util.h"
 #include "proto/tls.h"
-#include "server/collector.h"
-#include "server/filter_table.h"
-#include "server/hostlimit.h"
-#include "server/hostmap.h"
-#include "server/importer.h"
-#include "server/ingest.h"
-#include "server/journal.h"
-#include "server/livehosts.h"
+#include "server/conn/conn.h"
+#include "server/ingest/ingest.h"
 #include "server/notify.h"
 #include "server/ownfiles.h"
-#include "server/qauth.h"
-#include "server/queryd.h"
+#include "server/query/queryd.h"
 
 #define COMMIT_MS	250
 #define QUEUE_BYTES	(64u << 20)
@@ -1203,11 +1196,11 @@ static int set_indexes(struct store *st, struct settings *s)
 /*
  * A fatal signal: if the ingest worker was decoding a journal record, the
  * journal notes that it killed us, so the next start quarantines it
- * (journal.h); then the signal's default action (SA_RESETHAND) ends us.
+ * (ingest_note_crash()); then the signal's default action (SA_RESETHAND) ends us.
  */
 static void fatal_handler(int sig)
 {
-	journal_note_crash();
+	ingest_note_crash();
 	raise(sig);
 }
 
@@ -1325,6 +1318,31 @@ static int make_parents(const char *path)
 	return ret;
 }
 
+/* The import ops of the query endpoint, answered by the importer (struct queryd_importer). */
+static int import_begin(void *ctx, const char *subject, struct proto_msg *hello, const void *raw,
+			size_t rawlen, uint64_t *id, char *err, size_t errlen)
+{
+	return importer_begin(ctx, subject, hello, raw, rawlen, id, err, errlen);
+}
+
+static int import_msg(void *ctx, const char *subject, uint64_t id, struct proto_msg *m,
+		      const void *raw, size_t rawlen, char *err, size_t errlen)
+{
+	return importer_msg(ctx, subject, id, m, raw, rawlen, err, errlen);
+}
+
+static int import_pages(void *ctx, const char *subject, uint64_t id, uint32_t cpu, uint64_t seq,
+			const uint8_t *pages, size_t len, char *err, size_t errlen)
+{
+	return importer_pages(ctx, subject, id, cpu, seq, pages, len, err, errlen);
+}
+
+static int import_end(void *ctx, const char *subject, uint64_t id, bool abort, uint64_t *pages,
+		      uint64_t *events, char *err, size_t errlen)
+{
+	return importer_end(ctx, subject, id, abort, pages, events, err, errlen);
+}
+
 static int run(struct settings *s)
 {
 	struct tls_files files = { s->cert, s->key, s->ca, s->crl };
@@ -1332,6 +1350,8 @@ static int run(struct settings *s)
 	struct collector col = { .lim = s->lim, .hostmap = s->hostmap };
 	struct queryd *qd = NULL;
 	struct importer *im = NULL;
+	struct queryd_importer imops = { import_begin, import_msg, import_pages, import_end, NULL,
+					  IMPORTER_ID_BIT };
 	struct notify *nt = NULL;
 	struct ingest_opts io = { .commit_ms = COMMIT_MS, .queue_bytes = QUEUE_BYTES,
 				  .retain_age_ns = s->retain_age_ns,
@@ -1422,9 +1442,10 @@ static int run(struct settings *s)
 	if (ret < 0)
 		goto out;
 	importer_set_ingest(im, col.ing);
+	imops.ctx = im;
 	hup.qd = qd;
 	queryd_set_ingest(qd, &(struct queryd_ingest){ sync_received, sync_stored,
-						      sync_backlog, &col, im, hosts_connected });
+						      sync_backlog, &col, &imops, hosts_connected });
 	sigs[0] = evsignal_new(col.base, SIGINT, stop_cb, &col);
 	sigs[1] = evsignal_new(col.base, SIGTERM, stop_cb, &col);
 	sigs[2] = evsignal_new(col.base, SIGHUP, hup_cb, &hup);

@@ -77,7 +77,7 @@ agent future "$tmp/future"
 says future "our certificate $tmp/future.crt is not valid before "
 check "... both said before connecting: the collector saw no connection" '[ "$(conns)" = "$before" ]'
 
-# The collector lets a refused socket linger (server/conn.c), so the alert
+# The collector lets a refused socket linger (server/conn/conn.c), so the alert
 # reaches the agent instead of being lost to a reset: each of five tries
 # decodes it, none falls back to "most likely refused".
 for i in 1 2 3 4 5; do

@@ -1,6 +1,6 @@
 /*
  * test_cpuslots.c - per-CPU state sized by the CPUs that send
- * (server/cpuslots.c): a slot per CPU met, found again after the table
+ * (common/cpuslots.c): a slot per CPU met, found again after the table
  * grows, in arrival order, zeroed when made; sparse CPU numbers up to the
  * protocol's 65535 cost a slot each, not a slot per number below them.
  */
@@ -9,7 +9,7 @@
 #include <check.h>
 #include <stdint.h>
 
-#include "server/cpuslots.h"
+#include "common/cpuslots.h"
 #include "tests/testutil.h"
 
 struct elem {

@@ -1,5 +1,5 @@
 /*
- * test_decode.c - server/decode against real pages from this kernel
+ * test_decode.c - server/ingest/decode against real pages from this kernel
  * (tests/data, recorded by tests/data/capture.sh) and against pages broken
  * on purpose.
  */
@@ -14,7 +14,7 @@
 
 #include "common/tc_error.h"
 #include "proto/frame.h"
-#include "server/decode.h"
+#include "server/ingest/decode.h"
 #include "tests/data/capture_load.h"
 #include "tests/testutil.h"
 

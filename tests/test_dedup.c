@@ -1,5 +1,5 @@
 /*
- * test_dedup.c - the collector's exactly-once marks (server/dedup.c),
+ * test_dedup.c - the collector's exactly-once marks (server/ingest/dedup.c),
  * reached through libserver.la, on a temporary SQLite store: which pages
  * count as resends, marks shared by the live connections of one agent
  * session and kept apart between sessions, marks that survive a commit
@@ -17,7 +17,7 @@
 
 #include "common/tc_error.h"
 #include "proto/msg.h"
-#include "server/dedup.h"
+#include "server/ingest/dedup.h"
 #include "server/store/store.h"
 #include "tests/testutil.h"
 

@@ -1,9 +1,9 @@
 /*
  * test_filters.c - unit tests for the collector's filter table
- * (server/filter_table.*): rule syntax and its errors, event and subsystem rules
+ * (server/ingest/filter_table.*): rule syntax and its errors, event and subsystem rules
  * with the kernel's "keeps its previous filter" semantics, host globs,
  * rule order, "0" clearing, and tables swapped as on a reload; and which
- * resolved filters are pushed down to agents (server/pushdown.*).
+ * resolved filters are pushed down to agents (server/ingest/pushdown.*).
  */
 #include "config.h"
 
@@ -15,9 +15,9 @@
 
 #include "common/filter.h"
 #include "common/tc_error.h"
-#include "server/filter_table.h"
-#include "server/decode.h"
-#include "server/pushdown.h"
+#include "server/ingest/filter_table.h"
+#include "server/ingest/decode.h"
+#include "server/ingest/pushdown.h"
 #include "tests/testutil.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

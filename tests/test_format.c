@@ -24,7 +24,7 @@
 #include <traceevent/event-parse.h>
 
 #include "common/tc_error.h"
-#include "server/decode.h"
+#include "server/ingest/decode.h"
 #include "common/format_check.h"
 #include "tests/data/capture_load.h"
 #include "tests/testutil.h"

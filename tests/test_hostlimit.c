@@ -1,5 +1,5 @@
 /*
- * test_hostlimit.c - check tests for the per-host limits (server/hostlimit.c):
+ * test_hostlimit.c - check tests for the per-host limits (server/conn/hostlimit.c):
  * parsing the settings and --host-limit rules (and the messages that name
  * the expected form), which rule wins, the token bucket's arithmetic on a
  * clock the test moves, what a page costs, and the hosts' table (shared
@@ -14,7 +14,7 @@
 
 #include "common/page.h"
 #include "common/tc_error.h"
-#include "server/hostlimit.h"
+#include "server/conn/hostlimit.h"
 #include "tests/testutil.h"
 
 #define S	1000000000LL	/* ns */

@@ -1,5 +1,5 @@
 /*
- * test_ingest.c - the ingest worker (server/ingest.c, sink.c, dedup.c)
+ * test_ingest.c - the ingest worker (server/ingest/ingest.c, sink.c, dedup.c)
  * reached through libserver.la, without a connection: the test plays the
  * event loop, hands over the real pages of tests/data as a connection
  * would, and checks what comes back through the hooks (ingest.h) - which
@@ -28,8 +28,8 @@
 #include "common/util.h"
 #include "proto/frame.h"
 #include "proto/msg.h"
-#include "server/decode.h"
-#include "server/ingest.h"
+#include "server/ingest/decode.h"
+#include "server/ingest/ingest.h"
 #include "server/store/store.h"
 #include "tests/data/capture_load.h"
 #include "tests/testutil.h"

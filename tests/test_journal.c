@@ -1,5 +1,5 @@
 /*
- * test_journal.c - the collector's receive journal (server/journal.c):
+ * test_journal.c - the collector's receive journal (server/ingest/journal.c):
  * appending and reading back, replay of what an earlier instance left
  * (order, cut-off tails, garbage, foreign files), removal and the size
  * accounting behind journal_full(), and the record header parser.
@@ -22,7 +22,7 @@
 #include <check.h>
 
 #include "common/tc_error.h"
-#include "server/journal.h"
+#include "server/ingest/journal.h"
 #include "tests/testutil.h"
 
 #define MAXREC	64

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The collector's receive journal (server/journal.h): it acknowledges pages
+# The collector's receive journal (server/ingest/journal.h): it acknowledges pages
 # once they are in the journal and decodes and stores them behind, at idle
 # priority; what a crash leaves in the journal is stored at the next start,
 # once.

@@ -68,29 +68,41 @@ mkdir -p "$tree/server/store"
 touch "$tree/server/store/store.h" "$tree/server/store/sqlite_int.h"
 clean "the copy with a stand-in server/store/ passes"
 
-plant fail agent/planted.c '"server/queryd.h"' "agent does not include"
+plant fail agent/planted.c '"server/query/queryd.h"' "agent does not include"
 plant fail agent/planted.h '"traceq/graph.h"' "agent does not include"
 plant fail server/planted.c '"agent/agent.h"' "server does not include"
 plant fail server/planted.c '"traceq/graph.h"' "server does not include"
 plant fail common/planted.c '"proto/msg.h"' "common does not include"
 plant fail common/planted.h '"traceq/graph.h"' "common does not include"
-plant fail proto/planted.c '"server/queryd.h"' "proto does not include"
+plant fail proto/planted.c '"server/query/queryd.h"' "proto does not include"
 plant fail proto/planted.c '"traceq/graph.h"' "proto does not include"
 plant fail arch/x86_64/planted.S '"common/ring.h"' "arch does not include"
-plant fail lib/planted.c '"server/sink.h"' "lib does not include"
+plant fail lib/planted.c '"server/ingest/ingest.h"' "lib does not include"
 for inc in '"server/x.h"' '"agent/agent.h"' '"sql/schema.h"' '"arch/arch.h"' \
-	   '"lib/fgraph.h"' '"../server/queryd.h"' '<server/queryd.h>'; do
+	   '"lib/fgraph.h"' '"../server/query/queryd.h"' '<server/query/queryd.h>'; do
 	plant fail traceq/planted.c "$inc" "traceq includes only"
 done
 plant fail server/planted.c '"server/store/sqlite_int.h"' "outside server/store/"
 plant fail server/planted.c '"store/sqlite_int.h"' "outside server/store/"
 plant fail server/planted.c '"proto/msgpack_dec.h"' "proto/msgpack_dec.h is included only"
+plant fail server/query/planted.c '"server/ingest/ingest.h"' "server/query does not include"
+plant fail server/query/planted.c '"server/conn/conn.h"' "server/query does not include"
+plant fail server/ingest/planted.c '"server/query/queryd.h"' "server/ingest does not include"
+plant fail server/ingest/planted.c '"server/conn/conn.h"' "server/ingest does not include"
+plant fail server/conn/planted.c '"server/query/queryd.h"' "server/conn does not include"
+plant fail server/planted.c '"server/query/queryd_sel.h"' "outside server/query/"
+plant fail server/conn/planted.c '"server/ingest/journal.h"' "outside server/ingest/"
+plant fail server/planted.c '"server/conn/hostlimit.h"' "outside server/conn/"
 
 plant pass traceq/planted.c '"proto/msg.h"'
 plant pass traceq/planted.c '"common/tc_error.h"'
 plant pass traceq/planted.c '<nng/nng.h>'
 plant pass server/planted.c '"server/store/store.h"'
 plant pass server/store/planted.c '"server/store/sqlite_int.h"'
+plant pass server/planted.c '"server/query/queryd.h"'
+plant pass server/conn/planted.c '"server/ingest/ingest.h"'
+plant pass server/query/planted.c '"server/query/queryd_sel.h"'
+plant pass tests/planted.c '"server/ingest/journal.h"'	# white-box tests
 plant pass tests/planted.c '"server/store/sqlite_int.h"'	# white-box tests
 plant pass proto/planted.c '"proto/msgpack_dec.h"'
 

@@ -1,6 +1,6 @@
 /*
  * test_page.c - one page format, three readers: the collector's decoder
- * (server/decode.c), the agent's page reader (agent/reader.c) and the
+ * (server/ingest/decode.c), the agent's page reader (agent/reader.c) and the
  * ring's repair walk (common/ring_reader.c) all read pages with
  * common/page.h. Fed the same pages (real ones from tests/data, recorded
  * by tests/data/capture.sh, and pages broken on purpose) they must give
@@ -31,7 +31,7 @@
 #include "common/page.h"
 #include "common/ring_priv.h"
 #include "common/tc_error.h"
-#include "server/decode.h"
+#include "server/ingest/decode.h"
 #include "tests/data/capture_load.h"
 #include "tests/testutil.h"
 

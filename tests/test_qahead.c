@@ -1,5 +1,5 @@
 /*
- * test_qahead - pages read ahead (server/queryd_ahead.c): a page is given
+ * test_qahead - pages read ahead (server/query/queryd_ahead.c): a page is given
  * only for the very request, asker and scope generation it was read for,
  * once; one that could not be read is not given; a page still being read
  * is waited for; the cache holds at most QAHEAD_MAX pages and lets at
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "server/queryd_ahead.h"
+#include "server/query/queryd_ahead.h"
 #include "tests/testutil.h"
 
 static const struct qauth_who alice = { .kind = QAUTH_CERT, .cert = "alice" };

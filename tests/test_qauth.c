@@ -1,5 +1,5 @@
 /*
- * test_qauth.c - server/qauth.c: which query URLs the collector takes,
+ * test_qauth.c - server/query/qauth.c: which query URLs the collector takes,
  * scope lines and the hosts each identity gets (the defaults too). The
  * escaping of peer text in log lines is log_escape()'s (tests/test_log.c).
  */
@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/tc_error.h"
-#include "server/qauth.h"
+#include "server/query/qauth.h"
 #include "server/store/store.h"
 #include "tests/testutil.h"
 

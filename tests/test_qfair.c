@@ -1,5 +1,5 @@
 /*
- * test_qfair.c - the query pool's fair run queue (server/queryd_fair.c):
+ * test_qfair.c - the query pool's fair run queue (server/query/queryd_fair.c):
  * round-robin between identities, the cap on the workers one identity
  * holds, the cap on its requests in flight, and identities freed when
  * nothing of theirs is left.
@@ -12,7 +12,7 @@
 
 #include <check.h>
 
-#include "server/queryd_fair.h"
+#include "server/query/queryd_fair.h"
 #include "tests/testutil.h"
 
 static struct qauth_who uid(uint64_t n)

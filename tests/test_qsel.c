@@ -1,5 +1,5 @@
 /*
- * test_qsel - selections of several event types (server/queryd_sel.c) on
+ * test_qsel - selections of several event types (server/query/queryd_sel.c) on
  * a store filled from the recorded capture (sched_switch, sched_wakeup,
  * print), with wall-clock times cut to 10 ms so that many rows of
  * different types share a ts: the merged answer is complete and in (ts,
@@ -15,8 +15,8 @@
 
 #include "common/tc_error.h"
 #include "proto/qmsg.h"
-#include "server/decode.h"
-#include "server/queryd_sel.h"
+#include "server/ingest/decode.h"
+#include "server/query/queryd_sel.h"
 #include "server/store/store.h"
 #include "tests/data/capture_load.h"
 #include "tests/testutil.h"

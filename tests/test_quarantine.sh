@@ -1,6 +1,6 @@
 #!/bin/bash
 # A record that kills the collector is quarantined, not replayed at every
-# start (server/journal.h: crash quarantine).
+# start (server/ingest/journal.h: crash quarantine).
 #
 # The collector runs with TRACECOLLECTD_TEST_ABORT_ON=FORMAT:sched_wakeup, a
 # test aid that abort()s the ingest worker while it decodes that FORMAT, as

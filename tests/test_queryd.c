@@ -1,5 +1,5 @@
 /*
- * test_queryd.c - the query endpoint (server/queryd.c) against a real
+ * test_queryd.c - the query endpoint (server/query/queryd.c) against a real
  * SQLite file and real nng REQ sockets on 127.0.0.1: one client cannot
  * stall the others.
  *
@@ -30,8 +30,8 @@
 #include "proto/frame.h"
 #include "proto/qmsg.h"
 #include "proto/tls.h"
-#include "server/qauth.h"
-#include "server/queryd.h"
+#include "server/query/qauth.h"
+#include "server/query/queryd.h"
 #include "server/store/store.h"
 #include "tests/testutil.h"
 #include "traceq/tlsconn.h"

@@ -17,7 +17,7 @@
 #include "common/filter.h"
 #include "common/hist.h"
 #include "common/tc_error.h"
-#include "server/decode.h"
+#include "server/ingest/decode.h"
 #include "server/store/sqlite_int.h"	/* sq_count_where(): WHERE text the filter cannot write */
 #include "server/store/store.h"
 #include "tests/data/capture_load.h"

@@ -11,7 +11,7 @@
 # every row as text (its default renderer, trace-cmd's format) to a pipe
 # that counts them, and again with --follow from the start of time (the
 # live tail, in storage order). Asserts: every row printed; pages were
-# read ahead (server/queryd_ahead.c), and the text is the same as a
+# read ahead (server/query/queryd_ahead.c), and the text is the same as a
 # collector with one query thread (no read-ahead) prints; traceq's peak RSS for 4N
 # rows and the collector's (its VmHWM after answering, less before) grow
 # by less than a bound that rows in proportion would pass by far

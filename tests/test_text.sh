@@ -118,7 +118,7 @@ check "lines byte-identical with trace-cmd's, time included ($(val identical))" 
 # 10 s and at its end, 1.3% of the lines were unnamed once under make -j2
 # check, and under a load of ~1200 new pids/s 28, 0 and 4 lines. With
 # reads every 1 s or faster (agent/comms.h) still 42 and 18; with names
-# learned from the events too (server/sink.c), 0 in every run since. At
+# learned from the events too (server/ingest/sink.c), 0 in every run since. At
 # most 1 line in 1000.
 check "at most 0.1% of the lines with a pid our cmdlines did not name ($(val comm_unknown))" \
 	'[ $(( $(val comm_unknown) * 1000 )) -le "$(val matched)" ]'

@@ -2,7 +2,7 @@
  * hist_print.h - traceq --hist's output: a histogram as the kernel prints
  * an event's `hist` file (kernel/trace/trace_events_hist.c:
  * hist_trigger_show(), hist_trigger_entry_print(), hist_trigger_print_key()),
- * from the collector's QOP_HIST replies (server/queryd_hist.h says their
+ * from the collector's QOP_HIST replies (server/query/queryd_hist.h says their
  * columns).
  */
 #ifndef TRACEQ_HIST_PRINT_H

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "proto/msg.h"
-#include "server/decode.h"
+#include "server/ingest/decode.h"
 
 struct filter;
 struct store;

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "proto/msg.h"
-#include "server/decode.h"
+#include "server/ingest/decode.h"
 
 #define CAPTURE_MAX_CPUS 64
 #define CAPTURE_NFORMATS 3

@@ -14,7 +14,7 @@
  * all its fields read. tests/fuzz/corpus/format_page holds inputs built
  * from tests/data (real formats, real pages).
  *
- * Sources: tests/fuzz/fuzz_format_page.c server/decode.c
+ * Sources: tests/fuzz/fuzz_format_page.c server/ingest/decode.c
  * common/format_check.c common/page.c common/tc_error.c; libs:
  * -ltraceevent.
  */
@@ -29,7 +29,7 @@
 
 #include "common/tc_error.h"
 #include "proto/msg.h"
-#include "server/decode.h"
+#include "server/ingest/decode.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 
 #include "common/tc_error.h"
-#include "server/journal.h"
+#include "server/ingest/journal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,7 +5,7 @@
  * rejected) and padded/trimmed to the page size; every event that decodes
  * has all its fields read.
  *
- * Sources: tests/fuzz/fuzz_page.c server/decode.c common/page.c
+ * Sources: tests/fuzz/fuzz_page.c server/ingest/decode.c common/page.c
  * common/tc_error.c; libs: -ltraceevent. Run from the source tree or with
  * top_srcdir set.
  */
@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "common/tc_error.h"
-#include "server/decode.h"
+#include "server/ingest/decode.h"
 #include "tests/data/capture_load.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -1,0 +1,140 @@
+/*
+ * hostmap.c - certificate CN -> host-name globs (see hostmap.h).
+ *
+ * A short list scanned at each HELLO: a collector has a few gateways, not
+ * thousands, and a HELLO comes once per connection.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/tc_error.h"
+#include "common/util.h"
+#include "server/conn/hostmap.h"
+
+#define HOSTMAP_MAX_GLOBS	64	/* in one entry */
+
+struct hostmap_entry {
+	char *cn;
+	char **globs;
+	size_t nglobs;
+};
+
+struct hostmap {
+	struct hostmap_entry *v;
+	size_t n;
+};
+
+static void entry_free(struct hostmap_entry *e)
+{
+	for (size_t i = 0; i < e->nglobs; i++)
+		free(e->globs[i]);
+	free(e->globs);
+	free(e->cn);
+}
+
+/* Split "g1,g2" into @e's globs. Return: 0, TC_ERR_CONFIG, -ENOMEM. */
+static int parse_globs(const char *list, struct hostmap_entry *e, char *err, size_t errlen)
+{
+	const char *p = list, *comma;
+	size_t len;
+
+	e->globs = calloc(HOSTMAP_MAX_GLOBS, sizeof(*e->globs));
+	if (!e->globs)
+		return -ENOMEM;
+	for (;;) {
+		comma = strchr(p, ',');
+		len = comma ? (size_t)(comma - p) : strlen(p);
+		if (!len) {
+			tc_seterr(err, errlen, "host-map: empty glob in '%s'", list);
+			return TC_ERR_CONFIG;
+		}
+		if (e->nglobs == HOSTMAP_MAX_GLOBS) {
+			tc_seterr(err, errlen, "host-map: more than %d globs in one entry",
+				  HOSTMAP_MAX_GLOBS);
+			return TC_ERR_CONFIG;
+		}
+		e->globs[e->nglobs] = strndup(p, len);
+		if (!e->globs[e->nglobs++])
+			return -ENOMEM;
+		if (!comma)
+			return 0;
+		p = comma + 1;
+	}
+}
+
+/*
+ * Split @spec into @e's CN (before the last run of blanks, trailing blanks
+ * dropped) and globs. Return: 0, TC_ERR_CONFIG, -ENOMEM.
+ */
+static int parse_entry(const char *spec, struct hostmap_entry *e, char *err, size_t errlen)
+{
+	const char *end = spec + strlen(spec), *blank, *cn_end;
+	char *globs;
+	int ret;
+
+	while (end > spec && util_is_space(end[-1]))
+		end--;
+	for (blank = end; blank > spec && !util_is_space(blank[-1]); blank--)
+		;
+	for (cn_end = blank; cn_end > spec && util_is_space(cn_end[-1]); cn_end--)
+		;
+	if (cn_end == spec || blank == end) {
+		tc_seterr(err, errlen, "host-map: expected 'CN GLOB[,GLOB...]', got '%s'", spec);
+		return TC_ERR_CONFIG;
+	}
+	e->cn = strndup(spec, (size_t)(cn_end - spec));
+	globs = strndup(blank, (size_t)(end - blank));
+	ret = e->cn && globs ? parse_globs(globs, e, err, errlen) : -ENOMEM;
+	free(globs);
+	return ret;
+}
+
+int hostmap_add(struct hostmap **map, const char *spec, char *err, size_t errlen)
+{
+	struct hostmap_entry e = { 0 }, *v = NULL;
+	int ret = parse_entry(spec, &e, err, errlen);
+
+	if (ret == 0 && !*map && !(*map = calloc(1, sizeof(**map))))
+		ret = -ENOMEM;
+	if (ret == 0 && !(v = realloc((*map)->v, ((*map)->n + 1) * sizeof(*v))))
+		ret = -ENOMEM;
+	if (ret < 0) {
+		entry_free(&e);
+		return ret;
+	}
+	(*map)->v = v;
+	(*map)->v[(*map)->n++] = e;
+	return 0;
+}
+
+bool hostmap_allows(const struct hostmap *map, const char *cn, const char *host)
+{
+	for (size_t i = 0; map && i < map->n; i++) {
+		if (strcmp(map->v[i].cn, cn))
+			continue;
+		for (size_t j = 0; j < map->v[i].nglobs; j++)
+			if (!fnmatch(map->v[i].globs[j], host, 0))
+				return true;
+	}
+	return false;
+}
+
+size_t hostmap_count(const struct hostmap *map)
+{
+	return map ? map->n : 0;
+}
+
+void hostmap_free(struct hostmap *map)
+{
+	if (!map)
+		return;
+	for (size_t i = 0; i < map->n; i++)
+		entry_free(&map->v[i]);
+	free(map->v);
+	free(map);
+}

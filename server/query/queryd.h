@@ -1,0 +1,152 @@
+/*
+ * queryd.h - tracecollectd's query endpoint: an nng REP socket whose
+ * requests run on a bounded pool of threads, each with its own read-only
+ * store connection, so queries run beside each other and never wait on
+ * ingest (WAL lets readers run beside the writer). A request that first
+ * waits until what was received is stored (`sync`) holds no thread of the
+ * pool while it waits.
+ *
+ * The public header of server/query/: outside the room nothing else of it
+ * is included. It brings in who may query what (qauth.h), whose scopes
+ * and URL checks the daemon's options build.
+ */
+#ifndef SERVER_QUERYD_H
+#define SERVER_QUERYD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/tls.h"
+#include "server/query/qauth.h"
+
+struct proto_msg;
+struct queryd;
+struct qauth_scopes;
+struct tls_files;
+
+#define QUERYD_THREADS		4	/* default pool */
+#define QUERYD_THREADS_MAX	64
+#define QUERYD_SYNC_MAX_MS	120000	/* default longest `sync` wait */
+#define QUERYD_SYNC_MAX_MS_MAX	3600000
+#define QUERYD_SYNC_WAITERS	32	/* requests waiting for `sync` at once */
+#define QUERYD_TIMEOUT_MS	60000	/* default query-timeout */
+#define QUERYD_TIMEOUT_MS_MAX	86400000
+
+#define QUERYD_URL	"ipc:///run/tracecollect/query.sock"	/* default endpoint */
+#define QUERYD_GROUP	"tracecollect"	/* default group of the ipc socket */
+
+struct queryd_opts {
+	unsigned threads;	/* queries run at once, 1..QUERYD_THREADS_MAX */
+	uint32_t sync_max_ms;	/* a longer `sync` is cut to this, 1..QUERYD_SYNC_MAX_MS_MAX */
+	/*
+	 * query-timeout: the store work of one request (a page, a count, an
+	 * sql statement) stops after this many ms (0: never); query-max-rows:
+	 * the rows of one answer, all its pages (0: no limit)
+	 */
+	uint32_t timeout_ms;
+	uint64_t max_rows;
+	/*
+	 * An ipc socket is made mode 0660 with this group (NULL: QUERYD_GROUP),
+	 * or 0600 (with a warning) when there is no such group; its directory,
+	 * when missing, 0750 with that group.
+	 */
+	const char *group;
+	/* who sees which hosts (NULL: no rules); until queryd_stop() or queryd_set_scopes() */
+	const struct qauth_scopes *scopes;
+	const struct qauth_scopes *import_rights;	/* `import` lines (queryd_import.c) */
+	const char *tls_listen;		/* HOST:PORT of the TLS query port; NULL: none */
+	const struct tls_files *tls;	/* its certificate, key and CA (tls_listen) */
+};
+
+/*
+ * queryd_start - listen on @url (nng; a tcp port of 0 picks a free one;
+ * qauth_url_check() says which URLs are taken) and answer queries against
+ * the database at @db_path with @o (NULL: the defaults above). Each query
+ * is logged with who asked (the ipc peer's uid, a certificate's CN), what
+ * (escaped) and how many rows it returned; it reads only the hosts its
+ * identity's scope allows (server/query/qauth.h).
+ * @bound: receives the URL actually listened on.
+ *
+ * Return: 0 and *@out; -EINVAL for @o out of range; a negative code
+ * (logged) when the URL cannot be listened on or the database cannot be
+ * opened. *@out only on success.
+ */
+int queryd_start(const char *url, const char *db_path, const struct queryd_opts *o,
+		 struct queryd **out, char *bound, size_t blen);
+
+/* What the endpoint asks the collector's ingest (any thread may call it). */
+/*
+ * struct queryd_importer - the import ops (traceq --import) as the
+ * collector's importer answers them (server/ingest/importer.h, whose
+ * importer_begin(), _msg(), _pages() and _end() these call with @ctx): the
+ * query room reaches the ingest room only through what tracecollectd.c
+ * hands it, never by including it.
+ */
+struct queryd_importer {
+	int (*begin)(void *ctx, const char *subject, struct proto_msg *hello, const void *raw,
+		     size_t rawlen, uint64_t *id, char *err, size_t errlen);
+	int (*msg)(void *ctx, const char *subject, uint64_t id, struct proto_msg *m,
+		   const void *raw, size_t rawlen, char *err, size_t errlen);
+	int (*pages)(void *ctx, const char *subject, uint64_t id, uint32_t cpu, uint64_t seq,
+		     const uint8_t *pages, size_t len, char *err, size_t errlen);
+	int (*end)(void *ctx, const char *subject, uint64_t id, bool abort, uint64_t *pages,
+		   uint64_t *events, char *err, size_t errlen);
+	void *ctx;
+	uint64_t id_bits;	/* bits the importer sets in every id, left out of log lines */
+};
+
+struct queryd_ingest {
+	/* a mark of what has been received so far, taken as a request arrives */
+	uint64_t (*received)(void *arg);
+	/* 0 once what was received up to @mark is stored; -ETIMEDOUT (0 ms: only look) */
+	int (*wait_stored)(void *arg, uint64_t mark, int timeout_ms);
+	/* batches received but not yet stored; bytes of the receive journal */
+	void (*backlog)(void *arg, uint64_t *unstored, uint64_t *journal_bytes);
+	void *arg;
+	const struct queryd_importer *importer;	/* imports; NULL: none */
+	/* traceq --hosts: whether an agent of @host_id is connected now; NULL: none is */
+	bool (*connected)(void *arg, uint64_t host_id);
+};
+
+/*
+ * queryd_set_ingest - requests with sync_ms wait through @in first, and
+ * every reply carries the backlog; NULL: neither (no ingest). Any time is
+ * fine: it returns once no thread of the endpoint is inside the functions
+ * it replaces (a wait is cut into slices of at most QUERYD_SYNC_SLICE_MS,
+ * queryd.c), so the caller may then free what they use.
+ */
+void queryd_set_ingest(struct queryd *qd, const struct queryd_ingest *in);
+
+/*
+ * queryd_tls_reload - the TLS query port's new connections use @files
+ * (certificate, key, CA, CRL) from now on; connected clients keep theirs.
+ * Return: 0 (also without a TLS port); TC_ERR_TLS with @err filled, and
+ * the old files stay in use.
+ */
+struct tls_files;
+int queryd_tls_reload(struct queryd *qd, const struct tls_files *files, char *err,
+		      size_t errlen);
+
+/*
+ * queryd_set_scopes - the requests that come after it read under the
+ * rules of @sc, which move into the endpoint (@sc is left empty); requests
+ * being answered finish under the rules they started with. Any thread.
+ * Return: 0; -ENOMEM, and nothing changed.
+ */
+int queryd_set_scopes(struct queryd *qd, struct qauth_scopes *sc);
+
+/*
+ * queryd_tls_expiry - tls_ctx_expiry() (proto/tls.h) on the TLS query
+ * port's certificates, CA and CRLs. Return: how many @fn got; 0 without
+ * a TLS port.
+ */
+int queryd_tls_expiry(struct queryd *qd, int days, tls_expiry_fn fn, void *arg);
+
+/* queryd_tls_bound - HOST:PORT the TLS query port listens on; NULL: none. */
+const char *queryd_tls_bound(const struct queryd *qd);
+
+/* queryd_stop - stop the threads and free everything; NULL is fine. */
+void queryd_stop(struct queryd *qd);
+
+#endif
