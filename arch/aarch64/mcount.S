@@ -45,6 +45,26 @@
 1:
 .endm
 
+/*
+ * ARG_REGS pair, one: store (stp, str) or load (ldp, ldr) the argument
+ * registers x0-x8 at sp+16 and q0-q3 at sp+96; Q_HIGH pair: q4-q7 at
+ * sp+160 (only _mcount saves them: the return path holds at most q0-q3).
+ */
+.macro ARG_REGS pair, one
+	\pair	x0, x1, [sp, #16]
+	\pair	x2, x3, [sp, #32]
+	\pair	x4, x5, [sp, #48]
+	\pair	x6, x7, [sp, #64]
+	\one	x8, [sp, #80]
+	\pair	q0, q1, [sp, #96]
+	\pair	q2, q3, [sp, #128]
+.endm
+
+.macro Q_HIGH pair
+	\pair	q4, q5, [sp, #160]
+	\pair	q6, q7, [sp, #192]
+.endm
+
 /* void _mcount(unsigned long ret) */
 GLOBAL(_mcount)
 	TRACING_OFF_RETURN
@@ -52,29 +72,15 @@ GLOBAL(_mcount)
 	.cfi_def_cfa_offset SAVE_SIZE
 	.cfi_offset x29, -SAVE_SIZE
 	.cfi_offset x30, -SAVE_SIZE + 8
-	stp	x0, x1, [sp, #16]
-	stp	x2, x3, [sp, #32]
-	stp	x4, x5, [sp, #48]
-	stp	x6, x7, [sp, #64]
-	str	x8, [sp, #80]
-	stp	q0, q1, [sp, #96]
-	stp	q2, q3, [sp, #128]
-	stp	q4, q5, [sp, #160]
-	stp	q6, q7, [sp, #192]
+	ARG_REGS stp, str
+	Q_HIGH stp
 	mov	x0, x30			/* func: return address into it */
 	add	x1, x29, #8		/* retp: the parent slot */
 	ldr	x2, [x29]		/* key: the caller's frame pointer */
 	mov	x29, sp
 	bl	fgraph_arch_entry
-	ldp	x0, x1, [sp, #16]
-	ldp	x2, x3, [sp, #32]
-	ldp	x4, x5, [sp, #48]
-	ldp	x6, x7, [sp, #64]
-	ldr	x8, [sp, #80]
-	ldp	q0, q1, [sp, #96]
-	ldp	q2, q3, [sp, #128]
-	ldp	q4, q5, [sp, #160]
-	ldp	q6, q7, [sp, #192]
+	ARG_REGS ldp, ldr
+	Q_HIGH ldp
 	ldp	x29, x30, [sp], #SAVE_SIZE
 	.cfi_def_cfa_offset 0
 	ret
@@ -88,23 +94,11 @@ END(_mcount)
 ENTRY(fgraph_arch_return)
 	.cfi_undefined x30		/* unwinders stop here */
 	stp	x29, x30, [sp, #-160]!
-	stp	x0, x1, [sp, #16]
-	stp	x2, x3, [sp, #32]
-	stp	x4, x5, [sp, #48]
-	stp	x6, x7, [sp, #64]
-	str	x8, [sp, #80]
-	stp	q0, q1, [sp, #96]
-	stp	q2, q3, [sp, #128]
+	ARG_REGS stp, str
 	mov	x0, x29			/* key */
 	bl	fgraph_arch_exit
 	mov	x16, x0			/* the original return address */
-	ldp	x0, x1, [sp, #16]
-	ldp	x2, x3, [sp, #32]
-	ldp	x4, x5, [sp, #48]
-	ldp	x6, x7, [sp, #64]
-	ldr	x8, [sp, #80]
-	ldp	q0, q1, [sp, #96]
-	ldp	q2, q3, [sp, #128]
+	ARG_REGS ldp, ldr
 	ldp	x29, x30, [sp], #160
 	mov	x30, x16
 	br	x16
