@@ -654,10 +654,11 @@ int tracing_cpu_stats(struct tracing *t, int cpu,
 	return ret;
 }
 
-/* Parse "PID COMM" (@len bytes, no newline) into @c; false if malformed. */
-static bool cmdline_line(const char *line, size_t len,
-			 struct proto_cmdline *c)
+/* Parse "PID COMM" (@len bytes, no newline) into the proto_cmdline @item;
+ * false if malformed. */
+static bool cmdline_line(const char *line, size_t len, void *item)
 {
+	struct proto_cmdline *c = item;
 	size_t i = 0, n;
 	int64_t pid = 0;
 
@@ -681,65 +682,11 @@ static bool cmdline_line(const char *line, size_t len,
 	return true;
 }
 
-static size_t count_lines(const char *text, size_t len)
+/* Parse "PID TGID" (@len bytes, no newline) into the proto_tgid @item;
+ * false if malformed. */
+static bool tgid_line(const char *line, size_t len, void *item)
 {
-	size_t n = 1, i;
-
-	for (i = 0; i < len; i++)
-		n += text[i] == '\n';
-	return n;
-}
-
-int tracing_parse_cmdlines(const char *text, size_t len,
-			   struct proto_cmdlines *out)
-{
-	const char *p = text, *end = text + len, *nl;
-	struct proto_cmdline *items = NULL;
-	size_t max = count_lines(text, len), n = 0;
-
-	if (max > PROTO_MAX_CMDLINES)
-		max = PROTO_MAX_CMDLINES;
-	if (len) {
-		items = calloc(max, sizeof(*items));
-		if (!items)
-			return -ENOMEM;
-	}
-	while (p < end && n < max) {
-		nl = memchr(p, '\n', (size_t)(end - p));
-		if (!nl)
-			nl = end;
-		if (cmdline_line(p, (size_t)(nl - p), &items[n]))
-			n++;
-		p = nl + 1;
-	}
-	if (n == 0) {
-		free(items);
-		items = NULL;
-	}
-	out->count = (uint32_t)n;
-	out->items = items;
-	return 0;
-}
-
-int tracing_cmdlines(struct proto_cmdlines *out)
-{
-	char *s;
-	int size = 0, ret;
-
-	errno = 0;
-	s = tracefs_instance_file_read(NULL, "saved_cmdlines", &size);
-	if (!s && errno != 0)
-		return tracefs_err();
-	if (!s)			/* an empty file */
-		return tracing_parse_cmdlines("", 0, out);
-	ret = tracing_parse_cmdlines(s, size > 0 ? (size_t)size : 0, out);
-	free(s);
-	return ret;
-}
-
-/* Parse "PID TGID" (@len bytes, no newline) into @t; false if malformed. */
-static bool tgid_line(const char *line, size_t len, struct proto_tgid *t)
-{
+	struct proto_tgid *t = item;
 	int64_t v[2] = { 0, 0 };
 	size_t i = 0;
 
@@ -761,31 +708,13 @@ static bool tgid_line(const char *line, size_t len, struct proto_tgid *t)
 	return true;
 }
 
-int tracing_parse_tgids(const char *text, size_t len, struct proto_tgids *out)
+static size_t count_lines(const char *text, size_t len)
 {
-	const char *p = text, *end = text + len, *nl;
-	struct proto_tgid *items = NULL;
-	size_t max = count_lines(text, len), n = 0;
+	size_t n = 1, i;
 
-	if (max > PROTO_MAX_TGIDS)
-		max = PROTO_MAX_TGIDS;
-	if (len && !(items = calloc(max, sizeof(*items))))
-		return -ENOMEM;
-	while (p < end && n < max) {
-		nl = memchr(p, '\n', (size_t)(end - p));
-		if (!nl)
-			nl = end;
-		if (tgid_line(p, (size_t)(nl - p), &items[n]))
-			n++;
-		p = nl + 1;
-	}
-	if (n == 0) {
-		free(items);
-		items = NULL;
-	}
-	out->count = (uint32_t)n;
-	out->items = items;
-	return 0;
+	for (i = 0; i < len; i++)
+		n += text[i] == '\n';
+	return n;
 }
 
 /* A top-level tracefs file, whole: *@text malloc()ed ("" when empty). */
@@ -805,15 +734,59 @@ static int top_file(const char *file, char **text, size_t *len)
 	return 0;
 }
 
-int tracing_tgids(struct proto_tgids *out)
+/* How a table of enum tracing_table reads: its file, its line, its cap. */
+struct table_kind {
+	const char *file;
+	bool (*line)(const char *line, size_t len, void *item);
+	size_t size;		/* of an item */
+	size_t max;
+};
+
+static const struct table_kind table_kinds[] = {
+	[TRACING_CMDLINES] = { "saved_cmdlines", cmdline_line,
+			       sizeof(struct proto_cmdline), PROTO_MAX_CMDLINES },
+	[TRACING_TGIDS] = { "saved_tgids", tgid_line, sizeof(struct proto_tgid),
+			    PROTO_MAX_TGIDS },
+};
+
+int tracing_table_parse(enum tracing_table which, const char *text,
+			size_t len, void **items, uint32_t *count)
+{
+	const struct table_kind *k = &table_kinds[which];
+	const char *p = text, *end = text + len, *nl;
+	size_t max = count_lines(text, len), n = 0;
+	char *buf = NULL;
+
+	if (max > k->max)
+		max = k->max;
+	if (len && !(buf = calloc(max, k->size)))
+		return -ENOMEM;
+	while (p < end && n < max) {
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		if (k->line(p, (size_t)(nl - p), buf + n * k->size))
+			n++;
+		p = nl + 1;
+	}
+	if (n == 0) {
+		free(buf);
+		buf = NULL;
+	}
+	*items = buf;
+	*count = (uint32_t)n;
+	return 0;
+}
+
+int tracing_table_read(enum tracing_table which, void **items, uint32_t *count)
 {
 	size_t len;
 	char *s;
-	int ret = top_file("saved_tgids", &s, &len);
+	int ret = top_file(table_kinds[which].file, &s, &len);
 
 	if (ret < 0)
 		return ret;
-	ret = tracing_parse_tgids(s, len, out);
+	ret = tracing_table_parse(which, s, len, items, count);
 	free(s);
 	return ret;
 }

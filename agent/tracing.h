@@ -2,7 +2,7 @@
  * tracing.h - the agent's tracefs instance: create it, choose its clock and
  * buffer size, enable events, read the format texts and per-CPU kernel
  * statistics, and remove it again. The top-level instance is only ever read
- * (saved_cmdlines), never changed.
+ * (the pid tables, printk_formats), never changed.
  */
 #ifndef AGENT_TRACING_H
 #define AGENT_TRACING_H
@@ -175,40 +175,37 @@ int tracing_parse_stats(const char *text, size_t len,
 			struct tracing_cpu_stats *out);
 
 /*
- * tracing_cmdlines - the pid -> comm table of the top-level saved_cmdlines
- * (read only; it is shared by all instances).
+ * The kernel's pid tables, top-level files shared by all instances (only
+ * ever read), and the struct their items are.
+ */
+enum tracing_table {
+	TRACING_CMDLINES,	/* saved_cmdlines, "PID COMM": struct proto_cmdline */
+	TRACING_TGIDS,		/* saved_tgids, "PID TGID": struct proto_tgid; filled
+				 * while some instance has options/record-tgid
+				 * set, as ours does */
+};
+
+/*
+ * tracing_table_read - the pid table @which, from its file.
  *
- * On success out->items is malloc()ed (free() it; may be NULL when count
- * is 0).
+ * On success *@items is a malloc()ed array of *@count items of @which's
+ * struct (free() it; NULL when *@count is 0).
  *
  * Return: 0; -errno or TC_ERR_TRACEFS when the file cannot be read; -ENOMEM.
  */
-int tracing_cmdlines(struct proto_cmdlines *out);
+int tracing_table_read(enum tracing_table which, void **items, uint32_t *count);
 
 /*
- * tracing_parse_cmdlines - parse saved_cmdlines text ("PID COMM" lines) of
- * @len bytes. Malformed lines are skipped; comms are truncated to 15 bytes;
- * at most PROTO_MAX_CMDLINES entries are kept.
+ * tracing_table_parse - the pid table @which from its text, @len bytes.
+ * Malformed lines are skipped; comms are truncated to 15 bytes; at most
+ * PROTO_MAX_CMDLINES (saved_cmdlines) or PROTO_MAX_TGIDS (saved_tgids)
+ * entries are kept.
  *
- * Return: 0 and *@out (items malloc()ed, NULL when count is 0); -ENOMEM.
+ * Return: 0, *@items (malloc()ed, NULL when *@count is 0) and *@count;
+ * -ENOMEM (nothing written).
  */
-int tracing_parse_cmdlines(const char *text, size_t len,
-			   struct proto_cmdlines *out);
-
-/*
- * tracing_tgids - the pid -> tgid table of the top-level saved_tgids (read
- * only; filled while some instance has options/record-tgid set, as ours
- * does). On success out->items is malloc()ed (free() it; NULL when count
- * is 0). Return: as tracing_cmdlines().
- */
-int tracing_tgids(struct proto_tgids *out);
-
-/*
- * tracing_parse_tgids - parse saved_tgids text ("PID TGID" lines) of @len
- * bytes. Malformed lines are skipped; at most PROTO_MAX_TGIDS are kept.
- * Return: 0 and *@out (items malloc()ed, NULL when count is 0); -ENOMEM.
- */
-int tracing_parse_tgids(const char *text, size_t len, struct proto_tgids *out);
+int tracing_table_parse(enum tracing_table which, const char *text,
+			size_t len, void **items, uint32_t *count);
 
 /*
  * tracing_printk_formats - the top-level printk_formats, verbatim, into

@@ -538,8 +538,11 @@ START_TEST(test_parse_cmdlines)
 		"1 systemd\n42 kworker/0:1 with space\nbogus\n 7 lead\n"
 		"99999999999 toolong\n8 averyveryverylongcommname\n9 \n10 last";
 	struct proto_cmdlines c;
+	void *items;
 
-	ck_assert_int_eq(tracing_parse_cmdlines(text, strlen(text), &c), 0);
+	ck_assert_int_eq(tracing_table_parse(TRACING_CMDLINES, text, strlen(text),
+					     &items, &c.count), 0);
+	c.items = items;
 	ck_assert_uint_eq(c.count, 4);
 	ck_assert_int_eq(c.items[0].pid, 1);
 	ck_assert_str_eq(c.items[0].comm, "systemd");
@@ -550,9 +553,10 @@ START_TEST(test_parse_cmdlines)
 	ck_assert_int_eq(c.items[3].pid, 10);
 	ck_assert_str_eq(c.items[3].comm, "last");
 	free(c.items);
-	ck_assert_int_eq(tracing_parse_cmdlines("", 0, &c), 0);
+	ck_assert_int_eq(tracing_table_parse(TRACING_CMDLINES, "", 0, &items,
+					     &c.count), 0);
 	ck_assert_uint_eq(c.count, 0);
-	ck_assert_ptr_null(c.items);
+	ck_assert_ptr_null(items);
 }
 END_TEST
 
@@ -561,8 +565,11 @@ START_TEST(test_parse_tgids)
 	static const char text[] = "14 14\n15 14\nbad\n16\n17 x\n99999999999 1\n18 18 18\n"
 				   "2147483647 1\n19 19";
 	struct proto_tgids t;
+	void *items;
 
-	ck_assert_int_eq(tracing_parse_tgids(text, strlen(text), &t), 0);
+	ck_assert_int_eq(tracing_table_parse(TRACING_TGIDS, text, strlen(text),
+					     &items, &t.count), 0);
+	t.items = items;
 	ck_assert_uint_eq(t.count, 4);
 	ck_assert_int_eq(t.items[0].pid, 14);
 	ck_assert_int_eq(t.items[1].pid, 15);
@@ -571,9 +578,10 @@ START_TEST(test_parse_tgids)
 	ck_assert_int_eq(t.items[3].pid, 19);
 	ck_assert_int_eq(t.items[3].tgid, 19);
 	free(t.items);
-	ck_assert_int_eq(tracing_parse_tgids("", 0, &t), 0);
+	ck_assert_int_eq(tracing_table_parse(TRACING_TGIDS, "", 0, &items,
+					     &t.count), 0);
 	ck_assert_uint_eq(t.count, 0);
-	ck_assert_ptr_null(t.items);
+	ck_assert_ptr_null(items);
 }
 END_TEST
 
@@ -638,12 +646,13 @@ END_TEST
 
 START_TEST(test_cmdlines_real)
 {
-	struct proto_cmdlines c;
+	void *items;
+	uint32_t count;
 
 	switch_workload();
-	ck_assert_int_eq(tracing_cmdlines(&c), 0);
-	ck_assert_uint_le(c.count, PROTO_MAX_CMDLINES);
-	free(c.items);
+	ck_assert_int_eq(tracing_table_read(TRACING_CMDLINES, &items, &count), 0);
+	ck_assert_uint_le(count, PROTO_MAX_CMDLINES);
+	free(items);
 }
 END_TEST
 

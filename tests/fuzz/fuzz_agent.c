@@ -18,15 +18,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static void fuzz_cmdlines(const char *s, size_t n)
 {
-	struct proto_cmdlines c;
-	uint32_t i;
+	struct proto_cmdline *c;
+	uint32_t i, count;
+	void *items;
 
-	if (tracing_parse_cmdlines(s, n, &c) < 0)
+	if (tracing_table_parse(TRACING_CMDLINES, s, n, &items, &count) < 0)
 		return;
-	for (i = 0; i < c.count; i++)
-		if (strlen(c.items[i].comm) >= sizeof(c.items[i].comm))
+	c = items;
+	for (i = 0; i < count; i++)
+		if (strlen(c[i].comm) >= sizeof(c[i].comm))
 			abort();
-	free(c.items);
+	free(items);
 }
 
 static void fuzz_hostport(const char *s, size_t n)
