@@ -535,6 +535,22 @@ static int ent_data(struct spool *sp, struct spool_stream *ss,
 	return 0;
 }
 
+/* @e as the page a spool_fn is given (its bytes by ent_data()). */
+static int ent_page(struct spool *sp, struct spool_stream *ss,
+		    const struct spool_ent *e, struct spool_page *p)
+{
+	int ret = ent_data(sp, ss, e, &p->data);
+
+	if (ret < 0)
+		return ret;
+	p->seq = e->seq;
+	p->flags = e->flags;
+	p->events = e->events;
+	p->len = e->len;
+	p->resend = e->sent;
+	return 0;
+}
+
 static int stream_resend(struct spool *sp, int stream, spool_fn fn, void *arg)
 {
 	struct spool_stream *ss = &sp->st[stream];
@@ -543,14 +559,9 @@ static int stream_resend(struct spool *sp, int stream, spool_fn fn, void *arg)
 	int ret;
 
 	for (e = ss->head; e; e = e->next) {
-		ret = ent_data(sp, ss, e, &p.data);
+		ret = ent_page(sp, ss, e, &p);
 		if (ret < 0)
 			return ret;
-		p.seq = e->seq;
-		p.flags = e->flags;
-		p.events = e->events;
-		p.len = e->len;
-		p.resend = e->sent;
 		ret = fn(arg, &p);
 		if (ret < 0)
 			return ret;
@@ -587,13 +598,9 @@ static int stream_send_pending(struct spool *sp, int stream, spool_fn fn,
 	int ret;
 
 	for (e = ss->first_unsent; e && ss->unsent; e = e->next) {
-		ret = ent_data(sp, ss, e, &p.data);
+		ret = ent_page(sp, ss, e, &p);	/* p.resend: false, the tail is unsent */
 		if (ret < 0)
 			return ret;
-		p.seq = e->seq;
-		p.flags = e->flags;
-		p.events = e->events;
-		p.len = e->len;
 		ret = fn(arg, &p);
 		if (ret != 0)
 			return ret;
