@@ -37,6 +37,7 @@
 #include <openssl/x509_vfy.h>
 
 #define LOG_PREFIX "ship"
+#include "common/cli.h"
 #include "common/log.h"
 #include "common/tc_error.h"
 #include "common/util.h"
@@ -77,23 +78,12 @@ static int copy_part(char *dst, size_t cap, const char *s, size_t n)
 	return 0;
 }
 
-static bool port_ok(const char *p)
-{
-	char *end;
-	long v;
-
-	if (*p < '0' || *p > '9')
-		return false;
-	errno = 0;
-	v = strtol(p, &end, 10);
-	return !errno && !*end && v >= 1 && v <= 65535;
-}
-
 int ship_parse_hostport(const char *s, char host[SHIP_HOST_MAX],
 			char port[SHIP_PORT_MAX])
 {
 	char h[SHIP_HOST_MAX], p[SHIP_PORT_MAX];
 	const char *colon, *hs = s, *he;
+	long port_num;
 	int ret;
 
 	if (*s == '[') {
@@ -113,7 +103,7 @@ int ship_parse_hostport(const char *s, char host[SHIP_HOST_MAX],
 		ret = copy_part(p, sizeof(p), colon + 1, strlen(colon + 1));
 	if (ret < 0)
 		return ret;
-	if (!port_ok(p))
+	if (!cli_parse_num(p, 1, 65535, &port_num))
 		return TC_ERR_SYNTAX;
 	strcpy(host, h);
 	strcpy(port, p);
@@ -429,9 +419,31 @@ static int ktls_check(struct ship *s)
 	return s->ktls ? 0 : wbuf_insert(s);
 }
 
-int ship_connect(const char *host, const char *port,
-		 const struct tls_files *files, struct ship **out,
-		 char *err, size_t errlen)
+/* The TCP connection of @s and, unless @files is NULL (plain), TLS over it. */
+static int link_open(struct ship *s, const char *host, const char *port,
+		     const struct tls_files *files, char *err, size_t errlen)
+{
+	int ret;
+
+	if (files) {
+		ret = tls_ctx_new(TLS_ROLE_CLIENT, files, &s->ctx, err, errlen);
+		if (ret == 0)
+			ret = own_cert_check(s->ctx, files->cert, err, errlen);
+		if (ret < 0)
+			return ret;
+		SSL_CTX_set_options(s->ctx, SSL_OP_ENABLE_KTLS);
+	}
+	ret = tcp_connect(host, port, !files, &s->fd, err, errlen);
+	if (ret < 0 || !files)
+		return ret;
+	ret = tls_handshake(s, host, port, err, errlen);
+	return ret < 0 ? ret : ktls_check(s);
+}
+
+/* ship_connect() with @files, ship_connect_plain() without (NULL). */
+static int ship_open(const char *host, const char *port,
+		     const struct tls_files *files, struct ship **out,
+		     char *err, size_t errlen)
 {
 	struct ship *s;
 	int ret;
@@ -440,20 +452,9 @@ int ship_connect(const char *host, const char *port,
 	if (!s)
 		return -ENOMEM;
 	s->fd = -1;
+	s->plain = !files;
 	proto_buf_init(&s->out);
-	ret = tls_ctx_new(TLS_ROLE_CLIENT, files, &s->ctx, err, errlen);
-	if (ret == 0)
-		ret = own_cert_check(s->ctx, files->cert, err, errlen);
-	if (ret < 0)
-		goto out;
-	SSL_CTX_set_options(s->ctx, SSL_OP_ENABLE_KTLS);
-	ret = tcp_connect(host, port, false, &s->fd, err, errlen);
-	if (ret < 0)
-		goto out;
-	ret = tls_handshake(s, host, port, err, errlen);
-	if (ret == 0)
-		ret = ktls_check(s);
-out:
+	ret = link_open(s, host, port, files, err, errlen);
 	if (ret < 0) {
 		ship_close(s);
 		return ret;
@@ -462,25 +463,17 @@ out:
 	return 0;
 }
 
+int ship_connect(const char *host, const char *port,
+		 const struct tls_files *files, struct ship **out,
+		 char *err, size_t errlen)
+{
+	return ship_open(host, port, files, out, err, errlen);
+}
+
 int ship_connect_plain(const char *host, const char *port,
 		       struct ship **out, char *err, size_t errlen)
 {
-	struct ship *s;
-	int ret;
-
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	s->fd = -1;
-	s->plain = true;
-	proto_buf_init(&s->out);
-	ret = tcp_connect(host, port, true, &s->fd, err, errlen);
-	if (ret < 0) {
-		ship_close(s);
-		return ret;
-	}
-	*out = s;
-	return 0;
+	return ship_open(host, port, NULL, out, err, errlen);
 }
 
 bool ship_can_splice(const struct ship *s)

@@ -1,10 +1,12 @@
 /*
- * cli.c - the one line a refused option gets, and the --version line, the
- * same in all three programs (cli.h).
+ * cli.c - what the programs' command lines share (cli.h): the one line a
+ * refused option gets, the --version line, an option's number.
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/cli.h"
@@ -17,6 +19,21 @@ void cli_hint(const char *prog)
 void cli_version(const char *prog)
 {
 	printf("%s (%s) %s\n", prog, PACKAGE_NAME, PACKAGE_VERSION);
+}
+
+bool cli_parse_num(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
 }
 
 /* The long option @arg ("--name" or "--name=value") names, by its name's @len bytes. */

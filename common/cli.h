@@ -1,13 +1,14 @@
 /*
  * cli.h - what the command lines of traceagent, tracecollectd and traceq
  * share: the one line (and the hint) for an option getopt_long() refused,
- * and the --version line. The short letters themselves are in each man
+ * the --version line, and the reading of an option's number. The short letters themselves are in each man
  * page's table: one letter, one meaning in every program that has it.
  */
 #ifndef TC_COMMON_CLI_H
 #define TC_COMMON_CLI_H
 
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 /*
@@ -30,5 +31,12 @@ void cli_hint(const char *prog);
 
 /* cli_version - "PROG (tracecollect) VERSION" on stdout: the --version line. */
 void cli_version(const char *prog);
+
+/*
+ * cli_parse_num - an option's decimal number: digits only (no sign, no
+ * blanks), in [@min, @max]. Return: true and *@out; false for anything
+ * else (*@out untouched).
+ */
+bool cli_parse_num(const char *s, long min, long max, long *out);
 
 #endif
