@@ -73,6 +73,8 @@ int qimport_request_encode(const struct qimport_request *r, struct proto_buf *ou
 		pack_str(&pk, "abort");
 		r->abort ? msgpack_pack_true(&pk) : msgpack_pack_false(&pk);
 		break;
+	default:	/* not an import op (QOPC_IMPORT): a caller's bug */
+		break;
 	}
 	ret = proto_buf_append(out, sb.data, sb.size);
 	msgpack_sbuffer_destroy(&sb);
@@ -178,7 +180,7 @@ int qimport_request_decode(const void *buf, size_t len, struct qimport_request *
 	for (uint32_t i = 0; ret == 0 && i < res.data.via.map.size; i++)
 		if (proto_mp_str_is(&res.data.via.map.ptr[i].key, "op"))
 			ret = proto_mp_u32(&res.data.via.map.ptr[i].val, &op);
-	if (ret == 0 && (op < QOP_IMPORT_BEGIN || op > QOP_IMPORT_END))
+	if (ret == 0 && qmsg_op_class(op) != QOPC_IMPORT)
 		ret = TC_ERR_MSG_UNKNOWN;
 	for (uint32_t i = 0; ret == 0 && i < res.data.via.map.size; i++)
 		ret = field(&r, &res.data.via.map.ptr[i], &version, &op);

@@ -134,6 +134,40 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
 	return sbuf_move(&sb, out);
 }
 
+/* ---- ops ---- */
+
+struct qmsg_op_desc {
+	const char *name;
+	enum qmsg_op_class class;
+};
+
+static const struct qmsg_op_desc op_table[] = {
+#define QMSG_OP_DESC(name, num, str, class) [num] = { str, class },
+	QMSG_OPS(QMSG_OP_DESC)
+#undef QMSG_OP_DESC
+};
+
+static const struct qmsg_op_desc *op_desc(uint32_t op)
+{
+	if (op >= sizeof(op_table) / sizeof(op_table[0]) || !op_table[op].name)
+		return NULL;
+	return &op_table[op];
+}
+
+const char *qmsg_op_name(uint32_t op)
+{
+	const struct qmsg_op_desc *d = op_desc(op);
+
+	return d ? d->name : "unknown";
+}
+
+enum qmsg_op_class qmsg_op_class(uint32_t op)
+{
+	const struct qmsg_op_desc *d = op_desc(op);
+
+	return d ? d->class : QOPC_UNKNOWN;
+}
+
 /* ---- decoding helpers ---- */
 
 /*
@@ -241,9 +275,8 @@ static int request_field(struct qmsg_request *r, const msgpack_object_kv *kv,
 		return proto_mp_u32(v, version);
 	if (proto_mp_str_is(k, "op")) {
 		ret = proto_mp_u32(v, &op);
-		if (ret == 0 && (op < QOP_SELECT || op > QOP_FIELDS) && op != QOP_SQL &&
-		    op != QOP_HIST && op != QOP_PRINTK && op != QOP_TGIDS &&
-		    op != QOP_TAIL)
+		if (ret == 0 && (qmsg_op_class(op) == QOPC_UNKNOWN ||
+				 qmsg_op_class(op) == QOPC_IMPORT))
 			ret = TC_ERR_MSG_MALFORMED;
 		r->op = op;
 		return ret;
@@ -290,11 +323,9 @@ int qmsg_request_decode(const void *buf, size_t len, struct qmsg_request *out)
 		ret = TC_ERR_PROTO_VERSION;
 	else if (ret == 0 && r.limit > QMSG_MAX_ROWS)
 		ret = TC_ERR_MSG_MALFORMED;
-	else if (ret == 0 && (r.op == QOP_SELECT || r.op == QOP_COUNT || r.op == QOP_FIELDS ||
-			     r.op == QOP_SYMBOLS || r.op == QOP_SQL || r.op == QOP_TAIL) &&
-		 !r.query)
+	else if (ret == 0 && qmsg_op_class(r.op) == QOPC_Q && !r.query)
 		ret = TC_ERR_MSG_MISSING;
-	else if (ret == 0 && r.op == QOP_HIST && !r.hist)
+	else if (ret == 0 && qmsg_op_class(r.op) == QOPC_HIST && !r.hist)
 		ret = TC_ERR_MSG_MISSING;
 	if (ret < 0) {
 		qmsg_request_free(&r);
