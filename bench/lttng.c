@@ -22,7 +22,7 @@
 #include "timing.h"
 
 #define EVENTS	4000000u
-#define CHUNKS	20u
+#define CHUNKS	20u	/* <= BENCH_MAX_CHUNKS */
 
 struct wr {
 	unsigned len;
@@ -34,11 +34,10 @@ static void *writer(void *p)
 {
 	struct wr *w = p;
 	char payload[128];
-	double t0, t1, chunk[CHUNKS];
+	struct bench_clock k;
 
 	memset(payload, 0x5a, sizeof(payload));
-	t0 = now_ns();
-	t1 = cpu_ns();
+	bench_start(&k);
 	for (unsigned c = 0; c < CHUNKS; c++) {
 		for (unsigned i = 0; i < EVENTS / CHUNKS; i++) {
 			memcpy(payload, &i, 4);
@@ -49,11 +48,10 @@ static void *writer(void *p)
 			else
 				lttng_ust_tracepoint(tcbench, ev128, payload);
 		}
-		chunk[c] = cpu_ns() - t1;
-		t1 += chunk[c];
+		bench_chunk(&k, c);
 	}
-	w->mean = (now_ns() - t0) / EVENTS;
-	w->ns = median_per_event(chunk, CHUNKS, EVENTS / CHUNKS);
+	w->mean = (now_ns() - k.t0) / EVENTS;
+	w->ns = median_per_event(k.chunk, CHUNKS, EVENTS / CHUNKS);
 	return NULL;
 }
 

@@ -36,7 +36,7 @@
 #include "timing.h"
 
 #define EVENTS	4000000u
-#define CHUNKS	20u
+#define CHUNKS	20u	/* <= BENCH_MAX_CHUNKS */
 
 struct wr {
 	struct ring *r;
@@ -51,15 +51,14 @@ static void *writer(void *p)
 {
 	struct wr *w = p;
 	uint8_t payload[128];
-	double t0, t1, chunk[CHUNKS];
+	struct bench_clock k;
 
 	memset(payload, 0x5a, sizeof(payload));
-	t0 = now_ns();
-	t1 = cpu_ns();
+	bench_start(&k);
 	for (uint32_t c = 0; c < CHUNKS; c++) {
 		for (uint32_t i = 0; i < EVENTS / CHUNKS; i++) {
 			if (w->pace_ns > 0) {
-				double due = t0 + w->pace_ns *
+				double due = k.t0 + w->pace_ns *
 					     ((double)c * (EVENTS / CHUNKS) + i);
 
 				while (now_ns() < due)
@@ -69,11 +68,10 @@ static void *writer(void *p)
 			if (ring_write(w->r, -1, payload, w->len))
 				w->dropped++;
 		}
-		chunk[c] = cpu_ns() - t1;
-		t1 += chunk[c];
+		bench_chunk(&k, c);
 	}
-	w->mean = (now_ns() - t0) / EVENTS;
-	w->ns = median_per_event(chunk, CHUNKS, EVENTS / CHUNKS);
+	w->mean = (now_ns() - k.t0) / EVENTS;
+	w->ns = median_per_event(k.chunk, CHUNKS, EVENTS / CHUNKS);
 	return NULL;
 }
 
@@ -194,11 +192,11 @@ static void plain_case(uint32_t len)
 	uint8_t payload[128];
 	uint64_t last = 0;
 	size_t pos = 0;
-	double t1, chunk[CHUNKS];
+	struct bench_clock k;
 
 	memset(payload, 0x5a, sizeof(payload));
 	memset(plain_buf, 0, sizeof(plain_buf));
-	t1 = cpu_ns();
+	bench_start(&k);
 	for (uint32_t c = 0; c < CHUNKS; c++) {
 		for (uint32_t i = 0; i < EVENTS / CHUNKS; i++) {
 			uint64_t now = __rdtsc();
@@ -213,11 +211,10 @@ static void plain_case(uint32_t len)
 			last = now;
 			__asm__ __volatile__("" : : "r"(plain_buf) : "memory");
 		}
-		chunk[c] = cpu_ns() - t1;
-		t1 += chunk[c];
+		bench_chunk(&k, c);
 	}
 	printf("plain %uB 1t ns_per_event=%.1f\n", len,
-	       median_per_event(chunk, CHUNKS, EVENTS / CHUNKS));
+	       median_per_event(k.chunk, CHUNKS, EVENTS / CHUNKS));
 }
 
 int main(int argc, char **argv)

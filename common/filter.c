@@ -177,24 +177,17 @@ static int grow(void **arr, size_t *cap, size_t n, size_t size)
 	return 0;
 }
 
-static void set_error(struct filter_error *err, int code, size_t pos, size_t len,
-		      const char *fmt, va_list ap)
-{
-	if (!err)
-		return;
-	err->code = code;
-	err->pos = pos;
-	err->len = len;
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-}
-
-static int __attribute__((format(printf, 5, 6)))
-fail(struct filter_error *err, int code, size_t pos, size_t len, const char *fmt, ...)
+int filter_fail(struct filter_error *err, int code, size_t pos, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (!err)
+		return code;
+	err->code = code;
+	err->pos = pos;
+	err->len = len;
 	va_start(ap, fmt);
-	set_error(err, code, pos, len, fmt, ap);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -218,17 +211,6 @@ static size_t junk_len(const char *s, size_t n, size_t i)
 #define TOKLEN(n) ((int)((n) < TOK_MAX ? (n) : TOK_MAX))
 
 /* ---- numbers ------------------------------------------------------------ */
-
-static int digit_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return 99;
-}
 
 /*
  * read_number - read @s[0..n) like kstrtoll(base 0): [+-] then 0x hex,
@@ -254,8 +236,8 @@ static enum num_status read_number(const char *s, size_t n, bool *neg, uint64_t 
 	if (i >= n)
 		return NUM_BAD;
 	for (; i < n; i++) {
-		d = digit_value(s[i]);
-		if (d >= (int)base)
+		d = util_hex_digit(s[i]);
+		if (d < 0 || d >= (int)base)
 			return NUM_BAD;
 		if (v > (UINT64_MAX - (uint64_t)d) / base)
 			return NUM_RANGE;
@@ -465,11 +447,11 @@ static int expect_error(struct parser *p, const char *what)
 	size_t n;
 
 	if (p->i >= p->len)
-		return fail(p->err, TC_ERR_UNEXPECTED_END, p->len, 0,
-			    "unexpected end of filter: expected %s", what);
+		return filter_fail(p->err, TC_ERR_UNEXPECTED_END, p->len, 0,
+				   "unexpected end of filter: expected %s", what);
 	n = junk_len(p->s, p->len, p->i);
-	return fail(p->err, TC_ERR_SYNTAX, p->i, n, "expected %s, found '%.*s'",
-		    what, TOKLEN(n), p->s + p->i);
+	return filter_fail(p->err, TC_ERR_SYNTAX, p->i, n, "expected %s, found '%.*s'",
+			   what, TOKLEN(n), p->s + p->i);
 }
 
 /* characters of relational operators, for reporting unknown ones whole */
@@ -520,10 +502,10 @@ static int parse_op(struct parser *p, struct fpred *pr)
 			;
 		const char *meant = op_meant(p->s + start, n);
 
-		return fail(p->err, TC_ERR_BAD_OPERATOR, start, n,
-			    "unknown operator '%.*s'%s%s%s", TOKLEN(n), p->s + start,
-			    meant ? " (did you mean '" : "", meant ? meant : "",
-			    meant ? "'?)" : "");
+		return filter_fail(p->err, TC_ERR_BAD_OPERATOR, start, n,
+				   "unknown operator '%.*s'%s%s%s", TOKLEN(n), p->s + start,
+				   meant ? " (did you mean '" : "", meant ? meant : "",
+				   meant ? "'?)" : "");
 	}
 	pr->op = (struct span){ start, n };
 	p->i += n;
@@ -581,9 +563,9 @@ static int parse_cpus(struct parser *p, struct fpred *pr)
 	pr->ncpus = (uint32_t)(p->f->ncpus - pr->cpus);
 	return 0;
 bad:
-	return fail(p->err, TC_ERR_SYNTAX, pr->value.pos, pr->value.len,
-		    "bad CPU list '%.*s': want CPUS{N,N-M,...} with CPUs up to %u",
-		    TOKLEN(pr->value.len), s, CPUS_MAX);
+	return filter_fail(p->err, TC_ERR_SYNTAX, pr->value.pos, pr->value.len,
+			   "bad CPU list '%.*s': want CPUS{N,N-M,...} with CPUs up to %u",
+			   TOKLEN(pr->value.len), s, CPUS_MAX);
 }
 
 /* read the constant after the operator into @pr */
@@ -597,8 +579,8 @@ static int parse_value(struct parser *p, struct fpred *pr)
 		while (j < p->len && p->s[j] != q)
 			j++;
 		if (j >= p->len)
-			return fail(p->err, TC_ERR_UNTERMINATED, start, p->len - start,
-				    "string has no closing %c", q);
+			return filter_fail(p->err, TC_ERR_UNTERMINATED, start, p->len - start,
+					   "string has no closing %c", q);
 		pr->quoted = true;
 		pr->str = (struct span){ start + 1, j - start - 1 };
 		pr->value = (struct span){ start, j + 1 - start };
@@ -682,8 +664,8 @@ static int parse_group(struct parser *p, unsigned depth, uint32_t *out)
 		return 0;
 	}
 	if (p->i >= p->len)
-		return fail(p->err, TC_ERR_UNEXPECTED_END, open, 1,
-			    "this '(' is never closed");
+		return filter_fail(p->err, TC_ERR_UNEXPECTED_END, open, 1,
+				   "this '(' is never closed");
 	return expect_error(p, "'&&', '||' or ')'");
 }
 
@@ -696,8 +678,8 @@ static int parse_unary(struct parser *p, unsigned depth, uint32_t *out)
 	p->i = util_skip_space(p->s, p->len, p->i);
 	c = peek(p, 0);
 	if ((c == '!' || c == '(') && depth >= FILTER_MAX_DEPTH)
-		return fail(p->err, TC_ERR_TOO_DEEP, p->i, 1,
-			    "more than %d nested '(' or '!'", FILTER_MAX_DEPTH);
+		return filter_fail(p->err, TC_ERR_TOO_DEEP, p->i, 1,
+				   "more than %d nested '(' or '!'", FILTER_MAX_DEPTH);
 	if (c == '(')
 		return parse_group(p, depth + 1, out);
 	if (c != '!')
@@ -744,7 +726,7 @@ static int parse_all(struct parser *p)
 
 	p->i = util_skip_space(p->s, p->len, p->i);
 	if (p->i >= p->len)
-		return fail(p->err, TC_ERR_SYNTAX, 0, 0, "empty filter");
+		return filter_fail(p->err, TC_ERR_SYNTAX, 0, 0, "empty filter");
 	ret = parse_chain(p, 0, FN_OR, &p->f->root);
 	if (ret)
 		return ret;
@@ -752,7 +734,7 @@ static int parse_all(struct parser *p)
 	if (p->i >= p->len)
 		return 0;
 	if (peek(p, 0) == ')')
-		return fail(p->err, TC_ERR_SYNTAX, p->i, 1, "unmatched ')'");
+		return filter_fail(p->err, TC_ERR_SYNTAX, p->i, 1, "unmatched ')'");
 	return expect_error(p, "'&&' or '||'");
 }
 
@@ -782,18 +764,18 @@ int filter_parse(const char *text, struct filter **out, struct filter_error *err
 	int ret;
 
 	if (n > FILTER_MAX_LEN)
-		return fail(err, TC_ERR_TOO_LONG, FILTER_MAX_LEN, 1,
-			    "filter longer than %d bytes", FILTER_MAX_LEN);
+		return filter_fail(err, TC_ERR_TOO_LONG, FILTER_MAX_LEN, 1,
+				   "filter longer than %d bytes", FILTER_MAX_LEN);
 	p.len = n;
 	p.f = calloc(1, sizeof(*p.f));
 	if (!p.f || !(p.f->text = strndup(text, n))) {
-		ret = fail(err, -ENOMEM, 0, 0, "out of memory");
+		ret = filter_fail(err, -ENOMEM, 0, 0, "out of memory");
 		goto out;
 	}
 	p.f->len = n;
 	ret = parse_all(&p);
 	if (ret == -ENOMEM)
-		fail(err, ret, 0, 0, "out of memory");
+		filter_fail(err, ret, 0, 0, "out of memory");
 out:
 	if (ret)
 		filter_free(p.f);
@@ -927,23 +909,23 @@ static int bind_number(const struct filter *f, const struct fpred *pr, struct fb
 	char c = *v;
 
 	if (pr->op_code == OP_GLOB)
-		return fail(err, TC_ERR_TYPE_MISMATCH, pr->op.pos, pr->op.len,
-			    "'~' needs a string field; '%s' is a number", name);
+		return filter_fail(err, TC_ERR_TYPE_MISMATCH, pr->op.pos, pr->op.len,
+				   "'~' needs a string field; '%s' is a number", name);
 	if (pr->quoted)
-		return fail(err, TC_ERR_TYPE_MISMATCH, pr->value.pos, pr->value.len,
-			    "'%s' is a number; compare it with a number, not a string",
-			    name);
+		return filter_fail(err, TC_ERR_TYPE_MISMATCH, pr->value.pos, pr->value.len,
+				   "'%s' is a number; compare it with a number, not a string",
+				   name);
 	if (pr->num == NUM_BAD && !(c >= '0' && c <= '9') && c != '-' && c != '+')
-		return fail(err, TC_ERR_TYPE_MISMATCH, pr->value.pos, pr->value.len,
-			    "'%s' is a number; '%.*s' is not", name, vl, v);
+		return filter_fail(err, TC_ERR_TYPE_MISMATCH, pr->value.pos, pr->value.len,
+				   "'%s' is a number; '%.*s' is not", name, vl, v);
 	if (pr->num == NUM_BAD)
-		return fail(err, TC_ERR_BAD_NUMBER, pr->value.pos, pr->value.len,
-			    "invalid number '%.*s'", vl, v);
+		return filter_fail(err, TC_ERR_BAD_NUMBER, pr->value.pos, pr->value.len,
+				   "invalid number '%.*s'", vl, v);
 	if (pr->num == NUM_RANGE || !number_fits(pr, b))
-		return fail(err, TC_ERR_BAD_NUMBER, pr->value.pos, pr->value.len,
-			    "'%.*s' is out of range for %s %u-bit field '%s'", vl, v,
-			    b->kind == FILTER_SIGNED ? "signed" : "unsigned", b->bits,
-			    name);
+		return filter_fail(err, TC_ERR_BAD_NUMBER, pr->value.pos, pr->value.len,
+				   "'%.*s' is out of range for %s %u-bit field '%s'", vl, v,
+				   b->kind == FILTER_SIGNED ? "signed" : "unsigned", b->bits,
+				   name);
 	return 0;
 }
 
@@ -960,8 +942,8 @@ static int unknown_field(const struct fpred *pr, const char *name,
 	suggest_add(&sg, "CPU");
 	suggest_add(&sg, "COMM");
 	suggest_format(&sg, hint, sizeof(hint));
-	return fail(err, TC_ERR_UNKNOWN_FIELD, pr->field.pos, pr->field.len,
-		    "unknown field '%.*s'%s", TOKLEN(pr->field.len), name, hint);
+	return filter_fail(err, TC_ERR_UNKNOWN_FIELD, pr->field.pos, pr->field.len,
+			   "unknown field '%.*s'%s", TOKLEN(pr->field.len), name, hint);
 }
 
 static int bind_pred(const struct filter *f, const struct fpred *pr,
@@ -973,28 +955,28 @@ static int bind_pred(const struct filter *f, const struct fpred *pr,
 	if (resolve_field(name, schema, b))
 		return unknown_field(pr, name, schema, err);
 	if (pr->is_cpus && b->kind == FILTER_STRING)
-		return fail(err, TC_ERR_TYPE_MISMATCH, pr->value.pos, pr->value.len,
-			    "CPUS{} needs a CPU number field; '%s' is a string", name);
+		return filter_fail(err, TC_ERR_TYPE_MISMATCH, pr->value.pos, pr->value.len,
+				   "CPUS{} needs a CPU number field; '%s' is a string", name);
 	if (pr->is_cpus && pr->op_code != OP_EQ && pr->op_code != OP_NE &&
 	    pr->op_code != OP_BAND)
-		return fail(err, TC_ERR_TYPE_MISMATCH, pr->op.pos, pr->op.len,
-			    "'%s' does not apply to CPUS{} (use & == !=)",
-			    op_names[pr->op_code]);
+		return filter_fail(err, TC_ERR_TYPE_MISMATCH, pr->op.pos, pr->op.len,
+				   "'%s' does not apply to CPUS{} (use & == !=)",
+				   op_names[pr->op_code]);
 	if (pr->is_cpus)
 		return 0;
 	if (b->kind != FILTER_STRING)
 		return bind_number(f, pr, b, err);
 	if (pr->op_code != OP_EQ && pr->op_code != OP_NE && pr->op_code != OP_GLOB)
-		return fail(err, TC_ERR_TYPE_MISMATCH, pr->op.pos, pr->op.len,
-			    "'%s' does not apply to string field '%s' (use == != ~)",
-			    op_names[pr->op_code], name);
+		return filter_fail(err, TC_ERR_TYPE_MISMATCH, pr->op.pos, pr->op.len,
+				   "'%s' does not apply to string field '%s' (use == != ~)",
+				   op_names[pr->op_code], name);
 	/* a bare number for a string: almost always a mistake, never an empty answer */
 	if (!pr->quoted && pr->num != NUM_BAD)
-		return fail(err, TC_ERR_TYPE_MISMATCH, pr->value.pos, pr->value.len,
-			    "'%s' is a string and %.*s a number: to compare with the text, "
-			    "quote it (\"%.*s\")", name, TOKLEN(pr->value.len),
-			    f->text + pr->value.pos, TOKLEN(pr->value.len),
-			    f->text + pr->value.pos);
+		return filter_fail(err, TC_ERR_TYPE_MISMATCH, pr->value.pos, pr->value.len,
+				   "'%s' is a string and %.*s a number: to compare with the text, "
+				   "quote it (\"%.*s\")", name, TOKLEN(pr->value.len),
+				   f->text + pr->value.pos, TOKLEN(pr->value.len),
+				   f->text + pr->value.pos);
 	return 0;
 }
 
@@ -1006,7 +988,7 @@ int filter_bind(struct filter *f, const struct filter_schema *schema,
 	int ret = 0;
 
 	if (!b)
-		return fail(err, -ENOMEM, 0, 0, "out of memory");
+		return filter_fail(err, -ENOMEM, 0, 0, "out of memory");
 	for (k = 0; k < f->npreds && !ret; k++)
 		ret = bind_pred(f, &f->preds[k], schema, &b[k], err);
 	if (ret) {

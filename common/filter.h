@@ -87,6 +87,14 @@ struct filter_error {
 	char msg[160];
 };
 
+/*
+ * filter_fail - fill @err (when not NULL) with @code, the token at @pos of
+ * @len bytes and the message @fmt; the one error helper of the text
+ * parsers (filter, query, hist). Return: @code.
+ */
+int filter_fail(struct filter_error *err, int code, size_t pos, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
 enum filter_kind {
 	FILTER_SIGNED,
 	FILTER_UNSIGNED,

@@ -9,7 +9,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,24 +21,6 @@ struct span {
 	const char *p;
 	size_t n, pos;
 };
-
-static int fail(struct filter_error *err, int code, size_t pos, size_t len, const char *fmt,
-		...) __attribute__((format(printf, 5, 6)));
-
-static int fail(struct filter_error *err, int code, size_t pos, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err) {
-		err->code = code;
-		err->pos = pos;
-		err->len = len;
-		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-		va_end(ap);
-	}
-	return code;
-}
 
 /* A span's text for "%.*s" in an error message, cut to 40 bytes. */
 #define SP(s)	(int)((s)->n > 40 ? 40 : (s)->n), (s)->p
@@ -131,23 +112,23 @@ static int parse_mod(struct span *m, struct hist_field *f, struct filter_error *
 		if (num.n && num.p[0] == 's')
 			num.p++, num.n--, num.pos++;
 		if (!num.n || num.p[0] != '=')
-			return fail(err, TC_ERR_SYNTAX, m->pos, m->n,
-				    "'.%.*s': buckets wants a size: .buckets=N", SP(m));
+			return filter_fail(err, TC_ERR_SYNTAX, m->pos, m->n,
+					   "'.%.*s': buckets wants a size: .buckets=N", SP(m));
 		num.p++, num.n--, num.pos++;
 		if (!span_number(&num, &f->buckets) || f->buckets == 0)
-			return fail(err, TC_ERR_BAD_NUMBER, num.pos, num.n,
-				    "'%.*s': the bucket size must be a number above 0", SP(&num));
+			return filter_fail(err, TC_ERR_BAD_NUMBER, num.pos, num.n,
+				"'%.*s': the bucket size must be a number above 0", SP(&num));
 		f->mod = HIST_MOD_BUCKETS;
 		return 0;
 	}
 	for (i = 0; i < sizeof(unsupported_mods) / sizeof(unsupported_mods[0]); i++)
 		if (span_is(m, unsupported_mods[i]))
-			return fail(err, TC_ERR_SYNTAX, m->pos, m->n,
-				    "modifier '.%.*s' is not supported here (use .hex, .sym, "
-				    ".execname, .log2 or .buckets=N)", SP(m));
-	return fail(err, TC_ERR_SYNTAX, m->pos, m->n,
-		    "unknown modifier '.%.*s' (use .hex, .sym, .execname, .log2 or .buckets=N)",
-		    SP(m));
+			return filter_fail(err, TC_ERR_SYNTAX, m->pos, m->n,
+				"modifier '.%.*s' is not supported here (use .hex, .sym, "
+				".execname, .log2 or .buckets=N)", SP(m));
+	return filter_fail(err, TC_ERR_SYNTAX, m->pos, m->n,
+		"unknown modifier '.%.*s' (use .hex, .sym, .execname, .log2 or .buckets=N)",
+		SP(m));
 }
 
 /* One key or val: NAME[.MODIFIER]. */
@@ -160,19 +141,19 @@ static int parse_field(struct span s, struct hist_field *f, struct filter_error 
 	f->pos = name.pos;
 	f->len = name.n + (has_mod ? 1 + s.n : 0);
 	if (!name.n)
-		return fail(err, TC_ERR_SYNTAX, name.pos, has_mod ? 1 : 0,
-			    "a field name is missing");
+		return filter_fail(err, TC_ERR_SYNTAX, name.pos, has_mod ? 1 : 0,
+				   "a field name is missing");
 	if (name.n > HIST_NAME_MAX)
-		return fail(err, TC_ERR_TOO_LONG, name.pos, name.n,
-			    "field name '%.*s...' is too long", SP(&name));
+		return filter_fail(err, TC_ERR_TOO_LONG, name.pos, name.n,
+				   "field name '%.*s...' is too long", SP(&name));
 	if (!is_ident(&name))
-		return fail(err, TC_ERR_SYNTAX, name.pos, name.n,
-			    "'%.*s' is not a field name (expressions, variables and "
-			    "constants are not supported)", SP(&name));
+		return filter_fail(err, TC_ERR_SYNTAX, name.pos, name.n,
+				   "'%.*s' is not a field name (expressions, variables and "
+				   "constants are not supported)", SP(&name));
 	if (span_is(&name, "stacktrace") || span_is(&name, "common_stacktrace") ||
 	    span_is(&name, "common_timestamp"))
-		return fail(err, TC_ERR_SYNTAX, name.pos, name.n,
-			    "'%.*s' is not supported as a field here", SP(&name));
+		return filter_fail(err, TC_ERR_SYNTAX, name.pos, name.n,
+				   "'%.*s' is not supported as a field here", SP(&name));
 	memcpy(f->name, name.p, name.n);
 	f->name[name.n] = '\0';
 	if (has_mod)
@@ -187,11 +168,11 @@ static int parse_keys(struct span s, struct hist_spec *h, struct filter_error *e
 	int ret;
 
 	if (!s.n)
-		return fail(err, TC_ERR_SYNTAX, s.pos, 0, "keys= names no field");
+		return filter_fail(err, TC_ERR_SYNTAX, s.pos, 0, "keys= names no field");
 	while (more) {
 		if (h->nkeys == HIST_KEYS_MAX)
-			return fail(err, TC_ERR_SYNTAX, s.pos, s.n,
-				    "too many keys (at most 3)");
+			return filter_fail(err, TC_ERR_SYNTAX, s.pos, s.n,
+					   "too many keys (at most 3)");
 		more = span_split(&s, ',', &one);
 		ret = parse_field(one, &h->keys[h->nkeys], err);
 		if (ret < 0)
@@ -212,14 +193,14 @@ static int parse_vals(struct span s, struct hist_spec *h, struct filter_error *e
 		if (span_is(&one, "hitcount"))
 			continue;
 		if (h->nvals == HIST_VALS_MAX)
-			return fail(err, TC_ERR_SYNTAX, one.pos, one.n,
-				    "too many values (at most 2 besides hitcount)");
+			return filter_fail(err, TC_ERR_SYNTAX, one.pos, one.n,
+					   "too many values (at most 2 besides hitcount)");
 		ret = parse_field(one, &h->vals[h->nvals], err);
 		if (ret < 0)
 			return ret;
 		if (h->vals[h->nvals].mod != HIST_MOD_NONE && h->vals[h->nvals].mod != HIST_MOD_HEX)
-			return fail(err, TC_ERR_SYNTAX, one.pos, one.n,
-				    "'%.*s': a value takes only the .hex modifier", SP(&one));
+			return filter_fail(err, TC_ERR_SYNTAX, one.pos, one.n,
+				"'%.*s': a value takes only the .hex modifier", SP(&one));
 		h->nvals++;
 	}
 	return 0;
@@ -231,8 +212,8 @@ static int parse_size(struct span s, struct hist_spec *h, struct filter_error *e
 	uint32_t p2 = 1;
 
 	if (!span_number(&s, &n) || n > HIST_SIZE_MAX || n <= HIST_SIZE_MIN / 2)
-		return fail(err, TC_ERR_BAD_NUMBER, s.pos, s.n,
-			    "size '%.*s': want 65..131072 (rounded up to a power of two)", SP(&s));
+		return filter_fail(err, TC_ERR_BAD_NUMBER, s.pos, s.n,
+			"size '%.*s': want 65..131072 (rounded up to a power of two)", SP(&s));
 	while (p2 < n)
 		p2 <<= 1;
 	h->size = p2;
@@ -269,17 +250,17 @@ static int parse_sort(struct span s, struct hist_spec *h, struct filter_error *e
 
 		more = span_split(&s, ',', &one);
 		if (h->nsort == HIST_SORT_MAX)
-			return fail(err, TC_ERR_SYNTAX, one.pos, one.n,
-				    "too many sort fields (at most 2)");
+			return filter_fail(err, TC_ERR_SYNTAX, one.pos, one.n,
+					   "too many sort fields (at most 2)");
 		dir = span_split(&one, '.', &name);
 		if (!name.n)
-			return fail(err, TC_ERR_SYNTAX, name.pos, 0, "empty sort field");
+			return filter_fail(err, TC_ERR_SYNTAX, name.pos, 0, "empty sort field");
 		if (sort_find(&name, h, o) < 0)
-			return fail(err, TC_ERR_UNKNOWN_FIELD, name.pos, name.n,
-				    "sort field '%.*s' must be hitcount, a key or a val", SP(&name));
+			return filter_fail(err, TC_ERR_UNKNOWN_FIELD, name.pos, name.n,
+				"sort field '%.*s' must be hitcount, a key or a val", SP(&name));
 		if (dir && !span_is(&one, "descending") && !span_is(&one, "ascending"))
-			return fail(err, TC_ERR_SYNTAX, one.pos, one.n,
-				    "sort modifier '%.*s': want descending or ascending", SP(&one));
+			return filter_fail(err, TC_ERR_SYNTAX, one.pos, one.n,
+				"sort modifier '%.*s': want descending or ascending", SP(&one));
 		o->descending = dir && span_is(&one, "descending");
 		h->nsort++;
 	}
@@ -294,19 +275,20 @@ static int refuse_attr(const struct span *a, struct filter_error *err)
 
 	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
 		if (span_is(a, words[i]))
-			return fail(err, TC_ERR_SYNTAX, a->pos, a->n,
-				    "'%.*s' controls a live trigger: not for stored events", SP(a));
+			return filter_fail(err, TC_ERR_SYNTAX, a->pos, a->n,
+				"'%.*s' controls a live trigger: not for stored events", SP(a));
 	if (span_prefix(a, "name=") || span_prefix(a, "clock="))
-		return fail(err, TC_ERR_SYNTAX, a->pos, a->n, "'%.*s' is not supported here", SP(a));
+		return filter_fail(err, TC_ERR_SYNTAX, a->pos, a->n,
+				   "'%.*s' is not supported here", SP(a));
 	if (memchr(a->p, '(', a->n))
-		return fail(err, TC_ERR_SYNTAX, a->pos, a->n,
-			    "actions ('%.*s') are not supported here", SP(a));
+		return filter_fail(err, TC_ERR_SYNTAX, a->pos, a->n,
+				   "actions ('%.*s') are not supported here", SP(a));
 	if (memchr(a->p, '=', a->n))
-		return fail(err, TC_ERR_SYNTAX, a->pos, a->n,
-			    "'%.*s': want keys=, vals=, sort= or size= (variables are not "
-			    "supported)", SP(a));
-	return fail(err, TC_ERR_SYNTAX, a->pos, a->n,
-		    "'%.*s': want keys=, vals=, sort= or size=", SP(a));
+		return filter_fail(err, TC_ERR_SYNTAX, a->pos, a->n,
+				   "'%.*s': want keys=, vals=, sort= or size= (variables are not "
+				   "supported)", SP(a));
+	return filter_fail(err, TC_ERR_SYNTAX, a->pos, a->n,
+			   "'%.*s': want keys=, vals=, sort= or size=", SP(a));
 }
 
 /* One NAME=VALUE; sort waits until keys and vals are known (@sort). */
@@ -319,7 +301,7 @@ static int parse_attr(struct span a, struct hist_spec *h, struct span *sort, boo
 	span_split(&v, '=', &name);
 	if (span_is(&name, "keys") || span_is(&name, "key")) {
 		if (*have_keys)
-			return fail(err, TC_ERR_SYNTAX, a.pos, a.n, "keys given twice");
+			return filter_fail(err, TC_ERR_SYNTAX, a.pos, a.n, "keys given twice");
 		*have_keys = true;
 		return parse_keys(v, h, err);
 	}
@@ -328,7 +310,7 @@ static int parse_attr(struct span a, struct hist_spec *h, struct span *sort, boo
 	if (span_is(&name, "sort")) {
 		seen = sort->p != NULL;
 		*sort = v;
-		return seen ? fail(err, TC_ERR_SYNTAX, a.pos, a.n, "sort given twice") : 0;
+		return seen ? filter_fail(err, TC_ERR_SYNTAX, a.pos, a.n, "sort given twice") : 0;
 	}
 	if (span_is(&name, "size"))
 		return parse_size(v, h, err);
@@ -355,28 +337,29 @@ int hist_parse(const char *text, struct hist_spec *out, struct filter_error *err
 
 	s.n = text ? strnlen(text, HIST_SPEC_MAX + 1) : 0;
 	if (s.n > HIST_SPEC_MAX)
-		return fail(err, TC_ERR_TOO_LONG, HIST_SPEC_MAX, 0,
-			    "the spec is longer than 4096 bytes");
+		return filter_fail(err, TC_ERR_TOO_LONG, HIST_SPEC_MAX, 0,
+				   "the spec is longer than 4096 bytes");
 	while (s.n && (s.p[s.n - 1] == ' ' || s.p[s.n - 1] == '\t' || s.p[s.n - 1] == '\n'))
 		s.n--;
 	while (s.n && (*s.p == ' ' || *s.p == '\t'))
 		s.p++, s.n--, s.pos++;
 	iff = find_if(s.p, s.n);
 	if (iff)
-		return fail(err, TC_ERR_SYNTAX, (size_t)(iff - text), s.n - (size_t)(iff - s.p),
-			    "a filter goes in the query: EVENT where FILTER");
+		return filter_fail(err, TC_ERR_SYNTAX, (size_t)(iff - text),
+				   s.n - (size_t)(iff - s.p),
+				   "a filter goes in the query: EVENT where FILTER");
 	if (span_prefix(&s, "hist:"))
 		s.p += 5, s.n -= 5, s.pos += 5;
 	while (ret == 0 && s.n) {
 		span_split(&s, ':', &a);
 		if (!a.n)
-			ret = fail(err, TC_ERR_SYNTAX, a.pos, 0, "empty attribute ('::')");
+			ret = filter_fail(err, TC_ERR_SYNTAX, a.pos, 0, "empty attribute ('::')");
 		else
 			ret = parse_attr(a, &h, &sort, &have_keys, err);
 	}
 	if (ret == 0 && !have_keys)
-		ret = fail(err, TC_ERR_SYNTAX, s.pos, 0,
-			   "keys= is missing (e.g. keys=common_pid)");
+		ret = filter_fail(err, TC_ERR_SYNTAX, s.pos, 0,
+				  "keys= is missing (e.g. keys=common_pid)");
 	if (ret == 0 && sort.p)
 		ret = parse_sort(sort, &h, err);
 	if (ret == 0 && !h.nsort)

@@ -46,19 +46,13 @@ static int lockfile_lock(int dfd, const char *name, int *fd, long *holder, char 
 			 size_t len)
 {
 	int f = openat(dfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	struct stat st;
-	int ret = 0;
+	int ret;
 
 	if (f < 0) {
 		tc_seterr(why, len, "%s", strerror(errno));
 		return -errno;
 	}
-	if (fstat(f, &st) < 0) {
-		ret = -errno;
-		tc_seterr(why, len, "fstat: %s", strerror(errno));
-	} else {
-		ret = safedir_check(&st, 0, why, len);
-	}
+	ret = safedir_check_fd(f, 0, why, len);
 	if (ret < 0) {
 		close(f);
 		return ret;

@@ -7,9 +7,7 @@
 
 #include <errno.h>
 #include <fnmatch.h>
-#include <stdarg.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -26,23 +24,6 @@ struct qscan {
 	size_t i;
 	struct filter_error *err;
 };
-
-static int __attribute__((format(printf, 5, 6)))
-qfail(struct filter_error *err, int code, size_t pos, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err)
-		return code;
-	err->code = code;
-	err->pos = pos;
-	err->len = len;
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	return code;
-}
-
 
 static bool is_name(char c)
 {
@@ -88,12 +69,12 @@ static int expect_name(struct qscan *q, const char *what)
 	size_t n = word_len(q);
 
 	if (q->i >= q->len)
-		return qfail(q->err, TC_ERR_UNEXPECTED_END, q->len, 0,
-			     "missing %s", what);
+		return filter_fail(q->err, TC_ERR_UNEXPECTED_END, q->len, 0,
+				   "missing %s", what);
 	if (!n)
-		return qfail(q->err, TC_ERR_SYNTAX, q->i, 1, "expected %s", what);
-	return qfail(q->err, TC_ERR_SYNTAX, q->i, n, "expected %s, found '%.*s'",
-		     what, TOKLEN(n), q->s + q->i);
+		return filter_fail(q->err, TC_ERR_SYNTAX, q->i, 1, "expected %s", what);
+	return filter_fail(q->err, TC_ERR_SYNTAX, q->i, n, "expected %s, found '%.*s'",
+			   what, TOKLEN(n), q->s + q->i);
 }
 
 /* the word after ':' into @event */
@@ -121,8 +102,8 @@ static int scan_sel(struct qscan *q, struct query_sel *sel)
 	if (!n)
 		return expect_name(q, "an event or subsystem name");
 	if (is_where(q, n))
-		return qfail(q->err, TC_ERR_SYNTAX, start, n,
-			     "missing event name before 'where'");
+		return filter_fail(q->err, TC_ERR_SYNTAX, start, n,
+				   "missing event name before 'where'");
 	*sel = (struct query_sel){ .pos = start };
 	sel->event = strndup(q->s + start, n);
 	if (!sel->event)
@@ -151,8 +132,8 @@ static int scan_sels(struct qscan *q, struct query *r)
 		struct query_sel *v;
 
 		if (r->nsel == QUERY_MAX_SELECTORS)
-			return qfail(q->err, TC_ERR_TOO_LONG, q->i, word_len(q),
-				     "more than %d selectors", QUERY_MAX_SELECTORS);
+			return filter_fail(q->err, TC_ERR_TOO_LONG, q->i, word_len(q),
+					   "more than %d selectors", QUERY_MAX_SELECTORS);
 		v = realloc(r->sel, (r->nsel + 1) * sizeof(*v));
 		if (!v)
 			return -ENOMEM;
@@ -175,22 +156,22 @@ static int scan_where(struct qscan *q, bool *has_filter)
 
 	*has_filter = false;
 	if (q->i < q->len && !util_is_space(q->s[q->i]))
-		return qfail(q->err, TC_ERR_SYNTAX, q->i, word_len(q),
-			     "unexpected '%c' after the event name", q->s[q->i]);
+		return filter_fail(q->err, TC_ERR_SYNTAX, q->i, word_len(q),
+				   "unexpected '%c' after the event name", q->s[q->i]);
 	q->i = util_skip_space(q->s, q->len, q->i);
 	if (q->i >= q->len)
 		return 0;
 	n = name_len(q);
 	if (!is_where(q, n))
-		return qfail(q->err, TC_ERR_SYNTAX, q->i, n ? n : word_len(q),
-			     "expected 'where' or the end of the query, found '%.*s'",
-			     TOKLEN(n ? n : word_len(q)), q->s + q->i);
+		return filter_fail(q->err, TC_ERR_SYNTAX, q->i, n ? n : word_len(q),
+				   "expected 'where' or the end of the query, found '%.*s'",
+				   TOKLEN(n ? n : word_len(q)), q->s + q->i);
 	where = q->i;
 	q->i += n;
 	q->i = util_skip_space(q->s, q->len, q->i);
 	if (q->i >= q->len)
-		return qfail(q->err, TC_ERR_UNEXPECTED_END, where, n,
-			     "'where' needs a filter after it");
+		return filter_fail(q->err, TC_ERR_UNEXPECTED_END, where, n,
+				   "'where' needs a filter after it");
 	*has_filter = true;
 	return 0;
 }
@@ -204,8 +185,8 @@ int query_parse(const char *text, struct query *out, struct filter_error *err)
 
 	q.len = strnlen(text, QUERY_MAX_LEN + 1);
 	if (q.len > QUERY_MAX_LEN)
-		return qfail(err, TC_ERR_TOO_LONG, QUERY_MAX_LEN, 1,
-			     "query longer than %d bytes", QUERY_MAX_LEN);
+		return filter_fail(err, TC_ERR_TOO_LONG, QUERY_MAX_LEN, 1,
+				   "query longer than %d bytes", QUERY_MAX_LEN);
 	ret = scan_sels(&q, &r);
 	if (!ret)
 		ret = scan_where(&q, &has_filter);
@@ -216,7 +197,7 @@ int query_parse(const char *text, struct query *out, struct filter_error *err)
 			err->pos += q.i;
 	}
 	if (ret == -ENOMEM)
-		qfail(err, ret, 0, 0, "out of memory");
+		filter_fail(err, ret, 0, 0, "out of memory");
 	if (ret)
 		query_free(&r);
 	else

@@ -787,6 +787,29 @@ static inline int res_move(struct ring_buf *b, int cpu, uint64_t *w,
 	return ring_cas16(&b->res.wpos, w, t, nw, now) ? 0 : RING_RSEQ_CHANGED;
 }
 
+/*
+ * Hand out the reservation at @p (@total bytes, an event of @len and a
+ * time extend of @ext) in *@ctx, its bytes fetched for writing. Both
+ * reserve paths end here; inline, so the fast one stays a straight line.
+ */
+static inline __attribute__((always_inline))
+void wctx_fill(const struct ring *r, const struct fast_pos *p, uint32_t total, uint32_t len,
+	       uint32_t ext, struct ring_wctx *ctx)
+{
+	ring_prewrite(p->page + RING_PAGE_HDR + p->off, total);
+	ctx->page = p->page;
+	ctx->slot = p->s;
+	ctx->off = p->off;
+	ctx->total = total;
+	ctx->len = len;
+	ctx->cpu = p->cpu;
+	ctx->ts = p->now;
+	ctx->delta = p->delta;
+	ctx->ext = ext;
+	ctx->ends_page = p->off + total == r->data_size;
+	ctx->data = p->page + RING_PAGE_HDR + p->off + total - ((len + 3) & ~3u);
+}
+
 /* The reservation itself, in buffer @b; @cpu as for res_move(). Return:
  * 0; -ENOBUFS (counted); -EIO; RING_RSEQ_MOVED when the thread is no
  * longer on @cpu (nothing reserved). */
@@ -822,18 +845,9 @@ static int reserve_in(struct ring *r, struct ring_buf *b, int cpu,
 		return -EIO;
 	if (v.enter)
 		ring_store_relaxed((uint64_t *)page, v.now);
-	ring_prewrite(page + RING_PAGE_HDR + v.off, v.total);
-	ctx->page = page;
-	ctx->slot = &b->slots[v.page & (r->nslots - 1)];
-	ctx->off = v.off;
-	ctx->total = v.total;
-	ctx->len = len;
-	ctx->cpu = cpu;
-	ctx->ts = v.now;
-	ctx->delta = v.delta;
-	ctx->ext = v.ext;
-	ctx->ends_page = v.off + v.total == r->data_size;
-	ctx->data = page + RING_PAGE_HDR + v.off + v.total - ((len + 3) & ~3u);
+	wctx_fill(r, &(struct fast_pos){ .s = &b->slots[v.page & (r->nslots - 1)], .page = page,
+					.now = v.now, .delta = v.delta, .off = v.off, .cpu = cpu },
+		  v.total, len, v.ext, ctx);
 	return 0;
 }
 
@@ -877,24 +891,13 @@ static inline __attribute__((always_inline))
 int reserve_fast(struct ring *r, uint32_t len, struct ring_wctx *ctx)
 {
 #if RING_HAVE_RSEQ
-	uint32_t l4 = (len + 3) & ~3u, total = ev_size(len);
+	uint32_t total = ev_size(len);
 	struct fast_pos p;
 	int ret = claim_fast(r, NULL, total, &p);
 
 	if (ret)
 		return ret;
-	ring_prewrite(p.page + RING_PAGE_HDR + p.off, total);
-	ctx->page = p.page;
-	ctx->slot = p.s;
-	ctx->off = p.off;
-	ctx->total = total;
-	ctx->len = len;
-	ctx->cpu = p.cpu;
-	ctx->ts = p.now;
-	ctx->delta = p.delta;
-	ctx->ext = 0;
-	ctx->ends_page = p.off + total == r->data_size;
-	ctx->data = p.page + RING_PAGE_HDR + p.off + total - l4;
+	wctx_fill(r, &p, total, len, 0, ctx);
 	return 0;
 #else
 	(void)r;

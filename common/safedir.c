@@ -41,18 +41,23 @@ int safedir_check(const struct stat *st, int dir, char *why, size_t len)
 	return 0;
 }
 
+int safedir_check_fd(int fd, int dir, char *why, size_t len)
+{
+	struct stat st;
+	int ret = fstat(fd, &st) < 0 ? -errno : 0;
+
+	if (ret < 0) {
+		tc_seterr(why, len, "fstat: %s", strerror(-ret));
+		return ret;
+	}
+	return safedir_check(&st, dir, why, len);
+}
+
 /* Check the directory open at @fd; close it unless it passes. */
 static int check_fd(int fd, int *out, char *why, size_t len)
 {
-	struct stat st;
-	int ret;
+	int ret = safedir_check_fd(fd, 1, why, len);
 
-	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-		tc_seterr(why, len, "fstat: %s", strerror(errno));
-	} else {
-		ret = safedir_check(&st, 1, why, len);
-	}
 	if (ret < 0) {
 		close(fd);
 		return ret;

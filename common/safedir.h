@@ -31,6 +31,12 @@
 int safedir_check(const struct stat *st, int dir, char *why, size_t len);
 
 /*
+ * safedir_check_fd - safedir_check() of what @fd is open at (fstat). Return:
+ * as safedir_check(), or -errno when fstat fails ("fstat: ..." in @why).
+ */
+int safedir_check_fd(int fd, int dir, char *why, size_t len);
+
+/*
  * safedir_open - open directory @path, made with @mode (masked by the
  * umask) when it is missing and @mode is not 0, and check it. @path may
  * pass through symlinks: what is checked is what the descriptor opens.

@@ -152,6 +152,22 @@ static int format_text(const char *prov, const char *name,
 	return used < size ? 0 : -EINVAL;
 }
 
+/*
+ * The end of registering @ev: with @ret 0, its format @text goes to the
+ * ring and @ev to *@out; @text is freed, and @ev unless it went out.
+ */
+static int event_publish(int ret, char *text, struct tc_event *ev, struct tc_event **out)
+{
+	if (!ret)
+		ret = ring_format_append(tc__ring, text);
+	free(text);
+	if (ret)
+		free(ev);
+	else
+		*out = ev;
+	return ret;
+}
+
 int tc_event_register(const char *provider, const char *name,
 		      const struct tc_field *fields, unsigned nfields,
 		      const char *print_fmt, struct tc_event **out)
@@ -174,15 +190,8 @@ int tc_event_register(const char *provider, const char *name,
 	ev->id = (uint16_t)ring_next_event_id(tc__ring);
 	ret = format_text(provider, name, fields, nfields, print_fmt, ev, text,
 			  16384);
-	if (!ret)
-		ret = ring_format_append(tc__ring, text);
 out:
-	free(text);
-	if (ret)
-		free(ev);
-	else
-		*out = ev;
-	return ret;
+	return event_publish(ret, text, ev, out);
 }
 
 void tc_event_free(struct tc_event *ev)
@@ -305,14 +314,9 @@ int tc__event_register_raw(const char *system, const char *name,
 	n = snprintf(text, 4096, "%s\nname: %s\nID: %u\nformat:\n%s%s\n"
 		     "print fmt: %s\n", system, name, ev->id, tc_common, fields,
 		     print_fmt);
-	ret = n > 0 && n < 4096 ? ring_format_append(tc__ring, text) : -EINVAL;
+	ret = n > 0 && n < 4096 ? 0 : -EINVAL;
 out:
-	free(text);
-	if (ret)
-		free(ev);
-	else
-		*out = ev;
-	return ret;
+	return event_publish(ret, text, ev, out);
 }
 
 unsigned tc__clock_id(void)

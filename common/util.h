@@ -1,6 +1,6 @@
 /*
  * util.h - small helpers every part of tracecollect uses: the monotonic
- * clock in milliseconds and the blanks of the text scanners.
+ * clock in milliseconds, the blanks and hex digits of the text scanners.
  *
  * Header-only (static inline): common/ is libc only, and these sit on
  * paths (the agent's pump, the collector's ingest) where a call across
@@ -39,6 +39,18 @@ static inline size_t util_skip_space(const char *s, size_t len, size_t i)
 	while (i < len && util_is_space(s[i]))
 		i++;
 	return i;
+}
+
+/* util_hex_digit - the value of hex digit @c (0-9, a-f, A-F), or -1. */
+static inline int util_hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
 }
 
 #endif

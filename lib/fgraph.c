@@ -278,6 +278,33 @@ static inline void busy_set(struct fg_thread *t, bool busy)
 	t->topw = (t->topw & ~FG_BUSY) | (busy ? FG_BUSY : 0);
 }
 
+/*
+ * The recursion guard around a hook's work: guard_hold() takes it,
+ * guard_release() sets it back to @busy; the signal fences keep the work
+ * between the two.
+ */
+static inline __attribute__((always_inline)) void guard_hold(struct fg_thread *t)
+{
+	busy_set(t, true);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+static inline __attribute__((always_inline)) void guard_release(struct fg_thread *t, bool busy)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	busy_set(t, busy);
+}
+
+/* guard_busy - whether this thread holds the guard already (counted in st.guarded). */
+static inline __attribute__((always_inline)) bool guard_busy(struct fg_thread *t)
+{
+	if (busy_get(t)) {
+		t->st.guarded++;
+		return true;
+	}
+	return false;
+}
+
 /* After the stack or the overflow count changed: the x86_64 exit hook
  * adds topw / FG_FRAME_SIZE (the frames are aligned to their size) to
  * this for the record's depth (top - 1) | overrun << 32. */
@@ -798,20 +825,16 @@ FG_HIDDEN void fgraph_arch_entry(uintptr_t func, uintptr_t *retp,
 
 	if (!tr)
 		return;
-	if (busy_get(t)) {
-		t->st.guarded++;
+	if (guard_busy(t))
 		return;
-	}
-	busy_set(t, true);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	guard_hold(t);
 	if (tr == FGRAPH_FUNCTION) {
 		if (traced(func))
 			ev_function(func, *retp == TRAMP ? 0 : *retp);
 	} else if (stack_ready(t)) {
 		graph_entry(t, func, retp, key);
 	}
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	busy_set(t, false);
+	guard_release(t, false);
 }
 
 static void __attribute__((noreturn)) lost_return(uintptr_t key)
@@ -836,12 +859,10 @@ static __attribute__((noinline)) uintptr_t exit_slow(struct fg_thread *t,
 
 	if (!i)
 		lost_return(key);
-	busy_set(t, true);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	guard_hold(t);
 	unwind_to(t, i);
 	ret = pop(t);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	busy_set(t, busy);
+	guard_release(t, busy);
 	return ret;
 }
 
@@ -858,13 +879,11 @@ FG_HIDDEN uintptr_t fgraph_arch_exit(uintptr_t key)
 		return exit_slow(t, key);
 	f = &t->stack[top - 1];
 	ret = f->ret;
-	busy_set(t, true);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	guard_hold(t);
 	top_set(t, top - 1);
 	if (exit_due(f))
 		ev_exit(t, f, top - 1);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	busy_set(t, false);
+	guard_release(t, false);
 	return ret;
 }
 
@@ -881,12 +900,9 @@ void __cyg_profile_func_enter(void *fn, void *site)
 	(void)site;
 	if (!fg_tracer || !*tc__on)
 		return;
-	if (busy_get(t)) {
-		t->st.guarded++;
+	if (guard_busy(t))
 		return;
-	}
-	busy_set(t, true);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	guard_hold(t);
 	if (fg_tracer == FGRAPH_FUNCTION) {
 		if (traced((uintptr_t)fn))
 			ev_function((uintptr_t)fn, (uintptr_t)site);
@@ -894,8 +910,7 @@ void __cyg_profile_func_enter(void *fn, void *site)
 		drop_stale(t, CYG_KEY, 0);
 		push(t, (uintptr_t)fn, 0, NULL, CYG_KEY, FG_CYG);
 	}
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	busy_set(t, false);
+	guard_release(t, false);
 }
 
 void __cyg_profile_func_exit(void *fn, void *site)
@@ -907,8 +922,7 @@ void __cyg_profile_func_exit(void *fn, void *site)
 	(void)site;
 	if (fg_tracer != FGRAPH_GRAPH || busy_get(t) || !top_get(t))
 		return;
-	busy_set(t, true);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	guard_hold(t);
 	while ((top = top_get(t)) && fkey(&t->stack[top - 1]) < key &&
 	       t->stack[top - 1].func != (uintptr_t)fn) {
 		pop(t);
@@ -916,8 +930,7 @@ void __cyg_profile_func_exit(void *fn, void *site)
 	}
 	if (top && t->stack[top - 1].func == (uintptr_t)fn)
 		pop(t);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	busy_set(t, false);
+	guard_release(t, false);
 }
 
 /* -------------------------------------------------------------- setup */

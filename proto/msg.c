@@ -694,6 +694,18 @@ int proto_mp_str(const msgpack_object *o, size_t max, char **out, size_t *len)
 	return 0;
 }
 
+int proto_mp_take_str(const msgpack_object *o, size_t max, char **out)
+{
+	char *s;
+	int ret = proto_mp_str(o, max, &s, NULL);
+
+	if (ret == 0) {
+		free(*out);
+		*out = s;
+	}
+	return ret;
+}
+
 /* One [pid, comm] pair of a CMDLINES message. */
 static int dec_cmdline(const msgpack_object *o, struct proto_cmdline *out)
 {
@@ -788,10 +800,7 @@ static int dec_value(const msgpack_object *o, const struct field *f,
 	case FK_I64:
 		return proto_mp_i64(o, FIELD(m, f->off, int64_t));
 	case FK_BOOL:
-		if (o->type != MSGPACK_OBJECT_BOOLEAN)
-			return TC_ERR_MSG_MALFORMED;
-		*FIELD(m, f->off, bool) = o->via.boolean;
-		return 0;
+		return proto_mp_bool(o, FIELD(m, f->off, bool));
 	case FK_STR:
 		return proto_mp_str(o, field_max(f), FIELD(m, f->off, char *), NULL);
 	case FK_TEXT:

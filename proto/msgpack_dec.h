@@ -23,6 +23,8 @@
 
 #include <msgpack.h>
 
+#include "common/tc_error.h"
+
 /*
  * proto_mp_unpack - unpack @buf, which must hold exactly one msgpack object
  * and nothing after it, into @res. proto_msgpack_check() vets the bytes
@@ -32,6 +34,16 @@
  * of any type. Return: 0, TC_ERR_MSG_MALFORMED, -ENOMEM.
  */
 int proto_mp_unpack(const void *buf, size_t len, msgpack_unpacked *res);
+
+/* proto_mp_unpack_map - proto_mp_unpack(), and the object must be a map. */
+static inline int proto_mp_unpack_map(const void *buf, size_t len, msgpack_unpacked *res)
+{
+	int ret = proto_mp_unpack(buf, len, res);
+
+	if (ret == 0 && res->data.type != MSGPACK_OBJECT_MAP)
+		ret = TC_ERR_MSG_MALFORMED;
+	return ret;
+}
 
 /* proto_mp_str_is - whether @o is a string equal to @s (false for any other type). */
 bool proto_mp_str_is(const msgpack_object *o, const char *s);
@@ -64,6 +76,22 @@ int proto_mp_str_check(const msgpack_object *o, size_t max);
  * -ENOMEM.
  */
 int proto_mp_str(const msgpack_object *o, size_t max, char **out, size_t *len);
+
+/*
+ * proto_mp_take_str - proto_mp_str() into *@out, replacing (and freeing)
+ * what *@out held: a key sent twice takes its last value. Return: as
+ * proto_mp_str(); *@out is left alone on failure.
+ */
+int proto_mp_take_str(const msgpack_object *o, size_t max, char **out);
+
+/* proto_mp_bool - @o as a bool (a msgpack boolean). Return: 0 or TC_ERR_MSG_MALFORMED. */
+static inline int proto_mp_bool(const msgpack_object *o, bool *v)
+{
+	if (o->type != MSGPACK_OBJECT_BOOLEAN)
+		return TC_ERR_MSG_MALFORMED;
+	*v = o->via.boolean;
+	return 0;
+}
 
 /* The fixed-width forms of proto_mp_uint and proto_mp_int. */
 static inline int proto_mp_u64(const msgpack_object *o, uint64_t *v)

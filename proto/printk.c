@@ -8,18 +8,8 @@
 #include <string.h>
 
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "proto/printk.h"
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* One line without its '\n': "0xADDR : FORMAT". */
 static int parse_line(const char *p, size_t n, uint64_t *addr, const char **fmt,
@@ -30,8 +20,8 @@ static int parse_line(const char *p, size_t n, uint64_t *addr, const char **fmt,
 
 	if (n < 2 || p[0] != '0' || (p[1] != 'x' && p[1] != 'X'))
 		return -1;
-	for (; i < n && hexval(p[i]) >= 0 && digits < 17; i++, digits++)
-		a = a << 4 | (uint64_t)hexval(p[i]);
+	for (; i < n && util_hex_digit(p[i]) >= 0 && digits < 17; i++, digits++)
+		a = a << 4 | (uint64_t)util_hex_digit(p[i]);
 	if (digits == 0 || digits > 16 || n - i < 4 || memcmp(p + i, " : ", 3))
 		return -1;
 	i += 3;

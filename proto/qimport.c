@@ -73,6 +73,8 @@ int qimport_request_encode(const struct qimport_request *r, struct proto_buf *ou
 		pack_str(&pk, "abort");
 		r->abort ? msgpack_pack_true(&pk) : msgpack_pack_false(&pk);
 		break;
+	default:	/* not an import op (QOPC_IMPORT): a caller's bug */
+		break;
 	}
 	ret = proto_buf_append(out, sb.data, sb.size);
 	msgpack_sbuffer_destroy(&sb);
@@ -95,26 +97,6 @@ static int take_bin(const msgpack_object *o, size_t max, uint8_t **out, size_t *
 	return 0;
 }
 
-static int take_str(const msgpack_object *o, size_t max, char **out)
-{
-	char *s;
-	int ret = proto_mp_str(o, max, &s, NULL);
-
-	if (ret == 0) {
-		free(*out);
-		*out = s;
-	}
-	return ret;
-}
-
-static int take_bool(const msgpack_object *o, bool *v)
-{
-	if (o->type != MSGPACK_OBJECT_BOOLEAN)
-		return TC_ERR_MSG_MALFORMED;
-	*v = o->via.boolean;
-	return 0;
-}
-
 static int field(struct qimport_request *r, const msgpack_object_kv *kv, uint32_t *version,
 		 uint32_t *op)
 {
@@ -127,13 +109,13 @@ static int field(struct qimport_request *r, const msgpack_object_kv *kv, uint32_
 	if (proto_mp_str_is(k, "id"))
 		return proto_mp_u64(v, &r->id);
 	if (proto_mp_str_is(k, "force"))
-		return take_bool(v, &r->force);
+		return proto_mp_bool(v, &r->force);
 	if (proto_mp_str_is(k, "abort"))
-		return take_bool(v, &r->abort);
+		return proto_mp_bool(v, &r->abort);
 	if (proto_mp_str_is(k, "digest"))
-		return take_str(v, QIMPORT_DIGEST_LEN, &r->digest);
+		return proto_mp_take_str(v, QIMPORT_DIGEST_LEN, &r->digest);
 	if (proto_mp_str_is(k, "file"))
-		return take_str(v, QIMPORT_MAX_FILE, &r->file);
+		return proto_mp_take_str(v, QIMPORT_MAX_FILE, &r->file);
 	if (proto_mp_str_is(k, "msg"))
 		return take_bin(v, QIMPORT_MAX_REQUEST, &r->msg, &r->msg_len);
 	if (proto_mp_str_is(k, "cpu"))
@@ -171,14 +153,12 @@ int qimport_request_decode(const void *buf, size_t len, struct qimport_request *
 
 	if (len > QIMPORT_MAX_REQUEST)
 		return TC_ERR_TOO_LONG;
-	ret = proto_mp_unpack(buf, len, &res);
-	if (ret == 0 && res.data.type != MSGPACK_OBJECT_MAP)
-		ret = TC_ERR_MSG_MALFORMED;
+	ret = proto_mp_unpack_map(buf, len, &res);
 	/* the op first: anything else is a query request, left to qmsg */
 	for (uint32_t i = 0; ret == 0 && i < res.data.via.map.size; i++)
 		if (proto_mp_str_is(&res.data.via.map.ptr[i].key, "op"))
 			ret = proto_mp_u32(&res.data.via.map.ptr[i].val, &op);
-	if (ret == 0 && (op < QOP_IMPORT_BEGIN || op > QOP_IMPORT_END))
+	if (ret == 0 && qmsg_op_class(op) != QOPC_IMPORT)
 		ret = TC_ERR_MSG_UNKNOWN;
 	for (uint32_t i = 0; ret == 0 && i < res.data.via.map.size; i++)
 		ret = field(&r, &res.data.via.map.ptr[i], &version, &op);

@@ -5,7 +5,8 @@
  * proto/PROTOCOL.md, "Import".
  *
  * An import is a series of requests on one connection, each answered with
- * a query reply (proto/qmsg.h: a table, or an error):
+ * a query reply (proto/qmsg.h: a table, or an error); the ops are in
+ * qmsg.h's QMSG_OPS with the others:
  *   QOP_IMPORT_BEGIN  the host name, --force, the file's digest and an
  *                     encoded MSG_HELLO (proto/msg.h: the msgpack payload of
  *                     its frame, without the frame header); the reply's one row
@@ -27,22 +28,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/msg.h"
+#include "proto/qmsg.h"
 
 #define QIMPORT_MAX_REQUEST	(1u << 20)	/* one import request, encoded */
 #define QIMPORT_MAX_PAGES	(512u << 10)	/* page bytes in one QOP_IMPORT_PAGES */
 #define QIMPORT_DIGEST_LEN	64		/* hex SHA-256 */
 #define QIMPORT_MAX_FILE	255		/* the file's name, for the log */
 
-enum qimport_op {
-	QOP_IMPORT_BEGIN = 24,	/* 20 is QOP_HIST (proto/qmsg.h) */
-	QOP_IMPORT_MSG = 25,
-	QOP_IMPORT_PAGES = 26,
-	QOP_IMPORT_END = 27,
-};
-
 struct qimport_request {
-	enum qimport_op op;
+	enum qmsg_op op;	/* QOP_IMPORT_* (class QOPC_IMPORT) */
 	uint64_t id;		/* all but BEGIN: BEGIN's reply's id */
 	/* BEGIN */
 	bool force;		/* the name may be a live host's */

@@ -134,6 +134,40 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
 	return sbuf_move(&sb, out);
 }
 
+/* ---- ops ---- */
+
+struct qmsg_op_desc {
+	const char *name;
+	enum qmsg_op_class class;
+};
+
+static const struct qmsg_op_desc op_table[] = {
+#define QMSG_OP_DESC(name, num, str, class) [num] = { str, class },
+	QMSG_OPS(QMSG_OP_DESC)
+#undef QMSG_OP_DESC
+};
+
+static const struct qmsg_op_desc *op_desc(uint32_t op)
+{
+	if (op >= sizeof(op_table) / sizeof(op_table[0]) || !op_table[op].name)
+		return NULL;
+	return &op_table[op];
+}
+
+const char *qmsg_op_name(uint32_t op)
+{
+	const struct qmsg_op_desc *d = op_desc(op);
+
+	return d ? d->name : "unknown";
+}
+
+enum qmsg_op_class qmsg_op_class(uint32_t op)
+{
+	const struct qmsg_op_desc *d = op_desc(op);
+
+	return d ? d->class : QOPC_UNKNOWN;
+}
+
 /* ---- decoding helpers ---- */
 
 /*
@@ -143,40 +177,16 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
  * takes its last value.
  */
 
-/* take_str - @o's string replaces (and frees) *@out; see proto_mp_str(). */
+/* take_str - @o's string of at most QMSG_MAX_STRING replaces (and frees) *@out. */
 static int take_str(const msgpack_object *o, char **out)
 {
-	char *s;
-	int ret = proto_mp_str(o, QMSG_MAX_STRING, &s, NULL);
-
-	if (ret == 0) {
-		free(*out);
-		*out = s;
-	}
-	return ret;
-}
-
-/* unpack_map - as proto_mp_unpack(), and the object must be a map. */
-static int unpack_map(const void *buf, size_t len, msgpack_unpacked *res)
-{
-	int ret = proto_mp_unpack(buf, len, res);
-
-	if (ret == 0 && res->data.type != MSGPACK_OBJECT_MAP)
-		ret = TC_ERR_MSG_MALFORMED;
-	return ret;
-}
-
-static int get_bool(const msgpack_object *v, bool *out)
-{
-	if (v->type != MSGPACK_OBJECT_BOOLEAN)
-		return TC_ERR_MSG_MALFORMED;
-	*out = v->via.boolean;
-	return 0;
+	return proto_mp_take_str(o, QMSG_MAX_STRING, out);
 }
 
 /*
- * "hosts" (at most QMSG_MAX_HOSTS) or "omit" (QMSG_MAX_OMIT): an array of
- * strings, sent once, into *@out, counted in *@n as they are taken.
+ * "hosts" (at most QMSG_MAX_HOSTS), "omit" (QMSG_MAX_OMIT) or a reply's
+ * "cols" (QMSG_MAX_COLS): an array of strings, sent once, into *@out,
+ * counted in *@n as they are taken.
  */
 static int get_strs(const msgpack_object *v, uint32_t max, char ***out, uint32_t *n)
 {
@@ -216,11 +226,11 @@ static int request_field_more(struct qmsg_request *r, const msgpack_object *k,
 	if (proto_mp_str_is(k, "after_type"))
 		return proto_mp_i64(v, &r->after_type);
 	if (proto_mp_str_is(k, "from_end"))
-		return get_bool(v, &r->from_end);
+		return proto_mp_bool(v, &r->from_end);
 	if (proto_mp_str_is(k, "to_end"))
-		return get_bool(v, &r->to_end);
+		return proto_mp_bool(v, &r->to_end);
 	if (proto_mp_str_is(k, "reverse"))
-		return get_bool(v, &r->reverse);
+		return proto_mp_bool(v, &r->reverse);
 	if (proto_mp_str_is(k, "hosts"))
 		return get_strs(v, QMSG_MAX_HOSTS, &r->hosts, &r->nhosts);
 	if (proto_mp_str_is(k, "omit"))
@@ -241,9 +251,8 @@ static int request_field(struct qmsg_request *r, const msgpack_object_kv *kv,
 		return proto_mp_u32(v, version);
 	if (proto_mp_str_is(k, "op")) {
 		ret = proto_mp_u32(v, &op);
-		if (ret == 0 && (op < QOP_SELECT || op > QOP_FIELDS) && op != QOP_SQL &&
-		    op != QOP_HIST && op != QOP_PRINTK && op != QOP_TGIDS &&
-		    op != QOP_TAIL)
+		if (ret == 0 && (qmsg_op_class(op) == QOPC_UNKNOWN ||
+				 qmsg_op_class(op) == QOPC_IMPORT))
 			ret = TC_ERR_MSG_MALFORMED;
 		r->op = op;
 		return ret;
@@ -280,7 +289,7 @@ int qmsg_request_decode(const void *buf, size_t len, struct qmsg_request *out)
 
 	if (len > QMSG_MAX_REQUEST)
 		return TC_ERR_TOO_LONG;
-	ret = unpack_map(buf, len, &res);
+	ret = proto_mp_unpack_map(buf, len, &res);
 	for (i = 0; ret == 0 && i < res.data.via.map.size; i++)
 		ret = request_field(&r, &res.data.via.map.ptr[i], &version);
 	msgpack_unpacked_destroy(&res);
@@ -290,11 +299,9 @@ int qmsg_request_decode(const void *buf, size_t len, struct qmsg_request *out)
 		ret = TC_ERR_PROTO_VERSION;
 	else if (ret == 0 && r.limit > QMSG_MAX_ROWS)
 		ret = TC_ERR_MSG_MALFORMED;
-	else if (ret == 0 && (r.op == QOP_SELECT || r.op == QOP_COUNT || r.op == QOP_FIELDS ||
-			     r.op == QOP_SYMBOLS || r.op == QOP_SQL || r.op == QOP_TAIL) &&
-		 !r.query)
+	else if (ret == 0 && qmsg_op_class(r.op) == QOPC_Q && !r.query)
 		ret = TC_ERR_MSG_MISSING;
-	else if (ret == 0 && r.op == QOP_HIST && !r.hist)
+	else if (ret == 0 && qmsg_op_class(r.op) == QOPC_HIST && !r.hist)
 		ret = TC_ERR_MSG_MISSING;
 	if (ret < 0) {
 		qmsg_request_free(&r);
@@ -304,14 +311,18 @@ int qmsg_request_decode(const void *buf, size_t len, struct qmsg_request *out)
 	return 0;
 }
 
+/* free_strs - free the first @n strings of @a (NULL: none) and @a. */
+static void free_strs(char **a, uint32_t n)
+{
+	for (uint32_t i = 0; a && i < n; i++)
+		free(a[i]);
+	free(a);
+}
+
 void qmsg_request_free(struct qmsg_request *r)
 {
-	for (uint32_t i = 0; r->hosts && i < r->nhosts; i++)
-		free(r->hosts[i]);
-	free(r->hosts);
-	for (uint32_t i = 0; r->omit && i < r->nomit; i++)
-		free(r->omit[i]);
-	free(r->omit);
+	free_strs(r->hosts, r->nhosts);
+	free_strs(r->omit, r->nomit);
 	free(r->cpus);
 	free(r->query);
 	free(r->host);
@@ -675,26 +686,6 @@ static int get_value(struct qmsg_reply *r, const msgpack_object *o, struct qmsg_
 	}
 }
 
-static int get_cols(const msgpack_object *o, struct qmsg_reply *r)
-{
-	uint32_t i;
-	int ret;
-
-	if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size > QMSG_MAX_COLS ||
-	    r->cols)
-		return TC_ERR_MSG_MALFORMED;
-	r->cols = calloc(o->via.array.size + 1, sizeof(*r->cols));
-	if (!r->cols)
-		return -ENOMEM;
-	r->ncols = o->via.array.size;
-	for (i = 0; i < r->ncols; i++) {
-		ret = take_str(&o->via.array.ptr[i], &r->cols[i]);
-		if (ret < 0)
-			return ret;
-	}
-	return 0;
-}
-
 /* "formats": one string or nil per type of "types", which came before */
 static int get_formats(const msgpack_object *o, struct qmsg_reply *r)
 {
@@ -804,18 +795,11 @@ static int reply_field(struct qmsg_reply *r, const msgpack_object_kv *kv, bool *
 	const msgpack_object *k = &kv->key, *v = &kv->val;
 
 	if (proto_mp_str_is(k, "ok")) {
-		if (v->type != MSGPACK_OBJECT_BOOLEAN)
-			return TC_ERR_MSG_MALFORMED;
-		r->ok = v->via.boolean;
 		*has_ok = true;
-		return 0;
+		return proto_mp_bool(v, &r->ok);
 	}
-	if (proto_mp_str_is(k, "more")) {
-		if (v->type != MSGPACK_OBJECT_BOOLEAN)
-			return TC_ERR_MSG_MALFORMED;
-		r->more = v->via.boolean;
-		return 0;
-	}
+	if (proto_mp_str_is(k, "more"))
+		return proto_mp_bool(v, &r->more);
 	if (proto_mp_str_is(k, "code"))
 		return proto_mp_i32(v, &r->code);
 	if (proto_mp_str_is(k, "error"))
@@ -827,7 +811,7 @@ static int reply_field(struct qmsg_reply *r, const msgpack_object_kv *kv, bool *
 	if (proto_mp_str_is(k, "event"))
 		return v->type == MSGPACK_OBJECT_NIL ? 0 : take_str(v, &r->event);
 	if (proto_mp_str_is(k, "cols"))
-		return get_cols(v, r);
+		return get_strs(v, QMSG_MAX_COLS, &r->cols, &r->ncols);
 	if (proto_mp_str_is(k, "types"))
 		return get_types(v, r);
 	if (proto_mp_str_is(k, "last_type"))
@@ -850,12 +834,8 @@ static int reply_field(struct qmsg_reply *r, const msgpack_object_kv *kv, bool *
 		return proto_mp_u64(v, &r->dropped);
 	if (proto_mp_str_is(k, "missed"))
 		return proto_mp_u64(v, &r->missed);
-	if (proto_mp_str_is(k, "reset")) {
-		if (v->type != MSGPACK_OBJECT_BOOLEAN)
-			return TC_ERR_MSG_MALFORMED;
-		r->reset = v->via.boolean;
-		return 0;
-	}
+	if (proto_mp_str_is(k, "reset"))
+		return proto_mp_bool(v, &r->reset);
 	if (proto_mp_str_is(k, "format"))
 		return v->type == MSGPACK_OBJECT_NIL ? 0 : take_str(v, &r->format);
 	if (proto_mp_str_is(k, "formats"))
@@ -871,7 +851,7 @@ int qmsg_reply_decode(const void *buf, size_t len, struct qmsg_reply *out)
 	uint32_t i;
 	int ret;
 
-	ret = unpack_map(buf, len, &res);
+	ret = proto_mp_unpack_map(buf, len, &res);
 	r.strs_cap = len;
 	if (ret == 0 && !(r.strs = malloc(len ? len : 1)))
 		ret = -ENOMEM;
@@ -899,19 +879,15 @@ void qmsg_reply_free(struct qmsg_reply *r)
 			free(r->vals[v].s.p);
 	free(r->strs);
 	for (i = 0; r->types && i < r->ntypes; i++) {
-		for (uint32_t c = 0; c < r->types[i].ncols; c++)
-			free(r->types[i].cols[c]);
-		free(r->types[i].cols);
+		free_strs(r->types[i].cols, r->types[i].ncols);
 		free(r->types[i].event);
 		free(r->types[i].format);
 	}
 	free(r->types);
 	free(r->row_type);
 	free(r->row_off);
-	for (i = 0; r->cols && i < r->ncols; i++)
-		free(r->cols[i]);
+	free_strs(r->cols, r->ncols);
 	free(r->vals);
-	free(r->cols);
 	free(r->error);
 	free(r->event);
 	free(r->format);

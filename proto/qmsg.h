@@ -35,23 +35,64 @@
 #define QMSG_MAX_REQUEST	(64u << 10)
 #define QMSG_MAX_WIRE		(4u << 20)
 
+/*
+ * QMSG_OPS(X) - every op of the query protocol, once (PROTOCOL.md, "Query
+ * endpoint" and "Import"): X(NAME, number, "name", class) makes the enum's
+ * QOP_NAME, its qmsg_op_name() and its qmsg_op_class(). The numbers are
+ * the wire's: never change one. Free: 9..15, 17..19, 21..23.
+ */
+#define QMSG_OPS(X)								\
+	/* rows of one event matching a filter */				\
+	X(SELECT,	1,	"select",	QOPC_Q)				\
+	/* how many rows would match */						\
+	X(COUNT,	2,	"count",	QOPC_Q)				\
+	/* per host/CPU counters */						\
+	X(STATS,	3,	"stats",	QOPC_PLAIN)			\
+	/* events not kept: per host, event and reason */			\
+	X(DROPS,	4,	"drops",	QOPC_PLAIN)			\
+	/* name code addresses of one host */					\
+	X(SYMBOLS,	5,	"symbols",	QOPC_Q)				\
+	/* every host seen: what the collector knows of it */			\
+	X(HOSTS,	6,	"hosts",	QOPC_PLAIN)			\
+	/* stored event types: counts and time span */				\
+	X(EVENTS,	7,	"events",	QOPC_PLAIN)			\
+	/* the fields of the event types a query selects */			\
+	X(FIELDS,	8,	"fields",	QOPC_Q)				\
+	/* read-only SQL over the documented views (--sql) */			\
+	X(SQL,		16,	"sql",		QOPC_Q)				\
+	/* a histogram in the kernel's hist syntax (--hist) */			\
+	X(HIST,		20,	"hist",		QOPC_HIST)			\
+	/* traceq --import's requests (proto/qimport.h) */			\
+	X(IMPORT_BEGIN,	24,	"import_begin",	QOPC_IMPORT)			\
+	X(IMPORT_MSG,	25,	"import_msg",	QOPC_IMPORT)			\
+	X(IMPORT_PAGES,	26,	"import_pages",	QOPC_IMPORT)			\
+	X(IMPORT_END,	27,	"import_end",	QOPC_IMPORT)			\
+	/* one host's printk_formats (of the boot up at to_ts) */		\
+	X(PRINTK,	28,	"printk",	QOPC_PLAIN)			\
+	/* one host's pid -> tgid pairs, paged by pid */			\
+	X(TGIDS,	29,	"tgids",	QOPC_PLAIN)			\
+	/* rows in storage order from a cursor (--follow) */			\
+	X(TAIL,		30,	"tail",		QOPC_Q)
+
 enum qmsg_op {
-	QOP_SELECT = 1,		/* rows of one event matching a filter */
-	QOP_COUNT,		/* how many rows would match */
-	QOP_STATS,		/* per host/CPU counters */
-	QOP_DROPS,		/* events not kept: per host, event and reason */
-	QOP_SYMBOLS,		/* name code addresses of one host */
-	QOP_HOSTS = 6,		/* every host seen: what the collector knows of it */
-	QOP_EVENTS,		/* stored event types: counts and time span */
-	QOP_FIELDS,		/* the fields of the event types a query selects */
-	/* 9..15 free */
-	QOP_SQL = 16,		/* read-only SQL over the documented views (--sql) */
-	QOP_HIST = 20,		/* a histogram in the kernel's hist syntax (--hist) */
-	QOP_PRINTK = 28,	/* one host's printk_formats (of the boot up at to_ts) */
-	QOP_TGIDS = 29,		/* one host's pid -> tgid pairs, paged by pid */
-	/* 24..27: the import ops (proto/qimport.h) */
-	QOP_TAIL = 30,		/* rows in storage order from a cursor (--follow) */
+#define QMSG_OP_ENUM(name, num, str, class) QOP_##name = num,
+	QMSG_OPS(QMSG_OP_ENUM)
+#undef QMSG_OP_ENUM
 };
+
+/* What a request of an op must carry, and who decodes it. */
+enum qmsg_op_class {
+	QOPC_UNKNOWN,	/* not an op */
+	QOPC_PLAIN,	/* a query request; "q" optional */
+	QOPC_Q,		/* a query request that needs "q" */
+	QOPC_HIST,	/* a query request that needs "hist" */
+	QOPC_IMPORT,	/* an import request (qimport_request_decode()) */
+};
+
+/* qmsg_op_name - @op's name for logs ("select", ...), or "unknown". */
+const char *qmsg_op_name(uint32_t op);
+/* qmsg_op_class - @op's class in QMSG_OPS; QOPC_UNKNOWN for any other number. */
+enum qmsg_op_class qmsg_op_class(uint32_t op);
 
 struct qmsg_request {
 	enum qmsg_op op;

@@ -100,6 +100,18 @@ struct settings {
 	int verbose;
 };
 
+/* Only a build configured with --enable-test-aids has the test aid. */
+#ifdef TC_TEST_AIDS
+#define USAGE_TEST_AIDS \
+"  TRACECOLLECTD_TEST_ABORT_ON=FORMAT:EVENT\n" \
+"                           TEST AID, never for production: abort() while\n" \
+"                           decoding the FORMAT of event EVENT, as a record\n" \
+"                           that kills the collector would (read at start;\n" \
+"                           tests/test_quarantine.sh)\n"
+#else
+#define USAGE_TEST_AIDS ""
+#endif
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -341,11 +353,7 @@ static void usage(FILE *f)
 "                           event loop every half WATCHDOG_USEC\n"
 "  JOURNAL_STREAM           when it names stderr, log lines start with their\n"
 "                           syslog priority (<3> for errors)\n"
-"  TRACECOLLECTD_TEST_ABORT_ON=FORMAT:EVENT\n"
-"                           TEST AID, never for production: abort() while\n"
-"                           decoding the FORMAT of event EVENT, as a record\n"
-"                           that kills the collector would (read at start;\n"
-"                           tests/test_quarantine.sh)\n");
+USAGE_TEST_AIDS);
 }
 
 static int set_str(char **slot, const char *value)
@@ -1215,9 +1223,13 @@ static void catch_fatal_signals(void)
 		sigaction(sigs[i], &sa, NULL);
 }
 
-/* TRACECOLLECTD_TEST_ABORT_ON (--help, Environment): a test aid. */
+/*
+ * TRACECOLLECTD_TEST_ABORT_ON (--help, Environment): a test aid, only in a
+ * build configured with --enable-test-aids; elsewhere nothing reads it.
+ */
 static void test_abort_on(struct ingest_opts *io)
 {
+#ifdef TC_TEST_AIDS
 	const char *v = getenv("TRACECOLLECTD_TEST_ABORT_ON");
 
 	if (!v)
@@ -1229,6 +1241,7 @@ static void test_abort_on(struct ingest_opts *io)
 	} else {
 		log_warn("TRACECOLLECTD_TEST_ABORT_ON: '%.64s' ignored (FORMAT:EVENT)", v);
 	}
+#endif
 }
 
 static void stop_cb(evutil_socket_t sig, short what, void *arg)

@@ -45,6 +45,17 @@ tc_need_tracefs() {
 # (and passes without it) because WHY; the rest of the test runs.
 tc_skip_part() { echo "SKIP: $1: $2"; }
 
+# tc_has_test_aids: whether the programs have the test aids (configure
+# --enable-test-aids: TRACECOLLECTD_TEST_ABORT_ON), as make check says in
+# test_aids (configure's TEST_AIDS); run by hand, as the build's config.h
+# says. tc_need_test_aids skips the test without them, saying so.
+tc_has_test_aids() {
+	[ "${test_aids:-$(grep -qx '#define TC_TEST_AIDS 1' "$top_builddir/config.h" 2>/dev/null &&
+		echo yes)}" = yes ]
+}
+tc_test_aids_why="this build has no test aids (configure --enable-test-aids)"
+tc_need_test_aids() { tc_has_test_aids || skip "$tc_test_aids_why"; }
+
 # tc_can CAP: whether the kernel offers capability CAP (subbuf: a new
 # sub-buffer size; mmap: mapping trace_pipe_raw; tsc: the x86-tsc trace
 # clock; function: the function tracer; ktls: kernel TLS), as

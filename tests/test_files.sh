@@ -10,19 +10,21 @@
 #  2. The ready file: a symlink planted at PATH.tmp (to a file of root's)
 #     is not followed: the file it points to is unchanged and PATH is a
 #     regular file with the collector's addresses.
-#  3. A journal file we did not write: collector A (killed by the test aid
+#  3. tracecollect-certs under umask 000: keys 0600, certificates and
+#     crl.pem 0644, the directory 0700 (0750 of group tracecollect where
+#     that group exists: the collector's user reads its certificate).
+#  4. A journal file we did not write: collector A (killed by the test aid
 #     TRACECOLLECTD_TEST_ABORT_ON while it decodes a FORMAT) leaves a
 #     journal file; a copy of it planted in collector B's journal
 #     directory (ours, 0700, the file root's 0600: only its MAC tells) is
 #     not replayed: B stores no event, --hosts shows no host, and the log
 #     says why.
-#  4. Quarantine: A starts again and quarantines the record that killed
+#  5. Quarantine: A starts again and quarantines the record that killed
 #     it; a symlink planted at the quarantine entry's name (to a file of
 #     root's) is not followed: that file is unchanged, the entry is a
 #     regular file with the record.
-#  5. tracecollect-certs under umask 000: keys 0600, certificates and
-#     crl.pem 0644, the directory 0700 (0750 of group tracecollect where
-#     that group exists: the collector's user reads its certificate).
+#  4 and 5 need the test aid (configure --enable-test-aids); a build
+#  without it skips them, saying so in one line.
 set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
@@ -101,7 +103,30 @@ check "the file the symlink points to is unchanged ($(head -c 40 "$tmp/precious"
 check "the symlink was not renamed onto the ready file" \
 	'[ -L "$tmp/r/ready.tmp" ] || [ ! -e "$tmp/r/ready.tmp" ]'
 
-# ---- 3. a journal file we did not write
+# ---- 3. tracecollect-certs under umask 000
+( umask 000; cd "$tmp" &&
+  "$top_srcdir/contrib/tracecollect-certs" -d "$tmp/pki0" ca &&
+  "$top_srcdir/contrib/tracecollect-certs" -d "$tmp/pki0" server localhost 127.0.0.1 &&
+  "$top_srcdir/contrib/tracecollect-certs" -d "$tmp/pki0" agent h1 ) > "$tmp/certs.log" 2>&1 ||
+	{ cat "$tmp/certs.log"; fail "tracecollect-certs under umask 000"; }
+mode() { stat -c %a "$1"; }
+dirmode=700 keymode=600
+getent group tracecollect > /dev/null && dirmode=750 keymode=640
+check "the PKI directory is $dirmode ($(mode "$tmp/pki0"))" '[ "$(mode "$tmp/pki0")" = "$dirmode" ]'
+for f in ca.key agent-h1.key; do
+	check "$f is 600 ($(mode "$tmp/pki0/$f"))" '[ "$(mode "$tmp/pki0/$f")" = 600 ]'
+done
+check "server.key is $keymode ($(mode "$tmp/pki0/server.key"))" \
+	'[ "$(mode "$tmp/pki0/server.key")" = "$keymode" ]'
+for f in ca.crt crl.pem server.crt agent-h1.crt; do
+	check "$f is 644 ($(mode "$tmp/pki0/$f"))" '[ "$(mode "$tmp/pki0/$f")" = 644 ]'
+done
+check "nothing in it is writable by group or others" \
+	'[ -z "$(find "$tmp/pki0" -perm /0022)" ]'
+
+tc_has_test_aids || { tc_skip_part "4, 5 (journal, quarantine)" "$tc_test_aids_why"; exit $failed; }
+
+# ---- 4. a journal file we did not write
 lg() {
 	"$top_builddir/bench/loadgen" --connect "$(sed -n 's/^listen=//p' "$1")" \
 		--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" \
@@ -139,7 +164,7 @@ check "the log says why: $(grep -m1 "not written by" "$tmp/b.log")" \
 	'grep -q "not written by this collector" "$tmp/b.log"'
 stop
 
-# ---- 4. a symlink in quarantine/
+# ---- 5. a symlink in quarantine/
 export TRACECOLLECTD_TEST_ABORT_ON=FORMAT:sched_wakeup
 lock=$tmp/a/trace.db.journal/lock
 # the unit in progress when A died (journal.c: struct jprogress, host order)
@@ -166,24 +191,4 @@ check "the file the planted symlink pointed to is unchanged ($(head -c 40 "$tmp/
 check "the quarantine entry is a regular file holding the record" \
 	'[ -f "$entry.rec" ] && [ ! -L "$entry.rec" ] && grep -q "name: sched_wakeup" "$entry.rec"'
 
-# ---- 5. tracecollect-certs under umask 000
-( umask 000; cd "$tmp" &&
-  "$top_srcdir/contrib/tracecollect-certs" -d "$tmp/pki0" ca &&
-  "$top_srcdir/contrib/tracecollect-certs" -d "$tmp/pki0" server localhost 127.0.0.1 &&
-  "$top_srcdir/contrib/tracecollect-certs" -d "$tmp/pki0" agent h1 ) > "$tmp/certs.log" 2>&1 ||
-	{ cat "$tmp/certs.log"; fail "tracecollect-certs under umask 000"; }
-mode() { stat -c %a "$1"; }
-dirmode=700 keymode=600
-getent group tracecollect > /dev/null && dirmode=750 keymode=640
-check "the PKI directory is $dirmode ($(mode "$tmp/pki0"))" '[ "$(mode "$tmp/pki0")" = "$dirmode" ]'
-for f in ca.key agent-h1.key; do
-	check "$f is 600 ($(mode "$tmp/pki0/$f"))" '[ "$(mode "$tmp/pki0/$f")" = 600 ]'
-done
-check "server.key is $keymode ($(mode "$tmp/pki0/server.key"))" \
-	'[ "$(mode "$tmp/pki0/server.key")" = "$keymode" ]'
-for f in ca.crt crl.pem server.crt agent-h1.crt; do
-	check "$f is 644 ($(mode "$tmp/pki0/$f"))" '[ "$(mode "$tmp/pki0/$f")" = 644 ]'
-done
-check "nothing in it is writable by group or others" \
-	'[ -z "$(find "$tmp/pki0" -perm /0022)" ]'
 exit $failed

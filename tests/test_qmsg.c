@@ -494,6 +494,42 @@ START_TEST(reply_types_bad_rows_rejected)
 }
 END_TEST
 
+/*
+ * QMSG_OPS: the numbers are the wire's; names for the log; an import op
+ * or a free number is not a query request.
+ */
+START_TEST(op_table)
+{
+	static const struct { uint32_t op, num; const char *name; } ops[] = {
+		{ QOP_SELECT, 1, "select" }, { QOP_COUNT, 2, "count" },
+		{ QOP_STATS, 3, "stats" }, { QOP_DROPS, 4, "drops" },
+		{ QOP_SYMBOLS, 5, "symbols" }, { QOP_HOSTS, 6, "hosts" },
+		{ QOP_EVENTS, 7, "events" }, { QOP_FIELDS, 8, "fields" },
+		{ QOP_SQL, 16, "sql" }, { QOP_HIST, 20, "hist" },
+		{ QOP_IMPORT_BEGIN, 24, "import_begin" }, { QOP_IMPORT_MSG, 25, "import_msg" },
+		{ QOP_IMPORT_PAGES, 26, "import_pages" }, { QOP_IMPORT_END, 27, "import_end" },
+		{ QOP_PRINTK, 28, "printk" }, { QOP_TGIDS, 29, "tgids" },
+		{ QOP_TAIL, 30, "tail" },
+	};
+	struct qmsg_request in = { .query = "x", .hist = "keys=pid" }, out;
+	struct proto_buf b;
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		ck_assert_uint_eq(ops[i].op, ops[i].num);
+		ck_assert_str_eq(qmsg_op_name(ops[i].op), ops[i].name);
+		ck_assert_int_ne(qmsg_op_class(ops[i].op), QOPC_UNKNOWN);
+	}
+	ck_assert_str_eq(qmsg_op_name(0), "unknown");
+	ck_assert_str_eq(qmsg_op_name(31), "unknown");
+	ck_assert_int_eq(qmsg_op_class(9), QOPC_UNKNOWN);
+	ck_assert_int_eq(qmsg_op_class(QOP_IMPORT_END), QOPC_IMPORT);
+	in.op = QOP_IMPORT_BEGIN;
+	b = encode_request(&in);
+	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), TC_ERR_MSG_MALFORMED);
+	proto_buf_free(&b);
+}
+END_TEST
+
 static Suite *qmsg_suite(void)
 {
 	Suite *s = suite_create("qmsg");
@@ -506,7 +542,7 @@ static Suite *qmsg_suite(void)
 					reply_missing_fields, request_over_the_limit_rejected,
 					request_sql, request_select_keys_round_trip, request_omit,
 					reply_types_round_trip, reply_types_bad_rows_rejected,
-					hist_round_trip));
+					hist_round_trip, op_table));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -3,8 +3,9 @@
 # start (server/ingest/journal.h: crash quarantine).
 #
 # The collector runs with TRACECOLLECTD_TEST_ABORT_ON=FORMAT:sched_wakeup, a
-# test aid that abort()s the ingest worker while it decodes that FORMAT, as
-# a format that overflows libtraceevent's stack would. A simulated agent
+# test aid (only in a build configured with --enable-test-aids; else the
+# test skips) that abort()s the ingest worker while it decodes that FORMAT,
+# as a format that overflows libtraceevent's stack would. A simulated agent
 # (bench/loadgen, tests/data's real pages: sched_switch, sched_wakeup and
 # ftrace:print) ships while another process holds the database's write
 # lock, so that everything is journaled and acknowledged before the worker
@@ -25,6 +26,7 @@ set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 
+tc_need_test_aids
 command -v sqlite3 >/dev/null || skip "needs the sqlite3 command (Debian sqlite3)"
 tc_lock
 tc_setup quarantine locker collector_pid

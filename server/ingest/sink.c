@@ -960,11 +960,13 @@ static int sink_format(struct sink *s, const struct sink_env *env, const struct 
 			return TC_ERR_MSG_MALFORMED;
 		dec = g->dec;
 	}
+#ifdef TC_TEST_AIDS
 	if (env->test_abort_format && !strcmp(f->name, env->test_abort_format)) {
 		log_err("TRACECOLLECTD_TEST_ABORT_ON: aborting on FORMAT %s (a test aid)",
 			env->test_abort_format);
 		abort();
 	}
+#endif
 	ret = decoder_format(dec, f->system, f->name, f->text, f->len, &t);
 	if (ret < 0) {
 		char h[LOG_ESC_LEN], sys[LOG_ESC_LEN], ev[LOG_ESC_LEN], why[LOG_ESC_LEN];

@@ -701,9 +701,6 @@ static int run_sql(struct qworker *wk, const struct qmsg_request *r,
 	return reply_end(wk->qd, x.w, ret == 1, 0, 0, 0, out);
 }
 
-static const char *const op_names[] = { "?", "select", "count", "stats", "drops", "symbols",
-					"hosts", "events", "fields" };
-
 /* A page of the live tail (queryd_tail.c): its cursor goes back in last_id. */
 static int run_tail(struct qworker *wk, const struct qmsg_request *r, struct qsel *c,
 		    struct proto_buf *out, uint64_t *rows)
@@ -728,9 +725,7 @@ static void log_query(const struct qauth_who *who, const struct qmsg_request *r,
 	char w[QAUTH_NAME_MAX * 4 + 64], q[LOG_ESC_LEN], h[LOG_ESC_LEN];
 
 	log_info("query from %s: %s%s%s%s%s%s: %s in %lld ms", qauth_who_str(who, w, sizeof(w)),
-		 r->op == QOP_SQL ? "sql" : r->op == QOP_HIST ? "hist" :
-		 r->op == QOP_PRINTK ? "printk" : r->op == QOP_TGIDS ? "tgids" : r->op == QOP_TAIL ? "tail" :
-		 op_names[r->op <= QOP_FIELDS ? r->op : 0],
+		 qmsg_op_name(r->op),
 		 r->query ? " '" : "",
 		 r->query ? log_escape(r->query, q, sizeof(q)) : "", r->query ? "'" : "",
 		 r->host ? " host=" : "", r->host ? log_escape(r->host, h, sizeof(h)) : "",
