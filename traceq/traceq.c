@@ -28,9 +28,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <nng/nng.h>
-#include <nng/protocol/reqrep0/req.h>
-
 #include "common/cli.h"
 #include "common/filter.h"
 #include "common/hist.h"
@@ -39,7 +36,7 @@
 #include "common/tc_error.h"
 #include "common/util.h"
 #include "proto/qmsg.h"
-#include "proto/tls.h"
+#include "traceq/client.h"
 #include "traceq/discover.h"
 #include "traceq/graph.h"
 #include "traceq/hist_print.h"
@@ -48,37 +45,13 @@
 #include "traceq/render.h"
 #include "traceq/select.h"
 #include "traceq/stats.h"
-#include "traceq/tlsconn.h"
+#include "traceq/traceq.h"
 #include "traceq/when.h"
 
-#define TRACEQ_DEFAULT_SERVER	"ipc:///run/tracecollect/query.sock"
-#define TRACEQ_PAGE_ROWS	10000
 #define TRACEQ_LINE_MAX		8192	/* a rendered line is cut there */
 #define TRACEQ_HOST_ESC		(4 * 256)	/* a host name (255 bytes) escaped */
 #define TRACEQ_FOLLOW_POLL_MS	100	/* --follow: the wait after an empty page */
 #define TRACEQ_FOLLOW_RETRY_MS	500	/* --follow: the wait after no answer */
-
-enum out_format { OUT_TEXT, OUT_KERNEL, OUT_FIELDS, OUT_CSV, OUT_JSON };
-
-struct traceq_opts {
-	const char *server;
-	const char *cert, *key, *ca;	/* the TLS query port's client certificate */
-	const char *query;
-	const char *hist;	/* --hist SPEC */
-	enum out_format format;
-	uint64_t limit;		/* 0: all rows */
-	struct tq_select sel;	/* --since/--until, --host, --cpu, --reverse */
-	enum qmsg_op list;	/* --hosts, --events, --fields; 0: none */
-	int timeout_ms;
-	bool count, stats, drops, graph, sync, follow;
-	bool time_raw;		/* --time raw: the trace clock */
-	bool no_host;		/* --no-host: no host column */
-	const char *sql;	/* --sql TEXT */
-	const char *import;	/* --import FILE (traceq/import.c) */
-	const char *name;	/* --name HOST, for --import */
-	bool force;		/* --force: --import under a live host's name */
-	bool tgid;		/* --tgid: the (TGID) column in text and kernel */
-};
 
 static void usage(FILE *f)
 {
@@ -369,11 +342,11 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		case 'L': o->list = QOP_HOSTS; break;
 		case 'E': o->list = QOP_EVENTS; break;
 		case 'F': o->list = QOP_FIELDS; break;
-		case 'c': o->count = true; break;
-		case 'T': o->stats = true; break;
-		case 'D': o->stats = o->drops = true; break;
-		case 'g': o->graph = true; break;
-		case 'W': o->follow = true; break;
+		case 'c': o->modes |= TQ_M_COUNT; break;
+		case 'T': o->modes |= TQ_M_STATS; break;
+		case 'D': o->modes |= TQ_M_STATS; o->drops = true; break;
+		case 'g': o->modes |= TQ_M_GRAPH; break;
+		case 'W': o->modes |= TQ_M_FOLLOW; break;
 		case 'Q': o->sql = optarg; break;
 		case 'G': o->hist = optarg; break;
 		case 'Y': o->sync = true; break;
@@ -394,7 +367,7 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 		default: cli_bad_option("traceq", longopts, argv, c); return -1;
 		}
 	}
-	if (o->sql && (o->stats || o->count || o->graph || o->list || o->hist || o->follow ||
+	if (o->sql && ((o->modes & TQ_M_STATS) || (o->modes & TQ_M_COUNT) || (o->modes & TQ_M_GRAPH) || o->list || o->hist || (o->modes & TQ_M_FOLLOW) ||
 		       optind != argc)) {
 		fprintf(stderr, "traceq: --sql takes no QUERY, --stats, --drops, --count,"
 			" --graph, --follow, --hist, --hosts, --events or --fields\n");
@@ -402,12 +375,12 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 	}
 	if (o->sql)
 		return 0;
-	if (o->hist && (o->stats || o->count || o->graph || o->list)) {
+	if (o->hist && ((o->modes & TQ_M_STATS) || (o->modes & TQ_M_COUNT) || (o->modes & TQ_M_GRAPH) || o->list)) {
 		fprintf(stderr, "traceq: --hist does not go with --count, --graph, --stats, "
 			"--drops, --hosts, --events or --fields\n");
 		return -1;
 	}
-	if (o->follow && (o->stats || o->count || o->graph || o->list || o->hist ||
+	if ((o->modes & TQ_M_FOLLOW) && ((o->modes & TQ_M_STATS) || (o->modes & TQ_M_COUNT) || (o->modes & TQ_M_GRAPH) || o->list || o->hist ||
 			  o->sel.reverse)) {
 		fprintf(stderr, "traceq: --follow takes no --stats, --drops, --count, --graph,"
 			" --hist, --reverse, --hosts, --events or --fields\n");
@@ -415,33 +388,19 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 	}
 	if (o->list)
 		return tq_discover_args(o->list, argc - optind, argv + optind, &o->query);
-	if (o->import && (o->stats || o->count || o->graph || o->list || o->hist || o->sql ||
-			  o->follow)) {
+	if (o->import && ((o->modes & TQ_M_STATS) || (o->modes & TQ_M_COUNT) || (o->modes & TQ_M_GRAPH) || o->list || o->hist || o->sql ||
+			  (o->modes & TQ_M_FOLLOW))) {
 		fprintf(stderr, "traceq: --import goes with no other request\n");
 		return -1;
 	}
-	if ((o->stats || o->import) ? optind != argc : optind != argc - 1) {
+	if (((o->modes & TQ_M_STATS) || o->import) ? optind != argc : optind != argc - 1) {
 		fprintf(stderr, o->import ? "traceq: --import takes no query\n" :
-			o->stats ? "traceq: --stats and --drops take no query\n"
+			(o->modes & TQ_M_STATS) ? "traceq: --stats and --drops take no query\n"
 			: "traceq: expected one QUERY argument (quote it)\n");
 		return -1;
 	}
-	o->query = o->stats || o->import ? NULL : argv[optind];
+	o->query = (o->modes & TQ_M_STATS) || o->import ? NULL : argv[optind];
 	return 0;
-}
-
-/* Print @msg with a caret line under bytes [pos, pos+len) of @text. */
-static void print_caret(const char *text, const char *msg, int pos, int len)
-{
-	struct filter_error e = { .code = 0, .pos = (size_t)pos, .len = (size_t)len };
-	char buf[4096];
-
-	snprintf(e.msg, sizeof(e.msg), "%s", msg);
-	if (pos >= 0 && (size_t)pos <= strlen(text) &&
-	    filter_error_format(text, &e, buf, sizeof(buf)) >= 0)
-		fprintf(stderr, "traceq: %s", buf);
-	else
-		fprintf(stderr, "traceq: error: %s\n", msg);
 }
 
 /* Parse locally: a syntax error is reported without asking the server. */
@@ -453,7 +412,7 @@ static int check_query(const char *text)
 
 	ret = query_parse(text, &q, &err);
 	if (ret < 0) {
-		print_caret(text, err.msg[0] ? err.msg : tc_strerror(ret),
+		client_caret(text, err.msg[0] ? err.msg : tc_strerror(ret),
 			    (int)err.pos, (int)(err.len ? err.len : 1));
 		return -1;
 	}
@@ -468,236 +427,13 @@ static int check_hist(const char *spec)
 	struct hist_spec sp;
 
 	if (hist_parse(spec, &sp, &err) < 0) {
-		print_caret(spec, err.msg, (int)err.pos, (int)(err.len ? err.len : 1));
+		client_caret(spec, err.msg, (int)err.pos, (int)(err.len ? err.len : 1));
 		return -1;
 	}
 	return 0;
-}
-
-struct client {
-	nng_socket sock;
-	struct tlsconn *tls;	/* the TLS query port; NULL: nng */
-	const struct traceq_opts *o;
-	uint32_t sync_ms;	/* --sync: sent with the first request */
-	bool lost;		/* the last call got no answer (not an error reply) */
-	bool wait_unknown;	/* --follow: an unknown event is not an error (3) */
-	bool inflight;		/* a request sent, its reply not received yet */
-	struct qmsg_request sent;	/* that request (shallow) */
-	bool has_kept;		/* its reply, received before another call: */
-	struct qmsg_reply kept;
-	int kept_ret;
-	bool kept_lost;
-};
-
-/* The TLS query port's HOST:PORT in @server (tls://HOST:PORT, HOST:PORT), or NULL: nng. */
-static const char *tls_server(const char *server)
-{
-	if (!strncmp(server, "tls://", 6))
-		return server + 6;
-	return strstr(server, "://") ? NULL : server;
-}
-
-static int client_open_tls(struct client *c, const struct traceq_opts *o, const char *hp)
-{
-	struct tls_files f = { .cert = o->cert, .key = o->key, .ca = o->ca };
-	char err[1024];
-
-	if (!o->cert || !o->key || !o->ca) {
-		fprintf(stderr, "traceq: %s is a TLS query port: give --cert, --key and --ca "
-			"(or TRACEQ_CERT, TRACEQ_KEY, TRACEQ_CA)\n", o->server);
-		return -2;
-	}
-	if (tlsconn_open(hp, &f, o->timeout_ms, &c->tls, err, sizeof(err)) < 0) {
-		fprintf(stderr, "traceq: cannot reach the collector at %s: %s\n", o->server, err);
-		return -1;
-	}
-	return 0;
-}
-
-static int client_open(struct client *c, const struct traceq_opts *o)
-{
-	int rv;
-
-	c->o = o;
-	c->tls = NULL;
-	c->sync_ms = 0;
-	c->inflight = c->has_kept = false;
-	/* the server gives up waiting a little before we give up on it */
-	if (o->sync)
-		c->sync_ms = (uint32_t)(o->timeout_ms - (o->timeout_ms / 10 < 1000 ?
-							 o->timeout_ms / 10 : 1000));
-	if (tls_server(o->server))
-		return client_open_tls(c, o, tls_server(o->server));
-	rv = nng_req0_open(&c->sock);
-	if (rv == 0)
-		rv = nng_socket_set_ms(c->sock, NNG_OPT_RECVTIMEO, o->timeout_ms);
-	if (rv == 0)
-		rv = nng_socket_set_ms(c->sock, NNG_OPT_SENDTIMEO, o->timeout_ms);
-	if (rv == 0)
-		rv = nng_dial(c->sock, o->server, NULL, 0);
-	if (rv != 0) {
-		fprintf(stderr, "traceq: cannot reach the collector at %s: %s\n",
-			o->server, nng_strerror(rv));
-		nng_close(c->sock);
-		return -1;
-	}
-	return 0;
-}
-
-static int client_reply(struct qmsg_reply *rep, const struct qmsg_request *req, int ret);
-static int client_recv(struct client *c, struct qmsg_reply *rep);
-
-/*
- * Send @req without waiting for its reply (client_next() or the next
- * client_call() takes it). Return 0, 1 (server/transport), 2 (query).
- */
-static int client_send(struct client *c, const struct qmsg_request *req)
-{
-	struct qmsg_request r = *req;
-	struct proto_buf b;
-	char err[1024];
-	int rv, ret;
-
-	r.sync_ms = c->sync_ms;
-	c->sync_ms = 0;
-	proto_buf_init(&b);
-	ret = qmsg_request_encode(&r, &b);
-	if (ret < 0) {
-		fprintf(stderr, "traceq: %s\n", tc_strerror(ret));
-		proto_buf_free(&b);
-		return 1;
-	}
-	/* the collector would drop it without a reply; a smaller one it answers */
-	if (b.len > QMSG_MAX_WIRE) {
-		fprintf(stderr, "traceq: error: request of %zu bytes: over the limit of %u bytes\n",
-			b.len, QMSG_MAX_WIRE);
-		proto_buf_free(&b);
-		return 2;
-	}
-	if (c->tls)
-		rv = tlsconn_send(c->tls, b.data, b.len, err, sizeof(err));
-	else if ((rv = nng_send(c->sock, b.data, b.len, 0)) != 0)
-		snprintf(err, sizeof(err), "%s", nng_strerror(rv));
-	proto_buf_free(&b);
-	c->lost = rv != 0;
-	if (rv != 0) {
-		fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
-			c->o->server, err);
-		return 1;
-	}
-	c->sent = r;
-	c->inflight = true;
-	return 0;
-}
-
-/* The reply to the request in flight, received now. Return as client_call(). */
-static int client_recv(struct client *c, struct qmsg_reply *rep)
-{
-	struct proto_buf in;
-	void *msg = NULL;
-	size_t len = 0;
-	char err[1024];
-	int rv, ret;
-
-	c->inflight = false;
-	proto_buf_init(&in);
-	if (c->tls) {
-		rv = tlsconn_recv(c->tls, &in, err, sizeof(err));
-		msg = in.data;
-		len = in.len;
-	} else if ((rv = nng_recv(c->sock, &msg, &len, NNG_FLAG_ALLOC)) != 0) {
-		snprintf(err, sizeof(err), "%s", nng_strerror(rv));
-	}
-	c->lost = rv != 0;
-	if (rv != 0) {
-		fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
-			c->o->server, err);
-		proto_buf_free(&in);
-		return 1;
-	}
-	ret = qmsg_reply_decode(msg, len, rep);
-	if (c->tls)
-		proto_buf_free(&in);
-	else
-		nng_free(msg, len);
-	if (ret == 0 && !rep->ok && rep->code == TC_ERR_UNKNOWN_EVENT && c->wait_unknown) {
-		qmsg_reply_free(rep);
-		return 3;
-	}
-	return client_reply(rep, &c->sent, ret);
-}
-
-/*
- * Take the reply in flight off the wire before another exchange, kept
- * for client_next(): one request at a time on the connection.
- */
-static void client_settle(struct client *c)
-{
-	if (!c->inflight)
-		return;
-	c->kept_ret = client_recv(c, &c->kept);
-	c->kept_lost = c->lost;
-	c->has_kept = true;
-}
-
-/*
- * The reply to client_send()'s request: kept by client_settle(), else
- * waited for. Return as client_call().
- */
-static int client_next(struct client *c, struct qmsg_reply *rep)
-{
-	if (!c->has_kept)
-		return client_recv(c, rep);
-	c->has_kept = false;
-	c->lost = c->kept_lost;
-	if (c->kept_ret == 0)
-		*rep = c->kept;
-	return c->kept_ret;
-}
-
-/* One request/reply exchange. Return 0, 1 (server/transport), 2 (query). */
-static int client_call(struct client *c, const struct qmsg_request *req,
-		       struct qmsg_reply *rep)
-{
-	int ret;
-
-	client_settle(c);
-	ret = client_send(c, req);
-	return ret ? ret : client_recv(c, rep);
-}
-
-/* The decoded reply @rep (@ret: the decoding's result) to @req: 0, 1 or 2 as client_call(). */
-static int client_reply(struct qmsg_reply *rep, const struct qmsg_request *req, int ret)
-{
-	if (ret < 0) {
-		fprintf(stderr, "traceq: bad reply from the collector: %s\n", tc_strerror(ret));
-		return 1;
-	}
-	if (rep->ok)
-		return 0;
-	if (rep->code == -EACCES) {	/* refused: --sql beyond reading its views */
-		fprintf(stderr, "traceq: error: %s\n", rep->error);
-		qmsg_reply_free(rep);
-		return 2;
-	}
-	if (rep->code == TC_ERR_DB || rep->code > TC_ERR_END || rep->code <= TC_ERR_START)
-		fprintf(stderr, "traceq: collector: %s\n", rep->error);
-	else if (req->query)
-		print_caret(req->query, rep->error, rep->pos, rep->len);
-	else
-		fprintf(stderr, "traceq: error: %s\n", rep->error);
-	ret = (rep->code == TC_ERR_DB || rep->code > TC_ERR_END ||
-	       rep->code <= TC_ERR_START) ? 1 : 2;
-	qmsg_reply_free(rep);
-	return ret;
 }
 
 /* ---- output ---- */
-
-static int64_t value_int(const struct qmsg_value *v)
-{
-	return v->kind == QV_UINT ? (int64_t)v->u : v->kind == QV_INT ? v->i : 0;
-}
 
 /*
  * Code addresses named for the renderer, per host: filled by QOP_SYMBOLS
@@ -799,7 +535,7 @@ static void syms_take(struct syms *t, const char *host, const struct qmsg_reply 
 		e->asked = true;
 		t->pending--;
 		if (row[1].kind == QV_STR && (e->name = strdup(row[1].s.p)))
-			e->start = (uint64_t)value_int(&row[2]);
+			e->start = (uint64_t)tq_value_int(&row[2]);
 	}
 }
 
@@ -970,12 +706,12 @@ static int tgid_take(struct tgid_host *h, const struct qmsg_reply *rep, int32_t 
 		return -1;
 	for (uint32_t i = 0; i < rep->nrows; i++) {
 		const struct qmsg_value *row = &rep->vals[i * 2];
-		int32_t pid = (int32_t)value_int(&row[0]);
+		int32_t pid = (int32_t)tq_value_int(&row[0]);
 
 		if (pid <= *last)
 			return -1;	/* not in pid order: keep what came */
 		h->pid[h->n] = *last = pid;
-		h->tgid[h->n++] = (int32_t)value_int(&row[1]);
+		h->tgid[h->n++] = (int32_t)tq_value_int(&row[1]);
 	}
 	return 0;
 }
@@ -1077,7 +813,7 @@ struct out {
 
 static int64_t row_time(const struct out *out, const struct qmsg_value *row)
 {
-	return value_int(&row[out->o->time_raw ? 3 : 2]);
+	return tq_value_int(&row[out->o->time_raw ? 3 : 2]);
 }
 
 /* The host column of @row into @buf: its name escaped (a peer's: common/log.h). */
@@ -1274,7 +1010,7 @@ static int print_rendered(struct out *out, const struct qmsg_reply *rep)
 		struct qmsg_reply view;
 		const struct qmsg_value *last = qmsg_reply_row(rep, rep->nrows - 1, &view);
 
-		ret = syms_fetch(out->c, &out->syms, value_int(&last[2]));
+		ret = syms_fetch(out->c, &out->syms, tq_value_int(&last[2]));
 		if (ret == 0)
 			ret = render_page(out, rep);
 	}
@@ -1575,18 +1311,14 @@ static void follow_sleep(int ms)
  * itself; a TLS connection is made anew, until it is back or a signal
  * comes. Return: 0 (try again), 1 (stopped).
  */
-static int follow_reconnect(struct client *c, const struct traceq_opts *o, bool *said)
+static int follow_reconnect(struct client *c, bool *said)
 {
 	if (!*said)
 		fprintf(stderr, "traceq: --follow: lost the collector; trying again\n");
 	*said = true;
 	while (!follow_stop) {
 		follow_sleep(TRACEQ_FOLLOW_RETRY_MS);
-		if (!c->tls)
-			return 0;
-		tlsconn_close(c->tls);
-		c->tls = NULL;
-		if (client_open_tls(c, o, tls_server(o->server)) == 0)
+		if (client_reconnect(c) == 0)
 			return 0;
 	}
 	return 1;
@@ -1619,11 +1351,11 @@ static int run_follow(struct client *c, const struct traceq_opts *o)
 		req.limit = TRACEQ_PAGE_ROWS;
 		if (o->limit && o->limit - printed < req.limit)
 			req.limit = (uint32_t)(o->limit - printed);
-		c->wait_unknown = true;	/* events not stored yet are waited for, as tail -F does */
+		client_wait_unknown(c, true);	/* events not stored yet are waited for, as tail -F does */
 		ret = client_call(c, &req, &rep);
-		c->wait_unknown = false;
-		if (ret == 1 && c->lost && !follow_stop) {
-			ret = follow_reconnect(c, o, &said);
+		client_wait_unknown(c, false);
+		if (ret == 1 && client_lost(c) && !follow_stop) {
+			ret = follow_reconnect(c, &said);
 			continue;
 		}
 		if (ret == 3) {	/* no stored event matches a selector yet */
@@ -1674,7 +1406,7 @@ static int col_index(const struct qmsg_reply *r, const char *name)
 
 static uint64_t col_u64(const struct qmsg_value *row, int i)
 {
-	return i < 0 ? 0 : (uint64_t)value_int(&row[i]);
+	return i < 0 ? 0 : (uint64_t)tq_value_int(&row[i]);
 }
 
 /* One page of funcgraph rows into @g. Return: 0, or 1 when out of memory. */
@@ -1690,9 +1422,9 @@ static int graph_page(struct graph *g, const struct qmsg_reply *r, bool exit)
 		const struct qmsg_value *row = &r->vals[i * r->ncols];
 
 		memset(&gr, 0, sizeof(gr));
-		gr.ts = value_int(&row[2]);
-		gr.cpu = (uint32_t)value_int(&row[1]);
-		gr.pid = (int32_t)value_int(&row[4]);
+		gr.ts = tq_value_int(&row[2]);
+		gr.cpu = (uint32_t)tq_value_int(&row[1]);
+		gr.pid = (int32_t)tq_value_int(&row[4]);
 		if (row[5].kind == QV_STR)
 			snprintf(gr.comm, sizeof(gr.comm), "%s", row[5].s.p);
 		gr.exit = exit;
@@ -1849,42 +1581,6 @@ static int run_hist(struct client *c, const struct traceq_opts *o)
 	return fflush(stdout) == 0 ? 0 : 1;
 }
 
-/* traceq --import's exchanges (import.h): @req out, *@rep in. */
-static int import_call(void *ctx, const struct proto_buf *req, struct qmsg_reply *rep)
-{
-	struct client *c = ctx;
-	struct proto_buf in;
-	char err[1024];
-	void *msg = NULL;
-	size_t len = 0;
-	int ret, rv;
-
-	if (c->tls) {
-		proto_buf_init(&in);
-		ret = tlsconn_call(c->tls, req->data, req->len, &in, err, sizeof(err));
-		if (ret == 0)
-			ret = qmsg_reply_decode(in.data, in.len, rep);
-		else
-			fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
-				c->o->server, err);
-		proto_buf_free(&in);
-		return ret < 0 ? 1 : 0;
-	}
-	rv = nng_send(c->sock, req->data, req->len, 0);
-	if (rv == 0)
-		rv = nng_recv(c->sock, &msg, &len, NNG_FLAG_ALLOC);
-	if (rv != 0) {
-		fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
-			c->o->server, nng_strerror(rv));
-		return 1;
-	}
-	ret = qmsg_reply_decode(msg, len, rep);
-	nng_free(msg, len);
-	if (ret < 0)
-		fprintf(stderr, "traceq: bad reply from the collector: %s\n", tc_strerror(ret));
-	return ret < 0 ? 1 : 0;
-}
-
 int main(int argc, char **argv)
 {
 	struct traceq_opts o = {
@@ -1893,7 +1589,7 @@ int main(int argc, char **argv)
 		.format = OUT_TEXT, .timeout_ms = 10000,
 		.cert = getenv("TRACEQ_CERT"), .key = getenv("TRACEQ_KEY"), .ca = getenv("TRACEQ_CA"),
 	};
-	struct client c = { 0 };
+	struct client *c;
 	int ret;
 
 	signal(SIGPIPE, SIG_IGN);	/* a collector that closed the TLS port: an error, not death */
@@ -1917,37 +1613,27 @@ int main(int argc, char **argv)
 			"recording is stored as\n");
 		return 2;
 	}
-	ret = client_open(&c, &o);
+	ret = client_open(&o, &c);
 	if (ret < 0)
 		return ret == -2 ? 2 : 1;
 	if (o.import)
-		ret = import_run(o.import, o.name, o.force, import_call, &c);
+		ret = import_run(o.import, o.name, o.force, client_exchange, c);
 	else if (o.sql)
-		ret = run_sql(&c, &o);
+		ret = run_sql(c, &o);
 	else if (o.list)
-		ret = run_discover(&c, &o);
-	else if (o.stats)
-		ret = run_stats(&c, &o);
-	else if (o.count)
-		ret = run_count(&c, &o);
-	else if (o.graph)
-		ret = run_graph(&c, &o);
+		ret = run_discover(c, &o);
+	else if ((o.modes & TQ_M_STATS))
+		ret = run_stats(c, &o);
+	else if ((o.modes & TQ_M_COUNT))
+		ret = run_count(c, &o);
+	else if ((o.modes & TQ_M_GRAPH))
+		ret = run_graph(c, &o);
 	else if (o.hist)
-		ret = run_hist(&c, &o);
-	else if (o.follow)
-		ret = run_follow(&c, &o);
+		ret = run_hist(c, &o);
+	else if ((o.modes & TQ_M_FOLLOW))
+		ret = run_follow(c, &o);
 	else
-		ret = run_select(&c, &o);
-	if (c.has_kept && c.kept_ret == 0)
-		qmsg_reply_free(&c.kept);
-	if (c.tls) {
-		tlsconn_close(c.tls);
-	} else {
-		nng_close(c.sock);
-		/* nng frees a closed socket's last request in its own threads,
-		 * later: wait for them, or exit may come first (LeakSanitizer
-		 * saw that once, a --follow stopped by SIGTERM) */
-		nng_fini();
-	}
+		ret = run_select(c, &o);
+	client_close(c);
 	return ret;
 }
