@@ -40,6 +40,7 @@
 #include "traceq/discover.h"
 #include "traceq/graph.h"
 #include "traceq/hist_print.h"
+#include "traceq/hostcache.h"
 #include "traceq/import.h"
 #include "traceq/output.h"
 #include "traceq/render.h"
@@ -436,346 +437,6 @@ static int check_hist(const char *spec)
 /* ---- output ---- */
 
 /*
- * Code addresses named for the renderer, per host: filled by QOP_SYMBOLS
- * requests. A page of rows is rendered once; the addresses the renderer
- * asked for and did not find wait as "pending", are asked for in one
- * request, and the page is rendered again (see print_page()).
- */
-#define SYMS_MAX	(1u << 20)	/* names kept in all */
-
-struct sym_entry {
-	char *host;
-	uint64_t addr, start;
-	char *name;		/* NULL: none (or not yet asked) */
-	bool asked;
-};
-
-struct syms {
-	struct sym_entry *e;
-	size_t n, cap;		/* cap: a power of two, open addressing */
-	size_t pending;
-};
-
-static size_t sym_hash(const char *host, uint64_t addr, size_t cap)
-{
-	uint64_t h = addr * 0x9e3779b97f4a7c15ull;
-
-	while (*host)
-		h = (h ^ (unsigned char)*host++) * 0x100000001b3ull;
-	return (size_t)(h ^ (h >> 29)) & (cap - 1);
-}
-
-static struct sym_entry *sym_slot(struct syms *t, const char *host, uint64_t addr)
-{
-	size_t i = sym_hash(host, addr, t->cap);
-
-	while (t->e[i].host && (t->e[i].addr != addr || strcmp(t->e[i].host, host)))
-		i = (i + 1) & (t->cap - 1);
-	return &t->e[i];
-}
-
-static int syms_grow(struct syms *t)
-{
-	struct syms n = { .cap = t->cap ? t->cap * 2 : 1024, .pending = t->pending };
-
-	n.e = calloc(n.cap, sizeof(*n.e));
-	if (!n.e)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->cap; i++)
-		if (t->e[i].host)
-			*sym_slot(&n, t->e[i].host, t->e[i].addr) = t->e[i];
-	n.n = t->n;
-	free(t->e);
-	*t = n;
-	return 0;
-}
-
-static void syms_free(struct syms *t)
-{
-	for (size_t i = 0; i < t->cap; i++) {
-		free(t->e[i].host);
-		free(t->e[i].name);
-	}
-	free(t->e);
-}
-
-/* The renderer's render_sym_fn: a known name, or NULL (pending until asked). */
-static const char *syms_lookup(void *ctx, const char *host, uint64_t addr, uint64_t *start)
-{
-	struct syms *t = ctx;
-	struct sym_entry *e;
-
-	if ((t->n + 1) * 2 > t->cap && (t->n >= SYMS_MAX || syms_grow(t) < 0))
-		return NULL;
-	e = sym_slot(t, host, addr);
-	if (!e->host) {
-		if (!(e->host = strdup(host)))
-			return NULL;
-		e->addr = addr;
-		t->n++;
-		t->pending++;
-	}
-	if (e->name)
-		*start = e->start;
-	return e->name;
-}
-
-/* The answer of one QOP_SYMBOLS request into @t. */
-static void syms_take(struct syms *t, const char *host, const struct qmsg_reply *rep)
-{
-	for (uint32_t i = 0; rep->ncols == 3 && i < rep->nrows; i++) {
-		const struct qmsg_value *row = &rep->vals[i * 3];
-		struct sym_entry *e;
-
-		if (row[0].kind != QV_UINT)
-			continue;
-		e = sym_slot(t, host, row[0].u);
-		if (!e->host || e->asked)
-			continue;
-		e->asked = true;
-		t->pending--;
-		if (row[1].kind == QV_STR && (e->name = strdup(row[1].s.p)))
-			e->start = (uint64_t)tq_value_int(&row[2]);
-	}
-}
-
-/* Ask the collector for the pending names of @host; mark them asked. */
-static int syms_fetch_host(struct client *c, struct syms *t, const char *host, int64_t at)
-{
-	char q[QMSG_MAX_REQUEST / 2];
-	struct qmsg_request req = { .op = QOP_SYMBOLS, .query = q, .host = (char *)host,
-				    .to_ts = at };
-	struct qmsg_reply rep;
-	size_t len = 0, n = 0;
-	int ret;
-
-	q[0] = 0;
-	for (size_t i = 0; i < t->cap && n < QMSG_MAX_ROWS; i++) {
-		struct sym_entry *e = &t->e[i];
-
-		if (!e->host || e->asked || strcmp(e->host, host) || len + 18 > sizeof(q))
-			continue;
-		len += (size_t)snprintf(q + len, sizeof(q) - len, "%" PRIx64 " ", e->addr);
-		n++;
-	}
-	if (!n)
-		return 0;
-	ret = client_call(c, &req, &rep);
-	if (ret)
-		return ret;
-	syms_take(t, host, &rep);
-	qmsg_reply_free(&rep);
-	return 0;
-}
-
-/* Every pending name, host by host; an address no answer covered is given up. */
-static int syms_fetch(struct client *c, struct syms *t, int64_t at)
-{
-	int ret = 0, rounds = 0;
-
-	while (t->pending && ret == 0 && rounds++ < 64) {
-		const char *host = NULL;
-
-		for (size_t i = 0; i < t->cap && !host; i++)
-			if (t->e[i].host && !t->e[i].asked)
-				host = t->e[i].host;
-		if (!host)
-			break;
-		ret = syms_fetch_host(c, t, host, at);
-		for (size_t i = 0; ret == 0 && i < t->cap; i++)
-			if (t->e[i].host && !t->e[i].asked && !strcmp(t->e[i].host, host) &&
-			    rounds >= 63) {
-				t->e[i].asked = true;
-				t->pending--;
-			}
-	}
-	return ret;
-}
-
-/*
- * The printk_formats of each host of an answer (QOP_PRINTK), fetched at the
- * renderer's first row of the host: libtraceevent prints the strings events
- * point at (tracepoint_string, trace_printk) from them.
- */
-#define PRINTK_HOSTS_MAX	4096
-
-struct printk_host {
-	char *host;
-	size_t n;
-	uint64_t *addr;
-	char **fmt;
-};
-
-struct printks {
-	struct client *c;
-	struct printk_host *h;
-	size_t n;
-};
-
-static void printk_host_take(struct printk_host *h, const struct qmsg_reply *rep)
-{
-	h->addr = calloc(rep->nrows + 1, sizeof(*h->addr));
-	h->fmt = calloc(rep->nrows + 1, sizeof(*h->fmt));
-	for (uint32_t i = 0; h->addr && h->fmt && rep->ncols == 2 && i < rep->nrows; i++) {
-		const struct qmsg_value *row = &rep->vals[i * 2];
-
-		if (row[0].kind != QV_UINT || row[1].kind != QV_STR)
-			continue;
-		h->addr[h->n] = row[0].u;
-		h->fmt[h->n] = strdup(row[1].s.p);
-		h->n += h->fmt[h->n] != NULL;
-	}
-}
-
-/* The renderer's render_printk_fn: @host's table, asked for once. */
-static size_t printks_get(void *ctx, const char *host, int64_t wall_ns, const uint64_t **addr,
-			  char *const **fmt)
-{
-	struct printks *t = ctx;
-	struct qmsg_request req = { .op = QOP_PRINTK, .host = (char *)host, .to_ts = wall_ns };
-	struct printk_host *h = NULL;
-	struct qmsg_reply rep;
-	void *p;
-
-	for (size_t i = 0; i < t->n && !h; i++)
-		if (!strcmp(t->h[i].host, host))
-			h = &t->h[i];
-	if (!h) {
-		if (t->n >= PRINTK_HOSTS_MAX || !(p = realloc(t->h, (t->n + 1) * sizeof(*t->h))))
-			return 0;
-		t->h = p;
-		h = &t->h[t->n];
-		*h = (struct printk_host){ .host = strdup(host) };
-		if (!h->host)
-			return 0;
-		t->n++;
-		if (client_call(t->c, &req, &rep) == 0) {
-			printk_host_take(h, &rep);
-			qmsg_reply_free(&rep);
-		}
-	}
-	*addr = h->addr;
-	*fmt = h->fmt;
-	return h->n;
-}
-
-static void printks_free(struct printks *t)
-{
-	for (size_t i = 0; i < t->n; i++) {
-		for (size_t j = 0; j < t->h[i].n; j++)
-			free(t->h[i].fmt[j]);
-		free(t->h[i].fmt);
-		free(t->h[i].addr);
-		free(t->h[i].host);
-	}
-	free(t->h);
-}
-
-/*
- * The pid -> tgid pairs of each host of an answer (QOP_TGIDS, paged by
- * pid), fetched at the renderer's first row of the host (--tgid).
- */
-#define TGIDS_MAX	(1u << 22)	/* pairs kept per host: pid_max's limit */
-
-struct tgid_host {
-	char *host;
-	uint32_t n;
-	int32_t *pid, *tgid;	/* sorted by pid */
-};
-
-struct tgids {
-	struct client *c;
-	struct tgid_host *h;
-	size_t n;
-};
-
-/* Append the rows of one QOP_TGIDS reply; the last pid into *@last. */
-static int tgid_take(struct tgid_host *h, const struct qmsg_reply *rep, int32_t *last)
-{
-	void *p, *q;
-
-	if (rep->ncols != 2 || h->n + rep->nrows > TGIDS_MAX)
-		return -1;
-	p = realloc(h->pid, (h->n + rep->nrows + 1) * sizeof(*h->pid));
-	if (p)
-		h->pid = p;
-	q = realloc(h->tgid, (h->n + rep->nrows + 1) * sizeof(*h->tgid));
-	if (q)
-		h->tgid = q;
-	if (!p || !q)
-		return -1;
-	for (uint32_t i = 0; i < rep->nrows; i++) {
-		const struct qmsg_value *row = &rep->vals[i * 2];
-		int32_t pid = (int32_t)tq_value_int(&row[0]);
-
-		if (pid <= *last)
-			return -1;	/* not in pid order: keep what came */
-		h->pid[h->n] = *last = pid;
-		h->tgid[h->n++] = (int32_t)tq_value_int(&row[1]);
-	}
-	return 0;
-}
-
-static void tgid_fetch(struct client *c, struct tgid_host *h)
-{
-	struct qmsg_request req = { .op = QOP_TGIDS, .host = h->host };
-	struct qmsg_reply rep;
-	int32_t last = -1;
-	bool more = true;
-
-	while (more && client_call(c, &req, &rep) == 0) {
-		more = rep.more && rep.nrows;
-		if (tgid_take(h, &rep, &last) < 0)
-			more = false;
-		qmsg_reply_free(&rep);
-		req.after_id = last > 0 ? (uint64_t)last : 0;
-	}
-}
-
-/* The renderer's render_tgid_fn. */
-static int32_t tgids_get(void *ctx, const char *host, int32_t pid)
-{
-	struct tgids *t = ctx;
-	struct tgid_host *h = NULL;
-	uint32_t lo = 0, hi;
-	void *p;
-
-	for (size_t i = 0; i < t->n && !h; i++)
-		if (!strcmp(t->h[i].host, host))
-			h = &t->h[i];
-	if (!h) {
-		if (t->n >= PRINTK_HOSTS_MAX || !(p = realloc(t->h, (t->n + 1) * sizeof(*t->h))))
-			return 0;
-		t->h = p;
-		h = &t->h[t->n];
-		*h = (struct tgid_host){ .host = strdup(host) };
-		if (!h->host)
-			return 0;
-		t->n++;
-		tgid_fetch(t->c, h);
-	}
-	for (hi = h->n; lo < hi;) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (h->pid[mid] < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < h->n && h->pid[lo] == pid ? h->tgid[lo] : 0;
-}
-
-static void tgids_free(struct tgids *t)
-{
-	for (size_t i = 0; i < t->n; i++) {
-		free(t->h[i].host);
-		free(t->h[i].pid);
-		free(t->h[i].tgid);
-	}
-	free(t->h);
-}
-
-/*
  * What one event type of an answer prints with: its renderer (text,
  * kernel) or its JSON/CSV keys. A multi-type answer (a selector list, a
  * glob) interleaves its types row by row, so each type keeps its own.
@@ -797,9 +458,7 @@ struct out_type {
 struct out {
 	const struct traceq_opts *o;
 	struct client *c;
-	struct syms syms;
-	struct printks printks;		/* text and kernel: each host's printk_formats */
-	struct tgids tgids;		/* --tgid */
+	struct hostcache *hc;		/* symbols, printk_formats, tgids */
 	struct out_type *types;
 	size_t ntypes;
 	bool csv_header;		/* printed (csv: the first type's columns) */
@@ -887,12 +546,12 @@ static struct out_type *out_type_of(struct out *out, const struct qmsg_reply *vi
 	    !(t->text = strdup(view->format ? view->format : "")))
 		goto nomem;
 	if (f == OUT_TEXT || f == OUT_KERNEL) {
-		if (render_new(f == OUT_TEXT ? RENDER_TRACECMD : RENDER_KERNEL, syms_lookup,
-			       &out->syms, &t->render) < 0)
+		if (render_new(f == OUT_TEXT ? RENDER_TRACECMD : RENDER_KERNEL, hostcache_sym,
+			       out->hc, &t->render) < 0)
 			goto nomem;
-		render_set_printk(t->render, printks_get, &out->printks);
+		render_set_printk(t->render, hostcache_printk, out->hc);
 		if (out->o->tgid)
-			render_set_tgid(t->render, tgids_get, &out->tgids);
+			render_set_tgid(t->render, hostcache_tgid, out->hc);
 		t->format = view->format;
 		if (render_prepare(t->render, view, why, sizeof(why)) < 0) {
 			char e[LOG_ESC_LEN], w[LOG_ESC_LEN];
@@ -1006,11 +665,11 @@ static int print_rendered(struct out *out, const struct qmsg_reply *rep)
 	int ret = render_page(out, rep);
 	size_t start = 0;
 
-	if (ret == 0 && out->syms.pending && rep->nrows) {
+	if (ret == 0 && hostcache_sym_pending(out->hc) && rep->nrows) {
 		struct qmsg_reply view;
 		const struct qmsg_value *last = qmsg_reply_row(rep, rep->nrows - 1, &view);
 
-		ret = syms_fetch(out->c, &out->syms, tq_value_int(&last[2]));
+		ret = hostcache_sym_fetch(out->hc, tq_value_int(&last[2]));
 		if (ret == 0)
 			ret = render_page(out, rep);
 	}
@@ -1124,9 +783,7 @@ static void out_free(struct out *out)
 	for (size_t i = 0; i < out->ntypes; i++)
 		out_type_free(&out->types[i]);
 	free(out->types);
-	syms_free(&out->syms);
-	printks_free(&out->printks);
-	tgids_free(&out->tgids);
+	hostcache_free(out->hc);
 }
 
 /*
@@ -1172,7 +829,7 @@ static int run_select(struct client *c, const struct traceq_opts *o)
 	struct qmsg_request req = {
 		.op = QOP_SELECT, .query = (char *)o->query, .limit = TRACEQ_PAGE_ROWS,
 	};
-	struct out out = { .o = o, .c = c, .printks = { .c = c }, .tgids = { .c = c } };
+	struct out out = { .o = o, .c = c };
 	uint64_t printed = 0;
 	struct qmsg_reply rep;
 	bool more = true;
@@ -1180,6 +837,10 @@ static int run_select(struct client *c, const struct traceq_opts *o)
 
 	tq_select_apply(&o->sel, &req);
 	omit_unprinted(o, &req);
+	if (hostcache_new(c, &out.hc) < 0) {
+		fprintf(stderr, "traceq: out of memory\n");
+		return 1;
+	}
 	out.host_width = host_width(c, o);
 	if (o->limit && o->limit < req.limit)
 		req.limit = (uint32_t)o->limit;
@@ -1332,7 +993,7 @@ static int follow_reconnect(struct client *c, bool *said)
 static int run_follow(struct client *c, const struct traceq_opts *o)
 {
 	struct qmsg_request req = { .op = QOP_TAIL, .query = (char *)o->query };
-	struct out out = { .o = o, .c = c, .printks = { .c = c }, .tgids = { .c = c } };
+	struct out out = { .o = o, .c = c };
 	struct sigaction sa = { .sa_handler = follow_signal };
 	uint64_t printed = 0, cursor = 0;
 	bool said = false, waiting = false;
@@ -1342,6 +1003,10 @@ static int run_follow(struct client *c, const struct traceq_opts *o)
 	sigaction(SIGTERM, &sa, NULL);
 	tq_select_apply(&o->sel, &req);
 	omit_unprinted(o, &req);
+	if (hostcache_new(c, &out.hc) < 0) {
+		fprintf(stderr, "traceq: out of memory\n");
+		return 1;
+	}
 	out.host_width = host_width(c, o);
 	while (ret == 0 && !follow_stop && (!o->limit || printed < o->limit)) {
 		struct qmsg_reply rep;
