@@ -40,17 +40,14 @@
 #include "traceq/discover.h"
 #include "traceq/graph.h"
 #include "traceq/hist_print.h"
-#include "traceq/hostcache.h"
 #include "traceq/import.h"
 #include "traceq/output.h"
-#include "traceq/render.h"
+#include "traceq/printer.h"
 #include "traceq/select.h"
 #include "traceq/stats.h"
 #include "traceq/traceq.h"
 #include "traceq/when.h"
 
-#define TRACEQ_LINE_MAX		8192	/* a rendered line is cut there */
-#define TRACEQ_HOST_ESC		(4 * 256)	/* a host name (255 bytes) escaped */
 #define TRACEQ_FOLLOW_POLL_MS	100	/* --follow: the wait after an empty page */
 #define TRACEQ_FOLLOW_RETRY_MS	500	/* --follow: the wait after no answer */
 
@@ -434,357 +431,6 @@ static int check_hist(const char *spec)
 	return 0;
 }
 
-/* ---- output ---- */
-
-/*
- * What one event type of an answer prints with: its renderer (text,
- * kernel) or its JSON/CSV keys. A multi-type answer (a selector list, a
- * glob) interleaves its types row by row, so each type keeps its own.
- */
-struct out_type {
-	char *event;			/* "system:name" */
-	uint32_t ncols;
-	const char *format;		/* the reply's text it was last prepared with */
-	char *text;			/* a copy of it: the type of a row is its event and
-					 * its format (hosts with other kernels send others) */
-	struct render *render;		/* text and kernel; NULL: not made yet */
-	bool refused;			/* its format cannot be rendered: fields */
-	struct out_keys keys;		/* json and csv */
-	bool keys_made;
-};
-
-#define TRACEQ_MAX_TYPES	512	/* types printed with their own state */
-
-struct out {
-	const struct traceq_opts *o;
-	struct client *c;
-	struct hostcache *hc;		/* symbols, printk_formats, tgids */
-	struct out_type *types;
-	size_t ntypes;
-	bool csv_header;		/* printed (csv: the first type's columns) */
-	const char *csv_event;		/* the one type csv prints */
-	int host_width;			/* > 0: a leading host column */
-	char *text;			/* a page rendered: its lines, each with its '\n' */
-	size_t text_len, text_cap;
-	size_t *line_end;		/* per row: where its line ends in text; */
-	bool *as_fields;		/* or true: it prints as fields */
-};
-
-static int64_t row_time(const struct out *out, const struct qmsg_value *row)
-{
-	return tq_value_int(&row[out->o->time_raw ? 3 : 2]);
-}
-
-/* The host column of @row into @buf: its name escaped (a peer's: common/log.h). */
-static const char *host_text(const struct qmsg_value *row, char *buf, size_t len)
-{
-	if (row[0].kind != QV_STR)
-		return "";
-	log_escape_mem(row[0].s.p, row[0].s.len, buf, len);
-	return buf;
-}
-
-static void print_host(const struct out *out, const struct qmsg_value *row)
-{
-	char h[TRACEQ_HOST_ESC];
-
-	if (out->host_width > 0)
-		printf("%*s: ", out->host_width, host_text(row, h, sizeof(h)));
-}
-
-static void out_type_free(struct out_type *t)
-{
-	free(t->event);
-	free(t->text);
-	render_free(t->render);
-	if (t->keys_made)
-		out_keys_free(&t->keys);
-	memset(t, 0, sizeof(*t));
-}
-
-/*
- * The state of @view's type (qmsg_reply_row()), made on first sight: a
- * renderer prepared with its format (text, kernel; a format it refuses
- * is said once and the type prints as fields) or its keys (json, csv).
- * Past TRACEQ_MAX_TYPES types the last slot is reused. NULL: no memory.
- */
-static struct out_type *out_type_of(struct out *out, const struct qmsg_reply *view)
-{
-	enum out_format f = out->o->format;
-	const char *event = view->event ? view->event : "?";
-	struct out_type *t = NULL;
-	char why[256] = "";
-
-	/* the reply's own text first (a pointer per type of the page), then by content */
-	for (size_t i = out->ntypes; i-- > 0 && !t;)
-		if (view->format && out->types[i].format == view->format &&
-		    out->types[i].ncols == view->ncols &&
-		    !strcmp(out->types[i].event, event))
-			t = &out->types[i];
-	for (size_t i = out->ntypes; i-- > 0 && !t;)
-		if (!strcmp(out->types[i].event, event) && out->types[i].ncols == view->ncols &&
-		    !strcmp(out->types[i].text ? out->types[i].text : "",
-			    view->format ? view->format : ""))
-			t = &out->types[i];
-	if (t) {
-		/* once a page (a reply's text): a type's format can change (a new kernel) */
-		if (t->render && !t->refused && t->format != view->format) {
-			t->format = view->format;
-			if (render_prepare(t->render, view, why, sizeof(why)) < 0)
-				t->refused = true;
-		}
-		return t;
-	}
-	if (!out->types && !(out->types = calloc(TRACEQ_MAX_TYPES, sizeof(*out->types))))
-		return NULL;
-	if (out->ntypes == TRACEQ_MAX_TYPES)
-		out_type_free(&out->types[--out->ntypes]);
-	t = &out->types[out->ntypes];
-	t->ncols = view->ncols;
-	t->format = view->format;
-	if (!(t->event = strdup(event)) ||
-	    !(t->text = strdup(view->format ? view->format : "")))
-		goto nomem;
-	if (f == OUT_TEXT || f == OUT_KERNEL) {
-		if (render_new(f == OUT_TEXT ? RENDER_TRACECMD : RENDER_KERNEL, hostcache_sym,
-			       out->hc, &t->render) < 0)
-			goto nomem;
-		render_set_printk(t->render, hostcache_printk, out->hc);
-		if (out->o->tgid)
-			render_set_tgid(t->render, hostcache_tgid, out->hc);
-		t->format = view->format;
-		if (render_prepare(t->render, view, why, sizeof(why)) < 0) {
-			char e[LOG_ESC_LEN], w[LOG_ESC_LEN];
-
-			fprintf(stderr, "traceq: %s: cannot render its format (%s): "
-				"printed as fields\n", log_escape(event, e, sizeof(e)),
-				log_escape(why, w, sizeof(w)));
-			t->refused = true;
-		}
-	} else if (f == OUT_JSON || f == OUT_CSV) {
-		if (out_keys_make(view, &t->keys) < 0)
-			goto nomem;
-		t->keys_made = true;
-	}
-	out->ntypes++;
-	return t;
-nomem:
-	out_type_free(t);
-	return NULL;
-}
-
-/*
- * Room for one more line in out->text: @extra bytes (its host column) and
- * at most TRACEQ_LINE_MAX more.
- */
-static int text_room(struct out *out, size_t extra)
-{
-	size_t cap = out->text_cap ? out->text_cap : 1u << 20;
-	char *p;
-
-	while (cap - out->text_len < extra + TRACEQ_LINE_MAX + 1)
-		cap *= 2;
-	if (cap == out->text_cap)
-		return 0;
-	if (!(p = realloc(out->text, cap)))
-		return -ENOMEM;
-	out->text = p;
-	out->text_cap = cap;
-	return 0;
-}
-
-/*
- * One rendered line at @dst (room for TRACEQ_LINE_MAX and a NUL), its
- * peer-supplied text (a comm, a string field, a marker's text, a format's
- * words) escaped as common/log.h says: no control byte of it reaches the
- * terminal, and a newline in it is "\\n", not a forged row. Return: its
- * length.
- */
-static size_t render_line(struct render *r, const struct qmsg_reply *view,
-			  const struct qmsg_value *row, int64_t ts, char *dst)
-{
-	char raw[TRACEQ_LINE_MAX + 1];
-	size_t n = render_row(r, view, row, ts, dst, TRACEQ_LINE_MAX);
-
-	if (!log_escape_needed(dst, n))
-		return n;
-	memcpy(raw, dst, n);
-	return log_escape_mem(raw, n, dst, TRACEQ_LINE_MAX);
-}
-
-/*
- * Render every row of @rep into out->text, one line after the other
- * (out->as_fields[i] for a row whose type prints as fields).
- */
-static int render_page(struct out *out, const struct qmsg_reply *rep)
-{
-	void *p;
-
-	out->text_len = 0;
-	if (!(p = realloc(out->line_end, (rep->nrows + 1) * sizeof(*out->line_end))))
-		return -ENOMEM;
-	out->line_end = p;
-	if (!(p = realloc(out->as_fields, (rep->nrows + 1) * sizeof(*out->as_fields))))
-		return -ENOMEM;
-	out->as_fields = p;
-	for (uint32_t i = 0; i < rep->nrows; i++) {
-		struct qmsg_reply view;
-		const struct qmsg_value *row = qmsg_reply_row(rep, i, &view);
-		struct out_type *t = out_type_of(out, &view);
-		char hbuf[TRACEQ_HOST_ESC];
-		const char *host = out->host_width > 0 ? host_text(row, hbuf, sizeof(hbuf)) : "";
-		size_t hlen = strlen(host),
-		       pad = hlen < (size_t)out->host_width ? (size_t)out->host_width - hlen : 0;
-
-		if (!t || text_room(out, pad + hlen + 2) < 0)
-			return -ENOMEM;
-		out->as_fields[i] = t->refused;
-		if (!t->refused) {
-			if (out->host_width > 0) {	/* print_host()'s column */
-				memset(out->text + out->text_len, ' ', pad);
-				memcpy(out->text + out->text_len + pad, host, hlen);
-				memcpy(out->text + out->text_len + pad + hlen, ": ", 2);
-				out->text_len += pad + hlen + 2;
-			}
-			out->text_len += render_line(t->render, &view, row, row_time(out, row),
-						     out->text + out->text_len);
-			out->text[out->text_len++] = '\n';
-		}
-		out->line_end[i] = out->text_len;
-	}
-	return 0;
-}
-
-/*
- * The rendered layouts: render the page; when the formats asked for code
- * addresses not known yet, fetch their names and render it again. A row
- * whose format the renderer refuses prints in the fields layout.
- */
-static int print_rendered(struct out *out, const struct qmsg_reply *rep)
-{
-	int ret = render_page(out, rep);
-	size_t start = 0;
-
-	if (ret == 0 && hostcache_sym_pending(out->hc) && rep->nrows) {
-		struct qmsg_reply view;
-		const struct qmsg_value *last = qmsg_reply_row(rep, rep->nrows - 1, &view);
-
-		ret = hostcache_sym_fetch(out->hc, tq_value_int(&last[2]));
-		if (ret == 0)
-			ret = render_page(out, rep);
-	}
-	if (ret < 0) {
-		fprintf(stderr, "traceq: out of memory\n");
-		return 1;
-	}
-	for (uint32_t i = 0; i < rep->nrows; i++) {
-		size_t begin = i ? out->line_end[i - 1] : 0;
-		struct qmsg_reply view;
-		const struct qmsg_value *row;
-
-		/* rendered lines (host column and all) go out in runs, at once */
-		if (!out->as_fields[i])
-			continue;
-		fwrite(out->text + start, 1, begin - start, stdout);
-		row = qmsg_reply_row(rep, i, &view);
-		print_host(out, row);
-		out_fields_row(stdout, &view, row, row_time(out, row));
-		start = out->line_end[i];
-	}
-	fwrite(out->text + start, 1, out->text_len - start, stdout);
-	return 0;
-}
-
-static int print_page(struct out *out, const struct qmsg_reply *rep)
-{
-	enum out_format f = out->o->format;
-
-	/* the texts of the last page are gone: types are found by content again */
-	for (size_t i = 0; i < out->ntypes; i++)
-		out->types[i].format = NULL;
-
-	if (f == OUT_TEXT || f == OUT_KERNEL)
-		return print_rendered(out, rep);
-	for (uint32_t i = 0; i < rep->nrows; i++) {
-		struct qmsg_reply view;
-		const struct qmsg_value *row = qmsg_reply_row(rep, i, &view);
-		struct out_type *t = view.ncols >= QMSG_META_COLS ? out_type_of(out, &view) : NULL;
-
-		if (view.ncols < QMSG_META_COLS)
-			continue;
-		if (!t) {
-			fprintf(stderr, "traceq: out of memory\n");
-			return 1;
-		}
-		if (f == OUT_CSV && !out->csv_header) {
-			out_csv_header(stdout, &t->keys);
-			out->csv_header = true;
-			out->csv_event = t->event;
-		}
-		if (f == OUT_CSV && strcmp(out->csv_event, t->event)) {
-			char a[LOG_ESC_LEN], b[LOG_ESC_LEN];
-
-			fprintf(stderr, "traceq: --format csv prints one event type, and this "
-				"answer has %s and %s: select one event, or use --format json\n",
-				log_escape(out->csv_event, a, sizeof(a)),
-				log_escape(t->event, b, sizeof(b)));
-			return 1;
-		}
-		if (f == OUT_JSON)
-			out_json_row(stdout, &view, &t->keys, row);
-		else if (f == OUT_CSV)
-			out_csv_row(stdout, &view, &t->keys, row);
-		else {
-			print_host(out, row);
-			out_fields_row(stdout, &view, row, row_time(out, row));
-		}
-	}
-	return 0;
-}
-
-/*
- * How wide the leading host column is: 0 (none) when --no-host, for JSON
- * and CSV (host is a key there) and when at most one host the collector
- * knows matches --host; else the longest such name.
- */
-static int host_width(struct client *c, const struct traceq_opts *o)
-{
-	struct qmsg_request req = { .op = QOP_STATS };
-	struct qmsg_reply rep;
-	const char *first = NULL;
-	bool several = false;
-	int width = 0;
-
-	tq_select_apply(&o->sel, &req);	/* the hosts of --host: the collector matches them */
-	if (o->no_host || o->format == OUT_JSON || o->format == OUT_CSV ||
-	    client_call(c, &req, &rep))
-		return 0;
-	for (uint32_t i = 0; rep.ncols && i < rep.nrows; i++) {
-		const struct qmsg_value *h = &rep.vals[i * rep.ncols];
-
-		if (h->kind != QV_STR)
-			continue;
-		if (!first)
-			first = h->s.p;
-		else if (strcmp(first, h->s.p))
-			several = true;
-		if (h->s.len > (size_t)width && h->s.len < 256)
-			width = (int)h->s.len;
-	}
-	qmsg_reply_free(&rep);
-	return several ? width : 0;
-}
-
-static void out_free(struct out *out)
-{
-	free(out->text);
-	free(out->line_end);
-	free(out->as_fields);
-	for (size_t i = 0; i < out->ntypes; i++)
-		out_type_free(&out->types[i]);
-	free(out->types);
-	hostcache_free(out->hc);
-}
 
 /*
  * The request for the page after @rep (@printed rows so far, @rep's
@@ -806,21 +452,6 @@ static bool select_next(struct qmsg_request *req, const struct qmsg_reply *rep,
 }
 
 /*
- * The fields a rendered layout does not print, left out of the pages the
- * collector sends (a third of a syscall's row): common_type (render.c
- * writes the format's id there), and for text also common_flags and
- * common_preempt_count, which only the kernel layout's latency columns
- * read (no print fmt does).
- */
-static const char *const unprinted[] = { "common_type", "common_flags", "common_preempt_count" };
-
-static void omit_unprinted(const struct traceq_opts *o, struct qmsg_request *req)
-{
-	req->omit = (char **)unprinted;
-	req->nomit = o->format == OUT_TEXT ? 3 : o->format == OUT_KERNEL ? 1 : 0;
-}
-
-/*
  * Page by page, the next page asked for before this one is printed: the
  * collector reads it while traceq prints (at most two pages held).
  */
@@ -829,19 +460,18 @@ static int run_select(struct client *c, const struct traceq_opts *o)
 	struct qmsg_request req = {
 		.op = QOP_SELECT, .query = (char *)o->query, .limit = TRACEQ_PAGE_ROWS,
 	};
-	struct out out = { .o = o, .c = c };
+	struct printer *out;
 	uint64_t printed = 0;
 	struct qmsg_reply rep;
 	bool more = true;
 	int ret;
 
 	tq_select_apply(&o->sel, &req);
-	omit_unprinted(o, &req);
-	if (hostcache_new(c, &out.hc) < 0) {
+	printer_omit(o, &req);
+	if (printer_new(c, o, &out) < 0) {
 		fprintf(stderr, "traceq: out of memory\n");
 		return 1;
 	}
-	out.host_width = host_width(c, o);
 	if (o->limit && o->limit < req.limit)
 		req.limit = (uint32_t)o->limit;
 	ret = client_send(c, &req);
@@ -859,11 +489,11 @@ static int run_select(struct client *c, const struct traceq_opts *o)
 		more = select_next(&req, &rep, o, printed);
 		if (more)
 			ret = client_send(c, &req);
-		if (print_page(&out, &rep) && ret == 0)
+		if (printer_page(out, &rep) && ret == 0)
 			ret = 1;
 		qmsg_reply_free(&rep);
 	}
-	out_free(&out);
+	printer_free(out);
 	if (ret > 0)
 		return ret;
 	return fflush(stdout) == 0 ? 0 : 1;
@@ -993,7 +623,7 @@ static int follow_reconnect(struct client *c, bool *said)
 static int run_follow(struct client *c, const struct traceq_opts *o)
 {
 	struct qmsg_request req = { .op = QOP_TAIL, .query = (char *)o->query };
-	struct out out = { .o = o, .c = c };
+	struct printer *out;
 	struct sigaction sa = { .sa_handler = follow_signal };
 	uint64_t printed = 0, cursor = 0;
 	bool said = false, waiting = false;
@@ -1002,12 +632,11 @@ static int run_follow(struct client *c, const struct traceq_opts *o)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	tq_select_apply(&o->sel, &req);
-	omit_unprinted(o, &req);
-	if (hostcache_new(c, &out.hc) < 0) {
+	printer_omit(o, &req);
+	if (printer_new(c, o, &out) < 0) {
 		fprintf(stderr, "traceq: out of memory\n");
 		return 1;
 	}
-	out.host_width = host_width(c, o);
 	while (ret == 0 && !follow_stop && (!o->limit || printed < o->limit)) {
 		struct qmsg_reply rep;
 
@@ -1044,7 +673,7 @@ static int run_follow(struct client *c, const struct traceq_opts *o)
 			fprintf(stderr, "traceq: --follow: fell behind: %" PRIu64 " events were "
 				"stored and removed by the collector's retention before they could "
 				"be printed (of every event, matching or not)\n", rep.missed);
-		ret = print_page(&out, &rep);
+		ret = printer_page(out, &rep);
 		printed += rep.nrows;
 		cursor = rep.last_id;
 		if (ret == 0 && fflush(stdout) != 0)
@@ -1053,7 +682,7 @@ static int run_follow(struct client *c, const struct traceq_opts *o)
 			follow_sleep(TRACEQ_FOLLOW_POLL_MS);
 		qmsg_reply_free(&rep);
 	}
-	out_free(&out);
+	printer_free(out);
 	return ret;
 }
 
