@@ -18,38 +18,26 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/cli.h"
 #include "common/filter.h"
 #include "common/hist.h"
-#include "common/log.h"
 #include "common/query.h"
 #include "common/tc_error.h"
 #include "common/util.h"
 #include "proto/qmsg.h"
 #include "traceq/client.h"
 #include "traceq/discover.h"
-#include "traceq/graph.h"
-#include "traceq/hist_print.h"
-#include "traceq/import.h"
-#include "traceq/output.h"
-#include "traceq/printer.h"
+#include "traceq/modes.h"
 #include "traceq/select.h"
-#include "traceq/stats.h"
 #include "traceq/traceq.h"
 #include "traceq/when.h"
-
-#define TRACEQ_FOLLOW_POLL_MS	100	/* --follow: the wait after an empty page */
-#define TRACEQ_FOLLOW_RETRY_MS	500	/* --follow: the wait after no answer */
 
 static void usage(FILE *f)
 {
@@ -431,450 +419,6 @@ static int check_hist(const char *spec)
 	return 0;
 }
 
-
-/*
- * The request for the page after @rep (@printed rows so far, @rep's
- * included); false when there is none.
- */
-static bool select_next(struct qmsg_request *req, const struct qmsg_reply *rep,
-			const struct traceq_opts *o, uint64_t printed)
-{
-	if (!(rep->more && rep->nrows && (!o->limit || printed < o->limit)))
-		return false;
-	req->limit = TRACEQ_PAGE_ROWS;
-	if (o->limit && o->limit - printed < req->limit)
-		req->limit = (uint32_t)(o->limit - printed);
-	req->sent = printed;	/* the collector's query-max-rows counts them */
-	req->after_ts = rep->last_ts;
-	req->after_id = rep->last_id;
-	req->after_type = rep->last_type;
-	return true;
-}
-
-/*
- * Page by page, the next page asked for before this one is printed: the
- * collector reads it while traceq prints (at most two pages held).
- */
-static int run_select(struct client *c, const struct traceq_opts *o)
-{
-	struct qmsg_request req = {
-		.op = QOP_SELECT, .query = (char *)o->query, .limit = TRACEQ_PAGE_ROWS,
-	};
-	struct printer *out;
-	uint64_t printed = 0;
-	struct qmsg_reply rep;
-	bool more = true;
-	int ret;
-
-	tq_select_apply(&o->sel, &req);
-	printer_omit(o, &req);
-	if (printer_new(c, o, &out) < 0) {
-		fprintf(stderr, "traceq: out of memory\n");
-		return 1;
-	}
-	if (o->limit && o->limit < req.limit)
-		req.limit = (uint32_t)o->limit;
-	ret = client_send(c, &req);
-	while (ret == 0 && more) {
-		ret = client_next(c, &rep);
-		if (ret)
-			break;
-		if (!rep.types && rep.ncols < QMSG_META_COLS && rep.nrows) {
-			fprintf(stderr, "traceq: bad reply from the collector: too few columns\n");
-			qmsg_reply_free(&rep);
-			ret = 1;
-			break;
-		}
-		printed += rep.nrows;
-		more = select_next(&req, &rep, o, printed);
-		if (more)
-			ret = client_send(c, &req);
-		if (printer_page(out, &rep) && ret == 0)
-			ret = 1;
-		qmsg_reply_free(&rep);
-	}
-	printer_free(out);
-	if (ret > 0)
-		return ret;
-	return fflush(stdout) == 0 ? 0 : 1;
-}
-
-static int run_count(struct client *c, const struct traceq_opts *o)
-{
-	struct qmsg_request req = {
-		.op = QOP_COUNT, .query = (char *)o->query,
-	};
-	struct qmsg_reply rep;
-	int ret;
-
-	tq_select_apply(&o->sel, &req);
-	ret = client_call(c, &req, &rep);
-	if (ret)
-		return ret;
-	printf("%" PRIu64 "\n", rep.count);
-	qmsg_reply_free(&rep);
-	return 0;
-}
-
-static int run_stats(struct client *c, const struct traceq_opts *o)
-{
-	struct qmsg_request req = { .op = o->drops ? QOP_DROPS : QOP_STATS };
-	struct qmsg_reply rep;
-	int ret;
-
-	tq_select_apply(&o->sel, &req);
-	ret = client_call(c, &req, &rep);
-	if (ret)
-		return ret;
-	if (tq_stats_print(stdout, &rep, &o->sel, !o->drops, o->format == OUT_JSON) < 0) {
-		fprintf(stderr, "traceq: out of memory\n");
-		ret = 1;
-	}
-	if (rep.unstored)	/* stderr: the rows above stay the same shape */
-		fprintf(stderr, "traceq: the collector is still storing: %" PRIu64 " batches "
-			"received and not yet stored, receive journal %.1f MB (--sync waits "
-			"for them)\n", rep.unstored, (double)rep.journal_bytes / (1 << 20));
-	qmsg_reply_free(&rep);
-	return ret ? ret : fflush(stdout) == 0 ? 0 : 1;
-}
-
-/* --sql: one statement's rows as a table. */
-static int run_sql(struct client *c, const struct traceq_opts *o)
-{
-	struct qmsg_request req = { .op = QOP_SQL, .query = (char *)o->sql,
-				    .limit = o->limit && o->limit < QMSG_MAX_ROWS ?
-					     (uint32_t)o->limit : 0 };
-	struct qmsg_reply rep;
-	int ret = client_call(c, &req, &rep);
-
-	if (ret)
-		return ret;
-	if (o->format == OUT_CSV)
-		out_sql_csv(stdout, &rep);
-	else if (o->format == OUT_JSON)
-		out_sql_json(stdout, &rep);
-	else if (out_sql_text(stdout, &rep) < 0)
-		ret = 1;
-	if (rep.more && (!o->limit || o->limit > rep.nrows))
-		fprintf(stderr, "traceq: --sql: stopped after %" PRIu32 " rows, the most one answer"
-			" holds; narrow the statement (LIMIT, GROUP BY)\n", rep.nrows);
-	qmsg_reply_free(&rep);
-	return ret ? ret : fflush(stdout) == 0 ? 0 : 1;
-}
-
-/* --hosts, --events, --fields: one request, the table it answers (discover.c). */
-static int run_discover(struct client *c, const struct traceq_opts *o)
-{
-	struct qmsg_request req = { .op = o->list, .query = (char *)o->query };
-	struct qmsg_reply rep;
-	int ret;
-
-	tq_select_apply(&o->sel, &req);
-	ret = client_call(c, &req, &rep);
-	if (ret)
-		return ret;
-	tq_discover_print(stdout, &rep, o->format == OUT_JSON);
-	qmsg_reply_free(&rep);
-	return fflush(stdout) == 0 ? 0 : 1;
-}
-
-/* ---- --follow ---- */
-
-static volatile sig_atomic_t follow_stop;
-
-static void follow_signal(int sig)
-{
-	(void)sig;
-	follow_stop = 1;
-}
-
-/* Sleep @ms, or less when a signal comes. */
-static void follow_sleep(int ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
-
-	if (!follow_stop)
-		nanosleep(&ts, NULL);
-}
-
-/*
- * After a call that got no answer: over nng the socket dials again by
- * itself; a TLS connection is made anew, until it is back or a signal
- * comes. Return: 0 (try again), 1 (stopped).
- */
-static int follow_reconnect(struct client *c, bool *said)
-{
-	if (!*said)
-		fprintf(stderr, "traceq: --follow: lost the collector; trying again\n");
-	*said = true;
-	while (!follow_stop) {
-		follow_sleep(TRACEQ_FOLLOW_RETRY_MS);
-		if (client_reconnect(c) == 0)
-			return 0;
-	}
-	return 1;
-}
-
-/*
- * --follow: pages of QOP_TAIL, the cursor (last_id) carried from one to
- * the next, across a lost collector too. An empty page waits a little
- * before the next; the collector keeps nothing for us between pages.
- */
-static int run_follow(struct client *c, const struct traceq_opts *o)
-{
-	struct qmsg_request req = { .op = QOP_TAIL, .query = (char *)o->query };
-	struct printer *out;
-	struct sigaction sa = { .sa_handler = follow_signal };
-	uint64_t printed = 0, cursor = 0;
-	bool said = false, waiting = false;
-	int ret = 0;
-
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	tq_select_apply(&o->sel, &req);
-	printer_omit(o, &req);
-	if (printer_new(c, o, &out) < 0) {
-		fprintf(stderr, "traceq: out of memory\n");
-		return 1;
-	}
-	while (ret == 0 && !follow_stop && (!o->limit || printed < o->limit)) {
-		struct qmsg_reply rep;
-
-		req.after_id = cursor;
-		req.sent = printed;
-		req.limit = TRACEQ_PAGE_ROWS;
-		if (o->limit && o->limit - printed < req.limit)
-			req.limit = (uint32_t)(o->limit - printed);
-		client_wait_unknown(c, true);	/* events not stored yet are waited for, as tail -F does */
-		ret = client_call(c, &req, &rep);
-		client_wait_unknown(c, false);
-		if (ret == 1 && client_lost(c) && !follow_stop) {
-			ret = follow_reconnect(c, &said);
-			continue;
-		}
-		if (ret == 3) {	/* no stored event matches a selector yet */
-			if (!waiting)
-				fprintf(stderr, "traceq: --follow: no event the query selects is "
-					"stored yet; waiting for it (interrupt to stop)\n");
-			waiting = true;
-			ret = 0;
-			follow_sleep(TRACEQ_FOLLOW_RETRY_MS);
-			continue;
-		}
-		if (ret)
-			break;
-		if (said)
-			fprintf(stderr, "traceq: --follow: the collector is back\n");
-		said = false;
-		if (rep.reset)
-			fprintf(stderr, "traceq: --follow: the collector's database is not the one "
-				"followed so far (replaced or emptied): following it from its start\n");
-		if (rep.missed)
-			fprintf(stderr, "traceq: --follow: fell behind: %" PRIu64 " events were "
-				"stored and removed by the collector's retention before they could "
-				"be printed (of every event, matching or not)\n", rep.missed);
-		ret = printer_page(out, &rep);
-		printed += rep.nrows;
-		cursor = rep.last_id;
-		if (ret == 0 && fflush(stdout) != 0)
-			ret = 1;
-		if (ret == 0 && !rep.more && !rep.nrows)
-			follow_sleep(TRACEQ_FOLLOW_POLL_MS);
-		qmsg_reply_free(&rep);
-	}
-	printer_free(out);
-	return ret;
-}
-
-/* ---- the function_graph view ---- */
-
-static int col_index(const struct qmsg_reply *r, const char *name)
-{
-	uint32_t i;
-
-	for (i = QMSG_META_COLS; i < r->ncols; i++)
-		if (!strcmp(r->cols[i], name))
-			return (int)i;
-	return -1;
-}
-
-static uint64_t col_u64(const struct qmsg_value *row, int i)
-{
-	return i < 0 ? 0 : (uint64_t)tq_value_int(&row[i]);
-}
-
-/* One page of funcgraph rows into @g. Return: 0, or 1 when out of memory. */
-static int graph_page(struct graph *g, const struct qmsg_reply *r, bool exit)
-{
-	int func = col_index(r, "func"), depth = col_index(r, "depth");
-	int call = col_index(r, "calltime"), ret = col_index(r, "rettime");
-	int sym = col_index(r, "func_sym"), added;
-	struct graph_row gr;
-	uint32_t i;
-
-	for (i = 0; i < r->nrows; i++) {
-		const struct qmsg_value *row = &r->vals[i * r->ncols];
-
-		memset(&gr, 0, sizeof(gr));
-		gr.ts = tq_value_int(&row[2]);
-		gr.cpu = (uint32_t)tq_value_int(&row[1]);
-		gr.pid = (int32_t)tq_value_int(&row[4]);
-		if (row[5].kind == QV_STR)
-			snprintf(gr.comm, sizeof(gr.comm), "%s", row[5].s.p);
-		gr.exit = exit;
-		gr.func = col_u64(row, func);
-		gr.depth = (int32_t)col_u64(row, depth);
-		gr.calltime = col_u64(row, call);
-		gr.rettime = col_u64(row, ret);
-		/* the function, not the hook's call site in it: no +0xoff */
-		if (sym >= 0 && row[sym].kind == QV_STR)
-			snprintf(gr.name, sizeof(gr.name), "%.*s",
-				 (int)strcspn(row[sym].s.p, "+"), row[sym].s.p);
-		added = graph_add(g, &gr);
-		if (added == -E2BIG)
-			fprintf(stderr, "traceq: --graph: more than %zu rows; it holds them all to "
-				"nest the calls: narrow the query (--since/--until, --cpu, --host, "
-				"a filter such as common_pid == N)\n", graph_max_rows);
-		else if (added < 0)
-			fprintf(stderr, "traceq: out of memory\n");
-		if (added < 0)
-			return 1;
-	}
-	return 0;
-}
-
-/* Every row of @event matching @where (may be "") into @g. */
-static int graph_fetch(struct client *c, const struct traceq_opts *o,
-		       const char *event, const char *where, struct graph *g)
-{
-	char query[4096];
-	struct qmsg_request req = {
-		.op = QOP_SELECT, .query = query,
-	};
-	struct qmsg_reply rep;
-	int ret;
-
-	tq_select_apply(&o->sel, &req);
-	req.reverse = false;	/* the graph is built oldest first */
-	snprintf(query, sizeof(query), "ftrace:%s%s", event, where);
-	do {
-		req.limit = TRACEQ_PAGE_ROWS;
-		ret = client_call(c, &req, &rep);
-		if (ret)
-			return ret;
-		ret = rep.ncols < QMSG_META_COLS && rep.nrows;
-		if (ret)
-			fprintf(stderr, "traceq: bad reply from the collector\n");
-		else
-			ret = graph_page(g, &rep, strstr(event, "exit") != NULL);
-		req.after_ts = rep.last_ts;
-		req.after_id = rep.last_id;
-		if (ret == 0 && !(rep.more && rep.nrows))
-			ret = -1;
-		qmsg_reply_free(&rep);
-	} while (ret == 0);
-	return ret < 0 ? 0 : ret;
-}
-
-/*
- * --graph: QUERY's event part must name the function_graph events
- * (funcgraph, funcgraph_entry, ..., with or without "ftrace:"); its where
- * part, if any, is applied to both.
- */
-static int run_graph(struct client *c, const struct traceq_opts *o)
-{
-	const char *where = strstr(o->query, " where ");
-	struct graph *g;
-	int ret;
-
-	if (strncmp(o->query + (strncmp(o->query, "ftrace:", 7) ? 0 : 7),
-		    "funcgraph", 9)) {
-		fprintf(stderr, "traceq: --graph wants \"funcgraph [where "
-			"FILTER]\", not '%s'\n", o->query);
-		return 2;
-	}
-	if (graph_new(stdout, &g) < 0) {
-		fprintf(stderr, "traceq: out of memory\n");
-		return 1;
-	}
-	ret = graph_fetch(c, o, "funcgraph_entry", where ? where : "", g);
-	if (ret == 0)
-		ret = graph_fetch(c, o, "funcgraph_exit", where ? where : "", g);
-	if (ret == 0)
-		graph_print(g);
-	graph_free(g);
-	return ret ? ret : fflush(stdout) == 0 ? 0 : 1;
-}
-
-/* ---- --hist ---- */
-
-/* The filter text of @query (a copy, blanks trimmed), NULL: none or no memory. */
-static char *query_filter(const char *query)
-{
-	struct query q;
-	char *f = NULL;
-	size_t n;
-
-	if (query_parse(query, &q, NULL) < 0)
-		return NULL;
-	if (q.filter) {
-		f = strdup(query + q.filter_offset);
-		for (n = f ? strlen(f) : 0; n && (f[n - 1] == ' ' || f[n - 1] == '\t'); n--)
-			f[n - 1] = '\0';
-	}
-	query_free(&q);
-	return f;
-}
-
-/*
- * --hist: the spec was checked (check_hist()), the collector computes the
- * histogram; pages of QMSG_MAX_ROWS entries (size= up to 131072) all
- * count the rows the first one counted (its to_ts). --since/--until,
- * --host and --cpu narrow the rows as for a select.
- */
-static int run_hist(struct client *c, const struct traceq_opts *o)
-{
-	struct qmsg_request req = {
-		.op = QOP_HIST, .query = (char *)o->query, .hist = (char *)o->hist,
-		.limit = QMSG_MAX_ROWS,
-	};
-	struct hist_spec sp;
-	struct qmsg_reply rep;
-	uint64_t hits = 0, entries = 0, dropped = 0;
-	char *filter;
-	bool more = true;
-	int ret = 0;
-
-	if (hist_parse(o->hist, &sp, NULL) < 0)
-		return 2;	/* check_hist() said why */
-	tq_select_apply(&o->sel, &req);
-	filter = query_filter(o->query);
-	while (ret == 0 && more) {
-		ret = client_call(c, &req, &rep);
-		if (ret)
-			break;
-		if (!req.after_id) {
-			hist_print_names(&sp, &rep);
-			hist_print_header(stdout, &sp, filter);
-			hits = rep.count, entries = rep.entries, dropped = rep.dropped;
-		}
-		if (hist_print_page(stdout, &sp, &rep) < 0) {
-			fprintf(stderr, "traceq: bad reply from the collector: not the spec's columns\n");
-			ret = 1;
-		}
-		more = rep.more && rep.nrows;
-		req.after_id += rep.nrows;
-		req.to_ts = rep.last_ts;	/* newest counted + 1: within any --until */
-		req.to_end = false;
-		qmsg_reply_free(&rep);
-	}
-	free(filter);
-	if (ret)
-		return ret;
-	hist_print_totals(stdout, hits, entries, dropped);
-	return fflush(stdout) == 0 ? 0 : 1;
-}
-
 int main(int argc, char **argv)
 {
 	struct traceq_opts o = {
@@ -911,23 +455,23 @@ int main(int argc, char **argv)
 	if (ret < 0)
 		return ret == -2 ? 2 : 1;
 	if (o.import)
-		ret = import_run(o.import, o.name, o.force, client_exchange, c);
+		ret = mode_import_run(c, &o);
 	else if (o.sql)
-		ret = run_sql(c, &o);
+		ret = mode_sql_run(c, &o);
 	else if (o.list)
-		ret = run_discover(c, &o);
+		ret = mode_discover_run(c, &o);
 	else if ((o.modes & TQ_M_STATS))
-		ret = run_stats(c, &o);
+		ret = mode_stats_run(c, &o);
 	else if ((o.modes & TQ_M_COUNT))
-		ret = run_count(c, &o);
+		ret = mode_count_run(c, &o);
 	else if ((o.modes & TQ_M_GRAPH))
-		ret = run_graph(c, &o);
+		ret = mode_graph_run(c, &o);
 	else if (o.hist)
-		ret = run_hist(c, &o);
+		ret = mode_hist_run(c, &o);
 	else if ((o.modes & TQ_M_FOLLOW))
-		ret = run_follow(c, &o);
+		ret = mode_follow_run(c, &o);
 	else
-		ret = run_select(c, &o);
+		ret = mode_select_run(c, &o);
 	client_close(c);
 	return ret;
 }
