@@ -2,7 +2,7 @@
  * mode_graph.c - traceq --graph "funcgraph [where FILTER]": the rows of
  * ftrace:funcgraph_entry and funcgraph_exit, every page of both, handed
  * to graph.h, which nests and prints them as the kernel's function_graph
- * tracer does.
+ * tracer does. The query is read as main() parsed it (common/query.h).
  */
 #include "config.h"
 
@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/query.h"
 #include "proto/qmsg.h"
 #include "traceq/client.h"
 #include "traceq/graph.h"
@@ -74,9 +75,9 @@ static int graph_page(struct graph *g, const struct qmsg_reply *r, bool exit)
 	return 0;
 }
 
-/* Every row of @event matching @where (may be "") into @g. */
+/* Every row of @event matching @filter (NULL: all) into @g. */
 static int graph_fetch(struct client *c, const struct traceq_opts *o,
-		       const char *event, const char *where, struct graph *g)
+		       const char *event, const char *filter, struct graph *g)
 {
 	char query[4096];
 	struct qmsg_request req = {
@@ -87,7 +88,8 @@ static int graph_fetch(struct client *c, const struct traceq_opts *o,
 
 	tq_select_apply(&o->sel, &req);
 	req.reverse = false;	/* the graph is built oldest first */
-	snprintf(query, sizeof(query), "ftrace:%s%s", event, where);
+	snprintf(query, sizeof(query), "ftrace:%s%s%s", event, filter ? " where " : "",
+		 filter ? filter : "");
 	do {
 		req.limit = TRACEQ_PAGE_ROWS;
 		ret = client_call(c, &req, &rep);
@@ -108,18 +110,18 @@ static int graph_fetch(struct client *c, const struct traceq_opts *o,
 }
 
 /*
- * --graph: QUERY's event part must name the function_graph events
- * (funcgraph, funcgraph_entry, ..., with or without "ftrace:"); its where
- * part, if any, is applied to both.
+ * --graph: the query's (first) selector must name the function_graph
+ * events (funcgraph, funcgraph_entry, ..., with or without "ftrace:");
+ * its filter, if any, is applied to both.
  */
 int mode_graph_run(struct client *c, const struct traceq_opts *o)
 {
-	const char *where = strstr(o->query, " where ");
+	const struct query_sel *sel = &o->q.sel[0];
+	const char *filter = o->q.filter ? o->query + o->q.filter_offset : NULL;
 	struct graph *g;
 	int ret;
 
-	if (strncmp(o->query + (strncmp(o->query, "ftrace:", 7) ? 0 : 7),
-		    "funcgraph", 9)) {
+	if ((sel->system && strcmp(sel->system, "ftrace")) || strncmp(sel->event, "funcgraph", 9)) {
 		fprintf(stderr, "traceq: --graph wants \"funcgraph [where "
 			"FILTER]\", not '%s'\n", o->query);
 		return 2;
@@ -128,9 +130,9 @@ int mode_graph_run(struct client *c, const struct traceq_opts *o)
 		fprintf(stderr, "traceq: out of memory\n");
 		return 1;
 	}
-	ret = graph_fetch(c, o, "funcgraph_entry", where ? where : "", g);
+	ret = graph_fetch(c, o, "funcgraph_entry", filter, g);
 	if (ret == 0)
-		ret = graph_fetch(c, o, "funcgraph_exit", where ? where : "", g);
+		ret = graph_fetch(c, o, "funcgraph_exit", filter, g);
 	if (ret == 0)
 		graph_print(g);
 	graph_free(g);

@@ -12,7 +12,6 @@
 #include <string.h>
 
 #include "common/hist.h"
-#include "common/query.h"
 #include "proto/qmsg.h"
 #include "traceq/client.h"
 #include "traceq/hist_print.h"
@@ -20,26 +19,22 @@
 #include "traceq/select.h"
 #include "traceq/traceq.h"
 
-/* The filter text of @query (a copy, blanks trimmed), NULL: none or no memory. */
-static char *query_filter(const char *query)
+/* The filter text of the query (a copy, blanks trimmed), NULL: none or no memory. */
+static char *query_filter(const struct traceq_opts *o)
 {
-	struct query q;
-	char *f = NULL;
+	char *f;
 	size_t n;
 
-	if (query_parse(query, &q, NULL) < 0)
+	if (!o->q.filter)
 		return NULL;
-	if (q.filter) {
-		f = strdup(query + q.filter_offset);
-		for (n = f ? strlen(f) : 0; n && (f[n - 1] == ' ' || f[n - 1] == '\t'); n--)
-			f[n - 1] = '\0';
-	}
-	query_free(&q);
+	f = strdup(o->query + o->q.filter_offset);
+	for (n = f ? strlen(f) : 0; n && (f[n - 1] == ' ' || f[n - 1] == '\t'); n--)
+		f[n - 1] = '\0';
 	return f;
 }
 
 /*
- * --hist: the spec was checked (check_hist()), the collector computes the
+ * --hist: the spec was parsed (main()), the collector computes the
  * histogram; pages of QMSG_MAX_ROWS entries (size= up to 131072) all
  * count the rows the first one counted (its to_ts). --since/--until,
  * --host and --cpu narrow the rows as for a select.
@@ -50,17 +45,15 @@ int mode_hist_run(struct client *c, const struct traceq_opts *o)
 		.op = QOP_HIST, .query = (char *)o->query, .hist = (char *)o->hist,
 		.limit = QMSG_MAX_ROWS,
 	};
-	struct hist_spec sp;
+	struct hist_spec sp = o->hist_spec;	/* hist_print_names() names its fields */
 	struct qmsg_reply rep;
 	uint64_t hits = 0, entries = 0, dropped = 0;
 	char *filter;
 	bool more = true;
 	int ret = 0;
 
-	if (hist_parse(o->hist, &sp, NULL) < 0)
-		return 2;	/* check_hist() said why */
 	tq_select_apply(&o->sel, &req);
-	filter = query_filter(o->query);
+	filter = query_filter(o);
 	while (ret == 0 && more) {
 		ret = client_call(c, &req, &rep);
 		if (ret)
