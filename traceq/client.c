@@ -297,6 +297,15 @@ int client_call(struct client *c, const struct qmsg_request *req, struct qmsg_re
 	return ret ? ret : client_recv(c, rep);
 }
 
+int client_ask(struct client *c, enum qmsg_op op, const char *query, const struct tq_select *sel,
+	       struct qmsg_reply *rep)
+{
+	struct qmsg_request req = { .op = op, .query = (char *)query };
+
+	tq_select_apply(sel, &req);
+	return client_call(c, &req, rep);
+}
+
 int client_exchange(void *ctx, const struct proto_buf *req, struct qmsg_reply *rep)
 {
 	struct client *c = ctx;

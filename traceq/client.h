@@ -41,6 +41,13 @@ void client_close(struct client *c);
 int client_call(struct client *c, const struct qmsg_request *req, struct qmsg_reply *rep);
 
 /*
+ * client_ask - client_call() of a request of @op on @query (NULL: none),
+ * narrowed by @sel (tq_select_apply(): window, hosts, CPUs, order).
+ */
+int client_ask(struct client *c, enum qmsg_op op, const char *query, const struct tq_select *sel,
+	       struct qmsg_reply *rep);
+
+/*
  * client_send, client_next - client_call() in two halves, so that the
  * caller can work while the collector answers: @req sent (kept by
  * pointer until its reply comes: @req's strings must live that long),

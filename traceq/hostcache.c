@@ -98,7 +98,9 @@ struct host {
 	uint64_t *printk_addr;
 	char **printk_fmt;
 	uint32_t ntgid;
-	int32_t *pid, *tgid;	/* sorted by pid */
+	struct tgid_pair {
+		int32_t pid, tgid;
+	} *tgids;		/* sorted by pid */
 };
 
 struct hostcache {
@@ -206,15 +208,24 @@ int hostcache_sym_fetch(struct hostcache *hc, int64_t at)
 }
 
 
-int hostcache_new(struct client *c, struct hostcache **out)
+/* What @h holds (@h itself is in the table's array). */
+static void host_drop(struct host *h)
+{
+	while (h->nprintk)
+		free(h->printk_fmt[--h->nprintk]);
+	free(h->printk_fmt);
+	free(h->printk_addr);
+	free(h->tgids);
+	free(h->name);
+}
+
+struct hostcache *hostcache_new(struct client *c)
 {
 	struct hostcache *hc = calloc(1, sizeof(*hc));
 
-	if (!hc)
-		return -ENOMEM;
-	hc->c = c;
-	*out = hc;
-	return 0;
+	if (hc)
+		hc->c = c;
+	return hc;
 }
 
 void hostcache_free(struct hostcache *hc)
@@ -222,17 +233,8 @@ void hostcache_free(struct hostcache *hc)
 	if (!hc)
 		return;
 	syms_free(&hc->syms);
-	for (size_t i = 0; i < hc->n; i++) {
-		struct host *h = &hc->h[i];
-
-		for (size_t j = 0; j < h->nprintk; j++)
-			free(h->printk_fmt[j]);
-		free(h->printk_fmt);
-		free(h->printk_addr);
-		free(h->pid);
-		free(h->tgid);
-		free(h->name);
-	}
+	for (size_t i = 0; i < hc->n; i++)
+		host_drop(&hc->h[i]);
 	free(hc->h);
 	free(hc);
 }
@@ -298,26 +300,22 @@ size_t hostcache_printk(void *ctx, const char *host, int64_t wall_ns, const uint
 /* Append the rows of one QOP_TGIDS reply; the last pid into *@last. */
 static int tgid_take(struct host *h, const struct qmsg_reply *rep, int32_t *last)
 {
-	void *p, *q;
+	struct tgid_pair *p;
 
 	if (rep->ncols != 2 || h->ntgid + rep->nrows > TGIDS_MAX)
 		return -1;
-	p = realloc(h->pid, (h->ntgid + rep->nrows + 1) * sizeof(*h->pid));
-	if (p)
-		h->pid = p;
-	q = realloc(h->tgid, (h->ntgid + rep->nrows + 1) * sizeof(*h->tgid));
-	if (q)
-		h->tgid = q;
-	if (!p || !q)
+	p = realloc(h->tgids, (h->ntgid + rep->nrows + 1) * sizeof(*h->tgids));
+	if (!p)
 		return -1;
+	h->tgids = p;
 	for (uint32_t i = 0; i < rep->nrows; i++) {
 		const struct qmsg_value *row = &rep->vals[i * 2];
 		int32_t pid = (int32_t)tq_value_int(&row[0]);
 
 		if (pid <= *last)
 			return -1;	/* not in pid order: keep what came */
-		h->pid[h->ntgid] = *last = pid;
-		h->tgid[h->ntgid++] = (int32_t)tq_value_int(&row[1]);
+		h->tgids[h->ntgid].pid = *last = pid;
+		h->tgids[h->ntgid++].tgid = (int32_t)tq_value_int(&row[1]);
 	}
 	return 0;
 }
@@ -354,10 +352,10 @@ int32_t hostcache_tgid(void *ctx, const char *host, int32_t pid)
 	for (hi = h->ntgid; lo < hi;) {
 		uint32_t mid = lo + (hi - lo) / 2;
 
-		if (h->pid[mid] < pid)
+		if (h->tgids[mid].pid < pid)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < h->ntgid && h->pid[lo] == pid ? h->tgid[lo] : 0;
+	return lo < h->ntgid && h->tgids[lo].pid == pid ? h->tgids[lo].tgid : 0;
 }

@@ -26,9 +26,9 @@ struct hostcache;
 
 /*
  * hostcache_new - an empty cache asking over @c (the caller's, which
- * must outlive it). Return: 0 and *@out; -ENOMEM.
+ * must outlive it). Return: the cache; NULL: no memory.
  */
-int hostcache_new(struct client *c, struct hostcache **out);
+struct hostcache *hostcache_new(struct client *c);
 
 /* hostcache_free - free @hc and all it holds; NULL is fine. */
 void hostcache_free(struct hostcache *hc);

@@ -10,19 +10,13 @@
 #include "proto/qmsg.h"
 #include "traceq/client.h"
 #include "traceq/modes.h"
-#include "traceq/select.h"
 #include "traceq/traceq.h"
 
 int mode_count_run(struct client *c, const struct traceq_opts *o)
 {
-	struct qmsg_request req = {
-		.op = QOP_COUNT, .query = (char *)o->query,
-	};
 	struct qmsg_reply rep;
-	int ret;
+	int ret = client_ask(c, QOP_COUNT, o->query, &o->sel, &rep);
 
-	tq_select_apply(&o->sel, &req);
-	ret = client_call(c, &req, &rep);
 	if (ret)
 		return ret;
 	printf("%" PRIu64 "\n", rep.count);

@@ -10,18 +10,14 @@
 #include "traceq/client.h"
 #include "traceq/discover.h"
 #include "traceq/modes.h"
-#include "traceq/select.h"
 #include "traceq/traceq.h"
 
 /* --hosts, --events, --fields: one request, the table it answers (discover.c). */
 int mode_discover_run(struct client *c, const struct traceq_opts *o)
 {
-	struct qmsg_request req = { .op = o->list, .query = (char *)o->query };
 	struct qmsg_reply rep;
-	int ret;
+	int ret = client_ask(c, o->list, o->query, &o->sel, &rep);
 
-	tq_select_apply(&o->sel, &req);
-	ret = client_call(c, &req, &rep);
 	if (ret)
 		return ret;
 	tq_discover_print(stdout, &rep, o->format == OUT_JSON);

@@ -11,18 +11,14 @@
 #include "proto/qmsg.h"
 #include "traceq/client.h"
 #include "traceq/modes.h"
-#include "traceq/select.h"
 #include "traceq/stats.h"
 #include "traceq/traceq.h"
 
 int mode_stats_run(struct client *c, const struct traceq_opts *o)
 {
-	struct qmsg_request req = { .op = o->drops ? QOP_DROPS : QOP_STATS };
 	struct qmsg_reply rep;
-	int ret;
+	int ret = client_ask(c, o->drops ? QOP_DROPS : QOP_STATS, NULL, &o->sel, &rep);
 
-	tq_select_apply(&o->sel, &req);
-	ret = client_call(c, &req, &rep);
 	if (ret)
 		return ret;
 	if (tq_stats_print(stdout, &rep, &o->sel, !o->drops, o->format == OUT_JSON) < 0) {

@@ -50,8 +50,10 @@ struct printer {
 	int host_width;			/* > 0: a leading host column */
 	char *text;			/* a page rendered: its lines, each with its '\n' */
 	size_t text_len, text_cap;
-	size_t *line_end;		/* per row: where its line ends in text; */
-	bool *as_fields;		/* or true: it prints as fields */
+	struct line {			/* per row of the page: */
+		size_t end;		/* where its line ends in text; */
+		bool as_fields;		/* or true: it prints as fields */
+	} *lines;
 };
 
 static int64_t row_time(const struct printer *p, const struct qmsg_value *row)
@@ -198,19 +200,16 @@ static size_t render_line(struct render *r, const struct qmsg_reply *view,
 
 /*
  * Render every row of @rep into p->text, one line after the other
- * (p->as_fields[i] for a row whose type prints as fields).
+ * (p->lines[i].as_fields for a row whose type prints as fields).
  */
 static int render_page(struct printer *p, const struct qmsg_reply *rep)
 {
 	void *np;
 
 	p->text_len = 0;
-	if (!(np = realloc(p->line_end, (rep->nrows + 1) * sizeof(*p->line_end))))
+	if (!(np = realloc(p->lines, (rep->nrows + 1) * sizeof(*p->lines))))
 		return -ENOMEM;
-	p->line_end = np;
-	if (!(np = realloc(p->as_fields, (rep->nrows + 1) * sizeof(*p->as_fields))))
-		return -ENOMEM;
-	p->as_fields = np;
+	p->lines = np;
 	for (uint32_t i = 0; i < rep->nrows; i++) {
 		struct qmsg_reply view;
 		const struct qmsg_value *row = qmsg_reply_row(rep, i, &view);
@@ -222,7 +221,7 @@ static int render_page(struct printer *p, const struct qmsg_reply *rep)
 
 		if (!t || text_room(p, pad + hlen + 2) < 0)
 			return -ENOMEM;
-		p->as_fields[i] = t->refused;
+		p->lines[i].as_fields = t->refused;
 		if (!t->refused) {
 			if (p->host_width > 0) {	/* print_host()'s column */
 				memset(p->text + p->text_len, ' ', pad);
@@ -234,7 +233,7 @@ static int render_page(struct printer *p, const struct qmsg_reply *rep)
 						   p->text + p->text_len);
 			p->text[p->text_len++] = '\n';
 		}
-		p->line_end[i] = p->text_len;
+		p->lines[i].end = p->text_len;
 	}
 	return 0;
 }
@@ -262,18 +261,18 @@ static int print_rendered(struct printer *p, const struct qmsg_reply *rep)
 		return 1;
 	}
 	for (uint32_t i = 0; i < rep->nrows; i++) {
-		size_t begin = i ? p->line_end[i - 1] : 0;
+		size_t begin = i ? p->lines[i - 1].end : 0;
 		struct qmsg_reply view;
 		const struct qmsg_value *row;
 
 		/* rendered lines (host column and all) go out in runs, at once */
-		if (!p->as_fields[i])
+		if (!p->lines[i].as_fields)
 			continue;
 		fwrite(p->text + start, 1, begin - start, stdout);
 		row = qmsg_reply_row(rep, i, &view);
 		print_host(p, row);
 		out_fields_row(stdout, &view, row, row_time(p, row));
-		start = p->line_end[i];
+		start = p->lines[i].end;
 	}
 	fwrite(p->text + start, 1, p->text_len - start, stdout);
 	return 0;
@@ -333,15 +332,14 @@ int printer_page(struct printer *p, const struct qmsg_reply *rep)
  */
 static int host_width(struct client *c, const struct traceq_opts *o)
 {
-	struct qmsg_request req = { .op = QOP_STATS };
 	struct qmsg_reply rep;
 	const char *first = NULL;
 	bool several = false;
 	int width = 0;
 
-	tq_select_apply(&o->sel, &req);	/* the hosts of --host: the collector matches them */
+	/* the hosts of --host: the collector matches them */
 	if (o->no_host || o->format == OUT_JSON || o->format == OUT_CSV ||
-	    client_call(c, &req, &rep))
+	    client_ask(c, QOP_STATS, NULL, &o->sel, &rep))
 		return 0;
 	for (uint32_t i = 0; rep.ncols && i < rep.nrows; i++) {
 		const struct qmsg_value *h = &rep.vals[i * rep.ncols];
@@ -364,8 +362,7 @@ void printer_free(struct printer *p)
 	if (!p)
 		return;
 	free(p->text);
-	free(p->line_end);
-	free(p->as_fields);
+	free(p->lines);
 	for (size_t i = 0; i < p->ntypes; i++)
 		ptype_free(&p->types[i]);
 	free(p->types);
@@ -377,7 +374,7 @@ int printer_new(struct client *c, const struct traceq_opts *o, struct printer **
 {
 	struct printer *p = calloc(1, sizeof(*p));
 
-	if (!p || hostcache_new(c, &p->hc) < 0) {
+	if (!p || !(p->hc = hostcache_new(c))) {
 		free(p);
 		return -ENOMEM;
 	}

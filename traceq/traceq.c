@@ -142,10 +142,11 @@ static void parse_mode(int c, struct traceq_opts *o)
 /* One option @c (its argument in optarg) into @o. Return: 0; -1 (said). */
 static int parse_option(int c, char **argv, struct traceq_opts *o)
 {
-	int64_t v;
+	int64_t v = 0;
+	int ret;
 
 	switch (c) {
-	case 's': o->server = optarg; return 0;
+	case 's': o->server = optarg; break;
 	case 'f': return parse_format(optarg, &o->format);
 	case 'M':
 		if (strcmp(optarg, "wall") && strcmp(optarg, "raw")) {
@@ -153,40 +154,39 @@ static int parse_option(int c, char **argv, struct traceq_opts *o)
 			return -1;
 		}
 		o->time_raw = !strcmp(optarg, "raw");
-		return 0;
-	case 'N': o->no_host = true; return 0;
-	case 'J': o->tgid = true; return 0;
-	case 'n':
-		if (parse_i64(optarg, "--limit", 0, INT64_MAX,
-			      "a whole number of events (0: all)", &v) < 0)
-			return -1;
+		break;
+	case 'N': o->no_host = true; break;
+	case 'J': o->tgid = true; break;
+	case 'n':	/* on an error (said) v stays 0: the options are not used */
+		ret = parse_i64(optarg, "--limit", 0, INT64_MAX,
+				"a whole number of events (0: all)", &v);
 		o->limit = (uint64_t)v;
-		return 0;
+		return ret;
+	case 't':
+		ret = parse_i64(optarg, "--timeout", 1, INT32_MAX,
+				"milliseconds, a whole number in 1..2147483647", &v);
+		o->timeout_ms = (int)v;
+		return ret;
 	case 'S': return tq_select_time(&o->sel, optarg, false, now_ns());
 	case 'U': return tq_select_time(&o->sel, optarg, true, now_ns());
 	case 'H': return tq_select_host(&o->sel, optarg);
 	case 'P': return tq_select_cpus(&o->sel, optarg);
-	case 'r': o->sel.reverse = true; return 0;
+	case 'r': o->sel.reverse = true; break;
 	case 'L': case 'E': case 'F': case 'c': case 'T': case 'D': case 'g': case 'W':
 	case 'Q': case 'G': case 'I':
 		parse_mode(c, o);
-		return 0;
-	case 'Y': o->sync = true; return 0;
-	case 'a': o->name = optarg; return 0;
-	case 'O': o->force = true; return 0;
-	case 'C': o->cert = optarg; return 0;
-	case 'K': o->key = optarg; return 0;
-	case 'A': o->ca = optarg; return 0;
-	case 't':
-		if (parse_i64(optarg, "--timeout", 1, INT32_MAX,
-			      "milliseconds, a whole number in 1..2147483647", &v) < 0)
-			return -1;
-		o->timeout_ms = (int)v;
-		return 0;
+		break;
+	case 'Y': o->sync = true; break;
+	case 'a': o->name = optarg; break;
+	case 'O': o->force = true; break;
+	case 'C': o->cert = optarg; break;
+	case 'K': o->key = optarg; break;
+	case 'A': o->ca = optarg; break;
 	case 'h': tq_usage(stdout); exit(0);
 	case 'V': cli_version("traceq"); exit(0);
 	default: cli_bad_option("traceq", longopts, argv, c); return -1;
 	}
+	return 0;
 }
 
 #define TQ_X_REVERSE	(1u << 16)	/* --reverse, for conflicts[] */
