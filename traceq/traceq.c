@@ -121,8 +121,8 @@ static const struct option longopts[] = {
 	{ 0 }
 };
 
-/* The options that pick a mode (TQ_M_*), with their arguments. */
-static void parse_mode(int c, struct traceq_opts *o)
+/* The options that pick a mode (TQ_M_*), with their arguments. False: @c is none. */
+static bool parse_mode(int c, struct traceq_opts *o)
 {
 	switch (c) {
 	case 'L': o->modes |= TQ_M_LIST; o->list = QOP_HOSTS; break;
@@ -136,7 +136,9 @@ static void parse_mode(int c, struct traceq_opts *o)
 	case 'Q': o->modes |= TQ_M_SQL; o->sql = optarg; break;
 	case 'G': o->modes |= TQ_M_HIST; o->hist = optarg; break;
 	case 'I': o->modes |= TQ_M_IMPORT; o->import = optarg; break;
+	default: return false;
 	}
+	return true;
 }
 
 /* One option @c (its argument in optarg) into @o. Return: 0; -1 (said). */
@@ -172,10 +174,6 @@ static int parse_option(int c, char **argv, struct traceq_opts *o)
 	case 'H': return tq_select_host(&o->sel, optarg);
 	case 'P': return tq_select_cpus(&o->sel, optarg);
 	case 'r': o->sel.reverse = true; break;
-	case 'L': case 'E': case 'F': case 'c': case 'T': case 'D': case 'g': case 'W':
-	case 'Q': case 'G': case 'I':
-		parse_mode(c, o);
-		break;
 	case 'Y': o->sync = true; break;
 	case 'a': o->name = optarg; break;
 	case 'O': o->force = true; break;
@@ -184,7 +182,11 @@ static int parse_option(int c, char **argv, struct traceq_opts *o)
 	case 'A': o->ca = optarg; break;
 	case 'h': tq_usage(stdout); exit(0);
 	case 'V': cli_version("traceq"); exit(0);
-	default: cli_bad_option("traceq", longopts, argv, c); return -1;
+	default:
+		if (parse_mode(c, o))
+			break;
+		cli_bad_option("traceq", longopts, argv, c);
+		return -1;
 	}
 	return 0;
 }
