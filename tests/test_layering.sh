@@ -16,6 +16,11 @@
 # the query endpoint what it needs of the ingest as function pointers);
 # neither includes conn/.
 #
+# traceq's modes (traceq/mode_*.c, a file each) are picked by traceq.c's
+# table: traceq/modes.h, which declares their entries, is included only
+# there and by the modes themselves, no file includes a mode file, and no
+# mode calls another mode's entry (mode_X_run).
+#
 #   test_layering.sh [ROOT]    check the tree at ROOT (default: $top_srcdir,
 #                              else the tree this script is in)
 #
@@ -106,6 +111,18 @@ private_to() {
 		   grep -E "	$1/$2\$" || true)"
 }
 
+# mode_calls: each call of a mode's entry (mode_X_run) from another mode's
+# file, as FILE:LINE: calls NAME.
+mode_calls() {
+	local f
+
+	for f in traceq/mode_*.c; do
+		[ -e "$f" ] || continue
+		grep -noE 'mode_[a-z0-9_]+_run' "$f" | grep -vE ":$(basename "$f" .c)_run\$" |
+			sed "s|^\([0-9]*\):|$f:\1: calls |"
+	done
+}
+
 forbid agent 'server|traceq'
 forbid server 'agent|traceq'
 forbid common 'proto|agent|server|sql|arch|lib|traceq'
@@ -113,6 +130,12 @@ forbid proto 'agent|server|sql|arch|traceq'
 forbid arch 'common|proto|agent|server|sql|lib|traceq'
 forbid lib 'proto|agent|server|sql|traceq'
 only traceq 'common|proto'
+report "traceq/modes.h is included only by traceq/traceq.c and traceq/mode_*.c" \
+	"$(printf '%s\n' "$all_edges" | grep -E '	traceq/modes\.h$' |
+	   grep -vE '^(traceq/traceq\.c|traceq/mode_[^/:]*\.c|tests/[^:]*|bench/[^:]*):' || true)"
+report "nothing includes a traceq/mode_* file" \
+	"$(printf '%s\n' "$all_edges" | grep -E '	traceq/mode_[^/]*$' || true)"
+report "traceq's modes call no other mode" "$(mode_calls)"
 only_through server/store store.h
 forbid server/query 'server/ingest|server/conn'
 forbid server/ingest 'server/query|server/conn'

@@ -2,8 +2,8 @@
 # Proof that tests/test_layering.sh can fail: it copies the folders the
 # rules speak of into a temporary tree, checks that the copy passes, then
 # plants one violation of each rule at a time (a file holding one
-# #include) and expects the checker to fail that rule, and only that rule,
-# naming the planted file. A few planted includes that the rules allow
+# #include, or for traceq's modes one call) and expects the checker to
+# fail that rule, and only that rule, naming the planted file. A few planted includes that the rules allow
 # must still pass. server/store/ does not exist on every branch: the store
 # rule is first checked without it (it holds vacuously), then a stand-in
 # server/store/ is created so the rule has something to bite on.
@@ -50,6 +50,20 @@ plant() {
 	result "$ok" "caught: $file including $inc ($rule)" "$out"
 }
 
+# plant_call FILE ENTRY: a mode file whose one line calls another mode's
+# ENTRY; the checker fails the rule on mode calls, and only that rule.
+plant_call() {
+	local file=$1 out ok=0
+
+	printf 'int planted(void) { return %s(0, 0); }\n' "$2" > "$tree/$file"
+	out=$(bash "$checker" "$tree" 2>&1)
+	rm -f "$tree/$file"
+	grep -qF "FAIL: traceq's modes call no other mode" <<< "$out" &&
+		grep -qE '^[0-9]+ passed, 1 failed$' <<< "$out" &&
+		grep -qF "    $file:1: calls $2" <<< "$out" && ok=1
+	result "$ok" "caught: $file calling $2 (traceq's modes call no other mode)" "$out"
+}
+
 mkdir -p "$tree"
 for d in agent arch common lib proto server sql traceq; do
 	[ -d "$top_srcdir/$d" ] && cp -r "$top_srcdir/$d" "$tree/"
@@ -93,6 +107,9 @@ plant fail server/conn/planted.c '"server/query/queryd.h"' "server/conn does not
 plant fail server/planted.c '"server/query/queryd_sel.h"' "outside server/query/"
 plant fail server/conn/planted.c '"server/ingest/journal.h"' "outside server/ingest/"
 plant fail server/planted.c '"server/conn/hostlimit.h"' "outside server/conn/"
+plant fail traceq/planted.c '"traceq/modes.h"' "traceq/modes.h is included only"
+plant fail traceq/mode_planted.c '"traceq/mode_count.c"' "nothing includes a traceq/mode_"
+plant_call traceq/mode_planted.c mode_count_run
 
 plant pass traceq/planted.c '"proto/msg.h"'
 plant pass traceq/planted.c '"common/tc_error.h"'
@@ -105,6 +122,7 @@ plant pass server/query/planted.c '"server/query/queryd_sel.h"'
 plant pass tests/planted.c '"server/ingest/journal.h"'	# white-box tests
 plant pass tests/planted.c '"server/store/sqlite_int.h"'	# white-box tests
 plant pass proto/planted.c '"proto/msgpack_dec.h"'
+plant pass traceq/mode_planted.c '"traceq/modes.h"'
 
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -325,18 +325,6 @@ int fastprint_new(struct tep_event *event, struct fastprint **out)
 
 /* ---- running ---- */
 
-/* @len bytes of @p, right-aligned in @width ('-': left) with spaces. */
-static void put_padded(struct linebuf *k, const char *p, size_t len, unsigned width, bool left)
-{
-	size_t fill = width > len ? width - len : 0;
-
-	if (!left)
-		linebuf_fill(k, ' ', fill);
-	linebuf_put(k, p, len);
-	if (left)
-		linebuf_fill(k, ' ', fill);
-}
-
 static uint64_t read_num(const unsigned char *d, unsigned size)
 {
 	uint8_t u8;
@@ -370,7 +358,6 @@ static void run_int(struct linebuf *k, const struct step *s, uint64_t raw)
 	char tmp[24], *e = tmp + sizeof(tmp), *p = e;
 	bool neg;
 	uint64_t v = cast(raw, s->ls, s->is_signed, &neg);
-	size_t n, fill;
 
 	if (s->base == 16) {
 		do {
@@ -383,17 +370,7 @@ static void run_int(struct linebuf *k, const struct step *s, uint64_t raw)
 			v /= 10;
 		} while (v);
 	}
-	n = (size_t)(e - p) + neg;
-	fill = s->width > n ? s->width - n : 0;
-	if (!s->left && !s->zero)
-		linebuf_fill(k, ' ', fill);
-	if (neg)
-		linebuf_put(k, "-", 1);
-	if (s->zero)
-		linebuf_fill(k, '0', fill);
-	linebuf_put(k, p, (size_t)(e - p));
-	if (s->left)
-		linebuf_fill(k, ' ', fill);
+	linebuf_padded(k, p, (size_t)(e - p), neg, s->width, s->left, s->zero);
 }
 
 #pragma GCC diagnostic push
@@ -501,7 +478,7 @@ int fastprint_run(const struct fastprint *f, const void *data, size_t size, size
 			if (!str)
 				break;
 			if (s->kind == STEP_STR)
-				put_padded(&k, str, n, s->width, s->left);
+				linebuf_padded(&k, str, n, false, s->width, s->left, false);
 			else if (nul) {
 				run_printf(&k, s, 0, str);
 			} else {

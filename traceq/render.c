@@ -513,23 +513,12 @@ static void line_int(struct linebuf *l, int64_t v, unsigned width, char flag)
 {
 	char tmp[24], *e = tmp + sizeof(tmp), *p = e;
 	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-	size_t n, fill;
 
 	do {
 		*--p = (char)('0' + u % 10);
 		u /= 10;
 	} while (u);
-	n = (size_t)(e - p) + (v < 0);
-	fill = width > n ? width - n : 0;
-	if (flag != '-' && flag != '0')
-		linebuf_fill(l, ' ', fill);
-	if (v < 0)
-		linebuf_put(l, "-", 1);
-	if (flag == '0')
-		linebuf_fill(l, '0', fill);
-	linebuf_put(l, p, (size_t)(e - p));
-	if (flag == '-')
-		linebuf_fill(l, ' ', fill);
+	linebuf_padded(l, p, (size_t)(e - p), v < 0, width, flag == '-', flag == '0');
 }
 
 /*

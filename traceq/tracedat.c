@@ -288,25 +288,39 @@ static int add_format(struct cur *c, const char *system, char *err, size_t errle
 	return f->system && f->name ? 0 : -ENOMEM;
 }
 
-static int formats_alloc(struct tracedat *td)
+/*
+ * The start of a formats section, @what: the table of formats made, and
+ * the section's 4-byte count of @unit (formats, systems) into *@n, at
+ * most @max.
+ */
+static int formats_count(struct cur *c, const char *what, const char *unit, int max,
+			 uint64_t *n, char *err, size_t errlen)
 {
-	if (!td->formats)
-		td->formats = calloc(TRACEDAT_MAX_FORMATS, sizeof(*td->formats));
-	return td->formats ? 0 : -ENOMEM;
+	uint64_t off;
+	int ret;
+
+	c->what = what;
+	off = cur_off(c);
+	if (!c->td->formats)
+		c->td->formats = calloc(TRACEDAT_MAX_FORMATS, sizeof(*c->td->formats));
+	if (!c->td->formats)
+		return -ENOMEM;
+	if ((ret = cur_num(c, 4, n, err, errlen)) < 0)
+		return ret;
+	if (*n > (uint64_t)max)
+		return bad(c->td, err, errlen, off, c->what, "%llu %s: over %d",
+			   (unsigned long long)*n, unit, max);
+	return 0;
 }
 
 static int ftrace_formats(struct cur *c, char *err, size_t errlen)
 {
-	uint64_t n, off;
+	uint64_t n;
 	int ret;
 
-	c->what = "ftrace formats";
-	off = cur_off(c);
-	if ((ret = formats_alloc(c->td)) < 0 || (ret = cur_num(c, 4, &n, err, errlen)) < 0)
+	ret = formats_count(c, "ftrace formats", "formats", TRACEDAT_MAX_FORMATS, &n, err, errlen);
+	if (ret < 0)
 		return ret;
-	if (n > TRACEDAT_MAX_FORMATS)
-		return bad(c->td, err, errlen, off, c->what, "%llu formats: over %d",
-			   (unsigned long long)n, TRACEDAT_MAX_FORMATS);
 	for (uint64_t i = 0; i < n; i++)
 		if ((ret = add_format(c, "ftrace", err, errlen)) < 0)
 			return ret;
@@ -319,13 +333,10 @@ static int event_formats(struct cur *c, char *err, size_t errlen)
 	uint64_t nsys, n, off;
 	int ret;
 
-	c->what = "event formats";
-	off = cur_off(c);
-	if ((ret = formats_alloc(c->td)) < 0 || (ret = cur_num(c, 4, &nsys, err, errlen)) < 0)
+	ret = formats_count(c, "event formats", "systems", TRACEDAT_MAX_SYSTEMS, &nsys, err,
+			    errlen);
+	if (ret < 0)
 		return ret;
-	if (nsys > TRACEDAT_MAX_SYSTEMS)
-		return bad(c->td, err, errlen, off, c->what, "%llu systems: over %d",
-			   (unsigned long long)nsys, TRACEDAT_MAX_SYSTEMS);
 	for (uint64_t s = 0; s < nsys; s++) {
 		off = cur_off(c);
 		if ((ret = cur_str(c, sys, TRACEDAT_MAX_NAME, err, errlen)) < 0 ||

@@ -1,5 +1,6 @@
 /*
- * traceq - query a tracecollectd over its nng query endpoint.
+ * traceq - query a tracecollectd over its query endpoint (nng, or its
+ * TLS port).
  *
  *   traceq [--server URL] [--format text|kernel|fields|csv|json] [--time wall|raw]
  *          [--limit N] QUERY
@@ -8,6 +9,12 @@
  *   traceq --graph QUERY
  *   traceq --hist SPEC QUERY
  *   traceq --follow QUERY
+ *
+ * This file holds main, the options and the table of modes (modes.h: one
+ * file each, as trace-cmd's commands[]): main parses the options, checks
+ * which go together, parses the query and the --hist spec once, opens the
+ * connection (client.h) and runs the mode the options pick. The --help
+ * text is usage.c's.
  *
  * QUERY is `EVENT [where FILTER]` in the kernel's event-filter language. The
  * query is parsed here first so that a typo is shown with a caret without a
@@ -18,237 +25,26 @@
 #include "config.h"
 
 #include <errno.h>
-#include <fnmatch.h>
 #include <getopt.h>
-#include <inttypes.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-#include <nng/nng.h>
-#include <nng/protocol/reqrep0/req.h>
 
 #include "common/cli.h"
 #include "common/filter.h"
 #include "common/hist.h"
-#include "common/log.h"
 #include "common/query.h"
 #include "common/tc_error.h"
 #include "common/util.h"
 #include "proto/qmsg.h"
-#include "proto/tls.h"
+#include "traceq/client.h"
 #include "traceq/discover.h"
-#include "traceq/graph.h"
-#include "traceq/hist_print.h"
-#include "traceq/import.h"
-#include "traceq/output.h"
-#include "traceq/render.h"
+#include "traceq/modes.h"
 #include "traceq/select.h"
-#include "traceq/stats.h"
-#include "traceq/tlsconn.h"
-#include "traceq/when.h"
-
-#define TRACEQ_DEFAULT_SERVER	"ipc:///run/tracecollect/query.sock"
-#define TRACEQ_PAGE_ROWS	10000
-#define TRACEQ_LINE_MAX		8192	/* a rendered line is cut there */
-#define TRACEQ_HOST_ESC		(4 * 256)	/* a host name (255 bytes) escaped */
-#define TRACEQ_FOLLOW_POLL_MS	100	/* --follow: the wait after an empty page */
-#define TRACEQ_FOLLOW_RETRY_MS	500	/* --follow: the wait after no answer */
-
-enum out_format { OUT_TEXT, OUT_KERNEL, OUT_FIELDS, OUT_CSV, OUT_JSON };
-
-struct traceq_opts {
-	const char *server;
-	const char *cert, *key, *ca;	/* the TLS query port's client certificate */
-	const char *query;
-	const char *hist;	/* --hist SPEC */
-	enum out_format format;
-	uint64_t limit;		/* 0: all rows */
-	struct tq_select sel;	/* --since/--until, --host, --cpu, --reverse */
-	enum qmsg_op list;	/* --hosts, --events, --fields; 0: none */
-	int timeout_ms;
-	bool count, stats, drops, graph, sync, follow;
-	bool time_raw;		/* --time raw: the trace clock */
-	bool no_host;		/* --no-host: no host column */
-	const char *sql;	/* --sql TEXT */
-	const char *import;	/* --import FILE (traceq/import.c) */
-	const char *name;	/* --name HOST, for --import */
-	bool force;		/* --force: --import under a live host's name */
-	bool tgid;		/* --tgid: the (TGID) column in text and kernel */
-};
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-"Usage: traceq [OPTIONS] QUERY\n"
-"       traceq [OPTIONS] --count QUERY\n"
-"       traceq [OPTIONS] --follow QUERY\n"
-"       traceq [OPTIONS] --stats | --drops | --hosts\n"
-"       traceq [OPTIONS] --events [SELECTOR] | --fields SELECTOR\n"
-"       traceq [OPTIONS] --graph \"funcgraph [where FILTER]\"\n"
-"       traceq [OPTIONS] --sql \"SELECT ...\"\n"
-"       traceq [OPTIONS] --hist SPEC QUERY\n"
-"       traceq [OPTIONS] --import FILE --name HOST [--force]\n"
-"\n"
-"Query the events a tracecollectd stored. QUERY is\n"
-"  SELECTOR[,SELECTOR...] [where FILTER]\n"
-"                           e.g.  \"sched_switch where prev_pid == 0\"\n"
-"SELECTOR is an event (sched_switch), a subsystem (sched), system:event\n"
-"(sched:sched_switch), or a glob of them (sched:sched_*, sched:*, irq:*, *);\n"
-"a bare word names the events of that name, else the subsystem. Rows of\n"
-"several events come merged in time order.\n"
-"FILTER is the kernel's event-filter language: field OP value with\n"
-"== != < <= > >= & on numbers, == != ~ (glob) on strings, && || ! and ().\n"
-"Over several events it works as the kernel's subsystem filter: it applies\n"
-"to each event that has every field it names (and takes it); the other\n"
-"events keep no filter, so all their rows come (an error if none takes it).\n"
-"\n"
-"Options:\n"
-"  -s, --server URL     query endpoint (default $TRACEQ_SERVER, else\n"
-"                       default %s).\n"
-"                       HOST:PORT or tls://HOST:PORT: the collector's TLS\n"
-"                       query port (its --query-tls), with a client\n"
-"                       certificate; ipc://PATH or tcp://HOST:PORT: nng\n"
-"      --cert FILE      client certificate for TLS (default $TRACEQ_CERT)\n"
-"      --key FILE       its key (default $TRACEQ_KEY)\n"
-"      --ca FILE        CA that signed the collector's certificate\n"
-"                       (default $TRACEQ_CA). The collector shows the hosts\n"
-"                       the certificate's scope allows (none without one)\n"
-"  -f, --format FMT     text (default): what `trace-cmd report` prints for the\n"
-"                       event (libtraceevent's print formats with the plugins\n"
-"                       trace-cmd loads, its columns); with --time raw and one\n"
-"                       host each line is trace-cmd's for the same event\n"
-"                       kernel: what the kernel's trace file prints (the\n"
-"                       print fmt without plugins, latency flags; as\n"
-"                       libtraceevent renders it: %%p as 0x..., never hashed,\n"
-"                       enum names in __print_symbolic as numbers)\n"
-"                       fields: COMM-PID [CPU] TIME: EVENT: field=value ...\n"
-"                       (every field; code addresses of ftrace events (ip,\n"
-"                       parent_ip, func) as name+0xoff)\n"
-"                       json: one object per line; csv (one event type): a\n"
-"                       header line, then one line per event. Keys: event,\n"
-"                       host, cpu, ts, trace_ts, comm (ours), common_* and\n"
-"                       the event's fields as the format names them, ip_sym\n"
-"                       etc. (ours). A key\n"
-"                       is never repeated: where the event has a field named\n"
-"                       like one of ours (cpuhp_enter's cpu, sched_wakeup's\n"
-"                       comm), the field keeps the name and ours gets a\n"
-"                       leading '_' (_cpu, _comm). The pid is common_pid.\n"
-"                       The printed name is the one the saved cmdlines give\n"
-"                       the event's pid (the latest the agent read), as the\n"
-"                       kernel's trace file prints it; a filter's COMM is the\n"
-"                       task's name when the event ran (man traceq, COMM);\n"
-"                       pid 0 is swapper/N, the CPU's idle task\n"
-"      --time CLOCK     wall (default): wall-clock seconds; raw: the host's\n"
-"                       trace clock as trace-cmd prints it (ns clocks)\n"
-"      --no-host        no leading host column (text, kernel, fields print one\n"
-"                       when more than one host matches --host)\n"
-"      --tgid           text, kernel: the thread group (process) of the pid\n"
-"                       after COMM-PID, as the kernel's trace file prints it\n"
-"                       with options/record-tgid: (TGID), (-------) when the\n"
-"                       host's saved tgids do not know the pid\n"
-"  -n, --limit N        print at most N events (default: all)\n"
-"      --follow         print the matching events as the collector stores\n"
-"                       them, in the order it stores them (not time order:\n"
-"                       pages an agent resends after a reconnect come late),\n"
-"                       until SIGINT or SIGTERM (exit 0) or --limit; the\n"
-"                       filter runs on the collector. With --since, first\n"
-"                       the events of the window stored so far; without,\n"
-"                       from now on. Rides\n"
-"                       out a collector restart or a lost connection,\n"
-"                       resuming where it was; says on stderr how many\n"
-"                       events it missed when it fell so far behind that\n"
-"                       the collector's retention removed them first; waits\n"
-"                       for events not stored yet (as tail -F for a file)\n"
-"  -r, --reverse        newest first\n"
-"      --since TIME     only events at or after TIME\n"
-"      --until TIME     only events before TIME; TIME is one of\n",
-		TRACEQ_DEFAULT_SERVER);
-	/* the forms indented past the option column (completion reads "  -" lines) */
-	for (const char *l = when_forms; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] != 0))
-		fprintf(f, "%21s%.*s\n", "", (int)strcspn(l, "\n"), l);
-	fprintf(f,
-"                       (end: the newest stored event of those selected)\n"
-"  -H, --host GLOB      only events from hosts whose name matches GLOB\n"
-"                       (repeatable: any of them)\n"
-"      --cpu LIST       only events of these CPUs, e.g. 0,2-3\n"
-"      --hosts          list every host the collector has seen and exit\n"
-"      --events [SEL]   list the stored events (all, or those SEL selects)\n"
-"                       with their counts and first and last times, and exit\n"
-"      --fields SEL     list the fields of the events SEL selects and exit\n"
-"  -c, --count          print the number of matching events\n"
-"      --stats          print per host and CPU counters (pages, events,\n"
-"                       kernel overruns, bad_pages and bad_events received\n"
-"                       and not stored, rate_held_* and quota_held_*: pages\n"
-"                       the collector's host limits held back and the ms\n"
-"                       they waited), then a total line per host (cpu=all),\n"
-"                       and exit; --host and --cpu narrow it, --format json\n"
-"                       gives one object per line. On stderr, how much the\n"
-"                       collector has received and not yet stored\n"
-"      --drops          print the events the collector did not keep, per host,\n"
-"                       event and reason (filter: dropped by a server-side\n"
-"                       filter; retention: removed by age or size;\n"
-"                       schema-cap: of a type past the collector's\n"
-"                       max-event-types or max-event-fields; and the\n"
-"                       pages and events it received and did not store,\n"
-"                       event '-', with why: malformed, quarantined...) and exit\n"
-"  -g, --graph          print ftrace:funcgraph_entry/exit events like the\n"
-"                       kernel's function_graph tracer (nesting by\n"
-"                       indentation, duration per call, per thread, named\n"
-"                       functions; entries rebuilt from the exits of\n"
-"                       threads that recorded exits only); FILTER\n"
-"                       selects the rows of both events (e.g. common_pid);\n"
-"                       at most 1048576 rows (held to nest the calls)\n"
-"      --sql TEXT       run one read-only SQL SELECT on the collector over its\n"
-"                       views and print the result as columns (--format csv\n"
-"                       or json too): one view per stored event, named\n"
-"                       SYSTEM__NAME (sched__sched_switch) and NAME alone\n"
-"                       (sched_switch) when no other system has that name,\n"
-"                       with host, cpu, ts (wall-clock ns), trace_ts and every\n"
-"                       field; hosts, stats (per host and CPU counters) and\n"
-"                       drops. Anything but reading them (writes, ATTACH,\n"
-"                       PRAGMA, other tables, a second statement) is refused,\n"
-"                       as is an identity with a scope. At most 10000 rows\n"
-"                       (--limit fewer) and 8 s on the collector\n"
-"      --hist SPEC      print a histogram of the matching events as the kernel\n"
-"                       prints an event's hist file; SPEC is a hist trigger:\n"
-"                       keys=F[,F,F][:vals=V[,V]][:sort=S[,S]][:size=N]\n"
-"                       (modifiers .hex .sym .execname .log2 .buckets=N;\n"
-"                       sort S[.descending]; the key `host` is the host's\n"
-"                       name). The collector computes it. QUERY names one\n"
-"                       event, e.g.\n"
-"                       --hist keys=next_comm:sort=hitcount.descending\n"
-"                       \"sched_switch where CPU == 1\"\n"
-"      --import FILE    store the trace-cmd recording FILE (trace.dat version 6\n"
-"                       or 7, zstd-compressed or not; one instance's buffer)\n"
-"                       in the collector as host --name, through the same\n"
-"                       decoder and store as an agent's pages, with its\n"
-"                       formats, cmdlines, kernel symbols, printk formats\n"
-"                       and trace clock; its wall clock puts the\n"
-"                       last page at the file's modification time. The file\n"
-"                       is read whole first: a truncated or corrupt one is\n"
-"                       refused before anything is sent. A file stored\n"
-"                       already is not stored again (exit 0). Needs the\n"
-"                       import right (root or the collector's user over its\n"
-"                       ipc socket, or an `import` line of its config).\n"
-"                       Exit 0 stored, 1 the collector failed, 2 refused\n"
-"      --name HOST      the host name an --import is stored as\n"
-"      --force          --import under the name of a host an agent sends\n"
-"                       (stored beside it, as a host of its own)\n"
-"  -t, --timeout MS     give up on the server after MS milliseconds (default 10000)\n"
-"      --sync           first wait until the collector has stored everything\n"
-"                       it had received (it acknowledges pages to agents once\n"
-"                       they are in its receive journal, and decodes and\n"
-"                       stores them behind), at most --timeout (the\n"
-"                       collector cuts it to its query-sync-max)\n"
-"  -h, --help           this text\n"
-"  -V, --version        print the version\n"
-"\n"
-"Exit status: 0 success, 1 server unreachable or failed, 2 bad query or usage.\n");
-}
+#include "traceq/traceq.h"
+#include "traceq/usage.h"
 
 /* A whole number in [@min, @max]; else says "@what: expected @form, not 'S'". */
 static int parse_i64(const char *s, const char *what, int64_t min, int64_t max,
@@ -289,1600 +85,243 @@ static int64_t now_ns(void)
 	return util_now_ms() * 1000000;	/* ms: the finest a person types */
 }
 
-static int parse_args(int argc, char **argv, struct traceq_opts *o)
-{
-	static const struct option longopts[] = {
-		{ "server", required_argument, NULL, 's' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "time", required_argument, NULL, 'M' },
-		{ "no-host", no_argument, NULL, 'N' },
-		{ "tgid", no_argument, NULL, 'J' },
-		{ "limit", required_argument, NULL, 'n' },
-		{ "since", required_argument, NULL, 'S' },
-		{ "until", required_argument, NULL, 'U' },
-		{ "host", required_argument, NULL, 'H' },
-		{ "cpu", required_argument, NULL, 'P' },
-		{ "reverse", no_argument, NULL, 'r' },
-		{ "hosts", no_argument, NULL, 'L' },
-		{ "events", no_argument, NULL, 'E' },
-		{ "fields", no_argument, NULL, 'F' },
-		{ "count", no_argument, NULL, 'c' },
-		{ "stats", no_argument, NULL, 'T' },
-		{ "drops", no_argument, NULL, 'D' },
-		{ "graph", no_argument, NULL, 'g' },
-		{ "follow", no_argument, NULL, 'W' },
-		{ "sql", required_argument, NULL, 'Q' },
-		{ "hist", required_argument, NULL, 'G' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "sync", no_argument, NULL, 'Y' },
-		{ "cert", required_argument, NULL, 'C' },
-		{ "key", required_argument, NULL, 'K' },
-		{ "ca", required_argument, NULL, 'A' },
-		{ "import", required_argument, NULL, 'I' },
-		{ "name", required_argument, NULL, 'a' },
-		{ "force", no_argument, NULL, 'O' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0 }
-	};
-	int64_t v;
-	int c;
-
-	opterr = 0;	/* cli_bad_option() says it in one line */
-	while ((c = getopt_long(argc, argv, ":s:f:n:H:rcgt:hV", longopts, NULL)) != -1) {
-		switch (c) {
-		case 's': o->server = optarg; break;
-		case 'f':
-			if (parse_format(optarg, &o->format) < 0)
-				return -1;
-			break;
-		case 'M':
-			if (strcmp(optarg, "wall") && strcmp(optarg, "raw")) {
-				fprintf(stderr, "traceq: --time: expected wall or raw, not '%s'\n",
-					optarg);
-				return -1;
-			}
-			o->time_raw = !strcmp(optarg, "raw");
-			break;
-		case 'N': o->no_host = true; break;
-		case 'J': o->tgid = true; break;
-		case 'n':
-			if (parse_i64(optarg, "--limit", 0, INT64_MAX,
-				      "a whole number of events (0: all)", &v) < 0)
-				return -1;
-			o->limit = (uint64_t)v;
-			break;
-		case 'S':
-			if (tq_select_time(&o->sel, optarg, false, now_ns()) < 0)
-				return -1;
-			break;
-		case 'U':
-			if (tq_select_time(&o->sel, optarg, true, now_ns()) < 0)
-				return -1;
-			break;
-		case 'H':
-			if (tq_select_host(&o->sel, optarg) < 0)
-				return -1;
-			break;
-		case 'P': if (tq_select_cpus(&o->sel, optarg) < 0) return -1; break;
-		case 'r': o->sel.reverse = true; break;
-		case 'L': o->list = QOP_HOSTS; break;
-		case 'E': o->list = QOP_EVENTS; break;
-		case 'F': o->list = QOP_FIELDS; break;
-		case 'c': o->count = true; break;
-		case 'T': o->stats = true; break;
-		case 'D': o->stats = o->drops = true; break;
-		case 'g': o->graph = true; break;
-		case 'W': o->follow = true; break;
-		case 'Q': o->sql = optarg; break;
-		case 'G': o->hist = optarg; break;
-		case 'Y': o->sync = true; break;
-		case 'I': o->import = optarg; break;
-		case 'a': o->name = optarg; break;
-		case 'O': o->force = true; break;
-		case 'C': o->cert = optarg; break;
-		case 'K': o->key = optarg; break;
-		case 'A': o->ca = optarg; break;
-		case 't':
-			if (parse_i64(optarg, "--timeout", 1, INT32_MAX,
-				      "milliseconds, a whole number in 1..2147483647", &v) < 0)
-				return -1;
-			o->timeout_ms = (int)v;
-			break;
-		case 'h': usage(stdout); exit(0);
-		case 'V': cli_version("traceq"); exit(0);
-		default: cli_bad_option("traceq", longopts, argv, c); return -1;
-		}
-	}
-	if (o->sql && (o->stats || o->count || o->graph || o->list || o->hist || o->follow ||
-		       optind != argc)) {
-		fprintf(stderr, "traceq: --sql takes no QUERY, --stats, --drops, --count,"
-			" --graph, --follow, --hist, --hosts, --events or --fields\n");
-		return -1;
-	}
-	if (o->sql)
-		return 0;
-	if (o->hist && (o->stats || o->count || o->graph || o->list)) {
-		fprintf(stderr, "traceq: --hist does not go with --count, --graph, --stats, "
-			"--drops, --hosts, --events or --fields\n");
-		return -1;
-	}
-	if (o->follow && (o->stats || o->count || o->graph || o->list || o->hist ||
-			  o->sel.reverse)) {
-		fprintf(stderr, "traceq: --follow takes no --stats, --drops, --count, --graph,"
-			" --hist, --reverse, --hosts, --events or --fields\n");
-		return -1;
-	}
-	if (o->list)
-		return tq_discover_args(o->list, argc - optind, argv + optind, &o->query);
-	if (o->import && (o->stats || o->count || o->graph || o->list || o->hist || o->sql ||
-			  o->follow)) {
-		fprintf(stderr, "traceq: --import goes with no other request\n");
-		return -1;
-	}
-	if ((o->stats || o->import) ? optind != argc : optind != argc - 1) {
-		fprintf(stderr, o->import ? "traceq: --import takes no query\n" :
-			o->stats ? "traceq: --stats and --drops take no query\n"
-			: "traceq: expected one QUERY argument (quote it)\n");
-		return -1;
-	}
-	o->query = o->stats || o->import ? NULL : argv[optind];
-	return 0;
-}
-
-/* Print @msg with a caret line under bytes [pos, pos+len) of @text. */
-static void print_caret(const char *text, const char *msg, int pos, int len)
-{
-	struct filter_error e = { .code = 0, .pos = (size_t)pos, .len = (size_t)len };
-	char buf[4096];
-
-	snprintf(e.msg, sizeof(e.msg), "%s", msg);
-	if (pos >= 0 && (size_t)pos <= strlen(text) &&
-	    filter_error_format(text, &e, buf, sizeof(buf)) >= 0)
-		fprintf(stderr, "traceq: %s", buf);
-	else
-		fprintf(stderr, "traceq: error: %s\n", msg);
-}
-
-/* Parse locally: a syntax error is reported without asking the server. */
-static int check_query(const char *text)
-{
-	struct filter_error err = { 0 };
-	struct query q;
-	int ret;
-
-	ret = query_parse(text, &q, &err);
-	if (ret < 0) {
-		print_caret(text, err.msg[0] ? err.msg : tc_strerror(ret),
-			    (int)err.pos, (int)(err.len ? err.len : 1));
-		return -1;
-	}
-	query_free(&q);
-	return 0;
-}
-
-/* The --hist spec, checked locally too: a caret under the mistake. */
-static int check_hist(const char *spec)
-{
-	struct filter_error err = { 0 };
-	struct hist_spec sp;
-
-	if (hist_parse(spec, &sp, &err) < 0) {
-		print_caret(spec, err.msg, (int)err.pos, (int)(err.len ? err.len : 1));
-		return -1;
-	}
-	return 0;
-}
-
-struct client {
-	nng_socket sock;
-	struct tlsconn *tls;	/* the TLS query port; NULL: nng */
-	const struct traceq_opts *o;
-	uint32_t sync_ms;	/* --sync: sent with the first request */
-	bool lost;		/* the last call got no answer (not an error reply) */
-	bool wait_unknown;	/* --follow: an unknown event is not an error (3) */
-	bool inflight;		/* a request sent, its reply not received yet */
-	struct qmsg_request sent;	/* that request (shallow) */
-	bool has_kept;		/* its reply, received before another call: */
-	struct qmsg_reply kept;
-	int kept_ret;
-	bool kept_lost;
+/* Long options without a letter take codes no other option uses (HACKING). */
+static const struct option longopts[] = {
+	{ "server", required_argument, NULL, 's' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "time", required_argument, NULL, 'M' },
+	{ "no-host", no_argument, NULL, 'N' },
+	{ "tgid", no_argument, NULL, 'J' },
+	{ "limit", required_argument, NULL, 'n' },
+	{ "since", required_argument, NULL, 'S' },
+	{ "until", required_argument, NULL, 'U' },
+	{ "host", required_argument, NULL, 'H' },
+	{ "cpu", required_argument, NULL, 'P' },
+	{ "reverse", no_argument, NULL, 'r' },
+	{ "hosts", no_argument, NULL, 'L' },
+	{ "events", no_argument, NULL, 'E' },
+	{ "fields", no_argument, NULL, 'F' },
+	{ "count", no_argument, NULL, 'c' },
+	{ "stats", no_argument, NULL, 'T' },
+	{ "drops", no_argument, NULL, 'D' },
+	{ "graph", no_argument, NULL, 'g' },
+	{ "follow", no_argument, NULL, 'W' },
+	{ "sql", required_argument, NULL, 'Q' },
+	{ "hist", required_argument, NULL, 'G' },
+	{ "timeout", required_argument, NULL, 't' },
+	{ "sync", no_argument, NULL, 'Y' },
+	{ "cert", required_argument, NULL, 'C' },
+	{ "key", required_argument, NULL, 'K' },
+	{ "ca", required_argument, NULL, 'A' },
+	{ "import", required_argument, NULL, 'I' },
+	{ "name", required_argument, NULL, 'a' },
+	{ "force", no_argument, NULL, 'O' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ 0 }
 };
 
-/* The TLS query port's HOST:PORT in @server (tls://HOST:PORT, HOST:PORT), or NULL: nng. */
-static const char *tls_server(const char *server)
+/* The options that pick a mode (TQ_M_*), with their arguments. False: @c is none. */
+static bool parse_mode(int c, struct traceq_opts *o)
 {
-	if (!strncmp(server, "tls://", 6))
-		return server + 6;
-	return strstr(server, "://") ? NULL : server;
-}
-
-static int client_open_tls(struct client *c, const struct traceq_opts *o, const char *hp)
-{
-	struct tls_files f = { .cert = o->cert, .key = o->key, .ca = o->ca };
-	char err[1024];
-
-	if (!o->cert || !o->key || !o->ca) {
-		fprintf(stderr, "traceq: %s is a TLS query port: give --cert, --key and --ca "
-			"(or TRACEQ_CERT, TRACEQ_KEY, TRACEQ_CA)\n", o->server);
-		return -2;
+	switch (c) {
+	case 'L': o->modes |= TQ_M_LIST; o->list = QOP_HOSTS; break;
+	case 'E': o->modes |= TQ_M_LIST; o->list = QOP_EVENTS; break;
+	case 'F': o->modes |= TQ_M_LIST; o->list = QOP_FIELDS; break;
+	case 'c': o->modes |= TQ_M_COUNT; break;
+	case 'T': o->modes |= TQ_M_STATS; break;
+	case 'D': o->modes |= TQ_M_STATS; o->drops = true; break;
+	case 'g': o->modes |= TQ_M_GRAPH; break;
+	case 'W': o->modes |= TQ_M_FOLLOW; break;
+	case 'Q': o->modes |= TQ_M_SQL; o->sql = optarg; break;
+	case 'G': o->modes |= TQ_M_HIST; o->hist = optarg; break;
+	case 'I': o->modes |= TQ_M_IMPORT; o->import = optarg; break;
+	default: return false;
 	}
-	if (tlsconn_open(hp, &f, o->timeout_ms, &c->tls, err, sizeof(err)) < 0) {
-		fprintf(stderr, "traceq: cannot reach the collector at %s: %s\n", o->server, err);
-		return -1;
-	}
-	return 0;
-}
-
-static int client_open(struct client *c, const struct traceq_opts *o)
-{
-	int rv;
-
-	c->o = o;
-	c->tls = NULL;
-	c->sync_ms = 0;
-	c->inflight = c->has_kept = false;
-	/* the server gives up waiting a little before we give up on it */
-	if (o->sync)
-		c->sync_ms = (uint32_t)(o->timeout_ms - (o->timeout_ms / 10 < 1000 ?
-							 o->timeout_ms / 10 : 1000));
-	if (tls_server(o->server))
-		return client_open_tls(c, o, tls_server(o->server));
-	rv = nng_req0_open(&c->sock);
-	if (rv == 0)
-		rv = nng_socket_set_ms(c->sock, NNG_OPT_RECVTIMEO, o->timeout_ms);
-	if (rv == 0)
-		rv = nng_socket_set_ms(c->sock, NNG_OPT_SENDTIMEO, o->timeout_ms);
-	if (rv == 0)
-		rv = nng_dial(c->sock, o->server, NULL, 0);
-	if (rv != 0) {
-		fprintf(stderr, "traceq: cannot reach the collector at %s: %s\n",
-			o->server, nng_strerror(rv));
-		nng_close(c->sock);
-		return -1;
-	}
-	return 0;
-}
-
-static int client_reply(struct qmsg_reply *rep, const struct qmsg_request *req, int ret);
-static int client_recv(struct client *c, struct qmsg_reply *rep);
-
-/*
- * Send @req without waiting for its reply (client_next() or the next
- * client_call() takes it). Return 0, 1 (server/transport), 2 (query).
- */
-static int client_send(struct client *c, const struct qmsg_request *req)
-{
-	struct qmsg_request r = *req;
-	struct proto_buf b;
-	char err[1024];
-	int rv, ret;
-
-	r.sync_ms = c->sync_ms;
-	c->sync_ms = 0;
-	proto_buf_init(&b);
-	ret = qmsg_request_encode(&r, &b);
-	if (ret < 0) {
-		fprintf(stderr, "traceq: %s\n", tc_strerror(ret));
-		proto_buf_free(&b);
-		return 1;
-	}
-	/* the collector would drop it without a reply; a smaller one it answers */
-	if (b.len > QMSG_MAX_WIRE) {
-		fprintf(stderr, "traceq: error: request of %zu bytes: over the limit of %u bytes\n",
-			b.len, QMSG_MAX_WIRE);
-		proto_buf_free(&b);
-		return 2;
-	}
-	if (c->tls)
-		rv = tlsconn_send(c->tls, b.data, b.len, err, sizeof(err));
-	else if ((rv = nng_send(c->sock, b.data, b.len, 0)) != 0)
-		snprintf(err, sizeof(err), "%s", nng_strerror(rv));
-	proto_buf_free(&b);
-	c->lost = rv != 0;
-	if (rv != 0) {
-		fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
-			c->o->server, err);
-		return 1;
-	}
-	c->sent = r;
-	c->inflight = true;
-	return 0;
-}
-
-/* The reply to the request in flight, received now. Return as client_call(). */
-static int client_recv(struct client *c, struct qmsg_reply *rep)
-{
-	struct proto_buf in;
-	void *msg = NULL;
-	size_t len = 0;
-	char err[1024];
-	int rv, ret;
-
-	c->inflight = false;
-	proto_buf_init(&in);
-	if (c->tls) {
-		rv = tlsconn_recv(c->tls, &in, err, sizeof(err));
-		msg = in.data;
-		len = in.len;
-	} else if ((rv = nng_recv(c->sock, &msg, &len, NNG_FLAG_ALLOC)) != 0) {
-		snprintf(err, sizeof(err), "%s", nng_strerror(rv));
-	}
-	c->lost = rv != 0;
-	if (rv != 0) {
-		fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
-			c->o->server, err);
-		proto_buf_free(&in);
-		return 1;
-	}
-	ret = qmsg_reply_decode(msg, len, rep);
-	if (c->tls)
-		proto_buf_free(&in);
-	else
-		nng_free(msg, len);
-	if (ret == 0 && !rep->ok && rep->code == TC_ERR_UNKNOWN_EVENT && c->wait_unknown) {
-		qmsg_reply_free(rep);
-		return 3;
-	}
-	return client_reply(rep, &c->sent, ret);
-}
-
-/*
- * Take the reply in flight off the wire before another exchange, kept
- * for client_next(): one request at a time on the connection.
- */
-static void client_settle(struct client *c)
-{
-	if (!c->inflight)
-		return;
-	c->kept_ret = client_recv(c, &c->kept);
-	c->kept_lost = c->lost;
-	c->has_kept = true;
-}
-
-/*
- * The reply to client_send()'s request: kept by client_settle(), else
- * waited for. Return as client_call().
- */
-static int client_next(struct client *c, struct qmsg_reply *rep)
-{
-	if (!c->has_kept)
-		return client_recv(c, rep);
-	c->has_kept = false;
-	c->lost = c->kept_lost;
-	if (c->kept_ret == 0)
-		*rep = c->kept;
-	return c->kept_ret;
-}
-
-/* One request/reply exchange. Return 0, 1 (server/transport), 2 (query). */
-static int client_call(struct client *c, const struct qmsg_request *req,
-		       struct qmsg_reply *rep)
-{
-	int ret;
-
-	client_settle(c);
-	ret = client_send(c, req);
-	return ret ? ret : client_recv(c, rep);
-}
-
-/* The decoded reply @rep (@ret: the decoding's result) to @req: 0, 1 or 2 as client_call(). */
-static int client_reply(struct qmsg_reply *rep, const struct qmsg_request *req, int ret)
-{
-	if (ret < 0) {
-		fprintf(stderr, "traceq: bad reply from the collector: %s\n", tc_strerror(ret));
-		return 1;
-	}
-	if (rep->ok)
-		return 0;
-	if (rep->code == -EACCES) {	/* refused: --sql beyond reading its views */
-		fprintf(stderr, "traceq: error: %s\n", rep->error);
-		qmsg_reply_free(rep);
-		return 2;
-	}
-	if (rep->code == TC_ERR_DB || rep->code > TC_ERR_END || rep->code <= TC_ERR_START)
-		fprintf(stderr, "traceq: collector: %s\n", rep->error);
-	else if (req->query)
-		print_caret(req->query, rep->error, rep->pos, rep->len);
-	else
-		fprintf(stderr, "traceq: error: %s\n", rep->error);
-	ret = (rep->code == TC_ERR_DB || rep->code > TC_ERR_END ||
-	       rep->code <= TC_ERR_START) ? 1 : 2;
-	qmsg_reply_free(rep);
-	return ret;
-}
-
-/* ---- output ---- */
-
-static int64_t value_int(const struct qmsg_value *v)
-{
-	return v->kind == QV_UINT ? (int64_t)v->u : v->kind == QV_INT ? v->i : 0;
-}
-
-/*
- * Code addresses named for the renderer, per host: filled by QOP_SYMBOLS
- * requests. A page of rows is rendered once; the addresses the renderer
- * asked for and did not find wait as "pending", are asked for in one
- * request, and the page is rendered again (see print_page()).
- */
-#define SYMS_MAX	(1u << 20)	/* names kept in all */
-
-struct sym_entry {
-	char *host;
-	uint64_t addr, start;
-	char *name;		/* NULL: none (or not yet asked) */
-	bool asked;
-};
-
-struct syms {
-	struct sym_entry *e;
-	size_t n, cap;		/* cap: a power of two, open addressing */
-	size_t pending;
-};
-
-static size_t sym_hash(const char *host, uint64_t addr, size_t cap)
-{
-	uint64_t h = addr * 0x9e3779b97f4a7c15ull;
-
-	while (*host)
-		h = (h ^ (unsigned char)*host++) * 0x100000001b3ull;
-	return (size_t)(h ^ (h >> 29)) & (cap - 1);
-}
-
-static struct sym_entry *sym_slot(struct syms *t, const char *host, uint64_t addr)
-{
-	size_t i = sym_hash(host, addr, t->cap);
-
-	while (t->e[i].host && (t->e[i].addr != addr || strcmp(t->e[i].host, host)))
-		i = (i + 1) & (t->cap - 1);
-	return &t->e[i];
-}
-
-static int syms_grow(struct syms *t)
-{
-	struct syms n = { .cap = t->cap ? t->cap * 2 : 1024, .pending = t->pending };
-
-	n.e = calloc(n.cap, sizeof(*n.e));
-	if (!n.e)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->cap; i++)
-		if (t->e[i].host)
-			*sym_slot(&n, t->e[i].host, t->e[i].addr) = t->e[i];
-	n.n = t->n;
-	free(t->e);
-	*t = n;
-	return 0;
-}
-
-static void syms_free(struct syms *t)
-{
-	for (size_t i = 0; i < t->cap; i++) {
-		free(t->e[i].host);
-		free(t->e[i].name);
-	}
-	free(t->e);
-}
-
-/* The renderer's render_sym_fn: a known name, or NULL (pending until asked). */
-static const char *syms_lookup(void *ctx, const char *host, uint64_t addr, uint64_t *start)
-{
-	struct syms *t = ctx;
-	struct sym_entry *e;
-
-	if ((t->n + 1) * 2 > t->cap && (t->n >= SYMS_MAX || syms_grow(t) < 0))
-		return NULL;
-	e = sym_slot(t, host, addr);
-	if (!e->host) {
-		if (!(e->host = strdup(host)))
-			return NULL;
-		e->addr = addr;
-		t->n++;
-		t->pending++;
-	}
-	if (e->name)
-		*start = e->start;
-	return e->name;
-}
-
-/* The answer of one QOP_SYMBOLS request into @t. */
-static void syms_take(struct syms *t, const char *host, const struct qmsg_reply *rep)
-{
-	for (uint32_t i = 0; rep->ncols == 3 && i < rep->nrows; i++) {
-		const struct qmsg_value *row = &rep->vals[i * 3];
-		struct sym_entry *e;
-
-		if (row[0].kind != QV_UINT)
-			continue;
-		e = sym_slot(t, host, row[0].u);
-		if (!e->host || e->asked)
-			continue;
-		e->asked = true;
-		t->pending--;
-		if (row[1].kind == QV_STR && (e->name = strdup(row[1].s.p)))
-			e->start = (uint64_t)value_int(&row[2]);
-	}
-}
-
-/* Ask the collector for the pending names of @host; mark them asked. */
-static int syms_fetch_host(struct client *c, struct syms *t, const char *host, int64_t at)
-{
-	char q[QMSG_MAX_REQUEST / 2];
-	struct qmsg_request req = { .op = QOP_SYMBOLS, .query = q, .host = (char *)host,
-				    .to_ts = at };
-	struct qmsg_reply rep;
-	size_t len = 0, n = 0;
-	int ret;
-
-	q[0] = 0;
-	for (size_t i = 0; i < t->cap && n < QMSG_MAX_ROWS; i++) {
-		struct sym_entry *e = &t->e[i];
-
-		if (!e->host || e->asked || strcmp(e->host, host) || len + 18 > sizeof(q))
-			continue;
-		len += (size_t)snprintf(q + len, sizeof(q) - len, "%" PRIx64 " ", e->addr);
-		n++;
-	}
-	if (!n)
-		return 0;
-	ret = client_call(c, &req, &rep);
-	if (ret)
-		return ret;
-	syms_take(t, host, &rep);
-	qmsg_reply_free(&rep);
-	return 0;
-}
-
-/* Every pending name, host by host; an address no answer covered is given up. */
-static int syms_fetch(struct client *c, struct syms *t, int64_t at)
-{
-	int ret = 0, rounds = 0;
-
-	while (t->pending && ret == 0 && rounds++ < 64) {
-		const char *host = NULL;
-
-		for (size_t i = 0; i < t->cap && !host; i++)
-			if (t->e[i].host && !t->e[i].asked)
-				host = t->e[i].host;
-		if (!host)
-			break;
-		ret = syms_fetch_host(c, t, host, at);
-		for (size_t i = 0; ret == 0 && i < t->cap; i++)
-			if (t->e[i].host && !t->e[i].asked && !strcmp(t->e[i].host, host) &&
-			    rounds >= 63) {
-				t->e[i].asked = true;
-				t->pending--;
-			}
-	}
-	return ret;
-}
-
-/*
- * The printk_formats of each host of an answer (QOP_PRINTK), fetched at the
- * renderer's first row of the host: libtraceevent prints the strings events
- * point at (tracepoint_string, trace_printk) from them.
- */
-#define PRINTK_HOSTS_MAX	4096
-
-struct printk_host {
-	char *host;
-	size_t n;
-	uint64_t *addr;
-	char **fmt;
-};
-
-struct printks {
-	struct client *c;
-	struct printk_host *h;
-	size_t n;
-};
-
-static void printk_host_take(struct printk_host *h, const struct qmsg_reply *rep)
-{
-	h->addr = calloc(rep->nrows + 1, sizeof(*h->addr));
-	h->fmt = calloc(rep->nrows + 1, sizeof(*h->fmt));
-	for (uint32_t i = 0; h->addr && h->fmt && rep->ncols == 2 && i < rep->nrows; i++) {
-		const struct qmsg_value *row = &rep->vals[i * 2];
-
-		if (row[0].kind != QV_UINT || row[1].kind != QV_STR)
-			continue;
-		h->addr[h->n] = row[0].u;
-		h->fmt[h->n] = strdup(row[1].s.p);
-		h->n += h->fmt[h->n] != NULL;
-	}
-}
-
-/* The renderer's render_printk_fn: @host's table, asked for once. */
-static size_t printks_get(void *ctx, const char *host, int64_t wall_ns, const uint64_t **addr,
-			  char *const **fmt)
-{
-	struct printks *t = ctx;
-	struct qmsg_request req = { .op = QOP_PRINTK, .host = (char *)host, .to_ts = wall_ns };
-	struct printk_host *h = NULL;
-	struct qmsg_reply rep;
-	void *p;
-
-	for (size_t i = 0; i < t->n && !h; i++)
-		if (!strcmp(t->h[i].host, host))
-			h = &t->h[i];
-	if (!h) {
-		if (t->n >= PRINTK_HOSTS_MAX || !(p = realloc(t->h, (t->n + 1) * sizeof(*t->h))))
-			return 0;
-		t->h = p;
-		h = &t->h[t->n];
-		*h = (struct printk_host){ .host = strdup(host) };
-		if (!h->host)
-			return 0;
-		t->n++;
-		if (client_call(t->c, &req, &rep) == 0) {
-			printk_host_take(h, &rep);
-			qmsg_reply_free(&rep);
-		}
-	}
-	*addr = h->addr;
-	*fmt = h->fmt;
-	return h->n;
-}
-
-static void printks_free(struct printks *t)
-{
-	for (size_t i = 0; i < t->n; i++) {
-		for (size_t j = 0; j < t->h[i].n; j++)
-			free(t->h[i].fmt[j]);
-		free(t->h[i].fmt);
-		free(t->h[i].addr);
-		free(t->h[i].host);
-	}
-	free(t->h);
-}
-
-/*
- * The pid -> tgid pairs of each host of an answer (QOP_TGIDS, paged by
- * pid), fetched at the renderer's first row of the host (--tgid).
- */
-#define TGIDS_MAX	(1u << 22)	/* pairs kept per host: pid_max's limit */
-
-struct tgid_host {
-	char *host;
-	uint32_t n;
-	int32_t *pid, *tgid;	/* sorted by pid */
-};
-
-struct tgids {
-	struct client *c;
-	struct tgid_host *h;
-	size_t n;
-};
-
-/* Append the rows of one QOP_TGIDS reply; the last pid into *@last. */
-static int tgid_take(struct tgid_host *h, const struct qmsg_reply *rep, int32_t *last)
-{
-	void *p, *q;
-
-	if (rep->ncols != 2 || h->n + rep->nrows > TGIDS_MAX)
-		return -1;
-	p = realloc(h->pid, (h->n + rep->nrows + 1) * sizeof(*h->pid));
-	if (p)
-		h->pid = p;
-	q = realloc(h->tgid, (h->n + rep->nrows + 1) * sizeof(*h->tgid));
-	if (q)
-		h->tgid = q;
-	if (!p || !q)
-		return -1;
-	for (uint32_t i = 0; i < rep->nrows; i++) {
-		const struct qmsg_value *row = &rep->vals[i * 2];
-		int32_t pid = (int32_t)value_int(&row[0]);
-
-		if (pid <= *last)
-			return -1;	/* not in pid order: keep what came */
-		h->pid[h->n] = *last = pid;
-		h->tgid[h->n++] = (int32_t)value_int(&row[1]);
-	}
-	return 0;
-}
-
-static void tgid_fetch(struct client *c, struct tgid_host *h)
-{
-	struct qmsg_request req = { .op = QOP_TGIDS, .host = h->host };
-	struct qmsg_reply rep;
-	int32_t last = -1;
-	bool more = true;
-
-	while (more && client_call(c, &req, &rep) == 0) {
-		more = rep.more && rep.nrows;
-		if (tgid_take(h, &rep, &last) < 0)
-			more = false;
-		qmsg_reply_free(&rep);
-		req.after_id = last > 0 ? (uint64_t)last : 0;
-	}
-}
-
-/* The renderer's render_tgid_fn. */
-static int32_t tgids_get(void *ctx, const char *host, int32_t pid)
-{
-	struct tgids *t = ctx;
-	struct tgid_host *h = NULL;
-	uint32_t lo = 0, hi;
-	void *p;
-
-	for (size_t i = 0; i < t->n && !h; i++)
-		if (!strcmp(t->h[i].host, host))
-			h = &t->h[i];
-	if (!h) {
-		if (t->n >= PRINTK_HOSTS_MAX || !(p = realloc(t->h, (t->n + 1) * sizeof(*t->h))))
-			return 0;
-		t->h = p;
-		h = &t->h[t->n];
-		*h = (struct tgid_host){ .host = strdup(host) };
-		if (!h->host)
-			return 0;
-		t->n++;
-		tgid_fetch(t->c, h);
-	}
-	for (hi = h->n; lo < hi;) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (h->pid[mid] < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < h->n && h->pid[lo] == pid ? h->tgid[lo] : 0;
-}
-
-static void tgids_free(struct tgids *t)
-{
-	for (size_t i = 0; i < t->n; i++) {
-		free(t->h[i].host);
-		free(t->h[i].pid);
-		free(t->h[i].tgid);
-	}
-	free(t->h);
-}
-
-/*
- * What one event type of an answer prints with: its renderer (text,
- * kernel) or its JSON/CSV keys. A multi-type answer (a selector list, a
- * glob) interleaves its types row by row, so each type keeps its own.
- */
-struct out_type {
-	char *event;			/* "system:name" */
-	uint32_t ncols;
-	const char *format;		/* the reply's text it was last prepared with */
-	char *text;			/* a copy of it: the type of a row is its event and
-					 * its format (hosts with other kernels send others) */
-	struct render *render;		/* text and kernel; NULL: not made yet */
-	bool refused;			/* its format cannot be rendered: fields */
-	struct out_keys keys;		/* json and csv */
-	bool keys_made;
-};
-
-#define TRACEQ_MAX_TYPES	512	/* types printed with their own state */
-
-struct out {
-	const struct traceq_opts *o;
-	struct client *c;
-	struct syms syms;
-	struct printks printks;		/* text and kernel: each host's printk_formats */
-	struct tgids tgids;		/* --tgid */
-	struct out_type *types;
-	size_t ntypes;
-	bool csv_header;		/* printed (csv: the first type's columns) */
-	const char *csv_event;		/* the one type csv prints */
-	int host_width;			/* > 0: a leading host column */
-	char *text;			/* a page rendered: its lines, each with its '\n' */
-	size_t text_len, text_cap;
-	size_t *line_end;		/* per row: where its line ends in text; */
-	bool *as_fields;		/* or true: it prints as fields */
-};
-
-static int64_t row_time(const struct out *out, const struct qmsg_value *row)
-{
-	return value_int(&row[out->o->time_raw ? 3 : 2]);
-}
-
-/* The host column of @row into @buf: its name escaped (a peer's: common/log.h). */
-static const char *host_text(const struct qmsg_value *row, char *buf, size_t len)
-{
-	if (row[0].kind != QV_STR)
-		return "";
-	log_escape_mem(row[0].s.p, row[0].s.len, buf, len);
-	return buf;
-}
-
-static void print_host(const struct out *out, const struct qmsg_value *row)
-{
-	char h[TRACEQ_HOST_ESC];
-
-	if (out->host_width > 0)
-		printf("%*s: ", out->host_width, host_text(row, h, sizeof(h)));
-}
-
-static void out_type_free(struct out_type *t)
-{
-	free(t->event);
-	free(t->text);
-	render_free(t->render);
-	if (t->keys_made)
-		out_keys_free(&t->keys);
-	memset(t, 0, sizeof(*t));
-}
-
-/*
- * The state of @view's type (qmsg_reply_row()), made on first sight: a
- * renderer prepared with its format (text, kernel; a format it refuses
- * is said once and the type prints as fields) or its keys (json, csv).
- * Past TRACEQ_MAX_TYPES types the last slot is reused. NULL: no memory.
- */
-static struct out_type *out_type_of(struct out *out, const struct qmsg_reply *view)
-{
-	enum out_format f = out->o->format;
-	const char *event = view->event ? view->event : "?";
-	struct out_type *t = NULL;
-	char why[256] = "";
-
-	/* the reply's own text first (a pointer per type of the page), then by content */
-	for (size_t i = out->ntypes; i-- > 0 && !t;)
-		if (view->format && out->types[i].format == view->format &&
-		    out->types[i].ncols == view->ncols &&
-		    !strcmp(out->types[i].event, event))
-			t = &out->types[i];
-	for (size_t i = out->ntypes; i-- > 0 && !t;)
-		if (!strcmp(out->types[i].event, event) && out->types[i].ncols == view->ncols &&
-		    !strcmp(out->types[i].text ? out->types[i].text : "",
-			    view->format ? view->format : ""))
-			t = &out->types[i];
-	if (t) {
-		/* once a page (a reply's text): a type's format can change (a new kernel) */
-		if (t->render && !t->refused && t->format != view->format) {
-			t->format = view->format;
-			if (render_prepare(t->render, view, why, sizeof(why)) < 0)
-				t->refused = true;
-		}
-		return t;
-	}
-	if (!out->types && !(out->types = calloc(TRACEQ_MAX_TYPES, sizeof(*out->types))))
-		return NULL;
-	if (out->ntypes == TRACEQ_MAX_TYPES)
-		out_type_free(&out->types[--out->ntypes]);
-	t = &out->types[out->ntypes];
-	t->ncols = view->ncols;
-	t->format = view->format;
-	if (!(t->event = strdup(event)) ||
-	    !(t->text = strdup(view->format ? view->format : "")))
-		goto nomem;
-	if (f == OUT_TEXT || f == OUT_KERNEL) {
-		if (render_new(f == OUT_TEXT ? RENDER_TRACECMD : RENDER_KERNEL, syms_lookup,
-			       &out->syms, &t->render) < 0)
-			goto nomem;
-		render_set_printk(t->render, printks_get, &out->printks);
-		if (out->o->tgid)
-			render_set_tgid(t->render, tgids_get, &out->tgids);
-		t->format = view->format;
-		if (render_prepare(t->render, view, why, sizeof(why)) < 0) {
-			char e[LOG_ESC_LEN], w[LOG_ESC_LEN];
-
-			fprintf(stderr, "traceq: %s: cannot render its format (%s): "
-				"printed as fields\n", log_escape(event, e, sizeof(e)),
-				log_escape(why, w, sizeof(w)));
-			t->refused = true;
-		}
-	} else if (f == OUT_JSON || f == OUT_CSV) {
-		if (out_keys_make(view, &t->keys) < 0)
-			goto nomem;
-		t->keys_made = true;
-	}
-	out->ntypes++;
-	return t;
-nomem:
-	out_type_free(t);
-	return NULL;
-}
-
-/*
- * Room for one more line in out->text: @extra bytes (its host column) and
- * at most TRACEQ_LINE_MAX more.
- */
-static int text_room(struct out *out, size_t extra)
-{
-	size_t cap = out->text_cap ? out->text_cap : 1u << 20;
-	char *p;
-
-	while (cap - out->text_len < extra + TRACEQ_LINE_MAX + 1)
-		cap *= 2;
-	if (cap == out->text_cap)
-		return 0;
-	if (!(p = realloc(out->text, cap)))
-		return -ENOMEM;
-	out->text = p;
-	out->text_cap = cap;
-	return 0;
-}
-
-/*
- * One rendered line at @dst (room for TRACEQ_LINE_MAX and a NUL), its
- * peer-supplied text (a comm, a string field, a marker's text, a format's
- * words) escaped as common/log.h says: no control byte of it reaches the
- * terminal, and a newline in it is "\\n", not a forged row. Return: its
- * length.
- */
-static size_t render_line(struct render *r, const struct qmsg_reply *view,
-			  const struct qmsg_value *row, int64_t ts, char *dst)
-{
-	char raw[TRACEQ_LINE_MAX + 1];
-	size_t n = render_row(r, view, row, ts, dst, TRACEQ_LINE_MAX);
-
-	if (!log_escape_needed(dst, n))
-		return n;
-	memcpy(raw, dst, n);
-	return log_escape_mem(raw, n, dst, TRACEQ_LINE_MAX);
-}
-
-/*
- * Render every row of @rep into out->text, one line after the other
- * (out->as_fields[i] for a row whose type prints as fields).
- */
-static int render_page(struct out *out, const struct qmsg_reply *rep)
-{
-	void *p;
-
-	out->text_len = 0;
-	if (!(p = realloc(out->line_end, (rep->nrows + 1) * sizeof(*out->line_end))))
-		return -ENOMEM;
-	out->line_end = p;
-	if (!(p = realloc(out->as_fields, (rep->nrows + 1) * sizeof(*out->as_fields))))
-		return -ENOMEM;
-	out->as_fields = p;
-	for (uint32_t i = 0; i < rep->nrows; i++) {
-		struct qmsg_reply view;
-		const struct qmsg_value *row = qmsg_reply_row(rep, i, &view);
-		struct out_type *t = out_type_of(out, &view);
-		char hbuf[TRACEQ_HOST_ESC];
-		const char *host = out->host_width > 0 ? host_text(row, hbuf, sizeof(hbuf)) : "";
-		size_t hlen = strlen(host),
-		       pad = hlen < (size_t)out->host_width ? (size_t)out->host_width - hlen : 0;
-
-		if (!t || text_room(out, pad + hlen + 2) < 0)
-			return -ENOMEM;
-		out->as_fields[i] = t->refused;
-		if (!t->refused) {
-			if (out->host_width > 0) {	/* print_host()'s column */
-				memset(out->text + out->text_len, ' ', pad);
-				memcpy(out->text + out->text_len + pad, host, hlen);
-				memcpy(out->text + out->text_len + pad + hlen, ": ", 2);
-				out->text_len += pad + hlen + 2;
-			}
-			out->text_len += render_line(t->render, &view, row, row_time(out, row),
-						     out->text + out->text_len);
-			out->text[out->text_len++] = '\n';
-		}
-		out->line_end[i] = out->text_len;
-	}
-	return 0;
-}
-
-/*
- * The rendered layouts: render the page; when the formats asked for code
- * addresses not known yet, fetch their names and render it again. A row
- * whose format the renderer refuses prints in the fields layout.
- */
-static int print_rendered(struct out *out, const struct qmsg_reply *rep)
-{
-	int ret = render_page(out, rep);
-	size_t start = 0;
-
-	if (ret == 0 && out->syms.pending && rep->nrows) {
-		struct qmsg_reply view;
-		const struct qmsg_value *last = qmsg_reply_row(rep, rep->nrows - 1, &view);
-
-		ret = syms_fetch(out->c, &out->syms, value_int(&last[2]));
-		if (ret == 0)
-			ret = render_page(out, rep);
-	}
-	if (ret < 0) {
-		fprintf(stderr, "traceq: out of memory\n");
-		return 1;
-	}
-	for (uint32_t i = 0; i < rep->nrows; i++) {
-		size_t begin = i ? out->line_end[i - 1] : 0;
-		struct qmsg_reply view;
-		const struct qmsg_value *row;
-
-		/* rendered lines (host column and all) go out in runs, at once */
-		if (!out->as_fields[i])
-			continue;
-		fwrite(out->text + start, 1, begin - start, stdout);
-		row = qmsg_reply_row(rep, i, &view);
-		print_host(out, row);
-		out_fields_row(stdout, &view, row, row_time(out, row));
-		start = out->line_end[i];
-	}
-	fwrite(out->text + start, 1, out->text_len - start, stdout);
-	return 0;
-}
-
-static int print_page(struct out *out, const struct qmsg_reply *rep)
-{
-	enum out_format f = out->o->format;
-
-	/* the texts of the last page are gone: types are found by content again */
-	for (size_t i = 0; i < out->ntypes; i++)
-		out->types[i].format = NULL;
-
-	if (f == OUT_TEXT || f == OUT_KERNEL)
-		return print_rendered(out, rep);
-	for (uint32_t i = 0; i < rep->nrows; i++) {
-		struct qmsg_reply view;
-		const struct qmsg_value *row = qmsg_reply_row(rep, i, &view);
-		struct out_type *t = view.ncols >= QMSG_META_COLS ? out_type_of(out, &view) : NULL;
-
-		if (view.ncols < QMSG_META_COLS)
-			continue;
-		if (!t) {
-			fprintf(stderr, "traceq: out of memory\n");
-			return 1;
-		}
-		if (f == OUT_CSV && !out->csv_header) {
-			out_csv_header(stdout, &t->keys);
-			out->csv_header = true;
-			out->csv_event = t->event;
-		}
-		if (f == OUT_CSV && strcmp(out->csv_event, t->event)) {
-			char a[LOG_ESC_LEN], b[LOG_ESC_LEN];
-
-			fprintf(stderr, "traceq: --format csv prints one event type, and this "
-				"answer has %s and %s: select one event, or use --format json\n",
-				log_escape(out->csv_event, a, sizeof(a)),
-				log_escape(t->event, b, sizeof(b)));
-			return 1;
-		}
-		if (f == OUT_JSON)
-			out_json_row(stdout, &view, &t->keys, row);
-		else if (f == OUT_CSV)
-			out_csv_row(stdout, &view, &t->keys, row);
-		else {
-			print_host(out, row);
-			out_fields_row(stdout, &view, row, row_time(out, row));
-		}
-	}
-	return 0;
-}
-
-/*
- * How wide the leading host column is: 0 (none) when --no-host, for JSON
- * and CSV (host is a key there) and when at most one host the collector
- * knows matches --host; else the longest such name.
- */
-static int host_width(struct client *c, const struct traceq_opts *o)
-{
-	struct qmsg_request req = { .op = QOP_STATS };
-	struct qmsg_reply rep;
-	const char *first = NULL;
-	bool several = false;
-	int width = 0;
-
-	tq_select_apply(&o->sel, &req);	/* the hosts of --host: the collector matches them */
-	if (o->no_host || o->format == OUT_JSON || o->format == OUT_CSV ||
-	    client_call(c, &req, &rep))
-		return 0;
-	for (uint32_t i = 0; rep.ncols && i < rep.nrows; i++) {
-		const struct qmsg_value *h = &rep.vals[i * rep.ncols];
-
-		if (h->kind != QV_STR)
-			continue;
-		if (!first)
-			first = h->s.p;
-		else if (strcmp(first, h->s.p))
-			several = true;
-		if (h->s.len > (size_t)width && h->s.len < 256)
-			width = (int)h->s.len;
-	}
-	qmsg_reply_free(&rep);
-	return several ? width : 0;
-}
-
-static void out_free(struct out *out)
-{
-	free(out->text);
-	free(out->line_end);
-	free(out->as_fields);
-	for (size_t i = 0; i < out->ntypes; i++)
-		out_type_free(&out->types[i]);
-	free(out->types);
-	syms_free(&out->syms);
-	printks_free(&out->printks);
-	tgids_free(&out->tgids);
-}
-
-/*
- * The request for the page after @rep (@printed rows so far, @rep's
- * included); false when there is none.
- */
-static bool select_next(struct qmsg_request *req, const struct qmsg_reply *rep,
-			const struct traceq_opts *o, uint64_t printed)
-{
-	if (!(rep->more && rep->nrows && (!o->limit || printed < o->limit)))
-		return false;
-	req->limit = TRACEQ_PAGE_ROWS;
-	if (o->limit && o->limit - printed < req->limit)
-		req->limit = (uint32_t)(o->limit - printed);
-	req->sent = printed;	/* the collector's query-max-rows counts them */
-	req->after_ts = rep->last_ts;
-	req->after_id = rep->last_id;
-	req->after_type = rep->last_type;
 	return true;
 }
 
-/*
- * The fields a rendered layout does not print, left out of the pages the
- * collector sends (a third of a syscall's row): common_type (render.c
- * writes the format's id there), and for text also common_flags and
- * common_preempt_count, which only the kernel layout's latency columns
- * read (no print fmt does).
- */
-static const char *const unprinted[] = { "common_type", "common_flags", "common_preempt_count" };
-
-static void omit_unprinted(const struct traceq_opts *o, struct qmsg_request *req)
+/* One option @c (its argument in optarg) into @o. Return: 0; -1 (said). */
+static int parse_option(int c, char **argv, struct traceq_opts *o)
 {
-	req->omit = (char **)unprinted;
-	req->nomit = o->format == OUT_TEXT ? 3 : o->format == OUT_KERNEL ? 1 : 0;
-}
-
-/*
- * Page by page, the next page asked for before this one is printed: the
- * collector reads it while traceq prints (at most two pages held).
- */
-static int run_select(struct client *c, const struct traceq_opts *o)
-{
-	struct qmsg_request req = {
-		.op = QOP_SELECT, .query = (char *)o->query, .limit = TRACEQ_PAGE_ROWS,
-	};
-	struct out out = { .o = o, .c = c, .printks = { .c = c }, .tgids = { .c = c } };
-	uint64_t printed = 0;
-	struct qmsg_reply rep;
-	bool more = true;
+	int64_t v = 0;
 	int ret;
 
-	tq_select_apply(&o->sel, &req);
-	omit_unprinted(o, &req);
-	out.host_width = host_width(c, o);
-	if (o->limit && o->limit < req.limit)
-		req.limit = (uint32_t)o->limit;
-	ret = client_send(c, &req);
-	while (ret == 0 && more) {
-		ret = client_next(c, &rep);
-		if (ret)
-			break;
-		if (!rep.types && rep.ncols < QMSG_META_COLS && rep.nrows) {
-			fprintf(stderr, "traceq: bad reply from the collector: too few columns\n");
-			qmsg_reply_free(&rep);
-			ret = 1;
-			break;
+	switch (c) {
+	case 's': o->server = optarg; break;
+	case 'f': return parse_format(optarg, &o->format);
+	case 'M':
+		if (strcmp(optarg, "wall") && strcmp(optarg, "raw")) {
+			fprintf(stderr, "traceq: --time: expected wall or raw, not '%s'\n", optarg);
+			return -1;
 		}
-		printed += rep.nrows;
-		more = select_next(&req, &rep, o, printed);
-		if (more)
-			ret = client_send(c, &req);
-		if (print_page(&out, &rep) && ret == 0)
-			ret = 1;
-		qmsg_reply_free(&rep);
-	}
-	out_free(&out);
-	if (ret > 0)
+		o->time_raw = !strcmp(optarg, "raw");
+		break;
+	case 'N': o->no_host = true; break;
+	case 'J': o->tgid = true; break;
+	case 'n':	/* on an error (said) v stays 0: the options are not used */
+		ret = parse_i64(optarg, "--limit", 0, INT64_MAX,
+				"a whole number of events (0: all)", &v);
+		o->limit = (uint64_t)v;
 		return ret;
-	return fflush(stdout) == 0 ? 0 : 1;
-}
-
-static int run_count(struct client *c, const struct traceq_opts *o)
-{
-	struct qmsg_request req = {
-		.op = QOP_COUNT, .query = (char *)o->query,
-	};
-	struct qmsg_reply rep;
-	int ret;
-
-	tq_select_apply(&o->sel, &req);
-	ret = client_call(c, &req, &rep);
-	if (ret)
+	case 't':
+		ret = parse_i64(optarg, "--timeout", 1, INT32_MAX,
+				"milliseconds, a whole number in 1..2147483647", &v);
+		o->timeout_ms = (int)v;
 		return ret;
-	printf("%" PRIu64 "\n", rep.count);
-	qmsg_reply_free(&rep);
-	return 0;
-}
-
-static int run_stats(struct client *c, const struct traceq_opts *o)
-{
-	struct qmsg_request req = { .op = o->drops ? QOP_DROPS : QOP_STATS };
-	struct qmsg_reply rep;
-	int ret;
-
-	tq_select_apply(&o->sel, &req);
-	ret = client_call(c, &req, &rep);
-	if (ret)
-		return ret;
-	if (tq_stats_print(stdout, &rep, &o->sel, !o->drops, o->format == OUT_JSON) < 0) {
-		fprintf(stderr, "traceq: out of memory\n");
-		ret = 1;
-	}
-	if (rep.unstored)	/* stderr: the rows above stay the same shape */
-		fprintf(stderr, "traceq: the collector is still storing: %" PRIu64 " batches "
-			"received and not yet stored, receive journal %.1f MB (--sync waits "
-			"for them)\n", rep.unstored, (double)rep.journal_bytes / (1 << 20));
-	qmsg_reply_free(&rep);
-	return ret ? ret : fflush(stdout) == 0 ? 0 : 1;
-}
-
-/* --sql: one statement's rows as a table. */
-static int run_sql(struct client *c, const struct traceq_opts *o)
-{
-	struct qmsg_request req = { .op = QOP_SQL, .query = (char *)o->sql,
-				    .limit = o->limit && o->limit < QMSG_MAX_ROWS ?
-					     (uint32_t)o->limit : 0 };
-	struct qmsg_reply rep;
-	int ret = client_call(c, &req, &rep);
-
-	if (ret)
-		return ret;
-	if (o->format == OUT_CSV)
-		out_sql_csv(stdout, &rep);
-	else if (o->format == OUT_JSON)
-		out_sql_json(stdout, &rep);
-	else if (out_sql_text(stdout, &rep) < 0)
-		ret = 1;
-	if (rep.more && (!o->limit || o->limit > rep.nrows))
-		fprintf(stderr, "traceq: --sql: stopped after %" PRIu32 " rows, the most one answer"
-			" holds; narrow the statement (LIMIT, GROUP BY)\n", rep.nrows);
-	qmsg_reply_free(&rep);
-	return ret ? ret : fflush(stdout) == 0 ? 0 : 1;
-}
-
-/* --hosts, --events, --fields: one request, the table it answers (discover.c). */
-static int run_discover(struct client *c, const struct traceq_opts *o)
-{
-	struct qmsg_request req = { .op = o->list, .query = (char *)o->query };
-	struct qmsg_reply rep;
-	int ret;
-
-	tq_select_apply(&o->sel, &req);
-	ret = client_call(c, &req, &rep);
-	if (ret)
-		return ret;
-	tq_discover_print(stdout, &rep, o->format == OUT_JSON);
-	qmsg_reply_free(&rep);
-	return fflush(stdout) == 0 ? 0 : 1;
-}
-
-/* ---- --follow ---- */
-
-static volatile sig_atomic_t follow_stop;
-
-static void follow_signal(int sig)
-{
-	(void)sig;
-	follow_stop = 1;
-}
-
-/* Sleep @ms, or less when a signal comes. */
-static void follow_sleep(int ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
-
-	if (!follow_stop)
-		nanosleep(&ts, NULL);
-}
-
-/*
- * After a call that got no answer: over nng the socket dials again by
- * itself; a TLS connection is made anew, until it is back or a signal
- * comes. Return: 0 (try again), 1 (stopped).
- */
-static int follow_reconnect(struct client *c, const struct traceq_opts *o, bool *said)
-{
-	if (!*said)
-		fprintf(stderr, "traceq: --follow: lost the collector; trying again\n");
-	*said = true;
-	while (!follow_stop) {
-		follow_sleep(TRACEQ_FOLLOW_RETRY_MS);
-		if (!c->tls)
-			return 0;
-		tlsconn_close(c->tls);
-		c->tls = NULL;
-		if (client_open_tls(c, o, tls_server(o->server)) == 0)
-			return 0;
-	}
-	return 1;
-}
-
-/*
- * --follow: pages of QOP_TAIL, the cursor (last_id) carried from one to
- * the next, across a lost collector too. An empty page waits a little
- * before the next; the collector keeps nothing for us between pages.
- */
-static int run_follow(struct client *c, const struct traceq_opts *o)
-{
-	struct qmsg_request req = { .op = QOP_TAIL, .query = (char *)o->query };
-	struct out out = { .o = o, .c = c, .printks = { .c = c }, .tgids = { .c = c } };
-	struct sigaction sa = { .sa_handler = follow_signal };
-	uint64_t printed = 0, cursor = 0;
-	bool said = false, waiting = false;
-	int ret = 0;
-
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	tq_select_apply(&o->sel, &req);
-	omit_unprinted(o, &req);
-	out.host_width = host_width(c, o);
-	while (ret == 0 && !follow_stop && (!o->limit || printed < o->limit)) {
-		struct qmsg_reply rep;
-
-		req.after_id = cursor;
-		req.sent = printed;
-		req.limit = TRACEQ_PAGE_ROWS;
-		if (o->limit && o->limit - printed < req.limit)
-			req.limit = (uint32_t)(o->limit - printed);
-		c->wait_unknown = true;	/* events not stored yet are waited for, as tail -F does */
-		ret = client_call(c, &req, &rep);
-		c->wait_unknown = false;
-		if (ret == 1 && c->lost && !follow_stop) {
-			ret = follow_reconnect(c, o, &said);
-			continue;
-		}
-		if (ret == 3) {	/* no stored event matches a selector yet */
-			if (!waiting)
-				fprintf(stderr, "traceq: --follow: no event the query selects is "
-					"stored yet; waiting for it (interrupt to stop)\n");
-			waiting = true;
-			ret = 0;
-			follow_sleep(TRACEQ_FOLLOW_RETRY_MS);
-			continue;
-		}
-		if (ret)
+	case 'S': return tq_select_time(&o->sel, optarg, false, now_ns());
+	case 'U': return tq_select_time(&o->sel, optarg, true, now_ns());
+	case 'H': return tq_select_host(&o->sel, optarg);
+	case 'P': return tq_select_cpus(&o->sel, optarg);
+	case 'r': o->sel.reverse = true; break;
+	case 'Y': o->sync = true; break;
+	case 'a': o->name = optarg; break;
+	case 'O': o->force = true; break;
+	case 'C': o->cert = optarg; break;
+	case 'K': o->key = optarg; break;
+	case 'A': o->ca = optarg; break;
+	case 'h': tq_usage(stdout); exit(0);
+	case 'V': cli_version("traceq"); exit(0);
+	default:
+		if (parse_mode(c, o))
 			break;
-		if (said)
-			fprintf(stderr, "traceq: --follow: the collector is back\n");
-		said = false;
-		if (rep.reset)
-			fprintf(stderr, "traceq: --follow: the collector's database is not the one "
-				"followed so far (replaced or emptied): following it from its start\n");
-		if (rep.missed)
-			fprintf(stderr, "traceq: --follow: fell behind: %" PRIu64 " events were "
-				"stored and removed by the collector's retention before they could "
-				"be printed (of every event, matching or not)\n", rep.missed);
-		ret = print_page(&out, &rep);
-		printed += rep.nrows;
-		cursor = rep.last_id;
-		if (ret == 0 && fflush(stdout) != 0)
-			ret = 1;
-		if (ret == 0 && !rep.more && !rep.nrows)
-			follow_sleep(TRACEQ_FOLLOW_POLL_MS);
-		qmsg_reply_free(&rep);
-	}
-	out_free(&out);
-	return ret;
-}
-
-/* ---- the function_graph view ---- */
-
-static int col_index(const struct qmsg_reply *r, const char *name)
-{
-	uint32_t i;
-
-	for (i = QMSG_META_COLS; i < r->ncols; i++)
-		if (!strcmp(r->cols[i], name))
-			return (int)i;
-	return -1;
-}
-
-static uint64_t col_u64(const struct qmsg_value *row, int i)
-{
-	return i < 0 ? 0 : (uint64_t)value_int(&row[i]);
-}
-
-/* One page of funcgraph rows into @g. Return: 0, or 1 when out of memory. */
-static int graph_page(struct graph *g, const struct qmsg_reply *r, bool exit)
-{
-	int func = col_index(r, "func"), depth = col_index(r, "depth");
-	int call = col_index(r, "calltime"), ret = col_index(r, "rettime");
-	int sym = col_index(r, "func_sym"), added;
-	struct graph_row gr;
-	uint32_t i;
-
-	for (i = 0; i < r->nrows; i++) {
-		const struct qmsg_value *row = &r->vals[i * r->ncols];
-
-		memset(&gr, 0, sizeof(gr));
-		gr.ts = value_int(&row[2]);
-		gr.cpu = (uint32_t)value_int(&row[1]);
-		gr.pid = (int32_t)value_int(&row[4]);
-		if (row[5].kind == QV_STR)
-			snprintf(gr.comm, sizeof(gr.comm), "%s", row[5].s.p);
-		gr.exit = exit;
-		gr.func = col_u64(row, func);
-		gr.depth = (int32_t)col_u64(row, depth);
-		gr.calltime = col_u64(row, call);
-		gr.rettime = col_u64(row, ret);
-		/* the function, not the hook's call site in it: no +0xoff */
-		if (sym >= 0 && row[sym].kind == QV_STR)
-			snprintf(gr.name, sizeof(gr.name), "%.*s",
-				 (int)strcspn(row[sym].s.p, "+"), row[sym].s.p);
-		added = graph_add(g, &gr);
-		if (added == -E2BIG)
-			fprintf(stderr, "traceq: --graph: more than %zu rows; it holds them all to "
-				"nest the calls: narrow the query (--since/--until, --cpu, --host, "
-				"a filter such as common_pid == N)\n", graph_max_rows);
-		else if (added < 0)
-			fprintf(stderr, "traceq: out of memory\n");
-		if (added < 0)
-			return 1;
+		cli_bad_option("traceq", longopts, argv, c);
+		return -1;
 	}
 	return 0;
 }
 
-/* Every row of @event matching @where (may be "") into @g. */
-static int graph_fetch(struct client *c, const struct traceq_opts *o,
-		       const char *event, const char *where, struct graph *g)
-{
-	char query[4096];
-	struct qmsg_request req = {
-		.op = QOP_SELECT, .query = query,
-	};
-	struct qmsg_reply rep;
-	int ret;
+#define TQ_X_REVERSE	(1u << 16)	/* --reverse, for conflicts[] */
+#define TQ_X_ARGS	(1u << 17)	/* words after the options */
 
-	tq_select_apply(&o->sel, &req);
-	req.reverse = false;	/* the graph is built oldest first */
-	snprintf(query, sizeof(query), "ftrace:%s%s", event, where);
-	do {
-		req.limit = TRACEQ_PAGE_ROWS;
-		ret = client_call(c, &req, &rep);
-		if (ret)
-			return ret;
-		ret = rep.ncols < QMSG_META_COLS && rep.nrows;
-		if (ret)
-			fprintf(stderr, "traceq: bad reply from the collector\n");
-		else
-			ret = graph_page(g, &rep, strstr(event, "exit") != NULL);
-		req.after_ts = rep.last_ts;
-		req.after_id = rep.last_id;
-		if (ret == 0 && !(rep.more && rep.nrows))
-			ret = -1;
-		qmsg_reply_free(&rep);
-	} while (ret == 0);
-	return ret < 0 ? 0 : ret;
+/*
+ * The options a mode does not go with, checked in this order: the first
+ * rule that applies says why. A rule applies when its @mode was given,
+ * none of @unless (modes that decide alone) was, and one of @with was.
+ */
+static const struct conflict {
+	unsigned mode, unless, with;
+	const char *why;
+} conflicts[] = {
+	{ TQ_M_SQL, 0, TQ_M_STATS | TQ_M_COUNT | TQ_M_GRAPH | TQ_M_LIST | TQ_M_HIST |
+		       TQ_M_FOLLOW | TQ_X_ARGS,
+	  "--sql takes no QUERY, --stats, --drops, --count, --graph, --follow, --hist, "
+	  "--hosts, --events or --fields" },
+	{ TQ_M_HIST, TQ_M_SQL, TQ_M_STATS | TQ_M_COUNT | TQ_M_GRAPH | TQ_M_LIST,
+	  "--hist does not go with --count, --graph, --stats, --drops, --hosts, --events "
+	  "or --fields" },
+	{ TQ_M_FOLLOW, TQ_M_SQL, TQ_M_STATS | TQ_M_COUNT | TQ_M_GRAPH | TQ_M_LIST | TQ_M_HIST |
+				 TQ_X_REVERSE,
+	  "--follow takes no --stats, --drops, --count, --graph, --hist, --reverse, --hosts, "
+	  "--events or --fields" },
+	{ TQ_M_IMPORT, TQ_M_SQL | TQ_M_LIST, TQ_M_STATS | TQ_M_COUNT | TQ_M_GRAPH | TQ_M_HIST |
+					     TQ_M_FOLLOW,
+	  "--import goes with no other request" },
+};
+
+/*
+ * The words after the options: none for --sql, --stats, --drops and
+ * --import, discover.h's for --hosts, --events and --fields, else one
+ * QUERY. Return: 0; -1 (said).
+ */
+static int take_query(int argc, char **argv, struct traceq_opts *o)
+{
+	unsigned given = o->modes | (o->sel.reverse ? TQ_X_REVERSE : 0) |
+			 (optind != argc ? TQ_X_ARGS : 0);
+	bool none = o->modes & (TQ_M_STATS | TQ_M_IMPORT);
+
+	for (size_t i = 0; i < sizeof(conflicts) / sizeof(conflicts[0]); i++) {
+		const struct conflict *r = &conflicts[i];
+
+		if ((given & r->mode) && !(given & r->unless) && (given & r->with)) {
+			fprintf(stderr, "traceq: %s\n", r->why);
+			return -1;
+		}
+	}
+	if (o->modes & TQ_M_SQL)
+		return 0;
+	if (o->modes & TQ_M_LIST)
+		return tq_discover_args(o->list, argc - optind, argv + optind, &o->query);
+	if (none ? optind != argc : optind != argc - 1) {
+		fprintf(stderr, o->import ? "traceq: --import takes no query\n" :
+			o->modes & TQ_M_STATS ? "traceq: --stats and --drops take no query\n"
+			: "traceq: expected one QUERY argument (quote it)\n");
+		return -1;
+	}
+	o->query = none ? NULL : argv[optind];
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct traceq_opts *o)
+{
+	int c;
+
+	opterr = 0;	/* cli_bad_option() says it in one line */
+	while ((c = getopt_long(argc, argv, ":s:f:n:H:rcgt:hV", longopts, NULL)) != -1)
+		if (parse_option(c, argv, o) < 0)
+			return -1;
+	return take_query(argc, argv, o);
 }
 
 /*
- * --graph: QUERY's event part must name the function_graph events
- * (funcgraph, funcgraph_entry, ..., with or without "ftrace:"); its where
- * part, if any, is applied to both.
+ * The query parsed here, once, into @o->q (the modes read it there): a
+ * syntax error is said with a caret without asking the collector, which
+ * parses it again (it trusts no client). Return: 0; -1 (said).
  */
-static int run_graph(struct client *c, const struct traceq_opts *o)
+static int parse_query(struct traceq_opts *o)
 {
-	const char *where = strstr(o->query, " where ");
-	struct graph *g;
+	struct filter_error err = { 0 };
 	int ret;
 
-	if (strncmp(o->query + (strncmp(o->query, "ftrace:", 7) ? 0 : 7),
-		    "funcgraph", 9)) {
-		fprintf(stderr, "traceq: --graph wants \"funcgraph [where "
-			"FILTER]\", not '%s'\n", o->query);
-		return 2;
+	ret = query_parse(o->query, &o->q, &err);
+	if (ret < 0) {
+		client_caret(o->query, err.msg[0] ? err.msg : tc_strerror(ret),
+			     (int)err.pos, (int)(err.len ? err.len : 1));
+		return -1;
 	}
-	if (graph_new(stdout, &g) < 0) {
-		fprintf(stderr, "traceq: out of memory\n");
-		return 1;
-	}
-	ret = graph_fetch(c, o, "funcgraph_entry", where ? where : "", g);
-	if (ret == 0)
-		ret = graph_fetch(c, o, "funcgraph_exit", where ? where : "", g);
-	if (ret == 0)
-		graph_print(g);
-	graph_free(g);
-	return ret ? ret : fflush(stdout) == 0 ? 0 : 1;
+	return 0;
 }
 
-/* ---- --hist ---- */
-
-/* The filter text of @query (a copy, blanks trimmed), NULL: none or no memory. */
-static char *query_filter(const char *query)
+/* The --hist spec into @o->hist_spec, checked here too: a caret under the mistake. */
+static int parse_hist(struct traceq_opts *o)
 {
-	struct query q;
-	char *f = NULL;
-	size_t n;
+	struct filter_error err = { 0 };
 
-	if (query_parse(query, &q, NULL) < 0)
-		return NULL;
-	if (q.filter) {
-		f = strdup(query + q.filter_offset);
-		for (n = f ? strlen(f) : 0; n && (f[n - 1] == ' ' || f[n - 1] == '\t'); n--)
-			f[n - 1] = '\0';
+	if (hist_parse(o->hist, &o->hist_spec, &err) < 0) {
+		client_caret(o->hist, err.msg, (int)err.pos, (int)(err.len ? err.len : 1));
+		return -1;
 	}
-	query_free(&q);
-	return f;
+	return 0;
 }
 
 /*
- * --hist: the spec was checked (check_hist()), the collector computes the
- * histogram; pages of QMSG_MAX_ROWS entries (size= up to 131072) all
- * count the rows the first one counted (its to_ts). --since/--until,
- * --host and --cpu narrow the rows as for a select.
+ * The modes (modes.h), the first whose option was given runs; the last
+ * is the select, which needs none. Of the options that go together, this
+ * order decides: --import before --sql and the lists, --stats before
+ * --count before --graph.
  */
-static int run_hist(struct client *c, const struct traceq_opts *o)
+static const struct mode {
+	unsigned option;	/* TQ_M_*; 0: always */
+	int (*run)(struct client *c, const struct traceq_opts *o);
+} modes[] = {
+	{ TQ_M_IMPORT, mode_import_run },
+	{ TQ_M_SQL, mode_sql_run },
+	{ TQ_M_LIST, mode_discover_run },
+	{ TQ_M_STATS, mode_stats_run },
+	{ TQ_M_COUNT, mode_count_run },
+	{ TQ_M_GRAPH, mode_graph_run },
+	{ TQ_M_HIST, mode_hist_run },
+	{ TQ_M_FOLLOW, mode_follow_run },
+	{ 0, mode_select_run },
+};
+
+static const struct mode *mode_of(const struct traceq_opts *o)
 {
-	struct qmsg_request req = {
-		.op = QOP_HIST, .query = (char *)o->query, .hist = (char *)o->hist,
-		.limit = QMSG_MAX_ROWS,
-	};
-	struct hist_spec sp;
-	struct qmsg_reply rep;
-	uint64_t hits = 0, entries = 0, dropped = 0;
-	char *filter;
-	bool more = true;
-	int ret = 0;
+	size_t i = 0;
 
-	if (hist_parse(o->hist, &sp, NULL) < 0)
-		return 2;	/* check_hist() said why */
-	tq_select_apply(&o->sel, &req);
-	filter = query_filter(o->query);
-	while (ret == 0 && more) {
-		ret = client_call(c, &req, &rep);
-		if (ret)
-			break;
-		if (!req.after_id) {
-			hist_print_names(&sp, &rep);
-			hist_print_header(stdout, &sp, filter);
-			hits = rep.count, entries = rep.entries, dropped = rep.dropped;
-		}
-		if (hist_print_page(stdout, &sp, &rep) < 0) {
-			fprintf(stderr, "traceq: bad reply from the collector: not the spec's columns\n");
-			ret = 1;
-		}
-		more = rep.more && rep.nrows;
-		req.after_id += rep.nrows;
-		req.to_ts = rep.last_ts;	/* newest counted + 1: within any --until */
-		req.to_end = false;
-		qmsg_reply_free(&rep);
-	}
-	free(filter);
-	if (ret)
-		return ret;
-	hist_print_totals(stdout, hits, entries, dropped);
-	return fflush(stdout) == 0 ? 0 : 1;
-}
-
-/* traceq --import's exchanges (import.h): @req out, *@rep in. */
-static int import_call(void *ctx, const struct proto_buf *req, struct qmsg_reply *rep)
-{
-	struct client *c = ctx;
-	struct proto_buf in;
-	char err[1024];
-	void *msg = NULL;
-	size_t len = 0;
-	int ret, rv;
-
-	if (c->tls) {
-		proto_buf_init(&in);
-		ret = tlsconn_call(c->tls, req->data, req->len, &in, err, sizeof(err));
-		if (ret == 0)
-			ret = qmsg_reply_decode(in.data, in.len, rep);
-		else
-			fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
-				c->o->server, err);
-		proto_buf_free(&in);
-		return ret < 0 ? 1 : 0;
-	}
-	rv = nng_send(c->sock, req->data, req->len, 0);
-	if (rv == 0)
-		rv = nng_recv(c->sock, &msg, &len, NNG_FLAG_ALLOC);
-	if (rv != 0) {
-		fprintf(stderr, "traceq: no answer from the collector at %s: %s\n",
-			c->o->server, nng_strerror(rv));
-		return 1;
-	}
-	ret = qmsg_reply_decode(msg, len, rep);
-	nng_free(msg, len);
-	if (ret < 0)
-		fprintf(stderr, "traceq: bad reply from the collector: %s\n", tc_strerror(ret));
-	return ret < 0 ? 1 : 0;
+	while (modes[i].option && !(o->modes & modes[i].option))
+		i++;
+	return &modes[i];
 }
 
 int main(int argc, char **argv)
@@ -1893,7 +332,7 @@ int main(int argc, char **argv)
 		.format = OUT_TEXT, .timeout_ms = 10000,
 		.cert = getenv("TRACEQ_CERT"), .key = getenv("TRACEQ_KEY"), .ca = getenv("TRACEQ_CA"),
 	};
-	struct client c = { 0 };
+	struct client *c;
 	int ret;
 
 	signal(SIGPIPE, SIG_IGN);	/* a collector that closed the TLS port: an error, not death */
@@ -1906,48 +345,20 @@ int main(int argc, char **argv)
 	mallopt(M_TRIM_THRESHOLD, 64 << 20);
 	if (parse_args(argc, argv, &o) < 0)
 		return 2;
-	if (o.query && check_query(o.query) < 0)
+	if (o.query && parse_query(&o) < 0)
 		return 2;
-	if (o.list && !o.query)
-		o.query = NULL;
-	if (o.hist && check_hist(o.hist) < 0)
-		return 2;
-	if (o.import && (!o.name || !*o.name)) {
+	if (o.hist && parse_hist(&o) < 0)
+		ret = 2;
+	else if (o.import && (!o.name || !*o.name)) {
 		fprintf(stderr, "traceq: --import FILE wants --name HOST: the host the "
 			"recording is stored as\n");
-		return 2;
-	}
-	ret = client_open(&c, &o);
-	if (ret < 0)
-		return ret == -2 ? 2 : 1;
-	if (o.import)
-		ret = import_run(o.import, o.name, o.force, import_call, &c);
-	else if (o.sql)
-		ret = run_sql(&c, &o);
-	else if (o.list)
-		ret = run_discover(&c, &o);
-	else if (o.stats)
-		ret = run_stats(&c, &o);
-	else if (o.count)
-		ret = run_count(&c, &o);
-	else if (o.graph)
-		ret = run_graph(&c, &o);
-	else if (o.hist)
-		ret = run_hist(&c, &o);
-	else if (o.follow)
-		ret = run_follow(&c, &o);
-	else
-		ret = run_select(&c, &o);
-	if (c.has_kept && c.kept_ret == 0)
-		qmsg_reply_free(&c.kept);
-	if (c.tls) {
-		tlsconn_close(c.tls);
+		ret = 2;
+	} else if ((ret = client_open(&o, &c)) < 0) {
+		ret = ret == -2 ? 2 : 1;
 	} else {
-		nng_close(c.sock);
-		/* nng frees a closed socket's last request in its own threads,
-		 * later: wait for them, or exit may come first (LeakSanitizer
-		 * saw that once, a --follow stopped by SIGTERM) */
-		nng_fini();
+		ret = mode_of(&o)->run(c, &o);
+		client_close(c);
 	}
+	query_free(&o.q);
 	return ret;
 }

@@ -1175,9 +1175,9 @@ struct ahead_job {
 
 /*
  * The page after the one just answered (@pg) of select @r, as the client
- * will ask for it (select_next() in traceq.c): its place in the cache
- * claimed into @job. False: none to read (no more rows, a sync request,
- * no room).
+ * will ask for it (select_next() in traceq/mode_select.c): its place in
+ * the cache claimed into @job. False: none to read (no more rows, a sync
+ * request, no room).
  */
 static bool ahead_plan(struct queryd *qd, const struct qmsg_request *r,
 		       const struct qauth_who *who, const struct qsel_page *pg, uint64_t gen,

@@ -1,0 +1,129 @@
+/*
+ * mode_follow.c - traceq --follow QUERY: the rows as the collector stores
+ * them, page after page of QOP_TAIL from a cursor, until SIGINT, SIGTERM
+ * or --limit; it rides out a lost collector (client_reconnect()).
+ */
+#include "config.h"
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "proto/qmsg.h"
+#include "traceq/client.h"
+#include "traceq/modes.h"
+#include "traceq/printer.h"
+#include "traceq/select.h"
+#include "traceq/traceq.h"
+
+#define TRACEQ_FOLLOW_POLL_MS	100	/* --follow: the wait after an empty page */
+#define TRACEQ_FOLLOW_RETRY_MS	500	/* --follow: the wait after no answer */
+
+static volatile sig_atomic_t follow_stop;
+
+static void follow_signal(int sig)
+{
+	(void)sig;
+	follow_stop = 1;
+}
+
+/* Sleep @ms, or less when a signal comes. */
+static void follow_sleep(int ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000 };
+
+	if (!follow_stop)
+		nanosleep(&ts, NULL);
+}
+
+/*
+ * After a call that got no answer: over nng the socket dials again by
+ * itself; a TLS connection is made anew, until it is back or a signal
+ * comes. Return: 0 (try again), 1 (stopped).
+ */
+static int follow_reconnect(struct client *c, bool *said)
+{
+	if (!*said)
+		fprintf(stderr, "traceq: --follow: lost the collector; trying again\n");
+	*said = true;
+	while (!follow_stop) {
+		follow_sleep(TRACEQ_FOLLOW_RETRY_MS);
+		if (client_reconnect(c) == 0)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * --follow: pages of QOP_TAIL, the cursor (last_id) carried from one to
+ * the next, across a lost collector too. An empty page waits a little
+ * before the next; the collector keeps nothing for us between pages.
+ */
+int mode_follow_run(struct client *c, const struct traceq_opts *o)
+{
+	struct qmsg_request req = { .op = QOP_TAIL, .query = (char *)o->query };
+	struct printer *out;
+	struct sigaction sa = { .sa_handler = follow_signal };
+	uint64_t printed = 0, cursor = 0;
+	bool said = false, waiting = false;
+	int ret = 0;
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	tq_select_apply(&o->sel, &req);
+	printer_omit(o, &req);
+	if (printer_new(c, o, &out) < 0) {
+		fprintf(stderr, "traceq: out of memory\n");
+		return 1;
+	}
+	while (ret == 0 && !follow_stop && (!o->limit || printed < o->limit)) {
+		struct qmsg_reply rep;
+
+		req.after_id = cursor;
+		req.sent = printed;
+		req.limit = TRACEQ_PAGE_ROWS;
+		if (o->limit && o->limit - printed < req.limit)
+			req.limit = (uint32_t)(o->limit - printed);
+		client_wait_unknown(c, true);	/* events not stored yet are waited for, as tail -F does */
+		ret = client_call(c, &req, &rep);
+		client_wait_unknown(c, false);
+		if (ret == 1 && client_lost(c) && !follow_stop) {
+			ret = follow_reconnect(c, &said);
+			continue;
+		}
+		if (ret == 3) {	/* no stored event matches a selector yet */
+			if (!waiting)
+				fprintf(stderr, "traceq: --follow: no event the query selects is "
+					"stored yet; waiting for it (interrupt to stop)\n");
+			waiting = true;
+			ret = 0;
+			follow_sleep(TRACEQ_FOLLOW_RETRY_MS);
+			continue;
+		}
+		if (ret)
+			break;
+		if (said)
+			fprintf(stderr, "traceq: --follow: the collector is back\n");
+		said = false;
+		if (rep.reset)
+			fprintf(stderr, "traceq: --follow: the collector's database is not the one "
+				"followed so far (replaced or emptied): following it from its start\n");
+		if (rep.missed)
+			fprintf(stderr, "traceq: --follow: fell behind: %" PRIu64 " events were "
+				"stored and removed by the collector's retention before they could "
+				"be printed (of every event, matching or not)\n", rep.missed);
+		ret = printer_page(out, &rep);
+		printed += rep.nrows;
+		cursor = rep.last_id;
+		if (ret == 0 && fflush(stdout) != 0)
+			ret = 1;
+		if (ret == 0 && !rep.more && !rep.nrows)
+			follow_sleep(TRACEQ_FOLLOW_POLL_MS);
+		qmsg_reply_free(&rep);
+	}
+	printer_free(out);
+	return ret;
+}
