@@ -54,7 +54,7 @@ import_pid=
 check "the import ends, exit 0 ($(tr '\n' ' ' < "$tmp/imp.out"))" '[ "$rc" = 0 ]'
 
 shipped=$(sed -n 's/.*total:.* events=\([0-9]*\).*/\1/p' "$tmp/agent.out")
-stored=$(tq --sync -H real-host --count sched_switch 2>&1)
+stored=$(tq --sync -H real-host --count '*' 2>&1)	# sched_switch and the agent's task name events
 check "the real agent's events are stored ($stored of $shipped)" \
 	'[ -n "$shipped" ] && [ "$shipped" -gt 0 ] && [ "$stored" = "$shipped" ]'
 
