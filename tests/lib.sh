@@ -138,25 +138,29 @@ traceq() { "$top_builddir/traceq/traceq" --server "$query" --sync -t 120000 "$@"
 # to the collector tc_start_collector started ($listen) with $tmp/pki's
 # agent-tc-agent certificate (ARGS come last and may override either:
 # --connect, --cert and --key), its stdout in $tmp/NAME.out and its stderr
-# in $tmp/NAME.err; sets agent to its pid (list agent among tc_setup's
-# variables and the exit trap stops it). ARGS give it a tracefs instance
-# of its own (--instance tc-TEST-$$...) unless the test wants the default.
+# in $tmp/NAME.err; inside network namespace $tc_netns when that is set.
+# Sets agent to its pid (list agent among tc_setup's variables and the
+# exit trap stops it). ARGS give it a tracefs instance of its own
+# (--instance tc-TEST-$$...) unless the test wants the default.
 tc_start_agent() {
-	local name=$1
+	local name=$1 run=()
 	shift
-	"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
-		--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" "$@" \
+	[ -n "${tc_netns:-}" ] && run=(ip netns exec "$tc_netns")
+	"${run[@]}" "$top_builddir/traceagent" --connect "$listen" \
+		--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" \
+		--ca "$tmp/pki/ca.crt" "$@" \
 		> "$tmp/$name.out" 2> "$tmp/$name.err" &
 	agent=$!
 }
 
 # tc_run_agent NAME [ARGS...]: tc_start_agent, then wait for the agent to
-# exit; returns its exit status, agent empty again.
+# exit; returns its exit status. agent is as it was before (the pid of an
+# agent the test started in the background, or empty).
 tc_run_agent() {
-	local rc
+	local rc was=${agent:-}
 	tc_start_agent "$@"
 	wait "$agent"; rc=$?
-	agent=
+	agent=$was
 	return "$rc"
 }
 
@@ -187,7 +191,8 @@ tc_host_agents() {
 	workload=$!
 	for h in "$@"; do
 		# shellcheck disable=SC2086 # tc_agent_events: several words
-		tc_run_agent "agent-$h" --cert "$tmp/pki/agent-$h.crt" --key "$tmp/pki/agent-$h.key" \
+		tc_run_agent "agent-$h" --cert "$tmp/pki/agent-$h.crt" \
+			--key "$tmp/pki/agent-$h.key" \
 			${tc_agent_events:--e sched:sched_switch} --duration 2 --name "$h" \
 			--instance "$instance" --spool-dir "$tmp/spool"
 		rc=$?
