@@ -3,7 +3,8 @@
 # then tc_need_tracefs (root and a writable tracefs, else skip saying why)
 # and tc_lock where the test starts; with tmp set to the test's own
 # directory, tc_certs and tc_start_collector give it certificates and a
-# collector, and traceq asks that collector.
+# collector, tc_start_agent (tc_run_agent) agents of that collector, and
+# traceq asks it.
 
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 top_builddir=${top_builddir:-$top_srcdir}
@@ -144,6 +145,36 @@ tc_start_collector() {
 # when they are in its receive journal, and stores them behind).
 traceq() { "$top_builddir/traceq/traceq" --server "$query" --sync -t 120000 "$@"; }
 
+# tc_start_agent NAME [ARGS...]: traceagent in the background, connected
+# to the collector tc_start_collector started ($listen) with $tmp/pki's
+# agent-tc-agent certificate (ARGS come last and may override either:
+# --connect, --cert and --key), its stdout in $tmp/NAME.out and its stderr
+# in $tmp/NAME.err; inside network namespace $tc_netns when that is set.
+# Sets agent to its pid (list agent among tc_setup's variables and the
+# exit trap stops it). ARGS give it a tracefs instance of its own
+# (--instance tc-TEST-$$...) unless the test wants the default.
+tc_start_agent() {
+	local name=$1 run=()
+	shift
+	[ -n "${tc_netns:-}" ] && run=(ip netns exec "$tc_netns")
+	"${run[@]}" "$top_builddir/traceagent" --connect "$listen" \
+		--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" \
+		--ca "$tmp/pki/ca.crt" "$@" \
+		> "$tmp/$name.out" 2> "$tmp/$name.err" &
+	agent=$!
+}
+
+# tc_run_agent NAME [ARGS...]: tc_start_agent, then wait for the agent to
+# exit; returns its exit status. agent is as it was before (the pid of an
+# agent the test started in the background, or empty).
+tc_run_agent() {
+	local rc was=${agent:-}
+	tc_start_agent "$@"
+	wait "$agent"; rc=$?
+	agent=$was
+	return "$rc"
+}
+
 # tc_done_covers FILE: the agent's total line in FILE says its DONEs cover
 # everything it shipped: stored_events == events, or, from a journaling
 # collector, journaled_pages == pages.
@@ -171,14 +202,11 @@ tc_host_agents() {
 	workload=$!
 	for h in "$@"; do
 		# shellcheck disable=SC2086 # tc_agent_events: several words
-		"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/agent-$h.crt" \
-			--key "$tmp/pki/agent-$h.key" --ca "$tmp/pki/ca.crt" \
+		tc_run_agent "agent-$h" --cert "$tmp/pki/agent-$h.crt" \
+			--key "$tmp/pki/agent-$h.key" \
 			${tc_agent_events:--e sched:sched_switch} --duration 2 --name "$h" \
-			--instance "$instance" --spool-dir "$tmp/spool" \
-			> "$tmp/agent-$h.out" 2> "$tmp/agent-$h.err" &
-		agent=$!
-		wait "$agent"; rc=$?
-		agent=
+			--instance "$instance" --spool-dir "$tmp/spool"
+		rc=$?
 		check "agent $h exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent-$h.err"; false; }'
 	done
 	kill "$workload"; wait "$workload" 2>/dev/null

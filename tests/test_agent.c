@@ -102,22 +102,22 @@ START_TEST(test_instance_lifecycle)
 	ck_assert_int_ge(tracing_ncpus(t), 1);
 	ck_assert_int_ge(tracing_ncpus(t), sysconf(_SC_NPROCESSORS_ONLN));
 	if (tracefs_file_exists(tracing_instance(t), "buffer_subbuf_size_kb")) {
-		ck_assert_int_eq(tracefs_instance_file_read_number(
-			tracing_instance(t), "buffer_subbuf_size_kb", &kb), 0);
+		TU_EQ(tracefs_instance_file_read_number(tracing_instance(t),
+							"buffer_subbuf_size_kb", &kb), 0);
 		ck_assert_uint_eq(tracing_page_size(t), (uint64_t)kb * 1024);
 	} else {
 		ck_assert_uint_eq(tracing_page_size(t), getpagesize());
 	}
 	sub = inst_file(t, "tracing_on");
-	ck_assert_int_eq(atoi(sub), 0);	/* off until tracing_start()... */
+	TU_EQ(atoi(sub), 0);	/* off until tracing_start()... */
 	free(sub);
-	ck_assert_int_eq(tracing_start(t), 0);
+	TU_OK(tracing_start(t));
 	sub = inst_file(t, "tracing_on");
 	ck_assert_int_eq(atoi(sub), 1);
 	free(sub);
-	ck_assert_int_eq(tracing_stop(t), 0);
+	TU_OK(tracing_stop(t));
 	sub = inst_file(t, "tracing_on");
-	ck_assert_int_eq(atoi(sub), 0);
+	TU_EQ(atoi(sub), 0);
 	free(sub);
 	tracing_close(t);
 	ck_assert(!inst_dir_exists(name));
@@ -145,11 +145,11 @@ START_TEST(test_existing_instance_left_alone)
 
 	other = tracefs_instance_create(name);
 	ck_assert_ptr_nonnull(other);
-	ck_assert_int_eq(tracing_open(name, 0, &t, err, sizeof(err)), -EEXIST);
+	TU_ERR(tracing_open(name, 0, &t, err, sizeof(err)), -EEXIST);
 	ck_assert_ptr_eq(t, (struct tracing *)&t);	/* not written */
 	ck_assert_msg(strstr(err, name) != NULL, "err: %s", err);
 	ck_assert(inst_dir_exists(name));
-	ck_assert_int_eq(tracefs_instance_destroy(other), 0);
+	TU_EQ(tracefs_instance_destroy(other), 0);
 	tracefs_instance_free(other);
 }
 END_TEST
@@ -161,8 +161,8 @@ START_TEST(test_teardown_while_tracing)
 
 	snprintf(name, sizeof(name), "%s", inst_name());
 	t = open_or_fail(name, 0);
-	ck_assert_int_eq(tracing_enable(t, "sched", err, sizeof(err)), 0);
-	ck_assert_int_eq(tracing_start(t), 0);
+	TU_OK(tracing_enable(t, "sched", err, sizeof(err)));
+	TU_OK(tracing_start(t));
 	usleep(1000);
 	tracing_close(t);
 	ck_assert(!inst_dir_exists(name));
@@ -204,23 +204,20 @@ START_TEST(test_enable_event_and_format)
 	char err[512], *text, *en;
 	size_t len;
 
-	ck_assert_int_eq(tracing_enable(t, "sched:sched_switch", err,
-					sizeof(err)), 0);
-	ck_assert_int_eq(tracing_enable(t, "sched:sched_switch", err,
-					sizeof(err)), 0);
+	TU_OK(tracing_enable(t, "sched:sched_switch", err, sizeof(err)));
+	TU_OK(tracing_enable(t, "sched:sched_switch", err, sizeof(err)));
 	ck_assert_uint_eq(tracing_event_count(t), 1);	/* no duplicate */
 	en = inst_file(t, "events/sched/sched_switch/enable");
 	ck_assert_int_eq(atoi(en), 1);
 	free(en);
-	ck_assert_int_eq(tracing_format(t, 0, &sys, &name, &text, &len), 0);
+	TU_OK(tracing_format(t, 0, &sys, &name, &text, &len));
 	ck_assert_str_eq(sys, "sched");
 	ck_assert_str_eq(name, "sched_switch");
 	ck_assert_uint_eq(len, strlen(text));
 	ck_assert(strncmp(text, "name: sched_switch\n", 19) == 0);
 	ck_assert(strstr(text, "field:char prev_comm[16]") != NULL);
 	free(text);
-	ck_assert_int_eq(tracing_format(t, 1, &sys, &name, &text, &len),
-			 -ERANGE);
+	TU_ERR(tracing_format(t, 1, &sys, &name, &text, &len), -ERANGE);
 	tracing_close(t);
 }
 END_TEST
@@ -233,11 +230,10 @@ START_TEST(test_enable_system)
 	char err[512], *text;
 	size_t i, len;
 
-	ck_assert_int_eq(tracing_enable(t, "sched", err, sizeof(err)), 0);
+	TU_OK(tracing_enable(t, "sched", err, sizeof(err)));
 	ck_assert_uint_gt(tracing_event_count(t), 1);
 	for (i = 0; i < tracing_event_count(t); i++) {
-		ck_assert_int_eq(tracing_format(t, i, &sys, &name, &text,
-						&len), 0);
+		TU_OK(tracing_format(t, i, &sys, &name, &text, &len));
 		ck_assert_str_eq(sys, "sched");
 		seen_switch |= strcmp(name, "sched_switch") == 0;
 		ck_assert(strncmp(text, "name: ", 6) == 0);
@@ -254,7 +250,7 @@ START_TEST(test_header_page)
 	char *text;
 	size_t len;
 
-	ck_assert_int_eq(tracing_header_page(t, &text, &len), 0);
+	TU_OK(tracing_header_page(t, &text, &len));
 	ck_assert_uint_eq(len, strlen(text));
 	ck_assert(strstr(text, "field: u64 timestamp") != NULL);
 	ck_assert(strstr(text, "commit") != NULL);
@@ -323,7 +319,7 @@ static uint64_t kernel_entries(struct tracing *t)
 	int cpu;
 
 	for (cpu = 0; cpu < tracing_ncpus(t); cpu++) {
-		ck_assert_int_eq(tracing_cpu_stats(t, cpu, &st), 0);
+		TU_OK(tracing_cpu_stats(t, cpu, &st));
 		ck_assert_uint_eq(st.overrun, 0);
 		sum += st.entries;
 	}
@@ -367,9 +363,8 @@ START_TEST(test_reader_counts_match_kernel)
 	char err[512];
 	int cpu;
 
-	ck_assert_int_eq(tracing_stop(t), 0);
-	ck_assert_int_eq(tracing_enable(t, "sched:sched_switch", err,
-					sizeof(err)), 0);
+	TU_OK(tracing_stop(t));
+	TU_OK(tracing_enable(t, "sched:sched_switch", err, sizeof(err)));
 	s->page_size = tracing_page_size(t);
 	s->mode = (enum reader_mode)_i;
 	if (s->mode == READER_MMAP && !kernel_maps(t)) {
@@ -377,23 +372,23 @@ START_TEST(test_reader_counts_match_kernel)
 		free(s);
 		return;
 	}
-	ck_assert_int_eq(reader_open(tracing_instance(t), tracing_ncpus(t),
-				     tracing_page_size(t), s->mode, &r), 0);
+	TU_OK(reader_open(tracing_instance(t), tracing_ncpus(t),
+			  tracing_page_size(t), s->mode, &r));
 	cur_reader = r;
 	ck_assert_int_eq(reader_mapped(r), s->mode == READER_MMAP ?
 			 tracing_ncpus(t) : 0);
-	ck_assert_int_eq(tracing_start(t), 0);
+	TU_OK(tracing_start(t));
 	switch_workload();
-	ck_assert_int_eq(tracing_stop(t), 0);
+	TU_OK(tracing_stop(t));
 	entries = kernel_entries(t);
 	ck_assert_uint_ge(entries, 50);
 	ck_assert_int_ge(reader_poll(r, 0, count_page, s), 1);
 	ck_assert_int_ge(reader_drain(r, count_page, s), 0);
 	ck_assert_uint_eq(s->events, entries);
-	ck_assert_int_eq(s->missed, 0);
+	TU_EQ(s->missed, 0);
 	ck_assert_uint_eq(kernel_entries(t), 0);
-	ck_assert_int_eq(reader_drain(r, count_page, s), 0);	/* empty */
-	ck_assert_int_eq(reader_poll(r, 0, count_page, s), 0);
+	TU_EQ(reader_drain(r, count_page, s), 0);	/* empty */
+	TU_EQ(reader_poll(r, 0, count_page, s), 0);
 	for (cpu = 0; cpu < tracing_ncpus(t); cpu++) {
 		reader_counts(r, cpu, &c);
 		ck_assert_uint_eq(c.pages, s->next_seq[cpu]);
@@ -429,15 +424,14 @@ START_TEST(test_reader_callback_error_stops)
 	char err[512];
 	int calls = 0, cpu;
 
-	ck_assert_int_eq(tracing_enable(t, "sched:sched_switch", err,
-					sizeof(err)), 0);
-	ck_assert_int_eq(reader_open(tracing_instance(t), tracing_ncpus(t),
-				     tracing_page_size(t), READER_AUTO, &r), 0);
+	TU_OK(tracing_enable(t, "sched:sched_switch", err, sizeof(err)));
+	TU_OK(reader_open(tracing_instance(t), tracing_ncpus(t),
+			  tracing_page_size(t), READER_AUTO, &r));
 	cur_reader = r;
-	ck_assert_int_eq(tracing_start(t), 0);
+	TU_OK(tracing_start(t));
 	switch_workload();
-	ck_assert_int_eq(tracing_stop(t), 0);
-	ck_assert_int_eq(reader_drain(r, stop_at_first, &calls), -ECANCELED);
+	TU_OK(tracing_stop(t));
+	TU_ERR(reader_drain(r, stop_at_first, &calls), -ECANCELED);
 	ck_assert_int_eq(calls, 1);
 	for (cpu = 0; cpu < tracing_ncpus(t); cpu++) {
 		reader_counts(r, cpu, &c);
@@ -454,12 +448,9 @@ START_TEST(test_reader_bad_args)
 	struct tracing *t = open_or_fail(inst_name(), 0);
 	struct reader *r = (struct reader *)&r;
 
-	ck_assert_int_eq(reader_open(tracing_instance(t), 0, 4096, READER_AUTO, &r),
-			 -EINVAL);
-	ck_assert_int_eq(reader_open(tracing_instance(t), 1, 8, READER_AUTO, &r),
-			 -EINVAL);
-	ck_assert_int_eq(reader_open(tracing_instance(t), 100000, 4096,
-				     READER_AUTO, &r), -EINVAL);
+	TU_ERR(reader_open(tracing_instance(t), 0, 4096, READER_AUTO, &r), -EINVAL);
+	TU_ERR(reader_open(tracing_instance(t), 1, 8, READER_AUTO, &r), -EINVAL);
+	TU_ERR(reader_open(tracing_instance(t), 100000, 4096, READER_AUTO, &r), -EINVAL);
 	ck_assert_ptr_eq(r, (struct reader *)&r);
 	tracing_close(t);
 }
@@ -487,21 +478,19 @@ START_TEST(test_page_events_synthetic)
 	unsigned long commit;
 
 	make_page(page, sizeof(page), 0);
-	ck_assert_int_eq(reader_page_events(page, sizeof(page)), 0);
+	TU_EQ(reader_page_events(page, sizeof(page)), 0);
 	make_page(page, sizeof(page), 3);
 	ck_assert_int_eq(reader_page_events(page, sizeof(page)), 3);
 	commit = 3 * 8 | PAGE_COMMIT_MISSED;
 	memcpy(page + 8, &commit, sizeof(commit));
 	ck_assert_int_eq(reader_page_events(page, sizeof(page)), 3);
-	ck_assert_int_eq(reader_page_events(page, 8), TC_ERR_PAGE_MALFORMED);
+	TU_ERR(reader_page_events(page, 8), TC_ERR_PAGE_MALFORMED);
 	commit = sizeof(page);		/* more data than the page holds */
 	memcpy(page + 8, &commit, sizeof(commit));
-	ck_assert_int_eq(reader_page_events(page, sizeof(page)),
-			 TC_ERR_PAGE_MALFORMED);
+	TU_ERR(reader_page_events(page, sizeof(page)), TC_ERR_PAGE_MALFORMED);
 	commit = 1UL << 28;		/* a bit the kernel never sets */
 	memcpy(page + 8, &commit, sizeof(commit));
-	ck_assert_int_eq(reader_page_events(page, sizeof(page)),
-			 TC_ERR_PAGE_MALFORMED);
+	TU_ERR(reader_page_events(page, sizeof(page)), TC_ERR_PAGE_MALFORMED);
 }
 END_TEST
 
@@ -515,20 +504,17 @@ START_TEST(test_parse_stats)
 		"dropped events: 5\nread events: 6\n";
 	struct tracing_cpu_stats st, keep = { .entries = 77 };
 
-	ck_assert_int_eq(tracing_parse_stats(text, strlen(text), &st), 0);
+	TU_OK(tracing_parse_stats(text, strlen(text), &st));
 	ck_assert_uint_eq(st.entries, 12);
 	ck_assert_uint_eq(st.overrun, 3);
 	ck_assert_uint_eq(st.commit_overrun, 4);
 	ck_assert_uint_eq(st.dropped, 5);
 	ck_assert_uint_eq(st.read, 6);
 	st = keep;
-	ck_assert_int_eq(tracing_parse_stats("bytes: 1\nfoo\n", 13, &st),
-			 TC_ERR_SYNTAX);
+	TU_ERR(tracing_parse_stats("bytes: 1\nfoo\n", 13, &st), TC_ERR_SYNTAX);
 	ck_assert_uint_eq(st.entries, 77);	/* not written */
-	ck_assert_int_eq(tracing_parse_stats("entries: 99999999999999999999",
-					     29, &st), TC_ERR_SYNTAX);
-	ck_assert_int_eq(tracing_parse_stats("entries: 1x", 11, &st),
-			 TC_ERR_SYNTAX);
+	TU_ERR(tracing_parse_stats("entries: 99999999999999999999", 29, &st), TC_ERR_SYNTAX);
+	TU_ERR(tracing_parse_stats("entries: 1x", 11, &st), TC_ERR_SYNTAX);
 }
 END_TEST
 
@@ -540,8 +526,8 @@ START_TEST(test_parse_cmdlines)
 	struct proto_cmdlines c;
 	void *items;
 
-	ck_assert_int_eq(tracing_table_parse(TRACING_CMDLINES, text, strlen(text),
-					     &items, &c.count), 0);
+	TU_OK(tracing_table_parse(TRACING_CMDLINES, text, strlen(text),
+				  &items, &c.count));
 	c.items = items;
 	ck_assert_uint_eq(c.count, 4);
 	ck_assert_int_eq(c.items[0].pid, 1);
@@ -553,8 +539,8 @@ START_TEST(test_parse_cmdlines)
 	ck_assert_int_eq(c.items[3].pid, 10);
 	ck_assert_str_eq(c.items[3].comm, "last");
 	free(c.items);
-	ck_assert_int_eq(tracing_table_parse(TRACING_CMDLINES, "", 0, &items,
-					     &c.count), 0);
+	TU_OK(tracing_table_parse(TRACING_CMDLINES, "", 0, &items,
+				  &c.count));
 	ck_assert_uint_eq(c.count, 0);
 	ck_assert_ptr_null(items);
 }
@@ -567,8 +553,8 @@ START_TEST(test_parse_tgids)
 	struct proto_tgids t;
 	void *items;
 
-	ck_assert_int_eq(tracing_table_parse(TRACING_TGIDS, text, strlen(text),
-					     &items, &t.count), 0);
+	TU_OK(tracing_table_parse(TRACING_TGIDS, text, strlen(text),
+				  &items, &t.count));
 	t.items = items;
 	ck_assert_uint_eq(t.count, 4);
 	ck_assert_int_eq(t.items[0].pid, 14);
@@ -578,8 +564,8 @@ START_TEST(test_parse_tgids)
 	ck_assert_int_eq(t.items[3].pid, 19);
 	ck_assert_int_eq(t.items[3].tgid, 19);
 	free(t.items);
-	ck_assert_int_eq(tracing_table_parse(TRACING_TGIDS, "", 0, &items,
-					     &t.count), 0);
+	TU_OK(tracing_table_parse(TRACING_TGIDS, "", 0, &items,
+				  &t.count));
 	ck_assert_uint_eq(t.count, 0);
 	ck_assert_ptr_null(items);
 }
@@ -615,23 +601,23 @@ START_TEST(test_comms_delta)
 	uint32_t names, tgids, nch, tch;
 	char err[256];
 
-	ck_assert_int_eq(tracing_enable(t, "sched:sched_switch", err, sizeof(err)), 0);
-	ck_assert_int_eq(tracing_start(t), 0);
+	TU_OK(tracing_enable(t, "sched:sched_switch", err, sizeof(err)));
+	TU_OK(tracing_start(t));
 	switch_workload();
-	ck_assert_int_eq(comms_new(&c), 0);
-	ck_assert_int_eq(comms_next(c), 0);		/* due at once */
-	ck_assert_int_eq(comms_read(c, 1000), 0);
+	TU_OK(comms_new(&c));
+	TU_EQ(comms_next(c), 0);		/* due at once */
+	TU_OK(comms_read(c, 1000));
 	ck_assert_int_eq(comms_next(c), 1000 + COMMS_FIRST_MS);	/* no measure yet */
 	comms_counts(c, &names, &tgids, &nch, &tch);
 	ck_assert_uint_gt(names, 0);
 	ck_assert_uint_gt(tgids, 0);
 	ck_assert_uint_eq(nch, names);		/* all new */
-	ck_assert_int_eq(comms_send(c, true, count_sent, &full), 0);
+	TU_OK(comms_send(c, true, count_sent, &full));
 	ck_assert_uint_eq(full.names, names);
 	ck_assert_uint_eq(full.tgids, tgids);
-	ck_assert_int_eq(comms_read(c, 2000), 0);
+	TU_OK(comms_read(c, 2000));
 	comms_counts(c, &names, &tgids, &nch, &tch);
-	ck_assert_int_eq(comms_send(c, false, count_sent, &delta), 0);
+	TU_OK(comms_send(c, false, count_sent, &delta));
 	ck_assert_uint_eq(delta.names, nch);
 	ck_assert_uint_eq(delta.tgids, tch);
 	ck_assert_uint_le(nch, names);
@@ -650,7 +636,7 @@ START_TEST(test_cmdlines_real)
 	uint32_t count;
 
 	switch_workload();
-	ck_assert_int_eq(tracing_table_read(TRACING_CMDLINES, &items, &count), 0);
+	TU_OK(tracing_table_read(TRACING_CMDLINES, &items, &count));
 	ck_assert_uint_le(count, PROTO_MAX_CMDLINES);
 	free(items);
 }
@@ -664,10 +650,10 @@ START_TEST(test_hostinfo)
 	struct hostinfo h, keep = { .ncpus = 12345 };
 	struct utsname u;
 
-	ck_assert_int_eq(hostinfo_get(NULL, &h), 0);
-	ck_assert_int_eq(gethostname(host, sizeof(host) - 1), 0);
+	TU_OK(hostinfo_get(NULL, &h));
+	TU_SYS(gethostname(host, sizeof(host) - 1));
 	ck_assert_str_eq(h.host, host);
-	ck_assert_int_eq(uname(&u), 0);
+	TU_SYS(uname(&u));
 	ck_assert_str_eq(h.kernel, u.release);
 	ck_assert_uint_eq(h.ncpus, sysconf(_SC_NPROCESSORS_ONLN));
 	ck_assert_uint_eq(h.long_size, sizeof(long));
@@ -675,12 +661,12 @@ START_TEST(test_hostinfo)
 	if (access("/etc/machine-id", R_OK) == 0)
 		ck_assert_uint_eq(strlen(h.machine_id), 32);
 	ck_assert_uint_eq(strlen(h.boot_id), 36);
-	ck_assert_int_eq(hostinfo_get("box-7", &h), 0);
+	TU_OK(hostinfo_get("box-7", &h));
 	ck_assert_str_eq(h.host, "box-7");
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	h = keep;
-	ck_assert_int_eq(hostinfo_get(big, &h), TC_ERR_TOO_LONG);
+	TU_ERR(hostinfo_get(big, &h), TC_ERR_TOO_LONG);
 	ck_assert_uint_eq(h.ncpus, 12345);
 }
 END_TEST
@@ -700,7 +686,7 @@ START_TEST(test_clock_sample)
 	time_t now;
 
 	before = mono_ns();
-	ck_assert_int_eq(hostinfo_clock_sample(&c, NULL), 0);
+	TU_OK(hostinfo_clock_sample(&c, NULL));
 	after = mono_ns();
 	now = time(NULL);
 	ck_assert_uint_ge(c.trace_ns, before);
@@ -716,10 +702,10 @@ START_TEST(test_clock_sample_tsc)
 	struct ring_clock_conv conv;
 	struct proto_clock c, m;
 
-	ck_assert_int_eq(ring_clock_calibrate(20000, &conv), 0);
+	TU_OK(ring_clock_calibrate(20000, &conv));
 	usleep(50000);
-	ck_assert_int_eq(hostinfo_clock_sample(&c, &conv), 0);
-	ck_assert_int_eq(hostinfo_clock_sample(&m, NULL), 0);
+	TU_OK(hostinfo_clock_sample(&c, &conv));
+	TU_OK(hostinfo_clock_sample(&m, NULL));
 	/* the same offset to realtime, to the sampling error and the rate's */
 	ck_assert_int_le(llabs((c.realtime_ns - (int64_t)c.trace_ns) -
 			       (m.realtime_ns - (int64_t)m.trace_ns)), 20000);
@@ -734,12 +720,12 @@ START_TEST(test_read_line)
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, "abc\ndef\n", 8), 8);
 	close(fd);
-	ck_assert_int_eq(hostinfo_read_line(path, buf, sizeof(buf)), 0);
+	TU_OK(hostinfo_read_line(path, buf, sizeof(buf)));
 	ck_assert_str_eq(buf, "abc");
-	ck_assert_int_eq(hostinfo_read_line(path, buf, 3), TC_ERR_TOO_LONG);
+	TU_ERR(hostinfo_read_line(path, buf, 3), TC_ERR_TOO_LONG);
 	ck_assert_str_eq(buf, "abc");
 	unlink(path);
-	ck_assert_int_eq(hostinfo_read_line(path, buf, sizeof(buf)), -ENOENT);
+	TU_ERR(hostinfo_read_line(path, buf, sizeof(buf)), -ENOENT);
 }
 END_TEST
 

@@ -15,7 +15,7 @@ set -u
 tc_need_tracefs
 python3 -c 'import cryptography' 2>/dev/null || skip "needs python3-cryptography"
 tc_lock
-tc_setup agent_refused collector_pid
+tc_setup agent_refused agent collector_pid
 
 tc_certs gone
 { "$top_srcdir/contrib/tracecollect-certs" -d "$tmp/rogue" ca &&
@@ -57,9 +57,8 @@ tc_start_collector --crl "$tmp/pki/crl.pem"
 
 # agent NAME CERT: traceagent with CERT.crt/.key for 1 s; stderr in $tmp/NAME.err, exit in rc
 agent() {
-	"$top_builddir/traceagent" -s "$listen" --cert "$2.crt" --key "$2.key" \
-		--ca "$tmp/pki/ca.crt" -e sched:sched_switch --no-user --duration 1 \
-		--instance "tc-refused-$$-$1" > "$tmp/$1.out" 2> "$tmp/$1.err"
+	tc_run_agent "$1" --cert "$2.crt" --key "$2.key" -e sched:sched_switch --no-user \
+		--duration 1 --instance "tc-refused-$$-$1"
 	rc=$?
 }
 # says NAME TEXT: the agent exited 1 saying TEXT

@@ -40,7 +40,7 @@ for e in task/task_newtask task/task_rename sched/sched_process_exec ipi/ipi_sen
 	[ -d "$tracing/events/$e" ] || skip "this kernel has no $e event"
 done
 tc_lock
-tc_setup comm filt_pid agent_pid collector_pid
+tc_setup comm filt_pid agent collector_pid
 inst_r="tc_comm_rec_$$"; inst_k="tc_comm_kern_$$"; inst_a="tc-comm-$$-a"
 comm_cleanup() {
 	local i
@@ -118,25 +118,23 @@ agent_args=()
 for e in $sched; do agent_args+=(-e "sched:$e"); done
 start_agent() {
 	local inst=$1; shift
-	"$top_builddir/traceagent" --connect "$listen" "${agent_args[@]}" -e ipi:ipi_send_cpu \
-		--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" \
-		--ca "$tmp/pki/ca.crt" --no-user --instance "$inst" "$@" \
-		> "$tmp/agent-$inst.out" 2> "$tmp/agent-$inst.err" &
-	agent_pid=$! agent_log=$tmp/agent-$inst.err
+	tc_start_agent "agent-$inst" "${agent_args[@]}" -e ipi:ipi_send_cpu --no-user \
+		--instance "$inst" "$@"
+	agent_log=$tmp/agent-$inst.err
 	for _ in $(seq 100); do	# until it traces
 		[ "$(cat "$tracing/instances/$inst/events/sched/sched_switch/enable" 2>/dev/null)" = 1 ] &&
 			break
-		kill -0 "$agent_pid" 2>/dev/null || break
+		kill -0 "$agent" 2>/dev/null || break
 		sleep 0.1
 	done
 	sleep 0.5
 }
 stop_agent() {
-	kill -INT "$agent_pid"; wait "$agent_pid"; rc=$?; agent_pid=
+	kill -INT "$agent"; wait "$agent"; rc=$?; agent=
 	check "the agent stops cleanly (exit $rc)" '[ "$rc" = 0 ] || { cat "$agent_log"; false; }'
 }
 start_agent "$inst_a-f" --name comm-filt
-filt_pid=$agent_pid filt_log=$agent_log
+filt_pid=$agent filt_log=$agent_log
 start_agent "$inst_a" --name comm-live
 # on one CPU: the ingest filter decides in decode order, which is time
 # order only within a CPU's pages (the stored COMM is exact either way)
@@ -145,7 +143,7 @@ one_cpu=(); command -v taskset > /dev/null && one_cpu=(taskset -c 0)
 sleep 0.5
 echo 0 > "$tracing/instances/$inst_k/tracing_on"
 stop_agent
-live_log=$agent_log agent_pid=$filt_pid agent_log=$filt_log filt_pid=
+live_log=$agent_log agent=$filt_pid agent_log=$filt_log filt_pid=
 stop_agent
 check "the agent says it traces the task name events" \
 	'grep -q "task:task_newtask and task:task_rename too" "$live_log"'

@@ -92,11 +92,11 @@ END_TEST
 
 START_TEST(test_quoting)
 {
-	ck_assert_int_eq(load("a = \"  spaces # and hash  \"  # comment\n"
-			      "b = \"say \\\"hi\\\" \\\\ back\"\n"
-			      "c = \"\"\n"
-			      "d = comm == \"bash\"\n"
-			      "e = \"tab\there\""), 0);
+	TU_OK(load("a = \"  spaces # and hash  \"  # comment\n"
+		   "b = \"say \\\"hi\\\" \\\\ back\"\n"
+		   "c = \"\"\n"
+		   "d = comm == \"bash\"\n"
+		   "e = \"tab\there\""));
 	ck_assert_uint_eq(list.count, 5);
 	expect_entry(0, "a", "  spaces # and hash  ", 1);
 	expect_entry(1, "b", "say \"hi\" \\ back", 2);
@@ -209,8 +209,7 @@ START_TEST(test_load_failure_leaves_out)
 {
 	struct config_list l = { (struct config_entry *)&l, 42 };
 
-	ck_assert_int_eq(config_load_buf("x", "a = 1\nb c", 9, &l, err,
-					 sizeof(err)), TC_ERR_CONFIG);
+	TU_ERR(config_load_buf("x", "a = 1\nb c", 9, &l, err, sizeof(err)), TC_ERR_CONFIG);
 	ck_assert_ptr_eq(l.items, (struct config_entry *)&l);
 	ck_assert_uint_eq(l.count, 42);
 }
@@ -249,8 +248,7 @@ START_TEST(test_file_error_names_file)
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, "ok = 1\nbad\n", 11), 11);
 	close(fd);
-	ck_assert_int_eq(config_load_file(path, &list, err, sizeof(err)),
-			 TC_ERR_CONFIG);
+	TU_ERR(config_load_file(path, &list, err, sizeof(err)), TC_ERR_CONFIG);
 	snprintf(want, sizeof(want), "%s:2:4: expected '=' after key 'bad'", path);
 	ck_assert_str_eq(err, want);
 	unlink(path);

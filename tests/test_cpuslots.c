@@ -38,7 +38,7 @@ START_TEST(test_sparse_cpus_grow)
 
 	cpuslots_init(&m, sizeof(struct elem));
 	for (size_t i = 0; i < n; i++) {
-		ck_assert_int_eq(cpuslots_get(&m, cpus[i], (void **)&e), 0);
+		TU_OK(cpuslots_get(&m, cpus[i], (void **)&e));
 		ck_assert_uint_eq(e->seq, 0);		/* made zeroed */
 		e->seq = 1000 + i;
 		e->cpu = cpus[i];
@@ -53,7 +53,7 @@ START_TEST(test_sparse_cpus_grow)
 		ck_assert_ptr_eq(cpuslots_at(&m, (uint32_t)i), e);
 	}
 	ck_assert_ptr_null(cpuslots_find(&m, 5));
-	ck_assert_int_eq(cpuslots_get(&m, 8191, (void **)&e), 0);	/* not made twice */
+	TU_OK(cpuslots_get(&m, 8191, (void **)&e));	/* not made twice */
 	ck_assert_uint_eq(e->seq, 1002);
 	ck_assert_uint_eq(m.n, n);
 	cpuslots_free(&m);
@@ -68,7 +68,7 @@ START_TEST(test_many)
 
 	cpuslots_init(&m, sizeof(struct elem));
 	for (uint32_t c = 0; c < 8192; c += 3) {
-		ck_assert_int_eq(cpuslots_get(&m, c, (void **)&e), 0);
+		TU_OK(cpuslots_get(&m, c, (void **)&e));
 		e->cpu = c;
 	}
 	for (uint32_t c = 0; c < 8192; c++) {

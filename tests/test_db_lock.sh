@@ -57,13 +57,9 @@ check "the lock file is 0600" '[ "$(stat -c %a "$tmp/trace.db.lock")" = 600 ]'
 
 ( while :; do sleep 0.002; done ) &
 workload=$!
-"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
-	--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" -e sched:sched_switch \
-	--duration 2 --name lock-host --instance "tc-dblock-$$" --spool-dir "$tmp/spool" \
-	> "$tmp/agent.out" 2> "$tmp/agent.err" &
-agent=$!
-wait "$agent"; rc=$?
-agent=
+tc_run_agent agent -e sched:sched_switch --duration 2 --name lock-host --instance "tc-dblock-$$" \
+	--spool-dir "$tmp/spool"
+rc=$?
 kill "$workload"; wait "$workload" 2>/dev/null
 workload=
 shipped=$(sed -n "s/.*total:.* events=\([0-9]*\).*/\1/p" "$tmp/agent.out")

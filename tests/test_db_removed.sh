@@ -32,7 +32,6 @@ tc_lock
 tc_setup db_removed agent workload collector_pid
 
 tc_certs
-atls=(--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt")
 field() { sed -n "s/.*total:.* $1=\([0-9]*\).*/\1/p" "$2"; }
 ( while :; do sleep 0.002; done ) &
 workload=$!
@@ -40,10 +39,8 @@ workload=$!
 # stream NAME SECONDS: agent NAME streams sched_switch in the background
 # (its output in $tmp/NAME.out and .err); agent holds its pid.
 stream() {
-	"$top_builddir/traceagent" --connect "$listen" "${atls[@]}" -e sched:sched_switch \
-		--duration "$2" --name "$1" --instance "tc-dbrm-$$-$1" \
-		--spool-dir "$tmp/spool-$1" > "$tmp/$1.out" 2> "$tmp/$1.err" &
-	agent=$!
+	tc_start_agent "$1" -e sched:sched_switch --duration "$2" --name "$1" \
+		--instance "tc-dbrm-$$-$1" --spool-dir "$tmp/spool-$1"
 }
 
 # finish NAME: wait for agent NAME; check it exited 0 and shipped events.

@@ -44,7 +44,6 @@ certs=$top_srcdir/contrib/tracecollect-certs
 "$certs" -d "$tmp/pki" server 127.0.0.1 10.231.77.1 >/dev/null &&
 "$certs" -d "$tmp/pki" agent tc-agent >/dev/null ||
 	{ echo "FAIL: certificate helper"; exit 1; }
-atls=(--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt")
 
 # start_collector DB LISTEN [NETNS]: start it, wait for its ready file.
 start_collector() {
@@ -117,11 +116,8 @@ crash_case() {
 	local mode=$1 n=$2 host=crash-$1
 	start_collector "$tmp/crash-$mode.db" 127.0.0.1:0
 	start_workload
-	"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 7 \
-		"${atls[@]}" --name "$host" --instance "tcdeliv-$$-$n" --spool-dir "$tmp/spool" \
-		--spool-mem-mb 1 --connections "$mode" \
-		> "$tmp/agent$n.out" 2> "$tmp/agent$n.err" &
-	agent=$!
+	tc_start_agent "agent$n" -e sched:sched_switch --duration 7 --name "$host" \
+		--instance "tcdeliv-$$-$n" --spool-dir "$tmp/spool" --spool-mem-mb 1 --connections "$mode"
 	wait_for "$mode: events stored before the crash" \
 		'[ "$(tq "" --count sched_switch 2>/dev/null || echo 0)" -gt 0 ]'
 	kill -9 "$collector_pid"; wait "$collector_pid" 2>/dev/null
@@ -160,12 +156,8 @@ else
 		{ echo "FAIL: cannot set up the veth pair"; exit 1; }
 	start_collector "$tmp/cut.db" 10.231.77.1:0 "$nsc"
 	start_workload
-	ip netns exec "$nsa" "$top_builddir/traceagent" --connect "$listen" \
-		-e sched:sched_switch --duration 9 "${atls[@]}" --name cut-host \
-		--instance "tcdeliv-$$-2" \
-		--spool-dir "$tmp/spool" --ack-timeout-ms 1500 \
-		> "$tmp/agent2.out" 2> "$tmp/agent2.err" &
-	agent=$!
+	tc_netns=$nsa tc_start_agent agent2 -e sched:sched_switch --duration 9 --name cut-host \
+		--instance "tcdeliv-$$-2" --spool-dir "$tmp/spool" --ack-timeout-ms 1500
 	wait_for "events stored before the cut" \
 		'[ "$(tq "$nsc" --count sched_switch 2>/dev/null || echo 0)" -gt 0 ]'
 	ip -n "$nsa" link set tcda$$ down

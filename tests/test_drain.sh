@@ -37,7 +37,6 @@ tc_setup drain relay agent workload collector_pid
 trap '[ -n "$collector_pid" ] && kill -CONT "$collector_pid" 2>/dev/null; tc_cleanup' EXIT
 
 tc_certs
-atls=(--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt")
 field() { sed -n "s/.*total:.* $1=\([0-9]*\).*/\1/p" "$2"; }
 ( while :; do sleep 0.002; done ) &
 workload=$!
@@ -47,10 +46,8 @@ workload=$!
 stream() {
 	local name=$1
 	shift
-	"$top_builddir/traceagent" "${atls[@]}" -e sched:sched_switch --duration 3 \
-		--name "$name" --instance "tc-drain-$$-$name" --spool-dir "$tmp/spool-$name" \
-		"$@" > "$tmp/$name.out" 2> "$tmp/$name.err" &
-	agent=$!
+	tc_start_agent "$name" -e sched:sched_switch --duration 3 --name "$name" \
+		--instance "tc-drain-$$-$name" --spool-dir "$tmp/spool-$name" "$@"
 }
 
 # in_drain NAME: wait until agent NAME switched its tracing on (its
@@ -87,7 +84,7 @@ count() { traceq --count '*' --host "$1" 2>> "$tmp/traceq.err"; }
 
 # ---- 1. the link closes in the drain; the collector comes back ----
 tc_start_collector --journal-size 0
-stream drain --connect "$listen"
+stream drain
 started drain
 kill -STOP "$collector_pid"
 check "drain: the agent reaches its drain with the collector stopped" 'in_drain drain'
@@ -103,7 +100,7 @@ check "drain: stored ($stored) == shipped ($shipped)" \
 	'[ -n "$shipped" ] && [ "$shipped" -gt 0 ] && [ "$stored" = "$shipped" ]'
 
 # ---- 2. the link closes in the drain; no collector until --drain-timeout ----
-stream giveup --connect "$listen" --drain-timeout 2
+stream giveup --drain-timeout 2
 started giveup
 kill -STOP "$collector_pid"
 check "give up: the agent reaches its drain with the collector stopped" 'in_drain giveup'

@@ -19,7 +19,7 @@ set -u
 
 tc_need_tracefs
 tc_lock
-tc_setup e2e collector_pid
+tc_setup e2e agent collector_pid
 
 tc_certs
 { "$top_srcdir/contrib/tracecollect-certs" -d "$tmp/rogue" ca &&
@@ -34,9 +34,8 @@ echo "collector: agents on $listen, queries on $query"
 ( for _ in $(seq 200); do sleep 0.005; done ) &
 workload=$!
 t_start=$(date +%s%N)
-"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 3 \
-	--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
-	--name e2e-host --no-user --instance "tc-e2e-$$-a" > "$tmp/agent.out" 2> "$tmp/agent.err"
+tc_run_agent agent -e sched:sched_switch --duration 3 --name e2e-host --no-user \
+	--instance "tc-e2e-$$-a"
 agent_rc=$?
 t_end=$(date +%s%N)
 wait "$workload"
@@ -91,9 +90,8 @@ check "the first 7 through the index are the first 7 rows" \
 	'head -7 "$tmp/idle.txt" | cmp -s - "$tmp/idle7.txt"'
 
 # A client certificate from another CA is refused and nothing is stored.
-"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 1 \
-	--cert "$tmp/rogue/agent-tc-agent.crt" --key "$tmp/rogue/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
-	--name rogue-host --no-user --instance "tc-e2e-$$-b" > "$tmp/rogue.out" 2> "$tmp/rogue.err"
+tc_run_agent rogue -e sched:sched_switch --duration 1 --cert "$tmp/rogue/agent-tc-agent.crt" \
+	--key "$tmp/rogue/agent-tc-agent.key" --name rogue-host --no-user --instance "tc-e2e-$$-b"
 rc=$?
 check "agent with a foreign certificate exits 1" '[ "$rc" = 1 ]'
 sleep 0.3
@@ -107,10 +105,8 @@ check "stats list the traced host" 'traceq --stats | grep -q "host=e2e-host"'
 other=mono
 [ "$clock" = mono ] && other=x86-tsc
 t_start=$(date +%s%N)
-"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 1 \
-	--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
-	--name e2e-clock --no-user --instance "tc-e2e-$$-c" --trace-clock "$other" \
-	> "$tmp/clock.out" 2> "$tmp/clock.err"; rc=$?
+tc_run_agent clock -e sched:sched_switch --duration 1 --name e2e-clock --no-user \
+	--instance "tc-e2e-$$-c" --trace-clock "$other"; rc=$?
 t_end=$(date +%s%N)
 if [ "$other" = x86-tsc ] && ! tc_can_tsc; then
 	# a kernel without it: refused, and it says why

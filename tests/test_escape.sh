@@ -30,11 +30,8 @@ tc_start_collector --query "ipc://$tmp/run/query.sock"
 query="ipc://$tmp/run/query.sock"
 inst="tc-escape-$$"
 
-"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
-	--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" -e ftrace:print \
-	--name tc-escape --instance "$inst" --no-user --flush-ms 20 --duration 60 \
-	> "$tmp/agent.out" 2> "$tmp/agent.err" &
-agent=$!
+tc_start_agent agent -e ftrace:print --name tc-escape --instance "$inst" --no-user \
+	--flush-ms 20 --duration 60
 for _ in $(seq 100); do
 	[ "$(cat "$tracing/instances/$inst/tracing_on" 2>/dev/null)" = 1 ] && break
 	sleep 0.1

@@ -127,8 +127,8 @@ static void compare(struct tep_handle *tep, struct tep_event *ev, const struct f
 		trace_seq_reset(&s);
 		tep_print_event(tep, &s, &r, "%s", TEP_PRINT_INFO);
 		trace_seq_terminate(&s);
-		ck_assert_int_eq(fastprint_run(fp, rec, (size_t)r.size, sizeof(rec), buf, &len,
-					       sizeof(buf) - 1), 0);
+		TU_EQ(fastprint_run(fp, rec, (size_t)r.size, sizeof(rec), buf, &len,
+				    sizeof(buf) - 1), 0);
 		buf[len] = 0;
 		ck_assert_msg(len == s.len && !memcmp(buf, s.buffer, len),
 			      "%s (%s), record %d:\nlibtraceevent: \"%s\"\nfastprint:     \"%s\"",

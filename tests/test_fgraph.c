@@ -115,8 +115,7 @@ static void load_formats(struct run *r, struct ring *ring)
 		const char *nl = strchr(t, '\n');
 
 		ck_assert_ptr_nonnull(nl);
-		ck_assert_int_eq(tep_parse_event(r->tep, nl + 1,
-						 strlen(nl + 1), "ftrace"), 0);
+		TU_EQ(tep_parse_event(r->tep, nl + 1, strlen(nl + 1), "ftrace"), 0);
 	}
 }
 
@@ -128,7 +127,7 @@ static uint64_t field(struct tep_event *e, void *data, int size,
 	struct tep_record rec = { .data = data, .size = size };
 
 	ck_assert_ptr_nonnull(f);
-	ck_assert_int_eq(tep_read_number_field(f, rec.data, &v), 0);
+	TU_EQ(tep_read_number_field(f, rec.data, &v), 0);
 	return v;
 }
 
@@ -220,7 +219,7 @@ static struct ring *attach(const char *path, pid_t pid)
 	for (;;) {
 		if (ring_open(path, &ring) == 0)
 			break;
-		ck_assert_int_eq(waitpid(pid, &st, WNOHANG), 0);
+		TU_EQ(waitpid(pid, &st, WNOHANG), 0);
 		usleep(2000);
 	}
 	ring_set_attached(ring, true);
@@ -239,7 +238,7 @@ static pid_t start_prog(char *const argv[], char *const env[],
 	pid_t pid;
 
 	unlink(path);
-	ck_assert_int_eq(pipe(pfd), 0);
+	TU_SYS(pipe(pfd));
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
@@ -828,7 +827,7 @@ START_TEST(killed_program)
 	drain(&r, ring);	/* own buffers: copies of the pages in hand */
 	if (_i == 0)
 		ck_assert_uint_gt(r.nev, 0);
-	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	TU_SYS(kill(pid, SIGKILL));
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	fclose(out);
 	for (unsigned b = 0; b < ring_nr_bufs(ring); b++)

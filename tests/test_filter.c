@@ -45,14 +45,14 @@ START_TEST(test_precedence)
 
 	/* a || b && c: a true, b and c false -> true only if && binds tighter */
 	ck_assert_int_eq(match("prev_pid == 0 || prio == 1 && len == 1", &r), 1);
-	ck_assert_int_eq(match("(prev_pid == 0 || prio == 1) && len == 1", &r), 0);
+	TU_EQ(match("(prev_pid == 0 || prio == 1) && len == 1", &r), 0);
 	/* b && c || a */
 	ck_assert_int_eq(match("prio == 1 && len == 1 || prev_pid == 0", &r), 1);
-	ck_assert_int_eq(match("prio == 1 && (len == 1 || prev_pid == 0)", &r), 0);
+	TU_EQ(match("prio == 1 && (len == 1 || prev_pid == 0)", &r), 0);
 	/* ! applies to the next predicate or group only */
 	ck_assert_int_eq(match("!prev_pid == 1 && prio == 120", &r), 1);
 	ck_assert_int_eq(match("!(prev_pid == 0 && prio == 1)", &r), 1);
-	ck_assert_int_eq(match("!(prev_pid == 0) || prio == 1", &r), 0);
+	TU_EQ(match("!(prev_pid == 0) || prio == 1", &r), 0);
 	ck_assert_int_eq(match("!!prev_pid == 0", &r), 1);
 	ck_assert_int_eq(match("! ( ! ( prev_pid == 0 ) )", &r), 1);
 	/* long chains and whitespace variants */
@@ -107,25 +107,25 @@ START_TEST(test_edges)
 	ck_assert_int_eq(match("prev_pid < -2147483647", &r), 1);
 	ck_assert_int_eq(match("prio == -128 && prio < 127", &r), 1);
 	ck_assert_int_eq(match("prio & 0x80", &r), 1);
-	ck_assert_int_eq(match("prio & 0x7f", &r), 0);
+	TU_EQ(match("prio & 0x7f", &r), 0);
 	ck_assert_int_eq(match("flags == 18446744073709551615", &r), 1);
 	ck_assert_int_eq(match("flags == 0xffffffffffffffff", &r), 1);
 	/* unsigned order: UINT64_MAX is the largest, not -1 */
 	ck_assert_int_eq(match("flags > 9223372036854775807", &r), 1);
 	ck_assert_int_eq(match("flags > 0", &r), 1);
-	ck_assert_int_eq(match("flags < 1", &r), 0);
+	TU_EQ(match("flags < 1", &r), 0);
 	ck_assert_int_eq(match("delta == -9223372036854775808", &r), 1);
 	ck_assert_int_eq(match("delta < 9223372036854775807", &r), 1);
 	ck_assert_int_eq(match("delta < 0", &r), 1);
-	ck_assert_int_eq(match("delta & 0x7fffffffffffffff", &r), 0);
+	TU_EQ(match("delta & 0x7fffffffffffffff", &r), 0);
 	ck_assert_int_eq(match("delta & -9223372036854775808", &r), 1);
 	ck_assert_int_eq(match("len == 65535 && state == 255 && state > 254", &r), 1);
-	ck_assert_int_eq(match("len == -0", &r), 0);
+	TU_EQ(match("len == -0", &r), 0);
 	r.flags = 1ULL << 63;
 	ck_assert_int_eq(match("flags > 9223372036854775807", &r), 1);
 	ck_assert_int_eq(match("flags >= 9223372036854775808", &r), 1);
 	ck_assert_int_eq(match("flags < 9223372036854775809", &r), 1);
-	ck_assert_int_eq(match("flags < 5", &r), 0);
+	TU_EQ(match("flags < 5", &r), 0);
 	ck_assert_int_eq(match("flags & 0x8000000000000000", &r), 1);
 }
 END_TEST
@@ -137,10 +137,10 @@ START_TEST(test_strings)
 	ck_assert_int_eq(match("prev_comm == bash", &r), 1);
 	ck_assert_int_eq(match("prev_comm == \"bash\"", &r), 1);
 	ck_assert_int_eq(match("prev_comm == 'bash'", &r), 1);
-	ck_assert_int_eq(match("prev_comm != bash", &r), 0);
-	ck_assert_int_eq(match("prev_comm == bas", &r), 0);
-	ck_assert_int_eq(match("prev_comm == basher", &r), 0);
-	ck_assert_int_eq(match("prev_comm == \"ba sh\"", &r), 0);
+	TU_EQ(match("prev_comm != bash", &r), 0);
+	TU_EQ(match("prev_comm == bas", &r), 0);
+	TU_EQ(match("prev_comm == basher", &r), 0);
+	TU_EQ(match("prev_comm == \"ba sh\"", &r), 0);
 	ck_assert_int_eq(match("COMM == swapper/1 && comm ~ swap*", &r), 1);
 	/* a fixed char[16] with trailing NULs compares up to the first NUL */
 	r.prev_comm = "bash\0\0\0\0\0\0\0\0\0\0\0";
@@ -153,10 +153,10 @@ START_TEST(test_strings)
 	ck_assert_int_eq(match("prev_comm == \"it's\"", &r), 1);
 	r.prev_comm = "123";
 	ck_assert_int_eq(match("prev_comm == \"123\"", &r), 1);
-	ck_assert_int_eq(match("prev_comm == '0123'", &r), 0);
+	TU_EQ(match("prev_comm == '0123'", &r), 0);
 	r.prev_comm = "";
 	ck_assert_int_eq(match("prev_comm == \"\"", &r), 1);
-	ck_assert_int_eq(match("prev_comm != ''", &r), 0);
+	TU_EQ(match("prev_comm != ''", &r), 0);
 }
 END_TEST
 
@@ -252,13 +252,13 @@ START_TEST(test_cpus)
 	struct row r = base;	/* cpu 1, prev_pid 0 */
 
 	ck_assert_int_eq(match("CPU & CPUS{0-3}", &r), 1);
-	ck_assert_int_eq(match("CPU & CPUS{2,4-7}", &r), 0);
+	TU_EQ(match("CPU & CPUS{2,4-7}", &r), 0);
 	ck_assert_int_eq(match("CPU & CPUS{0,1}", &r), 1);
 	ck_assert_int_eq(match("CPU == CPUS{1}", &r), 1);
 	ck_assert_int_eq(match("CPU == CPUS{1-1}", &r), 1);
-	ck_assert_int_eq(match("CPU == CPUS{1,2}", &r), 0);
+	TU_EQ(match("CPU == CPUS{1,2}", &r), 0);
 	ck_assert_int_eq(match("CPU != CPUS{1,2}", &r), 1);
-	ck_assert_int_eq(match("CPU != CPUS{1}", &r), 0);
+	TU_EQ(match("CPU != CPUS{1}", &r), 0);
 	ck_assert_int_eq(match("prev_pid & CPUS{0}", &r), 1);
 	ck_assert_int_eq(match("!(CPU & CPUS{1}) || prev_pid == 0", &r), 1);
 	check_errors(parse_errs, ARRAY_SIZE(parse_errs), false);
@@ -271,12 +271,12 @@ START_TEST(test_glob_not)
 {
 	struct row r = base;	/* prev_comm "bash" */
 
-	ck_assert_int_eq(match("prev_comm ~ \"!b*\"", &r), 0);
+	TU_EQ(match("prev_comm ~ \"!b*\"", &r), 0);
 	ck_assert_int_eq(match("prev_comm ~ \"!z*\"", &r), 1);
-	ck_assert_int_eq(match("prev_comm ~ '!*sh'", &r), 0);
+	TU_EQ(match("prev_comm ~ '!*sh'", &r), 0);
 	ck_assert_int_eq(match("prev_comm ~ \"!\"", &r), 1);	/* not empty */
 	ck_assert_int_eq(match("!(prev_comm ~ \"!bash\")", &r), 1);
-	ck_assert_int_eq(match("prev_comm == \"!bash\"", &r), 0);	/* only for ~ */
+	TU_EQ(match("prev_comm == \"!bash\"", &r), 0);	/* only for ~ */
 }
 END_TEST
 
@@ -333,30 +333,30 @@ START_TEST(test_limits)
 	for (k = 0; k < FILTER_MAX_DEPTH; k++)
 		text[n++] = ')';
 	text[n] = '\0';
-	ck_assert_int_eq(filter_parse(text, &f, &err), 0);
+	TU_OK(filter_parse(text, &f, &err));
 	filter_free(f);
 	f = NULL;
 	memmove(text + 1, text, (size_t)n + 1);
 	text[0] = '(';
-	ck_assert_int_eq(filter_parse(text, &f, &err), TC_ERR_TOO_DEEP);
+	TU_ERR(filter_parse(text, &f, &err), TC_ERR_TOO_DEEP);
 	ck_assert_uint_eq(err.pos, FILTER_MAX_DEPTH);
 	ck_assert_uint_eq(err.len, 1);
 	/* '!' counts as nesting too */
 	memset(text, '!', FILTER_MAX_DEPTH + 1);
 	strcpy(text + FILTER_MAX_DEPTH + 1, "prio == 1");
-	ck_assert_int_eq(filter_parse(text, &f, &err), TC_ERR_TOO_DEEP);
+	TU_ERR(filter_parse(text, &f, &err), TC_ERR_TOO_DEEP);
 	ck_assert_uint_eq(err.pos, FILTER_MAX_DEPTH);
-	ck_assert_int_eq(filter_parse(text + 1, &f, &err), 0);
+	TU_OK(filter_parse(text + 1, &f, &err));
 	filter_free(f);
 	/* length: exactly FILTER_MAX_LEN parses, one byte more is rejected */
 	n = sprintf(text, "prio == 1");
 	memset(text + n, ' ', FILTER_MAX_LEN - (size_t)n);
 	text[FILTER_MAX_LEN] = '\0';
-	ck_assert_int_eq(filter_parse(text, &f, &err), 0);
+	TU_OK(filter_parse(text, &f, &err));
 	filter_free(f);
 	f = NULL;
 	strcpy(text + FILTER_MAX_LEN, " ");
-	ck_assert_int_eq(filter_parse(text, &f, &err), TC_ERR_TOO_LONG);
+	TU_ERR(filter_parse(text, &f, &err), TC_ERR_TOO_LONG);
 	ck_assert_uint_eq(err.pos, FILTER_MAX_LEN);
 	ck_assert_ptr_null(f);
 }
@@ -416,34 +416,34 @@ START_TEST(test_bind_rebind_dup)
 	const char *const *names;
 	size_t n;
 
-	ck_assert_int_eq(filter_parse("prev_pid == 0 && CPU == 1 || prev_pid > 5", &f, &err), 0);
+	TU_OK(filter_parse("prev_pid == 0 && CPU == 1 || prev_pid > 5", &f, &err));
 	/* unbound */
-	ck_assert_int_eq(filter_eval(f, get_row, &r), -EINVAL);
-	ck_assert_int_eq(filter_fields(f, &names, &n), 0);
+	TU_ERR(filter_eval(f, get_row, &r), -EINVAL);
+	TU_OK(filter_fields(f, &names, &n));
 	ck_assert_uint_eq(n, 2);
 	ck_assert_str_eq(names[0], "prev_pid");
 	ck_assert_str_eq(names[1], "CPU");
 	ck_assert_str_eq(filter_text(f), "prev_pid == 0 && CPU == 1 || prev_pid > 5");
 	ck_assert(!filter_uses_field(f, FILTER_FIELD_CPU));	/* unbound: nothing */
 	/* bound to the test schema: prev_pid is index 1 */
-	ck_assert_int_eq(filter_bind(f, &schema, &err), 0);
+	TU_OK(filter_bind(f, &schema, &err));
 	ck_assert_int_eq(filter_eval(f, get_row, &r), 1);
 	ck_assert(filter_uses_field(f, 1));
 	ck_assert(filter_uses_field(f, FILTER_FIELD_CPU));
 	ck_assert(!filter_uses_field(f, FILTER_FIELD_COMM));
 	ck_assert(!filter_uses_field(f, 0));
 	/* a failing bind keeps the previous binding */
-	ck_assert_int_eq(filter_bind(f, &pid_string_schema, &err), TC_ERR_TYPE_MISMATCH);
+	TU_ERR(filter_bind(f, &pid_string_schema, &err), TC_ERR_TYPE_MISMATCH);
 	ck_assert_int_eq(filter_eval(f, get_row, &r), 1);
-	ck_assert_int_eq(filter_dup(f, &d), 0);
+	TU_OK(filter_dup(f, &d));
 	/* rebinding: prev_pid is now index 1 of 'other' ... which get_row serves as prev_pid
 	 * too; the dup keeps the first binding */
-	ck_assert_int_eq(filter_bind(f, &other_schema, &err), 0);
+	TU_OK(filter_bind(f, &other_schema, &err));
 	ck_assert_int_eq(filter_eval(f, get_row, &r), 1);
 	ck_assert_int_eq(filter_eval(d, get_row, &r), 1);
 	filter_free(f);
 	r.cpu = 0;
-	ck_assert_int_eq(filter_eval(d, get_row, &r), 0);
+	TU_EQ(filter_eval(d, get_row, &r), 0);
 	ck_assert_str_eq(filter_text(d), "prev_pid == 0 && CPU == 1 || prev_pid > 5");
 	filter_free(d);
 	filter_free(NULL);
@@ -466,8 +466,8 @@ START_TEST(test_eval_errors)
 	struct filter *f = parse_bind("prev_comm == bash");
 	struct filter *g = parse_bind("prev_pid == 1 || prev_pid == 2");
 
-	ck_assert_int_eq(filter_eval(f, get_fail, NULL), -EIO);
-	ck_assert_int_eq(filter_eval(f, get_wrong_kind, NULL), TC_ERR_TYPE_MISMATCH);
+	TU_ERR(filter_eval(f, get_fail, NULL), -EIO);
+	TU_ERR(filter_eval(f, get_wrong_kind, NULL), TC_ERR_TYPE_MISMATCH);
 	/* short-circuit: the || stops at the first true predicate */
 	ck_assert_int_eq(filter_eval(g, get_wrong_kind, NULL), 1);
 	filter_free(f);
@@ -482,7 +482,7 @@ START_TEST(test_query_ok)
 	struct filter_error err;
 	struct query q;
 
-	ck_assert_int_eq(query_parse("sched_switch", &q, &err), 0);
+	TU_OK(query_parse("sched_switch", &q, &err));
 	ck_assert_uint_eq(q.nsel, 1);
 	ck_assert_ptr_null(q.sel[0].system);
 	ck_assert_str_eq(q.sel[0].event, "sched_switch");
@@ -490,7 +490,7 @@ START_TEST(test_query_ok)
 	query_free(&q);
 	ck_assert_ptr_null(q.sel);
 
-	ck_assert_int_eq(query_parse("sched:sched_switch where prev_pid == 0", &q, &err), 0);
+	TU_OK(query_parse("sched:sched_switch where prev_pid == 0", &q, &err));
 	ck_assert_str_eq(q.sel[0].system, "sched");
 	ck_assert_str_eq(q.sel[0].event, "sched_switch");
 	ck_assert_ptr_nonnull(q.filter);
@@ -498,18 +498,18 @@ START_TEST(test_query_ok)
 	ck_assert_str_eq(filter_text(q.filter), "prev_pid == 0");
 	query_free(&q);
 
-	ck_assert_int_eq(query_parse("  sched:*\tWHERE common_pid == 1  ", &q, &err), 0);
+	TU_OK(query_parse("  sched:*\tWHERE common_pid == 1  ", &q, &err));
 	ck_assert_str_eq(q.sel[0].system, "sched");
 	ck_assert_str_eq(q.sel[0].event, "*");
 	ck_assert_uint_eq(q.filter_offset, 16);
 	query_free(&q);
 
-	ck_assert_int_eq(query_parse("sched", &q, &err), 0);
+	TU_OK(query_parse("sched", &q, &err));
 	ck_assert_ptr_null(q.sel[0].system);
 	ck_assert_str_eq(q.sel[0].event, "sched");
 	query_free(&q);
 
-	ck_assert_int_eq(query_parse("xhci-hcd:xhci_urb_enqueue Where(len>0)", &q, &err), 0);
+	TU_OK(query_parse("xhci-hcd:xhci_urb_enqueue Where(len>0)", &q, &err));
 	ck_assert_str_eq(q.sel[0].system, "xhci-hcd");
 	ck_assert_str_eq(q.sel[0].event, "xhci_urb_enqueue");
 	ck_assert_uint_eq(q.filter_offset, 31);
@@ -531,7 +531,7 @@ START_TEST(test_query_selectors)
 	struct query q;
 	size_t i;
 
-	ck_assert_int_eq(query_parse(text, &q, &err), 0);
+	TU_OK(query_parse(text, &q, &err));
 	ck_assert_uint_eq(q.nsel, ARRAY_SIZE(want));
 	for (i = 0; i < q.nsel; i++) {
 		if (want[i][0])
@@ -552,7 +552,7 @@ START_TEST(test_query_selectors)
 	ck_assert(!query_sel_matches(&q.sel[2], "sched", "sched_wakeup"));
 	query_free(&q);
 
-	ck_assert_int_eq(query_parse("*", &q, &err), 0);
+	TU_OK(query_parse("*", &q, &err));
 	ck_assert_uint_eq(q.nsel, 1);
 	ck_assert_ptr_null(q.sel[0].system);
 	ck_assert_str_eq(q.sel[0].event, "*");
@@ -563,7 +563,7 @@ START_TEST(test_query_selectors)
 	for (i = 0; i <= QUERY_MAX_SELECTORS; i++)
 		memcpy(many + 2 * i, "a,", 2);
 	many[2 * i - 1] = '\0';
-	ck_assert_int_eq(query_parse(many, &q, &err), TC_ERR_TOO_LONG);
+	TU_ERR(query_parse(many, &q, &err), TC_ERR_TOO_LONG);
 }
 END_TEST
 
@@ -618,24 +618,24 @@ START_TEST(test_query_limits)
 	size_t n;
 
 	n = (size_t)sprintf(text, "sched_switch where!(prio == 1)");
-	ck_assert_int_eq(query_parse(text, &q, &err), 0);
+	TU_OK(query_parse(text, &q, &err));
 	ck_assert_uint_eq(q.filter_offset, 18);
 	query_free(&q);
 	/* QUERY_MAX_LEN bytes parse (leading blanks), one more does not */
 	memmove(text + QUERY_MAX_LEN - n, text, n + 1);
 	memset(text, ' ', QUERY_MAX_LEN - n);
-	ck_assert_int_eq(query_parse(text, &q, &err), 0);
+	TU_OK(query_parse(text, &q, &err));
 	ck_assert_uint_eq(q.filter_offset, QUERY_MAX_LEN - n + 18);
 	query_free(&q);
 	text[QUERY_MAX_LEN] = ' ';
 	text[QUERY_MAX_LEN + 1] = '\0';
-	ck_assert_int_eq(query_parse(text, &q, &err), TC_ERR_TOO_LONG);
+	TU_ERR(query_parse(text, &q, &err), TC_ERR_TOO_LONG);
 	ck_assert_uint_eq(err.pos, QUERY_MAX_LEN);
 	/* a filter part over FILTER_MAX_LEN is reported where it overflows */
 	memset(text, ' ', QUERY_MAX_LEN);
 	memcpy(text, "s where prio == 1", 17);
 	text[QUERY_MAX_LEN - 1] = '\0';
-	ck_assert_int_eq(query_parse(text, &q, &err), TC_ERR_TOO_LONG);
+	TU_ERR(query_parse(text, &q, &err), TC_ERR_TOO_LONG);
 	ck_assert_uint_eq(err.pos, 8 + FILTER_MAX_LEN);
 }
 END_TEST
@@ -647,8 +647,8 @@ START_TEST(test_query_bind_position)
 	struct query q;
 	char buf[256];
 
-	ck_assert_int_eq(query_parse(text, &q, &err), 0);
-	ck_assert_int_eq(filter_bind(q.filter, &schema, &err), TC_ERR_UNKNOWN_FIELD);
+	TU_OK(query_parse(text, &q, &err));
+	TU_ERR(filter_bind(q.filter, &schema, &err), TC_ERR_UNKNOWN_FIELD);
 	err.pos += q.filter_offset;
 	ck_assert_uint_eq(err.pos, 36);
 	filter_error_format(text, &err, buf, sizeof(buf));
@@ -710,17 +710,17 @@ START_TEST(test_parse_messages)
 	struct filter *f = NULL;
 	char buf[512];
 
-	ck_assert_int_eq(filter_parse("prev_pid === 1", &f, &err), TC_ERR_BAD_OPERATOR);
+	TU_ERR(filter_parse("prev_pid === 1", &f, &err), TC_ERR_BAD_OPERATOR);
 	ck_assert_str_eq(err.msg, "unknown operator '===' (did you mean '=='?)");
-	ck_assert_int_eq(filter_parse("(prev_pid == 1", &f, &err), TC_ERR_UNEXPECTED_END);
+	TU_ERR(filter_parse("(prev_pid == 1", &f, &err), TC_ERR_UNEXPECTED_END);
 	filter_error_format("(prev_pid == 1", &err, buf, sizeof(buf));
 	ck_assert_str_eq(buf, "error: this '(' is never closed\n  (prev_pid == 1\n  ^\n");
-	ck_assert_int_eq(filter_parse("prev_comm == \"bash", &f, &err), TC_ERR_UNTERMINATED);
+	TU_ERR(filter_parse("prev_comm == \"bash", &f, &err), TC_ERR_UNTERMINATED);
 	ck_assert_str_eq(err.msg, "string has no closing \"");
-	ck_assert_int_eq(filter_parse("prev_pid == 1 prio", &f, &err), TC_ERR_SYNTAX);
+	TU_ERR(filter_parse("prev_pid == 1 prio", &f, &err), TC_ERR_SYNTAX);
 	ck_assert_str_eq(err.msg, "expected '&&' or '||', found 'prio'");
-	ck_assert_int_eq(filter_parse("prio == 300", &f, &err), 0);
-	ck_assert_int_eq(filter_bind(f, &schema, &err), TC_ERR_BAD_NUMBER);
+	TU_OK(filter_parse("prio == 300", &f, &err));
+	TU_ERR(filter_bind(f, &schema, &err), TC_ERR_BAD_NUMBER);
 	ck_assert_str_eq(err.msg, "'300' is out of range for signed 8-bit field 'prio'");
 	filter_free(f);
 }
@@ -762,18 +762,18 @@ START_TEST(test_suggestions)
 	struct filter *f = NULL;
 
 	for (size_t i = 0; i < ARRAY_SIZE(ops); i++) {
-		ck_assert_int_eq(filter_parse(ops[i].text, &f, &err), TC_ERR_BAD_OPERATOR);
+		TU_ERR(filter_parse(ops[i].text, &f, &err), TC_ERR_BAD_OPERATOR);
 		ck_assert_str_eq(err.msg, ops[i].want);
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(binds); i++) {
-		ck_assert_int_eq(filter_parse(binds[i].text, &f, &err), 0);
+		TU_OK(filter_parse(binds[i].text, &f, &err));
 		ck_assert_int_eq(filter_bind(f, &schema, &err), binds[i].code);
 		ck_assert_str_eq(err.msg, binds[i].want);
 		filter_free(f);
 	}
 	/* quoted, the text compares */
-	ck_assert_int_eq(filter_parse("prev_comm == \"5\" || COMM == '-1'", &f, &err), 0);
-	ck_assert_int_eq(filter_bind(f, &schema, &err), 0);
+	TU_OK(filter_parse("prev_comm == \"5\" || COMM == '-1'", &f, &err));
+	TU_OK(filter_bind(f, &schema, &err));
 	filter_free(f);
 }
 END_TEST

@@ -73,7 +73,7 @@ static struct filter_table *table(const char *const *rules, size_t n)
 	struct filter_table *fs;
 	char err[512];
 
-	ck_assert_int_eq(filter_table_new(&fs), 0);
+	TU_OK(filter_table_new(&fs));
 	for (size_t i = 0; i < n; i++)
 		ck_assert_msg(filter_table_add(fs, rules[i], err, sizeof(err)) == 0, "%s: %s",
 			      rules[i], err);
@@ -87,7 +87,7 @@ static const char *resolve(struct filter_table *fs, const char *host, const char
 	static char text[256];
 	struct filter *f = (struct filter *)1;
 
-	ck_assert_int_eq(filter_table_resolve(fs, host, sys, name, sc, &f, report, r), 0);
+	TU_OK(filter_table_resolve(fs, host, sys, name, sc, &f, report, r));
 	snprintf(text, sizeof(text), "%s", f ? filter_text(f) : "");
 	filter_free(f);
 	return text;
@@ -104,10 +104,9 @@ START_TEST(test_event_rule)
 	ck_assert_str_eq(resolve(fs, "h", "sched", "sched_switch", &sw, &r), "prev_pid != 0");
 	ck_assert_str_eq(resolve(fs, "h", "sched", "sched_wakeup", &wk, &r), "");
 	ck_assert_str_eq(resolve(fs, "h", "irq", "sched_switch", &sw, &r), "");
-	ck_assert_int_eq(r.n, 0);
-	ck_assert_int_eq(filter_table_resolve(fs, "h", "sched", "sched_switch", &sw, &f,
-					      NULL, NULL), 0);
-	ck_assert_int_eq(filter_eval(f, get, &idle), 0);
+	TU_EQ(r.n, 0);
+	TU_OK(filter_table_resolve(fs, "h", "sched", "sched_switch", &sw, &f, NULL, NULL));
+	TU_EQ(filter_eval(f, get, &idle), 0);
 	ck_assert_int_eq(filter_eval(f, get, &busy), 1);
 	filter_free(f);
 	filter_table_unref(fs);
@@ -122,7 +121,7 @@ START_TEST(test_subsystem_keeps_previous)
 	struct reports r = { 0 };
 
 	ck_assert_str_eq(resolve(fs, "h", "sched", "sched_switch", &sw, &r), "prev_pid != 0");
-	ck_assert_int_eq(r.n, 0);
+	TU_EQ(r.n, 0);
 	ck_assert_str_eq(resolve(fs, "h", "sched", "sched_wakeup", &wk, &r), "common_pid > 100");
 	ck_assert_int_eq(r.n, 1);
 	ck_assert_msg(strstr(r.last, "sched:sched_wakeup|sched prev_pid != 0|") != NULL, "%s",
@@ -201,7 +200,7 @@ START_TEST(test_rule_errors)
 	struct filter_table *fs;
 	char err[512];
 
-	ck_assert_int_eq(filter_table_new(&fs), 0);
+	TU_OK(filter_table_new(&fs));
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		int ret = filter_table_add(fs, bad[i].rule, err, sizeof(err));
 
@@ -262,7 +261,7 @@ static const char *pushed(const char *text, const struct decode_type *t, struct 
 			t->fields[i].kind == DECODE_SIGNED ? FILTER_SIGNED :
 			t->fields[i].kind == DECODE_UNSIGNED ? FILTER_UNSIGNED : FILTER_STRING,
 			t->fields[i].size };
-	ck_assert_int_eq(filter_parse(text, f, NULL), 0);
+	TU_OK(filter_parse(text, f, NULL));
 	ck_assert_msg(filter_bind(*f, &schema, NULL) == 0, "%s does not bind", text);
 	out = pushdown_text(*f, t, &why);
 	ck_assert(out ? why == NULL : why != NULL);
@@ -380,8 +379,8 @@ START_TEST(test_pushdown_queue)
 	struct proto_msg *msgs;
 	size_t n;
 
-	ck_assert_int_eq(pushdown_queue(&q, "sched", "sched_switch", "prev_pid == 0"), 0);
-	ck_assert_int_eq(pushdown_queue(&q, "irq", "irq_handler_entry", NULL), 0);
+	TU_OK(pushdown_queue(&q, "sched", "sched_switch", "prev_pid == 0"));
+	TU_OK(pushdown_queue(&q, "irq", "irq_handler_entry", NULL));
 	pushdown_take(&q, &msgs, &n);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(q.n, 0);
@@ -393,7 +392,7 @@ START_TEST(test_pushdown_queue)
 	for (size_t i = 0; i < n; i++)
 		proto_msg_free(&msgs[i]);
 	free(msgs);
-	ck_assert_int_eq(pushdown_queue(&q, "sched", "x", "y"), 0);
+	TU_OK(pushdown_queue(&q, "sched", "x", "y"));
 	pushdown_q_free(&q);
 	ck_assert_uint_eq(q.n, 0);
 	ck_assert_ptr_null(q.msgs);

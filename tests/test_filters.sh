@@ -16,7 +16,7 @@ set -u
 
 tc_need_tracefs
 tc_lock
-tc_setup filters workload collector_pid
+tc_setup filters agent workload collector_pid
 
 tc_certs
 
@@ -30,10 +30,11 @@ CONF
 # cannot see) is off here and tested in test_pushdown.sh.
 tc_start_collector -C "$tmp/collector.conf" --pushdown no
 
-agent() {	# agent NAME DURATION
-	"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration "$2" \
-		--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
-		--name "$1" --no-user --instance "tc-filters-$$-$1" > "$tmp/$1.out" 2> "$tmp/$1.err"
+agent() {	# agent NAME DURATION; with BG=1 in the background (agent its pid)
+	local run=tc_run_agent
+	[ -n "${BG:-}" ] && run=tc_start_agent
+	$run "$1" -e sched:sched_switch --duration "$2" --name "$1" --no-user \
+		--instance "tc-filters-$$-$1"
 }
 shipped() { sed -n 's/.*total:.* events=\([0-9]*\).*/\1/p' "$tmp/$1.out"; }
 dropped() {	# dropped HOST: sched_switch events a filter dropped
@@ -67,8 +68,7 @@ check "bad reload shows a caret under the token" \
 	'grep -A3 "reload: .*collector.conf:2" "$tmp/collector.log" | grep -q "^ *\^"'
 
 # 3. A good new rule on SIGHUP while an agent streams: keep only the sleeps.
-agent f2 6 &
-agent_pid=$!
+BG=1 agent f2 6
 for _ in $(seq 100); do
 	[ "$(traceq -H f2 --count sched_switch 2>/dev/null || echo 0)" -gt 0 ] && break
 	sleep 0.1
@@ -78,7 +78,7 @@ cat > "$tmp/collector.conf" <<CONF
 filter = sched:sched_switch prev_comm == "sleep"
 CONF
 kill -HUP "$collector_pid"
-wait "$agent_pid"; rc=$?
+wait "$agent"; rc=$?; agent=
 kill "$workload"; wait "$workload" 2>/dev/null; workload=
 check "agent f2 exits 0 (not dropped by the reload)" '[ "$rc" = 0 ] || { cat "$tmp/f2.err"; false; }'
 check "reload logged" 'grep -q "reload: 1 filter rule(s) in effect" "$tmp/collector.log"'

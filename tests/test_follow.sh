@@ -43,12 +43,9 @@ query="ipc://$sock"
 port=$listen
 
 now_ns() { date +%s%N; }
-agent_run() {	# HOST SECONDS
-	"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
-		--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
-		-e sched:sched_switch -e sched:sched_wakeup --duration "$2" --name "$1" \
-		--instance "tc-follow-$$" --spool-dir "$tmp/spool-$1" \
-		> "$tmp/agent-$1.out" 2> "$tmp/agent-$1.err"
+agent_run() {	# HOST SECONDS: in the background, agent its pid
+	tc_start_agent "agent-$1" -e sched:sched_switch -e sched:sched_wakeup --duration "$2" \
+		--name "$1" --instance "tc-follow-$$" --spool-dir "$tmp/spool-$1"
 }
 follow() {	# NAME ARGS...: a follower in the background, its output in $tmp/NAME
 	local name=$1
@@ -66,8 +63,7 @@ check "a follower of an event not stored yet waits, and says so" \
 	'kill -0 $f0 && grep -q "no event the query selects is stored yet; waiting" "$tmp/f0.err"'
 ( while :; do sleep 0.001; done ) &
 workload=$!
-agent_run fol-a 8 &
-agent=$!
+agent_run fol-a 8
 
 # the followers start once rows are stored (a selector names stored events)
 for _ in $(seq 100); do
@@ -100,8 +96,7 @@ wait "$agent"; rc=$?
 agent=
 check "agent fol-a exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent-fol-a.err"; false; }'
 check "agent fol-a reconnected" 'grep -qi "reconnect\|connected again\|resen" "$tmp/agent-fol-a.err" "$tmp/agent-fol-a.out"'
-agent_run fol-b 2 &
-agent=$!
+agent_run fol-b 2
 wait "$agent"; rc=$?
 agent=
 check "agent fol-b exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent-fol-b.err"; false; }'

@@ -102,8 +102,8 @@ static void job_thread_run(struct job *j, const pthread_attr_t *attr, void *(*fn
 {
 	pthread_t th;
 
-	ck_assert_int_eq(pthread_create(&th, attr, fn, j), 0);
-	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	TU_EQ(pthread_create(&th, attr, fn, j), 0);
+	TU_EQ(pthread_join(th, NULL), 0);
 }
 
 /* decoder_format(@j->text) in a thread with the default stack. */
@@ -560,8 +560,8 @@ START_TEST(test_caps_small_stack)
 	};
 	pthread_attr_t attr;
 
-	ck_assert_int_eq(pthread_attr_init(&attr), 0);
-	ck_assert_int_eq(pthread_attr_setstacksize(&attr, 1u << 20), 0);
+	TU_EQ(pthread_attr_init(&attr), 0);
+	TU_EQ(pthread_attr_setstacksize(&attr, 1u << 20), 0);
 	for (size_t i = 0; i < sizeof(worst) / sizeof(worst[0]); i++) {
 		struct format_stats st;
 		struct job j = { 0 };

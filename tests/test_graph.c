@@ -24,7 +24,7 @@ static void add(struct graph *g, int64_t ts, int32_t pid, bool exit,
 
 	snprintf(r.comm, sizeof(r.comm), "p");
 	snprintf(r.name, sizeof(r.name), "%s", name);
-	ck_assert_int_eq(graph_add(g, &r), 0);
+	TU_OK(graph_add(g, &r));
 }
 
 START_TEST(test_nesting_and_leaves)
@@ -34,7 +34,7 @@ START_TEST(test_nesting_and_leaves)
 	FILE *f = open_memstream(&text, &len);
 	struct graph *g;
 
-	ck_assert_int_eq(graph_new(f, &g), 0);
+	TU_OK(graph_new(f, &g));
 	/* given out of order: the view sorts by time */
 	add(g, 5000, 7, true, 0x10, 0, "outer");
 	add(g, 1000, 7, false, 0x10, 0, "outer");
@@ -66,7 +66,7 @@ START_TEST(test_threads_apart)
 	FILE *f = open_memstream(&text, &len);
 	struct graph *g;
 
-	ck_assert_int_eq(graph_new(f, &g), 0);
+	TU_OK(graph_new(f, &g));
 	/* thread 8's entry between thread 7's entry and exit: 7's call is
 	 * still a leaf, 8's call is still open at the end */
 	add(g, 100, 7, false, 0x20, 0, "a");
@@ -91,8 +91,8 @@ START_TEST(test_exit_without_entry)
 			       .rettime = 2100 };
 	struct graph *g;
 
-	ck_assert_int_eq(graph_new(f, &g), 0);
-	ck_assert_int_eq(graph_add(g, &r), 0);
+	TU_OK(graph_new(f, &g));
+	TU_OK(graph_add(g, &r));
 	graph_print(g);
 	graph_free(g);
 	fclose(f);
@@ -115,10 +115,10 @@ START_TEST(test_exit_cut_off)
 			       .rettime = 2100 };
 	struct graph *g;
 
-	ck_assert_int_eq(graph_new(f, &g), 0);
+	TU_OK(graph_new(f, &g));
 	add(g, 8000, 3, false, 0x20, 1, "leaf");
 	add(g, 8500, 3, true, 0x20, 1, "leaf");
-	ck_assert_int_eq(graph_add(g, &r), 0);
+	TU_OK(graph_add(g, &r));
 	graph_print(g);
 	graph_free(g);
 	fclose(f);
@@ -138,7 +138,7 @@ static void add_exit(struct graph *g, int64_t ts, int32_t pid, uint64_t func,
 
 	snprintf(r.comm, sizeof(r.comm), "p");
 	snprintf(r.name, sizeof(r.name), "%s", name);
-	ck_assert_int_eq(graph_add(g, &r), 0);
+	TU_OK(graph_add(g, &r));
 }
 
 /* Exits only, in post-order, with a clock of 3 units per ns (a TSC):
@@ -150,7 +150,7 @@ START_TEST(test_exits_only_rebuilt)
 	FILE *f = open_memstream(&text, &len);
 	struct graph *g;
 
-	ck_assert_int_eq(graph_new(f, &g), 0);
+	TU_OK(graph_new(f, &g));
 	/* outer [1000, 5000] ns { leaf [2000, 2500]; mid [3000, 4000]
 	 * { leaf [3100, 3200] } }; thread 9: one call, scale unknown */
 	add_exit(g, 2500, 7, 0x20, 1, 6000, 7500, "leaf");
@@ -180,7 +180,7 @@ START_TEST(test_empty)
 	FILE *f = open_memstream(&text, &len);
 	struct graph *g;
 
-	ck_assert_int_eq(graph_new(f, &g), 0);
+	TU_OK(graph_new(f, &g));
 	graph_print(g);
 	graph_free(g);
 	fclose(f);
@@ -198,10 +198,10 @@ START_TEST(test_rows_capped)
 
 	ck_assert_uint_eq(graph_max_rows, GRAPH_MAX_ROWS);
 	graph_max_rows = 3000;
-	ck_assert_int_eq(graph_new(stdout, &g), 0);
+	TU_OK(graph_new(stdout, &g));
 	for (int i = 0; i < 3000; i++)
-		ck_assert_int_eq(graph_add(g, &r), 0);
-	ck_assert_int_eq(graph_add(g, &r), -E2BIG);
+		TU_OK(graph_add(g, &r));
+	TU_ERR(graph_add(g, &r), -E2BIG);
 	graph_free(g);
 	graph_max_rows = keep;
 }

@@ -68,11 +68,8 @@ if [ "$kernel_hist" = 1 ]; then
 	cp /bin/sleep "$tmp/tchistw"
 	spec='keys=next_comm,prev_pid.log2:vals=prev_prio:sort=hitcount.descending'
 	kfilter='prev_comm == "tchistw"'
-	"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
-		--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
-		-e sched:sched_switch --duration 8 --name hist-k --instance "$inst" \
-		--spool-dir "$tmp/spool" > "$tmp/agent-k.out" 2> "$tmp/agent-k.err" &
-	agent=$!
+	tc_start_agent agent-k -e sched:sched_switch --duration 8 --name hist-k --instance "$inst" \
+		--spool-dir "$tmp/spool"
 	trig="$tracing/instances/$inst/events/sched/sched_switch/trigger"
 	# the agent records (its event enabled, tracing on) before the marker runs
 	for _ in $(seq 100); do
@@ -230,10 +227,9 @@ check "uid 5001's histogram counts only hist-a's rows" \
 # must be one of the names /proc/kallsyms gives that very address.
 ( while :; do sleep 0.002; done ) &
 workload=$!
-"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/agent-hist-t.crt" \
-	--key "$tmp/pki/agent-hist-t.key" --ca "$tmp/pki/ca.crt" -e timer:hrtimer_start \
-	--duration 1 --name hist-t --instance "tc-hist-t$$" --spool-dir "$tmp/spool" \
-	> "$tmp/agent-t.out" 2> "$tmp/agent-t.err"
+tc_run_agent agent-t --cert "$tmp/pki/agent-hist-t.crt" --key "$tmp/pki/agent-hist-t.key" \
+	-e timer:hrtimer_start --duration 1 --name hist-t --instance "tc-hist-t$$" \
+	--spool-dir "$tmp/spool"
 rc=$?
 kill "$workload"; wait "$workload" 2>/dev/null
 workload=

@@ -69,7 +69,7 @@ START_TEST(test_sort_prefers_vals)
 	ck_assert_int_eq(h.nsort, 2);
 	ck_assert_int_eq(h.sort[0].by, HIST_SORT_KEY);
 	ck_assert_int_eq(h.sort[0].i, 1);
-	ck_assert_int_eq(h.sort[1].i, 0);
+	TU_EQ(h.sort[1].i, 0);
 }
 END_TEST
 

@@ -137,19 +137,19 @@ START_TEST(test_bucket)
 	int64_t t = 5 * S, w;
 
 	hostlimit_bucket_init(&b, 1000, 0, t);	/* burst: the rate */
-	ck_assert_int_eq(hostlimit_bucket_wait(&b, t), 0);
+	TU_EQ(hostlimit_bucket_wait(&b, t), 0);
 	hostlimit_bucket_take(&b, 999, t);
-	ck_assert_int_eq(hostlimit_bucket_wait(&b, t), 0);	/* one token left */
+	TU_EQ(hostlimit_bucket_wait(&b, t), 0);	/* one token left */
 	hostlimit_bucket_take(&b, 251, t);	/* a page dearer than what is left: debt */
 	w = hostlimit_bucket_wait(&b, t);
 	ck_assert_int_gt(w, 250 * S / 1000);	/* 250 tokens owed at 1000/s */
 	ck_assert_int_le(w, 250 * S / 1000 + 1000);
 	ck_assert_int_gt(hostlimit_bucket_wait(&b, t + w - 1000), 0);
-	ck_assert_int_eq(hostlimit_bucket_wait(&b, t + w), 0);
+	TU_EQ(hostlimit_bucket_wait(&b, t + w), 0);
 
 	/* idle time fills it to the burst, no more */
 	t += 3600 * S;
-	ck_assert_int_eq(hostlimit_bucket_wait(&b, t), 0);
+	TU_EQ(hostlimit_bucket_wait(&b, t), 0);
 	ck_assert(b.tokens == 1000.0);
 
 	/* over a long run, what is taken stays within burst + rate * T + a page */
@@ -176,7 +176,7 @@ START_TEST(test_bucket)
 	/* unlimited: never waits */
 	hostlimit_bucket_init(&b, 0, 0, 0);
 	hostlimit_bucket_take(&b, 1000000, 0);
-	ck_assert_int_eq(hostlimit_bucket_wait(&b, 0), 0);
+	TU_EQ(hostlimit_bucket_wait(&b, 0), 0);
 
 	/* a new rate keeps the tokens, cut to the new burst */
 	hostlimit_bucket_init(&b, 1000, 0, 0);

@@ -18,7 +18,7 @@ set -u
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 
 tc_lock
-tc_setup identity collector_pid
+tc_setup identity agent collector_pid
 
 tc_certs a gw
 # a certificate with a DNS name besides its CN: CN a2, DNS a2 and a2-alias
@@ -73,18 +73,17 @@ check "... and it is not logged ($((size1 - size0)) bytes of log)" \
 # traceagent: named by its certificate's CN unless --name says otherwise,
 # and it prints the collector's refusal
 if [ "$(id -u)" = 0 ] && [ -w "$tracing/instances" ]; then
-	ta() {
-		"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/agent-a.crt" \
-			--key "$tmp/pki/agent-a.key" --ca "$tmp/pki/ca.crt" -e sched:sched_switch \
-			--no-user --duration 1 --instance "tc-identity-$$-$1" "${@:2}"
+	ta() {	# ta N ARGS...: agent taN with certificate a for 1 s; its exit status
+		tc_run_agent "ta$1" --cert "$tmp/pki/agent-a.crt" --key "$tmp/pki/agent-a.key" \
+			-e sched:sched_switch --no-user --duration 1 --instance "tc-identity-$$-$1" "${@:2}"
 	}
-	ta 1 > "$tmp/ta1.out" 2>&1; rc=$?
+	ta 1; rc=$?
 	check "traceagent without --name is its certificate's CN (a)" \
-		'[ "$rc" = 0 ] && grep -q "connected to .* as a " "$tmp/ta1.out" || { cat "$tmp/ta1.out"; false; }'
-	ta 2 --name b > "$tmp/ta2.out" 2>&1; rc=$?
+		'[ "$rc" = 0 ] && grep -q "connected to .* as a " "$tmp/ta1.err" || { cat "$tmp/ta1.err"; false; }'
+	ta 2 --name b; rc=$?
 	check "traceagent --name b with certificate a exits 1 ($rc), printing the refusal" \
-		'[ "$rc" = 1 ] && grep -q "collector error: host name .b. is not one of certificate a.s names" "$tmp/ta2.out" ||
-		 { cat "$tmp/ta2.out"; false; }'
+		'[ "$rc" = 1 ] && grep -q "collector error: host name .b. is not one of certificate a.s names" "$tmp/ta2.err" ||
+		 { cat "$tmp/ta2.err"; false; }'
 	ls "$tracing/instances" | grep -q "tc-identity-$$" && fail "a tracefs instance was left behind"
 fi
 

@@ -35,7 +35,7 @@ tc_need_tracefs
 command -v trace-cmd >/dev/null || skip "needs trace-cmd (apt-get install trace-cmd)"
 command -v runuser >/dev/null || skip "needs runuser (util-linux)"
 tc_lock
-tc_setup import collector_pid agent_pid
+tc_setup import collector_pid agent
 inst="tc_import_$$"
 import_cleanup() {
 	for i in "$inst" "${inst}_6" "${inst}_n"; do rmdir "$tracing/instances/$i" 2>/dev/null; done
@@ -176,25 +176,22 @@ check "--hosts marks the imported host as imported" \
 	 ! grep -q "^imp-other " "$tmp/hosts"'
 
 # a live host's name
-"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --cert "$tmp/pki/agent-tc-agent.crt" \
-	--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" --name live-host --no-user \
-	--instance "tc-import-$$-a" > "$tmp/agent.out" 2> "$tmp/agent.err" &
-agent_pid=$!
+tc_start_agent agent -e sched:sched_switch --name live-host --no-user --instance "tc-import-$$-a"
 for _ in $(seq 300); do
 	grep -q "agent live-host (" "$tmp/collector.log" && break
-	kill -0 "$agent_pid" 2>/dev/null || break
+	kill -0 "$agent" 2>/dev/null || break
 	sleep 0.1
 done
 for _ in $(seq 300); do	# connected once WELCOMEd, after the log line
 	tq_root --hosts > "$tmp/live.hosts" 2>&1
 	grep -q "^live-host  *yes  *traceagent " "$tmp/live.hosts" && break
-	kill -0 "$agent_pid" 2>/dev/null || break
+	kill -0 "$agent" 2>/dev/null || break
 	sleep 0.1
 done
 check "--hosts: the live agent is connected, with its version ($(grep live-host "$tmp/live.hosts"))" \
 	'grep -q "^live-host  *yes  *traceagent $(sed -n "s/^VERSION = //p" "$top_builddir/Makefile") " "$tmp/live.hosts" &&
 	 grep -q "^imp-v7  *no  *-  " "$tmp/live.hosts"'
-kill -INT "$agent_pid"; wait "$agent_pid"; agent_pid=
+kill -INT "$agent"; wait "$agent"; agent=
 for _ in $(seq 300); do	# its connection ends once DONE is written
 	tq_root --hosts > "$tmp/live.hosts" 2>&1
 	grep -q "^live-host  *no " "$tmp/live.hosts" && break

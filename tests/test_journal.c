@@ -80,7 +80,7 @@ static uint64_t disk_size(const char *path)
 {
 	struct stat st;
 
-	ck_assert_int_eq(stat(path, &st), 0);
+	TU_SYS(stat(path, &st));
 	return (uint64_t)st.st_size;
 }
 
@@ -93,7 +93,7 @@ static void write_file(const char *name, const void *data, size_t len)
 	fp = fopen(path, "w");
 	ck_assert_ptr_nonnull(fp);
 	ck_assert_uint_eq(fwrite(data, 1, len, fp), len);
-	ck_assert_int_eq(fclose(fp), 0);
+	TU_SYS(fclose(fp));
 }
 
 /* A record replay should deliver: which file, kind, and the payload's recipe. */
@@ -163,7 +163,7 @@ static void check_rec(struct seen *s, uint64_t file, uint32_t kind,
 	buf = malloc(len ? len : 1);
 	ck_assert_ptr_nonnull(buf);
 	fill(buf, len, w->seed);
-	ck_assert_int_eq(memcmp(buf, data, len), 0);
+	ck_assert_mem_eq(buf, data, len);
 	free(buf);
 }
 
@@ -253,7 +253,7 @@ START_TEST(test_append_read)
 		fill(buf, lens[i], (unsigned)i);
 		memset(got, 0xee, lens[i]);
 		TU_OK(jfile_read(f, off[i], got, lens[i]));
-		ck_assert_int_eq(memcmp(got, buf, lens[i]), 0);
+		ck_assert_mem_eq(got, buf, lens[i]);
 	}
 	/* reading past what was written is an error, not a short read */
 	TU_ERR(jfile_read(f, jfile_size(f) - 4, got, 8), -EIO);
@@ -265,11 +265,11 @@ START_TEST(test_append_read)
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(read(fd, disk, sizeof(disk)), (ssize_t)sizeof(disk));
 	close(fd);
-	ck_assert_int_eq(memcmp(disk, fhdr, sizeof(fhdr)), 0);
+	ck_assert_mem_eq(disk, fhdr, sizeof(fhdr));
 	good_hdr(want_hdr, JREC_MSG, 0);
 	/* the header's first 16 bytes; its MAC is the key's (test_mac) */
-	ck_assert_int_eq(memcmp(disk + JOURNAL_FILE_HDR, want_hdr, 16), 0);
-	ck_assert_int_eq(memcmp(disk + JOURNAL_FILE_HDR, "RJCT", 4), 0);
+	ck_assert_mem_eq(disk + JOURNAL_FILE_HDR, want_hdr, 16);
+	ck_assert_mem_eq(disk + JOURNAL_FILE_HDR, "RJCT", 4);
 	free(buf);
 	free(got);
 	jfile_put(f, true);
@@ -343,7 +343,7 @@ START_TEST(test_open_dir)
 
 	snprintf(sub, sizeof(sub), "%s/sub", dir);
 	TU_OK(journal_open(sub, 1 << 20, &j));
-	ck_assert_int_eq(stat(sub, &st), 0);
+	TU_SYS(stat(sub, &st));
 	ck_assert(S_ISDIR(st.st_mode));
 	/* one journal per directory: a second open is refused while it is open */
 	TU_ERR(journal_open(sub, 1 << 20, &j2), -EBUSY);
@@ -352,8 +352,8 @@ START_TEST(test_open_dir)
 	TU_OK(journal_open(sub, 1 << 20, &j2));	/* and taken once it is closed */
 	journal_close(j2);
 	snprintf(lockf, sizeof(lockf), "%s/lock", sub);
-	ck_assert_int_eq(unlink(lockf), 0);	/* all it leaves behind */
-	ck_assert_int_eq(rmdir(sub), 0);
+	TU_SYS(unlink(lockf));	/* all it leaves behind */
+	TU_SYS(rmdir(sub));
 
 	write_file("plain", "x", 1);
 	snprintf(file, sizeof(file), "%s/plain", dir);
@@ -395,7 +395,7 @@ START_TEST(test_replay_cut_and_garbage)
 	j = NULL;
 
 	jpath(w[0].file, path, sizeof(path));
-	ck_assert_int_eq(truncate(path, (off_t)w[2].end - 3), 0);
+	TU_SYS(truncate(path, (off_t)w[2].end - 3));
 
 	jpath(w[3].file, path, sizeof(path));
 	memset(junk, 0x5a, sizeof(junk));
@@ -406,7 +406,7 @@ START_TEST(test_replay_cut_and_garbage)
 	close(fd);
 
 	jpath(w[6].file, path, sizeof(path));
-	ck_assert_int_eq(truncate(path, (off_t)w[6].end + 5), 0);
+	TU_SYS(truncate(path, (off_t)w[6].end + 5));
 
 	TU_OK(journal_open(dir, 1 << 30, &j));
 	got[0] = w[0];
@@ -610,8 +610,7 @@ START_TEST(test_too_long)
 	append(f, JREC_MSG, 5, 1, NULL);
 	size = jfile_size(f);
 	bytes = journal_bytes(j);
-	ck_assert_int_eq(jfile_append(f, JREC_PAGES, buf, JOURNAL_MAX_REC + 1, &off, &end),
-			 TC_ERR_TOO_LONG);
+	TU_ERR(jfile_append(f, JREC_PAGES, buf, JOURNAL_MAX_REC + 1, &off, &end), TC_ERR_TOO_LONG);
 	ck_assert_uint_eq(off, 77);
 	ck_assert_uint_eq(end, 99);
 	ck_assert_uint_eq(jfile_size(f), size);
@@ -699,7 +698,7 @@ START_TEST(test_odd_names)
 		append(f, JREC_MSG, 4, 9, NULL);
 		jpath(jfile_no(f), from, sizeof(from));
 		snprintf(to, sizeof(to), "%s/%s", dir, odd[i]);
-		ck_assert_int_eq(rename(from, to), 0);
+		TU_SYS(rename(from, to));
 		jfile_put(f, false);
 	}
 	TU_OK(jfile_new(j, &f));
@@ -734,15 +733,15 @@ START_TEST(test_rec_parse)
 
 	/* cut off: in the header, in the payload, in the padding */
 	kind = len = 0xdead;
-	ck_assert_int_eq(journal_rec_parse(buf, 0, &kind, &len), 0);
-	ck_assert_int_eq(journal_rec_parse(buf, 15, &kind, &len), 0);
-	ck_assert_int_eq(journal_rec_parse(buf, 16, &kind, &len), 0);
-	ck_assert_int_eq(journal_rec_parse(buf, H - 1, &kind, &len), 0);
-	ck_assert_int_eq(journal_rec_parse(buf, H, &kind, &len), 0);
-	ck_assert_int_eq(journal_rec_parse(buf, H + 8, &kind, &len), 0);
-	ck_assert_int_eq(journal_rec_parse(buf, H + 15, &kind, &len), 0);
+	TU_EQ(journal_rec_parse(buf, 0, &kind, &len), 0);
+	TU_EQ(journal_rec_parse(buf, 15, &kind, &len), 0);
+	TU_EQ(journal_rec_parse(buf, 16, &kind, &len), 0);
+	TU_EQ(journal_rec_parse(buf, H - 1, &kind, &len), 0);
+	TU_EQ(journal_rec_parse(buf, H, &kind, &len), 0);
+	TU_EQ(journal_rec_parse(buf, H + 8, &kind, &len), 0);
+	TU_EQ(journal_rec_parse(buf, H + 15, &kind, &len), 0);
 	good_hdr(buf, JREC_PAGES, JOURNAL_MAX_REC);
-	ck_assert_int_eq(journal_rec_parse(buf, H + 16, &kind, &len), 0);
+	TU_EQ(journal_rec_parse(buf, H + 16, &kind, &len), 0);
 	ck_assert_uint_eq(kind, 0xdead);
 	ck_assert_uint_eq(len, 0xdead);
 
@@ -869,7 +868,7 @@ START_TEST(test_not_ours)
 	j = NULL;
 	snprintf(from, sizeof(from), "%s/%016" PRIx64 ".tcj", other, no);
 	jpath(no + 10, to, sizeof(to));
-	ck_assert_int_eq(rename(from, to), 0);
+	TU_SYS(rename(from, to));
 	/* format 1: no MAC, a record that would have replayed */
 	snprintf(name, sizeof(name), "%016" PRIx64 ".tcj", no + 11);
 	{
@@ -952,48 +951,48 @@ START_TEST(test_unsafe_dirs)
 	FILE *fp;
 
 	snprintf(sub, sizeof(sub), "%s/j", dir);
-	ck_assert_int_eq(mkdir(sub, 0700), 0);
-	ck_assert_int_eq(chmod(sub, 0777), 0);
+	TU_SYS(mkdir(sub, 0700));
+	TU_SYS(chmod(sub, 0777));
 	TU_ERR(journal_open(sub, 1 << 20, &k), -EPERM);
-	ck_assert_int_eq(chmod(sub, 0770), 0);
+	TU_SYS(chmod(sub, 0770));
 	TU_ERR(journal_open(sub, 1 << 20, &k), -EPERM);
-	ck_assert_int_eq(chmod(sub, 0750), 0);		/* --group's: readable, fine */
+	TU_SYS(chmod(sub, 0750));		/* --group's: readable, fine */
 	TU_OK(journal_open(sub, 1 << 20, &k));
 	journal_close(k);
 
 	/* the lock holds the key: this user's only */
 	snprintf(p, sizeof(p), "%s/lock", sub);
-	ck_assert_int_eq(chmod(p, 0640), 0);
+	TU_SYS(chmod(p, 0640));
 	TU_ERR(journal_open(sub, 1 << 20, &k), -EPERM);
-	ck_assert_int_eq(chmod(p, 0600), 0);
+	TU_SYS(chmod(p, 0600));
 
 	snprintf(q, sizeof(q), "%s/quarantine", sub);
-	ck_assert_int_eq(mkdir(q, 0700), 0);
-	ck_assert_int_eq(chmod(q, 0777), 0);
+	TU_SYS(mkdir(q, 0700));
+	TU_SYS(chmod(q, 0777));
 	TU_ERR(journal_open(sub, 1 << 20, &k), -EPERM);
-	ck_assert_int_eq(rmdir(q), 0);
+	TU_SYS(rmdir(q));
 	snprintf(target, sizeof(target), "%s/elsewhere", dir);
-	ck_assert_int_eq(mkdir(target, 0700), 0);
-	ck_assert_int_eq(symlink(target, q), 0);
+	TU_SYS(mkdir(target, 0700));
+	TU_SYS(symlink(target, q));
 	TU_ERR(journal_open(sub, 1 << 20, &k), -EPERM);
-	ck_assert_int_eq(unlink(q), 0);
+	TU_SYS(unlink(q));
 
 	/* an entry's name planted as a symlink: replaced, not followed */
-	ck_assert_int_eq(mkdir(q, 0700), 0);
+	TU_SYS(mkdir(q, 0700));
 	snprintf(target, sizeof(target), "%s/precious", dir);
 	fp = fopen(target, "w");
 	ck_assert_ptr_nonnull(fp);
 	fputs("precious\n", fp);
 	fclose(fp);
 	snprintf(p, sizeof(p), "%s/%016x-%016x-%08x.rec", q, 5, 900, JOURNAL_UNIT_MSG);
-	ck_assert_int_eq(symlink(target, p), 0);
+	TU_SYS(symlink(target, p));
 	TU_OK(journal_open(sub, 1 << 20, &j));
 	TU_OK(journal_quarantine(j, &u, "FORMAT", 6, "why\n"));
 	ck_assert_uint_eq(disk_size(target), 9);
 	{
 		struct stat st;
 
-		ck_assert_int_eq(lstat(p, &st), 0);
+		TU_SYS(lstat(p, &st));
 		ck_assert(S_ISREG(st.st_mode));
 		ck_assert_uint_eq(st.st_size, 6);
 		ck_assert_uint_eq(st.st_mode & 077, 0);
@@ -1019,9 +1018,9 @@ START_TEST(test_not_our_owner)
 	journal_close(j);
 	j = NULL;
 	jpath(w[0].file - 2, path, sizeof(path));
-	ck_assert_int_eq(chown(path, 65534, (gid_t)-1), 0);
+	TU_SYS(chown(path, 65534, (gid_t)-1));
 	jpath(w[0].file - 1, path, sizeof(path));
-	ck_assert_int_eq(chmod(path, 0666), 0);
+	TU_SYS(chmod(path, 0666));
 	TU_OK(journal_open(dir, 1 << 30, &j));
 	ck_assert_uint_eq(journal_refused(j), 2);
 	replay_expect(w, 1);

@@ -40,7 +40,6 @@ tc_lock
 tc_setup journal agent workload locker watcher collector_pid
 
 tc_certs
-atls=(--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt")
 field() { sed -n "s/.*total:.* $1=\([0-9]*\).*/\1/p" "$2"; }
 ( while :; do sleep 0.002; done ) &
 workload=$!
@@ -56,10 +55,8 @@ workload=$!
 locked_stream() {
 	local n=$1 db=$2 after=$3 i seen=0
 	shift 3
-	"$top_builddir/traceagent" --connect "$listen" "${atls[@]}" --instance "tcjournal-$$-$n" \
-		--no-kernel-symbols --spool-dir "$tmp/spool" "$@" \
-		> "$tmp/agent$n.out" 2> "$tmp/agent$n.err" &
-	agent=$!
+	tc_start_agent "agent$n" --instance "tcjournal-$$-$n" --no-kernel-symbols \
+		--spool-dir "$tmp/spool" "$@"
 	sleep "$after"
 	for ((i = 0; i < 300; i++)); do
 		seen=$("$top_builddir/traceq/traceq" --server "$query" -t 5000 --count sched_switch \
@@ -121,9 +118,8 @@ collector_pid=
 tc_start_collector --db "$tmp/rotate.db" --journal-size 2M
 ( while :; do ls "$tmp/rotate.db.journal"; sleep 0.05; done > "$tmp/seen" 2>/dev/null ) &
 watcher=$!
-"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch -e sched:sched_wakeup \
-	-e sched:sched_waking --duration 4 "${atls[@]}" --name journal-rotate \
-	--instance "tcjournal-$$-2" > "$tmp/agent2.out" 2> "$tmp/agent2.err"
+tc_run_agent agent2 -e sched:sched_switch -e sched:sched_wakeup -e sched:sched_waking \
+	--duration 4 --name journal-rotate --instance "tcjournal-$$-2"
 rc=$?
 kill "$watcher"; wait "$watcher" 2>/dev/null
 watcher=
@@ -172,9 +168,8 @@ collector_pid=
 
 # ---- 4. no journal
 tc_start_collector --db "$tmp/plain.db" --journal-size 0
-"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 1 \
-	"${atls[@]}" --name journal-none --instance "tcjournal-$$-4" \
-	> "$tmp/agent4.out" 2> "$tmp/agent4.err"
+tc_run_agent agent4 -e sched:sched_switch --duration 1 --name journal-none \
+	--instance "tcjournal-$$-4"
 rc=$?
 cat "$tmp/agent4.out"
 check "agent exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent4.err"; false; }'

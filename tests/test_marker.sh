@@ -17,11 +17,7 @@ tc_setup marker agent collector_pid
 tc_certs
 tc_start_collector
 inst="tc-marker-$$"
-"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
-	--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" -e ftrace:print \
-	--instance "$inst" --no-user --flush-ms 20 --duration 30 \
-	> "$tmp/agent.out" 2> "$tmp/agent.err" &
-agent=$!
+tc_start_agent agent -e ftrace:print --instance "$inst" --no-user --flush-ms 20 --duration 30
 for _ in $(seq 100); do
 	[ "$(cat "$tracing/instances/$inst/tracing_on" 2>/dev/null)" = 1 ] && break
 	sleep 0.1

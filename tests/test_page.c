@@ -48,8 +48,8 @@ struct verdict {
 /* The pages made here are laid out for this host, as the captured ones. */
 static void setup(void)
 {
-	ck_assert_int_eq(capture_load(&cap), 0);
-	ck_assert_int_eq(capture_decoder(&cap, &dec, types), 0);
+	TU_OK(capture_load(&cap));
+	TU_OK(capture_decoder(&cap, &dec, types));
 	ck_assert_uint_eq(cap.long_size, sizeof(long));
 	ck_assert(!page_layout_host(cap.page_size).big_endian);
 }
@@ -127,7 +127,7 @@ static unsigned ring_records(const uint8_t *page)
 	page_iter_raw(&it, &l, page + 16, commit & PAGE_COMMIT_LEN_MASK, 0);
 	while ((ret = page_next_record(&it, &rec)) > 0)
 		n += page_record_is_data(&rec);
-	ck_assert_int_eq(ret, 0);
+	TU_OK(ret);
 	return n;
 }
 
@@ -238,7 +238,7 @@ START_TEST(test_real_pages_cut)
 			unsigned before = 0;
 
 			memcpy(page, cap.raw[cpu] + off, cap.page_size);
-			ck_assert_int_eq(page_check(&l, page, cap.page_size, &pi), 0);
+			TU_OK(page_check(&l, page, cap.page_size, &pi));
 			page_iter_init(&it, &l, &pi);
 			memcpy(&commit, page + 8, 8);
 			for (uint32_t cut = 0; cut <= pi.size; cut += 4) {
@@ -355,7 +355,7 @@ START_TEST(test_missed_events)
 	put_events(16, 2);
 	memcpy(made + 16 + 24, &count, 8);
 	check_made("missed-events flag with the count", accepted(2), 0);
-	ck_assert_int_eq(decoder_page(dec, 0, made, cap.page_size, count_cb, NULL, &st), 0);
+	TU_OK(decoder_page(dec, 0, made, cap.page_size, count_cb, NULL, &st));
 	ck_assert(st.missed_events);
 	ck_assert_uint_eq(st.missed, 1234);
 }
@@ -477,7 +477,7 @@ static void kbuffer_stamps(const uint64_t *want, unsigned n)
 	unsigned i = 0;
 
 	ck_assert_ptr_nonnull(kb);
-	ck_assert_int_eq(kbuffer_load_subbuffer(kb, made), 0);
+	TU_EQ(kbuffer_load_subbuffer(kb, made), 0);
 	for (void *d = kbuffer_read_event(kb, &ts); d; d = kbuffer_next_event(kb, &ts)) {
 		ck_assert_uint_lt(i, n);
 		ck_assert_uint_eq(ts, want[i++]);
@@ -511,7 +511,7 @@ START_TEST(test_timestamps)
 	end = put_known(end + 8, 2);
 	memcpy(made + 8, &(uint64_t){ end - 16 }, 8);
 	check_made("time stamps", accepted(3), 0);
-	ck_assert_int_eq(decoder_page(dec, 0, made, cap.page_size, stamp_cb, &st, NULL), 0);
+	TU_OK(decoder_page(dec, 0, made, cap.page_size, stamp_cb, &st, NULL));
 	ck_assert_uint_eq(st.n, 3);
 	for (unsigned i = 0; i < 3; i++)
 		ck_assert_uint_eq(st.ts[i], want[i]);

@@ -14,7 +14,7 @@ set -u
 
 tc_need_tracefs
 tc_lock
-tc_setup percpu collector_pid workload
+tc_setup percpu agent collector_pid workload
 
 tc_certs
 tc_start_collector
@@ -22,11 +22,8 @@ tc_start_collector
 # context switches on every CPU while the agent traces
 ( while :; do sleep 0.002; done ) &
 workload=$!
-"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch \
-	-e sched:sched_wakeup --duration 3 --connections per-cpu \
-	--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
-	--name percpu-host --no-user --instance "tc-percpu-$$" \
-	> "$tmp/agent.out" 2> "$tmp/agent.err"
+tc_run_agent agent -e sched:sched_switch -e sched:sched_wakeup --duration 3 \
+	--connections per-cpu --name percpu-host --no-user --instance "tc-percpu-$$"
 rc=$?
 kill "$workload"; wait "$workload" 2>/dev/null
 workload=

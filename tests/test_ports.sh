@@ -24,7 +24,7 @@ set -u
 
 tc_need_tracefs
 tc_lock
-tc_setup ports collector_pid
+tc_setup ports agent collector_pid
 tc_certs
 for n in alice bob; do
 	tc_certs_run client "$n" > /dev/null ||
@@ -71,10 +71,8 @@ done
 check "40 sources x 8 silent connections fill the handshake pool" \
 	'wait_count 1 "(--max-handshakes)" "$tmp/collector.log"'
 t0=$(ms)
-"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 1 \
-	--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" \
-	--ca "$tmp/pki/ca.crt" --name ports-host --no-user --instance "tc-ports-$$" \
-	> "$tmp/agent.out" 2> "$tmp/agent.err"
+tc_run_agent agent -e sched:sched_switch --duration 1 --name ports-host --no-user \
+	--instance "tc-ports-$$"
 rc=$?
 echo "# traceagent with the handshake pool full: exit $rc after $(( $(ms) - t0 )) ms (collector RSS $(rss))"
 check "a real agent connects and exits 0 while strangers fill the handshake pool" \
@@ -88,10 +86,8 @@ python3 -u "$top_srcdir/tests/tcp_relay.py" "$listen" reset 1 2 > "$tmp/cutter.p
 bg+=($!)
 wait_count 1 . "$tmp/cutter.port"
 t0=$(ms)
-"$top_builddir/traceagent" --connect "127.0.0.1:$(cat "$tmp/cutter.port")" -e sched:sched_switch \
-	--duration 1 --cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" \
-	--ca "$tmp/pki/ca.crt" --name ports-retry --no-user --instance "tc-ports-$$" \
-	> "$tmp/retry.out" 2> "$tmp/retry.err"
+tc_run_agent retry --connect "127.0.0.1:$(cat "$tmp/cutter.port")" -e sched:sched_switch \
+	--duration 1 --name ports-retry --no-user --instance "tc-ports-$$"
 rc=$?
 echo "# traceagent whose first 2 connects are reset: exit $rc after $(( $(ms) - t0 )) ms"
 check "an agent whose first connects are reset tries again and exits 0" \

@@ -47,7 +47,7 @@ START_TEST(test_frame_round_trip)
 
 	frame_hdr_pack(&h, buf);
 	ck_assert_mem_eq(buf, want, sizeof(want));
-	ck_assert_int_eq(frame_hdr_parse(buf, sizeof(buf), &back), 0);
+	TU_OK(frame_hdr_parse(buf, sizeof(buf), &back));
 	ck_assert_uint_eq(back.type, h.type);
 	ck_assert_uint_eq(back.flags, h.flags);
 	ck_assert_uint_eq(back.stream, h.stream);
@@ -64,11 +64,10 @@ START_TEST(test_frame_truncated)
 
 	frame_hdr_pack(&h, buf);
 	for (n = 0; n < FRAME_HDR_SIZE; n++) {
-		ck_assert_int_eq(frame_hdr_parse(buf, n, &out),
-				 TC_ERR_FRAME_TRUNCATED);
+		TU_ERR(frame_hdr_parse(buf, n, &out), TC_ERR_FRAME_TRUNCATED);
 		ck_assert_uint_eq(out.seq, 77);
 	}
-	ck_assert_int_eq(frame_hdr_parse(buf, FRAME_HDR_SIZE, &out), 0);
+	TU_OK(frame_hdr_parse(buf, FRAME_HDR_SIZE, &out));
 }
 END_TEST
 
@@ -87,8 +86,7 @@ START_TEST(test_frame_bad_type)
 		h.type = bad[i].type;
 		h.flags = bad[i].flags;
 		frame_hdr_pack(&h, buf);
-		ck_assert_int_eq(frame_hdr_parse(buf, sizeof(buf), &out),
-				 TC_ERR_FRAME_BAD_TYPE);
+		TU_ERR(frame_hdr_parse(buf, sizeof(buf), &out), TC_ERR_FRAME_BAD_TYPE);
 	}
 }
 END_TEST
@@ -99,16 +97,14 @@ START_TEST(test_frame_too_large)
 	uint8_t buf[FRAME_HDR_SIZE];
 
 	frame_hdr_pack(&h, buf);
-	ck_assert_int_eq(frame_hdr_parse(buf, sizeof(buf), &out), 0);
+	TU_OK(frame_hdr_parse(buf, sizeof(buf), &out));
 	ck_assert_uint_eq(out.len, FRAME_MAX_PAYLOAD);
 	h.len = FRAME_MAX_PAYLOAD + 1;
 	frame_hdr_pack(&h, buf);
-	ck_assert_int_eq(frame_hdr_parse(buf, sizeof(buf), &out),
-			 TC_ERR_FRAME_TOO_LARGE);
+	TU_ERR(frame_hdr_parse(buf, sizeof(buf), &out), TC_ERR_FRAME_TOO_LARGE);
 	h.len = UINT32_MAX;
 	frame_hdr_pack(&h, buf);
-	ck_assert_int_eq(frame_hdr_parse(buf, sizeof(buf), &out),
-			 TC_ERR_FRAME_TOO_LARGE);
+	TU_ERR(frame_hdr_parse(buf, sizeof(buf), &out), TC_ERR_FRAME_TOO_LARGE);
 }
 END_TEST
 
@@ -363,9 +359,9 @@ static void encode_ok(const struct proto_msg *m, struct proto_buf *buf)
 	struct frame_hdr h;
 
 	proto_buf_init(buf);
-	ck_assert_int_eq(proto_msg_encode(m, buf), 0);
+	TU_OK(proto_msg_encode(m, buf));
 	ck_assert_uint_gt(buf->len, FRAME_HDR_SIZE);
-	ck_assert_int_eq(frame_hdr_parse(buf->data, buf->len, &h), 0);
+	TU_OK(frame_hdr_parse(buf->data, buf->len, &h));
 	ck_assert_uint_eq(h.type, FRAME_MSG);
 	ck_assert_uint_eq(h.flags, 0);
 	ck_assert_uint_eq(h.seq, 0);
@@ -381,8 +377,7 @@ START_TEST(test_msg_round_trip)
 	struct proto_buf buf;
 
 	encode_ok(&m, &buf);
-	ck_assert_int_eq(proto_msg_decode(buf.data + FRAME_HDR_SIZE,
-					  buf.len - FRAME_HDR_SIZE, &back), 0);
+	TU_OK(proto_msg_decode(buf.data + FRAME_HDR_SIZE, buf.len - FRAME_HDR_SIZE, &back));
 	msg_eq(&m, &back);
 	proto_msg_free(&back);
 	proto_buf_free(&buf);
@@ -417,15 +412,13 @@ START_TEST(test_msg_encode_appends)
 	struct frame_hdr h1, h2;
 
 	proto_buf_init(&buf);
-	ck_assert_int_eq(proto_msg_encode(&a, &buf), 0);
-	ck_assert_int_eq(proto_msg_encode(&b, &buf), 0);
-	ck_assert_int_eq(frame_hdr_parse(buf.data, buf.len, &h1), 0);
-	ck_assert_int_eq(frame_hdr_parse(buf.data + FRAME_HDR_SIZE + h1.len,
-					 buf.len - FRAME_HDR_SIZE - h1.len,
-					 &h2), 0);
+	TU_OK(proto_msg_encode(&a, &buf));
+	TU_OK(proto_msg_encode(&b, &buf));
+	TU_OK(frame_hdr_parse(buf.data, buf.len, &h1));
+	TU_OK(frame_hdr_parse(buf.data + FRAME_HDR_SIZE + h1.len,
+			      buf.len - FRAME_HDR_SIZE - h1.len, &h2));
 	ck_assert_uint_eq(2 * FRAME_HDR_SIZE + h1.len + h2.len, buf.len);
-	ck_assert_int_eq(proto_msg_decode(buf.data + 2 * FRAME_HDR_SIZE + h1.len,
-					  h2.len, &back), 0);
+	TU_OK(proto_msg_decode(buf.data + 2 * FRAME_HDR_SIZE + h1.len, h2.len, &back));
 	msg_eq(&b, &back);
 	proto_msg_free(&back);
 	proto_buf_free(&buf);
@@ -439,8 +432,7 @@ START_TEST(test_msg_null_strings_encode_empty)
 
 	m.error.text = NULL;
 	encode_ok(&m, &buf);
-	ck_assert_int_eq(proto_msg_decode(buf.data + FRAME_HDR_SIZE,
-					  buf.len - FRAME_HDR_SIZE, &back), 0);
+	TU_OK(proto_msg_decode(buf.data + FRAME_HDR_SIZE, buf.len - FRAME_HDR_SIZE, &back));
 	ck_assert_str_eq(back.error.text, "");
 	proto_msg_free(&back);
 	proto_buf_free(&buf);
@@ -463,15 +455,14 @@ START_TEST(test_msg_encode_limits)
 		memcpy(items[i].comm, "fifteen-chars-x", 16);
 	}
 	proto_buf_init(&buf);
-	ck_assert_int_eq(proto_msg_encode(&m, &buf), 0);	/* kept */
+	TU_OK(proto_msg_encode(&m, &buf));	/* kept */
 	m.cmdlines.items = items;
 	m.cmdlines.count = PROTO_MAX_CMDLINES + 1;
-	ck_assert_int_eq(proto_msg_encode(&m, &buf), TC_ERR_TOO_LONG);
+	TU_ERR(proto_msg_encode(&m, &buf), TC_ERR_TOO_LONG);
 	/* 65536 full entries are more than one frame can carry */
 	m.cmdlines.count = PROTO_MAX_CMDLINES;
-	ck_assert_int_eq(proto_msg_encode(&m, &buf), TC_ERR_TOO_LONG);
-	ck_assert_int_eq(proto_msg_decode(buf.data + FRAME_HDR_SIZE,
-					  buf.len - FRAME_HDR_SIZE, &back), 0);
+	TU_ERR(proto_msg_encode(&m, &buf), TC_ERR_TOO_LONG);
+	TU_OK(proto_msg_decode(buf.data + FRAME_HDR_SIZE, buf.len - FRAME_HDR_SIZE, &back));
 	msg_eq(&back, &(struct proto_msg){ .type = MSG_CMDLINES,
 		.cmdlines = sample(MSG_CMDLINES).cmdlines });
 	proto_msg_free(&back);
@@ -480,8 +471,7 @@ START_TEST(test_msg_encode_limits)
 	proto_buf_free(&buf);
 	m.cmdlines.count = PROTO_MAX_CMDLINES / 2;
 	encode_ok(&m, &buf);
-	ck_assert_int_eq(proto_msg_decode(buf.data + FRAME_HDR_SIZE,
-					  buf.len - FRAME_HDR_SIZE, &back), 0);
+	TU_OK(proto_msg_decode(buf.data + FRAME_HDR_SIZE, buf.len - FRAME_HDR_SIZE, &back));
 	msg_eq(&m, &back);
 	proto_msg_free(&back);
 	proto_buf_free(&buf);
@@ -493,15 +483,15 @@ START_TEST(test_msg_encode_limits)
 	encode_ok(&m, &buf);
 	proto_buf_free(&buf);
 	m.format.len = PROTO_MAX_STRING + 1;
-	ck_assert_int_eq(proto_msg_encode(&m, &buf), TC_ERR_TOO_LONG);
+	TU_ERR(proto_msg_encode(&m, &buf), TC_ERR_TOO_LONG);
 	ck_assert_uint_eq(buf.len, 0);
 	m.format.len = 3;
 	big[1] = '\0';
-	ck_assert_int_eq(proto_msg_encode(&m, &buf), TC_ERR_MSG_MALFORMED);
+	TU_ERR(proto_msg_encode(&m, &buf), TC_ERR_MSG_MALFORMED);
 	m.type = (enum proto_msg_type)0;
-	ck_assert_int_eq(proto_msg_encode(&m, &buf), TC_ERR_MSG_UNKNOWN);
+	TU_ERR(proto_msg_encode(&m, &buf), TC_ERR_MSG_UNKNOWN);
 	m.type = (enum proto_msg_type)42;
-	ck_assert_int_eq(proto_msg_encode(&m, &buf), TC_ERR_MSG_UNKNOWN);
+	TU_ERR(proto_msg_encode(&m, &buf), TC_ERR_MSG_UNKNOWN);
 	ck_assert_uint_eq(buf.len, 0);
 	proto_buf_free(&buf);
 	free(items);
@@ -544,7 +534,7 @@ START_TEST(test_msg_trailing_bytes)
 
 	encode_ok(&m, &buf);
 	len = buf.len - FRAME_HDR_SIZE;
-	ck_assert_int_eq(proto_msg_encode(&m, &buf), 0);
+	TU_OK(proto_msg_encode(&m, &buf));
 	/* payload, then the next frame's header and payload */
 	decode_fails(buf.data + FRAME_HDR_SIZE, buf.len - FRAME_HDR_SIZE,
 		     TC_ERR_MSG_MALFORMED);
@@ -725,7 +715,7 @@ START_TEST(test_msg_filter_limits)
 	for (i = 0; i < ARRAY_SIZE(bad_names); i++) {
 		m.filter.name = (char *)bad_names[i];
 		proto_buf_init(&buf);
-		ck_assert_int_eq(proto_msg_encode(&m, &buf), TC_ERR_MSG_MALFORMED);
+		TU_ERR(proto_msg_encode(&m, &buf), TC_ERR_MSG_MALFORMED);
 		ck_assert_uint_eq(buf.len, 0);
 		proto_buf_free(&buf);
 	}
@@ -734,17 +724,16 @@ START_TEST(test_msg_filter_limits)
 	memset(text, 'y', PROTO_MAX_FILTER);
 	m.filter.text = text;
 	encode_ok(&m, &buf);		/* both at their limit */
-	ck_assert_int_eq(proto_msg_decode(buf.data + FRAME_HDR_SIZE,
-					  buf.len - FRAME_HDR_SIZE, &back), 0);
+	TU_OK(proto_msg_decode(buf.data + FRAME_HDR_SIZE, buf.len - FRAME_HDR_SIZE, &back));
 	msg_eq(&m, &back);
 	proto_msg_free(&back);
 	proto_buf_free(&buf);
 	name[PROTO_MAX_EVENT_NAME] = 'x';
 	proto_buf_init(&buf);
-	ck_assert_int_eq(proto_msg_encode(&m, &buf), TC_ERR_MSG_MALFORMED);
+	TU_ERR(proto_msg_encode(&m, &buf), TC_ERR_MSG_MALFORMED);
 	name[PROTO_MAX_EVENT_NAME] = '\0';
 	text[PROTO_MAX_FILTER] = 'y';
-	ck_assert_int_eq(proto_msg_encode(&m, &buf), TC_ERR_MSG_MALFORMED);
+	TU_ERR(proto_msg_encode(&m, &buf), TC_ERR_MSG_MALFORMED);
 	m.filter.text = "";		/* clears: allowed */
 	encode_ok(&m, &buf);
 	proto_buf_free(&buf);
@@ -758,24 +747,24 @@ START_TEST(test_msg_filter_optional)
 	msgpack_sbuffer sb;
 
 	repack(&m, "pushdown", NULL, 0, NULL, 0, &sb);
-	ck_assert_int_eq(proto_msg_decode(sb.data, sb.size, &back), 0);
+	TU_OK(proto_msg_decode(sb.data, sb.size, &back));
 	ck_assert(!back.hello.pushdown);
 	proto_msg_free(&back);
 	msgpack_sbuffer_destroy(&sb);
 	repack(&m, "tsc_mult", NULL, 0, NULL, 0, &sb);	/* the collector refuses it */
-	ck_assert_int_eq(proto_msg_decode(sb.data, sb.size, &back), 0);
+	TU_OK(proto_msg_decode(sb.data, sb.size, &back));
 	ck_assert_uint_eq(back.hello.tsc_mult, 0);
 	ck_assert_uint_eq(back.hello.tsc0, m.hello.tsc0);
 	proto_msg_free(&back);
 	msgpack_sbuffer_destroy(&sb);
 	repack(&m, "agent", NULL, 0, NULL, 0, &sb);	/* an older agent */
-	ck_assert_int_eq(proto_msg_decode(sb.data, sb.size, &back), 0);
+	TU_OK(proto_msg_decode(sb.data, sb.size, &back));
 	ck_assert_str_eq(back.hello.agent, "");
 	proto_msg_free(&back);
 	msgpack_sbuffer_destroy(&sb);
 	m = sample(MSG_FILTER_STATUS);
 	repack(&m, "error", NULL, 0, NULL, 0, &sb);
-	ck_assert_int_eq(proto_msg_decode(sb.data, sb.size, &back), 0);
+	TU_OK(proto_msg_decode(sb.data, sb.size, &back));
 	ck_assert_str_eq(back.filter_status.error, "");
 	proto_msg_free(&back);
 	msgpack_sbuffer_destroy(&sb);
@@ -788,7 +777,7 @@ START_TEST(test_msg_optional_error_text)
 	msgpack_sbuffer sb;
 
 	repack(&m, "text", NULL, 0, NULL, 0, &sb);
-	ck_assert_int_eq(proto_msg_decode(sb.data, sb.size, &back), 0);
+	TU_OK(proto_msg_decode(sb.data, sb.size, &back));
 	ck_assert_int_eq(back.error.code, m.error.code);
 	ck_assert_str_eq(back.error.text, "");
 	proto_msg_free(&back);
@@ -810,7 +799,7 @@ START_TEST(test_msg_optional_counters)
 	cut = m;
 	for (k = 0; k < ARRAY_SIZE(keys); k++) {
 		repack(&m, keys[k], NULL, 0, NULL, 0, &sb);
-		ck_assert_int_eq(proto_msg_decode(sb.data, sb.size, &back), 0);
+		TU_OK(proto_msg_decode(sb.data, sb.size, &back));
 		msgpack_sbuffer_destroy(&sb);
 		ck_assert_uint_eq(back.cpu_stats.commit_overrun, UINT64_MAX);
 		cut.cpu_stats = back.cpu_stats;
@@ -818,7 +807,7 @@ START_TEST(test_msg_optional_counters)
 	}
 	m = sample(MSG_HELLO);
 	repack(&m, "session", NULL, 0, NULL, 0, &sb);
-	ck_assert_int_eq(proto_msg_decode(sb.data, sb.size, &back), 0);
+	TU_OK(proto_msg_decode(sb.data, sb.size, &back));
 	ck_assert_uint_eq(back.hello.session, 0);
 	ck_assert_uint_eq(back.hello.ncpus, 64);
 	proto_msg_free(&back);
@@ -832,7 +821,7 @@ START_TEST(test_msg_other_version_hello)
 	struct proto_msg back;
 
 	/* only "v" is needed to refuse a version we do not speak */
-	ck_assert_int_eq(proto_msg_decode(v2, sizeof(v2) - 1, &back), 0);
+	TU_OK(proto_msg_decode(v2, sizeof(v2) - 1, &back));
 	ck_assert_int_eq(back.type, MSG_HELLO);
 	ck_assert_uint_eq(back.hello.version, 2);
 	ck_assert_str_eq(back.hello.host, "h");
@@ -853,7 +842,7 @@ START_TEST(test_msg_unknown_keys_ignored)
 	msgpack_sbuffer sb;
 
 	repack(&m, NULL, NULL, 0, extra, sizeof(extra) - 1, &sb);
-	ck_assert_int_eq(proto_msg_decode(sb.data, sb.size, &back), 0);
+	TU_OK(proto_msg_decode(sb.data, sb.size, &back));
 	msg_eq(&m, &back);
 	proto_msg_free(&back);
 	msgpack_sbuffer_destroy(&sb);
@@ -931,7 +920,7 @@ START_TEST(test_msg_long_strings)
 	msgpack_sbuffer_destroy(&sb);
 	raw[4] = (char)((n - 1) & 0xff);	/* exactly the limit */
 	repack(&m, "text", raw, n + 4, NULL, 0, &sb);
-	ck_assert_int_eq(proto_msg_decode(sb.data, sb.size, &back), 0);
+	TU_OK(proto_msg_decode(sb.data, sb.size, &back));
 	ck_assert_uint_eq(strlen(back.format.text), PROTO_MAX_STRING);
 	proto_msg_free(&back);
 	msgpack_sbuffer_destroy(&sb);
@@ -983,8 +972,8 @@ START_TEST(test_msg_string_limits)
 
 	raw = str32(max + 1, &len);
 	repack(&m, key, raw, len, NULL, 0, &sb);
-	ck_assert_int_eq(proto_msg_decode_why(sb.data, sb.size, &back, why, sizeof(why)),
-			 TC_ERR_MSG_MALFORMED);
+	TU_ERR(proto_msg_decode_why(sb.data, sb.size, &back, why, sizeof(why)),
+	       TC_ERR_MSG_MALFORMED);
 	snprintf(want, sizeof(want), "%s: '%s' of %zu bytes is over the limit of %zu bytes",
 		 proto_msg_name(m.type), key, max + 1, max);
 	ck_assert_str_eq(why, want);
@@ -992,7 +981,7 @@ START_TEST(test_msg_string_limits)
 	free(raw);
 	raw = str32(max, &len);
 	repack(&m, key, raw, len, NULL, 0, &sb);
-	ck_assert_int_eq(proto_msg_decode_why(sb.data, sb.size, &back, why, sizeof(why)), 0);
+	TU_OK(proto_msg_decode_why(sb.data, sb.size, &back, why, sizeof(why)));
 	ck_assert_str_eq(why, "");
 	proto_msg_free(&back);
 	msgpack_sbuffer_destroy(&sb);
@@ -1015,7 +1004,7 @@ START_TEST(test_msg_string_limits)
 	if (m.type == MSG_ERROR) enc.error.text = raw;
 	if (m.type == MSG_FILTER_STATUS) enc.filter_status.error = raw;
 	proto_buf_init(&buf);
-	ck_assert_int_eq(proto_msg_encode(&enc, &buf), TC_ERR_TOO_LONG);
+	TU_ERR(proto_msg_encode(&enc, &buf), TC_ERR_TOO_LONG);
 	proto_buf_free(&buf);
 	free(raw);
 }
@@ -1028,13 +1017,12 @@ START_TEST(test_msg_decode_why)
 	char why[256];
 
 	repack(&m, "ncpus", NULL, 0, NULL, 0, &sb);
-	ck_assert_int_eq(proto_msg_decode_why(sb.data, sb.size, &back, why, sizeof(why)),
-			 TC_ERR_MSG_MISSING);
+	TU_ERR(proto_msg_decode_why(sb.data, sb.size, &back, why, sizeof(why)), TC_ERR_MSG_MISSING);
 	ck_assert_str_eq(why, "hello: required 'ncpus' missing");
 	msgpack_sbuffer_destroy(&sb);
 	repack(&m, "ncpus", "\xa1x", 2, NULL, 0, &sb);
-	ck_assert_int_eq(proto_msg_decode_why(sb.data, sb.size, &back, why, sizeof(why)),
-			 TC_ERR_MSG_MALFORMED);
+	TU_ERR(proto_msg_decode_why(sb.data, sb.size, &back, why, sizeof(why)),
+	       TC_ERR_MSG_MALFORMED);
 	ck_assert_str_eq(why, "hello: 'ncpus' has the wrong type or is out of range");
 	msgpack_sbuffer_destroy(&sb);
 }
@@ -1251,11 +1239,11 @@ static void handshake(SSL_CTX *sctx, SSL_CTX *cctx, struct side *s,
 {
 	int sv[2], i;
 
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	TU_SYS(socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
 	memset(s, 0, sizeof(*s));
 	memset(c, 0, sizeof(*c));
 	for (i = 0; i < 2; i++)
-		ck_assert_int_eq(fcntl(sv[i], F_SETFL, O_NONBLOCK), 0);
+		TU_SYS(fcntl(sv[i], F_SETFL, O_NONBLOCK));
 	s->fd = sv[0];
 	c->fd = sv[1];
 	s->ssl = SSL_new(sctx);
@@ -1367,7 +1355,7 @@ START_TEST(test_tls_expiry)
 	expiring = 0;
 	ck_assert_int_eq(tls_ctx_expiry(sctx, 30, count_expiry, NULL), 3);
 	ck_assert_int_eq(expiring, 3);
-	ck_assert_int_eq(tls_ctx_expiry(sctx, 0, count_expiry, NULL), 0);
+	TU_EQ(tls_ctx_expiry(sctx, 0, count_expiry, NULL), 0);
 	SSL_CTX_free(sctx);
 }
 END_TEST
@@ -1439,12 +1427,11 @@ static void ctx_fails(const char *cert, const char *key, const char *ca,
 	SSL_CTX *ctx = (SSL_CTX *)&files;
 	char err[512] = "";
 
-	ck_assert_int_eq(tls_ctx_new(TLS_ROLE_SERVER, &files, &ctx, err,
-				     sizeof(err)), TC_ERR_TLS);
+	TU_ERR(tls_ctx_new(TLS_ROLE_SERVER, &files, &ctx, err, sizeof(err)), TC_ERR_TLS);
 	ck_assert_ptr_eq(ctx, (SSL_CTX *)&files);
 	ck_assert_msg(strstr(err, what1), "'%s' lacks '%s'", err, what1);
 	ck_assert_msg(strstr(err, what2), "'%s' lacks '%s'", err, what2);
-	ck_assert_int_eq(ERR_peek_error(), 0);
+	TU_EQ(ERR_peek_error(), 0);
 }
 
 START_TEST(test_tls_ctx_errors)
@@ -1481,7 +1468,7 @@ START_TEST(test_tls_errors_empty)
 	ERR_raise_data(ERR_LIB_SSL, SSL_R_CERTIFICATE_VERIFY_FAILED, "extra %d", 1);
 	ck_assert_str_eq(tls_errors(NULL, buf, sizeof(buf)),
 			 "certificate verify failed (extra 1)");
-	ck_assert_int_eq(ERR_peek_error(), 0);
+	TU_EQ(ERR_peek_error(), 0);
 }
 END_TEST
 
@@ -1512,24 +1499,22 @@ START_TEST(test_msg_tgids_limits)
 	m.cmdlines.count = 0;
 	m.cmdlines.tgids.items = items;
 	m.cmdlines.tgids.count = PROTO_MAX_TGIDS + 1;
-	ck_assert_int_eq(proto_msg_encode(&m, &buf), TC_ERR_TOO_LONG);
+	TU_ERR(proto_msg_encode(&m, &buf), TC_ERR_TOO_LONG);
 	proto_buf_free(&buf);	/* encode_ok() starts a buffer of its own */
 	m.cmdlines.tgids.count = PROTO_MAX_TGIDS;	/* 65536 fit one frame */
 	encode_ok(&m, &buf);
-	ck_assert_int_eq(proto_msg_decode(buf.data + FRAME_HDR_SIZE,
-					  buf.len - FRAME_HDR_SIZE, &back), 0);
+	TU_OK(proto_msg_decode(buf.data + FRAME_HDR_SIZE, buf.len - FRAME_HDR_SIZE, &back));
 	ck_assert_uint_eq(back.cmdlines.tgids.count, PROTO_MAX_TGIDS);
 	proto_msg_free(&back);
 	proto_buf_free(&buf);
 
 	/* an older agent's CMDLINES has no "tgids": none */
-	ck_assert_int_eq(proto_msg_decode(old, sizeof(old) - 1, &back), 0);
+	TU_OK(proto_msg_decode(old, sizeof(old) - 1, &back));
 	ck_assert_uint_eq(back.cmdlines.count, 1);
 	ck_assert_uint_eq(back.cmdlines.tgids.count, 0);
 	proto_msg_free(&back);
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
-		ck_assert_int_eq(proto_msg_decode(bad[i].p, bad[i].len, &back),
-				 TC_ERR_MSG_MALFORMED);
+		TU_ERR(proto_msg_decode(bad[i].p, bad[i].len, &back), TC_ERR_MSG_MALFORMED);
 
 	/* an array announcing PROTO_MAX_TGIDS + 1 entries, present or not */
 	hostile = malloc(64 + (PROTO_MAX_TGIDS + 1) * 3);
@@ -1538,7 +1523,7 @@ START_TEST(test_msg_tgids_limits)
 	n = sizeof(TG_HEAD) - 1 + 5;
 	for (uint32_t i = 0; i <= PROTO_MAX_TGIDS; i++, n += 3)
 		memcpy(hostile + n, "\x92\x01\x01", 3);
-	ck_assert_int_eq(proto_msg_decode(hostile, n, &back), TC_ERR_MSG_MALFORMED);
+	TU_ERR(proto_msg_decode(hostile, n, &back), TC_ERR_MSG_MALFORMED);
 	free(hostile);
 	free(items);
 #undef TG
@@ -1583,14 +1568,14 @@ START_TEST(test_printk_parse)
 				   "0x0 : \"\xc3\xa9\"\n";
 	struct printk_seen seen = { 0 };
 
-	ck_assert_int_eq(proto_printk_parse(text, strlen(text), printk_collect, &seen, NULL), 0);
+	TU_OK(proto_printk_parse(text, strlen(text), printk_collect, &seen, NULL));
 	ck_assert_uint_eq(seen.n, 3);
 	ck_assert_uint_eq(seen.addr[0], 0xffffffff8281b87cull);
 	ck_assert_str_eq(seen.fmt[0], "\"Start context switch\"");
 	ck_assert_uint_eq(seen.addr[1], 0xffff);
 	ck_assert_str_eq(seen.fmt[1], "\"%s: tab\\there\\n\"");
 	ck_assert_uint_eq(seen.addr[2], 0);
-	ck_assert_int_eq(proto_printk_parse("", 0, printk_collect, &seen, NULL), 0);
+	TU_OK(proto_printk_parse("", 0, printk_collect, &seen, NULL));
 }
 END_TEST
 
@@ -1615,8 +1600,8 @@ START_TEST(test_printk_rejects)
 	const char *t = bad_printk_texts[_i];
 	size_t line = 0, want = _i == ARRAY_SIZE(bad_printk_texts) - 1 ? 2 : 1;
 
-	ck_assert_int_eq(proto_printk_parse(t, strlen(t), printk_collect, &seen, &line),
-			 TC_ERR_MSG_MALFORMED);
+	TU_ERR(proto_printk_parse(t, strlen(t), printk_collect, &seen, &line),
+	       TC_ERR_MSG_MALFORMED);
 	ck_assert_uint_eq(line, want);
 }
 END_TEST
@@ -1630,12 +1615,11 @@ START_TEST(test_printk_long_format)
 	ck_assert_ptr_nonnull(text);
 	memset(text + n, 'x', PROTO_PRINTK_MAX_FMT);
 	text[n + PROTO_PRINTK_MAX_FMT] = '\n';
-	ck_assert_int_eq(proto_printk_parse(text, n + PROTO_PRINTK_MAX_FMT + 1,
-					    printk_count_fn, NULL, NULL), 0);
+	TU_OK(proto_printk_parse(text, n + PROTO_PRINTK_MAX_FMT + 1, printk_count_fn, NULL, NULL));
 	memset(text + n, 'x', PROTO_PRINTK_MAX_FMT + 1);
 	text[n + PROTO_PRINTK_MAX_FMT + 1] = '\n';
-	ck_assert_int_eq(proto_printk_parse(text, n + PROTO_PRINTK_MAX_FMT + 2,
-					    printk_count_fn, NULL, NULL), TC_ERR_MSG_MALFORMED);
+	TU_ERR(proto_printk_parse(text, n + PROTO_PRINTK_MAX_FMT + 2,
+				  printk_count_fn, NULL, NULL), TC_ERR_MSG_MALFORMED);
 	free(text);
 }
 END_TEST
@@ -1653,7 +1637,7 @@ START_TEST(test_printk_clean)
 
 	ck_assert_uint_eq(n, strlen(want));
 	ck_assert_mem_eq(text, want, n);
-	ck_assert_int_eq(proto_printk_parse(text, n, printk_count_fn, NULL, NULL), 0);
+	TU_OK(proto_printk_parse(text, n, printk_count_fn, NULL, NULL));
 }
 END_TEST
 
@@ -1706,11 +1690,11 @@ START_TEST(test_sym_round_trip)
 	memset(longname, 'x', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
 	proto_buf_init(&b);
-	ck_assert_int_eq(proto_sym_append(&b, 0x401000, 0x2a, "main"), 0);
-	ck_assert_int_eq(proto_sym_append(&b, UINT64_MAX, 0, "a b\tc"), 0);
-	ck_assert_int_eq(proto_sym_append(&b, 0, 1, longname), 0);
-	ck_assert_int_eq(proto_sym_append(&b, 0, 1, ""), -EINVAL);
-	ck_assert_int_eq(proto_sym_parse((char *)b.data, b.len, sym_collect, &seen, NULL), 0);
+	TU_OK(proto_sym_append(&b, 0x401000, 0x2a, "main"));
+	TU_OK(proto_sym_append(&b, UINT64_MAX, 0, "a b\tc"));
+	TU_OK(proto_sym_append(&b, 0, 1, longname));
+	TU_ERR(proto_sym_append(&b, 0, 1, ""), -EINVAL);
+	TU_OK(proto_sym_parse((char *)b.data, b.len, sym_collect, &seen, NULL));
 	ck_assert_uint_eq(seen.n, 3);
 	ck_assert_uint_eq(seen.addr[0], 0x401000);
 	ck_assert_uint_eq(seen.size[0], 0x2a);
@@ -1718,7 +1702,7 @@ START_TEST(test_sym_round_trip)
 	ck_assert_uint_eq(seen.addr[1], UINT64_MAX);
 	ck_assert_str_eq(seen.name[1], "a?b?c");
 	ck_assert_uint_eq(strlen(seen.name[2]), PROTO_SYM_MAX_NAME);
-	ck_assert_int_eq(proto_sym_parse("", 0, sym_collect, &seen, NULL), 0);
+	TU_OK(proto_sym_parse("", 0, sym_collect, &seen, NULL));
 	proto_buf_free(&b);
 }
 END_TEST
@@ -1746,8 +1730,7 @@ START_TEST(test_sym_rejects)
 	const char *t = bad_sym_texts[_i];
 	size_t line = 0, want = _i == ARRAY_SIZE(bad_sym_texts) - 1 ? 2 : 1;
 
-	ck_assert_int_eq(proto_sym_parse(t, strlen(t), sym_collect, &seen, &line),
-			 TC_ERR_MSG_MALFORMED);
+	TU_ERR(proto_sym_parse(t, strlen(t), sym_collect, &seen, &line), TC_ERR_MSG_MALFORMED);
 	ck_assert_uint_eq(line, want);
 }
 END_TEST
@@ -1762,10 +1745,8 @@ START_TEST(test_sym_long_name_rejected)
 	memset(text + n, 'y', PROTO_SYM_MAX_NAME + 1);
 	n += PROTO_SYM_MAX_NAME + 1;
 	text[n++] = '\n';
-	ck_assert_int_eq(proto_sym_parse(text, n, sym_collect, &seen, NULL),
-			 TC_ERR_MSG_MALFORMED);
-	ck_assert_int_eq(proto_sym_parse(text + 1, n - 1, sym_collect, &seen, NULL),
-			 TC_ERR_MSG_MALFORMED);
+	TU_ERR(proto_sym_parse(text, n, sym_collect, &seen, NULL), TC_ERR_MSG_MALFORMED);
+	TU_ERR(proto_sym_parse(text + 1, n - 1, sym_collect, &seen, NULL), TC_ERR_MSG_MALFORMED);
 	ck_assert_uint_eq(seen.n, 0);
 }
 END_TEST

@@ -23,7 +23,7 @@ set -u
 
 tc_need_tracefs
 tc_lock
-tc_setup pushdown workload agent_pid collector_pid
+tc_setup pushdown workload agent collector_pid
 
 tc_certs
 cat > "$tmp/collector.conf" <<CONF
@@ -33,14 +33,12 @@ tc_start_collector -C "$tmp/collector.conf"
 
 inst() { echo "tc-pushdown-$$-$1"; }
 filter_file() { echo "$tracing/instances/$(inst "$1")/events/sched/sched_switch/filter"; }
-agent() {	# agent NAME DURATION [ARGS...]; with BG=1 (in "&") it becomes the agent
-	local name=$1 duration=$2 run=
+agent() {	# agent NAME DURATION [ARGS...]; with BG=1 in the background (agent its pid)
+	local name=$1 duration=$2 run=tc_run_agent
 	shift 2
-	[ -n "${BG:-}" ] && run=exec
-	$run "$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration "$duration" \
-		--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
-		--name "$name" --no-user --instance "$(inst "$name")" "$@" \
-		> "$tmp/$name.out" 2> "$tmp/$name.err"
+	[ -n "${BG:-}" ] && run=tc_start_agent
+	$run "$name" -e sched:sched_switch --duration "$duration" --name "$name" --no-user \
+		--instance "$(inst "$name")" "$@"
 }
 shipped() { sed -n 's/.*total:.* events=\([0-9]*\).*/\1/p' "$tmp/$1.out"; }
 dropped() {	# dropped HOST: sched_switch events the collector's filter dropped
@@ -64,12 +62,12 @@ busy() { ( while :; do sleep 0.003; done ) & workload=$!; }
 
 # 1. Same kernel, same time: pushed down (a) and collector-only (b).
 busy
-BG=1 agent a 4 & pid_a=$!
-BG=1 agent b 4 --no-pushdown & pid_b=$!
+BG=1 agent a 4; pid_a=$agent
+BG=1 agent b 4 --no-pushdown; pid_b=$agent
 wait_file a '^prev_comm == "sleep"'; seen_a=$?
 filter_b=$(cat "$(filter_file b)" 2>/dev/null)
 wait "$pid_a"; rc_a=$?
-wait "$pid_b"; rc_b=$?
+wait "$pid_b"; rc_b=$?; agent=
 check "agent a exits 0" '[ "$rc_a" = 0 ] || { cat "$tmp/a.err"; false; }'
 check "agent b exits 0" '[ "$rc_b" = 0 ] || { cat "$tmp/b.err"; false; }'
 check "a's instance filter file holds the pushed filter" '[ "$seen_a" = 0 ]'
@@ -106,7 +104,7 @@ check "stored rows with push-down == collector-only rows in the overlap" \
 	'diff <(win "$tmp/rows_a") <(win "$tmp/rows_b") > "$tmp/rows.diff" || { head "$tmp/rows.diff"; false; }'
 
 # 2. SIGHUP while an agent streams: change, then remove the filter.
-BG=1 agent c 60 & agent_pid=$!
+BG=1 agent c 60
 wait_file c '^prev_comm == "sleep"'; got=$?
 check "c got the filter" '[ "$got" = 0 ]'
 echo 'filter = sched:sched_switch next_comm == "sleep"' > "$tmp/collector.conf"
@@ -126,7 +124,7 @@ kill -HUP "$collector_pid"
 for _ in $(seq 100); do grep -q "host c: .*refused" "$tmp/collector.log" && break; sleep 0.1; done
 check "c: the kernel's refusal is logged with its message" \
 	'grep -A3 "host c: sched:sched_switch: the kernel refused filter .prev_comm != sleep." "$tmp/collector.log" | grep -q "did you forget quotes"'
-kill -TERM "$agent_pid"; wait "$agent_pid"; rc=$?; agent_pid=
+kill -TERM "$agent"; wait "$agent"; rc=$?; agent=
 check "c exits 0 (never reconnected)" '[ "$rc" = 0 ] && [ "$(grep -c "agent c (" "$tmp/collector.log")" = 1 ]'
 agent d 3; rc=$?
 kill "$workload"; wait "$workload" 2>/dev/null; workload=
@@ -174,8 +172,8 @@ printf '#!/bin/bash\nfor i in $(seq 20); do sleep 0.01; done\n' > "$tmp/$comm"
 chmod +x "$tmp/$comm"
 reload "next_comm ~ \"*$$.sh\""; got=$?
 check "the suffix glob is in effect" '[ "$got" = 0 ]'
-BG=1 agent e 600 & pid_e=$!
-BG=1 agent f 600 --no-pushdown & pid_f=$!
+BG=1 agent e 600; pid_e=$agent
+BG=1 agent f 600 --no-pushdown; pid_f=$agent
 tracing_on e; on_e=$?
 tracing_on f; on_f=$?
 wait_log "host e: sched:sched_switch: \(the kernel took filter\|filter .* is not pushed down\)"
@@ -193,7 +191,7 @@ check "the collector logs that e's kernel took it" \
 "$tmp/$comm"
 kill -TERM "$pid_e" "$pid_f"
 wait "$pid_e"; rc_e=$?
-wait "$pid_f"; rc_f=$?
+wait "$pid_f"; rc_f=$?; agent=
 check "e and f exit 0" '[ "$rc_e" = 0 ] && [ "$rc_f" = 0 ] || { cat "$tmp/e.err" "$tmp/f.err"; false; }'
 stored_e=$(traceq -H e --count sched_switch)
 stored_f=$(traceq -H f --count sched_switch)

@@ -19,7 +19,7 @@ static struct proto_buf encode_request(const struct qmsg_request *r)
 	struct proto_buf b;
 
 	proto_buf_init(&b);
-	ck_assert_int_eq(qmsg_request_encode(r, &b), 0);
+	TU_OK(qmsg_request_encode(r, &b));
 	return b;
 }
 
@@ -32,7 +32,7 @@ START_TEST(request_round_trip)
 	}, out;
 	struct proto_buf b = encode_request(&in);
 
-	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), 0);
+	TU_OK(qmsg_request_decode(b.data, b.len, &out));
 	ck_assert_int_eq(out.op, QOP_SELECT);
 	ck_assert_uint_eq(out.sync_ms, 9000);
 	ck_assert_str_eq(out.query, in.query);
@@ -52,7 +52,7 @@ START_TEST(request_stats_needs_no_query)
 	struct qmsg_request in = { .op = QOP_STATS }, out;
 	struct proto_buf b = encode_request(&in);
 
-	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), 0);
+	TU_OK(qmsg_request_decode(b.data, b.len, &out));
 	ck_assert_ptr_null(out.query);
 	ck_assert_uint_eq(out.sync_ms, 0);	/* not sent: no wait */
 	qmsg_request_free(&out);
@@ -66,7 +66,7 @@ START_TEST(request_every_prefix_rejected)
 	struct proto_buf b = encode_request(&in);
 
 	for (size_t n = 0; n < b.len; n++)
-		ck_assert_int_eq(qmsg_request_decode(b.data, n, &out), TC_ERR_MSG_MALFORMED);
+		TU_ERR(qmsg_request_decode(b.data, n, &out), TC_ERR_MSG_MALFORMED);
 	proto_buf_free(&b);
 }
 END_TEST
@@ -102,7 +102,7 @@ static struct proto_buf pack_request(const char *bad_key, int variant)
 	else
 		msgpack_pack_uint32(&pk, 1);
 	proto_buf_init(&b);
-	ck_assert_int_eq(proto_buf_append(&b, sb.data, sb.size), 0);
+	TU_OK(proto_buf_append(&b, sb.data, sb.size));
 	msgpack_sbuffer_destroy(&sb);
 	return b;
 }
@@ -114,7 +114,7 @@ START_TEST(request_sql)
 				   .limit = 10 }, out;
 	struct proto_buf b = encode_request(&in);
 
-	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), 0);
+	TU_OK(qmsg_request_decode(b.data, b.len, &out));
 	ck_assert_int_eq(out.op, QOP_SQL);
 	ck_assert_int_eq(out.op, 16);
 	ck_assert_str_eq(out.query, in.query);
@@ -123,12 +123,12 @@ START_TEST(request_sql)
 	proto_buf_free(&b);
 	in.query = NULL;
 	b = encode_request(&in);
-	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), TC_ERR_MSG_MISSING);
+	TU_ERR(qmsg_request_decode(b.data, b.len, &out), TC_ERR_MSG_MISSING);
 	proto_buf_free(&b);
 	in.op = 15;
 	in.query = "x";
 	b = encode_request(&in);
-	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), TC_ERR_MSG_MALFORMED);
+	TU_ERR(qmsg_request_decode(b.data, b.len, &out), TC_ERR_MSG_MALFORMED);
 	proto_buf_free(&b);
 }
 END_TEST
@@ -163,7 +163,7 @@ static struct proto_buf sample_reply(uint32_t nrows)
 	struct proto_buf b;
 
 	proto_buf_init(&b);
-	ck_assert_int_eq(qmsg_reply_begin(&w, "sched:sched_switch", 3, cols), 0);
+	TU_OK(qmsg_reply_begin(&w, "sched:sched_switch", 3, cols));
 	for (uint32_t r = 0; r < nrows; r++) {
 		qmsg_put_int(w, -(int64_t)r);
 		qmsg_put_str(w, "swapper/0", 9);
@@ -174,7 +174,7 @@ static struct proto_buf sample_reply(uint32_t nrows)
 	}
 	ck_assert_uint_eq(qmsg_reply_rows(w), nrows);
 	qmsg_reply_backlog(w, 12, 1 << 20);
-	ck_assert_int_eq(qmsg_reply_end(w, true, 77, 88, 5, &b), 0);
+	TU_OK(qmsg_reply_end(w, true, 77, 88, 5, &b));
 	return b;
 }
 
@@ -183,7 +183,7 @@ START_TEST(reply_round_trip)
 	struct proto_buf b = sample_reply(4);
 	struct qmsg_reply r;
 
-	ck_assert_int_eq(qmsg_reply_decode(b.data, b.len, &r), 0);
+	TU_OK(qmsg_reply_decode(b.data, b.len, &r));
 	ck_assert(r.ok);
 	ck_assert_str_eq(r.event, "sched:sched_switch");
 	ck_assert_uint_eq(r.ncols, 3);
@@ -217,23 +217,23 @@ START_TEST(hist_round_trip)
 	struct qmsg_writer *w;
 	struct qmsg_reply r;
 
-	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), 0);
+	TU_OK(qmsg_request_decode(b.data, b.len, &out));
 	ck_assert_int_eq(out.op, QOP_HIST);
 	ck_assert_str_eq(out.hist, "keys=next_comm");
 	qmsg_request_free(&out);
 	proto_buf_free(&b);
 	in.hist = NULL;		/* a hist request without its spec */
 	b = encode_request(&in);
-	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), TC_ERR_MSG_MISSING);
+	TU_ERR(qmsg_request_decode(b.data, b.len, &out), TC_ERR_MSG_MISSING);
 	proto_buf_free(&b);
 
 	proto_buf_init(&b);
-	ck_assert_int_eq(qmsg_reply_begin(&w, "sched:sched_switch", 2, cols), 0);
+	TU_OK(qmsg_reply_begin(&w, "sched:sched_switch", 2, cols));
 	qmsg_put_str(w, "sleep", 5);
 	qmsg_put_uint(w, 3);
 	qmsg_reply_hist(w, 128, 77);
-	ck_assert_int_eq(qmsg_reply_end(w, true, 9, 0, 300, &b), 0);
-	ck_assert_int_eq(qmsg_reply_decode(b.data, b.len, &r), 0);
+	TU_OK(qmsg_reply_end(w, true, 9, 0, 300, &b));
+	TU_OK(qmsg_reply_decode(b.data, b.len, &r));
 	ck_assert_uint_eq(r.count, 300);
 	ck_assert_uint_eq(r.entries, 128);
 	ck_assert_uint_eq(r.dropped, 77);
@@ -249,10 +249,10 @@ START_TEST(reply_error_round_trip)
 	struct proto_buf b;
 
 	proto_buf_init(&b);
-	ck_assert_int_eq(qmsg_reply_error(TC_ERR_UNKNOWN_FIELD, "unknown field 'x'", 19, 1, &b), 0);
-	ck_assert_int_eq(qmsg_reply_decode(b.data, b.len, &r), 0);
+	TU_OK(qmsg_reply_error(TC_ERR_UNKNOWN_FIELD, "unknown field 'x'", 19, 1, &b));
+	TU_OK(qmsg_reply_decode(b.data, b.len, &r));
 	ck_assert(!r.ok);
-	ck_assert_int_eq(r.code, TC_ERR_UNKNOWN_FIELD);
+	TU_ERR(r.code, TC_ERR_UNKNOWN_FIELD);
 	ck_assert_str_eq(r.error, "unknown field 'x'");
 	ck_assert_int_eq(r.pos, 19);
 	ck_assert_int_eq(r.len, 1);
@@ -267,7 +267,7 @@ START_TEST(reply_every_prefix_rejected)
 	struct qmsg_reply r;
 
 	for (size_t n = 0; n < b.len; n++)
-		ck_assert_int_eq(qmsg_reply_decode(b.data, n, &r), TC_ERR_MSG_MALFORMED);
+		TU_ERR(qmsg_reply_decode(b.data, n, &r), TC_ERR_MSG_MALFORMED);
 	proto_buf_free(&b);
 }
 END_TEST
@@ -292,7 +292,7 @@ START_TEST(reply_ragged_rows_rejected)
 	msgpack_pack_array(&pk, 3);
 	for (int i = 0; i < 3; i++)
 		msgpack_pack_int(&pk, i);
-	ck_assert_int_eq(qmsg_reply_decode(sb.data, sb.size, &r), TC_ERR_MSG_MALFORMED);
+	TU_ERR(qmsg_reply_decode(sb.data, sb.size, &r), TC_ERR_MSG_MALFORMED);
 	msgpack_sbuffer_destroy(&sb);
 }
 END_TEST
@@ -309,12 +309,12 @@ START_TEST(reply_missing_fields)
 	msgpack_pack_map(&pk, 1);
 	msgpack_pack_str_with_body(&pk, "ok", 2);
 	msgpack_pack_false(&pk);
-	ck_assert_int_eq(qmsg_reply_decode(sb.data, sb.size, &r), TC_ERR_MSG_MISSING);
+	TU_ERR(qmsg_reply_decode(sb.data, sb.size, &r), TC_ERR_MSG_MISSING);
 	msgpack_sbuffer_clear(&sb);
 	msgpack_pack_map(&pk, 1);
 	msgpack_pack_str_with_body(&pk, "count", 5);
 	msgpack_pack_uint64(&pk, 3);
-	ck_assert_int_eq(qmsg_reply_decode(sb.data, sb.size, &r), TC_ERR_MSG_MISSING);
+	TU_ERR(qmsg_reply_decode(sb.data, sb.size, &r), TC_ERR_MSG_MISSING);
 	msgpack_sbuffer_destroy(&sb);
 }
 END_TEST
@@ -332,12 +332,12 @@ START_TEST(request_over_the_limit_rejected)
 	q[QMSG_MAX_REQUEST - 1] = 0;
 	b = encode_request(&in);
 	over = b.len - QMSG_MAX_REQUEST;	/* what the rest of the map takes */
-	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), TC_ERR_TOO_LONG);
+	TU_ERR(qmsg_request_decode(b.data, b.len, &out), TC_ERR_TOO_LONG);
 	proto_buf_free(&b);
 	q[QMSG_MAX_REQUEST - 1 - over] = 0;
 	b = encode_request(&in);
 	ck_assert_uint_eq(b.len, QMSG_MAX_REQUEST);
-	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), 0);
+	TU_OK(qmsg_request_decode(b.data, b.len, &out));
 	qmsg_request_free(&out);
 	proto_buf_free(&b);
 	free(q);
@@ -356,7 +356,7 @@ START_TEST(request_select_keys_round_trip)
 	}, out;
 	struct proto_buf b = encode_request(&in);
 
-	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), 0);
+	TU_OK(qmsg_request_decode(b.data, b.len, &out));
 	ck_assert_int_eq(out.after_type, 7);
 	ck_assert_int_eq(out.from_ts, -1000);
 	ck_assert(out.from_end && out.to_end && out.reverse);
@@ -371,13 +371,13 @@ START_TEST(request_select_keys_round_trip)
 	/* discovery ops: hosts needs no query, fields does */
 	in = (struct qmsg_request){ .op = QOP_HOSTS };
 	b = encode_request(&in);
-	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), 0);
+	TU_OK(qmsg_request_decode(b.data, b.len, &out));
 	ck_assert_int_eq(out.op, QOP_HOSTS);
 	qmsg_request_free(&out);
 	proto_buf_free(&b);
 	in.op = QOP_FIELDS;
 	b = encode_request(&in);
-	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), TC_ERR_MSG_MISSING);
+	TU_ERR(qmsg_request_decode(b.data, b.len, &out), TC_ERR_MSG_MISSING);
 	proto_buf_free(&b);
 }
 END_TEST
@@ -393,7 +393,7 @@ START_TEST(request_omit)
 		names[i] = i % 2 ? "common_flags" : "common_type";
 	in.nomit = 2;
 	b = encode_request(&in);
-	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), 0);
+	TU_OK(qmsg_request_decode(b.data, b.len, &out));
 	ck_assert_uint_eq(out.nomit, 2);
 	ck_assert_str_eq(out.omit[0], "common_type");
 	ck_assert_str_eq(out.omit[1], "common_flags");
@@ -402,7 +402,7 @@ START_TEST(request_omit)
 	proto_buf_free(&b);
 	in.nomit = QMSG_MAX_OMIT + 1;
 	b = encode_request(&in);
-	ck_assert_int_eq(qmsg_request_decode(b.data, b.len, &out), TC_ERR_MSG_MALFORMED);
+	TU_ERR(qmsg_request_decode(b.data, b.len, &out), TC_ERR_MSG_MALFORMED);
 	proto_buf_free(&b);
 }
 END_TEST
@@ -418,12 +418,12 @@ static struct proto_buf typed_reply(void)
 	struct proto_buf b;
 
 	proto_buf_init(&b);
-	ck_assert_int_eq(qmsg_reply_begin_types(&w, 2, events, ncols, cols), 0);
+	TU_OK(qmsg_reply_begin_types(&w, 2, events, ncols, cols));
 	qmsg_put_type(w, 1);
 	qmsg_put_int(w, -1);
 	qmsg_put_str(w, "zz", 2);
 	qmsg_put_type(w, 0);
-	ck_assert_int_eq(qmsg_reply_begin(&buf, NULL, 1, c0), 0);	/* a row buffer */
+	TU_OK(qmsg_reply_begin(&buf, NULL, 1, c0));	/* a row buffer */
 	qmsg_put_uint(buf, 9);
 	qmsg_put_raw(w, qmsg_body(buf), qmsg_body_len(buf), 1);
 	qmsg_writer_free(buf);
@@ -431,7 +431,7 @@ static struct proto_buf typed_reply(void)
 	qmsg_reply_last_type(w, 42);
 	qmsg_reply_type_format(w, 1, "name: b\nformat:\n");	/* type 0 has none */
 	qmsg_reply_type_format(w, 2, "out of range: ignored");
-	ck_assert_int_eq(qmsg_reply_end(w, true, 5, 6, 0, &b), 0);
+	TU_OK(qmsg_reply_end(w, true, 5, 6, 0, &b));
 	return b;
 }
 
@@ -441,7 +441,7 @@ START_TEST(reply_types_round_trip)
 	const struct qmsg_value *row;
 	struct qmsg_reply r, view;
 
-	ck_assert_int_eq(qmsg_reply_decode(b.data, b.len, &r), 0);
+	TU_OK(qmsg_reply_decode(b.data, b.len, &r));
 	ck_assert_uint_eq(r.ntypes, 2);
 	ck_assert_uint_eq(r.nrows, 2);
 	ck_assert_int_eq(r.last_type, 42);
@@ -458,7 +458,7 @@ START_TEST(reply_types_round_trip)
 	ck_assert_uint_eq(row[0].u, 9);
 	qmsg_reply_free(&r);
 	for (size_t n = 0; n < b.len; n++)
-		ck_assert_int_eq(qmsg_reply_decode(b.data, n, &r), TC_ERR_MSG_MALFORMED);
+		TU_ERR(qmsg_reply_decode(b.data, n, &r), TC_ERR_MSG_MALFORMED);
 	proto_buf_free(&b);
 }
 END_TEST
@@ -488,7 +488,7 @@ START_TEST(reply_types_bad_rows_rejected)
 		msgpack_pack_array(&pk, 2);
 		msgpack_pack_uint32(&pk, bad ? 0 : 1);	/* type 1 does not exist */
 		msgpack_pack_int(&pk, 5);		/* type 0 has two columns */
-		ck_assert_int_eq(qmsg_reply_decode(sb.data, sb.size, &r), TC_ERR_MSG_MALFORMED);
+		TU_ERR(qmsg_reply_decode(sb.data, sb.size, &r), TC_ERR_MSG_MALFORMED);
 		msgpack_sbuffer_destroy(&sb);
 	}
 }

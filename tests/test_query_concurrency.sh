@@ -52,11 +52,8 @@ counts_at_once() {
 
 ( while :; do sleep 0.002; done ) &
 workload=$!
-"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 6 \
-	--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
-	--name concurrency-host --instance "tc-qconc-$$" --spool-dir "$tmp/spool" \
-	> "$tmp/agent.out" 2> "$tmp/agent.err" &
-agent=$!
+tc_start_agent agent -e sched:sched_switch --duration 6 --name concurrency-host \
+	--instance "tc-qconc-$$" --spool-dir "$tmp/spool"
 sleep 2
 # Hold the database's write lock until $tmp/unlock exists: past the
 # store's 5 s busy timeout every commit fails, live or from the journal.

@@ -29,10 +29,8 @@ tc_certs
 tc_start_collector --db "$tmp/seed.db" --journal-size 0
 ( while :; do sleep 0.001; done ) &
 workload=$!
-"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
-	--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" -e sched:sched_switch \
-	--duration 1 --name limits-host --instance "tc-limits-$$" --spool-dir "$tmp/spool" \
-	> "$tmp/agent.out" 2> "$tmp/agent.err"
+tc_run_agent agent -e sched:sched_switch --duration 1 --name limits-host \
+	--instance "tc-limits-$$" --spool-dir "$tmp/spool"
 rc=$?
 kill "$workload"; wait "$workload" 2>/dev/null
 workload=

@@ -111,10 +111,9 @@ check "an agent's certificate gets no answer on the query port (exit $rc: $(head
 	'[ "$rc" != 0 ] && [ ! -s "$tmp/asagent.out" ] && grep -q "made for an agent" "$tmp/asagent.err"'
 check "... and the collector logs why" \
 	'grep -q "query client .* refused: certificate tls-web1 was made for an agent" "$tmp/collector.log"'
-"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/client-alice.crt" \
-	--key "$tmp/pki/client-alice.key" --ca "$tmp/pki/ca.crt" -e sched:sched_switch \
-	--duration 1 --name alice --instance "tc-qtls-$$" --spool-dir "$tmp/spool" \
-	> "$tmp/agent-alice.out" 2> "$tmp/agent-alice.err"; rc=$?
+tc_run_agent agent-alice --cert "$tmp/pki/client-alice.crt" --key "$tmp/pki/client-alice.key" \
+	-e sched:sched_switch --duration 1 --name alice --instance "tc-qtls-$$" \
+	--spool-dir "$tmp/spool"; rc=$?
 check "a query client's certificate cannot send data (agent exit $rc: $(tail -c 300 "$tmp/agent-alice.err"))" \
 	'[ "$rc" != 0 ] && grep -q "made for a query client" "$tmp/agent-alice.err"'
 check "... and the collector logs why" \

@@ -104,9 +104,9 @@ START_TEST(test_render_tracepoint_string)
 	char why[256], line[512];
 
 	memset(asked, 0, sizeof(asked));
-	ck_assert_int_eq(render_new(RENDER_TRACECMD, NULL, NULL, &r), 0);
+	TU_OK(render_new(RENDER_TRACECMD, NULL, NULL, &r));
 	render_set_printk(r, printk_of, NULL);
-	ck_assert_int_eq(render_prepare(r, &rep, why, sizeof(why)), 0);
+	TU_OK(render_prepare(r, &rep, why, sizeof(why)));
 	row(v, 11, "a", 0xffffffff8281b87cull);
 	ck_assert_str_eq(print(r, &rep, line, sizeof(line)),
 			 "              sh-16733 [001] 28084.710426: rcu_utilization:      "
@@ -126,17 +126,17 @@ START_TEST(test_render_tracepoint_string)
 	render_free(r);
 
 	/* the kernel's layout (no plugins) resolves it the same way */
-	ck_assert_int_eq(render_new(RENDER_KERNEL, NULL, NULL, &r), 0);
+	TU_OK(render_new(RENDER_KERNEL, NULL, NULL, &r));
 	render_set_printk(r, printk_of, NULL);
-	ck_assert_int_eq(render_prepare(r, &rep, why, sizeof(why)), 0);
+	TU_OK(render_prepare(r, &rep, why, sizeof(why)));
 	row(v, 11, "a", 0xffffffff8281b87cull);
 	ck_assert_str_eq(strstr(print(r, &rep, line, sizeof(line)), "rcu_utilization:"),
 			 "rcu_utilization: Start context switch");
 	render_free(r);
 
 	/* without a printk callback: the address, as before */
-	ck_assert_int_eq(render_new(RENDER_TRACECMD, NULL, NULL, &r), 0);
-	ck_assert_int_eq(render_prepare(r, &rep, why, sizeof(why)), 0);
+	TU_OK(render_new(RENDER_TRACECMD, NULL, NULL, &r));
+	TU_OK(render_prepare(r, &rep, why, sizeof(why)));
 	row(v, 11, "a", 0xffffffff8281b87cull);
 	ck_assert_str_eq(strstr(print(r, &rep, line, sizeof(line)), "rcu_utilization:"),
 			 "rcu_utilization:      ffffffff8281b87c");
@@ -154,9 +154,9 @@ START_TEST(test_render_bprint)
 	struct render *r;
 	char why[256], line[512];
 
-	ck_assert_int_eq(render_new(RENDER_TRACECMD, NULL, NULL, &r), 0);
+	TU_OK(render_new(RENDER_TRACECMD, NULL, NULL, &r));
 	render_set_printk(r, printk_of, NULL);
-	ck_assert_int_eq(render_prepare(r, &rep, why, sizeof(why)), 0);
+	TU_OK(render_prepare(r, &rep, why, sizeof(why)));
 	row(v, 12, "a", 0xffffffff82000000ull);
 	v[10] = (struct qmsg_value){ .kind = QV_UINT, .u = 0xffffffff81000100ull };
 	print(r, &rep, line, sizeof(line));
@@ -185,10 +185,10 @@ START_TEST(test_render_tgid)
 	struct render *r;
 	char why[256], line[512];
 
-	ck_assert_int_eq(render_new(RENDER_KERNEL, NULL, NULL, &r), 0);
+	TU_OK(render_new(RENDER_KERNEL, NULL, NULL, &r));
 	render_set_printk(r, printk_of, NULL);
 	render_set_tgid(r, tgid_of, NULL);
-	ck_assert_int_eq(render_prepare(r, &rep, why, sizeof(why)), 0);
+	TU_OK(render_prepare(r, &rep, why, sizeof(why)));
 	row(v, 11, "a", 0xffffffff8281b87cull);
 	ck_assert_str_eq(print(r, &rep, line, sizeof(line)),
 			 "              sh-16733   (   4242) [001] ..... 28084.710426: "
@@ -198,9 +198,9 @@ START_TEST(test_render_tgid)
 		      "%s", line);
 	render_free(r);
 
-	ck_assert_int_eq(render_new(RENDER_TRACECMD, NULL, NULL, &r), 0);
+	TU_OK(render_new(RENDER_TRACECMD, NULL, NULL, &r));
 	render_set_tgid(r, tgid_of, NULL);
-	ck_assert_int_eq(render_prepare(r, &rep, why, sizeof(why)), 0);
+	TU_OK(render_prepare(r, &rep, why, sizeof(why)));
 	row(v, 11, "a", 0xffffffff8281b87cull);
 	ck_assert_msg(strstr(print(r, &rep, line, sizeof(line)),
 			     "              sh-16733 (   4242) [001] 28084.710426: "), "%s", line);
@@ -285,15 +285,15 @@ static void compare_paths(const char *format, const char *event, char **cols, si
 	struct render *fast, *slow;
 	char why[256], a[512], b[512];
 
-	ck_assert_int_eq(render_new(RENDER_TRACECMD, NULL, NULL, &fast), 0);
-	ck_assert_int_eq(render_new(RENDER_TRACECMD, NULL, NULL, &slow), 0);
+	TU_OK(render_new(RENDER_TRACECMD, NULL, NULL, &fast));
+	TU_OK(render_new(RENDER_TRACECMD, NULL, NULL, &slow));
 	render_set_slow(slow, true);
 	if (tgid) {
 		render_set_tgid(fast, tgid_of, NULL);
 		render_set_tgid(slow, tgid_of, NULL);
 	}
-	ck_assert_int_eq(render_prepare(fast, &rep, why, sizeof(why)), 0);
-	ck_assert_int_eq(render_prepare(slow, &rep, why, sizeof(why)), 0);
+	TU_OK(render_prepare(fast, &rep, why, sizeof(why)));
+	TU_OK(render_prepare(slow, &rep, why, sizeof(why)));
 	for (int i = 0; i < 200; i++) {
 		size_t len = i % 13 == 4 ? (size_t)(i % 50 + 1) : sizeof(a);	/* cut lines too */
 		size_t na, nb;
@@ -341,9 +341,9 @@ START_TEST(test_render_negative_time)
 	for (size_t k = 0; k < 3; k++) {
 		struct render *r;
 
-		ck_assert_int_eq(render_new(style[k], NULL, NULL, &r), 0);
+		TU_OK(render_new(style[k], NULL, NULL, &r));
 		render_set_slow(r, k == 1);
-		ck_assert_int_eq(render_prepare(r, &rep, why, sizeof(why)), 0);
+		TU_OK(render_prepare(r, &rep, why, sizeof(why)));
 		for (size_t i = 0; i < sizeof(ts) / sizeof(ts[0]); i++) {
 			row(v, 11, "a", 0xffffffff8281b87cull);
 			render_row(r, &rep, v, ts[i], line, sizeof(line));

@@ -16,7 +16,7 @@ set -u
 
 tc_need_tracefs
 tc_lock
-tc_setup revoke collector_pid agent_pid workload
+tc_setup revoke agent collector_pid workload
 
 tc_certs keep gone early
 { "$top_srcdir/contrib/tracecollect-certs" -d "$tmp/rogue" ca &&
@@ -32,15 +32,13 @@ tc_start_collector --crl "$tmp/pki/crl.pem"
 echo "collector: agents on $listen, queries on $query"
 
 # agent NAME CERT ARGS...: traceagent with CERT.crt/.key, output in
-# $tmp/NAME.*; with BG=1 in the background, agent_pid its pid
+# $tmp/NAME.*; with BG=1 in the background, agent its pid
 agent() {
-	local name=$1 cert=$2
+	local name=$1 cert=$2 run=tc_run_agent
 	shift 2
-	"$top_builddir/traceagent" --connect "$listen" --cert "$cert.crt" --key "$cert.key" \
-		--ca "$tmp/pki/ca.crt" -e sched:sched_switch --no-user \
-		--instance "tc-revoke-$$-$name" "$@" > "$tmp/$name.out" 2> "$tmp/$name.err" &
-	[ "${BG:-0}" = 1 ] && { agent_pid=$!; return 0; }
-	wait $!
+	[ "${BG:-0}" = 1 ] && run=tc_start_agent
+	$run "$name" --cert "$cert.crt" --key "$cert.key" -e sched:sched_switch --no-user \
+		--instance "tc-revoke-$$-$name" "$@"
 }
 count() { traceq --count sched_switch --host "$1" 2>/dev/null || echo 0; }
 
@@ -58,7 +56,7 @@ workload=$!
 BG=1 agent gone "$tmp/pki/agent-gone"
 for _ in $(seq 300); do
 	[ "$(count gone)" -gt 0 ] && break
-	kill -0 "$agent_pid" 2>/dev/null || break
+	kill -0 "$agent" 2>/dev/null || break
 	sleep 0.2
 done
 check "the agent named by its certificate's CN (gone) stores" '[ "$(count gone)" -gt 0 ]'
@@ -89,7 +87,7 @@ done
 after=$(count gone)
 check "the agent connected before the reload keeps storing ($before, then $after)" \
 	'[ "$after" -gt "$before" ]'
-kill -TERM "$agent_pid"; wait "$agent_pid"; rc=$?; agent_pid=
+kill -TERM "$agent"; wait "$agent"; rc=$?; agent=
 kill "$workload"; wait "$workload" 2>/dev/null; workload=
 check "... and ends cleanly (exit $rc), everything delivered, never reconnected" \
 	'[ "$rc" = 0 ] && tc_done_covers "$tmp/gone.out" && grep -q " reconnects=0" "$tmp/gone.out" ||

@@ -104,10 +104,10 @@ static void pin_to(int cpu, cpu_set_t *saved)
 {
 	cpu_set_t one;
 
-	ck_assert_int_eq(sched_getaffinity(0, sizeof(*saved), saved), 0);
+	TU_SYS(sched_getaffinity(0, sizeof(*saved), saved));
 	CPU_ZERO(&one);
 	CPU_SET(cpu, &one);
-	ck_assert_int_eq(sched_setaffinity(0, sizeof(one), &one), 0);
+	TU_SYS(sched_setaffinity(0, sizeof(one), &one));
 }
 
 static void rb_push(struct readback *rb, const struct rec *e, uint64_t ts,
@@ -144,7 +144,7 @@ static void decode_page(const struct ring_page_ref *pg, struct readback *rb)
 	int missed;
 
 	ck_assert_ptr_nonnull(kb);
-	ck_assert_int_eq(kbuffer_load_subbuffer(kb, (void *)pg->data), 0);
+	TU_EQ(kbuffer_load_subbuffer(kb, (void *)pg->data), 0);
 	missed = kbuffer_missed_events(kb);
 	ck_assert_int_eq(missed != 0, pg->missed);
 	if (missed > 0)
@@ -227,8 +227,7 @@ START_TEST(test_single_thread_exact)
 	uint64_t ts[2000];
 
 	for (uint64_t i = 0; i < 2000; i++)
-		ck_assert_int_eq(put(r, 0, 1, i, 16 + (uint32_t)(i * 7 % 300),
-				     &ts[i]), 0);
+		TU_OK(put(r, 0, 1, i, 16 + (uint32_t)(i * 7 % 300), &ts[i]));
 	drain(r, true, &rb);
 	ck_assert_uint_eq(rb.n, 2000);
 	for (size_t i = 0; i < rb.n; i++) {
@@ -264,11 +263,11 @@ START_TEST(test_write_stamped)
 
 		for (unsigned k = 0; k < 5; k++)
 			w[k] = i * 10 + k;
-		ck_assert_int_eq(ring_write_stamped(r, w, len, len - 8), 0);
+		TU_OK(ring_write_stamped(r, w, len, len - 8));
 	}
-	ck_assert_int_eq(ring_write_stamped(r, w, 40, 33), -EINVAL);
-	ck_assert_int_eq(ring_write_stamped(r, w, 4, 0), -EINVAL);
-	ck_assert_int_eq(ring_write_stamped(r, w, 120, 0), -EINVAL);
+	TU_ERR(ring_write_stamped(r, w, 40, 33), -EINVAL);
+	TU_ERR(ring_write_stamped(r, w, 4, 0), -EINVAL);
+	TU_ERR(ring_write_stamped(r, w, 120, 0), -EINVAL);
 	for (unsigned b = 0; b < ring_nr_bufs(r); b++) {
 		ring_reader_flush(r, b);
 		while (ring_reader_get(r, b, &pg) == 0) {
@@ -304,25 +303,25 @@ START_TEST(test_time_extend_and_sizes)
 	struct ring_page_ref pg;
 	uint64_t ts[3];
 
-	ck_assert_int_eq(put(r, 0, 1, 0, 16, &ts[0]), 0);
+	TU_OK(put(r, 0, 1, 0, 16, &ts[0]));
 	usleep(150000);
-	ck_assert_int_eq(put(r, 0, 1, 1, 16, &ts[1]), 0);
-	ck_assert_int_eq(put(r, 0, 1, 2, RING_MAX_PAYLOAD, &ts[2]), 0);
-	ck_assert_int_eq(ring_write(r, 0, "", 0), 0);
-	ck_assert_int_eq(ring_write(r, 0, "x", RING_MAX_PAYLOAD + 1), -E2BIG);
-	ck_assert_int_eq(ring_reader_get(r, 0, &pg), -EAGAIN);
+	TU_OK(put(r, 0, 1, 1, 16, &ts[1]));
+	TU_OK(put(r, 0, 1, 2, RING_MAX_PAYLOAD, &ts[2]));
+	TU_OK(ring_write(r, 0, "", 0));
+	TU_ERR(ring_write(r, 0, "x", RING_MAX_PAYLOAD + 1), -E2BIG);
+	TU_ERR(ring_reader_get(r, 0, &pg), -EAGAIN);
 	ck_assert_int_eq(ring_reader_flush(r, 0), 1);
-	ck_assert_int_eq(ring_reader_flush(r, 0), 0);
-	ck_assert_int_eq(ring_reader_get(r, 0, &pg), 0);
-	ck_assert_int_eq(ring_reader_get(r, 0, &pg), -EBUSY);
+	TU_EQ(ring_reader_flush(r, 0), 0);
+	TU_OK(ring_reader_get(r, 0, &pg));
+	TU_ERR(ring_reader_get(r, 0, &pg), -EBUSY);
 	ring_reader_put(r, 0);
-	ck_assert_int_eq(ring_reader_get(r, 0, &pg), -EAGAIN);
+	TU_ERR(ring_reader_get(r, 0, &pg), -EAGAIN);
 	ring_close(r);
 
 	r = mkring(RING_MODE_PRODUCER, 8, 1, RING_CLOCK_MONO);
-	ck_assert_int_eq(put(r, 0, 1, 0, 16, &ts[0]), 0);
+	TU_OK(put(r, 0, 1, 0, 16, &ts[0]));
 	usleep(150000);
-	ck_assert_int_eq(put(r, 0, 1, 1, 16, &ts[1]), 0);
+	TU_OK(put(r, 0, 1, 1, 16, &ts[1]));
 	ck_assert_uint_gt(ts[1] - ts[0], 1u << 27);
 	drain(r, true, &rb);
 	ck_assert_uint_eq(rb.n, 2);
@@ -350,7 +349,7 @@ START_TEST(test_producer_full)
 		dropped += !!ret;
 	}
 	ck_assert_uint_gt(dropped, 0);
-	ck_assert_int_eq(ring_get_stats(r, 0, &st), 0);
+	TU_OK(ring_get_stats(r, 0, &st));
 	ck_assert_uint_eq(st.lost_full, dropped);
 	drain(r, true, &rb);
 	ck_assert_uint_eq(rb.n, ok);
@@ -465,7 +464,7 @@ static void run_threads(enum ring_mode mode, bool rseq)
 	}
 	drain(r, true, &rd.rb);
 	for (unsigned b = 0; b < ring_nr_bufs(r); b++) {
-		ck_assert_int_eq(ring_get_stats(r, b, &st), 0);
+		TU_OK(ring_get_stats(r, b, &st));
 		lost_over += st.lost_overwritten;
 		lost_new += st.lost_full + st.lost_busy;
 	}
@@ -512,12 +511,11 @@ START_TEST(test_rseq_named_buffers)
 	uint64_t per[64] = { 0 };
 
 	ck_assert_uint_le(nb, 64);
-	ck_assert_int_eq(sched_getaffinity(0, sizeof(before), &before), 0);
+	TU_SYS(sched_getaffinity(0, sizeof(before), &before));
 	for (uint64_t i = 0; i < 50; i++)
 		for (unsigned b = 0; b < nb; b++)
-			ck_assert_int_eq(i % 2 ? put(r, (int)b, b, i, 32, NULL) :
-					 put_w(r, (int)b, b, i, 32), 0);
-	ck_assert_int_eq(sched_getaffinity(0, sizeof(after), &after), 0);
+			TU_OK(i % 2 ? put(r, (int)b, b, i, 32, NULL) : put_w(r, (int)b, b, i, 32));
+	TU_SYS(sched_getaffinity(0, sizeof(after), &after));
 	ck_assert(CPU_EQUAL(&before, &after));
 	drain(r, true, &rb);
 	ck_assert_uint_eq(rb.n, 50 * nb);
@@ -525,8 +523,7 @@ START_TEST(test_rseq_named_buffers)
 		ck_assert_uint_eq(rb.recs[k].writer, rb.buf[k]);
 		ck_assert_uint_eq(rb.recs[k].seq, per[rb.buf[k]]++);
 	}
-	ck_assert_int_eq(ring_reserve(r, (int)nb, 8, &(struct ring_wctx){ 0 }),
-			 -EINVAL);
+	TU_ERR(ring_reserve(r, (int)nb, 8, &(struct ring_wctx){ 0 }), -EINVAL);
 	rb_free(&rb);
 	ring_close(r);
 }
@@ -550,7 +547,7 @@ START_TEST(test_rseq_commit_after_migration)
 	pin_to(0, &saved);
 	for (uint64_t i = 0; i < 1000; i++) {
 		e.seq = i;
-		ck_assert_int_eq(ring_reserve(r, -1, 32, &c), 0);
+		TU_OK(ring_reserve(r, -1, 32, &c));
 		fill(c.data, &e);
 		if (i % 7 == 0)
 			pin_to(1, &tmp);	/* commit from CPU 1 */
@@ -604,9 +601,9 @@ START_TEST(test_signal_nesting)
 	setitimer(ITIMER_REAL, &it, NULL);
 	while (sig_seq < 500 && n < 40000) {
 		if (n % 2)
-			ck_assert_int_eq(put(r, sig_buf, 0, n, 40, NULL), 0);
+			TU_OK(put(r, sig_buf, 0, n, 40, NULL));
 		else
-			ck_assert_int_eq(put_w(r, sig_buf, 0, n, 40), 0);
+			TU_OK(put_w(r, sig_buf, 0, n, 40));
 		n++;
 	}
 	memset(&it, 0, sizeof(it));
@@ -670,7 +667,7 @@ START_TEST(test_reader_in_other_process)
 
 	snprintf(path, sizeof(path), "/dev/shm/tc-test-ring.%d", getpid());
 	ret = ring_create(path, &p, &r);
-	ck_assert_int_eq(ret, 0);
+	TU_OK(ret);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0)
@@ -743,10 +740,10 @@ START_TEST(test_writer_killed_mid_write)
 		child_writer(path, _i);
 	ck_assert_int_eq(waitpid(pid, &ws, WUNTRACED), pid);
 	ck_assert(WIFSTOPPED(ws));
-	ck_assert_int_eq(ring_open(path, &r), 0);
+	TU_OK(ring_open(path, &r));
 	unlink(path);
 	ck_assert(ring_owner_alive(r));
-	ck_assert_int_eq(ring_reader_recover(r, 0), -EBUSY);
+	TU_ERR(ring_reader_recover(r, 0), -EBUSY);
 	drain(r, true, &rb);	/* the stuck page cannot be taken */
 	ck_assert_uint_lt(rb.n, 300);
 	kill(pid, SIGKILL);
@@ -757,7 +754,7 @@ START_TEST(test_writer_killed_mid_write)
 	ck_assert_uint_eq(rb.n, 300);
 	for (size_t i = 0; i < rb.n; i++)
 		ck_assert_uint_eq(rb.recs[i].seq, i);
-	ck_assert_int_eq(ring_get_stats(r, 0, &st), 0);
+	TU_OK(ring_get_stats(r, 0, &st));
 	ck_assert_uint_eq(st.unfinished, 1);
 	rb_free(&rb);
 	ring_close(r);
@@ -773,18 +770,18 @@ START_TEST(test_formats)
 	char big[70000];
 
 	ck_assert_uint_eq(b, a + 1);
-	ck_assert_int_eq(ring_format_next(r, &cur, &t), 0);
-	ck_assert_int_eq(ring_format_append(r, "name: a\nID: 1\n"), 0);
-	ck_assert_int_eq(ring_format_append(r, "name: b\n"), 0);
+	TU_EQ(ring_format_next(r, &cur, &t), 0);
+	TU_OK(ring_format_append(r, "name: a\nID: 1\n"));
+	TU_OK(ring_format_append(r, "name: b\n"));
 	ck_assert_int_eq(ring_format_next(r, &cur, &t), 1);
 	ck_assert_str_eq(t, "name: a\nID: 1\n");
 	ck_assert_int_eq(ring_format_next(r, &cur, &t), 1);
 	ck_assert_str_eq(t, "name: b\n");
-	ck_assert_int_eq(ring_format_next(r, &cur, &t), 0);
+	TU_EQ(ring_format_next(r, &cur, &t), 0);
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = 0;
-	ck_assert_int_eq(ring_format_append(r, big), -ENOSPC);
-	ck_assert_int_eq(ring_format_next(r, &cur, &t), 0);
+	TU_ERR(ring_format_append(r, big), -ENOSPC);
+	TU_EQ(ring_format_next(r, &cur, &t), 0);
 	ring_close(r);
 }
 END_TEST
@@ -795,8 +792,8 @@ START_TEST(test_clock_conversion)
 	struct timespec ts;
 	uint64_t t0, t1, mono, lo, hi;
 
-	ck_assert_int_eq(ring_clock_calibrate(10, &c), -EINVAL);
-	ck_assert_int_eq(ring_clock_calibrate(20000, &c), 0);
+	TU_ERR(ring_clock_calibrate(10, &c), -EINVAL);
+	TU_OK(ring_clock_calibrate(20000, &c));
 	usleep(50000);
 	t0 = ring_clock_now(RING_CLOCK_TSC);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -821,14 +818,14 @@ START_TEST(test_open_rejects_bad_files)
 
 	memset(junk, 0x41, sizeof(junk));
 	ck_assert_int_eq(write(fd, junk, sizeof(junk)), (int)sizeof(junk));
-	ck_assert_int_eq(ring_open_fd(fd, &r), TC_ERR_PAGE_MALFORMED);
+	TU_ERR(ring_open_fd(fd, &r), TC_ERR_PAGE_MALFORMED);
 	ck_assert_ptr_null(r);
 	close(fd);
 	good = mkring(RING_MODE_PRODUCER, 2, 1, RING_CLOCK_TSC);
-	ck_assert_int_eq(ftruncate(ring_fd(good), 4096 * 3), 0);
-	ck_assert_int_eq(ring_open_fd(ring_fd(good), &r), TC_ERR_PAGE_MALFORMED);
+	TU_SYS(ftruncate(ring_fd(good), 4096 * 3));
+	TU_ERR(ring_open_fd(ring_fd(good), &r), TC_ERR_PAGE_MALFORMED);
 	ring_close(good);
-	ck_assert_int_eq(ring_open("/nonexistent/ring", &r), -ENOENT);
+	TU_ERR(ring_open("/nonexistent/ring", &r), -ENOENT);
 }
 END_TEST
 
@@ -843,8 +840,7 @@ static struct tep_event *parse_entry(struct tep_handle *tep, const char *t)
 	ck_assert_uint_lt((size_t)(nl - t), sizeof(sys));
 	memcpy(sys, t, (size_t)(nl - t));
 	sys[nl - t] = 0;
-	ck_assert_int_eq(tep_parse_format(tep, &ev, nl + 1, strlen(nl + 1),
-					  sys), 0);
+	TU_EQ(tep_parse_format(tep, &ev, nl + 1, strlen(nl + 1), sys), 0);
 	return ev;
 }
 
@@ -856,7 +852,7 @@ static unsigned long long num(struct tep_event *ev, const char *name,
 	unsigned long long v = 0;
 
 	ck_assert_ptr_nonnull(f);
-	ck_assert_int_eq(tep_read_number_field(f, rec.data, &v), 0);
+	TU_EQ(tep_read_number_field(f, rec.data, &v), 0);
 	return v;
 }
 
@@ -884,28 +880,25 @@ START_TEST(test_public_api)
 
 	snprintf(path, sizeof(path), "/dev/shm/tc-test-api.%d", getpid());
 	o.path = path;
-	ck_assert_int_eq(tc_event_register("p", "e", fields, 3, NULL, &ev),
-			 -ENODEV);
-	ck_assert_int_eq(tc_init(&o), 0);
-	ck_assert_int_eq(tc_init(&o), -EALREADY);
-	ck_assert_int_eq(tc_event_register("my app", "e", fields, 3, NULL,
-					   &ev), -EINVAL);
-	ck_assert_int_eq(tc_event_register("myapp", "req", fields, 3, NULL,
-					   &ev), 0);
+	TU_ERR(tc_event_register("p", "e", fields, 3, NULL, &ev), -ENODEV);
+	TU_OK(tc_init(&o));
+	TU_ERR(tc_init(&o), -EALREADY);
+	TU_ERR(tc_event_register("my app", "e", fields, 3, NULL, &ev), -EINVAL);
+	TU_OK(tc_event_register("myapp", "req", fields, 3, NULL, &ev));
 	ck_assert_uint_eq(ev->size, 32);
 	ck_assert(!tc_enabled());
-	ck_assert_int_eq(TC_WRITE(ev, &rec, sizeof(rec)), 0);
-	ck_assert_int_eq(tc_write(ev, &rec, sizeof(rec)), -ENODEV);
-	ck_assert_int_eq(ring_open(path, &r), 0);
+	TU_OK(TC_WRITE(ev, &rec, sizeof(rec)));
+	TU_ERR(tc_write(ev, &rec, sizeof(rec)), -ENODEV);
+	TU_OK(ring_open(path, &r));
 	ring_set_attached(r, true);
 	ck_assert(tc_enabled());
-	ck_assert_int_eq(TC_WRITE(ev, &rec, sizeof(rec)), 0);
-	ck_assert_int_eq(tc_printf("hello %d", 42), 0);
+	TU_OK(TC_WRITE(ev, &rec, sizeof(rec)));
+	TU_OK(tc_printf("hello %d", 42));
 	/* past ring_write_hdr()'s inline path (8 + 301 bytes) */
 	memset(longs, 'x', sizeof(longs) - 1);
 	longs[sizeof(longs) - 1] = 0;
-	ck_assert_int_eq(tc_printf("%s", longs), 0);
-	ck_assert_int_eq(tc_write(ev, longs, RING_MAX_PAYLOAD - 7), -E2BIG);
+	TU_OK(tc_printf("%s", longs));
+	TU_ERR(tc_write(ev, longs, RING_MAX_PAYLOAD - 7), -E2BIG);
 	ck_assert_int_eq(ring_format_next(r, &cur, &t), 1);
 	pev = parse_entry(tep, t);
 	ck_assert_str_eq(pev->name, "print");
@@ -1053,14 +1046,14 @@ static size_t drain_own(struct ring *r, unsigned b, bool flush,
 	int ret;
 
 	if (flush)
-		ck_assert_int_eq(ring_reader_flush(r, b), 0);
+		TU_EQ(ring_reader_flush(r, b), 0);
 	while ((ret = ring_reader_get(r, b, &pg)) == 0) {
 		ck_assert_uint_eq(pg.buf, b);
 		decode_own(&pg, rb);
 		ring_reader_put(r, b);
 		n++;
 	}
-	ck_assert_int_eq(ret, -EAGAIN);
+	TU_ERR(ret, -EAGAIN);
 	return n;
 }
 
@@ -1202,7 +1195,7 @@ static void copy_expect(struct ring *r, unsigned b, struct readback *rb,
 	struct ring_page_ref pg;
 	int ret;
 
-	ck_assert_int_eq(ring_reader_flush(r, b), 0);
+	TU_EQ(ring_reader_flush(r, b), 0);
 	ret = ring_reader_get(r, b, &pg);
 	if (n)
 		TU_OK(ret);
@@ -1290,7 +1283,7 @@ START_TEST(test_own_partial_copies)
 	for (int i = 0; i < 10; i++)
 		gen_put(&g, 24, 100);
 	q = o.q;
-	ck_assert_int_eq(ring_reader_flush(r, ob), 0);
+	TU_EQ(ring_reader_flush(r, ob), 0);
 	TU_OK(ring_reader_get(r, ob, &pg));
 	ck_assert_uint_eq(pg.seq, q);
 	ck_assert(!pg.missed);
@@ -1335,7 +1328,7 @@ START_TEST(test_own_partial_copies)
 
 	/* a flush, then the page completes before the get: the get takes
 	 * the page (trimmed); then a copy of the next page's first */
-	ck_assert_int_eq(ring_reader_flush(r, ob), 0);
+	TU_EQ(ring_reader_flush(r, ob), 0);
 	q = o.q;
 	while (o.q == q)
 		gen_put(&g, 100, 3);
@@ -1783,8 +1776,7 @@ START_TEST(test_own_threads)
 		pthread_t t;
 
 		rd = (struct own_rd){ .ts = 1 };
-		ck_assert_int_eq(pthread_create(&t, NULL, own_writer_main, &w),
-				 0);
+		TU_EQ(pthread_create(&t, NULL, own_writer_main, &w), 0);
 		while (!__atomic_load_n(&w.done, __ATOMIC_ACQUIRE))
 			if (!own_rd_drain(r, ob, &rd))
 				sched_yield();

@@ -27,11 +27,8 @@ db() { sqlite3 -cmd ".timeout 20000" "$tmp/trace.db" "$@"; }
 
 ( while :; do sleep 0.002; done ) &
 workload=$!
-"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 8 \
-	--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
-	--name rollback-host --instance "tc-rollback-$$" --spool-dir "$tmp/spool" \
-	> "$tmp/agent.out" 2> "$tmp/agent.err" &
-agent=$!
+tc_start_agent agent -e sched:sched_switch --duration 8 --name rollback-host \
+	--instance "tc-rollback-$$" --spool-dir "$tmp/spool"
 sleep 2
 db "CREATE TRIGGER tc_test_fail_ins BEFORE INSERT ON stream_marks
 	BEGIN SELECT RAISE(ABORT, 'injected by test_rollback'); END;

@@ -21,7 +21,7 @@ tc_need_tracefs
 command -v trace-cmd >/dev/null || skip "needs trace-cmd (apt-get install trace-cmd)"
 command -v python3 >/dev/null || skip "needs python3"
 tc_lock
-tc_setup schema_cap collector_pid import_pid
+tc_setup schema_cap agent collector_pid import_pid
 inst="tc_schema_$$"
 schema_cleanup() {
 	rmdir "$tracing/instances/$inst" 2>/dev/null
@@ -43,9 +43,8 @@ tq() { "$tq" -s "ipc://$sock" -t 300000 "$@"; }
 tq --import "$tmp/bomb.dat" --name bomb > "$tmp/imp.out" 2>&1 &
 import_pid=$!
 sleep 0.5	# its formats are being stored
-"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 2 \
-	--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
-	--name real-host --no-user --instance "tc-schema-$$" > "$tmp/agent.out" 2> "$tmp/agent.err"
+tc_run_agent agent -e sched:sched_switch --duration 2 --name real-host --no-user \
+	--instance "tc-schema-$$"
 agent_rc=$?
 check "the real agent was welcomed and exits 0 ($(tail -2 "$tmp/agent.err" | tr '\n' ' '))" \
 	'[ "$agent_rc" = 0 ] && ! grep -q "no welcome" "$tmp/agent.err"'
@@ -54,7 +53,7 @@ import_pid=
 check "the import ends, exit 0 ($(tr '\n' ' ' < "$tmp/imp.out"))" '[ "$rc" = 0 ]'
 
 shipped=$(sed -n 's/.*total:.* events=\([0-9]*\).*/\1/p' "$tmp/agent.out")
-stored=$(tq --sync -H real-host --count sched_switch 2>&1)
+stored=$(tq --sync -H real-host --count '*' 2>&1)	# sched_switch and the agent's task name events
 check "the real agent's events are stored ($stored of $shipped)" \
 	'[ -n "$shipped" ] && [ "$shipped" -gt 0 ] && [ "$stored" = "$shipped" ]'
 

@@ -245,12 +245,9 @@ START_TEST(test_slots)
 		ck_assert_ptr_nonnull(room);
 		ck_assert_ptr_eq(spool_reserve(sp, PG), room);	/* same room */
 		page(room, 0, seq);
-		ck_assert_int_eq(spool_commit(sp, 0, seq, 0, 10, room + 1, PG,
-					      true), -EINVAL);
-		ck_assert_int_eq(spool_commit(sp, 0, seq, 0, 10, room, PG + 128,
-					      true), -EINVAL);
-		ck_assert_int_eq(spool_commit(sp, 0, seq, 0, 10, room, PG,
-					      true), 0);
+		TU_ERR(spool_commit(sp, 0, seq, 0, 10, room + 1, PG, true), -EINVAL);
+		TU_ERR(spool_commit(sp, 0, seq, 0, 10, room, PG + 128, true), -EINVAL);
+		TU_OK(spool_commit(sp, 0, seq, 0, 10, room, PG, true));
 	}
 	TU_ERR(spool_set_slot(sp, PG), -EINVAL);	/* in use */
 	spool_counts(sp, 0, &c);
@@ -273,8 +270,8 @@ START_TEST(test_slots)
 	memset(&w, 0, sizeof(w));
 	TU_OK(spool_send_pending(sp, 1, walk_cb, &w));
 	ck_assert_uint_eq(w.n, 1);
-	ck_assert_int_eq(spool_commit(sp, 1, 1, 0, 10, spool_reserve(sp, PG),
-				      PG, true), -EINVAL);	/* seq not above */
+	TU_ERR(spool_commit(sp, 1, 1, 0, 10, spool_reserve(sp, PG),
+			    PG, true), -EINVAL);	/* seq not above */
 }
 END_TEST
 
@@ -303,8 +300,7 @@ START_TEST(test_slots_count_whole)
 	TU_OK(spool_open(1, 4 * PG, dir, 8 * PG, &sp));
 	TU_OK(spool_set_slot(sp, PG));
 	for (seq = 1; seq <= 4; seq++)
-		ck_assert_int_eq(spool_add(sp, 0, seq, 0, 1, small,
-					   sizeof(small), false), 0);
+		TU_OK(spool_add(sp, 0, seq, 0, 1, small, sizeof(small), false));
 	spool_counts(sp, 0, &c);
 	ck_assert_uint_eq(c.disk_bytes, sizeof(small));
 	ck_assert_uint_gt(c.mem_bytes, 3 * PG);

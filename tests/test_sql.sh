@@ -37,13 +37,9 @@ query="ipc://$sock"
 
 ( while :; do sleep 0.002; done ) &
 workload=$!
-"$top_builddir/traceagent" --connect "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
-	--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" -e sched:sched_switch \
-	--duration 2 --name tc-agent-sql --instance "tc-sql-$$" --spool-dir "$tmp/spool" \
-	> "$tmp/agent.out" 2> "$tmp/agent.err" &
-agent=$!
-wait "$agent"; rc=$?
-agent=
+tc_run_agent agent -e sched:sched_switch --duration 2 --name tc-agent-sql --instance "tc-sql-$$" \
+	--spool-dir "$tmp/spool"
+rc=$?
 kill "$workload"; wait "$workload" 2>/dev/null
 workload=
 check "agent exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent.err"; false; }'

@@ -88,7 +88,7 @@ START_TEST(test_no_such_pid)
 	int calls = 0;
 
 	ck_assert_int_lt(funcsyms_of_pid(-5, stop_cb, &calls), 0);
-	ck_assert_int_eq(calls, 0);
+	TU_EQ(calls, 0);
 }
 END_TEST
 
@@ -116,7 +116,7 @@ START_TEST(test_kallsyms)
 
 	ck_assert_int_eq(funcsyms_of_kernel(path, find_cb, w), 3);
 	ck_assert_uint_eq(w[0].found, 0xffffffff81000000ull);
-	ck_assert_int_eq(w[1].times, 0);
+	TU_EQ(w[1].times, 0);
 	ck_assert_uint_eq(w[2].found, 0xffffffff81000200ull);
 	ck_assert_uint_eq(w[3].found, 0xffffffff81000300ull);
 	/* sized up to the next text symbol; the last, and one followed by a lower, unsized */
@@ -149,8 +149,8 @@ START_TEST(test_kallsyms_restricted)
 	char *path = write_tmp("0000000000000000 T _stext\n0000000000000000 t vfs_read\n");
 	int calls = 0;
 
-	ck_assert_int_eq(funcsyms_of_kernel(path, stop_cb, &calls), 0);
-	ck_assert_int_eq(calls, 0);
+	TU_EQ(funcsyms_of_kernel(path, stop_cb, &calls), 0);
+	TU_EQ(calls, 0);
 	unlink(path);
 	free(path);
 }
@@ -177,7 +177,7 @@ static int msg_cb(void *arg, const struct proto_msg *m)
 	ck_assert_int_eq(m->type, MSG_SYMBOLS);
 	ck_assert_uint_eq(m->symbols.group, 9);
 	ck_assert_uint_le(m->symbols.len, PROTO_SYM_CHUNK);
-	ck_assert_int_eq(proto_sym_parse(m->symbols.text, m->symbols.len, sym_line, s, NULL), 0);
+	TU_OK(proto_sym_parse(m->symbols.text, m->symbols.len, sym_line, s, NULL));
 	s->msgs++;
 	return 0;
 }

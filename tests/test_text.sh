@@ -30,7 +30,7 @@ set -u
 tc_need_tracefs
 command -v trace-cmd >/dev/null || skip "needs trace-cmd (apt-get install trace-cmd)"
 tc_lock
-tc_setup text collector_pid agent_pid
+tc_setup text collector_pid agent
 tc_inst="tc_text_tc_$$"		# trace-cmd's
 k_inst="tc_text_k_$$"		# the kernel's own trace file
 text_cleanup() {
@@ -43,14 +43,11 @@ trap text_cleanup EXIT
 tc_certs
 tc_start_collector
 
-"$top_builddir/traceagent" --connect "$listen" -e sched -e irq -e timer -e ipi -e rcu:rcu_utilization \
-	--trace-clock mono --cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" \
-	--ca "$tmp/pki/ca.crt" --name text-host --no-user --instance "tc-text-$$-a" \
-	> "$tmp/agent.out" 2> "$tmp/agent.err" &
-agent_pid=$!
+tc_start_agent agent -e sched -e irq -e timer -e ipi -e rcu:rcu_utilization --trace-clock mono \
+	--name text-host --no-user --instance "tc-text-$$-a"
 for _ in $(seq 300); do
 	grep -q "agent text-host (" "$tmp/collector.log" && break
-	kill -0 "$agent_pid" 2>/dev/null || break
+	kill -0 "$agent" 2>/dev/null || break
 	sleep 0.1
 done
 check "the agent connected" 'grep -q "agent text-host (" "$tmp/collector.log" || { cat "$tmp/agent.err"; false; }'
@@ -65,7 +62,7 @@ trace-cmd record -B "$tc_inst" -C mono -d --no-filter -e sched -e irq -e timer -
 	-o "$tmp/tc.dat" sh -c 'for i in $(seq 20); do sleep 0.01; ls / > /dev/null; done' \
 	> "$tmp/record.log" 2>&1
 echo 0 > "$k/tracing_on"
-kill -INT "$agent_pid"; wait "$agent_pid"; agent_rc=$?; agent_pid=
+kill -INT "$agent"; wait "$agent"; agent_rc=$?; agent=
 check "agent exits 0" '[ "$agent_rc" = 0 ] || { cat "$tmp/agent.err"; false; }'
 cat "$k/trace" > "$tmp/kernel.txt"
 for s in sched irq timer rcu/rcu_utilization; do echo 0 > "$k/events/$s/enable"; done
@@ -218,10 +215,9 @@ check "csv: a header, then rows" \
 	 [ "$(wc -l < "$tmp/ipi.csv")" = 4 ]'
 
 # a second host: a leading host column, unless --no-host or --host picks one
-"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 1 \
-	--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
-	--name text-host-2 --no-user --instance "tc-text-$$-b" > "$tmp/agent2.out" 2>&1
-check "second agent exits 0" '[ $? = 0 ] || { cat "$tmp/agent2.out"; false; }'
+tc_run_agent agent2 -e sched:sched_switch --duration 1 --name text-host-2 --no-user \
+	--instance "tc-text-$$-b"
+check "second agent exits 0" '[ $? = 0 ] || { cat "$tmp/agent2.err"; false; }'
 traceq sched_switch > "$tmp/two.txt"
 check "two hosts: every line starts with its host" \
 	'grep -q "^  text-host: " "$tmp/two.txt" && grep -q "^text-host-2: " "$tmp/two.txt" &&
@@ -233,14 +229,13 @@ check "--host with one host: no column" \
 
 # the kernel's symbols go once per boot: a second run of text-host finds
 # them held (WELCOME's kallsyms) and sends none
-"$top_builddir/traceagent" --connect "$listen" -e sched:sched_switch --duration 1 \
-	--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
-	--name text-host --no-user --instance "tc-text-$$-c" > "$tmp/agent3.out" 2>&1
-check "third agent exits 0" '[ $? = 0 ] || { cat "$tmp/agent3.out"; false; }'
+tc_run_agent agent3 -e sched:sched_switch --duration 1 --name text-host --no-user \
+	--instance "tc-text-$$-c"
+check "third agent exits 0" '[ $? = 0 ] || { cat "$tmp/agent3.err"; false; }'
 traceq --count sched_switch > /dev/null	# --sync: everything stored
 kernel_tables=$(sqlite3 "$tmp/trace.db" "SELECT count(*) FROM programs WHERE grp = 0")
 check "kernel symbols stored once per host and boot ($kernel_tables tables for 2 hosts)" \
-	'[ "$kernel_tables" = 2 ] && grep -q "kernel symbols of this boot" "$tmp/agent3.out"'
+	'[ "$kernel_tables" = 2 ] && grep -q "kernel symbols of this boot" "$tmp/agent3.err"'
 # printk_formats likewise: the collector asks for them only when it holds
 # none of the boot (WELCOME's printk_formats)
 printk_sent=$(grep -c "printk formats of this boot" "$tmp/collector.log")

@@ -31,13 +31,9 @@ tq="$top_builddir/traceq/traceq"
 ( while :; do sleep 0.001; done ) &
 workload=$!
 for h in cli-a cli-b; do
-	"$top_builddir/traceagent" -s "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
-		--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" -e sched \
-		--duration 1 --name "$h" --instance "tc-tqcli-$$" --spool-dir "$tmp/spool" \
-		> "$tmp/agent-$h.out" 2> "$tmp/agent-$h.err" &
-	agent=$!
-	wait "$agent"; rc=$?
-	agent=
+	tc_run_agent "agent-$h" -e sched --duration 1 --name "$h" --instance "tc-tqcli-$$" \
+		--spool-dir "$tmp/spool"
+	rc=$?
 	check "agent $h exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent-$h.err"; false; }'
 done
 kill "$workload"; wait "$workload" 2>/dev/null

@@ -16,10 +16,10 @@ tc_need_tracefs
 tc_lock
 tmp=$(mktemp -d /tmp/tc-user.XXXXXX)
 shm=$(mktemp -d /dev/shm/tc-user.XXXXXX)
-collector_pid= agent_pid=
+collector_pid= agent=
 failed=0
 cleanup() {
-	[ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
+	[ -n "$agent" ] && kill "$agent" 2>/dev/null && wait "$agent" 2>/dev/null
 	[ -n "$collector_pid" ] && kill "$collector_pid" 2>/dev/null && wait "$collector_pid" 2>/dev/null
 	rm -rf "$tmp" "$shm"
 }
@@ -29,11 +29,7 @@ tc_certs
 tc_start_collector
 
 t0=$(date +%s%N)
-"$top_builddir/traceagent" --connect "$listen" -e sched:sched_process_exit \
-	--user-dir "$shm" --name user-host \
-	--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" \
-	> "$tmp/agent.out" 2> "$tmp/agent.err" &
-agent_pid=$!
+tc_start_agent agent -e sched:sched_process_exit --user-dir "$shm" --name user-host
 
 TRACECOLLECT_DIR=$shm "$top_builddir/tests/user_sample" "$N" > "$tmp/sample.out"
 sample_rc=$?
@@ -44,7 +40,7 @@ for _ in $(seq 100); do
 	grep -q "exited; its buffers are drained" "$tmp/agent.err" && break
 	sleep 0.1
 done
-kill -INT "$agent_pid"; wait "$agent_pid"; agent_rc=$?; agent_pid=
+kill -INT "$agent"; wait "$agent"; agent_rc=$?; agent=
 t1=$(date +%s%N)
 cat "$tmp/agent.out"
 check "agent exits 0" '[ "$agent_rc" = 0 ] || { cat "$tmp/agent.err"; false; }'

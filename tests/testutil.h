@@ -1,13 +1,15 @@
 /*
  * testutil.h - what every check suite under tests/ shares: assertions on
- * our return codes that say what a code means (tc_strerror()), a private
- * temporary directory per test, and main().
+ * our return codes that say what a code means (tc_strerror()), on libc
+ * calls (strerror(errno)) and on plain integers, a private temporary
+ * directory per test, and main().
  *
  * Header-only (static inline): a suite is one .c file linked with the
  * module it tests, and these need nothing beyond libc, check and
  * common/tc_error.
  *
  *   START_TEST(test_x) { TU_OK(f(a)); TU_ERR(f(NULL), -EINVAL); } END_TEST
+ *   TU_SYS(mkdir(sub, 0700)); TU_EQ(count_rows(db), 0);
  *   static void setup(void) { tu_tmpdir_make(dir, sizeof(dir), "x"); }
  *   static void teardown(void) { TU_OK(tu_tmpdir_remove(dir)); }
  *   TU_MAIN(x_suite())
@@ -61,6 +63,31 @@ static inline const char *tu_strerror(long long v)
 	ck_assert_msg(tu_ret_ == tu_want_, "%s returned %lld (%s), not %s = %lld (%s)", \
 		      #expr, tu_ret_, tu_strerror(tu_ret_), #code, tu_want_, \
 		      tu_strerror(tu_want_)); \
+} while (0)
+
+/*
+ * TU_SYS - assert that @expr, a libc call returning 0 or -1 with errno
+ * set (mkdir(), chmod(), pipe(), ...), returns 0. On failure the message
+ * gives the expression, the value and strerror(errno).
+ */
+#define TU_SYS(expr) do { \
+	long long tu_ret_ = (expr); \
+	int tu_errno_ = errno; \
+	ck_assert_msg(tu_ret_ == 0, "%s returned %lld: %s", #expr, tu_ret_, \
+		      strerror(tu_errno_)); \
+} while (0)
+
+/*
+ * TU_EQ - assert that the integers @a and @b are equal: a count, a flag,
+ * a field read back (TU_EQ(n, 0) for "none"). On failure the message gives
+ * both expressions and their values, and a negative @a read as an error
+ * code (for a call that returns a count or an error).
+ */
+#define TU_EQ(a, b) do { \
+	long long tu_a_ = (a), tu_b_ = (b); \
+	ck_assert_msg(tu_a_ == tu_b_, "%s is %lld, not %s = %lld%s%s%s", #a, tu_a_, #b, \
+		      tu_b_, tu_a_ < 0 ? " (as an error code: " : "", \
+		      tu_a_ < 0 ? tu_strerror(tu_a_) : "", tu_a_ < 0 ? ")" : ""); \
 } while (0)
 
 /*
