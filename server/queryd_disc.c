@@ -130,10 +130,10 @@ static int run_events(struct store *st, struct qsel *c, bool scoped, struct qmsg
 	return ret;
 }
 
-static const char *kind_name(enum decode_kind k)
+static const char *kind_name(enum store_kind k)
 {
-	return k == DECODE_SIGNED ? "int" : k == DECODE_UNSIGNED ? "uint" :
-	       k == DECODE_STRING ? "string" : "bytes";
+	return k == STORE_SIGNED ? "int" : k == STORE_UNSIGNED ? "uint" :
+	       k == STORE_STRING ? "string" : "bytes";
 }
 
 /* The hosts the asker may see, by id (for the per-host types of --fields). */

@@ -309,15 +309,15 @@ static int resolve(struct store *st, struct qsel *c, const struct store_scope *s
 
 /* ---- binding ---- */
 
-static enum filter_kind kind_of(enum decode_kind k)
+static enum filter_kind kind_of(enum store_kind k)
 {
-	return k == DECODE_SIGNED ? FILTER_SIGNED :
-	       k == DECODE_UNSIGNED ? FILTER_UNSIGNED : FILTER_STRING;
+	return k == STORE_SIGNED ? FILTER_SIGNED :
+	       k == STORE_UNSIGNED ? FILTER_UNSIGNED : FILTER_STRING;
 }
 
-static bool is_int(enum decode_kind k)
+static bool is_int(enum store_kind k)
 {
-	return k == DECODE_SIGNED || k == DECODE_UNSIGNED;
+	return k == STORE_SIGNED || k == STORE_UNSIGNED;
 }
 
 /*
@@ -337,7 +337,7 @@ static int make_schema(struct qsel_type *t, struct filter_schema *fs)
 	for (i = 0; i < sc->ncols; i++) {
 		size_t k;
 
-		if (sc->cols[i].kind == DECODE_BLOB || (t->mine && !t->mine[i]))
+		if (sc->cols[i].kind == STORE_BLOB || (t->mine && !t->mine[i]))
 			continue;
 		for (k = 0; k < n && strcmp(t->fields[k].name, sc->cols[i].name); k++)
 			;
@@ -627,7 +627,7 @@ static void find_symcols(struct qsel_type *t)
 	for (size_t i = 0; i < sc->ncols && t->nsym < QSEL_MAX_SYMCOLS; i++)
 		for (size_t k = 0; k < sizeof(sym_fields) / sizeof(sym_fields[0]); k++)
 			if (!strcmp(sc->cols[i].name, sym_fields[k]) && (!t->mine || t->mine[i]) &&
-			    sc->cols[i].kind != DECODE_STRING && sc->cols[i].kind != DECODE_BLOB) {
+			    sc->cols[i].kind != STORE_STRING && sc->cols[i].kind != STORE_BLOB) {
 				snprintf(t->symname[t->nsym], sizeof(t->symname[0]), "%s_sym",
 					 sym_fields[k]);
 				t->symcol[t->nsym++] = i;
@@ -840,13 +840,13 @@ static const char *fmt_text(const struct qsel_type *t)
 	return t->mine ? t->fmt->text : t->schema->format;
 }
 
-static void put_value(struct qmsg_writer *w, const struct decode_value *v)
+static void put_value(struct qmsg_writer *w, const struct store_value *v)
 {
 	switch (v->kind) {
-	case DECODE_SIGNED: qmsg_put_int(w, v->i); break;
-	case DECODE_UNSIGNED: qmsg_put_uint(w, v->u); break;
-	case DECODE_STRING: qmsg_put_str(w, v->str.s, v->str.len); break;
-	case DECODE_BLOB: qmsg_put_bin(w, v->blob.p, v->blob.len); break;
+	case STORE_SIGNED: qmsg_put_int(w, v->i); break;
+	case STORE_UNSIGNED: qmsg_put_uint(w, v->u); break;
+	case STORE_STRING: qmsg_put_str(w, v->str.s, v->str.len); break;
+	case STORE_BLOB: qmsg_put_bin(w, v->blob.p, v->blob.len); break;
 	default: qmsg_put_nil(w); break;
 	}
 }
@@ -854,12 +854,12 @@ static void put_value(struct qmsg_writer *w, const struct decode_value *v)
 static void put_symbol(struct store *st, struct qmsg_writer *w, const struct store_row *row,
 		       size_t col)
 {
-	const struct decode_value *v = &row->vals[col];
+	const struct store_value *v = &row->vals[col];
 	char name[QSEL_SYM_MAX];
-	uint64_t addr = v->kind == DECODE_SIGNED ? (uint64_t)v->i : v->u;
+	uint64_t addr = v->kind == STORE_SIGNED ? (uint64_t)v->i : v->u;
 
 	if ((row->null && row->null[col]) ||
-	    (v->kind != DECODE_SIGNED && v->kind != DECODE_UNSIGNED) ||
+	    (v->kind != STORE_SIGNED && v->kind != STORE_UNSIGNED) ||
 	    store_symbol_name(st, row->host_id, row->pid, row->ts, addr, name,
 			      sizeof(name)) < 0)
 		qmsg_put_nil(w);

@@ -44,9 +44,9 @@ static int field_index(const struct decode_type *t, const char *name)
 	return -1;
 }
 
-static struct decode_value field(const struct decode_event *ev, const char *name)
+static struct store_value field(const struct decode_event *ev, const char *name)
 {
-	struct decode_value v;
+	struct store_value v;
 	int ret = decode_field_value(ev, (unsigned)field_index(ev->type, name), &v);
 
 	ck_assert_msg(ret == 0, "%s: %s", name, tc_strerror(ret));
@@ -91,19 +91,19 @@ START_TEST(test_types)
 	ck_assert_str_eq(sw->name, "sched_switch");
 	ck_assert_str_eq(sw->fields[0].name, "common_type");
 	ck_assert_str_eq(sw->fields[3].name, "common_pid");
-	ck_assert_int_eq(sw->fields[3].kind, DECODE_SIGNED);
-	ck_assert_int_eq(sw->fields[field_index(sw, "prev_comm")].kind, DECODE_STRING);
+	ck_assert_int_eq(sw->fields[3].kind, STORE_SIGNED);
+	ck_assert_int_eq(sw->fields[field_index(sw, "prev_comm")].kind, STORE_STRING);
 	ck_assert_uint_eq(sw->fields[field_index(sw, "prev_comm")].size, 16);
 	/* the type text push-down classifies fields by, as the kernel's filter */
 	ck_assert_str_eq(sw->fields[field_index(sw, "prev_comm")].type, "char[16]");
 	ck_assert_str_eq(sw->fields[field_index(sw, "prev_pid")].type, "pid_t");
-	ck_assert_int_eq(sw->fields[field_index(sw, "prev_pid")].kind, DECODE_SIGNED);
-	ck_assert_int_eq(sw->fields[field_index(sw, "common_type")].kind, DECODE_UNSIGNED);
+	ck_assert_int_eq(sw->fields[field_index(sw, "prev_pid")].kind, STORE_SIGNED);
+	ck_assert_int_eq(sw->fields[field_index(sw, "common_type")].kind, STORE_UNSIGNED);
 	ck_assert_uint_eq(sw->nfields, 11);
-	ck_assert_int_eq(pr->fields[field_index(pr, "buf")].kind, DECODE_STRING);
+	ck_assert_int_eq(pr->fields[field_index(pr, "buf")].kind, STORE_STRING);
 	ck_assert_str_eq(pr->fields[field_index(pr, "buf")].type, "char[]");
-	ck_assert_int_eq(pr->fields[field_index(pr, "ip")].kind, DECODE_UNSIGNED);
-	ck_assert_str_eq(decode_kind_name(DECODE_BLOB), "blob");
+	ck_assert_int_eq(pr->fields[field_index(pr, "ip")].kind, STORE_UNSIGNED);
+	ck_assert_str_eq(store_kind_name(STORE_BLOB), "blob");
 }
 END_TEST
 
@@ -130,12 +130,12 @@ struct markers {
 static int marker_cb(void *ctx, const struct decode_event *ev)
 {
 	struct markers *m = ctx;
-	struct decode_value v;
+	struct store_value v;
 
 	if (ev->type != types[2])
 		return 0;
 	v = field(ev, "buf");
-	ck_assert_int_eq(v.kind, DECODE_STRING);
+	ck_assert_int_eq(v.kind, STORE_STRING);
 	if (v.str.len < 10 || memcmp(v.str.s, "tc-marker-", 10) != 0)
 		return 0;
 	ck_assert_uint_lt(m->n, 64);
@@ -183,7 +183,7 @@ struct order {
 static int order_cb(void *ctx, const struct decode_event *ev)
 {
 	struct order *o = ctx;
-	struct decode_value v;
+	struct store_value v;
 
 	ck_assert_uint_lt(ev->cpu, cap.ncpus);
 	ck_assert_msg(ev->ts >= o->last[ev->cpu], "cpu%u: ts went back", ev->cpu);
@@ -199,7 +199,7 @@ static int order_cb(void *ctx, const struct decode_event *ev)
 	ck_assert_int_ge(field(ev, "prev_pid").i, 0);
 	ck_assert_int_ge(field(ev, "next_pid").i, 0);
 	v = field(ev, "prev_state");
-	ck_assert_int_eq(v.kind, DECODE_SIGNED);
+	ck_assert_int_eq(v.kind, STORE_SIGNED);
 	ck_assert_int_ge(v.i, 0);
 	ck_assert_int_lt(v.i, 0x1000);
 	ck_assert_int_eq(field(ev, "common_pid").i, field(ev, "prev_pid").i);
@@ -433,7 +433,7 @@ END_TEST
 
 static int loc_cb(void *ctx, const struct decode_event *ev)
 {
-	struct decode_value v;
+	struct store_value v;
 
 	*(int *)ctx = decode_field_value(ev, ev->type->nfields - 1, &v);
 	return 0;

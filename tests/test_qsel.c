@@ -19,6 +19,7 @@
 #include "server/queryd_sel.h"
 #include "server/store/store.h"
 #include "tests/data/capture_load.h"
+#include "tests/store_events.h"
 #include "tests/testutil.h"
 
 /* store_type()'s origin in these tests: host 1, no caps */
@@ -38,7 +39,7 @@ static char dir[64], path[80];
 static int insert_cb(void *ctx, const struct decode_event *ev)
 {
 	(void)ctx;
-	TU_OK(store_insert(st, ev->type->user, host, ev,
+	TU_OK(ev_insert(st, ev->type->user, host, ev,
 			   (int64_t)(ev->ts / BUCKET) * BUCKET + CLOCK_OFFSET));
 	return 0;
 }
@@ -54,7 +55,7 @@ static void setup(void)
 	for (int i = 0; i < CAPTURE_NFORMATS; i++) {
 		struct store_type *t;
 
-		TU_OK(store_type(st, types[i], cap.formats[i].text, &test_origin, &t));
+		TU_OK(ev_type(st, types[i], cap.formats[i].text, &test_origin, &t));
 		((struct decode_type *)types[i])->user = t;
 	}
 	TU_OK(store_begin(st));

@@ -21,6 +21,7 @@
 #include "server/store/sqlite_int.h"	/* sq_count_where(): WHERE text the filter cannot write */
 #include "server/store/store.h"
 #include "tests/data/capture_load.h"
+#include "tests/store_events.h"
 #include "tests/testutil.h"
 
 /* store_type()'s origin in these tests: host 1, no caps */
@@ -62,7 +63,7 @@ static int type_index(const struct decode_type *t)
 
 static int64_t field_i(const struct decode_event *ev, const char *name)
 {
-	struct decode_value v;
+	struct store_value v;
 
 	for (unsigned i = 0; i < ev->type->nfields; i++)
 		if (!strcmp(ev->type->fields[i].name, name)) {
@@ -79,7 +80,7 @@ static int insert_cb(void *ctx, const struct decode_event *ev)
 
 	(void)ctx;
 	ck_assert_int_ge(ti, 0);
-	ck_ok(store_insert(st, ev->type->user, host, ev, (int64_t)ev->ts + CLOCK_OFFSET));
+	ck_ok(ev_insert(st, ev->type->user, host, ev, (int64_t)ev->ts + CLOCK_OFFSET));
 	if (ti == 0) {
 		ck_assert_uint_lt(seen.n[0], MAX_EVENTS);
 		seen.prev_pid[seen.n[0]] = field_i(ev, "prev_pid");
@@ -94,7 +95,7 @@ static void ingest(void)
 	for (int i = 0; i < CAPTURE_NFORMATS; i++) {
 		struct store_type *t;
 
-		ck_ok(store_type(st, types[i], cap.formats[i].text, &test_origin, &t));
+		ck_ok(ev_type(st, types[i], cap.formats[i].text, &test_origin, &t));
 		((struct decode_type *)types[i])->user = t;
 	}
 	ck_ok(store_begin(st));
@@ -177,11 +178,11 @@ static struct store_query *bound_query(struct bound_query *bq, const struct stor
 	bq->col = calloc(sc->ncols + 1, sizeof(*bq->col));
 	ck_assert(bq->fields && bq->col);
 	for (size_t i = 0; i < sc->ncols; i++) {
-		enum decode_kind k = sc->cols[i].kind;
+		enum store_kind k = sc->cols[i].kind;
 
 		bq->fields[i] = (struct filter_field){ sc->cols[i].name,
-			k == DECODE_SIGNED ? FILTER_SIGNED :
-			k == DECODE_UNSIGNED ? FILTER_UNSIGNED : FILTER_STRING, 8 };
+			k == STORE_SIGNED ? FILTER_SIGNED :
+			k == STORE_UNSIGNED ? FILTER_UNSIGNED : FILTER_STRING, 8 };
 		bq->col[i] = i;
 	}
 	ck_assert_msg(filter_parse(text, &bq->f, &err) == 0, "%s: %s", text, err.msg);
@@ -337,11 +338,11 @@ struct marker_rows {
 static int marker_cb(void *ctx, const struct store_row *r)
 {
 	struct marker_rows *m = ctx;
-	const struct decode_value *v = &r->vals[col(m->sc, "buf")];
+	const struct store_value *v = &r->vals[col(m->sc, "buf")];
 	char want[32];
 
 	snprintf(want, sizeof(want), "tc-marker-%02u\n", ++m->n);
-	ck_assert_int_eq(v->kind, DECODE_STRING);
+	ck_assert_int_eq(v->kind, STORE_STRING);
 	ck_assert_uint_eq(v->str.len, strlen(want));
 	ck_assert(memcmp(v->str.s, want, v->str.len) == 0);
 	ck_assert_int_eq(r->pid, m->pid);
@@ -358,7 +359,7 @@ START_TEST(test_markers_and_comm)
 	struct proto_cmdline cl = { .pid = cap.pid };
 	struct proto_cmdlines cls = { .count = 1, .items = &cl };
 	struct marker_rows m = { .sc = sc, .pid = cap.pid };
-	struct sq_bind b = { .kind = DECODE_STRING, .s = "capture.sh", .len = 10 };
+	struct sq_bind b = { .kind = STORE_STRING, .s = "capture.sh", .len = 10 };
 	struct bound_query bq;
 	uint64_t count = 0, other = 0;
 	char want[64];
@@ -443,7 +444,7 @@ static char *evolved_format(void)
 
 static int evolved_insert_cb(void *ctx, const struct decode_event *ev)
 {
-	ck_ok(store_insert(st, ctx, host, ev, (int64_t)ev->ts + CLOCK_OFFSET));
+	ck_ok(ev_insert(st, ctx, host, ev, (int64_t)ev->ts + CLOCK_OFFSET));
 	return 0;
 }
 
@@ -465,7 +466,7 @@ START_TEST(test_schema_evolution)
 	ck_assert_int_eq(decoder_new(&cap.hello, &d2), 0);
 	ck_assert_int_eq(decoder_format(d2, "sched", "sched_switch", fmt, strlen(fmt), &t2), 0);
 	ck_assert_uint_eq(t2->nfields, types[0]->nfields + 1);
-	ck_ok(store_type(st, t2, fmt, &test_origin, &st2));
+	ck_ok(ev_type(st, t2, fmt, &test_origin, &st2));
 	/* one event of the new layout */
 	id = (uint16_t)t2->id;
 	memcpy(page + 8, &commit, 8);
@@ -556,11 +557,11 @@ struct big_rows {
 static int big_row_cb(void *ctx, const struct store_row *r)
 {
 	struct big_rows *b = ctx;
-	const struct decode_value *msg = &r->vals[col(b->sc, "msg")];
+	const struct store_value *msg = &r->vals[col(b->sc, "msg")];
 	int seq = (int)r->vals[col(b->sc, "seq")].i;
 
 	ck_assert_int_eq(seq, b->next);
-	ck_assert_int_eq(msg->kind, DECODE_STRING);
+	ck_assert_int_eq(msg->kind, STORE_STRING);
 	ck_assert_uint_eq(msg->str.len, big_len(seq));
 	for (size_t i = 0; i < msg->str.len; i++)
 		ck_assert_int_eq(msg->str.s[i], big_char(seq, i));
@@ -584,7 +585,7 @@ START_TEST(test_batches)
 	ck_assert_int_eq(decoder_new(&hello, &d2), 0);
 	ck_assert_int_eq(decoder_format(d2, "tc", "tc_big", BIG_FORMAT, strlen(BIG_FORMAT), &t),
 			 0);
-	ck_ok(store_type(st, t, BIG_FORMAT, &test_origin, &sty));
+	ck_ok(ev_type(st, t, BIG_FORMAT, &test_origin, &sty));
 	ck_ok(store_begin(st));
 	for (int seq = 0; seq < BIG_ROWS; seq++) {
 		big_page(page, seq);
@@ -626,7 +627,7 @@ static int try_insert_cb(void *ctx, const struct decode_event *ev)
 {
 	struct try_insert *t = ctx;
 
-	if (store_insert(st, t->sty, host, ev, (int64_t)ev->ts + CLOCK_OFFSET) < 0)
+	if (ev_insert(st, t->sty, host, ev, (int64_t)ev->ts + CLOCK_OFFSET) < 0)
 		t->failed++;
 	return 0;
 }
@@ -656,7 +657,7 @@ START_TEST(test_writer_failure)
 	ck_assert_int_eq(decoder_new(&hello, &d2), 0);
 	ck_assert_int_eq(decoder_format(d2, "tc", "tc_big", BIG_FORMAT, strlen(BIG_FORMAT), &t),
 			 0);
-	ck_ok(store_type(st, t, BIG_FORMAT, &test_origin, &ti.sty));
+	ck_ok(ev_type(st, t, BIG_FORMAT, &test_origin, &ti.sty));
 	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
 	sqlite3_busy_timeout(db, 5000);
 	ck_assert_int_eq(sqlite3_exec(db, "CREATE TRIGGER tc_fail BEFORE INSERT ON ev_tc_tc_big"
@@ -697,7 +698,7 @@ START_TEST(test_reopen)
 	sc = schema(ro, "sched", "sched_wakeup");
 	ck_assert_int_eq(store_count(ro, &(struct store_query){ .schema = sc }, &count), 0);
 	ck_assert_uint_eq(count, seen.n[1]);
-	ck_assert_int_eq(store_type(ro, types[0], cap.formats[0].text, &test_origin, &t), -EROFS);
+	ck_assert_int_eq(ev_type(ro, types[0], cap.formats[0].text, &test_origin, &t), -EROFS);
 	store_schema_free(sc);
 	store_close(ro);
 	store_close(st);
@@ -732,7 +733,7 @@ static int old_type_cb(void *ctx, const struct decode_event *ev)
 {
 	struct try_insert *t = ctx;
 
-	if (ev->type == types[0] && store_insert(st, t->sty, host, ev, 0) < 0)
+	if (ev->type == types[0] && ev_insert(st, t->sty, host, ev, 0) < 0)
 		t->failed++;
 	return 0;
 }
@@ -948,7 +949,7 @@ static uint64_t rows_before(int64_t cut)
 	static const char *const names[][2] = {
 		{ "sched", "sched_switch" }, { "sched", "sched_wakeup" }, { "ftrace", "print" },
 	};
-	struct sq_bind b = { .kind = DECODE_SIGNED, .i = cut };
+	struct sq_bind b = { .kind = STORE_SIGNED, .i = cut };
 	uint64_t total = 0, n;
 
 	for (int i = 0; i < 3; i++) {
@@ -1517,7 +1518,7 @@ START_TEST(test_names_and_errors)
 	memcpy(idl, "ID: 9", 5);
 	ck_assert_int_eq(decoder_new(&cap.hello, &d2), 0);
 	ck_assert_int_eq(decoder_format(d2, "other\"sys", "sched_switch", fmt, strlen(fmt), &t2), 0);
-	ck_ok(store_type(st, t2, fmt, &test_origin, &st2));
+	ck_ok(ev_type(st, t2, fmt, &test_origin, &st2));
 	ck_assert_int_eq(store_schema_get(st, NULL, "sched_switch", &sc), TC_ERR_AMBIGUOUS);
 	ck_assert_ptr_nonnull(strstr(store_errmsg(st), "other\"sys"));
 	ck_assert_ptr_nonnull(strstr(store_errmsg(st), "sched"));
@@ -1726,7 +1727,7 @@ static int hist_line_cb(void *ctx, const struct store_hist_entry *e)
 
 	ck_assert_uint_lt(l->n, 4096);
 	for (size_t i = 0; i < l->nkeys && at < len; i++) {
-		if (e->keys[i].kind == DECODE_STRING)
+		if (e->keys[i].kind == STORE_STRING)
 			at += (size_t)snprintf(p + at, len - at, "'%.*s' ", (int)e->keys[i].str.len,
 					       e->keys[i].str.s);
 		else
@@ -1885,7 +1886,7 @@ static int reinsert_cb(void *ctx, const struct decode_event *ev)
 {
 	(void)ctx;
 	if (type_index(ev->type) == 0)
-		ck_ok(store_insert(st, ev->type->user, host, ev, (int64_t)ev->ts + CLOCK_OFFSET));
+		ck_ok(ev_insert(st, ev->type->user, host, ev, (int64_t)ev->ts + CLOCK_OFFSET));
 	return 0;
 }
 
@@ -1999,7 +2000,7 @@ static int wide_cb(void *ctx, const struct decode_event *ev)
 		struct decode_event later = *ev;
 
 		later.ts += *i * 5000000000ull;
-		ck_ok(store_insert(st, ev->type->user, host, &later,
+		ck_ok(ev_insert(st, ev->type->user, host, &later,
 				   (int64_t)later.ts + CLOCK_OFFSET));
 		(*i)++;
 	}
@@ -2092,7 +2093,7 @@ static int spread_cb(void *ctx, const struct decode_event *ev)
 	int64_t later = (*i)++ % 2 ? 3600000000000ll : 0;
 
 	if (type_index(ev->type) == 0)
-		ck_ok(store_insert(st, ev->type->user, host, ev,
+		ck_ok(ev_insert(st, ev->type->user, host, ev,
 				   (int64_t)ev->ts + CLOCK_OFFSET + later));
 	return 0;
 }
@@ -2229,7 +2230,7 @@ START_TEST(test_type_seen)
 		struct store_origin o = { .host_id = host, .boot_id = "b2" };
 		struct store_type *t;
 
-		ck_ok(store_type(st, types[i], cap.formats[i].text, &o, &t));
+		ck_ok(ev_type(st, types[i], cap.formats[i].text, &o, &t));
 	}
 	ck_assert(type_seen(sc, &s_web));	/* its rows, still */
 	ck_assert(type_seen(sc, &s_db));	/* it sent the format */
@@ -2333,7 +2334,7 @@ START_TEST(test_field_index)
 {
 	struct store_schema *sc = schema(st, "sched", "sched_switch");
 	int64_t pid = seen.prev_pid[seen.n[0] / 2];
-	struct sq_bind plain = { .kind = DECODE_SIGNED, .i = pid };
+	struct sq_bind plain = { .kind = STORE_SIGNED, .i = pid };
 	static const size_t limits[] = { 1, 7, 100, 0 };
 	struct rows *ref, *got = calloc(1, sizeof(*got));
 	sqlite3 *db;
@@ -2389,7 +2390,7 @@ START_TEST(test_field_index_later)
 	ck_assert_int_eq(ix_count("ix:ev_sched_sched_wakeup:pid"), 1);
 	ck_assert_int_eq(decoder_new(&cap.hello, &d2), 0);
 	ck_assert_int_eq(decoder_format(d2, "sched", "sched_switch", fmt, strlen(fmt), &t2), 0);
-	ck_ok(store_type(st, t2, fmt, &test_origin, &st2));
+	ck_ok(ev_type(st, t2, fmt, &test_origin, &st2));
 	ck_assert_int_eq(ix_count("ix:ev_sched_sched_switch:extra_field"), 1);
 	decoder_free(d2);
 	free(fmt);

@@ -90,7 +90,7 @@ static int register_fns(struct store *s, sqlite3 *db)
 /* Whether key/val column @col sorts as unsigned. */
 static bool col_unsigned(const struct store_schema *sc, int col)
 {
-	return col == STORE_HIST_CPU || (col >= 0 && sc->cols[col].kind == DECODE_UNSIGNED);
+	return col == STORE_HIST_CPU || (col >= 0 && sc->cols[col].kind == STORE_UNSIGNED);
 }
 
 static int check(const struct store_query *q, const struct store_hist *h)
@@ -289,18 +289,18 @@ static void hist_bind(sqlite3_stmt *st, const struct store_hist *h)
 
 /* The entry of the current row into @e (its arrays are the caller's). */
 static void hist_entry(sqlite3_stmt *st, const struct store_hist *h, struct store_hist_entry *e,
-		       struct decode_value *keys, const char **comm, uint64_t *sums)
+		       struct store_value *keys, const char **comm, uint64_t *sums)
 {
 	size_t nk = h->spec->nkeys, nv = h->spec->nvals, c = 0;
 
 	for (size_t i = 0; i < nk; i++, c++) {
 		memset(&keys[i], 0, sizeof(keys[i]));
 		if (sqlite3_column_type(st, (int)c) == SQLITE_TEXT) {
-			keys[i].kind = DECODE_STRING;
+			keys[i].kind = STORE_STRING;
 			keys[i].str.s = (const char *)sqlite3_column_text(st, (int)c);
 			keys[i].str.len = (size_t)sqlite3_column_bytes(st, (int)c);
 		} else {
-			keys[i].kind = DECODE_SIGNED;
+			keys[i].kind = STORE_SIGNED;
 			keys[i].i = sqlite3_column_int64(st, (int)c);
 		}
 	}
@@ -332,7 +332,7 @@ static int hist_run(struct store *s, sqlite3_stmt *st, const struct store_hist *
 		    int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
 		    struct store_hist_totals *tot)
 {
-	struct decode_value keys[HIST_KEYS_MAX];
+	struct store_value keys[HIST_KEYS_MAX];
 	const char *comm[HIST_KEYS_MAX];
 	uint64_t sums[HIST_VALS_MAX + 1];
 	struct store_hist_entry e;
@@ -685,7 +685,7 @@ static int qh_pass(struct store *s, struct qh_tab *t, const struct store_hist_to
 	const struct store_hist *h = t->h;
 	uint64_t end = h->limit && h->offset + h->limit < tot->entries ? h->offset + h->limit :
 		       tot->entries;
-	struct decode_value keys[HIST_KEYS_MAX];
+	struct store_value keys[HIST_KEYS_MAX];
 	const char *comm[HIST_KEYS_MAX];
 	char names[HIST_KEYS_MAX][256];
 	sqlite3_stmt *cs = NULL;
@@ -698,7 +698,7 @@ static int qh_pass(struct store *s, struct qh_tab *t, const struct store_hist_to
 
 		for (size_t i = 0; i < h->spec->nkeys; i++) {
 			memset(&keys[i], 0, sizeof(keys[i]));
-			keys[i].kind = e->k[i].kind == QK_TEXT ? DECODE_STRING : DECODE_SIGNED;
+			keys[i].kind = e->k[i].kind == QK_TEXT ? STORE_STRING : STORE_SIGNED;
 			keys[i].i = e->k[i].i;
 			if (e->k[i].kind == QK_TEXT) {
 				keys[i].str.s = e->k[i].s;

@@ -39,7 +39,7 @@ struct sq_file_id {
  * through that index.
  */
 struct sq_bind {
-	enum decode_kind kind;
+	enum store_kind kind;
 	int64_t i;
 	const char *s;
 	size_t len;
@@ -51,7 +51,7 @@ struct sq_bind {
  * 16 bytes: a batch of 512 rows of 12 columns stays under 100 KiB.
  */
 struct sq_val {
-	enum decode_kind kind;
+	enum store_kind kind;
 	uint32_t len;		/* bytes at p (a value of one page: small) */
 	union {
 		int64_t i;
@@ -260,7 +260,7 @@ void sq_writer_stop(struct sq_store *q);
  * sq_type_insert - @st's INSERTs into @table for @t's fields (field i into
  * column @cols[i]), rows of format @st->fmt_id, and its batch sizes.
  */
-int sq_type_insert(struct store *s, struct store_type *st, const struct decode_type *t,
+int sq_type_insert(struct store *s, struct store_type *st, const struct store_type_desc *t,
 		   const char *table, char *const *cols);
 /*
  * sq_sync - wait until the writer has run every queued batch; then the
@@ -359,7 +359,7 @@ int sq_col_index(const struct store_schema *sc, const char *name);
  * in @rb (ncols + 1 of each, allocated by the caller).
  */
 struct sq_rowbuf {
-	struct decode_value *vals;
+	struct store_value *vals;
 	bool *null;
 	int pid;	/* schema index of common_pid, or -1 */
 	struct sq_names *names;
@@ -471,8 +471,8 @@ void sq_hosts_bind(sqlite3_stmt *st, int first, const struct store_query *q);
 /* ---- the ops (store_ops.h; each one's contract is its store_*() in store.h) ---- */
 
 /* sqlite_schema.c */
-int sq_type(struct store *s, const struct decode_type *t, const char *format,
-	    const struct store_origin *o, struct store_type **out);
+int sq_type(struct store *s, const struct store_type_desc *t, const struct store_origin *o,
+	    struct store_type **out);
 int sq_schema_get(struct store *s, const char *system, const char *event,
 		  struct store_schema **out);
 int sq_schema_list(struct store *s, const char *system,
@@ -482,8 +482,7 @@ int sq_schema_walk(struct store *s, const char *system, bool cols,
 		   int (*fn)(void *ctx, const struct store_schema *sc), void *ctx);
 
 /* sqlite_write.c */
-int sq_insert(struct store *s, struct store_type *t, uint64_t host_id,
-	      const struct decode_event *ev, int64_t ts_wall);
+int sq_insert(struct store *s, struct store_type *t, const struct store_event *ev);
 
 /* sqlite_index.c */
 int sq_set_indexes(struct store *s, const struct store_indexes *ix, unsigned *created,

@@ -41,7 +41,7 @@ int sq_col_index(const struct store_schema *sc, const char *name)
 
 	for (size_t i = 0; i < sc->ncols; i++)
 		if (!strcmp(sc->cols[i].name, name)) {
-			if (sc->cols[i].kind == DECODE_SIGNED || sc->cols[i].kind == DECODE_UNSIGNED)
+			if (sc->cols[i].kind == STORE_SIGNED || sc->cols[i].kind == STORE_UNSIGNED)
 				return (int)i;
 			if (any < 0)
 				any = (int)i;
@@ -66,11 +66,11 @@ int sq_bind_where(struct store *s, sqlite3_stmt *st, const struct sq_bind *b, si
 			return store_set_errmsg(s, TC_ERR_DB, "bind: more values than parameters");
 
 		switch (b[i].kind) {
-		case DECODE_SIGNED:
-		case DECODE_UNSIGNED:
+		case STORE_SIGNED:
+		case STORE_UNSIGNED:
 			rc = sqlite3_bind_int64(st, p, b[i].i);
 			break;
-		case DECODE_STRING:
+		case STORE_STRING:
 			rc = sqlite3_bind_text(st, p, b[i].s, (int)b[i].len, SQLITE_TRANSIENT);
 			break;
 		default:
@@ -390,8 +390,8 @@ static void sq_select_sql(struct sq_buf *q, const struct store_schema *sc, const
 }
 
 /* Column @i of the current row as schema column @c's value. */
-static void sq_row_value(sqlite3_stmt *st, int i, enum decode_kind kind,
-			 struct decode_value *v, bool *null)
+static void sq_row_value(sqlite3_stmt *st, int i, enum store_kind kind,
+			 struct store_value *v, bool *null)
 {
 	*null = false;
 	switch (sqlite3_column_type(st, i)) {
@@ -401,17 +401,17 @@ static void sq_row_value(sqlite3_stmt *st, int i, enum decode_kind kind,
 		v->kind = kind;
 		break;
 	case SQLITE_TEXT:
-		v->kind = DECODE_STRING;
+		v->kind = STORE_STRING;
 		v->str.s = (const char *)sqlite3_column_text(st, i);
 		v->str.len = (size_t)sqlite3_column_bytes(st, i);
 		break;
 	case SQLITE_BLOB:
-		v->kind = DECODE_BLOB;
+		v->kind = STORE_BLOB;
 		v->blob.p = sqlite3_column_blob(st, i);
 		v->blob.len = (size_t)sqlite3_column_bytes(st, i);
 		break;
 	default:	/* INTEGER (a REAL never gets stored) */
-		v->kind = kind == DECODE_UNSIGNED ? DECODE_UNSIGNED : DECODE_SIGNED;
+		v->kind = kind == STORE_UNSIGNED ? STORE_UNSIGNED : STORE_SIGNED;
 		v->i = sqlite3_column_int64(st, i);
 	}
 }
@@ -669,11 +669,11 @@ static struct sq_bind sq_bind_of(const struct filter_value *b)
 	struct sq_bind s = { 0 };
 
 	if (b->kind == FILTER_STRING) {
-		s.kind = DECODE_STRING;
+		s.kind = STORE_STRING;
 		s.s = b->str.s;
 		s.len = b->str.len;
 	} else {
-		s.kind = b->kind == FILTER_SIGNED ? DECODE_SIGNED : DECODE_UNSIGNED;
+		s.kind = b->kind == FILTER_SIGNED ? STORE_SIGNED : STORE_UNSIGNED;
 		s.i = b->kind == FILTER_SIGNED ? b->i : (int64_t)b->u;
 	}
 	return s;
@@ -724,19 +724,19 @@ int sq_where_of(const struct store_query *q, struct sq_where *w)
 	snprintf(w->text, len, "(%s)", w->sql.where ? w->sql.where : "1");
 	sq_hosts_cond(w->text + strlen(w->text), q, "host_id");
 	if (q->host_glob)
-		w->b[n++] = (struct sq_bind){ .kind = DECODE_STRING, .s = q->host_glob,
+		w->b[n++] = (struct sq_bind){ .kind = STORE_STRING, .s = q->host_glob,
 					      .len = strlen(q->host_glob) };
 	for (size_t i = 0; q->hosts && i < q->hosts->n; i++)
-		w->b[n++] = (struct sq_bind){ .kind = DECODE_STRING, .s = q->hosts->globs[i],
+		w->b[n++] = (struct sq_bind){ .kind = STORE_STRING, .s = q->hosts->globs[i],
 					      .len = strlen(q->hosts->globs[i]) };
 	for (size_t i = 0; q->scope && i < q->scope->n; i++)
-		w->b[n++] = (struct sq_bind){ .kind = DECODE_STRING, .s = q->scope->globs[i],
+		w->b[n++] = (struct sq_bind){ .kind = STORE_STRING, .s = q->scope->globs[i],
 					      .len = strlen(q->scope->globs[i]) };
 	sq_cpus_cond(w->text + strlen(w->text), q);
 	if (q->fmt)	/* our own key, not a value of the asker's */
 		snprintf(w->text + strlen(w->text), 32, " AND _tc_fmt = %lld", (long long)q->fmt);
 	for (size_t i = 0; i < q->ncpus; i++)
-		w->b[n++] = (struct sq_bind){ .kind = DECODE_SIGNED, .i = q->cpus[i] };
+		w->b[n++] = (struct sq_bind){ .kind = STORE_SIGNED, .i = q->cpus[i] };
 	w->nb = n;
 	return 0;
 }

@@ -41,13 +41,13 @@ void sq_column_name(const char *field, struct sq_buf *b)
 	sq_buf_str(b, field);
 }
 
-static const char *sq_sql_type(enum decode_kind kind)
+static const char *sq_sql_type(enum store_kind kind)
 {
 	switch (kind) {
-	case DECODE_SIGNED:
-	case DECODE_UNSIGNED:
+	case STORE_SIGNED:
+	case STORE_UNSIGNED:
 		return "INTEGER";
-	case DECODE_STRING:
+	case STORE_STRING:
 		return "TEXT";
 	default:
 		return "BLOB";
@@ -281,11 +281,11 @@ int sq_migrate(struct store *s)
 /* Formats one host may have sent for one type (every boot counted once per text). */
 #define SQ_MAX_HOST_FORMATS	16
 
-static const char sq_kind_suffix[] = { [DECODE_SIGNED] = 'i', [DECODE_UNSIGNED] = 'u',
-				       [DECODE_STRING] = 's', [DECODE_BLOB] = 'b' };
+static const char sq_kind_suffix[] = { [STORE_SIGNED] = 'i', [STORE_UNSIGNED] = 'u',
+				       [STORE_STRING] = 's', [STORE_BLOB] = 'b' };
 
 /* The event_types row of (system, name): 1 when there is none. */
-static int sq_type_find(struct store *s, const struct decode_type *t, int64_t *type_id,
+static int sq_type_find(struct store *s, const struct store_type_desc *t, int64_t *type_id,
 			char **table)
 {
 	sqlite3_stmt *st;
@@ -313,7 +313,7 @@ static int sq_type_find(struct store *s, const struct decode_type *t, int64_t *t
 }
 
 /* A new (system, name): pick its table and record it (the table comes later). */
-static int sq_type_add(struct store *s, const struct decode_type *t, const char *format,
+static int sq_type_add(struct store *s, const struct store_type_desc *t, const char *format,
 		       int64_t *type_id, char **table)
 {
 	sqlite3_stmt *st;
@@ -341,7 +341,7 @@ static int sq_type_add(struct store *s, const struct decode_type *t, const char 
  * (0: a new format): its formats of this type, the types it has formats
  * for. Return: 0; TC_ERR_FORMAT_LIMIT; TC_ERR_DB.
  */
-static int sq_host_caps(struct store *s, const struct decode_type *t,
+static int sq_host_caps(struct store *s, const struct store_type_desc *t,
 			const struct store_origin *o, int64_t type_id, int64_t fmt_id)
 {
 	int64_t has = 0, n = 0;
@@ -402,7 +402,7 @@ static int sq_fmt_find(struct store *s, int64_t type_id, const char *text, int64
 }
 
 /* The column of field (@name, @kind) of @type_id: 1 (*col NULL) when there is none. */
-static int sq_col_find(struct store *s, int64_t type_id, const char *name, enum decode_kind kind,
+static int sq_col_find(struct store *s, int64_t type_id, const char *name, enum store_kind kind,
 		       char **col)
 {
 	sqlite3_stmt *st;
@@ -413,7 +413,7 @@ static int sq_col_find(struct store *s, int64_t type_id, const char *name, enum 
 		return ret;
 	sqlite3_bind_int64(st, 1, type_id);
 	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, decode_kind_name(kind), -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, store_kind_name(kind), -1, SQLITE_STATIC);
 	*col = NULL;
 	switch (sqlite3_step(st)) {
 	case SQLITE_ROW:
@@ -488,7 +488,7 @@ static int sq_col_taken(struct store *s, int64_t type_id, const struct sq_cols *
  * never shares that column.
  */
 static int sq_col_pick(struct store *s, int64_t type_id, struct sq_cols *c, unsigned i,
-		       const struct decode_field *f)
+		       const struct store_field *f)
 {
 	struct sq_buf b = { 0 };
 	bool taken = true;
@@ -523,7 +523,7 @@ static int sq_col_pick(struct store *s, int64_t type_id, struct sq_cols *c, unsi
 }
 
 /* The columns of @t's fields in @type_id's table (@type_id 0: a new table). */
-static int sq_cols_of(struct store *s, const struct decode_type *t, int64_t type_id,
+static int sq_cols_of(struct store *s, const struct store_type_desc *t, int64_t type_id,
 		      struct sq_cols *c)
 {
 	int ret = 0;
@@ -537,7 +537,7 @@ static int sq_cols_of(struct store *s, const struct decode_type *t, int64_t type
 		ret = sq_int1(s, "SELECT count(*) FROM event_fields WHERE type_id = ?", type_id, 0,
 			      &c->have);
 	for (unsigned i = 0; i < t->nfields && ret == 0; i++) {
-		const struct decode_field *f = &t->fields[i];
+		const struct store_field *f = &t->fields[i];
 		unsigned j;
 
 		for (j = 0; j < i && strcmp(t->fields[j].name, f->name); j++)
@@ -560,7 +560,7 @@ static int sq_cols_of(struct store *s, const struct decode_type *t, int64_t type
 }
 
 /* One column definition: "name" TYPE. */
-static void sq_col_def(struct sq_buf *b, const char *col, enum decode_kind kind)
+static void sq_col_def(struct sq_buf *b, const char *col, enum store_kind kind)
 {
 	sq_ident(b, col);
 	sq_buf_str(b, " ");
@@ -572,7 +572,7 @@ static void sq_col_def(struct sq_buf *b, const char *col, enum decode_kind kind)
  * them (DDL re-parses the whole schema each time: an ALTER per field made
  * thousands of types quadratic); for a known one, an ALTER TABLE each.
  */
-static int sq_cols_make(struct store *s, const struct decode_type *t, const char *table,
+static int sq_cols_make(struct store *s, const struct store_type_desc *t, const char *table,
 			bool create, const struct sq_cols *c)
 {
 	struct sq_buf b = { 0 };
@@ -606,7 +606,7 @@ static int sq_cols_make(struct store *s, const struct decode_type *t, const char
 }
 
 /* Record the new columns of @c in event_fields, in field order. */
-static int sq_cols_record(struct store *s, int64_t type_id, const struct decode_type *t,
+static int sq_cols_record(struct store *s, int64_t type_id, const struct store_type_desc *t,
 			  const struct sq_cols *c)
 {
 	sqlite3_stmt *st;
@@ -615,14 +615,14 @@ static int sq_cols_record(struct store *s, int64_t type_id, const struct decode_
 				" FROM event_fields WHERE type_id = ?1))", &st);
 
 	for (unsigned i = 0; i < c->n && ret == 0; i++) {
-		const struct decode_field *f = &t->fields[i];
+		const struct store_field *f = &t->fields[i];
 
 		if (!c->fresh[i])
 			continue;
 		sqlite3_bind_int64(st, 1, type_id);
 		sqlite3_bind_text(st, 2, f->name, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 3, c->cols[i], -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 4, decode_kind_name(f->kind), -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, store_kind_name(f->kind), -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 5, f->size);
 		ret = sq_run(s, st, false);
 	}
@@ -632,7 +632,7 @@ static int sq_cols_record(struct store *s, int64_t type_id, const struct decode_
 }
 
 /* A new formats row for @format of @type_id, with its fields' columns. */
-static int sq_fmt_add(struct store *s, int64_t type_id, const struct decode_type *t,
+static int sq_fmt_add(struct store *s, int64_t type_id, const struct store_type_desc *t,
 		      const char *format, const struct sq_cols *c, int64_t *id)
 {
 	sqlite3_stmt *st;
@@ -692,7 +692,7 @@ static int sq_host_format(struct store *s, const struct store_origin *o, int64_t
 	return ret;
 }
 
-static struct store_type *sq_type_cached(struct store *s, const struct decode_type *t,
+static struct store_type *sq_type_cached(struct store *s, const struct store_type_desc *t,
 					 const char *format)
 {
 	for (struct store_type *st = sq_store_of(s)->types; st; st = st->next)
@@ -720,7 +720,7 @@ void sq_type_free(struct store_type *t)
 	free(t);
 }
 
-static struct store_type *sq_type_new(const struct decode_type *t, const char *format)
+static struct store_type *sq_type_new(const struct store_type_desc *t, const char *format)
 {
 	struct store_type *st = calloc(1, sizeof(*st));
 
@@ -742,7 +742,7 @@ static struct store_type *sq_type_new(const struct decode_type *t, const char *f
  * The type, its table, columns and format for @t, inside the caller's
  * savepoint; @st gets the type and format ids and its INSERT.
  */
-static int sq_type_build(struct store *s, struct store_type *st, const struct decode_type *t,
+static int sq_type_build(struct store *s, struct store_type *st, const struct store_type_desc *t,
 			 const char *format, const struct store_origin *o)
 {
 	struct sq_cols c = { 0 };
@@ -782,7 +782,7 @@ static int sq_type_build(struct store *s, struct store_type *st, const struct de
  * A format already stored (this run): the caps and host_formats for
  * host @o, which may be another host than the one that sent it first.
  */
-static int sq_type_again(struct store *s, struct store_type *st, const struct decode_type *t,
+static int sq_type_again(struct store *s, struct store_type *st, const struct store_type_desc *t,
 			 const struct store_origin *o)
 {
 	int ret = sq_host_caps(s, t, o, st->type_id, st->fmt_id);
@@ -790,9 +790,10 @@ static int sq_type_again(struct store *s, struct store_type *st, const struct de
 	return ret ?: sq_host_format(s, o, st->type_id, st->fmt_id, st->format);
 }
 
-int sq_type(struct store *s, const struct decode_type *t, const char *format,
-	    const struct store_origin *o, struct store_type **out)
+int sq_type(struct store *s, const struct store_type_desc *t, const struct store_origin *o,
+	    struct store_type **out)
 {
+	const char *format = t->format;
 	struct store_type *st = sq_type_cached(s, t, format);
 	int ret;
 
@@ -831,12 +832,12 @@ int sq_type(struct store *s, const struct decode_type *t, const char *format,
 
 /* ---- schemas for the read side ---- */
 
-static enum decode_kind sq_kind(const char *name)
+static enum store_kind sq_kind(const char *name)
 {
-	for (int k = DECODE_SIGNED; k <= DECODE_BLOB; k++)
-		if (name && !strcmp(name, decode_kind_name((enum decode_kind)k)))
-			return (enum decode_kind)k;
-	return DECODE_BLOB;
+	for (int k = STORE_SIGNED; k <= STORE_BLOB; k++)
+		if (name && !strcmp(name, store_kind_name((enum store_kind)k)))
+			return (enum store_kind)k;
+	return STORE_BLOB;
 }
 
 static int sq_schema_cols(struct store *s, int64_t type_id, struct store_schema *sc)

@@ -105,7 +105,7 @@ static int sq_batch_stmts(sqlite3 *db, struct store_type *t, const struct sq_bat
 	return rc;
 }
 
-int sq_type_insert(struct store *s, struct store_type *st, const struct decode_type *t,
+int sq_type_insert(struct store *s, struct store_type *st, const struct store_type_desc *t,
 		   const char *table, char *const *cols)
 {
 	struct sq_buf b = { 0 }, v = { 0 };
@@ -148,9 +148,9 @@ int sq_type_insert(struct store *s, struct store_type *st, const struct decode_t
 
 static int sq_bind_val(sqlite3_stmt *st, int p, const struct sq_val *v)
 {
-	if (v->kind == DECODE_SIGNED || v->kind == DECODE_UNSIGNED)
+	if (v->kind == STORE_SIGNED || v->kind == STORE_UNSIGNED)
 		return sqlite3_bind_int64(st, p, v->i);
-	if (v->kind == DECODE_STRING)
+	if (v->kind == STORE_STRING)
 		return sqlite3_bind_text(st, p, v->p, (int)v->len, SQLITE_STATIC);
 	return sqlite3_bind_blob(st, p, v->p, (int)v->len, SQLITE_STATIC);
 }
@@ -486,16 +486,16 @@ static int sq_batch_get(struct store *s, struct store_type *t)
 
 /* ---- inserts ---- */
 
-static int sq_val_of(struct sq_val *out, const struct decode_value *v)
+static int sq_val_of(struct sq_val *out, const struct store_value *v)
 {
 	size_t len = 0;
 
 	out->kind = v->kind;
-	if (v->kind == DECODE_SIGNED)
+	if (v->kind == STORE_SIGNED)
 		out->i = v->i;
-	else if (v->kind == DECODE_UNSIGNED)
+	else if (v->kind == STORE_UNSIGNED)
 		out->i = (int64_t)v->u;	/* bit pattern */
-	else if (v->kind == DECODE_STRING)
+	else if (v->kind == STORE_STRING)
 		out->p = v->str.s, len = v->str.len;
 	else
 		out->p = v->blob.p, len = v->blob.len;
@@ -504,35 +504,30 @@ static int sq_val_of(struct sq_val *out, const struct decode_value *v)
 }
 
 /*
- * Decode @ev's fields into @row (strings and blobs still pointing into the
- * page); *@bytes receives how many bytes of them there are.
+ * @ev's values into @row (strings and blobs still pointing into the
+ * caller's page); *@bytes receives how many bytes of them there are.
  */
-static int sq_row_decode(struct store *s, const struct store_type *t, struct sq_val *row,
-			 uint64_t host_id, const struct decode_event *ev, int64_t ts_wall,
-			 size_t *bytes)
+static int sq_row_of(struct store *s, const struct store_type *t, struct sq_val *row,
+		     const struct store_event *ev, size_t *bytes)
 {
 	size_t n = 0;
 
-	row[0] = (struct sq_val){ .kind = DECODE_SIGNED, .i = (int64_t)host_id };
-	row[1] = (struct sq_val){ .kind = DECODE_SIGNED, .i = ev->cpu };
-	row[2] = (struct sq_val){ .kind = DECODE_SIGNED, .i = ts_wall };
-	row[3] = (struct sq_val){ .kind = DECODE_SIGNED, .i = (int64_t)ev->ts };
+	row[0] = (struct sq_val){ .kind = STORE_SIGNED, .i = (int64_t)ev->host_id };
+	row[1] = (struct sq_val){ .kind = STORE_SIGNED, .i = ev->cpu };
+	row[2] = (struct sq_val){ .kind = STORE_SIGNED, .i = ev->ts };
+	row[3] = (struct sq_val){ .kind = STORE_SIGNED, .i = (int64_t)ev->trace_ts };
 	for (unsigned i = 0; i < t->nfields; i++) {
-		struct decode_value v;
+		struct sq_val *v = &row[t->param[i] - 1];
 		int ret;
 
 		if (!t->param[i])
 			continue;
-		ret = decode_field_value(ev, i, &v);
+		ret = sq_val_of(v, &ev->vals[i]);
 		if (ret < 0)
-			return store_set_errmsg(s, ret, "field %s: %s", ev->type->fields[i].name,
-						tc_strerror(ret));
-		ret = sq_val_of(&row[t->param[i] - 1], &v);
-		if (ret < 0)
-			return store_set_errmsg(s, ret, "field %s: %s", ev->type->fields[i].name,
-						tc_strerror(ret));
-		if (v.kind == DECODE_STRING || v.kind == DECODE_BLOB)
-			n += row[t->param[i] - 1].len;
+			return store_set_errmsg(s, ret, "%s:%s: field %u: %s", t->system, t->name,
+						i, tc_strerror(ret));
+		if (v->kind == STORE_STRING || v->kind == STORE_BLOB)
+			n += v->len;
 	}
 	*bytes = n;
 	return 0;
@@ -588,7 +583,7 @@ static int sq_batch_room(struct store_type *t, size_t bytes)
 static void sq_row_keep(struct sq_batch *b, unsigned ncols, struct sq_val *row)
 {
 	for (unsigned c = SQ_FIXED_COLS; c < ncols; c++) {
-		if (row[c].kind != DECODE_STRING && row[c].kind != DECODE_BLOB)
+		if (row[c].kind != STORE_STRING && row[c].kind != STORE_BLOB)
 			continue;
 		if (!row[c].len) {	/* (no pointer into an arena that may move) */
 			row[c].p = "";
@@ -600,8 +595,7 @@ static void sq_row_keep(struct sq_batch *b, unsigned ncols, struct sq_val *row)
 	}
 }
 
-int sq_insert(struct store *s, struct store_type *t, uint64_t host_id,
-	      const struct decode_event *ev, int64_t ts_wall)
+int sq_insert(struct store *s, struct store_type *t, const struct store_event *ev)
 {
 	struct sq_store *q = sq_store_of(s);
 	struct sq_val *row = t->scratch, *dst;
@@ -613,12 +607,12 @@ int sq_insert(struct store *s, struct store_type *t, uint64_t host_id,
 		return store_set_errmsg(s, TC_ERR_DB, "database %s: event type %s:%s is of the"
 					" file that was removed or replaced", q->path, t->system,
 					t->name);
-	if (ev->type->nfields != t->nfields)
+	if (ev->nvals != t->nfields)
 		return store_set_errmsg(s, -EINVAL, "event does not match its store type");
-	/* rows gathering: decode straight into the batch's next row */
+	/* rows gathering: straight into the batch's next row */
 	if (b && b->cap >= (size_t)(b->pending + 1) * t->ncols)
 		row = b->vals + (size_t)b->pending * t->ncols;
-	ret = sq_row_decode(s, t, row, host_id, ev, ts_wall, &bytes);
+	ret = sq_row_of(s, t, row, ev, &bytes);
 	if (ret < 0)
 		return ret;
 	/* a flush hands the batch to the writer: the row moves out first */

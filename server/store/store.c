@@ -131,14 +131,15 @@ int store_host_clock(struct store *s, uint64_t host_id, int64_t offset_ns)
 	return ret < 0 ? ret : s->ops->host_clock(s, host_id, offset_ns);
 }
 
-int store_type(struct store *s, const struct decode_type *t, const char *format_text,
-	       const struct store_origin *o, struct store_type **out)
+int store_type(struct store *s, const struct store_type_desc *t, const struct store_origin *o,
+	       struct store_type **out)
 {
 	int ret = store_writable(s);
 
-	if (ret == 0 && (!t || !format_text || !o || !out))
+	if (ret == 0 && (!t || !t->system || !t->name || !t->format || (t->nfields && !t->fields) ||
+			 !o || !out))
 		ret = -EINVAL;
-	return ret < 0 ? ret : s->ops->type(s, t, format_text, o, out);
+	return ret < 0 ? ret : s->ops->type(s, t, o, out);
 }
 
 int store_begin(struct store *s)
@@ -167,12 +168,11 @@ int store_rollback(struct store *s)
 	return ret;
 }
 
-int store_insert(struct store *s, struct store_type *t, uint64_t host_id,
-		 const struct decode_event *ev, int64_t ts_wall)
+int store_insert(struct store *s, struct store_type *t, const struct store_event *ev)
 {
-	if (!s || !t || !ev || !ev->type)
+	if (!s || !t || !ev || (ev->nvals && !ev->vals))
 		return -EINVAL;
-	return s->ops->insert(s, t, host_id, ev, ts_wall);
+	return s->ops->insert(s, t, ev);
 }
 
 int store_cpu_received(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,

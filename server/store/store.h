@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "proto/msg.h"
-#include "server/decode.h"
+#include "server/store/store_types.h"
 
 struct filter;
 struct store;
@@ -156,20 +156,20 @@ struct store_origin {
 /*
  * store_type - make the table for @t exist with a column per field (one
  * CREATE TABLE for a new type; a column for each field whose (name, kind)
- * the table lacks), record @format_text as a format of the type and as the
+ * the table lacks), record t->format as a format of the type and as the
  * one @o's host sent in its boot, and make it the type's latest format.
  *
  * The returned handle holds the prepared INSERT for @t's field order, of
  * rows stored with this format; it is owned by @s (valid until
- * store_close()) and shared by every decode_type parsed from the same
- * format text, so the caller may cache it in t->user.
+ * store_close()) and shared by every type described with the same format
+ * text, so the caller may cache it with its own description of the type.
  *
  * Return: 0; TC_ERR_FORMAT_LIMIT (store_errmsg() says which cap: the
  * host's types, the format's fields, the table's columns, the host's
  * formats of the type; nothing is stored); TC_ERR_DB; -ENOMEM.
  */
-int store_type(struct store *s, const struct decode_type *t, const char *format_text,
-	       const struct store_origin *o, struct store_type **out);
+int store_type(struct store *s, const struct store_type_desc *t, const struct store_origin *o,
+	       struct store_type **out);
 
 /*
  * store_begin, store_commit - bracket a batch of inserts in one transaction;
@@ -184,16 +184,15 @@ int store_commit(struct store *s);
 int store_rollback(struct store *s);
 
 /*
- * store_insert - insert @ev (from a decoder_page() callback) into @t's table
- * with its wall-clock time @ts_wall (ns); values are read with
- * decode_field_value(). @t must come from store_type() for ev->type's
- * format.
+ * store_insert - insert @ev into @t's table: its values (decoded by the
+ * caller, ev->nvals of them, one per field of the format @t was made
+ * for: struct store_event) in the format's columns. @t must come from
+ * store_type().
  *
- * Return: 0; TC_ERR_DB; TC_ERR_PAGE_MALFORMED when a field does not decode
- * (the row is not inserted).
+ * Return: 0; TC_ERR_DB; -EINVAL (@ev's values are not @t's fields);
+ * -E2BIG (a value longer than the engine takes; the row is not inserted).
  */
-int store_insert(struct store *s, struct store_type *t, uint64_t host_id,
-		 const struct decode_event *ev, int64_t ts_wall);
+int store_insert(struct store *s, struct store_type *t, const struct store_event *ev);
 
 /* store_cpu_received - add what the collector received and stored for one CPU. */
 int store_cpu_received(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,
@@ -484,7 +483,7 @@ struct store_col {
 	const char *name;	/* the field's name */
 	const char *column;	/* its column (== name unless it clashed or another
 				 * column of the name has another kind, see schema.sql) */
-	enum decode_kind kind;	/* the column's kind */
+	enum store_kind kind;	/* the column's kind */
 };
 
 /*
@@ -565,7 +564,7 @@ struct store_row {
 	int pid;		/* common_pid, -1 if absent */
 	const char *comm;	/* from comms; NULL if unknown */
 	size_t nvals;		/* == schema ncols */
-	const struct decode_value *vals;	/* per schema column */
+	const struct store_value *vals;	/* per schema column */
 	const bool *null;	/* per schema column: no value (added later) */
 };
 
@@ -916,7 +915,7 @@ struct store_hist {
 };
 
 struct store_hist_entry {
-	const struct decode_value *keys;	/* per key: integer, or the host's name */
+	const struct store_value *keys;	/* per key: integer, or the host's name */
 	const char *const *comm;	/* per key: for .execname, the comm the store
 					 * keeps for that pid on @host_id (NULL: none) */
 	uint64_t host_id;		/* the lowest host id among its rows */

@@ -42,10 +42,11 @@
  * Who owns what after a call:
  * - Arguments are the caller's and valid only during the call; a backend
  *   copies what it keeps: the event's field values at insert (the page
- *   they point into is reused after the call), strings of hello, program,
+ *   they point into is reused after the call), the type's description at
+ *   type, strings of hello, program,
  *   symbol, cmdlines and dropped, and the index list of set_indexes.
  * - type: the struct store_type is the backend's, valid until close;
- *   the caller caches it (decode_type.user) and hands it back to insert.
+ *   the caller caches it and hands it back to insert.
  * - schema_get: *out is the caller's and is freed by store_schema_free()
  *   (store.c), so a backend allocates it as that expects: calloc'd
  *   struct, malloc'd system, name and table, a malloc'd cols array whose
@@ -100,14 +101,13 @@ struct store_ops {
 	int (*host)(struct store *s, const struct proto_hello *h, const char *peer_subject,
 		    uint64_t *host_id);
 	int (*host_clock)(struct store *s, uint64_t host_id, int64_t offset_ns);
-	int (*type)(struct store *s, const struct decode_type *t, const char *format_text,
-		    const struct store_origin *o, struct store_type **out);
+	int (*type)(struct store *s, const struct store_type_desc *t, const struct store_origin *o,
+		    struct store_type **out);
 	int (*begin)(struct store *s);
 	int (*commit)(struct store *s);
 	int (*rollback)(struct store *s);
 	/* insert: the hot path; may queue the row and report its failure later */
-	int (*insert)(struct store *s, struct store_type *t, uint64_t host_id,
-		      const struct decode_event *ev, int64_t ts_wall);
+	int (*insert)(struct store *s, struct store_type *t, const struct store_event *ev);
 	int (*cpu_received)(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,
 			    uint64_t events, uint64_t bytes);
 	int (*cpu_stats)(struct store *s, uint64_t host_id, const struct proto_cpu_stats *st);
