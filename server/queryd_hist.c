@@ -112,7 +112,7 @@ static int reply_begin(const struct hist_spec *sp, const char *event, struct qms
 }
 
 struct qh_ctx {
-	struct store *st;
+	struct store_reader *st;
 	const struct hist_spec *sp;
 	struct qmsg_writer *w;
 };
@@ -184,7 +184,7 @@ static int resolve_all(const struct store_query *q, struct hist_spec *sp, int *k
 	return qmsg_reply_error(ret, msg, -1, -1, out) ?: 1;
 }
 
-int queryd_hist_run(struct store *st, const struct qmsg_request *r, const struct store_query *q,
+int queryd_hist_run(struct store_reader *st, const struct qmsg_request *r, const struct store_query *q,
 		    struct proto_buf *out, uint64_t *rows)
 {
 	struct filter_error err = { 0 };

@@ -105,14 +105,14 @@ struct qsel {
 	size_t n;
 	struct store_window win;
 	struct store_scope hosts;	/* the request's host list */
-	struct store *st;		/* during a select: for symbol names */
+	struct store_reader *st;		/* during a select: for symbol names */
 };
 
 /* ---- resolving the selectors ---- */
 
 struct resolve {
 	struct qsel *c;
-	struct store *st;
+	struct store_reader *st;
 	const struct store_scope *scope;	/* the asker's; NULL: every host */
 	bool *bare_event;	/* per selector: a bare word that names events */
 	bool *used;		/* per selector: it named a type */
@@ -133,7 +133,7 @@ static bool sel_names(const struct resolve *rs, size_t i, const struct store_sch
  * hosts has is not stored (store_type_seen()). Return: 1 yes, 0 no, or a
  * negative code.
  */
-static int type_seen(struct store *st, const struct store_scope *scope,
+static int type_seen(struct store_reader *st, const struct store_scope *scope,
 		     const struct store_schema *sc)
 {
 	bool seen = true;
@@ -213,7 +213,7 @@ static int resolve_add(void *ctx, const struct store_schema *sc)
 
 struct suggest_ctx {
 	struct suggest sg;
-	struct store *st;
+	struct store_reader *st;
 	const struct store_scope *scope;
 };
 
@@ -258,7 +258,7 @@ static int suggest_type(void *ctx, const struct store_schema *sc)
  * An unknown selector's error reply, with the closest stored names the
  * asker (@scope) may know of; 1.
  */
-static int unknown_sel(struct store *st, const struct store_scope *scope, const struct query *q,
+static int unknown_sel(struct store_reader *st, const struct store_scope *scope, const struct query *q,
 		       size_t i, const char *text, struct proto_buf *out)
 {
 	char hint[SUGGEST_MAX * (SUGGEST_NAME_MAX + 4) + 32];
@@ -280,7 +280,7 @@ static int unknown_sel(struct store *st, const struct store_scope *scope, const 
  * The types @c's selectors name, of those the asker (@scope) may know of:
  * 0; 1 with the error reply in @out; a negative code.
  */
-static int resolve(struct store *st, struct qsel *c, const struct store_scope *scope,
+static int resolve(struct store_reader *st, struct qsel *c, const struct store_scope *scope,
 		   const char *text, struct proto_buf *out)
 {
 	struct resolve rs = { .c = c, .st = st, .scope = scope };
@@ -451,7 +451,7 @@ static void type_free(struct qsel_type *t);
  * are left out: they have no rows to give, and their text is another
  * host's (one such answer is of one format again, in the one-type shape).
  */
-static int drop_unseen(struct store *st, struct qsel *c, const struct qmsg_request *r,
+static int drop_unseen(struct store_reader *st, struct qsel *c, const struct qmsg_request *r,
 		       const struct store_scope *scope)
 {
 	struct store_scope hosts = { .globs = (const char *const *)r->hosts, .n = r->nhosts };
@@ -686,7 +686,7 @@ static int64_t add_sat(int64_t a, int64_t b)
  * the newest row of the selected types the asker may see (hosts, CPUs,
  * scope; not the filter). No such row: an empty window.
  */
-static int resolve_end(struct store *st, struct qsel *c, const struct qmsg_request *r)
+static int resolve_end(struct store_reader *st, struct qsel *c, const struct qmsg_request *r)
 {
 	int64_t newest = INT64_MIN;
 	int ret = 0;
@@ -719,7 +719,7 @@ static int resolve_end(struct store *st, struct qsel *c, const struct qmsg_reque
 
 /* ---- compile ---- */
 
-int qsel_compile(struct store *st, const struct qmsg_request *r, const struct store_scope *scope,
+int qsel_compile(struct store_reader *st, const struct qmsg_request *r, const struct store_scope *scope,
 		 struct qsel **out, struct proto_buf *reply)
 {
 	struct filter_error err = { 0 };
@@ -793,7 +793,7 @@ const struct store_query *qsel_read(const struct qsel *c, size_t i)
 	return &c->t[i].read;
 }
 
-int qsel_count(struct store *st, struct qsel *c, uint64_t *n)
+int qsel_count(struct store_reader *st, struct qsel *c, uint64_t *n)
 {
 	uint64_t sum = 0;
 
@@ -851,7 +851,7 @@ static void put_value(struct qmsg_writer *w, const struct store_value *v)
 	}
 }
 
-static void put_symbol(struct store *st, struct qmsg_writer *w, const struct store_row *row,
+static void put_symbol(struct store_reader *st, struct qmsg_writer *w, const struct store_row *row,
 		       size_t col)
 {
 	const struct store_value *v = &row->vals[col];
@@ -868,7 +868,7 @@ static void put_symbol(struct store *st, struct qmsg_writer *w, const struct sto
 }
 
 /* @row of @t as reply values into @w. */
-static void put_row(struct store *st, const struct qsel_type *t, struct qmsg_writer *w,
+static void put_row(struct store_reader *st, const struct qsel_type *t, struct qmsg_writer *w,
 		    const struct store_row *row)
 {
 	size_t i;
@@ -896,7 +896,7 @@ static void put_row(struct store *st, const struct qsel_type *t, struct qmsg_wri
 
 /* one type: rows straight into the reply */
 struct one_ctx {
-	struct store *st;
+	struct store_reader *st;
 	const struct qsel_type *t;
 	struct qmsg_writer *w;
 	uint32_t limit;
@@ -917,7 +917,7 @@ static int one_row(void *arg, const struct store_row *row)
 	return 0;
 }
 
-static int select_one(struct store *st, const struct qmsg_request *r, struct qsel *c,
+static int select_one(struct store_reader *st, const struct qmsg_request *r, struct qsel *c,
 		      uint32_t limit, struct qmsg_writer **w, struct qsel_page *pg)
 {
 	struct qsel_type *t = &c->t[0];
@@ -943,7 +943,7 @@ static int select_one(struct store *st, const struct qmsg_request *r, struct qse
 /* several types: the merge */
 
 struct fill_ctx {
-	struct store *st;
+	struct store_reader *st;
 	struct qsel_type *t;
 };
 
@@ -963,7 +963,7 @@ static int fill_row(void *arg, const struct store_row *row)
 }
 
 /* Refill @t's empty buffer from its cursor with up to @chunk rows. */
-static int fill(struct store *st, struct qsel_type *t, size_t chunk)
+static int fill(struct store_reader *st, struct qsel_type *t, size_t chunk)
 {
 	struct fill_ctx f = { .st = st, .t = t };
 	int ret;
@@ -1060,7 +1060,7 @@ static int merge_init(struct qsel *c, const struct qmsg_request *r, size_t chunk
 	return ret;
 }
 
-static int select_merge(struct store *st, const struct qmsg_request *r, struct qsel *c,
+static int select_merge(struct store_reader *st, const struct qmsg_request *r, struct qsel *c,
 			uint32_t limit, struct qmsg_writer **out, struct qsel_page *pg)
 {
 	size_t chunk = QSEL_BUFFERED / c->n;
@@ -1128,14 +1128,14 @@ int qsel_begin_tail(struct qsel *c, struct qmsg_writer **w)
 	return ret;
 }
 
-void qsel_put_row(struct store *st, const struct qsel *c, size_t i, struct qmsg_writer *w,
+void qsel_put_row(struct store_reader *st, const struct qsel *c, size_t i, struct qmsg_writer *w,
 		  const struct store_row *row)
 {
 	qmsg_put_type(w, (uint32_t)i);
 	put_row(st, &c->t[i], w, row);
 }
 
-int qsel_select(struct store *st, const struct qmsg_request *r, struct qsel *c,
+int qsel_select(struct store_reader *st, const struct qmsg_request *r, struct qsel *c,
 		struct qmsg_writer **w, struct qsel_page *pg)
 {
 	uint32_t limit = r->limit ? r->limit : QMSG_MAX_ROWS;

@@ -526,7 +526,7 @@ static int sink_group_add(struct sink *s, const struct sink_env *env,
 }
 
 struct sym_ctx {
-	struct store *store;
+	struct store_writer *store;
 	uint64_t program;
 };
 
@@ -594,7 +594,7 @@ static int sink_symbols(struct sink *s, const struct sink_env *env,
 
 struct printk_ctx {
 	struct sink *s;
-	struct store *store;
+	struct store_writer *store;
 	uint64_t host_id;
 	const char *boot_id;
 	int64_t since;
@@ -640,7 +640,7 @@ static int sink_printk(struct sink *s, const struct sink_env *env, const struct 
 	return ret;
 }
 
-static int flush_group_counters(struct sink *s, struct store *store)
+static int flush_group_counters(struct sink *s, struct store_writer *store)
 {
 	int ret = 0;
 
@@ -1286,7 +1286,7 @@ int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t
 	return 0;
 }
 
-int sink_flush(struct sink *s, struct store *store)
+int sink_flush(struct sink *s, struct store_writer *store)
 {
 	int ret = dedup_flush(s->sess, store);
 

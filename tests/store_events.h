@@ -14,7 +14,7 @@
 #include "server/store/store.h"
 
 /* store_type() of decoder type @t, whose format is @text. */
-static inline int ev_type(struct store *s, const struct decode_type *t, const char *text,
+static inline int ev_type(struct store_writer *w, const struct decode_type *t, const char *text,
 			  const struct store_origin *o, struct store_type **out)
 {
 	struct store_field *f = calloc(t->nfields + 1, sizeof(*f));
@@ -26,13 +26,13 @@ static inline int ev_type(struct store *s, const struct decode_type *t, const ch
 	for (unsigned i = 0; i < t->nfields; i++)
 		f[i] = (struct store_field){ t->fields[i].name, t->fields[i].kind,
 					     t->fields[i].size, t->fields[i].type };
-	ret = store_type(s, &d, o, out);
+	ret = store_type(w, &d, o, out);
 	free(f);
 	return ret;
 }
 
 /* store_insert() of @ev, of host @host_id at wall-clock @ts, into @t. */
-static inline int ev_insert(struct store *s, struct store_type *t, uint64_t host_id,
+static inline int ev_insert(struct store_writer *w, struct store_type *t, uint64_t host_id,
 			    const struct decode_event *ev, int64_t ts)
 {
 	struct store_value *v = calloc(ev->type->nfields + 1, sizeof(*v));
@@ -42,7 +42,7 @@ static inline int ev_insert(struct store *s, struct store_type *t, uint64_t host
 	for (unsigned i = 0; ret == 0 && i < row.nvals; i++)
 		ret = decode_field_value(ev, i, &v[i]);
 	if (ret == 0)
-		ret = store_insert(s, t, &row);
+		ret = store_insert(w, t, &row);
 	free(v);
 	return ret;
 }

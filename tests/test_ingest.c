@@ -59,7 +59,7 @@ static struct capture cap;
 static uint64_t want_events;	/* events in every captured page, as decoded here */
 static uint64_t cpu_pages[CAPTURE_MAX_CPUS];
 static char dir[64], db[128], jdir[128];
-static struct store *st;
+static struct store_writer *st;	/* the ingest worker's */
 static struct event_base *base;
 static struct ingest *g;
 static pthread_t loop_thread;
@@ -183,7 +183,7 @@ static void setup(void)
 	tu_tmpdir_make(dir, sizeof(dir), "ingest");
 	snprintf(db, sizeof(db), "%s/trace.db", dir);
 	snprintf(jdir, sizeof(jdir), "%s/journal", dir);
-	TU_OK(store_open(db, &st));
+	TU_OK(store_writer_open(db, &st));
 	base = event_base_new();
 	ck_assert_ptr_nonnull(base);
 	g = NULL;
@@ -194,7 +194,7 @@ static void teardown(void)
 {
 	ingest_stop(g);
 	g = NULL;
-	store_close(st);
+	store_writer_close(st);
 	st = NULL;
 	event_base_free(base);
 	base = NULL;
@@ -638,6 +638,18 @@ static int on_stat(void *ctx, const struct store_stats_host *host, uint32_t cpu,
 	return 0;
 }
 
+/* The drops and stats of what the worker stored, read as a query worker reads them. */
+static void read_counters(void)
+{
+	struct store_reader *r;
+
+	memset(&seen, 0, sizeof(seen));
+	TU_OK(store_reader_open(db, &r));
+	TU_OK(store_drops(r, NULL, on_drop, NULL));
+	TU_OK(store_stats(r, NULL, on_stat, NULL));
+	store_reader_close(r);
+}
+
 /* The drops count of (host, "-", "-", @reason); 0 when there is no such row. */
 static uint64_t drops_of(const char *reason)
 {
@@ -708,9 +720,7 @@ START_TEST(test_malformed_pages_counted)
 	ck_assert_uint_eq(count(H_FAILED, 0), 0);
 	ck_assert_uint_eq(nth_call(H_DONE, 12, 0)->pages, pages);
 	ck_assert_uint_eq(nth_call(H_DONE, 12, 0)->events, want_events);
-	memset(&seen, 0, sizeof(seen));
-	TU_OK(store_drops(st, NULL, on_drop, NULL));
-	TU_OK(store_stats(st, NULL, on_stat, NULL));
+	read_counters();
 	for (int k = 0; k < NBAD; k++) {
 		ck_assert_msg(drops_of(bad_why[k]) == 2, "drops '%s': %llu, not 2", bad_why[k],
 			      (unsigned long long)drops_of(bad_why[k]));
@@ -751,9 +761,7 @@ START_TEST(test_pages_after_failure_counted)
 	g = NULL;
 
 	ck_assert_str_eq(nth_call(H_FAILED, 13, 0)->what, proto_msg_name(MSG_FORMAT));
-	memset(&seen, 0, sizeof(seen));
-	TU_OK(store_drops(st, NULL, on_drop, NULL));
-	TU_OK(store_stats(st, NULL, on_stat, NULL));
+	read_counters();
 	ck_assert_uint_eq(drops_of("its connection had failed"), pages);
 	ck_assert_uint_eq(seen.bad_pages, cpu_pages[0]);
 }

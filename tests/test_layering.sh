@@ -5,9 +5,13 @@
 # runtime in libtracecollect) common/ and arch/ only, traceq/ (the client)
 # only common/ and proto/. Nothing but traceq/ itself (and its tests)
 # includes traceq/. Outside server/store/, the storage layer is reached
-# only through "server/store/store.h" (the backends sit behind its ops
-# table), and outside proto/ nobody includes proto/msgpack_dec.h, proto's
-# private msgpack readers.
+# only through "server/store/store.h" and the types it shares,
+# "server/store/store_types.h" (the backends sit behind its ops tables);
+# inside it, the SQLite backend (sqlite*) includes of the folder only its
+# own headers and the contract (store_ops.h, store_types.h), never the
+# callers' store.h, and the folder's includes form no circle. Outside
+# proto/ nobody includes proto/msgpack_dec.h, proto's private msgpack
+# readers.
 #
 #   test_layering.sh [ROOT]    check the tree at ROOT (default: $top_srcdir,
 #                              else the tree this script is in)
@@ -82,13 +86,69 @@ only() {
 		"$(from "$1" | grep -E "	(${ours%|})/" | grep -vE "	($1|$2)/" || true)"
 }
 
-# only_through FOLDER HEADER: outside FOLDER/, of FOLDER's files only
-# FOLDER/HEADER is included (holds while FOLDER does not exist). tests/
+# only_through FOLDER HEADER...: outside FOLDER/, of FOLDER's files only
+# the HEADERs are included (holds while FOLDER does not exist). tests/
 # are exempt: a backend's white-box tests include its private headers.
 only_through() {
-	report "outside $1/, only $1/$2 is included from $1/" \
-		"$(printf '%s\n' "$all_edges" | grep -vE "^($1|tests)/" |
-		   grep -E "	$1/" | grep -vE "	$1/$2\$" || true)"
+	local dir=$1 names
+
+	shift
+	names=$(printf "$dir/%s, " "$@")
+	report "outside $dir/, only ${names%, } are included from $dir/" \
+		"$(printf '%s\n' "$all_edges" | grep -vE "^($dir|tests)/" |
+		   grep -E "	$dir/" | grep -vE "	$dir/($(IFS='|'; echo "$*"))\$" || true)"
+}
+
+# glob_re GLOB: GLOB (a file name, * for any part of it) as an ERE.
+glob_re() {
+	printf '%s' "$1" | sed 's/\./\\./g; s/\*/[^\/:]*/g'
+}
+
+# only_within FOLDER GLOB ALLOWED...: FOLDER's files named GLOB include,
+# of FOLDER's files, only those named ALLOWED (globs too); what they
+# include from elsewhere is the other rules' business.
+only_within() {
+	local dir=$1 glob=$2 allowed="" a
+
+	shift 2
+	for a in "$@"; do
+		allowed+="$(glob_re "$a")|"
+	done
+	report "$dir/$glob include of $dir/ only $*" \
+		"$(printf '%s\n' "$all_edges" | grep -E "^$dir/$(glob_re "$glob"):" |
+		   grep -E "	$dir/" | grep -vE "	$dir/(${allowed%|})\$" || true)"
+}
+
+# acyclic FOLDER: the includes among FOLDER's own files form no circle,
+# a file's .c and .h taken as one module (a header declares what its .c
+# defines, so who includes whom is who may call whom). The hits are the
+# includes on a circle: from module A to B where B leads back to A.
+acyclic() {
+	local dir=$1
+
+	report "$dir/ includes form no circle (X.c and X.h as one)" \
+		"$(printf '%s\n' "$all_edges" | grep -E "^$dir/[^/]*:[0-9]+	$dir/[^/]*\$" |
+		   awk -F '\t' '
+			function mod(f) { sub(/:[0-9]+$/, "", f); sub(/\.[chS]$/, "", f); return f }
+			# reaches(x, y): a path of includes leads from module x to y
+			function reaches(x, y,    todo, seen, n, u, v) {
+				todo[n = 1] = x
+				seen[x] = 1
+				while (n > 0) {
+					u = todo[n--]
+					if (u == y)
+						return 1
+					for (v in node)
+						if ((u, v) in edge && !(v in seen)) {
+							seen[v] = 1
+							todo[++n] = v
+						}
+				}
+				return 0
+			}
+			{ a = mod($1); b = mod($2) }
+			a != b { edge[a, b] = 1; node[a] = node[b] = 1; hit[++k] = $0; from[k] = a; to[k] = b }
+			END { for (i = 1; i <= k; i++) if (reaches(to[i], from[i])) print hit[i] }')"
 }
 
 # private_to FOLDER HEADER: outside FOLDER/, nothing includes FOLDER/HEADER.
@@ -105,7 +165,9 @@ forbid proto 'agent|server|sql|arch|traceq'
 forbid arch 'common|proto|agent|server|sql|lib|traceq'
 forbid lib 'proto|agent|server|sql|traceq'
 only traceq 'common|proto'
-only_through server/store store.h
+only_through server/store store.h store_types.h
+only_within server/store 'sqlite*' 'sqlite*.h' store_ops.h store_types.h
+acyclic server/store
 private_to proto msgpack_dec.h
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

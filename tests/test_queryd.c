@@ -242,13 +242,13 @@ static void start_endpoint(uint32_t sync_max_ms)
 
 static void start(void)
 {
-	struct store *st;
+	struct store_writer *st;
 
 	hk_reset();
 	tu_tmpdir_make(dir, sizeof(dir), "queryd");
 	snprintf(db, sizeof(db), "%s/trace.db", dir);
-	TU_OK(store_open(db, &st));
-	store_close(st);
+	TU_OK(store_writer_open(db, &st));
+	store_writer_close(st);
 	start_endpoint(60000);
 }
 
@@ -574,13 +574,13 @@ static void many_hosts(unsigned n)
 	struct proto_hello h = { .machine_id = (char *)"m", .boot_id = (char *)"b",
 				 .kernel = (char *)"k", .trace_clock = (char *)"mono",
 				 .ncpus = 2, .page_size = 4096 };
-	struct store *st;
+	struct store_writer *st;
 	char name[256], pad[201];
 	uint64_t id;
 
 	memset(pad, 'x', 200);
 	pad[200] = 0;
-	TU_OK(store_open(db, &st));
+	TU_OK(store_writer_open(db, &st));
 	TU_OK(store_begin(st));
 	for (unsigned i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "big-%u-%s", i, pad);
@@ -590,7 +590,7 @@ static void many_hosts(unsigned n)
 		TU_OK(store_cpu_received(st, id, 1, 1, 1, 1));
 	}
 	TU_OK(store_commit(st));
-	store_close(st);
+	store_writer_close(st);
 }
 
 /*

@@ -15,7 +15,7 @@
 
 #include <sqlite3.h>
 
-#include "server/store/sqlite_int.h"
+#include "server/store/sqlite_window.h"
 
 size_t sq_win_cap = 32u << 20;
 

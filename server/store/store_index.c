@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "common/tc_error.h"
-#include "server/store/store.h"
+#include "server/store/store_types.h"
 
 #define STORE_INDEXES_MAX	256
 #define IX_NAME_CHARS	"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
