@@ -307,8 +307,9 @@ static bool any_type(struct store_reader *st, const struct store_scope *scope)
 	return x.any || (ret < 0 && ret != TC_ERR_UNKNOWN_EVENT);
 }
 
-int qdisc_run(struct store_reader *st, const struct qmsg_request *r, const struct store_query *hosts,
-	      const struct qdisc_live *live, struct proto_buf *out, uint64_t *rows)
+int qdisc_run(struct store_reader *st, const struct qmsg_request *r,
+	      const struct store_query *hosts, const struct qdisc_live *live,
+	      struct proto_buf *out, uint64_t *rows)
 {
 	struct qmsg_request rq = *r;
 	struct qmsg_writer *w = NULL;

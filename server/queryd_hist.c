@@ -184,8 +184,8 @@ static int resolve_all(const struct store_query *q, struct hist_spec *sp, int *k
 	return qmsg_reply_error(ret, msg, -1, -1, out) ?: 1;
 }
 
-int queryd_hist_run(struct store_reader *st, const struct qmsg_request *r, const struct store_query *q,
-		    struct proto_buf *out, uint64_t *rows)
+int queryd_hist_run(struct store_reader *st, const struct qmsg_request *r,
+		    const struct store_query *q, struct proto_buf *out, uint64_t *rows)
 {
 	struct filter_error err = { 0 };
 	struct store_hist_totals tot;

@@ -258,8 +258,8 @@ static int suggest_type(void *ctx, const struct store_schema *sc)
  * An unknown selector's error reply, with the closest stored names the
  * asker (@scope) may know of; 1.
  */
-static int unknown_sel(struct store_reader *st, const struct store_scope *scope, const struct query *q,
-		       size_t i, const char *text, struct proto_buf *out)
+static int unknown_sel(struct store_reader *st, const struct store_scope *scope,
+		       const struct query *q, size_t i, const char *text, struct proto_buf *out)
 {
 	char hint[SUGGEST_MAX * (SUGGEST_NAME_MAX + 4) + 32];
 	char msg[300 + sizeof(hint)];
@@ -719,8 +719,8 @@ static int resolve_end(struct store_reader *st, struct qsel *c, const struct qms
 
 /* ---- compile ---- */
 
-int qsel_compile(struct store_reader *st, const struct qmsg_request *r, const struct store_scope *scope,
-		 struct qsel **out, struct proto_buf *reply)
+int qsel_compile(struct store_reader *st, const struct qmsg_request *r,
+		 const struct store_scope *scope, struct qsel **out, struct proto_buf *reply)
 {
 	struct filter_error err = { 0 };
 	struct qsel *c = calloc(1, sizeof(*c));

@@ -41,8 +41,8 @@ struct qsel_page {
  * error: its reply (with the caret position) is then in @reply; a negative
  * code (TC_ERR_DB, -ENOMEM) otherwise.
  */
-int qsel_compile(struct store_reader *st, const struct qmsg_request *r, const struct store_scope *scope,
-		 struct qsel **out, struct proto_buf *reply);
+int qsel_compile(struct store_reader *st, const struct qmsg_request *r,
+		 const struct store_scope *scope, struct qsel **out, struct proto_buf *reply);
 
 /* qsel_free - free @c; NULL is allowed. */
 void qsel_free(struct qsel *c);

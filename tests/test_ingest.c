@@ -162,7 +162,7 @@ static void count_capture(void)
 	const struct decode_type *types[CAPTURE_NFORMATS];
 	struct decoder *dec;
 
-	ck_assert_int_eq(capture_decoder(&cap, &dec, types), 0);
+	TU_OK(capture_decoder(&cap, &dec, types));
 	want_events = 0;
 	for (unsigned cpu = 0; cpu < cap.ncpus; cpu++) {
 		cpu_pages[cpu] = cap.raw_len[cpu] / cap.page_size;
@@ -178,7 +178,7 @@ static void setup(void)
 {
 	memset(&calls, 0, sizeof(calls));
 	loop_thread = pthread_self();
-	ck_assert_int_eq(capture_load(&cap), 0);
+	TU_OK(capture_load(&cap));
 	count_capture();
 	tu_tmpdir_make(dir, sizeof(dir), "ingest");
 	snprintf(db, sizeof(db), "%s/trace.db", dir);
@@ -353,7 +353,7 @@ START_TEST(test_failure_is_per_connection)
 	wait_for(H_DONE, 10, 1);
 
 	f = nth_call(H_FAILED, 9, 0);
-	ck_assert_int_eq(f->err, TC_ERR_PROTO_STATE);
+	TU_ERR(f->err, TC_ERR_PROTO_STATE);
 	ck_assert_str_eq(f->what, "page");
 	ck_assert_uint_eq(count(H_FAILED, 0), 1);
 	ck_assert_uint_eq(count(H_WELCOME, 9), 0);
@@ -541,7 +541,7 @@ START_TEST(test_journal_session)
 	ingest_sink_close(g, s);	/* a journaled connection says DONE itself and goes */
 	ck_assert_int_eq(pthread_create(&t, NULL, wait_stored_main, &w), 0);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
-	ck_assert_int_eq(w.ret, 0);
+	TU_OK(w.ret);
 	ck_assert_uint_eq(w.unstored, 0);
 
 	wait_for(H_DONE, 5, 1);
@@ -829,7 +829,7 @@ START_TEST(test_clock_offset_near_int64_max)
 	s = connect_agent(6, 0);
 	cap.hello.clock = keep;
 	wait_for(H_FAILED, 6, 1);
-	ck_assert_int_eq(nth_call(H_FAILED, 6, 0)->err, TC_ERR_MSG_MALFORMED);
+	TU_ERR(nth_call(H_FAILED, 6, 0)->err, TC_ERR_MSG_MALFORMED);
 	ck_assert_uint_eq(count(H_WELCOME, 6), 0);
 	ingest_sink_close(g, s);
 }

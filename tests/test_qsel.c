@@ -194,7 +194,7 @@ START_TEST(subsystem_filter_semantics)
 	proto_buf_init(&b);
 	ck_assert_int_eq(qsel_compile(st, &r, NULL, &c, &b), 1);
 	TU_OK(qmsg_reply_decode(b.data, b.len, &rep));
-	ck_assert_int_eq(rep.code, TC_ERR_UNKNOWN_FIELD);
+	TU_ERR(rep.code, TC_ERR_UNKNOWN_FIELD);
 	ck_assert_int_eq(rep.pos, 19);
 	qmsg_reply_free(&rep);
 	proto_buf_free(&b);
@@ -226,22 +226,21 @@ START_TEST(unknown_names_suggest)
 {
 	char msg[512];
 
-	ck_assert_int_eq(compile_error("sched_swich", msg, sizeof(msg)), TC_ERR_UNKNOWN_EVENT);
+	TU_ERR(compile_error("sched_swich", msg, sizeof(msg)), TC_ERR_UNKNOWN_EVENT);
 	ck_assert_str_eq(msg, "unknown event: sched_swich (did you mean 'sched_switch'?)");
-	ck_assert_int_eq(compile_error("sched:sched_wakup where pid == 1", msg, sizeof(msg)),
-			 TC_ERR_UNKNOWN_EVENT);
+	TU_ERR(compile_error("sched:sched_wakup where pid == 1", msg, sizeof(msg)),
+	       TC_ERR_UNKNOWN_EVENT);
 	ck_assert_str_eq(msg, "unknown event: sched:sched_wakup "
 			 "(did you mean 'sched:sched_wakeup'?)");
-	ck_assert_int_eq(compile_error("shed", msg, sizeof(msg)), TC_ERR_UNKNOWN_EVENT);
+	TU_ERR(compile_error("shed", msg, sizeof(msg)), TC_ERR_UNKNOWN_EVENT);
 	ck_assert_str_eq(msg, "unknown event: shed (did you mean 'sched'?)");
-	ck_assert_int_eq(compile_error("nothing_like_it", msg, sizeof(msg)),
-			 TC_ERR_UNKNOWN_EVENT);
+	TU_ERR(compile_error("nothing_like_it", msg, sizeof(msg)), TC_ERR_UNKNOWN_EVENT);
 	ck_assert_str_eq(msg, "unknown event: nothing_like_it");
-	ck_assert_int_eq(compile_error("sched_switch where next_pd == 1", msg, sizeof(msg)),
-			 TC_ERR_UNKNOWN_FIELD);
+	TU_ERR(compile_error("sched_switch where next_pd == 1", msg, sizeof(msg)),
+	       TC_ERR_UNKNOWN_FIELD);
 	ck_assert_str_eq(msg, "unknown field 'next_pd' (did you mean 'next_pid'?)");
-	ck_assert_int_eq(compile_error("sched_switch where prev_comm == 5", msg, sizeof(msg)),
-			 TC_ERR_TYPE_MISMATCH);
+	TU_ERR(compile_error("sched_switch where prev_comm == 5", msg, sizeof(msg)),
+	       TC_ERR_TYPE_MISMATCH);
 }
 END_TEST
 

@@ -176,7 +176,7 @@ static void send_request(nng_socket s, enum qmsg_op op, uint32_t sync_ms)
 	struct proto_buf b;
 
 	proto_buf_init(&b);
-	ck_assert_int_eq(qmsg_request_encode(&r, &b), 0);
+	TU_OK(qmsg_request_encode(&r, &b));
 	send_raw(s, b.data, b.len);
 	proto_buf_free(&b);
 }
@@ -189,7 +189,7 @@ static void recv_reply(nng_socket s, struct qmsg_reply *rep)
 	int rv = nng_recv(s, &msg, &len, NNG_FLAG_ALLOC);
 
 	ck_assert_msg(rv == 0, "no reply in %d ms: %s", WAIT_MS, nng_strerror(rv));
-	ck_assert_int_eq(qmsg_reply_decode(msg, len, rep), 0);
+	TU_OK(qmsg_reply_decode(msg, len, rep));
 	nng_free(msg, len);
 }
 
@@ -433,7 +433,7 @@ static struct proto_buf padded_request(size_t len)
 	msgpack_pack_str(&pk, len);
 	msgpack_pack_str_body(&pk, pad, len);
 	proto_buf_init(&b);
-	ck_assert_int_eq(proto_buf_append(&b, sb.data, sb.size), 0);
+	TU_OK(proto_buf_append(&b, sb.data, sb.size));
 	msgpack_sbuffer_destroy(&sb);
 	free(pad);
 	return b;
@@ -526,7 +526,7 @@ static void tls_ask(struct tlsconn *c, const struct proto_buf *req, struct qmsg_
 
 	proto_buf_init(&in);
 	ck_assert_msg(tlsconn_call(c, req->data, req->len, &in, err, sizeof(err)) == 0, "%s", err);
-	ck_assert_int_eq(qmsg_reply_decode(in.data, in.len, rep), 0);
+	TU_OK(qmsg_reply_decode(in.data, in.len, rep));
 	proto_buf_free(&in);
 }
 
@@ -690,7 +690,7 @@ START_TEST(unknown_long_event_name)
 
 	memset(q, 'e', sizeof(q) - 1);
 	proto_buf_init(&b);
-	ck_assert_int_eq(qmsg_request_encode(&r, &b), 0);
+	TU_OK(qmsg_request_encode(&r, &b));
 	send_raw(s, b.data, b.len);
 	proto_buf_free(&b);
 	expect_error(s, TC_ERR_UNKNOWN_EVENT, "unknown event: eeee");

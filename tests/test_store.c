@@ -19,7 +19,7 @@
 #include "common/tc_error.h"
 #include "server/decode.h"
 #include "server/store/sqlite_hist.h"	/* white-box: sq_hist_grouped() */
-#include "server/store/sqlite_read.h"	/* sq_count_where(): WHERE text the filter cannot write */
+#include "server/store/sqlite_read.h"	/* sq_count_where(): WHERE the filter cannot write */
 #include "server/store/sqlite_util.h"	/* sq_int1() */
 #include "server/store/sqlite_window.h"	/* sq_win_cap */
 #include "server/store/store.h"
@@ -41,6 +41,12 @@ static struct decoder *dec;
 static const struct decode_type *types[CAPTURE_NFORMATS];	/* switch, wakeup, print */
 static struct store_writer *sw;	/* the ingest worker's */
 static struct store_reader *sr;	/* a query worker's: sees what sw committed */
+
+/* The reader as the SQLite backend's handle, for its white-box calls. */
+static struct sq_store *sq(void)
+{
+	return sq_reader_of(sr);
+}
 static uint64_t host;
 static char dir[64], path[80];
 static bool ts_spread;	/* rows' ts are not trace_ts + CLOCK_OFFSET */
@@ -72,7 +78,7 @@ static int64_t field_i(const struct decode_event *ev, const char *name)
 
 	for (unsigned i = 0; i < ev->type->nfields; i++)
 		if (!strcmp(ev->type->fields[i].name, name)) {
-			ck_assert_int_eq(decode_field_value(ev, i, &v), 0);
+			TU_OK(decode_field_value(ev, i, &v));
 			return v.i;
 		}
 	ck_abort_msg("no field %s", name);
@@ -119,8 +125,8 @@ static void setup(void)
 {
 	memset(&seen, 0, sizeof(seen));
 	ts_spread = false;
-	ck_assert_int_eq(capture_load(&cap), 0);
-	ck_assert_int_eq(capture_decoder(&cap, &dec, types), 0);
+	TU_OK(capture_load(&cap));
+	TU_OK(capture_decoder(&cap, &dec, types));
 	tu_tmpdir_make(dir, sizeof(dir), "store");
 	snprintf(path, sizeof(path), "%s/store.db", dir);	/* SQLite creates it */
 	TU_OK(store_writer_open(path, &sw));
@@ -298,11 +304,11 @@ START_TEST(test_query_checks)
 	bound_query(&bq, sc, "prev_pid >= 0");
 	bq.q.field_col = &beyond;
 	bq.q.nfields = 1;
-	ck_assert_int_eq(store_count(sr, &bq.q, &count), -EINVAL);
+	TU_ERR(store_count(sr, &bq.q, &count), -EINVAL);
 	bound_query_free(&bq);
-	ck_assert_int_eq(filter_parse("prev_pid == 0", &unbound, &err), 0);
-	ck_assert_int_eq(store_count(sr, &(struct store_query){ .schema = sc, .filter = unbound },
-				     &count), -EINVAL);
+	TU_OK(filter_parse("prev_pid == 0", &unbound, &err));
+	TU_ERR(store_count(sr, &(struct store_query){ .schema = sc, .filter = unbound },
+			   &count), -EINVAL);
 	filter_free(unbound);
 	ck_ok(store_count(sr, &(struct store_query){ .schema = sc, .host_glob = "capture-*" },
 			  &count));
@@ -396,7 +402,7 @@ START_TEST(test_markers_and_comm)
 	ck_ok(store_count(sr, &bq.q, &count));
 	ck_assert_uint_eq(count, cap.markers);
 	bound_query_free(&bq);
-	ck_ok(sq_count_where(sq_reader_of(sr), sc, "\"buf\" LIKE 'tc-marker-%' AND _tc_comm = ?", &b, 1, NULL,
+	ck_ok(sq_count_where(sq(), sc, "\"buf\" LIKE 'tc-marker-%' AND _tc_comm = ?", &b, 1, NULL,
 			     &count));
 	ck_assert_uint_eq(count, cap.markers);	/* the filters' COMM column */
 	bound_query(&bq, sc, "comm == nosuch");
@@ -440,7 +446,7 @@ START_TEST(test_markers_and_comm)
 	bound_query(&bq, sc, "comm == capture.sh");
 	ck_ok(store_count(sr, &bq.q, &count));
 	bound_query_free(&bq);
-	ck_ok(sq_count_where(sq_reader_of(sr), sc, "\"comm\" = ?", &b, 1, NULL, &other));
+	ck_ok(sq_count_where(sq(), sc, "\"comm\" = ?", &b, 1, NULL, &other));
 	ck_assert_uint_eq(count, other);
 	store_schema_free(sc);
 }
@@ -484,8 +490,8 @@ START_TEST(test_schema_evolution)
 	uint16_t id;
 	int32_t pid = 4242, extra = 77;
 
-	ck_assert_int_eq(decoder_new(&cap.hello, &d2), 0);
-	ck_assert_int_eq(decoder_format(d2, "sched", "sched_switch", fmt, strlen(fmt), &t2), 0);
+	TU_OK(decoder_new(&cap.hello, &d2));
+	TU_OK(decoder_format(d2, "sched", "sched_switch", fmt, strlen(fmt), &t2));
 	ck_assert_uint_eq(t2->nfields, types[0]->nfields + 1);
 	ck_ok(ev_type(sw, t2, fmt, &test_origin, &st2));
 	/* one event of the new layout */
@@ -502,7 +508,7 @@ START_TEST(test_schema_evolution)
 	ck_assert_uint_eq(sc->ncols, types[0]->nfields + 1);
 	ck_assert_str_eq(sc->cols[sc->ncols - 1].name, "extra_field");
 	/* a filter has no IS NULL */
-	ck_ok(sq_count_where(sq_reader_of(sr), sc, "\"extra_field\" IS NULL", NULL, 0, NULL, &count));
+	ck_ok(sq_count_where(sq(), sc, "\"extra_field\" IS NULL", NULL, 0, NULL, &count));
 	ck_assert_uint_eq(count, seen.n[0]);
 	ck_ok(store_count(sr, bound_query(&bq, sc, "extra_field == 77 && prev_comm == evolved"),
 			  &count));
@@ -603,9 +609,8 @@ START_TEST(test_batches)
 
 	ck_assert_ptr_nonnull(page);
 	hello.page_size = BIG_PAGE;
-	ck_assert_int_eq(decoder_new(&hello, &d2), 0);
-	ck_assert_int_eq(decoder_format(d2, "tc", "tc_big", BIG_FORMAT, strlen(BIG_FORMAT), &t),
-			 0);
+	TU_OK(decoder_new(&hello, &d2));
+	TU_OK(decoder_format(d2, "tc", "tc_big", BIG_FORMAT, strlen(BIG_FORMAT), &t));
 	ck_ok(ev_type(sw, t, BIG_FORMAT, &test_origin, &sty));
 	ck_ok(store_begin(sw));
 	for (int seq = 0; seq < BIG_ROWS; seq++) {
@@ -675,9 +680,8 @@ START_TEST(test_writer_failure)
 
 	ck_assert_ptr_nonnull(page);
 	hello.page_size = BIG_PAGE;
-	ck_assert_int_eq(decoder_new(&hello, &d2), 0);
-	ck_assert_int_eq(decoder_format(d2, "tc", "tc_big", BIG_FORMAT, strlen(BIG_FORMAT), &t),
-			 0);
+	TU_OK(decoder_new(&hello, &d2));
+	TU_OK(decoder_format(d2, "tc", "tc_big", BIG_FORMAT, strlen(BIG_FORMAT), &t));
 	ck_ok(ev_type(sw, t, BIG_FORMAT, &test_origin, &ti.sty));
 	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
 	sqlite3_busy_timeout(db, 5000);
@@ -785,15 +789,15 @@ START_TEST(test_db_removed)
 	TU_OK(store_reader_open(path, &ro));
 	ck_assert_int_eq(switches(ro), n0);
 	ck_assert_int_eq(unlink(path), 0);
-	ck_assert_int_eq(switches(ro), TC_ERR_DB);
+	TU_ERR(switches(ro), TC_ERR_DB);
 	ck_assert_msg(strstr(store_errmsg(ro), "not back yet"), "%s", store_errmsg(ro));
 
-	ck_assert_int_eq(commit_one(), TC_ERR_DB);
+	TU_ERR(commit_one(), TC_ERR_DB);
 	snprintf(want, sizeof(want), "database %s was removed or replaced; not storing until"
 		 " it is back", path);
 	ck_assert_str_eq(store_errmsg(sw), want);
-	ck_assert_int_eq(store_host(sw, &cap.hello, NULL, &id), TC_ERR_DB);
-	ck_assert_int_eq(switches(sr), TC_ERR_DB);
+	TU_ERR(store_host(sw, &cap.hello, NULL, &id), TC_ERR_DB);
+	TU_ERR(switches(sr), TC_ERR_DB);
 	ck_assert_uint_eq(store_generation(sw, NULL), 0);
 
 	ck_ok(store_rollback(sw));	/* the path is opened again: a new file */
@@ -832,19 +836,19 @@ START_TEST(test_db_replaced)
 
 	snprintf(path2, sizeof(path2), "%s/other.db", dir);
 	TU_OK(store_writer_open(path2, &other));
-	ck_assert_int_eq(store_host(other, &cap.hello, NULL, &id), 0);
+	TU_OK(store_host(other, &cap.hello, NULL, &id));
 	store_writer_close(other);	/* checkpointed: no -wal left */
 	TU_OK(store_reader_open(path, &ro));
 	ck_assert_int_eq(switches(ro), seen.n[0]);
 	ck_assert_int_eq(rename(path2, path), 0);
 
-	ck_assert_int_eq(commit_one(), TC_ERR_DB);
+	TU_ERR(commit_one(), TC_ERR_DB);
 	ck_ok(store_rollback(sw));
 	ck_assert_uint_eq(store_generation(sw, &note), 1);
 	ck_assert_msg(strstr(note, "reopened"), "%s", note);
 	ck_ok(store_host(sw, &cap.hello, NULL, &id));
-	ck_assert_int_eq(switches(sr), TC_ERR_UNKNOWN_EVENT);	/* its tables, not ours */
-	ck_assert_int_eq(switches(ro), TC_ERR_UNKNOWN_EVENT);
+	TU_ERR(switches(sr), TC_ERR_UNKNOWN_EVENT);	/* its tables, not ours */
+	TU_ERR(switches(ro), TC_ERR_UNKNOWN_EVENT);
 	ck_assert_uint_eq(store_generation(ro, NULL), 1);
 	ck_ok(commit_one());
 	store_reader_close(ro);
@@ -933,7 +937,7 @@ START_TEST(test_counters)
 	ck_assert_uint_eq(sum.agent_events, 20);
 	ck_assert_uint_eq(sum.overrun, 3);
 	ck_ok(store_host_clock(sw, host, -5));
-	ck_assert_int_eq(store_host_clock(sw, host + 100, 1), -ENOENT);
+	TU_ERR(store_host_clock(sw, host + 100, 1), -ENOENT);
 	h2.host = (char *)"other-host";
 	ck_ok(store_host(sw, &h2, NULL, &other));
 	ck_assert_uint_ne(other, host);
@@ -974,7 +978,7 @@ static uint64_t rows_before(int64_t cut)
 	for (int i = 0; i < 3; i++) {
 		struct store_schema *sc = schema(sr, names[i][0], names[i][1]);
 
-		ck_ok(sq_count_where(sq_reader_of(sr), sc, "ts < ?", &b, 1, NULL, &n));
+		ck_ok(sq_count_where(sq(), sc, "ts < ?", &b, 1, NULL, &n));
 		total += n;
 		store_schema_free(sc);
 	}
@@ -1219,13 +1223,13 @@ START_TEST(test_scope)
 	ck_assert_uint_eq(r.n + r.filter, 0);
 	r = scope_reads(&s_both, "other-*", "other-host");
 	ck_assert_uint_eq(r.n, n);
-	ck_assert_int_eq(store_count(sr, &q, &count), -EINVAL);
+	TU_ERR(store_count(sr, &q, &count), -EINVAL);
 	/* a host outside the scope is not found, as an unknown one (symbols op) */
 	ck_ok(store_host_find(sr, "capture-host", NULL, &id));
 	ck_ok(store_host_find(sr, "capture-host", &s_web, &id));
-	ck_assert_int_eq(store_host_find(sr, "capture-host", &s_db, &id), -ENOENT);
-	ck_assert_int_eq(store_host_find(sr, "capture-host", &none, &id), -ENOENT);
-	ck_assert_int_eq(store_host_find(sr, "no-such-host", NULL, &id), -ENOENT);
+	TU_ERR(store_host_find(sr, "capture-host", &s_db, &id), -ENOENT);
+	TU_ERR(store_host_find(sr, "capture-host", &none, &id), -ENOENT);
+	TU_ERR(store_host_find(sr, "no-such-host", NULL, &id), -ENOENT);
 	store_schema_free(sc);
 }
 END_TEST
@@ -1320,7 +1324,7 @@ START_TEST(test_stream_marks)
 	ck_ok(store_commit(sw));
 	ck_ok(store_begin(sw));
 	ck_ok(store_stream_mark(sw, host, "boot-a", 42, 0, 3));
-	ck_assert_int_eq(store_commit(sw), 0);
+	TU_OK(store_commit(sw));
 	ck_ok(store_begin(sw));
 	ck_ok(store_stream_mark(sw, host, "boot-a", 42, 1, 1000));
 	store_writer_close(sw);		/* closing with the transaction open: rollback */
@@ -1331,7 +1335,7 @@ START_TEST(test_stream_marks)
 	ck_assert_uint_eq(seqs[2], 0);
 	ck_ok(store_stream_marks(sw, host, "boot-a", 43, seqs, 2));	/* stream 2 cut off */
 	ck_assert_uint_eq(seqs[0] | seqs[1], 0);
-	ck_assert_int_eq(store_stream_marks(sw, host, NULL, 42, seqs, 3), -EINVAL);
+	TU_ERR(store_stream_marks(sw, host, NULL, 42, seqs, 3), -EINVAL);
 }
 END_TEST
 
@@ -1371,7 +1375,7 @@ START_TEST(test_journal_marks)
 	ck_assert_uint_eq(pos, 0);
 	ck_ok(store_journal_mark_get(sw, 5, &pos));	/* below the range: kept */
 	ck_assert_uint_eq(pos, 4096);
-	ck_assert_int_eq(store_journal_mark_get(sw, 5, NULL), -EINVAL);
+	TU_ERR(store_journal_mark_get(sw, 5, NULL), -EINVAL);
 }
 END_TEST
 
@@ -1415,22 +1419,20 @@ START_TEST(test_symbols)
 	/* before b was announced only a existed */
 	ck_ok(store_symbol_name(sr, host, 101, 1500, 0x1008, name, sizeof(name)));
 	ck_assert_str_eq(name, "run+0x8");
-	ck_assert_int_eq(store_symbol_name(sr, host, 100, 900, 0x1000, name, sizeof(name)),
-			 -ENOENT);
-	ck_assert_int_eq(store_symbol_name(sr, host, 100, 3000, 0x1100 + 0x10000, name,
-					   sizeof(name)), -ENOENT);	/* 64 KiB past the unsized stub */
+	TU_ERR(store_symbol_name(sr, host, 100, 900, 0x1000, name, sizeof(name)), -ENOENT);
+	TU_ERR(store_symbol_name(sr, host, 100, 3000, 0x1100 + 0x10000, name,
+				 sizeof(name)), -ENOENT);	/* 64 KiB past the unsized stub */
 	ck_ok(store_symbol_name(sr, host, 100, 3000, 0x1104, name, sizeof(name)));
 	ck_assert_str_eq(name, "asm_stub+0x4");
-	ck_assert_int_eq(store_symbol_name(sr, host, 100, 3000, 0x800, name, sizeof(name)),
-			 -ENOENT);
+	TU_ERR(store_symbol_name(sr, host, 100, 3000, 0x800, name, sizeof(name)), -ENOENT);
 	/* kernel addresses: unsized kallsyms symbols, top bit set */
 	ck_ok(store_symbol_name(sr, host, 100, 3000, 0xffffffff81000150ull, name,
 				sizeof(name)));
 	ck_assert_str_eq(name, "vfs_read+0x50");
-	ck_assert_int_eq(store_symbol_name(sr, host + 1, 100, 3000, 0x1000, name,
-					   sizeof(name)), -ENOENT);
-	ck_assert_int_eq(store_program(sw, host, NULL, &ida), -EINVAL);
-	ck_assert_int_eq(store_symbol(sw, ida, 1, 1, NULL), -EINVAL);
+	TU_ERR(store_symbol_name(sr, host + 1, 100, 3000, 0x1000, name,
+				 sizeof(name)), -ENOENT);
+	TU_ERR(store_program(sw, host, NULL, &ida), -EINVAL);
+	TU_ERR(store_symbol(sw, ida, 1, 1, NULL), -EINVAL);
 }
 END_TEST
 
@@ -1492,8 +1494,8 @@ START_TEST(test_printk_formats)
 	pk.n = 0;
 	ck_ok(store_printk_list(sr, host + 1, 3000, 100, printk_seen_fn, &pk));
 	ck_assert_uint_eq(pk.n, 0);
-	ck_assert_int_eq(store_printk_put(sw, host, NULL, 1, 1, "x", 1), -EINVAL);
-	ck_assert_int_eq(store_printk_list(sr, host, 1, 1, NULL, NULL), -EINVAL);
+	TU_ERR(store_printk_put(sw, host, NULL, 1, 1, "x", 1), -EINVAL);
+	TU_ERR(store_printk_list(sr, host, 1, 1, NULL, NULL), -EINVAL);
 }
 END_TEST
 
@@ -1507,12 +1509,12 @@ START_TEST(test_tgids)
 	ck_ok(store_cmdlines(sw, host, &c));
 	c.tgids = (struct proto_tgids){ 1, t2 };
 	ck_ok(store_cmdlines(sw, host, &c));
-	ck_ok(sq_int1(sq_reader_of(sr), "SELECT tgid FROM tgids WHERE pid = ?", 11, -1, &v));
+	ck_ok(sq_int1(sq(), "SELECT tgid FROM tgids WHERE pid = ?", 11, -1, &v));
 	ck_assert_int_eq(v, 12);
-	ck_ok(sq_int1(sq_reader_of(sr), "SELECT count(*) FROM tgids WHERE tgid = ?", 10, -1, &v));
+	ck_ok(sq_int1(sq(), "SELECT count(*) FROM tgids WHERE tgid = ?", 10, -1, &v));
 	ck_assert_int_eq(v, 1);
 	c.tgids = (struct proto_tgids){ 1, NULL };
-	ck_assert_int_eq(store_cmdlines(sw, host, &c), -EINVAL);
+	TU_ERR(store_cmdlines(sw, host, &c), -EINVAL);
 }
 END_TEST
 
@@ -1529,23 +1531,22 @@ START_TEST(test_names_and_errors)
 	/* the same event name in a second system, with another id */
 	ck_assert_ptr_nonnull(idl);
 	memcpy(idl, "ID: 9", 5);
-	ck_assert_int_eq(decoder_new(&cap.hello, &d2), 0);
-	ck_assert_int_eq(decoder_format(d2, "other\"sys", "sched_switch", fmt, strlen(fmt), &t2), 0);
+	TU_OK(decoder_new(&cap.hello, &d2));
+	TU_OK(decoder_format(d2, "other\"sys", "sched_switch", fmt, strlen(fmt), &t2));
 	ck_ok(ev_type(sw, t2, fmt, &test_origin, &st2));
-	ck_assert_int_eq(store_schema_get(sr, NULL, "sched_switch", &sc), TC_ERR_AMBIGUOUS);
+	TU_ERR(store_schema_get(sr, NULL, "sched_switch", &sc), TC_ERR_AMBIGUOUS);
 	ck_assert_ptr_nonnull(strstr(store_errmsg(sr), "other\"sys"));
 	ck_assert_ptr_nonnull(strstr(store_errmsg(sr), "sched"));
 	sc = schema(sr, "other\"sys", "sched_switch");
 	ck_assert_str_eq(sc->table, "ev_other_sys_sched_switch");
 	ck_ok(store_count(sr, &(struct store_query){ .schema = sc }, &count));
 	ck_assert_uint_eq(count, 0);
-	ck_assert_int_eq(sq_count_where(sq_reader_of(sr), sc, "no_such_column = 1", NULL, 0, NULL, &count),
-			 TC_ERR_DB);
-	ck_assert_int_eq(sq_count_where(sq_reader_of(sr), sc, "1); DROP TABLE hosts; --", NULL, 0, NULL, &count),
-			 TC_ERR_DB);
+	TU_ERR(sq_count_where(sq(), sc, "no_such_column = 1", NULL, 0, NULL, &count), TC_ERR_DB);
+	TU_ERR(sq_count_where(sq(), sc, "1); DROP TABLE hosts; --", NULL, 0, NULL, &count),
+	       TC_ERR_DB);
 	store_schema_free(sc);
-	ck_assert_int_eq(store_schema_get(sr, NULL, "no_such_event", &sc), TC_ERR_UNKNOWN_EVENT);
-	ck_assert_int_eq(store_schema_get(sr, "ftrace", "sched_switch", &sc), TC_ERR_UNKNOWN_EVENT);
+	TU_ERR(store_schema_get(sr, NULL, "no_such_event", &sc), TC_ERR_UNKNOWN_EVENT);
+	TU_ERR(store_schema_get(sr, "ftrace", "sched_switch", &sc), TC_ERR_UNKNOWN_EVENT);
 	decoder_free(d2);
 	free(fmt);
 }
@@ -1568,7 +1569,7 @@ START_TEST(test_list)
 
 	ck_ok(store_schema_list(sr, "sched", list_cb, &n));
 	ck_assert_uint_eq(n, 2);
-	ck_assert_int_eq(store_schema_list(sr, "nosys", list_cb, &n), TC_ERR_UNKNOWN_EVENT);
+	TU_ERR(store_schema_list(sr, "nosys", list_cb, &n), TC_ERR_UNKNOWN_EVENT);
 }
 END_TEST
 
@@ -1799,7 +1800,7 @@ START_TEST(test_hist_two_ways)
 					.offset = cases[c].offset, .limit = cases[c].limit };
 		struct store_hist_totals ta, tb;
 
-		ck_assert_int_eq(hist_parse(cases[c].spec, &sp, NULL), 0);
+		TU_OK(hist_parse(cases[c].spec, &sp, NULL));
 		if (cases[c].size)
 			sp.size = cases[c].size;
 		memset(a, 0, sizeof(*a));
@@ -1807,7 +1808,7 @@ START_TEST(test_hist_two_ways)
 		a->nkeys = b->nkeys = sp.nkeys;
 		a->nvals = b->nvals = sp.nvals;
 		ck_ok(store_hist(sr, &q, &h, hist_line_cb, a, &ta));
-		ck_ok(sq_hist_grouped(sq_reader_of(sr), &q, &h, hist_line_cb, b, &tb));
+		ck_ok(sq_hist_grouped(sq(), &q, &h, hist_line_cb, b, &tb));
 		ck_assert_msg(a->n == b->n && a->n > 0, "%s: %zu and %zu entries", cases[c].spec,
 			      a->n, b->n);
 		for (size_t i = 0; i < a->n; i++)
@@ -2224,7 +2225,7 @@ START_TEST(test_type_seen)
 	ck_assert(type_seen(sc, &s_web));
 	ck_assert(!type_seen(sc, &s_db));
 	ck_assert(!type_seen(sc, &none));
-	ck_assert_int_eq(store_type_seen(sr, sc, &big, &yes), -EINVAL);
+	TU_ERR(store_type_seen(sr, sc, &big, &yes), -EINVAL);
 	store_schema_free(sc);
 	close_both();
 	db3 = raw_open();	/* as 0013 left a store: no host_formats, types '' */
@@ -2378,7 +2379,7 @@ START_TEST(test_field_index)
 	/* no promise (plain.eq_column): the (now empty) blocks */
 	got->sc = sc;
 	got->want_pid = pid;
-	ck_assert_int_eq(sq_select_where(sq_reader_of(sr), sc, "\"prev_pid\" = ?", &plain, 1, NULL, 0, 0, 10, false,
+	ck_assert_int_eq(sq_select_where(sq(), sc, "\"prev_pid\" = ?", &plain, 1, NULL, 0, 0, 10, false,
 					 NULL, rows_cb, got), 0);
 	set_indexes("none", 0, 1);
 	ck_assert_int_eq(ix_count("ix:*"), 0);
@@ -2399,8 +2400,8 @@ START_TEST(test_field_index_later)
 	set_indexes("sched:sched_w* pid", 1, 0);	/* sched_wakeup's pid */
 	set_indexes("sched pid extra_field", 0, 0);	/* kept; no extra_field yet */
 	ck_assert_int_eq(ix_count("ix:ev_sched_sched_wakeup:pid"), 1);
-	ck_assert_int_eq(decoder_new(&cap.hello, &d2), 0);
-	ck_assert_int_eq(decoder_format(d2, "sched", "sched_switch", fmt, strlen(fmt), &t2), 0);
+	TU_OK(decoder_new(&cap.hello, &d2));
+	TU_OK(decoder_format(d2, "sched", "sched_switch", fmt, strlen(fmt), &t2));
 	ck_ok(ev_type(sw, t2, fmt, &test_origin, &st2));
 	ck_assert_int_eq(ix_count("ix:ev_sched_sched_switch:extra_field"), 1);
 	decoder_free(d2);
@@ -2517,24 +2518,24 @@ START_TEST(test_sql_group_by)
 	}
 	ck_assert_uint_gt(seen.n[0], 0);
 	ck_assert_uint_eq(sum, seen.n[0]);
-	ck_assert_int_eq(sql_run(ro, "SELECT count(*), sum(trace_ts) FROM sched__sched_switch"
-				 " WHERE host = 'capture-host'", &r, 0), 0);
+	TU_OK(sql_run(ro, "SELECT count(*), sum(trace_ts) FROM sched__sched_switch"
+		      " WHERE host = 'capture-host'", &r, 0));
 	ck_assert_uint_eq(r.n, 1);
 	ck_assert_uint_eq((uint64_t)r.v[0][0], seen.n[0]);
 	ck_assert_uint_eq((uint64_t)r.v[0][1], seen.trace_ts_sum);
-	ck_assert_int_eq(sql_run(ro, "SELECT count(*), count(prev_pid) FROM SCHED_SWITCH AS s"
-				 " JOIN hosts AS h ON h.host = s.host"
-				 " WHERE s.cpu IN (SELECT cpu FROM stats)", &r, 0), 0);
+	TU_OK(sql_run(ro, "SELECT count(*), count(prev_pid) FROM SCHED_SWITCH AS s"
+		      " JOIN hosts AS h ON h.host = s.host"
+		      " WHERE s.cpu IN (SELECT cpu FROM stats)", &r, 0));
 	ck_assert_uint_eq((uint64_t)r.v[0][0], seen.n[0]);
 	ck_assert_uint_eq((uint64_t)r.v[0][1], seen.n[0]);
-	ck_assert_int_eq(sql_run(ro, "SELECT host FROM hosts", &r, 0), 0);
+	TU_OK(sql_run(ro, "SELECT host FROM hosts", &r, 0));
 	ck_assert_str_eq(r.text, "capture-host");
-	ck_assert_int_eq(sql_run(ro, "SELECT cpu, events FROM stats ORDER BY cpu", &r, 0), 0);
+	TU_OK(sql_run(ro, "SELECT cpu, events FROM stats ORDER BY cpu", &r, 0));
 	ck_assert_uint_eq(r.n, cap.ncpus);
-	ck_assert_int_eq(sql_run(ro, "SELECT count(*) FROM drops", &r, 0), 0);
+	TU_OK(sql_run(ro, "SELECT count(*) FROM drops", &r, 0));
 	/* the views are listed in the TEMP schema */
-	ck_assert_int_eq(sql_run(ro, "SELECT name FROM sqlite_temp_master WHERE name = 'stats'",
-				 &r, 0), 0);
+	TU_OK(sql_run(ro, "SELECT name FROM sqlite_temp_master WHERE name = 'stats'",
+		      &r, 0));
 	ck_assert_str_eq(r.text, "stats");
 	store_reader_close(ro);
 }
@@ -2597,7 +2598,7 @@ START_TEST(test_sql_refused)
 			 0);
 	ck_assert_int_eq(access("x.db", F_OK), -1);
 	/* and the reader still answers */
-	ck_assert_int_eq(sql_run(ro, "SELECT count(*) FROM sched_switch", &r, 0), 0);
+	TU_OK(sql_run(ro, "SELECT count(*) FROM sched_switch", &r, 0));
 	ck_assert_uint_eq((uint64_t)r.v[0][0], seen.n[0]);
 	sqlite3_close(db);
 	store_reader_close(ro);
@@ -2618,9 +2619,9 @@ START_TEST(test_sql_limits)
 		      "%d %s", ret, store_errmsg(ro));
 	ck_assert_int_eq(sql_run(ro, "SELECT cpu, ts FROM sched_switch", &r, 5), 1);
 	ck_assert_uint_eq(r.n, 5);
-	ck_assert_int_eq(sql_run(ro, "SELECT cpu, ts FROM sched_switch LIMIT 5", &r, 5), 0);
+	TU_OK(sql_run(ro, "SELECT cpu, ts FROM sched_switch LIMIT 5", &r, 5));
 	ck_assert_uint_eq(r.n, 5);
-	ck_assert_int_eq(sql_run(ro, "SELECT zeroblob(2000000)", &r, 0), TC_ERR_TOO_LONG);
+	TU_ERR(sql_run(ro, "SELECT zeroblob(2000000)", &r, 0), TC_ERR_TOO_LONG);
 	store_reader_close(ro);
 }
 END_TEST

@@ -244,12 +244,12 @@ static void sq_init(void)
 }
 
 /*
- * A handle on @path, a reader or a writer, connected (a writer's thread
- * started); on failure its message into @errmsg. Return: as the
- * constructors.
+ * A writer (@w) or a reader (@r: the other NULL) on @path, connected (a
+ * writer's thread started); on failure its message into @errmsg.
+ * Return: as the constructors.
  */
-static int sq_open(const char *path, bool readonly, struct sq_store **out, char *errmsg,
-		   size_t len)
+static int sq_open(const char *path, struct store_writer **w, struct store_reader **r,
+		   char *errmsg, size_t len)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct sq_store *s = calloc(1, sizeof(*s));
@@ -258,8 +258,8 @@ static int sq_open(const char *path, bool readonly, struct sq_store **out, char 
 	if (!s)
 		return -ENOMEM;
 	pthread_once(&once, sq_init);
-	s->readonly = readonly;
-	s->h = readonly ? &s->base.r.h : &s->base.w.h;
+	s->reader = r != NULL;
+	s->h = s->reader ? &s->base.r.h : &s->base.w.h;
 	s->tail = &s->head;
 	s->wait_below = -1;
 	pthread_mutex_init(&s->lock, NULL);
@@ -271,39 +271,31 @@ static int sq_open(const char *path, bool readonly, struct sq_store **out, char 
 	ret = s->path ? sq_connect(s) : -ENOMEM;
 	if (ret == 0)
 		sq_file_note(s);
-	if (ret == 0 && !readonly)
+	if (ret == 0 && !s->reader)
 		ret = sq_writer_start(s);
 	if (ret < 0) {
 		snprintf(errmsg, len, "%s", s->h->errmsg);
 		sq_free(s);
 		return ret;
 	}
-	*out = s;
+	if (r) {
+		s->base.r.ops = &sq_reader_ops;
+		*r = &s->base.r;
+	} else {
+		s->base.w.ops = &sq_writer_ops;
+		*w = &s->base.w;
+	}
 	return 0;
 }
 
 int store_sqlite_writer_open(const char *path, struct store_writer **out, char *errmsg,
 			     size_t len)
 {
-	struct sq_store *s;
-	int ret = sq_open(path, false, &s, errmsg, len);
-
-	if (ret < 0)
-		return ret;
-	s->base.w.ops = &sq_writer_ops;
-	*out = &s->base.w;
-	return 0;
+	return sq_open(path, out, NULL, errmsg, len);
 }
 
 int store_sqlite_reader_open(const char *path, struct store_reader **out, char *errmsg,
 			     size_t len)
 {
-	struct sq_store *s;
-	int ret = sq_open(path, true, &s, errmsg, len);
-
-	if (ret < 0)
-		return ret;
-	s->base.r.ops = &sq_reader_ops;
-	*out = &s->base.r;
-	return 0;
+	return sq_open(path, NULL, out, errmsg, len);
 }

@@ -87,7 +87,7 @@ int sq_connect(struct sq_store *q)
 	 * own): no per-call mutex, which cost a lock and an unlock per column
 	 * of every row read.
 	 */
-	int flags = (q->readonly ? SQLITE_OPEN_READONLY :
+	int flags = (q->reader ? SQLITE_OPEN_READONLY :
 		     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX;
 	struct sched_param sp = { 0 };
 	int ret;
@@ -97,12 +97,12 @@ int sq_connect(struct sq_store *q)
 	sqlite3_extended_result_codes(q->db, 1);
 	sqlite3_busy_timeout(q->db, 5000);
 	/* a reader closing never checkpoints nor removes PATH-wal (sqlite_file.c) */
-	if (q->readonly) {
+	if (q->reader) {
 		sqlite3_db_config(q->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 		sq_stop_handler(q);
 	}
-	ret = q->readonly ? sq_setup_reader(q) : sq_setup_writer(q);
-	if (ret == 0 && !q->readonly)
+	ret = q->reader ? sq_setup_reader(q) : sq_setup_writer(q);
+	if (ret == 0 && !q->reader)
 		ret = sq_ckpt_start(q, q->path);
 	pthread_mutex_lock(&q->lock);	/* thread_policy may run meanwhile (sqlite.c) */
 	if (ret == 0 && q->ckpt_started && q->policy_set)

@@ -76,7 +76,8 @@ static int sq_host_clock(struct store_writer *w, uint64_t host_id, int64_t offse
 {
 	struct sq_store *s = sq_writer_of(w);
 	sqlite3_stmt *st;
-	int ret = sq_writer_enter(s) ?: sq_prepare(s, "UPDATE hosts SET clock_offset_ns = ?, last_seen = ?"
+	int ret = sq_writer_enter(s) ?:
+		  sq_prepare(s, "UPDATE hosts SET clock_offset_ns = ?, last_seen = ?"
 				" WHERE id = ?", &st);
 
 	if (ret < 0)
@@ -153,7 +154,8 @@ static int sq_stream_marks(struct store_writer *w, uint64_t host_id, const char 
 {
 	struct sq_store *s = sq_writer_of(w);
 	sqlite3_stmt *st;
-	int ret = sq_writer_enter(s) ?: sq_prepare(s, "SELECT stream, seq FROM stream_marks WHERE host_id = ?"
+	int ret = sq_writer_enter(s) ?:
+		  sq_prepare(s, "SELECT stream, seq FROM stream_marks WHERE host_id = ?"
 				" AND boot_id = ? AND session = ?", &st);
 	int rc;
 
@@ -223,7 +225,8 @@ static int sq_journal_mark_get(struct store_writer *w, uint64_t file, uint64_t *
 {
 	struct sq_store *s = sq_writer_of(w);
 	sqlite3_stmt *st;
-	int ret = sq_writer_enter(s) ?: sq_prepare(s, "SELECT pos FROM journal_marks WHERE file = ?", &st);
+	int ret = sq_writer_enter(s) ?:
+		  sq_prepare(s, "SELECT pos FROM journal_marks WHERE file = ?", &st);
 	int rc;
 
 	if (ret < 0)

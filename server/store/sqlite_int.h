@@ -9,7 +9,7 @@
  * One handle serves either role: a writer (struct store_writer first: the
  * ingest worker's, with its writer thread and checkpointer) or a reader
  * (struct store_reader first: a query worker's). Which ops a handle has
- * says which it is; readonly says it to the parts that serve both.
+ * says which it is; reader says it to the parts that serve both.
  */
 #ifndef SERVER_STORE_SQLITE_INT_H
 #define SERVER_STORE_SQLITE_INT_H
@@ -55,7 +55,7 @@ struct sq_store {
 		struct store_reader r;
 	} base;
 	struct store_handle *h;	/* base's: errors, generation, note */
-	bool readonly;		/* a reader */
+	bool reader;		/* a reader's handle (else a writer's) */
 	sqlite3 *db;		/* NULL only while a lost writer cannot reopen */
 	char *path;
 	/*

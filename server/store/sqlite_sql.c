@@ -5,7 +5,7 @@
  *
  * How a statement runs, on the query worker's read-only connection:
  *
- * 1. The views (store.h, "user SQL"; sql/schema.sql, "User SQL views") are
+ * 1. The views (store_types.h, "user SQL"; sql/schema.sql, "User SQL views") are
  *    made as TEMP views on this connection, for this statement only: hosts,
  *    stats and drops, and the views of the event types whose name occurs
  *    in the statement's text (case aside; a superset of those it reads:
