@@ -88,14 +88,15 @@ only() {
 
 # only_through FOLDER HEADER...: outside FOLDER/, of FOLDER's files only
 # the HEADERs are included (holds while FOLDER does not exist). tests/
-# are exempt: a backend's white-box tests include its private headers.
+# and bench/ are exempt: white-box tests and benchmarks include private
+# headers.
 only_through() {
 	local dir=$1 names
 
 	shift
 	names=$(printf "$dir/%s, " "$@")
 	report "outside $dir/, only ${names%, } are included from $dir/" \
-		"$(printf '%s\n' "$all_edges" | grep -vE "^($dir|tests)/" |
+		"$(printf '%s\n' "$all_edges" | grep -vE "^($dir|tests|bench)/" |
 		   grep -E "	$dir/" | grep -vE "	$dir/($(IFS='|'; echo "$*"))\$" || true)"
 }
 

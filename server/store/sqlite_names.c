@@ -5,7 +5,8 @@
  * collector's time printing a long answer, for a handful of distinct
  * tasks. A connection keeps one cache; what it holds counts for one read
  * (a page, a tail's pass: a generation each), so a comm learned meanwhile
- * shows from the next page on, as the join did.
+ * shows from the next page on, as the join did. sq_row_names() gives a
+ * row read into a struct sq_rowbuf its pid, host name and comm.
  */
 #include "config.h"
 
