@@ -105,6 +105,14 @@ static int store_query_ok(const struct store_query *q)
 	return 0;
 }
 
+int store_host_find(struct store_reader *r, const char *name, const struct store_scope *scope,
+		    uint64_t *host_id)
+{
+	if (!r || !name || !host_id || store_scope_ok(scope) < 0)
+		return -EINVAL;
+	return r->ops->host_find(r, name, scope, host_id);
+}
+
 int store_type_seen(struct store_reader *r, const struct store_schema *sc,
 		    const struct store_scope *scope, bool *seen)
 {

@@ -564,11 +564,8 @@ int store_type_seen(struct store_reader *r, const struct store_schema *sc,
  * the reader see it: a host outside the scope is not found, as an unknown
  * one. Return: 0; -ENOENT; TC_ERR_DB.
  */
-static inline int store_host_find(struct store_reader *r, const char *name,
-				  const struct store_scope *scope, uint64_t *host_id)
-{
-	return name && host_id ? r->ops->host_find(r, name, scope, host_id) : -EINVAL;
-}
+int store_host_find(struct store_reader *r, const char *name, const struct store_scope *scope,
+		    uint64_t *host_id);
 
 /*
  * store_import_check - before an import (traceq --import) of the file whose

@@ -23,10 +23,10 @@
  *   failed: store_open_errmsg()), the handle's error and reopen reports
  *   (store_errmsg(), store_generation() read struct store_handle, which
  *   the backend fills), and the scope check of every read that takes a
- *   struct store_query or a struct store_scope (type_seen, select, count,
- *   hist, tail, stats, hosts, drops, sql): what a query identity may read
- *   is checked once, at the storage boundary, for every backend. The front
- *   neither logs nor counts.
+ *   struct store_query or a struct store_scope (host_find, type_seen,
+ *   select, count, hist, tail, stats, hosts, drops, sql): what a query
+ *   identity may read is checked once, at the storage boundary, for every
+ *   backend. The front neither logs nor counts.
  * - The backend does the rest: each op keeps to its file and waits for
  *   the threads it runs itself (SQLite: the writer that runs batched
  *   INSERTs, the checkpointer; noticing its file removed or replaced,
@@ -48,9 +48,11 @@
  *   required are not NULL.
  * - For select, count, hist and tail: every q->schema is set, and when
  *   q->filter is, every q->field_col[i] (i < q->nfields) is below
- *   q->schema->ncols; every scope and host list of a read has at most
- *   STORE_SCOPE_MAX globs, none NULL. type_seen is called only with a
- *   scope (no scope: every type is seen, and the front says so).
+ *   q->schema->ncols. A read's scope (the asker's) has at most
+ *   STORE_SCOPE_MAX globs, none NULL; so has the host list of a query
+ *   that select, count, hist, tail and hosts take. type_seen is called
+ *   only with a scope (no scope: every type is seen, and the front says
+ *   so).
  *
  * Who owns what after a call:
  * - Arguments are the caller's and valid only during the call; a backend
