@@ -585,7 +585,6 @@ void sq_hosts_bind(sqlite3_stmt *st, int first, const struct store_query *q)
 		sqlite3_bind_text(st, first++, q->scope->globs[i], -1, SQLITE_TRANSIENT);
 }
 
-
 /* Column SQL for a bound field index: quoted field name, or the specials. */
 static const char *sq_column_of(void *ctx, int index)
 {

@@ -158,7 +158,8 @@ struct store_indexes {
 /*
  * store_index_parse - add the indexes of @spec to @ix: "SYSTEM[:EVENT]
  * FIELD[,FIELD...]" (SYSTEM alone: all its events; globs allowed in SYSTEM
- * and EVENT), or "none", which empties @ix.
+ * and EVENT), or "none", which empties @ix. In store_index.c, with
+ * store_indexes_free().
  *
  * Return: 0; TC_ERR_CONFIG with a sentence in @err (and @ix as it was);
  * -ENOMEM.
@@ -167,7 +168,6 @@ int store_index_parse(struct store_indexes *ix, const char *spec, char *err, siz
 
 /* store_indexes_free - free what @ix holds and empty it. */
 void store_indexes_free(struct store_indexes *ix);
-
 
 /* ---- what a read asks for and gets ---- */
 
