@@ -1178,7 +1178,7 @@ static void hup_cb(evutil_socket_t sig, short what, void *arg)
 }
 
 /* The field indexes of the settings (or the defaults) on @st, with a log line. */
-static int set_indexes(struct store *st, struct settings *s)
+static int set_indexes(struct store_writer *st, struct settings *s)
 {
 	static const char *const defaults[] = { STORE_DEFAULT_INDEXES };
 	unsigned created = 0, dropped = 0;
@@ -1434,7 +1434,7 @@ static int run(struct settings *s)
 		log_init("tracecollectd", s->verbose ? LOGL_DEBUG : LOGL_INFO, true);
 		lockfile_note_pid(db_lock);
 	}
-	ret = store_open(s->db, &col.store);
+	ret = store_writer_open(s->db, &col.store);
 	if (ret < 0) {
 		log_err("database %s: %s", s->db, store_open_errmsg(ret));
 		goto out;
@@ -1509,7 +1509,7 @@ out:
 		evconnlistener_free(col.listener);
 	if (col.base)
 		event_base_free(col.base);
-	store_close(col.store);
+	store_writer_close(col.store);
 	if (db_lock >= 0)
 		close(db_lock);
 	if (db_dfd >= 0)

@@ -24,8 +24,8 @@ static const struct decode_type *types[CAPTURE_NFORMATS];	/* switch, wakeup, pri
 
 static void setup(void)
 {
-	ck_assert_int_eq(capture_load(&cap), 0);
-	ck_assert_int_eq(capture_decoder(&cap, &dec, types), 0);
+	TU_OK(capture_load(&cap));
+	TU_OK(capture_decoder(&cap, &dec, types));
 }
 
 static void teardown(void)
@@ -44,9 +44,9 @@ static int field_index(const struct decode_type *t, const char *name)
 	return -1;
 }
 
-static struct decode_value field(const struct decode_event *ev, const char *name)
+static struct store_value field(const struct decode_event *ev, const char *name)
 {
-	struct decode_value v;
+	struct store_value v;
 	int ret = decode_field_value(ev, (unsigned)field_index(ev->type, name), &v);
 
 	ck_assert_msg(ret == 0, "%s: %s", name, tc_strerror(ret));
@@ -91,19 +91,19 @@ START_TEST(test_types)
 	ck_assert_str_eq(sw->name, "sched_switch");
 	ck_assert_str_eq(sw->fields[0].name, "common_type");
 	ck_assert_str_eq(sw->fields[3].name, "common_pid");
-	ck_assert_int_eq(sw->fields[3].kind, DECODE_SIGNED);
-	ck_assert_int_eq(sw->fields[field_index(sw, "prev_comm")].kind, DECODE_STRING);
+	ck_assert_int_eq(sw->fields[3].kind, STORE_SIGNED);
+	ck_assert_int_eq(sw->fields[field_index(sw, "prev_comm")].kind, STORE_STRING);
 	ck_assert_uint_eq(sw->fields[field_index(sw, "prev_comm")].size, 16);
 	/* the type text push-down classifies fields by, as the kernel's filter */
 	ck_assert_str_eq(sw->fields[field_index(sw, "prev_comm")].type, "char[16]");
 	ck_assert_str_eq(sw->fields[field_index(sw, "prev_pid")].type, "pid_t");
-	ck_assert_int_eq(sw->fields[field_index(sw, "prev_pid")].kind, DECODE_SIGNED);
-	ck_assert_int_eq(sw->fields[field_index(sw, "common_type")].kind, DECODE_UNSIGNED);
+	ck_assert_int_eq(sw->fields[field_index(sw, "prev_pid")].kind, STORE_SIGNED);
+	ck_assert_int_eq(sw->fields[field_index(sw, "common_type")].kind, STORE_UNSIGNED);
 	ck_assert_uint_eq(sw->nfields, 11);
-	ck_assert_int_eq(pr->fields[field_index(pr, "buf")].kind, DECODE_STRING);
+	ck_assert_int_eq(pr->fields[field_index(pr, "buf")].kind, STORE_STRING);
 	ck_assert_str_eq(pr->fields[field_index(pr, "buf")].type, "char[]");
-	ck_assert_int_eq(pr->fields[field_index(pr, "ip")].kind, DECODE_UNSIGNED);
-	ck_assert_str_eq(decode_kind_name(DECODE_BLOB), "blob");
+	ck_assert_int_eq(pr->fields[field_index(pr, "ip")].kind, STORE_UNSIGNED);
+	ck_assert_str_eq(store_kind_name(STORE_BLOB), "blob");
 }
 END_TEST
 
@@ -130,12 +130,12 @@ struct markers {
 static int marker_cb(void *ctx, const struct decode_event *ev)
 {
 	struct markers *m = ctx;
-	struct decode_value v;
+	struct store_value v;
 
 	if (ev->type != types[2])
 		return 0;
 	v = field(ev, "buf");
-	ck_assert_int_eq(v.kind, DECODE_STRING);
+	ck_assert_int_eq(v.kind, STORE_STRING);
 	if (v.str.len < 10 || memcmp(v.str.s, "tc-marker-", 10) != 0)
 		return 0;
 	ck_assert_uint_lt(m->n, 64);
@@ -183,7 +183,7 @@ struct order {
 static int order_cb(void *ctx, const struct decode_event *ev)
 {
 	struct order *o = ctx;
-	struct decode_value v;
+	struct store_value v;
 
 	ck_assert_uint_lt(ev->cpu, cap.ncpus);
 	ck_assert_msg(ev->ts >= o->last[ev->cpu], "cpu%u: ts went back", ev->cpu);
@@ -199,7 +199,7 @@ static int order_cb(void *ctx, const struct decode_event *ev)
 	ck_assert_int_ge(field(ev, "prev_pid").i, 0);
 	ck_assert_int_ge(field(ev, "next_pid").i, 0);
 	v = field(ev, "prev_state");
-	ck_assert_int_eq(v.kind, DECODE_SIGNED);
+	ck_assert_int_eq(v.kind, STORE_SIGNED);
 	ck_assert_int_ge(v.i, 0);
 	ck_assert_int_lt(v.i, 0x1000);
 	ck_assert_int_eq(field(ev, "common_pid").i, field(ev, "prev_pid").i);
@@ -261,31 +261,31 @@ static int page_decode(size_t len, struct decode_page_stats *st)
 START_TEST(test_reject_length)
 {
 	page_init(0);
-	ck_assert_int_eq(page_decode(cap.page_size + 8, NULL), TC_ERR_PAGE_MALFORMED);
-	ck_assert_int_eq(page_decode(0, NULL), TC_ERR_PAGE_MALFORMED);
-	ck_assert_int_eq(page_decode(15, NULL), TC_ERR_PAGE_MALFORMED);
-	ck_assert_int_eq(page_decode(cap.page_size, NULL), 0);
+	TU_ERR(page_decode(cap.page_size + 8, NULL), TC_ERR_PAGE_MALFORMED);
+	TU_ERR(page_decode(0, NULL), TC_ERR_PAGE_MALFORMED);
+	TU_ERR(page_decode(15, NULL), TC_ERR_PAGE_MALFORMED);
+	TU_OK(page_decode(cap.page_size, NULL));
 	/* The unused tail may be left out, never committed data. */
-	ck_assert_int_eq(page_decode(16, NULL), 0);
-	ck_assert_int_eq(page_decode(cap.page_size - 1, NULL), 0);
+	TU_OK(page_decode(16, NULL));
+	TU_OK(page_decode(cap.page_size - 1, NULL));
 	page_init(8);
 	put4(16, 2u | (1u << 5));	/* one 8-byte event */
 	put4(20, 0);
-	ck_assert_int_eq(page_decode(23, NULL), TC_ERR_PAGE_MALFORMED);
+	TU_ERR(page_decode(23, NULL), TC_ERR_PAGE_MALFORMED);
 }
 END_TEST
 
 START_TEST(test_reject_commit)
 {
 	page_init(cap.page_size - 16 + 4);
-	ck_assert_int_eq(page_decode(cap.page_size, NULL), TC_ERR_PAGE_MALFORMED);
+	TU_ERR(page_decode(cap.page_size, NULL), TC_ERR_PAGE_MALFORMED);
 	page_init(0x7ffffff);
-	ck_assert_int_eq(page_decode(cap.page_size, NULL), TC_ERR_PAGE_MALFORMED);
+	TU_ERR(page_decode(cap.page_size, NULL), TC_ERR_PAGE_MALFORMED);
 	page_init(6);	/* not a multiple of 4 */
-	ck_assert_int_eq(page_decode(cap.page_size, NULL), TC_ERR_PAGE_MALFORMED);
+	TU_ERR(page_decode(cap.page_size, NULL), TC_ERR_PAGE_MALFORMED);
 	/* the stored missed count needs room after the data */
 	page_init((cap.page_size - 16) | (3u << 30));
-	ck_assert_int_eq(page_decode(cap.page_size, NULL), TC_ERR_PAGE_MALFORMED);
+	TU_ERR(page_decode(cap.page_size, NULL), TC_ERR_PAGE_MALFORMED);
 }
 END_TEST
 
@@ -294,24 +294,24 @@ START_TEST(test_reject_event_past_commit)
 	/* type_len 10 = 40 bytes of data, but only 8 committed */
 	page_init(8);
 	put4(16, 10);
-	ck_assert_int_eq(page_decode(cap.page_size, NULL), TC_ERR_PAGE_MALFORMED);
+	TU_ERR(page_decode(cap.page_size, NULL), TC_ERR_PAGE_MALFORMED);
 	/* type_len 0 with a huge length word */
 	page_init(16);
 	put4(16, 0);
 	put4(20, 0xfffffff0u);
-	ck_assert_int_eq(page_decode(cap.page_size, NULL), TC_ERR_PAGE_MALFORMED);
+	TU_ERR(page_decode(cap.page_size, NULL), TC_ERR_PAGE_MALFORMED);
 	/* type_len 0 with a length word under 4 */
 	put4(20, 2);
-	ck_assert_int_eq(page_decode(cap.page_size, NULL), TC_ERR_PAGE_MALFORMED);
+	TU_ERR(page_decode(cap.page_size, NULL), TC_ERR_PAGE_MALFORMED);
 	/* padding whose length would wrap kbuffer's int cursor backwards */
 	page_init(16);
 	put4(16, KBUFFER_TYPE_PADDING);
 	put4(20, 0xfffffffcu);
-	ck_assert_int_eq(page_decode(cap.page_size, NULL), TC_ERR_PAGE_MALFORMED);
+	TU_ERR(page_decode(cap.page_size, NULL), TC_ERR_PAGE_MALFORMED);
 	/* time extend cut by the commit */
 	page_init(4);
 	put4(16, KBUFFER_TYPE_TIME_EXTEND);
-	ck_assert_int_eq(page_decode(cap.page_size, NULL), TC_ERR_PAGE_MALFORMED);
+	TU_ERR(page_decode(cap.page_size, NULL), TC_ERR_PAGE_MALFORMED);
 	/* a real page whose commit is cut in the middle of an event */
 	memcpy(page, cap.raw[1], cap.page_size);
 	{
@@ -321,7 +321,7 @@ START_TEST(test_reject_event_past_commit)
 		commit = ((commit & 0x7ffffff) > 100 ? 100 : 8) | (commit & ~0x7ffffffull);
 		memcpy(page + 8, &commit, 8);
 	}
-	ck_assert_int_eq(page_decode(cap.page_size, NULL), TC_ERR_PAGE_MALFORMED);
+	TU_ERR(page_decode(cap.page_size, NULL), TC_ERR_PAGE_MALFORMED);
 }
 END_TEST
 
@@ -335,13 +335,13 @@ START_TEST(test_missed_and_padding)
 	put4(16, KBUFFER_TYPE_PADDING | (5u << 5));
 	put4(20, 8);
 	memcpy(page + 28, &count, 8);
-	ck_assert_int_eq(page_decode(cap.page_size, &st), 0);
+	TU_OK(page_decode(cap.page_size, &st));
 	ck_assert(st.missed_events);
 	ck_assert_uint_eq(st.missed, 1234);
 	ck_assert_uint_eq(st.padding, 1);
 	ck_assert_uint_eq(st.events, 0);
 	page_init(1u << 31);
-	ck_assert_int_eq(page_decode(cap.page_size, &st), 0);
+	TU_OK(page_decode(cap.page_size, &st));
 	ck_assert(st.missed_events);
 	ck_assert_uint_eq(st.missed, 0);
 }
@@ -355,7 +355,7 @@ START_TEST(test_unknown_type)
 	page_init(12);
 	put4(16, 2);
 	put4(20, 9999);
-	ck_assert_int_eq(page_decode(cap.page_size, &st), 0);
+	TU_OK(page_decode(cap.page_size, &st));
 	ck_assert_uint_eq(st.unknown, 1);
 	ck_assert_uint_eq(st.events, 0);
 }
@@ -389,32 +389,30 @@ START_TEST(test_formats)
 	struct decoder *d;
 	struct proto_hello h = cap.hello;
 
-	ck_assert_int_eq(decoder_new(&h, &d), 0);
-	ck_assert_int_eq(decoder_format(d, "sched", "sched_switch", "garbage", 7, &t),
-			 TC_ERR_FORMAT_PARSE);
-	ck_assert_int_eq(decoder_format(d, "sched", "other", cap.formats[0].text,
-					cap.formats[0].len, &t), TC_ERR_FORMAT_PARSE);
-	ck_assert_int_eq(decoder_format(d, "sched", "sched_switch", cap.formats[0].text,
-					cap.formats[0].len, &t), 0);
-	ck_assert_int_eq(decoder_format(d, "sched", "sched_switch", cap.formats[0].text,
-					cap.formats[0].len, &again), 0);
+	TU_OK(decoder_new(&h, &d));
+	TU_ERR(decoder_format(d, "sched", "sched_switch", "garbage", 7, &t), TC_ERR_FORMAT_PARSE);
+	TU_ERR(decoder_format(d, "sched", "other", cap.formats[0].text,
+			      cap.formats[0].len, &t), TC_ERR_FORMAT_PARSE);
+	TU_OK(decoder_format(d, "sched", "sched_switch", cap.formats[0].text,
+			     cap.formats[0].len, &t));
+	TU_OK(decoder_format(d, "sched", "sched_switch", cap.formats[0].text,
+			     cap.formats[0].len, &again));
 	ck_assert_ptr_eq(t, again);
 	decoder_free(d);
 	h.long_size = 4;
-	ck_assert_int_eq(decoder_new(&h, &d), 0);
-	ck_assert_int_eq(decoder_header_page(d, cap.header_page, cap.header_page_len),
-			 TC_ERR_FORMAT_PARSE);
+	TU_OK(decoder_new(&h, &d));
+	TU_ERR(decoder_header_page(d, cap.header_page, cap.header_page_len), TC_ERR_FORMAT_PARSE);
 	decoder_free(d);
 	h.long_size = 3;
-	ck_assert_int_eq(decoder_new(&h, &d), -EINVAL);
+	TU_ERR(decoder_new(&h, &d), -EINVAL);
 	h.long_size = 8;
 	h.page_size = 100;
-	ck_assert_int_eq(decoder_new(&h, &d), -EINVAL);
+	TU_ERR(decoder_new(&h, &d), -EINVAL);
 	h.page_size = FRAME_MAX_PAYLOAD;	/* a page travels in one frame */
-	ck_assert_int_eq(decoder_new(&h, &d), 0);
+	TU_OK(decoder_new(&h, &d));
 	decoder_free(d);
 	h.page_size = FRAME_MAX_PAYLOAD + 8;
-	ck_assert_int_eq(decoder_new(&h, &d), -EINVAL);
+	TU_ERR(decoder_new(&h, &d), -EINVAL);
 }
 END_TEST
 
@@ -433,7 +431,7 @@ END_TEST
 
 static int loc_cb(void *ctx, const struct decode_event *ev)
 {
-	struct decode_value v;
+	struct store_value v;
 
 	*(int *)ctx = decode_field_value(ev, ev->type->nfields - 1, &v);
 	return 0;
@@ -457,12 +455,11 @@ START_TEST(test_reject_data_loc_offset)
 		struct decoder *d;
 		int got = 1;
 
-		ck_assert_int_eq(decoder_new(&cap.hello, &d), 0);
+		TU_OK(decoder_new(&cap.hello, &d));
 		if (decoder_format(d, "tc", "tc_loc", fmts[i], strlen(fmts[i]), &t) == 0) {
 			ck_assert_str_eq(t->fields[t->nfields - 1].name, "msg");
 			ck_assert_str_eq(t->fields[t->nfields - 1].type, "__data_loc char[]");
-			ck_assert_int_eq(decoder_page(d, 0, pg, cap.page_size, loc_cb, &got, NULL),
-					 0);
+			TU_OK(decoder_page(d, 0, pg, cap.page_size, loc_cb, &got, NULL));
 			ck_assert_msg(got == TC_ERR_PAGE_MALFORMED, "format %zu: %d", i, got);
 		}
 		decoder_free(d);

@@ -30,7 +30,7 @@
 #define NSTREAMS 4
 
 static char path[64];
-static struct store *st;
+static struct store_writer *st;
 static uint64_t host;
 static struct dedup *list;	/* the live sessions, as the ingest worker keeps them */
 
@@ -44,13 +44,13 @@ static void open_store(void)
 		.long_size = 8, .session = 42,
 	};
 
-	ck_ok(store_open(path, &st));
+	ck_ok(store_writer_open(path, &st));
 	ck_ok(store_host(st, &h, "CN=dedup-host", &host));
 }
 
 static void close_store(void)
 {
-	store_close(st);
+	store_writer_close(st);
 	st = NULL;
 }
 

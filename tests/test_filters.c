@@ -220,25 +220,25 @@ END_TEST
  * them as sink.c does.
  */
 static const struct decode_field switch_dfields[] = {
-	{ .name = "common_pid", .kind = DECODE_SIGNED, .size = 4, .type = "int" },
-	{ .name = "prev_comm", .kind = DECODE_STRING, .size = 16, .type = "char[16]" },
-	{ .name = "prev_pid", .kind = DECODE_SIGNED, .size = 4, .type = "pid_t" },
-	{ .name = "next_pid", .kind = DECODE_SIGNED, .size = 4, .type = "pid_t" },
+	{ .name = "common_pid", .kind = STORE_SIGNED, .size = 4, .type = "int" },
+	{ .name = "prev_comm", .kind = STORE_STRING, .size = 16, .type = "char[16]" },
+	{ .name = "prev_pid", .kind = STORE_SIGNED, .size = 4, .type = "pid_t" },
+	{ .name = "next_pid", .kind = STORE_SIGNED, .size = 4, .type = "pid_t" },
 };
 static const struct decode_field wakeup_dfields[] = {
-	{ .name = "common_pid", .kind = DECODE_SIGNED, .size = 4, .type = "int" },
-	{ .name = "comm", .kind = DECODE_STRING, .size = 16, .type = "char[16]" },
-	{ .name = "pid", .kind = DECODE_SIGNED, .size = 4, .type = "pid_t" },
+	{ .name = "common_pid", .kind = STORE_SIGNED, .size = 4, .type = "int" },
+	{ .name = "comm", .kind = STORE_STRING, .size = 16, .type = "char[16]" },
+	{ .name = "pid", .kind = STORE_SIGNED, .size = 4, .type = "pid_t" },
 };
 /* one field of each kind the kernel's filter tells apart */
 static const struct decode_field kinds_dfields[] = {
-	{ .name = "fixed", .kind = DECODE_STRING, .size = 16, .type = "char[16]" },
-	{ .name = "dyn", .kind = DECODE_STRING, .size = 0, .type = "__data_loc char[]" },
-	{ .name = "rel", .kind = DECODE_STRING, .size = 0, .type = "__rel_loc char[]" },
-	{ .name = "flex", .kind = DECODE_STRING, .size = 0, .type = "char[]" },
-	{ .name = "mac", .kind = DECODE_STRING, .size = 6, .type = "u8[6]" },
-	{ .name = "ptr", .kind = DECODE_UNSIGNED, .size = 8, .type = "const char *" },
-	{ .name = "num", .kind = DECODE_SIGNED, .size = 4, .type = "int" },
+	{ .name = "fixed", .kind = STORE_STRING, .size = 16, .type = "char[16]" },
+	{ .name = "dyn", .kind = STORE_STRING, .size = 0, .type = "__data_loc char[]" },
+	{ .name = "rel", .kind = STORE_STRING, .size = 0, .type = "__rel_loc char[]" },
+	{ .name = "flex", .kind = STORE_STRING, .size = 0, .type = "char[]" },
+	{ .name = "mac", .kind = STORE_STRING, .size = 6, .type = "u8[6]" },
+	{ .name = "ptr", .kind = STORE_UNSIGNED, .size = 8, .type = "const char *" },
+	{ .name = "num", .kind = STORE_SIGNED, .size = 4, .type = "int" },
 };
 static const struct decode_type switch_dt = {
 	"sched", "sched_switch", 1, ARRAY_SIZE(switch_dfields), switch_dfields, NULL };
@@ -258,8 +258,8 @@ static const char *pushed(const char *text, const struct decode_type *t, struct 
 	for (unsigned i = 0; i < t->nfields; i++)
 		ff[i] = (struct filter_field){
 			t->fields[i].name,
-			t->fields[i].kind == DECODE_SIGNED ? FILTER_SIGNED :
-			t->fields[i].kind == DECODE_UNSIGNED ? FILTER_UNSIGNED : FILTER_STRING,
+			t->fields[i].kind == STORE_SIGNED ? FILTER_SIGNED :
+			t->fields[i].kind == STORE_UNSIGNED ? FILTER_UNSIGNED : FILTER_STRING,
 			t->fields[i].size };
 	TU_OK(filter_parse(text, f, NULL));
 	ck_assert_msg(filter_bind(*f, &schema, NULL) == 0, "%s does not bind", text);

@@ -59,7 +59,7 @@ static struct capture cap;
 static uint64_t want_events;	/* events in every captured page, as decoded here */
 static uint64_t cpu_pages[CAPTURE_MAX_CPUS];
 static char dir[64], db[128], jdir[128];
-static struct store *st;
+static struct store_writer *st;	/* the ingest worker's */
 static struct event_base *base;
 static struct ingest *g;
 static pthread_t loop_thread;
@@ -162,7 +162,7 @@ static void count_capture(void)
 	const struct decode_type *types[CAPTURE_NFORMATS];
 	struct decoder *dec;
 
-	ck_assert_int_eq(capture_decoder(&cap, &dec, types), 0);
+	TU_OK(capture_decoder(&cap, &dec, types));
 	want_events = 0;
 	for (unsigned cpu = 0; cpu < cap.ncpus; cpu++) {
 		cpu_pages[cpu] = cap.raw_len[cpu] / cap.page_size;
@@ -178,12 +178,12 @@ static void setup(void)
 {
 	memset(&calls, 0, sizeof(calls));
 	loop_thread = pthread_self();
-	ck_assert_int_eq(capture_load(&cap), 0);
+	TU_OK(capture_load(&cap));
 	count_capture();
 	tu_tmpdir_make(dir, sizeof(dir), "ingest");
 	snprintf(db, sizeof(db), "%s/trace.db", dir);
 	snprintf(jdir, sizeof(jdir), "%s/journal", dir);
-	TU_OK(store_open(db, &st));
+	TU_OK(store_writer_open(db, &st));
 	base = event_base_new();
 	ck_assert_ptr_nonnull(base);
 	g = NULL;
@@ -194,7 +194,7 @@ static void teardown(void)
 {
 	ingest_stop(g);
 	g = NULL;
-	store_close(st);
+	store_writer_close(st);
 	st = NULL;
 	event_base_free(base);
 	base = NULL;
@@ -353,7 +353,7 @@ START_TEST(test_failure_is_per_connection)
 	wait_for(H_DONE, 10, 1);
 
 	f = nth_call(H_FAILED, 9, 0);
-	ck_assert_int_eq(f->err, TC_ERR_PROTO_STATE);
+	TU_ERR(f->err, TC_ERR_PROTO_STATE);
 	ck_assert_str_eq(f->what, "page");
 	ck_assert_uint_eq(count(H_FAILED, 0), 1);
 	ck_assert_uint_eq(count(H_WELCOME, 9), 0);
@@ -541,7 +541,7 @@ START_TEST(test_journal_session)
 	ingest_sink_close(g, s);	/* a journaled connection says DONE itself and goes */
 	ck_assert_int_eq(pthread_create(&t, NULL, wait_stored_main, &w), 0);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
-	ck_assert_int_eq(w.ret, 0);
+	TU_OK(w.ret);
 	ck_assert_uint_eq(w.unstored, 0);
 
 	wait_for(H_DONE, 5, 1);
@@ -638,6 +638,18 @@ static int on_stat(void *ctx, const struct store_stats_host *host, uint32_t cpu,
 	return 0;
 }
 
+/* The drops and stats of what the worker stored, read as a query worker reads them. */
+static void read_counters(void)
+{
+	struct store_reader *r;
+
+	memset(&seen, 0, sizeof(seen));
+	TU_OK(store_reader_open(db, &r));
+	TU_OK(store_drops(r, NULL, on_drop, NULL));
+	TU_OK(store_stats(r, NULL, on_stat, NULL));
+	store_reader_close(r);
+}
+
 /* The drops count of (host, "-", "-", @reason); 0 when there is no such row. */
 static uint64_t drops_of(const char *reason)
 {
@@ -708,9 +720,7 @@ START_TEST(test_malformed_pages_counted)
 	ck_assert_uint_eq(count(H_FAILED, 0), 0);
 	ck_assert_uint_eq(nth_call(H_DONE, 12, 0)->pages, pages);
 	ck_assert_uint_eq(nth_call(H_DONE, 12, 0)->events, want_events);
-	memset(&seen, 0, sizeof(seen));
-	TU_OK(store_drops(st, NULL, on_drop, NULL));
-	TU_OK(store_stats(st, NULL, on_stat, NULL));
+	read_counters();
 	for (int k = 0; k < NBAD; k++) {
 		ck_assert_msg(drops_of(bad_why[k]) == 2, "drops '%s': %llu, not 2", bad_why[k],
 			      (unsigned long long)drops_of(bad_why[k]));
@@ -751,9 +761,7 @@ START_TEST(test_pages_after_failure_counted)
 	g = NULL;
 
 	ck_assert_str_eq(nth_call(H_FAILED, 13, 0)->what, proto_msg_name(MSG_FORMAT));
-	memset(&seen, 0, sizeof(seen));
-	TU_OK(store_drops(st, NULL, on_drop, NULL));
-	TU_OK(store_stats(st, NULL, on_stat, NULL));
+	read_counters();
 	ck_assert_uint_eq(drops_of("its connection had failed"), pages);
 	ck_assert_uint_eq(seen.bad_pages, cpu_pages[0]);
 }
@@ -821,7 +829,7 @@ START_TEST(test_clock_offset_near_int64_max)
 	s = connect_agent(6, 0);
 	cap.hello.clock = keep;
 	wait_for(H_FAILED, 6, 1);
-	ck_assert_int_eq(nth_call(H_FAILED, 6, 0)->err, TC_ERR_MSG_MALFORMED);
+	TU_ERR(nth_call(H_FAILED, 6, 0)->err, TC_ERR_MSG_MALFORMED);
 	ck_assert_uint_eq(count(H_WELCOME, 6), 0);
 	ingest_sink_close(g, s);
 }

@@ -5,16 +5,20 @@
 # runtime in libtracecollect) common/ and arch/ only, traceq/ (the client)
 # only common/ and proto/. Nothing but traceq/ itself (and its tests)
 # includes traceq/. Outside server/store/, the storage layer is reached
-# only through "server/store/store.h" (the backends sit behind its ops
-# table), and outside proto/ nobody includes proto/msgpack_dec.h, proto's
-# private msgpack readers.
+# only through "server/store/store.h" and the types it shares,
+# "server/store/store_types.h" (the backends sit behind its ops tables);
+# inside it, the SQLite backend (sqlite*) includes of the folder only its
+# own headers and the contract (store_ops.h, store_types.h), never the
+# callers' store.h, and the folder's includes form no circle. Outside
+# proto/ nobody includes proto/msgpack_dec.h, proto's private msgpack
+# readers.
 #
 # server/ has rooms by role, each reached from outside through its one
 # public header: query/ (queryd.h: the query endpoint), ingest/ (ingest.h:
 # the worker, journal, decoding), conn/ (conn.h: agent connections). query/
 # and ingest/ never include each other (the daemon, tracecollectd.c, hands
 # the query endpoint what it needs of the ingest as function pointers);
-# neither includes conn/.
+# neither includes conn/, and the store includes none of them.
 #
 # traceq's modes (traceq/mode_*.c, a file each) are picked by traceq.c's
 # table: traceq/modes.h, which declares their entries, is included only
@@ -94,14 +98,70 @@ only() {
 		"$(from "$1" | grep -E "	(${ours%|})/" | grep -vE "	($1|$2)/" || true)"
 }
 
-# only_through FOLDER HEADER: outside FOLDER/, of FOLDER's files only
-# FOLDER/HEADER is included (holds while FOLDER does not exist). tests/
+# only_through FOLDER HEADER...: outside FOLDER/, of FOLDER's files only
+# the HEADERs are included (holds while FOLDER does not exist). tests/
 # and bench/ are exempt: white-box tests and benchmarks include private
 # headers.
 only_through() {
-	report "outside $1/, only $1/$2 is included from $1/" \
-		"$(printf '%s\n' "$all_edges" | grep -vE "^($1|tests|bench)/" |
-		   grep -E "	$1/" | grep -vE "	$1/$2\$" || true)"
+	local dir=$1 names
+
+	shift
+	names=$(printf "$dir/%s, " "$@")
+	report "outside $dir/, only ${names%, } are included from $dir/" \
+		"$(printf '%s\n' "$all_edges" | grep -vE "^($dir|tests|bench)/" |
+		   grep -E "	$dir/" | grep -vE "	$dir/($(IFS='|'; echo "$*"))\$" || true)"
+}
+
+# glob_re GLOB: GLOB (a file name, * for any part of it) as an ERE.
+glob_re() {
+	printf '%s' "$1" | sed 's/\./\\./g; s/\*/[^\/:]*/g'
+}
+
+# only_within FOLDER GLOB ALLOWED...: FOLDER's files named GLOB include,
+# of FOLDER's files, only those named ALLOWED (globs too); what they
+# include from elsewhere is the other rules' business.
+only_within() {
+	local dir=$1 glob=$2 allowed="" a
+
+	shift 2
+	for a in "$@"; do
+		allowed+="$(glob_re "$a")|"
+	done
+	report "$dir/$glob include of $dir/ only $*" \
+		"$(printf '%s\n' "$all_edges" | grep -E "^$dir/$(glob_re "$glob"):" |
+		   grep -E "	$dir/" | grep -vE "	$dir/(${allowed%|})\$" || true)"
+}
+
+# acyclic FOLDER: the includes among FOLDER's own files form no circle,
+# a file's .c and .h taken as one module (a header declares what its .c
+# defines, so who includes whom is who may call whom). The hits are the
+# includes on a circle: from module A to B where B leads back to A.
+acyclic() {
+	local dir=$1
+
+	report "$dir/ includes form no circle (X.c and X.h as one)" \
+		"$(printf '%s\n' "$all_edges" | grep -E "^$dir/[^/]*:[0-9]+	$dir/[^/]*\$" |
+		   awk -F '\t' '
+			function mod(f) { sub(/:[0-9]+$/, "", f); sub(/\.[chS]$/, "", f); return f }
+			# reaches(x, y): a path of includes leads from module x to y
+			function reaches(x, y,    todo, seen, n, u, v) {
+				todo[n = 1] = x
+				seen[x] = 1
+				while (n > 0) {
+					u = todo[n--]
+					if (u == y)
+						return 1
+					for (v in node)
+						if ((u, v) in edge && !(v in seen)) {
+							seen[v] = 1
+							todo[++n] = v
+						}
+				}
+				return 0
+			}
+			{ a = mod($1); b = mod($2) }
+			a != b { edge[a, b] = 1; node[a] = node[b] = 1; hit[++k] = $0; from[k] = a; to[k] = b }
+			END { for (i = 1; i <= k; i++) if (reaches(to[i], from[i])) print hit[i] }')"
 }
 
 # private_to FOLDER HEADER: outside FOLDER/, nothing includes FOLDER/HEADER.
@@ -136,13 +196,14 @@ report "traceq/modes.h is included only by traceq/traceq.c and traceq/mode_*.c" 
 report "nothing includes a traceq/mode_* file" \
 	"$(printf '%s\n' "$all_edges" | grep -E '	traceq/mode_[^/]*$' || true)"
 report "traceq's modes call no other mode" "$(mode_calls)"
-only_through server/store store.h
+only_through server/store store.h store_types.h
+only_within server/store 'sqlite*' 'sqlite*.h' store_ops.h store_types.h
+acyclic server/store
+forbid server/store 'server/query|server/ingest|server/conn'
 forbid server/query 'server/ingest|server/conn'
 forbid server/ingest 'server/query|server/conn'
 forbid server/conn 'server/query'
 only_through server/query queryd.h
-# TEMPORARY (issue 31, until the store's writer takes decoded values): store.h -> decode.h
-all_edges=$(printf '%s\n' "$all_edges" | grep -vE '^server/store/store.h:[0-9]+	server/ingest/decode.h$')
 only_through server/ingest ingest.h
 only_through server/conn conn.h
 private_to proto msgpack_dec.h

@@ -5,8 +5,9 @@
 # #include, or for traceq's modes one call) and expects the checker to
 # fail that rule, and only that rule, naming the planted file. A few planted includes that the rules allow
 # must still pass. server/store/ does not exist on every branch: the store
-# rule is first checked without it (it holds vacuously), then a stand-in
-# server/store/ is created so the rule has something to bite on.
+# rules are first checked without it (they hold vacuously), then a stand-in
+# server/store/ is created so the rules have something to bite on (one of
+# its headers includes another, so a planted include can close a circle).
 set -u
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 checker=$top_srcdir/tests/test_layering.sh
@@ -80,6 +81,7 @@ rm -rf "$tree/server/store"
 clean "a copy of the tree without server/store/ passes"
 mkdir -p "$tree/server/store"
 touch "$tree/server/store/store.h" "$tree/server/store/sqlite_int.h"
+printf '#include "server/store/sqlite_b.h"\n' > "$tree/server/store/sqlite_a.h"
 clean "the copy with a stand-in server/store/ passes"
 
 plant fail agent/planted.c '"server/query/queryd.h"' "agent does not include"
@@ -98,6 +100,8 @@ for inc in '"server/x.h"' '"agent/agent.h"' '"sql/schema.h"' '"arch/arch.h"' \
 done
 plant fail server/planted.c '"server/store/sqlite_int.h"' "outside server/store/"
 plant fail server/planted.c '"store/sqlite_int.h"' "outside server/store/"
+plant fail server/store/sqlite_planted.c '"server/store/store.h"' "server/store/sqlite* include"
+plant fail server/store/sqlite_b.c '"server/store/sqlite_a.h"' "server/store/ includes form no circle"
 plant fail server/planted.c '"proto/msgpack_dec.h"' "proto/msgpack_dec.h is included only"
 plant fail server/query/planted.c '"server/ingest/ingest.h"' "server/query does not include"
 plant fail server/query/planted.c '"server/conn/conn.h"' "server/query does not include"
@@ -115,6 +119,9 @@ plant pass traceq/planted.c '"proto/msg.h"'
 plant pass traceq/planted.c '"common/tc_error.h"'
 plant pass traceq/planted.c '<nng/nng.h>'
 plant pass server/planted.c '"server/store/store.h"'
+plant pass server/planted.c '"server/store/store_types.h"'
+plant pass server/store/sqlite_planted.c '"server/store/store_ops.h"'
+plant pass server/store/sqlite_b.c '"server/store/sqlite_int.h"'
 plant pass server/store/planted.c '"server/store/sqlite_int.h"'
 plant pass server/planted.c '"server/query/queryd.h"'
 plant pass server/conn/planted.c '"server/ingest/ingest.h"'

@@ -19,6 +19,7 @@
 #include "server/query/queryd_sel.h"
 #include "server/store/store.h"
 #include "tests/data/capture_load.h"
+#include "tests/store_events.h"
 #include "tests/testutil.h"
 
 /* store_type()'s origin in these tests: host 1, no caps */
@@ -31,15 +32,16 @@ static const struct store_origin test_origin = { .host_id = 1, .boot_id = "b" };
 static struct capture cap;
 static struct decoder *dec;
 static const struct decode_type *types[CAPTURE_NFORMATS];
-static struct store *st;
+static struct store_writer *wr;	/* setup()'s */
+static struct store_reader *st;
 static uint64_t host;
 static char dir[64], path[80];
 
 static int insert_cb(void *ctx, const struct decode_event *ev)
 {
 	(void)ctx;
-	TU_OK(store_insert(st, ev->type->user, host, ev,
-			   (int64_t)(ev->ts / BUCKET) * BUCKET + CLOCK_OFFSET));
+	TU_OK(ev_insert(wr, ev->type->user, host, ev,
+			(int64_t)(ev->ts / BUCKET) * BUCKET + CLOCK_OFFSET));
 	return 0;
 }
 
@@ -49,25 +51,27 @@ static void setup(void)
 	TU_OK(capture_decoder(&cap, &dec, types));
 	tu_tmpdir_make(dir, sizeof(dir), "qsel");
 	snprintf(path, sizeof(path), "%s/store.db", dir);
-	TU_OK(store_open(path, &st));
-	TU_OK(store_host(st, &cap.hello, NULL, &host));
+	TU_OK(store_writer_open(path, &wr));
+	TU_OK(store_host(wr, &cap.hello, NULL, &host));
 	for (int i = 0; i < CAPTURE_NFORMATS; i++) {
 		struct store_type *t;
 
-		TU_OK(store_type(st, types[i], cap.formats[i].text, &test_origin, &t));
+		TU_OK(ev_type(wr, types[i], cap.formats[i].text, &test_origin, &t));
 		((struct decode_type *)types[i])->user = t;
 	}
-	TU_OK(store_begin(st));
+	TU_OK(store_begin(wr));
 	for (unsigned cpu = 0; cpu < cap.ncpus; cpu++)
 		for (size_t off = 0; off < cap.raw_len[cpu]; off += cap.page_size)
 			TU_OK(decoder_page(dec, cpu, cap.raw[cpu] + off, cap.page_size, insert_cb,
 					   NULL, NULL));
-	TU_OK(store_commit(st));
+	TU_OK(store_commit(wr));
+	store_writer_close(wr);
+	TU_OK(store_reader_open(path, &st));
 }
 
 static void teardown(void)
 {
-	store_close(st);
+	store_reader_close(st);
 	decoder_free(dec);
 	capture_free(&cap);
 	tu_tmpdir_remove(dir);
@@ -190,7 +194,7 @@ START_TEST(subsystem_filter_semantics)
 	proto_buf_init(&b);
 	ck_assert_int_eq(qsel_compile(st, &r, NULL, &c, &b), 1);
 	TU_OK(qmsg_reply_decode(b.data, b.len, &rep));
-	ck_assert_int_eq(rep.code, TC_ERR_UNKNOWN_FIELD);
+	TU_ERR(rep.code, TC_ERR_UNKNOWN_FIELD);
 	ck_assert_int_eq(rep.pos, 19);
 	qmsg_reply_free(&rep);
 	proto_buf_free(&b);
@@ -222,22 +226,21 @@ START_TEST(unknown_names_suggest)
 {
 	char msg[512];
 
-	ck_assert_int_eq(compile_error("sched_swich", msg, sizeof(msg)), TC_ERR_UNKNOWN_EVENT);
+	TU_ERR(compile_error("sched_swich", msg, sizeof(msg)), TC_ERR_UNKNOWN_EVENT);
 	ck_assert_str_eq(msg, "unknown event: sched_swich (did you mean 'sched_switch'?)");
-	ck_assert_int_eq(compile_error("sched:sched_wakup where pid == 1", msg, sizeof(msg)),
-			 TC_ERR_UNKNOWN_EVENT);
+	TU_ERR(compile_error("sched:sched_wakup where pid == 1", msg, sizeof(msg)),
+	       TC_ERR_UNKNOWN_EVENT);
 	ck_assert_str_eq(msg, "unknown event: sched:sched_wakup "
 			 "(did you mean 'sched:sched_wakeup'?)");
-	ck_assert_int_eq(compile_error("shed", msg, sizeof(msg)), TC_ERR_UNKNOWN_EVENT);
+	TU_ERR(compile_error("shed", msg, sizeof(msg)), TC_ERR_UNKNOWN_EVENT);
 	ck_assert_str_eq(msg, "unknown event: shed (did you mean 'sched'?)");
-	ck_assert_int_eq(compile_error("nothing_like_it", msg, sizeof(msg)),
-			 TC_ERR_UNKNOWN_EVENT);
+	TU_ERR(compile_error("nothing_like_it", msg, sizeof(msg)), TC_ERR_UNKNOWN_EVENT);
 	ck_assert_str_eq(msg, "unknown event: nothing_like_it");
-	ck_assert_int_eq(compile_error("sched_switch where next_pd == 1", msg, sizeof(msg)),
-			 TC_ERR_UNKNOWN_FIELD);
+	TU_ERR(compile_error("sched_switch where next_pd == 1", msg, sizeof(msg)),
+	       TC_ERR_UNKNOWN_FIELD);
 	ck_assert_str_eq(msg, "unknown field 'next_pd' (did you mean 'next_pid'?)");
-	ck_assert_int_eq(compile_error("sched_switch where prev_comm == 5", msg, sizeof(msg)),
-			 TC_ERR_TYPE_MISMATCH);
+	TU_ERR(compile_error("sched_switch where prev_comm == 5", msg, sizeof(msg)),
+	       TC_ERR_TYPE_MISMATCH);
 }
 END_TEST
 

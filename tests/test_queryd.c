@@ -176,7 +176,7 @@ static void send_request(nng_socket s, enum qmsg_op op, uint32_t sync_ms)
 	struct proto_buf b;
 
 	proto_buf_init(&b);
-	ck_assert_int_eq(qmsg_request_encode(&r, &b), 0);
+	TU_OK(qmsg_request_encode(&r, &b));
 	send_raw(s, b.data, b.len);
 	proto_buf_free(&b);
 }
@@ -189,7 +189,7 @@ static void recv_reply(nng_socket s, struct qmsg_reply *rep)
 	int rv = nng_recv(s, &msg, &len, NNG_FLAG_ALLOC);
 
 	ck_assert_msg(rv == 0, "no reply in %d ms: %s", WAIT_MS, nng_strerror(rv));
-	ck_assert_int_eq(qmsg_reply_decode(msg, len, rep), 0);
+	TU_OK(qmsg_reply_decode(msg, len, rep));
 	nng_free(msg, len);
 }
 
@@ -242,13 +242,13 @@ static void start_endpoint(uint32_t sync_max_ms)
 
 static void start(void)
 {
-	struct store *st;
+	struct store_writer *st;
 
 	hk_reset();
 	tu_tmpdir_make(dir, sizeof(dir), "queryd");
 	snprintf(db, sizeof(db), "%s/trace.db", dir);
-	TU_OK(store_open(db, &st));
-	store_close(st);
+	TU_OK(store_writer_open(db, &st));
+	store_writer_close(st);
 	start_endpoint(60000);
 }
 
@@ -433,7 +433,7 @@ static struct proto_buf padded_request(size_t len)
 	msgpack_pack_str(&pk, len);
 	msgpack_pack_str_body(&pk, pad, len);
 	proto_buf_init(&b);
-	ck_assert_int_eq(proto_buf_append(&b, sb.data, sb.size), 0);
+	TU_OK(proto_buf_append(&b, sb.data, sb.size));
 	msgpack_sbuffer_destroy(&sb);
 	free(pad);
 	return b;
@@ -526,7 +526,7 @@ static void tls_ask(struct tlsconn *c, const struct proto_buf *req, struct qmsg_
 
 	proto_buf_init(&in);
 	ck_assert_msg(tlsconn_call(c, req->data, req->len, &in, err, sizeof(err)) == 0, "%s", err);
-	ck_assert_int_eq(qmsg_reply_decode(in.data, in.len, rep), 0);
+	TU_OK(qmsg_reply_decode(in.data, in.len, rep));
 	proto_buf_free(&in);
 }
 
@@ -574,13 +574,13 @@ static void many_hosts(unsigned n)
 	struct proto_hello h = { .machine_id = (char *)"m", .boot_id = (char *)"b",
 				 .kernel = (char *)"k", .trace_clock = (char *)"mono",
 				 .ncpus = 2, .page_size = 4096 };
-	struct store *st;
+	struct store_writer *st;
 	char name[256], pad[201];
 	uint64_t id;
 
 	memset(pad, 'x', 200);
 	pad[200] = 0;
-	TU_OK(store_open(db, &st));
+	TU_OK(store_writer_open(db, &st));
 	TU_OK(store_begin(st));
 	for (unsigned i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "big-%u-%s", i, pad);
@@ -590,7 +590,7 @@ static void many_hosts(unsigned n)
 		TU_OK(store_cpu_received(st, id, 1, 1, 1, 1));
 	}
 	TU_OK(store_commit(st));
-	store_close(st);
+	store_writer_close(st);
 }
 
 /*
@@ -690,7 +690,7 @@ START_TEST(unknown_long_event_name)
 
 	memset(q, 'e', sizeof(q) - 1);
 	proto_buf_init(&b);
-	ck_assert_int_eq(qmsg_request_encode(&r, &b), 0);
+	TU_OK(qmsg_request_encode(&r, &b));
 	send_raw(s, b.data, b.len);
 	proto_buf_free(&b);
 	expect_error(s, TC_ERR_UNKNOWN_EVENT, "unknown event: eeee");

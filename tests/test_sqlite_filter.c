@@ -102,7 +102,7 @@ START_TEST(test_sql_text)
 	for (k = 0; k < ARRAY_SIZE(cases); k++) {
 		struct filter *f = parse_bind(cases[k].text);
 
-		ck_assert_int_eq(sq_filter_to_sql(f, column, NULL, &s), 0);
+		TU_OK(sq_filter_to_sql(f, column, NULL, &s));
 		ck_assert_msg(!strcmp(s.where, cases[k].where), "'%s': got '%s' want '%s'",
 			      cases[k].text, s.where, cases[k].where);
 		binds_to_string(&s, buf, sizeof(buf));
@@ -143,7 +143,7 @@ START_TEST(test_sql_eq)
 		struct filter *f = parse_bind(cases[k].text);
 		size_t n = 0;
 
-		ck_assert_int_eq(sq_filter_to_sql(f, column, NULL, &s), 0);
+		TU_OK(sq_filter_to_sql(f, column, NULL, &s));
 		buf[0] = '\0';
 		for (size_t i = 0; i < s.neq; i++) {
 			ck_assert_int_ge(s.eq[i].field, 0);
@@ -170,11 +170,11 @@ START_TEST(test_sql_errors)
 	struct filter *f = NULL;
 	struct filter_error err;
 
-	ck_assert_int_eq(filter_parse("prev_pid == 1", &f, &err), 0);
-	ck_assert_int_eq(sq_filter_to_sql(f, column, NULL, &s), -EINVAL);
+	TU_OK(filter_parse("prev_pid == 1", &f, &err));
+	TU_ERR(sq_filter_to_sql(f, column, NULL, &s), -EINVAL);
 	filter_free(f);
 	f = parse_bind("prev_pid == 1 || prio == 1");
-	ck_assert_int_eq(sq_filter_to_sql(f, no_column, NULL, &s), TC_ERR_UNKNOWN_FIELD);
+	TU_ERR(sq_filter_to_sql(f, no_column, NULL, &s), TC_ERR_UNKNOWN_FIELD);
 	ck_assert_ptr_null(s.where);
 	filter_free(f);
 	sq_filter_sql_free(NULL);
@@ -273,7 +273,7 @@ static void select_sql(sqlite3 *db, const struct filter *f, const char *text, bo
 	size_t k;
 	int rc;
 
-	ck_assert_int_eq(sq_filter_to_sql(f, column, NULL, &s), 0);
+	TU_OK(sq_filter_to_sql(f, column, NULL, &s));
 	q = sqlite3_mprintf("SELECT id FROM ev WHERE %s", s.where);
 	ck_assert_ptr_nonnull(q);
 	rc = sqlite3_prepare_v2(db, q, -1, &st, NULL);

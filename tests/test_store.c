@@ -18,9 +18,13 @@
 #include "common/hist.h"
 #include "common/tc_error.h"
 #include "server/ingest/decode.h"
-#include "server/store/sqlite_int.h"	/* sq_count_where(): WHERE text the filter cannot write */
+#include "server/store/sqlite_hist.h"	/* white-box: sq_hist_grouped() */
+#include "server/store/sqlite_read.h"	/* sq_count_where(): WHERE the filter cannot write */
+#include "server/store/sqlite_util.h"	/* sq_int1() */
+#include "server/store/sqlite_window.h"	/* sq_win_cap */
 #include "server/store/store.h"
 #include "tests/data/capture_load.h"
+#include "tests/store_events.h"
 #include "tests/testutil.h"
 
 /* store_type()'s origin in these tests: host 1, no caps */
@@ -35,7 +39,14 @@ static const struct store_origin test_origin = { .host_id = 1, .boot_id = "b" };
 static struct capture cap;
 static struct decoder *dec;
 static const struct decode_type *types[CAPTURE_NFORMATS];	/* switch, wakeup, print */
-static struct store *st;
+static struct store_writer *sw;	/* the ingest worker's */
+static struct store_reader *sr;	/* a query worker's: sees what sw committed */
+
+/* The reader as the SQLite backend's handle, for its white-box calls. */
+static struct sq_store *sq(void)
+{
+	return sq_reader_of(sr);
+}
 static uint64_t host;
 static char dir[64], path[80];
 static bool ts_spread;	/* rows' ts are not trace_ts + CLOCK_OFFSET */
@@ -49,7 +60,8 @@ static struct {
 
 #define ck_ok(expr) do { \
 	int ret_ = (expr); \
-	ck_assert_msg(ret_ >= 0, "%s: %s (%s)", #expr, tc_strerror(ret_), store_errmsg(st)); \
+	ck_assert_msg(ret_ >= 0, "%s: %s (writer: %s; reader: %s)", #expr, tc_strerror(ret_), \
+		      store_errmsg(sw), store_errmsg(sr)); \
 } while (0)
 
 static int type_index(const struct decode_type *t)
@@ -62,11 +74,11 @@ static int type_index(const struct decode_type *t)
 
 static int64_t field_i(const struct decode_event *ev, const char *name)
 {
-	struct decode_value v;
+	struct store_value v;
 
 	for (unsigned i = 0; i < ev->type->nfields; i++)
 		if (!strcmp(ev->type->fields[i].name, name)) {
-			ck_assert_int_eq(decode_field_value(ev, i, &v), 0);
+			TU_OK(decode_field_value(ev, i, &v));
 			return v.i;
 		}
 	ck_abort_msg("no field %s", name);
@@ -79,7 +91,7 @@ static int insert_cb(void *ctx, const struct decode_event *ev)
 
 	(void)ctx;
 	ck_assert_int_ge(ti, 0);
-	ck_ok(store_insert(st, ev->type->user, host, ev, (int64_t)ev->ts + CLOCK_OFFSET));
+	ck_ok(ev_insert(sw, ev->type->user, host, ev, (int64_t)ev->ts + CLOCK_OFFSET));
 	if (ti == 0) {
 		ck_assert_uint_lt(seen.n[0], MAX_EVENTS);
 		seen.prev_pid[seen.n[0]] = field_i(ev, "prev_pid");
@@ -94,47 +106,63 @@ static void ingest(void)
 	for (int i = 0; i < CAPTURE_NFORMATS; i++) {
 		struct store_type *t;
 
-		ck_ok(store_type(st, types[i], cap.formats[i].text, &test_origin, &t));
+		ck_ok(ev_type(sw, types[i], cap.formats[i].text, &test_origin, &t));
 		((struct decode_type *)types[i])->user = t;
 	}
-	ck_ok(store_begin(st));
+	ck_ok(store_begin(sw));
 	for (unsigned cpu = 0; cpu < cap.ncpus; cpu++)
 		for (size_t off = 0; off < cap.raw_len[cpu]; off += cap.page_size) {
 			struct decode_page_stats ps;
 
 			ck_ok(decoder_page(dec, cpu, cap.raw[cpu] + off, cap.page_size, insert_cb,
 					   NULL, &ps));
-			ck_ok(store_cpu_received(st, host, cpu, 1, ps.events, cap.page_size));
+			ck_ok(store_cpu_received(sw, host, cpu, 1, ps.events, cap.page_size));
 		}
-	ck_ok(store_commit(st));
+	ck_ok(store_commit(sw));
 }
 
 static void setup(void)
 {
 	memset(&seen, 0, sizeof(seen));
 	ts_spread = false;
-	ck_assert_int_eq(capture_load(&cap), 0);
-	ck_assert_int_eq(capture_decoder(&cap, &dec, types), 0);
+	TU_OK(capture_load(&cap));
+	TU_OK(capture_decoder(&cap, &dec, types));
 	tu_tmpdir_make(dir, sizeof(dir), "store");
 	snprintf(path, sizeof(path), "%s/store.db", dir);	/* SQLite creates it */
-	ck_assert_int_eq(store_open(path, &st), 0);
+	TU_OK(store_writer_open(path, &sw));
 	cap.hello.clock.trace_ns = 5;
 	cap.hello.clock.realtime_ns = CLOCK_OFFSET + 5;
-	ck_ok(store_host(st, &cap.hello, "CN=capture-host", &host));
+	ck_ok(store_host(sw, &cap.hello, "CN=capture-host", &host));
 	ingest();
+	TU_OK(store_reader_open(path, &sr));
+}
+
+/* Close the writer and the reader (the file can be changed under them). */
+static void close_both(void)
+{
+	store_reader_close(sr);
+	sr = NULL;
+	store_writer_close(sw);
+	sw = NULL;
+}
+
+/* Open the writer (which migrates the file), then the reader. */
+static void open_both(void)
+{
+	TU_OK(store_writer_open(path, &sw));
+	TU_OK(store_reader_open(path, &sr));
 }
 
 static void teardown(void)
 {
-	store_close(st);
-	st = NULL;
+	close_both();
 	decoder_free(dec);
 	dec = NULL;
 	capture_free(&cap);
 	tu_tmpdir_remove(dir);	/* the database, its -wal and -shm */
 }
 
-static struct store_schema *schema(struct store *s, const char *system, const char *name)
+static struct store_schema *schema(struct store_reader *s, const char *system, const char *name)
 {
 	struct store_schema *sc = NULL;
 	int ret = store_schema_get(s, system, name, &sc);
@@ -177,11 +205,11 @@ static struct store_query *bound_query(struct bound_query *bq, const struct stor
 	bq->col = calloc(sc->ncols + 1, sizeof(*bq->col));
 	ck_assert(bq->fields && bq->col);
 	for (size_t i = 0; i < sc->ncols; i++) {
-		enum decode_kind k = sc->cols[i].kind;
+		enum store_kind k = sc->cols[i].kind;
 
 		bq->fields[i] = (struct filter_field){ sc->cols[i].name,
-			k == DECODE_SIGNED ? FILTER_SIGNED :
-			k == DECODE_UNSIGNED ? FILTER_UNSIGNED : FILTER_STRING, 8 };
+			k == STORE_SIGNED ? FILTER_SIGNED :
+			k == STORE_UNSIGNED ? FILTER_UNSIGNED : FILTER_STRING, 8 };
 		bq->col[i] = i;
 	}
 	ck_assert_msg(filter_parse(text, &bq->f, &err) == 0, "%s: %s", text, err.msg);
@@ -229,7 +257,7 @@ static int rows_cb(void *ctx, const struct store_row *r)
 
 START_TEST(test_where_matches_scan)
 {
-	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct store_schema *sc = schema(sr, "sched", "sched_switch");
 	struct rows *rs = calloc(1, sizeof(*rs));
 	int64_t pid = seen.prev_pid[seen.n[0] / 2];
 	struct bound_query bq;
@@ -242,16 +270,16 @@ START_TEST(test_where_matches_scan)
 	rs->sc = sc;
 	rs->want_pid = pid;
 	snprintf(text, sizeof(text), "prev_pid == %lld", (long long)pid);
-	ck_assert_int_eq(store_select(st, bound_query(&bq, sc, text), rows_cb, rs), (int)want);
+	ck_assert_int_eq(store_select(sr, bound_query(&bq, sc, text), rows_cb, rs), (int)want);
 	ck_assert_uint_eq(rs->n, want);
 	for (size_t i = 1; i < rs->n; i++)
 		ck_assert_int_ge(rs->ts[i], rs->ts[i - 1]);
-	ck_ok(store_count(st, &bq.q, &count));
+	ck_ok(store_count(sr, &bq.q, &count));
 	ck_assert_uint_eq(count, want);
 	bound_query_free(&bq);
-	ck_ok(store_count(st, &(struct store_query){ .schema = sc }, &count));
+	ck_ok(store_count(sr, &(struct store_query){ .schema = sc }, &count));
 	ck_assert_uint_eq(count, seen.n[0]);
-	ck_ok(store_count(st, bound_query(&bq, sc, "prev_pid == -12345 && CPU >= 0"), &count));
+	ck_ok(store_count(sr, bound_query(&bq, sc, "prev_pid == -12345 && CPU >= 0"), &count));
 	ck_assert_uint_eq(count, 0);
 	bound_query_free(&bq);
 	free(rs);
@@ -266,7 +294,7 @@ END_TEST
  */
 START_TEST(test_query_checks)
 {
-	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct store_schema *sc = schema(sr, "sched", "sched_switch");
 	struct filter *unbound = NULL;
 	struct filter_error err;
 	struct bound_query bq;
@@ -276,16 +304,16 @@ START_TEST(test_query_checks)
 	bound_query(&bq, sc, "prev_pid >= 0");
 	bq.q.field_col = &beyond;
 	bq.q.nfields = 1;
-	ck_assert_int_eq(store_count(st, &bq.q, &count), -EINVAL);
+	TU_ERR(store_count(sr, &bq.q, &count), -EINVAL);
 	bound_query_free(&bq);
-	ck_assert_int_eq(filter_parse("prev_pid == 0", &unbound, &err), 0);
-	ck_assert_int_eq(store_count(st, &(struct store_query){ .schema = sc, .filter = unbound },
-				     &count), -EINVAL);
+	TU_OK(filter_parse("prev_pid == 0", &unbound, &err));
+	TU_ERR(store_count(sr, &(struct store_query){ .schema = sc, .filter = unbound },
+			   &count), -EINVAL);
 	filter_free(unbound);
-	ck_ok(store_count(st, &(struct store_query){ .schema = sc, .host_glob = "capture-*" },
+	ck_ok(store_count(sr, &(struct store_query){ .schema = sc, .host_glob = "capture-*" },
 			  &count));
 	ck_assert_uint_eq(count, seen.n[0]);
-	ck_ok(store_count(st, &(struct store_query){ .schema = sc, .host_glob = "other" }, &count));
+	ck_ok(store_count(sr, &(struct store_query){ .schema = sc, .host_glob = "other" }, &count));
 	ck_assert_uint_eq(count, 0);
 	store_schema_free(sc);
 }
@@ -293,7 +321,7 @@ END_TEST
 
 START_TEST(test_keyset_paging)
 {
-	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct store_schema *sc = schema(sr, "sched", "sched_switch");
 	struct rows *all = calloc(1, sizeof(*all)), *page = calloc(1, sizeof(*page));
 	int64_t after_ts = 0;
 	uint64_t after_rowid = 0;
@@ -304,7 +332,7 @@ START_TEST(test_keyset_paging)
 	do {
 		size_t before = page->n;
 
-		got = store_select(st, &(struct store_query){ .schema = sc, .after_ts = after_ts,
+		got = store_select(sr, &(struct store_query){ .schema = sc, .after_ts = after_ts,
 							     .after_rowid = after_rowid, .limit = 7 },
 				   rows_cb, page);
 		ck_assert_int_ge(got, 0);
@@ -315,7 +343,7 @@ START_TEST(test_keyset_paging)
 		}
 		ck_assert_uint_eq(page->n, before + (size_t)got);
 	} while (got == 7);
-	ck_assert_int_eq(store_select(st, &(struct store_query){ .schema = sc }, rows_cb, all),
+	ck_assert_int_eq(store_select(sr, &(struct store_query){ .schema = sc }, rows_cb, all),
 			 (int)seen.n[0]);
 	ck_assert_uint_eq(page->n, all->n);
 	for (size_t i = 0; i < all->n; i++)	/* same rows, same order, each once */
@@ -337,11 +365,11 @@ struct marker_rows {
 static int marker_cb(void *ctx, const struct store_row *r)
 {
 	struct marker_rows *m = ctx;
-	const struct decode_value *v = &r->vals[col(m->sc, "buf")];
+	const struct store_value *v = &r->vals[col(m->sc, "buf")];
 	char want[32];
 
 	snprintf(want, sizeof(want), "tc-marker-%02u\n", ++m->n);
-	ck_assert_int_eq(v->kind, DECODE_STRING);
+	ck_assert_int_eq(v->kind, STORE_STRING);
 	ck_assert_uint_eq(v->str.len, strlen(want));
 	ck_assert(memcmp(v->str.s, want, v->str.len) == 0);
 	ck_assert_int_eq(r->pid, m->pid);
@@ -354,32 +382,32 @@ static int marker_cb(void *ctx, const struct store_row *r)
 
 START_TEST(test_markers_and_comm)
 {
-	struct store_schema *sc = schema(st, NULL, "print");
+	struct store_schema *sc = schema(sr, NULL, "print");
 	struct proto_cmdline cl = { .pid = cap.pid };
 	struct proto_cmdlines cls = { .count = 1, .items = &cl };
 	struct marker_rows m = { .sc = sc, .pid = cap.pid };
-	struct sq_bind b = { .kind = DECODE_STRING, .s = "capture.sh", .len = 10 };
+	struct sq_bind b = { .kind = STORE_STRING, .s = "capture.sh", .len = 10 };
 	struct bound_query bq;
 	uint64_t count = 0, other = 0;
 	char want[64];
 
 	strcpy(cl.comm, "capture.sh");
-	ck_ok(store_cmdlines(st, host, &cls));
+	ck_ok(store_cmdlines(sw, host, &cls));
 	ck_assert_str_eq(sc->system, "ftrace");
 	ck_assert_str_eq(sc->table, "ev_ftrace_print");
 	bound_query(&bq, sc, "buf ~ \"tc-marker-*\" && comm == capture.sh");
-	ck_assert_int_eq(store_select(st, &bq.q, marker_cb, &m), (int)cap.markers);
+	ck_assert_int_eq(store_select(sr, &bq.q, marker_cb, &m), (int)cap.markers);
 	ck_assert_uint_eq(m.n, cap.markers);
 	/* a count computes COMM only for a WHERE that reads it, and then must */
-	ck_ok(store_count(st, &bq.q, &count));
+	ck_ok(store_count(sr, &bq.q, &count));
 	ck_assert_uint_eq(count, cap.markers);
 	bound_query_free(&bq);
-	ck_ok(sq_count_where(st, sc, "\"buf\" LIKE 'tc-marker-%' AND _tc_comm = ?", &b, 1, NULL,
+	ck_ok(sq_count_where(sq(), sc, "\"buf\" LIKE 'tc-marker-%' AND _tc_comm = ?", &b, 1, NULL,
 			     &count));
 	ck_assert_uint_eq(count, cap.markers);	/* the filters' COMM column */
 	bound_query(&bq, sc, "comm == nosuch");
 	bq.q.win = &(struct store_window){ INT64_MIN, INT64_MAX };
-	ck_ok(store_count(st, &bq.q, &count));
+	ck_ok(store_count(sr, &bq.q, &count));
 	ck_assert_uint_eq(count, 0);
 	bound_query_free(&bq);
 	/*
@@ -388,16 +416,16 @@ START_TEST(test_markers_and_comm)
 	 * before; the saved cmdlines' name (what rows print) stays.
 	 */
 	ck_assert_uint_ge(cap.markers, 3);
-	ck_ok(store_comm_change(st, host, &(struct store_comm_change){
+	ck_ok(store_comm_change(sw, host, &(struct store_comm_change){
 		.pid = cap.pid, .trace_ts = (int64_t)m.trace_ts[1] + 1,
 		.ts = (int64_t)m.trace_ts[1] + 1 + CLOCK_OFFSET, .tick_ns = 1,
 		.old = "capture.sh", .comm = "renamed" }));
 	bound_query(&bq, sc, "COMM == renamed");
-	ck_ok(store_count(st, &bq.q, &count));
+	ck_ok(store_count(sr, &bq.q, &count));
 	ck_assert_uint_eq(count, cap.markers - 2);
 	bound_query_free(&bq);
 	bound_query(&bq, sc, "buf ~ \"tc-marker-*\" && COMM == capture.sh");
-	ck_ok(store_count(st, &bq.q, &count));
+	ck_ok(store_count(sr, &bq.q, &count));
 	ck_assert_uint_eq(count, 2);
 	bound_query_free(&bq);
 	store_schema_free(sc);
@@ -406,19 +434,19 @@ START_TEST(test_markers_and_comm)
 	 * reads it, as in the kernel; COMM is the task that ran the event,
 	 * its pid's name (capture.sh only for cap.pid, here).
 	 */
-	sc = schema(st, "sched", "sched_wakeup");
+	sc = schema(sr, "sched", "sched_wakeup");
 	bound_query(&bq, sc, "COMM == renamed || COMM == capture.sh");
-	ck_ok(store_count(st, &bq.q, &count));
+	ck_ok(store_count(sr, &bq.q, &count));
 	bound_query_free(&bq);
 	snprintf(want, sizeof(want), "common_pid == %d", cap.pid);
 	bound_query(&bq, sc, want);
-	ck_ok(store_count(st, &bq.q, &other));
+	ck_ok(store_count(sr, &bq.q, &other));
 	bound_query_free(&bq);
 	ck_assert_uint_eq(count, other);
 	bound_query(&bq, sc, "comm == capture.sh");
-	ck_ok(store_count(st, &bq.q, &count));
+	ck_ok(store_count(sr, &bq.q, &count));
 	bound_query_free(&bq);
-	ck_ok(sq_count_where(st, sc, "\"comm\" = ?", &b, 1, NULL, &other));
+	ck_ok(sq_count_where(sq(), sc, "\"comm\" = ?", &b, 1, NULL, &other));
 	ck_assert_uint_eq(count, other);
 	store_schema_free(sc);
 }
@@ -443,7 +471,7 @@ static char *evolved_format(void)
 
 static int evolved_insert_cb(void *ctx, const struct decode_event *ev)
 {
-	ck_ok(store_insert(st, ctx, host, ev, (int64_t)ev->ts + CLOCK_OFFSET));
+	ck_ok(ev_insert(sw, ctx, host, ev, (int64_t)ev->ts + CLOCK_OFFSET));
 	return 0;
 }
 
@@ -462,10 +490,10 @@ START_TEST(test_schema_evolution)
 	uint16_t id;
 	int32_t pid = 4242, extra = 77;
 
-	ck_assert_int_eq(decoder_new(&cap.hello, &d2), 0);
-	ck_assert_int_eq(decoder_format(d2, "sched", "sched_switch", fmt, strlen(fmt), &t2), 0);
+	TU_OK(decoder_new(&cap.hello, &d2));
+	TU_OK(decoder_format(d2, "sched", "sched_switch", fmt, strlen(fmt), &t2));
 	ck_assert_uint_eq(t2->nfields, types[0]->nfields + 1);
-	ck_ok(store_type(st, t2, fmt, &test_origin, &st2));
+	ck_ok(ev_type(sw, t2, fmt, &test_origin, &st2));
 	/* one event of the new layout */
 	id = (uint16_t)t2->id;
 	memcpy(page + 8, &commit, 8);
@@ -476,18 +504,18 @@ START_TEST(test_schema_evolution)
 	memcpy(page + 20 + 24, &pid, 4);
 	memcpy(page + 20 + 64, &extra, 4);
 	ck_ok(decoder_page(d2, 0, page, cap.page_size, evolved_insert_cb, st2, NULL));
-	sc = schema(st, "sched", "sched_switch");
+	sc = schema(sr, "sched", "sched_switch");
 	ck_assert_uint_eq(sc->ncols, types[0]->nfields + 1);
 	ck_assert_str_eq(sc->cols[sc->ncols - 1].name, "extra_field");
 	/* a filter has no IS NULL */
-	ck_ok(sq_count_where(st, sc, "\"extra_field\" IS NULL", NULL, 0, NULL, &count));
+	ck_ok(sq_count_where(sq(), sc, "\"extra_field\" IS NULL", NULL, 0, NULL, &count));
 	ck_assert_uint_eq(count, seen.n[0]);
-	ck_ok(store_count(st, bound_query(&bq, sc, "extra_field == 77 && prev_comm == evolved"),
+	ck_ok(store_count(sr, bound_query(&bq, sc, "extra_field == 77 && prev_comm == evolved"),
 			  &count));
 	ck_assert_uint_eq(count, 1);
 	bound_query_free(&bq);
 	snprintf(text, sizeof(text), "prev_pid == %lld", (long long)seen.prev_pid[0]);
-	ck_ok(store_count(st, bound_query(&bq, sc, text), &count));
+	ck_ok(store_count(sr, bound_query(&bq, sc, text), &count));
 	ck_assert_uint_ge(count, 1);
 	bound_query_free(&bq);
 	store_schema_free(sc);
@@ -556,11 +584,11 @@ struct big_rows {
 static int big_row_cb(void *ctx, const struct store_row *r)
 {
 	struct big_rows *b = ctx;
-	const struct decode_value *msg = &r->vals[col(b->sc, "msg")];
+	const struct store_value *msg = &r->vals[col(b->sc, "msg")];
 	int seq = (int)r->vals[col(b->sc, "seq")].i;
 
 	ck_assert_int_eq(seq, b->next);
-	ck_assert_int_eq(msg->kind, DECODE_STRING);
+	ck_assert_int_eq(msg->kind, STORE_STRING);
 	ck_assert_uint_eq(msg->str.len, big_len(seq));
 	for (size_t i = 0; i < msg->str.len; i++)
 		ck_assert_int_eq(msg->str.s[i], big_char(seq, i));
@@ -581,25 +609,24 @@ START_TEST(test_batches)
 
 	ck_assert_ptr_nonnull(page);
 	hello.page_size = BIG_PAGE;
-	ck_assert_int_eq(decoder_new(&hello, &d2), 0);
-	ck_assert_int_eq(decoder_format(d2, "tc", "tc_big", BIG_FORMAT, strlen(BIG_FORMAT), &t),
-			 0);
-	ck_ok(store_type(st, t, BIG_FORMAT, &test_origin, &sty));
-	ck_ok(store_begin(st));
+	TU_OK(decoder_new(&hello, &d2));
+	TU_OK(decoder_format(d2, "tc", "tc_big", BIG_FORMAT, strlen(BIG_FORMAT), &t));
+	ck_ok(ev_type(sw, t, BIG_FORMAT, &test_origin, &sty));
+	ck_ok(store_begin(sw));
 	for (int seq = 0; seq < BIG_ROWS; seq++) {
 		big_page(page, seq);
 		ck_ok(decoder_page(d2, 0, page, BIG_PAGE, evolved_insert_cb, sty, NULL));
-		if (seq == 100) {	/* mid-batch: the reader flushes first */
-			sc = schema(st, "tc", "tc_big");
-			ck_ok(store_count(st, &(struct store_query){ .schema = sc }, &count));
-			ck_assert_uint_eq(count, 101);
+		if (seq == 100) {	/* mid-transaction: a reader sees none of it yet */
+			sc = schema(sr, "tc", "tc_big");
+			ck_ok(store_count(sr, &(struct store_query){ .schema = sc }, &count));
+			ck_assert_uint_eq(count, 0);
 			store_schema_free(sc);
 		}
 	}
-	ck_ok(store_commit(st));
-	sc = schema(st, "tc", "tc_big");
+	ck_ok(store_commit(sw));
+	sc = schema(sr, "tc", "tc_big");
 	rows.sc = sc;
-	ck_assert_int_eq(store_select(st, &(struct store_query){ .schema = sc }, big_row_cb, &rows),
+	ck_assert_int_eq(store_select(sr, &(struct store_query){ .schema = sc }, big_row_cb, &rows),
 			 BIG_ROWS);
 	ck_assert_int_eq(rows.next, BIG_ROWS);
 	store_schema_free(sc);
@@ -626,7 +653,7 @@ static int try_insert_cb(void *ctx, const struct decode_event *ev)
 {
 	struct try_insert *t = ctx;
 
-	if (store_insert(st, t->sty, host, ev, (int64_t)ev->ts + CLOCK_OFFSET) < 0)
+	if (ev_insert(sw, t->sty, host, ev, (int64_t)ev->ts + CLOCK_OFFSET) < 0)
 		t->failed++;
 	return 0;
 }
@@ -653,30 +680,29 @@ START_TEST(test_writer_failure)
 
 	ck_assert_ptr_nonnull(page);
 	hello.page_size = BIG_PAGE;
-	ck_assert_int_eq(decoder_new(&hello, &d2), 0);
-	ck_assert_int_eq(decoder_format(d2, "tc", "tc_big", BIG_FORMAT, strlen(BIG_FORMAT), &t),
-			 0);
-	ck_ok(store_type(st, t, BIG_FORMAT, &test_origin, &ti.sty));
+	TU_OK(decoder_new(&hello, &d2));
+	TU_OK(decoder_format(d2, "tc", "tc_big", BIG_FORMAT, strlen(BIG_FORMAT), &t));
+	ck_ok(ev_type(sw, t, BIG_FORMAT, &test_origin, &ti.sty));
 	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
 	sqlite3_busy_timeout(db, 5000);
 	ck_assert_int_eq(sqlite3_exec(db, "CREATE TRIGGER tc_fail BEFORE INSERT ON ev_tc_tc_big"
 				      " WHEN NEW.seq = " TC_STR(FAIL_SEQ) " BEGIN"
 				      " SELECT RAISE(ABORT, 'boom'); END", NULL, NULL, NULL),
 			 SQLITE_OK);
-	ck_ok(store_begin(st));
+	ck_ok(store_begin(sw));
 	try_pages(d2, page, &ti, FAIL_ROWS);
-	ck_assert_int_lt(store_commit(st), 0);
-	ck_assert_ptr_nonnull(strstr(store_errmsg(st), "boom"));
-	sc = schema(st, "tc", "tc_big");
-	ck_ok(store_count(st, &(struct store_query){ .schema = sc }, &count));
+	ck_assert_int_lt(store_commit(sw), 0);
+	ck_assert_ptr_nonnull(strstr(store_errmsg(sw), "boom"));
+	sc = schema(sr, "tc", "tc_big");
+	ck_ok(store_count(sr, &(struct store_query){ .schema = sc }, &count));
 	ck_assert_uint_eq(count, 0);
 
 	ck_assert_int_eq(sqlite3_exec(db, "DROP TRIGGER tc_fail", NULL, NULL, NULL), SQLITE_OK);
 	ti.failed = 0;
-	ck_ok(store_begin(st));
+	ck_ok(store_begin(sw));
 	ck_assert_int_eq(try_pages(d2, page, &ti, FAIL_ROWS), 0);
-	ck_ok(store_commit(st));
-	ck_ok(store_count(st, &(struct store_query){ .schema = sc }, &count));
+	ck_ok(store_commit(sw));
+	ck_ok(store_count(sr, &(struct store_query){ .schema = sc }, &count));
 	ck_assert_uint_eq(count, FAIL_ROWS);
 	store_schema_free(sc);
 	sqlite3_close(db);
@@ -687,35 +713,32 @@ END_TEST
 
 START_TEST(test_reopen)
 {
-	struct store *ro, *rw;
+	struct store_reader *ro;
 	struct store_schema *sc;
 	uint64_t count = 0;
 	uint64_t id2;
-	struct store_type *t;
 
-	ck_assert_int_eq(store_open_readonly(path, &ro), 0);
+	TU_OK(store_reader_open(path, &ro));
 	sc = schema(ro, "sched", "sched_wakeup");
-	ck_assert_int_eq(store_count(ro, &(struct store_query){ .schema = sc }, &count), 0);
+	TU_OK(store_count(ro, &(struct store_query){ .schema = sc }, &count));
 	ck_assert_uint_eq(count, seen.n[1]);
-	ck_assert_int_eq(store_type(ro, types[0], cap.formats[0].text, &test_origin, &t), -EROFS);
 	store_schema_free(sc);
-	store_close(ro);
-	store_close(st);
-	st = NULL;
-	ck_assert_int_eq(store_open(path, &rw), 0);
-	st = rw;
-	ck_ok(store_host(rw, &cap.hello, NULL, &id2));
+	store_reader_close(ro);
+	store_writer_close(sw);
+	sw = NULL;
+	TU_OK(store_writer_open(path, &sw));
+	ck_ok(store_host(sw, &cap.hello, NULL, &id2));
 	ck_assert_uint_eq(id2, host);	/* same machine_id + name */
-	sc = schema(rw, NULL, "sched_switch");
-	ck_ok(store_count(rw, &(struct store_query){ .schema = sc }, &count));
+	sc = schema(sr, NULL, "sched_switch");
+	ck_ok(store_count(sr, &(struct store_query){ .schema = sc }, &count));
 	ck_assert_uint_eq(count, seen.n[0]);
 	store_schema_free(sc);
-	ck_assert_int_eq(store_open_readonly("/nonexistent/dir/x.db", &ro), TC_ERR_DB);
+	TU_ERR(store_reader_open("/nonexistent/dir/x.db", &ro), TC_ERR_DB);
 }
 END_TEST
 
 /* The sched_switch rows @s sees; a negative code when the read fails. */
-static int64_t switches(struct store *s)
+static int64_t switches(struct store_reader *s)
 {
 	struct store_schema *sc = NULL;
 	uint64_t count = 0;
@@ -732,7 +755,7 @@ static int old_type_cb(void *ctx, const struct decode_event *ev)
 {
 	struct try_insert *t = ctx;
 
-	if (ev->type == types[0] && store_insert(st, t->sty, host, ev, 0) < 0)
+	if (ev->type == types[0] && ev_insert(sw, t->sty, host, ev, 0) < 0)
 		t->failed++;
 	return 0;
 }
@@ -740,11 +763,11 @@ static int old_type_cb(void *ctx, const struct decode_event *ev)
 /* A commit that stores a counter: how the store notices a lost file. */
 static int commit_one(void)
 {
-	int ret = store_begin(st);
+	int ret = store_begin(sw);
 
 	if (ret == 0)
-		ret = store_cpu_received(st, host, 0, 1, 1, 1);
-	return ret ?: store_commit(st);
+		ret = store_cpu_received(sw, host, 0, 1, 1, 1);
+	return ret ?: store_commit(sw);
 }
 
 /*
@@ -757,77 +780,78 @@ static int commit_one(void)
 START_TEST(test_db_removed)
 {
 	struct try_insert old = { 0 };
-	struct store *ro;
+	struct store_reader *ro;
 	const char *note;
 	char want[256];
 	int64_t n0 = seen.n[0];
 	uint64_t id;
 
-	ck_assert_int_eq(store_open_readonly(path, &ro), 0);
+	TU_OK(store_reader_open(path, &ro));
 	ck_assert_int_eq(switches(ro), n0);
 	ck_assert_int_eq(unlink(path), 0);
-	ck_assert_int_eq(switches(ro), TC_ERR_DB);
+	TU_ERR(switches(ro), TC_ERR_DB);
 	ck_assert_msg(strstr(store_errmsg(ro), "not back yet"), "%s", store_errmsg(ro));
 
-	ck_assert_int_eq(commit_one(), TC_ERR_DB);
+	TU_ERR(commit_one(), TC_ERR_DB);
 	snprintf(want, sizeof(want), "database %s was removed or replaced; not storing until"
 		 " it is back", path);
-	ck_assert_str_eq(store_errmsg(st), want);
-	ck_assert_int_eq(store_host(st, &cap.hello, NULL, &id), TC_ERR_DB);
-	ck_assert_int_eq(switches(st), TC_ERR_DB);
-	ck_assert_uint_eq(store_generation(st, NULL), 0);
+	ck_assert_str_eq(store_errmsg(sw), want);
+	TU_ERR(store_host(sw, &cap.hello, NULL, &id), TC_ERR_DB);
+	TU_ERR(switches(sr), TC_ERR_DB);
+	ck_assert_uint_eq(store_generation(sw, NULL), 0);
 
-	ck_ok(store_rollback(st));	/* the path is opened again: a new file */
-	ck_assert_uint_eq(store_generation(st, &note), 1);
+	ck_ok(store_rollback(sw));	/* the path is opened again: a new file */
+	ck_assert_uint_eq(store_generation(sw, &note), 1);
 	ck_assert_msg(strstr(note, "re-created"), "%s", note);
 	ck_assert_int_eq(access(path, F_OK), 0);
 	old.sty = types[0]->user;
-	ck_ok(store_begin(st));
+	ck_ok(store_begin(sw));
 	for (size_t off = 0; off < cap.raw_len[0]; off += cap.page_size)
 		ck_ok(decoder_page(dec, 0, cap.raw[0] + off, cap.page_size, old_type_cb, &old,
 				   NULL));
 	ck_assert_int_gt(old.failed, 0);
-	ck_ok(store_rollback(st));
-	ck_ok(store_host(st, &cap.hello, "CN=capture-host", &host));
+	ck_ok(store_rollback(sw));
+	ck_ok(store_host(sw, &cap.hello, "CN=capture-host", &host));
 	ingest();		/* new types, into the new file */
-	ck_assert_int_eq(switches(st), n0);
+	ck_assert_int_eq(switches(sr), n0);
 	ck_ok(commit_one());	/* the new file is the one at the path */
 
 	ck_assert_int_eq(switches(ro), n0);	/* the reader follows */
 	ck_assert_uint_eq(store_generation(ro, NULL), 1);
-	store_close(ro);
-	ck_assert_int_eq(store_open_readonly(path, &ro), 0);
+	store_reader_close(ro);
+	TU_OK(store_reader_open(path, &ro));
 	ck_assert_int_eq(switches(ro), n0);
-	store_close(ro);
+	store_reader_close(ro);
 }
 END_TEST
 
 /* Another database moved over the path: the writer and the reader take it. */
 START_TEST(test_db_replaced)
 {
-	struct store *other, *ro;
+	struct store_writer *other;
+	struct store_reader *ro;
 	const char *note;
 	char path2[96];
 	uint64_t id;
 
 	snprintf(path2, sizeof(path2), "%s/other.db", dir);
-	ck_assert_int_eq(store_open(path2, &other), 0);
-	ck_assert_int_eq(store_host(other, &cap.hello, NULL, &id), 0);
-	store_close(other);	/* checkpointed: no -wal left */
-	ck_assert_int_eq(store_open_readonly(path, &ro), 0);
+	TU_OK(store_writer_open(path2, &other));
+	TU_OK(store_host(other, &cap.hello, NULL, &id));
+	store_writer_close(other);	/* checkpointed: no -wal left */
+	TU_OK(store_reader_open(path, &ro));
 	ck_assert_int_eq(switches(ro), seen.n[0]);
 	ck_assert_int_eq(rename(path2, path), 0);
 
-	ck_assert_int_eq(commit_one(), TC_ERR_DB);
-	ck_ok(store_rollback(st));
-	ck_assert_uint_eq(store_generation(st, &note), 1);
+	TU_ERR(commit_one(), TC_ERR_DB);
+	ck_ok(store_rollback(sw));
+	ck_assert_uint_eq(store_generation(sw, &note), 1);
 	ck_assert_msg(strstr(note, "reopened"), "%s", note);
-	ck_ok(store_host(st, &cap.hello, NULL, &id));
-	ck_assert_int_eq(switches(st), TC_ERR_UNKNOWN_EVENT);	/* its tables, not ours */
-	ck_assert_int_eq(switches(ro), TC_ERR_UNKNOWN_EVENT);
+	ck_ok(store_host(sw, &cap.hello, NULL, &id));
+	TU_ERR(switches(sr), TC_ERR_UNKNOWN_EVENT);	/* its tables, not ours */
+	TU_ERR(switches(ro), TC_ERR_UNKNOWN_EVENT);
 	ck_assert_uint_eq(store_generation(ro, NULL), 1);
 	ck_ok(commit_one());
-	store_close(ro);
+	store_reader_close(ro);
 }
 END_TEST
 
@@ -888,16 +912,16 @@ START_TEST(test_counters)
 		pages += cap.raw_len[cpu] / cap.page_size;
 		events += cap.entries[cpu];
 	}
-	ck_ok(store_cpu_stats(st, host, &cs));
+	ck_ok(store_cpu_stats(sw, host, &cs));
 	cs.events = 20;		/* agent-reported counters are set, not added */
-	ck_ok(store_cpu_stats(st, host, &cs));
-	ck_ok(store_cpu_received(st, host, 0, 2, 5, 100));
-	ck_ok(store_cpu_duplicates(st, host, 0, 7));
-	ck_ok(store_cpu_not_stored(st, host, 0, 3, 5));
-	ck_ok(store_cpu_not_stored(st, host, 0, 1, 0));	/* added to */
-	ck_ok(store_cpu_held(st, host, 1, &(struct store_held){ 2, 30, 1, 500 }));
-	ck_ok(store_cpu_held(st, host, 1, &(struct store_held){ 1, 3, 0, 0 }));	/* added to */
-	ck_ok(store_stats(st, NULL, stats_cb, &sum));
+	ck_ok(store_cpu_stats(sw, host, &cs));
+	ck_ok(store_cpu_received(sw, host, 0, 2, 5, 100));
+	ck_ok(store_cpu_duplicates(sw, host, 0, 7));
+	ck_ok(store_cpu_not_stored(sw, host, 0, 3, 5));
+	ck_ok(store_cpu_not_stored(sw, host, 0, 1, 0));	/* added to */
+	ck_ok(store_cpu_held(sw, host, 1, &(struct store_held){ 2, 30, 1, 500 }));
+	ck_ok(store_cpu_held(sw, host, 1, &(struct store_held){ 1, 3, 0, 0 }));	/* added to */
+	ck_ok(store_stats(sr, NULL, stats_cb, &sum));
 	ck_assert_uint_eq(sum.calls, 23 * cap.ncpus);
 	ck_assert_uint_eq(sum.held[0], 3);
 	ck_assert_uint_eq(sum.held[1], 33);
@@ -912,10 +936,10 @@ START_TEST(test_counters)
 	ck_assert_uint_eq(sum.bytes, pages * cap.page_size + 100);
 	ck_assert_uint_eq(sum.agent_events, 20);
 	ck_assert_uint_eq(sum.overrun, 3);
-	ck_ok(store_host_clock(st, host, -5));
-	ck_assert_int_eq(store_host_clock(st, host + 100, 1), -ENOENT);
+	ck_ok(store_host_clock(sw, host, -5));
+	TU_ERR(store_host_clock(sw, host + 100, 1), -ENOENT);
 	h2.host = (char *)"other-host";
-	ck_ok(store_host(st, &h2, NULL, &other));
+	ck_ok(store_host(sw, &h2, NULL, &other));
 	ck_assert_uint_ne(other, host);
 }
 END_TEST
@@ -948,13 +972,13 @@ static uint64_t rows_before(int64_t cut)
 	static const char *const names[][2] = {
 		{ "sched", "sched_switch" }, { "sched", "sched_wakeup" }, { "ftrace", "print" },
 	};
-	struct sq_bind b = { .kind = DECODE_SIGNED, .i = cut };
+	struct sq_bind b = { .kind = STORE_SIGNED, .i = cut };
 	uint64_t total = 0, n;
 
 	for (int i = 0; i < 3; i++) {
-		struct store_schema *sc = schema(st, names[i][0], names[i][1]);
+		struct store_schema *sc = schema(sr, names[i][0], names[i][1]);
 
-		ck_ok(sq_count_where(st, sc, "ts < ?", &b, 1, NULL, &n));
+		ck_ok(sq_count_where(sq(), sc, "ts < ?", &b, 1, NULL, &n));
 		total += n;
 		store_schema_free(sc);
 	}
@@ -971,18 +995,18 @@ START_TEST(test_retention)
 	before = rows_before(cut);
 	ck_assert_uint_gt(before, 0);
 	ck_assert_uint_lt(before, all);
-	ck_ok(store_dropped(st, host, "sched", "sched_switch", "filter", 3));
-	ck_ok(store_dropped(st, host, "sched", "sched_switch", "filter", 4));
+	ck_ok(store_dropped(sw, host, "sched", "sched_switch", "filter", 3));
+	ck_ok(store_dropped(sw, host, "sched", "sched_switch", "filter", 4));
 	/* by age: exactly the rows older than the cut, oldest first */
-	ck_ok(store_retain(st, cut, 0, &removed));
+	ck_ok(store_retain(sw, cut, 0, &removed));
 	ck_assert_uint_eq(removed, before);
 	ck_assert_uint_eq(rows_before(cut), 0);
 	ck_assert_uint_eq(rows_before(INT64_MAX), all - before);
 	/* by size: a limit below the fixed tables' pages removes every event */
-	ck_ok(store_retain(st, INT64_MIN, 1, &removed));
+	ck_ok(store_retain(sw, INT64_MIN, 1, &removed));
 	ck_assert_uint_eq(removed, all - before);
 	ck_assert_uint_eq(rows_before(INT64_MAX), 0);
-	ck_ok(store_drops(st, NULL, drops_cb, &d));
+	ck_ok(store_drops(sr, NULL, drops_cb, &d));
 	ck_assert_uint_eq(d.retention, all);
 	ck_assert_uint_ge(d.calls, 2);
 }
@@ -1017,7 +1041,7 @@ static uint64_t tail_all(const struct store_query *const *qs, uint64_t from, siz
 	do {
 		uint64_t before = seen_rows->n[0] + seen_rows->n[1] + seen_rows->n[2];
 
-		ck_ok(store_tail(st, qs, 3, &t, tail_cb, seen_rows));
+		ck_ok(store_tail(sr, qs, 3, &t, tail_cb, seen_rows));
 		ck_assert_uint_le(seen_rows->n[0] + seen_rows->n[1] + seen_rows->n[2] - before,
 				  page);
 		ck_assert(!t.reset);
@@ -1044,12 +1068,12 @@ START_TEST(test_tail)
 	int64_t cut = CLOCK_OFFSET + (int64_t)(seen.trace_ts_sum / seen.n[0]);
 
 	for (int i = 0; i < 3; i++) {
-		sc[i] = schema(st, names[i][0], names[i][1]);
+		sc[i] = schema(sr, names[i][0], names[i][1]);
 		q[i] = (struct store_query){ .schema = sc[i] };
 	}
 	all = seen.n[0] + seen.n[1] + seen.n[2];
 	/* no cursor, no window: from the end, nothing yet */
-	ck_ok(store_tail(st, qs, 3, &t, tail_cb, &a));
+	ck_ok(store_tail(sr, qs, 3, &t, tail_cb, &a));
 	ck_assert_uint_eq(a.n[0] + a.n[1] + a.n[2], 0);
 	ck_assert(!t.more);
 	/* from the start: every row once, in pages of 100 (cut inside blocks) */
@@ -1069,7 +1093,7 @@ START_TEST(test_tail)
 	}
 	/* retention removes the oldest rows: a reader from the start missed them */
 	before = rows_before(cut);
-	ck_ok(store_retain(st, cut, 0, &removed));
+	ck_ok(store_retain(sw, cut, 0, &removed));
 	ck_assert_uint_eq(removed, before);
 	tail_all(qs, 1, 1000, &c, &missed, &end2);
 	ck_assert_uint_eq(c.n[0] + c.n[1] + c.n[2], all - before);
@@ -1079,7 +1103,7 @@ START_TEST(test_tail)
 	/* a cursor past the end (another database): read from its start */
 	t = (struct store_tail){ .from = end + 1000 };
 	memset(&c, 0, sizeof(c));
-	ck_ok(store_tail(st, qs, 3, &t, tail_cb, &c));
+	ck_ok(store_tail(sr, qs, 3, &t, tail_cb, &c));
 	ck_assert(t.reset);
 	ck_assert_uint_eq(c.n[0] + c.n[1] + c.n[2], all - before);
 	for (int i = 0; i < 3; i++)
@@ -1136,20 +1160,20 @@ static int scope_drop_cb(void *ctx, const char *h, const char *system, const cha
 static struct scope_seen scope_reads(const struct store_scope *scope, const char *glob,
 				     const char *want)
 {
-	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct store_schema *sc = schema(sr, "sched", "sched_switch");
 	struct store_query q = { .schema = sc, .scope = scope, .host_glob = glob };
 	struct scope_seen rows = { .want = want }, stats = { .want = want };
 	struct scope_seen drops = { .want = want };
 	uint64_t count = 99;
 	int n;
 
-	n = store_select(st, &q, scope_row_cb, &rows);
+	n = store_select(sr, &q, scope_row_cb, &rows);
 	ck_ok(n);
 	ck_assert_uint_eq((uint64_t)n, rows.n);
-	ck_ok(store_count(st, &q, &count));
+	ck_ok(store_count(sr, &q, &count));
 	ck_assert_uint_eq(count, rows.n);
-	ck_ok(store_stats(st, &q, scope_stat_cb, &stats));
-	ck_ok(store_drops(st, &q, scope_drop_cb, &drops));
+	ck_ok(store_stats(sr, &q, scope_stat_cb, &stats));
+	ck_ok(store_drops(sr, &q, scope_drop_cb, &drops));
 	store_schema_free(sc);
 	rows.filter = drops.filter;
 	rows.retention = drops.retention;
@@ -1168,7 +1192,7 @@ START_TEST(test_scope)
 	static const char *const both[] = { "capture-host", "other-host" };
 	struct store_scope s_web = { web, 1 }, s_db = { db, 2 }, s_both = { both, 2 };
 	struct store_scope none = { NULL, 0 }, big = { web, STORE_SCOPE_MAX + 1 };
-	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct store_schema *sc = schema(sr, "sched", "sched_switch");
 	struct store_query q = { .schema = sc, .scope = &big };
 	struct proto_hello h2 = cap.hello;
 	struct scope_seen r;
@@ -1176,10 +1200,10 @@ START_TEST(test_scope)
 	uint64_t n = seen.n[0], count;
 
 	h2.host = (char *)"other-host";
-	ck_ok(store_host(st, &h2, NULL, &host));
+	ck_ok(store_host(sw, &h2, NULL, &host));
 	ingest();		/* the same events again, as other-host's */
-	ck_ok(store_dropped(st, host, "sched", "sched_switch", "filter", 5));
-	ck_ok(store_dropped(st, 0, "sched", "sched_switch", "retention", 1));
+	ck_ok(store_dropped(sw, host, "sched", "sched_switch", "filter", 5));
+	ck_ok(store_dropped(sw, 0, "sched", "sched_switch", "retention", 1));
 	r = scope_reads(NULL, NULL, NULL);
 	ck_assert_uint_eq(r.n, 2 * n);
 	ck_assert(r.retention);
@@ -1199,13 +1223,13 @@ START_TEST(test_scope)
 	ck_assert_uint_eq(r.n + r.filter, 0);
 	r = scope_reads(&s_both, "other-*", "other-host");
 	ck_assert_uint_eq(r.n, n);
-	ck_assert_int_eq(store_count(st, &q, &count), -EINVAL);
+	TU_ERR(store_count(sr, &q, &count), -EINVAL);
 	/* a host outside the scope is not found, as an unknown one (symbols op) */
-	ck_ok(store_host_find(st, "capture-host", NULL, &id));
-	ck_ok(store_host_find(st, "capture-host", &s_web, &id));
-	ck_assert_int_eq(store_host_find(st, "capture-host", &s_db, &id), -ENOENT);
-	ck_assert_int_eq(store_host_find(st, "capture-host", &none, &id), -ENOENT);
-	ck_assert_int_eq(store_host_find(st, "no-such-host", NULL, &id), -ENOENT);
+	ck_ok(store_host_find(sr, "capture-host", NULL, &id));
+	ck_ok(store_host_find(sr, "capture-host", &s_web, &id));
+	TU_ERR(store_host_find(sr, "capture-host", &s_db, &id), -ENOENT);
+	TU_ERR(store_host_find(sr, "capture-host", &none, &id), -ENOENT);
+	TU_ERR(store_host_find(sr, "no-such-host", NULL, &id), -ENOENT);
 	store_schema_free(sc);
 }
 END_TEST
@@ -1233,7 +1257,7 @@ static struct usage usage(void)
 {
 	struct usage u = { 0 };
 
-	ck_ok(store_host_usage(st, usage_cb, &u));
+	ck_ok(store_host_usage(sw, usage_cb, &u));
 	return u;
 }
 
@@ -1254,27 +1278,27 @@ START_TEST(test_host_usage)
 		bytes += cap.raw_len[cpu] / cap.page_size * cap.page_size;
 	per_row = (double)bytes / (double)all;
 	h2.host = (char *)"other-host";
-	ck_ok(store_host(st, &h2, NULL, &other));
+	ck_ok(store_host(sw, &h2, NULL, &other));
 	h2.machine_id = (char *)"another-machine";	/* the same name, another host id */
-	ck_ok(store_host(st, &h2, NULL, &other2));
+	ck_ok(store_host(sw, &h2, NULL, &other2));
 	ck_assert_uint_ne(other, other2);
-	ck_ok(store_begin(st));
-	ck_ok(store_cpu_received(st, other, 0, 1, 10, 3000));
-	ck_ok(store_cpu_received(st, other2, 3, 1, 10, 2000));
-	ck_ok(store_commit(st));
+	ck_ok(store_begin(sw));
+	ck_ok(store_cpu_received(sw, other, 0, 1, 10, 3000));
+	ck_ok(store_cpu_received(sw, other2, 3, 1, 10, 2000));
+	ck_ok(store_commit(sw));
 	u = usage();
 	ck_assert_uint_eq(u.calls, 2);
 	ck_assert_uint_eq(u.capture, bytes);
 	ck_assert_uint_eq(u.other, 5000);
 
 	before = rows_before(cut);
-	ck_ok(store_retain(st, cut, 0, &removed));
+	ck_ok(store_retain(sw, cut, 0, &removed));
 	ck_assert_uint_eq(removed, before);
 	u = usage();	/* each of the 3 tables rounds up by less than a byte */
 	ck_assert_uint_le(u.capture, bytes - (uint64_t)(before * per_row));
 	ck_assert_uint_ge(u.capture + 3, bytes - (uint64_t)(before * per_row));
 	ck_assert_uint_eq(u.other, 5000);	/* not a row of theirs went */
-	ck_ok(store_retain(st, INT64_MIN, 1, &removed));
+	ck_ok(store_retain(sw, INT64_MIN, 1, &removed));
 	ck_assert_uint_eq(rows_before(INT64_MAX), 0);
 	u = usage();
 	ck_assert_uint_eq(u.capture, 0);
@@ -1287,34 +1311,31 @@ END_TEST
 START_TEST(test_stream_marks)
 {
 	uint64_t seqs[3] = { 9, 9, 9 };
-	struct store *rw;
 
-	ck_ok(store_stream_marks(st, host, "boot-a", 42, seqs, 3));
+	ck_ok(store_stream_marks(sw, host, "boot-a", 42, seqs, 3));
 	ck_assert_uint_eq(seqs[0] | seqs[1] | seqs[2], 0);
-	ck_ok(store_begin(st));
-	ck_ok(store_stream_mark(st, host, "boot-a", 42, 1, 17));
-	ck_ok(store_stream_mark(st, host, "boot-a", 42, 1, 5));	/* lower: ignored */
-	ck_ok(store_stream_mark(st, host, "boot-a", 43, 2, 99));	/* other session */
-	ck_ok(store_stream_mark(st, host, "boot-b", 42, 0, 98));	/* other boot */
-	ck_ok(store_stream_marks(st, host, "boot-a", 42, seqs, 3));	/* sees the txn */
+	ck_ok(store_begin(sw));
+	ck_ok(store_stream_mark(sw, host, "boot-a", 42, 1, 17));
+	ck_ok(store_stream_mark(sw, host, "boot-a", 42, 1, 5));	/* lower: ignored */
+	ck_ok(store_stream_mark(sw, host, "boot-a", 43, 2, 99));	/* other session */
+	ck_ok(store_stream_mark(sw, host, "boot-b", 42, 0, 98));	/* other boot */
+	ck_ok(store_stream_marks(sw, host, "boot-a", 42, seqs, 3));	/* sees the txn */
 	ck_assert_uint_eq(seqs[1], 17);
-	ck_ok(store_commit(st));
-	ck_ok(store_begin(st));
-	ck_ok(store_stream_mark(st, host, "boot-a", 42, 0, 3));
-	ck_assert_int_eq(store_commit(st), 0);
-	ck_ok(store_begin(st));
-	ck_ok(store_stream_mark(st, host, "boot-a", 42, 1, 1000));
-	store_close(st);		/* closing with the transaction open: rollback */
-	st = NULL;
-	ck_assert_int_eq(store_open(path, &rw), 0);
-	st = rw;
-	ck_ok(store_stream_marks(rw, host, "boot-a", 42, seqs, 3));
+	ck_ok(store_commit(sw));
+	ck_ok(store_begin(sw));
+	ck_ok(store_stream_mark(sw, host, "boot-a", 42, 0, 3));
+	TU_OK(store_commit(sw));
+	ck_ok(store_begin(sw));
+	ck_ok(store_stream_mark(sw, host, "boot-a", 42, 1, 1000));
+	store_writer_close(sw);		/* closing with the transaction open: rollback */
+	TU_OK(store_writer_open(path, &sw));
+	ck_ok(store_stream_marks(sw, host, "boot-a", 42, seqs, 3));
 	ck_assert_uint_eq(seqs[0], 3);
 	ck_assert_uint_eq(seqs[1], 17);
 	ck_assert_uint_eq(seqs[2], 0);
-	ck_ok(store_stream_marks(rw, host, "boot-a", 43, seqs, 2));	/* stream 2 cut off */
+	ck_ok(store_stream_marks(sw, host, "boot-a", 43, seqs, 2));	/* stream 2 cut off */
 	ck_assert_uint_eq(seqs[0] | seqs[1], 0);
-	ck_assert_int_eq(store_stream_marks(rw, host, NULL, 42, seqs, 3), -EINVAL);
+	TU_ERR(store_stream_marks(sw, host, NULL, 42, seqs, 3), -EINVAL);
 }
 END_TEST
 
@@ -1326,38 +1347,35 @@ END_TEST
 START_TEST(test_journal_marks)
 {
 	uint64_t pos = 7;
-	struct store *rw;
 
-	ck_ok(store_journal_mark_get(st, 5, &pos));
+	ck_ok(store_journal_mark_get(sw, 5, &pos));
 	ck_assert_uint_eq(pos, 0);
-	ck_ok(store_begin(st));
-	ck_ok(store_journal_mark(st, 5, 4096));
-	ck_ok(store_journal_mark(st, 6, 100));
-	ck_ok(store_journal_mark(st, 9, 300));
-	ck_ok(store_journal_mark_get(st, 5, &pos));	/* sees the txn */
+	ck_ok(store_begin(sw));
+	ck_ok(store_journal_mark(sw, 5, 4096));
+	ck_ok(store_journal_mark(sw, 6, 100));
+	ck_ok(store_journal_mark(sw, 9, 300));
+	ck_ok(store_journal_mark_get(sw, 5, &pos));	/* sees the txn */
 	ck_assert_uint_eq(pos, 4096);
-	ck_ok(store_commit(st));
-	ck_ok(store_begin(st));
-	ck_ok(store_journal_mark(st, 5, 8192));
-	ck_ok(store_journal_forget(st, 6, 8));
-	store_close(st);		/* with the transaction open: rollback */
-	st = NULL;
-	ck_assert_int_eq(store_open(path, &rw), 0);
-	st = rw;
-	ck_ok(store_journal_mark_get(rw, 5, &pos));
+	ck_ok(store_commit(sw));
+	ck_ok(store_begin(sw));
+	ck_ok(store_journal_mark(sw, 5, 8192));
+	ck_ok(store_journal_forget(sw, 6, 8));
+	store_writer_close(sw);		/* with the transaction open: rollback */
+	TU_OK(store_writer_open(path, &sw));
+	ck_ok(store_journal_mark_get(sw, 5, &pos));
 	ck_assert_uint_eq(pos, 4096);
-	ck_ok(store_journal_mark_get(rw, 6, &pos));
+	ck_ok(store_journal_mark_get(sw, 6, &pos));
 	ck_assert_uint_eq(pos, 100);
-	ck_ok(store_begin(rw));
-	ck_ok(store_journal_forget(rw, 6, UINT64_MAX));
-	ck_ok(store_commit(rw));
-	ck_ok(store_journal_mark_get(rw, 6, &pos));
+	ck_ok(store_begin(sw));
+	ck_ok(store_journal_forget(sw, 6, UINT64_MAX));
+	ck_ok(store_commit(sw));
+	ck_ok(store_journal_mark_get(sw, 6, &pos));
 	ck_assert_uint_eq(pos, 0);
-	ck_ok(store_journal_mark_get(rw, 9, &pos));
+	ck_ok(store_journal_mark_get(sw, 9, &pos));
 	ck_assert_uint_eq(pos, 0);
-	ck_ok(store_journal_mark_get(rw, 5, &pos));	/* below the range: kept */
+	ck_ok(store_journal_mark_get(sw, 5, &pos));	/* below the range: kept */
 	ck_assert_uint_eq(pos, 4096);
-	ck_assert_int_eq(store_journal_mark_get(rw, 5, NULL), -EINVAL);
+	TU_ERR(store_journal_mark_get(sw, 5, NULL), -EINVAL);
 }
 END_TEST
 
@@ -1373,50 +1391,48 @@ START_TEST(test_symbols)
 
 	b.group = 2, b.pid = 200, b.since_ns = 2000;
 	k.group = 0, k.pid = 0, k.comm = "kernel", k.since_ns = 500;
-	ck_ok(store_program(st, host, &a, &ida));
-	ck_ok(store_program(st, host, &a, &ida2));	/* a reconnect: same row */
+	ck_ok(store_program(sw, host, &a, &ida));
+	ck_ok(store_program(sw, host, &a, &ida2));	/* a reconnect: same row */
 	ck_assert_uint_eq(ida, ida2);
-	ck_ok(store_program(st, host, &b, &idb));
-	ck_ok(store_program(st, host, &k, &idk));
+	ck_ok(store_program(sw, host, &b, &idb));
+	ck_ok(store_program(sw, host, &k, &idk));
 	ck_assert_uint_ne(ida, idb);
-	ck_ok(store_symbol(st, ida, 0x1000, 0x20, "run"));
-	ck_ok(store_symbol(st, ida, 0x1000, 0x20, "run"));	/* resent: kept once */
-	ck_ok(store_symbol(st, ida, 0x1100, 0, "asm_stub"));
-	ck_ok(store_symbol(st, idb, 0x1000, 0x10, "other"));
-	ck_ok(store_symbol(st, idk, 0xffffffff81000000ull, 0, "_stext"));
-	ck_ok(store_symbol(st, idk, 0xffffffff81000100ull, 0, "vfs_read"));
+	ck_ok(store_symbol(sw, ida, 0x1000, 0x20, "run"));
+	ck_ok(store_symbol(sw, ida, 0x1000, 0x20, "run"));	/* resent: kept once */
+	ck_ok(store_symbol(sw, ida, 0x1100, 0, "asm_stub"));
+	ck_ok(store_symbol(sw, idb, 0x1000, 0x10, "other"));
+	ck_ok(store_symbol(sw, idk, 0xffffffff81000000ull, 0, "_stext"));
+	ck_ok(store_symbol(sw, idk, 0xffffffff81000100ull, 0, "vfs_read"));
 
-	ck_ok(store_symbol_name(st, host, 100, 3000, 0x1000, name, sizeof(name)));
+	ck_ok(store_symbol_name(sr, host, 100, 3000, 0x1000, name, sizeof(name)));
 	ck_assert_str_eq(name, "run");
-	ck_ok(store_symbol_name(st, host, 100, 3000, 0x1006, name, sizeof(name)));
+	ck_ok(store_symbol_name(sr, host, 100, 3000, 0x1006, name, sizeof(name)));
 	ck_assert_str_eq(name, "run+0x6");
 	/* pid 200's program first: its own symbol, smaller */
-	ck_ok(store_symbol_name(st, host, 200, 3000, 0x1006, name, sizeof(name)));
+	ck_ok(store_symbol_name(sr, host, 200, 3000, 0x1006, name, sizeof(name)));
 	ck_assert_str_eq(name, "other+0x6");
-	ck_ok(store_symbol_name(st, host, 200, 3000, 0x1016, name, sizeof(name)));
+	ck_ok(store_symbol_name(sr, host, 200, 3000, 0x1016, name, sizeof(name)));
 	ck_assert_str_eq(name, "run+0x16");	/* not b's: a's covers it */
 	/* a thread (no program has its pid): by address, latest first */
-	ck_ok(store_symbol_name(st, host, 101, 3000, 0x1008, name, sizeof(name)));
+	ck_ok(store_symbol_name(sr, host, 101, 3000, 0x1008, name, sizeof(name)));
 	ck_assert_str_eq(name, "other+0x8");
 	/* before b was announced only a existed */
-	ck_ok(store_symbol_name(st, host, 101, 1500, 0x1008, name, sizeof(name)));
+	ck_ok(store_symbol_name(sr, host, 101, 1500, 0x1008, name, sizeof(name)));
 	ck_assert_str_eq(name, "run+0x8");
-	ck_assert_int_eq(store_symbol_name(st, host, 100, 900, 0x1000, name, sizeof(name)),
-			 -ENOENT);
-	ck_assert_int_eq(store_symbol_name(st, host, 100, 3000, 0x1100 + 0x10000, name,
-					   sizeof(name)), -ENOENT);	/* 64 KiB past the unsized stub */
-	ck_ok(store_symbol_name(st, host, 100, 3000, 0x1104, name, sizeof(name)));
+	TU_ERR(store_symbol_name(sr, host, 100, 900, 0x1000, name, sizeof(name)), -ENOENT);
+	TU_ERR(store_symbol_name(sr, host, 100, 3000, 0x1100 + 0x10000, name,
+				 sizeof(name)), -ENOENT);	/* 64 KiB past the unsized stub */
+	ck_ok(store_symbol_name(sr, host, 100, 3000, 0x1104, name, sizeof(name)));
 	ck_assert_str_eq(name, "asm_stub+0x4");
-	ck_assert_int_eq(store_symbol_name(st, host, 100, 3000, 0x800, name, sizeof(name)),
-			 -ENOENT);
+	TU_ERR(store_symbol_name(sr, host, 100, 3000, 0x800, name, sizeof(name)), -ENOENT);
 	/* kernel addresses: unsized kallsyms symbols, top bit set */
-	ck_ok(store_symbol_name(st, host, 100, 3000, 0xffffffff81000150ull, name,
+	ck_ok(store_symbol_name(sr, host, 100, 3000, 0xffffffff81000150ull, name,
 				sizeof(name)));
 	ck_assert_str_eq(name, "vfs_read+0x50");
-	ck_assert_int_eq(store_symbol_name(st, host + 1, 100, 3000, 0x1000, name,
-					   sizeof(name)), -ENOENT);
-	ck_assert_int_eq(store_program(st, host, NULL, &ida), -EINVAL);
-	ck_assert_int_eq(store_symbol(st, ida, 1, 1, NULL), -EINVAL);
+	TU_ERR(store_symbol_name(sr, host + 1, 100, 3000, 0x1000, name,
+				 sizeof(name)), -ENOENT);
+	TU_ERR(store_program(sw, host, NULL, &ida), -EINVAL);
+	TU_ERR(store_symbol(sw, ida, 1, 1, NULL), -EINVAL);
 }
 END_TEST
 
@@ -1445,41 +1461,41 @@ START_TEST(test_printk_formats)
 	struct printk_seen pk = { 0 };
 	bool held = true;
 
-	ck_ok(store_printk_held(st, host, "boot-a", &held));
+	ck_ok(store_printk_held(sw, host, "boot-a", &held));
 	ck_assert(!held);
-	ck_ok(store_printk_put(st, host, "boot-a", 1000, 0xffffffff8281b87cull,
+	ck_ok(store_printk_put(sw, host, "boot-a", 1000, 0xffffffff8281b87cull,
 			       "\"Start context switch\"", 22));
-	ck_ok(store_printk_put(st, host, "boot-a", 1000, 0xffffffff8281b87cull,
+	ck_ok(store_printk_put(sw, host, "boot-a", 1000, 0xffffffff8281b87cull,
 			       "\"Start context switch\"", 22));	/* resent: once */
-	ck_ok(store_printk_put(st, host, "boot-a", 1000, 0xffffffff8281b869ull,
+	ck_ok(store_printk_put(sw, host, "boot-a", 1000, 0xffffffff8281b869ull,
 			       "\"End context switch\"xx", 20));	/* @len counts */
-	ck_ok(store_printk_put(st, host, "boot-b", 5000, 0xffffffff9281b87cull,
+	ck_ok(store_printk_put(sw, host, "boot-b", 5000, 0xffffffff9281b87cull,
 			       "\"Start context switch\"", 22));
-	ck_ok(store_printk_held(st, host, "boot-a", &held));
+	ck_ok(store_printk_held(sw, host, "boot-a", &held));
 	ck_assert(held);
-	ck_ok(store_printk_held(st, host + 1, "boot-a", &held));
+	ck_ok(store_printk_held(sw, host + 1, "boot-a", &held));
 	ck_assert(!held);
 
-	ck_ok(store_printk_list(st, host, 3000, 100, printk_seen_fn, &pk));
+	ck_ok(store_printk_list(sr, host, 3000, 100, printk_seen_fn, &pk));
 	ck_assert_uint_eq(pk.n, 2);
 	ck_assert_uint_eq(pk.addr[0], 0xffffffff8281b869ull);
 	ck_assert_str_eq(pk.fmt[0], "\"End context switch\"");
 	ck_assert_uint_eq(pk.addr[1], 0xffffffff8281b87cull);
 	pk.n = 0;	/* after boot-b came: its table */
-	ck_ok(store_printk_list(st, host, 6000, 100, printk_seen_fn, &pk));
+	ck_ok(store_printk_list(sr, host, 6000, 100, printk_seen_fn, &pk));
 	ck_assert_uint_eq(pk.n, 1);
 	ck_assert_uint_eq(pk.addr[0], 0xffffffff9281b87cull);
 	pk.n = 0;	/* before any: the first boot's */
-	ck_ok(store_printk_list(st, host, 10, 100, printk_seen_fn, &pk));
+	ck_ok(store_printk_list(sr, host, 10, 100, printk_seen_fn, &pk));
 	ck_assert_uint_eq(pk.n, 2);
 	pk.n = 0;
-	ck_ok(store_printk_list(st, host, 3000, 1, printk_seen_fn, &pk));
+	ck_ok(store_printk_list(sr, host, 3000, 1, printk_seen_fn, &pk));
 	ck_assert_uint_eq(pk.n, 1);
 	pk.n = 0;
-	ck_ok(store_printk_list(st, host + 1, 3000, 100, printk_seen_fn, &pk));
+	ck_ok(store_printk_list(sr, host + 1, 3000, 100, printk_seen_fn, &pk));
 	ck_assert_uint_eq(pk.n, 0);
-	ck_assert_int_eq(store_printk_put(st, host, NULL, 1, 1, "x", 1), -EINVAL);
-	ck_assert_int_eq(store_printk_list(st, host, 1, 1, NULL, NULL), -EINVAL);
+	TU_ERR(store_printk_put(sw, host, NULL, 1, 1, "x", 1), -EINVAL);
+	TU_ERR(store_printk_list(sr, host, 1, 1, NULL, NULL), -EINVAL);
 }
 END_TEST
 
@@ -1490,15 +1506,15 @@ START_TEST(test_tgids)
 	struct proto_cmdlines c = { .tgids = { 2, t1 } };
 	int64_t v = 0;
 
-	ck_ok(store_cmdlines(st, host, &c));
+	ck_ok(store_cmdlines(sw, host, &c));
 	c.tgids = (struct proto_tgids){ 1, t2 };
-	ck_ok(store_cmdlines(st, host, &c));
-	ck_ok(sq_int1(st, "SELECT tgid FROM tgids WHERE pid = ?", 11, -1, &v));
+	ck_ok(store_cmdlines(sw, host, &c));
+	ck_ok(sq_int1(sq(), "SELECT tgid FROM tgids WHERE pid = ?", 11, -1, &v));
 	ck_assert_int_eq(v, 12);
-	ck_ok(sq_int1(st, "SELECT count(*) FROM tgids WHERE tgid = ?", 10, -1, &v));
+	ck_ok(sq_int1(sq(), "SELECT count(*) FROM tgids WHERE tgid = ?", 10, -1, &v));
 	ck_assert_int_eq(v, 1);
 	c.tgids = (struct proto_tgids){ 1, NULL };
-	ck_assert_int_eq(store_cmdlines(st, host, &c), -EINVAL);
+	TU_ERR(store_cmdlines(sw, host, &c), -EINVAL);
 }
 END_TEST
 
@@ -1515,23 +1531,22 @@ START_TEST(test_names_and_errors)
 	/* the same event name in a second system, with another id */
 	ck_assert_ptr_nonnull(idl);
 	memcpy(idl, "ID: 9", 5);
-	ck_assert_int_eq(decoder_new(&cap.hello, &d2), 0);
-	ck_assert_int_eq(decoder_format(d2, "other\"sys", "sched_switch", fmt, strlen(fmt), &t2), 0);
-	ck_ok(store_type(st, t2, fmt, &test_origin, &st2));
-	ck_assert_int_eq(store_schema_get(st, NULL, "sched_switch", &sc), TC_ERR_AMBIGUOUS);
-	ck_assert_ptr_nonnull(strstr(store_errmsg(st), "other\"sys"));
-	ck_assert_ptr_nonnull(strstr(store_errmsg(st), "sched"));
-	sc = schema(st, "other\"sys", "sched_switch");
+	TU_OK(decoder_new(&cap.hello, &d2));
+	TU_OK(decoder_format(d2, "other\"sys", "sched_switch", fmt, strlen(fmt), &t2));
+	ck_ok(ev_type(sw, t2, fmt, &test_origin, &st2));
+	TU_ERR(store_schema_get(sr, NULL, "sched_switch", &sc), TC_ERR_AMBIGUOUS);
+	ck_assert_ptr_nonnull(strstr(store_errmsg(sr), "other\"sys"));
+	ck_assert_ptr_nonnull(strstr(store_errmsg(sr), "sched"));
+	sc = schema(sr, "other\"sys", "sched_switch");
 	ck_assert_str_eq(sc->table, "ev_other_sys_sched_switch");
-	ck_ok(store_count(st, &(struct store_query){ .schema = sc }, &count));
+	ck_ok(store_count(sr, &(struct store_query){ .schema = sc }, &count));
 	ck_assert_uint_eq(count, 0);
-	ck_assert_int_eq(sq_count_where(st, sc, "no_such_column = 1", NULL, 0, NULL, &count),
-			 TC_ERR_DB);
-	ck_assert_int_eq(sq_count_where(st, sc, "1); DROP TABLE hosts; --", NULL, 0, NULL, &count),
-			 TC_ERR_DB);
+	TU_ERR(sq_count_where(sq(), sc, "no_such_column = 1", NULL, 0, NULL, &count), TC_ERR_DB);
+	TU_ERR(sq_count_where(sq(), sc, "1); DROP TABLE hosts; --", NULL, 0, NULL, &count),
+	       TC_ERR_DB);
 	store_schema_free(sc);
-	ck_assert_int_eq(store_schema_get(st, NULL, "no_such_event", &sc), TC_ERR_UNKNOWN_EVENT);
-	ck_assert_int_eq(store_schema_get(st, "ftrace", "sched_switch", &sc), TC_ERR_UNKNOWN_EVENT);
+	TU_ERR(store_schema_get(sr, NULL, "no_such_event", &sc), TC_ERR_UNKNOWN_EVENT);
+	TU_ERR(store_schema_get(sr, "ftrace", "sched_switch", &sc), TC_ERR_UNKNOWN_EVENT);
 	decoder_free(d2);
 	free(fmt);
 }
@@ -1552,9 +1567,9 @@ START_TEST(test_list)
 {
 	unsigned n = 0;
 
-	ck_ok(store_schema_list(st, "sched", list_cb, &n));
+	ck_ok(store_schema_list(sr, "sched", list_cb, &n));
 	ck_assert_uint_eq(n, 2);
-	ck_assert_int_eq(store_schema_list(st, "nosys", list_cb, &n), TC_ERR_UNKNOWN_EVENT);
+	TU_ERR(store_schema_list(sr, "nosys", list_cb, &n), TC_ERR_UNKNOWN_EVENT);
 }
 END_TEST
 
@@ -1644,7 +1659,7 @@ static int hist_got_cb(void *ctx, const struct store_hist_entry *e)
  */
 START_TEST(test_hist_matches_scan)
 {
-	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct store_schema *sc = schema(sr, "sched", "sched_switch");
 	struct store_query q = { .schema = sc };
 	struct hist_spec sp = { .nkeys = 1, .nvals = 1, .nsort = 1, .size = 2048 };
 	int kcol[1] = { col(sc, "prev_pid") }, vcol[1] = { col(sc, "prev_state") };
@@ -1666,9 +1681,9 @@ START_TEST(test_hist_matches_scan)
 	snprintf(sp.vals[0].name, sizeof(sp.vals[0].name), "prev_state");
 	sp.sort[0] = (struct hist_sort){ .by = HIST_SORT_VAL, .i = 0 };
 	ref->sc = sc;
-	ck_assert_int_gt(store_select(st, &q, hist_ref_cb, ref), 0);
+	ck_assert_int_gt(store_select(sr, &q, hist_ref_cb, ref), 0);
 
-	ck_ok(store_hist(st, &q, &h, hist_got_cb, &got, &tot));
+	ck_ok(store_hist(sr, &q, &h, hist_got_cb, &got, &tot));
 	for (size_t k = 0; k < 65; k++)
 		nkeys += ref->hits[k] != 0;
 	ck_assert_uint_ge(nkeys, 3);
@@ -1694,7 +1709,7 @@ START_TEST(test_hist_matches_scan)
 	}
 	sp.size = 2;
 	memset(&got, 0, sizeof(got));
-	ck_ok(store_hist(st, &q, &h, hist_got_cb, &got, &tot));
+	ck_ok(store_hist(sr, &q, &h, hist_got_cb, &got, &tot));
 	ck_assert_uint_eq(got.n, 2);
 	ck_assert_uint_eq(tot.entries, 2);
 	ck_assert(got.key[0] == k1 || got.key[0] == k2);
@@ -1704,7 +1719,7 @@ START_TEST(test_hist_matches_scan)
 
 	h.offset = 1, h.limit = 5;	/* a page: the second entry only */
 	memset(&got, 0, sizeof(got));
-	ck_ok(store_hist(st, &q, &h, hist_got_cb, &got, &tot));
+	ck_ok(store_hist(sr, &q, &h, hist_got_cb, &got, &tot));
 	ck_assert_uint_eq(got.n, 1);
 	ck_assert_uint_eq(tot.entries, 2);
 	free(ref);
@@ -1726,7 +1741,7 @@ static int hist_line_cb(void *ctx, const struct store_hist_entry *e)
 
 	ck_assert_uint_lt(l->n, 4096);
 	for (size_t i = 0; i < l->nkeys && at < len; i++) {
-		if (e->keys[i].kind == DECODE_STRING)
+		if (e->keys[i].kind == STORE_STRING)
 			at += (size_t)snprintf(p + at, len - at, "'%.*s' ", (int)e->keys[i].str.len,
 					       e->keys[i].str.s);
 		else
@@ -1752,7 +1767,7 @@ static int hist_line_cb(void *ctx, const struct store_hist_entry *e)
  */
 START_TEST(test_hist_two_ways)
 {
-	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct store_schema *sc = schema(sr, "sched", "sched_switch");
 	struct store_query q = { .schema = sc };
 	struct {
 		const char *spec;
@@ -1785,15 +1800,15 @@ START_TEST(test_hist_two_ways)
 					.offset = cases[c].offset, .limit = cases[c].limit };
 		struct store_hist_totals ta, tb;
 
-		ck_assert_int_eq(hist_parse(cases[c].spec, &sp, NULL), 0);
+		TU_OK(hist_parse(cases[c].spec, &sp, NULL));
 		if (cases[c].size)
 			sp.size = cases[c].size;
 		memset(a, 0, sizeof(*a));
 		memset(b, 0, sizeof(*b));
 		a->nkeys = b->nkeys = sp.nkeys;
 		a->nvals = b->nvals = sp.nvals;
-		ck_ok(store_hist(st, &q, &h, hist_line_cb, a, &ta));
-		ck_ok(sq_hist_grouped(st, &q, &h, hist_line_cb, b, &tb));
+		ck_ok(store_hist(sr, &q, &h, hist_line_cb, a, &ta));
+		ck_ok(sq_hist_grouped(sq(), &q, &h, hist_line_cb, b, &tb));
 		ck_assert_msg(a->n == b->n && a->n > 0, "%s: %zu and %zu entries", cases[c].spec,
 			      a->n, b->n);
 		for (size_t i = 0; i < a->n; i++)
@@ -1885,7 +1900,7 @@ static int reinsert_cb(void *ctx, const struct decode_event *ev)
 {
 	(void)ctx;
 	if (type_index(ev->type) == 0)
-		ck_ok(store_insert(st, ev->type->user, host, ev, (int64_t)ev->ts + CLOCK_OFFSET));
+		ck_ok(ev_insert(sw, ev->type->user, host, ev, (int64_t)ev->ts + CLOCK_OFFSET));
 	return 0;
 }
 
@@ -1924,7 +1939,7 @@ static void check_window_of(const struct store_schema *sc, const struct rows *re
 	for (size_t i = 0; i < ref->n; i++)
 		want += ref->ts[i] >= win->from_ts && ref->ts[i] < win->to_ts;
 	do {
-		got = store_select(st, &bq.q, rows_cb, page);
+		got = store_select(sr, &bq.q, rows_cb, page);
 		ck_assert_int_ge(got, 0);
 		if (got) {
 			bq.q.after_ts = page->ts[page->n - 1];
@@ -1939,7 +1954,7 @@ static void check_window_of(const struct store_schema *sc, const struct rows *re
 		ck_assert_int_eq(page->ts[k], ref->ts[i]);
 		k++;
 	}
-	ck_ok(store_count(st, &bq.q, &n));
+	ck_ok(store_count(sr, &bq.q, &n));
 	ck_assert_uint_eq(n, want);
 	bound_query_free(&bq);
 	free(page);
@@ -1958,7 +1973,7 @@ static void check_window(const struct store_schema *sc, const struct rows *ref,
  */
 START_TEST(test_time_index)
 {
-	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct store_schema *sc = schema(sr, "sched", "sched_switch");
 	struct rows *ref;
 	int64_t lo, hi, mid;
 	static const size_t limits[] = { 1, 7, 100, 0 };
@@ -1999,7 +2014,7 @@ static int wide_cb(void *ctx, const struct decode_event *ev)
 		struct decode_event later = *ev;
 
 		later.ts += *i * 5000000000ull;
-		ck_ok(store_insert(st, ev->type->user, host, &later,
+		ck_ok(ev_insert(sw, ev->type->user, host, &later,
 				   (int64_t)later.ts + CLOCK_OFFSET));
 		(*i)++;
 	}
@@ -2014,7 +2029,7 @@ static int wide_cb(void *ctx, const struct decode_event *ev)
  */
 START_TEST(test_wide_block)
 {
-	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct store_schema *sc = schema(sr, "sched", "sched_switch");
 	static const size_t limits[] = { 1, 7, 100, 0 };
 	unsigned i = 0;
 	struct rows *ref;
@@ -2022,13 +2037,13 @@ START_TEST(test_wide_block)
 	int64_t lo, hi, mid;
 
 	reinsert_unbatched();
-	ck_ok(store_begin(st));
+	ck_ok(store_begin(sw));
 	for (size_t off = 0; i < 2 && off < cap.raw_len[0]; off += cap.page_size) {
 		struct decode_page_stats ps;
 
 		ck_ok(decoder_page(dec, 0, cap.raw[0] + off, cap.page_size, wide_cb, &i, &ps));
 	}
-	ck_ok(store_commit(st));
+	ck_ok(store_commit(sw));
 	ck_assert_uint_eq(i, 2);
 	check_blocks();
 	db = raw_open();
@@ -2062,16 +2077,16 @@ END_TEST
 START_TEST(test_retention_blocks)
 {
 	int64_t cut = CLOCK_OFFSET + (int64_t)(seen.trace_ts_sum / seen.n[0]);
-	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct store_schema *sc = schema(sr, "sched", "sched_switch");
 	uint64_t removed = 0, n = 0, total;
 	struct rows *ref;
 
 	reinsert_unbatched();
-	ck_ok(store_count(st, &(struct store_query){ .schema = sc }, &total));
-	ck_ok(store_retain(st, cut, 0, &removed));
+	ck_ok(store_count(sr, &(struct store_query){ .schema = sc }, &total));
+	ck_ok(store_retain(sw, cut, 0, &removed));
 	ck_assert_uint_gt(removed, 0);
 	check_blocks();
-	ck_ok(store_count(st, &(struct store_query){
+	ck_ok(store_count(sr, &(struct store_query){
 		.schema = sc, .win = &(struct store_window){ INT64_MIN, cut } }, &n));
 	ck_assert_uint_eq(n, 0);
 	ingest();		/* batched again, after the cut rows */
@@ -2092,7 +2107,7 @@ static int spread_cb(void *ctx, const struct decode_event *ev)
 	int64_t later = (*i)++ % 2 ? 3600000000000ll : 0;
 
 	if (type_index(ev->type) == 0)
-		ck_ok(store_insert(st, ev->type->user, host, ev,
+		ck_ok(ev_insert(sw, ev->type->user, host, ev,
 				   (int64_t)ev->ts + CLOCK_OFFSET + later));
 	return 0;
 }
@@ -2104,13 +2119,13 @@ static int spread_cb(void *ctx, const struct decode_event *ev)
  */
 START_TEST(test_wide_batches)
 {
-	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct store_schema *sc = schema(sr, "sched", "sched_switch");
 	unsigned i = 0;
 	struct rows *ref;
 	sqlite3 *db;
 
 	ts_spread = true;
-	ck_ok(store_begin(st));
+	ck_ok(store_begin(sw));
 	for (unsigned cpu = 0; cpu < cap.ncpus; cpu++)
 		for (size_t off = 0; off < cap.raw_len[cpu]; off += cap.page_size) {
 			struct decode_page_stats ps;
@@ -2118,7 +2133,7 @@ START_TEST(test_wide_batches)
 			ck_ok(decoder_page(dec, cpu, cap.raw[cpu] + off, cap.page_size, spread_cb,
 					   &i, &ps));
 		}
-	ck_ok(store_commit(st));
+	ck_ok(store_commit(sw));
 	check_blocks();
 	db = raw_open();
 	ck_assert_int_le(raw_int(db, "SELECT max(span) FROM ts_blocks", 0), 10000000000ll);
@@ -2162,21 +2177,21 @@ START_TEST(test_host_agent)
 	struct host_seen hs = { 0 };
 	uint64_t id;
 
-	ck_ok(store_hosts(st, NULL, host_seen_fn, &hs));	/* the capture's HELLO names none */
+	ck_ok(store_hosts(sr, NULL, host_seen_fn, &hs));	/* the capture's HELLO names none */
 	ck_assert_int_eq(hs.n, 1);
 	ck_assert_uint_eq(hs.id, host);
 	ck_assert_str_eq(hs.agent, "(null)");
 	h.agent = "traceagent 9.8.7";
-	ck_ok(store_host(st, &h, "CN=capture-host", &id));
+	ck_ok(store_host(sw, &h, "CN=capture-host", &id));
 	ck_assert_uint_eq(id, host);
 	hs.n = 0;
-	ck_ok(store_hosts(st, NULL, host_seen_fn, &hs));
+	ck_ok(store_hosts(sr, NULL, host_seen_fn, &hs));
 	ck_assert_int_eq(hs.n, 1);
 	ck_assert_str_eq(hs.agent, "traceagent 9.8.7");
 	h.agent = "";	/* an older agent again */
-	ck_ok(store_host(st, &h, "CN=capture-host", &id));
+	ck_ok(store_host(sw, &h, "CN=capture-host", &id));
 	hs.n = 0;
-	ck_ok(store_hosts(st, NULL, host_seen_fn, &hs));
+	ck_ok(store_hosts(sr, NULL, host_seen_fn, &hs));
 	ck_assert_str_eq(hs.agent, "(null)");
 }
 END_TEST
@@ -2186,7 +2201,7 @@ static bool type_seen(const struct store_schema *sc, const struct store_scope *s
 {
 	bool yes = false;
 
-	ck_ok(store_type_seen(st, sc, scope, &yes));
+	ck_ok(store_type_seen(sr, sc, scope, &yes));
 	return yes;
 }
 
@@ -2201,7 +2216,7 @@ START_TEST(test_type_seen)
 	static const char *const web[] = { "capture-*" }, *const db[] = { "db?", "other-host" };
 	struct store_scope s_web = { web, 1 }, s_db = { db, 2 }, none = { NULL, 0 };
 	struct store_scope big = { web, STORE_SCOPE_MAX + 1 };
-	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct store_schema *sc = schema(sr, "sched", "sched_switch");
 	struct proto_hello h2 = cap.hello;
 	bool yes;
 	sqlite3 *db3;
@@ -2210,26 +2225,25 @@ START_TEST(test_type_seen)
 	ck_assert(type_seen(sc, &s_web));
 	ck_assert(!type_seen(sc, &s_db));
 	ck_assert(!type_seen(sc, &none));
-	ck_assert_int_eq(store_type_seen(st, sc, &big, &yes), -EINVAL);
+	TU_ERR(store_type_seen(sr, sc, &big, &yes), -EINVAL);
 	store_schema_free(sc);
-	store_close(st);
-	st = NULL;
+	close_both();
 	db3 = raw_open();	/* as 0013 left a store: no host_formats, types '' */
 	ck_assert_int_eq(sqlite3_exec(db3, "DELETE FROM host_formats; "
 				      "UPDATE format_fields SET type = ''", NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(db3);
-	ck_assert_int_eq(store_open(path, &st), 0);
-	sc = schema(st, "sched", "sched_switch");
+	open_both();
+	sc = schema(sr, "sched", "sched_switch");
 	ck_assert(type_seen(sc, &s_web));
 	ck_assert(!type_seen(sc, &s_db));
 	h2.host = (char *)"other-host";	/* sends the same format, no rows */
-	ck_ok(store_host(st, &h2, NULL, &host));
+	ck_ok(store_host(sw, &h2, NULL, &host));
 	for (int i = 0; i < CAPTURE_NFORMATS; i++) {
 		struct store_origin o = { .host_id = host, .boot_id = "b2" };
 		struct store_type *t;
 
-		ck_ok(store_type(st, types[i], cap.formats[i].text, &o, &t));
+		ck_ok(ev_type(sw, types[i], cap.formats[i].text, &o, &t));
 	}
 	ck_assert(type_seen(sc, &s_web));	/* its rows, still */
 	ck_assert(type_seen(sc, &s_db));	/* it sent the format */
@@ -2239,14 +2253,13 @@ END_TEST
 
 START_TEST(test_migrate_ts_index)
 {
-	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct store_schema *sc = schema(sr, "sched", "sched_switch");
 	struct rows *before = reference(), *after;
 	sqlite3 *db;
 	sqlite3_stmt *q = NULL;
 
 	store_schema_free(sc);
-	store_close(st);
-	st = NULL;
+	close_both();
 	db = raw_open();
 	ck_assert_int_eq(sqlite3_exec(db, "DROP TABLE ts_blocks; DROP TABLE journal_marks; "
 				      "ALTER TABLE cpus DROP COLUMN bad_pages; "
@@ -2275,10 +2288,10 @@ START_TEST(test_migrate_ts_index)
 	}
 	sqlite3_finalize(q);
 	sqlite3_close(db);
-	ck_assert_int_eq(store_open(path, &st), 0);
+	open_both();
 	check_blocks();
 	after = reference();
-	sc = schema(st, "sched", "sched_switch");
+	sc = schema(sr, "sched", "sched_switch");
 	check_window(sc, after, &(struct store_window){ INT64_MIN, INT64_MAX }, 7);
 	ck_assert_uint_eq(after->n, before->n);
 	ck_assert(memcmp(after->rowid, before->rowid, before->n * sizeof(before->rowid[0])) == 0);
@@ -2317,7 +2330,7 @@ static void set_indexes(const char *spec, unsigned want_created, unsigned want_d
 	char err[256] = "";
 
 	ck_assert_msg(store_index_parse(&ix, spec, err, sizeof(err)) == 0, "%s: %s", spec, err);
-	ck_ok(store_set_indexes(st, &ix, &created, &dropped));
+	ck_ok(store_set_indexes(sw, &ix, &created, &dropped));
 	ck_assert_uint_eq(created, want_created);
 	ck_assert_uint_eq(dropped, want_dropped);
 	store_indexes_free(&ix);
@@ -2331,9 +2344,9 @@ static void set_indexes(const char *spec, unsigned want_created, unsigned want_d
  */
 START_TEST(test_field_index)
 {
-	struct store_schema *sc = schema(st, "sched", "sched_switch");
+	struct store_schema *sc = schema(sr, "sched", "sched_switch");
 	int64_t pid = seen.prev_pid[seen.n[0] / 2];
-	struct sq_bind plain = { .kind = DECODE_SIGNED, .i = pid };
+	struct sq_bind plain = { .kind = STORE_SIGNED, .i = pid };
 	static const size_t limits[] = { 1, 7, 100, 0 };
 	struct rows *ref, *got = calloc(1, sizeof(*got));
 	sqlite3 *db;
@@ -2366,7 +2379,7 @@ START_TEST(test_field_index)
 	/* no promise (plain.eq_column): the (now empty) blocks */
 	got->sc = sc;
 	got->want_pid = pid;
-	ck_assert_int_eq(sq_select_where(st, sc, "\"prev_pid\" = ?", &plain, 1, NULL, 0, 0, 10, false,
+	ck_assert_int_eq(sq_select_where(sq(), sc, "\"prev_pid\" = ?", &plain, 1, NULL, 0, 0, 10, false,
 					 NULL, rows_cb, got), 0);
 	set_indexes("none", 0, 1);
 	ck_assert_int_eq(ix_count("ix:*"), 0);
@@ -2387,9 +2400,9 @@ START_TEST(test_field_index_later)
 	set_indexes("sched:sched_w* pid", 1, 0);	/* sched_wakeup's pid */
 	set_indexes("sched pid extra_field", 0, 0);	/* kept; no extra_field yet */
 	ck_assert_int_eq(ix_count("ix:ev_sched_sched_wakeup:pid"), 1);
-	ck_assert_int_eq(decoder_new(&cap.hello, &d2), 0);
-	ck_assert_int_eq(decoder_format(d2, "sched", "sched_switch", fmt, strlen(fmt), &t2), 0);
-	ck_ok(store_type(st, t2, fmt, &test_origin, &st2));
+	TU_OK(decoder_new(&cap.hello, &d2));
+	TU_OK(decoder_format(d2, "sched", "sched_switch", fmt, strlen(fmt), &t2));
+	ck_ok(ev_type(sw, t2, fmt, &test_origin, &st2));
 	ck_assert_int_eq(ix_count("ix:ev_sched_sched_switch:extra_field"), 1);
 	decoder_free(d2);
 	free(fmt);
@@ -2466,15 +2479,15 @@ static int sql_cb(void *ctx, size_t ncols, const char *const *names,
 	return 0;
 }
 
-static struct store *sql_reader(void)
+static struct store_reader *sql_reader(void)
 {
-	struct store *ro = NULL;
+	struct store_reader *ro = NULL;
 
-	ck_assert_int_eq(store_open_readonly(path, &ro), 0);
+	TU_OK(store_reader_open(path, &ro));
 	return ro;
 }
 
-static int sql_run(struct store *ro, const char *text, struct sql_rows *r, uint64_t max_rows)
+static int sql_run(struct store_reader *ro, const char *text, struct sql_rows *r, uint64_t max_rows)
 {
 	struct store_sql_limits lim = { .max_rows = max_rows, .time_ms = 60000 };
 
@@ -2486,7 +2499,7 @@ static int sql_run(struct store *ro, const char *text, struct sql_rows *r, uint6
 START_TEST(test_sql_group_by)
 {
 	static struct sql_rows r;
-	struct store *ro = sql_reader();
+	struct store_reader *ro = sql_reader();
 	uint64_t sum = 0;
 	int ret;
 
@@ -2505,26 +2518,26 @@ START_TEST(test_sql_group_by)
 	}
 	ck_assert_uint_gt(seen.n[0], 0);
 	ck_assert_uint_eq(sum, seen.n[0]);
-	ck_assert_int_eq(sql_run(ro, "SELECT count(*), sum(trace_ts) FROM sched__sched_switch"
-				 " WHERE host = 'capture-host'", &r, 0), 0);
+	TU_OK(sql_run(ro, "SELECT count(*), sum(trace_ts) FROM sched__sched_switch"
+		      " WHERE host = 'capture-host'", &r, 0));
 	ck_assert_uint_eq(r.n, 1);
 	ck_assert_uint_eq((uint64_t)r.v[0][0], seen.n[0]);
 	ck_assert_uint_eq((uint64_t)r.v[0][1], seen.trace_ts_sum);
-	ck_assert_int_eq(sql_run(ro, "SELECT count(*), count(prev_pid) FROM SCHED_SWITCH AS s"
-				 " JOIN hosts AS h ON h.host = s.host"
-				 " WHERE s.cpu IN (SELECT cpu FROM stats)", &r, 0), 0);
+	TU_OK(sql_run(ro, "SELECT count(*), count(prev_pid) FROM SCHED_SWITCH AS s"
+		      " JOIN hosts AS h ON h.host = s.host"
+		      " WHERE s.cpu IN (SELECT cpu FROM stats)", &r, 0));
 	ck_assert_uint_eq((uint64_t)r.v[0][0], seen.n[0]);
 	ck_assert_uint_eq((uint64_t)r.v[0][1], seen.n[0]);
-	ck_assert_int_eq(sql_run(ro, "SELECT host FROM hosts", &r, 0), 0);
+	TU_OK(sql_run(ro, "SELECT host FROM hosts", &r, 0));
 	ck_assert_str_eq(r.text, "capture-host");
-	ck_assert_int_eq(sql_run(ro, "SELECT cpu, events FROM stats ORDER BY cpu", &r, 0), 0);
+	TU_OK(sql_run(ro, "SELECT cpu, events FROM stats ORDER BY cpu", &r, 0));
 	ck_assert_uint_eq(r.n, cap.ncpus);
-	ck_assert_int_eq(sql_run(ro, "SELECT count(*) FROM drops", &r, 0), 0);
+	TU_OK(sql_run(ro, "SELECT count(*) FROM drops", &r, 0));
 	/* the views are listed in the TEMP schema */
-	ck_assert_int_eq(sql_run(ro, "SELECT name FROM sqlite_temp_master WHERE name = 'stats'",
-				 &r, 0), 0);
+	TU_OK(sql_run(ro, "SELECT name FROM sqlite_temp_master WHERE name = 'stats'",
+		      &r, 0));
 	ck_assert_str_eq(r.text, "stats");
-	store_close(ro);
+	store_reader_close(ro);
 }
 END_TEST
 
@@ -2565,7 +2578,7 @@ START_TEST(test_sql_refused)
 		{ "SELEC 1", TC_ERR_SYNTAX, "syntax error" },
 	};
 	static struct sql_rows r;
-	struct store *ro = sql_reader();
+	struct store_reader *ro = sql_reader();
 	sqlite3 *db = raw_open();
 	int64_t rows = raw_int(db, "SELECT count(*) FROM ev_sched_sched_switch WHERE ? = 1", 1);
 	int64_t objs = raw_int(db, "SELECT count(*) FROM sqlite_master WHERE ? = 1", 1);
@@ -2585,10 +2598,10 @@ START_TEST(test_sql_refused)
 			 0);
 	ck_assert_int_eq(access("x.db", F_OK), -1);
 	/* and the reader still answers */
-	ck_assert_int_eq(sql_run(ro, "SELECT count(*) FROM sched_switch", &r, 0), 0);
+	TU_OK(sql_run(ro, "SELECT count(*) FROM sched_switch", &r, 0));
 	ck_assert_uint_eq((uint64_t)r.v[0][0], seen.n[0]);
 	sqlite3_close(db);
-	store_close(ro);
+	store_reader_close(ro);
 }
 END_TEST
 
@@ -2596,7 +2609,7 @@ END_TEST
 START_TEST(test_sql_limits)
 {
 	static struct sql_rows r;
-	struct store *ro = sql_reader();
+	struct store_reader *ro = sql_reader();
 	struct store_sql_limits lim = { .time_ms = 100 };
 	int ret;
 
@@ -2606,10 +2619,10 @@ START_TEST(test_sql_limits)
 		      "%d %s", ret, store_errmsg(ro));
 	ck_assert_int_eq(sql_run(ro, "SELECT cpu, ts FROM sched_switch", &r, 5), 1);
 	ck_assert_uint_eq(r.n, 5);
-	ck_assert_int_eq(sql_run(ro, "SELECT cpu, ts FROM sched_switch LIMIT 5", &r, 5), 0);
+	TU_OK(sql_run(ro, "SELECT cpu, ts FROM sched_switch LIMIT 5", &r, 5));
 	ck_assert_uint_eq(r.n, 5);
-	ck_assert_int_eq(sql_run(ro, "SELECT zeroblob(2000000)", &r, 0), TC_ERR_TOO_LONG);
-	store_close(ro);
+	TU_ERR(sql_run(ro, "SELECT zeroblob(2000000)", &r, 0), TC_ERR_TOO_LONG);
+	store_reader_close(ro);
 }
 END_TEST
 
@@ -2620,13 +2633,13 @@ START_TEST(test_sql_scoped)
 	struct store_scope scope = { web, 1 };
 	struct store_sql_limits lim = { 0 };
 	static struct sql_rows r;
-	struct store *ro = sql_reader();
+	struct store_reader *ro = sql_reader();
 	int ret = store_sql(ro, "SELECT count(*) FROM sched_switch", &scope, &lim, sql_cb, &r);
 
 	ck_assert_msg(ret == -EACCES && strstr(store_errmsg(ro), "scope"), "%d %s", ret,
 		      store_errmsg(ro));
 	ck_assert_uint_eq(r.n, 0);
-	store_close(ro);
+	store_reader_close(ro);
 }
 END_TEST
 

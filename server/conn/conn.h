@@ -76,7 +76,7 @@ struct collector {
 	SSL_CTX *tls;			/* for new connections; replaced on SIGHUP */
 	const struct hostmap *hostmap;	/* certificates that may name other hosts */
 	struct evconnlistener *listener;
-	struct store *store;		/* the one writer: used by the ingest worker only */
+	struct store_writer *store;	/* the one writer: used by the ingest worker only */
 	struct ingest *ing;		/* the ingest worker and its queue */
 	struct conn *conns;		/* live agent connections */
 	unsigned nconns;

@@ -53,17 +53,6 @@ struct decoder {
 	char err[128];			/* why the last format was refused */
 };
 
-const char *decode_kind_name(enum decode_kind kind)
-{
-	switch (kind) {
-	case DECODE_SIGNED: return "signed";
-	case DECODE_UNSIGNED: return "unsigned";
-	case DECODE_STRING: return "string";
-	case DECODE_BLOB: return "blob";
-	}
-	return "?";
-}
-
 static bool host_big_endian(void)
 {
 	const uint16_t one = 1;
@@ -197,15 +186,15 @@ static int decoder_add(struct decoder *d, struct dtype *t)
 	return 0;
 }
 
-static enum decode_kind field_kind(const struct tep_format_field *f)
+static enum store_kind field_kind(const struct tep_format_field *f)
 {
 	if (f->flags & (TEP_FIELD_IS_DYNAMIC | TEP_FIELD_IS_ARRAY))
-		return (f->flags & TEP_FIELD_IS_STRING) ? DECODE_STRING : DECODE_BLOB;
+		return (f->flags & TEP_FIELD_IS_STRING) ? STORE_STRING : STORE_BLOB;
 	switch (f->size) {
 	case 1: case 2: case 4: case 8:
-		return (f->flags & TEP_FIELD_IS_SIGNED) ? DECODE_SIGNED : DECODE_UNSIGNED;
+		return (f->flags & TEP_FIELD_IS_SIGNED) ? STORE_SIGNED : STORE_UNSIGNED;
 	default:
-		return DECODE_BLOB;
+		return STORE_BLOB;
 	}
 }
 
@@ -244,7 +233,7 @@ static int dtype_fields(struct dtype *t, const struct tep_event *ev, bool swap)
 		return -ENOMEM;
 	t->pid_index = -1;
 	for (f = ev->format.common_fields; f; f = f->next) {
-		if (!strcmp(f->name, "common_pid") && field_kind(f) == DECODE_SIGNED)
+		if (!strcmp(f->name, "common_pid") && field_kind(f) == STORE_SIGNED)
 			t->pid_index = (int)n;
 		field_init(&t->fields[n++], f, swap);
 	}
@@ -396,12 +385,12 @@ static uint64_t read_int(bool swap, const uint8_t *p, unsigned size)
 }
 
 static int value_int(const struct decode_event *ev, const struct decode_field *f,
-		     struct decode_value *out)
+		     struct store_value *out)
 {
 	uint64_t v = read_int(f->swap, ev->data + f->tep_field->offset, f->size);
 
 	out->kind = f->kind;
-	if (f->kind == DECODE_UNSIGNED) {
+	if (f->kind == STORE_UNSIGNED) {
 		out->u = v;
 	} else {
 		unsigned shift = 64 - 8 * f->size;
@@ -412,10 +401,10 @@ static int value_int(const struct decode_event *ev, const struct decode_field *f
 }
 
 static void value_bytes(const struct decode_field *f, const uint8_t *p, size_t len,
-			struct decode_value *out)
+			struct store_value *out)
 {
 	out->kind = f->kind;
-	if (f->kind == DECODE_STRING) {
+	if (f->kind == STORE_STRING) {
 		const uint8_t *nul = memchr(p, '\0', len);
 
 		out->str.s = (const char *)p;
@@ -428,7 +417,7 @@ static void value_bytes(const struct decode_field *f, const uint8_t *p, size_t l
 
 /* __data_loc: a 32-bit word, offset in the low half, length in the high. */
 static int value_dynamic(const struct decode_event *ev, const struct decode_field *f,
-			 struct decode_value *out)
+			 struct store_value *out)
 {
 	const struct tep_format_field *tf = f->tep_field;
 	uint64_t word, off, len;
@@ -447,7 +436,7 @@ static int value_dynamic(const struct decode_event *ev, const struct decode_fiel
 }
 
 int decode_field_value(const struct decode_event *ev, unsigned index,
-		       struct decode_value *out)
+		       struct store_value *out)
 {
 	const struct decode_field *f;
 	const struct tep_format_field *tf;
@@ -466,7 +455,7 @@ int decode_field_value(const struct decode_event *ev, unsigned index,
 	len = f->size ? f->size : ev->size - off;
 	if (len > ev->size - off)
 		return TC_ERR_PAGE_MALFORMED;
-	if (f->kind == DECODE_SIGNED || f->kind == DECODE_UNSIGNED)
+	if (f->kind == STORE_SIGNED || f->kind == STORE_UNSIGNED)
 		return value_int(ev, f, out);
 	value_bytes(f, ev->data + off, len, out);
 	return 0;
@@ -527,7 +516,7 @@ static int page_event(const struct decoder *d, uint32_t cpu,
 static void event_pid(struct decode_event *ev)
 {
 	const struct dtype *t = (const struct dtype *)ev->type;
-	struct decode_value v;
+	struct store_value v;
 
 	if (t->pid_index >= 0 && decode_field_value(ev, (unsigned)t->pid_index, &v) == 0)
 		ev->pid = (int)v.i;

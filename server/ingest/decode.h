@@ -23,20 +23,14 @@
 #include <stdint.h>
 
 #include "proto/msg.h"
+#include "server/store/store_types.h"
 
 struct decoder;
 struct tep_format_field;
 
-enum decode_kind {
-	DECODE_SIGNED,		/* integer of 1, 2, 4 or 8 bytes, sign-extended */
-	DECODE_UNSIGNED,	/* integer of 1, 2, 4 or 8 bytes (also pointers) */
-	DECODE_STRING,		/* char[N], char[] or __data_loc/__rel_loc char[] */
-	DECODE_BLOB,		/* any other array, dynamic array or odd-sized field */
-};
-
 struct decode_field {
 	const char *name;
-	enum decode_kind kind;
+	enum store_kind kind;
 	unsigned size;		/* bytes in the record; 0 for dynamic/flexible */
 	const char *type;	/* the C type as the format gives it ("char[16]",
 				 * "__data_loc char[]", "const char *"): the
@@ -66,22 +60,6 @@ struct decode_event {
 	/* private: the record's payload, validated to lie inside the page */
 	const uint8_t *data;
 	size_t size;
-};
-
-struct decode_value {
-	enum decode_kind kind;
-	union {
-		int64_t i;	/* DECODE_SIGNED */
-		uint64_t u;	/* DECODE_UNSIGNED */
-		struct {	/* DECODE_STRING: not NUL-terminated; len excludes any NUL */
-			const char *s;
-			size_t len;
-		} str;
-		struct {	/* DECODE_BLOB */
-			const void *p;
-			size_t len;
-		} blob;
-	};
 };
 
 struct decode_page_stats {
@@ -158,7 +136,7 @@ const char *decoder_error(const struct decoder *d);
  * written only on success.
  */
 int decode_field_value(const struct decode_event *ev, unsigned index,
-		       struct decode_value *out);
+		       struct store_value *out);
 
 /*
  * decode_event_fn - called once per data event of a known type, in page
@@ -187,8 +165,5 @@ typedef int (*decode_event_fn)(void *ctx, const struct decode_event *ev);
  */
 int decoder_page(struct decoder *d, uint32_t cpu, const void *page, size_t len,
 		 decode_event_fn fn, void *ctx, struct decode_page_stats *stats);
-
-/* decode_kind_name - "signed", "unsigned", "string", "blob" (or "?"). */
-const char *decode_kind_name(enum decode_kind kind);
 
 #endif

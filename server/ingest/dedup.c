@@ -44,7 +44,7 @@ static void dedup_free(struct dedup *d)
 	free(d);
 }
 
-static int dedup_load(struct store *st, uint64_t host_id, const char *boot_id,
+static int dedup_load(struct store_writer *st, uint64_t host_id, const char *boot_id,
 		      uint64_t session, uint32_t nstreams, struct dedup **out)
 {
 	struct dedup *d = calloc(1, sizeof(*d));
@@ -72,7 +72,7 @@ out:
 	return 0;
 }
 
-int dedup_get(struct dedup **list, struct store *st, uint64_t host_id,
+int dedup_get(struct dedup **list, struct store_writer *st, uint64_t host_id,
 	      const char *boot_id, uint64_t session, uint32_t nstreams,
 	      struct dedup **out)
 {
@@ -126,7 +126,7 @@ int dedup_stored(struct dedup *d, uint32_t stream, uint64_t seq)
 	return 0;
 }
 
-int dedup_flush(struct dedup *d, struct store *st)
+int dedup_flush(struct dedup *d, struct store_writer *st)
 {
 	int ret = 0;
 
@@ -149,7 +149,7 @@ int dedup_flush(struct dedup *d, struct store *st)
 	return ret;
 }
 
-int dedup_reload(struct dedup *list, struct store *st)
+int dedup_reload(struct dedup *list, struct store_writer *st)
 {
 	int ret = 0;
 

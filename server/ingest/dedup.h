@@ -34,7 +34,7 @@ struct dedup;			/* one agent session's marks */
  * Return: 0 and *@out; -ENOMEM; TC_ERR_DB; TC_ERR_MSG_MALFORMED when a
  * live connection of the session announced another number of streams.
  */
-int dedup_get(struct dedup **list, struct store *st, uint64_t host_id,
+int dedup_get(struct dedup **list, struct store_writer *st, uint64_t host_id,
 	      const char *boot_id, uint64_t session, uint32_t nstreams,
 	      struct dedup **out);
 
@@ -59,7 +59,7 @@ int dedup_stored(struct dedup *d, uint32_t stream, uint64_t seq);
  *
  * Return: 0; TC_ERR_DB.
  */
-int dedup_flush(struct dedup *d, struct store *st);
+int dedup_flush(struct dedup *d, struct store_writer *st);
 
 /*
  * dedup_reload - after a transaction was rolled back, read every session's
@@ -67,7 +67,7 @@ int dedup_flush(struct dedup *d, struct store *st);
  * the last commit: the pages behind them are not stored and must be taken
  * again when their agents resend them.
  */
-int dedup_reload(struct dedup *list, struct store *st);
+int dedup_reload(struct dedup *list, struct store_writer *st);
 
 /* dedup_high - the highest stored page of @stream (0: none). */
 uint64_t dedup_high(const struct dedup *d, uint32_t stream);

@@ -166,7 +166,7 @@ struct page_rec {
 };
 
 struct ingest {
-	struct store *store;		/* the one writer: the worker's */
+	struct store_writer *store;		/* the one writer: the worker's */
 	struct ingest_hooks hooks;	/* called on the event loop only */
 	struct ingest_opts o;
 	pthread_t thread;
@@ -507,7 +507,7 @@ static void ing_update_replaying(struct ingest *g)
  */
 static void ing_rolled_back(struct ingest *g, int err)
 {
-	struct store *st = g->store;
+	struct store_writer *st = g->store;
 	int ret;
 
 	if (g->journal)
@@ -543,7 +543,7 @@ static void ing_rolled_back(struct ingest *g, int err)
  */
 static int ing_journal_marks(struct ingest *g)
 {
-	struct store *st = g->store;
+	struct store_writer *st = g->store;
 	uint64_t gone[64];
 	size_t n;
 	int ret = 0;
@@ -629,7 +629,7 @@ static void ing_usage(struct ingest *g, struct ing_chain *c)
  */
 static int ing_commit(struct ingest *g)
 {
-	struct store *st = g->store;
+	struct store_writer *st = g->store;
 	struct ing_chain usage = { NULL, &usage.head };
 	int ret = 0;
 
@@ -1824,7 +1824,7 @@ static int ing_init(struct ingest *g, struct event_base *base, const struct inge
 	return 0;
 }
 
-int ingest_start(struct event_base *base, struct store *store, const struct ingest_opts *o,
+int ingest_start(struct event_base *base, struct store_writer *store, const struct ingest_opts *o,
 		 const struct ingest_hooks *hooks, struct ingest **out)
 {
 	struct ingest *g = calloc(1, sizeof(*g));

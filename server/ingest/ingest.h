@@ -43,7 +43,7 @@ struct filter_table;
 struct ingest;
 struct proto_msg;
 struct sink;
-struct store;
+struct store_writer;
 
 struct ingest_opts {
 	unsigned commit_ms;	/* commit at least this often while data flows */
@@ -127,7 +127,7 @@ struct ingest_hooks {
  * Return: 0 and *@out; -ENOMEM; -EBUSY (journal in use); -errno from the
  * journal, the thread or the eventfd. *@out only on success.
  */
-int ingest_start(struct event_base *base, struct store *store, const struct ingest_opts *o,
+int ingest_start(struct event_base *base, struct store_writer *store, const struct ingest_opts *o,
 		 const struct ingest_hooks *hooks, struct ingest **out);
 
 /*

@@ -88,6 +88,10 @@ struct sink_type {
 	const struct decode_type *t;
 	struct store_type *st;
 	struct filter_field *ffields;	/* the filter's view of t->fields */
+	struct store_field *sfields;	/* the store's (store_type()) */
+	struct store_value *vals;	/* one event's fields, decoded for store_insert() */
+	bool *repeated;			/* per field: an earlier one has its name, the
+					 * store reads no value of it; NULL: none */
 	struct filter *f;		/* NULL: keep every event */
 	uint64_t dropped;		/* by the filter, not yet in the store */
 	uint64_t capped;		/* over a schema cap (no store type), not yet counted */
@@ -246,26 +250,38 @@ static const char *comms_at(const struct sink *s, int pid, uint32_t cpu, uint64_
 
 /* ---- filters ---- */
 
-static enum filter_kind sink_filter_kind(enum decode_kind k)
+static enum filter_kind sink_filter_kind(enum store_kind k)
 {
-	return k == DECODE_SIGNED ? FILTER_SIGNED :
-	       k == DECODE_UNSIGNED ? FILTER_UNSIGNED : FILTER_STRING;
+	return k == STORE_SIGNED ? FILTER_SIGNED :
+	       k == STORE_UNSIGNED ? FILTER_UNSIGNED : FILTER_STRING;
 }
 
 static int sink_type_schema(struct sink_type *ty)
 {
 	const struct decode_type *t = ty->t;
+	size_t n = t->nfields ? t->nfields : 1;
 
-	ty->ffields = calloc(t->nfields ? t->nfields : 1, sizeof(*ty->ffields));
-	if (!ty->ffields)
+	ty->ffields = calloc(n, sizeof(*ty->ffields));
+	ty->sfields = calloc(n, sizeof(*ty->sfields));
+	ty->vals = calloc(n, sizeof(*ty->vals));
+	if (!ty->ffields || !ty->sfields || !ty->vals)
 		return -ENOMEM;
 	for (unsigned i = 0; i < t->nfields; i++) {
 		const struct decode_field *f = &t->fields[i];
 
 		/* a blob is not filterable: an empty name no filter can name */
-		ty->ffields[i].name = f->kind == DECODE_BLOB ? "" : f->name;
+		ty->ffields[i].name = f->kind == STORE_BLOB ? "" : f->name;
 		ty->ffields[i].kind = sink_filter_kind(f->kind);
 		ty->ffields[i].size = f->size;
+		ty->sfields[i] = (struct store_field){ f->name, f->kind, f->size, f->type };
+		for (unsigned j = 0; j < i; j++) {
+			if (strcmp(t->fields[j].name, f->name))
+				continue;
+			if (!ty->repeated && !(ty->repeated = calloc(n, sizeof(*ty->repeated))))
+				return -ENOMEM;
+			ty->repeated[i] = true;
+			break;
+		}
 	}
 	return 0;
 }
@@ -359,7 +375,7 @@ struct sink_eval {
 static int sink_get(void *ctx, int idx, struct filter_value *out)
 {
 	struct sink_eval *e = ctx;
-	struct decode_value v;
+	struct store_value v;
 	int ret;
 
 	if (idx == FILTER_FIELD_CPU) {
@@ -376,13 +392,13 @@ static int sink_get(void *ctx, int idx, struct filter_value *out)
 	if (ret < 0)
 		return ret;
 	out->kind = sink_filter_kind(v.kind);
-	if (v.kind == DECODE_SIGNED)
+	if (v.kind == STORE_SIGNED)
 		out->i = v.i;
-	else if (v.kind == DECODE_UNSIGNED)
+	else if (v.kind == STORE_UNSIGNED)
 		out->u = v.u;
 	else {
-		out->str.s = v.kind == DECODE_STRING ? v.str.s : v.blob.p;
-		out->str.len = v.kind == DECODE_STRING ? v.str.len : v.blob.len;
+		out->str.s = v.kind == STORE_STRING ? v.str.s : v.blob.p;
+		out->str.len = v.kind == STORE_STRING ? v.str.len : v.blob.len;
 	}
 	return 0;
 }
@@ -510,7 +526,7 @@ static int sink_group_add(struct sink *s, const struct sink_env *env,
 }
 
 struct sym_ctx {
-	struct store *store;
+	struct store_writer *store;
 	uint64_t program;
 };
 
@@ -578,7 +594,7 @@ static int sink_symbols(struct sink *s, const struct sink_env *env,
 
 struct printk_ctx {
 	struct sink *s;
-	struct store *store;
+	struct store_writer *store;
 	uint64_t host_id;
 	const char *boot_id;
 	int64_t since;
@@ -624,7 +640,7 @@ static int sink_printk(struct sink *s, const struct sink_env *env, const struct 
 	return ret;
 }
 
-static int flush_group_counters(struct sink *s, struct store *store)
+static int flush_group_counters(struct sink *s, struct store_writer *store)
 {
 	int ret = 0;
 
@@ -773,12 +789,12 @@ static void sink_type_comm_pairs(struct sink_type *ty)
 		size_t len = strlen(n);
 		int pid;
 
-		if (t->fields[i].kind != DECODE_STRING || t->fields[i].size != 16 || len < 4 ||
+		if (t->fields[i].kind != STORE_STRING || t->fields[i].size != 16 || len < 4 ||
 		    strcmp(n + len - 4, "comm") || (len > 4 && n[len - 5] != '_'))
 			continue;
 		pid = field_named(t, n, len - 4, "pid");
-		if (pid < 0 || (t->fields[pid].kind != DECODE_SIGNED &&
-				t->fields[pid].kind != DECODE_UNSIGNED))
+		if (pid < 0 || (t->fields[pid].kind != STORE_SIGNED &&
+				t->fields[pid].kind != STORE_UNSIGNED))
 			continue;
 		ty->comm_field[ty->ncomm] = i;
 		ty->pid_field[ty->ncomm++] = (unsigned)pid;
@@ -787,9 +803,9 @@ static void sink_type_comm_pairs(struct sink_type *ty)
 
 static bool field_is(const struct decode_type *t, int i, bool number)
 {
-	enum decode_kind k = i >= 0 ? t->fields[i].kind : DECODE_BLOB;
+	enum store_kind k = i >= 0 ? t->fields[i].kind : STORE_BLOB;
 
-	return number ? k == DECODE_SIGNED || k == DECODE_UNSIGNED : k == DECODE_STRING;
+	return number ? k == STORE_SIGNED || k == STORE_UNSIGNED : k == STORE_STRING;
 }
 
 /*
@@ -834,10 +850,10 @@ static void sink_type_track(const struct sink *s, struct sink_type *ty)
 /* String field @i of @ev as a task name (15 bytes and a NUL); false: none. */
 static bool event_comm(const struct decode_event *ev, unsigned i, char out[16])
 {
-	struct decode_value v;
+	struct store_value v;
 	size_t n;
 
-	if (decode_field_value(ev, i, &v) < 0 || v.kind != DECODE_STRING || !v.str.len)
+	if (decode_field_value(ev, i, &v) < 0 || v.kind != STORE_STRING || !v.str.len)
 		return false;
 	n = strnlen(v.str.s, v.str.len < 15 ? v.str.len : 15);
 	memset(out, 0, 16);
@@ -856,13 +872,13 @@ static int sink_track_event(struct sink *s, const struct sink_env *env,
 {
 	char old[16] = "", now[16];
 	struct store_comm_change c = { .pid = ev->pid };
-	struct decode_value v;
+	struct store_value v;
 	struct sink_comm *slot;
 
 	if (ty->track_pid >= 0) {
 		if (decode_field_value(ev, (unsigned)ty->track_pid, &v) < 0)
 			return 0;
-		c.pid = v.kind == DECODE_SIGNED ? (int32_t)v.i : (int32_t)v.u;
+		c.pid = v.kind == STORE_SIGNED ? (int32_t)v.i : (int32_t)v.u;
 	}
 	if (c.pid <= 0 || !event_comm(ev, ty->track_new, now) ||
 	    (ty->track == TRACK_RENAME && !event_comm(ev, ty->track_old, old)))
@@ -894,14 +910,14 @@ static int sink_learn_comms(struct sink *s, const struct sink_env *env,
 {
 	struct proto_cmdline cl;
 	struct proto_cmdlines one = { .count = 1, .items = &cl };
-	struct decode_value c, p;
+	struct store_value c, p;
 	int ret = 0;
 
 	for (unsigned i = 0; i < ty->ncomm && ret == 0; i++) {
 		if (decode_field_value(ev, ty->comm_field[i], &c) < 0 ||
-		    decode_field_value(ev, ty->pid_field[i], &p) < 0 || c.kind != DECODE_STRING)
+		    decode_field_value(ev, ty->pid_field[i], &p) < 0 || c.kind != STORE_STRING)
 			continue;
-		cl.pid = p.kind == DECODE_SIGNED ? (int32_t)p.i : (int32_t)p.u;
+		cl.pid = p.kind == STORE_SIGNED ? (int32_t)p.i : (int32_t)p.u;
 		if (cl.pid <= 0 || !c.str.len || !comms_learnable(s, cl.pid, ev->ts + 1))
 			continue;
 		memset(cl.comm, 0, sizeof(cl.comm));
@@ -929,8 +945,12 @@ static int sink_store_type(struct sink *s, const struct sink_env *env, struct si
 		.host_id = s->host_id, .boot_id = s->boot_id, .since = s->hello_realtime,
 		.max_types = env->max_types, .max_fields = env->max_fields,
 	};
+	const struct store_type_desc d = {
+		.system = ty->t->system, .name = ty->t->name, .format = text,
+		.nfields = ty->t->nfields, .fields = ty->sfields,
+	};
 	char h[LOG_ESC_LEN], why[LOG_ESC_LEN];
-	int ret = store_type(env->store, ty->t, text, &o, &ty->st);
+	int ret = store_type(env->store, &d, &o, &ty->st);
 	uint64_t now;
 
 	if (ret != TC_ERR_FORMAT_LIMIT)
@@ -1062,6 +1082,31 @@ static uint64_t event_trace_ns(const struct page_ctx *p, uint64_t ts)
 	return p->s->tsc ? ring_clock_to_ns(&p->s->tsc_conv, ts) : ts;
 }
 
+/*
+ * Store @ev as a row of @ty: its fields decoded into ty->vals (those the
+ * store reads), then inserted. Return: as store_insert();
+ * TC_ERR_PAGE_MALFORMED when a field lies outside the record.
+ */
+static int sink_insert(const struct page_ctx *p, const struct sink_type *ty,
+		       const struct decode_event *ev, uint64_t trace_ns)
+{
+	const struct store_event row = {
+		.host_id = p->s->host_id, .cpu = ev->cpu, .trace_ts = ev->ts,
+		.ts = sink_wall_ns(p->s, trace_ns), .nvals = ev->type->nfields, .vals = ty->vals,
+	};
+
+	for (unsigned i = 0; i < row.nvals; i++) {
+		int ret;
+
+		if (ty->repeated && ty->repeated[i])
+			continue;
+		ret = decode_field_value(ev, i, &ty->vals[i]);
+		if (ret < 0)
+			return ret;
+	}
+	return store_insert(p->env->store, ty->st, &row);
+}
+
 static int sink_event(void *arg, const struct decode_event *ev)
 {
 	struct page_ctx *p = arg;
@@ -1091,8 +1136,7 @@ static int sink_event(void *arg, const struct decode_event *ev)
 		return 0;
 	}
 	if (ret > 0)
-		ret = store_insert(p->env->store, ty->st, p->s->host_id, ev,
-				   sink_wall_ns(p->s, e.trace_ns));
+		ret = sink_insert(p, ty, ev, e.trace_ns);
 	if (ret == 0)
 		p->stored++;
 	if (ret != TC_ERR_PAGE_MALFORMED)
@@ -1244,7 +1288,7 @@ int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t
 	return 0;
 }
 
-int sink_flush(struct sink *s, struct store *store)
+int sink_flush(struct sink *s, struct store_writer *store)
 {
 	int ret = dedup_flush(s->sess, store);
 
@@ -1301,6 +1345,9 @@ void sink_free(struct sink *s)
 		s->types = ty->next;
 		filter_free(ty->f);
 		free(ty->ffields);
+		free(ty->sfields);
+		free(ty->vals);
+		free(ty->repeated);
 		free(ty->pushed);
 		free(ty);
 	}

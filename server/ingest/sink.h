@@ -107,7 +107,7 @@ struct sink {
 
 /* What the worker hands a sink with each job. */
 struct sink_env {
-	struct store *store;
+	struct store_writer *store;
 	const struct filter_table *filters;
 	unsigned filters_gen;
 	struct dedup **sessions;	/* live agent sessions' stored-page marks */
@@ -185,7 +185,7 @@ bool sink_logged_first(struct sink *s, const char *why);
 const char *sink_clean(char *buf, size_t size, const char *text);
 
 /* sink_flush - add the counters gathered since the last flush to the store. */
-int sink_flush(struct sink *s, struct store *store);
+int sink_flush(struct sink *s, struct store_writer *store);
 
 /* sink_mark_committed - seen_seq -> committed[] (caller holds the queue lock). */
 void sink_mark_committed(struct sink *s);

@@ -113,7 +113,7 @@ struct qslot {
 /* A thread of the pool: its own store handle. */
 struct qworker {
 	struct queryd *qd;
-	struct store *store;
+	struct store_reader *store;
 	struct qsel_page page;		/* where the select just answered ended */
 	bool paged;			/* handle() answered a select with rows: page */
 	pthread_t thread;
@@ -1511,7 +1511,7 @@ static int start_threads(struct queryd *qd, const char *db_path)
 		struct qworker *wk = &qd->workers[i];
 
 		wk->qd = qd;
-		ret = store_open_readonly(db_path, &wk->store);
+		ret = store_reader_open(db_path, &wk->store);
 		if (ret < 0)
 			log_err("query endpoint: database %s: %s", db_path, tc_strerror(ret));
 		else if (pthread_create(&wk->thread, NULL, worker_main, wk) != 0)
@@ -1548,7 +1548,7 @@ static void queryd_free(struct queryd *qd)
 		qmsg_request_free(&qd->slots[i].req);
 	}
 	for (unsigned i = 0; qd->workers && i < qd->o.threads; i++)
-		store_close(qd->workers[i].store);
+		store_reader_close(qd->workers[i].store);
 	free(qd->workers);
 	free(qd->slots);
 	qfair_free(&qd->run);

@@ -62,7 +62,7 @@ static int host_row(void *ctx, const struct store_host_info *h)
 	return 0;
 }
 
-static int run_hosts(struct store *st, const struct store_query *hosts,
+static int run_hosts(struct store_reader *st, const struct store_query *hosts,
 		     const struct qdisc_live *live, struct qmsg_writer **w)
 {
 	static const char *const cols[] = {
@@ -85,7 +85,7 @@ static int keep_ts(void *ctx, const struct store_row *row)
 }
 
 /* The oldest (@newest false) or newest ts of @q's rows into *@ts (unchanged: none). */
-static int edge_ts(struct store *st, const struct store_query *q, bool newest, int64_t *ts)
+static int edge_ts(struct store_reader *st, const struct store_query *q, bool newest, int64_t *ts)
 {
 	struct store_query e = *q;
 	int ret;
@@ -98,7 +98,7 @@ static int edge_ts(struct store *st, const struct store_query *q, bool newest, i
 }
 
 /* One row per type of @c: event, count, first, last. */
-static int run_events(struct store *st, struct qsel *c, bool scoped, struct qmsg_writer **w)
+static int run_events(struct store_reader *st, struct qsel *c, bool scoped, struct qmsg_writer **w)
 {
 	static const char *const cols[] = { "event", "count", "first", "last" };
 	int ret = qmsg_reply_begin(w, NULL, 4, cols);
@@ -130,10 +130,10 @@ static int run_events(struct store *st, struct qsel *c, bool scoped, struct qmsg
 	return ret;
 }
 
-static const char *kind_name(enum decode_kind k)
+static const char *kind_name(enum store_kind k)
 {
-	return k == DECODE_SIGNED ? "int" : k == DECODE_UNSIGNED ? "uint" :
-	       k == DECODE_STRING ? "string" : "bytes";
+	return k == STORE_SIGNED ? "int" : k == STORE_UNSIGNED ? "uint" :
+	       k == STORE_STRING ? "string" : "bytes";
 }
 
 /* The hosts the asker may see, by id (for the per-host types of --fields). */
@@ -239,7 +239,7 @@ static void per_host_type(const struct store_schema *sc, const char *name,
  * hosts sent different formats has one row per field name, its type
  * saying which host has which ("pid_t (host web1); char[4] (host vm)").
  */
-static int run_fields(struct store *st, struct qsel *c, const struct store_query *hq,
+static int run_fields(struct store_reader *st, struct qsel *c, const struct store_query *hq,
 		      struct qmsg_writer **w)
 {
 	static const char *const cols[] = { "event", "field", "type" };
@@ -282,7 +282,7 @@ static int run_fields(struct store *st, struct qsel *c, const struct store_query
 }
 
 struct any_ctx {
-	struct store *st;
+	struct store_reader *st;
 	const struct store_scope *scope;
 	bool any;
 };
@@ -299,7 +299,7 @@ static int stop_walk(void *ctx, const struct store_schema *sc)
  * Whether the store has an event type @scope's asker may know of (errors
  * count as yes: the select reports them).
  */
-static bool any_type(struct store *st, const struct store_scope *scope)
+static bool any_type(struct store_reader *st, const struct store_scope *scope)
 {
 	struct any_ctx x = { st, scope, false };
 	int ret = store_schema_list(st, NULL, stop_walk, &x);
@@ -307,8 +307,9 @@ static bool any_type(struct store *st, const struct store_scope *scope)
 	return x.any || (ret < 0 && ret != TC_ERR_UNKNOWN_EVENT);
 }
 
-int qdisc_run(struct store *st, const struct qmsg_request *r, const struct store_query *hosts,
-	      const struct qdisc_live *live, struct proto_buf *out, uint64_t *rows)
+int qdisc_run(struct store_reader *st, const struct qmsg_request *r,
+	      const struct store_query *hosts, const struct qdisc_live *live,
+	      struct proto_buf *out, uint64_t *rows)
 {
 	struct qmsg_request rq = *r;
 	struct qmsg_writer *w = NULL;

@@ -27,7 +27,8 @@ struct qdisc_live {
  * 1 with an error reply in @out (a query in error); a negative code (no
  * reply).
  */
-int qdisc_run(struct store *st, const struct qmsg_request *r, const struct store_query *hosts,
-	      const struct qdisc_live *live, struct proto_buf *out, uint64_t *rows);
+int qdisc_run(struct store_reader *st, const struct qmsg_request *r,
+	      const struct store_query *hosts, const struct qdisc_live *live,
+	      struct proto_buf *out, uint64_t *rows);
 
 #endif

@@ -37,7 +37,7 @@ static int find_col(const struct store_schema *sc, const char *name)
 	for (size_t i = 0; i < sc->ncols; i++) {
 		if (strcmp(sc->cols[i].name, name))
 			continue;
-		if (sc->cols[i].kind == DECODE_SIGNED || sc->cols[i].kind == DECODE_UNSIGNED)
+		if (sc->cols[i].kind == STORE_SIGNED || sc->cols[i].kind == STORE_UNSIGNED)
 			return (int)i;
 		if (any < 0)
 			any = (int)i;
@@ -48,8 +48,8 @@ static int find_col(const struct store_schema *sc, const char *name)
 static bool is_number(const struct store_schema *sc, int col)
 {
 	return col == STORE_HIST_CPU ||
-	       (col >= 0 && (sc->cols[col].kind == DECODE_SIGNED ||
-			     sc->cols[col].kind == DECODE_UNSIGNED));
+	       (col >= 0 && (sc->cols[col].kind == STORE_SIGNED ||
+			     sc->cols[col].kind == STORE_UNSIGNED));
 }
 
 /* The column of @f (a key when @key): 0 and *@col, or an error sentence in @msg. */
@@ -66,7 +66,7 @@ static int resolve(const struct store_schema *sc, const struct hist_field *f, bo
 	else if (c < 0 && key && (!strcmp(f->name, "COMM") || !strcmp(f->name, "comm") ||
 				  !strcmp(f->name, "common_comm")))
 		c = STORE_HIST_COMM;
-	else if (c < 0 || sc->cols[c].kind == DECODE_BLOB) {
+	else if (c < 0 || sc->cols[c].kind == STORE_BLOB) {
 		snprintf(msg, len, "--hist: %s:%s has no field '%s'%s", sc->system, sc->name,
 			 f->name, c < 0 ? "" : " that can be a key or a value");
 		return TC_ERR_UNKNOWN_FIELD;
@@ -112,7 +112,7 @@ static int reply_begin(const struct hist_spec *sp, const char *event, struct qms
 }
 
 struct qh_ctx {
-	struct store *st;
+	struct store_reader *st;
 	const struct hist_spec *sp;
 	struct qmsg_writer *w;
 };
@@ -145,7 +145,7 @@ static int put_entry(void *arg, const struct store_hist_entry *e)
 	struct qh_ctx *c = arg;
 
 	for (size_t i = 0; i < c->sp->nkeys; i++) {
-		if (e->keys[i].kind == DECODE_STRING)
+		if (e->keys[i].kind == STORE_STRING)
 			qmsg_put_str(c->w, e->keys[i].str.s, e->keys[i].str.len);
 		else
 			qmsg_put_uint(c->w, (uint64_t)e->keys[i].i);
@@ -184,8 +184,8 @@ static int resolve_all(const struct store_query *q, struct hist_spec *sp, int *k
 	return qmsg_reply_error(ret, msg, -1, -1, out) ?: 1;
 }
 
-int queryd_hist_run(struct store *st, const struct qmsg_request *r, const struct store_query *q,
-		    struct proto_buf *out, uint64_t *rows)
+int queryd_hist_run(struct store_reader *st, const struct qmsg_request *r,
+		    const struct store_query *q, struct proto_buf *out, uint64_t *rows)
 {
 	struct filter_error err = { 0 };
 	struct store_hist_totals tot;

@@ -33,7 +33,7 @@
  * Return: 0 (reply in @out); 1 (the spec was refused: an error reply is
  * in @out); a negative code (TC_ERR_DB, -ENOMEM: the caller replies).
  */
-int queryd_hist_run(struct store *st, const struct qmsg_request *r, const struct store_query *q,
-		    struct proto_buf *out, uint64_t *rows);
+int queryd_hist_run(struct store_reader *st, const struct qmsg_request *r,
+		    const struct store_query *q, struct proto_buf *out, uint64_t *rows);
 
 #endif

@@ -15,11 +15,11 @@ struct proto_buf;
 struct qauth_scopes;
 struct qauth_who;
 struct qimport_request;
-struct store;
+struct store_reader;
 
 struct queryd_import_env {
 	const struct queryd_importer *im;	/* NULL: this collector takes no imports */
-	struct store *store;			/* the worker's (read) */
+	struct store_reader *store;		/* the worker's (read) */
 	const struct qauth_scopes *rights;	/* `import = IDENTITY [GLOBS]`; NULL: none */
 	/* what the collector received so far, and a wait until it is stored (queryd.h) */
 	uint64_t (*received)(void *arg);

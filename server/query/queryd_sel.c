@@ -105,14 +105,14 @@ struct qsel {
 	size_t n;
 	struct store_window win;
 	struct store_scope hosts;	/* the request's host list */
-	struct store *st;		/* during a select: for symbol names */
+	struct store_reader *st;		/* during a select: for symbol names */
 };
 
 /* ---- resolving the selectors ---- */
 
 struct resolve {
 	struct qsel *c;
-	struct store *st;
+	struct store_reader *st;
 	const struct store_scope *scope;	/* the asker's; NULL: every host */
 	bool *bare_event;	/* per selector: a bare word that names events */
 	bool *used;		/* per selector: it named a type */
@@ -133,7 +133,7 @@ static bool sel_names(const struct resolve *rs, size_t i, const struct store_sch
  * hosts has is not stored (store_type_seen()). Return: 1 yes, 0 no, or a
  * negative code.
  */
-static int type_seen(struct store *st, const struct store_scope *scope,
+static int type_seen(struct store_reader *st, const struct store_scope *scope,
 		     const struct store_schema *sc)
 {
 	bool seen = true;
@@ -213,7 +213,7 @@ static int resolve_add(void *ctx, const struct store_schema *sc)
 
 struct suggest_ctx {
 	struct suggest sg;
-	struct store *st;
+	struct store_reader *st;
 	const struct store_scope *scope;
 };
 
@@ -258,8 +258,8 @@ static int suggest_type(void *ctx, const struct store_schema *sc)
  * An unknown selector's error reply, with the closest stored names the
  * asker (@scope) may know of; 1.
  */
-static int unknown_sel(struct store *st, const struct store_scope *scope, const struct query *q,
-		       size_t i, const char *text, struct proto_buf *out)
+static int unknown_sel(struct store_reader *st, const struct store_scope *scope,
+		       const struct query *q, size_t i, const char *text, struct proto_buf *out)
 {
 	char hint[SUGGEST_MAX * (SUGGEST_NAME_MAX + 4) + 32];
 	char msg[300 + sizeof(hint)];
@@ -280,7 +280,7 @@ static int unknown_sel(struct store *st, const struct store_scope *scope, const 
  * The types @c's selectors name, of those the asker (@scope) may know of:
  * 0; 1 with the error reply in @out; a negative code.
  */
-static int resolve(struct store *st, struct qsel *c, const struct store_scope *scope,
+static int resolve(struct store_reader *st, struct qsel *c, const struct store_scope *scope,
 		   const char *text, struct proto_buf *out)
 {
 	struct resolve rs = { .c = c, .st = st, .scope = scope };
@@ -309,15 +309,15 @@ static int resolve(struct store *st, struct qsel *c, const struct store_scope *s
 
 /* ---- binding ---- */
 
-static enum filter_kind kind_of(enum decode_kind k)
+static enum filter_kind kind_of(enum store_kind k)
 {
-	return k == DECODE_SIGNED ? FILTER_SIGNED :
-	       k == DECODE_UNSIGNED ? FILTER_UNSIGNED : FILTER_STRING;
+	return k == STORE_SIGNED ? FILTER_SIGNED :
+	       k == STORE_UNSIGNED ? FILTER_UNSIGNED : FILTER_STRING;
 }
 
-static bool is_int(enum decode_kind k)
+static bool is_int(enum store_kind k)
 {
-	return k == DECODE_SIGNED || k == DECODE_UNSIGNED;
+	return k == STORE_SIGNED || k == STORE_UNSIGNED;
 }
 
 /*
@@ -337,7 +337,7 @@ static int make_schema(struct qsel_type *t, struct filter_schema *fs)
 	for (i = 0; i < sc->ncols; i++) {
 		size_t k;
 
-		if (sc->cols[i].kind == DECODE_BLOB || (t->mine && !t->mine[i]))
+		if (sc->cols[i].kind == STORE_BLOB || (t->mine && !t->mine[i]))
 			continue;
 		for (k = 0; k < n && strcmp(t->fields[k].name, sc->cols[i].name); k++)
 			;
@@ -451,7 +451,7 @@ static void type_free(struct qsel_type *t);
  * are left out: they have no rows to give, and their text is another
  * host's (one such answer is of one format again, in the one-type shape).
  */
-static int drop_unseen(struct store *st, struct qsel *c, const struct qmsg_request *r,
+static int drop_unseen(struct store_reader *st, struct qsel *c, const struct qmsg_request *r,
 		       const struct store_scope *scope)
 {
 	struct store_scope hosts = { .globs = (const char *const *)r->hosts, .n = r->nhosts };
@@ -627,7 +627,7 @@ static void find_symcols(struct qsel_type *t)
 	for (size_t i = 0; i < sc->ncols && t->nsym < QSEL_MAX_SYMCOLS; i++)
 		for (size_t k = 0; k < sizeof(sym_fields) / sizeof(sym_fields[0]); k++)
 			if (!strcmp(sc->cols[i].name, sym_fields[k]) && (!t->mine || t->mine[i]) &&
-			    sc->cols[i].kind != DECODE_STRING && sc->cols[i].kind != DECODE_BLOB) {
+			    sc->cols[i].kind != STORE_STRING && sc->cols[i].kind != STORE_BLOB) {
 				snprintf(t->symname[t->nsym], sizeof(t->symname[0]), "%s_sym",
 					 sym_fields[k]);
 				t->symcol[t->nsym++] = i;
@@ -686,7 +686,7 @@ static int64_t add_sat(int64_t a, int64_t b)
  * the newest row of the selected types the asker may see (hosts, CPUs,
  * scope; not the filter). No such row: an empty window.
  */
-static int resolve_end(struct store *st, struct qsel *c, const struct qmsg_request *r)
+static int resolve_end(struct store_reader *st, struct qsel *c, const struct qmsg_request *r)
 {
 	int64_t newest = INT64_MIN;
 	int ret = 0;
@@ -719,8 +719,8 @@ static int resolve_end(struct store *st, struct qsel *c, const struct qmsg_reque
 
 /* ---- compile ---- */
 
-int qsel_compile(struct store *st, const struct qmsg_request *r, const struct store_scope *scope,
-		 struct qsel **out, struct proto_buf *reply)
+int qsel_compile(struct store_reader *st, const struct qmsg_request *r,
+		 const struct store_scope *scope, struct qsel **out, struct proto_buf *reply)
 {
 	struct filter_error err = { 0 };
 	struct qsel *c = calloc(1, sizeof(*c));
@@ -793,7 +793,7 @@ const struct store_query *qsel_read(const struct qsel *c, size_t i)
 	return &c->t[i].read;
 }
 
-int qsel_count(struct store *st, struct qsel *c, uint64_t *n)
+int qsel_count(struct store_reader *st, struct qsel *c, uint64_t *n)
 {
 	uint64_t sum = 0;
 
@@ -840,26 +840,26 @@ static const char *fmt_text(const struct qsel_type *t)
 	return t->mine ? t->fmt->text : t->schema->format;
 }
 
-static void put_value(struct qmsg_writer *w, const struct decode_value *v)
+static void put_value(struct qmsg_writer *w, const struct store_value *v)
 {
 	switch (v->kind) {
-	case DECODE_SIGNED: qmsg_put_int(w, v->i); break;
-	case DECODE_UNSIGNED: qmsg_put_uint(w, v->u); break;
-	case DECODE_STRING: qmsg_put_str(w, v->str.s, v->str.len); break;
-	case DECODE_BLOB: qmsg_put_bin(w, v->blob.p, v->blob.len); break;
+	case STORE_SIGNED: qmsg_put_int(w, v->i); break;
+	case STORE_UNSIGNED: qmsg_put_uint(w, v->u); break;
+	case STORE_STRING: qmsg_put_str(w, v->str.s, v->str.len); break;
+	case STORE_BLOB: qmsg_put_bin(w, v->blob.p, v->blob.len); break;
 	default: qmsg_put_nil(w); break;
 	}
 }
 
-static void put_symbol(struct store *st, struct qmsg_writer *w, const struct store_row *row,
+static void put_symbol(struct store_reader *st, struct qmsg_writer *w, const struct store_row *row,
 		       size_t col)
 {
-	const struct decode_value *v = &row->vals[col];
+	const struct store_value *v = &row->vals[col];
 	char name[QSEL_SYM_MAX];
-	uint64_t addr = v->kind == DECODE_SIGNED ? (uint64_t)v->i : v->u;
+	uint64_t addr = v->kind == STORE_SIGNED ? (uint64_t)v->i : v->u;
 
 	if ((row->null && row->null[col]) ||
-	    (v->kind != DECODE_SIGNED && v->kind != DECODE_UNSIGNED) ||
+	    (v->kind != STORE_SIGNED && v->kind != STORE_UNSIGNED) ||
 	    store_symbol_name(st, row->host_id, row->pid, row->ts, addr, name,
 			      sizeof(name)) < 0)
 		qmsg_put_nil(w);
@@ -868,7 +868,7 @@ static void put_symbol(struct store *st, struct qmsg_writer *w, const struct sto
 }
 
 /* @row of @t as reply values into @w. */
-static void put_row(struct store *st, const struct qsel_type *t, struct qmsg_writer *w,
+static void put_row(struct store_reader *st, const struct qsel_type *t, struct qmsg_writer *w,
 		    const struct store_row *row)
 {
 	size_t i;
@@ -896,7 +896,7 @@ static void put_row(struct store *st, const struct qsel_type *t, struct qmsg_wri
 
 /* one type: rows straight into the reply */
 struct one_ctx {
-	struct store *st;
+	struct store_reader *st;
 	const struct qsel_type *t;
 	struct qmsg_writer *w;
 	uint32_t limit;
@@ -917,7 +917,7 @@ static int one_row(void *arg, const struct store_row *row)
 	return 0;
 }
 
-static int select_one(struct store *st, const struct qmsg_request *r, struct qsel *c,
+static int select_one(struct store_reader *st, const struct qmsg_request *r, struct qsel *c,
 		      uint32_t limit, struct qmsg_writer **w, struct qsel_page *pg)
 {
 	struct qsel_type *t = &c->t[0];
@@ -943,7 +943,7 @@ static int select_one(struct store *st, const struct qmsg_request *r, struct qse
 /* several types: the merge */
 
 struct fill_ctx {
-	struct store *st;
+	struct store_reader *st;
 	struct qsel_type *t;
 };
 
@@ -963,7 +963,7 @@ static int fill_row(void *arg, const struct store_row *row)
 }
 
 /* Refill @t's empty buffer from its cursor with up to @chunk rows. */
-static int fill(struct store *st, struct qsel_type *t, size_t chunk)
+static int fill(struct store_reader *st, struct qsel_type *t, size_t chunk)
 {
 	struct fill_ctx f = { .st = st, .t = t };
 	int ret;
@@ -1060,7 +1060,7 @@ static int merge_init(struct qsel *c, const struct qmsg_request *r, size_t chunk
 	return ret;
 }
 
-static int select_merge(struct store *st, const struct qmsg_request *r, struct qsel *c,
+static int select_merge(struct store_reader *st, const struct qmsg_request *r, struct qsel *c,
 			uint32_t limit, struct qmsg_writer **out, struct qsel_page *pg)
 {
 	size_t chunk = QSEL_BUFFERED / c->n;
@@ -1128,14 +1128,14 @@ int qsel_begin_tail(struct qsel *c, struct qmsg_writer **w)
 	return ret;
 }
 
-void qsel_put_row(struct store *st, const struct qsel *c, size_t i, struct qmsg_writer *w,
+void qsel_put_row(struct store_reader *st, const struct qsel *c, size_t i, struct qmsg_writer *w,
 		  const struct store_row *row)
 {
 	qmsg_put_type(w, (uint32_t)i);
 	put_row(st, &c->t[i], w, row);
 }
 
-int qsel_select(struct store *st, const struct qmsg_request *r, struct qsel *c,
+int qsel_select(struct store_reader *st, const struct qmsg_request *r, struct qsel *c,
 		struct qmsg_writer **w, struct qsel_page *pg)
 {
 	uint32_t limit = r->limit ? r->limit : QMSG_MAX_ROWS;

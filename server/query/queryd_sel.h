@@ -41,8 +41,8 @@ struct qsel_page {
  * error: its reply (with the caret position) is then in @reply; a negative
  * code (TC_ERR_DB, -ENOMEM) otherwise.
  */
-int qsel_compile(struct store *st, const struct qmsg_request *r, const struct store_scope *scope,
-		 struct qsel **out, struct proto_buf *reply);
+int qsel_compile(struct store_reader *st, const struct qmsg_request *r,
+		 const struct store_scope *scope, struct qsel **out, struct proto_buf *reply);
 
 /* qsel_free - free @c; NULL is allowed. */
 void qsel_free(struct qsel *c);
@@ -59,7 +59,7 @@ const struct store_schema *qsel_schema(const struct qsel *c, size_t i);
 const struct store_query *qsel_read(const struct qsel *c, size_t i);
 
 /* qsel_count - the rows the selection matches, summed over its types. */
-int qsel_count(struct store *st, struct qsel *c, uint64_t *n);
+int qsel_count(struct store_reader *st, struct qsel *c, uint64_t *n);
 
 /*
  * qsel_select - begin the reply to @r in *@w and put one page of rows in
@@ -71,7 +71,7 @@ int qsel_count(struct store *st, struct qsel *c, uint64_t *n);
  * Return: 0, *@w to be ended by the caller with @pg; a negative code (no
  * *@w then).
  */
-int qsel_select(struct store *st, const struct qmsg_request *r, struct qsel *c,
+int qsel_select(struct store_reader *st, const struct qmsg_request *r, struct qsel *c,
 		struct qmsg_writer **w, struct qsel_page *pg);
 
 /*
@@ -80,7 +80,7 @@ int qsel_select(struct store *st, const struct qmsg_request *r, struct qsel *c,
  * type @i in it.
  */
 int qsel_begin_tail(struct qsel *c, struct qmsg_writer **w);
-void qsel_put_row(struct store *st, const struct qsel *c, size_t i, struct qmsg_writer *w,
+void qsel_put_row(struct store_reader *st, const struct qsel *c, size_t i, struct qmsg_writer *w,
 		  const struct store_row *row);
 
 #endif

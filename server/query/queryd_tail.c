@@ -15,7 +15,7 @@
 #include "server/query/queryd_tail.h"
 
 struct tail_ctx {
-	struct store *st;
+	struct store_reader *st;
 	const struct qsel *c;
 	struct qmsg_writer *w;
 	struct qsel_page *pg;
@@ -31,7 +31,7 @@ static int tail_row(void *arg, size_t i, const struct store_row *row)
 	return 0;
 }
 
-int qtail_page(struct store *st, const struct qmsg_request *r, struct qsel *c,
+int qtail_page(struct store_reader *st, const struct qmsg_request *r, struct qsel *c,
 	       struct qmsg_writer **w, struct qsel_page *pg)
 {
 	size_t n = qsel_ntypes(c);

@@ -26,7 +26,7 @@
  * Return: 0, *@w to be ended by the caller with @pg; a negative code (no
  * *@w then).
  */
-int qtail_page(struct store *st, const struct qmsg_request *r, struct qsel *c,
+int qtail_page(struct store_reader *st, const struct qmsg_request *r, struct qsel *c,
 	       struct qmsg_writer **w, struct qsel_page *pg);
 
 #endif

@@ -19,7 +19,8 @@
 #include <sqlite3.h>
 
 #include "common/tc_error.h"
-#include "server/store/sqlite_int.h"
+#include "server/store/sqlite_ckpt.h"
+#include "server/store/sqlite_util.h"
 
 #define SQ_CKPT_FRAMES	1000		/* WAL frames that start a checkpoint */
 #define SQ_WAL_FRAMES	16384		/* WAL frames a commit waits below */
@@ -85,16 +86,16 @@ int sq_ckpt_start(struct sq_store *q, const char *path)
 	int ret;
 
 	if (sqlite3_open_v2(path, &q->ckdb, flags, NULL) != SQLITE_OK)
-		return store_set_errmsg(&q->base, TC_ERR_DB, "checkpointer: %s",
-					q->ckdb ? sqlite3_errmsg(q->ckdb) : "out of memory");
+		return sq_errf(q, TC_ERR_DB, "checkpointer: %s",
+			       q->ckdb ? sqlite3_errmsg(q->ckdb) : "out of memory");
 	sqlite3_busy_timeout(q->ckdb, 5000);
 	/* closing it never touches PATH-wal by name (sqlite_file.c) */
 	sqlite3_db_config(q->ckdb, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	q->ckpt_stop = false;	/* started again after a reopen */
 	if (sqlite3_exec(q->ckdb, "PRAGMA synchronous=NORMAL; PRAGMA cache_size=16",
 			 NULL, NULL, NULL) != SQLITE_OK)
-		return store_set_errmsg(&q->base, TC_ERR_DB, "checkpointer: %s",
-					sqlite3_errmsg(q->ckdb));
+		return sq_errf(q, TC_ERR_DB, "checkpointer: %s",
+			       sqlite3_errmsg(q->ckdb));
 	ret = -pthread_create(&q->ckpt, NULL, sq_ckpt_main, q);
 	q->ckpt_started = ret == 0;
 	if (ret == 0)

@@ -1,7 +1,7 @@
 /*
  * sqlite_errors.c - SQLite's failures in words a person can act on: its
  * result code (extended) and the system errno it saw, mapped to what is
- * wrong with the file and what to do (sq_explain(), sqlite_int.h), so that
+ * wrong with the file and what to do (sq_explain(), sqlite_errors.h), so that
  * the collector never says only "database error". SQLite's own message
  * follows in parentheses for the rest.
  */
@@ -14,7 +14,7 @@
 
 #include <sqlite3.h>
 
-#include "server/store/sqlite_int.h"
+#include "server/store/sqlite_errors.h"
 
 /* CANTOPEN, READONLY, IOERR: what the errno says of the file or its directory. */
 static const char *errno_words(int err)

@@ -10,7 +10,7 @@
  * file can take that inode number). A writer stats the path after every
  * COMMIT (sq_file_check()): another file there, or none, and the commit
  * fails, its rows being in a file no one will read. A reader stats it
- * before every read (sq_follow()).
+ * before every read (sq_reader_enter()).
  *
  * Reopening safely. SQLite finds a database's WAL and shared memory by
  * name, "PATH-wal" and "PATH-shm", and in one process two database files
@@ -45,7 +45,11 @@
 #include <sqlite3.h>
 
 #include "common/tc_error.h"
-#include "server/store/sqlite_int.h"
+#include "server/store/sqlite_ckpt.h"
+#include "server/store/sqlite_conn.h"
+#include "server/store/sqlite_file.h"
+#include "server/store/sqlite_util.h"
+#include "server/store/sqlite_write.h"
 
 #define SQ_GONE "database %s was removed or replaced; "
 #define SQ_WRITER_WAITS "not storing until it is back"
@@ -95,49 +99,28 @@ void sq_file_note(struct sq_store *q)
 	sq_side_note(q);
 }
 
-static int sq_lost(struct store *s)
+static int sq_lost(struct sq_store *s)
 {
-	return store_set_errmsg(s, TC_ERR_DB, SQ_GONE SQ_WRITER_WAITS, sq_store_of(s)->path);
+	return sq_errf(s, TC_ERR_DB, SQ_GONE SQ_WRITER_WAITS, s->path);
 }
 
-int sq_file_check(struct store *s)
+int sq_file_check(struct sq_store *s)
 {
-	struct sq_store *q = sq_store_of(s);
 	struct sq_file_id now;
 	int ret;
 
-	if (!q->db_id.set)
+	if (!s->db_id.set)
 		return 0;	/* nothing to compare with */
-	ret = sq_file_id(q->path, &now);
-	if (ret == 0 && sq_file_same(&now, &q->db_id)) {
-		if (!q->wal_id.set || !q->shm_id.set)
-			sq_side_note(q);	/* made after the open */
+	ret = sq_file_id(s->path, &now);
+	if (ret == 0 && sq_file_same(&now, &s->db_id)) {
+		if (!s->wal_id.set || !s->shm_id.set)
+			sq_side_note(s);	/* made after the open */
 		return 0;
 	}
 	if (ret < 0 && ret != -ENOENT && ret != -ENOTDIR)
 		return 0;	/* cannot tell (EACCES...): not a loss */
-	q->lost = true;
+	s->lost = true;
 	return sq_lost(s);
-}
-
-/* Step 2: @q's event types keep their memory, lose their statements. */
-static void sq_retire_types(struct sq_store *q)
-{
-	while (q->types) {
-		struct store_type *t = q->types;
-
-		q->types = t->next;
-		if (t->insert_b != t->insert_n)
-			sqlite3_finalize(t->insert_b);
-		sqlite3_finalize(t->insert_n);
-		sqlite3_finalize(t->insert);
-		t->insert = t->insert_n = t->insert_b = NULL;
-		sq_batch_free(t->cur);
-		t->cur = NULL;
-		t->retired = true;
-		t->next = q->retired;
-		q->retired = t;
-	}
 }
 
 /* Step 3: remove the side file @suffix if it is still the one noted in @id. */
@@ -155,9 +138,7 @@ static void sq_side_remove(const struct sq_store *q, const char *suffix,
 /* Steps 1 to 3 (the file's header comment): let go of the lost file. */
 static void sq_let_go(struct sq_store *q)
 {
-	struct store *s = &q->base;
-
-	sq_sync(s);		/* the writer thread is idle */
+	sq_sync(q);		/* the writer thread is idle */
 	pthread_mutex_lock(&q->lock);
 	q->werr = 0;		/* what it failed on was the old file's */
 	pthread_mutex_unlock(&q->lock);
@@ -165,7 +146,7 @@ static void sq_let_go(struct sq_store *q)
 	if (!sqlite3_get_autocommit(q->db))
 		sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
 	sqlite3_wal_checkpoint_v2(q->db, NULL, SQLITE_CHECKPOINT_PASSIVE, NULL, NULL);
-	sq_retire_types(q);
+	sq_types_retire(q);	/* step 2 */
 	sqlite3_db_config(q->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
 	sq_disconnect(q);
 	sq_side_remove(q, "-wal", &q->wal_id);
@@ -176,20 +157,18 @@ static void sq_let_go(struct sq_store *q)
 }
 
 /* The path could not be opened: say so, with why (@s's message so far). */
-static int sq_lost_because(struct store *s, const char *waits)
+static int sq_lost_because(struct sq_store *s, const char *waits)
 {
 	char why[STORE_ERRMSG_MAX];
 
-	memcpy(why, s->errmsg, sizeof(why));
+	memcpy(why, s->h->errmsg, sizeof(why));
 	why[sizeof(why) - 1] = '\0';
-	return store_set_errmsg(s, TC_ERR_DB, SQ_GONE "%s (opening it: %s)",
-				sq_store_of(s)->path, waits, why);
+	return sq_errf(s, TC_ERR_DB, SQ_GONE "%s (opening it: %s)", s->path, waits, why);
 }
 
 /* Step 4: open the path again; on failure stay lost (db NULL). */
 static int sq_reopen_writer(struct sq_store *q)
 {
-	struct store *s = &q->base;
 	struct sq_file_id there;
 	bool existed;
 	int ret;
@@ -200,11 +179,12 @@ static int sq_reopen_writer(struct sq_store *q)
 	ret = sq_connect(q);
 	if (ret < 0) {
 		sq_disconnect(q);
-		return sq_lost_because(s, SQ_WRITER_WAITS);
+		return sq_lost_because(q, SQ_WRITER_WAITS);
 	}
+	sq_file_note(q);
 	q->lost = false;
-	s->generation++;
-	snprintf(s->note, sizeof(s->note), existed ?
+	q->h->generation++;
+	snprintf(q->h->note, sizeof(q->h->note), existed ?
 		 "database %s reopened: another database file is at its path now" :
 		 "database %s re-created: it was removed", q->path);
 	return 0;
@@ -216,7 +196,6 @@ static int sq_reopen_writer(struct sq_store *q)
  */
 static int sq_follow_reader(struct sq_store *q)
 {
-	struct store *s = &q->base;
 	struct sq_file_id now = { 0 }, shm = { 0 };
 	sqlite3 *old = q->db;
 	sqlite3_stmt *prog = q->prog_find, *sym = q->sym_find;
@@ -227,7 +206,7 @@ static int sq_follow_reader(struct sq_store *q)
 		return 0;	/* the same file (or nothing to compare with) */
 	if (!now.set || (q->shm_id.set && sq_side_path(q, "-shm", side, sizeof(side)) &&
 			 sq_file_id(side, &shm) == 0 && sq_file_same(&shm, &q->shm_id)))
-		return store_set_errmsg(s, TC_ERR_DB, SQ_GONE SQ_READER_WAITS, q->path);
+		return sq_errf(q, TC_ERR_DB, SQ_GONE SQ_READER_WAITS, q->path);
 	q->db = NULL;
 	q->prog_find = q->sym_find = NULL;
 	ret = sq_connect(q);
@@ -236,23 +215,28 @@ static int sq_follow_reader(struct sq_store *q)
 		q->db = old;
 		q->prog_find = prog;
 		q->sym_find = sym;
-		return sq_lost_because(s, SQ_READER_WAITS);
+		return sq_lost_because(q, SQ_READER_WAITS);
 	}
+	sq_file_note(q);
 	sqlite3_finalize(prog);
 	sqlite3_finalize(sym);
 	sqlite3_close(old);
-	s->generation++;
-	snprintf(s->note, sizeof(s->note), "database %s reopened", q->path);
+	q->h->generation++;
+	snprintf(q->h->note, sizeof(q->h->note), "database %s reopened", q->path);
 	return 0;
 }
 
-int sq_follow(struct store *s, bool reopen)
+int sq_writer_enter(struct sq_store *s)
 {
-	struct sq_store *q = sq_store_of(s);
+	return s->lost ? sq_lost(s) : sq_sync(s);
+}
 
-	if (s->readonly)
-		return reopen ? sq_follow_reader(q) : 0;
-	if (!q->lost)
-		return 0;
-	return reopen ? sq_reopen_writer(q) : sq_lost(s);
+int sq_writer_reopen(struct sq_store *s)
+{
+	return s->lost ? sq_reopen_writer(s) : 0;
+}
+
+int sq_reader_enter(struct sq_store *s)
+{
+	return sq_follow_reader(s);
 }

@@ -3,9 +3,9 @@
  * (common/filter.h) as an SQLite WHERE clause with bound parameters.
  *
  * Private to the backend (sqlite_read.c), its tests and its fuzz target.
- * Apart from sqlite_int.h because it needs no connection or handle: it is
- * a pure function of the filter, so the fuzz target and the SQL tests
- * build it alone, with common/filter.c.
+ * It includes nothing of the backend, as it needs no connection or
+ * handle: it is a pure function of the filter, so the fuzz target and the
+ * SQL tests build it alone, with common/filter.c.
  */
 #ifndef SERVER_STORE_SQLITE_FILTER_H
 #define SERVER_STORE_SQLITE_FILTER_H

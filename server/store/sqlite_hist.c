@@ -36,7 +36,10 @@
 
 #include "common/hist.h"
 #include "common/tc_error.h"
-#include "server/store/sqlite_int.h"
+#include "server/store/sqlite_file.h"
+#include "server/store/sqlite_hist.h"
+#include "server/store/sqlite_read.h"
+#include "server/store/sqlite_util.h"
 
 /* ilog2(roundup_pow_of_two(v)) as x86-64 computes it (1 << 64 is 1). */
 static void fn_log2(sqlite3_context *cx, int argc, sqlite3_value **argv)
@@ -73,7 +76,7 @@ static void fn_usum_final(sqlite3_context *cx)
 	sqlite3_result_int64(cx, acc ? (int64_t)*acc : 0);
 }
 
-static int register_fns(struct store *s, sqlite3 *db)
+static int register_fns(struct sq_store *s, sqlite3 *db)
 {
 	int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC;
 
@@ -90,7 +93,7 @@ static int register_fns(struct store *s, sqlite3 *db)
 /* Whether key/val column @col sorts as unsigned. */
 static bool col_unsigned(const struct store_schema *sc, int col)
 {
-	return col == STORE_HIST_CPU || (col >= 0 && sc->cols[col].kind == DECODE_UNSIGNED);
+	return col == STORE_HIST_CPU || (col >= 0 && sc->cols[col].kind == STORE_UNSIGNED);
 }
 
 static int check(const struct store_query *q, const struct store_hist *h)
@@ -214,7 +217,7 @@ static void key_list(struct sq_buf *b, size_t n)
 }
 
 /* The statement's text; the rows' part through sq_rows_of(). */
-static int hist_sql(struct store *s, const struct store_query *q, const struct store_hist *h,
+static int hist_sql(struct sq_store *s, const struct store_query *q, const struct store_hist *h,
 		    struct sq_buf *b, struct sq_rows **rows)
 {
 	const struct hist_spec *sp = h->spec;
@@ -289,18 +292,18 @@ static void hist_bind(sqlite3_stmt *st, const struct store_hist *h)
 
 /* The entry of the current row into @e (its arrays are the caller's). */
 static void hist_entry(sqlite3_stmt *st, const struct store_hist *h, struct store_hist_entry *e,
-		       struct decode_value *keys, const char **comm, uint64_t *sums)
+		       struct store_value *keys, const char **comm, uint64_t *sums)
 {
 	size_t nk = h->spec->nkeys, nv = h->spec->nvals, c = 0;
 
 	for (size_t i = 0; i < nk; i++, c++) {
 		memset(&keys[i], 0, sizeof(keys[i]));
 		if (sqlite3_column_type(st, (int)c) == SQLITE_TEXT) {
-			keys[i].kind = DECODE_STRING;
+			keys[i].kind = STORE_STRING;
 			keys[i].str.s = (const char *)sqlite3_column_text(st, (int)c);
 			keys[i].str.len = (size_t)sqlite3_column_bytes(st, (int)c);
 		} else {
-			keys[i].kind = DECODE_SIGNED;
+			keys[i].kind = STORE_SIGNED;
 			keys[i].i = sqlite3_column_int64(st, (int)c);
 		}
 	}
@@ -328,11 +331,11 @@ static void hist_totals(sqlite3_stmt *st, const struct store_hist *h,
 	tot->max_ts = sqlite3_column_int64(st, c + 3);
 }
 
-static int hist_run(struct store *s, sqlite3_stmt *st, const struct store_hist *h,
+static int hist_run(struct sq_store *s, sqlite3_stmt *st, const struct store_hist *h,
 		    int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
 		    struct store_hist_totals *tot)
 {
-	struct decode_value keys[HIST_KEYS_MAX];
+	struct store_value keys[HIST_KEYS_MAX];
 	const char *comm[HIST_KEYS_MAX];
 	uint64_t sums[HIST_VALS_MAX + 1];
 	struct store_hist_entry e;
@@ -617,7 +620,7 @@ static void qh_free(struct qh_tab *t)
 }
 
 /* Scan @q's rows into @t. Return: 0; 1 (too many keys); a negative code. */
-static int qh_scan(struct store *s, struct qh_tab *t)
+static int qh_scan(struct sq_store *s, struct qh_tab *t)
 {
 	const struct store_hist *h = t->h;
 	struct sq_buf b = { 0 };
@@ -679,13 +682,13 @@ static int qh_keep(struct qh_tab *t, struct store_hist_totals *tot)
 }
 
 /* Pass entries [offset, offset + limit) of the kept ones to @fn. */
-static int qh_pass(struct store *s, struct qh_tab *t, const struct store_hist_totals *tot,
+static int qh_pass(struct sq_store *s, struct qh_tab *t, const struct store_hist_totals *tot,
 		   int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx)
 {
 	const struct store_hist *h = t->h;
 	uint64_t end = h->limit && h->offset + h->limit < tot->entries ? h->offset + h->limit :
 		       tot->entries;
-	struct decode_value keys[HIST_KEYS_MAX];
+	struct store_value keys[HIST_KEYS_MAX];
 	const char *comm[HIST_KEYS_MAX];
 	char names[HIST_KEYS_MAX][256];
 	sqlite3_stmt *cs = NULL;
@@ -698,7 +701,7 @@ static int qh_pass(struct store *s, struct qh_tab *t, const struct store_hist_to
 
 		for (size_t i = 0; i < h->spec->nkeys; i++) {
 			memset(&keys[i], 0, sizeof(keys[i]));
-			keys[i].kind = e->k[i].kind == QK_TEXT ? DECODE_STRING : DECODE_SIGNED;
+			keys[i].kind = e->k[i].kind == QK_TEXT ? STORE_STRING : STORE_SIGNED;
 			keys[i].i = e->k[i].i;
 			if (e->k[i].kind == QK_TEXT) {
 				keys[i].str.s = e->k[i].s;
@@ -726,7 +729,7 @@ static int qh_pass(struct store *s, struct qh_tab *t, const struct store_hist_to
  * The histogram in memory. Return: 0 (done); 1 (more keys than it holds:
  * nothing was passed to @fn); a negative code.
  */
-static int sq_hist_mem(struct store *s, const struct store_query *q, const struct store_hist *h,
+static int sq_hist_mem(struct sq_store *s, const struct store_query *q, const struct store_hist *h,
 		       int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
 		       struct store_hist_totals *tot)
 {
@@ -748,14 +751,14 @@ static int sq_hist_mem(struct store *s, const struct store_query *q, const struc
  * The grouped statement alone (see the top of this file): sq_hist() runs it
  * when the keys do not fit in memory; tests call it to compare.
  */
-int sq_hist_grouped(struct store *s, const struct store_query *q, const struct store_hist *h,
+int sq_hist_grouped(struct sq_store *s, const struct store_query *q, const struct store_hist *h,
 		    int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
 		    struct store_hist_totals *tot)
 {
 	struct sq_buf b = { 0 };
 	struct sq_rows *rows = NULL;
 	sqlite3_stmt *st = NULL;
-	int ret = check(q, h) ?: sq_flush_all(s) ?: register_fns(s, sq_store_of(s)->db);
+	int ret = check(q, h) ?: register_fns(s, s->db);
 
 	if (ret == 0)
 		ret = hist_sql(s, q, h, &b, &rows);
@@ -773,13 +776,20 @@ int sq_hist_grouped(struct store *s, const struct store_query *q, const struct s
 	return ret;
 }
 
-int sq_hist(struct store *s, const struct store_query *q, const struct store_hist *h,
-	    int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
-	    struct store_hist_totals *tot)
+static int sq_hist(struct store_reader *r, const struct store_query *q,
+		   const struct store_hist *h,
+		   int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
+		   struct store_hist_totals *tot)
 {
-	int ret = check(q, h) ?: sq_flush_all(s) ?: register_fns(s, sq_store_of(s)->db);
+	struct sq_store *s = sq_reader_of(r);
+	int ret = sq_reader_enter(s) ?: check(q, h) ?: register_fns(s, s->db);
 
 	if (ret == 0)
 		ret = sq_hist_mem(s, q, h, fn, ctx, tot);
 	return ret == 1 ? sq_hist_grouped(s, q, h, fn, ctx, tot) : ret;
+}
+
+void sq_hist_ops(struct store_reader_ops *r)
+{
+	r->hist = sq_hist;
 }

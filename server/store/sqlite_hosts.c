@@ -18,7 +18,10 @@
 #include <sqlite3.h>
 
 #include "common/tc_error.h"
-#include "server/store/sqlite_int.h"
+#include "server/store/sqlite_file.h"
+#include "server/store/sqlite_hosts.h"
+#include "server/store/sqlite_read.h"
+#include "server/store/sqlite_util.h"
 
 static int64_t sq_now_ns(void)
 {
@@ -28,12 +31,13 @@ static int64_t sq_now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int sq_host(struct store *s, const struct proto_hello *h, const char *peer_subject,
-	    uint64_t *host_id)
+static int sq_host(struct store_writer *w, const struct proto_hello *h,
+		   const char *peer_subject, uint64_t *host_id)
 {
+	struct sq_store *s = sq_writer_of(w);
 	sqlite3_stmt *st;
 	int64_t now = sq_now_ns();
-	int ret = sq_prepare(s,
+	int ret = sq_writer_enter(s) ?: sq_prepare(s,
 		"INSERT INTO hosts (name, machine_id, boot_id, kernel, ncpus, page_size,"
 		" trace_clock, clock_offset_ns, peer_subject, first_seen, last_seen, agent)"
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10, ?11)"
@@ -68,10 +72,12 @@ int sq_host(struct store *s, const struct proto_hello *h, const char *peer_subje
 	return ret;
 }
 
-int sq_host_clock(struct store *s, uint64_t host_id, int64_t offset_ns)
+static int sq_host_clock(struct store_writer *w, uint64_t host_id, int64_t offset_ns)
 {
+	struct sq_store *s = sq_writer_of(w);
 	sqlite3_stmt *st;
-	int ret = sq_prepare(s, "UPDATE hosts SET clock_offset_ns = ?, last_seen = ?"
+	int ret = sq_writer_enter(s) ?:
+		  sq_prepare(s, "UPDATE hosts SET clock_offset_ns = ?, last_seen = ?"
 				" WHERE id = ?", &st);
 
 	if (ret < 0)
@@ -80,16 +86,21 @@ int sq_host_clock(struct store *s, uint64_t host_id, int64_t offset_ns)
 	sqlite3_bind_int64(st, 2, sq_now_ns());
 	sqlite3_bind_int64(st, 3, (int64_t)host_id);
 	ret = sq_run(s, st, false);
-	if (ret == 0 && sqlite3_changes(sq_store_of(s)->db) == 0)
-		ret = store_set_errmsg(s, -ENOENT, "no host %llu", (unsigned long long)host_id);
+	if (ret == 0 && sqlite3_changes(s->db) == 0)
+		ret = sq_errf(s, -ENOENT, "no host %llu", (unsigned long long)host_id);
 	sqlite3_finalize(st);
 	return ret;
 }
 
-int sq_cpu_received(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,
-		    uint64_t events, uint64_t bytes)
+static int sq_cpu_received(struct store_writer *w, uint64_t host_id, uint32_t cpu,
+			   uint64_t pages, uint64_t events, uint64_t bytes)
 {
-	sqlite3_stmt *st = sq_store_of(s)->cpu_add;
+	struct sq_store *s = sq_writer_of(w);
+	sqlite3_stmt *st = s->cpu_add;
+	int ret = sq_writer_enter(s);
+
+	if (ret < 0)
+		return ret;
 
 	sqlite3_bind_int64(st, 1, (int64_t)host_id);
 	sqlite3_bind_int64(st, 2, cpu);
@@ -99,10 +110,12 @@ int sq_cpu_received(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pa
 	return sq_run(s, st, false);
 }
 
-int sq_cpu_stats(struct store *s, uint64_t host_id, const struct proto_cpu_stats *c)
+static int sq_cpu_stats(struct store_writer *w, uint64_t host_id,
+			const struct proto_cpu_stats *c)
 {
+	struct sq_store *s = sq_writer_of(w);
 	sqlite3_stmt *st;
-	int ret = sq_prepare(s,
+	int ret = sq_writer_enter(s) ?: sq_prepare(s,
 		"INSERT INTO cpus (host_id, cpu, agent_pages, agent_events, agent_bytes,"
 		" overrun, dropped, commit_overrun, resent_pages, lost_pages, lost_events,"
 		" pages_mmap, pages_splice, pages_read, copied_bytes)"
@@ -136,11 +149,13 @@ int sq_cpu_stats(struct store *s, uint64_t host_id, const struct proto_cpu_stats
 	return sq_run(s, st, true);
 }
 
-int sq_stream_marks(struct store *s, uint64_t host_id, const char *boot_id,
-		    uint64_t session, uint64_t *seqs, uint32_t n)
+static int sq_stream_marks(struct store_writer *w, uint64_t host_id, const char *boot_id,
+			   uint64_t session, uint64_t *seqs, uint32_t n)
 {
+	struct sq_store *s = sq_writer_of(w);
 	sqlite3_stmt *st;
-	int ret = sq_prepare(s, "SELECT stream, seq FROM stream_marks WHERE host_id = ?"
+	int ret = sq_writer_enter(s) ?:
+		  sq_prepare(s, "SELECT stream, seq FROM stream_marks WHERE host_id = ?"
 				" AND boot_id = ? AND session = ?", &st);
 	int rc;
 
@@ -163,10 +178,15 @@ int sq_stream_marks(struct store *s, uint64_t host_id, const char *boot_id,
 	return ret;
 }
 
-int sq_stream_mark(struct store *s, uint64_t host_id, const char *boot_id,
-		   uint64_t session, uint32_t stream, uint64_t seq)
+static int sq_stream_mark(struct store_writer *w, uint64_t host_id, const char *boot_id,
+			  uint64_t session, uint32_t stream, uint64_t seq)
 {
-	sqlite3_stmt *st = sq_store_of(s)->mark_put;
+	struct sq_store *s = sq_writer_of(w);
+	sqlite3_stmt *st = s->mark_put;
+	int ret = sq_writer_enter(s);
+
+	if (ret < 0)
+		return ret;
 
 	sqlite3_bind_int64(st, 1, (int64_t)host_id);
 	sqlite3_bind_text(st, 2, boot_id, -1, SQLITE_STATIC);
@@ -177,10 +197,11 @@ int sq_stream_mark(struct store *s, uint64_t host_id, const char *boot_id,
 }
 
 /* One statement on journal marks with two numbers to bind (capped to int64). */
-static int sq_journal_run(struct store *s, const char *sql, uint64_t a, uint64_t b)
+static int sq_journal_run(struct store_writer *w, const char *sql, uint64_t a, uint64_t b)
 {
+	struct sq_store *s = sq_writer_of(w);
 	sqlite3_stmt *st;
-	int ret = sq_prepare(s, sql, &st);
+	int ret = sq_writer_enter(s) ?: sq_prepare(s, sql, &st);
 
 	if (ret < 0)
 		return ret;
@@ -189,21 +210,23 @@ static int sq_journal_run(struct store *s, const char *sql, uint64_t a, uint64_t
 	return sq_run(s, st, true);
 }
 
-int sq_journal_mark(struct store *s, uint64_t file, uint64_t pos)
+static int sq_journal_mark(struct store_writer *w, uint64_t file, uint64_t pos)
 {
-	return sq_journal_run(s, "INSERT OR REPLACE INTO journal_marks (file, pos) VALUES (?, ?)",
+	return sq_journal_run(w, "INSERT OR REPLACE INTO journal_marks (file, pos) VALUES (?, ?)",
 			      file, pos);
 }
 
-int sq_journal_forget(struct store *s, uint64_t from, uint64_t to)
+static int sq_journal_forget(struct store_writer *w, uint64_t from, uint64_t to)
 {
-	return sq_journal_run(s, "DELETE FROM journal_marks WHERE file BETWEEN ? AND ?", from, to);
+	return sq_journal_run(w, "DELETE FROM journal_marks WHERE file BETWEEN ? AND ?", from, to);
 }
 
-int sq_journal_mark_get(struct store *s, uint64_t file, uint64_t *pos)
+static int sq_journal_mark_get(struct store_writer *w, uint64_t file, uint64_t *pos)
 {
+	struct sq_store *s = sq_writer_of(w);
 	sqlite3_stmt *st;
-	int ret = sq_prepare(s, "SELECT pos FROM journal_marks WHERE file = ?", &st);
+	int ret = sq_writer_enter(s) ?:
+		  sq_prepare(s, "SELECT pos FROM journal_marks WHERE file = ?", &st);
 	int rc;
 
 	if (ret < 0)
@@ -223,11 +246,12 @@ int sq_journal_mark_get(struct store *s, uint64_t file, uint64_t *pos)
  * Add @n values @v to counters of the cpus row (@host_id, @cpu), creating
  * it: @sql is the upsert, its parameters host_id, cpu, then @v in order.
  */
-static int sq_cpu_add(struct store *s, const char *sql, uint64_t host_id, uint32_t cpu,
+static int sq_cpu_add(struct store_writer *w, const char *sql, uint64_t host_id, uint32_t cpu,
 		      const uint64_t *v, int n)
 {
+	struct sq_store *s = sq_writer_of(w);
 	sqlite3_stmt *st;
-	int ret = sq_prepare(s, sql, &st);
+	int ret = sq_writer_enter(s) ?: sq_prepare(s, sql, &st);
 
 	if (ret < 0)
 		return ret;
@@ -238,31 +262,33 @@ static int sq_cpu_add(struct store *s, const char *sql, uint64_t host_id, uint32
 	return sq_run(s, st, true);
 }
 
-int sq_cpu_duplicates(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t n)
+static int sq_cpu_duplicates(struct store_writer *w, uint64_t host_id, uint32_t cpu,
+			     uint64_t n)
 {
-	return sq_cpu_add(s, "INSERT INTO cpus (host_id, cpu, dup_pages) VALUES (?, ?, ?)"
+	return sq_cpu_add(w, "INSERT INTO cpus (host_id, cpu, dup_pages) VALUES (?, ?, ?)"
 			     " ON CONFLICT (host_id, cpu) DO UPDATE"
 			     " SET dup_pages = dup_pages + excluded.dup_pages",
 			  host_id, cpu, &n, 1);
 }
 
-int sq_cpu_not_stored(struct store *s, uint64_t host_id, uint32_t cpu, uint64_t pages,
-		      uint64_t events)
+static int sq_cpu_not_stored(struct store_writer *w, uint64_t host_id, uint32_t cpu,
+			     uint64_t pages, uint64_t events)
 {
 	const uint64_t v[] = { pages, events };
 
-	return sq_cpu_add(s, "INSERT INTO cpus (host_id, cpu, bad_pages, bad_events)"
+	return sq_cpu_add(w, "INSERT INTO cpus (host_id, cpu, bad_pages, bad_events)"
 			     " VALUES (?, ?, ?, ?) ON CONFLICT (host_id, cpu) DO UPDATE"
 			     " SET bad_pages = bad_pages + excluded.bad_pages,"
 			     " bad_events = bad_events + excluded.bad_events",
 			  host_id, cpu, v, 2);
 }
 
-int sq_cpu_held(struct store *s, uint64_t host_id, uint32_t cpu, const struct store_held *h)
+static int sq_cpu_held(struct store_writer *w, uint64_t host_id, uint32_t cpu,
+		       const struct store_held *h)
 {
 	const uint64_t v[] = { h->rate_pages, h->rate_ms, h->quota_pages, h->quota_ms };
 
-	return sq_cpu_add(s, "INSERT INTO cpus (host_id, cpu, rate_held_pages, rate_held_ms,"
+	return sq_cpu_add(w, "INSERT INTO cpus (host_id, cpu, rate_held_pages, rate_held_ms,"
 			     " quota_held_pages, quota_held_ms) VALUES (?, ?, ?, ?, ?, ?)"
 			     " ON CONFLICT (host_id, cpu) DO UPDATE"
 			     " SET rate_held_pages = rate_held_pages + excluded.rate_held_pages,"
@@ -277,7 +303,7 @@ int sq_cpu_held(struct store *s, uint64_t host_id, uint32_t cpu, const struct st
  * stored event for each, rounded up (so a host whose rows are all gone has
  * nothing left), never more than it stored.
  */
-int sq_host_freed(struct store *s, uint64_t host_id, uint64_t rows)
+int sq_host_freed(struct sq_store *s, uint64_t host_id, uint64_t rows)
 {
 	sqlite3_stmt *st;
 	int ret = sq_prepare(s, "UPDATE hosts SET freed_bytes = min("
@@ -294,9 +320,11 @@ int sq_host_freed(struct store *s, uint64_t host_id, uint64_t rows)
 	return sq_run(s, st, true);
 }
 
-int sq_host_usage(struct store *s, int (*fn)(void *ctx, const char *host, uint64_t bytes),
-		  void *ctx)
+/* Not after sq_writer_enter(): as the front called it before the split. */
+static int sq_host_usage(struct store_writer *w,
+			 int (*fn)(void *ctx, const char *host, uint64_t bytes), void *ctx)
 {
+	struct sq_store *s = sq_writer_of(w);
 	sqlite3_stmt *st = NULL;
 	int ret = sq_prepare(s, "SELECT h.name, sum(max(0, coalesce((SELECT sum(c.bytes)"
 				" FROM cpus AS c WHERE c.host_id = h.id), 0) - h.freed_bytes))"
@@ -311,9 +339,9 @@ int sq_host_usage(struct store *s, int (*fn)(void *ctx, const char *host, uint64
 }
 
 /* The tgids of a CMDLINES: pid -> tgid, later values replacing earlier ones. */
-static int sq_tgids(struct store *s, uint64_t host_id, const struct proto_tgids *t)
+static int sq_tgids(struct sq_store *s, uint64_t host_id, const struct proto_tgids *t)
 {
-	sqlite3_stmt **st = &sq_store_of(s)->tgid_put;
+	sqlite3_stmt **st = &s->tgid_put;
 	int ret = 0;
 
 	if (t->count && !*st)
@@ -329,11 +357,15 @@ static int sq_tgids(struct store *s, uint64_t host_id, const struct proto_tgids 
 	return ret;
 }
 
-int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *c)
+static int sq_cmdlines(struct store_writer *w, uint64_t host_id,
+		       const struct proto_cmdlines *c)
 {
-	sqlite3_stmt *st = sq_store_of(s)->comm_put;
-	int ret = sq_exec(s, "SAVEPOINT tc_comms");
+	struct sq_store *s = sq_writer_of(w);
+	sqlite3_stmt *st = s->comm_put;
+	int ret = sq_writer_enter(s) ?: sq_exec(s, "SAVEPOINT tc_comms");
 
+	if (ret < 0)
+		return ret;
 	for (uint32_t i = 0; i < c->count && ret == 0; i++) {
 		const struct proto_cmdline *cl = &c->items[i];
 
@@ -346,14 +378,20 @@ int sq_cmdlines(struct store *s, uint64_t host_id, const struct proto_cmdlines *
 	if (ret == 0)
 		ret = sq_tgids(s, host_id, &c->tgids);
 	if (ret < 0)
-		sqlite3_exec(sq_store_of(s)->db, "ROLLBACK TO tc_comms", NULL, NULL, NULL);
-	sqlite3_exec(sq_store_of(s)->db, "RELEASE tc_comms", NULL, NULL, NULL);
+		sqlite3_exec(s->db, "ROLLBACK TO tc_comms", NULL, NULL, NULL);
+	sqlite3_exec(s->db, "RELEASE tc_comms", NULL, NULL, NULL);
 	return ret;
 }
 
-int sq_comm_change(struct store *s, uint64_t host_id, const struct store_comm_change *c)
+static int sq_comm_change(struct store_writer *w, uint64_t host_id,
+			  const struct store_comm_change *c)
 {
-	sqlite3_stmt *st = sq_store_of(s)->comm_change_put;
+	struct sq_store *s = sq_writer_of(w);
+	sqlite3_stmt *st = s->comm_change_put;
+	int ret = sq_writer_enter(s);
+
+	if (ret < 0)
+		return ret;
 
 	sqlite3_bind_int64(st, 1, (int64_t)host_id);
 	sqlite3_bind_int64(st, 2, c->pid);
@@ -368,10 +406,10 @@ int sq_comm_change(struct store *s, uint64_t host_id, const struct store_comm_ch
 	return sq_run(s, st, false);
 }
 
-int sq_dropped(struct store *s, uint64_t host_id, const char *system, const char *name,
-	       const char *reason, uint64_t n)
+int sq_drop_add(struct sq_store *s, uint64_t host_id, const char *system, const char *name,
+		const char *reason, uint64_t n)
 {
-	sqlite3_stmt *st = sq_store_of(s)->drop_add;
+	sqlite3_stmt *st = s->drop_add;
 
 	sqlite3_bind_int64(st, 1, (int64_t)host_id);
 	sqlite3_bind_text(st, 2, system, -1, SQLITE_STATIC);
@@ -381,8 +419,16 @@ int sq_dropped(struct store *s, uint64_t host_id, const char *system, const char
 	return sq_run(s, st, false);
 }
 
+static int sq_dropped(struct store_writer *w, uint64_t host_id, const char *system,
+		      const char *name, const char *reason, uint64_t n)
+{
+	struct sq_store *s = sq_writer_of(w);
+
+	return sq_writer_enter(s) ?: sq_drop_add(s, host_id, system, name, reason, n);
+}
+
 /* @head, the hosts' conditions on @col that @q makes, @tail: prepared and bound. */
-static int sq_prepare_hosts(struct store *s, const char *head, const char *tail,
+static int sq_prepare_hosts(struct sq_store *s, const char *head, const char *tail,
 			    const struct store_query *q, const char *col, sqlite3_stmt **st)
 {
 	char *cond = calloc(1, sq_hosts_len(q) + 1);
@@ -404,12 +450,14 @@ static int sq_prepare_hosts(struct store *s, const char *head, const char *tail,
 	return ret;
 }
 
-int sq_host_find(struct store *s, const char *name, const struct store_scope *scope,
-		 uint64_t *host_id)
+static int sq_host_find(struct store_reader *r, const char *name,
+			const struct store_scope *scope, uint64_t *host_id)
 {
+	struct sq_store *s = sq_reader_of(r);
 	const struct store_query q = { .scope = scope };
 	sqlite3_stmt *st = NULL;
-	int ret = sq_prepare_hosts(s, "SELECT id FROM hosts WHERE 1",
+	int ret = sq_reader_enter(s) ?:
+		  sq_prepare_hosts(s, "SELECT id FROM hosts WHERE 1",
 				   " AND name = :name ORDER BY last_seen DESC, id DESC LIMIT 1",
 				   &q, "id", &st);
 	int rc;
@@ -426,11 +474,12 @@ int sq_host_find(struct store *s, const char *name, const struct store_scope *sc
 	return ret;
 }
 
-int sq_stats(struct store *s, const struct store_query *q,
-	     int (*fn)(void *ctx, const struct store_stats_host *h, uint32_t cpu,
-		       const char *key, uint64_t value),
-	     void *ctx)
+static int sq_stats(struct store_reader *r, const struct store_query *q,
+		    int (*fn)(void *ctx, const struct store_stats_host *h, uint32_t cpu,
+			      const char *key, uint64_t value),
+		    void *ctx)
 {
+	struct sq_store *s = sq_reader_of(r);
 	static const char *const keys[] = {
 		"pages", "events", "bytes", "agent_pages", "agent_events", "agent_bytes",
 		"overrun", "dropped", "commit_overrun", "dup_pages", "resent_pages",
@@ -439,7 +488,8 @@ int sq_stats(struct store *s, const struct store_query *q,
 		"quota_held_pages", "quota_held_ms",
 	};
 	sqlite3_stmt *st = NULL;
-	int ret = sq_prepare_hosts(s, "SELECT h.id, h.name, h.machine_id, c.cpu, c.pages, c.events, c.bytes,"
+	int ret = sq_reader_enter(s) ?:
+		  sq_prepare_hosts(s, "SELECT h.id, h.name, h.machine_id, c.cpu, c.pages, c.events, c.bytes,"
 				      " c.agent_pages, c.agent_events, c.agent_bytes, c.overrun,"
 				      " c.dropped, c.commit_overrun, c.dup_pages, c.resent_pages,"
 				      " c.lost_pages, c.lost_events, c.pages_mmap, c.pages_splice,"
@@ -470,13 +520,15 @@ int sq_stats(struct store *s, const struct store_query *q,
  * when @q limits the hosts at all: they are not any one host's, and a
  * scoped reader should learn nothing of the hosts outside its scope.
  */
-int sq_drops(struct store *s, const struct store_query *q,
-	     int (*fn)(void *ctx, const char *host, const char *system, const char *name,
-		       const char *reason, uint64_t count),
-	     void *ctx)
+static int sq_drops(struct store_reader *r, const struct store_query *q,
+		    int (*fn)(void *ctx, const char *host, const char *system, const char *name,
+			      const char *reason, uint64_t count),
+		    void *ctx)
 {
+	struct sq_store *s = sq_reader_of(r);
 	sqlite3_stmt *st = NULL;
-	int ret = sq_prepare_hosts(s, "SELECT coalesce(h.name, ''), d.system, d.name, d.reason,"
+	int ret = sq_reader_enter(s) ?:
+		  sq_prepare_hosts(s, "SELECT coalesce(h.name, ''), d.system, d.name, d.reason,"
 				      " d.count FROM drops AS d LEFT JOIN hosts AS h ON h.id = d.host_id"
 				      " WHERE 1", " ORDER BY 1, d.host_id, d.system, d.name, d.reason",
 				   q, "d.host_id", &st);
@@ -497,12 +549,14 @@ static const char *sq_text(sqlite3_stmt *st, int i)
 	return (const char *)sqlite3_column_text(st, i);
 }
 
-int sq_hosts(struct store *s, const struct store_query *q,
-	     int (*fn)(void *ctx, const struct store_host_info *h), void *ctx)
+static int sq_hosts(struct store_reader *r, const struct store_query *q,
+		    int (*fn)(void *ctx, const struct store_host_info *h), void *ctx)
 {
+	struct sq_store *s = sq_reader_of(r);
 	sqlite3_stmt *st = NULL;
 	int rc = SQLITE_DONE;
-	int ret = sq_prepare_hosts(s, "SELECT name, machine_id, boot_id, kernel, trace_clock,"
+	int ret = sq_reader_enter(s) ?:
+		  sq_prepare_hosts(s, "SELECT name, machine_id, boot_id, kernel, trace_clock,"
 				      " peer_subject, ncpus, page_size, clock_offset_ns,"
 				      " first_seen, last_seen, id, agent FROM hosts WHERE 1",
 				   " ORDER BY name, id", q, "id", &st);
@@ -531,7 +585,7 @@ int sq_hosts(struct store *s, const struct store_query *q,
 }
 
 /* One EXISTS of @head, @q's hosts on @col, @tail (:type bound to @type_id) into *@yes. */
-static int sq_exists_hosts(struct store *s, const char *head, const char *tail,
+static int sq_exists_hosts(struct sq_store *s, const char *head, const char *tail,
 			   const struct store_query *q, const char *col, int64_t type_id,
 			   bool *yes)
 {
@@ -561,14 +615,16 @@ static int sq_exists_hosts(struct store *s, const char *head, const char *tail,
  * type (no index leads with host_id, so this may scan the table; only such
  * old types pay it, and only when host_formats said no).
  */
-int sq_type_seen(struct store *s, const struct store_schema *sc,
-		 const struct store_scope *scope, bool *seen)
+static int sq_type_seen(struct store_reader *r, const struct store_schema *sc,
+			const struct store_scope *scope, bool *seen)
 {
+	struct sq_store *s = sq_reader_of(r);
 	const struct store_query q = { .scope = scope };
 	struct sq_buf b = { 0 };
 	int64_t old = 0;
 	bool yes = false;
-	int ret = sq_exists_hosts(s, "SELECT EXISTS (SELECT 1 FROM host_formats WHERE 1",
+	int ret = sq_reader_enter(s) ?:
+		  sq_exists_hosts(s, "SELECT EXISTS (SELECT 1 FROM host_formats WHERE 1",
 				  " AND type_id = :type)", &q, "host_id", sc->type_id, &yes);
 
 	if (ret == 0 && !yes)
@@ -587,4 +643,29 @@ int sq_type_seen(struct store *s, const struct store_schema *sc,
 	if (ret == 0)
 		*seen = yes;
 	return ret;
+}
+
+void sq_hosts_ops(struct store_writer_ops *w, struct store_reader_ops *r)
+{
+	w->host = sq_host;
+	w->host_clock = sq_host_clock;
+	w->cpu_received = sq_cpu_received;
+	w->cpu_stats = sq_cpu_stats;
+	w->cpu_duplicates = sq_cpu_duplicates;
+	w->cpu_not_stored = sq_cpu_not_stored;
+	w->cpu_held = sq_cpu_held;
+	w->stream_marks = sq_stream_marks;
+	w->stream_mark = sq_stream_mark;
+	w->journal_mark = sq_journal_mark;
+	w->journal_mark_get = sq_journal_mark_get;
+	w->journal_forget = sq_journal_forget;
+	w->host_usage = sq_host_usage;
+	w->cmdlines = sq_cmdlines;
+	w->comm_change = sq_comm_change;
+	w->dropped = sq_dropped;
+	r->host_find = sq_host_find;
+	r->type_seen = sq_type_seen;
+	r->stats = sq_stats;
+	r->drops = sq_drops;
+	r->hosts = sq_hosts;
 }

@@ -13,13 +13,16 @@
 #include <sqlite3.h>
 
 #include "common/tc_error.h"
-#include "server/store/sqlite_int.h"
+#include "server/store/sqlite_file.h"
+#include "server/store/sqlite_import.h"
+#include "server/store/sqlite_util.h"
 
-int sq_import_check(struct store *s, const char *name, const char *machine_id, bool *live,
-		    bool *stored)
+static int sq_import_check(struct store_reader *r, const char *name, const char *machine_id,
+			   bool *live, bool *stored)
 {
+	struct sq_store *s = sq_reader_of(r);
 	sqlite3_stmt *st;
-	int ret = sq_prepare(s,
+	int ret = sq_reader_enter(s) ?: sq_prepare(s,
 		"SELECT (SELECT count(*) FROM hosts WHERE name = ?1"
 		" AND machine_id NOT LIKE 'import:%'),"
 		" (SELECT count(*) FROM hosts WHERE machine_id = ?2)", &st);
@@ -36,4 +39,9 @@ int sq_import_check(struct store *s, const char *name, const char *machine_id, b
 	}
 	sqlite3_finalize(st);
 	return ret;
+}
+
+void sq_import_ops(struct store_reader_ops *r)
+{
+	r->import_check = sq_import_check;
 }

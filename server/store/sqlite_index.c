@@ -15,7 +15,9 @@
 #include <sqlite3.h>
 
 #include "common/tc_error.h"
-#include "server/store/sqlite_int.h"
+#include "server/store/sqlite_file.h"
+#include "server/store/sqlite_index.h"
+#include "server/store/sqlite_util.h"
 
 /* Whether @ix names field @field of @system:@name. */
 static bool sq_ix_wanted(const struct store_indexes *ix, const char *system, const char *name,
@@ -37,7 +39,7 @@ static void sq_ix_name(struct sq_buf *b, const char *table, const char *column)
 	sq_buf_str(b, column);
 }
 
-static int sq_ix_exists(struct store *s, const char *table, const char *column, bool *exists)
+static int sq_ix_exists(struct sq_store *s, const char *table, const char *column, bool *exists)
 {
 	struct sq_buf n = { 0 };
 	sqlite3_stmt *st = NULL;
@@ -60,7 +62,7 @@ static int sq_ix_exists(struct store *s, const char *table, const char *column, 
 }
 
 /* CREATE INDEX "ix:<table>:<column>" ON "<table>" ("<column>", ts), once. */
-static int sq_ix_create(struct store *s, const char *table, const char *column,
+static int sq_ix_create(struct sq_store *s, const char *table, const char *column,
 			unsigned *created)
 {
 	struct sq_buf b = { 0 }, n = { 0 };
@@ -90,10 +92,10 @@ static int sq_ix_create(struct store *s, const char *table, const char *column,
  * are missing. Its columns are read first: no statement may be reading
  * while the schema changes.
  */
-int sq_ix_type(struct store *s, int64_t type_id, const char *system, const char *name,
+int sq_ix_type(struct sq_store *s, int64_t type_id, const char *system, const char *name,
 	       const char *table, unsigned *created)
 {
-	const struct store_indexes *ix = &sq_store_of(s)->ix;
+	const struct store_indexes *ix = &s->ix;
 	sqlite3_stmt *st = NULL;
 	char **cols = NULL;
 	size_t n = 0;
@@ -129,7 +131,7 @@ int sq_ix_type(struct store *s, int64_t type_id, const char *system, const char 
  * Their names are collected first, then dropped (no statement may read
  * while an index is dropped).
  */
-static int sq_ix_drop_unwanted(struct store *s, unsigned *dropped)
+static int sq_ix_drop_unwanted(struct sq_store *s, unsigned *dropped)
 {
 	sqlite3_stmt *st = NULL;
 	struct sq_buf drop = { 0 };
@@ -144,7 +146,7 @@ static int sq_ix_drop_unwanted(struct store *s, unsigned *dropped)
 
 		for (int k = 0; k < 3; k++)
 			v[k] = (const char *)sqlite3_column_text(st, k + 1);
-		if (v[0] && v[1] && v[2] && sq_ix_wanted(&sq_store_of(s)->ix, v[0], v[1], v[2]))
+		if (v[0] && v[1] && v[2] && sq_ix_wanted(&s->ix, v[0], v[1], v[2]))
 			continue;
 		sq_buf_str(&drop, "DROP INDEX ");
 		sq_ident(&drop, (const char *)sqlite3_column_text(st, 0));
@@ -159,7 +161,7 @@ static int sq_ix_drop_unwanted(struct store *s, unsigned *dropped)
 }
 
 /* Every event type: its wanted indexes. */
-static int sq_ix_all(struct store *s, unsigned *created)
+static int sq_ix_all(struct sq_store *s, unsigned *created)
 {
 	sqlite3_stmt *st = NULL;
 	int64_t id = INT64_MIN;
@@ -205,23 +207,24 @@ static int sq_ix_copy(struct store_indexes *to, const struct store_indexes *from
 	return 0;
 }
 
-int sq_set_indexes(struct store *s, const struct store_indexes *ix, unsigned *created,
-		   unsigned *dropped)
+static int sq_set_indexes(struct store_writer *w, const struct store_indexes *ix,
+			  unsigned *created, unsigned *dropped)
 {
+	struct sq_store *s = sq_writer_of(w);
 	struct store_indexes copy = { 0 };
-	int ret = sq_ix_copy(&copy, ix);
+	int ret = sq_writer_enter(s) ?: sq_ix_copy(&copy, ix);
 
 	if (ret < 0)
 		return ret;
-	store_indexes_free(&sq_store_of(s)->ix);
-	sq_store_of(s)->ix = copy;
+	store_indexes_free(&s->ix);
+	s->ix = copy;
 	ret = sq_exec(s, "BEGIN IMMEDIATE");
 	if (ret == 0)
 		ret = sq_ix_drop_unwanted(s, dropped) ?: sq_ix_all(s, created);
 	if (ret == 0)
 		ret = sq_exec(s, "COMMIT");
 	else
-		sqlite3_exec(sq_store_of(s)->db, "ROLLBACK", NULL, NULL, NULL);
+		sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
 	return ret;
 }
 
@@ -229,7 +232,7 @@ int sq_set_indexes(struct store *s, const struct store_indexes *ix, unsigned *cr
  * Whether a query may read through an index: some bind is a value its
  * WHERE requires a column to equal, and that column has an index.
  */
-int sq_ix_usable(struct store *s, const struct store_schema *sc,
+int sq_ix_usable(struct sq_store *s, const struct store_schema *sc,
 		 const struct sq_bind *b, size_t nb, bool *usable)
 {
 	int ret = 0;
@@ -239,4 +242,9 @@ int sq_ix_usable(struct store *s, const struct store_schema *sc,
 		if (b[i].eq_column)
 			ret = sq_ix_exists(s, sc->table, b[i].eq_column, usable);
 	return ret;
+}
+
+void sq_index_ops(struct store_writer_ops *w)
+{
+	w->set_indexes = sq_set_indexes;
 }

@@ -5,7 +5,8 @@
  * collector's time printing a long answer, for a handful of distinct
  * tasks. A connection keeps one cache; what it holds counts for one read
  * (a page, a tail's pass: a generation each), so a comm learned meanwhile
- * shows from the next page on, as the join did.
+ * shows from the next page on, as the join did. sq_row_names() gives a
+ * row read into a struct sq_rowbuf its pid, host name and comm.
  */
 #include "config.h"
 
@@ -15,7 +16,8 @@
 
 #include <sqlite3.h>
 
-#include "server/store/sqlite_int.h"
+#include "server/store/sqlite_names.h"
+#include "server/store/sqlite_util.h"
 
 #define SQ_COMM_SLOTS	1024		/* (host, pid) pairs kept, direct-mapped */
 #define SQ_HOST_SLOTS	16		/* hosts kept; a 17th evicts by id */
@@ -30,7 +32,7 @@ struct sq_comm_slot {
 };
 
 struct sq_names {
-	struct store *s;		/* its connection: statements from its cache */
+	struct sq_store *s;		/* its connection: statements from its cache */
 	uint64_t gen;			/* of the current read; a slot of another is empty */
 	struct sq_comm_slot comm[SQ_COMM_SLOTS];
 	struct {
@@ -41,15 +43,13 @@ struct sq_names {
 	char *spill;			/* a comm too long to keep, for the current row */
 };
 
-int sq_names_new(struct store *s, struct sq_names **out)
+int sq_names_new(struct sq_store *s, struct sq_names **out)
 {
-	struct sq_store *q = sq_store_of(s);
-
-	if (!q->names && !(q->names = calloc(1, sizeof(*q->names))))
+	if (!s->names && !(s->names = calloc(1, sizeof(*s->names))))
 		return -ENOMEM;
-	q->names->s = s;
-	q->names->gen++;
-	*out = q->names;
+	s->names->s = s;
+	s->names->gen++;
+	*out = s->names;
 	return 0;
 }
 
@@ -134,4 +134,15 @@ const char *sq_names_comm(struct sq_names *n, uint64_t host_id, int64_t pid)
 	}
 	sq_release(n->s, st);
 	return comm;
+}
+
+void sq_row_names(const struct store_schema *sc, struct sq_rowbuf *rb, struct store_row *r)
+{
+	r->pid = rb->pid >= 0 && !rb->null[rb->pid] ? (int)rb->vals[rb->pid].i : -1;
+	r->host = sq_names_host(rb->names, r->host_id);
+	if (rb->pid >= 0 && !rb->null[rb->pid])
+		r->comm = sq_names_comm(rb->names, r->host_id, rb->vals[rb->pid].i);
+	r->nvals = sc->ncols;
+	r->vals = rb->vals;
+	r->null = rb->null;
 }

@@ -11,15 +11,19 @@
 #include <string.h>
 
 #include "common/tc_error.h"
-#include "server/store/sqlite_int.h"
+#include "server/store/sqlite_file.h"
+#include "server/store/sqlite_printk.h"
+#include "server/store/sqlite_symbols.h"
+#include "server/store/sqlite_util.h"
 
-int sq_printk_put(struct store *s, uint64_t host_id, const char *boot_id, int64_t since,
-		  uint64_t addr, const char *fmt, size_t len)
+static int sq_printk_put(struct store_writer *w, uint64_t host_id, const char *boot_id,
+			 int64_t since, uint64_t addr, const char *fmt, size_t len)
 {
-	sqlite3_stmt **st = &sq_store_of(s)->printk_put;
-	int ret = 0;
+	struct sq_store *s = sq_writer_of(w);
+	sqlite3_stmt **st = &s->printk_put;
+	int ret = sq_writer_enter(s);
 
-	if (!*st)
+	if (ret == 0 && !*st)
 		ret = sq_prepare(s, "INSERT INTO printk_formats (host_id, boot_id, addr, fmt, since)"
 				    " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", st);
 	if (ret < 0)
@@ -32,9 +36,13 @@ int sq_printk_put(struct store *s, uint64_t host_id, const char *boot_id, int64_
 	return sq_run(s, *st, false);
 }
 
-int sq_printk_held(struct store *s, uint64_t host_id, const char *boot_id, bool *held)
+static int sq_printk_held(struct store_writer *w, uint64_t host_id, const char *boot_id,
+			  bool *held)
 {
-	return sq_host_boot_exists(s, "SELECT 1 FROM printk_formats WHERE host_id = ? AND"
+	struct sq_store *s = sq_writer_of(w);
+
+	return sq_writer_enter(s) ?:
+	       sq_host_boot_exists(s, "SELECT 1 FROM printk_formats WHERE host_id = ? AND"
 				   " boot_id = ? LIMIT 1", host_id, boot_id, "printk formats", held);
 }
 
@@ -43,11 +51,13 @@ int sq_printk_held(struct store *s, uint64_t host_id, const char *boot_id, bool 
  * @ts; before any, the host's first boot's. In address order, at most
  * @max entries.
  */
-int sq_printk_list(struct store *s, uint64_t host_id, int64_t ts, uint32_t max,
-		   int (*fn)(void *ctx, uint64_t addr, const char *fmt), void *ctx)
+static int sq_printk_list(struct store_reader *r, uint64_t host_id, int64_t ts, uint32_t max,
+			  int (*fn)(void *ctx, uint64_t addr, const char *fmt), void *ctx)
 {
+	struct sq_store *s = sq_reader_of(r);
 	sqlite3_stmt *st;
-	int ret = sq_prepare(s, "SELECT addr, fmt FROM printk_formats WHERE host_id = ?1"
+	int ret = sq_reader_enter(s) ?:
+		  sq_prepare(s, "SELECT addr, fmt FROM printk_formats WHERE host_id = ?1"
 				" AND boot_id = coalesce((SELECT boot_id FROM printk_formats"
 				"  WHERE host_id = ?1 AND since <= ?2 ORDER BY since DESC LIMIT 1),"
 				" (SELECT boot_id FROM printk_formats WHERE host_id = ?1"
@@ -69,11 +79,13 @@ int sq_printk_list(struct store *s, uint64_t host_id, int64_t ts, uint32_t max,
 }
 
 /* @host_id's pid -> tgid pairs with pid > @after_pid, in pid order, at most @max. */
-int sq_tgids_list(struct store *s, uint64_t host_id, int32_t after_pid, uint32_t max,
-		  int (*fn)(void *ctx, int32_t pid, int32_t tgid), void *ctx)
+static int sq_tgids_list(struct store_reader *r, uint64_t host_id, int32_t after_pid,
+			 uint32_t max, int (*fn)(void *ctx, int32_t pid, int32_t tgid), void *ctx)
 {
+	struct sq_store *s = sq_reader_of(r);
 	sqlite3_stmt *st;
-	int ret = sq_prepare(s, "SELECT pid, tgid FROM tgids WHERE host_id = ? AND pid > ?"
+	int ret = sq_reader_enter(s) ?:
+		  sq_prepare(s, "SELECT pid, tgid FROM tgids WHERE host_id = ? AND pid > ?"
 				" ORDER BY pid LIMIT ?", &st);
 	int rc = SQLITE_DONE;
 
@@ -89,4 +101,12 @@ int sq_tgids_list(struct store *s, uint64_t host_id, int32_t after_pid, uint32_t
 		ret = sq_err(s, TC_ERR_DB, "tgids");
 	sqlite3_finalize(st);
 	return ret;
+}
+
+void sq_printk_ops(struct store_writer_ops *w, struct store_reader_ops *r)
+{
+	w->printk_put = sq_printk_put;
+	w->printk_held = sq_printk_held;
+	r->printk_list = sq_printk_list;
+	r->tgids_list = sq_tgids_list;
 }

@@ -21,8 +21,13 @@
 
 #include "common/filter.h"
 #include "common/tc_error.h"
+#include "server/store/sqlite_file.h"
 #include "server/store/sqlite_filter.h"
-#include "server/store/sqlite_int.h"
+#include "server/store/sqlite_index.h"
+#include "server/store/sqlite_names.h"
+#include "server/store/sqlite_read.h"
+#include "server/store/sqlite_util.h"
+#include "server/store/sqlite_window.h"
 
 #define SQ_BLOCKS_FIRST	64		/* most blocks a limited select's first window takes */
 #define SQ_BLOCKS_MAX	(1 << 24)	/* no wider growth of a window */
@@ -41,45 +46,12 @@ int sq_col_index(const struct store_schema *sc, const char *name)
 
 	for (size_t i = 0; i < sc->ncols; i++)
 		if (!strcmp(sc->cols[i].name, name)) {
-			if (sc->cols[i].kind == DECODE_SIGNED || sc->cols[i].kind == DECODE_UNSIGNED)
+			if (sc->cols[i].kind == STORE_SIGNED || sc->cols[i].kind == STORE_UNSIGNED)
 				return (int)i;
 			if (any < 0)
 				any = (int)i;
 		}
 	return any;
-}
-
-/*
- * Bind @b to the WHERE's '?' parameters: the nameless ones, in order (the
- * store's own are named, and may come first in the statement).
- */
-int sq_bind_where(struct store *s, sqlite3_stmt *st, const struct sq_bind *b, size_t nb)
-{
-	int p = 0, np = sqlite3_bind_parameter_count(st);
-
-	for (size_t i = 0; i < nb; i++) {
-		int rc;
-
-		while (++p <= np && sqlite3_bind_parameter_name(st, p))
-			;
-		if (p > np)
-			return store_set_errmsg(s, TC_ERR_DB, "bind: more values than parameters");
-
-		switch (b[i].kind) {
-		case DECODE_SIGNED:
-		case DECODE_UNSIGNED:
-			rc = sqlite3_bind_int64(st, p, b[i].i);
-			break;
-		case DECODE_STRING:
-			rc = sqlite3_bind_text(st, p, b[i].s, (int)b[i].len, SQLITE_TRANSIENT);
-			break;
-		default:
-			rc = sqlite3_bind_blob(st, p, b[i].s, (int)b[i].len, SQLITE_TRANSIENT);
-		}
-		if (rc != SQLITE_OK)
-			return sq_err(s, TC_ERR_DB, "bind");
-	}
-	return 0;
 }
 
 /*
@@ -232,7 +204,7 @@ static void sq_bind_named(sqlite3_stmt *st, const char *name, int64_t v)
 }
 
 /* Bind the WHERE's values and those of @r (when set) to @st. */
-static int sq_bind_all(struct store *s, sqlite3_stmt *st, const struct sq_bind *b, size_t nb,
+static int sq_bind_all(struct sq_store *s, sqlite3_stmt *st, const struct sq_bind *b, size_t nb,
 		       const struct store_schema *sc, const struct sq_range *r)
 {
 	int ret = sq_bind_where(s, st, b, nb);
@@ -250,29 +222,7 @@ static int sq_bind_all(struct store *s, sqlite3_stmt *st, const struct sq_bind *
 	return 0;
 }
 
-/* An integer a statement of one bound integer yields (NULL: @dflt). */
-int sq_int1(struct store *s, const char *sql, int64_t arg, int64_t dflt, int64_t *out)
-{
-	sqlite3_stmt *st;
-	int ret = sq_prepare_cached(s, sql, &st);
-	int rc;
-
-	if (ret < 0)
-		return ret;
-	sqlite3_bind_int64(st, 1, arg);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		*out = sqlite3_column_type(st, 0) == SQLITE_NULL ? dflt : sqlite3_column_int64(st, 0);
-	else if (rc == SQLITE_DONE)
-		*out = dflt;
-	else
-		ret = sq_err(s, TC_ERR_DB, "ts_blocks");
-	sq_release(s, st);
-	return ret;
-}
-
-/* The widest span of a block of type @type_id (0: none). */
-int sq_max_span(struct store *s, int64_t type_id, int64_t *span)
+int sq_max_span(struct sq_store *s, int64_t type_id, int64_t *span)
 {
 	return sq_int1(s, "SELECT max(span) FROM ts_blocks WHERE type_id = ?", type_id, 0, span);
 }
@@ -282,7 +232,7 @@ int sq_max_span(struct store *s, int64_t type_id, int64_t *span)
  * (@after_ts, @after_rowid) when @after_rowid != 0 (@reverse: before it,
  * newest first).
  */
-static int sq_range_init(struct store *s, const struct store_schema *sc,
+static int sq_range_init(struct sq_store *s, const struct store_schema *sc,
 			 const struct store_window *win, int64_t after_ts, uint64_t after_rowid,
 			 size_t limit, bool reverse, struct sq_range *r)
 {
@@ -315,7 +265,7 @@ static int sq_range_init(struct store *s, const struct store_schema *sc,
  * The ts at which the @k-th block (0: the first) of @sc that starts at or
  * after @from starts: *@found false when there is none.
  */
-static int sq_kth_block(struct store *s, const struct store_schema *sc, int64_t from,
+static int sq_kth_block(struct sq_store *s, const struct store_schema *sc, int64_t from,
 			int64_t k, int64_t *start, bool *found)
 {
 	sqlite3_stmt *st;
@@ -337,16 +287,16 @@ static int sq_kth_block(struct store *s, const struct store_schema *sc, int64_t 
 	return ret;
 }
 
-int sq_count_where(struct store *s, const struct store_schema *sc, const char *where,
+int sq_count_where(struct sq_store *s, const struct store_schema *sc, const char *where,
 		   const struct sq_bind *b, size_t nb, const struct store_window *win,
 		   uint64_t *count)
 {
 	struct sq_buf q = { 0 };
 	struct sq_range r;
 	sqlite3_stmt *st = NULL;
-	int ret = sq_flush_all(s);
+	int ret = 0;
 
-	if (ret == 0 && win)
+	if (win)
 		ret = sq_range_init(s, sc, win, 0, 0, 0, false, &r) ?:
 		      sq_ix_usable(s, sc, b, nb, &r.by_index);
 	if (ret < 0)
@@ -390,8 +340,8 @@ static void sq_select_sql(struct sq_buf *q, const struct store_schema *sc, const
 }
 
 /* Column @i of the current row as schema column @c's value. */
-static void sq_row_value(sqlite3_stmt *st, int i, enum decode_kind kind,
-			 struct decode_value *v, bool *null)
+static void sq_row_value(sqlite3_stmt *st, int i, enum store_kind kind,
+			 struct store_value *v, bool *null)
 {
 	*null = false;
 	switch (sqlite3_column_type(st, i)) {
@@ -401,17 +351,17 @@ static void sq_row_value(sqlite3_stmt *st, int i, enum decode_kind kind,
 		v->kind = kind;
 		break;
 	case SQLITE_TEXT:
-		v->kind = DECODE_STRING;
+		v->kind = STORE_STRING;
 		v->str.s = (const char *)sqlite3_column_text(st, i);
 		v->str.len = (size_t)sqlite3_column_bytes(st, i);
 		break;
 	case SQLITE_BLOB:
-		v->kind = DECODE_BLOB;
+		v->kind = STORE_BLOB;
 		v->blob.p = sqlite3_column_blob(st, i);
 		v->blob.len = (size_t)sqlite3_column_bytes(st, i);
 		break;
 	default:	/* INTEGER (a REAL never gets stored) */
-		v->kind = kind == DECODE_UNSIGNED ? DECODE_UNSIGNED : DECODE_SIGNED;
+		v->kind = kind == STORE_UNSIGNED ? STORE_UNSIGNED : STORE_SIGNED;
 		v->i = sqlite3_column_int64(st, i);
 	}
 }
@@ -430,22 +380,11 @@ void sq_row(sqlite3_stmt *st, const struct store_schema *sc, struct sq_rowbuf *r
 	sq_row_names(sc, rb, r);
 }
 
-void sq_row_names(const struct store_schema *sc, struct sq_rowbuf *rb, struct store_row *r)
-{
-	r->pid = rb->pid >= 0 && !rb->null[rb->pid] ? (int)rb->vals[rb->pid].i : -1;
-	r->host = sq_names_host(rb->names, r->host_id);
-	if (rb->pid >= 0 && !rb->null[rb->pid])
-		r->comm = sq_names_comm(rb->names, r->host_id, rb->vals[rb->pid].i);
-	r->nvals = sc->ncols;
-	r->vals = rb->vals;
-	r->null = rb->null;
-}
-
 /*
  * @st's rows to @fn until it says stop, counted in *@rows. Return 0, what
  * @fn returned to stop, or a negative error.
  */
-static int sq_select_run(struct store *s, sqlite3_stmt *st, const struct store_schema *sc,
+static int sq_select_run(struct sq_store *s, sqlite3_stmt *st, const struct store_schema *sc,
 			 struct sq_rowbuf *rb, store_row_fn fn, void *ctx, size_t *rows)
 {
 	int rc, ret = 0;
@@ -468,7 +407,7 @@ static int sq_select_run(struct store *s, sqlite3_stmt *st, const struct store_s
  * first @left of them passed to @fn. Return: as sq_select_run(); -E2BIG
  * when the window holds too much to keep (nothing was passed).
  */
-static int sq_window_run(struct store *s, sqlite3_stmt *st, const struct store_schema *sc,
+static int sq_window_run(struct sq_store *s, sqlite3_stmt *st, const struct store_schema *sc,
 			 struct sq_win *w, struct sq_rowbuf *rb, int64_t left, store_row_fn fn,
 			 void *ctx, size_t *rows)
 {
@@ -507,7 +446,7 @@ static int sq_window_run(struct store *s, sqlite3_stmt *st, const struct store_s
  * ts span, and the windows follow one another in time: the rows come in
  * time order, and each block is read once.
  */
-static int sq_select_windows(struct store *s, const struct store_schema *sc,
+static int sq_select_windows(struct sq_store *s, const struct store_schema *sc,
 			     const struct sq_bind *b, size_t nb, struct sq_range *r,
 			     sqlite3_stmt *st, const char *sorted, struct sq_rowbuf *rb,
 			     store_row_fn fn, void *ctx, size_t *rows)
@@ -558,7 +497,7 @@ static int sq_select_windows(struct store *s, const struct store_schema *sc,
 	return ret;
 }
 
-int sq_select_where(struct store *s, const struct store_schema *sc, const char *where,
+int sq_select_where(struct sq_store *s, const struct store_schema *sc, const char *where,
 		    const struct sq_bind *b, size_t nb, const struct store_window *win,
 		    int64_t after_ts, uint64_t after_rowid, size_t limit, bool reverse,
 		    const bool *skip, store_row_fn fn, void *ctx)
@@ -569,8 +508,7 @@ int sq_select_where(struct store *s, const struct store_schema *sc, const char *
 	sqlite3_stmt *st = NULL;
 	bool windows;
 	size_t n = 0;
-	int ret = sq_flush_all(s) ?:
-		  sq_range_init(s, sc, win, after_ts, after_rowid, limit, reverse, &r) ?:
+	int ret = sq_range_init(s, sc, win, after_ts, after_rowid, limit, reverse, &r) ?:
 		  sq_ix_usable(s, sc, b, nb, &r.by_index);
 
 	if (ret < 0)
@@ -647,7 +585,6 @@ void sq_hosts_bind(sqlite3_stmt *st, int first, const struct store_query *q)
 		sqlite3_bind_text(st, first++, q->scope->globs[i], -1, SQLITE_TRANSIENT);
 }
 
-
 /* Column SQL for a bound field index: quoted field name, or the specials. */
 static const char *sq_column_of(void *ctx, int index)
 {
@@ -669,11 +606,11 @@ static struct sq_bind sq_bind_of(const struct filter_value *b)
 	struct sq_bind s = { 0 };
 
 	if (b->kind == FILTER_STRING) {
-		s.kind = DECODE_STRING;
+		s.kind = STORE_STRING;
 		s.s = b->str.s;
 		s.len = b->str.len;
 	} else {
-		s.kind = b->kind == FILTER_SIGNED ? DECODE_SIGNED : DECODE_UNSIGNED;
+		s.kind = b->kind == FILTER_SIGNED ? STORE_SIGNED : STORE_UNSIGNED;
 		s.i = b->kind == FILTER_SIGNED ? b->i : (int64_t)b->u;
 	}
 	return s;
@@ -724,27 +661,28 @@ int sq_where_of(const struct store_query *q, struct sq_where *w)
 	snprintf(w->text, len, "(%s)", w->sql.where ? w->sql.where : "1");
 	sq_hosts_cond(w->text + strlen(w->text), q, "host_id");
 	if (q->host_glob)
-		w->b[n++] = (struct sq_bind){ .kind = DECODE_STRING, .s = q->host_glob,
+		w->b[n++] = (struct sq_bind){ .kind = STORE_STRING, .s = q->host_glob,
 					      .len = strlen(q->host_glob) };
 	for (size_t i = 0; q->hosts && i < q->hosts->n; i++)
-		w->b[n++] = (struct sq_bind){ .kind = DECODE_STRING, .s = q->hosts->globs[i],
+		w->b[n++] = (struct sq_bind){ .kind = STORE_STRING, .s = q->hosts->globs[i],
 					      .len = strlen(q->hosts->globs[i]) };
 	for (size_t i = 0; q->scope && i < q->scope->n; i++)
-		w->b[n++] = (struct sq_bind){ .kind = DECODE_STRING, .s = q->scope->globs[i],
+		w->b[n++] = (struct sq_bind){ .kind = STORE_STRING, .s = q->scope->globs[i],
 					      .len = strlen(q->scope->globs[i]) };
 	sq_cpus_cond(w->text + strlen(w->text), q);
 	if (q->fmt)	/* our own key, not a value of the asker's */
 		snprintf(w->text + strlen(w->text), 32, " AND _tc_fmt = %lld", (long long)q->fmt);
 	for (size_t i = 0; i < q->ncpus; i++)
-		w->b[n++] = (struct sq_bind){ .kind = DECODE_SIGNED, .i = q->cpus[i] };
+		w->b[n++] = (struct sq_bind){ .kind = STORE_SIGNED, .i = q->cpus[i] };
 	w->nb = n;
 	return 0;
 }
 
-int sq_count(struct store *s, const struct store_query *q, uint64_t *count)
+static int sq_count(struct store_reader *rd, const struct store_query *q, uint64_t *count)
 {
+	struct sq_store *s = sq_reader_of(rd);
 	struct sq_where w = { 0 };
-	int ret = sq_where_of(q, &w);
+	int ret = sq_reader_enter(s) ?: sq_where_of(q, &w);
 
 	if (ret == 0)
 		ret = sq_count_where(s, q->schema, w.text, w.b, w.nb, q->win, count);
@@ -752,10 +690,12 @@ int sq_count(struct store *s, const struct store_query *q, uint64_t *count)
 	return ret;
 }
 
-int sq_select(struct store *s, const struct store_query *q, store_row_fn fn, void *ctx)
+static int sq_select(struct store_reader *rd, const struct store_query *q, store_row_fn fn,
+		     void *ctx)
 {
+	struct sq_store *s = sq_reader_of(rd);
 	struct sq_where w = { 0 };
-	int ret = sq_where_of(q, &w);
+	int ret = sq_reader_enter(s) ?: sq_where_of(q, &w);
 
 	if (ret == 0)
 		ret = sq_select_where(s, q->schema, w.text, w.b, w.nb, q->win, q->after_ts,
@@ -779,7 +719,7 @@ struct sq_rows {
  * what sq_rows_bind() binds. Its own parameters are named ":tc_*"; so must
  * the caller's be.
  */
-int sq_rows_of(struct store *s, const struct store_query *q, struct sq_buf *b,
+int sq_rows_of(struct sq_store *s, const struct store_query *q, struct sq_buf *b,
 	       struct sq_rows **out)
 {
 	struct sq_rows *rows = calloc(1, sizeof(*rows));
@@ -801,7 +741,7 @@ int sq_rows_of(struct store *s, const struct store_query *q, struct sq_buf *b,
 }
 
 /* Bind what sq_rows_of() put in a statement's text. */
-int sq_rows_bind(struct store *s, sqlite3_stmt *st, const struct store_query *q,
+int sq_rows_bind(struct sq_store *s, sqlite3_stmt *st, const struct store_query *q,
 		 const struct sq_rows *rows)
 {
 	return sq_bind_all(s, st, rows->w.b, rows->w.nb, q->schema,
@@ -814,4 +754,10 @@ void sq_rows_free(struct sq_rows *rows)
 		return;
 	sq_where_free(&rows->w);
 	free(rows);
+}
+
+void sq_read_ops(struct store_reader_ops *r)
+{
+	r->select = sq_select;
+	r->count = sq_count;
 }

@@ -14,10 +14,15 @@
 #include <sqlite3.h>
 
 #include "common/tc_error.h"
-#include "server/store/sqlite_int.h"
+#include "server/store/sqlite_file.h"
+#include "server/store/sqlite_hosts.h"
+#include "server/store/sqlite_read.h"
+#include "server/store/sqlite_retain.h"
+#include "server/store/sqlite_util.h"
+#include "server/store/sqlite_write.h"
 
 /* One integer from a one-row statement (NULL reads as @dflt). */
-static int sq_int(struct store *s, const char *sql, int64_t dflt, int64_t *out)
+static int sq_int(struct sq_store *s, const char *sql, int64_t dflt, int64_t *out)
 {
 	sqlite3_stmt *st;
 	int ret = sq_prepare(s, sql, &st);
@@ -32,7 +37,7 @@ static int sq_int(struct store *s, const char *sql, int64_t dflt, int64_t *out)
 	return ret;
 }
 
-static int sq_used_bytes(struct store *s, uint64_t *out)
+static int sq_used_bytes(struct sq_store *s, uint64_t *out)
 {
 	int64_t pages = 0, free_pages = 0, size = 0;
 	int ret = sq_int(s, "PRAGMA page_count", 0, &pages);
@@ -51,7 +56,7 @@ static int sq_used_bytes(struct store *s, uint64_t *out)
  * block end is among the blocks that start no earlier than the latest
  * start minus the widest span.
  */
-static int sq_type_ts(struct store *s, int64_t type_id, int64_t *lo, int64_t *hi)
+static int sq_type_ts(struct sq_store *s, int64_t type_id, int64_t *lo, int64_t *hi)
 {
 	int64_t last = 0, span = 0;
 	int ret = sq_int1(s, "SELECT min(min_ts) FROM ts_blocks WHERE type_id = ?", type_id,
@@ -80,7 +85,7 @@ static int sq_type_ts(struct store *s, int64_t type_id, int64_t *lo, int64_t *hi
 }
 
 /* @sql with the table named at each %T, prepared. */
-static int sq_prepare_table(struct store *s, const char *sql, const char *table,
+static int sq_prepare_table(struct sq_store *s, const char *sql, const char *table,
 			    sqlite3_stmt **out)
 {
 	struct sq_buf q = { 0 };
@@ -100,7 +105,7 @@ static int sq_prepare_table(struct store *s, const char *sql, const char *table,
 }
 
 /* Run @sql (the table named at each %T) with ?1 = @type_id, ?2 = @ts. */
-static int sq_run_table(struct store *s, const char *sql, const char *table, int64_t type_id,
+static int sq_run_table(struct sq_store *s, const char *sql, const char *table, int64_t type_id,
 			int64_t ts)
 {
 	sqlite3_stmt *st = NULL;
@@ -126,7 +131,7 @@ struct sq_freed {
  * and give each host back what its removed rows stored. Return: 0 and
  * *@n (rows removed); TC_ERR_DB; -ENOMEM.
  */
-static int sq_delete_rows(struct store *s, const char *sql, const char *table, int64_t type_id,
+static int sq_delete_rows(struct sq_store *s, const char *sql, const char *table, int64_t type_id,
 			  int64_t ts, int64_t *n)
 {
 	struct sq_freed f[SQ_FREED_HOSTS];
@@ -169,7 +174,7 @@ static int sq_delete_rows(struct store *s, const char *sql, const char *table, i
  * no block reaches past the table's largest rowid, the next one SQLite
  * hands out; seq moves with lo, so it stays the storage number of lo's row).
  */
-static int sq_delete_before(struct store *s, sqlite3_stmt *st, int64_t ts, uint64_t *removed)
+static int sq_delete_before(struct sq_store *s, sqlite3_stmt *st, int64_t ts, uint64_t *removed)
 {
 	const char *table = (const char *)sqlite3_column_text(st, 2);
 	int64_t type_id = sqlite3_column_int64(st, 3), n;
@@ -193,15 +198,15 @@ static int sq_delete_before(struct store *s, sqlite3_stmt *st, int64_t ts, uint6
 				      " WHERE type_id = ?1 AND min_ts < ?2", table, type_id, ts);
 	if (ret == 0 && n > 0) {
 		*removed += (uint64_t)n;
-		ret = sq_dropped(s, 0, (const char *)sqlite3_column_text(st, 0),
-				 (const char *)sqlite3_column_text(st, 1), "retention", (uint64_t)n);
+		ret = sq_drop_add(s, 0, (const char *)sqlite3_column_text(st, 0),
+				  (const char *)sqlite3_column_text(st, 1), "retention", (uint64_t)n);
 	}
 	return ret;
 }
 
 /* For each event table: delete ts < @before (when @before is set), and
  * widen [*lo, *hi] by its oldest and newest ts (when @lo is set). */
-static int sq_each_table(struct store *s, int64_t before, uint64_t *removed,
+static int sq_each_table(struct sq_store *s, int64_t before, uint64_t *removed,
 			 int64_t *lo, int64_t *hi)
 {
 	sqlite3_stmt *st;
@@ -228,7 +233,7 @@ static int sq_each_table(struct store *s, int64_t before, uint64_t *removed,
  * no row kept reads them (the latest change at or before a row decides
  * its COMM), so what retention leaves is one name per task at most.
  */
-static int sq_comm_changes_before(struct store *s, int64_t ts)
+static int sq_comm_changes_before(struct sq_store *s, int64_t ts)
 {
 	sqlite3_stmt *st;
 	int ret = sq_prepare(s, "DELETE FROM comm_changes AS a WHERE a.ts < ?1 AND EXISTS"
@@ -245,7 +250,7 @@ static int sq_comm_changes_before(struct store *s, int64_t ts)
  * Size limit: cut the oldest slice of the time range in proportion to the
  * excess (at least 1% of it), until the pages in use fit.
  */
-static int sq_retain_size(struct store *s, uint64_t max_bytes, uint64_t *removed)
+static int sq_retain_size(struct sq_store *s, uint64_t max_bytes, uint64_t *removed)
 {
 	uint64_t used = 0;
 	int ret = sq_used_bytes(s, &used);
@@ -265,10 +270,16 @@ static int sq_retain_size(struct store *s, uint64_t max_bytes, uint64_t *removed
 	return ret;
 }
 
-int sq_retain(struct store *s, int64_t before_ts, uint64_t max_bytes, uint64_t *removed)
+static int sq_retain(struct store_writer *w, int64_t before_ts, uint64_t max_bytes,
+		     uint64_t *removed)
 {
+	struct sq_store *s = sq_writer_of(w);
 	uint64_t n = 0;
-	int ret = sq_flush_all(s) ?: sq_exec(s, "SAVEPOINT tc_retain");
+	int ret = sq_writer_enter(s);
+
+	if (ret < 0)
+		return ret;
+	ret = sq_flush_all(s) ?: sq_exec(s, "SAVEPOINT tc_retain");
 
 	if (ret == 0 && before_ts != INT64_MIN)
 		ret = sq_each_table(s, before_ts, &n, NULL, NULL) ?:
@@ -276,9 +287,14 @@ int sq_retain(struct store *s, int64_t before_ts, uint64_t max_bytes, uint64_t *
 	if (ret == 0 && max_bytes)
 		ret = sq_retain_size(s, max_bytes, &n);
 	if (ret < 0)
-		sqlite3_exec(sq_store_of(s)->db, "ROLLBACK TO tc_retain", NULL, NULL, NULL);
-	sqlite3_exec(sq_store_of(s)->db, "RELEASE tc_retain", NULL, NULL, NULL);
+		sqlite3_exec(s->db, "ROLLBACK TO tc_retain", NULL, NULL, NULL);
+	sqlite3_exec(s->db, "RELEASE tc_retain", NULL, NULL, NULL);
 	if (ret == 0)
 		*removed = n;
 	return ret;
+}
+
+void sq_retain_ops(struct store_writer_ops *w)
+{
+	w->retain = sq_retain;
 }

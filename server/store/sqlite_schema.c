@@ -1,9 +1,9 @@
 /*
- * sqlite_schema.c - the SQLite backend's schema: the numbered migrations
- * of sql/ (and migration 5's backfill of the time index), one table per
- * event type with a column per field, made or widened as formats arrive
- * (store_type()), and their description for the read side
- * (store_schema_get(), store_schema_list()).
+ * sqlite_schema.c - the SQLite backend's event types: one table per event
+ * type with a column per field, made or widened as formats arrive
+ * (store_type(), a writer's), and their description for the read side
+ * (store_schema_get(), store_schema_list(), a reader's). The fixed tables
+ * are sqlite_migrate.c's.
  */
 #include "config.h"
 
@@ -17,11 +17,11 @@
 #include <sqlite3.h>
 
 #include "common/tc_error.h"
-#include "server/store/sqlite_int.h"
-#include "sql/schema.h"
-
-#define SQ_MIGRATION_BLOCKS 5		/* 0005-ts-blocks.sql */
-#define SQ_MIGRATION_FORMATS 13		/* 0013-formats.sql */
+#include "server/store/sqlite_file.h"
+#include "server/store/sqlite_index.h"
+#include "server/store/sqlite_schema.h"
+#include "server/store/sqlite_util.h"
+#include "server/store/sqlite_write.h"
 
 /* ---- table and column names ---- */
 
@@ -31,7 +31,8 @@ static const char *const sq_reserved[] = {
 	"_tc_rowid", "_tc_host", "_tc_comm", "_tc_fmt",
 };
 
-void sq_column_name(const char *field, struct sq_buf *b)
+/* The column of field @field: its name, or "field_" + a reserved name. */
+static void sq_column_name(const char *field, struct sq_buf *b)
 {
 	for (size_t i = 0; i < sizeof(sq_reserved) / sizeof(sq_reserved[0]); i++)
 		if (!strcasecmp(field, sq_reserved[i])) {
@@ -41,13 +42,13 @@ void sq_column_name(const char *field, struct sq_buf *b)
 	sq_buf_str(b, field);
 }
 
-static const char *sq_sql_type(enum decode_kind kind)
+static const char *sq_sql_type(enum store_kind kind)
 {
 	switch (kind) {
-	case DECODE_SIGNED:
-	case DECODE_UNSIGNED:
+	case STORE_SIGNED:
+	case STORE_UNSIGNED:
 		return "INTEGER";
-	case DECODE_STRING:
+	case STORE_STRING:
 		return "TEXT";
 	default:
 		return "BLOB";
@@ -72,7 +73,7 @@ static void sq_table_base(struct sq_buf *b, const char *system, const char *name
 	}
 }
 
-static int sq_name_taken(struct store *s, const char *table, bool *taken)
+static int sq_name_taken(struct sq_store *s, const char *table, bool *taken)
 {
 	sqlite3_stmt *st;
 	int ret = sq_prepare(s, "SELECT 1 FROM sqlite_master WHERE name = ?1 COLLATE NOCASE"
@@ -92,7 +93,7 @@ static int sq_name_taken(struct store *s, const char *table, bool *taken)
 }
 
 /* A table name for a new type: the sanitised base, then _2, _3, ... */
-static int sq_table_name(struct store *s, const char *system, const char *name, char **out)
+static int sq_table_name(struct sq_store *s, const char *system, const char *name, char **out)
 {
 	struct sq_buf b = { 0 };
 	bool taken = true;
@@ -110,164 +111,11 @@ static int sq_table_name(struct store *s, const char *system, const char *name, 
 		ret = b.oom ? -ENOMEM : sq_name_taken(s, b.s, &taken);
 	}
 	if (ret == 0 && taken)
-		ret = store_set_errmsg(s, TC_ERR_DB, "no free table name for %s:%s", system, name);
+		ret = sq_errf(s, TC_ERR_DB, "no free table name for %s:%s", system, name);
 	if (ret < 0)
 		free(b.s);
 	else
 		*out = b.s;
-	return ret;
-}
-
-/* ---- migrations ---- */
-
-int sq_user_version(struct store *s, int *version)
-{
-	sqlite3_stmt *st;
-	int ret = sq_prepare(s, "PRAGMA user_version", &st);
-
-	if (ret < 0)
-		return ret;
-	if (sqlite3_step(st) == SQLITE_ROW)
-		*version = sqlite3_column_int(st, 0);
-	else
-		ret = sq_err(s, TC_ERR_DB, "user_version");
-	sqlite3_finalize(st);
-	return ret;
-}
-
-/*
- * Migration 5 for one event table: its rows in blocks of 64 consecutive
- * rowids become ts_blocks rows, then its per-row ts index goes.
- */
-static int sq_blocks_backfill_one(struct store *s, int64_t type_id, const char *table)
-{
-	struct sq_buf q = { 0 }, drop = { 0 };
-	sqlite3_stmt *st = NULL;
-	int ret;
-
-	sq_buf_str(&q, "INSERT INTO ts_blocks (type_id, lo, hi, min_ts, max_ts, span)"
-		    " SELECT ?, min(rowid), max(rowid), min(ts), max(ts), max(ts) - min(ts) FROM ");
-	sq_ident(&q, table);
-	sq_buf_str(&q, " GROUP BY rowid >> 6");
-	sq_buf_str(&drop, "DROP INDEX IF EXISTS ");
-	sq_ident(&drop, table);
-	drop.len--;	/* the index was "<table>_ts" */
-	sq_buf_str(&drop, "_ts\"");
-	ret = q.oom || drop.oom ? -ENOMEM : sq_prepare(s, q.s, &st);
-	if (ret == 0) {
-		sqlite3_bind_int64(st, 1, type_id);
-		ret = sq_run(s, st, true);
-	}
-	if (ret == 0)
-		ret = sq_exec(s, drop.s);
-	free(q.s);
-	free(drop.s);
-	return ret;
-}
-
-/* Migration 5 for every event table, in event_types order. */
-static int sq_blocks_backfill(struct store *s)
-{
-	sqlite3_stmt *st = NULL;
-	int64_t id = INT64_MIN;
-	int ret = sq_prepare(s, "SELECT id, table_name FROM event_types WHERE id > ?"
-				" ORDER BY id LIMIT 1", &st);
-
-	while (ret == 0) {
-		char *table;
-
-		sqlite3_bind_int64(st, 1, id);
-		if (sqlite3_step(st) != SQLITE_ROW)
-			break;
-		id = sqlite3_column_int64(st, 0);
-		table = sq_dup_col(st, 1);
-		sqlite3_reset(st);	/* no statement may read while an index is dropped */
-		ret = table ? sq_blocks_backfill_one(s, id, table) : -ENOMEM;
-		free(table);
-	}
-	if (st)
-		sqlite3_finalize(st);
-	return ret;
-}
-
-/*
- * Migration 13 for every event table: a _tc_fmt column whose default is
- * the format the migration recorded for the type, so that the rows stored
- * before read as of that format without being rewritten.
- */
-static int sq_fmt_backfill(struct store *s)
-{
-	sqlite3_stmt *st = NULL;
-	int64_t id = INT64_MIN;
-	int ret = sq_prepare(s, "SELECT t.id, t.table_name, f.id FROM event_types t"
-				" JOIN formats f ON f.type_id = t.id WHERE t.id > ?"
-				" ORDER BY t.id LIMIT 1", &st);
-
-	while (ret == 0) {
-		struct sq_buf b = { 0 };
-		char def[48];
-
-		sqlite3_bind_int64(st, 1, id);
-		if (sqlite3_step(st) != SQLITE_ROW)
-			break;
-		id = sqlite3_column_int64(st, 0);
-		sq_buf_str(&b, "ALTER TABLE ");
-		sq_ident(&b, (const char *)sqlite3_column_text(st, 1));
-		snprintf(def, sizeof(def), " ADD COLUMN _tc_fmt INTEGER DEFAULT %lld",
-			 (long long)sqlite3_column_int64(st, 2));
-		sq_buf_str(&b, def);
-		sqlite3_reset(st);
-		ret = b.oom ? -ENOMEM : sq_exec(s, b.s);
-		free(b.s);
-	}
-	if (st)
-		sqlite3_finalize(st);
-	return ret;
-}
-
-/* The part of migration @version SQL cannot do alone, or 0. */
-static int sq_migrate_code(struct store *s, int version)
-{
-	if (version == SQ_MIGRATION_FORMATS)
-		return sq_fmt_backfill(s);
-	return version == SQ_MIGRATION_BLOCKS ? sq_blocks_backfill(s) : 0;
-}
-
-static int sq_migrate_one(struct store *s, const struct sql_migration *m)
-{
-	char pragma[64];
-	int ret;
-
-	ret = sq_exec(s, "BEGIN IMMEDIATE");
-	if (ret < 0)
-		return ret;
-	snprintf(pragma, sizeof(pragma), "PRAGMA user_version = %d", m->version);
-	if (sq_exec(s, m->sql) < 0 || sq_migrate_code(s, m->version) < 0 ||
-	    sq_exec(s, pragma) < 0 || sq_exec(s, "COMMIT") < 0) {
-		char msg[STORE_ERRMSG_MAX];
-
-		snprintf(msg, sizeof(msg), "%s", s->errmsg);
-		sqlite3_exec(sq_store_of(s)->db, "ROLLBACK", NULL, NULL, NULL);
-		return store_set_errmsg(s, TC_ERR_DB_SCHEMA, "migration %s: %s", m->name, msg);
-	}
-	return 0;
-}
-
-int sq_migrate(struct store *s)
-{
-	size_t n = sizeof(sql_migrations) / sizeof(sql_migrations[0]);
-	int version = 0;
-	int ret = sq_user_version(s, &version);
-
-	if (ret < 0)
-		return ret;
-	if (version > SQL_SCHEMA_VERSION)
-		return store_set_errmsg(s, TC_ERR_DB_SCHEMA,
-					"database schema %d is newer than this program's %d",
-					version, SQL_SCHEMA_VERSION);
-	for (size_t i = 0; i < n && ret == 0; i++)
-		if (sql_migrations[i].version > version)
-			ret = sq_migrate_one(s, &sql_migrations[i]);
 	return ret;
 }
 
@@ -281,11 +129,11 @@ int sq_migrate(struct store *s)
 /* Formats one host may have sent for one type (every boot counted once per text). */
 #define SQ_MAX_HOST_FORMATS	16
 
-static const char sq_kind_suffix[] = { [DECODE_SIGNED] = 'i', [DECODE_UNSIGNED] = 'u',
-				       [DECODE_STRING] = 's', [DECODE_BLOB] = 'b' };
+static const char sq_kind_suffix[] = { [STORE_SIGNED] = 'i', [STORE_UNSIGNED] = 'u',
+				       [STORE_STRING] = 's', [STORE_BLOB] = 'b' };
 
 /* The event_types row of (system, name): 1 when there is none. */
-static int sq_type_find(struct store *s, const struct decode_type *t, int64_t *type_id,
+static int sq_type_find(struct sq_store *s, const struct store_type_desc *t, int64_t *type_id,
 			char **table)
 {
 	sqlite3_stmt *st;
@@ -313,7 +161,7 @@ static int sq_type_find(struct store *s, const struct decode_type *t, int64_t *t
 }
 
 /* A new (system, name): pick its table and record it (the table comes later). */
-static int sq_type_add(struct store *s, const struct decode_type *t, const char *format,
+static int sq_type_add(struct sq_store *s, const struct store_type_desc *t, const char *format,
 		       int64_t *type_id, char **table)
 {
 	sqlite3_stmt *st;
@@ -341,7 +189,7 @@ static int sq_type_add(struct store *s, const struct decode_type *t, const char 
  * (0: a new format): its formats of this type, the types it has formats
  * for. Return: 0; TC_ERR_FORMAT_LIMIT; TC_ERR_DB.
  */
-static int sq_host_caps(struct store *s, const struct decode_type *t,
+static int sq_host_caps(struct sq_store *s, const struct store_type_desc *t,
 			const struct store_origin *o, int64_t type_id, int64_t fmt_id)
 {
 	int64_t has = 0, n = 0;
@@ -365,24 +213,24 @@ static int sq_host_caps(struct store *s, const struct decode_type *t,
 	if (ret < 0 || has)
 		return ret;
 	if (n >= SQ_MAX_HOST_FORMATS)
-		return store_set_errmsg(s, TC_ERR_FORMAT_LIMIT,
-					"%s:%s: the host sent %lld formats of it already"
-					" (at most %d)", t->system, t->name, (long long)n,
-					SQ_MAX_HOST_FORMATS);
+		return sq_errf(s, TC_ERR_FORMAT_LIMIT,
+			       "%s:%s: the host sent %lld formats of it already"
+			       " (at most %d)", t->system, t->name, (long long)n,
+			       SQ_MAX_HOST_FORMATS);
 	if (n || !o->max_types)
 		return 0;
 	ret = sq_int1(s, "SELECT count(DISTINCT type_id) FROM host_formats WHERE host_id = ?",
 		      (int64_t)o->host_id, 0, &n);
 	if (ret == 0 && n >= o->max_types)
-		ret = store_set_errmsg(s, TC_ERR_FORMAT_LIMIT,
-				       "%s:%s: the host has %lld event types already"
-				       " (max-event-types %u)", t->system, t->name,
-				       (long long)n, o->max_types);
+		ret = sq_errf(s, TC_ERR_FORMAT_LIMIT,
+			      "%s:%s: the host has %lld event types already"
+			      " (max-event-types %u)", t->system, t->name,
+			      (long long)n, o->max_types);
 	return ret;
 }
 
 /* The formats row of @text for @type_id: 0 when there is none. */
-static int sq_fmt_find(struct store *s, int64_t type_id, const char *text, int64_t *id)
+static int sq_fmt_find(struct sq_store *s, int64_t type_id, const char *text, int64_t *id)
 {
 	sqlite3_stmt *st;
 	int ret = sq_prepare(s, "SELECT id FROM formats WHERE type_id = ? AND text = ?", &st);
@@ -402,7 +250,7 @@ static int sq_fmt_find(struct store *s, int64_t type_id, const char *text, int64
 }
 
 /* The column of field (@name, @kind) of @type_id: 1 (*col NULL) when there is none. */
-static int sq_col_find(struct store *s, int64_t type_id, const char *name, enum decode_kind kind,
+static int sq_col_find(struct sq_store *s, int64_t type_id, const char *name, enum store_kind kind,
 		       char **col)
 {
 	sqlite3_stmt *st;
@@ -413,7 +261,7 @@ static int sq_col_find(struct store *s, int64_t type_id, const char *name, enum 
 		return ret;
 	sqlite3_bind_int64(st, 1, type_id);
 	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, decode_kind_name(kind), -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, store_kind_name(kind), -1, SQLITE_STATIC);
 	*col = NULL;
 	switch (sqlite3_step(st)) {
 	case SQLITE_ROW:
@@ -450,7 +298,7 @@ static void sq_cols_free(struct sq_cols *c)
 }
 
 /* Whether @name is a column of @type_id already, or one picked in @c so far. */
-static int sq_col_taken(struct store *s, int64_t type_id, const struct sq_cols *c, unsigned upto,
+static int sq_col_taken(struct sq_store *s, int64_t type_id, const struct sq_cols *c, unsigned upto,
 			const char *name, bool *taken)
 {
 	for (unsigned i = 0; i < upto; i++)
@@ -487,8 +335,8 @@ static int sq_col_taken(struct store *s, int64_t type_id, const struct sq_cols *
  * then a number: a field of another kind than the column of its name
  * never shares that column.
  */
-static int sq_col_pick(struct store *s, int64_t type_id, struct sq_cols *c, unsigned i,
-		       const struct decode_field *f)
+static int sq_col_pick(struct sq_store *s, int64_t type_id, struct sq_cols *c, unsigned i,
+		       const struct store_field *f)
 {
 	struct sq_buf b = { 0 };
 	bool taken = true;
@@ -510,8 +358,8 @@ static int sq_col_pick(struct store *s, int64_t type_id, struct sq_cols *c, unsi
 		ret = b.oom ? -ENOMEM : sq_col_taken(s, type_id, c, i, b.s, &taken);
 	}
 	if (ret == 0 && taken)
-		ret = store_set_errmsg(s, TC_ERR_FORMAT_LIMIT, "no free column for field %s",
-				       f->name);
+		ret = sq_errf(s, TC_ERR_FORMAT_LIMIT, "no free column for field %s",
+			      f->name);
 	if (ret < 0) {
 		free(b.s);
 		return ret;
@@ -523,7 +371,7 @@ static int sq_col_pick(struct store *s, int64_t type_id, struct sq_cols *c, unsi
 }
 
 /* The columns of @t's fields in @type_id's table (@type_id 0: a new table). */
-static int sq_cols_of(struct store *s, const struct decode_type *t, int64_t type_id,
+static int sq_cols_of(struct sq_store *s, const struct store_type_desc *t, int64_t type_id,
 		      struct sq_cols *c)
 {
 	int ret = 0;
@@ -537,7 +385,7 @@ static int sq_cols_of(struct store *s, const struct decode_type *t, int64_t type
 		ret = sq_int1(s, "SELECT count(*) FROM event_fields WHERE type_id = ?", type_id, 0,
 			      &c->have);
 	for (unsigned i = 0; i < t->nfields && ret == 0; i++) {
-		const struct decode_field *f = &t->fields[i];
+		const struct store_field *f = &t->fields[i];
 		unsigned j;
 
 		for (j = 0; j < i && strcmp(t->fields[j].name, f->name); j++)
@@ -552,15 +400,15 @@ static int sq_cols_of(struct store *s, const struct decode_type *t, int64_t type
 			ret = sq_col_pick(s, type_id, c, i, f);
 	}
 	if (ret == 0 && c->have + c->nfresh > SQ_MAX_TABLE_COLS)
-		ret = store_set_errmsg(s, TC_ERR_FORMAT_LIMIT,
-				       "%s:%s: its table would have %lld columns (at most %d)",
-				       t->system, t->name, (long long)(c->have + c->nfresh),
-				       SQ_MAX_TABLE_COLS);
+		ret = sq_errf(s, TC_ERR_FORMAT_LIMIT,
+			      "%s:%s: its table would have %lld columns (at most %d)",
+			      t->system, t->name, (long long)(c->have + c->nfresh),
+			      SQ_MAX_TABLE_COLS);
 	return ret;
 }
 
 /* One column definition: "name" TYPE. */
-static void sq_col_def(struct sq_buf *b, const char *col, enum decode_kind kind)
+static void sq_col_def(struct sq_buf *b, const char *col, enum store_kind kind)
 {
 	sq_ident(b, col);
 	sq_buf_str(b, " ");
@@ -572,7 +420,7 @@ static void sq_col_def(struct sq_buf *b, const char *col, enum decode_kind kind)
  * them (DDL re-parses the whole schema each time: an ALTER per field made
  * thousands of types quadratic); for a known one, an ALTER TABLE each.
  */
-static int sq_cols_make(struct store *s, const struct decode_type *t, const char *table,
+static int sq_cols_make(struct sq_store *s, const struct store_type_desc *t, const char *table,
 			bool create, const struct sq_cols *c)
 {
 	struct sq_buf b = { 0 };
@@ -606,7 +454,7 @@ static int sq_cols_make(struct store *s, const struct decode_type *t, const char
 }
 
 /* Record the new columns of @c in event_fields, in field order. */
-static int sq_cols_record(struct store *s, int64_t type_id, const struct decode_type *t,
+static int sq_cols_record(struct sq_store *s, int64_t type_id, const struct store_type_desc *t,
 			  const struct sq_cols *c)
 {
 	sqlite3_stmt *st;
@@ -615,14 +463,14 @@ static int sq_cols_record(struct store *s, int64_t type_id, const struct decode_
 				" FROM event_fields WHERE type_id = ?1))", &st);
 
 	for (unsigned i = 0; i < c->n && ret == 0; i++) {
-		const struct decode_field *f = &t->fields[i];
+		const struct store_field *f = &t->fields[i];
 
 		if (!c->fresh[i])
 			continue;
 		sqlite3_bind_int64(st, 1, type_id);
 		sqlite3_bind_text(st, 2, f->name, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 3, c->cols[i], -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 4, decode_kind_name(f->kind), -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, store_kind_name(f->kind), -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 5, f->size);
 		ret = sq_run(s, st, false);
 	}
@@ -632,7 +480,7 @@ static int sq_cols_record(struct store *s, int64_t type_id, const struct decode_
 }
 
 /* A new formats row for @format of @type_id, with its fields' columns. */
-static int sq_fmt_add(struct store *s, int64_t type_id, const struct decode_type *t,
+static int sq_fmt_add(struct sq_store *s, int64_t type_id, const struct store_type_desc *t,
 		      const char *format, const struct sq_cols *c, int64_t *id)
 {
 	sqlite3_stmt *st;
@@ -667,7 +515,7 @@ static int sq_fmt_add(struct store *s, int64_t type_id, const struct decode_type
 }
 
 /* Host @o sent format @fmt_id of @type_id (in its boot): host_formats, the latest format. */
-static int sq_host_format(struct store *s, const struct store_origin *o, int64_t type_id,
+static int sq_host_format(struct sq_store *s, const struct store_origin *o, int64_t type_id,
 			  int64_t fmt_id, const char *format)
 {
 	sqlite3_stmt *st;
@@ -692,35 +540,17 @@ static int sq_host_format(struct store *s, const struct store_origin *o, int64_t
 	return ret;
 }
 
-static struct store_type *sq_type_cached(struct store *s, const struct decode_type *t,
+static struct store_type *sq_type_cached(struct sq_store *s, const struct store_type_desc *t,
 					 const char *format)
 {
-	for (struct store_type *st = sq_store_of(s)->types; st; st = st->next)
+	for (struct store_type *st = s->types; st; st = st->next)
 		if (!strcmp(st->system, t->system) && !strcmp(st->name, t->name) &&
 		    st->nfields == t->nfields && !strcmp(st->format, format))
 			return st;
 	return NULL;
 }
 
-void sq_type_free(struct store_type *t)
-{
-	sqlite3_finalize(t->insert);
-	if (t->insert_b != t->insert_n)
-		sqlite3_finalize(t->insert_b);
-	sqlite3_finalize(t->insert_n);
-	free(t->bound_n);
-	free(t->values);
-	free(t->head);
-	sq_batch_free(t->cur);
-	free(t->scratch);
-	free(t->system);
-	free(t->name);
-	free(t->format);
-	free(t->param);
-	free(t);
-}
-
-static struct store_type *sq_type_new(const struct decode_type *t, const char *format)
+static struct store_type *sq_type_new(const struct store_type_desc *t, const char *format)
 {
 	struct store_type *st = calloc(1, sizeof(*st));
 
@@ -742,7 +572,7 @@ static struct store_type *sq_type_new(const struct decode_type *t, const char *f
  * The type, its table, columns and format for @t, inside the caller's
  * savepoint; @st gets the type and format ids and its INSERT.
  */
-static int sq_type_build(struct store *s, struct store_type *st, const struct decode_type *t,
+static int sq_type_build(struct sq_store *s, struct store_type *st, const struct store_type_desc *t,
 			 const char *format, const struct store_origin *o)
 {
 	struct sq_cols c = { 0 };
@@ -782,7 +612,7 @@ static int sq_type_build(struct store *s, struct store_type *st, const struct de
  * A format already stored (this run): the caps and host_formats for
  * host @o, which may be another host than the one that sent it first.
  */
-static int sq_type_again(struct store *s, struct store_type *st, const struct decode_type *t,
+static int sq_type_again(struct sq_store *s, struct store_type *st, const struct store_type_desc *t,
 			 const struct store_origin *o)
 {
 	int ret = sq_host_caps(s, t, o, st->type_id, st->fmt_id);
@@ -790,16 +620,21 @@ static int sq_type_again(struct store *s, struct store_type *st, const struct de
 	return ret ?: sq_host_format(s, o, st->type_id, st->fmt_id, st->format);
 }
 
-int sq_type(struct store *s, const struct decode_type *t, const char *format,
-	    const struct store_origin *o, struct store_type **out)
+static int sq_type(struct store_writer *w, const struct store_type_desc *t,
+		   const struct store_origin *o, struct store_type **out)
 {
-	struct store_type *st = sq_type_cached(s, t, format);
-	int ret;
+	struct sq_store *s = sq_writer_of(w);
+	const char *format = t->format;
+	struct store_type *st;
+	int ret = sq_writer_enter(s);
 
+	if (ret < 0)
+		return ret;
+	st = sq_type_cached(s, t, format);
 	if (o->max_fields && t->nfields > o->max_fields)
-		return store_set_errmsg(s, TC_ERR_FORMAT_LIMIT,
-					"%s:%s: %u fields (max-event-fields %u)", t->system,
-					t->name, t->nfields, o->max_fields);
+		return sq_errf(s, TC_ERR_FORMAT_LIMIT,
+			       "%s:%s: %u fields (max-event-fields %u)", t->system,
+			       t->name, t->nfields, o->max_fields);
 	if (st) {
 		ret = sq_type_again(s, st, t, o);
 		if (ret == 0)
@@ -816,30 +651,30 @@ int sq_type(struct store *s, const struct decode_type *t, const char *format,
 	if (ret == 0) {
 		ret = sq_type_build(s, st, t, format, o);
 		if (ret < 0)
-			sqlite3_exec(sq_store_of(s)->db, "ROLLBACK TO tc_type", NULL, NULL, NULL);
-		sqlite3_exec(sq_store_of(s)->db, "RELEASE tc_type", NULL, NULL, NULL);
+			sqlite3_exec(s->db, "ROLLBACK TO tc_type", NULL, NULL, NULL);
+		sqlite3_exec(s->db, "RELEASE tc_type", NULL, NULL, NULL);
 	}
 	if (ret < 0) {
 		sq_type_free(st);
 		return ret;
 	}
-	st->next = sq_store_of(s)->types;
-	sq_store_of(s)->types = st;
+	st->next = s->types;
+	s->types = st;
 	*out = st;
 	return 0;
 }
 
 /* ---- schemas for the read side ---- */
 
-static enum decode_kind sq_kind(const char *name)
+static enum store_kind sq_kind(const char *name)
 {
-	for (int k = DECODE_SIGNED; k <= DECODE_BLOB; k++)
-		if (name && !strcmp(name, decode_kind_name((enum decode_kind)k)))
-			return (enum decode_kind)k;
-	return DECODE_BLOB;
+	for (int k = STORE_SIGNED; k <= STORE_BLOB; k++)
+		if (name && !strcmp(name, store_kind_name((enum store_kind)k)))
+			return (enum store_kind)k;
+	return STORE_BLOB;
 }
 
-static int sq_schema_cols(struct store *s, int64_t type_id, struct store_schema *sc)
+static int sq_schema_cols(struct sq_store *s, int64_t type_id, struct store_schema *sc)
 {
 	sqlite3_stmt *st;
 	size_t cap = 0;
@@ -873,7 +708,7 @@ static int sq_schema_cols(struct store *s, int64_t type_id, struct store_schema 
 }
 
 /* Format @f's fields: their columns (indices into @sc's) and C types. */
-static int sq_fmt_fields(struct store *s, const struct store_schema *sc, struct store_fmt *f)
+static int sq_fmt_fields(struct sq_store *s, const struct store_schema *sc, struct store_fmt *f)
 {
 	sqlite3_stmt *st;
 	size_t cap = 0;
@@ -916,7 +751,7 @@ static int sq_fmt_fields(struct store *s, const struct store_schema *sc, struct 
 }
 
 /* Format @f's hosts, from host_formats. */
-static int sq_fmt_hosts(struct store *s, struct store_fmt *f)
+static int sq_fmt_hosts(struct sq_store *s, struct store_fmt *f)
 {
 	sqlite3_stmt *st;
 	size_t cap = 0;
@@ -945,7 +780,7 @@ static int sq_fmt_hosts(struct store *s, struct store_fmt *f)
 }
 
 /* @sc's formats (its columns loaded), oldest first. */
-static int sq_schema_fmts(struct store *s, struct store_schema *sc)
+static int sq_schema_fmts(struct sq_store *s, struct store_schema *sc)
 {
 	sqlite3_stmt *st;
 	size_t cap = 0;
@@ -984,7 +819,7 @@ static int sq_schema_fmts(struct store *s, struct store_schema *sc)
  * Build the schema of the event_types row @st is on (id, system, name,
  * table, format), its columns only when @cols, its formats when @fmts.
  */
-static int sq_schema_load(struct store *s, sqlite3_stmt *st, bool cols, bool fmts,
+static int sq_schema_load(struct sq_store *s, sqlite3_stmt *st, bool cols, bool fmts,
 			  struct store_schema **out)
 {
 	struct store_schema *sc = calloc(1, sizeof(*sc));
@@ -1010,7 +845,7 @@ static int sq_schema_load(struct store *s, sqlite3_stmt *st, bool cols, bool fmt
 }
 
 /* After a first match, collect the other systems for the error message. */
-static int sq_ambiguous(struct store *s, sqlite3_stmt *st, const char *event)
+static int sq_ambiguous(struct sq_store *s, sqlite3_stmt *st, const char *event)
 {
 	struct sq_buf b = { 0 };
 	int ret;
@@ -1020,15 +855,15 @@ static int sq_ambiguous(struct store *s, sqlite3_stmt *st, const char *event)
 		sq_buf_str(&b, ", ");
 		sq_buf_str(&b, (const char *)sqlite3_column_text(st, 1));
 	}
-	ret = store_set_errmsg(s, TC_ERR_AMBIGUOUS,
-			       "event \"%s\" exists in several systems: %s; name one as SYSTEM:%s",
-			       event, b.oom ? "?" : b.s, event);
+	ret = sq_errf(s, TC_ERR_AMBIGUOUS,
+		      "event \"%s\" exists in several systems: %s; name one as SYSTEM:%s",
+		      event, b.oom ? "?" : b.s, event);
 	free(b.s);
 	return ret;
 }
 
-int sq_schema_get(struct store *s, const char *system, const char *event,
-		  struct store_schema **out)
+int sq_schema_find(struct sq_store *s, const char *system, const char *event,
+		   struct store_schema **out)
 {
 	sqlite3_stmt *st;
 	int ret = sq_prepare(s, "SELECT id, system, name, table_name, format FROM event_types"
@@ -1040,8 +875,8 @@ int sq_schema_get(struct store *s, const char *system, const char *event,
 	sqlite3_bind_text(st, 1, event, -1, SQLITE_STATIC);
 	sq_bind_text(st, 2, system);
 	if (sqlite3_step(st) != SQLITE_ROW) {
-		ret = store_set_errmsg(s, TC_ERR_UNKNOWN_EVENT, "no event %s%s%s",
-				       system ? system : "", system ? ":" : "", event);
+		ret = sq_errf(s, TC_ERR_UNKNOWN_EVENT, "no event %s%s%s",
+			      system ? system : "", system ? ":" : "", event);
 	} else {
 		ret = sq_schema_load(s, st, true, true, out);
 		if (ret == 0 && !system && sqlite3_step(st) == SQLITE_ROW) {
@@ -1055,7 +890,7 @@ int sq_schema_get(struct store *s, const char *system, const char *event,
 	return ret;
 }
 
-int sq_schema_walk(struct store *s, const char *system, bool cols,
+int sq_schema_walk(struct sq_store *s, const char *system, bool cols,
 		   int (*fn)(void *ctx, const struct store_schema *sc), void *ctx)
 {
 	sqlite3_stmt *st;
@@ -1078,7 +913,7 @@ int sq_schema_walk(struct store *s, const char *system, bool cols,
 	}
 	sqlite3_finalize(st);
 	if (ret == 0 && !any && system)
-		ret = store_set_errmsg(s, TC_ERR_UNKNOWN_EVENT, "no events in system %s", system);
+		ret = sq_errf(s, TC_ERR_UNKNOWN_EVENT, "no events in system %s", system);
 	return ret;
 }
 
@@ -1087,8 +922,25 @@ int sq_schema_walk(struct store *s, const char *system, bool cols,
  * walk, and loading every type's columns cost more than the rest of a
  * 10,000-row page's setup.
  */
-int sq_schema_list(struct store *s, const char *system,
-		   int (*fn)(void *ctx, const struct store_schema *sc), void *ctx)
+static int sq_schema_list(struct store_reader *r, const char *system,
+			  int (*fn)(void *ctx, const struct store_schema *sc), void *ctx)
 {
-	return sq_schema_walk(s, system, false, fn, ctx);
+	struct sq_store *s = sq_reader_of(r);
+
+	return sq_reader_enter(s) ?: sq_schema_walk(s, system, false, fn, ctx);
+}
+
+static int sq_schema_get(struct store_reader *r, const char *system, const char *event,
+			 struct store_schema **out)
+{
+	struct sq_store *s = sq_reader_of(r);
+
+	return sq_reader_enter(s) ?: sq_schema_find(s, system, event, out);
+}
+
+void sq_schema_ops(struct store_writer_ops *w, struct store_reader_ops *r)
+{
+	w->type = sq_type;
+	r->schema_get = sq_schema_get;
+	r->schema_list = sq_schema_list;
 }

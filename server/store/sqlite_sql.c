@@ -5,7 +5,7 @@
  *
  * How a statement runs, on the query worker's read-only connection:
  *
- * 1. The views (store.h, "user SQL"; sql/schema.sql, "User SQL views") are
+ * 1. The views (store_types.h, "user SQL"; sql/schema.sql, "User SQL views") are
  *    made as TEMP views on this connection, for this statement only: hosts,
  *    stats and drops, and the views of the event types whose name occurs
  *    in the statement's text (case aside; a superset of those it reads:
@@ -53,7 +53,11 @@
 
 #include "common/tc_error.h"
 #include "common/util.h"
-#include "server/store/sqlite_int.h"
+#include "server/store/sqlite_file.h"
+#include "server/store/sqlite_read.h"
+#include "server/store/sqlite_schema.h"
+#include "server/store/sqlite_sql.h"
+#include "server/store/sqlite_util.h"
 
 #define SQ_SQL_TICK	1000		/* VM steps between two looks at the clock */
 #define SQ_SQL_VALUE	(1u << 20)	/* default bytes of one value */
@@ -75,7 +79,7 @@ struct sq_evview {
 };
 
 struct sq_sql {
-	struct store *s;
+	struct sq_store *s;
 	const char *text;	/* the statement */
 	struct sq_evview *ev;
 	size_t nev, capev;
@@ -344,7 +348,7 @@ static int sq_ev_body(const struct store_schema *sc, struct sq_evview *e)
 	return 0;
 }
 
-/* Note event type @sc (sq_schema_list() callback: names only). */
+/* Note event type @sc (sq_schema_walk() callback: names only). */
 static int sq_ev_note(void *ctx, const struct store_schema *sc)
 {
 	struct sq_sql *x = ctx;
@@ -376,7 +380,7 @@ static int sq_ev_bodies(struct sq_sql *x)
 
 		if (!strcasestr(x->text, e->name))
 			continue;
-		ret = sq_schema_get(x->s, e->system, e->name, &sc);
+		ret = sq_schema_find(x->s, e->system, e->name, &sc);
 		if (ret == 0)
 			ret = sq_ev_body(sc, e);
 		store_schema_free(sc);
@@ -467,7 +471,7 @@ static int sq_tables_note(struct sq_sql *x)
 /* Step 2: what each view reads. */
 static int sq_views_learn(struct sq_sql *x)
 {
-	sqlite3 *db = sq_store_of(x->s)->db;
+	sqlite3 *db = x->s->db;
 	int ret = 0;
 
 	x->learning = true;
@@ -489,7 +493,7 @@ static int sq_views_learn(struct sq_sql *x)
 
 static void sq_sql_free(struct sq_sql *x)
 {
-	sqlite3 *db = sq_store_of(x->s)->db;
+	sqlite3 *db = x->s->db;
 
 	sqlite3_set_authorizer(db, NULL, NULL);
 	for (size_t i = 0; i < x->nviews; i++) {
@@ -528,7 +532,7 @@ static int sq_progress(void *arg)
 
 	if (x->deadline && util_now_ms() >= x->deadline)
 		x->timed_out = true;
-	return x->timed_out || sq_stop_due(sq_store_of(x->s));
+	return x->timed_out || sq_stop_due(x->s);
 }
 
 /*
@@ -537,32 +541,32 @@ static int sq_progress(void *arg)
  */
 static int sq_sql_prepare(struct sq_sql *x, const char *text, sqlite3_stmt **st)
 {
-	sqlite3 *db = sq_store_of(x->s)->db;
+	sqlite3 *db = x->s->db;
 	sqlite3_stmt *more = NULL;
 	const char *tail = NULL;
 	int rc;
 
 	rc = sqlite3_prepare_v2(db, text, -1, st, &tail);
 	if (rc == SQLITE_OK && !*st)
-		return store_set_errmsg(x->s, TC_ERR_SYNTAX, "--sql: no statement in the text");
+		return sq_errf(x->s, TC_ERR_SYNTAX, "--sql: no statement in the text");
 	if (rc == SQLITE_OK && tail && *tail) {
 		rc = sqlite3_prepare_v2(db, tail, -1, &more, NULL);
 		sqlite3_finalize(more);
 		if (rc != SQLITE_OK || more)
-			return store_set_errmsg(x->s, TC_ERR_SYNTAX,
-						"--sql takes one statement: more text follows at"
-						" byte %zu", (size_t)(tail - text));
+			return sq_errf(x->s, TC_ERR_SYNTAX,
+				       "--sql takes one statement: more text follows at"
+				       " byte %zu", (size_t)(tail - text));
 	}
 	if (rc == SQLITE_OK && !sqlite3_stmt_readonly(*st))
 		rc = SQLITE_AUTH;
 	if (rc == SQLITE_OK)
 		return 0;
 	if (x->denied[0] || rc == SQLITE_AUTH)
-		return store_set_errmsg(x->s, -EACCES, "not allowed in --sql: %s",
-					x->denied[0] ? x->denied : "a statement that writes");
+		return sq_errf(x->s, -EACCES, "not allowed in --sql: %s",
+			       x->denied[0] ? x->denied : "a statement that writes");
 	if (rc == SQLITE_NOMEM)
 		return -ENOMEM;
-	return store_set_errmsg(x->s, TC_ERR_SYNTAX, "--sql: %s", sqlite3_errmsg(db));
+	return sq_errf(x->s, TC_ERR_SYNTAX, "--sql: %s", sqlite3_errmsg(db));
 }
 
 static void sq_sql_value(sqlite3_stmt *st, int i, struct store_sql_value *v)
@@ -596,21 +600,21 @@ static void sq_sql_value(sqlite3_stmt *st, int i, struct store_sql_value *v)
 static int sq_step_error(struct sq_sql *x, const struct store_sql_limits *lim, int rc)
 {
 	if (x->timed_out)
-		return store_set_errmsg(x->s, TC_ERR_TIMEOUT,
-					"--sql stopped at the time limit of %lld ms",
-					(long long)lim->time_ms);
-	if (sq_store_of(x->s)->stopped)
+		return sq_errf(x->s, TC_ERR_TIMEOUT,
+			       "--sql stopped at the time limit of %lld ms",
+			       (long long)lim->time_ms);
+	if (x->s->stopped)
 		return sq_err(x->s, TC_ERR_DB, "--sql");
 	if (rc == SQLITE_TOOBIG && lim->max_row && x->value_max < (lim->max_value ?: SQ_SQL_VALUE))
-		return store_set_errmsg(x->s, TC_ERR_TOO_LONG,
-					"--sql: a value over the limit of %u bytes (an answer's %llu"
-					" bytes shared by the statement's %zu columns)", x->value_max,
-					(unsigned long long)lim->max_row, x->ncols);
+		return sq_errf(x->s, TC_ERR_TOO_LONG,
+			       "--sql: a value over the limit of %u bytes (an answer's %llu"
+			       " bytes shared by the statement's %zu columns)", x->value_max,
+			       (unsigned long long)lim->max_row, x->ncols);
 	if (rc == SQLITE_TOOBIG)
-		return store_set_errmsg(x->s, TC_ERR_TOO_LONG,
-					"--sql: a value over the limit of %u bytes", x->value_max);
+		return sq_errf(x->s, TC_ERR_TOO_LONG,
+			       "--sql: a value over the limit of %u bytes", x->value_max);
 	if (rc == SQLITE_AUTH)
-		return store_set_errmsg(x->s, -EACCES, "not allowed in --sql: %s", x->denied);
+		return sq_errf(x->s, -EACCES, "not allowed in --sql: %s", x->denied);
 	if (rc == SQLITE_NOMEM)
 		return -ENOMEM;
 	return sq_err(x->s, TC_ERR_DB, "--sql");
@@ -652,10 +656,10 @@ static int sq_sql_rows(struct sq_sql *x, sqlite3_stmt *st, const struct store_sq
 			bytes += vals[i].len;
 		}
 		if (lim->max_row && bytes > lim->max_row) {
-			ret = store_set_errmsg(x->s, TC_ERR_TOO_LONG,
-					       "--sql: a row of %llu bytes, over the limit of %llu"
-					       " bytes of one answer", (unsigned long long)bytes,
-					       (unsigned long long)lim->max_row);
+			ret = sq_errf(x->s, TC_ERR_TOO_LONG,
+				      "--sql: a row of %llu bytes, over the limit of %llu"
+				      " bytes of one answer", (unsigned long long)bytes,
+				      (unsigned long long)lim->max_row);
 			goto out;
 		}
 		ret = fn(ctx, ncols, names, vals);
@@ -691,7 +695,7 @@ static uint32_t sq_value_max(const struct sq_sql *x, const struct store_sql_limi
 static int sq_sql_run(struct sq_sql *x, const char *text, const struct store_sql_limits *lim,
 		      store_sql_fn fn, void *ctx)
 {
-	sqlite3 *db = sq_store_of(x->s)->db;
+	sqlite3 *db = x->s->db;
 	int len;
 	sqlite3_stmt *st = NULL;
 	int ret;
@@ -710,25 +714,28 @@ static int sq_sql_run(struct sq_sql *x, const char *text, const struct store_sql
 		ret = sq_sql_rows(x, st, lim, fn, ctx);
 	}
 	sqlite3_finalize(st);
-	sq_stop_handler(sq_store_of(x->s));	/* every read's again */
+	sq_stop_handler(x->s);	/* every read's again */
 	sqlite3_set_authorizer(db, NULL, NULL);
 	sqlite3_limit(db, SQLITE_LIMIT_LENGTH, len);
 	return ret;
 }
 
-int sq_sql(struct store *s, const char *text, const struct store_scope *scope,
-	   const struct store_sql_limits *lim, store_sql_fn fn, void *ctx)
+static int sq_sql(struct store_reader *r, const char *text, const struct store_scope *scope,
+		  const struct store_sql_limits *lim, store_sql_fn fn, void *ctx)
 {
+	struct sq_store *s = sq_reader_of(r);
 	struct sq_sql x = { .s = s, .text = text };
-	int ret;
+	int ret = sq_reader_enter(s);
 
+	if (ret < 0)
+		return ret;
 	if (scope)
-		return store_set_errmsg(s, -EACCES,
-					"--sql is not available to an identity with a scope:"
-					" its views are not restricted by host");
-	if (!sq_store_of(s)->db)
-		return store_set_errmsg(s, TC_ERR_DB, "no database open");
-	ret = sq_schema_list(s, NULL, sq_ev_note, &x);
+		return sq_errf(s, -EACCES,
+			       "--sql is not available to an identity with a scope:"
+			       " its views are not restricted by host");
+	if (!s->db)
+		return sq_errf(s, TC_ERR_DB, "no database open");
+	ret = sq_schema_walk(s, NULL, false, sq_ev_note, &x);
 	if (ret == TC_ERR_UNKNOWN_EVENT)
 		ret = 0;
 	if (ret == 0)
@@ -743,4 +750,9 @@ int sq_sql(struct store *s, const char *text, const struct store_scope *scope,
 		ret = sq_sql_run(&x, text, lim, fn, ctx);
 	sq_sql_free(&x);
 	return ret;
+}
+
+void sq_sql_ops(struct store_reader_ops *r)
+{
+	r->sql = sq_sql;
 }

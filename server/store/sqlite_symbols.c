@@ -14,7 +14,9 @@
 
 #include "common/tc_error.h"
 #include "proto/symbols.h"
-#include "server/store/sqlite_int.h"
+#include "server/store/sqlite_file.h"
+#include "server/store/sqlite_symbols.h"
+#include "server/store/sqlite_util.h"
 
 #define SQ_ADDR_FLIP	(1ull << 63)	/* unsigned order as signed order */
 #define TC_XSTR(x)	#x
@@ -22,7 +24,7 @@
 #define SQ_SYM_CANDIDATES	8	/* programs tried per address */
 #define SQ_SYM_UNSIZED_MAX	0x10000	/* a user symbol without size covers this */
 
-static int sq_program_find(struct store *s, uint64_t host_id, const struct store_program *p,
+static int sq_program_find(struct sq_store *s, uint64_t host_id, const struct store_program *p,
 			   uint64_t *id)
 {
 	sqlite3_stmt *st;
@@ -45,11 +47,12 @@ static int sq_program_find(struct store *s, uint64_t host_id, const struct store
 	return ret;
 }
 
-int sq_program(struct store *s, uint64_t host_id, const struct store_program *p,
-	       uint64_t *program_id)
+static int sq_program(struct store_writer *w, uint64_t host_id, const struct store_program *p,
+		      uint64_t *program_id)
 {
+	struct sq_store *s = sq_writer_of(w);
 	sqlite3_stmt *st;
-	int ret = sq_program_find(s, host_id, p, program_id);
+	int ret = sq_writer_enter(s) ?: sq_program_find(s, host_id, p, program_id);
 
 	if (ret != -ENOENT)
 		return ret;
@@ -68,14 +71,19 @@ int sq_program(struct store *s, uint64_t host_id, const struct store_program *p,
 	sqlite3_bind_int64(st, 9, p->since_ns);
 	ret = sq_run(s, st, true);
 	if (ret == 0)
-		*program_id = (uint64_t)sqlite3_last_insert_rowid(sq_store_of(s)->db);
+		*program_id = (uint64_t)sqlite3_last_insert_rowid(s->db);
 	return ret;
 }
 
-int sq_symbol(struct store *s, uint64_t program_id, uint64_t addr, uint64_t size,
-	      const char *name)
+static int sq_symbol(struct store_writer *w, uint64_t program_id, uint64_t addr,
+		     uint64_t size, const char *name)
 {
-	sqlite3_stmt *st = sq_store_of(s)->sym_put;
+	struct sq_store *s = sq_writer_of(w);
+	sqlite3_stmt *st = s->sym_put;
+	int ret = sq_writer_enter(s);
+
+	if (ret < 0)
+		return ret;
 
 	sqlite3_bind_int64(st, 1, (int64_t)program_id);
 	sqlite3_bind_int64(st, 2, (int64_t)(addr ^ SQ_ADDR_FLIP));
@@ -90,10 +98,10 @@ int sq_symbol(struct store *s, uint64_t program_id, uint64_t addr, uint64_t size
  * for the kernel (@kernel), within SQ_SYM_UNSIZED_MAX bytes otherwise.
  * Return: 0, -ENOENT, TC_ERR_DB.
  */
-static int sq_symbol_in(struct store *s, int64_t prog, bool kernel, uint64_t addr,
+static int sq_symbol_in(struct sq_store *s, int64_t prog, bool kernel, uint64_t addr,
 			char *buf, size_t len)
 {
-	sqlite3_stmt **st = &sq_store_of(s)->sym_find;
+	sqlite3_stmt **st = &s->sym_find;
 	uint64_t start, size;
 	int ret = 0, rc;
 
@@ -127,10 +135,11 @@ static int sq_symbol_in(struct store *s, int64_t prog, bool kernel, uint64_t add
  * row; the first with a symbol covering @addr wins. The kernel's table
  * (grp 0) takes only kernel addresses, which lie above every user one.
  */
-int sq_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
-		   uint64_t addr, char *buf, size_t len)
+static int sq_symbol_name(struct store_reader *r, uint64_t host_id, int32_t pid, int64_t ts,
+			  uint64_t addr, char *buf, size_t len)
 {
-	sqlite3_stmt **st = &sq_store_of(s)->prog_find;
+	struct sq_store *s = sq_reader_of(r);
+	sqlite3_stmt **st = &s->prog_find;
 	int ret = 0, rc;
 
 	if (!*st)
@@ -152,11 +161,7 @@ int sq_symbol_name(struct store *s, uint64_t host_id, int32_t pid, int64_t ts,
 	return ret;
 }
 
-/*
- * sq_host_boot_exists - whether @sql, with host_id and boot_id as its two
- * parameters, returns a row; @what names it in an error.
- */
-int sq_host_boot_exists(struct store *s, const char *sql, uint64_t host_id,
+int sq_host_boot_exists(struct sq_store *s, const char *sql, uint64_t host_id,
 			const char *boot_id, const char *what, bool *found)
 {
 	sqlite3_stmt *st;
@@ -176,10 +181,22 @@ int sq_host_boot_exists(struct store *s, const char *sql, uint64_t host_id,
 	return ret;
 }
 
-int sq_kallsyms_held(struct store *s, uint64_t host_id, const char *boot_id, bool *held)
+static int sq_kallsyms_held(struct store_writer *w, uint64_t host_id, const char *boot_id,
+			    bool *held)
 {
-	return sq_host_boot_exists(s, "SELECT 1 FROM programs AS p WHERE host_id = ? AND"
+	struct sq_store *s = sq_writer_of(w);
+
+	return sq_writer_enter(s) ?:
+	       sq_host_boot_exists(s, "SELECT 1 FROM programs AS p WHERE host_id = ? AND"
 				   " boot_id = ? AND grp = 0 AND EXISTS (SELECT 1 FROM symbols"
 				   " WHERE program_id = p.id) LIMIT 1", host_id, boot_id,
 				   "kernel symbols", held);
+}
+
+void sq_symbols_ops(struct store_writer_ops *w, struct store_reader_ops *r)
+{
+	w->program = sq_program;
+	w->symbol = sq_symbol;
+	w->kallsyms_held = sq_kallsyms_held;
+	r->symbol_name = sq_symbol_name;
 }

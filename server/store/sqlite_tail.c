@@ -4,8 +4,8 @@
  * (ts_blocks) carry the storage sequence number of their first row
  * (sql/0009-follow.sql), so the blocks from a cursor on, in seq order,
  * name the rows stored since, each block a rowid range of one event
- * table. The writer numbers the blocks it puts (sqlite_write.c) from
- * sq_seq_load()'s start.
+ * table. The writer numbers the blocks it puts (sqlite_write.c, from
+ * sq_seq_load()'s start; sq_seq_end() is where it goes on).
  */
 #include "config.h"
 
@@ -18,27 +18,14 @@
 #include <sqlite3.h>
 
 #include "common/tc_error.h"
-#include "server/store/sqlite_int.h"
+#include "server/store/sqlite_file.h"
+#include "server/store/sqlite_names.h"
+#include "server/store/sqlite_read.h"
+#include "server/store/sqlite_tail.h"
+#include "server/store/sqlite_util.h"
+#include "server/store/sqlite_write.h"
 
 #define SQ_TAIL_BLOCK_MAX	64	/* rows in a block, at most (sqlite_write.c) */
-
-/* The number after the newest block's rows (1: no block), in *@end. */
-static int sq_seq_end(struct store *s, int64_t *end)
-{
-	return sq_int1(s, "SELECT seq + hi - lo + 1 FROM ts_blocks WHERE ? = 0"
-			  " ORDER BY rowid DESC LIMIT 1", 0, 1, end);
-}
-
-int sq_seq_load(struct store *s)
-{
-	struct sq_store *q = sq_store_of(s);
-	int64_t end = 1;
-	int ret = sq_seq_end(s, &end);
-
-	if (ret == 0)
-		q->seq = end;
-	return ret;
-}
 
 /* The per-type reads of one store_tail() call. */
 struct sq_tailq {
@@ -51,7 +38,7 @@ struct sq_tailq {
  * Rows of @q's type in a rowid range (:tc_flo, :tc_fhi) that match it, by
  * rowid: the order they were stored in.
  */
-static int sq_tailq_prepare(struct store *s, const struct store_query *q, struct sq_tailq *tq)
+static int sq_tailq_prepare(struct sq_store *s, const struct store_query *q, struct sq_tailq *tq)
 {
 	const struct store_schema *sc = q->schema;
 	struct sq_buf b = { 0 };
@@ -104,7 +91,7 @@ static void sq_tailq_free(struct sq_tailq *tq)
  * at most @cap of them (0: all); *@last is the rowid of the last passed.
  * Return: as store_tail(); *@rows counts what was passed.
  */
-static int sq_tail_block(struct store *s, const struct store_query *q, struct sq_tailq *tq,
+static int sq_tail_block(struct sq_store *s, const struct store_query *q, struct sq_tailq *tq,
 			 size_t i, int64_t lo, int64_t hi, size_t cap, store_tail_fn fn, void *ctx,
 			 size_t *rows, int64_t *last)
 {
@@ -136,7 +123,7 @@ static int sq_tail_block(struct store *s, const struct store_query *q, struct sq
  * after T (every such block starts at or after T - its type's widest
  * span).
  */
-static int sq_tail_start(struct store *s, const struct store_query *const *qs, size_t nq,
+static int sq_tail_start(struct sq_store *s, const struct store_query *const *qs, size_t nq,
 			 int64_t end, int64_t *from)
 {
 	int ret = 0;
@@ -173,15 +160,16 @@ static int sq_tail_start(struct store *s, const struct store_query *const *qs, s
 	return ret;
 }
 
-int sq_tail(struct store *s, const struct store_query *const *qs, size_t nq,
-	    struct store_tail *t, store_tail_fn fn, void *ctx)
+static int sq_tail(struct store_reader *r, const struct store_query *const *qs, size_t nq,
+		   struct store_tail *t, store_tail_fn fn, void *ctx)
 {
+	struct sq_store *s = sq_reader_of(r);
 	struct sq_tailq *tq = calloc(nq + 1, sizeof(*tq));
 	sqlite3_stmt *blocks = NULL;
 	int64_t end = 1, from;
 	size_t rows = 0, seen = 0;
 	bool first = true;
-	int rc = SQLITE_DONE, ret = tq ? sq_flush_all(s) : -ENOMEM;
+	int rc = SQLITE_DONE, ret = tq ? sq_reader_enter(s) : -ENOMEM;
 
 	t->missed = 0;
 	t->reset = t->more = false;
@@ -257,4 +245,9 @@ int sq_tail(struct store *s, const struct store_query *const *qs, size_t nq,
 		sq_tailq_free(&tq[i]);
 	free(tq);
 	return ret;
+}
+
+void sq_tail_ops(struct store_reader_ops *r)
+{
+	r->tail = sq_tail;
 }

@@ -15,7 +15,7 @@
 
 #include <sqlite3.h>
 
-#include "server/store/sqlite_int.h"
+#include "server/store/sqlite_window.h"
 
 size_t sq_win_cap = 32u << 20;
 
@@ -23,7 +23,7 @@ size_t sq_win_cap = 32u << 20;
 struct sq_wval {
 	int64_t i;
 	uint32_t len;
-	uint8_t kind;		/* enum decode_kind */
+	uint8_t kind;		/* enum store_kind */
 	bool null;
 };
 
@@ -129,7 +129,7 @@ int sq_win_add(struct sq_win *w, sqlite3_stmt *st, const struct store_schema *sc
 			p = type == SQLITE_TEXT ? (const void *)sqlite3_column_text(st, c) :
 			    sqlite3_column_blob(st, c);
 			v.len = (uint32_t)sqlite3_column_bytes(st, c);
-			v.kind = type == SQLITE_TEXT ? DECODE_STRING : DECODE_BLOB;
+			v.kind = type == SQLITE_TEXT ? STORE_STRING : STORE_BLOB;
 			ret = sq_win_room(w, (size_t)v.len + 1, &off);	/* NUL-ended, as SQLite's */
 			if (ret < 0)
 				return ret;
@@ -138,8 +138,8 @@ int sq_win_add(struct sq_win *w, sqlite3_stmt *st, const struct store_schema *sc
 			w->arena[off + v.len] = 0;
 			v.i = (int64_t)off;
 		} else {	/* INTEGER (a REAL never gets stored) */
-			v.kind = sc->cols[i].kind == DECODE_UNSIGNED ? DECODE_UNSIGNED :
-				 DECODE_SIGNED;
+			v.kind = sc->cols[i].kind == STORE_UNSIGNED ? STORE_UNSIGNED :
+				 STORE_SIGNED;
 			v.i = sqlite3_column_int64(st, c);
 		}
 		memcpy(w->arena + voff + i * sizeof(v), &v, sizeof(v));
@@ -212,19 +212,19 @@ void sq_win_row(const struct sq_win *w, size_t i, const struct store_schema *sc,
 	r->ts = wr->ts;
 	r->trace_ts = wr->trace_ts;
 	for (size_t c = 0; c < sc->ncols; c++) {
-		struct decode_value *d = &rb->vals[c];
+		struct store_value *d = &rb->vals[c];
 		struct sq_wval v;
 
 		memcpy(&v, w->arena + wr->vals + c * sizeof(v), sizeof(v));
 		memset(d, 0, sizeof(*d));
-		d->kind = (enum decode_kind)v.kind;
+		d->kind = (enum store_kind)v.kind;
 		rb->null[c] = v.null;
 		if (v.null)
 			continue;
-		if (d->kind == DECODE_STRING) {
+		if (d->kind == STORE_STRING) {
 			d->str.s = (const char *)w->arena + v.i;
 			d->str.len = v.len;
-		} else if (d->kind == DECODE_BLOB) {
+		} else if (d->kind == STORE_BLOB) {
 			d->blob.p = w->arena + v.i;
 			d->blob.len = v.len;
 		} else {

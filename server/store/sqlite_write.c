@@ -2,8 +2,10 @@
  * sqlite_write.c - how the SQLite backend stores events: the prepared
  * (multi-row) INSERT of each event type, rows gathered in batches, and the
  * writer thread that runs them while the caller decodes the next page
- * (see struct store_type in sqlite_int.h for the design), plus each
- * batch's blocks of the time index (ts_blocks).
+ * (see struct store_type in sqlite_write.h for the design), plus each
+ * batch's blocks of the time index (ts_blocks) and the storage sequence
+ * numbers they take (sql/0009-follow.sql; sqlite_tail.c reads them). The
+ * writer's insert op is here; its other ops are its parts' (sqlite.c).
  */
 #include "config.h"
 
@@ -17,7 +19,9 @@
 #include <sqlite3.h>
 
 #include "common/tc_error.h"
-#include "server/store/sqlite_int.h"
+#include "server/store/sqlite_errors.h"
+#include "server/store/sqlite_util.h"
+#include "server/store/sqlite_write.h"
 
 #define SQ_FIXED_COLS 4		/* host_id, cpu, ts, trace_ts */
 #define SQ_BATCH_ROWS	512	/* rows per multi-row INSERT, at most */
@@ -29,6 +33,42 @@
 #define SQ_INFLIGHT	4		/* batches handed to the writer thread, at most */
 #define SQ_WAKE		1		/* batches queued that wake an idle writer */
 #define SQ_BLOCK_SPAN	10000000000ull	/* ns a new block spans at most (one row: any) */
+
+/*
+ * One value of a pending row: an integer, or bytes in the type's arena.
+ * 16 bytes: a batch of 512 rows of 12 columns stays under 100 KiB.
+ */
+struct sq_val {
+	enum store_kind kind;
+	uint32_t len;		/* bytes at p (a value of one page: small) */
+	union {
+		int64_t i;
+		const void *p;
+	};
+};
+
+/*
+ * Rows of one type on their way in: values (strings and blobs copied to
+ * the arena), at most the type's `rows` of them.
+ */
+struct sq_batch {
+	struct sq_batch *next;
+	struct store_type *t;
+	unsigned pending;	/* rows in vals */
+	size_t cap;		/* vals has room for this many values */
+	struct sq_val *vals;	/* pending * t->ncols */
+	uint8_t *arena;		/* arena_size bytes (at most SQ_ARENA); NULL: none yet */
+	size_t arena_size, arena_len;
+};
+
+static void sq_batch_free(struct sq_batch *b)
+{
+	if (!b)
+		return;
+	free(b->vals);
+	free(b->arena);
+	free(b);
+}
 
 /* ---- INSERT statements and batches ---- */
 
@@ -59,9 +99,9 @@ static int sq_batch_prepare(sqlite3 *db, const struct store_type *t, unsigned ro
  * thread): one of 512 rows costs some hundred KiB, and most of the types
  * a host may send never fill a batch.
  */
-static int sq_batch_init(struct store *s, struct store_type *st)
+static int sq_batch_init(struct sq_store *s, struct store_type *st)
 {
-	int limit = sqlite3_limit(sq_store_of(s)->db, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
+	int limit = sqlite3_limit(s->db, SQLITE_LIMIT_VARIABLE_NUMBER, -1);
 	unsigned rows = (unsigned)limit / st->ncols;
 
 	st->rows = rows < SQ_BATCH_ROWS ? rows : SQ_BATCH_ROWS;
@@ -105,7 +145,7 @@ static int sq_batch_stmts(sqlite3 *db, struct store_type *t, const struct sq_bat
 	return rc;
 }
 
-int sq_type_insert(struct store *s, struct store_type *st, const struct decode_type *t,
+int sq_type_insert(struct sq_store *s, struct store_type *st, const struct store_type_desc *t,
 		   const char *table, char *const *cols)
 {
 	struct sq_buf b = { 0 }, v = { 0 };
@@ -148,9 +188,9 @@ int sq_type_insert(struct store *s, struct store_type *st, const struct decode_t
 
 static int sq_bind_val(sqlite3_stmt *st, int p, const struct sq_val *v)
 {
-	if (v->kind == DECODE_SIGNED || v->kind == DECODE_UNSIGNED)
+	if (v->kind == STORE_SIGNED || v->kind == STORE_UNSIGNED)
 		return sqlite3_bind_int64(st, p, v->i);
-	if (v->kind == DECODE_STRING)
+	if (v->kind == STORE_STRING)
 		return sqlite3_bind_text(st, p, v->p, (int)v->len, SQLITE_STATIC);
 	return sqlite3_bind_blob(st, p, v->p, (int)v->len, SQLITE_STATIC);
 }
@@ -345,7 +385,7 @@ int sq_writer_start(struct sq_store *q)
 	return ret;
 }
 
-void sq_writer_stop(struct sq_store *q)
+static void sq_writer_stop(struct sq_store *q)
 {
 	if (!q->writer_started)
 		return;
@@ -377,19 +417,18 @@ static void sq_wait_below(struct sq_store *q, unsigned n)
  * connection is the caller's. Return: 0, or the writer's failure (until
  * the transaction is rolled back).
  */
-int sq_sync(struct store *s)
+int sq_sync(struct sq_store *s)
 {
-	struct sq_store *q = sq_store_of(s);
 	int ret;
 
-	if (!q->writer_started)
+	if (!s->writer_started)
 		return 0;
-	pthread_mutex_lock(&q->lock);
-	sq_wait_below(q, 0);
-	ret = q->werr;
+	pthread_mutex_lock(&s->lock);
+	sq_wait_below(s, 0);
+	ret = s->werr;
 	if (ret)
-		store_set_errmsg(s, ret, "%s", q->werrmsg);
-	pthread_mutex_unlock(&q->lock);
+		sq_errf(s, ret, "%s", s->werrmsg);
+	pthread_mutex_unlock(&s->lock);
 	return ret;
 }
 
@@ -400,9 +439,8 @@ int sq_sync(struct store *s)
  * the caller and the writer share a CPU, a wake-up is a context switch,
  * which must come per several hundred rows, not per few dozen.
  */
-static int sq_flush(struct store *s, struct store_type *t)
+static int sq_flush(struct sq_store *s, struct store_type *t)
 {
-	struct sq_store *q = sq_store_of(s);
 	struct sq_batch *b = t->cur;
 	int ret;
 
@@ -410,27 +448,27 @@ static int sq_flush(struct store *s, struct store_type *t)
 		return 0;
 	t->cur = NULL;
 	b->next = NULL;
-	pthread_mutex_lock(&q->lock);
-	if (q->inflight >= SQ_INFLIGHT)
-		sq_wait_below(q, SQ_INFLIGHT / 2);
-	*q->tail = b;
-	q->tail = &b->next;
-	q->inflight++;
-	ret = q->werr;
+	pthread_mutex_lock(&s->lock);
+	if (s->inflight >= SQ_INFLIGHT)
+		sq_wait_below(s, SQ_INFLIGHT / 2);
+	*s->tail = b;
+	s->tail = &b->next;
+	s->inflight++;
+	ret = s->werr;
 	if (ret)
-		store_set_errmsg(s, ret, "%s", q->werrmsg);
-	if (q->idle && q->inflight >= SQ_WAKE)
-		pthread_cond_signal(&q->wake);
-	pthread_mutex_unlock(&q->lock);
+		sq_errf(s, ret, "%s", s->werrmsg);
+	if (s->idle && s->inflight >= SQ_WAKE)
+		pthread_cond_signal(&s->wake);
+	pthread_mutex_unlock(&s->lock);
 	return ret;
 }
 
 /* Queue every type's gathering rows and wait until they are in. */
-int sq_flush_all(struct store *s)
+int sq_flush_all(struct sq_store *s)
 {
 	int ret = 0;
 
-	for (struct store_type *t = sq_store_of(s)->types; t; t = t->next) {
+	for (struct store_type *t = s->types; t; t = t->next) {
 		int r = sq_flush(s, t);
 
 		ret = ret < 0 ? ret : r;
@@ -438,29 +476,19 @@ int sq_flush_all(struct store *s)
 	return sq_sync(s) ?: ret;
 }
 
-void sq_batch_free(struct sq_batch *b)
-{
-	if (!b)
-		return;
-	free(b->vals);
-	free(b->arena);
-	free(b);
-}
-
 /* A batch for @t to gather rows in: a spare one, or a new one. */
-static int sq_batch_get(struct store *s, struct store_type *t)
+static int sq_batch_get(struct sq_store *s, struct store_type *t)
 {
-	struct sq_store *q = sq_store_of(s);
 	size_t need = (size_t)t->rows * t->ncols;
 	struct sq_batch *b;
 
-	pthread_mutex_lock(&q->lock);
-	b = q->spare;
+	pthread_mutex_lock(&s->lock);
+	b = s->spare;
 	if (b) {
-		q->spare = b->next;
-		q->nspare--;
+		s->spare = b->next;
+		s->nspare--;
 	}
-	pthread_mutex_unlock(&q->lock);
+	pthread_mutex_unlock(&s->lock);
 	if (!b && !(b = calloc(1, sizeof(*b))))
 		return -ENOMEM;
 	if (need > (size_t)SQ_VALS_FIRST * t->ncols)	/* sq_batch_room() grows it */
@@ -486,16 +514,16 @@ static int sq_batch_get(struct store *s, struct store_type *t)
 
 /* ---- inserts ---- */
 
-static int sq_val_of(struct sq_val *out, const struct decode_value *v)
+static int sq_val_of(struct sq_val *out, const struct store_value *v)
 {
 	size_t len = 0;
 
 	out->kind = v->kind;
-	if (v->kind == DECODE_SIGNED)
+	if (v->kind == STORE_SIGNED)
 		out->i = v->i;
-	else if (v->kind == DECODE_UNSIGNED)
+	else if (v->kind == STORE_UNSIGNED)
 		out->i = (int64_t)v->u;	/* bit pattern */
-	else if (v->kind == DECODE_STRING)
+	else if (v->kind == STORE_STRING)
 		out->p = v->str.s, len = v->str.len;
 	else
 		out->p = v->blob.p, len = v->blob.len;
@@ -504,35 +532,30 @@ static int sq_val_of(struct sq_val *out, const struct decode_value *v)
 }
 
 /*
- * Decode @ev's fields into @row (strings and blobs still pointing into the
- * page); *@bytes receives how many bytes of them there are.
+ * @ev's values into @row (strings and blobs still pointing into the
+ * caller's page); *@bytes receives how many bytes of them there are.
  */
-static int sq_row_decode(struct store *s, const struct store_type *t, struct sq_val *row,
-			 uint64_t host_id, const struct decode_event *ev, int64_t ts_wall,
-			 size_t *bytes)
+static int sq_row_of(struct sq_store *s, const struct store_type *t, struct sq_val *row,
+		     const struct store_event *ev, size_t *bytes)
 {
 	size_t n = 0;
 
-	row[0] = (struct sq_val){ .kind = DECODE_SIGNED, .i = (int64_t)host_id };
-	row[1] = (struct sq_val){ .kind = DECODE_SIGNED, .i = ev->cpu };
-	row[2] = (struct sq_val){ .kind = DECODE_SIGNED, .i = ts_wall };
-	row[3] = (struct sq_val){ .kind = DECODE_SIGNED, .i = (int64_t)ev->ts };
+	row[0] = (struct sq_val){ .kind = STORE_SIGNED, .i = (int64_t)ev->host_id };
+	row[1] = (struct sq_val){ .kind = STORE_SIGNED, .i = ev->cpu };
+	row[2] = (struct sq_val){ .kind = STORE_SIGNED, .i = ev->ts };
+	row[3] = (struct sq_val){ .kind = STORE_SIGNED, .i = (int64_t)ev->trace_ts };
 	for (unsigned i = 0; i < t->nfields; i++) {
-		struct decode_value v;
+		struct sq_val *v = &row[t->param[i] - 1];
 		int ret;
 
 		if (!t->param[i])
 			continue;
-		ret = decode_field_value(ev, i, &v);
+		ret = sq_val_of(v, &ev->vals[i]);
 		if (ret < 0)
-			return store_set_errmsg(s, ret, "field %s: %s", ev->type->fields[i].name,
-						tc_strerror(ret));
-		ret = sq_val_of(&row[t->param[i] - 1], &v);
-		if (ret < 0)
-			return store_set_errmsg(s, ret, "field %s: %s", ev->type->fields[i].name,
-						tc_strerror(ret));
-		if (v.kind == DECODE_STRING || v.kind == DECODE_BLOB)
-			n += row[t->param[i] - 1].len;
+			return sq_errf(s, ret, "%s:%s: field %u: %s", t->system, t->name,
+				       i, tc_strerror(ret));
+		if (v->kind == STORE_STRING || v->kind == STORE_BLOB)
+			n += v->len;
 	}
 	*bytes = n;
 	return 0;
@@ -588,7 +611,7 @@ static int sq_batch_room(struct store_type *t, size_t bytes)
 static void sq_row_keep(struct sq_batch *b, unsigned ncols, struct sq_val *row)
 {
 	for (unsigned c = SQ_FIXED_COLS; c < ncols; c++) {
-		if (row[c].kind != DECODE_STRING && row[c].kind != DECODE_BLOB)
+		if (row[c].kind != STORE_STRING && row[c].kind != STORE_BLOB)
 			continue;
 		if (!row[c].len) {	/* (no pointer into an arena that may move) */
 			row[c].p = "";
@@ -600,44 +623,43 @@ static void sq_row_keep(struct sq_batch *b, unsigned ncols, struct sq_val *row)
 	}
 }
 
-int sq_insert(struct store *s, struct store_type *t, uint64_t host_id,
-	      const struct decode_event *ev, int64_t ts_wall)
+static int sq_insert(struct store_writer *w, struct store_type *t, const struct store_event *ev)
 {
-	struct sq_store *q = sq_store_of(s);
+	struct sq_store *s = sq_writer_of(w);
 	struct sq_val *row = t->scratch, *dst;
 	struct sq_batch *b = t->cur;
 	size_t bytes = 0, size = t->ncols * sizeof(*row);
 	int ret;
 
 	if (t->retired)
-		return store_set_errmsg(s, TC_ERR_DB, "database %s: event type %s:%s is of the"
-					" file that was removed or replaced", q->path, t->system,
-					t->name);
-	if (ev->type->nfields != t->nfields)
-		return store_set_errmsg(s, -EINVAL, "event does not match its store type");
-	/* rows gathering: decode straight into the batch's next row */
+		return sq_errf(s, TC_ERR_DB, "database %s: event type %s:%s is of the"
+			       " file that was removed or replaced", s->path, t->system,
+			       t->name);
+	if (ev->nvals != t->nfields)
+		return sq_errf(s, -EINVAL, "event does not match its store type");
+	/* rows gathering: straight into the batch's next row */
 	if (b && b->cap >= (size_t)(b->pending + 1) * t->ncols)
 		row = b->vals + (size_t)b->pending * t->ncols;
-	ret = sq_row_decode(s, t, row, host_id, ev, ts_wall, &bytes);
+	ret = sq_row_of(s, t, row, ev, &bytes);
 	if (ret < 0)
 		return ret;
 	/* a flush hands the batch to the writer: the row moves out first */
-	if (row != t->scratch && (!q->in_txn || bytes > SQ_ARENA ||
+	if (row != t->scratch && (!s->in_txn || bytes > SQ_ARENA ||
 				  (bytes && (!b->arena || bytes > b->arena_size - b->arena_len)))) {
 		memcpy(t->scratch, row, size);
 		row = t->scratch;
 	}
-	if (t->rows < 2 || bytes > SQ_ARENA || !q->in_txn) {
+	if (t->rows < 2 || bytes > SQ_ARENA || !s->in_txn) {
 		/* alone, straight from the page; what is gathering goes first */
 		ret = sq_flush(s, t) ?: sq_sync(s) ?: sq_exec(s, "SAVEPOINT tc_row");
 		if (ret < 0)
 			return ret;
 		if (sq_rows_step(t, t->insert, row, 1, NULL) != SQLITE_OK ||
-		    sq_block_put(q->db, q->block_put, t, row, 1, &q->seq) != SQLITE_OK) {
+		    sq_block_put(s->db, s->block_put, t, row, 1, &s->seq) != SQLITE_OK) {
 			ret = sq_err(s, TC_ERR_DB, "step");
-			sqlite3_exec(q->db, "ROLLBACK TO tc_row", NULL, NULL, NULL);
+			sqlite3_exec(s->db, "ROLLBACK TO tc_row", NULL, NULL, NULL);
 		}
-		sqlite3_exec(q->db, "RELEASE tc_row", NULL, NULL, NULL);
+		sqlite3_exec(s->db, "RELEASE tc_row", NULL, NULL, NULL);
 		return ret;
 	}
 	if (t->cur && (ret = sq_batch_room(t, bytes)) != 0) {
@@ -654,4 +676,95 @@ int sq_insert(struct store *s, struct store_type *t, uint64_t host_id,
 	if (++b->pending == t->rows)
 		return sq_flush(s, t);
 	return 0;
+}
+
+/* ---- types, the writer, the sequence ---- */
+
+void sq_type_free(struct store_type *t)
+{
+	sqlite3_finalize(t->insert);
+	if (t->insert_b != t->insert_n)
+		sqlite3_finalize(t->insert_b);
+	sqlite3_finalize(t->insert_n);
+	free(t->bound_n);
+	free(t->values);
+	free(t->head);
+	sq_batch_free(t->cur);
+	free(t->scratch);
+	free(t->system);
+	free(t->name);
+	free(t->format);
+	free(t->param);
+	free(t);
+}
+
+static void sq_types_free(struct store_type *t)
+{
+	while (t) {
+		struct store_type *next = t->next;
+
+		sq_type_free(t);
+		t = next;
+	}
+}
+
+void sq_types_retire(struct sq_store *s)
+{
+	while (s->types) {
+		struct store_type *t = s->types;
+
+		s->types = t->next;
+		if (t->insert_b != t->insert_n)
+			sqlite3_finalize(t->insert_b);
+		sqlite3_finalize(t->insert_n);
+		sqlite3_finalize(t->insert);
+		t->insert = t->insert_n = t->insert_b = NULL;
+		sq_batch_free(t->cur);
+		t->cur = NULL;
+		t->retired = true;
+		t->next = s->retired;
+		s->retired = t;
+	}
+}
+
+void sq_types_drop_rows(struct sq_store *s)
+{
+	for (struct store_type *t = s->types; t; t = t->next)
+		if (t->cur)
+			t->cur->pending = t->cur->arena_len = 0;
+}
+
+void sq_writer_free(struct sq_store *s)
+{
+	sq_writer_stop(s);
+	while (s->spare) {
+		struct sq_batch *b = s->spare;
+
+		s->spare = b->next;
+		sq_batch_free(b);
+	}
+	sq_types_free(s->types);
+	sq_types_free(s->retired);
+	s->types = s->retired = NULL;
+}
+
+int sq_seq_end(struct sq_store *s, int64_t *end)
+{
+	return sq_int1(s, "SELECT seq + hi - lo + 1 FROM ts_blocks WHERE ? = 0"
+			  " ORDER BY rowid DESC LIMIT 1", 0, 1, end);
+}
+
+int sq_seq_load(struct sq_store *s)
+{
+	int64_t end = 1;
+	int ret = sq_seq_end(s, &end);
+
+	if (ret == 0)
+		s->seq = end;
+	return ret;
+}
+
+void sq_write_ops(struct store_writer_ops *w)
+{
+	w->insert = sq_insert;
 }

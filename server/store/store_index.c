@@ -2,7 +2,8 @@
  * store_index.c - the field index settings of the store ("index" in
  * tracecollectd's configuration): parsing and freeing. What the backend
  * does with them is store_set_indexes() (sqlite_index.c). Apart from the
- * backend, so that the config fuzz target can run it alone.
+ * backend, so that the config fuzz target can run it alone; with the
+ * shared types (store_types.h), below the front and the backend alike.
  */
 #include "config.h"
 
@@ -13,7 +14,7 @@
 #include <string.h>
 
 #include "common/tc_error.h"
-#include "server/store/store.h"
+#include "server/store/store_types.h"
 
 #define STORE_INDEXES_MAX	256
 #define IX_NAME_CHARS	"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"

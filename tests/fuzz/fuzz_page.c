@@ -27,14 +27,14 @@ static struct decoder *dec;
 static int read_fields(void *ctx, const struct decode_event *ev)
 {
 	volatile size_t *sum = ctx;
-	struct decode_value v;
+	struct store_value v;
 
 	for (unsigned i = 0; i < ev->type->nfields; i++) {
 		if (decode_field_value(ev, i, &v) != 0)
 			continue;
-		if (v.kind == DECODE_STRING && v.str.len)
+		if (v.kind == STORE_STRING && v.str.len)
 			*sum += (uint8_t)v.str.s[v.str.len - 1];
-		else if (v.kind == DECODE_BLOB && v.blob.len)
+		else if (v.kind == STORE_BLOB && v.blob.len)
 			*sum += ((const uint8_t *)v.blob.p)[v.blob.len - 1];
 	}
 	return 0;

@@ -1,0 +1,481 @@
+/*
+ * store_types.h - what the store's callers and its backends say to each
+ * other: the values it keeps, what it is told of event types and hosts,
+ * and what a read asks for and gets. Data only (and the few functions that
+ * parse or free it); the calls are in store.h (callers) and store_ops.h
+ * (backends).
+ *
+ * The store owns these types, and the dependency runs one way: the page
+ * decoder (server/ingest/decode.h) reads fields into struct store_value and
+ * describes them with enum store_kind, the ingest path hands those values
+ * to the writer already decoded (store_insert()), and nothing in
+ * server/store/ includes the decoder.
+ */
+#ifndef SERVER_STORE_STORE_TYPES_H
+#define SERVER_STORE_STORE_TYPES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct filter;
+struct hist_spec;
+
+/* What a field's value is; a column has the kind of the values it holds. */
+enum store_kind {
+	STORE_SIGNED,		/* integer of 1, 2, 4 or 8 bytes, sign-extended */
+	STORE_UNSIGNED,		/* integer of 1, 2, 4 or 8 bytes (also pointers) */
+	STORE_STRING,		/* char[N], char[] or __data_loc/__rel_loc char[] */
+	STORE_BLOB,		/* any other array, dynamic array or odd-sized field */
+};
+
+/* One value of a field, as the decoder reads it and a read passes it on. */
+struct store_value {
+	enum store_kind kind;
+	union {
+		int64_t i;	/* STORE_SIGNED */
+		uint64_t u;	/* STORE_UNSIGNED */
+		struct {	/* STORE_STRING: not NUL-terminated; len excludes any NUL */
+			const char *s;
+			size_t len;
+		} str;
+		struct {	/* STORE_BLOB */
+			const void *p;
+			size_t len;
+		} blob;
+	};
+};
+
+/* store_kind_name - "signed", "unsigned", "string", "blob" (or "?"). */
+const char *store_kind_name(enum store_kind kind);
+
+/* One field of an event's format. */
+struct store_field {
+	const char *name;
+	enum store_kind kind;
+	unsigned size;		/* bytes in the record; 0 for dynamic/flexible */
+	const char *type;	/* the C type as the format gives it; NULL: not known */
+};
+
+/*
+ * An event type as an agent sent it (store_type()): the format text and
+ * its fields, all of them, the common_* fields first.
+ */
+struct store_type_desc {
+	const char *system;
+	const char *name;
+	const char *format;	/* the format file's text, as sent */
+	unsigned nfields;
+	const struct store_field *fields;
+};
+
+/*
+ * One event for store_insert(): where and when it happened, and its
+ * fields' values in the order of its type's fields (@nvals of them).
+ * Strings and blobs may point into the caller's page: the store copies
+ * what it keeps. A field whose name an earlier field of the type has is
+ * not stored, and its value is not read (it may be left unset).
+ */
+struct store_event {
+	uint64_t host_id;
+	uint32_t cpu;
+	uint64_t trace_ts;	/* trace clock, ns */
+	int64_t ts;		/* wall clock, ns */
+	unsigned nvals;
+	const struct store_value *vals;
+};
+
+/* ---- what the writer is told ---- */
+
+/*
+ * Where a format came from, and the caps on what one host may add to the
+ * schema (0: no cap).
+ */
+struct store_origin {
+	uint64_t host_id;
+	const char *boot_id;	/* NULL: "" */
+	int64_t since;		/* wall-clock ns of the connection that sent it */
+	unsigned max_types;	/* event types one host may have formats for */
+	unsigned max_fields;	/* fields in one format */
+};
+
+/*
+ * What a host limit held back of one CPU (tracecollectd --host-rate,
+ * --host-quota): pages whose reading waited, and for how long (ms).
+ */
+struct store_held {
+	uint64_t rate_pages, rate_ms;	/* over its events/s */
+	uint64_t quota_pages, quota_ms;	/* over its bytes stored */
+};
+
+/* A program whose function addresses may be named (sql/0004-symbols.sql). */
+struct store_program {
+	const char *boot_id;
+	uint64_t session;	/* the agent run; 0: none */
+	uint32_t group;		/* MSG_GROUP number; 0: the kernel */
+	int32_t pid;
+	const char *comm;
+	uint32_t first_stream, nstreams;	/* its rows' cpu values */
+	int64_t since_ns;	/* wall clock, no later than its first event */
+};
+
+/* A name a task of a host took (see store_comm_change()). */
+struct store_comm_change {
+	int32_t pid;
+	int64_t trace_ts;	/* trace clock of the first event with the name, as
+				   the events' trace_ts (ns, or TSC ticks) */
+	int64_t ts;		/* the same instant on the wall clock, ns */
+	double tick_ns;		/* ns per unit of @trace_ts (1: a ns clock) */
+	const char *old;	/* the name before (a rename); NULL: a new task */
+	const char *comm;	/* the name from @trace_ts on */
+};
+
+/*
+ * An index of the rows of every event whose system and name match @system
+ * and @event (fnmatch(3) globs) by (@field, ts): with it, `EVENT where
+ * FIELD == X` reads only the matching rows, already in time order, and
+ * counts them from the index alone. Each costs the collector an index
+ * insert per stored row of those events.
+ */
+struct store_index {
+	char *system;
+	char *event;
+	char *field;
+};
+
+struct store_indexes {
+	struct store_index *v;
+	size_t n;
+};
+
+/*
+ * The indexes a collector keeps unless told otherwise: the pid fields of
+ * the scheduler events that queries select on most.
+ */
+#define STORE_DEFAULT_INDEXES	"sched:sched_switch prev_pid,next_pid", \
+				"sched:sched_wakeup pid", "sched:sched_waking pid"
+
+/*
+ * store_index_parse - add the indexes of @spec to @ix: "SYSTEM[:EVENT]
+ * FIELD[,FIELD...]" (SYSTEM alone: all its events; globs allowed in SYSTEM
+ * and EVENT), or "none", which empties @ix. In store_index.c, with
+ * store_indexes_free().
+ *
+ * Return: 0; TC_ERR_CONFIG with a sentence in @err (and @ix as it was);
+ * -ENOMEM.
+ */
+int store_index_parse(struct store_indexes *ix, const char *spec, char *err, size_t errlen);
+
+/* store_indexes_free - free what @ix holds and empty it. */
+void store_indexes_free(struct store_indexes *ix);
+
+/* ---- what a read asks for and gets ---- */
+
+struct store_col {
+	const char *name;	/* the field's name */
+	const char *column;	/* its column (== name unless it clashed or another
+				 * column of the name has another kind, see schema.sql) */
+	enum store_kind kind;	/* the column's kind */
+};
+
+/*
+ * One format an event type was stored with: its text and its fields, as
+ * indices into the schema's columns (a row stored with it has values in
+ * those columns only), and the hosts that sent it.
+ */
+struct store_fmt {
+	int64_t id;		/* the store's key of the format (store_query.fmt) */
+	char *text;		/* as sent */
+	size_t ncols;
+	size_t *cols;		/* per field, in the format's order: a schema column */
+	char **types;		/* per field: its C type ("" when not known) */
+	size_t nhosts;
+	uint64_t *host_ids;	/* read when the type has several formats; none:
+				 * rows stored before formats were kept per host */
+};
+
+struct store_schema {
+	char *system;
+	char *name;
+	char *table;
+	int64_t type_id;	/* the store's key of the event type */
+	size_t ncols;
+	struct store_col *cols;	/* every column: a field name per kind it was sent with,
+				 * common_* first, in first-seen order */
+	char *format;		/* the latest format text stored for it (as sent) */
+	size_t nfmts;		/* with the columns (store_schema_get()) */
+	struct store_fmt *fmts;	/* in the order they were first stored */
+};
+
+/* store_schema_free - free @sc (from store_schema_get()); NULL is allowed. */
+void store_schema_free(struct store_schema *sc);
+
+struct store_row {
+	uint64_t rowid;
+	const char *host;	/* hosts.name */
+	uint64_t host_id;
+	uint32_t cpu;
+	int64_t ts;		/* wall clock ns */
+	uint64_t trace_ts;	/* trace clock ns */
+	int pid;		/* common_pid, -1 if absent */
+	const char *comm;	/* from comms; NULL if unknown */
+	size_t nvals;		/* == schema ncols */
+	const struct store_value *vals;	/* per schema column */
+	const bool *null;	/* per schema column: no value (added later) */
+};
+
+typedef int (*store_row_fn)(void *ctx, const struct store_row *row);
+
+/*
+ * A time range of a query: rows with from_ts <= ts < to_ts (wall clock
+ * ns); INT64_MIN and INT64_MAX leave that side open.
+ */
+struct store_window {
+	int64_t from_ts;
+	int64_t to_ts;
+};
+
+/*
+ * struct store_scope - the hosts a reader may see: those whose name matches
+ * one of @globs (fnmatch-style *, ?, [...] as SQLite's GLOB takes them).
+ * @n 0 means no host at all. Every read that takes a struct store_query
+ * applies it (select, count, stats, drops), so what a query identity may
+ * read is decided once, at the storage boundary, for every query feature.
+ */
+#define STORE_SCOPE_MAX	64	/* globs in one scope */
+
+struct store_scope {
+	const char *const *globs;
+	size_t n;
+};
+
+/*
+ * struct store_query - what a read asks for: rows of one event type that
+ * match a bound filter, from some hosts, in a time range, a page at a
+ * time. It says what to find, never how: each backend compiles it to its
+ * own query language. Everything it points to is the caller's and must
+ * stay valid during the call; the store keeps none of it.
+ */
+struct store_query {
+	/* the event type, from store_schema_get() or store_schema_list() */
+	const struct store_schema *schema;
+	/*
+	 * @filter: rows it matches (NULL: every row). It is bound with
+	 * filter_bind() to the fields @field_col lists: filter field i is
+	 * schema column @field_col[i] (i < @nfields). FILTER_FIELD_CPU is the
+	 * CPU whose buffer held the row; FILTER_FIELD_COMM the name its task
+	 * (common_pid) had when the kernel recorded it: the latest
+	 * store_comm_change() at or before it, else the name before the
+	 * first later one, else the pid's store_cmdlines() name. An event's
+	 * own field of that name in another case (sched_wakeup's comm) is
+	 * a field index like any other: filter_bind() decides which is meant.
+	 */
+	const struct filter *filter;
+	const size_t *field_col;
+	size_t nfields;
+	/* only rows of hosts whose name matches this glob (*, ?, [...]); NULL: all */
+	const char *host_glob;
+	/* and (NULL: all) whose name matches one of these globs (traceq --host, repeated) */
+	const struct store_scope *hosts;
+	/*
+	 * and only of hosts the reader may see (struct store_scope); NULL: every
+	 * host. Applied by every read that takes a store_query.
+	 */
+	const struct store_scope *scope;
+	/*
+	 * only rows in this time range; NULL: all. The store finds them
+	 * through its time index, which a filter cannot name.
+	 */
+	const struct store_window *win;
+	/* only rows of these CPUs (@ncpus 0: every CPU) */
+	const uint32_t *cpus;
+	size_t ncpus;
+	/* only rows stored with this format (store_fmt.id); 0: any */
+	int64_t fmt;
+	/*
+	 * store_select() only: start strictly after this row when after_rowid
+	 * != 0 (with @reverse: strictly before it). INT64_MAX as after_rowid
+	 * stands for "after every row of after_ts".
+	 */
+	int64_t after_ts;
+	uint64_t after_rowid;
+	/* store_select() only: newest first, ordered by (ts, rowid) descending */
+	bool reverse;
+	/*
+	 * store_select() only: per schema column, true for a column the
+	 * caller does not need; it is not read and comes as NULL (common_pid
+	 * is read all the same: it gives the row's pid and comm). NULL: every
+	 * column is read.
+	 */
+	const bool *skip;
+	/* store_select() only: at most this many rows; 0: no limit */
+	size_t limit;
+};
+
+/* A host as store_stats() names it. */
+struct store_stats_host {
+	uint64_t id;			/* the id store_host() gave it */
+	const char *name;
+	const char *machine_id;
+};
+
+/* What the collector knows of a host (the hosts table), for `traceq --hosts`. */
+struct store_host_info {
+	uint64_t id;			/* the id store_host() gave it */
+	const char *name;
+	const char *machine_id;
+	const char *boot_id;		/* of its latest HELLO; NULL: unknown */
+	const char *kernel;
+	const char *trace_clock;
+	const char *peer_subject;	/* its agent certificate's subject */
+	const char *agent;		/* its latest HELLO's agent version; NULL: not told */
+	int64_t ncpus, page_size;
+	int64_t clock_offset_ns;	/* realtime - trace clock, latest sample */
+	int64_t first_seen, last_seen;	/* wall clock ns (HELLO, clock samples) */
+};
+
+/*
+ * When a reader's work must stop (per-query limits, a client gone): at
+ * @deadline_ms (util_now_ms()'s clock; 0: none), or once *@cancel is true
+ * (NULL: never), which another thread may set at any time. A read that
+ * runs into either fails with TC_ERR_TIMEOUT or -ECANCELED, and
+ * store_errmsg() says which; a read that ends first is not touched.
+ */
+struct store_stop {
+	int64_t deadline_ms;
+	const volatile bool *cancel;
+};
+
+/*
+ * Every row the store keeps gets a storage sequence number: 1, 2, ... in
+ * the order the rows were stored, across every event type (one writer, so
+ * this is commit order; not event time: pages resent after a reconnect
+ * are stored, and numbered, late). A reader sees the rows of a commit
+ * all at once and never a row without every row of a lower number, so a
+ * number is a cursor: "the rows from N on" misses nothing stored later.
+ */
+struct store_tail {
+	/*
+	 * in: where to go on from, an earlier call's @next; 0: from the end
+	 * (the rows stored from now on) or, when a query's window has a
+	 * from_ts, from the first rows that can lie in the window.
+	 */
+	uint64_t from;
+	size_t max_rows;	/* in: rows passed to @fn at most (0: no limit) */
+	size_t max_scan;	/* in: rows looked at, of every type, at most (0: no limit) */
+	uint64_t next;		/* out: the cursor to go on from */
+	/*
+	 * out: rows stored at or after @from that are gone (retention removed
+	 * them before this read), of every event type: the reader missed them
+	 */
+	uint64_t missed;
+	bool reset;		/* out: @from lies past the store's end: it is another
+				 * (or an emptied) database; read from its start */
+	bool more;		/* out: stopped at max_rows or max_scan: rows remain */
+};
+
+/* Called per row with @i, the index of the query (event type) it matched. */
+typedef int (*store_tail_fn)(void *ctx, size_t i, const struct store_row *row);
+
+/*
+ * The one place where SQL text from outside reaches the store: the
+ * user-facing SQL surface of `traceq --sql`, like Perfetto's trace
+ * processor tables. Everything else in the collector talks to the store
+ * through the calls of store.h, never in SQL. The text runs over documented
+ * views only (sql/schema.sql, "User SQL views"):
+ *   - one per stored event type, named "SYSTEM__NAME" and also plain "NAME"
+ *     when no other system has an event of that name (and it is not
+ *     hosts, stats or drops): host, cpu, ts (wall clock ns), trace_ts,
+ *     then every field (a field named host, cpu, ts or trace_ts is
+ *     "field_<name>");
+ *   - hosts (one row per host), stats (per host and CPU: the counters of
+ *     store_stats()), drops (host, system, event, reason, count).
+ * Read-only is enforced by the store, not by reading the text: only one
+ * SELECT, reading only those views (and, through them, what they read)
+ * and calling only harmless functions, is allowed; any write, ATTACH,
+ * PRAGMA, load_extension, a read of a table outside the views or a second
+ * statement is refused.
+ */
+enum store_sql_kind {
+	STORE_SQL_NULL,
+	STORE_SQL_INT,
+	STORE_SQL_REAL,
+	STORE_SQL_TEXT,		/* p, len (NUL-ended) */
+	STORE_SQL_BLOB,		/* p, len */
+};
+
+struct store_sql_value {
+	enum store_sql_kind kind;
+	int64_t i;
+	double d;
+	const void *p;
+	size_t len;
+};
+
+struct store_sql_limits {
+	uint64_t max_rows;	/* rows passed to the callback at most; 0: no limit */
+	int64_t time_ms;	/* the statement is stopped after this long; 0: no limit */
+	uint32_t max_value;	/* bytes of one string or blob value; 0: 1 MiB */
+	/*
+	 * bytes of one row's strings and blobs; 0: no limit. A statement's N
+	 * columns share it: each value may take max_row / N (at least 16 KiB,
+	 * at most max_value), so the engine never builds a bigger row.
+	 */
+	uint64_t max_row;
+};
+
+/*
+ * store_sql_fn - called once with @vals NULL before any row (the columns:
+ * @ncols names), then once per result row with its @ncols values. All of
+ * it is valid only during the call. Return 0 to go on; a negative value
+ * stops the statement and is store_sql()'s return.
+ */
+typedef int (*store_sql_fn)(void *ctx, size_t ncols, const char *const *names,
+			    const struct store_sql_value *vals);
+
+#define STORE_HIST_HOST	(-1)	/* a key that is the row's host name */
+#define STORE_HIST_CPU	(-2)	/* a key or value that is the row's CPU */
+#define STORE_HIST_COMM	(-3)	/* a key that is the filters' COMM of the row */
+
+/*
+ * struct store_hist - a histogram of the rows a store_query matches, as
+ * the kernel's hist trigger would have kept it (common/hist.h): entries
+ * keyed by spec->keys (with .log2 and .buckets=N applied; .hex, .sym and
+ * .execname only change how a key prints), each with its hitcount and the
+ * u64 sums (wrapping, as the kernel's) of spec->vals.
+ * - At most spec->size entries are kept, first come: the keys whose
+ *   earliest row is earliest (ties by key); the rows of other keys count
+ *   as dropped, as the kernel counts hits it had no room for.
+ * - Kept entries are passed sorted by spec->sort (numbers of unsigned
+ *   fields and all sums in unsigned order), ties by key, ascending.
+ * @key_col[i] and @val_col[i] are schema columns of spec->keys[i] and
+ * spec->vals[i] (or STORE_HIST_HOST, STORE_HIST_CPU, STORE_HIST_COMM), resolved and
+ * type-checked by the caller (numeric for vals and numeric modifiers).
+ * @offset and @limit (0: no limit) page through the sorted entries.
+ */
+struct store_hist {
+	const struct hist_spec *spec;
+	const int *key_col;
+	const int *val_col;
+	uint64_t offset;
+	uint32_t limit;
+};
+
+struct store_hist_entry {
+	const struct store_value *keys;	/* per key: integer, or the host's name */
+	const char *const *comm;	/* per key: for .execname, the comm the store
+					 * keeps for that pid on @host_id (NULL: none) */
+	uint64_t host_id;		/* the lowest host id among its rows */
+	int64_t last_ts;		/* the newest ts among its rows */
+	uint64_t hitcount;
+	const uint64_t *sums;		/* per val */
+};
+
+struct store_hist_totals {
+	uint64_t hits;		/* rows in kept entries */
+	uint64_t entries;	/* kept entries (<= spec->size) */
+	uint64_t dropped;	/* rows of keys not kept */
+	int64_t max_ts;		/* the newest ts of any row counted */
+};
+
+#endif
