@@ -972,7 +972,6 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	s->query_opts.group = s->query_group;
 	s->query_opts.scopes = &s->scopes;
 	s->query_opts.import_rights = &s->imports;
-	s->query_opts.tls_listen = s->query_tls;
 	return 0;
 }
 
@@ -1079,7 +1078,8 @@ struct hup_ctx {
 	struct collector *col;
 	struct settings *s;
 	struct event *daily;		/* the expiry check, once a day */
-	struct queryd *qd;		/* its TLS query port reloads too */
+	struct queryd *qd;		/* its scopes are reloaded */
+	struct qtls *qtls;		/* the TLS query port reloads too; NULL: none */
 };
 
 /* @arg: NULL, or the only kind (@what) to warn about. */
@@ -1114,8 +1114,8 @@ static void check_expiry(struct hup_ctx *h)
 	if (h->col->tls)
 		tls_ctx_expiry(h->col->tls, EXPIRY_WARN_DAYS, expiry_warn, NULL);
 	if (!h->col->tls || own_ca)
-		queryd_tls_expiry(h->qd, EXPIRY_WARN_DAYS, expiry_warn,
-				  h->col->tls ? (void *)"CA certificate" : NULL);
+		qtls_expiry(h->qtls, EXPIRY_WARN_DAYS, expiry_warn,
+			    h->col->tls ? (void *)"CA certificate" : NULL);
 }
 
 static void daily_cb(evutil_socket_t fd, short what, void *arg)
@@ -1128,14 +1128,14 @@ static void daily_cb(evutil_socket_t fd, short what, void *arg)
  * SSL_CTX for new connections; connections made with the old one keep it
  * (each SSL holds a reference). On failure the old one stays.
  */
-static void reload_tls(struct collector *col, struct queryd *qd, const struct settings *s)
+static void reload_tls(struct collector *col, struct qtls *qtls, const struct settings *s)
 {
 	struct tls_files files = { s->cert, s->key, s->ca, s->crl };
 	struct tls_files qfiles = { s->cert, s->key, s->query_ca ? s->query_ca : s->ca, s->crl };
 	SSL_CTX *ctx;
 	char err[512];
 
-	if (queryd_tls_reload(qd, &qfiles, err, sizeof(err)) < 0)
+	if (qtls_reload(qtls, &qfiles, err, sizeof(err)) < 0)
 		log_err("reload: TLS query port: %s; its new connections keep the certificates "
 			"loaded before", err);
 	if (!col->tls)
@@ -1173,7 +1173,7 @@ static void hup_cb(evutil_socket_t sig, short what, void *arg)
 			reload_host_limits(&n, h->col);
 	}
 	settings_free(&n);
-	reload_tls(h->col, h->qd, h->s);
+	reload_tls(h->col, h->qtls, h->s);
 	check_expiry(h);
 }
 
@@ -1356,36 +1356,43 @@ static int import_end(void *ctx, const char *subject, uint64_t id, bool abort, u
 	return importer_end(ctx, subject, id, abort, pages, events, err, errlen);
 }
 
-static int run(struct settings *s)
-{
-	struct tls_files files = { s->cert, s->key, s->ca, s->crl };
-	struct tls_files qfiles = { s->cert, s->key, s->query_ca ? s->query_ca : s->ca, s->crl };
-	struct collector col = { .lim = s->lim, .hostmap = s->hostmap };
-	struct queryd *qd = NULL;
-	struct importer *im = NULL;
-	struct queryd_importer imops = { import_begin, import_msg, import_pages, import_end, NULL,
-					  IMPORTER_ID_BIT };
-	struct notify *nt = NULL;
-	struct ingest_opts io = { .commit_ms = COMMIT_MS, .queue_bytes = QUEUE_BYTES,
-				  .retain_age_ns = s->retain_age_ns,
-				  .retain_bytes = s->retain_bytes,
-				  .pushdown = !s->no_pushdown };
+/* What run() starts, each step's; teardown() stops and frees it all. */
+struct daemon {
+	struct settings *s;
+	struct collector col;
+	struct queryd *qd;
+	struct qtls *qtls;		/* the TLS query port; NULL: none */
+	struct importer *im;
+	struct queryd_importer imops;
+	struct notify *nt;
 	struct ingest_hooks hooks;
-	struct event *sigs[3] = { NULL, NULL, NULL };
-	struct hup_ctx hup = { &col, s, NULL, NULL };
-	struct ownfiles_ready ready = { .dfd = -1 };
-	char bound[128], qurl[512], err[512];
-	int db_lock = -1, db_dfd = -1;
+	struct event *sigs[3];
+	struct hup_ctx hup;
+	struct ownfiles_ready ready;
+	char bound[128], qurl[512];
+	int db_lock, db_dfd;
+};
+
+/*
+ * Before anything starts a thread: the agent port's TLS context, absolute
+ * paths, private files, the database's lock, @io's settings and the
+ * per-host state.
+ */
+static int prepare(struct daemon *d, struct ingest_opts *io)
+{
+	struct settings *s = d->s;
+	struct tls_files files = { s->cert, s->key, s->ca, s->crl };
+	char err[512];
 	int ret = 0;
 
 	if (s->insecure_plain)
 		log_warn("--insecure-plain: agents connect over plain TCP, "
 			 "unauthenticated and unencrypted (testing only)");
 	else
-		ret = tls_ctx_new(TLS_ROLE_SERVER, &files, &col.tls, err, sizeof(err));
+		ret = tls_ctx_new(TLS_ROLE_SERVER, &files, &d->col.tls, err, sizeof(err));
 	if (ret < 0) {
 		log_err("TLS setup: %s", err);
-		goto out;
+		return ret;
 	}
 	/*
 	 * Before anything starts a thread (the store's writer and
@@ -1396,128 +1403,207 @@ static int run(struct settings *s)
 			       (ret = abs_path(&s->ready_file)) < 0 ||
 			       (ret = abs_path(&s->journal_dir)) < 0)) {
 		log_err("paths: %s", tc_strerror(ret));
-		goto out;
+		return ret;
 	}
 	if (!s->journal_dir && asprintf(&s->journal_dir, "%s.journal", s->db) < 0) {
 		s->journal_dir = NULL;
-		ret = -ENOMEM;
-		goto out;
+		return -ENOMEM;
 	}
 	/* before daemon(): a refusal reaches the terminal; the child keeps the lock */
 	ret = private_files(s);
 	if (ret == 0)
 		ret = make_parents(s->db);
 	if (ret == 0)
-		ret = ownfiles_check(s->db, s->journal_bytes ? s->journal_dir : NULL, &db_dfd);
+		ret = ownfiles_check(s->db, s->journal_bytes ? s->journal_dir : NULL, &d->db_dfd);
 	if (ret == 0)
-		ret = ownfiles_lock_db(db_dfd, s->db, &db_lock);
+		ret = ownfiles_lock_db(d->db_dfd, s->db, &d->db_lock);
 	if (ret < 0)
-		goto out;
-	io.journal_dir = s->journal_bytes ? s->journal_dir : NULL;
-	io.journal_bytes = s->journal_bytes;
-	io.store_idle = !s->store_normal;
-	io.filters = s->filters;
-	io.host_usage = hostlimit_conf_quota(&s->host_limits);
-	io.max_types = s->max_types;
-	io.max_fields = s->max_fields;
-	ret = hostlimit_new(&s->host_limits, &col.hl) ?: livehosts_new(&col.live);
+		return ret;
+	io->journal_dir = s->journal_bytes ? s->journal_dir : NULL;
+	io->journal_bytes = s->journal_bytes;
+	io->store_idle = !s->store_normal;
+	io->filters = s->filters;
+	io->host_usage = hostlimit_conf_quota(&s->host_limits);
+	io->max_types = s->max_types;
+	io->max_fields = s->max_fields;
+	return hostlimit_new(&s->host_limits, &d->col.hl) ?: livehosts_new(&d->col.live);
+}
+
+/* Into the background (unless --foreground), logging to syslog from there. */
+static int daemonize(struct daemon *d)
+{
+	if (d->s->foreground)
+		return 0;
+	if (daemon(0, 0) < 0) {
+		int ret = -errno;
+
+		log_err("daemon: %s", strerror(-ret));
+		return ret;
+	}
+	log_init("tracecollectd", d->s->verbose ? LOGL_DEBUG : LOGL_INFO, true);
+	lockfile_note_pid(d->db_lock);
+	return 0;
+}
+
+/* The database, with the field indexes of the settings. */
+static int open_store(struct daemon *d)
+{
+	int ret = store_open(d->s->db, &d->col.store);
+
+	if (ret < 0) {
+		log_err("database %s: %s", d->s->db, store_open_errmsg(ret));
+		return ret;
+	}
+	return set_indexes(d->col.store, d->s);
+}
+
+/*
+ * The event loop, the agent port, the query endpoint and its TLS query
+ * port (started on the endpoint here, stopped before it in teardown()).
+ */
+static int start_endpoints(struct daemon *d)
+{
+	struct settings *s = d->s;
+	struct tls_files qfiles = { s->cert, s->key, s->query_ca ? s->query_ca : s->ca, s->crl };
+	int ret;
+
+	d->col.base = event_base_new();
+	ret = d->col.base ? start_listener(&d->col, s->listen, d->bound, sizeof(d->bound)) : -ENOMEM;
+	if (ret == 0)
+		ret = queryd_start(s->query, s->db, &s->query_opts, &d->qd, d->qurl, sizeof(d->qurl));
+	if (ret == 0 && s->query_tls)
+		ret = qtls_start(d->qd, s->query_tls, &qfiles, &d->qtls);
+	return ret;
+}
+
+/*
+ * The ingest worker and the importer, wired to the connections (their
+ * hooks) and to the query endpoint (--sync, the backlog, imports).
+ */
+static int start_ingest(struct daemon *d, const struct ingest_opts *io)
+{
+	struct collector *col = &d->col;
+	int ret;
+
+	conn_ingest_hooks(col, &d->hooks);
+	if ((ret = importer_new(col->base, &d->im)) == 0)
+		importer_wrap_hooks(d->im, &d->hooks);
+	if (ret == 0)
+		ret = ingest_start(col->base, col->store, io, &d->hooks, &col->ing);
+	if (ret < 0)
+		return ret;
+	importer_set_ingest(d->im, col->ing);
+	d->imops.ctx = d->im;
+	queryd_set_ingest(d->qd, &(struct queryd_ingest){ sync_received, sync_stored,
+							 sync_backlog, col, &d->imops,
+							 hosts_connected });
+	return 0;
+}
+
+/* The signals (stop, SIGHUP), the daily expiry check, the ready file; then the loop. */
+static int serve(struct daemon *d, const struct ingest_opts *io)
+{
+	struct settings *s = d->s;
+	struct collector *col = &d->col;
+	const char *qtls_at = qtls_bound(d->qtls);
+	int ret;
+
+	d->hup = (struct hup_ctx){ col, s, NULL, d->qd, d->qtls };
+	d->sigs[0] = evsignal_new(col->base, SIGINT, stop_cb, col);
+	d->sigs[1] = evsignal_new(col->base, SIGTERM, stop_cb, col);
+	d->sigs[2] = evsignal_new(col->base, SIGHUP, hup_cb, &d->hup);
+	for (int i = 0; i < 3; i++)
+		event_add(d->sigs[i], NULL);
+	d->hup.daily = event_new(col->base, -1, EV_PERSIST, daily_cb, &d->hup);
+	if (d->hup.daily)
+		event_add(d->hup.daily, &(struct timeval){ .tv_sec = 86400 });
+	check_expiry(&d->hup);
+	if (s->ready_file && (ret = write_ready_file(s->ready_file, d->bound, d->qurl, qtls_at,
+						     &d->ready)) < 0) {
+		log_err("--ready-file %s: %s", s->ready_file, tc_strerror(ret));
+		return ret;
+	}
+	log_info("listening for agents on %s, queries on %s%s%s, storing in %s (%zu filter rules, "
+		 "%zu host-map entries%s)", d->bound, d->qurl, qtls_at ? " and TLS queries on " : "",
+		 qtls_at ? qtls_at : "", s->db, filter_table_count(s->filters),
+		 hostmap_count(s->hostmap), s->crl ? ", revocation list" : "");
+	if (io->journal_dir)
+		log_info("receive journal in %s, up to %.1f MB; decoding and storing at %s priority",
+			 io->journal_dir, (double)io->journal_bytes / (1 << 20),
+			 io->store_idle ? "idle" : "normal");
+	else
+		log_info("no receive journal: pages are acknowledged once stored");
+	ret = notify_start(col->base, &d->nt);
+	if (ret < 0)
+		return ret;
+	notify_ready("listening for agents on %s, queries on %s", d->bound, d->qurl);
+	event_base_dispatch(col->base);
+	return 0;
+}
+
+/* Stop and free what the steps started, in the order that lets nothing wait. */
+static void teardown(struct daemon *d)
+{
+	struct collector *col = &d->col;
+
+	importer_stop(d->im);	/* before the endpoint lets go of it: no call waits */
+	if (d->qd)
+		queryd_set_ingest(d->qd, NULL);
+	conn_close_all(col);
+	notify_free(d->nt);
+	ingest_stop(col->ing);
+	qtls_stop(d->qtls);	/* before the endpoint it hands requests to */
+	queryd_stop(d->qd);
+	qtls_free(d->qtls);	/* after: the pool may have answered its connections till then */
+	importer_free(d->im);
+	for (int i = 0; i < 3; i++)
+		if (d->sigs[i])
+			event_free(d->sigs[i]);
+	if (d->hup.daily)
+		event_free(d->hup.daily);
+	if (col->listener)
+		evconnlistener_free(col->listener);
+	if (col->base)
+		event_base_free(col->base);
+	store_close(col->store);
+	if (d->db_lock >= 0)
+		close(d->db_lock);
+	if (d->db_dfd >= 0)
+		close(d->db_dfd);
+	hostlimit_free(col->hl);
+	livehosts_free(col->live);	/* after the connections and queries that use it */
+	SSL_CTX_free(col->tls);
+	ownfiles_ready_remove(&d->ready);
+}
+
+static int run(struct settings *s)
+{
+	struct daemon d = { .s = s, .col = { .lim = s->lim, .hostmap = s->hostmap },
+			    .imops = { import_begin, import_msg, import_pages, import_end, NULL,
+				       IMPORTER_ID_BIT },
+			    .ready = { .dfd = -1 }, .db_lock = -1, .db_dfd = -1 };
+	struct ingest_opts io = { .commit_ms = COMMIT_MS, .queue_bytes = QUEUE_BYTES,
+				  .retain_age_ns = s->retain_age_ns,
+				  .retain_bytes = s->retain_bytes,
+				  .pushdown = !s->no_pushdown };
+	int ret;
+
+	ret = prepare(&d, &io);
 	if (ret < 0)
 		goto out;
 	test_abort_on(&io);
 	catch_fatal_signals();
-	if (!s->foreground && daemon(0, 0) < 0) {
-		ret = -errno;
-		log_err("daemon: %s", strerror(errno));
-		goto out;
-	}
-	if (!s->foreground) {
-		log_init("tracecollectd", s->verbose ? LOGL_DEBUG : LOGL_INFO, true);
-		lockfile_note_pid(db_lock);
-	}
-	ret = store_open(s->db, &col.store);
-	if (ret < 0) {
-		log_err("database %s: %s", s->db, store_open_errmsg(ret));
-		goto out;
-	}
-	ret = set_indexes(col.store, s);
-	if (ret < 0)
-		goto out;
-	col.base = event_base_new();
-	ret = col.base ? start_listener(&col, s->listen, bound, sizeof(bound)) : -ENOMEM;
-	s->query_opts.tls = &qfiles;
+	ret = daemonize(&d);
 	if (ret == 0)
-		ret = queryd_start(s->query, s->db, &s->query_opts, &qd, qurl, sizeof(qurl));
-	conn_ingest_hooks(&col, &hooks);
-	if (ret == 0 && (ret = importer_new(col.base, &im)) == 0)
-		importer_wrap_hooks(im, &hooks);
+		ret = open_store(&d);
 	if (ret == 0)
-		ret = ingest_start(col.base, col.store, &io, &hooks, &col.ing);
-	if (ret < 0)
-		goto out;
-	importer_set_ingest(im, col.ing);
-	imops.ctx = im;
-	hup.qd = qd;
-	queryd_set_ingest(qd, &(struct queryd_ingest){ sync_received, sync_stored,
-						      sync_backlog, &col, &imops, hosts_connected });
-	sigs[0] = evsignal_new(col.base, SIGINT, stop_cb, &col);
-	sigs[1] = evsignal_new(col.base, SIGTERM, stop_cb, &col);
-	sigs[2] = evsignal_new(col.base, SIGHUP, hup_cb, &hup);
-	for (int i = 0; i < 3; i++)
-		event_add(sigs[i], NULL);
-	hup.daily = event_new(col.base, -1, EV_PERSIST, daily_cb, &hup);
-	if (hup.daily)
-		event_add(hup.daily, &(struct timeval){ .tv_sec = 86400 });
-	check_expiry(&hup);
-	if (s->ready_file && (ret = write_ready_file(s->ready_file, bound, qurl,
-						     queryd_tls_bound(qd), &ready)) < 0) {
-		log_err("--ready-file %s: %s", s->ready_file, tc_strerror(ret));
-		goto out;
-	}
-	log_info("listening for agents on %s, queries on %s%s%s, storing in %s (%zu filter rules, "
-		 "%zu host-map entries%s)", bound, qurl,
-		 queryd_tls_bound(qd) ? " and TLS queries on " : "",
-		 queryd_tls_bound(qd) ? queryd_tls_bound(qd) : "", s->db,
-		 filter_table_count(s->filters), hostmap_count(s->hostmap),
-		 s->crl ? ", revocation list" : "");
-	if (io.journal_dir)
-		log_info("receive journal in %s, up to %.1f MB; decoding and storing at %s priority",
-			 io.journal_dir, (double)io.journal_bytes / (1 << 20),
-			 io.store_idle ? "idle" : "normal");
-	else
-		log_info("no receive journal: pages are acknowledged once stored");
-	ret = notify_start(col.base, &nt);
-	if (ret < 0)
-		goto out;
-	notify_ready("listening for agents on %s, queries on %s", bound, qurl);
-	event_base_dispatch(col.base);
-	ret = 0;
+		ret = start_endpoints(&d);
+	if (ret == 0)
+		ret = start_ingest(&d, &io);
+	if (ret == 0)
+		ret = serve(&d, &io);
 out:
-	importer_stop(im);	/* before the endpoint lets go of it: no call waits */
-	if (qd)
-		queryd_set_ingest(qd, NULL);
-	conn_close_all(&col);
-	notify_free(nt);
-	ingest_stop(col.ing);
-	queryd_stop(qd);
-	importer_free(im);
-	for (int i = 0; i < 3; i++)
-		if (sigs[i])
-			event_free(sigs[i]);
-	if (hup.daily)
-		event_free(hup.daily);
-	if (col.listener)
-		evconnlistener_free(col.listener);
-	if (col.base)
-		event_base_free(col.base);
-	store_close(col.store);
-	if (db_lock >= 0)
-		close(db_lock);
-	if (db_dfd >= 0)
-		close(db_dfd);
-	hostlimit_free(col.hl);
-	livehosts_free(col.live);	/* after the connections and queries that use it */
-	SSL_CTX_free(col.tls);
-	ownfiles_ready_remove(&ready);
+	teardown(&d);
 	return ret;
 }
 

@@ -14,7 +14,9 @@
 # the worker, journal, decoding), conn/ (conn.h: agent connections). query/
 # and ingest/ never include each other (the daemon, tracecollectd.c, hands
 # the query endpoint what it needs of the ingest as function pointers);
-# neither includes conn/.
+# neither includes conn/. Inside query/, the TLS query port (queryd_tls.c)
+# is a front that calls the endpoint's interface: queryd.c does not
+# include its header.
 #
 # traceq's modes (traceq/mode_*.c, a file each) are picked by traceq.c's
 # table: traceq/modes.h, which declares their entries, is included only
@@ -104,6 +106,12 @@ only_through() {
 		   grep -E "	$1/" | grep -vE "	$1/$2\$" || true)"
 }
 
+# never_includes FILE HEADER: FILE does not include HEADER (paths from the top).
+never_includes() {
+	report "$1 does not include $2" \
+		"$(printf '%s\n' "$all_edges" | grep -E "^$1:[0-9]+	$2\$" || true)"
+}
+
 # private_to FOLDER HEADER: outside FOLDER/, nothing includes FOLDER/HEADER.
 private_to() {
 	report "$1/$2 is included only from $1/" \
@@ -141,6 +149,7 @@ forbid server/query 'server/ingest|server/conn'
 forbid server/ingest 'server/query|server/conn'
 forbid server/conn 'server/query'
 only_through server/query queryd.h
+never_includes server/query/queryd.c server/query/queryd_tls.h
 # TEMPORARY (issue 31, until the store's writer takes decoded values): store.h -> decode.h
 all_edges=$(printf '%s\n' "$all_edges" | grep -vE '^server/store/store.h:[0-9]+	server/ingest/decode.h$')
 only_through server/ingest ingest.h

@@ -24,9 +24,11 @@
  *    slot per worker is always left for requests that do not wait.
  * A slot is owned by one party at a time (the callback, the queue, the
  * sync thread, a worker); only the queues are shared, under qd->lock.
- * The TLS query port (queryd_tls.c) gives each of its connections a slot
- * of its own, whose replies go back to that connection's thread
- * (queryd_submit(), qtls_reply()) instead of an nng context.
+ * A front of the endpoint (the TLS query port, queryd_tls.c) gives each of
+ * its connections a slot of its own (queryd_slot_new()), whose requests
+ * come through queryd_submit() and whose replies go to the front's
+ * callback instead of an nng context. The front calls this file; this
+ * file never calls the front.
  *
  * Who asks: each slot carries its request's identity (struct qauth_who:
  * the ipc peer's uid, a client certificate's CN); a worker turns it into
@@ -79,7 +81,6 @@
 #include "server/query/queryd_import.h"
 #include "server/query/queryd_sel.h"
 #include "server/query/queryd_tail.h"
-#include "server/query/queryd_tls.h"
 #include "server/store/store.h"
 
 #define TC_STR_(x)	#x
@@ -103,7 +104,8 @@ struct qslot {
 	uint32_t wait_ms;		/* sync: the wait, cut to sync_max_ms */
 	struct qauth_who who;		/* who sent it */
 	int64_t t0;			/* util_now_ms() as it came */
-	struct qtls_conn *conn;		/* TLS query port: replies go there; NULL: nng */
+	queryd_reply_fn reply;		/* a front's slot: replies go there; NULL: nng */
+	void *reply_ctx;		/* ... with this */
 	atomic_uint pipe;		/* nng: the pipe its request came on */
 	volatile bool cancel;		/* the asker went away: the store stops (store_stop) */
 	struct qfair_item fair;		/* its identity's, in flight; on the run queue */
@@ -151,8 +153,6 @@ struct queryd {
 	pthread_cond_t ingest_idle;	/* ingest_users dropped to 0 */
 	unsigned ingest_users;		/* threads inside the hooks of @ingest */
 	struct queryd_ingest ingest;	/* --sync, backlog; zeroed: none */
-	struct qtls *tls;		/* the TLS query port; NULL: none */
-	char tls_bound[128];		/* its HOST:PORT as bound */
 	pthread_mutex_t scope_lock;	/* scopes, and every qscopes' refs */
 	struct qscopes *scopes;		/* the rules new requests read under */
 	uint64_t scope_gen;		/* under scope_lock: bumped as they change */
@@ -915,8 +915,8 @@ static void slot_reply(struct qslot *s, const struct proto_buf *out)
 	pthread_mutex_unlock(&s->qd->lock);
 	qmsg_request_free(&s->req);
 	qimport_request_free(&s->imp);
-	if (s->conn) {
-		qtls_reply(s->conn, out);
+	if (s->reply) {
+		s->reply(s->reply_ctx, out);
 		return;
 	}
 	rv = nng_msg_alloc(&m, 0);
@@ -1091,13 +1091,14 @@ static void slot_intake(struct qslot *s, nng_msg *m)
 	nng_msg_free(m);
 }
 
-struct qslot *queryd_slot_new(struct queryd *qd, struct qtls_conn *conn)
+struct qslot *queryd_slot_new(struct queryd *qd, queryd_reply_fn reply, void *ctx)
 {
 	struct qslot *s = calloc(1, sizeof(*s));
 
 	if (s) {
 		s->qd = qd;
-		s->conn = conn;
+		s->reply = reply;
+		s->reply_ctx = ctx;
 	}
 	return s;
 }
@@ -1528,7 +1529,6 @@ static int start_threads(struct queryd *qd, const char *db_path)
 static void queryd_free(struct queryd *qd)
 {
 	atomic_store(&qd->stop, true);
-	qtls_stop(qd->tls);	/* its connections' slots stay until qtls_free() */
 	pthread_mutex_lock(&qd->lock);
 	pthread_cond_broadcast(&qd->work);
 	pthread_cond_broadcast(&qd->sync_wake);
@@ -1558,7 +1558,6 @@ static void queryd_free(struct queryd *qd)
 	pthread_cond_destroy(&qd->sync_wake);
 	pthread_mutex_destroy(&qd->ingest_lock);
 	pthread_cond_destroy(&qd->ingest_idle);
-	qtls_free(qd->tls);
 	scopes_put(qd, qd->scopes);
 	pthread_mutex_destroy(&qd->scope_lock);
 	free(qd);
@@ -1596,9 +1595,6 @@ int queryd_start(const char *url, const char *db_path, const struct queryd_opts 
 	ret = open_socket(qd, url, bound, blen);
 	if (ret == 0)
 		ret = start_threads(qd, db_path);
-	if (ret == 0 && o->tls_listen)
-		ret = o->tls ? qtls_start(qd, o->tls_listen, o->tls, &qd->tls, qd->tls_bound,
-					  sizeof(qd->tls_bound)) : -EINVAL;
 	if (ret < 0) {
 		queryd_free(qd);
 		return ret;
@@ -1607,22 +1603,6 @@ int queryd_start(const char *url, const char *db_path, const struct queryd_opts 
 		slot_recv(&qd->slots[i]);
 	*out = qd;
 	return 0;
-}
-
-int queryd_tls_reload(struct queryd *qd, const struct tls_files *files, char *err,
-		      size_t errlen)
-{
-	return qd && qd->tls ? qtls_reload(qd->tls, files, err, errlen) : 0;
-}
-
-int queryd_tls_expiry(struct queryd *qd, int days, tls_expiry_fn fn, void *arg)
-{
-	return qd && qd->tls ? qtls_expiry(qd->tls, days, fn, arg) : 0;
-}
-
-const char *queryd_tls_bound(const struct queryd *qd)
-{
-	return qd && qd->tls ? qd->tls_bound : NULL;
 }
 
 void queryd_stop(struct queryd *qd)
