@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -484,26 +485,20 @@ static int parse_uint(const char *v, unsigned long min, unsigned long max, unsig
 static int apply_host_limit(struct settings *s, const char *key, const char *value)
 {
 	struct hostlimit_conf *c = &s->host_limits;
+	bool rate = !strcmp(key, "host-rate");
 	int ret;
 
 	s->hl_err[0] = 0;
 	if (!strcmp(key, "host-limit"))
 		return hostlimit_conf_rule(c, value, s->hl_err, sizeof(s->hl_err));
-	if (!strcmp(key, "host-rate")) {
-		ret = hostlimit_parse_rate(value, &c->dflt.rate);
-		if (ret < 0)
-			snprintf(s->hl_err, sizeof(s->hl_err), "host-rate: expected %s",
-				 HOSTLIMIT_RATE_FORM);
-		return ret;
-	}
-	if (!strcmp(key, "host-quota")) {
-		ret = hostlimit_parse_quota(value, &c->dflt.quota);
-		if (ret < 0)
-			snprintf(s->hl_err, sizeof(s->hl_err), "host-quota: expected %s",
-				 HOSTLIMIT_QUOTA_FORM);
-		return ret;
-	}
-	return TC_ERR_CONFIG_KEY;
+	if (!rate && strcmp(key, "host-quota"))
+		return TC_ERR_CONFIG_KEY;
+	ret = rate ? hostlimit_parse_rate(value, &c->dflt.rate) :
+		     hostlimit_parse_quota(value, &c->dflt.quota);
+	if (ret < 0)
+		snprintf(s->hl_err, sizeof(s->hl_err), "%s: expected %s", key,
+			 rate ? HOSTLIMIT_RATE_FORM : HOSTLIMIT_QUOTA_FORM);
+	return ret;
 }
 
 /* `import = IDENTITY [GLOB,...]`: a scope line of its own; no globs: every name. */
@@ -562,26 +557,37 @@ static int apply(struct settings *s, const char *key, const char *value)
 	return ret;
 }
 
+/* Where the setting @key, a text kept as given, is in @s; NULL: @key is not one. */
+static char **str_setting(struct settings *s, const char *key)
+{
+	static const struct { const char *key; size_t off; } strs[] = {
+#define TEXT(key, field)	{ key, offsetof(struct settings, field) }
+		TEXT("listen", listen), TEXT("query", query), TEXT("query-group", query_group),
+		TEXT("query-tls", query_tls), TEXT("query-ca", query_ca),
+		TEXT("cert", cert), TEXT("key", key), TEXT("ca", ca), TEXT("crl", crl),
+		TEXT("db", db), TEXT("journal-dir", journal_dir), TEXT("group", group),
+		TEXT("ready-file", ready_file),
+#undef TEXT
+	};
+
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+		if (!strcmp(key, strs[i].key))
+			return (char **)((char *)s + strs[i].off);
+	return NULL;
+}
+
 static int apply_value(struct settings *s, const char *key, const char *value)
 {
-	if (!strcmp(key, "listen")) return set_str(&s->listen, value);
-	if (!strcmp(key, "query")) return set_str(&s->query, value);
-	if (!strcmp(key, "query-group")) return set_str(&s->query_group, value);
-	if (!strcmp(key, "query-tls")) return set_str(&s->query_tls, value);
-	if (!strcmp(key, "query-ca")) return set_str(&s->query_ca, value);
+	char **str = str_setting(s, key);
+
+	if (str)
+		return set_str(str, value);
 	if (!strcmp(key, "scope"))
 		return qauth_scope_parse(&s->scopes, value, s->scope_err, sizeof(s->scope_err));
 	if (!strcmp(key, "import"))
 		return import_right(s, value);
-	if (!strcmp(key, "db")) return set_str(&s->db, value);
-	if (!strcmp(key, "cert")) return set_str(&s->cert, value);
-	if (!strcmp(key, "key")) return set_str(&s->key, value);
-	if (!strcmp(key, "ca")) return set_str(&s->ca, value);
-	if (!strcmp(key, "crl")) return set_str(&s->crl, value);
-	if (!strcmp(key, "group")) return set_str(&s->group, value);
 	if (!strcmp(key, "host-map"))
 		return hostmap_add(&s->hostmap, value, s->hostmap_err, sizeof(s->hostmap_err));
-	if (!strcmp(key, "ready-file")) return set_str(&s->ready_file, value);
 	if (!strcmp(key, "filter")) return add_filter(s, value);
 	if (!strcmp(key, "retain-age")) return parse_age(value, &s->retain_age_ns);
 	if (!strcmp(key, "retain-size")) return parse_size(value, &s->retain_bytes);
@@ -589,7 +595,6 @@ static int apply_value(struct settings *s, const char *key, const char *value)
 		s->journal_bytes = 0;
 		return !strcmp(value, "0") ? 0 : parse_size(value, &s->journal_bytes);
 	}
-	if (!strcmp(key, "journal-dir")) return set_str(&s->journal_dir, value);
 	if (!strcmp(key, "handshake-timeout"))
 		return parse_ms(value, false, &s->lim.handshake_ms);
 	if (!strcmp(key, "idle-timeout")) return parse_ms(value, true, &s->lim.idle_ms);
@@ -919,9 +924,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "foreground", no_argument, NULL, 'F' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
 		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0 }
+		CLI_OPTIONS_END
 	};
 	char errbuf[512], errs[4096];
 	int c, ret;
@@ -1565,14 +1568,14 @@ static void teardown(struct daemon *d)
 		evconnlistener_free(col->listener);
 	if (col->base)
 		event_base_free(col->base);
+	hostlimit_free(col->hl);
+	livehosts_free(col->live);	/* after the connections and queries that use it */
+	SSL_CTX_free(col->tls);
 	store_close(col->store);
 	if (d->db_lock >= 0)
 		close(d->db_lock);
 	if (d->db_dfd >= 0)
 		close(d->db_dfd);
-	hostlimit_free(col->hl);
-	livehosts_free(col->live);	/* after the connections and queries that use it */
-	SSL_CTX_free(col->tls);
 	ownfiles_ready_remove(&d->ready);
 }
 
@@ -1593,15 +1596,8 @@ static int run(struct settings *s)
 		goto out;
 	test_abort_on(&io);
 	catch_fatal_signals();
-	ret = daemonize(&d);
-	if (ret == 0)
-		ret = open_store(&d);
-	if (ret == 0)
-		ret = start_endpoints(&d);
-	if (ret == 0)
-		ret = start_ingest(&d, &io);
-	if (ret == 0)
-		ret = serve(&d, &io);
+	ret = daemonize(&d) ?: open_store(&d) ?: start_endpoints(&d) ?: start_ingest(&d, &io) ?:
+	      serve(&d, &io);
 out:
 	teardown(&d);
 	return ret;
