@@ -339,21 +339,14 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /*
- * Remember the files in j->dir (sorted), their size, the next number.
- * A file with a journal file's name that is not one this collector wrote
- * (another user's, a symlink, a header without our MAC, the unauthenticated
- * format 1) is refused: set aside, never replayed.
+ * The entries of directory @dfd from the first, in a stream of their own
+ * (over a dup: @dfd stays open; closedir() it). Return: 0; -errno.
  */
-static int journal_scan(struct journal *j)
+static int dir_stream(int dfd, DIR **out)
 {
-	int fd = dup(j->dfd);
+	int fd = dup(dfd);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	struct dirent *e;
-	size_t cap = 0;
-	uint64_t no, next = 1;
-	char why[256];
-	struct stat st;
-	int ret = 0;
+	int ret;
 
 	if (!d) {
 		ret = -errno;
@@ -362,6 +355,28 @@ static int journal_scan(struct journal *j)
 		return ret;
 	}
 	rewinddir(d);
+	*out = d;
+	return 0;
+}
+
+/*
+ * Remember the files in j->dir (sorted), their size, the next number.
+ * A file with a journal file's name that is not one this collector wrote
+ * (another user's, a symlink, a header without our MAC, the unauthenticated
+ * format 1) is refused: set aside, never replayed.
+ */
+static int journal_scan(struct journal *j)
+{
+	struct dirent *e;
+	size_t cap = 0;
+	uint64_t no, next = 1;
+	char why[256];
+	struct stat st;
+	DIR *d;
+	int fd, ret = dir_stream(j->dfd, &d);
+
+	if (ret < 0)
+		return ret;
 	while (ret == 0 && (e = readdir(d))) {
 		if (!file_no(e->d_name, &no))
 			continue;
@@ -489,21 +504,15 @@ static int quarantine_scan(struct journal *j, uint64_t *next)
 {
 	struct journal_unit u;
 	struct dirent *e;
-	int fd, ret;
+	int ret;
 	DIR *d;
 
 	ret = quarantine_dir(j, false);
 	if (ret < 0 || j->qfd < 0)
 		return ret;
-	fd = dup(j->qfd);
-	d = fd < 0 ? NULL : fdopendir(fd);
-	if (!d) {
-		ret = -errno;
-		if (fd >= 0)
-			close(fd);
+	ret = dir_stream(j->qfd, &d);
+	if (ret < 0)
 		return ret;
-	}
-	rewinddir(d);
 	while (ret == 0 && (e = readdir(d))) {
 		if (!quarantine_unit(e->d_name, &u))
 			continue;

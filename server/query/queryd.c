@@ -155,7 +155,7 @@ struct queryd {
 	struct queryd_ingest ingest;	/* --sync, backlog; zeroed: none */
 	pthread_mutex_t scope_lock;	/* scopes, and every qscopes' refs */
 	struct qscopes *scopes;		/* the rules new requests read under */
-	uint64_t scope_gen;		/* under scope_lock: bumped as they change */
+	atomic_uint_fast64_t scope_gen;	/* bumped under scope_lock as they change */
 	struct qahead *ahead;		/* pages read ahead; NULL: none */
 };
 
@@ -201,7 +201,8 @@ int queryd_set_scopes(struct queryd *qd, struct qauth_scopes *sc)
 	pthread_mutex_lock(&qd->scope_lock);
 	old = qd->scopes;
 	qd->scopes = n;
-	qd->scope_gen++;	/* pages read ahead under the old rules are not given out */
+	/* pages read ahead under the old rules are not given out */
+	atomic_fetch_add(&qd->scope_gen, 1);
 	pthread_mutex_unlock(&qd->scope_lock);
 	scopes_put(qd, old);
 	return 0;
@@ -262,19 +263,26 @@ static int reply_end(struct queryd *qd, struct qmsg_writer *w, bool more, int64_
 	return qmsg_reply_end(w, more, last_ts, last_id, count, out);
 }
 
-static int run_select(struct qworker *wk, const struct qmsg_request *r, struct qsel *c,
-		      struct proto_buf *out, uint64_t *rows)
+/*
+ * A page of select @r (queryd_sel.c), or with @tail of the live tail
+ * (queryd_tail.c: its cursor goes back in last_id). A select's page says
+ * where it ended (wk->page), for the page read ahead.
+ */
+static int run_page(struct qworker *wk, const struct qmsg_request *r, struct qsel *c, bool tail,
+		    struct proto_buf *out, uint64_t *rows)
 {
 	struct qmsg_writer *w;
 	struct qsel_page pg;
-	int ret = qsel_select(wk->store, r, c, &w, &pg);
+	int ret = tail ? qtail_page(wk->store, r, c, &w, &pg) : qsel_select(wk->store, r, c, &w, &pg);
 
 	if (ret < 0)
 		return ret;
 	*rows = pg.rows;
-	wk->page = pg;
-	wk->paged = true;
-	qmsg_reply_last_type(w, pg.last_type);
+	if (!tail) {
+		wk->page = pg;
+		wk->paged = true;
+		qmsg_reply_last_type(w, pg.last_type);
+	}
 	return reply_end(wk->qd, w, pg.more, pg.last_ts, pg.last_id, 0, out);
 }
 
@@ -701,20 +709,6 @@ static int run_sql(struct qworker *wk, const struct qmsg_request *r,
 	return reply_end(wk->qd, x.w, ret == 1, 0, 0, 0, out);
 }
 
-/* A page of the live tail (queryd_tail.c): its cursor goes back in last_id. */
-static int run_tail(struct qworker *wk, const struct qmsg_request *r, struct qsel *c,
-		    struct proto_buf *out, uint64_t *rows)
-{
-	struct qmsg_writer *w;
-	struct qsel_page pg;
-	int ret = qtail_page(wk->store, r, c, &w, &pg);
-
-	if (ret < 0)
-		return ret;
-	*rows = pg.rows;
-	return reply_end(wk->qd, w, pg.more, pg.last_ts, pg.last_id, 0, out);
-}
-
 /*
  * The log line of a query: who asked, what (the text escaped, the host
  * glob), and what came of it.
@@ -802,7 +796,7 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 	char result[QAHEAD_RESULT_MAX];
 	int ret;
 
-	wk->paged = false;	/* run_select() says where its page ended */
+	wk->paged = false;	/* run_page() says where a select's page ended */
 	hosts.scope = scope_for(rules, who, globs, &scope);
 	if (r->op == QOP_STATS)
 		ret = run_stats(wk, &hosts, out, &rows);
@@ -828,8 +822,7 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 	else if ((ret = qsel_compile(wk->store, r, hosts.scope, &c, out)) == 0)
 		ret = r->op == QOP_COUNT ? run_count(wk, c, out, &rows) :
 		      r->op == QOP_HIST ? run_hist(wk, r, c, out, &rows) :
-		      r->op == QOP_TAIL ? run_tail(wk, &capped, c, out, &rows) :
-					  run_select(wk, &capped, c, out, &rows);
+		      run_page(wk, &capped, c, r->op == QOP_TAIL, out, &rows);
 	if (ret == TC_ERR_TIMEOUT || ret == -ECANCELED) {
 		char why[200];
 
@@ -1158,16 +1151,6 @@ static void slot_cb(void *arg)
 
 /* ---- the pool ---- */
 
-static uint64_t scope_gen(struct queryd *qd)
-{
-	uint64_t gen;
-
-	pthread_mutex_lock(&qd->scope_lock);
-	gen = qd->scope_gen;
-	pthread_mutex_unlock(&qd->scope_lock);
-	return gen;
-}
-
 /* What one page read ahead needs once its request is freed. */
 struct ahead_job {
 	struct qahead_entry *e;		/* its place, which holds the request */
@@ -1252,7 +1235,7 @@ static void *worker_main(void *arg)
 			break;
 		s = (struct qslot *)((char *)it - offsetof(struct qslot, fair));
 		proto_buf_init(&out);
-		gen = scope_gen(qd);
+		gen = atomic_load(&qd->scope_gen);
 		if (s->imp.op) {
 			import(wk, &s->imp, &s->who, &out);
 		} else if (s->req.op == QOP_SELECT && qd->ahead &&
