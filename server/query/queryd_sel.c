@@ -44,6 +44,7 @@
 #include "common/query.h"
 #include "common/suggest.h"
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "proto/symbols.h"
 #include "server/query/queryd_sel.h"
 
@@ -418,16 +419,11 @@ struct seen_hosts {
 static int seen_host(void *ctx, const struct store_host_info *h)
 {
 	struct seen_hosts *sh = ctx;
+	uint64_t *id = util_grow(sh->id, &sh->cap, sh->n, sizeof(*id), 16);
 
-	if (sh->n == sh->cap) {
-		size_t cap = sh->cap ? sh->cap * 2 : 16;
-		uint64_t *id = realloc(sh->id, cap * sizeof(*id));
-
-		if (!id)
-			return -ENOMEM;
-		sh->id = id;
-		sh->cap = cap;
-	}
+	if (!id)
+		return -ENOMEM;
+	sh->id = id;
 	sh->id[sh->n++] = h->id;
 	return 0;
 }
