@@ -706,6 +706,30 @@ START_TEST(unknown_long_event_name)
 }
 END_TEST
 
+/* Symbols, printk formats and tgids are one host's: a request that names none is told so. */
+START_TEST(host_ops_need_a_host)
+{
+	static const struct { enum qmsg_op op; const char *msg; } ops[] = {
+		{ QOP_SYMBOLS, "symbols: which host?" }, { QOP_PRINTK, "printk: which host?" },
+		{ QOP_TGIDS, "tgids: which host?" },
+	};
+	nng_socket s = client();
+	struct proto_buf b;
+
+	proto_buf_init(&b);
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		struct qmsg_request r = { .op = ops[i].op, .query = (char *)"ffffffff81000000" };
+
+		b.len = 0;
+		TU_OK(qmsg_request_encode(&r, &b));
+		send_raw(s, b.data, b.len);
+		expect_error(s, TC_ERR_MSG_MISSING, ops[i].msg);
+	}
+	proto_buf_free(&b);
+	nng_close(s);
+}
+END_TEST
+
 static Suite *queryd_suite(void)
 {
 	Suite *s = suite_create("queryd");
@@ -725,7 +749,7 @@ static Suite *queryd_suite(void)
 				  request_under_the_limit_is_answered, tls_port_joins_frames,
 				  tls_port_splits_replies,
 				  scopes_replaced_for_next_request,
-				  unknown_long_event_name));
+				  unknown_long_event_name, host_ops_need_a_host));
 	suite_add_tcase(s, tc);
 	return s;
 }

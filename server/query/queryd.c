@@ -295,6 +295,8 @@ static int run_page(struct qworker *wk, const struct qmsg_request *r, struct qse
  * start (the symbol's address). traceq asks for the addresses its
  * formats print as functions (%ps, plugins' function fields). A host
  * outside the asker's @scope (NULL: all) answers as an unknown one.
+ * @r->host is set: handle() answers a request without one (as it does
+ * for printk and tgids).
  */
 static int run_symbols(struct qworker *wk, const struct qmsg_request *r,
 		       const struct store_scope *scope, struct proto_buf *out)
@@ -307,8 +309,6 @@ static int run_symbols(struct qworker *wk, const struct qmsg_request *r,
 	uint64_t host_id = 0, addr, off;
 	int ret, found;
 
-	if (!r->host)
-		return qmsg_reply_error(TC_ERR_MSG_MISSING, "symbols: which host?", -1, -1, out);
 	found = store_host_find(wk->store, r->host, scope, &host_id);
 	if (found < 0 && found != -ENOENT)
 		return found;
@@ -386,8 +386,6 @@ static int run_printk(struct qworker *wk, const struct qmsg_request *r,
 	uint64_t host_id = 0;
 	int ret, found;
 
-	if (!r->host)
-		return qmsg_reply_error(TC_ERR_MSG_MISSING, "printk: which host?", -1, -1, out);
 	found = store_host_find(wk->store, r->host, scope, &host_id);
 	if (found < 0 && found != -ENOENT)
 		return found;
@@ -435,8 +433,6 @@ static int run_tgids(struct qworker *wk, const struct qmsg_request *r,
 	uint64_t host_id = 0;
 	int ret, found;
 
-	if (!r->host)
-		return qmsg_reply_error(TC_ERR_MSG_MISSING, "tgids: which host?", -1, -1, out);
 	if (r->after_id > INT32_MAX)
 		return qmsg_reply_error(TC_ERR_MSG_MALFORMED, "tgids: after_id is a pid", -1, -1,
 					out);
@@ -798,7 +794,12 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 
 	wk->paged = false;	/* run_page() says where a select's page ended */
 	hosts.scope = scope_for(rules, who, globs, &scope);
-	if (r->op == QOP_STATS)
+	if (!r->host && (r->op == QOP_SYMBOLS || r->op == QOP_PRINTK || r->op == QOP_TGIDS)) {
+		char msg[64];	/* these ops read one host's tables */
+
+		snprintf(msg, sizeof(msg), "%s: which host?", qmsg_op_name(r->op));
+		ret = qmsg_reply_error(TC_ERR_MSG_MISSING, msg, -1, -1, out);
+	} else if (r->op == QOP_STATS)
 		ret = run_stats(wk, &hosts, out, &rows);
 	else if (r->op == QOP_DROPS)
 		ret = run_drops(wk, &hosts, out, &rows);
