@@ -16,10 +16,11 @@
  * checks its certificates' expiry, and stops it before the endpoint.
  *
  * Threads: one accepting thread, and one thread per connection (at most
- * QTLS_MAX_THREADS; QTLS_MAX_CONNS of them hold request slots), which reads a request, hands it to the pool through
- * queryd_submit() with the connection's own slot, and sleeps until the
- * slot's reply callback gives it the reply to write. A connection holds
- * at most one request at a time, like an nng REQ socket.
+ * QTLS_MAX_THREADS; QTLS_MAX_CONNS of them hold request slots), which
+ * reads a request, hands it to the pool through queryd_submit() with the
+ * connection's own slot, and sleeps until the slot's reply callback gives
+ * it the reply to write. A connection holds at most one request at a
+ * time, like an nng REQ socket.
  */
 #ifndef SERVER_QUERYD_TLS_H
 #define SERVER_QUERYD_TLS_H
