@@ -1359,8 +1359,8 @@ static int import_end(void *ctx, const char *subject, uint64_t id, bool abort, u
 	return importer_end(ctx, subject, id, abort, pages, events, err, errlen);
 }
 
-/* What run() starts, each step's; teardown() stops and frees it all. */
-struct daemon {
+/* The parts run() starts, step by step; teardown() stops and frees them all. */
+struct parts {
 	struct settings *s;
 	struct collector col;
 	struct queryd *qd;
@@ -1381,9 +1381,9 @@ struct daemon {
  * paths, private files, the database's lock, @io's settings and the
  * per-host state.
  */
-static int prepare(struct daemon *d, struct ingest_opts *io)
+static int prepare(struct parts *p, struct ingest_opts *io)
 {
-	struct settings *s = d->s;
+	struct settings *s = p->s;
 	struct tls_files files = { s->cert, s->key, s->ca, s->crl };
 	char err[512];
 	int ret = 0;
@@ -1392,7 +1392,7 @@ static int prepare(struct daemon *d, struct ingest_opts *io)
 		log_warn("--insecure-plain: agents connect over plain TCP, "
 			 "unauthenticated and unencrypted (testing only)");
 	else
-		ret = tls_ctx_new(TLS_ROLE_SERVER, &files, &d->col.tls, err, sizeof(err));
+		ret = tls_ctx_new(TLS_ROLE_SERVER, &files, &p->col.tls, err, sizeof(err));
 	if (ret < 0) {
 		log_err("TLS setup: %s", err);
 		return ret;
@@ -1417,9 +1417,9 @@ static int prepare(struct daemon *d, struct ingest_opts *io)
 	if (ret == 0)
 		ret = make_parents(s->db);
 	if (ret == 0)
-		ret = ownfiles_check(s->db, s->journal_bytes ? s->journal_dir : NULL, &d->db_dfd);
+		ret = ownfiles_check(s->db, s->journal_bytes ? s->journal_dir : NULL, &p->db_dfd);
 	if (ret == 0)
-		ret = ownfiles_lock_db(d->db_dfd, s->db, &d->db_lock);
+		ret = ownfiles_lock_db(p->db_dfd, s->db, &p->db_lock);
 	if (ret < 0)
 		return ret;
 	io->journal_dir = s->journal_bytes ? s->journal_dir : NULL;
@@ -1429,13 +1429,13 @@ static int prepare(struct daemon *d, struct ingest_opts *io)
 	io->host_usage = hostlimit_conf_quota(&s->host_limits);
 	io->max_types = s->max_types;
 	io->max_fields = s->max_fields;
-	return hostlimit_new(&s->host_limits, &d->col.hl) ?: livehosts_new(&d->col.live);
+	return hostlimit_new(&s->host_limits, &p->col.hl) ?: livehosts_new(&p->col.live);
 }
 
 /* Into the background (unless --foreground), logging to syslog from there. */
-static int daemonize(struct daemon *d)
+static int daemonize(struct parts *p)
 {
-	if (d->s->foreground)
+	if (p->s->foreground)
 		return 0;
 	if (daemon(0, 0) < 0) {
 		int ret = -errno;
@@ -1443,39 +1443,39 @@ static int daemonize(struct daemon *d)
 		log_err("daemon: %s", strerror(-ret));
 		return ret;
 	}
-	log_init("tracecollectd", d->s->verbose ? LOGL_DEBUG : LOGL_INFO, true);
-	lockfile_note_pid(d->db_lock);
+	log_init("tracecollectd", p->s->verbose ? LOGL_DEBUG : LOGL_INFO, true);
+	lockfile_note_pid(p->db_lock);
 	return 0;
 }
 
 /* The database, with the field indexes of the settings. */
-static int open_store(struct daemon *d)
+static int open_store(struct parts *p)
 {
-	int ret = store_open(d->s->db, &d->col.store);
+	int ret = store_open(p->s->db, &p->col.store);
 
 	if (ret < 0) {
-		log_err("database %s: %s", d->s->db, store_open_errmsg(ret));
+		log_err("database %s: %s", p->s->db, store_open_errmsg(ret));
 		return ret;
 	}
-	return set_indexes(d->col.store, d->s);
+	return set_indexes(p->col.store, p->s);
 }
 
 /*
  * The event loop, the agent port, the query endpoint and its TLS query
  * port (started on the endpoint here, stopped before it in teardown()).
  */
-static int start_endpoints(struct daemon *d)
+static int start_endpoints(struct parts *p)
 {
-	struct settings *s = d->s;
+	struct settings *s = p->s;
 	struct tls_files qfiles = { s->cert, s->key, s->query_ca ? s->query_ca : s->ca, s->crl };
 	int ret;
 
-	d->col.base = event_base_new();
-	ret = d->col.base ? start_listener(&d->col, s->listen, d->bound, sizeof(d->bound)) : -ENOMEM;
+	p->col.base = event_base_new();
+	ret = p->col.base ? start_listener(&p->col, s->listen, p->bound, sizeof(p->bound)) : -ENOMEM;
 	if (ret == 0)
-		ret = queryd_start(s->query, s->db, &s->query_opts, &d->qd, d->qurl, sizeof(d->qurl));
+		ret = queryd_start(s->query, s->db, &s->query_opts, &p->qd, p->qurl, sizeof(p->qurl));
 	if (ret == 0 && s->query_tls)
-		ret = qtls_start(d->qd, s->query_tls, &qfiles, &d->qtls);
+		ret = qtls_start(p->qd, s->query_tls, &qfiles, &p->qtls);
 	return ret;
 }
 
@@ -1483,51 +1483,51 @@ static int start_endpoints(struct daemon *d)
  * The ingest worker and the importer, wired to the connections (their
  * hooks) and to the query endpoint (--sync, the backlog, imports).
  */
-static int start_ingest(struct daemon *d, const struct ingest_opts *io)
+static int start_ingest(struct parts *p, const struct ingest_opts *io)
 {
-	struct collector *col = &d->col;
+	struct collector *col = &p->col;
 	int ret;
 
-	conn_ingest_hooks(col, &d->hooks);
-	if ((ret = importer_new(col->base, &d->im)) == 0)
-		importer_wrap_hooks(d->im, &d->hooks);
+	conn_ingest_hooks(col, &p->hooks);
+	if ((ret = importer_new(col->base, &p->im)) == 0)
+		importer_wrap_hooks(p->im, &p->hooks);
 	if (ret == 0)
-		ret = ingest_start(col->base, col->store, io, &d->hooks, &col->ing);
+		ret = ingest_start(col->base, col->store, io, &p->hooks, &col->ing);
 	if (ret < 0)
 		return ret;
-	importer_set_ingest(d->im, col->ing);
-	d->imops.ctx = d->im;
-	queryd_set_ingest(d->qd, &(struct queryd_ingest){ sync_received, sync_stored,
-							 sync_backlog, col, &d->imops,
+	importer_set_ingest(p->im, col->ing);
+	p->imops.ctx = p->im;
+	queryd_set_ingest(p->qd, &(struct queryd_ingest){ sync_received, sync_stored,
+							 sync_backlog, col, &p->imops,
 							 hosts_connected });
 	return 0;
 }
 
 /* The signals (stop, SIGHUP), the daily expiry check, the ready file; then the loop. */
-static int serve(struct daemon *d, const struct ingest_opts *io)
+static int serve(struct parts *p, const struct ingest_opts *io)
 {
-	struct settings *s = d->s;
-	struct collector *col = &d->col;
-	const char *qtls_at = qtls_bound(d->qtls);
+	struct settings *s = p->s;
+	struct collector *col = &p->col;
+	const char *qtls_at = qtls_bound(p->qtls);
 	int ret;
 
-	d->hup = (struct hup_ctx){ col, s, NULL, d->qd, d->qtls };
-	d->sigs[0] = evsignal_new(col->base, SIGINT, stop_cb, col);
-	d->sigs[1] = evsignal_new(col->base, SIGTERM, stop_cb, col);
-	d->sigs[2] = evsignal_new(col->base, SIGHUP, hup_cb, &d->hup);
+	p->hup = (struct hup_ctx){ col, s, NULL, p->qd, p->qtls };
+	p->sigs[0] = evsignal_new(col->base, SIGINT, stop_cb, col);
+	p->sigs[1] = evsignal_new(col->base, SIGTERM, stop_cb, col);
+	p->sigs[2] = evsignal_new(col->base, SIGHUP, hup_cb, &p->hup);
 	for (int i = 0; i < 3; i++)
-		event_add(d->sigs[i], NULL);
-	d->hup.daily = event_new(col->base, -1, EV_PERSIST, daily_cb, &d->hup);
-	if (d->hup.daily)
-		event_add(d->hup.daily, &(struct timeval){ .tv_sec = 86400 });
-	check_expiry(&d->hup);
-	if (s->ready_file && (ret = write_ready_file(s->ready_file, d->bound, d->qurl, qtls_at,
-						     &d->ready)) < 0) {
+		event_add(p->sigs[i], NULL);
+	p->hup.daily = event_new(col->base, -1, EV_PERSIST, daily_cb, &p->hup);
+	if (p->hup.daily)
+		event_add(p->hup.daily, &(struct timeval){ .tv_sec = 86400 });
+	check_expiry(&p->hup);
+	if (s->ready_file && (ret = write_ready_file(s->ready_file, p->bound, p->qurl, qtls_at,
+						     &p->ready)) < 0) {
 		log_err("--ready-file %s: %s", s->ready_file, tc_strerror(ret));
 		return ret;
 	}
 	log_info("listening for agents on %s, queries on %s%s%s, storing in %s (%zu filter rules, "
-		 "%zu host-map entries%s)", d->bound, d->qurl, qtls_at ? " and TLS queries on " : "",
+		 "%zu host-map entries%s)", p->bound, p->qurl, qtls_at ? " and TLS queries on " : "",
 		 qtls_at ? qtls_at : "", s->db, filter_table_count(s->filters),
 		 hostmap_count(s->hostmap), s->crl ? ", revocation list" : "");
 	if (io->journal_dir)
@@ -1536,34 +1536,34 @@ static int serve(struct daemon *d, const struct ingest_opts *io)
 			 io->store_idle ? "idle" : "normal");
 	else
 		log_info("no receive journal: pages are acknowledged once stored");
-	ret = notify_start(col->base, &d->nt);
+	ret = notify_start(col->base, &p->nt);
 	if (ret < 0)
 		return ret;
-	notify_ready("listening for agents on %s, queries on %s", d->bound, d->qurl);
+	notify_ready("listening for agents on %s, queries on %s", p->bound, p->qurl);
 	event_base_dispatch(col->base);
 	return 0;
 }
 
 /* Stop and free what the steps started, in the order that lets nothing wait. */
-static void teardown(struct daemon *d)
+static void teardown(struct parts *p)
 {
-	struct collector *col = &d->col;
+	struct collector *col = &p->col;
 
-	importer_stop(d->im);	/* before the endpoint lets go of it: no call waits */
-	if (d->qd)
-		queryd_set_ingest(d->qd, NULL);
+	importer_stop(p->im);	/* before the endpoint lets go of it: no call waits */
+	if (p->qd)
+		queryd_set_ingest(p->qd, NULL);
 	conn_close_all(col);
-	notify_free(d->nt);
+	notify_free(p->nt);
 	ingest_stop(col->ing);
-	qtls_stop(d->qtls);	/* before the endpoint it hands requests to */
-	queryd_stop(d->qd);
-	qtls_free(d->qtls);	/* after: the pool may have answered its connections till then */
-	importer_free(d->im);
+	qtls_stop(p->qtls);	/* before the endpoint it hands requests to */
+	queryd_stop(p->qd);
+	qtls_free(p->qtls);	/* after: the pool may have answered its connections till then */
+	importer_free(p->im);
 	for (int i = 0; i < 3; i++)
-		if (d->sigs[i])
-			event_free(d->sigs[i]);
-	if (d->hup.daily)
-		event_free(d->hup.daily);
+		if (p->sigs[i])
+			event_free(p->sigs[i]);
+	if (p->hup.daily)
+		event_free(p->hup.daily);
 	if (col->listener)
 		evconnlistener_free(col->listener);
 	if (col->base)
@@ -1572,34 +1572,34 @@ static void teardown(struct daemon *d)
 	livehosts_free(col->live);	/* after the connections and queries that use it */
 	SSL_CTX_free(col->tls);
 	store_close(col->store);
-	if (d->db_lock >= 0)
-		close(d->db_lock);
-	if (d->db_dfd >= 0)
-		close(d->db_dfd);
-	ownfiles_ready_remove(&d->ready);
+	if (p->db_lock >= 0)
+		close(p->db_lock);
+	if (p->db_dfd >= 0)
+		close(p->db_dfd);
+	ownfiles_ready_remove(&p->ready);
 }
 
 static int run(struct settings *s)
 {
-	struct daemon d = { .s = s, .col = { .lim = s->lim, .hostmap = s->hostmap },
-			    .imops = { import_begin, import_msg, import_pages, import_end, NULL,
-				       IMPORTER_ID_BIT },
-			    .ready = { .dfd = -1 }, .db_lock = -1, .db_dfd = -1 };
+	struct parts p = { .s = s, .col = { .lim = s->lim, .hostmap = s->hostmap },
+			   .imops = { import_begin, import_msg, import_pages, import_end, NULL,
+				      IMPORTER_ID_BIT },
+			   .ready = { .dfd = -1 }, .db_lock = -1, .db_dfd = -1 };
 	struct ingest_opts io = { .commit_ms = COMMIT_MS, .queue_bytes = QUEUE_BYTES,
 				  .retain_age_ns = s->retain_age_ns,
 				  .retain_bytes = s->retain_bytes,
 				  .pushdown = !s->no_pushdown };
 	int ret;
 
-	ret = prepare(&d, &io);
+	ret = prepare(&p, &io);
 	if (ret < 0)
 		goto out;
 	test_abort_on(&io);
 	catch_fatal_signals();
-	ret = daemonize(&d) ?: open_store(&d) ?: start_endpoints(&d) ?: start_ingest(&d, &io) ?:
-	      serve(&d, &io);
+	ret = daemonize(&p) ?: open_store(&p) ?: start_endpoints(&p) ?: start_ingest(&p, &io) ?:
+	      serve(&p, &io);
 out:
-	teardown(&d);
+	teardown(&p);
 	return ret;
 }
 

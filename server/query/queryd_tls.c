@@ -668,7 +668,8 @@ int qtls_start(struct queryd *qd, const char *addr, const struct tls_files *file
 	if (tls_ctx_new(TLS_ROLE_SERVER, files, &t->ctx, err, sizeof(err)) < 0) {
 		log_err("--query-tls: %s", err);
 		ret = TC_ERR_TLS;
-	} else if ((t->fd = listen_on(addr, t->bound, sizeof(t->bound))) >= 0 && pipe2(t->wake, O_CLOEXEC) == 0 &&
+	} else if ((t->fd = listen_on(addr, t->bound, sizeof(t->bound))) >= 0 &&
+		   pipe2(t->wake, O_CLOEXEC) == 0 &&
 		   pthread_create(&t->thread, NULL, accept_main, t) == 0) {
 		t->started = true;
 		ret = 0;
