@@ -26,6 +26,14 @@
  */
 void cli_bad_option(const char *prog, const struct option *longopts, char *const argv[], int c);
 
+/*
+ * CLI_OPTIONS_END - the last entries of a getopt_long() table: --help
+ * (-h) and --version (-V), which mean the same in every program, and the
+ * table's end.
+ */
+#define CLI_OPTIONS_END \
+	{ "help", no_argument, NULL, 'h' }, { "version", no_argument, NULL, 'V' }, { 0 }
+
 /* cli_hint - "Try 'PROG --help'." on stderr. */
 void cli_hint(const char *prog);
 

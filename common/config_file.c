@@ -21,6 +21,7 @@
 
 #include "common/config_file.h"
 #include "common/tc_error.h"
+#include "common/util.h"
 
 struct cfg_parser {
 	const char *name;
@@ -389,4 +390,48 @@ int config_parse_size(const char *v, uint64_t *out)
 		return TC_ERR_CONFIG;
 	*out = (uint64_t)n << shift;
 	return 0;
+}
+
+int config_parse_items(const char *v, size_t max, char ***items, size_t *n)
+{
+	char **a = NULL, **g;
+	size_t k = 0, cap = 0, len;
+	const char *p = v;
+	int ret = 0;
+
+	for (;; p += len + 1) {
+		len = strcspn(p, ",");
+		if (!len) {
+			ret = TC_ERR_CONFIG;
+			break;
+		}
+		if (k == max) {
+			ret = TC_ERR_TOO_LONG;
+			break;
+		}
+		g = util_grow(a, &cap, k, sizeof(*a), 8);
+		if (g)
+			a = g;
+		if (!g || !(a[k] = strndup(p, len))) {
+			ret = -ENOMEM;
+			break;
+		}
+		k++;
+		if (!p[len])
+			break;
+	}
+	if (ret < 0) {
+		config_items_free(a, k);
+		return ret;
+	}
+	*items = a;
+	*n = k;
+	return 0;
+}
+
+void config_items_free(char **items, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(items[i]);
+	free(items);
 }

@@ -98,4 +98,19 @@ void config_list_free(struct config_list *l);
  */
 int config_parse_size(const char *v, uint64_t *out);
 
+/*
+ * config_parse_items - a list value: items separated by commas, each of
+ * at least one character (blanks are kept), at most @max of them:
+ * "g1,g2,g3".
+ *
+ * Return: 0 and *@items, *@n copies of the items (free them with
+ * config_items_free()); TC_ERR_CONFIG for an empty item (",,", a comma
+ * at either end, an empty value); TC_ERR_TOO_LONG for more than @max;
+ * -ENOMEM. *@items and *@n only on success.
+ */
+int config_parse_items(const char *v, size_t max, char ***items, size_t *n);
+
+/* config_items_free - free the @n strings of @items, and @items (NULL is fine). */
+void config_items_free(char **items, size_t n);
+
 #endif

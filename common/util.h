@@ -1,6 +1,7 @@
 /*
  * util.h - small helpers every part of tracecollect uses: the monotonic
- * clock in milliseconds, the blanks and hex digits of the text scanners.
+ * clock in milliseconds, the blanks and hex digits of the text scanners,
+ * and arrays that grow by doubling.
  *
  * Header-only (static inline): common/ is libc only, and these sit on
  * paths (the agent's pump, the collector's ingest) where a call across
@@ -12,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 
 /* util_now_ms - CLOCK_MONOTONIC in milliseconds. */
@@ -51,6 +53,29 @@ static inline int util_hex_digit(char c)
 	if (c >= 'A' && c <= 'F')
 		return c - 'A' + 10;
 	return -1;
+}
+
+/*
+ * util_grow - room for element @n (appended: @n is the count) in array @v
+ * of *@cap elements of @size bytes: @v itself while @n < *@cap; else @v
+ * moved by realloc() to twice the elements (@first when it has none), and
+ * *@cap updated.
+ * Return: the array, which the caller stores in place of @v; NULL: no
+ * memory (@v and *@cap stay as they were, @v still the caller's).
+ */
+static inline void *util_grow(void *v, size_t *cap, size_t n, size_t size, size_t first)
+{
+	size_t want = *cap ? *cap * 2 : first;
+	void *p;
+
+	if (n < *cap)
+		return v;
+	if (want < *cap || want > SIZE_MAX / size)
+		return NULL;
+	p = realloc(v, want * size);
+	if (p)
+		*cap = want;
+	return p;
 }
 
 #endif

@@ -18,6 +18,7 @@
 #include <inttypes.h>
 #include <malloc.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -484,26 +485,20 @@ static int parse_uint(const char *v, unsigned long min, unsigned long max, unsig
 static int apply_host_limit(struct settings *s, const char *key, const char *value)
 {
 	struct hostlimit_conf *c = &s->host_limits;
+	bool rate = !strcmp(key, "host-rate");
 	int ret;
 
 	s->hl_err[0] = 0;
 	if (!strcmp(key, "host-limit"))
 		return hostlimit_conf_rule(c, value, s->hl_err, sizeof(s->hl_err));
-	if (!strcmp(key, "host-rate")) {
-		ret = hostlimit_parse_rate(value, &c->dflt.rate);
-		if (ret < 0)
-			snprintf(s->hl_err, sizeof(s->hl_err), "host-rate: expected %s",
-				 HOSTLIMIT_RATE_FORM);
-		return ret;
-	}
-	if (!strcmp(key, "host-quota")) {
-		ret = hostlimit_parse_quota(value, &c->dflt.quota);
-		if (ret < 0)
-			snprintf(s->hl_err, sizeof(s->hl_err), "host-quota: expected %s",
-				 HOSTLIMIT_QUOTA_FORM);
-		return ret;
-	}
-	return TC_ERR_CONFIG_KEY;
+	if (!rate && strcmp(key, "host-quota"))
+		return TC_ERR_CONFIG_KEY;
+	ret = rate ? hostlimit_parse_rate(value, &c->dflt.rate) :
+		     hostlimit_parse_quota(value, &c->dflt.quota);
+	if (ret < 0)
+		snprintf(s->hl_err, sizeof(s->hl_err), "%s: expected %s", key,
+			 rate ? HOSTLIMIT_RATE_FORM : HOSTLIMIT_QUOTA_FORM);
+	return ret;
 }
 
 /* `import = IDENTITY [GLOB,...]`: a scope line of its own; no globs: every name. */
@@ -562,26 +557,37 @@ static int apply(struct settings *s, const char *key, const char *value)
 	return ret;
 }
 
+/* Where the setting @key, a text kept as given, is in @s; NULL: @key is not one. */
+static char **str_setting(struct settings *s, const char *key)
+{
+	static const struct { const char *key; size_t off; } strs[] = {
+#define TEXT(key, field)	{ key, offsetof(struct settings, field) }
+		TEXT("listen", listen), TEXT("query", query), TEXT("query-group", query_group),
+		TEXT("query-tls", query_tls), TEXT("query-ca", query_ca),
+		TEXT("cert", cert), TEXT("key", key), TEXT("ca", ca), TEXT("crl", crl),
+		TEXT("db", db), TEXT("journal-dir", journal_dir), TEXT("group", group),
+		TEXT("ready-file", ready_file),
+#undef TEXT
+	};
+
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+		if (!strcmp(key, strs[i].key))
+			return (char **)((char *)s + strs[i].off);
+	return NULL;
+}
+
 static int apply_value(struct settings *s, const char *key, const char *value)
 {
-	if (!strcmp(key, "listen")) return set_str(&s->listen, value);
-	if (!strcmp(key, "query")) return set_str(&s->query, value);
-	if (!strcmp(key, "query-group")) return set_str(&s->query_group, value);
-	if (!strcmp(key, "query-tls")) return set_str(&s->query_tls, value);
-	if (!strcmp(key, "query-ca")) return set_str(&s->query_ca, value);
+	char **str = str_setting(s, key);
+
+	if (str)
+		return set_str(str, value);
 	if (!strcmp(key, "scope"))
 		return qauth_scope_parse(&s->scopes, value, s->scope_err, sizeof(s->scope_err));
 	if (!strcmp(key, "import"))
 		return import_right(s, value);
-	if (!strcmp(key, "db")) return set_str(&s->db, value);
-	if (!strcmp(key, "cert")) return set_str(&s->cert, value);
-	if (!strcmp(key, "key")) return set_str(&s->key, value);
-	if (!strcmp(key, "ca")) return set_str(&s->ca, value);
-	if (!strcmp(key, "crl")) return set_str(&s->crl, value);
-	if (!strcmp(key, "group")) return set_str(&s->group, value);
 	if (!strcmp(key, "host-map"))
 		return hostmap_add(&s->hostmap, value, s->hostmap_err, sizeof(s->hostmap_err));
-	if (!strcmp(key, "ready-file")) return set_str(&s->ready_file, value);
 	if (!strcmp(key, "filter")) return add_filter(s, value);
 	if (!strcmp(key, "retain-age")) return parse_age(value, &s->retain_age_ns);
 	if (!strcmp(key, "retain-size")) return parse_size(value, &s->retain_bytes);
@@ -589,7 +595,6 @@ static int apply_value(struct settings *s, const char *key, const char *value)
 		s->journal_bytes = 0;
 		return !strcmp(value, "0") ? 0 : parse_size(value, &s->journal_bytes);
 	}
-	if (!strcmp(key, "journal-dir")) return set_str(&s->journal_dir, value);
 	if (!strcmp(key, "handshake-timeout"))
 		return parse_ms(value, false, &s->lim.handshake_ms);
 	if (!strcmp(key, "idle-timeout")) return parse_ms(value, true, &s->lim.idle_ms);
@@ -919,9 +924,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "foreground", no_argument, NULL, 'F' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
 		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ 0 }
+		CLI_OPTIONS_END
 	};
 	char errbuf[512], errs[4096];
 	int c, ret;
@@ -972,7 +975,6 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	s->query_opts.group = s->query_group;
 	s->query_opts.scopes = &s->scopes;
 	s->query_opts.import_rights = &s->imports;
-	s->query_opts.tls_listen = s->query_tls;
 	return 0;
 }
 
@@ -1079,7 +1081,8 @@ struct hup_ctx {
 	struct collector *col;
 	struct settings *s;
 	struct event *daily;		/* the expiry check, once a day */
-	struct queryd *qd;		/* its TLS query port reloads too */
+	struct queryd *qd;		/* its scopes are reloaded */
+	struct qtls *qtls;		/* the TLS query port reloads too; NULL: none */
 };
 
 /* @arg: NULL, or the only kind (@what) to warn about. */
@@ -1114,8 +1117,8 @@ static void check_expiry(struct hup_ctx *h)
 	if (h->col->tls)
 		tls_ctx_expiry(h->col->tls, EXPIRY_WARN_DAYS, expiry_warn, NULL);
 	if (!h->col->tls || own_ca)
-		queryd_tls_expiry(h->qd, EXPIRY_WARN_DAYS, expiry_warn,
-				  h->col->tls ? (void *)"CA certificate" : NULL);
+		qtls_expiry(h->qtls, EXPIRY_WARN_DAYS, expiry_warn,
+			    h->col->tls ? (void *)"CA certificate" : NULL);
 }
 
 static void daily_cb(evutil_socket_t fd, short what, void *arg)
@@ -1128,14 +1131,14 @@ static void daily_cb(evutil_socket_t fd, short what, void *arg)
  * SSL_CTX for new connections; connections made with the old one keep it
  * (each SSL holds a reference). On failure the old one stays.
  */
-static void reload_tls(struct collector *col, struct queryd *qd, const struct settings *s)
+static void reload_tls(struct collector *col, struct qtls *qtls, const struct settings *s)
 {
 	struct tls_files files = { s->cert, s->key, s->ca, s->crl };
 	struct tls_files qfiles = { s->cert, s->key, s->query_ca ? s->query_ca : s->ca, s->crl };
 	SSL_CTX *ctx;
 	char err[512];
 
-	if (queryd_tls_reload(qd, &qfiles, err, sizeof(err)) < 0)
+	if (qtls_reload(qtls, &qfiles, err, sizeof(err)) < 0)
 		log_err("reload: TLS query port: %s; its new connections keep the certificates "
 			"loaded before", err);
 	if (!col->tls)
@@ -1173,7 +1176,7 @@ static void hup_cb(evutil_socket_t sig, short what, void *arg)
 			reload_host_limits(&n, h->col);
 	}
 	settings_free(&n);
-	reload_tls(h->col, h->qd, h->s);
+	reload_tls(h->col, h->qtls, h->s);
 	check_expiry(h);
 }
 
@@ -1356,36 +1359,43 @@ static int import_end(void *ctx, const char *subject, uint64_t id, bool abort, u
 	return importer_end(ctx, subject, id, abort, pages, events, err, errlen);
 }
 
-static int run(struct settings *s)
-{
-	struct tls_files files = { s->cert, s->key, s->ca, s->crl };
-	struct tls_files qfiles = { s->cert, s->key, s->query_ca ? s->query_ca : s->ca, s->crl };
-	struct collector col = { .lim = s->lim, .hostmap = s->hostmap };
-	struct queryd *qd = NULL;
-	struct importer *im = NULL;
-	struct queryd_importer imops = { import_begin, import_msg, import_pages, import_end, NULL,
-					  IMPORTER_ID_BIT };
-	struct notify *nt = NULL;
-	struct ingest_opts io = { .commit_ms = COMMIT_MS, .queue_bytes = QUEUE_BYTES,
-				  .retain_age_ns = s->retain_age_ns,
-				  .retain_bytes = s->retain_bytes,
-				  .pushdown = !s->no_pushdown };
+/* The parts run() starts, step by step; teardown() stops and frees them all. */
+struct parts {
+	struct settings *s;
+	struct collector col;
+	struct queryd *qd;
+	struct qtls *qtls;		/* the TLS query port; NULL: none */
+	struct importer *im;
+	struct queryd_importer imops;
+	struct notify *nt;
 	struct ingest_hooks hooks;
-	struct event *sigs[3] = { NULL, NULL, NULL };
-	struct hup_ctx hup = { &col, s, NULL, NULL };
-	struct ownfiles_ready ready = { .dfd = -1 };
-	char bound[128], qurl[512], err[512];
-	int db_lock = -1, db_dfd = -1;
+	struct event *sigs[3];
+	struct hup_ctx hup;
+	struct ownfiles_ready ready;
+	char bound[128], qurl[512];
+	int db_lock, db_dfd;
+};
+
+/*
+ * Before anything starts a thread: the agent port's TLS context, absolute
+ * paths, private files, the database's lock, @io's settings and the
+ * per-host state.
+ */
+static int prepare(struct parts *p, struct ingest_opts *io)
+{
+	struct settings *s = p->s;
+	struct tls_files files = { s->cert, s->key, s->ca, s->crl };
+	char err[512];
 	int ret = 0;
 
 	if (s->insecure_plain)
 		log_warn("--insecure-plain: agents connect over plain TCP, "
 			 "unauthenticated and unencrypted (testing only)");
 	else
-		ret = tls_ctx_new(TLS_ROLE_SERVER, &files, &col.tls, err, sizeof(err));
+		ret = tls_ctx_new(TLS_ROLE_SERVER, &files, &p->col.tls, err, sizeof(err));
 	if (ret < 0) {
 		log_err("TLS setup: %s", err);
-		goto out;
+		return ret;
 	}
 	/*
 	 * Before anything starts a thread (the store's writer and
@@ -1396,128 +1406,200 @@ static int run(struct settings *s)
 			       (ret = abs_path(&s->ready_file)) < 0 ||
 			       (ret = abs_path(&s->journal_dir)) < 0)) {
 		log_err("paths: %s", tc_strerror(ret));
-		goto out;
+		return ret;
 	}
 	if (!s->journal_dir && asprintf(&s->journal_dir, "%s.journal", s->db) < 0) {
 		s->journal_dir = NULL;
-		ret = -ENOMEM;
-		goto out;
+		return -ENOMEM;
 	}
 	/* before daemon(): a refusal reaches the terminal; the child keeps the lock */
 	ret = private_files(s);
 	if (ret == 0)
 		ret = make_parents(s->db);
 	if (ret == 0)
-		ret = ownfiles_check(s->db, s->journal_bytes ? s->journal_dir : NULL, &db_dfd);
+		ret = ownfiles_check(s->db, s->journal_bytes ? s->journal_dir : NULL, &p->db_dfd);
 	if (ret == 0)
-		ret = ownfiles_lock_db(db_dfd, s->db, &db_lock);
+		ret = ownfiles_lock_db(p->db_dfd, s->db, &p->db_lock);
 	if (ret < 0)
-		goto out;
-	io.journal_dir = s->journal_bytes ? s->journal_dir : NULL;
-	io.journal_bytes = s->journal_bytes;
-	io.store_idle = !s->store_normal;
-	io.filters = s->filters;
-	io.host_usage = hostlimit_conf_quota(&s->host_limits);
-	io.max_types = s->max_types;
-	io.max_fields = s->max_fields;
-	ret = hostlimit_new(&s->host_limits, &col.hl) ?: livehosts_new(&col.live);
+		return ret;
+	io->journal_dir = s->journal_bytes ? s->journal_dir : NULL;
+	io->journal_bytes = s->journal_bytes;
+	io->store_idle = !s->store_normal;
+	io->filters = s->filters;
+	io->host_usage = hostlimit_conf_quota(&s->host_limits);
+	io->max_types = s->max_types;
+	io->max_fields = s->max_fields;
+	return hostlimit_new(&s->host_limits, &p->col.hl) ?: livehosts_new(&p->col.live);
+}
+
+/* Into the background (unless --foreground), logging to syslog from there. */
+static int daemonize(struct parts *p)
+{
+	if (p->s->foreground)
+		return 0;
+	if (daemon(0, 0) < 0) {
+		int ret = -errno;
+
+		log_err("daemon: %s", strerror(-ret));
+		return ret;
+	}
+	log_init("tracecollectd", p->s->verbose ? LOGL_DEBUG : LOGL_INFO, true);
+	lockfile_note_pid(p->db_lock);
+	return 0;
+}
+
+/* The database, with the field indexes of the settings. */
+static int open_store(struct parts *p)
+{
+	int ret = store_writer_open(p->s->db, &p->col.store);
+
+	if (ret < 0) {
+		log_err("database %s: %s", p->s->db, store_open_errmsg(ret));
+		return ret;
+	}
+	return set_indexes(p->col.store, p->s);
+}
+
+/*
+ * The event loop, the agent port, the query endpoint and its TLS query
+ * port (started on the endpoint here, stopped before it in teardown()).
+ */
+static int start_endpoints(struct parts *p)
+{
+	struct settings *s = p->s;
+	struct tls_files qfiles = { s->cert, s->key, s->query_ca ? s->query_ca : s->ca, s->crl };
+	int ret;
+
+	p->col.base = event_base_new();
+	ret = p->col.base ? start_listener(&p->col, s->listen, p->bound, sizeof(p->bound)) : -ENOMEM;
+	if (ret == 0)
+		ret = queryd_start(s->query, s->db, &s->query_opts, &p->qd, p->qurl, sizeof(p->qurl));
+	if (ret == 0 && s->query_tls)
+		ret = qtls_start(p->qd, s->query_tls, &qfiles, &p->qtls);
+	return ret;
+}
+
+/*
+ * The ingest worker and the importer, wired to the connections (their
+ * hooks) and to the query endpoint (--sync, the backlog, imports).
+ */
+static int start_ingest(struct parts *p, const struct ingest_opts *io)
+{
+	struct collector *col = &p->col;
+	int ret;
+
+	conn_ingest_hooks(col, &p->hooks);
+	if ((ret = importer_new(col->base, &p->im)) == 0)
+		importer_wrap_hooks(p->im, &p->hooks);
+	if (ret == 0)
+		ret = ingest_start(col->base, col->store, io, &p->hooks, &col->ing);
+	if (ret < 0)
+		return ret;
+	importer_set_ingest(p->im, col->ing);
+	p->imops.ctx = p->im;
+	queryd_set_ingest(p->qd, &(struct queryd_ingest){ sync_received, sync_stored,
+							 sync_backlog, col, &p->imops,
+							 hosts_connected });
+	return 0;
+}
+
+/* The signals (stop, SIGHUP), the daily expiry check, the ready file; then the loop. */
+static int serve(struct parts *p, const struct ingest_opts *io)
+{
+	struct settings *s = p->s;
+	struct collector *col = &p->col;
+	const char *qtls_at = qtls_bound(p->qtls);
+	int ret;
+
+	p->hup = (struct hup_ctx){ col, s, NULL, p->qd, p->qtls };
+	p->sigs[0] = evsignal_new(col->base, SIGINT, stop_cb, col);
+	p->sigs[1] = evsignal_new(col->base, SIGTERM, stop_cb, col);
+	p->sigs[2] = evsignal_new(col->base, SIGHUP, hup_cb, &p->hup);
+	for (int i = 0; i < 3; i++)
+		event_add(p->sigs[i], NULL);
+	p->hup.daily = event_new(col->base, -1, EV_PERSIST, daily_cb, &p->hup);
+	if (p->hup.daily)
+		event_add(p->hup.daily, &(struct timeval){ .tv_sec = 86400 });
+	check_expiry(&p->hup);
+	if (s->ready_file && (ret = write_ready_file(s->ready_file, p->bound, p->qurl, qtls_at,
+						     &p->ready)) < 0) {
+		log_err("--ready-file %s: %s", s->ready_file, tc_strerror(ret));
+		return ret;
+	}
+	log_info("listening for agents on %s, queries on %s%s%s, storing in %s (%zu filter rules, "
+		 "%zu host-map entries%s)", p->bound, p->qurl, qtls_at ? " and TLS queries on " : "",
+		 qtls_at ? qtls_at : "", s->db, filter_table_count(s->filters),
+		 hostmap_count(s->hostmap), s->crl ? ", revocation list" : "");
+	if (io->journal_dir)
+		log_info("receive journal in %s, up to %.1f MB; decoding and storing at %s priority",
+			 io->journal_dir, (double)io->journal_bytes / (1 << 20),
+			 io->store_idle ? "idle" : "normal");
+	else
+		log_info("no receive journal: pages are acknowledged once stored");
+	ret = notify_start(col->base, &p->nt);
+	if (ret < 0)
+		return ret;
+	notify_ready("listening for agents on %s, queries on %s", p->bound, p->qurl);
+	event_base_dispatch(col->base);
+	return 0;
+}
+
+/* Stop and free what the steps started, in the order that lets nothing wait. */
+static void teardown(struct parts *p)
+{
+	struct collector *col = &p->col;
+
+	importer_stop(p->im);	/* before the endpoint lets go of it: no call waits */
+	if (p->qd)
+		queryd_set_ingest(p->qd, NULL);
+	conn_close_all(col);
+	notify_free(p->nt);
+	ingest_stop(col->ing);
+	qtls_stop(p->qtls);	/* before the endpoint it hands requests to */
+	queryd_stop(p->qd);
+	qtls_free(p->qtls);	/* after: the pool may have answered its connections till then */
+	importer_free(p->im);
+	for (int i = 0; i < 3; i++)
+		if (p->sigs[i])
+			event_free(p->sigs[i]);
+	if (p->hup.daily)
+		event_free(p->hup.daily);
+	if (col->listener)
+		evconnlistener_free(col->listener);
+	if (col->base)
+		event_base_free(col->base);
+	hostlimit_free(col->hl);
+	livehosts_free(col->live);	/* after the connections and queries that use it */
+	SSL_CTX_free(col->tls);
+	store_writer_close(col->store);
+	if (p->db_lock >= 0)
+		close(p->db_lock);
+	if (p->db_dfd >= 0)
+		close(p->db_dfd);
+	ownfiles_ready_remove(&p->ready);
+}
+
+static int run(struct settings *s)
+{
+	struct parts p = { .s = s, .col = { .lim = s->lim, .hostmap = s->hostmap },
+			   .imops = { import_begin, import_msg, import_pages, import_end, NULL,
+				      IMPORTER_ID_BIT },
+			   .ready = { .dfd = -1 }, .db_lock = -1, .db_dfd = -1 };
+	struct ingest_opts io = { .commit_ms = COMMIT_MS, .queue_bytes = QUEUE_BYTES,
+				  .retain_age_ns = s->retain_age_ns,
+				  .retain_bytes = s->retain_bytes,
+				  .pushdown = !s->no_pushdown };
+	int ret;
+
+	ret = prepare(&p, &io);
 	if (ret < 0)
 		goto out;
 	test_abort_on(&io);
 	catch_fatal_signals();
-	if (!s->foreground && daemon(0, 0) < 0) {
-		ret = -errno;
-		log_err("daemon: %s", strerror(errno));
-		goto out;
-	}
-	if (!s->foreground) {
-		log_init("tracecollectd", s->verbose ? LOGL_DEBUG : LOGL_INFO, true);
-		lockfile_note_pid(db_lock);
-	}
-	ret = store_writer_open(s->db, &col.store);
-	if (ret < 0) {
-		log_err("database %s: %s", s->db, store_open_errmsg(ret));
-		goto out;
-	}
-	ret = set_indexes(col.store, s);
-	if (ret < 0)
-		goto out;
-	col.base = event_base_new();
-	ret = col.base ? start_listener(&col, s->listen, bound, sizeof(bound)) : -ENOMEM;
-	s->query_opts.tls = &qfiles;
-	if (ret == 0)
-		ret = queryd_start(s->query, s->db, &s->query_opts, &qd, qurl, sizeof(qurl));
-	conn_ingest_hooks(&col, &hooks);
-	if (ret == 0 && (ret = importer_new(col.base, &im)) == 0)
-		importer_wrap_hooks(im, &hooks);
-	if (ret == 0)
-		ret = ingest_start(col.base, col.store, &io, &hooks, &col.ing);
-	if (ret < 0)
-		goto out;
-	importer_set_ingest(im, col.ing);
-	imops.ctx = im;
-	hup.qd = qd;
-	queryd_set_ingest(qd, &(struct queryd_ingest){ sync_received, sync_stored,
-						      sync_backlog, &col, &imops, hosts_connected });
-	sigs[0] = evsignal_new(col.base, SIGINT, stop_cb, &col);
-	sigs[1] = evsignal_new(col.base, SIGTERM, stop_cb, &col);
-	sigs[2] = evsignal_new(col.base, SIGHUP, hup_cb, &hup);
-	for (int i = 0; i < 3; i++)
-		event_add(sigs[i], NULL);
-	hup.daily = event_new(col.base, -1, EV_PERSIST, daily_cb, &hup);
-	if (hup.daily)
-		event_add(hup.daily, &(struct timeval){ .tv_sec = 86400 });
-	check_expiry(&hup);
-	if (s->ready_file && (ret = write_ready_file(s->ready_file, bound, qurl,
-						     queryd_tls_bound(qd), &ready)) < 0) {
-		log_err("--ready-file %s: %s", s->ready_file, tc_strerror(ret));
-		goto out;
-	}
-	log_info("listening for agents on %s, queries on %s%s%s, storing in %s (%zu filter rules, "
-		 "%zu host-map entries%s)", bound, qurl,
-		 queryd_tls_bound(qd) ? " and TLS queries on " : "",
-		 queryd_tls_bound(qd) ? queryd_tls_bound(qd) : "", s->db,
-		 filter_table_count(s->filters), hostmap_count(s->hostmap),
-		 s->crl ? ", revocation list" : "");
-	if (io.journal_dir)
-		log_info("receive journal in %s, up to %.1f MB; decoding and storing at %s priority",
-			 io.journal_dir, (double)io.journal_bytes / (1 << 20),
-			 io.store_idle ? "idle" : "normal");
-	else
-		log_info("no receive journal: pages are acknowledged once stored");
-	ret = notify_start(col.base, &nt);
-	if (ret < 0)
-		goto out;
-	notify_ready("listening for agents on %s, queries on %s", bound, qurl);
-	event_base_dispatch(col.base);
-	ret = 0;
+	ret = daemonize(&p) ?: open_store(&p) ?: start_endpoints(&p) ?: start_ingest(&p, &io) ?:
+	      serve(&p, &io);
 out:
-	importer_stop(im);	/* before the endpoint lets go of it: no call waits */
-	if (qd)
-		queryd_set_ingest(qd, NULL);
-	conn_close_all(&col);
-	notify_free(nt);
-	ingest_stop(col.ing);
-	queryd_stop(qd);
-	importer_free(im);
-	for (int i = 0; i < 3; i++)
-		if (sigs[i])
-			event_free(sigs[i]);
-	if (hup.daily)
-		event_free(hup.daily);
-	if (col.listener)
-		evconnlistener_free(col.listener);
-	if (col.base)
-		event_base_free(col.base);
-	store_writer_close(col.store);
-	if (db_lock >= 0)
-		close(db_lock);
-	if (db_dfd >= 0)
-		close(db_dfd);
-	hostlimit_free(col.hl);
-	livehosts_free(col.live);	/* after the connections and queries that use it */
-	SSL_CTX_free(col.tls);
-	ownfiles_ready_remove(&ready);
+	teardown(&p);
 	return ret;
 }
 

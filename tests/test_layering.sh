@@ -18,7 +18,9 @@
 # the worker, journal, decoding), conn/ (conn.h: agent connections). query/
 # and ingest/ never include each other (the daemon, tracecollectd.c, hands
 # the query endpoint what it needs of the ingest as function pointers);
-# neither includes conn/, and the store includes none of them.
+# neither includes conn/, and the store includes none of them. Inside
+# query/, the TLS query port (queryd_tls.c) is a front that calls the
+# endpoint's interface: queryd.c does not include its header.
 #
 # traceq's modes (traceq/mode_*.c, a file each) are picked by traceq.c's
 # table: traceq/modes.h, which declares their entries, is included only
@@ -164,6 +166,12 @@ acyclic() {
 			END { for (i = 1; i <= k; i++) if (reaches(to[i], from[i])) print hit[i] }')"
 }
 
+# never_includes FILE HEADER: FILE does not include HEADER (paths from the top).
+never_includes() {
+	report "$1 does not include $2" \
+		"$(printf '%s\n' "$all_edges" | grep -E "^$1:[0-9]+	$2\$" || true)"
+}
+
 # private_to FOLDER HEADER: outside FOLDER/, nothing includes FOLDER/HEADER.
 private_to() {
 	report "$1/$2 is included only from $1/" \
@@ -204,6 +212,7 @@ forbid server/query 'server/ingest|server/conn'
 forbid server/ingest 'server/query|server/conn'
 forbid server/conn 'server/query'
 only_through server/query queryd.h
+never_includes server/query/queryd.c server/query/queryd_tls.h
 only_through server/ingest ingest.h
 only_through server/conn conn.h
 private_to proto msgpack_dec.h

@@ -114,6 +114,12 @@ plant fail server/planted.c '"server/conn/hostlimit.h"' "outside server/conn/"
 plant fail traceq/planted.c '"traceq/modes.h"' "traceq/modes.h is included only"
 plant fail traceq/mode_planted.c '"traceq/mode_count.c"' "nothing includes a traceq/mode_"
 plant_call traceq/mode_planted.c mode_count_run
+# queryd.c itself: the planted file stands in for it, then the copy's comes back
+cp "$tree/server/query/queryd.c" "$tmp/queryd.c"
+for inc in '"server/query/queryd_tls.h"' '"queryd_tls.h"'; do
+	plant fail server/query/queryd.c "$inc" "server/query/queryd.c does not include"
+done
+cp "$tmp/queryd.c" "$tree/server/query/queryd.c"
 
 plant pass traceq/planted.c '"proto/msg.h"'
 plant pass traceq/planted.c '"common/tc_error.h"'
@@ -126,6 +132,7 @@ plant pass server/store/planted.c '"server/store/sqlite_int.h"'
 plant pass server/planted.c '"server/query/queryd.h"'
 plant pass server/conn/planted.c '"server/ingest/ingest.h"'
 plant pass server/query/planted.c '"server/query/queryd_sel.h"'
+plant pass server/query/planted.c '"server/query/queryd_tls.h"'
 plant pass tests/planted.c '"server/ingest/journal.h"'	# white-box tests
 plant pass tests/planted.c '"server/store/sqlite_int.h"'	# white-box tests
 plant pass proto/planted.c '"proto/msgpack_dec.h"'

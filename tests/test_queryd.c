@@ -43,6 +43,7 @@
 
 static char dir[64], db[96], url[128];
 static struct queryd *qd;
+static struct qtls *qt;		/* the TLS query port on qd; NULL: none */
 
 /* ---- the test's ingest: backlog() can be held, wait_stored() released ---- */
 
@@ -240,6 +241,16 @@ static void start_endpoint(uint32_t sync_max_ms)
 	queryd_set_ingest(qd, &in);
 }
 
+/* The endpoint and its TLS port: the port first, since it hands requests to the endpoint. */
+static void stop_endpoint(void)
+{
+	qtls_stop(qt);
+	queryd_stop(qd);
+	qtls_free(qt);
+	qt = NULL;
+	qd = NULL;
+}
+
 static void start(void)
 {
 	struct store_writer *st;
@@ -259,8 +270,7 @@ static void stop(void)
 	hk_stored = true;
 	pthread_cond_broadcast(&hk_cond);
 	pthread_mutex_unlock(&hk_lock);
-	queryd_stop(qd);
-	qd = NULL;
+	stop_endpoint();
 	TU_OK(tu_tmpdir_remove(dir));
 }
 
@@ -357,7 +367,7 @@ START_TEST(sync_is_cut_to_the_maximum)
 {
 	nng_socket a, b;
 
-	queryd_stop(qd);
+	stop_endpoint();
 	start_endpoint(50);
 	a = client();
 	b = client();
@@ -485,8 +495,7 @@ static char pki[160];
 static void start_tls(char *addr, size_t len, const struct qauth_scopes *scopes)
 {
 	struct tls_files f;
-	struct queryd_opts o = { .threads = THREADS, .sync_max_ms = 1000,
-				 .tls_listen = "127.0.0.1:0", .tls = &f, .scopes = scopes };
+	struct queryd_opts o = { .threads = THREADS, .sync_max_ms = 1000, .scopes = scopes };
 	char cmd[512], bound[128], ca[200], crt[200], key[200];
 
 	signal(SIGPIPE, SIG_IGN);	/* as tracecollectd and traceq do */
@@ -499,10 +508,11 @@ static void start_tls(char *addr, size_t len, const struct qauth_scopes *scopes)
 	snprintf(crt, sizeof(crt), "%s/server.crt", pki);
 	snprintf(key, sizeof(key), "%s/server.key", pki);
 	f = (struct tls_files){ .cert = crt, .key = key, .ca = ca };
-	queryd_stop(qd);	/* the fixture's */
+	stop_endpoint();	/* the fixture's */
 	TU_OK(queryd_start("tcp://127.0.0.1:0", db, &o, &qd, bound, sizeof(bound)));
-	ck_assert_ptr_nonnull(queryd_tls_bound(qd));
-	snprintf(addr, len, "%s", queryd_tls_bound(qd));
+	TU_OK(qtls_start(qd, "127.0.0.1:0", &f, &qt));
+	ck_assert_ptr_nonnull(qtls_bound(qt));
+	snprintf(addr, len, "%s", qtls_bound(qt));
 }
 
 static struct tlsconn *tls_client(const char *addr)
@@ -629,8 +639,7 @@ START_TEST(tls_port_splits_replies)
 	qmsg_reply_free(&rep);
 	proto_buf_free(&b);
 	tlsconn_close(c);
-	queryd_stop(qd);	/* before the scopes it points to go */
-	qd = NULL;
+	stop_endpoint();	/* before the scopes it points to go */
 	qauth_scopes_free(&sc);
 }
 END_TEST
@@ -673,8 +682,7 @@ START_TEST(scopes_replaced_for_next_request)
 	qmsg_reply_free(&rep);
 	proto_buf_free(&b);
 	tlsconn_close(c);
-	queryd_stop(qd);
-	qd = NULL;
+	stop_endpoint();
 	ck_assert_uint_eq(sc.n, 1);		/* still the caller's */
 	qauth_scopes_free(&sc);
 }
@@ -698,6 +706,30 @@ START_TEST(unknown_long_event_name)
 }
 END_TEST
 
+/* Symbols, printk formats and tgids are one host's: a request that names none is told so. */
+START_TEST(host_ops_need_a_host)
+{
+	static const struct { enum qmsg_op op; const char *msg; } ops[] = {
+		{ QOP_SYMBOLS, "symbols: which host?" }, { QOP_PRINTK, "printk: which host?" },
+		{ QOP_TGIDS, "tgids: which host?" },
+	};
+	nng_socket s = client();
+	struct proto_buf b;
+
+	proto_buf_init(&b);
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		struct qmsg_request r = { .op = ops[i].op, .query = (char *)"ffffffff81000000" };
+
+		b.len = 0;
+		TU_OK(qmsg_request_encode(&r, &b));
+		send_raw(s, b.data, b.len);
+		expect_error(s, TC_ERR_MSG_MISSING, ops[i].msg);
+	}
+	proto_buf_free(&b);
+	nng_close(s);
+}
+END_TEST
+
 static Suite *queryd_suite(void)
 {
 	Suite *s = suite_create("queryd");
@@ -717,7 +749,7 @@ static Suite *queryd_suite(void)
 				  request_under_the_limit_is_answered, tls_port_joins_frames,
 				  tls_port_splits_replies,
 				  scopes_replaced_for_next_request,
-				  unknown_long_event_name));
+				  unknown_long_event_name, host_ops_need_a_host));
 	suite_add_tcase(s, tc);
 	return s;
 }

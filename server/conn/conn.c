@@ -84,6 +84,27 @@
 /* Counts of pages held back by host limits go to the worker this often. */
 #define CONN_HELD_REPORT_MS	1000
 
+/*
+ * The collector's lists of connections and of lingering sockets are
+ * doubly linked through next and pprev (the pointer that points at the
+ * node), so that a node unlinks itself: DLIST_PUSH puts @n first on the
+ * list at *@head, DLIST_UNLINK takes @n off its list.
+ */
+#define DLIST_PUSH(head, n)						\
+	do {								\
+		(n)->next = *(head);					\
+		if ((n)->next)						\
+			(n)->next->pprev = &(n)->next;			\
+		(n)->pprev = (head);					\
+		*(head) = (n);						\
+	} while (0)
+#define DLIST_UNLINK(n)							\
+	do {								\
+		*(n)->pprev = (n)->next;				\
+		if ((n)->next)						\
+			(n)->next->pprev = (n)->pprev;			\
+	} while (0)
+
 enum conn_state {
 	CONN_HANDSHAKE,
 	CONN_HELLO,
@@ -197,9 +218,7 @@ static void conn_free(struct conn *c)
 {
 	struct collector *col = c->col;
 
-	*c->pprev = c->next;
-	if (c->next)
-		c->next->pprev = c->pprev;
+	DLIST_UNLINK(c);
 	col->nconns--;
 	conn_authenticated(c);
 	if (c->waiting)
@@ -859,9 +878,7 @@ struct conn_linger {
 
 static void linger_free(struct conn_linger *l)
 {
-	*l->pprev = l->next;
-	if (l->next)
-		l->next->pprev = l->pprev;
+	DLIST_UNLINK(l);
 	l->col->nlingers--;
 	event_free(l->ev);
 	evutil_closesocket(l->fd);
@@ -913,11 +930,7 @@ static void conn_linger(struct conn *c)
 	shutdown(l->fd, SHUT_WR);
 	l->col = col;
 	l->deadline_ms = util_now_ms() + CONN_LINGER_MS;
-	l->next = col->lingers;
-	if (l->next)
-		l->next->pprev = &l->next;
-	l->pprev = &col->lingers;
-	col->lingers = l;
+	DLIST_PUSH(&col->lingers, l);
 	col->nlingers++;
 	event_add(l->ev, &(struct timeval){ CONN_LINGER_MS / 1000, 0 });
 }
@@ -1139,11 +1152,7 @@ void conn_accept(struct collector *col, int fd, const struct sockaddr *peer, int
 	col->nhandshakes++;
 	conn_arm(c, col->lim.handshake_ms);
 	c->id = ++col->next_conn_id;
-	c->next = col->conns;
-	if (c->next)
-		c->next->pprev = &c->next;
-	c->pprev = &col->conns;
-	col->conns = c;
+	DLIST_PUSH(&col->conns, c);
 	col->nconns++;
 	if (ssl)
 		bufferevent_openssl_set_allow_dirty_shutdown(c->bev, 1);
@@ -1255,14 +1264,12 @@ static void conn_reply(struct conn *c, const struct proto_msg *m)
 static void conn_welcome(void *arg, uint64_t id, uint64_t host_id, bool kallsyms, bool printk)
 {
 	struct conn *c = conn_live(arg, id);
-	struct proto_msg m = { .type = MSG_WELCOME };
+	struct proto_msg m = { .type = MSG_WELCOME,
+			       .welcome = { .version = PROTO_VERSION, .host_id = host_id,
+					    .kallsyms = kallsyms, .printk_formats = printk } };
 
 	if (!c)
 		return;
-	m.welcome.version = PROTO_VERSION;
-	m.welcome.host_id = host_id;
-	m.welcome.kallsyms = kallsyms;
-	m.welcome.printk_formats = printk;
 	if (!c->live_id && livehosts_add(c->col->live, host_id) == 0)
 		c->live_id = host_id;	/* --hosts: connected */
 	conn_reply(c, &m);
@@ -1272,13 +1279,10 @@ static void conn_welcome(void *arg, uint64_t id, uint64_t host_id, bool kallsyms
 static void conn_done(void *arg, uint64_t id, uint64_t pages, uint64_t events)
 {
 	struct conn *c = conn_live(arg, id);
-	struct proto_msg m = { .type = MSG_DONE };
+	struct proto_msg m = { .type = MSG_DONE, .done = { .pages = pages, .events = events } };
 
-	if (!c)
-		return;
-	m.done.pages = pages;
-	m.done.events = events;
-	conn_reply(c, &m);
+	if (c)
+		conn_reply(c, &m);
 }
 
 /* hooks.failed: a message, page or commit of the connection failed. */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/config_file.h"
 #include "common/tc_error.h"
 #include "common/util.h"
 #include "server/conn/hostmap.h"
@@ -31,40 +32,21 @@ struct hostmap {
 
 static void entry_free(struct hostmap_entry *e)
 {
-	for (size_t i = 0; i < e->nglobs; i++)
-		free(e->globs[i]);
-	free(e->globs);
+	config_items_free(e->globs, e->nglobs);
 	free(e->cn);
 }
 
 /* Split "g1,g2" into @e's globs. Return: 0, TC_ERR_CONFIG, -ENOMEM. */
 static int parse_globs(const char *list, struct hostmap_entry *e, char *err, size_t errlen)
 {
-	const char *p = list, *comma;
-	size_t len;
+	int ret = config_parse_items(list, HOSTMAP_MAX_GLOBS, &e->globs, &e->nglobs);
 
-	e->globs = calloc(HOSTMAP_MAX_GLOBS, sizeof(*e->globs));
-	if (!e->globs)
-		return -ENOMEM;
-	for (;;) {
-		comma = strchr(p, ',');
-		len = comma ? (size_t)(comma - p) : strlen(p);
-		if (!len) {
-			tc_seterr(err, errlen, "host-map: empty glob in '%s'", list);
-			return TC_ERR_CONFIG;
-		}
-		if (e->nglobs == HOSTMAP_MAX_GLOBS) {
-			tc_seterr(err, errlen, "host-map: more than %d globs in one entry",
-				  HOSTMAP_MAX_GLOBS);
-			return TC_ERR_CONFIG;
-		}
-		e->globs[e->nglobs] = strndup(p, len);
-		if (!e->globs[e->nglobs++])
-			return -ENOMEM;
-		if (!comma)
-			return 0;
-		p = comma + 1;
-	}
+	if (ret == TC_ERR_CONFIG)
+		tc_seterr(err, errlen, "host-map: empty glob in '%s'", list);
+	if (ret != TC_ERR_TOO_LONG)
+		return ret;
+	tc_seterr(err, errlen, "host-map: more than %d globs in one entry", HOSTMAP_MAX_GLOBS);
+	return TC_ERR_CONFIG;
 }
 
 /*

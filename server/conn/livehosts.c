@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "common/util.h"
 #include "server/conn/livehosts.h"
 
 struct livehost {
@@ -62,19 +63,16 @@ int livehosts_add(struct livehosts *l, uint64_t host_id)
 		return 0;
 	pthread_mutex_lock(&l->lock);
 	i = find(l, host_id);
-	if (i == l->n && l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		struct livehost *v = realloc(l->v, cap * sizeof(*v));
+	if (i == l->n) {
+		struct livehost *v = util_grow(l->v, &l->cap, l->n, sizeof(*v), 16);
 
 		if (!v) {
 			ret = -ENOMEM;
 			goto out;
 		}
 		l->v = v;
-		l->cap = cap;
-	}
-	if (i == l->n)
 		l->v[l->n++] = (struct livehost){ host_id, 0 };
+	}
 	l->v[i].conns++;
 out:
 	pthread_mutex_unlock(&l->lock);

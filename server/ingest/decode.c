@@ -24,6 +24,7 @@
 
 #include "common/page.h"
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "proto/frame.h"
 #include "server/ingest/decode.h"
 #include "common/format_check.h"
@@ -88,16 +89,11 @@ static int decoder_setup(struct decoder *d, const struct proto_hello *h)
 
 int decoder_new(const struct proto_hello *hello, struct decoder **out)
 {
-	struct decoder *d;
-	int ret;
+	struct decoder *d = NULL;
+	int ret = decoder_check_hello(hello);
 
-	ret = decoder_check_hello(hello);
-	if (ret < 0)
-		return ret;
-	d = calloc(1, sizeof(*d));
-	if (!d)
-		return -ENOMEM;
-	ret = decoder_setup(d, hello);
+	if (ret == 0)
+		ret = (d = calloc(1, sizeof(*d))) ? decoder_setup(d, hello) : -ENOMEM;
 	if (ret < 0) {
 		decoder_free(d);
 		return ret;
@@ -168,17 +164,12 @@ static struct dtype *decoder_find(const struct decoder *d, int id)
 
 static int decoder_add(struct decoder *d, struct dtype *t)
 {
+	struct dtype **types = util_grow(d->types, &d->cap, d->ntypes, sizeof(*types), 16);
 	size_t i;
 
-	if (d->ntypes == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 16;
-		struct dtype **n = realloc(d->types, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		d->types = n;
-		d->cap = cap;
-	}
+	if (!types)
+		return -ENOMEM;
+	d->types = types;
 	for (i = d->ntypes; i > 0 && d->types[i - 1]->pub.id > t->pub.id; i--)
 		d->types[i] = d->types[i - 1];
 	d->types[i] = t;

@@ -245,6 +245,24 @@ static bool run_call(struct importer *im, struct imp_call *c)
 	return true;
 }
 
+/*
+ * The calls queued so far, in order, taken off the queue; with @stop,
+ * callers queue none from now on (they are told the collector stops).
+ */
+static struct imp_call *calls_take(struct importer *im, bool stop)
+{
+	struct imp_call *list;
+
+	pthread_mutex_lock(&im->lock);
+	if (stop)
+		im->stopping = true;
+	list = im->head;
+	im->head = NULL;
+	im->tail = &im->head;
+	pthread_mutex_unlock(&im->lock);
+	return list;
+}
+
 /* The eventfd: run what callers queued. */
 static void wake_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -255,11 +273,7 @@ static void wake_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		log_warn("eventfd: %s", strerror(errno));
-	pthread_mutex_lock(&im->lock);
-	list = im->head;
-	im->head = NULL;
-	im->tail = &im->head;
-	pthread_mutex_unlock(&im->lock);
+	list = calls_take(im, false);
 	while ((c = list)) {
 		list = c->next;
 		run_call(im, c);
@@ -373,15 +387,21 @@ out:
 
 /* ---- the ingest's hooks ---- */
 
+/*
+ * FORWARD - a hook's call about a connection's sink (@id without
+ * IMPORTER_ID_BIT) goes on to the connections' @hook, if they have one.
+ * True when it was a connection's: the importer has nothing to do.
+ */
+#define FORWARD(im, hook, id, ...)						\
+	(!((id) & IMPORTER_ID_BIT) &&						\
+	 ((im)->inner.hook ? (im)->inner.hook((im)->inner.arg, (id), __VA_ARGS__) : (void)0, true))
+
 static void hook_welcome(void *arg, uint64_t id, uint64_t host_id, bool kallsyms, bool printk)
 {
 	struct importer *im = arg;
 
-	if (!(id & IMPORTER_ID_BIT)) {
-		if (im->inner.welcome)
-			im->inner.welcome(im->inner.arg, id, host_id, kallsyms, printk);
+	if (FORWARD(im, welcome, id, host_id, kallsyms, printk))
 		return;
-	}
 	log_debug("import %llu: host %llu stored", (unsigned long long)(id & ~IMPORTER_ID_BIT),
 		  (unsigned long long)host_id);
 }
@@ -391,12 +411,7 @@ static void hook_done(void *arg, uint64_t id, uint64_t pages, uint64_t events)
 	struct importer *im = arg;
 	struct imp_sess *s;
 
-	if (!(id & IMPORTER_ID_BIT)) {
-		if (im->inner.done)
-			im->inner.done(im->inner.arg, id, pages, events);
-		return;
-	}
-	if (!(s = sess_find(im, id)))
+	if (FORWARD(im, done, id, pages, events) || !(s = sess_find(im, id)))
 		return;
 	if (s->end) {
 		s->end->out_pages = pages;
@@ -410,12 +425,7 @@ static void hook_failed(void *arg, uint64_t id, int err, const char *what)
 	struct importer *im = arg;
 	struct imp_sess *s;
 
-	if (!(id & IMPORTER_ID_BIT)) {
-		if (im->inner.failed)
-			im->inner.failed(im->inner.arg, id, err, what);
-		return;
-	}
-	if (!(s = sess_find(im, id)) || s->failed)
+	if (FORWARD(im, failed, id, err, what) || !(s = sess_find(im, id)) || s->failed)
 		return;
 	s->failed = true;
 	s->fail_err = err;
@@ -526,12 +536,7 @@ void importer_stop(struct importer *im)
 
 	if (!im)
 		return;
-	pthread_mutex_lock(&im->lock);
-	im->stopping = true;
-	list = im->head;
-	im->head = NULL;
-	im->tail = &im->head;
-	pthread_mutex_unlock(&im->lock);
+	list = calls_take(im, true);
 	while ((c = list)) {
 		list = c->next;
 		snprintf(c->err, sizeof(c->err), "the collector is stopping");

@@ -223,15 +223,11 @@ static void job_free(struct ingest_job *j)
 
 static int jlist_add(struct jlist *l, struct jfile *f)
 {
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 8;
-		struct jfile **v = realloc(l->v, cap * sizeof(*v));
+	struct jfile **v = util_grow(l->v, &l->cap, l->n, sizeof(*v), 8);
 
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
+	if (!v)
+		return -ENOMEM;
+	l->v = v;
 	l->v[l->n++] = f;
 	return 0;
 }

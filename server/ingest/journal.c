@@ -44,6 +44,7 @@
 #include "common/log.h"
 #include "common/safedir.h"
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "server/ingest/journal.h"
 
 #define FILE_MAGIC_LEN	8
@@ -339,21 +340,14 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /*
- * Remember the files in j->dir (sorted), their size, the next number.
- * A file with a journal file's name that is not one this collector wrote
- * (another user's, a symlink, a header without our MAC, the unauthenticated
- * format 1) is refused: set aside, never replayed.
+ * The entries of directory @dfd from the first, in a stream of their own
+ * (over a dup: @dfd stays open; closedir() it). Return: 0; -errno.
  */
-static int journal_scan(struct journal *j)
+static int dir_stream(int dfd, DIR **out)
 {
-	int fd = dup(j->dfd);
+	int fd = dup(dfd);
 	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-	struct dirent *e;
-	size_t cap = 0;
-	uint64_t no, next = 1;
-	char why[256];
-	struct stat st;
-	int ret = 0;
+	int ret;
 
 	if (!d) {
 		ret = -errno;
@@ -362,6 +356,28 @@ static int journal_scan(struct journal *j)
 		return ret;
 	}
 	rewinddir(d);
+	*out = d;
+	return 0;
+}
+
+/*
+ * Remember the files in j->dir (sorted), their size, the next number.
+ * A file with a journal file's name that is not one this collector wrote
+ * (another user's, a symlink, a header without our MAC, the unauthenticated
+ * format 1) is refused: set aside, never replayed.
+ */
+static int journal_scan(struct journal *j)
+{
+	struct dirent *e;
+	size_t cap = 0;
+	uint64_t no, next = 1, *old;
+	char why[256];
+	struct stat st;
+	DIR *d;
+	int fd, ret = dir_stream(j->dfd, &d);
+
+	if (ret < 0)
+		return ret;
 	while (ret == 0 && (e = readdir(d))) {
 		if (!file_no(e->d_name, &no))
 			continue;
@@ -379,15 +395,12 @@ static int journal_scan(struct journal *j)
 		if (fstat(fd, &st) == 0)
 			j->bytes += (uint64_t)st.st_size;
 		close(fd);
-		if (j->nold == cap) {
-			uint64_t *n = realloc(j->old, (cap = cap ? cap * 2 : 16) * sizeof(*n));
-
-			if (!n) {
-				ret = -ENOMEM;
-				break;
-			}
-			j->old = n;
+		old = util_grow(j->old, &cap, j->nold, sizeof(*old), 16);
+		if (!old) {
+			ret = -ENOMEM;
+			break;
 		}
+		j->old = old;
 		j->old[j->nold++] = no;
 	}
 	closedir(d);
@@ -454,15 +467,11 @@ static int quarantine_dir(struct journal *j, bool make)
 
 static int quarantine_add(struct journal *j, const struct journal_unit *u)
 {
-	if (j->nquar == j->quarcap) {
-		size_t cap = j->quarcap ? j->quarcap * 2 : 8;
-		struct journal_unit *v = realloc(j->quar, cap * sizeof(*v));
+	struct journal_unit *v = util_grow(j->quar, &j->quarcap, j->nquar, sizeof(*v), 8);
 
-		if (!v)
-			return -ENOMEM;
-		j->quar = v;
-		j->quarcap = cap;
-	}
+	if (!v)
+		return -ENOMEM;
+	j->quar = v;
 	j->quar[j->nquar++] = *u;
 	return 0;
 }
@@ -489,21 +498,15 @@ static int quarantine_scan(struct journal *j, uint64_t *next)
 {
 	struct journal_unit u;
 	struct dirent *e;
-	int fd, ret;
+	int ret;
 	DIR *d;
 
 	ret = quarantine_dir(j, false);
 	if (ret < 0 || j->qfd < 0)
 		return ret;
-	fd = dup(j->qfd);
-	d = fd < 0 ? NULL : fdopendir(fd);
-	if (!d) {
-		ret = -errno;
-		if (fd >= 0)
-			close(fd);
+	ret = dir_stream(j->qfd, &d);
+	if (ret < 0)
 		return ret;
-	}
-	rewinddir(d);
 	while (ret == 0 && (e = readdir(d))) {
 		if (!quarantine_unit(e->d_name, &u))
 			continue;
@@ -735,18 +738,14 @@ uint64_t journal_next_no(const struct journal *j)
 /* File @no is gone: remember it for journal_take_removed() (best effort). */
 static void journal_removed(struct journal *j, uint64_t no)
 {
-	pthread_mutex_lock(&j->lock);
-	if (j->nremoved == j->cap) {
-		size_t cap = j->cap ? j->cap * 2 : 16;
-		uint64_t *v = realloc(j->removed, cap * sizeof(*v));
+	uint64_t *v;
 
-		if (v) {
-			j->removed = v;
-			j->cap = cap;
-		}
-	}
-	if (j->nremoved < j->cap)	/* else its mark stays: harmless, numbers never return */
+	pthread_mutex_lock(&j->lock);
+	v = util_grow(j->removed, &j->cap, j->nremoved, sizeof(*v), 16);
+	if (v) {	/* else its mark stays: harmless, numbers never return */
+		j->removed = v;
 		j->removed[j->nremoved++] = no;
+	}
 	pthread_mutex_unlock(&j->lock);
 }
 

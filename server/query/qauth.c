@@ -16,6 +16,7 @@
 #include <arpa/inet.h>
 
 #include "common/log.h"
+#include "common/config_file.h"
 #include "common/tc_error.h"
 #include "server/query/qauth.h"
 #include "server/store/store.h"
@@ -78,9 +79,7 @@ int qauth_url_check(const char *url, char *why, size_t len)
 
 static void qauth_rule_free(struct qauth_rule *r)
 {
-	for (size_t i = 0; i < r->n; i++)
-		free(r->globs[i]);
-	free(r->globs);
+	config_items_free(r->globs, r->n);
 	free(r->name);
 }
 
@@ -120,32 +119,17 @@ static int qauth_rule_ident(struct qauth_rule *r, const char *id, size_t idlen)
 	return TC_ERR_CONFIG;
 }
 
-/* The comma-separated globs of @list into @r. */
+/* The comma-separated globs of @list (at least one, at most STORE_SCOPE_MAX) into @r. */
 static int qauth_rule_globs(struct qauth_rule *r, const char *list)
 {
-	const char *p = list;
+	int ret = config_parse_items(list, STORE_SCOPE_MAX, &r->globs, &r->n);
 
-	while (*p) {
-		size_t n = strcspn(p, ",");
-		char **g;
-
-		if (n == 0 || r->n == STORE_SCOPE_MAX || (p[n] == ',' && !p[n + 1]))
-			return TC_ERR_CONFIG;
-		g = realloc(r->globs, (r->n + 1) * sizeof(*g));
-		if (!g)
-			return -ENOMEM;
-		r->globs = g;
-		if (!(g[r->n] = strndup(p, n)))
-			return -ENOMEM;
-		r->n++;
-		p += n + (p[n] == ',');
-	}
-	return r->n ? 0 : TC_ERR_CONFIG;
+	return ret == TC_ERR_TOO_LONG ? TC_ERR_CONFIG : ret;
 }
 
 int qauth_scope_parse(struct qauth_scopes *sc, const char *spec, char *err, size_t errlen)
 {
-	struct qauth_rule r = { 0 }, *v;
+	struct qauth_rule r = { 0 }, *v = NULL;
 	size_t idlen = strcspn(spec, " \t");
 	const char *list = spec + idlen;
 	int ret;

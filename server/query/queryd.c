@@ -24,9 +24,11 @@
  *    slot per worker is always left for requests that do not wait.
  * A slot is owned by one party at a time (the callback, the queue, the
  * sync thread, a worker); only the queues are shared, under qd->lock.
- * The TLS query port (queryd_tls.c) gives each of its connections a slot
- * of its own, whose replies go back to that connection's thread
- * (queryd_submit(), qtls_reply()) instead of an nng context.
+ * A front of the endpoint (the TLS query port, queryd_tls.c) gives each of
+ * its connections a slot of its own (queryd_slot_new()), whose requests
+ * come through queryd_submit() and whose replies go to the front's
+ * callback instead of an nng context. The front calls this file; this
+ * file never calls the front.
  *
  * Who asks: each slot carries its request's identity (struct qauth_who:
  * the ipc peer's uid, a client certificate's CN); a worker turns it into
@@ -79,7 +81,6 @@
 #include "server/query/queryd_import.h"
 #include "server/query/queryd_sel.h"
 #include "server/query/queryd_tail.h"
-#include "server/query/queryd_tls.h"
 #include "server/store/store.h"
 
 #define TC_STR_(x)	#x
@@ -103,7 +104,8 @@ struct qslot {
 	uint32_t wait_ms;		/* sync: the wait, cut to sync_max_ms */
 	struct qauth_who who;		/* who sent it */
 	int64_t t0;			/* util_now_ms() as it came */
-	struct qtls_conn *conn;		/* TLS query port: replies go there; NULL: nng */
+	queryd_reply_fn reply;		/* a front's slot: replies go there; NULL: nng */
+	void *reply_ctx;		/* ... with this */
 	atomic_uint pipe;		/* nng: the pipe its request came on */
 	volatile bool cancel;		/* the asker went away: the store stops (store_stop) */
 	struct qfair_item fair;		/* its identity's, in flight; on the run queue */
@@ -151,11 +153,9 @@ struct queryd {
 	pthread_cond_t ingest_idle;	/* ingest_users dropped to 0 */
 	unsigned ingest_users;		/* threads inside the hooks of @ingest */
 	struct queryd_ingest ingest;	/* --sync, backlog; zeroed: none */
-	struct qtls *tls;		/* the TLS query port; NULL: none */
-	char tls_bound[128];		/* its HOST:PORT as bound */
 	pthread_mutex_t scope_lock;	/* scopes, and every qscopes' refs */
 	struct qscopes *scopes;		/* the rules new requests read under */
-	uint64_t scope_gen;		/* under scope_lock: bumped as they change */
+	atomic_uint_fast64_t scope_gen;	/* bumped under scope_lock as they change */
 	struct qahead *ahead;		/* pages read ahead; NULL: none */
 };
 
@@ -201,7 +201,8 @@ int queryd_set_scopes(struct queryd *qd, struct qauth_scopes *sc)
 	pthread_mutex_lock(&qd->scope_lock);
 	old = qd->scopes;
 	qd->scopes = n;
-	qd->scope_gen++;	/* pages read ahead under the old rules are not given out */
+	/* pages read ahead under the old rules are not given out */
+	atomic_fetch_add(&qd->scope_gen, 1);
 	pthread_mutex_unlock(&qd->scope_lock);
 	scopes_put(qd, old);
 	return 0;
@@ -262,19 +263,26 @@ static int reply_end(struct queryd *qd, struct qmsg_writer *w, bool more, int64_
 	return qmsg_reply_end(w, more, last_ts, last_id, count, out);
 }
 
-static int run_select(struct qworker *wk, const struct qmsg_request *r, struct qsel *c,
-		      struct proto_buf *out, uint64_t *rows)
+/*
+ * A page of select @r (queryd_sel.c), or with @tail of the live tail
+ * (queryd_tail.c: its cursor goes back in last_id). A select's page says
+ * where it ended (wk->page), for the page read ahead.
+ */
+static int run_page(struct qworker *wk, const struct qmsg_request *r, struct qsel *c, bool tail,
+		    struct proto_buf *out, uint64_t *rows)
 {
 	struct qmsg_writer *w;
 	struct qsel_page pg;
-	int ret = qsel_select(wk->store, r, c, &w, &pg);
+	int ret = tail ? qtail_page(wk->store, r, c, &w, &pg) : qsel_select(wk->store, r, c, &w, &pg);
 
 	if (ret < 0)
 		return ret;
 	*rows = pg.rows;
-	wk->page = pg;
-	wk->paged = true;
-	qmsg_reply_last_type(w, pg.last_type);
+	if (!tail) {
+		wk->page = pg;
+		wk->paged = true;
+		qmsg_reply_last_type(w, pg.last_type);
+	}
 	return reply_end(wk->qd, w, pg.more, pg.last_ts, pg.last_id, 0, out);
 }
 
@@ -287,6 +295,8 @@ static int run_select(struct qworker *wk, const struct qmsg_request *r, struct q
  * start (the symbol's address). traceq asks for the addresses its
  * formats print as functions (%ps, plugins' function fields). A host
  * outside the asker's @scope (NULL: all) answers as an unknown one.
+ * @r->host is set: handle() answers a request without one (as it does
+ * for printk and tgids).
  */
 static int run_symbols(struct qworker *wk, const struct qmsg_request *r,
 		       const struct store_scope *scope, struct proto_buf *out)
@@ -299,8 +309,6 @@ static int run_symbols(struct qworker *wk, const struct qmsg_request *r,
 	uint64_t host_id = 0, addr, off;
 	int ret, found;
 
-	if (!r->host)
-		return qmsg_reply_error(TC_ERR_MSG_MISSING, "symbols: which host?", -1, -1, out);
 	found = store_host_find(wk->store, r->host, scope, &host_id);
 	if (found < 0 && found != -ENOENT)
 		return found;
@@ -378,8 +386,6 @@ static int run_printk(struct qworker *wk, const struct qmsg_request *r,
 	uint64_t host_id = 0;
 	int ret, found;
 
-	if (!r->host)
-		return qmsg_reply_error(TC_ERR_MSG_MISSING, "printk: which host?", -1, -1, out);
 	found = store_host_find(wk->store, r->host, scope, &host_id);
 	if (found < 0 && found != -ENOENT)
 		return found;
@@ -427,8 +433,6 @@ static int run_tgids(struct qworker *wk, const struct qmsg_request *r,
 	uint64_t host_id = 0;
 	int ret, found;
 
-	if (!r->host)
-		return qmsg_reply_error(TC_ERR_MSG_MISSING, "tgids: which host?", -1, -1, out);
 	if (r->after_id > INT32_MAX)
 		return qmsg_reply_error(TC_ERR_MSG_MALFORMED, "tgids: after_id is a pid", -1, -1,
 					out);
@@ -701,20 +705,6 @@ static int run_sql(struct qworker *wk, const struct qmsg_request *r,
 	return reply_end(wk->qd, x.w, ret == 1, 0, 0, 0, out);
 }
 
-/* A page of the live tail (queryd_tail.c): its cursor goes back in last_id. */
-static int run_tail(struct qworker *wk, const struct qmsg_request *r, struct qsel *c,
-		    struct proto_buf *out, uint64_t *rows)
-{
-	struct qmsg_writer *w;
-	struct qsel_page pg;
-	int ret = qtail_page(wk->store, r, c, &w, &pg);
-
-	if (ret < 0)
-		return ret;
-	*rows = pg.rows;
-	return reply_end(wk->qd, w, pg.more, pg.last_ts, pg.last_id, 0, out);
-}
-
 /*
  * The log line of a query: who asked, what (the text escaped, the host
  * glob), and what came of it.
@@ -802,9 +792,14 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 	char result[QAHEAD_RESULT_MAX];
 	int ret;
 
-	wk->paged = false;	/* run_select() says where its page ended */
+	wk->paged = false;	/* run_page() says where a select's page ended */
 	hosts.scope = scope_for(rules, who, globs, &scope);
-	if (r->op == QOP_STATS)
+	if (!r->host && (r->op == QOP_SYMBOLS || r->op == QOP_PRINTK || r->op == QOP_TGIDS)) {
+		char msg[64];	/* these ops read one host's tables */
+
+		snprintf(msg, sizeof(msg), "%s: which host?", qmsg_op_name(r->op));
+		ret = qmsg_reply_error(TC_ERR_MSG_MISSING, msg, -1, -1, out);
+	} else if (r->op == QOP_STATS)
 		ret = run_stats(wk, &hosts, out, &rows);
 	else if (r->op == QOP_DROPS)
 		ret = run_drops(wk, &hosts, out, &rows);
@@ -828,8 +823,7 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 	else if ((ret = qsel_compile(wk->store, r, hosts.scope, &c, out)) == 0)
 		ret = r->op == QOP_COUNT ? run_count(wk, c, out, &rows) :
 		      r->op == QOP_HIST ? run_hist(wk, r, c, out, &rows) :
-		      r->op == QOP_TAIL ? run_tail(wk, &capped, c, out, &rows) :
-					  run_select(wk, &capped, c, out, &rows);
+		      run_page(wk, &capped, c, r->op == QOP_TAIL, out, &rows);
 	if (ret == TC_ERR_TIMEOUT || ret == -ECANCELED) {
 		char why[200];
 
@@ -915,8 +909,8 @@ static void slot_reply(struct qslot *s, const struct proto_buf *out)
 	pthread_mutex_unlock(&s->qd->lock);
 	qmsg_request_free(&s->req);
 	qimport_request_free(&s->imp);
-	if (s->conn) {
-		qtls_reply(s->conn, out);
+	if (s->reply) {
+		s->reply(s->reply_ctx, out);
 		return;
 	}
 	rv = nng_msg_alloc(&m, 0);
@@ -1091,13 +1085,14 @@ static void slot_intake(struct qslot *s, nng_msg *m)
 	nng_msg_free(m);
 }
 
-struct qslot *queryd_slot_new(struct queryd *qd, struct qtls_conn *conn)
+struct qslot *queryd_slot_new(struct queryd *qd, queryd_reply_fn reply, void *ctx)
 {
 	struct qslot *s = calloc(1, sizeof(*s));
 
 	if (s) {
 		s->qd = qd;
-		s->conn = conn;
+		s->reply = reply;
+		s->reply_ctx = ctx;
 	}
 	return s;
 }
@@ -1156,16 +1151,6 @@ static void slot_cb(void *arg)
 }
 
 /* ---- the pool ---- */
-
-static uint64_t scope_gen(struct queryd *qd)
-{
-	uint64_t gen;
-
-	pthread_mutex_lock(&qd->scope_lock);
-	gen = qd->scope_gen;
-	pthread_mutex_unlock(&qd->scope_lock);
-	return gen;
-}
 
 /* What one page read ahead needs once its request is freed. */
 struct ahead_job {
@@ -1251,7 +1236,7 @@ static void *worker_main(void *arg)
 			break;
 		s = (struct qslot *)((char *)it - offsetof(struct qslot, fair));
 		proto_buf_init(&out);
-		gen = scope_gen(qd);
+		gen = atomic_load(&qd->scope_gen);
 		if (s->imp.op) {
 			import(wk, &s->imp, &s->who, &out);
 		} else if (s->req.op == QOP_SELECT && qd->ahead &&
@@ -1528,7 +1513,6 @@ static int start_threads(struct queryd *qd, const char *db_path)
 static void queryd_free(struct queryd *qd)
 {
 	atomic_store(&qd->stop, true);
-	qtls_stop(qd->tls);	/* its connections' slots stay until qtls_free() */
 	pthread_mutex_lock(&qd->lock);
 	pthread_cond_broadcast(&qd->work);
 	pthread_cond_broadcast(&qd->sync_wake);
@@ -1558,7 +1542,6 @@ static void queryd_free(struct queryd *qd)
 	pthread_cond_destroy(&qd->sync_wake);
 	pthread_mutex_destroy(&qd->ingest_lock);
 	pthread_cond_destroy(&qd->ingest_idle);
-	qtls_free(qd->tls);
 	scopes_put(qd, qd->scopes);
 	pthread_mutex_destroy(&qd->scope_lock);
 	free(qd);
@@ -1596,9 +1579,6 @@ int queryd_start(const char *url, const char *db_path, const struct queryd_opts 
 	ret = open_socket(qd, url, bound, blen);
 	if (ret == 0)
 		ret = start_threads(qd, db_path);
-	if (ret == 0 && o->tls_listen)
-		ret = o->tls ? qtls_start(qd, o->tls_listen, o->tls, &qd->tls, qd->tls_bound,
-					  sizeof(qd->tls_bound)) : -EINVAL;
 	if (ret < 0) {
 		queryd_free(qd);
 		return ret;
@@ -1607,22 +1587,6 @@ int queryd_start(const char *url, const char *db_path, const struct queryd_opts 
 		slot_recv(&qd->slots[i]);
 	*out = qd;
 	return 0;
-}
-
-int queryd_tls_reload(struct queryd *qd, const struct tls_files *files, char *err,
-		      size_t errlen)
-{
-	return qd && qd->tls ? qtls_reload(qd->tls, files, err, errlen) : 0;
-}
-
-int queryd_tls_expiry(struct queryd *qd, int days, tls_expiry_fn fn, void *arg)
-{
-	return qd && qd->tls ? qtls_expiry(qd->tls, days, fn, arg) : 0;
-}
-
-const char *queryd_tls_bound(const struct queryd *qd)
-{
-	return qd && qd->tls ? qd->tls_bound : NULL;
 }
 
 void queryd_stop(struct queryd *qd)

@@ -8,7 +8,9 @@
  *
  * The public header of server/query/: outside the room nothing else of it
  * is included. It brings in who may query what (qauth.h), whose scopes
- * and URL checks the daemon's options build.
+ * and URL checks the daemon's options build, and the TLS query port
+ * (queryd_tls.h), a front the daemon starts on the endpoint: it reaches
+ * the pool through the slots below, and the endpoint knows nothing of it.
  */
 #ifndef SERVER_QUERYD_H
 #define SERVER_QUERYD_H
@@ -17,13 +19,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "proto/tls.h"
 #include "server/query/qauth.h"
+#include "server/query/queryd_tls.h"
 
+struct proto_buf;
 struct proto_msg;
+struct qslot;
 struct queryd;
 struct qauth_scopes;
-struct tls_files;
 
 #define QUERYD_THREADS		4	/* default pool */
 #define QUERYD_THREADS_MAX	64
@@ -55,8 +58,6 @@ struct queryd_opts {
 	/* who sees which hosts (NULL: no rules); until queryd_stop() or queryd_set_scopes() */
 	const struct qauth_scopes *scopes;
 	const struct qauth_scopes *import_rights;	/* `import` lines (queryd_import.c) */
-	const char *tls_listen;		/* HOST:PORT of the TLS query port; NULL: none */
-	const struct tls_files *tls;	/* its certificate, key and CA (tls_listen) */
 };
 
 /*
@@ -119,16 +120,6 @@ struct queryd_ingest {
 void queryd_set_ingest(struct queryd *qd, const struct queryd_ingest *in);
 
 /*
- * queryd_tls_reload - the TLS query port's new connections use @files
- * (certificate, key, CA, CRL) from now on; connected clients keep theirs.
- * Return: 0 (also without a TLS port); TC_ERR_TLS with @err filled, and
- * the old files stay in use.
- */
-struct tls_files;
-int queryd_tls_reload(struct queryd *qd, const struct tls_files *files, char *err,
-		      size_t errlen);
-
-/*
  * queryd_set_scopes - the requests that come after it read under the
  * rules of @sc, which move into the endpoint (@sc is left empty); requests
  * being answered finish under the rules they started with. Any thread.
@@ -137,14 +128,35 @@ int queryd_tls_reload(struct queryd *qd, const struct tls_files *files, char *er
 int queryd_set_scopes(struct queryd *qd, struct qauth_scopes *sc);
 
 /*
- * queryd_tls_expiry - tls_ctx_expiry() (proto/tls.h) on the TLS query
- * port's certificates, CA and CRLs. Return: how many @fn got; 0 without
- * a TLS port.
+ * A front of the endpoint (the TLS query port, queryd_tls.c) brings the
+ * requests of its own connections to the pool through a slot each, one
+ * request at a time, like an nng context of the REP socket.
+ *
+ * queryd_reply_fn - the reply to the request submitted on a slot, called
+ * once per request with the @ctx given to queryd_slot_new(), on the
+ * thread that answers it: a worker, the sync thread, or the caller of
+ * queryd_submit() for a request refused there. @out is read, not kept;
+ * it must not block for long.
+ *
+ * queryd_slot_new - a slot of @qd whose replies go to @reply(@ctx).
+ * Return: the slot; NULL (no memory). queryd_slot_free - free it and its
+ * request (NULL is fine): after its last reply, or once the endpoint has
+ * stopped (queryd_stop()); it does not touch @qd.
  */
-int queryd_tls_expiry(struct queryd *qd, int days, tls_expiry_fn fn, void *arg);
+typedef void (*queryd_reply_fn)(void *ctx, const struct proto_buf *out);
+struct qslot *queryd_slot_new(struct queryd *qd, queryd_reply_fn reply, void *ctx);
+void queryd_slot_free(struct qslot *s);
 
-/* queryd_tls_bound - HOST:PORT the TLS query port listens on; NULL: none. */
-const char *queryd_tls_bound(const struct queryd *qd);
+/*
+ * queryd_submit - the request in @buf[@len] (read, not kept) came to @s
+ * from @who (copied): check its size, decode it, and send it on its way
+ * (the pool, the sync list, or an error reply). Its reply comes through
+ * @s's queryd_reply_fn, maybe before this returns.
+ */
+void queryd_submit(struct qslot *s, const struct qauth_who *who, const void *buf, size_t len);
+
+/* queryd_slot_cancel - @s's asker went away: its request's store work stops. */
+void queryd_slot_cancel(struct qslot *s);
 
 /* queryd_stop - stop the threads and free everything; NULL is fine. */
 void queryd_stop(struct queryd *qd);

@@ -44,6 +44,7 @@
 #include "common/query.h"
 #include "common/suggest.h"
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "proto/symbols.h"
 #include "server/query/queryd_sel.h"
 
@@ -418,16 +419,11 @@ struct seen_hosts {
 static int seen_host(void *ctx, const struct store_host_info *h)
 {
 	struct seen_hosts *sh = ctx;
+	uint64_t *id = util_grow(sh->id, &sh->cap, sh->n, sizeof(*id), 16);
 
-	if (sh->n == sh->cap) {
-		size_t cap = sh->cap ? sh->cap * 2 : 16;
-		uint64_t *id = realloc(sh->id, cap * sizeof(*id));
-
-		if (!id)
-			return -ENOMEM;
-		sh->id = id;
-		sh->cap = cap;
-	}
+	if (!id)
+		return -ENOMEM;
+	sh->id = id;
 	sh->id[sh->n++] = h->id;
 	return 0;
 }
@@ -1031,33 +1027,51 @@ static bool before(const struct qsel_type *a, const struct qsel_type *b, bool re
 	return reverse ? cmp > 0 : cmp < 0;
 }
 
-static int merge_init(struct qsel *c, const struct qmsg_request *r, size_t chunk,
-		      struct qmsg_writer **w)
+/*
+ * Begin reply *@w with @c's types (their events, columns and formats, as
+ * make_cols() left them) through @begin: qmsg_reply_begin_types() for a
+ * page of several, qmsg_reply_begin_tail() for the tail.
+ */
+static int begin_types(struct qsel *c,
+		       int (*begin)(struct qmsg_writer **w, uint32_t ntypes,
+				    const char *const *events, const uint32_t *ncols,
+				    const char *const *const *cols),
+		       struct qmsg_writer **w)
 {
-	const char **events = calloc(c->n, sizeof(*events));
-	const char *const **cols = calloc(c->n, sizeof(*cols));
-	uint32_t *ncols = calloc(c->n, sizeof(*ncols));
+	const char **events = calloc(c->n + 1, sizeof(*events));
+	const char *const **cols = calloc(c->n + 1, sizeof(*cols));
+	uint32_t *ncols = calloc(c->n + 1, sizeof(*ncols));
 	int ret = events && cols && ncols ? 0 : -ENOMEM;
 
 	for (size_t i = 0; ret == 0 && i < c->n; i++) {
-		struct qsel_type *t = &c->t[i];
-
-		events[i] = t->event;
-		cols[i] = t->cols;
-		ncols[i] = (uint32_t)t->ncols;
-		cursor_init(t, r);
-		t->rows = calloc(chunk, sizeof(*t->rows));
-		ret = t->rows ? qmsg_reply_begin(&t->buf, NULL, (uint32_t)t->ncols, t->cols) :
-				-ENOMEM;
+		events[i] = c->t[i].event;
+		cols[i] = c->t[i].cols;
+		ncols[i] = (uint32_t)c->t[i].ncols;
 	}
 	if (ret == 0)
-		ret = qmsg_reply_begin_types(w, (uint32_t)c->n, events, ncols, cols);
+		ret = begin(w, (uint32_t)c->n, events, ncols, cols);
 	for (size_t i = 0; ret == 0 && i < c->n; i++)
 		qmsg_reply_type_format(*w, (uint32_t)i, fmt_text(&c->t[i]));
 	free(events);
 	free(cols);
 	free(ncols);
 	return ret;
+}
+
+static int merge_init(struct qsel *c, const struct qmsg_request *r, size_t chunk,
+		      struct qmsg_writer **w)
+{
+	int ret = 0;
+
+	for (size_t i = 0; ret == 0 && i < c->n; i++) {
+		struct qsel_type *t = &c->t[i];
+
+		cursor_init(t, r);
+		t->rows = calloc(chunk, sizeof(*t->rows));
+		ret = t->rows ? qmsg_reply_begin(&t->buf, NULL, (uint32_t)t->ncols, t->cols) :
+				-ENOMEM;
+	}
+	return ret ? ret : begin_types(c, qmsg_reply_begin_types, w);
 }
 
 static int select_merge(struct store_reader *st, const struct qmsg_request *r, struct qsel *c,
@@ -1107,25 +1121,11 @@ static int select_merge(struct store_reader *st, const struct qmsg_request *r, s
 
 int qsel_begin_tail(struct qsel *c, struct qmsg_writer **w)
 {
-	const char **events = calloc(c->n + 1, sizeof(*events));
-	const char *const **cols = calloc(c->n + 1, sizeof(*cols));
-	uint32_t *ncols = calloc(c->n + 1, sizeof(*ncols));
-	int ret = events && cols && ncols ? 0 : -ENOMEM;
+	int ret = 0;
 
-	for (size_t i = 0; ret == 0 && i < c->n; i++) {
-		ret = make_cols(&c->t[i]);
-		events[i] = c->t[i].event;
-		cols[i] = c->t[i].cols;
-		ncols[i] = (uint32_t)c->t[i].ncols;
-	}
-	if (ret == 0)
-		ret = qmsg_reply_begin_tail(w, (uint32_t)c->n, events, ncols, cols);
 	for (size_t i = 0; ret == 0 && i < c->n; i++)
-		qmsg_reply_type_format(*w, (uint32_t)i, fmt_text(&c->t[i]));
-	free(events);
-	free(cols);
-	free(ncols);
-	return ret;
+		ret = make_cols(&c->t[i]);
+	return ret ? ret : begin_types(c, qmsg_reply_begin_tail, w);
 }
 
 void qsel_put_row(struct store_reader *st, const struct qsel *c, size_t i, struct qmsg_writer *w,

@@ -55,6 +55,7 @@
 #include "proto/qmsg.h"
 #include "proto/tls.h"
 #include "server/query/qauth.h"
+#include "server/query/queryd.h"
 #include "server/query/queryd_tls.h"
 
 /* Where a connection is; each but QC_GONE is counted in struct qtls. */
@@ -93,6 +94,7 @@ struct qtls {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;		/* a reply came, or stop */
 	struct qtls_conn *conns;
+	char bound[128];		/* HOST:PORT as bound */
 	unsigned nthreads;		/* live connection threads */
 	unsigned nstate[QC_GONE];	/* connections by state (QC_GONE not counted) */
 	uint64_t next_seq;
@@ -185,8 +187,11 @@ static int write_msg(struct qtls_conn *c, const struct proto_buf *msg)
 	return 0;
 }
 
-void qtls_reply(struct qtls_conn *c, const struct proto_buf *out)
+/* @arg's (a connection's) reply, from its slot (queryd_reply_fn): copied, written by its thread. */
+static void conn_reply(void *arg, const struct proto_buf *out)
 {
+	struct qtls_conn *c = arg;
+
 	pthread_mutex_lock(&c->t->lock);
 	c->reply.len = 0;
 	if (proto_buf_append(&c->reply, out->data, out->len) < 0)
@@ -553,7 +558,7 @@ static void conn_new(struct qtls *t, int fd, const struct sockaddr_storage *ss)
 	struct qtls_conn *c = calloc(1, sizeof(*c)), *v;
 
 	if (c)
-		c->slot = queryd_slot_new(t->qd, c);
+		c->slot = queryd_slot_new(t->qd, conn_reply, c);
 	if (!c || !c->slot)
 		goto fail;
 	c->t = t;
@@ -648,7 +653,7 @@ static int listen_on(const char *addr, char *bound, size_t blen)
 }
 
 int qtls_start(struct queryd *qd, const char *addr, const struct tls_files *files,
-	       struct qtls **out, char *bound, size_t blen)
+	       struct qtls **out)
 {
 	struct qtls *t = calloc(1, sizeof(*t));
 	char err[512];
@@ -663,7 +668,8 @@ int qtls_start(struct queryd *qd, const char *addr, const struct tls_files *file
 	if (tls_ctx_new(TLS_ROLE_SERVER, files, &t->ctx, err, sizeof(err)) < 0) {
 		log_err("--query-tls: %s", err);
 		ret = TC_ERR_TLS;
-	} else if ((t->fd = listen_on(addr, bound, blen)) >= 0 && pipe2(t->wake, O_CLOEXEC) == 0 &&
+	} else if ((t->fd = listen_on(addr, t->bound, sizeof(t->bound))) >= 0 &&
+		   pipe2(t->wake, O_CLOEXEC) == 0 &&
 		   pthread_create(&t->thread, NULL, accept_main, t) == 0) {
 		t->started = true;
 		ret = 0;
@@ -676,11 +682,19 @@ int qtls_start(struct queryd *qd, const char *addr, const struct tls_files *file
 	return 0;
 }
 
+const char *qtls_bound(const struct qtls *t)
+{
+	return t ? t->bound : NULL;
+}
+
 int qtls_reload(struct qtls *t, const struct tls_files *files, char *err, size_t errlen)
 {
 	SSL_CTX *ctx, *old;
-	int ret = tls_ctx_new(TLS_ROLE_SERVER, files, &ctx, err, errlen);
+	int ret;
 
+	if (!t)
+		return 0;
+	ret = tls_ctx_new(TLS_ROLE_SERVER, files, &ctx, err, errlen);
 	if (ret < 0)
 		return ret;
 	pthread_mutex_lock(&t->lock);
@@ -696,6 +710,8 @@ int qtls_expiry(struct qtls *t, int days, tls_expiry_fn fn, void *arg)
 	SSL_CTX *ctx;
 	int n;
 
+	if (!t)
+		return 0;
 	pthread_mutex_lock(&t->lock);
 	ctx = t->ctx;
 	SSL_CTX_up_ref(ctx);	/* a qtls_reload() meanwhile frees only its own */

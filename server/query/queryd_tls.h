@@ -1,6 +1,5 @@
 /*
- * queryd_tls.h - the TLS query port, private to the query endpoint
- * (server/query/queryd.c and server/query/queryd_tls.c).
+ * queryd_tls.h - the TLS query port: a front of the query endpoint.
  *
  * Debian's nng 1.5 does TLS through mbedTLS and can say only that a
  * client's certificate verified, not whose it is; so remote queries come
@@ -10,18 +9,22 @@
  * handed to the same pool with the certificate's CN as their identity.
  * proto/PROTOCOL.md, "Query endpoint", has the wire side.
  *
+ * The port reaches the pool only through the endpoint's public interface
+ * (queryd.h: a slot per connection, queryd_submit(), replies through the
+ * slot's queryd_reply_fn); queryd.c knows nothing of it. Whoever starts
+ * it on an endpoint (tracecollectd.c) owns it: reloads it on SIGHUP,
+ * checks its certificates' expiry, and stops it before the endpoint.
+ *
  * Threads: one accepting thread, and one thread per connection (at most
- * QTLS_MAX_THREADS; QTLS_MAX_CONNS of them hold request slots), which reads a request, hands it to the pool through
- * queryd_submit() with the connection's own struct qslot, and sleeps until
- * qtls_reply() gives it the reply to write. A connection holds at most one
- * request at a time, like an nng REQ socket.
+ * QTLS_MAX_THREADS; QTLS_MAX_CONNS of them hold request slots), which
+ * reads a request, hands it to the pool through queryd_submit() with the
+ * connection's own slot, and sleeps until the slot's reply callback gives
+ * it the reply to write. A connection holds at most one request at a
+ * time, like an nng REQ socket.
  */
 #ifndef SERVER_QUERYD_TLS_H
 #define SERVER_QUERYD_TLS_H
 
-#include <stddef.h>
-
-#include "proto/msg.h"
 #include "proto/tls.h"
 
 /* The limits of the TLS query port (queryd_tls.c says how they work together). */
@@ -36,57 +39,43 @@
 #define QTLS_IDLE_MS		300000	/* a connection waiting for its next request */
 #define QTLS_GONE_CHECK_MS	100	/* while a request is answered: is its client there? */
 
-struct qauth_who;
 struct queryd;
-struct qslot;
 struct qtls;
-struct qtls_conn;
 struct tls_files;
-
-/*
- * queryd_slot_new - a request slot of @qd whose replies go to @conn
- * (qtls_reply()); queryd_slot_free - free it and its request (NULL is
- * fine). queryd.c.
- */
-struct qslot *queryd_slot_new(struct queryd *qd, struct qtls_conn *conn);
-void queryd_slot_free(struct qslot *s);
-
-/*
- * queryd_submit - the request in @buf[@len] (read, not kept) came to @s
- * from @who (copied): check its size, decode it, and send it on its way
- * (the pool, the sync list, or an error reply). queryd.c.
- */
-void queryd_submit(struct qslot *s, const struct qauth_who *who, const void *buf, size_t len);
-
-/* queryd_slot_cancel - @s's asker went away: its request's store work stops. queryd.c. */
-void queryd_slot_cancel(struct qslot *s);
 
 /*
  * qtls_start - listen on @addr (HOST:PORT; port 0 picks one) for TLS
  * query clients with certificates from @files (the CA signs the
- * clients'). @bound receives HOST:PORT as bound.
+ * clients'), and hand their requests to @qd, which must outlive the port
+ * (qtls_stop()).
  * Return: 0 and *@out; TC_ERR_CONFIG or TC_ERR_TLS (logged).
  */
 int qtls_start(struct queryd *qd, const char *addr, const struct tls_files *files,
-	       struct qtls **out, char *bound, size_t blen);
+	       struct qtls **out);
 
-/* qtls_reply - the reply of @conn's request: copied, written by its thread. */
-void qtls_reply(struct qtls_conn *conn, const struct proto_buf *out);
+/* qtls_bound - HOST:PORT the port listens on; NULL for a NULL @t (no port). */
+const char *qtls_bound(const struct qtls *t);
 
 /*
  * qtls_reload - new connections use certificates, CA and CRL from @files
  * (SIGHUP); connections already made keep theirs. On failure the old
- * context stays. Return: 0; TC_ERR_TLS with @err filled.
+ * context stays. Return: 0 (also for a NULL @t); TC_ERR_TLS with @err
+ * filled.
  */
 int qtls_reload(struct qtls *t, const struct tls_files *files, char *err, size_t errlen);
 
-/* qtls_expiry - tls_ctx_expiry() on the context new connections use. */
+/*
+ * qtls_expiry - tls_ctx_expiry() (proto/tls.h) on the context new
+ * connections use: its certificates, CA and CRLs. Return: how many @fn
+ * got; 0 for a NULL @t.
+ */
 int qtls_expiry(struct qtls *t, int days, tls_expiry_fn fn, void *arg);
 
 /*
  * qtls_stop - close the port and every connection, and join their
- * threads; what they own stays until qtls_free(), since the pool may
- * still answer a request of theirs. qtls_free - free it all. NULL is fine.
+ * threads: before queryd_stop() of its endpoint. What they own stays
+ * until qtls_free(), after queryd_stop(), since the pool may still answer
+ * a request of theirs. qtls_free - free it all. NULL is fine.
  */
 void qtls_stop(struct qtls *t);
 void qtls_free(struct qtls *t);
