@@ -539,8 +539,8 @@ START_TEST(test_journal_session)
 	ck_assert_uint_eq(journal_files(), 1);
 	bye(s, pages);
 	ingest_sink_close(g, s);	/* a journaled connection says DONE itself and goes */
-	ck_assert_int_eq(pthread_create(&t, NULL, wait_stored_main, &w), 0);
-	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	TU_EQ(pthread_create(&t, NULL, wait_stored_main, &w), 0);
+	TU_EQ(pthread_join(t, NULL), 0);
 	TU_OK(w.ret);
 	ck_assert_uint_eq(w.unstored, 0);
 

@@ -124,11 +124,11 @@ START_TEST(a_page_being_read_is_waited_for)
 	TU_OK(qahead_new(4, &w.a));
 	e = qahead_begin(w.a, &alice, &r, 0);
 	ck_assert_ptr_nonnull(e);
-	ck_assert_int_eq(pthread_create(&t, NULL, wait_page, &w), 0);
+	TU_EQ(pthread_create(&t, NULL, wait_page, &w), 0);
 	proto_buf_init(&page);
 	TU_OK(proto_buf_append(&page, "page 7", 7));
 	qahead_done(w.a, e, &page, &pg, "100 rows");	/* before or after the take: given */
-	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	TU_EQ(pthread_join(t, NULL), 0);
 	ck_assert(w.got);
 	qahead_free(w.a);
 }

@@ -157,10 +157,10 @@ static nng_socket client(void)
 {
 	nng_socket s;
 
-	ck_assert_int_eq(nng_req0_open(&s), 0);
-	ck_assert_int_eq(nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, WAIT_MS), 0);
-	ck_assert_int_eq(nng_socket_set_ms(s, NNG_OPT_SENDTIMEO, WAIT_MS), 0);
-	ck_assert_int_eq(nng_dial(s, url, NULL, 0), 0);
+	TU_EQ(nng_req0_open(&s), 0);
+	TU_EQ(nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, WAIT_MS), 0);
+	TU_EQ(nng_socket_set_ms(s, NNG_OPT_SENDTIMEO, WAIT_MS), 0);
+	TU_EQ(nng_dial(s, url, NULL, 0), 0);
 	return s;
 }
 

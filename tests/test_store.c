@@ -700,7 +700,7 @@ START_TEST(test_writer_failure)
 	ck_assert_int_eq(sqlite3_exec(db, "DROP TRIGGER tc_fail", NULL, NULL, NULL), SQLITE_OK);
 	ti.failed = 0;
 	ck_ok(store_begin(sw));
-	ck_assert_int_eq(try_pages(d2, page, &ti, FAIL_ROWS), 0);
+	TU_EQ(try_pages(d2, page, &ti, FAIL_ROWS), 0);
 	ck_ok(store_commit(sw));
 	ck_ok(store_count(sr, &(struct store_query){ .schema = sc }, &count));
 	ck_assert_uint_eq(count, FAIL_ROWS);
@@ -788,7 +788,7 @@ START_TEST(test_db_removed)
 
 	TU_OK(store_reader_open(path, &ro));
 	ck_assert_int_eq(switches(ro), n0);
-	ck_assert_int_eq(unlink(path), 0);
+	TU_SYS(unlink(path));
 	TU_ERR(switches(ro), TC_ERR_DB);
 	ck_assert_msg(strstr(store_errmsg(ro), "not back yet"), "%s", store_errmsg(ro));
 
@@ -803,7 +803,7 @@ START_TEST(test_db_removed)
 	ck_ok(store_rollback(sw));	/* the path is opened again: a new file */
 	ck_assert_uint_eq(store_generation(sw, &note), 1);
 	ck_assert_msg(strstr(note, "re-created"), "%s", note);
-	ck_assert_int_eq(access(path, F_OK), 0);
+	TU_SYS(access(path, F_OK));
 	old.sty = types[0]->user;
 	ck_ok(store_begin(sw));
 	for (size_t off = 0; off < cap.raw_len[0]; off += cap.page_size)
@@ -840,7 +840,7 @@ START_TEST(test_db_replaced)
 	store_writer_close(other);	/* checkpointed: no -wal left */
 	TU_OK(store_reader_open(path, &ro));
 	ck_assert_int_eq(switches(ro), seen.n[0]);
-	ck_assert_int_eq(rename(path2, path), 0);
+	TU_SYS(rename(path2, path));
 
 	TU_ERR(commit_one(), TC_ERR_DB);
 	ck_ok(store_rollback(sw));
@@ -1839,12 +1839,12 @@ static void check_blocks_of(sqlite3 *db, const char *table, int64_t type_id)
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM \"%s\" AS e WHERE (SELECT count(*)"
 		 " FROM ts_blocks AS b WHERE b.type_id = ?1 AND e.rowid BETWEEN b.lo AND b.hi)"
 		 " != 1", table);
-	ck_assert_int_eq(raw_int(db, sql, type_id), 0);
+	TU_EQ(raw_int(db, sql, type_id), 0);
 	snprintf(sql, sizeof(sql), "SELECT count(*) FROM ts_blocks AS b WHERE type_id = ?1 AND"
 		 " (lo, hi, min_ts, max_ts, span) IS NOT (SELECT min(rowid), max(rowid),"
 		 " min(ts), max(ts), max(ts) - min(ts) FROM \"%s\" WHERE rowid BETWEEN b.lo"
 		 " AND b.hi)", table);
-	ck_assert_int_eq(raw_int(db, sql, type_id), 0);
+	TU_EQ(raw_int(db, sql, type_id), 0);
 }
 
 static void check_blocks(void)
@@ -1860,7 +1860,7 @@ static void check_blocks(void)
 	sqlite3_finalize(stmt);
 	/* batches of several hundred rows still make blocks of 64 at most */
 	ck_assert_int_le(raw_int(db, "SELECT coalesce(max(hi - lo + 1), 0) FROM ts_blocks", 0), 64);
-	ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
+	TU_EQ(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'index'"
 				     " AND name LIKE 'ev\\_%\\_ts' ESCAPE '\\'", 0), 0);
 	sqlite3_close(db);
 }
@@ -2050,7 +2050,7 @@ START_TEST(test_wide_block)
 	/* more than 64 blocks, one of them (only) 5 s wide */
 	ck_assert_int_gt(raw_int(db, "SELECT count(*) FROM ts_blocks WHERE type_id = ?1",
 				 sc->type_id), 64);
-	ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM ts_blocks WHERE type_id = ?1"
+	TU_EQ(raw_int(db, "SELECT count(*) FROM ts_blocks WHERE type_id = ?1"
 				     " AND span >= 5000000000", sc->type_id), 1);
 	sqlite3_close(db);
 	ref = reference();
@@ -2296,7 +2296,7 @@ START_TEST(test_migrate_ts_index)
 	ck_assert_uint_eq(after->n, before->n);
 	ck_assert(memcmp(after->rowid, before->rowid, before->n * sizeof(before->rowid[0])) == 0);
 	db = raw_open();
-	ck_assert_int_eq(raw_int(db, "PRAGMA user_version", 0), 13);	/* and on to 0013 */
+	TU_EQ(raw_int(db, "PRAGMA user_version", 0), 13);	/* and on to 0013 */
 	sqlite3_close(db);
 	free(before);
 	free(after);
@@ -2353,9 +2353,9 @@ START_TEST(test_field_index)
 	int64_t mid;
 
 	set_indexes("sched:sched_switch prev_pid, next_pid", 2, 0);
-	ck_assert_int_eq(ix_count("ix:ev_sched_sched_switch:*"), 2);
+	TU_EQ(ix_count("ix:ev_sched_sched_switch:*"), 2);
 	set_indexes("sched:sched_switch prev_pid", 0, 1);	/* next_pid goes */
-	ck_assert_int_eq(ix_count("ix:ev_sched_sched_switch:next_pid"), 0);
+	TU_EQ(ix_count("ix:ev_sched_sched_switch:next_pid"), 0);
 	reinsert_unbatched();	/* rows after the index was made are in it too */
 	ref = reference_of(pid);
 	ck_assert_uint_ge(ref->n, 4);
@@ -2382,7 +2382,7 @@ START_TEST(test_field_index)
 	ck_assert_int_eq(sq_select_where(sq(), sc, "\"prev_pid\" = ?", &plain, 1, NULL, 0, 0, 10, false,
 					 NULL, rows_cb, got), 0);
 	set_indexes("none", 0, 1);
-	ck_assert_int_eq(ix_count("ix:*"), 0);
+	TU_EQ(ix_count("ix:*"), 0);
 	free(got);
 	free(ref);
 	store_schema_free(sc);
@@ -2399,11 +2399,11 @@ START_TEST(test_field_index_later)
 
 	set_indexes("sched:sched_w* pid", 1, 0);	/* sched_wakeup's pid */
 	set_indexes("sched pid extra_field", 0, 0);	/* kept; no extra_field yet */
-	ck_assert_int_eq(ix_count("ix:ev_sched_sched_wakeup:pid"), 1);
+	TU_EQ(ix_count("ix:ev_sched_sched_wakeup:pid"), 1);
 	TU_OK(decoder_new(&cap.hello, &d2));
 	TU_OK(decoder_format(d2, "sched", "sched_switch", fmt, strlen(fmt), &t2));
 	ck_ok(ev_type(sw, t2, fmt, &test_origin, &st2));
-	ck_assert_int_eq(ix_count("ix:ev_sched_sched_switch:extra_field"), 1);
+	TU_EQ(ix_count("ix:ev_sched_sched_switch:extra_field"), 1);
 	decoder_free(d2);
 	free(fmt);
 }
@@ -2591,10 +2591,10 @@ START_TEST(test_sql_refused)
 			      store_errmsg(ro));
 		ck_assert_uint_eq(r.n, 0);
 	}
-	ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM ev_sched_sched_switch WHERE ? = 1", 1),
+	TU_EQ(raw_int(db, "SELECT count(*) FROM ev_sched_sched_switch WHERE ? = 1", 1),
 			 rows);
-	ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE ? = 1", 1), objs);
-	ck_assert_int_eq(raw_int(db, "SELECT count(*) FROM ev_sched_sched_switch WHERE cpu = ?", 7),
+	TU_EQ(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE ? = 1", 1), objs);
+	TU_EQ(raw_int(db, "SELECT count(*) FROM ev_sched_sched_switch WHERE cpu = ?", 7),
 			 0);
 	ck_assert_int_eq(access("x.db", F_OK), -1);
 	/* and the reader still answers */
