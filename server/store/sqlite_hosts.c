@@ -101,12 +101,8 @@ static int sq_cpu_received(struct store_writer *w, uint64_t host_id, uint32_t cp
 
 	if (ret < 0)
 		return ret;
-
-	sqlite3_bind_int64(st, 1, (int64_t)host_id);
-	sqlite3_bind_int64(st, 2, cpu);
-	sqlite3_bind_int64(st, 3, (int64_t)pages);
-	sqlite3_bind_int64(st, 4, (int64_t)events);
-	sqlite3_bind_int64(st, 5, (int64_t)bytes);
+	sq_bind_ints(st, 1, (const int64_t[]){ (int64_t)host_id, cpu, (int64_t)pages,
+					       (int64_t)events, (int64_t)bytes }, 5);
 	return sq_run(s, st, false);
 }
 
@@ -131,21 +127,12 @@ static int sq_cpu_stats(struct store_writer *w, uint64_t host_id,
 
 	if (ret < 0)
 		return ret;
-	sqlite3_bind_int64(st, 1, (int64_t)host_id);
-	sqlite3_bind_int64(st, 2, c->cpu);
-	sqlite3_bind_int64(st, 3, (int64_t)c->pages);
-	sqlite3_bind_int64(st, 4, (int64_t)c->events);
-	sqlite3_bind_int64(st, 5, (int64_t)c->bytes);
-	sqlite3_bind_int64(st, 6, (int64_t)c->overrun);
-	sqlite3_bind_int64(st, 7, (int64_t)c->dropped);
-	sqlite3_bind_int64(st, 8, (int64_t)c->commit_overrun);
-	sqlite3_bind_int64(st, 9, (int64_t)c->resent_pages);
-	sqlite3_bind_int64(st, 10, (int64_t)c->lost_pages);
-	sqlite3_bind_int64(st, 11, (int64_t)c->lost_events);
-	sqlite3_bind_int64(st, 12, (int64_t)c->pages_mmap);
-	sqlite3_bind_int64(st, 13, (int64_t)c->pages_splice);
-	sqlite3_bind_int64(st, 14, (int64_t)c->pages_read);
-	sqlite3_bind_int64(st, 15, (int64_t)c->copied_bytes);
+	sq_bind_ints(st, 1, (const int64_t[]){
+		(int64_t)host_id, c->cpu, (int64_t)c->pages, (int64_t)c->events,
+		(int64_t)c->bytes, (int64_t)c->overrun, (int64_t)c->dropped,
+		(int64_t)c->commit_overrun, (int64_t)c->resent_pages, (int64_t)c->lost_pages,
+		(int64_t)c->lost_events, (int64_t)c->pages_mmap, (int64_t)c->pages_splice,
+		(int64_t)c->pages_read, (int64_t)c->copied_bytes }, 15);
 	return sq_run(s, st, true);
 }
 

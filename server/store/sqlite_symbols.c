@@ -24,6 +24,15 @@
 #define SQ_SYM_CANDIDATES	8	/* programs tried per address */
 #define SQ_SYM_UNSIZED_MAX	0x10000	/* a user symbol without size covers this */
 
+/* A program's key, parameters 1-4 of @st: host, boot, session, group. */
+static void bind_program_key(sqlite3_stmt *st, uint64_t host_id, const struct store_program *p)
+{
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_text(st, 2, p->boot_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (int64_t)p->session);
+	sqlite3_bind_int64(st, 4, p->group);
+}
+
 static int sq_program_find(struct sq_store *s, uint64_t host_id, const struct store_program *p,
 			   uint64_t *id)
 {
@@ -34,10 +43,7 @@ static int sq_program_find(struct sq_store *s, uint64_t host_id, const struct st
 
 	if (ret < 0)
 		return ret;
-	sqlite3_bind_int64(st, 1, (int64_t)host_id);
-	sqlite3_bind_text(st, 2, p->boot_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, (int64_t)p->session);
-	sqlite3_bind_int64(st, 4, p->group);
+	bind_program_key(st, host_id, p);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
 		*id = (uint64_t)sqlite3_column_int64(st, 0);
@@ -60,10 +66,7 @@ static int sq_program(struct store_writer *w, uint64_t host_id, const struct sto
 			    " first_stream, nstreams, since) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", &st);
 	if (ret < 0)
 		return ret;
-	sqlite3_bind_int64(st, 1, (int64_t)host_id);
-	sqlite3_bind_text(st, 2, p->boot_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 3, (int64_t)p->session);
-	sqlite3_bind_int64(st, 4, p->group);
+	bind_program_key(st, host_id, p);
 	sqlite3_bind_int64(st, 5, p->pid);
 	sqlite3_bind_text(st, 6, p->comm, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 7, p->first_stream);
