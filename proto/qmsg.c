@@ -51,6 +51,24 @@ static void pack_bool(msgpack_packer *pk, const char *key, bool v)
 		msgpack_pack_false(pk);
 }
 
+/* Key @key and string @v, only when there is a @v. */
+static void pack_opt_str(msgpack_packer *pk, const char *key, const char *v)
+{
+	if (v) {
+		pack_key(pk, key);
+		pack_cstr(pk, v);
+	}
+}
+
+/* Key @key and number @v, only when @v is not 0 (msgpack's shortest form). */
+static void pack_opt_uint(msgpack_packer *pk, const char *key, uint64_t v)
+{
+	if (v) {
+		pack_key(pk, key);
+		msgpack_pack_uint64(pk, v);
+	}
+}
+
 /* The keys of selecting (query version 1, added without a bump). */
 static void request_encode_more(msgpack_packer *pk, const struct qmsg_request *r)
 {
@@ -110,27 +128,12 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
 	msgpack_pack_int64(&pk, r->from_ts);
 	pack_key(&pk, "to_ts");
 	msgpack_pack_int64(&pk, r->to_ts);
-	if (r->query) {
-		pack_key(&pk, "q");
-		pack_cstr(&pk, r->query);
-	}
-	if (r->host) {
-		pack_key(&pk, "host");
-		pack_cstr(&pk, r->host);
-	}
-	if (r->sync_ms) {
-		pack_key(&pk, "sync");
-		msgpack_pack_uint32(&pk, r->sync_ms);
-	}
-	if (r->sent) {
-		pack_key(&pk, "sent");
-		msgpack_pack_uint64(&pk, r->sent);
-	}
+	pack_opt_str(&pk, "q", r->query);
+	pack_opt_str(&pk, "host", r->host);
+	pack_opt_uint(&pk, "sync", r->sync_ms);
+	pack_opt_uint(&pk, "sent", r->sent);
 	request_encode_more(&pk, r);
-	if (r->hist) {
-		pack_key(&pk, "hist");
-		pack_cstr(&pk, r->hist);
-	}
+	pack_opt_str(&pk, "hist", r->hist);
 	return sbuf_move(&sb, out);
 }
 
