@@ -96,14 +96,10 @@ static int sq_cpu_received(struct store_writer *w, uint64_t host_id, uint32_t cp
 			   uint64_t pages, uint64_t events, uint64_t bytes)
 {
 	struct sq_store *s = sq_writer_of(w);
-	sqlite3_stmt *st = s->cpu_add;
-	int ret = sq_writer_enter(s);
 
-	if (ret < 0)
-		return ret;
-	sq_bind_ints(st, 1, (const int64_t[]){ (int64_t)host_id, cpu, (int64_t)pages,
-					       (int64_t)events, (int64_t)bytes }, 5);
-	return sq_run(s, st, false);
+	return sq_writer_enter(s) ?:
+	       sq_run_ints(s, s->cpu_add, false, (const int64_t[]){ (int64_t)host_id, cpu,
+				(int64_t)pages, (int64_t)events, (int64_t)bytes }, 5);
 }
 
 static int sq_cpu_stats(struct store_writer *w, uint64_t host_id,
@@ -127,13 +123,12 @@ static int sq_cpu_stats(struct store_writer *w, uint64_t host_id,
 
 	if (ret < 0)
 		return ret;
-	sq_bind_ints(st, 1, (const int64_t[]){
+	return sq_run_ints(s, st, true, (const int64_t[]){
 		(int64_t)host_id, c->cpu, (int64_t)c->pages, (int64_t)c->events,
 		(int64_t)c->bytes, (int64_t)c->overrun, (int64_t)c->dropped,
 		(int64_t)c->commit_overrun, (int64_t)c->resent_pages, (int64_t)c->lost_pages,
 		(int64_t)c->lost_events, (int64_t)c->pages_mmap, (int64_t)c->pages_splice,
 		(int64_t)c->pages_read, (int64_t)c->copied_bytes }, 15);
-	return sq_run(s, st, true);
 }
 
 static int sq_stream_marks(struct store_writer *w, uint64_t host_id, const char *boot_id,

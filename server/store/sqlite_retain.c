@@ -240,10 +240,7 @@ static int sq_comm_changes_before(struct sq_store *s, int64_t ts)
 				" (SELECT 1 FROM comm_changes AS b WHERE b.host_id = a.host_id"
 				" AND b.pid = a.pid AND b.trace_ts > a.trace_ts AND b.ts < ?1)", &st);
 
-	if (ret < 0)
-		return ret;
-	sqlite3_bind_int64(st, 1, ts);
-	return sq_run(s, st, true);
+	return ret < 0 ? ret : sq_run_ints(s, st, true, &ts, 1);
 }
 
 /*

@@ -273,8 +273,9 @@ void sq_stop_handler(struct sq_store *s)
 		sqlite3_progress_handler(s->db, SQ_STOP_TICK, sq_stop_progress, s);
 }
 
-void sq_bind_ints(sqlite3_stmt *st, int first, const int64_t *v, size_t n)
+int sq_run_ints(struct sq_store *s, sqlite3_stmt *st, bool once, const int64_t *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		sqlite3_bind_int64(st, first + (int)i, v[i]);
+		sqlite3_bind_int64(st, (int)i + 1, v[i]);
+	return sq_run(s, st, once);
 }

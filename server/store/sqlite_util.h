@@ -59,8 +59,8 @@ int sq_prepare_cached(struct sq_store *s, const char *sql, sqlite3_stmt **st);
 void sq_release(struct sq_store *s, sqlite3_stmt *st);
 /* sq_cache_free - finalize every statement @s's cache holds (before closing db). */
 void sq_cache_free(struct sq_store *s);
-/* sq_bind_ints - bind @v[0], ... @v[n - 1] to parameters @first, ... of @st. */
-void sq_bind_ints(sqlite3_stmt *st, int first, const int64_t *v, size_t n);
+/* sq_run_ints - bind @v[0], ... @v[n - 1] to parameters 1, ... of @st, then sq_run(). */
+int sq_run_ints(struct sq_store *s, sqlite3_stmt *st, bool once, const int64_t *v, size_t n);
 
 /* sq_run - step @st to completion, then reset it (finalize when @once). */
 int sq_run(struct sq_store *s, sqlite3_stmt *st, bool once);
