@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/util.h"
 #include "traceq/graph.h"
 
 #define GRAPH_MAX_DEPTH	256	/* indentation and entry stack */
@@ -70,15 +71,10 @@ int graph_add(struct graph *g, const struct graph_row *row)
 
 	if (g->n >= graph_max_rows)
 		return -E2BIG;
-	if (g->n == g->cap) {
-		size_t cap = g->cap ? g->cap * 2 : 1024;
-
-		n = realloc(g->rows, cap * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		g->rows = n;
-		g->cap = cap;
-	}
+	n = util_grow(g->rows, &g->cap, g->n, sizeof(*n), 1024);
+	if (!n)
+		return -ENOMEM;
+	g->rows = n;
 	g->rows[g->n++] = *row;
 	return 0;
 }
