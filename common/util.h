@@ -1,6 +1,6 @@
 /*
  * util.h - small helpers every part of tracecollect uses: the monotonic
- * clock in milliseconds, the blanks and hex digits of the text scanners,
+ * clock in milliseconds, deadlines for timed waits, the blanks and hex digits of the text scanners,
  * and arrays that grow by doubling.
  *
  * Header-only (static inline): common/ is libc only, and these sit on
@@ -23,6 +23,25 @@ static inline int64_t util_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * util_deadline - CLOCK_REALTIME @ms milliseconds from now (0 when @ms is
+ * negative), for pthread_cond_timedwait().
+ */
+static inline struct timespec util_deadline(int64_t ms)
+{
+	struct timespec ts;
+
+	ms = ms < 0 ? 0 : ms;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)(ms / 1000);
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
 }
 
 /* util_is_space - a blank of the filter and query text: space, tab, CR, LF, VT, FF. */

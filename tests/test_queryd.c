@@ -27,6 +27,7 @@
 #include <nng/protocol/reqrep0/req.h>
 
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "proto/frame.h"
 #include "proto/qmsg.h"
 #include "proto/tls.h"
@@ -99,13 +100,7 @@ static int hk_wait_stored(void *arg, uint64_t mark, int timeout_ms)
 
 	(void)arg;
 	(void)mark;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	ts = util_deadline(timeout_ms);
 	pthread_mutex_lock(&hk_lock);
 	hk_waits++;
 	hk_waiting++;

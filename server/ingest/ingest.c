@@ -1240,15 +1240,8 @@ static void ing_wait_locked(struct ingest *g)
 				       : util_now_ms() + INGEST_RETAIN_S * 1000;
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
 	deadline -= util_now_ms();
-	deadline = deadline < 1 ? 1 : deadline;
-	ts.tv_sec += deadline / 1000;
-	ts.tv_nsec += (deadline % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	ts = util_deadline(deadline < 1 ? 1 : deadline);
 	pthread_cond_timedwait(&g->cond, &g->lock, &ts);
 }
 
@@ -1681,17 +1674,9 @@ uint64_t ingest_received(struct ingest *g)
 
 int ingest_wait_mark(struct ingest *g, uint64_t mark, int timeout_ms)
 {
-	struct timespec ts;
+	struct timespec ts = util_deadline(timeout_ms);
 	int ret = 0;
 
-	timeout_ms = timeout_ms < 0 ? 0 : timeout_ms;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
 	pthread_mutex_lock(&g->lock);
 	while ((g->jobs_committed < mark || g->replaying) && ret == 0)
 		ret = pthread_cond_timedwait(&g->stored, &g->lock, &ts);

@@ -229,14 +229,8 @@ static int ask_pool(struct qtls_conn *c, const struct qauth_who *who,
 	queryd_submit(c->slot, who, req->data, req->len);
 	pthread_mutex_lock(&t->lock);
 	while (!c->replied && !atomic_load(&t->stop)) {
-		struct timespec until;
+		struct timespec until = util_deadline(QTLS_GONE_CHECK_MS);
 
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += QTLS_GONE_CHECK_MS * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
 		if (pthread_cond_timedwait(&t->cond, &t->lock, &until) == ETIMEDOUT &&
 		    !c->replied && client_gone(c))
 			queryd_slot_cancel(c->slot);	/* its answer would go nowhere */
@@ -373,12 +367,7 @@ static int slot_take(struct qtls_conn *c)
 			ret = -1;
 			break;
 		}
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_nsec += QTLS_GONE_CHECK_MS * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
+		until = util_deadline(QTLS_GONE_CHECK_MS);
 		pthread_cond_timedwait(&t->cond, &t->lock, &until);
 	}
 	pthread_mutex_unlock(&t->lock);
