@@ -209,6 +209,10 @@ static Suite *output_suite(void)
 	Suite *s = suite_create("output");
 	TCase *tc = tcase_create("output");
 
+	/* test_kernel_formats reads every format of this kernel (2,000+): under
+	 * ASan on a loaded machine that takes longer than check's default 4 s */
+	tcase_set_timeout(tc, 120);
+
 	tu_add_tests(tc, TU_TESTS(test_kernel_formats, test_ours_give_way, test_comm_of_pid0,
 				  test_csv_quotes, test_fields_negative_time));
 	suite_add_tcase(s, tc);
