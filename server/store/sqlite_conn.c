@@ -11,7 +11,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stddef.h>
 #include <stdlib.h>
 
 #include <sqlite3.h>
@@ -25,36 +24,33 @@
 #include "server/store/sqlite_write.h"
 #include "sql/schema.h"
 
-/* The writer's statements made once, at open: what runs per page or per commit. */
-static const struct {
-	const char *sql;
-	size_t off;		/* of its sqlite3_stmt * in struct sq_store */
-} writer_stmts[] = {
-	{ "INSERT INTO cpus (host_id, cpu, pages, events, bytes)"
-	  " VALUES (?, ?, ?, ?, ?) ON CONFLICT (host_id, cpu) DO UPDATE"
-	  " SET pages = pages + excluded.pages,"
-	  " events = events + excluded.events,"
-	  " bytes = bytes + excluded.bytes", offsetof(struct sq_store, cpu_add) },
-	{ "INSERT INTO comms (host_id, pid, comm) VALUES (?, ?, ?)"
-	  " ON CONFLICT (host_id, pid) DO UPDATE SET comm = excluded.comm",
-	  offsetof(struct sq_store, comm_put) },
-	{ "INSERT INTO comm_changes (host_id, pid, trace_ts, ts, tick_ns,"
-	  " old, new) VALUES (?, ?, ?, ?, ?, ?, ?)", offsetof(struct sq_store, comm_change_put) },
-	{ "INSERT INTO drops (host_id, system, name, reason, count)"
-	  " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE"
-	  " SET count = count + excluded.count", offsetof(struct sq_store, drop_add) },
-	{ "INSERT INTO stream_marks (host_id, boot_id, session, stream, seq)"
-	  " VALUES (?, ?, ?, ?, ?) ON CONFLICT (host_id, boot_id, session,"
-	  " stream) DO UPDATE SET seq = max(seq, excluded.seq)",
-	  offsetof(struct sq_store, mark_put) },
-	{ "INSERT OR IGNORE INTO symbols (program_id, addr, size, name)"
-	  " VALUES (?, ?, ?, ?)", offsetof(struct sq_store, sym_put) },
-	{ "INSERT INTO ts_blocks (type_id, lo, hi, min_ts, max_ts, span,"
-	  " seq) VALUES (?, ?, ?, ?, ?, ?, ?)", offsetof(struct sq_store, block_put) },
-};
-
 static int sq_setup_writer(struct sq_store *s)
 {
+	/* The writer's statements made once, at open: what runs per page or per commit. */
+	const struct {
+		const char *sql;
+		sqlite3_stmt **st;
+	} stmts[] = {
+		{ "INSERT INTO cpus (host_id, cpu, pages, events, bytes)"
+		  " VALUES (?, ?, ?, ?, ?) ON CONFLICT (host_id, cpu) DO UPDATE"
+		  " SET pages = pages + excluded.pages,"
+		  " events = events + excluded.events,"
+		  " bytes = bytes + excluded.bytes", &s->cpu_add },
+		{ "INSERT INTO comms (host_id, pid, comm) VALUES (?, ?, ?)"
+		  " ON CONFLICT (host_id, pid) DO UPDATE SET comm = excluded.comm", &s->comm_put },
+		{ "INSERT INTO comm_changes (host_id, pid, trace_ts, ts, tick_ns,"
+		  " old, new) VALUES (?, ?, ?, ?, ?, ?, ?)", &s->comm_change_put },
+		{ "INSERT INTO drops (host_id, system, name, reason, count)"
+		  " VALUES (?, ?, ?, ?, ?) ON CONFLICT DO UPDATE"
+		  " SET count = count + excluded.count", &s->drop_add },
+		{ "INSERT INTO stream_marks (host_id, boot_id, session, stream, seq)"
+		  " VALUES (?, ?, ?, ?, ?) ON CONFLICT (host_id, boot_id, session,"
+		  " stream) DO UPDATE SET seq = max(seq, excluded.seq)", &s->mark_put },
+		{ "INSERT OR IGNORE INTO symbols (program_id, addr, size, name)"
+		  " VALUES (?, ?, ?, ?)", &s->sym_put },
+		{ "INSERT INTO ts_blocks (type_id, lo, hi, min_ts, max_ts, span,"
+		  " seq) VALUES (?, ?, ?, ?, ?, ?, ?)", &s->block_put },
+	};
 	int ret;
 
 	/* a transaction's dirty pages stay in the cache until COMMIT, up to 64 MiB */
@@ -62,9 +58,8 @@ static int sq_setup_writer(struct sq_store *s)
 			 " PRAGMA foreign_keys=ON; PRAGMA cache_size=-65536");
 	if (ret == 0)
 		ret = sq_migrate(s);
-	for (size_t i = 0; ret == 0 && i < sizeof(writer_stmts) / sizeof(writer_stmts[0]); i++)
-		ret = sq_prepare(s, writer_stmts[i].sql,
-				 (sqlite3_stmt **)((char *)s + writer_stmts[i].off));
+	for (size_t i = 0; ret == 0 && i < sizeof(stmts) / sizeof(stmts[0]); i++)
+		ret = sq_prepare(s, stmts[i].sql, stmts[i].st);
 	if (ret == 0)
 		ret = sq_seq_load(s);
 	return ret;
