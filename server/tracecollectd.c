@@ -1226,13 +1226,13 @@ static void catch_fatal_signals(void)
 		sigaction(sigs[i], &sa, NULL);
 }
 
+#ifdef TC_TEST_AIDS
 /*
  * TRACECOLLECTD_TEST_ABORT_ON (--help, Environment): a test aid, only in a
- * build configured with --enable-test-aids; elsewhere nothing reads it.
+ * build configured with --enable-test-aids.
  */
 static void test_abort_on(struct ingest_opts *io)
 {
-#ifdef TC_TEST_AIDS
 	const char *v = getenv("TRACECOLLECTD_TEST_ABORT_ON");
 
 	if (!v)
@@ -1244,8 +1244,8 @@ static void test_abort_on(struct ingest_opts *io)
 	} else {
 		log_warn("TRACECOLLECTD_TEST_ABORT_ON: '%.64s' ignored (FORMAT:EVENT)", v);
 	}
-#endif
 }
+#endif
 
 static void stop_cb(evutil_socket_t sig, short what, void *arg)
 {
@@ -1594,7 +1594,9 @@ static int run(struct settings *s)
 	ret = prepare(&p, &io);
 	if (ret < 0)
 		goto out;
+#ifdef TC_TEST_AIDS
 	test_abort_on(&io);
+#endif
 	catch_fatal_signals();
 	ret = daemonize(&p) ?: open_store(&p) ?: start_endpoints(&p) ?: start_ingest(&p, &io) ?:
 	      serve(&p, &io);

@@ -1783,7 +1783,9 @@ static int ing_init(struct ingest *g, struct event_base *base, const struct inge
 	g->env.pushdown = o->pushdown;
 	g->env.max_types = o->max_types;
 	g->env.max_fields = o->max_fields;
+#ifdef TC_TEST_AIDS
 	g->env.test_abort_format = o->test_abort_format;
+#endif
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->cond, NULL);
 	pthread_cond_init(&g->stored, NULL);

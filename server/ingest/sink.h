@@ -114,7 +114,9 @@ struct sink_env {
 	bool pushdown;			/* offer agents their filters (pushdown.h) */
 	unsigned max_types;		/* event types per host (0: no cap; store_origin) */
 	unsigned max_fields;		/* fields per format (0: no cap) */
+#ifdef TC_TEST_AIDS
 	const char *test_abort_format;	/* TEST AID: abort() on this FORMAT's event name */
+#endif
 };
 
 /* What the agent is to be answered after a message (sink_msg()). */
