@@ -285,9 +285,7 @@ static const struct option long_opts[] = {
 	{ "trace-clock", required_argument, NULL, OPT_TRACE_CLOCK },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 },
+	CLI_OPTIONS_END,
 };
 
 /*

@@ -399,12 +399,8 @@ static int link_open(struct session *s, struct ship **out, char *why,
 	char reason[640];
 	int ret;
 
-	if (s->c.insecure_plain)
-		ret = ship_connect_plain(s->c.host, s->c.port, out, reason,
-					 sizeof(reason));
-	else
-		ret = ship_connect(s->c.host, s->c.port, &s->c.tls, out, reason,
-				   sizeof(reason));
+	ret = ship_connect(s->c.host, s->c.port, s->c.insecure_plain ? NULL : &s->c.tls, out,
+			   reason, sizeof(reason));
 	if (ret < 0) {
 		tc_seterr(why, len, "%s", reason);
 		return ret;

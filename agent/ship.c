@@ -9,8 +9,8 @@
  * Kernel TLS: the client context asks OpenSSL for it (SSL_OP_ENABLE_KTLS);
  * when the kernel took over encryption after the handshake, page payloads
  * may be spliced straight from a pipe into the socket (ship_page_splice()).
- * A connection made with ship_connect_plain() (--insecure-plain, loopback
- * only) has no TLS at all and splices likewise.
+ * A connection made with ship_connect() without TLS files
+ * (--insecure-plain, loopback only) has no TLS at all and splices likewise.
  */
 #include "config.h"
 
@@ -440,10 +440,9 @@ static int link_open(struct ship *s, const char *host, const char *port,
 	return ret < 0 ? ret : ktls_check(s);
 }
 
-/* ship_connect() with @files, ship_connect_plain() without (NULL). */
-static int ship_open(const char *host, const char *port,
-		     const struct tls_files *files, struct ship **out,
-		     char *err, size_t errlen)
+int ship_connect(const char *host, const char *port,
+		 const struct tls_files *files, struct ship **out,
+		 char *err, size_t errlen)
 {
 	struct ship *s;
 	int ret;
@@ -461,19 +460,6 @@ static int ship_open(const char *host, const char *port,
 	}
 	*out = s;
 	return 0;
-}
-
-int ship_connect(const char *host, const char *port,
-		 const struct tls_files *files, struct ship **out,
-		 char *err, size_t errlen)
-{
-	return ship_open(host, port, files, out, err, errlen);
-}
-
-int ship_connect_plain(const char *host, const char *port,
-		       struct ship **out, char *err, size_t errlen)
-{
-	return ship_open(host, port, NULL, out, err, errlen);
 }
 
 bool ship_can_splice(const struct ship *s)

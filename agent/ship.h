@@ -36,27 +36,19 @@ int ship_parse_hostport(const char *s, char host[SHIP_HOST_MAX],
  * IPv4 or IPv6, 10 s each) and complete a TLS handshake as a client with
  * the context made from @files. The server's certificate must match @host:
  * its IP address for a literal address, else its DNS name (also sent as SNI).
+ * @files NULL: plain TCP, without TLS: no authentication, no encryption
+ * (--insecure-plain, for tests and benchmarks on one host); every address
+ * @host resolves to must then be a loopback one (127.0.0.0/8, ::1).
  *
  * Return: 0 and *@out; -errno from the socket calls (-ECONNREFUSED, ...);
  * TC_ERR_TIMEOUT; TC_ERR_TLS with @err telling OpenSSL's reasons; a
- * getaddrinfo failure is -EHOSTUNREACH with @err saying why. @err always
- * gets a one-line reason on failure. *@out only on success.
+ * getaddrinfo failure is -EHOSTUNREACH with @err saying why; plain: -EINVAL
+ * for a non-loopback @host. @err always gets a one-line reason on failure.
+ * *@out only on success.
  */
 int ship_connect(const char *host, const char *port,
 		 const struct tls_files *files, struct ship **out,
 		 char *err, size_t errlen);
-
-/*
- * ship_connect_plain - connect to @host:@port over plain TCP, without TLS:
- * no authentication, no encryption (--insecure-plain, for tests and
- * benchmarks on one host). Every address @host resolves to must be a
- * loopback one (127.0.0.0/8, ::1).
- *
- * Return: 0 and *@out; -EINVAL (with @err) for a non-loopback @host; the
- * socket errors of ship_connect(). *@out only on success.
- */
-int ship_connect_plain(const char *host, const char *port,
-		       struct ship **out, char *err, size_t errlen);
 
 /*
  * ship_can_splice - whether bytes written to the socket directly reach the

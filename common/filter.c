@@ -163,17 +163,11 @@ static bool ends_bare(char c)
  */
 static int grow(void **arr, size_t *cap, size_t n, size_t size)
 {
-	size_t ncap;
-	void *p;
+	void *p = util_grow(*arr, cap, n, size, 8);
 
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 8;
-	p = realloc(*arr, ncap * size);
 	if (!p)
 		return -ENOMEM;
 	*arr = p;
-	*cap = ncap;
 	return 0;
 }
 

@@ -116,9 +116,7 @@ static const struct option longopts[] = {
 	{ "import", required_argument, NULL, 'I' },
 	{ "name", required_argument, NULL, 'a' },
 	{ "force", no_argument, NULL, 'O' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ 0 }
+	CLI_OPTIONS_END
 };
 
 /* The options that pick a mode (TQ_M_*), with their arguments. False: @c is none. */
