@@ -31,20 +31,18 @@ static inline int ev_type(struct store_writer *w, const struct decode_type *t, c
 	return ret;
 }
 
+static inline int ev_value(const void *src, unsigned i, struct store_value *out)
+{
+	return decode_field_value(src, i, out);
+}
+
 /* store_insert() of @ev, of host @host_id at wall-clock @ts, into @t. */
 static inline int ev_insert(struct store_writer *w, struct store_type *t, uint64_t host_id,
 			    const struct decode_event *ev, int64_t ts)
 {
-	struct store_value *v = calloc(ev->type->nfields + 1, sizeof(*v));
-	struct store_event row = { host_id, ev->cpu, ev->ts, ts, ev->type->nfields, v };
-	int ret = v ? 0 : -ENOMEM;
+	struct store_event row = { host_id, ev->cpu, ev->ts, ts, ev->type->nfields, ev_value, ev };
 
-	for (unsigned i = 0; ret == 0 && i < row.nvals; i++)
-		ret = decode_field_value(ev, i, &v[i]);
-	if (ret == 0)
-		ret = store_insert(w, t, &row);
-	free(v);
-	return ret;
+	return store_insert(w, t, &row);
 }
 
 #endif

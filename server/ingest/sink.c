@@ -89,9 +89,6 @@ struct sink_type {
 	struct store_type *st;
 	struct filter_field *ffields;	/* the filter's view of t->fields */
 	struct store_field *sfields;	/* the store's (store_type()) */
-	struct store_value *vals;	/* one event's fields, decoded for store_insert() */
-	bool *repeated;			/* per field: an earlier one has its name, the
-					 * store reads no value of it; NULL: none */
 	struct filter *f;		/* NULL: keep every event */
 	uint64_t dropped;		/* by the filter, not yet in the store */
 	uint64_t capped;		/* over a schema cap (no store type), not yet counted */
@@ -263,8 +260,7 @@ static int sink_type_schema(struct sink_type *ty)
 
 	ty->ffields = calloc(n, sizeof(*ty->ffields));
 	ty->sfields = calloc(n, sizeof(*ty->sfields));
-	ty->vals = calloc(n, sizeof(*ty->vals));
-	if (!ty->ffields || !ty->sfields || !ty->vals)
+	if (!ty->ffields || !ty->sfields)
 		return -ENOMEM;
 	for (unsigned i = 0; i < t->nfields; i++) {
 		const struct decode_field *f = &t->fields[i];
@@ -274,14 +270,6 @@ static int sink_type_schema(struct sink_type *ty)
 		ty->ffields[i].kind = sink_filter_kind(f->kind);
 		ty->ffields[i].size = f->size;
 		ty->sfields[i] = (struct store_field){ f->name, f->kind, f->size, f->type };
-		for (unsigned j = 0; j < i; j++) {
-			if (strcmp(t->fields[j].name, f->name))
-				continue;
-			if (!ty->repeated && !(ty->repeated = calloc(n, sizeof(*ty->repeated))))
-				return -ENOMEM;
-			ty->repeated[i] = true;
-			break;
-		}
 	}
 	return 0;
 }
@@ -1082,28 +1070,26 @@ static uint64_t event_trace_ns(const struct page_ctx *p, uint64_t ts)
 	return p->s->tsc ? ring_clock_to_ns(&p->s->tsc_conv, ts) : ts;
 }
 
+/* struct store_event's value: field @i of the decode_event @src, as the store asks for it. */
+static int sink_value(const void *src, unsigned i, struct store_value *out)
+{
+	return decode_field_value(src, i, out);
+}
+
 /*
- * Store @ev as a row of @ty: its fields decoded into ty->vals (those the
- * store reads), then inserted. Return: as store_insert();
- * TC_ERR_PAGE_MALFORMED when a field lies outside the record.
+ * Store @ev as a row of @ty; the store decodes the fields it keeps
+ * (sink_value()). Return: as store_insert(); TC_ERR_PAGE_MALFORMED when a
+ * field lies outside the record.
  */
 static int sink_insert(const struct page_ctx *p, const struct sink_type *ty,
 		       const struct decode_event *ev, uint64_t trace_ns)
 {
 	const struct store_event row = {
 		.host_id = p->s->host_id, .cpu = ev->cpu, .trace_ts = ev->ts,
-		.ts = sink_wall_ns(p->s, trace_ns), .nvals = ev->type->nfields, .vals = ty->vals,
+		.ts = sink_wall_ns(p->s, trace_ns), .nvals = ev->type->nfields,
+		.value = sink_value, .src = ev,
 	};
 
-	for (unsigned i = 0; i < row.nvals; i++) {
-		int ret;
-
-		if (ty->repeated && ty->repeated[i])
-			continue;
-		ret = decode_field_value(ev, i, &ty->vals[i]);
-		if (ret < 0)
-			return ret;
-	}
 	return store_insert(p->env->store, ty->st, &row);
 }
 
@@ -1346,8 +1332,6 @@ void sink_free(struct sink *s)
 		filter_free(ty->f);
 		free(ty->ffields);
 		free(ty->sfields);
-		free(ty->vals);
-		free(ty->repeated);
 		free(ty->pushed);
 		free(ty);
 	}

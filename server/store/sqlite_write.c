@@ -545,12 +545,17 @@ static int sq_row_of(struct sq_store *s, const struct store_type *t, struct sq_v
 	row[2] = (struct sq_val){ .kind = STORE_SIGNED, .i = ev->ts };
 	row[3] = (struct sq_val){ .kind = STORE_SIGNED, .i = (int64_t)ev->trace_ts };
 	for (unsigned i = 0; i < t->nfields; i++) {
-		struct sq_val *v = &row[t->param[i] - 1];
+		struct store_value sv;
+		struct sq_val *v;
 		int ret;
 
 		if (!t->param[i])
 			continue;
-		ret = sq_val_of(v, &ev->vals[i]);
+		v = &row[t->param[i] - 1];
+		ret = ev->value(ev->src, i, &sv);
+		if (ret < 0)
+			return ret;
+		ret = sq_val_of(v, &sv);
 		if (ret < 0)
 			return sq_errf(s, ret, "%s:%s: field %u: %s", t->system, t->name,
 				       i, tc_strerror(ret));

@@ -248,18 +248,19 @@ static inline int store_rollback(struct store_writer *w)
 }
 
 /*
- * store_insert - insert @ev into @t's table: its values (decoded by the
- * caller, ev->nvals of them, one per field of the format @t was made
+ * store_insert - insert @ev into @t's table: its values (read through
+ * ev->value, ev->nvals of them, one per field of the format @t was made
  * for: struct store_event) in the format's columns. @t must come from
  * store_type().
  *
  * Return: 0; TC_ERR_DB; -EINVAL (@ev's values are not @t's fields);
- * -E2BIG (a value longer than the engine takes; the row is not inserted).
+ * -E2BIG (a value longer than the engine takes; the row is not inserted);
+ * what ev->value returned when it failed.
  */
 static inline int store_insert(struct store_writer *w, struct store_type *t,
 			       const struct store_event *ev)
 {
-	if (!t || !ev || (ev->nvals && !ev->vals))
+	if (!t || !ev || !ev->value)
 		return -EINVAL;
 	return w->ops->insert(w, t, ev);
 }

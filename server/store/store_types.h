@@ -70,11 +70,14 @@ struct store_type_desc {
 };
 
 /*
- * One event for store_insert(): where and when it happened, and its
- * fields' values in the order of its type's fields (@nvals of them).
- * Strings and blobs may point into the caller's page: the store copies
- * what it keeps. A field whose name an earlier field of the type has is
- * not stored, and its value is not read (it may be left unset).
+ * One event for store_insert(): where and when it happened, and how to
+ * read its fields: @value(@src, i, out) gives field i's value, i in the
+ * order of its type's fields (@nvals of them). The store asks, during
+ * store_insert() and once each, only for the fields it keeps (not one
+ * whose name an earlier field of the type has), so the caller decodes
+ * nothing twice and nothing the store drops. Strings and blobs may point
+ * into the caller's page: the store copies what it keeps. A negative
+ * return from @value is store_insert()'s (the row is not inserted).
  */
 struct store_event {
 	uint64_t host_id;
@@ -82,7 +85,8 @@ struct store_event {
 	uint64_t trace_ts;	/* trace clock, ns */
 	int64_t ts;		/* wall clock, ns */
 	unsigned nvals;
-	const struct store_value *vals;
+	int (*value)(const void *src, unsigned i, struct store_value *out);
+	const void *src;
 };
 
 /* ---- what the writer is told ---- */
