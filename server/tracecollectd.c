@@ -44,6 +44,7 @@
 #include "server/notify.h"
 #include "server/ownfiles.h"
 #include "server/query/queryd.h"
+#include "server/query/queryd_tls.h"
 
 #define COMMIT_MS	250
 #define QUEUE_BYTES	(64u << 20)

@@ -211,7 +211,7 @@ forbid server/store 'server/query|server/ingest|server/conn'
 forbid server/query 'server/ingest|server/conn'
 forbid server/ingest 'server/query|server/conn'
 forbid server/conn 'server/query'
-only_through server/query queryd.h
+only_through server/query queryd.h queryd_tls.h
 never_includes server/query/queryd.c server/query/queryd_tls.h
 only_through server/ingest ingest.h
 only_through server/conn conn.h

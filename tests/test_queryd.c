@@ -33,6 +33,7 @@
 #include "proto/tls.h"
 #include "server/query/qauth.h"
 #include "server/query/queryd.h"
+#include "server/query/queryd_tls.h"
 #include "server/store/store.h"
 #include "tests/testutil.h"
 #include "traceq/tlsconn.h"

@@ -690,14 +690,14 @@ static int run_sql(struct qworker *wk, const struct qmsg_request *r,
 		ret = 1;
 	if (ret < 0 && ret != -ENOMEM && ret != TC_ERR_DB) {
 		if (x.w)
-			qmsg_reply_end(x.w, false, 0, 0, 0, &(struct proto_buf){ 0 });
+			qmsg_writer_free(x.w);
 		snprintf(result, rlen, "refused: %.500s", store_errmsg(wk->store));
 		qmsg_reply_error(ret, store_errmsg(wk->store), -1, -1, out);
 		return 1;
 	}
 	if (ret < 0 || !x.w) {
 		if (x.w)
-			qmsg_reply_end(x.w, false, 0, 0, 0, &(struct proto_buf){ 0 });
+			qmsg_writer_free(x.w);
 		return ret < 0 ? ret : TC_ERR_DB;
 	}
 	*rows = qmsg_reply_rows(x.w);

@@ -6,11 +6,12 @@
  * waits until what was received is stored (`sync`) holds no thread of the
  * pool while it waits.
  *
- * The public header of server/query/: outside the room nothing else of it
- * is included. It brings in who may query what (qauth.h), whose scopes
- * and URL checks the daemon's options build, and the TLS query port
- * (queryd_tls.h), a front the daemon starts on the endpoint: it reaches
- * the pool through the slots below, and the endpoint knows nothing of it.
+ * One of the two public headers of server/query/ (outside the room
+ * nothing else of it is included). It brings in who may query what
+ * (qauth.h), whose scopes and URL checks the daemon's options build. The
+ * other is queryd_tls.h, the TLS query port: a front the daemon starts on
+ * the endpoint, which reaches the pool through the slots below; the
+ * endpoint knows nothing of it.
  */
 #ifndef SERVER_QUERYD_H
 #define SERVER_QUERYD_H
@@ -20,7 +21,6 @@
 #include <stdint.h>
 
 #include "server/query/qauth.h"
-#include "server/query/queryd_tls.h"
 
 struct proto_buf;
 struct proto_msg;
