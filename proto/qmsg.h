@@ -138,6 +138,12 @@ struct qmsg_value {
 	};
 };
 
+/* qmsg_value_int - a number cell as a signed number (its bits as sent); 0 for any other kind. */
+static inline int64_t qmsg_value_int(const struct qmsg_value *v)
+{
+	return v->kind == QV_UINT ? (int64_t)v->u : v->kind == QV_INT ? v->i : 0;
+}
+
 /* One event type of a multi-type reply: its name and columns. */
 struct qmsg_type {
 	char *event;

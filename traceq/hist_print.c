@@ -32,11 +32,6 @@ static uint32_t key_cols(const struct hist_field *k)
 	return k->mod == HIST_MOD_EXECNAME || k->mod == HIST_MOD_SYM ? 2 : 1;
 }
 
-static uint64_t value_u64(const struct qmsg_value *v)
-{
-	return v->kind == QV_UINT ? v->u : v->kind == QV_INT ? (uint64_t)v->i : 0;
-}
-
 /* @v, a string (a comm, a string field, a symbol: a peer's), escaped into @buf; or NULL. */
 static const char *str_of(const struct qmsg_value *v, char *buf, size_t len)
 {
@@ -48,7 +43,7 @@ static const char *str_of(const struct qmsg_value *v, char *buf, size_t len)
 
 static void print_key(FILE *f, const struct hist_field *k, const struct qmsg_value *v)
 {
-	uint64_t u = value_u64(&v[0]);
+	uint64_t u = (uint64_t)qmsg_value_int(&v[0]);
 	char nbuf[LOG_ESC_LEN], sbuf[LOG_ESC_LEN];
 	const char *name = str_of(&v[key_cols(k) - 1], nbuf, sizeof(nbuf));
 
@@ -92,10 +87,10 @@ static void print_row(FILE *f, const struct hist_spec *sp, const struct qmsg_val
 		print_key(f, &sp->keys[i], &row[c]);
 		c += key_cols(&sp->keys[i]);
 	}
-	fprintf(f, " } hitcount: %10" PRIu64, value_u64(&row[c++]));
+	fprintf(f, " } hitcount: %10" PRIu64, (uint64_t)qmsg_value_int(&row[c++]));
 	for (size_t i = 0; i < sp->nvals; i++, c++)
 		fprintf(f, sp->vals[i].mod == HIST_MOD_HEX ? "  %s: %10" PRIx64 : "  %s: %10" PRIu64,
-			sp->vals[i].name, value_u64(&row[c]));
+			sp->vals[i].name, (uint64_t)qmsg_value_int(&row[c]));
 	fputc('\n', f);
 }
 

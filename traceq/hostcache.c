@@ -145,7 +145,7 @@ static void syms_take(struct syms *t, const char *host, const struct qmsg_reply 
 		e->asked = true;
 		t->pending--;
 		if (row[1].kind == QV_STR && (e->name = strdup(row[1].s.p)))
-			e->start = (uint64_t)tq_value_int(&row[2]);
+			e->start = (uint64_t)qmsg_value_int(&row[2]);
 	}
 }
 
@@ -310,12 +310,12 @@ static int tgid_take(struct host *h, const struct qmsg_reply *rep, int32_t *last
 	h->tgids = p;
 	for (uint32_t i = 0; i < rep->nrows; i++) {
 		const struct qmsg_value *row = &rep->vals[i * 2];
-		int32_t pid = (int32_t)tq_value_int(&row[0]);
+		int32_t pid = (int32_t)qmsg_value_int(&row[0]);
 
 		if (pid <= *last)
 			return -1;	/* not in pid order: keep what came */
 		h->tgids[h->ntgid].pid = *last = pid;
-		h->tgids[h->ntgid++].tgid = (int32_t)tq_value_int(&row[1]);
+		h->tgids[h->ntgid++].tgid = (int32_t)qmsg_value_int(&row[1]);
 	}
 	return 0;
 }

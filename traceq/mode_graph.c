@@ -32,7 +32,7 @@ static int col_index(const struct qmsg_reply *r, const char *name)
 
 static uint64_t col_u64(const struct qmsg_value *row, int i)
 {
-	return i < 0 ? 0 : (uint64_t)tq_value_int(&row[i]);
+	return i < 0 ? 0 : (uint64_t)qmsg_value_int(&row[i]);
 }
 
 /* One page of funcgraph rows into @g. Return: 0, or 1 when out of memory. */
@@ -48,9 +48,9 @@ static int graph_page(struct graph *g, const struct qmsg_reply *r, bool exit)
 		const struct qmsg_value *row = &r->vals[i * r->ncols];
 
 		memset(&gr, 0, sizeof(gr));
-		gr.ts = tq_value_int(&row[2]);
-		gr.cpu = (uint32_t)tq_value_int(&row[1]);
-		gr.pid = (int32_t)tq_value_int(&row[4]);
+		gr.ts = qmsg_value_int(&row[2]);
+		gr.cpu = (uint32_t)qmsg_value_int(&row[1]);
+		gr.pid = (int32_t)qmsg_value_int(&row[4]);
 		if (row[5].kind == QV_STR)
 			snprintf(gr.comm, sizeof(gr.comm), "%s", row[5].s.p);
 		gr.exit = exit;

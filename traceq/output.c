@@ -106,17 +106,12 @@ void out_keys_free(struct out_keys *k)
 	memset(k, 0, sizeof(*k));
 }
 
-static int64_t value_int(const struct qmsg_value *v)
-{
-	return v->kind == QV_UINT ? (int64_t)v->u : v->kind == QV_INT ? v->i : 0;
-}
-
 const char *out_comm(const struct qmsg_value *row, char buf[OUT_COMM_MAX])
 {
 	if (row[5].kind == QV_STR)
 		return row[5].s.p;
-	if (value_int(&row[4]) == 0 && row[4].kind != QV_NIL) {
-		snprintf(buf, OUT_COMM_MAX, "swapper/%" PRId64, value_int(&row[1]));
+	if (qmsg_value_int(&row[4]) == 0 && row[4].kind != QV_NIL) {
+		snprintf(buf, OUT_COMM_MAX, "swapper/%" PRId64, qmsg_value_int(&row[1]));
 		return buf;
 	}
 	return NULL;
@@ -304,7 +299,7 @@ void out_fields_row(FILE *f, const struct qmsg_reply *r, const struct qmsg_value
 		    int64_t ts)
 {
 	const struct qmsg_value *comm = &row[5];
-	int64_t pid = value_int(&row[4]);
+	int64_t pid = qmsg_value_int(&row[4]);
 	uint64_t mag = ts < 0 ? 0 - (uint64_t)ts : (uint64_t)ts;	/* before 1970: '-' */
 	char c[4 * OUT_COMM_MAX], ev[LOG_ESC_LEN];
 	const char *e = event_short(r->event);
@@ -317,7 +312,7 @@ void out_fields_row(FILE *f, const struct qmsg_reply *r, const struct qmsg_value
 		snprintf(c, sizeof(c), "%s", pid == 0 ? "<idle>" : "<...>");
 	log_escape_mem(e, strlen(e), ev, sizeof(ev));
 	fprintf(f, "%16s-%-7" PRId64 " [%03" PRId64 "] %s%" PRIu64 ".%06" PRIu64 ": %s:",
-		c, pid, value_int(&row[1]), ts < 0 ? "-" : "", mag / 1000000000,
+		c, pid, qmsg_value_int(&row[1]), ts < 0 ? "-" : "", mag / 1000000000,
 		mag % 1000000000 / 1000, ev);
 	for (i = QMSG_META_COLS; i < r->ncols; i++) {
 		if (!strncmp(r->cols[i], "common_", 7) || is_sym_col(r->cols[i]))

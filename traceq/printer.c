@@ -58,7 +58,7 @@ struct printer {
 
 static int64_t row_time(const struct printer *p, const struct qmsg_value *row)
 {
-	return tq_value_int(&row[p->o->time_raw ? 3 : 2]);
+	return qmsg_value_int(&row[p->o->time_raw ? 3 : 2]);
 }
 
 /* The host column of @row into @buf: its name escaped (a peer's: common/log.h). */
@@ -252,7 +252,7 @@ static int print_rendered(struct printer *p, const struct qmsg_reply *rep)
 		struct qmsg_reply view;
 		const struct qmsg_value *last = qmsg_reply_row(rep, rep->nrows - 1, &view);
 
-		ret = hostcache_sym_fetch(p->hc, tq_value_int(&last[2]));
+		ret = hostcache_sym_fetch(p->hc, qmsg_value_int(&last[2]));
 		if (ret == 0)
 			ret = render_page(p, rep);
 	}

@@ -367,11 +367,6 @@ static void put_int(unsigned char *p, int size, uint64_t v)
 	}
 }
 
-static uint64_t value_u64(const struct qmsg_value *v)
-{
-	return v->kind == QV_UINT ? v->u : v->kind == QV_INT ? (uint64_t)v->i : 0;
-}
-
 /* A __data_loc / __rel_loc field: its bytes after the fixed part, at *@end. */
 static void put_dynamic(struct render *r, const struct tep_format_field *f,
 			const struct qmsg_value *v, size_t *end)
@@ -426,7 +421,7 @@ static void put_field(struct render *r, const struct tep_format_field *f,
 		return;
 	}
 	if (!(f->flags & (TEP_FIELD_IS_DYNAMIC | TEP_FIELD_IS_ARRAY)))
-		put_int(r->rec + f->offset, f->size, value_u64(v));
+		put_int(r->rec + f->offset, f->size, (uint64_t)qmsg_value_int(v));
 }
 
 /* Rebuild @row's record; return its size. */
@@ -449,7 +444,7 @@ static size_t render_record(struct render *r, const struct qmsg_reply *rep,
 
 static void render_comm(struct render *r, const struct qmsg_value *row)
 {
-	int pid = (int)value_u64(&row[4]);
+	int pid = (int)(uint64_t)qmsg_value_int(&row[4]);
 
 	/* pid 0 is "<idle>" in both layouts: libtraceevent knows it */
 	if (pid == 0)
@@ -584,7 +579,7 @@ static void line_columns(struct render *r, struct linebuf *l, const struct qmsg_
 static bool render_fast(struct render *r, const struct qmsg_value *row, size_t size,
 			int cpu, int64_t ts, struct linebuf *l)
 {
-	int32_t pid = (int32_t)value_u64(&row[4]), rec_pid;
+	int32_t pid = (int32_t)(uint64_t)qmsg_value_int(&row[4]), rec_pid;
 	struct render_view *v;
 
 	if (r->slow || r->style != RENDER_TRACECMD || r->pid_offset < 0)
@@ -621,10 +616,10 @@ size_t render_row(struct render *r, const struct qmsg_reply *rep, const struct q
 	if (!r->nviews || !len)
 		return 0;
 	r->host = row[0].kind == QV_STR ? row[0].s.p : "";
-	r->wall = (int64_t)value_u64(&row[2]);
-	r->row_tgid = r->tgid ? r->tgid(r->tgid_ctx, r->host, (int32_t)value_u64(&row[4])) : 0;
+	r->wall = (int64_t)(uint64_t)qmsg_value_int(&row[2]);
+	r->row_tgid = r->tgid ? r->tgid(r->tgid_ctx, r->host, (int32_t)(uint64_t)qmsg_value_int(&row[4])) : 0;
 	rec.ts = (unsigned long long)ts;	/* render_time() reads its sign back */
-	rec.cpu = (int)value_u64(&row[1]);
+	rec.cpu = (int)(uint64_t)qmsg_value_int(&row[1]);
 	rec.data = r->rec;
 	rec.size = (int)render_record(r, rep, row);
 	rec.record_size = rec.size;

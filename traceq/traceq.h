@@ -60,10 +60,4 @@ struct traceq_opts {
 	bool tgid;		/* --tgid: the (TGID) column in text and kernel */
 };
 
-/* tq_value_int - a number cell of a reply as a signed number; 0 for any other kind. */
-static inline int64_t tq_value_int(const struct qmsg_value *v)
-{
-	return v->kind == QV_UINT ? (int64_t)v->u : v->kind == QV_INT ? v->i : 0;
-}
-
 #endif
