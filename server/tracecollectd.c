@@ -1497,7 +1497,8 @@ static int start_ingest(struct parts *p, const struct ingest_opts *io)
 	if (ret < 0)
 		return ret;
 	importer_set_ingest(p->im, col->ing);
-	p->imops.ctx = p->im;
+	p->imops = (struct queryd_importer){ import_begin, import_msg, import_pages, import_end,
+					     p->im, IMPORTER_ID_BIT };
 	queryd_set_ingest(p->qd, &(struct queryd_ingest){ sync_received, sync_stored,
 							 sync_backlog, col, &p->imops,
 							 hosts_connected });
@@ -1583,8 +1584,6 @@ static void teardown(struct parts *p)
 static int run(struct settings *s)
 {
 	struct parts p = { .s = s, .col = { .lim = s->lim, .hostmap = s->hostmap },
-			   .imops = { import_begin, import_msg, import_pages, import_end, NULL,
-				      IMPORTER_ID_BIT },
 			   .ready = { .dfd = -1 }, .db_lock = -1, .db_dfd = -1 };
 	struct ingest_opts io = { .commit_ms = COMMIT_MS, .queue_bytes = QUEUE_BYTES,
 				  .retain_age_ns = s->retain_age_ns,

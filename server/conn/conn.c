@@ -519,6 +519,32 @@ static bool conn_held(struct conn *c);
 #define CONN_MSG_HELD	1
 
 /*
+ * An agent's MSG_FILTER_STATUS for host @host: info when the kernel took
+ * the filter, a warning with the kernel's message when it refused it (the
+ * collector still enforces it).
+ */
+static void filter_status_log(const char *host, const struct proto_filter_status *st)
+{
+	char h[LOG_ESC_LEN], sys[LOG_ESC_LEN], ev[LOG_ESC_LEN], text[LOG_ESC_LEN];
+	char err[LOG_ESC_LEN];
+
+	/* the agent's words: its system, name and text match ours, its error is its own */
+	log_escape(host, h, sizeof(h));
+	log_escape(st->system, sys, sizeof(sys));
+	log_escape(st->name, ev, sizeof(ev));
+	log_escape(st->text, text, sizeof(text));
+	log_escape(st->error[0] ? st->error : "(no reason given)", err, sizeof(err));
+	if (!st->text[0] && st->ok)
+		log_info("host %s: %s:%s: filter cleared in the agent's instance", h, sys, ev);
+	else if (st->ok)
+		log_info("host %s: %s:%s: the kernel took filter '%s' (pushed down)", h, sys,
+			 ev, text);
+	else
+		log_warn("host %s: %s:%s: the kernel refused filter '%s': %s; the collector "
+			 "still enforces it", h, sys, ev, text, err);
+}
+
+/*
  * One control message. One that does not decode is answered here with the
  * decoder's reason (which key broke which limit; no peer bytes in it), and
  * the connection closes (c->state CONN_CLOSING). CONN_MSG_HELD: the
@@ -568,7 +594,7 @@ static int conn_on_msg(struct conn *c, const uint8_t *payload, size_t len)
 	case MSG_FILTER_STATUS:	/* only an answer to our MSG_FILTER */
 		ret = c->pushdown ? 0 : TC_ERR_PROTO_STATE;
 		if (ret == 0)
-			pushdown_log_status(c->host, &m.filter_status);
+			filter_status_log(c->host, &m.filter_status);
 		break;
 	case MSG_ERROR:
 		log_warn("%s: agent reports error %d: %s", c->peer, m.error.code,

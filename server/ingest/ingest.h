@@ -262,13 +262,4 @@ uint64_t ingest_sink_committed(struct ingest *g, struct sink *s, uint32_t cpu);
  */
 void ingest_note_crash(void);
 
-/*
- * pushdown_log_status - log an agent's MSG_FILTER_STATUS for host @host
- * (pushdown.c): info when the kernel took the filter, a warning with the
- * kernel's message when it refused it (the collector still enforces it).
- * The connections call it as they read the message.
- */
-struct proto_filter_status;
-void pushdown_log_status(const char *host, const struct proto_filter_status *st);
-
 #endif

@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "server/ingest/ingest.h"
 #include "server/ingest/pushdown.h"
 
 /* What the kernel's filter makes of a field, by its type (filter_assign_type()). */
@@ -183,25 +182,4 @@ void pushdown_q_free(struct pushdown_q *q)
 	free(q->msgs);
 	q->msgs = NULL;
 	q->n = 0;
-}
-
-void pushdown_log_status(const char *host, const struct proto_filter_status *st)
-{
-	char h[LOG_ESC_LEN], sys[LOG_ESC_LEN], ev[LOG_ESC_LEN], text[LOG_ESC_LEN];
-	char err[LOG_ESC_LEN];
-
-	/* the agent's words: its system, name and text match ours, its error is its own */
-	log_escape(host, h, sizeof(h));
-	log_escape(st->system, sys, sizeof(sys));
-	log_escape(st->name, ev, sizeof(ev));
-	log_escape(st->text, text, sizeof(text));
-	log_escape(st->error[0] ? st->error : "(no reason given)", err, sizeof(err));
-	if (!st->text[0] && st->ok)
-		log_info("host %s: %s:%s: filter cleared in the agent's instance", h, sys, ev);
-	else if (st->ok)
-		log_info("host %s: %s:%s: the kernel took filter '%s' (pushed down)", h, sys,
-			 ev, text);
-	else
-		log_warn("host %s: %s:%s: the kernel refused filter '%s': %s; the collector "
-			 "still enforces it", h, sys, ev, text, err);
 }

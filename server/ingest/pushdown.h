@@ -76,6 +76,5 @@ void pushdown_take(struct pushdown_q *q, struct proto_msg **msgs, size_t *n);
 /* pushdown_q_free - free what @q holds and leave it empty. */
 void pushdown_q_free(struct pushdown_q *q);
 
-/* pushdown_log_status() is declared in ingest.h: the connections call it. */
 
 #endif
