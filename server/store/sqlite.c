@@ -203,7 +203,6 @@ static void sq_reader_close(struct store_reader *r)
 
 /* Filled once, by sq_init(): each part puts its own ops in. */
 static struct store_writer_ops sq_writer_ops = {
-	.name = "sqlite",
 	.close = sq_writer_close,
 	.thread_policy = sq_thread_policy,
 	.begin = sq_begin,
@@ -212,7 +211,6 @@ static struct store_writer_ops sq_writer_ops = {
 };
 
 static struct store_reader_ops sq_reader_ops = {
-	.name = "sqlite",
 	.close = sq_reader_close,
 	.set_stop = sq_set_stop,
 };

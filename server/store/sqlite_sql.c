@@ -145,17 +145,11 @@ static bool sq_func_ok(const char *name)
 /* Grow *@v (of @size-byte items) to hold @n + 1; false: no memory. */
 static bool sq_grow(void **v, size_t *cap, size_t n, size_t size)
 {
-	void *p;
-	size_t c = *cap ? *cap * 2 : 16;
+	void *p = util_grow(*v, cap, n, size, 16);
 
-	if (n < *cap)
-		return true;
-	p = realloc(*v, c * size);
-	if (!p)
-		return false;
-	*v = p;
-	*cap = c;
-	return true;
+	if (p)
+		*v = p;
+	return p != NULL;
 }
 
 static void sq_learn(struct sq_sql *x, const char *table, const char *column, const char *view)

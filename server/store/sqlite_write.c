@@ -685,16 +685,24 @@ static int sq_insert(struct store_writer *w, struct store_type *t, const struct 
 
 /* ---- types, the writer, the sequence ---- */
 
-void sq_type_free(struct store_type *t)
+/* @t's statements finalized and its gathering batch freed (a retired type keeps the rest). */
+static void sq_type_release(struct store_type *t)
 {
-	sqlite3_finalize(t->insert);
 	if (t->insert_b != t->insert_n)
 		sqlite3_finalize(t->insert_b);
 	sqlite3_finalize(t->insert_n);
+	sqlite3_finalize(t->insert);
+	t->insert = t->insert_n = t->insert_b = NULL;
+	sq_batch_free(t->cur);
+	t->cur = NULL;
+}
+
+void sq_type_free(struct store_type *t)
+{
+	sq_type_release(t);
 	free(t->bound_n);
 	free(t->values);
 	free(t->head);
-	sq_batch_free(t->cur);
 	free(t->scratch);
 	free(t->system);
 	free(t->name);
@@ -719,13 +727,7 @@ void sq_types_retire(struct sq_store *s)
 		struct store_type *t = s->types;
 
 		s->types = t->next;
-		if (t->insert_b != t->insert_n)
-			sqlite3_finalize(t->insert_b);
-		sqlite3_finalize(t->insert_n);
-		sqlite3_finalize(t->insert);
-		t->insert = t->insert_n = t->insert_b = NULL;
-		sq_batch_free(t->cur);
-		t->cur = NULL;
+		sq_type_release(t);
 		t->retired = true;
 		t->next = s->retired;
 		s->retired = t;

@@ -118,7 +118,6 @@ struct store_handle {
 
 /* The ingest worker's: everything it stores, and the reads its writes need. */
 struct store_writer_ops {
-	const char *name;
 	/* close: stop the backend's threads, free the handle and its store_types */
 	void (*close)(struct store_writer *w);
 	/*
@@ -181,7 +180,6 @@ struct store_writer_ops {
 
 /* A query worker's: reads only, each within the asker's scope. */
 struct store_reader_ops {
-	const char *name;
 	/* close: free the handle */
 	void (*close)(struct store_reader *r);
 	/* set_stop: reads stop as @stop says (NULL: not) from now on (store_set_stop()) */
