@@ -547,7 +547,6 @@ static int ent_page(struct spool *sp, struct spool_stream *ss,
 	p->flags = e->flags;
 	p->events = e->events;
 	p->len = e->len;
-	p->resend = e->sent;
 	return 0;
 }
 
@@ -562,6 +561,7 @@ static int stream_resend(struct spool *sp, int stream, spool_fn fn, void *arg)
 		ret = ent_page(sp, ss, e, &p);
 		if (ret < 0)
 			return ret;
+		p.resend = e->sent;
 		ret = fn(arg, &p);
 		if (ret < 0)
 			return ret;
@@ -598,7 +598,7 @@ static int stream_send_pending(struct spool *sp, int stream, spool_fn fn,
 	int ret;
 
 	for (e = ss->first_unsent; e && ss->unsent; e = e->next) {
-		ret = ent_page(sp, ss, e, &p);	/* p.resend: false, the tail is unsent */
+		ret = ent_page(sp, ss, e, &p);	/* p.resend stays false */
 		if (ret < 0)
 			return ret;
 		ret = fn(arg, &p);
