@@ -15,6 +15,7 @@
 #include "proto/qmsg.h"
 #include "traceq/client.h"
 #include "traceq/losses.h"
+#include "traceq/output.h"
 #include "traceq/select.h"
 
 #define LOSSES_PAGE_ROWS	2000
@@ -38,6 +39,10 @@ int losses_open(struct client *c, const struct tq_select *sel, struct losses **o
 	l->c = c;
 	l->req = (struct qmsg_request){ .op = QOP_LOSSES, .limit = LOSSES_PAGE_ROWS };
 	tq_select_apply(sel, &l->req);
+	if (l->req.from_end || l->req.to_end) {	/* offsets, no times: the caller bounds them */
+		l->req.from_ts = l->req.to_ts = 0;
+		l->req.from_end = l->req.to_end = false;
+	}
 	*out = l;
 	return 0;
 }
@@ -118,7 +123,7 @@ void losses_close(struct losses *l)
 	free(l);
 }
 
-int losses_print_text(FILE *f, const struct loss *x, int host_col)
+int losses_print_text(FILE *f, const struct loss *x, int host_col, bool kernel)
 {
 	char h[4 * 256];
 
@@ -126,7 +131,26 @@ int losses_print_text(FILE *f, const struct loss *x, int host_col)
 		log_escape_mem(x->host, strlen(x->host), h, sizeof(h));
 		fprintf(f, "%*s: ", host_col, h);
 	}
+	if (kernel && x->count >= 0)
+		return fprintf(f, "CPU:%u [LOST %lld EVENTS]\n", x->cpu, (long long)x->count);
+	if (kernel)
+		return fprintf(f, "CPU:%u [LOST EVENTS]\n", x->cpu);
 	if (x->count >= 0)
 		return fprintf(f, "CPU:%u [%lld EVENTS DROPPED]\n", x->cpu, (long long)x->count);
 	return fprintf(f, "CPU:%u [EVENTS DROPPED]\n", x->cpu);
+}
+
+void losses_print_json(FILE *f, const struct loss *x)
+{
+	fputs("{\"lost_events\":{\"host\":", f);
+	out_json_str(f, x->host, strlen(x->host));
+	fprintf(f, ",\"cpu\":%u,\"ts\":%lld,\"trace_ts\":%lld,\"count\":", x->cpu,
+		(long long)x->ts, (long long)x->trace_ts);
+	if (x->count >= 0)
+		fprintf(f, "%lld", (long long)x->count);
+	else
+		fputs("null", f);
+	fputs(",\"boot_id\":", f);
+	out_json_str(f, x->boot_id, strlen(x->boot_id));
+	fputs("}}\n", f);
 }

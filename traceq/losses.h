@@ -61,10 +61,19 @@ void losses_close(struct losses *l);
 /*
  * losses_print_text - @x as `trace-cmd report` prints a page's missed
  * events, "CPU:N [N EVENTS DROPPED]" or, count unknown,
- * "CPU:N [EVENTS DROPPED]" (trace-cmd 3.1, tracecmd/trace-read.c), with
- * "@host: " first when @host_col is not 0 (padded to it, as the rows'
- * host column). Return: what fprintf returns.
+ * "CPU:N [EVENTS DROPPED]" (trace-cmd 3.1, tracecmd/trace-read.c); with
+ * @kernel as the kernel's trace file does, "CPU:N [LOST N EVENTS]" or
+ * "CPU:N [LOST EVENTS]" (kernel/trace/trace.c, print_trace_line()).
+ * "@host: " comes first when @host_col is not 0 (padded to it, as the
+ * rows' host column). Return: what fprintf returns.
  */
-int losses_print_text(FILE *f, const struct loss *x, int host_col);
+int losses_print_text(FILE *f, const struct loss *x, int host_col, bool kernel);
+
+/*
+ * losses_print_json - @x as one JSON object on a line of its own, under a
+ * key no row has: {"lost_events": {"host", "cpu", "ts", "trace_ts",
+ * "count" (null: unknown), "boot_id"}}.
+ */
+void losses_print_json(FILE *f, const struct loss *x);
 
 #endif
