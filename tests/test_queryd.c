@@ -726,6 +726,102 @@ START_TEST(host_ops_need_a_host)
 }
 END_TEST
 
+/* A request of @r on @s; its (ok) reply into *@rep. */
+static void ask(nng_socket s, const struct qmsg_request *r, struct qmsg_reply *rep)
+{
+	struct proto_buf b;
+
+	proto_buf_init(&b);
+	TU_OK(qmsg_request_encode(r, &b));
+	send_raw(s, b.data, b.len);
+	proto_buf_free(&b);
+	recv_reply(s, rep);
+	ck_assert_msg(rep->ok, "%s", rep->error);
+}
+
+/*
+ * Ops 9 and 10 (issue 33) through the endpoint: the losses of a window
+ * and CPU, paged; a host's boot items, then its formats (none stored
+ * here), an unknown host answering no rows.
+ */
+START_TEST(losses_and_headers)
+{
+	struct proto_hello h = { .host = (char *)"web-1", .machine_id = (char *)"m",
+				 .boot_id = (char *)"b1", .kernel = (char *)"6.1.0",
+				 .trace_clock = (char *)"mono", .ncpus = 2, .page_size = 4096 };
+	const struct store_loss l[] = {
+		{ .cpu = 0, .ts = 100, .trace_ts = 10, .count = 4 },
+		{ .cpu = 1, .ts = 200, .trace_ts = 20, .count = -1 },
+		{ .cpu = 1, .ts = 300, .trace_ts = 30, .count = 9 },
+	};
+	struct store_boot boot = { .boot_id = "b1", .since = 50, .trace_clock = "mono", .kernel = "6.1.0",
+				   .long_size = 8, .page_size = 4096, .header_page = "hp",
+				   .header_page_len = 2, .header_event = "he", .header_event_len = 2 };
+	uint32_t cpu1 = 1;
+	struct qmsg_request r = { .op = QOP_LOSSES, .cpus = &cpu1, .ncpus = 1, .limit = 1 };
+	struct store_writer *st;
+	struct qmsg_reply rep;
+	nng_socket s = client();
+	uint64_t id;
+	int found = 0;
+
+	TU_OK(store_writer_open(db, &st));
+	TU_OK(store_begin(st));
+	TU_OK(store_host(st, &h, NULL, &id));
+	TU_OK(store_losses_put(st, id, "b1", l, 3));
+	TU_OK(store_boot(st, id, &boot));
+	TU_OK(store_commit(st));
+	store_writer_close(st);
+
+	ask(s, &r, &rep);	/* CPU 1, a row a page */
+	ck_assert_uint_eq(rep.ncols, QMSG_LOSSES_COLS);
+	ck_assert_uint_eq(rep.nrows, 1);
+	ck_assert_str_eq(rep.vals[0].s.p, "web-1");
+	ck_assert_int_eq(qmsg_value_int(&rep.vals[2]), 200);
+	ck_assert_int_eq(rep.vals[4].kind, QV_NIL);	/* count unknown */
+	ck_assert_str_eq(rep.vals[5].s.p, "b1");
+	ck_assert(rep.more);
+	r.after_ts = rep.last_ts;
+	r.after_id = rep.last_id;
+	qmsg_reply_free(&rep);
+	ask(s, &r, &rep);
+	ck_assert_uint_eq(rep.nrows, 1);
+	ck_assert_int_eq(qmsg_value_int(&rep.vals[2]), 300);
+	ck_assert_int_eq(qmsg_value_int(&rep.vals[4]), 9);
+	qmsg_reply_free(&rep);
+	r = (struct qmsg_request){ .op = QOP_LOSSES, .from_ts = 150, .to_ts = 300 };
+	ask(s, &r, &rep);	/* [150, 300) */
+	ck_assert_uint_eq(rep.nrows, 1);
+	ck_assert(!rep.more);
+	qmsg_reply_free(&rep);
+
+	r = (struct qmsg_request){ .op = QOP_HEADERS, .host = (char *)"web-1" };
+	ask(s, &r, &rep);
+	ck_assert_uint_eq(rep.ncols, QMSG_HEADERS_COLS);
+	ck_assert_uint_ge(rep.nrows, 6);
+	ck_assert_str_eq(rep.vals[0].s.p, "boot_id");
+	ck_assert_str_eq(rep.vals[3].s.p, "b1");
+	for (uint32_t i = 0; i < rep.nrows; i++) {
+		const struct qmsg_value *row = &rep.vals[i * QMSG_HEADERS_COLS];
+
+		if (!strcmp(row[0].s.p, "long_size") && qmsg_value_int(&row[3]) == 8)
+			found++;
+		if (!strcmp(row[0].s.p, "header_event") && !strcmp(row[3].s.p, "he"))
+			found++;
+		if (!strcmp(row[0].s.p, "kernel") && !strcmp(row[3].s.p, "6.1.0"))
+			found++;
+	}
+	ck_assert_int_eq(found, 3);
+	ck_assert(!rep.more);
+	qmsg_reply_free(&rep);
+	r.host = (char *)"web-2";
+	ask(s, &r, &rep);
+	ck_assert_uint_eq(rep.nrows, 0);
+	qmsg_reply_free(&rep);
+	nng_close(s);
+}
+END_TEST
+
 static Suite *queryd_suite(void)
 {
 	Suite *s = suite_create("queryd");
@@ -736,7 +832,7 @@ static Suite *queryd_suite(void)
 	tu_add_tests(tc, TU_TESTS(long_query_does_not_block_three_others,
 				  pool_runs_threads_at_once_and_no_more,
 				  sync_wait_does_not_block_others,
-				  short_sync_times_out_behind_long_one,
+				  short_sync_times_out_behind_long_one, losses_and_headers,
 				  sync_is_cut_to_the_maximum,
 				  options_out_of_range_refused,
 				  set_ingest_waits_for_its_callers,
