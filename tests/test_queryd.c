@@ -36,6 +36,9 @@
 #include "server/query/queryd_tls.h"
 #include "server/store/store.h"
 #include "tests/testutil.h"
+#include "traceq/client.h"
+#include "traceq/hostmeta.h"
+#include "traceq/losses.h"
 #include "traceq/tlsconn.h"
 
 #define WAIT_MS		20000	/* a hang becomes a failure after this */
@@ -740,6 +743,65 @@ static void ask(nng_socket s, const struct qmsg_request *r, struct qmsg_reply *r
 }
 
 /*
+ * traceq's side of ops 9 and 10 on what losses_and_headers stored:
+ * hostmeta_get() (for the trace.dat writer) and the losses cursor with
+ * trace-cmd's and the kernel's lines (traceq/hostmeta.h, losses.h).
+ */
+static void traceq_side(void)
+{
+	struct traceq_opts o = { .timeout_ms = WAIT_MS };
+	struct qauth_scopes sc = { 0 };
+	const struct loss *x;
+	struct hostmeta m;
+	struct losses *l;
+	struct client *c;
+	char *text = NULL, addr[128], err[256], ca[200], crt[200], key[200];
+	size_t len = 0;
+	FILE *f;
+
+	/* over the TLS port (traceq's nng transport ends nng in the process) */
+	TU_OK(qauth_scope_parse(&sc, "cert:alice web-*", err, sizeof(err)));
+	start_tls(addr, sizeof(addr), &sc);
+	snprintf(ca, sizeof(ca), "%s/ca.crt", pki);
+	snprintf(crt, sizeof(crt), "%s/client-alice.crt", pki);
+	snprintf(key, sizeof(key), "%s/client-alice.key", pki);
+	o.server = addr;
+	o.cert = crt;
+	o.key = key;
+	o.ca = ca;
+	TU_EQ(client_open(&o, &c), 0);
+	TU_EQ(hostmeta_get(c, "web-1", 0, &m), 0);
+	ck_assert_str_eq(m.boot_id, "b1");
+	ck_assert_str_eq(m.kernel, "6.1.0");
+	ck_assert_str_eq(m.trace_clock, "mono");
+	ck_assert_str_eq(m.header_page, "hp");
+	ck_assert_str_eq(m.header_event, "he");
+	ck_assert_uint_eq(m.long_size, 8);
+	ck_assert_uint_eq(m.page_size, 4096);
+	ck_assert(!m.big_endian);
+	ck_assert_uint_eq(m.nformats, 0);
+	hostmeta_free(&m);
+	TU_EQ(hostmeta_get(c, "web-2", 0, &m), 4);	/* unknown: 4, nothing said */
+	TU_OK(losses_open(c, &o.sel, &l));
+	ck_assert_ptr_nonnull(f = open_memstream(&text, &len));
+	while ((x = losses_peek(l))) {
+		losses_print_text(f, x, 0, false);
+		losses_print_text(f, x, 6, true);
+		losses_pop(l);
+	}
+	ck_assert(!losses_failed(l));
+	losses_close(l);
+	fclose(f);
+	ck_assert_str_eq(text, "CPU:0 [4 EVENTS DROPPED]\n" " web-1: CPU:0 [LOST 4 EVENTS]\n"
+			       "CPU:1 [EVENTS DROPPED]\n" " web-1: CPU:1 [LOST EVENTS]\n"
+			       "CPU:1 [9 EVENTS DROPPED]\n" " web-1: CPU:1 [LOST 9 EVENTS]\n");
+	free(text);
+	client_close(c);
+	stop_endpoint();
+	qauth_scopes_free(&sc);
+}
+
+/*
  * Ops 9 and 10 (issue 33) through the endpoint: the losses of a window
  * and CPU, paged; a host's boot items, then its formats (none stored
  * here), an unknown host answering no rows.
@@ -819,6 +881,7 @@ START_TEST(losses_and_headers)
 	ck_assert_uint_eq(rep.nrows, 0);
 	qmsg_reply_free(&rep);
 	nng_close(s);
+	traceq_side();
 }
 END_TEST
 
