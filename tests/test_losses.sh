@@ -105,6 +105,11 @@ sed -n 's/^CPU:\([0-9]*\) \[\([0-9]*\) EVENTS DROPPED\]$/\1 \2/p; s/^CPU:\([0-9]
 	"$tmp/text" > "$tmp/text-places"
 check "the text layout prints trace-cmd's lines at the same places" \
 	'cmp -s "$tmp/places" "$tmp/text-places" || { diff "$tmp/places" "$tmp/text-places" | head; false; }'
+# --reverse: the same losses, newest first
+traceq -r -f json 'raw_syscalls' | sed -n 's/^{"lost_events":{"host":"[^"]*","cpu":\([0-9]*\),.*"count":\([0-9]*\|null\),.*/\1 \2/p' |
+	sed 's/ null$/ -1/' > "$tmp/rev-places"
+check "--reverse prints the same losses newest first" \
+	'grep -v "^bad" "$tmp/places" | tac | cmp -s - "$tmp/rev-places"'
 # every DROPPED line comes before an event line (the first of its page)
 dropped_then_event() {
 	awk '/EVENTS DROPPED\]$/ { d = 1; next } d && /sys_e/ { d = 0 } END { exit d }' "$1"
