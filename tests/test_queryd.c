@@ -36,6 +36,9 @@
 #include "server/query/queryd_tls.h"
 #include "server/store/store.h"
 #include "tests/testutil.h"
+#include "traceq/client.h"
+#include "traceq/hostmeta.h"
+#include "traceq/losses.h"
 #include "traceq/tlsconn.h"
 
 #define WAIT_MS		20000	/* a hang becomes a failure after this */
@@ -726,6 +729,162 @@ START_TEST(host_ops_need_a_host)
 }
 END_TEST
 
+/* A request of @r on @s; its (ok) reply into *@rep. */
+static void ask(nng_socket s, const struct qmsg_request *r, struct qmsg_reply *rep)
+{
+	struct proto_buf b;
+
+	proto_buf_init(&b);
+	TU_OK(qmsg_request_encode(r, &b));
+	send_raw(s, b.data, b.len);
+	proto_buf_free(&b);
+	recv_reply(s, rep);
+	ck_assert_msg(rep->ok, "%s", rep->error);
+}
+
+/*
+ * traceq's side of ops 9 and 10 on what losses_and_headers stored:
+ * hostmeta_get() (for the trace.dat writer) and the losses cursor with
+ * trace-cmd's and the kernel's lines (traceq/hostmeta.h, losses.h).
+ */
+static void traceq_side(void)
+{
+	struct traceq_opts o = { .timeout_ms = WAIT_MS };
+	struct qauth_scopes sc = { 0 };
+	const struct loss *x;
+	struct hostmeta m;
+	struct losses *l;
+	struct client *c;
+	char *text = NULL, addr[128], err[256], ca[200], crt[200], key[200];
+	size_t len = 0;
+	FILE *f;
+
+	/* over the TLS port (traceq's nng transport ends nng in the process) */
+	TU_OK(qauth_scope_parse(&sc, "cert:alice web-*", err, sizeof(err)));
+	start_tls(addr, sizeof(addr), &sc);
+	snprintf(ca, sizeof(ca), "%s/ca.crt", pki);
+	snprintf(crt, sizeof(crt), "%s/client-alice.crt", pki);
+	snprintf(key, sizeof(key), "%s/client-alice.key", pki);
+	o.server = addr;
+	o.cert = crt;
+	o.key = key;
+	o.ca = ca;
+	TU_EQ(client_open(&o, &c), 0);
+	TU_EQ(hostmeta_get(c, "web-1", 0, &m), 0);
+	ck_assert_str_eq(m.boot_id, "b1");
+	ck_assert_str_eq(m.kernel, "6.1.0");
+	ck_assert_str_eq(m.trace_clock, "mono");
+	ck_assert_str_eq(m.header_page, "hp");
+	ck_assert_str_eq(m.header_event, "he");
+	ck_assert_uint_eq(m.long_size, 8);
+	ck_assert_uint_eq(m.page_size, 4096);
+	ck_assert(!m.big_endian);
+	ck_assert_uint_eq(m.nformats, 0);
+	hostmeta_free(&m);
+	TU_EQ(hostmeta_get(c, "web-2", 0, &m), 4);	/* unknown: 4, nothing said */
+	TU_OK(losses_open(c, &o.sel, &l));
+	ck_assert_ptr_nonnull(f = open_memstream(&text, &len));
+	while ((x = losses_peek(l))) {
+		losses_print_text(f, x, 0, false);
+		losses_print_text(f, x, 6, true);
+		losses_pop(l);
+	}
+	ck_assert(!losses_failed(l));
+	losses_close(l);
+	fclose(f);
+	ck_assert_str_eq(text, "CPU:0 [4 EVENTS DROPPED]\n" " web-1: CPU:0 [LOST 4 EVENTS]\n"
+			       "CPU:1 [EVENTS DROPPED]\n" " web-1: CPU:1 [LOST EVENTS]\n"
+			       "CPU:1 [9 EVENTS DROPPED]\n" " web-1: CPU:1 [LOST 9 EVENTS]\n");
+	free(text);
+	client_close(c);
+	stop_endpoint();
+	qauth_scopes_free(&sc);
+}
+
+/*
+ * Ops 9 and 10 (issue 33) through the endpoint: the losses of a window
+ * and CPU, paged; a host's boot items, then its formats (none stored
+ * here), an unknown host answering no rows.
+ */
+START_TEST(losses_and_headers)
+{
+	struct proto_hello h = { .host = (char *)"web-1", .machine_id = (char *)"m",
+				 .boot_id = (char *)"b1", .kernel = (char *)"6.1.0",
+				 .trace_clock = (char *)"mono", .ncpus = 2, .page_size = 4096 };
+	const struct store_loss l[] = {
+		{ .cpu = 0, .ts = 100, .trace_ts = 10, .count = 4 },
+		{ .cpu = 1, .ts = 200, .trace_ts = 20, .count = -1 },
+		{ .cpu = 1, .ts = 300, .trace_ts = 30, .count = 9 },
+	};
+	struct store_boot boot = { .boot_id = "b1", .since = 50, .trace_clock = "mono", .kernel = "6.1.0",
+				   .long_size = 8, .page_size = 4096, .header_page = "hp",
+				   .header_page_len = 2, .header_event = "he", .header_event_len = 2 };
+	uint32_t cpu1 = 1;
+	struct qmsg_request r = { .op = QOP_LOSSES, .cpus = &cpu1, .ncpus = 1, .limit = 1 };
+	struct store_writer *st;
+	struct qmsg_reply rep;
+	nng_socket s = client();
+	uint64_t id;
+	int found = 0;
+
+	TU_OK(store_writer_open(db, &st));
+	TU_OK(store_begin(st));
+	TU_OK(store_host(st, &h, NULL, &id));
+	TU_OK(store_losses_put(st, id, "b1", l, 3));
+	TU_OK(store_boot(st, id, &boot));
+	TU_OK(store_commit(st));
+	store_writer_close(st);
+
+	ask(s, &r, &rep);	/* CPU 1, a row a page */
+	ck_assert_uint_eq(rep.ncols, QMSG_LOSSES_COLS);
+	ck_assert_uint_eq(rep.nrows, 1);
+	ck_assert_str_eq(rep.vals[0].s.p, "web-1");
+	ck_assert_int_eq(qmsg_value_int(&rep.vals[2]), 200);
+	ck_assert_int_eq(rep.vals[4].kind, QV_NIL);	/* count unknown */
+	ck_assert_str_eq(rep.vals[5].s.p, "b1");
+	ck_assert(rep.more);
+	r.after_ts = rep.last_ts;
+	r.after_id = rep.last_id;
+	qmsg_reply_free(&rep);
+	ask(s, &r, &rep);
+	ck_assert_uint_eq(rep.nrows, 1);
+	ck_assert_int_eq(qmsg_value_int(&rep.vals[2]), 300);
+	ck_assert_int_eq(qmsg_value_int(&rep.vals[4]), 9);
+	qmsg_reply_free(&rep);
+	r = (struct qmsg_request){ .op = QOP_LOSSES, .from_ts = 150, .to_ts = 300 };
+	ask(s, &r, &rep);	/* [150, 300) */
+	ck_assert_uint_eq(rep.nrows, 1);
+	ck_assert(!rep.more);
+	qmsg_reply_free(&rep);
+
+	r = (struct qmsg_request){ .op = QOP_HEADERS, .host = (char *)"web-1" };
+	ask(s, &r, &rep);
+	ck_assert_uint_eq(rep.ncols, QMSG_HEADERS_COLS);
+	ck_assert_uint_ge(rep.nrows, 6);
+	ck_assert_str_eq(rep.vals[0].s.p, "boot_id");
+	ck_assert_str_eq(rep.vals[3].s.p, "b1");
+	for (uint32_t i = 0; i < rep.nrows; i++) {
+		const struct qmsg_value *row = &rep.vals[i * QMSG_HEADERS_COLS];
+
+		if (!strcmp(row[0].s.p, "long_size") && qmsg_value_int(&row[3]) == 8)
+			found++;
+		if (!strcmp(row[0].s.p, "header_event") && !strcmp(row[3].s.p, "he"))
+			found++;
+		if (!strcmp(row[0].s.p, "kernel") && !strcmp(row[3].s.p, "6.1.0"))
+			found++;
+	}
+	ck_assert_int_eq(found, 3);
+	ck_assert(!rep.more);
+	qmsg_reply_free(&rep);
+	r.host = (char *)"web-2";
+	ask(s, &r, &rep);
+	ck_assert_uint_eq(rep.nrows, 0);
+	qmsg_reply_free(&rep);
+	nng_close(s);
+	traceq_side();
+}
+END_TEST
+
 static Suite *queryd_suite(void)
 {
 	Suite *s = suite_create("queryd");
@@ -736,7 +895,7 @@ static Suite *queryd_suite(void)
 	tu_add_tests(tc, TU_TESTS(long_query_does_not_block_three_others,
 				  pool_runs_threads_at_once_and_no_more,
 				  sync_wait_does_not_block_others,
-				  short_sync_times_out_behind_long_one,
+				  short_sync_times_out_behind_long_one, losses_and_headers,
 				  sync_is_cut_to_the_maximum,
 				  options_out_of_range_refused,
 				  set_ingest_waits_for_its_callers,
