@@ -1,0 +1,385 @@
+/*
+ * mode_export.c - traceq --export PATH -f tracedat|perfetto [QUERY]: the
+ * rows QUERY selects (without one: every stored event) within --since,
+ * --until, --host and --cpu, handed to a writer (export.h) host by host.
+ *
+ * The hosts come first (the hosts op, narrowed by --host: the collector
+ * applies the caller's scope), then one select per host, page by page as
+ * mode_select.c reads them (the next page asked for before this one is
+ * written: at most two pages held), so memory stays bounded whatever the
+ * window holds. A host without rows in the window gets no begin/end.
+ * On a terminal, a progress line on stderr.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "proto/qmsg.h"
+#include "traceq/client.h"
+#include "traceq/export.h"
+#include "traceq/hostcache.h"
+#include "traceq/modes.h"
+#include "traceq/select.h"
+#include "traceq/traceq.h"
+
+/* The writers -f picks from. */
+static const struct export_writer_ops *const writers[] = {
+	&export_tracedat_ops,
+};
+
+#define EXPORT_ALL	"*"	/* the query without one: every stored event type */
+#define EXPORT_MAX_HOSTS	4096
+
+/* A host of the export, as the hosts op describes it (one row each). */
+struct ehost {
+	char *name, *kernel, *clock;
+	uint32_t ncpus, page_size;
+	int64_t clock_offset_ns;
+};
+
+struct export_run {
+	struct client *c;
+	const struct traceq_opts *o;
+	struct export_writer *w;
+	struct hostcache *hc;
+	struct ehost *hosts;
+	size_t nhosts;
+	uint64_t rows;		/* written so far, all hosts */
+	bool progress;		/* stderr is a terminal */
+	char err[EXPORT_ERR_LEN];	/* the writer's error sentence */
+};
+
+int export_seterr(struct export_writer *w, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(w->err, EXPORT_ERR_LEN, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+static const struct export_writer_ops *writer_of(const char *format)
+{
+	for (size_t i = 0; i < sizeof(writers) / sizeof(writers[0]); i++)
+		if (!strcmp(writers[i]->format, format ? format : "tracedat"))
+			return writers[i];
+	return NULL;
+}
+
+/* Column @name of @rep, or -1. */
+static int col_of(const struct qmsg_reply *rep, const char *name)
+{
+	for (uint32_t i = 0; i < rep->ncols; i++)
+		if (!strcmp(rep->cols[i], name))
+			return (int)i;
+	return -1;
+}
+
+static char *cell_str(const struct qmsg_value *row, int col)
+{
+	return strdup(col >= 0 && row[col].kind == QV_STR ? row[col].s.p : "");
+}
+
+static int64_t cell_int(const struct qmsg_value *row, int col)
+{
+	return col >= 0 ? qmsg_value_int(&row[col]) : 0;
+}
+
+static void hosts_free(struct export_run *x)
+{
+	for (size_t i = 0; i < x->nhosts; i++) {
+		free(x->hosts[i].name);
+		free(x->hosts[i].kernel);
+		free(x->hosts[i].clock);
+	}
+	free(x->hosts);
+	x->hosts = NULL;
+	x->nhosts = 0;
+}
+
+/*
+ * The hosts --host matches (the hosts op: the caller's scope applied by
+ * the collector), one entry per name: two hosts of one name (an import
+ * beside a live host) are exported as one, their rows merged in time.
+ */
+static int hosts_take(struct export_run *x, const struct qmsg_reply *rep)
+{
+	int name = col_of(rep, "host"), kernel = col_of(rep, "kernel"),
+	    cpus = col_of(rep, "cpus"), clock = col_of(rep, "trace_clock"),
+	    page = col_of(rep, "page_size"), off = col_of(rep, "clock_offset_ns");
+
+	if (name < 0)
+		return -EPROTO;
+	if (rep->nrows && !(x->hosts = calloc(rep->nrows, sizeof(*x->hosts))))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < rep->nrows && i < EXPORT_MAX_HOSTS; i++) {
+		const struct qmsg_value *row = &rep->vals[(size_t)i * rep->ncols];
+		struct ehost *h = &x->hosts[x->nhosts];
+		bool seen = false;
+
+		if (row[name].kind != QV_STR)
+			continue;
+		for (size_t j = 0; j < x->nhosts && !seen; j++)
+			seen = !strcmp(x->hosts[j].name, row[name].s.p);
+		if (seen)
+			continue;
+		h->name = cell_str(row, name);
+		h->kernel = cell_str(row, kernel);
+		h->clock = cell_str(row, clock);
+		if (!h->name || !h->kernel || !h->clock)
+			return -ENOMEM;
+		h->ncpus = (uint32_t)cell_int(row, cpus);
+		h->page_size = (uint32_t)cell_int(row, page);
+		h->clock_offset_ns = cell_int(row, off);
+		x->nhosts++;
+	}
+	return 0;
+}
+
+static int hosts_fetch(struct export_run *x)
+{
+	struct qmsg_reply rep;
+	int ret = client_ask(x->c, QOP_HOSTS, NULL, &x->o->sel, &rep);
+
+	if (ret)
+		return ret;
+	ret = hosts_take(x, &rep);
+	qmsg_reply_free(&rep);
+	if (ret < 0) {
+		fprintf(stderr, "traceq: --export: %s\n", ret == -ENOMEM ? "out of memory" :
+			"bad reply from the collector: its hosts have no host column");
+		return 1;
+	}
+	if (x->nhosts == 0) {
+		fprintf(stderr, "traceq: --export: no host matches%s\n",
+			x->o->sel.nhosts ? " --host" : ": the collector stores none");
+		return 2;
+	}
+	return 0;
+}
+
+/*
+ * @name as a glob that matches only itself: each of fnmatch's and
+ * SQLite GLOB's special characters in brackets. @buf has 3 bytes per byte.
+ */
+static const char *glob_exact(const char *name, char *buf)
+{
+	char *p = buf;
+
+	for (; *name; name++) {
+		if (strchr("*?[]\\", *name)) {
+			*p++ = '[';
+			*p++ = *name;
+			*p++ = ']';
+		} else {
+			*p++ = *name;
+		}
+	}
+	*p = 0;
+	return buf;
+}
+
+static void progress(struct export_run *x, const char *host, bool done)
+{
+	char h[LOG_ESC_LEN];
+
+	if (!x->progress)
+		return;
+	fprintf(stderr, "\r\033[Ktraceq: --export: %s: %" PRIu64 " events%s",
+		log_escape(host, h, sizeof(h)), x->rows, done ? "\n" : "");
+}
+
+/* Row @i of @rep as the writers take it. */
+static void row_of(const struct qmsg_reply *rep, uint32_t i, struct qmsg_reply *view,
+		   struct export_row *r)
+{
+	const struct qmsg_value *v = qmsg_reply_row(rep, i, view);
+
+	*r = (struct export_row){
+		.host = v[0].kind == QV_STR ? v[0].s.p : "",
+		.cpu = (uint32_t)qmsg_value_int(&v[1]),
+		.ts = qmsg_value_int(&v[2]),
+		.trace_ts = qmsg_value_int(&v[3]),
+		.pid = (int32_t)qmsg_value_int(&v[4]),
+		.comm = v[5].kind == QV_STR ? v[5].s.p : NULL,
+		.view = view,
+		.vals = v,
+	};
+}
+
+/* The host's info for host_begin(), as of its first row at @wall (printk's boot). */
+static void host_info(struct export_run *x, const struct ehost *e, int64_t wall,
+		      struct export_host *h, char **printk)
+{
+	const uint64_t *addr = NULL;
+	char *const *fmt = NULL;
+	size_t n = hostcache_printk(x->hc, e->name, wall, &addr, &fmt), len = 0;
+	char *text = NULL;
+	FILE *f = open_memstream(&text, &len);
+
+	/* the kernel's printk_formats lines back from the table */
+	for (size_t i = 0; f && i < n; i++)
+		if (fmt[i])
+			fprintf(f, "0x%" PRIx64 " : %s\n", addr[i], fmt[i]);
+	if (f)
+		fclose(f);
+	*printk = text;
+	*h = (struct export_host){
+		.name = e->name, .kernel = e->kernel, .ncpus = e->ncpus,
+		.page_size = e->page_size, .clock = e->clock,
+		.clock_offset_ns = e->clock_offset_ns,
+		.header_page = "", .header_event = "",
+		.printk = text ? text : "", .printk_len = text ? len : 0,
+	};
+}
+
+/* Hand @rep's rows to the writer; the host begins at its first row. */
+static int page_write(struct export_run *x, const struct ehost *e, const struct qmsg_reply *rep,
+		      bool *begun)
+{
+	int ret = 0;
+
+	for (uint32_t i = 0; i < rep->nrows && ret == 0; i++) {
+		struct qmsg_reply view;
+		struct export_row r;
+
+		row_of(rep, i, &view, &r);
+		if (view.ncols < QMSG_META_COLS)
+			continue;
+		if (!*begun) {
+			struct export_host h;
+			char *printk = NULL;
+
+			host_info(x, e, r.ts, &h, &printk);
+			ret = x->w->ops->host_begin(x->w, &h);
+			free(printk);
+			*begun = true;
+			if (ret < 0)
+				break;
+		}
+		ret = x->w->ops->row(x->w, &r);
+		x->rows++;
+	}
+	return ret;
+}
+
+/*
+ * One host's rows, page by page (mode_select.c's loop: the next page is
+ * asked for before this one is written). Return: 0; 1 (the collector
+ * failed, or the writer: said); 2 (the query is wrong: said).
+ */
+static int host_export(struct export_run *x, const struct ehost *e)
+{
+	char *glob = malloc(3 * strlen(e->name) + 1);
+	struct qmsg_request req = {
+		.op = QOP_SELECT, .query = (char *)(x->o->query ? x->o->query : EXPORT_ALL),
+		.limit = TRACEQ_PAGE_ROWS,
+	};
+	struct qmsg_reply rep;
+	bool more = true, begun = false;
+	uint64_t sent = 0;
+	int ret, wret = 0;
+
+	if (!glob) {
+		fprintf(stderr, "traceq: out of memory\n");
+		return 1;
+	}
+	tq_select_apply(&x->o->sel, &req);
+	req.reverse = false;
+	req.host = (char *)glob_exact(e->name, glob);
+	req.hosts = NULL;
+	req.nhosts = 0;
+	ret = client_send(x->c, &req);
+	while (ret == 0 && more) {
+		if ((ret = client_next(x->c, &rep)))
+			break;
+		sent += rep.nrows;
+		more = rep.more && rep.nrows;
+		if (more) {
+			req.sent = sent;
+			req.after_ts = rep.last_ts;
+			req.after_id = rep.last_id;
+			req.after_type = rep.last_type;
+			ret = client_send(x->c, &req);
+		}
+		wret = page_write(x, e, &rep, &begun);
+		qmsg_reply_free(&rep);
+		progress(x, e->name, false);
+		if (wret < 0)
+			break;
+	}
+	if (ret == 0 && wret == 0 && begun)
+		wret = x->w->ops->host_end(x->w);
+	if (ret == 0 && wret < 0) {
+		char err[LOG_ESC_LEN];
+
+		fprintf(stderr, "%straceq: --export: %s\n", x->progress ? "\n" : "",
+			x->err[0] ? log_escape(x->err, err, sizeof(err)) : strerror(-wret));
+		ret = 1;
+	}
+	if (wret < 0 && more)
+		client_next(x->c, &rep) == 0 ? qmsg_reply_free(&rep) : (void)0;
+	free(glob);
+	return ret;
+}
+
+int mode_export_run(struct client *c, const struct traceq_opts *o)
+{
+	struct export_run x = { .c = c, .o = o, .progress = isatty(STDERR_FILENO) };
+	const struct export_writer_ops *ops = writer_of(o->export_format);
+	struct export_opts eo = { .path = o->export, .tracedat_version = o->tracedat_version,
+				  .err = x.err };
+	struct export_stats st = { 0 };
+	char err[LOG_ESC_LEN];
+	int ret;
+
+	if (!ops) {
+		fprintf(stderr, "traceq: --export: -f %s: this traceq writes -f tracedat%s\n",
+			o->export_format, sizeof(writers) / sizeof(writers[0]) > 1 ? " or perfetto" : "");
+		return 2;
+	}
+	if ((ret = hosts_fetch(&x)))
+		goto out;
+	if (!(x.hc = hostcache_new(c))) {
+		fprintf(stderr, "traceq: out of memory\n");
+		ret = 1;
+		goto out;
+	}
+	eo.nhosts = (unsigned)x.nhosts;
+	eo.time_wall = o->time_given ? !o->time_raw : x.nhosts > 1;
+	eo.hc = x.hc;
+	if (!eo.tracedat_version)
+		eo.tracedat_version = 7;
+	if ((ret = ops->open(&eo, &x.w)) < 0) {
+		fprintf(stderr, "traceq: --export: %s\n", x.err[0] ?
+			log_escape(x.err, err, sizeof(err)) : strerror(-ret));
+		ret = 1;
+		goto out;
+	}
+	for (size_t i = 0; i < x.nhosts && ret == 0; i++)
+		ret = host_export(&x, &x.hosts[i]);
+	{
+		int cret = ops->close(x.w, ret == 0, &st);
+
+		if (cret < 0 && ret == 0) {
+			fprintf(stderr, "traceq: --export: %s\n", x.err[0] ?
+				log_escape(x.err, err, sizeof(err)) : strerror(-cret));
+			ret = 1;
+		}
+	}
+	if (ret == 0 && x.progress)
+		fprintf(stderr, "\r\033[Ktraceq: --export: %" PRIu64 " events, %u file%s, %" PRIu64
+			" bytes\n", st.rows, st.files, st.files == 1 ? "" : "s", st.bytes);
+out:
+	hostcache_free(x.hc);
+	hosts_free(&x);
+	return ret;
+}
