@@ -375,6 +375,10 @@ int mode_export_run(struct client *c, const struct traceq_opts *o)
 			ret = 1;
 		}
 	}
+	if (ret == 0 && st.skipped)
+		fprintf(stderr, "traceq: --export: %" PRIu64 " events not written: their format "
+			"could not be parsed, clashed with another's id, or the record did not "
+			"fit a page\n", st.skipped);
 	if (ret == 0 && x.progress)
 		fprintf(stderr, "\r\033[Ktraceq: --export: %" PRIu64 " events, %u file%s, %" PRIu64
 			" bytes\n", st.rows, st.files, st.files == 1 ? "" : "s", st.bytes);
