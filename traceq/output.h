@@ -89,4 +89,7 @@ void out_sql_json(FILE *f, const struct qmsg_reply *rep);
 /* out_value - one value as text, a string escaped (@json: as a JSON value, exact). */
 void out_value(FILE *f, const struct qmsg_value *v, bool json);
 
+/* out_json_str - @s[0..@len) as a JSON string, quoted, escaped as every value here is. */
+void out_json_str(FILE *f, const char *s, size_t len);
+
 #endif
