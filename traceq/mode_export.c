@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,19 +53,10 @@ struct export_run {
 	struct ehost *hosts;
 	size_t nhosts;
 	uint64_t rows;		/* written so far, all hosts */
+	uint64_t page;		/* replies read so far (export_row.page) */
 	bool progress;		/* stderr is a terminal */
 	char err[EXPORT_ERR_LEN];	/* the writer's error sentence */
 };
-
-int export_seterr(struct export_writer *w, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(w->err, EXPORT_ERR_LEN, fmt, ap);
-	va_end(ap);
-	return code;
-}
 
 static const struct export_writer_ops *writer_of(const char *format)
 {
@@ -295,11 +285,13 @@ static int page_write(struct export_run *x, const struct ehost *e, const struct 
 {
 	int ret = 0;
 
+	x->page++;
 	for (uint32_t i = 0; i < rep->nrows && ret == 0; i++) {
 		struct qmsg_reply view;
 		struct export_row r;
 
 		row_of(rep, i, &view, &r);
+		r.page = x->page;
 		if (view.ncols < QMSG_META_COLS)
 			continue;
 		if (!*begun) {

@@ -67,13 +67,18 @@
 #define TDW_DEFAULT_PAGE	4096u
 
 /* An event format of the host, as the rows carried it; its renderer rebuilds records. */
+#define TDW_SYM_COLS	4	/* address columns with a "_sym" name column (ftrace's) */
+
 struct tdw_fmt {
 	char *event;		/* "system:name" */
 	char *text;
-	const char *last;	/* the reply's text pointer it was last seen with */
+	const char *last;	/* the reply's text pointer it was last seen with, */
+	uint64_t last_page;	/* ... in this page (export_row.page) */
 	int id;
 	struct render *r;
 	bool refused;
+	uint32_t nsym;		/* pairs of columns: address, its "X_sym" name */
+	uint32_t sym_addr[TDW_SYM_COLS], sym_name[TDW_SYM_COLS];
 };
 
 /* A CPU's page being filled, and its chain of pages in the spool. */
@@ -242,23 +247,31 @@ static int sym_from(struct tdw_host *h, const struct qmsg_value *addr, const str
 	return 0;
 }
 
-/* Every "X_sym" column of the row after its fields: a symbol for kallsyms. */
-static int row_syms(struct tdw_host *h, const struct export_row *r)
+/* @v's "X_sym" columns and their address columns X (ftrace's ip, parent_ip, func). */
+static void sym_cols(struct tdw_fmt *f, const struct qmsg_reply *v)
 {
-	const struct qmsg_reply *v = r->view;
-	int ret = 0;
-
-	for (uint32_t i = QMSG_META_COLS; i < v->ncols && ret == 0; i++) {
+	for (uint32_t i = QMSG_META_COLS; i < v->ncols && f->nsym < TDW_SYM_COLS; i++) {
 		size_t n = strlen(v->cols[i]);
 
 		if (n <= 4 || strcmp(v->cols[i] + n - 4, "_sym"))
 			continue;
 		for (uint32_t j = QMSG_META_COLS; j < v->ncols; j++)
 			if (strlen(v->cols[j]) == n - 4 && !strncmp(v->cols[j], v->cols[i], n - 4)) {
-				ret = sym_from(h, &r->vals[j], &r->vals[i]);
+				f->sym_addr[f->nsym] = j;
+				f->sym_name[f->nsym++] = i;
 				break;
 			}
 	}
+}
+
+/* The symbols the row's "X_sym" columns name: for kallsyms. */
+static int row_syms(struct tdw_host *h, const struct tdw_fmt *f, const struct export_row *r)
+{
+	int ret = 0;
+
+	for (uint32_t i = 0; i < f->nsym && ret == 0; i++)
+		if (f->sym_addr[i] < r->view->ncols && f->sym_name[i] < r->view->ncols)
+			ret = sym_from(h, &r->vals[f->sym_addr[i]], &r->vals[f->sym_name[i]]);
 	return ret;
 }
 
@@ -286,11 +299,13 @@ static struct tdw_fmt *fmt_of(struct tdw *t, const struct export_row *r)
 	void *np;
 
 	for (size_t i = h->nfmts; i-- > 0;)
-		if (h->fmts[i].last == v->format && !strcmp(h->fmts[i].event, event))
+		if (h->fmts[i].last == v->format && h->fmts[i].last_page == r->page &&
+		    !strcmp(h->fmts[i].event, event))
 			return &h->fmts[i];
 	for (size_t i = h->nfmts; i-- > 0;)
 		if (!strcmp(h->fmts[i].event, event) && !strcmp(h->fmts[i].text, text)) {
 			h->fmts[i].last = v->format;
+			h->fmts[i].last_page = r->page;
 			return &h->fmts[i];
 		}
 	if (h->nfmts >= TRACEDAT_MAX_FORMATS) {
@@ -302,12 +317,14 @@ static struct tdw_fmt *fmt_of(struct tdw *t, const struct export_row *r)
 		return NULL;
 	h->fmts = np;
 	f = &h->fmts[h->nfmts];
-	*f = (struct tdw_fmt){ .event = strdup(event), .text = strdup(text), .last = v->format };
+	*f = (struct tdw_fmt){ .event = strdup(event), .text = strdup(text), .last = v->format,
+			       .last_page = r->page };
 	if (!f->event || !f->text || render_new(RENDER_KERNEL, NULL, NULL, &f->r) < 0) {
 		fmt_free(f);
 		return NULL;
 	}
 	h->nfmts++;
+	sym_cols(f, v);
 	if (render_prepare(f->r, v, why, sizeof(why)) < 0 || (f->id = render_event_id(f->r)) < 0)
 		f->refused = true;
 	/* a second format with the id of one written: its rows would read as the other's */
@@ -1183,7 +1200,7 @@ static int tdw_row(struct export_writer *w, const struct export_row *r)
 		return 0;
 	}
 	if ((ret = page_add(t, r->cpu, (uint64_t)r->trace_ts, rec, (uint32_t)size)) < 0 ||
-	    (ret = comm_add(t->h, r->pid, r->comm)) < 0 || (ret = row_syms(t->h, r)) < 0)
+	    (ret = comm_add(t->h, r->pid, r->comm)) < 0 || (ret = row_syms(t->h, f, r)) < 0)
 		return ret;
 	t->st.rows++;
 	return 0;
