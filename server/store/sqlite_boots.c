@@ -211,13 +211,13 @@ static int sq_losses(struct store_reader *r, const struct store_query *q,
 #define SQ_BOOT_SQL								\
 	"SELECT boot_id, since, kernel, trace_clock, long_size, big_endian,"	\
 	" page_size, header_page, header_event FROM ("				\
-	" SELECT *, 0 AS o FROM host_boots WHERE host_id = ?1"			\
-	"  AND since <= ?2 ORDER BY since DESC LIMIT 1) UNION ALL SELECT * FROM ("	\
-	" SELECT *, 1 AS o FROM host_boots WHERE host_id = ?1"			\
-	"  ORDER BY since LIMIT 1) UNION ALL SELECT * FROM ("			\
-	" SELECT id, coalesce(boot_id, ''), first_seen, kernel, trace_clock,"	\
-	"  NULL, NULL, page_size, NULL, NULL, 2 AS o FROM hosts WHERE id = ?1)"	\
-	" ORDER BY o LIMIT 1"
+	" SELECT * FROM (SELECT *, 0 AS o FROM host_boots WHERE host_id = ?1"	\
+	"  AND since <= ?2 ORDER BY since DESC LIMIT 1)"			\
+	" UNION ALL SELECT * FROM (SELECT *, 1 AS o FROM host_boots"		\
+	"  WHERE host_id = ?1 ORDER BY since LIMIT 1)"				\
+	" UNION ALL SELECT id, coalesce(boot_id, ''), first_seen, kernel,"	\
+	"  trace_clock, NULL, NULL, page_size, NULL, NULL, 2 FROM hosts"	\
+	"  WHERE id = ?1) ORDER BY o LIMIT 1"
 
 static int sq_boot_get(struct store_reader *r, uint64_t host_id, int64_t ts,
 		       int (*fn)(void *ctx, const struct store_boot *b), void *ctx)
