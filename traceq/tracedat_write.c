@@ -57,6 +57,7 @@
 #include "common/page.h"
 #include "common/tc_error.h"
 #include "traceq/export.h"
+#include "traceq/hostcache.h"
 #include "traceq/render.h"
 #include "traceq/tracedat.h"
 #include "traceq/tracedat_format.h"
@@ -77,6 +78,8 @@ struct tdw_fmt {
 	int id;
 	struct render *r;
 	bool refused;
+	bool fn_checked;	/* whether its text prints code addresses is known: */
+	bool prints_fn;		/* ... %ps, a plugin's function field: rows rendered */
 	uint32_t nsym;		/* pairs of columns: address, its "X_sym" name */
 	uint32_t sym_addr[TDW_SYM_COLS], sym_name[TDW_SYM_COLS];
 };
@@ -119,6 +122,10 @@ struct tdw_host {
 	size_t ncomms, cap_comms;
 	struct tdw_sym *syms;
 	size_t nsyms, cap_syms;
+	uint64_t *want;			/* code addresses the rows' text prints (a set; 0: empty) */
+	size_t nwant, cap_want;
+	int64_t last_wall;		/* the last row's wall clock: the symbols' time */
+	bool prints_fn_seen;		/* tdw_sym() was called while a row printed */
 };
 
 struct tdw {
@@ -215,6 +222,24 @@ static int syms_grow(struct tdw_host *h)
 	return 0;
 }
 
+/* @name (@len bytes) at @addr into the host's kallsyms (the first name an address gets). */
+static int sym_add(struct tdw_host *h, uint64_t addr, const char *name, size_t len)
+{
+	char *copy;
+
+	if ((h->nsyms + 1) * 2 > h->cap_syms) {
+		if (h->nsyms >= TDW_MAX_SYMS)
+			return 0;
+		if (syms_grow(h) < 0)
+			return -ENOMEM;
+	}
+	if (!(copy = strndup(name, len)))
+		return -ENOMEM;
+	if (!sym_put(h->syms, h->cap_syms, addr, copy, &h->nsyms))
+		free(copy);
+	return 0;
+}
+
 /*
  * The symbol a row's "X_sym" column names for its address column X
  * ("name+0xoff" or "name"): kallsyms gets "name" at X - off.
@@ -224,7 +249,6 @@ static int sym_from(struct tdw_host *h, const struct qmsg_value *addr, const str
 	const char *plus;
 	uint64_t at = (uint64_t)qmsg_value_int(addr), off = 0;
 	size_t len;
-	char *name;
 
 	if (s->kind != QV_STR || !s->s.len || (addr->kind != QV_UINT && addr->kind != QV_INT))
 		return 0;
@@ -234,17 +258,7 @@ static int sym_from(struct tdw_host *h, const struct qmsg_value *addr, const str
 		off = strtoull(plus + 3, NULL, 16);
 	if (!len || len > 255 || off > at || at - off == 0 || strpbrk(s->s.p, " \t\n"))
 		return 0;
-	if ((h->nsyms + 1) * 2 > h->cap_syms) {
-		if (h->nsyms >= TDW_MAX_SYMS)
-			return 0;
-		if (syms_grow(h) < 0)
-			return -ENOMEM;
-	}
-	if (!(name = strndup(s->s.p, len)))
-		return -ENOMEM;
-	if (!sym_put(h->syms, h->cap_syms, at - off, name, &h->nsyms))
-		free(name);
-	return 0;
+	return sym_add(h, at - off, s->s.p, len);
 }
 
 /* @v's "X_sym" columns and their address columns X (ftrace's ip, parent_ip, func). */
@@ -272,6 +286,87 @@ static int row_syms(struct tdw_host *h, const struct tdw_fmt *f, const struct ex
 	for (uint32_t i = 0; i < f->nsym && ret == 0; i++)
 		if (f->sym_addr[i] < r->view->ncols && f->sym_name[i] < r->view->ncols)
 			ret = sym_from(h, &r->vals[f->sym_addr[i]], &r->vals[f->sym_name[i]]);
+	return ret;
+}
+
+/* ---- code addresses the rows' text prints (%ps, plugins) ---- */
+
+static void want_put(uint64_t *t, size_t cap, uint64_t addr, size_t *n)
+{
+	size_t i = mix(addr) & (cap - 1);
+
+	while (t[i] && t[i] != addr)
+		i = (i + 1) & (cap - 1);
+	if (!t[i])
+		(*n)++;
+	t[i] = addr;
+}
+
+static void want_add(struct tdw_host *h, uint64_t addr)
+{
+	if (!addr)
+		return;
+	if ((h->nwant + 1) * 2 > h->cap_want) {
+		size_t cap = h->cap_want ? h->cap_want * 2 : 1024, n = 0;
+		uint64_t *t;
+
+		if (h->nwant >= TDW_MAX_SYMS || !(t = calloc(cap, sizeof(*t))))
+			return;	/* that address stays unnamed */
+		for (size_t i = 0; i < h->cap_want; i++)
+			if (h->want[i])
+				want_put(t, cap, h->want[i], &n);
+		free(h->want);
+		h->want = t;
+		h->cap_want = cap;
+		h->nwant = n;
+	}
+	want_put(h->want, h->cap_want, addr, &h->nwant);
+}
+
+/*
+ * A render_sym_fn: the renderer asks for the name of @addr while it
+ * prints a row: the address is kept for kallsyms, and named later
+ * (tdw_want_names()). It stays unnamed in the text: nobody reads it.
+ */
+static const char *tdw_sym(void *ctx, const char *host, uint64_t addr, uint64_t *start)
+{
+	struct tdw *t = ctx;
+
+	if (t->h) {
+		t->h->prints_fn_seen = true;
+		want_add(t->h, addr);
+	}
+	return NULL;
+}
+
+/*
+ * The names of the addresses the rows' text printed, asked of the
+ * collector (hostcache.h) as the host's tables were at its last row,
+ * into kallsyms at each symbol's start.
+ */
+static int tdw_want_names(struct tdw *t)
+{
+	struct tdw_host *h = t->h;
+	int ret = 0;
+
+	if (!t->o.hc || !h->nwant)
+		return 0;
+	for (size_t i = 0; i < h->cap_want; i++) {
+		uint64_t start;
+
+		if (h->want[i])
+			hostcache_sym(t->o.hc, h->name, h->want[i], &start);	/* pending */
+	}
+	if (hostcache_sym_fetch(t->o.hc, h->last_wall) != 0)
+		return 0;	/* said; the file keeps the addresses */
+	for (size_t i = 0; i < h->cap_want && ret == 0; i++) {
+		uint64_t start = h->want[i];
+		const char *name = h->want[i] ? hostcache_sym(t->o.hc, h->name, h->want[i],
+							      &start) : NULL;
+
+		if (name && *name && start)
+			ret = sym_add(h, start, name, strcspn(name, " \t\n"));
+	}
 	return ret;
 }
 
@@ -319,7 +414,8 @@ static struct tdw_fmt *fmt_of(struct tdw *t, const struct export_row *r)
 	f = &h->fmts[h->nfmts];
 	*f = (struct tdw_fmt){ .event = strdup(event), .text = strdup(text), .last = v->format,
 			       .last_page = r->page };
-	if (!f->event || !f->text || render_new(RENDER_KERNEL, NULL, NULL, &f->r) < 0) {
+	/* trace-cmd's plugins: their function fields are asked of tdw_sym() too */
+	if (!f->event || !f->text || render_new(RENDER_TRACECMD, tdw_sym, t, &f->r) < 0) {
 		fmt_free(f);
 		return NULL;
 	}
@@ -1085,6 +1181,7 @@ static void host_free(struct tdw_host *h)
 		fclose(h->spool);
 	free(h->next);
 	free(h->comms);
+	free(h->want);
 	for (size_t i = 0; i < (h->cap_syms ? h->cap_syms : h->nsyms); i++)
 		free(h->syms[i].name);
 	free(h->syms);
@@ -1180,6 +1277,26 @@ static int tdw_host_begin(struct export_writer *w, const struct export_host *e)
 	return ret;
 }
 
+/*
+ * The code addresses a row's text prints (%ps, the plugins' function
+ * fields: hrtimer_start's), for kallsyms: a format's first row is
+ * printed to see whether it asks for any; then every row of the formats
+ * that do (a few types: timers, workqueues), none of the others.
+ */
+static void fn_rows(struct tdw *t, struct tdw_fmt *f, const struct export_row *r)
+{
+	char line[4096];
+
+	if (f->fn_checked && !f->prints_fn)
+		return;
+	t->h->prints_fn_seen = false;
+	render_row(f->r, r->view, r->vals, r->trace_ts, line, sizeof(line));
+	if (!f->fn_checked) {
+		f->fn_checked = true;
+		f->prints_fn = t->h->prints_fn_seen;
+	}
+}
+
 static int tdw_row(struct export_writer *w, const struct export_row *r)
 {
 	struct tdw *t = tdw_of(w);
@@ -1202,6 +1319,9 @@ static int tdw_row(struct export_writer *w, const struct export_row *r)
 	if ((ret = page_add(t, r->cpu, (uint64_t)r->trace_ts, rec, (uint32_t)size)) < 0 ||
 	    (ret = comm_add(t->h, r->pid, r->comm)) < 0 || (ret = row_syms(t->h, f, r)) < 0)
 		return ret;
+	fn_rows(t, f, r);
+	if (r->ts > t->h->last_wall)
+		t->h->last_wall = r->ts;
 	t->st.rows++;
 	return 0;
 }
@@ -1232,6 +1352,8 @@ static int tdw_host_end(struct export_writer *w)
 
 	for (uint32_t c = 0; c < h->ncpus && ret == 0; c++)
 		ret = page_flush(t, c);
+	if (ret == 0)
+		ret = tdw_want_names(t);
 	if (ret == 0 && fflush(h->spool) != 0)
 		ret = export_seterr(w, -errno, "the temporary file: %s", strerror(errno));
 	if (ret == 0 && h->max_cpu == 0)
