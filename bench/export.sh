@@ -36,14 +36,16 @@ bench_export() {
 	# the export, its wall time and peak RSS (GNU time)
 	out=$tmp/export.dat
 	ms=${EPOCHREALTIME/./}
-	/usr/bin/time -f '%M' -o "$tmp/time.txt" "$build/traceq/traceq" -t 3600000 --server "$query" \
+	/usr/bin/time -f '%U+%S
+%M' -o "$tmp/time.txt" "$build/traceq/traceq" -t 3600000 --server "$query" \
 		--export "$out" -f tracedat --time raw -H bench-x > /dev/null 2> "$tmp/export.err" ||
 		die "traceq --export failed: $(tail -3 "$tmp/export.err")"
 	ms=$(( (${EPOCHREALTIME/./} - ms) / 1000 ))
 	rss=$(( $(tail -1 "$tmp/time.txt") / 1024 ))
 	eps=$(( stored * 1000 / (ms ? ms : 1) ))
 	bpe=$(awk -v s="$(stat -c %s "$out")" -v n="$stored" 'BEGIN { printf "%.1f", s / (n ? n : 1) }')
-	echo "export: $(( $(stat -c %s "$out") >> 20 )) MB (v7, zstd) in $ms ms"
+	echo "export: $(( $(stat -c %s "$out") >> 20 )) MB (v7, zstd) in $ms ms, traceq's own CPU" \
+	     "$(sed -n 1p "$tmp/time.txt") s (the rest: the collector reading the pages)"
 	# trace-cmd reading it back: every event there, as many as stored
 	tc_ms=${EPOCHREALTIME/./}
 	reported=$(trace-cmd report -i "$out" 2>/dev/null | grep -c -- '-[0-9]* *\[[0-9]*\] ' || true)
@@ -56,7 +58,8 @@ bench_export() {
 		  --compression zstd)
 	# (its -h exits 1: read the text before grep, pipefail is on)
 	conv_help=$(trace-cmd convert -h 2>&1 || true)
-	if [[ $conv_help == *--compression* ]] && conv_ms=$(ms_of "${conv_cmd[@]}" 2> "$tmp/convert.err"); then
+	if [[ $conv_help == *--compression* ]] &&
+	   conv_ms=$(ms_of "${conv_cmd[@]}" 2> "$tmp/convert.err"); then
 		tc_bpe=$(awk -v s="$(stat -c %s "$tmp/conv.dat")" -v n="$stored" \
 			'BEGIN { printf "%.1f", s / (n ? n : 1) }')
 		echo "trace-cmd convert to v7 zstd: $conv_ms ms," \
