@@ -23,6 +23,9 @@
 #  - losses (a 16 KiB buffer, the agent held still): trace-cmd report of
 #    the export prints "CPU:N [N EVENTS DROPPED]" where traceq does (same
 #    CPU, count and next event of that CPU), the events all identical;
+#  - a program's function graph (traceagent --exec, our ring) goes into
+#    the file's "programs" instance (v7 and v6): trace-cmd report prints
+#    as many of its events there as traceq --count gives;
 #  - KernelShark's library (tests/kshark_count, built when configure finds
 #    libkshark-dev) loads the v7 file: as many entries as traceq --count,
 #    and the same count per CPU and per event;
@@ -163,6 +166,30 @@ if [ -s "$tmp/ours.drops" ]; then
 	same "the lossy host's events" "$tmp/theirs.txt" "$tmp/ours.txt"
 else
 	tc_skip_part "losses in trace.dat" "the kernel lost nothing this run (traceq prints no loss)"
+fi
+
+# a program's function graph (our ring, CPUs the kernel has not): the
+# "programs" instance of the file
+prog=$top_builddir/tests/fgraph_prog_fentry
+if [ ! -x "$prog" ]; then
+	tc_skip_part "programs' instance" "$prog not built (x86_64 only)"
+else
+	shm=$(mktemp -d /dev/shm/tc-export.XXXXXX)
+	"$top_builddir/traceagent" --connect "$listen" --user-dir "$shm" \
+		--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" \
+		--ca "$tmp/pki/ca.crt" --name exp-prog -e sched:sched_switch --trace-clock mono \
+		--exec -- "$prog" > "$tmp/prog.out" 2> "$tmp/prog.err"
+	rc=$?
+	rm -rf "$shm"
+	check "agent --exec exits 0" '[ "$rc" = 0 ] || { cat "$tmp/prog.err"; false; }'
+	n=$(traceq --count -H exp-prog 'ftrace:funcgraph_*')
+	for v in 7 6; do
+		traceq --export "$tmp/prog$v.dat" --tracedat-version "$v" -H exp-prog > "$tmp/exp.out" 2>&1
+		rc=$?
+		got=$(report "$tmp/prog$v.dat" | grep -c '^programs: .*funcgraph_')
+		check "v$v: the program's $n calls are the instance 'programs' ($got, exit $rc)" \
+			'[ "$rc" = 0 ] && [ "$n" -gt 0 ] && [ "$got" = "$n" ] || cat "$tmp/exp.out"'
+	done
 fi
 
 # KernelShark's loader: its entries per CPU and per event are traceq --count's

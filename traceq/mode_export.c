@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "proto/msg.h"
 #include "proto/qmsg.h"
 #include "traceq/client.h"
 #include "traceq/export.h"
@@ -189,9 +190,12 @@ static void progress(struct export_run *x, const char *host, bool done)
 		log_escape(host, h, sizeof(h)), x->rows, done ? "\n" : "");
 }
 
-/* Row @i of @rep as the writers take it. */
-static void row_of(const struct qmsg_reply *rep, uint32_t i, struct qmsg_reply *view,
-		   struct export_row *r)
+/*
+ * Row @i of @rep as the writers take it: a program's (our ring's
+ * function graph) when its CPU is none the host declared.
+ */
+static void row_of(const struct ehost *e, const struct qmsg_reply *rep, uint32_t i,
+		   struct qmsg_reply *view, struct export_row *r)
 {
 	const struct qmsg_value *v = qmsg_reply_row(rep, i, view);
 
@@ -205,6 +209,7 @@ static void row_of(const struct qmsg_reply *rep, uint32_t i, struct qmsg_reply *
 		.view = view,
 		.vals = v,
 	};
+	r->program = r->cpu >= PROTO_USER_STREAM_BASE || (e->ncpus && r->cpu >= e->ncpus);
 }
 
 /*
@@ -290,7 +295,7 @@ static int page_write(struct export_run *x, const struct ehost *e, const struct 
 		struct qmsg_reply view;
 		struct export_row r;
 
-		row_of(rep, i, &view, &r);
+		row_of(e, rep, i, &view, &r);
 		r.page = x->page;
 		if (view.ncols < QMSG_META_COLS)
 			continue;

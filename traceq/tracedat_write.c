@@ -56,6 +56,7 @@
 
 #include "common/page.h"
 #include "common/tc_error.h"
+#include "proto/msg.h"
 #include "traceq/export.h"
 #include "traceq/render.h"
 #include "traceq/tracedat.h"
@@ -95,6 +96,22 @@ struct tdw_cpu {
 	uint64_t npages;
 };
 
+/*
+ * The CPUs of one buffer instance of the file: the kernel's (the top
+ * instance) or the programs' rings (our function-graph streams, whose
+ * CPU numbers are no kernel CPU: an instance of their own, "programs",
+ * each of their CPUs one of it, numbered in the order they first come),
+ * so that KernelShark shows them as lanes of their own.
+ */
+struct tdw_set {
+	struct tdw_cpu *cpus;
+	uint32_t ncpus;			/* slots in cpus */
+	uint32_t max_cpu;		/* declared CPUs, or the highest used + 1 */
+};
+
+enum { TDW_KERNEL, TDW_PROGRAMS, TDW_SETS };
+static const char *const tdw_set_names[TDW_SETS] = { "", "programs" };
+
 struct tdw_comm {
 	int32_t pid;		/* 0: empty slot */
 	char comm[TDW_COMM_LEN];
@@ -111,9 +128,8 @@ struct tdw_host {
 	int64_t offset;			/* OFFSET option (--time wall) */
 	struct tdw_fmt *fmts;
 	size_t nfmts;
-	struct tdw_cpu *cpus;
-	uint32_t ncpus;			/* slots in cpus */
-	uint32_t max_cpu;		/* declared CPUs, or the highest used + 1 */
+	struct tdw_set sets[TDW_SETS];
+	uint16_t *stream_cpu;		/* a program row's CPU -> its CPU in the instance + 1 */
 	FILE *spool;
 	uint32_t *next;			/* spool page i's successor (+1) on its CPU */
 	uint32_t npages, cap_pages;
@@ -468,10 +484,10 @@ static uint32_t rec_word(unsigned type_len, uint32_t delta)
 }
 
 /* The CPU's page, finished (header, stored loss count), to the spool. */
-static int page_flush(struct tdw *t, uint32_t cpu)
+static int page_flush(struct tdw *t, struct tdw_set *set, uint32_t cpu)
 {
 	struct tdw_host *h = t->h;
-	struct tdw_cpu *c = &h->cpus[cpu];
+	struct tdw_cpu *c = &set->cpus[cpu];
 	uint32_t commit = c->len, room = h->page_size - hdr_size(h);
 
 	if (!c->page)
@@ -515,30 +531,58 @@ static int page_flush(struct tdw *t, uint32_t cpu)
 	return 0;
 }
 
-/* The state of @cpu, its slots grown to hold it. */
-static struct tdw_cpu *cpu_of(struct tdw *t, uint32_t cpu)
+/*
+ * The instance and CPU a row's @cpu goes to (*@cpu rewritten): a kernel
+ * CPU as it is; a program's (@program) the programs instance's next CPU
+ * at its first sight. NULL: no memory, or over TRACEDAT_MAX_CPUS (said).
+ */
+static struct tdw_set *set_of(struct tdw *t, bool program, uint32_t *cpu)
 {
 	struct tdw_host *h = t->h;
+	struct tdw_set *p = &h->sets[TDW_PROGRAMS];
+	uint32_t s = *cpu;
 
+	if (!program)
+		return &h->sets[TDW_KERNEL];
+	if (s >= 65536)
+		goto over;
+	if (!h->stream_cpu && !(h->stream_cpu = calloc(65536, sizeof(*h->stream_cpu))))
+		return NULL;
+	if (!h->stream_cpu[s]) {
+		if (p->max_cpu >= TRACEDAT_MAX_CPUS)
+			goto over;
+		h->stream_cpu[s] = (uint16_t)(p->max_cpu + 1);
+	}
+	*cpu = h->stream_cpu[s] - 1u;
+	return p;
+over:
+	export_seterr(&t->base, TC_ERR_TOO_LONG, "%s: cpu %u: trace.dat takes CPUs below %d "
+		      "(and as many program streams)", h->name, *cpu, TRACEDAT_MAX_CPUS);
+	return NULL;
+}
+
+/* The state of @cpu of @set, its slots grown to hold it. */
+static struct tdw_cpu *cpu_of(struct tdw *t, struct tdw_set *set, uint32_t cpu)
+{
 	if (cpu >= TRACEDAT_MAX_CPUS) {
 		export_seterr(&t->base, TC_ERR_TOO_LONG, "%s: cpu %u: trace.dat takes CPUs "
-			      "below %d", h->name, cpu, TRACEDAT_MAX_CPUS);
+			      "below %d", t->h->name, cpu, TRACEDAT_MAX_CPUS);
 		return NULL;
 	}
-	if (cpu >= h->ncpus) {
-		uint32_t n = cpu + 1 > h->ncpus * 2 ? cpu + 1 : h->ncpus * 2;
-		void *np = realloc(h->cpus, (size_t)n * sizeof(*h->cpus));
+	if (cpu >= set->ncpus) {
+		uint32_t n = cpu + 1 > set->ncpus * 2 ? cpu + 1 : set->ncpus * 2;
+		void *np = realloc(set->cpus, (size_t)n * sizeof(*set->cpus));
 
 		if (!np)
 			return NULL;
-		h->cpus = np;
-		memset(h->cpus + h->ncpus, 0, (size_t)(n - h->ncpus) * sizeof(*h->cpus));
-		h->ncpus = n;
+		set->cpus = np;
+		memset(set->cpus + set->ncpus, 0, (size_t)(n - set->ncpus) * sizeof(*set->cpus));
+		set->ncpus = n;
 	}
-	if (cpu + 1 > h->max_cpu)
-		h->max_cpu = cpu + 1;
-	h->cpus[cpu].used = true;
-	return &h->cpus[cpu];
+	if (cpu + 1 > set->max_cpu)
+		set->max_cpu = cpu + 1;
+	set->cpus[cpu].used = true;
+	return &set->cpus[cpu];
 }
 
 /*
@@ -546,10 +590,12 @@ static struct tdw_cpu *cpu_of(struct tdw *t, uint32_t cpu)
  * page when it does not fit or time goes back; a time extend first when
  * the delta needs more than 27 bits).
  */
-static int page_add(struct tdw *t, uint32_t cpu, uint64_t ts, const void *rec, uint32_t size)
+static int page_add(struct tdw *t, bool program, uint32_t cpu, uint64_t ts, const void *rec,
+		    uint32_t size)
 {
 	struct tdw_host *h = t->h;
-	struct tdw_cpu *c = cpu_of(t, cpu);
+	struct tdw_set *set = set_of(t, program, &cpu);
+	struct tdw_cpu *c = set ? cpu_of(t, set, cpu) : NULL;
 	uint32_t room = h->page_size - hdr_size(h), head = size > 4 * PAGE_TYPE_DATA_MAX ? 8 : 4;
 	uint64_t delta;
 	uint8_t *p;
@@ -559,7 +605,7 @@ static int page_add(struct tdw *t, uint32_t cpu, uint64_t ts, const void *rec, u
 		return t->base.err[0] ? TC_ERR_TOO_LONG : -ENOMEM;
 	if (c->page && (ts < c->last_ts ||
 			c->len + (ts - c->last_ts > PAGE_DELTA_MASK ? 8 : 0) + head + size > room) &&
-	    (ret = page_flush(t, cpu)) < 0)
+	    (ret = page_flush(t, set, cpu)) < 0)
 		return ret;
 	if (!c->page) {
 		if (!(c->page = calloc(1, h->page_size)))
@@ -903,23 +949,23 @@ static int spool_read(struct tdw *t, uint32_t idx, uint8_t *p)
 	return 0;
 }
 
-/* v6: the pages of @cpu as they are. */
-static int cpu_plain(struct tdw *t, uint32_t cpu, uint8_t *buf)
+/* v6: the pages of @c as they are. */
+static int cpu_plain(struct tdw *t, const struct tdw_cpu *c, uint8_t *buf)
 {
 	int ret = 0;
 
-	for (uint32_t i = t->h->cpus[cpu].head; i && ret == 0; i = t->h->next[i - 1])
+	for (uint32_t i = c->head; i && ret == 0; i = t->h->next[i - 1])
 		if ((ret = spool_read(t, i - 1, buf)) == 0)
 			ret = out_write(t, buf, t->h->page_size);
 	return ret;
 }
 
-/* v7: the pages of @cpu in zstd chunks: a count, then (zsize, usize, data) each. */
-static int cpu_zstd(struct tdw *t, uint32_t cpu, uint8_t *buf)
+/* v7: the pages of @c in zstd chunks: a count, then (zsize, usize, data) each. */
+static int cpu_zstd(struct tdw *t, const struct tdw_cpu *c, uint8_t *buf)
 {
 	struct tdw_host *h = t->h;
 	uint64_t count_at = out_pos(t);
-	uint32_t chunks = 0, i = h->cpus[cpu].head;
+	uint32_t chunks = 0, i = c->head;
 	int ret = out_num(t, 0, 4);
 
 	while (ret == 0 && i) {
@@ -943,21 +989,21 @@ static int cpu_zstd(struct tdw *t, uint32_t cpu, uint8_t *buf)
  * Every CPU's data, page-aligned, in CPU order; its offset and size into
  * @off[] and @size[] (v7: the size leaves the chunk count out).
  */
-static int cpus_data(struct tdw *t, uint64_t *off, uint64_t *size)
+static int cpus_data(struct tdw *t, const struct tdw_set *set, uint64_t *off, uint64_t *size)
 {
 	struct tdw_host *h = t->h;
 	uint8_t *buf = malloc((size_t)h->page_size * TRACEDAT_PAGES_IN_CHUNK);
 	bool z = t->o.tracedat_version >= 7;
 	int ret = buf ? 0 : -ENOMEM;
 
-	for (uint32_t c = 0; c < h->max_cpu && ret == 0; c++) {
+	for (uint32_t c = 0; c < set->max_cpu && ret == 0; c++) {
 		off[c] = size[c] = 0;
-		if (c >= h->ncpus || !h->cpus[c].head)
+		if (c >= set->ncpus || !set->cpus[c].head)
 			continue;
 		if ((ret = out_pad(t, h->page_size)) < 0)
 			break;
 		off[c] = out_pos(t);
-		ret = z ? cpu_zstd(t, c, buf) : cpu_plain(t, c, buf);
+		ret = z ? cpu_zstd(t, &set->cpus[c], buf) : cpu_plain(t, &set->cpus[c], buf);
 		size[c] = out_pos(t) - off[c] - (z ? 4 : 0);
 	}
 	free(buf);
@@ -970,7 +1016,28 @@ static void clock_text(const struct tdw_host *h, char *buf, size_t len)
 	snprintf(buf, len, "[%s]", h->clock);
 }
 
-/* The options both versions write (the buffer's and DONE aside). */
+/* The file's CPU count: every instance's CPUs are below it. */
+static uint32_t file_cpus(const struct tdw_host *h)
+{
+	uint32_t n = 1;
+
+	for (int i = 0; i < TDW_SETS; i++)
+		n = h->sets[i].max_cpu > n ? h->sets[i].max_cpu : n;
+	return n;
+}
+
+/* Whether instance @i goes into the file: the kernel's always, the programs' with pages. */
+static bool set_written(const struct tdw_host *h, int i)
+{
+	const struct tdw_set *set = &h->sets[i];
+
+	for (uint32_t c = 0; i != TDW_KERNEL && c < set->ncpus; c++)
+		if (set->cpus[c].head)
+			return true;
+	return i == TDW_KERNEL;
+}
+
+/* The options both versions write (the buffers' and DONE aside). */
 static void options_common(struct tdw *t, struct tdw_buf *b)
 {
 	char clk[TRACEDAT_MAX_NAME + 3];
@@ -978,7 +1045,7 @@ static void options_common(struct tdw *t, struct tdw_buf *b)
 	clock_text(t->h, clk, sizeof(clk));
 	buf_num(b, OPT_CPUCOUNT, 2);
 	buf_num(b, 4, 4);
-	buf_num(b, t->h->max_cpu, 4);
+	buf_num(b, file_cpus(t->h), 4);
 	buf_num(b, OPT_TRACECLOCK, 2);
 	buf_blob(b, clk, strlen(clk) + 1, 4);
 	if (*t->h->kernel) {
@@ -995,16 +1062,40 @@ static void options_common(struct tdw *t, struct tdw_buf *b)
 }
 
 /*
- * v6: the header, the metadata in order, the CPU count, the options,
- * "flyrecord" and the per-CPU table (patched once the data is written),
- * "[clock]", then the data.
+ * v6: an instance's "flyrecord", its per-CPU table of the file's CPU
+ * count (patched once the data is written), "[clock]", then its data.
  */
-static int write_v6(struct tdw *t, uint64_t *off, uint64_t *size)
+static int flyrecord_v6(struct tdw *t, int i, uint64_t *off, uint64_t *size)
 {
-	struct tdw_host *h = t->h;
-	struct tdw_buf b = { 0 };
 	char clk[TRACEDAT_MAX_NAME + 3];
+	uint32_t n = file_cpus(t->h);
 	uint64_t table;
+	int ret = out_write(t, "flyrecord", 10);
+
+	table = out_pos(t);
+	for (uint32_t c = 0; c < n && ret == 0; c++)
+		if ((ret = out_num(t, 0, 8)) == 0)
+			ret = out_num(t, 0, 8);
+	clock_text(t->h, clk, sizeof(clk));
+	if (ret == 0 && (ret = out_num(t, strlen(clk), 8)) == 0)
+		ret = out_write(t, clk, strlen(clk));
+	if (ret == 0)
+		ret = cpus_data(t, &t->h->sets[i], off, size);
+	for (uint32_t c = 0; c < n && ret == 0; c++)
+		if ((ret = out_patch(t, table + 16 * c, off[c], 8)) == 0)
+			ret = out_patch(t, table + 16 * c + 8, size[c], 8);
+	return ret;
+}
+
+/*
+ * v6: the header, the metadata in order, the CPU count, the options (a
+ * BUFFER option per other instance, its offset patched when its
+ * flyrecord is written), then each instance's flyrecord.
+ */
+static int write_v6(struct tdw *t, uint64_t **off, uint64_t **size)
+{
+	uint64_t opts, buf_at[TDW_SETS] = { 0 };
+	struct tdw_buf b = { 0 };
 	int ret = 0;
 
 	for (size_t i = 0; i < sizeof(metas) / sizeof(metas[0]) && ret == 0; i++) {
@@ -1013,47 +1104,56 @@ static int write_v6(struct tdw *t, uint64_t *off, uint64_t *size)
 		free(b.p);
 	}
 	if (ret == 0)
-		ret = out_num(t, h->max_cpu, 4);
-	if (ret == 0 && (ret = out_write(t, "options  ", 10)) == 0 &&
-	    (ret = meta_build(t, options_common, &b)) == 0) {
-		ret = out_write(t, b.p, b.len);
+		ret = out_num(t, file_cpus(t->h), 4);
+	if (ret == 0)
+		ret = out_write(t, "options  ", 10);
+	opts = out_pos(t);
+	if (ret == 0 && (ret = buf_open(&b)) == 0) {
+		options_common(t, &b);
+		for (int i = TDW_KERNEL + 1; i < TDW_SETS; i++) {
+			if (!set_written(t->h, i))
+				continue;
+			fflush(b.f);
+			buf_at[i] = opts + b.len + 6;
+			buf_num(&b, OPT_BUFFER, 2);
+			buf_num(&b, 8 + strlen(tdw_set_names[i]) + 1, 4);
+			buf_num(&b, 0, 8);
+			fprintf(b.f, "%s%c", tdw_set_names[i], 0);
+		}
+		buf_num(&b, OPT_DONE, 2);
+		if ((ret = buf_close(&b)) == 0)
+			ret = out_write(t, b.p, b.len);
 		free(b.p);
 	}
-	if (ret == 0 && (ret = out_num(t, OPT_DONE, 2)) == 0)
-		ret = out_write(t, "flyrecord", 10);
-	table = out_pos(t);
-	for (uint32_t c = 0; c < h->max_cpu && ret == 0; c++)
-		if ((ret = out_num(t, 0, 8)) == 0)
-			ret = out_num(t, 0, 8);
-	clock_text(h, clk, sizeof(clk));
-	if (ret == 0 && (ret = out_num(t, strlen(clk), 8)) == 0)
-		ret = out_write(t, clk, strlen(clk));
-	if (ret == 0)
-		ret = cpus_data(t, off, size);
-	for (uint32_t c = 0; c < h->max_cpu && ret == 0; c++)
-		if ((ret = out_patch(t, table + 16 * c, off[c], 8)) == 0)
-			ret = out_patch(t, table + 16 * c + 8, size[c], 8);
+	for (int i = 0; i < TDW_SETS && ret == 0; i++) {
+		if (!set_written(t->h, i))
+			continue;
+		if (buf_at[i])
+			ret = out_patch(t, buf_at[i], out_pos(t), 8);
+		if (ret == 0)
+			ret = flyrecord_v6(t, i, off[i], size[i]);
+	}
 	return ret;
 }
 
-/* v7's BUFFER option: the top instance's flyrecord section and its CPUs. */
-static void option_buffer(struct tdw *t, struct tdw_buf *b, uint64_t section,
+/* v7's BUFFER option: instance @i's flyrecord section and its CPUs. */
+static void option_buffer(struct tdw *t, struct tdw_buf *b, int i, uint64_t section,
 			  const uint64_t *off, const uint64_t *size)
 {
-	struct tdw_host *h = t->h;
+	const struct tdw_set *set = &t->h->sets[i];
 	struct tdw_buf o;
 	uint32_t n = 0;
 
 	if (buf_open(&o) < 0)
 		return;
-	for (uint32_t c = 0; c < h->max_cpu; c++)
+	for (uint32_t c = 0; c < set->max_cpu; c++)
 		n += off[c] != 0;
 	buf_num(&o, section, 8);
-	fputc(0, o.f);				/* "": the top instance */
-	fprintf(o.f, "%s%c", h->clock, 0);
-	buf_num(&o, h->page_size, 4);
+	fprintf(o.f, "%s%c", tdw_set_names[i], 0);	/* "": the top instance */
+	fprintf(o.f, "%s%c", t->h->clock, 0);
+	buf_num(&o, t->h->page_size, 4);
 	buf_num(&o, n, 4);
-	for (uint32_t c = 0; c < h->max_cpu; c++) {
+	for (uint32_t c = 0; c < set->max_cpu; c++) {
 		if (!off[c])
 			continue;
 		buf_num(&o, c, 4);
@@ -1069,12 +1169,12 @@ static void option_buffer(struct tdw *t, struct tdw_buf *b, uint64_t section,
 
 /*
  * v7: the header (its options offset patched at the end), the metadata
- * sections, the BUFFER section with the CPUs' data, and one options
- * section pointing at them.
+ * sections, a BUFFER section per instance with its CPUs' data, and one
+ * options section pointing at them.
  */
-static int write_v7(struct tdw *t, uint64_t opt_at, uint64_t *off, uint64_t *size)
+static int write_v7(struct tdw *t, uint64_t opt_at, uint64_t **off, uint64_t **size)
 {
-	uint64_t meta_off[sizeof(metas) / sizeof(metas[0])], buffer, size_at, opts;
+	uint64_t meta_off[sizeof(metas) / sizeof(metas[0])], buffer[TDW_SETS], size_at, opts;
 	struct tdw_buf b = { 0 };
 	int ret = 0;
 
@@ -1083,10 +1183,14 @@ static int write_v7(struct tdw *t, uint64_t opt_at, uint64_t *off, uint64_t *siz
 			ret = section_meta(t, OPT_HEADER_INFO + (unsigned)i, &b, &meta_off[i]);
 		free(b.p);
 	}
-	buffer = out_pos(t);
-	if (ret == 0 && (ret = section_begin(t, OPT_BUFFER, SEC_FL_COMPRESS, &size_at)) == 0 &&
-	    (ret = cpus_data(t, off, size)) == 0)
-		ret = section_end(t, size_at);
+	for (int i = 0; i < TDW_SETS && ret == 0; i++) {
+		if (!set_written(t->h, i))
+			continue;
+		buffer[i] = out_pos(t);
+		if ((ret = section_begin(t, OPT_BUFFER, SEC_FL_COMPRESS, &size_at)) == 0 &&
+		    (ret = cpus_data(t, &t->h->sets[i], off[i], size[i])) == 0)
+			ret = section_end(t, size_at);
+	}
 	opts = out_pos(t);
 	if (ret == 0 && (ret = buf_open(&b)) == 0) {
 		for (size_t i = 0; i < sizeof(metas) / sizeof(metas[0]); i++) {
@@ -1095,7 +1199,9 @@ static int write_v7(struct tdw *t, uint64_t opt_at, uint64_t *off, uint64_t *siz
 			buf_num(&b, meta_off[i], 8);
 		}
 		options_common(t, &b);
-		option_buffer(t, &b, buffer, off, size);
+		for (int i = 0; i < TDW_SETS; i++)
+			if (set_written(t->h, i))
+				option_buffer(t, &b, i, buffer[i], off[i], size[i]);
 		buf_num(&b, OPT_DONE, 2);
 		buf_num(&b, 8, 4);
 		buf_num(&b, 0, 8);
@@ -1178,9 +1284,12 @@ static void host_free(struct tdw_host *h)
 	for (size_t i = 0; i < h->nfmts; i++)
 		fmt_free(&h->fmts[i]);
 	free(h->fmts);
-	for (uint32_t i = 0; i < h->ncpus; i++)
-		free(h->cpus[i].page);
-	free(h->cpus);
+	for (int i = 0; i < TDW_SETS; i++) {
+		for (uint32_t c = 0; c < h->sets[i].ncpus; c++)
+			free(h->sets[i].cpus[c].page);
+		free(h->sets[i].cpus);
+	}
+	free(h->stream_cpu);
 	if (h->spool)
 		fclose(h->spool);
 	free(h->next);
@@ -1246,7 +1355,7 @@ static int host_new(struct tdw *t, const struct export_host *e, struct tdw_host 
 	h->long_size = long_of_header(e->header_page);
 	if (!h->long_size)
 		h->long_size = e->long_size == 4 ? 4 : 8;
-	h->max_cpu = e->ncpus < TRACEDAT_MAX_CPUS ? e->ncpus : 0;
+	h->sets[TDW_KERNEL].max_cpu = e->ncpus < TRACEDAT_MAX_CPUS ? e->ncpus : 0;
 	h->offset = e->clock_offset_ns;
 	h->name = strdup(e->name);
 	h->kernel = strdup(e->kernel);
@@ -1320,7 +1429,7 @@ static int tdw_row(struct export_writer *w, const struct export_row *r)
 		t->st.skipped++;
 		return 0;
 	}
-	if ((ret = page_add(t, r->cpu, (uint64_t)r->trace_ts, rec, (uint32_t)size)) < 0 ||
+	if ((ret = page_add(t, r->program, r->cpu, (uint64_t)r->trace_ts, rec, (uint32_t)size)) < 0 ||
 	    (ret = comm_add(t->h, r->pid, r->comm)) < 0 || (ret = row_syms(t->h, f, r)) < 0)
 		return ret;
 	fn_rows(t, f, r);
@@ -1333,13 +1442,24 @@ static int tdw_row(struct export_writer *w, const struct export_row *r)
 static int tdw_loss(struct export_writer *w, const struct export_loss *l)
 {
 	struct tdw *t = tdw_of(w);
-	struct tdw_cpu *c = cpu_of(t, l->cpu);
+	uint32_t cpu = l->cpu;
+	struct tdw_set *set = &t->h->sets[TDW_KERNEL];
+	struct tdw_cpu *c;
 	int ret;
 
+	/*
+	 * A program's loss names its stream, not the CPU its rows carry: it
+	 * has no place in the programs instance's pages (counted, not written).
+	 */
+	if (cpu >= PROTO_USER_STREAM_BASE) {
+		t->st.skipped++;
+		return 0;
+	}
+	c = cpu_of(t, set, cpu);
 	if (!c)
 		return t->base.err[0] ? TC_ERR_TOO_LONG : -ENOMEM;
 	/* the events after the loss start a page of their own, flagged */
-	if ((ret = page_flush(t, l->cpu)) < 0)
+	if ((ret = page_flush(t, set, cpu)) < 0)
 		return ret;
 	c->missed = true;
 	c->missed_count += l->count;
@@ -1351,20 +1471,20 @@ static int tdw_host_end(struct export_writer *w)
 {
 	struct tdw *t = tdw_of(w);
 	struct tdw_host *h = t->h;
-	uint64_t *off = NULL, *size = NULL, opt_at = 0;
+	uint64_t *off[TDW_SETS] = { NULL }, *size[TDW_SETS] = { NULL }, opt_at = 0;
 	int ret = 0;
 
-	for (uint32_t c = 0; c < h->ncpus && ret == 0; c++)
-		ret = page_flush(t, c);
+	for (int i = 0; i < TDW_SETS; i++)
+		for (uint32_t c = 0; c < h->sets[i].ncpus && ret == 0; c++)
+			ret = page_flush(t, &h->sets[i], c);
 	if (ret == 0)
 		ret = tdw_want_names(t);
 	if (ret == 0 && fflush(h->spool) != 0)
 		ret = export_seterr(w, -errno, "the temporary file: %s", strerror(errno));
-	if (ret == 0 && h->max_cpu == 0)
-		h->max_cpu = 1;
-	if (ret == 0 && (!(off = calloc(h->max_cpu, sizeof(*off))) ||
-			 !(size = calloc(h->max_cpu, sizeof(*size)))))
-		ret = -ENOMEM;
+	for (int i = 0; i < TDW_SETS && ret == 0; i++)
+		if (!(off[i] = calloc(file_cpus(h), sizeof(*off[i]))) ||
+		    !(size[i] = calloc(file_cpus(h), sizeof(*size[i]))))
+			ret = -ENOMEM;
 	if (ret == 0 && !(t->out = fopen(t->file, "w+e")))
 		ret = export_seterr(w, -errno, "%s: %s", t->file, strerror(errno));
 	if (ret == 0)
@@ -1381,8 +1501,10 @@ static int tdw_host_end(struct export_writer *w)
 	t->out = NULL;
 	if (ret < 0 && t->file)
 		unlink(t->file);
-	free(off);
-	free(size);
+	for (int i = 0; i < TDW_SETS; i++) {
+		free(off[i]);
+		free(size[i]);
+	}
 	free(t->file);
 	t->file = NULL;
 	host_free(h);
