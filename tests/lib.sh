@@ -248,3 +248,26 @@ tc_traceq_for_all() {
 		{ echo "FAIL: cannot copy traceq into $tmp"; exit 1; }
 	tq=$tmp/traceq
 }
+
+# tc_lossy_agent NAME HOST INSTANCE [ARGS...]: an agent (tc_start_agent
+# NAME) of HOST tracing raw_syscalls for 6 s in tracefs instance INSTANCE
+# with a 16 KiB buffer, held still (SIGSTOP) while a busy workload overruns
+# that buffer many times, so that the kernel loses events; waits for it to
+# exit and returns its status. agent is empty after.
+tc_lossy_agent() {
+	local name=$1 host=$2 inst=$3 rc
+	shift 3
+	tc_start_agent "$name" -e raw_syscalls:sys_enter -e raw_syscalls:sys_exit \
+		--buffer-kb 16 --duration 6 --name "$host" --no-user --instance "$inst" "$@"
+	for _ in $(seq 50); do
+		grep -q "agent $host .* connected" "$tmp/collector.log" && break
+		sleep 0.1
+	done
+	sleep 0.5
+	kill -STOP "$agent"
+	dd if=/dev/zero of=/dev/null bs=1 count=300000 2> /dev/null
+	kill -CONT "$agent"
+	wait "$agent"; rc=$?
+	agent=
+	return "$rc"
+}

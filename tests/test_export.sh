@@ -129,20 +129,10 @@ check "one host's --time raw file has no OFFSET option" \
 	'! trace-cmd dump --options -i "$tmp/a-v7.dat" 2>&1 | grep -q "OFFSET"'
 
 # losses: a tiny buffer, an agent held still while a workload overruns it
-# (as test_losses.sh); trace-cmd reads the missed-events flag and count of
+# (lib.sh's tc_lossy_agent); trace-cmd reads the missed-events flag and count of
 # the export's pages
-tc_start_agent agent-l -e raw_syscalls:sys_enter -e raw_syscalls:sys_exit --buffer-kb 16 \
-	--trace-clock mono --duration 6 --name exp-loss --no-user --instance "tc-export-$$-l"
-for _ in $(seq 50); do
-	grep -q "agent exp-loss .* connected" "$tmp/collector.log" && break
-	sleep 0.1
-done
-sleep 0.5
-kill -STOP "$agent"
-dd if=/dev/zero of=/dev/null bs=1 count=300000 2> /dev/null
-kill -CONT "$agent"
-wait "$agent"; rc=$?
-agent=
+tc_lossy_agent agent-l exp-loss "tc-export-$$-l" --trace-clock mono
+rc=$?
 check "agent exp-loss exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent-l.err"; false; }'
 # drops FILE: per loss line "CPU:N [...]", the CPU, what it says and the
 # time of that CPU's next event, sorted
