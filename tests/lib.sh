@@ -250,10 +250,11 @@ tc_traceq_for_all() {
 }
 
 # tc_lossy_agent NAME HOST INSTANCE [ARGS...]: an agent (tc_start_agent
-# NAME) of HOST tracing raw_syscalls for 6 s in tracefs instance INSTANCE
-# with a 16 KiB buffer, held still (SIGSTOP) while a busy workload overruns
-# that buffer many times, so that the kernel loses events; waits for it to
-# exit and returns its status. agent is empty after.
+# NAME) of raw_syscalls with a 16 KiB buffer in tracefs instance INSTANCE,
+# host name HOST, held still (SIGSTOP) once connected while a workload
+# overruns its buffers, then let go and waited for (6 s in all; ARGS come
+# last); checks that it exits 0. The kernel then has lost events: the
+# missed-events flag and count of the pages after the gap.
 tc_lossy_agent() {
 	local name=$1 host=$2 inst=$3 rc
 	shift 3
@@ -269,5 +270,5 @@ tc_lossy_agent() {
 	kill -CONT "$agent"
 	wait "$agent"; rc=$?
 	agent=
-	return "$rc"
+	check "agent $host exits 0" '[ "$rc" = 0 ] || { cat "$tmp/$name.err"; false; }'
 }
