@@ -27,8 +27,20 @@ tc_certs
 tc_start_collector
 
 inst=tc-losses-$$
+tc_start_agent agent -e raw_syscalls:sys_enter -e raw_syscalls:sys_exit \
+	--buffer-kb 16 --duration 6 --name loss-host --no-user --instance "$inst"
+for _ in $(seq 50); do
+	grep -q "agent loss-host .* connected" "$tmp/collector.log" && break
+	sleep 0.1
+done
+sleep 0.5
 # the agent holds still while the workload fills its buffers many times over
-tc_lossy_agent agent loss-host "$inst"
+kill -STOP "$agent"
+dd if=/dev/zero of=/dev/null bs=1 count=300000 2> /dev/null
+kill -CONT "$agent"
+wait "$agent"; rc=$?
+agent=
+check "agent exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent.err"; false; }'
 
 traceq -f json 'raw_syscalls' > "$tmp/json" 2> "$tmp/json.err"
 check "traceq -f json exits 0" '[ $? = 0 ] || { cat "$tmp/json.err"; false; }'
