@@ -29,7 +29,8 @@
 #  - KernelShark's library (tests/kshark_count, built when configure finds
 #    libkshark-dev) loads the v7 file: as many entries as traceq --count,
 #    and the same count per CPU and per event;
-#  - refusals: -f with another word, --export with --count (exit 2).
+#  - refusals: -f with another word, --export with --count or --limit
+#    (exit 2).
 set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
@@ -210,5 +211,8 @@ check "-f kernel with --export: exit 2" '[ "$rc" = 2 ]'
 traceq --export "$tmp/x.dat" --count '*' > /dev/null 2>&1
 rc=$?
 check "--export with --count: exit 2" '[ "$rc" = 2 ]'
+traceq --export "$tmp/x.dat" --limit 5 -H exp-a > /dev/null 2>&1
+rc=$?
+check "--export with --limit: exit 2, no file" '[ "$rc" = 2 ] && [ ! -e "$tmp/x.dat" ]'
 
 exit "$failed"

@@ -399,6 +399,11 @@ int mode_export_run(struct client *c, const struct traceq_opts *o)
 	char err[LOG_ESC_LEN];
 	int ret;
 
+	if (o->limit) {
+		fprintf(stderr, "traceq: --export takes no --limit: it writes the window whole "
+			"(narrow it with --since, --until, --host, --cpu or QUERY)\n");
+		return 2;
+	}
 	if (!ops) {
 		fprintf(stderr, "traceq: --export: -f %s: this traceq writes -f tracedat%s\n",
 			o->export_format, sizeof(writers) / sizeof(writers[0]) > 1 ? " or perfetto" : "");
