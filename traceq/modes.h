@@ -34,5 +34,7 @@ int mode_stats_run(struct client *c, const struct traceq_opts *o);
 int mode_graph_run(struct client *c, const struct traceq_opts *o);
 /* --import FILE: a trace-cmd recording stored in the collector (mode_import.c). */
 int mode_import_run(struct client *c, const struct traceq_opts *o);
+/* --export PATH: QUERY's rows written as trace.dat or Perfetto files (mode_export.c). */
+int mode_export_run(struct client *c, const struct traceq_opts *o);
 
 #endif

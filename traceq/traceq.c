@@ -116,6 +116,8 @@ static const struct option longopts[] = {
 	{ "import", required_argument, NULL, 'I' },
 	{ "name", required_argument, NULL, 'a' },
 	{ "force", no_argument, NULL, 'O' },
+	{ "export", required_argument, NULL, 'X' },
+	{ "tracedat-version", required_argument, NULL, 'R' },
 	CLI_OPTIONS_END
 };
 
@@ -134,6 +136,7 @@ static bool parse_mode(int c, struct traceq_opts *o)
 	case 'Q': o->modes |= TQ_M_SQL; o->sql = optarg; break;
 	case 'G': o->modes |= TQ_M_HIST; o->hist = optarg; break;
 	case 'I': o->modes |= TQ_M_IMPORT; o->import = optarg; break;
+	case 'X': o->modes |= TQ_M_EXPORT; o->export = optarg; break;
 	default: return false;
 	}
 	return true;
@@ -147,13 +150,14 @@ static int parse_option(int c, char **argv, struct traceq_opts *o)
 
 	switch (c) {
 	case 's': o->server = optarg; break;
-	case 'f': return parse_format(optarg, &o->format);
+	case 'f': o->export_format = optarg; break;	/* parse_args() reads it */
 	case 'M':
 		if (strcmp(optarg, "wall") && strcmp(optarg, "raw")) {
 			fprintf(stderr, "traceq: --time: expected wall or raw, not '%s'\n", optarg);
 			return -1;
 		}
 		o->time_raw = !strcmp(optarg, "raw");
+		o->time_given = true;
 		break;
 	case 'N': o->no_host = true; break;
 	case 'J': o->tgid = true; break;
@@ -175,6 +179,14 @@ static int parse_option(int c, char **argv, struct traceq_opts *o)
 	case 'Y': o->sync = true; break;
 	case 'a': o->name = optarg; break;
 	case 'O': o->force = true; break;
+	case 'R':
+		if (strcmp(optarg, "6") && strcmp(optarg, "7")) {
+			fprintf(stderr, "traceq: --tracedat-version: expected 6 or 7, not '%s'\n",
+				optarg);
+			return -1;
+		}
+		o->tracedat_version = (unsigned)(optarg[0] - '0');
+		break;
 	case 'C': o->cert = optarg; break;
 	case 'K': o->key = optarg; break;
 	case 'A': o->ca = optarg; break;
@@ -215,6 +227,10 @@ static const struct conflict {
 	{ TQ_M_IMPORT, TQ_M_SQL | TQ_M_LIST, TQ_M_STATS | TQ_M_COUNT | TQ_M_GRAPH | TQ_M_HIST |
 					     TQ_M_FOLLOW,
 	  "--import goes with no other request" },
+	{ TQ_M_EXPORT, TQ_M_SQL | TQ_M_LIST, TQ_M_STATS | TQ_M_COUNT | TQ_M_GRAPH | TQ_M_HIST |
+					     TQ_M_FOLLOW | TQ_M_IMPORT | TQ_X_REVERSE,
+	  "--export takes no --import, --stats, --drops, --count, --graph, --hist, --follow "
+	  "or --reverse" },
 };
 
 /*
@@ -227,6 +243,7 @@ static int take_query(int argc, char **argv, struct traceq_opts *o)
 	unsigned given = o->modes | (o->sel.reverse ? TQ_X_REVERSE : 0) |
 			 (optind != argc ? TQ_X_ARGS : 0);
 	bool none = o->modes & (TQ_M_STATS | TQ_M_IMPORT);
+	bool optional = o->modes & TQ_M_EXPORT;	/* without one: every stored event */
 
 	for (size_t i = 0; i < sizeof(conflicts) / sizeof(conflicts[0]); i++) {
 		const struct conflict *r = &conflicts[i];
@@ -240,6 +257,8 @@ static int take_query(int argc, char **argv, struct traceq_opts *o)
 		return 0;
 	if (o->modes & TQ_M_LIST)
 		return tq_discover_args(o->list, argc - optind, argv + optind, &o->query);
+	if (optional && optind == argc)
+		return 0;
 	if (none ? optind != argc : optind != argc - 1) {
 		fprintf(stderr, o->import ? "traceq: --import takes no query\n" :
 			o->modes & TQ_M_STATS ? "traceq: --stats and --drops take no query\n"
@@ -258,6 +277,10 @@ static int parse_args(int argc, char **argv, struct traceq_opts *o)
 	while ((c = getopt_long(argc, argv, ":s:f:n:H:rcgt:hV", longopts, NULL)) != -1)
 		if (parse_option(c, argv, o) < 0)
 			return -1;
+	/* -f names --export's file format (mode_export.c checks it), else the layout */
+	if (o->export_format && !(o->modes & TQ_M_EXPORT) &&
+	    parse_format(o->export_format, &o->format) < 0)
+		return -1;
 	return take_query(argc, argv, o);
 }
 
@@ -303,6 +326,7 @@ static const struct mode {
 	int (*run)(struct client *c, const struct traceq_opts *o);
 } modes[] = {
 	{ TQ_M_IMPORT, mode_import_run },
+	{ TQ_M_EXPORT, mode_export_run },
 	{ TQ_M_SQL, mode_sql_run },
 	{ TQ_M_LIST, mode_discover_run },
 	{ TQ_M_STATS, mode_stats_run },

@@ -34,6 +34,7 @@ enum {
 	TQ_M_GRAPH = 1u << 5,	/* --graph */
 	TQ_M_HIST = 1u << 6,	/* --hist SPEC */
 	TQ_M_FOLLOW = 1u << 7,	/* --follow */
+	TQ_M_EXPORT = 1u << 8,	/* --export PATH */
 };
 
 struct traceq_opts {
@@ -58,6 +59,10 @@ struct traceq_opts {
 	const char *name;	/* --name HOST, for --import */
 	bool force;		/* --force: --import under a live host's name */
 	bool tgid;		/* --tgid: the (TGID) column in text and kernel */
+	const char *export;	/* --export PATH (traceq/mode_export.c) */
+	const char *export_format;	/* its -f: tracedat, perfetto (NULL: tracedat) */
+	unsigned tracedat_version;	/* --tracedat-version 6|7; 0: 7 */
+	bool time_given;	/* --time was given (--export's default follows the hosts) */
 };
 
 #endif
