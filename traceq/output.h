@@ -86,6 +86,12 @@ int out_sql_text(FILE *f, const struct qmsg_reply *rep);
 void out_sql_csv(FILE *f, const struct qmsg_reply *rep);
 void out_sql_json(FILE *f, const struct qmsg_reply *rep);
 
+/*
+ * out_json_text - the inside of a JSON string (no quotes) for @len bytes
+ * of @s, escaped as above: exact, control characters as \\uXXXX.
+ */
+void out_json_text(FILE *f, const char *s, size_t len);
+
 /* out_value - one value as text, a string escaped (@json: as a JSON value, exact). */
 void out_value(FILE *f, const struct qmsg_value *v, bool json);
 
