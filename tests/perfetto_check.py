@@ -5,6 +5,7 @@ ec5d16b14b743ba6063d720956d6d6af6610fd72 has them (no Perfetto code runs
 here; test_perfetto.sh and tests/test_perfetto.c say which rules).
 
   perfetto_check.py FILE.json [ROWS.jsonl]
+  perfetto_check.py --calls N FILE.json
   perfetto_check.py --zip FILE.zip
 
 FILE.json: valid JSON (strict UTF-8); systemTraceEvents ends each line in
@@ -15,6 +16,10 @@ where it wants numbers), every sched_waking comm and pid. With ROWS.jsonl
 (traceq -f json of the host's sched_switch rows): the CPU slices rebuilt
 from the lines are the slices of the rows (times rebased on the file's
 tracecollect_base_ns, to the microsecond the text has).
+--calls N: FILE.json has N complete events ("X"), and on each thread they
+nest (two calls are apart or one holds the other: SliceTracker spills any
+other onto an overlap track); prints the names of the first thread's
+outermost calls.
 --zip: every member but the manifest passes the above; the manifest names
 each member once, a machine each, version 1.
 Prints one "ok: ..." line per check; exits 1 at the first failure.
@@ -129,6 +134,27 @@ def check_slices(doc, lines, rows_path):
           % (len(got), wbreaks))
 
 
+def check_calls(doc, n):
+    calls = [e for e in doc["traceEvents"] if e.get("ph") == "X"]
+    if len(calls) != n:
+        die("%d complete events, %d calls" % (len(calls), n))
+    by_tid = {}
+    for e in calls:
+        ns = round(float(e["ts"]) * 1000), round(float(e["dur"]) * 1000)
+        by_tid.setdefault(e["tid"], []).append((ns[0], ns[0] + ns[1], e["name"]))
+    for tid, cs in by_tid.items():
+        cs.sort(key=lambda c: (c[0], -c[1]))
+        stack = []
+        for start, end, name in cs:
+            while stack and stack[-1][1] <= start:
+                stack.pop()
+            if stack and end > stack[-1][1]:
+                die("tid %s: %s [%d, %d] overlaps %s [%d, %d] without nesting"
+                    % (tid, name, start, end, stack[-1][2], stack[-1][0], stack[-1][1]))
+            stack.append((start, end, name))
+    print("ok: %d calls as complete events, nested on each of %d threads" % (n, len(by_tid)))
+
+
 def check_zip(path):
     with zipfile.ZipFile(path) as z:
         names = z.namelist()
@@ -158,6 +184,11 @@ def check_zip(path):
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--zip":
         check_zip(sys.argv[2])
+        return
+    if len(sys.argv) == 4 and sys.argv[1] == "--calls":
+        with open(sys.argv[3], "rb") as f:
+            doc, _ = check_trace(sys.argv[3], f.read())
+        check_calls(doc, int(sys.argv[2]))
         return
     with open(sys.argv[1], "rb") as f:
         doc, lines = check_trace(sys.argv[1], f.read())

@@ -17,6 +17,9 @@
 #    above, and a perfetto_manifest naming each file once as a machine;
 #  - the golden file tests/data/perfetto_golden.json (test_perfetto's) is
 #    valid JSON and passes the same checks;
+#  - a traced program (tests/fgraph_prog_fentry under agent --exec): one
+#    complete event per stored funcgraph_exit, nested on each thread,
+#    named run, recurse, leaf; its threads named;
 #  - an unwritable PATH fails with exit 1 and leaves nothing.
 set -u
 
@@ -65,6 +68,27 @@ check "one file per host and the manifest" \
 	'[ "$(unzip -Z1 "$tmp/fleet.zip" | sort | tr "\n" " ")" = "perfetto_manifest.json pf-a.json pf-b.json " ]'
 check "each file passes the importer's rules; the manifest names them" \
 	'python3 "$check_py" --zip "$tmp/fleet.zip"'
+
+# ---- a program's function-graph calls ----
+prog=$top_builddir/tests/fgraph_prog_fentry
+if [ ! -x "$prog" ]; then
+	tc_skip_part "the program's calls" "$prog not built (x86_64 only)"
+else
+	tc_run_agent prog --name pf-prog -e sched:sched_switch --instance "tc-perfetto-$$-p" \
+		--exec -- "$prog" > /dev/null
+	rc=$?
+	check "agent --exec of a traced program exits 0" '[ "$rc" = 0 ] || { cat "$tmp/prog.err"; false; }'
+	traceq --export "$tmp/prog.json" -f perfetto -H pf-prog 2> "$tmp/export.err"
+	rc=$?
+	check "--export -f perfetto of the program's host exits 0" \
+		'[ "$rc" = 0 ] || { cat "$tmp/export.err"; false; }'
+	calls=$(traceq --count -H pf-prog ftrace:funcgraph_exit)
+	check "a complete event per call ($calls), nested on each thread" \
+		'[ "$calls" -gt 0 ] && python3 "$check_py" --calls "$calls" "$tmp/prog.json"'
+	check "the calls are named (run, recurse, leaf)" \
+		'(for f in run recurse leaf; do grep -q "\"ph\":\"X\",\"cat\":\"function\",\"name\":\"$f\"" "$tmp/prog.json" || exit 1; done)'
+	check "the program's threads are named" 'grep -q "\"name\":\"thread_name\"" "$tmp/prog.json"'
+fi
 
 # ---- failure leaves nothing ----
 traceq --export "$tmp/nodir/a.json" -f perfetto -H pf-a > /dev/null 2> "$tmp/export.err"

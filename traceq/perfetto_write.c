@@ -26,7 +26,8 @@
  *     prev_state, next_comm, next_pid, next_prio (the kernel's print fmt
  *     writes all seven); sched_waking takes comm and pid; the tgid column
  *     ("-----" or dashes: unknown) makes each pid a thread of its process.
- *   - traceEvents: our programs' function-graph calls as complete events
+ *   - traceEvents: function-graph calls (funcgraph_exit: our programs',
+ *     and the kernel's where it has the tracer) as complete events
  *     ("X": ts and dur in microseconds, with three decimals: ns exact;
  *     pid the tgid, tid the thread), the threads named by "M" thread_name
  *     events, other events of programs as thread instants ("i", "s":"t"),
@@ -64,8 +65,10 @@
  * call, calltime and rettime in the ring's clock (TSC ticks on x86_64),
  * its row's ts being rettime on the wall clock. The ns per tick are
  * fitted as graph.c fits them, from the host's exits (the first against
- * the latest, once PF_FIT_SPAN_NS apart); exits before that wait
- * (at most PF_PENDING_MAX, then the estimate so far is taken).
+ * the first one PF_FIT_SPAN_NS later, then kept: one scale for all, so
+ * that calls nest as they did); exits before that wait (at most
+ * PF_PENDING_MAX, then the estimate so far is kept). Each call ends at
+ * its exit row's time, on the wall clock the kernel's text has.
  * funcgraph_entry rows add nothing the exits lack and are not written.
  */
 #include "config.h"
@@ -96,13 +99,22 @@
 #define PF_NAME_MAX	200		/* an archive member's name, ".json" excluded */
 #define PF_MANIFEST	"perfetto_manifest.json"
 
-/* One event type of a host: its renderer (kernel rows) or its columns (programs'). */
+/* What a type's rows become. */
+enum pf_kind {
+	PF_TEXT,		/* a line of the kernel's text (the renderer) */
+	PF_CALL,		/* funcgraph_exit: a complete event */
+	PF_ENTRY,		/* funcgraph_entry: nothing (its exit carries the call) */
+	PF_INSTANT,		/* any other event of a program: an instant */
+};
+
+/* One event type of a host: its renderer or its funcgraph columns. */
 struct pf_type {
 	char *event;
 	char *format;			/* the text it was made from */
 	const char *last;		/* the reply's text it was last matched with */
-	struct render *render;		/* NULL: not made (a program's type) */
+	enum pf_kind kind;
 	bool program;			/* a program's stream (our ring) */
+	struct render *render;		/* PF_TEXT's */
 	bool refused;			/* the renderer refused its format: skipped */
 	int func, depth, calltime, rettime, sym;	/* funcgraph columns, -1: none */
 };
@@ -377,6 +389,16 @@ static struct pf_type *pf_type_find(struct pf_writer *p, const struct export_row
 	return NULL;
 }
 
+/* What @r's rows become (@t's columns found). */
+static enum pf_kind pf_kind_of(const struct export_row *r, const struct pf_type *t)
+{
+	if (!strcmp(t->event, "ftrace:funcgraph_exit") && t->calltime >= 0 && t->rettime >= 0)
+		return PF_CALL;
+	if (!strcmp(t->event, "ftrace:funcgraph_entry"))
+		return PF_ENTRY;
+	return r->program ? PF_INSTANT : PF_TEXT;
+}
+
 /*
  * The type of @r (its event and format text; a program's or the
  * kernel's), made on first sight. Past PF_TYPES_MAX the last is reused.
@@ -404,7 +426,8 @@ static struct pf_type *pf_type_of(struct pf_writer *p, const struct export_row *
 	t->calltime = pf_col(r->view, "calltime");
 	t->rettime = pf_col(r->view, "rettime");
 	t->sym = pf_col(r->view, "func_sym");
-	if (!r->program && pf_type_render(p, t, r->view) < 0)
+	t->kind = pf_kind_of(r, t);
+	if (t->kind == PF_TEXT && pf_type_render(p, t, r->view) < 0)
 		goto nomem;
 	p->ntypes++;
 	return t;
@@ -474,7 +497,7 @@ static int pf_kernel_row(struct pf_writer *p, struct pf_type *t, const struct ex
 	return 0;
 }
 
-/* ---- programs' rows: traceEvents ---- */
+/* ---- calls and programs' events: traceEvents ---- */
 
 static uint64_t pf_u64(const struct export_row *r, int col)
 {
@@ -520,9 +543,15 @@ static void pf_flush_pending(struct pf_writer *p, double scale)
 	p->npending = 0;
 }
 
-/* Fit the ring's clock with exit @e (the first is the anchor; the latest refines). */
+/*
+ * Fit the ring's clock with exit @e: the first is the anchor, the first
+ * PF_FIT_SPAN_NS later fixes the scale (one scale for all of the host's
+ * calls: a parent and its children keep their nesting).
+ */
 static void pf_fit(struct pf_writer *p, const struct pf_exit *e)
 {
+	if (p->fitted)
+		return;
 	if (!p->fit0) {
 		p->fit0 = true;
 		p->fit_ts = e->ts;
@@ -530,12 +559,12 @@ static void pf_fit(struct pf_writer *p, const struct pf_exit *e)
 		return;
 	}
 	if (e->ret > p->fit_ret && e->ts - p->fit_ts >= PF_FIT_SPAN_NS) {
-		p->scale = (double)(e->ts - p->fit_ts) / (double)(e->ret - p->fit_ret);
+		p->scale = pf_scale(p, e);
 		p->fitted = true;
 	}
 }
 
-/* A program's funcgraph_exit: a call, written once the clock's scale is known. */
+/* A funcgraph_exit: a call, written once the clock's scale is known. */
 static int pf_exit_row(struct pf_writer *p, struct pf_type *t, const struct export_row *r)
 {
 	uint64_t call = pf_u64(r, t->calltime), ret = pf_u64(r, t->rettime);
@@ -560,8 +589,13 @@ static int pf_exit_row(struct pf_writer *p, struct pf_type *t, const struct expo
 		pf_slice(p, &e, p->scale);
 		return 0;
 	}
-	if (p->npending == PF_PENDING_MAX)
-		pf_flush_pending(p, pf_scale(p, &e));
+	if (p->npending == PF_PENDING_MAX) {	/* no more waiting: the estimate so far */
+		p->scale = pf_scale(p, &e);
+		p->fitted = true;
+		pf_flush_pending(p, p->scale);
+		pf_slice(p, &e, p->scale);
+		return 0;
+	}
 	if (!p->pending && !(p->pending = malloc(PF_PENDING_MAX * sizeof(*p->pending))))
 		return export_seterr(&p->w, -ENOMEM, "out of memory");
 	p->pending[p->npending++] = e;
@@ -584,18 +618,6 @@ static void pf_instant_row(struct pf_writer *p, const struct export_row *r)
 	fprintf(f, ",\"pid\":%" PRId32 ",\"tid\":%" PRId32 ",\"args\":{\"cpu\":%" PRIu32 "}}",
 		tgid, r->pid, r->cpu);
 	p->st.rows++;
-}
-
-static int pf_program_row(struct pf_writer *p, struct pf_type *t, const struct export_row *r)
-{
-	const char *ev = r->view->event ? r->view->event : "";
-
-	if (!strcmp(ev, "ftrace:funcgraph_exit") && t->calltime >= 0 && t->rettime >= 0)
-		return pf_exit_row(p, t, r);
-	if (!strcmp(ev, "ftrace:funcgraph_entry"))
-		return 0;	/* its exit carries the call */
-	pf_instant_row(p, r);
-	return 0;
 }
 
 /* ---- the ops ---- */
@@ -685,7 +707,18 @@ static int pf_row(struct export_writer *w, const struct export_row *r)
 
 	if (!t)
 		return export_seterr(w, -ENOMEM, "out of memory");
-	return r->program ? pf_program_row(p, t, r) : pf_kernel_row(p, t, r);
+	switch (t->kind) {
+	case PF_CALL:
+		return pf_exit_row(p, t, r);
+	case PF_INSTANT:
+		pf_instant_row(p, r);
+		return 0;
+	case PF_TEXT:
+		return pf_kernel_row(p, t, r);
+	case PF_ENTRY:
+		break;
+	}
+	return 0;
 }
 
 static int pf_loss(struct export_writer *w, const struct export_loss *l)
