@@ -92,6 +92,7 @@
 #include "traceq/render.h"
 
 #define PF_LINE_MAX	8192		/* a systrace line is cut there */
+#define PF_COMM_MAX	64		/* a comm in a systrace line is cut there */
 #define PF_TYPES_MAX	512		/* event types with a renderer at once, per host */
 #define PF_PENDING_MAX	4096		/* exits waiting for the clock's scale */
 #define PF_FIT_SPAN_NS	10000000	/* 10 ms of exits fix the scale */
@@ -166,6 +167,8 @@ struct pf_writer {
 	int32_t *named;			/* open addressing, pid + 1; 0: empty */
 	size_t named_cap, nnamed;
 	struct export_stats st;
+	struct qmsg_value *vals;	/* a row with its comm cut (pf_vals()) */
+	char comm[PF_COMM_MAX];
 	char line[PF_LINE_MAX + 1], raw[PF_LINE_MAX + 1];
 };
 
@@ -469,14 +472,37 @@ static void pf_sys_head(struct pf_writer *p)
 }
 
 /* @r's line in the kernel's layout into p->line, escaped. Return: its length. */
-static size_t pf_render(struct pf_writer *p, struct pf_type *t, const struct export_row *r)
+/*
+ * @r's values, its comm cut at PF_COMM_MAX bytes: a peer's longer comm
+ * (the kernel's have 15) would push the line's columns past PF_LINE_MAX,
+ * and a line without them fails Perfetto's import. NULL: no memory.
+ */
+static const struct qmsg_value *pf_vals(struct pf_writer *p, const struct export_row *r)
+{
+	const struct qmsg_value *c = &r->vals[5];
+
+	if (c->kind != QV_STR || c->s.len < PF_COMM_MAX)
+		return r->vals;
+	if (!p->vals && !(p->vals = malloc(QMSG_MAX_COLS * sizeof(*p->vals))))
+		return NULL;
+	memcpy(p->vals, r->vals, (r->view->ncols < QMSG_MAX_COLS ? r->view->ncols :
+				  QMSG_MAX_COLS) * sizeof(*p->vals));
+	memcpy(p->comm, c->s.p, PF_COMM_MAX - 1);
+	p->comm[PF_COMM_MAX - 1] = 0;
+	p->vals[5].s.p = p->comm;
+	p->vals[5].s.len = PF_COMM_MAX - 1;
+	return p->vals;
+}
+
+static size_t pf_render(struct pf_writer *p, struct pf_type *t, const struct export_row *r,
+			const struct qmsg_value *vals)
 {
 	int64_t ts = pf_time(p, r->ts);
-	size_t n = render_row(t->render, r->view, r->vals, ts, p->line, PF_LINE_MAX);
+	size_t n = render_row(t->render, r->view, vals, ts, p->line, PF_LINE_MAX);
 
 	/* a code address not named yet: ask for the names, then print again */
 	if (p->hc && hostcache_sym_pending(p->hc) && hostcache_sym_fetch(p->hc, r->ts) == 0)
-		n = render_row(t->render, r->view, r->vals, ts, p->line, PF_LINE_MAX);
+		n = render_row(t->render, r->view, vals, ts, p->line, PF_LINE_MAX);
 	if (!log_escape_needed(p->line, n))
 		return n;
 	memcpy(p->raw, p->line, n);
@@ -485,13 +511,18 @@ static size_t pf_render(struct pf_writer *p, struct pf_type *t, const struct exp
 
 static int pf_kernel_row(struct pf_writer *p, struct pf_type *t, const struct export_row *r)
 {
+	const struct qmsg_value *vals = pf_vals(p, r);
 	size_t n;
 
+	if (!vals)
+		return export_seterr(&p->w, -ENOMEM, "out of memory");
 	if (t->refused) {
 		p->st.skipped++;
 		return 0;
 	}
-	n = pf_render(p, t, r);
+	n = pf_render(p, t, r, vals);
+	if (n && p->line[0] == '#')	/* a comm of 16 or more: not a line the importer skips */
+		fputc(' ', p->sys);
 	pf_sys_line(p, p->line, n);
 	p->st.rows++;
 	return 0;
@@ -851,6 +882,7 @@ static void pf_free(struct pf_writer *p)
 	}
 	free(p->members);
 	free(p->pending);
+	free(p->vals);
 	free(p->types);
 	free(p->tmp);
 	free(p->path);
