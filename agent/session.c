@@ -136,8 +136,13 @@ static int send_formats(struct session *s, struct ship *link, char *why,
 			  tc_strerror(ret));
 		return ret;
 	}
+	/* optional: trace.dat exports want it; without it the collector keeps none */
+	if (tracing_events_file(s->h.t, "events/header_event", &m.header_page.event,
+				&m.header_page.event_len) < 0)
+		m.header_page.event = NULL;
 	ret = ship_msg(link, &m);
 	free(m.header_page.text);
+	free(m.header_page.event);
 	for (i = 0; ret == 0 && i < tracing_event_count(s->h.t); i++) {
 		ret = tracing_format(s->h.t, i, &sys, &name, &text, &tlen);
 		if (ret < 0) {

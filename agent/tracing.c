@@ -549,11 +549,16 @@ int tracing_format(struct tracing *t, size_t i, const char **system,
 
 int tracing_header_page(struct tracing *t, char **text, size_t *len)
 {
+	return tracing_events_file(t, "events/header_page", text, len);
+}
+
+int tracing_events_file(struct tracing *t, const char *file, char **text, size_t *len)
+{
 	char *s;
 	int size = 0;
 
 	errno = 0;
-	s = tracefs_instance_file_read(t->inst, "events/header_page", &size);
+	s = tracefs_instance_file_read(t->inst, file, &size);
 	if (!s || size <= 0) {
 		free(s);
 		return tracefs_err();

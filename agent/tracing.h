@@ -157,6 +157,12 @@ int tracing_format(struct tracing *t, size_t i, const char **system,
 int tracing_header_page(struct tracing *t, char **text, size_t *len);
 
 /*
+ * tracing_events_file - the instance's file @file (e.g.
+ * "events/header_event") as tracing_header_page() reads header_page.
+ */
+int tracing_events_file(struct tracing *t, const char *file, char **text, size_t *len);
+
+/*
  * tracing_cpu_stats - read per_cpu/cpu@cpu/stats of the instance.
  *
  * Return: 0 and *@out; -errno or TC_ERR_TRACEFS when the file cannot be

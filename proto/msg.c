@@ -112,6 +112,8 @@ static const struct field welcome_fields[] = {
 
 static const struct field header_page_fields[] = {
 	FTEXT("text", header_page.text, header_page.len),
+	{ "header_event", FK_TEXT, OPTIONAL, offsetof(struct proto_msg, header_page.event),
+	  offsetof(struct proto_msg, header_page.event_len), 0 },
 };
 
 static const struct field format_fields[] = {

@@ -101,6 +101,9 @@ struct proto_welcome {
 struct proto_text {		/* MSG_HEADER_PAGE */
 	char *text;
 	size_t len;
+	char *event;		/* optional: events/header_event, verbatim; NULL
+				 * or "": not sent (older agents) */
+	size_t event_len;
 };
 
 struct proto_format {		/* MSG_FORMAT */

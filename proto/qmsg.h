@@ -25,6 +25,8 @@
 #define QMSG_MAX_CPUS	4096		/* CPUs in a request's list */
 #define QMSG_MAX_HOSTS	64		/* host globs in a request's list */
 #define QMSG_MAX_OMIT	16		/* field names in a request's omit list */
+#define QMSG_LOSSES_COLS	6	/* host cpu ts trace_ts count boot_id */
+#define QMSG_HEADERS_COLS	4	/* item system name value */
 
 /*
  * Request sizes. An endpoint answers a request over QMSG_MAX_REQUEST bytes
@@ -39,7 +41,7 @@
  * QMSG_OPS(X) - every op of the query protocol, once (PROTOCOL.md, "Query
  * endpoint" and "Import"): X(NAME, number, "name", class) makes the enum's
  * QOP_NAME, its qmsg_op_name() and its qmsg_op_class(). The numbers are
- * the wire's: never change one. Free: 9..15, 17..19, 21..23.
+ * the wire's: never change one. Free: 11..15, 17..19, 21..23.
  */
 #define QMSG_OPS(X)								\
 	/* rows of one event matching a filter */				\
@@ -58,6 +60,10 @@
 	X(EVENTS,	7,	"events",	QOPC_PLAIN)			\
 	/* the fields of the event types a query selects */			\
 	X(FIELDS,	8,	"fields",	QOPC_Q)				\
+	/* where the kernels lost events: host, CPU, time, count */		\
+	X(LOSSES,	9,	"losses",	QOPC_PLAIN)			\
+	/* one host's boot as its kernel describes it (header_page...) */	\
+	X(HEADERS,	10,	"headers",	QOPC_PLAIN)			\
 	/* read-only SQL over the documented views (--sql) */			\
 	X(SQL,		16,	"sql",		QOPC_Q)				\
 	/* a histogram in the kernel's hist syntax (--hist) */			\

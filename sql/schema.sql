@@ -104,6 +104,22 @@
 --   read. The export of trace.dat builds on the same: a row's format is
 --   formats.text of its _tc_fmt, a host's formats are host_formats.
 --
+-- Losses and boots (0014-losses.sql), what an export to trace.dat needs
+-- of a host besides its rows (issue 33):
+--   losses       per (host, boot, CPU, page timestamp): a page whose header
+--                said the kernel lost events before it, with the count
+--                (NULL: not stored by the kernel), the page's timestamp
+--                on the wall clock (ts) and its own (trace_ts). Written
+--                in the transaction of the page's events; the unique key
+--                makes a replay or resend add nothing. traceq prints each
+--                as trace-cmd report does, before the page's first event.
+--                Retention removes them with the rows of their time.
+--   host_boots   per (host, boot): HELLO's kernel, trace clock, long
+--                size, byte order and page size, HEADER_PAGE's
+--                header_page and header_event texts, since (the boot's
+--                first connection). With host_formats, a trace.dat header
+--                for that host and boot (query op 10).
+--
 -- Agent versions (0011-agent-version.sql):
 --   hosts        gains agent: the program and version the latest HELLO
 --                named (e.g. "traceagent 0.1.0"); NULL when it named none

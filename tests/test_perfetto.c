@@ -44,17 +44,6 @@ static const char perfetto_line_re[] =
 	"-(\\d+)\\s+\\(?\\s*(\\d+|-+)?\\)?\\s?\\[(\\d+)\\]\\s*"
 	"([a-zA-Z.]{3}[0-9a-f.]{1,2}\\s*)?(\\d+\\.\\d+):\\s+(\\S+):";
 
-/* mode_export.c's, for a writer tested alone */
-int export_seterr(struct export_writer *w, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(w->err, EXPORT_ERR_LEN, fmt, ap);
-	va_end(ap);
-	return code;
-}
-
 static char dir[256], err[EXPORT_ERR_LEN];
 
 static void setup(void)
@@ -518,59 +507,80 @@ static void close_writer(struct export_writer *w, struct export_stats *st)
 	ck_assert_msg(ret == 0, "close: %d: %s", ret, err);
 }
 
+/* The recording of host "alpha" exported to @path (a file in dir), read back (@len bytes). */
+static char *export_one(char *path, size_t size, struct export_stats *st, size_t *len)
+{
+	struct export_writer *w;
+
+	snprintf(path, size, "%s/one.json", dir);
+	w = open_writer(path, 1);
+	record(w, "alpha");
+	close_writer(w, st);
+	return slurp(path, len);
+}
+
+/*
+ * The lines the importer tokenizes in @json, parsed into @pl (up to
+ * @max), the '#' lines saying @loss counted in *@nloss. Return: how many.
+ */
+static size_t parse_all(const char *json, struct pline *pl, size_t max, const char *loss,
+			size_t *nloss)
+{
+	char *lines[256];
+	size_t n = sys_lines(json, lines, 256), np = 0;
+	regex_t re;
+
+	line_regex(&re);
+	*nloss = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (lines[i][0] == '#' || !lines[i][0])
+			*nloss += strstr(lines[i], loss) != NULL;
+		else if (np < max)
+			parse_line(&re, lines[i], &pl[np++]);
+		free(lines[i]);
+	}
+	regfree(&re);
+	return np;
+}
+
 /* Every line the importer reads matches its pattern; sched_switch has its seven fields. */
 START_TEST(test_perfetto_lines)
 {
-	char path[512], *json, *lines[256];
+	char path[512], *json;
 	struct pline pl[256];
 	struct export_stats st;
-	size_t len, n, np = 0, nswitch = 0, nwaking = 0, ncomment = 0;
-	regex_t re;
-	struct export_writer *w;
+	size_t len, np, nswitch = 0, nwaking = 0, nloss;
 
-	snprintf(path, sizeof(path), "%s/one.json", dir);
-	w = open_writer(path, 1);
-	record(w, "alpha");
-	close_writer(w, &st);
+	json = export_one(path, sizeof(path), &st, &len);
 	TU_EQ(st.files, 1);
 	TU_EQ(st.losses, 1);
 	TU_EQ(st.rows, 8 + 1 + 4);	/* switches, a waking, four calls */
-	json = slurp(path, &len);
 	TU_EQ(st.bytes, len);
 	ck_assert(!strncmp(json, "{\"traceEvents\":[", 16));
-	line_regex(&re);
-	n = sys_lines(json, lines, 256);
-	for (size_t i = 0; i < n; i++) {
-		if (lines[i][0] == '#' || !lines[i][0]) {
-			ncomment += strstr(lines[i], "CPU:1 [12 EVENTS DROPPED]") != NULL;
-			free(lines[i]);
-			continue;
-		}
-		parse_line(&re, lines[i], &pl[np]);
-		if (!strcmp(pl[np].event, "sched_switch")) {
+	np = parse_all(json, pl, 256, "CPU:1 [12 EVENTS DROPPED]", &nloss);
+	for (size_t i = 0; i < np; i++) {
+		if (!strcmp(pl[i].event, "sched_switch")) {
 			static const char *const seven[] = { "prev_comm", "prev_pid", "prev_prio",
 							     "prev_state", "next_comm", "next_pid",
 							     "next_prio" };
 
 			for (size_t k = 0; k < 7; k++)
-				ck_assert_msg(arg(&pl[np].args, seven[k]), "%s: no %s", lines[i], seven[k]);
-			ck_assert(is_number(arg(&pl[np].args, "prev_pid")));
-			ck_assert(is_number(arg(&pl[np].args, "prev_prio")));
-			ck_assert(is_number(arg(&pl[np].args, "next_pid")));
-			ck_assert(is_number(arg(&pl[np].args, "next_prio")));
+				ck_assert_msg(arg(&pl[i].args, seven[k]), "line %zu: no %s", i, seven[k]);
+			ck_assert(is_number(arg(&pl[i].args, "prev_pid")));
+			ck_assert(is_number(arg(&pl[i].args, "prev_prio")));
+			ck_assert(is_number(arg(&pl[i].args, "next_pid")));
+			ck_assert(is_number(arg(&pl[i].args, "next_prio")));
 			nswitch++;
 		}
-		if (!strcmp(pl[np].event, "sched_waking")) {
-			ck_assert(is_number(arg(&pl[np].args, "pid")));
-			ck_assert_str_eq(arg(&pl[np].args, "comm"), "kworker/0:1");
+		if (!strcmp(pl[i].event, "sched_waking")) {
+			ck_assert(is_number(arg(&pl[i].args, "pid")));
+			ck_assert_str_eq(arg(&pl[i].args, "comm"), "kworker/0:1");
 			nwaking++;
 		}
-		np++;
-		free(lines[i]);
 	}
 	TU_EQ(nswitch, 8);
 	TU_EQ(nwaking, 1);
-	TU_EQ(ncomment, 1);
+	TU_EQ(nloss, 1);
 	/* the tgid column: threads 201 and 202 are process 200's, pid 0 unknown */
 	for (size_t i = 0; i < np; i++)
 		if (pl[i].pid == 201 || pl[i].pid == 202)
@@ -579,7 +589,6 @@ START_TEST(test_perfetto_lines)
 			ck_assert_uint_eq(strspn(pl[i].tgid, "-"), strlen(pl[i].tgid));
 	/* the peer's newline and quote stayed inside their line */
 	ck_assert(strstr(json, "ev\\\"il\\\\ncomm") != NULL);
-	regfree(&re);
 	free(json);
 }
 END_TEST
@@ -587,25 +596,13 @@ END_TEST
 /* The CPU slices the importer would build are the recording's. */
 START_TEST(test_perfetto_slices)
 {
-	char path[512], *json, *lines[256];
+	char path[512], *json;
 	struct pline pl[256];
 	struct slice got[32], want[32];
-	size_t len, n, np = 0, ngot, nwant;
-	regex_t re;
-	struct export_writer *w;
+	size_t len, np, ngot, nwant, nloss;
 
-	snprintf(path, sizeof(path), "%s/one.json", dir);
-	w = open_writer(path, 1);
-	record(w, "alpha");
-	close_writer(w, NULL);
-	json = slurp(path, &len);
-	line_regex(&re);
-	n = sys_lines(json, lines, 256);
-	for (size_t i = 0; i < n; i++) {
-		if (lines[i][0] != '#' && lines[i][0])
-			parse_line(&re, lines[i], &pl[np++]);
-		free(lines[i]);
-	}
+	json = export_one(path, sizeof(path), NULL, &len);
+	np = parse_all(json, pl, 256, "DROPPED", &nloss);
 	ngot = rebuild(pl, np, got, 32);
 	nwant = expected(want, 32);
 	TU_EQ(ngot, nwant);
@@ -617,7 +614,6 @@ START_TEST(test_perfetto_slices)
 		ck_assert_int_lt(llabs(got[i].start - want[i].start), 2);
 		ck_assert_int_lt(llabs(got[i].end - want[i].end), 2);
 	}
-	regfree(&re);
 	free(json);
 }
 END_TEST
@@ -627,13 +623,8 @@ START_TEST(test_perfetto_calls)
 {
 	char path[512], *json;
 	size_t len;
-	struct export_writer *w;
 
-	snprintf(path, sizeof(path), "%s/one.json", dir);
-	w = open_writer(path, 1);
-	record(w, "alpha");
-	close_writer(w, NULL);
-	json = slurp(path, &len);
+	json = export_one(path, sizeof(path), NULL, &len);
 	/* leaf returned at 3.100 ms after 30000 ticks (10 us at 3 per ns) */
 	ck_assert_msg(strstr(json, "\"ph\":\"X\",\"cat\":\"function\",\"name\":\"leaf\","
 			     "\"ts\":3090.000,\"dur\":10.000,\"pid\":200,\"tid\":201"), "%s", json);
@@ -656,13 +647,8 @@ START_TEST(test_perfetto_golden)
 	char path[512], golden[1024], *json, *want;
 	const char *top = getenv("top_srcdir"), *out = getenv("PERFETTO_GOLDEN_WRITE");
 	size_t len, wlen, line = 1;
-	struct export_writer *w;
 
-	snprintf(path, sizeof(path), "%s/one.json", dir);
-	w = open_writer(path, 1);
-	record(w, "alpha");
-	close_writer(w, NULL);
-	json = slurp(path, &len);
+	json = export_one(path, sizeof(path), NULL, &len);
 	if (out) {
 		FILE *f = fopen(out, "w");
 

@@ -140,6 +140,8 @@ static struct proto_msg sample(enum proto_msg_type type)
 	case MSG_HEADER_PAGE:
 		m.header_page.text = "\tfield: u64 timestamp;\n";
 		m.header_page.len = strlen(m.header_page.text);
+		m.header_page.event = "# compressed entry header\n";
+		m.header_page.event_len = strlen(m.header_page.event);
 		break;
 	case MSG_FORMAT:
 		m.format = (struct proto_format){ "sched", "sched_switch",
@@ -282,6 +284,8 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 	case MSG_HEADER_PAGE:
 		text_eq(a->header_page.text, a->header_page.len,
 			b->header_page.text, b->header_page.len);
+		text_eq(a->header_page.event, a->header_page.event_len,
+			b->header_page.event, b->header_page.event_len);
 		break;
 	case MSG_FORMAT:
 		ck_assert_str_eq(a->format.system, b->format.system);

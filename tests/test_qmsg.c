@@ -505,6 +505,7 @@ START_TEST(op_table)
 		{ QOP_STATS, 3, "stats" }, { QOP_DROPS, 4, "drops" },
 		{ QOP_SYMBOLS, 5, "symbols" }, { QOP_HOSTS, 6, "hosts" },
 		{ QOP_EVENTS, 7, "events" }, { QOP_FIELDS, 8, "fields" },
+		{ QOP_LOSSES, 9, "losses" }, { QOP_HEADERS, 10, "headers" },
 		{ QOP_SQL, 16, "sql" }, { QOP_HIST, 20, "hist" },
 		{ QOP_IMPORT_BEGIN, 24, "import_begin" }, { QOP_IMPORT_MSG, 25, "import_msg" },
 		{ QOP_IMPORT_PAGES, 26, "import_pages" }, { QOP_IMPORT_END, 27, "import_end" },
@@ -521,7 +522,7 @@ START_TEST(op_table)
 	}
 	ck_assert_str_eq(qmsg_op_name(0), "unknown");
 	ck_assert_str_eq(qmsg_op_name(31), "unknown");
-	ck_assert_int_eq(qmsg_op_class(9), QOPC_UNKNOWN);
+	ck_assert_int_eq(qmsg_op_class(11), QOPC_UNKNOWN);
 	ck_assert_int_eq(qmsg_op_class(QOP_IMPORT_END), QOPC_IMPORT);
 	in.op = QOP_IMPORT_BEGIN;
 	b = encode_request(&in);

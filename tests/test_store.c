@@ -2643,6 +2643,217 @@ START_TEST(test_sql_scoped)
 }
 END_TEST
 
+/* ---- issue 33: losses and boots ---- */
+
+struct loss_seen {
+	unsigned n;
+	uint32_t cpu[16];
+	int64_t ts[16], count[16], id[16];
+	char host[16][32];
+};
+
+static int loss_seen_fn(void *ctx, const struct store_loss_row *x)
+{
+	struct loss_seen *ls = ctx;
+
+	ck_assert_uint_lt(ls->n, 16);
+	ls->cpu[ls->n] = x->l.cpu;
+	ls->ts[ls->n] = x->l.ts;
+	ls->count[ls->n] = x->l.count;
+	ls->id[ls->n] = x->id;
+	snprintf(ls->host[ls->n], sizeof(ls->host[0]), "%s", x->host);
+	ck_assert_str_eq(x->boot_id, "boot-a");
+	ls->n++;
+	return 0;
+}
+
+static struct loss_seen losses_of(const struct store_query *q)
+{
+	struct loss_seen ls = { 0 };
+
+	ck_ok(store_losses(sr, q, loss_seen_fn, &ls));
+	return ls;
+}
+
+/*
+ * Losses are kept once per (host, boot, CPU, page timestamp): written
+ * again (a journal replay, a resend past the marks) they add nothing.
+ * Read back in time order within a window, CPUs, hosts and the scope,
+ * keyset paged both ways; retention takes those of its time.
+ */
+START_TEST(test_losses)
+{
+	static const char *const web[] = { "capture-*" }, *const other[] = { "other-*" };
+	struct store_scope s_web = { web, 1 }, s_other = { other, 1 };
+	const struct store_loss l[] = {
+		{ .cpu = 1, .ts = 3000, .trace_ts = 30, .count = 7 },
+		{ .cpu = 0, .ts = 1000, .trace_ts = 10, .count = -1 },
+		{ .cpu = 1, .ts = 2000, .trace_ts = 20, .count = 5 },
+	};
+	struct store_window win = { 1500, INT64_MAX };
+	uint32_t cpu1 = 1;
+	struct store_query q = { 0 };
+	struct loss_seen ls;
+	uint64_t removed = 0;
+
+	ck_ok(store_begin(sw));
+	ck_ok(store_losses_put(sw, host, "boot-a", l, 3));
+	ck_ok(store_losses_put(sw, host, "boot-a", l, 2));	/* replayed: nothing new */
+	ck_ok(store_commit(sw));
+	ls = losses_of(&q);
+	ck_assert_uint_eq(ls.n, 3);
+	ck_assert_int_eq(ls.ts[0], 1000);
+	ck_assert_int_eq(ls.count[0], -1);
+	ck_assert_int_eq(ls.ts[1], 2000);
+	ck_assert_int_eq(ls.count[2], 7);
+	ck_assert_str_eq(ls.host[0], "capture-host");
+	q.win = &win;
+	ck_assert_uint_eq(losses_of(&q).n, 2);
+	q.cpus = &cpu1;
+	q.ncpus = 1;
+	q.win = NULL;
+	ck_assert_uint_eq(losses_of(&q).n, 2);
+	q.ncpus = 0;
+	q.scope = &s_web;
+	ck_assert_uint_eq(losses_of(&q).n, 3);
+	q.scope = &s_other;	/* another host's asker sees none */
+	ck_assert_uint_eq(losses_of(&q).n, 0);
+	q.scope = NULL;
+	q.host_glob = "nope*";
+	ck_assert_uint_eq(losses_of(&q).n, 0);
+	q.host_glob = NULL;
+	/* paging: after the first, one at a time; and backwards */
+	q.limit = 1;
+	q.after_ts = ls.ts[0];
+	q.after_rowid = (uint64_t)ls.id[0];
+	ls = losses_of(&q);
+	ck_assert_uint_eq(ls.n, 1);
+	ck_assert_int_eq(ls.ts[0], 2000);
+	q.reverse = true;
+	q.limit = 0;
+	ls = losses_of(&q);
+	ck_assert_uint_eq(ls.n, 0);	/* nothing before the first */
+	q.after_ts = 2500;
+	q.after_rowid = 1;
+	ls = losses_of(&q);
+	ck_assert_uint_eq(ls.n, 2);
+	ck_assert_int_eq(ls.ts[0], 2000);
+	ck_assert_int_eq(ls.ts[1], 1000);
+	/* retention by age takes the losses of its time */
+	ck_ok(store_begin(sw));
+	ck_ok(store_retain(sw, 2500, 0, &removed));
+	ck_ok(store_commit(sw));
+	q = (struct store_query){ 0 };
+	ls = losses_of(&q);
+	ck_assert_uint_eq(ls.n, 1);
+	ck_assert_int_eq(ls.ts[0], 3000);
+	TU_ERR(store_losses(sr, NULL, loss_seen_fn, &ls), -EINVAL);
+	TU_ERR(store_losses_put(sw, host, NULL, l, 1), -EINVAL);
+	ck_ok(store_losses_put(sw, host, "boot-a", NULL, 0));
+}
+END_TEST
+
+struct boot_seen {
+	unsigned n;
+	char boot[32], header_page[64], header_event[64], clock[16];
+	bool has_event;
+	uint32_t long_size, page_size;
+	bool big_endian;
+	unsigned nformats;
+	int64_t last_id;
+};
+
+static int boot_seen_fn(void *ctx, const struct store_boot *b)
+{
+	struct boot_seen *bs = ctx;
+
+	bs->n++;
+	snprintf(bs->boot, sizeof(bs->boot), "%s", b->boot_id);
+	snprintf(bs->header_page, sizeof(bs->header_page), "%.*s", (int)b->header_page_len,
+		 b->header_page ? b->header_page : "");
+	bs->has_event = b->header_event != NULL;
+	snprintf(bs->header_event, sizeof(bs->header_event), "%.*s", (int)b->header_event_len,
+		 b->header_event ? b->header_event : "");
+	snprintf(bs->clock, sizeof(bs->clock), "%s", b->trace_clock ? b->trace_clock : "");
+	bs->long_size = b->long_size;
+	bs->page_size = b->page_size;
+	bs->big_endian = b->big_endian;
+	return 0;
+}
+
+static int format_seen_fn(void *ctx, int64_t id, const char *system, const char *name,
+			  const char *text)
+{
+	struct boot_seen *bs = ctx;
+
+	ck_assert(id > bs->last_id);
+	ck_assert(system && name && strstr(text, name));
+	bs->last_id = id;
+	bs->nformats++;
+	return 0;
+}
+
+/*
+ * A boot as HELLO and HEADER_PAGE describe it: what one call leaves out
+ * keeps what another stored; the boot up at a time is the last one first
+ * seen by then; its formats are those the host sent in it.
+ */
+START_TEST(test_boots)
+{
+	struct store_boot b1 = { .boot_id = "b", .since = 1000, .kernel = "6.1.0",
+				 .trace_clock = "mono", .long_size = 8, .page_size = 4096 };
+	struct store_boot h1 = { .boot_id = "b", .since = 9999, .header_page = "hp-text",
+				 .header_page_len = 7, .header_event = "he-text!",
+				 .header_event_len = 7 };
+	struct store_boot b2 = { .boot_id = "c", .since = 5000, .trace_clock = "x86-tsc",
+				 .long_size = 4, .big_endian = true };
+	struct boot_seen bs = { 0 };
+
+	/* a host stored before boots were kept: its hosts row */
+	ck_ok(store_boot_get(sr, host, INT64_MAX, boot_seen_fn, &bs));
+	ck_assert_uint_eq(bs.n, 1);
+	ck_assert_uint_eq(bs.long_size, 0);
+	ck_assert(!bs.has_event);
+	ck_ok(store_boot(sw, host, &b1));
+	ck_ok(store_boot(sw, host, &h1));	/* a later connection's HEADER_PAGE */
+	ck_ok(store_boot(sw, host, &b1));	/* and its HELLO again: the texts stay */
+	ck_ok(store_boot(sw, host, &b2));
+	memset(&bs, 0, sizeof(bs));
+	ck_ok(store_boot_get(sr, host, 3000, boot_seen_fn, &bs));
+	ck_assert_str_eq(bs.boot, "b");
+	ck_assert_str_eq(bs.header_page, "hp-text");
+	ck_assert_str_eq(bs.header_event, "he-text");	/* its length counts */
+	ck_assert_str_eq(bs.clock, "mono");
+	ck_assert_uint_eq(bs.long_size, 8);
+	ck_assert_uint_eq(bs.page_size, 4096);
+	ck_assert(!bs.big_endian);
+	memset(&bs, 0, sizeof(bs));
+	ck_ok(store_boot_get(sr, host, 10, boot_seen_fn, &bs));	/* before any: the first */
+	ck_assert_str_eq(bs.boot, "b");
+	memset(&bs, 0, sizeof(bs));
+	ck_ok(store_boot_get(sr, host, INT64_MAX, boot_seen_fn, &bs));
+	ck_assert_str_eq(bs.boot, "c");
+	ck_assert_uint_eq(bs.long_size, 4);
+	ck_assert(bs.big_endian);
+	ck_assert(!bs.has_event);
+	TU_ERR(store_boot_get(sr, host + 100, 1, boot_seen_fn, &bs), -ENOENT);
+	/* the formats of boot "b" (test_origin's), paged */
+	memset(&bs, 0, sizeof(bs));
+	ck_ok(store_boot_formats(sr, host, "b", 0, 1000, format_seen_fn, &bs));
+	ck_assert_uint_eq(bs.nformats, CAPTURE_NFORMATS);
+	bs.nformats = 0;
+	bs.last_id = 0;
+	ck_ok(store_boot_formats(sr, host, "b", 0, 2, format_seen_fn, &bs));
+	ck_assert_uint_eq(bs.nformats, 2);
+	ck_ok(store_boot_formats(sr, host, "b", bs.last_id, 1000, format_seen_fn, &bs));
+	ck_assert_uint_eq(bs.nformats, CAPTURE_NFORMATS);
+	bs.nformats = 0;
+	ck_ok(store_boot_formats(sr, host, "c", 0, 1000, format_seen_fn, &bs));
+	ck_assert_uint_eq(bs.nformats, 0);
+	TU_ERR(store_boot(sw, host, &(struct store_boot){ 0 }), -EINVAL);
+}
+END_TEST
+
 static Suite *store_suite(void)
 {
 	Suite *s = suite_create("store");
@@ -2654,7 +2865,7 @@ static Suite *store_suite(void)
 					test_keyset_paging, test_markers_and_comm,
 					test_schema_evolution, test_reopen, test_counters, test_host_usage,
 					test_stream_marks, test_journal_marks, test_symbols,
-					test_printk_formats, test_tgids,
+					test_printk_formats, test_tgids, test_losses, test_boots,
 					test_names_and_errors, test_list, test_retention, test_tail,
 					test_batches, test_writer_failure, test_time_index,
 					test_retention_blocks, test_migrate_ts_index, test_host_agent,

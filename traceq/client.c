@@ -34,6 +34,7 @@ struct client {
 	uint32_t sync_ms;	/* --sync: sent with the first request */
 	bool lost;		/* the last call got no answer (not an error reply) */
 	bool wait_unknown;	/* --follow: an unknown event is not an error (3) */
+	bool optional;		/* client_call_opt(): a malformed-request answer is 4, unsaid */
 	bool inflight;		/* a request sent, its reply not received yet */
 	struct qmsg_request sent;	/* that request (shallow) */
 	bool has_kept;		/* its reply, received before another call: */
@@ -261,6 +262,10 @@ static int client_recv(struct client *c, struct qmsg_reply *rep)
 		qmsg_reply_free(rep);
 		return 3;
 	}
+	if (ret == 0 && !rep->ok && rep->code == TC_ERR_MSG_MALFORMED && c->optional) {
+		qmsg_reply_free(rep);
+		return 4;
+	}
 	return client_reply(rep, &c->sent, ret);
 }
 
@@ -295,6 +300,19 @@ int client_call(struct client *c, const struct qmsg_request *req, struct qmsg_re
 	client_settle(c);
 	ret = client_send(c, req);
 	return ret ? ret : client_recv(c, rep);
+}
+
+int client_call_opt(struct client *c, const struct qmsg_request *req, struct qmsg_reply *rep)
+{
+	int ret;
+
+	client_settle(c);
+	ret = client_send(c, req);
+	c->optional = true;
+	if (ret == 0)
+		ret = client_recv(c, rep);
+	c->optional = false;
+	return ret;
 }
 
 int client_ask(struct client *c, enum qmsg_op op, const char *query, const struct tq_select *sel,

@@ -41,6 +41,14 @@ void client_close(struct client *c);
 int client_call(struct client *c, const struct qmsg_request *req, struct qmsg_reply *rep);
 
 /*
+ * client_call_opt - client_call() of an op an older collector may not
+ * know (it answers such a request as malformed): that answer is 4, said
+ * nowhere, so the caller goes on without what the op gives. Return as
+ * client_call(), or 4.
+ */
+int client_call_opt(struct client *c, const struct qmsg_request *req, struct qmsg_reply *rep);
+
+/*
  * client_ask - client_call() of a request of @op on @query (NULL: none),
  * narrowed by @sel (tq_select_apply(): window, hosts, CPUs, order).
  */

@@ -38,9 +38,11 @@
 #ifndef TRACEQ_EXPORT_H
 #define TRACEQ_EXPORT_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "proto/qmsg.h"
 
@@ -104,6 +106,12 @@ struct export_row {
 	const struct qmsg_reply *view;	/* event "system:name", cols, format */
 	const struct qmsg_value *vals;	/* view->ncols values; vals[QMSG_META_COLS..]: fields */
 	bool program;		/* a program's stream (our ring), not the kernel's */
+	/*
+	 * The reply page the row came from (1, 2, ...): within one page the
+	 * same view->format pointer is the same text, so a writer may key
+	 * its per-format state by pointer for a page (printer.c does).
+	 */
+	uint64_t page;
 };
 
 /*
@@ -165,7 +173,17 @@ extern const struct export_writer_ops export_perfetto_ops;
  * export_seterr - a writer's error sentence into @w->err (printf); returns
  * @code, so that `return export_seterr(w, -EIO, "...")` says and fails.
  */
-int export_seterr(struct export_writer *w, int code, const char *fmt, ...)
+static inline int export_seterr(struct export_writer *w, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+static inline int export_seterr(struct export_writer *w, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(w->err, EXPORT_ERR_LEN, fmt, ap);
+	va_end(ap);
+	return code;
+}
 
 #endif

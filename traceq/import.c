@@ -289,8 +289,8 @@ static int send_formats(struct imp *m)
 	struct proto_msg msg = { .type = MSG_HEADER_PAGE };
 	int ret;
 
-	msg.header_page = (struct proto_text){ (char *)m->in->header_page,
-					       m->in->header_page_len };
+	msg.header_page = (struct proto_text){ .text = (char *)m->in->header_page,
+					       .len = m->in->header_page_len };
 	if ((ret = send_msg(m, &msg)) != 0)
 		return ret;
 	for (size_t i = 0; i < m->in->nformats; i++) {

@@ -14,7 +14,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +24,8 @@
 #include "traceq/client.h"
 #include "traceq/export.h"
 #include "traceq/hostcache.h"
+#include "traceq/hostmeta.h"
+#include "traceq/losses.h"
 #include "traceq/modes.h"
 #include "traceq/select.h"
 #include "traceq/traceq.h"
@@ -53,19 +54,10 @@ struct export_run {
 	struct ehost *hosts;
 	size_t nhosts;
 	uint64_t rows;		/* written so far, all hosts */
+	uint64_t page;		/* replies read so far (export_row.page) */
 	bool progress;		/* stderr is a terminal */
 	char err[EXPORT_ERR_LEN];	/* the writer's error sentence */
 };
-
-int export_seterr(struct export_writer *w, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(w->err, EXPORT_ERR_LEN, fmt, ap);
-	va_end(ap);
-	return code;
-}
 
 static const struct export_writer_ops *writer_of(const char *format)
 {
@@ -216,9 +208,13 @@ static void row_of(const struct qmsg_reply *rep, uint32_t i, struct qmsg_reply *
 	};
 }
 
-/* The host's info for host_begin(), as of its first row at @wall (printk's boot). */
+/*
+ * The host's info for host_begin(), as of its first row at @wall (the
+ * boot then: its printk formats; its headers, long size, byte order and
+ * clock as the collector keeps them (hostmeta.h), else the hosts op's).
+ */
 static void host_info(struct export_run *x, const struct ehost *e, int64_t wall,
-		      struct export_host *h, char **printk)
+		      struct export_host *h, char **printk, struct hostmeta *m)
 {
 	const uint64_t *addr = NULL;
 	char *const *fmt = NULL;
@@ -240,33 +236,83 @@ static void host_info(struct export_run *x, const struct ehost *e, int64_t wall,
 		.header_page = "", .header_event = "",
 		.printk = text ? text : "", .printk_len = text ? len : 0,
 	};
+	if (hostmeta_get(x->c, e->name, wall, m) != 0)
+		return;
+	if (m->kernel && *m->kernel)
+		h->kernel = m->kernel;
+	if (m->trace_clock && *m->trace_clock)
+		h->clock = m->trace_clock;
+	if (m->page_size)
+		h->page_size = m->page_size;
+	h->long_size = m->long_size;
+	h->big_endian = m->big_endian;
+	h->header_page = m->header_page ? m->header_page : "";
+	h->header_event = m->header_event ? m->header_event : "";
 }
 
-/* Hand @rep's rows to the writer; the host begins at its first row. */
+/* A loss of the cursor as the writers take it. */
+static int loss_write(struct export_run *x, const struct loss *l)
+{
+	struct export_loss el = {
+		.host = l->host, .cpu = l->cpu, .ts = l->ts, .trace_ts = l->trace_ts,
+		.count = l->count > 0 ? (uint64_t)l->count : 0,
+	};
+
+	return x->w->ops->loss(x->w, &el);
+}
+
+/*
+ * The losses due before a row of wall-clock @ts (at or before it, as
+ * the printer puts them); with a window relative to the end (the
+ * cursor's is open), only those from the first row on.
+ */
+static int losses_before(struct export_run *x, struct losses *ls, int64_t ts, bool first)
+{
+	bool bounded = x->o->sel.from_end || x->o->sel.to_end;
+	const struct loss *l;
+	int ret = 0;
+
+	while (ret == 0 && ls && (l = losses_peek(ls)) && l->ts <= ts) {
+		if (!bounded || !first || l->ts == ts)
+			ret = loss_write(x, l);
+		losses_pop(ls);
+	}
+	return ret;
+}
+
+/* Hand @rep's rows (and the losses before them) to the writer; the host begins at its first row. */
 static int page_write(struct export_run *x, const struct ehost *e, const struct qmsg_reply *rep,
-		      bool *begun)
+		      struct losses *ls, bool *begun)
 {
 	int ret = 0;
 
+	x->page++;
 	for (uint32_t i = 0; i < rep->nrows && ret == 0; i++) {
 		struct qmsg_reply view;
 		struct export_row r;
 
 		row_of(rep, i, &view, &r);
+		r.page = x->page;
 		if (view.ncols < QMSG_META_COLS)
 			continue;
 		if (!*begun) {
+			struct hostmeta m = { 0 };
 			struct export_host h;
 			char *printk = NULL;
 
-			host_info(x, e, r.ts, &h, &printk);
+			host_info(x, e, r.ts, &h, &printk, &m);
 			ret = x->w->ops->host_begin(x->w, &h);
 			free(printk);
-			*begun = true;
+			hostmeta_free(&m);
 			if (ret < 0)
 				break;
+			ret = losses_before(x, ls, r.ts, true);
+			*begun = true;
+		} else {
+			ret = losses_before(x, ls, r.ts, false);
 		}
-		ret = x->w->ops->row(x->w, &r);
+		if (ret == 0)
+			ret = x->w->ops->row(x->w, &r);
 		x->rows++;
 	}
 	return ret;
@@ -285,19 +331,22 @@ static int host_export(struct export_run *x, const struct ehost *e)
 		.limit = TRACEQ_PAGE_ROWS,
 	};
 	struct qmsg_reply rep;
+	struct tq_select sel = x->o->sel;
+	struct losses *ls = NULL;
 	bool more = true, begun = false;
 	uint64_t sent = 0;
 	int ret, wret = 0;
 
-	if (!glob) {
+	if (!glob || losses_open(x->c, &sel, &ls) < 0) {
+		free(glob);
 		fprintf(stderr, "traceq: out of memory\n");
 		return 1;
 	}
-	tq_select_apply(&x->o->sel, &req);
-	req.reverse = false;
-	req.host = (char *)glob_exact(e->name, glob);
-	req.hosts = NULL;
-	req.nhosts = 0;
+	/* this host alone: its rows, and the losses (@sel must outlive the cursor) */
+	sel.hosts[0] = glob_exact(e->name, glob);
+	sel.nhosts = 1;
+	sel.reverse = false;
+	tq_select_apply(&sel, &req);
 	ret = client_send(x->c, &req);
 	while (ret == 0 && more) {
 		if ((ret = client_next(x->c, &rep)))
@@ -311,12 +360,15 @@ static int host_export(struct export_run *x, const struct ehost *e)
 			req.after_type = rep.last_type;
 			ret = client_send(x->c, &req);
 		}
-		wret = page_write(x, e, &rep, &begun);
+		wret = page_write(x, e, &rep, ls, &begun);
 		qmsg_reply_free(&rep);
 		progress(x, e->name, false);
 		if (wret < 0)
 			break;
 	}
+	/* the losses after the last row, as the printer ends (none with an end-relative window) */
+	if (ret == 0 && wret == 0 && begun && !x->o->sel.from_end && !x->o->sel.to_end)
+		wret = losses_before(x, ls, INT64_MAX, false);
 	if (ret == 0 && wret == 0 && begun)
 		wret = x->w->ops->host_end(x->w);
 	if (ret == 0 && wret < 0) {
@@ -326,8 +378,9 @@ static int host_export(struct export_run *x, const struct ehost *e)
 			x->err[0] ? log_escape(x->err, err, sizeof(err)) : strerror(-wret));
 		ret = 1;
 	}
-	if (wret < 0 && more)
-		client_next(x->c, &rep) == 0 ? qmsg_reply_free(&rep) : (void)0;
+	if (wret < 0 && more && client_next(x->c, &rep) == 0)
+		qmsg_reply_free(&rep);
+	losses_close(ls);
 	free(glob);
 	return ret;
 }
@@ -376,6 +429,10 @@ int mode_export_run(struct client *c, const struct traceq_opts *o)
 			ret = 1;
 		}
 	}
+	if (ret == 0 && st.skipped)
+		fprintf(stderr, "traceq: --export: %" PRIu64 " events not written: their format "
+			"could not be parsed, clashed with another's id, or the record did not "
+			"fit a page\n", st.skipped);
 	if (ret == 0 && x.progress)
 		fprintf(stderr, "\r\033[Ktraceq: --export: %" PRIu64 " events, %u file%s, %" PRIu64
 			" bytes\n", st.rows, st.files, st.files == 1 ? "" : "s", st.bytes);

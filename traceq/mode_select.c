@@ -1,7 +1,8 @@
 /*
  * mode_select.c - traceq QUERY: the rows QUERY selects, page by page, in
  * time order (--reverse: newest first), up to --limit, printed by
- * printer.h in the --format layout.
+ * printer.h in the --format layout, with the places where the kernels
+ * lost events (losses.h) between them, as trace-cmd report prints them.
  */
 #include "config.h"
 
@@ -11,6 +12,7 @@
 
 #include "proto/qmsg.h"
 #include "traceq/client.h"
+#include "traceq/losses.h"
 #include "traceq/modes.h"
 #include "traceq/printer.h"
 #include "traceq/select.h"
@@ -44,18 +46,21 @@ int mode_select_run(struct client *c, const struct traceq_opts *o)
 	struct qmsg_request req = {
 		.op = QOP_SELECT, .query = (char *)o->query, .limit = TRACEQ_PAGE_ROWS,
 	};
-	struct printer *out;
+	struct printer *out = NULL;
+	struct losses *lost = NULL;
 	uint64_t printed = 0;
 	struct qmsg_reply rep;
-	bool more = true;
+	bool more = true, complete = false;
 	int ret;
 
 	tq_select_apply(&o->sel, &req);
 	printer_omit(o, &req);
-	if (printer_new(c, o, &out) < 0) {
+	if (printer_new(c, o, &out) < 0 || losses_open(c, &o->sel, &lost) < 0) {
+		printer_free(out);
 		fprintf(stderr, "traceq: out of memory\n");
 		return 1;
 	}
+	printer_losses(out, lost, o->sel.from_end || o->sel.to_end);
 	if (o->limit && o->limit < req.limit)
 		req.limit = (uint32_t)o->limit;
 	ret = client_send(c, &req);
@@ -70,6 +75,7 @@ int mode_select_run(struct client *c, const struct traceq_opts *o)
 			break;
 		}
 		printed += rep.nrows;
+		complete = !rep.more;
 		more = select_next(&req, &rep, o, printed);
 		if (more)
 			ret = client_send(c, &req);
@@ -77,7 +83,10 @@ int mode_select_run(struct client *c, const struct traceq_opts *o)
 			ret = 1;
 		qmsg_reply_free(&rep);
 	}
+	if (ret == 0 && complete)
+		printer_losses_rest(out);
 	printer_free(out);
+	losses_close(lost);
 	if (ret > 0)
 		return ret;
 	return fflush(stdout) == 0 ? 0 : 1;

@@ -145,7 +145,7 @@ void out_json_text(FILE *f, const char *s, size_t len)
 	}
 }
 
-static void json_string(FILE *f, const char *s, size_t len)
+void out_json_str(FILE *f, const char *s, size_t len)
 {
 	fputc('"', f);
 	out_json_text(f, s, len);
@@ -160,7 +160,7 @@ void out_value(FILE *f, const struct qmsg_value *v, bool json)
 	case QV_UINT: fprintf(f, "%" PRIu64, v->u); break;
 	case QV_STR:
 		if (json)
-			json_string(f, v->s.p, v->s.len);
+			out_json_str(f, v->s.p, v->s.len);
 		else
 			log_escape_file(f, v->s.p, v->s.len);
 		break;
@@ -194,9 +194,9 @@ void out_json_row(FILE *f, const struct qmsg_reply *rep, const struct out_keys *
 	char buf[OUT_COMM_MAX];
 
 	fputc('{', f);
-	json_string(f, k->event_key, strlen(k->event_key));
+	out_json_str(f, k->event_key, strlen(k->event_key));
 	fputc(':', f);
-	json_string(f, rep->event ? rep->event : "", rep->event ? strlen(rep->event) : 0);
+	out_json_str(f, rep->event ? rep->event : "", rep->event ? strlen(rep->event) : 0);
 	for (uint32_t i = 0; i < rep->ncols; i++) {
 		struct qmsg_value v;
 
@@ -204,7 +204,7 @@ void out_json_row(FILE *f, const struct qmsg_reply *rep, const struct out_keys *
 			continue;
 		v = row_value(row, i, buf);
 		fputc(',', f);
-		json_string(f, k->key[i], strlen(k->key[i]));
+		out_json_str(f, k->key[i], strlen(k->key[i]));
 		fputc(':', f);
 		out_value(f, &v, true);
 	}
@@ -426,7 +426,7 @@ void out_sql_json(FILE *f, const struct qmsg_reply *rep)
 		fputc('{', f);
 		for (uint32_t i = 0; i < rep->ncols; i++) {
 			fputs(i ? "," : "", f);
-			json_string(f, rep->cols[i], strlen(rep->cols[i]));
+			out_json_str(f, rep->cols[i], strlen(rep->cols[i]));
 			fputc(':', f);
 			out_value(f, &rep->vals[(size_t)r * rep->ncols + i], true);
 		}

@@ -86,13 +86,16 @@ int out_sql_text(FILE *f, const struct qmsg_reply *rep);
 void out_sql_csv(FILE *f, const struct qmsg_reply *rep);
 void out_sql_json(FILE *f, const struct qmsg_reply *rep);
 
-/*
- * out_json_text - the inside of a JSON string (no quotes) for @len bytes
- * of @s, escaped as above: exact, control characters as \\uXXXX.
- */
-void out_json_text(FILE *f, const char *s, size_t len);
-
 /* out_value - one value as text, a string escaped (@json: as a JSON value, exact). */
 void out_value(FILE *f, const struct qmsg_value *v, bool json);
+
+/* out_json_str - @s[0..@len) as a JSON string, quoted, escaped as every value here is. */
+void out_json_str(FILE *f, const char *s, size_t len);
+
+/*
+ * out_json_text - the inside of that string (no quotes): for a string
+ * written in pieces (the Perfetto writer's systrace text).
+ */
+void out_json_text(FILE *f, const char *s, size_t len);
 
 #endif

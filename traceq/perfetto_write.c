@@ -112,7 +112,8 @@ enum pf_kind {
 struct pf_type {
 	char *event;
 	char *format;			/* the text it was made from */
-	const char *last;		/* the reply's text it was last matched with */
+	const char *last;		/* the reply's text it was last matched with, */
+	uint64_t page;			/* in this page (export_row.page) */
 	enum pf_kind kind;
 	bool program;			/* a program's stream (our ring) */
 	struct render *render;		/* PF_TEXT's */
@@ -384,8 +385,10 @@ static struct pf_type *pf_type_find(struct pf_writer *p, const struct export_row
 
 		if (t->program != r->program || strcmp(t->event, event))
 			continue;
-		if (t->last == r->view->format || !strcmp(t->format, format)) {
+		if ((t->last == r->view->format && t->page == r->page) ||
+		    !strcmp(t->format, format)) {
 			t->last = r->view->format;
+			t->page = r->page;
 			return t;
 		}
 	}
@@ -421,6 +424,7 @@ static struct pf_type *pf_type_of(struct pf_writer *p, const struct export_row *
 		pf_type_free(&p->types[--p->ntypes]);
 	t = &p->types[p->ntypes];
 	t->last = r->view->format;
+	t->page = r->page;
 	t->program = r->program;
 	if (!(t->event = strdup(event)) || !(t->format = strdup(format)))
 		goto nomem;

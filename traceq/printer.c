@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "traceq/client.h"
 #include "traceq/hostcache.h"
+#include "traceq/losses.h"
 #include "traceq/output.h"
 #include "traceq/printer.h"
 #include "traceq/render.h"
@@ -54,7 +55,64 @@ struct printer {
 		size_t end;		/* where its line ends in text; */
 		bool as_fields;		/* or true: it prints as fields */
 	} *lines;
+	struct losses *losses;		/* printed where they happened; NULL: none */
+	bool losses_bounded;		/* only those from the first row on */
+	bool rows_seen;			/* a row was printed */
 };
+
+/*
+ * Whether a loss is due before a row of wall-clock @ts: one at or
+ * before it (--reverse: after it; trace-cmd prints a loss before the
+ * first event of its page, whose timestamp is the loss's).
+ */
+static const struct loss *loss_due(struct printer *p, int64_t ts)
+{
+	const struct loss *x = p->losses ? losses_peek(p->losses) : NULL;
+
+	if (!x || (p->o->sel.reverse ? x->ts <= ts : x->ts > ts))
+		return NULL;
+	return x;
+}
+
+static void print_loss(const struct printer *p, const struct loss *x)
+{
+	enum out_format f = p->o->format;
+
+	if (f == OUT_JSON)
+		losses_print_json(stdout, x);
+	else if (f != OUT_CSV)	/* csv's columns are one event type's */
+		losses_print_text(stdout, x, p->host_width, f == OUT_KERNEL);
+}
+
+/* The losses due before a row of wall-clock @ts; the first row's bound (losses_bounded). */
+static void print_losses(struct printer *p, int64_t ts)
+{
+	const struct loss *x;
+
+	while ((x = loss_due(p, ts))) {
+		if (!p->losses_bounded || p->rows_seen || x->ts == ts)
+			print_loss(p, x);
+		losses_pop(p->losses);
+	}
+}
+
+void printer_losses(struct printer *p, struct losses *l, bool bounded)
+{
+	p->losses = l;
+	p->losses_bounded = bounded;
+}
+
+void printer_losses_rest(struct printer *p)
+{
+	const struct loss *x;
+
+	while (p->losses && (x = losses_peek(p->losses)) &&
+	       (!p->losses_bounded || p->rows_seen)) {
+		if (!p->losses_bounded)
+			print_loss(p, x);
+		losses_pop(p->losses);
+	}
+}
 
 static int64_t row_time(const struct printer *p, const struct qmsg_value *row)
 {
@@ -263,13 +321,19 @@ static int print_rendered(struct printer *p, const struct qmsg_reply *rep)
 	for (uint32_t i = 0; i < rep->nrows; i++) {
 		size_t begin = i ? p->lines[i - 1].end : 0;
 		struct qmsg_reply view;
-		const struct qmsg_value *row;
+		const struct qmsg_value *row = qmsg_reply_row(rep, i, &view);
+		int64_t ts = qmsg_value_int(&row[2]);
 
+		if (loss_due(p, ts)) {	/* the run so far, then the loss lines */
+			fwrite(p->text + start, 1, begin - start, stdout);
+			start = begin;
+			print_losses(p, ts);
+		}
+		p->rows_seen = true;
 		/* rendered lines (host column and all) go out in runs, at once */
 		if (!p->lines[i].as_fields)
 			continue;
 		fwrite(p->text + start, 1, begin - start, stdout);
-		row = qmsg_reply_row(rep, i, &view);
 		print_host(p, row);
 		out_fields_row(stdout, &view, row, row_time(p, row));
 		start = p->lines[i].end;
@@ -295,6 +359,8 @@ int printer_page(struct printer *p, const struct qmsg_reply *rep)
 
 		if (view.ncols < QMSG_META_COLS)
 			continue;
+		print_losses(p, qmsg_value_int(&row[2]));
+		p->rows_seen = true;
 		if (!t) {
 			fprintf(stderr, "traceq: out of memory\n");
 			return 1;

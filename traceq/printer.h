@@ -13,6 +13,7 @@
 #include "traceq/traceq.h"
 
 struct client;
+struct losses;
 struct printer;
 
 /*
@@ -31,6 +32,23 @@ void printer_free(struct printer *p);
  * stderr: out of memory, csv asked for a second event type).
  */
 int printer_page(struct printer *p, const struct qmsg_reply *rep);
+
+/*
+ * printer_losses - print the losses @l gives (traceq/losses.h; NULL:
+ * none) between the rows where they happened, as trace-cmd report does
+ * (text, kernel, fields: a line; json: an object of its own; csv: none);
+ * with @bounded, none before the first row (a window relative to the
+ * newest row, which the losses were not asked with). @l stays the
+ * caller's.
+ */
+void printer_losses(struct printer *p, struct losses *l, bool bounded);
+
+/*
+ * printer_losses_rest - at the end of a complete answer: the losses after
+ * its last row (within the window; with printer_losses()'s @bounded,
+ * none: the answer's end is the bound).
+ */
+void printer_losses_rest(struct printer *p);
 
 /*
  * printer_omit - leave out of @req's rows the fields @o's layout does not

@@ -442,6 +442,20 @@ static size_t render_record(struct render *r, const struct qmsg_reply *rep,
 	return end;
 }
 
+size_t render_rebuild(struct render *r, const struct qmsg_reply *rep,
+		      const struct qmsg_value *row, const void **rec)
+{
+	if (!r->nviews)
+		return 0;
+	*rec = r->rec;
+	return render_record(r, rep, row);
+}
+
+int render_event_id(const struct render *r)
+{
+	return r->nviews ? r->views[0].event->id : -1;
+}
+
 static void render_comm(struct render *r, const struct qmsg_value *row)
 {
 	int pid = (int)(uint64_t)qmsg_value_int(&row[4]);

@@ -103,4 +103,17 @@ int render_prepare(struct render *r, const struct qmsg_reply *rep, char *why, si
 size_t render_row(struct render *r, const struct qmsg_reply *rep, const struct qmsg_value *row,
 		  int64_t ts, char *buf, size_t len);
 
+/*
+ * render_rebuild - after render_prepare(): @row's record as the kernel
+ * wrote it (what render_row() prints from: each field at its offset,
+ * this machine's byte order, dynamic arrays after the fixed part,
+ * common_type the format's id), *@rec pointing into @r until the next
+ * call. Return: its size, a multiple of 4; 0 when not prepared.
+ */
+size_t render_rebuild(struct render *r, const struct qmsg_reply *rep,
+		      const struct qmsg_value *row, const void **rec);
+
+/* render_event_id - the id of the prepared format ("ID:"); -1 when not prepared. */
+int render_event_id(const struct render *r);
+
 #endif

@@ -28,14 +28,7 @@
 
 #include "common/tc_error.h"
 #include "traceq/tracedat.h"
-
-#define MAGIC		"\x17\x08\x44tracing"
-#define MAGIC_LEN	10
-
-enum { OPT_DONE = 0, OPT_BUFFER = 3, OPT_TRACECLOCK = 4, OPT_UNAME = 5, OPT_CPUCOUNT = 8,
-       OPT_HEADER_INFO = 16, OPT_FTRACE_EVENTS, OPT_EVENT_FORMATS, OPT_KALLSYMS, OPT_PRINTK,
-       OPT_CMDLINES, OPT_BUFFER_TEXT };
-enum { SEC_FL_COMPRESS = 1 };
+#include "traceq/tracedat_format.h"
 
 struct td_cpu {
 	uint32_t cpu;
@@ -375,7 +368,7 @@ static int section_load(struct tracedat *td, uint64_t off, unsigned id, size_t m
 	uint8_t *z = NULL, *u = NULL;
 	int ret;
 
-	if (off < MAGIC_LEN || off >= td->fsize || fseeko(td->f, (off_t)off, SEEK_SET) != 0)
+	if (off < TRACEDAT_MAGIC_LEN || off >= td->fsize || fseeko(td->f, (off_t)off, SEEK_SET) != 0)
 		return bad(td, err, errlen, off, what, "section offset outside the file");
 	if ((ret = cur_num(&fc, 2, &sid, err, errlen)) < 0 ||
 	    (ret = cur_num(&fc, 2, &flags, err, errlen)) < 0 ||
@@ -626,7 +619,8 @@ static int options_v7(struct tracedat *td, uint64_t off, char *err, size_t errle
 		if (n >= TRACEDAT_MAX_OPTSECTS)
 			return bad(td, err, errlen, off, fc.what, "over %d options sections",
 				   TRACEDAT_MAX_OPTSECTS);
-		if (off < MAGIC_LEN || off >= td->fsize || fseeko(td->f, (off_t)off, SEEK_SET) != 0)
+		if (off < TRACEDAT_MAGIC_LEN || off >= td->fsize ||
+		    fseeko(td->f, (off_t)off, SEEK_SET) != 0)
 			return bad(td, err, errlen, off, fc.what, "offset outside the file");
 		if ((ret = cur_num(&fc, 2, &id, err, errlen)) < 0 ||
 		    (ret = cur_num(&fc, 2, &flags, err, errlen)) < 0 ||
@@ -726,7 +720,7 @@ static int read_v6(struct tracedat *td, struct cur *c, char *err, size_t errlen)
 	for (size_t i = 0; i < td->nbufs; i++) {	/* instances: a table each */
 		struct td_buffer *b = &td->bufs[i];
 
-		if (b->offset < MAGIC_LEN || b->offset >= td->fsize ||
+		if (b->offset < TRACEDAT_MAGIC_LEN || b->offset >= td->fsize ||
 		    fseeko(td->f, (off_t)b->offset, SEEK_SET) != 0)
 			return bad(td, err, errlen, b->offset, "buffer option",
 				   "offset outside the file");
@@ -741,12 +735,13 @@ static int read_v6(struct tracedat *td, struct cur *c, char *err, size_t errlen)
 static int read_head(struct tracedat *td, char *err, size_t errlen)
 {
 	struct cur c = { .td = td, .what = "file header" };
-	char magic[MAGIC_LEN], comp[TRACEDAT_MAX_NAME + 1], cver[TRACEDAT_MAX_NAME + 1];
+	char magic[TRACEDAT_MAGIC_LEN], comp[TRACEDAT_MAX_NAME + 1], cver[TRACEDAT_MAX_NAME + 1];
 	uint8_t b[2];
 	uint64_t v;
 	int ret;
 
-	if (cur_read(&c, magic, MAGIC_LEN, err, errlen) < 0 || memcmp(magic, MAGIC, MAGIC_LEN))
+	if (cur_read(&c, magic, TRACEDAT_MAGIC_LEN, err, errlen) < 0 ||
+	    memcmp(magic, TRACEDAT_MAGIC, TRACEDAT_MAGIC_LEN))
 		return bad(td, err, errlen, 0, c.what, "not a trace.dat file (no trace-cmd magic)");
 	if ((ret = cur_str(&c, td->version_str, sizeof(td->version_str) - 1, err, errlen)) < 0)
 		return ret;
@@ -759,14 +754,14 @@ static int read_head(struct tracedat *td, char *err, size_t errlen)
 	if ((ret = cur_read(&c, b, 2, err, errlen)) < 0)
 		return ret;
 	if (b[0] > 1 || (b[1] != 4 && b[1] != 8))
-		return bad(td, err, errlen, MAGIC_LEN + 2, c.what, "endianness %u, long size %u",
+		return bad(td, err, errlen, TRACEDAT_MAGIC_LEN + 2, c.what, "endianness %u, long size %u",
 			   b[0], b[1]);
 	td->info.big_endian = b[0];
 	td->info.long_size = b[1];
 	if ((ret = cur_num(&c, 4, &v, err, errlen)) < 0)
 		return ret;
 	if (v < TRACEDAT_MIN_PAGE || v > TRACEDAT_MAX_PAGE || (v & (v - 1)))
-		return bad(td, err, errlen, MAGIC_LEN + 4, c.what, "page size %llu",
+		return bad(td, err, errlen, TRACEDAT_MAGIC_LEN + 4, c.what, "page size %llu",
 			   (unsigned long long)v);
 	td->info.page_size = (uint32_t)v;
 	if (td->info.version < 7)
@@ -796,7 +791,7 @@ static int v7_buffer_section(struct tracedat *td, struct td_buffer *b, char *err
 	uint64_t id, flags;
 	int ret;
 
-	if (b->offset < MAGIC_LEN || b->offset >= td->fsize ||
+	if (b->offset < TRACEDAT_MAGIC_LEN || b->offset >= td->fsize ||
 	    fseeko(td->f, (off_t)b->offset, SEEK_SET) != 0)
 		return bad(td, err, errlen, b->offset, fc.what, "offset outside the file");
 	if ((ret = cur_num(&fc, 2, &id, err, errlen)) < 0 ||

@@ -562,7 +562,9 @@ int decoder_page(struct decoder *d, uint32_t cpu, const void *page, size_t len,
 		return ret;
 	}
 	st.missed_events = pi.missed;
+	st.missed_known = pi.missed_stored;
 	st.missed = pi.missed_count;
+	st.page_ts = pi.ts;
 	ret = page_iterate(d, &pi, cpu, fn, ctx, &st);
 	if (stats)
 		*stats = st;

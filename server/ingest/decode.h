@@ -67,7 +67,9 @@ struct decode_page_stats {
 	uint64_t unknown;	/* data events whose type has no format */
 	uint64_t padding;	/* padding (discarded or end-of-page) records */
 	bool missed_events;	/* the kernel lost events before this page */
+	bool missed_known;	/* it stored how many: @missed */
 	uint64_t missed;	/* how many, when the kernel stored the count */
+	uint64_t page_ts;	/* the page's timestamp (where trace-cmd prints a loss) */
 	const char *malformed;	/* TC_ERR_PAGE_MALFORMED: why, a static sentence
 				 * fit to name a counter; else NULL */
 };

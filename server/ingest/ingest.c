@@ -432,6 +432,7 @@ static void ing_store_reopened(struct ingest *g)
 		 "agents send again what was not acknowledged");
 	for (struct sink *s = g->sinks; s; s = s->next) {
 		s->counters_dirty = false;
+		s->nlosses = 0;		/* the old file's, as the counters */
 		s->jmark_dirty = false;
 	}
 	ret = dedup_reload(g->sessions, g->store);

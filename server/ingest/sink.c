@@ -425,9 +425,15 @@ static struct sink_group *group_by_stream(struct sink *s, uint32_t stream)
 	return NULL;
 }
 
-static int sink_header_page(struct sink *s, const struct proto_text *t)
+static int sink_header_page(struct sink *s, const struct sink_env *env,
+			    const struct proto_text *t)
 {
 	char *copy = malloc(t->len + 1);
+	struct store_boot b = {
+		.boot_id = s->boot_id, .since = s->hello_realtime,
+		.header_page = t->text, .header_page_len = t->len,
+		.header_event = t->event, .header_event_len = t->event ? t->event_len : 0,
+	};
 	int ret;
 
 	if (!copy)
@@ -441,7 +447,8 @@ static int sink_header_page(struct sink *s, const struct proto_text *t)
 	free(s->header_page);
 	s->header_page = copy;
 	s->header_len = t->len;
-	return 0;
+	/* kept for exports (trace.dat's header); it shaped decoding already */
+	return store_boot(env->store, s->host_id, &b);
 }
 
 /* Whether @g is well formed and overlaps no group already announced. */
@@ -744,6 +751,12 @@ static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_h
 	s->hello_realtime = h->clock.realtime_ns;
 	s->layout.long_size = h->long_size;
 	s->layout.big_endian = h->big_endian;
+	ret = store_boot(env->store, s->host_id, &(struct store_boot){
+		.boot_id = h->boot_id, .since = h->clock.realtime_ns, .kernel = h->kernel,
+		.trace_clock = h->trace_clock, .long_size = h->long_size,
+		.big_endian = h->big_endian, .page_size = h->page_size });
+	if (ret < 0)
+		return ret;
 	s->filters_gen = env->filters_gen;
 	s->pushdown = env->pushdown && h->pushdown;
 	reply->kind = SINK_REPLY_WELCOME;
@@ -1017,7 +1030,7 @@ int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
 	case MSG_HELLO:
 		return sink_hello(s, env, &m->hello, reply);
 	case MSG_HEADER_PAGE:
-		return sink_header_page(s, &m->header_page);
+		return sink_header_page(s, env, &m->header_page);
 	case MSG_GROUP:
 		return sink_group_add(s, env, &m->group);
 	case MSG_SYMBOLS:
@@ -1216,6 +1229,49 @@ static int sink_unknown(struct sink *s, const struct sink_env *env, struct sink_
 	return store_dropped(env->store, s->host_id, "-", "-", sink_why_unknown, n);
 }
 
+/* At most this many losses wait for sink_flush(); more are stored at once. */
+#define SINK_LOSSES_MAX	1024
+
+/* Write the losses waiting in @s (in the open transaction, with their pages). */
+static int sink_flush_losses(struct sink *s, struct store_writer *store)
+{
+	int ret = store_losses_put(store, s->host_id, s->boot_id, s->losses, s->nlosses);
+
+	if (ret == 0)
+		s->nlosses = 0;
+	return ret;
+}
+
+/*
+ * The page of @p said the kernel lost events before it (@st): where, to
+ * be stored with the page's events, so as exactly once as they are (the
+ * page's dedup mark and the journal mark go in the same transaction).
+ */
+static int sink_loss(const struct page_ctx *p, const struct sink_env *env,
+		     const struct decode_page_stats *st)
+{
+	struct sink *s = p->s;
+	struct store_loss *l;
+
+	if (s->nlosses >= SINK_LOSSES_MAX) {
+		int ret = sink_flush_losses(s, env->store);
+
+		if (ret < 0)
+			return ret;
+	}
+	l = util_grow(s->losses, &s->losses_cap, s->nlosses, sizeof(*s->losses), 16);
+	if (!l)
+		return -ENOMEM;
+	s->losses = l;
+	s->losses[s->nlosses++] = (struct store_loss){
+		.cpu = p->cpu, .trace_ts = st->page_ts,
+		.ts = sink_wall_ns(s, event_trace_ns(p, st->page_ts)),
+		.count = st->missed_known && st->missed <= INT64_MAX ? (int64_t)st->missed : -1,
+	};
+	s->counters_dirty = true;
+	return 0;
+}
+
 int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t seq,
 	      const uint8_t *page, size_t len, uint64_t *stored)
 {
@@ -1259,6 +1315,8 @@ int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t
 		return sink_page_dropped(s, env, cpu, seq, st.malformed);
 	if (ret == 0 && s->sess && !p.g)	/* the mark goes in with the events */
 		ret = dedup_stored(s->sess, cpu, seq);
+	if (ret == 0 && st.missed_events)
+		ret = sink_loss(&p, env, &st);
 	if (ret == 0 && (st.unknown || p.unknown || p.bad))
 		ret = sink_unknown(s, env, c, &p, st.unknown + p.unknown);
 	if (ret < 0)
@@ -1280,6 +1338,7 @@ int sink_flush(struct sink *s, struct store_writer *store)
 
 	if (ret < 0 || !s->counters_dirty)
 		return ret;
+	ret = sink_flush_losses(s, store);
 	for (uint32_t i = 0; i < s->cpus.n && ret == 0; i++) {
 		struct sink_cpu *c = cpuslots_at(&s->cpus, i);
 		uint32_t cpu = s->cpus.cpu[i];
@@ -1346,6 +1405,7 @@ void sink_free(struct sink *s)
 	free(s->groups);
 	pushdown_q_free(&s->pushq);
 	free(s->header_page);
+	free(s->losses);
 	free(s->jctx);
 	jfile_put(s->jf, false);
 	if (s->sess)

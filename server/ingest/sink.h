@@ -61,6 +61,8 @@ struct sink {
 	unsigned filters_gen;		/* generation the types were resolved for */
 	struct sink_comms *comms;
 	bool counters_dirty;
+	struct store_loss *losses;	/* pages whose kernel lost events before them, */
+	size_t nlosses, losses_cap;	/* not yet stored (sink_flush()) */
 	bool listed;			/* on the worker's list of sinks */
 	struct proto_hello layout;	/* page layout facts for group decoders */
 	char *header_page;		/* kept for group decoders */

@@ -75,6 +75,7 @@
 #include "server/query/qauth.h"
 #include "server/query/queryd.h"
 #include "server/query/queryd_ahead.h"
+#include "server/query/queryd_boots.h"
 #include "server/query/queryd_disc.h"
 #include "server/query/queryd_fair.h"
 #include "server/query/queryd_hist.h"
@@ -406,6 +407,21 @@ static int run_printk(struct qworker *wk, const struct qmsg_request *r,
 		return ret;
 	*rows = qmsg_reply_rows(p.w);
 	return reply_end(wk->qd, p.w, false, 0, 0, 0, out);
+}
+
+/* Losses (op 9) and headers (op 10): queryd_boots.c builds the page. */
+static int run_boots(struct qworker *wk, const struct qmsg_request *r,
+		     const struct store_query *hosts, struct proto_buf *out, uint64_t *rows)
+{
+	struct qboots_page pg;
+	struct qmsg_writer *w = NULL;
+	int ret = r->op == QOP_LOSSES ? qboots_losses(wk->store, r, hosts, &w, &pg) :
+		  qboots_headers(wk->store, r, hosts->scope, &w, &pg);
+
+	if (ret < 0)
+		return ret;
+	*rows = qmsg_reply_rows(w);
+	return reply_end(wk->qd, w, pg.more, pg.last_ts, pg.last_id, 0, out);
 }
 
 static int tgid_row(void *ctx, int32_t pid, int32_t tgid)
@@ -794,7 +810,8 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 
 	wk->paged = false;	/* run_page() says where a select's page ended */
 	hosts.scope = scope_for(rules, who, globs, &scope);
-	if (!r->host && (r->op == QOP_SYMBOLS || r->op == QOP_PRINTK || r->op == QOP_TGIDS)) {
+	if (!r->host && (r->op == QOP_SYMBOLS || r->op == QOP_PRINTK || r->op == QOP_TGIDS ||
+			 r->op == QOP_HEADERS)) {
 		char msg[64];	/* these ops read one host's tables */
 
 		snprintf(msg, sizeof(msg), "%s: which host?", qmsg_op_name(r->op));
@@ -809,6 +826,8 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 		ret = run_printk(wk, r, hosts.scope, out, &rows);
 	else if (r->op == QOP_TGIDS)
 		ret = run_tgids(wk, r, hosts.scope, out, &rows);
+	else if (r->op == QOP_LOSSES || r->op == QOP_HEADERS)
+		ret = run_boots(wk, r, &hosts, out, &rows);
 	else if (r->op == QOP_SQL)
 		ret = run_sql(wk, r, hosts.scope, out, &rows, result, sizeof(result));
 	else if (r->op >= QOP_HOSTS && r->op <= QOP_FIELDS) {

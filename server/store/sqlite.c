@@ -30,6 +30,8 @@
  *   sqlite_hosts.c   hosts, per-CPU counters, marks, comms and tgids,
  *                    drop counters                               (both)
  *   sqlite_printk.c  the kernel's printk_formats per host and boot (both)
+ *   sqlite_boots.c   each boot's headers and formats, where kernels
+ *                    lost events (issue 33's exports)           (both)
  *   sqlite_symbols.c programs and their symbols                  (both)
  *   sqlite_import.c  what an import asks first                   (reader)
  *   sqlite_schema.c  event tables and their columns, schemas     (both)
@@ -63,6 +65,7 @@
 
 #include "common/tc_error.h"
 #include "server/store/sqlite.h"
+#include "server/store/sqlite_boots.h"
 #include "server/store/sqlite_ckpt.h"
 #include "server/store/sqlite_conn.h"
 #include "server/store/sqlite_file.h"
@@ -233,6 +236,7 @@ static void sq_init(void)
 	sq_import_ops(r);
 	sq_symbols_ops(w, r);
 	sq_printk_ops(w, r);
+	sq_boots_ops(w, r);
 	sq_hosts_ops(w, r);
 	sq_tail_ops(r);
 	sq_hist_ops(r);

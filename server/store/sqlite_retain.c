@@ -243,6 +243,15 @@ static int sq_comm_changes_before(struct sq_store *s, int64_t ts)
 	return ret < 0 ? ret : sq_run_ints(s, st, true, &ts, 1);
 }
 
+/* The losses before @ts (sql/0014-losses.sql): they go with the rows of their time. */
+static int sq_losses_before(struct sq_store *s, int64_t ts)
+{
+	sqlite3_stmt *st;
+	int ret = sq_prepare(s, "DELETE FROM losses WHERE ts < ?1", &st);
+
+	return ret < 0 ? ret : sq_run_ints(s, st, true, &ts, 1);
+}
+
 /*
  * Size limit: cut the oldest slice of the time range in proportion to the
  * excess (at least 1% of it), until the pages in use fit.
@@ -262,7 +271,8 @@ static int sq_retain_size(struct sq_store *s, uint64_t max_bytes, uint64_t *remo
 		frac = frac < 0.01 ? 0.01 : frac;
 		cut = lo + 1 + (int64_t)((double)(hi - lo) * frac);
 		ret = sq_each_table(s, cut, removed, NULL, NULL) ?:
-		      sq_comm_changes_before(s, cut) ?: sq_used_bytes(s, &used);
+		      sq_comm_changes_before(s, cut) ?: sq_losses_before(s, cut) ?:
+		      sq_used_bytes(s, &used);
 	}
 	return ret;
 }
@@ -280,7 +290,7 @@ static int sq_retain(struct store_writer *w, int64_t before_ts, uint64_t max_byt
 
 	if (ret == 0 && before_ts != INT64_MIN)
 		ret = sq_each_table(s, before_ts, &n, NULL, NULL) ?:
-		      sq_comm_changes_before(s, before_ts);
+		      sq_comm_changes_before(s, before_ts) ?: sq_losses_before(s, before_ts);
 	if (ret == 0 && max_bytes)
 		ret = sq_retain_size(s, max_bytes, &n);
 	if (ret < 0)

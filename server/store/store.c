@@ -200,3 +200,14 @@ int store_sql(struct store_reader *r, const char *text, const struct store_scope
 		return -ENOSYS;
 	return r->ops->sql(r, text, scope, lim, fn, ctx);
 }
+
+int store_losses(struct store_reader *r, const struct store_query *q,
+		 int (*fn)(void *ctx, const struct store_loss_row *x), void *ctx)
+{
+	if (!r || !fn || !q || store_scope_ok(q->scope) < 0 || store_scope_ok(q->hosts) < 0 ||
+	    (q->ncpus && !q->cpus))
+		return -EINVAL;
+	if (!r->ops->losses)
+		return -ENOSYS;
+	return r->ops->losses(r, q, fn, ctx);
+}

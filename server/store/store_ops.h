@@ -24,7 +24,7 @@
  *   (store_errmsg(), store_generation() read struct store_handle, which
  *   the backend fills), and the scope check of every read that takes a
  *   struct store_query or a struct store_scope (host_find, type_seen,
- *   select, count, hist, tail, stats, hosts, drops, sql): what a query
+ *   select, count, hist, tail, stats, hosts, drops, sql, losses): what a query
  *   identity may read is checked once, at the storage boundary, for every
  *   backend. The front neither logs nor counts.
  * - The backend does the rest: each op keeps to its file and waits for
@@ -90,7 +90,9 @@
  * touch nothing but the backend's own threads.
  *
  * Optional: thread_policy may be NULL (no threads of its own), set_stop
- * (reads are never stopped), tail and sql (they fail with -ENOSYS); every
+ * (reads are never stopped), tail and sql (they fail with -ENOSYS); so
+ * may the ops of issue 33's exports: losses_put and boot (nothing is kept:
+ * they return 0), losses, boot_get and boot_formats (-ENOSYS); every
  * other op must be set.
  */
 #ifndef SERVER_STORE_STORE_OPS_H
@@ -176,6 +178,20 @@ struct store_writer_ops {
 		       const char *name, const char *reason, uint64_t n);
 	int (*retain)(struct store_writer *w, int64_t before_ts, uint64_t max_bytes,
 		      uint64_t *removed);
+	/*
+	 * losses_put: where the kernel lost events, @n pages of one
+	 * connection (issue 33), in the transaction of the pages' events: a
+	 * row per loss, kept once for (host, boot, cpu, trace_ts), so a
+	 * replay that writes it again adds nothing
+	 */
+	int (*losses_put)(struct store_writer *w, uint64_t host_id, const char *boot_id,
+			  const struct store_loss *l, size_t n);
+	/*
+	 * boot: a host's boot as HELLO and HEADER_PAGE describe it
+	 * (trace.dat's headers): kept per (host, boot), each field that is
+	 * not told keeping what was stored
+	 */
+	int (*boot)(struct store_writer *w, uint64_t host_id, const struct store_boot *b);
 };
 
 /* A query worker's: reads only, each within the asker's scope. */
@@ -239,6 +255,23 @@ struct store_reader_ops {
 	 */
 	int (*sql)(struct store_reader *r, const char *text, const struct store_scope *scope,
 		   const struct store_sql_limits *lim, store_sql_fn fn, void *ctx);
+	/*
+	 * losses: the losses_put rows of the hosts, CPUs and window q allows
+	 * (host globs, scope, cpus, win; after_ts/after_rowid, reverse and
+	 * limit page them as select's rows; q->schema unused), in (ts, id)
+	 * order (issue 33)
+	 */
+	int (*losses)(struct store_reader *r, const struct store_query *q,
+		      int (*fn)(void *ctx, const struct store_loss_row *x), void *ctx);
+	/* boot_get: @host_id's boot up at wall-clock @ts (store_boot_get()) */
+	int (*boot_get)(struct store_reader *r, uint64_t host_id, int64_t ts,
+			int (*fn)(void *ctx, const struct store_boot *b), void *ctx);
+	/* boot_formats: the formats @host_id sent in boot @boot_id, by format id */
+	int (*boot_formats)(struct store_reader *r, uint64_t host_id, const char *boot_id,
+			    int64_t after_id, uint32_t max,
+			    int (*fn)(void *ctx, int64_t id, const char *system, const char *name,
+				      const char *text),
+			    void *ctx);
 };
 
 struct store_writer {

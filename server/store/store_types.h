@@ -112,6 +112,46 @@ struct store_held {
 	uint64_t quota_pages, quota_ms;	/* over its bytes stored */
 };
 
+/*
+ * Where a kernel lost events (sql/0014-losses.sql): a page whose header
+ * carried the missed-events flag, so events were dropped on @cpu before
+ * its first one; stored with the page's events (store_losses_put()).
+ */
+struct store_loss {
+	uint32_t cpu;		/* the kernel's CPU, or a program ring's stream (>= 32768) */
+	int64_t ts;		/* the page's timestamp on the wall clock, ns */
+	uint64_t trace_ts;	/* the page's timestamp as the page has it (trace clock) */
+	int64_t count;		/* events lost before the page; -1: the kernel did not say */
+};
+
+/* A loss as store_losses() reads it back: the strings valid during the callback. */
+struct store_loss_row {
+	int64_t id;		/* the row's key: paging continues after (ts, id) */
+	const char *host;
+	const char *boot_id;
+	struct store_loss l;
+};
+
+/*
+ * A host's boot as its kernel describes itself (sql/0014-losses.sql,
+ * host_boots): what a trace.dat of that host carries in its header. A
+ * NULL string (and 0 number) is not known: store_boot() keeps what was
+ * stored before for it.
+ */
+struct store_boot {
+	const char *boot_id;
+	int64_t since;		/* wall-clock ns of its first connection */
+	const char *kernel;
+	const char *trace_clock;
+	uint32_t long_size;	/* 4 or 8 */
+	bool big_endian;
+	uint32_t page_size;
+	const char *header_page;	/* events/header_page, verbatim */
+	size_t header_page_len;
+	const char *header_event;	/* events/header_event */
+	size_t header_event_len;
+};
+
 /* A program whose function addresses may be named (sql/0004-symbols.sql). */
 struct store_program {
 	const char *boot_id;

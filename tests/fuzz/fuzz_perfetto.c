@@ -27,14 +27,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* What the writer links but never calls without a hostcache (mode_export.c, hostcache.c). */
-int export_seterr(struct export_writer *w, int code, const char *fmt, ...)
-{
-	(void)w;
-	(void)fmt;
-	return code;
-}
-
+/* What the writer links but never calls without a hostcache (hostcache.c). */
 const char *hostcache_sym(void *ctx, const char *host, uint64_t addr, uint64_t *start)
 {
 	abort();

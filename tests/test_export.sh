@@ -1,0 +1,197 @@
+#!/bin/bash
+# traceq --export -f tracedat (issue 33): what an agent recorded, written
+# as trace.dat and read by its real consumers.
+#
+# An agent records sched, irq and timer events (mono clock, an instance
+# of the test's own) while a workload runs; a second host's agent (another
+# instance) records sched_switch, so the collector holds two hosts.
+#
+# Asserts:
+#  - v7 (zstd, the default) and v6 (--tracedat-version 6) exports of one
+#    host are written (exit 0) and are what their headers say
+#    (trace-cmd dump);
+#  - `trace-cmd report` of each prints the lines `traceq --time raw
+#    --no-host -H HOST` prints for the same selection: the same number of
+#    events, every line matched and identical (tests/text_compare.awk),
+#    for every event and for a filtered QUERY with --cpu;
+#  - round trip: the v7 export imported under a new name prints the same
+#    lines as the host it came from (times included), and as many events;
+#  - two hosts: PATH is made a directory with one HOST.dat each, each
+#    file as many events as traceq --count gives its host; --time wall
+#    gives each an OFFSET option (trace-cmd dump --options), --time raw
+#    none;
+#  - losses (a 16 KiB buffer, the agent held still): trace-cmd report of
+#    the export prints "CPU:N [N EVENTS DROPPED]" where traceq does (same
+#    CPU, count and next event of that CPU), the events all identical;
+#  - KernelShark's library (tests/kshark_count, built when configure finds
+#    libkshark-dev) loads the v7 file: as many entries as traceq --count,
+#    and the same count per CPU and per event;
+#  - refusals: -f with another word, --export with --count (exit 2).
+set -u
+
+. "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
+
+tc_need_tracefs
+command -v trace-cmd >/dev/null || skip "needs trace-cmd (apt-get install trace-cmd)"
+tc_lock
+tc_setup export agent collector_pid workload
+tc_certs
+mkdir -m 755 "$tmp/run"
+tc_start_collector --query "ipc://$tmp/run/query.sock"	# --import wants an identity
+
+( while :; do sleep 0.002; ls / > /dev/null; done ) &
+workload=$!
+tc_run_agent agent-a -e sched -e irq -e timer --trace-clock mono --name exp-a --no-user \
+	--duration 2 --instance "tc-export-$$-a"
+rc=$?
+check "agent exp-a exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent-a.err"; false; }'
+tc_run_agent agent-b -e sched:sched_switch --trace-clock mono --name exp-b --no-user \
+	--duration 1 --instance "tc-export-$$-b"
+rc=$?
+check "agent exp-b exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent-b.err"; false; }'
+kill "$workload"; wait "$workload" 2>/dev/null
+workload=
+
+n_a=$(traceq --count -H exp-a '*')
+check "the collector stored exp-a's events ($n_a)" '[ "${n_a:-0}" -gt 100 ]'
+
+# report FILE [FILTER]: trace-cmd report's event lines
+report() {
+	if [ -n "${2:-}" ]; then trace-cmd report -F "$2" -i "$1"; else trace-cmd report -i "$1"; fi \
+		2> "$tmp/report.err" | grep -v '^cpus=' | grep -v '^ *$'
+}
+# same WHAT THEIRS OURS: every line matched and identical
+same() {
+	local line theirs=$2 ours=$3 events
+	awk -v show=3 -f "$top_srcdir/tests/text_compare.awk" "$theirs" "$ours" > "$tmp/cmp.out"
+	line=$(tail -1 "$tmp/cmp.out")
+	events=$(grep -vc '^CPU:[0-9]* \[' "$ours")	# the loss lines are no events
+	val() { printf '%s\n' "$line" | sed -n "s/.*\<$1=\([0-9]*\).*/\1/p"; }
+	check "$1: $(wc -l < "$ours") lines, as many in trace-cmd report, all identical ($line)" \
+		'[ "$(wc -l < "$theirs")" = "$(wc -l < "$ours")" ] &&
+		 [ "$(val matched)" = "$events" ] &&
+		 [ "$(val identical)" = "$(val matched)" ] || { head -20 "$tmp/cmp.out"; false; }'
+}
+
+for v in 7 6; do
+	f="$tmp/a-v$v.dat"
+	traceq --export "$f" -f tracedat --tracedat-version "$v" -H exp-a > "$tmp/exp.out" 2>&1
+	rc=$?
+	check "v$v: --export exits 0" '[ "$rc" = 0 ] || { cat "$tmp/exp.out"; false; }'
+	trace-cmd dump --summary -i "$f" > "$tmp/dump.txt" 2>&1
+	check "v$v: trace-cmd dump reads it as version $v" \
+		'grep -q "^[[:space:]]*$v[[:space:]]*\[Version\]" "$tmp/dump.txt" || { cat "$tmp/dump.txt"; false; }'
+	if [ "$v" = 7 ]; then
+		check "v7 is compressed with zstd" 'grep -q zstd "$tmp/dump.txt"'
+	fi
+	report "$f" > "$tmp/theirs.txt"
+	traceq --time raw --no-host -H exp-a '*' > "$tmp/ours.txt"
+	same "v$v: every event" "$tmp/theirs.txt" "$tmp/ours.txt"
+done
+
+# a filtered selection of one CPU
+cpu=$(traceq --format json -n 1 -H exp-a sched_switch | sed -n 's/.*"cpu":\([0-9]*\).*/\1/p')
+q="sched_switch where prev_pid != 0"
+traceq --export "$tmp/f.dat" -f tracedat -H exp-a --cpu "${cpu:-0}" "$q" > "$tmp/exp.out" 2>&1
+rc=$?
+check "a filtered export exits 0" '[ "$rc" = 0 ] || { cat "$tmp/exp.out"; false; }'
+report "$tmp/f.dat" > "$tmp/theirs.txt"
+traceq --time raw --no-host -H exp-a --cpu "${cpu:-0}" "$q" > "$tmp/ours.txt"
+same "'$q' on CPU ${cpu:-0}" "$tmp/theirs.txt" "$tmp/ours.txt"
+
+# round trip: the v7 export imported as a host of its own
+traceq --import "$tmp/a-v7.dat" --name exp-rt > "$tmp/imp.out" 2>&1
+rc=$?
+check "the v7 export imports (exit $rc)" '[ "$rc" = 0 ] || { cat "$tmp/imp.out"; false; }'
+# (sorted: rows of one time on two CPUs may come in either order)
+traceq --time raw --no-host -H exp-a '*' | sort > "$tmp/a.txt"
+traceq --time raw --no-host -H exp-rt '*' | sort > "$tmp/rt.txt"
+check "round trip: the same $(wc -l < "$tmp/a.txt") lines, times included" \
+	'cmp -s "$tmp/a.txt" "$tmp/rt.txt" || { diff "$tmp/a.txt" "$tmp/rt.txt" | head; false; }'
+
+# two hosts: a directory, a file each, OFFSET with --time wall
+traceq --export "$tmp/both" -H 'exp-[ab]' > "$tmp/exp.out" 2>&1
+rc=$?
+check "two hosts: exit 0, a directory of two files" \
+	'[ "$rc" = 0 ] && [ -s "$tmp/both/exp-a.dat" ] && [ -s "$tmp/both/exp-b.dat" ] ||
+	 { cat "$tmp/exp.out"; ls -l "$tmp/both"; false; }'
+for h in exp-a exp-b; do
+	n=$(traceq --count -H "$h" '*')
+	got=$(report "$tmp/both/$h.dat" | wc -l)
+	check "$h.dat holds its $n events ($got)" '[ "$got" = "$n" ]'
+	check "$h.dat has an OFFSET option (--time wall, the default for two hosts)" \
+		'trace-cmd dump --options -i "$tmp/both/$h.dat" 2>&1 | grep -q "OFFSET"'
+done
+check "one host's --time raw file has no OFFSET option" \
+	'! trace-cmd dump --options -i "$tmp/a-v7.dat" 2>&1 | grep -q "OFFSET"'
+
+# losses: a tiny buffer, an agent held still while a workload overruns it
+# (as test_losses.sh); trace-cmd reads the missed-events flag and count of
+# the export's pages
+tc_start_agent agent-l -e raw_syscalls:sys_enter -e raw_syscalls:sys_exit --buffer-kb 16 \
+	--trace-clock mono --duration 6 --name exp-loss --no-user --instance "tc-export-$$-l"
+for _ in $(seq 50); do
+	grep -q "agent exp-loss .* connected" "$tmp/collector.log" && break
+	sleep 0.1
+done
+sleep 0.5
+kill -STOP "$agent"
+dd if=/dev/zero of=/dev/null bs=1 count=300000 2> /dev/null
+kill -CONT "$agent"
+wait "$agent"; rc=$?
+agent=
+check "agent exp-loss exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent-l.err"; false; }'
+# drops FILE: per loss line "CPU:N [...]", the CPU, what it says and the
+# time of that CPU's next event, sorted
+drops() {
+	awk '/^CPU:[0-9]+ \[/ { c = substr($1, 5) + 0; pend[c] = pend[c] $0 "|"; next }
+	     match($0, /\[[0-9]+\] +[0-9]+\.[0-9]+:/) {
+		split(substr($0, RSTART, RLENGTH), f, /[][ :]+/); c = f[2] + 0
+		if (pend[c] != "") { print c, pend[c], f[3]; pend[c] = "" }
+	     }' "$1" | sort
+}
+traceq --export "$tmp/loss.dat" -H exp-loss raw_syscalls > "$tmp/exp.out" 2>&1
+rc=$?
+check "the lossy host exports (exit $rc)" '[ "$rc" = 0 ] || { cat "$tmp/exp.out"; false; }'
+traceq --time raw --no-host -H exp-loss raw_syscalls > "$tmp/ours.txt"
+report "$tmp/loss.dat" > "$tmp/theirs.txt"
+drops "$tmp/ours.txt" > "$tmp/ours.drops"
+drops "$tmp/theirs.txt" > "$tmp/theirs.drops"
+if [ -s "$tmp/ours.drops" ]; then
+	check "trace-cmd report prints its $(wc -l < "$tmp/ours.drops") losses where traceq does (CPU, count, the next event's time)" \
+		'cmp -s "$tmp/ours.drops" "$tmp/theirs.drops" || { diff "$tmp/ours.drops" "$tmp/theirs.drops" | head; false; }'
+	same "the lossy host's events" "$tmp/theirs.txt" "$tmp/ours.txt"
+else
+	tc_skip_part "losses in trace.dat" "the kernel lost nothing this run (traceq prints no loss)"
+fi
+
+# KernelShark's loader: its entries per CPU and per event are traceq --count's
+ks="$top_builddir/tests/kshark_count"
+if [ ! -x "$ks" ]; then
+	tc_skip_part "KernelShark's library" "tests/kshark_count not built (apt-get install libkshark-dev, then configure)"
+else
+	"$ks" "$tmp/a-v7.dat" > "$tmp/ks.txt" 2> "$tmp/ks.err"
+	rc=$?
+	check "libkshark loads the v7 export (exit $rc)" '[ "$rc" = 0 ] || { cat "$tmp/ks.err"; false; }'
+	check "libkshark loads its $n_a entries" 'grep -qx "entries $n_a" "$tmp/ks.txt" || { head -3 "$tmp/ks.txt"; false; }'
+	bad=
+	while read -r what key n; do
+		case $what in
+		cpu) want=$(traceq --count -H exp-a --cpu "$key" '*') ;;
+		event) want=$(traceq --count -H exp-a "${key%%/*}:${key#*/}") ;;
+		*) continue ;;
+		esac
+		[ "$want" = "$n" ] || bad="$bad $what $key: libkshark $n, traceq $want;"
+	done < "$tmp/ks.txt"
+	check "libkshark's counts per CPU and per event are traceq --count's" \
+		'[ -z "$bad" ] && grep -q "^cpu " "$tmp/ks.txt" && grep -q "^event " "$tmp/ks.txt" || { echo "$bad"; false; }'
+fi
+
+traceq --export "$tmp/x.dat" -f kernel -H exp-a > /dev/null 2>&1
+rc=$?
+check "-f kernel with --export: exit 2" '[ "$rc" = 2 ]'
+traceq --export "$tmp/x.dat" --count '*' > /dev/null 2>&1
+rc=$?
+check "--export with --count: exit 2" '[ "$rc" = 2 ]'
+
+exit "$failed"
