@@ -6,6 +6,7 @@ here; test_perfetto.sh and tests/test_perfetto.c say which rules).
 
   perfetto_check.py FILE.json [ROWS.jsonl]
   perfetto_check.py --calls N FILE.json
+  perfetto_check.py --losses TEXT FILE.json
   perfetto_check.py --zip FILE.zip
 
 FILE.json: valid JSON (strict UTF-8); systemTraceEvents ends each line in
@@ -20,6 +21,10 @@ tracecollect_base_ns, to the microsecond the text has).
 nest (two calls are apart or one holds the other: SliceTracker spills any
 other onto an overlap track); prints the names of the first thread's
 outermost calls.
+--losses TEXT: the loss markers of FILE.json ('#' lines "CPU:N [...]" of
+its text, global instants of its traceEvents) are traceq's (TEXT: its text
+of the same host and events, --no-host): the same CPU, words and time of
+that CPU's next event (the file's times plus its base's whole seconds).
 --zip: every member but the manifest passes the above; the manifest names
 each member once, a machine each, version 1.
 Prints one "ok: ..." line per check; exits 1 at the first failure.
@@ -155,6 +160,39 @@ def check_calls(doc, n):
     print("ok: %d calls as complete events, nested on each of %d threads" % (n, len(by_tid)))
 
 
+def drops(lines):
+    """(cpu, marker, time of the cpu's next event) for each 'CPU:N [...]' line."""
+    pend, out = {}, []
+    for line in lines:
+        m = re.match(r"#? ?(CPU:(\d+) \[.*\])$", line)
+        if m:
+            pend.setdefault(int(m.group(2)), []).append(m.group(1))
+            continue
+        m = re.search(r"\[(\d+)\] +(?:\S+ +)?(\d+)\.(\d+):", line)
+        if m and pend.get(int(m.group(1))):
+            for d in pend.pop(int(m.group(1))):
+                out.append((int(m.group(1)), d, (int(m.group(2)), m.group(3))))
+    return sorted(out)
+
+
+def check_losses(doc, text_path):
+    base_s = int(doc["metadata"]["tracecollect_base_ns"]) // 1000000000
+    with open(text_path) as f:
+        want = drops(f.read().split("\n"))
+    got = [(c, d, (s + base_s, us))
+           for c, d, (s, us) in drops(doc["systemTraceEvents"].split("\n"))]
+    got.sort()
+    inst = [e for e in doc["traceEvents"] if e.get("cat") == "loss" and e.get("ph") == "i"]
+    if not want:
+        die("traceq's text has no loss")
+    if got != want:
+        die("losses in the file %r, in traceq's text %r" % (got[:5], want[:5]))
+    if len(inst) != len(want) or sorted(e["name"] for e in inst) != sorted(d for _, d, _ in want):
+        die("%d loss instants, %d losses" % (len(inst), len(want)))
+    print("ok: %d losses where traceq prints them (CPU, words, the next event's time), "
+          "each a global instant" % len(want))
+
+
 def check_zip(path):
     with zipfile.ZipFile(path) as z:
         names = z.namelist()
@@ -184,6 +222,11 @@ def check_zip(path):
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--zip":
         check_zip(sys.argv[2])
+        return
+    if len(sys.argv) == 4 and sys.argv[1] == "--losses":
+        with open(sys.argv[3], "rb") as f:
+            doc, _ = check_trace(sys.argv[3], f.read())
+        check_losses(doc, sys.argv[2])
         return
     if len(sys.argv) == 4 and sys.argv[1] == "--calls":
         with open(sys.argv[3], "rb") as f:

@@ -20,6 +20,9 @@
 #  - a traced program (tests/fgraph_prog_fentry under agent --exec): one
 #    complete event per stored funcgraph_exit, nested on each thread,
 #    named run, recurse, leaf; its threads named;
+#  - losses (a 16 KiB buffer, the agent held still): the file's markers
+#    ('#' lines of the text, global instants) are where traceq's text
+#    prints them: the same CPU, words and time of the CPU's next event;
 #  - an unwritable PATH fails with exit 1 and leaves nothing.
 set -u
 
@@ -88,6 +91,31 @@ else
 	check "the calls are named (run, recurse, leaf)" \
 		'(for f in run recurse leaf; do grep -q "\"ph\":\"X\",\"cat\":\"function\",\"name\":\"$f\"" "$tmp/prog.json" || exit 1; done)'
 	check "the program's threads are named" 'grep -q "\"name\":\"thread_name\"" "$tmp/prog.json"'
+fi
+
+# ---- losses: a tiny buffer, an agent held still (as test_export.sh) ----
+tc_start_agent agent-l -e raw_syscalls:sys_enter -e raw_syscalls:sys_exit --buffer-kb 16 \
+	--duration 6 --name pf-loss --no-user --instance "tc-perfetto-$$-l"
+for _ in $(seq 50); do
+	grep -q "agent pf-loss .* connected" "$tmp/collector.log" && break
+	sleep 0.1
+done
+sleep 0.5
+kill -STOP "$agent"
+dd if=/dev/zero of=/dev/null bs=1 count=300000 2> /dev/null
+kill -CONT "$agent"
+wait "$agent"; rc=$?
+agent=
+check "agent pf-loss exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent-l.err"; false; }'
+traceq --export "$tmp/loss.json" -f perfetto -H pf-loss raw_syscalls 2> "$tmp/export.err"
+rc=$?
+check "the lossy host exports (exit $rc)" '[ "$rc" = 0 ] || { cat "$tmp/export.err"; false; }'
+traceq --no-host -H pf-loss raw_syscalls > "$tmp/loss.txt"
+if grep -q "^CPU:[0-9]* \[" "$tmp/loss.txt"; then
+	check "the Perfetto file has traceq's losses, at the same places" \
+		'python3 "$check_py" --losses "$tmp/loss.txt" "$tmp/loss.json"'
+else
+	tc_skip_part "losses in the Perfetto file" "the kernel lost nothing this run (traceq prints no loss)"
 fi
 
 # ---- failure leaves nothing ----
