@@ -248,3 +248,27 @@ tc_traceq_for_all() {
 		{ echo "FAIL: cannot copy traceq into $tmp"; exit 1; }
 	tq=$tmp/traceq
 }
+
+# tc_lossy_agent NAME HOST INSTANCE [ARGS...]: an agent (tc_start_agent
+# NAME) of raw_syscalls with a 16 KiB buffer in tracefs instance INSTANCE,
+# host name HOST, held still (SIGSTOP) once connected while a workload
+# overruns its buffers, then let go and waited for (6 s in all; ARGS come
+# last); checks that it exits 0. The kernel then has lost events: the
+# missed-events flag and count of the pages after the gap.
+tc_lossy_agent() {
+	local name=$1 host=$2 inst=$3 rc
+	shift 3
+	tc_start_agent "$name" -e raw_syscalls:sys_enter -e raw_syscalls:sys_exit \
+		--buffer-kb 16 --duration 6 --name "$host" --no-user --instance "$inst" "$@"
+	for _ in $(seq 50); do
+		grep -q "agent $host .* connected" "$tmp/collector.log" && break
+		sleep 0.1
+	done
+	sleep 0.5
+	kill -STOP "$agent"
+	dd if=/dev/zero of=/dev/null bs=1 count=300000 2> /dev/null
+	kill -CONT "$agent"
+	wait "$agent"; rc=$?
+	agent=
+	check "agent $host exits 0" '[ "$rc" = 0 ] || { cat "$tmp/$name.err"; false; }'
+}

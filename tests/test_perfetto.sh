@@ -94,19 +94,7 @@ else
 fi
 
 # ---- losses: a tiny buffer, an agent held still (as test_export.sh) ----
-tc_start_agent agent-l -e raw_syscalls:sys_enter -e raw_syscalls:sys_exit --buffer-kb 16 \
-	--duration 6 --name pf-loss --no-user --instance "tc-perfetto-$$-l"
-for _ in $(seq 50); do
-	grep -q "agent pf-loss .* connected" "$tmp/collector.log" && break
-	sleep 0.1
-done
-sleep 0.5
-kill -STOP "$agent"
-dd if=/dev/zero of=/dev/null bs=1 count=300000 2> /dev/null
-kill -CONT "$agent"
-wait "$agent"; rc=$?
-agent=
-check "agent pf-loss exits 0" '[ "$rc" = 0 ] || { cat "$tmp/agent-l.err"; false; }'
+tc_lossy_agent agent-l pf-loss "tc-perfetto-$$-l"
 traceq --export "$tmp/loss.json" -f perfetto -H pf-loss raw_syscalls 2> "$tmp/export.err"
 rc=$?
 check "the lossy host exports (exit $rc)" '[ "$rc" = 0 ] || { cat "$tmp/export.err"; false; }'

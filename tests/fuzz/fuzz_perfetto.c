@@ -59,6 +59,7 @@ int32_t hostcache_tgid(void *ctx, const char *host, int32_t pid)
 	"[[:space:]]*([a-zA-Z.]{3}[0-9a-f.]{1,2}[[:space:]]*)?([0-9]+\\.[0-9]+):[[:space:]]+" \
 	"([^[:space:]]+):"
 
+/* a sched_switch of few fields: the two comms of its text are the peer's */
 static const char switch_format[] =
 	"name: sched_switch\nID: 372\nformat:\n"
 	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
@@ -66,16 +67,11 @@ static const char switch_format[] =
 	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
 	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
 	"\tfield:char prev_comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
-	"\tfield:pid_t prev_pid;\toffset:24;\tsize:4;\tsigned:1;\n"
-	"\tfield:int prev_prio;\toffset:28;\tsize:4;\tsigned:1;\n"
-	"\tfield:long prev_state;\toffset:32;\tsize:8;\tsigned:1;\n"
-	"\tfield:char next_comm[16];\toffset:40;\tsize:16;\tsigned:0;\n"
-	"\tfield:pid_t next_pid;\toffset:56;\tsize:4;\tsigned:1;\n"
-	"\tfield:int next_prio;\toffset:60;\tsize:4;\tsigned:1;\n\n"
-	"print fmt: \"prev_comm=%s prev_pid=%d prev_prio=%d prev_state=%s ==> next_comm=%s "
-	"next_pid=%d next_prio=%d\", REC->prev_comm, REC->prev_pid, REC->prev_prio, "
+	"\tfield:long prev_state;\toffset:24;\tsize:8;\tsigned:1;\n"
+	"\tfield:char next_comm[16];\toffset:32;\tsize:16;\tsigned:0;\n\n"
+	"print fmt: \"prev_comm=%s prev_state=%s ==> next_comm=%s\", REC->prev_comm, "
 	"(REC->prev_state & 0xff) ? __print_flags(REC->prev_state & 0xff, \"|\", { 0x01, \"S\" }, "
-	"{ 0x02, \"D\" }) : \"R\", REC->next_comm, REC->next_pid, REC->next_prio\n";
+	"{ 0x02, \"D\" }) : \"R\", REC->next_comm\n";
 
 static const char exit_format[] =
 	"name: funcgraph_exit\nID: 10\nformat:\n"
@@ -89,8 +85,7 @@ static const char exit_format[] =
 
 static char *switch_cols[] = { "host", "cpu", "ts", "trace_ts", "pid", "comm",
 			       "common_flags", "common_preempt_count", "common_pid",
-			       "prev_comm", "prev_pid", "prev_prio", "prev_state",
-			       "next_comm", "next_pid", "next_prio" };
+			       "prev_comm", "prev_state", "next_comm" };
 static char *exit_cols[] = { "host", "cpu", "ts", "trace_ts", "pid", "comm",
 			     "func", "depth", "calltime", "rettime", "func_sym" };
 
@@ -108,15 +103,14 @@ static struct qmsg_value num(int64_t v)
 static void rows(struct export_writer *w, char *const s[6], uint8_t flags)
 {
 	int64_t ts = 1795725230123456789ll;
-	struct qmsg_reply sv = { .ok = true, .event = "sched:sched_switch", .ncols = 16,
+	struct qmsg_reply sv = { .ok = true, .event = "sched:sched_switch", .ncols = 12,
 				 .cols = switch_cols, .format = (char *)switch_format };
 	struct qmsg_reply ev = { .ok = true, .event = "ftrace:funcgraph_exit", .ncols = 11,
 				 .cols = exit_cols, .format = (char *)exit_format };
 	struct qmsg_reply iv = ev;
 	struct qmsg_value v[16] = {
 		str(s[0]), num(flags >> 4), num(ts), num(ts), num(7), str(s[1]),
-		num(flags), num(flags >> 2), num(7), str(s[2]), num(7), num(120),
-		num(flags >> 1), str(s[3]), num(8), num(120),
+		num(flags), num(flags >> 2), num(7), str(s[2]), num(flags >> 1), str(s[3]),
 	};
 	struct export_row r = { .host = s[0], .cpu = flags >> 4, .ts = ts, .pid = 7,
 				.comm = s[1], .view = &sv, .vals = v };
