@@ -129,6 +129,17 @@ void out_json_text(FILE *f, const char *s, size_t len)
 	const unsigned char *p = (const unsigned char *)s;
 
 	for (size_t i = 0; i < len; i++) {
+		size_t run = i;
+
+		/* bytes that stay as they are go out in runs (a systrace line is mostly those) */
+		while (run < len && p[run] >= 0x20 && p[run] != 0x7f && p[run] != '"' &&
+		       p[run] != '\\' && p[run] != 0xc2 && p[run] != 0xe2)
+			run++;
+		if (run > i) {
+			fwrite(p + i, 1, run - i, f);
+			i = run - 1;
+			continue;
+		}
 		if (p[i] == '"' || p[i] == '\\') {
 			fprintf(f, "\\%c", p[i]);
 		} else if (p[i] < 0x20 || p[i] == 0x7f) {
