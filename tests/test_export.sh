@@ -170,7 +170,9 @@ ks="$top_builddir/tests/kshark_count"
 if [ ! -x "$ks" ]; then
 	tc_skip_part "KernelShark's library" "tests/kshark_count not built (apt-get install libkshark-dev, then configure)"
 else
-	"$ks" "$tmp/a-v7.dat" > "$tmp/ks.txt" 2> "$tmp/ks.err"
+	# (libkshark 2.2.1 leaks a stream's name: not ours to report under ASan)
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+		"$ks" "$tmp/a-v7.dat" > "$tmp/ks.txt" 2> "$tmp/ks.err"
 	rc=$?
 	check "libkshark loads the v7 export (exit $rc)" '[ "$rc" = 0 ] || { cat "$tmp/ks.err"; false; }'
 	check "libkshark loads its $n_a entries" 'grep -qx "entries $n_a" "$tmp/ks.txt" || { head -3 "$tmp/ks.txt"; false; }'

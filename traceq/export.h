@@ -63,6 +63,14 @@ struct export_opts {
 	 * close() returned.
 	 */
 	struct hostcache *hc;
+	/*
+	 * hostcache_sym() and hostcache_sym_fetch() on @hc, for a writer that
+	 * names code addresses itself (trace.dat's kallsyms): set by the mode,
+	 * NULL where there is no collector to ask (a writer then names none),
+	 * so that a writer links without the transport.
+	 */
+	const char *(*sym)(void *hc, const char *host, uint64_t addr, uint64_t *start);
+	int (*sym_fetch)(struct hostcache *hc, int64_t at);
 	char *err;		/* EXPORT_ERR_LEN bytes: what went wrong (the mode's) */
 };
 

@@ -410,6 +410,8 @@ int mode_export_run(struct client *c, const struct traceq_opts *o)
 	eo.nhosts = (unsigned)x.nhosts;
 	eo.time_wall = o->time_given ? !o->time_raw : x.nhosts > 1;
 	eo.hc = x.hc;
+	eo.sym = hostcache_sym;
+	eo.sym_fetch = hostcache_sym_fetch;
 	if (!eo.tracedat_version)
 		eo.tracedat_version = 7;
 	if ((ret = ops->open(&eo, &x.w)) < 0) {

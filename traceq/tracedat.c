@@ -235,8 +235,7 @@ static int header_info(struct cur *c, char *err, size_t errlen)
 	return 0;
 }
 
-/* The event name of a format text: its "name: " line. */
-static int format_name(const char *text, char *name)
+int tracedat_format_name(const char *text, char *name)
 {
 	const char *p = strncmp(text, "name: ", 6) == 0 ? text + 6 : strstr(text, "\nname: ");
 	size_t n;
@@ -268,7 +267,7 @@ static int add_format(struct cur *c, const char *system, char *err, size_t errle
 			   TRACEDAT_MAX_FORMATS);
 	if ((ret = cur_blob(c, 8, TRACEDAT_MAX_FORMAT, &text, &len, err, errlen)) < 0)
 		return ret;
-	if (format_name(text, name) < 0) {
+	if (tracedat_format_name(text, name) < 0) {
 		free(text);
 		return bad(td, err, errlen, off, c->what, "a format without a 'name: ' line");
 	}

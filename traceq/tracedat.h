@@ -102,6 +102,15 @@ const struct tracedat_info *tracedat_info(const struct tracedat *td);
 int tracedat_next_page(struct tracedat *td, uint32_t *cpu, const uint8_t **page, size_t *len,
 		       char *err, size_t errlen);
 
+/*
+ * tracedat_format_name - the event name of a format text, from its
+ * "name: " line (the first line, or one after a newline), into @name
+ * (TRACEDAT_MAX_NAME + 1 bytes): the rule this reader holds a file's
+ * formats to, and which the writer (tracedat_write.c) keeps.
+ * Return: 0; -1 (no such line, or an empty or too long name).
+ */
+int tracedat_format_name(const char *text, char *name);
+
 /* tracedat_close - free @td (not the FILE); NULL is fine. */
 void tracedat_close(struct tracedat *td);
 

@@ -57,7 +57,6 @@
 #include "common/page.h"
 #include "common/tc_error.h"
 #include "traceq/export.h"
-#include "traceq/hostcache.h"
 #include "traceq/render.h"
 #include "traceq/tracedat.h"
 #include "traceq/tracedat_format.h"
@@ -341,7 +340,7 @@ static const char *tdw_sym(void *ctx, const char *host, uint64_t addr, uint64_t 
 
 /*
  * The names of the addresses the rows' text printed, asked of the
- * collector (hostcache.h) as the host's tables were at its last row,
+ * collector (export_opts.sym: hostcache.h) as the host's tables were at its last row,
  * into kallsyms at each symbol's start.
  */
 static int tdw_want_names(struct tdw *t)
@@ -349,20 +348,20 @@ static int tdw_want_names(struct tdw *t)
 	struct tdw_host *h = t->h;
 	int ret = 0;
 
-	if (!t->o.hc || !h->nwant)
+	if (!t->o.sym || !t->o.sym_fetch || !h->nwant)
 		return 0;
 	for (size_t i = 0; i < h->cap_want; i++) {
 		uint64_t start;
 
 		if (h->want[i])
-			hostcache_sym(t->o.hc, h->name, h->want[i], &start);	/* pending */
+			t->o.sym(t->o.hc, h->name, h->want[i], &start);	/* pending */
 	}
-	if (hostcache_sym_fetch(t->o.hc, h->last_wall) != 0)
+	if (t->o.sym_fetch(t->o.hc, h->last_wall) != 0)
 		return 0;	/* said; the file keeps the addresses */
 	for (size_t i = 0; i < h->cap_want && ret == 0; i++) {
 		uint64_t start = h->want[i];
-		const char *name = h->want[i] ? hostcache_sym(t->o.hc, h->name, h->want[i],
-							      &start) : NULL;
+		const char *name = h->want[i] ? t->o.sym(t->o.hc, h->name, h->want[i], &start) :
+				   NULL;
 
 		if (name && *name && start)
 			ret = sym_add(h, start, name, strcspn(name, " \t\n"));
@@ -371,6 +370,15 @@ static int tdw_want_names(struct tdw *t)
 }
 
 /* ---- formats ---- */
+
+/* The system part of a format's "system:name" (what trace.dat groups formats by). */
+static size_t sys_len(const struct tdw_fmt *f)
+{
+	const char *colon = strchr(f->event, ':');
+
+	return colon ? (size_t)(colon - f->event) : strlen(f->event);
+}
+
 
 static void fmt_free(struct tdw_fmt *f)
 {
@@ -390,7 +398,7 @@ static struct tdw_fmt *fmt_of(struct tdw *t, const struct export_row *r)
 	const struct qmsg_reply *v = r->view;
 	const char *event = v->event ? v->event : "?", *text = v->format ? v->format : "";
 	struct tdw_fmt *f;
-	char why[256];
+	char why[256], name[TRACEDAT_MAX_NAME + 1];
 	void *np;
 
 	for (size_t i = h->nfmts; i-- > 0;)
@@ -421,7 +429,10 @@ static struct tdw_fmt *fmt_of(struct tdw *t, const struct export_row *r)
 	}
 	h->nfmts++;
 	sym_cols(f, v);
-	if (render_prepare(f->r, v, why, sizeof(why)) < 0 || (f->id = render_event_id(f->r)) < 0)
+	/* what libtraceevent parses, and what readers of trace.dat take (tracedat.h) */
+	if (render_prepare(f->r, v, why, sizeof(why)) < 0 || (f->id = render_event_id(f->r)) < 0 ||
+	    tracedat_format_name(f->text, name) < 0 || !sys_len(f) || sys_len(f) > TRACEDAT_MAX_NAME ||
+	    strlen(f->text) > TRACEDAT_MAX_FORMAT)
 		f->refused = true;
 	/* a second format with the id of one written: its rows would read as the other's */
 	for (size_t i = 0; !f->refused && i + 1 < h->nfmts; i++)
@@ -712,13 +723,6 @@ static void meta_ftrace(struct tdw *t, struct tdw_buf *b)
 	for (size_t i = 0; i < t->h->nfmts; i++)
 		if (fmt_written(&t->h->fmts[i]) && fmt_is_ftrace(&t->h->fmts[i]))
 			buf_blob(b, t->h->fmts[i].text, strlen(t->h->fmts[i].text), 8);
-}
-
-static size_t sys_len(const struct tdw_fmt *f)
-{
-	const char *colon = strchr(f->event, ':');
-
-	return colon ? (size_t)(colon - f->event) : strlen(f->event);
 }
 
 static bool same_sys(const struct tdw_fmt *a, const struct tdw_fmt *b)
@@ -1287,8 +1291,8 @@ static void fn_rows(struct tdw *t, struct tdw_fmt *f, const struct export_row *r
 {
 	char line[4096];
 
-	if (f->fn_checked && !f->prints_fn)
-		return;
+	if (!t->o.sym || (f->fn_checked && !f->prints_fn))
+		return;	/* nobody to name them, or nothing to name */
 	t->h->prints_fn_seen = false;
 	render_row(f->r, r->view, r->vals, r->trace_ts, line, sizeof(line));
 	if (!f->fn_checked) {
