@@ -34,6 +34,7 @@
 /* The writers -f picks from. */
 static const struct export_writer_ops *const writers[] = {
 	&export_tracedat_ops,
+	&export_perfetto_ops,
 };
 
 #define EXPORT_ALL	"*"	/* the query without one: every stored event type */

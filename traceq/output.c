@@ -118,18 +118,28 @@ const char *out_comm(const struct qmsg_value *row, char buf[OUT_COMM_MAX])
 }
 
 /*
- * A JSON string: exact (a parser gives back the bytes), with every control
- * character as \\uXXXX so that the text itself drives no terminal: C0 and
- * DEL, and the UTF-8 of C1 (U+0080..U+009F, e.g. U+009B, CSI) and of the
- * line and paragraph separators U+2028/9. Bytes that are not UTF-8 stay
- * as they are (JSON has no escape for a byte).
+ * The inside of a JSON string (output.h): exact (a parser gives back the
+ * bytes), with every control character as \\uXXXX so that the text itself
+ * drives no terminal: C0 and DEL, and the UTF-8 of C1 (U+0080..U+009F,
+ * e.g. U+009B, CSI) and of the line and paragraph separators U+2028/9.
+ * Bytes that are not UTF-8 stay as they are (JSON has no escape for a byte).
  */
-void out_json_str(FILE *f, const char *s, size_t len)
+void out_json_text(FILE *f, const char *s, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)s;
 
-	fputc('"', f);
 	for (size_t i = 0; i < len; i++) {
+		size_t run = i;
+
+		/* bytes that stay as they are go out in runs (a systrace line is mostly those) */
+		while (run < len && p[run] >= 0x20 && p[run] != 0x7f && p[run] != '"' &&
+		       p[run] != '\\' && p[run] != 0xc2 && p[run] != 0xe2)
+			run++;
+		if (run > i) {
+			fwrite(p + i, 1, run - i, f);
+			i = run - 1;
+			continue;
+		}
 		if (p[i] == '"' || p[i] == '\\') {
 			fprintf(f, "\\%c", p[i]);
 		} else if (p[i] < 0x20 || p[i] == 0x7f) {
@@ -144,6 +154,12 @@ void out_json_str(FILE *f, const char *s, size_t len)
 			fputc(p[i], f);
 		}
 	}
+}
+
+void out_json_str(FILE *f, const char *s, size_t len)
+{
+	fputc('"', f);
+	out_json_text(f, s, len);
 	fputc('"', f);
 }
 

@@ -92,4 +92,10 @@ void out_value(FILE *f, const struct qmsg_value *v, bool json);
 /* out_json_str - @s[0..@len) as a JSON string, quoted, escaped as every value here is. */
 void out_json_str(FILE *f, const char *s, size_t len);
 
+/*
+ * out_json_text - the inside of that string (no quotes): for a string
+ * written in pieces (the Perfetto writer's systrace text).
+ */
+void out_json_text(FILE *f, const char *s, size_t len);
+
 #endif
