@@ -168,5 +168,7 @@ orphans=$(ch_sql "SELECT count() FROM merge('tc', '^ev_') WHERE _tc_commit > (SE
 check "no event row of an unfinished commit ($orphans)" '[ "$orphans" = 0 ]'
 
 kill "$collector_pid"; wait "$collector_pid" 2>/dev/null; collector_pid=
+check "the collector's log has no sanitizer report (a --enable-sanitizers build)" \
+	'! grep -q "Sanitizer\|runtime error:" "$tmp/collector.log"'
 kill "$ch_pid"; wait "$ch_pid" 2>/dev/null; ch_pid=
 [ "$failed" = 0 ] || { tail -40 "$tmp/collector.log"; exit 1; }
