@@ -79,6 +79,10 @@ int ownfiles_check(const char *db, const char *journal_dir, int *db_dfd)
 	const char *base;
 	int dfd, ret;
 
+	if (!db) {		/* a server's database: only the journal is ours */
+		*db_dfd = -1;
+		return journal_dir ? check_journal(journal_dir) : 0;
+	}
 	ret = safedir_split(db, dir, sizeof(dir), &base);
 	if (ret < 0) {
 		log_err("database %s: %s", db, tc_strerror(ret));

@@ -18,7 +18,8 @@
  * ownfiles_check - check the directory of database @db (into *@db_dfd,
  * for ownfiles_lock_db()), the database's files that exist, and the
  * journal directory @journal_dir (NULL: none; made when missing) with its
- * quarantine/ when it has one. Each refusal is logged with its reason.
+ * quarantine/ when it has one. @db NULL (a database on a server): only
+ * the journal, *@db_dfd -1. Each refusal is logged with its reason.
  * Return: 0 and *@db_dfd; -EPERM; -errno.
  */
 int ownfiles_check(const char *db, const char *journal_dir, int *db_dfd);

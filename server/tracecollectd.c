@@ -67,6 +67,8 @@ struct settings {
 	struct qauth_scopes imports;	/* import = IDENTITY [GLOBS] */
 	char scope_err[512];
 	char *db;
+	char *db_password_file;		/* a remote --db's password, its first line */
+	char *db_cert, *db_key, *db_ca;	/* a remote --db's TLS client certificate, CA */
 	char *cert, *key, *ca;
 	char *crl;			/* NULL: no revocation list */
 	char *group;			/* files 0640/0750 of this group; NULL: 0600/0700 */
@@ -181,6 +183,18 @@ static void usage(FILE *f)
 "                           opened, and what the journal or the agents still hold\n"
 "                           is stored there. Its directory must be this user's,\n"
 "                           writable by no one else (refused at start)\n"
+"      --db clickhouse://[USER[:PASSWORD]@]HOST:PORT/DB\n"
+"                           store into ClickHouse instead (its HTTP port; DB\n"
+"                           made when missing); needs --journal-dir (or\n"
+"                           --journal-size 0). No lock or file of ours: one\n"
+"                           collector per DB. A password here shows in ps:\n"
+"                           prefer --db-password-file\n"
+"      --db-password-file FILE\n"
+"                           ClickHouse: the password, the first line of FILE\n"
+"      --db-cert FILE, --db-key FILE, --db-ca FILE\n"
+"                           ClickHouse over https: a client certificate and\n"
+"                           its key, the CA of the server's certificate\n"
+"                           (default: the system's). Either makes it https\n"
 "      --cert FILE          this collector's certificate (default /etc/tracecollect/server.crt)\n"
 "      --key FILE           its private key (default /etc/tracecollect/server.key)\n"
 "      --ca FILE            CA that signs agent certificates; agents without a\n"
@@ -568,6 +582,8 @@ static char **str_setting(struct settings *s, const char *key)
 		TEXT("cert", cert), TEXT("key", key), TEXT("ca", ca), TEXT("crl", crl),
 		TEXT("db", db), TEXT("journal-dir", journal_dir), TEXT("group", group),
 		TEXT("ready-file", ready_file),
+		TEXT("db-password-file", db_password_file), TEXT("db-cert", db_cert),
+		TEXT("db-key", db_key), TEXT("db-ca", db_ca),
 #undef TEXT
 	};
 
@@ -693,6 +709,7 @@ static void settings_free(struct settings *s)
 	qauth_scopes_free(&s->imports);
 	free(s->cert); free(s->key); free(s->ca); free(s->crl); free(s->ready_file);
 	free(s->group);
+	free(s->db_password_file); free(s->db_cert); free(s->db_key); free(s->db_ca);
 	hostmap_free(s->hostmap);
 	for (size_t i = 0; i < s->nkept; i++)
 		free(s->kept[i].value);
@@ -921,6 +938,10 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "max-agent-conns-per-cert", required_argument, NULL, 38 },
 		{ "max-event-types", required_argument, NULL, 39 },
 		{ "max-event-fields", required_argument, NULL, 40 },
+		{ "db-password-file", required_argument, NULL, 41 },
+		{ "db-cert", required_argument, NULL, 42 },
+		{ "db-key", required_argument, NULL, 43 },
+		{ "db-ca", required_argument, NULL, 44 },
 		{ "config", required_argument, NULL, 'C' },
 		{ "foreground", no_argument, NULL, 'F' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -952,7 +973,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, SHORT_OPTS, longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 40) {
+		if (c >= 1 && c <= 44) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'F' || c == 'f')
@@ -1378,6 +1399,36 @@ struct parts {
 };
 
 /*
+ * A --db that is a server (ClickHouse): its password out of the path and
+ * kept by the store with the TLS files (store_remote_setup()); a journal
+ * directory of its own, as there is no DB path to put it beside.
+ */
+static int remote_db(struct settings *s)
+{
+	char err[256];
+	int ret;
+
+	if (!store_path_is_remote(s->db)) {
+		if (s->db_password_file || s->db_cert || s->db_key || s->db_ca) {
+			log_err("--db-password-file, --db-cert, --db-key and --db-ca are for a "
+				"ClickHouse --db (clickhouse://...)");
+			return TC_ERR_CONFIG;
+		}
+		return 0;
+	}
+	if (s->journal_bytes && !s->journal_dir) {
+		log_err("--db %s: give --journal-dir (or --journal-size 0): the journal "
+			"cannot go beside a ClickHouse database", s->db);
+		return TC_ERR_CONFIG;
+	}
+	ret = store_remote_setup(s->db, s->db_password_file, s->db_cert, s->db_key, s->db_ca,
+				 err, sizeof(err));
+	if (ret < 0)
+		log_err("--db %s: %s", s->db, err[0] ? err : tc_strerror(ret));
+	return ret;
+}
+
+/*
  * Before anything starts a thread: the agent port's TLS context, absolute
  * paths, private files, the database's lock, @io's settings and the
  * per-host state.
@@ -1386,6 +1437,7 @@ static int prepare(struct parts *p, struct ingest_opts *io)
 {
 	struct settings *s = p->s;
 	struct tls_files files = { s->cert, s->key, s->ca, s->crl };
+	bool remote = store_path_is_remote(s->db);
 	char err[512];
 	int ret = 0;
 
@@ -1403,7 +1455,10 @@ static int prepare(struct parts *p, struct ingest_opts *io)
 	 * checkpointer, queries, ingest): only the forking thread lives on
 	 * in the child.
 	 */
-	if (!s->foreground && ((ret = abs_path(&s->db)) < 0 ||
+	ret = remote_db(s);
+	if (ret < 0)
+		return ret;
+	if (!s->foreground && ((ret = remote ? 0 : abs_path(&s->db)) < 0 ||
 			       (ret = abs_path(&s->ready_file)) < 0 ||
 			       (ret = abs_path(&s->journal_dir)) < 0)) {
 		log_err("paths: %s", tc_strerror(ret));
@@ -1415,11 +1470,12 @@ static int prepare(struct parts *p, struct ingest_opts *io)
 	}
 	/* before daemon(): a refusal reaches the terminal; the child keeps the lock */
 	ret = private_files(s);
-	if (ret == 0)
+	if (ret == 0 && !remote)
 		ret = make_parents(s->db);
 	if (ret == 0)
-		ret = ownfiles_check(s->db, s->journal_bytes ? s->journal_dir : NULL, &p->db_dfd);
-	if (ret == 0)
+		ret = ownfiles_check(remote ? NULL : s->db,
+				     s->journal_bytes ? s->journal_dir : NULL, &p->db_dfd);
+	if (ret == 0 && !remote)	/* a server has no file of ours to lock */
 		ret = ownfiles_lock_db(p->db_dfd, s->db, &p->db_lock);
 	if (ret < 0)
 		return ret;

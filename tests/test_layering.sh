@@ -206,6 +206,7 @@ report "nothing includes a traceq/mode_* file" \
 report "traceq's modes call no other mode" "$(mode_calls)"
 only_through server/store store.h store_types.h
 only_within server/store 'sqlite*' 'sqlite*.h' store_ops.h store_types.h
+only_within server/store 'clickhouse*' 'clickhouse*.h' store_ops.h store_types.h
 acyclic server/store
 forbid server/store 'server/query|server/ingest|server/conn'
 forbid server/query 'server/ingest|server/conn'

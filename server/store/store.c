@@ -1,8 +1,9 @@
 /*
  * store.c - the storage layer's front: what every backend needs and no
  * backend should do for itself (store_ops.h, "Who does what"). Which
- * backend a path selects is decided here (today every path is an SQLite
- * file); the errors and reopen reports of the handles are read here; and
+ * backend a path selects is decided here (clickhouse://... a ClickHouse
+ * server, with the credentials store_remote_setup() keeps; any other path
+ * an SQLite file); the errors and reopen reports of the handles are read here; and
  * every read that takes a query or a scope gets one a backend can rely
  * on. Every other call goes from store.h straight to the backend's op.
  */
@@ -11,8 +12,10 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/tc_error.h"
+#include "server/store/clickhouse.h"
 #include "server/store/sqlite.h"
 #include "server/store/store.h"
 
@@ -28,19 +31,105 @@ const char *store_open_errmsg(int ret)
 	return open_errmsg[0] ? open_errmsg : tc_strerror(ret);
 }
 
+/* What store_remote_setup() kept: set before any thread, read-only after. */
+static struct {
+	char *password, *cert, *key, *ca;
+} remote;
+
+bool store_path_is_remote(const char *path)
+{
+	return path && !strncmp(path, CH_SCHEME, strlen(CH_SCHEME));
+}
+
+static const struct store_remote_auth *store_remote(struct store_remote_auth *a)
+{
+	*a = (struct store_remote_auth){ remote.password, remote.cert, remote.key, remote.ca };
+	return a;
+}
+
+/* The first line of file @path (at most 1 KiB), into a malloc'd *@out. */
+static int store_read_secret(const char *path, char **out, char *err, size_t errlen)
+{
+	char buf[1025];
+	FILE *f = fopen(path, "re");
+	size_t n;
+
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	*out = strdup(buf);
+	explicit_bzero(buf, sizeof(buf));
+	return *out ? 0 : -ENOMEM;
+}
+
+static int store_set(char **slot, const char *v)
+{
+	if (!v)
+		return 0;
+	*slot = strdup(v);
+	return *slot ? 0 : -ENOMEM;
+}
+
+int store_remote_setup(char *db, const char *password_file, const char *cert, const char *key,
+		       const char *ca, char *err, size_t errlen)
+{
+	char *p = db + strlen(CH_SCHEME), *slash, *at, *colon;
+	int ret;
+
+	err[0] = '\0';
+	if (!store_path_is_remote(db))
+		return 0;
+	slash = strchr(p, '/');
+	at = slash ? memchr(p, '@', (size_t)(slash - p)) : NULL;
+	colon = at ? memchr(p, ':', (size_t)(at - p)) : NULL;
+	if (colon && password_file) {
+		snprintf(err, errlen, "a password both in the address and in a file: give one");
+		return TC_ERR_CONFIG;
+	}
+	if (colon) {		/* USER:PASSWORD@: kept here, out of the path */
+		free(remote.password);
+		remote.password = strndup(colon + 1, (size_t)(at - colon - 1));
+		if (!remote.password)
+			return -ENOMEM;
+		explicit_bzero(colon, (size_t)(at - colon));
+		memmove(colon, at, strlen(at) + 1);
+	} else if (password_file) {
+		ret = store_read_secret(password_file, &remote.password, err, errlen);
+		if (ret < 0)
+			return ret;
+	}
+	return store_set(&remote.cert, cert) ?: store_set(&remote.key, key) ?:
+	       store_set(&remote.ca, ca);
+}
+
 int store_writer_open(const char *path, struct store_writer **out)
 {
+	struct store_remote_auth a;
+
 	if (!path || !out)
 		return -EINVAL;
 	open_errmsg[0] = 0;
+	if (store_path_is_remote(path))
+		return store_clickhouse_writer_open(path, store_remote(&a), out, open_errmsg,
+						    sizeof(open_errmsg));
 	return store_sqlite_writer_open(path, out, open_errmsg, sizeof(open_errmsg));
 }
 
 int store_reader_open(const char *path, struct store_reader **out)
 {
+	struct store_remote_auth a;
+
 	if (!path || !out)
 		return -EINVAL;
 	open_errmsg[0] = 0;
+	if (store_path_is_remote(path))
+		return store_clickhouse_reader_open(path, store_remote(&a), out, open_errmsg,
+						    sizeof(open_errmsg));
 	return store_sqlite_reader_open(path, out, open_errmsg, sizeof(open_errmsg));
 }
 

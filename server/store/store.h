@@ -41,7 +41,8 @@
 /*
  * store_writer_open - open (creating if needed) the database at @path for
  * writing: applies pending schema migrations, WAL journal,
- * synchronous=NORMAL.
+ * synchronous=NORMAL. A @path clickhouse://... is a ClickHouse database
+ * instead (store_remote_setup()).
  *
  * Return: 0; TC_ERR_DB (cannot open or write); TC_ERR_DB_SCHEMA (the file
  * is newer than this binary or a migration failed); -ENOMEM; -EINVAL.
@@ -55,6 +56,26 @@ int store_writer_open(const char *path, struct store_writer **out);
  * (schema version differs from this binary's); -ENOMEM; -EINVAL.
  */
 int store_reader_open(const char *path, struct store_reader **out);
+
+/*
+ * store_path_is_remote - whether @path names a store that is a server
+ * (clickhouse://[USER@]HOST:PORT/DB, server/store/clickhouse.h) rather
+ * than an SQLite file: no file, lock or directory of ours to check.
+ */
+bool store_path_is_remote(const char *path);
+
+/*
+ * store_remote_setup - for a remote @db (nothing to do otherwise): take
+ * the password out of @db (USER:PASSWORD@ becomes USER@, in place), so
+ * that the path a program logs and hands to its query workers holds none,
+ * or read it from the first line of @password_file (not both); keep it,
+ * and the TLS client certificate @cert, key @key and CA @ca (each may be
+ * NULL; with a certificate or a CA the connection is https), for every
+ * open from then on. Once, before any open or thread.
+ * Return: 0; TC_ERR_CONFIG or -errno with a sentence in @err; -ENOMEM.
+ */
+int store_remote_setup(char *db, const char *password_file, const char *cert, const char *key,
+		       const char *ca, char *err, size_t errlen);
 
 /*
  * store_open_errmsg - why this thread's last store_writer_open() or

@@ -241,6 +241,17 @@ struct store_reader_ops {
 		   const struct store_sql_limits *lim, store_sql_fn fn, void *ctx);
 };
 
+/*
+ * How to authenticate to a store that is a server (ClickHouse), kept by
+ * the front (store_remote_setup()) and handed to that backend's opens: a
+ * password never travels in the path, which is logged.
+ */
+struct store_remote_auth {
+	const char *password;	/* NULL: none */
+	const char *cert, *key;	/* TLS client certificate and key; NULL: none */
+	const char *ca;		/* CA of the server's certificate; NULL: the system's */
+};
+
 struct store_writer {
 	const struct store_writer_ops *ops;
 	struct store_handle h;

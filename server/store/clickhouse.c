@@ -1,0 +1,304 @@
+/*
+ * clickhouse.c - the ClickHouse backend's top: the URL, opening and
+ * closing a writer or a reader, the schema's migrations, and the two ops
+ * tables, which each part fills with its own ops (clickhouse.h has the
+ * design and the parts).
+ */
+#include "config.h"
+
+#define LOG_PREFIX "clickhouse"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/tc_error.h"
+#include "server/store/clickhouse.h"
+#include "server/store/clickhouse_http.h"
+#include "server/store/clickhouse_meta.h"
+#include "server/store/clickhouse_reader.h"
+#include "server/store/clickhouse_schema.h"
+#include "server/store/clickhouse_txn.h"
+#include "server/store/clickhouse_util.h"
+#include "sql/clickhouse/schema.h"
+
+#define CH_URL_MAX	1024
+
+/* A clickhouse:// URL's parts. */
+struct ch_url {
+	char user[256], password[256], host[256], port[8], db[128];
+};
+
+static int ch_url_part(char *dst, size_t size, const char *p, size_t n)
+{
+	if (n >= size)
+		return TC_ERR_CONFIG;
+	memcpy(dst, p, n);
+	dst[n] = '\0';
+	return 0;
+}
+
+/* clickhouse://[USER[:PASSWORD]@]HOST:PORT/DB; HOST may be [IPv6]. */
+static int ch_url_parse(const char *url, struct ch_url *u, char *err, size_t errlen)
+{
+	const char *p = url + strlen(CH_SCHEME), *at, *colon, *slash, *host_end;
+
+	memset(u, 0, sizeof(*u));
+	if (strncmp(url, CH_SCHEME, strlen(CH_SCHEME)) || strlen(url) > CH_URL_MAX)
+		goto bad;
+	slash = strchr(p, '/');
+	if (!slash)
+		goto bad;
+	at = memchr(p, '@', (size_t)(slash - p));
+	if (at) {
+		colon = memchr(p, ':', (size_t)(at - p));
+		if (ch_url_part(u->user, sizeof(u->user), p, (size_t)((colon ? colon : at) - p)) ||
+		    (colon && ch_url_part(u->password, sizeof(u->password), colon + 1,
+					  (size_t)(at - colon - 1))))
+			goto bad;
+		p = at + 1;
+	}
+	host_end = *p == '[' ? memchr(p, ']', (size_t)(slash - p)) : NULL;
+	host_end = host_end ? host_end + 1 : p;
+	colon = memchr(host_end, ':', (size_t)(slash - host_end));
+	if (!colon || colon == p ||
+	    ch_url_part(u->host, sizeof(u->host), p, (size_t)(colon - p)) ||
+	    ch_url_part(u->port, sizeof(u->port), colon + 1, (size_t)(slash - colon - 1)) ||
+	    !u->port[0] || strspn(u->port, "0123456789") != strlen(u->port) ||
+	    ch_url_part(u->db, sizeof(u->db), slash + 1, strlen(slash + 1)) || !u->db[0] ||
+	    strspn(u->db, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
+	    strlen(u->db))
+		goto bad;
+	return 0;
+bad:
+	snprintf(err, errlen, "not a ClickHouse address: expected "
+		 "clickhouse://[USER@]HOST:PORT/DB (DB of letters, digits and '_')");
+	return TC_ERR_CONFIG;
+}
+
+/* ---- migrations ---- */
+
+/* Run each statement of @sql (split at lines ending in ';', '--' lines dropped). */
+static int ch_run_script(struct ch_store *s, const char *sql)
+{
+	char *text = strdup(sql), *line, *save = NULL;
+	struct ch_sql q;
+	size_t n;
+	int ret = 0;
+
+	if (!text)
+		return -ENOMEM;
+	ch_sql_init(&q, 0);
+	for (line = strtok_r(text, "\n", &save); line && ret == 0;
+	     line = strtok_r(NULL, "\n", &save)) {
+		if (!strncmp(line + strspn(line, " \t"), "--", 2))
+			continue;
+		n = strlen(line);
+		while (n && (line[n - 1] == ' ' || line[n - 1] == '\t'))
+			line[--n] = '\0';
+		if (n && line[n - 1] == ';') {
+			line[n - 1] = '\0';
+			ch_sql_raw(&q, line);
+			ret = ch_exec(s, &q);
+			ch_sql_reset(&q);
+			continue;
+		}
+		ch_sql_raw(&q, line);
+		ch_sql_raw(&q, "\n");
+	}
+	ch_sql_free(&q);
+	free(text);
+	return ret;
+}
+
+/* The database made, and every migration past its version applied. */
+static int ch_migrate(struct ch_store *s, bool writer)
+{
+	struct ch_sql q;
+	uint64_t v = 0;
+	int ret;
+
+	ch_sql_init(&q, 0);
+	if (writer) {
+		ch_http_set_database(s->http, NULL);
+		ch_sql_raw(&q, "CREATE DATABASE IF NOT EXISTS ");
+		ch_sql_ident(&q, s->db);
+		ret = ch_exec(s, &q);
+		if (ret == 0)
+			ret = ch_http_set_database(s->http, s->db) ?:
+			      ch_exec_text(s, "CREATE TABLE IF NOT EXISTS schema_version (version"
+					   " UInt32, ts Int64) ENGINE = MergeTree() ORDER BY version");
+		if (ret < 0)
+			goto out;
+	}
+	ch_sql_reset(&q);
+	ch_sql_raw(&q, "SELECT max(version) FROM schema_version");
+	ret = ch_query_u64(s, &q, &v);
+	if (ret == 0 && v > CH_SCHEMA_VERSION)
+		ret = ch_errf(s, TC_ERR_DB_SCHEMA, "database %s has schema version %llu, newer than"
+			      " this collector's %d", s->db, (unsigned long long)v,
+			      CH_SCHEMA_VERSION);
+	if (ret == 0 && !writer && v != CH_SCHEMA_VERSION)
+		ret = ch_errf(s, TC_ERR_DB_SCHEMA, "database %s has schema version %llu, not %d",
+			      s->db, (unsigned long long)v, CH_SCHEMA_VERSION);
+	for (int i = (int)v; writer && ret == 0 && i < CH_SCHEMA_VERSION; i++) {
+		ret = ch_run_script(s, ch_migrations[i].sql);
+		ch_sql_reset(&q);
+		ch_sql_addf(&q, "INSERT INTO schema_version VALUES (%d, %lld)",
+			    ch_migrations[i].version, (long long)ch_now_ns());
+		ret = ret ?: ch_exec(s, &q);
+	}
+out:
+	ch_sql_free(&q);
+	return ret;
+}
+
+/* ---- open, close ---- */
+
+static void ch_store_free(struct ch_store *s)
+{
+	if (!s)
+		return;
+	ch_schema_free(s);
+	ch_meta_free(s);
+	ch_http_free(s->http);
+	free(s->db);
+	free(s->collector);
+	free(s);
+}
+
+static void ch_writer_close(struct store_writer *w)
+{
+	struct ch_store *s = ch_writer_of(w);
+
+	if (s->in_txn)
+		ch_rollback(w);
+	ch_txn_facts_send(s);	/* facts outside a transaction: sent, if the server is there */
+	ch_store_free(s);
+}
+
+static void ch_reader_close(struct store_reader *r)
+{
+	ch_store_free(ch_reader_of(r));
+}
+
+/* This collector's name in journal_marks and commits: its host's. */
+static char *ch_collector_name(void)
+{
+	char host[256] = "";
+
+	if (gethostname(host, sizeof(host) - 1) < 0)
+		strcpy(host, "localhost");
+	return strdup(host);
+}
+
+/* A handle for @url (connected on its first statement). */
+static int ch_store_new(const char *url, const struct store_remote_auth *auth, bool reader,
+			struct ch_store **out, char *errmsg, size_t len)
+{
+	struct ch_http_conf c = { 0 };
+	char base[600];
+	struct ch_url u;
+	struct ch_store *s;
+	bool tls = auth && (auth->cert || auth->ca);
+	int ret = ch_url_parse(url, &u, errmsg, len);
+
+	if (ret < 0)
+		return ret;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->reader = reader;
+	s->h = reader ? &s->base.r.h : &s->base.w.h;
+	snprintf(base, sizeof(base), "%s://%s:%s/", tls ? "https" : "http", u.host, u.port);
+	c.base = base;
+	c.user = u.user[0] ? u.user : NULL;
+	c.password = auth && auth->password ? auth->password : u.password[0] ? u.password : NULL;
+	c.database = reader ? u.db : NULL;
+	c.cert = auth ? auth->cert : NULL;
+	c.key = auth ? auth->key : NULL;
+	c.ca = auth ? auth->ca : NULL;
+	ret = ch_http_new(&c, &s->http);
+	explicit_bzero(u.password, sizeof(u.password));
+	if (ret == 0 && (!(s->db = strdup(u.db)) || !(s->collector = ch_collector_name())))
+		ret = -ENOMEM;
+	if (ret == 0 && !reader)
+		ret = ch_meta_init(s);
+	if (ret < 0) {
+		snprintf(errmsg, len, "%s", tc_strerror(ret));
+		ch_store_free(s);
+		return ret;
+	}
+	*out = s;
+	return 0;
+}
+
+/* Filled once, by ch_init(): each part puts its own ops in. */
+static struct store_writer_ops ch_writer_ops = {
+	.close = ch_writer_close,
+	.begin = ch_begin,
+	.commit = ch_commit,
+	.rollback = ch_rollback,
+};
+
+static struct store_reader_ops ch_reader_ops = {
+	.close = ch_reader_close,
+};
+
+static void ch_init(void)
+{
+	ch_meta_writer_ops(&ch_writer_ops);
+	ch_schema_writer_ops(&ch_writer_ops);
+	ch_schema_reader_ops(&ch_reader_ops);
+	ch_reader_part_ops(&ch_reader_ops);
+}
+
+static pthread_once_t ch_once = PTHREAD_ONCE_INIT;
+
+int store_clickhouse_writer_open(const char *url, const struct store_remote_auth *auth,
+				 struct store_writer **out, char *errmsg, size_t len)
+{
+	struct ch_store *s;
+	int ret = ch_store_new(url, auth, false, &s, errmsg, len);
+
+	if (ret < 0)
+		return ret;
+	pthread_once(&ch_once, ch_init);
+	s->base.w.ops = &ch_writer_ops;
+	ret = ch_migrate(s, true) ?: ch_txn_recover(s);
+	if (ret < 0) {
+		snprintf(errmsg, len, "%s", s->h->errmsg);
+		ch_store_free(s);
+		return ret;
+	}
+	log_info("storing into ClickHouse at %s, database %s (last commit %llu). Exactly once "
+		 "rests on the commits table: rows of a commit that did not complete are deleted "
+		 "before storing again, and until then queries may see them",
+		 ch_http_where(s->http), s->db, (unsigned long long)s->last_ok);
+	*out = &s->base.w;
+	return 0;
+}
+
+int store_clickhouse_reader_open(const char *url, const struct store_remote_auth *auth,
+				 struct store_reader **out, char *errmsg, size_t len)
+{
+	struct ch_store *s;
+	int ret = ch_store_new(url, auth, true, &s, errmsg, len);
+
+	if (ret < 0)
+		return ret;
+	pthread_once(&ch_once, ch_init);
+	s->base.r.ops = &ch_reader_ops;
+	ret = ch_migrate(s, false);
+	if (ret < 0) {
+		snprintf(errmsg, len, "%s", s->h->errmsg);
+		ch_store_free(s);
+		return ret;
+	}
+	*out = &s->base.r;
+	return 0;
+}

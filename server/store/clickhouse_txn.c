@@ -1,0 +1,262 @@
+/*
+ * clickhouse_txn.c - transactions as commit ids (clickhouse_txn.h).
+ *
+ * A commit sends, in this order: the facts (hosts, formats, names: kept
+ * across a rollback, harmless twice), every event batch, the counted
+ * batches (per-CPU counts, drops, freed bytes, stream and journal marks),
+ * and last one row into `commits`. Rows with a _tc_commit above the last
+ * row of `commits` belong to no completed commit: they are deleted
+ * (ALTER TABLE ... DELETE, waited for) before the writer stores again, at
+ * open and at the begin after a failure.
+ */
+#include "config.h"
+
+#define LOG_PREFIX "clickhouse"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/tc_error.h"
+#include "common/util.h"
+#include "server/store/clickhouse_txn.h"
+#include "server/store/clickhouse_util.h"
+
+#define CH_MUTATION_WAIT_MS	120000	/* deletions of a failed commit, at most */
+
+static const char *const ch_counted_tables[] = {
+	"cpu_counts", "drops", "freed", "stream_marks", "journal_marks",
+};
+
+/* Wait until no mutation of our database is left to do. */
+static int ch_mutations_wait(struct ch_store *s)
+{
+	int64_t end = util_now_ms() + CH_MUTATION_WAIT_MS;
+	uint64_t left = 0;
+	struct ch_sql q;
+	int ret;
+
+	ch_sql_init(&q, 0);
+	ch_sql_raw(&q, "SELECT count() FROM system.mutations WHERE database = currentDatabase()"
+		       " AND is_done = 0");
+	while ((ret = ch_query_u64(s, &q, &left)) == 0 && left && util_now_ms() < end)
+		usleep(100000);
+	ch_sql_free(&q);
+	if (ret == 0 && left)
+		ret = ch_errf(s, TC_ERR_TIMEOUT, "ClickHouse has not done deleting the rows of "
+			      "an unfinished commit within %d s", CH_MUTATION_WAIT_MS / 1000);
+	return ret;
+}
+
+/* Delete @table's rows of commits after @last, when it has any. */
+static int ch_delete_after(struct ch_store *s, const char *table, uint64_t last)
+{
+	struct ch_sql q;
+	uint64_t n = 0;
+	int ret;
+
+	ch_sql_init(&q, 0);
+	ch_sql_raw(&q, "SELECT count() FROM ");
+	ch_sql_ident(&q, table);
+	ch_sql_addf(&q, " WHERE _tc_commit > %llu", (unsigned long long)last);
+	ret = ch_query_u64(s, &q, &n);
+	if (ret == 0 && n) {
+		log_warn("deleting %llu rows of %s that an unfinished commit left",
+			 (unsigned long long)n, table);
+		ch_sql_reset(&q);
+		ch_sql_raw(&q, "ALTER TABLE ");
+		ch_sql_ident(&q, table);
+		ch_sql_addf(&q, " DELETE WHERE _tc_commit > %llu", (unsigned long long)last);
+		ret = ch_exec(s, &q);
+	}
+	ch_sql_free(&q);
+	return ret;
+}
+
+/* Every row past s->last_ok deleted, in every event table and counted table. */
+static int ch_clean(struct ch_store *s)
+{
+	struct ch_reply r;
+	struct ch_sql q;
+	int ret = 0;
+
+	for (size_t i = 0; i < sizeof(ch_counted_tables) / sizeof(*ch_counted_tables) && !ret; i++)
+		ret = ch_delete_after(s, ch_counted_tables[i], s->last_ok);
+	if (ret < 0)
+		return ret;
+	ch_sql_init(&q, 0);
+	ch_sql_raw(&q, "SELECT name FROM system.tables WHERE database = currentDatabase()"
+		       " AND startsWith(name, 'ev_')");
+	ret = ch_query(s, &q, &r);
+	ch_sql_free(&q);
+	for (size_t i = 0; ret == 0 && i < r.nrows; i++)
+		ret = ch_delete_after(s, ch_reply_cell(&r, i, 0), s->last_ok);
+	if (ret == 0)
+		ch_reply_free(&r);
+	return ret ?: ch_mutations_wait(s);
+}
+
+int ch_txn_recover(struct ch_store *s)
+{
+	struct ch_sql q;
+	int ret;
+
+	ch_sql_init(&q, 0);
+	ch_sql_raw(&q, "SELECT max(id) FROM commits");
+	ret = ch_query_u64(s, &q, &s->last_ok);
+	ch_sql_free(&q);
+	if (ret < 0)
+		return ret;
+	s->commit_id = s->last_ok + 1;
+	ret = ch_clean(s);
+	if (ret == 0)
+		s->dirty = false;
+	return ret;
+}
+
+/* Drop what the open transaction holds (its counted and event rows, its marks). */
+static void ch_txn_drop(struct ch_store *s)
+{
+	for (struct store_type *t = s->types; t; t = t->next) {
+		ch_b_reset(&t->batch.rows);
+		t->batch.nrows = 0;
+	}
+	for (int i = CH_FIRST_COUNTED; i < CH_NFIXED; i++) {
+		ch_b_reset(&s->fixed[i].rows);
+		s->fixed[i].nrows = 0;
+	}
+	for (size_t i = 0; i < s->nsmarks; i++)
+		free(s->smarks[i].boot_id);
+	s->nsmarks = 0;
+	s->njmarks = 0;
+	for (size_t i = 0; i < s->nboots; i++)
+		free(s->boots[i].boot_id);
+	s->nboots = 0;
+}
+
+int ch_begin(struct store_writer *w)
+{
+	struct ch_store *s = ch_writer_of(w);
+	int ret;
+
+	if (s->in_txn)
+		return 0;
+	s->failed = 0;
+	if (s->dirty) {
+		ret = ch_clean(s);
+		if (ret < 0)
+			return ret;
+		s->dirty = false;
+	}
+	s->row_seq = 0;
+	s->sent = false;
+	s->in_txn = true;
+	return 0;
+}
+
+/* The commit's row, and when its answer was lost, whether it got there. */
+static int ch_commit_row(struct ch_store *s)
+{
+	struct ch_sql q;
+	uint64_t n = 0;
+	int ret;
+
+	ch_sql_init(&q, 0);
+	ch_sql_addf(&q, "INSERT INTO commits (id, ts, collector) VALUES (%llu, %lld, ",
+		    (unsigned long long)s->commit_id, (long long)ch_now_ns());
+	ch_sql_cstr(&q, s->collector);
+	ch_sql_raw(&q, ")");
+	ret = ch_exec(s, &q);
+	if (ret < 0) {
+		ch_sql_reset(&q);
+		ch_sql_addf(&q, "SELECT count() FROM commits WHERE id = %llu",
+			    (unsigned long long)s->commit_id);
+		if (ch_query_u64(s, &q, &n) == 0 && n)
+			ret = 0;	/* it did: the answer was lost, not the row */
+	}
+	ch_sql_free(&q);
+	return ret;
+}
+
+/* Send everything the transaction holds, facts first, the commit's row last. */
+static int ch_send_all(struct ch_store *s)
+{
+	int ret = 0;
+
+	for (int i = 0; i < CH_FIRST_COUNTED && !ret; i++)
+		ret = ch_batch_send(s, &s->fixed[i]);
+	for (struct store_type *t = s->types; t && !ret; t = t->next) {
+		s->sent |= t->batch.nrows > 0;
+		ret = ch_batch_send(s, &t->batch);
+	}
+	for (int i = CH_FIRST_COUNTED; i < CH_NFIXED && !ret; i++) {
+		s->sent |= s->fixed[i].nrows > 0;
+		ret = ch_batch_send(s, &s->fixed[i]);
+	}
+	if (ret == 0 && s->sent)
+		ret = ch_commit_row(s);
+	return ret;
+}
+
+int ch_commit(struct store_writer *w)
+{
+	struct ch_store *s = ch_writer_of(w);
+	int ret = s->failed;
+
+	if (!s->in_txn)
+		return 0;
+	ret = ret ?: ch_send_all(s);
+	if (ret < 0) {
+		ch_rollback(w);
+		return ret;
+	}
+	if (s->sent)
+		s->last_ok = s->commit_id++;
+	ch_txn_drop(s);
+	s->in_txn = false;
+	return 0;
+}
+
+int ch_rollback(struct store_writer *w)
+{
+	struct ch_store *s = ch_writer_of(w);
+
+	if (s->in_txn && s->sent) {
+		s->dirty = true;	/* some of it may be on the server */
+		s->commit_id++;		/* never reused */
+	}
+	ch_txn_drop(s);
+	s->in_txn = false;
+	s->failed = 0;
+	return 0;
+}
+
+void ch_txn_facts_send(struct ch_store *s)
+{
+	for (int i = 0; i < CH_FIRST_COUNTED; i++)
+		if (ch_batch_send(s, &s->fixed[i]) < 0)
+			break;
+}
+
+int ch_fact_done(struct ch_store *s, struct ch_batch *b)
+{
+	int ret = ch_batch_row_done(b);
+
+	if (ret < 0)
+		return ch_errf(s, ret, "out of memory for rows");
+	return s->in_txn ? 0 : ch_batch_send(s, b);
+}
+
+int ch_counted_done(struct ch_store *s, struct ch_batch *b)
+{
+	int ret = ch_batch_row_done(b);
+
+	if (ret < 0)
+		return ch_errf(s, ret, "out of memory for rows");
+	if (s->in_txn)
+		return 0;
+	ret = ch_begin(&s->base.w);
+	return ret ?: ch_commit(&s->base.w);
+}

@@ -1,0 +1,42 @@
+/*
+ * clickhouse_txn.h - a writer's transactions on a server that has none:
+ * rows of a transaction carry its commit id (_tc_commit) and are sent in
+ * batches; its commit is the row in `commits` sent last. What this
+ * promises, and why, is in clickhouse.h ("Nothing lost, nothing twice").
+ */
+#ifndef SERVER_STORE_CLICKHOUSE_TXN_H
+#define SERVER_STORE_CLICKHOUSE_TXN_H
+
+#include "server/store/clickhouse_int.h"
+
+/*
+ * ch_txn_recover - at open: the last commit that completed, and every row
+ * of a later one (a collector killed mid-commit) deleted, waiting for the
+ * deletions. Return: 0; TC_ERR_DB.
+ */
+int ch_txn_recover(struct ch_store *s);
+
+/* The writer ops. */
+int ch_begin(struct store_writer *w);
+int ch_commit(struct store_writer *w);
+int ch_rollback(struct store_writer *w);
+
+/*
+ * ch_fact_done, ch_counted_done - a row was appended to batch @b (a fact,
+ * or a counted row of the open transaction). Outside a transaction it is
+ * sent at once (a counted one in a transaction of its own), as SQLite's
+ * autocommit. Return: 0; what sending failed with.
+ */
+int ch_fact_done(struct ch_store *s, struct ch_batch *b);
+int ch_counted_done(struct ch_store *s, struct ch_batch *b);
+
+/* ch_txn_facts_send - send the facts waiting (at close: best effort). */
+void ch_txn_facts_send(struct ch_store *s);
+
+/* ch_writer_enter - what every writer op does first: fail as a failed insert left it. */
+static inline int ch_writer_enter(struct ch_store *s)
+{
+	return s->failed;
+}
+
+#endif
