@@ -347,8 +347,8 @@ tc_zk_cmd() {
 #                      30 s, max_result_rows 100000 (throw),
 #                      max_memory_usage 256 MiB (for --sql)
 # Waits until SELECT 1 answers, then sets ch_http (http://127.0.0.1:PORT/),
-# ch_port (native), ch_user, ch_password, ch_ro_user, ch_ro_password and
-# clickhouse_pid. Skips the test when clickhouse-server is not installed;
+# ch_http_port (PORT), ch_port (native), ch_user, ch_password, ch_ro_user,
+# ch_ro_password and clickhouse_pid. Skips the test when clickhouse-server is not installed;
 # exits saying why when it does not start.
 tc_start_clickhouse() {
 	local ch=$tmp/ch http tcp inter try
@@ -369,6 +369,7 @@ tc_start_clickhouse() {
 		clickhouse_pid=$!
 		tc_watch "$clickhouse_pid"
 		ch_port=$tcp
+		ch_http_port=$http
 		ch_http=http://127.0.0.1:$http/
 		for _ in $(seq 600); do
 			[ "$(tc_ch --query 'SELECT 1' 2>/dev/null)" = 1 ] && return 0
