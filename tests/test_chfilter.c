@@ -43,26 +43,17 @@
 #include "common/tc_error.h"
 #include "server/store/clickhouse_escape.h"
 #include "server/store/clickhouse_filter.h"
+#include "tests/ch_column.h"
 #include "tests/filter_event.h"
 #include "tests/filter_sqlite.h"
 #include "tests/testutil.h"
 
 extern char **environ;
 
-static const char *const ch_cols[] = {
-	"common_pid", "prev_pid", "prio", "flags", "len", "prev_comm", "delta", "state",
-};
-
 static int column(void *ctx, int idx, struct ch_sql *s)
 {
 	(void)ctx;
-	if (idx == FILTER_FIELD_CPU)
-		return ch_sql_ident(s, "cpu");
-	if (idx == FILTER_FIELD_COMM)
-		return ch_sql_ident(s, "comm");
-	if (idx < 0 || idx >= (int)ARRAY_SIZE(ch_cols))
-		return TC_ERR_UNKNOWN_FIELD;
-	return ch_sql_ident(s, ch_cols[idx]);
+	return ch_test_column(fields, ARRAY_SIZE(fields), idx, s);
 }
 
 /* ---- text ---------------------------------------------------------------- */

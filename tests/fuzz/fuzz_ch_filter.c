@@ -29,6 +29,7 @@
 #include "common/filter.h"
 #include "server/store/clickhouse_escape.h"
 #include "server/store/clickhouse_filter.h"
+#include "tests/ch_column.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -43,13 +44,7 @@ static const struct filter_schema schema = { fields, ARRAY_SIZE(fields) };
 static int column(void *ctx, int idx, struct ch_sql *s)
 {
 	(void)ctx;
-	if (idx == FILTER_FIELD_CPU)
-		return ch_sql_ident(s, "cpu");
-	if (idx == FILTER_FIELD_COMM)
-		return ch_sql_ident(s, "comm");
-	if (idx < 0 || idx >= (int)ARRAY_SIZE(fields))
-		return -1;
-	return ch_sql_ident(s, fields[idx].name);
+	return ch_test_column(fields, ARRAY_SIZE(fields), idx, s);
 }
 
 struct str_row {
