@@ -11,6 +11,21 @@
  * why: 18.16 has neither correlated subqueries nor ASOF JOIN to find the
  * name a task had at each event (comm_changes), and an approximation
  * would answer differently from SQLite.
+ *
+ * Paging, for select (not here yet). There is no rowid; the key is
+ * (ts, _tc_row), SQLite's (ts, rowid) with rowid := _tc_row, which the
+ * writer sets to commit_id << 32 | the row's place in its commit
+ * (clickhouse_schema.c): unique in a database (a commit id is never
+ * reused, a commit holds fewer than 2^32 rows), fixed when the row is
+ * written (a commit that failed is stored again under a new id, after
+ * its rows are deleted), and known to the reader from the row itself,
+ * so store_row.rowid and store_query.after_rowid carry it unchanged.
+ * The condition is (ts > A OR (ts = A AND _tc_row > B)) with
+ * ORDER BY ts, _tc_row (DESC and < for reverse): written so, the ts
+ * bound also prunes partitions and granules. A page is read with one
+ * LIMIT; a row's null columns are those its format (_tc_fmt,
+ * format_fields) lacks, as a column added later reads as its default
+ * in ClickHouse, not NULL.
  */
 #ifndef SERVER_STORE_CLICKHOUSE_QUERY_H
 #define SERVER_STORE_CLICKHOUSE_QUERY_H
