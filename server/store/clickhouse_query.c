@@ -1,7 +1,8 @@
 /*
- * clickhouse_query.c - count on ClickHouse: a store_query as one WHERE over
- * the type's table (clickhouse_query.h says what goes in it), the filter
- * through clickhouse_filter.c, every value through clickhouse_escape.c.
+ * clickhouse_query.c - count and select on ClickHouse: a store_query as
+ * one WHERE over the type's table (clickhouse_query.h says what goes in it
+ * and how select pages), the filter through clickhouse_filter.c, every
+ * value through clickhouse_escape.c.
  */
 #include "config.h"
 
@@ -9,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/filter.h"
 #include "common/tc_error.h"
@@ -34,39 +36,42 @@ static bool ch_hosts_limited(const struct store_query *q)
 	return q->host_glob || q->hosts || q->scope;
 }
 
-/*
- * " AND host_id IN (...)" of the hosts @q allows, when it limits them;
- * *@none when it allows no host at all (the answer is empty).
- */
-static int ch_hosts_cond(struct ch_store *s, const struct store_query *q, struct ch_sql *w,
-			 bool *none)
+/* The hosts' ids and latest names: host_id, name. */
+static int ch_hosts_names(struct ch_store *s, struct ch_reply *r)
 {
-	struct ch_reply r;
 	struct ch_sql hq;
-	uint64_t id;
-	size_t n = 0;
 	int ret;
 
-	*none = false;
-	if (!ch_hosts_limited(q))
-		return 0;
 	ch_sql_init(&hq, 0);
 	ch_sql_raw(&hq, "SELECT host_id, argMax(name, version) FROM hosts GROUP BY host_id");
-	ret = ch_query(s, &hq, &r);
+	ret = ch_query(s, &hq, r);
 	ch_sql_free(&hq);
-	if (ret < 0)
-		return ret;
+	return ret;
+}
+
+/*
+ * " AND host_id IN (...)" of the hosts of @hosts (ch_hosts_names()) that
+ * @q allows, when it limits them; *@none when it allows none.
+ */
+static int ch_hosts_cond(struct ch_store *s, const struct store_query *q,
+			 const struct ch_reply *hosts, struct ch_sql *w, bool *none)
+{
+	uint64_t id;
+	size_t n = 0;
+	int ret = 0;
+
+	if (!ch_hosts_limited(q))
+		return 0;
 	ch_sql_raw(w, " AND host_id IN (");
-	for (size_t i = 0; i < r.nrows && ret == 0; i++) {
-		if (!ch_host_allowed(q, ch_reply_cell(&r, i, 1)))
+	for (size_t i = 0; i < hosts->nrows && ret == 0; i++) {
+		if (!ch_host_allowed(q, ch_reply_cell(hosts, i, 1)))
 			continue;
-		ret = ch_reply_u64(&r, i, 0, &id);
+		ret = ch_reply_u64(hosts, i, 0, &id);
 		ch_sql_raw(w, n++ ? ", " : "");
 		ch_sql_u64(w, id);
 	}
 	ch_sql_raw(w, ")");
-	ch_reply_free(&r);
-	*none = n == 0;
+	*none = *none || n == 0;
 	return ret < 0 ? ch_errf(s, ret, "the hosts' ids") : 0;
 }
 
@@ -85,11 +90,11 @@ static void ch_window_cond(const struct store_window *win, struct ch_sql *w, boo
 }
 
 /*
- * " FROM `table` WHERE ..." of @q into @w; *@none when no row can match
- * (no host allowed, an empty window).
+ * " FROM `table` WHERE ..." of @q into @w, @hosts from ch_hosts_names();
+ * *@none when no row can match (no host allowed, an empty window).
  */
-static int ch_where(struct ch_store *s, const struct store_query *q, struct ch_sql *w,
-		    bool *none)
+static int ch_where(struct ch_store *s, const struct store_query *q,
+		    const struct ch_reply *hosts, struct ch_sql *w, bool *none)
 {
 	int ret;
 
@@ -106,7 +111,7 @@ static int ch_where(struct ch_store *s, const struct store_query *q, struct ch_s
 		if (ret < 0)
 			return ch_errf(s, ret, "the filter as ClickHouse SQL: %s", tc_strerror(ret));
 	}
-	ret = ch_hosts_cond(s, q, w, none);
+	ret = ch_hosts_cond(s, q, hosts, w, none);
 	if (ret < 0)
 		return ret;
 	ch_window_cond(q->win, w, none);
@@ -129,23 +134,254 @@ static int ch_where(struct ch_store *s, const struct store_query *q, struct ch_s
 static int ch_count(struct store_reader *rd, const struct store_query *q, uint64_t *count)
 {
 	struct ch_store *s = ch_reader_of(rd);
+	struct ch_reply hosts = { 0 };
 	struct ch_sql w;
 	uint64_t n = 0;
 	bool none = false;
-	int ret;
+	int ret = ch_hosts_limited(q) ? ch_hosts_names(s, &hosts) : 0;
 
 	ch_sql_init(&w, 0);
 	ch_sql_raw(&w, "SELECT count()");
-	ret = ch_where(s, q, &w, &none);
+	ret = ret ?: ch_where(s, q, &hosts, &w, &none);
 	if (ret == 0 && !none)
 		ret = ch_query_u64(s, &w, &n);
 	ch_sql_free(&w);
+	ch_reply_free(&hosts);
 	if (ret == 0)
 		*count = n;
+	return ret;
+}
+
+/* ---- select -------------------------------------------------------------------- */
+
+#define CH_PAGE_ROWS	4096	/* rows a select reads with one query */
+#define CH_FIXED_COLS	6	/* host_id, cpu, ts, trace_ts, _tc_row, _tc_fmt */
+
+/* What a select walks with: the query, its hosts, and one row's values. */
+struct ch_walk {
+	struct ch_store *s;
+	const struct store_query *q;
+	struct ch_reply hosts;
+	struct ch_reply comms;		/* host_id, pid, comm of the page's rows */
+	int pid;			/* common_pid's schema column, or -1 */
+	size_t *at;			/* per schema column: its reply column, 0 if not read */
+	struct store_value *vals;
+	bool *null;
+};
+
+static const char *ch_walk_host(const struct ch_walk *k, uint64_t id)
+{
+	uint64_t v;
+
+	for (size_t i = 0; i < k->hosts.nrows; i++)
+		if (ch_reply_u64(&k->hosts, i, 0, &v) == 0 && v == id)
+			return ch_reply_cell(&k->hosts, i, 1);
+	return NULL;
+}
+
+static const char *ch_walk_comm(const struct ch_walk *k, uint64_t host_id, int64_t pid)
+{
+	uint64_t h;
+	int64_t p;
+
+	for (size_t i = 0; i < k->comms.nrows; i++)
+		if (ch_reply_u64(&k->comms, i, 0, &h) == 0 && h == host_id &&
+		    ch_reply_i64(&k->comms, i, 1, &p) == 0 && p == pid)
+			return ch_reply_cell(&k->comms, i, 2);
+	return NULL;
+}
+
+/* The columns a row of format @fmt lacks are null (a column added later reads as 0). */
+static void ch_walk_nulls(struct ch_walk *k, int64_t fmt)
+{
+	const struct store_schema *sc = k->q->schema;
+	const struct store_fmt *f = NULL;
+
+	for (size_t i = 0; i < sc->nfmts && !f; i++)
+		f = sc->fmts[i].id == fmt ? &sc->fmts[i] : NULL;
+	for (size_t c = 0; c < sc->ncols; c++)
+		k->null[c] = !k->at[c] || f;
+	for (size_t j = 0; f && j < f->ncols; j++)
+		if (f->cols[j] < sc->ncols)
+			k->null[f->cols[j]] = !k->at[f->cols[j]];
+}
+
+/* Row @i of page @r as a store_row to @fn. */
+static int ch_walk_row(struct ch_walk *k, const struct ch_reply *r, size_t i,
+		       store_row_fn fn, void *ctx, struct store_row *row)
+{
+	const struct store_schema *sc = k->q->schema;
+	int64_t fmt = 0, cpu = 0;
+	int ret = ch_reply_u64(r, i, 0, &row->host_id) ?: ch_reply_i64(r, i, 1, &cpu) ?:
+		  ch_reply_i64(r, i, 2, &row->ts) ?: ch_reply_u64(r, i, 3, &row->trace_ts) ?:
+		  ch_reply_u64(r, i, 4, &row->rowid) ?: ch_reply_i64(r, i, 5, &fmt);
+
+	ch_walk_nulls(k, fmt);
+	for (size_t c = 0; ret == 0 && c < sc->ncols; c++) {
+		struct store_value *v = &k->vals[c];
+
+		v->kind = sc->cols[c].kind;
+		if (k->null[c])
+			continue;
+		if (v->kind == STORE_SIGNED)
+			ret = ch_reply_i64(r, i, k->at[c], &v->i);
+		else if (v->kind == STORE_UNSIGNED)
+			ret = ch_reply_u64(r, i, k->at[c], &v->u);
+		else if (v->kind == STORE_STRING)
+			v->str.s = r->cells[i * r->ncols + k->at[c]],
+			v->str.len = r->lens[i * r->ncols + k->at[c]];
+		else
+			v->blob.p = r->cells[i * r->ncols + k->at[c]],
+			v->blob.len = r->lens[i * r->ncols + k->at[c]];
+	}
+	if (ret < 0)
+		return ch_errf(k->s, TC_ERR_DB, "a row ClickHouse sent: %s", tc_strerror(ret));
+	row->cpu = (uint32_t)cpu;
+	row->pid = k->pid >= 0 && !k->null[k->pid] ? (int)k->vals[k->pid].i : -1;
+	row->host = ch_walk_host(k, row->host_id);
+	row->comm = row->pid >= 0 ? ch_walk_comm(k, row->host_id, row->pid) : NULL;
+	row->nvals = sc->ncols;
+	row->vals = k->vals;
+	row->null = k->null;
+	return fn(ctx, row);
+}
+
+/* The comms of the pids of page @r (their hosts' latest names) into k->comms. */
+static int ch_walk_comms(struct ch_walk *k, const struct ch_reply *r)
+{
+	struct ch_sql q;
+	size_t n = 0;
+	int ret;
+
+	ch_reply_free(&k->comms);
+	if (k->pid < 0 || !r->nrows)
+		return 0;
+	ch_sql_init(&q, 0);
+	ch_sql_raw(&q, "SELECT host_id, pid, argMax(comm, version) FROM comms WHERE"
+		       " (host_id, pid) IN (");
+	for (size_t i = 0; i < r->nrows; i++) {
+		uint64_t host;
+		int64_t pid;
+
+		if (ch_reply_u64(r, i, 0, &host) || ch_reply_i64(r, i, k->at[k->pid], &pid))
+			continue;	/* ch_walk_row() says so */
+		ch_sql_raw(&q, n++ ? ", (" : "(");
+		ch_sql_u64(&q, host);
+		ch_sql_raw(&q, ", ");
+		ch_sql_i64(&q, pid);
+		ch_sql_raw(&q, ")");
+	}
+	ch_sql_raw(&q, ") GROUP BY host_id, pid");
+	ret = ch_sql_err(&q) ? ch_errf(k->s, ch_sql_err(&q), "the page's comms") :
+	      n ? ch_query(k->s, &q, &k->comms) : 0;
+	ch_sql_free(&q);
+	return ret;
+}
+
+/*
+ * One page of @q after the key (@ts, @rowid) (@keyset false: from the
+ * start), at most @limit rows, into @r. The key is (ts, _tc_row):
+ * clickhouse_query.h says why.
+ */
+static int ch_walk_page(struct ch_walk *k, bool keyset, int64_t ts, uint64_t rowid,
+			size_t limit, struct ch_reply *r, bool *none)
+{
+	const struct store_query *q = k->q;
+	const char *cmp = q->reverse ? " < " : " > ";
+	struct ch_sql w;
+	int ret;
+
+	ch_sql_init(&w, 0);
+	ch_sql_raw(&w, "SELECT host_id, cpu, ts, trace_ts, _tc_row, _tc_fmt");
+	for (size_t c = 0; c < q->schema->ncols; c++) {
+		if (!k->at[c])
+			continue;
+		ch_sql_raw(&w, ", ");
+		ch_sql_ident(&w, q->schema->cols[c].column);
+	}
+	ret = ch_where(k->s, q, &k->hosts, &w, none);
+	if (ret == 0 && keyset) {
+		ch_sql_addf(&w, " AND (ts%s", cmp);
+		ch_sql_i64(&w, ts);
+		ch_sql_raw(&w, " OR (ts = ");
+		ch_sql_i64(&w, ts);
+		ch_sql_addf(&w, " AND _tc_row%s", cmp);
+		ch_sql_u64(&w, rowid);
+		ch_sql_raw(&w, "))");
+	}
+	ch_sql_raw(&w, q->reverse ? " ORDER BY ts DESC, _tc_row DESC LIMIT " :
+		   " ORDER BY ts, _tc_row LIMIT ");
+	ch_sql_u64(&w, limit);
+	if (ret == 0 && !*none)
+		ret = ch_sql_err(&w) ? ch_errf(k->s, ch_sql_err(&w), "the select is too long") :
+		      ch_query(k->s, &w, r);
+	ch_sql_free(&w);
+	return ret;
+}
+
+/* Which schema columns a select reads (common_pid always: the row's pid and comm). */
+static int ch_walk_init(struct ch_walk *k, struct ch_store *s, const struct store_query *q)
+{
+	const struct store_schema *sc = q->schema;
+	size_t n = CH_FIXED_COLS;
+
+	*k = (struct ch_walk){ .s = s, .q = q, .pid = -1 };
+	k->at = calloc(sc->ncols + 1, sizeof(*k->at));
+	k->vals = calloc(sc->ncols + 1, sizeof(*k->vals));
+	k->null = calloc(sc->ncols + 1, sizeof(*k->null));
+	if (!k->at || !k->vals || !k->null)
+		return -ENOMEM;
+	for (size_t c = 0; c < sc->ncols; c++) {
+		bool pid = !strcmp(sc->cols[c].name, "common_pid") &&
+			   sc->cols[c].kind == STORE_SIGNED;
+
+		k->pid = pid ? (int)c : k->pid;
+		if (pid || !q->skip || !q->skip[c])
+			k->at[c] = n++;
+	}
+	return ch_hosts_names(s, &k->hosts);
+}
+
+static void ch_walk_free(struct ch_walk *k)
+{
+	ch_reply_free(&k->hosts);
+	ch_reply_free(&k->comms);
+	free(k->at);
+	free(k->vals);
+	free(k->null);
+}
+
+static int ch_select(struct store_reader *rd, const struct store_query *q, store_row_fn fn,
+		     void *ctx)
+{
+	struct ch_walk k;
+	struct store_row row = { 0 };
+	bool keyset = q->after_rowid != 0, none = false, more = true;
+	int64_t ts = q->after_ts;
+	uint64_t rowid = q->after_rowid;
+	size_t left = q->limit, got;
+	int ret = ch_walk_init(&k, ch_reader_of(rd), q);
+
+	while (ret == 0 && more && !none) {
+		size_t want = left && left < CH_PAGE_ROWS ? left : CH_PAGE_ROWS;
+		struct ch_reply page = { 0 };
+
+		ret = ch_walk_page(&k, keyset, ts, rowid, want, &page, &none) ?:
+		      ch_walk_comms(&k, &page);
+		for (got = 0; ret == 0 && got < page.nrows; got++)
+			ret = ch_walk_row(&k, &page, got, fn, ctx, &row);
+		more = page.nrows == want && (!q->limit || (left -= want) > 0);
+		keyset = true;
+		ts = row.ts;
+		rowid = row.rowid;
+		ch_reply_free(&page);
+	}
+	ch_walk_free(&k);
 	return ret;
 }
 
 void ch_query_reader_ops(struct store_reader_ops *r)
 {
 	r->count = ch_count;
+	r->select = ch_select;
 }
