@@ -30,16 +30,7 @@
 #include "server/store/clickhouse_escape.h"
 #include "server/store/clickhouse_filter.h"
 #include "tests/ch_column.h"
-
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
-static const struct filter_field fields[] = {
-	{ "common_pid", FILTER_SIGNED, 4 }, { "prev_pid", FILTER_SIGNED, 4 },
-	{ "prio", FILTER_SIGNED, 1 }, { "flags", FILTER_UNSIGNED, 8 },
-	{ "len", FILTER_UNSIGNED, 2 }, { "prev_comm", FILTER_STRING, 16 },
-	{ "delta", FILTER_SIGNED, 8 }, { "state", FILTER_UNSIGNED, 1 },
-};
-static const struct filter_schema schema = { fields, ARRAY_SIZE(fields) };
+#include "tests/fuzz/filter_fields.h"
 
 static int column(void *ctx, int idx, struct ch_sql *s)
 {
