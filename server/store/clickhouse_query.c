@@ -157,39 +157,73 @@ static int ch_count(struct store_reader *rd, const struct store_query *q, uint64
 #define CH_PAGE_ROWS	4096	/* rows a select reads with one query */
 #define CH_FIXED_COLS	6	/* host_id, cpu, ts, trace_ts, _tc_row, _tc_fmt */
 
+/* A name by (host, pid): the rows' host names (pid 0) and comms, sorted for bsearch(). */
+struct ch_name {
+	uint64_t host;
+	int64_t pid;
+	const char *name;
+};
+
+struct ch_names {
+	struct ch_name *v;
+	size_t n;
+};
+
+static int ch_name_cmp(const void *a, const void *b)
+{
+	const struct ch_name *x = a, *y = b;
+
+	if (x->host != y->host)
+		return x->host < y->host ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/*
+ * The rows of @r as names into @out: the host in column 0, the pid in
+ * column @pcol (-1: none, 0), the name in column @ncol; rows that do not
+ * read are left out. The names point into @r.
+ */
+static int ch_names_of(const struct ch_reply *r, int pcol, size_t ncol, struct ch_names *out)
+{
+	free(out->v);
+	out->n = 0;
+	out->v = calloc(r->nrows + 1, sizeof(*out->v));
+	if (!out->v)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->nrows; i++) {
+		struct ch_name *m = &out->v[out->n];
+
+		if (ch_reply_u64(r, i, 0, &m->host) ||
+		    (pcol >= 0 && ch_reply_i64(r, i, (size_t)pcol, &m->pid)))
+			continue;
+		m->name = ch_reply_cell(r, i, ncol);
+		out->n++;
+	}
+	qsort(out->v, out->n, sizeof(*out->v), ch_name_cmp);
+	return 0;
+}
+
+static const char *ch_names_find(const struct ch_names *nm, uint64_t host, int64_t pid)
+{
+	const struct ch_name key = { .host = host, .pid = pid };
+	const struct ch_name *m = nm->n ? bsearch(&key, nm->v, nm->n, sizeof(key), ch_name_cmp) :
+				  NULL;
+
+	return m ? m->name : NULL;
+}
+
 /* What a select walks with: the query, its hosts, and one row's values. */
 struct ch_walk {
 	struct ch_store *s;
 	const struct store_query *q;
 	struct ch_reply hosts;
 	struct ch_reply comms;		/* host_id, pid, comm of the page's rows */
+	struct ch_names host_names, comm_names;
 	int pid;			/* common_pid's schema column, or -1 */
 	size_t *at;			/* per schema column: its reply column, 0 if not read */
 	struct store_value *vals;
 	bool *null;
 };
-
-static const char *ch_walk_host(const struct ch_walk *k, uint64_t id)
-{
-	uint64_t v;
-
-	for (size_t i = 0; i < k->hosts.nrows; i++)
-		if (ch_reply_u64(&k->hosts, i, 0, &v) == 0 && v == id)
-			return ch_reply_cell(&k->hosts, i, 1);
-	return NULL;
-}
-
-static const char *ch_walk_comm(const struct ch_walk *k, uint64_t host_id, int64_t pid)
-{
-	uint64_t h;
-	int64_t p;
-
-	for (size_t i = 0; i < k->comms.nrows; i++)
-		if (ch_reply_u64(&k->comms, i, 0, &h) == 0 && h == host_id &&
-		    ch_reply_i64(&k->comms, i, 1, &p) == 0 && p == pid)
-			return ch_reply_cell(&k->comms, i, 2);
-	return NULL;
-}
 
 /* The columns a row of format @fmt lacks are null (a column added later reads as 0). */
 static void ch_walk_nulls(struct ch_walk *k, int64_t fmt)
@@ -238,8 +272,8 @@ static int ch_walk_row(struct ch_walk *k, const struct ch_reply *r, size_t i,
 		return ch_errf(k->s, TC_ERR_DB, "a row ClickHouse sent: %s", tc_strerror(ret));
 	row->cpu = (uint32_t)cpu;
 	row->pid = k->pid >= 0 && !k->null[k->pid] ? (int)k->vals[k->pid].i : -1;
-	row->host = ch_walk_host(k, row->host_id);
-	row->comm = row->pid >= 0 ? ch_walk_comm(k, row->host_id, row->pid) : NULL;
+	row->host = ch_names_find(&k->host_names, row->host_id, 0);
+	row->comm = row->pid >= 0 ? ch_names_find(&k->comm_names, row->host_id, row->pid) : NULL;
 	row->nvals = sc->ncols;
 	row->vals = k->vals;
 	row->null = k->null;
@@ -254,6 +288,7 @@ static int ch_walk_comms(struct ch_walk *k, const struct ch_reply *r)
 	int ret;
 
 	ch_reply_free(&k->comms);
+	k->comm_names.n = 0;
 	if (k->pid < 0 || !r->nrows)
 		return 0;
 	ch_sql_init(&q, 0);
@@ -275,7 +310,7 @@ static int ch_walk_comms(struct ch_walk *k, const struct ch_reply *r)
 	ret = ch_sql_err(&q) ? ch_errf(k->s, ch_sql_err(&q), "the page's comms") :
 	      n ? ch_query(k->s, &q, &k->comms) : 0;
 	ch_sql_free(&q);
-	return ret;
+	return ret ?: ch_names_of(&k->comms, 1, 2, &k->comm_names);
 }
 
 /*
@@ -339,13 +374,15 @@ static int ch_walk_init(struct ch_walk *k, struct ch_store *s, const struct stor
 		if (pid || !q->skip || !q->skip[c])
 			k->at[c] = n++;
 	}
-	return ch_hosts_names(s, &k->hosts);
+	return ch_hosts_names(s, &k->hosts) ?: ch_names_of(&k->hosts, -1, 1, &k->host_names);
 }
 
 static void ch_walk_free(struct ch_walk *k)
 {
 	ch_reply_free(&k->hosts);
 	ch_reply_free(&k->comms);
+	free(k->host_names.v);
+	free(k->comm_names.v);
 	free(k->at);
 	free(k->vals);
 	free(k->null);
