@@ -287,19 +287,77 @@ static bool ch_glob_plain(struct chgen *g, const struct filter_pred *pr, const c
 	return true;
 }
 
+/* Whether every byte class @c lists (it is not negated) is ASCII. */
+static bool ch_class_ascii(const struct filter_glob_elem *c)
+{
+	return !c->neg && !c->set[2] && !c->set[3];
+}
+
+/*
+ * ch_glob_bytes_regex - the regex of the pattern at node @n on the text's
+ * own bytes, when every literal and class of it is ASCII (no negated
+ * class): literals and class members as \xHH, '?' as \C, '*' as \C*
+ * (clickhouse_filter.h). Return: 1 when written; 0 when the pattern needs
+ * hex() (@out unchanged); @out's sticky error.
+ */
+static int ch_glob_bytes_regex(const struct filter *f, uint32_t n, struct ch_sql *out)
+{
+	struct filter_node node;
+	struct filter_glob_elem e;
+	struct ch_sql r;
+	size_t k;
+	int ret;
+
+	filter_node_get(f, n, &node);
+	for (k = 0; k < node.pred.nglob; k++) {
+		filter_node_glob(f, n, k, &e);
+		if ((e.type == FILTER_GLOB_LITERAL && (e.c >= 0x80 || !e.c)) ||
+		    (e.type == FILTER_GLOB_CLASS && !ch_class_ascii(&e)) ||
+		    (e.type == FILTER_GLOB_CLASS && !(e.set[0] >> 1) && !e.set[1]))
+			return 0;	/* hex(), or a class of no byte: ch_glob_regex() */
+	}
+	ch_sql_init(&r, out->max);
+	ch_sql_raw(&r, "^");
+	for (k = 0; k < node.pred.nglob && !ch_sql_err(&r); k++) {
+		filter_node_glob(f, n, k, &e);
+		if (e.type == FILTER_GLOB_LITERAL) {
+			ch_sql_addf(&r, "\\x%02X", e.c);
+		} else if (e.type == FILTER_GLOB_ANY) {
+			ch_sql_raw(&r, "\\C");
+		} else if (e.type == FILTER_GLOB_STAR) {
+			ch_sql_raw(&r, "\\C*");
+		} else {
+			ch_sql_raw(&r, "[");
+			for (unsigned x = 1; x < 0x80; x++)
+				if (class_has(&e, x))
+					ch_sql_addf(&r, "\\x%02X", x);
+			ch_sql_raw(&r, "]");
+		}
+	}
+	ch_sql_raw(&r, "$");
+	ret = ch_sql_err(&r) ? ch_sql_err(&r) : ch_sql_raw(out, r.buf);
+	ch_sql_free(&r);
+	return ret ? ret : 1;
+}
+
 static void ch_glob_match(struct chgen *g, uint32_t n, const struct filter_pred *pr)
 {
 	struct ch_sql re;
+	bool hex = false;
 	int ret;
 
 	ch_sql_init(&re, g->s->max);
-	ret = ch_glob_regex(g->f, n, &re);
+	ret = ch_glob_bytes_regex(g->f, n, &re);
+	if (ret == 0) {
+		hex = true;
+		ret = ch_glob_regex(g->f, n, &re);
+	}
 	if (ret == 0) {
 		ch_sql_raw(g->s, "0");
 	} else if (ret > 0) {
-		ch_sql_raw(g->s, "match(hex(");
+		ch_sql_raw(g->s, hex ? "match(hex(" : "match(");
 		ch_col(g, pr->field);
-		ch_sql_raw(g->s, "), ");
+		ch_sql_raw(g->s, hex ? "), " : ", ");
 		ch_sql_str(g->s, re.buf, re.len);
 		ch_sql_raw(g->s, ")");
 	}

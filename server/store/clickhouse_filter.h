@@ -36,8 +36,15 @@
  * and unhex('C3A9') LIKE '_' are 1 (one character, two bytes), and
  * match(unhex('FF'), '^.$') is 0 (no character at all); a class matches
  * characters, and a byte of 0x80 and above in a pattern is no byte.
- * Our glob matches bytes (filter.h). So a glob that is not a plain string
- * with stars is matched against hex(COL) instead: hex() writes each byte
+ * Our glob matches bytes (filter.h). re2's \C, though, is one byte in
+ * either reading (on 18.16 match(unhex('C3A9'), '^\C\C$') is 1 and
+ * '^\C$' 0). So a glob whose literals and classes are all ASCII (no
+ * negated class: it would hold bytes past ASCII) is matched on COL's own
+ * bytes: each literal and class member as \xHH (an ASCII byte is always a
+ * whole character, and never part of another), '?' as \C, '*' as \C*,
+ * anchored ^...$. Any other glob that is not a plain string with stars
+ * is matched against hex(COL) instead (about half as fast; measured on
+ * 18.16, 20 M rows): hex() writes each byte
  * as two upper-case hex digits, so the text re2 sees is ASCII, where its
  * UTF-8 and Latin-1 readings agree (whichever a release uses, the answer
  * is the same), and every element of our glob becomes
