@@ -272,3 +272,251 @@ tc_lossy_agent() {
 	agent=
 	check "agent $host exits 0" '[ "$rc" = 0 ] || { cat "$tmp/$name.err"; false; }'
 }
+
+# ---- ClickHouse and ZooKeeper (issue 32) ----------------------------------
+# Debian's clickhouse-server (18.16) and zookeeper (3.8), each started for
+# the one test on free loopback ports with everything it writes under $tmp,
+# and stopped by tc_cleanup at the test's exit (their pid variables join
+# tc_pid_vars; tc_watch kills them should the test itself be killed).
+
+# tc_free_port: a loopback TCP port that nothing listens on now and that
+# this test has not taken yet (a start that loses the race retries).
+tc_free_port() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 30000))
+		case " ${tc_ports_taken:-} " in *" $p "*) continue ;; esac
+		ss -Hltn "sport = :$p" 2>/dev/null | grep -q . && continue
+		tc_ports_taken="${tc_ports_taken:-} $p"
+		echo "$p"
+		return
+	done
+}
+
+# tc_watch PID: kill -9 PID if this test's shell dies without its exit
+# trap (kill -9 of the test); ends by itself when PID ends first.
+tc_watch() {
+	local pid=$1 me=$$
+	( while kill -0 "$me" 2>/dev/null && kill -0 "$pid" 2>/dev/null; do sleep 1; done
+	  kill -0 "$me" 2>/dev/null || kill -9 "$pid" 2>/dev/null ) < /dev/null > /dev/null 2>&1 &
+}
+
+# tc_have_clickhouse, tc_have_zookeeper: whether the package is installed
+# (Debian puts clickhouse-server in /usr/sbin, which a user's PATH may lack)
+tc_have_clickhouse() {
+	tc_ch_server=$(command -v clickhouse-server || echo /usr/sbin/clickhouse-server)
+	[ -x "$tc_ch_server" ] && command -v clickhouse-client > /dev/null
+}
+tc_have_zookeeper() {
+	[ -r /usr/share/java/zookeeper.jar ] && command -v java > /dev/null
+}
+
+# tc_start_zookeeper: a standalone ZooKeeper on a free loopback port, its
+# data and log in $tmp/zk, a 64 MiB heap, no admin server. Sets zk_port
+# and zookeeper_pid once it answers `ruok`; skips the test when the
+# zookeeper package is not installed, and exits saying why if it does
+# not start. Start it before tc_start_clickhouse, which then uses it.
+tc_start_zookeeper() {
+	local zk=$tmp/zk cp try
+	tc_have_zookeeper ||
+		skip "zookeeper is not installed (apt-get install zookeeper; ./setup deps)"
+	cp=$zk:/usr/share/java/zookeeper.jar	# its manifest lists the rest (Debian)
+	mkdir -p "$zk/data"
+	printf 'log4j.rootLogger=INFO, F\nlog4j.appender.F=org.apache.log4j.FileAppender\nlog4j.appender.F.File=%s\nlog4j.appender.F.layout=org.apache.log4j.PatternLayout\nlog4j.appender.F.layout.ConversionPattern=%%d %%p %%c: %%m%%n\n' \
+		"$zk/zookeeper.log" > "$zk/log4j.properties"
+	zookeeper_pid=
+	tc_pid_vars+=(zookeeper_pid)
+	for try in 1 2 3; do
+		zk_port=$(tc_free_port)
+		printf '%s\n' "tickTime=500" "dataDir=$zk/data" "clientPort=$zk_port" \
+			"clientPortAddress=127.0.0.1" "maxClientCnxns=64" \
+			"admin.enableServer=false" "4lw.commands.whitelist=ruok,srvr" \
+			> "$zk/zoo.cfg"
+		java -Xmx64m -Xss512k -XX:+UseSerialGC -Dzookeeper.log.dir="$zk" \
+			-Dlog4j.configuration="file:$zk/log4j.properties" -cp "$cp" \
+			org.apache.zookeeper.server.quorum.QuorumPeerMain "$zk/zoo.cfg" \
+			> "$zk/stdout.log" 2>&1 &
+		zookeeper_pid=$!
+		tc_watch "$zookeeper_pid"
+		for _ in $(seq 300); do
+			[ "$(tc_zk_cmd ruok)" = imok ] && return 0
+			kill -0 "$zookeeper_pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill "$zookeeper_pid" 2>/dev/null; wait "$zookeeper_pid" 2>/dev/null
+		zookeeper_pid=
+		grep -q "Address already in use" "$zk/zookeeper.log" "$zk/stdout.log" ||
+			break
+	done
+	cat "$zk/stdout.log" "$zk/zookeeper.log" 2>/dev/null | tail -20
+	echo "FAIL: zookeeper did not start"
+	exit 1
+}
+
+# tc_zk_cmd WORD: ZooKeeper's four-letter command WORD (ruok, srvr) on
+# $zk_port, its reply on stdout.
+tc_zk_cmd() {
+	( exec 3<> "/dev/tcp/127.0.0.1/$zk_port" && printf '%s' "$1" >&3 &&
+		timeout 5 cat <&3 ) 2>/dev/null
+}
+
+# tc_start_clickhouse: Debian's clickhouse-server for this test alone: free
+# loopback ports (HTTP, native TCP, interserver), its config, users.xml,
+# data, tmp and logs in $tmp/ch, small caches and pools (2 cores are
+# shared with the test), ZooKeeper $zk_port when tc_start_zookeeper ran
+# (macros shard=01, replica=r1, for ReplicatedMergeTree). Two users, each
+# with a password of its own, both on 127.0.0.1 only:
+#   ch_user (default)  profile default: all rights
+#   ch_ro_user (tc_ro) profile readonly: readonly=1, max_execution_time
+#                      30 s, max_result_rows 100000 (throw),
+#                      max_memory_usage 256 MiB (for --sql)
+# Waits until SELECT 1 answers, then sets ch_http (http://127.0.0.1:PORT/),
+# ch_http_port (PORT), ch_port (native), ch_user, ch_password, ch_ro_user,
+# ch_ro_password and clickhouse_pid. Skips the test when clickhouse-server is not installed;
+# exits saying why when it does not start.
+tc_start_clickhouse() {
+	local ch=$tmp/ch http tcp inter try
+	tc_have_clickhouse ||
+		skip "clickhouse-server is not installed (apt-get install clickhouse-server clickhouse-client; ./setup deps)"
+	mkdir -p "$ch/data" "$ch/tmp" "$ch/log" "$ch/user_files" "$ch/format_schemas"
+	ch_user=default
+	ch_password=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+	ch_ro_user=tc_ro
+	ch_ro_password=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
+	tc_ch_users > "$ch/users.xml"
+	clickhouse_pid=
+	tc_stop_before_zookeeper clickhouse_pid
+	for try in 1 2 3; do
+		http=$(tc_free_port) tcp=$(tc_free_port) inter=$(tc_free_port)
+		tc_ch_config "$ch" "$http" "$tcp" "$inter" > "$ch/config.xml"
+		"$tc_ch_server" --config-file="$ch/config.xml" > "$ch/log/stdout.log" 2>&1 &
+		clickhouse_pid=$!
+		tc_watch "$clickhouse_pid"
+		ch_port=$tcp
+		ch_http_port=$http
+		ch_http=http://127.0.0.1:$http/
+		for _ in $(seq 600); do
+			[ "$(tc_ch --query 'SELECT 1' 2>/dev/null)" = 1 ] && return 0
+			kill -0 "$clickhouse_pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill "$clickhouse_pid" 2>/dev/null; wait "$clickhouse_pid" 2>/dev/null
+		clickhouse_pid=
+		grep -q "Address already in use" "$ch/log/stdout.log" "$ch/log/error.log" \
+			2>/dev/null || break
+	done
+	tail -20 "$ch/log/stdout.log" "$ch/log/error.log" 2>/dev/null
+	echo "FAIL: clickhouse-server did not start"
+	exit 1
+}
+
+# tc_stop_before_zookeeper VAR: have tc_cleanup stop the process in VAR
+# before the ZooKeeper (a server that loses it waits to reconnect).
+tc_stop_before_zookeeper() {
+	local v vars=()
+	for v in "${tc_pid_vars[@]}"; do [ "$v" = zookeeper_pid ] || vars+=("$v"); done
+	vars+=("$1")
+	[ -n "${zookeeper_pid:-}" ] && vars+=(zookeeper_pid)
+	tc_pid_vars=("${vars[@]}")
+}
+
+# tc_ch ARGS...: clickhouse-client as $ch_user on the server
+# tc_start_clickhouse started (e.g. --query 'SELECT 1', --multiquery).
+tc_ch() {
+	clickhouse-client --host 127.0.0.1 --port "$ch_port" --user "$ch_user" \
+		--password "$ch_password" "$@"
+}
+
+# tc_ch_config DIR HTTP TCP INTERSERVER: the server's config.xml
+tc_ch_config() {
+	cat <<XML
+<?xml version="1.0"?>
+<yandex>
+    <logger>
+        <level>information</level>
+        <log>$1/log/server.log</log>
+        <errorlog>$1/log/error.log</errorlog>
+        <size>10M</size>
+        <count>1</count>
+    </logger>
+    <listen_host>127.0.0.1</listen_host>
+    <http_port>$2</http_port>
+    <tcp_port>$3</tcp_port>
+    <interserver_http_port>$4</interserver_http_port>
+    <interserver_http_host>127.0.0.1</interserver_http_host>
+    <max_connections>64</max_connections>
+    <keep_alive_timeout>10</keep_alive_timeout>
+    <max_concurrent_queries>32</max_concurrent_queries>
+    <uncompressed_cache_size>16777216</uncompressed_cache_size>
+    <mark_cache_size>16777216</mark_cache_size>
+    <path>$1/data/</path>
+    <tmp_path>$1/tmp/</tmp_path>
+    <user_files_path>$1/user_files/</user_files_path>
+    <format_schema_path>$1/format_schemas/</format_schema_path>
+    <users_config>$1/users.xml</users_config>
+    <default_profile>default</default_profile>
+    <default_database>default</default_database>
+    <timezone>UTC</timezone>
+    <mlock_executable>false</mlock_executable>
+$( [ -n "${zk_port:-}" ] && cat <<ZK
+    <zookeeper>
+        <node><host>127.0.0.1</host><port>$zk_port</port></node>
+        <session_timeout_ms>10000</session_timeout_ms>
+    </zookeeper>
+    <macros><shard>01</shard><replica>r1</replica></macros>
+ZK
+)
+</yandex>
+XML
+}
+
+# tc_ch_users: the server's users.xml (tc_start_clickhouse says who is who)
+tc_ch_users() {
+	cat <<XML
+<?xml version="1.0"?>
+<yandex>
+    <profiles>
+        <default>
+            <max_memory_usage>2147483648</max_memory_usage>
+            <max_threads>2</max_threads>
+            <background_pool_size>4</background_pool_size>
+            <background_schedule_pool_size>4</background_schedule_pool_size>
+        </default>
+        <readonly>
+            <readonly>1</readonly>
+            <max_threads>2</max_threads>
+            <max_execution_time>30</max_execution_time>
+            <max_result_rows>100000</max_result_rows>
+            <result_overflow_mode>throw</result_overflow_mode>
+            <max_memory_usage>268435456</max_memory_usage>
+        </readonly>
+    </profiles>
+    <users>
+        <$ch_user>
+            <password>$ch_password</password>
+            <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
+            <profile>default</profile>
+            <quota>default</quota>
+        </$ch_user>
+        <$ch_ro_user>
+            <password>$ch_ro_password</password>
+            <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
+            <profile>readonly</profile>
+            <quota>default</quota>
+        </$ch_ro_user>
+    </users>
+    <quotas>
+        <default>
+            <interval>
+                <duration>3600</duration>
+                <queries>0</queries>
+                <errors>0</errors>
+                <result_rows>0</result_rows>
+                <read_rows>0</read_rows>
+                <execution_time>0</execution_time>
+            </interval>
+        </default>
+    </quotas>
+</yandex>
+XML
+}

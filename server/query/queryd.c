@@ -856,7 +856,9 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 		out->len = 0;
 		qmsg_reply_error(ret == -ECANCELED ? TC_ERR_DB : TC_ERR_TIMEOUT, why, -1, -1, out);
 	} else if (ret < 0) {
-		const char *why = ret == TC_ERR_DB ? store_errmsg(wk->store) : tc_strerror(ret);
+		/* the store says which failure, or which read a backend does not do */
+		const char *why = ret == TC_ERR_DB || ret == -ENOSYS ? store_errmsg(wk->store) :
+				  tc_strerror(ret);
 
 		snprintf(result, sizeof(result), "failed: %.500s", why);
 		out->len = 0;

@@ -20,6 +20,7 @@
 #include "server/store/clickhouse.h"
 #include "server/store/clickhouse_http.h"
 #include "server/store/clickhouse_meta.h"
+#include "server/store/clickhouse_query.h"
 #include "server/store/clickhouse_reader.h"
 #include "server/store/clickhouse_schema.h"
 #include "server/store/clickhouse_txn.h"
@@ -255,6 +256,7 @@ static void ch_init(void)
 	ch_schema_writer_ops(&ch_writer_ops);
 	ch_schema_reader_ops(&ch_reader_ops);
 	ch_reader_part_ops(&ch_reader_ops);
+	ch_query_reader_ops(&ch_reader_ops);
 }
 
 static pthread_once_t ch_once = PTHREAD_ONCE_INIT;

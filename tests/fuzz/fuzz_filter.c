@@ -27,16 +27,8 @@
 #include "common/filter.h"
 #include "common/query.h"
 #include "server/store/sqlite_filter.h"
+#include "tests/fuzz/filter_fields.h"
 
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
-static const struct filter_field fields[] = {
-	{ "common_pid", FILTER_SIGNED, 4 }, { "prev_pid", FILTER_SIGNED, 4 },
-	{ "prio", FILTER_SIGNED, 1 }, { "flags", FILTER_UNSIGNED, 8 },
-	{ "len", FILTER_UNSIGNED, 2 }, { "prev_comm", FILTER_STRING, 16 },
-	{ "delta", FILTER_SIGNED, 8 }, { "state", FILTER_UNSIGNED, 1 },
-};
-static const struct filter_schema schema = { fields, ARRAY_SIZE(fields) };
 static const char *const columns[] = {
 	"common_pid", "prev_pid", "prio", "flags", "len", "prev_comm", "delta", "state",
 };

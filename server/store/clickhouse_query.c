@@ -1,0 +1,424 @@
+/*
+ * clickhouse_query.c - count and select on ClickHouse: a store_query as
+ * one WHERE over the type's table (clickhouse_query.h says what goes in it
+ * and how select pages), the filter through clickhouse_filter.c, every
+ * value through clickhouse_escape.c.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/filter.h"
+#include "common/tc_error.h"
+#include "server/store/clickhouse_filter.h"
+#include "server/store/clickhouse_query.h"
+#include "server/store/clickhouse_reader.h"
+#include "server/store/clickhouse_util.h"
+
+/* The column of filter field @idx of query @ctx (ch_column_fn). */
+static int ch_query_column(void *ctx, int idx, struct ch_sql *s)
+{
+	const struct store_query *q = ctx;
+
+	if (idx == FILTER_FIELD_CPU)
+		return ch_sql_raw(s, "cpu");	/* UInt32: unsigned, as the filter's CPU */
+	if (idx < 0 || (size_t)idx >= q->nfields)
+		return TC_ERR_UNKNOWN_FIELD;	/* COMM: refused before (ch_where()) */
+	return ch_sql_ident(s, q->schema->cols[q->field_col[idx]].column);
+}
+
+static bool ch_hosts_limited(const struct store_query *q)
+{
+	return q->host_glob || q->hosts || q->scope;
+}
+
+/* The hosts' ids and latest names: host_id, name. */
+static int ch_hosts_names(struct ch_store *s, struct ch_reply *r)
+{
+	struct ch_sql hq;
+	int ret;
+
+	ch_sql_init(&hq, 0);
+	ch_sql_raw(&hq, "SELECT host_id, argMax(name, version) FROM hosts GROUP BY host_id");
+	ret = ch_query(s, &hq, r);
+	ch_sql_free(&hq);
+	return ret;
+}
+
+/*
+ * " AND host_id IN (...)" of the hosts of @hosts (ch_hosts_names()) that
+ * @q allows, when it limits them; *@none when it allows none.
+ */
+static int ch_hosts_cond(struct ch_store *s, const struct store_query *q,
+			 const struct ch_reply *hosts, struct ch_sql *w, bool *none)
+{
+	uint64_t id;
+	size_t n = 0;
+	int ret = 0;
+
+	if (!ch_hosts_limited(q))
+		return 0;
+	ch_sql_raw(w, " AND host_id IN (");
+	for (size_t i = 0; i < hosts->nrows && ret == 0; i++) {
+		if (!ch_host_allowed(q, ch_reply_cell(hosts, i, 1)))
+			continue;
+		ret = ch_reply_u64(hosts, i, 0, &id);
+		ch_sql_raw(w, n++ ? ", " : "");
+		ch_sql_u64(w, id);
+	}
+	ch_sql_raw(w, ")");
+	*none = *none || n == 0;
+	return ret < 0 ? ch_errf(s, ret, "the hosts' ids") : 0;
+}
+
+/* The window [from_ts, to_ts) as SQLite's reads take it (to_ts INT64_MAX: no end). */
+static void ch_window_cond(const struct store_window *win, struct ch_sql *w, bool *none)
+{
+	if (!win)
+		return;
+	*none = *none || win->to_ts == INT64_MIN || win->from_ts >= win->to_ts;
+	ch_sql_raw(w, " AND ts >= ");
+	ch_sql_i64(w, win->from_ts);
+	if (win->to_ts != INT64_MAX) {
+		ch_sql_raw(w, " AND ts < ");
+		ch_sql_i64(w, win->to_ts);
+	}
+}
+
+/*
+ * " FROM `table` WHERE ..." of @q into @w, @hosts from ch_hosts_names();
+ * *@none when no row can match (no host allowed, an empty window).
+ */
+static int ch_where(struct ch_store *s, const struct store_query *q,
+		    const struct ch_reply *hosts, struct ch_sql *w, bool *none)
+{
+	int ret;
+
+	if (q->filter && filter_uses_field(q->filter, FILTER_FIELD_COMM))
+		return ch_errf(s, -ENOSYS, "COMM in a filter is not answered from ClickHouse: 18.16 "
+			       "cannot find the name a task had at each event (no correlated "
+			       "subquery, no ASOF JOIN); filter on common_pid or use SQLite");
+	ch_sql_raw(w, " FROM ");
+	ch_sql_ident(w, q->schema->table);
+	ch_sql_raw(w, " WHERE _tc_commit <= (SELECT max(id) FROM commits)");
+	if (q->filter) {
+		ch_sql_raw(w, " AND ");
+		ret = ch_filter_to_sql(q->filter, ch_query_column, (void *)q, w);
+		if (ret < 0)
+			return ch_errf(s, ret, "the filter as ClickHouse SQL: %s", tc_strerror(ret));
+	}
+	ret = ch_hosts_cond(s, q, hosts, w, none);
+	if (ret < 0)
+		return ret;
+	ch_window_cond(q->win, w, none);
+	if (q->ncpus) {
+		ch_sql_raw(w, " AND cpu IN (");
+		for (size_t i = 0; i < q->ncpus; i++) {
+			ch_sql_raw(w, i ? ", " : "");
+			ch_sql_u64(w, q->cpus[i]);
+		}
+		ch_sql_raw(w, ")");
+	}
+	if (q->fmt) {
+		ch_sql_raw(w, " AND _tc_fmt = ");
+		ch_sql_i64(w, q->fmt);
+	}
+	ret = ch_sql_err(w);
+	return ret < 0 ? ch_errf(s, ret, "the query is too long for ClickHouse") : 0;
+}
+
+static int ch_count(struct store_reader *rd, const struct store_query *q, uint64_t *count)
+{
+	struct ch_store *s = ch_reader_of(rd);
+	struct ch_reply hosts = { 0 };
+	struct ch_sql w;
+	uint64_t n = 0;
+	bool none = false;
+	int ret = ch_hosts_limited(q) ? ch_hosts_names(s, &hosts) : 0;
+
+	ch_sql_init(&w, 0);
+	ch_sql_raw(&w, "SELECT count()");
+	ret = ret ?: ch_where(s, q, &hosts, &w, &none);
+	if (ret == 0 && !none)
+		ret = ch_query_u64(s, &w, &n);
+	ch_sql_free(&w);
+	ch_reply_free(&hosts);
+	if (ret == 0)
+		*count = n;
+	return ret;
+}
+
+/* ---- select -------------------------------------------------------------------- */
+
+#define CH_PAGE_ROWS	4096	/* rows a select reads with one query */
+#define CH_FIXED_COLS	6	/* host_id, cpu, ts, trace_ts, _tc_row, _tc_fmt */
+
+/* A name by (host, pid): the rows' host names (pid 0) and comms, sorted for bsearch(). */
+struct ch_name {
+	uint64_t host;
+	int64_t pid;
+	const char *name;
+};
+
+struct ch_names {
+	struct ch_name *v;
+	size_t n;
+};
+
+static int ch_name_cmp(const void *a, const void *b)
+{
+	const struct ch_name *x = a, *y = b;
+
+	if (x->host != y->host)
+		return x->host < y->host ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+/*
+ * The rows of @r as names into @out: the host in column 0, the pid in
+ * column @pcol (-1: none, 0), the name in column @ncol; rows that do not
+ * read are left out. The names point into @r.
+ */
+static int ch_names_of(const struct ch_reply *r, int pcol, size_t ncol, struct ch_names *out)
+{
+	free(out->v);
+	out->n = 0;
+	out->v = calloc(r->nrows + 1, sizeof(*out->v));
+	if (!out->v)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->nrows; i++) {
+		struct ch_name *m = &out->v[out->n];
+
+		if (ch_reply_u64(r, i, 0, &m->host) ||
+		    (pcol >= 0 && ch_reply_i64(r, i, (size_t)pcol, &m->pid)))
+			continue;
+		m->name = ch_reply_cell(r, i, ncol);
+		out->n++;
+	}
+	qsort(out->v, out->n, sizeof(*out->v), ch_name_cmp);
+	return 0;
+}
+
+static const char *ch_names_find(const struct ch_names *nm, uint64_t host, int64_t pid)
+{
+	const struct ch_name key = { .host = host, .pid = pid };
+	const struct ch_name *m = nm->n ? bsearch(&key, nm->v, nm->n, sizeof(key), ch_name_cmp) :
+				  NULL;
+
+	return m ? m->name : NULL;
+}
+
+/* What a select walks with: the query, its hosts, and one row's values. */
+struct ch_walk {
+	struct ch_store *s;
+	const struct store_query *q;
+	struct ch_reply hosts;
+	struct ch_reply comms;		/* host_id, pid, comm of the page's rows */
+	struct ch_names host_names, comm_names;
+	int pid;			/* common_pid's schema column, or -1 */
+	size_t *at;			/* per schema column: its reply column, 0 if not read */
+	struct store_value *vals;
+	bool *null;
+};
+
+/* The columns a row of format @fmt lacks are null (a column added later reads as 0). */
+static void ch_walk_nulls(struct ch_walk *k, int64_t fmt)
+{
+	const struct store_schema *sc = k->q->schema;
+	const struct store_fmt *f = NULL;
+
+	for (size_t i = 0; i < sc->nfmts && !f; i++)
+		f = sc->fmts[i].id == fmt ? &sc->fmts[i] : NULL;
+	for (size_t c = 0; c < sc->ncols; c++)
+		k->null[c] = !k->at[c] || f;
+	for (size_t j = 0; f && j < f->ncols; j++)
+		if (f->cols[j] < sc->ncols)
+			k->null[f->cols[j]] = !k->at[f->cols[j]];
+}
+
+/* Row @i of page @r as a store_row to @fn. */
+static int ch_walk_row(struct ch_walk *k, const struct ch_reply *r, size_t i,
+		       store_row_fn fn, void *ctx, struct store_row *row)
+{
+	const struct store_schema *sc = k->q->schema;
+	int64_t fmt = 0, cpu = 0;
+	int ret = ch_reply_u64(r, i, 0, &row->host_id) ?: ch_reply_i64(r, i, 1, &cpu) ?:
+		  ch_reply_i64(r, i, 2, &row->ts) ?: ch_reply_u64(r, i, 3, &row->trace_ts) ?:
+		  ch_reply_u64(r, i, 4, &row->rowid) ?: ch_reply_i64(r, i, 5, &fmt);
+
+	ch_walk_nulls(k, fmt);
+	for (size_t c = 0; ret == 0 && c < sc->ncols; c++) {
+		struct store_value *v = &k->vals[c];
+
+		v->kind = sc->cols[c].kind;
+		if (k->null[c])
+			continue;
+		if (v->kind == STORE_SIGNED)
+			ret = ch_reply_i64(r, i, k->at[c], &v->i);
+		else if (v->kind == STORE_UNSIGNED)
+			ret = ch_reply_u64(r, i, k->at[c], &v->u);
+		else if (v->kind == STORE_STRING)
+			v->str.s = r->cells[i * r->ncols + k->at[c]],
+			v->str.len = r->lens[i * r->ncols + k->at[c]];
+		else
+			v->blob.p = r->cells[i * r->ncols + k->at[c]],
+			v->blob.len = r->lens[i * r->ncols + k->at[c]];
+	}
+	if (ret < 0)
+		return ch_errf(k->s, TC_ERR_DB, "a row ClickHouse sent: %s", tc_strerror(ret));
+	row->cpu = (uint32_t)cpu;
+	row->pid = k->pid >= 0 && !k->null[k->pid] ? (int)k->vals[k->pid].i : -1;
+	row->host = ch_names_find(&k->host_names, row->host_id, 0);
+	row->comm = row->pid >= 0 ? ch_names_find(&k->comm_names, row->host_id, row->pid) : NULL;
+	row->nvals = sc->ncols;
+	row->vals = k->vals;
+	row->null = k->null;
+	return fn(ctx, row);
+}
+
+/* The comms of the pids of page @r (their hosts' latest names) into k->comms. */
+static int ch_walk_comms(struct ch_walk *k, const struct ch_reply *r)
+{
+	struct ch_sql q;
+	size_t n = 0;
+	int ret;
+
+	ch_reply_free(&k->comms);
+	k->comm_names.n = 0;
+	if (k->pid < 0 || !r->nrows)
+		return 0;
+	ch_sql_init(&q, 0);
+	ch_sql_raw(&q, "SELECT host_id, pid, argMax(comm, version) FROM comms WHERE"
+		       " (host_id, pid) IN (");
+	for (size_t i = 0; i < r->nrows; i++) {
+		uint64_t host;
+		int64_t pid;
+
+		if (ch_reply_u64(r, i, 0, &host) || ch_reply_i64(r, i, k->at[k->pid], &pid))
+			continue;	/* ch_walk_row() says so */
+		ch_sql_raw(&q, n++ ? ", (" : "(");
+		ch_sql_u64(&q, host);
+		ch_sql_raw(&q, ", ");
+		ch_sql_i64(&q, pid);
+		ch_sql_raw(&q, ")");
+	}
+	ch_sql_raw(&q, ") GROUP BY host_id, pid");
+	ret = ch_sql_err(&q) ? ch_errf(k->s, ch_sql_err(&q), "the page's comms") :
+	      n ? ch_query(k->s, &q, &k->comms) : 0;
+	ch_sql_free(&q);
+	return ret ?: ch_names_of(&k->comms, 1, 2, &k->comm_names);
+}
+
+/*
+ * One page of @q after the key (@ts, @rowid) (@keyset false: from the
+ * start), at most @limit rows, into @r. The key is (ts, _tc_row):
+ * clickhouse_query.h says why.
+ */
+static int ch_walk_page(struct ch_walk *k, bool keyset, int64_t ts, uint64_t rowid,
+			size_t limit, struct ch_reply *r, bool *none)
+{
+	const struct store_query *q = k->q;
+	const char *cmp = q->reverse ? " < " : " > ";
+	struct ch_sql w;
+	int ret;
+
+	ch_sql_init(&w, 0);
+	ch_sql_raw(&w, "SELECT host_id, cpu, ts, trace_ts, _tc_row, _tc_fmt");
+	for (size_t c = 0; c < q->schema->ncols; c++) {
+		if (!k->at[c])
+			continue;
+		ch_sql_raw(&w, ", ");
+		ch_sql_ident(&w, q->schema->cols[c].column);
+	}
+	ret = ch_where(k->s, q, &k->hosts, &w, none);
+	if (ret == 0 && keyset) {
+		ch_sql_addf(&w, " AND (ts%s", cmp);
+		ch_sql_i64(&w, ts);
+		ch_sql_raw(&w, " OR (ts = ");
+		ch_sql_i64(&w, ts);
+		ch_sql_addf(&w, " AND _tc_row%s", cmp);
+		ch_sql_u64(&w, rowid);
+		ch_sql_raw(&w, "))");
+	}
+	ch_sql_raw(&w, q->reverse ? " ORDER BY ts DESC, _tc_row DESC LIMIT " :
+		   " ORDER BY ts, _tc_row LIMIT ");
+	ch_sql_u64(&w, limit);
+	if (ret == 0 && !*none)
+		ret = ch_sql_err(&w) ? ch_errf(k->s, ch_sql_err(&w), "the select is too long") :
+		      ch_query(k->s, &w, r);
+	ch_sql_free(&w);
+	return ret;
+}
+
+/* Which schema columns a select reads (common_pid always: the row's pid and comm). */
+static int ch_walk_init(struct ch_walk *k, struct ch_store *s, const struct store_query *q)
+{
+	const struct store_schema *sc = q->schema;
+	size_t n = CH_FIXED_COLS;
+
+	*k = (struct ch_walk){ .s = s, .q = q, .pid = -1 };
+	k->at = calloc(sc->ncols + 1, sizeof(*k->at));
+	k->vals = calloc(sc->ncols + 1, sizeof(*k->vals));
+	k->null = calloc(sc->ncols + 1, sizeof(*k->null));
+	if (!k->at || !k->vals || !k->null)
+		return -ENOMEM;
+	for (size_t c = 0; c < sc->ncols; c++) {
+		bool pid = !strcmp(sc->cols[c].name, "common_pid") &&
+			   sc->cols[c].kind == STORE_SIGNED;
+
+		k->pid = pid ? (int)c : k->pid;
+		if (pid || !q->skip || !q->skip[c])
+			k->at[c] = n++;
+	}
+	return ch_hosts_names(s, &k->hosts) ?: ch_names_of(&k->hosts, -1, 1, &k->host_names);
+}
+
+static void ch_walk_free(struct ch_walk *k)
+{
+	ch_reply_free(&k->hosts);
+	ch_reply_free(&k->comms);
+	free(k->host_names.v);
+	free(k->comm_names.v);
+	free(k->at);
+	free(k->vals);
+	free(k->null);
+}
+
+static int ch_select(struct store_reader *rd, const struct store_query *q, store_row_fn fn,
+		     void *ctx)
+{
+	struct ch_walk k;
+	struct store_row row = { 0 };
+	bool keyset = q->after_rowid != 0, none = false, more = true;
+	int64_t ts = q->after_ts;
+	uint64_t rowid = q->after_rowid;
+	size_t left = q->limit, got;
+	int ret = ch_walk_init(&k, ch_reader_of(rd), q);
+
+	while (ret == 0 && more && !none) {
+		size_t want = left && left < CH_PAGE_ROWS ? left : CH_PAGE_ROWS;
+		struct ch_reply page = { 0 };
+
+		ret = ch_walk_page(&k, keyset, ts, rowid, want, &page, &none) ?:
+		      ch_walk_comms(&k, &page);
+		for (got = 0; ret == 0 && got < page.nrows; got++)
+			ret = ch_walk_row(&k, &page, got, fn, ctx, &row);
+		more = page.nrows == want && (!q->limit || (left -= want) > 0);
+		keyset = true;
+		ts = row.ts;
+		rowid = row.rowid;
+		ch_reply_free(&page);
+	}
+	ch_walk_free(&k);
+	return ret;
+}
+
+void ch_query_reader_ops(struct store_reader_ops *r)
+{
+	r->count = ch_count;
+	r->select = ch_select;
+}

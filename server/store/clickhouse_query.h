@@ -1,0 +1,41 @@
+/*
+ * clickhouse_query.h - a reader's reads of events on ClickHouse through
+ * the filter compiler (clickhouse_filter.h): count and select.
+ *
+ * A store_query becomes one WHERE over the type's table: the bound filter
+ * (schema columns by the query's field_col; CPU is the cpu column), the
+ * hosts it may read (their ids: host names are few and matched here, as
+ * clickhouse_reader.c does), the window [from_ts, to_ts) as SQLite reads
+ * it, the CPUs, the format (_tc_fmt), and only rows of commits that
+ * completed (clickhouse.h). A filter that reads COMM is refused, saying
+ * why: 18.16 has neither correlated subqueries nor ASOF JOIN to find the
+ * name a task had at each event (comm_changes), and an approximation
+ * would answer differently from SQLite.
+ *
+ * Paging (select). There is no rowid; the key is
+ * (ts, _tc_row), SQLite's (ts, rowid) with rowid := _tc_row, which the
+ * writer sets to commit_id << 32 | the row's place in its commit
+ * (clickhouse_schema.c): unique in a database (a commit id is never
+ * reused, a commit holds fewer than 2^32 rows), fixed when the row is
+ * written (a commit that failed is stored again under a new id, after
+ * its rows are deleted), and known to the reader from the row itself,
+ * so store_row.rowid and store_query.after_rowid carry it unchanged.
+ * The condition is (ts > A OR (ts = A AND _tc_row > B)) with
+ * ORDER BY ts, _tc_row (DESC and < for reverse): written so, the ts
+ * bound also prunes partitions and granules. A select reads pages of
+ * CH_PAGE_ROWS with one LIMIT each, from the last row's key. A row's
+ * null columns are those its format (_tc_fmt: the schema's fmts) lacks,
+ * as a column added later reads as its default in ClickHouse, not NULL.
+ * A row's host name comes from the hosts table read once per select, its
+ * comm from comms (the pid's latest name, as SQLite's rows have it), read
+ * once per page for the page's (host, pid) pairs.
+ */
+#ifndef SERVER_STORE_CLICKHOUSE_QUERY_H
+#define SERVER_STORE_CLICKHOUSE_QUERY_H
+
+#include "server/store/clickhouse_int.h"
+
+/* ch_query_reader_ops - put count and select into @r (after ch_reader_part_ops()). */
+void ch_query_reader_ops(struct store_reader_ops *r);
+
+#endif
