@@ -339,24 +339,31 @@ START_TEST(test_print_args_fine)
 		"\tfield:int x;\toffset:8;\tsize:4;\tsigned:1;\n"
 		"\tfield:char comm[16];\toffset:12;\tsize:16;\tsigned:0;\n"
 		"\tfield:__data_loc char[] name;\toffset:28;\tsize:4;\tsigned:0;\n"
-		"\tfield:const char * __attribute__((user)) uptr;\toffset:32;\tsize:8;\tsigned:0;\n"
 		"\n"
 		"print fmt: \"%d\", ";
+	/* not parsed whole: libtraceevent 1.7 leaks an __attribute__'s "(" */
+	static const char attr[] =
+		"name: tc_deep\nID: 999\nformat:\n"
+		"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+		"\n"
+		"\tfield:const char * __attribute__((user)) uptr;\toffset:8;\tsize:8;\tsigned:0;\n"
+		"\n"
+		"print fmt: \"%p\", REC->";
 	static const char *const fine[] = {
-		"REC -> x", "REC->comm", "__get_str(name)", "REC->name", "REC->uptr",
+		"REC -> x", "REC->comm", "__get_str(name)", "REC->name",
 		"__print_flags(REC->x, \"|\", { 1, \"a\" })", "REC->common_pid",
 		"__print_symbolic(REC->x, { 1, \"a\" }), REC->x", "REC->comm[0] + 1",
 		"REC->comm[0] ? 1 : 2", "REC->x ? 1 : 2 + 3", "REC->x ? 1 : REC->x",
 		"(REC->x ? 1 : 2) , REC->comm[1]", "\"REC->nosuch\"",
 	};
-	static const char *const refused[] = { "REC->char", "REC->user", "REC->nosuch" };
+	static const char *const refused[] = { "REC->char", "REC->nosuch" };
 	char text[1024], why[160];
+	int n;
 
 	for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
 		struct tep_handle *tep = tep_alloc();
 		struct tep_event *ev = NULL;
-		int n = snprintf(text, sizeof(text), "%s%s\n", head, fine[i]);
-
+		n = snprintf(text, sizeof(text), "%s%s\n", head, fine[i]);
 		ck_assert_msg(format_check(text, (size_t)n, NULL, why, sizeof(why)) == 0, "%s: %s",
 			      fine[i], why);
 		ck_assert_int_eq(tep_parse_format(tep, &ev, text, (size_t)n, "tc"), 0);
@@ -364,11 +371,14 @@ START_TEST(test_print_args_fine)
 		tep_free(tep);
 	}
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
-		int n = snprintf(text, sizeof(text), "%s%s\n", head, refused[i]);
-
+		n = snprintf(text, sizeof(text), "%s%s\n", head, refused[i]);
 		TU_ERR(format_check(text, (size_t)n, NULL, why, sizeof(why)), TC_ERR_FORMAT_PARSE);
 		ck_assert_msg(strstr(why, "does not declare"), "%s: %s", refused[i], why);
 	}
+	n = snprintf(text, sizeof(text), "%suptr\n", attr);
+	ck_assert_msg(format_check(text, (size_t)n, NULL, why, sizeof(why)) == 0, "uptr: %s", why);
+	n = snprintf(text, sizeof(text), "%suser\n", attr);
+	TU_ERR(format_check(text, (size_t)n, NULL, why, sizeof(why)), TC_ERR_FORMAT_PARSE);
 }
 END_TEST
 
