@@ -24,6 +24,10 @@
  * Besides the caps, three shapes its field parser crashes or leaks on
  * (found by tests/fuzz/fuzz_format_page.c) are refused as malformed:
  * unreadable bytes, groups left open at the end, one-word field types.
+ * So are the print arguments its print-argument parser crashes on
+ * (found by tests/fuzz/fuzz_tracedat_write.c through traceq/render.c):
+ * see check_print(), which reads the field names as event_read_fields()
+ * does to know which `REC->NAME` the event has.
  */
 #include "config.h"
 
@@ -334,10 +338,283 @@ static const char *check_fields(const unsigned char *s, size_t end, size_t *at)
 	return state == 3 ? "has a field type of one word" : NULL;	/* ends there */
 }
 
+/* ---- the print fmt's arguments: shapes libtraceevent 1.7 crashes on ---- */
+
+/*
+ * One token as __read_token() cuts it: a word, a literal, a delimiter
+ * ( ) , or an operator (`->`, `<<=`, `!=`... as one). Blanks are skipped,
+ * a newline is a token of its own (TK_NL), as read_token() returns it.
+ */
+enum tk_kind { TK_END, TK_NL, TK_WORD, TK_STR, TK_DELIM, TK_OP };
+
+struct tk {
+	enum tk_kind kind;
+	size_t at, len;
+};
+
+/* The length of the operator __read_token() reads at @pos. */
+static size_t op_len(const unsigned char *s, size_t pos, size_t len)
+{
+	unsigned c = s[pos];
+	unsigned next = pos + 1 < len ? s[pos + 1] : 0;
+	size_t n = 1;
+
+	switch (c) {
+	case '-':
+		if (next == '>')
+			return 2;
+		/* fall through */
+	case '+': case '|': case '&': case '>': case '<':
+		if (next == c) {
+			n = 2;
+			if (c != '<' && c != '>')
+				return n;
+		}
+		break;
+	case '!': case '=':
+		break;
+	default:
+		return 1;
+	}
+	return pos + n < len && s[pos + n] == '=' ? n + 1 : n;	/* test_equal */
+}
+
+static struct tk next_tk(struct scan *sc)
+{
+	struct tk t = { TK_END, 0, 0 };
+	unsigned c;
+
+	while (sc->pos < sc->len && is_space(sc->s[sc->pos]) && sc->s[sc->pos] != '\n')
+		sc->pos++;
+	if (sc->pos >= sc->len)
+		return t;
+	t.at = sc->pos;
+	c = sc->s[sc->pos];
+	if (c == '\n') {
+		t.kind = TK_NL;
+		sc->pos++;
+	} else if (c == '"' || c == '\'') {
+		t.kind = TK_STR;
+		scan_literal(sc);
+	} else if (is_word(c)) {
+		scan_word(sc);
+		t.kind = pr_fmt_word(sc->s, t.at, sc->len) ? TK_STR : TK_WORD;
+	} else if (c == '(' || c == ')' || c == ',') {
+		t.kind = TK_DELIM;
+		sc->pos++;
+	} else {
+		t.kind = TK_OP;
+		sc->pos += op_len(sc->s, sc->pos, sc->len);
+	}
+	t.len = sc->pos - t.at;
+	return t;
+}
+
+static bool tk_is(const struct scan *sc, struct tk t, enum tk_kind kind, const char *w)
+{
+	return t.kind == kind && t.len == strlen(w) && !memcmp(sc->s + t.at, w, t.len);
+}
+
+/* The field names libtraceevent would give the event: where each is. */
+struct names {
+	struct tk name[FORMAT_MAX_FIELDS];
+	unsigned n;
+	bool over;		/* more than FORMAT_MAX_FIELDS */
+};
+
+/*
+ * One field line after its `field`, as event_read_fields() reads it: the
+ * name is the last word of the declaration (its tokens up to the first
+ * operator other than '*', the contents of __attribute__((...)) read
+ * through), or the word after its "[...]". Return: false where
+ * libtraceevent fails the field (then it parses no print fmt at all).
+ */
+static bool read_field(struct scan *sc, struct names *nm)
+{
+	struct tk t = next_tk(sc), last, name;
+	bool typed = false;
+
+	if (tk_is(sc, t, TK_WORD, "special"))	/* old ftrace fields */
+		t = next_tk(sc);
+	if (!tk_is(sc, t, TK_OP, ":"))
+		return false;
+	last = next_tk(sc);
+	if (last.kind != TK_WORD)
+		return false;
+	for (;;) {
+		t = next_tk(sc);
+		if (t.kind == TK_WORD || tk_is(sc, t, TK_OP, "*") || tk_is(sc, t, TK_OP, ".")) {
+			typed = true;
+			last = t;
+			continue;
+		}
+		if (t.kind == TK_DELIM && sc->s[t.at] == '(' && tk_is(sc, last, TK_WORD, "__attribute__")) {
+			unsigned depth = 1;
+
+			typed = true;
+			while ((t = next_tk(sc)).kind != TK_END) {
+				if (t.kind == TK_DELIM && sc->s[t.at] == '(')
+					depth++;
+				else if (t.kind == TK_DELIM && sc->s[t.at] == ')' && !--depth)
+					break;
+				last = t;
+			}
+			continue;
+		}
+		break;
+	}
+	if (!typed || t.kind != TK_OP)
+		return false;
+	name = last;
+	if (tk_is(sc, t, TK_OP, "[")) {
+		/* it ends at a "]" literal too: give up on literals there */
+		do
+			t = next_tk(sc);
+		while (t.kind != TK_END && t.kind != TK_STR && !tk_is(sc, t, TK_OP, "]"));
+		if (t.kind != TK_OP)
+			return false;
+		t = next_tk(sc);
+		if (t.kind == TK_WORD) {
+			name = t;
+			t = next_tk(sc);
+		}
+	}
+	if (!tk_is(sc, t, TK_OP, ";"))
+		return false;
+	if (name.kind == TK_WORD) {
+		if (nm->n == FORMAT_MAX_FIELDS) {
+			nm->over = true;
+			return false;
+		}
+		nm->name[nm->n++] = name;
+	}
+	/* offset:N; size:N; [signed:N;] then the line's end */
+	while ((t = next_tk(sc)).kind != TK_END && t.kind != TK_NL)
+		;
+	return true;
+}
+
+/*
+ * The names of the fields before @end (the print fmt's string), read as
+ * libtraceevent reads them: the lines after `format:`, up to the second
+ * empty line. Where our reading stops early, fewer names are known and
+ * more references refused; it never knows a name libtraceevent does not.
+ */
+static void read_names(const unsigned char *s, size_t end, struct names *nm)
+{
+	struct scan sc = { .s = s, .len = end };
+	struct tk t;
+	unsigned lists = 0;
+
+	nm->n = 0;
+	nm->over = false;
+	do
+		t = next_tk(&sc);
+	while (t.kind != TK_END && !tk_is(&sc, t, TK_WORD, "format"));
+	if (t.kind == TK_END || !tk_is(&sc, next_tk(&sc), TK_OP, ":") ||
+	    next_tk(&sc).kind != TK_NL)
+		return;
+	while (lists < 2) {
+		t = next_tk(&sc);
+		if (t.kind == TK_NL) {
+			lists++;	/* common fields, then the event's */
+			continue;
+		}
+		if (!tk_is(&sc, t, TK_WORD, "field") || !read_field(&sc, nm))
+			return;
+	}
+}
+
+static bool known_name(const struct scan *sc, const struct names *nm, struct tk t)
+{
+	for (unsigned i = 0; i < nm->n; i++)
+		if (nm->name[i].len == t.len && !memcmp(sc->s + nm->name[i].at, sc->s + t.at, t.len))
+			return true;
+	return false;
+}
+
+/* An operator get_op_prio() knows (`:` aside): one with a priority. */
+static bool op_known(const struct scan *sc, struct tk t)
+{
+	static const char *const ops[] = {
+		"~", "!", "*", "/", "%", "+", "-", "<", ">", "&", "^", "|", "?",
+		"++", "--", ">>", "<<", ">=", "<=", "==", "!=", "&&", "||",
+	};
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (tk_is(sc, t, TK_OP, ops[i]))
+			return true;
+	return false;
+}
+
+/*
+ * The print fmt's arguments, from @start (its format string), against
+ * what crashes libtraceevent 1.7's parser within every cap (traceq parses
+ * them; the collector does not, see format_print_start()):
+ *
+ * - `REC->NAME` where the event has no field NAME: process_entry() sets
+ *   TEP_FIELD_IS_FLAG (or _SYMBOLIC) on the field it did not find, a
+ *   NULL one, when __print_flags() (__print_symbolic()) was seen before
+ *   it; the flag is a global that a __print_flags() whose first argument
+ *   is no field leaves set for any later REC->, in any event.
+ * - an operator without a priority (anything but the C operators
+ *   get_op_prio() knows, and `:`) right after an index `x[i]`, or after
+ *   the last operand of a `?:`: process_op() recurses into a NULL right
+ *   operand. `x[0][0]` and `a ? b : c . d` are two. Refused after a `:`
+ *   anywhere up to the end of its argument (what follows the operand only
+ *   matters when nothing came between).
+ *
+ * Return: NULL, or what is wrong, with the offset in *@at.
+ */
+static const char *check_print(const unsigned char *s, size_t start, size_t len,
+			       const struct names *nm, size_t *at)
+{
+	struct scan sc = { .s = s, .len = len, .pos = start };
+	bool colon[FORMAT_MAX_DEPTH + 2] = { false };
+	unsigned depth = 0, rec = 0;
+	bool index = false;	/* the last token closed a non-empty [ ] */
+	struct tk t, prev = { TK_END, 0, 0 };
+
+	while ((t = next_tk(&sc)).kind != TK_END) {
+		bool op = t.kind == TK_OP, odd = op && !op_known(&sc, t) && !tk_is(&sc, t, TK_OP, ":") &&
+			!(rec == 1 && tk_is(&sc, t, TK_OP, "->"));	/* process_entry()'s */
+		unsigned c = s[t.at];
+
+		*at = t.at;
+		if (t.kind == TK_NL)
+			continue;
+		if (index && odd)
+			return "has an operator libtraceevent does not know after an index";
+		if (colon[depth] && odd)
+			return "has an operator libtraceevent does not know after a ?:";
+		index = false;
+		if (rec == 2 && t.kind == TK_WORD && !known_name(&sc, nm, t))
+			return "refers to a field it does not declare (REC->)";
+		rec = tk_is(&sc, t, TK_WORD, "REC") ? 1 :
+		      rec == 1 && tk_is(&sc, t, TK_OP, "->") ? 2 : 0;
+		if (tk_is(&sc, t, TK_OP, ":")) {
+			colon[depth] = true;
+		} else if (t.kind == TK_DELIM && c == ',') {
+			colon[depth] = false;
+		} else if ((op || t.kind == TK_DELIM) && (c == '(' || c == '[' || c == '{')) {
+			if (depth <= FORMAT_MAX_DEPTH)
+				colon[++depth] = false;
+		} else if ((op || t.kind == TK_DELIM) && (c == ')' || c == ']' || c == '}')) {
+			colon[depth] = false;
+			if (depth)
+				depth--;
+			index = c == ']' && !tk_is(&sc, prev, TK_OP, "[");
+		}
+		prev = t;
+	}
+	return NULL;
+}
+
 int format_check(const char *text, size_t len, struct format_stats *stats,
 		 char *err, size_t errlen)
 {
 	struct scan sc = { .s = (const unsigned char *)text, .len = len };
+	struct names names;
 	const char *what;
 	size_t bad, cut;
 
@@ -366,6 +643,16 @@ int format_check(const char *text, size_t len, struct format_stats *stats,
 	}
 	cut = format_print_start(text, len);
 	what = check_fields(sc.s, cut, &bad);
+	if (!what) {
+		read_names(sc.s, cut, &names);
+		if (names.over) {
+			tc_seterr(err, errlen, "format has more fields than %u",
+				  (unsigned)FORMAT_MAX_FIELDS);
+			return TC_ERR_FORMAT_LIMIT;
+		}
+		if (cut < len)
+			what = check_print(sc.s, cut, len, &names, &bad);
+	}
 	if (what) {
 		tc_seterr(err, errlen, "format %s (at byte %zu)", what, bad);
 		return strstr(what, "tokens") ? TC_ERR_FORMAT_LIMIT : TC_ERR_FORMAT_PARSE;

@@ -51,6 +51,12 @@
  */
 #define FORMAT_MAX_FIELD_TOKENS	96
 
+/*
+ * Fields in one format, common ones included (real: 24): format_check()
+ * keeps their names to check the print fmt's `REC->NAME` against them.
+ */
+#define FORMAT_MAX_FIELDS	256
+
 /* What one text reached, each counted as its cap is (see above). */
 struct format_stats {
 	size_t len;
@@ -77,11 +83,19 @@ struct format_stats {
  * count. A `;` ends every term, since the print fmt's parser stops at one.
  * Linear in @len, no allocation, no recursion.
  *
- * Return: 0; TC_ERR_FORMAT_LIMIT when a cap is exceeded;
- * TC_ERR_FORMAT_PARSE for a byte that is neither printable ASCII nor a
- * space, or a ( [ { still open at the end (libtraceevent 1.7 crashes on
- * either after a field's '['), or a field whose type is one word (it
- * leaks the word, or crashes when that is __attribute__).
+ * The print fmt's arguments are checked for the shapes libtraceevent 1.7's
+ * print-argument parser dereferences NULL on (traceq parses them): a
+ * `REC->NAME` where the format declares no field NAME (fatal after any
+ * __print_flags() or __print_symbolic(), through a global flag), and an
+ * operator it has no priority for (`[`, `.`, `=`, `;`...) right after an
+ * index `x[i]` or after a `:` in the same argument.
+ *
+ * Return: 0; TC_ERR_FORMAT_LIMIT when a cap is exceeded (FORMAT_MAX_FIELDS
+ * included); TC_ERR_FORMAT_PARSE for a byte that is neither printable
+ * ASCII nor a space, or a ( [ { still open at the end (libtraceevent 1.7
+ * crashes on either after a field's '['), or a field whose type is one
+ * word (it leaks the word, or crashes when that is __attribute__), or one
+ * of the print-argument shapes above.
  */
 int format_check(const char *text, size_t len, struct format_stats *stats,
 		 char *err, size_t errlen);
@@ -95,7 +109,8 @@ int format_check(const char *text, size_t len, struct format_stats *stats,
  * the print fmt's arguments, whose parser is where libtraceevent 1.7
  * recurses and where it dereferences NULL on some inputs (an index chain
  * `x[0][0]`, an unknown operator after `?:` or `]`, __print_flags() of an
- * unknown field), are never parsed. The offset is that of the first '"'
+ * unknown field: format_check() refuses the ones known, for traceq's
+ * sake), are never parsed. The offset is that of the first '"'
  * literal after the tokens `print fmt :`, lexed as format_check() lexes,
  * so it is never later than where libtraceevent would start reading them.
  *

@@ -6,7 +6,9 @@
  *   user_sample [N] [PAGES_PER_CPU]      (defaults 1000000, 4096)
  *
  * The ring file goes to $TRACECOLLECT_DIR (default /dev/shm). Exit 3 when
- * no agent attached within 20 s.
+ * no agent attached within 20 s. $USER_SAMPLE_PRINT_FMT, when set, is the
+ * event's print fmt instead of ours (a hostile format, as a program may
+ * register: tests/test_format_agent.sh).
  */
 #include "config.h"
 
@@ -35,12 +37,13 @@ int main(int argc, char **argv)
 	struct tc_options o = { .pages_per_cpu = argc > 2 ? (uint32_t)atol(argv[2]) : 4096 };
 	struct request r = { .path = "/api/items" };
 	struct tc_event *ev;
+	const char *pfmt = getenv("USER_SAMPLE_PRINT_FMT");
 	long i, ok = 0, wait;
 	int ret;
 
 	ret = tc_init(&o);
 	if (ret == 0)
-		ret = tc_event_register("myapp", "request", request_fields, 3,
+		ret = tc_event_register("myapp", "request", request_fields, 3, pfmt ? pfmt :
 					"\"id=%llu latency_us=%u path=%s\", REC->id, "
 					"REC->latency_us, REC->path", &ev);
 	if (ret < 0) {
