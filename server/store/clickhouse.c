@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/tc_error.h"
 #include "server/store/clickhouse.h"
+#include "server/store/clickhouse_hist.h"
 #include "server/store/clickhouse_http.h"
 #include "server/store/clickhouse_meta.h"
 #include "server/store/clickhouse_query.h"
@@ -257,6 +258,7 @@ static void ch_init(void)
 	ch_schema_reader_ops(&ch_reader_ops);
 	ch_reader_part_ops(&ch_reader_ops);
 	ch_query_reader_ops(&ch_reader_ops);
+	ch_hist_reader_ops(&ch_reader_ops);
 }
 
 static pthread_once_t ch_once = PTHREAD_ONCE_INIT;

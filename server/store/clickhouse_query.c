@@ -27,7 +27,7 @@ static int ch_query_column(void *ctx, int idx, struct ch_sql *s)
 	if (idx == FILTER_FIELD_CPU)
 		return ch_sql_raw(s, "cpu");	/* UInt32: unsigned, as the filter's CPU */
 	if (idx < 0 || (size_t)idx >= q->nfields)
-		return TC_ERR_UNKNOWN_FIELD;	/* COMM: refused before (ch_where()) */
+		return TC_ERR_UNKNOWN_FIELD;	/* COMM: refused before (ch_query_where()) */
 	return ch_sql_ident(s, q->schema->cols[q->field_col[idx]].column);
 }
 
@@ -37,7 +37,7 @@ static bool ch_hosts_limited(const struct store_query *q)
 }
 
 /* The hosts' ids and latest names: host_id, name. */
-static int ch_hosts_names(struct ch_store *s, struct ch_reply *r)
+int ch_query_hosts(struct ch_store *s, struct ch_reply *r)
 {
 	struct ch_sql hq;
 	int ret;
@@ -50,7 +50,7 @@ static int ch_hosts_names(struct ch_store *s, struct ch_reply *r)
 }
 
 /*
- * " AND host_id IN (...)" of the hosts of @hosts (ch_hosts_names()) that
+ * " AND host_id IN (...)" of the hosts of @hosts (ch_query_hosts()) that
  * @q allows, when it limits them; *@none when it allows none.
  */
 static int ch_hosts_cond(struct ch_store *s, const struct store_query *q,
@@ -90,10 +90,10 @@ static void ch_window_cond(const struct store_window *win, struct ch_sql *w, boo
 }
 
 /*
- * " FROM `table` WHERE ..." of @q into @w, @hosts from ch_hosts_names();
+ * " FROM `table` WHERE ..." of @q into @w, @hosts from ch_query_hosts();
  * *@none when no row can match (no host allowed, an empty window).
  */
-static int ch_where(struct ch_store *s, const struct store_query *q,
+int ch_query_where(struct ch_store *s, const struct store_query *q,
 		    const struct ch_reply *hosts, struct ch_sql *w, bool *none)
 {
 	int ret;
@@ -138,11 +138,11 @@ static int ch_count(struct store_reader *rd, const struct store_query *q, uint64
 	struct ch_sql w;
 	uint64_t n = 0;
 	bool none = false;
-	int ret = ch_hosts_limited(q) ? ch_hosts_names(s, &hosts) : 0;
+	int ret = ch_hosts_limited(q) ? ch_query_hosts(s, &hosts) : 0;
 
 	ch_sql_init(&w, 0);
 	ch_sql_raw(&w, "SELECT count()");
-	ret = ret ?: ch_where(s, q, &hosts, &w, &none);
+	ret = ret ?: ch_query_where(s, q, &hosts, &w, &none);
 	if (ret == 0 && !none)
 		ret = ch_query_u64(s, &w, &n);
 	ch_sql_free(&w);
@@ -334,7 +334,7 @@ static int ch_walk_page(struct ch_walk *k, bool keyset, int64_t ts, uint64_t row
 		ch_sql_raw(&w, ", ");
 		ch_sql_ident(&w, q->schema->cols[c].column);
 	}
-	ret = ch_where(k->s, q, &k->hosts, &w, none);
+	ret = ch_query_where(k->s, q, &k->hosts, &w, none);
 	if (ret == 0 && keyset) {
 		ch_sql_addf(&w, " AND (ts%s", cmp);
 		ch_sql_i64(&w, ts);
@@ -374,7 +374,7 @@ static int ch_walk_init(struct ch_walk *k, struct ch_store *s, const struct stor
 		if (pid || !q->skip || !q->skip[c])
 			k->at[c] = n++;
 	}
-	return ch_hosts_names(s, &k->hosts) ?: ch_names_of(&k->hosts, -1, 1, &k->host_names);
+	return ch_query_hosts(s, &k->hosts) ?: ch_names_of(&k->hosts, -1, 1, &k->host_names);
 }
 
 static void ch_walk_free(struct ch_walk *k)

@@ -33,7 +33,26 @@
 #ifndef SERVER_STORE_CLICKHOUSE_QUERY_H
 #define SERVER_STORE_CLICKHOUSE_QUERY_H
 
+#include <stdbool.h>
+
+#include "server/store/clickhouse_escape.h"
 #include "server/store/clickhouse_int.h"
+#include "server/store/clickhouse_reply.h"
+
+/*
+ * ch_query_hosts - the hosts' ids and latest names (host_id, name) into
+ * @r, for ch_query_where()'s host condition.
+ */
+int ch_query_hosts(struct ch_store *s, struct ch_reply *r);
+
+/*
+ * ch_query_where - " FROM `table` WHERE ..." of @q into @w (the WHERE
+ * above), @hosts from ch_query_hosts() when @q limits its hosts; *@none
+ * when no row can match (no host allowed, an empty window). A filter on
+ * COMM is refused (-ENOSYS, saying why).
+ */
+int ch_query_where(struct ch_store *s, const struct store_query *q,
+		   const struct ch_reply *hosts, struct ch_sql *w, bool *none);
 
 /* ch_query_reader_ops - put count and select into @r (after ch_reader_part_ops()). */
 void ch_query_reader_ops(struct store_reader_ops *r);
