@@ -24,6 +24,7 @@
 #include "server/store/clickhouse_query.h"
 #include "server/store/clickhouse_reader.h"
 #include "server/store/clickhouse_schema.h"
+#include "server/store/clickhouse_tail.h"
 #include "server/store/clickhouse_txn.h"
 #include "server/store/clickhouse_util.h"
 #include "sql/clickhouse/schema.h"
@@ -259,6 +260,7 @@ static void ch_init(void)
 	ch_reader_part_ops(&ch_reader_ops);
 	ch_query_reader_ops(&ch_reader_ops);
 	ch_hist_reader_ops(&ch_reader_ops);
+	ch_tail_reader_ops(&ch_reader_ops);
 }
 
 static pthread_once_t ch_once = PTHREAD_ONCE_INIT;
