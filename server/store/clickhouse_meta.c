@@ -760,7 +760,6 @@ static int ch_retain(struct store_writer *w, int64_t before_ts, uint64_t max_byt
 {
 	struct ch_store *s = ch_writer_of(w);
 	struct ch_reply r;
-	struct ch_sql q;
 	uint64_t n = 0;
 	int ret = ch_writer_enter(s);
 
@@ -772,11 +771,7 @@ static int ch_retain(struct store_writer *w, int64_t before_ts, uint64_t max_byt
 	*removed = 0;
 	if (before_ts == INT64_MIN)
 		return 0;
-	ch_sql_init(&q, 0);
-	ch_sql_raw(&q, "SELECT name FROM system.tables WHERE database = currentDatabase()"
-		       " AND startsWith(name, 'ev_')");
-	ret = ch_query(s, &q, &r);
-	ch_sql_free(&q);
+	ret = ch_query_text(s, CH_EVENT_TABLES_SQL, &r);
 	for (size_t i = 0; ret == 0 && i < r.nrows; i++)
 		ret = ch_retain_table(s, ch_reply_cell(&r, i, 0), before_ts, &n);
 	if (ret == 0 || r.nrows)

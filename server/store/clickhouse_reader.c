@@ -39,19 +39,12 @@ bool ch_host_allowed(const struct store_query *q, const char *name)
 /* The hosts' latest rows, by name then id: id, name, machine_id, boot_id, ... */
 static int ch_hosts_read(struct ch_store *s, struct ch_reply *r)
 {
-	struct ch_sql q;
-	int ret;
-
-	ch_sql_init(&q, 0);
-	ch_sql_raw(&q, "SELECT host_id, argMax(name, version) AS n, argMax(machine_id, version),"
+	return ch_query_text(s, "SELECT host_id, argMax(name, version) AS n, argMax(machine_id, version),"
 		       " argMax(boot_id, version), argMax(kernel, version), argMax(trace_clock,"
 		       " version), argMax(peer_subject, version), argMax(agent, version),"
 		       " argMax(ncpus, version), argMax(page_size, version),"
 		       " argMax(clock_offset_ns, version), min(first_seen), max(last_seen)"
-		       " FROM hosts GROUP BY host_id ORDER BY n, host_id");
-	ret = ch_query(s, &q, r);
-	ch_sql_free(&q);
-	return ret;
+		       " FROM hosts GROUP BY host_id ORDER BY n, host_id", r);
 }
 
 static const char *ch_nonempty(const char *s)
@@ -115,11 +108,7 @@ static const char *const ch_stat_keys[] = {
 /* Per host and CPU, the 23 counters in ch_stat_keys' order. */
 static int ch_stats_read(struct ch_store *s, struct ch_reply *r)
 {
-	struct ch_sql q;
-	int ret;
-
-	ch_sql_init(&q, 0);
-	ch_sql_raw(&q, "SELECT host_id, cpu, sum(pages), sum(events), sum(bytes),"
+	return ch_query_text(s, "SELECT host_id, cpu, sum(pages), sum(events), sum(bytes),"
 		       " any(ap), any(ae), any(ab), any(ov), any(dr), any(co), sum(dup_pages),"
 		       " any(rp), any(lp), any(le), any(pm), any(ps), any(pr), any(cb),"
 		       " sum(bad_pages), sum(bad_events), sum(rate_held_pages), sum(rate_held_ms),"
@@ -132,10 +121,7 @@ static int ch_stats_read(struct ch_store *s, struct ch_reply *r)
 		       " argMax(lost_events, version) AS le, argMax(pages_mmap, version) AS pm,"
 		       " argMax(pages_splice, version) AS ps, argMax(pages_read, version) AS pr,"
 		       " argMax(copied_bytes, version) AS cb FROM cpu_agent GROUP BY host_id, cpu)"
-		       " USING (host_id, cpu) GROUP BY host_id, cpu ORDER BY host_id, cpu");
-	ret = ch_query(s, &q, r);
-	ch_sql_free(&q);
-	return ret;
+		       " USING (host_id, cpu) GROUP BY host_id, cpu ORDER BY host_id, cpu", r);
 }
 
 static int ch_stats(struct store_reader *rd, const struct store_query *q,

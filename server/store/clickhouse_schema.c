@@ -120,19 +120,27 @@ static void ch_col_pick(struct ch_table *tab, const char *name, enum store_kind 
 		snprintf(buf, len, n == 1 ? "%s__%c" : "%s__%c%u", name, letter[k], n);
 }
 
-/* The columns the server has for @tab's type (event_fields), once. */
-static int ch_table_load(struct ch_store *s, struct ch_table *tab)
+/* A type's columns as event_fields has them: col, name, kind, in first-seen order. */
+static int ch_fields_read(struct ch_store *s, int64_t type_id, struct ch_reply *r)
 {
-	struct ch_reply r;
 	struct ch_sql q;
-	enum store_kind k;
 	int ret;
 
 	ch_sql_init(&q, 0);
 	ch_sql_addf(&q, "SELECT col, name, kind FROM event_fields FINAL WHERE type_id = %lld"
-		    " ORDER BY ordinal, col", (long long)tab->type_id);
-	ret = ch_query(s, &q, &r);
+		    " ORDER BY ordinal, col", (long long)type_id);
+	ret = ch_query(s, &q, r);
 	ch_sql_free(&q);
+	return ret;
+}
+
+/* The columns the server has for @tab's type (event_fields), once. */
+static int ch_table_load(struct ch_store *s, struct ch_table *tab)
+{
+	struct ch_reply r;
+	enum store_kind k;
+	int ret = ch_fields_read(s, tab->type_id, &r);
+
 	for (size_t i = 0; ret == 0 && i < r.nrows; i++) {
 		ret = ch_kind_parse(ch_reply_cell(&r, i, 2), &k);
 		if (ret == 0 && !ch_col_find(tab, ch_reply_cell(&r, i, 1), k))
@@ -480,14 +488,8 @@ static char *ch_strdup(const char *s)
 static int ch_schema_cols(struct ch_store *s, struct store_schema *sc)
 {
 	struct ch_reply r;
-	struct ch_sql q;
-	int ret;
+	int ret = ch_fields_read(s, sc->type_id, &r);
 
-	ch_sql_init(&q, 0);
-	ch_sql_addf(&q, "SELECT col, name, kind FROM event_fields FINAL WHERE type_id = %lld"
-		    " ORDER BY ordinal, col", (long long)sc->type_id);
-	ret = ch_query(s, &q, &r);
-	ch_sql_free(&q);
 	if (ret < 0)
 		return ret;
 	sc->cols = calloc(r.nrows + 1, sizeof(*sc->cols));

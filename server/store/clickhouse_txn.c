@@ -79,18 +79,13 @@ static int ch_delete_after(struct ch_store *s, const char *table, uint64_t last)
 static int ch_clean(struct ch_store *s)
 {
 	struct ch_reply r;
-	struct ch_sql q;
 	int ret = 0;
 
 	for (size_t i = 0; i < sizeof(ch_counted_tables) / sizeof(*ch_counted_tables) && !ret; i++)
 		ret = ch_delete_after(s, ch_counted_tables[i], s->last_ok);
 	if (ret < 0)
 		return ret;
-	ch_sql_init(&q, 0);
-	ch_sql_raw(&q, "SELECT name FROM system.tables WHERE database = currentDatabase()"
-		       " AND startsWith(name, 'ev_')");
-	ret = ch_query(s, &q, &r);
-	ch_sql_free(&q);
+	ret = ch_query_text(s, CH_EVENT_TABLES_SQL, &r);
 	for (size_t i = 0; ret == 0 && i < r.nrows; i++)
 		ret = ch_delete_after(s, ch_reply_cell(&r, i, 0), s->last_ok);
 	if (ret == 0)

@@ -73,6 +73,11 @@ int ch_query(struct ch_store *s, const struct ch_sql *q, struct ch_reply *out)
 	return ch_after(s, ch_http_query(s->http, ch_sql_text(q), 0, out));
 }
 
+int ch_query_text(struct ch_store *s, const char *sql, struct ch_reply *out)
+{
+	return ch_after(s, ch_http_query(s->http, sql, 0, out));
+}
+
 int ch_query_u64(struct ch_store *s, const struct ch_sql *q, uint64_t *v)
 {
 	struct ch_reply r;

@@ -30,6 +30,12 @@ int ch_exec(struct ch_store *s, const struct ch_sql *q);
 int ch_exec_text(struct ch_store *s, const char *sql);
 int ch_query(struct ch_store *s, const struct ch_sql *q, struct ch_reply *out);
 int ch_query_u64(struct ch_store *s, const struct ch_sql *q, uint64_t *v);
+/* ch_query_text - ch_query() of our own SQL text @sql (no value in it). */
+int ch_query_text(struct ch_store *s, const char *sql, struct ch_reply *out);
+
+/* The query of every event table's name. */
+#define CH_EVENT_TABLES_SQL "SELECT name FROM system.tables WHERE database = currentDatabase()" \
+	" AND startsWith(name, 'ev_')"
 
 /* ---- RowBinary (little-endian fixed widths; a string is a LEB128 length and its bytes) ---- */
 void ch_b_reset(struct ch_bytes *b);
