@@ -24,6 +24,7 @@
 #include "server/store/clickhouse_query.h"
 #include "server/store/clickhouse_reader.h"
 #include "server/store/clickhouse_schema.h"
+#include "server/store/clickhouse_sql.h"
 #include "server/store/clickhouse_tail.h"
 #include "server/store/clickhouse_txn.h"
 #include "server/store/clickhouse_util.h"
@@ -261,6 +262,7 @@ static void ch_init(void)
 	ch_query_reader_ops(&ch_reader_ops);
 	ch_hist_reader_ops(&ch_reader_ops);
 	ch_tail_reader_ops(&ch_reader_ops);
+	ch_sql_reader_ops(&ch_reader_ops);
 }
 
 static pthread_once_t ch_once = PTHREAD_ONCE_INIT;
