@@ -44,10 +44,8 @@ check "18.16: that user is denied a view over another database's table ($out)" \
 	'grep -q "Access denied to database tcb" <<< "$out"'
 
 tc_certs
-printf '%s\n' "$ch_password" > "$tmp/ch.pw"
-chmod 600 "$tmp/ch.pw"
-tc_start_collector --db "clickhouse://$ch_user@127.0.0.1:${ch_http_port}/tc" \
-	--db-password-file "$tmp/ch.pw" --journal-dir "$tmp/journal" --query "ipc://$tmp/q.sock"
+tc_ch_db_args
+tc_start_collector "${ch_db_args[@]}" --query "ipc://$tmp/q.sock"
 tq() { "$top_builddir/traceq/traceq" -s "ipc://$tmp/q.sock" -t 120000 "$@"; }
 tq --sql "SELECT count(*) FROM hosts" > "$tmp/sql.out" 2>&1; rc=$?
 check "--sql is refused on ClickHouse, saying why (exit $rc: $(cat "$tmp/sql.out"))" \

@@ -40,10 +40,8 @@ sock="$tmp/run/query.sock"
 cargs=(--query "ipc://$sock" --query-group nogroup --scope 'uid:5001 fol-a')
 if [ -n "${follow_clickhouse:-}" ]; then	# tests/test_ch_follow.sh: the same on ClickHouse
 	tc_start_clickhouse
-	printf '%s\n' "$ch_password" > "$tmp/ch.pw"
-	chmod 600 "$tmp/ch.pw"
-	cargs+=(--db "clickhouse://$ch_user@127.0.0.1:${ch_http_port}/tc"
-		--db-password-file "$tmp/ch.pw" --journal-dir "$tmp/journal")
+	tc_ch_db_args
+	cargs+=("${ch_db_args[@]}")
 fi
 tc_start_collector "${cargs[@]}"
 query="ipc://$sock"

@@ -74,30 +74,18 @@ struct chh {
 	size_t n;
 };
 
+/* store_hist_check(), and a COMM key refused, saying why. */
 static int chh_check(struct ch_store *s, const struct store_query *q, const struct store_hist *h)
 {
-	const struct hist_spec *sp = h->spec;
+	int ret = store_hist_check(q, h);
 
-	if (sp->nkeys < 1 || sp->nkeys > HIST_KEYS_MAX || sp->nvals > HIST_VALS_MAX ||
-	    sp->nsort < 1 || sp->nsort > HIST_SORT_MAX || sp->size < 1 || sp->size > HIST_SIZE_MAX)
-		return -EINVAL;
-	for (size_t i = 0; i < sp->nkeys; i++) {
-		if (h->key_col[i] < STORE_HIST_COMM || h->key_col[i] >= (int)q->schema->ncols)
-			return -EINVAL;
+	for (size_t i = 0; ret == 0 && i < h->spec->nkeys; i++)
 		if (h->key_col[i] == STORE_HIST_COMM)
 			return ch_errf(s, -ENOSYS, "a COMM key is not answered from ClickHouse: 18.16 "
 				       "cannot find the name a task had at each event (no correlated "
 				       "subquery, no ASOF JOIN); key on common_pid.execname or use "
 				       "SQLite");
-	}
-	for (size_t i = 0; i < sp->nvals; i++)
-		if (h->val_col[i] < STORE_HIST_CPU || h->val_col[i] == STORE_HIST_HOST ||
-		    h->val_col[i] >= (int)q->schema->ncols)
-			return -EINVAL;
-	for (size_t i = 0; i < sp->nsort; i++)
-		if (sp->sort[i].i >= (sp->sort[i].by == HIST_SORT_VAL ? sp->nvals : sp->nkeys))
-			return -EINVAL;
-	return 0;
+	return ret;
 }
 
 /* Whether schema column @col is one the row's format may lack: "_tc_fmt IN (...)" or "0". */

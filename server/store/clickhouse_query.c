@@ -296,6 +296,20 @@ static int ch_walk_comms(struct ch_walk *k, const struct ch_reply *r)
 	return ret ?: ch_names_of(&k->comms, 1, 2, &k->comm_names);
 }
 
+/* "SELECT" and the columns a walk reads: the fixed ones, then the schema's it reads. */
+static void ch_walk_select(const struct ch_walk *k, struct ch_sql *w)
+{
+	const struct store_schema *sc = k->q->schema;
+
+	ch_sql_raw(w, "SELECT host_id, cpu, ts, trace_ts, _tc_row, _tc_fmt");
+	for (size_t c = 0; c < sc->ncols; c++) {
+		if (!k->at[c])
+			continue;
+		ch_sql_raw(w, ", ");
+		ch_sql_ident(w, sc->cols[c].column);
+	}
+}
+
 /*
  * One page of @q after the key (@ts, @rowid) (@keyset false: from the
  * start), at most @limit rows, into @r. The key is (ts, _tc_row):
@@ -310,13 +324,7 @@ static int ch_walk_page(struct ch_walk *k, bool keyset, int64_t ts, uint64_t row
 	int ret;
 
 	ch_sql_init(&w, 0);
-	ch_sql_raw(&w, "SELECT host_id, cpu, ts, trace_ts, _tc_row, _tc_fmt");
-	for (size_t c = 0; c < q->schema->ncols; c++) {
-		if (!k->at[c])
-			continue;
-		ch_sql_raw(&w, ", ");
-		ch_sql_ident(&w, q->schema->cols[c].column);
-	}
+	ch_walk_select(k, &w);
 	ret = ch_query_where(k->s, q, &k->hosts, &w, none);
 	if (ret == 0 && keyset) {
 		ch_sql_addf(&w, " AND (ts%s", cmp);
@@ -352,13 +360,7 @@ int ch_walk_tail(struct ch_walk *k, uint64_t from, uint64_t last, size_t limit,
 
 	ch_reply_free(r);
 	ch_sql_init(&w, 0);
-	ch_sql_raw(&w, "SELECT host_id, cpu, ts, trace_ts, _tc_row, _tc_fmt");
-	for (size_t c = 0; c < q->schema->ncols; c++) {
-		if (!k->at[c])
-			continue;
-		ch_sql_raw(&w, ", ");
-		ch_sql_ident(&w, q->schema->cols[c].column);
-	}
+	ch_walk_select(k, &w);
 	ret = ch_query_where(k->s, q, &k->hosts, &w, &none);
 	ch_sql_raw(&w, " AND _tc_row >= ");
 	ch_sql_u64(&w, from);
