@@ -13,7 +13,8 @@
 # killed (-9) and restarted while another streams: stored == shipped and
 # distinct == stored, each time; every commit row is whole (no row of a
 # commit past the last one in commits); no password in the collector's
-# log. Skips, saying why, when clickhouse-server is not installed.
+# log; max-event-types caps a host's types (schema-cap drops). Skips,
+# saying why, when clickhouse-server is not installed.
 #
 # Starts its own server (ch_start below) until tests/lib.sh has
 # tc_start_clickhouse (branch ch-query), which should then replace it.
@@ -167,6 +168,17 @@ check "the collector said ClickHouse was unreachable, once per outage" \
 orphans=$(ch_sql "SELECT count() FROM merge('tc', '^ev_') WHERE _tc_commit > (SELECT max(id) FROM tc.commits)")
 check "no event row of an unfinished commit ($orphans)" '[ "$orphans" = 0 ]'
 
+# max-event-types on ClickHouse: a new host with two types, a cap of one
 kill "$collector_pid"; wait "$collector_pid" 2>/dev/null; collector_pid=
+start_collector --max-event-types 1
+tc_run_agent agent4 -e sched:sched_switch -e sched:sched_wakeup --duration 2 --name ch-host4 \
+	--no-user --instance "tc-chs-$$-d"
+traceq --drops > "$tmp/drops.txt" 2>&1
+check "max-event-types 1: a host's second type is counted as a schema-cap drop" \
+	'grep "ch-host4" "$tmp/drops.txt" | grep -q "schema-cap"'
+
+kill "$collector_pid"; wait "$collector_pid" 2>/dev/null; collector_pid=
+check "the collector's log has no sanitizer report (a --enable-sanitizers build)" \
+	'! grep -q "Sanitizer\|runtime error:" "$tmp/collector.log"'
 kill "$ch_pid"; wait "$ch_pid" 2>/dev/null; ch_pid=
 [ "$failed" = 0 ] || { tail -40 "$tmp/collector.log"; exit 1; }

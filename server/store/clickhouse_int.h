@@ -85,7 +85,9 @@ struct ch_host {
 	char *name, *machine_id, *boot_id, *kernel, *trace_clock, *peer, *agent;
 	uint32_t ncpus, page_size;
 	int64_t offset_ns, first_seen, last_seen;
-	unsigned ntypes;	/* event types it sent formats of (this run) */
+	int64_t *types;		/* event types it sent formats of (max-event-types) */
+	size_t ntypes, types_cap;
+	bool types_read;	/* types holds the server's too */
 };
 
 /* Marks of the open transaction, read through it (stream_marks, journal_mark_get). */

@@ -73,6 +73,7 @@ static void ch_host_free(struct ch_host *h)
 {
 	free(h->name); free(h->machine_id); free(h->boot_id); free(h->kernel);
 	free(h->trace_clock); free(h->peer); free(h->agent);
+	free(h->types);
 	free(h);
 }
 

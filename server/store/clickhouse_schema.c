@@ -360,6 +360,65 @@ static int ch_type_new(struct ch_store *s, const struct store_type_desc *t, int6
 	return 0;
 }
 
+/* The event types host @h sent formats of, read from the server once. */
+static int ch_host_types_read(struct ch_store *s, struct ch_host *h)
+{
+	struct ch_reply r;
+	struct ch_sql q;
+	int64_t *v, id;
+	int ret;
+
+	ch_sql_init(&q, 0);
+	ch_sql_addf(&q, "SELECT DISTINCT type_id FROM host_formats WHERE host_id = %llu",
+		    (unsigned long long)h->id);
+	ret = ch_query(s, &q, &r);
+	ch_sql_free(&q);
+	for (size_t i = 0; ret == 0 && i < r.nrows; i++) {
+		if (ch_reply_i64(&r, i, 0, &id) < 0)
+			continue;
+		v = util_grow(h->types, &h->types_cap, h->ntypes, sizeof(*v), 64);
+		if (!v)
+			ret = -ENOMEM;
+		else
+			(h->types = v)[h->ntypes++] = id;
+	}
+	if (ret == 0 || r.nrows)
+		ch_reply_free(&r);
+	h->types_read = ret == 0;
+	return ret;
+}
+
+/*
+ * max-event-types: a host that has formats of @o->max_types types gets no
+ * table for another (its events are counted as schema-cap drops).
+ */
+static int ch_types_cap(struct ch_store *s, const struct store_type_desc *t,
+			const struct store_origin *o)
+{
+	int64_t type_id = (int64_t)ch_id_str("type", t->system, t->name), *v;
+	struct ch_host *h = s->hosts;
+	int ret = 0;
+
+	while (h && h->id != o->host_id)
+		h = h->next;
+	if (!h || !o->max_types)
+		return 0;	/* a host this writer did not see (imports): not capped here */
+	if (!h->types_read && (ret = ch_host_types_read(s, h)) < 0)
+		return ret;
+	for (size_t i = 0; i < h->ntypes; i++)
+		if (h->types[i] == type_id)
+			return 0;
+	if (h->ntypes >= o->max_types)
+		return ch_errf(s, TC_ERR_FORMAT_LIMIT, "%.100s:%.100s: the host has %zu event "
+			       "types already (max-event-types %u)", t->system, t->name,
+			       h->ntypes, o->max_types);
+	v = util_grow(h->types, &h->types_cap, h->ntypes, sizeof(*v), 64);
+	if (!v)
+		return -ENOMEM;
+	(h->types = v)[h->ntypes++] = type_id;
+	return 0;
+}
+
 static int ch_type(struct store_writer *w, const struct store_type_desc *t,
 		   const struct store_origin *o, struct store_type **out)
 {
@@ -377,6 +436,9 @@ static int ch_type(struct store_writer *w, const struct store_type_desc *t,
 		return ch_errf(s, TC_ERR_FORMAT_LIMIT, "event %.100s:%.100s has %u fields, more "
 			       "than the %u a format may have", t->system, t->name, t->nfields,
 			       o->max_fields);
+	ret = ch_types_cap(s, t, o);
+	if (ret < 0)
+		return ret;
 	snprintf(key, sizeof(key), "%.100s:%.100s", t->system, t->name);
 	lens[0] = 6; lens[1] = strlen(key); lens[2] = strlen(t->format);
 	int64_t format_id = (int64_t)ch_id(parts, lens, 3);
