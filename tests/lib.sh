@@ -520,3 +520,13 @@ tc_ch_users() {
 </yandex>
 XML
 }
+
+# tc_ch_db_args: after tc_start_clickhouse, the collector's options to
+# store into database tc there as $ch_user (its password in $tmp/ch.pw,
+# mode 600; the journal in $tmp/journal) in the array ch_db_args.
+tc_ch_db_args() {
+	printf '%s\n' "$ch_password" > "$tmp/ch.pw"
+	chmod 600 "$tmp/ch.pw"
+	ch_db_args=(--db "clickhouse://$ch_user@127.0.0.1:${ch_http_port}/tc"
+		--db-password-file "$tmp/ch.pw" --journal-dir "$tmp/journal")
+}

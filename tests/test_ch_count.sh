@@ -91,10 +91,8 @@ selects() {
 
 tc_certs
 tc_start_clickhouse
-printf '%s\n' "$ch_password" > "$tmp/ch.pw"
-chmod 600 "$tmp/ch.pw"
-tc_start_collector --db "clickhouse://$ch_user@127.0.0.1:${ch_http_port}/tc" \
-	--db-password-file "$tmp/ch.pw" --journal-dir "$tmp/journal" --query "ipc://$tmp/q.sock"
+tc_ch_db_args
+tc_start_collector "${ch_db_args[@]}" --query "ipc://$tmp/q.sock"
 tq() { "$top_builddir/traceq/traceq" -s "ipc://$tmp/q.sock" -t 120000 "$@"; }
 tq --import "$tmp/rec.dat" --name imp-ch > "$tmp/imp.out" 2>&1; rc=$?
 check "the recording imports into ClickHouse (exit $rc)" '[ "$rc" = 0 ] || cat "$tmp/imp.out"'

@@ -38,9 +38,16 @@ mkdir -m 755 "$tmp/run"
 tc_traceq_for_all
 sock="$tmp/run/query.sock"
 cargs=(--query "ipc://$sock" --query-group nogroup --scope 'uid:5001 fol-a')
+if [ -n "${follow_clickhouse:-}" ]; then	# tests/test_ch_follow.sh: the same on ClickHouse
+	tc_start_clickhouse
+	tc_ch_db_args
+	cargs+=("${ch_db_args[@]}")
+fi
 tc_start_collector "${cargs[@]}"
 query="ipc://$sock"
 port=$listen
+[ -z "${follow_clickhouse:-}" ] ||
+	check "the collector stores into ClickHouse" 'grep -q "storing into ClickHouse" "$tmp/collector.log"'
 
 now_ns() { date +%s%N; }
 agent_run() {	# HOST SECONDS: in the background, agent its pid

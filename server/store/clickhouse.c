@@ -18,11 +18,14 @@
 #include "common/log.h"
 #include "common/tc_error.h"
 #include "server/store/clickhouse.h"
+#include "server/store/clickhouse_hist.h"
 #include "server/store/clickhouse_http.h"
 #include "server/store/clickhouse_meta.h"
 #include "server/store/clickhouse_query.h"
 #include "server/store/clickhouse_reader.h"
 #include "server/store/clickhouse_schema.h"
+#include "server/store/clickhouse_sql.h"
+#include "server/store/clickhouse_tail.h"
 #include "server/store/clickhouse_txn.h"
 #include "server/store/clickhouse_util.h"
 #include "sql/clickhouse/schema.h"
@@ -257,6 +260,9 @@ static void ch_init(void)
 	ch_schema_reader_ops(&ch_reader_ops);
 	ch_reader_part_ops(&ch_reader_ops);
 	ch_query_reader_ops(&ch_reader_ops);
+	ch_hist_reader_ops(&ch_reader_ops);
+	ch_tail_reader_ops(&ch_reader_ops);
+	ch_sql_reader_ops(&ch_reader_ops);
 }
 
 static pthread_once_t ch_once = PTHREAD_ONCE_INIT;

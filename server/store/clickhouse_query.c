@@ -27,7 +27,7 @@ static int ch_query_column(void *ctx, int idx, struct ch_sql *s)
 	if (idx == FILTER_FIELD_CPU)
 		return ch_sql_raw(s, "cpu");	/* UInt32: unsigned, as the filter's CPU */
 	if (idx < 0 || (size_t)idx >= q->nfields)
-		return TC_ERR_UNKNOWN_FIELD;	/* COMM: refused before (ch_where()) */
+		return TC_ERR_UNKNOWN_FIELD;	/* COMM: refused before (ch_query_where()) */
 	return ch_sql_ident(s, q->schema->cols[q->field_col[idx]].column);
 }
 
@@ -37,7 +37,7 @@ static bool ch_hosts_limited(const struct store_query *q)
 }
 
 /* The hosts' ids and latest names: host_id, name. */
-static int ch_hosts_names(struct ch_store *s, struct ch_reply *r)
+int ch_query_hosts(struct ch_store *s, struct ch_reply *r)
 {
 	struct ch_sql hq;
 	int ret;
@@ -50,7 +50,7 @@ static int ch_hosts_names(struct ch_store *s, struct ch_reply *r)
 }
 
 /*
- * " AND host_id IN (...)" of the hosts of @hosts (ch_hosts_names()) that
+ * " AND host_id IN (...)" of the hosts of @hosts (ch_query_hosts()) that
  * @q allows, when it limits them; *@none when it allows none.
  */
 static int ch_hosts_cond(struct ch_store *s, const struct store_query *q,
@@ -90,10 +90,10 @@ static void ch_window_cond(const struct store_window *win, struct ch_sql *w, boo
 }
 
 /*
- * " FROM `table` WHERE ..." of @q into @w, @hosts from ch_hosts_names();
+ * " FROM `table` WHERE ..." of @q into @w, @hosts from ch_query_hosts();
  * *@none when no row can match (no host allowed, an empty window).
  */
-static int ch_where(struct ch_store *s, const struct store_query *q,
+int ch_query_where(struct ch_store *s, const struct store_query *q,
 		    const struct ch_reply *hosts, struct ch_sql *w, bool *none)
 {
 	int ret;
@@ -138,11 +138,11 @@ static int ch_count(struct store_reader *rd, const struct store_query *q, uint64
 	struct ch_sql w;
 	uint64_t n = 0;
 	bool none = false;
-	int ret = ch_hosts_limited(q) ? ch_hosts_names(s, &hosts) : 0;
+	int ret = ch_hosts_limited(q) ? ch_query_hosts(s, &hosts) : 0;
 
 	ch_sql_init(&w, 0);
 	ch_sql_raw(&w, "SELECT count()");
-	ret = ret ?: ch_where(s, q, &hosts, &w, &none);
+	ret = ret ?: ch_query_where(s, q, &hosts, &w, &none);
 	if (ret == 0 && !none)
 		ret = ch_query_u64(s, &w, &n);
 	ch_sql_free(&w);
@@ -162,11 +162,6 @@ struct ch_name {
 	uint64_t host;
 	int64_t pid;
 	const char *name;
-};
-
-struct ch_names {
-	struct ch_name *v;
-	size_t n;
 };
 
 static int ch_name_cmp(const void *a, const void *b)
@@ -212,18 +207,6 @@ static const char *ch_names_find(const struct ch_names *nm, uint64_t host, int64
 	return m ? m->name : NULL;
 }
 
-/* What a select walks with: the query, its hosts, and one row's values. */
-struct ch_walk {
-	struct ch_store *s;
-	const struct store_query *q;
-	struct ch_reply hosts;
-	struct ch_reply comms;		/* host_id, pid, comm of the page's rows */
-	struct ch_names host_names, comm_names;
-	int pid;			/* common_pid's schema column, or -1 */
-	size_t *at;			/* per schema column: its reply column, 0 if not read */
-	struct store_value *vals;
-	bool *null;
-};
 
 /* The columns a row of format @fmt lacks are null (a column added later reads as 0). */
 static void ch_walk_nulls(struct ch_walk *k, int64_t fmt)
@@ -241,7 +224,7 @@ static void ch_walk_nulls(struct ch_walk *k, int64_t fmt)
 }
 
 /* Row @i of page @r as a store_row to @fn. */
-static int ch_walk_row(struct ch_walk *k, const struct ch_reply *r, size_t i,
+int ch_walk_row(struct ch_walk *k, const struct ch_reply *r, size_t i,
 		       store_row_fn fn, void *ctx, struct store_row *row)
 {
 	const struct store_schema *sc = k->q->schema;
@@ -313,6 +296,20 @@ static int ch_walk_comms(struct ch_walk *k, const struct ch_reply *r)
 	return ret ?: ch_names_of(&k->comms, 1, 2, &k->comm_names);
 }
 
+/* "SELECT" and the columns a walk reads: the fixed ones, then the schema's it reads. */
+static void ch_walk_select(const struct ch_walk *k, struct ch_sql *w)
+{
+	const struct store_schema *sc = k->q->schema;
+
+	ch_sql_raw(w, "SELECT host_id, cpu, ts, trace_ts, _tc_row, _tc_fmt");
+	for (size_t c = 0; c < sc->ncols; c++) {
+		if (!k->at[c])
+			continue;
+		ch_sql_raw(w, ", ");
+		ch_sql_ident(w, sc->cols[c].column);
+	}
+}
+
 /*
  * One page of @q after the key (@ts, @rowid) (@keyset false: from the
  * start), at most @limit rows, into @r. The key is (ts, _tc_row):
@@ -327,14 +324,8 @@ static int ch_walk_page(struct ch_walk *k, bool keyset, int64_t ts, uint64_t row
 	int ret;
 
 	ch_sql_init(&w, 0);
-	ch_sql_raw(&w, "SELECT host_id, cpu, ts, trace_ts, _tc_row, _tc_fmt");
-	for (size_t c = 0; c < q->schema->ncols; c++) {
-		if (!k->at[c])
-			continue;
-		ch_sql_raw(&w, ", ");
-		ch_sql_ident(&w, q->schema->cols[c].column);
-	}
-	ret = ch_where(k->s, q, &k->hosts, &w, none);
+	ch_walk_select(k, &w);
+	ret = ch_query_where(k->s, q, &k->hosts, &w, none);
 	if (ret == 0 && keyset) {
 		ch_sql_addf(&w, " AND (ts%s", cmp);
 		ch_sql_i64(&w, ts);
@@ -354,8 +345,38 @@ static int ch_walk_page(struct ch_walk *k, bool keyset, int64_t ts, uint64_t row
 	return ret;
 }
 
+/*
+ * One page of the tail (clickhouse_tail.c): @q's rows of commits up to
+ * @last whose _tc_row is @from or more, in _tc_row order (the order they
+ * were stored in), at most @limit, into @r, with their comms.
+ */
+int ch_walk_tail(struct ch_walk *k, uint64_t from, uint64_t last, size_t limit,
+		 struct ch_reply *r)
+{
+	const struct store_query *q = k->q;
+	bool none = false;
+	struct ch_sql w;
+	int ret;
+
+	ch_reply_free(r);
+	ch_sql_init(&w, 0);
+	ch_walk_select(k, &w);
+	ret = ch_query_where(k->s, q, &k->hosts, &w, &none);
+	ch_sql_raw(&w, " AND _tc_row >= ");
+	ch_sql_u64(&w, from);
+	ch_sql_raw(&w, " AND _tc_commit <= ");
+	ch_sql_u64(&w, last);
+	ch_sql_raw(&w, " ORDER BY _tc_row LIMIT ");
+	ch_sql_u64(&w, limit);
+	if (ret == 0 && !none)
+		ret = ch_sql_err(&w) ? ch_errf(k->s, ch_sql_err(&w), "the tail's query is too long") :
+		      ch_query(k->s, &w, r);
+	ch_sql_free(&w);
+	return ret ?: ch_walk_comms(k, r);
+}
+
 /* Which schema columns a select reads (common_pid always: the row's pid and comm). */
-static int ch_walk_init(struct ch_walk *k, struct ch_store *s, const struct store_query *q)
+int ch_walk_init(struct ch_walk *k, struct ch_store *s, const struct store_query *q)
 {
 	const struct store_schema *sc = q->schema;
 	size_t n = CH_FIXED_COLS;
@@ -374,10 +395,10 @@ static int ch_walk_init(struct ch_walk *k, struct ch_store *s, const struct stor
 		if (pid || !q->skip || !q->skip[c])
 			k->at[c] = n++;
 	}
-	return ch_hosts_names(s, &k->hosts) ?: ch_names_of(&k->hosts, -1, 1, &k->host_names);
+	return ch_query_hosts(s, &k->hosts) ?: ch_names_of(&k->hosts, -1, 1, &k->host_names);
 }
 
-static void ch_walk_free(struct ch_walk *k)
+void ch_walk_free(struct ch_walk *k)
 {
 	ch_reply_free(&k->hosts);
 	ch_reply_free(&k->comms);

@@ -33,7 +33,61 @@
 #ifndef SERVER_STORE_CLICKHOUSE_QUERY_H
 #define SERVER_STORE_CLICKHOUSE_QUERY_H
 
+#include <stdbool.h>
+
+#include "server/store/clickhouse_escape.h"
 #include "server/store/clickhouse_int.h"
+#include "server/store/clickhouse_reply.h"
+
+/*
+ * ch_query_hosts - the hosts' ids and latest names (host_id, name) into
+ * @r, for ch_query_where()'s host condition.
+ */
+int ch_query_hosts(struct ch_store *s, struct ch_reply *r);
+
+/*
+ * ch_query_where - " FROM `table` WHERE ..." of @q into @w (the WHERE
+ * above), @hosts from ch_query_hosts() when @q limits its hosts; *@none
+ * when no row can match (no host allowed, an empty window). A filter on
+ * COMM is refused (-ENOSYS, saying why).
+ */
+int ch_query_where(struct ch_store *s, const struct store_query *q,
+		   const struct ch_reply *hosts, struct ch_sql *w, bool *none);
+
+/* A name by (host, pid), sorted for bsearch() (clickhouse_query.c). */
+struct ch_name;
+
+struct ch_names {
+	struct ch_name *v;
+	size_t n;
+};
+
+/* What a select walks with: the query, its hosts, and one row's values. */
+struct ch_walk {
+	struct ch_store *s;
+	const struct store_query *q;
+	struct ch_reply hosts;
+	struct ch_reply comms;		/* host_id, pid, comm of the page's rows */
+	struct ch_names host_names, comm_names;
+	int pid;			/* common_pid's schema column, or -1 */
+	size_t *at;			/* per schema column: its reply column, 0 if not read */
+	struct store_value *vals;
+	bool *null;
+};
+
+/*
+ * ch_walk_init, ch_walk_free - what reading @q's rows takes (its columns,
+ * the hosts' names); free it after, even after a failed init.
+ * ch_walk_tail - a page of @q's rows in storage order (_tc_row from @from
+ * on, commits up to @last, at most @limit) into @r, their comms into @k.
+ * ch_walk_row - row @i of page @r to @fn, its strings valid during @fn.
+ */
+int ch_walk_init(struct ch_walk *k, struct ch_store *s, const struct store_query *q);
+void ch_walk_free(struct ch_walk *k);
+int ch_walk_tail(struct ch_walk *k, uint64_t from, uint64_t last, size_t limit,
+		 struct ch_reply *r);
+int ch_walk_row(struct ch_walk *k, const struct ch_reply *r, size_t i, store_row_fn fn,
+		void *ctx, struct store_row *row);
 
 /* ch_query_reader_ops - put count and select into @r (after ch_reader_part_ops()). */
 void ch_query_reader_ops(struct store_reader_ops *r);

@@ -96,26 +96,6 @@ static bool col_unsigned(const struct store_schema *sc, int col)
 	return col == STORE_HIST_CPU || (col >= 0 && sc->cols[col].kind == STORE_UNSIGNED);
 }
 
-static int check(const struct store_query *q, const struct store_hist *h)
-{
-	const struct hist_spec *sp = h->spec;
-
-	if (sp->nkeys < 1 || sp->nkeys > HIST_KEYS_MAX || sp->nvals > HIST_VALS_MAX ||
-	    sp->nsort < 1 || sp->nsort > HIST_SORT_MAX || sp->size < 1 || sp->size > HIST_SIZE_MAX)
-		return -EINVAL;
-	for (size_t i = 0; i < sp->nkeys; i++)
-		if (h->key_col[i] < STORE_HIST_COMM || h->key_col[i] >= (int)q->schema->ncols)
-			return -EINVAL;
-	for (size_t i = 0; i < sp->nvals; i++)
-		if (h->val_col[i] < STORE_HIST_CPU || h->val_col[i] == STORE_HIST_HOST ||
-		    h->val_col[i] >= (int)q->schema->ncols)
-			return -EINVAL;
-	for (size_t i = 0; i < sp->nsort; i++)
-		if (sp->sort[i].i >= (sp->sort[i].by == HIST_SORT_VAL ? sp->nvals : sp->nkeys))
-			return -EINVAL;
-	return 0;
-}
-
 /* The SQL of key or val column @col of the rows. */
 static void col_expr(struct sq_buf *b, const struct store_schema *sc, int col)
 {
@@ -758,7 +738,7 @@ int sq_hist_grouped(struct sq_store *s, const struct store_query *q, const struc
 	struct sq_buf b = { 0 };
 	struct sq_rows *rows = NULL;
 	sqlite3_stmt *st = NULL;
-	int ret = check(q, h) ?: register_fns(s, s->db);
+	int ret = store_hist_check(q, h) ?: register_fns(s, s->db);
 
 	if (ret == 0)
 		ret = hist_sql(s, q, h, &b, &rows);
@@ -782,7 +762,7 @@ static int sq_hist(struct store_reader *r, const struct store_query *q,
 		   struct store_hist_totals *tot)
 {
 	struct sq_store *s = sq_reader_of(r);
-	int ret = sq_reader_enter(s) ?: check(q, h) ?: register_fns(s, s->db);
+	int ret = sq_reader_enter(s) ?: store_hist_check(q, h) ?: register_fns(s, s->db);
 
 	if (ret == 0)
 		ret = sq_hist_mem(s, q, h, fn, ctx, tot);

@@ -1,11 +1,14 @@
 /*
  * store_types.c - what goes with the store's shared types (store_types.h):
- * the kinds' names, freeing a schema. Calls nothing of the store.
+ * the kinds' names, freeing a schema, checking a histogram's spec against
+ * its query. Calls nothing of the store.
  */
 #include "config.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
+#include "common/hist.h"
 #include "server/store/store_types.h"
 
 const char *store_kind_name(enum store_kind kind)
@@ -44,4 +47,24 @@ void store_schema_free(struct store_schema *sc)
 	free(sc->table);
 	free(sc->format);
 	free(sc);
+}
+
+int store_hist_check(const struct store_query *q, const struct store_hist *h)
+{
+	const struct hist_spec *sp = h->spec;
+
+	if (sp->nkeys < 1 || sp->nkeys > HIST_KEYS_MAX || sp->nvals > HIST_VALS_MAX ||
+	    sp->nsort < 1 || sp->nsort > HIST_SORT_MAX || sp->size < 1 || sp->size > HIST_SIZE_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < sp->nkeys; i++)
+		if (h->key_col[i] < STORE_HIST_COMM || h->key_col[i] >= (int)q->schema->ncols)
+			return -EINVAL;
+	for (size_t i = 0; i < sp->nvals; i++)
+		if (h->val_col[i] < STORE_HIST_CPU || h->val_col[i] == STORE_HIST_HOST ||
+		    h->val_col[i] >= (int)q->schema->ncols)
+			return -EINVAL;
+	for (size_t i = 0; i < sp->nsort; i++)
+		if (sp->sort[i].i >= (sp->sort[i].by == HIST_SORT_VAL ? sp->nvals : sp->nkeys))
+			return -EINVAL;
+	return 0;
 }

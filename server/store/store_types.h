@@ -515,6 +515,14 @@ struct store_hist_entry {
 	const uint64_t *sums;		/* per val */
 };
 
+/*
+ * store_hist_check - whether @h fits @q (its counts within common/hist.h's
+ * limits, its columns @q's schema's or the STORE_HIST_* ones a key or a
+ * value may be, its sorts naming a key or value): 0 or -EINVAL. A
+ * backend's hist calls it first.
+ */
+int store_hist_check(const struct store_query *q, const struct store_hist *h);
+
 struct store_hist_totals {
 	uint64_t hits;		/* rows in kept entries */
 	uint64_t entries;	/* kept entries (<= spec->size) */

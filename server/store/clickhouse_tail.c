@@ -1,0 +1,217 @@
+/*
+ * clickhouse_tail.c - the live tail on ClickHouse (store_tail(), traceq
+ * --follow): rows in the order they were stored, from a cursor.
+ *
+ * ClickHouse has no commit order of its own; ours is the writer's commit
+ * id (clickhouse.h). The cursor is a _tc_row: commit_id << 32 | the row's
+ * place in its commit (clickhouse_schema.c), so _tc_row order is storage
+ * order, across event types too (the place counts every row of the
+ * commit). A call reads M = max(id) of `commits` first, then each query's
+ * rows with _tc_row >= the cursor and _tc_commit <= M in _tc_row order,
+ * merges them, and says where to go on: after the last row it passed, or
+ * (M + 1) << 32 when it passed every row of commits up to M.
+ *
+ * Why no row is skipped, i.e. why no commit at or below M can become
+ * visible after a reader has gone past it: the database has one writer
+ * (clickhouse.h: two collectors must not share one), which runs its
+ * commits one after the other on one thread. A commit's rows are sent
+ * first, each INSERT acknowledged, and an acknowledged INSERT into a
+ * MergeTree is visible to every later query on the server; then, last,
+ * its row in `commits`. Commit N + 1 sends nothing before N's `commits`
+ * row is acknowledged. So when `commits` holds M, every row of every
+ * commit up to M is visible, and a commit not yet visible has an id above
+ * M, i.e. _tc_row >= (M + 1) << 32, which is where the cursor stands.
+ * Rows of a commit that did not complete have no `commits` row: they are
+ * never read (_tc_commit <= M) before the writer deletes them and stores
+ * the transaction again under a new, higher id.
+ *
+ * What this cannot promise:
+ *  - a commit whose `commits` insert lost its answer and could not be
+ *    confirmed is deleted and stored again under a new id (clickhouse.h);
+ *    a reader that saw it in between sees its rows twice (never none);
+ *  - if the collector is then restarted before its next commit, the writer
+ *    numbers from max(id) + 1 again and may reuse that id; a reader whose
+ *    cursor passed it finds the cursor past the end (reset: read from the
+ *    start) only when it looks before the reused id is committed;
+ *  - t->missed is 0: retention drops whole days of rows (clickhouse.h),
+ *    and which of them a reader had not read yet is not counted.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/tc_error.h"
+#include "server/store/clickhouse_query.h"
+#include "server/store/clickhouse_tail.h"
+#include "server/store/clickhouse_util.h"
+
+#define CHT_PAGE_ROWS	4096	/* rows of each query read with one query */
+
+/* One query's walk and its current page. */
+struct cht_q {
+	struct ch_walk k;
+	struct ch_reply page;
+	size_t at;		/* the next row of the page to pass */
+	bool full;		/* the page holds as many rows as were asked for */
+};
+
+/* The _tc_row of row @i of @p (UINT64_MAX: none, or unreadable). */
+static uint64_t cht_row(const struct ch_reply *p, size_t i)
+{
+	uint64_t v;
+
+	return i < p->nrows && ch_reply_u64(p, i, 4, &v) == 0 ? v : UINT64_MAX;
+}
+
+/* What store_tail_fn needs from a store_row_fn: the query's index. */
+struct cht_fwd {
+	store_tail_fn fn;
+	void *ctx;
+	size_t i;
+};
+
+static int cht_fwd_row(void *ctx, const struct store_row *row)
+{
+	struct cht_fwd *f = ctx;
+
+	return f->fn(f->ctx, f->i, row);
+}
+
+/* Where a call without a cursor starts: at @end, or at the start when a window has a from. */
+static uint64_t cht_start(const struct store_query *const *qs, size_t nq, uint64_t end)
+{
+	for (size_t i = 0; i < nq; i++)
+		if (qs[i]->win && qs[i]->win->from_ts != INT64_MIN)
+			return 0;	/* the window's ts bound prunes the rest */
+	return end;
+}
+
+/*
+ * Pass the pages' rows up to _tc_row @upto in storage order (a row that two
+ * queries both matched, once), at most @cap (0: no limit); *@last is the
+ * _tc_row of the last one passed.
+ */
+static int cht_merge(struct cht_q *tq, size_t nq, uint64_t upto, size_t cap,
+		     store_tail_fn fn, void *ctx, size_t *rows, uint64_t *last)
+{
+	int ret = 0;
+
+	while (ret == 0 && (!cap || *rows < cap)) {
+		size_t best = nq;
+		uint64_t min = UINT64_MAX, r;
+
+		for (size_t i = 0; i < nq; i++) {
+			r = cht_row(&tq[i].page, tq[i].at);
+			if (r <= upto && r < min) {
+				min = r;
+				best = i;
+			}
+		}
+		if (best == nq)
+			break;
+		if (*rows && min == *last) {	/* the same row through another query */
+			tq[best].at++;
+			continue;
+		}
+		struct cht_fwd f = { .fn = fn, .ctx = ctx, .i = best };
+		struct store_row row = { 0 };
+
+		ret = ch_walk_row(&tq[best].k, &tq[best].page, tq[best].at++, cht_fwd_row, &f,
+				  &row);
+		*last = min;
+		(*rows)++;
+	}
+	return ret;
+}
+
+/* Whether a page still holds a row not passed, or more may follow it. */
+static bool cht_left(const struct cht_q *tq, size_t nq)
+{
+	for (size_t i = 0; i < nq; i++)
+		if (tq[i].full || tq[i].at < tq[i].page.nrows)
+			return true;
+	return false;
+}
+
+static int ch_tail(struct store_reader *rd, const struct store_query *const *qs, size_t nq,
+		   struct store_tail *t, store_tail_fn fn, void *ctx)
+{
+	struct ch_store *s = ch_reader_of(rd);
+	struct cht_q *tq = calloc(nq + 1, sizeof(*tq));
+	uint64_t last_commit = 0, end, from, last = 0;
+	size_t rows = 0, seen = 0;
+	struct ch_sql lq;
+	int ret = tq ? 0 : -ENOMEM;
+
+	t->missed = 0;
+	t->reset = t->more = false;
+	ch_sql_init(&lq, 0);
+	ch_sql_raw(&lq, "SELECT max(id) FROM commits");
+	ret = ret ?: ch_query_u64(s, &lq, &last_commit);
+	ch_sql_free(&lq);
+	if (ret == 0 && last_commit >= UINT32_MAX)
+		ret = ch_errf(s, TC_ERR_DB, "commit id %llu: past the tail's cursor",
+			      (unsigned long long)last_commit);
+	end = (last_commit + 1) << 32;
+	from = t->from;
+	if (from > end) {
+		t->reset = true;	/* another database, or emptied: its start */
+		from = 0;
+	} else if (from == 0) {
+		from = cht_start(qs, nq, end);
+	}
+	t->next = from ? from : 1;
+	for (size_t i = 0; ret == 0 && i < nq; i++)
+		ret = ch_walk_init(&tq[i].k, s, qs[i]);
+	while (ret == 0 && from < end) {
+		size_t want = CHT_PAGE_ROWS, before = rows;
+		uint64_t upto = UINT64_MAX;
+
+		if (t->max_rows && t->max_rows - rows < want)
+			want = t->max_rows - rows;
+		for (size_t i = 0; ret == 0 && i < nq; i++) {
+			ret = ch_walk_tail(&tq[i].k, from, last_commit, want, &tq[i].page);
+			tq[i].at = 0;
+			tq[i].full = tq[i].page.nrows == want;
+			seen += tq[i].page.nrows;
+			if (ret == 0 && tq[i].full && cht_row(&tq[i].page, want - 1) < upto)
+				upto = cht_row(&tq[i].page, want - 1);
+		}
+		if (ret == 0)
+			ret = cht_merge(tq, nq, upto, t->max_rows, fn, ctx, &rows, &last);
+		if (ret < 0 || (t->max_rows && rows >= t->max_rows)) {
+			t->more = ret == 0 && cht_left(tq, nq);
+			t->next = rows > before ? last + 1 : from;
+			if (ret == 0 && !t->more)
+				t->next = end;
+			break;
+		}
+		if (upto == UINT64_MAX) {
+			t->next = end;	/* every row of commits up to last_commit */
+			break;
+		}
+		from = upto + 1;
+		t->next = from;
+		if (t->max_scan && seen >= t->max_scan) {
+			t->more = true;
+			break;
+		}
+	}
+	if (ret == 0 && from >= end && !t->more)
+		t->next = end;
+	for (size_t i = 0; tq && i < nq; i++) {
+		ch_walk_free(&tq[i].k);
+		ch_reply_free(&tq[i].page);
+	}
+	free(tq);
+	return ret;
+}
+
+void ch_tail_reader_ops(struct store_reader_ops *r)
+{
+	r->tail = ch_tail;
+}
