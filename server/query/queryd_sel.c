@@ -25,8 +25,11 @@
  * order, the type key being the store's type_id; a page ends with that
  * triple (last_ts, last_type, last_id) and the next request resumes after
  * it. Each type has a keyset cursor and a buffer of at most QSEL_CHUNK
- * rows (fewer when many types are selected), already encoded; the page is
- * a k-way merge of the buffers, refilling one when it empties. A type's
+ * rows at first (fewer when many types are selected), already encoded;
+ * the page is a k-way merge of the buffers, refilling one when it empties
+ * (a type refilled again and again reads more at a time, all buffers
+ * together at most QSEL_BUFFERED_MAX rows, and none more than the page
+ * still needs). A type's
  * cursor for a resumed page follows from the triple: types before the
  * last one resume after all rows of last_ts, the last one after its row,
  * the later ones at last_ts itself. --reverse walks the same order
@@ -48,8 +51,10 @@
 #include "proto/symbols.h"
 #include "server/query/queryd_sel.h"
 
-#define QSEL_CHUNK		512	/* rows a type's buffer holds at most */
-#define QSEL_BUFFERED		8192	/* rows all buffers hold, about */
+#define QSEL_CHUNK		512	/* rows a type's buffer holds at first, at most */
+#define QSEL_BUFFERED		8192	/* rows all buffers hold at first, about */
+#define QSEL_CHUNK_MAX		4096	/* a type read fill after fill grows to this */
+#define QSEL_BUFFERED_MAX	16384	/* while all buffers' room stays below this */
 #define QSEL_MAX_SYMCOLS	4
 #define QSEL_SYM_MAX		(PROTO_SYM_MAX_NAME + 24)
 #define QSEL_MAX_DISC		(1u << 20)	/* types --events and --fields go through */
@@ -95,6 +100,8 @@ struct qsel_type {
 	struct qmsg_writer *buf;
 	struct qsel_brow *rows;
 	size_t nrows, next;
+	size_t chunk;			/* rows its next fill asks for at most */
+	size_t cap;			/* rows @rows has room for */
 	bool exhausted;
 };
 
@@ -964,6 +971,14 @@ static int fill(struct store_reader *st, struct qsel_type *t, size_t chunk)
 	struct fill_ctx f = { .st = st, .t = t };
 	int ret;
 
+	if (chunk > t->cap) {
+		struct qsel_brow *rows = realloc(t->rows, chunk * sizeof(*rows));
+
+		if (!rows)
+			return -ENOMEM;
+		t->rows = rows;
+		t->cap = chunk;
+	}
 	qmsg_body_reset(t->buf);
 	t->nrows = t->next = 0;
 	t->read.limit = chunk;
@@ -1067,6 +1082,7 @@ static int merge_init(struct qsel *c, const struct qmsg_request *r, size_t chunk
 		struct qsel_type *t = &c->t[i];
 
 		cursor_init(t, r);
+		t->chunk = t->cap = chunk;
 		t->rows = calloc(chunk, sizeof(*t->rows));
 		ret = t->rows ? qmsg_reply_begin(&t->buf, NULL, (uint32_t)t->ncols, t->cols) :
 				-ENOMEM;
@@ -1074,10 +1090,29 @@ static int merge_init(struct qsel *c, const struct qmsg_request *r, size_t chunk
 	return ret ? ret : begin_types(c, qmsg_reply_begin_types, w);
 }
 
+/*
+ * The rows @t's next fill asks for: its chunk, doubled when its last fill
+ * came full and was all taken (a type read fill after fill: fewer, larger
+ * reads) while the room of all buffers (*@room) stays below
+ * QSEL_BUFFERED_MAX; never more than the page still needs, one more to
+ * tell whether more follow (what a page leaves unsent is read again).
+ */
+static size_t fill_size(struct qsel_type *t, size_t *room, uint32_t limit, uint32_t sent)
+{
+	size_t grow = t->chunk * 2 > QSEL_CHUNK_MAX ? QSEL_CHUNK_MAX : t->chunk * 2;
+
+	if (t->nrows == t->chunk && grow > t->chunk &&
+	    *room - t->chunk + grow <= QSEL_BUFFERED_MAX) {
+		*room = *room - t->chunk + grow;
+		t->chunk = grow;
+	}
+	return (size_t)(limit - sent) + 1 < t->chunk ? (size_t)(limit - sent) + 1 : t->chunk;
+}
+
 static int select_merge(struct store_reader *st, const struct qmsg_request *r, struct qsel *c,
 			uint32_t limit, struct qmsg_writer **out, struct qsel_page *pg)
 {
-	size_t chunk = QSEL_BUFFERED / c->n;
+	size_t chunk = QSEL_BUFFERED / c->n, room;
 	struct qmsg_writer *w = NULL;
 	int ret;
 
@@ -1085,6 +1120,7 @@ static int select_merge(struct store_reader *st, const struct qmsg_request *r, s
 	if (chunk > (size_t)limit + 1)
 		chunk = (size_t)limit + 1;
 	ret = merge_init(c, r, chunk, &w);
+	room = chunk * c->n;
 	while (ret == 0) {
 		struct qsel_type *best = NULL;
 
@@ -1092,7 +1128,7 @@ static int select_merge(struct store_reader *st, const struct qmsg_request *r, s
 			struct qsel_type *t = &c->t[i];
 
 			if (t->next == t->nrows && !t->exhausted)
-				ret = fill(st, t, chunk);
+				ret = fill(st, t, fill_size(t, &room, limit, qmsg_reply_rows(w)));
 			if (ret == 0 && t->next < t->nrows && (!best || before(t, best, r->reverse)))
 				best = t;
 		}

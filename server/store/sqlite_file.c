@@ -207,6 +207,7 @@ static int sq_follow_reader(struct sq_store *q)
 	if (!now.set || (q->shm_id.set && sq_side_path(q, "-shm", side, sizeof(side)) &&
 			 sq_file_id(side, &shm) == 0 && sq_file_same(&shm, &q->shm_id)))
 		return sq_errf(q, TC_ERR_DB, SQ_GONE SQ_READER_WAITS, q->path);
+	sq_cache_free(q);	/* statements of the old file: none is out between ops */
 	q->db = NULL;
 	q->prog_find = q->sym_find = NULL;
 	ret = sq_connect(q);

@@ -4,9 +4,13 @@
  * every row: the comms join was a B-tree search per row, a fifth of the
  * collector's time printing a long answer, for a handful of distinct
  * tasks. A connection keeps one cache; what it holds counts for one read
- * (a page, a tail's pass: a generation each), so a comm learned meanwhile
- * shows from the next page on, as the join did. sq_row_names() gives a
- * row read into a struct sq_rowbuf its pid, host name and comm.
+ * (a statement, a tail's pass: a generation each), so a comm learned
+ * meanwhile shows from the next read on, as the join did; a read that
+ * follows one without another connection's commit between them (PRAGMA
+ * data_version) keeps the generation: nothing it holds can have changed.
+ * A select of many types reads each a few hundred rows at a time, and
+ * started over each time. sq_row_names() gives a row read into a struct
+ * sq_rowbuf its pid, host name and comm.
  */
 #include "config.h"
 
@@ -34,6 +38,8 @@ struct sq_comm_slot {
 struct sq_names {
 	struct sq_store *s;		/* its connection: statements from its cache */
 	uint64_t gen;			/* of the current read; a slot of another is empty */
+	sqlite3 *db;			/* the connection @version was read on */
+	int64_t version;		/* its PRAGMA data_version then */
 	struct sq_comm_slot comm[SQ_COMM_SLOTS];
 	struct {
 		uint64_t id;
@@ -43,12 +49,37 @@ struct sq_names {
 	char *spill;			/* a comm too long to keep, for the current row */
 };
 
+/*
+ * Whether no other connection committed since @n's last read on this
+ * connection (a reopened one is another: the old lived while it opened).
+ */
+static bool sq_names_same(struct sq_names *n)
+{
+	sqlite3_stmt *st;
+	bool same = false;
+
+	if (sq_prepare_cached(n->s, "PRAGMA data_version", &st) < 0)
+		return false;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		int64_t v = sqlite3_column_int64(st, 0);
+
+		same = n->db == n->s->db && v == n->version;
+		n->db = n->s->db;
+		n->version = v;
+	} else {
+		n->db = NULL;
+	}
+	sq_release(n->s, st);
+	return same;
+}
+
 int sq_names_new(struct sq_store *s, struct sq_names **out)
 {
 	if (!s->names && !(s->names = calloc(1, sizeof(*s->names))))
 		return -ENOMEM;
 	s->names->s = s;
-	s->names->gen++;
+	if (!sq_names_same(s->names) || !s->names->gen)
+		s->names->gen++;
 	*out = s->names;
 	return 0;
 }

@@ -678,8 +678,8 @@ static int sq_schema_cols(struct sq_store *s, int64_t type_id, struct store_sche
 {
 	sqlite3_stmt *st;
 	size_t cap = 0;
-	int ret = sq_prepare(s, "SELECT name, col, kind FROM event_fields WHERE type_id = ?"
-				" ORDER BY ordinal", &st);
+	int ret = sq_prepare_cached(s, "SELECT name, col, kind FROM event_fields WHERE type_id = ?"
+				       " ORDER BY ordinal", &st);
 
 	if (ret < 0)
 		return ret;
@@ -703,7 +703,7 @@ static int sq_schema_cols(struct sq_store *s, int64_t type_id, struct store_sche
 		if (!c->name || !c->column)
 			ret = -ENOMEM;
 	}
-	sqlite3_finalize(st);
+	sq_release(s, st);
 	return ret;
 }
 
@@ -712,8 +712,8 @@ static int sq_fmt_fields(struct sq_store *s, const struct store_schema *sc, stru
 {
 	sqlite3_stmt *st;
 	size_t cap = 0;
-	int ret = sq_prepare(s, "SELECT col, type FROM format_fields WHERE format_id = ?"
-				" ORDER BY ordinal", &st);
+	int ret = sq_prepare_cached(s, "SELECT col, type FROM format_fields WHERE format_id = ?"
+				       " ORDER BY ordinal", &st);
 
 	if (ret < 0)
 		return ret;
@@ -746,7 +746,7 @@ static int sq_fmt_fields(struct sq_store *s, const struct store_schema *sc, stru
 		if (!f->types[f->ncols++])
 			ret = -ENOMEM;
 	}
-	sqlite3_finalize(st);
+	sq_release(s, st);
 	return ret;
 }
 
@@ -755,8 +755,8 @@ static int sq_fmt_hosts(struct sq_store *s, struct store_fmt *f)
 {
 	sqlite3_stmt *st;
 	size_t cap = 0;
-	int ret = sq_prepare(s, "SELECT DISTINCT host_id FROM host_formats WHERE format_id = ?"
-				" ORDER BY host_id", &st);
+	int ret = sq_prepare_cached(s, "SELECT DISTINCT host_id FROM host_formats"
+				       " WHERE format_id = ? ORDER BY host_id", &st);
 
 	if (ret < 0)
 		return ret;
@@ -775,7 +775,7 @@ static int sq_fmt_hosts(struct sq_store *s, struct store_fmt *f)
 		}
 		f->host_ids[f->nhosts++] = (uint64_t)sqlite3_column_int64(st, 0);
 	}
-	sqlite3_finalize(st);
+	sq_release(s, st);
 	return ret;
 }
 
@@ -784,7 +784,8 @@ static int sq_schema_fmts(struct sq_store *s, struct store_schema *sc)
 {
 	sqlite3_stmt *st;
 	size_t cap = 0;
-	int ret = sq_prepare(s, "SELECT id, text FROM formats WHERE type_id = ? ORDER BY id", &st);
+	int ret = sq_prepare_cached(s, "SELECT id, text FROM formats WHERE type_id = ? ORDER BY id",
+				   &st);
 
 	if (ret < 0)
 		return ret;
@@ -807,7 +808,7 @@ static int sq_schema_fmts(struct sq_store *s, struct store_schema *sc)
 		f->text = sq_dup_col(st, 1);
 		ret = f->text ? 0 : -ENOMEM;
 	}
-	sqlite3_finalize(st);
+	sq_release(s, st);
 	/* hosts only tell formats apart: a type of one format (the usual) reads none */
 	for (size_t i = 0; ret == 0 && i < sc->nfmts; i++)
 		ret = sq_fmt_fields(s, sc, &sc->fmts[i]) ?:
@@ -866,9 +867,9 @@ int sq_schema_find(struct sq_store *s, const char *system, const char *event,
 		   struct store_schema **out)
 {
 	sqlite3_stmt *st;
-	int ret = sq_prepare(s, "SELECT id, system, name, table_name, format FROM event_types"
-				" WHERE name = ?1 AND (?2 IS NULL OR system = ?2) ORDER BY system",
-			     &st);
+	int ret = sq_prepare_cached(s, "SELECT id, system, name, table_name, format"
+				       " FROM event_types WHERE name = ?1 AND (?2 IS NULL OR"
+				       " system = ?2) ORDER BY system", &st);
 
 	if (ret < 0)
 		return ret;
@@ -886,7 +887,7 @@ int sq_schema_find(struct sq_store *s, const char *system, const char *event,
 			ret = sq_ambiguous(s, st, event);
 		}
 	}
-	sqlite3_finalize(st);
+	sq_release(s, st);
 	return ret;
 }
 
