@@ -91,7 +91,7 @@
  *                        printk formats, usage, retention     (writer)
  *   clickhouse_schema.c  event tables, columns, formats, insert;
  *                        schemas                              (both)
- *   clickhouse_reader.c  hosts, stats, drops, host_find ... (reader)
+ *   clickhouse_reader.c  hosts, stats, drops, host_find, printk ... (reader)
  *   clickhouse_txn.c     commit ids, commit, rollback, cleanup (writer)
  *   clickhouse_util.c    errors, statements, RowBinary, batches, ids
  *   clickhouse_http.c    libcurl: statements, queries, INSERT bodies
