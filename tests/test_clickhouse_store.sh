@@ -133,6 +133,17 @@ tc_start_agent agent2 -e sched:sched_switch --duration 6 --name ch-host2 --no-us
 	--instance "tc-chs-$$-b"
 sleep 2.5
 kill -9 "$collector_pid"; wait "$collector_pid" 2>/dev/null
+# commit ids are never reused: every id a row carries is reserved in commit_ids
+# (even one a kill left without a commits row), and the restart numbers above it
+pre_last=$(ch_sql "SELECT max(id) FROM tc.commits")
+used=$(ch_sql "SELECT max(_tc_commit) FROM merge('tc', '^ev_')")
+for t in cpu_counts drops freed stream_marks journal_marks; do
+	u=$(ch_sql "SELECT max(_tc_commit) FROM tc.$t")
+	[ "${u:-0}" -gt "${used:-0}" ] && used=$u
+done
+hw=$(ch_sql "SELECT max(hw) FROM tc.commit_ids")
+check "every commit id a row carries is reserved ($used <= $hw)" \
+	'[ -n "$hw" ] && [ "$used" -le "$hw" ]'
 start_collector --listen "$listen"	# the same port: the agent reconnects and resends
 wait "$agent"; agent_rc=$?; agent=
 check "agent 2 exits 0 across the collector's kill -9" '[ "$agent_rc" = 0 ] || cat "$tmp/agent2.err"'
@@ -144,6 +155,14 @@ check "after the collector's kill -9: stored ($((stored - before))) == shipped (
 distinct=$(ch_distinct)
 check "after the collector's kill -9: no event twice ($distinct == $stored)" \
 	'[ "$distinct" = "$stored" ]'
+first_new=$(ch_sql "SELECT min(id) FROM tc.commits WHERE id > $pre_last")
+check "the restarted collector numbers above every id used before ($first_new > $used)" \
+	'[ -n "$first_new" ] && [ "$first_new" -gt "$used" ]'
+dup_ids=$(ch_sql "SELECT count() - uniqExact(id) FROM tc.commits")
+not_up=$(ch_sql "SELECT arrayExists((a, b) -> b <= a, arrayPopBack(s), arrayPopFront(s))
+	FROM (SELECT arraySort((i, t) -> t, groupArray(id), groupArray(ts)) AS s FROM tc.commits)")
+check "commit ids: none twice ($dup_ids), increasing in commit order (a drop: $not_up)" \
+	'[ "$dup_ids" = 0 ] && [ "$not_up" = 0 ]'
 
 # kill -9 of ClickHouse while an agent streams, then start it again
 before=$stored

@@ -53,7 +53,13 @@
  *    died after writing it), the writer asks whether the row is there;
  *    if it cannot tell, the commit fails and its rows, that row too,
  *    are deleted before the next begin, and the ingest worker stores
- *    the transaction again from the journal (ingest.c) with a new id.
+ *    the transaction again from the journal (ingest.c) with a new id;
+ *  - an id is never used twice, not even after a restart that follows a
+ *    deleted commit: before a row carries a commit id, the id is reserved
+ *    by an acknowledged row in `commit_ids` (hw >= id, blocks of ids),
+ *    a table nothing deletes from; a writer opens numbering above max(hw)
+ *    and max(id) of `commits`. That needs no mutation to be done (18.16
+ *    runs DELETE asynchronously) nor any deleted row to be seen.
  * Every event thus ends up stored once, on a plain MergeTree with no
  * ZooKeeper. What this cannot promise: readers may see a failed commit's
  * rows until the writer is back and has deleted them (the events of one
@@ -85,7 +91,7 @@
  *                        printk formats, usage, retention     (writer)
  *   clickhouse_schema.c  event tables, columns, formats, insert;
  *                        schemas                              (both)
- *   clickhouse_reader.c  hosts, stats, drops, host_find ... (reader)
+ *   clickhouse_reader.c  hosts, stats, drops, host_find, printk ... (reader)
  *   clickhouse_txn.c     commit ids, commit, rollback, cleanup (writer)
  *   clickhouse_util.c    errors, statements, RowBinary, batches, ids
  *   clickhouse_http.c    libcurl: statements, queries, INSERT bodies

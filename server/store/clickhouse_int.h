@@ -132,6 +132,7 @@ struct ch_store {
 	size_t nboots, boots_cap;
 	uint64_t last_ok;	/* the last commit that completed */
 	uint64_t commit_id;	/* the open transaction's (> last_ok) */
+	uint64_t reserved;	/* the highest id acknowledged in commit_ids */
 	uint64_t row_seq;	/* rows of it so far (_tc_row) */
 	bool in_txn;
 	bool sent;		/* rows of the open transaction went to the server */

@@ -274,6 +274,50 @@ static int ch_tgids_list(struct store_reader *rd, uint64_t host_id, int32_t afte
 	return ret;
 }
 
+/*
+ * The table of the boot whose formats came last at or before @ts; before
+ * any, the host's first boot's (sqlite_printk.c's choice). Rows of a
+ * ReplacingMergeTree may be there twice until merged: one per address.
+ */
+static int ch_printk_list(struct store_reader *rd, uint64_t host_id, int64_t ts, uint32_t max,
+			  int (*fn)(void *ctx, uint64_t addr, const char *fmt), void *ctx)
+{
+	struct ch_store *s = ch_reader_of(rd);
+	struct ch_reply r;
+	struct ch_sql q;
+	int ret;
+
+	ch_sql_init(&q, 0);
+	ch_sql_addf(&q, "SELECT boot_id FROM printk_formats WHERE host_id = %llu ORDER BY"
+		    " since <= %lld DESC, if(since <= %lld, since, -since) DESC LIMIT 1",
+		    (unsigned long long)host_id, (long long)ts, (long long)ts);
+	ret = ch_query(s, &q, &r);
+	if (ret == 0 && r.nrows == 0) {
+		ch_reply_free(&r);
+		ch_sql_free(&q);
+		return 0;
+	}
+	if (ret == 0) {
+		ch_sql_reset(&q);
+		ch_sql_addf(&q, "SELECT addr, any(fmt) FROM printk_formats WHERE host_id = %llu"
+			    " AND boot_id = ", (unsigned long long)host_id);
+		ch_sql_cstr(&q, ch_reply_cell(&r, 0, 0));
+		ch_sql_addf(&q, " GROUP BY addr ORDER BY addr LIMIT %u", max);
+		ch_reply_free(&r);
+		ret = ch_query(s, &q, &r);
+	}
+	ch_sql_free(&q);
+	for (size_t i = 0; ret == 0 && i < r.nrows; i++) {
+		uint64_t addr = 0;
+
+		ch_reply_u64(&r, i, 0, &addr);
+		ret = fn(ctx, addr, ch_reply_cell(&r, i, 1));
+	}
+	if (ret == 0 || r.nrows)
+		ch_reply_free(&r);
+	return ret;
+}
+
 /* ---- not yet on ClickHouse: each says so ---- */
 
 static int ch_not_yet(struct store_reader *rd, const char *what)
@@ -288,12 +332,6 @@ static int ch_symbol_name(struct store_reader *r, uint64_t host_id, int32_t pid,
 	return ch_not_yet(r, "naming a symbol");
 }
 
-static int ch_printk_list(struct store_reader *r, uint64_t host_id, int64_t ts, uint32_t max,
-			  int (*fn)(void *ctx, uint64_t addr, const char *fmt), void *ctx)
-{
-	(void)host_id; (void)ts; (void)max; (void)fn; (void)ctx;
-	return ch_not_yet(r, "the printk formats");
-}
 
 static int ch_select(struct store_reader *r, const struct store_query *q, store_row_fn fn,
 		     void *ctx)

@@ -505,7 +505,7 @@ static int ch_insert(struct store_writer *w, struct store_type *ty, const struct
 	ret = ch_counted_done(s, &ty->batch);
 	if (ret == 0 && b->len >= CH_TYPE_FLUSH_BYTES && s->in_txn) {
 		s->sent = true;
-		ret = ch_batch_send(s, &ty->batch);
+		ret = ch_reserve_id(s) ?: ch_batch_send(s, &ty->batch);
 	}
 	if (ret < 0)
 		s->failed = ret;

@@ -23,16 +23,16 @@
  * M, i.e. _tc_row >= (M + 1) << 32, which is where the cursor stands.
  * Rows of a commit that did not complete have no `commits` row: they are
  * never read (_tc_commit <= M) before the writer deletes them and stores
- * the transaction again under a new, higher id.
+ * the transaction again under a new, higher id. Ids are never reused,
+ * across a restart of the collector too (clickhouse_txn.c: each is
+ * reserved in commit_ids before a row carries it, and a writer numbers
+ * above every reserved id), so a cursor past a deleted commit's id is
+ * never past a later commit's rows.
  *
  * What this cannot promise:
  *  - a commit whose `commits` insert lost its answer and could not be
  *    confirmed is deleted and stored again under a new id (clickhouse.h);
  *    a reader that saw it in between sees its rows twice (never none);
- *  - if the collector is then restarted before its next commit, the writer
- *    numbers from max(id) + 1 again and may reuse that id; a reader whose
- *    cursor passed it finds the cursor past the end (reset: read from the
- *    start) only when it looks before the reused id is committed;
  *  - t->missed is 0: retention drops whole days of rows (clickhouse.h),
  *    and which of them a reader had not read yet is not counted.
  */

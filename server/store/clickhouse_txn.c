@@ -8,6 +8,20 @@
  * row of `commits` belong to no completed commit: they are deleted
  * (ALTER TABLE ... DELETE, waited for) before the writer stores again, at
  * open and at the begin after a failure.
+ *
+ * Commit ids are never reused. Before a commit sends its first row that
+ * carries _tc_commit, its id is reserved: a row in commit_ids with hw >= it,
+ * acknowledged (ids go in blocks of CH_ID_BLOCK, one row a block). Nothing
+ * deletes from commit_ids, and an acknowledged INSERT into a MergeTree stays
+ * (the same ground the commits row stands on). So every _tc_commit ever
+ * sent, by this process or an earlier one on the database, is <= max(hw),
+ * whatever became of its rows: deleted by a mutation done or not yet done
+ * (18.16 runs ALTER ... DELETE asynchronously), or never confirmed.
+ * ch_txn_recover() starts above max(hw) and max(id) of commits (the latter
+ * for a database from before commit_ids), so a restarted writer never
+ * numbers a commit with an id a --follow cursor may have passed
+ * (clickhouse_tail.c). An id lost with a block at a restart is a gap, which
+ * readers take as they take a rolled-back commit's.
  */
 #include "config.h"
 
@@ -25,6 +39,7 @@
 #include "server/store/clickhouse_util.h"
 
 #define CH_MUTATION_WAIT_MS	120000	/* deletions of a failed commit, at most */
+#define CH_ID_BLOCK		1024	/* commit ids reserved by one row of commit_ids */
 
 static const char *const ch_counted_tables[] = {
 	"cpu_counts", "drops", "freed", "stream_marks", "journal_marks",
@@ -101,10 +116,14 @@ int ch_txn_recover(struct ch_store *s)
 	ch_sql_init(&q, 0);
 	ch_sql_raw(&q, "SELECT max(id) FROM commits");
 	ret = ch_query_u64(s, &q, &s->last_ok);
+	ch_sql_reset(&q);
+	ch_sql_raw(&q, "SELECT max(hw) FROM commit_ids");
+	ret = ret ?: ch_query_u64(s, &q, &s->reserved);
 	ch_sql_free(&q);
 	if (ret < 0)
 		return ret;
-	s->commit_id = s->last_ok + 1;
+	/* above every id ever reserved: never one whose rows were deleted */
+	s->commit_id = (s->reserved > s->last_ok ? s->reserved : s->last_ok) + 1;
 	ret = ch_clean(s);
 	if (ret == 0)
 		s->dirty = false;
@@ -175,6 +194,31 @@ static int ch_commit_row(struct ch_store *s)
 	return ret;
 }
 
+/*
+ * The open commit's id reserved in commit_ids before any row carries it.
+ * A lost answer leaves s->reserved as it was: the next try writes the row
+ * again (a second row with the same hw is harmless; only max(hw) counts).
+ */
+int ch_reserve_id(struct ch_store *s)
+{
+	uint64_t hw = s->commit_id + CH_ID_BLOCK - 1;
+	struct ch_sql q;
+	int ret;
+
+	if (s->commit_id <= s->reserved)
+		return 0;
+	ch_sql_init(&q, 0);
+	ch_sql_addf(&q, "INSERT INTO commit_ids (hw, ts, collector) VALUES (%llu, %lld, ",
+		    (unsigned long long)hw, (long long)ch_now_ns());
+	ch_sql_cstr(&q, s->collector);
+	ch_sql_raw(&q, ")");
+	ret = ch_exec(s, &q);
+	ch_sql_free(&q);
+	if (ret == 0)
+		s->reserved = hw;
+	return ret;
+}
+
 /* Send everything the transaction holds, facts first, the commit's row last. */
 static int ch_send_all(struct ch_store *s)
 {
@@ -182,6 +226,7 @@ static int ch_send_all(struct ch_store *s)
 
 	for (int i = 0; i < CH_FIRST_COUNTED && !ret; i++)
 		ret = ch_batch_send(s, &s->fixed[i]);
+	ret = ret ?: ch_reserve_id(s);
 	for (struct store_type *t = s->types; t && !ret; t = t->next) {
 		s->sent |= t->batch.nrows > 0;
 		ret = ch_batch_send(s, &t->batch);

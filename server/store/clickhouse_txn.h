@@ -15,6 +15,8 @@
  * deletions. Return: 0; TC_ERR_DB.
  */
 int ch_txn_recover(struct ch_store *s);
+/* The open commit's id reserved in commit_ids: before any row carries it. */
+int ch_reserve_id(struct ch_store *s);
 
 /* The writer ops. */
 int ch_begin(struct store_writer *w);
