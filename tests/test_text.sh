@@ -126,6 +126,11 @@ check "at most 0.1% of the lines with a pid our cmdlines did not name ($(val com
 # tasks; none without it).
 check "at most 0.1% of the lines with a pid trace-cmd and we name differently ($(val comm_other))" \
 	'[ $(( $(val comm_other) * 1000 )) -le "$(val matched)" ]'
+# Lines whose pid the peer could not name (<...>) and we did are not ours
+# to bound: an exec'd short-lived task (ls from sh) that trace-cmd's saved
+# cmdlines missed, 16 of 3745 lines once under ASan, which the check above
+# used to count as named differently.
+echo "lines only we named: $(val peer_unknown)"
 check "at most 1% of the events seen by only one side" \
 	'[ $(( ($(val a_only) + $(val b_only)) * 100 )) -le "$(val matched)" ]'
 # rcu_utilization prints "%s" of a const char *: a tracepoint_string whose

@@ -17,11 +17,12 @@
 # on each side (the instances start and stop apart), not a difference.
 # nolat=1 compares the lines with their latency flags made dots.
 # Prints "matched=N identical=N ts_only=N exit_state=N comm_unknown=N
-# comm_other=N differ=N a_only=N b_only=N tick=N" (exit_state: the lines
+# comm_other=N peer_unknown=N differ=N a_only=N b_only=N tick=N" (exit_state: the lines
 # differ only in an exiting task's prev_state, Z or X; tick: only in
 # timer_expire_entry's now, the jiffies; comm_other: only in the
-# COMM, B's not <...>; comm_unknown: B's COMM is <...>, the
-# rest of the line A's) and,
+# COMM, neither <...>; comm_unknown: B's COMM is <...>, the
+# rest of the line A's; peer_unknown: A's COMM is <...> and B names the
+# pid, the rest the same) and,
 # for up to `show` differing pairs, both lines; only events inside the
 # time span both listings cover are counted as unmatched.
 function parse(line, f,    m, head, rest, i, j, tok) {
@@ -122,6 +123,9 @@ END {
 				else if (txt[2, k, j] ~ /^ *<\.\.\.>-/ &&
 					 commless(txt[1, k, i]) == commless(txt[2, k, j]))
 					comm_unknown++
+				else if (txt[1, k, i] ~ /^ *<\.\.\.>-/ &&
+					 commless(txt[1, k, i]) == commless(txt[2, k, j]))
+					peer_unknown++
 				else if (commless(txt[1, k, i]) == commless(txt[2, k, j]))
 					comm_other++
 				else if (i == 1 || j == 1 || i == cnt[1, k] || j == cnt[2, k]) {
@@ -149,7 +153,7 @@ END {
 	}
 	for (e in differ_in)
 		printf("differ in %s: %d\n", e, differ_in[e])
-	printf("matched=%d identical=%d ts_only=%d exit_state=%d comm_unknown=%d comm_other=%d differ=%d a_only=%d b_only=%d tick=%d\n",
-	       matched, identical, ts_only, exit_state, comm_unknown, comm_other, differ, a_only,
-	       b_only, tick)
+	printf("matched=%d identical=%d ts_only=%d exit_state=%d comm_unknown=%d comm_other=%d peer_unknown=%d differ=%d a_only=%d b_only=%d tick=%d\n",
+	       matched, identical, ts_only, exit_state, comm_unknown, comm_other, peer_unknown,
+	       differ, a_only, b_only, tick)
 }
