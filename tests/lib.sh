@@ -307,6 +307,11 @@ tc_have_clickhouse() {
 	tc_ch_server=$(command -v clickhouse-server || echo /usr/sbin/clickhouse-server)
 	[ -x "$tc_ch_server" ] && command -v clickhouse-client > /dev/null
 }
+# tc_need_clickhouse: skip the test (one line, why) without clickhouse-server
+tc_need_clickhouse() {
+	tc_have_clickhouse ||
+		skip "clickhouse-server is not installed (apt-get install clickhouse-server clickhouse-client; ./setup deps)"
+}
 tc_have_zookeeper() {
 	[ -r /usr/share/java/zookeeper.jar ] && command -v java > /dev/null
 }
@@ -376,8 +381,7 @@ tc_zk_cmd() {
 # exits saying why when it does not start.
 tc_start_clickhouse() {
 	local ch=$tmp/ch http tcp inter try
-	tc_have_clickhouse ||
-		skip "clickhouse-server is not installed (apt-get install clickhouse-server clickhouse-client; ./setup deps)"
+	tc_need_clickhouse
 	mkdir -p "$ch/data" "$ch/tmp" "$ch/log" "$ch/user_files" "$ch/format_schemas"
 	ch_user=default
 	ch_password=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')

@@ -23,8 +23,7 @@ set -u
 
 tc_need_tracefs
 command -v trace-cmd > /dev/null || skip "needs trace-cmd (apt-get install trace-cmd)"
-tc_have_clickhouse ||
-	skip "clickhouse-server is not installed (apt-get install clickhouse-server clickhouse-client)"
+tc_need_clickhouse
 tc_lock
 tc_setup ch_count collector_pid
 tc_tracecmd_record "tc_chcount_$$" "$tmp/rec.dat" -e sched:sched_switch -e sched:sched_wakeup \

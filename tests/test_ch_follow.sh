@@ -7,7 +7,6 @@
 # order (server/store/clickhouse_tail.c says why no row is skipped).
 top_srcdir=${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}
 . "$top_srcdir/tests/lib.sh"
-tc_have_clickhouse ||
-	skip "clickhouse-server is not installed (apt-get install clickhouse-server clickhouse-client)"
+tc_need_clickhouse
 follow_clickhouse=1
 . "$top_srcdir/tests/test_follow.sh"

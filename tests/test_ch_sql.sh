@@ -14,8 +14,7 @@ set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 
-tc_have_clickhouse ||
-	skip "clickhouse-server is not installed (apt-get install clickhouse-server clickhouse-client)"
+tc_need_clickhouse
 tc_setup ch_sql collector_pid
 
 # the test's users.xml, plus tv: read-only, allowed the database tcv only

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,45 +133,46 @@ void ch_reply_free(struct ch_reply *r)
 	memset(r, 0, sizeof(*r));
 }
 
-/* The cell as digits only (after an optional '-' when @sign), or NULL. */
-static const char *reply_digits(const struct ch_reply *r, size_t row, size_t col, int sign)
+/*
+ * The cell as a decimal number in [@min, @max] (a '-' only when @min < 0):
+ * -ERANGE for no such cell, TC_ERR_BAD_NUMBER for anything else.
+ */
+static int reply_num(const struct ch_reply *r, size_t row, size_t col,
+		     intmax_t min, uintmax_t max, uintmax_t *mag, bool *neg)
 {
 	const char *s = ch_reply_cell(r, row, col), *p;
 
 	if (!s)
-		return NULL;
-	p = sign && *s == '-' ? s + 1 : s;
+		return -ERANGE;
+	*neg = min < 0 && *s == '-';
+	p = *neg ? s + 1 : s;
 	if (!*p || strspn(p, "0123456789") != strlen(p))
-		return "";
-	return s;
+		return TC_ERR_BAD_NUMBER;
+	errno = 0;
+	*mag = strtoumax(p, NULL, 10);
+	if (errno || (*neg ? *mag > (uintmax_t)-(min + 1) + 1 : *mag > max))
+		return TC_ERR_BAD_NUMBER;
+	return 0;
 }
 
 int ch_reply_u64(const struct ch_reply *r, size_t row, size_t col, uint64_t *v)
 {
-	const char *s = reply_digits(r, row, col, 0);
-	uintmax_t n;
+	uintmax_t mag;
+	bool neg;
+	int ret = reply_num(r, row, col, 0, UINT64_MAX, &mag, &neg);
 
-	if (!s)
-		return -ERANGE;
-	errno = 0;
-	n = strtoumax(s, NULL, 10);
-	if (!*s || errno || n > UINT64_MAX)
-		return TC_ERR_BAD_NUMBER;
-	*v = (uint64_t)n;
-	return 0;
+	if (ret == 0)
+		*v = (uint64_t)mag;
+	return ret;
 }
 
 int ch_reply_i64(const struct ch_reply *r, size_t row, size_t col, int64_t *v)
 {
-	const char *s = reply_digits(r, row, col, 1);
-	intmax_t n;
+	uintmax_t mag;
+	bool neg;
+	int ret = reply_num(r, row, col, INT64_MIN, INT64_MAX, &mag, &neg);
 
-	if (!s)
-		return -ERANGE;
-	errno = 0;
-	n = strtoimax(s, NULL, 10);
-	if (!*s || errno || n > INT64_MAX || n < INT64_MIN)
-		return TC_ERR_BAD_NUMBER;
-	*v = (int64_t)n;
-	return 0;
+	if (ret == 0)
+		*v = neg ? (int64_t)(0 - mag) : (int64_t)mag;
+	return ret;
 }
