@@ -8,7 +8,9 @@
 #
 # Asserts, for each format: the collector keeps running and refuses it
 # (common/format_check: "does not declare" / "after an index"), saying
-# so in its log; no row of it is stored, so traceq never renders it; and
+# so in its log once: the connection goes on, so the agent does not
+# reconnect and send it again; the FORMAT and the program's events are
+# counted in traceq --drops; no row of it is stored, so traceq never renders it; and
 # the collector still answers traceq and takes the next agent.
 set -u
 
@@ -55,6 +57,20 @@ for i in "${!hostile[@]}"; do
 	n=$(traceq --count "myapp:request" 2>&1)
 	check "format $i: traceq answers, no row of it stored ($n)" \
 		'case $n in 0 | *"unknown event: myapp:request"*) true ;; *) false ;; esac'
+	# refused once: the connection went on (no reconnect sending it again),
+	# the FORMAT and the program's records are counted in --drops
+	nrej=$(grep -c "host hostile$i: format of myapp:request rejected" "$tmp/collector.log")
+	check "format $i: refused once, not again by a reconnecting agent ($nrej)" '[ "$nrej" = 1 ]'
+	for _ in $(seq 100); do
+		traceq --drops > "$tmp/drops$i.txt" 2>&1
+		grep -q "^host=hostile$i .*reason=event id with no FORMAT" "$tmp/drops$i.txt" && break
+		sleep 0.1
+	done
+	check "format $i: the refused FORMAT is counted in --drops" \
+		'grep -q "^host=hostile$i system=myapp event=request reason=FORMAT refused" "$tmp/drops$i.txt"'
+	nev=$(awk -v h="host=hostile$i" '$1 == h && /reason=event id with no FORMAT/ {
+		split($NF, kv, "="); s += kv[2] } END { print s + 0 }' "$tmp/drops$i.txt")
+	check "format $i: its events are counted as of no FORMAT ($nev)" '[ "$nev" -gt 0 ]'
 done
 
 grep -m1 "does not declare" "$tmp/collector.log"

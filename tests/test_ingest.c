@@ -735,7 +735,8 @@ START_TEST(test_malformed_pages_counted)
 END_TEST
 
 /*
- * A journaled connection that fails (a FORMAT that does not parse) had
+ * A journaled connection that fails (a FORMAT for a group it never
+ * announced; one whose text is refused does not fail it) had
  * its later pages acknowledged: each is counted in drops ("its connection
  * had failed") and in its CPU's bad_pages, not only as a number of
  * batches in a log line.
@@ -752,6 +753,7 @@ START_TEST(test_pages_after_failure_counted)
 	m.format.name = (char *)"broken";
 	m.format.text = (char *)"name: broken\nID: x\n";
 	m.format.len = strlen(m.format.text);
+	m.format.group = 99;
 	push_msg(s, &m);
 	pages = push_pages(s);
 	ingest_sink_close(g, s);

@@ -42,6 +42,7 @@ static const char sink_why_clock[] = "wall-clock time past the 64-bit range";
 static const char sink_why_meta_held[] = "metadata of this boot already stored (WELCOME said so)";
 static const char sink_why_ksyms_max[] = "more kernel symbol lines than one connection may store";
 static const char sink_why_cap[] = "schema-cap";
+static const char sink_why_format[] = "FORMAT refused (its events count as no FORMAT)";
 
 bool sink_logged_first(struct sink *s, const char *why)
 {
@@ -996,6 +997,14 @@ static int sink_format(struct sink *s, const struct sink_env *env, const struct 
 			 sink_clean(sys, sizeof(sys), f->system), sink_clean(ev, sizeof(ev), f->name),
 			 tc_strerror(ret), *decoder_error(dec) ? ": " : "",
 			 sink_clean(why, sizeof(why), decoder_error(dec)));
+		/*
+		 * The text was refused, not the connection: failing it would
+		 * have the agent reconnect and send the same text again, for
+		 * as long as it runs. The event's records are then of no
+		 * known type, counted as such (sink_unknown()).
+		 */
+		if (ret == TC_ERR_FORMAT_PARSE || ret == TC_ERR_FORMAT_LIMIT)
+			return sink_msg_dropped(s, env, f->system, f->name, sink_why_format);
 		return ret;
 	}
 	if (t->user)
