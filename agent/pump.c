@@ -502,6 +502,12 @@ int pump_open_reader(struct pump *p, char *why, size_t len)
 		log_info("splicing full pages from the ring buffers%s",
 			 session_can_splice(p->s) ? " into the socket" :
 			 " (copied: this socket cannot take them)");
+	else if (p->c.read_mode == READER_AUTO)
+		log_info("reading the ring buffers of %d CPUs with read(2): --read-mode auto "
+			 "splices only into a socket that takes raw bytes (kernel TLS or "
+			 "--insecure-plain), and maps none (a mapped page is copied into the "
+			 "spool all the same, and measured slower; --read-mode mmap tries it)",
+			 tracing_ncpus(p->t));
 	else
 		log_info("reading %d of %d CPUs through a mapped ring buffer%s",
 			 reader_mapped(p->r), tracing_ncpus(p->t),

@@ -227,9 +227,9 @@ static int cpu_open(struct tracefs_instance *inst, int cpu, uint32_t size,
 		if (ret == 0)
 			return 0;
 		cpu_unmap(rc);
-		log_debug("cpu%d: cannot map the ring buffer (%s)%s", cpu,
-			  tc_strerror(ret), mode == READER_AUTO ?
-			  "; reading it instead" : "");
+		log_info("cpu%d: the kernel refused to map its ring buffer (%s)%s", cpu,
+			 tc_strerror(ret), mode == READER_AUTO ?
+			 "; reading it with read(2) instead" : "");
 		if (mode == READER_MMAP)
 			return ret;	/* the caller closes rc->fd */
 	}

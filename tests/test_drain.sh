@@ -68,7 +68,7 @@ in_drain() {
 # buffers (its first connection is complete).
 started() {
 	for _ in $(seq 200); do
-		grep -qE "mapped ring buffer|splicing full pages" "$tmp/$1.err" && return 0
+		grep -qE "mapped ring buffer|splicing full pages|ring buffers of [0-9]+ CPUs with read" "$tmp/$1.err" && return 0
 		sleep 0.05
 	done
 	return 1
