@@ -38,7 +38,9 @@ tc_lock
 tc_setup import collector_pid agent
 inst="tc_import_$$"
 import_cleanup() {
-	for i in "$inst" "${inst}_6" "${inst}_n"; do rmdir "$tracing/instances/$i" 2>/dev/null; done
+	for i in "$inst" "${inst}_6" "${inst}_n" "${inst}_a" "${inst}_b"; do
+		rmdir "$tracing/instances/$i" 2>/dev/null
+	done
 	tc_cleanup
 }
 trap import_cleanup EXIT
@@ -174,6 +176,33 @@ tq_root --hosts > "$tmp/hosts" 2>&1
 check "--hosts marks the imported host as imported" \
 	'grep -q "^imp-v7 .* import  *[0-9]" "$tmp/hosts" &&
 	 ! grep -q "^imp-other " "$tmp/hosts"'
+
+# a file of two instances: refused without --buffer, naming them; each
+# instance imported with --buffer is a host of its own with trace-cmd
+# report's lines of that instance (its lines are "INSTANCE: ..."), and the
+# second is not "stored already"
+trace-cmd record -B "${inst}_a" -C mono -d --no-filter -e sched:sched_switch \
+	-B "${inst}_b" -C mono -d --no-filter -e sched:sched_wakeup -o "$tmp/two.dat" \
+	sh -c 'for i in $(seq 20); do sleep 0.01; ls / > /dev/null; done' > "$tmp/record2.log" 2>&1
+rmdir "$tracing/instances/${inst}_a" "$tracing/instances/${inst}_b" 2>/dev/null
+trace-cmd report "$tmp/two.dat" 2> /dev/null > "$tmp/two.txt"
+na=$(grep -c "^ *${inst}_a: " "$tmp/two.txt"); nb=$(grep -c "^ *${inst}_b: " "$tmp/two.txt")
+check "trace-cmd recorded two instances ($na and $nb lines)" '[ "$na" -gt 0 ] && [ "$nb" -gt 0 ]'
+tq_root --import "$tmp/two.dat" --name imp-two > "$tmp/two.out" 2>&1; rc=$?
+check "without --buffer it is refused, naming both (exit $rc: $(cat "$tmp/two.out"))" \
+	'[ "$rc" = 2 ] && grep -q "${inst}_a" "$tmp/two.out" && grep -q "${inst}_b" "$tmp/two.out" &&
+	 grep -q -- "--buffer" "$tmp/two.out"'
+tq_root --import "$tmp/two.dat" --name imp-two --buffer nosuch > "$tmp/two.out" 2>&1; rc=$?
+check "a --buffer no instance has is refused (exit $rc)" \
+	'[ "$rc" = 2 ] && grep -q "nosuch" "$tmp/two.out"'
+tq_root --import "$tmp/two.dat" --name imp-two-a --buffer "${inst}_a" > "$tmp/two-a.out" 2>&1; rc=$?
+tq_root --import "$tmp/two.dat" --name imp-two-b --buffer "${inst}_b" > "$tmp/two-b.out" 2>&1; rc2=$?
+check "each instance imports (exit $rc, $rc2), the second not as stored already" \
+	'[ "$rc" = 0 ] && [ "$rc2" = 0 ] && grep -q "^imported" "$tmp/two-a.out" &&
+	 grep -q "^imported" "$tmp/two-b.out"'
+ca=$(tq_root --count '*' -H imp-two-a); cb=$(tq_root --count '*' -H imp-two-b)
+check "each host holds its instance's events ($ca of $na, $cb of $nb)" \
+	'[ "$ca" = "$na" ] && [ "$cb" = "$nb" ]'
 
 # a live host's name
 tc_start_agent agent -e sched:sched_switch --name live-host --no-user --instance "tc-import-$$-a"

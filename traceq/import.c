@@ -37,6 +37,7 @@
 
 struct imp {
 	const char *path;
+	const char *buffer;	/* --buffer NAME, or NULL */
 	FILE *f;
 	struct tracedat *td;
 	const struct tracedat_info *in;
@@ -94,7 +95,7 @@ static int open_file(struct imp *m)
 	m->f = open_regular(m->path);
 	if (!m->f)
 		return 2;
-	if (tracedat_open(m->f, m->path, &m->td, m->err, sizeof(m->err)) < 0) {
+	if (tracedat_open_buffer(m->f, m->path, m->buffer, &m->td, m->err, sizeof(m->err)) < 0) {
 		fprintf(stderr, "traceq: cannot import: %s\n", m->err);
 		return 2;
 	}
@@ -131,6 +132,11 @@ static int check_file(struct imp *m)
 	rewind(m->f);
 	while ((n = fread(buf, 1, sizeof(buf), m->f)) > 0)
 		EVP_DigestUpdate(ctx, buf, n);
+	/* one file, several instances: each is an import of its own */
+	if (m->in->nbuffers > 1) {
+		EVP_DigestUpdate(ctx, "\0buffer\0", 8);
+		EVP_DigestUpdate(ctx, m->in->buffer, strlen(m->in->buffer));
+	}
 	ret = ferror(m->f) || !EVP_DigestFinal_ex(ctx, md, &mdlen);
 	EVP_MD_CTX_free(ctx);
 	if (ret || fstat(fileno(m->f), &st) < 0) {
@@ -473,9 +479,10 @@ static int end(struct imp *m, bool abort, const char *name)
 	return 0;
 }
 
-int import_run(const char *path, const char *name, bool force, import_call_fn call, void *ctx)
+int import_run(const char *path, const char *name, const char *buffer, bool force,
+	       import_call_fn call, void *ctx)
 {
-	struct imp m = { .path = path, .call = call, .ctx = ctx };
+	struct imp m = { .path = path, .buffer = buffer, .call = call, .ctx = ctx };
 	bool stored = false;
 	int ret;
 

@@ -27,13 +27,16 @@ typedef int (*import_call_fn)(void *ctx, const struct proto_buf *req, struct qms
 
 /*
  * import_run - import the trace.dat at @path as host @name (@force: even
- * when an agent sends that name). Says what it did on stdout, why not on
+ * when an agent sends that name); of a file with several instances, the
+ * one named @buffer ("top" for the top one; NULL: the file must have
+ * only one with data). Says what it did on stdout, why not on
  * stderr. Return: the exit status: 0 stored (or stored already); 1 the
  * collector or the connection failed; 2 the file is not one to import (not
  * a regular file: a FIFO is refused before it is read; not a recording;
  * over the protocol's limits, a --name too) or the collector refused it
  * (rights, the name, a part of the file).
  */
-int import_run(const char *path, const char *name, bool force, import_call_fn call, void *ctx);
+int import_run(const char *path, const char *name, const char *buffer, bool force,
+	       import_call_fn call, void *ctx);
 
 #endif

@@ -11,5 +11,5 @@
 
 int mode_import_run(struct client *c, const struct traceq_opts *o)
 {
-	return import_run(o->import, o->name, o->force, client_exchange, c);
+	return import_run(o->import, o->name, o->buffer, o->force, client_exchange, c);
 }

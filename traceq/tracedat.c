@@ -60,6 +60,7 @@ struct tracedat {
 	struct td_buffer *bufs;
 	size_t nbufs;
 	struct td_buffer *chosen;
+	const char *want;		/* the buffer asked for; NULL: the one with data */
 	bool cpu_compressed;
 	/* pages */
 	uint32_t cur;			/* chosen->cpus[cur] */
@@ -814,12 +815,36 @@ static bool has_data(const struct td_buffer *b)
 	return false;
 }
 
-/* The buffer to import: the one with data. */
+/* A buffer's name as the user gives it: "top" for the top instance's. */
+static const char *buffer_name(const struct td_buffer *b)
+{
+	return b->name && b->name[0] ? b->name : "top";
+}
+
+/* The names of @all's @n buffers with data, ", "-separated, into @out. */
+static void names_with_data(struct td_buffer *const *all, size_t n, char *out, size_t size)
+{
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < n && used < size; i++) {
+		if (all[i]->latency || !has_data(all[i]))
+			continue;
+		used += (size_t)snprintf(out + used, size - used, "%s%s", used ? ", " : "",
+					 buffer_name(all[i]));
+	}
+}
+
+/*
+ * The buffer to import: the one named td->want, else the one with data
+ * (more than one: the user names one; the error lists them).
+ */
 static int choose(struct tracedat *td, char *err, size_t errlen)
 {
 	struct td_buffer *all[TRACEDAT_MAX_BUFFERS + 1];
 	size_t n = 0, with = 0;
 	uint32_t maxcpu = 0;
+	char names[256];
 
 	if (td->info.version < 7)
 		all[n++] = &td->top;
@@ -828,14 +853,26 @@ static int choose(struct tracedat *td, char *err, size_t errlen)
 	for (size_t i = 0; i < n; i++) {
 		if (all[i]->latency || !has_data(all[i]))
 			continue;
-		if (with++ == 0)
+		if (td->want ? !strcmp(buffer_name(all[i]), td->want) : with == 0)
 			td->chosen = all[i];
+		with++;
 	}
-	if (with == 0 || with > 1) {
-		tc_seterr(err, errlen, "%s: %s", td->name, with ? "more than one buffer "
-			  "(instance) holds data; import one instance's recording at a time" :
-			  "no buffer holds flyrecord data (a latency trace or an empty recording)");
-		return with ? TC_ERR_NOT_SUPPORTED : TC_ERR_MSG_MALFORMED;
+	td->info.nbuffers = (uint32_t)with;
+	names_with_data(all, n, names, sizeof(names));
+	if (with == 0) {
+		tc_seterr(err, errlen, "%s: no buffer holds flyrecord data (a latency trace or an "
+			  "empty recording)", td->name);
+		return TC_ERR_MSG_MALFORMED;
+	}
+	if (td->want && !td->chosen) {
+		tc_seterr(err, errlen, "%s: no buffer (instance) '%s' holds data; these do: %s",
+			  td->name, td->want, names);
+		return TC_ERR_NOT_SUPPORTED;
+	}
+	if (!td->want && with > 1) {
+		tc_seterr(err, errlen, "%s: more than one buffer (instance) holds data: %s; "
+			  "import one at a time (--buffer NAME)", td->name, names);
+		return TC_ERR_NOT_SUPPORTED;
 	}
 	for (uint32_t i = 0; i < td->chosen->ncpus; i++) {
 		const struct td_cpu *c = &td->chosen->cpus[i];
@@ -896,12 +933,19 @@ static void fill_info(struct tracedat *td)
 
 int tracedat_open(FILE *f, const char *name, struct tracedat **out, char *err, size_t errlen)
 {
+	return tracedat_open_buffer(f, name, NULL, out, err, errlen);
+}
+
+int tracedat_open_buffer(FILE *f, const char *name, const char *buffer, struct tracedat **out,
+			 char *err, size_t errlen)
+{
 	struct tracedat *td = calloc(1, sizeof(*td));
 	int ret = -ENOMEM;
 
 	if (!td || !(td->name = strdup(name)))
 		goto out;
 	td->f = f;
+	td->want = buffer;
 	if (fseeko(f, 0, SEEK_END) != 0 || ftello(f) < 0 || fseeko(f, 0, SEEK_SET) != 0) {
 		ret = -errno;
 		tc_seterr(err, errlen, "%s: cannot seek: %s", name, strerror(errno));

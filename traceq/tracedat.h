@@ -72,6 +72,7 @@ struct tracedat_info {
 	size_t kallsyms_len, printk_len, cmdlines_len;
 	const char *clock;	/* the buffer's trace clock ("local" when unsaid) */
 	const char *buffer;	/* the instance imported ("" for the top one) */
+	uint32_t nbuffers;	/* buffers (instances) with data in the file */
 	const char *uname;	/* the UNAME option, "" when absent */
 	uint32_t ncpus;		/* CPU slots: every page's cpu is below it */
 	uint32_t ncpu_data;	/* CPUs with data */
@@ -81,13 +82,23 @@ struct tracedat_info {
  * tracedat_open - read the metadata of the trace.dat in @f (read, seeked;
  * it stays the caller's, and must stay open until tracedat_close()),
  * named @name in errors. Of the buffers (instances) in the file, the one
- * that holds data is imported; more than one with data is refused.
+ * that holds data is imported; more than one with data is refused, the
+ * error naming them (tracedat_open_buffer() picks one).
  * Return: 0 and *@out; TC_ERR_MSG_MALFORMED (not a trace.dat, or a rule of
  * the format or a TRACEDAT_MAX_* limit broken: @err says which and at
  * which offset), TC_ERR_NOT_SUPPORTED (another version or compression,
  * latency data), -ENOMEM, -errno. *@out only on success.
  */
 int tracedat_open(FILE *f, const char *name, struct tracedat **out, char *err, size_t errlen);
+
+/*
+ * tracedat_open_buffer - tracedat_open(), of the buffer named @buffer
+ * ("top" for the top instance's; NULL: the one with data). A name no
+ * buffer with data has is TC_ERR_NOT_SUPPORTED, @err listing those that
+ * have data. @buffer must stay valid until tracedat_close().
+ */
+int tracedat_open_buffer(FILE *f, const char *name, const char *buffer, struct tracedat **out,
+			 char *err, size_t errlen);
 
 /* tracedat_info - what tracedat_open() read; valid until tracedat_close(). */
 const struct tracedat_info *tracedat_info(const struct tracedat *td);

@@ -116,6 +116,7 @@ static const struct option longopts[] = {
 	{ "import", required_argument, NULL, 'I' },
 	{ "name", required_argument, NULL, 'a' },
 	{ "force", no_argument, NULL, 'O' },
+	{ "buffer", required_argument, NULL, 'B' },
 	{ "export", required_argument, NULL, 'X' },
 	{ "tracedat-version", required_argument, NULL, 'R' },
 	CLI_OPTIONS_END
@@ -179,6 +180,7 @@ static int parse_option(int c, char **argv, struct traceq_opts *o)
 	case 'Y': o->sync = true; break;
 	case 'a': o->name = optarg; break;
 	case 'O': o->force = true; break;
+	case 'B': o->buffer = optarg; break;
 	case 'R':
 		if (strcmp(optarg, "6") && strcmp(optarg, "7")) {
 			fprintf(stderr, "traceq: --tracedat-version: expected 6 or 7, not '%s'\n",
@@ -374,6 +376,9 @@ int main(int argc, char **argv)
 	else if (o.import && (!o.name || !*o.name)) {
 		fprintf(stderr, "traceq: --import FILE wants --name HOST: the host the "
 			"recording is stored as\n");
+		ret = 2;
+	} else if (o.buffer && !o.import) {
+		fprintf(stderr, "traceq: --buffer names the instance of an --import FILE\n");
 		ret = 2;
 	} else if ((ret = client_open(&o, &c)) < 0) {
 		ret = ret == -2 ? 2 : 1;

@@ -57,6 +57,7 @@ struct traceq_opts {
 	const char *sql;	/* --sql TEXT */
 	const char *import;	/* --import FILE (traceq/import.c) */
 	const char *name;	/* --name HOST, for --import */
+	const char *buffer;	/* --buffer NAME: the instance an --import takes */
 	bool force;		/* --force: --import under a live host's name */
 	bool tgid;		/* --tgid: the (TGID) column in text and kernel */
 	const char *export;	/* --export PATH (traceq/mode_export.c) */
