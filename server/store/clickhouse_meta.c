@@ -57,6 +57,11 @@ static const struct {
 	[CH_B_STREAM_MARKS] = { "stream_marks", { "host_id", "boot_id", "session", "stream",
 		"seq", "_tc_commit" } },
 	[CH_B_JOURNAL_MARKS] = { "journal_marks", { "collector", "file", "pos", "_tc_commit" } },
+	[CH_B_HOST_BOOTS] = { "host_boots", { "host_id", "boot_id", "since", "kernel",
+		"trace_clock", "long_size", "big_endian", "page_size", "header_page",
+		"header_event", "version" } },
+	[CH_B_LOSSES] = { "losses", { "host_id", "boot_id", "cpu", "ts", "trace_ts", "lost",
+		"loss_id", "_tc_commit" } },
 };
 
 int ch_meta_init(struct ch_store *s)
