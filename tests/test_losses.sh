@@ -14,6 +14,9 @@
 # its count (so none was stored twice, though part of them came from the
 # journal after a crash), and never exceed it; a CPU with losses overran
 # and one that overran has losses.
+# With TC_BACKEND=clickhouse (tests/test_ch_losses.sh) the collector stores
+# into a clickhouse-server of the test's own: the same asserts, but the
+# journal replay after a crash (it holds SQLite's lock to make one).
 set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
@@ -24,7 +27,8 @@ tc_setup losses agent locker collector_pid
 command -v python3 > /dev/null || skip "python3 is needed to read the JSON output"
 
 tc_certs
-tc_start_collector
+tc_db_backend	# SQLite, or ClickHouse from tests/test_ch_losses.sh
+tc_start_collector "${tc_db[@]}"
 
 # The agent streams; held still (SIGSTOP) while the workload fills its
 # buffers many times over, it then reads pages that say what was lost.
@@ -45,7 +49,7 @@ done
 sleep 0.5
 kill -STOP "$agent"
 locker=
-if command -v sqlite3 > /dev/null; then
+if [ "${TC_BACKEND:-sqlite}" = sqlite ] && command -v sqlite3 > /dev/null; then
 	sqlite3 -cmd ".timeout 3000" -cmd "BEGIN EXCLUSIVE;" -cmd ".system sleep 4.5" \
 		"$tmp/trace.db" "COMMIT;" &
 	locker=$!
@@ -59,12 +63,12 @@ if [ -n "$locker" ] && kill -0 "$locker" 2> /dev/null; then
 	kill -9 "$collector_pid"; wait "$collector_pid" 2>/dev/null
 	wait "$locker"
 	locker=
-	tc_start_collector
+	tc_start_collector "${tc_db[@]}"
 	check "the restarted collector stored the journal left behind" \
 		'grep -q "left by an earlier run are stored first" "$tmp/collector.log"'
 else
 	tc_skip_part "losses stored from the journal after a crash" \
-		"${locker:+the lock was gone before the agent ended}${locker:-no sqlite3 command}"
+		"${locker:+the lock was gone before the agent ended}${locker:-no SQLite lock to hold (no sqlite3 command, or TC_BACKEND=${TC_BACKEND:-})}"
 	[ -n "$locker" ] && wait "$locker"
 	locker=
 fi
@@ -139,7 +143,7 @@ done
 
 # read again by a restarted collector: the same losses
 kill "$collector_pid"; wait "$collector_pid" 2>/dev/null
-tc_start_collector
+tc_start_collector "${tc_db[@]}"
 traceq -f json 'raw_syscalls' | grep -c lost_events > "$tmp/again"
 check "after a restart the losses are the same ($(cat "$tmp/again") of $nlost)" \
 	'[ "$(cat "$tmp/again")" = "$nlost" ]'
