@@ -346,6 +346,32 @@ static int ch_boot_formats(struct store_reader *rd, uint64_t host_id, const char
 	return ret;
 }
 
+/* ---- retention ---- */
+
+int ch_losses_retain(struct ch_store *s, int64_t before_ts)
+{
+	struct ch_reply p = { 0 };
+	struct ch_sql q;
+	int ret;
+
+	ch_sql_init(&q, 0);
+	ch_sql_raw(&q, "SELECT DISTINCT partition FROM system.parts WHERE database ="
+		       " currentDatabase() AND table = 'losses' AND active AND partition <"
+		       " toString(toYYYYMMDD(toDateTime(");
+	ch_sql_i64(&q, before_ts / 1000000000);
+	ch_sql_raw(&q, ")))");
+	ret = ch_query(s, &q, &p);
+	for (size_t i = 0; ret == 0 && i < p.nrows; i++) {
+		ch_sql_reset(&q);
+		ch_sql_raw(&q, "ALTER TABLE losses DROP PARTITION ");
+		ch_sql_cstr(&q, ch_reply_cell(&p, i, 0));
+		ret = ch_exec(s, &q);
+	}
+	ch_reply_free(&p);
+	ch_sql_free(&q);
+	return ret;
+}
+
 void ch_boots_ops(struct store_writer_ops *w, struct store_reader_ops *r)
 {
 	w->losses_put = ch_losses_put;

@@ -8,9 +8,19 @@
 #ifndef SERVER_STORE_CLICKHOUSE_BOOTS_H
 #define SERVER_STORE_CLICKHOUSE_BOOTS_H
 
-#include "server/store/store_ops.h"
+#include <stdint.h>
+
+#include "server/store/clickhouse_int.h"
 
 /* ch_boots_ops - put losses_put, boot, losses, boot_get and boot_formats into @w and @r. */
 void ch_boots_ops(struct store_writer_ops *w, struct store_reader_ops *r);
+
+/*
+ * ch_losses_retain - retention's part of the losses: the days before
+ * @before_ts's day dropped whole, as the event tables' (clickhouse_meta.c),
+ * so a loss goes with the rows of its time (SQLite: sqlite_retain.c).
+ * Return: 0; TC_ERR_DB.
+ */
+int ch_losses_retain(struct ch_store *s, int64_t before_ts);
 
 #endif

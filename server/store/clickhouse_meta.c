@@ -16,6 +16,7 @@
 
 #include "common/tc_error.h"
 #include "common/util.h"
+#include "server/store/clickhouse_boots.h"
 #include "server/store/clickhouse_meta.h"
 #include "server/store/clickhouse_schema.h"
 #include "server/store/clickhouse_txn.h"
@@ -784,6 +785,7 @@ static int ch_retain(struct store_writer *w, int64_t before_ts, uint64_t max_byt
 		ch_reply_free(&r);
 	if (ret == 0 && n)
 		ret = ch_dropped(w, 0, "-", "-", "retention", n);
+	ret = ret ?: ch_losses_retain(s, before_ts);	/* the losses go with their days */
 	if (ret == 0)
 		*removed = n;
 	return ret;
