@@ -5,5 +5,6 @@
 # are stored, read back where they happened (JSON, and the text layout's
 # "CPU:N [N EVENTS DROPPED]" lines), newest first with -r, add up to the
 # kernel's overrun per CPU (none stored twice), and read the same after a
-# restart. Skips, saying why, without clickhouse-server.
+# restart, also those stored from the journal after a crash (commits
+# failing meanwhile). Skips, saying why, without clickhouse-server.
 TC_BACKEND=clickhouse exec bash "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/test_losses.sh"
