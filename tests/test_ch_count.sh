@@ -135,6 +135,9 @@ for i in "${!selects[@]}"; do
 	done
 done
 check "the recording has events ($total)" '[ "${total:-0}" -gt 0 ]'
+# (the same lines, and names in them: symbol_name answered from ClickHouse)
+n=$(grep -c 'function=[A-Za-z_]' "$tmp/ch.select.0.3")
+check "hrtimer_expire_entry's functions are named from ClickHouse ($n lines)" '[ "$n" -gt 0 ]'
 # what an export carries of the host besides its rows is SQLite's: the
 # printk formats (store_printk_list), the boot's headers and every
 # format it sent (store_boot_get, store_boot_formats: in format id order,
