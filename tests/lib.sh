@@ -534,3 +534,19 @@ tc_ch_db_args() {
 	ch_db_args=(--db "clickhouse://$ch_user@127.0.0.1:${ch_http_port}/tc"
 		--db-password-file "$tmp/ch.pw" --journal-dir "$tmp/journal")
 }
+
+# ---- one test, either store (issues 32, 33) ---------------------------------
+# tc_db_backend: the collector's store options for the store the test
+# runs against, into the array tc_db, for tc_start_collector: none (SQLite
+# in $tmp/trace.db) unless TC_BACKEND=clickhouse: then a clickhouse-server
+# of the test's own (tc_start_clickhouse; skips without the package) and
+# tc_ch_db_args' options. A test's ClickHouse twin is a script that sets
+# TC_BACKEND and runs the test (tests/test_ch_export.sh).
+tc_db_backend() {
+	tc_db=()
+	case ${TC_BACKEND:-sqlite} in
+	sqlite) ;;
+	clickhouse) tc_start_clickhouse; tc_ch_db_args; tc_db=("${ch_db_args[@]}") ;;
+	*) echo "FAIL: TC_BACKEND=$TC_BACKEND: sqlite or clickhouse"; exit 1 ;;
+	esac
+}

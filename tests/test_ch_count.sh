@@ -13,8 +13,11 @@
 #    discriminate (most count some events, not all);
 #  - traceq prints the same events from both (stdout byte for byte), for
 #    the whole answer (several pages), -n, -r and -n -r;
-#  - a tracedat export from each carries the same printk formats (trace-cmd
-#    dump --printk), some;
+#  - traceq names the same symbols from both (hrtimer_expire_entry's
+#    function, through the store's symbol_name);
+#  - a tracedat export from each carries the same printk formats, header
+#    page, header event, event formats and kernel symbols (trace-cmd dump),
+#    some of each;
 #  - a filter on COMM is refused on ClickHouse with a message naming COMM
 #    (not answered differently from SQLite).
 set -u
@@ -27,6 +30,7 @@ tc_need_clickhouse
 tc_lock
 tc_setup ch_count collector_pid
 tc_tracecmd_record "tc_chcount_$$" "$tmp/rec.dat" -e sched:sched_switch -e sched:sched_wakeup \
+	-e timer:hrtimer_expire_entry \
 	sh -c 'for i in $(seq 30); do sleep 0.01; ls / > /dev/null; done'
 
 queries=(
@@ -72,11 +76,12 @@ select_queries=(
 	"sched_switch where prev_comm ~ \"*o*\" || next_pid == 0"
 	"sched_wakeup"
 	"sched where prev_pid == 0"
+	"timer:hrtimer_expire_entry"
 )
 
 # selects NAME: traceq's output of each select into $tmp/NAME.select.I.J
-# (its stderr aside: symbols are not named from ClickHouse yet, and traceq
-# would say so there)
+# (hrtimer_expire_entry's function=%ps names its address through the
+# store's symbol_name, so the symbols are compared too)
 selects() {
 	local i j
 	for i in "${!selects[@]}"; do
@@ -99,7 +104,7 @@ tq --import "$tmp/rec.dat" --name imp-ch > "$tmp/imp.out" 2>&1; rc=$?
 check "the recording imports into ClickHouse (exit $rc)" '[ "$rc" = 0 ] || cat "$tmp/imp.out"'
 counts > "$tmp/ch.counts"
 selects ch
-tq --export "$tmp/ch.dat" -f tracedat -H imp-ch sched_switch > "$tmp/ch.exp" 2>&1 ||
+tq --export "$tmp/ch.dat" -f tracedat -H imp-ch > "$tmp/ch.exp" 2>&1 ||
 	cat "$tmp/ch.exp"
 tq --count "sched_switch where COMM == bash" > "$tmp/comm.out" 2>&1; rc=$?
 check "COMM is refused on ClickHouse, saying so (exit $rc: $(cat "$tmp/comm.out"))" \
@@ -110,7 +115,7 @@ tc_start_collector --query "ipc://$tmp/q.sock"
 tq --import "$tmp/rec.dat" --name imp-ch > "$tmp/imp2.out" 2>&1 || cat "$tmp/imp2.out"
 counts > "$tmp/sqlite.counts"
 selects sqlite
-tq --export "$tmp/sqlite.dat" -f tracedat -H imp-ch sched_switch > "$tmp/sqlite.exp" 2>&1 ||
+tq --export "$tmp/sqlite.dat" -f tracedat -H imp-ch > "$tmp/sqlite.exp" 2>&1 ||
 	cat "$tmp/sqlite.exp"
 
 total=$(head -1 "$tmp/sqlite.counts")
@@ -130,13 +135,21 @@ for i in "${!selects[@]}"; do
 	done
 done
 check "the recording has events ($total)" '[ "${total:-0}" -gt 0 ]'
-# the printk formats an export carries (store_printk_list) are SQLite's
-trace-cmd dump --printk "$tmp/ch.dat" > "$tmp/ch.printk" 2>&1
-trace-cmd dump --printk "$tmp/sqlite.dat" > "$tmp/sqlite.printk" 2>&1
-n=$(grep -c ' : ' "$tmp/sqlite.printk")
-check "an export from ClickHouse carries SQLite's $n printk formats" \
-	'[ "$n" -gt 0 ] && cmp -s "$tmp/ch.printk" "$tmp/sqlite.printk" ||
-	{ diff "$tmp/ch.printk" "$tmp/sqlite.printk" | head -5; false; }'
+# (the same lines, and names in them: symbol_name answered from ClickHouse)
+n=$(grep -c 'function=[A-Za-z_]' "$tmp/ch.select.0.3")
+check "hrtimer_expire_entry's functions are named from ClickHouse ($n lines)" '[ "$n" -gt 0 ]'
+# what an export carries of the host besides its rows is SQLite's: the
+# printk formats (store_printk_list), the boot's headers and every
+# format it sent (store_boot_get, store_boot_formats: in format id order,
+# which differs between the stores, so sorted), the kernel's symbols
+for part in printk head-page head-event events kallsyms; do
+	trace-cmd dump --"$part" "$tmp/ch.dat" 2>&1 | sort > "$tmp/ch.$part"
+	trace-cmd dump --"$part" "$tmp/sqlite.dat" 2>&1 | sort > "$tmp/sqlite.$part"
+	n=$(grep -c . "$tmp/sqlite.$part")
+	check "an export from ClickHouse carries SQLite's $part ($n lines)" \
+		'[ "$n" -gt 1 ] && cmp -s "$tmp/ch.$part" "$tmp/sqlite.$part" ||
+		{ diff "$tmp/ch.$part" "$tmp/sqlite.$part" | head -5; false; }'
+done
 check "the queries discriminate ($some of ${#queries[@]} count some events, not all)" \
 	'[ "$some" -ge $(( ${#queries[@]} / 2 )) ]'
 exit "$failed"

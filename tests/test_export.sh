@@ -31,6 +31,10 @@
 #    and the same count per CPU and per event;
 #  - refusals: -f with another word, --export with --count or --limit
 #    (exit 2).
+# With TC_BACKEND=clickhouse (tests/test_ch_export.sh) the collector stores
+# into a clickhouse-server of the test's own, and every assert above holds
+# there too: the headers, formats, losses and symbols an export needs come
+# from ClickHouse alone.
 set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
@@ -40,8 +44,9 @@ command -v trace-cmd >/dev/null || skip "needs trace-cmd (apt-get install trace-
 tc_lock
 tc_setup export agent collector_pid workload
 tc_certs
+tc_db_backend	# SQLite, or ClickHouse from tests/test_ch_export.sh
 mkdir -m 755 "$tmp/run"
-tc_start_collector --query "ipc://$tmp/run/query.sock"	# --import wants an identity
+tc_start_collector --query "ipc://$tmp/run/query.sock" "${tc_db[@]}"	# --import wants an identity
 
 ( while :; do sleep 0.002; ls / > /dev/null; done ) &
 workload=$!

@@ -67,8 +67,6 @@ int qboots_losses(struct store_reader *st, const struct qmsg_request *r,
 	ret = qmsg_reply_begin(&lr.w, NULL, QMSG_LOSSES_COLS, cols);
 	if (ret == 0)
 		ret = store_losses(st, &q, loss_row, &lr);
-	if (ret == -ENOSYS)
-		ret = 0;	/* a store that keeps none: no rows */
 	if (ret < 0) {
 		qmsg_writer_free(lr.w);
 		return ret;
@@ -183,8 +181,8 @@ int qboots_headers(struct store_reader *st, const struct qmsg_request *r,
 	if (ret == 0 && h.boot_id)
 		ret = store_boot_formats(st, host_id, h.boot_id, (int64_t)r->after_id, max,
 					 format_row, &h);
-	if (ret > 0 || ret == -ENOENT || ret == -ENOSYS)
-		ret = 0;	/* full; or nothing kept of the host: no more rows */
+	if (ret > 0 || ret == -ENOENT)
+		ret = 0;	/* full; or no such host: no more rows */
 	free(h.boot_id);
 	if (ret < 0) {
 		qmsg_writer_free(h.w);

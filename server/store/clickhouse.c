@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/tc_error.h"
 #include "server/store/clickhouse.h"
+#include "server/store/clickhouse_boots.h"
 #include "server/store/clickhouse_hist.h"
 #include "server/store/clickhouse_http.h"
 #include "server/store/clickhouse_meta.h"
@@ -25,9 +26,11 @@
 #include "server/store/clickhouse_reader.h"
 #include "server/store/clickhouse_schema.h"
 #include "server/store/clickhouse_sql.h"
+#include "server/store/clickhouse_symbols.h"
 #include "server/store/clickhouse_tail.h"
 #include "server/store/clickhouse_txn.h"
 #include "server/store/clickhouse_util.h"
+#include "server/store/clickhouse_version.h"
 #include "sql/clickhouse/schema.h"
 
 #define CH_URL_MAX	1024
@@ -169,6 +172,7 @@ static void ch_store_free(struct ch_store *s)
 		return;
 	ch_schema_free(s);
 	ch_meta_free(s);
+	ch_symbols_free(s);
 	ch_http_free(s->http);
 	free(s->db);
 	free(s->collector);
@@ -263,6 +267,8 @@ static void ch_init(void)
 	ch_hist_reader_ops(&ch_reader_ops);
 	ch_tail_reader_ops(&ch_reader_ops);
 	ch_sql_reader_ops(&ch_reader_ops);
+	ch_boots_ops(&ch_writer_ops, &ch_reader_ops);
+	ch_symbols_reader_ops(&ch_reader_ops);
 }
 
 static pthread_once_t ch_once = PTHREAD_ONCE_INIT;
@@ -278,6 +284,8 @@ int store_clickhouse_writer_open(const char *url, const struct store_remote_auth
 	pthread_once(&ch_once, ch_init);
 	s->base.w.ops = &ch_writer_ops;
 	ret = ch_migrate(s, true) ?: ch_txn_recover(s);
+	if (ret == 0 && ch_version_note(s) < 0)	/* said, not needed: we use nothing newer */
+		log_warn("could not ask ClickHouse its version: %s", s->h->errmsg);
 	if (ret < 0) {
 		snprintf(errmsg, len, "%s", s->h->errmsg);
 		ch_store_free(s);

@@ -28,8 +28,11 @@
  * collector commits every 250 ms), which merges keep far below 18.16's
  * limit of 300 parts per partition.
  * Hosts, formats per host and boot, per-CPU counts, drops, symbols,
- * printk formats, tgids and comms, journal and stream marks are tables
- * there too: a second collector needs nothing from this one's disk.
+ * printk formats, tgids and comms, journal and stream marks, each boot's
+ * headers (host_boots: long size, byte order, header_page, header_event)
+ * and where kernels lost events (losses) are tables there too: a second
+ * collector needs nothing from this one's disk to answer a query or
+ * write an export.
  * host_id, type_id, format_id and program_id are stable hashes
  * (SHA-256, 63 bits) of what names them, the same on every collector.
  *
@@ -69,12 +72,21 @@
  * symbols) are idempotent rows (ReplacingMergeTree), kept across a
  * rollback and written again harmlessly.
  *
- * A newer server does better, left for later: insert_deduplication_token
- * (21.x) and ReplicatedMergeTree's block dedup would make a resent batch
- * a no-op instead of a delete; lightweight DELETE (22.8) would make the
- * cleanup cheap; query parameters would replace literals
- * (clickhouse_escape.h). None is detected yet: we write the subset 18.16
- * takes.
+ * A newer server. The backend writes and reads the subset 18.16 takes,
+ * whatever the server. At connect the writer asks SELECT version() and
+ * logs once which of these the server has and what each would change
+ * (clickhouse_version.c); it uses none of them, so every server answers
+ * alike, and taking one up is left for later:
+ *  - ASOF JOIN (19.5): COMM in filters and --hist keys, the name a task
+ *    had at each event (comm_changes), refused on 18.16;
+ *  - query parameters (19.11): values bound instead of literals escaped
+ *    by ch_sql_str() (clickhouse_escape.h);
+ *  - DateTime64 (20.1): ts as a time type rather than Int64 ns;
+ *  - insert_deduplication_token (22.2), and ReplicatedMergeTree's block
+ *    dedup on any release: a resent batch a no-op instead of a delete;
+ *  - lightweight DELETE (22.8): the cleanup of an unfinished commit cheap.
+ * Not detected, because not needed by what we store: TTL (19.6; retention
+ * drops day partitions), codecs (19.x), LowCardinality (stable in 19.x).
  *
  * Back-pressure. A server that is down or slow makes the writer's ops
  * fail with TC_ERR_DB, as a locked SQLite does: the ingest worker keeps
@@ -92,6 +104,9 @@
  *   clickhouse_schema.c  event tables, columns, formats, insert;
  *                        schemas                              (both)
  *   clickhouse_reader.c  hosts, stats, drops, host_find, printk ... (reader)
+ *   clickhouse_boots.c   boots, their formats, losses          (both)
+ *   clickhouse_symbols.c names of addresses, a reader's cache  (reader)
+ *   clickhouse_version.c what a newer server would do better   (writer)
  *   clickhouse_txn.c     commit ids, commit, rollback, cleanup (writer)
  *   clickhouse_util.c    errors, statements, RowBinary, batches, ids
  *   clickhouse_http.c    libcurl: statements, queries, INSERT bodies

@@ -17,6 +17,7 @@
 #include "server/store/store_ops.h"
 
 struct ch_http;
+struct ch_symcache;
 
 /* A growable byte buffer (RowBinary rows); oom is sticky until reset. */
 struct ch_bytes {
@@ -44,8 +45,10 @@ enum ch_fixed {
 	CH_B_HOSTS, CH_B_EVENT_TYPES, CH_B_EVENT_FIELDS, CH_B_FORMATS, CH_B_FORMAT_FIELDS,
 	CH_B_HOST_FORMATS, CH_B_COMMS, CH_B_TGIDS, CH_B_COMM_CHANGES, CH_B_PROGRAMS,
 	CH_B_SYMBOLS, CH_B_PRINTK, CH_B_CPU_AGENT,
+	CH_B_HOST_BOOTS,	/* clickhouse_boots.c */
 	/* counted: after the events, before the commit's row */
 	CH_B_CPU_COUNTS, CH_B_DROPS, CH_B_FREED, CH_B_STREAM_MARKS, CH_B_JOURNAL_MARKS,
+	CH_B_LOSSES,		/* clickhouse_boots.c */
 	CH_NFIXED,
 	CH_FIRST_COUNTED = CH_B_CPU_COUNTS,
 };
@@ -119,6 +122,7 @@ struct ch_store {
 	char *db;		/* the database's name */
 	char *collector;	/* this collector's name in journal_marks and commits */
 	const struct store_stop *stop;	/* a reader's (store_set_stop()) */
+	struct ch_symcache *syms;	/* a reader's names of addresses (clickhouse_symbols.c) */
 	/* the writer's */
 	struct ch_table *tables;
 	struct store_type *types;

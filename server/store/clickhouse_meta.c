@@ -16,6 +16,7 @@
 
 #include "common/tc_error.h"
 #include "common/util.h"
+#include "server/store/clickhouse_boots.h"
 #include "server/store/clickhouse_meta.h"
 #include "server/store/clickhouse_schema.h"
 #include "server/store/clickhouse_txn.h"
@@ -57,6 +58,11 @@ static const struct {
 	[CH_B_STREAM_MARKS] = { "stream_marks", { "host_id", "boot_id", "session", "stream",
 		"seq", "_tc_commit" } },
 	[CH_B_JOURNAL_MARKS] = { "journal_marks", { "collector", "file", "pos", "_tc_commit" } },
+	[CH_B_HOST_BOOTS] = { "host_boots", { "host_id", "boot_id", "since", "kernel",
+		"trace_clock", "long_size", "big_endian", "page_size", "header_page",
+		"header_event", "version" } },
+	[CH_B_LOSSES] = { "losses", { "host_id", "boot_id", "cpu", "ts", "trace_ts", "lost",
+		"loss_id", "_tc_commit" } },
 };
 
 int ch_meta_init(struct ch_store *s)
@@ -779,6 +785,7 @@ static int ch_retain(struct store_writer *w, int64_t before_ts, uint64_t max_byt
 		ch_reply_free(&r);
 	if (ret == 0 && n)
 		ret = ch_dropped(w, 0, "-", "-", "retention", n);
+	ret = ret ?: ch_losses_retain(s, before_ts);	/* the losses go with their days */
 	if (ret == 0)
 		*removed = n;
 	return ret;

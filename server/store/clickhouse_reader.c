@@ -318,43 +318,6 @@ static int ch_printk_list(struct store_reader *rd, uint64_t host_id, int64_t ts,
 	return ret;
 }
 
-/* ---- not yet on ClickHouse: each says so ---- */
-
-static int ch_not_yet(struct store_reader *rd, const char *what)
-{
-	return ch_errf(ch_reader_of(rd), -ENOSYS, "%s is not answered from ClickHouse yet", what);
-}
-
-static int ch_symbol_name(struct store_reader *r, uint64_t host_id, int32_t pid, int64_t ts,
-			  uint64_t addr, char *buf, size_t len)
-{
-	(void)host_id; (void)pid; (void)ts; (void)addr; (void)buf; (void)len;
-	return ch_not_yet(r, "naming a symbol");
-}
-
-
-static int ch_select(struct store_reader *r, const struct store_query *q, store_row_fn fn,
-		     void *ctx)
-{
-	(void)q; (void)fn; (void)ctx;
-	return ch_not_yet(r, "a select");
-}
-
-static int ch_count(struct store_reader *r, const struct store_query *q, uint64_t *count)
-{
-	(void)q; (void)count;
-	return ch_not_yet(r, "a count");
-}
-
-static int ch_hist(struct store_reader *r, const struct store_query *q,
-		   const struct store_hist *h,
-		   int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
-		   struct store_hist_totals *tot)
-{
-	(void)q; (void)h; (void)fn; (void)ctx; (void)tot;
-	return ch_not_yet(r, "a histogram");
-}
-
 void ch_reader_part_ops(struct store_reader_ops *r)
 {
 	r->hosts = ch_hosts;
@@ -363,9 +326,5 @@ void ch_reader_part_ops(struct store_reader_ops *r)
 	r->host_find = ch_host_find;
 	r->import_check = ch_import_check;
 	r->tgids_list = ch_tgids_list;
-	r->symbol_name = ch_symbol_name;
 	r->printk_list = ch_printk_list;
-	r->select = ch_select;
-	r->count = ch_count;
-	r->hist = ch_hist;
 }

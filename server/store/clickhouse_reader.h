@@ -1,8 +1,8 @@
 /*
  * clickhouse_reader.h - a reader's simple ops on ClickHouse: hosts,
- * per-CPU stats, drops, finding a host, an import's checks, tgids; and,
- * until the query compiler lands (select, count, hist: the filter as
- * ClickHouse SQL), those fail saying so.
+ * per-CPU stats, drops, finding a host, an import's checks, tgids and
+ * printk formats (select, count and hist are clickhouse_query.c's and
+ * clickhouse_hist.c's, names of addresses clickhouse_symbols.c's).
  */
 #ifndef SERVER_STORE_CLICKHOUSE_READER_H
 #define SERVER_STORE_CLICKHOUSE_READER_H

@@ -43,6 +43,7 @@
 
 static const char *const ch_counted_tables[] = {
 	"cpu_counts", "drops", "freed", "stream_marks", "journal_marks",
+	"losses",
 };
 
 /* Wait until no mutation of our database is left to do. */

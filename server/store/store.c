@@ -247,8 +247,6 @@ int store_tail(struct store_reader *r, const struct store_query *const *qs, size
 	for (size_t i = 0; i < nq; i++)
 		if (store_query_ok(qs[i]) < 0)
 			return -EINVAL;
-	if (!r->ops->tail)
-		return -ENOSYS;
 	return r->ops->tail(r, qs, nq, t, fn, ctx);
 }
 
@@ -285,8 +283,6 @@ int store_sql(struct store_reader *r, const char *text, const struct store_scope
 {
 	if (!r || !text || !lim || !fn || store_scope_ok(scope) < 0)
 		return -EINVAL;
-	if (!r->ops->sql)
-		return -ENOSYS;
 	return r->ops->sql(r, text, scope, lim, fn, ctx);
 }
 
@@ -296,7 +292,5 @@ int store_losses(struct store_reader *r, const struct store_query *q,
 	if (!r || !fn || !q || store_scope_ok(q->scope) < 0 || store_scope_ok(q->hosts) < 0 ||
 	    (q->ncpus && !q->cpus))
 		return -EINVAL;
-	if (!r->ops->losses)
-		return -ENOSYS;
 	return r->ops->losses(r, q, fn, ctx);
 }

@@ -762,37 +762,35 @@ int store_hist(struct store_reader *r, const struct store_query *q, const struct
 	       int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
 	       struct store_hist_totals *tot);
 
-/* ---- issue 33: what an export needs of a host (optional ops, store_ops.h) ---- */
+/* ---- issue 33: what an export needs of a host ---- */
 
 /*
  * store_losses_put - @n pages of @host_id's boot @boot_id whose headers
  * said the kernel lost events before them (struct store_loss), stored in
  * the open transaction with the pages' events, so as exactly once as
  * they are; a loss already stored (same CPU and page timestamp) is left
- * as it is. A backend without the op keeps none. Return: 0; TC_ERR_DB;
- * -EINVAL.
+ * as it is. Return: 0; TC_ERR_DB; -EINVAL.
  */
 static inline int store_losses_put(struct store_writer *w, uint64_t host_id,
 				   const char *boot_id, const struct store_loss *l, size_t n)
 {
 	if (!boot_id || (n && !l))
 		return -EINVAL;
-	return n && w->ops->losses_put ? w->ops->losses_put(w, host_id, boot_id, l, n) : 0;
+	return n ? w->ops->losses_put(w, host_id, boot_id, l, n) : 0;
 }
 
 /*
  * store_boot - what HELLO and HEADER_PAGE say of @host_id's boot
  * @b->boot_id (struct store_boot), kept per host and boot: fields @b
  * leaves NULL or 0 keep what was stored; @b->since only counts the
- * first time. A backend without the op keeps none. Return: 0; TC_ERR_DB;
- * -EINVAL.
+ * first time. Return: 0; TC_ERR_DB; -EINVAL.
  */
 static inline int store_boot(struct store_writer *w, uint64_t host_id, const struct store_boot *b)
 {
 	if (!b || !b->boot_id || b->header_page_len > INT32_MAX ||
 	    b->header_event_len > INT32_MAX)
 		return -EINVAL;
-	return w->ops->boot ? w->ops->boot(w, host_id, b) : 0;
+	return w->ops->boot(w, host_id, b);
 }
 
 /*
@@ -801,8 +799,7 @@ static inline int store_boot(struct store_writer *w, uint64_t host_id, const str
  * after (@q->after_ts, @q->after_rowid) when after_rowid is not 0, at
  * most @q->limit (0: all); @q->schema and filter are unused. What @fn is
  * passed is valid during the call; its nonzero return stops the walk and
- * is returned. Return: 0; -ENOSYS (the backend keeps no losses);
- * TC_ERR_DB; -EINVAL.
+ * is returned. Return: 0; TC_ERR_DB; -EINVAL.
  */
 int store_losses(struct store_reader *r, const struct store_query *q,
 		 int (*fn)(void *ctx, const struct store_loss_row *x), void *ctx);
@@ -814,14 +811,14 @@ int store_losses(struct store_reader *r, const struct store_query *q,
  * boots were kept answers with what its hosts row holds (long_size 0,
  * no headers). @host_id comes from store_host_find(), which applied the
  * asker's scope. Return: 0 (or @fn's nonzero return); -ENOENT (no such
- * host); -ENOSYS; TC_ERR_DB; -EINVAL.
+ * host); TC_ERR_DB; -EINVAL.
  */
 static inline int store_boot_get(struct store_reader *r, uint64_t host_id, int64_t ts,
 				 int (*fn)(void *ctx, const struct store_boot *b), void *ctx)
 {
 	if (!fn)
 		return -EINVAL;
-	return r->ops->boot_get ? r->ops->boot_get(r, host_id, ts, fn, ctx) : -ENOSYS;
+	return r->ops->boot_get(r, host_id, ts, fn, ctx);
 }
 
 /*
@@ -829,7 +826,7 @@ static inline int store_boot_get(struct store_reader *r, uint64_t host_id, int64
  * @boot_id (every event type's, kernel's and programs' rings'), the text
  * as the agent sent it, in format id order after @after_id, at most @max.
  * Strings are valid during the call; @fn's nonzero return stops the walk
- * and is returned. Return: 0; -ENOSYS; TC_ERR_DB; -EINVAL.
+ * and is returned. Return: 0; TC_ERR_DB; -EINVAL.
  */
 static inline int store_boot_formats(struct store_reader *r, uint64_t host_id,
 				     const char *boot_id, int64_t after_id, uint32_t max,
@@ -839,8 +836,7 @@ static inline int store_boot_formats(struct store_reader *r, uint64_t host_id,
 {
 	if (!fn || !boot_id)
 		return -EINVAL;
-	return r->ops->boot_formats ?
-	       r->ops->boot_formats(r, host_id, boot_id, after_id, max, fn, ctx) : -ENOSYS;
+	return r->ops->boot_formats(r, host_id, boot_id, after_id, max, fn, ctx);
 }
 
 #endif

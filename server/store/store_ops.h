@@ -89,11 +89,11 @@
  * handle is thread_policy (main, as the ingest worker starts): it may
  * touch nothing but the backend's own threads.
  *
- * Optional: thread_policy may be NULL (no threads of its own), set_stop
- * (reads are never stopped), tail and sql (they fail with -ENOSYS); so
- * may the ops of issue 33's exports: losses_put and boot (nothing is kept:
- * they return 0), losses, boot_get and boot_formats (-ENOSYS); every
- * other op must be set.
+ * Optional: thread_policy may be NULL (no threads of its own) and set_stop
+ * (reads are never stopped); every other op must be set: a backend that
+ * cannot answer one exactly fails it saying why (-ENOSYS and a sentence in
+ * h.errmsg), never by leaving the op out, so that the front has no quiet
+ * default that answers differently from another backend.
  */
 #ifndef SERVER_STORE_STORE_OPS_H
 #define SERVER_STORE_STORE_OPS_H
