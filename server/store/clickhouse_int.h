@@ -17,6 +17,7 @@
 #include "server/store/store_ops.h"
 
 struct ch_http;
+struct ch_sender;
 
 /* A growable byte buffer (RowBinary rows); oom is sticky until reset. */
 struct ch_bytes {
@@ -116,6 +117,7 @@ struct ch_store {
 	struct store_handle *h;
 	bool reader;
 	struct ch_http *http;
+	struct ch_sender *sender;	/* the writer's, started on first use (clickhouse_send.h) */
 	char *db;		/* the database's name */
 	char *collector;	/* this collector's name in journal_marks and commits */
 	const struct store_stop *stop;	/* a reader's (store_set_stop()) */
