@@ -26,6 +26,16 @@
 # The ClickHouse server is started as the tests start theirs (tests/lib.sh
 # tc_start_clickhouse: Debian's clickhouse-server, free loopback ports,
 # everything under the bench's temp dir) and stopped at the end.
+#
+# Both stores live in the temp dir (BENCH_TMP, default /tmp), and its
+# filesystem matters to ClickHouse: every INSERT and merge writes a part
+# of two files per column, and on an ext4 without a journal (this
+# project's machines' root) the kernel looks for a free inode past every
+# recently deleted one (ext4's recently_deleted()): measured with perf,
+# ~40% of the server's insert threads, and half its CPU per event against
+# a journaled ext4 (a loop-mounted image on the same disk). A "scale: fs"
+# line says which filesystem the run had; BENCH_TMP on another one
+# measures there. SQLite writes two files and is not affected.
 
 SCALE_GLOB='sched_switch where next_comm ~ "kworker*"'
 SCALE_HIST=(--hist 'keys=next_comm' sched_switch)
@@ -135,6 +145,18 @@ scale_clickhouse() {
 	clickhouse_pid=
 }
 
+# scale_fs: the "scale: fs" line, the temp dir's filesystem (and for an
+# ext4, whether it has a journal).
+scale_fs() {
+	local fs dev j=
+	read -r fs dev < <(findmnt -no FSTYPE,SOURCE -T "$tmp")
+	if [ "$fs" = ext4 ] && [ -r "/sys/fs/ext4/${dev##*/}/journal_task" ]; then
+		j=$(cat "/sys/fs/ext4/${dev##*/}/journal_task")
+		[ "$j" = "<none>" ] && j=" without a journal" || j=" with a journal"
+	fi
+	echo "scale: fs: $tmp on $dev, $fs$j"
+}
+
 bench_scale() {
 	local events=${BENCH_EVENTS:-100000000} data n c s
 	make -C "$build" -j"$(nproc)" tracecollectd traceq/traceq bench/loadgen >/dev/null
@@ -147,6 +169,7 @@ bench_scale() {
 	scale_pid= clickhouse_pid= tc_pid_vars=()
 	trap 'kill $scale_pid $clickhouse_pid 2>/dev/null; wait; rm -rf "$tmp"' EXIT
 	"$src/contrib/tracecollect-certs" -d "$tmp/pki" all >/dev/null
+	scale_fs
 	echo "scale: $events events from $data, ${BENCH_AGENTS:-4} agents; the machine's" \
 	     "$(nproc) CPUs are shared with the collector, the server and loadgen"
 	scale_sqlite
