@@ -431,7 +431,8 @@ tc_ch() {
 		--password "$ch_password" "$@"
 }
 
-# tc_ch_config DIR HTTP TCP INTERSERVER: the server's config.xml
+# tc_ch_config DIR HTTP TCP INTERSERVER: the server's config.xml (with
+# $tc_ch_config_extra, more of it, when set: bench/run scale's compression)
 tc_ch_config() {
 	cat <<XML
 <?xml version="1.0"?>
@@ -470,6 +471,7 @@ $( [ -n "${zk_port:-}" ] && cat <<ZK
     <macros><shard>01</shard><replica>r1</replica></macros>
 ZK
 )
+${tc_ch_config_extra:-}
 </yandex>
 XML
 }

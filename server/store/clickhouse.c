@@ -25,6 +25,7 @@
 #include "server/store/clickhouse_query.h"
 #include "server/store/clickhouse_reader.h"
 #include "server/store/clickhouse_schema.h"
+#include "server/store/clickhouse_send.h"
 #include "server/store/clickhouse_sql.h"
 #include "server/store/clickhouse_symbols.h"
 #include "server/store/clickhouse_tail.h"
@@ -170,6 +171,7 @@ static void ch_store_free(struct ch_store *s)
 {
 	if (!s)
 		return;
+	ch_send_free(s);
 	ch_schema_free(s);
 	ch_meta_free(s);
 	ch_symbols_free(s);

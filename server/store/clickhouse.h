@@ -95,7 +95,9 @@
  *
  * The SQLite machinery does not apply: no DB.lock (tracecollectd skips
  * ownfiles' database checks for a remote store), no WAL checkpointer, no
- * writer thread (thread_policy is NULL), no file to lose and reopen.
+ * file to lose and reopen. One thread of its own, the sender
+ * (clickhouse_send.h), started by the ingest worker, whose policy it
+ * inherits (thread_policy is NULL).
  *
  * The parts, from the top down; each includes only the headers below it:
  *   clickhouse.c         open, close, migrations, the ops tables
@@ -108,6 +110,8 @@
  *   clickhouse_symbols.c names of addresses, a reader's cache  (reader)
  *   clickhouse_version.c what a newer server would do better   (writer)
  *   clickhouse_txn.c     commit ids, commit, rollback, cleanup (writer)
+ *   clickhouse_send.c    the sender thread: one batch's INSERT at a
+ *                        time beside the writer's own          (writer)
  *   clickhouse_util.c    errors, statements, RowBinary, batches, ids
  *   clickhouse_http.c    libcurl: statements, queries, INSERT bodies
  *   clickhouse_reply.c   TabSeparated replies (untrusted: fuzzed)

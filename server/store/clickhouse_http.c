@@ -101,6 +101,18 @@ int ch_http_new(const struct ch_http_conf *c, struct ch_http **out)
 	return 0;
 }
 
+int ch_http_dup(const struct ch_http *h, struct ch_http **out)
+{
+	struct ch_http_conf c = {
+		.base = h->base, .user = h->user, .password = h->password,
+		.database = h->database, .cert = h->cert, .key = h->key, .ca = h->ca,
+		.connect_ms = h->connect_ms, .timeout_ms = h->timeout_ms,
+		.max_reply = h->max_reply,
+	};
+
+	return ch_http_new(&c, out);
+}
+
 /* Free @s after overwriting it (a password). */
 static void free_secret(char *s)
 {

@@ -50,6 +50,12 @@ int ch_http_global_init(void);
 /* ch_http_new - a handle for @c (nothing is sent yet). Return: 0; TC_ERR_DB; -ENOMEM. */
 int ch_http_new(const struct ch_http_conf *c, struct ch_http **out);
 
+/*
+ * ch_http_dup - a second connection to @h's server, with its settings and
+ * database (for another thread). Return: 0 with *@out set; -ENOMEM; TC_ERR_DB.
+ */
+int ch_http_dup(const struct ch_http *h, struct ch_http **out);
+
 /* ch_http_free - close and free; NULL is allowed. */
 void ch_http_free(struct ch_http *h);
 

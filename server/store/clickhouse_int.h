@@ -18,6 +18,7 @@
 
 struct ch_http;
 struct ch_symcache;
+struct ch_sender;
 
 /* A growable byte buffer (RowBinary rows); oom is sticky until reset. */
 struct ch_bytes {
@@ -119,6 +120,7 @@ struct ch_store {
 	struct store_handle *h;
 	bool reader;
 	struct ch_http *http;
+	struct ch_sender *sender;	/* the writer's, started on first use (clickhouse_send.h) */
 	char *db;		/* the database's name */
 	char *collector;	/* this collector's name in journal_marks and commits */
 	const struct store_stop *stop;	/* a reader's (store_set_stop()) */

@@ -21,6 +21,7 @@
 #include "common/util.h"
 #include "server/store/clickhouse_reader.h"
 #include "server/store/clickhouse_schema.h"
+#include "server/store/clickhouse_send.h"
 #include "server/store/clickhouse_txn.h"
 #include "server/store/clickhouse_util.h"
 
@@ -505,7 +506,7 @@ static int ch_insert(struct store_writer *w, struct store_type *ty, const struct
 	ret = ch_counted_done(s, &ty->batch);
 	if (ret == 0 && b->len >= CH_TYPE_FLUSH_BYTES && s->in_txn) {
 		s->sent = true;
-		ret = ch_reserve_id(s) ?: ch_batch_send(s, &ty->batch);
+		ret = ch_reserve_id(s) ?: ch_send_start(s, &ty->batch);
 	}
 	if (ret < 0)
 		s->failed = ret;

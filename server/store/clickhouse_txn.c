@@ -35,6 +35,7 @@
 #include "common/log.h"
 #include "common/tc_error.h"
 #include "common/util.h"
+#include "server/store/clickhouse_send.h"
 #include "server/store/clickhouse_txn.h"
 #include "server/store/clickhouse_util.h"
 
@@ -228,10 +229,12 @@ static int ch_send_all(struct ch_store *s)
 	for (int i = 0; i < CH_FIRST_COUNTED && !ret; i++)
 		ret = ch_batch_send(s, &s->fixed[i]);
 	ret = ret ?: ch_reserve_id(s);
+	/* two at once: the sender's, and ours while it is busy */
 	for (struct store_type *t = s->types; t && !ret; t = t->next) {
 		s->sent |= t->batch.nrows > 0;
-		ret = ch_batch_send(s, &t->batch);
+		ret = ch_send_idle(s) ? ch_send_start(s, &t->batch) : ch_batch_send(s, &t->batch);
 	}
+	ret = ch_send_wait(s) ?: ret;
 	for (int i = CH_FIRST_COUNTED; i < CH_NFIXED && !ret; i++) {
 		s->sent |= s->fixed[i].nrows > 0;
 		ret = ch_batch_send(s, &s->fixed[i]);
@@ -264,6 +267,7 @@ int ch_rollback(struct store_writer *w)
 {
 	struct ch_store *s = ch_writer_of(w);
 
+	ch_send_wait(s);	/* none of it lands after the rows are deleted */
 	if (s->in_txn && s->sent) {
 		s->dirty = true;	/* some of it may be on the server */
 		s->commit_id++;		/* never reused */

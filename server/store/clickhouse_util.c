@@ -34,22 +34,27 @@ int ch_errf(struct ch_store *s, int err, const char *fmt, ...)
  * After a request: the failure's sentence into @s, and the outage said
  * once (a writer's: readers fail their query and say so to the asker).
  */
-static int ch_after(struct ch_store *s, int ret)
+int ch_after_http(struct ch_store *s, const struct ch_http *h, int ret)
 {
-	bool down = ret < 0 && ch_http_down(s->http);
+	bool down = ret < 0 && ch_http_down(h);
 
 	if (ret < 0)
-		ch_errf(s, ret, "%s", ch_http_errmsg(s->http));
+		ch_errf(s, ret, "%s", ch_http_errmsg(h));
 	if (s->reader || down == s->down || (ret < 0 && !down))
 		return ret;
 	s->down = down;
 	if (down)
 		log_err("ClickHouse at %s is unreachable (%s); not storing until it is back: "
 			"the receive journal fills, then agents are held back",
-			ch_http_where(s->http), ch_http_errmsg(s->http));
+			ch_http_where(h), ch_http_errmsg(h));
 	else
-		log_info("ClickHouse at %s is back; storing again", ch_http_where(s->http));
+		log_info("ClickHouse at %s is back; storing again", ch_http_where(h));
 	return ret;
+}
+
+static int ch_after(struct ch_store *s, int ret)
+{
+	return ch_after_http(s, s->http, ret);
 }
 
 int ch_exec_text(struct ch_store *s, const char *sql)

@@ -33,6 +33,14 @@ int ch_query_u64(struct ch_store *s, const struct ch_sql *q, uint64_t *v);
 /* ch_query_text - ch_query() of our own SQL text @sql (no value in it). */
 int ch_query_text(struct ch_store *s, const char *sql, struct ch_reply *out);
 
+/*
+ * ch_after_http - after a request on @h (@s's own or its sender's), with
+ * its result @ret: on failure its sentence into @s, and a writer's outage
+ * (or its end) said once. Returns @ret.
+ */
+struct ch_http;
+int ch_after_http(struct ch_store *s, const struct ch_http *h, int ret);
+
 /* The query of every event table's name. */
 #define CH_EVENT_TABLES_SQL "SELECT name FROM system.tables WHERE database = currentDatabase()" \
 	" AND startsWith(name, 'ev_')"
