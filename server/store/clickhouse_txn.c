@@ -43,6 +43,7 @@
 
 static const char *const ch_counted_tables[] = {
 	"cpu_counts", "drops", "freed", "stream_marks", "journal_marks",
+	"retain_cuts",	/* clickhouse_retain.c: a round whose counts were deleted must go */
 };
 
 /* Wait until no mutation of our database is left to do. */
