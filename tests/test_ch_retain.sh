@@ -153,12 +153,17 @@ for _ in $(seq 300); do
 			is_done = 0")" = 0 ] && break
 	sleep 0.2
 done
+kill "$collector_pid"; wait "$collector_pid" 2>/dev/null; collector_pid=
 now=$(chq "SELECT sum(bytes_on_disk) FROM system.parts WHERE database = 'tc' AND active")
 s=$(stored); n=$(drops_ret)
+# a round counted and committed whose rows are not removed yet (the next call removes them)
+last="(SELECT max(id) FROM tc.commits)"
+pending=$(chq "SELECT count() FROM $ev WHERE
+	ts < (SELECT argMax(cut, _tc_commit) FROM tc.retain_cuts WHERE _tc_commit <= $last) AND
+	_tc_commit <= (SELECT argMax(upto, _tc_commit) FROM tc.retain_cuts WHERE _tc_commit <= $last)")
 check "--retain-size $cap: the store is under it ($now, from $used)" '[ "$now" -le "$cap" ]'
-check "--retain-size: some events removed, all counted ($((before - s)) == $((n - drops_before)))" \
-	'[ "$s" -lt "$before" ] && [ "$((before - s))" = "$((n - drops_before))" ]'
-kill "$collector_pid"; wait "$collector_pid" 2>/dev/null; collector_pid=
+check "--retain-size: some events removed, each counted once (removed $((before - s)) + counted, not yet removed $pending == $((n - drops_before)))" \
+	'[ "$s" -lt "$before" ] && [ "$((before - s + pending))" = "$((n - drops_before))" ]'
 check "the collector's log has no sanitizer report (a --enable-sanitizers build)" \
 	'! grep -q "Sanitizer\|runtime error:" "$tmp/collector.log"'
 [ "$failed" = 0 ] || tail -30 "$tmp/collector.log"

@@ -31,8 +31,10 @@ int ch_errf(struct ch_store *s, int err, const char *fmt, ...)
 }
 
 /*
- * After a request: the failure's sentence into @s, and the outage said
- * once (a writer's: readers fail their query and say so to the asker).
+ * After a request: the failure's sentence into @s, and the outage noted
+ * once (a writer's: readers fail their query and say so to the asker), at
+ * debug level: the ingest worker says once that storing is held up and
+ * once that it resumed, whatever the store (ingest_stalled()).
  */
 static int ch_after(struct ch_store *s, int ret)
 {
@@ -44,11 +46,11 @@ static int ch_after(struct ch_store *s, int ret)
 		return ret;
 	s->down = down;
 	if (down)
-		log_err("ClickHouse at %s is unreachable (%s); not storing until it is back: "
+		log_debug("ClickHouse at %s is unreachable (%s); not storing until it is back: "
 			"the receive journal fills, then agents are held back",
 			ch_http_where(s->http), ch_http_errmsg(s->http));
 	else
-		log_info("ClickHouse at %s is back; storing again", ch_http_where(s->http));
+		log_debug("ClickHouse at %s is back; storing again", ch_http_where(s->http));
 	return ret;
 }
 
