@@ -640,6 +640,23 @@ int qmsg_reply_end(struct qmsg_writer *w, bool more, int64_t last_ts,
 	return ret;
 }
 
+/* An error reply's map of @nkeys keys and its first five: ok code error pos len. */
+static void pack_error(msgpack_packer *pk, uint32_t nkeys, int32_t code, const char *msg,
+		       int32_t pos, int32_t len)
+{
+	msgpack_pack_map(pk, nkeys);
+	pack_key(pk, "ok");
+	msgpack_pack_false(pk);
+	pack_key(pk, "code");
+	msgpack_pack_int32(pk, code);
+	pack_key(pk, "error");
+	pack_cstr(pk, msg);
+	pack_key(pk, "pos");
+	msgpack_pack_int32(pk, pos);
+	pack_key(pk, "len");
+	msgpack_pack_int32(pk, len);
+}
+
 int qmsg_reply_error(int32_t code, const char *msg, int32_t pos, int32_t len,
 		     struct proto_buf *out)
 {
@@ -648,17 +665,7 @@ int qmsg_reply_error(int32_t code, const char *msg, int32_t pos, int32_t len,
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 5);
-	pack_key(&pk, "ok");
-	msgpack_pack_false(&pk);
-	pack_key(&pk, "code");
-	msgpack_pack_int32(&pk, code);
-	pack_key(&pk, "error");
-	pack_cstr(&pk, msg);
-	pack_key(&pk, "pos");
-	msgpack_pack_int32(&pk, pos);
-	pack_key(&pk, "len");
-	msgpack_pack_int32(&pk, len);
+	pack_error(&pk, 5, code, msg, pos, len);
 	return sbuf_move(&sb, out);
 }
 
@@ -671,17 +678,7 @@ int qmsg_reply_error_stall(int32_t code, const char *msg, uint64_t unstored,
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 9);
-	pack_key(&pk, "ok");
-	msgpack_pack_false(&pk);
-	pack_key(&pk, "code");
-	msgpack_pack_int32(&pk, code);
-	pack_key(&pk, "error");
-	pack_cstr(&pk, msg);
-	pack_key(&pk, "pos");
-	msgpack_pack_int32(&pk, -1);
-	pack_key(&pk, "len");
-	msgpack_pack_int32(&pk, -1);
+	pack_error(&pk, 9, code, msg, -1, -1);
 	pack_key(&pk, "unstored");
 	msgpack_pack_uint64(&pk, unstored);
 	pack_key(&pk, "journal_bytes");

@@ -79,23 +79,19 @@ check "the recordings sit on both sides of the cut ($old of $total before it: $h
 	 [ "$hosts_old" = "['"'"'imp-a'"'"','"'"'imp-c'"'"']" ] ||
 	 [ "$hosts_old" = "['"'"'imp-c'"'"','"'"'imp-a'"'"']" ]'
 
-# killed right after a round was counted in the open commit
-TRACECOLLECTD_TEST_RETAIN_KILL=counted start --retain-age "$age"
-wait_dead
-check "the test aid killed the collector with a round counted, not committed" \
-	'grep -q "killing the collector at counted" "$tmp/collector.log"'
-n=$(drops_ret); s=$(stored)
-check "after a kill before the commit: no retention drop committed ($n), nothing removed ($s)" \
-	'[ "${n:-0}" = 0 ] && [ "$s" = "$total" ]'
-
-# killed once the round committed, before its rows are removed
-TRACECOLLECTD_TEST_RETAIN_KILL=committed start --retain-age "$age"
-wait_dead
-check "the test aid killed the collector with a round committed, not removed" \
-	'grep -q "killing the collector at committed" "$tmp/collector.log"'
-n=$(drops_ret); s=$(stored)
-check "after a kill past the commit: the drops are committed ($n == $old), nothing removed ($s)" \
-	'[ "$n" = "$old" ] && [ "$s" = "$total" ]'
+# kill_at POINT WANT: the collector, with retention, killed by the test aid
+# at POINT; then WANT retention drops are committed and nothing is removed
+kill_at() {
+	TRACECOLLECTD_TEST_RETAIN_KILL=$1 start --retain-age "$age"
+	wait_dead
+	check "the test aid killed the collector at $1" \
+		'grep -q "killing the collector at $1" "$tmp/collector.log"'
+	n=$(drops_ret); s=$(stored)
+	check "after a kill at $1: $2 retention drops committed (${n:-0}), nothing removed ($s)" \
+		'[ "${n:-0}" = "$2" ] && [ "$s" = "$total" ]'
+}
+kill_at counted 0	# a round counted in the open commit: its commit is lost
+kill_at committed "$old"	# the round committed, its rows not removed yet
 
 # again, to the end
 start --retain-age "$age"

@@ -189,6 +189,7 @@ struct ingest {
 	struct filter_table *filters;
 	unsigned filters_gen;
 	int64_t stall_since_ns;		/* storing held up since (realtime); 0: it is not */
+	int64_t full_since_ns;		/* agents held back since: the journal (queue) full */
 	char stall_why[INGEST_STALL_WHY];	/* the failure that began it */
 	/* event loop: */
 	int efd;			/* the worker's wake-up call; -1: none yet */
@@ -775,8 +776,9 @@ static int ing_close(struct ingest *g, struct sink *s, struct jfile *jf)
 	if (ret < 0) {
 		char h[LOG_ESC_LEN];
 
-		log_err("counters of host %s: %s", sink_clean(h, sizeof(h), s->host),
-			store_errmsg(g->store));
+		if (!g->stalled)	/* held up: said once */
+			log_err("counters of host %s: %s", sink_clean(h, sizeof(h), s->host),
+				store_errmsg(g->store));
 		s->replay = g->journal != NULL;	/* its file is stored again */
 	}
 	if (s->failed && !s->replay && s->dropped_jobs) {
@@ -1064,7 +1066,7 @@ static void ing_count_failed(struct ingest *g, struct sink *s, struct ingest_job
 		s->dropped_pages++;
 		ret = sink_page_dropped(s, &g->env, rec.cpu, rec.seq, sink_why_failed);
 	}
-	if (ret < 0)
+	if (ret < 0 && !g->stalled)	/* held up: said once */
 		log_err("counting pages not stored: %s (%s)", tc_strerror(ret),
 			store_errmsg(g->store));
 }
@@ -1080,7 +1082,7 @@ static void ing_held(struct ingest *g, struct sink *s, const struct ingest_job *
 		ret = store_cpu_held(g->store, s->host_id, h.cpu, &(struct store_held){
 			h.rate_pages, h.rate_ms, h.quota_pages, h.quota_ms });
 	}
-	if (ret < 0)
+	if (ret < 0 && !g->stalled)	/* held up: said once */
 		log_err("counting pages held back by host limits: %s (%s)", tc_strerror(ret),
 			store_errmsg(g->store));
 }
@@ -1493,18 +1495,48 @@ static void ing_journal_ctx(struct sink *s, enum proto_msg_type type, uint64_t o
 	s->jctx[i] = (struct sink_jctx){ .off = off, .len = (uint32_t)len, .kind = JREC_MSG };
 }
 
+/*
+ * Whether agents are held back: said once in the log when it begins and
+ * once when it ends (the loop asks at each frame and each commit), and
+ * reported by ingest_stalled() meanwhile unless storing failed, which says more.
+ */
+static bool ing_full_said(struct ingest *g, bool full)
+{
+	int64_t since = 0, now;
+	struct timespec ts;
+
+	/* the fast path, at each frame: nothing changes (only the loop writes it) */
+	if (full == (__atomic_load_n(&g->full_since_ns, __ATOMIC_RELAXED) != 0))
+		return full;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	pthread_mutex_lock(&g->lock);
+	since = g->full_since_ns;
+	if (full != (since != 0))
+		__atomic_store_n(&g->full_since_ns, full ? now : 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&g->lock);
+	if (full && !since)
+		log_warn("the receive %s is full (%.1f MB): agents are held back until storing "
+			 "catches up; said again when they are not", g->journal ? "journal" : "queue",
+			 (double)(g->journal ? journal_bytes(g->journal) : g->o.queue_bytes) / (1 << 20));
+	else if (!full && since)
+		log_info("agents are not held back any more (held %lld s)",
+			 (long long)((now - since) / 1000000000));
+	return full;
+}
+
 bool ingest_full(struct ingest *g)
 {
 	bool full;
 
 	if (g->journal && !journal_full(g->journal))
-		return false;
+		return ing_full_said(g, false);
 	pthread_mutex_lock(&g->lock);
 	/* a full journal of nothing but stored files (their context) must not
 	 * stop everyone */
 	full = g->journal ? g->jobs_committed < g->jobs_pushed : g->full;
 	pthread_mutex_unlock(&g->lock);
-	return full;
+	return ing_full_said(g, full);
 }
 
 bool ingest_journaled(struct ingest *g)
@@ -1727,9 +1759,12 @@ void ingest_journal_tidy(struct ingest *g, struct sink *s)
 void ingest_stalled(struct ingest *g, int64_t *since_ns, char *why, size_t len)
 {
 	pthread_mutex_lock(&g->lock);
-	*since_ns = g->stall_since_ns;
-	if (len)
-		snprintf(why, len, "%s", g->stall_since_ns ? g->stall_why : "");
+	*since_ns = g->stall_since_ns ? g->stall_since_ns : g->full_since_ns;
+	if (len && g->stall_since_ns)
+		snprintf(why, len, "%s", g->stall_why);
+	else if (len)
+		snprintf(why, len, "%s", g->full_since_ns ? "storing is slower than agents send:"
+			 " the receive journal is full and agents are held back" : "");
 	pthread_mutex_unlock(&g->lock);
 }
 

@@ -214,8 +214,10 @@ void ingest_backlog(struct ingest *g, uint64_t *unstored, uint64_t *journal_byte
 /*
  * ingest_stalled - since when storing is held up (realtime ns; 0: it is
  * not): the store failed and the worker keeps trying (a locked SQLite, a
- * ClickHouse down or too slow), and why, into @why[@len] ("" when not).
- * Said once in the log when it starts and once when it ends. Any thread.
+ * ClickHouse down or too slow), or storing is so slow that the journal is
+ * full and agents are held back (ingest_full()); and why, into @why[@len]
+ * ("" when not). Each is said once in the log when it starts and once
+ * when it ends. Any thread.
  */
 void ingest_stalled(struct ingest *g, int64_t *since_ns, char *why, size_t len);
 
