@@ -82,13 +82,14 @@ check "the recordings sit on both sides of the cut ($old of $total before it: $h
 # kill_at POINT WANT: the collector, with retention, killed by the test aid
 # at POINT; then WANT retention drops are committed and nothing is removed
 kill_at() {
-	TRACECOLLECTD_TEST_RETAIN_KILL=$1 start --retain-age "$age"
+	point=$1 want=$2	# (check's eval sees globals, not these arguments)
+	TRACECOLLECTD_TEST_RETAIN_KILL=$point start --retain-age "$age"
 	wait_dead
-	check "the test aid killed the collector at $1" \
-		'grep -q "killing the collector at $1" "$tmp/collector.log"'
+	check "the test aid killed the collector at $point" \
+		'grep -q "killing the collector at $point" "$tmp/collector.log"'
 	n=$(drops_ret); s=$(stored)
-	check "after a kill at $1: $2 retention drops committed (${n:-0}), nothing removed ($s)" \
-		'[ "${n:-0}" = "$2" ] && [ "$s" = "$total" ]'
+	check "after a kill at $point: $want retention drops committed (${n:-0}), nothing removed ($s)" \
+		'[ "${n:-0}" = "$want" ] && [ "$s" = "$total" ]'
 }
 kill_at counted 0	# a round counted in the open commit: its commit is lost
 kill_at committed "$old"	# the round committed, its rows not removed yet

@@ -42,8 +42,8 @@
  *    stored later have _tc_commit > upto' and are not in R'). By
  *    induction only the latest committed round can have rows left, and
  *    step 3 looks at that one; a restart looks at it first (retain_idle
- *    starts false) and the writer's open waits for every mutation of the
- *    database (clickhouse_txn.c).
+ *    starts false), and waits, as every round does, for the deletions of
+ *    ours that are not done (system.mutations).
  *
  * Cost. A DELETE rewrites the parts of the cut's day, so the age cut is
  * the time asked for rounded down to the hour (CH_RETAIN_STEP_NS): a round
