@@ -186,6 +186,35 @@ static int ch_remove_round(struct ch_store *s, const char *table, int64_t cut, u
 }
 
 /*
+ * The last round of a completed commit: *@cut, *@upto, and *@n, how many
+ * rounds there are (0: none, or no event table: nothing to remove).
+ */
+static int ch_last_round(struct ch_store *s, int64_t *cut, uint64_t *upto, uint64_t *n)
+{
+	struct ch_reply r;
+	struct ch_sql q;
+	bool have = false;
+	int ret;
+
+	ch_sql_init(&q, 0);
+	ch_sql_addf(&q, "SELECT argMax(cut, _tc_commit), argMax(upto, _tc_commit), count()"
+		    " FROM retain_cuts WHERE _tc_commit <= %llu", (unsigned long long)s->last_ok);
+	ret = ch_query(s, &q, &r);
+	ch_sql_free(&q);
+	if (ret < 0)
+		return ret;
+	if (r.nrows < 1 || ch_reply_i64(&r, 0, 0, cut) < 0 || ch_reply_u64(&r, 0, 1, upto) < 0 ||
+	    ch_reply_u64(&r, 0, 2, n) < 0)
+		ret = ch_errf(s, TC_ERR_DB, "ClickHouse answered retain_cuts oddly");
+	ch_reply_free(&r);
+	if (ret == 0 && *n)
+		ret = ch_have_events(s, &have);
+	if (ret == 0 && !have)
+		*n = 0;
+	return ret;
+}
+
+/*
  * Step 3 and 4 (above): the last committed round's rows removed. *@idle:
  * none of them is left and no deletion of ours is running (a round may count).
  */
@@ -203,27 +232,12 @@ static int ch_retain_finish(struct ch_store *s, bool *idle)
 	ret = ch_retain_mutations(s, &busy);
 	if (ret < 0 || busy)
 		return ret;
-	ch_sql_init(&q, 0);
-	ch_sql_addf(&q, "SELECT argMax(cut, _tc_commit), argMax(upto, _tc_commit), count()"
-		    " FROM retain_cuts WHERE _tc_commit <= %llu", (unsigned long long)s->last_ok);
-	ret = ch_query(s, &q, &r);
-	if (ret == 0 && (r.nrows < 1 || ch_reply_i64(&r, 0, 0, &cut) < 0 ||
-			 ch_reply_u64(&r, 0, 1, &upto) < 0 || ch_reply_u64(&r, 0, 2, &n) < 0))
-		ret = ch_errf(s, TC_ERR_DB, "ClickHouse answered retain_cuts oddly");
-	if (ret == 0)
-		ch_reply_free(&r);
-	if (ret == 0 && n) {
-		bool have = false;
-
-		ret = ch_have_events(s, &have);
-		n = have;
-	}
+	ret = ch_last_round(s, &cut, &upto, &n);
 	if (ret < 0 || !n) {
-		ch_sql_free(&q);
 		*idle = s->retain_idle = ret == 0;
 		return ret;
 	}
-	ch_sql_reset(&q);
+	ch_sql_init(&q, 0);
 	ch_sql_raw(&q, "SELECT _table, count()");
 	ch_all_events(s, &q);
 	ch_sql_addf(&q, " WHERE ts < %lld AND _tc_commit <= %llu GROUP BY _table",
