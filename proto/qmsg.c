@@ -345,6 +345,8 @@ struct qmsg_writer {
 	uint32_t ncols;
 	uint64_t nvals;
 	uint64_t unstored, journal_bytes;
+	int64_t stalled_since;
+	const char *stalled_why;
 	const char *format;	/* a one-type reply's format text */
 	bool multi;		/* rows start with their type (begin_types) */
 	uint32_t nrows;		/* multi: rows started */
@@ -391,9 +393,9 @@ int qmsg_reply_begin(struct qmsg_writer **out, const char *event, uint32_t ncols
 {
 	/*
 	 * ok event cols rows more last_ts last_id count unstored journal_bytes
-	 * entries dropped format
+	 * stalled_since stalled_why entries dropped format
 	 */
-	*out = writer_new(13, event, ncols, cols);
+	*out = writer_new(15, event, ncols, cols);
 	return *out ? 0 : -ENOMEM;
 }
 
@@ -427,14 +429,14 @@ int qmsg_reply_begin_types(struct qmsg_writer **out, uint32_t ntypes, const char
 			   const uint32_t *ncols, const char *const *const *cols)
 {
 	/* the 13 keys of a one-type reply, "types", "last_type" and "formats" */
-	return begin_types(16, out, ntypes, events, ncols, cols);
+	return begin_types(18, out, ntypes, events, ncols, cols);
 }
 
 int qmsg_reply_begin_tail(struct qmsg_writer **out, uint32_t ntypes, const char *const *events,
 			  const uint32_t *ncols, const char *const *const *cols)
 {
 	/* those of a multi-type reply, "missed" and "reset" */
-	int ret = begin_types(18, out, ntypes, events, ncols, cols);
+	int ret = begin_types(20, out, ntypes, events, ncols, cols);
 
 	if (ret == 0)
 		(*out)->tail = true;
@@ -554,6 +556,24 @@ void qmsg_reply_backlog(struct qmsg_writer *w, uint64_t unstored, uint64_t journ
 	w->journal_bytes = journal_bytes;
 }
 
+void qmsg_reply_stall(struct qmsg_writer *w, int64_t since_ns, const char *why)
+{
+	w->stalled_since = since_ns;
+	w->stalled_why = why;
+}
+
+/* The stall's two keys: stalled_since, stalled_why (nil when none). */
+static void pack_stall(msgpack_packer *pk, int64_t since_ns, const char *why)
+{
+	pack_key(pk, "stalled_since");
+	msgpack_pack_int64(pk, since_ns);
+	pack_key(pk, "stalled_why");
+	if (since_ns && why)
+		pack_cstr(pk, why);
+	else
+		msgpack_pack_nil(pk);
+}
+
 int qmsg_reply_end(struct qmsg_writer *w, bool more, int64_t last_ts,
 		   uint64_t last_id, uint64_t count, struct proto_buf *out)
 {
@@ -577,6 +597,7 @@ int qmsg_reply_end(struct qmsg_writer *w, bool more, int64_t last_ts,
 	msgpack_pack_uint64(&w->pk, w->unstored);
 	pack_key(&w->pk, "journal_bytes");
 	msgpack_pack_uint64(&w->pk, w->journal_bytes);
+	pack_stall(&w->pk, w->stalled_since, w->stalled_why);
 	pack_key(&w->pk, "entries");
 	msgpack_pack_uint64(&w->pk, w->entries);
 	pack_key(&w->pk, "dropped");
@@ -619,6 +640,23 @@ int qmsg_reply_end(struct qmsg_writer *w, bool more, int64_t last_ts,
 	return ret;
 }
 
+/* An error reply's map of @nkeys keys and its first five: ok code error pos len. */
+static void pack_error(msgpack_packer *pk, uint32_t nkeys, int32_t code, const char *msg,
+		       int32_t pos, int32_t len)
+{
+	msgpack_pack_map(pk, nkeys);
+	pack_key(pk, "ok");
+	msgpack_pack_false(pk);
+	pack_key(pk, "code");
+	msgpack_pack_int32(pk, code);
+	pack_key(pk, "error");
+	pack_cstr(pk, msg);
+	pack_key(pk, "pos");
+	msgpack_pack_int32(pk, pos);
+	pack_key(pk, "len");
+	msgpack_pack_int32(pk, len);
+}
+
 int qmsg_reply_error(int32_t code, const char *msg, int32_t pos, int32_t len,
 		     struct proto_buf *out)
 {
@@ -627,17 +665,25 @@ int qmsg_reply_error(int32_t code, const char *msg, int32_t pos, int32_t len,
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 5);
-	pack_key(&pk, "ok");
-	msgpack_pack_false(&pk);
-	pack_key(&pk, "code");
-	msgpack_pack_int32(&pk, code);
-	pack_key(&pk, "error");
-	pack_cstr(&pk, msg);
-	pack_key(&pk, "pos");
-	msgpack_pack_int32(&pk, pos);
-	pack_key(&pk, "len");
-	msgpack_pack_int32(&pk, len);
+	pack_error(&pk, 5, code, msg, pos, len);
+	return sbuf_move(&sb, out);
+}
+
+int qmsg_reply_error_stall(int32_t code, const char *msg, uint64_t unstored,
+			   uint64_t journal_bytes, int64_t since_ns, const char *why,
+			   struct proto_buf *out)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+
+	msgpack_sbuffer_init(&sb);
+	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+	pack_error(&pk, 9, code, msg, -1, -1);
+	pack_key(&pk, "unstored");
+	msgpack_pack_uint64(&pk, unstored);
+	pack_key(&pk, "journal_bytes");
+	msgpack_pack_uint64(&pk, journal_bytes);
+	pack_stall(&pk, since_ns, why);
 	return sbuf_move(&sb, out);
 }
 
@@ -831,6 +877,10 @@ static int reply_field(struct qmsg_reply *r, const msgpack_object_kv *kv, bool *
 		return proto_mp_u64(v, &r->unstored);
 	if (proto_mp_str_is(k, "journal_bytes"))
 		return proto_mp_u64(v, &r->journal_bytes);
+	if (proto_mp_str_is(k, "stalled_since"))
+		return proto_mp_i64(v, &r->stalled_since);
+	if (proto_mp_str_is(k, "stalled_why"))
+		return v->type == MSGPACK_OBJECT_NIL ? 0 : take_str(v, &r->stalled_why);
 	if (proto_mp_str_is(k, "entries"))
 		return proto_mp_u64(v, &r->entries);
 	if (proto_mp_str_is(k, "dropped"))
@@ -894,6 +944,7 @@ void qmsg_reply_free(struct qmsg_reply *r)
 	free(r->error);
 	free(r->event);
 	free(r->format);
+	free(r->stalled_why);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -187,6 +187,8 @@ struct qmsg_reply {
 	uint64_t dropped;	/* QOP_HIST: Dropped */
 	uint64_t unstored;	/* batches the collector received, not yet stored */
 	uint64_t journal_bytes;	/* the size of its receive journal */
+	int64_t stalled_since;	/* storing held up since (realtime ns); 0: it is not */
+	char *stalled_why;	/* the failure it began with (untrusted text); NULL: none */
 	char *format;		/* select: the event's format text (as the agent
 				 * sent it; untrusted: check it before parsing) */
 	uint64_t missed;	/* tail: rows gone before they could be read */
@@ -272,6 +274,12 @@ void qmsg_reply_hist(struct qmsg_writer *w, uint64_t entries, uint64_t dropped);
 /* qmsg_reply_backlog - what the collector has received but not stored (0s if not called). */
 void qmsg_reply_backlog(struct qmsg_writer *w, uint64_t unstored, uint64_t journal_bytes);
 /*
+ * qmsg_reply_stall - since when the collector's storing is held up
+ * (realtime ns; 0, the default: it is not) and why (@why must live until
+ * qmsg_reply_end()).
+ */
+void qmsg_reply_stall(struct qmsg_writer *w, int64_t since_ns, const char *why);
+/*
  * qmsg_reply_end - finish: write the trailer and hand the encoding to @out
  * (appended); frees @w in every case. Return: 0 or -ENOMEM.
  */
@@ -279,6 +287,14 @@ int qmsg_reply_end(struct qmsg_writer *w, bool more, int64_t last_ts,
 		   uint64_t last_id, uint64_t count, struct proto_buf *out);
 int qmsg_reply_error(int32_t code, const char *msg, int32_t pos, int32_t len,
 		     struct proto_buf *out);
+/*
+ * qmsg_reply_error_stall - an error reply (no position) that also says what
+ * the collector has not stored and since when storing is held up, as
+ * qmsg_reply_backlog() and qmsg_reply_stall() do. Return: 0 or -ENOMEM.
+ */
+int qmsg_reply_error_stall(int32_t code, const char *msg, uint64_t unstored,
+			   uint64_t journal_bytes, int64_t since_ns, const char *why,
+			   struct proto_buf *out);
 
 /*
  * qmsg_reply_decode - parse a reply; *@out owns everything afterwards

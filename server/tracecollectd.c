@@ -1307,6 +1307,13 @@ static void sync_backlog(void *arg, uint64_t *unstored, uint64_t *journal_bytes)
 	ingest_backlog(col->ing, unstored, journal_bytes);
 }
 
+static void sync_stalled(void *arg, int64_t *since_ns, char *why, size_t len)
+{
+	struct collector *col = arg;
+
+	ingest_stalled(col->ing, since_ns, why, len);
+}
+
 /* traceq --hosts: whether an agent of @host_id is connected now. */
 static bool hosts_connected(void *arg, uint64_t host_id)
 {
@@ -1564,7 +1571,7 @@ static int start_ingest(struct parts *p, const struct ingest_opts *io)
 					     p->im, IMPORTER_ID_BIT };
 	queryd_set_ingest(p->qd, &(struct queryd_ingest){ sync_received, sync_stored,
 							 sync_backlog, col, &p->imops,
-							 hosts_connected });
+							 hosts_connected, sync_stalled });
 	return 0;
 }
 

@@ -182,8 +182,8 @@ check "after ClickHouse's kill -9: stored ($((stored - before))) == shipped ($sh
 distinct=$(ch_distinct)
 check "after ClickHouse's kill -9: no event twice ($distinct == $stored)" \
 	'[ "$distinct" = "$stored" ]'
-check "the collector said ClickHouse was unreachable, once per outage" \
-	'[ "$(grep -c "is unreachable" "$tmp/collector.log")" = 1 ]'
+check "the collector said storing was held up, once per outage" \
+	'[ "$(grep -c "storing is held up" "$tmp/collector.log")" = 1 ]'
 orphans=$(ch_sql "SELECT count() FROM merge('tc', '^ev_') WHERE _tc_commit > (SELECT max(id) FROM tc.commits)")
 check "no event row of an unfinished commit ($orphans)" '[ "$orphans" = 0 ]'
 

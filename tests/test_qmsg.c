@@ -207,6 +207,46 @@ START_TEST(reply_round_trip)
 }
 END_TEST
 
+/* A reply, and an error reply, say since when storing is held up, and why. */
+START_TEST(stall_round_trip)
+{
+	struct proto_buf b = sample_reply(1);
+	struct qmsg_writer *w;
+	struct qmsg_reply r;
+
+	TU_OK(qmsg_reply_decode(b.data, b.len, &r));	/* not held up: 0, no why */
+	ck_assert_int_eq(r.stalled_since, 0);
+	ck_assert_ptr_null(r.stalled_why);
+	qmsg_reply_free(&r);
+	proto_buf_free(&b);
+
+	proto_buf_init(&b);
+	TU_OK(qmsg_reply_begin(&w, NULL, 0, NULL));
+	qmsg_reply_backlog(w, 3, 4096);
+	qmsg_reply_stall(w, 1700000000123456789LL, "ClickHouse at h:1: refused");
+	TU_OK(qmsg_reply_end(w, false, 0, 0, 0, &b));
+	TU_OK(qmsg_reply_decode(b.data, b.len, &r));
+	ck_assert(r.ok);
+	ck_assert_int_eq(r.stalled_since, 1700000000123456789LL);
+	ck_assert_str_eq(r.stalled_why, "ClickHouse at h:1: refused");
+	qmsg_reply_free(&r);
+	proto_buf_free(&b);
+
+	proto_buf_init(&b);
+	TU_OK(qmsg_reply_error_stall(TC_ERR_DB, "down", 7, 8192, 42, "why", &b));
+	TU_OK(qmsg_reply_decode(b.data, b.len, &r));
+	ck_assert(!r.ok);
+	ck_assert_int_eq(r.code, TC_ERR_DB);
+	ck_assert_str_eq(r.error, "down");
+	ck_assert_uint_eq(r.unstored, 7);
+	ck_assert_uint_eq(r.journal_bytes, 8192);
+	ck_assert_int_eq(r.stalled_since, 42);
+	ck_assert_str_eq(r.stalled_why, "why");
+	qmsg_reply_free(&r);
+	proto_buf_free(&b);
+}
+END_TEST
+
 /* op 20 carries its spec; replies carry a histogram's Entries and Dropped. */
 START_TEST(hist_round_trip)
 {
@@ -543,7 +583,7 @@ static Suite *qmsg_suite(void)
 					reply_missing_fields, request_over_the_limit_rejected,
 					request_sql, request_select_keys_round_trip, request_omit,
 					reply_types_round_trip, reply_types_bad_rows_rejected,
-					hist_round_trip, op_table));
+					hist_round_trip, stall_round_trip, op_table));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -231,7 +231,8 @@ static bool answered(nng_socket s)
 /* The endpoint on the fixture's database, with a pool of THREADS and @sync_max_ms. */
 static void start_endpoint(uint32_t sync_max_ms)
 {
-	struct queryd_ingest in = { hk_received, hk_wait_stored, hk_backlog, NULL, NULL, NULL };
+	struct queryd_ingest in = { hk_received, hk_wait_stored, hk_backlog, NULL, NULL, NULL,
+				    NULL };
 	struct queryd_opts o = { .threads = THREADS, .sync_max_ms = sync_max_ms };
 	char bound[128];
 

@@ -16,11 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
 #include "common/filter.h"
+#include "common/log.h"
 #include "common/tc_error.h"
 #include "proto/tls.h"
 #include "traceq/client.h"
@@ -163,6 +165,25 @@ bool client_lost(const struct client *c)
 	return c->lost;
 }
 
+bool client_say_stall(const struct qmsg_reply *rep)
+{
+	char when[64] = "?", why[LOG_ESC_LEN];
+	time_t t = (time_t)(rep->stalled_since / 1000000000);
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (!rep->stalled_since)
+		return false;
+	if (gmtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	log_escape(rep->stalled_why ? rep->stalled_why : "", why, sizeof(why));
+	fprintf(stderr, "traceq: the collector's storing is held up since %s (%lld s): %s; "
+		"%llu batches received and not yet stored, receive journal %.1f MB (agents are "
+		"held back when it is full)\n", when, (long long)(now > t ? now - t : 0), why,
+		(unsigned long long)rep->unstored, (double)rep->journal_bytes / (1 << 20));
+	return true;
+}
+
 /* The decoded reply @rep (@ret: the decoding's result) to @req: 0, 1 or 2 as client_call(). */
 static int client_reply(struct qmsg_reply *rep, const struct qmsg_request *req, int ret)
 {
@@ -177,8 +198,10 @@ static int client_reply(struct qmsg_reply *rep, const struct qmsg_request *req, 
 		qmsg_reply_free(rep);
 		return 2;
 	}
-	if (rep->code == TC_ERR_DB || rep->code > TC_ERR_END || rep->code <= TC_ERR_START)
+	if (rep->code == TC_ERR_DB || rep->code > TC_ERR_END || rep->code <= TC_ERR_START) {
 		fprintf(stderr, "traceq: collector: %s\n", rep->error);
+		client_say_stall(rep);	/* why the store does not answer, and what waits */
+	}
 	else if (req->query)
 		client_caret(req->query, rep->error, rep->pos, rep->len);
 	else

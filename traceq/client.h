@@ -83,6 +83,13 @@ void client_wait_unknown(struct client *c, bool on);
 bool client_lost(const struct client *c);
 
 /*
+ * client_say_stall - when reply @rep says the collector's storing is held
+ * up: one line on stderr, since when, why (escaped) and what waits in its
+ * receive journal. Return: whether it said so.
+ */
+bool client_say_stall(const struct qmsg_reply *rep);
+
+/*
  * client_reconnect - after a call that got no answer: over nng the socket
  * dials again by itself (nothing to do); a TLS connection is made anew.
  * Return: 0; -1 (not reachable yet: said on stderr).

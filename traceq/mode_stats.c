@@ -1,7 +1,7 @@
 /*
  * mode_stats.c - traceq --stats and --drops: the collector's counter
  * tables, printed by stats.h; on stderr, what it has received and not
- * stored yet.
+ * stored yet, and since when its storing is held up (a store down or locked).
  */
 #include "config.h"
 
@@ -25,7 +25,9 @@ int mode_stats_run(struct client *c, const struct traceq_opts *o)
 		fprintf(stderr, "traceq: out of memory\n");
 		ret = 1;
 	}
-	if (rep.unstored)	/* stderr: the rows above stay the same shape */
+	if (client_say_stall(&rep))	/* stderr: the rows above stay the same shape */
+		;
+	else if (rep.unstored)
 		fprintf(stderr, "traceq: the collector is still storing: %" PRIu64 " batches "
 			"received and not yet stored, receive journal %.1f MB (--sync waits "
 			"for them)\n", rep.unstored, (double)rep.journal_bytes / (1 << 20));

@@ -58,6 +58,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -82,6 +83,7 @@
 #define INGEST_ROTATE_BYTES	(64u << 20)	/* a journal file rotates above this */
 #define INGEST_RETRY_MS		1000		/* after a failed replay */
 #define INGEST_ALTSTACK		(64u << 10)	/* the worker's signal stack */
+#define INGEST_STALL_WHY	256		/* the failure a stall is reported with */
 
 enum job_kind { JOB_MSG, JOB_PAGES, JOB_CLOSE, JOB_HELD };
 
@@ -186,6 +188,9 @@ struct ingest {
 	pthread_cond_t stored;		/* jobs_committed moved */
 	struct filter_table *filters;
 	unsigned filters_gen;
+	int64_t stall_since_ns;		/* storing held up since (realtime); 0: it is not */
+	int64_t full_since_ns;		/* agents held back since: the journal (queue) full */
+	char stall_why[INGEST_STALL_WHY];	/* the failure that began it */
 	/* event loop: */
 	int efd;			/* the worker's wake-up call; -1: none yet */
 	struct event *ev;
@@ -204,6 +209,8 @@ struct ingest {
 	struct jlist replay;		/* files to store (again) */
 	uint8_t *rbuf;			/* a spilled job read back */
 	size_t rcap;
+	bool stalled;			/* the worker's copy of stall_since_ns != 0 */
+	bool retain_failing;		/* the last retention failed (said when it began) */
 };
 
 
@@ -441,6 +448,56 @@ static void ing_store_reopened(struct ingest *g)
 			store_errmsg(g->store));
 }
 
+/*
+ * Storing failed with @err: the first failure of a run of them says so in
+ * the log and starts the stall that traceq --stats reports (ingest_stalled());
+ * the others say nothing, however often the worker tries again. Return:
+ * whether storing was held up already (the caller's own line is then not said).
+ */
+static bool ing_stall(struct ingest *g, int err)
+{
+	char why[INGEST_STALL_WHY];
+	struct timespec ts;
+	uint64_t jb = g->journal ? journal_bytes(g->journal) : 0;
+
+	if (g->stalled)
+		return true;
+	g->stalled = true;
+	sink_clean(why, sizeof(why), store_errmsg(g->store));
+	clock_gettime(CLOCK_REALTIME, &ts);
+	pthread_mutex_lock(&g->lock);
+	g->stall_since_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	memcpy(g->stall_why, why, sizeof(why));
+	pthread_mutex_unlock(&g->lock);
+	if (g->journal)
+		log_err("storing is held up: %s (%s); the receive journal keeps what agents send "
+			"(%.1f MB now) and holds them back when it is full; trying again, said "
+			"again when storing resumes", tc_strerror(err), why, (double)jb / (1 << 20));
+	else
+		log_err("storing is held up: %s (%s); agents are held back and send again; "
+			"trying again, said again when storing resumes", tc_strerror(err), why);
+	return false;
+}
+
+/* A commit went through: a stall ends, said once. */
+static void ing_unstall(struct ingest *g)
+{
+	struct timespec ts;
+	int64_t since;
+
+	if (!g->stalled)
+		return;
+	g->stalled = false;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	pthread_mutex_lock(&g->lock);
+	since = g->stall_since_ns;
+	g->stall_since_ns = 0;
+	pthread_mutex_unlock(&g->lock);
+	log_info("storing resumed after %lld s held up; the receive journal holds %.1f MB",
+		 (long long)(ts.tv_sec - since / 1000000000),
+		 (double)(g->journal ? journal_bytes(g->journal) : 0) / (1 << 20));
+}
+
 static int ing_begin(struct ingest *g)
 {
 	int ret;
@@ -449,7 +506,7 @@ static int ing_begin(struct ingest *g)
 		return 0;
 	ret = store_begin(g->store);
 	if (ret < 0) {
-		log_err("begin: %s (%s)", tc_strerror(ret), store_errmsg(g->store));
+		ing_stall(g, ret);
 		return ret;
 	}
 	if (store_generation(g->store, NULL) != g->store_gen)
@@ -460,7 +517,12 @@ static int ing_begin(struct ingest *g)
 	return 0;
 }
 
-static void ing_retain(struct ingest *g)
+/*
+ * Retention, when due. A failure is logged when failures begin (not while
+ * storing is held up: that was said), not at each try.
+ * Return: 0 (done, or not due); the error.
+ */
+static int ing_retain(struct ingest *g)
 {
 	struct timespec ts;
 	int64_t before = INT64_MIN;
@@ -469,17 +531,20 @@ static void ing_retain(struct ingest *g)
 
 	if ((!g->o.retain_age_ns && !g->o.retain_bytes) ||
 	    util_now_ms() - g->last_retain < INGEST_RETAIN_S * 1000)
-		return;
+		return 0;
 	g->last_retain = util_now_ms();
 	if (g->o.retain_age_ns) {
 		clock_gettime(CLOCK_REALTIME, &ts);
 		before = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec - g->o.retain_age_ns;
 	}
 	ret = store_retain(g->store, before, g->o.retain_bytes, &removed);
-	if (ret < 0)
-		log_err("retention: %s (%s)", tc_strerror(ret), store_errmsg(g->store));
+	if (ret < 0 && !g->stalled && !g->retain_failing)
+		log_err("retention: %s (%s); trying again each %d s", tc_strerror(ret),
+			store_errmsg(g->store), INGEST_RETAIN_S);
 	else if (removed)
 		log_info("retention removed %llu events", (unsigned long long)removed);
+	g->retain_failing = ret < 0;
+	return ret;
 }
 
 /* For ingest_wait_stored(): are journal files waiting to be stored (again)? */
@@ -507,7 +572,9 @@ static void ing_rolled_back(struct ingest *g, int err)
 	struct store_writer *st = g->store;
 	int ret;
 
-	if (g->journal)
+	if (ing_stall(g, err))
+		;	/* held up already: said when it began */
+	else if (g->journal)
 		log_err("commit failed: %s (%s); closing every agent connection and "
 			"storing what they sent again from the receive journal",
 			tc_strerror(err), store_errmsg(st));
@@ -628,7 +695,7 @@ static int ing_commit(struct ingest *g)
 {
 	struct store_writer *st = g->store;
 	struct ing_chain usage = { NULL, &usage.head };
-	int ret = 0;
+	int ret = 0, rret = 0;
 
 	if (!g->txn_open && (g->o.retain_age_ns || g->o.retain_bytes) &&
 	    util_now_ms() - g->last_retain >= INGEST_RETAIN_S * 1000)
@@ -640,13 +707,15 @@ static int ing_commit(struct ingest *g)
 	if (ret == 0)
 		ret = ing_journal_marks(g);
 	if (ret == 0)
-		ing_retain(g);
+		rret = ing_retain(g);
 	ret = ret ?: store_commit(st);
 	g->txn_open = false;
 	if (ret < 0) {
 		ing_rolled_back(g, ret);
 		return ret;
 	}
+	if (rret == 0)	/* the store answered (a failed retention may have sent nothing) */
+		ing_unstall(g);
 	ing_usage(g, &usage);
 	pthread_mutex_lock(&g->lock);
 	if (usage.head) {
@@ -707,8 +776,9 @@ static int ing_close(struct ingest *g, struct sink *s, struct jfile *jf)
 	if (ret < 0) {
 		char h[LOG_ESC_LEN];
 
-		log_err("counters of host %s: %s", sink_clean(h, sizeof(h), s->host),
-			store_errmsg(g->store));
+		if (!g->stalled)	/* held up: said once */
+			log_err("counters of host %s: %s", sink_clean(h, sizeof(h), s->host),
+				store_errmsg(g->store));
 		s->replay = g->journal != NULL;	/* its file is stored again */
 	}
 	if (s->failed && !s->replay && s->dropped_jobs) {
@@ -996,7 +1066,7 @@ static void ing_count_failed(struct ingest *g, struct sink *s, struct ingest_job
 		s->dropped_pages++;
 		ret = sink_page_dropped(s, &g->env, rec.cpu, rec.seq, sink_why_failed);
 	}
-	if (ret < 0)
+	if (ret < 0 && !g->stalled)	/* held up: said once */
 		log_err("counting pages not stored: %s (%s)", tc_strerror(ret),
 			store_errmsg(g->store));
 }
@@ -1012,7 +1082,7 @@ static void ing_held(struct ingest *g, struct sink *s, const struct ingest_job *
 		ret = store_cpu_held(g->store, s->host_id, h.cpu, &(struct store_held){
 			h.rate_pages, h.rate_ms, h.quota_pages, h.quota_ms });
 	}
-	if (ret < 0)
+	if (ret < 0 && !g->stalled)	/* held up: said once */
 		log_err("counting pages held back by host limits: %s (%s)", tc_strerror(ret),
 			store_errmsg(g->store));
 }
@@ -1191,8 +1261,9 @@ static void ing_replay_pending(struct ingest *g)
 		ok = ing_replay_file(g, jf);
 		g->replay_busy = false;
 		if (!ok) {
-			log_err("storing journal file %016llx failed; trying again in %d ms",
-				(unsigned long long)jfile_no(jf), INGEST_RETRY_MS);
+			if (!ing_stall(g, TC_ERR_DB))
+				log_err("storing journal file %016llx failed; trying again in %d ms",
+					(unsigned long long)jfile_no(jf), INGEST_RETRY_MS);
 			usleep(INGEST_RETRY_MS * 1000);
 			continue;
 		}
@@ -1424,18 +1495,48 @@ static void ing_journal_ctx(struct sink *s, enum proto_msg_type type, uint64_t o
 	s->jctx[i] = (struct sink_jctx){ .off = off, .len = (uint32_t)len, .kind = JREC_MSG };
 }
 
+/*
+ * Whether agents are held back: said once in the log when it begins and
+ * once when it ends (the loop asks at each frame and each commit), and
+ * reported by ingest_stalled() meanwhile unless storing failed, which says more.
+ */
+static bool ing_full_said(struct ingest *g, bool full)
+{
+	int64_t since = 0, now;
+	struct timespec ts;
+
+	/* the fast path, at each frame: nothing changes (only the loop writes it) */
+	if (full == (__atomic_load_n(&g->full_since_ns, __ATOMIC_RELAXED) != 0))
+		return full;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+	pthread_mutex_lock(&g->lock);
+	since = g->full_since_ns;
+	if (full != (since != 0))
+		__atomic_store_n(&g->full_since_ns, full ? now : 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&g->lock);
+	if (full && !since)
+		log_warn("the receive %s is full (%.1f MB): agents are held back until storing "
+			 "catches up; said again when they are not", g->journal ? "journal" : "queue",
+			 (double)(g->journal ? journal_bytes(g->journal) : g->o.queue_bytes) / (1 << 20));
+	else if (!full && since)
+		log_info("agents are not held back any more (held %lld s)",
+			 (long long)((now - since) / 1000000000));
+	return full;
+}
+
 bool ingest_full(struct ingest *g)
 {
 	bool full;
 
 	if (g->journal && !journal_full(g->journal))
-		return false;
+		return ing_full_said(g, false);
 	pthread_mutex_lock(&g->lock);
 	/* a full journal of nothing but stored files (their context) must not
 	 * stop everyone */
 	full = g->journal ? g->jobs_committed < g->jobs_pushed : g->full;
 	pthread_mutex_unlock(&g->lock);
-	return full;
+	return ing_full_said(g, full);
 }
 
 bool ingest_journaled(struct ingest *g)
@@ -1653,6 +1754,18 @@ void ingest_journal_tidy(struct ingest *g, struct sink *s)
 	}
 	s->jf = nf;
 	jfile_put(old, true);
+}
+
+void ingest_stalled(struct ingest *g, int64_t *since_ns, char *why, size_t len)
+{
+	pthread_mutex_lock(&g->lock);
+	*since_ns = g->stall_since_ns ? g->stall_since_ns : g->full_since_ns;
+	if (len && g->stall_since_ns)
+		snprintf(why, len, "%s", g->stall_why);
+	else if (len)
+		snprintf(why, len, "%s", g->full_since_ns ? "storing is slower than agents send:"
+			 " the receive journal is full and agents are held back" : "");
+	pthread_mutex_unlock(&g->lock);
 }
 
 void ingest_backlog(struct ingest *g, uint64_t *unstored, uint64_t *jbytes)

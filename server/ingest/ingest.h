@@ -26,7 +26,7 @@
  *    worker's inserts and checkpoints; with a journal all three run at
  *    SCHED_IDLE (ingest_opts.store_idle);
  *  - any thread (the query endpoint's, queryd.c): ingest_wait_stored(),
- *    ingest_received(), ingest_wait_mark(), ingest_backlog().
+ *    ingest_received(), ingest_wait_mark(), ingest_backlog(), ingest_stalled().
  */
 #ifndef SERVER_INGEST_H
 #define SERVER_INGEST_H
@@ -210,6 +210,16 @@ int ingest_wait_mark(struct ingest *g, uint64_t mark, int timeout_ms);
  * (0: none). Any thread.
  */
 void ingest_backlog(struct ingest *g, uint64_t *unstored, uint64_t *journal_bytes);
+
+/*
+ * ingest_stalled - since when storing is held up (realtime ns; 0: it is
+ * not): the store failed and the worker keeps trying (a locked SQLite, a
+ * ClickHouse down or too slow), or storing is so slow that the journal is
+ * full and agents are held back (ingest_full()); and why, into @why[@len]
+ * ("" when not). Each is said once in the log when it starts and once
+ * when it ends. Any thread.
+ */
+void ingest_stalled(struct ingest *g, int64_t *since_ns, char *why, size_t len);
 
 /*
  * ingest_push_page - hand a copy of page @seq of CPU @cpu to the worker.

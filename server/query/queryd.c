@@ -89,6 +89,7 @@
 
 #define QUERYD_SYNC_SLICE_MS	100	/* longest single wait on ingest */
 #define QUERYD_SEND_MS		30000	/* a client that does not read its reply */
+#define QUERYD_STALL_WHY	256	/* why storing is held up, in a reply */
 
 enum slot_state { SLOT_IDLE, SLOT_RECV, SLOT_BUSY, SLOT_SEND };
 
@@ -256,12 +257,39 @@ static int reply_end(struct queryd *qd, struct qmsg_writer *w, bool more, int64_
 {
 	struct queryd_ingest in = ingest_get(qd);
 	uint64_t unstored = 0, bytes = 0;
+	char why[QUERYD_STALL_WHY] = "";
+	int64_t since = 0;
 
 	if (in.backlog)
 		in.backlog(in.arg, &unstored, &bytes);
+	if (in.stalled)
+		in.stalled(in.arg, &since, why, sizeof(why));
 	ingest_put(qd);
 	qmsg_reply_backlog(w, unstored, bytes);
+	qmsg_reply_stall(w, since, why);
 	return qmsg_reply_end(w, more, last_ts, last_id, count, out);
+}
+
+/*
+ * The store failed @why: the error reply, which says too whether storing
+ * is held up (a store that is down fails reads and writes alike), so that
+ * traceq says why nothing answers and what waits meanwhile.
+ */
+static int reply_store_error(struct queryd *qd, const char *why, struct proto_buf *out)
+{
+	struct queryd_ingest in = ingest_get(qd);
+	uint64_t unstored = 0, bytes = 0;
+	char swhy[QUERYD_STALL_WHY] = "";
+	int64_t since = 0;
+
+	if (in.stalled)
+		in.stalled(in.arg, &since, swhy, sizeof(swhy));
+	if (since && in.backlog)
+		in.backlog(in.arg, &unstored, &bytes);
+	ingest_put(qd);
+	if (!since)
+		return qmsg_reply_error(TC_ERR_DB, why, -1, -1, out);
+	return qmsg_reply_error_stall(TC_ERR_DB, why, unstored, bytes, since, swhy, out);
 }
 
 /*
@@ -862,7 +890,7 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 
 		snprintf(result, sizeof(result), "failed: %.500s", why);
 		out->len = 0;
-		qmsg_reply_error(TC_ERR_DB, why, -1, -1, out);
+		reply_store_error(wk->qd, why, out);
 	} else if (r->op == QOP_SQL) {
 		/* run_sql() said what came of it */
 	} else if (ret > 0) {

@@ -108,6 +108,8 @@ struct queryd_ingest {
 	const struct queryd_importer *importer;	/* imports; NULL: none */
 	/* traceq --hosts: whether an agent of @host_id is connected now; NULL: none is */
 	bool (*connected)(void *arg, uint64_t host_id);
+	/* since when storing is held up (0: it is not) and why; NULL: never */
+	void (*stalled)(void *arg, int64_t *since_ns, char *why, size_t len);
 };
 
 /*

@@ -24,6 +24,7 @@
 #include "server/store/clickhouse_meta.h"
 #include "server/store/clickhouse_query.h"
 #include "server/store/clickhouse_reader.h"
+#include "server/store/clickhouse_retain.h"
 #include "server/store/clickhouse_schema.h"
 #include "server/store/clickhouse_send.h"
 #include "server/store/clickhouse_sql.h"
@@ -262,6 +263,7 @@ static struct store_reader_ops ch_reader_ops = {
 static void ch_init(void)
 {
 	ch_meta_writer_ops(&ch_writer_ops);
+	ch_retain_ops(&ch_writer_ops);
 	ch_schema_writer_ops(&ch_writer_ops);
 	ch_schema_reader_ops(&ch_reader_ops);
 	ch_reader_part_ops(&ch_reader_ops);

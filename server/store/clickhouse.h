@@ -88,10 +88,27 @@
  * Not detected, because not needed by what we store: TTL (19.6; retention
  * drops day partitions), codecs (19.x), LowCardinality (stable in 19.x).
  *
- * Back-pressure. A server that is down or slow makes the writer's ops
- * fail with TC_ERR_DB, as a locked SQLite does: the ingest worker keeps
- * the journal and stores again; the outage and the recovery are logged
- * once each (clickhouse_util.c).
+ * Back-pressure. A server that is down or slow (past the HTTP timeout)
+ * makes the writer's ops fail with TC_ERR_DB, as a locked SQLite does:
+ * the ingest worker keeps the journal, which holds agents back when full,
+ * and stores again; it says once in the log that storing is held up and
+ * once that it resumed, and traceq --stats says since when meanwhile
+ * (ingest_stalled(), for every store). clickhouse_util.c notes the
+ * outage at debug level only.
+ *
+ * Retention (clickhouse_retain.c). Event tables are partitioned by day:
+ * a day wholly before the cut goes by DROP PARTITION, a partial day by
+ * ALTER TABLE DELETE (a mutation, done in the background in 18.16, which
+ * rewrites the day's parts: so the age cut moves by the hour). A round
+ * counts the rows before its cut of completed commits (drops, freed bytes
+ * per host for the quotas) and writes its (cut, upto) in retain_cuts in
+ * the same commit; the rows are removed only after that commit, and no
+ * round counts while one is not done: each event is counted exactly once
+ * across kill -9 (the argument is in that file). The size limit sums
+ * bytes_on_disk of the database's active parts (system.parts). A newer
+ * server could do better, left for later: TTL (19.6) would age rows out
+ * by itself (but uncounted), lightweight DELETE (22.8) would make the
+ * partial day cheap.
  *
  * The SQLite machinery does not apply: no DB.lock (tracecollectd skips
  * ownfiles' database checks for a remote store), no WAL checkpointer, no
@@ -101,8 +118,9 @@
  *
  * The parts, from the top down; each includes only the headers below it:
  *   clickhouse.c         open, close, migrations, the ops tables
+ *   clickhouse_retain.c  retention: rounds, counted once        (writer)
  *   clickhouse_meta.c    hosts, counters, marks, names, programs,
- *                        printk formats, usage, retention     (writer)
+ *                        printk formats, usage                (writer)
  *   clickhouse_schema.c  event tables, columns, formats, insert;
  *                        schemas                              (both)
  *   clickhouse_reader.c  hosts, stats, drops, host_find, printk ... (reader)

@@ -145,6 +145,14 @@ struct ch_store {
 	bool dirty;		/* rows past last_ok may be on the server: clean first */
 	int failed;		/* a failed insert: every op fails so until rollback/begin */
 	bool down;		/* the server was unreachable (said once) */
+	/* retention (clickhouse_retain.c; all zero: unknown, look first) */
+	int64_t retain_cut;	/* the cut of the last round that counted */
+	uint64_t retain_commit;	/* the commit that round counted in */
+	bool retain_started;	/* a round counted since open */
+	bool retain_idle;	/* every committed round's rows are gone */
+	int64_t seen_low;	/* lowest ts of rows of completed commits since that round */
+	int64_t txn_low;	/* lowest ts of the rows of commit txn_low_id */
+	uint64_t txn_low_id;
 };
 
 static inline struct ch_store *ch_writer_of(struct store_writer *w)

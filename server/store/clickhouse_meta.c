@@ -1,6 +1,6 @@
 /*
  * clickhouse_meta.c - hosts, counters, marks, names, programs, symbols,
- * printk formats, usage and retention on ClickHouse (clickhouse_meta.h).
+ * printk formats and usage on ClickHouse (clickhouse_meta.h).
  *
  * Counters are rows added per commit (read as sums), marks rows read as
  * max(); both carry _tc_commit and are read only up to the last commit
@@ -668,7 +668,7 @@ static int ch_printk_held(struct store_writer *w, uint64_t host_id, const char *
 			    ch_boot_pending(s, host_id, boot_id, true), held);
 }
 
-/* ---- usage, retention ---- */
+/* ---- usage (retention: clickhouse_retain.c) ---- */
 
 static int ch_host_usage(struct store_writer *w,
 			 int (*fn)(void *ctx, const char *host, uint64_t bytes), void *ctx)
@@ -696,98 +696,6 @@ static int ch_host_usage(struct store_writer *w,
 			ret = fn(ctx, ch_reply_cell(&r, i, 0), bytes);
 	if (r.nrows || ret == 0)
 		ch_reply_free(&r);
-	return ret;
-}
-
-/*
- * Retention by age drops whole days (partitions) of every event table
- * before @before_ts's day: rows of a partial day stay until their day
- * goes (a DELETE per second would rewrite the day's parts each time).
- * What it removes is counted first: per host into freed (bytes per
- * event of that host), in all into drops (host 0, 'retention').
- */
-static int ch_retain_table(struct ch_store *s, const char *table, int64_t day_ts,
-			   uint64_t *removed)
-{
-	struct ch_reply r, p;
-	struct ch_sql q;
-	uint64_t n, total = 0;
-	int ret;
-
-	ch_sql_init(&q, 0);
-	ch_sql_addf(&q, "SELECT DISTINCT partition FROM system.parts WHERE database ="
-		    " currentDatabase() AND active AND partition < toString(toYYYYMMDD("
-		    "toDateTime(%lld))) AND table = ", (long long)(day_ts / 1000000000));
-	ch_sql_cstr(&q, table);
-	ret = ch_query(s, &q, &p);
-	if (ret < 0 || !p.nrows)
-		goto out;
-	ch_sql_reset(&q);
-	ch_sql_raw(&q, "SELECT r.host_id, r.n, r.n * c.bpe FROM (SELECT host_id, count() AS n"
-		       " FROM ");
-	ch_sql_ident(&q, table);
-	ch_sql_addf(&q, " WHERE toYYYYMMDD(toDateTime(intDiv(ts, 1000000000))) <"
-		    " toYYYYMMDD(toDateTime(%lld)) GROUP BY host_id) AS r ANY LEFT JOIN (SELECT"
-		    " host_id, intDiv(sum(bytes), greatest(sum(events), 1)) AS bpe FROM cpu_counts"
-		    " GROUP BY host_id) AS c USING host_id", (long long)(day_ts / 1000000000));
-	ret = ch_query(s, &q, &r);
-	for (size_t i = 0; ret == 0 && i < r.nrows; i++) {
-		struct ch_batch *b = &s->fixed[CH_B_FREED];
-		uint64_t host = 0, bytes = 0;
-
-		if (ch_reply_u64(&r, i, 0, &host) < 0 || ch_reply_u64(&r, i, 1, &n) < 0 ||
-		    ch_reply_u64(&r, i, 2, &bytes) < 0)
-			continue;
-		total += n;
-		ch_b_u64(&b->rows, host);
-		ch_b_u64(&b->rows, bytes);	/* its page bytes per stored event */
-		ch_b_u64(&b->rows, s->commit_id);
-		ret = ch_batch_row_done(b);
-	}
-	if (ret == 0 || r.nrows)
-		ch_reply_free(&r);
-	for (size_t i = 0; ret == 0 && i < p.nrows; i++) {
-		ch_sql_reset(&q);
-		ch_sql_raw(&q, "ALTER TABLE ");
-		ch_sql_ident(&q, table);
-		ch_sql_raw(&q, " DROP PARTITION ");
-		ch_sql_cstr(&q, ch_reply_cell(&p, i, 0));
-		ret = ch_exec(s, &q);
-	}
-	*removed += total;
-out:
-	if (ret == 0 || p.nrows)
-		ch_reply_free(&p);
-	ch_sql_free(&q);
-	return ret;
-}
-
-static int ch_retain(struct store_writer *w, int64_t before_ts, uint64_t max_bytes,
-		     uint64_t *removed)
-{
-	struct ch_store *s = ch_writer_of(w);
-	struct ch_reply r;
-	uint64_t n = 0;
-	int ret = ch_writer_enter(s);
-
-	if (ret < 0)
-		return ret;
-	if (max_bytes)
-		return ch_errf(s, -ENOSYS, "retain-size is not done on ClickHouse yet"
-			       " (retain-age is: whole days)");
-	*removed = 0;
-	if (before_ts == INT64_MIN)
-		return 0;
-	ret = ch_query_text(s, CH_EVENT_TABLES_SQL, &r);
-	for (size_t i = 0; ret == 0 && i < r.nrows; i++)
-		ret = ch_retain_table(s, ch_reply_cell(&r, i, 0), before_ts, &n);
-	if (ret == 0 || r.nrows)
-		ch_reply_free(&r);
-	if (ret == 0 && n)
-		ret = ch_dropped(w, 0, "-", "-", "retention", n);
-	ret = ret ?: ch_losses_retain(s, before_ts);	/* the losses go with their days */
-	if (ret == 0)
-		*removed = n;
 	return ret;
 }
 
@@ -825,5 +733,4 @@ void ch_meta_writer_ops(struct store_writer_ops *w)
 	w->printk_put = ch_printk_put;
 	w->printk_held = ch_printk_held;
 	w->dropped = ch_dropped;
-	w->retain = ch_retain;
 }

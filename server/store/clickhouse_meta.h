@@ -2,8 +2,8 @@
  * clickhouse_meta.h - the writer's facts and counters besides events:
  * hosts, per-CPU counts and reports, drops, stream and journal marks,
  * names (cmdlines, renames), programs and symbols, printk formats, the
- * bytes each host stored, retention and the ops ClickHouse has nothing to
- * do for (indexes, thread policy).
+ * bytes each host stored and the ops ClickHouse has nothing to do for
+ * (indexes, thread policy). Retention is clickhouse_retain.c's.
  */
 #ifndef SERVER_STORE_CLICKHOUSE_META_H
 #define SERVER_STORE_CLICKHOUSE_META_H

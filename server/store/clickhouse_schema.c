@@ -25,8 +25,6 @@
 #include "server/store/clickhouse_txn.h"
 #include "server/store/clickhouse_util.h"
 
-#define CH_PARTITION	"toYYYYMMDD(toDateTime(intDiv(ts, 1000000000)))"
-
 static const char *const ch_fixed_cols[] = { CH_EV_FIXED, NULL };
 
 static const char *ch_kind_type(enum store_kind k)
@@ -488,6 +486,7 @@ static int ch_insert(struct store_writer *w, struct store_type *ty, const struct
 		return ret;
 	if (ev->nvals != ty->nfields)
 		return -EINVAL;
+	ch_txn_saw_ts(s, ev->ts);	/* retention looks again below it */
 	ch_b_u64(b, ev->host_id);
 	ch_b_u32(b, ev->cpu);
 	ch_b_i64(b, ev->ts);

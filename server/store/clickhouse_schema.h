@@ -12,6 +12,9 @@
 #define CH_EV_FIXED	"host_id", "cpu", "ts", "trace_ts", "_tc_fmt", "_tc_commit", "_tc_row"
 #define CH_EV_NFIXED	7
 
+/* An event table's partition key: its day (retention drops whole days). */
+#define CH_PARTITION	"toYYYYMMDD(toDateTime(intDiv(ts, 1000000000)))"
+
 /* Sending the rows of every type past this many bytes happens at insert. */
 #define CH_TYPE_FLUSH_BYTES	(16u << 20)
 

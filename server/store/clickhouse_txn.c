@@ -45,9 +45,14 @@
 static const char *const ch_counted_tables[] = {
 	"cpu_counts", "drops", "freed", "stream_marks", "journal_marks",
 	"losses",
+	"retain_cuts",	/* clickhouse_retain.c: a round whose counts were deleted must go */
 };
 
-/* Wait until no mutation of our database is left to do. */
+/*
+ * Wait until no deletion of an unfinished commit's rows (ch_delete_after())
+ * is left to do in our database; retention's (clickhouse_retain.c), which
+ * may rewrite a day's parts, are not waited for: retention itself waits.
+ */
 static int ch_mutations_wait(struct ch_store *s)
 {
 	int64_t end = util_now_ms() + CH_MUTATION_WAIT_MS;
@@ -57,7 +62,7 @@ static int ch_mutations_wait(struct ch_store *s)
 
 	ch_sql_init(&q, 0);
 	ch_sql_raw(&q, "SELECT count() FROM system.mutations WHERE database = currentDatabase()"
-		       " AND is_done = 0");
+		       " AND is_done = 0 AND position(command, '_tc_commit >') > 0");
 	while ((ret = ch_query_u64(s, &q, &left)) == 0 && left && util_now_ms() < end)
 		usleep(100000);
 	ch_sql_free(&q);

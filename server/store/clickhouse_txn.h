@@ -7,6 +7,8 @@
 #ifndef SERVER_STORE_CLICKHOUSE_TXN_H
 #define SERVER_STORE_CLICKHOUSE_TXN_H
 
+#include <stdint.h>
+
 #include "server/store/clickhouse_int.h"
 
 /*
@@ -34,6 +36,29 @@ int ch_counted_done(struct ch_store *s, struct ch_batch *b);
 
 /* ch_txn_facts_send - send the facts waiting (at close: best effort). */
 void ch_txn_facts_send(struct ch_store *s);
+
+/*
+ * ch_txn_low_fold, ch_txn_saw_ts - the lowest ts of the event rows stored
+ * since retention last counted (clickhouse_retain.c): rows of the open
+ * commit apart, those of a completed commit folded into seen_low (of a
+ * rolled-back one too: an extra look, never a missed one).
+ */
+static inline void ch_txn_low_fold(struct ch_store *s)
+{
+	if (s->txn_low_id == s->commit_id)
+		return;
+	if (s->txn_low_id <= s->last_ok && s->txn_low < s->seen_low)
+		s->seen_low = s->txn_low;
+	s->txn_low_id = s->commit_id;
+	s->txn_low = INT64_MAX;
+}
+
+static inline void ch_txn_saw_ts(struct ch_store *s, int64_t ts)
+{
+	ch_txn_low_fold(s);
+	if (ts < s->txn_low)
+		s->txn_low = ts;
+}
 
 /* ch_writer_enter - what every writer op does first: fail as a failed insert left it. */
 static inline int ch_writer_enter(struct ch_store *s)

@@ -31,8 +31,10 @@ int ch_errf(struct ch_store *s, int err, const char *fmt, ...)
 }
 
 /*
- * After a request: the failure's sentence into @s, and the outage said
- * once (a writer's: readers fail their query and say so to the asker).
+ * After a request: the failure's sentence into @s, and the outage noted
+ * once (a writer's: readers fail their query and say so to the asker), at
+ * debug level: the ingest worker says once that storing is held up and
+ * once that it resumed, whatever the store (ingest_stalled()).
  */
 int ch_after_http(struct ch_store *s, const struct ch_http *h, int ret)
 {
@@ -44,11 +46,11 @@ int ch_after_http(struct ch_store *s, const struct ch_http *h, int ret)
 		return ret;
 	s->down = down;
 	if (down)
-		log_err("ClickHouse at %s is unreachable (%s); not storing until it is back: "
+		log_debug("ClickHouse at %s is unreachable (%s); not storing until it is back: "
 			"the receive journal fills, then agents are held back",
 			ch_http_where(h), ch_http_errmsg(h));
 	else
-		log_info("ClickHouse at %s is back; storing again", ch_http_where(h));
+		log_debug("ClickHouse at %s is back; storing again", ch_http_where(h));
 	return ret;
 }
 

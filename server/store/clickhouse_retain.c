@@ -1,0 +1,504 @@
+/*
+ * clickhouse_retain.c - retention on ClickHouse (store_retain()): the
+ * events older than a time go, then the oldest time slices while the
+ * database's active parts exceed a size; what goes is counted as drops
+ * (host 0, the event's system and name, reason "retention") and gives its
+ * hosts' quota back (freed: the host's page bytes per stored event), as
+ * sqlite_retain.c does.
+ *
+ * Rounds. ClickHouse removes rows two ways: ALTER TABLE DROP PARTITION
+ * (a whole day, at once) and ALTER TABLE DELETE (a mutation: it rewrites
+ * every part holding a row it removes, and 18.16 runs it in the
+ * background; system.mutations says when it is done). So retention goes
+ * in rounds, each a cut and an upto:
+ *  1. count, per table and host, the rows R = { ts < cut, _tc_commit <=
+ *     upto }, upto being the last commit that completed (no row of the
+ *     open commit, nor of a failed one, is in R);
+ *  2. in the open commit: the counts (drops, freed rows) and the round's
+ *     row in retain_cuts (cut, upto), which is sent at once, after its
+ *     commit id was reserved (clickhouse_txn.c);
+ *  3. once that commit completed (the next call, a second later in the
+ *     ingest worker): remove R: DROP PARTITION of each day before the
+ *     cut's day whose rows all have _tc_commit <= upto, then ALTER TABLE
+ *     DELETE WHERE ts < cut AND _tc_commit <= upto where rows of R are
+ *     left; again at each call until none is left;
+ *  4. no round counts while a deletion of ours is not done or the last
+ *     committed round has rows left.
+ *
+ * Counted exactly once, even across a kill -9:
+ *  - R is fixed by (cut, upto): rows with _tc_commit <= upto are from
+ *    completed commits, and nothing but this file removes them, so the
+ *    rows counted in 1 are the rows step 3 removes, however often it runs
+ *    (a DROP PARTITION or DELETE of R's predicate is idempotent), and no
+ *    other row: a day is dropped only when all its rows are in R;
+ *  - the counts and the round's row are in one commit: the counts stand
+ *    iff the round stands (a commit that did not complete is deleted,
+ *    retain_cuts too, before the writer stores again). Step 3 reads only
+ *    rounds of completed commits, so it never removes rows whose count
+ *    was lost; a kill before the commit leaves R stored and uncounted,
+ *    and the next round counts it;
+ *  - a round's R and an earlier round's R' are disjoint: by 4, when the
+ *    round counts, R' is gone (its rows removed, which stay removed; rows
+ *    stored later have _tc_commit > upto' and are not in R'). By
+ *    induction only the latest committed round can have rows left, and
+ *    step 3 looks at that one; a restart looks at it first (retain_idle
+ *    starts false), and waits, as every round does, for the deletions of
+ *    ours that are not done (system.mutations).
+ *
+ * Cost. A DELETE rewrites the parts of the cut's day, so the age cut is
+ * the time asked for rounded down to the hour (CH_RETAIN_STEP_NS): a round
+ * when the cut passes an hour, or when rows older than the cut were
+ * stored since the last round (an import, a late agent: seen_low,
+ * clickhouse_txn.h), else none; whole days go at once. The size limit
+ * sums bytes_on_disk of the database's active parts (system.parts) and
+ * cuts the oldest slice of the time range in proportion to the excess over
+ * the event tables' bytes (at least 1% of it), a round at a time: the parts shrink when the round's
+ * deletions are done. Left for later: comm_changes and losses are not
+ * pruned with the events (SQLite's are).
+ */
+#include "config.h"
+
+#define LOG_PREFIX "clickhouse"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/tc_error.h"
+#include "server/store/clickhouse_retain.h"
+#include "server/store/clickhouse_schema.h"
+#include "server/store/clickhouse_txn.h"
+#include "server/store/clickhouse_util.h"
+
+#define CH_RETAIN_STEP_NS	(3600LL * 1000000000)	/* the age cut moves by the hour */
+
+#ifdef TC_TEST_AIDS
+/*
+ * TRACECOLLECTD_TEST_RETAIN_KILL=counted|committed (a test aid, only in a
+ * build with --enable-test-aids): kill -9 of the collector right after a
+ * round was counted in the open commit, or once it was committed and
+ * before its rows are removed (tests/test_ch_retain.sh).
+ */
+static void ch_test_kill(const char *point)
+{
+	const char *v = getenv("TRACECOLLECTD_TEST_RETAIN_KILL");
+
+	if (v && !strcmp(v, point)) {
+		log_warn("TRACECOLLECTD_TEST_RETAIN_KILL: killing the collector at %s (a test aid)",
+			 point);
+		raise(SIGKILL);
+	}
+}
+#else
+static inline void ch_test_kill(const char *point) { (void)point; }
+#endif
+
+/* FROM every event table (merge(), its _table column names the table). */
+static void ch_all_events(struct ch_store *s, struct ch_sql *q)
+{
+	ch_sql_raw(q, " FROM merge(");
+	ch_sql_cstr(q, s->db);
+	ch_sql_raw(q, ", '^ev_')");
+}
+
+/* Whether the database has an event table (merge() of none is an error). */
+static int ch_have_events(struct ch_store *s, bool *have)
+{
+	struct ch_reply r;
+	int ret = ch_query_text(s, CH_EVENT_TABLES_SQL " LIMIT 1", &r);
+
+	if (ret == 0) {
+		*have = r.nrows > 0;
+		ch_reply_free(&r);
+	}
+	return ret;
+}
+
+/* How many mutations of event tables of ours are not done. */
+static int ch_retain_mutations(struct ch_store *s, uint64_t *n)
+{
+	struct ch_sql q;
+	int ret;
+
+	ch_sql_init(&q, 0);
+	ch_sql_raw(&q, "SELECT count() FROM system.mutations WHERE database = currentDatabase()"
+		       " AND is_done = 0 AND startsWith(table, 'ev_')");
+	ret = ch_query_u64(s, &q, n);
+	ch_sql_free(&q);
+	return ret;
+}
+
+/* DROP PARTITION of each day of @table before @cut's whose rows are all <= @upto. */
+static int ch_drop_days(struct ch_store *s, const char *table, int64_t cut, uint64_t upto)
+{
+	struct ch_reply r;
+	struct ch_sql q;
+	uint64_t day;
+	int ret;
+
+	ch_sql_init(&q, 0);
+	ch_sql_raw(&q, "SELECT p FROM (SELECT " CH_PARTITION " AS p, max(_tc_commit) AS c FROM ");
+	ch_sql_ident(&q, table);
+	ch_sql_addf(&q, " WHERE p < toYYYYMMDD(toDateTime(%lld)) GROUP BY p) WHERE c <= %llu",
+		    (long long)(cut / 1000000000), (unsigned long long)upto);
+	ret = ch_query(s, &q, &r);
+	for (size_t i = 0; ret == 0 && i < r.nrows; i++) {
+		if (ch_reply_u64(&r, i, 0, &day) < 0)
+			continue;
+		ch_sql_reset(&q);
+		ch_sql_raw(&q, "ALTER TABLE ");
+		ch_sql_ident(&q, table);
+		ch_sql_addf(&q, " DROP PARTITION %llu", (unsigned long long)day);
+		ret = ch_exec(s, &q);
+	}
+	if (ret == 0 || r.nrows)
+		ch_reply_free(&r);
+	ch_sql_free(&q);
+	return ret;
+}
+
+/* Remove @table's rows of round (@cut, @upto): whole days, then a mutation for the rest. */
+static int ch_remove_round(struct ch_store *s, const char *table, int64_t cut, uint64_t upto)
+{
+	struct ch_sql q;
+	uint64_t left = 0;
+	int ret = ch_drop_days(s, table, cut, upto);
+
+	ch_sql_init(&q, 0);
+	ch_sql_raw(&q, "SELECT count() FROM ");
+	ch_sql_ident(&q, table);
+	ch_sql_addf(&q, " WHERE ts < %lld AND _tc_commit <= %llu", (long long)cut,
+		    (unsigned long long)upto);
+	ret = ret ?: ch_query_u64(s, &q, &left);
+	if (ret == 0 && left) {
+		ch_sql_reset(&q);
+		ch_sql_raw(&q, "ALTER TABLE ");
+		ch_sql_ident(&q, table);
+		ch_sql_addf(&q, " DELETE WHERE ts < %lld AND _tc_commit <= %llu", (long long)cut,
+			    (unsigned long long)upto);
+		ret = ch_exec(s, &q);
+	}
+	ch_sql_free(&q);
+	return ret;
+}
+
+/*
+ * The last round of a completed commit: *@cut, *@upto, and *@n, how many
+ * rounds there are (0: none, or no event table: nothing to remove).
+ */
+static int ch_last_round(struct ch_store *s, int64_t *cut, uint64_t *upto, uint64_t *n)
+{
+	struct ch_reply r;
+	struct ch_sql q;
+	bool have = false;
+	int ret;
+
+	ch_sql_init(&q, 0);
+	ch_sql_addf(&q, "SELECT argMax(cut, _tc_commit), argMax(upto, _tc_commit), count()"
+		    " FROM retain_cuts WHERE _tc_commit <= %llu", (unsigned long long)s->last_ok);
+	ret = ch_query(s, &q, &r);
+	ch_sql_free(&q);
+	if (ret < 0)
+		return ret;
+	if (r.nrows < 1 || ch_reply_i64(&r, 0, 0, cut) < 0 || ch_reply_u64(&r, 0, 1, upto) < 0 ||
+	    ch_reply_u64(&r, 0, 2, n) < 0)
+		ret = ch_errf(s, TC_ERR_DB, "ClickHouse answered retain_cuts oddly");
+	ch_reply_free(&r);
+	if (ret == 0 && *n)
+		ret = ch_have_events(s, &have);
+	if (ret == 0 && !have)
+		*n = 0;
+	return ret;
+}
+
+/*
+ * Step 3 and 4 (above): the last committed round's rows removed. *@idle:
+ * none of them is left and no deletion of ours is running (a round may count).
+ */
+static int ch_retain_finish(struct ch_store *s, bool *idle)
+{
+	struct ch_reply r;
+	struct ch_sql q;
+	uint64_t busy = 0, n = 0, upto = 0;
+	int64_t cut = 0;
+	int ret;
+
+	*idle = s->retain_idle;
+	if (*idle)
+		return 0;
+	ret = ch_retain_mutations(s, &busy);
+	if (ret < 0 || busy)
+		return ret;
+	ret = ch_last_round(s, &cut, &upto, &n);
+	if (ret < 0 || !n) {
+		*idle = s->retain_idle = ret == 0;
+		return ret;
+	}
+	ch_sql_init(&q, 0);
+	ch_sql_raw(&q, "SELECT _table, count()");
+	ch_all_events(s, &q);
+	ch_sql_addf(&q, " WHERE ts < %lld AND _tc_commit <= %llu GROUP BY _table",
+		    (long long)cut, (unsigned long long)upto);
+	ret = ch_query(s, &q, &r);
+	ch_sql_free(&q);
+	if (ret < 0)
+		return ret;
+	if (r.nrows)
+		ch_test_kill("committed");
+	for (size_t i = 0; ret == 0 && i < r.nrows; i++)
+		ret = ch_remove_round(s, ch_reply_cell(&r, i, 0), cut, upto);
+	if (ret == 0 && r.nrows)	/* the losses' whole days go with the events' */
+		ret = ch_losses_retain(s, cut);
+	*idle = s->retain_idle = ret == 0 && r.nrows == 0;
+	ch_reply_free(&r);
+	return ret;
+}
+
+/* The active parts' bytes on disk of the whole database, and of its event tables. */
+static int ch_used_bytes(struct ch_store *s, uint64_t *used, uint64_t *events)
+{
+	struct ch_reply r;
+	struct ch_sql q;
+	int ret;
+
+	ch_sql_init(&q, 0);
+	ch_sql_raw(&q, "SELECT sum(bytes_on_disk), sumIf(bytes_on_disk, startsWith(table, 'ev_'))"
+		       " FROM system.parts WHERE database = currentDatabase() AND active");
+	ret = ch_query(s, &q, &r);
+	ch_sql_free(&q);
+	if (ret < 0)
+		return ret;
+	*used = *events = 0;
+	if (r.nrows && (ch_reply_u64(&r, 0, 0, used) < 0 || ch_reply_u64(&r, 0, 1, events) < 0))
+		ret = ch_errf(s, TC_ERR_DB, "ClickHouse answered system.parts oddly");
+	ch_reply_free(&r);
+	return ret;
+}
+
+/*
+ * The size limit's cut: the oldest slice of the stored time range in
+ * proportion to the excess over the event tables' bytes (the others do
+ * not shrink), at least 1%; INT64_MIN when under @max_bytes.
+ */
+static int ch_size_cut(struct ch_store *s, uint64_t max_bytes, int64_t *cut)
+{
+	struct ch_reply r;
+	struct ch_sql q;
+	uint64_t used = 0, evb = 0, n = 0;
+	int64_t lo = 0, hi = 0;
+	bool have = false;
+	double frac;
+	int ret = ch_used_bytes(s, &used, &evb) ?: ch_have_events(s, &have);
+
+	*cut = INT64_MIN;
+	if (ret < 0 || used <= max_bytes || !have || !evb)
+		return ret;
+	ch_sql_init(&q, 0);
+	ch_sql_raw(&q, "SELECT min(ts), max(ts), count()");
+	ch_all_events(s, &q);
+	ch_sql_addf(&q, " WHERE _tc_commit <= %llu", (unsigned long long)s->last_ok);
+	ret = ch_query(s, &q, &r);
+	ch_sql_free(&q);
+	if (ret < 0)
+		return ret;
+	if (r.nrows && ch_reply_u64(&r, 0, 2, &n) == 0 && n &&
+	    ch_reply_i64(&r, 0, 0, &lo) == 0 && ch_reply_i64(&r, 0, 1, &hi) == 0 && lo <= hi) {
+		frac = (double)(used - max_bytes) / (double)evb;
+		frac = frac < 0.01 ? 0.01 : frac > 1 ? 1 : frac;
+		*cut = lo + 1 + (int64_t)((double)(hi - lo) * frac);
+	}
+	ch_reply_free(&r);
+	return 0;
+}
+
+/* The age limit's cut: @before_ts rounded down to the hour. */
+static int64_t ch_age_cut(int64_t before_ts)
+{
+	int64_t m;
+
+	if (before_ts == INT64_MIN)
+		return INT64_MIN;
+	m = before_ts % CH_RETAIN_STEP_NS;
+	return before_ts - (m < 0 ? m + CH_RETAIN_STEP_NS : m);
+}
+
+/* The round's row in retain_cuts, sent now under the open commit's reserved id. */
+static int ch_round_row(struct ch_store *s, int64_t cut, uint64_t upto)
+{
+	struct ch_sql q;
+	int ret = ch_reserve_id(s);
+
+	s->sent = true;	/* a rollback deletes it (clickhouse_txn.c) */
+	ch_sql_init(&q, 0);
+	ch_sql_addf(&q, "INSERT INTO retain_cuts (cut, upto, _tc_commit) VALUES (%lld, %llu, %llu)",
+		    (long long)cut, (unsigned long long)upto, (unsigned long long)s->commit_id);
+	ret = ret ?: ch_exec(s, &q);
+	ch_sql_free(&q);
+	return ret;
+}
+
+/* Each event table's system and name (event_types), to name its drops. */
+static int ch_type_names(struct ch_store *s, struct ch_reply *names)
+{
+	return ch_query_text(s, "SELECT table_name, any(system), any(name) FROM event_types"
+			     " GROUP BY table_name", names);
+}
+
+/*
+ * The open commit's counts of a round: per (table, host) row of @r
+ * (table, host, rows, freed bytes), a freed row, and per table a drop.
+ */
+static int ch_round_counts(struct ch_store *s, const struct ch_reply *r,
+			   const struct ch_reply *names)
+{
+	struct ch_batch *b = &s->fixed[CH_B_FREED];
+	uint64_t host, n, bytes;
+	int ret = 0;
+
+	for (size_t i = 0; ret == 0 && i < r->nrows; i++) {
+		if (ch_reply_u64(r, i, 1, &host) < 0 || ch_reply_u64(r, i, 2, &n) < 0 ||
+		    ch_reply_u64(r, i, 3, &bytes) < 0)
+			return ch_errf(s, TC_ERR_DB, "ClickHouse answered a count oddly");
+		ch_b_u64(&b->rows, host);
+		ch_b_u64(&b->rows, bytes);
+		ch_b_u64(&b->rows, s->commit_id);
+		ret = ch_batch_row_done(b);
+	}
+	for (size_t i = 0; ret == 0 && i < r->nrows; i++) {
+		const char *t = ch_reply_cell(r, i, 0), *sys = "-", *name = t;
+		uint64_t sum = 0;
+
+		if (i && !strcmp(t, ch_reply_cell(r, i - 1, 0)))
+			continue;	/* rows of one table are together (ORDER BY) */
+		for (size_t k = i; k < r->nrows && !strcmp(t, ch_reply_cell(r, k, 0)); k++)
+			if (ch_reply_u64(r, k, 2, &n) == 0)
+				sum += n;
+		for (size_t k = 0; k < names->nrows; k++)
+			if (!strcmp(t, ch_reply_cell(names, k, 0))) {
+				sys = ch_reply_cell(names, k, 1);
+				name = ch_reply_cell(names, k, 2);
+			}
+		ret = s->base.w.ops->dropped(&s->base.w, 0, sys, name, "retention", sum);
+	}
+	return ret;
+}
+
+/*
+ * Steps 1 and 2: count the rows before @cut of completed commits and, when
+ * there are some, write the round in the open commit. A failure after its
+ * row was sent fails the commit (s->failed), so that a round never stands
+ * without its counts. Return: 0 and *@n (rows counted); TC_ERR_DB; -ENOMEM.
+ */
+static int ch_round(struct ch_store *s, int64_t cut, uint64_t *n)
+{
+	struct ch_reply r, names;
+	struct ch_sql q;
+	uint64_t upto = s->last_ok, rows, total = 0;
+	bool have = false;
+	int ret = ch_have_events(s, &have);
+
+	*n = 0;
+	if (ret < 0 || !have)
+		return ret;
+	ch_sql_init(&q, 0);
+	ch_sql_raw(&q, "SELECT r.t, r.host_id, r.n, toUInt64(floor(r.n * c.bpe + 0.999999)) FROM"
+		       " (SELECT _table AS t, host_id, count() AS n");
+	ch_all_events(s, &q);
+	ch_sql_addf(&q, " WHERE ts < %lld AND _tc_commit <= %llu GROUP BY t, host_id) AS r"
+		    " ANY LEFT JOIN (SELECT host_id, sum(bytes) / greatest(sum(events), 1) AS bpe"
+		    " FROM cpu_counts WHERE _tc_commit <= %llu GROUP BY host_id) AS c USING host_id"
+		    " ORDER BY r.t, r.host_id", (long long)cut, (unsigned long long)upto,
+		    (unsigned long long)upto);
+	ret = ch_query(s, &q, &r);
+	ch_sql_free(&q);
+	if (ret < 0)
+		return ret;
+	for (size_t i = 0; i < r.nrows; i++)
+		if (ch_reply_u64(&r, i, 2, &rows) == 0)
+			total += rows;
+	if (total)
+		ret = ch_type_names(s, &names);
+	if (total && ret == 0) {
+		ret = ch_round_row(s, cut, upto) ?: ch_round_counts(s, &r, &names);
+		if (ret < 0)
+			s->failed = ret;
+		else
+			ch_test_kill("counted");
+		ch_reply_free(&names);
+	}
+	ch_reply_free(&r);
+	if (ret == 0) {
+		*n = total;
+		s->retain_idle = total == 0;
+		s->retain_commit = total ? s->commit_id : 0;
+	}
+	return ret;
+}
+
+/* Whether a round is due at @cut: the cut moved, or rows below it came since. */
+static bool ch_round_due(struct ch_store *s, int64_t cut)
+{
+	if (s->retain_commit && s->retain_commit != s->commit_id &&
+	    s->retain_commit > s->last_ok)
+		s->retain_started = false;	/* its commit did not complete: again */
+	ch_txn_low_fold(s);
+	return cut != INT64_MIN &&
+	       (!s->retain_started || cut > s->retain_cut || s->seen_low < cut);
+}
+
+static int ch_retain_in(struct ch_store *s, int64_t before_ts, uint64_t max_bytes,
+			uint64_t *removed)
+{
+	int64_t cut = ch_age_cut(before_ts), size_cut = INT64_MIN;
+	uint64_t n = 0;
+	bool idle = false;
+	int ret = ch_retain_finish(s, &idle);
+
+	if (ret == 0 && idle && max_bytes)
+		ret = ch_size_cut(s, max_bytes, &size_cut);
+	if (size_cut > cut)
+		cut = size_cut;
+	if (ret == 0 && idle && ch_round_due(s, cut)) {
+		int64_t low = s->seen_low;
+
+		s->seen_low = INT64_MAX;	/* the round counts every row below the cut */
+		ret = ch_round(s, cut, &n);
+		if (ret == 0) {
+			s->retain_cut = cut;
+			s->retain_started = true;
+		} else if (low < s->seen_low) {
+			s->seen_low = low;
+		}
+	}
+	if (ret == 0)
+		*removed = n;
+	return ret;
+}
+
+static int ch_retain(struct store_writer *w, int64_t before_ts, uint64_t max_bytes,
+		     uint64_t *removed)
+{
+	struct ch_store *s = ch_writer_of(w);
+	bool own = !s->in_txn;
+	int ret = ch_writer_enter(s);
+
+	if (ret < 0)
+		return ret;
+	if (before_ts == INT64_MIN && !max_bytes) {
+		*removed = 0;
+		return 0;
+	}
+	ret = own ? ch_begin(w) : 0;	/* its counts and its round in one commit */
+	ret = ret ?: ch_retain_in(s, before_ts, max_bytes, removed);
+	if (own)
+		ret = ret == 0 ? ch_commit(w) : (ch_rollback(w), ret);
+	return ret;
+}
+
+void ch_retain_ops(struct store_writer_ops *w)
+{
+	w->retain = ch_retain;
+}
