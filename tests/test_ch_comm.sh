@@ -27,6 +27,8 @@
 #    COMM with other fields under && and ||, a '!' glob), the count from
 #    ClickHouse == the count from SQLite, and they discriminate (most
 #    count some events);
+#  - traceq --follow of a COMM filter, started before anything was
+#    stored, prints the rows a plain query of it returns (ClickHouse);
 #  - traceq prints the same events of a COMM filter from both (stdout,
 #    host names and times aside: each instance's buffer reads the clock
 #    for an event of its own), and --hist keys=COMM,prev_state the same
@@ -42,7 +44,7 @@ for e in task/task_newtask task/task_rename; do
 	[ -d "$tracing/events/$e" ] || skip "this kernel has no $e event"
 done
 tc_lock
-tc_setup ch_comm agent agent_sq pre_pid collector_ch collector_pid
+tc_setup ch_comm agent agent_sq pre_pid follower collector_ch collector_pid
 inst_k="tc_chcomm_kern_$$" inst_c="tc-chcomm-$$-c" inst_s="tc-chcomm-$$-s"
 chcomm_cleanup() {
 	local i
@@ -88,6 +90,13 @@ tc_start_collector
 listen_sq=$listen query_sq=$query
 tq_ch() { "$top_builddir/traceq/traceq" --server "$query_ch" --sync -t 120000 "$@"; }
 tq_sq() { "$top_builddir/traceq/traceq" --server "$query_sq" --sync -t 120000 "$@"; }
+
+# a follower of a COMM filter on ClickHouse, from before anything is stored
+t0=$(date +%s%N)
+fsel='sched_switch where COMM ~ "tcc*" || next_comm ~ "tcc-a*"'
+"$top_builddir/traceq/traceq" --server "$query_ch" -t 120000 -f json --follow --since "@${t0}ns" \
+	"$fsel" > "$tmp/follow" 2> "$tmp/follow.err" &
+follower=$!
 
 # the task named before the agents start, which renames itself once they trace
 # (blocked until both agents trace: it runs only while both see it)
@@ -178,6 +187,21 @@ for i in "${!queries[@]}"; do
 done
 check "the queries count some events ($some of ${#queries[@]})" \
 	'[ "$some" -ge $(( ${#queries[@]} * 3 / 4 )) ]'
+
+# the follower prints what a plain query of its filter does, once caught up
+# (the printed comm aside: the pid's latest name when the row was printed)
+nocomm() { sed -E 's/,"comm":"([^"\\]|\\.)*"//' "$@" | sort; }
+tq_ch -f json --since "@${t0}ns" "$fsel" | nocomm > "$tmp/plain"
+for _ in $(seq 150); do
+	[ "$(wc -l < "$tmp/follow")" -ge "$(wc -l < "$tmp/plain")" ] && break
+	sleep 0.2
+done
+sleep 0.5	# a repeat would show up as more lines
+kill -TERM "$follower"; wait "$follower"; rc=$?; follower=
+n=$(wc -l < "$tmp/plain")
+check "--follow of a COMM filter on ClickHouse prints the plain query's $n rows (exit $rc)" \
+	'[ "$rc" = 0 ] && [ "$n" -gt 10 ] && nocomm "$tmp/follow" | cmp -s - "$tmp/plain" ||
+	{ nocomm "$tmp/follow" | diff - "$tmp/plain" | head -5; cat "$tmp/follow.err"; false; }'
 
 # the printed events of a COMM filter, and a COMM histogram, host names aside
 for m in ch sq; do

@@ -69,12 +69,22 @@
  * symbols) are idempotent rows (ReplacingMergeTree), kept across a
  * rollback and written again harmlessly.
  *
+ * Queries give SQLite's answers: the filter compiles to ClickHouse SQL
+ * (clickhouse_filter.h), count and select page on (ts, _tc_row)
+ * (clickhouse_query.h), histograms group there (clickhouse_hist.c),
+ * --follow goes in commit order (clickhouse_tail.c). COMM, the name a
+ * task had at each event, is a join of each event to its task's names as
+ * arrays, picked by time with array functions (clickhouse_comm.h): 18.16
+ * has no ASOF JOIN and no correlated subquery; only a query that reads
+ * COMM pays for it. --sql is refused (clickhouse_sql.c says why).
+ *
  * A newer server does better, left for later: insert_deduplication_token
  * (21.x) and ReplicatedMergeTree's block dedup would make a resent batch
  * a no-op instead of a delete; lightweight DELETE (22.8) would make the
  * cleanup cheap; query parameters would replace literals
- * (clickhouse_escape.h). None is detected yet: we write the subset 18.16
- * takes.
+ * (clickhouse_escape.h); ASOF JOIN (19.x) would find a task's name at an
+ * event without the per-pid arrays. None is detected yet: we write the
+ * subset 18.16 takes.
  *
  * Back-pressure. A server that is down or slow makes the writer's ops
  * fail with TC_ERR_DB, as a locked SQLite does: the ingest worker keeps
@@ -91,6 +101,11 @@
  *                        printk formats, usage, retention     (writer)
  *   clickhouse_schema.c  event tables, columns, formats, insert;
  *                        schemas                              (both)
+ *   clickhouse_hist.c    histograms                          (reader)
+ *   clickhouse_tail.c    --follow                            (reader)
+ *   clickhouse_query.c   count, select, the rows' WHERE      (reader)
+ *   clickhouse_comm.c    COMM: each row's task name          (reader)
+ *   clickhouse_filter.c  bound filters as SQL (fuzzed)
  *   clickhouse_reader.c  hosts, stats, drops, host_find, printk ... (reader)
  *   clickhouse_txn.c     commit ids, commit, rollback, cleanup (writer)
  *   clickhouse_util.c    errors, statements, RowBinary, batches, ids
