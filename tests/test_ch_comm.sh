@@ -162,7 +162,7 @@ queries=(
 	'sched_switch where COMM != "tcc-a1" && prev_comm ~ "tcc*"'
 	'sched_switch where COMM ~ "!tcc*" && next_comm ~ "tcc*"'
 	'sched_switch where COMM ~ "swapper*" && next_comm ~ "tcc*"'
-	'sched_switch where COMM == prev_comm && prev_comm ~ "tcc*"'
+	'sched_switch where COMM ~ "tcc-a?" && CPU == 0'
 	'sched_wakeup where COMM ~ "tcc*"'
 	'sched_wakeup where comm ~ "tcc*" && !(COMM ~ "tcc*")'
 	'sched_process_exec where COMM ~ "tcc*"'
