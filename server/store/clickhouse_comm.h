@@ -52,7 +52,15 @@
  * and commit conditions, and the filter's top-level conjuncts that do not
  * read COMM, are applied below the join, so only the rows they keep are
  * joined; the right side is every (host, pid) of the query's hosts that
- * has a name (a hash table in memory, small beside the events).
+ * has a name (a hash table in memory, small beside the events). It is
+ * still the dearest filter there is: measured on 18.16 on this project's
+ * 2-core machine (busy with other tests: load 8), 10 M events of 5,000
+ * pids with 25,000 changes, a count with a COMM glob took 12 to 16 s,
+ * one on a numeric field 0.2 s. Most of it is the join's copy of each
+ * pid's arrays to every row and the lambdas over them: carrying the
+ * names through a second join (one string per row) instead of in the
+ * tuples saved a fifth, and picking by index (arrayFirstIndex) instead
+ * of filtering tuples nothing measurable, so neither is done.
  */
 #ifndef SERVER_STORE_CLICKHOUSE_COMM_H
 #define SERVER_STORE_CLICKHOUSE_COMM_H
