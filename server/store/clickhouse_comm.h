@@ -60,7 +60,8 @@
  * pid's arrays to every row and the lambdas over them: carrying the
  * names through a second join (one string per row) instead of in the
  * tuples saved a fifth, and picking by index (arrayFirstIndex) instead
- * of filtering tuples nothing measurable, so neither is done.
+ * of filtering tuples nothing measurable, so neither is done. A select
+ * pays it for each page (CH_PAGE_ROWS) over the rows after the page's key.
  */
 #ifndef SERVER_STORE_CLICKHOUSE_COMM_H
 #define SERVER_STORE_CLICKHOUSE_COMM_H
