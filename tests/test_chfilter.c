@@ -340,6 +340,9 @@ static char **table_filters(size_t *n)
 		"flags < 9223372036854775809", "delta < 9223372036854775807",
 		"CPU & CPUS{0-3}", "CPU & CPUS{2,4-7}", "CPU == CPUS{1-1}", "CPU != CPUS{1}",
 		"prev_pid & CPUS{0}",
+		/* COMM (the task's name; here a column: its join is test_ch_comm.sh's) */
+		"COMM != \"aba\"", "COMM ~ \"*a\"", "COMM ~ \"[a-c]?*\"", "COMM ~ \"!*\xc3\xa9*\"",
+		"COMM == aba || COMM ~ \"tab*\"", "!(COMM == \"nl\nx\") && prev_comm ~ \"?*\"",
 	};
 	size_t total = ARRAY_SIZE(crosscheck_filters) + ARRAY_SIZE(numeric_cases) +
 		ARRAY_SIZE(glob_cases) + ARRAY_SIZE(more) + CH_RANDOM_GLOBS, k, i = 0;

@@ -72,13 +72,22 @@
  * symbols) are idempotent rows (ReplacingMergeTree), kept across a
  * rollback and written again harmlessly.
  *
+ * Queries give SQLite's answers: the filter compiles to ClickHouse SQL
+ * (clickhouse_filter.h), count and select page on (ts, _tc_row)
+ * (clickhouse_query.h), histograms group there (clickhouse_hist.c),
+ * --follow goes in commit order (clickhouse_tail.c). COMM, the name a
+ * task had at each event, is a join of each event to its task's names as
+ * arrays, picked by time with array functions (clickhouse_comm.h): 18.16
+ * has no ASOF JOIN and no correlated subquery; only a query that reads
+ * COMM pays for it. --sql is refused (clickhouse_sql.c says why).
+ *
  * A newer server. The backend writes and reads the subset 18.16 takes,
  * whatever the server. At connect the writer asks SELECT version() and
  * logs once which of these the server has and what each would change
  * (clickhouse_version.c); it uses none of them, so every server answers
  * alike, and taking one up is left for later:
- *  - ASOF JOIN (19.5): COMM in filters and --hist keys, the name a task
- *    had at each event (comm_changes), refused on 18.16;
+ *  - ASOF JOIN (19.5): COMM, the name a task had at each event, found
+ *    by a join on time instead of per-pid arrays (clickhouse_comm.h);
  *  - query parameters (19.11): values bound instead of literals escaped
  *    by ch_sql_str() (clickhouse_escape.h);
  *  - DateTime64 (20.1): ts as a time type rather than Int64 ns;
@@ -123,6 +132,11 @@
  *                        printk formats, usage                (writer)
  *   clickhouse_schema.c  event tables, columns, formats, insert;
  *                        schemas                              (both)
+ *   clickhouse_hist.c    histograms                          (reader)
+ *   clickhouse_tail.c    --follow                            (reader)
+ *   clickhouse_query.c   count, select, the rows' WHERE      (reader)
+ *   clickhouse_comm.c    COMM: each row's task name          (reader)
+ *   clickhouse_filter.c  bound filters as SQL (fuzzed)
  *   clickhouse_reader.c  hosts, stats, drops, host_find, printk ... (reader)
  *   clickhouse_boots.c   boots, their formats, losses          (both)
  *   clickhouse_symbols.c names of addresses, a reader's cache  (reader)

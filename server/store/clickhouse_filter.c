@@ -427,16 +427,37 @@ static void ch_node(struct chgen *g, uint32_t n)
 	ch_sql_raw(g->s, ")");
 }
 
+bool ch_filter_node_uses(const struct filter *f, uint32_t n, int field)
+{
+	struct filter_node node;
+
+	filter_node_get(f, n, &node);
+	if (node.type == FILTER_NODE_PRED)
+		return node.pred.field == field;
+	for (uint32_t c = node.child; c != FILTER_NODE_NONE; c = node.next) {
+		if (ch_filter_node_uses(f, c, field))
+			return true;
+		filter_node_get(f, c, &node);
+	}
+	return false;
+}
+
 int ch_filter_to_sql(const struct filter *f, ch_column_fn column, void *ctx,
 		     struct ch_sql *out)
 {
-	struct ch_sql s;
-	struct chgen g = { .f = f, .column = column, .ctx = ctx, .s = &s };
 	uint32_t root;
 	int ret = filter_root(f, &root);
 
-	if (ret < 0)
-		return ret;
+	return ret < 0 ? ret : ch_filter_node_to_sql(f, root, column, ctx, out);
+}
+
+int ch_filter_node_to_sql(const struct filter *f, uint32_t root, ch_column_fn column,
+			  void *ctx, struct ch_sql *out)
+{
+	struct ch_sql s;
+	struct chgen g = { .f = f, .column = column, .ctx = ctx, .s = &s };
+	int ret;
+
 	if (ch_sql_err(out))
 		return ch_sql_err(out);
 	ch_sql_init(&s, out->max - out->len);

@@ -76,6 +76,7 @@
 #ifndef SERVER_STORE_CLICKHOUSE_FILTER_H
 #define SERVER_STORE_CLICKHOUSE_FILTER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -110,6 +111,15 @@ typedef int (*ch_column_fn)(void *ctx, int field_index, struct ch_sql *s);
  */
 int ch_filter_to_sql(const struct filter *f, ch_column_fn column, void *ctx,
 		     struct ch_sql *out);
+
+/*
+ * ch_filter_node_to_sql - ch_filter_to_sql() of the subtree at node @n of
+ * bound @f only (a node from filter_root() and filter_node_get()); same
+ * returns. ch_filter_node_uses - whether that subtree reads @field.
+ */
+int ch_filter_node_to_sql(const struct filter *f, uint32_t n, ch_column_fn column, void *ctx,
+			  struct ch_sql *out);
+bool ch_filter_node_uses(const struct filter *f, uint32_t n, int field);
 
 /*
  * ch_glob_regex - the re2 pattern (not a literal: the bare text) that the

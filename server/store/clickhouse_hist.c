@@ -36,8 +36,9 @@
  *    hosts table, names escaped), grouped and sorted by the name;
  *  - .execname's comm is the pid's latest comm on the entry's host
  *    (comms, argMax by version), as SQLite's comms row;
- *  - a COMM key is refused: 18.16 cannot find the name a task had at each
- *    event (no correlated subquery, no ASOF JOIN), as the filter refuses it.
+ *  - a COMM key is the filters' COMM, _tc_comm of the rows
+ *    ch_query_where() joins to their names (clickhouse_comm.h), joined
+ *    only when a key or the filter reads it.
  * Strings compare byte-wise in both. hid (the entry's host, min(host_id))
  * is the same host as SQLite's on a store of one host; with several, each
  * store's own smallest id (ClickHouse's are hashes).
@@ -47,6 +48,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,37 +76,13 @@ struct chh {
 	size_t n;
 };
 
-/* store_hist_check(), and a COMM key refused, saying why. */
-static int chh_check(struct ch_store *s, const struct store_query *q, const struct store_hist *h)
+/* Whether the rows need the filters' COMM: a COMM key, or the filter reads it. */
+static bool chh_reads_comm(const struct chh *c)
 {
-	int ret = store_hist_check(q, h);
-
-	for (size_t i = 0; ret == 0 && i < h->spec->nkeys; i++)
-		if (h->key_col[i] == STORE_HIST_COMM)
-			return ch_errf(s, -ENOSYS, "a COMM key is not answered from ClickHouse: 18.16 "
-				       "cannot find the name a task had at each event (no correlated "
-				       "subquery, no ASOF JOIN); key on common_pid.execname or use "
-				       "SQLite");
-	return ret;
-}
-
-/* Whether schema column @col is one the row's format may lack: "_tc_fmt IN (...)" or "0". */
-static void chh_null_expr(struct ch_sql *w, const struct store_schema *sc, int col)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; col >= 0 && i < sc->nfmts; i++) {
-		const struct store_fmt *f = &sc->fmts[i];
-		bool has = false;
-
-		for (size_t j = 0; j < f->ncols && !has; j++)
-			has = f->cols[j] == (size_t)col;
-		if (has)
-			continue;
-		ch_sql_raw(w, n++ ? ", " : "(_tc_fmt IN (");
-		ch_sql_i64(w, f->id);
-	}
-	ch_sql_raw(w, n ? "))" : "0");
+	for (size_t i = 0; i < c->h->spec->nkeys; i++)
+		if (c->h->key_col[i] == STORE_HIST_COMM)
+			return true;
+	return ch_query_reads_comm(c->q);
 }
 
 /* Column @col of the row: cpu, the host's name, or a schema column. */
@@ -113,8 +91,8 @@ static void chh_col(struct ch_sql *w, const struct store_schema *sc, int col,
 {
 	size_t n = 0;
 
-	if (col == STORE_HIST_CPU) {
-		ch_sql_raw(w, "cpu");
+	if (col == STORE_HIST_CPU || col == STORE_HIST_COMM) {
+		ch_sql_raw(w, col == STORE_HIST_CPU ? "cpu" : "_tc_comm");	/* see chh_sql() */
 		return;
 	}
 	if (col >= 0) {
@@ -176,7 +154,7 @@ static void chh_key(struct chh *c, struct ch_sql *w, size_t i, const struct ch_r
 	if (f->mod == HIST_MOD_LOG2 || f->mod == HIST_MOD_BUCKETS)
 		ch_sql_raw(w, "0");	/* SQLite's functions make NULL 0 */
 	else
-		chh_null_expr(w, c->q->schema, col);
+		ch_query_null_expr(w, c->q->schema, col);
 	ch_sql_addf(w, " AS n%zu, ", i);
 }
 
@@ -193,12 +171,12 @@ static int chh_sql(struct chh *c, const struct ch_reply *hosts, uint64_t last,
 {
 	const struct hist_spec *sp = c->h->spec;
 	struct ch_sql where;
+	char extra[48];
 	int ret;
 
+	snprintf(extra, sizeof(extra), " AND _tc_commit <= %llu", (unsigned long long)last);
 	ch_sql_init(&where, 0);
-	ret = ch_query_where(c->s, c->q, hosts, &where, none);
-	ch_sql_raw(&where, " AND _tc_commit <= ");
-	ch_sql_u64(&where, last);
+	ret = ch_query_where(c->s, c->q, hosts, extra, chh_reads_comm(c), &where, none);
 	if (ret == 0 && ch_sql_err(&where))
 		ret = ch_errf(c->s, ch_sql_err(&where), "the histogram's query is too long");
 	if (ret < 0) {
@@ -216,7 +194,7 @@ static int chh_sql(struct chh *c, const struct ch_reply *hosts, uint64_t last,
 	ch_sql_raw(w, "count() AS hc");
 	for (size_t i = 0; i < sp->nvals; i++) {
 		ch_sql_raw(w, ", sum(if(");
-		chh_null_expr(w, c->q->schema, c->h->val_col[i]);
+		ch_query_null_expr(w, c->q->schema, c->h->val_col[i]);
 		ch_sql_raw(w, ", toUInt64(0), toUInt64(");
 		chh_col(w, c->q->schema, c->h->val_col[i], hosts);
 		ch_sql_addf(w, "))) AS s%zu", i);
@@ -410,13 +388,13 @@ static int ch_hist(struct store_reader *rd, const struct store_query *q,
 	struct ch_sql w, tw, lq;
 	uint64_t last = 0, all = 0, max_ts = 0;
 	bool none = false;
-	int ret = chh_check(c.s, q, h);
+	int ret = store_hist_check(q, h);
 
 	memset(tot, 0, sizeof(*tot));
 	for (size_t i = 0; ret == 0 && i < h->spec->nkeys; i++) {
 		int col = h->key_col[i];
 
-		c.text[i] = col == STORE_HIST_HOST ||
+		c.text[i] = col == STORE_HIST_HOST || col == STORE_HIST_COMM ||
 			    (col >= 0 && h->spec->keys[i].mod != HIST_MOD_LOG2 &&
 			     h->spec->keys[i].mod != HIST_MOD_BUCKETS &&
 			     (q->schema->cols[col].kind == STORE_STRING ||

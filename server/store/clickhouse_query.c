@@ -14,6 +14,7 @@
 
 #include "common/filter.h"
 #include "common/tc_error.h"
+#include "server/store/clickhouse_comm.h"
 #include "server/store/clickhouse_filter.h"
 #include "server/store/clickhouse_query.h"
 #include "server/store/clickhouse_reader.h"
@@ -26,8 +27,10 @@ static int ch_query_column(void *ctx, int idx, struct ch_sql *s)
 
 	if (idx == FILTER_FIELD_CPU)
 		return ch_sql_raw(s, "cpu");	/* UInt32: unsigned, as the filter's CPU */
+	if (idx == FILTER_FIELD_COMM)
+		return ch_sql_raw(s, "_tc_comm");	/* ch_query_where() joins it */
 	if (idx < 0 || (size_t)idx >= q->nfields)
-		return TC_ERR_UNKNOWN_FIELD;	/* COMM: refused before (ch_query_where()) */
+		return TC_ERR_UNKNOWN_FIELD;
 	return ch_sql_ident(s, q->schema->cols[q->field_col[idx]].column);
 }
 
@@ -90,43 +93,142 @@ static void ch_window_cond(const struct store_window *win, struct ch_sql *w, boo
 }
 
 /*
- * " FROM `table` WHERE ..." of @q into @w, @hosts from ch_query_hosts();
+ * Whether schema column @col is one the row's format may lack: "(_tc_fmt
+ * IN (...))" of the formats without it, or "0" (NULL in SQLite, the
+ * column's default here).
+ */
+void ch_query_null_expr(struct ch_sql *w, const struct store_schema *sc, int col)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; col >= 0 && i < sc->nfmts; i++) {
+		const struct store_fmt *f = &sc->fmts[i];
+		bool has = false;
+
+		for (size_t j = 0; j < f->ncols && !has; j++)
+			has = f->cols[j] == (size_t)col;
+		if (has)
+			continue;
+		ch_sql_raw(w, n++ ? ", " : "(_tc_fmt IN (");
+		ch_sql_i64(w, f->id);
+	}
+	ch_sql_raw(w, n ? "))" : "0");
+}
+
+bool ch_query_reads_comm(const struct store_query *q)
+{
+	return q->filter && filter_uses_field(q->filter, FILTER_FIELD_COMM);
+}
+
+/*
+ * The rows' conditions but the filter's into @in (the first one without
+ * AND), the hosts' also into @hc: the query's commits, hosts, window,
+ * CPUs, format, and @extra.
+ */
+static int ch_query_conds(struct ch_store *s, const struct store_query *q,
+			  const struct ch_reply *hosts, const char *extra, struct ch_sql *in,
+			  struct ch_sql *hc, bool *none)
+{
+	int ret = ch_hosts_cond(s, q, hosts, hc, none);
+
+	ch_sql_raw(in, "_tc_commit <= (SELECT max(id) FROM commits)");
+	ch_sql_raw(in, ch_sql_text(hc));
+	ch_window_cond(q->win, in, none);
+	if (q->ncpus) {
+		ch_sql_raw(in, " AND cpu IN (");
+		for (size_t i = 0; i < q->ncpus; i++) {
+			ch_sql_raw(in, i ? ", " : "");
+			ch_sql_u64(in, q->cpus[i]);
+		}
+		ch_sql_raw(in, ")");
+	}
+	if (q->fmt) {
+		ch_sql_raw(in, " AND _tc_fmt = ");
+		ch_sql_i64(in, q->fmt);
+	}
+	ch_sql_raw(in, extra ? extra : "");
+	return ret;
+}
+
+/*
+ * The top-level conjuncts of @q's filter that do not read COMM, as " AND
+ * (...)" each into @in: applied below COMM's join (clickhouse_comm.h).
+ */
+static int ch_query_push(const struct store_query *q, struct ch_sql *in)
+{
+	struct filter_node node;
+	uint32_t root, c;
+	int ret = filter_root(q->filter, &root);
+
+	if (ret < 0)
+		return ret;
+	filter_node_get(q->filter, root, &node);
+	if (node.type != FILTER_NODE_AND)
+		return 0;
+	for (c = node.child; c != FILTER_NODE_NONE && ret == 0; c = node.next) {
+		if (!ch_filter_node_uses(q->filter, c, FILTER_FIELD_COMM)) {
+			ch_sql_raw(in, " AND ");
+			ret = ch_filter_node_to_sql(q->filter, c, ch_query_column, (void *)q, in);
+		}
+		filter_node_get(q->filter, c, &node);
+	}
+	return ret;
+}
+
+/* " FROM (rows with _tc_comm)" of @q, the rows @in holds, into @w. */
+static int ch_query_comm_from(struct ch_store *s, const struct store_query *q,
+			      struct ch_sql *in, const struct ch_sql *hc, struct ch_sql *w)
+{
+	struct ch_sql null;
+	int ret = q->filter ? ch_query_push(q, in) : 0;
+
+	ch_sql_init(&null, 0);
+	ch_query_null_expr(&null, q->schema, ch_comm_pid_col(q->schema));
+	if (ret == 0)
+		ret = ch_sql_err(in) ?: ch_sql_err(&null) ?:
+		      ch_comm_from(w, q->schema, ch_sql_text(in), ch_sql_text(hc),
+				   ch_sql_text(&null));
+	ch_sql_free(&null);
+	if (ret == -ENOSYS)
+		return ch_errf(s, ret, "COMM of %s is not answered from ClickHouse: its common_pid "
+			       "is stored as text, which SQLite compares by its type affinities; "
+			       "use SQLite", q->schema->name);
+	return ret < 0 ? ch_errf(s, ret, "the rows' COMM: %s", tc_strerror(ret)) : 0;
+}
+
+/*
+ * " FROM ... WHERE ..." of @q into @w, @hosts from ch_query_hosts();
  * *@none when no row can match (no host allowed, an empty window).
  */
 int ch_query_where(struct ch_store *s, const struct store_query *q,
-		    const struct ch_reply *hosts, struct ch_sql *w, bool *none)
+		   const struct ch_reply *hosts, const char *extra, bool comm,
+		   struct ch_sql *w, bool *none)
 {
+	struct ch_sql in, hc;
 	int ret;
 
-	if (q->filter && filter_uses_field(q->filter, FILTER_FIELD_COMM))
-		return ch_errf(s, -ENOSYS, "COMM in a filter is not answered from ClickHouse: 18.16 "
-			       "cannot find the name a task had at each event (no correlated "
-			       "subquery, no ASOF JOIN); filter on common_pid or use SQLite");
-	ch_sql_raw(w, " FROM ");
-	ch_sql_ident(w, q->schema->table);
-	ch_sql_raw(w, " WHERE _tc_commit <= (SELECT max(id) FROM commits)");
-	if (q->filter) {
+	ch_sql_init(&in, 0);
+	ch_sql_init(&hc, 0);
+	ret = ch_query_conds(s, q, hosts, extra, &in, &hc, none);
+	if (ret == 0 && comm) {
+		ret = ch_query_comm_from(s, q, &in, &hc, w);
+		ch_sql_raw(w, " WHERE 1");
+	} else if (ret == 0) {
+		ch_sql_raw(w, " FROM ");
+		ch_sql_ident(w, q->schema->table);
+		ch_sql_raw(w, " WHERE ");
+		ch_sql_raw(w, ch_sql_text(&in));
+	}
+	ch_sql_free(&in);
+	ch_sql_free(&hc);
+	if (ret == 0 && q->filter) {
 		ch_sql_raw(w, " AND ");
 		ret = ch_filter_to_sql(q->filter, ch_query_column, (void *)q, w);
 		if (ret < 0)
 			return ch_errf(s, ret, "the filter as ClickHouse SQL: %s", tc_strerror(ret));
 	}
-	ret = ch_hosts_cond(s, q, hosts, w, none);
 	if (ret < 0)
 		return ret;
-	ch_window_cond(q->win, w, none);
-	if (q->ncpus) {
-		ch_sql_raw(w, " AND cpu IN (");
-		for (size_t i = 0; i < q->ncpus; i++) {
-			ch_sql_raw(w, i ? ", " : "");
-			ch_sql_u64(w, q->cpus[i]);
-		}
-		ch_sql_raw(w, ")");
-	}
-	if (q->fmt) {
-		ch_sql_raw(w, " AND _tc_fmt = ");
-		ch_sql_i64(w, q->fmt);
-	}
 	ret = ch_sql_err(w);
 	return ret < 0 ? ch_errf(s, ret, "the query is too long for ClickHouse") : 0;
 }
@@ -142,7 +244,7 @@ static int ch_count(struct store_reader *rd, const struct store_query *q, uint64
 
 	ch_sql_init(&w, 0);
 	ch_sql_raw(&w, "SELECT count()");
-	ret = ret ?: ch_query_where(s, q, &hosts, &w, &none);
+	ret = ret ?: ch_query_where(s, q, &hosts, NULL, ch_query_reads_comm(q), &w, &none);
 	if (ret == 0 && !none)
 		ret = ch_query_u64(s, &w, &n);
 	ch_sql_free(&w);
@@ -320,21 +422,25 @@ static int ch_walk_page(struct ch_walk *k, bool keyset, int64_t ts, uint64_t row
 {
 	const struct store_query *q = k->q;
 	const char *cmp = q->reverse ? " < " : " > ";
-	struct ch_sql w;
+	struct ch_sql w, key;
 	int ret;
 
 	ch_sql_init(&w, 0);
-	ch_walk_select(k, &w);
-	ret = ch_query_where(k->s, q, &k->hosts, &w, none);
-	if (ret == 0 && keyset) {
-		ch_sql_addf(&w, " AND (ts%s", cmp);
-		ch_sql_i64(&w, ts);
-		ch_sql_raw(&w, " OR (ts = ");
-		ch_sql_i64(&w, ts);
-		ch_sql_addf(&w, " AND _tc_row%s", cmp);
-		ch_sql_u64(&w, rowid);
-		ch_sql_raw(&w, "))");
+	ch_sql_init(&key, 0);
+	if (keyset) {	/* below COMM's join too: the rows before are not joined */
+		ch_sql_addf(&key, " AND (ts%s", cmp);
+		ch_sql_i64(&key, ts);
+		ch_sql_raw(&key, " OR (ts = ");
+		ch_sql_i64(&key, ts);
+		ch_sql_addf(&key, " AND _tc_row%s", cmp);
+		ch_sql_u64(&key, rowid);
+		ch_sql_raw(&key, "))");
 	}
+	ch_walk_select(k, &w);
+	ret = ch_sql_err(&key) ?:
+	      ch_query_where(k->s, q, &k->hosts, ch_sql_text(&key), ch_query_reads_comm(q), &w,
+			     none);
+	ch_sql_free(&key);
 	ch_sql_raw(&w, q->reverse ? " ORDER BY ts DESC, _tc_row DESC LIMIT " :
 		   " ORDER BY ts, _tc_row LIMIT ");
 	ch_sql_u64(&w, limit);
@@ -355,17 +461,19 @@ int ch_walk_tail(struct ch_walk *k, uint64_t from, uint64_t last, size_t limit,
 {
 	const struct store_query *q = k->q;
 	bool none = false;
-	struct ch_sql w;
+	struct ch_sql w, cond;
 	int ret;
 
 	ch_reply_free(r);
 	ch_sql_init(&w, 0);
+	ch_sql_init(&cond, 0);
+	ch_sql_addf(&cond, " AND _tc_row >= %llu AND _tc_commit <= %llu",
+		    (unsigned long long)from, (unsigned long long)last);
 	ch_walk_select(k, &w);
-	ret = ch_query_where(k->s, q, &k->hosts, &w, &none);
-	ch_sql_raw(&w, " AND _tc_row >= ");
-	ch_sql_u64(&w, from);
-	ch_sql_raw(&w, " AND _tc_commit <= ");
-	ch_sql_u64(&w, last);
+	ret = ch_sql_err(&cond) ?:
+	      ch_query_where(k->s, q, &k->hosts, ch_sql_text(&cond), ch_query_reads_comm(q), &w,
+			     &none);
+	ch_sql_free(&cond);
 	ch_sql_raw(&w, " ORDER BY _tc_row LIMIT ");
 	ch_sql_u64(&w, limit);
 	if (ret == 0 && !none)

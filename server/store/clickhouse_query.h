@@ -7,10 +7,9 @@
  * hosts it may read (their ids: host names are few and matched here, as
  * clickhouse_reader.c does), the window [from_ts, to_ts) as SQLite reads
  * it, the CPUs, the format (_tc_fmt), and only rows of commits that
- * completed (clickhouse.h). A filter that reads COMM is refused, saying
- * why: 18.16 has neither correlated subqueries nor ASOF JOIN to find the
- * name a task had at each event (comm_changes), and an approximation
- * would answer differently from SQLite.
+ * completed (clickhouse.h). A filter that reads COMM reads the rows
+ * through clickhouse_comm.h's join instead, which gives each its task's
+ * name as SQLite's COMM does (that header says how, on 18.16).
  *
  * Paging (select). There is no rowid; the key is
  * (ts, _tc_row), SQLite's (ts, rowid) with rowid := _tc_row, which the
@@ -46,13 +45,21 @@
 int ch_query_hosts(struct ch_store *s, struct ch_reply *r);
 
 /*
- * ch_query_where - " FROM `table` WHERE ..." of @q into @w (the WHERE
- * above), @hosts from ch_query_hosts() when @q limits its hosts; *@none
- * when no row can match (no host allowed, an empty window). A filter on
- * COMM is refused (-ENOSYS, saying why).
+ * ch_query_where - " FROM ... WHERE ..." of @q into @w (the WHERE above),
+ * @hosts from ch_query_hosts() when @q limits its hosts, and @extra (" AND
+ * ...", or NULL: none) on the table's own columns; *@none when no row can
+ * match (no host allowed, an empty window). @comm: the rows carry
+ * _tc_comm, the filters' COMM (clickhouse_comm.h; the filter's COMM is
+ * _tc_comm, so @comm must be set when it reads COMM).
+ * ch_query_reads_comm - whether @q's filter reads COMM.
+ * ch_query_null_expr - "(_tc_fmt IN (...))" of the formats of @sc that
+ * lack column @col (a row of them has NULL there in SQLite), or "0".
  */
 int ch_query_where(struct ch_store *s, const struct store_query *q,
-		   const struct ch_reply *hosts, struct ch_sql *w, bool *none);
+		   const struct ch_reply *hosts, const char *extra, bool comm,
+		   struct ch_sql *w, bool *none);
+bool ch_query_reads_comm(const struct store_query *q);
+void ch_query_null_expr(struct ch_sql *w, const struct store_schema *sc, int col);
 
 /* A name by (host, pid), sorted for bsearch() (clickhouse_query.c). */
 struct ch_name;

@@ -23,7 +23,7 @@ static const struct {
 	unsigned major, minor;
 	const char *would;
 } ch_newer[] = {
-	{ "ASOF JOIN", 19, 5, "COMM in filters and --hist keys (the name at each event)" },
+	{ "ASOF JOIN", 19, 5, "COMM by a join on time, not per-pid arrays" },
 	{ "query parameters", 19, 11, "values bound, not escaped literals" },
 	{ "DateTime64", 20, 1, "ts a time type" },
 	{ "insert_deduplication_token", 22, 2, "a resent batch a no-op, not a delete" },
