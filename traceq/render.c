@@ -34,6 +34,7 @@
 #include <trace-seq.h>
 
 #include "common/format_check.h"
+#include "common/log.h"
 #include "common/tc_error.h"
 #include "traceq/fastprint.h"
 #include "traceq/linebuf.h"
@@ -81,6 +82,7 @@ struct render {
 	size_t fixed;			/* bytes of a record's fixed part */
 	int type_field;			/* index of common_type in fields, -1: none */
 	int pid_offset;			/* common_pid's, -1: not 4 bytes (no fast columns) */
+	const struct tep_format_field *stack;	/* a stack record's caller[]: to the end */
 	struct fastprint *fast;		/* the event text without libtraceevent; NULL */
 	bool slow;			/* render_set_slow(): libtraceevent for all */
 	unsigned char rec[2 * RENDER_REC_MAX];
@@ -139,6 +141,60 @@ static void put_tgid(struct render *r)
 		trace_seq_puts(&r->seq, "(-------) ");
 }
 
+/*
+ * Whether @f is the address array of the kernel's stack records
+ * (ftrace:kernel_stack, ftrace:user_stack): declared caller[8], written
+ * as long as the stack (the collector keeps all of it).
+ */
+static bool render_stack_field(const struct render *r, const struct tep_format_field *f)
+{
+	const char *name = r->event->name;
+
+	return !strcmp(r->system, "ftrace") && name &&
+	       (!strcmp(name, "kernel_stack") || !strcmp(name, "user_stack")) &&
+	       !strcmp(f->name, "caller") && (f->flags & TEP_FIELD_IS_ARRAY) && !f->next;
+}
+
+/*
+ * A stack record's text, as trace-cmd report prints it (its
+ * trace-ftrace.c: "<stack trace >", then "=> NAME (ADDR)" a line, to the
+ * record's end or an address of -1) or as the kernel's trace file does
+ * (" => NAME"). Names come from the host's kallsyms through the
+ * function resolver (render_resolve()), escaped (common/log.h), so the
+ * only newlines after the header are the handler's: render_stack_lines().
+ */
+static int render_stack_handler(struct trace_seq *s, struct tep_record *rec,
+				struct tep_event *ev, void *ctx)
+{
+	const struct render *r = ctx;
+	const struct tep_format_field *f = tep_find_field(ev, "caller");
+	int ls = tep_get_long_size(ev->tep);
+	bool kernel = r->style == RENDER_KERNEL;
+	char esc[LOG_ESC_LEN];
+
+	if (!f || f->offset < 0 || (ls != 4 && ls != 8))
+		return trace_seq_puts(s, "<CANT FIND FIELD caller>"), 0;
+	trace_seq_puts(s, kernel ? "<stack trace>\n" : "<stack trace >\n");
+	for (int off = f->offset; off + ls <= rec->size; off += ls) {
+		unsigned long long addr = tep_read_number(ev->tep, (char *)rec->data + off, ls);
+		const char *func;
+
+		if ((ls == 8 && addr == ~0ULL) || (ls == 4 && (uint32_t)addr == UINT32_MAX))
+			break;
+		/* a peer's name, escaped here: every newline of the text is ours */
+		func = tep_find_function(ev->tep, addr);
+		if (func)
+			func = log_escape(func, esc, sizeof(esc));
+		if (kernel)
+			func ? trace_seq_printf(s, " => %s\n", func) :
+			       trace_seq_printf(s, " => 0x%llx\n", addr);
+		else
+			func ? trace_seq_printf(s, "=> %s (%llx)\n", func, addr) :
+			       trace_seq_printf(s, "=> %llx\n", addr);
+	}
+	return 0;
+}
+
 static void view_drop(struct render_view *v)
 {
 	if (v->tep) {
@@ -173,6 +229,7 @@ static void render_drop(struct render *r)
 	r->col = NULL;
 	r->format = r->event_name = NULL;
 	r->nfields = r->fixed = 0;
+	r->stack = NULL;
 }
 
 void render_free(struct render *r)
@@ -240,8 +297,13 @@ static int render_layout(struct render *r, const struct qmsg_reply *rep, char *w
 			ret = TC_ERR_FORMAT_PARSE;
 			break;
 		}
-		if ((size_t)(f->offset + f->size) > r->fixed)
+		if (render_stack_field(r, f)) {
+			r->stack = f;
+			if ((size_t)f->offset > r->fixed)
+				r->fixed = (size_t)f->offset;
+		} else if ((size_t)(f->offset + f->size) > r->fixed) {
 			r->fixed = (size_t)(f->offset + f->size);
+		}
 		if ((f->flags & TEP_FIELD_IS_LONG) && (f->size == 4 || f->size == 8))
 			r->long_size = f->size;
 		r->col[i] = render_col(rep, f->name);
@@ -289,6 +351,11 @@ static int view_build(struct render *r, struct render_view *v, const char *host,
 	}
 	if (ret == 0 && host)
 		tep_set_long_size(v->tep, r->long_size);
+	if (ret == 0 && !strcmp(r->system, "ftrace") && v->event->name &&
+	    !strcmp(v->event->name, "kernel_stack") &&
+	    tep_register_event_handler(v->tep, v->event->id, "ftrace", "kernel_stack",
+				       render_stack_handler, r) < 0)
+		ret = -ENOMEM;
 	if (ret < 0)
 		view_drop(v);
 	return ret;
@@ -345,7 +412,8 @@ int render_prepare(struct render *r, const struct qmsg_reply *rep, char *why, si
 		r->event = r->views[0].event;
 		ret = render_layout(r, rep, why, whylen);
 	}
-	if (ret == 0)
+	/* a stack's lines come from render_stack_handler(), never fastprint */
+	if (ret == 0 && !r->stack)
 		ret = fastprint_new(r->event, &r->fast);
 	if (ret < 0)
 		render_drop(r);
@@ -413,7 +481,7 @@ static void put_field(struct render *r, const struct tep_format_field *f,
 	if (v->kind == QV_STR || v->kind == QV_BIN) {
 		if (f->flags & TEP_FIELD_IS_DYNAMIC)
 			put_dynamic(r, f, v, end);
-		else if (f->size == 0)
+		else if (f->size == 0 || f == r->stack)
 			put_tail(r, f, v, end);
 		else
 			memcpy(r->rec + f->offset, v->s.p,
@@ -449,6 +517,20 @@ size_t render_rebuild(struct render *r, const struct qmsg_reply *rep,
 		return 0;
 	*rec = r->rec;
 	return render_record(r, rep, row);
+}
+
+size_t render_stack_lines(const struct render *r, const char *text, size_t len)
+{
+	static const char *const heads[] = { "<stack trace >\n", "<stack trace>\n" };
+	const char *h = heads[r->style == RENDER_KERNEL];
+	size_t hl = strlen(h);
+
+	if (!r->stack || !r->nviews || strcmp(r->views[0].event->name, "kernel_stack"))
+		return len;
+	for (size_t i = len >= hl ? len - hl + 1 : 0; i-- > 0;)
+		if (!memcmp(text + i, h, hl))
+			return i + hl - 1;
+	return len;
 }
 
 int render_event_id(const struct render *r)

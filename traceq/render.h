@@ -116,4 +116,13 @@ size_t render_rebuild(struct render *r, const struct qmsg_reply *rep,
 /* render_event_id - the id of the prepared format ("ID:"); -1 when not prepared. */
 int render_event_id(const struct render *r);
 
+/*
+ * render_stack_lines - where the lines a stack record's text adds begin
+ * in @text (@len bytes, render_row()'s): the offset of the newline that
+ * ends its header line ("... kernel_stack: <stack trace >"); @len for
+ * any other row. What follows is the handler's own lines, each kallsyms
+ * name in them already escaped; what precedes (a comm, ...) is not.
+ */
+size_t render_stack_lines(const struct render *r, const char *text, size_t len);
+
 #endif
