@@ -53,6 +53,9 @@ struct options {
 	char **conf_exec;		/* exec = ...: its words, NULL-terminated */
 	bool events_from_conf;		/* a command-line -e replaces them */
 	bool ffilters_from_conf;	/* the same for --ftrace-filter */
+	bool stack_all;			/* --stacktrace: every event */
+	const char **stacks;		/* --stacktrace=SPEC: agent/stacks.h */
+	size_t nstacks;
 };
 
 /*

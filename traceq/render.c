@@ -580,7 +580,12 @@ static void render_line(struct render *r, struct tep_record *rec)
 		tep_print_event(r->tep, &r->seq, rec, "[%03d] %s ", TEP_PRINT_CPU,
 				TEP_PRINT_LATENCY);
 		render_time(r, rec);
-		tep_print_event(r->tep, &r->seq, rec, ": %s: %s", TEP_PRINT_NAME, TEP_PRINT_INFO);
+		/* the kernel's trace file names no event before a stack */
+		if (r->stack)
+			tep_print_event(r->tep, &r->seq, rec, ": %s", TEP_PRINT_INFO);
+		else
+			tep_print_event(r->tep, &r->seq, rec, ": %s: %s", TEP_PRINT_NAME,
+					TEP_PRINT_INFO);
 		return;
 	}
 	tep_print_event(r->tep, &r->seq, rec, "%16s-%-5d ", TEP_PRINT_COMM, TEP_PRINT_PID);
