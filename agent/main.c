@@ -279,6 +279,8 @@ static int setup_tracing(struct agent *a)
 	setup_comm_events(a);
 	ret = stacks_start(a->t, a->o.stack_all, a->o.stacks, a->o.nstacks, &a->stacks,
 			   why, sizeof(why));
+	if (ret == 0 && a->o.user_stack)
+		ret = stacks_user(a->t);
 	if (ret < 0)
 		return fail(a, ret, "%s", why);
 	return setup_ftrace(a);

@@ -156,6 +156,9 @@ static void help(void)
 "                           as traceq's queries name one, among the -e\n"
 "                           events; may be repeated. A kernel without them\n"
 "                           is said in one line and tracing goes on\n"
+"      --user-stacktrace    the user-space stack after every event too (the\n"
+"                           instance's options/userstacktrace: addresses,\n"
+"                           ftrace:user_stack records), where the kernel has it\n"
 "  -p, --tracer TRACER      run the kernel's function or function_graph\n"
 "                           tracer in the instance (a kernel that refuses\n"
 "                           it, e.g. locked down, is reported in one line\n"
@@ -253,7 +256,7 @@ enum { OPT_CERT = 256, OPT_KEY, OPT_CA, OPT_INSTANCE, OPT_NAME,
        OPT_SPOOL_DISK_MB, OPT_ACK_TIMEOUT_MS, OPT_DRAIN_S, OPT_READ_MODE,
        OPT_USER_DIR, OPT_NO_USER, OPT_FTRACE_FILTER, OPT_EXEC, OPT_INSECURE_PLAIN,
        OPT_NO_PUSHDOWN, OPT_CONNECTIONS, OPT_TRACE_CLOCK, OPT_NO_KERNEL_SYMBOLS,
-       OPT_NO_COMM_EVENTS, OPT_STACKTRACE };
+       OPT_NO_COMM_EVENTS, OPT_STACKTRACE, OPT_USER_STACKTRACE };
 
 /*
  * The short options (the table in traceagent(8): one letter, one meaning in
@@ -289,6 +292,7 @@ static const struct option long_opts[] = {
 	{ "no-kernel-symbols", no_argument, NULL, OPT_NO_KERNEL_SYMBOLS },
 	{ "no-comm-events", no_argument, NULL, OPT_NO_COMM_EVENTS },
 	{ "stacktrace", optional_argument, NULL, OPT_STACKTRACE },
+	{ "user-stacktrace", no_argument, NULL, OPT_USER_STACKTRACE },
 	{ "tracer", required_argument, NULL, 'p' },
 	{ "ftrace-filter", required_argument, NULL, OPT_FTRACE_FILTER },
 	{ "exec", no_argument, NULL, OPT_EXEC },
@@ -400,6 +404,7 @@ static int opt_apply(struct options *o, int c, const char *arg)
 		return add_event(o, arg);
 	case OPT_STACKTRACE:
 		return opt_stacktrace(o, arg);
+	case OPT_USER_STACKTRACE: o->user_stack = true; return 0;
 	case 'p': case OPT_FTRACE_FILTER:
 		return opt_ftrace(o, c, arg);
 	case OPT_CERT: o->session.tls.cert = arg; return 0;

@@ -54,6 +54,7 @@ struct options {
 	bool events_from_conf;		/* a command-line -e replaces them */
 	bool ffilters_from_conf;	/* the same for --ftrace-filter */
 	bool stack_all;			/* --stacktrace: every event */
+	bool user_stack;		/* --user-stacktrace */
 	const char **stacks;		/* --stacktrace=SPEC: agent/stacks.h */
 	size_t nstacks;
 };

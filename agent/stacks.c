@@ -145,22 +145,36 @@ static int stacks_spec(struct tracing *t, struct stacks *s, const char *spec, ch
 	return ret;
 }
 
-/* options/stacktrace: a stack after every event of the instance. */
-static int stacks_option(struct tracing *t, char *err, size_t errlen)
+/* options/@opt ("stacktrace", "userstacktrace"): after every event of the instance. */
+static int stacks_option(struct tracing *t, const char *opt, char *err, size_t errlen)
 {
 	struct tracefs_instance *inst = tracing_instance(t);
+	char file[64];
 	int ret;
 
-	if (!tracefs_file_exists(inst, "options/stacktrace")) {
-		snprintf(err, errlen, "this kernel has no options/stacktrace");
+	snprintf(file, sizeof(file), "options/%s", opt);
+	if (!tracefs_file_exists(inst, file)) {
+		snprintf(err, errlen, "this kernel has no %s", file);
 		return -EOPNOTSUPP;
 	}
 	errno = 0;
-	if (tracefs_instance_file_write(inst, "options/stacktrace", "1") >= 0)
+	if (tracefs_instance_file_write(inst, file, "1") >= 0)
 		return 0;
 	ret = stacks_err();
-	snprintf(err, errlen, "the kernel refused options/stacktrace: %s", tc_strerror(ret));
+	snprintf(err, errlen, "the kernel refused %s: %s", file, tc_strerror(ret));
 	return ret;
+}
+
+int stacks_user(struct tracing *t)
+{
+	char why[256];
+	int ret = stacks_option(t, "userstacktrace", why, sizeof(why));
+
+	if (ret < 0) {
+		log_warn("%s: tracing without user stacks", why);
+		return 0;
+	}
+	return tracing_track(t, "ftrace", "user_stack");
 }
 
 int stacks_start(struct tracing *t, bool all, const char *const *specs, size_t nspecs,
@@ -173,7 +187,7 @@ int stacks_start(struct tracing *t, bool all, const char *const *specs, size_t n
 	if (ret == 0 && (all || nspecs))
 		ret = tracing_track(t, "ftrace", "kernel_stack");
 	if (ret == 0 && all)
-		ret = stacks_option(t, err, errlen);
+		ret = stacks_option(t, "stacktrace", err, errlen);
 	for (size_t i = 0; ret == 0 && !all && i < nspecs; i++)
 		ret = stacks_spec(t, s, specs[i], err, errlen);
 	if (ret == -EOPNOTSUPP) {

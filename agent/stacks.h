@@ -47,6 +47,14 @@ int stacks_start(struct tracing *t, bool all, const char *const *specs, size_t n
 		 struct stacks **out, char *err, size_t errlen);
 
 /*
+ * stacks_user - --user-stacktrace: the instance's options/userstacktrace
+ * (an ftrace:user_stack record of user-space return addresses after every
+ * event), its format shipped. A kernel without it is said in one warning.
+ * Return: 0; -ENOMEM.
+ */
+int stacks_user(struct tracing *t);
+
+/*
  * stacks_stop - remove the triggers stacks_start() set (the instance's
  * options/stacktrace goes with the instance) and free @s; NULL is fine.
  */

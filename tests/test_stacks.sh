@@ -10,6 +10,7 @@
 #  (b) live: an agent with --stacktrace on a syscall event: the stack of
 #      each of its events names the syscall's entry (do_syscall_64 or
 #      entry_SYSCALL_64*);
+#      with --user-stacktrace, each has its ftrace:user_stack too;
 #  (c) live: a stacktrace trigger with a filter (--stacktrace 'EVENT
 #      where FILTER') stacks only the events that match it, and the agent
 #      removes its trigger at exit.
@@ -34,14 +35,15 @@ for i in range(40):
 # ---- (a) trace-cmd record -T, imported ----
 sys_ev=syscalls:sys_enter_getppid
 [ -d "$tracing/events/syscalls/sys_enter_getppid" ] || sys_ev=raw_syscalls:sys_enter
-tc_tracecmd_record "$inst" "$tmp/st.dat" -T -e "$sys_ev" -e sched:sched_switch -- \
+tc_tracecmd_record "$inst" "$tmp/st.dat" -T -O userstacktrace -e "$sys_ev" -e sched:sched_switch -- \
 	python3 -c 'import os, time
 for i in range(40):
 	os.getppid()
 	time.sleep(0.001)'
 trace-cmd report -i "$tmp/st.dat" 2>/dev/null | grep -v '^cpus=' | sed 's/^[a-z0-9_]*: //' \
 	> "$tmp/theirs.txt"
-check "trace-cmd recorded stacks" 'grep -q "kernel_stack: *<stack trace >" "$tmp/theirs.txt"'
+check "trace-cmd recorded stacks, kernel and user" \
+	'grep -q "kernel_stack: *<stack trace >" "$tmp/theirs.txt" && grep -q "user_stack: " "$tmp/theirs.txt"'
 
 tc_certs
 sock="$tmp/q.sock"
@@ -54,18 +56,15 @@ tq -H imp-stacks --time raw --no-host '*' > "$tmp/ours.txt" 2> "$tmp/ours.err"
 # ("=> __x64_sys_vfork (ffffffff81360206)" where trace-cmd, which takes
 # the first of kallsyms' names there, says __do_sys_vfork): the store's
 # symbols keep no file order. Such a line counts as an alias when both
-# names are at that address in this host's /proc/kallsyms (the recording
-# was made here); any other difference fails.
-awk 'FILENAME == ARGV[1] { k[$1 " " $3] = 1; next }
+# names start at one address in this host's /proc/kallsyms (the
+# recording was made here); any other difference fails.
+awk 'FILENAME == ARGV[1] { if (!($3 in at)) at[$3] = $1; next }
 	FILENAME == ARGV[2] { a[FNR] = $0; na = FNR; next }
 	{ nb = FNR
 	  if (a[FNR] == $0) { same++; next }
 	  split(a[FNR], x, / /)
-	  if (x[1] == "=>" && $1 == "=>" && x[3] == $3 && x[3] ~ /^\(/) {
-		addr = substr(x[3], 2, length(x[3]) - 2)
-		while (length(addr) < 16) addr = "0" addr
-		if ((addr " " x[2]) in k && (addr " " $2) in k) { alias++; next }
-	  }
+	  if (x[1] == "=>" && $1 == "=>" && x[3] == $3 && (x[2] in at) && ($2 in at) &&
+	      at[x[2]] == at[$2]) { alias++; next }
 	  differ++; if (!first) first = FNR ": " a[FNR] " | " $0 }
 	END { printf "lines=%d same=%d alias=%d differ=%d %s\n", na, same, alias,
 		differ + (na > nb ? na - nb : nb - na), first }' \
@@ -104,20 +103,26 @@ for i in range(30):
 }
 tq() { "$top_builddir/traceq/traceq" -s "ipc://$sock" --sync -t 120000 "$@"; }
 
-run_agent live live-stacks "tc-stacks-$$-b" -e "$sys_ev" --stacktrace
-check "the agent's instance had options/stacktrace (no warning)" \
-	'! grep -q "without kernel stacks" "$tmp/live.err"'
+run_agent live live-stacks "tc-stacks-$$-b" -e "$sys_ev" --stacktrace --user-stacktrace
+check "the agent's instance had options/stacktrace and userstacktrace (no warning)" \
+	'! grep -q "without kernel stacks\|without user stacks" "$tmp/live.err"'
 tq -H live-stacks --time raw --no-host "$sys_ev,ftrace:kernel_stack" > "$tmp/live.txt" 2>&1
-# the events of the workload's pid and the stack after each, per CPU
+# the events of the workload's pid, and the stack after each (the next
+# record on its CPU)
 awk -v pid="$wpid" '
-	/^ *[^ ].*-[0-9]+ +\[[0-9]+\] / {
+	/-[0-9]+ +\[[0-9]+\] / {
 		match($0, /-[0-9]+ +\[[0-9]+\]/); split(substr($0, RSTART + 1, RLENGTH - 1), a, /[] []+/)
-		cur = (a[1] == pid) ? a[2] : ""
-		if (cur != "" && $0 ~ /kernel_stack:/) { stacks++; instack = 1; entry[stacks] = 0 }
-		else { instack = 0; if (cur != "") evs++ }
+		instack = 0
+		if ($0 ~ /kernel_stack:/) {
+			if (last[a[2]] == pid) { stacks++; instack = 1; entry[stacks] = 0 }
+			last[a[2]] = ""
+		} else {
+			last[a[2]] = a[1]
+			if (a[1] == pid) evs++
+		}
 		next
 	}
-	/^=> / && instack && cur != "" {
+	/^=> / && instack {
 		if ($2 ~ /^(do_syscall_64|entry_SYSCALL_64.*|do_int80_syscall_32|el0_svc.*|invoke_syscall)$/) entry[stacks] = 1
 	}
 	END { n = 0; for (i = 1; i <= stacks; i++) n += entry[i]; print evs + 0, stacks + 0, n }' \
@@ -125,6 +130,10 @@ awk -v pid="$wpid" '
 read -r evs stacks with_entry < "$tmp/live.counts"
 check "live: each of the workload's $evs syscall events has a stack ($stacks) naming the syscall entry ($with_entry)" \
 	'[ "$evs" -ge 30 ] && [ "$stacks" = "$evs" ] && [ "$with_entry" = "$stacks" ]'
+
+ustacks=$(tq -H live-stacks --time raw --no-host ftrace:user_stack | grep -c -- "-$wpid .*user_stack: *	=> 0x")
+check "live: --user-stacktrace stored the workload's user stacks ($ustacks for $evs events)" \
+	'[ "$ustacks" -ge "$evs" ]'
 
 # ---- (c) a stacktrace trigger with a filter ----
 if [ -d "$tracing/events/syscalls/sys_enter_close" ]; then
@@ -138,10 +147,11 @@ if [ -d "$tracing/events/syscalls/sys_enter_close" ]; then
 	awk -v pid="$wpid" '
 		/-[0-9]+ +\[[0-9]+\] / {
 			match($0, /-[0-9]+ +\[[0-9]+\]/); split(substr($0, RSTART + 1, RLENGTH - 1), a, /[] []+/)
-			if (a[1] != pid) { last = ""; next }
-			if ($0 ~ /kernel_stack:/) { if (last != "") stacked[last]++; last = ""; next }
-			last = ($0 ~ /fd: 0x0*1092/) ? "4242" : ($0 ~ /fd: 0x0*1093/) ? "4243" : "other"
-			seen[last]++
+			c = a[2]
+			if ($0 ~ /kernel_stack:/) { if (last[c] != "") stacked[last[c]]++; last[c] = ""; next }
+			if (a[1] != pid) { last[c] = ""; next }
+			last[c] = ($0 ~ /fd: 0x0*1092/) ? "4242" : ($0 ~ /fd: 0x0*1093/) ? "4243" : "other"
+			seen[last[c]]++
 		}
 		END { print seen["4242"] + 0, stacked["4242"] + 0, seen["4243"] + 0, stacked["4243"] + 0,
 			    stacked["other"] + 0 }' "$tmp/trig.txt" > "$tmp/trig.counts"

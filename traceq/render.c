@@ -83,6 +83,7 @@ struct render {
 	int type_field;			/* index of common_type in fields, -1: none */
 	int pid_offset;			/* common_pid's, -1: not 4 bytes (no fast columns) */
 	const struct tep_format_field *stack;	/* a stack record's caller[]: to the end */
+	size_t info_at;			/* where the last row's event text began */
 	struct fastprint *fast;		/* the event text without libtraceevent; NULL */
 	bool slow;			/* render_set_slow(): libtraceevent for all */
 	unsigned char rec[2 * RENDER_REC_MAX];
@@ -160,8 +161,8 @@ static bool render_stack_field(const struct render *r, const struct tep_format_f
  * trace-ftrace.c: "<stack trace >", then "=> NAME (ADDR)" a line, to the
  * record's end or an address of -1) or as the kernel's trace file does
  * (" => NAME"). Names come from the host's kallsyms through the
- * function resolver (render_resolve()), escaped (common/log.h), so the
- * only newlines after the header are the handler's: render_stack_lines().
+ * function resolver (render_resolve()), escaped (common/log.h), so every
+ * byte of the text is ours or escaped: render_stack_lines().
  */
 static int render_stack_handler(struct trace_seq *s, struct tep_record *rec,
 				struct tep_event *ev, void *ctx)
@@ -191,6 +192,35 @@ static int render_stack_handler(struct trace_seq *s, struct tep_record *rec,
 		else
 			func ? trace_seq_printf(s, "=> %s (%llx)\n", func, addr) :
 			       trace_seq_printf(s, "=> %llx\n", addr);
+	}
+	return 0;
+}
+
+/*
+ * A user stack record's text as libtraceevent prints its print fmt for
+ * trace-cmd report ("\t=> ADDR\n" for each of caller[0..7], %ps naming
+ * nothing in user space), and as the kernel's trace file does
+ * (" => ADDR" to the first 0). Kept here so that its lines, like a
+ * kernel stack's, are the handler's own: render_stack_lines().
+ */
+static int render_ustack_handler(struct trace_seq *s, struct tep_record *rec,
+				 struct tep_event *ev, void *ctx)
+{
+	const struct render *r = ctx;
+	const struct tep_format_field *f = tep_find_field(ev, "caller");
+	int ls = tep_get_long_size(ev->tep);
+	bool kernel = r->style == RENDER_KERNEL;
+
+	if (!f || f->offset < 0 || (ls != 4 && ls != 8))
+		return trace_seq_puts(s, "<CANT FIND FIELD caller>"), 0;
+	if (kernel)
+		trace_seq_puts(s, "<user stack trace>\n");
+	for (int i = 0, off = f->offset; i < 8 && off + ls <= rec->size; i++, off += ls) {
+		unsigned long long addr = tep_read_number(ev->tep, (char *)rec->data + off, ls);
+
+		if (kernel && (!addr || addr == (ls == 8 ? ~0ULL : UINT32_MAX)))
+			break;
+		trace_seq_printf(s, kernel ? " => 0x%llx\n" : "\t=> 0x%llx\n", addr);
 	}
 	return 0;
 }
@@ -355,6 +385,11 @@ static int view_build(struct render *r, struct render_view *v, const char *host,
 	    !strcmp(v->event->name, "kernel_stack") &&
 	    tep_register_event_handler(v->tep, v->event->id, "ftrace", "kernel_stack",
 				       render_stack_handler, r) < 0)
+		ret = -ENOMEM;
+	if (ret == 0 && !strcmp(r->system, "ftrace") && v->event->name &&
+	    !strcmp(v->event->name, "user_stack") &&
+	    tep_register_event_handler(v->tep, v->event->id, "ftrace", "user_stack",
+				       render_ustack_handler, r) < 0)
 		ret = -ENOMEM;
 	if (ret < 0)
 		view_drop(v);
@@ -521,16 +556,8 @@ size_t render_rebuild(struct render *r, const struct qmsg_reply *rep,
 
 size_t render_stack_lines(const struct render *r, const char *text, size_t len)
 {
-	static const char *const heads[] = { "<stack trace >\n", "<stack trace>\n" };
-	const char *h = heads[r->style == RENDER_KERNEL];
-	size_t hl = strlen(h);
-
-	if (!r->stack || !r->nviews || strcmp(r->views[0].event->name, "kernel_stack"))
-		return len;
-	for (size_t i = len >= hl ? len - hl + 1 : 0; i-- > 0;)
-		if (!memcmp(text + i, h, hl))
-			return i + hl - 1;
-	return len;
+	(void)text;
+	return r->stack && r->nviews && r->info_at < len ? r->info_at : len;
 }
 
 int render_event_id(const struct render *r)
@@ -582,10 +609,11 @@ static void render_line(struct render *r, struct tep_record *rec)
 		render_time(r, rec);
 		/* the kernel's trace file names no event before a stack */
 		if (r->stack)
-			tep_print_event(r->tep, &r->seq, rec, ": %s", TEP_PRINT_INFO);
+			trace_seq_puts(&r->seq, ": ");
 		else
-			tep_print_event(r->tep, &r->seq, rec, ": %s: %s", TEP_PRINT_NAME,
-					TEP_PRINT_INFO);
+			tep_print_event(r->tep, &r->seq, rec, ": %s: ", TEP_PRINT_NAME);
+		r->info_at = r->seq.len;
+		tep_print_event(r->tep, &r->seq, rec, "%s", TEP_PRINT_INFO);
 		return;
 	}
 	tep_print_event(r->tep, &r->seq, rec, "%16s-%-5d ", TEP_PRINT_COMM, TEP_PRINT_PID);
@@ -596,6 +624,7 @@ static void render_line(struct render *r, struct tep_record *rec)
 	trace_seq_puts(&r->seq, ":");
 	trace_seq_printf(&r->seq, " %s: %.*s", r->event->name, n < 20 ? (int)(20 - n) : 0,
 			 spaces);
+	r->info_at = r->seq.len;
 	tep_print_event(r->tep, &r->seq, rec, "%s", TEP_PRINT_INFO);
 }
 
@@ -698,6 +727,7 @@ static bool render_fast(struct render *r, const struct qmsg_value *row, size_t s
 	r->event = v->event;
 	render_comm(r, row);
 	trace_seq_reset(&r->seq);
+	r->info_at = l->len;
 	tep_print_event(r->tep, &r->seq, &(struct tep_record){ .ts = ts, .cpu = cpu,
 			.data = r->rec, .size = (int)size, .record_size = (int)size },
 			"%s", TEP_PRINT_INFO);

@@ -117,11 +117,11 @@ size_t render_rebuild(struct render *r, const struct qmsg_reply *rep,
 int render_event_id(const struct render *r);
 
 /*
- * render_stack_lines - where the lines a stack record's text adds begin
- * in @text (@len bytes, render_row()'s): the offset of the newline that
- * ends its header line ("... kernel_stack: <stack trace >"); @len for
- * any other row. What follows is the handler's own lines, each kallsyms
- * name in them already escaped; what precedes (a comm, ...) is not.
+ * render_stack_lines - where a stack record's text (ftrace:kernel_stack,
+ * user_stack) begins in @text, the @len bytes render_row() just wrote
+ * for it: that text is the renderer's own lines, each kallsyms name in it
+ * already escaped; what precedes (a comm, ...) is not. @len for any
+ * other row (nothing is the renderer's own).
  */
 size_t render_stack_lines(const struct render *r, const char *text, size_t len);
 
