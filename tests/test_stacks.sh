@@ -29,12 +29,6 @@ tc_setup stacks collector_pid agent clickhouse_pid
 inst="tc_stacks_$$"
 trap 'rmdir "$tracing/instances/$inst" 2>/dev/null; tc_cleanup' EXIT
 
-# a workload of getppid() calls and context switches
-work() { python3 -c 'import os, time
-for i in range(40):
-	os.getppid()
-	time.sleep(0.001)'; }
-
 # ---- (a) trace-cmd record -T, imported ----
 sys_ev=syscalls:sys_enter_getppid
 [ -d "$tracing/events/syscalls/sys_enter_getppid" ] || sys_ev=raw_syscalls:sys_enter

@@ -157,6 +157,22 @@ static bool render_stack_field(const struct render *r, const struct tep_format_f
 }
 
 /*
+ * The caller[] of stack record type @ev, and in *@ls the traced host's
+ * long size; NULL (said in @s, as trace-cmd says it) when unusable.
+ */
+static const struct tep_format_field *stack_caller(struct trace_seq *s, struct tep_event *ev,
+						   int *ls)
+{
+	const struct tep_format_field *f = tep_find_field(ev, "caller");
+
+	*ls = tep_get_long_size(ev->tep);
+	if (f && f->offset >= 0 && (*ls == 4 || *ls == 8))
+		return f;
+	trace_seq_puts(s, "<CANT FIND FIELD caller>");
+	return NULL;
+}
+
+/*
  * A stack record's text, as trace-cmd report prints it (its
  * trace-ftrace.c: "<stack trace >", then "=> NAME (ADDR)" a line, to the
  * record's end or an address of -1) or as the kernel's trace file does
@@ -168,13 +184,13 @@ static int render_stack_handler(struct trace_seq *s, struct tep_record *rec,
 				struct tep_event *ev, void *ctx)
 {
 	const struct render *r = ctx;
-	const struct tep_format_field *f = tep_find_field(ev, "caller");
-	int ls = tep_get_long_size(ev->tep);
 	bool kernel = r->style == RENDER_KERNEL;
 	char esc[LOG_ESC_LEN];
+	int ls;
+	const struct tep_format_field *f = stack_caller(s, ev, &ls);
 
-	if (!f || f->offset < 0 || (ls != 4 && ls != 8))
-		return trace_seq_puts(s, "<CANT FIND FIELD caller>"), 0;
+	if (!f)
+		return 0;
 	trace_seq_puts(s, kernel ? "<stack trace>\n" : "<stack trace >\n");
 	for (int off = f->offset; off + ls <= rec->size; off += ls) {
 		unsigned long long addr = tep_read_number(ev->tep, (char *)rec->data + off, ls);
@@ -207,12 +223,12 @@ static int render_ustack_handler(struct trace_seq *s, struct tep_record *rec,
 				 struct tep_event *ev, void *ctx)
 {
 	const struct render *r = ctx;
-	const struct tep_format_field *f = tep_find_field(ev, "caller");
-	int ls = tep_get_long_size(ev->tep);
 	bool kernel = r->style == RENDER_KERNEL;
+	int ls;
+	const struct tep_format_field *f = stack_caller(s, ev, &ls);
 
-	if (!f || f->offset < 0 || (ls != 4 && ls != 8))
-		return trace_seq_puts(s, "<CANT FIND FIELD caller>"), 0;
+	if (!f)
+		return 0;
 	if (kernel)
 		trace_seq_puts(s, "<user stack trace>\n");
 	for (int i = 0, off = f->offset; i < 8 && off + ls <= rec->size; i++, off += ls) {
