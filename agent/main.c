@@ -32,6 +32,7 @@
 #include "agent/options.h"
 #include "agent/pump.h"
 #include "agent/session.h"
+#include "agent/stacks.h"
 #include "agent/tracing.h"
 #include "agent/ubuf.h"
 #include "proto/tls.h"
@@ -51,6 +52,7 @@ struct agent {
 	struct ring_clock_conv tsc;	/* the instance's TSC in ns ("x86-tsc") */
 	bool tsc_clock;			/* the instance runs on "x86-tsc" */
 	bool ftrace_on;
+	struct stacks *stacks;		/* --stacktrace's triggers */
 	struct session *s;		/* the connections to the collector */
 	struct pump *p;			/* the pages */
 	bool reading;			/* the ring buffers are open */
@@ -275,6 +277,12 @@ static int setup_tracing(struct agent *a)
 			return fail(a, ret, "%s", why);
 	}
 	setup_comm_events(a);
+	ret = stacks_start(a->t, a->o.stack_all, a->o.stacks, a->o.nstacks, &a->stacks,
+			   why, sizeof(why));
+	if (ret == 0 && a->o.user_stack)
+		ret = stacks_user(a->t);
+	if (ret < 0)
+		return fail(a, ret, "%s", why);
 	return setup_ftrace(a);
 }
 
@@ -498,6 +506,7 @@ static void cleanup(struct agent *a)
 		ftrace_stop(tracing_instance(a->t));
 	pump_free(a->p);
 	session_free(a->s);
+	stacks_stop(a->t, a->stacks);
 	tracing_close(a->t);
 	options_free(&a->o);
 }

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "agent/ftrace.h"
 #include "agent/options.h"
+#include "agent/stacks.h"
 #include "agent/reader.h"
 #include "agent/ship.h"
 #include "agent/ubuf.h"
@@ -145,6 +146,19 @@ static void help(void)
 "                           a filter the kernel refuses is reported to the\n"
 "                           collector, which filters there either way; the\n"
 "                           filters are cleared when a connection ends)\n"
+"      --stacktrace[=EVENT[,EVENT]...]\n"
+"      --stacktrace 'EVENT[,EVENT]... where FILTER'\n"
+"                           a kernel stack after each event (the instance's\n"
+"                           options/stacktrace), or after each of the events\n"
+"                           named (a stacktrace trigger on each, removed at\n"
+"                           exit), or of those matching FILTER (the kernel's\n"
+"                           filter language: 'stacktrace if FILTER'). EVENT\n"
+"                           as traceq's queries name one, among the -e\n"
+"                           events; may be repeated. A kernel without them\n"
+"                           is said in one line and tracing goes on\n"
+"      --user-stacktrace    the user-space stack after every event too (the\n"
+"                           instance's options/userstacktrace: addresses,\n"
+"                           ftrace:user_stack records), where the kernel has it\n"
 "  -p, --tracer TRACER      run the kernel's function or function_graph\n"
 "                           tracer in the instance (a kernel that refuses\n"
 "                           it, e.g. locked down, is reported in one line\n"
@@ -242,7 +256,7 @@ enum { OPT_CERT = 256, OPT_KEY, OPT_CA, OPT_INSTANCE, OPT_NAME,
        OPT_SPOOL_DISK_MB, OPT_ACK_TIMEOUT_MS, OPT_DRAIN_S, OPT_READ_MODE,
        OPT_USER_DIR, OPT_NO_USER, OPT_FTRACE_FILTER, OPT_EXEC, OPT_INSECURE_PLAIN,
        OPT_NO_PUSHDOWN, OPT_CONNECTIONS, OPT_TRACE_CLOCK, OPT_NO_KERNEL_SYMBOLS,
-       OPT_NO_COMM_EVENTS };
+       OPT_NO_COMM_EVENTS, OPT_STACKTRACE, OPT_USER_STACKTRACE };
 
 /*
  * The short options (the table in traceagent(8): one letter, one meaning in
@@ -277,6 +291,8 @@ static const struct option long_opts[] = {
 	{ "no-pushdown", no_argument, NULL, OPT_NO_PUSHDOWN },
 	{ "no-kernel-symbols", no_argument, NULL, OPT_NO_KERNEL_SYMBOLS },
 	{ "no-comm-events", no_argument, NULL, OPT_NO_COMM_EVENTS },
+	{ "stacktrace", optional_argument, NULL, OPT_STACKTRACE },
+	{ "user-stacktrace", no_argument, NULL, OPT_USER_STACKTRACE },
 	{ "tracer", required_argument, NULL, 'p' },
 	{ "ftrace-filter", required_argument, NULL, OPT_FTRACE_FILTER },
 	{ "exec", no_argument, NULL, OPT_EXEC },
@@ -352,6 +368,20 @@ static int opt_ftrace(struct options *o, int c, const char *arg)
 	return list_add(&o->ffilters, &o->nffilters, arg);
 }
 
+/* --stacktrace[=SPEC]: every event, or SPEC's (agent/stacks.h). */
+static int opt_stacktrace(struct options *o, const char *arg)
+{
+	char why[1024];
+
+	if (!arg) {
+		o->stack_all = true;
+		return 0;
+	}
+	if (stacks_check(arg, why, sizeof(why)) < 0)
+		return usage_error("%s", why);
+	return list_add(&o->stacks, &o->nstacks, arg);
+}
+
 /* Apply option @c (with @arg) to @o. Return: 0, -1 (done: --help/--version),
  * or an exit status. */
 static int opt_apply(struct options *o, int c, const char *arg)
@@ -372,6 +402,9 @@ static int opt_apply(struct options *o, int c, const char *arg)
 		return 0;
 	case 'e':
 		return add_event(o, arg);
+	case OPT_STACKTRACE:
+		return opt_stacktrace(o, arg);
+	case OPT_USER_STACKTRACE: o->user_stack = true; return 0;
 	case 'p': case OPT_FTRACE_FILTER:
 		return opt_ftrace(o, c, arg);
 	case OPT_CERT: o->session.tls.cert = arg; return 0;
@@ -500,6 +533,8 @@ static int conf_apply(struct options *o, struct config_entry *e, const char *pat
 		return usage_error("%s:%u: unknown key '%s'", path, e->line, e->key);
 	if (lo->val == OPT_EXEC)
 		ret = conf_exec(o, e->value);
+	else if (lo->has_arg == optional_argument && parse_yes_no(e->value, &yes))
+		ret = yes ? opt_apply(o, lo->val, NULL) : 0;	/* stacktrace = yes */
 	else if (lo->has_arg == no_argument && !parse_yes_no(e->value, &yes))
 		ret = usage_error("%s:%u: %s wants yes or no, not '%s'", path,
 				  e->line, e->key, e->value);
@@ -561,6 +596,9 @@ int options_parse(struct options *o, int argc, char **argv)
 			o->nevents = 0, o->events_from_conf = false;
 		if (c == OPT_FTRACE_FILTER && o->ffilters_from_conf)
 			o->nffilters = 0, o->ffilters_from_conf = false;
+		/* --stacktrace 'EVENT where FILTER': its argument may follow */
+		if (c == OPT_STACKTRACE && !optarg && optind < argc && argv[optind][0] != '-')
+			optarg = argv[optind++];
 		ret = opt_apply(o, c, optarg);
 		if (ret)
 			return ret;
@@ -589,6 +627,7 @@ void options_free(struct options *o)
 {
 	free(o->events);
 	free(o->ffilters);
+	free(o->stacks);
 	free(o->conf_exec);
 	config_list_free(&o->conf);
 }

@@ -53,6 +53,10 @@ struct options {
 	char **conf_exec;		/* exec = ...: its words, NULL-terminated */
 	bool events_from_conf;		/* a command-line -e replaces them */
 	bool ffilters_from_conf;	/* the same for --ftrace-filter */
+	bool stack_all;			/* --stacktrace: every event */
+	bool user_stack;		/* --user-stacktrace */
+	const char **stacks;		/* --stacktrace=SPEC: agent/stacks.h */
+	size_t nstacks;
 };
 
 /*

@@ -398,6 +398,15 @@ size_t tracing_event_count(struct tracing *t)
 	return t->nevents;
 }
 
+int tracing_event_name(struct tracing *t, size_t i, const char **system, const char **name)
+{
+	if (i >= t->nevents)
+		return -ERANGE;
+	*system = t->events[i].system;
+	*name = t->events[i].name;
+	return 0;
+}
+
 int tracing_start(struct tracing *t)
 {
 	return tracefs_trace_on(t->inst) < 0 ? TC_ERR_TRACEFS : 0;

@@ -137,6 +137,12 @@ bool tracing_has_event(struct tracing *t, const char *system, const char *name);
 size_t tracing_event_count(struct tracing *t);
 
 /*
+ * tracing_event_name - the @i-th event remembered (enabled or tracked):
+ * its system and name, owned by @t. Return: 0; -ERANGE past the last.
+ */
+int tracing_event_name(struct tracing *t, size_t i, const char **system, const char **name);
+
+/*
  * tracing_format - the @i-th enabled event's system, name and format text.
  *
  * *@system and *@name stay owned by @t; *@text is malloc()ed for the

@@ -199,6 +199,35 @@ static struct qmsg_value row_value(const struct qmsg_value *row, uint32_t i,
 	return v;
 }
 
+/*
+ * Whether column @i of @rep is a stack record's caller[] (ftrace's
+ * kernel_stack, user_stack): JSON gives it as an array of addresses.
+ */
+static bool out_is_stack(const struct qmsg_reply *rep, uint32_t i)
+{
+	return rep->event && (!strcmp(rep->event, "ftrace:kernel_stack") ||
+			      !strcmp(rep->event, "ftrace:user_stack")) &&
+	       !strcmp(rep->cols[i], "caller");
+}
+
+/* A stack's addresses (8-byte words, as render.c reads them) to the first ~0. */
+static void out_json_stack(FILE *f, const struct qmsg_value *v)
+{
+	const char *sep = "";
+
+	fputc('[', f);
+	for (size_t off = 0; off + 8 <= v->s.len; off += 8) {
+		uint64_t a;
+
+		memcpy(&a, v->s.p + off, 8);
+		if (a == UINT64_MAX)
+			break;
+		fprintf(f, "%s%" PRIu64, sep, a);
+		sep = ",";
+	}
+	fputc(']', f);
+}
+
 void out_json_row(FILE *f, const struct qmsg_reply *rep, const struct out_keys *k,
 		  const struct qmsg_value *row)
 {
@@ -217,7 +246,10 @@ void out_json_row(FILE *f, const struct qmsg_reply *rep, const struct out_keys *
 		fputc(',', f);
 		out_json_str(f, k->key[i], strlen(k->key[i]));
 		fputc(':', f);
-		out_value(f, &v, true);
+		if (v.kind == QV_BIN && out_is_stack(rep, i))
+			out_json_stack(f, &v);
+		else
+			out_value(f, &v, true);
 	}
 	fputs("}\n", f);
 }

@@ -249,11 +249,17 @@ static size_t render_line(struct render *r, const struct qmsg_reply *view,
 {
 	char raw[TRACEQ_LINE_MAX + 1];
 	size_t n = render_row(r, view, row, ts, dst, TRACEQ_LINE_MAX);
+	size_t head = render_stack_lines(r, dst, n), m;	/* a stack's lines are ours */
 
-	if (!log_escape_needed(dst, n))
+	if (!log_escape_needed(dst, head))
 		return n;
 	memcpy(raw, dst, n);
-	return log_escape_mem(raw, n, dst, TRACEQ_LINE_MAX);
+	m = log_escape_mem(raw, head, dst, TRACEQ_LINE_MAX);
+	if (n - head > TRACEQ_LINE_MAX - m)
+		n = head + (TRACEQ_LINE_MAX - m);
+	memcpy(dst + m, raw + head, n - head);
+	dst[m + n - head] = '\0';
+	return m + n - head;
 }
 
 /*

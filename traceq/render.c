@@ -34,6 +34,7 @@
 #include <trace-seq.h>
 
 #include "common/format_check.h"
+#include "common/log.h"
 #include "common/tc_error.h"
 #include "traceq/fastprint.h"
 #include "traceq/linebuf.h"
@@ -81,6 +82,8 @@ struct render {
 	size_t fixed;			/* bytes of a record's fixed part */
 	int type_field;			/* index of common_type in fields, -1: none */
 	int pid_offset;			/* common_pid's, -1: not 4 bytes (no fast columns) */
+	const struct tep_format_field *stack;	/* a stack record's caller[]: to the end */
+	size_t info_at;			/* where the last row's event text began */
 	struct fastprint *fast;		/* the event text without libtraceevent; NULL */
 	bool slow;			/* render_set_slow(): libtraceevent for all */
 	unsigned char rec[2 * RENDER_REC_MAX];
@@ -139,6 +142,105 @@ static void put_tgid(struct render *r)
 		trace_seq_puts(&r->seq, "(-------) ");
 }
 
+/*
+ * Whether @f is the address array of the kernel's stack records
+ * (ftrace:kernel_stack, ftrace:user_stack): declared caller[8], written
+ * as long as the stack (the collector keeps all of it).
+ */
+static bool render_stack_field(const struct render *r, const struct tep_format_field *f)
+{
+	const char *name = r->event->name;
+
+	return !strcmp(r->system, "ftrace") && name &&
+	       (!strcmp(name, "kernel_stack") || !strcmp(name, "user_stack")) &&
+	       !strcmp(f->name, "caller") && (f->flags & TEP_FIELD_IS_ARRAY) && !f->next;
+}
+
+/*
+ * The caller[] of stack record type @ev, and in *@ls the traced host's
+ * long size; NULL (said in @s, as trace-cmd says it) when unusable.
+ */
+static const struct tep_format_field *stack_caller(struct trace_seq *s, struct tep_event *ev,
+						   int *ls)
+{
+	const struct tep_format_field *f = tep_find_field(ev, "caller");
+
+	*ls = tep_get_long_size(ev->tep);
+	if (f && f->offset >= 0 && (*ls == 4 || *ls == 8))
+		return f;
+	trace_seq_puts(s, "<CANT FIND FIELD caller>");
+	return NULL;
+}
+
+/*
+ * A stack record's text, as trace-cmd report prints it (its
+ * trace-ftrace.c: "<stack trace >", then "=> NAME (ADDR)" a line, to the
+ * record's end or an address of -1) or as the kernel's trace file does
+ * (" => NAME"). Names come from the host's kallsyms through the
+ * function resolver (render_resolve()), escaped (common/log.h), so every
+ * byte of the text is ours or escaped: render_stack_lines().
+ */
+static int render_stack_handler(struct trace_seq *s, struct tep_record *rec,
+				struct tep_event *ev, void *ctx)
+{
+	const struct render *r = ctx;
+	bool kernel = r->style == RENDER_KERNEL;
+	char esc[LOG_ESC_LEN];
+	int ls;
+	const struct tep_format_field *f = stack_caller(s, ev, &ls);
+
+	if (!f)
+		return 0;
+	trace_seq_puts(s, kernel ? "<stack trace>\n" : "<stack trace >\n");
+	for (int off = f->offset; off + ls <= rec->size; off += ls) {
+		unsigned long long addr = tep_read_number(ev->tep, (char *)rec->data + off, ls);
+		const char *func;
+
+		if ((ls == 8 && addr == ~0ULL) || (ls == 4 && (uint32_t)addr == UINT32_MAX))
+			break;
+		/* a peer's name, escaped here: every newline of the text is ours */
+		func = tep_find_function(ev->tep, addr);
+		if (func)
+			func = log_escape(func, esc, sizeof(esc));
+		if (kernel)
+			func ? trace_seq_printf(s, " => %s\n", func) :
+			       trace_seq_printf(s, " => 0x%llx\n", addr);
+		else
+			func ? trace_seq_printf(s, "=> %s (%llx)\n", func, addr) :
+			       trace_seq_printf(s, "=> %llx\n", addr);
+	}
+	return 0;
+}
+
+/*
+ * A user stack record's text as libtraceevent prints its print fmt for
+ * trace-cmd report ("\t=> ADDR\n" for each of caller[0..7], %ps naming
+ * nothing in user space), and as the kernel's trace file does
+ * (" => ADDR" to the first 0). Kept here so that its lines, like a
+ * kernel stack's, are the handler's own: render_stack_lines().
+ */
+static int render_ustack_handler(struct trace_seq *s, struct tep_record *rec,
+				 struct tep_event *ev, void *ctx)
+{
+	const struct render *r = ctx;
+	bool kernel = r->style == RENDER_KERNEL;
+	int ls;
+	const struct tep_format_field *f = stack_caller(s, ev, &ls);
+
+	if (!f)
+		return 0;
+	if (kernel)
+		trace_seq_puts(s, "<user stack trace>\n");
+	for (int i = 0, off = f->offset; i < 8 && off + ls <= rec->size; i++, off += ls) {
+		unsigned long long addr = tep_read_number(ev->tep, (char *)rec->data + off, ls);
+
+		if (kernel && (!addr || addr == (ls == 8 ? ~0ULL : UINT32_MAX)))
+			break;
+		trace_seq_printf(s, kernel ? " => 0x%llx\n" : "\t=> 0x%llx\n", addr);
+	}
+	return 0;
+}
+
 static void view_drop(struct render_view *v)
 {
 	if (v->tep) {
@@ -173,6 +275,7 @@ static void render_drop(struct render *r)
 	r->col = NULL;
 	r->format = r->event_name = NULL;
 	r->nfields = r->fixed = 0;
+	r->stack = NULL;
 }
 
 void render_free(struct render *r)
@@ -240,8 +343,13 @@ static int render_layout(struct render *r, const struct qmsg_reply *rep, char *w
 			ret = TC_ERR_FORMAT_PARSE;
 			break;
 		}
-		if ((size_t)(f->offset + f->size) > r->fixed)
+		if (render_stack_field(r, f)) {
+			r->stack = f;
+			if ((size_t)f->offset > r->fixed)
+				r->fixed = (size_t)f->offset;
+		} else if ((size_t)(f->offset + f->size) > r->fixed) {
 			r->fixed = (size_t)(f->offset + f->size);
+		}
 		if ((f->flags & TEP_FIELD_IS_LONG) && (f->size == 4 || f->size == 8))
 			r->long_size = f->size;
 		r->col[i] = render_col(rep, f->name);
@@ -289,6 +397,16 @@ static int view_build(struct render *r, struct render_view *v, const char *host,
 	}
 	if (ret == 0 && host)
 		tep_set_long_size(v->tep, r->long_size);
+	if (ret == 0 && !strcmp(r->system, "ftrace") && v->event->name &&
+	    !strcmp(v->event->name, "kernel_stack") &&
+	    tep_register_event_handler(v->tep, v->event->id, "ftrace", "kernel_stack",
+				       render_stack_handler, r) < 0)
+		ret = -ENOMEM;
+	if (ret == 0 && !strcmp(r->system, "ftrace") && v->event->name &&
+	    !strcmp(v->event->name, "user_stack") &&
+	    tep_register_event_handler(v->tep, v->event->id, "ftrace", "user_stack",
+				       render_ustack_handler, r) < 0)
+		ret = -ENOMEM;
 	if (ret < 0)
 		view_drop(v);
 	return ret;
@@ -345,7 +463,8 @@ int render_prepare(struct render *r, const struct qmsg_reply *rep, char *why, si
 		r->event = r->views[0].event;
 		ret = render_layout(r, rep, why, whylen);
 	}
-	if (ret == 0)
+	/* a stack's lines come from render_stack_handler(), never fastprint */
+	if (ret == 0 && !r->stack)
 		ret = fastprint_new(r->event, &r->fast);
 	if (ret < 0)
 		render_drop(r);
@@ -413,7 +532,7 @@ static void put_field(struct render *r, const struct tep_format_field *f,
 	if (v->kind == QV_STR || v->kind == QV_BIN) {
 		if (f->flags & TEP_FIELD_IS_DYNAMIC)
 			put_dynamic(r, f, v, end);
-		else if (f->size == 0)
+		else if (f->size == 0 || f == r->stack)
 			put_tail(r, f, v, end);
 		else
 			memcpy(r->rec + f->offset, v->s.p,
@@ -449,6 +568,12 @@ size_t render_rebuild(struct render *r, const struct qmsg_reply *rep,
 		return 0;
 	*rec = r->rec;
 	return render_record(r, rep, row);
+}
+
+size_t render_stack_lines(const struct render *r, const char *text, size_t len)
+{
+	(void)text;
+	return r->stack && r->nviews && r->info_at < len ? r->info_at : len;
 }
 
 int render_event_id(const struct render *r)
@@ -498,7 +623,13 @@ static void render_line(struct render *r, struct tep_record *rec)
 		tep_print_event(r->tep, &r->seq, rec, "[%03d] %s ", TEP_PRINT_CPU,
 				TEP_PRINT_LATENCY);
 		render_time(r, rec);
-		tep_print_event(r->tep, &r->seq, rec, ": %s: %s", TEP_PRINT_NAME, TEP_PRINT_INFO);
+		/* the kernel's trace file names no event before a stack */
+		if (r->stack)
+			trace_seq_puts(&r->seq, ": ");
+		else
+			tep_print_event(r->tep, &r->seq, rec, ": %s: ", TEP_PRINT_NAME);
+		r->info_at = r->seq.len;
+		tep_print_event(r->tep, &r->seq, rec, "%s", TEP_PRINT_INFO);
 		return;
 	}
 	tep_print_event(r->tep, &r->seq, rec, "%16s-%-5d ", TEP_PRINT_COMM, TEP_PRINT_PID);
@@ -509,6 +640,7 @@ static void render_line(struct render *r, struct tep_record *rec)
 	trace_seq_puts(&r->seq, ":");
 	trace_seq_printf(&r->seq, " %s: %.*s", r->event->name, n < 20 ? (int)(20 - n) : 0,
 			 spaces);
+	r->info_at = r->seq.len;
 	tep_print_event(r->tep, &r->seq, rec, "%s", TEP_PRINT_INFO);
 }
 
@@ -611,6 +743,7 @@ static bool render_fast(struct render *r, const struct qmsg_value *row, size_t s
 	r->event = v->event;
 	render_comm(r, row);
 	trace_seq_reset(&r->seq);
+	r->info_at = l->len;
 	tep_print_event(r->tep, &r->seq, &(struct tep_record){ .ts = ts, .cpu = cpu,
 			.data = r->rec, .size = (int)size, .record_size = (int)size },
 			"%s", TEP_PRINT_INFO);

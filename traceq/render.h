@@ -116,4 +116,13 @@ size_t render_rebuild(struct render *r, const struct qmsg_reply *rep,
 /* render_event_id - the id of the prepared format ("ID:"); -1 when not prepared. */
 int render_event_id(const struct render *r);
 
+/*
+ * render_stack_lines - where a stack record's text (ftrace:kernel_stack,
+ * user_stack) begins in @text, the @len bytes render_row() just wrote
+ * for it: that text is the renderer's own lines, each kallsyms name in it
+ * already escaped; what precedes (a comm, ...) is not. @len for any
+ * other row (nothing is the renderer's own).
+ */
+size_t render_stack_lines(const struct render *r, const char *text, size_t len);
+
 #endif

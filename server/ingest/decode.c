@@ -212,6 +212,20 @@ static int fields_count(const struct tep_format_field *f)
 	return n;
 }
 
+/*
+ * The kernel's stack records (ftrace:kernel_stack, ftrace:user_stack)
+ * declare "unsigned long caller[8]" but write as many addresses as the
+ * stack had: the array runs to the end of the record (libtraceevent's
+ * and trace-cmd's readers know this too). Read it so, bounded by the
+ * record like any field of size 0.
+ */
+static bool field_runs_to_end(const struct tep_event *ev, const struct tep_format_field *f)
+{
+	return ev->system && !strcmp(ev->system, "ftrace") && ev->name &&
+	       (!strcmp(ev->name, "kernel_stack") || !strcmp(ev->name, "user_stack")) &&
+	       !strcmp(f->name, "caller") && (f->flags & TEP_FIELD_IS_ARRAY) && !f->next;
+}
+
 static int dtype_fields(struct dtype *t, const struct tep_event *ev, bool swap)
 {
 	const struct tep_format_field *f;
@@ -228,8 +242,12 @@ static int dtype_fields(struct dtype *t, const struct tep_event *ev, bool swap)
 			t->pid_index = (int)n;
 		field_init(&t->fields[n++], f, swap);
 	}
-	for (f = ev->format.fields; f; f = f->next)
-		field_init(&t->fields[n++], f, swap);
+	for (f = ev->format.fields; f; f = f->next) {
+		field_init(&t->fields[n], f, swap);
+		if (field_runs_to_end(ev, f))
+			t->fields[n].size = 0;
+		n++;
+	}
 	t->pub.fields = t->fields;
 	return 0;
 }

@@ -10,8 +10,9 @@
  * last one padded with zeroes), each also tried at its raw length. A
  * format's event name is read from its "name:" line, as the agent would
  * name it; its system is "ftrace" for print, bprint and function (which
- * libtraceevent treats apart), else "fuzz". Every event that decodes has
- * all its fields read. tests/fuzz/corpus/format_page holds inputs built
+ * libtraceevent treats apart) and for kernel_stack and user_stack (whose
+ * caller[] the decoder reads to the record's end), else "fuzz". Every
+ * event that decodes has all its fields read. tests/fuzz/corpus/format_page holds inputs built
  * from tests/data (real formats, real pages).
  *
  * Sources: tests/fuzz/fuzz_format_page.c server/ingest/decode.c
@@ -77,7 +78,8 @@ static void event_name(const char *text, size_t len, char *name)
 static const char *event_system(const char *name)
 {
 	return !strcmp(name, "print") || !strcmp(name, "bprint") ||
-	       !strcmp(name, "function") ? "ftrace" : "fuzz";
+	       !strcmp(name, "function") || !strcmp(name, "kernel_stack") ||
+	       !strcmp(name, "user_stack") ? "ftrace" : "fuzz";
 }
 
 static int read_fields(void *ctx, const struct decode_event *ev)
