@@ -77,6 +77,17 @@
  * up to this size (an agent's default 64 KiB pages) are read at once.
  */
 #define CONN_INPUT_BASE	(128u << 10)
+/*
+ * Journaled pages are ACKed once CONN_ACK_PAGES of them wait, or
+ * CONN_ACK_DELAY_MS after the first of them: not one ACK per read
+ * callback. libevent's TLS reads call back after at most two records, so
+ * 4 KiB pages drew about one ACK each, and the agent spent two read(2)s,
+ * a poll and a decryption on every one. An agent keeps unacknowledged
+ * pages in its spool (no send window waits on them), so a few ms more
+ * cost it only spool memory. BYE flushes at once.
+ */
+#define CONN_ACK_PAGES		64
+#define CONN_ACK_DELAY_MS	2
 
 /* Freed memory goes back to the system this long after connections close. */
 #define CONN_TRIM_MS	1000
@@ -132,6 +143,7 @@ struct conn {
 	char addr[48];		/* source address, for the per-source cap */
 	bool unauth;		/* counted in col->nhandshakes */
 	struct event *timer;	/* handshake deadline, idle check, closing deadline */
+	struct event *ack_timer;	/* a delayed ACK (CONN_ACK_DELAY_MS) */
 	int64_t last_frame;	/* util_now_ms() of the last complete frame */
 	uint32_t grant;		/* input memory granted for the frame being received */
 	bool waiting;		/* for a grant: reading stopped */
@@ -235,6 +247,8 @@ static void conn_free(struct conn *c)
 		hostlimit_detach(col->hl, c->lim);
 	if (c->timer)
 		event_free(c->timer);
+	if (c->ack_timer)
+		event_free(c->ack_timer);
 	if (c->bev)
 		bufferevent_free(c->bev);
 	ingest_sink_close(col->ing, c->sink);
@@ -476,17 +490,33 @@ static int on_hello(struct conn *c, struct proto_msg *m, const uint8_t *raw, siz
 
 static void conn_ack(struct conn *c);
 
-/* Everything received is in the receive journal: ACK all of it. */
-static void conn_journaled(struct conn *c)
+static void conn_ack_cb(evutil_socket_t fd, short what, void *arg)
 {
+	conn_ack(arg);
+}
+
+/*
+ * Everything received is in the receive journal: ACK all of it, at once
+ * with @now, else as CONN_ACK_PAGES and CONN_ACK_DELAY_MS say.
+ */
+static void conn_journaled(struct conn *c, bool now)
+{
+	static const struct timeval delay = { 0, CONN_ACK_DELAY_MS * 1000 };
+	uint64_t waiting = 0;
+
 	for (uint32_t i = 0; i < c->cpus.n; i++) {
 		struct conn_cpu *cpu = cpuslots_at(&c->cpus, i);
 
 		if (cpu->next_seq && cpu->next_seq - 1 > cpu->committed_seq)
 			cpu->committed_seq = cpu->next_seq - 1;
+		waiting += cpu->committed_seq - cpu->acked_seq;
 	}
-	if (c->session)
+	if (!c->session || !waiting)
+		return;
+	if (now || waiting >= CONN_ACK_PAGES || !c->ack_timer)
 		conn_ack(c);
+	else if (!evtimer_pending(c->ack_timer, NULL))
+		evtimer_add(c->ack_timer, &delay);
 }
 
 /*
@@ -504,7 +534,7 @@ static int on_bye(struct conn *c, struct proto_msg *m, const uint8_t *raw, size_
 	ret = ingest_push_msg(c->col->ing, c->sink, m, raw, len);
 	if (ret < 0 || !ingest_journaled(c->col->ing))
 		return ret;
-	conn_journaled(c);
+	conn_journaled(c, true);
 	done.done.pages = c->pages;
 	done.done.journaled = true;
 	ret = conn_send(c, &done);
@@ -861,7 +891,7 @@ static void conn_read_cb(struct bufferevent *bev, void *arg)
 	if (c->sink && (ret = ingest_flush(c->col->ing, c->sink)) < 0)
 		conn_fail(c, ret, "page");
 	else if (c->sink && c->state == CONN_STREAM && ingest_journaled(c->col->ing))
-		conn_journaled(c);
+		conn_journaled(c, false);
 }
 
 /*
@@ -1165,7 +1195,8 @@ void conn_accept(struct collector *col, int fd, const struct sockaddr *peer, int
 	}
 	ssl = col->tls ? SSL_new(col->tls) : NULL;
 	c->timer = evtimer_new(col->base, conn_timer_cb, c);
-	if ((col->tls && !ssl) || !c->timer) {
+	c->ack_timer = evtimer_new(col->base, conn_ack_cb, c);
+	if ((col->tls && !ssl) || !c->timer || !c->ack_timer) {
 		log_err("out of memory accepting a connection");
 		goto fail;
 	}
@@ -1193,26 +1224,41 @@ fail:
 	}
 	if (c && c->timer)
 		event_free(c->timer);
+	if (c && c->ack_timer)
+		event_free(c->ack_timer);
 	free(c);
 }
 
-/* ACK every stream of @c whose committed mark moved since the last ACK. */
+/*
+ * ACK every stream of @c whose committed mark moved since the last ACK, in
+ * one write: one TLS record for them all, not one per stream (the agent
+ * reads each record with two read(2)s, and the collector encrypts each).
+ */
 static void conn_ack(struct conn *c)
 {
 	struct proto_msg m = { .type = MSG_ACK };
 	struct conn_cpu *cpu;
+	struct proto_buf b;
 	uint32_t i;
+	int ret = 0;
 
-	for (i = 0; i < c->cpus.n; i++) {
+	if (c->ack_timer)
+		evtimer_del(c->ack_timer);
+	proto_buf_init(&b);
+	for (i = 0; i < c->cpus.n && ret == 0; i++) {
 		cpu = cpuslots_at(&c->cpus, i);
 		if (cpu->committed_seq <= cpu->acked_seq)
 			continue;
 		m.ack.stream = c->cpus.cpu[i];
 		m.ack.seq = cpu->committed_seq;
-		if (conn_send(c, &m) < 0)
-			return;
-		cpu->acked_seq = cpu->committed_seq;
+		ret = proto_msg_encode(&m, &b);
 	}
+	if (ret == 0 && b.len && bufferevent_write(c->bev, b.data, b.len) == 0)
+		for (i = 0; i < c->cpus.n; i++) {
+			cpu = cpuslots_at(&c->cpus, i);
+			cpu->acked_seq = cpu->committed_seq;
+		}
+	proto_buf_free(&b);
 }
 
 /* ---- the hooks ingest calls on the event loop (ingest.h) ---- */
