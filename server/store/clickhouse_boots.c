@@ -126,7 +126,7 @@ static int ch_losses_sql(struct ch_store *s, const struct store_query *q,
 	ch_sql_raw(w, "SELECT lid, hname, boot_id, cpu, lts, trace_ts, lc FROM (SELECT host_id,"
 		      " boot_id, cpu, trace_ts, any(loss_id) AS lid, min(ts) AS lts,"
 		      " argMin(lost, _tc_commit) AS lc");
-	ret = ch_query_where(s, &lq, hosts, w, none);
+	ret = ch_query_where(s, &lq, hosts, NULL, false, w, none);
 	if (ret < 0)
 		return ret;
 	ch_sql_raw(w, " GROUP BY host_id, boot_id, cpu, trace_ts) ANY LEFT JOIN (SELECT host_id,"

@@ -68,6 +68,7 @@
 
 #include "common/log.h"
 #include "common/tc_error.h"
+#include "server/store/clickhouse_boots.h"
 #include "server/store/clickhouse_retain.h"
 #include "server/store/clickhouse_schema.h"
 #include "server/store/clickhouse_txn.h"
