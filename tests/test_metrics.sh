@@ -75,6 +75,9 @@ tc_start_collector --query "ipc://$tmp/run/query.sock" --metrics 127.0.0.1:0
 query="ipc://$tmp/run/query.sock"
 murl=$(sed -n 's/^metrics=//p' "$tmp/ready")
 check "the ready file says where /metrics is ($murl)" '[[ "$murl" == http://127.0.0.1:* ]]'
+check "an empty store's /metrics passes promtool" \
+	'[ "$(scrape "$murl/metrics")" = 200 ] && promtool check metrics < "$tmp/body" &&
+	 grep -qx "tracecollect_hosts 0" "$tmp/body"'
 
 ( for _ in $(seq 200); do sleep 0.005; done ) &
 workload=$!
@@ -233,6 +236,16 @@ check "no certificate: the TLS handshake fails" \
 check "plain HTTP to the HTTPS port gets no answer" \
 	'[ "$(scrape "http://${surl#https://}/metrics")" = 000 ]'
 check "the refusal is logged" 'grep -q "scrape from .* refused" "$tmp/collector.log"'
+kill -HUP "$collector_pid"
+for _ in $(seq 50); do	# the reload is logged once done
+	grep -q "reload: certificate" "$tmp/collector.log" && break
+	sleep 0.1
+done
+check "after SIGHUP (certificates read again) the right still gets 200" \
+	'[ "$(tls client-prom)" = 200 ]'
+check "the collector is still up" 'kill -0 "$collector_pid"'
+check "no sanitizer report in the collector's log" \
+	'! grep -qE "runtime error|Sanitizer" "$tmp/collector.log"'
 
 [ "$failed" = 0 ] || { tail -20 "$tmp/collector.log"; exit 1; }
 echo "PASS: /metrics is Prometheus's, says what traceq --stats says, and only to whom it may"

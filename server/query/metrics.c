@@ -499,6 +499,8 @@ int metrics_start(const struct metrics_opts *o, struct metrics **out)
 		metrics_free(m);
 		return ret;
 	}
+	log_info("/metrics and /healthz on %s%s", m->bound, tls ? " (query-CA client "
+		 "certificates that a `metrics = cert:CN` line names)" : "");
 	m->o.addr = m->o.db = NULL;
 	m->o.tls = NULL;
 	*out = m;

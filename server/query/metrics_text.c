@@ -19,6 +19,7 @@
 #include "common/lathist.h"
 #include "common/log.h"
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "server/query/metrics_text.h"
 #include "server/query/queryd.h"
 #include "server/store/store.h"
@@ -106,16 +107,11 @@ static int host_add(void *ctx, const struct store_host_info *h)
 	/* an import's hosts row: machine_id "import:DIGEST", never connected */
 	bool import = h->machine_id && !strncmp(h->machine_id, "import:", 7);
 
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 64;
-		struct mhost *v = realloc(r->h, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		r->h = v;
-		r->cap = cap;
-	}
-	m = &r->h[r->n];
+	m = util_grow(r->h, &r->cap, r->n, sizeof(*r->h), 64);
+	if (!m)
+		return -ENOMEM;
+	r->h = m;
+	m += r->n;
 	*m = (struct mhost){ .id = h->id, .last_seen = h->last_seen,
 			     .clock_offset_ns = h->clock_offset_ns };
 	m->name = strdup(h->name ? h->name : "");
@@ -202,7 +198,7 @@ static int mread_store(struct store_reader *st, struct mread *r)
 {
 	int ret = store_hosts(st, NULL, host_add, r);
 
-	if (ret == 0)
+	if (ret == 0 && r->n)
 		qsort(r->h, r->n, sizeof(*r->h), host_cmp);
 	if (ret == 0)
 		ret = store_stats(st, NULL, stat_add, r);
