@@ -34,6 +34,7 @@
 
 #include "common/cli.h"
 #include "common/config_file.h"
+#include "common/lathist.h"
 #include "common/lockfile.h"
 #include "common/log.h"
 #include "common/tc_error.h"
@@ -43,6 +44,7 @@
 #include "server/ingest/ingest.h"
 #include "server/notify.h"
 #include "server/ownfiles.h"
+#include "server/query/metrics.h"
 #include "server/query/queryd.h"
 #include "server/query/queryd_tls.h"
 
@@ -72,6 +74,8 @@ struct settings {
 	char *query_ca;			/* CA of query clients; NULL: ca */
 	struct qauth_scopes scopes;	/* scope = IDENTITY GLOBS: config file, then command line */
 	struct qauth_scopes imports;	/* import = IDENTITY [GLOBS] */
+	char *metrics;			/* --metrics ADDR: /metrics, /healthz; NULL: none */
+	struct qauth_scopes metrics_rights;	/* metrics = cert:CN */
 	char scope_err[512];
 	char *db;
 	char *db_password_file;		/* a remote --db's password, its first line */
@@ -167,6 +171,16 @@ static void usage(FILE *f)
 "                           identities as for --scope (repeatable). Without a\n"
 "                           line only root and this collector's uid may, over\n"
 "                           the ipc socket\n"
+"      --metrics [http://]HOST:PORT | https://HOST:PORT | cert:CN\n"
+"                           serve GET /metrics (Prometheus's text format: per\n"
+"                           host counters as traceq --stats and --drops count\n"
+"                           them, hosts connected, journal backlog, store size,\n"
+"                           commit and query latencies, queries in flight) and\n"
+"                           GET /healthz. Plain HTTP only on a numeric loopback\n"
+"                           address (else refused at start, exit 2); https://\n"
+"                           takes client certificates of --query-ca whose CN a\n"
+"                           'cert:CN' value of --metrics names (repeatable;\n"
+"                           agent certificates never). Read at start\n"
 "      --query-threads N    queries answered at once, each by a thread with its\n"
 "                           own database reader (default 4, at most 64); more\n"
 "                           wait their turn, fair between identities (one\n"
@@ -610,6 +624,12 @@ static int apply_value(struct settings *s, const char *key, const char *value)
 		return qauth_scope_parse(&s->scopes, value, s->scope_err, sizeof(s->scope_err));
 	if (!strcmp(key, "import"))
 		return import_right(s, value);
+	if (!strcmp(key, "metrics")) {	/* a right (cert:CN), else an address */
+		int ret = metrics_right_parse(&s->metrics_rights, value, s->scope_err,
+					      sizeof(s->scope_err));
+
+		return ret == 1 ? set_str(&s->metrics, value) : ret;
+	}
 	if (!strcmp(key, "host-map"))
 		return hostmap_add(&s->hostmap, value, s->hostmap_err, sizeof(s->hostmap_err));
 	if (!strcmp(key, "filter")) return add_filter(s, value);
@@ -714,6 +734,8 @@ static void settings_free(struct settings *s)
 	free(s->query_group); free(s->query_tls); free(s->query_ca);
 	qauth_scopes_free(&s->scopes);
 	qauth_scopes_free(&s->imports);
+	free(s->metrics);
+	qauth_scopes_free(&s->metrics_rights);
 	free(s->cert); free(s->key); free(s->ca); free(s->crl); free(s->ready_file);
 	free(s->group);
 	free(s->db_password_file); free(s->db_cert); free(s->db_key); free(s->db_ca);
@@ -949,6 +971,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "db-cert", required_argument, NULL, 42 },
 		{ "db-key", required_argument, NULL, 43 },
 		{ "db-ca", required_argument, NULL, 44 },
+		{ "metrics", required_argument, NULL, 45 },
 		{ "config", required_argument, NULL, 'C' },
 		{ "foreground", no_argument, NULL, 'F' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -980,7 +1003,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, SHORT_OPTS, longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 44) {
+		if (c >= 1 && c <= 45) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'F' || c == 'f')
@@ -1001,6 +1024,10 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	}
 	if (check_addresses(s) < 0)
 		return -1;
+	if (s->metrics && metrics_addr_check(s->metrics, NULL, errbuf, sizeof(errbuf)) < 0) {
+		fprintf(stderr, "%stracecollectd: %s\n", log_prio_prefix(LOGL_ERR), errbuf);
+		return -1;
+	}
 	s->query_opts.group = s->query_group;
 	s->query_opts.scopes = &s->scopes;
 	s->query_opts.import_rights = &s->imports;
@@ -1056,13 +1083,15 @@ static int start_listener(struct collector *col, const char *addr, char *bound, 
 
 /* --ready-file: the addresses bound, for the scripts that started us. */
 static int write_ready_file(const char *path, const char *listen, const char *query,
-			    const char *query_tls, struct ownfiles_ready *r)
+			    const char *query_tls, const char *metrics, struct ownfiles_ready *r)
 {
 	char text[1024];
 
-	if ((size_t)snprintf(text, sizeof(text), "listen=%s\nquery=%s\npid=%d\n%s%s%s", listen,
-			     query, (int)getpid(), query_tls ? "query_tls=" : "",
-			     query_tls ? query_tls : "", query_tls ? "\n" : "") >= sizeof(text))
+	if ((size_t)snprintf(text, sizeof(text), "listen=%s\nquery=%s\npid=%d\n%s%s%s%s%s%s",
+			     listen, query, (int)getpid(), query_tls ? "query_tls=" : "",
+			     query_tls ? query_tls : "", query_tls ? "\n" : "",
+			     metrics ? "metrics=" : "", metrics ? metrics : "",
+			     metrics ? "\n" : "") >= sizeof(text))
 		return -ENAMETOOLONG;
 	return ownfiles_ready_write(path, text, r);
 }
@@ -1112,6 +1141,7 @@ struct hup_ctx {
 	struct event *daily;		/* the expiry check, once a day */
 	struct queryd *qd;		/* its scopes are reloaded */
 	struct qtls *qtls;		/* the TLS query port reloads too; NULL: none */
+	struct metrics *metrics;	/* so does an https metrics port; NULL: none */
 };
 
 /* @arg: NULL, or the only kind (@what) to warn about. */
@@ -1183,6 +1213,17 @@ static void reload_tls(struct collector *col, struct qtls *qtls, const struct se
 		 s->crl ? " and CRL" : "");
 }
 
+/* SIGHUP: an https metrics port's certificate, query CA and CRL again. */
+static void reload_metrics(struct metrics *m, const struct settings *s)
+{
+	struct tls_files files = { s->cert, s->key, s->query_ca ? s->query_ca : s->ca, s->crl };
+	char err[512];
+
+	if (metrics_reload(m, &files, err, sizeof(err)) < 0)
+		log_err("reload: metrics port: %s; its new connections keep the certificates "
+			"loaded before", err);
+}
+
 static void hup_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct hup_ctx *h = arg;
@@ -1206,6 +1247,7 @@ static void hup_cb(evutil_socket_t sig, short what, void *arg)
 	}
 	settings_free(&n);
 	reload_tls(h->col, h->qtls, h->s);
+	reload_metrics(h->metrics, h->s);
 	check_expiry(h);
 }
 
@@ -1401,6 +1443,8 @@ struct parts {
 	struct collector col;
 	struct queryd *qd;
 	struct qtls *qtls;		/* the TLS query port; NULL: none */
+	struct metrics *metrics;	/* --metrics; NULL: none */
+	struct lathist commit_lat, query_lat;	/* for --metrics */
 	struct importer *im;
 	struct queryd_importer imops;
 	struct notify *nt;
@@ -1500,6 +1544,10 @@ static int prepare(struct parts *p, struct ingest_opts *io)
 	io->host_usage = hostlimit_conf_quota(&s->host_limits);
 	io->max_types = s->max_types;
 	io->max_fields = s->max_fields;
+	if (s->metrics) {	/* the latencies /metrics shows */
+		io->commit_latency = &p->commit_lat;
+		s->query_opts.latency = &p->query_lat;
+	}
 	return hostlimit_new(&s->host_limits, &p->col.hl) ?: livehosts_new(&p->col.live);
 }
 
@@ -1575,6 +1623,23 @@ static int start_ingest(struct parts *p, const struct ingest_opts *io)
 	return 0;
 }
 
+/*
+ * --metrics: its port, on a thread of its own, reading the store and what
+ * the endpoint and ingest say (the hooks --sync and --hosts use).
+ */
+static int start_metrics(struct parts *p)
+{
+	struct settings *s = p->s;
+	struct tls_files files = { s->cert, s->key, s->query_ca ? s->query_ca : s->ca, s->crl };
+	struct metrics_opts o = {
+		.addr = s->metrics, .db = s->db, .tls = &files, .rights = &s->metrics_rights,
+		.src = { .qd = p->qd, .commit = &p->commit_lat, .query = &p->query_lat,
+			 .backlog = sync_backlog, .connected = hosts_connected, .arg = &p->col },
+	};
+
+	return s->metrics ? metrics_start(&o, &p->metrics) : 0;
+}
+
 /* The signals (stop, SIGHUP), the daily expiry check, the ready file; then the loop. */
 static int serve(struct parts *p, const struct ingest_opts *io)
 {
@@ -1583,7 +1648,7 @@ static int serve(struct parts *p, const struct ingest_opts *io)
 	const char *qtls_at = qtls_bound(p->qtls);
 	int ret;
 
-	p->hup = (struct hup_ctx){ col, s, NULL, p->qd, p->qtls };
+	p->hup = (struct hup_ctx){ col, s, NULL, p->qd, p->qtls, p->metrics };
 	p->sigs[0] = evsignal_new(col->base, SIGINT, stop_cb, col);
 	p->sigs[1] = evsignal_new(col->base, SIGTERM, stop_cb, col);
 	p->sigs[2] = evsignal_new(col->base, SIGHUP, hup_cb, &p->hup);
@@ -1594,7 +1659,7 @@ static int serve(struct parts *p, const struct ingest_opts *io)
 		event_add(p->hup.daily, &(struct timeval){ .tv_sec = 86400 });
 	check_expiry(&p->hup);
 	if (s->ready_file && (ret = write_ready_file(s->ready_file, p->bound, p->qurl, qtls_at,
-						     &p->ready)) < 0) {
+						     metrics_bound(p->metrics), &p->ready)) < 0) {
 		log_err("--ready-file %s: %s", s->ready_file, tc_strerror(ret));
 		return ret;
 	}
@@ -1621,6 +1686,7 @@ static void teardown(struct parts *p)
 {
 	struct collector *col = &p->col;
 
+	metrics_stop(p->metrics);	/* first: it reads the endpoint, ingest and hosts */
 	importer_stop(p->im);	/* before the endpoint lets go of it: no call waits */
 	if (p->qd)
 		queryd_set_ingest(p->qd, NULL);
@@ -1671,7 +1737,7 @@ static int run(struct settings *s)
 #endif
 	catch_fatal_signals();
 	ret = daemonize(&p) ?: open_store(&p) ?: start_endpoints(&p) ?: start_ingest(&p, &io) ?:
-	      serve(&p, &io);
+	      start_metrics(&p) ?: serve(&p, &io);
 out:
 	teardown(&p);
 	return ret;

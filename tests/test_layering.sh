@@ -14,7 +14,7 @@
 # readers.
 #
 # server/ has rooms by role, each reached from outside through its one
-# public header: query/ (queryd.h: the query endpoint), ingest/ (ingest.h:
+# public header: query/ (queryd.h: the query endpoint; metrics.h), ingest/ (ingest.h:
 # the worker, journal, decoding), conn/ (conn.h: agent connections). query/
 # and ingest/ never include each other (the daemon, tracecollectd.c, hands
 # the query endpoint what it needs of the ingest as function pointers);
@@ -212,7 +212,7 @@ forbid server/store 'server/query|server/ingest|server/conn'
 forbid server/query 'server/ingest|server/conn'
 forbid server/ingest 'server/query|server/conn'
 forbid server/conn 'server/query'
-only_through server/query queryd.h queryd_tls.h
+only_through server/query queryd.h queryd_tls.h metrics.h
 never_includes server/query/queryd.c server/query/queryd_tls.h
 only_through server/ingest ingest.h
 only_through server/conn conn.h

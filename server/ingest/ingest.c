@@ -68,6 +68,7 @@
 
 #include <event2/event.h>
 
+#include "common/lathist.h"
 #include "common/log.h"
 #include "common/tc_error.h"
 #include "common/util.h"
@@ -695,6 +696,7 @@ static int ing_commit(struct ingest *g)
 {
 	struct store_writer *st = g->store;
 	struct ing_chain usage = { NULL, &usage.head };
+	uint64_t t0 = lathist_now_us();
 	int ret = 0, rret = 0;
 
 	if (!g->txn_open && (g->o.retain_age_ns || g->o.retain_bytes) &&
@@ -716,6 +718,7 @@ static int ing_commit(struct ingest *g)
 	}
 	if (rret == 0)	/* the store answered (a failed retention may have sent nothing) */
 		ing_unstall(g);
+	lathist_add(g->o.commit_latency, lathist_now_us() - t0);
 	ing_usage(g, &usage);
 	pthread_mutex_lock(&g->lock);
 	if (usage.head) {

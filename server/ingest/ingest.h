@@ -41,6 +41,7 @@
 struct event_base;
 struct filter_table;
 struct ingest;
+struct lathist;
 struct proto_msg;
 struct sink;
 struct store_writer;
@@ -58,6 +59,7 @@ struct ingest_opts {
 	bool host_usage;		/* report bytes stored per host (hooks.usage) */
 	unsigned max_types;	/* event types per host; 0: no cap (sink_env) */
 	unsigned max_fields;	/* fields per event format; 0: no cap */
+	struct lathist *commit_latency;	/* each commit's time (NULL: not kept; /metrics) */
 #ifdef TC_TEST_AIDS
 	/* TEST AID: abort() while decoding the FORMAT of this event name, as
 	 * a record that kills the collector would (journal.h: quarantine) */

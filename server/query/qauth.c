@@ -34,21 +34,26 @@ static bool qauth_loopback(const char *host)
 	return inet_pton(AF_INET6, host, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
 }
 
+bool qauth_hostport_loopback(const char *hostport)
+{
+	const char *colon = strrchr(hostport, ':');
+	char host[64];
+	size_t hlen = colon ? (size_t)(colon - hostport) : 0;
+
+	if (hlen >= 2 && hostport[0] == '[' && hostport[hlen - 1] == ']')
+		hostport++, hlen -= 2;
+	if (!colon || !hlen || hlen >= sizeof(host))
+		return false;
+	memcpy(host, hostport, hlen);
+	host[hlen] = 0;
+	return qauth_loopback(host);
+}
+
 /* tcp://HOST:PORT with @rest = "HOST:PORT": on loopback, by number. */
 static int qauth_tcp_check(const char *url, const char *rest, char *why, size_t len)
 {
-	const char *colon = strrchr(rest, ':');
-	char host[64];
-	size_t hlen = colon ? (size_t)(colon - rest) : 0;
-
-	if (hlen >= 2 && rest[0] == '[' && rest[hlen - 1] == ']')
-		rest++, hlen -= 2;
-	if (colon && hlen && hlen < sizeof(host)) {
-		memcpy(host, rest, hlen);
-		host[hlen] = 0;
-		if (qauth_loopback(host))
-			return 0;
-	}
+	if (qauth_hostport_loopback(rest))
+		return 0;
 	snprintf(why, len, "query endpoint %.200s: plain tcp is unauthenticated and taken only "
 		 "on a numeric loopback address (tcp://127.0.0.1:PORT or tcp://[::1]:PORT); "
 		 "use the ipc socket, or --query-tls HOST:PORT for remote queries", url);

@@ -65,6 +65,15 @@ struct qauth_scopes {
 int qauth_url_check(const char *url, char *why, size_t len);
 
 /*
+ * qauth_hostport_loopback - whether "HOST:PORT" ("[V6]:PORT") names a
+ * numeric loopback address (127.0.0.0/8, ::1), the only place where the
+ * collector serves anything unauthenticated (plain tcp queries, plain
+ * HTTP /metrics). Names such as localhost are not taken: no resolver
+ * decides who may connect.
+ */
+bool qauth_hostport_loopback(const char *hostport);
+
+/*
  * qauth_scope_parse - add the rule of @spec ("cert:NAME", "uid:N",
  * "user:NAME" or "group:NAME", blanks, then comma-separated host globs)
  * to @sc. Return: 0; TC_ERR_CONFIG with a sentence in @err; -ENOMEM.

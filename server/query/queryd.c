@@ -65,6 +65,7 @@
 #include <nng/transport/tcp/tcp.h>
 
 #include "common/filter.h"
+#include "common/lathist.h"
 #include "common/log.h"
 #include "common/query.h"
 #include "common/tc_error.h"
@@ -106,6 +107,7 @@ struct qslot {
 	uint32_t wait_ms;		/* sync: the wait, cut to sync_max_ms */
 	struct qauth_who who;		/* who sent it */
 	int64_t t0;			/* util_now_ms() as it came */
+	uint64_t t0_us;			/* lathist_now_us() as it came (o.latency) */
 	queryd_reply_fn reply;		/* a front's slot: replies go there; NULL: nng */
 	void *reply_ctx;		/* ... with this */
 	atomic_uint pipe;		/* nng: the pipe its request came on */
@@ -159,6 +161,7 @@ struct queryd {
 	struct qscopes *scopes;		/* the rules new requests read under */
 	atomic_uint_fast64_t scope_gen;	/* bumped under scope_lock as they change */
 	struct qahead *ahead;		/* pages read ahead; NULL: none */
+	atomic_uint in_flight;		/* requests taken, not yet answered (/metrics) */
 };
 
 /* ---- the scope rules, counted ---- */
@@ -956,6 +959,8 @@ static void slot_reply(struct qslot *s, const struct proto_buf *out)
 	pthread_mutex_lock(&s->qd->lock);
 	qfair_leave(&s->qd->run, &s->fair);
 	pthread_mutex_unlock(&s->qd->lock);
+	lathist_add(s->qd->o.latency, lathist_now_us() - s->t0_us);
+	atomic_fetch_sub(&s->qd->in_flight, 1);
 	qmsg_request_free(&s->req);
 	qimport_request_free(&s->imp);
 	if (s->reply) {
@@ -1093,6 +1098,8 @@ void queryd_submit(struct qslot *s, const struct qauth_who *who, const void *buf
 
 	s->state = SLOT_BUSY;
 	s->t0 = util_now_ms();
+	s->t0_us = lathist_now_us();
+	atomic_fetch_add(&s->qd->in_flight, 1);	/* until slot_reply() */
 	s->who = *who;
 	s->cancel = false;
 	if (!slot_enter(s))
@@ -1636,6 +1643,11 @@ int queryd_start(const char *url, const char *db_path, const struct queryd_opts 
 		slot_recv(&qd->slots[i]);
 	*out = qd;
 	return 0;
+}
+
+unsigned queryd_in_flight(struct queryd *qd)
+{
+	return atomic_load(&qd->in_flight);
 }
 
 void queryd_stop(struct queryd *qd)

@@ -22,6 +22,7 @@
 
 #include "server/query/qauth.h"
 
+struct lathist;
 struct proto_buf;
 struct proto_msg;
 struct qslot;
@@ -58,6 +59,7 @@ struct queryd_opts {
 	/* who sees which hosts (NULL: no rules); until queryd_stop() or queryd_set_scopes() */
 	const struct qauth_scopes *scopes;
 	const struct qauth_scopes *import_rights;	/* `import` lines (queryd_import.c) */
+	struct lathist *latency;	/* each request, arrival to reply (NULL: not kept) */
 };
 
 /*
@@ -159,6 +161,12 @@ void queryd_submit(struct qslot *s, const struct qauth_who *who, const void *buf
 
 /* queryd_slot_cancel - @s's asker went away: its request's store work stops. */
 void queryd_slot_cancel(struct qslot *s);
+
+/*
+ * queryd_in_flight - requests taken and not yet answered (queued, waiting
+ * for `sync`, or being answered), for /metrics. Any thread.
+ */
+unsigned queryd_in_flight(struct queryd *qd);
 
 /* queryd_stop - stop the threads and free everything; NULL is fine. */
 void queryd_stop(struct queryd *qd);

@@ -241,7 +241,7 @@ static void sq_init(void)
 	sq_tail_ops(r);
 	sq_hist_ops(r);
 	sq_sql_ops(r);
-	sq_retain_ops(w);
+	sq_retain_ops(w, r);
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 }
 

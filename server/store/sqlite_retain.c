@@ -301,7 +301,16 @@ static int sq_retain(struct store_writer *w, int64_t before_ts, uint64_t max_byt
 	return ret;
 }
 
-void sq_retain_ops(struct store_writer_ops *w)
+/* store_size(): the used pages, as retain-size counts them. */
+static int sq_size(struct store_reader *r, uint64_t *bytes)
+{
+	struct sq_store *s = sq_reader_of(r);
+
+	return sq_reader_enter(s) ?: sq_used_bytes(s, bytes);
+}
+
+void sq_retain_ops(struct store_writer_ops *w, struct store_reader_ops *r)
 {
 	w->retain = sq_retain;
+	r->size = sq_size;
 }

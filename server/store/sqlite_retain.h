@@ -7,7 +7,7 @@
 
 #include "server/store/sqlite_int.h"
 
-/* sq_retain_ops - this part's op (retain) into the writer's table (sqlite.c). */
-void sq_retain_ops(struct store_writer_ops *w);
+/* sq_retain_ops - this part's ops (retain; size) into the tables (sqlite.c). */
+void sq_retain_ops(struct store_writer_ops *w, struct store_reader_ops *r);
 
 #endif

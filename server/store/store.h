@@ -714,6 +714,19 @@ int store_drops(struct store_reader *r, const struct store_query *q,
 		void *ctx);
 
 /*
+ * store_size - the bytes the store's data takes now, into *@bytes: for
+ * SQLite the database's used pages (what --retain-size holds under), for
+ * tracecollectd's /metrics.
+ * Return: 0; TC_ERR_DB; -ENOSYS (a backend that does not say).
+ */
+static inline int store_size(struct store_reader *r, uint64_t *bytes)
+{
+	if (!r || !bytes)
+		return -EINVAL;
+	return r->ops->size ? r->ops->size(r, bytes) : -ENOSYS;
+}
+
+/*
  * store_tail - the rows stored from t->from on (struct store_tail: the
  * storage order, traceq --follow) that match one of @qs
  * (@nq queries, one per event type, as store_select() takes them; their

@@ -248,6 +248,8 @@ struct store_reader_ops {
 		     void *ctx);
 	int (*hosts)(struct store_reader *r, const struct store_query *q,
 		     int (*fn)(void *ctx, const struct store_host_info *h), void *ctx);
+	/* size: the bytes the store's data takes (store_size()); NULL: not known */
+	int (*size)(struct store_reader *r, uint64_t *bytes);
 	/*
 	 * sql: the user SQL surface (store_sql()): @text is the user's, to be
 	 * run read-only over the documented views only, enforced by the
