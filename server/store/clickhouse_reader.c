@@ -318,8 +318,26 @@ static int ch_printk_list(struct store_reader *rd, uint64_t host_id, int64_t ts,
 	return ret;
 }
 
+/* The bytes on disk of the database's active parts (what --retain-size holds under). */
+static int ch_size(struct store_reader *rd, uint64_t *bytes)
+{
+	struct ch_store *s = ch_reader_of(rd);
+	struct ch_reply r;
+	int ret;
+
+	*bytes = 0;
+	ret = ch_query_text(s, "SELECT sum(bytes_on_disk) FROM system.parts WHERE database ="
+			    " currentDatabase() AND active", &r);
+	if (ret == 0 && r.nrows && ch_reply_u64(&r, 0, 0, bytes) < 0)
+		ret = TC_ERR_DB;
+	if (ret == 0 || r.nrows)
+		ch_reply_free(&r);
+	return ret;
+}
+
 void ch_reader_part_ops(struct store_reader_ops *r)
 {
+	r->size = ch_size;
 	r->hosts = ch_hosts;
 	r->stats = ch_stats;
 	r->drops = ch_drops;
