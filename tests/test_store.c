@@ -2273,6 +2273,11 @@ START_TEST(test_migrate_ts_index)
 				      "DROP TABLE printk_formats; DROP TABLE tgids; DROP TABLE comm_changes; "
 				      "DROP TABLE formats; DROP TABLE format_fields; "
 				      "DROP TABLE host_formats; DROP TABLE losses; DROP TABLE host_boots; "
+				      "DROP TABLE clock_points; ALTER TABLE hosts DROP COLUMN clock_measured_ns; "
+				      "ALTER TABLE hosts DROP COLUMN clock_uncertainty_ns; "
+				      "ALTER TABLE hosts DROP COLUMN clock_drift_ppb; "
+				      "ALTER TABLE hosts DROP COLUMN clock_disagree_ns; "
+				      "ALTER TABLE hosts DROP COLUMN clock_source; "
 				      "PRAGMA user_version = 4",
 				      NULL, NULL, NULL), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT table_name FROM event_types", -1, &q,
