@@ -604,6 +604,11 @@ void session_check(struct session *s)
 	}
 }
 
+int session_wake_fd(const struct session *s)
+{
+	return s->ctl ? ship_wake_fd(s->ctl) : -1;
+}
+
 void session_ack_wait_start(struct session *s)
 {
 	s->ack_progress = util_now_ms();

@@ -767,6 +767,11 @@ void ship_set_ack_fn(struct ship *s, ship_ack_fn fn, void *arg)
 	s->ack_arg = arg;
 }
 
+int ship_wake_fd(const struct ship *s)
+{
+	return s->hold ? -1 : s->fd;
+}
+
 void ship_hold_reading(struct ship *s, bool hold)
 {
 	s->hold = hold;

@@ -207,6 +207,12 @@ typedef uint64_t (*ship_clock_fn)(void *arg);
 void ship_set_clock_fn(struct ship *s, ship_clock_fn fn, void *arg);
 
 /*
+ * ship_wake_fd - the socket to poll for what the collector sends (its clock
+ * probes want an answer at once); -1 while reading is held.
+ */
+int ship_wake_fd(const struct ship *s);
+
+/*
  * ship_check - read, without waiting, what the collector sent during
  * streaming: ACKs go to the ack function, FILTERs to the filter function;
  * anything else means it gives up.
