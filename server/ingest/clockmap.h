@@ -14,7 +14,10 @@
  * never changes after a point arrives. A correction of more than
  * CLOCKMAP_STEP_NS is a step (an old agent whose realtime was set): the
  * caller says so in the log. Deterministic: a journal replay of the same
- * points and pages places every event where the first pass did.
+ * points and pages places every event where the first pass did. (A
+ * rotated journal file begins with the latest CLOCK and measurement only:
+ * a replay of it starts on that point's line, where the first pass may
+ * still have been slewing towards it, by at most that last correction.)
  */
 #ifndef SERVER_INGEST_CLOCKMAP_H
 #define SERVER_INGEST_CLOCKMAP_H
