@@ -2301,7 +2301,7 @@ START_TEST(test_migrate_ts_index)
 	ck_assert_uint_eq(after->n, before->n);
 	ck_assert(memcmp(after->rowid, before->rowid, before->n * sizeof(before->rowid[0])) == 0);
 	db = raw_open();
-	TU_EQ(raw_int(db, "PRAGMA user_version", 0), 14);	/* and on to 0014 */
+	TU_EQ(raw_int(db, "PRAGMA user_version", 0), 15);	/* and on to 0015 */
 	sqlite3_close(db);
 	free(before);
 	free(after);
