@@ -98,6 +98,16 @@ static int64_t ts_ns(const struct timespec *ts)
 	return (int64_t)ts->tv_sec * 1000000000 + ts->tv_nsec;
 }
 
+uint64_t hostinfo_trace_now(const struct ring_clock_conv *tsc)
+{
+	struct timespec m;
+
+	if (tsc)
+		return ring_clock_to_ns(tsc, ring_clock_now(RING_CLOCK_TSC));
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	return (uint64_t)ts_ns(&m);
+}
+
 int hostinfo_clock_sample(struct proto_clock *out, const struct ring_clock_conv *tsc)
 {
 	struct timespec m1, rt, m2;

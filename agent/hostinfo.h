@@ -51,6 +51,14 @@ int hostinfo_get(const char *name, struct hostinfo *out);
 int hostinfo_clock_sample(struct proto_clock *out, const struct ring_clock_conv *tsc);
 
 /*
+ * hostinfo_trace_now - the trace clock now, in ns, as hostinfo_clock_sample()
+ * reads it (CLOCK_MONOTONIC with @tsc NULL, else the TSC through @tsc): the
+ * agent's answers to the collector's clock probes. Reads no kernel clock
+ * state but clock_gettime()'s (ProtectClock= keeps working).
+ */
+uint64_t hostinfo_trace_now(const struct ring_clock_conv *tsc);
+
+/*
  * hostinfo_read_line - read the first line of the text file @path into
  * @buf without its newline (a helper for /etc/machine-id and the like).
  *

@@ -385,6 +385,7 @@ static int read_some(struct pump *p, int timeout_ms, char *why, size_t len)
 			      FULL_WAIT_MS);
 		return 0;
 	}
+	reader_set_wake_fd(p->r, session_wake_fd(p->s));
 	ret = reader_poll(p->r, timeout_ms, on_page, p);
 	return ret < 0 ? read_failed(p, ret, why, len) : 0;
 }

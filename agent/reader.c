@@ -84,7 +84,7 @@ struct reader {
 	reader_buf_fn buf_fn;		/* where read(2) puts pages, or NULL */
 	void *buf_arg;
 	struct reader_cpu *cpus;
-	struct pollfd *pfds;
+	struct pollfd *pfds;		/* ncpus, then the wake fd */
 };
 
 /* Count the data records of the walk @it; *@ts (if not NULL) becomes
@@ -248,11 +248,12 @@ static int reader_alloc(int ncpus, uint32_t page_size, struct reader **out)
 	r->page_size = page_size;
 	r->buf = calloc(1, page_size);
 	r->cpus = calloc((size_t)ncpus, sizeof(*r->cpus));
-	r->pfds = calloc((size_t)ncpus, sizeof(*r->pfds));
+	r->pfds = calloc((size_t)ncpus + 1, sizeof(*r->pfds));
 	if (!r->buf || !r->cpus || !r->pfds) {
 		reader_close(r);
 		return -ENOMEM;
 	}
+	r->pfds[ncpus] = (struct pollfd){ .fd = -1, .events = POLLIN };
 	*out = r;
 	return 0;
 }
@@ -606,14 +607,29 @@ static int read_all(struct reader *r, int max, bool flush,
 	return total;
 }
 
+void reader_set_wake_fd(struct reader *r, int fd)
+{
+	r->pfds[r->ncpus].fd = fd;
+}
+
+/* Only the wake fd is readable: no CPU's buffer woke us. */
+static bool woken_only(const struct reader *r, int n)
+{
+	return n == 1 && r->pfds[r->ncpus].fd >= 0 && r->pfds[r->ncpus].revents;
+}
+
 int reader_poll(struct reader *r, int timeout_ms, reader_page_fn fn,
 		void *arg)
 {
-	if (poll(r->pfds, (nfds_t)r->ncpus, timeout_ms) < 0) {
+	int n = poll(r->pfds, (nfds_t)r->ncpus + 1, timeout_ms);
+
+	if (n < 0) {
 		if (errno == EINTR)
 			return 0;
 		return -errno;
 	}
+	if (woken_only(r, n))
+		return 0;	/* the caller reads the wake fd; pages wait for their own wake */
 	/* On a timeout too: partial pages go out at least every timeout. */
 	return read_all(r, READER_BATCH, false, fn, arg);
 }

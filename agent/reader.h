@@ -144,6 +144,14 @@ int reader_poll(struct reader *r, int timeout_ms, reader_page_fn fn,
 		void *arg);
 
 /*
+ * reader_set_wake_fd - have reader_poll() also return (0, reading nothing)
+ * when @fd is readable: the collector's connection, so that its clock
+ * probes are answered at once, not at the next page or timeout (their
+ * round trip is the measurement's uncertainty). -1: none.
+ */
+void reader_set_wake_fd(struct reader *r, int fd);
+
+/*
  * reader_drain - read every CPU's buffer until it is empty (after tracing
  * was switched off), partial pages included, passing each page to @fn.
  *

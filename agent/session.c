@@ -89,6 +89,7 @@ static int send_hello(struct session *s, struct ship *link, char *why,
 		.long_size = hi->long_size, .big_endian = hi->big_endian,
 		.session = s->id,
 		.pushdown = s->kf != NULL && link == s->ctl,
+		.clock_probe = true,
 		.agent = (char *)"traceagent " PACKAGE_VERSION,
 	};
 	struct proto_welcome w;
@@ -397,6 +398,14 @@ static int send_filter_status(void *arg, const struct proto_msg *m)
 	return ship_msg(s->ctl, m);
 }
 
+/* ship_clock_fn: the trace clock, for the collector's clock probes. */
+static uint64_t trace_now(void *arg)
+{
+	struct session *s = arg;
+
+	return hostinfo_trace_now(s->h.tsc_clock ? s->h.tsc : NULL);
+}
+
 /* One connection, TLS or --insecure-plain, with ACKs going to on_ack(). */
 static int link_open(struct session *s, struct ship **out, char *why,
 		     size_t len)
@@ -411,6 +420,7 @@ static int link_open(struct session *s, struct ship **out, char *why,
 		return ret;
 	}
 	ship_set_ack_fn(*out, on_ack, s);
+	ship_set_clock_fn(*out, trace_now, s);
 	ship_set_io_timeout(*out, cap_to_deadline(s, s->c.ack_timeout_ms));
 	return 0;
 }
@@ -592,6 +602,11 @@ void session_check(struct session *s)
 			 s->c.ack_timeout_ms);
 		session_lost(s, why);
 	}
+}
+
+int session_wake_fd(const struct session *s)
+{
+	return s->ctl ? ship_wake_fd(s->ctl) : -1;
 }
 
 void session_ack_wait_start(struct session *s)

@@ -180,6 +180,13 @@ void session_lost(struct session *s, const char *why);
 void session_check(struct session *s);
 
 /*
+ * session_wake_fd - the control connection's socket, for the pump to wake
+ * on (the collector's clock probes: answered by session_check()); -1 when
+ * disconnected or while reading is held.
+ */
+int session_wake_fd(const struct session *s);
+
+/*
  * session_ack_wait_start - a page goes out while none waits for an ACK:
  * the ACK timeout counts from now.
  */

@@ -49,6 +49,9 @@
 #define SHIP_CHECK_MS		5000	/* finishing a frame that began */
 #define SHIP_CHECK_MAX_MSGS	1024	/* messages one ship_check() reads at most */
 #define SHIP_WBUF		(256 * 1024)	/* TLS records gathered per write(2) */
+#define SHIP_ECHO_MAX		8	/* probes read and not yet answered (the
+					 * collector has one out at a time) */
+#define SHIP_MAX_PROBES		64	/* WELCOME's clock_probes taken at most */
 
 struct ship {
 	int fd;
@@ -60,6 +63,11 @@ struct ship {
 	ship_filter_fn filter_fn;	/* MSG_FILTER (push-down); NULL: unexpected */
 	bool hold;			/* ship_check() reads nothing */
 	void *filter_arg;
+	ship_clock_fn clock_fn;		/* MSG_CLOCK_PROBE; NULL: unexpected */
+	void *clock_arg;
+	struct proto_clock_echo echo[SHIP_ECHO_MAX];	/* probes read, not answered */
+	unsigned nechoes;
+	uint64_t probes;		/* probes read on this connection */
 	bool plain;			/* --insecure-plain: no TLS */
 	bool ktls;			/* the kernel encrypts what we send */
 	char err[512];
@@ -759,6 +767,11 @@ void ship_set_ack_fn(struct ship *s, ship_ack_fn fn, void *arg)
 	s->ack_arg = arg;
 }
 
+int ship_wake_fd(const struct ship *s)
+{
+	return s->hold ? -1 : s->fd;
+}
+
 void ship_hold_reading(struct ship *s, bool hold)
 {
 	s->hold = hold;
@@ -770,9 +783,61 @@ void ship_set_filter_fn(struct ship *s, ship_filter_fn fn, void *arg)
 	s->filter_arg = arg;
 }
 
-/* Pass an ACK (or a FILTER) on; Return: true if @m was one and has been consumed. */
+void ship_set_clock_fn(struct ship *s, ship_clock_fn fn, void *arg)
+{
+	s->clock_fn = fn;
+	s->clock_arg = arg;
+}
+
+/*
+ * A MSG_CLOCK_PROBE: note our trace clock now (t2); ship_echo() answers.
+ * Past SHIP_ECHO_MAX unanswered probes the oldest is dropped (the
+ * collector, which has one out at a time, then gives up on it).
+ */
+static void take_probe(struct ship *s, const struct proto_clock_probe *p)
+{
+	uint64_t now = s->clock_fn(s->clock_arg);
+
+	if (s->nechoes == SHIP_ECHO_MAX) {
+		memmove(s->echo, s->echo + 1, (SHIP_ECHO_MAX - 1) * sizeof(s->echo[0]));
+		s->nechoes--;
+	}
+	s->echo[s->nechoes++] = (struct proto_clock_echo){ .id = p->id, .recv_ns = now };
+	s->probes++;
+}
+
+/*
+ * Answer the probes read (blocking socket): each echo's t3 is read just
+ * before it is written, and the echo flushed at once, so that its time
+ * on the wire is the collector's to measure.
+ */
+static int ship_echo(struct ship *s)
+{
+	struct proto_msg m = { .type = MSG_CLOCK_ECHO };
+	unsigned i;
+	int ret = 0;
+
+	for (i = 0; ret == 0 && i < s->nechoes; i++) {
+		m.clock_echo = s->echo[i];
+		m.clock_echo.send_ns = s->clock_fn(s->clock_arg);
+		if (m.clock_echo.send_ns < m.clock_echo.recv_ns)	/* never on one clock */
+			m.clock_echo.send_ns = m.clock_echo.recv_ns;
+		ret = ship_msg(s, &m);
+		if (ret == 0)
+			ret = ship_flush(s);
+	}
+	s->nechoes = 0;
+	return ret;
+}
+
+/* Pass an ACK (or a FILTER, a probe) on; Return: true if @m was one and has been consumed. */
 static bool take_ack(struct ship *s, struct proto_msg *m)
 {
+	if (m->type == MSG_CLOCK_PROBE && s->clock_fn) {
+		take_probe(s, &m->clock_probe);
+		proto_msg_free(m);
+		return true;
+	}
 	if (m->type == MSG_FILTER && s->filter_fn) {
 		if (s->filter_fn(s->filter_arg, &m->filter))
 			s->hold = true;
@@ -793,9 +858,15 @@ static int expect(struct ship *s, enum proto_msg_type type, int timeout_ms,
 	int64_t deadline = util_now_ms() + timeout_ms;
 	int ret;
 
-	do
+	do {
 		ret = read_msg(s, deadline, m);
-	while (ret == 0 && take_ack(s, m));
+		if (ret == 0 && take_ack(s, m)) {
+			ret = ship_echo(s);
+			if (ret == 0)
+				continue;
+		}
+		break;
+	} while (1);
 	if (ret == 0 && m->type != type) {
 		ret = unexpected(s, m);
 		proto_msg_free(m);
@@ -879,6 +950,32 @@ int ship_page_splice(struct ship *s, uint16_t cpu, uint64_t seq,
 	return ret < 0 ? ret : splice_out(s, pipe_fd, len);
 }
 
+/*
+ * The @n probes that follow WELCOME (its clock_probes), answered one by
+ * one before anything else is sent, so that the collector has measured
+ * our clock before the first page. ACKs and FILTERs among them are taken.
+ */
+static int take_probes(struct ship *s, uint32_t n, int timeout_ms, char *err, size_t errlen)
+{
+	int64_t deadline = util_now_ms() + timeout_ms;
+	uint64_t want = s->probes + (n < SHIP_MAX_PROBES ? n : SHIP_MAX_PROBES);
+	struct proto_msg m;
+	int ret = 0;
+
+	while (ret == 0 && s->probes < want) {
+		ret = read_msg(s, deadline, &m);
+		if (ret == 0 && !take_ack(s, &m)) {
+			ret = unexpected(s, &m);
+			proto_msg_free(&m);
+		}
+		if (ret == 0)
+			ret = ship_echo(s);
+	}
+	if (ret < 0)
+		tc_seterr(err, errlen, "%s", s->err);
+	return ret;
+}
+
 int ship_hello(struct ship *s, const struct proto_hello *hello,
 	       int timeout_ms, struct proto_welcome *welcome,
 	       char *err, size_t errlen)
@@ -911,6 +1008,8 @@ int ship_hello(struct ship *s, const struct proto_hello *hello,
 		*welcome = m.welcome;
 	}
 	proto_msg_free(&m);
+	if (ret == 0 && hello->clock_probe && s->clock_fn)
+		ret = take_probes(s, welcome->clock_probes, timeout_ms, err, errlen);
 	return ret;
 }
 
@@ -964,6 +1063,8 @@ int ship_check(struct ship *s, char *err, size_t errlen)
 		break;
 	}
 	set_nonblock(s->fd, false);
+	if (ret >= 0 && s->nechoes)
+		ret = ship_echo(s);
 	if (ret < 0)
 		tc_seterr(err, errlen, "%s", s->err);
 	return ret < 0 ? ret : 0;

@@ -192,6 +192,27 @@ void ship_hold_reading(struct ship *s, bool hold);
 void ship_set_filter_fn(struct ship *s, ship_filter_fn fn, void *arg);
 
 /*
+ * ship_clock_fn - the agent's trace clock now, in ns (the domain of its
+ * clock samples), for the answers to MSG_CLOCK_PROBE.
+ */
+typedef uint64_t (*ship_clock_fn)(void *arg);
+
+/*
+ * ship_set_clock_fn - answer every MSG_CLOCK_PROBE read by ship_check(),
+ * ship_hello() (the WELCOME's clock_probes, answered before it returns)
+ * and ship_bye() with a MSG_CLOCK_ECHO: @fn's reading when the probe was
+ * read and when the answer is written. Without one, a probe is
+ * unexpected (an agent whose HELLO lacks "clock_probe" gets none).
+ */
+void ship_set_clock_fn(struct ship *s, ship_clock_fn fn, void *arg);
+
+/*
+ * ship_wake_fd - the socket to poll for what the collector sends (its clock
+ * probes want an answer at once); -1 while reading is held.
+ */
+int ship_wake_fd(const struct ship *s);
+
+/*
  * ship_check - read, without waiting, what the collector sent during
  * streaming: ACKs go to the ack function, FILTERs to the filter function;
  * anything else means it gives up.

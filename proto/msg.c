@@ -96,6 +96,7 @@ static const struct field hello_fields[] = {
 	F("realtime_ns", FK_I64, REQUIRED_V1, hello.clock.realtime_ns),
 	F("session", FK_U64, OPTIONAL, hello.session),
 	F("pushdown", FK_BOOL, OPTIONAL, hello.pushdown),
+	F("clock_probe", FK_BOOL, OPTIONAL, hello.clock_probe),
 	F("tsc0", FK_U64, OPTIONAL, hello.tsc0),
 	F("tsc_mono0", FK_U64, OPTIONAL, hello.tsc_mono0),
 	F("tsc_mult", FK_U32, OPTIONAL, hello.tsc_mult),
@@ -108,6 +109,7 @@ static const struct field welcome_fields[] = {
 	F("host_id", FK_U64, REQUIRED, welcome.host_id),
 	F("kallsyms", FK_BOOL, OPTIONAL, welcome.kallsyms),
 	F("printk_formats", FK_BOOL, OPTIONAL, welcome.printk_formats),
+	F("clock_probes", FK_U32, OPTIONAL, welcome.clock_probes),
 };
 
 static const struct field header_page_fields[] = {
@@ -208,6 +210,23 @@ static const struct field filter_status_fields[] = {
 	FS("error", OPTIONAL, filter_status.error, PROTO_MAX_FILTER_ERROR),
 };
 
+static const struct field clock_probe_fields[] = {
+	F("id", FK_U64, REQUIRED, clock_probe.id),
+};
+
+static const struct field clock_echo_fields[] = {
+	F("id", FK_U64, REQUIRED, clock_echo.id),
+	F("recv_ns", FK_U64, REQUIRED, clock_echo.recv_ns),
+	F("send_ns", FK_U64, REQUIRED, clock_echo.send_ns),
+};
+
+static const struct field clock_measure_fields[] = {
+	F("trace_ns", FK_U64, REQUIRED, clock_measure.trace_ns),
+	F("realtime_ns", FK_I64, REQUIRED, clock_measure.realtime_ns),
+	F("uncertainty_ns", FK_U64, REQUIRED, clock_measure.uncertainty_ns),
+	F("probes", FK_U64, REQUIRED, clock_measure.probes),
+};
+
 /* msg_dec_fields() tracks the keys it has seen in a 32-bit mask. */
 _Static_assert(ARRAY_SIZE(hello_fields) <= 32, "too many fields");
 _Static_assert(ARRAY_SIZE(cpu_stats_fields) <= 32, "too many fields");
@@ -253,6 +272,21 @@ static int check_filter_status(const struct proto_msg *m)
 	return filter_keys_ok(f->system, f->name, f->text);
 }
 
+/* MSG_CLOCK_ECHO: the answer is written after the probe was read. */
+static int check_clock_echo(const struct proto_msg *m)
+{
+	return m->clock_echo.send_ns >= m->clock_echo.recv_ns ? 0 : TC_ERR_MSG_MALFORMED;
+}
+
+/* MSG_CLOCK_MEASURE: times the sink can add and subtract without overflow. */
+static int check_clock_measure(const struct proto_msg *m)
+{
+	const struct proto_clock_measure *c = &m->clock_measure;
+
+	return c->trace_ns <= INT64_MAX && c->uncertainty_ns <= INT64_MAX ? 0 :
+	       TC_ERR_MSG_MALFORMED;
+}
+
 static const struct msg_desc msg_table[] = {
 	MSG(MSG_HELLO, "hello", hello_fields),
 	MSG(MSG_WELCOME, "welcome", welcome_fields),
@@ -271,6 +305,10 @@ static const struct msg_desc msg_table[] = {
 	MSGC(MSG_FILTER_STATUS, "filter_status", filter_status_fields,
 	     check_filter_status),
 	MSG(MSG_PRINTK, "printk_formats", printk_fields),
+	MSG(MSG_CLOCK_PROBE, "clock_probe", clock_probe_fields),
+	MSGC(MSG_CLOCK_ECHO, "clock_echo", clock_echo_fields, check_clock_echo),
+	MSGC(MSG_CLOCK_MEASURE, "clock_measure", clock_measure_fields,
+	     check_clock_measure),
 };
 
 static const struct msg_desc *msg_desc_get(enum proto_msg_type type)

@@ -14,7 +14,9 @@
  * committed, and may resend un-acknowledged pages after a reconnect. An
  * agent that sends "pushdown" in HELLO gets a FILTER per event whose
  * server-side filter it may set on its instance, and answers each with
- * FILTER_STATUS (PROTOCOL.md, "Filter push-down").
+ * FILTER_STATUS (PROTOCOL.md, "Filter push-down"). An agent that sends
+ * "clock_probe" in HELLO answers each CLOCK_PROBE with a CLOCK_ECHO
+ * (PROTOCOL.md, "Clock measurement").
  */
 #ifndef PROTO_MSG_H
 #define PROTO_MSG_H
@@ -56,6 +58,35 @@ enum proto_msg_type {
 	MSG_FILTER = 22,	/* collector: set this filter in your instance */
 	MSG_FILTER_STATUS = 23,	/* agent: what the kernel said to a MSG_FILTER */
 	MSG_PRINTK = 24,	/* agent: the kernel's printk_formats (once per boot) */
+	MSG_CLOCK_PROBE = 25,	/* collector: read your trace clock now */
+	MSG_CLOCK_ECHO = 26,	/* agent: the trace clock at a probe's receipt and answer */
+	MSG_CLOCK_MEASURE = 27,	/* collector-internal, journal only: a measurement */
+};
+
+/*
+ * The clock exchange (PROTOCOL.md, "Clock measurement"), only with an agent
+ * whose HELLO said "clock_probe": the collector sends MSG_CLOCK_PROBE @id
+ * (noting its own realtime t1), the agent answers MSG_CLOCK_ECHO with the
+ * same @id and its trace clock when it read the probe (t2, @recv_ns) and
+ * when it wrote the answer (t3, @send_ns); the collector's realtime at
+ * receipt is t4. MSG_CLOCK_MEASURE is the best round trip of a burst as
+ * the collector journals it for its own decoder; no peer may send it.
+ */
+struct proto_clock_probe {
+	uint64_t id;
+};
+
+struct proto_clock_echo {
+	uint64_t id;
+	uint64_t recv_ns;	/* t2: trace clock, ns */
+	uint64_t send_ns;	/* t3 >= t2 */
+};
+
+struct proto_clock_measure {
+	uint64_t trace_ns;	/* (t2 + t3) / 2 */
+	int64_t realtime_ns;	/* the collector's realtime then: (t1 + t4) / 2 */
+	uint64_t uncertainty_ns;	/* half the round trip less the agent's hold */
+	uint64_t probes;	/* answers the best was picked from */
 };
 
 struct proto_clock {
@@ -87,6 +118,7 @@ struct proto_hello {
 	uint32_t tsc_mult, tsc_shift;
 	char *agent;		/* optional: the agent's program and version,
 				 * e.g. "traceagent 0.1.0" ("": not told) */
+	bool clock_probe;	/* optional: the agent answers MSG_CLOCK_PROBE */
 };
 
 struct proto_welcome {
@@ -96,6 +128,9 @@ struct proto_welcome {
 	bool printk_formats;	/* optional: it takes MSG_PRINTK and holds none
 				 * of this boot: send them (absent: an older
 				 * collector, which must not get one) */
+	uint32_t clock_probes;	/* optional: probes that follow WELCOME at
+				 * once, to answer before any page (only to
+				 * an agent whose HELLO said clock_probe) */
 };
 
 struct proto_text {		/* MSG_HEADER_PAGE */
@@ -276,6 +311,9 @@ struct proto_msg {
 		struct proto_filter filter;
 		struct proto_filter_status filter_status;
 		struct proto_printk printk;
+		struct proto_clock_probe clock_probe;
+		struct proto_clock_echo clock_echo;
+		struct proto_clock_measure clock_measure;
 	};
 };
 

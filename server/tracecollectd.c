@@ -105,6 +105,7 @@ struct settings {
 	struct hostlimit_conf host_limits;	/* host-rate, host-quota, host-limit */
 	unsigned max_types;		/* max-event-types: per host */
 	unsigned max_fields;		/* max-event-fields: per format */
+	int64_t clock_tol_ns;		/* clock-tolerance */
 	struct {			/* the command line's reloaded_key() values, */
 		const char *key;	/* applied again after the config file on */
 		char *value;		/* SIGHUP (key: longopts' name) */
@@ -338,6 +339,12 @@ static void usage(FILE *f)
 "                           stored, counted in traceq --drops as schema-cap\n"
 "      --max-event-fields N fields one event format may have (default 256;\n"
 "                           0: no cap); a type with more is not stored, as above\n"
+"      --clock-tolerance DURATION\n"
+"                           how far a host's realtime may disagree with the\n"
+"                           collector's measurement of its clock, beyond the\n"
+"                           measurement's uncertainty, before its events are\n"
+"                           placed by the measurement (default 1ms; 250us,\n"
+"                           2s, 0)\n"
 "      --host-rate EVENTS[/s]\n"
 "                           events per second each host may send (default 0:\n"
 "                           no limit); a page costs the events in it. A host\n"
@@ -472,6 +479,29 @@ static int parse_ms(const char *v, bool zero_ok, int *out)
 	return 0;
 }
 
+/* clock-tolerance: "250us", or parse_ms()'s forms ("0" too) -> ns */
+static int parse_tolerance(const char *v, int64_t *out)
+{
+	size_t n = strlen(v);
+	unsigned long us;
+	char num[32], *end;
+	int ms;
+
+	if (n > 2 && n < sizeof(num) && !strcmp(v + n - 2, "us")) {
+		memcpy(num, v, n - 2);
+		num[n - 2] = 0;
+		us = strtoul(num, &end, 10);
+		if (end == num || *end || num[0] == '-' || us > 86400000000UL)
+			return TC_ERR_CONFIG;
+		*out = (int64_t)us * 1000;
+		return 0;
+	}
+	if (parse_ms(v, true, &ms) < 0)
+		return TC_ERR_CONFIG;
+	*out = (int64_t)ms * 1000000;
+	return 0;
+}
+
 /* A count in [1, 1000000]. */
 static int parse_count(const char *v, unsigned *out)
 {
@@ -564,6 +594,7 @@ static const char *value_form(const char *key)
 		{ "query-threads", "a whole number in 1..64" },
 		{ "max-event-types", "a whole number in 0..1000000 (0: no cap)" },
 		{ "max-event-fields", "a whole number in 0..65535 (0: no cap)" },
+		{ "clock-tolerance", "a duration like 1ms, 250us, 2s, or 0 (at most 1d)" },
 		{ "query-sync-max", "milliseconds, a whole number in 1..3600000" },
 		{ "store-priority", "idle or normal" },
 		{ "pushdown", "yes or no" },
@@ -641,6 +672,7 @@ static int apply_value(struct settings *s, const char *key, const char *value)
 	}
 	if (!strcmp(key, "handshake-timeout"))
 		return parse_ms(value, false, &s->lim.handshake_ms);
+	if (!strcmp(key, "clock-tolerance")) return parse_tolerance(value, &s->clock_tol_ns);
 	if (!strcmp(key, "idle-timeout")) return parse_ms(value, true, &s->lim.idle_ms);
 	if (!strcmp(key, "max-handshakes")) return parse_count(value, &s->lim.max_handshakes);
 	if (!strcmp(key, "max-handshakes-per-source"))
@@ -760,6 +792,7 @@ static int settings_defaults(struct settings *s)
 		{ "journal-size", "1G" },
 		{ "max-event-types", "2000" },
 		{ "max-event-fields", "256" },
+		{ "clock-tolerance", "1ms" },
 	};
 	size_t i;
 	int ret = 0;
@@ -972,6 +1005,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "db-key", required_argument, NULL, 43 },
 		{ "db-ca", required_argument, NULL, 44 },
 		{ "metrics", required_argument, NULL, 45 },
+		{ "clock-tolerance", required_argument, NULL, 46 },
 		{ "config", required_argument, NULL, 'C' },
 		{ "foreground", no_argument, NULL, 'F' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -1003,7 +1037,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, SHORT_OPTS, longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 45) {
+		if (c >= 1 && c <= 46) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'F' || c == 'f')
@@ -1548,6 +1582,7 @@ static int prepare(struct parts *p, struct ingest_opts *io)
 		io->commit_latency = &p->commit_lat;
 		s->query_opts.latency = &p->query_lat;
 	}
+	io->clock_tol_ns = s->clock_tol_ns;
 	return hostlimit_new(&s->host_limits, &p->col.hl) ?: livehosts_new(&p->col.live);
 }
 

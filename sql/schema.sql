@@ -120,6 +120,18 @@
 --                first connection). With host_formats, a trace.dat header
 --                for that host and boot (query op 10).
 --
+-- Clock measurement (0015-clock-points.sql, issue 36):
+--   clock_points per host, boot and trace_ns: the collector's measurement
+--                of the host's trace clock against its own realtime (a
+--                burst of probes, the best round trip; uncertainty half
+--                of it), the drift since the one before, the host's own
+--                realtime's disagreement, and which clock placed the
+--                host's events from then on. hosts carries the latest
+--                (clock_measured_ns, clock_uncertainty_ns, clock_drift_ppb,
+--                clock_disagree_ns, clock_source). Rows' ts are never
+--                rewritten: a correction applies to events stored after
+--                it; trace_ts keeps the host's own time.
+
 -- Agent versions (0011-agent-version.sql):
 --   hosts        gains agent: the program and version the latest HELLO
 --                named (e.g. "traceagent 0.1.0"); NULL when it named none

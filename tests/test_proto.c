@@ -131,11 +131,11 @@ static struct proto_msg sample(enum proto_msg_type type)
 			"9f0e-boot", "6.18.0-1-amd64", "x86-tsc", 64, 4096, 8,
 			true, { UINT64_MAX - 1, -1234567890123ll },
 			0x0123456789abcdefull, true, UINT64_MAX - 7, 1ull << 50, 2863311531u, 31,
-			"traceagent 0.1.0",
+			"traceagent 0.1.0", true,
 		};
 		break;
 	case MSG_WELCOME:
-		m.welcome = (struct proto_welcome){ PROTO_VERSION, 1ull << 40, true, true };
+		m.welcome = (struct proto_welcome){ PROTO_VERSION, 1ull << 40, true, true, 8 };
 		break;
 	case MSG_HEADER_PAGE:
 		m.header_page.text = "\tfield: u64 timestamp;\n";
@@ -198,6 +198,15 @@ static struct proto_msg sample(enum proto_msg_type type)
 			"prev_comm != sleep", false,
 			"prev_comm != sleep\n              ^\nparse_error: Invalid value" };
 		break;
+	case MSG_CLOCK_PROBE:
+		m.clock_probe.id = UINT64_MAX - 9;
+		break;
+	case MSG_CLOCK_ECHO:
+		m.clock_echo = (struct proto_clock_echo){ 7, 1000, UINT64_MAX };
+		break;
+	case MSG_CLOCK_MEASURE:
+		m.clock_measure = (struct proto_clock_measure){ INT64_MAX, INT64_MIN, 17, 8 };
+		break;
 	}
 	return m;
 }
@@ -223,6 +232,7 @@ static void hello_eq(const struct proto_hello *a, const struct proto_hello *b)
 	ck_assert_uint_eq(a->tsc_mult, b->tsc_mult);
 	ck_assert_uint_eq(a->tsc_shift, b->tsc_shift);
 	ck_assert_str_eq(a->agent, b->agent);
+	ck_assert_int_eq(a->clock_probe, b->clock_probe);
 }
 
 static void cmdlines_eq(const struct proto_cmdlines *a,
@@ -280,6 +290,7 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 		ck_assert_uint_eq(a->welcome.host_id, b->welcome.host_id);
 		ck_assert_int_eq(a->welcome.kallsyms, b->welcome.kallsyms);
 		ck_assert_int_eq(a->welcome.printk_formats, b->welcome.printk_formats);
+		ck_assert_uint_eq(a->welcome.clock_probes, b->welcome.clock_probes);
 		break;
 	case MSG_HEADER_PAGE:
 		text_eq(a->header_page.text, a->header_page.len,
@@ -354,6 +365,20 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 		ck_assert_int_eq(a->filter_status.ok, b->filter_status.ok);
 		ck_assert_str_eq(a->filter_status.error, b->filter_status.error);
 		break;
+	case MSG_CLOCK_PROBE:
+		ck_assert_uint_eq(a->clock_probe.id, b->clock_probe.id);
+		break;
+	case MSG_CLOCK_ECHO:
+		ck_assert_uint_eq(a->clock_echo.id, b->clock_echo.id);
+		ck_assert_uint_eq(a->clock_echo.recv_ns, b->clock_echo.recv_ns);
+		ck_assert_uint_eq(a->clock_echo.send_ns, b->clock_echo.send_ns);
+		break;
+	case MSG_CLOCK_MEASURE:
+		ck_assert_uint_eq(a->clock_measure.trace_ns, b->clock_measure.trace_ns);
+		ck_assert_int_eq(a->clock_measure.realtime_ns, b->clock_measure.realtime_ns);
+		ck_assert_uint_eq(a->clock_measure.uncertainty_ns, b->clock_measure.uncertainty_ns);
+		ck_assert_uint_eq(a->clock_measure.probes, b->clock_measure.probes);
+		break;
 	}
 }
 
@@ -388,6 +413,31 @@ START_TEST(test_msg_round_trip)
 	ck_assert_ptr_null(buf.data);
 }
 END_TEST
+
+/* An echo written before its probe was read, a measurement past int64: refused both ways. */
+START_TEST(test_msg_clock_refused)
+{
+	struct proto_msg e = sample(MSG_CLOCK_ECHO), c = sample(MSG_CLOCK_MEASURE), back;
+	struct proto_buf buf;
+
+	e.clock_echo.send_ns = e.clock_echo.recv_ns - 1;
+	proto_buf_init(&buf);
+	TU_ERR(proto_msg_encode(&e, &buf), TC_ERR_MSG_MALFORMED);
+	c.clock_measure.trace_ns = (uint64_t)INT64_MAX + 1;
+	TU_ERR(proto_msg_encode(&c, &buf), TC_ERR_MSG_MALFORMED);
+	ck_assert_uint_eq(buf.len, 0);
+	/* by hand: {"t": "clock_echo", "id": 1, "recv_ns": 5, "send_ns": 4} */
+	static const char bad[] = "\x84\xa1t\xaa" "clock_echo\xa2id\x01\xa7recv_ns\x05"
+				  "\xa7send_ns\x04";
+	TU_ERR(proto_msg_decode(bad, sizeof(bad) - 1, &back), TC_ERR_MSG_MALFORMED);
+	proto_buf_free(&buf);
+}
+END_TEST
+
+static void tcase_add_tests_clock(TCase *tc)
+{
+	tcase_add_test(tc, test_msg_clock_refused);
+}
 
 START_TEST(test_msg_names)
 {
@@ -1784,6 +1834,9 @@ static Suite *proto_suite(void)
 	tcase_add_loop_test(msg, test_msg_every_prefix, MSG_GROUP, MSG_GROUP + 1);
 	tcase_add_loop_test(msg, test_msg_round_trip, MSG_SYMBOLS, MSG_SYMBOLS + 1);
 	tcase_add_loop_test(msg, test_msg_round_trip, MSG_FILTER, MSG_FILTER_STATUS + 1);
+	tcase_add_loop_test(msg, test_msg_round_trip, MSG_CLOCK_PROBE, MSG_CLOCK_MEASURE + 1);
+	tcase_add_loop_test(msg, test_msg_every_prefix, MSG_CLOCK_PROBE, MSG_CLOCK_MEASURE + 1);
+	tcase_add_tests_clock(msg);
 	tcase_add_loop_test(msg, test_msg_every_prefix, MSG_FILTER, MSG_FILTER_STATUS + 1);
 	tcase_add_loop_test(msg, test_msg_trailing_bytes, MSG_FILTER,
 			    MSG_FILTER_STATUS + 1);

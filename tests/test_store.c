@@ -2273,6 +2273,11 @@ START_TEST(test_migrate_ts_index)
 				      "DROP TABLE printk_formats; DROP TABLE tgids; DROP TABLE comm_changes; "
 				      "DROP TABLE formats; DROP TABLE format_fields; "
 				      "DROP TABLE host_formats; DROP TABLE losses; DROP TABLE host_boots; "
+				      "DROP TABLE clock_points; ALTER TABLE hosts DROP COLUMN clock_measured_ns; "
+				      "ALTER TABLE hosts DROP COLUMN clock_uncertainty_ns; "
+				      "ALTER TABLE hosts DROP COLUMN clock_drift_ppb; "
+				      "ALTER TABLE hosts DROP COLUMN clock_disagree_ns; "
+				      "ALTER TABLE hosts DROP COLUMN clock_source; "
 				      "PRAGMA user_version = 4",
 				      NULL, NULL, NULL), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT table_name FROM event_types", -1, &q,
@@ -2296,7 +2301,7 @@ START_TEST(test_migrate_ts_index)
 	ck_assert_uint_eq(after->n, before->n);
 	ck_assert(memcmp(after->rowid, before->rowid, before->n * sizeof(before->rowid[0])) == 0);
 	db = raw_open();
-	TU_EQ(raw_int(db, "PRAGMA user_version", 0), 14);	/* and on to 0014 */
+	TU_EQ(raw_int(db, "PRAGMA user_version", 0), 15);	/* and on to 0015 */
 	sqlite3_close(db);
 	free(before);
 	free(after);

@@ -69,6 +69,7 @@
 #include "proto/frame.h"
 #include "proto/msg.h"
 #include "proto/tls.h"
+#include "server/conn/clockprobe.h"
 #include "server/conn/conn.h"
 #include "server/ingest/ingest.h"
 
@@ -171,6 +172,9 @@ struct conn {
 	uint64_t page_bytes;	/* of the pages handed to ingest, for the quota */
 	uint64_t page_bytes_committed;	/* ... of which committed (ingest says) */
 	uint64_t live_id;	/* welcomed: its host id in col->live; 0: not */
+	bool clock_probe;	/* the agent answers MSG_CLOCK_PROBE */
+	struct clockprobe probe;	/* its clock measured (clockprobe.h) */
+	struct event *probe_timer;	/* the next burst */
 };
 
 static void conn_input_release(struct conn *c);
@@ -241,6 +245,8 @@ static void conn_free(struct conn *c)
 	conn_held_report(c);
 	if (c->hold)
 		event_free(c->hold);
+	if (c->probe_timer)
+		event_free(c->probe_timer);
 	if (c->lim)	/* what is on its way is no longer this connection's to count */
 		hostlimit_committed(c->lim, c->page_bytes - c->page_bytes_committed);
 	if (col->hl)
@@ -470,6 +476,7 @@ static int on_hello(struct conn *c, struct proto_msg *m, const uint8_t *raw, siz
 		return ret;
 	c->session = h->session != 0;	/* agents that announce one want ACKs */
 	c->pushdown = h->pushdown;
+	c->clock_probe = h->clock_probe;
 	ret = ingest_sink_new(c->col->ing, c->id, c->subject, &c->sink);
 	if (ret < 0)
 		return ret;
@@ -574,6 +581,103 @@ static void filter_status_log(const char *host, const struct proto_filter_status
 			 "still enforces it", h, sys, ev, text, err);
 }
 
+/* ---- the clock exchange (clockprobe.h) ---- */
+
+static int64_t conn_realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * A burst's result into the receive journal and the decoder, as
+ * MSG_CLOCK_MEASURE: it places the events that follow on this connection
+ * (replay places them the same way).
+ */
+static int probe_measured(struct conn *c, const struct proto_clock_measure *cm)
+{
+	struct proto_msg m = { .type = MSG_CLOCK_MEASURE, .clock_measure = *cm };
+	struct proto_buf b;
+	int ret;
+
+	proto_buf_init(&b);
+	ret = proto_msg_encode(&m, &b);
+	if (ret == 0)
+		ret = ingest_push_msg(c->col->ing, c->sink, &m, b.data + FRAME_HDR_SIZE,
+				      b.len - FRAME_HDR_SIZE);
+	proto_buf_free(&b);
+	return ret;
+}
+
+static void probe_arm(struct conn *c)
+{
+	struct timeval tv = { CLOCKPROBE_INTERVAL_MS / 1000,
+			      (CLOCKPROBE_INTERVAL_MS % 1000) * 1000 };
+
+	evtimer_add(c->probe_timer, &tv);
+}
+
+/* The burst's next probe, or its end: the measurement and the next burst's timer. */
+static int probe_go(struct conn *c)
+{
+	struct proto_msg m = { .type = MSG_CLOCK_PROBE };
+	struct proto_clock_measure cm;
+	int ret = 0;
+
+	if (clockprobe_next(&c->probe, conn_realtime_ns(), conn_now_ns(), &m.clock_probe))
+		return conn_send(c, &m);
+	if (clockprobe_result(&c->probe, &cm))
+		ret = probe_measured(c, &cm);
+	probe_arm(c);
+	return ret;
+}
+
+/* MSG_CLOCK_ECHO: one round trip; a late or impossible one is ignored. */
+static int probe_echo(struct conn *c, const struct proto_clock_echo *e)
+{
+	int ret = clockprobe_echo(&c->probe, e, conn_now_ns());
+
+	if (ret < 0 && !c->probe.answers) {
+		char h[LOG_ESC_LEN];
+
+		log_warn("host %s: a clock echo holds the probe longer than its round trip: "
+			 "ignored", conn_name(c, h, sizeof(h)));
+	}
+	if (ret == 1 || c->state != CONN_STREAM)
+		return 0;
+	return probe_go(c);
+}
+
+/* The probe timer: a burst whose echo did not come is ended; the next begins. */
+static void probe_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	struct proto_clock_measure cm;
+	int ret = 0;
+
+	if (c->state != CONN_STREAM)
+		return;
+	if (clockprobe_waiting(&c->probe) && clockprobe_result(&c->probe, &cm))
+		ret = probe_measured(c, &cm);
+	clockprobe_burst(&c->probe, CLOCKPROBE_PERIODIC);
+	if (ret == 0)
+		ret = probe_go(c);
+	if (ret < 0)
+		conn_fail(c, ret, "clock probe");
+}
+
+/* After WELCOME (which announced @n probes): the first burst. */
+static int probe_start(struct conn *c, unsigned n)
+{
+	c->probe_timer = evtimer_new(c->col->base, probe_timer_cb, c);
+	if (!c->probe_timer)
+		return -ENOMEM;
+	clockprobe_burst(&c->probe, n);
+	return probe_go(c);
+}
+
 /*
  * One control message. One that does not decode is answered here with the
  * decoder's reason (which key broke which limit; no peer bytes in it), and
@@ -621,6 +725,9 @@ static int conn_on_msg(struct conn *c, const uint8_t *payload, size_t len)
 		ret = ingest_push_msg(c->col->ing, c->sink, &m, payload, len);
 		break;
 	case MSG_BYE: ret = on_bye(c, &m, payload, len); break;
+	case MSG_CLOCK_ECHO:	/* only an answer to our MSG_CLOCK_PROBE */
+		ret = c->clock_probe ? probe_echo(c, &m.clock_echo) : TC_ERR_PROTO_STATE;
+		break;
 	case MSG_FILTER_STATUS:	/* only an answer to our MSG_FILTER */
 		ret = c->pushdown ? 0 : TC_ERR_PROTO_STATE;
 		if (ret == 0)
@@ -1336,6 +1443,7 @@ static void conn_reply(struct conn *c, const struct proto_msg *m)
 static void conn_welcome(void *arg, uint64_t id, uint64_t host_id, bool kallsyms, bool printk)
 {
 	struct conn *c = conn_live(arg, id);
+	int ret;
 	struct proto_msg m = { .type = MSG_WELCOME,
 			       .welcome = { .version = PROTO_VERSION, .host_id = host_id,
 					    .kallsyms = kallsyms, .printk_formats = printk } };
@@ -1344,7 +1452,12 @@ static void conn_welcome(void *arg, uint64_t id, uint64_t host_id, bool kallsyms
 		return;
 	if (!c->live_id && livehosts_add(c->col->live, host_id) == 0)
 		c->live_id = host_id;	/* --hosts: connected */
+	if (c->clock_probe && c->state == CONN_STREAM && !c->probe_timer)
+		m.welcome.clock_probes = CLOCKPROBE_CONNECT;
 	conn_reply(c, &m);
+	if (m.welcome.clock_probes && c->state == CONN_STREAM &&
+	    (ret = probe_start(c, CLOCKPROBE_CONNECT)) < 0)
+		conn_fail(c, ret, "clock probe");
 }
 
 /* hooks.done: BYE, and everything before it is committed. */

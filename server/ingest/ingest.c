@@ -124,6 +124,7 @@ static bool msg_shapes_decoding(enum proto_msg_type type)
 	case MSG_FORMAT:
 	case MSG_CMDLINES:
 	case MSG_CLOCK:
+	case MSG_CLOCK_MEASURE:
 		return true;
 	default:
 		return false;
@@ -1481,9 +1482,11 @@ static void ing_journal_ctx(struct sink *s, enum proto_msg_type type, uint64_t o
 	if (!msg_shapes_decoding(type))
 		return;
 	if (type == MSG_HELLO)
-		s->jclock = SIZE_MAX;
+		s->jclock = s->jmeasure = SIZE_MAX;
 	if (type == MSG_CLOCK && s->jclock < s->njctx)
 		i = s->jclock;
+	if (type == MSG_CLOCK_MEASURE && s->jmeasure < s->njctx)
+		i = s->jmeasure;	/* the latest measurement, as the latest CLOCK */
 	if (i == s->njctx) {
 		v = realloc(s->jctx, (s->njctx + 1) * sizeof(*v));
 		if (!v) {	/* rotation then keeps the file as it is */
@@ -1495,6 +1498,8 @@ static void ing_journal_ctx(struct sink *s, enum proto_msg_type type, uint64_t o
 	}
 	if (type == MSG_CLOCK)
 		s->jclock = i;
+	if (type == MSG_CLOCK_MEASURE)
+		s->jmeasure = i;
 	s->jctx[i] = (struct sink_jctx){ .off = off, .len = (uint32_t)len, .kind = JREC_MSG };
 }
 
@@ -1667,7 +1672,7 @@ int ingest_sink_new(struct ingest *g, uint64_t conn_id, const char *subject,
 		return -ENOMEM;
 	s->conn_id = conn_id;
 	snprintf(s->subject, sizeof(s->subject), "%s", subject);
-	s->jclock = SIZE_MAX;
+	s->jclock = s->jmeasure = SIZE_MAX;
 	*out = s;
 	return 0;
 }
@@ -1900,6 +1905,7 @@ static int ing_init(struct ingest *g, struct event_base *base, const struct inge
 	g->env.pushdown = o->pushdown;
 	g->env.max_types = o->max_types;
 	g->env.max_fields = o->max_fields;
+	g->env.clock_tol_ns = o->clock_tol_ns;
 #ifdef TC_TEST_AIDS
 	g->env.test_abort_format = o->test_abort_format;
 #endif

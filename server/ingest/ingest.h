@@ -60,6 +60,7 @@ struct ingest_opts {
 	unsigned max_types;	/* event types per host; 0: no cap (sink_env) */
 	unsigned max_fields;	/* fields per event format; 0: no cap */
 	struct lathist *commit_latency;	/* each commit's time (NULL: not kept; /metrics) */
+	int64_t clock_tol_ns;	/* clock-tolerance (sink_env) */
 #ifdef TC_TEST_AIDS
 	/* TEST AID: abort() while decoding the FORMAT of this event name, as
 	 * a record that kills the collector would (journal.h: quarantine) */

@@ -687,7 +687,7 @@ static int sink_offset_of(const struct sink *s, const char *what, const struct p
  */
 static int64_t sink_wall_ns(struct sink *s, uint64_t trace_ns)
 {
-	int64_t off = s->clock_offset, t;
+	int64_t off = clockmap_offset(&s->clk.map, trace_ns, s->clock_offset), t;
 	char h[LOG_ESC_LEN];
 	uint64_t u;
 
@@ -708,6 +708,76 @@ static int64_t sink_wall_ns(struct sink *s, uint64_t trace_ns)
 			 " (said once per connection)", sink_host(s, h, sizeof(h)),
 			 (unsigned long long)trace_ns, (long long)off, sink_why_clock, (long long)t);
 	return t;
+}
+
+/*
+ * What clockmap.h's source did (@flags, CLOCKSRC_*), in the log: once when
+ * the host's events start being placed by the measurement, once when they
+ * stop; a step (a correction too large to slew) too.
+ */
+static void sink_clock_log(struct sink *s, int flags)
+{
+	const struct clocksrc *c = &s->clk;
+	char h[LOG_ESC_LEN];
+
+	if (flags & CLOCKSRC_SWITCHED && c->measured)
+		log_warn("host %s: its realtime disagrees with the collector's measurement of "
+			 "its clock by %+.6f s (uncertainty %.6f s, clock-tolerance %.6f s): "
+			 "placing its events by the measurement", sink_host(s, h, sizeof(h)),
+			 (double)c->disagree / 1e9, (double)c->unc / 1e9,
+			 (double)c->tol_ns / 1e9);
+	else if (flags & CLOCKSRC_SWITCHED)
+		log_info("host %s: its realtime agrees with the collector's measurement again "
+			 "(%+.6f s, uncertainty %.6f s): placing its events by its own clock",
+			 sink_host(s, h, sizeof(h)), (double)c->disagree / 1e9,
+			 (double)c->unc / 1e9);
+	if (flags & CLOCKSRC_STEPPED)
+		log_warn("host %s: its clock's placement stepped (a correction over %.0f s "
+			 "is not slewed)", sink_host(s, h, sizeof(h)),
+			 (double)CLOCKMAP_STEP_NS / 1e9);
+}
+
+/* MSG_CLOCK: the host's own sample. */
+static int sink_clock(struct sink *s, const struct sink_env *env, const struct proto_clock *c)
+{
+	int ret = sink_offset_of(s, "CLOCK", c, &s->clock_offset);
+
+	if (ret < 0)
+		return ret;
+	sink_clock_log(s, clocksrc_host(&s->clk, c->trace_ns, s->clock_offset));
+	return store_host_clock(env->store, s->host_id, s->clock_offset);
+}
+
+/*
+ * MSG_CLOCK_MEASURE (journaled by conn.c, never from a peer): the
+ * collector's measurement of the host's trace clock; kept in the store's
+ * history (a backend without one says so once and the measurement still
+ * places the events).
+ */
+static int sink_measure(struct sink *s, const struct sink_env *env,
+			const struct proto_clock_measure *cm)
+{
+	struct proto_clock c = { .trace_ns = cm->trace_ns, .realtime_ns = cm->realtime_ns };
+	struct store_clock_point p;
+	char h[LOG_ESC_LEN];
+	int64_t off;
+	int ret = sink_offset_of(s, "clock measurement", &c, &off);
+
+	if (ret < 0)
+		return ret;
+	sink_clock_log(s, clocksrc_measure(&s->clk, cm->trace_ns, off, cm->uncertainty_ns));
+	p = (struct store_clock_point){
+		.boot_id = s->boot_id, .trace_ns = cm->trace_ns, .realtime_ns = cm->realtime_ns,
+		.uncertainty_ns = cm->uncertainty_ns, .drift_ppb = clocksrc_drift_ppb(s->clk.meas),
+		.have_disagree = s->clk.host[0].have, .disagree_ns = s->clk.disagree,
+		.measured = s->clk.measured };
+	ret = store_clock_point(env->store, s->host_id, &p);
+	if (ret == -ENOSYS && !s->clock_nostore)
+		log_info("host %s: this store keeps no clock measurements (--hosts lacks them); "
+			 "they still place the host's events", sink_host(s, h, sizeof(h)));
+	if (ret == -ENOSYS)
+		s->clock_nostore = true;
+	return ret == -ENOSYS ? 0 : ret;
 }
 
 /* ---- messages ---- */
@@ -732,6 +802,9 @@ static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_h
 		return -ENOMEM;
 	s->ncpus = h->ncpus;
 	ret = sink_offset_of(s, "HELLO", &h->clock, &s->clock_offset);
+	clocksrc_init(&s->clk, env->clock_tol_ns);
+	if (ret == 0)
+		clocksrc_host(&s->clk, h->clock.trace_ns, s->clock_offset);
 	if (ret == 0)
 		ret = decoder_new(h, &s->dec);
 	if (ret == 0)
@@ -1052,8 +1125,9 @@ int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
 		return comms_put(s, &m->cmdlines) ?: store_cmdlines(env->store, s->host_id,
 								    &m->cmdlines);
 	case MSG_CLOCK:
-		return sink_offset_of(s, "CLOCK", &m->clock, &s->clock_offset) ?:
-		       store_host_clock(env->store, s->host_id, s->clock_offset);
+		return sink_clock(s, env, &m->clock);
+	case MSG_CLOCK_MEASURE:
+		return sink_measure(s, env, &m->clock_measure);
 	case MSG_CPU_STATS:
 		return store_cpu_stats(env->store, s->host_id, &m->cpu_stats);
 	case MSG_BYE:

@@ -16,6 +16,7 @@
 #include "common/ring.h"
 #include "proto/msg.h"
 #include "common/cpuslots.h"
+#include "server/ingest/clockmap.h"
 #include "server/ingest/decode.h"
 #include "server/ingest/dedup.h"
 #include "server/ingest/filter_table.h"
@@ -50,7 +51,9 @@ struct sink {
 	struct decoder *dec;
 	char *host;
 	uint64_t host_id;
-	int64_t clock_offset;		/* realtime - trace clock, ns */
+	int64_t clock_offset;		/* realtime - trace clock, ns: the host's latest sample */
+	struct clocksrc clk;		/* what places the events (clockmap.h) */
+	bool clock_nostore;		/* the store keeps no clock history: said once */
 	bool tsc;			/* kernel pages in TSC ("x86-tsc"): tsc_conv */
 	struct ring_clock_conv tsc_conv;
 	double tick_ns;			/* ns per trace-clock unit of kernel pages (1: ns) */
@@ -100,6 +103,7 @@ struct sink {
 	struct sink_jctx *jctx;		/* context records in jf, copied on rotation */
 	size_t njctx;
 	size_t jclock;			/* jctx index of the latest CLOCK; SIZE_MAX: none */
+	size_t jmeasure;		/* ... of the latest CLOCK_MEASURE */
 	bool jctx_lost;			/* jctx incomplete: never rotate jf */
 	uint64_t jobs_queued;		/* jobs handed to the worker */
 	/* under the queue lock (read by the event loop): */
@@ -116,6 +120,7 @@ struct sink_env {
 	bool pushdown;			/* offer agents their filters (pushdown.h) */
 	unsigned max_types;		/* event types per host (0: no cap; store_origin) */
 	unsigned max_fields;		/* fields per format (0: no cap) */
+	int64_t clock_tol_ns;		/* clock-tolerance (clockmap.h) */
 #ifdef TC_TEST_AIDS
 	const char *test_abort_format;	/* TEST AID: abort() on this FORMAT's event name */
 #endif

@@ -34,6 +34,27 @@ struct hosts_ctx {
 	const struct qdisc_live *live;
 };
 
+/*
+ * The clock columns (issue 36): what places the host's events ("host" its
+ * own clock samples, "measured" the collector's measurement, "file" an
+ * import's recording) and the latest measurement; nil where none.
+ */
+static void host_clock_cols(struct qmsg_writer *w, const struct store_host_info *h, bool import)
+{
+	bool m = !import && h->clock_source;
+
+	put_cstr(w, import ? "file" : m ? h->clock_source : "host");
+	if (!m) {
+		for (int i = 0; i < 4; i++)
+			qmsg_put_nil(w);
+		return;
+	}
+	qmsg_put_int(w, h->clock_measured_ns);
+	qmsg_put_int(w, h->clock_uncertainty_ns);
+	qmsg_put_int(w, h->clock_drift_ppb);
+	qmsg_put_int(w, h->clock_disagree_ns);
+}
+
 static int host_row(void *ctx, const struct store_host_info *h)
 {
 	struct hosts_ctx *hc = ctx;
@@ -59,6 +80,7 @@ static int host_row(void *ctx, const struct store_host_info *h)
 	put_cstr(w, h->machine_id);
 	qmsg_put_int(w, h->page_size);
 	qmsg_put_int(w, h->clock_offset_ns);
+	host_clock_cols(w, h, import);
 	return 0;
 }
 
@@ -68,9 +90,10 @@ static int run_hosts(struct store_reader *st, const struct store_query *hosts,
 	static const char *const cols[] = {
 		"host", "connected", "agent", "kernel", "cpus", "trace_clock", "certificate",
 		"source", "first_seen", "last_seen", "boot_id", "machine_id", "page_size",
-		"clock_offset_ns",
+		"clock_offset_ns", "clock_source", "clock_measured_ns", "clock_uncertainty_ns",
+		"clock_drift_ppb", "clock_disagree_ns",
 	};
-	int ret = qmsg_reply_begin(w, NULL, 14, cols);
+	int ret = qmsg_reply_begin(w, NULL, 19, cols);
 	struct hosts_ctx hc = { *w, live };
 
 	if (ret == 0)

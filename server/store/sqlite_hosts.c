@@ -92,6 +92,49 @@ static int sq_host_clock(struct store_writer *w, uint64_t host_id, int64_t offse
 	return ret;
 }
 
+static int sq_clock_point(struct store_writer *w, uint64_t host_id,
+			  const struct store_clock_point *p)
+{
+	struct sq_store *s = sq_writer_of(w);
+	sqlite3_stmt *st = NULL;
+	int64_t off = p->realtime_ns - (int64_t)p->trace_ns;	/* msg.c checked the range */
+	int ret = sq_writer_enter(s) ?:
+		  sq_prepare(s, "INSERT OR IGNORE INTO clock_points (host_id, boot_id, trace_ns,"
+				" realtime_ns, uncertainty_ns, drift_ppb, disagree_ns, measured)"
+				" VALUES (?, ?, ?, ?, ?, ?, ?, ?)", &st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sq_bind_text(st, 2, p->boot_id);
+	sqlite3_bind_int64(st, 3, (int64_t)p->trace_ns);
+	sqlite3_bind_int64(st, 4, p->realtime_ns);
+	sqlite3_bind_int64(st, 5, (int64_t)p->uncertainty_ns);
+	sqlite3_bind_int64(st, 6, p->drift_ppb);
+	if (p->have_disagree)
+		sqlite3_bind_int64(st, 7, p->disagree_ns);
+	sqlite3_bind_int(st, 8, p->measured);
+	ret = sq_run(s, st, false);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (ret == 0)
+		ret = sq_prepare(s, "UPDATE hosts SET clock_measured_ns = ?, clock_uncertainty_ns = ?,"
+				    " clock_drift_ppb = ?, clock_disagree_ns = ?, clock_source = ?"
+				    " WHERE id = ?", &st);
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, off);
+	sqlite3_bind_int64(st, 2, (int64_t)p->uncertainty_ns);
+	sqlite3_bind_int64(st, 3, p->drift_ppb);
+	if (p->have_disagree)
+		sqlite3_bind_int64(st, 4, p->disagree_ns);
+	sq_bind_text(st, 5, p->measured ? "measured" : "host");
+	sqlite3_bind_int64(st, 6, (int64_t)host_id);
+	ret = sq_run(s, st, false);
+	sqlite3_finalize(st);
+	return ret;
+}
+
 static int sq_cpu_received(struct store_writer *w, uint64_t host_id, uint32_t cpu,
 			   uint64_t pages, uint64_t events, uint64_t bytes)
 {
@@ -540,7 +583,9 @@ static int sq_hosts(struct store_reader *r, const struct store_query *q,
 	int ret = sq_reader_enter(s) ?:
 		  sq_prepare_hosts(s, "SELECT name, machine_id, boot_id, kernel, trace_clock,"
 				      " peer_subject, ncpus, page_size, clock_offset_ns,"
-				      " first_seen, last_seen, id, agent FROM hosts WHERE 1",
+				      " first_seen, last_seen, id, agent, clock_source,"
+				      " clock_measured_ns, clock_uncertainty_ns, clock_drift_ppb,"
+				      " clock_disagree_ns FROM hosts WHERE 1",
 				   " ORDER BY name, id", q, "id", &st);
 
 	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -555,6 +600,11 @@ static int sq_hosts(struct store_reader *r, const struct store_query *q,
 			.last_seen = sqlite3_column_int64(st, 10),
 			.id = (uint64_t)sqlite3_column_int64(st, 11),
 			.agent = sq_text(st, 12),
+			.clock_source = sq_text(st, 13),
+			.clock_measured_ns = sqlite3_column_int64(st, 14),
+			.clock_uncertainty_ns = sqlite3_column_int64(st, 15),
+			.clock_drift_ppb = sqlite3_column_int64(st, 16),
+			.clock_disagree_ns = sqlite3_column_int64(st, 17),
 		};
 
 		ret = fn(ctx, &h);
@@ -631,6 +681,7 @@ void sq_hosts_ops(struct store_writer_ops *w, struct store_reader_ops *r)
 {
 	w->host = sq_host;
 	w->host_clock = sq_host_clock;
+	w->clock_point = sq_clock_point;
 	w->cpu_received = sq_cpu_received;
 	w->cpu_stats = sq_cpu_stats;
 	w->cpu_duplicates = sq_cpu_duplicates;

@@ -376,6 +376,25 @@ struct store_host_info {
 	int64_t ncpus, page_size;
 	int64_t clock_offset_ns;	/* realtime - trace clock, latest sample */
 	int64_t first_seen, last_seen;	/* wall clock ns (HELLO, clock samples) */
+	/* the collector's latest measurement (store_clock_point()); clock_source NULL: none */
+	const char *clock_source;	/* "host" or "measured": what places its events */
+	int64_t clock_measured_ns;	/* the collector's realtime - trace clock */
+	int64_t clock_uncertainty_ns, clock_drift_ppb, clock_disagree_ns;
+};
+
+/*
+ * A measurement of a host's trace clock by the collector (the clock
+ * exchange, PROTOCOL.md "Clock measurement"), as the sink judged it.
+ */
+struct store_clock_point {
+	const char *boot_id;
+	uint64_t trace_ns;		/* the host's trace clock */
+	int64_t realtime_ns;		/* the collector's realtime at that instant */
+	uint64_t uncertainty_ns;	/* +- */
+	int64_t drift_ppb;		/* offset change per trace second, ppb */
+	bool have_disagree;		/* the host has sent a sample */
+	int64_t disagree_ns;		/* its realtime less the measured, then */
+	bool measured;			/* its events are placed by the measurement */
 };
 
 /*

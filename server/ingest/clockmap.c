@@ -1,0 +1,198 @@
+/*
+ * clockmap.c - a slewing, piecewise-linear trace clock -> wall clock map
+ * (see clockmap.h).
+ */
+#include "config.h"
+
+#include <math.h>	/* isfinite(), a macro: no libm */
+
+#include "server/ingest/clockmap.h"
+
+#define SLEW_MIN_NS	1e9	/* a correction takes at least 1 s of trace time */
+#define SLEW_RATE	0.5	/* and changes the offset at most 0.5 ns per ns */
+
+static double dabs(double x)
+{
+	return x < 0 ? -x : x;
+}
+
+static double dclamp(double x, double lim)
+{
+	return x < -lim ? -lim : x > lim ? lim : x;
+}
+
+static int64_t round_i64(double x)
+{
+	return (int64_t)(x < 0 ? x - 0.5 : x + 0.5);
+}
+
+void clockmap_init(struct clockmap *m)
+{
+	m->n = m->head = 0;
+	m->placed = 0;
+}
+
+static struct clockmap_seg *seg_at(struct clockmap *m, unsigned i)
+{
+	return &m->seg[(m->head + i) % CLOCKMAP_SEGS];
+}
+
+/* Offset of @t on @g (extrapolated before its start). */
+static int64_t seg_offset(const struct clockmap_seg *g, uint64_t t)
+{
+	double dt = (double)t - (double)g->t0;
+	double slew = (double)g->t1 - (double)g->t0;
+
+	if (t < g->t1)
+		return g->o0 + (int64_t)round_i64(g->k * dt);
+	return g->o0 + (int64_t)round_i64(g->k * slew + g->d * (dt - slew));
+}
+
+/* The segment @t falls in: the newest that starts at or before it, else the oldest. */
+static const struct clockmap_seg *seg_of(struct clockmap *m, uint64_t t)
+{
+	unsigned i = m->n;
+
+	while (i-- > 1)
+		if (seg_at(m, i)->t0 <= t)
+			return seg_at(m, i);
+	return seg_at(m, 0);
+}
+
+static void seg_push(struct clockmap *m, const struct clockmap_seg *g)
+{
+	if (m->n == CLOCKMAP_SEGS)
+		m->head = (m->head + 1) % CLOCKMAP_SEGS;
+	else
+		m->n++;
+	*seg_at(m, m->n - 1) = *g;
+}
+
+bool clockmap_target(struct clockmap *m, uint64_t trace_ns, int64_t off, double drift)
+{
+	struct clockmap_seg g = { .d = dclamp(drift, CLOCKMAP_MAX_DRIFT) };
+	uint64_t s;
+	double want, delta, w;
+
+	if (!isfinite(g.d))
+		g.d = 0;
+	if (m->n == 0 || m->placed == 0) {	/* nothing placed yet: the line itself */
+		g.t0 = g.t1 = trace_ns;
+		g.o0 = off;
+		m->n = m->head = 0;
+		seg_push(m, &g);
+		return false;
+	}
+	s = m->placed > seg_at(m, m->n - 1)->t0 ? m->placed : seg_at(m, m->n - 1)->t0;
+	g.t0 = s;
+	g.o0 = seg_offset(seg_of(m, s), s);
+	want = (double)off + g.d * ((double)s - (double)trace_ns);	/* L(s) */
+	delta = want - (double)g.o0;
+	if (dabs(delta) > (double)CLOCKMAP_STEP_NS) {
+		g.o0 = (int64_t)round_i64(want);
+		g.t1 = s;
+		seg_push(m, &g);
+		return true;
+	}
+	w = dabs(delta) / SLEW_RATE;
+	if (w < SLEW_MIN_NS)
+		w = SLEW_MIN_NS;
+	g.k = g.d + delta / w;
+	g.t1 = s + (uint64_t)w;
+	seg_push(m, &g);
+	return false;
+}
+
+int64_t clockmap_offset(struct clockmap *m, uint64_t t, int64_t fallback)
+{
+	if (t > m->placed)
+		m->placed = t;
+	return m->n ? seg_offset(seg_of(m, t), t) : fallback;
+}
+
+/* ---- the source ---- */
+
+void clocksrc_init(struct clocksrc *c, int64_t tol_ns)
+{
+	*c = (struct clocksrc){ .tol_ns = tol_ns };
+	clockmap_init(&c->map);
+}
+
+/* The drift of series @pt, offset ns per trace ns. */
+static double pt_drift(const struct clock_pt pt[2])
+{
+	double dt;
+
+	if (!pt[0].have || !pt[1].have || pt[0].t < pt[1].t + 1000000000u)
+		return 0;
+	dt = (double)(pt[0].t - pt[1].t);
+	return dclamp(((double)pt[0].o - (double)pt[1].o) / dt, CLOCKMAP_MAX_DRIFT);
+}
+
+int64_t clocksrc_drift_ppb(const struct clock_pt pt[2])
+{
+	return round_i64(pt_drift(pt) * 1e9);
+}
+
+static void pt_add(struct clock_pt pt[2], uint64_t t, int64_t o)
+{
+	if (pt[0].have && t < pt[0].t + 1000000000u && pt[1].have)
+		;	/* keep the older one as the drift's base until 1 s passed */
+	else
+		pt[1] = pt[0];
+	pt[0] = (struct clock_pt){ .t = t, .o = o, .have = true };
+}
+
+/* Follow the placing series' latest point. */
+static int src_target(struct clocksrc *c)
+{
+	const struct clock_pt *pt = c->measured ? c->meas : c->host;
+
+	if (!pt[0].have)
+		return 0;
+	return clockmap_target(&c->map, pt[0].t, pt[0].o, pt_drift(pt)) ?
+	       CLOCKSRC_STEPPED : 0;
+}
+
+/* Compare the two series; switch the source when the verdict changes. */
+static int src_judge(struct clocksrc *c)
+{
+	double host_at;
+	uint64_t lim;
+	bool measured;
+
+	if (!c->meas[0].have || !c->host[0].have)
+		return 0;
+	host_at = (double)c->host[0].o +
+		  pt_drift(c->host) * ((double)c->meas[0].t - (double)c->host[0].t);
+	c->disagree = round_i64(host_at - (double)c->meas[0].o);
+	lim = c->unc + (uint64_t)c->tol_ns;
+	measured = (c->disagree < 0 ? (uint64_t)-(c->disagree + 1) + 1 : (uint64_t)c->disagree) > lim;
+	if (measured == c->measured)
+		return 0;
+	c->measured = measured;
+	return CLOCKSRC_SWITCHED | src_target(c);
+}
+
+int clocksrc_host(struct clocksrc *c, uint64_t t, int64_t o)
+{
+	int r;
+
+	pt_add(c->host, t, o);
+	r = src_judge(c);
+	if (!(r & CLOCKSRC_SWITCHED) && !c->measured)
+		r |= src_target(c);
+	return r;
+}
+
+int clocksrc_measure(struct clocksrc *c, uint64_t t, int64_t o, uint64_t unc)
+{
+	int r;
+
+	pt_add(c->meas, t, o);
+	c->unc = unc;
+	r = src_judge(c);
+	if (!(r & CLOCKSRC_SWITCHED) && c->measured)
+		r |= src_target(c);
+	return r;
+}
