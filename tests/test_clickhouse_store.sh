@@ -118,6 +118,17 @@ check "agent shipped events ($shipped)" '[ -n "$shipped" ] && [ "$shipped" -gt 0
 traceq --hosts > "$tmp/hosts.txt"; rc=$?
 check "traceq --hosts exits 0 on ClickHouse" '[ "$rc" = 0 ] || cat "$tmp/hosts.txt"'
 check "traceq --hosts lists ch-host" 'grep -q "ch-host" "$tmp/hosts.txt"'
+# the collector measured the agent's clock (issue 36): kept in ClickHouse
+traceq --hosts -f json > "$tmp/hosts.json" 2>&1
+clk=$(python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    if r["host"] == "ch-host":
+        print(r["clock_source"], r["clock_uncertainty_ns"])' "$tmp/hosts.json")
+# (its realtime is the collector's: the host's own clock places its events)
+unc=$(ch_sql "SELECT argMax(uncertainty_ns, version) FROM tc.clock_points")
+check "--hosts: ch-host placed by its own clock, the uncertainty of its latest clock_points row ($clk; $unc)" \
+	'[ -n "$unc" ] && [ "$clk" = "host $unc" ]'
 stored=$(ch_stored)
 check "stored in ClickHouse ($stored) == shipped ($shipped)" '[ "$stored" = "$shipped" ]'
 distinct=$(ch_distinct)

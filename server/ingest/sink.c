@@ -759,7 +759,6 @@ static int sink_measure(struct sink *s, const struct sink_env *env,
 {
 	struct proto_clock c = { .trace_ns = cm->trace_ns, .realtime_ns = cm->realtime_ns };
 	struct store_clock_point p;
-	char h[LOG_ESC_LEN];
 	int64_t off;
 	int ret = sink_offset_of(s, "clock measurement", &c, &off);
 
@@ -771,13 +770,7 @@ static int sink_measure(struct sink *s, const struct sink_env *env,
 		.uncertainty_ns = cm->uncertainty_ns, .drift_ppb = clocksrc_drift_ppb(s->clk.meas),
 		.have_disagree = s->clk.host[0].have, .disagree_ns = s->clk.disagree,
 		.measured = s->clk.measured };
-	ret = store_clock_point(env->store, s->host_id, &p);
-	if (ret == -ENOSYS && !s->clock_nostore)
-		log_info("host %s: this store keeps no clock measurements (--hosts lacks them); "
-			 "they still place the host's events", sink_host(s, h, sizeof(h)));
-	if (ret == -ENOSYS)
-		s->clock_nostore = true;
-	return ret == -ENOSYS ? 0 : ret;
+	return store_clock_point(env->store, s->host_id, &p);
 }
 
 /* ---- messages ---- */

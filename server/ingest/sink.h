@@ -53,7 +53,6 @@ struct sink {
 	uint64_t host_id;
 	int64_t clock_offset;		/* realtime - trace clock, ns: the host's latest sample */
 	struct clocksrc clk;		/* what places the events (clockmap.h) */
-	bool clock_nostore;		/* the store keeps no clock history: said once */
 	bool tsc;			/* kernel pages in TSC ("x86-tsc"): tsc_conv */
 	struct ring_clock_conv tsc_conv;
 	double tick_ns;			/* ns per trace-clock unit of kernel pages (1: ns) */

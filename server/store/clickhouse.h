@@ -29,8 +29,9 @@
  * limit of 300 parts per partition.
  * Hosts, formats per host and boot, per-CPU counts, drops, symbols,
  * printk formats, tgids and comms, journal and stream marks, each boot's
- * headers (host_boots: long size, byte order, header_page, header_event)
- * and where kernels lost events (losses) are tables there too: a second
+ * headers (host_boots: long size, byte order, header_page, header_event),
+ * where kernels lost events (losses) and the collector's measurements of
+ * each host's clock (clock_points) are tables there too: a second
  * collector needs nothing from this one's disk to answer a query or
  * write an export.
  * host_id, type_id, format_id and program_id are stable hashes
@@ -138,7 +139,7 @@
  *   clickhouse_comm.c    COMM: each row's task name          (reader)
  *   clickhouse_filter.c  bound filters as SQL (fuzzed)
  *   clickhouse_reader.c  hosts, stats, drops, host_find, printk ... (reader)
- *   clickhouse_boots.c   boots, their formats, losses          (both)
+ *   clickhouse_boots.c   boots, their formats, losses, clocks  (both)
  *   clickhouse_symbols.c names of addresses, a reader's cache  (reader)
  *   clickhouse_version.c what a newer server would do better   (writer)
  *   clickhouse_txn.c     commit ids, commit, rollback, cleanup (writer)

@@ -104,6 +104,34 @@ static int ch_boot(struct store_writer *w, uint64_t host_id, const struct store_
 	return ch_fact_done(s, b);
 }
 
+/*
+ * A measurement of the host's trace clock (issue 36): a fact, as SQLite's
+ * clock_points row; written again by a journal replay harmlessly, read per
+ * host as the latest (version) by traceq --hosts (clickhouse_reader.c).
+ */
+static int ch_clock_point(struct store_writer *w, uint64_t host_id,
+			  const struct store_clock_point *p)
+{
+	struct ch_store *s = ch_writer_of(w);
+	struct ch_batch *b = &s->fixed[CH_B_CLOCK_POINTS];
+	int ret = ch_writer_enter(s);
+
+	if (ret < 0)
+		return ret;
+	ch_b_u64(&b->rows, host_id);
+	ch_b_cstr(&b->rows, p->boot_id ? p->boot_id : "");
+	ch_b_u64(&b->rows, p->trace_ns);
+	ch_b_i64(&b->rows, p->realtime_ns);
+	ch_b_u64(&b->rows, p->uncertainty_ns);
+	ch_b_i64(&b->rows, p->drift_ppb);
+	ch_b_u8(&b->rows, !p->have_disagree);	/* Nullable: 1 is NULL */
+	if (p->have_disagree)
+		ch_b_i64(&b->rows, p->disagree_ns);
+	ch_b_u8(&b->rows, p->measured);
+	ch_b_u64(&b->rows, (uint64_t)ch_now_ns());
+	return ch_fact_done(s, b);
+}
+
 /* ---- reader: losses ---- */
 
 /*
@@ -376,6 +404,7 @@ void ch_boots_ops(struct store_writer_ops *w, struct store_reader_ops *r)
 {
 	w->losses_put = ch_losses_put;
 	w->boot = ch_boot;
+	w->clock_point = ch_clock_point;
 	r->losses = ch_losses;
 	r->boot_get = ch_boot_get;
 	r->boot_formats = ch_boot_formats;

@@ -47,6 +47,7 @@ enum ch_fixed {
 	CH_B_HOST_FORMATS, CH_B_COMMS, CH_B_TGIDS, CH_B_COMM_CHANGES, CH_B_PROGRAMS,
 	CH_B_SYMBOLS, CH_B_PRINTK, CH_B_CPU_AGENT,
 	CH_B_HOST_BOOTS,	/* clickhouse_boots.c */
+	CH_B_CLOCK_POINTS,	/* clickhouse_boots.c */
 	/* counted: after the events, before the commit's row */
 	CH_B_CPU_COUNTS, CH_B_DROPS, CH_B_FREED, CH_B_STREAM_MARKS, CH_B_JOURNAL_MARKS,
 	CH_B_LOSSES,		/* clickhouse_boots.c */

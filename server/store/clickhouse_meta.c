@@ -61,6 +61,9 @@ static const struct {
 	[CH_B_HOST_BOOTS] = { "host_boots", { "host_id", "boot_id", "since", "kernel",
 		"trace_clock", "long_size", "big_endian", "page_size", "header_page",
 		"header_event", "version" } },
+	[CH_B_CLOCK_POINTS] = { "clock_points", { "host_id", "boot_id", "trace_ns",
+		"realtime_ns", "uncertainty_ns", "drift_ppb", "disagree_ns", "measured",
+		"version" } },
 	[CH_B_LOSSES] = { "losses", { "host_id", "boot_id", "cpu", "ts", "trace_ts", "lost",
 		"loss_id", "_tc_commit" } },
 };

@@ -39,12 +39,19 @@ bool ch_host_allowed(const struct store_query *q, const char *name)
 /* The hosts' latest rows, by name then id: id, name, machine_id, boot_id, ... */
 static int ch_hosts_read(struct ch_store *s, struct ch_reply *r)
 {
-	return ch_query_text(s, "SELECT host_id, argMax(name, version) AS n, argMax(machine_id, version),"
-		       " argMax(boot_id, version), argMax(kernel, version), argMax(trace_clock,"
-		       " version), argMax(peer_subject, version), argMax(agent, version),"
-		       " argMax(ncpus, version), argMax(page_size, version),"
-		       " argMax(clock_offset_ns, version), min(first_seen), max(last_seen)"
-		       " FROM hosts GROUP BY host_id ORDER BY n, host_id", r);
+	return ch_query_text(s, "SELECT host_id, n, mid, bid, kern, clk, subj, ag, nc, ps, off, fs, ls,"
+		       " cn, cm, cmeas, cunc, cdrift, cdis FROM (SELECT host_id, argMax(name,"
+		       " version) AS n, argMax(machine_id, version) AS mid, argMax(boot_id, version)"
+		       " AS bid, argMax(kernel, version) AS kern, argMax(trace_clock, version) AS clk,"
+		       " argMax(peer_subject, version) AS subj, argMax(agent, version) AS ag,"
+		       " argMax(ncpus, version) AS nc, argMax(page_size, version) AS ps,"
+		       " argMax(clock_offset_ns, version) AS off, min(first_seen) AS fs,"
+		       " max(last_seen) AS ls FROM hosts GROUP BY host_id) ANY LEFT JOIN (SELECT"
+		       " host_id, count() AS cn, argMax(measured, version) AS cm,"
+		       " argMax(realtime_ns - toInt64(trace_ns), version) AS cmeas,"
+		       " argMax(uncertainty_ns, version) AS cunc, argMax(drift_ppb, version) AS cdrift,"
+		       " argMax(ifNull(disagree_ns, 0), version) AS cdis FROM clock_points GROUP BY"
+		       " host_id) USING host_id ORDER BY n, host_id", r);
 }
 
 static const char *ch_nonempty(const char *s)
@@ -68,6 +75,8 @@ static int ch_hosts(struct store_reader *rd, const struct store_query *q,
 			.agent = ch_nonempty(ch_reply_cell(&r, i, 7)),
 		};
 
+		uint64_t points = 0, measured = 0;
+
 		if (!ch_host_allowed(q, h.name))
 			continue;
 		ch_reply_u64(&r, i, 0, &h.id);
@@ -76,6 +85,14 @@ static int ch_hosts(struct store_reader *rd, const struct store_query *q,
 		ch_reply_i64(&r, i, 10, &h.clock_offset_ns);
 		ch_reply_i64(&r, i, 11, &h.first_seen);
 		ch_reply_i64(&r, i, 12, &h.last_seen);
+		if (ch_reply_u64(&r, i, 13, &points) == 0 && points) {	/* clock_points */
+			ch_reply_u64(&r, i, 14, &measured);
+			h.clock_source = measured ? "measured" : "host";
+			ch_reply_i64(&r, i, 15, &h.clock_measured_ns);
+			ch_reply_i64(&r, i, 16, &h.clock_uncertainty_ns);
+			ch_reply_i64(&r, i, 17, &h.clock_drift_ppb);
+			ch_reply_i64(&r, i, 18, &h.clock_disagree_ns);
+		}
 		ret = fn(ctx, &h);
 	}
 	if (ret == 0 || r.nrows)

@@ -225,16 +225,14 @@ static inline int store_host_clock(struct store_writer *w, uint64_t host_id, int
  * history (one row per host, boot and trace time: a replay stores it
  * once) and as the host's latest.
  *
- * Return: 0; -ENOSYS when the backend keeps no clock history (ClickHouse,
- * for now: the measurement still places the events, only --hosts and the
- * history lack it); TC_ERR_DB; -EINVAL for a NULL @p or boot_id.
+ * Return: 0; TC_ERR_DB; -EINVAL for a NULL @p or boot_id.
  */
 static inline int store_clock_point(struct store_writer *w, uint64_t host_id,
 				    const struct store_clock_point *p)
 {
 	if (!p || !p->boot_id)
 		return -EINVAL;
-	return w->ops->clock_point ? w->ops->clock_point(w, host_id, p) : -ENOSYS;
+	return w->ops->clock_point(w, host_id, p);
 }
 
 /*

@@ -134,7 +134,6 @@ struct store_writer_ops {
 	int (*host)(struct store_writer *w, const struct proto_hello *h,
 		    const char *peer_subject, uint64_t *host_id);
 	int (*host_clock)(struct store_writer *w, uint64_t host_id, int64_t offset_ns);
-	/* clock_point: optional (NULL: store_clock_point() says -ENOSYS) */
 	int (*clock_point)(struct store_writer *w, uint64_t host_id,
 			   const struct store_clock_point *p);
 	int (*type)(struct store_writer *w, const struct store_type_desc *t,
