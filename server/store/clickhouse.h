@@ -25,7 +25,7 @@
  * of 10,000 rows failed: 18.16 keeps a compression buffer per column and
  * hit its 1.86 GiB memory limit. A fleet sends hundreds of types, so
  * per-event tables; their cost is a part per type per commit (the
- * collector commits every 250 ms), which merges keep far below 18.16's
+ * collector commits to ClickHouse every second), which merges keep far below 18.16's
  * limit of 300 parts per partition.
  * Hosts, formats per host and boot, per-CPU counts, drops, symbols,
  * printk formats, tgids and comms, journal and stream marks, each boot's
