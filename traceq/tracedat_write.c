@@ -1037,6 +1037,28 @@ static bool set_written(const struct tdw_host *h, int i)
 	return i == TDW_KERNEL;
 }
 
+/*
+ * --time wall: the host's offset from its trace clock to wall-clock ns,
+ * as trace-cmd record --date writes it and readers add it (trace-cmd's
+ * lib/trace-cmd/trace-input.c, handle_options()): DATE holds microseconds
+ * ("0x..." hex, which strtoll(.., 0) reads, the only one older readers
+ * know), OFFSET the nanoseconds left over (readers since OFFSET add the
+ * two; before it, they took DATE alone, a microsecond short at most).
+ */
+static void options_wall(struct tdw *t, struct tdw_buf *b)
+{
+	int64_t off = t->h->offset, us = off / 1000 - (off % 1000 < 0), ns = off - us * 1000;
+	char date[40], rest[24];
+
+	snprintf(date, sizeof(date), "%s0x%" PRIx64, us < 0 ? "-" : "",
+		 us < 0 ? -(uint64_t)us : (uint64_t)us);
+	snprintf(rest, sizeof(rest), "%" PRId64, ns);
+	buf_num(b, OPT_DATE, 2);
+	buf_blob(b, date, strlen(date) + 1, 4);
+	buf_num(b, OPT_OFFSET, 2);
+	buf_blob(b, rest, strlen(rest) + 1, 4);
+}
+
 /* The options both versions write (the buffers' and DONE aside). */
 static void options_common(struct tdw *t, struct tdw_buf *b)
 {
@@ -1052,13 +1074,8 @@ static void options_common(struct tdw *t, struct tdw_buf *b)
 		buf_num(b, OPT_UNAME, 2);
 		buf_blob(b, t->h->kernel, strlen(t->h->kernel) + 1, 4);
 	}
-	if (t->o.time_wall) {
-		char off[32];
-
-		snprintf(off, sizeof(off), "%" PRId64, t->h->offset);
-		buf_num(b, OPT_OFFSET, 2);
-		buf_blob(b, off, strlen(off) + 1, 4);
-	}
+	if (t->o.time_wall)
+		options_wall(t, b);
 }
 
 /*
