@@ -2,7 +2,8 @@
  * losses.c - a cursor over the collector's loss positions (losses.h):
  * op 9 replies, rows (host, cpu, ts, trace_ts, count, boot_id) in (ts,
  * id) order, one page held at a time, the next asked for when it is
- * used up (keyset paging on last_ts, last_id).
+ * used up (keyset paging on last_ts, last_id); at the end, asked again
+ * after the last one when told more may have come (losses_more()).
  */
 #include "config.h"
 
@@ -27,6 +28,10 @@ struct losses {
 	bool have;		/* rep holds a page */
 	uint32_t next;		/* its next row */
 	bool asked, done, failed;
+	bool unknown;		/* the collector has no losses op */
+	bool again;		/* ask again after (last_ts, last_id) */
+	int64_t last_ts;	/* the last loss any page held */
+	uint64_t last_id;
 	struct loss cur;
 };
 
@@ -58,13 +63,18 @@ static void drop_page(struct losses *l)
 /* The next page into l->rep; false at the end (or on failure). */
 static bool fetch(struct losses *l)
 {
-	bool more = !l->asked || (l->rep.more && l->rep.nrows);
+	bool more = !l->asked || l->again || (l->have && l->rep.more && l->rep.nrows);
 	int ret;
 
-	if (l->asked && more) {
-		l->req.after_ts = l->rep.last_ts;
-		l->req.after_id = l->rep.last_id;
+	if (l->have && l->rep.nrows) {
+		l->last_ts = l->rep.last_ts;
+		l->last_id = l->rep.last_id;
 	}
+	if (l->asked && more && l->last_id) {
+		l->req.after_ts = l->last_ts;
+		l->req.after_id = l->last_id;
+	}
+	l->again = false;
 	drop_page(l);
 	if (l->done || !more) {
 		l->done = true;
@@ -79,6 +89,7 @@ static bool fetch(struct losses *l)
 		ret = 1;
 	}
 	l->failed = ret != 0 && ret != 4;
+	l->unknown = ret == 4;
 	l->have = ret == 0;
 	l->done = ret != 0;
 	return ret == 0 && l->rep.nrows > 0;
@@ -102,6 +113,14 @@ const struct loss *losses_peek(struct losses *l)
 		.boot_id = row[5].kind == QV_STR ? row[5].s.p : "",
 	};
 	return &l->cur;
+}
+
+void losses_more(struct losses *l)
+{
+	if (l && l->done && !l->failed && !l->unknown) {
+		l->done = false;
+		l->again = true;
+	}
 }
 
 void losses_pop(struct losses *l)

@@ -49,6 +49,12 @@ int losses_open(struct client *c, const struct tq_select *sel, struct losses **o
  */
 const struct loss *losses_peek(struct losses *l);
 
+/*
+ * losses_more - past the end, ask again at the next losses_peek(), after
+ * the last loss seen: for --follow, where the collector stores more.
+ */
+void losses_more(struct losses *l);
+
 /* losses_pop - go past the loss losses_peek() returned. */
 void losses_pop(struct losses *l);
 

@@ -2,6 +2,11 @@
  * mode_follow.c - traceq --follow QUERY: the rows as the collector stores
  * them, page after page of QOP_TAIL from a cursor, until SIGINT, SIGTERM
  * or --limit; it rides out a lost collector (client_reconnect()).
+ * Where the kernels lost events (losses.h), a loss line comes before the
+ * first row at or after it, as select prints them: the losses are asked
+ * for again before each page (a loss is stored with its page's events,
+ * so it is there by the time they are), those before the first row left
+ * out.
  */
 #include "config.h"
 
@@ -14,6 +19,7 @@
 
 #include "proto/qmsg.h"
 #include "traceq/client.h"
+#include "traceq/losses.h"
 #include "traceq/modes.h"
 #include "traceq/printer.h"
 #include "traceq/select.h"
@@ -65,7 +71,8 @@ static int follow_reconnect(struct client *c, bool *said)
 int mode_follow_run(struct client *c, const struct traceq_opts *o)
 {
 	struct qmsg_request req = { .op = QOP_TAIL, .query = (char *)o->query };
-	struct printer *out;
+	struct printer *out = NULL;
+	struct losses *lost = NULL;
 	struct sigaction sa = { .sa_handler = follow_signal };
 	uint64_t printed = 0, cursor = 0;
 	bool said = false, waiting = false;
@@ -75,10 +82,12 @@ int mode_follow_run(struct client *c, const struct traceq_opts *o)
 	sigaction(SIGTERM, &sa, NULL);
 	tq_select_apply(&o->sel, &req);
 	printer_omit(o, &req);
-	if (printer_new(c, o, &out) < 0) {
+	if (printer_new(c, o, &out) < 0 || losses_open(c, &o->sel, &lost) < 0) {
+		printer_free(out);
 		fprintf(stderr, "traceq: out of memory\n");
 		return 1;
 	}
+	printer_losses(out, lost, true);
 	while (ret == 0 && !follow_stop && (!o->limit || printed < o->limit)) {
 		struct qmsg_reply rep;
 
@@ -115,6 +124,8 @@ int mode_follow_run(struct client *c, const struct traceq_opts *o)
 			fprintf(stderr, "traceq: --follow: fell behind: %" PRIu64 " events were "
 				"stored and removed by the collector's retention before they could "
 				"be printed (of every event, matching or not)\n", rep.missed);
+		if (rep.nrows)
+			losses_more(lost);	/* those stored with this page's events */
 		ret = printer_page(out, &rep);
 		printed += rep.nrows;
 		cursor = rep.last_id;
@@ -125,5 +136,6 @@ int mode_follow_run(struct client *c, const struct traceq_opts *o)
 		qmsg_reply_free(&rep);
 	}
 	printer_free(out);
+	losses_close(lost);
 	return ret;
 }
