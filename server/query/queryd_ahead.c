@@ -100,6 +100,17 @@ static void entry_clear(struct qahead_entry *e)
 	e->state = QA_FREE;
 }
 
+/* @r's encoding, what an entry is found by, into @key (empty after a failure). */
+static int key_of(const struct qmsg_request *r, struct proto_buf *key)
+{
+	proto_buf_init(key);
+	if (qmsg_request_encode(r, key) < 0) {
+		proto_buf_free(key);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 static bool same_who(const struct qauth_who *a, const struct qauth_who *b)
 {
 	return a->kind == b->kind && a->uid == b->uid && !strcmp(a->cert, b->cert);
@@ -135,11 +146,8 @@ struct qahead_entry *qahead_begin(struct qahead *a, const struct qauth_who *who,
 	struct qahead_entry *e = NULL;
 	struct proto_buf key;
 
-	proto_buf_init(&key);
-	if (qmsg_request_encode(next, &key) < 0) {
-		proto_buf_free(&key);
+	if (key_of(next, &key) < 0)
 		return NULL;
-	}
 	pthread_mutex_lock(&a->lock);
 	entries_expire(a, util_now_ms());
 	if (a->reading < a->max_reading && !entry_find(a, &key, who, gen))
@@ -191,11 +199,8 @@ bool qahead_take(struct qahead *a, const struct qauth_who *who, const struct qms
 	struct proto_buf key;
 	bool found = false;
 
-	proto_buf_init(&key);
-	if (qmsg_request_encode(r, &key) < 0) {
-		proto_buf_free(&key);
+	if (key_of(r, &key) < 0)
 		return false;
-	}
 	pthread_mutex_lock(&a->lock);
 	/* a page being read is waited for: reading it again would take longer */
 	while ((e = entry_find(a, &key, who, gen)) && e->state == QA_READING)
@@ -255,9 +260,7 @@ void qahead_park(struct qahead *a, const struct qauth_who *who, const struct qms
 	struct proto_buf key;
 	int64_t now = util_now_ms();
 
-	proto_buf_init(&key);
-	if (qmsg_request_encode(next, &key) < 0) {
-		proto_buf_free(&key);
+	if (key_of(next, &key) < 0) {
 		free_fn(c);
 		return;
 	}
@@ -286,11 +289,8 @@ void *qahead_unpark(struct qahead *a, const struct qauth_who *who, const struct 
 	void *c = NULL;
 	struct proto_buf key;
 
-	proto_buf_init(&key);
-	if (qmsg_request_encode(r, &key) < 0) {
-		proto_buf_free(&key);
+	if (key_of(r, &key) < 0)
 		return NULL;
-	}
 	pthread_mutex_lock(&a->lock);
 	for (size_t i = 0; !c && i < QAHEAD_PARK_MAX; i++)
 		if (parked_is(&a->parked[i], &key, who, gen) &&
