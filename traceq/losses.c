@@ -2,8 +2,9 @@
  * losses.c - a cursor over the collector's loss positions (losses.h):
  * op 9 replies, rows (host, cpu, ts, trace_ts, count, boot_id) in (ts,
  * id) order, one page held at a time, the next asked for when it is
- * used up (keyset paging on last_ts, last_id); at the end, asked again
- * after the last one when told more may have come (losses_more()).
+ * used up (keyset paging on last_ts, last_id). For --follow, asked
+ * again from a time on (losses_from()), the losses returned already
+ * left out (a set of their keys).
  */
 #include "config.h"
 
@@ -20,6 +21,7 @@
 #include "traceq/select.h"
 
 #define LOSSES_PAGE_ROWS	2000
+#define LOSSES_SEEN_MAX		(1u << 16)	/* losses_from(): keys kept, then forgotten */
 
 struct losses {
 	struct client *c;
@@ -29,9 +31,9 @@ struct losses {
 	uint32_t next;		/* its next row */
 	bool asked, done, failed;
 	bool unknown;		/* the collector has no losses op */
-	bool again;		/* ask again after (last_ts, last_id) */
-	int64_t last_ts;	/* the last loss any page held */
-	uint64_t last_id;
+	int64_t from0;		/* the selection's own from_ts (0: none) */
+	uint64_t *seen;		/* losses_from(): keys of those returned (0: empty) */
+	size_t nseen, seen_cap;
 	struct loss cur;
 };
 
@@ -48,6 +50,7 @@ int losses_open(struct client *c, const struct tq_select *sel, struct losses **o
 		l->req.from_ts = l->req.to_ts = 0;
 		l->req.from_end = l->req.to_end = false;
 	}
+	l->from0 = l->req.from_ts;
 	*out = l;
 	return 0;
 }
@@ -63,18 +66,13 @@ static void drop_page(struct losses *l)
 /* The next page into l->rep; false at the end (or on failure). */
 static bool fetch(struct losses *l)
 {
-	bool more = !l->asked || l->again || (l->have && l->rep.more && l->rep.nrows);
+	bool more = !l->asked || (l->have && l->rep.more && l->rep.nrows);
 	int ret;
 
-	if (l->have && l->rep.nrows) {
-		l->last_ts = l->rep.last_ts;
-		l->last_id = l->rep.last_id;
+	if (l->asked && more) {
+		l->req.after_ts = l->rep.last_ts;
+		l->req.after_id = l->rep.last_id;
 	}
-	if (l->asked && more && l->last_id) {
-		l->req.after_ts = l->last_ts;
-		l->req.after_id = l->last_id;
-	}
-	l->again = false;
 	drop_page(l);
 	if (l->done || !more) {
 		l->done = true;
@@ -95,38 +93,102 @@ static bool fetch(struct losses *l)
 	return ret == 0 && l->rep.nrows > 0;
 }
 
-const struct loss *losses_peek(struct losses *l)
+/* A loss's key for the set of those returned: its host, boot, CPU and time. */
+static uint64_t loss_key(const struct loss *x)
 {
-	const struct qmsg_value *row;
+	uint64_t h = 14695981039346656037ull;	/* FNV-1a */
 
-	while (!l->have || l->next >= l->rep.nrows) {
-		if (!fetch(l))
-			return NULL;
-	}
-	row = &l->rep.vals[(size_t)l->next * l->rep.ncols];
-	l->cur = (struct loss){
-		.host = row[0].kind == QV_STR ? row[0].s.p : "",
-		.cpu = (uint32_t)qmsg_value_int(&row[1]),
-		.ts = qmsg_value_int(&row[2]),
-		.trace_ts = qmsg_value_int(&row[3]),
-		.count = row[4].kind == QV_NIL ? -1 : qmsg_value_int(&row[4]),
-		.boot_id = row[5].kind == QV_STR ? row[5].s.p : "",
-	};
-	return &l->cur;
+	for (const char *p = x->host; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	for (const char *p = x->boot_id; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ull;
+	h = (h ^ x->cpu) * 1099511628211ull;
+	h = (h ^ (uint64_t)x->ts) * 1099511628211ull;
+	return h ? h : 1;
 }
 
-void losses_more(struct losses *l)
+/* Whether @key is in the set; with @add, put it there (false: it was not). */
+static bool seen_has(struct losses *l, uint64_t key, bool add)
 {
-	if (l && l->done && !l->failed && !l->unknown) {
-		l->done = false;
-		l->again = true;
+	size_t i;
+
+	if (add && (l->nseen + 1) * 2 > l->seen_cap) {
+		size_t cap = l->seen_cap ? l->seen_cap * 2 : 256;
+		uint64_t *t = l->nseen < LOSSES_SEEN_MAX ? calloc(cap, sizeof(*t)) : NULL;
+
+		if (!t) {	/* too many (or no memory): forgotten, at worst said twice */
+			memset(l->seen, 0, l->seen_cap * sizeof(*l->seen));
+			l->nseen = 0;
+		} else {
+			for (size_t j = 0; j < l->seen_cap; j++)
+				for (i = l->seen[j] % cap; l->seen[j]; i = (i + 1) % cap)
+					if (!t[i]) {
+						t[i] = l->seen[j];
+						break;
+					}
+			free(l->seen);
+			l->seen = t;
+			l->seen_cap = cap;
+		}
 	}
+	if (!l->seen_cap)
+		return false;
+	for (i = key % l->seen_cap; l->seen[i]; i = (i + 1) % l->seen_cap)
+		if (l->seen[i] == key)
+			return true;
+	if (add) {
+		l->seen[i] = key;
+		l->nseen++;
+	}
+	return false;
+}
+
+const struct loss *losses_peek(struct losses *l)
+{
+	for (;;) {
+		const struct qmsg_value *row;
+
+		while (!l->have || l->next >= l->rep.nrows) {
+			if (!fetch(l))
+				return NULL;
+		}
+		row = &l->rep.vals[(size_t)l->next * l->rep.ncols];
+		l->cur = (struct loss){
+			.host = row[0].kind == QV_STR ? row[0].s.p : "",
+			.cpu = (uint32_t)qmsg_value_int(&row[1]),
+			.ts = qmsg_value_int(&row[2]),
+			.trace_ts = qmsg_value_int(&row[3]),
+			.count = row[4].kind == QV_NIL ? -1 : qmsg_value_int(&row[4]),
+			.boot_id = row[5].kind == QV_STR ? row[5].s.p : "",
+		};
+		if (!l->seen || !seen_has(l, loss_key(&l->cur), false))
+			return &l->cur;
+		l->next++;	/* returned before a losses_from() */
+	}
+}
+
+void losses_from(struct losses *l, int64_t ts)
+{
+	if (!l || l->failed || l->unknown)
+		return;
+	if (!l->seen && !(l->seen = calloc(256, sizeof(*l->seen))))
+		return;	/* no memory: the losses after the last one seen only */
+	if (l->seen_cap == 0)
+		l->seen_cap = 256;
+	drop_page(l);
+	l->req.from_ts = l->from0 > ts ? l->from0 : ts;
+	l->req.after_ts = 0;
+	l->req.after_id = 0;
+	l->asked = l->done = false;
 }
 
 void losses_pop(struct losses *l)
 {
-	if (l->have && l->next < l->rep.nrows)
+	if (l->have && l->next < l->rep.nrows) {
+		if (l->seen)
+			seen_has(l, loss_key(&l->cur), true);
 		l->next++;
+	}
 }
 
 bool losses_failed(const struct losses *l)
@@ -139,6 +201,7 @@ void losses_close(struct losses *l)
 	if (!l)
 		return;
 	drop_page(l);
+	free(l->seen);
 	free(l);
 }
 

@@ -3,10 +3,11 @@
  * them, page after page of QOP_TAIL from a cursor, until SIGINT, SIGTERM
  * or --limit; it rides out a lost collector (client_reconnect()).
  * Where the kernels lost events (losses.h), a loss line comes before the
- * first row at or after it, as select prints them: the losses are asked
- * for again before each page (a loss is stored with its page's events,
- * so it is there by the time they are), those before the first row left
- * out.
+ * first row at or after it, as select prints them: before each page the
+ * losses from its earliest row on are asked for again (a loss is stored
+ * with its page's events, so it is there by the time they are; a CPU's
+ * pages, and their losses, may come after later ones of another CPU),
+ * those printed already left out, those before the first row too.
  */
 #include "config.h"
 
@@ -61,6 +62,22 @@ static int follow_reconnect(struct client *c, bool *said)
 			return 0;
 	}
 	return 1;
+}
+
+/* The earliest wall-clock time of @rep's rows (stored order is not time order). */
+static int64_t page_first(const struct qmsg_reply *rep)
+{
+	int64_t first = INT64_MAX;
+
+	for (uint32_t i = 0; i < rep->nrows; i++) {
+		struct qmsg_reply view;
+		const struct qmsg_value *v = qmsg_reply_row(rep, i, &view);
+		int64_t ts = view.ncols > 2 ? qmsg_value_int(&v[2]) : INT64_MAX;
+
+		if (ts < first)
+			first = ts;
+	}
+	return first;
 }
 
 /*
@@ -124,8 +141,8 @@ int mode_follow_run(struct client *c, const struct traceq_opts *o)
 			fprintf(stderr, "traceq: --follow: fell behind: %" PRIu64 " events were "
 				"stored and removed by the collector's retention before they could "
 				"be printed (of every event, matching or not)\n", rep.missed);
-		if (rep.nrows)
-			losses_more(lost);	/* those stored with this page's events */
+		if (rep.nrows)	/* those stored with this page's events, at or after its first */
+			losses_from(lost, page_first(&rep));
 		ret = printer_page(out, &rep);
 		printed += rep.nrows;
 		cursor = rep.last_id;
