@@ -175,9 +175,9 @@ if [ -s "$tmp/ours.drops" ]; then
 	# the follower: every row, then the same loss lines (in storage order:
 	# each before the first row at or after it, so compared as a set)
 	n_loss=$(traceq --count -H exp-loss raw_syscalls)
-	for _ in $(seq 100); do
+	for _ in $(seq 600); do	# (millions of rows: up to 2 minutes)
 		[ "$(grep -vc '^CPU:' "$tmp/follow.txt")" -ge "$n_loss" ] && break
-		sleep 0.1
+		sleep 0.2
 	done
 	kill -INT "$follower"; wait "$follower" 2>/dev/null
 	follower=
