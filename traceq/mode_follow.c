@@ -7,7 +7,9 @@
  * losses from its earliest row on are asked for again (a loss is stored
  * with its page's events, so it is there by the time they are; a CPU's
  * pages, and their losses, may come after later ones of another CPU),
- * those printed already left out, those before the first row too.
+ * those printed already left out. (Not only those from the first row
+ * on, as a window relative to the end has select print them: the first
+ * row stored may be another CPU's, after the loss.)
  */
 #include "config.h"
 
@@ -104,7 +106,7 @@ int mode_follow_run(struct client *c, const struct traceq_opts *o)
 		fprintf(stderr, "traceq: out of memory\n");
 		return 1;
 	}
-	printer_losses(out, lost, true);
+	printer_losses(out, lost, false);	/* bounded by losses_from() instead */
 	while (ret == 0 && !follow_stop && (!o->limit || printed < o->limit)) {
 		struct qmsg_reply rep;
 
