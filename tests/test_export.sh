@@ -19,7 +19,8 @@
 #  - two hosts: PATH is made a directory with one HOST.dat each, each
 #    file as many events as traceq --count gives its host; --time wall
 #    gives each an OFFSET option (trace-cmd dump --options), --time raw
-#    none;
+#    none; with DATE beside it, trace-cmd report prints the wall clock
+#    (the host's first row as traceq prints it, to the millisecond);
 #  - losses (a 16 KiB buffer, the agent held still): trace-cmd report of
 #    the export prints "CPU:N [N EVENTS DROPPED]" where traceq does (same
 #    CPU, count and next event of that CPU), the events all identical;
@@ -133,6 +134,17 @@ for h in exp-a exp-b; do
 done
 check "one host's --time raw file has no OFFSET option" \
 	'! trace-cmd dump --options -i "$tmp/a-v7.dat" 2>&1 | grep -q "OFFSET"'
+# --time wall: DATE (microseconds, what older readers take) and OFFSET (the
+# nanoseconds left), which trace-cmd adds: its times are the wall clock's,
+# traceq's first row of the host to the millisecond (neither offset lost
+# nor counted twice; the collector's own placing may differ by its clock
+# samples' drift, hence no closer)
+check "exp-a.dat has a DATE option (--time wall)" \
+	'trace-cmd dump --options -i "$tmp/both/exp-a.dat" 2>&1 | grep -q "DATE"'
+tc_first=$(report "$tmp/both/exp-a.dat" | head -1 | sed -n 's/.* \([0-9][0-9]*\.[0-9]*\): .*/\1/p')
+tq_first=$(traceq --format json -n 1 -H exp-a '*' | sed -n 's/.*"ts":\([0-9]*\).*/\1/p')
+check "trace-cmd report prints exp-a's wall-clock time ($tc_first s, traceq: $tq_first ns)" \
+	'awk -v a="$tc_first" -v b="$tq_first" "BEGIN { d = a * 1e9 - b; exit !(a > 0 && d < 1e6 && d > -1e6) }"'
 
 # losses: a tiny buffer, an agent held still while a workload overruns it
 # (lib.sh's tc_lossy_agent); trace-cmd reads the missed-events flag and count of

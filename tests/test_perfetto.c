@@ -123,6 +123,7 @@ static char *exit_cols[] = { "host", "cpu", "ts", "trace_ts", "pid", "comm",
 			     "func", "depth", "overrun", "calltime", "rettime", "func_sym" };
 
 #define BASE	1795725230000000000ll	/* a whole second: the file's 0 */
+#define TRACE0	5250000000ll		/* BASE on the host's trace clock (--time raw: 5 s the 0) */
 
 /* One switch of the recording: on @cpu at BASE + @us, @prev (state @state) to @next. */
 struct sw {
@@ -169,7 +170,7 @@ static void meta(struct qmsg_value *v, const char *host, uint32_t cpu, int64_t t
 	v[0] = str(host);
 	v[1] = num(cpu);
 	v[2] = num(ts);
-	v[3] = num(ts - BASE + 5000000000ll);
+	v[3] = num(ts - BASE + TRACE0);
 	v[4] = num(pid);
 	v[5] = comm ? str(comm) : (struct qmsg_value){ .kind = QV_NIL };
 	v[6] = num(1);		/* irqs off */
@@ -185,6 +186,7 @@ static int put_switch(struct export_writer *w, const char *host, const struct sw
 	struct export_row r = { .host = host, .cpu = s->cpu, .ts = BASE + s->us * 1000,
 				.pid = s->prev_pid, .comm = s->prev, .view = &view, .vals = v };
 
+	r.trace_ts = r.ts - BASE + TRACE0;
 	meta(v, host, s->cpu, r.ts, s->prev_pid, s->prev);
 	v[9] = str(s->prev);
 	v[10] = num(s->prev_pid);
@@ -205,6 +207,7 @@ static int put_waking(struct export_writer *w, const char *host, uint32_t cpu, i
 	struct export_row r = { .host = host, .cpu = cpu, .ts = BASE + us * 1000, .pid = waker,
 				.comm = "bash", .view = &view, .vals = v };
 
+	r.trace_ts = r.ts - BASE + TRACE0;
 	meta(v, host, cpu, r.ts, waker, "bash");
 	v[9] = str(wakee);
 	v[10] = num(pid);
@@ -227,6 +230,7 @@ static int put_exit(struct export_writer *w, const char *host, int32_t pid, int6
 				.comm = "my prog", .view = &view, .vals = v, .program = true };
 	uint64_t ret = 9000000 + (uint64_t)us * 3000;
 
+	r.trace_ts = r.ts - BASE + TRACE0;
 	meta(v, host, 4096, r.ts, pid, "my prog");
 	v[9] = num(0x401000);
 	v[10] = num(depth);
@@ -243,7 +247,8 @@ static void record(struct export_writer *w, const char *host)
 	struct export_host h = { .name = host, .kernel = "", .clock = "x86-tsc",
 				 .header_page = "", .header_event = "", .printk = "",
 				 .tgids = tgids, .ntgids = 4 };
-	struct export_loss loss = { .host = host, .cpu = 1, .ts = BASE + 5000000, .count = 12 };
+	struct export_loss loss = { .host = host, .cpu = 1, .ts = BASE + 5000000,
+				    .trace_ts = TRACE0 + 5000000, .count = 12 };
 
 	TU_OK(w->ops->host_begin(w, &h));
 	for (size_t i = 0; i < sizeof(rec) / sizeof(rec[0]); i++) {
@@ -490,14 +495,19 @@ static size_t expected(struct slice *out, size_t max)
 
 /* ---- the tests ---- */
 
-static struct export_writer *open_writer(const char *path, unsigned nhosts)
+static struct export_writer *open_writer_time(const char *path, unsigned nhosts, bool raw)
 {
-	struct export_opts o = { .path = path, .nhosts = nhosts, .err = err };
+	struct export_opts o = { .path = path, .nhosts = nhosts, .err = err, .time_raw = raw };
 	struct export_writer *w = NULL;
 	int ret = export_perfetto_ops.open(&o, &w);
 
 	ck_assert_msg(ret == 0, "open: %s", err);
 	return w;
+}
+
+static struct export_writer *open_writer(const char *path, unsigned nhosts)
+{
+	return open_writer_time(path, nhosts, false);
 }
 
 static void close_writer(struct export_writer *w, struct export_stats *st)
@@ -641,6 +651,46 @@ START_TEST(test_perfetto_calls)
 }
 END_TEST
 
+/*
+ * Names: each process named after its main thread's comm (pid == tgid),
+ * as Perfetto's JSON importer takes an "M" process_name (pid, args.name:
+ * importers/json/json_trace_parser.cc), the text naming only threads.
+ */
+START_TEST(test_perfetto_names)
+{
+	char path[512], *json;
+	size_t len;
+
+	json = export_one(path, sizeof(path), NULL, &len);
+	ck_assert(strstr(json, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":100,"
+			 "\"args\":{\"name\":\"bash\"}}"));
+	ck_assert(strstr(json, "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":7,"
+			 "\"args\":{\"name\":\"kworker/0:1\"}}"));
+	ck_assert(!strstr(json, "\"process_name\",\"pid\":0,"));	/* the idle task: none */
+	free(json);
+}
+END_TEST
+
+/* --time raw: the host's trace clock, from its whole second (5 s), not the wall clock's. */
+START_TEST(test_perfetto_time_raw)
+{
+	char path[512], *json;
+	struct export_writer *w;
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/raw.json", dir);
+	w = open_writer_time(path, 1, true);
+	record(w, "alpha");
+	close_writer(w, NULL);
+	json = slurp(path, &len);
+	ck_assert(strstr(json, "\"tracecollect_base_ns\":5000000000}"));
+	ck_assert(strstr(json, "d..2.     0.251000: sched_switch: prev_comm=swapper/0"));
+	ck_assert(strstr(json, "\"name\":\"CPU:1 [12 EVENTS DROPPED]\",\"ts\":255000.000,"));
+	ck_assert(strstr(json, "\"name\":\"leaf\",\"ts\":253090.000,\"dur\":10.000"));
+	free(json);
+}
+END_TEST
+
 /* The whole file, as reviewed against the importer's sources. */
 START_TEST(test_perfetto_golden)
 {
@@ -762,7 +812,8 @@ static Suite *perfetto_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tu_add_tests(tc, TU_TESTS(test_perfetto_lines, test_perfetto_slices, test_perfetto_calls,
-				  test_perfetto_golden, test_perfetto_zip, test_perfetto_fail));
+				  test_perfetto_golden, test_perfetto_zip, test_perfetto_fail,
+				  test_perfetto_names, test_perfetto_time_raw));
 	suite_add_tcase(s, tc);
 	return s;
 }

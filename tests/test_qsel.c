@@ -84,11 +84,17 @@ struct seen {
 	uint64_t cpu, trace_ts;
 };
 
-/* Every row of @query (@reverse), @limit rows a page, into @out; returns how many. */
-static size_t walk(const char *query, bool reverse, uint32_t limit, struct seen *out)
+/*
+ * Every row of @query (@reverse), @limit rows a page, into @out; returns
+ * how many. @resume: each page goes on from the state the page before
+ * left (qsel_resume(), as the endpoint does with a parked state).
+ */
+static size_t walk_pages(const char *query, bool reverse, uint32_t limit, bool resume,
+			 struct seen *out)
 {
 	struct qmsg_request r = { .op = QOP_SELECT, .query = (char *)query, .limit = limit,
 				  .reverse = reverse };
+	struct qsel *c = NULL;
 	size_t n = 0;
 	bool more;
 
@@ -97,10 +103,12 @@ static size_t walk(const char *query, bool reverse, uint32_t limit, struct seen 
 		struct qmsg_writer *w;
 		struct qsel_page pg;
 		struct qmsg_reply rep;
-		struct qsel *c;
 
 		proto_buf_init(&b);
-		TU_OK(qsel_compile(st, &r, NULL, &c, &b));
+		if (c)
+			TU_OK(qsel_resume(c, &r, NULL));
+		else
+			TU_OK(qsel_compile(st, &r, NULL, &c, &b));
 		TU_OK(qsel_select(st, &r, c, &w, &pg));
 		qmsg_reply_last_type(w, pg.last_type);
 		TU_OK(qmsg_reply_end(w, pg.more, pg.last_ts, pg.last_id, 0, &b));
@@ -123,10 +131,19 @@ static size_t walk(const char *query, bool reverse, uint32_t limit, struct seen 
 		r.after_id = rep.last_id;
 		r.after_type = rep.last_type;
 		qmsg_reply_free(&rep);
-		qsel_free(c);
+		if (!resume || !qsel_keepable(c, &r)) {
+			qsel_free(c);
+			c = NULL;
+		}
 		proto_buf_free(&b);
 	} while (more);
+	qsel_free(c);
 	return n;
+}
+
+static size_t walk(const char *query, bool reverse, uint32_t limit, struct seen *out)
+{
+	return walk_pages(query, reverse, limit, false, out);
 }
 
 static uint64_t count(const char *query)
@@ -173,6 +190,13 @@ START_TEST(merged_pages_agree)
 	ck_assert_uint_eq(walk("sched:*", true, 7, back), n);
 	for (size_t i = 0; i < n; i++)
 		ck_assert_msg(same(&one[i], &back[n - 1 - i]), "reverse row %zu differs", i);
+	/* pages that go on from the state the page before left: the same rows */
+	ck_assert_uint_eq(walk_pages("sched_wakeup,sched_switch", false, 7, true, small), n);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_msg(same(&one[i], &small[i]), "resumed row %zu differs", i);
+	ck_assert_uint_eq(walk_pages("sched:*", true, 13, true, back), n);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_msg(same(&one[i], &back[n - 1 - i]), "resumed reverse row %zu differs", i);
 }
 END_TEST
 

@@ -55,6 +55,8 @@ struct export_opts {
 	const char *path;	/* --export PATH */
 	unsigned nhosts;	/* hosts the selection matches (>1: PATH a directory) */
 	bool time_wall;		/* --time wall: one wall clock for all hosts */
+	bool time_raw;		/* --time raw given: each host's trace clock (Perfetto's
+				 * default is the wall clock whatever the hosts) */
 	unsigned tracedat_version;	/* --tracedat-version: 6 or 7 (default 7, zstd) */
 	/*
 	 * What the renderer asks the collector (render.h's callbacks:

@@ -419,6 +419,7 @@ int mode_export_run(struct client *c, const struct traceq_opts *o)
 	}
 	eo.nhosts = (unsigned)x.nhosts;
 	eo.time_wall = o->time_given ? !o->time_raw : x.nhosts > 1;
+	eo.time_raw = o->time_given && o->time_raw;
 	eo.hc = x.hc;
 	eo.sym = hostcache_sym;
 	eo.sym_fetch = hostcache_sym_fetch;

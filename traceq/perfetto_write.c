@@ -39,7 +39,13 @@
  * wall-clock time in ns (1.8e18) would lose its last 8 bits. Each host's
  * file counts from its base, the whole second at or before its first
  * row (metadata's tracecollect_base_ns); a time before it (a call that
- * began earlier) is cut at 0.
+ * began earlier) is cut at 0. The times are the collector's wall clock,
+ * or with --time raw given (export_opts.time_raw) each host's trace
+ * clock (the manifest then still places the hosts by their bases).
+ *
+ * Names. The systrace text names threads (its comms); processes get an
+ * "M" process_name event from their main thread's comm (pid == tgid),
+ * and every task a thread_name one, the first time a row shows it.
  *
  * Several hosts (export_opts.nhosts > 1): PATH is a zip archive (libzip)
  * of one file per host, HOST.json (the name made safe: [A-Za-z0-9._-],
@@ -148,6 +154,7 @@ struct pf_writer {
 	struct pf_member *members;
 	size_t nmembers, members_cap;
 	bool wrote;			/* a host's file was finished */
+	bool time_raw;		/* --time raw: each host's trace clock */
 	/* the host being written */
 	char *host;
 	FILE *json;			/* its file */
@@ -165,7 +172,7 @@ struct pf_writer {
 	double scale;			/* ns per tick */
 	struct pf_exit *pending;
 	size_t npending;
-	int32_t *named;			/* open addressing, pid + 1; 0: empty */
+	int32_t *named;			/* open addressing, pid + 1 (a process: -tgid - 1); 0: empty */
 	size_t named_cap, nnamed;
 	struct export_stats st;
 	struct qmsg_value *vals;	/* a row with its comm cut (pf_vals()) */
@@ -327,6 +334,36 @@ static void pf_name_thread(struct pf_writer *p, int32_t pid, int32_t tgid, const
 		",\"args\":{\"name\":", tgid, pid);
 	pf_str(p, f, comm);
 	fputs("}}", f);
+}
+
+/*
+ * The task of a kernel row named: its thread (as the text's comm names
+ * it too) and, when it is its process's main thread (pid == tgid, whose
+ * comm is the process's, as /proc/PID/comm), its process ("M"
+ * process_name: the systrace text names threads only, so Perfetto would
+ * show the process by its number).
+ */
+static void pf_name_task(struct pf_writer *p, const struct export_row *r)
+{
+	int32_t tgid = r->pid > 0 ? pf_tgid(p, r->host, r->pid) : 0;
+	FILE *f;
+
+	if (tgid <= 0 || !r->comm)
+		return;
+	pf_name_thread(p, r->pid, tgid, r->comm);
+	if (r->pid != tgid || pf_named(p, -tgid - 2))	/* (kept as -tgid - 1: no pid's key) */
+		return;
+	f = pf_event(p);
+	fprintf(f, "\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRId32
+		",\"args\":{\"name\":", tgid);
+	pf_str(p, f, r->comm);
+	fputs("}}", f);
+}
+
+/* The time of @r this file uses: the wall clock's, the host's trace clock with --time raw. */
+static int64_t pf_row_ts(const struct pf_writer *p, const struct export_row *r)
+{
+	return p->time_raw ? r->trace_ts : r->ts;
 }
 
 /* ---- types ---- */
@@ -501,7 +538,7 @@ static const struct qmsg_value *pf_vals(struct pf_writer *p, const struct export
 static size_t pf_render(struct pf_writer *p, struct pf_type *t, const struct export_row *r,
 			const struct qmsg_value *vals)
 {
-	int64_t ts = pf_time(p, r->ts);
+	int64_t ts = pf_time(p, pf_row_ts(p, r));
 	size_t n = render_row(t->render, r->view, vals, ts, p->line, PF_LINE_MAX);
 
 	/* a code address not named yet: ask for the names, then print again */
@@ -528,6 +565,7 @@ static int pf_kernel_row(struct pf_writer *p, struct pf_type *t, const struct ex
 	if (n && p->line[0] == '#')	/* a comm of 16 or more: not a line the importer skips */
 		fputc(' ', p->sys);
 	pf_sys_line(p, p->line, n);
+	pf_name_task(p, r);
 	p->st.rows++;
 	return 0;
 }
@@ -604,7 +642,7 @@ static int pf_exit_row(struct pf_writer *p, struct pf_type *t, const struct expo
 {
 	uint64_t call = pf_u64(r, t->calltime), ret = pf_u64(r, t->rettime);
 	struct pf_exit e = {
-		.ts = r->ts, .ret = ret, .ticks = ret >= call ? ret - call : 0, .pid = r->pid,
+		.ts = pf_row_ts(p, r), .ret = ret, .ticks = ret >= call ? ret - call : 0, .pid = r->pid,
 		.cpu = r->cpu, .depth = (int32_t)pf_u64(r, t->depth),
 	};
 	const struct qmsg_value *sym = t->sym >= 0 ? &r->vals[t->sym] : NULL;
@@ -649,7 +687,7 @@ static void pf_instant_row(struct pf_writer *p, const struct export_row *r)
 	fputs("\"ph\":\"i\",\"s\":\"t\",\"cat\":\"event\",\"name\":", f);
 	pf_str(p, f, r->view->event);
 	fputs(",\"ts\":", f);
-	pf_us(f, pf_time(p, r->ts));
+	pf_us(f, pf_time(p, pf_row_ts(p, r)));
 	fprintf(f, ",\"pid\":%" PRId32 ",\"tid\":%" PRId32 ",\"args\":{\"cpu\":%" PRIu32 "}}",
 		tgid, r->pid, r->cpu);
 	p->st.rows++;
@@ -770,7 +808,7 @@ static int pf_loss(struct export_writer *w, const struct export_loss *l)
 		n = snprintf(name, sizeof(name), "CPU:%" PRIu32 " [EVENTS DROPPED]", l->cpu);
 	f = pf_event(p);
 	fprintf(f, "\"ph\":\"i\",\"s\":\"g\",\"cat\":\"loss\",\"name\":\"%s\",\"ts\":", name);
-	pf_us(f, pf_time(p, l->ts));
+	pf_us(f, pf_time(p, p->time_raw ? l->trace_ts : l->ts));
 	fprintf(f, ",\"pid\":0,\"tid\":0,\"args\":{\"cpu\":%" PRIu32 ",\"count\":%" PRIu64 "}}",
 		l->cpu, l->count);
 	fputs("# ", p->sys);	/* the same place in the text: a line the importer skips */
@@ -907,6 +945,7 @@ static int pf_open(const struct export_opts *o, struct export_writer **out)
 	p->w.ops = &export_perfetto_ops;
 	p->w.err = o->err;
 	p->hc = o->hc;
+	p->time_raw = o->time_raw;
 	if (!(p->path = strdup(o->path)) || !(p->dir = pf_dirname(o->path)))
 		ret = export_seterr(&p->w, -ENOMEM, "out of memory");
 	else if (o->nhosts > 1 && !(p->zip = zip_open(o->path, ZIP_CREATE | ZIP_TRUNCATE, &err))) {

@@ -576,6 +576,36 @@ size_t render_stack_lines(const struct render *r, const char *text, size_t len)
 	return r->stack && r->nviews && r->info_at < len ? r->info_at : len;
 }
 
+/* The @size bytes at @p in the other byte order. */
+static void swap_bytes(unsigned char *p, size_t size)
+{
+	for (size_t i = 0; i < size / 2; i++) {
+		unsigned char c = p[i];
+
+		p[i] = p[size - 1 - i];
+		p[size - 1 - i] = c;
+	}
+}
+
+void render_swap(const struct render *r, const struct qmsg_reply *rep,
+		 const struct qmsg_value *row, void *rec, size_t size)
+{
+	for (size_t i = 0; r->nviews && i < r->nfields; i++) {
+		const struct tep_format_field *f = r->fields[i];
+		const struct qmsg_value *v = r->col[i] >= 0 && (uint32_t)r->col[i] < rep->ncols ?
+					     &row[r->col[i]] : NULL;
+		bool put = (int)i == r->type_field;	/* what render_record() put as a number */
+
+		if (!put && v && v->kind != QV_NIL)
+			put = v->kind == QV_STR || v->kind == QV_BIN ?
+			      (f->flags & TEP_FIELD_IS_DYNAMIC) != 0 :	/* its __data_loc word */
+			      !(f->flags & (TEP_FIELD_IS_DYNAMIC | TEP_FIELD_IS_ARRAY));
+		if (put && (f->size == 2 || f->size == 4 || f->size == 8) &&
+		    (size_t)f->offset + (size_t)f->size <= size)
+			swap_bytes((unsigned char *)rec + f->offset, (size_t)f->size);
+	}
+}
+
 int render_event_id(const struct render *r)
 {
 	return r->nviews ? r->views[0].event->id : -1;

@@ -113,6 +113,17 @@ size_t render_row(struct render *r, const struct qmsg_reply *rep, const struct q
 size_t render_rebuild(struct render *r, const struct qmsg_reply *rep,
 		      const struct qmsg_value *row, const void **rec);
 
+/*
+ * render_swap - @rec (@size bytes), a copy of what render_rebuild() made
+ * of @row, put in the other byte order than this machine's: the numbers
+ * the rebuild put (common_type, number fields, __data_loc words), not
+ * the bytes it copied (strings, arrays: as the traced host's kernel wrote
+ * them, in its order already). For a trace.dat of a host of the other
+ * byte order (tracedat_write.c).
+ */
+void render_swap(const struct render *r, const struct qmsg_reply *rep,
+		 const struct qmsg_value *row, void *rec, size_t size);
+
 /* render_event_id - the id of the prepared format ("ID:"); -1 when not prepared. */
 int render_event_id(const struct render *r);
 

@@ -31,10 +31,14 @@
  * the next one as the kernel does: the missed-events flag, and the count
  * stored after the records when it is known and fits.
  *
- * Byte order: the records are rebuilt in this machine's order
- * (render.c), so the file is in it (its header says which); the long
- * size is the host's (its header_page's commit field, else its formats'
- * long fields, else 8).
+ * Byte order and long size: the host's, as the collector keeps them
+ * (hostmeta.h; its header_page's commit field for the long size, else
+ * 8): the file header says which, and every number of the file is
+ * written so (tdw_num()), the page headers, record headers and time
+ * extends too. The records are rebuilt in this machine's order
+ * (render.c); for a host of the other order render_swap() turns the
+ * numbers the rebuild put (the arrays and strings the collector kept as
+ * the host's kernel wrote them stay as they are).
  *
  * Memory: one open page per CPU the host's rows use, the formats, comms
  * and symbols the rows name (capped); the pages go to a temporary file
@@ -125,6 +129,9 @@ struct tdw_sym {
 struct tdw_host {
 	char *name, *kernel, *clock, *header_page, *header_event, *printk;
 	uint32_t page_size, long_size;
+	bool big_endian;		/* the host's byte order, the file's */
+	bool swap;			/* ... not this machine's */
+	uint8_t *rec;			/* a record turned to it (page_size bytes) */
 	int64_t offset;			/* OFFSET option (--time wall) */
 	struct tdw_fmt *fmts;
 	size_t nfmts;
@@ -177,6 +184,8 @@ static void comm_put(struct tdw_comm *t, size_t cap, int32_t pid, const char *co
 		i = (i + 1) & (cap - 1);
 	if (!t[i].pid)
 		(*n)++;
+	else if (!strncmp(t[i].comm, comm, sizeof(t[i].comm) - 1))
+		return;	/* the name it has (most rows: no copy) */
 	t[i].pid = pid;
 	snprintf(t[i].comm, sizeof(t[i].comm), "%s", comm);
 }
@@ -463,24 +472,33 @@ static uint32_t hdr_size(const struct tdw_host *h)
 	return PAGE_HDR_SIZE(h->long_size);
 }
 
-static void put_long(uint8_t *p, uint32_t size, uint64_t v)
+/* @v as an @n-byte number (2, 4 or 8) at @p, its bytes reversed with @swap. */
+static void tdw_num(uint8_t *p, uint64_t v, size_t n, bool swap)
 {
-	uint32_t v4 = (uint32_t)v;
+	uint64_t w = swap ? __builtin_bswap64(v) >> (64 - 8 * n) : v;
+	uint32_t w4 = (uint32_t)w;
+	uint16_t w2 = (uint16_t)w;
 
-	if (size == 4)
-		memcpy(p, &v4, 4);
-	else
-		memcpy(p, &v, 8);
+	memcpy(p, n == 8 ? (void *)&w : n == 4 ? (void *)&w4 : (void *)&w2, n);
 }
 
-/* A record header word: type_len and time_delta, as this machine's kernel packs them. */
-static uint32_t rec_word(unsigned type_len, uint32_t delta)
+static void put_long(const struct tdw_host *h, uint8_t *p, uint64_t v)
 {
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	return (uint32_t)type_len << PAGE_DELTA_BITS | (delta & PAGE_DELTA_MASK);
-#else
-	return (delta & PAGE_DELTA_MASK) << PAGE_TYPE_LEN_BITS | type_len;
-#endif
+	tdw_num(p, v, h->long_size, h->swap);
+}
+
+/*
+ * A record header word at @p: type_len and time_delta as the host's
+ * kernel packs them (its bitfield: type_len in the low bits of a
+ * little-endian word, in the high bits of a big-endian one).
+ */
+static void rec_word(const struct tdw_host *h, uint8_t *p, unsigned type_len, uint32_t delta)
+{
+	uint32_t w = h->big_endian ?
+		     (uint32_t)type_len << PAGE_DELTA_BITS | (delta & PAGE_DELTA_MASK) :
+		     (delta & PAGE_DELTA_MASK) << PAGE_TYPE_LEN_BITS | type_len;
+
+	tdw_num(p, w, 4, h->swap);
 }
 
 /* The CPU's page, finished (header, stored loss count), to the spool. */
@@ -495,14 +513,14 @@ static int page_flush(struct tdw *t, struct tdw_set *set, uint32_t cpu)
 	if (c->missed) {
 		commit |= PAGE_COMMIT_MISSED;
 		if (c->missed_count && c->len + h->long_size <= room) {
-			put_long(c->page + hdr_size(h) + c->len, h->long_size, c->missed_count);
+			put_long(h, c->page + hdr_size(h) + c->len, c->missed_count);
 			commit |= PAGE_COMMIT_STORED;
 		}
 		c->missed = false;
 		c->missed_count = 0;
 	}
-	memcpy(c->page, &c->page_ts, 8);
-	put_long(c->page + PAGE_TS_SIZE, h->long_size, commit);
+	tdw_num(c->page, c->page_ts, 8, h->swap);
+	put_long(h, c->page + PAGE_TS_SIZE, commit);
 	if (h->npages == UINT32_MAX - 1)
 		return export_seterr(&t->base, TC_ERR_TOO_LONG, "%s: over %u pages", h->name,
 				     UINT32_MAX - 1);
@@ -615,24 +633,17 @@ static int page_add(struct tdw *t, bool program, uint32_t cpu, uint64_t ts, cons
 	p = c->page + hdr_size(h) + c->len;
 	delta = ts - c->last_ts;
 	if (delta > PAGE_DELTA_MASK) {
-		uint32_t w = rec_word(PAGE_TYPE_TIME_EXTEND, (uint32_t)(delta & PAGE_DELTA_MASK)),
-			 hi = (uint32_t)(delta >> PAGE_DELTA_BITS);
-
-		memcpy(p, &w, 4);
-		memcpy(p + 4, &hi, 4);
+		rec_word(h, p, PAGE_TYPE_TIME_EXTEND, (uint32_t)(delta & PAGE_DELTA_MASK));
+		tdw_num(p + 4, delta >> PAGE_DELTA_BITS, 4, h->swap);
 		p += 8;
 		c->len += 8;
 		delta = 0;
 	}
 	if (head == 4) {
-		uint32_t w = rec_word(size / 4, (uint32_t)delta);
-
-		memcpy(p, &w, 4);
+		rec_word(h, p, size / 4, (uint32_t)delta);
 	} else {
-		uint32_t w = rec_word(0, (uint32_t)delta), len = size + 4;
-
-		memcpy(p, &w, 4);
-		memcpy(p + 4, &len, 4);
+		rec_word(h, p, 0, (uint32_t)delta);
+		tdw_num(p + 4, size + 4, 4, h->swap);
 	}
 	memcpy(p + head, rec, size);
 	c->len += head + size;
@@ -652,10 +663,8 @@ static int out_write(struct tdw *t, const void *p, size_t n)
 static int out_num(struct tdw *t, uint64_t v, size_t n)
 {
 	uint8_t b[8];
-	uint32_t v4 = (uint32_t)v;
-	uint16_t v2 = (uint16_t)v;
 
-	memcpy(b, n == 8 ? (void *)&v : n == 4 ? (void *)&v4 : (void *)&v2, n);
+	tdw_num(b, v, n, t->h->swap);
 	return out_write(t, b, n);
 }
 
@@ -704,11 +713,13 @@ struct tdw_buf {
 	char *p;
 	size_t len;
 	FILE *f;
+	bool swap;		/* its numbers in the other byte order (the host's) */
 };
 
-static int buf_open(struct tdw_buf *b)
+/* @b empty, its numbers in @t's host's byte order (@t NULL: text only). */
+static int buf_open(struct tdw_buf *b, const struct tdw *t)
 {
-	*b = (struct tdw_buf){ 0 };
+	*b = (struct tdw_buf){ .swap = t && t->h->swap };
 	b->f = open_memstream(&b->p, &b->len);
 	return b->f ? 0 : -ENOMEM;
 }
@@ -727,10 +738,10 @@ static int buf_close(struct tdw_buf *b)
 
 static void buf_num(struct tdw_buf *b, uint64_t v, size_t n)
 {
-	uint32_t v4 = (uint32_t)v;
-	uint16_t v2 = (uint16_t)v;
+	uint8_t p[8];
 
-	fwrite(n == 8 ? (void *)&v : n == 4 ? (void *)&v4 : (void *)&v2, 1, n, b->f);
+	tdw_num(p, v, n, b->swap);
+	fwrite(p, 1, n, b->f);
 }
 
 static void buf_blob(struct tdw_buf *b, const char *p, size_t len, size_t nsize)
@@ -836,7 +847,7 @@ static void meta_kallsyms(struct tdw *t, struct tdw_buf *b)
 	if (n)
 		qsort(h->syms, n, sizeof(*h->syms), sym_cmp);
 	h->nsyms = n;
-	if (buf_open(&text) < 0)
+	if (buf_open(&text, NULL) < 0)
 		return;
 	for (size_t i = 0; i < n; i++)
 		fprintf(text.f, "%016" PRIx64 " T %s\n", h->syms[i].addr, h->syms[i].name);
@@ -855,7 +866,7 @@ static void meta_cmdlines(struct tdw *t, struct tdw_buf *b)
 {
 	struct tdw_buf text;
 
-	if (buf_open(&text) < 0)
+	if (buf_open(&text, NULL) < 0)
 		return;
 	for (size_t i = 0; i < t->h->cap_comms; i++)
 		if (t->h->comms[i].pid)
@@ -874,7 +885,7 @@ static const meta_fn metas[] = {
 
 static int meta_build(struct tdw *t, meta_fn fn, struct tdw_buf *b)
 {
-	int ret = buf_open(b);
+	int ret = buf_open(b, t);
 
 	if (ret < 0)
 		return ret;
@@ -1037,6 +1048,28 @@ static bool set_written(const struct tdw_host *h, int i)
 	return i == TDW_KERNEL;
 }
 
+/*
+ * --time wall: the host's offset from its trace clock to wall-clock ns,
+ * as trace-cmd record --date writes it and readers add it (trace-cmd's
+ * lib/trace-cmd/trace-input.c, handle_options()): DATE holds microseconds
+ * ("0x..." hex, which strtoll(.., 0) reads, the only one older readers
+ * know), OFFSET the nanoseconds left over (readers since OFFSET add the
+ * two; before it, they took DATE alone, a microsecond short at most).
+ */
+static void options_wall(struct tdw *t, struct tdw_buf *b)
+{
+	int64_t off = t->h->offset, us = off / 1000 - (off % 1000 < 0), ns = off - us * 1000;
+	char date[40], rest[24];
+
+	snprintf(date, sizeof(date), "%s0x%" PRIx64, us < 0 ? "-" : "",
+		 us < 0 ? -(uint64_t)us : (uint64_t)us);
+	snprintf(rest, sizeof(rest), "%" PRId64, ns);
+	buf_num(b, OPT_DATE, 2);
+	buf_blob(b, date, strlen(date) + 1, 4);
+	buf_num(b, OPT_OFFSET, 2);
+	buf_blob(b, rest, strlen(rest) + 1, 4);
+}
+
 /* The options both versions write (the buffers' and DONE aside). */
 static void options_common(struct tdw *t, struct tdw_buf *b)
 {
@@ -1052,13 +1085,8 @@ static void options_common(struct tdw *t, struct tdw_buf *b)
 		buf_num(b, OPT_UNAME, 2);
 		buf_blob(b, t->h->kernel, strlen(t->h->kernel) + 1, 4);
 	}
-	if (t->o.time_wall) {
-		char off[32];
-
-		snprintf(off, sizeof(off), "%" PRId64, t->h->offset);
-		buf_num(b, OPT_OFFSET, 2);
-		buf_blob(b, off, strlen(off) + 1, 4);
-	}
+	if (t->o.time_wall)
+		options_wall(t, b);
 }
 
 /*
@@ -1108,7 +1136,7 @@ static int write_v6(struct tdw *t, uint64_t **off, uint64_t **size)
 	if (ret == 0)
 		ret = out_write(t, "options  ", 10);
 	opts = out_pos(t);
-	if (ret == 0 && (ret = buf_open(&b)) == 0) {
+	if (ret == 0 && (ret = buf_open(&b, t)) == 0) {
 		options_common(t, &b);
 		for (int i = TDW_KERNEL + 1; i < TDW_SETS; i++) {
 			if (!set_written(t->h, i))
@@ -1144,7 +1172,7 @@ static void option_buffer(struct tdw *t, struct tdw_buf *b, int i, uint64_t sect
 	struct tdw_buf o;
 	uint32_t n = 0;
 
-	if (buf_open(&o) < 0)
+	if (buf_open(&o, t) < 0)
 		return;
 	for (uint32_t c = 0; c < set->max_cpu; c++)
 		n += off[c] != 0;
@@ -1192,7 +1220,7 @@ static int write_v7(struct tdw *t, uint64_t opt_at, uint64_t **off, uint64_t **s
 			ret = section_end(t, size_at);
 	}
 	opts = out_pos(t);
-	if (ret == 0 && (ret = buf_open(&b)) == 0) {
+	if (ret == 0 && (ret = buf_open(&b, t)) == 0) {
 		for (size_t i = 0; i < sizeof(metas) / sizeof(metas[0]); i++) {
 			buf_num(&b, OPT_HEADER_INFO + i, 2);
 			buf_num(&b, 8, 4);
@@ -1218,7 +1246,7 @@ static int write_v7(struct tdw *t, uint64_t opt_at, uint64_t **off, uint64_t **s
 static int write_head(struct tdw *t, uint64_t *opt_at)
 {
 	char ver[2] = { (char)('0' + t->o.tracedat_version), 0 };
-	uint8_t b[2] = { __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__, (uint8_t)t->h->long_size };
+	uint8_t b[2] = { t->h->big_endian, (uint8_t)t->h->long_size };
 	int ret = out_write(t, TRACEDAT_MAGIC, TRACEDAT_MAGIC_LEN);
 
 	if (ret == 0 && (ret = out_write(t, ver, 2)) == 0 && (ret = out_write(t, b, 2)) == 0)
@@ -1290,6 +1318,7 @@ static void host_free(struct tdw_host *h)
 		free(h->sets[i].cpus);
 	}
 	free(h->stream_cpu);
+	free(h->rec);
 	if (h->spool)
 		fclose(h->spool);
 	free(h->next);
@@ -1355,6 +1384,12 @@ static int host_new(struct tdw *t, const struct export_host *e, struct tdw_host 
 	h->long_size = long_of_header(e->header_page);
 	if (!h->long_size)
 		h->long_size = e->long_size == 4 ? 4 : 8;
+	h->big_endian = e->big_endian;
+	h->swap = h->big_endian != (__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__);
+	if (h->swap && !(h->rec = malloc(h->page_size))) {
+		free(h);
+		return -ENOMEM;
+	}
 	h->sets[TDW_KERNEL].max_cpu = e->ncpus < TRACEDAT_MAX_CPUS ? e->ncpus : 0;
 	h->offset = e->clock_offset_ns;
 	h->name = strdup(e->name);
@@ -1428,6 +1463,11 @@ static int tdw_row(struct export_writer *w, const struct export_row *r)
 	if (!size || size + 16 > t->h->page_size - hdr_size(t->h) || r->trace_ts < 0) {
 		t->st.skipped++;
 		return 0;
+	}
+	if (t->h->swap) {	/* the numbers in the host's order */
+		memcpy(t->h->rec, rec, size);
+		render_swap(f->r, r->view, r->vals, t->h->rec, size);
+		rec = t->h->rec;
 	}
 	if ((ret = page_add(t, r->program, r->cpu, (uint64_t)r->trace_ts, rec, (uint32_t)size)) < 0 ||
 	    (ret = comm_add(t->h, r->pid, r->comm)) < 0 || (ret = row_syms(t->h, f, r)) < 0)

@@ -819,6 +819,50 @@ static int rows_left(const struct queryd *qd, const struct qmsg_request *r,
 }
 
 /*
+ * A select's state kept after the page before @r (queryd_ahead.h), taken
+ * for @r; NULL: none (@r is compiled and read afresh).
+ */
+static struct qsel *unpark(struct qworker *wk, const struct qmsg_request *r,
+			   const struct qauth_who *who, const struct store_scope *scope)
+{
+	struct qsel *c;
+
+	if (!wk->qd->ahead || r->op != QOP_SELECT || !r->after_id)
+		return NULL;
+	c = qahead_unpark(wk->qd->ahead, who, r, atomic_load(&wk->qd->scope_gen));
+	if (c && qsel_resume(c, r, scope) < 0) {
+		qsel_free(c);
+		c = NULL;
+	}
+	return c;
+}
+
+static void park_free(void *c)
+{
+	qsel_free(c);
+}
+
+/*
+ * Keep @c, the state after the page of @r just answered (wk->page), for
+ * the request of the next page (as ahead_plan() makes it); else free it.
+ */
+static void park(struct qworker *wk, const struct qmsg_request *r, const struct qauth_who *who,
+		 struct qsel *c)
+{
+	struct qmsg_request next = *r;	/* shallow: qahead_park() keeps its encoding */
+
+	if (!wk->qd->ahead || !wk->page.more || !wk->page.rows || !qsel_keepable(c, r)) {
+		qsel_free(c);
+		return;
+	}
+	next.after_ts = wk->page.last_ts;
+	next.after_id = wk->page.last_id;
+	next.after_type = wk->page.last_type;
+	next.sent = r->sent + wk->page.rows;
+	qahead_park(wk->qd->ahead, who, &next, atomic_load(&wk->qd->scope_gen), c, park_free);
+}
+
+/*
  * Run @r (decoded, its wait for `sync` done) for @who on @wk's store, only
  * over the hosts @who may read; the reply goes to @out, a line to the log
  * (with @said, what that line would say goes there instead: a page read
@@ -870,6 +914,8 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 	}
 	else if (r->op != QOP_COUNT && (ret = rows_left(wk->qd, r, &capped, out)) != 0)
 		snprintf(result, sizeof(result), "refused: query-max-rows reached");
+	else if ((c = unpark(wk, r, who, hosts.scope)))	/* the page before's state */
+		ret = run_page(wk, &capped, c, false, out, &rows);
 	else if ((ret = qsel_compile(wk->store, r, hosts.scope, &c, out)) == 0)
 		ret = r->op == QOP_COUNT ? run_count(wk, c, out, &rows) :
 		      r->op == QOP_HIST ? run_hist(wk, r, c, out, &rows) :
@@ -907,7 +953,10 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 		snprintf(said, saidlen, "%s", result);
 	else if (r->op != QOP_TAIL || ret != 0 || rows)	/* not every empty poll of a follow */
 		log_query(who, r, result, t0);
-	qsel_free(c);
+	if (ret == 0 && c && wk->paged)
+		park(wk, r, who, c);
+	else
+		qsel_free(c);
 	scopes_put(wk->qd, rules);
 }
 

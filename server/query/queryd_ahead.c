@@ -7,6 +7,11 @@
  * soon as it has decoded one, and the collector, which reads every page
  * in one go, would otherwise sit idle while the client decodes, and the
  * client while the collector reads.
+ *
+ * Beside the pages, a select's state after a page (queryd.c parks its
+ * struct qsel: its cursors and the rows it read but did not send) is kept
+ * under the request of the next page, found the same way, so that page
+ * goes on from it instead of reading those rows again (qahead_park()).
  */
 #include "config.h"
 
@@ -32,6 +37,16 @@ struct qahead_entry {
 	int64_t ready_ms;		/* util_now_ms() when read */
 };
 
+/* A select's state kept for its next page. */
+struct qahead_parked {
+	void *c;			/* NULL: a free place */
+	void (*free)(void *c);
+	struct qauth_who who;
+	uint64_t gen;
+	struct proto_buf key;		/* the next page's request */
+	int64_t at_ms;
+};
+
 struct qahead {
 	pthread_mutex_t lock;
 	pthread_cond_t ready;		/* an entry left QA_READING */
@@ -39,6 +54,7 @@ struct qahead {
 	unsigned reading;
 	uint64_t taken, dropped;
 	struct qahead_entry e[QAHEAD_MAX];
+	struct qahead_parked parked[QAHEAD_PARK_MAX];
 };
 
 int qahead_new(unsigned workers, struct qahead **out)
@@ -66,6 +82,11 @@ void qahead_free(struct qahead *a)
 		proto_buf_free(&a->e[i].key);
 		proto_buf_free(&a->e[i].page);
 	}
+	for (size_t i = 0; i < QAHEAD_PARK_MAX; i++)
+		if (a->parked[i].c) {
+			a->parked[i].free(a->parked[i].c);
+			proto_buf_free(&a->parked[i].key);
+		}
 	pthread_mutex_destroy(&a->lock);
 	pthread_cond_destroy(&a->ready);
 	free(a);
@@ -77,6 +98,17 @@ static void entry_clear(struct qahead_entry *e)
 	proto_buf_free(&e->key);
 	proto_buf_free(&e->page);
 	e->state = QA_FREE;
+}
+
+/* @r's encoding, what an entry is found by, into @key (empty after a failure). */
+static int key_of(const struct qmsg_request *r, struct proto_buf *key)
+{
+	proto_buf_init(key);
+	if (qmsg_request_encode(r, key) < 0) {
+		proto_buf_free(key);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 static bool same_who(const struct qauth_who *a, const struct qauth_who *b)
@@ -114,11 +146,8 @@ struct qahead_entry *qahead_begin(struct qahead *a, const struct qauth_who *who,
 	struct qahead_entry *e = NULL;
 	struct proto_buf key;
 
-	proto_buf_init(&key);
-	if (qmsg_request_encode(next, &key) < 0) {
-		proto_buf_free(&key);
+	if (key_of(next, &key) < 0)
 		return NULL;
-	}
 	pthread_mutex_lock(&a->lock);
 	entries_expire(a, util_now_ms());
 	if (a->reading < a->max_reading && !entry_find(a, &key, who, gen))
@@ -170,11 +199,8 @@ bool qahead_take(struct qahead *a, const struct qauth_who *who, const struct qms
 	struct proto_buf key;
 	bool found = false;
 
-	proto_buf_init(&key);
-	if (qmsg_request_encode(r, &key) < 0) {
-		proto_buf_free(&key);
+	if (key_of(r, &key) < 0)
 		return false;
-	}
 	pthread_mutex_lock(&a->lock);
 	/* a page being read is waited for: reading it again would take longer */
 	while ((e = entry_find(a, &key, who, gen)) && e->state == QA_READING)
@@ -199,4 +225,78 @@ void qahead_stats(struct qahead *a, uint64_t *taken, uint64_t *dropped)
 	*taken = a->taken;
 	*dropped = a->dropped;
 	pthread_mutex_unlock(&a->lock);
+}
+
+/* Whether parked place @p holds @key for @who under rules @gen. */
+static bool parked_is(const struct qahead_parked *p, const struct proto_buf *key,
+		      const struct qauth_who *who, uint64_t gen)
+{
+	return p->c && p->gen == gen && p->key.len == key->len &&
+	       !memcmp(p->key.data, key->data, key->len) && same_who(&p->who, who);
+}
+
+/*
+ * Empty parked place @p; its state to *@c (NULL: freed), its free
+ * function to *@fn. Under the lock.
+ */
+static void parked_clear(struct qahead_parked *p, void **c, void (**fn)(void *))
+{
+	if (c) {
+		*c = p->c;
+		*fn = p->free;
+	} else if (p->c) {
+		p->free(p->c);
+	}
+	p->c = NULL;
+	proto_buf_free(&p->key);
+}
+
+void qahead_park(struct qahead *a, const struct qauth_who *who, const struct qmsg_request *next,
+		 uint64_t gen, void *c, void (*free_fn)(void *c))
+{
+	struct qahead_parked *p = NULL;
+	void (*old_free)(void *) = NULL;
+	void *old = NULL;
+	struct proto_buf key;
+	int64_t now = util_now_ms();
+
+	if (key_of(next, &key) < 0) {
+		free_fn(c);
+		return;
+	}
+	pthread_mutex_lock(&a->lock);
+	/* a free place, else the oldest: the state of an answer nobody goes on with */
+	for (size_t i = 0; i < QAHEAD_PARK_MAX; i++) {
+		struct qahead_parked *q = &a->parked[i];
+
+		if (q->c && now - q->at_ms > QAHEAD_PARK_MS)
+			parked_clear(q, NULL, NULL);
+		if (!p || (p->c && (!q->c || q->at_ms < p->at_ms)))
+			p = q;
+	}
+	parked_clear(p, &old, &old_free);
+	*p = (struct qahead_parked){ .c = c, .free = free_fn, .who = *who, .gen = gen, .key = key,
+				     .at_ms = now };
+	pthread_mutex_unlock(&a->lock);
+	if (old)	/* outside the lock */
+		old_free(old);
+}
+
+void *qahead_unpark(struct qahead *a, const struct qauth_who *who, const struct qmsg_request *r,
+		    uint64_t gen)
+{
+	void (*fn)(void *);
+	void *c = NULL;
+	struct proto_buf key;
+
+	if (key_of(r, &key) < 0)
+		return NULL;
+	pthread_mutex_lock(&a->lock);
+	for (size_t i = 0; !c && i < QAHEAD_PARK_MAX; i++)
+		if (parked_is(&a->parked[i], &key, who, gen) &&
+		    util_now_ms() - a->parked[i].at_ms <= QAHEAD_PARK_MS)
+			parked_clear(&a->parked[i], &c, &fn);
+	pthread_mutex_unlock(&a->lock);
+	proto_buf_free(&key);
+	return c;
 }

@@ -30,6 +30,8 @@
 #define QAHEAD_MAX	8		/* pages kept or being read */
 #define QAHEAD_KEEP_MS	5000		/* a page not asked for by then is dropped */
 #define QAHEAD_RESULT_MAX	600	/* what the query log says of a page */
+#define QAHEAD_PARK_MAX	4		/* selects' states kept for their next page */
+#define QAHEAD_PARK_MS	2000		/* a state not taken by then is freed */
 
 struct qahead;
 struct qahead_entry;
@@ -71,6 +73,19 @@ void qahead_done(struct qahead *a, struct qahead_entry *e, struct proto_buf *pag
 bool qahead_take(struct qahead *a, const struct qauth_who *who, const struct qmsg_request *r,
 		 uint64_t gen, struct proto_buf *out, struct qsel_page *pg, char *result,
 		 size_t rlen);
+
+/*
+ * qahead_park - keep @c, the state of a select after the page before
+ * @next (queryd.c: a struct qsel), for the page @who will ask with @next
+ * under rules of generation @gen; @c is the cache's then, freed with
+ * @free_fn when nobody takes it within QAHEAD_PARK_MS, or when
+ * QAHEAD_PARK_MAX newer ones come. qahead_unpark - the state kept for @r
+ * from @who under @gen, taken (the caller's to free); NULL: none.
+ */
+void qahead_park(struct qahead *a, const struct qauth_who *who, const struct qmsg_request *next,
+		 uint64_t gen, void *c, void (*free_fn)(void *c));
+void *qahead_unpark(struct qahead *a, const struct qauth_who *who, const struct qmsg_request *r,
+		    uint64_t gen);
 
 /* qahead_stats - pages taken and pages dropped unasked so far (for tests). */
 void qahead_stats(struct qahead *a, uint64_t *taken, uint64_t *dropped);

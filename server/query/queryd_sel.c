@@ -34,6 +34,14 @@
  * last one resume after all rows of last_ts, the last one after its row,
  * the later ones at last_ts itself. --reverse walks the same order
  * backwards, with "before" cursors.
+ *
+ * Resumed pages. A merge's state at the end of a page (each type's cursor
+ * and the rows it read and did not send) is what the next page would
+ * read again; the endpoint may keep it (queryd_ahead.h, parked) and hand
+ * it to that page's request (qsel_resume()), which then sends those rows
+ * and reads on from the cursors, without compiling the query again. Its
+ * fills then take whole windows of the store (store_query.limit_soft)
+ * and are not cut to the page: nothing read is read twice.
  */
 #include "config.h"
 
@@ -55,6 +63,8 @@
 #define QSEL_BUFFERED		8192	/* rows all buffers hold at first, about */
 #define QSEL_CHUNK_MAX		4096	/* a type read fill after fill grows to this */
 #define QSEL_BUFFERED_MAX	16384	/* while all buffers' room stays below this */
+#define QSEL_KEEP_CHUNK_MAX	16384	/* the same two when what is read is kept */
+#define QSEL_KEEP_BUFFERED_MAX	65536
 #define QSEL_MAX_SYMCOLS	4
 #define QSEL_SYM_MAX		(PROTO_SYM_MAX_NAME + 24)
 #define QSEL_MAX_DISC		(1u << 20)	/* types --events and --fields go through */
@@ -114,6 +124,10 @@ struct qsel {
 	struct store_window win;
 	struct store_scope hosts;	/* the request's host list */
 	struct store_reader *st;		/* during a select: for symbol names */
+	bool merging;			/* the merge's buffers and cursors are set */
+	size_t room;			/* all buffers' chunks (fill_size()) */
+	size_t *active;			/* the types not yet drained, in type order */
+	size_t nactive;
 };
 
 /* ---- resolving the selectors ---- */
@@ -591,25 +605,39 @@ static int bind_all(struct qsel *c, struct proto_buf *out)
 
 /* ---- the store queries ---- */
 
-static void set_queries(struct qsel *c, const struct qmsg_request *r,
-			const struct store_scope *scope)
+/* What the types' store queries take from @r and @scope (pointers into them). */
+static void set_refs(struct qsel *c, const struct qmsg_request *r,
+		     const struct store_scope *scope)
 {
 	c->win.from_ts = r->from_ts || r->from_end ? r->from_ts : INT64_MIN;
 	c->win.to_ts = r->to_ts || r->to_end ? r->to_ts : INT64_MAX;
 	c->hosts = (struct store_scope){ .globs = (const char *const *)r->hosts, .n = r->nhosts };
 	for (size_t i = 0; i < c->n; i++) {
+		struct store_query *q = &c->t[i].read;
+
+		q->host_glob = r->host;
+		q->hosts = r->nhosts ? &c->hosts : NULL;
+		q->scope = scope;
+		q->cpus = r->cpus;
+		q->ncpus = r->ncpus;
+		q->win = r->from_ts || r->to_ts || r->from_end || r->to_end ? &c->win : NULL;
+	}
+}
+
+static void set_queries(struct qsel *c, const struct qmsg_request *r,
+			const struct store_scope *scope)
+{
+	for (size_t i = 0; i < c->n; i++) {
 		struct qsel_type *t = &c->t[i];
 
 		t->read = (struct store_query){
 			.schema = t->schema, .filter = t->filter, .field_col = t->col,
-			.nfields = t->nfields, .host_glob = r->host,
-			.hosts = r->nhosts ? &c->hosts : NULL, .scope = scope,
-			.cpus = r->cpus, .ncpus = r->ncpus, .reverse = r->reverse,
+			.nfields = t->nfields, .reverse = r->reverse,
 			.fmt = t->mine ? t->fmt->id : 0,
-			.win = r->from_ts || r->to_ts || r->from_end || r->to_end ? &c->win : NULL,
 		};
 		snprintf(t->event, sizeof(t->event), "%s:%s", t->schema->system, t->schema->name);
 	}
+	set_refs(c, r, scope);
 }
 
 /*
@@ -769,6 +797,7 @@ void qsel_free(struct qsel *c)
 	for (size_t i = 0; i < c->n; i++)
 		type_free(&c->t[i]);
 	free(c->t);
+	free(c->active);
 	query_free(&c->q);
 	free(c);
 }
@@ -822,6 +851,8 @@ static int make_cols(struct qsel_type *t)
 {
 	size_t i, n = 0, ncols = t->schema->ncols;
 
+	if (t->cols)
+		return 0;	/* a resumed page's (qsel_resume()) */
 	if (ncols > QMSG_MAX_COLS - QMSG_META_COLS - QSEL_MAX_SYMCOLS)
 		return TC_ERR_TOO_LONG;
 	t->cols = calloc(QMSG_META_COLS + ncols + t->nsym, sizeof(*t->cols));
@@ -954,7 +985,17 @@ static int fill_row(void *arg, const struct store_row *row)
 {
 	struct fill_ctx *f = arg;
 	struct qsel_type *t = f->t;
-	struct qsel_brow *b = &t->rows[t->nrows++];
+	struct qsel_brow *b;
+
+	if (t->nrows == t->cap) {	/* a whole window past the chunk (limit_soft) */
+		struct qsel_brow *rows = realloc(t->rows, 2 * t->cap * sizeof(*rows));
+
+		if (!rows)
+			return -ENOMEM;
+		t->rows = rows;
+		t->cap *= 2;
+	}
+	b = &t->rows[t->nrows++];
 
 	b->ts = row->ts;
 	b->rowid = row->rowid;
@@ -982,6 +1023,7 @@ static int fill(struct store_reader *st, struct qsel_type *t, size_t chunk)
 	qmsg_body_reset(t->buf);
 	t->nrows = t->next = 0;
 	t->read.limit = chunk;
+	t->read.limit_soft = true;	/* fill_row() keeps what comes past it */
 	ret = store_select(st, &t->read, fill_row, &f);
 	if (ret < 0)
 		return ret;
@@ -1073,11 +1115,20 @@ static int begin_types(struct qsel *c,
 	return ret;
 }
 
+/*
+ * The merge's buffers and cursors for @r (none to set on a resumed page),
+ * and the page's reply begun in *@w.
+ */
 static int merge_init(struct qsel *c, const struct qmsg_request *r, size_t chunk,
 		      struct qmsg_writer **w)
 {
 	int ret = 0;
 
+	if (c->merging)
+		return begin_types(c, qmsg_reply_begin_types, w);
+	c->active = calloc(c->n, sizeof(*c->active));
+	if (!c->active)
+		return -ENOMEM;
 	for (size_t i = 0; ret == 0 && i < c->n; i++) {
 		struct qsel_type *t = &c->t[i];
 
@@ -1086,7 +1137,10 @@ static int merge_init(struct qsel *c, const struct qmsg_request *r, size_t chunk
 		t->rows = calloc(chunk, sizeof(*t->rows));
 		ret = t->rows ? qmsg_reply_begin(&t->buf, NULL, (uint32_t)t->ncols, t->cols) :
 				-ENOMEM;
+		c->active[c->nactive++] = i;
 	}
+	c->room = chunk * c->n;
+	c->merging = ret == 0;
 	return ret ? ret : begin_types(c, qmsg_reply_begin_types, w);
 }
 
@@ -1094,44 +1148,58 @@ static int merge_init(struct qsel *c, const struct qmsg_request *r, size_t chunk
  * The rows @t's next fill asks for: its chunk, doubled when its last fill
  * came full and was all taken (a type read fill after fill: fewer, larger
  * reads) while the room of all buffers (*@room) stays below
- * QSEL_BUFFERED_MAX; never more than the page still needs, one more to
- * tell whether more follow (what a page leaves unsent is read again).
+ * QSEL_BUFFERED_MAX (QSEL_KEEP_* with @keep); never more than the page still needs, one more to
+ * tell whether more follow (what a page leaves unsent is read again),
+ * unless the page's state may be kept for the next (@keep: qsel_keepable()).
  */
-static size_t fill_size(struct qsel_type *t, size_t *room, uint32_t limit, uint32_t sent)
+static size_t fill_size(struct qsel_type *t, size_t *room, uint32_t limit, uint32_t sent,
+			bool keep)
 {
-	size_t grow = t->chunk * 2 > QSEL_CHUNK_MAX ? QSEL_CHUNK_MAX : t->chunk * 2;
+	size_t max = keep ? QSEL_KEEP_CHUNK_MAX : QSEL_CHUNK_MAX,
+	       grow = t->chunk * 2 > max ? max : t->chunk * 2;
 
-	if (t->nrows == t->chunk && grow > t->chunk &&
-	    *room - t->chunk + grow <= QSEL_BUFFERED_MAX) {
+	/* (a fill may bring more than its chunk: limit_soft) */
+	if (t->nrows >= t->chunk && grow > t->chunk &&
+	    *room - t->chunk + grow <= (keep ? QSEL_KEEP_BUFFERED_MAX : QSEL_BUFFERED_MAX)) {
 		*room = *room - t->chunk + grow;
 		t->chunk = grow;
 	}
+	if (keep)
+		return t->chunk;
 	return (size_t)(limit - sent) + 1 < t->chunk ? (size_t)(limit - sent) + 1 : t->chunk;
 }
 
 static int select_merge(struct store_reader *st, const struct qmsg_request *r, struct qsel *c,
 			uint32_t limit, struct qmsg_writer **out, struct qsel_page *pg)
 {
-	size_t chunk = QSEL_BUFFERED / c->n, room;
+	size_t chunk = QSEL_BUFFERED / c->n;
 	struct qmsg_writer *w = NULL;
+	bool keep = qsel_keepable(c, r);
 	int ret;
 
 	chunk = chunk < 16 ? 16 : chunk > QSEL_CHUNK ? QSEL_CHUNK : chunk;
 	if (chunk > (size_t)limit + 1)
 		chunk = (size_t)limit + 1;
 	ret = merge_init(c, r, chunk, &w);
-	room = chunk * c->n;
 	while (ret == 0) {
 		struct qsel_type *best = NULL;
+		size_t kept = 0;
 
-		for (size_t i = 0; ret == 0 && i < c->n; i++) {
-			struct qsel_type *t = &c->t[i];
+		/* the types still to drain (a drained one leaves the list) */
+		for (size_t a = 0; ret == 0 && a < c->nactive; a++) {
+			struct qsel_type *t = &c->t[c->active[a]];
 
 			if (t->next == t->nrows && !t->exhausted)
-				ret = fill(st, t, fill_size(t, &room, limit, qmsg_reply_rows(w)));
+				ret = fill(st, t, fill_size(t, &c->room, limit, qmsg_reply_rows(w),
+							    keep));
+			if (t->next == t->nrows && t->exhausted)
+				continue;
+			c->active[kept++] = c->active[a];
 			if (ret == 0 && t->next < t->nrows && (!best || before(t, best, r->reverse)))
 				best = t;
 		}
+		if (ret == 0)
+			c->nactive = kept;
 		if (ret < 0 || !best)
 			break;
 		if (qmsg_reply_rows(w) == limit) {
@@ -1152,6 +1220,19 @@ static int select_merge(struct store_reader *st, const struct qmsg_request *r, s
 	}
 	pg->rows = qmsg_reply_rows(w);
 	*out = w;
+	return 0;
+}
+
+bool qsel_keepable(const struct qsel *c, const struct qmsg_request *r)
+{
+	return r->op == QOP_SELECT && c->n > 1 && !r->from_end && !r->to_end;
+}
+
+int qsel_resume(struct qsel *c, const struct qmsg_request *r, const struct store_scope *scope)
+{
+	if (!c->merging || !qsel_keepable(c, r) || c->t[0].read.reverse != r->reverse)
+		return -EINVAL;
+	set_refs(c, r, scope);	/* the cursors and buffers stay */
 	return 0;
 }
 

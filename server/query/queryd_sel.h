@@ -75,6 +75,17 @@ int qsel_select(struct store_reader *st, const struct qmsg_request *r, struct qs
 		struct qmsg_writer **w, struct qsel_page *pg);
 
 /*
+ * qsel_keepable - whether @c's state after a page of @r may be kept for
+ * the next page (a select merging several types over a window that is not
+ * relative to the newest row); qsel_resume - take @c, kept so after the
+ * page before @r (the same request but its keyset and sent count), for
+ * @r: its cursors and unsent rows stay, what it reads through points into
+ * @r and @scope now. Return: 0; -EINVAL (@c cannot continue as @r).
+ */
+bool qsel_keepable(const struct qsel *c, const struct qmsg_request *r);
+int qsel_resume(struct qsel *c, const struct qmsg_request *r, const struct store_scope *scope);
+
+/*
  * qsel_begin_tail - begin a tail reply (qmsg_reply_begin_tail()) with the
  * selected types, in the order of qsel_read(); qsel_put_row - put @row of
  * type @i in it.

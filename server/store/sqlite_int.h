@@ -80,7 +80,7 @@ struct sq_store {
 	sqlite3_stmt *printk_put;	/* prepared when first used */
 	sqlite3_stmt *tgid_put;
 	bool in_txn;		/* between begin and commit */
-	struct sq_cached cache[96];
+	struct sq_cached cache[256];	/* a select of every type: two each */
 	uint64_t cache_clock;
 	struct sq_names *names;	/* a reader's host names and comms (sqlite_names.c) */
 	/*

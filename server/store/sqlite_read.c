@@ -404,12 +404,13 @@ static int sq_select_run(struct sq_store *s, sqlite3_stmt *st, const struct stor
 
 /*
  * The rows of window @r of @st (unsorted), kept in @w, sorted, and the
- * first @left of them passed to @fn. Return: as sq_select_run(); -E2BIG
- * when the window holds too much to keep (nothing was passed).
+ * first @left of them passed to @fn (@soft: all of them, the limit being
+ * store_query.limit_soft's). Return: as sq_select_run(); -E2BIG when the
+ * window holds too much to keep (nothing was passed).
  */
 static int sq_window_run(struct sq_store *s, sqlite3_stmt *st, const struct store_schema *sc,
-			 struct sq_win *w, struct sq_rowbuf *rb, int64_t left, store_row_fn fn,
-			 void *ctx, size_t *rows)
+			 struct sq_win *w, struct sq_rowbuf *rb, int64_t left, bool soft,
+			 store_row_fn fn, void *ctx, size_t *rows)
 {
 	int rc, ret = 0;
 
@@ -422,7 +423,7 @@ static int sq_window_run(struct sq_store *s, sqlite3_stmt *st, const struct stor
 	if (ret < 0)
 		return ret;
 	sq_win_sort(w);
-	for (size_t i = 0; ret == 0 && i < w->n && (int64_t)i < left; i++) {
+	for (size_t i = 0; ret == 0 && i < w->n && (soft || (int64_t)i < left); i++) {
 		struct store_row r;
 
 		sq_win_row(w, i, sc, rb, &r);
@@ -444,14 +445,17 @@ static int sq_window_run(struct sq_store *s, sqlite3_stmt *st, const struct stor
  * below a block's start lies only in blocks that start earlier (those
  * from bmin on, or the wide ones), so each window holds every row of its
  * ts span, and the windows follow one another in time: the rows come in
- * time order, and each block is read once.
+ * time order, and each block is read once. @soft (store_query.limit_soft):
+ * a window's rows past the limit are passed on too, not read again by the
+ * caller's next page; the blocks are then asked for as if full (64 rows).
  */
 static int sq_select_windows(struct sq_store *s, const struct store_schema *sc,
 			     const struct sq_bind *b, size_t nb, struct sq_range *r,
 			     sqlite3_stmt *st, const char *sorted, struct sq_rowbuf *rb,
-			     store_row_fn fn, void *ctx, size_t *rows)
+			     bool soft, store_row_fn fn, void *ctx, size_t *rows)
 {
-	int64_t hi = r->hi, left = r->limit, start, k = (left + 31) / 32, want;
+	int64_t hi = r->hi, left = r->limit, start, k = soft ? (left + 63) / 64 : (left + 31) / 32,
+		want;
 	sqlite3_stmt *sst = NULL;
 	struct sq_win w = { 0 };
 	bool found, last = false;
@@ -474,7 +478,7 @@ static int sq_select_windows(struct sq_store *s, const struct store_schema *sc,
 		r->limit = left;
 		sqlite3_reset(st);
 		ret = sq_bind_all(s, st, b, nb, sc, r) ?:
-		      sq_window_run(s, st, sc, &w, rb, left, fn, ctx, &n);
+		      sq_window_run(s, st, sc, &w, rb, left, soft, fn, ctx, &n);
 		if (ret == -E2BIG) {	/* SQLite sorts this one, LIMIT left */
 			ret = sst ? 0 : sq_prepare_cached(s, sorted, &sst);
 			if (ret == 0) {
@@ -497,10 +501,11 @@ static int sq_select_windows(struct sq_store *s, const struct store_schema *sc,
 	return ret;
 }
 
-int sq_select_where(struct sq_store *s, const struct store_schema *sc, const char *where,
-		    const struct sq_bind *b, size_t nb, const struct store_window *win,
-		    int64_t after_ts, uint64_t after_rowid, size_t limit, bool reverse,
-		    const bool *skip, store_row_fn fn, void *ctx)
+/* sq_select_where(), and with @soft store_query.limit_soft. */
+static int sq_select_rows(struct sq_store *s, const struct store_schema *sc, const char *where,
+			  const struct sq_bind *b, size_t nb, const struct store_window *win,
+			  int64_t after_ts, uint64_t after_rowid, size_t limit, bool soft,
+			  bool reverse, const bool *skip, store_row_fn fn, void *ctx)
 {
 	struct sq_rowbuf rb = { .pid = sq_col_index(sc, "common_pid") };
 	struct sq_buf q = { 0 }, u = { 0 };
@@ -523,7 +528,7 @@ int sq_select_where(struct sq_store *s, const struct store_schema *sc, const cha
 	ret = q.oom || u.oom || !rb.vals || !rb.null ? -ENOMEM : sq_names_new(s, &rb.names) ?:
 	      sq_prepare_cached(s, windows ? u.s : q.s, &st);
 	if (ret == 0 && windows)
-		ret = sq_select_windows(s, sc, b, nb, &r, st, q.s, &rb, fn, ctx, &n);
+		ret = sq_select_windows(s, sc, b, nb, &r, st, q.s, &rb, soft, fn, ctx, &n);
 	else if (ret == 0)
 		ret = sq_bind_all(s, st, b, nb, sc, &r) ?:
 		      sq_select_run(s, st, sc, &rb, fn, ctx, &n);
@@ -533,6 +538,15 @@ int sq_select_where(struct sq_store *s, const struct store_schema *sc, const cha
 	free(rb.vals);
 	free(rb.null);
 	return ret ? ret : n > INT_MAX ? INT_MAX : (int)n;
+}
+
+int sq_select_where(struct sq_store *s, const struct store_schema *sc, const char *where,
+		    const struct sq_bind *b, size_t nb, const struct store_window *win,
+		    int64_t after_ts, uint64_t after_rowid, size_t limit, bool reverse,
+		    const bool *skip, store_row_fn fn, void *ctx)
+{
+	return sq_select_rows(s, sc, where, b, nb, win, after_ts, after_rowid, limit, false,
+			      reverse, skip, fn, ctx);
 }
 
 /* ---- a store_query as SQL ---- */
@@ -698,8 +712,9 @@ static int sq_select(struct store_reader *rd, const struct store_query *q, store
 	int ret = sq_reader_enter(s) ?: sq_where_of(q, &w);
 
 	if (ret == 0)
-		ret = sq_select_where(s, q->schema, w.text, w.b, w.nb, q->win, q->after_ts,
-				      q->after_rowid, q->limit, q->reverse, q->skip, fn, ctx);
+		ret = sq_select_rows(s, q->schema, w.text, w.b, w.nb, q->win, q->after_ts,
+				     q->after_rowid, q->limit, q->limit_soft, q->reverse, q->skip,
+				     fn, ctx);
 	sq_where_free(&w);
 	return ret;
 }

@@ -119,16 +119,18 @@ int sq_win_add(struct sq_win *w, sqlite3_stmt *st, const struct store_schema *sc
 	r->vals = voff;
 	w->keys[w->n] = (struct sq_wkey){ .ts = r->ts, .rowid = r->rowid, .row = w->n };
 	for (size_t i = 0; i < sc->ncols; i++) {
-		int c = 5 + (int)i, type = sqlite3_column_type(st, c);
+		/* one call into the statement (its lock) per column, not two */
+		sqlite3_value *col = sqlite3_column_value(st, 5 + (int)i);
+		int type = sqlite3_value_type(col);
 		struct sq_wval v = { .kind = (uint8_t)sc->cols[i].kind };
 		const void *p;
 
 		if (type == SQLITE_NULL) {
 			v.null = true;
 		} else if (type == SQLITE_TEXT || type == SQLITE_BLOB) {
-			p = type == SQLITE_TEXT ? (const void *)sqlite3_column_text(st, c) :
-			    sqlite3_column_blob(st, c);
-			v.len = (uint32_t)sqlite3_column_bytes(st, c);
+			p = type == SQLITE_TEXT ? (const void *)sqlite3_value_text(col) :
+			    sqlite3_value_blob(col);
+			v.len = (uint32_t)sqlite3_value_bytes(col);
 			v.kind = type == SQLITE_TEXT ? STORE_STRING : STORE_BLOB;
 			ret = sq_win_room(w, (size_t)v.len + 1, &off);	/* NUL-ended, as SQLite's */
 			if (ret < 0)
@@ -140,7 +142,7 @@ int sq_win_add(struct sq_win *w, sqlite3_stmt *st, const struct store_schema *sc
 		} else {	/* INTEGER (a REAL never gets stored) */
 			v.kind = sc->cols[i].kind == STORE_UNSIGNED ? STORE_UNSIGNED :
 				 STORE_SIGNED;
-			v.i = sqlite3_column_int64(st, c);
+			v.i = sqlite3_value_int64(col);
 		}
 		memcpy(w->arena + voff + i * sizeof(v), &v, sizeof(v));
 	}

@@ -354,6 +354,13 @@ struct store_query {
 	const bool *skip;
 	/* store_select() only: at most this many rows; 0: no limit */
 	size_t limit;
+	/*
+	 * store_select() with a @limit only: the read may pass more rows than
+	 * @limit, the rest of what it had to read anyway (the SQLite store's
+	 * time window), still in order, for a caller that keeps them (the
+	 * select merge: queryd_sel.c). A backend may ignore it.
+	 */
+	bool limit_soft;
 };
 
 /* A host as store_stats() names it. */

@@ -9,7 +9,8 @@
  * "ip_sym" column from the bytes too, and a loss between them. Whatever
  * the bytes: no crash, no out-of-bounds access, and a file the writer
  * says it wrote with rows in it opens in traceq's own reader
- * (tracedat.c), v7 and v6, every page of it valid (abort otherwise).
+ * (tracedat.c), v7 and v6, every page of it valid (abort otherwise). The
+ * last byte's low bit makes the host big-endian: the file in its order.
  */
 #include "config.h"
 
@@ -111,7 +112,8 @@ static void fz_check(const char *path, bool two)
 	}
 	while (tracedat_next_page(td, &cpu, &page, &len, err, sizeof(err)) > 0) {
 		struct page_layout l = { .page_size = tracedat_info(td)->page_size,
-					 .long_size = tracedat_info(td)->long_size };
+					 .long_size = tracedat_info(td)->long_size,
+					 .big_endian = tracedat_info(td)->big_endian };
 		struct page_info pi;
 
 		if (len != l.page_size || page_check(&l, page, len, &pi) != 0)
@@ -121,8 +123,8 @@ static void fz_check(const char *path, bool two)
 	fclose(f);
 }
 
-static void fz_export(unsigned version, const char *fmt, const char *hp, const uint8_t *v,
-		      size_t len, const char *path)
+static void fz_export(unsigned version, bool big_endian, const char *fmt, const char *hp,
+		      const uint8_t *v, size_t len, const char *path)
 {
 	char err[EXPORT_ERR_LEN] = "", *cols[FZ_MAX_COLS];
 	bool is_str[FZ_MAX_COLS] = { false };
@@ -130,7 +132,7 @@ static void fz_export(unsigned version, const char *fmt, const char *hp, const u
 				 .err = err };
 	struct export_host h = { .name = "fz", .kernel = "", .page_size = 4096,
 				 .clock = "local", .header_page = hp, .header_event = "",
-				 .printk = "" };
+				 .printk = "", .big_endian = big_endian };
 	const struct export_writer_ops *ops = &export_tracedat_ops;
 	uint32_t ncols = fz_cols(fmt, cols, is_str);
 	struct qmsg_reply view = { .event = (char *)"fz:ev", .ncols = ncols, .cols = cols,
@@ -192,7 +194,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n = n < size ? n + 1 + strlen(hp) + 1 : size;
 	snprintf(path, sizeof(path), "/tmp/fuzz_tdw.%d.dat", (int)getpid());
 	for (unsigned v = 6; v <= 7; v++)
-		fz_export(v, fmt, hp, data + (n < size ? n : size), n < size ? size - n : 0, path);
+		fz_export(v, size && (data[size - 1] & 1), fmt, hp, data + (n < size ? n : size),
+			  n < size ? size - n : 0, path);
 	free(buf);
 	return 0;
 }
