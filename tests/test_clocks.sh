@@ -107,6 +107,14 @@ echo "1: $n events stored by both; worst stored-time difference $worst ns (their
 check "the two agents stored the same events ($n)" '[ "$n" -gt 50 ]'
 check "their stored times differ by at most the uncertainties (and the event's two trace clock readings' distance: $worst <= $unc_a + $unc_b + $dtrace ns)" \
 	'[ "$worst" -le $(( unc_a + unc_b + dtrace )) ]'
+# its trace.dat (--time wall) carries the offset that placed its events,
+# the measured one: trace-cmd report's first time is traceq's, not 5 s off
+traceq --export "$tmp/clk-b.dat" -f tracedat --time wall -H clk-b > "$tmp/export.out" 2>&1
+tc_first=$(trace-cmd report "$tmp/clk-b.dat" 2> /dev/null | grep -m1 ': sched_switch:' |
+	sed -n 's/.* \([0-9][0-9]*\.[0-9]*\): .*/\1/p')
+tq_first=$(traceq --format json -n 1 -H clk-b sched_switch | sed -n 's/.*"ts":\([0-9]*\).*/\1/p')
+check "trace-cmd report of clk-b's export prints its stored wall-clock time ($tc_first s, traceq $tq_first ns)" \
+	'awk -v a="$tc_first" -v b="$tq_first" "BEGIN { d = a * 1e9 - b; exit !(a > 0 && d < 1e6 && d > -1e6) }"'
 
 # ---- 2. an asymmetric link ----
 python3 "$top_srcdir/tests/delay_relay.py" "$listen" 0 6 > "$tmp/relay.port" &

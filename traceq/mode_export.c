@@ -108,7 +108,8 @@ static int hosts_take(struct export_run *x, const struct qmsg_reply *rep)
 {
 	int name = col_of(rep, "host"), kernel = col_of(rep, "kernel"),
 	    cpus = col_of(rep, "cpus"), clock = col_of(rep, "trace_clock"),
-	    page = col_of(rep, "page_size"), off = col_of(rep, "clock_offset_ns");
+	    page = col_of(rep, "page_size"), off = col_of(rep, "clock_offset_ns"),
+	    src = col_of(rep, "clock_source"), meas = col_of(rep, "clock_measured_ns");
 
 	if (name < 0)
 		return -EPROTO;
@@ -132,7 +133,15 @@ static int hosts_take(struct export_run *x, const struct qmsg_reply *rep)
 			return -ENOMEM;
 		h->ncpus = (uint32_t)cell_int(row, cpus);
 		h->page_size = (uint32_t)cell_int(row, page);
+		/*
+		 * The offset that places the host's events (issue 36): the
+		 * collector's measurement where the host's realtime lied, else
+		 * the host's own sample, as the stored times were placed.
+		 */
 		h->clock_offset_ns = cell_int(row, off);
+		if (src >= 0 && meas >= 0 && row[src].kind == QV_STR && row[meas].kind != QV_NIL &&
+		    row[src].s.len == 8 && !memcmp(row[src].s.p, "measured", 8))
+			h->clock_offset_ns = cell_int(row, meas);
 		x->nhosts++;
 	}
 	return 0;
