@@ -112,12 +112,16 @@ static int send_hello(struct session *s, struct ship *link, char *why,
 		log_info("connected to %s port %s as %s (collector host id %"
 			 PRIu64 ")", s->c.host, s->c.port, hi->host,
 			 w.host_id);
-		s->welcomed = true;
+		s->welcomed = true;	/* a failure from here on is a lost connection */
 		s->kallsyms_held = w.kallsyms;
 		s->kallsyms_due = s->h.kernel_symbols;
 		s->printk_due = w.printk_formats;
 	}
-	return 0;
+	ret = ship_welcome_probes(link, &h, &w, cap_to_deadline(s, REPLY_TIMEOUT_MS), reason,
+				  sizeof(reason));
+	if (ret < 0)
+		tc_seterr(why, len, "%s", reason);
+	return ret;
 }
 
 /* MSG_HEADER_PAGE, then one MSG_FORMAT per enabled event, on @link. */

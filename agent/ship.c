@@ -1008,9 +1008,16 @@ int ship_hello(struct ship *s, const struct proto_hello *hello,
 		*welcome = m.welcome;
 	}
 	proto_msg_free(&m);
-	if (ret == 0 && hello->clock_probe && s->clock_fn)
-		ret = take_probes(s, welcome->clock_probes, timeout_ms, err, errlen);
 	return ret;
+}
+
+int ship_welcome_probes(struct ship *s, const struct proto_hello *hello,
+			const struct proto_welcome *welcome, int timeout_ms, char *err,
+			size_t errlen)
+{
+	if (!hello->clock_probe || !s->clock_fn)
+		return 0;
+	return take_probes(s, welcome->clock_probes, timeout_ms, err, errlen);
 }
 
 /* Whether a record waits to be read; Return: 1 yes, 0 no, or an error. */

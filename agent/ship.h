@@ -102,6 +102,17 @@ int ship_hello(struct ship *s, const struct proto_hello *hello,
 	       char *err, size_t errlen);
 
 /*
+ * ship_welcome_probes - after ship_hello(): the WELCOME's clock_probes
+ * (when @hello said clock_probe and a clock fn is set), answered one by
+ * one before anything else is sent. Separate from ship_hello() so that a
+ * connection that fails here was still WELCOMEd (the caller retries it
+ * as any lost connection). Return: 0; ship_hello()'s errors.
+ */
+int ship_welcome_probes(struct ship *s, const struct proto_hello *hello,
+			const struct proto_welcome *welcome, int timeout_ms, char *err,
+			size_t errlen);
+
+/*
  * ship_msg - send one control message (written out at once when the
  * socket has room, see ship_flush()).
  *
@@ -199,7 +210,7 @@ typedef uint64_t (*ship_clock_fn)(void *arg);
 
 /*
  * ship_set_clock_fn - answer every MSG_CLOCK_PROBE read by ship_check(),
- * ship_hello() (the WELCOME's clock_probes, answered before it returns)
+ * ship_welcome_probes() (the WELCOME's clock_probes)
  * and ship_bye() with a MSG_CLOCK_ECHO: @fn's reading when the probe was
  * read and when the answer is written. Without one, a probe is
  * unexpected (an agent whose HELLO lacks "clock_probe" gets none).

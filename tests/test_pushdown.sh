@@ -79,8 +79,12 @@ check "a's agent logs the filter it set" 'grep -q "filter .prev_comm == .sleep..
 ship_a=$(shipped a); ship_b=$(shipped b)
 echo "shipped: pushed down a=$ship_a, collector-only b=$ship_b"
 check "a shipped fewer events than b" '[ -n "$ship_a" ] && [ -n "$ship_b" ] && [ "$ship_a" -lt "$ship_b" ]'
-check "a: stored + dropped here == shipped" \
-	'[ $(( $(traceq -H a --count "*") + $(dropped a || echo 0) )) = "$ship_a" ]'
+# (the collector's filter may have dropped none of a's: the agent answers
+# the collector's clock probes before its first page, so the pushed filter
+# can be in the kernel before any event is shipped)
+drop_a=$(dropped a)
+check "a: stored + dropped here (${drop_a:-0}) == shipped" \
+	'[ $(( $(traceq -H a --count "*") + ${drop_a:-0} )) = "$ship_a" ]'
 rows a > "$tmp/rows_a"
 rows b > "$tmp/rows_b"
 check "every stored row of a and b is a sleep's" \
