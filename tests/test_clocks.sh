@@ -48,6 +48,9 @@ tc_start_collector
 faked_agent() {
 	local name=$1 ft=$2
 	shift 2
+	# libfaketime is preloaded before an ASan build's own runtime, which
+	# ASan refuses unless told the order does not matter here
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
 	FAKETIME_DONT_FAKE_MONOTONIC=1 LD_PRELOAD="$libft" FAKETIME="$ft" tc_start_agent "$name" "$@"
 }
 common=(-e sched:sched_switch --no-user --trace-clock mono)
