@@ -858,15 +858,10 @@ static int expect(struct ship *s, enum proto_msg_type type, int timeout_ms,
 	int64_t deadline = util_now_ms() + timeout_ms;
 	int ret;
 
-	do {
-		ret = read_msg(s, deadline, m);
-		if (ret == 0 && take_ack(s, m)) {
-			ret = ship_echo(s);
-			if (ret == 0)
-				continue;
-		}
-		break;
-	} while (1);
+	/* ACKs, FILTERs and probes on the way are taken (probes answered) */
+	while ((ret = read_msg(s, deadline, m)) == 0 && take_ack(s, m) &&
+	       (ret = ship_echo(s)) == 0)
+		;
 	if (ret == 0 && m->type != type) {
 		ret = unexpected(s, m);
 		proto_msg_free(m);
