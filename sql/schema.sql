@@ -132,6 +132,23 @@
 --                rewritten: a correction applies to events stored after
 --                it; trace_ts keeps the host's own time.
 
+-- Stacks (0016-stacks.sql, issue 38):
+--   stacks       one row per distinct stack record's frames (id, frames:
+--                caller[] as the host wrote it). The caller column of
+--                ftrace:kernel_stack and ftrace:user_stack rows holds its
+--                id (an INTEGER) instead of the frames; rows stored
+--                before keep the frames (a BLOB) and read as they were.
+--                Stacks repeat massively (sched_switch under
+--                --stacktrace: a few hundred distinct stacks for
+--                millions of events), so a stack row costs its common
+--                fields and an id. The writer keeps the stacks it stored
+--                in memory by a hash of the frames, compares the frames
+--                themselves before it reuses an id (a collision never
+--                merges two stacks), and starts again from the file after
+--                a rollback; a stack of more than 4096 bytes of frames is
+--                kept in its row as before. Ids are the writer's (one
+--                writer per file), never reused while a row holds them.
+
 -- Agent versions (0011-agent-version.sql):
 --   hosts        gains agent: the program and version the latest HELLO
 --                named (e.g. "traceagent 0.1.0"); NULL when it named none

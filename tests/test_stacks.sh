@@ -16,7 +16,12 @@
 #      removes its trigger at exit;
 #  (d) the recording of (a) imported into a collector on ClickHouse prints
 #      the same, frames named from the kallsyms that store keeps (skipped,
-#      saying so, without clickhouse-server).
+#      saying so, without clickhouse-server);
+#  (e) SQLite keeps each distinct stack once (sql/0016-stacks.sql): its
+#      stacks table has fewer rows than the stack records stored, every
+#      stack row's id is one of them, and a store of before 0016 (frames in
+#      the rows, no stacks table) is migrated and prints as it did; a
+#      recording imported into it then prints what trace-cmd report prints.
 set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
@@ -24,6 +29,7 @@ set -u
 tc_need_tracefs
 command -v trace-cmd >/dev/null || skip "needs trace-cmd (apt-get install trace-cmd)"
 command -v python3 >/dev/null || skip "needs python3"
+command -v sqlite3 >/dev/null || skip "needs sqlite3 (apt-get install sqlite3)"
 tc_lock
 tc_setup stacks collector_pid agent clickhouse_pid
 inst="tc_stacks_$$"
@@ -32,13 +38,18 @@ trap 'rmdir "$tracing/instances/$inst" 2>/dev/null; tc_cleanup' EXIT
 # ---- (a) trace-cmd record -T, imported ----
 sys_ev=syscalls:sys_enter_getppid
 [ -d "$tracing/events/syscalls/sys_enter_getppid" ] || sys_ev=raw_syscalls:sys_enter
-tc_tracecmd_record "$inst" "$tmp/st.dat" -T -O userstacktrace -e "$sys_ev" -e sched:sched_switch -- \
-	python3 -c 'import os, time
+# record DAT: trace-cmd record -T of a workload into DAT, its report in DAT.txt
+record() {
+	tc_tracecmd_record "$inst" "$1" -T -O userstacktrace -e "$sys_ev" -e sched:sched_switch -- \
+		python3 -c 'import os, time
 for i in range(40):
 	os.getppid()
 	time.sleep(0.001)'
-trace-cmd report -i "$tmp/st.dat" 2>/dev/null | grep -v '^cpus=' | sed 's/^[a-z0-9_]*: //' \
-	> "$tmp/theirs.txt"
+	trace-cmd report -i "$1" 2>/dev/null | grep -v '^cpus=' | sed 's/^[a-z0-9_]*: //' \
+		> "$1.txt"
+}
+record "$tmp/st.dat"
+cp "$tmp/st.dat.txt" "$tmp/theirs.txt"
 check "trace-cmd recorded stacks, kernel and user" \
 	'grep -q "kernel_stack: *<stack trace >" "$tmp/theirs.txt" && grep -q "user_stack: " "$tmp/theirs.txt"'
 
@@ -55,7 +66,9 @@ tq -H imp-stacks --time raw --no-host '*' > "$tmp/ours.txt" 2> "$tmp/ours.err"
 # symbols keep no file order. Such a line counts as an alias when both
 # names start at one address in this host's /proc/kallsyms (the
 # recording was made here); any other difference fails.
-awk 'FILENAME == ARGV[1] { if (!($3 in at)) at[$3] = $1; next }
+# cmp_report THEIRS OURS: the comparison's counts (differ=0: the same)
+cmp_report() {
+	awk 'FILENAME == ARGV[1] { if (!($3 in at)) at[$3] = $1; next }
 	FILENAME == ARGV[2] { a[FNR] = $0; na = FNR; next }
 	{ nb = FNR
 	  if (a[FNR] == $0) { same++; next }
@@ -65,7 +78,9 @@ awk 'FILENAME == ARGV[1] { if (!($3 in at)) at[$3] = $1; next }
 	  differ++; if (!first) first = FNR ": " a[FNR] " | " $0 }
 	END { printf "lines=%d same=%d alias=%d differ=%d %s\n", na, same, alias,
 		differ + (na > nb ? na - nb : nb - na), first }' \
-	/proc/kallsyms "$tmp/theirs.txt" "$tmp/ours.txt" > "$tmp/cmp.txt"
+	/proc/kallsyms "$1" "$2"
+}
+cmp_report "$tmp/theirs.txt" "$tmp/ours.txt" > "$tmp/cmp.txt"
 cmp_line=$(cat "$tmp/cmp.txt")
 check "traceq --time raw prints trace-cmd report's lines, stacks included ($cmp_line)" \
 	'grep -q " differ=0 " "$tmp/cmp.txt" && [ "$(grep -c "^=> " "$tmp/ours.txt")" -gt 0 ] &&
@@ -158,6 +173,45 @@ if [ -d "$tracing/events/syscalls/sys_enter_close" ]; then
 else
 	tc_skip_part "the filtered trigger (c)" "this kernel has no syscalls:sys_enter_close"
 fi
+
+# ---- (e) stacks stored once each (SQLite) ----
+# sq "SQL": the collector's SQLite file, read while it runs (WAL)
+sq() { sqlite3 -batch -noheader "$tmp/trace.db" "$1"; }
+stack_tabs=$(sq "SELECT table_name FROM event_types WHERE system = 'ftrace'
+	AND name IN ('kernel_stack', 'user_stack') ORDER BY name")
+nrows=0; nids=0; dangling=0
+for t in $stack_tabs; do
+	nrows=$((nrows + $(sq "SELECT count(*) FROM \"$t\"")))
+	nids=$((nids + $(sq "SELECT count(*) FROM \"$t\" WHERE typeof(caller) = 'integer'")))
+	dangling=$((dangling + $(sq "SELECT count(*) FROM \"$t\" WHERE typeof(caller) = 'integer'
+		AND caller NOT IN (SELECT id FROM stacks)")))
+done
+nstacks=$(sq "SELECT count(*) FROM stacks")
+check "stacks stored once each: $nstacks stacks for $nrows stack records ($nids by id, $dangling without their stack)" \
+	'[ -n "$stack_tabs" ] && [ "$nrows" -gt 0 ] && [ "$nids" = "$nrows" ] && [ "$dangling" = 0 ] &&
+	 [ "$nstacks" -gt 0 ] && [ "$nstacks" -lt "$nrows" ]'
+kill "$collector_pid"; wait "$collector_pid" 2>/dev/null; collector_pid=
+# the file as a collector before 0016 left it: frames in the rows, no stacks table
+{ for t in $stack_tabs; do
+	echo "UPDATE \"$t\" SET caller = (SELECT frames FROM stacks WHERE id = caller)
+		WHERE typeof(caller) = 'integer';"
+  done
+  echo "DROP TABLE stacks; PRAGMA user_version = 15;"; } > "$tmp/old.sql"
+sqlite3 -batch "$tmp/trace.db" < "$tmp/old.sql"
+old_ok=$(sq "SELECT count(*) FROM sqlite_master WHERE name = 'stacks'")
+tc_start_collector --query "ipc://$sock"
+check "a store of before 0016 is migrated (stacks table: $old_ok before, $(sq "SELECT count(*) FROM sqlite_master WHERE name = 'stacks'") after)" \
+	'[ "$old_ok" = 0 ] && [ "$(sq "PRAGMA user_version")" -ge 16 ]'
+tq -H imp-stacks --time raw --no-host '*' > "$tmp/ours-old.txt" 2>&1
+check "its rows, frames in the row, print as before" \
+	'cmp -s "$tmp/ours.txt" "$tmp/ours-old.txt" || { diff "$tmp/ours.txt" "$tmp/ours-old.txt" | head -5; false; }'
+# a recording imported into the migrated store: stacks by id again
+record "$tmp/st2.dat"
+tq --import "$tmp/st2.dat" --name imp-again > "$tmp/imp2.out" 2>&1; rc=$?
+tq -H imp-again --time raw --no-host '*' > "$tmp/ours-again.txt" 2>&1
+cmp_report "$tmp/st2.dat.txt" "$tmp/ours-again.txt" > "$tmp/cmp2.txt"
+check "imported into it (exit $rc: $(cat "$tmp/imp2.out")), by id ($(sq "SELECT count(*) FROM stacks") stacks), it prints trace-cmd report's lines ($(cat "$tmp/cmp2.txt"))" \
+	'[ "$rc" = 0 ] && [ "$(sq "SELECT count(*) FROM stacks")" -gt 0 ] && grep -q " differ=0 " "$tmp/cmp2.txt"'
 
 # ---- (d) ClickHouse ----
 if tc_have_clickhouse; then

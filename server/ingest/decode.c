@@ -221,9 +221,8 @@ static int fields_count(const struct tep_format_field *f)
  */
 static bool field_runs_to_end(const struct tep_event *ev, const struct tep_format_field *f)
 {
-	return ev->system && !strcmp(ev->system, "ftrace") && ev->name &&
-	       (!strcmp(ev->name, "kernel_stack") || !strcmp(ev->name, "user_stack")) &&
-	       !strcmp(f->name, "caller") && (f->flags & TEP_FIELD_IS_ARRAY) && !f->next;
+	return store_field_is_stack(ev->system, ev->name, f->name) &&
+	       (f->flags & TEP_FIELD_IS_ARRAY) && !f->next;
 }
 
 static int dtype_fields(struct dtype *t, const struct tep_event *ev, bool swap)

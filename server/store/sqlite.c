@@ -48,6 +48,8 @@
  *   sqlite_window.c  a limited select's window, sorted
  *   sqlite_names.c   rows' host names and comms, cached
  *   sqlite_filter.c  a bound filter as a WHERE clause
+ *   sqlite_stacks.c  stacks stored once each: the writer's in memory, and
+ *                    a stack column read back as its frames
  *   sqlite_util.c    errors, SQL text, statements, the statement cache
  *   sqlite_errors.c  SQLite's failures in words
  */

@@ -50,6 +50,7 @@ static int sq_setup_writer(struct sq_store *s)
 		  " VALUES (?, ?, ?, ?)", &s->sym_put },
 		{ "INSERT INTO ts_blocks (type_id, lo, hi, min_ts, max_ts, span,"
 		  " seq) VALUES (?, ?, ?, ?, ?, ?, ?)", &s->block_put },
+		{ "INSERT INTO stacks (id, frames) VALUES (?, ?)", &s->stack_put },
 	};
 	int ret;
 
@@ -127,6 +128,8 @@ void sq_disconnect(struct sq_store *q)
 	sqlite3_finalize(q->mark_put);
 	sqlite3_finalize(q->sym_put);
 	sqlite3_finalize(q->block_put);
+	sqlite3_finalize(q->stack_put);
+	q->stack_put = NULL;
 	sqlite3_finalize(q->prog_find);
 	sqlite3_finalize(q->sym_find);
 	sqlite3_finalize(q->printk_put);

@@ -39,6 +39,7 @@
 #include "server/store/sqlite_file.h"
 #include "server/store/sqlite_hist.h"
 #include "server/store/sqlite_read.h"
+#include "server/store/sqlite_stacks.h"
 #include "server/store/sqlite_util.h"
 
 /* ilog2(roundup_pow_of_two(v)) as x86-64 computes it (1 << 64 is 1). */
@@ -106,7 +107,7 @@ static void col_expr(struct sq_buf *b, const struct store_schema *sc, int col)
 	else if (col == STORE_HIST_COMM)
 		sq_buf_str(b, "_tc_comm");	/* sq_from() computes it */
 	else
-		sq_ident(b, sc->cols[col].column);
+		sq_col_read(b, sc, (size_t)col, "", "");
 }
 
 static void key_expr(struct sq_buf *b, const struct store_query *q, const struct store_hist *h,

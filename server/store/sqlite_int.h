@@ -27,6 +27,7 @@
 
 struct sq_batch;
 struct sq_names;
+struct sq_stacks;
 struct store_type;
 
 /* Which file a name leads to (sqlite_file.c); set: it was there. */
@@ -75,6 +76,8 @@ struct sq_store {
 	sqlite3_stmt *mark_put;
 	sqlite3_stmt *sym_put;
 	sqlite3_stmt *block_put;	/* the writer thread's */
+	sqlite3_stmt *stack_put;	/* the writer thread's (sqlite_stacks.c) */
+	struct sq_stacks *stacks;	/* the stacks stored, in memory (sqlite_stacks.c) */
 	sqlite3_stmt *prog_find;	/* read side, prepared when first used */
 	sqlite3_stmt *sym_find;
 	sqlite3_stmt *printk_put;	/* prepared when first used */

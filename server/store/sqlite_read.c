@@ -26,6 +26,7 @@
 #include "server/store/sqlite_index.h"
 #include "server/store/sqlite_names.h"
 #include "server/store/sqlite_read.h"
+#include "server/store/sqlite_stacks.h"
 #include "server/store/sqlite_util.h"
 #include "server/store/sqlite_window.h"
 
@@ -331,7 +332,7 @@ static void sq_select_sql(struct sq_buf *q, const struct store_schema *sc, const
 		if (skip && skip[i] && (int)i != pid)
 			sq_buf_str(q, "NULL");	/* not read: the record is parsed no further */
 		else
-			sq_ident(q, sc->cols[i].column);
+			sq_col_read(q, sc, i, "", "");
 	}
 	sq_from(q, sc, where, r);
 	if (sorted)

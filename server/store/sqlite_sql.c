@@ -57,6 +57,7 @@
 #include "server/store/sqlite_read.h"
 #include "server/store/sqlite_schema.h"
 #include "server/store/sqlite_sql.h"
+#include "server/store/sqlite_stacks.h"
 #include "server/store/sqlite_util.h"
 
 #define SQ_SQL_TICK	1000		/* VM steps between two looks at the clock */
@@ -325,8 +326,8 @@ static int sq_ev_body(const struct store_schema *sc, struct sq_evview *e)
 
 		for (size_t k = 0; k < i && !again; k++)
 			again = !strcmp(sc->cols[k].name, sc->cols[i].name);
-		sq_buf_str(&b, ", e.");
-		sq_ident(&b, sc->cols[i].column);
+		sq_buf_str(&b, ", ");
+		sq_col_read(&b, sc, i, "main.", "e.");
 		sq_buf_str(&b, " AS ");
 		/* a name's column of another kind (schema.sql): under the column's name */
 		sq_view_col(&b, again ? sc->cols[i].column : sc->cols[i].name);

@@ -22,6 +22,7 @@
 #include "server/store/sqlite_names.h"
 #include "server/store/sqlite_read.h"
 #include "server/store/sqlite_tail.h"
+#include "server/store/sqlite_stacks.h"
 #include "server/store/sqlite_util.h"
 #include "server/store/sqlite_write.h"
 
@@ -56,7 +57,7 @@ static int sq_tailq_prepare(struct sq_store *s, const struct store_query *q, str
 	sq_buf_str(&b, SQ_ROW_COLS);
 	for (size_t i = 0; i < sc->ncols; i++) {
 		sq_buf_str(&b, ", ");
-		sq_ident(&b, sc->cols[i].column);
+		sq_col_read(&b, sc, i, "", "");
 	}
 	sq_from(&b, sc, tq->w.text, NULL);
 	sq_buf_str(&b, " AND _tc_rowid BETWEEN :tc_flo AND :tc_fhi");

@@ -20,6 +20,7 @@
 
 #include "common/tc_error.h"
 #include "server/store/sqlite_errors.h"
+#include "server/store/sqlite_stacks.h"
 #include "server/store/sqlite_util.h"
 #include "server/store/sqlite_write.h"
 
@@ -59,6 +60,19 @@ struct sq_batch {
 	struct sq_val *vals;	/* pending * t->ncols */
 	uint8_t *arena;		/* arena_size bytes (at most SQ_ARENA); NULL: none yet */
 	size_t arena_size, arena_len;
+	/*
+	 * The stacks its rows are the first to reference (sqlite_stacks.c),
+	 * stored before them: each an int64 id, a uint32 length, the frames.
+	 */
+	uint8_t *stacks;
+	size_t stacks_len, stacks_cap;
+};
+
+/* A stack a row is the first to reference: the frames still in the page. */
+struct sq_fresh {
+	int64_t id;		/* 0: none */
+	const void *p;
+	size_t len;
 };
 
 static void sq_batch_free(struct sq_batch *b)
@@ -67,6 +81,7 @@ static void sq_batch_free(struct sq_batch *b)
 		return;
 	free(b->vals);
 	free(b->arena);
+	free(b->stacks);
 	free(b);
 }
 
@@ -166,6 +181,9 @@ int sq_type_insert(struct sq_store *s, struct store_type *st, const struct store
 		st->param[i] = dup ? 0 : ++n;
 		if (dup)
 			continue;
+		if (t->fields[i].kind == STORE_BLOB &&
+		    store_field_is_stack(t->system, t->name, t->fields[i].name))
+			st->stack_param = n;
 		sq_buf_str(&b, ", ");
 		sq_ident(&b, cols[i]);
 		sq_buf_str(&v, ", ?");
@@ -303,6 +321,16 @@ static int sq_batch_exec(struct sq_store *q, const struct sq_batch *b)
 	unsigned r = 0;
 	int rc = sq_batch_stmts(q->db, t, b);
 
+	for (size_t o = 0; rc == SQLITE_OK && o < b->stacks_len;) {
+		int64_t id;
+		uint32_t len;
+
+		memcpy(&id, b->stacks + o, sizeof(id));
+		memcpy(&len, b->stacks + o + sizeof(id), sizeof(len));
+		o += sizeof(id) + sizeof(len);
+		rc = sq_stack_put(q->stack_put, id, b->stacks + o, len);
+		o += len;
+	}
 	if (rc != SQLITE_OK)
 		return rc;
 	if (b->pending == t->rows && t->insert_n) {
@@ -508,6 +536,7 @@ static int sq_batch_get(struct sq_store *s, struct store_type *t)
 	b->t = t;
 	b->pending = 0;
 	b->arena_len = 0;
+	b->stacks_len = 0;
 	t->cur = b;
 	return 0;
 }
@@ -532,11 +561,30 @@ static int sq_val_of(struct sq_val *out, const struct store_value *v)
 }
 
 /*
+ * A stack column's frames as the id of their stacks row (one handed out
+ * now goes to *@fresh, to be stored before the row); a stack kept inline
+ * (sqlite_stacks.h) stays a blob.
+ */
+static int sq_val_stack(struct sq_store *s, struct sq_val *v, struct sq_fresh *fresh)
+{
+	int64_t id;
+	int ret = sq_stack_id(s, v->p, v->len, &id);
+
+	if (ret < 0 || ret == SQ_STACK_INLINE)
+		return ret < 0 ? ret : 0;
+	if (ret == SQ_STACK_FRESH)
+		*fresh = (struct sq_fresh){ .id = id, .p = v->p, .len = v->len };
+	*v = (struct sq_val){ .kind = STORE_SIGNED, .i = id };
+	return 0;
+}
+
+/*
  * @ev's values into @row (strings and blobs still pointing into the
- * caller's page); *@bytes receives how many bytes of them there are.
+ * caller's page); *@bytes receives how many bytes of them there are, and
+ * *@fresh the stack the row is the first to reference (id 0: none).
  */
 static int sq_row_of(struct sq_store *s, const struct store_type *t, struct sq_val *row,
-		     const struct store_event *ev, size_t *bytes)
+		     const struct store_event *ev, size_t *bytes, struct sq_fresh *fresh)
 {
 	size_t n = 0;
 
@@ -556,6 +604,8 @@ static int sq_row_of(struct sq_store *s, const struct store_type *t, struct sq_v
 		if (ret < 0)
 			return ret;
 		ret = sq_val_of(v, &sv);
+		if (ret == 0 && t->param[i] == t->stack_param && v->kind == STORE_BLOB)
+			ret = sq_val_stack(s, v, fresh);
 		if (ret < 0)
 			return sq_errf(s, ret, "%s:%s: field %u: %s", t->system, t->name,
 				       i, tc_strerror(ret));
@@ -628,24 +678,40 @@ static void sq_row_keep(struct sq_batch *b, unsigned ncols, struct sq_val *row)
 	}
 }
 
-static int sq_insert(struct store_writer *w, struct store_type *t, const struct store_event *ev)
+/* Batch @b stores stack @f (copied out of the page) before its rows. */
+static int sq_batch_stack(struct sq_batch *b, const struct sq_fresh *f)
 {
-	struct sq_store *s = sq_writer_of(w);
+	uint32_t len = (uint32_t)f->len;
+	size_t need = b->stacks_len + sizeof(f->id) + sizeof(len) + len;
+
+	if (need > b->stacks_cap) {
+		size_t cap = b->stacks_cap * 2 > need ? b->stacks_cap * 2 : need;
+		uint8_t *p = realloc(b->stacks, cap);
+
+		if (!p)
+			return -ENOMEM;
+		b->stacks = p;
+		b->stacks_cap = cap;
+	}
+	memcpy(b->stacks + b->stacks_len, &f->id, sizeof(f->id));
+	memcpy(b->stacks + b->stacks_len + sizeof(f->id), &len, sizeof(len));
+	memcpy(b->stacks + b->stacks_len + sizeof(f->id) + sizeof(len), f->p, len);
+	b->stacks_len = need;
+	return 0;
+}
+
+static int sq_insert_row(struct sq_store *s, struct store_type *t, const struct store_event *ev,
+			 struct sq_fresh *fresh)
+{
 	struct sq_val *row = t->scratch, *dst;
 	struct sq_batch *b = t->cur;
 	size_t bytes = 0, size = t->ncols * sizeof(*row);
 	int ret;
 
-	if (t->retired)
-		return sq_errf(s, TC_ERR_DB, "database %s: event type %s:%s is of the"
-			       " file that was removed or replaced", s->path, t->system,
-			       t->name);
-	if (ev->nvals != t->nfields)
-		return sq_errf(s, -EINVAL, "event does not match its store type");
 	/* rows gathering: straight into the batch's next row */
 	if (b && b->cap >= (size_t)(b->pending + 1) * t->ncols)
 		row = b->vals + (size_t)b->pending * t->ncols;
-	ret = sq_row_of(s, t, row, ev, &bytes);
+	ret = sq_row_of(s, t, row, ev, &bytes, fresh);
 	if (ret < 0)
 		return ret;
 	/* a flush hands the batch to the writer: the row moves out first */
@@ -659,7 +725,9 @@ static int sq_insert(struct store_writer *w, struct store_type *t, const struct 
 		ret = sq_flush(s, t) ?: sq_sync(s) ?: sq_exec(s, "SAVEPOINT tc_row");
 		if (ret < 0)
 			return ret;
-		if (sq_rows_step(t, t->insert, row, 1, NULL) != SQLITE_OK ||
+		if ((fresh->id && sq_stack_put(s->stack_put, fresh->id, fresh->p,
+					       fresh->len) != SQLITE_OK) ||
+		    sq_rows_step(t, t->insert, row, 1, NULL) != SQLITE_OK ||
 		    sq_block_put(s->db, s->block_put, t, row, 1, &s->seq) != SQLITE_OK) {
 			ret = sq_err(s, TC_ERR_DB, "step");
 			sqlite3_exec(s->db, "ROLLBACK TO tc_row", NULL, NULL, NULL);
@@ -674,6 +742,8 @@ static int sq_insert(struct store_writer *w, struct store_type *t, const struct 
 	if (!t->cur && ((ret = sq_batch_get(s, t)) < 0 || (ret = sq_batch_room(t, bytes)) < 0))
 		return ret;
 	b = t->cur;
+	if (fresh->id && (ret = sq_batch_stack(b, fresh)) < 0)
+		return ret;
 	dst = b->vals + (size_t)b->pending * t->ncols;
 	if (row != dst)
 		memcpy(dst, row, size);
@@ -681,6 +751,28 @@ static int sq_insert(struct store_writer *w, struct store_type *t, const struct 
 	if (++b->pending == t->rows)
 		return sq_flush(s, t);
 	return 0;
+}
+
+/*
+ * A stack id handed out for a row that failed may not have been stored:
+ * the writer's stacks in memory are forgotten then (sqlite_stacks.c).
+ */
+static int sq_insert(struct store_writer *w, struct store_type *t, const struct store_event *ev)
+{
+	struct sq_store *s = sq_writer_of(w);
+	struct sq_fresh fresh = { 0 };
+	int ret;
+
+	if (t->retired)
+		return sq_errf(s, TC_ERR_DB, "database %s: event type %s:%s is of the"
+			       " file that was removed or replaced", s->path, t->system,
+			       t->name);
+	if (ev->nvals != t->nfields)
+		return sq_errf(s, -EINVAL, "event does not match its store type");
+	ret = sq_insert_row(s, t, ev, &fresh);
+	if (ret < 0 && fresh.id)
+		sq_stacks_forget(s);
+	return ret;
 }
 
 /* ---- types, the writer, the sequence ---- */
@@ -738,7 +830,7 @@ void sq_types_drop_rows(struct sq_store *s)
 {
 	for (struct store_type *t = s->types; t; t = t->next)
 		if (t->cur)
-			t->cur->pending = t->cur->arena_len = 0;
+			t->cur->pending = t->cur->arena_len = t->cur->stacks_len = 0;
 }
 
 void sq_writer_free(struct sq_store *s)
@@ -753,6 +845,7 @@ void sq_writer_free(struct sq_store *s)
 	sq_types_free(s->types);
 	sq_types_free(s->retired);
 	s->types = s->retired = NULL;
+	sq_stacks_free(s);
 }
 
 int sq_seq_end(struct sq_store *s, int64_t *end)
@@ -768,7 +861,8 @@ int sq_seq_load(struct sq_store *s)
 
 	if (ret == 0)
 		s->seq = end;
-	return ret;
+	/* the stacks' ids come from the file too: what a rollback undid is gone */
+	return ret ?: sq_stacks_load(s);
 }
 
 void sq_write_ops(struct store_writer_ops *w)

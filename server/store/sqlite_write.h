@@ -39,6 +39,7 @@ struct store_type {
 	char *format;		/* the format text this INSERT was built for */
 	unsigned nfields;
 	int *param;		/* per field: its '?' index, or 0 (duplicate name) */
+	int stack_param;	/* the '?' of its stack column (sqlite_stacks.c); 0: none */
 	sqlite3_stmt *insert;
 	/* batching */
 	char *values;		/* "(?, ?, ...)": one row of the INSERT */
@@ -88,7 +89,10 @@ int sq_flush_all(struct sq_store *s);
 
 /* sq_seq_end - the storage sequence number after the newest block's rows (1: none). */
 int sq_seq_end(struct sq_store *s, int64_t *end);
-/* sq_seq_load - the writer's next storage sequence number, from the file. */
+/*
+ * sq_seq_load - the writer's next storage sequence number, and its next
+ * stack id and stacks in memory (sqlite_stacks.c), from the file.
+ */
 int sq_seq_load(struct sq_store *s);
 
 /* sq_write_ops - this part's ops (insert) into the writer's table (sqlite.c). */

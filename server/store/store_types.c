@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/hist.h"
 #include "server/store/store_types.h"
@@ -20,6 +21,13 @@ const char *store_kind_name(enum store_kind kind)
 	case STORE_BLOB: return "blob";
 	}
 	return "?";
+}
+
+bool store_field_is_stack(const char *system, const char *name, const char *field)
+{
+	return system && name && field && !strcmp(system, "ftrace") &&
+	       (!strcmp(name, "kernel_stack") || !strcmp(name, "user_stack")) &&
+	       !strcmp(field, "caller");
 }
 
 void store_schema_free(struct store_schema *sc)

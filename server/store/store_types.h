@@ -49,6 +49,14 @@ struct store_value {
 /* store_kind_name - "signed", "unsigned", "string", "blob" (or "?"). */
 const char *store_kind_name(enum store_kind kind);
 
+/*
+ * store_field_is_stack - whether field @field of event @system:@name is a
+ * kernel stack record's frames (ftrace:kernel_stack's and user_stack's
+ * caller[]): an array that runs to the end of its record, which the
+ * store keeps once per distinct stack (sql/0016-stacks.sql).
+ */
+bool store_field_is_stack(const char *system, const char *name, const char *field);
+
 /* One field of an event's format. */
 struct store_field {
 	const char *name;
