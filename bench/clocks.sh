@@ -46,12 +46,8 @@ bench_clocks() {
 	mkdir -p "$build"
 	[ "$(id -u)" = 0 ] || die "needs root (tracefs)"
 	command -v faketime >/dev/null || apt-get install -y -qq faketime >/dev/null
-	[ -x "$src/configure" ] || (cd "$src" && autoreconf -fi >/dev/null)
-	[ -f "$build/Makefile" ] || (cd "$build" && "$src/configure" CFLAGS="-O2 -g" >/dev/null)
-	make -C "$build" -j"$(nproc)" tracecollectd traceagent traceq/traceq >/dev/null
 	tmp=$(mktemp -d /tmp/tcbench-clocks.XXXXXX)
-	"$src/contrib/tracecollect-certs" -d "$tmp/pki" all >/dev/null
-	"$src/contrib/tracecollect-certs" -d "$tmp/pki" agent tc-agent >/dev/null
+	build_daemons "$tmp"
 	"$build/tracecollectd" --foreground --listen 127.0.0.1:0 --query tcp://127.0.0.1:0 \
 		--db "$tmp/trace.db" --cert "$tmp/pki/server.crt" --key "$tmp/pki/server.key" \
 		--ca "$tmp/pki/ca.crt" --ready-file "$tmp/ready" --host-map "tc-agent *" \

@@ -51,12 +51,8 @@ bench_stack_bytes() (
 	[ "$(id -u)" = 0 ] || die "needs root (tracefs)"
 	command -v perf > /dev/null || apt-get install -y -qq linux-perf > /dev/null
 	command -v sqlite3 > /dev/null || apt-get install -y -qq sqlite3 > /dev/null
-	[ -x "$src/configure" ] || (cd "$src" && autoreconf -fi >/dev/null)
-	[ -f "$build/Makefile" ] || (cd "$build" && "$src/configure" CFLAGS="-O2 -g" >/dev/null)
-	make -C "$build" -j"$(nproc)" tracecollectd traceagent traceq/traceq >/dev/null
 	tmp=$(mktemp -d /tmp/tcbench-stacks.XXXXXX)
-	"$src/contrib/tracecollect-certs" -d "$tmp/pki" all >/dev/null
-	"$src/contrib/tracecollect-certs" -d "$tmp/pki" agent tc-agent >/dev/null
+	build_daemons "$tmp"
 	trap 'rm -rf "$tmp"
 	      for i in /sys/kernel/tracing/instances/tcbench-*; do rmdir "$i" 2>/dev/null || true; done' EXIT
 	read -r bn nn < <(sbbench_store "$tmp" without)

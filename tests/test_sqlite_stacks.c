@@ -118,10 +118,8 @@ static Suite *sqlite_stacks_suite(void)
 	Suite *s = suite_create("sqlite_stacks");
 	TCase *tc = tcase_create("stacks");
 
-	tcase_add_test(tc, test_same_frames_one_id);
-	tcase_add_test(tc, test_never_merged);
-	tcase_add_test(tc, test_inline);
-	tcase_add_test(tc, test_read_sql);
+	tu_add_tests(tc, TU_TESTS(test_same_frames_one_id, test_never_merged, test_inline,
+				  test_read_sql));
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;
