@@ -15,8 +15,9 @@
 #      where FILTER') stacks only the events that match it, and the agent
 #      removes its trigger at exit;
 #  (d) the recording of (a) imported into a collector on ClickHouse prints
-#      the same, frames named from the kallsyms that store keeps (skipped,
-#      saying so, without clickhouse-server);
+#      the same, frames named from the kallsyms that store keeps, and that
+#      store too keeps each stack once (skipped, saying so, without
+#      clickhouse-server);
 #  (e) SQLite keeps each distinct stack once (sql/0016-stacks.sql): its
 #      stacks table has fewer rows than the stack records stored, every
 #      stack row's id is one of them, and a store of before 0016 (frames in
@@ -225,6 +226,13 @@ if tc_have_clickhouse; then
 	check "from ClickHouse, traceq prints what it printed from SQLite, stacks included" \
 		'[ "$(grep -c "^=> " "$tmp/ours-ch.txt")" -gt 0 ] && cmp -s "$tmp/ours.txt" "$tmp/ours-ch.txt" ||
 		 { diff "$tmp/ours.txt" "$tmp/ours-ch.txt" | head -5; cat "$tmp/ours-ch.err"; false; }'
+	# stacks once each there too: a stack row's caller is a 9-byte reference
+	read -r chrows chrefs < <(tc_ch --query "SELECT count(), countIf(length(caller) = 9)
+		FROM tc.ev_ftrace_kernel_stack")
+	chstacks=$(tc_ch --query "SELECT uniqExact(host_id, id) FROM tc.stacks")
+	check "ClickHouse keeps each stack once: $chstacks stacks for $chrows kernel_stack rows ($chrefs by reference)" \
+		'[ "${chrows:-0}" -gt 0 ] && [ "$chrefs" = "$chrows" ] && [ "${chstacks:-0}" -gt 0 ] &&
+		 [ "$chstacks" -lt "$chrows" ]'
 else
 	tc_skip_part "ClickHouse (d)" "clickhouse-server is not installed"
 fi

@@ -142,6 +142,8 @@
  *   clickhouse_boots.c   boots, their formats, losses, clocks  (both)
  *   clickhouse_symbols.c names of addresses, a reader's cache  (reader)
  *   clickhouse_version.c what a newer server would do better   (writer)
+ *   clickhouse_stacks.c  stacks stored once each: references in the
+ *                        rows, their frames per page          (both)
  *   clickhouse_txn.c     commit ids, commit, rollback, cleanup (writer)
  *   clickhouse_send.c    the sender thread: one batch's INSERT at a
  *                        time beside the writer's own          (writer)

@@ -19,6 +19,7 @@
 struct ch_http;
 struct ch_symcache;
 struct ch_sender;
+struct ch_stacks;
 
 /* A growable byte buffer (RowBinary rows); oom is sticky until reset. */
 struct ch_bytes {
@@ -48,6 +49,7 @@ enum ch_fixed {
 	CH_B_SYMBOLS, CH_B_PRINTK, CH_B_CPU_AGENT,
 	CH_B_HOST_BOOTS,	/* clickhouse_boots.c */
 	CH_B_CLOCK_POINTS,	/* clickhouse_boots.c */
+	CH_B_STACKS,		/* clickhouse_stacks.c */
 	/* counted: after the events, before the commit's row */
 	CH_B_CPU_COUNTS, CH_B_DROPS, CH_B_FREED, CH_B_STREAM_MARKS, CH_B_JOURNAL_MARKS,
 	CH_B_LOSSES,		/* clickhouse_boots.c */
@@ -80,6 +82,7 @@ struct store_type {
 	unsigned nfields;
 	enum store_kind *kinds;	/* per field of the format */
 	bool *keep;		/* per field: stored (no earlier field has its name) */
+	int stack_field;	/* the field that is a stack (clickhouse_stacks.h); -1: none */
 	struct ch_batch batch;
 };
 
@@ -131,6 +134,7 @@ struct ch_store {
 	struct store_type *types;
 	struct ch_host *hosts;
 	struct ch_batch fixed[CH_NFIXED];
+	struct ch_stacks *stacks;	/* the stacks written (clickhouse_stacks.c) */
 	struct ch_smark *smarks;
 	size_t nsmarks, smarks_cap;
 	struct ch_jmark *jmarks;

@@ -19,6 +19,7 @@
 #include "server/store/clickhouse_boots.h"
 #include "server/store/clickhouse_meta.h"
 #include "server/store/clickhouse_schema.h"
+#include "server/store/clickhouse_stacks.h"
 #include "server/store/clickhouse_txn.h"
 #include "server/store/clickhouse_util.h"
 
@@ -64,6 +65,7 @@ static const struct {
 	[CH_B_CLOCK_POINTS] = { "clock_points", { "host_id", "boot_id", "trace_ns",
 		"realtime_ns", "uncertainty_ns", "drift_ppb", "disagree_ns", "measured",
 		"version" } },
+	[CH_B_STACKS] = { "stacks", { "host_id", "id", "frames" } },
 	[CH_B_LOSSES] = { "losses", { "host_id", "boot_id", "cpu", "ts", "trace_ts", "lost",
 		"loss_id", "_tc_commit" } },
 };
@@ -90,6 +92,9 @@ void ch_meta_free(struct ch_store *s)
 {
 	for (int i = 0; i < CH_NFIXED; i++)
 		ch_batch_free(&s->fixed[i]);
+	ch_stacks_forget(s);
+	free(s->stacks);
+	s->stacks = NULL;
 	while (s->hosts) {
 		struct ch_host *h = s->hosts;
 

@@ -18,6 +18,7 @@
 #include "server/store/clickhouse_filter.h"
 #include "server/store/clickhouse_query.h"
 #include "server/store/clickhouse_reader.h"
+#include "server/store/clickhouse_stacks.h"
 #include "server/store/clickhouse_util.h"
 
 /* The column of filter field @idx of query @ctx (ch_column_fn). */
@@ -353,6 +354,9 @@ int ch_walk_row(struct ch_walk *k, const struct ch_reply *r, size_t i,
 			v->blob.p = r->cells[i * r->ncols + k->at[c]],
 			v->blob.len = r->lens[i * r->ncols + k->at[c]];
 	}
+	for (size_t c = 0; ret == 0 && c < sc->ncols; c++)
+		if (!k->null[c] && ch_col_is_stack(sc, c))
+			ch_stack_frames(&k->stacks, row->host_id, &k->vals[c]);
 	if (ret < 0)
 		return ch_errf(k->s, TC_ERR_DB, "a row ClickHouse sent: %s", tc_strerror(ret));
 	row->cpu = (uint32_t)cpu;
@@ -366,7 +370,7 @@ int ch_walk_row(struct ch_walk *k, const struct ch_reply *r, size_t i,
 }
 
 /* The comms of the pids of page @r (their hosts' latest names) into k->comms. */
-static int ch_walk_comms(struct ch_walk *k, const struct ch_reply *r)
+static int ch_walk_names(struct ch_walk *k, const struct ch_reply *r)
 {
 	struct ch_sql q;
 	size_t n = 0;
@@ -396,6 +400,12 @@ static int ch_walk_comms(struct ch_walk *k, const struct ch_reply *r)
 	      n ? ch_query(k->s, &q, &k->comms) : 0;
 	ch_sql_free(&q);
 	return ret ?: ch_names_of(&k->comms, 1, 2, &k->comm_names);
+}
+
+/* What page @r's rows need besides their cells: comms, and their stacks' frames. */
+static int ch_walk_comms(struct ch_walk *k, const struct ch_reply *r)
+{
+	return ch_walk_names(k, r) ?: ch_stacks_page(k->s, r, k->stack_at, k->nstack, &k->stacks);
 }
 
 /* "SELECT" and the columns a walk reads: the fixed ones, then the schema's it reads. */
@@ -493,7 +503,8 @@ int ch_walk_init(struct ch_walk *k, struct ch_store *s, const struct store_query
 	k->at = calloc(sc->ncols + 1, sizeof(*k->at));
 	k->vals = calloc(sc->ncols + 1, sizeof(*k->vals));
 	k->null = calloc(sc->ncols + 1, sizeof(*k->null));
-	if (!k->at || !k->vals || !k->null)
+	k->stack_at = calloc(sc->ncols + 1, sizeof(*k->stack_at));
+	if (!k->at || !k->vals || !k->null || !k->stack_at)
 		return -ENOMEM;
 	for (size_t c = 0; c < sc->ncols; c++) {
 		bool pid = !strcmp(sc->cols[c].name, "common_pid") &&
@@ -502,6 +513,8 @@ int ch_walk_init(struct ch_walk *k, struct ch_store *s, const struct store_query
 		k->pid = pid ? (int)c : k->pid;
 		if (pid || !q->skip || !q->skip[c])
 			k->at[c] = n++;
+		if (k->at[c] && ch_col_is_stack(sc, c))
+			k->stack_at[k->nstack++] = k->at[c];
 	}
 	return ch_query_hosts(s, &k->hosts) ?: ch_names_of(&k->hosts, -1, 1, &k->host_names);
 }
@@ -515,6 +528,8 @@ void ch_walk_free(struct ch_walk *k)
 	free(k->at);
 	free(k->vals);
 	free(k->null);
+	free(k->stack_at);
+	ch_stack_page_free(&k->stacks);
 }
 
 static int ch_select(struct store_reader *rd, const struct store_query *q, store_row_fn fn,

@@ -37,6 +37,7 @@
 #include "server/store/clickhouse_escape.h"
 #include "server/store/clickhouse_int.h"
 #include "server/store/clickhouse_reply.h"
+#include "server/store/clickhouse_stacks.h"
 
 /*
  * ch_query_hosts - the hosts' ids and latest names (host_id, name) into
@@ -80,6 +81,9 @@ struct ch_walk {
 	size_t *at;			/* per schema column: its reply column, 0 if not read */
 	struct store_value *vals;
 	bool *null;
+	size_t *stack_at;		/* the reply columns of stacks (clickhouse_stacks.h) */
+	size_t nstack;
+	struct ch_stack_page stacks;	/* the frames of the page's references */
 };
 
 /*

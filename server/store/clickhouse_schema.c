@@ -22,6 +22,7 @@
 #include "server/store/clickhouse_reader.h"
 #include "server/store/clickhouse_schema.h"
 #include "server/store/clickhouse_send.h"
+#include "server/store/clickhouse_stacks.h"
 #include "server/store/clickhouse_txn.h"
 #include "server/store/clickhouse_util.h"
 
@@ -353,6 +354,11 @@ static int ch_type_new(struct ch_store *s, const struct store_type_desc *t, int6
 	ty->tab = tab;
 	ty->format_id = format_id;
 	ty->nfields = t->nfields;
+	ty->stack_field = -1;
+	for (unsigned i = 0; i < t->nfields; i++)
+		if (ty->keep[i] && t->fields[i].kind == STORE_BLOB &&
+		    store_field_is_stack(t->system, t->name, t->fields[i].name))
+			ty->stack_field = (int)i;
 	ty->next = s->types;
 	s->types = ty;
 	*out = ty;
@@ -480,6 +486,7 @@ static int ch_insert(struct store_writer *w, struct store_type *ty, const struct
 	struct ch_bytes *b = &ty->batch.rows;
 	size_t mark = b->len;
 	struct store_value v;
+	uint8_t ref[CH_STACK_REF_LEN];
 	int ret = ch_writer_enter(s);
 
 	if (ret < 0)
@@ -496,7 +503,9 @@ static int ch_insert(struct store_writer *w, struct store_type *ty, const struct
 	ch_b_u64(b, s->commit_id << 32 | (s->row_seq & 0xffffffffu));
 	for (unsigned i = 0; i < ty->nfields && ret == 0; i++)
 		if (ty->keep[i])
-			ret = ev->value(ev->src, i, &v) ?: ch_put_value(ty, i, &v);
+			ret = ev->value(ev->src, i, &v) ?:
+			      ((int)i == ty->stack_field ? ch_stack_ref(s, ev->host_id, &v, ref) : 0) ?:
+			      ch_put_value(ty, i, &v);
 	if (ret < 0) {
 		b->len = mark;	/* no half row */
 		return ret;
