@@ -148,6 +148,9 @@
 --                a rollback; a stack of more than 4096 bytes of frames is
 --                kept in its row as before. Ids are the writer's (one
 --                writer per file), never reused while a row holds them.
+--                Retention removes a stack when no row references it any
+--                more (after a round that removed stack rows, at most
+--                every ten minutes: a scan of the stack rows).
 
 -- Agent versions (0011-agent-version.sql):
 --   hosts        gains agent: the program and version the latest HELLO

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <sqlite3.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,13 +114,71 @@ START_TEST(test_read_sql)
 }
 END_TEST
 
+/* One integer of @sql on @db. */
+static int64_t one(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t v;
+
+	ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+	v = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/*
+ * The sweep after retention: of stacks 1..4, rows reference 1 (a kernel
+ * stack) and 3 (a user stack), a row of before 0016 holds frames and
+ * another event's blob column holds the integer 2 (not a stack column):
+ * 2 and 4 go, 1 and 3 stay, and the next id handed out is past them all.
+ */
+START_TEST(test_sweep)
+{
+	struct store_handle h = { 0 };
+	struct sq_store s = { .h = &h };
+	uint64_t f[4];
+	int64_t id;
+
+	ck_assert_int_eq(sqlite3_open(":memory:", &s.db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(s.db,
+		"CREATE TABLE event_types (id INTEGER PRIMARY KEY, system, name, table_name);"
+		"CREATE TABLE event_fields (type_id, name, col, kind);"
+		"CREATE TABLE stacks (id INTEGER PRIMARY KEY, frames BLOB NOT NULL);"
+		"CREATE TABLE ks (caller BLOB); CREATE TABLE us (caller BLOB);"
+		"CREATE TABLE fn (caller BLOB);"
+		"INSERT INTO event_types VALUES (1, 'ftrace', 'kernel_stack', 'ks'),"
+		" (2, 'ftrace', 'user_stack', 'us'), (3, 'ftrace', 'function', 'fn');"
+		"INSERT INTO event_fields VALUES (1, 'caller', 'caller', 'blob'),"
+		" (2, 'caller', 'caller', 'blob'), (3, 'caller', 'caller', 'blob');"
+		"INSERT INTO stacks VALUES (1, x'01'), (2, x'02'), (3, x'03'), (4, x'04');"
+		"INSERT INTO ks VALUES (1), (1), (x'0102030405060708');"
+		"INSERT INTO us VALUES (3); INSERT INTO fn VALUES (2);",
+		NULL, NULL, NULL), SQLITE_OK);
+	TU_OK(sq_stacks_sweep(&s));
+	ck_assert_int_eq(one(s.db, "SELECT count(*) FROM stacks"), 2);
+	ck_assert_int_eq(one(s.db, "SELECT count(*) FROM stacks WHERE id IN (1, 3)"), 2);
+	frames_of(f, 4, 7);
+	ck_assert_int_eq(sq_stack_id(&s, f, sizeof(f), &id), SQ_STACK_FRESH);
+	ck_assert_int_eq(id, 4);
+	/* no stack column anywhere: nothing to sweep, nothing swept */
+	ck_assert_int_eq(sqlite3_exec(s.db, "DELETE FROM event_fields WHERE type_id < 3",
+				      NULL, NULL, NULL), SQLITE_OK);
+	TU_OK(sq_stacks_sweep(&s));
+	ck_assert_int_eq(one(s.db, "SELECT count(*) FROM stacks"), 2);
+	sq_stacks_free(&s);
+	sq_cache_free(&s);
+	sqlite3_close(s.db);
+}
+END_TEST
+
 static Suite *sqlite_stacks_suite(void)
 {
 	Suite *s = suite_create("sqlite_stacks");
 	TCase *tc = tcase_create("stacks");
 
 	tu_add_tests(tc, TU_TESTS(test_same_frames_one_id, test_never_merged, test_inline,
-				  test_read_sql));
+				  test_read_sql, test_sweep));
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	return s;

@@ -22,7 +22,8 @@
 #      stacks table has fewer rows than the stack records stored, every
 #      stack row's id is one of them, and a store of before 0016 (frames in
 #      the rows, no stacks table) is migrated and prints as it did; a
-#      recording imported into it then prints what trace-cmd report prints.
+#      recording imported into it then prints what trace-cmd report prints;
+#      retention that removes the stack records removes their stacks.
 set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
@@ -213,6 +214,20 @@ tq -H imp-again --time raw --no-host '*' > "$tmp/ours-again.txt" 2>&1
 cmp_report "$tmp/st2.dat.txt" "$tmp/ours-again.txt" > "$tmp/cmp2.txt"
 check "imported into it (exit $rc: $(cat "$tmp/imp2.out")), by id ($(sq "SELECT count(*) FROM stacks") stacks), it prints trace-cmd report's lines ($(cat "$tmp/cmp2.txt"))" \
 	'[ "$rc" = 0 ] && [ "$(sq "SELECT count(*) FROM stacks")" -gt 0 ] && grep -q " differ=0 " "$tmp/cmp2.txt"'
+# retention: the stacks no row references any more go with their rows
+kill "$collector_pid"; wait "$collector_pid" 2>/dev/null; collector_pid=
+tc_start_collector --query "ipc://$sock" --retain-age 1
+stack_rows() {
+	local n=0 t
+	for t in $stack_tabs; do n=$((n + $(sq "SELECT count(*) FROM \"$t\""))); done
+	echo "$n"
+}
+for _ in $(seq 150); do
+	[ "$(stack_rows)" = 0 ] && [ "$(sq "SELECT count(*) FROM stacks")" = 0 ] && break
+	sleep 0.2
+done
+check "retention removed the stack records ($(stack_rows) left) and the stacks they referenced ($(sq "SELECT count(*) FROM stacks") left)" \
+	'[ "$(stack_rows)" = 0 ] && [ "$(sq "SELECT count(*) FROM stacks")" = 0 ]'
 
 # ---- (d) ClickHouse ----
 if tc_have_clickhouse; then

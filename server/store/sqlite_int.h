@@ -78,6 +78,8 @@ struct sq_store {
 	sqlite3_stmt *block_put;	/* the writer thread's */
 	sqlite3_stmt *stack_put;	/* the writer thread's (sqlite_stacks.c) */
 	struct sq_stacks *stacks;	/* the stacks stored, in memory (sqlite_stacks.c) */
+	bool stacks_orphaned;	/* retention removed stack rows since the last sweep */
+	int64_t stacks_swept_ms;	/* when the last sweep of unreferenced stacks ran */
 	sqlite3_stmt *prog_find;	/* read side, prepared when first used */
 	sqlite3_stmt *sym_find;
 	sqlite3_stmt *printk_put;	/* prepared when first used */

@@ -14,12 +14,17 @@
 #include <sqlite3.h>
 
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "server/store/sqlite_file.h"
 #include "server/store/sqlite_hosts.h"
 #include "server/store/sqlite_read.h"
+#include "server/store/sqlite_stacks.h"
 #include "server/store/sqlite_retain.h"
 #include "server/store/sqlite_util.h"
 #include "server/store/sqlite_write.h"
+
+/* How often retention deletes the stacks no row references any more, at most. */
+#define SQ_STACKS_SWEEP_MS	(10 * 60 * 1000)
 
 /* One integer from a one-row statement (NULL reads as @dflt). */
 static int sq_int(struct sq_store *s, const char *sql, int64_t dflt, int64_t *out)
@@ -196,6 +201,10 @@ static int sq_delete_before(struct sq_store *s, sqlite3_stmt *st, int64_t ts, ui
 				      " span = max_ts - (SELECT min(ts) FROM %T"
 				      " WHERE rowid BETWEEN lo AND hi)"
 				      " WHERE type_id = ?1 AND min_ts < ?2", table, type_id, ts);
+	if (ret == 0 && n > 0 && store_field_is_stack((const char *)sqlite3_column_text(st, 0),
+						      (const char *)sqlite3_column_text(st, 1),
+						      "caller"))
+		s->stacks_orphaned = true;
 	if (ret == 0 && n > 0) {
 		*removed += (uint64_t)n;
 		ret = sq_drop_add(s, 0, (const char *)sqlite3_column_text(st, 0),
@@ -293,6 +302,13 @@ static int sq_retain(struct store_writer *w, int64_t before_ts, uint64_t max_byt
 		      sq_comm_changes_before(s, before_ts) ?: sq_losses_before(s, before_ts);
 	if (ret == 0 && max_bytes)
 		ret = sq_retain_size(s, max_bytes, &n);
+	if (ret == 0 && s->stacks_orphaned &&
+	    (!s->stacks_swept_ms || util_now_ms() - s->stacks_swept_ms >= SQ_STACKS_SWEEP_MS)) {
+		/* a scan of the stack rows: not at each round */
+		ret = sq_stacks_sweep(s);
+		s->stacks_orphaned = ret < 0;
+		s->stacks_swept_ms = util_now_ms();
+	}
 	if (ret < 0)
 		sqlite3_exec(s->db, "ROLLBACK TO tc_retain", NULL, NULL, NULL);
 	sqlite3_exec(s->db, "RELEASE tc_retain", NULL, NULL, NULL);

@@ -11,7 +11,11 @@
  * starts empty again, and a stack seen again is stored again under a new
  * id. Duplicates cost bytes, never a wrong answer. The table is the
  * writer's caller thread's (the ingest worker); the writer thread only
- * runs the INSERTs the batches carry (sqlite_write.c).
+ * runs the INSERTs the batches carry (sqlite_write.c). Retention removes
+ * stack rows, not stacks: after it removed some, at most every ten
+ * minutes (one scan of the stack rows), sq_stacks_sweep() deletes the
+ * stacks no row references and reloads the table, so no id of a deleted
+ * stack is handed out again.
  */
 #include "config.h"
 
@@ -177,6 +181,56 @@ int sq_stacks_load(struct sq_store *s)
 	if (ret < 0)
 		sq_stacks_clear(t);
 	return ret;
+}
+
+/*
+ * "DELETE FROM stacks WHERE id NOT IN (SELECT caller FROM t WHERE ... UNION
+ * ALL ...)" over every stack column of every event table, into @q; *@any
+ * false: there is none (the text is not a statement then).
+ */
+static int sq_stacks_sweep_sql(struct sq_store *s, struct sq_buf *q, bool *any)
+{
+	sqlite3_stmt *st = NULL;
+	int ret = sq_prepare(s, "SELECT t.system, t.name, t.table_name, f.name, f.col"
+				" FROM event_types AS t JOIN event_fields AS f ON f.type_id = t.id"
+				" WHERE f.kind = 'blob'", &st), rc = SQLITE_DONE;
+
+	*any = false;
+	/* (no NULL among them: NOT IN a list holding NULL is never true) */
+	sq_buf_str(q, "DELETE FROM stacks WHERE id NOT IN (");
+	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *col[5];
+
+		for (int i = 0; i < 5; i++)
+			col[i] = (const char *)sqlite3_column_text(st, i);
+		if (!col[2] || !col[4] || !store_field_is_stack(col[0], col[1], col[3]))
+			continue;
+		sq_buf_str(q, *any ? " UNION ALL SELECT " : "SELECT ");
+		*any = true;
+		sq_ident(q, col[4]);
+		sq_buf_str(q, " FROM ");
+		sq_ident(q, col[2]);
+		sq_buf_str(q, " WHERE typeof(");
+		sq_ident(q, col[4]);
+		sq_buf_str(q, ") = 'integer'");
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sq_err(s, TC_ERR_DB, "stacks");
+	sqlite3_finalize(st);
+	sq_buf_str(q, ")");
+	return ret == 0 && q->oom ? -ENOMEM : ret;
+}
+
+int sq_stacks_sweep(struct sq_store *s)
+{
+	struct sq_buf q = { 0 };
+	bool any;
+	int ret = sq_stacks_sweep_sql(s, &q, &any);
+
+	if (ret == 0 && any)
+		ret = sq_exec(s, q.s);
+	free(q.s);
+	return ret ?: sq_stacks_load(s);
 }
 
 void sq_stacks_free(struct sq_store *s)

@@ -1,7 +1,8 @@
 /*
  * sqlite_stacks.h - kernel stacks stored once each (sql/0016-stacks.sql):
- * the writer's stacks in memory, found by a hash of their frames, and the
- * SQL that reads a stack column back as its frames.
+ * the writer's stacks in memory, found by a hash of their frames, the
+ * sweep of those no row references after retention, and the SQL that
+ * reads a stack column back as its frames.
  */
 #ifndef SERVER_STORE_SQLITE_STACKS_H
 #define SERVER_STORE_SQLITE_STACKS_H
@@ -48,6 +49,15 @@ void sq_stacks_forget(struct sq_store *s);
  * rollback). The connection is the caller's. Return: 0; TC_ERR_DB.
  */
 int sq_stacks_load(struct sq_store *s);
+
+/*
+ * sq_stacks_sweep - the stacks no row references any more (retention
+ * removed theirs) deleted, then the stacks in memory loaded again
+ * (sq_stacks_load()): no id of a deleted stack is handed out after. The
+ * connection is the caller's, every row stored. Return: 0; TC_ERR_DB;
+ * -ENOMEM.
+ */
+int sq_stacks_sweep(struct sq_store *s);
 
 /* sq_stacks_free - free @s's stacks in memory. */
 void sq_stacks_free(struct sq_store *s);
