@@ -114,16 +114,12 @@ START_TEST(test_read_sql)
 }
 END_TEST
 
-/* One integer of @sql on @db. */
-static int64_t one(sqlite3 *db, const char *sql)
+/* One integer of @sql (with a ? that is 0) on @s's connection. */
+static int64_t one(struct sq_store *s, const char *sql)
 {
-	sqlite3_stmt *st = NULL;
-	int64_t v;
+	int64_t v = -1;
 
-	ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
-	ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-	v = sqlite3_column_int64(st, 0);
-	sqlite3_finalize(st);
+	TU_OK(sq_int1(s, sql, 0, -1, &v));
 	return v;
 }
 
@@ -156,8 +152,8 @@ START_TEST(test_sweep)
 		"INSERT INTO us VALUES (3); INSERT INTO fn VALUES (2);",
 		NULL, NULL, NULL), SQLITE_OK);
 	TU_OK(sq_stacks_sweep(&s));
-	ck_assert_int_eq(one(s.db, "SELECT count(*) FROM stacks"), 2);
-	ck_assert_int_eq(one(s.db, "SELECT count(*) FROM stacks WHERE id IN (1, 3)"), 2);
+	ck_assert_int_eq(one(&s, "SELECT count(*) FROM stacks WHERE ? = 0"), 2);
+	ck_assert_int_eq(one(&s, "SELECT count(*) FROM stacks WHERE id IN (1, 3) AND ? = 0"), 2);
 	frames_of(f, 4, 7);
 	ck_assert_int_eq(sq_stack_id(&s, f, sizeof(f), &id), SQ_STACK_FRESH);
 	ck_assert_int_eq(id, 4);
@@ -165,7 +161,7 @@ START_TEST(test_sweep)
 	ck_assert_int_eq(sqlite3_exec(s.db, "DELETE FROM event_fields WHERE type_id < 3",
 				      NULL, NULL, NULL), SQLITE_OK);
 	TU_OK(sq_stacks_sweep(&s));
-	ck_assert_int_eq(one(s.db, "SELECT count(*) FROM stacks"), 2);
+	ck_assert_int_eq(one(&s, "SELECT count(*) FROM stacks WHERE ? = 0"), 2);
 	sq_stacks_free(&s);
 	sq_cache_free(&s);
 	sqlite3_close(s.db);
