@@ -103,6 +103,29 @@
  * was not voided by a recovering writer (a table of void ids written
  * before anything else at recovery). Left for later.
  *
+ * Shards (issue 35): not built yet. What Debian's 18.16 did when tried
+ * here (two servers on loopback as the two shards of one cluster, each
+ * shard one replica with <internal_replication>true, one standalone
+ * ZooKeeper, a distributed_ddl queue), for whoever builds it:
+ *  - CREATE DATABASE ... ON CLUSTER crashed the server (SIGSEGV, three
+ *    runs of three): databases must be made on each shard by itself;
+ *  - CREATE TABLE ... ON CLUSTER made the Replicated local tables and
+ *    the Distributed tables over them (sharding key host_id, already a
+ *    hash) on both shards; ALTER ... ON CLUSTER ADD COLUMN, DELETE and
+ *    DROP PARTITION worked on the local tables, but ADD COLUMN on the
+ *    Distributed table was refused ("isn't replicated, but shard is"):
+ *    that one goes to each shard by itself, or is made again;
+ *  - an INSERT into the Distributed table with insert_distributed_sync=1
+ *    was acknowledged with both shards' parts written (without it,
+ *    ClickHouse documents, it is queued on the local disk and
+ *    acknowledged before: a commits row could land before its rows), and
+ *    the same INSERT twice was kept once (each shard's block dedup);
+ *  - with one shard down, reads and synchronous INSERTs through the
+ *    Distributed table fail (back-pressure, as a server down), and an ON
+ *    CLUSTER statement waits distributed_ddl_task_timeout and stays queued
+ *    for the missing shard; cluster('NAME', system.mutations) reads
+ *    every shard's mutations (the cleanup's wait).
+ *
  * Queries give SQLite's answers: the filter compiles to ClickHouse SQL
  * (clickhouse_filter.h), count and select page on (ts, _tc_row)
  * (clickhouse_query.h), histograms group there (clickhouse_hist.c),
