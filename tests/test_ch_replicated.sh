@@ -36,31 +36,44 @@ stored() { chq "SELECT count() FROM $ev"; }
 distinct() { chq "SELECT count() FROM (SELECT DISTINCT _table, host_id, cpu, trace_ts FROM $ev)"; }
 start() { tc_start_collector "${ch_db_args[@]}" --query "ipc://$tmp/q.sock" "$@"; }
 
+# stream NAME HOST: an agent NAME tracing sched_switch as HOST for 8 s
+# beside a workload, returning once some of it is stored (above $n rows)
+stream() {
+	( for _ in $(seq 800); do sleep 0.005; done ) &
+	workload=$!
+	tc_start_agent "$1" -e sched:sched_switch --duration 8 --name "$2" --no-user \
+		--instance "tc-chrepl-$$-$1"
+	for _ in $(seq 100); do
+		[ "$(stored 2>/dev/null || echo 0)" -gt "$n" ] && break
+		sleep 0.1
+	done
+}
+# streamed NAME WHAT: once agent NAME ended, every event it shipped is
+# stored once (WHAT: across what); $n becomes the rows stored
+streamed() {
+	local name=$1 shipped m d
+	wait "$agent"; agent_rc=$?; agent=
+	wait "$workload"
+	check "$name exits 0 across $2" '[ "$agent_rc" = 0 ] || cat "$tmp/$name.err"'
+	shipped=$(sed -n 's/.*total:.* events=\([0-9]*\).*/\1/p' "$tmp/$name.out")
+	"$top_builddir/traceq/traceq" -s "ipc://$tmp/q.sock" --sync -t 120000 --hosts > /dev/null
+	m=$(stored)
+	check "after $2: stored ($((m - n))) == shipped ($shipped)" \
+		'[ -n "$shipped" ] && [ "$shipped" -gt 0 ] && [ "$((m - n))" = "$shipped" ]'
+	d=$(distinct)
+	check "after $2: no event twice ($d == $m)" '[ "$d" = "$m" ]'
+	n=$m
+}
+
+n=0
 start
 check "the collector says its tables are Replicated" \
 	'grep -q "tables are Replicated" "$tmp/collector.log" || cat "$tmp/collector.log"'
-( for _ in $(seq 800); do sleep 0.005; done ) &
-workload=$!
-tc_start_agent agent -e sched:sched_switch --duration 8 --name repl-host --no-user \
-	--instance "tc-chrepl-$$"
-for _ in $(seq 100); do	# until something is stored
-	[ "$(stored 2>/dev/null || echo 0)" -gt 0 ] && break
-	sleep 0.1
-done
+stream agent repl-host
 sleep 1
 kill -9 "$collector_pid"; wait "$collector_pid" 2>/dev/null; collector_pid=
 start --listen "$listen"	# the same port: the agent reconnects and resends
-wait "$agent"; agent_rc=$?; agent=
-wait "$workload"
-check "the agent exits 0 across the collector's kill -9" \
-	'[ "$agent_rc" = 0 ] || cat "$tmp/agent.err"'
-shipped=$(sed -n 's/.*total:.* events=\([0-9]*\).*/\1/p' "$tmp/agent.out")
-"$top_builddir/traceq/traceq" -s "ipc://$tmp/q.sock" --sync -t 120000 --hosts > /dev/null
-n=$(stored)
-check "after the collector's kill -9: stored ($n) == shipped ($shipped)" \
-	'[ -n "$shipped" ] && [ "$shipped" -gt 0 ] && [ "$n" = "$shipped" ]'
-d=$(distinct)
-check "no event twice ($d == $n)" '[ "$d" = "$n" ]'
+streamed agent "the collector's kill -9"
 orphans=$(chq "SELECT count() FROM $ev WHERE _tc_commit > (SELECT max(id) FROM tc.commits)")
 check "no event row of an unfinished commit ($orphans)" '[ "$orphans" = 0 ]'
 
@@ -68,37 +81,11 @@ check "no event row of an unfinished commit ($orphans)" '[ "$orphans" = 0 ]'
 # (its config, ports and data; ZooKeeper stays): an INSERT cut off is sent
 # again or its commit cleaned up, and the Replicated tables are back
 # read-write once the server has its ZooKeeper session again.
-ch_again() {
-	"$tc_ch_server" --config-file="$tmp/ch/config.xml" >> "$tmp/ch/log/stdout.log" 2>&1 &
-	clickhouse_pid=$!
-	tc_watch "$clickhouse_pid"
-	for _ in $(seq 600); do
-		[ "$(chq 'SELECT 1' 2>/dev/null)" = 1 ] && return 0
-		sleep 0.1
-	done
-	echo "FAIL: clickhouse-server did not start again"; exit 1
-}
-( for _ in $(seq 800); do sleep 0.005; done ) &
-workload=$!
-tc_start_agent agent2 -e sched:sched_switch --duration 8 --name repl-host2 --no-user \
-	--instance "tc-chrepl2-$$"
-for _ in $(seq 100); do	# until something of it is stored
-	[ "$(stored 2>/dev/null || echo 0)" -gt "$n" ] && break
-	sleep 0.1
-done
+stream agent2 repl-host2
 kill -9 "$clickhouse_pid"; wait "$clickhouse_pid" 2>/dev/null; clickhouse_pid=
 sleep 1
-ch_again
-wait "$agent"; agent_rc=$?; agent=
-wait "$workload"
-check "agent 2 exits 0 across ClickHouse's kill -9" '[ "$agent_rc" = 0 ] || cat "$tmp/agent2.err"'
-shipped2=$(sed -n 's/.*total:.* events=\([0-9]*\).*/\1/p' "$tmp/agent2.out")
-"$top_builddir/traceq/traceq" -s "ipc://$tmp/q.sock" --sync -t 120000 --hosts > /dev/null
-n2=$(stored)
-check "after ClickHouse's kill -9: stored ($((n2 - n))) == shipped ($shipped2)" \
-	'[ -n "$shipped2" ] && [ "$((n2 - n))" = "$shipped2" ]'
-d=$(distinct)
-check "no event twice ($d == $n2)" '[ "$d" = "$n2" ]'
+tc_restart_clickhouse
+streamed agent2 "ClickHouse's kill -9"
 
 plain=$(chq "SELECT count() FROM system.tables WHERE database = 'tc' AND
 	NOT startsWith(engine, 'Replicated')")
