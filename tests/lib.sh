@@ -431,6 +431,20 @@ tc_ch() {
 		--password "$ch_password" "$@"
 }
 
+# tc_restart_clickhouse: the server tc_start_clickhouse started, again
+# after it was stopped (its config, ports, users and data); sets
+# clickhouse_pid once SELECT 1 answers, or exits saying why.
+tc_restart_clickhouse() {
+	"$tc_ch_server" --config-file="$tmp/ch/config.xml" >> "$tmp/ch/log/stdout.log" 2>&1 &
+	clickhouse_pid=$!
+	tc_watch "$clickhouse_pid"
+	for _ in $(seq 600); do
+		[ "$(tc_ch --query 'SELECT 1' 2>/dev/null)" = 1 ] && return 0
+		sleep 0.1
+	done
+	echo "FAIL: clickhouse-server did not start again"; exit 1
+}
+
 # tc_ch_config DIR HTTP TCP INTERSERVER: the server's config.xml (with
 # $tc_ch_config_extra, more of it, when set: bench/run scale's compression)
 tc_ch_config() {

@@ -26,18 +26,6 @@ tc_start_collector "${ch_db_args[@]}" --query "ipc://$tmp/q.sock"
 tq() { "$top_builddir/traceq/traceq" -s "ipc://$tmp/q.sock" -t 20000 "$@"; }
 ev="merge('tc', '^ev_')"
 
-# ch_again: the same server again (its config, ports, users and data)
-ch_again() {
-	"$tc_ch_server" --config-file="$tmp/ch/config.xml" >> "$tmp/ch/log/stdout.log" 2>&1 &
-	clickhouse_pid=$!
-	tc_watch "$clickhouse_pid"
-	for _ in $(seq 600); do
-		[ "$(tc_ch --query 'SELECT 1' 2>/dev/null)" = 1 ] && return 0
-		sleep 0.1
-	done
-	echo "FAIL: clickhouse-server did not start again"; exit 1
-}
-
 ( for _ in $(seq 800); do sleep 0.005; done ) &
 workload=$!
 tc_start_agent agent -e sched:sched_switch --duration 10 --name bp-host --no-user \
@@ -59,7 +47,7 @@ check "traceq --stats says since when storing is held up, and the journal's back
 sleep 2	# the worker tries again meanwhile: still one line
 check "the log says it once, not per retry" \
 	'[ "$(grep -c "storing is held up" "$tmp/collector.log")" = 1 ]'
-ch_again
+tc_restart_clickhouse
 wait "$agent"; agent_rc=$?; agent=
 wait "$workload"
 check "the agent exits 0 across ClickHouse's outage" '[ "$agent_rc" = 0 ] || cat "$tmp/agent.err"'

@@ -40,6 +40,7 @@
 /* A clickhouse:// URL's parts. */
 struct ch_url {
 	char user[256], password[256], host[256], port[8], db[128];
+	bool replicated;	/* ?replicated: Replicated* tables (clickhouse.h) */
 };
 
 static int ch_url_part(char *dst, size_t size, const char *p, size_t n)
@@ -51,10 +52,23 @@ static int ch_url_part(char *dst, size_t size, const char *p, size_t n)
 	return 0;
 }
 
-/* clickhouse://[USER[:PASSWORD]@]HOST:PORT/DB; HOST may be [IPv6]. */
+/* The options after DB's '?' at @p ("replicated"), into @u. */
+static int ch_url_options(const char *p, struct ch_url *u)
+{
+	for (size_t n; *p; p += n + (p[n] == '&')) {
+		n = strcspn(p, "&");
+		if (n == strlen("replicated") && !strncmp(p, "replicated", n))
+			u->replicated = true;
+		else
+			return TC_ERR_CONFIG;
+	}
+	return 0;
+}
+
+/* clickhouse://[USER[:PASSWORD]@]HOST:PORT/DB[?replicated]; HOST may be [IPv6]. */
 static int ch_url_parse(const char *url, struct ch_url *u, char *err, size_t errlen)
 {
-	const char *p = url + strlen(CH_SCHEME), *at, *colon, *slash, *host_end;
+	const char *p = url + strlen(CH_SCHEME), *at, *colon, *slash, *host_end, *opts;
 
 	memset(u, 0, sizeof(*u));
 	if (strncmp(url, CH_SCHEME, strlen(CH_SCHEME)) || strlen(url) > CH_URL_MAX)
@@ -78,18 +92,50 @@ static int ch_url_parse(const char *url, struct ch_url *u, char *err, size_t err
 	    ch_url_part(u->host, sizeof(u->host), p, (size_t)(colon - p)) ||
 	    ch_url_part(u->port, sizeof(u->port), colon + 1, (size_t)(slash - colon - 1)) ||
 	    !u->port[0] || strspn(u->port, "0123456789") != strlen(u->port) ||
-	    ch_url_part(u->db, sizeof(u->db), slash + 1, strlen(slash + 1)) || !u->db[0] ||
+	    ch_url_part(u->db, sizeof(u->db), slash + 1, strcspn(slash + 1, "?")) || !u->db[0] ||
 	    strspn(u->db, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
 	    strlen(u->db))
+		goto bad;
+	opts = strchr(slash, '?');
+	if (opts && ch_url_options(opts + 1, u) < 0)
 		goto bad;
 	return 0;
 bad:
 	snprintf(err, errlen, "not a ClickHouse address: expected "
-		 "clickhouse://[USER@]HOST:PORT/DB (DB of letters, digits and '_')");
+		 "clickhouse://[USER@]HOST:PORT/DB[?replicated] (DB of letters, digits and '_')");
 	return TC_ERR_CONFIG;
 }
 
 /* ---- migrations ---- */
+
+/*
+ * Run @stmt, a CREATE TABLE's "ENGINE = X(...)" made Replicated when the
+ * database is (ch_sql_engine()); the .sql files name plain engines.
+ */
+static int ch_run_stmt(struct ch_store *s, const char *stmt)
+{
+	static const char create[] = "CREATE TABLE IF NOT EXISTS ", eng[] = "ENGINE = ";
+	const char *e = strstr(stmt, eng), *close = e ? strchr(e, ')') : NULL;
+	char table[128], engine[128];
+	struct ch_sql q;
+	size_t n;
+	int ret;
+
+	if (!s->replicated || strncmp(stmt, create, strlen(create)) || !close)
+		return ch_exec_text(s, stmt);
+	n = strcspn(stmt + strlen(create), " (\n\t");
+	if (n >= sizeof(table) || (size_t)(close + 1 - e - strlen(eng)) >= sizeof(engine))
+		return ch_errf(s, TC_ERR_DB_SCHEMA, "a migration's table or engine is too long");
+	snprintf(table, sizeof(table), "%.*s", (int)n, stmt + strlen(create));
+	snprintf(engine, sizeof(engine), "%.*s", (int)(close + 1 - e - strlen(eng)), e + strlen(eng));
+	ch_sql_init(&q, 0);
+	ch_sql_addf(&q, "%.*s", (int)(e - 1 - stmt), stmt);
+	ch_sql_engine(s, &q, table, engine);
+	ch_sql_raw(&q, close + 1);
+	ret = ch_exec(s, &q);
+	ch_sql_free(&q);
+	return ret;
+}
 
 /* Run each statement of @sql (split at lines ending in ';', '--' lines dropped). */
 static int ch_run_script(struct ch_store *s, const char *sql)
@@ -112,7 +158,7 @@ static int ch_run_script(struct ch_store *s, const char *sql)
 		if (n && line[n - 1] == ';') {
 			line[n - 1] = '\0';
 			ch_sql_raw(&q, line);
-			ret = ch_exec(s, &q);
+			ret = ch_sql_err(&q) ? ch_exec(s, &q) : ch_run_stmt(s, ch_sql_text(&q));
 			ch_sql_reset(&q);
 			continue;
 		}
@@ -122,6 +168,47 @@ static int ch_run_script(struct ch_store *s, const char *sql)
 	ch_sql_free(&q);
 	free(text);
 	return ret;
+}
+
+/*
+ * Whether the writer's tables are Replicated (s->replicated, asked for by
+ * ?replicated): a database's tables keep the engine they were made with,
+ * so its commits table decides once it exists. ?replicated on a database
+ * made without, or a server without ZooKeeper or the macros shard and
+ * replica, is refused: block dedup would be promised and not there.
+ */
+static int ch_replication(struct ch_store *s)
+{
+	struct ch_reply r;
+	uint64_t n = 0;
+	bool asked = s->replicated;
+	int ret = ch_query_text(s, "SELECT engine FROM system.tables WHERE database ="
+				" currentDatabase() AND name = 'commits'", &r);
+
+	if (ret < 0)
+		return ret;
+	if (r.nrows)
+		s->replicated = !strncmp(ch_reply_cell(&r, 0, 0), "Replicated", 10);
+	ch_reply_free(&r);
+	if (asked && !s->replicated)
+		return ch_errf(s, TC_ERR_CONFIG, "database %s was made without ?replicated: its "
+			       "tables are not Replicated (use another database)", s->db);
+	if (!s->replicated)
+		return 0;
+	ret = ch_query_text(s, "SELECT count() FROM system.macros WHERE macro IN "
+			    "('shard', 'replica')", &r);
+	if (ret == 0) {
+		n = r.nrows ? strtoull(ch_reply_cell(&r, 0, 0), NULL, 10) : 0;
+		ch_reply_free(&r);
+		ret = ch_query_text(s, "SELECT count() FROM system.zookeeper WHERE path = '/'", &r);
+	}
+	if (ret == 0)
+		ch_reply_free(&r);
+	if (ret < 0 || n != 2)
+		return ch_errf(s, TC_ERR_CONFIG, "replicated tables need ClickHouse with ZooKeeper and"
+			       " the macros shard and replica in its config.xml (%s)",
+			       ret < 0 ? s->h->errmsg : "no macros shard and replica");
+	return 0;
 }
 
 /* The database made, and every migration past its version applied. */
@@ -138,9 +225,9 @@ static int ch_migrate(struct ch_store *s, bool writer)
 		ch_sql_ident(&q, s->db);
 		ret = ch_exec(s, &q);
 		if (ret == 0)
-			ret = ch_http_set_database(s->http, s->db) ?:
-			      ch_exec_text(s, "CREATE TABLE IF NOT EXISTS schema_version (version"
-					   " UInt32, ts Int64) ENGINE = MergeTree() ORDER BY version");
+			ret = ch_http_set_database(s->http, s->db) ?: ch_replication(s) ?:
+			      ch_run_stmt(s, "CREATE TABLE IF NOT EXISTS schema_version (version"
+					  " UInt32, ts Int64) ENGINE = MergeTree() ORDER BY version");
 		if (ret < 0)
 			goto out;
 	}
@@ -233,6 +320,7 @@ static int ch_store_new(const char *url, const struct store_remote_auth *auth, b
 	c.cert = auth ? auth->cert : NULL;
 	c.key = auth ? auth->key : NULL;
 	c.ca = auth ? auth->ca : NULL;
+	s->replicated = u.replicated;
 	ret = ch_http_new(&c, &s->http);
 	explicit_bzero(u.password, sizeof(u.password));
 	if (ret == 0 && (!(s->db = strdup(u.db)) || !(s->collector = ch_collector_name())))
@@ -297,8 +385,11 @@ int store_clickhouse_writer_open(const char *url, const struct store_remote_auth
 	}
 	log_info("storing into ClickHouse at %s, database %s (last commit %llu). Exactly once "
 		 "rests on the commits table: rows of a commit that did not complete are deleted "
-		 "before storing again, and until then queries may see them",
-		 ch_http_where(s->http), s->db, (unsigned long long)s->last_ok);
+		 "before storing again, and until then queries may see them; %s",
+		 ch_http_where(s->http), s->db, (unsigned long long)s->last_ok, s->replicated ?
+		 "tables are Replicated: an INSERT whose answer was lost is sent again and kept "
+		 "once (block dedup)" : "tables are not Replicated (no ?replicated): an INSERT "
+		 "whose answer was lost fails its commit, stored again from the journal");
 	*out = &s->base.w;
 	return 0;
 }

@@ -73,6 +73,59 @@
  * symbols) are idempotent rows (ReplacingMergeTree), kept across a
  * rollback and written again harmlessly.
  *
+ * Replicated (clickhouse://...?replicated). With ZooKeeper and the
+ * macros shard and replica in the server's config.xml, every table is
+ * made Replicated* (ReplicatedMergeTree, ReplicatedReplacingMergeTree on
+ * ZooKeeper path /clickhouse/tables/{shard}/DB/TABLE, replica {replica}:
+ * ch_sql_engine(); the .sql files name the plain engines, clickhouse.c
+ * rewrites them), and the server keeps one copy of a block INSERTed
+ * twice (per table, among its last 100 blocks: 18.16's
+ * replicated_deduplication_window). The writer leans on it: an INSERT (a
+ * batch, the commits row) whose answer was lost to the connection is
+ * sent again with the same rows, up to CH_RESENDS times a second apart,
+ * before its commit fails; the first copy, should it land late (a server
+ * stalled with the request queued), and the resend are one block, so the
+ * commit completes without a cleanup. Dedup never drops a row sent once:
+ * every counted or event row carries its commit's id (and an event its
+ * _tc_row), the commits and commit_ids rows their id and time; facts
+ * sent twice are idempotent anyway. A database keeps the engines it was
+ * made with (its commits table decides); ?replicated on one made without
+ * it, or on a server without ZooKeeper or the macros, is refused at open.
+ * What it does not close: once the writer gives up on a commit (its
+ * resends failed, or the collector was killed), the journal stores the
+ * events again under a new id in other batches, and an INSERT of the
+ * abandoned commit that reaches the server after the cleanup's DELETE
+ * (a server stalled with it queued past the HTTP timeout) is read as
+ * stored: twice, on either engine. Closing that needs one of: batches
+ * and ids deterministic from journal positions (the replay the same
+ * blocks, which dedup drops; ingest commits by time today), or reads
+ * that take a commit's rows only if its commits row exists and its id
+ * was not voided by a recovering writer (a table of void ids written
+ * before anything else at recovery). Left for later.
+ *
+ * Shards (issue 35): not built yet. What Debian's 18.16 did when tried
+ * here (two servers on loopback as the two shards of one cluster, each
+ * shard one replica with <internal_replication>true, one standalone
+ * ZooKeeper, a distributed_ddl queue), for whoever builds it:
+ *  - CREATE DATABASE ... ON CLUSTER crashed the server (SIGSEGV, three
+ *    runs of three): databases must be made on each shard by itself;
+ *  - CREATE TABLE ... ON CLUSTER made the Replicated local tables and
+ *    the Distributed tables over them (sharding key host_id, already a
+ *    hash) on both shards; ALTER ... ON CLUSTER ADD COLUMN, DELETE and
+ *    DROP PARTITION worked on the local tables, but ADD COLUMN on the
+ *    Distributed table was refused ("isn't replicated, but shard is"):
+ *    that one goes to each shard by itself, or is made again;
+ *  - an INSERT into the Distributed table with insert_distributed_sync=1
+ *    was acknowledged with both shards' parts written (without it,
+ *    ClickHouse documents, it is queued on the local disk and
+ *    acknowledged before: a commits row could land before its rows), and
+ *    the same INSERT twice was kept once (each shard's block dedup);
+ *  - with one shard down, reads and synchronous INSERTs through the
+ *    Distributed table fail (back-pressure, as a server down), and an ON
+ *    CLUSTER statement waits distributed_ddl_task_timeout and stays queued
+ *    for the missing shard; cluster('NAME', system.mutations) reads
+ *    every shard's mutations (the cleanup's wait).
+ *
  * Queries give SQLite's answers: the filter compiles to ClickHouse SQL
  * (clickhouse_filter.h), count and select page on (ts, _tc_row)
  * (clickhouse_query.h), histograms group there (clickhouse_hist.c),
@@ -93,7 +146,8 @@
  *    by ch_sql_str() (clickhouse_escape.h);
  *  - DateTime64 (20.1): ts as a time type rather than Int64 ns;
  *  - insert_deduplication_token (22.2), and ReplicatedMergeTree's block
- *    dedup on any release: a resent batch a no-op instead of a delete;
+ *    dedup on any release (used with ?replicated, above): a resent batch
+ *    a no-op instead of a delete;
  *  - lightweight DELETE (22.8): the cleanup of an unfinished commit cheap.
  * Not detected, because not needed by what we store: TTL (19.6; retention
  * drops day partitions), codecs (19.x), LowCardinality (stable in 19.x).

@@ -127,6 +127,7 @@ struct ch_store {
 	struct ch_sender *sender;	/* the writer's, started on first use (clickhouse_send.h) */
 	char *db;		/* the database's name */
 	char *collector;	/* this collector's name in journal_marks and commits */
+	bool replicated;	/* the writer's tables are Replicated*: block dedup (clickhouse.h) */
 	const struct store_stop *stop;	/* a reader's (store_set_stop()) */
 	struct ch_symcache *syms;	/* a reader's names of addresses (clickhouse_symbols.c) */
 	/* the writer's */

@@ -208,9 +208,11 @@ static int ch_table_ddl(struct ch_store *s, struct ch_table *tab, size_t from)
 		ch_sql_ident(&q, tab->cols[i].column);
 		ch_sql_addf(&q, " %s", ch_kind_type(tab->cols[i].kind));
 	}
-	if (create)
-		ch_sql_raw(&q, ") ENGINE = MergeTree() PARTITION BY " CH_PARTITION
-			       " ORDER BY (host_id, ts)");
+	if (create) {
+		ch_sql_raw(&q, ")");
+		ch_sql_engine(s, &q, tab->table, "MergeTree()");
+		ch_sql_raw(&q, " PARTITION BY " CH_PARTITION " ORDER BY (host_id, ts)");
+	}
 	ret = ch_exec(s, &q);
 	ch_sql_free(&q);
 	return ret;

@@ -27,6 +27,7 @@ struct ch_sender {
 	struct ch_bytes rows;	/* the slot's rows; when idle, the spare buffer */
 	bool busy;		/* the slot holds a batch not yet sent */
 	bool stop;
+	bool resend;		/* Replicated tables: a lost answer asked again (ch_insert_rows()) */
 	int ret;		/* the last batch's result, until harvested */
 };
 
@@ -41,7 +42,7 @@ static void *ch_sender_main(void *arg)
 		if (!c->busy)
 			break;
 		pthread_mutex_unlock(&c->lock);
-		c->ret = ch_http_insert(c->http, c->insert, c->rows.p, c->rows.len);
+		c->ret = ch_insert_rows(c->http, c->resend, c->insert, c->rows.p, c->rows.len);
 		pthread_mutex_lock(&c->lock);
 		ch_b_reset(&c->rows);
 		c->busy = false;
@@ -64,6 +65,7 @@ static int ch_sender_get(struct ch_store *s, struct ch_sender **out)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return ch_errf(s, -ENOMEM, "out of memory for the sender");
+	c->resend = s->replicated;
 	ret = ch_http_dup(s->http, &c->http);
 	if (ret == 0) {
 		pthread_mutex_init(&c->lock, NULL);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 
@@ -177,6 +178,34 @@ void ch_b_str(struct ch_bytes *b, const void *p, size_t n)
 	ch_b_put(b, p, n);
 }
 
+/* ---- engines, inserts ---- */
+
+int ch_sql_engine(struct ch_store *s, struct ch_sql *q, const char *table, const char *engine)
+{
+	const char *args = strchr(engine, '(');
+	char path[512];
+
+	if (!s->replicated || !args)
+		return ch_sql_addf(q, " ENGINE = %s", engine);
+	snprintf(path, sizeof(path), "/clickhouse/tables/{shard}/%s/%s", s->db, table);
+	ch_sql_addf(q, " ENGINE = Replicated%.*s(", (int)(args - engine), engine);
+	ch_sql_cstr(q, path);
+	ch_sql_raw(q, ", '{replica}'");
+	args += strspn(args + 1, " ") + 1;
+	return ch_sql_addf(q, "%s%s", *args == ')' ? "" : ", ", args);
+}
+
+int ch_insert_rows(struct ch_http *h, bool resend, const char *insert, const void *body, size_t len)
+{
+	int ret = ch_http_insert(h, insert, body, len);
+
+	for (int i = 0; ret < 0 && resend && ch_http_down(h) && i < CH_RESENDS; i++) {
+		sleep(1);
+		ret = ch_http_insert(h, insert, body, len);
+	}
+	return ret;
+}
+
 /* ---- batches ---- */
 
 int ch_batch_init(struct ch_batch *b, const char *table, const char *const *cols, bool counted)
@@ -232,7 +261,7 @@ int ch_batch_send(struct ch_store *s, struct ch_batch *b)
 		return 0;
 	if (b->rows.oom)
 		return -ENOMEM;
-	ret = ch_after(s, ch_http_insert(s->http, b->insert, b->rows.p, b->rows.len));
+	ret = ch_after(s, ch_insert_rows(s->http, s->replicated, b->insert, b->rows.p, b->rows.len));
 	if (ret < 0)
 		return ret;
 	ch_b_reset(&b->rows);

@@ -45,6 +45,26 @@ int ch_after_http(struct ch_store *s, const struct ch_http *h, int ret);
 #define CH_EVENT_TABLES_SQL "SELECT name FROM system.tables WHERE database = currentDatabase()" \
 	" AND startsWith(name, 'ev_')"
 
+/*
+ * ch_sql_engine - " ENGINE = @engine" for @table into @q, @engine being
+ * "MergeTree()", "ReplacingMergeTree(version)" or the like; with
+ * s->replicated its Replicated twin, on ZooKeeper path
+ * /clickhouse/tables/{shard}/DB/TABLE, replica {replica} (the server's
+ * macros): block dedup (clickhouse.h, "Replicated"). Return: what
+ * ch_sql_raw() returns.
+ */
+int ch_sql_engine(struct ch_store *s, struct ch_sql *q, const char *table, const char *engine);
+
+/*
+ * ch_insert_rows - an INSERT of @len bytes of rows on @h. On Replicated tables
+ * (@resend) an answer lost to the connection (ch_http_down()) is asked
+ * again with the same rows, at most CH_RESENDS times a second apart: both
+ * copies are one block, which the table keeps once, whichever lands
+ * last. Return: what ch_http_insert() returns.
+ */
+#define CH_RESENDS	3
+int ch_insert_rows(struct ch_http *h, bool resend, const char *insert, const void *body, size_t len);
+
 /* ---- RowBinary (little-endian fixed widths; a string is a LEB128 length and its bytes) ---- */
 void ch_b_reset(struct ch_bytes *b);
 void ch_b_free(struct ch_bytes *b);
