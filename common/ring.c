@@ -44,10 +44,18 @@
  * off), a per-CPU buffer's {wpos, last_ts} is changed only by code
  * running on that buffer's CPU, so no locked instruction is needed:
  *  - reserve: an rseq critical section (ring_rseq.h) that checks the CPU,
- *    compares {wpos, last_ts} with what was read and commits the new pair
- *    with one 16-byte store. Preemption, migration or a signal restart it
- *    (a handler's write simply comes first), so the order of reservations
- *    is still the order of timestamps and deltas stay exact;
+ *    compares wpos with what was read, stores the timestamp in the res.ts
+ *    word that wpos's RING_WPOS_TS_ALT bit does not name, and commits the
+ *    new wpos, bit flipped, with one 8-byte store. Preemption, migration
+ *    or a signal restart it (a handler's write simply comes first), and a
+ *    restarted section has only written the word nobody reads while wpos
+ *    is unchanged; so the order of reservations is still the order of
+ *    timestamps, and deltas stay exact. wpos only grows, so comparing it
+ *    alone proves the timestamp read with it is still the last one. (The
+ *    section used to compare both words of {wpos, last_ts} and commit the
+ *    pair with one 16-byte SSE store: ~2.5 ns more per event here, on an
+ *    AMD EPYC guest, than two 8-byte stores, see "Later" below.) Locked
+ *    buffers never flip the bit: their pair is {wpos, ts[0]};
  *  - commit: an unlocked add to the slot's commit_cpu word in a critical
  *    section checking the CPU; a writer that migrated since it reserved
  *    adds to the slot's commit word with lock xadd instead. A slot's
@@ -118,6 +126,13 @@
  * 32 B 1 thread 22.4, 16.7, 24.2 ns (ratio to LTTng-UST 3.3, 4.4, 3.7)
  * before; 12.9, 13.9, 12.7 ns (ratio 5.7, 5.5, 6.8) after; plain array
  * 10.8-11.1 in every run.
+ * Then (issue 34, the ring against the same record written to a private
+ * array with the same rdtsc, interleaved in one run): the 16-byte SSE
+ * store that committed {wpos, last_ts} cost ~2.5 ns per event next to
+ * the floor's ~9.7 (microbenchmark, thread CPU time, medians of 60
+ * interleaved chunks: the inline path 13.0 ns with it, 11.6-12.0 with two
+ * 8-byte stores in the section, 10.5 with plain stores and no section);
+ * the compare of last_ts went with it (the RING_WPOS_TS_ALT bit above).
  * What is left at a page switch under load is the first store into the
  * next page (a TLB miss plus a cache miss: the swaps permute the pages);
  * prefetching the next page's first line at the previous switch did not
@@ -766,20 +781,24 @@ static inline int rseq_cpu(void)
 #endif
 }
 
-/* Move buffer @b's {wpos, last_ts} from {*@w, *@t} to {@nw, @now}: with
- * rseq on CPU @cpu if @cpu >= 0, else cmpxchg16b. Return: 0 moved, else
- * RING_RSEQ_CHANGED or _MOVED with *@w, *@t reloaded. */
+/* Move buffer @b's write position from *@w (last timestamp *@t) to @nw
+ * (without the RING_WPOS_TS_ALT bit), timestamp @now: with rseq on CPU
+ * @cpu if @cpu >= 0 (the bit flipped), else cmpxchg16b of {wpos, ts[0]}.
+ * Return: 0 moved, else RING_RSEQ_CHANGED or _MOVED with *@w, *@t
+ * reloaded. */
 static inline int res_move(struct ring_buf *b, int cpu, uint64_t *w,
 			   uint64_t *t, uint64_t nw, uint64_t now)
 {
 #if RING_HAVE_RSEQ
 	if (cpu >= 0) {
-		int ret = ring_rseq_cas16((uint32_t)cpu, &b->res.wpos, *w, *t,
-					  nw, now);
+		uint64_t alt = *w & RING_WPOS_TS_ALT;
+		int ret = ring_rseq_reserve((uint32_t)cpu, &b->res.wpos, *w,
+					    nw | (alt ^ RING_WPOS_TS_ALT),
+					    &b->res.ts[!alt], now);
 
 		if (ret) {
 			*w = ring_load_relaxed(&b->res.wpos);
-			*t = ring_load_relaxed(&b->res.last_ts);
+			*t = ring_res_ts(b, *w);
 		}
 		return ret;
 	}
@@ -823,7 +842,7 @@ static int reserve_in(struct ring *r, struct ring_buf *b, int cpu,
 	int ret;
 
 	w = ring_load_relaxed(&b->res.wpos);
-	t = ring_load_relaxed(&b->res.last_ts);
+	t = ring_res_ts(b, w);
 	for (;;) {
 		v.now = ring_clock_read(r->clock);
 		if (v.now < t)
@@ -1008,33 +1027,50 @@ int write_big(struct ring *r, const void *pre, const void *data,
 	return ret <= 0 ? ret : write_slow(r, -1, pre, data, len, true, -1);
 }
 
+/* ring_write() on any but its fast path: four arguments, so that every
+ * call ring_write makes is a tail call and its fast path needs no stack
+ * frame (pushing and popping six registers cost ~1 ns an event). */
+static __attribute__((noinline))
+int write_other(struct ring *r, int buf, const void *data, uint32_t len,
+		bool fast_failed)
+{
+	if (!fast_failed && buf < 0 && r->rseq && len - 1 < RING_MAX_PAYLOAD)
+		return write_big(r, NULL, data, len);
+	return write_slow(r, buf, NULL, data, len, fast_failed, -1);
+}
+
 int ring_write(struct ring *r, int buf, const void *data, uint32_t len)
 {
-	int ret;
-
 	if (buf < 0 && r->rseq && len - 1 < 4 * PAGE_TYPE_DATA_MAX) {
-		ret = write_fast(r, NULL, data, len, false, -1);
-		return ret <= 0 ? ret :
-				  write_slow(r, buf, NULL, data, len, true, -1);
+		if (!write_fast(r, NULL, data, len, false, -1))
+			return 0;
+		return write_other(r, buf, data, len, true);
 	}
-	if (buf < 0 && r->rseq && len - 1 < RING_MAX_PAYLOAD)
-		return write_big(r, NULL, data, len);
-	return write_slow(r, buf, NULL, data, len, false, -1);
+	return write_other(r, buf, data, len, false);
+}
+
+/* ring_write_hdr() on any but its fast path (four arguments: tail
+ * calls, as write_other()). */
+static __attribute__((noinline))
+int write_hdr_other(struct ring *r, const void *hdr, const void *data,
+		    uint32_t len)
+{
+	if (!r->rseq)
+		return write_slow(r, -1, hdr, data, len, false, -1);
+	if (len > 4 * PAGE_TYPE_DATA_MAX - 8)
+		return write_big(r, hdr, data, len);
+	return write_slow(r, -1, hdr, data, len, true, -1);
 }
 
 int ring_write_hdr(struct ring *r, const void *hdr, const void *data,
 		   uint32_t len)
 {
-	int ret;
-
 	if (len > RING_MAX_PAYLOAD - 8)
 		return -E2BIG;
-	if (!r->rseq)
-		return write_slow(r, -1, hdr, data, len, false, -1);
-	if (len > 4 * PAGE_TYPE_DATA_MAX - 8)
-		return write_big(r, hdr, data, len);
-	ret = write_fast(r, hdr, data, len, false, -1);
-	return ret <= 0 ? ret : write_slow(r, -1, hdr, data, len, true, -1);
+	if (r->rseq && len <= 4 * PAGE_TYPE_DATA_MAX - 8 &&
+	    !write_fast(r, hdr, data, len, false, -1))
+		return 0;
+	return write_hdr_other(r, hdr, data, len);
 }
 
 int ring_write_stamped(struct ring *r, const void *data, uint32_t len,

@@ -7,8 +7,11 @@
  * it holds offsets and indices, never pointers; all fields are fixed width.
  *
  * Words (see ring.c for the algorithm):
- *   wpos   = virtual page number << 16 | offset of the next free byte in
- *            that page's data area (0..data_size).
+ *   wpos   = virtual page number << 16 | RING_WPOS_TS_ALT bit | offset of
+ *            the next free byte in that page's data area (0..data_size,
+ *            15 bits: pages are at most 32 KiB). The bit says which of
+ *            res.ts[] holds the last reservation's timestamp; only rseq
+ *            writers flip it (ring.c), so locked buffers keep ts[0].
  *   tag    = virtual page number << RING_TAG_SEQ_SHIFT | TOOK bit |
  *            physical page index: which physical page holds which virtual
  *            page, and whether the reader swapped it out (took it).
@@ -25,13 +28,14 @@
 #include "common/page.h"
 
 #define RING_MAGIC		0x31474e4952435454ULL	/* "TTCRING1" */
-#define RING_VERSION		4
+#define RING_VERSION		5
 /* Our pages (common/page.h) have a 64-bit commit word on every host. */
 #define RING_PAGE_HDR		PAGE_HDR_SIZE(8)
 #define RING_CACHELINE		64
 
 #define RING_WPOS_SHIFT		16
-#define RING_WPOS_OFF_MASK	0xffffULL
+#define RING_WPOS_OFF_MASK	0x7fffULL
+#define RING_WPOS_TS_ALT	0x8000ULL	/* bit 15: ring_inline.h */
 
 #define RING_TAG_PHYS_MASK	0x7fffffULL
 #define RING_TAG_TOOK		(1ULL << 23)
@@ -62,10 +66,12 @@ struct ring_slot {
 
 /* Per-CPU, durable or own buffer control block, followed by its slots. */
 struct ring_buf {
-	/* written by every writer: one 16-byte pair moved by cmpxchg16b */
+	/* written by every writer: the locked path moves {wpos, ts[0]} with
+	 * one cmpxchg16b; rseq writers store ts[the other one] and then
+	 * wpos, flipping its RING_WPOS_TS_ALT bit (ring.c) */
 	struct {
 		uint64_t wpos;
-		uint64_t last_ts;
+		uint64_t ts[2];
 	} __attribute__((aligned(16))) res RING_ALIGNED;
 	/* writers only, producer mode: a value rpos once had (rpos only
 	 * grows), so a page switch reads the reader's line once a lap */
@@ -137,6 +143,13 @@ static inline void ring_prefetch_w(const void *p)
 #else
 	__builtin_prefetch(p, 1, 3);
 #endif
+}
+
+/* ring_res_ts - the last reservation's timestamp in buffer @b, whose
+ * wpos was @w (loaded before). */
+static inline uint64_t ring_res_ts(const struct ring_buf *b, uint64_t w)
+{
+	return ring_load_relaxed(&b->res.ts[(w & RING_WPOS_TS_ALT) != 0]);
 }
 
 /* ring_slot_commit - a slot's committed count: both parts, summed per

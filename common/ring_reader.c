@@ -353,7 +353,7 @@ static int flush_buf(struct ring *r, struct ring_buf *b)
 	uint32_t off;
 
 	w = ring_load_relaxed(&b->res.wpos);
-	t = ring_load_relaxed(&b->res.last_ts);
+	t = ring_load_relaxed(&b->res.ts[0]);	/* the pair cmpxchg16b takes */
 	do {
 		off = (uint32_t)(w & RING_WPOS_OFF_MASK);
 		if (off >= r->data_size)

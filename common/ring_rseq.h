@@ -23,7 +23,6 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <sys/rseq.h>
-#include <emmintrin.h>
 #endif
 
 /* Return values of the sections besides 0 (committed). */
@@ -76,26 +75,25 @@ static inline int ring_rseq_cpu(void)
 }
 
 /*
- * ring_rseq_cas16 - on CPU @cpu: if the 16-byte aligned pair at @p is
- * {@o0, @o1}, store {@n0, @n1} with one 16-byte store.
+ * ring_rseq_reserve - on CPU @cpu: if the word at @p is @o, store @now at
+ * @ts and then @n at @p (the commit). Aborted before the commit, only
+ * *@ts was written: the caller points @ts where the value at @p, while it
+ * is @o, says nobody reads (ring.c: the RING_WPOS_TS_ALT bit).
  * Return: 0 stored; RING_RSEQ_CHANGED; RING_RSEQ_MOVED.
  */
-static inline int ring_rseq_cas16(uint32_t cpu, uint64_t *p, uint64_t o0,
-				  uint64_t o1, uint64_t n0, uint64_t n1)
+static inline int ring_rseq_reserve(uint32_t cpu, uint64_t *p, uint64_t o,
+				    uint64_t n, uint64_t *ts, uint64_t now)
 {
-	__m128i nv = _mm_set_epi64x((long long)n1, (long long)n0);
-
 	__asm__ goto(RING_RSEQ_CS_TABLE
-		     "cmpq %[o0], 0(%[p])\n\t"
+		     "cmpq %[o], 0(%[p])\n\t"
 		     "jnz %l[changed]\n\t"
-		     "cmpq %[o1], 8(%[p])\n\t"
-		     "jnz %l[changed]\n\t"
-		     "movdqa %[nv], 0(%[p])\n"
+		     "movq %[now], 0(%[ts])\n\t"
+		     "movq %[n], 0(%[p])\n"
 		     ".Lring_post%=:\n\t"
 		     : /* no outputs */
 		     : [rs] "r"(ring_rseq_area()), [cpu] "r"(cpu),
-		       [p] "r"(p), [o0] "r"(o0), [o1] "r"(o1), [nv] "x"(nv),
-		       [sig] "i"(RSEQ_SIG)
+		       [p] "r"(p), [o] "r"(o), [n] "r"(n), [ts] "r"(ts),
+		       [now] "r"(now), [sig] "i"(RSEQ_SIG)
 		     : "rax", "memory", "cc"
 		     : moved, changed);
 	return 0;

@@ -973,6 +973,44 @@ static int sink_track_event(struct sink *s, const struct sink_env *env,
  * Learn the names @ev carries for pids no CMDLINES named on this
  * connection; a newer event's name replaces an older learned one (an exec).
  */
+/*
+ * Store the names learned since the last call, in the order learned, with
+ * one store_cmdlines() (it was one per name, and each waits for the
+ * store's writer thread to finish every batch it holds: 0.64 a page in
+ * bench/run ingest). Called before the sink's next message (so an agent's
+ * CMDLINES still comes after the names learned before it), before each
+ * commit (sink_flush()) and when SINK_LEARNED_MAX wait. Return: as
+ * store_cmdlines().
+ */
+static int sink_learned_flush(struct sink *s, struct store_writer *store)
+{
+	struct proto_cmdlines all = { .count = s->nlearned, .items = s->learned };
+	int ret;
+
+	if (!s->nlearned)
+		return 0;
+	ret = store_cmdlines(store, s->host_id, &all);
+	s->nlearned = 0;
+	return ret;
+}
+
+/* Keep @cl to be stored by sink_learned_flush(). Return: 0; -ENOMEM; as
+ * store_cmdlines(). */
+static int sink_learned_add(struct sink *s, const struct sink_env *env,
+			    const struct proto_cmdline *cl)
+{
+	int ret = 0;
+
+	if (!s->learned &&
+	    !(s->learned = malloc(SINK_LEARNED_MAX * sizeof(*s->learned))))
+		return -ENOMEM;
+	if (s->nlearned == SINK_LEARNED_MAX)
+		ret = sink_learned_flush(s, env->store);
+	if (ret == 0)
+		s->learned[s->nlearned++] = *cl;
+	return ret;
+}
+
 static int sink_learn_comms(struct sink *s, const struct sink_env *env,
 			    const struct sink_type *ty, const struct decode_event *ev)
 {
@@ -994,7 +1032,7 @@ static int sink_learn_comms(struct sink *s, const struct sink_env *env,
 		    !strcmp(comms_get(s, cl.pid), cl.comm))
 			continue;
 		ret = comms_put_at(s, &one, ev->ts + 1) ?:
-		      store_cmdlines(env->store, s->host_id, &one);
+		      sink_learned_add(s, env, &cl);
 	}
 	return ret;
 }
@@ -1099,8 +1137,13 @@ int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
 {
 	char h[LOG_ESC_LEN];
 
+	int ret;
+
 	if (m->type != MSG_HELLO && !s->dec)
 		return TC_ERR_PROTO_STATE;
+	ret = sink_learned_flush(s, env->store);
+	if (ret < 0)
+		return ret;
 	switch (m->type) {
 	case MSG_HELLO:
 		return sink_hello(s, env, &m->hello, reply);
@@ -1410,7 +1453,7 @@ int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t
 
 int sink_flush(struct sink *s, struct store_writer *store)
 {
-	int ret = dedup_flush(s->sess, store);
+	int ret = sink_learned_flush(s, store) ?: dedup_flush(s->sess, store);
 
 	if (ret < 0 || !s->counters_dirty)
 		return ret;
@@ -1473,6 +1516,7 @@ void sink_free(struct sink *s)
 	if (s->comms)
 		free(s->comms->slots);
 	free(s->comms);
+	free(s->learned);
 	decoder_free(s->dec);
 	for (size_t i = 0; i < s->ngroups; i++) {
 		decoder_free(s->groups[i].dec);

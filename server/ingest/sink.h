@@ -35,6 +35,7 @@ struct sink_cpu {
 };
 
 #define SINK_MAX_LOGGED	24	/* reasons logged once per connection */
+#define SINK_LEARNED_MAX	256	/* learned names stored together, at most */
 
 /* Why a page, event or message was not stored (drops' reasons; sink.c). */
 extern const char sink_why_crash[];	/* quarantined: the collector died decoding it */
@@ -62,6 +63,8 @@ struct sink {
 	struct sink_type *types;
 	unsigned filters_gen;		/* generation the types were resolved for */
 	struct sink_comms *comms;
+	struct proto_cmdline *learned;	/* names learned from events, not yet */
+	uint32_t nlearned;		/* stored (sink_learned_flush()) */
 	bool counters_dirty;
 	struct store_loss *losses;	/* pages whose kernel lost events before them, */
 	size_t nlosses, losses_cap;	/* not yet stored (sink_flush()) */
