@@ -196,6 +196,60 @@ else
 		check "v$v: the program's $n calls are the instance 'programs' ($got, exit $rc)" \
 			'[ "$rc" = 0 ] && [ "$n" -gt 0 ] && [ "$got" = "$n" ] || cat "$tmp/exp.out"'
 	done
+
+	# the program's losses: its ring (64 KiB) overruns while the agent is
+	# held still; traceq prints them on the ring's stream numbers, the
+	# export puts each into the programs instance on the CPU of that
+	# buffer's rows (the collector's op 10 names the group's first stream)
+	shm=$(mktemp -d /dev/shm/tc-export.XXXXXX)
+	TC_FTRACE_BUFFER_KB=64 "$top_builddir/traceagent" --connect "$listen" --user-dir "$shm" \
+		--cert "$tmp/pki/agent-tc-agent.crt" --key "$tmp/pki/agent-tc-agent.key" \
+		--ca "$tmp/pki/ca.crt" --name exp-progloss -e sched:sched_switch --trace-clock mono \
+		--exec -- "$prog" pages 3000000 > "$tmp/progloss.out" 2> "$tmp/progloss.err" &
+	agent=$!
+	for _ in $(seq 100); do
+		grep -q "host exp-progloss: program" "$tmp/collector.log" && break
+		sleep 0.1
+	done
+	sleep 0.2
+	kill -STOP "$agent"
+	sleep 1.5
+	kill -CONT "$agent"
+	wait "$agent"; rc=$?
+	agent=
+	rm -rf "$shm"
+	check "agent --exec (held still) exits 0" '[ "$rc" = 0 ] || { cat "$tmp/progloss.err"; false; }'
+	traceq --time raw --no-host -H exp-progloss 'ftrace:funcgraph_*' > "$tmp/ours.txt"
+	ours=$(grep -cE '^CPU:3[0-9]{4} \[' "$tmp/ours.txt")
+	if [ "$ours" = 0 ]; then
+		tc_skip_part "a program's losses in trace.dat" "the ring lost nothing this run"
+	else
+		# pdrops FILE BASE: per loss line "[programs: ]CPU:N [...]" what it
+		# says and the time of the next row of buffer N - BASE, sorted
+		pdrops() {
+			awk -v base="$2" '/^(programs: )?CPU:[0-9]+ \[/ {
+				c = $0; sub(/^(programs: )?CPU:/, "", c); c = c - base
+				n = $0; sub(/^[^[]*/, "", n); pend[c] = pend[c] n "|"; next }
+			     match($0, /\[[0-9]+\] +[0-9]+\.[0-9]+:/) {
+				split(substr($0, RSTART, RLENGTH), f, /[][ :]+/); c = f[2] + 0
+				if (pend[c] != "") { print pend[c], f[3]; pend[c] = "" }
+			     }' "$1" | sort
+		}
+		pdrops "$tmp/ours.txt" 32768 > "$tmp/ours.drops"
+		for v in 7 6; do
+			traceq --export "$tmp/pl$v.dat" --tracedat-version "$v" -H exp-progloss \
+				'ftrace:funcgraph_*' > "$tmp/exp.out" 2>&1
+			rc=$?
+			report "$tmp/pl$v.dat" > "$tmp/theirs.txt"
+			theirs=$(grep -cE '^programs: CPU:[0-9]+ \[' "$tmp/theirs.txt")
+			pdrops "$tmp/theirs.txt" 0 > "$tmp/theirs.drops"
+			check "v$v: trace-cmd report prints the program's $ours losses in its instance ($theirs, exit $rc)" \
+				'[ "$rc" = 0 ] && [ "$theirs" = "$ours" ] || { cat "$tmp/exp.out"; false; }'
+			check "v$v: ... each where traceq prints it (count, the next row of its buffer)" \
+				'[ -s "$tmp/ours.drops" ] && cmp -s "$tmp/ours.drops" "$tmp/theirs.drops" ||
+				 { diff "$tmp/ours.drops" "$tmp/theirs.drops" | head; false; }'
+		done
+	fi
 fi
 
 # KernelShark's loader: its entries per CPU and per event are traceq --count's

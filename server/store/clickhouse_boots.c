@@ -374,6 +374,52 @@ static int ch_boot_formats(struct store_reader *rd, uint64_t host_id, const char
 	return ret;
 }
 
+/*
+ * The programs @host_id announced in @boot_id: one row per program_id
+ * (a fact written again after each reconnect; ReplacingMergeTree merges
+ * them in its own time), by since_ns.
+ */
+static int ch_boot_programs(struct store_reader *rd, uint64_t host_id, const char *boot_id,
+			    uint32_t max, int (*fn)(void *ctx, const struct store_program *p),
+			    void *ctx)
+{
+	struct ch_store *s = ch_reader_of(rd);
+	struct ch_reply r = { 0 };
+	struct ch_sql q;
+	int ret;
+
+	ch_sql_init(&q, 0);
+	ch_sql_raw(&q, "SELECT any(session), any(grp), any(pid), any(comm), any(first_stream),"
+		       " any(nstreams), min(since_ns) AS since FROM programs WHERE host_id = ");
+	ch_sql_u64(&q, host_id);
+	ch_sql_raw(&q, " AND boot_id = ");
+	ch_sql_cstr(&q, boot_id);
+	ch_sql_raw(&q, " AND grp != 0 GROUP BY program_id ORDER BY since, program_id LIMIT ");
+	ch_sql_u64(&q, max);
+	ret = ch_query(s, &q, &r);
+	ch_sql_free(&q);
+	for (size_t i = 0; ret == 0 && i < r.nrows; i++) {
+		uint64_t session = 0, grp = 0, first = 0, n = 0;
+		int64_t pid = 0, since = 0;
+
+		if (ch_reply_u64(&r, i, 0, &session) < 0 || ch_reply_u64(&r, i, 1, &grp) < 0 ||
+		    ch_reply_i64(&r, i, 2, &pid) < 0 || ch_reply_u64(&r, i, 4, &first) < 0 ||
+		    ch_reply_u64(&r, i, 5, &n) < 0 || ch_reply_i64(&r, i, 6, &since) < 0 ||
+		    grp > UINT32_MAX || first > UINT32_MAX || n > UINT32_MAX) {
+			ret = ch_errf(s, TC_ERR_DB, "ClickHouse answered a program that does not"
+				      " read");
+			break;
+		}
+		ret = fn(ctx, &(struct store_program){
+			.boot_id = boot_id, .session = session, .group = (uint32_t)grp,
+			.pid = (int32_t)pid, .comm = ch_reply_cell(&r, i, 3),
+			.first_stream = (uint32_t)first, .nstreams = (uint32_t)n, .since_ns = since,
+		});
+	}
+	ch_reply_free(&r);
+	return ret;
+}
+
 /* ---- retention ---- */
 
 int ch_losses_retain(struct ch_store *s, int64_t before_ts)
@@ -408,4 +454,5 @@ void ch_boots_ops(struct store_writer_ops *w, struct store_reader_ops *r)
 	r->losses = ch_losses;
 	r->boot_get = ch_boot_get;
 	r->boot_formats = ch_boot_formats;
+	r->boot_programs = ch_boot_programs;
 }

@@ -288,6 +288,43 @@ static int sq_boot_formats(struct store_reader *r, uint64_t host_id, const char 
 	return ret;
 }
 
+/* The programs @host_id announced in @boot_id (one row per agent run and group). */
+static int sq_boot_programs(struct store_reader *r, uint64_t host_id, const char *boot_id,
+			    uint32_t max, int (*fn)(void *ctx, const struct store_program *p),
+			    void *ctx)
+{
+	struct sq_store *s = sq_reader_of(r);
+	sqlite3_stmt *st = NULL;
+	int ret = sq_reader_enter(s) ?:
+		  sq_prepare(s, "SELECT session, grp, pid, comm, first_stream, nstreams, since"
+				" FROM programs WHERE host_id = ?1 AND boot_id = ?2 AND grp != 0"
+				" ORDER BY since, id LIMIT ?3", &st);
+	int rc = SQLITE_DONE;
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 1, (int64_t)host_id);
+	sqlite3_bind_text(st, 2, boot_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, max);
+	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *comm = (const char *)sqlite3_column_text(st, 3);
+		struct store_program p = {
+			.boot_id = boot_id, .session = (uint64_t)sqlite3_column_int64(st, 0),
+			.group = (uint32_t)sqlite3_column_int64(st, 1),
+			.pid = (int32_t)sqlite3_column_int64(st, 2), .comm = comm ? comm : "",
+			.first_stream = (uint32_t)sqlite3_column_int64(st, 4),
+			.nstreams = (uint32_t)sqlite3_column_int64(st, 5),
+			.since_ns = sqlite3_column_int64(st, 6),
+		};
+
+		ret = fn(ctx, &p);
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sq_err(s, TC_ERR_DB, "boot programs");
+	sqlite3_finalize(st);
+	return ret;
+}
+
 void sq_boots_ops(struct store_writer_ops *w, struct store_reader_ops *r)
 {
 	w->losses_put = sq_losses_put;
@@ -295,4 +332,5 @@ void sq_boots_ops(struct store_writer_ops *w, struct store_reader_ops *r)
 	r->losses = sq_losses;
 	r->boot_get = sq_boot_get;
 	r->boot_formats = sq_boot_formats;
+	r->boot_programs = sq_boot_programs;
 }
