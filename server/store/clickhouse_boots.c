@@ -326,6 +326,15 @@ static int ch_boot_get(struct store_reader *rd, uint64_t host_id, int64_t ts,
 	return ret;
 }
 
+/* " host_id = H AND boot_id = 'B'" into @q (B escaped). */
+static void host_boot(struct ch_sql *q, uint64_t host_id, const char *boot_id)
+{
+	ch_sql_raw(q, " host_id = ");
+	ch_sql_u64(q, host_id);
+	ch_sql_raw(q, " AND boot_id = ");
+	ch_sql_cstr(q, boot_id);
+}
+
 /*
  * The formats @host_id sent in @boot_id, by format id: host_formats'
  * (format, type) pairs of the boot, with the format's text and the type's
@@ -344,11 +353,8 @@ static int ch_boot_formats(struct store_reader *rd, uint64_t host_id, const char
 
 	ch_sql_init(&q, 0);
 	ch_sql_raw(&q, "SELECT format_id, tsys, tname, text FROM (SELECT format_id, type_id,"
-		       " text FROM (SELECT DISTINCT format_id, type_id FROM host_formats WHERE"
-		       " host_id = ");
-	ch_sql_u64(&q, host_id);
-	ch_sql_raw(&q, " AND boot_id = ");
-	ch_sql_cstr(&q, boot_id);
+		       " text FROM (SELECT DISTINCT format_id, type_id FROM host_formats WHERE");
+	host_boot(&q, host_id, boot_id);
 	ch_sql_raw(&q, " AND format_id > ");
 	ch_sql_i64(&q, after_id);
 	ch_sql_raw(&q, ") ANY INNER JOIN (SELECT format_id, any(text) AS text FROM formats"
@@ -390,10 +396,8 @@ static int ch_boot_programs(struct store_reader *rd, uint64_t host_id, const cha
 
 	ch_sql_init(&q, 0);
 	ch_sql_raw(&q, "SELECT any(session), any(grp), any(pid), any(comm), any(first_stream),"
-		       " any(nstreams), min(since_ns) AS since FROM programs WHERE host_id = ");
-	ch_sql_u64(&q, host_id);
-	ch_sql_raw(&q, " AND boot_id = ");
-	ch_sql_cstr(&q, boot_id);
+		       " any(nstreams), min(since_ns) AS since FROM programs WHERE");
+	host_boot(&q, host_id, boot_id);
 	ch_sql_raw(&q, " AND grp != 0 GROUP BY program_id ORDER BY since, program_id LIMIT ");
 	ch_sql_u64(&q, max);
 	ret = ch_query(s, &q, &r);
