@@ -781,6 +781,10 @@ static void traceq_side(void)
 	ck_assert_uint_eq(m.page_size, 4096);
 	ck_assert(!m.big_endian);
 	ck_assert_uint_eq(m.nformats, 0);
+	ck_assert_uint_eq(m.nprograms, 1);	/* the program's, not the kernel's */
+	ck_assert_uint_eq(m.programs[0].first_stream, 32770);
+	ck_assert_uint_eq(m.programs[0].nstreams, 5);
+	ck_assert_int_eq(m.programs[0].since_ns, 60);
 	hostmeta_free(&m);
 	TU_EQ(hostmeta_get(c, "web-2", 0, &m), 4);	/* unknown: 4, nothing said */
 	TU_OK(losses_open(c, &o.sel, &l));
@@ -833,6 +837,17 @@ START_TEST(losses_and_headers)
 	TU_OK(store_host(st, &h, NULL, &id));
 	TU_OK(store_losses_put(st, id, "b1", l, 3));
 	TU_OK(store_boot(st, id, &boot));
+	{	/* a program's ring (its streams: for its losses) and the kernel's row (not one) */
+		struct store_program p = { .boot_id = "b1", .session = 7, .group = 1, .pid = 42,
+					   .comm = "app", .first_stream = 32770, .nstreams = 5,
+					   .since_ns = 60 };
+		uint64_t pid;
+
+		TU_OK(store_program(st, id, &p, &pid));
+		p.group = 0;
+		p.first_stream = 0;
+		TU_OK(store_program(st, id, &p, &pid));
+	}
 	TU_OK(store_commit(st));
 	store_writer_close(st);
 
@@ -873,8 +888,10 @@ START_TEST(losses_and_headers)
 			found++;
 		if (!strcmp(row[0].s.p, "kernel") && !strcmp(row[3].s.p, "6.1.0"))
 			found++;
+		if (!strcmp(row[0].s.p, "program") && !strcmp(row[3].s.p, "32770 5 60"))
+			found++;
 	}
-	ck_assert_int_eq(found, 3);
+	ck_assert_int_eq(found, 4);
 	ck_assert(!rep.more);
 	qmsg_reply_free(&rep);
 	r.host = (char *)"web-2";

@@ -1379,6 +1379,25 @@ START_TEST(test_journal_marks)
 }
 END_TEST
 
+/* store_boot_programs()' callback: the programs seen, in order. */
+struct progs_seen {
+	unsigned n;
+	uint32_t group[4], first[4], nstreams[4];
+	int64_t since[4];
+};
+
+static int progs_seen_fn(void *ctx, const struct store_program *p)
+{
+	struct progs_seen *ps = ctx;
+
+	ck_assert_uint_lt(ps->n, 4);
+	ps->group[ps->n] = p->group;
+	ps->first[ps->n] = p->first_stream;
+	ps->nstreams[ps->n] = p->nstreams;
+	ps->since[ps->n++] = p->since_ns;
+	return 0;
+}
+
 /* Programs and their symbols: which program names which row's address. */
 START_TEST(test_symbols)
 {
@@ -1397,6 +1416,24 @@ START_TEST(test_symbols)
 	ck_ok(store_program(sw, host, &b, &idb));
 	ck_ok(store_program(sw, host, &k, &idk));
 	ck_assert_uint_ne(ida, idb);
+	{
+		/* a boot's programs (not the kernel's row), once each, by since */
+		struct progs_seen ps = { 0 };
+
+		ck_ok(store_boot_programs(sr, host, "boot-a", 10, progs_seen_fn, &ps));
+		ck_assert_uint_eq(ps.n, 2);
+		ck_assert_uint_eq(ps.group[0], 1);
+		ck_assert_uint_eq(ps.group[1], 2);
+		ck_assert_uint_eq(ps.first[0], 32768);
+		ck_assert_uint_eq(ps.nstreams[0], 3);
+		ck_assert_int_eq(ps.since[1], 2000);
+		memset(&ps, 0, sizeof(ps));
+		ck_ok(store_boot_programs(sr, host, "boot-a", 1, progs_seen_fn, &ps));
+		ck_assert_uint_eq(ps.n, 1);
+		memset(&ps, 0, sizeof(ps));
+		ck_ok(store_boot_programs(sr, host, "boot-z", 10, progs_seen_fn, &ps));
+		ck_assert_uint_eq(ps.n, 0);
+	}
 	ck_ok(store_symbol(sw, ida, 0x1000, 0x20, "run"));
 	ck_ok(store_symbol(sw, ida, 0x1000, 0x20, "run"));	/* resent: kept once */
 	ck_ok(store_symbol(sw, ida, 0x1100, 0, "asm_stub"));

@@ -117,7 +117,8 @@ static void tw_write(const char *path, unsigned v, bool big_endian)
 		vals[13].s.len = strlen(name);
 		if (i == 101) {
 			struct export_loss l = { .host = "tw", .cpu = tw_cpu(i), .ts = tw_ts(i),
-						 .trace_ts = tw_ts(i), .count = 42 };
+						 .trace_ts = tw_ts(i), .count = 42,
+						 .row_cpu = tw_cpu(i) };
 
 			TU_OK(ops->loss(w, &l));
 		}

@@ -134,6 +134,17 @@ struct export_loss {
 	int64_t ts;		/* wall-clock ns of the first event after the loss */
 	int64_t trace_ts;	/* the same in the host's trace clock */
 	uint64_t count;		/* events lost; 0: unknown (the flag without a count) */
+	/*
+	 * Where the rows of that CPU went, for a writer that lays rows out
+	 * by CPU (trace.dat): the CPU they carry and whether they are a
+	 * program's (export_row.program). A kernel CPU's loss: @cpu and
+	 * false. A program ring's (@cpu its stream, >= 32768): its buffer,
+	 * the stream less its group's first stream (the collector's op 10,
+	 * hostmeta.h), classed as that buffer's rows are; UINT32_MAX when
+	 * the collector named no group of the stream.
+	 */
+	uint32_t row_cpu;
+	bool program;
 };
 
 /* What a writer did, for the mode's summary line and the benchmark. */

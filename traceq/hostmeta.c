@@ -12,11 +12,13 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "proto/msg.h"
 #include "proto/qmsg.h"
 #include "traceq/client.h"
 #include "traceq/hostmeta.h"
 
 #define HOSTMETA_MAX_FORMATS	(1u << 16)	/* types per host: the collector caps at 2000 */
+#define HOSTMETA_MAX_PROGRAMS	1024		/* the collector sends at most as many */
 
 /* A str cell's copy into *@out (replacing it); nil leaves it. -ENOMEM. */
 static int take_str(const struct qmsg_value *v, char **out)
@@ -51,6 +53,32 @@ static int take_format(struct hostmeta *m, const struct qmsg_value *row)
 	return f->system && f->name && f->text ? 0 : -ENOMEM;
 }
 
+/* A "program" item: "FIRST_STREAM NSTREAMS SINCE_NS"; one that does not read is left out. */
+static int take_program(struct hostmeta *m, const struct qmsg_value *v)
+{
+	struct hostmeta_program p, *n;
+	char *end;
+	unsigned long long first, count;
+	long long since;
+
+	if (v->kind != QV_STR || m->nprograms >= HOSTMETA_MAX_PROGRAMS)
+		return 0;
+	errno = 0;
+	first = strtoull(v->s.p, &end, 10);
+	count = *end == ' ' ? strtoull(end + 1, &end, 10) : 0;
+	since = *end == ' ' ? strtoll(end + 1, &end, 10) : 0;
+	if (errno || *end || first < PROTO_USER_STREAM_BASE || first > 65535 || !count ||
+	    count > 65536 || first + count > 65536)
+		return 0;
+	p = (struct hostmeta_program){ (uint32_t)first, (uint32_t)count, since };
+	n = util_grow(m->programs, &m->programs_cap, m->nprograms, sizeof(*m->programs), 8);
+	if (!n)
+		return -ENOMEM;
+	m->programs = n;
+	m->programs[m->nprograms++] = p;
+	return 0;
+}
+
 /* One row of a reply into @m. */
 static int take_row(struct hostmeta *m, const struct qmsg_value *row)
 {
@@ -59,6 +87,8 @@ static int take_row(struct hostmeta *m, const struct qmsg_value *row)
 
 	if (!strcmp(item, "format"))
 		return take_format(m, row);
+	if (!strcmp(item, "program"))
+		return take_program(m, &row[3]);
 	if (!strcmp(item, "boot_id"))
 		return take_str(&row[3], &m->boot_id);
 	if (!strcmp(item, "kernel"))
@@ -135,6 +165,7 @@ void hostmeta_free(struct hostmeta *m)
 		free(m->formats[i].text);
 	}
 	free(m->formats);
+	free(m->programs);
 	free(m->boot_id);
 	free(m->kernel);
 	free(m->trace_clock);

@@ -22,6 +22,16 @@ struct hostmeta_format {
 	char *text;
 };
 
+/*
+ * A traced program's ring the host announced in the boot (a GROUP): its
+ * streams [first_stream, first_stream + nstreams), a stream's buffer
+ * (the CPU its rows carry) being stream - first_stream.
+ */
+struct hostmeta_program {
+	uint32_t first_stream, nstreams;
+	int64_t since_ns;	/* wall clock of the connection that announced it */
+};
+
 struct hostmeta {
 	char *boot_id;		/* the boot described; "" when the collector named none */
 	char *kernel;		/* uname -r; NULL: not known */
@@ -34,6 +44,9 @@ struct hostmeta {
 	size_t nformats;
 	struct hostmeta_format *formats;	/* in the store's order of formats */
 	size_t formats_cap;	/* private: room in formats */
+	size_t nprograms;
+	struct hostmeta_program *programs;	/* in the order they were announced */
+	size_t programs_cap;	/* private: room in programs */
 };
 
 /*

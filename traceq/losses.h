@@ -49,6 +49,14 @@ int losses_open(struct client *c, const struct tq_select *sel, struct losses **o
  */
 const struct loss *losses_peek(struct losses *l);
 
+/*
+ * losses_from - ask again at the next losses_peek(), for the losses at or
+ * after wall-clock @ts (and in the selection's window), leaving out those
+ * returned already: for --follow, where the collector stores more, and
+ * not in time order (a CPU's pages may come late).
+ */
+void losses_from(struct losses *l, int64_t ts);
+
 /* losses_pop - go past the loss losses_peek() returned. */
 void losses_pop(struct losses *l);
 

@@ -54,6 +54,9 @@ struct export_run {
 	struct hostcache *hc;
 	struct ehost *hosts;
 	size_t nhosts;
+	/* the host's programs' rings (hostmeta.h), for its losses */
+	struct hostmeta_program *progs;
+	size_t nprogs;
 	uint64_t rows;		/* written so far, all hosts */
 	uint64_t page;		/* replies read so far (export_row.page) */
 	bool progress;		/* stderr is a terminal */
@@ -201,9 +204,17 @@ static void progress(struct export_run *x, const char *host, bool done)
 }
 
 /*
- * Row @i of @rep as the writers take it: a program's (our ring's
- * function graph) when its CPU is none the host declared.
+ * Whether the rows of @cpu are a program's (our ring's, whose rows carry
+ * their buffer as CPU): a CPU none the host declared. (A program's
+ * buffer below the host's CPU count reads as the kernel's CPU: rows
+ * carry no group.)
  */
+static bool cpu_is_program(const struct ehost *e, uint32_t cpu)
+{
+	return cpu >= PROTO_USER_STREAM_BASE || (e->ncpus && cpu >= e->ncpus);
+}
+
+/* Row @i of @rep as the writers take it (export_row.program: cpu_is_program()). */
 static void row_of(const struct ehost *e, const struct qmsg_reply *rep, uint32_t i,
 		   struct qmsg_reply *view, struct export_row *r)
 {
@@ -219,7 +230,7 @@ static void row_of(const struct ehost *e, const struct qmsg_reply *rep, uint32_t
 		.view = view,
 		.vals = v,
 	};
-	r->program = r->cpu >= PROTO_USER_STREAM_BASE || (e->ncpus && r->cpu >= e->ncpus);
+	r->program = cpu_is_program(e, r->cpu);
 }
 
 /*
@@ -264,14 +275,49 @@ static void host_info(struct export_run *x, const struct ehost *e, int64_t wall,
 	h->header_event = m->header_event ? m->header_event : "";
 }
 
+/* Whether @p is a better guess than @g for a stream at @ts: see stream_buffer(). */
+static bool group_before(const struct hostmeta_program *p, const struct hostmeta_program *g,
+			 int64_t ts)
+{
+	bool p_up = p->since_ns <= ts, g_up = g->since_ns <= ts;
+
+	if (p_up != g_up)
+		return p_up;
+	return p_up ? p->since_ns >= g->since_ns : p->since_ns < g->since_ns;
+}
+
+/*
+ * The buffer of a program's stream @stream at wall-clock @ts: the stream
+ * less the first stream of the group that holds it, announced last at
+ * or before @ts (agent runs number their groups' streams anew), else
+ * the first that holds it. UINT32_MAX: no group holds it.
+ */
+static uint32_t stream_buffer(const struct export_run *x, uint32_t stream, int64_t ts)
+{
+	const struct hostmeta_program *g = NULL;
+
+	for (size_t i = 0; i < x->nprogs; i++) {
+		const struct hostmeta_program *p = &x->progs[i];
+
+		if (stream < p->first_stream || stream - p->first_stream >= p->nstreams)
+			continue;
+		if (!g || group_before(p, g, ts))
+			g = p;
+	}
+	return g ? stream - g->first_stream : UINT32_MAX;
+}
+
 /* A loss of the cursor as the writers take it. */
-static int loss_write(struct export_run *x, const struct loss *l)
+static int loss_write(struct export_run *x, const struct ehost *e, const struct loss *l)
 {
 	struct export_loss el = {
 		.host = l->host, .cpu = l->cpu, .ts = l->ts, .trace_ts = l->trace_ts,
-		.count = l->count > 0 ? (uint64_t)l->count : 0,
+		.count = l->count > 0 ? (uint64_t)l->count : 0, .row_cpu = l->cpu,
 	};
 
+	if (l->cpu >= PROTO_USER_STREAM_BASE)
+		el.row_cpu = stream_buffer(x, l->cpu, l->ts);
+	el.program = el.row_cpu != UINT32_MAX && cpu_is_program(e, el.row_cpu);
 	return x->w->ops->loss(x->w, &el);
 }
 
@@ -280,7 +326,8 @@ static int loss_write(struct export_run *x, const struct loss *l)
  * the printer puts them); with a window relative to the end (the
  * cursor's is open), only those from the first row on.
  */
-static int losses_before(struct export_run *x, struct losses *ls, int64_t ts, bool first)
+static int losses_before(struct export_run *x, const struct ehost *e, struct losses *ls,
+			 int64_t ts, bool first)
 {
 	bool bounded = x->o->sel.from_end || x->o->sel.to_end;
 	const struct loss *l;
@@ -288,7 +335,7 @@ static int losses_before(struct export_run *x, struct losses *ls, int64_t ts, bo
 
 	while (ret == 0 && ls && (l = losses_peek(ls)) && l->ts <= ts) {
 		if (!bounded || !first || l->ts == ts)
-			ret = loss_write(x, l);
+			ret = loss_write(x, e, l);
 		losses_pop(ls);
 	}
 	return ret;
@@ -317,13 +364,17 @@ static int page_write(struct export_run *x, const struct ehost *e, const struct 
 			host_info(x, e, r.ts, &h, &printk, &m);
 			ret = x->w->ops->host_begin(x->w, &h);
 			free(printk);
+			free(x->progs);	/* the host's programs kept for its losses */
+			x->progs = m.programs;
+			x->nprogs = m.nprograms;
+			m.programs = NULL;
 			hostmeta_free(&m);
 			if (ret < 0)
 				break;
-			ret = losses_before(x, ls, r.ts, true);
+			ret = losses_before(x, e, ls, r.ts, true);
 			*begun = true;
 		} else {
-			ret = losses_before(x, ls, r.ts, false);
+			ret = losses_before(x, e, ls, r.ts, false);
 		}
 		if (ret == 0)
 			ret = x->w->ops->row(x->w, &r);
@@ -382,7 +433,7 @@ static int host_export(struct export_run *x, const struct ehost *e)
 	}
 	/* the losses after the last row, as the printer ends (none with an end-relative window) */
 	if (ret == 0 && wret == 0 && begun && !x->o->sel.from_end && !x->o->sel.to_end)
-		wret = losses_before(x, ls, INT64_MAX, false);
+		wret = losses_before(x, e, ls, INT64_MAX, false);
 	if (ret == 0 && wret == 0 && begun)
 		wret = x->w->ops->host_end(x->w);
 	if (ret == 0 && wret < 0) {
@@ -461,5 +512,6 @@ int mode_export_run(struct client *c, const struct traceq_opts *o)
 out:
 	hostcache_free(x.hc);
 	hosts_free(&x);
+	free(x.progs);
 	return ret;
 }

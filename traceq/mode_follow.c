@@ -2,6 +2,14 @@
  * mode_follow.c - traceq --follow QUERY: the rows as the collector stores
  * them, page after page of QOP_TAIL from a cursor, until SIGINT, SIGTERM
  * or --limit; it rides out a lost collector (client_reconnect()).
+ * Where the kernels lost events (losses.h), a loss line comes before the
+ * first row at or after it, as select prints them: before each page the
+ * losses from its earliest row on are asked for again (a loss is stored
+ * with its page's events, so it is there by the time they are; a CPU's
+ * pages, and their losses, may come after later ones of another CPU),
+ * those printed already left out. (Not only those from the first row
+ * on, as a window relative to the end has select print them: the first
+ * row stored may be another CPU's, after the loss.)
  */
 #include "config.h"
 
@@ -14,6 +22,7 @@
 
 #include "proto/qmsg.h"
 #include "traceq/client.h"
+#include "traceq/losses.h"
 #include "traceq/modes.h"
 #include "traceq/printer.h"
 #include "traceq/select.h"
@@ -57,6 +66,22 @@ static int follow_reconnect(struct client *c, bool *said)
 	return 1;
 }
 
+/* The earliest wall-clock time of @rep's rows (stored order is not time order). */
+static int64_t page_first(const struct qmsg_reply *rep)
+{
+	int64_t first = INT64_MAX;
+
+	for (uint32_t i = 0; i < rep->nrows; i++) {
+		struct qmsg_reply view;
+		const struct qmsg_value *v = qmsg_reply_row(rep, i, &view);
+		int64_t ts = view.ncols > 2 ? qmsg_value_int(&v[2]) : INT64_MAX;
+
+		if (ts < first)
+			first = ts;
+	}
+	return first;
+}
+
 /*
  * --follow: pages of QOP_TAIL, the cursor (last_id) carried from one to
  * the next, across a lost collector too. An empty page waits a little
@@ -65,7 +90,8 @@ static int follow_reconnect(struct client *c, bool *said)
 int mode_follow_run(struct client *c, const struct traceq_opts *o)
 {
 	struct qmsg_request req = { .op = QOP_TAIL, .query = (char *)o->query };
-	struct printer *out;
+	struct printer *out = NULL;
+	struct losses *lost = NULL;
 	struct sigaction sa = { .sa_handler = follow_signal };
 	uint64_t printed = 0, cursor = 0;
 	bool said = false, waiting = false;
@@ -75,10 +101,12 @@ int mode_follow_run(struct client *c, const struct traceq_opts *o)
 	sigaction(SIGTERM, &sa, NULL);
 	tq_select_apply(&o->sel, &req);
 	printer_omit(o, &req);
-	if (printer_new(c, o, &out) < 0) {
+	if (printer_new(c, o, &out) < 0 || losses_open(c, &o->sel, &lost) < 0) {
+		printer_free(out);
 		fprintf(stderr, "traceq: out of memory\n");
 		return 1;
 	}
+	printer_losses(out, lost, false);	/* bounded by losses_from() instead */
 	while (ret == 0 && !follow_stop && (!o->limit || printed < o->limit)) {
 		struct qmsg_reply rep;
 
@@ -115,6 +143,8 @@ int mode_follow_run(struct client *c, const struct traceq_opts *o)
 			fprintf(stderr, "traceq: --follow: fell behind: %" PRIu64 " events were "
 				"stored and removed by the collector's retention before they could "
 				"be printed (of every event, matching or not)\n", rep.missed);
+		if (rep.nrows)	/* those stored with this page's events, at or after its first */
+			losses_from(lost, page_first(&rep));
 		ret = printer_page(out, &rep);
 		printed += rep.nrows;
 		cursor = rep.last_id;
@@ -125,5 +155,6 @@ int mode_follow_run(struct client *c, const struct traceq_opts *o)
 		qmsg_reply_free(&rep);
 	}
 	printer_free(out);
+	losses_close(lost);
 	return ret;
 }

@@ -1479,23 +1479,28 @@ static int tdw_row(struct export_writer *w, const struct export_row *r)
 	return 0;
 }
 
+/*
+ * A loss goes where the rows of its CPU go (export_loss.row_cpu and
+ * .program: a program ring's buffer into the programs instance, as its
+ * rows): the CPU's page ends there, and the next one carries the
+ * kernel's missed-events flag and count, which trace-cmd report prints
+ * as "CPU:N [N EVENTS DROPPED]" before that page's first event.
+ */
 static int tdw_loss(struct export_writer *w, const struct export_loss *l)
 {
 	struct tdw *t = tdw_of(w);
-	uint32_t cpu = l->cpu;
-	struct tdw_set *set = &t->h->sets[TDW_KERNEL];
+	uint32_t cpu = l->row_cpu;
+	struct tdw_set *set;
 	struct tdw_cpu *c;
 	int ret;
 
-	/*
-	 * A program's loss names its stream, not the CPU its rows carry: it
-	 * has no place in the programs instance's pages (counted, not written).
-	 */
-	if (cpu >= PROTO_USER_STREAM_BASE) {
+	/* a program's stream of no group the collector named: nowhere to put it */
+	if (cpu == UINT32_MAX || (!l->program && cpu >= PROTO_USER_STREAM_BASE)) {
 		t->st.skipped++;
 		return 0;
 	}
-	c = cpu_of(t, set, cpu);
+	set = set_of(t, l->program, &cpu);
+	c = set ? cpu_of(t, set, cpu) : NULL;
 	if (!c)
 		return t->base.err[0] ? TC_ERR_TOO_LONG : -ENOMEM;
 	/* the events after the loss start a page of their own, flagged */

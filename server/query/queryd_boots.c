@@ -6,6 +6,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +15,8 @@
 
 /* At most this much format text in one headers reply (QMSG_MAX_WIRE is 4 MiB). */
 #define QBOOTS_TEXT_BYTES	(2u << 20)
+/* At most this many program items (the latest boot's agent runs' groups). */
+#define QBOOTS_MAX_PROGRAMS	1024
 
 /* ---- losses ---- */
 
@@ -129,6 +133,21 @@ static int boot_items(void *ctx, const struct store_boot *b)
 	return 0;
 }
 
+/*
+ * A program's item (the first page only): value "FIRST_STREAM NSTREAMS
+ * SINCE_NS", where its ring's streams were (PROTOCOL.md, op 10).
+ */
+static int program_item(void *ctx, const struct store_program *p)
+{
+	struct head_rows *h = ctx;
+	char v[64];
+	int n = snprintf(v, sizeof(v), "%" PRIu32 " %" PRIu32 " %" PRId64, p->first_stream,
+			 p->nstreams, p->since_ns);
+
+	put_item_str(h->w, "program", v, (size_t)n);
+	return 0;
+}
+
 /* Only the boot's id (a later page: the items went with the first). */
 static int boot_id_only(void *ctx, const struct store_boot *b)
 {
@@ -178,6 +197,9 @@ int qboots_headers(struct store_reader *st, const struct qmsg_request *r,
 	if (ret == 0 && found == 0)
 		ret = store_boot_get(st, host_id, r->to_ts ? r->to_ts : INT64_MAX,
 				     r->after_id ? boot_id_only : boot_items, &h);
+	if (ret == 0 && h.boot_id && !r->after_id)
+		ret = store_boot_programs(st, host_id, h.boot_id, QBOOTS_MAX_PROGRAMS,
+					  program_item, &h);
 	if (ret == 0 && h.boot_id)
 		ret = store_boot_formats(st, host_id, h.boot_id, (int64_t)r->after_id, max,
 					 format_row, &h);

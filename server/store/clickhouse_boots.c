@@ -326,6 +326,15 @@ static int ch_boot_get(struct store_reader *rd, uint64_t host_id, int64_t ts,
 	return ret;
 }
 
+/* " host_id = H AND boot_id = 'B'" into @q (B escaped). */
+static void host_boot(struct ch_sql *q, uint64_t host_id, const char *boot_id)
+{
+	ch_sql_raw(q, " host_id = ");
+	ch_sql_u64(q, host_id);
+	ch_sql_raw(q, " AND boot_id = ");
+	ch_sql_cstr(q, boot_id);
+}
+
 /*
  * The formats @host_id sent in @boot_id, by format id: host_formats'
  * (format, type) pairs of the boot, with the format's text and the type's
@@ -344,11 +353,8 @@ static int ch_boot_formats(struct store_reader *rd, uint64_t host_id, const char
 
 	ch_sql_init(&q, 0);
 	ch_sql_raw(&q, "SELECT format_id, tsys, tname, text FROM (SELECT format_id, type_id,"
-		       " text FROM (SELECT DISTINCT format_id, type_id FROM host_formats WHERE"
-		       " host_id = ");
-	ch_sql_u64(&q, host_id);
-	ch_sql_raw(&q, " AND boot_id = ");
-	ch_sql_cstr(&q, boot_id);
+		       " text FROM (SELECT DISTINCT format_id, type_id FROM host_formats WHERE");
+	host_boot(&q, host_id, boot_id);
 	ch_sql_raw(&q, " AND format_id > ");
 	ch_sql_i64(&q, after_id);
 	ch_sql_raw(&q, ") ANY INNER JOIN (SELECT format_id, any(text) AS text FROM formats"
@@ -369,6 +375,50 @@ static int ch_boot_formats(struct store_reader *rd, uint64_t host_id, const char
 		}
 		ret = fn(ctx, id, ch_reply_cell(&r, i, 1), ch_reply_cell(&r, i, 2),
 			 ch_reply_cell(&r, i, 3));
+	}
+	ch_reply_free(&r);
+	return ret;
+}
+
+/*
+ * The programs @host_id announced in @boot_id: one row per program_id
+ * (a fact written again after each reconnect; ReplacingMergeTree merges
+ * them in its own time), by since_ns.
+ */
+static int ch_boot_programs(struct store_reader *rd, uint64_t host_id, const char *boot_id,
+			    uint32_t max, int (*fn)(void *ctx, const struct store_program *p),
+			    void *ctx)
+{
+	struct ch_store *s = ch_reader_of(rd);
+	struct ch_reply r = { 0 };
+	struct ch_sql q;
+	int ret;
+
+	ch_sql_init(&q, 0);
+	ch_sql_raw(&q, "SELECT any(session), any(grp), any(pid), any(comm), any(first_stream),"
+		       " any(nstreams), min(since_ns) AS since FROM programs WHERE");
+	host_boot(&q, host_id, boot_id);
+	ch_sql_raw(&q, " AND grp != 0 GROUP BY program_id ORDER BY since, program_id LIMIT ");
+	ch_sql_u64(&q, max);
+	ret = ch_query(s, &q, &r);
+	ch_sql_free(&q);
+	for (size_t i = 0; ret == 0 && i < r.nrows; i++) {
+		uint64_t session = 0, grp = 0, first = 0, n = 0;
+		int64_t pid = 0, since = 0;
+
+		if (ch_reply_u64(&r, i, 0, &session) < 0 || ch_reply_u64(&r, i, 1, &grp) < 0 ||
+		    ch_reply_i64(&r, i, 2, &pid) < 0 || ch_reply_u64(&r, i, 4, &first) < 0 ||
+		    ch_reply_u64(&r, i, 5, &n) < 0 || ch_reply_i64(&r, i, 6, &since) < 0 ||
+		    grp > UINT32_MAX || first > UINT32_MAX || n > UINT32_MAX) {
+			ret = ch_errf(s, TC_ERR_DB, "ClickHouse answered a program that does not"
+				      " read");
+			break;
+		}
+		ret = fn(ctx, &(struct store_program){
+			.boot_id = boot_id, .session = session, .group = (uint32_t)grp,
+			.pid = (int32_t)pid, .comm = ch_reply_cell(&r, i, 3),
+			.first_stream = (uint32_t)first, .nstreams = (uint32_t)n, .since_ns = since,
+		});
 	}
 	ch_reply_free(&r);
 	return ret;
@@ -408,4 +458,5 @@ void ch_boots_ops(struct store_writer_ops *w, struct store_reader_ops *r)
 	r->losses = ch_losses;
 	r->boot_get = ch_boot_get;
 	r->boot_formats = ch_boot_formats;
+	r->boot_programs = ch_boot_programs;
 }

@@ -12,7 +12,10 @@
 
 #include "server/store/clickhouse_int.h"
 
-/* ch_boots_ops - put losses_put, boot, losses, boot_get and boot_formats into @w and @r. */
+/*
+ * ch_boots_ops - put losses_put, boot, losses, boot_get, boot_formats and
+ * boot_programs into @w and @r.
+ */
 void ch_boots_ops(struct store_writer_ops *w, struct store_reader_ops *r);
 
 /*

@@ -256,6 +256,19 @@ static int sq_boot_get(struct store_reader *r, uint64_t host_id, int64_t ts,
 	return ret;
 }
 
+/* A reader's statement of @sql, its ?1 bound to @host_id and ?2 to @boot_id (kept by the caller). */
+static int boot_stmt(struct sq_store *s, const char *sql, uint64_t host_id, const char *boot_id,
+		     sqlite3_stmt **st)
+{
+	int ret = sq_reader_enter(s) ?: sq_prepare(s, sql, st);
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(*st, 1, (int64_t)host_id);
+	sqlite3_bind_text(*st, 2, boot_id, -1, SQLITE_STATIC);
+	return 0;
+}
+
 static int sq_boot_formats(struct store_reader *r, uint64_t host_id, const char *boot_id,
 			   int64_t after_id, uint32_t max,
 			   int (*fn)(void *ctx, int64_t id, const char *system, const char *name,
@@ -264,18 +277,15 @@ static int sq_boot_formats(struct store_reader *r, uint64_t host_id, const char 
 {
 	struct sq_store *s = sq_reader_of(r);
 	sqlite3_stmt *st = NULL;
-	int ret = sq_reader_enter(s) ?:
-		  sq_prepare(s, "SELECT DISTINCT f.id, t.system, t.name, f.text FROM host_formats hf"
-				" JOIN formats f ON f.id = hf.format_id"
-				" JOIN event_types t ON t.id = hf.type_id"
-				" WHERE hf.host_id = ?1 AND hf.boot_id = ?2 AND f.id > ?3"
-				" ORDER BY f.id LIMIT ?4", &st);
+	int ret = boot_stmt(s, "SELECT DISTINCT f.id, t.system, t.name, f.text FROM host_formats hf"
+			       " JOIN formats f ON f.id = hf.format_id"
+			       " JOIN event_types t ON t.id = hf.type_id"
+			       " WHERE hf.host_id = ?1 AND hf.boot_id = ?2 AND f.id > ?3"
+			       " ORDER BY f.id LIMIT ?4", host_id, boot_id, &st);
 	int rc = SQLITE_DONE;
 
 	if (ret < 0)
 		return ret;
-	sqlite3_bind_int64(st, 1, (int64_t)host_id);
-	sqlite3_bind_text(st, 2, boot_id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, after_id);
 	sqlite3_bind_int64(st, 4, max);
 	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
@@ -288,6 +298,40 @@ static int sq_boot_formats(struct store_reader *r, uint64_t host_id, const char 
 	return ret;
 }
 
+/* The programs @host_id announced in @boot_id (one row per agent run and group). */
+static int sq_boot_programs(struct store_reader *r, uint64_t host_id, const char *boot_id,
+			    uint32_t max, int (*fn)(void *ctx, const struct store_program *p),
+			    void *ctx)
+{
+	struct sq_store *s = sq_reader_of(r);
+	sqlite3_stmt *st = NULL;
+	int ret = boot_stmt(s, "SELECT session, grp, pid, comm, first_stream, nstreams, since"
+			       " FROM programs WHERE host_id = ?1 AND boot_id = ?2 AND grp != 0"
+			       " ORDER BY since, id LIMIT ?3", host_id, boot_id, &st);
+	int rc = SQLITE_DONE;
+
+	if (ret < 0)
+		return ret;
+	sqlite3_bind_int64(st, 3, max);
+	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *comm = (const char *)sqlite3_column_text(st, 3);
+		struct store_program p = {
+			.boot_id = boot_id, .session = (uint64_t)sqlite3_column_int64(st, 0),
+			.group = (uint32_t)sqlite3_column_int64(st, 1),
+			.pid = (int32_t)sqlite3_column_int64(st, 2), .comm = comm ? comm : "",
+			.first_stream = (uint32_t)sqlite3_column_int64(st, 4),
+			.nstreams = (uint32_t)sqlite3_column_int64(st, 5),
+			.since_ns = sqlite3_column_int64(st, 6),
+		};
+
+		ret = fn(ctx, &p);
+	}
+	if (ret == 0 && rc != SQLITE_DONE)
+		ret = sq_err(s, TC_ERR_DB, "boot programs");
+	sqlite3_finalize(st);
+	return ret;
+}
+
 void sq_boots_ops(struct store_writer_ops *w, struct store_reader_ops *r)
 {
 	w->losses_put = sq_losses_put;
@@ -295,4 +339,5 @@ void sq_boots_ops(struct store_writer_ops *w, struct store_reader_ops *r)
 	r->losses = sq_losses;
 	r->boot_get = sq_boot_get;
 	r->boot_formats = sq_boot_formats;
+	r->boot_programs = sq_boot_programs;
 }

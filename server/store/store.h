@@ -867,4 +867,23 @@ static inline int store_boot_formats(struct store_reader *r, uint64_t host_id,
 	return r->ops->boot_formats(r, host_id, boot_id, after_id, max, fn, ctx);
 }
 
+/*
+ * store_boot_programs - call @fn for each program (a MSG_GROUP: its
+ * ring's streams, first_stream and nstreams; its pid, comm and since_ns)
+ * @host_id announced in boot @boot_id, once each, in since_ns order, at
+ * most @max: what maps a program loss's stream to the buffer its rows
+ * carry as CPU (traceq --export). Strings are valid during the call;
+ * @fn's nonzero return stops the walk and is returned. Return: 0;
+ * TC_ERR_DB; -EINVAL.
+ */
+static inline int store_boot_programs(struct store_reader *r, uint64_t host_id,
+				      const char *boot_id, uint32_t max,
+				      int (*fn)(void *ctx, const struct store_program *p),
+				      void *ctx)
+{
+	if (!fn || !boot_id)
+		return -EINVAL;
+	return r->ops->boot_programs(r, host_id, boot_id, max, fn, ctx);
+}
+
 #endif

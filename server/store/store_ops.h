@@ -276,6 +276,13 @@ struct store_reader_ops {
 			    int (*fn)(void *ctx, int64_t id, const char *system, const char *name,
 				      const char *text),
 			    void *ctx);
+	/*
+	 * boot_programs: the programs (MSG_GROUPs; not the kernel's) @host_id
+	 * announced in boot @boot_id, by since_ns, at most @max (issue 33)
+	 */
+	int (*boot_programs)(struct store_reader *r, uint64_t host_id, const char *boot_id,
+			     uint32_t max, int (*fn)(void *ctx, const struct store_program *p),
+			     void *ctx);
 };
 
 /*

@@ -159,7 +159,8 @@ static void fz_export(unsigned version, bool big_endian, const char *fmt, const 
 		r.pid = (int32_t)vals[4].u;
 		r.comm = vals[5].s.p;
 		if (i == 3) {
-			struct export_loss l = { .host = "fz", .cpu = r.cpu, .count = vals[4].u };
+			struct export_loss l = { .host = "fz", .cpu = r.cpu, .count = vals[4].u,
+						 .row_cpu = r.cpu, .program = r.program };
 
 			ret = ops->loss(w, &l);
 		}
