@@ -10,7 +10,9 @@
 #     and fields, tests/clock_pairs.py) are stored at times whose difference
 #     lies within the measurements' uncertainties (before: 5 s apart); --hosts reports the
 #     ~5 s disagreement and source "measured" for it, "host" for the other;
-#     the log names the host and the amount.
+#     the log names the host and the amount; a Perfetto export's manifest
+#     carries each host's source, offset, uncertainty, drift and
+#     disagreement as --hosts says them.
 #  2. An asymmetric link: an agent behind tests/delay_relay.py, which holds
 #     what goes to the agent for 6 ms and nothing the other way. The
 #     collector's measured offset against the truth (the agent's own sample:
@@ -118,6 +120,27 @@ tc_first=$(trace-cmd report "$tmp/clk-b.dat" 2> /dev/null | grep -m1 ': sched_sw
 tq_first=$(traceq --format json -n 1 -H clk-b sched_switch | sed -n 's/.*"ts":\([0-9]*\).*/\1/p')
 check "trace-cmd report of clk-b's export prints its stored wall-clock time ($tc_first s, traceq $tq_first ns)" \
 	'awk -v a="$tc_first" -v b="$tq_first" "BEGIN { d = a * 1e9 - b; exit !(a > 0 && d < 1e6 && d > -1e6) }"'
+# a Perfetto export of both: the manifest says per host how it was placed,
+# with the figures --hosts gives
+traceq --export "$tmp/clk.zip" -f perfetto -H clk-a -H clk-b > "$tmp/pexport.out" 2>&1
+unzip -p "$tmp/clk.zip" perfetto_manifest.json > "$tmp/manifest.json" 2>/dev/null
+mclock() {
+	python3 -c 'import json,sys
+m = json.load(open(sys.argv[1]))["perfetto_manifest"]["files"]
+c = [f["tracecollect_clock"] for f in m if f["machine"]["name"] == sys.argv[2]][0]
+print(c.get(sys.argv[3], ""))' "$tmp/manifest.json" "$1" "$2" 2>/dev/null
+}
+echo "manifest: $(tr -d '\n' < "$tmp/manifest.json")"
+check "the Perfetto manifest: clk-b measured, its uncertainty, drift, disagreement and offset as --hosts says" \
+	'[ "$(mclock clk-b source)" = measured ] &&
+	 [ "$(mclock clk-b uncertainty_ns)" = "$(col clk-b clock_uncertainty_ns)" ] &&
+	 [ "$(mclock clk-b drift_ppb)" = "$(col clk-b clock_drift_ppb)" ] &&
+	 [ "$(mclock clk-b disagree_ns)" = "$(col clk-b clock_disagree_ns)" ] &&
+	 [ "$(mclock clk-b offset_ns)" = "$(col clk-b clock_measured_ns)" ]'
+check "the Perfetto manifest: clk-a placed by its own clock, with its measurement too" \
+	'[ "$(mclock clk-a source)" = host ] &&
+	 [ "$(mclock clk-a offset_ns)" = "$(col clk-a clock_offset_ns)" ] &&
+	 [ "$(mclock clk-a uncertainty_ns)" = "$(col clk-a clock_uncertainty_ns)" ]'
 
 # ---- 2. an asymmetric link ----
 python3 "$top_srcdir/tests/delay_relay.py" "$listen" 0 6 > "$tmp/relay.port" &
