@@ -21,6 +21,12 @@
 #  3. Slew: an agent whose realtime runs 0.1% fast (faketime x1.001) drifts
 #     past the tolerance, so its placement switches to the measurement while
 #     it streams; no CPU's ts steps backwards (by trace_ts order).
+#  4. Per-CPU connections: as 1, the faked agent with --connections per-cpu.
+#     Every link is probed and answers (each connection's pages are placed
+#     by that connection's measurement): more measurements than links are
+#     stored, and the same events' stored times still differ by at most
+#     the uncertainties (a data link left unmeasured would place its CPU's
+#     events 5 s off).
 # No wall-clock thresholds: every bound is an uncertainty the collector
 # reported.
 set -u
@@ -38,7 +44,7 @@ tc_setup clocks collector_pid agent agent_b relay workload
 inst="tc-clocks-$$"
 clocks_cleanup() {
 	local i
-	for i in a b c d; do rmdir "$tracing/instances/$inst-$i" 2>/dev/null; done
+	for i in a b c d e f; do rmdir "$tracing/instances/$inst-$i" 2>/dev/null; done
 	tc_cleanup
 }
 trap clocks_cleanup EXIT
@@ -169,6 +175,35 @@ rows clk-d
 back=$(sort -k1,1n -k2,2n "$tmp/rows-clk-d" | awk '$1 == c && $3 < ts { n++ } { c = $1; ts = $3 } END { print n + 0 }')
 echo "3: $(wc -l < "$tmp/rows-clk-d") events, $back steps backwards"
 check "no CPU's ts steps backwards" '[ "$back" = 0 ] && [ -s "$tmp/rows-clk-d" ]'
+
+# ---- 4. per-CPU connections ----
+( while :; do sleep 0.002; done ) &
+workload=$!
+tc_start_agent e "${common[@]}" --duration 3 --name clk-e --instance "$inst-e"
+agent_b=$agent
+faked_agent f +5s "${common[@]}" --duration 3 --name clk-f --instance "$inst-f" \
+	--connections per-cpu
+wait "$agent"; rc_f=$?
+wait "$agent_b"; rc_e=$?
+agent= agent_b=
+kill "$workload"; wait "$workload" 2>/dev/null; workload=
+check "both agents exit 0 ($rc_e, $rc_f)" '[ "$rc_e" = 0 ] && [ "$rc_f" = 0 ] ||
+	{ cat "$tmp/e.err" "$tmp/f.err"; false; }'
+links=$(( $(getconf _NPROCESSORS_ONLN) + 1 ))
+npoints=$(sqlite3 "$tmp/trace.db" "SELECT count(*) FROM clock_points
+	JOIN hosts ON hosts.id = clock_points.host_id WHERE hosts.name = 'clk-f'")
+check "every per-cpu link of clk-f was measured ($npoints measurements, $links links)" \
+	'[ "$npoints" -ge "$links" ]'
+hosts_json
+check "clk-f is placed by the measurement" '[ "$(col clk-f clock_source)" = measured ]'
+unc_e=$(max_unc clk-e) unc_f=$(max_unc clk-f)
+rows clk-e; rows clk-f
+read -r n worst dtrace < <(python3 "$top_srcdir/tests/clock_pairs.py" "$tmp/rows-clk-e" \
+	"$tmp/rows-clk-f")
+echo "4: $n events stored by both; worst stored-time difference $worst ns ($dtrace ns apart on the trace clock); uncertainties $unc_e + $unc_f ns"
+check "per-cpu: the two agents stored the same events ($n)" '[ "$n" -gt 50 ]'
+check "per-cpu: their stored times differ by at most the uncertainties ($worst <= $unc_e + $unc_f + $dtrace ns)" \
+	'[ "$worst" -le $(( unc_e + unc_f + dtrace )) ]'
 
 if [ "$failed" != 0 ]; then
 	echo "--- collector (last 30 lines)"; tail -n 30 "$tmp/collector.log"
