@@ -296,7 +296,9 @@ int clocksrc_load(struct clocksrc *c, const uint8_t *buf, size_t len)
 		g->k = bitsd(get64(&p));
 		g->t1 = get64(&p);
 		g->d = bitsd(get64(&p));
-		if (!isfinite(g->k) || !isfinite(g->d))
+		/* as clockmap_target() makes them: |d| <= the drift's cap, |k| <= d + the slew */
+		if (!isfinite(g->k) || !isfinite(g->d) || dabs(g->d) > CLOCKMAP_MAX_DRIFT ||
+		    dabs(g->k) > SLEW_RATE + CLOCKMAP_MAX_DRIFT + 1e-9)
 			return TC_ERR_MSG_MALFORMED;
 	}
 	*c = n;

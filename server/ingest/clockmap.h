@@ -133,7 +133,7 @@ size_t clocksrc_save(const struct clocksrc *c, uint8_t *buf);
 /*
  * clocksrc_load - @c as clocksrc_save() wrote @len bytes @buf; @c keeps
  * its tolerance. Return: 0; TC_ERR_MSG_MALFORMED (another version, a size
- * or count that does not fit, a factor that is not a finite number), @c
+ * or count that does not fit, a factor clockmap_target() does not make), @c
  * untouched.
  */
 int clocksrc_load(struct clocksrc *c, const uint8_t *buf, size_t len);
