@@ -24,10 +24,7 @@ set -u
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 
 tc_need_tracefs
-command -v faketime >/dev/null || skip "needs faketime (apt-get install faketime)"
-libft=$(dirname "$(readlink -f "$(command -v faketime)")")/../lib/$(gcc -print-multiarch 2>/dev/null)/faketime/libfaketime.so.1
-[ -e "$libft" ] || libft=$(find /usr/lib -name libfaketime.so.1 2>/dev/null | head -1)
-[ -e "$libft" ] || skip "no libfaketime.so.1 found"
+tc_need_faketime
 command -v sqlite3 >/dev/null || skip "needs sqlite3"
 tc_lock
 tc_setup clockreplay collector_pid agent workload watcher locker
@@ -55,9 +52,7 @@ for l in sys.stdin:
 workload=$!
 ( while :; do ls "$tmp/a.db.journal"; sleep 0.05; done > "$tmp/seen" 2>/dev/null ) &
 watcher=$!
-ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-FAKETIME_DONT_FAKE_MONOTONIC=1 LD_PRELOAD="$libft" FAKETIME="+5s" \
-	tc_start_agent r -e sched:sched_switch -e sched:sched_wakeup -e sched:sched_waking \
+tc_faked_agent r +5s -e sched:sched_switch -e sched:sched_wakeup -e sched:sched_waking \
 	--no-user --no-kernel-symbols --trace-clock mono --duration 12 --name clk-r \
 	--instance "$inst"
 # crash images: the collector stopped while its store and journal are copied

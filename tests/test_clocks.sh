@@ -34,10 +34,7 @@ set -u
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 
 tc_need_tracefs
-command -v faketime >/dev/null || skip "needs faketime (apt-get install faketime)"
-libft=$(dirname "$(readlink -f "$(command -v faketime)")")/../lib/$(gcc -print-multiarch 2>/dev/null)/faketime/libfaketime.so.1
-[ -e "$libft" ] || libft=$(find /usr/lib -name libfaketime.so.1 2>/dev/null | head -1)
-[ -e "$libft" ] || skip "no libfaketime.so.1 found"
+tc_need_faketime
 command -v sqlite3 >/dev/null || skip "needs sqlite3"
 tc_lock
 tc_setup clocks collector_pid agent agent_b relay workload
@@ -51,16 +48,6 @@ trap clocks_cleanup EXIT
 tc_certs
 tc_start_collector
 
-# faked_agent NAME FAKETIME ARGS...: tc_start_agent NAME ARGS... with its
-# realtime as FAKETIME says (its monotonic clock, the trace clock, left alone)
-faked_agent() {
-	local name=$1 ft=$2
-	shift 2
-	# libfaketime is preloaded before an ASan build's own runtime, which
-	# ASan refuses unless told the order does not matter here
-	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-	FAKETIME_DONT_FAKE_MONOTONIC=1 LD_PRELOAD="$libft" FAKETIME="$ft" tc_start_agent "$name" "$@"
-}
 common=(-e sched:sched_switch --no-user --trace-clock mono)
 hosts_json() { traceq --hosts -f json > "$tmp/hosts.json" 2>&1; }
 # col HOST KEY: a --hosts column of HOST
@@ -83,13 +70,28 @@ max_unc() {
 	sqlite3 "$tmp/trace.db" "SELECT max(uncertainty_ns) FROM clock_points
 		JOIN hosts ON hosts.id = clock_points.host_id WHERE hosts.name = '$1'"
 }
+# same_events PART A B: A's and B's same sched_switch events (tests/
+# clock_pairs.py says how) are stored at times that differ by at most the
+# two hosts' largest uncertainties (and the distance of the event's two
+# trace clock readings)
+same_events() {
+	local part=$1 a=$2 b=$3 n worst dtrace ua ub
+	ua=$(max_unc "$a") ub=$(max_unc "$b")
+	rows "$a"; rows "$b"
+	read -r n worst dtrace < <(python3 "$top_srcdir/tests/clock_pairs.py" "$tmp/rows-$a" \
+		"$tmp/rows-$b")
+	echo "$part: $n events stored by both; worst stored-time difference $worst ns (their trace clock readings: $dtrace ns apart); uncertainties $ua + $ub ns"
+	check "$part: $a and $b stored the same events ($n)" '[ "$n" -gt 50 ]'
+	check "$part: their stored times differ by at most the uncertainties ($worst <= $ua + $ub + $dtrace ns)" \
+		'[ "$worst" -le $(( ua + ub + dtrace )) ]'
+}
 
 # ---- 1. a host clock 5 s off ----
 ( while :; do sleep 0.002; done ) &
 workload=$!
 tc_start_agent a "${common[@]}" --duration 3 --name clk-a --instance "$inst-a"
 agent_b=$agent
-faked_agent b +5s "${common[@]}" --duration 3 --name clk-b --instance "$inst-b"
+tc_faked_agent b +5s "${common[@]}" --duration 3 --name clk-b --instance "$inst-b"
 wait "$agent"; rc_b=$?
 wait "$agent_b"; rc_a=$?
 agent= agent_b=
@@ -110,14 +112,7 @@ check "--hosts: clk-b disagrees by ~5 s ($dis ns: $off ns off its true +5 s, unc
 check "the log names the host and the amount" \
 	'grep -Eq "host clk-b: its realtime disagrees with the collector.s measurement of its clock by \+(4\.99|5\.00)[0-9]* s" "$tmp/collector.log"'
 check "no such line for clk-a" '! grep -q "host clk-a: its realtime disagrees" "$tmp/collector.log"'
-rows clk-a; rows clk-b
-# the same event in the two instances (tests/clock_pairs.py says how)
-read -r n worst dtrace < <(python3 "$top_srcdir/tests/clock_pairs.py" "$tmp/rows-clk-a" \
-	"$tmp/rows-clk-b")
-echo "1: $n events stored by both; worst stored-time difference $worst ns (their trace clock readings: $dtrace ns apart); uncertainties $unc_a + $unc_b ns"
-check "the two agents stored the same events ($n)" '[ "$n" -gt 50 ]'
-check "their stored times differ by at most the uncertainties (and the event's two trace clock readings' distance: $worst <= $unc_a + $unc_b + $dtrace ns)" \
-	'[ "$worst" -le $(( unc_a + unc_b + dtrace )) ]'
+same_events 1 clk-a clk-b
 # its trace.dat (--time wall) carries the offset that placed its events,
 # the measured one: trace-cmd report's first time is traceq's, not 5 s off
 traceq --export "$tmp/clk-b.dat" -f tracedat --time wall -H clk-b > "$tmp/export.out" 2>&1
@@ -164,7 +159,7 @@ check "the measured offset's error lies within it (|$err| <= $u ns)" '[ "${err#-
 kill "$relay"; wait "$relay" 2>/dev/null; relay=
 
 # ---- 3. slew ----
-faked_agent d "+0 x1.001" "${common[@]}" --duration 13 --name clk-d --instance "$inst-d"
+tc_faked_agent d "+0 x1.001" "${common[@]}" --duration 13 --name clk-d --instance "$inst-d"
 wait "$agent"; rc=$?
 agent=
 kill "$workload"; wait "$workload" 2>/dev/null; workload=
@@ -181,7 +176,7 @@ check "no CPU's ts steps backwards" '[ "$back" = 0 ] && [ -s "$tmp/rows-clk-d" ]
 workload=$!
 tc_start_agent e "${common[@]}" --duration 3 --name clk-e --instance "$inst-e"
 agent_b=$agent
-faked_agent f +5s "${common[@]}" --duration 3 --name clk-f --instance "$inst-f" \
+tc_faked_agent f +5s "${common[@]}" --duration 3 --name clk-f --instance "$inst-f" \
 	--connections per-cpu
 wait "$agent"; rc_f=$?
 wait "$agent_b"; rc_e=$?
@@ -196,14 +191,7 @@ check "every per-cpu link of clk-f was measured ($npoints measurements, $links l
 	'[ "$npoints" -ge "$links" ]'
 hosts_json
 check "clk-f is placed by the measurement" '[ "$(col clk-f clock_source)" = measured ]'
-unc_e=$(max_unc clk-e) unc_f=$(max_unc clk-f)
-rows clk-e; rows clk-f
-read -r n worst dtrace < <(python3 "$top_srcdir/tests/clock_pairs.py" "$tmp/rows-clk-e" \
-	"$tmp/rows-clk-f")
-echo "4: $n events stored by both; worst stored-time difference $worst ns ($dtrace ns apart on the trace clock); uncertainties $unc_e + $unc_f ns"
-check "per-cpu: the two agents stored the same events ($n)" '[ "$n" -gt 50 ]'
-check "per-cpu: their stored times differ by at most the uncertainties ($worst <= $unc_e + $unc_f + $dtrace ns)" \
-	'[ "$worst" -le $(( unc_e + unc_f + dtrace )) ]'
+same_events 4 clk-e clk-f
 
 if [ "$failed" != 0 ]; then
 	echo "--- collector (last 30 lines)"; tail -n 30 "$tmp/collector.log"
