@@ -173,41 +173,6 @@ START_TEST(test_exits_only_rebuilt)
 }
 END_TEST
 
-/*
- * Exits only, placed by a map from the ring's clock to ts that changes its
- * rate mid-run (the collector slewing a clock correction in: 1/3 ns per
- * unit, then 1/2): recurse() calls leaf() 10 ns after it began and both
- * end after the change. One scale fitted from the first and last exits
- * (0.418) put leaf's entry about 12 ns before recurse's: leaf outside its
- * caller. Interpolated between the exits, the entries nest as the calls did.
- */
-START_TEST(test_exits_only_rate_change)
-{
-	char *text = NULL, *p;
-	size_t len = 0;
-	FILE *f = open_memstream(&text, &len);
-	struct graph *g;
-
-	TU_OK(graph_new(f, &g));
-	/* ts = r / 3 up to r = 15000, then 5000 + (r - 15000) / 2 */
-	add_exit(g, 200, 7, 0x20, 1, 300, 600, "leaf");
-	add_exit(g, 10000, 7, 0x20, 2, 10030, 25000, "leaf");
-	add_exit(g, 10150, 7, 0x30, 1, 10000, 25300, "recurse");
-	add_exit(g, 12500, 7, 0x10, 0, 0, 30000, "run");
-	graph_print(g);
-	graph_free(g);
-	fclose(f);
-	p = text;
-	ck_assert_ptr_nonnull(p = strstr(p, "| run() {\n"));
-	ck_assert_ptr_nonnull(p = strstr(p, "|   leaf();\n"));
-	ck_assert_ptr_nonnull(p = strstr(p, "|   recurse() {\n"));
-	ck_assert_ptr_nonnull(p = strstr(p, "|     leaf();\n"));
-	ck_assert_ptr_nonnull(p = strstr(p, "|   } /* recurse */\n"));
-	ck_assert_ptr_nonnull(p = strstr(p, "| } /* run */\n"));
-	free(text);
-}
-END_TEST
-
 START_TEST(test_empty)
 {
 	char *text = NULL;
@@ -249,7 +214,7 @@ static Suite *graph_suite(void)
 
 	tu_add_tests(tc, TU_TESTS(test_nesting_and_leaves, test_threads_apart,
 					test_exit_without_entry, test_exit_cut_off,
-					test_exits_only_rebuilt, test_exits_only_rate_change, test_empty, test_rows_capped));
+					test_exits_only_rebuilt, test_empty, test_rows_capped));
 	suite_add_tcase(s, tc);
 	return s;
 }

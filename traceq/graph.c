@@ -8,18 +8,11 @@
  * A thread with exits only (the user-space runtime's default, and the
  * threshold mode) gets its entries rebuilt first: each exit carries
  * calltime and rettime in the ring's clock, and its row's ts is rettime
- * placed on the wall clock, so the thread's exits sample the map from the
- * ring's clock to ts. An entry goes where that map, interpolated between
- * the two exits whose rettimes surround its calltime, puts calltime
- * (before the first exit: extrapolated with the slope of the first and
- * last exits; 1 ns per unit with a single exit). The map is not one line:
- * the collector slews a host's offset in over a second or more when a
- * clock point arrives (server/ingest/clockmap.h), so the wall clock's
- * rate against the ring's changes during a run; one fitted scale put an
- * entry off by its call's duration times that change, which could set a
- * leaf's entry before its caller's (the test_ftrace flake "traceq --graph
- * nests run > recurse(2)"). Interpolation is monotone in calltime, so the
- * rebuilt entries nest exactly as the calls did, whatever the placement.
+ * converted to ns, so the entry goes at ts - (rettime - calltime) *
+ * scale, where scale (ns per clock unit) is fitted from the thread's
+ * exits themselves (first and last rettime against their ts; 1 with a
+ * single exit). Exits come in post-order with their depth, so sorted by
+ * time the rebuilt entries nest exactly as the calls did.
  */
 #include "config.h"
 
@@ -101,12 +94,6 @@ static int row_cmp(const void *pa, const void *pb)
 	return 0;
 }
 
-/* One exit's sample of the thread's map from the ring's clock to ts. */
-struct fit_pt {
-	uint64_t ret;
-	int64_t ts;
-};
-
 struct fit {
 	int32_t pid;
 	bool has_entry;
@@ -114,8 +101,6 @@ struct fit {
 	int64_t lo_ts, hi_ts;		/* ts of the least, greatest rettime */
 	uint64_t lo_ret, hi_ret;
 	double scale;
-	struct fit_pt *pts;		/* the exits, by rettime */
-	size_t npts, cap;
 };
 
 struct fits {
@@ -144,20 +129,12 @@ static struct fit *fit_of(struct fits *fs, int32_t pid)
 	return &fs->v[fs->n++];
 }
 
-/* Return: 0; -ENOMEM. */
-static int fit_add(struct fit *f, const struct graph_row *r)
+static void fit_add(struct fit *f, const struct graph_row *r)
 {
-	struct fit_pt *v;
-
 	if (!r->exit) {
 		f->has_entry = true;
-		return 0;
+		return;
 	}
-	v = util_grow(f->pts, &f->cap, f->npts, sizeof(*v), 64);
-	if (!v)
-		return -ENOMEM;
-	f->pts = v;
-	f->pts[f->npts++] = (struct fit_pt){ r->rettime, r->ts };
 	if (!f->nexit++ || r->rettime < f->lo_ret) {
 		f->lo_ret = r->rettime;
 		f->lo_ts = r->ts;
@@ -166,51 +143,6 @@ static int fit_add(struct fit *f, const struct graph_row *r)
 		f->hi_ret = r->rettime;
 		f->hi_ts = r->ts;
 	}
-	return 0;
-}
-
-static int pt_cmp(const void *pa, const void *pb)
-{
-	const struct fit_pt *a = pa, *b = pb;
-
-	return a->ret != b->ret ? (a->ret < b->ret ? -1 : 1) : (a->ts > b->ts) - (a->ts < b->ts);
-}
-
-/* @x rounded, within int64_t (a hostile row's times may be anything). */
-static int64_t d2i(double x)
-{
-	if (!(x > -9e18))
-		return INT64_C(-9000000000000000000);
-	if (!(x < 9e18))
-		return INT64_C(9000000000000000000);
-	return (int64_t)(x < 0 ? x - 0.5 : x + 0.5);
-}
-
-/*
- * The ts of ring time @t on @f's map: between the exits around it, on the
- * line through them; before the first, back along f->scale.
- */
-static int64_t fit_at(const struct fit *f, uint64_t t)
-{
-	size_t lo = 0, hi = f->npts;	/* the first exit at or after t: lo */
-	const struct fit_pt *a, *b;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (f->pts[mid].ret < t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == f->npts)	/* after every exit: not one of its calls */
-		lo = f->npts - 1;
-	b = &f->pts[lo];
-	if (lo == 0 || b->ret <= t)
-		return d2i((double)b->ts - ((double)b->ret - (double)t) * f->scale);
-	a = &f->pts[lo - 1];
-	return d2i((double)a->ts + (double)(t - a->ret) * ((double)b->ts - (double)a->ts) /
-		   (double)(b->ret - a->ret));
 }
 
 /* ns per clock unit of a thread's exits: their ts against their rettime
@@ -233,27 +165,24 @@ static int rebuild_entries(struct graph *g)
 
 	for (size_t i = 0; i < n && !ret; i++) {
 		f = fit_of(&fs, g->rows[i].pid);
-		ret = f ? fit_add(f, &g->rows[i]) : -ENOMEM;
+		if (f)
+			fit_add(f, &g->rows[i]);
+		else
+			ret = -ENOMEM;
 	}
-	for (size_t i = 0; i < fs.n && !ret; i++) {
+	for (size_t i = 0; i < fs.n; i++)
 		fit_scale(&fs.v[i]);
-		if (fs.v[i].npts)
-			qsort(fs.v[i].pts, fs.v[i].npts, sizeof(*fs.v[i].pts), pt_cmp);
-	}
 	for (size_t i = 0; i < n && !ret; i++) {
 		struct graph_row e = g->rows[i];
-		int64_t at;
 
 		f = fit_of(&fs, e.pid);
 		if (!e.exit || f->has_entry || e.rettime < e.calltime)
 			continue;
 		e.exit = false;
-		at = fit_at(f, e.calltime);
-		e.ts = at < e.ts ? at : e.ts;	/* never after its exit */
+		e.ts -= (int64_t)((double)(e.rettime - e.calltime) * f->scale +
+				  0.5);
 		ret = graph_add(g, &e);
 	}
-	for (size_t i = 0; i < fs.n; i++)
-		free(fs.v[i].pts);
 	free(fs.v);
 	return ret;
 }
