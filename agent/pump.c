@@ -47,6 +47,7 @@ struct pump {
 	struct ubuf *u;			/* programs' rings; NULL with no_user */
 	struct ubuf_ops uops;
 	int64_t user_scan, user_flush;	/* next times, ms */
+	int *wake;			/* READER_WAKE_MAX(ncpus): the links' sockets */
 	bool pending_block;		/* send_pending()/final drain: may wait */
 };
 
@@ -385,7 +386,8 @@ static int read_some(struct pump *p, int timeout_ms, char *why, size_t len)
 			      FULL_WAIT_MS);
 		return 0;
 	}
-	reader_set_wake_fd(p->r, session_wake_fd(p->s));
+	reader_set_wake_fds(p->r, p->wake, session_wake_fds(p->s, p->wake,
+				READER_WAKE_MAX(tracing_ncpus(p->t))));
 	ret = reader_poll(p->r, timeout_ms, on_page, p);
 	return ret < 0 ? read_failed(p, ret, why, len) : 0;
 }
@@ -499,6 +501,11 @@ int pump_open_reader(struct pump *p, char *why, size_t len)
 		return ret;
 	}
 	reader_set_buf_fn(p->r, page_room, p);
+	p->wake = calloc((size_t)READER_WAKE_MAX(tracing_ncpus(p->t)), sizeof(*p->wake));
+	if (!p->wake) {
+		tc_seterr(why, len, "out of memory");
+		return -ENOMEM;
+	}
 	if (mode == READER_SPLICE)
 		log_info("splicing full pages from the ring buffers%s",
 			 session_can_splice(p->s) ? " into the socket" :
@@ -577,5 +584,6 @@ void pump_free(struct pump *p)
 	reader_close(p->r);
 	spool_close(p->sp);
 	free(p->kstats);
+	free(p->wake);
 	free(p);
 }

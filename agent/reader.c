@@ -84,7 +84,7 @@ struct reader {
 	reader_buf_fn buf_fn;		/* where read(2) puts pages, or NULL */
 	void *buf_arg;
 	struct reader_cpu *cpus;
-	struct pollfd *pfds;		/* ncpus, then the wake fd */
+	struct pollfd *pfds;		/* ncpus, then READER_WAKE_MAX(ncpus) wake fds */
 };
 
 /* Count the data records of the walk @it; *@ts (if not NULL) becomes
@@ -248,12 +248,13 @@ static int reader_alloc(int ncpus, uint32_t page_size, struct reader **out)
 	r->page_size = page_size;
 	r->buf = calloc(1, page_size);
 	r->cpus = calloc((size_t)ncpus, sizeof(*r->cpus));
-	r->pfds = calloc((size_t)ncpus + 1, sizeof(*r->pfds));
+	r->pfds = calloc((size_t)ncpus + READER_WAKE_MAX(ncpus), sizeof(*r->pfds));
 	if (!r->buf || !r->cpus || !r->pfds) {
 		reader_close(r);
 		return -ENOMEM;
 	}
-	r->pfds[ncpus] = (struct pollfd){ .fd = -1, .events = POLLIN };
+	for (int i = 0; i < READER_WAKE_MAX(ncpus); i++)
+		r->pfds[ncpus + i] = (struct pollfd){ .fd = -1, .events = POLLIN };
 	*out = r;
 	return 0;
 }
@@ -607,21 +608,26 @@ static int read_all(struct reader *r, int max, bool flush,
 	return total;
 }
 
-void reader_set_wake_fd(struct reader *r, int fd)
+void reader_set_wake_fds(struct reader *r, const int *fds, int n)
 {
-	r->pfds[r->ncpus].fd = fd;
+	for (int i = 0; i < READER_WAKE_MAX(r->ncpus); i++)
+		r->pfds[r->ncpus + i].fd = i < n ? fds[i] : -1;
 }
 
-/* Only the wake fd is readable: no CPU's buffer woke us. */
+/* Only wake fds are readable (@n of the poll's fds): no CPU's buffer woke us. */
 static bool woken_only(const struct reader *r, int n)
 {
-	return n == 1 && r->pfds[r->ncpus].fd >= 0 && r->pfds[r->ncpus].revents;
+	int woken = 0;
+
+	for (int i = 0; i < READER_WAKE_MAX(r->ncpus); i++)
+		woken += r->pfds[r->ncpus + i].fd >= 0 && r->pfds[r->ncpus + i].revents;
+	return n > 0 && woken == n;
 }
 
 int reader_poll(struct reader *r, int timeout_ms, reader_page_fn fn,
 		void *arg)
 {
-	int n = poll(r->pfds, (nfds_t)r->ncpus + 1, timeout_ms);
+	int n = poll(r->pfds, (nfds_t)(r->ncpus + READER_WAKE_MAX(r->ncpus)), timeout_ms);
 
 	if (n < 0) {
 		if (errno == EINTR)

@@ -143,13 +143,18 @@ void reader_close(struct reader *r);
 int reader_poll(struct reader *r, int timeout_ms, reader_page_fn fn,
 		void *arg);
 
+/* The wake fds a reader of @ncpus CPUs takes: a control link and one data link per CPU. */
+#define READER_WAKE_MAX(ncpus)	((ncpus) + 1)
+
 /*
- * reader_set_wake_fd - have reader_poll() also return (0, reading nothing)
- * when @fd is readable: the collector's connection, so that its clock
- * probes are answered at once, not at the next page or timeout (their
- * round trip is the measurement's uncertainty). -1: none.
+ * reader_set_wake_fds - have reader_poll() also return (0, reading
+ * nothing) when one of the @n fds @fds is readable (at most
+ * READER_WAKE_MAX; -1 entries are skipped): the collector's connections,
+ * the control link's and with --connections per-cpu each data link's, so
+ * that its clock probes are answered at once, not at the next page or
+ * timeout (their round trip is the measurement's uncertainty).
  */
-void reader_set_wake_fd(struct reader *r, int fd);
+void reader_set_wake_fds(struct reader *r, const int *fds, int n);
 
 /*
  * reader_drain - read every CPU's buffer until it is empty (after tracing

@@ -608,9 +608,15 @@ void session_check(struct session *s)
 	}
 }
 
-int session_wake_fd(const struct session *s)
+int session_wake_fds(const struct session *s, int *fds, int max)
 {
-	return s->ctl ? ship_wake_fd(s->ctl) : -1;
+	int n = 0;
+
+	if (max > 0)
+		fds[n++] = s->ctl ? ship_wake_fd(s->ctl) : -1;
+	for (int cpu = 0; s->ctl && s->data && cpu < ncpus(s) && n < max; cpu++)
+		fds[n++] = s->data[cpu] ? ship_wake_fd(s->data[cpu]) : -1;
+	return n;
 }
 
 void session_ack_wait_start(struct session *s)

@@ -180,11 +180,13 @@ void session_lost(struct session *s, const char *why);
 void session_check(struct session *s);
 
 /*
- * session_wake_fd - the control connection's socket, for the pump to wake
- * on (the collector's clock probes: answered by session_check()); -1 when
- * disconnected or while reading is held.
+ * session_wake_fds - the sockets of the connections to the collector (the
+ * control link's, then each data link's), for the pump to wake on (the
+ * collector's clock probes, which it sends on every link: answered by
+ * session_check()) into @fds, at most @max; -1 for a link disconnected or
+ * whose reading is held. Return: how many were written.
  */
-int session_wake_fd(const struct session *s);
+int session_wake_fds(const struct session *s, int *fds, int max);
 
 /*
  * session_ack_wait_start - a page goes out while none waits for an ACK:

@@ -52,6 +52,7 @@
 #define SHIP_ECHO_MAX		8	/* probes read and not yet answered (the
 					 * collector has one out at a time) */
 #define SHIP_MAX_PROBES		64	/* WELCOME's clock_probes taken at most */
+#define SHIP_ECHO_BYTES		256	/* an echo's frame and TLS record, at most */
 
 struct ship {
 	int fd;
@@ -806,27 +807,42 @@ static void take_probe(struct ship *s, const struct proto_clock_probe *p)
 	s->probes++;
 }
 
+/* Whether the socket takes an echo now, with what the write buffer holds before it. */
+static bool echo_room(struct ship *s)
+{
+	size_t pending = s->plain || s->ktls || !s->ssl ? 0 : BIO_wpending(SSL_get_wbio(s->ssl));
+
+	return sock_room(s, pending + SHIP_ECHO_BYTES);
+}
+
 /*
- * Answer the probes read (blocking socket): each echo's t3 is read just
- * before it is written, and the echo flushed at once, so that its time
- * on the wire is the collector's to measure.
+ * Answer the probes read: each echo's t3 is read just before it is
+ * written and flushed, so that its time on the wire is the collector's to
+ * measure. With @block false (the pump's loop, where a full socket must
+ * not stop the reading of the ring buffers) only while the socket takes
+ * the write buffer and the echo at once: the others wait for the next
+ * call, their t2 kept, so the wait counts as our hold (t3 - t2), which
+ * the collector takes off the round trip. A flush that finds the room
+ * gone waits in the buffer for the next one: t3 is then early, which
+ * only widens the uncertainty.
  */
-static int ship_echo(struct ship *s)
+static int ship_echo(struct ship *s, bool block)
 {
 	struct proto_msg m = { .type = MSG_CLOCK_ECHO };
 	unsigned i;
 	int ret = 0;
 
-	for (i = 0; ret == 0 && i < s->nechoes; i++) {
+	for (i = 0; ret == 0 && i < s->nechoes && (block || echo_room(s)); i++) {
 		m.clock_echo = s->echo[i];
 		m.clock_echo.send_ns = s->clock_fn(s->clock_arg);
 		if (m.clock_echo.send_ns < m.clock_echo.recv_ns)	/* never on one clock */
 			m.clock_echo.send_ns = m.clock_echo.recv_ns;
-		ret = ship_msg(s, &m);
-		if (ret == 0)
+		ret = ship_msg(s, &m);	/* flush_soft(): the room is there */
+		if (ret == 0 && block)
 			ret = ship_flush(s);
 	}
-	s->nechoes = 0;
+	memmove(s->echo, s->echo + i, (s->nechoes - i) * sizeof(s->echo[0]));
+	s->nechoes -= i;
 	return ret;
 }
 
@@ -860,7 +876,7 @@ static int expect(struct ship *s, enum proto_msg_type type, int timeout_ms,
 
 	/* ACKs, FILTERs and probes on the way are taken (probes answered) */
 	while ((ret = read_msg(s, deadline, m)) == 0 && take_ack(s, m) &&
-	       (ret = ship_echo(s)) == 0)
+	       (ret = ship_echo(s, true)) == 0)
 		;
 	if (ret == 0 && m->type != type) {
 		ret = unexpected(s, m);
@@ -964,7 +980,7 @@ static int take_probes(struct ship *s, uint32_t n, int timeout_ms, char *err, si
 			proto_msg_free(&m);
 		}
 		if (ret == 0)
-			ret = ship_echo(s);
+			ret = ship_echo(s, true);
 	}
 	if (ret < 0)
 		tc_seterr(err, errlen, "%s", s->err);
@@ -1066,7 +1082,7 @@ int ship_check(struct ship *s, char *err, size_t errlen)
 	}
 	set_nonblock(s->fd, false);
 	if (ret >= 0 && s->nechoes)
-		ret = ship_echo(s);
+		ret = ship_echo(s, false);
 	if (ret < 0)
 		tc_seterr(err, errlen, "%s", s->err);
 	return ret < 0 ? ret : 0;

@@ -566,3 +566,23 @@ tc_db_backend() {
 	*) echo "FAIL: TC_BACKEND=$TC_BACKEND: sqlite or clickhouse"; exit 1 ;;
 	esac
 }
+
+# ---- a host whose realtime lies (issue 36) ----------------------------------
+# tc_need_faketime: skip without Debian's faketime; sets libft to its
+# libfaketime.so.1. tc_faked_agent NAME FAKETIME ARGS...: tc_start_agent NAME
+# ARGS... with its realtime as FAKETIME says (FAKETIME_DONT_FAKE_MONOTONIC=1:
+# its monotonic clock, the trace clock, left alone).
+tc_need_faketime() {
+	command -v faketime >/dev/null || skip "needs faketime (apt-get install faketime)"
+	libft=$(dirname "$(readlink -f "$(command -v faketime)")")/../lib/$(gcc -print-multiarch 2>/dev/null)/faketime/libfaketime.so.1
+	[ -e "$libft" ] || libft=$(find /usr/lib -name libfaketime.so.1 2>/dev/null | head -1)
+	[ -e "$libft" ] || skip "no libfaketime.so.1 found"
+}
+tc_faked_agent() {
+	local name=$1 ft=$2
+	shift 2
+	# libfaketime is preloaded before an ASan build's own runtime, which
+	# ASan refuses unless told the order does not matter here
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+	FAKETIME_DONT_FAKE_MONOTONIC=1 LD_PRELOAD="$libft" FAKETIME="$ft" tc_start_agent "$name" "$@"
+}

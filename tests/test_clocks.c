@@ -11,7 +11,9 @@
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "common/tc_error.h"
 #include "server/conn/clockprobe.h"
 #include "server/ingest/clockmap.h"
 #include "tests/testutil.h"
@@ -98,6 +100,7 @@ START_TEST(test_map_monotonic)
 	for (t = 10 * (uint64_t)S; t < 40 * (uint64_t)S; t += 997 * (uint64_t)US) {
 		int64_t w = (int64_t)t + clockmap_offset(&m, t, 0);
 
+		clockmap_note(&m, t);
 		ck_assert_int_ge(w, last);
 		last = w;
 		if (t > 15 * (uint64_t)S && t < 15 * (uint64_t)S + MS)	/* 300 ms back: slewed */
@@ -118,7 +121,7 @@ START_TEST(test_map_late_cpu)
 
 	clockmap_init(&m);
 	clockmap_target(&m, S, 0, 0);
-	clockmap_offset(&m, 2 * (uint64_t)S, 0);		/* CPU 0 reached 2 s */
+	clockmap_note(&m, 2 * (uint64_t)S);			/* CPU 0 reached 2 s */
 	before = clockmap_offset(&m, (uint64_t)(S + S / 2), 0);	/* CPU 1 at 1.5 s */
 	clockmap_target(&m, 2 * (uint64_t)S, -100 * MS, 0);
 	TU_EQ(clockmap_offset(&m, (uint64_t)(S + S / 2), 0), before);	/* unchanged */
@@ -142,13 +145,65 @@ START_TEST(test_source_switch)
 }
 END_TEST
 
+/*
+ * A rotated journal file carries the source's whole state: a copy loaded
+ * from clocksrc_save()'s bytes in the middle of a slew places every later
+ * time as the original does, through later points too, and bad bytes are
+ * refused with the copy untouched.
+ */
+START_TEST(test_source_save_load)
+{
+	struct clocksrc a, b, fresh;
+	uint8_t buf[CLOCKSRC_SAVE_MAX];
+	uint64_t t = 100 * (uint64_t)S;
+	size_t n;
+
+	clocksrc_init(&a, MS);
+	clocksrc_host(&a, t, 5 * S);
+	for (int i = 0; i < 12; i++) {	/* more points than segments kept */
+		clockmap_note(&a.map, t + (uint64_t)i * S / 2);
+		clocksrc_measure(&a, t + (uint64_t)i * S / 2, 500 * US + i * 37 * US, 20 * US);
+	}
+	clockmap_note(&a.map, t + 6 * (uint64_t)S + 1);
+	clocksrc_measure(&a, t + 6 * (uint64_t)S, 900 * US, 30 * US);	/* slewing now */
+	n = clocksrc_save(&a, buf);
+	TU_EQ(n, CLOCKSRC_SAVE_MAX);
+	clocksrc_init(&b, 2 * MS);
+	TU_OK(clocksrc_load(&b, buf, n));
+	TU_EQ(b.tol_ns, 2 * MS);	/* the tolerance is the loader's */
+	b.tol_ns = a.tol_ns;
+	for (uint64_t u = t; u < t + 20 * (uint64_t)S; u += 7 * (uint64_t)MS) {
+		TU_EQ(clockmap_offset(&b.map, u, 0), clockmap_offset(&a.map, u, 0));
+		clockmap_note(&a.map, u);
+		clockmap_note(&b.map, u);
+		if (u % (3 * (uint64_t)S) < 7 * (uint64_t)MS) {
+			TU_EQ(clocksrc_host(&b, u, 5 * S + (int64_t)(u / 1000)),
+			      clocksrc_host(&a, u, 5 * S + (int64_t)(u / 1000)));
+			TU_EQ(clocksrc_measure(&b, u, 700 * US, 25 * US),
+			      clocksrc_measure(&a, u, 700 * US, 25 * US));
+		}
+	}
+	TU_EQ(clocksrc_save(&b, buf), n);
+	/* refused: cut, another version, too many segments; b untouched */
+	fresh = b;
+	TU_ERR(clocksrc_load(&b, buf, n - 1), TC_ERR_MSG_MALFORMED);
+	buf[0] = 2;
+	TU_ERR(clocksrc_load(&b, buf, n), TC_ERR_MSG_MALFORMED);
+	buf[0] = CLOCKSRC_SAVE_VERSION;
+	buf[4] = CLOCKMAP_SEGS + 1;
+	TU_ERR(clocksrc_load(&b, buf, n), TC_ERR_MSG_MALFORMED);
+	ck_assert(!memcmp(&fresh, &b, sizeof(b)));
+}
+END_TEST
+
 static Suite *clocks_suite(void)
 {
 	Suite *s = suite_create("clocks");
 	TCase *tc = tcase_create("clocks");
 
 	tu_add_tests(tc, TU_TESTS(test_probe_best_of_burst, test_probe_late_and_impossible,
-				  test_map_monotonic, test_map_late_cpu, test_source_switch));
+				  test_map_monotonic, test_map_late_cpu, test_source_switch,
+				  test_source_save_load));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -10,7 +10,9 @@
 #     and fields, tests/clock_pairs.py) are stored at times whose difference
 #     lies within the measurements' uncertainties (before: 5 s apart); --hosts reports the
 #     ~5 s disagreement and source "measured" for it, "host" for the other;
-#     the log names the host and the amount.
+#     the log names the host and the amount; a Perfetto export's manifest
+#     carries each host's source, offset, uncertainty, drift and
+#     disagreement as --hosts says them.
 #  2. An asymmetric link: an agent behind tests/delay_relay.py, which holds
 #     what goes to the agent for 6 ms and nothing the other way. The
 #     collector's measured offset against the truth (the agent's own sample:
@@ -19,6 +21,12 @@
 #  3. Slew: an agent whose realtime runs 0.1% fast (faketime x1.001) drifts
 #     past the tolerance, so its placement switches to the measurement while
 #     it streams; no CPU's ts steps backwards (by trace_ts order).
+#  4. Per-CPU connections: as 1, the faked agent with --connections per-cpu.
+#     Every link is probed and answers (each connection's pages are placed
+#     by that connection's measurement): more measurements than links are
+#     stored, and the same events' stored times still differ by at most
+#     the uncertainties (a data link left unmeasured would place its CPU's
+#     events 5 s off).
 # No wall-clock thresholds: every bound is an uncertainty the collector
 # reported.
 set -u
@@ -26,33 +34,20 @@ set -u
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 
 tc_need_tracefs
-command -v faketime >/dev/null || skip "needs faketime (apt-get install faketime)"
-libft=$(dirname "$(readlink -f "$(command -v faketime)")")/../lib/$(gcc -print-multiarch 2>/dev/null)/faketime/libfaketime.so.1
-[ -e "$libft" ] || libft=$(find /usr/lib -name libfaketime.so.1 2>/dev/null | head -1)
-[ -e "$libft" ] || skip "no libfaketime.so.1 found"
+tc_need_faketime
 command -v sqlite3 >/dev/null || skip "needs sqlite3"
 tc_lock
 tc_setup clocks collector_pid agent agent_b relay workload
 inst="tc-clocks-$$"
 clocks_cleanup() {
 	local i
-	for i in a b c d; do rmdir "$tracing/instances/$inst-$i" 2>/dev/null; done
+	for i in a b c d e f; do rmdir "$tracing/instances/$inst-$i" 2>/dev/null; done
 	tc_cleanup
 }
 trap clocks_cleanup EXIT
 tc_certs
 tc_start_collector
 
-# faked_agent NAME FAKETIME ARGS...: tc_start_agent NAME ARGS... with its
-# realtime as FAKETIME says (its monotonic clock, the trace clock, left alone)
-faked_agent() {
-	local name=$1 ft=$2
-	shift 2
-	# libfaketime is preloaded before an ASan build's own runtime, which
-	# ASan refuses unless told the order does not matter here
-	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
-	FAKETIME_DONT_FAKE_MONOTONIC=1 LD_PRELOAD="$libft" FAKETIME="$ft" tc_start_agent "$name" "$@"
-}
 common=(-e sched:sched_switch --no-user --trace-clock mono)
 hosts_json() { traceq --hosts -f json > "$tmp/hosts.json" 2>&1; }
 # col HOST KEY: a --hosts column of HOST
@@ -75,13 +70,28 @@ max_unc() {
 	sqlite3 "$tmp/trace.db" "SELECT max(uncertainty_ns) FROM clock_points
 		JOIN hosts ON hosts.id = clock_points.host_id WHERE hosts.name = '$1'"
 }
+# same_events PART A B: A's and B's same sched_switch events (tests/
+# clock_pairs.py says how) are stored at times that differ by at most the
+# two hosts' largest uncertainties (and the distance of the event's two
+# trace clock readings)
+same_events() {
+	local part=$1 a=$2 b=$3 n worst dtrace ua ub
+	ua=$(max_unc "$a") ub=$(max_unc "$b")
+	rows "$a"; rows "$b"
+	read -r n worst dtrace < <(python3 "$top_srcdir/tests/clock_pairs.py" "$tmp/rows-$a" \
+		"$tmp/rows-$b")
+	echo "$part: $n events stored by both; worst stored-time difference $worst ns (their trace clock readings: $dtrace ns apart); uncertainties $ua + $ub ns"
+	check "$part: $a and $b stored the same events ($n)" '[ "$n" -gt 50 ]'
+	check "$part: their stored times differ by at most the uncertainties ($worst <= $ua + $ub + $dtrace ns)" \
+		'[ "$worst" -le $(( ua + ub + dtrace )) ]'
+}
 
 # ---- 1. a host clock 5 s off ----
 ( while :; do sleep 0.002; done ) &
 workload=$!
 tc_start_agent a "${common[@]}" --duration 3 --name clk-a --instance "$inst-a"
 agent_b=$agent
-faked_agent b +5s "${common[@]}" --duration 3 --name clk-b --instance "$inst-b"
+tc_faked_agent b +5s "${common[@]}" --duration 3 --name clk-b --instance "$inst-b"
 wait "$agent"; rc_b=$?
 wait "$agent_b"; rc_a=$?
 agent= agent_b=
@@ -102,14 +112,7 @@ check "--hosts: clk-b disagrees by ~5 s ($dis ns: $off ns off its true +5 s, unc
 check "the log names the host and the amount" \
 	'grep -Eq "host clk-b: its realtime disagrees with the collector.s measurement of its clock by \+(4\.99|5\.00)[0-9]* s" "$tmp/collector.log"'
 check "no such line for clk-a" '! grep -q "host clk-a: its realtime disagrees" "$tmp/collector.log"'
-rows clk-a; rows clk-b
-# the same event in the two instances (tests/clock_pairs.py says how)
-read -r n worst dtrace < <(python3 "$top_srcdir/tests/clock_pairs.py" "$tmp/rows-clk-a" \
-	"$tmp/rows-clk-b")
-echo "1: $n events stored by both; worst stored-time difference $worst ns (their trace clock readings: $dtrace ns apart); uncertainties $unc_a + $unc_b ns"
-check "the two agents stored the same events ($n)" '[ "$n" -gt 50 ]'
-check "their stored times differ by at most the uncertainties (and the event's two trace clock readings' distance: $worst <= $unc_a + $unc_b + $dtrace ns)" \
-	'[ "$worst" -le $(( unc_a + unc_b + dtrace )) ]'
+same_events 1 clk-a clk-b
 # its trace.dat (--time wall) carries the offset that placed its events,
 # the measured one: trace-cmd report's first time is traceq's, not 5 s off
 traceq --export "$tmp/clk-b.dat" -f tracedat --time wall -H clk-b > "$tmp/export.out" 2>&1
@@ -118,6 +121,27 @@ tc_first=$(trace-cmd report "$tmp/clk-b.dat" 2> /dev/null | grep -m1 ': sched_sw
 tq_first=$(traceq --format json -n 1 -H clk-b sched_switch | sed -n 's/.*"ts":\([0-9]*\).*/\1/p')
 check "trace-cmd report of clk-b's export prints its stored wall-clock time ($tc_first s, traceq $tq_first ns)" \
 	'awk -v a="$tc_first" -v b="$tq_first" "BEGIN { d = a * 1e9 - b; exit !(a > 0 && d < 1e6 && d > -1e6) }"'
+# a Perfetto export of both: the manifest says per host how it was placed,
+# with the figures --hosts gives
+traceq --export "$tmp/clk.zip" -f perfetto -H clk-a -H clk-b > "$tmp/pexport.out" 2>&1
+unzip -p "$tmp/clk.zip" perfetto_manifest.json > "$tmp/manifest.json" 2>/dev/null
+mclock() {
+	python3 -c 'import json,sys
+m = json.load(open(sys.argv[1]))["perfetto_manifest"]["files"]
+c = [f["tracecollect_clock"] for f in m if f["machine"]["name"] == sys.argv[2]][0]
+print(c.get(sys.argv[3], ""))' "$tmp/manifest.json" "$1" "$2" 2>/dev/null
+}
+echo "manifest: $(tr -d '\n' < "$tmp/manifest.json")"
+check "the Perfetto manifest: clk-b measured, its uncertainty, drift, disagreement and offset as --hosts says" \
+	'[ "$(mclock clk-b source)" = measured ] &&
+	 [ "$(mclock clk-b uncertainty_ns)" = "$(col clk-b clock_uncertainty_ns)" ] &&
+	 [ "$(mclock clk-b drift_ppb)" = "$(col clk-b clock_drift_ppb)" ] &&
+	 [ "$(mclock clk-b disagree_ns)" = "$(col clk-b clock_disagree_ns)" ] &&
+	 [ "$(mclock clk-b offset_ns)" = "$(col clk-b clock_measured_ns)" ]'
+check "the Perfetto manifest: clk-a placed by its own clock, with its measurement too" \
+	'[ "$(mclock clk-a source)" = host ] &&
+	 [ "$(mclock clk-a offset_ns)" = "$(col clk-a clock_offset_ns)" ] &&
+	 [ "$(mclock clk-a uncertainty_ns)" = "$(col clk-a clock_uncertainty_ns)" ]'
 
 # ---- 2. an asymmetric link ----
 python3 "$top_srcdir/tests/delay_relay.py" "$listen" 0 6 > "$tmp/relay.port" &
@@ -135,7 +159,7 @@ check "the measured offset's error lies within it (|$err| <= $u ns)" '[ "${err#-
 kill "$relay"; wait "$relay" 2>/dev/null; relay=
 
 # ---- 3. slew ----
-faked_agent d "+0 x1.001" "${common[@]}" --duration 13 --name clk-d --instance "$inst-d"
+tc_faked_agent d "+0 x1.001" "${common[@]}" --duration 13 --name clk-d --instance "$inst-d"
 wait "$agent"; rc=$?
 agent=
 kill "$workload"; wait "$workload" 2>/dev/null; workload=
@@ -146,6 +170,28 @@ rows clk-d
 back=$(sort -k1,1n -k2,2n "$tmp/rows-clk-d" | awk '$1 == c && $3 < ts { n++ } { c = $1; ts = $3 } END { print n + 0 }')
 echo "3: $(wc -l < "$tmp/rows-clk-d") events, $back steps backwards"
 check "no CPU's ts steps backwards" '[ "$back" = 0 ] && [ -s "$tmp/rows-clk-d" ]'
+
+# ---- 4. per-CPU connections ----
+( while :; do sleep 0.002; done ) &
+workload=$!
+tc_start_agent e "${common[@]}" --duration 3 --name clk-e --instance "$inst-e"
+agent_b=$agent
+tc_faked_agent f +5s "${common[@]}" --duration 3 --name clk-f --instance "$inst-f" \
+	--connections per-cpu
+wait "$agent"; rc_f=$?
+wait "$agent_b"; rc_e=$?
+agent= agent_b=
+kill "$workload"; wait "$workload" 2>/dev/null; workload=
+check "both agents exit 0 ($rc_e, $rc_f)" '[ "$rc_e" = 0 ] && [ "$rc_f" = 0 ] ||
+	{ cat "$tmp/e.err" "$tmp/f.err"; false; }'
+links=$(( $(getconf _NPROCESSORS_ONLN) + 1 ))
+npoints=$(sqlite3 "$tmp/trace.db" "SELECT count(*) FROM clock_points
+	JOIN hosts ON hosts.id = clock_points.host_id WHERE hosts.name = 'clk-f'")
+check "every per-cpu link of clk-f was measured ($npoints measurements, $links links)" \
+	'[ "$npoints" -ge "$links" ]'
+hosts_json
+check "clk-f is placed by the measurement" '[ "$(col clk-f clock_source)" = measured ]'
+same_events 4 clk-e clk-f
 
 if [ "$failed" != 0 ]; then
 	echo "--- collector (last 30 lines)"; tail -n 30 "$tmp/collector.log"

@@ -740,8 +740,12 @@ START_TEST(test_perfetto_zip)
 	char path[512], *man, *a, *b;
 	struct export_stats st;
 	struct export_writer *w;
+	/* beta's events were placed by the collector's measurement (issue 36) */
 	struct export_host h = { .name = "beta/../x", .kernel = "", .clock = "",
-				 .header_page = "", .header_event = "", .printk = "" };
+				 .header_page = "", .header_event = "", .printk = "",
+				 .clock_offset_ns = -4999000123, .clock_source = "measured",
+				 .clock_measured = true, .clock_uncertainty_ns = 21500,
+				 .clock_drift_ppb = -37, .clock_disagree_ns = 5000012345 };
 	zip_t *z;
 	int zerr;
 
@@ -753,6 +757,9 @@ START_TEST(test_perfetto_zip)
 	TU_OK(put_waking(w, "beta/../x", 0, 2500000, 1, "kworker/0:1", 7));
 	TU_OK(w->ops->host_end(w));
 	h.name = "alpha";	/* a second host of the same name gets its own file */
+	h.clock_source = "host";	/* placed by its own clock, never measured */
+	h.clock_measured = false;
+	h.clock_offset_ns = 1000;
 	TU_OK(w->ops->host_begin(w, &h));
 	TU_OK(w->ops->host_end(w));
 	close_writer(w, &st);
@@ -761,11 +768,16 @@ START_TEST(test_perfetto_zip)
 	ck_assert_msg(z != NULL, "zip_open: %d", zerr);
 	TU_EQ(zip_get_num_entries(z, 0), 4);
 	man = zip_member(z, "perfetto_manifest.json");
+	/* each file says how its host was placed: the clock figures of --hosts */
 	ck_assert_str_eq(man, "{\"perfetto_manifest\":{\"version\":1,\"files\":[\n"
-			 "{\"path\":\"alpha.json\",\"machine\":{\"name\":\"alpha\"}},\n"
+			 "{\"path\":\"alpha.json\",\"machine\":{\"name\":\"alpha\"},"
+			 "\"tracecollect_clock\":{\"source\":\"\",\"offset_ns\":0}},\n"
 			 "{\"path\":\"beta_.._x.json\",\"machine\":{\"name\":\"beta/../x\"},"
-			 "\"clocks\":{\"sync_to\":{\"file\":\"alpha.json\"},\"offset_ns\":2000000000}},\n"
-			 "{\"path\":\"alpha-2.json\",\"machine\":{\"name\":\"alpha\"}}\n]}}\n");
+			 "\"clocks\":{\"sync_to\":{\"file\":\"alpha.json\"},\"offset_ns\":2000000000},"
+			 "\"tracecollect_clock\":{\"source\":\"measured\",\"offset_ns\":-4999000123,"
+			 "\"uncertainty_ns\":21500,\"drift_ppb\":-37,\"disagree_ns\":5000012345}},\n"
+			 "{\"path\":\"alpha-2.json\",\"machine\":{\"name\":\"alpha\"},"
+			 "\"tracecollect_clock\":{\"source\":\"host\",\"offset_ns\":1000}}\n]}}\n");
 	a = zip_member(z, "alpha.json");
 	b = zip_member(z, "beta_.._x.json");
 	ck_assert(!strncmp(a, "{\"traceEvents\":[", 16));

@@ -92,6 +92,16 @@ struct export_host {
 	const char *clock;	/* the trace clock ("local", "mono", "x86-tsc", ...) */
 	/* wall-clock ns = trace clock ns + this (the collector's measure) */
 	int64_t clock_offset_ns;
+	/*
+	 * What placed its events (issue 36, the hosts op's columns): source
+	 * "host" (its own samples), "measured" (the collector's measurement),
+	 * "file" (an import), "" not said; with clock_measured, the latest
+	 * measurement's uncertainty, drift and disagreement with the host's
+	 * own clock.
+	 */
+	const char *clock_source;
+	bool clock_measured;
+	int64_t clock_uncertainty_ns, clock_drift_ppb, clock_disagree_ns;
 	const char *header_page;	/* events/header_page as the host sent it, "" */
 	const char *header_event;	/* events/header_event, "" */
 	/* printk_formats lines ("0xADDR : \"FMT\"\n"), "": none */

@@ -42,9 +42,11 @@ static const struct export_writer_ops *const writers[] = {
 
 /* A host of the export, as the hosts op describes it (one row each). */
 struct ehost {
-	char *name, *kernel, *clock;
+	char *name, *kernel, *clock, *clock_source;
 	uint32_t ncpus, page_size;
 	int64_t clock_offset_ns;
+	bool clock_measured;
+	int64_t clock_uncertainty_ns, clock_drift_ppb, clock_disagree_ns;
 };
 
 struct export_run {
@@ -96,6 +98,7 @@ static void hosts_free(struct export_run *x)
 		free(x->hosts[i].name);
 		free(x->hosts[i].kernel);
 		free(x->hosts[i].clock);
+		free(x->hosts[i].clock_source);
 	}
 	free(x->hosts);
 	x->hosts = NULL;
@@ -112,7 +115,9 @@ static int hosts_take(struct export_run *x, const struct qmsg_reply *rep)
 	int name = col_of(rep, "host"), kernel = col_of(rep, "kernel"),
 	    cpus = col_of(rep, "cpus"), clock = col_of(rep, "trace_clock"),
 	    page = col_of(rep, "page_size"), off = col_of(rep, "clock_offset_ns"),
-	    src = col_of(rep, "clock_source"), meas = col_of(rep, "clock_measured_ns");
+	    src = col_of(rep, "clock_source"), meas = col_of(rep, "clock_measured_ns"),
+	    unc = col_of(rep, "clock_uncertainty_ns"), drift = col_of(rep, "clock_drift_ppb"),
+	    dis = col_of(rep, "clock_disagree_ns");
 
 	if (name < 0)
 		return -EPROTO;
@@ -132,7 +137,8 @@ static int hosts_take(struct export_run *x, const struct qmsg_reply *rep)
 		h->name = cell_str(row, name);
 		h->kernel = cell_str(row, kernel);
 		h->clock = cell_str(row, clock);
-		if (!h->name || !h->kernel || !h->clock)
+		h->clock_source = cell_str(row, src);
+		if (!h->name || !h->kernel || !h->clock || !h->clock_source)
 			return -ENOMEM;
 		h->ncpus = (uint32_t)cell_int(row, cpus);
 		h->page_size = (uint32_t)cell_int(row, page);
@@ -145,6 +151,11 @@ static int hosts_take(struct export_run *x, const struct qmsg_reply *rep)
 		if (src >= 0 && meas >= 0 && row[src].kind == QV_STR && row[meas].kind != QV_NIL &&
 		    row[src].s.len == 8 && !memcmp(row[src].s.p, "measured", 8))
 			h->clock_offset_ns = cell_int(row, meas);
+		/* the latest measurement, for the Perfetto manifest (nil: none) */
+		h->clock_measured = unc >= 0 && row[unc].kind != QV_NIL;
+		h->clock_uncertainty_ns = cell_int(row, unc);
+		h->clock_drift_ppb = cell_int(row, drift);
+		h->clock_disagree_ns = cell_int(row, dis);
 		x->nhosts++;
 	}
 	return 0;
@@ -257,7 +268,10 @@ static void host_info(struct export_run *x, const struct ehost *e, int64_t wall,
 	*h = (struct export_host){
 		.name = e->name, .kernel = e->kernel, .ncpus = e->ncpus,
 		.page_size = e->page_size, .clock = e->clock,
-		.clock_offset_ns = e->clock_offset_ns,
+		.clock_offset_ns = e->clock_offset_ns, .clock_source = e->clock_source,
+		.clock_measured = e->clock_measured,
+		.clock_uncertainty_ns = e->clock_uncertainty_ns,
+		.clock_drift_ppb = e->clock_drift_ppb, .clock_disagree_ns = e->clock_disagree_ns,
 		.header_page = "", .header_event = "",
 		.printk = text ? text : "", .printk_len = text ? len : 0,
 	};

@@ -55,7 +55,10 @@
  * ("clocks": {"sync_to": {"file": ...}, "offset_ns": base - that base};
  * no "clock": Chrome JSON is clockless, the file is pinned), so that the
  * hosts line up on the collector's wall clock and none lands before the
- * merged timeline's start.
+ * merged timeline's start. Each file's entry also says how the collector
+ * placed that host's events ("tracecollect_clock": source, offset_ns, and
+ * when it measured the host, uncertainty_ns, drift_ppb, disagree_ns; the
+ * columns of traceq --hosts), which Perfetto's reader passes over.
  *
  * Memory stays bounded: traceEvents go straight into the host's file, the
  * systrace text into an unlinked file beside PATH, copied after the array
@@ -137,12 +140,21 @@ struct pf_exit {
 	char name[128];
 };
 
+/* How a host's events were placed (export_host's clock fields), for the manifest. */
+struct pf_clock {
+	char source[16];		/* "" not said */
+	int64_t offset_ns;
+	bool measured;			/* the three below */
+	int64_t uncertainty_ns, drift_ppb, disagree_ns;
+};
+
 /* An archive member done: its file (unlinked), its host. */
 struct pf_member {
 	char *path;			/* its name in the archive */
 	char *machine;			/* the host's name, escaped */
 	int64_t base_ns;
 	bool has_base;
+	struct pf_clock clock;		/* how its events were placed */
 };
 
 struct pf_writer {
@@ -157,6 +169,7 @@ struct pf_writer {
 	bool time_raw;		/* --time raw: each host's trace clock */
 	/* the host being written */
 	char *host;
+	struct pf_clock clock;
 	FILE *json;			/* its file */
 	FILE *sys;			/* its systrace text, spooled */
 	bool has_base;
@@ -757,6 +770,12 @@ static int pf_host_begin(struct export_writer *w, const struct export_host *h)
 		return export_seterr(w, -EINVAL, "a second host for one Perfetto file");
 	if (!(p->host = strdup(h->name)))
 		return export_seterr(w, -ENOMEM, "out of memory");
+	p->clock = (struct pf_clock){
+		.offset_ns = h->clock_offset_ns, .measured = h->clock_measured,
+		.uncertainty_ns = h->clock_uncertainty_ns, .drift_ppb = h->clock_drift_ppb,
+		.disagree_ns = h->clock_disagree_ns };
+	snprintf(p->clock.source, sizeof(p->clock.source), "%s",
+		 h->clock_source ? h->clock_source : "");
 	if (h->ntgids) {
 		if (!(p->tgids = malloc(h->ntgids * sizeof(*p->tgids))))
 			return export_seterr(w, -ENOMEM, "out of memory");
@@ -886,6 +905,7 @@ static int pf_add_member(struct pf_writer *p)
 	}
 	m->base_ns = p->base_ns;
 	m->has_base = p->has_base;
+	m->clock = p->clock;
 	p->nmembers++;
 	rewind(p->json);	/* libzip reads on from where the file stands */
 	if (!(src = zip_source_filep(p->zip, p->json, 0, -1)))
@@ -962,6 +982,25 @@ static int pf_open(const struct export_opts *o, struct export_writer **out)
 	return 0;
 }
 
+/*
+ * A member's "tracecollect_clock": how the collector placed its host's
+ * events on the wall clock (issue 36), the figures traceq --hosts shows.
+ * Perfetto's reader takes only a file's path, clocks and machine
+ * (src/trace_processor/plugins/perfetto_manifest/perfetto_manifest_reader.cc,
+ * ParseFileEntry()) and passes over the rest.
+ */
+static void pf_manifest_clock(struct pf_writer *p, FILE *f, const struct pf_clock *c)
+{
+	fputs(",\"tracecollect_clock\":{\"source\":", f);
+	pf_str(p, f, c->source);
+	fprintf(f, ",\"offset_ns\":%" PRId64, c->offset_ns);
+	if (c->measured)
+		fprintf(f, ",\"uncertainty_ns\":%" PRId64 ",\"drift_ppb\":%" PRId64
+			",\"disagree_ns\":%" PRId64, c->uncertainty_ns, c->drift_ppb,
+			c->disagree_ns);
+	fputc('}', f);
+}
+
 /* The manifest: each member a machine, pinned to the member of the earliest base. */
 static void pf_manifest(struct pf_writer *p, FILE *f)
 {
@@ -984,6 +1023,7 @@ static void pf_manifest(struct pf_writer *p, FILE *f)
 			pf_str(p, f, ref->path);
 			fprintf(f, "},\"offset_ns\":%" PRId64 "}", m->base_ns - ref->base_ns);
 		}
+		pf_manifest_clock(p, f, &m->clock);
 		fputc('}', f);
 	}
 	fputs("\n]}}\n", f);

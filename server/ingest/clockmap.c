@@ -4,8 +4,11 @@
  */
 #include "config.h"
 
+#include <endian.h>
 #include <math.h>	/* isfinite(), a macro: no libm */
+#include <string.h>
 
+#include "common/tc_error.h"
 #include "server/ingest/clockmap.h"
 
 #define SLEW_MIN_NS	1e9	/* a correction takes at least 1 s of trace time */
@@ -32,9 +35,9 @@ void clockmap_init(struct clockmap *m)
 	m->placed = 0;
 }
 
-static struct clockmap_seg *seg_at(struct clockmap *m, unsigned i)
+static struct clockmap_seg *seg_at(const struct clockmap *m, unsigned i)
 {
-	return &m->seg[(m->head + i) % CLOCKMAP_SEGS];
+	return (struct clockmap_seg *)&m->seg[(m->head + i) % CLOCKMAP_SEGS];
 }
 
 /* Offset of @t on @g (extrapolated before its start). */
@@ -49,7 +52,7 @@ static int64_t seg_offset(const struct clockmap_seg *g, uint64_t t)
 }
 
 /* The segment @t falls in: the newest that starts at or before it, else the oldest. */
-static const struct clockmap_seg *seg_of(struct clockmap *m, uint64_t t)
+static const struct clockmap_seg *seg_of(const struct clockmap *m, uint64_t t)
 {
 	unsigned i = m->n;
 
@@ -103,11 +106,15 @@ bool clockmap_target(struct clockmap *m, uint64_t trace_ns, int64_t off, double 
 	return false;
 }
 
-int64_t clockmap_offset(struct clockmap *m, uint64_t t, int64_t fallback)
+int64_t clockmap_offset(const struct clockmap *m, uint64_t t, int64_t fallback)
+{
+	return m->n ? seg_offset(seg_of(m, t), t) : fallback;
+}
+
+void clockmap_note(struct clockmap *m, uint64_t t)
 {
 	if (t > m->placed)
 		m->placed = t;
-	return m->n ? seg_offset(seg_of(m, t), t) : fallback;
 }
 
 /* ---- the source ---- */
@@ -195,4 +202,105 @@ int clocksrc_measure(struct clocksrc *c, uint64_t t, int64_t o, uint64_t unc)
 	if (!(r & CLOCKSRC_SWITCHED) && c->measured)
 		r |= src_target(c);
 	return r;
+}
+
+/* ---- saved state (a rotated journal file's JREC_CLOCKMAP) ---- */
+
+static uint8_t *put64(uint8_t *p, uint64_t v)
+{
+	v = htole64(v);
+	memcpy(p, &v, 8);
+	return p + 8;
+}
+
+static uint64_t get64(const uint8_t **p)
+{
+	uint64_t v;
+
+	memcpy(&v, *p, 8);
+	*p += 8;
+	return le64toh(v);
+}
+
+static uint64_t dbits(double x)
+{
+	uint64_t u;
+
+	memcpy(&u, &x, 8);
+	return u;
+}
+
+static double bitsd(uint64_t u)
+{
+	double x;
+
+	memcpy(&x, &u, 8);
+	return x;
+}
+
+size_t clocksrc_save(const struct clocksrc *c, uint8_t *buf)
+{
+	const struct clock_pt *pt[4] = { &c->host[0], &c->host[1], &c->meas[0], &c->meas[1] };
+	uint8_t *p = buf;
+
+	p = put64(p, CLOCKSRC_SAVE_VERSION | (uint64_t)c->map.n << 32);
+	p = put64(p, c->map.placed);
+	p = put64(p, c->unc);
+	p = put64(p, (uint64_t)c->disagree);
+	p = put64(p, c->measured);
+	for (unsigned i = 0; i < 4; i++) {
+		p = put64(p, pt[i]->t);
+		p = put64(p, (uint64_t)pt[i]->o);
+		p = put64(p, pt[i]->have);
+	}
+	for (unsigned i = 0; i < c->map.n; i++) {
+		const struct clockmap_seg *g = seg_at(&c->map, i);
+
+		p = put64(p, g->t0);
+		p = put64(p, (uint64_t)g->o0);
+		p = put64(p, dbits(g->k));
+		p = put64(p, g->t1);
+		p = put64(p, dbits(g->d));
+	}
+	return (size_t)(p - buf);
+}
+
+int clocksrc_load(struct clocksrc *c, const uint8_t *buf, size_t len)
+{
+	struct clocksrc n = { .tol_ns = c->tol_ns };
+	struct clock_pt *pt[4] = { &n.host[0], &n.host[1], &n.meas[0], &n.meas[1] };
+	const uint8_t *p = buf;
+	uint64_t head;
+
+	if (len < 136)
+		return TC_ERR_MSG_MALFORMED;
+	head = get64(&p);
+	n.map.n = (unsigned)(head >> 32);
+	if ((uint32_t)head != CLOCKSRC_SAVE_VERSION || n.map.n > CLOCKMAP_SEGS ||
+	    len != 136 + (size_t)n.map.n * 40)
+		return TC_ERR_MSG_MALFORMED;
+	n.map.placed = get64(&p);
+	n.unc = get64(&p);
+	n.disagree = (int64_t)get64(&p);
+	n.measured = get64(&p) != 0;
+	for (unsigned i = 0; i < 4; i++) {
+		pt[i]->t = get64(&p);
+		pt[i]->o = (int64_t)get64(&p);
+		pt[i]->have = get64(&p) != 0;
+	}
+	for (unsigned i = 0; i < n.map.n; i++) {
+		struct clockmap_seg *g = &n.map.seg[i];
+
+		g->t0 = get64(&p);
+		g->o0 = (int64_t)get64(&p);
+		g->k = bitsd(get64(&p));
+		g->t1 = get64(&p);
+		g->d = bitsd(get64(&p));
+		/* as clockmap_target() makes them: |d| <= the drift's cap, |k| <= d + the slew */
+		if (!isfinite(g->k) || !isfinite(g->d) || dabs(g->d) > CLOCKMAP_MAX_DRIFT ||
+		    dabs(g->k) > SLEW_RATE + CLOCKMAP_MAX_DRIFT + 1e-9)
+			return TC_ERR_MSG_MALFORMED;
+	}
+	*c = n;
+	return 0;
 }

@@ -13,16 +13,24 @@
  * placed by the segment its times fall in: the map of a given trace time
  * never changes after a point arrives. A correction of more than
  * CLOCKMAP_STEP_NS is a step (an old agent whose realtime was set): the
- * caller says so in the log. Deterministic: a journal replay of the same
- * points and pages places every event where the first pass did. (A
- * rotated journal file begins with the latest CLOCK and measurement only:
- * a replay of it starts on that point's line, where the first pass may
- * still have been slewing towards it, by at most that last correction.)
+ * caller says so in the log.
+ *
+ * Deterministic: the map is a function of the points and of the trace
+ * times noted as placed (clockmap_note()), which the caller takes from the
+ * pages' bytes alone (every record of every page it walks, whether its
+ * events are stored, filtered out or were stored before a crash), never
+ * from which events it stored. So a journal replay of the same points and
+ * pages places every event where the first pass did. A rotated journal
+ * file does not begin with the points that built the map but with the map
+ * itself (clocksrc_save(), a JREC_CLOCKMAP record after the context
+ * messages), which its replay takes over whole (clocksrc_load()): a slew
+ * under way at the rotation goes on as it did.
  */
 #ifndef SERVER_INGEST_CLOCKMAP_H
 #define SERVER_INGEST_CLOCKMAP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define CLOCKMAP_SEGS		8
@@ -56,9 +64,15 @@ bool clockmap_target(struct clockmap *m, uint64_t trace_ns, int64_t off, double 
 
 /*
  * clockmap_offset - the offset of trace time @t; @fallback when the map
- * has no point yet. Notes @t as placed.
+ * has no point yet.
  */
-int64_t clockmap_offset(struct clockmap *m, uint64_t t, int64_t fallback);
+int64_t clockmap_offset(const struct clockmap *m, uint64_t t, int64_t fallback);
+
+/*
+ * clockmap_note - trace times up to @t are placed (or may be): a point
+ * that arrives later changes the map only after them.
+ */
+void clockmap_note(struct clockmap *m, uint64_t t);
 
 /*
  * Which clock places a host's events: its own samples (realtime - trace
@@ -99,5 +113,29 @@ int clocksrc_measure(struct clocksrc *c, uint64_t t, int64_t o, uint64_t unc);
 
 /* clocksrc_drift - the drift of series @pt (ppb; 0 before two points). */
 int64_t clocksrc_drift_ppb(const struct clock_pt pt[2]);
+
+/*
+ * The whole state of a struct clocksrc but its tolerance, as bytes
+ * (little-endian, fixed size): what a rotated journal file carries so
+ * that its replay places events as the first pass did (clockmap.h's
+ * head comment).
+ *   0  u32 version (1)   4  u32 segments n (<= CLOCKMAP_SEGS)
+ *   8  u64 placed       16  u64 unc   24  i64 disagree   32  u64 measured
+ *  40  host[0], host[1], meas[0], meas[1]: u64 t, i64 o, u64 have (24 each)
+ * 136  n segments, oldest first: u64 t0, i64 o0, f64 k, u64 t1, f64 d (40 each)
+ */
+#define CLOCKSRC_SAVE_VERSION	1
+#define CLOCKSRC_SAVE_MAX	(136 + CLOCKMAP_SEGS * 40)
+
+/* clocksrc_save - @c into @buf (CLOCKSRC_SAVE_MAX bytes). Return: the bytes written. */
+size_t clocksrc_save(const struct clocksrc *c, uint8_t *buf);
+
+/*
+ * clocksrc_load - @c as clocksrc_save() wrote @len bytes @buf; @c keeps
+ * its tolerance. Return: 0; TC_ERR_MSG_MALFORMED (another version, a size
+ * or count that does not fit, a factor clockmap_target() does not make), @c
+ * untouched.
+ */
+int clocksrc_load(struct clocksrc *c, const uint8_t *buf, size_t len);
 
 #endif

@@ -482,12 +482,15 @@ static int page_scan(const struct decoder *d, const struct page_info *pi,
 	struct page_iter it;
 	int ret;
 
+	st->ts_lo = st->ts_hi = pi->ts;
 	page_iter_init(&it, &d->layout, pi);
 	while ((ret = page_next_record(&it, &rec)) > 0) {
 		if (!page_record_is_data(&rec)) {
 			st->padding += rec.type_len == PAGE_TYPE_PADDING;
 			continue;
 		}
+		st->ts_lo = rec.ts < st->ts_lo ? rec.ts : st->ts_lo;
+		st->ts_hi = rec.ts > st->ts_hi ? rec.ts : st->ts_hi;
 		if (rec.len < d->min_record) {
 			st->malformed = "data record too short for common_type";
 			return TC_ERR_PAGE_MALFORMED;
@@ -495,6 +498,7 @@ static int page_scan(const struct decoder *d, const struct page_info *pi,
 	}
 	if (ret < 0)
 		st->malformed = page_iter_why(&it);
+	st->spanned = ret == 0;
 	return ret;
 }
 
@@ -559,6 +563,19 @@ static int page_iterate(const struct decoder *d, const struct page_info *pi, uin
 			break;
 	}
 	return ret;
+}
+
+int decoder_page_span(const struct decoder *d, const void *page, size_t len,
+		      struct decode_page_stats *stats)
+{
+	struct page_info pi;
+	int ret;
+
+	*stats = (struct decode_page_stats){ 0 };
+	ret = page_check(&d->layout, page, len, &pi);
+	if (ret < 0)
+		stats->malformed = page_check_why(&d->layout, page, len);
+	return ret < 0 ? ret : page_scan(d, &pi, stats);
 }
 
 int decoder_page(struct decoder *d, uint32_t cpu, const void *page, size_t len,

@@ -70,6 +70,9 @@ struct decode_page_stats {
 	bool missed_known;	/* it stored how many: @missed */
 	uint64_t missed;	/* how many, when the kernel stored the count */
 	uint64_t page_ts;	/* the page's timestamp (where trace-cmd prints a loss) */
+	bool spanned;		/* the page passed its check: ts_lo and ts_hi are */
+	uint64_t ts_lo, ts_hi;	/* the least and greatest of page_ts and the data
+				 * records' times (whatever their type) */
 	const char *malformed;	/* TC_ERR_PAGE_MALFORMED: why, a static sentence
 				 * fit to name a counter; else NULL */
 };
@@ -167,5 +170,14 @@ typedef int (*decode_event_fn)(void *ctx, const struct decode_event *ev);
  */
 int decoder_page(struct decoder *d, uint32_t cpu, const void *page, size_t len,
 		 decode_event_fn fn, void *ctx, struct decode_page_stats *stats);
+
+/*
+ * decoder_page_span - check one sub-buffer as decoder_page() does and
+ * walk its records for stats->ts_lo and ts_hi only: no callback, no event
+ * decoded (what a page stored before places: server/ingest/clockmap.h).
+ * Return: 0; TC_ERR_PAGE_MALFORMED (stats->malformed says why).
+ */
+int decoder_page_span(const struct decoder *d, const void *page, size_t len,
+		      struct decode_page_stats *stats);
 
 #endif

@@ -34,7 +34,9 @@
  * reaches its limit. A file goes once everything in it is committed: at the
  * connection's end, or before, by rotation to a new file that starts with
  * the messages that shape decoding (HELLO, HEADER_PAGE, GROUP, FORMAT,
- * CMDLINES, the latest CLOCK). The worker stores the files left by an
+ * CMDLINES, the latest CLOCK and clock measurement) and then the clock map
+ * as it stands (JREC_CLOCKMAP: a slew under way goes on in a replay as it
+ * did; clockmap.h). The worker stores the files left by an
  * earlier run before anything else, and after a failed commit it stores
  * again, from their files, every connection that was live or closed in the
  * lost transaction. The store keeps how far each file is stored (journal
@@ -948,7 +950,7 @@ static void ing_msg(struct ingest *g, struct sink *s, struct proto_msg *m)
  * is refused). Return: 0; the first error (the sink has failed).
  */
 static int ing_pages(struct ingest *g, struct sink *s, const struct ing_at *at,
-		     const uint8_t *buf, size_t len)
+		     const uint8_t *buf, size_t len, bool stored_before)
 {
 	size_t off = 0;
 	uint32_t page = 0;
@@ -967,7 +969,11 @@ static int ing_pages(struct ingest *g, struct sink *s, const struct ing_at *at,
 			break;
 		}
 		if (ing_unit_begin(g, s, at, page++, &rec, NULL, buf + off, rec.len)) {
-			ret = sink_page(s, &g->env, rec.cpu, rec.seq, buf + off, rec.len, &stored);
+			if (stored_before)
+				sink_page_seen(s, rec.cpu, buf + off, rec.len);
+			else
+				ret = sink_page(s, &g->env, rec.cpu, rec.seq, buf + off, rec.len,
+						&stored);
 			ing_unit_end(g, at);
 		} else {
 			ret = at->count ? sink_page_dropped(s, &g->env, rec.cpu, rec.seq,
@@ -1036,7 +1042,7 @@ static void ing_run_job(struct ingest *g, struct sink *s, struct ingest_job *j)
 	} else {
 		buf = j->buf ? j->buf : ing_read_back(g, s, j);
 		if (buf)
-			ing_pages(g, s, &at, buf, j->len);
+			ing_pages(g, s, &at, buf, j->len, false);
 	}
 	if (s->pushq.n)
 		ing_post_pushes(g, s);
@@ -1143,8 +1149,8 @@ struct ing_replay {
 
 /*
  * One record of a journal file. Up to the file's mark only what shapes
- * decoding applies (the sink is new); past it, everything, and the mark
- * follows.
+ * decoding applies (the sink is new), and what the pages tell the clock
+ * map (sink_page_seen()); past it, everything, and the mark follows.
  */
 static int ing_replay_rec(void *arg, uint32_t kind, const uint8_t *data, size_t len,
 			  uint64_t end)
@@ -1170,7 +1176,10 @@ static int ing_replay_rec(void *arg, uint32_t kind, const uint8_t *data, size_t 
 		return 0;
 	}
 	if (kind == JREC_PAGES) {
-		ret = stored ? 0 : ing_pages(g, r->s, &at, data, len);
+		/* stored: its pages still tell the clock map how far they go */
+		ret = ing_pages(g, r->s, &at, data, len, stored);
+	} else if (kind == JREC_CLOCKMAP) {
+		ret = sink_clock_restore(r->s, data, len);
 	} else {
 		/*
 		 * Decoding the msgpack is not marked: the event loop decoded
@@ -1709,12 +1718,13 @@ static uint64_t ing_journal_ctx_bytes(const struct sink *s)
 
 	for (size_t i = 0; i < s->njctx; i++)
 		n += JOURNAL_REC_HDR + s->jctx[i].len + 8;
-	return n;
+	return n + JOURNAL_REC_HDR + CLOCKSRC_SAVE_MAX;
 }
 
 void ingest_journal_tidy(struct ingest *g, struct sink *s)
 {
 	struct jfile *nf = NULL, *old = s->jf;
+	uint8_t clk[CLOCKSRC_SAVE_MAX];
 	uint64_t done, off, rotate;
 	uint8_t *buf = NULL;
 	int ret;
@@ -1750,6 +1760,10 @@ void ingest_journal_tidy(struct ingest *g, struct sink *s)
 		s->jctx[i].off = off;	/* (only kept on success) */
 	}
 	free(buf);
+	/* the worker is done with @s (all its jobs committed): its clock map
+	 * as it stands, so that a replay of nf goes on from it (clockmap.h) */
+	if (ret == 0)
+		ret = jfile_append(nf, JREC_CLOCKMAP, clk, clocksrc_save(&s->clk, clk), &off, NULL);
 	if (ret < 0) {
 		char h[LOG_ESC_LEN];
 

@@ -86,6 +86,8 @@ enum jrec_kind {
 	JREC_MSG = 1,		/* one control message: its msgpack payload */
 	JREC_PAGES = 2,		/* a batch of pages as ingest.c lays it out */
 	JREC_SUBJECT = 3,	/* the agent's certificate subject (first record) */
+	JREC_CLOCKMAP = 4,	/* a rotated file's clock map, after its context
+				 * messages (clockmap.h: clocksrc_save()) */
 };
 
 struct journal;

@@ -1391,6 +1391,44 @@ static int sink_loss(const struct page_ctx *p, const struct sink_env *env,
 	return 0;
 }
 
+/*
+ * The clock map learns how far page @st of @g (NULL: a kernel page) goes
+ * in trace time: from the page's bytes alone, whatever is stored of it,
+ * so that a replay notes what the first pass did (clockmap.h).
+ */
+static void sink_note_span(struct sink *s, const struct sink_group *g,
+			   const struct decode_page_stats *st)
+{
+	struct page_ctx p = { .s = s, .g = g };
+	uint64_t lo = event_trace_ns(&p, st->ts_lo), hi = event_trace_ns(&p, st->ts_hi);
+
+	clockmap_note(&s->clk.map, lo > hi ? lo : hi);
+}
+
+/* The decoder of @cpu's pages, with its group in *@g (NULL: a kernel CPU); NULL: none. */
+static struct decoder *sink_dec_of(struct sink *s, uint32_t cpu, struct sink_group **g)
+{
+	*g = NULL;
+	if (cpu >= PROTO_USER_STREAM_BASE)
+		return (*g = group_by_stream(s, cpu)) ? (*g)->dec : NULL;
+	return cpu < s->ncpus ? s->dec : NULL;
+}
+
+void sink_page_seen(struct sink *s, uint32_t cpu, const uint8_t *page, size_t len)
+{
+	struct decode_page_stats st;
+	struct sink_group *g;
+	struct decoder *dec = s->dec ? sink_dec_of(s, cpu, &g) : NULL;
+
+	if (dec && decoder_page_span(dec, page, len, &st) == 0 && st.spanned)
+		sink_note_span(s, g, &st);
+}
+
+int sink_clock_restore(struct sink *s, const uint8_t *data, size_t len)
+{
+	return s->dec ? clocksrc_load(&s->clk, data, len) : TC_ERR_PROTO_STATE;
+}
+
 int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t seq,
 	      const uint8_t *page, size_t len, uint64_t *stored)
 {
@@ -1418,6 +1456,7 @@ int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t
 		if (!c)
 			return -ENOMEM;
 		if (s->sess && dedup_seen(s->sess, cpu, seq)) {	/* a resend: stored already */
+			sink_page_seen(s, cpu, page, len);
 			c->seen_seq = seq;
 			s->dups++;
 			*stored = 0;
@@ -1432,6 +1471,8 @@ int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t
 		ret = decoder_page(dec, cpu_no, page, len, sink_event, &p, &st);
 	if (ret == TC_ERR_PAGE_MALFORMED && st.malformed)	/* rejected whole: no event in */
 		return sink_page_dropped(s, env, cpu, seq, st.malformed);
+	if (st.spanned)
+		sink_note_span(s, p.g, &st);
 	if (ret == 0 && s->sess && !p.g)	/* the mark goes in with the events */
 		ret = dedup_stored(s->sess, cpu, seq);
 	if (ret == 0 && st.missed_events)

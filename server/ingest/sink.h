@@ -151,6 +151,21 @@ int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
 	     struct sink_reply *reply, bool *commit);
 
 /*
+ * sink_page_seen - page @page (@len bytes) of CPU @cpu was stored before
+ * (a journal replay up to the store's mark): only what it tells the clock
+ * map, the trace times it spans (clockmap_note()), as sink_page() takes
+ * them from every page it walks. Nothing is stored or counted.
+ */
+void sink_page_seen(struct sink *s, uint32_t cpu, const uint8_t *page, size_t len);
+
+/*
+ * sink_clock_restore - the clock map as a rotated journal file saved it
+ * (a JREC_CLOCKMAP record: clocksrc_save()) replaces @s's.
+ * Return: 0; TC_ERR_PROTO_STATE (no HELLO yet); TC_ERR_MSG_MALFORMED.
+ */
+int sink_clock_restore(struct sink *s, const uint8_t *data, size_t len);
+
+/*
  * sink_page - decode page @seq of CPU @cpu, filter its events and store the
  * rest. *@stored receives the number of rows inserted.
  * Return: 0; TC_ERR_PROTO_STATE (no HELLO yet), TC_ERR_MSG_MALFORMED (CPU

@@ -4,6 +4,8 @@
  * accepts lies inside the buffer, is a whole number of 8-byte units that
  * covers its header and payload, and moves the walk forward; anything
  * else is a cut-off tail (0) or TC_ERR_MSG_MALFORMED, where the walk ends.
+ * A JREC_CLOCKMAP record's payload goes through clocksrc_load(): taken or
+ * refused, never read past; what it takes saves and loads back the same.
  * No file I/O: replay itself reads with pread() around this same parser.
  */
 #include "config.h"
@@ -12,6 +14,9 @@
 #include <stdlib.h>
 
 #include "common/tc_error.h"
+#include <string.h>
+
+#include "server/ingest/clockmap.h"
 #include "server/ingest/journal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -27,7 +32,25 @@ static void check_hdr(const uint8_t *p, uint32_t kind, uint32_t len)
 	if (v[0] != JOURNAL_REC_MAGIC || v[1] != kind || v[2] != len ||
 	    v[3] != (v[0] ^ v[1] ^ v[2] ^ 0xffffffffu))
 		abort();
-	if (kind < JREC_MSG || kind > JREC_SUBJECT || len > JOURNAL_MAX_REC)
+	if (kind < JREC_MSG || kind > JREC_CLOCKMAP || len > JOURNAL_MAX_REC)
+		abort();
+}
+
+/* A clock map's bytes: loaded or refused; loaded, its save is a fixed point. */
+static void check_clockmap(const uint8_t *p, size_t len)
+{
+	static uint8_t a[CLOCKSRC_SAVE_MAX], b[CLOCKSRC_SAVE_MAX];
+	struct clocksrc c;
+	size_t na, nb;
+
+	clocksrc_init(&c, 1000000);
+	if (clocksrc_load(&c, p, len) != 0)
+		return;
+	na = clocksrc_save(&c, a);
+	if (na != len || clocksrc_load(&c, a, na) != 0)
+		abort();
+	nb = clocksrc_save(&c, b);
+	if (nb != na || memcmp(a, b, na))
 		abort();
 }
 
@@ -46,6 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    (size_t)rec >= JOURNAL_REC_HDR + (size_t)len + 8)
 			abort();
 		check_hdr(data + off, kind, len);
+		if (kind == JREC_CLOCKMAP)
+			check_clockmap(data + off + JOURNAL_REC_HDR, len);
 		off += (size_t)rec;
 	}
 	return 0;
