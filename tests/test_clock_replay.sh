@@ -39,12 +39,13 @@ tc_certs
 tc_start_collector --db "$tmp/a.db" --journal-size 1M
 
 # rows FILE: every stored event of clk-r as "ts<TAB>the row's other fields"
-# (not the task's name at the event, "_comm": the names the collector learned
-# from events are not journaled, and a replay may know fewer)
+# (not the task's name at the event, "_comm", or "comm" in an event without
+# a comm field of its own: the names the collector learned from events are
+# not journaled, and a replay may know fewer)
 rows() { traceq '*' -H clk-r -f json | python3 -c 'import json,sys
 for l in sys.stdin:
     r = json.loads(l)
-    r.pop("_comm", None)
+    r.pop("_comm" if "_comm" in r else "comm", None)
     ts = r.pop("ts")
     print(ts, json.dumps(r, sort_keys=True), sep="\t")' | sort -k2 > "$1"; }
 
