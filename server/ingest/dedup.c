@@ -19,13 +19,14 @@
 #include <string.h>
 
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "server/ingest/dedup.h"
 
 #define DEDUP_SPANS_MAX	4096	/* per stream */
 
 struct dspans {			/* sorted, disjoint, not adjacent */
 	struct dspan { uint64_t lo, hi; } *v;
-	uint32_t n, cap;
+	size_t n, cap;
 };
 
 struct dedup {
@@ -42,12 +43,12 @@ struct dedup {
 };
 
 /* The first span of @sp whose hi + 1 >= @seq (sp->n when none). */
-static uint32_t spans_find(const struct dspans *sp, uint64_t seq)
+static size_t spans_find(const struct dspans *sp, uint64_t seq)
 {
-	uint32_t a = 0, b = sp->n;
+	size_t a = 0, b = sp->n;
 
 	while (a < b) {
-		uint32_t m = a + (b - a) / 2;
+		size_t m = a + (b - a) / 2;
 
 		if (sp->v[m].hi < seq && sp->v[m].hi + 1 < seq)
 			a = m + 1;
@@ -59,7 +60,7 @@ static uint32_t spans_find(const struct dspans *sp, uint64_t seq)
 
 static bool spans_has(const struct dspans *sp, uint64_t seq)
 {
-	uint32_t i = spans_find(sp, seq);
+	size_t i = spans_find(sp, seq);
 
 	return i < sp->n && sp->v[i].lo <= seq && seq <= sp->v[i].hi;
 }
@@ -67,18 +68,14 @@ static bool spans_has(const struct dspans *sp, uint64_t seq)
 /* Add @lo..@hi to @sp, joining what it touches. Return: 0; -ENOMEM. */
 static int spans_add(struct dspans *sp, uint64_t lo, uint64_t hi)
 {
-	uint32_t i = spans_find(sp, lo), j;
+	size_t i = spans_find(sp, lo), j;
 
 	if (i == sp->n || (hi != UINT64_MAX && sp->v[i].lo > hi + 1)) {	/* a span of its own */
-		if (sp->n == sp->cap) {
-			uint32_t cap = sp->cap ? sp->cap * 2 : 4;
-			struct dspan *v = realloc(sp->v, cap * sizeof(*v));
+		struct dspan *v = util_grow(sp->v, &sp->cap, sp->n, sizeof(*v), 4);
 
-			if (!v)
-				return -ENOMEM;
-			sp->v = v;
-			sp->cap = cap;
-		}
+		if (!v)
+			return -ENOMEM;
+		sp->v = v;
 		memmove(&sp->v[i + 1], &sp->v[i], (sp->n - i) * sizeof(*sp->v));
 		sp->v[i] = (struct dspan){ lo, hi };
 		sp->n++;

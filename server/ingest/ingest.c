@@ -1423,6 +1423,7 @@ static void *ing_main(void *arg)
 		job_free(j);
 		if (ing_commit_due(g))
 			ing_commit(g);
+		ing_live(g);	/* busy or idle, every INGEST_LIVE_S */
 		pthread_mutex_lock(&g->lock);
 		g->bytes -= bytes;
 		if (g->full && g->bytes <= g->o.queue_bytes / 2) {

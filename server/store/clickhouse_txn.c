@@ -39,7 +39,7 @@
  *    collector, as before.
  * Two collectors given the same number would mix their commits as two on
  * one number always did: clickhouse_fleet.c refuses the second while the
- * first is alive (the collectors table).
+ * first is alive (its rows in live_hosts).
  */
 #include "config.h"
 
