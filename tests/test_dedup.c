@@ -291,6 +291,30 @@ START_TEST(test_spans_of_another_collector)
 }
 END_TEST
 
+/*
+ * A peer that leaves a gap at every page cannot grow the marks without
+ * end: past 4096 spans the oldest are joined (their gaps count as stored),
+ * the recent gaps stay open, and sequence numbers at the top of the range
+ * do not wrap.
+ */
+START_TEST(test_spans_bounded)
+{
+	struct dedup *d = get(42);
+
+	for (uint64_t seq = 1; seq <= 20000; seq += 2)
+		ck_ok(dedup_stored(d, 0, seq));
+	ck_assert(dedup_seen(d, 0, 2));		/* joined: an old gap */
+	ck_assert(!dedup_seen(d, 0, 19998));	/* a recent gap: open */
+	ck_assert(dedup_seen(d, 0, 19999));
+	ck_ok(dedup_stored(d, 1, UINT64_MAX));
+	ck_ok(dedup_stored(d, 1, UINT64_MAX - 1));
+	ck_assert(dedup_seen(d, 1, UINT64_MAX) && dedup_seen(d, 1, UINT64_MAX - 1));
+	ck_assert(!dedup_seen(d, 1, 0) && !dedup_seen(d, 1, UINT64_MAX - 2));
+	ck_assert_uint_eq(dedup_high(d, 1), UINT64_MAX);
+	dedup_put(&list, d);
+}
+END_TEST
+
 static Suite *dedup_suite(void)
 {
 	Suite *s = suite_create("dedup");
@@ -300,7 +324,7 @@ static Suite *dedup_suite(void)
 	tu_add_tests(tc, TU_TESTS(test_new_session_has_seen_nothing, test_seen_only_what_was_stored,
 					test_shared_per_session, test_committed_marks_persist,
 					test_rollback_takes_marks_back,
-					test_spans_of_another_collector));
+					test_spans_of_another_collector, test_spans_bounded));
 	suite_add_tcase(s, tc);
 	return s;
 }
