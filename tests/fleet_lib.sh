@@ -58,3 +58,23 @@ fleet_wait_agents() {
 	done
 	agent=
 }
+
+# fleet_agent N ADDRS SECONDS: agent hN (host hN) tracing sched_switch for
+# SECONDS in a tracefs instance of its own, trying ADDRS in order; its pid in aN
+fleet_agent() {
+	tc_start_agent "h$1" --connect "$2" -e sched:sched_switch --duration "$3" --name "h$1" \
+		--no-user --instance "tc-fleet-$$-$1" --spool-dir "$tmp"
+	printf -v "a$1" '%s' "$agent"
+}
+
+# fleet_kill_a N: once N agents are connected and 2 s into their stream,
+# collector A killed (-9)
+fleet_kill_a() {
+	for _ in $(seq 100); do
+		[ "$(grep -c "agent h[0-9] .* connected" "$tmp/collector.log")" -ge "$1" ] && break
+		sleep 0.1
+	done
+	sleep 2
+	kill -9 "$pid_A"; wait "$pid_A" 2>/dev/null; pid_A=
+	echo "killed collector A (-9) mid-stream"
+}

@@ -35,25 +35,13 @@ fleet_collector B 2
 echo "collector A: agents on $listen_A, queries on $query_A"
 echo "collector B: agents on $listen_B, queries on $query_B"
 
-# agent N ADDRS: host hN tracing sched_switch for 10 s, trying ADDRS in order
-agent() {
-	tc_start_agent "h$1" --connect "$2" -e sched:sched_switch --duration 10 --name "h$1" \
-		--no-user --instance "tc-fleet-$$-$1" --spool-dir "$tmp"
-	printf -v "a$1" '%s' "$agent"
-}
 ( while :; do sleep 0.002; done ) &
 workload=$!
-agent 1 "$listen_A,$listen_B"
-agent 2 "$listen_A,$listen_B"
-agent 3 "$listen_B,$listen_A"
-agent 4 "$listen_B,$listen_A"
-for _ in $(seq 100); do
-	[ "$(grep -c "agent h[0-9] .* connected" "$tmp/collector.log")" -ge 4 ] && break
-	sleep 0.1
-done
-sleep 2
-kill -9 "$pid_A"; wait "$pid_A" 2>/dev/null; pid_A=
-echo "killed collector A (-9) mid-stream"
+fleet_agent 1 "$listen_A,$listen_B" 10
+fleet_agent 2 "$listen_A,$listen_B" 10
+fleet_agent 3 "$listen_B,$listen_A" 10
+fleet_agent 4 "$listen_B,$listen_A" 10
+fleet_kill_a 4
 # the live-host set in ClickHouse: B (and any collector) says where each
 # host is connected; h1 and h2 move to B at the next refresh (every 5 s)
 for _ in $(seq 40); do

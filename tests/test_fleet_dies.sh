@@ -28,18 +28,9 @@ echo "collector A (no journal): $listen_A; collector B: $listen_B"
 
 ( while :; do sleep 0.002; done ) &
 workload=$!
-for n in 1 2; do
-	tc_start_agent "h$n" --connect "$listen_A,$listen_B" -e sched:sched_switch --duration 6 \
-		--name "h$n" --no-user --instance "tc-fleetd-$$-$n" --spool-dir "$tmp"
-	printf -v "a$n" '%s' "$agent"
-done
-for _ in $(seq 100); do
-	[ "$(grep -c "agent h[0-9] .* connected" "$tmp/collector.log")" -ge 2 ] && break
-	sleep 0.1
-done
-sleep 2
-kill -9 "$pid_A"; wait "$pid_A" 2>/dev/null; pid_A=
-echo "killed collector A (-9) mid-stream, for good"
+fleet_agent 1 "$listen_A,$listen_B" 6
+fleet_agent 2 "$listen_A,$listen_B" 6
+fleet_kill_a 2	# for good: never started again
 fleet_wait_agents 1 2
 for n in 1 2; do
 	check "h$n failed over to B" 'grep -q "failed over to the collector at" "$tmp/h$n.err"'
