@@ -335,7 +335,7 @@ static int give_up(struct agent *a)
 	return fail(a, TC_ERR_PEER_CLOSED, "the collector at %s port %s did "
 		    "not acknowledge everything within --drain-timeout (%ld s): "
 		    "%" PRIu64 " pages (%" PRIu64 " events) were not delivered",
-		    a->o.session.host, a->o.session.port, a->o.drain_s,
+		    session_addr(a->s)->host, session_addr(a->s)->port, a->o.drain_s,
 		    a->undelivered_pages, a->undelivered_events);
 }
 

@@ -52,8 +52,11 @@ static void help(void)
 "                           keys are the long options below (traceagent.conf(5));\n"
 "                           the command line wins (its -e and --ftrace-filter\n"
 "                           replace the file's)\n"
-"  -s, --connect HOST:PORT  collector address; [IPV6]:PORT for IPv6\n"
-"                           (default " DEF_CONNECT ")\n"
+"  -s, --connect HOST:PORT[,HOST:PORT...]\n"
+"                           collector address; [IPV6]:PORT for IPv6\n"
+"                           (default " DEF_CONNECT "). Several: tried in\n"
+"                           order, and a lost collector's pages fail over to\n"
+"                           the next (repeat connect = in -C FILE to add)\n"
 "  -e, --event SYSTEM[:EVENT]\n"
 "                           enable a whole event system or one event; may be\n"
 "                           repeated (default: -e " DEF_EVENT ")\n"
@@ -382,6 +385,38 @@ static int opt_stacktrace(struct options *o, const char *arg)
 	return list_add(&o->stacks, &o->nstacks, arg);
 }
 
+/*
+ * --connect A,B,C: add each address to the list, in order. The default is
+ * replaced by the first address given; on the command line each --connect
+ * replaces the list (options_parse()), in -C FILE each `connect =` line adds.
+ */
+static int add_connect(struct options *o, const char *arg)
+{
+	struct session_conf *c = &o->session;
+	const char *p = arg, *end;
+	char one[SHIP_HOST_MAX + SHIP_PORT_MAX + 4];
+
+	if (o->connect_default)
+		c->naddrs = 0, o->connect_default = false;
+	do {
+		end = strchr(p, ',');
+		if (!end)
+			end = p + strlen(p);
+		if (c->naddrs == SESSION_ADDRS_MAX)
+			return usage_error("--connect: more than %d collectors", SESSION_ADDRS_MAX);
+		if ((size_t)(end - p) >= sizeof(one))
+			return usage_error("bad --connect '%s': an address is too long", arg);
+		memcpy(one, p, (size_t)(end - p));
+		one[end - p] = '\0';
+		if (ship_parse_hostport(one, c->addrs[c->naddrs].host, c->addrs[c->naddrs].port) < 0)
+			return usage_error("bad --connect '%s': want HOST:PORT or [IPV6]:PORT, "
+					   "several separated by commas", arg);
+		c->naddrs++;
+		p = *end ? end + 1 : end;
+	} while (*end);
+	return 0;
+}
+
 /* Apply option @c (with @arg) to @o. Return: 0, -1 (done: --help/--version),
  * or an exit status. */
 static int opt_apply(struct options *o, int c, const char *arg)
@@ -395,11 +430,7 @@ static int opt_apply(struct options *o, int c, const char *arg)
 		fprintf(stderr, PROG ": -c is the old spelling of -s (--connect): use -s\n");
 		/* fall through */
 	case 's':
-		if (ship_parse_hostport(arg, o->session.host,
-					o->session.port) < 0)
-			return usage_error("bad --connect '%s': want HOST:PORT "
-					   "or [IPV6]:PORT", arg);
-		return 0;
+		return add_connect(o, arg);
 	case 'e':
 		return add_event(o, arg);
 	case OPT_STACKTRACE:
@@ -464,7 +495,9 @@ static int opt_apply(struct options *o, int c, const char *arg)
 static void options_defaults(struct options *o)
 {
 	memset(o, 0, sizeof(*o));
-	ship_parse_hostport(DEF_CONNECT, o->session.host, o->session.port);
+	ship_parse_hostport(DEF_CONNECT, o->session.addrs[0].host, o->session.addrs[0].port);
+	o->session.naddrs = 1;
+	o->connect_default = true;
 	o->session.tls.cert = DEF_CERT;
 	o->session.tls.key = DEF_KEY;
 	o->session.tls.ca = DEF_CA;
@@ -594,6 +627,8 @@ int options_parse(struct options *o, int argc, char **argv)
 		}
 		if (c == 'e' && o->events_from_conf)
 			o->nevents = 0, o->events_from_conf = false;
+		if (c == 's' || c == 'c')	/* each --connect replaces the list */
+			o->connect_default = true;
 		if (c == OPT_FTRACE_FILTER && o->ffilters_from_conf)
 			o->nffilters = 0, o->ffilters_from_conf = false;
 		/* --stacktrace 'EVENT where FILTER': its argument may follow */

@@ -51,6 +51,7 @@ struct options {
 	const char *trace_clock;	/* --trace-clock: "auto", "mono", "x86-tsc" */
 	struct config_list conf;	/* -C FILE: owns the values above point to */
 	char **conf_exec;		/* exec = ...: its words, NULL-terminated */
+	bool connect_default;		/* the next --connect replaces the list */
 	bool events_from_conf;		/* a command-line -e replaces them */
 	bool ffilters_from_conf;	/* the same for --ftrace-filter */
 	bool stack_all;			/* --stacktrace: every event */

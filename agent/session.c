@@ -44,6 +44,8 @@ struct session {
 	struct ship **data;		/* --connections per-cpu: one per CPU,
 					 * all up exactly while ctl is */
 	struct kfilter *kf;		/* filter push-down; NULL with no_pushdown */
+	unsigned at;			/* c.addrs[at]: the collector that took the
+					 * last connection, tried first */
 	int64_t next_try;		/* reconnect not before (ms) */
 	int backoff_ms;
 	uint64_t reconnects;
@@ -110,7 +112,7 @@ static int send_hello(struct session *s, struct ship *link, char *why,
 	}
 	if (link == s->ctl) {
 		log_info("connected to %s port %s as %s (collector host id %"
-			 PRIu64 ")", s->c.host, s->c.port, hi->host,
+			 PRIu64 ")", session_addr(s)->host, session_addr(s)->port, hi->host,
 			 w.host_id);
 		s->welcomed = true;	/* a failure from here on is a lost connection */
 		s->kallsyms_held = w.kallsyms;
@@ -417,7 +419,8 @@ static int link_open(struct session *s, struct ship **out, char *why,
 	char reason[640];
 	int ret;
 
-	ret = ship_connect(s->c.host, s->c.port, s->c.insecure_plain ? NULL : &s->c.tls, out,
+	ret = ship_connect(session_addr(s)->host, session_addr(s)->port,
+			   s->c.insecure_plain ? NULL : &s->c.tls, out,
 			   reason, sizeof(reason));
 	if (ret < 0) {
 		tc_seterr(why, len, "%s", reason);
@@ -450,7 +453,8 @@ static int data_open(struct session *s, char *why, size_t len)
 	return ret;
 }
 
-int session_connect(struct session *s, char *why, size_t len)
+/* Connect and introduce every connection to the collector at c.addrs[at]. */
+static int connect_at(struct session *s, char *why, size_t len)
 {
 	int ret;
 
@@ -475,6 +479,37 @@ int session_connect(struct session *s, char *why, size_t len)
 	s->backoff_ms = BACKOFF_MIN_MS;
 	s->ack_progress = util_now_ms();
 	return 0;
+}
+
+/*
+ * --connect A,B,C: the collector that took the last connection first, then
+ * the others in order. A failover is nothing but this: the replay that
+ * follows is a reconnect's (PROTOCOL.md, "Failover").
+ */
+int session_connect(struct session *s, char *why, size_t len)
+{
+	unsigned first = s->at, i;
+	int ret = -EINVAL;
+
+	for (i = 0; i < s->c.naddrs; i++) {
+		s->at = (first + i) % s->c.naddrs;
+		ret = connect_at(s, why, len);
+		if (ret == 0 || s->c.naddrs == 1 || (s->c.stop && *s->c.stop))
+			break;
+		log_info("collector %s port %s: %s; trying the next", session_addr(s)->host,
+			 session_addr(s)->port, why);
+	}
+	if (ret < 0)
+		s->at = first;
+	else if (s->at != first)
+		log_warn("failed over to the collector at %s port %s",
+			 session_addr(s)->host, session_addr(s)->port);
+	return ret;
+}
+
+const struct session_addr *session_addr(const struct session *s)
+{
+	return &s->c.addrs[s->at];
 }
 
 /*

@@ -35,10 +35,19 @@
 
 struct session;			/* opaque: the connections of one run */
 
+#define SESSION_ADDRS_MAX	16	/* --connect A,B,C: collectors at most */
+
+/* One collector's address. */
+struct session_addr {
+	char host[SHIP_HOST_MAX];
+	char port[SHIP_PORT_MAX];
+};
+
 /* The options the session works by. */
 struct session_conf {
-	char host[SHIP_HOST_MAX];	/* the collector (--connect) */
-	char port[SHIP_PORT_MAX];
+	struct session_addr addrs[SESSION_ADDRS_MAX];	/* the collectors (--connect),
+							 * tried in this order */
+	unsigned naddrs;		/* at least 1 */
 	struct tls_files tls;		/* --cert, --key, --ca */
 	bool insecure_plain;		/* plain TCP to a loopback collector */
 	bool no_pushdown;		/* refuse the collector's filters */
@@ -111,6 +120,10 @@ void session_free(struct session *s);
 
 /*
  * session_connect - connect (TLS, or plain TCP with insecure_plain),
+ * to the collector that took the last connection, else to each of the
+ * others in --connect's order (wrapping) until one takes it: a failover
+ * is a reconnect to another address, with the same replay (every page
+ * not acknowledged is sent again);
  * HELLO, page header and formats, the kernel's symbols, the per-CPU data
  * connections likewise, then the pages' replay. On success the backoff
  * starts over and the ACK timeout counts from now.
@@ -152,6 +165,9 @@ void session_set_deadline(struct session *s, int64_t deadline);
  * logged and schedules the next attempt. Otherwise nothing.
  */
 void session_reconnect(struct session *s);
+
+/* session_addr - the collector connected now, or tried next. */
+const struct session_addr *session_addr(const struct session *s);
 
 /* session_connected - whether the connections are up. */
 bool session_connected(const struct session *s);

@@ -80,6 +80,8 @@ struct settings {
 	char *db;
 	char *db_password_file;		/* a remote --db's password, its first line */
 	char *db_cert, *db_key, *db_ca;	/* a remote --db's TLS client certificate, CA */
+	char *collector_name;		/* among collectors sharing a remote --db; NULL: host's */
+	unsigned collector_id;		/* its number there (--collector-id) */
 	char *cert, *key, *ca;
 	char *crl;			/* NULL: no revocation list */
 	char *group;			/* files 0640/0750 of this group; NULL: 0600/0700 */
@@ -339,6 +341,12 @@ static void usage(FILE *f)
 "                           stored, counted in traceq --drops as schema-cap\n"
 "      --max-event-fields N fields one event format may have (default 256;\n"
 "                           0: no cap); a type with more is not stored, as above\n"
+"      --collector-name NAME\n"
+"                           this collector's name among those that share a\n"
+"                           ClickHouse --db (default: the host's name);\n"
+"                           traceq --hosts shows it beside its agents\n"
+"      --collector-id N     this collector's number among them, 0..63, each\n"
+"                           its own (default 0): its commit ids are N modulo 64\n"
 "      --clock-tolerance DURATION\n"
 "                           how far a host's realtime may disagree with the\n"
 "                           collector's measurement of its clock, beyond the\n"
@@ -592,6 +600,7 @@ static const char *value_form(const char *key)
 		{ "max-agent-conns", "a whole number in 0..1000000 (0: no cap)" },
 		{ "max-agent-conns-per-cert", "a whole number in 0..1000000 (0: no cap)" },
 		{ "query-threads", "a whole number in 1..64" },
+		{ "collector-id", "a whole number in 0..63" },
 		{ "max-event-types", "a whole number in 0..1000000 (0: no cap)" },
 		{ "max-event-fields", "a whole number in 0..65535 (0: no cap)" },
 		{ "clock-tolerance", "a duration like 1ms, 250us, 2s, or 0 (at most 1d)" },
@@ -636,6 +645,7 @@ static char **str_setting(struct settings *s, const char *key)
 		TEXT("ready-file", ready_file),
 		TEXT("db-password-file", db_password_file), TEXT("db-cert", db_cert),
 		TEXT("db-key", db_key), TEXT("db-ca", db_ca),
+		TEXT("collector-name", collector_name),
 #undef TEXT
 	};
 
@@ -692,6 +702,14 @@ static int apply_value(struct settings *s, const char *key, const char *value)
 		int ret = parse_size(value, &s->lim.input_bytes);
 
 		return ret == 0 && s->lim.input_bytes < (1u << 20) ? TC_ERR_CONFIG : ret;
+	}
+	if (!strcmp(key, "collector-id")) {
+		unsigned long n;
+		int ret = parse_uint(value, 0, STORE_COLLECTOR_IDS - 1, &n);
+
+		if (ret == 0)
+			s->collector_id = (unsigned)n;
+		return ret;
 	}
 	if (!strcmp(key, "query-threads") || !strcmp(key, "query-sync-max")) {
 		bool threads = !strcmp(key, "query-threads");
@@ -771,6 +789,7 @@ static void settings_free(struct settings *s)
 	free(s->cert); free(s->key); free(s->ca); free(s->crl); free(s->ready_file);
 	free(s->group);
 	free(s->db_password_file); free(s->db_cert); free(s->db_key); free(s->db_ca);
+	free(s->collector_name);
 	hostmap_free(s->hostmap);
 	for (size_t i = 0; i < s->nkept; i++)
 		free(s->kept[i].value);
@@ -1006,6 +1025,8 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "db-ca", required_argument, NULL, 44 },
 		{ "metrics", required_argument, NULL, 45 },
 		{ "clock-tolerance", required_argument, NULL, 46 },
+		{ "collector-name", required_argument, NULL, 47 },
+		{ "collector-id", required_argument, NULL, 48 },
 		{ "config", required_argument, NULL, 'C' },
 		{ "foreground", no_argument, NULL, 'F' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -1037,7 +1058,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, SHORT_OPTS, longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 46) {
+		if (c >= 1 && c <= 48) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'F' || c == 'f')
@@ -1398,6 +1419,14 @@ static bool hosts_connected(void *arg, uint64_t host_id)
 	return livehosts_connected(col->live, host_id);
 }
 
+/* ingest_opts.live_hosts: the hosts connected now, for a shared store's live set. */
+static size_t hosts_live_ids(void *arg, uint64_t *ids, size_t max)
+{
+	struct collector *col = arg;
+
+	return livehosts_ids(col->live, ids, max);
+}
+
 /*
  * Files private whatever the umask tracecollectd was started with: the
  * database (SQLite gives -wal and -shm the database's mode and, as root,
@@ -1515,6 +1544,8 @@ static int remote_db(struct settings *s)
 	}
 	ret = store_remote_setup(s->db, s->db_password_file, s->db_cert, s->db_key, s->db_ca,
 				 err, sizeof(err));
+	if (ret == 0 && (ret = store_remote_collector(s->collector_name, s->collector_id)) < 0)
+		snprintf(err, sizeof(err), "--collector-name: empty or longer than 255 bytes");
 	if (ret < 0)
 		log_err("--db %s: %s", s->db, err[0] ? err : tc_strerror(ret));
 	return ret;
@@ -1583,6 +1614,10 @@ static int prepare(struct parts *p, struct ingest_opts *io)
 		s->query_opts.latency = &p->query_lat;
 	}
 	io->clock_tol_ns = s->clock_tol_ns;
+	if (store_path_is_remote(s->db)) {	/* a fleet's: where each host is connected */
+		io->live_hosts = hosts_live_ids;
+		io->live_arg = &p->col;
+	}
 	return hostlimit_new(&s->host_limits, &p->col.hl) ?: livehosts_new(&p->col.live);
 }
 

@@ -104,22 +104,27 @@ START_TEST(test_new_session_has_seen_nothing)
 }
 END_TEST
 
-START_TEST(test_seen_up_to_the_mark)
+START_TEST(test_seen_only_what_was_stored)
 {
 	struct dedup *d = get(42);
 
 	ck_ok(dedup_stored(d, 1, 5));
-	ck_assert(dedup_seen(d, 1, 1));
+	ck_assert(!dedup_seen(d, 1, 1));	/* spans, not a high-water mark */
 	ck_assert(dedup_seen(d, 1, 5));
 	ck_assert(!dedup_seen(d, 1, 6));
 	ck_assert(!dedup_seen(d, 0, 5));	/* per stream */
 	ck_assert(!dedup_seen(d, 2, 5));
-	/* the mark never goes down */
+
 	ck_ok(dedup_stored(d, 1, 3));
 	ck_assert_uint_eq(dedup_high(d, 1), 5);
+	ck_assert(dedup_seen(d, 1, 3));
+	ck_assert(!dedup_seen(d, 1, 4));
+	ck_ok(dedup_stored(d, 1, 4));		/* 3..5 one span */
+	ck_assert(dedup_seen(d, 1, 4));
 	ck_ok(dedup_stored(d, 1, 9));
 	ck_assert_uint_eq(dedup_high(d, 1), 9);
-	/* a stream the session does not have */
+	ck_assert(!dedup_seen(d, 1, 8));
+
 	TU_ERR(dedup_stored(d, NSTREAMS, 1), -EINVAL);
 	ck_assert(!dedup_seen(d, NSTREAMS, 1));
 	ck_assert_uint_eq(dedup_high(d, NSTREAMS), 0);
@@ -219,15 +224,107 @@ START_TEST(test_rollback_takes_marks_back)
 }
 END_TEST
 
+/*
+ * Another collector's spans (issue 35), through a store that keeps spans
+ * as ClickHouse does: a collector taking a session over after a failover
+ * stores the pages below what the other stored, and never those it stored.
+ */
+static struct store_span fake_spans[16];
+static unsigned fake_n;
+
+static int fake_marks(struct store_writer *w, uint64_t host_id, const char *boot_id,
+		      uint64_t session, uint32_t n, store_span_fn fn, void *ctx)
+{
+	int ret = 0;
+
+	(void)w, (void)host_id, (void)boot_id, (void)session;
+	for (unsigned i = 0; i < fake_n && ret == 0; i++)
+		if (fake_spans[i].stream < n)
+			ret = fn(ctx, &fake_spans[i]);
+	return ret;
+}
+
+static int fake_mark(struct store_writer *w, uint64_t host_id, const char *boot_id,
+		     uint64_t session, uint32_t stream, uint64_t lo, uint64_t hi)
+{
+	(void)w, (void)host_id, (void)boot_id, (void)session;
+	if (fake_n == sizeof(fake_spans) / sizeof(*fake_spans))
+		return -ENOSPC;
+	fake_spans[fake_n++] = (struct store_span){ stream, lo, hi };
+	return 0;
+}
+
+START_TEST(test_spans_of_another_collector)
+{
+	static const struct store_writer_ops ops = { .stream_marks = fake_marks,
+						     .stream_mark = fake_mark };
+	struct store_writer fw = { .ops = &ops };
+	struct dedup *fl = NULL, *d = NULL, *again = NULL;
+
+	fake_n = 0;
+	fake_spans[fake_n++] = (struct store_span){ 0, 10, 20 };	/* B stored 10..20 */
+	fake_spans[fake_n++] = (struct store_span){ 0, 1, 3 };
+	fake_spans[fake_n++] = (struct store_span){ 0, 4, 4 };		/* adjacent: 1..4 */
+	ck_ok(dedup_get(&fl, &fw, 7, "boot-1", 9, NSTREAMS, &d));
+	ck_assert(dedup_seen(d, 0, 1) && dedup_seen(d, 0, 4));
+	ck_assert(!dedup_seen(d, 0, 5) && !dedup_seen(d, 0, 9));	/* A's journal: stored */
+	ck_assert(dedup_seen(d, 0, 10) && dedup_seen(d, 0, 20));	/* B's: not twice */
+	ck_assert(!dedup_seen(d, 0, 21));
+	ck_assert(!dedup_seen(d, 1, 10));
+	for (uint64_t seq = 5; seq <= 9; seq++)
+		ck_ok(dedup_stored(d, 0, seq));
+	ck_ok(dedup_stored(d, 2, 1));
+	ck_ok(dedup_flush(d, &fw));
+	ck_assert_uint_eq(fake_n, 5);		/* one span per stream that moved */
+	ck_assert(fake_spans[3].stream == 0 && fake_spans[3].lo == 5 && fake_spans[3].hi == 9);
+	ck_assert(fake_spans[4].stream == 2 && fake_spans[4].lo == 1 && fake_spans[4].hi == 1);
+	ck_ok(dedup_flush(d, &fw));
+	ck_assert_uint_eq(fake_n, 5);		/* nothing new: nothing written */
+	dedup_put(&fl, d);
+	ck_assert_ptr_null(fl);
+
+	ck_ok(dedup_get(&fl, &fw, 7, "boot-1", 9, NSTREAMS, &again));
+	ck_assert_uint_eq(dedup_high(again, 0), 20);
+	for (uint64_t seq = 1; seq <= 20; seq++)
+		ck_assert(dedup_seen(again, 0, seq));
+	dedup_put(&fl, again);
+}
+END_TEST
+
+/*
+ * A peer that leaves a gap at every page cannot grow the marks without
+ * end: past 4096 spans the oldest are joined (their gaps count as stored),
+ * the recent gaps stay open, and sequence numbers at the top of the range
+ * do not wrap.
+ */
+START_TEST(test_spans_bounded)
+{
+	struct dedup *d = get(42);
+
+	for (uint64_t seq = 1; seq <= 20000; seq += 2)
+		ck_ok(dedup_stored(d, 0, seq));
+	ck_assert(dedup_seen(d, 0, 2));		/* joined: an old gap */
+	ck_assert(!dedup_seen(d, 0, 19998));	/* a recent gap: open */
+	ck_assert(dedup_seen(d, 0, 19999));
+	ck_ok(dedup_stored(d, 1, UINT64_MAX));
+	ck_ok(dedup_stored(d, 1, UINT64_MAX - 1));
+	ck_assert(dedup_seen(d, 1, UINT64_MAX) && dedup_seen(d, 1, UINT64_MAX - 1));
+	ck_assert(!dedup_seen(d, 1, 0) && !dedup_seen(d, 1, UINT64_MAX - 2));
+	ck_assert_uint_eq(dedup_high(d, 1), UINT64_MAX);
+	dedup_put(&list, d);
+}
+END_TEST
+
 static Suite *dedup_suite(void)
 {
 	Suite *s = suite_create("dedup");
 	TCase *tc = tcase_create("dedup");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tu_add_tests(tc, TU_TESTS(test_new_session_has_seen_nothing, test_seen_up_to_the_mark,
+	tu_add_tests(tc, TU_TESTS(test_new_session_has_seen_nothing, test_seen_only_what_was_stored,
 					test_shared_per_session, test_committed_marks_persist,
-					test_rollback_takes_marks_back));
+					test_rollback_takes_marks_back,
+					test_spans_of_another_collector, test_spans_bounded));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -1306,36 +1306,54 @@ START_TEST(test_host_usage)
 }
 END_TEST
 
+/* store_span_fn: the highest page of each stream into ctx's array. */
+static int span_high(void *ctx, const struct store_span *sp)
+{
+	uint64_t *seqs = ctx;
+
+	if (sp->hi > seqs[sp->stream])
+		seqs[sp->stream] = sp->hi;
+	return 0;
+}
+
+/* The highest stored page of streams 0..@n-1 of a session into @seqs. */
+static int stream_highs(struct store_writer *w, uint64_t h, const char *boot, uint64_t session,
+			uint64_t *seqs, uint32_t n)
+{
+	memset(seqs, 0, n * sizeof(*seqs));
+	return store_stream_marks(w, h, boot, session, n, span_high, seqs);
+}
+
 /* Stream marks: never go down, are per session, roll back with the
  * transaction that set them, and survive reopening the database. */
 START_TEST(test_stream_marks)
 {
 	uint64_t seqs[3] = { 9, 9, 9 };
 
-	ck_ok(store_stream_marks(sw, host, "boot-a", 42, seqs, 3));
+	ck_ok(stream_highs(sw, host, "boot-a", 42, seqs, 3));
 	ck_assert_uint_eq(seqs[0] | seqs[1] | seqs[2], 0);
 	ck_ok(store_begin(sw));
-	ck_ok(store_stream_mark(sw, host, "boot-a", 42, 1, 17));
-	ck_ok(store_stream_mark(sw, host, "boot-a", 42, 1, 5));	/* lower: ignored */
-	ck_ok(store_stream_mark(sw, host, "boot-a", 43, 2, 99));	/* other session */
-	ck_ok(store_stream_mark(sw, host, "boot-b", 42, 0, 98));	/* other boot */
-	ck_ok(store_stream_marks(sw, host, "boot-a", 42, seqs, 3));	/* sees the txn */
+	ck_ok(store_stream_mark(sw, host, "boot-a", 42, 1, 17, 17));
+	ck_ok(store_stream_mark(sw, host, "boot-a", 42, 1, 5, 5));	/* lower: ignored */
+	ck_ok(store_stream_mark(sw, host, "boot-a", 43, 2, 99, 99));	/* other session */
+	ck_ok(store_stream_mark(sw, host, "boot-b", 42, 0, 98, 98));	/* other boot */
+	ck_ok(stream_highs(sw, host, "boot-a", 42, seqs, 3));	/* sees the txn */
 	ck_assert_uint_eq(seqs[1], 17);
 	ck_ok(store_commit(sw));
 	ck_ok(store_begin(sw));
-	ck_ok(store_stream_mark(sw, host, "boot-a", 42, 0, 3));
+	ck_ok(store_stream_mark(sw, host, "boot-a", 42, 0, 3, 3));
 	TU_OK(store_commit(sw));
 	ck_ok(store_begin(sw));
-	ck_ok(store_stream_mark(sw, host, "boot-a", 42, 1, 1000));
+	ck_ok(store_stream_mark(sw, host, "boot-a", 42, 1, 1000, 1000));
 	store_writer_close(sw);		/* closing with the transaction open: rollback */
 	TU_OK(store_writer_open(path, &sw));
-	ck_ok(store_stream_marks(sw, host, "boot-a", 42, seqs, 3));
+	ck_ok(stream_highs(sw, host, "boot-a", 42, seqs, 3));
 	ck_assert_uint_eq(seqs[0], 3);
 	ck_assert_uint_eq(seqs[1], 17);
 	ck_assert_uint_eq(seqs[2], 0);
-	ck_ok(store_stream_marks(sw, host, "boot-a", 43, seqs, 2));	/* stream 2 cut off */
+	ck_ok(stream_highs(sw, host, "boot-a", 43, seqs, 2));	/* stream 2 cut off */
 	ck_assert_uint_eq(seqs[0] | seqs[1], 0);
-	TU_ERR(store_stream_marks(sw, host, NULL, 42, seqs, 3), -EINVAL);
+	TU_ERR(stream_highs(sw, host, NULL, 42, seqs, 3), -EINVAL);
 }
 END_TEST
 

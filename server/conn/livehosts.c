@@ -92,6 +92,19 @@ void livehosts_del(struct livehosts *l, uint64_t host_id)
 	pthread_mutex_unlock(&l->lock);
 }
 
+size_t livehosts_ids(struct livehosts *l, uint64_t *ids, size_t max)
+{
+	size_t n = 0;
+
+	if (!l)
+		return 0;
+	pthread_mutex_lock(&l->lock);
+	for (; n < l->n && n < max; n++)
+		ids[n] = l->v[n].id;
+	pthread_mutex_unlock(&l->lock);
+	return n;
+}
+
 bool livehosts_connected(struct livehosts *l, uint64_t host_id)
 {
 	bool yes;

@@ -32,4 +32,10 @@ void livehosts_del(struct livehosts *l, uint64_t host_id);
 /* livehosts_connected - whether @host_id has a connection now; NULL @l: no. */
 bool livehosts_connected(struct livehosts *l, uint64_t host_id);
 
+/*
+ * livehosts_ids - the hosts connected now, at most @max of them, into
+ * @ids[]. Return: how many (0 for a NULL @l).
+ */
+size_t livehosts_ids(struct livehosts *l, uint64_t *ids, size_t max);
+
 #endif

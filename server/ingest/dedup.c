@@ -1,7 +1,16 @@
 /*
- * dedup.c - per agent session high-water marks of stored pages (see
- * dedup.h): an in-memory list shared by the connections of a session,
- * backed by the store's stream_marks table.
+ * dedup.c - per agent session, the spans of stored pages of each stream
+ * (see dedup.h): an in-memory list shared by the connections of a
+ * session, loaded from the store (every collector's spans) and written
+ * back to it, one span per stream and commit.
+ *
+ * A stream's spans are a sorted array of disjoint, non-adjacent [lo, hi];
+ * pages come in order, so adding one is almost always widening the last
+ * span by one (O(1)); seen() is a binary search. A peer whose sequence
+ * numbers leave gaps at every step could grow the array without end: past
+ * DEDUP_SPANS_MAX spans the two oldest spans are joined (the pages of the
+ * gap between them then count as stored: an agent resends only the pages
+ * after its last ACK, never pages that old).
  */
 #include "config.h"
 
@@ -10,7 +19,15 @@
 #include <string.h>
 
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "server/ingest/dedup.h"
+
+#define DEDUP_SPANS_MAX	4096	/* per stream */
+
+struct dspans {			/* sorted, disjoint, not adjacent */
+	struct dspan { uint64_t lo, hi; } *v;
+	size_t n, cap;
+};
 
 struct dedup {
 	struct dedup *next;
@@ -19,11 +36,80 @@ struct dedup {
 	char *boot_id;
 	uint64_t session;
 	uint32_t nstreams;
-	uint64_t *high;		/* per stream */
-	bool *dirty;		/* per stream: high not written yet */
-	uint32_t *dirty_list;	/* those streams, ndirty of them: a flush */
-	uint32_t ndirty;	/* visits the streams that moved, not all */
+	struct dspans *stored;	/* per stream: what the store holds, and this commit */
+	struct dspans *fresh;	/* per stream: stored since the last flush */
+	uint32_t *dirty_list;	/* streams whose fresh is not empty, ndirty of them: */
+	uint32_t ndirty;	/* a flush visits the streams that moved, not all */
 };
+
+/* The first span of @sp whose hi + 1 >= @seq (sp->n when none). */
+static size_t spans_find(const struct dspans *sp, uint64_t seq)
+{
+	size_t a = 0, b = sp->n;
+
+	while (a < b) {
+		size_t m = a + (b - a) / 2;
+
+		if (sp->v[m].hi < seq && sp->v[m].hi + 1 < seq)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a;
+}
+
+static bool spans_has(const struct dspans *sp, uint64_t seq)
+{
+	size_t i = spans_find(sp, seq);
+
+	return i < sp->n && sp->v[i].lo <= seq && seq <= sp->v[i].hi;
+}
+
+/* Add @lo..@hi to @sp, joining what it touches. Return: 0; -ENOMEM. */
+static int spans_add(struct dspans *sp, uint64_t lo, uint64_t hi)
+{
+	size_t i = spans_find(sp, lo), j;
+
+	if (i == sp->n || (hi != UINT64_MAX && sp->v[i].lo > hi + 1)) {	/* a span of its own */
+		struct dspan *v = util_grow(sp->v, &sp->cap, sp->n, sizeof(*v), 4);
+
+		if (!v)
+			return -ENOMEM;
+		sp->v = v;
+		memmove(&sp->v[i + 1], &sp->v[i], (sp->n - i) * sizeof(*sp->v));
+		sp->v[i] = (struct dspan){ lo, hi };
+		sp->n++;
+	} else {
+		if (lo < sp->v[i].lo)
+			sp->v[i].lo = lo;
+		if (hi > sp->v[i].hi)
+			sp->v[i].hi = hi;
+	}
+	for (j = i + 1; j < sp->n && sp->v[j].lo <= sp->v[i].hi + 1; j++)
+		if (sp->v[j].hi > sp->v[i].hi)
+			sp->v[i].hi = sp->v[j].hi;
+	memmove(&sp->v[i + 1], &sp->v[j], (sp->n - j) * sizeof(*sp->v));
+	sp->n -= j - i - 1;
+	if (sp->n > DEDUP_SPANS_MAX) {	/* the two oldest joined (the header says why) */
+		sp->v[0].hi = sp->v[1].hi;
+		memmove(&sp->v[1], &sp->v[2], (sp->n - 2) * sizeof(*sp->v));
+		sp->n--;
+	}
+	return 0;
+}
+
+static void spans_clear(struct dspans *sp, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		sp[i].n = 0;
+}
+
+static void spans_free(struct dspans *sp, uint32_t n)
+{
+	for (uint32_t i = 0; sp && i < n; i++)
+		free(sp[i].v);
+	free(sp);
+}
 
 static struct dedup *dedup_find(struct dedup *list, uint64_t host_id,
 				const char *boot_id, uint64_t session)
@@ -38,10 +124,28 @@ static struct dedup *dedup_find(struct dedup *list, uint64_t host_id,
 static void dedup_free(struct dedup *d)
 {
 	free(d->boot_id);
-	free(d->high);
-	free(d->dirty);
+	spans_free(d->stored, d->nstreams);
+	spans_free(d->fresh, d->nstreams);
 	free(d->dirty_list);
 	free(d);
+}
+
+/* store_span_fn: a span the store holds, into d->stored. */
+static int dedup_take(void *ctx, const struct store_span *sp)
+{
+	struct dedup *d = ctx;
+
+	return sp->stream < d->nstreams ? spans_add(&d->stored[sp->stream], sp->lo, sp->hi) : 0;
+}
+
+/* d->stored: what @st holds now, and nothing waiting to be written. */
+static int dedup_read(struct dedup *d, struct store_writer *st)
+{
+	spans_clear(d->stored, d->nstreams);
+	spans_clear(d->fresh, d->nstreams);
+	d->ndirty = 0;
+	return store_stream_marks(st, d->host_id, d->boot_id, d->session, d->nstreams,
+				  dedup_take, d);
 }
 
 static int dedup_load(struct store_writer *st, uint64_t host_id, const char *boot_id,
@@ -52,22 +156,19 @@ static int dedup_load(struct store_writer *st, uint64_t host_id, const char *boo
 
 	if (!d)
 		return -ENOMEM;
+	d->host_id = host_id;
+	d->session = session;
+	d->nstreams = nstreams;
 	d->boot_id = strdup(boot_id);
-	d->high = calloc(nstreams, sizeof(*d->high));
-	d->dirty = calloc(nstreams, sizeof(*d->dirty));
-	d->dirty_list = calloc(nstreams, sizeof(*d->dirty_list));
-	if (!d->boot_id || !d->high || !d->dirty || !d->dirty_list)
-		goto out;
-	ret = store_stream_marks(st, host_id, boot_id, session, d->high,
-				 nstreams);
-out:
+	d->stored = calloc(nstreams ? nstreams : 1, sizeof(*d->stored));
+	d->fresh = calloc(nstreams ? nstreams : 1, sizeof(*d->fresh));
+	d->dirty_list = calloc(nstreams ? nstreams : 1, sizeof(*d->dirty_list));
+	if (d->boot_id && d->stored && d->fresh && d->dirty_list)
+		ret = dedup_read(d, st);
 	if (ret < 0) {
 		dedup_free(d);
 		return ret;
 	}
-	d->host_id = host_id;
-	d->session = session;
-	d->nstreams = nstreams;
 	*out = d;
 	return 0;
 }
@@ -110,40 +211,40 @@ void dedup_put(struct dedup **list, struct dedup *d)
 
 bool dedup_seen(const struct dedup *d, uint32_t stream, uint64_t seq)
 {
-	return stream < d->nstreams && seq <= d->high[stream];
+	return stream < d->nstreams && spans_has(&d->stored[stream], seq);
 }
 
 int dedup_stored(struct dedup *d, uint32_t stream, uint64_t seq)
 {
+	int ret;
+
 	if (stream >= d->nstreams)
 		return -EINVAL;
-	if (seq > d->high[stream]) {
-		d->high[stream] = seq;
-		if (!d->dirty[stream])
-			d->dirty_list[d->ndirty++] = stream;
-		d->dirty[stream] = true;
-	}
-	return 0;
+	ret = spans_add(&d->stored[stream], seq, seq);
+	if (ret == 0 && !d->fresh[stream].n)
+		d->dirty_list[d->ndirty++] = stream;
+	return ret ?: spans_add(&d->fresh[stream], seq, seq);
 }
 
 int dedup_flush(struct dedup *d, struct store_writer *st)
 {
-	int ret = 0;
-
 	uint32_t i, n = 0;
+	int ret = 0;
 
 	if (!d)
 		return 0;
 	for (i = 0; i < d->ndirty; i++) {
-		uint32_t stream = d->dirty_list[i];
+		struct dspans *f = &d->fresh[d->dirty_list[i]];
 
-		if (ret == 0)
-			ret = store_stream_mark(st, d->host_id, d->boot_id, d->session, stream,
-						d->high[stream]);
-		if (ret < 0)
-			d->dirty_list[n++] = stream;	/* written at the next flush */
-		else
-			d->dirty[stream] = false;
+		while (ret == 0 && f->n) {	/* newest first: what is written is gone */
+			ret = store_stream_mark(st, d->host_id, d->boot_id, d->session,
+						d->dirty_list[i], f->v[f->n - 1].lo,
+						f->v[f->n - 1].hi);
+			if (ret == 0)
+				f->n--;
+		}
+		if (f->n)
+			d->dirty_list[n++] = d->dirty_list[i];	/* written at the next flush */
 	}
 	d->ndirty = n;
 	return ret;
@@ -153,17 +254,17 @@ int dedup_reload(struct dedup *list, struct store_writer *st)
 {
 	int ret = 0;
 
-	for (struct dedup *d = list; d && ret == 0; d = d->next) {
-		ret = store_stream_marks(st, d->host_id, d->boot_id, d->session,
-					 d->high, d->nstreams);
-		for (uint32_t i = 0; i < d->ndirty; i++)
-			d->dirty[d->dirty_list[i]] = false;
-		d->ndirty = 0;
-	}
+	for (struct dedup *d = list; d && ret == 0; d = d->next)
+		ret = dedup_read(d, st);
 	return ret;
 }
 
 uint64_t dedup_high(const struct dedup *d, uint32_t stream)
 {
-	return stream < d->nstreams ? d->high[stream] : 0;
+	const struct dspans *sp;
+
+	if (stream >= d->nstreams)
+		return 0;
+	sp = &d->stored[stream];
+	return sp->n ? sp->v[sp->n - 1].hi : 0;
 }

@@ -1,19 +1,32 @@
 /*
- * dedup.h - exactly-once page storage across reconnects and collector
- * restarts (module-private to server/).
+ * dedup.h - exactly-once page storage across reconnects, collector
+ * restarts and failovers between collectors (module-private to server/).
  *
  * An agent names each of its runs with a random session id (HELLO
  * "session"). Within a session every stream's pages carry increasing
  * sequence numbers, and the agent resends every page it has no ACK for
- * after a reconnect, in order. So per (host, boot_id, session, stream) one
- * number suffices: the highest sequence number stored. A page at or below
- * it is a resend of a stored page and is dropped.
+ * after a reconnect, in order, to the same collector or (--connect A,B)
+ * to another. Per (host, boot_id, session, stream) the marks are the
+ * spans of sequence numbers stored; a page inside one is a resend of a
+ * stored page and is dropped.
  *
- * The mark lives in memory, shared by every live connection of the
- * session (after a network cut the old connection may still deliver
- * retransmitted pages while the new one resends them), and in the store
- * (stream_marks), written in the transaction that stores the page's events,
- * so a collector restart resumes from exactly what was committed.
+ * Why spans and not the highest page stored (issue 35): collector A
+ * journals and ACKs pages 1..100 and dies before storing 51..100; the
+ * agent resends 101.. to collector B, which stores them; when A comes back
+ * and replays its journal, 51..100 are below B's highest but not stored.
+ * And pages A journaled without its ACK reaching the agent come to B too:
+ * B stores them, and A's replay finds them inside B's spans.
+ *
+ * The marks live in memory, shared by every live connection of the
+ * session on this collector (after a network cut the old connection may
+ * still deliver retransmitted pages while the new one resends them), and
+ * in the store, written in the transaction that stores the pages' events,
+ * so a restart resumes from exactly what was committed. They are read
+ * from the store - every collector's committed spans - when a collector
+ * first sees the session (its first connection, or its journal's replay)
+ * and after a rollback. What this does not close: two collectors storing
+ * the same page within the time one of them takes to commit it (PROTOCOL.md,
+ * "Failover").
  */
 #ifndef SERVER_DEDUP_H
 #define SERVER_DEDUP_H
@@ -41,21 +54,22 @@ int dedup_get(struct dedup **list, struct store_writer *st, uint64_t host_id,
 /* dedup_put - drop one reference; the last one unlinks and frees @d. */
 void dedup_put(struct dedup **list, struct dedup *d);
 
-/* dedup_seen - whether page @seq of @stream (< nstreams) is already stored. */
+/* dedup_seen - whether page @seq of @stream (< nstreams) is already stored:
+ * inside a span of this session's marks. */
 bool dedup_seen(const struct dedup *d, uint32_t stream, uint64_t seq);
 
 /*
- * dedup_stored - page @seq of @stream was handed to the store: raise the
- * mark in memory; dedup_flush() writes it.
+ * dedup_stored - page @seq of @stream was handed to the store: add it to
+ * the spans in memory; dedup_flush() writes the spans added since.
  *
  * Return: 0; -EINVAL (@stream out of range).
  */
 int dedup_stored(struct dedup *d, uint32_t stream, uint64_t seq);
 
 /*
- * dedup_flush - write the marks raised since the last flush to @st, in the
+ * dedup_flush - write the spans added since the last flush to @st, in the
  * current transaction: call it before the commit of the pages' events
- * (once per commit rather than one statement per page).
+ * (once per commit: one row per stream that moved, not one per page).
  *
  * Return: 0; TC_ERR_DB.
  */
@@ -69,7 +83,7 @@ int dedup_flush(struct dedup *d, struct store_writer *st);
  */
 int dedup_reload(struct dedup *list, struct store_writer *st);
 
-/* dedup_high - the highest stored page of @stream (0: none). */
+/* dedup_high - the highest stored page of @stream (0: none); tests. */
 uint64_t dedup_high(const struct dedup *d, uint32_t stream);
 
 #endif

@@ -83,6 +83,8 @@
 #define INGEST_BATCH		1000000		/* events per transaction, at most */
 #define INGEST_JOB_BYTES	(256u << 10)	/* pages batched per job */
 #define INGEST_RETAIN_S		1
+#define INGEST_LIVE_S		5	/* the live-host set to the store this often */
+#define INGEST_LIVE_MAX		65536	/* hosts of one collector in it, at most */
 #define INGEST_ROTATE_BYTES	(64u << 20)	/* a journal file rotates above this */
 #define INGEST_RETRY_MS		1000		/* after a failed replay */
 #define INGEST_ALTSTACK		(64u << 10)	/* the worker's signal stack */
@@ -206,7 +208,7 @@ struct ingest {
 	struct dedup *sessions;		/* env.sessions points here */
 	bool txn_open;
 	uint64_t txn_events;
-	int64_t txn_start, last_retain;
+	int64_t txn_start, last_retain, last_live;
 	uint64_t jobs_run;
 	struct journal *journal;	/* NULL: none */
 	struct jlist closed;		/* closed connections' files: remove at commit */
@@ -1330,11 +1332,35 @@ static void ing_wait_locked(struct ingest *g)
 	pthread_cond_timedwait(&g->cond, &g->lock, &ts);
 }
 
+/*
+ * Every INGEST_LIVE_S: the hosts connected to this collector into the
+ * store (store_live_hosts(): traceq --hosts on any collector of a fleet
+ * says where each is connected). A failure is the store's outage, which
+ * the commits report; the next refresh tries again.
+ */
+static void ing_live(struct ingest *g)
+{
+	uint64_t *ids;
+	size_t n;
+
+	if (!g->o.live_hosts || util_now_ms() - g->last_live < INGEST_LIVE_S * 1000)
+		return;
+	g->last_live = util_now_ms();
+	ids = malloc(INGEST_LIVE_MAX * sizeof(*ids));
+	if (!ids)
+		return;
+	n = g->o.live_hosts(g->o.live_arg, ids, INGEST_LIVE_MAX);
+	if (store_live_hosts(g->store, ids, n) < 0)
+		log_debug("the live hosts were not stored: %s", store_errmsg(g->store));
+	free(ids);
+}
+
 /* Nothing queued: commit when due; when idle, let retention run. */
 static void ing_tick(struct ingest *g)
 {
 	if (ing_commit_due(g) || !g->txn_open)
 		ing_commit(g);
+	ing_live(g);
 }
 
 /*
@@ -1406,6 +1432,7 @@ static void *ing_main(void *arg)
 		job_free(j);
 		if (ing_commit_due(g))
 			ing_commit(g);
+		ing_live(g);	/* busy or idle, every INGEST_LIVE_S */
 		pthread_mutex_lock(&g->lock);
 		g->bytes -= bytes;
 		if (g->full && g->bytes <= g->o.queue_bytes / 2) {

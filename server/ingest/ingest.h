@@ -61,6 +61,14 @@ struct ingest_opts {
 	unsigned max_fields;	/* fields per event format; 0: no cap */
 	struct lathist *commit_latency;	/* each commit's time (NULL: not kept; /metrics) */
 	int64_t clock_tol_ns;	/* clock-tolerance (sink_env) */
+	/*
+	 * The hosts connected to this collector now, at most @max into @ids
+	 * (returns how many); called on the worker every INGEST_LIVE_S, and
+	 * handed to store_live_hosts() (a store several collectors share).
+	 * NULL: never.
+	 */
+	size_t (*live_hosts)(void *arg, uint64_t *ids, size_t max);
+	void *live_arg;
 #ifdef TC_TEST_AIDS
 	/* TEST AID: abort() while decoding the FORMAT of this event name, as
 	 * a record that kills the collector would (journal.h: quarantine) */

@@ -2,7 +2,9 @@
  * queryd_disc.c - discovery requests of the query endpoint
  * (queryd_disc.h): hosts from the store's hosts table, with whether each
  * is connected now (the collector's connections, struct qdisc_live; an
- * import never is); event types and
+ * import never is) and, on a store several collectors share, to which
+ * collector (store_host_info .collector, the store's live set); event
+ * types and
  * fields from the selectors resolved as for a select (queryd_sel.h), with
  * counts and first/last times read like rows, so the asker's scope, host
  * globs, CPUs and window apply to them as to rows. A scoped asker is not
@@ -61,8 +63,9 @@ static int host_row(void *ctx, const struct store_host_info *h)
 	struct qmsg_writer *w = hc->w;
 	/* an import's host row has machine_id "import:DIGEST" (queryd_import.c) */
 	bool import = h->machine_id && !strncmp(h->machine_id, "import:", 7);
-	bool live = !import && hc->live && hc->live->connected &&
-		    hc->live->connected(hc->live->arg, h->id);
+	/* here, or (a store collectors share) to the collector its live set names */
+	bool live = !import && ((hc->live && hc->live->connected &&
+				 hc->live->connected(hc->live->arg, h->id)) || h->collector);
 
 	if (qmsg_reply_rows(w) >= QMSG_MAX_ROWS)
 		return 1;
@@ -81,6 +84,7 @@ static int host_row(void *ctx, const struct store_host_info *h)
 	qmsg_put_int(w, h->page_size);
 	qmsg_put_int(w, h->clock_offset_ns);
 	host_clock_cols(w, h, import);
+	put_cstr(w, import ? NULL : h->collector);
 	return 0;
 }
 
@@ -91,9 +95,9 @@ static int run_hosts(struct store_reader *st, const struct store_query *hosts,
 		"host", "connected", "agent", "kernel", "cpus", "trace_clock", "certificate",
 		"source", "first_seen", "last_seen", "boot_id", "machine_id", "page_size",
 		"clock_offset_ns", "clock_source", "clock_measured_ns", "clock_uncertainty_ns",
-		"clock_drift_ppb", "clock_disagree_ns",
+		"clock_drift_ppb", "clock_disagree_ns", "collector",
 	};
-	int ret = qmsg_reply_begin(w, NULL, 19, cols);
+	int ret = qmsg_reply_begin(w, NULL, 20, cols);
 	struct hosts_ctx hc = { *w, live };
 
 	if (ret == 0)

@@ -19,6 +19,7 @@
 #include "common/tc_error.h"
 #include "server/store/clickhouse.h"
 #include "server/store/clickhouse_boots.h"
+#include "server/store/clickhouse_fleet.h"
 #include "server/store/clickhouse_hist.h"
 #include "server/store/clickhouse_http.h"
 #include "server/store/clickhouse_meta.h"
@@ -284,11 +285,13 @@ static void ch_reader_close(struct store_reader *r)
 	ch_store_free(ch_reader_of(r));
 }
 
-/* This collector's name in journal_marks and commits: its host's. */
-static char *ch_collector_name(void)
+/* This collector's name in journal_marks and commits: --collector-name, else its host's. */
+static char *ch_collector_name(const struct store_remote_auth *auth)
 {
 	char host[256] = "";
 
+	if (auth && auth->collector)
+		return strdup(auth->collector);
 	if (gethostname(host, sizeof(host) - 1) < 0)
 		strcpy(host, "localhost");
 	return strdup(host);
@@ -311,6 +314,7 @@ static int ch_store_new(const char *url, const struct store_remote_auth *auth, b
 	if (!s)
 		return -ENOMEM;
 	s->reader = reader;
+	s->slot = auth ? auth->collector_id : 0;
 	s->h = reader ? &s->base.r.h : &s->base.w.h;
 	snprintf(base, sizeof(base), "%s://%s:%s/", tls ? "https" : "http", u.host, u.port);
 	c.base = base;
@@ -323,7 +327,7 @@ static int ch_store_new(const char *url, const struct store_remote_auth *auth, b
 	s->replicated = u.replicated;
 	ret = ch_http_new(&c, &s->http);
 	explicit_bzero(u.password, sizeof(u.password));
-	if (ret == 0 && (!(s->db = strdup(u.db)) || !(s->collector = ch_collector_name())))
+	if (ret == 0 && (!(s->db = strdup(u.db)) || !(s->collector = ch_collector_name(auth))))
 		ret = -ENOMEM;
 	if (ret == 0 && !reader)
 		ret = ch_meta_init(s);
@@ -360,6 +364,7 @@ static void ch_init(void)
 	ch_tail_reader_ops(&ch_reader_ops);
 	ch_sql_reader_ops(&ch_reader_ops);
 	ch_boots_ops(&ch_writer_ops, &ch_reader_ops);
+	ch_fleet_writer_ops(&ch_writer_ops);
 	ch_symbols_reader_ops(&ch_reader_ops);
 }
 
@@ -375,7 +380,7 @@ int store_clickhouse_writer_open(const char *url, const struct store_remote_auth
 		return ret;
 	pthread_once(&ch_once, ch_init);
 	s->base.w.ops = &ch_writer_ops;
-	ret = ch_migrate(s, true) ?: ch_txn_recover(s);
+	ret = ch_migrate(s, true) ?: ch_fleet_check(s) ?: ch_txn_recover(s);
 	if (ret == 0 && ch_version_note(s) < 0)	/* said, not needed: we use nothing newer */
 		log_warn("could not ask ClickHouse its version: %s", s->h->errmsg);
 	if (ret < 0) {

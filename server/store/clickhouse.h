@@ -67,9 +67,11 @@
  * Every event thus ends up stored once, on a plain MergeTree with no
  * ZooKeeper. What this cannot promise: readers may see a failed commit's
  * rows until the writer is back and has deleted them (the events of one
- * batch, at most, for the time ClickHouse is down), and two collectors
- * must not share one database (their commit ids would mix; the fleet
- * issue gives each its own range). Facts (hosts, formats, names,
+ * batch, at most, for the time ClickHouse is down). Several collectors
+ * may share one database (issue 35): each numbers its commits in a
+ * residue of its own (--collector-id, clickhouse_txn.c), cleans up only
+ * its own, and reads "completed" as "has a commits row"; the live-host
+ * set and the id check are clickhouse_fleet.c's. Facts (hosts, formats, names,
  * symbols) are idempotent rows (ReplacingMergeTree), kept across a
  * rollback and written again harmlessly.
  *
@@ -198,6 +200,7 @@
  *   clickhouse_version.c what a newer server would do better   (writer)
  *   clickhouse_stacks.c  stacks stored once each: references in the
  *                        rows, their frames per page          (both)
+ *   clickhouse_fleet.c   the live-host set, the --collector-id check (writer)
  *   clickhouse_txn.c     commit ids, commit, rollback, cleanup (writer)
  *   clickhouse_send.c    the sender thread: one batch's INSERT at a
  *                        time beside the writer's own          (writer)

@@ -16,6 +16,13 @@
 
 #include "server/store/store_ops.h"
 
+/*
+ * Rows of completed commits, of any collector: commit ids interleave
+ * (clickhouse_txn.c), so "up to the last commit" would take a slower
+ * collector's unfinished commit.
+ */
+#define CH_COMMITTED	"_tc_commit IN (SELECT id FROM commits)"
+
 struct ch_http;
 struct ch_symcache;
 struct ch_sender;
@@ -100,7 +107,7 @@ struct ch_host {
 
 /* Marks of the open transaction, read through it (stream_marks, journal_mark_get). */
 struct ch_smark {
-	uint64_t host_id, session, seq;
+	uint64_t host_id, session, lo, seq;	/* pages lo..seq */
 	uint32_t stream;
 	char *boot_id;
 };
@@ -128,6 +135,8 @@ struct ch_store {
 	char *db;		/* the database's name */
 	char *collector;	/* this collector's name in journal_marks and commits */
 	bool replicated;	/* the writer's tables are Replicated*: block dedup (clickhouse.h) */
+	unsigned slot;		/* its --collector-id: its commit ids are = slot
+				 * modulo CH_SLOTS (clickhouse_txn.c) */
 	const struct store_stop *stop;	/* a reader's (store_set_stop()) */
 	struct ch_symcache *syms;	/* a reader's names of addresses (clickhouse_symbols.c) */
 	/* the writer's */

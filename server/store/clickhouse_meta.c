@@ -56,8 +56,8 @@ static const struct {
 		"quota_held_pages", "quota_held_ms", "_tc_commit" } },
 	[CH_B_DROPS] = { "drops", { "host_id", "system", "name", "reason", "n", "_tc_commit" } },
 	[CH_B_FREED] = { "freed", { "host_id", "bytes", "_tc_commit" } },
-	[CH_B_STREAM_MARKS] = { "stream_marks", { "host_id", "boot_id", "session", "stream",
-		"seq", "_tc_commit" } },
+	[CH_B_STREAM_MARKS] = { "stream_spans", { "host_id", "boot_id", "session", "stream",
+		"lo", "hi", "_tc_commit" } },
 	[CH_B_JOURNAL_MARKS] = { "journal_marks", { "collector", "file", "pos", "_tc_commit" } },
 	[CH_B_HOST_BOOTS] = { "host_boots", { "host_id", "boot_id", "since", "kernel",
 		"trace_clock", "long_size", "big_endian", "page_size", "header_page",
@@ -326,46 +326,61 @@ static int ch_dropped(struct store_writer *w, uint64_t host_id, const char *syst
 
 /* ---- marks ---- */
 
+/*
+ * The spans of every collector's completed commits (stream_spans; the
+ * rows of stream_marks, from before spans, as 0..seq), in (stream, lo)
+ * order, and the open transaction's.
+ */
 static int ch_stream_marks(struct store_writer *w, uint64_t host_id, const char *boot_id,
-			   uint64_t session, uint64_t *seqs, uint32_t n)
+			   uint64_t session, uint32_t n, store_span_fn fn, void *ctx)
 {
 	struct ch_store *s = ch_writer_of(w);
+	struct store_span sp;
 	struct ch_reply r;
-	struct ch_sql q;
-	uint64_t stream, seq;
+	struct ch_sql q, key;
 	int ret = ch_writer_enter(s);
 
 	if (ret < 0)
 		return ret;
-	memset(seqs, 0, n * sizeof(*seqs));
+	ch_sql_init(&key, 0);
+	ch_sql_addf(&key, " WHERE host_id = %llu AND session = %llu AND stream < %u AND "
+		    CH_COMMITTED " AND boot_id = ", (unsigned long long)host_id,
+		    (unsigned long long)session, n);
+	ch_sql_cstr(&key, boot_id);
 	ch_sql_init(&q, 0);
-	ch_sql_addf(&q, "SELECT stream, max(seq) FROM stream_marks WHERE host_id = %llu AND"
-		    " session = %llu AND _tc_commit <= %llu AND boot_id = ",
-		    (unsigned long long)host_id, (unsigned long long)session,
-		    (unsigned long long)s->last_ok);
-	ch_sql_cstr(&q, boot_id);
-	ch_sql_addf(&q, " AND stream < %u GROUP BY stream", n);
-	ret = ch_query(s, &q, &r);
+	ch_sql_raw(&q, "SELECT stream, lo, hi FROM (SELECT stream, lo, hi FROM stream_spans");
+	ch_sql_raw(&q, ch_sql_text(&key));
+	ch_sql_raw(&q, " UNION ALL SELECT stream, 0 AS lo, max(seq) AS hi FROM stream_marks");
+	ch_sql_raw(&q, ch_sql_text(&key));
+	ch_sql_raw(&q, " GROUP BY stream) ORDER BY stream, lo");
+	ret = ch_sql_err(&key) ?: ch_query(s, &q, &r);
 	ch_sql_free(&q);
+	ch_sql_free(&key);
 	if (ret < 0)
 		return ret;
-	for (size_t i = 0; i < r.nrows; i++)
+	for (size_t i = 0; ret == 0 && i < r.nrows; i++) {
+		uint64_t stream;
+
 		if (ch_reply_u64(&r, i, 0, &stream) == 0 && stream < n &&
-		    ch_reply_u64(&r, i, 1, &seq) == 0)
-			seqs[stream] = seq;
+		    ch_reply_u64(&r, i, 1, &sp.lo) == 0 && ch_reply_u64(&r, i, 2, &sp.hi) == 0 &&
+		    sp.lo <= sp.hi) {
+			sp.stream = (uint32_t)stream;
+			ret = fn(ctx, &sp);
+		}
+	}
 	ch_reply_free(&r);
-	for (size_t i = 0; i < s->nsmarks; i++) {	/* the open transaction's */
+	for (size_t i = 0; ret == 0 && i < s->nsmarks; i++) {	/* the open transaction's */
 		const struct ch_smark *m = &s->smarks[i];
 
 		if (m->host_id == host_id && m->session == session && m->stream < n &&
-		    !strcmp(m->boot_id, boot_id) && m->seq > seqs[m->stream])
-			seqs[m->stream] = m->seq;
+		    !strcmp(m->boot_id, boot_id))
+			ret = fn(ctx, &(struct store_span){ m->stream, m->lo, m->seq });
 	}
-	return 0;
+	return ret;
 }
 
 static int ch_stream_mark(struct store_writer *w, uint64_t host_id, const char *boot_id,
-			  uint64_t session, uint32_t stream, uint64_t seq)
+			  uint64_t session, uint32_t stream, uint64_t lo, uint64_t seq)
 {
 	struct ch_store *s = ch_writer_of(w);
 	struct ch_batch *b = &s->fixed[CH_B_STREAM_MARKS];
@@ -378,7 +393,7 @@ static int ch_stream_mark(struct store_writer *w, uint64_t host_id, const char *
 	if (!v)
 		return -ENOMEM;
 	s->smarks = v;
-	v[s->nsmarks] = (struct ch_smark){ host_id, session, seq, stream, strdup(boot_id) };
+	v[s->nsmarks] = (struct ch_smark){ host_id, session, lo, seq, stream, strdup(boot_id) };
 	if (!v[s->nsmarks].boot_id)
 		return -ENOMEM;
 	if (s->in_txn)
@@ -389,6 +404,7 @@ static int ch_stream_mark(struct store_writer *w, uint64_t host_id, const char *
 	ch_b_cstr(&b->rows, boot_id);
 	ch_b_u64(&b->rows, session);
 	ch_b_u32(&b->rows, stream);
+	ch_b_u64(&b->rows, lo);
 	ch_b_u64(&b->rows, seq);
 	ch_b_u64(&b->rows, s->commit_id);
 	return ch_counted_done(s, b);
@@ -692,11 +708,10 @@ static int ch_host_usage(struct store_writer *w,
 	ch_sql_init(&q, 0);
 	ch_sql_addf(&q, "SELECT h.name, toUInt64(greatest(0, toInt64(sum(c.b)) -"
 		    " toInt64(sum(c.f)))) FROM (SELECT host_id, bytes AS b, 0 AS f FROM cpu_counts"
-		    " WHERE _tc_commit <= %llu UNION ALL SELECT host_id, 0 AS b, bytes AS f FROM"
-		    " freed WHERE _tc_commit <= %llu) AS c ANY INNER JOIN (SELECT host_id,"
+		    " WHERE " CH_COMMITTED " UNION ALL SELECT host_id, 0 AS b, bytes AS f FROM"
+		    " freed WHERE " CH_COMMITTED ") AS c ANY INNER JOIN (SELECT host_id,"
 		    " argMax(name, version) AS name FROM hosts GROUP BY host_id) AS h USING host_id"
-		    " GROUP BY h.name", (unsigned long long)s->last_ok,
-		    (unsigned long long)s->last_ok);
+		    " GROUP BY h.name");
 	ret = ch_query(s, &q, &r);
 	ch_sql_free(&q);
 	for (size_t i = 0; ret == 0 && i < r.nrows; i++)

@@ -132,7 +132,7 @@ static int ch_query_conds(struct ch_store *s, const struct store_query *q,
 {
 	int ret = ch_hosts_cond(s, q, hosts, hc, none);
 
-	ch_sql_raw(in, "_tc_commit <= (SELECT max(id) FROM commits)");
+	ch_sql_raw(in, CH_COMMITTED);
 	ch_sql_raw(in, ch_sql_text(hc));
 	ch_window_cond(q->win, in, none);
 	if (q->ncpus) {

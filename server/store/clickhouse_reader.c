@@ -12,10 +12,10 @@
 #include <string.h>
 
 #include "common/tc_error.h"
+#include "server/store/clickhouse_fleet.h"
 #include "server/store/clickhouse_reader.h"
 #include "server/store/clickhouse_util.h"
 
-#define CH_COMMITTED	"_tc_commit <= (SELECT max(id) FROM commits)"
 
 static bool ch_globs_match(const struct store_scope *sc, const char *name)
 {
@@ -37,10 +37,18 @@ bool ch_host_allowed(const struct store_query *q, const char *name)
 }
 
 /* The hosts' latest rows, by name then id: id, name, machine_id, boot_id, ... */
+/* Every host's latest row, its clock's, and the collector it is connected to (lc). */
 static int ch_hosts_read(struct ch_store *s, struct ch_reply *r)
 {
-	return ch_query_text(s, "SELECT host_id, n, mid, bid, kern, clk, subj, ag, nc, ps, off, fs, ls,"
-		       " cn, cm, cmeas, cunc, cdrift, cdis FROM (SELECT host_id, argMax(name,"
+	struct ch_sql q;
+	int ret;
+
+	ch_sql_init(&q, 0);
+	/* 18.16 takes one JOIN per SELECT: the live set joins around the rest */
+	ch_sql_raw(&q, "SELECT host_id, n, mid, bid, kern, clk, subj, ag, nc, ps, off, fs, ls,"
+		       " cn, cm, cmeas, cunc, cdrift, cdis, lc FROM (SELECT host_id, n, mid, bid,"
+		       " kern, clk, subj, ag, nc, ps, off, fs, ls, cn, cm, cmeas, cunc, cdrift, cdis"
+		       " FROM (SELECT host_id, argMax(name,"
 		       " version) AS n, argMax(machine_id, version) AS mid, argMax(boot_id, version)"
 		       " AS bid, argMax(kernel, version) AS kern, argMax(trace_clock, version) AS clk,"
 		       " argMax(peer_subject, version) AS subj, argMax(agent, version) AS ag,"
@@ -51,7 +59,12 @@ static int ch_hosts_read(struct ch_store *s, struct ch_reply *r)
 		       " argMax(realtime_ns - toInt64(trace_ns), version) AS cmeas,"
 		       " argMax(uncertainty_ns, version) AS cunc, argMax(drift_ppb, version) AS cdrift,"
 		       " argMax(ifNull(disagree_ns, 0), version) AS cdis FROM clock_points GROUP BY"
-		       " host_id) USING host_id ORDER BY n, host_id", r);
+		       " host_id) USING host_id) ANY LEFT JOIN (");
+	ch_sql_addf(&q, CH_LIVE_SQL, (long long)(ch_now_ns() - (int64_t)CH_LIVE_S * 1000000000));
+	ch_sql_raw(&q, ") USING host_id ORDER BY n, host_id");
+	ret = ch_query(s, &q, r);
+	ch_sql_free(&q);
+	return ret;
 }
 
 static const char *ch_nonempty(const char *s)
@@ -73,6 +86,7 @@ static int ch_hosts(struct store_reader *rd, const struct store_query *q,
 			.kernel = ch_reply_cell(&r, i, 4), .trace_clock = ch_reply_cell(&r, i, 5),
 			.peer_subject = ch_nonempty(ch_reply_cell(&r, i, 6)),
 			.agent = ch_nonempty(ch_reply_cell(&r, i, 7)),
+			.collector = ch_nonempty(ch_reply_cell(&r, i, 19)),
 		};
 
 		uint64_t points = 0, measured = 0;

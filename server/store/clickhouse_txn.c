@@ -22,6 +22,24 @@
  * numbers a commit with an id a --follow cursor may have passed
  * (clickhouse_tail.c). An id lost with a block at a restart is a gap, which
  * readers take as they take a rolled-back commit's.
+ *
+ * Several collectors on one database (issue 35). Each has a number of its
+ * own, --collector-id N (0 <= N < STORE_COLLECTOR_IDS, s->slot), and
+ * numbers its commits N modulo STORE_COLLECTOR_IDS: ids interleave and
+ * never collide, with no exchange between collectors (ClickHouse has no
+ * atomic counter to share). So:
+ *  - "completed" is "has a row in commits" (CH_COMMITTED), no longer "up
+ *    to the last row of commits": a collector's commit may complete after
+ *    a later-numbered commit of another;
+ *  - a collector's last_ok is the last of its own ids in commits, and its
+ *    cleanup deletes rows past it of its own ids only: never the rows of
+ *    another's commit in flight;
+ *  - a block of commit_ids reserves the next CH_ID_BLOCK ids of its own
+ *    residue; a writer opens above every id reserved or committed by any
+ *    collector, as before.
+ * Two collectors given the same number would mix their commits as two on
+ * one number always did: clickhouse_fleet.c refuses the second while the
+ * first is alive (its rows in live_hosts).
  */
 #include "config.h"
 
@@ -43,7 +61,7 @@
 #define CH_ID_BLOCK		1024	/* commit ids reserved by one row of commit_ids */
 
 static const char *const ch_counted_tables[] = {
-	"cpu_counts", "drops", "freed", "stream_marks", "journal_marks",
+	"cpu_counts", "drops", "freed", "stream_marks", "stream_spans", "journal_marks",
 	"losses",
 	"retain_cuts",	/* clickhouse_retain.c: a round whose counts were deleted must go */
 };
@@ -82,7 +100,8 @@ static int ch_delete_after(struct ch_store *s, const char *table, uint64_t last)
 	ch_sql_init(&q, 0);
 	ch_sql_raw(&q, "SELECT count() FROM ");
 	ch_sql_ident(&q, table);
-	ch_sql_addf(&q, " WHERE _tc_commit > %llu", (unsigned long long)last);
+	ch_sql_addf(&q, " WHERE _tc_commit > %llu AND _tc_commit %% %u = %u",
+		    (unsigned long long)last, STORE_COLLECTOR_IDS, s->slot);
 	ret = ch_query_u64(s, &q, &n);
 	if (ret == 0 && n) {
 		log_warn("deleting %llu rows of %s that an unfinished commit left",
@@ -90,7 +109,8 @@ static int ch_delete_after(struct ch_store *s, const char *table, uint64_t last)
 		ch_sql_reset(&q);
 		ch_sql_raw(&q, "ALTER TABLE ");
 		ch_sql_ident(&q, table);
-		ch_sql_addf(&q, " DELETE WHERE _tc_commit > %llu", (unsigned long long)last);
+		ch_sql_addf(&q, " DELETE WHERE _tc_commit > %llu AND _tc_commit %% %u = %u",
+			    (unsigned long long)last, STORE_COLLECTOR_IDS, s->slot);
 		ret = ch_exec(s, &q);
 	}
 	ch_sql_free(&q);
@@ -117,20 +137,28 @@ static int ch_clean(struct ch_store *s)
 
 int ch_txn_recover(struct ch_store *s)
 {
+	uint64_t top = 0, ids = 0;
 	struct ch_sql q;
 	int ret;
 
 	ch_sql_init(&q, 0);
-	ch_sql_raw(&q, "SELECT max(id) FROM commits");
+	ch_sql_addf(&q, "SELECT max(id) FROM commits WHERE id %% %u = %u", STORE_COLLECTOR_IDS,
+		    s->slot);
 	ret = ch_query_u64(s, &q, &s->last_ok);
 	ch_sql_reset(&q);
+	ch_sql_raw(&q, "SELECT max(id) FROM commits");
+	ret = ret ?: ch_query_u64(s, &q, &top);
+	ch_sql_reset(&q);
 	ch_sql_raw(&q, "SELECT max(hw) FROM commit_ids");
-	ret = ret ?: ch_query_u64(s, &q, &s->reserved);
+	ret = ret ?: ch_query_u64(s, &q, &ids);
 	ch_sql_free(&q);
 	if (ret < 0)
 		return ret;
 	/* above every id ever reserved: never one whose rows were deleted */
-	s->commit_id = (s->reserved > s->last_ok ? s->reserved : s->last_ok) + 1;
+	top = ids > top ? ids : top;
+	s->commit_id = top + 1 + (s->slot + STORE_COLLECTOR_IDS -
+				  (top + 1) % STORE_COLLECTOR_IDS) % STORE_COLLECTOR_IDS;
+	s->reserved = 0;	/* the first commit reserves a block of our own */
 	ret = ch_clean(s);
 	if (ret == 0)
 		s->dirty = false;
@@ -213,7 +241,7 @@ static int ch_commit_row(struct ch_store *s)
  */
 int ch_reserve_id(struct ch_store *s)
 {
-	uint64_t hw = s->commit_id + CH_ID_BLOCK - 1;
+	uint64_t hw = s->commit_id + (uint64_t)(CH_ID_BLOCK - 1) * STORE_COLLECTOR_IDS;
 	struct ch_sql q;
 	int ret;
 
@@ -266,8 +294,10 @@ int ch_commit(struct store_writer *w)
 		ch_rollback(w);
 		return ret;
 	}
-	if (s->sent)
-		s->last_ok = s->commit_id++;
+	if (s->sent) {
+		s->last_ok = s->commit_id;
+		s->commit_id += STORE_COLLECTOR_IDS;	/* our residue (--collector-id) */
+	}
 	ch_txn_drop(s);
 	s->in_txn = false;
 	return 0;
@@ -280,7 +310,7 @@ int ch_rollback(struct store_writer *w)
 	ch_send_wait(s);	/* none of it lands after the rows are deleted */
 	if (s->in_txn && s->sent) {
 		s->dirty = true;	/* some of it may be on the server */
-		s->commit_id++;		/* never reused */
+		s->commit_id += STORE_COLLECTOR_IDS;	/* never reused */
 	}
 	ch_txn_drop(s);
 	s->in_txn = false;

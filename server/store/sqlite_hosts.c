@@ -174,37 +174,38 @@ static int sq_cpu_stats(struct store_writer *w, uint64_t host_id,
 		(int64_t)c->pages_read, (int64_t)c->copied_bytes }, 15);
 }
 
+/* One collector per SQLite file: a high-water mark per stream, read as 0..mark. */
 static int sq_stream_marks(struct store_writer *w, uint64_t host_id, const char *boot_id,
-			   uint64_t session, uint64_t *seqs, uint32_t n)
+			   uint64_t session, uint32_t n, store_span_fn fn, void *ctx)
 {
 	struct sq_store *s = sq_writer_of(w);
 	sqlite3_stmt *st;
 	int ret = sq_writer_enter(s) ?:
 		  sq_prepare(s, "SELECT stream, seq FROM stream_marks WHERE host_id = ?"
 				" AND boot_id = ? AND session = ?", &st);
-	int rc;
+	int rc = SQLITE_DONE;
 
 	if (ret < 0)
 		return ret;
-	for (uint32_t i = 0; i < n; i++)
-		seqs[i] = 0;
 	sqlite3_bind_int64(st, 1, (int64_t)host_id);
 	sqlite3_bind_text(st, 2, boot_id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, (int64_t)session);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		int64_t stream = sqlite3_column_int64(st, 0);
+		struct store_span sp = { (uint32_t)stream, 0,
+					 (uint64_t)sqlite3_column_int64(st, 1) };
 
 		if (stream >= 0 && stream < (int64_t)n)
-			seqs[stream] = (uint64_t)sqlite3_column_int64(st, 1);
+			ret = fn(ctx, &sp);
 	}
-	if (rc != SQLITE_DONE)
+	if (ret == 0 && rc != SQLITE_DONE)
 		ret = sq_err(s, TC_ERR_DB, "stream marks");
 	sqlite3_finalize(st);
 	return ret;
 }
 
 static int sq_stream_mark(struct store_writer *w, uint64_t host_id, const char *boot_id,
-			  uint64_t session, uint32_t stream, uint64_t seq)
+			  uint64_t session, uint32_t stream, uint64_t lo, uint64_t seq)
 {
 	struct sq_store *s = sq_writer_of(w);
 	sqlite3_stmt *st = s->mark_put;
@@ -212,7 +213,7 @@ static int sq_stream_mark(struct store_writer *w, uint64_t host_id, const char *
 
 	if (ret < 0)
 		return ret;
-
+	(void)lo;	/* the mark: the highest (one collector stores in order) */
 	sqlite3_bind_int64(st, 1, (int64_t)host_id);
 	sqlite3_bind_text(st, 2, boot_id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, (int64_t)session);

@@ -34,6 +34,8 @@ const char *store_open_errmsg(int ret)
 /* What store_remote_setup() kept: set before any thread, read-only after. */
 static struct {
 	char *password, *cert, *key, *ca;
+	char *collector;
+	unsigned collector_id;
 } remote;
 
 bool store_path_is_remote(const char *path)
@@ -43,7 +45,8 @@ bool store_path_is_remote(const char *path)
 
 static const struct store_remote_auth *store_remote(struct store_remote_auth *a)
 {
-	*a = (struct store_remote_auth){ remote.password, remote.cert, remote.key, remote.ca };
+	*a = (struct store_remote_auth){ remote.collector, remote.collector_id, remote.password,
+					 remote.cert, remote.key, remote.ca };
 	return a;
 }
 
@@ -105,6 +108,16 @@ int store_remote_setup(char *db, const char *password_file, const char *cert, co
 	}
 	return store_set(&remote.cert, cert) ?: store_set(&remote.key, key) ?:
 	       store_set(&remote.ca, ca);
+}
+
+int store_remote_collector(const char *name, unsigned id)
+{
+	if (id >= STORE_COLLECTOR_IDS || (name && (!*name || strlen(name) > 255)))
+		return -EINVAL;
+	free(remote.collector);
+	remote.collector = NULL;
+	remote.collector_id = id;
+	return store_set(&remote.collector, name);
 }
 
 int store_writer_open(const char *path, struct store_writer **out)

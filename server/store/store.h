@@ -58,6 +58,16 @@ int store_writer_open(const char *path, struct store_writer **out);
 int store_reader_open(const char *path, struct store_reader **out);
 
 /*
+ * store_remote_collector - this collector among those that share a remote
+ * store (issue 35): its name @name (NULL: its host's; at most 255 bytes),
+ * shown by traceq --hosts and keyed on by its journal's marks, and its
+ * number @id (< STORE_COLLECTOR_IDS), unique among them: its commit ids
+ * are @id modulo STORE_COLLECTOR_IDS (clickhouse_txn.c). Once, before any
+ * open or thread. Return: 0; -EINVAL; -ENOMEM.
+ */
+int store_remote_collector(const char *name, unsigned id);
+
+/*
  * store_path_is_remote - whether @path names a store that is a server
  * (clickhouse://[USER@]HOST:PORT/DB, server/store/clickhouse.h) rather
  * than an SQLite file: no file, lock or directory of ours to check.
@@ -346,36 +356,38 @@ static inline int store_cpu_held(struct store_writer *w, uint64_t host_id, uint3
 
 /*
  * store_stream_marks - for the agent session (@host_id, @boot_id, @session),
- * the highest stored page sequence number of each stream 0..@n-1 into
- * @seqs[] (0 for a stream with none). Reads through the open transaction,
- * so marks set but not yet committed count.
+ * the spans of stored pages of streams 0..@n-1, each handed to @fn (in no
+ * order, overlapping or not), by every collector that shares the store
+ * (issue 35: a collector that takes a session over learns what another
+ * stored). Reads through the open transaction, so marks set but not yet
+ * committed count. A backend that keeps one high-water mark per stream
+ * (SQLite: one collector) gives 0..mark.
  *
- * Return: 0; TC_ERR_DB; -EINVAL.
+ * Return: 0; TC_ERR_DB; -EINVAL; what @fn returned when negative.
  */
 static inline int store_stream_marks(struct store_writer *w, uint64_t host_id,
-				     const char *boot_id, uint64_t session, uint64_t *seqs,
-				     uint32_t n)
+				     const char *boot_id, uint64_t session, uint32_t n,
+				     store_span_fn fn, void *ctx)
 {
-	if (!boot_id || (n && !seqs))
+	if (!boot_id || !fn)
 		return -EINVAL;
-	return w->ops->stream_marks(w, host_id, boot_id, session, seqs, n);
+	return w->ops->stream_marks(w, host_id, boot_id, session, n, fn, ctx);
 }
 
 /*
- * store_stream_mark - record that pages of @stream up to @seq of that agent
- * session are stored; call it in the transaction that inserts the page's
- * events, so the mark and the events commit (or vanish) together. The mark
- * never goes down.
+ * store_stream_mark - record that pages @lo..@hi of @stream of that agent
+ * session are stored; call it in the transaction that inserts the pages'
+ * events, so the mark and the events commit (or vanish) together.
  *
  * Return: 0; TC_ERR_DB; -EINVAL.
  */
 static inline int store_stream_mark(struct store_writer *w, uint64_t host_id,
 				    const char *boot_id, uint64_t session, uint32_t stream,
-				    uint64_t seq)
+				    uint64_t lo, uint64_t hi)
 {
-	if (!boot_id)
+	if (!boot_id || lo > hi)
 		return -EINVAL;
-	return w->ops->stream_mark(w, host_id, boot_id, session, stream, seq);
+	return w->ops->stream_mark(w, host_id, boot_id, session, stream, lo, hi);
 }
 
 /*
@@ -399,6 +411,22 @@ static inline int store_journal_mark_get(struct store_writer *w, uint64_t file, 
 static inline int store_journal_forget(struct store_writer *w, uint64_t from, uint64_t to)
 {
 	return w->ops->journal_forget(w, from, to);
+}
+
+/*
+ * store_live_hosts - the hosts connected to this collector now (@ids, @n
+ * of them), for a store several collectors share (issue 35): traceq
+ * --hosts on any of them says which collector each host is connected to
+ * (struct store_host_info .collector). The ingest worker calls it every
+ * few seconds, outside its transactions; a backend for one collector has
+ * no op, and it returns 0.
+ * Return: 0; TC_ERR_DB; -EINVAL.
+ */
+static inline int store_live_hosts(struct store_writer *w, const uint64_t *ids, size_t n)
+{
+	if (n && !ids)
+		return -EINVAL;
+	return w->ops->live_hosts ? w->ops->live_hosts(w, ids, n) : 0;
 }
 
 /*

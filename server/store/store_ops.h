@@ -118,6 +118,15 @@ struct store_handle {
 	char note[STORE_ERRMSG_MAX];	/* what the last reopen found */
 };
 
+/* Pages lo..hi (sequence numbers, both in) of one agent stream, stored. */
+struct store_span {
+	uint32_t stream;
+	uint64_t lo, hi;
+};
+
+/* Called for each stored span; a negative return stops the read and is returned. */
+typedef int (*store_span_fn)(void *ctx, const struct store_span *sp);
+
 /* The ingest worker's: everything it stores, and the reads its writes need. */
 struct store_writer_ops {
 	/* close: stop the backend's threads, free the handle and its store_types */
@@ -155,12 +164,13 @@ struct store_writer_ops {
 	int (*cpu_held)(struct store_writer *w, uint64_t host_id, uint32_t cpu,
 			const struct store_held *h);
 	int (*stream_marks)(struct store_writer *w, uint64_t host_id, const char *boot_id,
-			    uint64_t session, uint64_t *seqs, uint32_t n);
+			    uint64_t session, uint32_t n, store_span_fn fn, void *ctx);
 	int (*stream_mark)(struct store_writer *w, uint64_t host_id, const char *boot_id,
-			   uint64_t session, uint32_t stream, uint64_t seq);
+			   uint64_t session, uint32_t stream, uint64_t lo, uint64_t hi);
 	int (*journal_mark)(struct store_writer *w, uint64_t file, uint64_t pos);
 	int (*journal_mark_get)(struct store_writer *w, uint64_t file, uint64_t *pos);
 	int (*journal_forget)(struct store_writer *w, uint64_t from, uint64_t to);
+	int (*live_hosts)(struct store_writer *w, const uint64_t *ids, size_t n);
 	int (*host_usage)(struct store_writer *w,
 			  int (*fn)(void *ctx, const char *host, uint64_t bytes), void *ctx);
 	int (*cmdlines)(struct store_writer *w, uint64_t host_id, const struct proto_cmdlines *c);
@@ -290,7 +300,11 @@ struct store_reader_ops {
  * the front (store_remote_setup()) and handed to that backend's opens: a
  * password never travels in the path, which is logged.
  */
+#define STORE_COLLECTOR_IDS	64	/* --collector-id: 0 .. this - 1 */
+
 struct store_remote_auth {
+	const char *collector;	/* this collector's name among those sharing the store */
+	unsigned collector_id;	/* and its number (--collector-id), unique among them */
 	const char *password;	/* NULL: none */
 	const char *cert, *key;	/* TLS client certificate and key; NULL: none */
 	const char *ca;		/* CA of the server's certificate; NULL: the system's */

@@ -395,6 +395,9 @@ struct store_host_info {
 	const char *clock_source;	/* "host" or "measured": what places its events */
 	int64_t clock_measured_ns;	/* the collector's realtime - trace clock */
 	int64_t clock_uncertainty_ns, clock_drift_ppb, clock_disagree_ns;
+	const char *collector;		/* the collector it is connected to, from a
+					 * shared store's live set (store_live_hosts());
+					 * NULL: none, or a store of one collector */
 };
 
 /*
