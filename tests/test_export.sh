@@ -211,6 +211,14 @@ else
 	rm -rf "$shm"
 	check "agent --exec exits 0" '[ "$rc" = 0 ] || { cat "$tmp/prog.err"; false; }'
 	n=$(traceq --count -H exp-prog 'ftrace:funcgraph_*')
+	# which of its buffers the calls land in varies with the run; each
+	# row carries its stream (>= 32768), never a number a kernel CPU has
+	traceq --time raw --no-host -H exp-prog 'ftrace:funcgraph_*' > "$tmp/progrows.txt"
+	read -r rows low < <(awk 'match($0, /\[[0-9]+\] +[0-9]+\.[0-9]+:/) {
+		split(substr($0, RSTART, RLENGTH), f, /[][ :]+/); n++; if (f[2] + 0 < 32768) low++ }
+		END { print n + 0, low + 0 }' "$tmp/progrows.txt")
+	check "traceq: the program's $n calls carry their streams ($rows rows, $low below 32768)" \
+		'[ "$n" -gt 0 ] && [ "$rows" = "$n" ] && [ "$low" = 0 ] || { head -3 "$tmp/progrows.txt"; false; }'
 	for v in 7 6; do
 		traceq --export "$tmp/prog$v.dat" --tracedat-version "$v" -H exp-prog > "$tmp/exp.out" 2>&1
 		rc=$?
