@@ -118,7 +118,7 @@ struct export_host {
  */
 struct export_row {
 	const char *host;
-	uint32_t cpu;
+	uint32_t cpu;		/* a program's row: its buffer (its stream when no group is known) */
 	int64_t ts;		/* wall-clock ns */
 	int64_t trace_ts;	/* the host's trace clock, ns */
 	int32_t pid;
@@ -148,10 +148,10 @@ struct export_loss {
 	 * Where the rows of that CPU went, for a writer that lays rows out
 	 * by CPU (trace.dat): the CPU they carry and whether they are a
 	 * program's (export_row.program). A kernel CPU's loss: @cpu and
-	 * false. A program ring's (@cpu its stream, >= 32768): its buffer,
-	 * the stream less its group's first stream (the collector's op 10,
-	 * hostmeta.h), classed as that buffer's rows are; UINT32_MAX when
-	 * the collector named no group of the stream.
+	 * false. A program ring's (@cpu its stream, >= 32768, as its rows
+	 * carry it): true, and its buffer, the stream less its group's first
+	 * stream (the collector's op 10, hostmeta.h), as for its rows; the
+	 * stream when the collector named no group of it.
 	 */
 	uint32_t row_cpu;
 	bool program;

@@ -25,7 +25,7 @@ struct hostmeta_format {
 /*
  * A traced program's ring the host announced in the boot (a GROUP): its
  * streams [first_stream, first_stream + nstreams), a stream's buffer
- * (the CPU its rows carry) being stream - first_stream.
+ * (its CPU in a trace.dat export) being stream - first_stream.
  */
 struct hostmeta_program {
 	uint32_t first_stream, nstreams;

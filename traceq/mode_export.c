@@ -56,7 +56,7 @@ struct export_run {
 	struct hostcache *hc;
 	struct ehost *hosts;
 	size_t nhosts;
-	/* the host's programs' rings (hostmeta.h), for its losses */
+	/* the host's programs' rings (hostmeta.h): their streams' buffers */
 	struct hostmeta_program *progs;
 	size_t nprogs;
 	uint64_t rows;		/* written so far, all hosts */
@@ -215,17 +215,67 @@ static void progress(struct export_run *x, const char *host, bool done)
 }
 
 /*
- * Whether the rows of @cpu are a program's (our ring's, whose rows carry
- * their buffer as CPU): a CPU none the host declared. (A program's
- * buffer below the host's CPU count reads as the kernel's CPU: rows
- * carry no group.)
+ * Whether @cpu (a row's or a loss's) is a program's: a stream
+ * (>= PROTO_USER_STREAM_BASE: the collector stores a program's rows and
+ * losses on their stream), or for rows stored before it did (they
+ * carry their buffer), a CPU none the host declared. (Such an old row
+ * of a buffer below the host's CPU count reads as the kernel's CPU.)
  */
 static bool cpu_is_program(const struct ehost *e, uint32_t cpu)
 {
 	return cpu >= PROTO_USER_STREAM_BASE || (e->ncpus && cpu >= e->ncpus);
 }
 
-/* Row @i of @rep as the writers take it (export_row.program: cpu_is_program()). */
+/* Whether @p is a better guess than @g for a stream at @ts: see stream_buffer(). */
+static bool group_before(const struct hostmeta_program *p, const struct hostmeta_program *g,
+			 int64_t ts)
+{
+	bool p_up = p->since_ns <= ts, g_up = g->since_ns <= ts;
+
+	if (p_up != g_up)
+		return p_up;
+	return p_up ? p->since_ns >= g->since_ns : p->since_ns < g->since_ns;
+}
+
+/*
+ * The buffer of a program's stream @stream at wall-clock @ts: the stream
+ * less the first stream of the group that holds it, announced last at
+ * or before @ts (agent runs number their groups' streams anew), else
+ * the first that holds it. UINT32_MAX: no group holds it.
+ */
+static uint32_t stream_buffer(const struct export_run *x, uint32_t stream, int64_t ts)
+{
+	const struct hostmeta_program *g = NULL;
+
+	for (size_t i = 0; i < x->nprogs; i++) {
+		const struct hostmeta_program *p = &x->progs[i];
+
+		if (stream < p->first_stream || stream - p->first_stream >= p->nstreams)
+			continue;
+		if (!g || group_before(p, g, ts))
+			g = p;
+	}
+	return g ? stream - g->first_stream : UINT32_MAX;
+}
+
+/*
+ * Where the rows and losses of @cpu at wall-clock @ts go (export_row.cpu,
+ * export_loss.row_cpu): a program's stream its buffer (stream_buffer()),
+ * so that rows stored with their buffer and with their stream go
+ * together, and the stream itself when the collector named no group of
+ * it; any other CPU as it is.
+ */
+static uint32_t row_cpu(const struct export_run *x, uint32_t cpu, int64_t ts)
+{
+	uint32_t b = cpu >= PROTO_USER_STREAM_BASE ? stream_buffer(x, cpu, ts) : UINT32_MAX;
+
+	return b != UINT32_MAX ? b : cpu;
+}
+
+/*
+ * Row @i of @rep as the writers take it (export_row.program:
+ * cpu_is_program(); its .cpu is row_cpu()'s once the host's programs are known).
+ */
 static void row_of(const struct ehost *e, const struct qmsg_reply *rep, uint32_t i,
 		   struct qmsg_reply *view, struct export_row *r)
 {
@@ -289,49 +339,16 @@ static void host_info(struct export_run *x, const struct ehost *e, int64_t wall,
 	h->header_event = m->header_event ? m->header_event : "";
 }
 
-/* Whether @p is a better guess than @g for a stream at @ts: see stream_buffer(). */
-static bool group_before(const struct hostmeta_program *p, const struct hostmeta_program *g,
-			 int64_t ts)
-{
-	bool p_up = p->since_ns <= ts, g_up = g->since_ns <= ts;
-
-	if (p_up != g_up)
-		return p_up;
-	return p_up ? p->since_ns >= g->since_ns : p->since_ns < g->since_ns;
-}
-
-/*
- * The buffer of a program's stream @stream at wall-clock @ts: the stream
- * less the first stream of the group that holds it, announced last at
- * or before @ts (agent runs number their groups' streams anew), else
- * the first that holds it. UINT32_MAX: no group holds it.
- */
-static uint32_t stream_buffer(const struct export_run *x, uint32_t stream, int64_t ts)
-{
-	const struct hostmeta_program *g = NULL;
-
-	for (size_t i = 0; i < x->nprogs; i++) {
-		const struct hostmeta_program *p = &x->progs[i];
-
-		if (stream < p->first_stream || stream - p->first_stream >= p->nstreams)
-			continue;
-		if (!g || group_before(p, g, ts))
-			g = p;
-	}
-	return g ? stream - g->first_stream : UINT32_MAX;
-}
-
 /* A loss of the cursor as the writers take it. */
 static int loss_write(struct export_run *x, const struct ehost *e, const struct loss *l)
 {
 	struct export_loss el = {
 		.host = l->host, .cpu = l->cpu, .ts = l->ts, .trace_ts = l->trace_ts,
-		.count = l->count > 0 ? (uint64_t)l->count : 0, .row_cpu = l->cpu,
+		.count = l->count > 0 ? (uint64_t)l->count : 0,
 	};
 
-	if (l->cpu >= PROTO_USER_STREAM_BASE)
-		el.row_cpu = stream_buffer(x, l->cpu, l->ts);
-	el.program = el.row_cpu != UINT32_MAX && cpu_is_program(e, el.row_cpu);
+	el.program = cpu_is_program(e, l->cpu);
+	el.row_cpu = row_cpu(x, l->cpu, l->ts);
 	return x->w->ops->loss(x->w, &el);
 }
 
@@ -378,7 +395,7 @@ static int page_write(struct export_run *x, const struct ehost *e, const struct 
 			host_info(x, e, r.ts, &h, &printk, &m);
 			ret = x->w->ops->host_begin(x->w, &h);
 			free(printk);
-			free(x->progs);	/* the host's programs kept for its losses */
+			free(x->progs);	/* the host's programs: its rows' and losses' buffers */
 			x->progs = m.programs;
 			x->nprogs = m.nprograms;
 			m.programs = NULL;
@@ -390,6 +407,7 @@ static int page_write(struct export_run *x, const struct ehost *e, const struct 
 		} else {
 			ret = losses_before(x, e, ls, r.ts, false);
 		}
+		r.cpu = row_cpu(x, r.cpu, r.ts);
 		if (ret == 0)
 			ret = x->w->ops->row(x->w, &r);
 		x->rows++;

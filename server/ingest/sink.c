@@ -1435,7 +1435,6 @@ int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t
 	struct page_ctx p = { .s = s, .env = env, .cpu = cpu };
 	struct decode_page_stats st = { 0 };
 	struct decoder *dec = s->dec;
-	uint32_t cpu_no = cpu;
 	struct sink_cpu *c;
 	int ret = 0;
 
@@ -1449,8 +1448,7 @@ int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t
 			return sink_page_dropped(s, env, cpu, seq, sink_why_cpu);
 		p.g = g;
 		dec = g->dec;
-		cpu_no = cpu - g->first;
-		c = &g->streams[cpu_no];
+		c = &g->streams[cpu - g->first];
 	} else if (cpu < s->ncpus) {
 		c = sink_cpu_of(s, cpu);
 		if (!c)
@@ -1467,8 +1465,13 @@ int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t
 	}
 	if (s->filters_gen != env->filters_gen)
 		ret = sink_resolve_all(s, env);
+	/*
+	 * A program's rows carry their stream (>= PROTO_USER_STREAM_BASE),
+	 * as its losses do, not the buffer: a buffer number below the
+	 * host's CPU count would read as that kernel CPU's (traceq --export).
+	 */
 	if (ret == 0)
-		ret = decoder_page(dec, cpu_no, page, len, sink_event, &p, &st);
+		ret = decoder_page(dec, cpu, page, len, sink_event, &p, &st);
 	if (ret == TC_ERR_PAGE_MALFORMED && st.malformed)	/* rejected whole: no event in */
 		return sink_page_dropped(s, env, cpu, seq, st.malformed);
 	if (st.spanned)

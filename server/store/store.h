@@ -899,8 +899,8 @@ static inline int store_boot_formats(struct store_reader *r, uint64_t host_id,
  * store_boot_programs - call @fn for each program (a MSG_GROUP: its
  * ring's streams, first_stream and nstreams; its pid, comm and since_ns)
  * @host_id announced in boot @boot_id, once each, in since_ns order, at
- * most @max: what maps a program loss's stream to the buffer its rows
- * carry as CPU (traceq --export). Strings are valid during the call;
+ * most @max: what maps a program's stream (its rows' and losses' CPU)
+ * to its buffer (traceq --export). Strings are valid during the call;
  * @fn's nonzero return stops the walk and is returned. Return: 0;
  * TC_ERR_DB; -EINVAL.
  */
