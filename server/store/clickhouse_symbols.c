@@ -208,7 +208,8 @@ static int ch_syms_answer(struct ch_store *s, struct ch_symcache *c,
 	int ret;
 
 	ch_sql_init(&q, 0);
-	ch_sql_raw(&q, "SELECT program_id, max(addr) AS a, argMax(size, addr), argMax(name, addr)"
+	ch_sql_raw(&q, "SELECT program_id, max(addr) AS a, argMax(size, (addr, name)),"
+		       " argMax(name, (addr, name))"
 		       " FROM symbols WHERE program_id IN (");
 	for (size_t i = 0; i < n; i++) {
 		const struct ch_sym_slot *sl = ch_slot(c, cand[i]->id, addr);

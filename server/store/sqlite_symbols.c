@@ -99,6 +99,8 @@ static int sq_symbol(struct store_writer *w, uint64_t program_id, uint64_t addr,
  * The symbol of program @prog covering @addr into @buf. A sized symbol
  * must contain it; an unsized one (kallsyms has no sizes) is taken as is
  * for the kernel (@kernel), within SQ_SYM_UNSIZED_MAX bytes otherwise.
+ * Of aliases at one address the greatest name, as clickhouse_symbols.c
+ * picks it, so that both backends print one name.
  * Return: 0, -ENOENT, TC_ERR_DB.
  */
 static int sq_symbol_in(struct sq_store *s, int64_t prog, bool kernel, uint64_t addr,
@@ -110,7 +112,7 @@ static int sq_symbol_in(struct sq_store *s, int64_t prog, bool kernel, uint64_t 
 
 	if (!*st)
 		ret = sq_prepare(s, "SELECT addr, size, name FROM symbols WHERE program_id = ?"
-				    " AND addr <= ? ORDER BY addr DESC LIMIT 1", st);
+				    " AND addr <= ? ORDER BY addr DESC, name DESC LIMIT 1", st);
 	if (ret < 0)
 		return ret;
 	sqlite3_bind_int64(*st, 1, prog);
