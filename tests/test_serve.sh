@@ -14,6 +14,9 @@
 #    and --hist answers equal traceq's; a wrong query answers 400 with
 #    traceq's error and caret; an argument over 8192 bytes answers 400;
 #  - the page's files are served with the token in index.html's links;
+#  - /api/export answers traceq --export's trace.dat of a window (trace-cmd
+#    report reads as many sched_switch as traceq --count says) and its
+#    Perfetto JSON; a wrong format answers 400, a failed export its error;
 #  - SIGTERM stops it with status 0.
 set -u
 
@@ -121,6 +124,31 @@ check "an argument over 8192 bytes answers 400" \
 	'[ "$(api /api/query "q=$long")" = 400 ] && jq -r .error "$tmp/body" | grep -q "longer than"'
 check "limit past 5000 answers 400" '[ "$(api /api/query q=sched_switch limit=5001)" = 400 ]'
 check "a page after those still answers" '[ "$(api /api/query q=sched_switch mode=count)" = 200 ]'
+
+# ---- downloads: traceq --export of a window ----
+since=$(traceq -f json --limit 1 sched_switch | jq -r .ts)
+until=$((since + 500000000))
+traceq --count --since "@${since}ns" --until "@${until}ns" sched_switch > "$tmp/n.want"
+check "/api/export format=tracedat answers a trace.dat of the window" \
+	'[ "$(api /api/export format=tracedat "since=@${since}ns" "until=@${until}ns" \
+	     host=serve-host)" = 200 ] && cp "$tmp/body" "$tmp/win.dat" &&
+	 head -c 10 "$tmp/win.dat" | grep -q "tracing"'
+if command -v trace-cmd >/dev/null; then
+	check "trace-cmd report reads it: as many sched_switch as traceq --count ($(cat "$tmp/n.want"))" \
+		'[ "$(trace-cmd report -i "$tmp/win.dat" 2>/dev/null | grep -c " sched_switch: ")" = \
+		   "$(cat "$tmp/n.want")" ]'
+else
+	tc_skip_part "trace-cmd report of the download" "no trace-cmd"
+fi
+check "/api/export format=perfetto answers Perfetto's JSON" \
+	'[ "$(api /api/export format=perfetto "since=@${since}ns" "until=@${until}ns")" = 200 ] &&
+	 jq -e ".systemTraceEvents | length > 0" "$tmp/body" >/dev/null'
+check "/api/export without a format answers 400" \
+	'[ "$(api /api/export)" = 400 ] && jq -r .error "$tmp/body" | grep -q "tracedat or perfetto"'
+check "/api/export of a window without events answers the export's error" \
+	'[ "$(api /api/export format=tracedat since=@1000000000s until=@1000000001s)" != 200 ] &&
+	 jq -r .error "$tmp/body" | grep -q "traceq"'
+check "no export is left in TMPDIR" '! ls -d "${TMPDIR:-/tmp}"/traceq-export.* 2>/dev/null'
 
 kill -TERM "$serve_pid"
 wait "$serve_pid"

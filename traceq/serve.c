@@ -32,6 +32,7 @@
 #include "traceq/page_assets.h"
 #include "traceq/serve.h"
 #include "traceq/serve_api.h"
+#include "traceq/serve_export.h"
 
 #define SERVE_MAX_HEADERS	16384	/* bytes of a request's line and headers */
 #define SERVE_MAX_BODY		1024	/* GET has none */
@@ -106,10 +107,8 @@ static int make_token(char *hex)
 
 /* ---- answering ---- */
 
-static void send_text(struct evhttp_request *req, int code, const char *reason,
-		      const char *type, const void *p, size_t n)
+static void set_headers(struct evhttp_request *req, const char *type)
 {
-	struct evbuffer *out = evbuffer_new();
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 
 	evhttp_add_header(h, "Content-Type", type);
@@ -119,6 +118,14 @@ static void send_text(struct evhttp_request *req, int code, const char *reason,
 	evhttp_add_header(h, "Content-Security-Policy",
 			  "default-src 'self'; style-src 'self'; script-src 'self'; "
 			  "img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'");
+}
+
+static void send_text(struct evhttp_request *req, int code, const char *reason,
+		      const char *type, const void *p, size_t n)
+{
+	struct evbuffer *out = evbuffer_new();
+
+	set_headers(req, type);
 	if (!out) {
 		evhttp_send_error(req, 500, NULL);
 		return;
@@ -127,6 +134,14 @@ static void send_text(struct evhttp_request *req, int code, const char *reason,
 		evbuffer_add(out, p, n);
 	evhttp_send_reply(req, code, reason, out);
 	evbuffer_free(out);
+}
+
+/* @b as the body (moved out of @b: a file stays a file), with send_text()'s headers. */
+static void send_buffer(struct evhttp_request *req, int code, const char *type,
+			struct evbuffer *b)
+{
+	set_headers(req, type);
+	evhttp_send_reply(req, code, code == 200 ? "OK" : code == 400 ? "Bad Request" : "Error", b);
 }
 
 static void send_plain(struct evhttp_request *req, int code, const char *reason)
@@ -181,9 +196,36 @@ static void send_api(struct serve *s, struct evhttp_request *req, const char *pa
 	evbuffer_free(b);
 }
 
+/* /api/export: the file, or the error as JSON. */
+static void send_export(struct serve *s, struct evhttp_request *req,
+			const struct evkeyvalq *args)
+{
+	struct evbuffer *b = evbuffer_new();
+	struct serve_file f = { 0 };
+	char disp[128];
+	int code;
+
+	if (!b) {
+		evhttp_send_error(req, 500, NULL);
+		return;
+	}
+	code = serve_export(s->o, args, b, &f);
+	if (code == 200) {
+		snprintf(disp, sizeof(disp), "attachment; filename=\"%s\"", f.name);
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Disposition",
+				  disp);
+	}
+	send_buffer(req, code, code == 200 ? f.type : "application/json", b);
+	evbuffer_free(b);
+}
+
 static void route(struct serve *s, struct evhttp_request *req, const char *path,
 		  const struct evkeyvalq *args)
 {
+	if (!strcmp(path, "/api/export")) {
+		send_export(s, req, args);
+		return;
+	}
 	if (!strcmp(path, "/api/stats") || !strcmp(path, "/api/query")) {
 		send_api(s, req, path, args);
 		return;

@@ -304,10 +304,11 @@ int serve_api_stats(struct client *c, const struct traceq_opts *o,
 /* What one /api/query request asks, and what came of it. */
 struct qpage {
 	struct traceq_opts o;	/* the caller's, with this request's query and options */
-	const char *mode;	/* rows, count, hist */
+	const char *mode;	/* rows, count, hist, losses, events */
 	struct qmsg_request req;
 	bool more;
-	uint64_t rows, count;
+	bool table;		/* hist with format=json: a JSON table, not the kernel's text */
+	uint64_t rows, count, dropped;
 };
 
 /* One page of rows (select) as the printer prints them, on stdout. */
@@ -366,6 +367,68 @@ static int query_count(struct client *c, struct qpage *p)
 	return 0;
 }
 
+/*
+ * A page of @rep as JSON arrays, one per row, comma-separated (@first:
+ * its columns' names first): what a hist answers with format=json, the
+ * inside of the answer's "table".
+ */
+static void table_page(const struct qmsg_reply *rep, bool first)
+{
+	if (first) {
+		fputc('[', stdout);
+		for (uint32_t i = 0; i < rep->ncols; i++) {
+			fputs(i ? "," : "", stdout);
+			out_json_str(stdout, rep->cols[i] ? rep->cols[i] : "",
+				     rep->cols[i] ? strlen(rep->cols[i]) : 0);
+		}
+		fputc(']', stdout);
+	}
+	for (uint32_t r = 0; r < rep->nrows; r++) {
+		fputs(",[", stdout);
+		for (uint32_t i = 0; i < rep->ncols; i++) {
+			fputs(i ? "," : "", stdout);
+			out_value(stdout, &rep->vals[(size_t)r * rep->ncols + i], true);
+		}
+		fputc(']', stdout);
+	}
+}
+
+/* mode=losses: where the kernels lost events in the window, one JSON object a line. */
+static int query_losses(struct client *c, struct qpage *p)
+{
+	struct losses *l;
+	const struct loss *x;
+	uint64_t n = 0;
+
+	if (losses_open(c, &p->o.sel, &l) < 0) {
+		fprintf(stderr, "traceq: out of memory\n");
+		return 1;
+	}
+	while ((x = losses_peek(l)) && n++ < SERVE_LOSSES_MAX) {
+		losses_print_json(stdout, x);
+		losses_pop(l);
+	}
+	p->more = x != NULL;
+	p->rows = n;
+	n = losses_failed(l);
+	losses_close(l);
+	return n ? 1 : 0;
+}
+
+/* mode=events: the stored events (QUERY, when given, a selector) as --events -f json. */
+static int query_events(struct client *c, struct qpage *p)
+{
+	struct qmsg_reply rep;
+	int ret = client_ask(c, QOP_EVENTS, p->o.query, &p->o.sel, &rep);
+
+	if (ret)
+		return ret;
+	tq_discover_print(stdout, &rep, true);
+	p->rows = rep.nrows;
+	qmsg_reply_free(&rep);
+	return 0;
+}
+
 /* --hist SPEC: the histogram as mode_hist.c prints it, every page. */
 static int query_hist(struct client *c, struct qpage *p, const char *spec)
 {
@@ -391,10 +454,13 @@ static int query_hist(struct client *c, struct qpage *p, const char *spec)
 			break;
 		if (!p->req.after_id) {
 			hist_print_names(&sp, &rep);
-			hist_print_header(stdout, &sp, filter);
+			if (!p->table)
+				hist_print_header(stdout, &sp, filter);
 			hits = rep.count, entries = rep.entries, dropped = rep.dropped;
 		}
-		if (hist_print_page(stdout, &sp, &rep) < 0)
+		if (p->table)
+			table_page(&rep, !p->req.after_id);
+		else if (hist_print_page(stdout, &sp, &rep) < 0)
 			ret = 1;
 		more = rep.more && rep.nrows;
 		p->req.after_id += rep.nrows;
@@ -402,9 +468,10 @@ static int query_hist(struct client *c, struct qpage *p, const char *spec)
 		p->req.to_end = false;
 		qmsg_reply_free(&rep);
 	}
-	if (ret == 0)
+	if (ret == 0 && !p->table)
 		hist_print_totals(stdout, hits, entries, dropped);
 	p->count = hits;
+	p->dropped = dropped;
 	return ret;
 }
 
@@ -442,8 +509,9 @@ static int query_args(const struct evkeyvalq *args, struct qpage *p)
 	if (!p->mode)
 		p->mode = "rows";
 	if (bad || (strcmp(p->mode, "rows") && strcmp(p->mode, "count") &&
-		    strcmp(p->mode, "hist"))) {
-		fprintf(stderr, "traceq: mode: expected rows, count or hist\n");
+		    strcmp(p->mode, "hist") && strcmp(p->mode, "losses") &&
+		    strcmp(p->mode, "events"))) {
+		fprintf(stderr, "traceq: mode: expected rows, count, hist, losses or events\n");
 		return -1;
 	}
 	p->o.format = OUT_TEXT;
@@ -454,10 +522,14 @@ static int query_args(const struct evkeyvalq *args, struct qpage *p)
 	    arg_u64(args, "after_id", INT64_MAX, 0, &id) < 0 ||
 	    arg_u64(args, "after_type", INT64_MAX, 0, &type) < 0)
 		return -1;
+	p->table = !strcmp(p->mode, "hist") && p->o.format == OUT_JSON;
+	p->o.sel.reverse = evhttp_find_header(args, "reverse") != NULL;
 	p->req.limit = limit ? (uint32_t)limit : 1;
 	p->req.after_ts = (int64_t)ts;
 	p->req.after_id = id;
 	p->req.after_type = (int64_t)type;
+	if (!strcmp(p->mode, "losses") || (!strcmp(p->mode, "events") && !evhttp_find_header(args, "q")))
+		return 0;	/* no query */
 	return query_parse_arg(args, p);
 }
 
@@ -473,6 +545,10 @@ static int query_run(struct client *c, const struct evkeyvalq *args, struct qpag
 		ret = query_count(c, p);
 	else if (!strcmp(p->mode, "hist"))
 		ret = query_hist(c, p, spec);
+	else if (!strcmp(p->mode, "losses"))
+		ret = query_losses(c, p);
+	else if (!strcmp(p->mode, "events"))
+		ret = query_events(c, p);
 	else
 		ret = query_rows(c, p);
 	if (ret == 1 && client_lost(c))
@@ -499,13 +575,15 @@ int serve_api_query(struct client *c, const struct traceq_opts *o,
 	ret = query_run(c, args, &p);
 	capture_end(&cap, &text, &tlen, &err, &elen);
 	query_free(&p.o.q);
-	fprintf(f, "{\"ok\":%s,\"mode\":\"%s\",\"rows\":%" PRIu64 ",\"count\":%" PRIu64
+	fprintf(f, "{\"ok\":%s,\"rows\":%" PRIu64 ",\"count\":%" PRIu64 ",\"dropped\":%" PRIu64
 		",\"more\":%s,\"after\":{\"ts\":\"%" PRId64 "\",\"id\":\"%" PRIu64
-		"\",\"type\":\"%" PRId64 "\"}",
-		ret ? "false" : "true", p.mode && !strcmp(p.mode, "count") ? "count" :
-		p.mode && !strcmp(p.mode, "hist") ? "hist" : "rows", p.rows, p.count,
-		p.more ? "true" : "false", p.req.after_ts, p.req.after_id, p.req.after_type);
-	json_key_str(f, "text", text, tlen);
+		"\",\"type\":\"%" PRId64 "\"}", ret ? "false" : "true", p.rows, p.count,
+		p.dropped, p.more ? "true" : "false", p.req.after_ts, p.req.after_id,
+		p.req.after_type);
+	if (p.table && ret == 0)	/* out_value()'s JSON, whole: tlen is under SERVE_OUT_MAX */
+		fprintf(f, ",\"table\":[%s]", tlen < SERVE_OUT_MAX ? text : "");
+	else
+		json_key_str(f, "text", text, tlen);
 	json_key_str(f, "error", err, elen);
 	fputs("}\n", f);
 	free(text);

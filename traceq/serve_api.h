@@ -6,13 +6,19 @@
  *   /api/stats   {"stats":[...],"hosts":[...]}: traceq --stats -f json's
  *                rows (per host and CPU, and each host's cpu "all"
  *                total) and traceq --hosts -f json's
- *   /api/query   q=QUERY [mode=rows|count|hist] [hist=SPEC]
+ *   /api/query   q=QUERY [mode=rows|count|hist|losses|events] [hist=SPEC]
  *                [format=text|kernel|fields|json|csv] [limit=N]
  *                [after_ts=N after_id=N after_type=N] [since=T until=T]
  *                [host=GLOB] [cpu=LIST]: {"ok":...,"text":...,
  *                "error":..., "more":..., "after":{...}, "count":...};
  *                after's ts, id and type are strings (past 2^53 a
- *                browser's numbers lose digits), sent back as after_*
+ *                browser's numbers lose digits), sent back as after_*;
+ *                hist with format=json answers "table": [[cols...],
+ *                [row...], ...] instead of the kernel's text (the
+ *                timeline's summaries: keys=common_cpu,
+ *                common_timestamp.buckets=N,next_pid); losses (no q) the
+ *                loss positions of the window, --events -f json's rows
+ *                (q optional), reverse=1 newest first
  *
  * The request's arguments are untrusted: each is capped
  * (SERVE_ARG_MAX, the query's own caps) and numbers are read strictly.
@@ -30,6 +36,7 @@ struct traceq_opts;
 #define SERVE_ARG_MAX		8192	/* bytes of one argument */
 #define SERVE_PAGE_ROWS_MAX	5000	/* rows of one /api/query page */
 #define SERVE_OUT_MAX		(16u << 20)	/* bytes of one answer's text */
+#define SERVE_LOSSES_MAX	10000	/* loss positions of one mode=losses answer */
 
 /*
  * serve_api_stats, serve_api_query - the answer to /api/stats and

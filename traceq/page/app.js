@@ -102,7 +102,7 @@ function renderFleet(ans) {
 function pollFleet() {
   api('/api/stats').then(ans => {
     document.getElementById('fleet-error').textContent = ans.ok ? '' : ans.error;
-    if (ans.ok) renderFleet(ans);
+    if (ans.ok) { fleet.last = ans; renderFleet(ans); }
     document.getElementById('status').textContent =
       'updated ' + new Date().toLocaleTimeString();
     document.body.dataset.fleetUpdates = String(Number(document.body.dataset.fleetUpdates || 0) + 1);
