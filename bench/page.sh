@@ -1,13 +1,14 @@
 # shellcheck shell=bash disable=SC2154  # $src, $build, die come from bench/run
 # bench/page.sh - `bench/run page`, sourced by bench/run after
-# bench/query.sh (it records with its qbench_record): traceq --serve's
+# bench/query.sh (it records with its qbench_record) and bench/export.sh
+# (its collector is xbench_collector's): traceq --serve's
 # timeline in headless chromium (puppeteer-core from tests/browser/) over
 # a window of BENCH_PAGE_EVENTS (default 1M) events, imported from
 # trace-cmd's recording of the query benchmark's workload. What it
 # measures is in bench/run's header.
 
 bench_page() {
-	local events=${BENCH_PAGE_EVENTS:-1000000} data tmp pid query url stored switches
+	local events=${BENCH_PAGE_EVENTS:-1000000} data url stored switches
 	local first last bdir
 	mkdir -p "$build"
 	[ -x "$src/configure" ] || (cd "$src" && autoreconf -fi >/dev/null)
@@ -24,19 +25,7 @@ bench_page() {
 	if [ "$(cat "$data/events" 2>/dev/null)" != "$events" ]; then
 		qbench_record "$data" "$events"
 	fi
-	tmp=$(mktemp -d /tmp/tcbench-page.XXXXXX)
-	"$src/contrib/tracecollect-certs" -d "$tmp/pki" all >/dev/null
-	"$build/tracecollectd" --foreground --listen 127.0.0.1:0 --query "ipc://$tmp/query.sock" \
-		--db "$tmp/trace.db" --cert "$tmp/pki/server.crt" --key "$tmp/pki/server.key" \
-		--ca "$tmp/pki/ca.crt" --ready-file "$tmp/ready" --journal-size 0 \
-		2> "$tmp/collector.log" &
-	pid=$!
-	pb_pids=$pid pb_tmp=$tmp
-	trap 'kill $pb_pids 2>/dev/null; rm -rf "$pb_tmp"' EXIT
-	for _ in $(seq 100); do [ -s "$tmp/ready" ] && break; sleep 0.1; done
-	query=$(sed -n 's/^query=//p' "$tmp/ready")
-	[ -n "$query" ] || die "collector did not start: $(tail -3 "$tmp/collector.log")"
-	tq() { "$build/traceq/traceq" -t 3600000 --server "$query" "$@"; }
+	xbench_collector page	# bench/export.sh
 	tq --import "$data/trace.dat" --name bench-p > /dev/null
 	stored=$(tq --sync --count -H bench-p '*')
 	switches=$(tq --count -H bench-p sched_switch)
@@ -45,7 +34,7 @@ bench_page() {
 	echo "window: $stored events ($switches sched_switch) over $(( (last - first) / 1000000 )) ms"
 	"$build/traceq/traceq" -t 3600000 --server "$query" --serve 127.0.0.1:0 \
 		> "$tmp/url" 2> "$tmp/serve.err" &
-	pb_pids="$pb_pids $!"
+	xb_pid="$xb_pid $!"
 	for _ in $(seq 100); do [ -s "$tmp/url" ] && break; sleep 0.1; done
 	url=$(head -1 "$tmp/url")
 	[ -n "$url" ] || die "traceq --serve did not start: $(cat "$tmp/serve.err")"
