@@ -16,7 +16,8 @@
 #  - the page's files are served with the token in index.html's links;
 #  - /api/export answers traceq --export's trace.dat of a window (trace-cmd
 #    report reads as many sched_switch as traceq --count says) and its
-#    Perfetto JSON; a wrong format answers 400, a failed export its error;
+#    Perfetto JSON; a wrong format answers 400, a failed export (a host
+#    not stored) 400 with traceq --export's error;
 #  - SIGTERM stops it with status 0.
 set -u
 
@@ -145,9 +146,9 @@ check "/api/export format=perfetto answers Perfetto's JSON" \
 	 jq -e ".systemTraceEvents | length > 0" "$tmp/body" >/dev/null'
 check "/api/export without a format answers 400" \
 	'[ "$(api /api/export)" = 400 ] && jq -r .error "$tmp/body" | grep -q "tracedat or perfetto"'
-check "/api/export of a window without events answers the export's error" \
-	'[ "$(api /api/export format=tracedat since=@1000000000s until=@1000000001s)" != 200 ] &&
-	 jq -r .error "$tmp/body" | grep -q "traceq"'
+check "/api/export of a host not stored answers 400 with the export's error" \
+	'[ "$(api /api/export format=tracedat host=no-such-host)" = 400 ] &&
+	 jq -r .error "$tmp/body" | grep -q "no host matches --host"'
 check "no export is left in TMPDIR" '! ls -d "${TMPDIR:-/tmp}"/traceq-export.* 2>/dev/null'
 
 kill -TERM "$serve_pid"
