@@ -16,8 +16,9 @@
 #    the switch's fields;
 #  - '+' halves the view around its middle, ArrowRight pans a fifth, the
 #    wheel zooms by 0.8 keeping the time under the mouse in place;
-#  - a view of more switches than the raw limit is drawn from the
-#    collector's summaries (--hist over time), not from events;
+#  - a view of more switches than the raw limit (lowered to 10 for the
+#    test) is drawn from the collector's summaries (--hist over time),
+#    not from events;
 #  - live mode shows a switch stored after the page opened (an agent
 #    started then).
 # Screenshots of each view go to $top_builddir/tests/artifacts/test_page/.
