@@ -79,6 +79,11 @@ function setLanes() {
     if (!hosts.has(s.host)) hosts.set(s.host, new Set());
     hosts.get(s.host).add(s.cpu);
   }
+  // a host without per-CPU counters (an import): the CPUs its --hosts row says
+  for (const h of (fleet.last && fleet.last.hosts) || []) {
+    if (hosts.has(h.host) || typeof h.cpus !== 'number') continue;
+    hosts.set(h.host, new Set([...Array(Math.min(h.cpus, 1024)).keys()]));
+  }
   const glob = document.getElementById('tl-host').value.trim();
   const re = glob ? new RegExp('^' + glob.replace(/[.+^${}()|[\]\\]/g, '\\$&')
     .replace(/\*/g, '.*').replace(/\?/g, '.') + '$') : null;
@@ -466,6 +471,7 @@ async function loadWindow() {
 }
 tl.load = loadWindow;
 tl.setWindow = (fromNs, toNs) => {	// for scripts and tests: ns strings
+  setLanes();
   tl.base = BigInt(fromNs);
   tl.t0 = 0;
   tl.t1 = Number(BigInt(toNs) - tl.base);
