@@ -3,8 +3,28 @@
 # bench/query.sh (it records with its qbench_record). What it measures is
 # in bench/run's header.
 
+# xbench_collector NAME: a collector on a new SQLite store in a new
+# directory $tmp (/tmp/tcbench-NAME.*), certificates in $tmp/pki, its
+# query endpoint over ipc ($query: --import wants an identity, which
+# plain tcp has not), tq() a traceq asking it; stopped and removed at
+# exit, with the processes whose pids are added to $xb_pid.
+xbench_collector() {
+	tmp=$(mktemp -d "/tmp/tcbench-$1.XXXXXX")
+	"$src/contrib/tracecollect-certs" -d "$tmp/pki" all >/dev/null
+	"$build/tracecollectd" --foreground --listen 127.0.0.1:0 --query "ipc://$tmp/query.sock" \
+		--db "$tmp/trace.db" --cert "$tmp/pki/server.crt" --key "$tmp/pki/server.key" \
+		--ca "$tmp/pki/ca.crt" --ready-file "$tmp/ready" --journal-size 0 \
+		2> "$tmp/collector.log" &
+	xb_pid=$! xb_tmp=$tmp
+	trap 'kill $xb_pid 2>/dev/null; rm -rf "$xb_tmp"' EXIT
+	for _ in $(seq 100); do [ -s "$tmp/ready" ] && break; sleep 0.1; done
+	query=$(sed -n 's/^query=//p' "$tmp/ready")
+	[ -n "$query" ] || die "collector did not start: $(tail -3 "$tmp/collector.log")"
+	tq() { "$build/traceq/traceq" -t 3600000 --server "$query" "$@"; }
+}
+
 bench_export() {
-	local events=${BENCH_EVENTS:-10000000} data tmp pid stored ms eps bpe rss ok=0
+	local events=${BENCH_EVENTS:-10000000} data tmp stored ms eps bpe rss ok=0
 	local reported tc_ms conv_ms conv_cmd conv_help tc_bpe out
 	mkdir -p "$build"
 	[ -x "$src/configure" ] || (cd "$src" && autoreconf -fi >/dev/null)
@@ -16,20 +36,7 @@ bench_export() {
 	if [ "$(cat "$data/events" 2>/dev/null)" != "$events" ]; then
 		qbench_record "$data" "$events"
 	fi
-	tmp=$(mktemp -d /tmp/tcbench-export.XXXXXX)
-	"$src/contrib/tracecollect-certs" -d "$tmp/pki" all >/dev/null
-	# (ipc: --import wants an identity, which plain tcp has not)
-	"$build/tracecollectd" --foreground --listen 127.0.0.1:0 --query "ipc://$tmp/query.sock" \
-		--db "$tmp/trace.db" --cert "$tmp/pki/server.crt" --key "$tmp/pki/server.key" \
-		--ca "$tmp/pki/ca.crt" --ready-file "$tmp/ready" --journal-size 0 \
-		2> "$tmp/collector.log" &
-	pid=$!
-	xb_pid=$pid xb_tmp=$tmp
-	trap 'kill "$xb_pid" 2>/dev/null; rm -rf "$xb_tmp"' EXIT
-	for _ in $(seq 100); do [ -s "$tmp/ready" ] && break; sleep 0.1; done
-	query=$(sed -n 's/^query=//p' "$tmp/ready")
-	[ -n "$query" ] || die "collector did not start: $(tail -3 "$tmp/collector.log")"
-	tq() { "$build/traceq/traceq" -t 3600000 --server "$query" "$@"; }
+	xbench_collector export
 	tq --import "$data/trace.dat" --name bench-x > /dev/null
 	stored=$(tq --sync --count -H bench-x '*')
 	echo "stored: $stored events of trace-cmd's $(( $(stat -c %s "$data/trace.dat") >> 20 )) MB recording"

@@ -150,8 +150,7 @@ static int parse_field(struct span s, struct hist_field *f, struct filter_error 
 		return filter_fail(err, TC_ERR_SYNTAX, name.pos, name.n,
 				   "'%.*s' is not a field name (expressions, variables and "
 				   "constants are not supported)", SP(&name));
-	if (span_is(&name, "stacktrace") || span_is(&name, "common_stacktrace") ||
-	    span_is(&name, "common_timestamp"))
+	if (span_is(&name, "stacktrace") || span_is(&name, "common_stacktrace"))
 		return filter_fail(err, TC_ERR_SYNTAX, name.pos, name.n,
 				   "'%.*s' is not supported as a field here", SP(&name));
 	memcpy(f->name, name.p, name.n);
@@ -198,6 +197,9 @@ static int parse_vals(struct span s, struct hist_spec *h, struct filter_error *e
 		ret = parse_field(one, &h->vals[h->nvals], err);
 		if (ret < 0)
 			return ret;
+		if (!strcmp(h->vals[h->nvals].name, "common_timestamp"))
+			return filter_fail(err, TC_ERR_SYNTAX, one.pos, one.n,
+					   "'common_timestamp' is a key only here, not a value");
 		if (h->vals[h->nvals].mod != HIST_MOD_NONE && h->vals[h->nvals].mod != HIST_MOD_HEX)
 			return filter_fail(err, TC_ERR_SYNTAX, one.pos, one.n,
 				"'%.*s': a value takes only the .hex modifier", SP(&one));

@@ -11,7 +11,9 @@
  *   .sym, .execname (common_pid only: checked where the fields are known),
  *   .log2, .buckets=N (or .bucket=N, N > 0). `host` (the host's name) is a
  *   key of ours; common_cpu (or cpu/CPU when the event has no such field)
- *   is the event's CPU.
+ *   is the event's CPU; common_timestamp (a key only, in ns of the
+ *   collector's wall clock) the event's time, with .buckets=N the time
+ *   in buckets of N ns (the page's timeline summaries).
  * - vals (values, val): up to 2 fields to sum, .hex allowed; "hitcount"
  *   is always kept (and may be named).
  * - sort: up to 2 of hitcount, a val or a key (by plain name), each

@@ -158,6 +158,21 @@ jq -s -r 'group_by(.next_comm) | .[] | [.[0].next_comm, length, (map(.prev_prio)
 	awk -F'\t' '{ printf "{ next_comm: %-50s } hitcount: %10d  prev_prio: %10d  next_prio: %10d\n",
 		$1, $2, $3, $4 }' | sort > "$tmp/w"
 check "vals: the sums of prev_prio and next_prio" 'diff "$tmp/w" <(entries "$tmp/h")'
+# common_timestamp (a key: the event's wall-clock ns; traceq --serve's
+# timeline summaries) in buckets of 100 ms, per CPU; python3, not jq,
+# groups the rows: jq's numbers lose a timestamp's last digits
+hist 'keys=common_cpu,common_timestamp.buckets=100000000:size=8192' sched_switch > "$tmp/h"
+python3 -c '
+import collections, json, sys
+n = collections.Counter()
+for l in sys.stdin:
+    r = json.loads(l)
+    n[(r["cpu"], r["ts"] // 100000000 * 100000000)] += 1
+for (c, t), k in n.items():
+    print("{ common_cpu: %10d, common_timestamp: ~ %d-%d } hitcount: %10d" % (c, t, t + 99999999, k))
+' < "$tmp/rows.json" | sort > "$tmp/w"
+check "common_timestamp.buckets=100000000: the rows per CPU and 100 ms ($(wc -l < "$tmp/w") entries)" \
+	'[ -s "$tmp/w" ] && diff "$tmp/w" <(entries "$tmp/h")'
 # .execname on one host: the comm the store keeps for the pid; pid 0 <idle>
 # (size= over the default 2048: a busy machine runs that many pids)
 traceq -f json -H hist-a sched_switch > "$tmp/rows-a.json"

@@ -41,6 +41,10 @@ static void bad(const char *spec, int code, const char *words, size_t pos)
 START_TEST(test_kernel_forms)
 {
 	good("keys=next_comm", "hist:keys=next_comm:vals=hitcount:sort=hitcount:size=2048");
+	/* the event's time, in buckets of ns: what the page's timeline summaries ask */
+	good("keys=common_cpu,common_timestamp.buckets=1000000",
+	     "hist:keys=common_cpu,common_timestamp.buckets=1000000:vals=hitcount:sort=hitcount:"
+	     "size=2048");
 	good("hist:key=call_site:val=bytes_req",
 	     "hist:keys=call_site:vals=hitcount,bytes_req:sort=hitcount:size=2048");
 	good("keys=next_comm:sort=hitcount.descending",
@@ -100,7 +104,8 @@ START_TEST(test_refused)
 	bad("keys=a::vals=b", TC_ERR_SYNTAX, "empty attribute", 7);
 	bad("keys=a+b", TC_ERR_SYNTAX, "not a field name", 5);
 	bad("keys=$x", TC_ERR_SYNTAX, "not a field name", 5);
-	bad("keys=common_timestamp", TC_ERR_SYNTAX, "not supported as a field", 5);
+	bad("keys=a:vals=common_timestamp", TC_ERR_SYNTAX, "a key only", 12);
+	bad("keys=common_stacktrace", TC_ERR_SYNTAX, "not supported as a field", 5);
 	bad("keys=a if prev_pid > 0", TC_ERR_SYNTAX, "EVENT where FILTER", 7);
 	bad("keys=a:keys=b", TC_ERR_SYNTAX, "keys given twice", 7);
 	bad("keys=a:sort=a:sort=a", TC_ERR_SYNTAX, "sort given twice", 14);

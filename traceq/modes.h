@@ -36,5 +36,7 @@ int mode_graph_run(struct client *c, const struct traceq_opts *o);
 int mode_import_run(struct client *c, const struct traceq_opts *o);
 /* --export PATH: QUERY's rows written as trace.dat or Perfetto files (mode_export.c). */
 int mode_export_run(struct client *c, const struct traceq_opts *o);
+/* --serve [ADDR:]PORT: the page in a browser, until a signal (mode_serve.c). */
+int mode_serve_run(struct client *c, const struct traceq_opts *o);
 
 #endif

@@ -119,6 +119,7 @@ static const struct option longopts[] = {
 	{ "buffer", required_argument, NULL, 'B' },
 	{ "export", required_argument, NULL, 'X' },
 	{ "tracedat-version", required_argument, NULL, 'R' },
+	{ "serve", required_argument, NULL, 'w' },
 	CLI_OPTIONS_END
 };
 
@@ -138,6 +139,7 @@ static bool parse_mode(int c, struct traceq_opts *o)
 	case 'G': o->modes |= TQ_M_HIST; o->hist = optarg; break;
 	case 'I': o->modes |= TQ_M_IMPORT; o->import = optarg; break;
 	case 'X': o->modes |= TQ_M_EXPORT; o->export = optarg; break;
+	case 'w': o->modes |= TQ_M_SERVE; o->serve = optarg; break;
 	default: return false;
 	}
 	return true;
@@ -233,6 +235,8 @@ static const struct conflict {
 					     TQ_M_FOLLOW | TQ_M_IMPORT | TQ_X_REVERSE,
 	  "--export takes no --import, --stats, --drops, --count, --graph, --hist, --follow "
 	  "or --reverse" },
+	{ TQ_M_SERVE, 0, ~(unsigned)TQ_M_SERVE & ~TQ_X_REVERSE,
+	  "--serve takes no QUERY and goes with no other mode: the page asks for those" },
 };
 
 /*
@@ -244,7 +248,7 @@ static int take_query(int argc, char **argv, struct traceq_opts *o)
 {
 	unsigned given = o->modes | (o->sel.reverse ? TQ_X_REVERSE : 0) |
 			 (optind != argc ? TQ_X_ARGS : 0);
-	bool none = o->modes & (TQ_M_STATS | TQ_M_IMPORT);
+	bool none = o->modes & (TQ_M_STATS | TQ_M_IMPORT | TQ_M_SERVE);
 	bool optional = o->modes & TQ_M_EXPORT;	/* without one: every stored event */
 
 	for (size_t i = 0; i < sizeof(conflicts) / sizeof(conflicts[0]); i++) {
@@ -327,6 +331,7 @@ static const struct mode {
 	unsigned option;	/* TQ_M_*; 0: always */
 	int (*run)(struct client *c, const struct traceq_opts *o);
 } modes[] = {
+	{ TQ_M_SERVE, mode_serve_run },
 	{ TQ_M_IMPORT, mode_import_run },
 	{ TQ_M_EXPORT, mode_export_run },
 	{ TQ_M_SQL, mode_sql_run },

@@ -35,6 +35,7 @@ enum {
 	TQ_M_HIST = 1u << 6,	/* --hist SPEC */
 	TQ_M_FOLLOW = 1u << 7,	/* --follow */
 	TQ_M_EXPORT = 1u << 8,	/* --export PATH */
+	TQ_M_SERVE = 1u << 9,	/* --serve [ADDR:]PORT */
 };
 
 struct traceq_opts {
@@ -64,6 +65,7 @@ struct traceq_opts {
 	const char *export_format;	/* its -f: tracedat, perfetto (NULL: tracedat) */
 	unsigned tracedat_version;	/* --tracedat-version 6|7; 0: 7 */
 	bool time_given;	/* --time was given (--export's default follows the hosts) */
+	const char *serve;	/* --serve [ADDR:]PORT (traceq/mode_serve.c) */
 };
 
 #endif

@@ -7,7 +7,8 @@
  * trigger's against the event's format: `common_cpu` (or `cpu`/`CPU`
  * when the event has no such field) is the CPU, `COMM` (or `comm` or
  * `common_comm` when the event has no such field) the name the task had
- * at the event, as the filters' COMM, `host` (ours) the host's name;
+ * at the event, as the filters' COMM, `host` (ours) the host's name,
+ * `common_timestamp` (a key) the event's wall-clock ts;
  * modifiers that compute (.log2, .buckets) or print numbers (.hex,
  * .sym, .execname) need a number; .execname only common_pid (the kernel
  * allows no other); vals are numbers. What the store computes is grouped
@@ -47,7 +48,7 @@ static int find_col(const struct store_schema *sc, const char *name)
 
 static bool is_number(const struct store_schema *sc, int col)
 {
-	return col == STORE_HIST_CPU ||
+	return col == STORE_HIST_CPU || col == STORE_HIST_TS ||
 	       (col >= 0 && (sc->cols[col].kind == STORE_SIGNED ||
 			     sc->cols[col].kind == STORE_UNSIGNED));
 }
@@ -63,6 +64,8 @@ static int resolve(const struct store_schema *sc, const struct hist_field *f, bo
 	else if (c < 0 && (!strcmp(f->name, "common_cpu") || !strcmp(f->name, "cpu") ||
 			   !strcmp(f->name, "CPU")))
 		c = STORE_HIST_CPU;
+	else if (c < 0 && key && !strcmp(f->name, "common_timestamp"))
+		c = STORE_HIST_TS;
 	else if (c < 0 && key && (!strcmp(f->name, "COMM") || !strcmp(f->name, "comm") ||
 				  !strcmp(f->name, "common_comm")))
 		c = STORE_HIST_COMM;

@@ -91,8 +91,9 @@ static void chh_col(struct ch_sql *w, const struct store_schema *sc, int col,
 {
 	size_t n = 0;
 
-	if (col == STORE_HIST_CPU || col == STORE_HIST_COMM) {
-		ch_sql_raw(w, col == STORE_HIST_CPU ? "cpu" : "_tc_comm");	/* see chh_sql() */
+	if (col == STORE_HIST_CPU || col == STORE_HIST_COMM || col == STORE_HIST_TS) {
+		ch_sql_raw(w, col == STORE_HIST_CPU ? "cpu" : col == STORE_HIST_TS ? "ts" :
+			   "_tc_comm");	/* see chh_sql() */
 		return;
 	}
 	if (col >= 0) {

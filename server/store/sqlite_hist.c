@@ -106,6 +106,8 @@ static void col_expr(struct sq_buf *b, const struct store_schema *sc, int col)
 		sq_buf_str(b, "cpu");
 	else if (col == STORE_HIST_COMM)
 		sq_buf_str(b, "_tc_comm");	/* sq_from() computes it */
+	else if (col == STORE_HIST_TS)
+		sq_buf_str(b, "ts");
 	else
 		sq_col_read(b, sc, (size_t)col, "", "");
 }

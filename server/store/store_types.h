@@ -517,6 +517,7 @@ typedef int (*store_sql_fn)(void *ctx, size_t ncols, const char *const *names,
 #define STORE_HIST_HOST	(-1)	/* a key that is the row's host name */
 #define STORE_HIST_CPU	(-2)	/* a key or value that is the row's CPU */
 #define STORE_HIST_COMM	(-3)	/* a key that is the filters' COMM of the row */
+#define STORE_HIST_TS	(-4)	/* a key that is the row's ts (wall-clock ns) */
 
 /*
  * struct store_hist - a histogram of the rows a store_query matches, as
@@ -530,7 +531,8 @@ typedef int (*store_sql_fn)(void *ctx, size_t ncols, const char *const *names,
  * - Kept entries are passed sorted by spec->sort (numbers of unsigned
  *   fields and all sums in unsigned order), ties by key, ascending.
  * @key_col[i] and @val_col[i] are schema columns of spec->keys[i] and
- * spec->vals[i] (or STORE_HIST_HOST, STORE_HIST_CPU, STORE_HIST_COMM), resolved and
+ * spec->vals[i] (or STORE_HIST_HOST, STORE_HIST_CPU, STORE_HIST_COMM,
+ * STORE_HIST_TS), resolved and
  * type-checked by the caller (numeric for vals and numeric modifiers).
  * @offset and @limit (0: no limit) page through the sorted entries.
  */
