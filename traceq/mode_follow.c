@@ -94,7 +94,7 @@ int mode_follow_run(struct client *c, const struct traceq_opts *o)
 	struct losses *lost = NULL;
 	struct sigaction sa = { .sa_handler = follow_signal };
 	uint64_t printed = 0, cursor = 0;
-	bool said = false, waiting = false;
+	bool said = false, waiting = false, from_start;
 	int ret = 0;
 
 	sigaction(SIGINT, &sa, NULL);
@@ -110,7 +110,17 @@ int mode_follow_run(struct client *c, const struct traceq_opts *o)
 	while (ret == 0 && !follow_stop && (!o->limit || printed < o->limit)) {
 		struct qmsg_reply rep;
 
-		req.after_id = cursor;
+		/*
+		 * Cursor 0 is "from now on" (the collector's end when it answers).
+		 * A follower that waited for a selector before it had a cursor
+		 * must not take "now" at its first answer instead: the rows
+		 * stored while it waited would be skipped. No row of a selected
+		 * event was stored when the collector said none was, so every
+		 * such row is from the follower's start on: it begins at the
+		 * storage start (cursor 1), as tail -F prints a file that appeared.
+		 */
+		from_start = !cursor && waiting;
+		req.after_id = from_start ? 1 : cursor;
 		req.sent = printed;
 		req.limit = TRACEQ_PAGE_ROWS;
 		if (o->limit && o->limit - printed < req.limit)
@@ -139,7 +149,7 @@ int mode_follow_run(struct client *c, const struct traceq_opts *o)
 		if (rep.reset)
 			fprintf(stderr, "traceq: --follow: the collector's database is not the one "
 				"followed so far (replaced or emptied): following it from its start\n");
-		if (rep.missed)
+		if (rep.missed && !from_start)	/* what retention took before we began: not ours */
 			fprintf(stderr, "traceq: --follow: fell behind: %" PRIu64 " events were "
 				"stored and removed by the collector's retention before they could "
 				"be printed (of every event, matching or not)\n", rep.missed);
