@@ -47,6 +47,23 @@ fleet_check_host() {
 		'[ "$distinct" = "$stored" ]'
 }
 
+# fleet_check_host_lost HOST [WHAT]: check that none of HOST's events is
+# lost: distinct (table, cpu, trace_ts) == shipped. Not that none is stored
+# twice: a collector killed with its commit's INSERT in flight can have it
+# land after its agents failed over, and the collector they moved to has
+# then stored those pages too (PROTOCOL.md, Failover); the count is printed
+fleet_check_host_lost() {
+	local h=$1 what=${2:-} shipped stored distinct
+	shipped=$(fleet_shipped "$h")
+	stored=$(fleet_stored "$h")
+	distinct=$(fleet_ch "SELECT count() FROM (SELECT DISTINCT _table, cpu, trace_ts
+		FROM merge('tc', '^ev_') WHERE host_id IN
+		(SELECT host_id FROM hosts WHERE name = '$h'))")
+	check "$h$what: every shipped event stored (distinct $distinct == shipped $shipped)" \
+		'[ -n "$shipped" ] && [ "$shipped" -gt 0 ] && [ "$distinct" = "$shipped" ]'
+	echo "$h$what: stored $stored, $((stored - distinct)) of them twice"
+}
+
 # fleet_wait_agents N...: wait for agents hN (pids in aN), check each exits 0
 fleet_wait_agents() {
 	local n v rc
