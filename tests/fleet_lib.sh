@@ -31,16 +31,21 @@ fleet_stored() {
 		(SELECT host_id FROM hosts WHERE name = '$1')"
 }
 
-# fleet_check_host HOST [WHAT]: check that HOST's events are stored once:
-# stored == shipped (its agent's output $tmp/HOST.out) and distinct
-# (table, cpu, trace_ts) == stored
-fleet_check_host() {
-	local h=$1 what=${2:-} shipped stored distinct
-	shipped=$(fleet_shipped "$h")
-	stored=$(fleet_stored "$h")
+# fleet_counts HOST: $shipped (its agent's output $tmp/HOST.out), $stored
+# and $distinct (table, cpu, trace_ts) of HOST's events
+fleet_counts() {
+	shipped=$(fleet_shipped "$1")
+	stored=$(fleet_stored "$1")
 	distinct=$(fleet_ch "SELECT count() FROM (SELECT DISTINCT _table, cpu, trace_ts
 		FROM merge('tc', '^ev_') WHERE host_id IN
-		(SELECT host_id FROM hosts WHERE name = '$h'))")
+		(SELECT host_id FROM hosts WHERE name = '$1'))")
+}
+
+# fleet_check_host HOST [WHAT]: check that HOST's events are stored once:
+# stored == shipped and distinct == stored
+fleet_check_host() {
+	local h=$1 what=${2:-} shipped stored distinct
+	fleet_counts "$h"
 	check "$h$what: stored ($stored) == shipped ($shipped)" \
 		'[ -n "$shipped" ] && [ "$shipped" -gt 0 ] && [ "$stored" = "$shipped" ]'
 	check "$h: no event twice (distinct $distinct == stored $stored)" \
@@ -48,17 +53,13 @@ fleet_check_host() {
 }
 
 # fleet_check_host_lost HOST [WHAT]: check that none of HOST's events is
-# lost: distinct (table, cpu, trace_ts) == shipped. Not that none is stored
-# twice: a collector killed with its commit's INSERT in flight can have it
-# land after its agents failed over, and the collector they moved to has
-# then stored those pages too (PROTOCOL.md, Failover); the count is printed
+# lost: distinct == shipped. Not that none is stored twice: a collector
+# killed with its commit's INSERT in flight can have it land after its
+# agents failed over, and the collector they moved to has then stored
+# those pages too (PROTOCOL.md, Failover); the count is printed
 fleet_check_host_lost() {
 	local h=$1 what=${2:-} shipped stored distinct
-	shipped=$(fleet_shipped "$h")
-	stored=$(fleet_stored "$h")
-	distinct=$(fleet_ch "SELECT count() FROM (SELECT DISTINCT _table, cpu, trace_ts
-		FROM merge('tc', '^ev_') WHERE host_id IN
-		(SELECT host_id FROM hosts WHERE name = '$h'))")
+	fleet_counts "$h"
 	check "$h$what: every shipped event stored (distinct $distinct == shipped $shipped)" \
 		'[ -n "$shipped" ] && [ "$shipped" -gt 0 ] && [ "$distinct" = "$shipped" ]'
 	echo "$h$what: stored $stored, $((stored - distinct)) of them twice"
