@@ -101,8 +101,8 @@ START_TEST(test_read_sql)
 				   .cols = cols };
 	struct sq_buf b = { 0 };
 
-	ck_assert(!sq_col_is_stack(&sc, 0));
-	ck_assert(sq_col_is_stack(&sc, 1));
+	ck_assert(!store_col_is_stack(&sc, 0));
+	ck_assert(store_col_is_stack(&sc, 1));
 	sq_col_read(&b, &sc, 0, "main.", "e.");
 	sq_buf_str(&b, " ");
 	sq_col_read(&b, &sc, 1, "main.", "e.");
@@ -110,7 +110,7 @@ START_TEST(test_read_sql)
 			 " WHERE id = e.\"caller\"), e.\"caller\")");
 	free(b.s);
 	sc.name = "function";	/* another event's caller is a plain column */
-	ck_assert(!sq_col_is_stack(&sc, 1));
+	ck_assert(!store_col_is_stack(&sc, 1));
 }
 END_TEST
 

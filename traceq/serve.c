@@ -191,8 +191,7 @@ static void send_api(struct serve *s, struct evhttp_request *req, const char *pa
 	}
 	code = !strcmp(path, "/api/stats") ? serve_api_stats(s->c, s->o, args, b) :
 	       serve_api_query(s->c, s->o, args, b);
-	send_text(req, code, code == 200 ? "OK" : code == 400 ? "Bad Request" : "Error",
-		  "application/json", evbuffer_pullup(b, -1), evbuffer_get_length(b));
+	send_buffer(req, code, "application/json", b);
 	evbuffer_free(b);
 }
 

@@ -970,10 +970,6 @@ static int sink_track_event(struct sink *s, const struct sink_env *env,
 }
 
 /*
- * Learn the names @ev carries for pids no CMDLINES named on this
- * connection; a newer event's name replaces an older learned one (an exec).
- */
-/*
  * Store the names learned since the last call, in the order learned, with
  * one store_cmdlines() (it was one per name, and each waits for the
  * store's writer thread to finish every batch it holds: 0.64 a page in
@@ -1011,6 +1007,10 @@ static int sink_learned_add(struct sink *s, const struct sink_env *env,
 	return ret;
 }
 
+/*
+ * Learn the names @ev carries for pids no CMDLINES named on this
+ * connection; a newer event's name replaces an older learned one (an exec).
+ */
 static int sink_learn_comms(struct sink *s, const struct sink_env *env,
 			    const struct sink_type *ty, const struct decode_event *ev)
 {
@@ -1136,7 +1136,6 @@ int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
 	     struct sink_reply *reply, bool *commit)
 {
 	char h[LOG_ESC_LEN];
-
 	int ret;
 
 	if (m->type != MSG_HELLO && !s->dec)
@@ -1414,14 +1413,23 @@ static struct decoder *sink_dec_of(struct sink *s, uint32_t cpu, struct sink_gro
 	return cpu < s->ncpus ? s->dec : NULL;
 }
 
-void sink_page_seen(struct sink *s, uint32_t cpu, const uint8_t *page, size_t len)
+/* The clock map notes page @page of @dec (of group @g, NULL: a kernel CPU). */
+static void sink_span_of(struct sink *s, const struct decoder *dec,
+			 const struct sink_group *g, const uint8_t *page, size_t len)
 {
 	struct decode_page_stats st;
+
+	if (decoder_page_span(dec, page, len, &st) == 0 && st.spanned)
+		sink_note_span(s, g, &st);
+}
+
+void sink_page_seen(struct sink *s, uint32_t cpu, const uint8_t *page, size_t len)
+{
 	struct sink_group *g;
 	struct decoder *dec = s->dec ? sink_dec_of(s, cpu, &g) : NULL;
 
-	if (dec && decoder_page_span(dec, page, len, &st) == 0 && st.spanned)
-		sink_note_span(s, g, &st);
+	if (dec)
+		sink_span_of(s, dec, g, page, len);
 }
 
 int sink_clock_restore(struct sink *s, const uint8_t *data, size_t len)
@@ -1454,7 +1462,7 @@ int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t
 		if (!c)
 			return -ENOMEM;
 		if (s->sess && dedup_seen(s->sess, cpu, seq)) {	/* a resend: stored already */
-			sink_page_seen(s, cpu, page, len);
+			sink_span_of(s, dec, NULL, page, len);
 			c->seen_seq = seq;
 			s->dups++;
 			*stored = 0;

@@ -136,7 +136,7 @@ struct ch_store {
 	char *collector;	/* this collector's name in journal_marks and commits */
 	bool replicated;	/* the writer's tables are Replicated*: block dedup (clickhouse.h) */
 	unsigned slot;		/* its --collector-id: its commit ids are = slot
-				 * modulo CH_SLOTS (clickhouse_txn.c) */
+				 * modulo STORE_COLLECTOR_IDS (clickhouse_txn.c) */
 	const struct store_stop *stop;	/* a reader's (store_set_stop()) */
 	struct ch_symcache *syms;	/* a reader's names of addresses (clickhouse_symbols.c) */
 	/* the writer's */

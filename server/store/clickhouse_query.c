@@ -355,7 +355,7 @@ int ch_walk_row(struct ch_walk *k, const struct ch_reply *r, size_t i,
 			v->blob.len = r->lens[i * r->ncols + k->at[c]];
 	}
 	for (size_t c = 0; ret == 0 && c < sc->ncols; c++)
-		if (!k->null[c] && ch_col_is_stack(sc, c))
+		if (!k->null[c] && store_col_is_stack(sc, c))
 			ch_stack_frames(&k->stacks, row->host_id, &k->vals[c]);
 	if (ret < 0)
 		return ch_errf(k->s, TC_ERR_DB, "a row ClickHouse sent: %s", tc_strerror(ret));
@@ -513,7 +513,7 @@ int ch_walk_init(struct ch_walk *k, struct ch_store *s, const struct store_query
 		k->pid = pid ? (int)c : k->pid;
 		if (pid || !q->skip || !q->skip[c])
 			k->at[c] = n++;
-		if (k->at[c] && ch_col_is_stack(sc, c))
+		if (k->at[c] && store_col_is_stack(sc, c))
 			k->stack_at[k->nstack++] = k->at[c];
 	}
 	return ch_query_hosts(s, &k->hosts) ?: ch_names_of(&k->hosts, -1, 1, &k->host_names);

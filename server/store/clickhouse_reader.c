@@ -16,7 +16,6 @@
 #include "server/store/clickhouse_reader.h"
 #include "server/store/clickhouse_util.h"
 
-
 static bool ch_globs_match(const struct store_scope *sc, const char *name)
 {
 	for (size_t i = 0; i < sc->n; i++)
@@ -36,7 +35,6 @@ bool ch_host_allowed(const struct store_query *q, const char *name)
 	return !q->scope || ch_globs_match(q->scope, name);
 }
 
-/* The hosts' latest rows, by name then id: id, name, machine_id, boot_id, ... */
 /* Every host's latest row, its clock's, and the collector it is connected to (lc). */
 static int ch_hosts_read(struct ch_store *s, struct ch_reply *r)
 {

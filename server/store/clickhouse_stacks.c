@@ -139,12 +139,6 @@ static int ch_found_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-bool ch_col_is_stack(const struct store_schema *sc, size_t c)
-{
-	return sc->cols[c].kind == STORE_BLOB &&
-	       store_field_is_stack(sc->system, sc->name, sc->cols[c].name);
-}
-
 void ch_stack_page_free(struct ch_stack_page *pg)
 {
 	ch_reply_free(&pg->r);

@@ -63,8 +63,6 @@ int ch_stacks_page(struct ch_store *s, const struct ch_reply *r, const size_t *c
  */
 void ch_stack_frames(const struct ch_stack_page *pg, uint64_t host, struct store_value *v);
 
-/* ch_col_is_stack - whether @sc's column @c holds stacks (references, or older rows' frames). */
-bool ch_col_is_stack(const struct store_schema *sc, size_t c);
 
 /* ch_stack_page_free - free what @pg holds; it is empty after. */
 void ch_stack_page_free(struct ch_stack_page *pg);

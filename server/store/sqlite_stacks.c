@@ -254,16 +254,10 @@ int sq_stack_put(sqlite3_stmt *put, int64_t id, const void *frames, size_t len)
 	return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-bool sq_col_is_stack(const struct store_schema *sc, size_t i)
-{
-	return sc->cols[i].kind == STORE_BLOB &&
-	       store_field_is_stack(sc->system, sc->name, sc->cols[i].name);
-}
-
 void sq_col_read(struct sq_buf *b, const struct store_schema *sc, size_t i, const char *db,
 		 const char *tab)
 {
-	if (!sq_col_is_stack(sc, i)) {
+	if (!store_col_is_stack(sc, i)) {
 		sq_buf_str(b, tab);
 		sq_ident(b, sc->cols[i].column);
 		return;

@@ -68,8 +68,6 @@ void sq_stacks_free(struct sq_store *s);
  */
 int sq_stack_put(sqlite3_stmt *put, int64_t id, const void *frames, size_t len);
 
-/* sq_col_is_stack - whether @sc's column @i holds stacks (ids, or older rows' frames). */
-bool sq_col_is_stack(const struct store_schema *sc, size_t i);
 
 /*
  * sq_col_read - append the SQL that reads @sc's column @i: the quoted

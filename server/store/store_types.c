@@ -76,3 +76,9 @@ int store_hist_check(const struct store_query *q, const struct store_hist *h)
 			return -EINVAL;
 	return 0;
 }
+
+bool store_col_is_stack(const struct store_schema *sc, size_t c)
+{
+	return sc->cols[c].kind == STORE_BLOB &&
+	       store_field_is_stack(sc->system, sc->name, sc->cols[c].name);
+}

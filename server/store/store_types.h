@@ -259,6 +259,10 @@ struct store_schema {
 	struct store_fmt *fmts;	/* in the order they were first stored */
 };
 
+/* store_col_is_stack - whether @sc's column @c holds stacks (a stack's id
+ * or reference, or an older row's frames). */
+bool store_col_is_stack(const struct store_schema *sc, size_t c);
+
 /* store_schema_free - free @sc (from store_schema_get()); NULL is allowed. */
 void store_schema_free(struct store_schema *sc);
 
