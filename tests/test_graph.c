@@ -173,6 +173,37 @@ START_TEST(test_exits_only_rebuilt)
 }
 END_TEST
 
+/* The CI case: exits whose ts do not follow rettime on one line (the
+ * collector's clock map, rounding), so the fitted entry of the second
+ * leaf lands 7 ns before the exit of the recurse it follows. The ring's
+ * clock orders them: the recurse closes first and the leaf is a sibling. */
+START_TEST(test_exits_only_ring_order)
+{
+	char *text = NULL, *p;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	struct graph *g;
+
+	TU_OK(graph_new(f, &g));
+	add_exit(g, 1000, 7, 0x20, 2, 100, 110, "leaf");
+	add_exit(g, 1010, 7, 0x30, 1, 90, 120, "recurse");
+	add_exit(g, 1015, 7, 0x20, 1, 121, 130, "leaf");
+	add_exit(g, 1040, 7, 0x10, 0, 80, 140, "run");
+	graph_print(g);
+	graph_free(g);
+	fclose(f);
+	p = text;
+	ck_assert_ptr_nonnull(p = strstr(p, "| run() {\n"));
+	ck_assert_ptr_nonnull(p = strstr(p, "|   recurse() {\n"));
+	ck_assert_ptr_nonnull(p = strstr(p, "|     leaf();\n"));
+	ck_assert_ptr_nonnull(p = strstr(p, "|   } /* recurse */\n"));
+	ck_assert_ptr_nonnull(p = strstr(p, "|   leaf();\n"));
+	ck_assert_ptr_nonnull(p = strstr(p, "| } /* run */\n"));
+	ck_assert_ptr_null(strstr(text, "leaf() {"));
+	free(text);
+}
+END_TEST
+
 START_TEST(test_empty)
 {
 	char *text = NULL;
@@ -214,7 +245,8 @@ static Suite *graph_suite(void)
 
 	tu_add_tests(tc, TU_TESTS(test_nesting_and_leaves, test_threads_apart,
 					test_exit_without_entry, test_exit_cut_off,
-					test_exits_only_rebuilt, test_empty, test_rows_capped));
+					test_exits_only_rebuilt, test_exits_only_ring_order,
+					test_empty, test_rows_capped));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -11,8 +11,12 @@
  * converted to ns, so the entry goes at ts - (rettime - calltime) *
  * scale, where scale (ns per clock unit) is fitted from the thread's
  * exits themselves (first and last rettime against their ts; 1 with a
- * single exit). Exits come in post-order with their depth, so sorted by
- * time the rebuilt entries nest exactly as the calls did.
+ * single exit). Those ns are for printing only: the fit and the
+ * rounding can put an entry a ns before the exit of the call that
+ * preceded it, so such a thread's rows are ordered by the ring's own
+ * clock (calltime, rettime), their ts made non-decreasing in that order,
+ * and their rank kept in ord to break ties of ts. In that order the
+ * rebuilt entries nest exactly as the calls did.
  */
 #include "config.h"
 
@@ -75,18 +79,22 @@ int graph_add(struct graph *g, const struct graph_row *row)
 	if (!n)
 		return -ENOMEM;
 	g->rows = n;
-	g->rows[g->n++] = *row;
+	g->rows[g->n] = *row;
+	g->rows[g->n++].ord = 0;
 	return 0;
 }
 
-/* By time; at equal times entries first (outer ones first), then exits
- * (inner ones first). */
+/* By time, then by ord (a rebuilt thread's order in its ring's clock);
+ * at equal times entries first (outer ones first), then exits (inner
+ * ones first). */
 static int row_cmp(const void *pa, const void *pb)
 {
 	const struct graph_row *a = pa, *b = pb;
 
 	if (a->ts != b->ts)
 		return a->ts < b->ts ? -1 : 1;
+	if (a->ord != b->ord)
+		return a->ord < b->ord ? -1 : 1;
 	if (a->exit != b->exit)
 		return (int)a->exit - (int)b->exit;
 	if (a->depth != b->depth)
@@ -154,6 +162,75 @@ static void fit_scale(struct fit *f)
 			   (double)(f->hi_ret - f->lo_ret);
 }
 
+/* Where a rebuilt thread's row goes among rows of the same ring-clock
+ * time: exits of calls that took time first (they close what ran
+ * before), then entries, then exits of calls of no time (an entry and
+ * its own exit at one tick). */
+static int raw_class(const struct graph_row *r)
+{
+	if (!r->exit)
+		return 1;
+	return r->rettime == r->calltime ? 2 : 0;
+}
+
+static const struct graph_row *raw_rows;
+
+/* A rebuilt thread's rows (indexes into raw_rows): by thread, by ring
+ * clock, by raw_class, then outer entries and inner exits first. A key
+ * compared field by field, so the order is total whatever a peer sent. */
+static int raw_cmp(const void *pa, const void *pb)
+{
+	const struct graph_row *a = &raw_rows[*(const size_t *)pa];
+	const struct graph_row *b = &raw_rows[*(const size_t *)pb];
+	uint64_t ta = a->exit ? a->rettime : a->calltime;
+	uint64_t tb = b->exit ? b->rettime : b->calltime;
+
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	if (ta != tb)
+		return ta < tb ? -1 : 1;
+	if (raw_class(a) != raw_class(b))
+		return raw_class(a) - raw_class(b);
+	if (a->depth != b->depth)
+		return (a->depth < b->depth) == !a->exit ? -1 : 1;
+	return 0;
+}
+
+static bool is_rebuilt(const struct fits *fs, const struct graph_row *r)
+{
+	for (size_t i = 0; i < fs->n; i++)
+		if (fs->v[i].pid == r->pid)
+			return !fs->v[i].has_entry && r->rettime >= r->calltime;
+	return false;
+}
+
+/* Order the rows of threads whose entries were rebuilt by their ring's
+ * clock: ts made non-decreasing in that order and ord their rank.
+ * Return: 0; -ENOMEM. */
+static int order_rebuilt(struct graph *g, const struct fits *fs)
+{
+	size_t *ix = malloc((g->n ? g->n : 1) * sizeof(*ix)), m = 0;
+	int64_t floor_ts = 0;
+
+	if (!ix)
+		return -ENOMEM;
+	for (size_t i = 0; i < g->n; i++)
+		if (is_rebuilt(fs, &g->rows[i]))
+			ix[m++] = i;
+	raw_rows = g->rows;
+	qsort(ix, m, sizeof(*ix), raw_cmp);
+	for (size_t k = 0; k < m; k++) {
+		struct graph_row *r = &g->rows[ix[k]];
+
+		if (k && r->pid == g->rows[ix[k - 1]].pid && r->ts < floor_ts)
+			r->ts = floor_ts;
+		floor_ts = r->ts;
+		r->ord = k + 1;
+	}
+	free(ix);
+	return 0;
+}
+
 /* Add an entry row for each exit of the threads that have exits only.
  * Return: 0; -ENOMEM. */
 static int rebuild_entries(struct graph *g)
@@ -183,6 +260,8 @@ static int rebuild_entries(struct graph *g)
 				  0.5);
 		ret = graph_add(g, &e);
 	}
+	if (!ret)
+		ret = order_rebuilt(g, &fs);
 	free(fs.v);
 	return ret;
 }

@@ -34,6 +34,7 @@ struct graph_row {
 	int32_t depth;
 	uint64_t calltime, rettime;	/* exit only */
 	char name[128];		/* the function's name, "" if unknown */
+	uint64_t ord;		/* set by the view: order at equal ts */
 };
 
 struct graph;
