@@ -27,7 +27,9 @@
 #    later file, which starts with the messages that shape decoding, when
 #    the backlog builds up.
 #    Asserts: files past the first were seen; the restart stored a file
-#    left behind; stored == shipped; no page was processed twice.
+#    left behind; stored == shipped; no page was processed twice (the
+#    only duplicates are pages the agent resent after a full journal
+#    pushed back).
 # 4. --journal-size 0: no journal; DONE comes once stored.
 #    Asserts: the agent's stored_events == its events; no journal directory.
 set -u
@@ -161,8 +163,16 @@ check "after the restart stored ($stored) == shipped ($shipped)" \
 	'[ -n "$shipped" ] && [ "$stored" = "$shipped" ]'
 check "the restarted collector stored a journal file left behind" \
 	'[ "$(grep -c "left by an earlier run are stored first" "$tmp/collector.log")" = 2 ]'
-check "no page was processed twice" \
-	'! traceq --stats | grep "host=journal-rotcrash" | grep -q " dup_pages=[1-9]"'
+# a 1M journal can fill while the store is locked: the collector stops
+# reading, the agent's write times out and it resends from its spool, and
+# the collector drops those pages as duplicates. So every duplicate must be
+# a page the agent sent twice; a replay that stored a journal file again
+# would count its pages on top.
+resent=$(field resent "$tmp/agent3.out")
+dups=$(traceq --stats | sed -n 's/^host=journal-rotcrash cpu=all .* dup_pages=\([0-9]*\).*/\1/p')
+echo "agent resent ${resent:-?} pages; the collector dropped ${dups:-?} duplicates"
+check "no page was processed twice (dup_pages $dups <= resent $resent)" \
+	'[ -n "$dups" ] && [ -n "$resent" ] && [ "$dups" -le "$resent" ]'
 kill "$collector_pid"; wait "$collector_pid"
 collector_pid=
 
