@@ -9,9 +9,12 @@
  *            sched_switch storm); this process sleeps in poll() on the
  *            watch's descriptors as the agent's loop would. Its CPU time
  *            (getrusage RUSAGE_SELF, children not counted) over the run
- *            is armed_cpu_pct. The storm's own CPU time per round trip,
- *            armed and not, says what the trigger and the watch's filter
- *            cost inside the kernel (the "kernel:" line).
+ *            is armed_cpu_pct.
+ *   kernel   what the armed watch costs each hit of its event inside the
+ *            kernel (the trigger's filter, the watch's event filter):
+ *            this thread's CPU per getppid(2) while the recorder records
+ *            it, armed on it with a filter never true and not, chunks
+ *            interleaved, medians.
  *   latency  a child calls getppid(2) at random moments (5-25 ms apart,
  *            each after the previous freeze was rearmed); the watch is
  *            armed on 'sys_enter_getppid where common_pid == CHILD'.
@@ -191,53 +194,112 @@ static int watch_for(struct freezewatch *w, double secs)
 	return fired;
 }
 
-/* The storm's CPU ns per round trip over @secs, armed (@w) or not. */
-static double storm_cost(struct freezewatch *w, double secs, double *self_pct, int *fired)
+/*
+ * Watch @w for @secs under the storm: this process's CPU % in *@self_pct,
+ * the fires in *@fired; the storm's round trips per second returned.
+ */
+static double storm_watch(struct freezewatch *w, double secs, double *self_pct, int *fired)
 {
-	double cpu0, storm_cpu;
+	double cpu0, storm_cpu, wall;
 	uint64_t trips, t0;
 	struct storm s;
+	int ret = storm_start(&s);
 
-	if (storm_start(&s) < 0)
-		return -1;
+	if (ret < 0)
+		return ret;
 	t0 = mono_ns();
 	cpu0 = self_cpu_s();
-	if (w) {
-		*fired = watch_for(w, secs);
-	} else {
-		struct timespec d = { (time_t)secs, (long)((secs - (time_t)secs) * 1e9) };
-
-		nanosleep(&d, NULL);
-	}
-	if (self_pct)
-		*self_pct = (self_cpu_s() - cpu0) / ((mono_ns() - t0) / 1e9) * 100;
+	*fired = watch_for(w, secs);
+	wall = (mono_ns() - t0) / 1e9;
+	*self_pct = (self_cpu_s() - cpu0) / wall * 100;
 	trips = storm_stop(&s, &storm_cpu);
-	return trips ? storm_cpu * 1e9 / trips : -1;
+	return trips / wall;
 }
 
 static int bench_armed(double secs, double *armed_pct)
 {
 	char err[512] = "";
 	struct freezewatch *w;
-	double plain, armed, plain2;
 	int fired = 0, tick, ret;
+	double rate;
 
-	plain = storm_cost(NULL, secs / 2, NULL, NULL);
 	ret = freezewatch_open(inst_name, "sched:sched_switch", "prev_pid == -1", NULL, &w, err,
 			       sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "bench-freezewatch: %s\n", err);
 		return ret;
 	}
-	armed = storm_cost(w, secs, armed_pct, &fired);
+	rate = storm_watch(w, secs, armed_pct, &fired);
 	tick = freezewatch_tick_ms(w);
 	freezewatch_close(w);
-	plain2 = storm_cost(NULL, secs / 2, NULL, NULL);
-	printf("armed: secs=%.1f self_cpu_pct=%.4f fires=%d tick_ms=%d\n", secs, *armed_pct,
-	       fired, tick);
-	printf("kernel: storm_ns_per_round_trip plain=%.0f armed=%.0f plain_again=%.0f "
-	       "(2 sched_switch per round trip; armed adds the trigger's and the watch's "
-	       "filter)\n", plain, armed, plain2);
+	printf("armed: secs=%.1f self_cpu_pct=%.4f fires=%d tick_ms=%d "
+	       "storm_round_trips_per_s=%.0f\n", secs, *armed_pct, fired, tick, rate);
+	return 0;
+}
+
+/* ---- the kernel's side ------------------------------------------------- */
+
+static double thread_cpu_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return t.tv_sec * 1e9 + t.tv_nsec;
+}
+
+/* CPU ns per getppid(2) over one chunk of @calls. */
+static double getppid_ns(int calls)
+{
+	double t0 = thread_cpu_ns();
+
+	for (int i = 0; i < calls; i++)
+		syscall(SYS_getppid);
+	return (thread_cpu_ns() - t0) / calls;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+#define KCHUNKS	15
+#define KCALLS	200000
+
+/*
+ * What an armed watch costs each hit of its event in the kernel (the
+ * trigger's filter on the main instance, the watch's event filter): CPU
+ * ns per getppid(2), recorded by the flight recorder, armed on it with a
+ * filter never true and not, chunks interleaved, medians.
+ */
+static int bench_kernel(void)
+{
+	double plain[KCHUNKS], armed[KCHUNKS];
+	char err[512] = "";
+	int ret = 0;
+
+	for (int i = 0; i < KCHUNKS && ret == 0; i++) {
+		struct freezewatch *w;
+
+		plain[i] = getppid_ns(KCALLS);
+		ret = freezewatch_open(inst_name, "syscalls:sys_enter_getppid", "common_pid == -1",
+				       NULL, &w, err, sizeof(err));
+		if (ret < 0) {
+			fprintf(stderr, "bench-freezewatch: %s\n", err);
+			break;
+		}
+		armed[i] = getppid_ns(KCALLS);
+		freezewatch_close(w);
+	}
+	if (ret < 0)
+		return ret;
+	qsort(plain, KCHUNKS, sizeof(double), cmp_double);
+	qsort(armed, KCHUNKS, sizeof(double), cmp_double);
+	printf("kernel: getppid_ns recorded=%.0f recorded_and_armed=%.0f extra_ns_per_hit=%.0f "
+	       "(the trigger's and the watch's filter, never true; medians of %d chunks)\n",
+	       plain[KCHUNKS / 2], armed[KCHUNKS / 2], armed[KCHUNKS / 2] - plain[KCHUNKS / 2],
+	       KCHUNKS);
 	return 0;
 }
 
@@ -360,6 +422,8 @@ int main(int argc, char **argv)
 	ret = recorder_open();
 	if (ret == 0)
 		ret = bench_armed(secs, &pct);
+	if (ret == 0)
+		ret = bench_kernel();
 	if (ret == 0)
 		ret = bench_latency(fires, false, &p50, &max);
 	if (ret == 0)
