@@ -509,8 +509,9 @@ int freezewatch_check(struct freezewatch *w, uint64_t *trigger_ts)
 	if (hits == 0)
 		return ret;
 	errno = 0;
-	if (tracefs_trace_off(w->main) < 0)
-		return fw_err();
+	if (tracefs_trace_off(w->main) < 0)	/* the trigger did, unless it came early */
+		log_warn("cannot set tracing_on 0 on instance %s after the freeze event: %s",
+			 tracefs_instance_get_name(w->main), tc_strerror(fw_err()));
 	*trigger_ts = ts;
 	return 1;
 }

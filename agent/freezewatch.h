@@ -18,7 +18,7 @@
  *
  * The timestamp is the event's as the watch instance recorded it: the
  * same tracepoint hit on the same clock, read once more for the second
- * buffer, so not bit-equal to the main buffer's copy (on 6.18 0.8-1 us
+ * buffer, so not bit-equal to the main buffer's copy (on 6.18 about 1 us
  * after it, the main instance's probe and trigger running first, with no
  * other record of that CPU between: tests/test_freezewatch.c). The
  * trigger event in the main buffer is the last record of EVENT at or
@@ -105,9 +105,10 @@ int freezewatch_tick_ms(const struct freezewatch *w);
  * while it was off already, before freezewatch_rearm() turned it on, is
  * frozen here) and gives the earliest record's timestamp (the main
  * instance's trace clock) in *@trigger_ts.
- * Return: 1 fired (and *@trigger_ts); 0 not; -errno or
- * TC_ERR_PAGE_MALFORMED (a page the walk refused: nothing fired is
- * lost, the next check sees the next records).
+ * Return: 1 fired (and *@trigger_ts; a failure to set tracing_on 0 is
+ * logged, the trigger having done it); 0 not; -errno or
+ * TC_ERR_PAGE_MALFORMED (a page the walk refused, with no hit found: the
+ * next check sees the next records).
  */
 int freezewatch_check(struct freezewatch *w, uint64_t *trigger_ts);
 
