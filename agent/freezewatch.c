@@ -10,7 +10,10 @@
  * (a flight recorder). A poll on trace_pipe_raw sleeps in
  * ring_buffer_poll_wait() until a record is committed when buffer_percent
  * is 0, so the watch costs the agent nothing until the event fires; in
- * the kernel it costs one more filter evaluation per hit of EVENT.
+ * the kernel it costs a second probe and filter evaluation per hit of
+ * EVENT (bench/run freezewatch on 6.18, filters never true: the trigger
+ * alone 31 ns per hit, the watch 121 ns more: at 8k hits/s of EVENT the
+ * watch alone takes 0.1% of a core).
  */
 #include "config.h"
 
