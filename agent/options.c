@@ -16,6 +16,7 @@
 #include "common/cli.h"
 #include "common/config_file.h"
 #include "common/log.h"
+#include "agent/freezewatch.h"
 #include "agent/ftrace.h"
 #include "agent/options.h"
 #include "agent/stacks.h"
@@ -162,6 +163,12 @@ static void help(void)
 "      --user-stacktrace    the user-space stack after every event too (the\n"
 "                           instance's options/userstacktrace: addresses,\n"
 "                           ftrace:user_stack records), where the kernel has it\n"
+"      --freeze-on 'EVENT [where FILTER]'\n"
+"                           the flight recorder's freeze by an event: one\n"
+"                           event (NAME or SYSTEM:NAME) and the kernel's\n"
+"                           filter language. Checked, not acted on yet: the\n"
+"                           flight recorder that acts on it is not in this\n"
+"                           build\n"
 "  -p, --tracer TRACER      run the kernel's function or function_graph\n"
 "                           tracer in the instance (a kernel that refuses\n"
 "                           it, e.g. locked down, is reported in one line\n"
@@ -259,7 +266,7 @@ enum { OPT_CERT = 256, OPT_KEY, OPT_CA, OPT_INSTANCE, OPT_NAME,
        OPT_SPOOL_DISK_MB, OPT_ACK_TIMEOUT_MS, OPT_DRAIN_S, OPT_READ_MODE,
        OPT_USER_DIR, OPT_NO_USER, OPT_FTRACE_FILTER, OPT_EXEC, OPT_INSECURE_PLAIN,
        OPT_NO_PUSHDOWN, OPT_CONNECTIONS, OPT_TRACE_CLOCK, OPT_NO_KERNEL_SYMBOLS,
-       OPT_NO_COMM_EVENTS, OPT_STACKTRACE, OPT_USER_STACKTRACE };
+       OPT_NO_COMM_EVENTS, OPT_STACKTRACE, OPT_USER_STACKTRACE, OPT_FREEZE_ON };
 
 /*
  * The short options (the table in traceagent(8): one letter, one meaning in
@@ -296,6 +303,7 @@ static const struct option long_opts[] = {
 	{ "no-comm-events", no_argument, NULL, OPT_NO_COMM_EVENTS },
 	{ "stacktrace", optional_argument, NULL, OPT_STACKTRACE },
 	{ "user-stacktrace", no_argument, NULL, OPT_USER_STACKTRACE },
+	{ "freeze-on", required_argument, NULL, OPT_FREEZE_ON },
 	{ "tracer", required_argument, NULL, 'p' },
 	{ "ftrace-filter", required_argument, NULL, OPT_FTRACE_FILTER },
 	{ "exec", no_argument, NULL, OPT_EXEC },
@@ -385,6 +393,17 @@ static int opt_stacktrace(struct options *o, const char *arg)
 	return list_add(&o->stacks, &o->nstacks, arg);
 }
 
+/* --freeze-on SPEC: one event and a filter (agent/freezewatch.h); the last wins. */
+static int opt_freeze_on(struct options *o, const char *arg)
+{
+	char why[1024];
+
+	if (freezewatch_parse(arg, NULL, NULL, why, sizeof(why)) < 0)
+		return usage_error("%s", why);
+	o->freeze_on = arg;
+	return 0;
+}
+
 /*
  * --connect A,B,C: add each address to the list, in order. The default is
  * replaced by the first address given; on the command line each --connect
@@ -436,6 +455,8 @@ static int opt_apply(struct options *o, int c, const char *arg)
 	case OPT_STACKTRACE:
 		return opt_stacktrace(o, arg);
 	case OPT_USER_STACKTRACE: o->user_stack = true; return 0;
+	case OPT_FREEZE_ON:
+		return opt_freeze_on(o, arg);
 	case 'p': case OPT_FTRACE_FILTER:
 		return opt_ftrace(o, c, arg);
 	case OPT_CERT: o->session.tls.cert = arg; return 0;

@@ -58,6 +58,8 @@ struct options {
 	bool user_stack;		/* --user-stacktrace */
 	const char **stacks;		/* --stacktrace=SPEC: agent/stacks.h */
 	size_t nstacks;
+	const char *freeze_on;		/* --freeze-on SPEC: agent/freezewatch.h
+					 * (checked here; nothing acts on it yet) */
 };
 
 /*

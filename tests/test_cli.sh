@@ -79,6 +79,22 @@ check "traceagent -s HOST:PORT is --connect (exit $rc)" \
 	'[ "$rc" = 2 ] && grep -q "bad --connect .127.0.0.1:bad." "$tmp/connect-s.err" &&
 	 ! grep -q "old spelling" "$tmp/connect-s.err"'
 
+# --freeze-on: one event and a filter, checked at once (agent/freezewatch.h)
+bad traceagent freeze-glob --freeze-on 'sched_*'
+check "traceagent --freeze-on with a glob: one line and the hint, exit 2 (exit $rc)" \
+	'[ "$rc" = 2 ] && grep -q "bad --freeze-on .sched_\*.: name one event" "$tmp/freeze-glob.err"'
+bad traceagent freeze-syntax --freeze-on 'sched_switch where prev_pid =='
+check "traceagent --freeze-on with a bad filter points at it, exit 2 (exit $rc)" \
+	'[ "$rc" = 2 ] && grep -q "^ *\^$" "$tmp/freeze-syntax.err"'
+printf 'freeze-on = sched_switch,sched_wakeup\n' > "$tmp/freeze.conf"
+bad traceagent freeze-conf -C "$tmp/freeze.conf"
+check "traceagent's freeze-on = in -C FILE is checked too (exit $rc)" \
+	'[ "$rc" = 2 ] && grep -q "freeze.conf:1" "$tmp/freeze-conf.err"'
+"$top_builddir/traceagent" --freeze-on 'sched:sched_switch where prev_pid == 1' --help \
+	> /dev/null 2> "$tmp/freeze-ok.err"; rc=$?
+check "traceagent takes a good --freeze-on (exit $rc: $(head -c 300 "$tmp/freeze-ok.err"))" \
+	'[ "$rc" = 0 ]'
+
 # collector NAME ARGS...: tracecollectd in the foreground on $tmp/NAME/ (plain
 # TCP on loopback: no certificates needed) until it is ready or gone; rc is
 # its exit status ("ran": it got ready, and was stopped). Its stderr in
