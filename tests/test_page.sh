@@ -20,7 +20,11 @@
 #    test) is drawn from the collector's summaries (--hist over time),
 #    not from events;
 #  - live mode shows a switch stored after the page opened (an agent
-#    started then).
+#    started then), pushed over traceq --serve's event stream (/api/live:
+#    traceq --follow underneath), not polled;
+#  - with traceq --serve stopped the page says it lost the stream and
+#    tries again; started again on the same port (a new token), it
+#    refuses the old page, which says so.
 # Screenshots of each view go to $top_builddir/tests/artifacts/test_page/.
 set -u
 
@@ -98,6 +102,7 @@ print(json.dumps({
               "from": str(t0 - n), "to": str(t1 + n)},
     "all": {"from": str(min(r["ts"] for r in rows)), "to": str(max(r["ts"] for r in rows) + 1)},
     "newest": str(max(r["ts"] for r in rows)), "liveGo": tmp + "/live-go",
+    "serveStop": tmp + "/serve-stop", "serveStart": tmp + "/serve-start",
 }))
 PY
 check "a known slice was found in the run" 'jq -e .slice.pid "$tmp/cfg.json" >/dev/null'
@@ -109,6 +114,22 @@ node_pid=$!
 while kill -0 "$node_pid" 2>/dev/null && [ ! -e "$tmp/live-go" ]; do sleep 0.1; done
 [ -e "$tmp/live-go" ] &&
 	tc_start_agent live --name page-host -e sched --duration 20 --instance "tc-page-live-$$"
+# then the page's stream loses traceq --serve: stopped, then started
+# again on the same port (with a new token)
+port=${url#http://127.0.0.1:}
+port=${port%%/*}
+while kill -0 "$node_pid" 2>/dev/null && [ ! -e "$tmp/serve-stop" ]; do sleep 0.1; done
+if [ -e "$tmp/serve-stop" ]; then
+	kill -TERM "$serve_pid"
+	wait "$serve_pid"
+	serve_pid=
+fi
+while kill -0 "$node_pid" 2>/dev/null && [ ! -e "$tmp/serve-start" ]; do sleep 0.1; done
+if [ -e "$tmp/serve-start" ]; then
+	"$top_builddir/traceq/traceq" --server "$query" --serve "127.0.0.1:$port" \
+		> "$tmp/url2" 2>> "$tmp/serve.err" &
+	serve_pid=$!
+fi
 wait "$node_pid"
 rc=$?
 node_pid=

@@ -166,21 +166,40 @@ try {
     (BigInt(n) + 1n).toString()), newest0);
   await page.waitForFunction(() => document.body.dataset.tlReady === '1', WAIT);
   await page.click('#tl-live');
+  await page.waitForFunction(() => document.body.dataset.live === 'following', WAIT);
   const shown = await page.waitForFunction(n => {
     const tl = window.tl, d = tl.data, after = BigInt(n) - tl.base;
     if (!d || BigInt(tl.view().to) <= BigInt(n)) return false;
     if (d.mode === 'raw') {
       for (const sl of d.slices.values())
         for (const x of sl)
-          if (x.row && BigInt(x.row.ts) > BigInt(n)) return x.row.ts.toString();
-    } else {
+          if (x.row && BigInt(x.row.ts) > BigInt(n) && tl.liveRows.has(x.row))
+            return x.row.ts.toString();
+    } else if (tl.stats.liveRows > 0) {
       for (const c of d.cells.values())
         if (c.t > Number(after)) return 'a summary at +' + c.t;
     }
     return false;
   }, WAIT, newest0).then(h => h.jsonValue()).catch(() => null);
-  check(`live mode shows a switch stored after the page opened (ts ${shown} > ${newest0})`, !!shown);
+  const pushed = await page.evaluate(() => window.tl.stats.liveRows);
+  check(`live mode shows a switch stored after the page opened, pushed by traceq --serve's ` +
+    `follower (ts ${shown} > ${newest0}; ${pushed} rows pushed)`, !!shown && pushed > 0);
   await shot(page, 'timeline-live');
+
+  // ---- live: the serve side goes, and comes back with a new token ----
+  fs.writeFileSync(cfg.serveStop, 'stop\n');	// test_page.sh stops traceq --serve
+  const gone = await page.waitForFunction(() => document.body.dataset.live === 'reconnecting',
+    WAIT).then(() => true).catch(() => false);
+  const sayGone = await page.$eval('#tl-live-state', e => e.textContent);
+  check(`with traceq --serve stopped, the page says it lost the stream (${sayGone})`,
+    gone && /lost the stream/.test(sayGone));
+  fs.writeFileSync(cfg.serveStart, 'start\n');	// test_page.sh starts it again, same port
+  const closed = await page.waitForFunction(() => document.body.dataset.live === 'closed',
+    WAIT).then(() => true).catch(() => false);
+  const sayClosed = await page.$eval('#tl-live-state', e => e.textContent);
+  check(`a traceq --serve started again (a new token) refuses the old page's stream, and the ` +
+    `page says so (${sayClosed})`, closed && /new token/.test(sayClosed));
+  await shot(page, 'timeline-live-lost');
   await page.click('#tl-live');
 } catch (e) {
   check('the browser run', false, e.stack || String(e));
