@@ -19,6 +19,9 @@
 #  - a view of more switches than the raw limit (lowered to 10 for the
 #    test) is drawn from the collector's summaries (--hist over time),
 #    not from events;
+#  - the fleet's clock offset is the collector's measurement of the
+#    host's clock, traceq --hosts' clock_disagree_ns +- clock_uncertainty_ns
+#    (and its clock_source), not realtime - trace clock;
 #  - live mode shows a switch stored after the page opened (an agent
 #    started then), pushed over traceq --serve's event stream (/api/live:
 #    traceq --follow underneath), not polled;

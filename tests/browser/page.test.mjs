@@ -55,6 +55,27 @@ try {
     check(`fleet row ${want.host}: agent version is --hosts' (${got.agent})`,
       got.agent === cfg.hosts.find(h => h.host === want.host).agent);
   }
+  // the clock offset: the collector's measurement (traceq --hosts' clock
+  // columns, issue 36), not realtime - trace clock
+  const clocks = await page.$$eval('#fleet-table tbody tr', trs => trs.map(tr => {
+    const td = tr.querySelector('td[data-col=clock_offset]');
+    return { host: tr.dataset.host, ns: td.dataset.ns, unc: td.dataset.uncertainty,
+      text: td.textContent, source: tr.querySelector('td[data-col=clock_source]').textContent };
+  }));
+  let measured = 0;
+  for (const h of cfg.hosts) {
+    const got = clocks.find(c => c.host === h.host) || {};
+    const has = h.clock_disagree_ns !== null && h.clock_disagree_ns !== undefined;
+    measured += has;
+    const same = has ? got.ns === String(h.clock_disagree_ns) &&
+      got.unc === String(h.clock_uncertainty_ns) && got.text.includes('\u00b1') :
+      got.text === '-';
+    check(`fleet row ${h.host}: clock offset ${got.text} (${got.ns} +- ${got.unc} ns, placed by ` +
+      `${got.source}) is --hosts' clock_disagree_ns ${h.clock_disagree_ns} +- ` +
+      `clock_uncertainty_ns ${h.clock_uncertainty_ns}, source ${h.clock_source}`,
+      same && got.source === h.clock_source, JSON.stringify(got));
+  }
+  check(`the collector measured a host's clock (${measured} of ${cfg.hosts.length})`, measured > 0);
   await shot(page, 'fleet');
 
   // ---- the query box ----

@@ -44,6 +44,24 @@ function fmtNs(ns) {
   return n + ' ns';
 }
 
+// The host's clock against the collector's (issue 36, traceq --hosts'
+// clock columns): its realtime less the collector's measurement of its
+// trace clock (> 0: ahead), +- the measurement's uncertainty; '-' where
+// the collector has measured nothing (an older agent, an import).
+function fmtClock(i) {
+  if (i.clock_disagree_ns === null || i.clock_disagree_ns === undefined) return '-';
+  const d = Number(i.clock_disagree_ns);
+  return (d > 0 ? '+' : '') + fmtNs(d) + ' \u00b1 ' + fmtNs(i.clock_uncertainty_ns);
+}
+
+function clockTitle(i) {
+  if (i.clock_measured_ns === null || i.clock_measured_ns === undefined)
+    return 'no measurement by the collector; events placed by ' + (i.clock_source || 'host');
+  return 'the host\'s realtime less the collector\'s measurement: ' + i.clock_disagree_ns +
+    ' ns +- ' + i.clock_uncertainty_ns + ' ns; drift ' + i.clock_drift_ppb +
+    ' ppb; events placed by ' + (i.clock_source || 'host');
+}
+
 function fmtTime(ns) {
   if (!ns) return '';
   const d = new Date(Number(ns) / 1e6);
@@ -85,13 +103,19 @@ function renderFleet(ans) {
       r.host, i.connected || '',
       rate(k, 'agent_events', ans.now_ms, rows), rate(k, 'events', ans.now_ms, rows),
       t.agent_events ?? '', t.events ?? '', t.lost_pages ?? '', t.overrun ?? '',
-      fmtNs(i.clock_offset_ns), i.agent || '', fmtTime(i.last_seen),
+      fmtClock(i), i.clock_source || '', i.agent || '', fmtTime(i.last_seen),
     ];
     const names = ['host', 'connected', 'rate_in', 'rate_stored', 'events_in',
-      'events_stored', 'lost_pages', 'overrun', 'clock_offset', 'agent', 'last_seen'];
+      'events_stored', 'lost_pages', 'overrun', 'clock_offset', 'clock_source', 'agent',
+      'last_seen'];
     cells.forEach((c, j) => {
       const td = el('td', c, j === 1 && c === 'no' ? 'no' : undefined);
       td.dataset.col = names[j];
+      if (names[j] === 'clock_offset') {
+        td.title = clockTitle(i);
+        td.dataset.ns = String(i.clock_disagree_ns ?? '');
+        td.dataset.uncertainty = String(i.clock_uncertainty_ns ?? '');
+      }
       tr.appendChild(td);
     });
     body.appendChild(tr);
