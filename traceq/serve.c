@@ -34,6 +34,7 @@
 #include "traceq/serve.h"
 #include "traceq/serve_api.h"
 #include "traceq/serve_export.h"
+#include "traceq/serve_flame.h"
 #include "traceq/serve_live.h"
 
 #define SERVE_MAX_HEADERS	16384	/* bytes of a request's line and headers */
@@ -195,6 +196,7 @@ static void send_api(struct serve *s, struct evhttp_request *req, const char *pa
 		return;
 	}
 	code = !strcmp(path, "/api/stats") ? serve_api_stats(s->c, s->o, args, b) :
+	       !strcmp(path, "/api/flame") ? serve_api_flame(s->c, s->o, args, b) :
 	       serve_api_query(s->c, s->o, args, b);
 	send_buffer(req, code, "application/json", b);
 	evbuffer_free(b);
@@ -250,7 +252,8 @@ static void route(struct serve *s, struct evhttp_request *req, const char *path,
 		send_live(s, req, args);
 		return;
 	}
-	if (!strcmp(path, "/api/stats") || !strcmp(path, "/api/query")) {
+	if (!strcmp(path, "/api/stats") || !strcmp(path, "/api/query") ||
+	    !strcmp(path, "/api/flame")) {
 		send_api(s, req, path, args);
 		return;
 	}

@@ -180,6 +180,42 @@ try {
   await page.evaluate(() => { window.tl.rawMax = undefined; });
   await shot(page, 'timeline-summaries');
 
+  // ---- the flame chart: traceq --graph's calls, per thread ----
+  const tids = Object.keys(cfg.flame || {});
+  if (tids.length) {
+    await page.click('nav button[data-view=flame]');
+    await page.waitForFunction(() => document.body.dataset.flameReady === '1', WAIT);
+    const err = await page.$eval('#fl-error', e => e.textContent);
+    check('the flame chart loads without an error', err === '', err);
+    for (const tid of tids) {
+      const got = await page.evaluate(t => window.flame.frames.filter(f => String(f.pid) === t)
+        .map(f => [f.depth, f.name, f.ns]), tid);
+      const want = cfg.flame[tid];
+      const same = got.length === want.length &&
+        got.every((g, i) => g[0] === want[i][0] && g[1] === want[i][1] && g[2] === want[i][2]);
+      const diff = got.findIndex((g, i) => !want[i] || g.join() !== want[i].join());
+      check(`flame chart, thread ${tid}: its ${got.length} frames nest as traceq --graph's ` +
+        `${want.length} calls (depth, name, duration, order)`, same && want.length > 0,
+        diff >= 0 ? 'first difference at ' + diff + ': ' + JSON.stringify(got[diff]) + ' vs ' +
+          JSON.stringify(want[diff]) : 'lengths');
+    }
+    // the hover card over the first thread's outermost call names it
+    const hit = await page.evaluate(t => {
+      const f = window.flame.frames.find(f => String(f.pid) === t && f.depth === 0);
+      const r = window.flame.frameRect(f), c = window.flame.canvas, b = c.getBoundingClientRect();
+      return { name: f.name, x: b.left + (r.x0 + r.x1) / 2 * b.width / c.width,
+        y: b.top + (r.y + 6) * b.height / c.height };
+    }, tids[0]);
+    await page.mouse.move(hit.x, hit.y);
+    const fcard = await page.$eval('#fl-card', e => e.hidden ? '' : e.textContent);
+    check(`the flame chart's hover card names the call under the mouse (${hit.name})`,
+      fcard.startsWith(hit.name + '()'), fcard);
+    await shot(page, 'flame');
+    await page.click('nav button[data-view=timeline]');
+  } else {
+    console.log('SKIP: the flame chart (no traced program)');
+  }
+
   // ---- live: an event stored after the page opened ----
   fs.writeFileSync(cfg.liveGo, 'go\n');		// test_page.sh starts an agent now
   const newest0 = cfg.newest;

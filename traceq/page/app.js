@@ -1,4 +1,5 @@
-// app.js - traceq --serve's page: the fleet, the query box, the timeline.
+// app.js - traceq --serve's page: the fleet, the query box; the timeline
+// (timeline.js) and the flame chart (flame.js).
 // Plain JS and canvas, no libraries. Every request carries the page's
 // token (traceq/serve.c answers 403 without it). What the collector
 // sends is shown as text (textContent), never parsed as HTML.
@@ -29,6 +30,7 @@ function show(view) {
   for (const s of document.querySelectorAll('section.view'))
     s.hidden = s.id !== view;
   if (view === 'timeline' && window.tlShown) window.tlShown();
+  if (view === 'flame' && window.flameShown) window.flameShown();
 }
 
 // ---- the fleet (traceq --stats, --hosts) ----
@@ -180,4 +182,5 @@ window.addEventListener('DOMContentLoaded', () => {
   });
   pollFleet();
   if (window.tlInit) window.tlInit();
+  if (window.flameInit) window.flameInit();
 });
