@@ -92,11 +92,20 @@ static void stream_drop(struct live_stream *st)
 	stream_free(st);
 }
 
-/* The browser went (evhttp frees the request after this). */
+/*
+ * The browser went. evhttp frees a request still queued on its
+ * connection; one it took off the connection because we were still
+ * sending (a read or write that failed while streaming: its connection
+ * then NULL) is ours, and evhttp_send_reply_end() frees it.
+ */
 static void on_close(struct evhttp_connection *conn, void *arg)
 {
+	struct live_stream *st = arg;
+
 	(void)conn;
-	stream_drop(arg);
+	if (!evhttp_request_get_connection(st->req))
+		evhttp_send_reply_end(st->req);
+	stream_drop(st);
 }
 
 /* End @st's reply and drop it. */
