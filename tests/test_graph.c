@@ -2,8 +2,8 @@
  * test_graph.c - traceq's function_graph view (traceq/graph.c): leaf calls
  * on one line, nesting by depth, durations from entry/exit times, threads
  * kept apart, rows sorted by time, exits without their entries,
- * entries rebuilt for threads that recorded exits only, and the cap on
- * the rows a view holds.
+ * entries rebuilt for threads that recorded exits only, the cap on
+ * the rows a view holds, and the walk the flame chart takes.
  */
 #include "config.h"
 
@@ -238,6 +238,65 @@ START_TEST(test_rows_capped)
 }
 END_TEST
 
+/* What graph_walk() tells, in the order told. */
+struct walked {
+	struct graph_call c[8];
+	char name[8][128];
+	int n, opens;
+};
+
+static void walk_open(void *arg, const struct graph_row *e)
+{
+	(void)e;
+	((struct walked *)arg)->opens++;
+}
+
+static void walk_call(void *arg, const struct graph_call *c)
+{
+	struct walked *w = arg;
+
+	ck_assert_int_lt(w->n, 8);
+	w->c[w->n] = *c;
+	snprintf(w->name[w->n++], sizeof(w->name[0]), "%s", c->exit->name);
+}
+
+/* The walk --serve's flame chart takes: the exits-only thread above, each
+ * call's start and duration where the print puts them, seq ordering the
+ * calls as entered (outer before inner), leaves told apart. */
+START_TEST(test_walk_calls)
+{
+	static const struct graph_ops ops = { .open = walk_open, .call = walk_call };
+	static const char *const entered[] = { "outer", "leaf", "mid", "leaf" };
+	static const int64_t start[] = { 1000, 2000, 3000, 3100 }, ns[] = { 4000, 500, 1000, 100 };
+	struct walked w = { 0 };
+	struct graph *g;
+	int order[4];
+
+	TU_OK(graph_new(NULL, &g));
+	add_exit(g, 2500, 7, 0x20, 1, 6000, 7500, "leaf");
+	add_exit(g, 3200, 7, 0x20, 2, 9300, 9600, "leaf");
+	add_exit(g, 4000, 7, 0x30, 1, 9000, 12000, "mid");
+	add_exit(g, 5000, 7, 0x10, 0, 3000, 15000, "outer");
+	TU_OK(graph_walk(g, &ops, &w));
+	ck_assert_int_eq(w.n, 4);
+	ck_assert_int_eq(w.opens, 2);	/* outer, mid */
+	for (int i = 0; i < 4; i++) {	/* by seq */
+		order[i] = 0;
+		for (int j = 0; j < 4; j++)
+			order[i] += w.c[j].seq < w.c[i].seq;
+	}
+	for (int i = 0; i < 4; i++) {
+		int k = order[i];
+
+		ck_assert_str_eq(w.name[i], entered[k]);
+		ck_assert_int_eq(w.c[i].start, start[k]);
+		ck_assert_int_eq(w.c[i].ns, ns[k]);
+		ck_assert(w.c[i].leaf == !strcmp(w.name[i], "leaf"));
+	}
+	graph_free(g);
+}
+END_TEST
+
 static Suite *graph_suite(void)
 {
 	Suite *s = suite_create("graph");
@@ -246,7 +305,7 @@ static Suite *graph_suite(void)
 	tu_add_tests(tc, TU_TESTS(test_nesting_and_leaves, test_threads_apart,
 					test_exit_without_entry, test_exit_cut_off,
 					test_exits_only_rebuilt, test_exits_only_ring_order,
-					test_empty, test_rows_capped));
+					test_empty, test_rows_capped, test_walk_calls));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -19,8 +19,19 @@
 #  - a view of more switches than the raw limit (lowered to 10 for the
 #    test) is drawn from the collector's summaries (--hist over time),
 #    not from events;
+#  - the fleet's clock offset is the collector's measurement of the
+#    host's clock, traceq --hosts' clock_disagree_ns +- clock_uncertainty_ns
+#    (and its clock_source), not realtime - trace clock;
+#  - the flame chart of tests/fgraph_prog_fentry, traced by an agent's
+#    --exec, has the calls `traceq --graph` prints for each thread: the
+#    same nesting (depth), names and durations, in the same order; the
+#    hover card over its outermost call names it;
 #  - live mode shows a switch stored after the page opened (an agent
-#    started then).
+#    started then), pushed over traceq --serve's event stream (/api/live:
+#    traceq --follow underneath), not polled;
+#  - with traceq --serve stopped the page says it lost the stream and
+#    tries again; started again on the same port (a new token), it
+#    refuses the old page, which says so.
 # Screenshots of each view go to $top_builddir/tests/artifacts/test_page/.
 set -u
 
@@ -58,6 +69,18 @@ tc_start_collector
 tc_run_agent a1 --name page-host -e sched -e irq --duration 2 --instance "tc-page-$$" ||
 	{ cat "$tmp/a1.err"; fail "the agent failed"; exit 1; }
 
+# a program traced with function_graph (the user-space tracer, as
+# test_ftrace.sh runs it): the flame chart's calls
+prog=$top_builddir/tests/fgraph_prog_fentry
+: > "$tmp/graph.txt"
+if [ -x "$prog" ]; then
+	tc_run_agent fg --name flame-host -e sched:sched_process_exit --exec -- "$prog" ||
+		{ cat "$tmp/fg.err"; fail "the agent --exec failed"; exit 1; }
+	traceq --graph funcgraph > "$tmp/graph.txt"
+else
+	tc_skip_part "the flame chart" "$prog not built (x86_64 only)"
+fi
+
 traceq --stats -f json | jq -s -c '[.[] | select(.cpu == "all")]' > "$tmp/stats.json"
 traceq --hosts -f json | jq -s -c . > "$tmp/hosts.json"
 q="sched_switch where prev_pid != 0"
@@ -89,6 +112,32 @@ for (host, cpu), rs in by.items():
             best = (a["ts"], b["ts"], host, cpu, a["next_pid"])
 t0, t1, host, cpu, pid = best
 n = t1 - t0
+# traceq --graph's calls per thread, in the order they were entered:
+# (depth, name, ns) of each "f();" and of each "f() {" its "} /* f */"
+# closes ("CPU) COMM-PID | DURATION | <2 spaces a level>CALL")
+calls, opened = {}, {}
+for line in open(tmp + "/graph.txt"):
+    parts = line.rstrip("\n").split(" | ", 2)
+    if len(parts) != 3:
+        continue
+    tid = parts[0].rsplit("-", 1)[1]
+    body = parts[2]
+    depth = (len(body) - len(body.lstrip(" "))) // 2
+    body = body.strip()
+    dur = parts[1].strip()
+    ns = None
+    if dur.endswith(" us"):
+        whole, frac = dur[:-3].split(".")
+        ns = int(whole) * 1000 + int(frac)
+    mine, stack = calls.setdefault(tid, []), opened.setdefault(tid, [])
+    if body.endswith("() {"):
+        mine.append([depth, body[:-4], None])
+        stack.append(mine[-1])
+    elif body.endswith("();"):
+        mine.append([depth, body[:-3], ns])
+    elif body.startswith("} /* ") and stack:
+        stack.pop()[2] = ns
+flame = {t: [c for c in cs if c[2] is not None] for t, cs in calls.items()}
 print(json.dumps({
     "url": url, "base": url.split("/?")[0], "chromium": chromium, "artifacts": art,
     "stats": json.load(open(tmp + "/stats.json")), "hosts": json.load(open(tmp + "/hosts.json")),
@@ -98,6 +147,8 @@ print(json.dumps({
               "from": str(t0 - n), "to": str(t1 + n)},
     "all": {"from": str(min(r["ts"] for r in rows)), "to": str(max(r["ts"] for r in rows) + 1)},
     "newest": str(max(r["ts"] for r in rows)), "liveGo": tmp + "/live-go",
+    "serveStop": tmp + "/serve-stop", "serveStart": tmp + "/serve-start",
+    "flame": flame,
 }))
 PY
 check "a known slice was found in the run" 'jq -e .slice.pid "$tmp/cfg.json" >/dev/null'
@@ -109,6 +160,22 @@ node_pid=$!
 while kill -0 "$node_pid" 2>/dev/null && [ ! -e "$tmp/live-go" ]; do sleep 0.1; done
 [ -e "$tmp/live-go" ] &&
 	tc_start_agent live --name page-host -e sched --duration 20 --instance "tc-page-live-$$"
+# then the page's stream loses traceq --serve: stopped, then started
+# again on the same port (with a new token)
+port=${url#http://127.0.0.1:}
+port=${port%%/*}
+while kill -0 "$node_pid" 2>/dev/null && [ ! -e "$tmp/serve-stop" ]; do sleep 0.1; done
+if [ -e "$tmp/serve-stop" ]; then
+	kill -TERM "$serve_pid"
+	wait "$serve_pid"
+	serve_pid=
+fi
+while kill -0 "$node_pid" 2>/dev/null && [ ! -e "$tmp/serve-start" ]; do sleep 0.1; done
+if [ -e "$tmp/serve-start" ]; then
+	"$top_builddir/traceq/traceq" --server "$query" --serve "127.0.0.1:$port" \
+		> "$tmp/url2" 2>> "$tmp/serve.err" &
+	serve_pid=$!
+fi
 wait "$node_pid"
 rc=$?
 node_pid=

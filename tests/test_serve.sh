@@ -18,7 +18,11 @@
 #    report reads as many sched_switch as traceq --count says) and its
 #    Perfetto JSON; a wrong format answers 400, a failed export (a host
 #    not stored) 400 with traceq --export's error;
-#  - SIGTERM stops it with status 0.
+#  - /api/live (traceq --follow underneath) answers an event stream that
+#    pushes every switch stored after it opened, the rows as traceq -f
+#    json prints them, each event's id its cursor; Last-Event-ID resumes
+#    after it; a wrong query answers 400 with traceq's caret; no token 403;
+#  - SIGTERM stops it with status 0, and ends the live stream cleanly.
 set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
@@ -27,7 +31,7 @@ tc_need_tracefs
 command -v curl >/dev/null || skip "needs curl"
 command -v jq >/dev/null || skip "needs jq"
 tc_lock
-tc_setup serve agent collector_pid serve_pid
+tc_setup serve agent collector_pid serve_pid live_pid
 
 tc_certs
 tc_start_collector
@@ -151,9 +155,55 @@ check "/api/export of a host not stored answers 400 with the export's error" \
 	 jq -r .error "$tmp/body" | grep -q "no host matches --host"'
 check "no export is left in TMPDIR" '! ls -d "${TMPDIR:-/tmp}"/traceq-export.* 2>/dev/null'
 
+# ---- live: /api/live pushes what traceq --follow -f json prints ----
+# live_data FILE: the rows of FILE's "rows" events (data lines), one a line,
+# without "comm": the name of the pid the collector knew when it answered,
+# which a later answer may know better (a pid reused, its table come later)
+nocomm() { jq -c 'del(.comm)'; }
+live_data() { sed -n 's/^data: //p' "$1" | grep '"event"' | nocomm; }
+newest=$(traceq -f json sched_switch | jq -s 'map(.ts) | max')
+check "/api/live without the token gets 403" '[ "$(get "/api/live?q=sched_switch")" = 403 ]'
+check "/api/live of a wrong query answers 400 with traceq's error and caret" \
+	'[ "$(api /api/live "q=$bad")" = 400 ] && jq -j .error "$tmp/body" | cmp -s - "$tmp/err.want"'
+curl -sS -N -G --max-time 300 "$base/api/live" --data-urlencode "token=$token" \
+	--data-urlencode q=sched_switch -D "$tmp/live.hdr" > "$tmp/live.sse" 2>> "$tmp/curl.err" &
+live_pid=$!
+for _ in $(seq 300); do grep -q '"following"' "$tmp/live.sse" && break; sleep 0.1; done
+check "/api/live answers an event stream" \
+	'grep -qi "^content-type: text/event-stream" "$tmp/live.hdr"'
+tc_run_agent a2 --name serve-host -e sched --duration 1 --instance "tc-serve-live-$$" ||
+	fail "the second agent failed"
+traceq -f json sched_switch | jq -c "select(.ts > $newest)" | nocomm | sort > "$tmp/live.want"
+for _ in $(seq 600); do
+	[ "$(live_data "$tmp/live.sse" | wc -l)" -ge "$(wc -l < "$tmp/live.want")" ] && break
+	sleep 0.1
+done
+live_data "$tmp/live.sse" | sort > "$tmp/live.got"
+check "/api/live pushed every switch stored after it opened, as traceq -f json prints them \
+($(wc -l < "$tmp/live.got") of $(wc -l < "$tmp/live.want") rows)" \
+	'[ -s "$tmp/live.want" ] && cmp -s "$tmp/live.want" "$tmp/live.got"'
+check "each rows event carries its cursor as its id" \
+	'[ "$(grep -c "^event: rows" "$tmp/live.sse")" -gt 0 ] &&
+	 [ "$(grep -c "^event: rows" "$tmp/live.sse")" = "$(grep -c "^id: [0-9]" "$tmp/live.sse")" ]'
+# a reconnecting EventSource sends the last id back: the stream goes on from there
+first=$(sed -n 's/^id: //p' "$tmp/live.sse" | head -1)
+curl -sS -N -G --max-time 5 "$base/api/live" -H "Last-Event-ID: $first" \
+	--data-urlencode "token=$token" --data-urlencode q=sched_switch > "$tmp/live2.sse" 2>/dev/null
+awk -v id="$first" '$0 == "id: " id { on = 1; next } on == 1 && $0 == "" { on = 2; next }
+	on == 2 && /^data: / { print substr($0, 7) }' "$tmp/live.sse" | grep '"event"' |
+	nocomm > "$tmp/live.rest"
+check "Last-Event-ID resumes the stream after that cursor" \
+	'[ -s "$tmp/live.rest" ] && cmp -s <(head -n "$(wc -l < "$tmp/live.rest")" \
+	   <(live_data "$tmp/live2.sse")) "$tmp/live.rest"'
+
 kill -TERM "$serve_pid"
 wait "$serve_pid"
 rc=$?
 serve_pid=
 check "SIGTERM stops it with status 0 (was $rc)" '[ "$rc" = 0 ]'
-[ "$failed" = 0 ] || { diff "$tmp/rows.want" "$tmp/rows.got" | head; cat "$tmp/serve.err" "$tmp/curl.err" 2>/dev/null; exit 1; }
+wait "$live_pid"
+rc=$?
+check "and ends the live stream cleanly (curl's status $rc)" '[ "$rc" = 0 ]'
+[ "$failed" = 0 ] || { diff "$tmp/rows.want" "$tmp/rows.got" | head
+	diff "$tmp/live.want" "$tmp/live.got" | head -4 | cut -c1-400
+	diff "$tmp/live.rest" <(live_data "$tmp/live2.sse") | head -4 | cut -c1-400; cat "$tmp/serve.err" "$tmp/curl.err" 2>/dev/null; exit 1; }

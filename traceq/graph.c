@@ -37,10 +37,14 @@ struct thread {
 	bool has_pending;
 	struct graph_row pending;
 	int64_t entry_ts[GRAPH_MAX_DEPTH];	/* by depth; -1: unknown */
+	size_t entry_ix[GRAPH_MAX_DEPTH];	/* by depth: its row's rank in the walk */
 };
 
 struct graph {
 	FILE *out;
+	const struct graph_ops *ops;	/* graph_walk()'s; the printer's for graph_print() */
+	void *arg;
+	size_t ix;		/* the walk's row */
 	struct graph_row *rows;
 	size_t n, cap;
 	struct thread *threads;
@@ -294,38 +298,15 @@ static int depth_of(const struct graph_row *r)
 	return r->depth >= GRAPH_MAX_DEPTH ? GRAPH_MAX_DEPTH - 1 : r->depth;
 }
 
-static void print_func(FILE *f, const struct graph_row *r)
-{
-	if (r->name[0])
-		log_escape_file(f, r->name, strlen(r->name));	/* a peer's symbol */
-	else
-		fprintf(f, "0x%" PRIx64, r->func);
-}
+/* ---- the walk: calls nested, told to ops ---- */
 
-/* "CPU) task-pid |  duration  |  " with @ns < 0 printing no duration. */
-static void print_lead(struct graph *g, const struct graph_row *r, int64_t ns)
-{
-	char comm[4 * sizeof(r->comm)], task[sizeof(comm) + 16];
-
-	log_escape_mem(r->comm, strnlen(r->comm, sizeof(r->comm)), comm, sizeof(comm));
-	snprintf(task, sizeof(task), "%s-%" PRId32, r->comm[0] ? comm : "<...>", r->pid);
-	fprintf(g->out, "%3" PRIu32 ") %16s | ", r->cpu, task);
-	if (ns < 0)
-		fprintf(g->out, "%12s | ", "");
-	else
-		fprintf(g->out, "%6" PRId64 ".%03" PRId64 " us | ", ns / 1000,
-			ns % 1000);
-	fprintf(g->out, "%*s", 2 * depth_of(r), "");
-}
-
-/* A held-back entry that turned out not to be a leaf: `func() {`. */
+/* A held-back entry that turned out not to be a leaf: opened. */
 static void flush_pending(struct graph *g, struct thread *t)
 {
 	if (!t->has_pending)
 		return;
-	print_lead(g, &t->pending, -1);
-	print_func(g->out, &t->pending);
-	fputs("() {\n", g->out);
+	if (g->ops->open)
+		g->ops->open(g->arg, &t->pending);
 	t->has_pending = false;
 }
 
@@ -336,44 +317,45 @@ static void on_call(struct graph *g, struct thread *t,
 	t->pending = *r;
 	t->has_pending = true;
 	t->entry_ts[depth_of(r)] = r->ts;
+	t->entry_ix[depth_of(r)] = g->ix;
 }
 
 static void on_ret(struct graph *g, struct thread *t,
 		    const struct graph_row *r)
 {
 	int64_t start = t->entry_ts[depth_of(r)], ns;
+	struct graph_call call = { .exit = r, .seq = g->ix };
 
 	ns = start >= 0 && start <= r->ts ? r->ts - start :
 	     (int64_t)(r->rettime - r->calltime);
+	call.ns = ns;
+	call.start = r->ts - ns;
+	if (start >= 0)
+		call.seq = t->entry_ix[depth_of(r)];
 	t->entry_ts[depth_of(r)] = -1;
-	if (t->has_pending && t->pending.func == r->func &&
-	    t->pending.depth == r->depth) {
+	call.leaf = t->has_pending && t->pending.func == r->func &&
+		    t->pending.depth == r->depth;
+	if (call.leaf)
 		t->has_pending = false;
-		print_lead(g, r, ns);
-		print_func(g->out, r);
-		fputs("();\n", g->out);
-		return;
-	}
-	flush_pending(g, t);
-	print_lead(g, r, ns);
-	fputs("} /* ", g->out);
-	print_func(g->out, r);
-	fputs(" */\n", g->out);
+	else
+		flush_pending(g, t);
+	g->ops->call(g->arg, &call);
 }
 
-void graph_print(struct graph *g)
+int graph_walk(struct graph *g, const struct graph_ops *ops, void *arg)
 {
 	struct thread *t;
 	size_t i;
+	int ret = rebuild_entries(g);
 
-	if (rebuild_entries(g))
-		fputs("(out of memory: entries not rebuilt)\n", g->out);
+	g->ops = ops, g->arg = arg;
 	if (g->n)
 		qsort(g->rows, g->n, sizeof(*g->rows), row_cmp);
 	for (i = 0; i < g->n; i++) {
 		t = thread_get(g, g->rows[i].pid);
 		if (!t)
 			continue;
+		g->ix = i;
 		if (g->rows[i].exit)
 			on_ret(g, t, &g->rows[i]);
 		else
@@ -381,4 +363,65 @@ void graph_print(struct graph *g)
 	}
 	for (i = 0; i < g->nthreads; i++)
 		flush_pending(g, &g->threads[i]);
+	return ret;
+}
+
+/* ---- the printer: the kernel's function_graph layout ---- */
+
+static void print_func(FILE *f, const struct graph_row *r)
+{
+	if (r->name[0])
+		log_escape_file(f, r->name, strlen(r->name));	/* a peer's symbol */
+	else
+		fprintf(f, "0x%" PRIx64, r->func);
+}
+
+/* "CPU) task-pid |  duration  |  " with @ns < 0 printing no duration. */
+static void print_lead(FILE *out, const struct graph_row *r, int64_t ns)
+{
+	char comm[4 * sizeof(r->comm)], task[sizeof(comm) + 16];
+
+	log_escape_mem(r->comm, strnlen(r->comm, sizeof(r->comm)), comm, sizeof(comm));
+	snprintf(task, sizeof(task), "%s-%" PRId32, r->comm[0] ? comm : "<...>", r->pid);
+	fprintf(out, "%3" PRIu32 ") %16s | ", r->cpu, task);
+	if (ns < 0)
+		fprintf(out, "%12s | ", "");
+	else
+		fprintf(out, "%6" PRId64 ".%03" PRId64 " us | ", ns / 1000,
+			ns % 1000);
+	fprintf(out, "%*s", 2 * depth_of(r), "");
+}
+
+/* `func() {` */
+static void print_open(void *arg, const struct graph_row *r)
+{
+	FILE *out = arg;
+
+	print_lead(out, r, -1);
+	print_func(out, r);
+	fputs("() {\n", out);
+}
+
+/* `func();` or `} /+ func +/` */
+static void print_call(void *arg, const struct graph_call *c)
+{
+	FILE *out = arg;
+
+	print_lead(out, c->exit, c->ns);
+	if (c->leaf) {
+		print_func(out, c->exit);
+		fputs("();\n", out);
+		return;
+	}
+	fputs("} /* ", out);
+	print_func(out, c->exit);
+	fputs(" */\n", out);
+}
+
+void graph_print(struct graph *g)
+{
+	static const struct graph_ops printer = { .open = print_open, .call = print_call };
+
+	if (graph_walk(g, &printer, g->out))
+		fputs("(out of memory: entries not rebuilt)\n", g->out);
 }

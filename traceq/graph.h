@@ -62,6 +62,53 @@ int graph_add(struct graph *g, const struct graph_row *row);
 /* graph_print - print every row added, in the layout above. */
 void graph_print(struct graph *g);
 
+/*
+ * One call as the walk nests it: its exit row (name, pid, cpu, comm,
+ * depth), when it began (@start, wall-clock ns: its entry's ts, or the
+ * exit's less rettime - calltime when its entry was not seen) and how
+ * long it took (@ns), whether it was a leaf (its entry directly followed
+ * by its exit), and @seq, the rank of its entry in the walk (of its exit
+ * when the entry was not seen): in @seq order a thread's calls come as
+ * they were entered, outer before inner.
+ */
+struct graph_call {
+	const struct graph_row *exit;
+	int64_t start, ns;
+	size_t seq;
+	bool leaf;
+};
+
+/*
+ * What a walk tells: @open, a call that is not a leaf, at its entry,
+ * when the walk knows it (NULL: not wanted); @call, each call at its
+ * exit. The rows are the view's, valid during the call only.
+ */
+struct graph_ops {
+	void (*open)(void *arg, const struct graph_row *entry);
+	void (*call)(void *arg, const struct graph_call *c);
+};
+
+/*
+ * graph_walk - nest every row added (entries of exits-only threads
+ * rebuilt first, graph.c says how) and tell @ops (with @arg) what the
+ * printer prints: traceq --graph and --serve's flame chart are the one
+ * walk. Once per view: it adds the rebuilt rows. Return: 0; -ENOMEM (the
+ * entries were not rebuilt; the rows were walked as they are).
+ */
+int graph_walk(struct graph *g, const struct graph_ops *ops, void *arg);
+
 void graph_free(struct graph *g);
+
+struct client;
+struct traceq_opts;
+
+/*
+ * graph_collect - every funcgraph_entry and funcgraph_exit row of @o's
+ * query ("funcgraph [where FILTER]", parsed in @o->q) and selection,
+ * asked over @c, into @g (traceq/mode_graph.c). Return: a mode's status
+ * (0; 1 the collector failed or out of memory; 2 not a funcgraph query),
+ * said on stderr.
+ */
+int graph_collect(struct client *c, const struct traceq_opts *o, struct graph *g);
 
 #endif

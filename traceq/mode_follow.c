@@ -2,6 +2,7 @@
  * mode_follow.c - traceq --follow QUERY: the rows as the collector stores
  * them, page after page of QOP_TAIL from a cursor, until SIGINT, SIGTERM
  * or --limit; it rides out a lost collector (client_reconnect()).
+ * The cursor is follow.h's (serve_live.c follows with it too).
  * Where the kernels lost events (losses.h), a loss line comes before the
  * first row at or after it, as select prints them: before each page the
  * losses from its earliest row on are asked for again (a loss is stored
@@ -22,10 +23,10 @@
 
 #include "proto/qmsg.h"
 #include "traceq/client.h"
+#include "traceq/follow.h"
 #include "traceq/losses.h"
 #include "traceq/modes.h"
 #include "traceq/printer.h"
-#include "traceq/select.h"
 #include "traceq/traceq.h"
 
 #define TRACEQ_FOLLOW_POLL_MS	100	/* --follow: the wait after an empty page */
@@ -66,22 +67,6 @@ static int follow_reconnect(struct client *c, bool *said)
 	return 1;
 }
 
-/* The earliest wall-clock time of @rep's rows (stored order is not time order). */
-static int64_t page_first(const struct qmsg_reply *rep)
-{
-	int64_t first = INT64_MAX;
-
-	for (uint32_t i = 0; i < rep->nrows; i++) {
-		struct qmsg_reply view;
-		const struct qmsg_value *v = qmsg_reply_row(rep, i, &view);
-		int64_t ts = view.ncols > 2 ? qmsg_value_int(&v[2]) : INT64_MAX;
-
-		if (ts < first)
-			first = ts;
-	}
-	return first;
-}
-
 /*
  * --follow: pages of QOP_TAIL, the cursor (last_id) carried from one to
  * the next, across a lost collector too. An empty page waits a little
@@ -89,18 +74,17 @@ static int64_t page_first(const struct qmsg_reply *rep)
  */
 int mode_follow_run(struct client *c, const struct traceq_opts *o)
 {
-	struct qmsg_request req = { .op = QOP_TAIL, .query = (char *)o->query };
+	struct tq_follow fol;
 	struct printer *out = NULL;
 	struct losses *lost = NULL;
 	struct sigaction sa = { .sa_handler = follow_signal };
-	uint64_t printed = 0, cursor = 0;
-	bool said = false, waiting = false, from_start;
+	uint64_t printed = 0;
+	bool said = false;
 	int ret = 0;
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	tq_select_apply(&o->sel, &req);
-	printer_omit(o, &req);
+	tq_follow_init(&fol, o, 0);
 	if (printer_new(c, o, &out) < 0 || losses_open(c, &o->sel, &lost) < 0) {
 		printer_free(out);
 		fprintf(stderr, "traceq: out of memory\n");
@@ -109,34 +93,20 @@ int mode_follow_run(struct client *c, const struct traceq_opts *o)
 	printer_losses(out, lost, false);	/* bounded by losses_from() instead */
 	while (ret == 0 && !follow_stop && (!o->limit || printed < o->limit)) {
 		struct qmsg_reply rep;
+		uint32_t limit = TRACEQ_PAGE_ROWS;
+		bool waited = fol.waiting;
 
-		/*
-		 * Cursor 0 is "from now on" (the collector's end when it answers).
-		 * A follower that waited for a selector before it had a cursor
-		 * must not take "now" at its first answer instead: the rows
-		 * stored while it waited would be skipped. No row of a selected
-		 * event was stored when the collector said none was, so every
-		 * such row is from the follower's start on: it begins at the
-		 * storage start (cursor 1), as tail -F prints a file that appeared.
-		 */
-		from_start = !cursor && waiting;
-		req.after_id = from_start ? 1 : cursor;
-		req.sent = printed;
-		req.limit = TRACEQ_PAGE_ROWS;
-		if (o->limit && o->limit - printed < req.limit)
-			req.limit = (uint32_t)(o->limit - printed);
-		client_wait_unknown(c, true);	/* events not stored yet are waited for, as tail -F does */
-		ret = client_call(c, &req, &rep);
-		client_wait_unknown(c, false);
+		if (o->limit && o->limit - printed < limit)
+			limit = (uint32_t)(o->limit - printed);
+		ret = tq_follow_page(c, &fol, limit, printed, &rep);
 		if (ret == 1 && client_lost(c) && !follow_stop) {
 			ret = follow_reconnect(c, &said);
 			continue;
 		}
 		if (ret == 3) {	/* no stored event matches a selector yet */
-			if (!waiting)
+			if (!waited)
 				fprintf(stderr, "traceq: --follow: no event the query selects is "
 					"stored yet; waiting for it (interrupt to stop)\n");
-			waiting = true;
 			ret = 0;
 			follow_sleep(TRACEQ_FOLLOW_RETRY_MS);
 			continue;
@@ -149,15 +119,14 @@ int mode_follow_run(struct client *c, const struct traceq_opts *o)
 		if (rep.reset)
 			fprintf(stderr, "traceq: --follow: the collector's database is not the one "
 				"followed so far (replaced or emptied): following it from its start\n");
-		if (rep.missed && !from_start)	/* what retention took before we began: not ours */
+		if (rep.missed && !fol.from_start)	/* what retention took before we began: not ours */
 			fprintf(stderr, "traceq: --follow: fell behind: %" PRIu64 " events were "
 				"stored and removed by the collector's retention before they could "
 				"be printed (of every event, matching or not)\n", rep.missed);
 		if (rep.nrows)	/* those stored with this page's events, at or after its first */
-			losses_from(lost, page_first(&rep));
+			losses_from(lost, tq_follow_first_ts(&rep));
 		ret = printer_page(out, &rep);
 		printed += rep.nrows;
-		cursor = rep.last_id;
 		if (ret == 0 && fflush(stdout) != 0)
 			ret = 1;
 		if (ret == 0 && !rep.more && !rep.nrows)

@@ -3,6 +3,7 @@
  * ftrace:funcgraph_entry and funcgraph_exit, every page of both, handed
  * to graph.h, which nests and prints them as the kernel's function_graph
  * tracer does. The query is read as main() parsed it (common/query.h).
+ * graph_collect() is the fetching, for --serve's flame chart too.
  */
 #include "config.h"
 
@@ -109,30 +110,34 @@ static int graph_fetch(struct client *c, const struct traceq_opts *o,
 	return ret < 0 ? 0 : ret;
 }
 
-/*
- * --graph: the query's (first) selector must name the function_graph
- * events (funcgraph, funcgraph_entry, ..., with or without "ftrace:");
- * its filter, if any, is applied to both.
- */
-int mode_graph_run(struct client *c, const struct traceq_opts *o)
+int graph_collect(struct client *c, const struct traceq_opts *o, struct graph *g)
 {
-	const struct query_sel *sel = &o->q.sel[0];
+	const struct query_sel *sel = o->q.nsel ? &o->q.sel[0] : NULL;
 	const char *filter = o->q.filter ? o->query + o->q.filter_offset : NULL;
-	struct graph *g;
 	int ret;
 
-	if ((sel->system && strcmp(sel->system, "ftrace")) || strncmp(sel->event, "funcgraph", 9)) {
+	if (!sel || (sel->system && strcmp(sel->system, "ftrace")) ||
+	    strncmp(sel->event, "funcgraph", 9)) {
 		fprintf(stderr, "traceq: --graph wants \"funcgraph [where "
 			"FILTER]\", not '%s'\n", o->query);
 		return 2;
 	}
+	ret = graph_fetch(c, o, "funcgraph_entry", filter, g);
+	if (ret == 0)
+		ret = graph_fetch(c, o, "funcgraph_exit", filter, g);
+	return ret;
+}
+
+int mode_graph_run(struct client *c, const struct traceq_opts *o)
+{
+	struct graph *g;
+	int ret;
+
 	if (graph_new(stdout, &g) < 0) {
 		fprintf(stderr, "traceq: out of memory\n");
 		return 1;
 	}
-	ret = graph_fetch(c, o, "funcgraph_entry", filter, g);
-	if (ret == 0)
-		ret = graph_fetch(c, o, "funcgraph_exit", filter, g);
+	ret = graph_collect(c, o, g);
 	if (ret == 0)
 		graph_print(g);
 	graph_free(g);

@@ -2,8 +2,9 @@
  * serve.c - traceq --serve's HTTP side (serve.h): libevent's evhttp on
  * traceq's one thread, the token, the compiled-in page (page_assets.h,
  * made from traceq/page/ by traceq/page/embed.sh) and the routes to
- * serve_api.h. One request is answered at a time, in the loop: traceq
- * has one connection to the collector and asks one thing at a time.
+ * serve_api.h and serve_live.h. One request is answered at a time, in
+ * the loop: traceq has one connection to the collector and asks one
+ * thing at a time; the live streams' follower asks between requests.
  *
  * evhttp parses the requests and caps their headers and bodies
  * (SERVE_MAX_HEADERS, SERVE_MAX_BODY) and the time a read or write may
@@ -33,10 +34,13 @@
 #include "traceq/serve.h"
 #include "traceq/serve_api.h"
 #include "traceq/serve_export.h"
+#include "traceq/serve_flame.h"
+#include "traceq/serve_live.h"
 
 #define SERVE_MAX_HEADERS	16384	/* bytes of a request's line and headers */
 #define SERVE_MAX_BODY		1024	/* GET has none */
 #define SERVE_TIMEOUT_S		30
+#define SERVE_FLUSH_MS		200	/* at a stop: the live streams' last chunks */
 #define SERVE_QUERY_MAX		(4 * SERVE_ARG_MAX)	/* bytes of a URL's query string */
 
 struct serve {
@@ -45,6 +49,7 @@ struct serve {
 	struct event_base *base;
 	struct evhttp *http;
 	struct event *sigint, *sigterm;
+	struct serve_live *live;	/* /api/live's streams */
 	char token[2 * SERVE_TOKEN_BYTES + 1];
 };
 
@@ -141,7 +146,8 @@ static void send_buffer(struct evhttp_request *req, int code, const char *type,
 			struct evbuffer *b)
 {
 	set_headers(req, type);
-	evhttp_send_reply(req, code, code == 200 ? "OK" : code == 400 ? "Bad Request" : "Error", b);
+	evhttp_send_reply(req, code, code == 200 ? "OK" : code == 400 ? "Bad Request" :
+			  code == 503 ? "Service Unavailable" : "Error", b);
 }
 
 static void send_plain(struct evhttp_request *req, int code, const char *reason)
@@ -190,8 +196,25 @@ static void send_api(struct serve *s, struct evhttp_request *req, const char *pa
 		return;
 	}
 	code = !strcmp(path, "/api/stats") ? serve_api_stats(s->c, s->o, args, b) :
+	       !strcmp(path, "/api/flame") ? serve_api_flame(s->c, s->o, args, b) :
 	       serve_api_query(s->c, s->o, args, b);
 	send_buffer(req, code, "application/json", b);
+	evbuffer_free(b);
+}
+
+/* /api/live: the stream (serve_live.h), or the error as JSON. */
+static void send_live(struct serve *s, struct evhttp_request *req, const struct evkeyvalq *args)
+{
+	struct evbuffer *b = evbuffer_new();
+	int code;
+
+	if (!b) {
+		evhttp_send_error(req, 500, NULL);
+		return;
+	}
+	code = serve_live_open(s->live, req, args, set_headers, b);
+	if (code)
+		send_buffer(req, code, "application/json", b);
 	evbuffer_free(b);
 }
 
@@ -225,7 +248,12 @@ static void route(struct serve *s, struct evhttp_request *req, const char *path,
 		send_export(s, req, args);
 		return;
 	}
-	if (!strcmp(path, "/api/stats") || !strcmp(path, "/api/query")) {
+	if (!strcmp(path, "/api/live")) {
+		send_live(s, req, args);
+		return;
+	}
+	if (!strcmp(path, "/api/stats") || !strcmp(path, "/api/query") ||
+	    !strcmp(path, "/api/flame")) {
 		send_api(s, req, path, args);
 		return;
 	}
@@ -266,10 +294,15 @@ static void on_request(struct evhttp_request *req, void *arg)
 	evhttp_clear_headers(&args);
 }
 
+/* SIGINT, SIGTERM: the live streams ended, their last chunks given a moment to go out. */
 static void on_signal(evutil_socket_t fd, short what, void *arg)
 {
+	struct serve *s = arg;
+	const struct timeval flush = { .tv_sec = 0, .tv_usec = SERVE_FLUSH_MS * 1000 };
+
 	(void)fd, (void)what;
-	event_base_loopbreak(((struct serve *)arg)->base);
+	serve_live_end(s->live);
+	event_base_loopexit(s->base, &flush);
 }
 
 /* ---- the server ---- */
@@ -324,7 +357,8 @@ int serve_open(const char *addrport, struct client *c, const struct traceq_opts 
 		goto err;
 	}
 	s->base = event_base_new();
-	if (!s->base || setup_http(s, addr, port, &bound) < 0)
+	if (!s->base || serve_live_new(s->base, c, o, &s->live) < 0 ||
+	    setup_http(s, addr, port, &bound) < 0)
 		goto err;
 	s->sigint = evsignal_new(s->base, SIGINT, on_signal, s);
 	s->sigterm = evsignal_new(s->base, SIGTERM, on_signal, s);
@@ -356,6 +390,7 @@ void serve_free(struct serve *s)
 		event_free(s->sigint);
 	if (s->sigterm)
 		event_free(s->sigterm);
+	serve_live_free(s->live);	/* before evhttp: it ends the streams' replies */
 	if (s->http)
 		evhttp_free(s->http);
 	if (s->base)

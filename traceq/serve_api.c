@@ -37,13 +37,7 @@
 
 /* ---- what the modes print, taken ---- */
 
-struct capture {
-	int saved[2];		/* stdout's and stderr's descriptors meanwhile */
-	int mem[2];		/* the memory files in their place */
-};
-
-/* Point stdout and stderr at memory files. Return: 0; -1 (nothing changed). */
-static int capture_begin(struct capture *cap)
+int serve_capture_begin(struct serve_capture *cap)
 {
 	fflush(stdout);
 	fflush(stderr);
@@ -92,8 +86,8 @@ static char *take_file(int fd, size_t *len)
 	return p;
 }
 
-/* Put stdout and stderr back; what they got into *@out and *@err (the caller frees). */
-static void capture_end(struct capture *cap, char **out, size_t *olen, char **err, size_t *elen)
+void serve_capture_end(struct serve_capture *cap, char **out, size_t *olen, char **err,
+		       size_t *elen)
 {
 	fflush(stdout);
 	fflush(stderr);
@@ -107,8 +101,7 @@ static void capture_end(struct capture *cap, char **out, size_t *olen, char **er
 
 /* ---- the request's arguments ---- */
 
-/* Argument @name of @args (NULL: not given); *@bad when it is longer than SERVE_ARG_MAX. */
-static const char *arg(const struct evkeyvalq *args, const char *name, bool *bad)
+const char *serve_api_arg(const struct evkeyvalq *args, const char *name, bool *bad)
 {
 	const char *v = evhttp_find_header(args, name);
 
@@ -125,7 +118,7 @@ static int arg_u64(const struct evkeyvalq *args, const char *name, uint64_t max,
 		   uint64_t *out)
 {
 	bool bad = false;
-	const char *v = arg(args, name, &bad);
+	const char *v = serve_api_arg(args, name, &bad);
 	char *end;
 	unsigned long long n;
 
@@ -153,7 +146,7 @@ static int arg_format(const struct evkeyvalq *args, enum out_format *f)
 		[OUT_CSV] = "csv", [OUT_JSON] = "json",
 	};
 	bool bad = false;
-	const char *v = arg(args, "format", &bad);
+	const char *v = serve_api_arg(args, "format", &bad);
 
 	if (bad)
 		return -1;
@@ -176,12 +169,13 @@ static int64_t now_ns(void)
 	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* since, until, host (one glob), cpu (a list) into @sel. Return: 0; -1 (said). */
-static int arg_select(const struct evkeyvalq *args, struct tq_select *sel)
+int serve_api_select(const struct evkeyvalq *args, struct tq_select *sel)
 {
 	bool bad = false;
-	const char *since = arg(args, "since", &bad), *until = arg(args, "until", &bad);
-	const char *host = arg(args, "host", &bad), *cpu = arg(args, "cpu", &bad);
+	const char *since = serve_api_arg(args, "since", &bad);
+	const char *until = serve_api_arg(args, "until", &bad);
+	const char *host = serve_api_arg(args, "host", &bad);
+	const char *cpu = serve_api_arg(args, "cpu", &bad);
 
 	memset(sel, 0, sizeof(*sel));
 	if (bad || (since && tq_select_time(sel, since, false, now_ns()) < 0) ||
@@ -266,7 +260,7 @@ static int stats_print(struct client *c, const struct tq_select *sel)
 int serve_api_stats(struct client *c, const struct traceq_opts *o,
 		    const struct evkeyvalq *args, struct evbuffer *out)
 {
-	struct capture cap;
+	struct serve_capture cap;
 	struct tq_select sel;
 	char *text = NULL, *err = NULL, *buf = NULL, *sep;
 	size_t tlen = 0, elen = 0, len = 0;
@@ -275,15 +269,15 @@ int serve_api_stats(struct client *c, const struct traceq_opts *o,
 
 	(void)o;
 	f = open_memstream(&buf, &len);
-	if (!f || capture_begin(&cap) < 0) {
+	if (!f || serve_capture_begin(&cap) < 0) {
 		if (f)
 			fclose(f), free(buf);
 		return 500;
 	}
-	ret = arg_select(args, &sel) < 0 ? 2 : stats_print(c, &sel);
+	ret = serve_api_select(args, &sel) < 0 ? 2 : stats_print(c, &sel);
 	if (ret == 1 && client_lost(c))
 		client_reconnect(c);
-	capture_end(&cap, &text, &tlen, &err, &elen);
+	serve_capture_end(&cap, &text, &tlen, &err, &elen);
 	sep = text ? strstr(text, "\x1e\n") : NULL;
 	if (sep)
 		*sep = '\0';
@@ -480,7 +474,7 @@ static int query_parse_arg(const struct evkeyvalq *args, struct qpage *p)
 {
 	struct filter_error ferr = { 0 };
 	bool bad = false;
-	const char *q = arg(args, "q", &bad);
+	const char *q = serve_api_arg(args, "q", &bad);
 	int ret;
 
 	if (bad)
@@ -505,7 +499,7 @@ static int query_args(const struct evkeyvalq *args, struct qpage *p)
 	bool bad = false;
 	uint64_t limit, ts, id, type;
 
-	p->mode = arg(args, "mode", &bad);
+	p->mode = serve_api_arg(args, "mode", &bad);
 	if (!p->mode)
 		p->mode = "rows";
 	if (bad || (strcmp(p->mode, "rows") && strcmp(p->mode, "count") &&
@@ -516,7 +510,7 @@ static int query_args(const struct evkeyvalq *args, struct qpage *p)
 	}
 	p->o.format = OUT_TEXT;
 	p->o.limit = 0;
-	if (arg_format(args, &p->o.format) < 0 || arg_select(args, &p->o.sel) < 0 ||
+	if (arg_format(args, &p->o.format) < 0 || serve_api_select(args, &p->o.sel) < 0 ||
 	    arg_u64(args, "limit", SERVE_PAGE_ROWS_MAX, 100, &limit) < 0 ||
 	    arg_u64(args, "after_ts", INT64_MAX, 0, &ts) < 0 ||
 	    arg_u64(args, "after_id", INT64_MAX, 0, &id) < 0 ||
@@ -536,7 +530,7 @@ static int query_args(const struct evkeyvalq *args, struct qpage *p)
 static int query_run(struct client *c, const struct evkeyvalq *args, struct qpage *p)
 {
 	bool bad = false;
-	const char *spec = arg(args, "hist", &bad);
+	const char *spec = serve_api_arg(args, "hist", &bad);
 	int ret;
 
 	if (bad || query_args(args, p) < 0)
@@ -560,20 +554,20 @@ int serve_api_query(struct client *c, const struct traceq_opts *o,
 		    const struct evkeyvalq *args, struct evbuffer *out)
 {
 	struct qpage p = { .o = *o };
-	struct capture cap;
+	struct serve_capture cap;
 	char *text = NULL, *err = NULL, *buf = NULL;
 	size_t tlen = 0, elen = 0, len = 0;
 	FILE *f = open_memstream(&buf, &len);
 	int ret;
 
 	memset(&p.o.q, 0, sizeof(p.o.q));
-	if (!f || capture_begin(&cap) < 0) {
+	if (!f || serve_capture_begin(&cap) < 0) {
 		if (f)
 			fclose(f), free(buf);
 		return 500;
 	}
 	ret = query_run(c, args, &p);
-	capture_end(&cap, &text, &tlen, &err, &elen);
+	serve_capture_end(&cap, &text, &tlen, &err, &elen);
 	query_free(&p.o.q);
 	fprintf(f, "{\"ok\":%s,\"rows\":%" PRIu64 ",\"count\":%" PRIu64 ",\"dropped\":%" PRIu64
 		",\"more\":%s,\"after\":{\"ts\":\"%" PRId64 "\",\"id\":\"%" PRIu64

@@ -27,6 +27,9 @@
 #ifndef TRACEQ_SERVE_API_H
 #define TRACEQ_SERVE_API_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>
 
@@ -49,5 +52,30 @@ int serve_api_stats(struct client *c, const struct traceq_opts *o,
 		    const struct evkeyvalq *args, struct evbuffer *out);
 int serve_api_query(struct client *c, const struct traceq_opts *o,
 		    const struct evkeyvalq *args, struct evbuffer *out);
+
+/*
+ * serve_capture_begin, serve_capture_end - what the modes print on
+ * stdout and stderr taken while a request runs: both pointed at memory
+ * files, then put back, what they got into *@out and *@err (NUL-ended, up
+ * to SERVE_OUT_MAX bytes each; the caller frees). begin returns 0, or -1
+ * with nothing changed.
+ */
+struct serve_capture {
+	int saved[2];		/* stdout's and stderr's descriptors meanwhile */
+	int mem[2];		/* the memory files in their place */
+};
+int serve_capture_begin(struct serve_capture *cap);
+void serve_capture_end(struct serve_capture *cap, char **out, size_t *olen, char **err,
+		       size_t *elen);
+
+/*
+ * serve_api_arg - argument @name of @args (NULL: not given); *@bad set
+ * (and said on stderr) when it is longer than SERVE_ARG_MAX.
+ */
+const char *serve_api_arg(const struct evkeyvalq *args, const char *name, bool *bad);
+
+/* serve_api_select - since, until, host (a glob), cpu (a list) into @sel. Return: 0; -1 (said). */
+struct tq_select;
+int serve_api_select(const struct evkeyvalq *args, struct tq_select *sel);
 
 #endif

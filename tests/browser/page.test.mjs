@@ -55,6 +55,27 @@ try {
     check(`fleet row ${want.host}: agent version is --hosts' (${got.agent})`,
       got.agent === cfg.hosts.find(h => h.host === want.host).agent);
   }
+  // the clock offset: the collector's measurement (traceq --hosts' clock
+  // columns, issue 36), not realtime - trace clock
+  const clocks = await page.$$eval('#fleet-table tbody tr', trs => trs.map(tr => {
+    const td = tr.querySelector('td[data-col=clock_offset]');
+    return { host: tr.dataset.host, ns: td.dataset.ns, unc: td.dataset.uncertainty,
+      text: td.textContent, source: tr.querySelector('td[data-col=clock_source]').textContent };
+  }));
+  let measured = 0;
+  for (const h of cfg.hosts) {
+    const got = clocks.find(c => c.host === h.host) || {};
+    const has = h.clock_disagree_ns !== null && h.clock_disagree_ns !== undefined;
+    measured += has;
+    const same = has ? got.ns === String(h.clock_disagree_ns) &&
+      got.unc === String(h.clock_uncertainty_ns) && got.text.includes('\u00b1') :
+      got.text === '-';
+    check(`fleet row ${h.host}: clock offset ${got.text} (${got.ns} +- ${got.unc} ns, placed by ` +
+      `${got.source}) is --hosts' clock_disagree_ns ${h.clock_disagree_ns} +- ` +
+      `clock_uncertainty_ns ${h.clock_uncertainty_ns}, source ${h.clock_source}`,
+      same && got.source === h.clock_source, JSON.stringify(got));
+  }
+  check(`the collector measured a host's clock (${measured} of ${cfg.hosts.length})`, measured > 0);
   await shot(page, 'fleet');
 
   // ---- the query box ----
@@ -159,6 +180,42 @@ try {
   await page.evaluate(() => { window.tl.rawMax = undefined; });
   await shot(page, 'timeline-summaries');
 
+  // ---- the flame chart: traceq --graph's calls, per thread ----
+  const tids = Object.keys(cfg.flame || {});
+  if (tids.length) {
+    await page.click('nav button[data-view=flame]');
+    await page.waitForFunction(() => document.body.dataset.flameReady === '1', WAIT);
+    const err = await page.$eval('#fl-error', e => e.textContent);
+    check('the flame chart loads without an error', err === '', err);
+    for (const tid of tids) {
+      const got = await page.evaluate(t => window.flame.frames.filter(f => String(f.pid) === t)
+        .map(f => [f.depth, f.name, f.ns]), tid);
+      const want = cfg.flame[tid];
+      const same = got.length === want.length &&
+        got.every((g, i) => g[0] === want[i][0] && g[1] === want[i][1] && g[2] === want[i][2]);
+      const diff = got.findIndex((g, i) => !want[i] || g.join() !== want[i].join());
+      check(`flame chart, thread ${tid}: its ${got.length} frames nest as traceq --graph's ` +
+        `${want.length} calls (depth, name, duration, order)`, same && want.length > 0,
+        diff >= 0 ? 'first difference at ' + diff + ': ' + JSON.stringify(got[diff]) + ' vs ' +
+          JSON.stringify(want[diff]) : 'lengths');
+    }
+    // the hover card over the first thread's outermost call names it
+    const hit = await page.evaluate(t => {
+      const f = window.flame.frames.find(f => String(f.pid) === t && f.depth === 0);
+      const r = window.flame.frameRect(f), c = window.flame.canvas, b = c.getBoundingClientRect();
+      return { name: f.name, x: b.left + (r.x0 + r.x1) / 2 * b.width / c.width,
+        y: b.top + (r.y + 6) * b.height / c.height };
+    }, tids[0]);
+    await page.mouse.move(hit.x, hit.y);
+    const fcard = await page.$eval('#fl-card', e => e.hidden ? '' : e.textContent);
+    check(`the flame chart's hover card names the call under the mouse (${hit.name})`,
+      fcard.startsWith(hit.name + '()'), fcard);
+    await shot(page, 'flame');
+    await page.click('nav button[data-view=timeline]');
+  } else {
+    console.log('SKIP: the flame chart (no traced program)');
+  }
+
   // ---- live: an event stored after the page opened ----
   fs.writeFileSync(cfg.liveGo, 'go\n');		// test_page.sh starts an agent now
   const newest0 = cfg.newest;
@@ -166,21 +223,40 @@ try {
     (BigInt(n) + 1n).toString()), newest0);
   await page.waitForFunction(() => document.body.dataset.tlReady === '1', WAIT);
   await page.click('#tl-live');
+  await page.waitForFunction(() => document.body.dataset.live === 'following', WAIT);
   const shown = await page.waitForFunction(n => {
     const tl = window.tl, d = tl.data, after = BigInt(n) - tl.base;
     if (!d || BigInt(tl.view().to) <= BigInt(n)) return false;
     if (d.mode === 'raw') {
       for (const sl of d.slices.values())
         for (const x of sl)
-          if (x.row && BigInt(x.row.ts) > BigInt(n)) return x.row.ts.toString();
-    } else {
+          if (x.row && BigInt(x.row.ts) > BigInt(n) && tl.liveRows.has(x.row))
+            return x.row.ts.toString();
+    } else if (tl.stats.liveRows > 0) {
       for (const c of d.cells.values())
         if (c.t > Number(after)) return 'a summary at +' + c.t;
     }
     return false;
   }, WAIT, newest0).then(h => h.jsonValue()).catch(() => null);
-  check(`live mode shows a switch stored after the page opened (ts ${shown} > ${newest0})`, !!shown);
+  const pushed = await page.evaluate(() => window.tl.stats.liveRows);
+  check(`live mode shows a switch stored after the page opened, pushed by traceq --serve's ` +
+    `follower (ts ${shown} > ${newest0}; ${pushed} rows pushed)`, !!shown && pushed > 0);
   await shot(page, 'timeline-live');
+
+  // ---- live: the serve side goes, and comes back with a new token ----
+  fs.writeFileSync(cfg.serveStop, 'stop\n');	// test_page.sh stops traceq --serve
+  const gone = await page.waitForFunction(() => document.body.dataset.live === 'reconnecting',
+    WAIT).then(() => true).catch(() => false);
+  const sayGone = await page.$eval('#tl-live-state', e => e.textContent);
+  check(`with traceq --serve stopped, the page says it lost the stream (${sayGone})`,
+    gone && /lost the stream/.test(sayGone));
+  fs.writeFileSync(cfg.serveStart, 'start\n');	// test_page.sh starts it again, same port
+  const closed = await page.waitForFunction(() => document.body.dataset.live === 'closed',
+    WAIT).then(() => true).catch(() => false);
+  const sayClosed = await page.$eval('#tl-live-state', e => e.textContent);
+  check(`a traceq --serve started again (a new token) refuses the old page's stream, and the ` +
+    `page says so (${sayClosed})`, closed && /new token/.test(sayClosed));
+  await shot(page, 'timeline-live-lost');
   await page.click('#tl-live');
 } catch (e) {
   check('the browser run', false, e.stack || String(e));

@@ -1,4 +1,5 @@
-// app.js - traceq --serve's page: the fleet, the query box, the timeline.
+// app.js - traceq --serve's page: the fleet, the query box; the timeline
+// (timeline.js) and the flame chart (flame.js).
 // Plain JS and canvas, no libraries. Every request carries the page's
 // token (traceq/serve.c answers 403 without it). What the collector
 // sends is shown as text (textContent), never parsed as HTML.
@@ -29,6 +30,7 @@ function show(view) {
   for (const s of document.querySelectorAll('section.view'))
     s.hidden = s.id !== view;
   if (view === 'timeline' && window.tlShown) window.tlShown();
+  if (view === 'flame' && window.flameShown) window.flameShown();
 }
 
 // ---- the fleet (traceq --stats, --hosts) ----
@@ -42,6 +44,24 @@ function fmtNs(ns) {
   if (a >= 1e6) return (n / 1e6).toFixed(3) + ' ms';
   if (a >= 1e3) return (n / 1e3).toFixed(1) + ' us';
   return n + ' ns';
+}
+
+// The host's clock against the collector's (issue 36, traceq --hosts'
+// clock columns): its realtime less the collector's measurement of its
+// trace clock (> 0: ahead), +- the measurement's uncertainty; '-' where
+// the collector has measured nothing (an older agent, an import).
+function fmtClock(i) {
+  if (i.clock_disagree_ns === null || i.clock_disagree_ns === undefined) return '-';
+  const d = Number(i.clock_disagree_ns);
+  return (d > 0 ? '+' : '') + fmtNs(d) + ' \u00b1 ' + fmtNs(i.clock_uncertainty_ns);
+}
+
+function clockTitle(i) {
+  if (i.clock_measured_ns === null || i.clock_measured_ns === undefined)
+    return 'no measurement by the collector; events placed by ' + (i.clock_source || 'host');
+  return 'the host\'s realtime less the collector\'s measurement: ' + i.clock_disagree_ns +
+    ' ns +- ' + i.clock_uncertainty_ns + ' ns; drift ' + i.clock_drift_ppb +
+    ' ppb; events placed by ' + (i.clock_source || 'host');
 }
 
 function fmtTime(ns) {
@@ -85,13 +105,19 @@ function renderFleet(ans) {
       r.host, i.connected || '',
       rate(k, 'agent_events', ans.now_ms, rows), rate(k, 'events', ans.now_ms, rows),
       t.agent_events ?? '', t.events ?? '', t.lost_pages ?? '', t.overrun ?? '',
-      fmtNs(i.clock_offset_ns), i.agent || '', fmtTime(i.last_seen),
+      fmtClock(i), i.clock_source || '', i.agent || '', fmtTime(i.last_seen),
     ];
     const names = ['host', 'connected', 'rate_in', 'rate_stored', 'events_in',
-      'events_stored', 'lost_pages', 'overrun', 'clock_offset', 'agent', 'last_seen'];
+      'events_stored', 'lost_pages', 'overrun', 'clock_offset', 'clock_source', 'agent',
+      'last_seen'];
     cells.forEach((c, j) => {
       const td = el('td', c, j === 1 && c === 'no' ? 'no' : undefined);
       td.dataset.col = names[j];
+      if (names[j] === 'clock_offset') {
+        td.title = clockTitle(i);
+        td.dataset.ns = String(i.clock_disagree_ns ?? '');
+        td.dataset.uncertainty = String(i.clock_uncertainty_ns ?? '');
+      }
       tr.appendChild(td);
     });
     body.appendChild(tr);
@@ -156,4 +182,5 @@ window.addEventListener('DOMContentLoaded', () => {
   });
   pollFleet();
   if (window.tlInit) window.tlInit();
+  if (window.flameInit) window.flameInit();
 });

@@ -1,7 +1,7 @@
 // timeline.js - the page's timeline: one lane per CPU per host, a
 // chosen window. sched_switch slices coloured by task, wakeup arrows,
 // irq and softirq marks, loss markers; zoom and pan with the mouse and
-// keys; a hover card; live mode.
+// keys; a hover card; live mode (pushed: traceq --follow underneath).
 //
 // Level of detail: when the view holds more than RAW_MAX sched_switch
 // events, the collector sums them (--hist keys=common_cpu,
@@ -121,10 +121,11 @@ async function fetchRaw(t0, t1, seq) {
   return rows;
 }
 
-// Per lane: the slices between its sched_switch rows; wakeups, irq marks.
+// Per lane: the slices between its sched_switch rows (in time order);
+// wakeups, irq marks. The rows are kept (d.rows) for live mode to add to.
 function buildRaw(rows, t0, t1) {
-  const d = { mode: 'raw', t0, t1, slices: new Map(), arrows: [], marks: [], losses: [], n: rows.length };
-  const last = new Map();
+  const d = { mode: 'raw', t0, t1, slices: new Map(), arrows: [], marks: [], losses: [], n: rows.length,
+    rows };
   for (const r of rows) {
     if (r.lost_events) continue;
     const key = r.host + '/' + r.cpu, t = rel(r.ts);
@@ -136,7 +137,6 @@ function buildRaw(rows, t0, t1) {
       const sl = d.slices.get(key);
       sl[sl.length - 1].t1 = t;
       sl.push({ t0: t, t1: t1, pid: r.next_pid, comm: r.next_comm, row: r });
-      last.set(key, t);
     } else if (r.event === 'sched:sched_wakeup' || r.event === 'sched:sched_waking') {
       d.arrows.push({ host: r.host, from: r.cpu, to: r.target_cpu, t, row: r });
     } else {
@@ -478,22 +478,112 @@ tl.setWindow = (fromNs, toNs) => {	// for scripts and tests: ns strings
   return refetch();
 };
 
-// Live: every second, the view's end follows the newest stored switch.
-async function liveTick() {
-  if (!tl.live) return;
-  try {
-    await loadEvents();
-    const n = newest();
-    if (n !== null && rel(n + 1n) > tl.t1 && !tl.loading) {
-      const span = tl.t1 - tl.t0;
-      tl.t1 = rel(n + 1n);
-      tl.t0 = tl.t1 - span;
-      await refetch();
-    }
-  } catch (e) {
-    document.getElementById('tl-error').textContent = String(e.message || e);
+// Live: traceq --follow underneath (/api/live, traceq/serve_live.c): the
+// serve process follows the collector and pushes the rows it stores as
+// Server-Sent Events; the view's end follows the newest. A view drawn
+// from events takes the rows in; one drawn from summaries asks again,
+// at most every LIVE_REFETCH_MS. EventSource reconnects by itself
+// (traceq resumes from the last message's id); a traceq --serve that
+// stopped, or came back with a new token, closes the stream for good.
+const LIVE_REFETCH_MS = 1000, LIVE_DRAW_MS = 100;
+const LIVE_SAY = {
+  connecting: 'live: connecting to traceq --serve',
+  following: 'live: following the collector (traceq --follow)',
+  waiting: 'live: no event of the view is stored yet; waiting for one',
+  lost: 'live: the collector does not answer; traceq --serve tries again',
+  reconnecting: 'live: lost the stream to traceq --serve; reconnecting',
+  closed: 'live: lost the stream: traceq --serve stopped or restarted with a new token; ' +
+    'open the URL it printed',
+  failed: 'live: the collector refused the query',
+  behind: 'live: fell behind the collector\'s retention',
+  reset: 'live: the collector\'s database was replaced; following it from its start',
+};
+
+function setLive(state, extra) {
+  if (state === 'back') state = 'following';
+  document.body.dataset.live = state;
+  const say = (LIVE_SAY[state] || 'live: ' + state) + (extra ? ': ' + extra : '');
+  document.getElementById('tl-live-state').textContent = say;
+}
+
+const live = { es: null, pending: [], timer: 0, lastFetch: 0 };
+tl.liveRows = new WeakSet();	// the rows that came over the stream (for tests)
+tl.stats.liveRows = 0;
+
+function liveTake(data) {
+  for (const line of data.split('\n')) {
+    if (!line) continue;
+    const r = parseBig(line);
+    tl.liveRows.add(r);
+    live.pending.push(r);
+    tl.stats.liveRows++;
   }
-  setTimeout(liveTick, 1000);
+  if (!live.timer) live.timer = setTimeout(liveApply, LIVE_DRAW_MS);
+}
+
+// The rows taken since the last time: the window moved to the newest, drawn.
+function liveApply() {
+  live.timer = 0;
+  const rows = live.pending;
+  live.pending = [];
+  let newest = null;
+  for (const r of rows)
+    if (r.ts !== undefined && (newest === null || BigInt(r.ts) > newest)) newest = BigInt(r.ts);
+  if (newest !== null && rel(newest + 1n) > tl.t1) {
+    const span = tl.t1 - tl.t0;
+    tl.t1 = rel(newest + 1n);
+    tl.t0 = tl.t1 - span;
+  }
+  const d = tl.data;
+  if (d && d.mode === 'raw' && !tl.loading) {
+    const keep = d.rows.filter(r => r.lost_events || rel(r.ts) >= tl.t0);
+    const add = rows.filter(r => !r.lost_events);
+    const all = keep.concat(add).sort((a, b) => (BigInt(a.ts) < BigInt(b.ts) ? -1 : 1));
+    const n = tl.data = buildRaw(all, tl.t0, tl.t1);
+    n.count = all.filter(r => r.event === 'sched:sched_switch').length;
+    n.losses = d.losses.filter(x => x.t >= tl.t0).concat(rows.filter(r => r.lost_events)
+      .map(r => r.lost_events).map(x => ({ host: x.host, cpu: x.cpu, t: rel(x.ts), count: x.count })));
+    if (n.count > (tl.rawMax || RAW_MAX)) refetch();	// summaries from here on
+    else draw();
+  } else if (performance.now() - live.lastFetch >= LIVE_REFETCH_MS && !tl.loading) {
+    live.lastFetch = performance.now();
+    refetch();
+  } else {
+    draw();
+  }
+}
+
+function liveStart() {
+  liveStop();
+  const p = new URLSearchParams({ q: WANT.filter(stored).join(',') || 'sched_switch' });
+  p.set('token', TOKEN);
+  const host = document.getElementById('tl-host').value.trim();
+  if (host) p.set('host', host);
+  const es = live.es = new EventSource('/api/live?' + p.toString());
+  setLive('connecting');
+  es.addEventListener('rows', e => liveTake(e.data));
+  es.addEventListener('status', e => {
+    const st = JSON.parse(e.data);
+    setLive(st.collector, st.missed ? st.missed + ' events missed' : '');
+  });
+  es.addEventListener('fail', e => {
+    es.close();
+    setLive('failed', JSON.parse(e.data).error);
+  });
+  es.onerror = () => {
+    if (live.es !== es) return;
+    setLive(es.readyState === EventSource.CLOSED ? 'closed' : 'reconnecting');
+  };
+}
+
+function liveStop() {
+  if (live.es) live.es.close();
+  live.es = null;
+  clearTimeout(live.timer);
+  live.timer = 0;
+  live.pending = [];
+  delete document.body.dataset.live;
+  document.getElementById('tl-live-state').textContent = '';
 }
 
 // The downloads: traceq --export of the view (its window and hosts).
@@ -527,7 +617,7 @@ window.tlInit = () => {
   document.getElementById('tl-tracedat').addEventListener('click', () => download('tracedat'));
   document.getElementById('tl-live').addEventListener('change', e => {
     tl.live = e.target.checked;
-    if (tl.live) liveTick();
+    if (tl.live) liveStart(); else liveStop();
   });
 };
 window.tlShown = () => {

@@ -1,0 +1,45 @@
+/*
+ * follow.h - the cursor of traceq --follow (QOP_TAIL), apart from what
+ * prints it: mode_follow.c prints the pages on stdout, serve_live.c
+ * pushes them to the page's live streams. One struct tq_follow per
+ * follower; the collector keeps nothing between pages, so the cursor
+ * (the last row's id) is all the state there is. Prefix tq_follow_.
+ */
+#ifndef TRACEQ_FOLLOW_H
+#define TRACEQ_FOLLOW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "proto/qmsg.h"
+
+struct client;
+struct traceq_opts;
+
+struct tq_follow {
+	struct qmsg_request req;	/* QOP_TAIL on the query, window, hosts, CPUs */
+	uint64_t cursor;	/* the last row's id; 0: from the collector's end on */
+	bool waiting;		/* the collector said no selected event is stored yet */
+	bool from_start;	/* the last call asked from the storage start (see follow.c) */
+};
+
+/*
+ * tq_follow_init - a follower of @o's query, selection and layout from
+ * @cursor on (0: from now on). @o (its query) must outlive @f.
+ */
+void tq_follow_init(struct tq_follow *f, const struct traceq_opts *o, uint64_t cursor);
+
+/*
+ * tq_follow_page - the next page of at most @limit rows (@sent: the rows
+ * taken so far, the collector's accounting) into *@rep; the cursor moves
+ * past it. Return as client_call(): 0 (*@rep set, maybe no rows), 1 (no
+ * answer: client_lost() says whether to reconnect), 2, 3 (no selected
+ * event stored yet: call again later).
+ */
+int tq_follow_page(struct client *c, struct tq_follow *f, uint32_t limit, uint64_t sent,
+		   struct qmsg_reply *rep);
+
+/* tq_follow_first_ts - the earliest wall-clock time of @rep's rows (INT64_MAX: none). */
+int64_t tq_follow_first_ts(const struct qmsg_reply *rep);
+
+#endif
