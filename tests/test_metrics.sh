@@ -86,6 +86,7 @@ check "an agent of tc-metrics ships sched_switch for 2 s (exit $rc)" \
 	'[ "$rc" = 0 ] || { cat "$tmp/agent.err"; false; }'
 traceq -f json --stats > "$tmp/stats.json"
 traceq -f json --drops > "$tmp/drops.json"
+traceq -f json --hosts > "$tmp/hosts.json"
 
 check "GET /healthz says ok" '[ "$(scrape "$murl/healthz")" = 200 ] && [ "$(cat "$tmp/body")" = ok ]'
 check "GET /nothing is 404" '[ "$(scrape "$murl/nothing")" = 404 ]'
@@ -128,6 +129,16 @@ check "the host is not connected any more; agents_connected 0" \
 	 grep -qx "tracecollect_agents_connected 0" "$tmp/scrape1"'
 check "last_seen is a Unix time of today" \
 	'[ "$(metric tracecollect_host_last_seen_seconds tc-metrics | cut -d. -f1)" -gt $(( $(date +%s) - 86400 )) ]'
+# the collector's own clock measurement, as traceq --hosts reports it
+# (nanoseconds there, seconds here)
+for pair in disagree:clock_disagree_ns uncertainty:clock_uncertainty_ns; do
+	name=tracecollect_host_clock_${pair%%:*}_seconds key=${pair#*:}
+	want=$(jq -r --arg k "$key" 'select(.host == "tc-metrics") | .[$k] // empty' "$tmp/hosts.json" | head -1)
+	got=$(metric "$name" tc-metrics)
+	check "$name ($got s) == traceq --hosts $key ($want ns)" \
+		'[ -n "$want" ] && [ -n "$got" ] &&
+		 [ "$(awk -v g="$got" "BEGIN { printf \"%.0f\", g * 1e9 }")" = "$want" ]'
+done
 check "commits were timed" \
 	'awk "\$1 == \"tracecollect_commit_duration_seconds_count\" && \$2 > 0 { ok = 1 } END { exit !ok }" "$tmp/scrape1"'
 check "queries were timed (traceq --stats, --drops)" \

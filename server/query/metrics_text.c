@@ -74,6 +74,8 @@ struct mhost {
 	uint64_t id;
 	char *name, *agent;	/* agent: its latest HELLO's version; NULL: not told */
 	int64_t last_seen, clock_offset_ns;
+	bool measured;		/* the collector measured its clock (issue 36) */
+	int64_t clock_disagree_ns, clock_uncertainty_ns;
 	bool connected;
 	uint64_t v[K_N];
 };
@@ -113,7 +115,10 @@ static int host_add(void *ctx, const struct store_host_info *h)
 	r->h = m;
 	m += r->n;
 	*m = (struct mhost){ .id = h->id, .last_seen = h->last_seen,
-			     .clock_offset_ns = h->clock_offset_ns };
+			     .clock_offset_ns = h->clock_offset_ns,
+			     .measured = h->clock_source != NULL,
+			     .clock_disagree_ns = h->clock_disagree_ns,
+			     .clock_uncertainty_ns = h->clock_uncertainty_ns };
 	m->name = strdup(h->name ? h->name : "");
 	m->agent = !import && h->agent && h->agent[0] ? strdup(h->agent) : NULL;
 	if (!m->name || (!import && h->agent && h->agent[0] && !m->agent)) {
@@ -226,6 +231,9 @@ static void host_merge(const struct mhost *h, size_t n, struct mhost *out)
 		if (h[i].last_seen > out->last_seen) {
 			out->last_seen = h[i].last_seen;
 			out->clock_offset_ns = h[i].clock_offset_ns;
+			out->measured = h[i].measured;
+			out->clock_disagree_ns = h[i].clock_disagree_ns;
+			out->clock_uncertainty_ns = h[i].clock_uncertainty_ns;
 			out->agent = h[i].agent;
 		}
 	}
@@ -278,6 +286,20 @@ static void host_series(FILE *f, const struct mhost *h, size_t n)
 		fprintf(f, "tracecollect_host_clock_offset_seconds{host=\"%s\"} %.9f\n",
 			metrics_label(h[i].name, l, sizeof(l)),
 			(double)h[i].clock_offset_ns / 1e9);
+	family(f, "tracecollect_host_clock_disagree_seconds", "gauge",
+	       "The host's realtime minus the collector's measurement of it; hosts measured only.");
+	for (size_t i = 0; i < n; i++)
+		if (h[i].measured)
+			fprintf(f, "tracecollect_host_clock_disagree_seconds{host=\"%s\"} %.9f\n",
+				metrics_label(h[i].name, l, sizeof(l)),
+				(double)h[i].clock_disagree_ns / 1e9);
+	family(f, "tracecollect_host_clock_uncertainty_seconds", "gauge",
+	       "Half the best round trip of the collector's latest clock measurement; hosts measured only.");
+	for (size_t i = 0; i < n; i++)
+		if (h[i].measured)
+			fprintf(f, "tracecollect_host_clock_uncertainty_seconds{host=\"%s\"} %.9f\n",
+				metrics_label(h[i].name, l, sizeof(l)),
+				(double)h[i].clock_uncertainty_ns / 1e9);
 	for (int k = 0; k < K_N; k++) {
 		family(f, fams[k].name, "counter", fams[k].help);
 		for (size_t i = 0; i < n; i++)
