@@ -8,7 +8,10 @@
  * when the event has no such field) is the CPU, `COMM` (or `comm` or
  * `common_comm` when the event has no such field) the name the task had
  * at the event, as the filters' COMM, `host` (ours) the host's name,
- * `common_timestamp` (a key) the event's wall-clock ts;
+ * `common_timestamp` (a key) the event's wall-clock ts,
+ * `common_stacktrace` (a key) the event's kernel stack (the
+ * ftrace:kernel_stack record after it, store_types.h's struct store_hist;
+ * the frames named here from the host's kallsyms);
  * modifiers that compute (.log2, .buckets) or print numbers (.hex,
  * .sym, .execname) need a number; .execname only common_pid (the kernel
  * allows no other); vals are numbers. What the store computes is grouped
