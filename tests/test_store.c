@@ -1964,9 +1964,9 @@ static int64_t store_stacks(const struct store_schema *sc)
  * the grouped statement give the same entries in the same order, alone,
  * with other keys and vals, sorted by the stack, sizes that drop; the
  * rows without a stack record are not counted (Hits + Dropped are the
- * stacked rows, not all rows), stacks that differ below 16 frames are one
- * entry (at most 7 by prev_pid), and a filter keeps the stack a dropped
- * row's successor would otherwise take from it.
+ * stacked rows, not all rows), and stacks that differ below 16 frames are
+ * one entry (at most 7 by prev_pid). (A query's filter not stealing a
+ * dropped row's stack: test_hist_stacks.sh (b).)
  */
 START_TEST(test_hist_stacks_two_ways)
 {
