@@ -109,7 +109,7 @@ static void col_expr(struct sq_buf *b, const struct store_schema *sc, int col)
 	else if (col == STORE_HIST_TS)
 		sq_buf_str(b, "ts");
 	else if (col == STORE_HIST_STACK)
-		sq_buf_str(b, "(SELECT st FROM _tc_stk WHERE prid = _tc_rowid)");	/* stack_cte() */
+		sq_buf_str(b, "_tc_rowid");	/* its stack joined by stack_join() */
 	else
 		sq_col_read(b, sc, (size_t)col, "", "");
 }
@@ -146,6 +146,35 @@ static void stack_cte(struct sq_buf *b, const struct store_query *q, const struc
 	sq_buf_str(b, ") WINDOW w AS (PARTITION BY h, c ORDER BY t, k, rid))"
 		   " WHERE k = 1 AND pk = 0)");
 	sq_buf_str(b, more);
+}
+
+/*
+ * "SELECT k0.., v0.., @t, @hh FROM _tc_r JOIN _tc_stk ...": the rows of
+ * _tc_r (whose stack key holds the row's rowid) with that key replaced by
+ * the row's stack; a row without one is not counted. A join, not a
+ * subquery per row: SQLite indexes one side of a join (an automatic
+ * index), never a CTE a correlated subquery scans.
+ */
+static void stack_join(struct sq_buf *b, const struct store_hist *h, int sk, const char *t,
+		       const char *hh)
+{
+	char c[64];
+
+	sq_buf_str(b, "SELECT ");
+	for (size_t i = 0; i < h->spec->nkeys; i++) {
+		if ((int)i == sk)
+			snprintf(c, sizeof(c), "_tc_stk.st AS k%zu, ", i);
+		else
+			snprintf(c, sizeof(c), "k%zu, ", i);
+		sq_buf_str(b, c);
+	}
+	for (size_t i = 0; i < h->spec->nvals; i++) {
+		snprintf(c, sizeof(c), "v%zu, ", i);
+		sq_buf_str(b, c);
+	}
+	snprintf(c, sizeof(c), "%s, %s FROM _tc_r JOIN _tc_stk ON _tc_stk.prid = _tc_r.k%d", t, hh,
+		 sk);
+	sq_buf_str(b, c);
 }
 
 static void key_expr(struct sq_buf *b, const struct store_query *q, const struct store_hist *h,
@@ -245,7 +274,7 @@ static int hist_sql(struct sq_store *s, const struct store_query *q, const struc
 	int ret;
 
 	if (stack_key(h) >= 0)
-		stack_cte(b, q, h, ", r AS (SELECT ");
+		stack_cte(b, q, h, ", _tc_r AS (SELECT ");
 	else
 		sq_buf_str(b, "WITH r AS (SELECT ");
 	for (size_t i = 0; i < sp->nkeys; i++)
@@ -259,6 +288,10 @@ static int hist_sql(struct sq_store *s, const struct store_query *q, const struc
 	ret = sq_rows_of(s, q, b, rows);
 	if (ret < 0)
 		return ret;
+	if (stack_key(h) >= 0) {
+		sq_buf_str(b, "), r AS (");
+		stack_join(b, h, stack_key(h), "t", "h");
+	}
 	sq_buf_str(b, "), g AS MATERIALIZED (SELECT ");
 	key_list(b, sp->nkeys);
 	sq_buf_str(b, ", count(*) AS hc");
@@ -665,7 +698,7 @@ static int qh_scan(struct sq_store *s, struct qh_tab *t)
 	int ret, rc = SQLITE_DONE;
 
 	if (t->stack >= 0)
-		stack_cte(&b, t->q, h, " ");
+		stack_cte(&b, t->q, h, ", _tc_r AS (");
 	sq_buf_str(&b, "SELECT ");
 	for (size_t i = 0; i < h->spec->nkeys; i++)
 		key_expr(&b, t->q, h, i);
@@ -676,6 +709,10 @@ static int qh_scan(struct sq_store *s, struct qh_tab *t)
 	}
 	sq_buf_str(&b, "ts, host_id");
 	ret = sq_rows_of(s, t->q, &b, &rows);
+	if (ret == 0 && t->stack >= 0) {
+		sq_buf_str(&b, ") ");
+		stack_join(&b, h, t->stack, "ts", "host_id");
+	}
 	if (ret == 0)
 		ret = b.oom ? -ENOMEM : sq_prepare(s, b.s, &st);
 	if (ret == 0)
