@@ -150,11 +150,16 @@ static int parse_field(struct span s, struct hist_field *f, struct filter_error 
 		return filter_fail(err, TC_ERR_SYNTAX, name.pos, name.n,
 				   "'%.*s' is not a field name (expressions, variables and "
 				   "constants are not supported)", SP(&name));
-	if (span_is(&name, "stacktrace") || span_is(&name, "common_stacktrace"))
-		return filter_fail(err, TC_ERR_SYNTAX, name.pos, name.n,
-				   "'%.*s' is not supported as a field here", SP(&name));
 	memcpy(f->name, name.p, name.n);
 	f->name[name.n] = '\0';
+	if (span_is(&name, "stacktrace") || span_is(&name, "common_stacktrace")) {
+		/* the kernel's name for it since 6.5, whichever was written */
+		snprintf(f->name, sizeof(f->name), "common_stacktrace");
+		f->stack = true;
+		if (has_mod)
+			return filter_fail(err, TC_ERR_SYNTAX, s.pos, s.n,
+					   "'%.*s' takes no modifier", SP(&name));
+	}
 	if (has_mod)
 		return parse_mod(&s, f, err);
 	return 0;
@@ -176,6 +181,10 @@ static int parse_keys(struct span s, struct hist_spec *h, struct filter_error *e
 		ret = parse_field(one, &h->keys[h->nkeys], err);
 		if (ret < 0)
 			return ret;
+		for (size_t i = 0; h->keys[h->nkeys].stack && i < h->nkeys; i++)
+			if (h->keys[i].stack)
+				return filter_fail(err, TC_ERR_SYNTAX, one.pos, one.n,
+						   "common_stacktrace is a key once");
 		h->nkeys++;
 	}
 	return 0;
@@ -197,9 +206,10 @@ static int parse_vals(struct span s, struct hist_spec *h, struct filter_error *e
 		ret = parse_field(one, &h->vals[h->nvals], err);
 		if (ret < 0)
 			return ret;
-		if (!strcmp(h->vals[h->nvals].name, "common_timestamp"))
+		if (!strcmp(h->vals[h->nvals].name, "common_timestamp") || h->vals[h->nvals].stack)
 			return filter_fail(err, TC_ERR_SYNTAX, one.pos, one.n,
-					   "'common_timestamp' is a key only here, not a value");
+					   "'%s' is a key only here, not a value",
+					   h->vals[h->nvals].name);
 		if (h->vals[h->nvals].mod != HIST_MOD_NONE && h->vals[h->nvals].mod != HIST_MOD_HEX)
 			return filter_fail(err, TC_ERR_SYNTAX, one.pos, one.n,
 				"'%.*s': a value takes only the .hex modifier", SP(&one));
@@ -235,7 +245,7 @@ static int sort_find(const struct span *name, const struct hist_spec *h, struct 
 			return 0;
 		}
 	for (size_t i = 0; i < h->nkeys; i++)
-		if (span_is(name, h->keys[i].name)) {
+		if (span_is(name, h->keys[i].name) || (h->keys[i].stack && span_is(name, "stacktrace"))) {
 			o->by = HIST_SORT_KEY, o->i = i;
 			return 0;
 		}

@@ -14,6 +14,9 @@
  *   is the event's CPU; common_timestamp (a key only, in ns of the
  *   collector's wall clock) the event's time, with .buckets=N the time
  *   in buckets of N ns (the page's timeline summaries).
+ *   common_stacktrace (or the older spelling stacktrace, both named
+ *   common_stacktrace as kernels since 6.5 print it) is the event's
+ *   kernel stack: a key once, with no modifier, never a value.
  * - vals (values, val): up to 2 fields to sum, .hex allowed; "hitcount"
  *   is always kept (and may be named).
  * - sort: up to 2 of hitcount, a val or a key (by plain name), each
@@ -61,6 +64,7 @@ struct hist_field {
 	char name[HIST_NAME_MAX + 1];
 	enum hist_mod mod;
 	uint64_t buckets;	/* HIST_MOD_BUCKETS: the bucket size (> 0) */
+	bool stack;		/* common_stacktrace (or stacktrace): the event's kernel stack */
 	size_t pos, len;	/* where it is in the spec text, for errors */
 };
 

@@ -8,7 +8,8 @@
 #  - the import into ClickHouse exits 0;
 #  - for each spec (one and two keys, .log2, .buckets, cpu, host, .hex,
 #    .execname, vals, each sort, size= with drops, a filter, a spec with
-#    no matching row, COMM keys and a COMM filter), traceq prints the same
+#    no matching row, COMM keys and a COMM filter, common_stacktrace keys:
+#    the recording is made with -T, a stack after every event), traceq prints the same
 #    histogram from both (stdout byte for byte: entries, their order,
 #    Totals), and those of whole events are not empty.
 set -u
@@ -20,7 +21,7 @@ command -v trace-cmd > /dev/null || skip "needs trace-cmd (apt-get install trace
 tc_need_clickhouse
 tc_lock
 tc_setup ch_hist collector_pid
-tc_tracecmd_record "tc_chhist_$$" "$tmp/rec.dat" -e sched:sched_switch -e sched:sched_wakeup \
+tc_tracecmd_record "tc_chhist_$$" "$tmp/rec.dat" -T -e sched:sched_switch -e sched:sched_wakeup \
 	sh -c 'for i in $(seq 80); do sleep 0.01; ls / > /dev/null; done'
 
 # spec<TAB>query
@@ -49,6 +50,11 @@ specs=(
 	"keys=COMM	sched_switch"
 	"keys=COMM,cpu:sort=hitcount.descending	sched_wakeup"
 	"keys=next_pid,COMM:size=128	sched_switch where COMM ~ \"*[a-s]*\""
+	"keys=common_stacktrace	sched_switch"
+	"keys=common_pid,stacktrace:sort=hitcount.descending	sched_switch"
+	"keys=common_stacktrace,next_comm:vals=prev_prio:size=128	sched_switch"
+	"keys=common_stacktrace:sort=common_stacktrace.descending	sched_switch where prev_pid == 0"
+	"keys=common_stacktrace,COMM	sched_wakeup"
 )
 
 # hists NAME: traceq --hist's output of each spec into $tmp/NAME.hist.I

@@ -57,6 +57,11 @@ START_TEST(test_kernel_forms)
 	     ":sort=prev_pid.buckets=10.descending,hitcount:size=2048");
 	good("keys=a.bucket=0x10:size=131072",
 	     "hist:keys=a.buckets=16:vals=hitcount:sort=hitcount:size=131072");
+	/* the kernel (6.5 on) names the stack common_stacktrace, however written */
+	good("keys=stacktrace", "hist:keys=common_stacktrace:vals=hitcount:sort=hitcount:size=2048");
+	good("keys=common_pid,common_stacktrace:vals=prev_prio:sort=common_stacktrace",
+	     "hist:keys=common_pid,common_stacktrace:vals=hitcount,prev_prio"
+	     ":sort=common_stacktrace:size=2048");
 	good("  keys=host,common_cpu:vals=len:sort=len.ascending  ",
 	     "hist:keys=host,common_cpu:vals=hitcount,len:sort=len:size=2048");
 }
@@ -105,7 +110,9 @@ START_TEST(test_refused)
 	bad("keys=a+b", TC_ERR_SYNTAX, "not a field name", 5);
 	bad("keys=$x", TC_ERR_SYNTAX, "not a field name", 5);
 	bad("keys=a:vals=common_timestamp", TC_ERR_SYNTAX, "a key only", 12);
-	bad("keys=common_stacktrace", TC_ERR_SYNTAX, "not supported as a field", 5);
+	bad("keys=common_stacktrace.hex", TC_ERR_SYNTAX, "takes no modifier", 23);
+	bad("keys=stacktrace,common_stacktrace", TC_ERR_SYNTAX, "a key once", 16);
+	bad("keys=a:vals=common_stacktrace", TC_ERR_SYNTAX, "a key only", 12);
 	bad("keys=a if prev_pid > 0", TC_ERR_SYNTAX, "EVENT where FILTER", 7);
 	bad("keys=a:keys=b", TC_ERR_SYNTAX, "keys given twice", 7);
 	bad("keys=a:sort=a:sort=a", TC_ERR_SYNTAX, "sort given twice", 14);

@@ -1799,6 +1799,11 @@ static int hist_line_cb(void *ctx, const struct store_hist_entry *e)
 		if (e->keys[i].kind == STORE_STRING)
 			at += (size_t)snprintf(p + at, len - at, "'%.*s' ", (int)e->keys[i].str.len,
 					       e->keys[i].str.s);
+		else if (e->keys[i].kind == STORE_BLOB)	/* a stack: its length, its first long */
+			at += (size_t)snprintf(p + at, len - at, "[%zu:%llx] ", e->keys[i].blob.len,
+					       e->keys[i].blob.len >= 8 ?
+					       (unsigned long long)*(const uint64_t *)e->keys[i].blob.p :
+					       0ull);
 		else
 			at += (size_t)snprintf(p + at, len - at, "%lld ", (long long)e->keys[i].i);
 		if (e->comm[i] && at < len)
@@ -1879,6 +1884,145 @@ START_TEST(test_hist_two_ways)
 	}
 	free(a);
 	free(b);
+	store_schema_free(sc);
+}
+END_TEST
+
+/* A kernel_stack row of the test: common_pid, then its frames. */
+struct kstack_row {
+	int32_t pid;
+	uint64_t frames[20];
+};
+
+static int kstack_value(const void *src, unsigned i, struct store_value *out)
+{
+	const struct kstack_row *k = src;
+
+	memset(out, 0, sizeof(*out));
+	if (i == 0) {
+		out->kind = STORE_SIGNED;
+		out->i = k->pid;
+	} else {
+		out->kind = STORE_BLOB;
+		out->blob.p = k->frames;
+		out->blob.len = sizeof(k->frames);
+	}
+	return 0;
+}
+
+/*
+ * Stack records after two of three sched_switch rows (rowid % 3 != 0), on
+ * their CPU at their ts (an event comes first at one ts), 20 frames of
+ * one of 7 stacks by prev_pid; the last 4 frames differ per row, below
+ * the 16 a key keeps. Return: the (cpu, ts) pairs stacked, the hits a
+ * common_stacktrace histogram of every row counts.
+ */
+static int64_t store_stacks(const struct store_schema *sc)
+{
+	static const char fmt[] = "name: kernel_stack\nID: 4\nformat:\n"
+		"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+		"\tfield:unsigned long caller[8];\toffset:8;\tsize:64;\tsigned:0;\n\n"
+		"print fmt: \"\"\n";
+	static const struct store_field f[] = { { "common_pid", STORE_SIGNED, 4, "int" },
+						{ "caller", STORE_BLOB, 0, "unsigned long[8]" } };
+	struct store_type_desc d = { "ftrace", "kernel_stack", fmt, 2, f };
+	struct store_type *t;
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	char sql[256];
+	int64_t want;
+
+	ck_ok(store_type(sw, &d, &test_origin, &t));
+	ck_assert_int_eq(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+	snprintf(sql, sizeof(sql), "SELECT cpu, ts, \"prev_pid\" FROM \"%s\" WHERE rowid %% 3 != 0"
+		 " ORDER BY rowid", sc->table);
+	ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+	ck_ok(store_begin(sw));
+	for (uint64_t n = 0; sqlite3_step(st) == SQLITE_ROW; n++) {
+		struct kstack_row k = { .pid = 1 };
+		struct store_event ev = { .host_id = host, .cpu = (uint32_t)sqlite3_column_int(st, 0),
+					  .ts = sqlite3_column_int64(st, 1), .nvals = 2,
+					  .value = kstack_value, .src = &k };
+
+		ev.trace_ts = (uint64_t)(ev.ts - CLOCK_OFFSET);
+		for (unsigned i = 0; i < 20; i++)
+			k.frames[i] = 0xffffffff81000000ull + (uint64_t)(sqlite3_column_int64(st, 2) % 7)
+				      * 0x1000 + i * 8 + (i >= 16 ? n * 0x100000 : 0);
+		ck_ok(store_insert(sw, t, &ev));
+	}
+	sqlite3_finalize(st);
+	ck_ok(store_commit(sw));
+	snprintf(sql, sizeof(sql), "SELECT count(*) FROM (SELECT DISTINCT cpu, ts FROM \"%s\""
+		 " WHERE rowid %% 3 != 0)", sc->table);
+	want = raw_int(db, sql, 0);
+	sqlite3_close(db);
+	return want;
+}
+
+/*
+ * A common_stacktrace key (STORE_HIST_STACK): the in-memory histogram and
+ * the grouped statement give the same entries in the same order, alone,
+ * with other keys and vals, sorted by the stack, sizes that drop; the
+ * rows without a stack record are not counted (Hits + Dropped are the
+ * stacked rows, not all rows), and stacks that differ below 16 frames are
+ * one entry (at most 7 by prev_pid). (A query's filter not stealing a
+ * dropped row's stack: test_hist_stacks.sh (b).)
+ */
+START_TEST(test_hist_stacks_two_ways)
+{
+	struct store_schema *sc = schema(sr, "sched", "sched_switch"), *ks;
+	struct store_query q = { .schema = sc };
+	int64_t want = store_stacks(sc);
+	struct {
+		const char *spec;
+		int k[3], v[2];
+		uint32_t size;
+	} cases[] = {
+		{ "keys=common_stacktrace", { STORE_HIST_STACK }, { 0 }, 0 },
+		{ "keys=common_stacktrace,prev_pid:vals=next_prio:sort=common_stacktrace.descending",
+		  { STORE_HIST_STACK, col(sc, "prev_pid") }, { col(sc, "next_prio") }, 0 },
+		{ "keys=next_comm,stacktrace:sort=hitcount.descending",
+		  { col(sc, "next_comm"), STORE_HIST_STACK }, { 0 }, 3 },
+	};
+	struct hist_lines *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+
+	ck_assert(a && b);
+	ck_assert_int_gt(want, 10);
+	ks = schema(sr, "ftrace", "kernel_stack");
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct hist_spec sp;
+		struct store_hist h = { .spec = &sp, .key_col = cases[c].k, .val_col = cases[c].v,
+					.stacks = ks, .stack_col = (size_t)col(ks, "caller"),
+					.stack_bytes = 16 * 8 };
+		struct store_hist_totals ta, tb;
+
+		TU_OK(hist_parse(cases[c].spec, &sp, NULL));
+		if (cases[c].size)
+			sp.size = cases[c].size;
+		memset(a, 0, sizeof(*a));
+		memset(b, 0, sizeof(*b));
+		a->nkeys = b->nkeys = sp.nkeys;
+		a->nvals = b->nvals = sp.nvals;
+		ck_ok(store_hist(sr, &q, &h, hist_line_cb, a, &ta));
+		ck_ok(sq_hist_grouped(sq(), &q, &h, hist_line_cb, b, &tb));
+		ck_assert_msg(a->n == b->n && a->n > 0, "%s: %zu and %zu entries", cases[c].spec,
+			      a->n, b->n);
+		for (size_t i = 0; i < a->n; i++)
+			ck_assert_msg(!strcmp(a->line[i], b->line[i]), "%s: entry %zu: %s | %s",
+				      cases[c].spec, i, a->line[i], b->line[i]);
+		ck_assert_uint_eq(ta.hits, tb.hits);
+		ck_assert_uint_eq(ta.entries, tb.entries);
+		ck_assert_uint_eq(ta.dropped, tb.dropped);
+		ck_assert_uint_eq(ta.hits + ta.dropped, (uint64_t)want);
+		ck_assert_uint_lt(ta.hits + ta.dropped, seen.n[0]);
+		if (c == 0)
+			ck_assert_uint_le(ta.entries, 7);
+		if (cases[c].size)
+			ck_assert_uint_gt(ta.dropped, 0);
+	}
+	free(a);
+	free(b);
+	store_schema_free(ks);
 	store_schema_free(sc);
 }
 END_TEST
@@ -2933,7 +3077,7 @@ static Suite *store_suite(void)
 					test_index_parse, test_db_removed, test_db_replaced,
 					test_scope, test_type_seen, test_sql_group_by, test_sql_refused,
 					test_sql_limits, test_sql_scoped, test_hist_matches_scan,
-					test_hist_two_ways));
+					test_hist_two_ways, test_hist_stacks_two_ways));
 	suite_add_tcase(s, tc);
 	return s;
 }

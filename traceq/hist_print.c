@@ -12,6 +12,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "common/log.h"
@@ -41,12 +42,38 @@ static const char *str_of(const struct qmsg_value *v, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * A stack key as the kernel's hist_trigger_stacktrace_print() writes it:
+ * "common_stacktrace:" and a line per frame, each "%*c%pS" with 9 columns
+ * before the name. The frames come one a line (the collector names
+ * them); each line, a peer's names, is escaped.
+ */
+static void print_stack(FILE *f, const struct hist_field *k, const struct qmsg_value *v)
+{
+	char line[LOG_ESC_LEN];
+	const char *p = v->kind == QV_STR ? v->s.p : "", *end = p + (v->kind == QV_STR ? v->s.len : 0);
+
+	fprintf(f, "%s:\n", k->name);
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
+
+		log_escape_mem(p, n, line, sizeof(line));
+		fprintf(f, "%*c%s\n", 9, ' ', line);
+		p += n + 1;
+	}
+}
+
 static void print_key(FILE *f, const struct hist_field *k, const struct qmsg_value *v)
 {
 	uint64_t u = (uint64_t)qmsg_value_int(&v[0]);
 	char nbuf[LOG_ESC_LEN], sbuf[LOG_ESC_LEN];
 	const char *name = str_of(&v[key_cols(k) - 1], nbuf, sizeof(nbuf));
 
+	if (k->stack) {
+		print_stack(f, k, &v[0]);
+		return;
+	}
 	if (v[0].kind == QV_STR) {
 		fprintf(f, "%s: %-50s", k->name, str_of(&v[0], sbuf, sizeof(sbuf)));
 		return;
@@ -79,6 +106,7 @@ static void print_key(FILE *f, const struct hist_field *k, const struct qmsg_val
 static void print_row(FILE *f, const struct hist_spec *sp, const struct qmsg_value *row)
 {
 	uint32_t c = 0;
+	bool multiline = false;
 
 	fputs("{ ", f);
 	for (size_t i = 0; i < sp->nkeys; i++) {
@@ -86,8 +114,11 @@ static void print_row(FILE *f, const struct hist_spec *sp, const struct qmsg_val
 			fputs(", ", f);
 		print_key(f, &sp->keys[i], &row[c]);
 		c += key_cols(&sp->keys[i]);
+		multiline |= sp->keys[i].stack;
 	}
-	fprintf(f, " } hitcount: %10" PRIu64, (uint64_t)qmsg_value_int(&row[c++]));
+	/* the kernel's: no blank before the brace after a stack's lines */
+	fprintf(f, "%s} hitcount: %10" PRIu64, multiline ? "" : " ",
+		(uint64_t)qmsg_value_int(&row[c++]));
 	for (size_t i = 0; i < sp->nvals; i++, c++)
 		fprintf(f, sp->vals[i].mod == HIST_MOD_HEX ? "  %s: %10" PRIx64 : "  %s: %10" PRIu64,
 			sp->vals[i].name, (uint64_t)qmsg_value_int(&row[c]));

@@ -8,7 +8,10 @@
  * when the event has no such field) is the CPU, `COMM` (or `comm` or
  * `common_comm` when the event has no such field) the name the task had
  * at the event, as the filters' COMM, `host` (ours) the host's name,
- * `common_timestamp` (a key) the event's wall-clock ts;
+ * `common_timestamp` (a key) the event's wall-clock ts,
+ * `common_stacktrace` (a key) the event's kernel stack (the
+ * ftrace:kernel_stack record after it, store_types.h's struct store_hist;
+ * the frames named here from the host's kallsyms);
  * modifiers that compute (.log2, .buckets) or print numbers (.hex,
  * .sym, .execname) need a number; .execname only common_pid (the kernel
  * allows no other); vals are numbers. What the store computes is grouped
@@ -26,6 +29,7 @@
 #include "server/query/queryd_hist.h"
 
 #define QH_SYM_MAX	600
+#define QH_STACK_DEPTH	16	/* the kernel's HIST_STACKTRACE_DEPTH */
 
 /*
  * The column of field @name: its integer one when hosts sent it in several
@@ -57,9 +61,15 @@ static bool is_number(const struct store_schema *sc, int col)
 static int resolve(const struct store_schema *sc, const struct hist_field *f, bool key,
 		   int *col, char *msg, size_t len)
 {
-	int c = find_col(sc, f->name);
+	int c = f->stack ? -1 : find_col(sc, f->name);
 
-	if (c < 0 && key && !strcmp(f->name, "host"))
+	if (f->stack && store_field_is_stack(sc->system, sc->name, "caller")) {
+		snprintf(msg, len, "--hist: %s:%s holds the stacks themselves: common_stacktrace "
+			 "keys the events they follow", sc->system, sc->name);
+		return TC_ERR_UNKNOWN_FIELD;
+	} else if (f->stack) {
+		c = STORE_HIST_STACK;
+	} else if (c < 0 && key && !strcmp(f->name, "host"))
 		c = STORE_HIST_HOST;
 	else if (c < 0 && (!strcmp(f->name, "common_cpu") || !strcmp(f->name, "cpu") ||
 			   !strcmp(f->name, "CPU")))
@@ -118,7 +128,60 @@ struct qh_ctx {
 	struct store_reader *st;
 	const struct hist_spec *sp;
 	struct qmsg_writer *w;
+	uint32_t long_size;	/* of a stack's frames: 4 or 8 */
 };
+
+/*
+ * The bytes of a long on the hosts of the stack records of format @fmt:
+ * its caller[N]'s size over N (8 when the format does not say).
+ */
+static uint32_t stack_long_size(const char *fmt)
+{
+	const char *f = fmt ? strstr(fmt, " caller[") : NULL;
+	unsigned long n = 0, size = 0;
+
+	if (f && sscanf(f, " caller[%lu];%*[ \t]offset:%*u;%*[ \t]size:%lu;", &n, &size) == 2 &&
+	    n && (size / n == 4 || size / n == 8))
+		return (uint32_t)(size / n);
+	return 8;
+}
+
+/*
+ * A stack key's frames as the kernel's hist file names them (%pS), one a
+ * line: "NAME+0xOFF" from the host's kallsyms, "0xADDR" where no symbol
+ * covers it; up to a 0 (the kernel's end of a hist stack) or a -1 (a
+ * stack record's). The frames are in the reader's byte order, as the
+ * row printer reads them.
+ */
+static void put_stack(struct qh_ctx *c, const struct store_hist_entry *e, size_t i)
+{
+	const unsigned char *p = e->keys[i].blob.p;
+	size_t n = e->keys[i].blob.len / c->long_size, at = 0;
+	char text[QH_STACK_DEPTH * (QH_SYM_MAX + 8)], name[QH_SYM_MAX];
+
+	text[0] = '\0';
+	for (size_t f = 0; f < n && f < QH_STACK_DEPTH; f++) {
+		uint64_t a = 0;
+		uint32_t a4;
+
+		if (c->long_size == 4) {
+			memcpy(&a4, p + f * 4, 4);
+			a = a4 == UINT32_MAX ? UINT64_MAX : a4;
+		} else {
+			memcpy(&a, p + f * 8, 8);
+		}
+		if (a == 0 || a == UINT64_MAX)
+			break;
+		if (store_symbol_name(c->st, e->host_id, -1, e->last_ts, a, name, sizeof(name)))
+			snprintf(name, sizeof(name), "0x%llx", (unsigned long long)a);
+		else if (!strchr(name, '+'))
+			snprintf(name + strlen(name), sizeof(name) - strlen(name), "+0x0");
+		at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s", at ? "\n" : "", name);
+		if (at >= sizeof(text))
+			at = sizeof(text) - 1;
+	}
+	qmsg_put_str(c->w, text, at);
+}
 
 static void put_name(struct qh_ctx *c, const struct store_hist_entry *e, size_t i)
 {
@@ -148,7 +211,9 @@ static int put_entry(void *arg, const struct store_hist_entry *e)
 	struct qh_ctx *c = arg;
 
 	for (size_t i = 0; i < c->sp->nkeys; i++) {
-		if (e->keys[i].kind == STORE_STRING)
+		if (c->sp->keys[i].stack)
+			put_stack(c, e, i);
+		else if (e->keys[i].kind == STORE_STRING)
 			qmsg_put_str(c->w, e->keys[i].str.s, e->keys[i].str.len);
 		else
 			qmsg_put_uint(c->w, (uint64_t)e->keys[i].i);
@@ -187,6 +252,38 @@ static int resolve_all(const struct store_query *q, struct hist_spec *sp, int *k
 	return qmsg_reply_error(ret, msg, -1, -1, out) ?: 1;
 }
 
+/*
+ * For a common_stacktrace key: the stack records' schema into @h (the
+ * caller's to free), or when none are stored an error reply into @out
+ * and 1.
+ */
+static int stacks_of(struct store_reader *st, struct store_hist *h, struct qh_ctx *c,
+		     struct store_schema **sc, struct proto_buf *out)
+{
+	bool want = false;
+	int ret;
+
+	for (size_t i = 0; i < h->spec->nkeys; i++)
+		want |= h->spec->keys[i].stack;
+	if (!want)
+		return 0;
+	ret = store_schema_get(st, "ftrace", "kernel_stack", sc);
+	for (size_t i = 0; ret == 0 && i < (*sc)->ncols; i++)
+		if (store_col_is_stack(*sc, i)) {
+			h->stacks = *sc;
+			h->stack_col = i;
+		}
+	if (ret == TC_ERR_UNKNOWN_EVENT || (ret == 0 && !h->stacks))
+		return qmsg_reply_error(TC_ERR_UNKNOWN_FIELD, "--hist: common_stacktrace: no kernel "
+					"stacks are stored (traceagent --stacktrace, trace-cmd "
+					"record -T)", -1, -1, out) ?: 1;
+	if (ret < 0)
+		return ret;
+	c->long_size = stack_long_size((*sc)->format);
+	h->stack_bytes = QH_STACK_DEPTH * c->long_size;
+	return 0;
+}
+
 int queryd_hist_run(struct store_reader *st, const struct qmsg_request *r,
 		    const struct store_query *q, struct proto_buf *out, uint64_t *rows)
 {
@@ -198,6 +295,7 @@ int queryd_hist_run(struct store_reader *st, const struct qmsg_request *r,
 	struct store_hist h = { .spec = &sp, .key_col = kcol, .val_col = vcol,
 				.offset = r->after_id,
 				.limit = r->limit ? r->limit : QMSG_MAX_ROWS };
+	struct store_schema *stacks = NULL;
 	char event[512], msg[256];
 	int ret = hist_parse(r->hist, &sp, &err);
 
@@ -205,13 +303,13 @@ int queryd_hist_run(struct store_reader *st, const struct qmsg_request *r,
 		snprintf(msg, sizeof(msg), "--hist: %s", err.msg);
 		return qmsg_reply_error(ret, msg, -1, -1, out) ?: 1;
 	}
-	ret = resolve_all(q, &sp, kcol, vcol, out);
+	ret = resolve_all(q, &sp, kcol, vcol, out) ?: stacks_of(st, &h, &c, &stacks, out);
 	if (ret != 0)
-		return ret;
+		goto out;
 	snprintf(event, sizeof(event), "%s:%s", q->schema->system, q->schema->name);
 	ret = reply_begin(&sp, event, &c.w);
 	if (ret < 0)
-		return ret;
+		goto out;
 	ret = store_hist(st, q, &h, put_entry, &c, &tot);
 	if (ret < 0) {
 		struct proto_buf junk;
@@ -219,10 +317,13 @@ int queryd_hist_run(struct store_reader *st, const struct qmsg_request *r,
 		proto_buf_init(&junk);
 		qmsg_reply_end(c.w, false, 0, 0, 0, &junk);
 		proto_buf_free(&junk);
-		return ret;
+		goto out;
 	}
 	*rows = qmsg_reply_rows(c.w);
 	qmsg_reply_hist(c.w, tot.entries, tot.dropped);
-	return qmsg_reply_end(c.w, h.offset + *rows < tot.entries,
-			      tot.max_ts < INT64_MAX ? tot.max_ts + 1 : INT64_MAX, 0, tot.hits, out);
+	ret = qmsg_reply_end(c.w, h.offset + *rows < tot.entries,
+			     tot.max_ts < INT64_MAX ? tot.max_ts + 1 : INT64_MAX, 0, tot.hits, out);
+out:
+	store_schema_free(stacks);
+	return ret;
 }

@@ -23,7 +23,9 @@
  * The reply's columns, per key: the key's value (an unsigned integer, or
  * the host's name), then for .execname and .sym keys a text column
  * "FIELD.execname" / "FIELD.sym" (the comm, "<idle>" for pid 0, nil when
- * unknown; the symbol's name without offset, nil when none); then
+ * unknown; the symbol's name without offset, nil when none); a
+ * common_stacktrace key is one text column, its frames one a line
+ * ("NAME+0xOFF", "0xADDR" when no symbol covers it); then
  * "hitcount" and the vals' sums. Rows in the spec's sort order from
  * r->after_id on, at most r->limit (QMSG_MAX_ROWS); count is Hits,
  * entries and dropped the totals, more says another page follows, and

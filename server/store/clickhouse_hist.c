@@ -39,6 +39,12 @@
  *  - a COMM key is the filters' COMM, _tc_comm of the rows
  *    ch_query_where() joins to their names (clickhouse_comm.h), joined
  *    only when a key or the filter reads it.
+ *  - a common_stacktrace key is the frames of the stack record right
+ *    after the row on its host and CPU (chh_stacks(), SQLite's
+ *    stack_cte()): the rows joined to it, a row without one not counted;
+ *    its first stack_bytes bytes, compared byte-wise as SQLite's BLOBs.
+ *    Two rows of one ts on one CPU are ordered by commit and row here, by
+ *    rowid there (an import stores them in the same order).
  * Strings compare byte-wise in both. hid (the entry's host, min(host_id))
  * is the same host as SQLite's on a store of one host; with several, each
  * store's own smallest id (ClickHouse's are hashes).
@@ -134,6 +140,10 @@ static void chh_key(struct chh *c, struct ch_sql *w, size_t i, const struct ch_r
 	const struct hist_field *f = &c->h->spec->keys[i];
 	int col = c->h->key_col[i];
 
+	if (col == STORE_HIST_STACK) {
+		ch_sql_addf(w, "_tc_zst AS k%zu, 0 AS n%zu, ", i, i);	/* chh_stacks() */
+		return;
+	}
 	if (f->mod == HIST_MOD_LOG2) {
 		ch_sql_raw(w, "arrayCount(b -> bitShiftRight(toUInt64(");
 		chh_col(w, c->q->schema, col, hosts);
@@ -164,6 +174,74 @@ static void chh_keys(struct ch_sql *w, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		ch_sql_addf(w, "%sk%zu, n%zu", i ? ", " : "", i, i);
+}
+
+/* Whether a key is the rows' stack. */
+static bool chh_has_stack(const struct chh *c)
+{
+	for (size_t i = 0; i < c->h->spec->nkeys; i++)
+		if (c->h->key_col[i] == STORE_HIST_STACK)
+			return true;
+	return false;
+}
+
+/*
+ * The stack of each row of the event that has one, as SQLite's
+ * stack_cte() (sqlite_hist.c) finds it: every row of the event and every
+ * stack record committed by @last, merged per host and CPU by ts (an
+ * event row first at one ts, then by commit and row), a stack record the
+ * row's right before it. 18.16 has no window functions and its lambdas
+ * take no outer column: per host and CPU one sorted array of (ts, kind,
+ * commit, row, caller), the kinds and the kinds one before as arrays, and
+ * the positions of a stack after an event joined out. Rows (host_id,
+ * _tc_commit, _tc_row: the event's row; _tc_zst: the first stack_bytes
+ * bytes of its frames, a reference looked up in stacks,
+ * clickhouse_stacks.h). Its memory is the event's and the stacks' rows of
+ * one CPU at a time.
+ */
+static void chh_stacks(const struct chh *c, uint64_t last, struct ch_sql *w)
+{
+	const struct store_hist *h = c->h;
+
+	ch_sql_raw(w, "SELECT host_id, _tc_commit, _tc_row, substring(if(_tc_zid = 0, _tc_zraw,"
+		   " _tc_sf), 1, ");
+	ch_sql_u64(w, h->stack_bytes);
+	ch_sql_raw(w, ") AS _tc_zst FROM (SELECT host_id, tupleElement(_tc_s[_tc_i - 1], 3) AS"
+		   " _tc_commit, tupleElement(_tc_s[_tc_i - 1], 4) AS _tc_row, tupleElement("
+		   "_tc_s[_tc_i], 5) AS _tc_zraw, if(length(_tc_zraw) = 9 AND startsWith(_tc_zraw,"
+		   " '\\x01'), reinterpretAsUInt64(substring(_tc_zraw, 2, 8)), toUInt64(0)) AS _tc_zid"
+		   " FROM (SELECT host_id, _tc_s, arrayMap(_tc_x -> tupleElement(_tc_x, 2), _tc_s) AS"
+		   " _tc_k, arrayPushFront(arrayPopBack(_tc_k), toUInt8(2)) AS _tc_pk FROM (SELECT"
+		   " host_id, arraySort(groupArray((ts, k, cm, rw, st))) AS _tc_s FROM (SELECT host_id,"
+		   " cpu, ts, toUInt8(0) AS k, _tc_commit AS cm, _tc_row AS rw, '' AS st FROM ");
+	ch_sql_ident(w, c->q->schema->table);
+	ch_sql_raw(w, " WHERE _tc_commit <= ");
+	ch_sql_u64(w, last);
+	ch_sql_raw(w, " UNION ALL SELECT host_id, cpu, ts, toUInt8(1), toUInt64(0), toUInt64(0), ");
+	ch_sql_ident(w, h->stacks->cols[h->stack_col].column);
+	ch_sql_raw(w, " FROM ");
+	ch_sql_ident(w, h->stacks->table);
+	ch_sql_raw(w, " WHERE _tc_commit <= ");
+	ch_sql_u64(w, last);
+	ch_sql_raw(w, ") GROUP BY host_id, cpu)) ARRAY JOIN arrayFilter((_tc_j, _tc_a, _tc_b) ->"
+		   " _tc_a = 1 AND _tc_b = 0, arrayEnumerate(_tc_s), _tc_k, _tc_pk) AS _tc_i)"
+		   " ANY LEFT JOIN (SELECT host_id, id AS _tc_zid, any(frames) AS _tc_sf FROM stacks"
+		   " GROUP BY host_id, id) USING (host_id, _tc_zid)");
+}
+
+/*
+ * @where (" FROM ... WHERE ...") with the rows' stacks joined (a row
+ * without one is not counted): the rows as a subquery, ANY INNER JOIN
+ * chh_stacks() on the row's host, commit and row.
+ */
+static void chh_stack_from(const struct chh *c, uint64_t last, const char *where,
+			   struct ch_sql *w)
+{
+	ch_sql_raw(w, " FROM (SELECT *");
+	ch_sql_raw(w, where);
+	ch_sql_raw(w, ") ANY INNER JOIN (");
+	chh_stacks(c, last, w);
+	ch_sql_raw(w, ") USING (host_id, _tc_commit, _tc_row)");
 }
 
 /* The grouped query into @w; the rows' WHERE from ch_query_where(). */
@@ -201,7 +279,10 @@ static int chh_sql(struct chh *c, const struct ch_reply *hosts, uint64_t last,
 		ch_sql_addf(w, "))) AS s%zu", i);
 	}
 	ch_sql_raw(w, ", min(ts) AS ft, max(ts) AS lt, min(host_id) AS hid");
-	ch_sql_raw(w, ch_sql_text(&where));
+	if (chh_has_stack(c))
+		chh_stack_from(c, last, ch_sql_text(&where), w);
+	else
+		ch_sql_raw(w, ch_sql_text(&where));
 	ch_sql_raw(w, " GROUP BY ");
 	chh_keys(w, sp->nkeys);
 	ch_sql_raw(w, ") ORDER BY ft");
@@ -210,7 +291,10 @@ static int chh_sql(struct chh *c, const struct ch_reply *hosts, uint64_t last,
 	ch_sql_raw(w, " LIMIT ");
 	ch_sql_u64(w, sp->size);
 	ch_sql_raw(tw, "SELECT count(), max(ts)");
-	ch_sql_raw(tw, ch_sql_text(&where));
+	if (chh_has_stack(c))
+		chh_stack_from(c, last, ch_sql_text(&where), tw);
+	else
+		ch_sql_raw(tw, ch_sql_text(&where));
 	ch_sql_free(&where);
 	ret = ch_sql_err(w) ?: ch_sql_err(tw);
 	return ret < 0 ? ch_errf(c->s, ret, "the histogram's query is too long") : 0;
@@ -247,7 +331,8 @@ static int chh_read(struct chh *c, const struct ch_reply *r)
 			ret = chh_int(r, i, col + 1, &u);
 			e->null[k] = u != 0;
 			if (c->text[k] && !e->null[k]) {
-				e->k[k].kind = STORE_STRING;
+				e->k[k].kind = c->h->key_col[k] == STORE_HIST_STACK ? STORE_BLOB :
+					       STORE_STRING;
 				e->k[k].str.s = r->cells[i * r->ncols + col];
 				e->k[k].str.len = r->lens[i * r->ncols + col];
 			} else {
@@ -277,17 +362,20 @@ static int chh_key_cmp(const struct chh *c, const struct chh_ent *a, const struc
 		       size_t k)
 {
 	const struct store_value *x = &a->k[k], *y = &b->k[k];
+	bool xs = x->kind == STORE_STRING || x->kind == STORE_BLOB;
+	bool ys = y->kind == STORE_STRING || y->kind == STORE_BLOB;
 	int r;
 
 	if (a->null[k] != b->null[k])
 		return a->null[k] ? -1 : 1;
 	if (a->null[k])
 		return 0;
-	if (x->kind != y->kind)
-		return x->kind == STORE_STRING ? 1 : -1;
-	if (x->kind != STORE_STRING)
+	if (xs != ys)
+		return xs ? 1 : -1;
+	if (!xs)
 		return c->uns[k] ? cmp_u64((uint64_t)x->i, (uint64_t)y->i) :
 			x->i < y->i ? -1 : x->i > y->i;
+	/* strings and a stack's frames (str and blob share their layout) by bytes */
 	r = memcmp(x->str.s, y->str.s, x->str.len < y->str.len ? x->str.len : y->str.len);
 	return r ? r : cmp_u64(x->str.len, y->str.len);
 }
@@ -395,7 +483,7 @@ static int ch_hist(struct store_reader *rd, const struct store_query *q,
 	for (size_t i = 0; ret == 0 && i < h->spec->nkeys; i++) {
 		int col = h->key_col[i];
 
-		c.text[i] = col == STORE_HIST_HOST || col == STORE_HIST_COMM ||
+		c.text[i] = col == STORE_HIST_HOST || col == STORE_HIST_COMM || col == STORE_HIST_STACK ||
 			    (col >= 0 && h->spec->keys[i].mod != HIST_MOD_LOG2 &&
 			     h->spec->keys[i].mod != HIST_MOD_BUCKETS &&
 			     (q->schema->cols[col].kind == STORE_STRING ||

@@ -108,8 +108,73 @@ static void col_expr(struct sq_buf *b, const struct store_schema *sc, int col)
 		sq_buf_str(b, "_tc_comm");	/* sq_from() computes it */
 	else if (col == STORE_HIST_TS)
 		sq_buf_str(b, "ts");
+	else if (col == STORE_HIST_STACK)
+		sq_buf_str(b, "_tc_rowid");	/* its stack joined by stack_join() */
 	else
 		sq_col_read(b, sc, (size_t)col, "", "");
+}
+
+/* The key that is the rows' stack (its index), or -1. */
+static int stack_key(const struct store_hist *h)
+{
+	for (size_t i = 0; i < h->spec->nkeys; i++)
+		if (h->key_col[i] == STORE_HIST_STACK)
+			return (int)i;
+	return -1;
+}
+
+/*
+ * "WITH _tc_stk AS (...)" (and @more after it: ", " when another CTE
+ * follows): the stack of each row of the event that has one, as
+ * store_types.h's struct store_hist says, (prid: the row's rowid, st: the
+ * first :tc_stkb bytes of its frames). Every row of the event and every
+ * stack record take part, merged per host and CPU by ts (an event row
+ * first at one ts), whatever the query's filter and window: a row the
+ * filter drops keeps its stack from the next row's.
+ */
+static void stack_cte(struct sq_buf *b, const struct store_query *q, const struct store_hist *h,
+		      const char *more)
+{
+	sq_buf_str(b, "WITH _tc_stk AS MATERIALIZED (SELECT prid, substr(st, 1, :tc_stkb) AS st"
+		   " FROM (SELECT k, st, lag(k) OVER w AS pk, lag(rid) OVER w AS prid FROM"
+		   " (SELECT rowid AS rid, host_id AS h, cpu AS c, ts AS t, 0 AS k, NULL AS st FROM ");
+	sq_ident(b, q->schema->table);
+	sq_buf_str(b, " UNION ALL SELECT NULL, host_id, cpu, ts, 1, ");
+	sq_col_read(b, h->stacks, h->stack_col, "", "");
+	sq_buf_str(b, " FROM ");
+	sq_ident(b, h->stacks->table);
+	sq_buf_str(b, ") WINDOW w AS (PARTITION BY h, c ORDER BY t, k, rid))"
+		   " WHERE k = 1 AND pk = 0)");
+	sq_buf_str(b, more);
+}
+
+/*
+ * "SELECT k0.., v0.., @t, @hh FROM _tc_r JOIN _tc_stk ...": the rows of
+ * _tc_r (whose stack key holds the row's rowid) with that key replaced by
+ * the row's stack; a row without one is not counted. A join, not a
+ * subquery per row: SQLite indexes one side of a join (an automatic
+ * index), never a CTE a correlated subquery scans.
+ */
+static void stack_join(struct sq_buf *b, const struct store_hist *h, int sk, const char *t,
+		       const char *hh)
+{
+	char c[64];
+
+	sq_buf_str(b, "SELECT ");
+	for (size_t i = 0; i < h->spec->nkeys; i++) {
+		if ((int)i == sk)
+			snprintf(c, sizeof(c), "_tc_stk.st AS k%zu, ", i);
+		else
+			snprintf(c, sizeof(c), "k%zu, ", i);
+		sq_buf_str(b, c);
+	}
+	for (size_t i = 0; i < h->spec->nvals; i++) {
+		snprintf(c, sizeof(c), "v%zu, ", i);
+		sq_buf_str(b, c);
+	}
+	snprintf(c, sizeof(c), "%s, %s FROM _tc_r JOIN _tc_stk ON _tc_stk.prid = _tc_r.k%d", t, hh,
+		 sk);
+	sq_buf_str(b, c);
 }
 
 static void key_expr(struct sq_buf *b, const struct store_query *q, const struct store_hist *h,
@@ -208,7 +273,10 @@ static int hist_sql(struct sq_store *s, const struct store_query *q, const struc
 	char t[160];
 	int ret;
 
-	sq_buf_str(b, "WITH r AS (SELECT ");
+	if (stack_key(h) >= 0)
+		stack_cte(b, q, h, ", _tc_r AS (SELECT ");
+	else
+		sq_buf_str(b, "WITH r AS (SELECT ");
 	for (size_t i = 0; i < sp->nkeys; i++)
 		key_expr(b, q, h, i);
 	for (size_t i = 0; i < sp->nvals; i++) {
@@ -220,6 +288,10 @@ static int hist_sql(struct sq_store *s, const struct store_query *q, const struc
 	ret = sq_rows_of(s, q, b, rows);
 	if (ret < 0)
 		return ret;
+	if (stack_key(h) >= 0) {
+		sq_buf_str(b, "), r AS (");
+		stack_join(b, h, stack_key(h), "t", "h");
+	}
 	sq_buf_str(b, "), g AS MATERIALIZED (SELECT ");
 	key_list(b, sp->nkeys);
 	sq_buf_str(b, ", count(*) AS hc");
@@ -227,7 +299,12 @@ static int hist_sql(struct sq_store *s, const struct store_query *q, const struc
 		snprintf(t, sizeof(t), ", tc_hist_usum(v%zu) AS s%zu", i, i);
 		sq_buf_str(b, t);
 	}
-	sq_buf_str(b, ", min(t) AS ft, max(t) AS lt, min(h) AS hid FROM r GROUP BY ");
+	sq_buf_str(b, ", min(t) AS ft, max(t) AS lt, min(h) AS hid FROM r");
+	if (stack_key(h) >= 0) {
+		snprintf(t, sizeof(t), " WHERE k%d IS NOT NULL", stack_key(h));
+		sq_buf_str(b, t);	/* a row without a stack is not counted */
+	}
+	sq_buf_str(b, " GROUP BY ");
 	key_list(b, sp->nkeys);
 	sq_buf_str(b, "), kept AS MATERIALIZED (SELECT * FROM g");
 	order_term(b, "ft", false, false, &first);
@@ -269,6 +346,7 @@ static void hist_bind(sqlite3_stmt *st, const struct store_hist *h)
 		bind_named(st, p, (int64_t)h->spec->keys[i].buckets);
 	}
 	bind_named(st, ":tc_size", h->spec->size);
+	bind_named(st, ":tc_stkb", h->stack_bytes);
 	bind_named(st, ":tc_plimit", h->limit ? (int64_t)h->limit : -1);
 	bind_named(st, ":tc_off", h->offset > INT64_MAX ? INT64_MAX : (int64_t)h->offset);
 }
@@ -281,7 +359,11 @@ static void hist_entry(sqlite3_stmt *st, const struct store_hist *h, struct stor
 
 	for (size_t i = 0; i < nk; i++, c++) {
 		memset(&keys[i], 0, sizeof(keys[i]));
-		if (sqlite3_column_type(st, (int)c) == SQLITE_TEXT) {
+		if (sqlite3_column_type(st, (int)c) == SQLITE_BLOB) {
+			keys[i].kind = STORE_BLOB;	/* a stack's frames */
+			keys[i].blob.p = sqlite3_column_blob(st, (int)c);
+			keys[i].blob.len = (size_t)sqlite3_column_bytes(st, (int)c);
+		} else if (sqlite3_column_type(st, (int)c) == SQLITE_TEXT) {
 			keys[i].kind = STORE_STRING;
 			keys[i].str.s = (const char *)sqlite3_column_text(st, (int)c);
 			keys[i].str.len = (size_t)sqlite3_column_bytes(st, (int)c);
@@ -371,6 +453,7 @@ struct qh_tab {
 	const struct store_query *q;
 	const struct store_hist *h;
 	bool uns[HIST_KEYS_MAX];	/* key i sorts as unsigned */
+	int stack;			/* the stack key, -1: none */
 	struct qh_ent *e;		/* n in use, room for cap; arrival order */
 	size_t n, cap, max;
 	size_t text;			/* bytes of text keys held */
@@ -514,6 +597,8 @@ static int qh_add(struct qh_tab *t, sqlite3_stmt *st)
 
 	for (size_t i = 0; i < nk; i++)
 		qh_row_key(st, (int)i, &k[i]);
+	if (t->stack >= 0 && k[t->stack].kind == QK_NULL)
+		return 0;	/* a row without a stack is not counted */
 	ret = qh_find(t, k, &e);
 	if (ret != 0)
 		return ret;
@@ -612,6 +697,8 @@ static int qh_scan(struct sq_store *s, struct qh_tab *t)
 	char a[32];
 	int ret, rc = SQLITE_DONE;
 
+	if (t->stack >= 0)
+		stack_cte(&b, t->q, h, ", _tc_r AS (");
 	sq_buf_str(&b, "SELECT ");
 	for (size_t i = 0; i < h->spec->nkeys; i++)
 		key_expr(&b, t->q, h, i);
@@ -622,6 +709,10 @@ static int qh_scan(struct sq_store *s, struct qh_tab *t)
 	}
 	sq_buf_str(&b, "ts, host_id");
 	ret = sq_rows_of(s, t->q, &b, &rows);
+	if (ret == 0 && t->stack >= 0) {
+		sq_buf_str(&b, ") ");
+		stack_join(&b, h, t->stack, "ts", "host_id");
+	}
 	if (ret == 0)
 		ret = b.oom ? -ENOMEM : sq_prepare(s, b.s, &st);
 	if (ret == 0)
@@ -684,7 +775,8 @@ static int qh_pass(struct sq_store *s, struct qh_tab *t, const struct store_hist
 
 		for (size_t i = 0; i < h->spec->nkeys; i++) {
 			memset(&keys[i], 0, sizeof(keys[i]));
-			keys[i].kind = e->k[i].kind == QK_TEXT ? STORE_STRING : STORE_SIGNED;
+			keys[i].kind = e->k[i].kind != QK_TEXT ? STORE_SIGNED :
+				       (int)i == t->stack ? STORE_BLOB : STORE_STRING;
 			keys[i].i = e->k[i].i;
 			if (e->k[i].kind == QK_TEXT) {
 				keys[i].str.s = e->k[i].s;
@@ -716,7 +808,8 @@ static int sq_hist_mem(struct sq_store *s, const struct store_query *q, const st
 		       int (*fn)(void *ctx, const struct store_hist_entry *e), void *ctx,
 		       struct store_hist_totals *tot)
 {
-	struct qh_tab t = { .q = q, .h = h, .max = h->spec->size + QH_MEM_EXTRA };
+	struct qh_tab t = { .q = q, .h = h, .max = h->spec->size + QH_MEM_EXTRA,
+			    .stack = stack_key(h) };
 	int ret;
 
 	for (size_t i = 0; i < h->spec->nkeys; i++)

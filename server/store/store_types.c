@@ -65,7 +65,9 @@ int store_hist_check(const struct store_query *q, const struct store_hist *h)
 	    sp->nsort < 1 || sp->nsort > HIST_SORT_MAX || sp->size < 1 || sp->size > HIST_SIZE_MAX)
 		return -EINVAL;
 	for (size_t i = 0; i < sp->nkeys; i++)
-		if (h->key_col[i] < STORE_HIST_TS || h->key_col[i] >= (int)q->schema->ncols)
+		if (h->key_col[i] < STORE_HIST_STACK || h->key_col[i] >= (int)q->schema->ncols ||
+		    (h->key_col[i] == STORE_HIST_STACK &&
+		     (!h->stacks || h->stack_col >= h->stacks->ncols || !h->stack_bytes)))
 			return -EINVAL;
 	for (size_t i = 0; i < sp->nvals; i++)
 		if (h->val_col[i] < STORE_HIST_CPU || h->val_col[i] == STORE_HIST_HOST ||

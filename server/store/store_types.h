@@ -522,6 +522,7 @@ typedef int (*store_sql_fn)(void *ctx, size_t ncols, const char *const *names,
 #define STORE_HIST_CPU	(-2)	/* a key or value that is the row's CPU */
 #define STORE_HIST_COMM	(-3)	/* a key that is the filters' COMM of the row */
 #define STORE_HIST_TS	(-4)	/* a key that is the row's ts (wall-clock ns) */
+#define STORE_HIST_STACK (-5)	/* a key that is the row's kernel stack (below) */
 
 /*
  * struct store_hist - a histogram of the rows a store_query matches, as
@@ -539,11 +540,28 @@ typedef int (*store_sql_fn)(void *ctx, size_t ncols, const char *const *names,
  * STORE_HIST_TS), resolved and
  * type-checked by the caller (numeric for vals and numeric modifiers).
  * @offset and @limit (0: no limit) page through the sorted entries.
+ *
+ * A STORE_HIST_STACK key (common_stacktrace) is the row's kernel stack:
+ * the stack record (@stacks, ftrace:kernel_stack, its caller[] column
+ * @stack_col) that follows the row on its host and CPU, as the kernel
+ * writes a stack record right after its event (options/stacktrace, a
+ * stacktrace trigger). In the merge of the event's rows (all of them,
+ * whatever the filter) and the stack records of a host and CPU, ordered
+ * by ts, an event row before a stack record at the same ts, a stack
+ * record is the row's when the row comes right before it. Rows with no
+ * stack record are not counted (the kernel's histogram has a stack for
+ * every event; ours counts those whose stack was recorded). The key is
+ * the first @stack_bytes bytes of the frames (the kernel's
+ * HIST_STACKTRACE_DEPTH longs), passed as a STORE_BLOB; keys compare as
+ * their bytes.
  */
 struct store_hist {
 	const struct hist_spec *spec;
 	const int *key_col;
 	const int *val_col;
+	const struct store_schema *stacks;
+	size_t stack_col;
+	uint32_t stack_bytes;
 	uint64_t offset;
 	uint32_t limit;
 };
