@@ -405,6 +405,25 @@ struct store_host_info {
 };
 
 /*
+ * One host of a flight-recorder snapshot (the snapshots and snapshot_hosts
+ * tables): store_snapshot_asked() writes the snapshot and the host as
+ * asked (done false), store_snapshot_done() what the host's buffer held;
+ * store_snapshots() reads them back with its name.
+ */
+struct store_snapshot {
+	uint64_t id;			/* >= 1 */
+	int64_t asked_ns;		/* the collector's realtime when asked */
+	const char *reason;		/* the asker's words or the trigger */
+	const char *who;		/* an identity or the triggering host */
+	uint64_t host_id;
+	const char *host;		/* store_snapshots(): its name */
+	bool done;			/* the host said what it shipped */
+	uint64_t pages, events, lost;	/* what it shipped; events overwritten before */
+	bool window;			/* first_ts, last_ts hold its events' span */
+	int64_t first_ts, last_ts;	/* wall clock ns, as its events are stored */
+};
+
+/*
  * A measurement of a host's trace clock by the collector (the clock
  * exchange, PROTOCOL.md "Clock measurement"), as the sink judged it.
  */
