@@ -68,8 +68,10 @@ struct collector_refusal {
 #define COLLECTOR_REFUSAL_SOURCES	64
 
 struct conn_linger;
+struct freezer;
 struct hostmap;
 struct livehosts;
+struct proto_freeze;
 
 struct collector {
 	struct event_base *base;
@@ -95,6 +97,7 @@ struct collector {
 	struct conn_linger *lingers;	/* refused sockets read a moment more (conn.c) */
 	unsigned nlingers;
 	struct event *trim;		/* malloc_trim() after connections close */
+	struct freezer *fz;		/* flight-recorder freezes (freeze.h); NULL: none */
 };
 
 /* collector_limits_default - the defaults above. */
@@ -125,6 +128,24 @@ void conn_accept(struct collector *col, int fd, const struct sockaddr *peer, int
  * commit, resuming paused reads), for ingest_start(); @col is their arg.
  */
 void conn_ingest_hooks(struct collector *col, struct ingest_hooks *out);
+
+/*
+ * conn_recorders - call @fn for each agent connection past HELLO whose
+ * agent is a flight recorder (HELLO "recorder"), with its host name and
+ * group (NULL: none); a nonzero return from @fn stops and is returned.
+ * Event loop.
+ */
+int conn_recorders(struct collector *col,
+		   int (*fn)(void *ctx, struct conn *c, const char *host, const char *group),
+		   void *ctx);
+
+/*
+ * conn_freeze - tell @c's agent to freeze for snapshot @f: the message is
+ * journaled in its stream first (the sink stores the snapshot's record
+ * from it), then sent. A failure fails the connection. Event loop.
+ * Return: 0; -ENOMEM; -errno from the journal.
+ */
+int conn_freeze(struct conn *c, const struct proto_freeze *f);
 
 /* conn_close_all - end every agent connection (at shutdown). */
 void conn_close_all(struct collector *col);
