@@ -286,7 +286,7 @@ int store_snapshots(struct store_reader *r, const struct store_query *q, uint64_
 {
 	if (!r || !fn || (q && (store_scope_ok(q->scope) < 0 || store_scope_ok(q->hosts) < 0)))
 		return -EINVAL;
-	return r->ops->snapshots ? r->ops->snapshots(r, q, id, fn, ctx) : -ENOSYS;
+	return r->ops->snapshots(r, q, id, fn, ctx);
 }
 
 int store_drops(struct store_reader *r, const struct store_query *q,

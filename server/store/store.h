@@ -327,7 +327,7 @@ static inline int store_snapshot_asked(struct store_writer *w, const struct stor
 {
 	if (!sn || !sn->id)
 		return -EINVAL;
-	return w->ops->snapshot_asked ? w->ops->snapshot_asked(w, sn) : -ENOSYS;
+	return w->ops->snapshot_asked(w, sn);
 }
 
 /*
@@ -339,7 +339,7 @@ static inline int store_snapshot_done(struct store_writer *w, const struct store
 {
 	if (!sn || !sn->id)
 		return -EINVAL;
-	return w->ops->snapshot_done ? w->ops->snapshot_done(w, sn) : -ENOSYS;
+	return w->ops->snapshot_done(w, sn);
 }
 
 /* store_cpu_stats - set the agent-reported counters of one CPU. */
@@ -786,7 +786,7 @@ static inline int store_snapshot_max(struct store_reader *r, uint64_t *id)
 {
 	if (!id)
 		return -EINVAL;
-	return r->ops->snapshot_max ? r->ops->snapshot_max(r, id) : -ENOSYS;
+	return r->ops->snapshot_max(r, id);
 }
 
 /*
