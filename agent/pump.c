@@ -423,9 +423,12 @@ static int snapshot(struct pump *p, char *why, size_t len)
 		log_warn("flight recorder: cannot switch tracing off: %s", tc_strerror(ret));
 	if (session_connected(p->s) && ship_msg(session_control(p->s), &m) < 0)
 		session_lost(p->s, session_links_error(p->s));
-	p->snapping = true;
+	/* the pages go out before SNAP_END: sending may wait for the collector */
+	p->snapping = p->pending_block = true;
 	ret = reader_drain(p->r, on_page, p);
-	p->snapping = false;
+	if (ret >= 0)
+		send_pending(p, -1);
+	p->snapping = p->pending_block = false;
 	if (ret < 0)
 		return read_failed(p, ret, why, len);
 	m = (struct proto_msg){ .type = MSG_SNAP_END };
@@ -477,12 +480,12 @@ int pump_run(struct pump *p, int64_t end, bool (*stop)(void *arg), void *arg,
 	while (!stop(arg)) {
 		session_reconnect(p->s);
 		ret = read_some(p, next_timeout(p, end, periodic), why, len);
-		if (ret == 0 && p->c.rec)
-			ret = recorder_step(p, why, len);
 		if (ret < 0)
 			return ret;
 		send_pending(p, -1);
-		session_check(p->s);
+		session_check(p->s);	/* a FREEZE is taken here: run at once */
+		if (p->c.rec && (ret = recorder_step(p, why, len)) < 0)
+			return ret;
 		user_step(p, false);
 		if (util_now_ms() >= periodic) {
 			session_periodic(p->s);
