@@ -136,7 +136,19 @@ static int resend_page(void *arg, const struct spool_page *page)
 			   page->len);
 }
 
-/* session_pages .replay: the programs, then every page not acknowledged. */
+/* A flight recorder's last SNAP_ENDs again, on a new control connection. */
+static int resend_snap_end(void *arg, const struct proto_snap_end *e)
+{
+	struct pump *p = arg;
+	struct proto_msg m = { .type = MSG_SNAP_END, .snap_end = *e };
+
+	return ship_msg(session_control(p->s), &m);
+}
+
+/*
+ * session_pages .replay: the programs, a recorder's last snapshot ends,
+ * then every page not acknowledged.
+ */
 static int replay(void *arg, char *why, size_t len)
 {
 	struct pump *p = arg;
@@ -145,6 +157,8 @@ static int replay(void *arg, char *why, size_t len)
 
 	if (p->u)
 		ret = ubuf_reannounce(p->u, &p->uops);
+	if (ret == 0 && p->c.rec)
+		ret = recorder_replay(p->c.rec, resend_snap_end, p);
 	if (ret == 0 && (ret = spool_resend(p->sp, resend_page, p)) < 0) {
 		links = session_links_error(p->s);
 		tc_seterr(why, len, "resending: %s",

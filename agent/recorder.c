@@ -43,6 +43,7 @@ struct recorder {
 	int64_t next_poll;		/* util_now_ms() of the next tracing_on read */
 	int64_t froze_ms;		/* frozen by the trigger then, FROZE sent; 0: not */
 	uint64_t polls, snapshots;
+	struct proto_snap_end kept[RECORDER_KEEP];	/* the last SNAP_ENDs, a ring */
 	char event[2 * PROTO_MAX_EVENT_NAME + 2];	/* the trigger's event, for FROZE */
 };
 
@@ -193,7 +194,7 @@ int recorder_thaw(struct recorder *r, struct proto_snap_end *e)
 	if (e->first_ns > e->last_ns)	/* pages of several CPUs: never out of order */
 		e->first_ns = e->last_ns;
 	r->base_overrun = overrun;
-	r->snapshots++;
+	r->kept[r->snapshots++ % RECORDER_KEEP] = *e;
 	log_info("flight recorder: snapshot %llu shipped: %llu pages, %llu events, %llu "
 		 "overwritten before it", (unsigned long long)r->id, (unsigned long long)r->pages,
 		 (unsigned long long)r->events, (unsigned long long)e->lost);
@@ -229,6 +230,17 @@ int recorder_wait_ms(const struct recorder *r, int64_t now_ms)
 	if (!r->c.freeze_on)
 		return -1;
 	return r->next_poll > now_ms ? (int)(r->next_poll - now_ms) : 0;
+}
+
+int recorder_replay(const struct recorder *r, int (*fn)(void *arg, const struct proto_snap_end *e),
+		    void *arg)
+{
+	uint64_t first = r->snapshots > RECORDER_KEEP ? r->snapshots - RECORDER_KEEP : 0;
+	int ret = 0;
+
+	for (uint64_t i = first; ret == 0 && i < r->snapshots; i++)
+		ret = fn(arg, &r->kept[i % RECORDER_KEEP]);
+	return ret;
 }
 
 void recorder_stats(const struct recorder *r, uint64_t *snapshots, uint64_t *polls)

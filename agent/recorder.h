@@ -28,6 +28,7 @@ struct tracing;
 #define RECORDER_ASKED_MAX	8	/* freezes waiting their turn; more are dropped */
 #define RECORDER_POLL_MS	10	/* PLACEHOLDER watch: tracing_on read this often */
 #define RECORDER_FROZE_WAIT_MS	5000	/* frozen by its trigger, no FREEZE came: re-arm */
+#define RECORDER_KEEP		8	/* SNAP_ENDs sent again on each new connection */
 
 struct recorder_conf {
 	size_t mb;			/* MiB per CPU; 0: not a recorder */
@@ -95,6 +96,16 @@ int recorder_frozen_poll(struct recorder *r, int64_t now_ms, struct proto_froze 
  * FREEZE); -1: no limit.
  */
 int recorder_wait_ms(const struct recorder *r, int64_t now_ms);
+
+/*
+ * recorder_replay - call @fn with each of the last RECORDER_KEEP
+ * snapshots' SNAP_END, oldest first, for a new connection: a collector
+ * that died before it journaled one gets it again (it stores a snapshot's
+ * end once however often it comes), as un-acknowledged pages are resent.
+ * Return: 0, or @fn's first negative return.
+ */
+int recorder_replay(const struct recorder *r, int (*fn)(void *arg, const struct proto_snap_end *e),
+		    void *arg);
 
 /* recorder_stats - snapshots shipped and tracing_on reads by the watch so far. */
 void recorder_stats(const struct recorder *r, uint64_t *snapshots, uint64_t *polls);

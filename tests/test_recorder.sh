@@ -3,8 +3,9 @@
 # query socket for root, its TLS query port for the certificates alice and
 # bob, `snapshot = cert:alice rec-1,rec-2`) and three armed agents, rec-1
 # to rec-3 (traceagent --flight-recorder 1: 1 MiB per CPU in overwrite
-# mode), each tracing sched_switch in a tracefs instance of its own while
-# a workload switches.
+# mode), each tracing sched_switch and sys_enter (enough to wrap 1 MiB per
+# CPU in a few seconds) in a tracefs instance of its own while a workload
+# switches.
 #
 # Asserts:
 #  - armed, the agents ship no page: the collector received none of them
@@ -14,7 +15,7 @@
 #  - root's --snapshot freezes all three (snapshot 1, its reason and who in
 #    --snapshots); each host's row is done, with a window (first_ts <=
 #    last_ts), pages, events > 0 and its loss (the kernel's overrun: the
-#    1 MiB buffers wrapped under the workload, so > 0 on at least one);
+#    1 MiB buffers wrapped, so > 0 on at least one);
 #  - every agent's events are stored: per host, the events stored equal
 #    the events its snapshot row says it shipped;
 #  - alice's --snapshot -H 'rec-[12]' (snapshot 2) freezes rec-1 and rec-2
@@ -71,7 +72,7 @@ tls_as() { local n=$1; shift; "$tq" -s "$qtls" -t 120000 --cert "$tmp/pki/client
 workload=$!
 for n in 1 2 3; do
 	tc_start_agent "rec-$n" --name "rec-$n" --instance "${inst}_$n" -e sched:sched_switch \
-		--no-comm-events --flight-recorder 1
+		-e raw_syscalls:sys_enter --no-comm-events --flight-recorder 1
 	printf -v "a$n" '%s' "$agent"
 done
 # all three connected (their HELLO stored)
@@ -155,15 +156,21 @@ for h in rec-1 rec-2 rec-3; do
 done
 check "snapshot 1: the wrapped buffers' loss is counted ($lost events overwritten)" '[ "$lost" -gt 0 ]'
 
-# stored NAME HOST: events of HOST --snapshot-id / all, counted by traceq
-stored_all() { tq_root --count sched:sched_switch -H "$1" | sed -n 's/^\([0-9][0-9]*\).*/\1/p'; }
-stored_in() { tq_root --snapshot-id "$1" sched:sched_switch -f json | python3 -c 'import json,sys
+# stored_all HOST: HOST's events stored (both types), by --count
+# stored_in ID HOST: the rows --snapshot-id ID prints of HOST ("failed": traceq did)
+both="sched:sched_switch,raw_syscalls:sys_enter"
+stored_all() { tq_root --count "$both" -H "$1" | sed -n 's/^\([0-9][0-9]*\).*/\1/p'; }
+stored_in() {
+	tq_root --snapshot-id "$1" "$both" -f json > "$tmp/in.json" || { echo failed; return; }
+	python3 -c 'import json,sys
 n = 0
-for l in sys.stdin:
+for l in open(sys.argv[1]):
     try: r = json.loads(l)
     except ValueError: continue
-    if r.get("host") == sys.argv[1]: n += 1
-print(n)' "$2"; }
+    if r.get("host") == sys.argv[2]: n += 1
+print(n)' "$tmp/in.json" "$2"
+}
+snaps_json 0
 for h in rec-1 rec-2 rec-3; do
 	s=$(stored_all $h) e=$(snap_field 1 $h events)
 	check "$h: every event of its snapshot stored ($s stored, $e shipped)" '[ "$s" = "$e" ]'
@@ -177,6 +184,7 @@ wait_done 2 rec-1 rec-2
 check "snapshot 2: rec-1 and rec-2, asked by cert alice, not rec-3" \
 	'[ "$(snap_field 2 rec-1 who)" = "cert alice" ] && [ -z "$(snap_field 2 rec-3 done)" ]'
 
+snaps_json 0
 for h in rec-1 rec-2; do
 	e1=$(snap_field 1 $h events) e2=$(snap_field 2 $h events)
 	n1=$(stored_in 1 $h) n2=$(stored_in 2 $h) all=$(stored_all $h)
@@ -196,6 +204,7 @@ done
 kill -9 "$collector_pid"; wait "$collector_pid" 2>/dev/null; collector_pid=
 start_collector
 wait_done 3 rec-1 rec-2 rec-3
+snaps_json 0
 ok=1
 for h in rec-1 rec-2 rec-3; do
 	said=$(sed -n 's/.*snapshot 3 shipped: [0-9]* pages, \([0-9]*\) events.*/\1/p' "$tmp/$h.err")
@@ -209,7 +218,7 @@ for n in 1 2 3; do
 	v=a$n
 	kill -INT "${!v}"; wait "${!v}"; rc=$?
 	printf -v "a$n" ''
-	check "rec-$n exits 0 (exit $rc)" '[ "$rc" = 0 ]'
+	check "rec-$n exits 0 (exit $rc: $(tail -n 2 "$tmp/rec-$n.err"))" '[ "$rc" = 0 ]'
 done
 
 # ---- by an event: group g, rec-g1's trigger ----
@@ -219,7 +228,7 @@ for n in 1 2 3; do
 	trig=()
 	[ "$n" = 1 ] && trig=(--freeze-on "sched_switch where prev_comm == \"$fire\"")
 	tc_start_agent "rec-g$n" --name "rec-g$n" --instance "${inst}_g$n" -e sched:sched_switch \
-		--no-comm-events --flight-recorder 1 --group g "${trig[@]}"
+		-e raw_syscalls:sys_enter --no-comm-events --flight-recorder 1 --group g "${trig[@]}"
 	printf -v "g$n" '%s' "$agent"
 done
 for _ in $(seq 100); do
@@ -278,7 +287,7 @@ for n in 1 2 3; do
 	v=g$n
 	kill -INT "${!v}"; wait "${!v}"; rc=$?
 	printf -v "g$n" ''
-	check "rec-g$n exits 0 (exit $rc)" '[ "$rc" = 0 ]'
+	check "rec-g$n exits 0 (exit $rc: $(tail -n 2 "$tmp/rec-g$n.err"))" '[ "$rc" = 0 ]'
 done
 check "the agents' instances are gone" \
 	'! ls -d "$tracing/instances/${inst}_"* 2>/dev/null'

@@ -21,7 +21,7 @@ int mode_snapshot_run(struct client *c, const struct traceq_opts *o)
 	struct qmsg_request req = { .op = QOP_SNAPSHOT, .reason = (char *)o->reason,
 				    .host = o->sel.nhosts ? (char *)o->sel.hosts[0] : NULL };
 	const struct qmsg_value *row;
-	struct qmsg_reply rep;
+	struct qmsg_reply rep, view;
 	int ret;
 
 	if (o->sel.nhosts > 1) {
@@ -31,7 +31,7 @@ int mode_snapshot_run(struct client *c, const struct traceq_opts *o)
 	ret = client_call(c, &req, &rep);
 	if (ret)
 		return ret;
-	row = rep.nrows && rep.ncols == 2 ? qmsg_reply_row(&rep, 0, NULL) : NULL;
+	row = rep.nrows && rep.ncols == 2 ? qmsg_reply_row(&rep, 0, &view) : NULL;
 	if (!row) {
 		fprintf(stderr, "traceq: --snapshot: the collector's answer has no snapshot\n");
 		ret = 1;

@@ -65,7 +65,7 @@ int tq_snapshot_narrow(struct client *c, struct traceq_opts *o)
 {
 	struct qmsg_request req = { .op = QOP_SNAPSHOTS, .snapshot_id = o->snapshot_id };
 	int64_t from = INT64_MAX, to = INT64_MIN;
-	struct qmsg_reply rep;
+	struct qmsg_reply rep, view;
 	uint32_t found = 0;
 	int ret;
 
@@ -80,7 +80,7 @@ int tq_snapshot_narrow(struct client *c, struct traceq_opts *o)
 		return ret;
 	/* id asked reason who host done first_ts last_ts pages events lost */
 	for (uint32_t i = 0; ret == 0 && rep.ncols == 11 && i < rep.nrows; i++) {
-		const struct qmsg_value *row = qmsg_reply_row(&rep, i, NULL);
+		const struct qmsg_value *row = qmsg_reply_row(&rep, i, &view);
 
 		found++;
 		if (row[6].kind == QV_NIL || row[7].kind == QV_NIL || row[4].kind != QV_STR)
