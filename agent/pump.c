@@ -116,7 +116,7 @@ static void freeze_asked(void *arg, const struct proto_freeze *f)
 	struct pump *p = arg;
 
 	if (p->c.rec)
-		recorder_asked(p->c.rec, f->id);
+		recorder_asked(p->c.rec, f);
 }
 
 /* session_pages .unacked */
@@ -424,7 +424,7 @@ static void armed_wait(struct pump *p, int timeout_ms)
 /*
  * Freeze the flight recorder for the collector's FREEZE: tracing off,
  * SNAP_BEGIN, every page of the buffer (spooled and sent as any page),
- * SNAP_END with what they held, tracing on again. A lost connection is
+ * SNAP_END with what they held; tracing on again at the collector's thaw. A lost connection is
  * not an error: its pages are sent again after the reconnect, and the
  * markers are lost with it (the collector's record stays "asked").
  */
@@ -446,9 +446,7 @@ static int snapshot(struct pump *p, char *why, size_t len)
 	if (ret < 0)
 		return read_failed(p, ret, why, len);
 	m = (struct proto_msg){ .type = MSG_SNAP_END };
-	ret = recorder_thaw(p->c.rec, &m.snap_end);
-	if (ret < 0)
-		log_warn("flight recorder: cannot switch tracing on again: %s", tc_strerror(ret));
+	recorder_end(p->c.rec, &m.snap_end);	/* tracing stays off until the thaw */
 	if (session_connected(p->s) && ship_msg(session_control(p->s), &m) < 0)
 		session_lost(p->s, session_links_error(p->s));
 	return 0;

@@ -28,6 +28,7 @@
 #include "common/log.h"
 #include "common/page.h"
 #include "common/tc_error.h"
+#include "common/util.h"
 
 struct recorder {
 	struct recorder_conf c;
@@ -42,6 +43,8 @@ struct recorder {
 	/* the placeholder watch */
 	int64_t next_poll;		/* util_now_ms() of the next tracing_on read */
 	int64_t froze_ms;		/* frozen by the trigger then, FROZE sent; 0: not */
+	uint64_t held;			/* the snapshot ended and not thawed; 0: none */
+	int64_t held_ms;		/* util_now_ms() when it ended */
 	uint64_t polls, snapshots;
 	struct proto_snap_end kept[RECORDER_KEEP];	/* the last SNAP_ENDs, a ring */
 	char event[2 * PROTO_MAX_EVENT_NAME + 2];	/* the trigger's event, for FROZE */
@@ -105,8 +108,25 @@ void recorder_free(struct recorder *r)
 	free(r);
 }
 
-void recorder_asked(struct recorder *r, uint64_t id)
+/* Tracing on again: the snapshot held is whole (or waited long enough). */
+static void recorder_rearm(struct recorder *r)
 {
+	int ret = tracing_start(r->t);
+
+	if (ret < 0)
+		log_warn("flight recorder: cannot switch tracing on again: %s", tc_strerror(ret));
+	r->held = 0;
+}
+
+void recorder_asked(struct recorder *r, const struct proto_freeze *f)
+{
+	uint64_t id = f->id;
+
+	if (f->thaw) {
+		if (r->held == id)
+			recorder_rearm(r);
+		return;
+	}
 	if (r->nasked == RECORDER_ASKED_MAX) {
 		if (!r->dropped++)
 			log_warn("flight recorder: more than %d freezes wait: the later ones are "
@@ -129,6 +149,7 @@ int recorder_freeze(struct recorder *r, struct proto_snap_begin *b)
 	memmove(r->asked, r->asked + 1, --r->nasked * sizeof(r->asked[0]));
 	r->pages = r->events = r->first_ns = r->last_ns = 0;
 	r->froze_ms = 0;	/* the trigger's freeze is being shipped */
+	r->held = 0;		/* a snapshot held before is superseded */
 	*b = (struct proto_snap_begin){ .id = r->id, .frozen_ns = hostinfo_trace_now(NULL) };
 	return ret;
 }
@@ -184,7 +205,7 @@ void recorder_page(struct recorder *r, const struct reader_page *pg, uint32_t pa
 		r->last_ns = last;
 }
 
-int recorder_thaw(struct recorder *r, struct proto_snap_end *e)
+void recorder_end(struct recorder *r, struct proto_snap_end *e)
 {
 	uint64_t overrun = recorder_overrun(r);
 	*e = (struct proto_snap_end){ .id = r->id, .pages = r->pages, .events = r->events,
@@ -198,12 +219,18 @@ int recorder_thaw(struct recorder *r, struct proto_snap_end *e)
 	log_info("flight recorder: snapshot %llu shipped: %llu pages, %llu events, %llu "
 		 "overwritten before it", (unsigned long long)r->id, (unsigned long long)r->pages,
 		 (unsigned long long)r->events, (unsigned long long)e->lost);
-	return tracing_start(r->t);
+	r->held = r->id;
+	r->held_ms = util_now_ms();
 }
 
 int recorder_frozen_poll(struct recorder *r, int64_t now_ms, struct proto_froze *f)
 {
-	if (!r->c.freeze_on || now_ms < r->next_poll)
+	if (r->held && !r->nasked && now_ms - r->held_ms >= RECORDER_THAW_WAIT_MS) {
+		log_warn("flight recorder: snapshot %llu was not thawed within %d ms: armed again",
+			 (unsigned long long)r->held, RECORDER_THAW_WAIT_MS);
+		recorder_rearm(r);
+	}
+	if (!r->c.freeze_on || now_ms < r->next_poll || r->held)
 		return 0;
 	r->next_poll = now_ms + RECORDER_POLL_MS;
 	if (r->froze_ms) {	/* FROZE sent: the collector's FREEZE ships it */
@@ -227,9 +254,15 @@ int recorder_frozen_poll(struct recorder *r, int64_t now_ms, struct proto_froze 
 
 int recorder_wait_ms(const struct recorder *r, int64_t now_ms)
 {
-	if (!r->c.freeze_on)
+	int64_t t = -1;
+
+	if (r->held)
+		t = r->held_ms + RECORDER_THAW_WAIT_MS - now_ms;
+	if (r->c.freeze_on && !r->held && (t < 0 || r->next_poll - now_ms < t))
+		t = r->next_poll - now_ms;
+	if (!r->held && !r->c.freeze_on)
 		return -1;
-	return r->next_poll > now_ms ? (int)(r->next_poll - now_ms) : 0;
+	return t < 0 ? 0 : (int)t;
 }
 
 int recorder_replay(const struct recorder *r, int (*fn)(void *arg, const struct proto_snap_end *e),

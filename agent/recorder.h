@@ -29,6 +29,7 @@ struct tracing;
 #define RECORDER_POLL_MS	10	/* PLACEHOLDER watch: tracing_on read this often */
 #define RECORDER_FROZE_WAIT_MS	5000	/* frozen by its trigger, no FREEZE came: re-arm */
 #define RECORDER_KEEP		8	/* SNAP_ENDs sent again on each new connection */
+#define RECORDER_THAW_WAIT_MS	10000	/* a snapshot ended, no thaw came: re-arm */
 
 struct recorder_conf {
 	size_t mb;			/* MiB per CPU; 0: not a recorder */
@@ -53,8 +54,12 @@ int recorder_new(const struct recorder_conf *c, struct tracing *t, struct record
 /* recorder_free - remove the triggers and free @r (the instance stays). NULL ok. */
 void recorder_free(struct recorder *r);
 
-/* recorder_asked - the collector's MSG_FREEZE @id: a freeze is due. */
-void recorder_asked(struct recorder *r, uint64_t id);
+/*
+ * recorder_asked - the collector's MSG_FREEZE @f: a freeze is due; with
+ * "thaw", the snapshot the recorder holds (ended, tracing off) is whole:
+ * tracing on again (a thaw of another snapshot is ignored).
+ */
+void recorder_asked(struct recorder *r, const struct proto_freeze *f);
 
 /* recorder_due - whether a freeze waits (recorder_freeze() takes it). */
 bool recorder_due(const struct recorder *r);
@@ -70,17 +75,18 @@ int recorder_freeze(struct recorder *r, struct proto_snap_begin *b);
 void recorder_page(struct recorder *r, const struct reader_page *pg, uint32_t page_size);
 
 /*
- * recorder_thaw - the buffer is read: *@e to send (the loss: what the
- * kernel's overrun, summed over CPUs, grew since the last thaw), then
- * tracing on again. Return: 0; TC_ERR_TRACEFS.
+ * recorder_end - the buffer is read: *@e to send (the loss: what the
+ * kernel's overrun, summed over CPUs, grew since the last snapshot).
+ * Tracing stays off until the collector's thaw (recorder_asked()) or
+ * RECORDER_THAW_WAIT_MS (recorder_frozen_poll()).
  */
-int recorder_thaw(struct recorder *r, struct proto_snap_end *e);
+void recorder_end(struct recorder *r, struct proto_snap_end *e);
 
 /*
  * recorder_frozen_poll - THE HOOK for the watch that notices the kernel
  * froze the instance (its --freeze-on trigger fired). Return: 1 once per
- * trigger freeze, with *@f to send (MSG_FROZE); 0 otherwise. Only with
- * --freeze-on.
+ * trigger freeze, with *@f to send (MSG_FROZE); 0 otherwise (only with
+ * --freeze-on). It also re-arms a recorder whose thaw did not come.
  *
  * PLACEHOLDER, to be replaced by the freezewatch module: it reads the
  * instance's tracing_on every RECORDER_POLL_MS (an open, read and close

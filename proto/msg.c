@@ -234,6 +234,7 @@ static const struct field freeze_fields[] = {
 	F("asked_ns", FK_I64, REQUIRED, freeze.asked_ns),
 	FS("reason", OPTIONAL, freeze.reason, PROTO_MAX_REASON),
 	FS("who", OPTIONAL, freeze.who, PROTO_MAX_REASON),
+	F("thaw", FK_BOOL, OPTIONAL, freeze.thaw),
 };
 
 static const struct field snap_begin_fields[] = {

@@ -75,8 +75,10 @@ enum proto_msg_type {
  * whose HELLO said "recorder": it ships no pages while armed. The
  * collector sends MSG_FREEZE @id; the agent switches its instance's
  * tracing off, sends MSG_SNAP_BEGIN @id, its whole buffer as ordinary
- * pages, MSG_SNAP_END @id with what they held, and switches tracing on
- * again. The collector journals the MSG_FREEZE it sends (in the agent's
+ * pages, MSG_SNAP_END @id with what they held, and keeps tracing off until
+ * the collector's MSG_FREEZE @id with "thaw" (sent once every recorder of
+ * the snapshot ended it, or after a timeout), so that no host's next
+ * events fall inside another host's window of this snapshot. The collector journals the MSG_FREEZE it sends (in the agent's
  * stream, before the agent's answer), so that the snapshot's record is
  * replayed like the pages. An agent whose own trigger froze its instance
  * sends MSG_FROZE; the collector freezes the agents of its group, and
@@ -87,6 +89,8 @@ struct proto_freeze {
 	int64_t asked_ns;	/* the collector's realtime when it was asked */
 	char *reason;		/* why: the asker's words, or "trigger EVENT on HOST" */
 	char *who;		/* who asked (an identity, or the triggering host) */
+	bool thaw;		/* optional: not a freeze: snapshot @id is whole,
+				 * switch tracing on again */
 };
 
 struct proto_snap_begin {

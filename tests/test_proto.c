@@ -208,7 +208,7 @@ static struct proto_msg sample(enum proto_msg_type type)
 		m.clock_measure = (struct proto_clock_measure){ INT64_MAX, INT64_MIN, 17, 8 };
 		break;
 	case MSG_FREEZE:
-		m.freeze = (struct proto_freeze){ UINT64_MAX, INT64_MIN, "by hand", "cert alice" };
+		m.freeze = (struct proto_freeze){ UINT64_MAX, INT64_MIN, "by hand", "cert alice", true };
 		break;
 	case MSG_SNAP_BEGIN:
 		m.snap_begin = (struct proto_snap_begin){ 3, UINT64_MAX };
@@ -398,6 +398,7 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 		ck_assert_int_eq(a->freeze.asked_ns, b->freeze.asked_ns);
 		ck_assert_str_eq(a->freeze.reason, b->freeze.reason);
 		ck_assert_str_eq(a->freeze.who, b->freeze.who);
+		ck_assert_int_eq(a->freeze.thaw, b->freeze.thaw);
 		break;
 	case MSG_SNAP_BEGIN:
 		ck_assert_uint_eq(a->snap_begin.id, b->snap_begin.id);

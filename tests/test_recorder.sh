@@ -46,6 +46,7 @@ tc_lock
 tc_setup recorder workload a1 a2 a3 g1 g2 g3 collector_pid
 inst="tc_rec_$$"
 recorder_cleanup() {
+	[ -n "${TC_KEEP_LOGS:-}" ] && cp "$tmp"/*.log "$tmp"/*.err "$TC_KEEP_LOGS/" 2>/dev/null
 	tc_cleanup
 	for n in 1 2 3 g1 g2 g3; do rmdir "$tracing/instances/${inst}_$n" 2>/dev/null; done
 }
@@ -58,9 +59,10 @@ done
 tc_traceq_for_all
 mkdir -m 755 "$tmp/run"
 sock="$tmp/run/query.sock"
+# start_collector [ARGS]: the collector (again: ARGS --listen "$listen", the agents' port)
 start_collector() {
 	tc_start_collector --query "ipc://$sock" --query-tls 127.0.0.1:0 \
-		--snapshot "cert:alice rec-1,rec-2"
+		--snapshot "cert:alice rec-1,rec-2" "$@"
 	qtls=$(sed -n 's/^query_tls=//p' "$tmp/ready")
 }
 start_collector
@@ -202,7 +204,7 @@ for _ in $(seq 200); do
 	sleep 0.05
 done
 kill -9 "$collector_pid"; wait "$collector_pid" 2>/dev/null; collector_pid=
-start_collector
+start_collector --listen "$listen"
 wait_done 3 rec-1 rec-2 rec-3
 snaps_json 0
 ok=1

@@ -675,6 +675,18 @@ int conn_freeze(struct conn *c, const struct proto_freeze *f)
 	return ret;
 }
 
+int conn_thaw(struct conn *c, uint64_t id)
+{
+	struct proto_msg m = { .type = MSG_FREEZE,
+			       .freeze = { .id = id, .reason = (char *)"", .who = (char *)"",
+					   .thaw = true } };
+	int ret = conn_send(c, &m);
+
+	if (ret < 0)
+		conn_fail(c, ret, "thaw");
+	return ret;
+}
+
 /* MSG_CLOCK_ECHO: one round trip; a late or impossible one is ignored. */
 static int probe_echo(struct conn *c, const struct proto_clock_echo *e)
 {
@@ -767,10 +779,15 @@ static int conn_on_msg(struct conn *c, const uint8_t *payload, size_t len)
 		break;
 	case MSG_BYE: ret = on_bye(c, &m, payload, len); break;
 	case MSG_SNAP_BEGIN:	/* only from a flight recorder */
-	case MSG_SNAP_END:
+	case MSG_SNAP_END: {
+		uint64_t id = m.type == MSG_SNAP_END ? m.snap_end.id : 0;
+
 		ret = c->recorder ? ingest_push_msg(c->col->ing, c->sink, &m, payload, len) :
 		      TC_ERR_PROTO_STATE;
+		if (ret == 0 && id)	/* the snapshot may be whole: thaw its recorders */
+			freezer_ended(c->col->fz, id);
 		break;
+	}
 	case MSG_FROZE:		/* its trigger fired: freeze its group */
 		ret = c->recorder ? 0 : TC_ERR_PROTO_STATE;
 		if (ret == 0)

@@ -147,6 +147,13 @@ int conn_recorders(struct collector *col,
  */
 int conn_freeze(struct conn *c, const struct proto_freeze *f);
 
+/*
+ * conn_thaw - tell @c's agent that snapshot @id is whole (a MSG_FREEZE
+ * with "thaw"; not journaled): a recorder holding it switches tracing on
+ * again. A failure fails the connection. Event loop. Return: 0; -ENOMEM.
+ */
+int conn_thaw(struct conn *c, uint64_t id);
+
 /* conn_close_all - end every agent connection (at shutdown). */
 void conn_close_all(struct collector *col);
 

@@ -47,6 +47,14 @@ struct fz_group {
 	int64_t said_ms;		/* a refusal was last logged then */
 };
 
+/* A snapshot whose recorders have not all ended it yet. */
+struct fz_pending {
+	struct freezer *fz;
+	uint64_t id;			/* 0: a free slot */
+	unsigned asked, ended;
+	struct event *timer;		/* FREEZE_THAW_MS after the freeze */
+};
+
 struct freezer {
 	struct collector *col;
 	int efd;
@@ -59,6 +67,8 @@ struct freezer {
 	struct fz_group groups[FREEZE_GROUPS];	/* loop only */
 	unsigned ngroups, group_next;
 	uint64_t refused;
+	struct event_base *base;
+	struct fz_pending pending[FREEZE_PENDING];	/* loop only */
 };
 
 static int64_t fz_realtime_ns(void)
@@ -112,6 +122,67 @@ static int fz_visit(void *ctx, struct conn *c, const char *host, const char *gro
 	return 0;
 }
 
+static int fz_thaw_visit(void *ctx, struct conn *c, const char *host, const char *group)
+{
+	(void)host;
+	(void)group;
+	conn_thaw(c, *(const uint64_t *)ctx);	/* a failure fails (and logs) that connection */
+	return 0;
+}
+
+/* Snapshot @p is whole, or waited long enough: every recorder may thaw it. */
+static void fz_thaw(struct fz_pending *p)
+{
+	uint64_t id = p->id;
+
+	if (p->ended < p->asked)
+		log_info("snapshot %llu: %u of %u recorders ended it within %d ms: thawed",
+			 (unsigned long long)id, p->ended, p->asked, FREEZE_THAW_MS);
+	evtimer_del(p->timer);
+	p->id = 0;
+	conn_recorders(p->fz->col, fz_thaw_visit, &id);
+}
+
+static void fz_thaw_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	fz_thaw(arg);
+}
+
+/*
+ * Wait for the @n recorders told to freeze for @id; with no slot free,
+ * they thaw by themselves (the agents' own timeout).
+ */
+static void fz_pending_add(struct freezer *fz, uint64_t id, unsigned n)
+{
+	struct timeval tv = { FREEZE_THAW_MS / 1000, (FREEZE_THAW_MS % 1000) * 1000 };
+
+	for (unsigned i = 0; i < FREEZE_PENDING; i++) {
+		struct fz_pending *p = &fz->pending[i];
+
+		if (p->id)
+			continue;
+		if (!p->timer && !(p->timer = evtimer_new(fz->base, fz_thaw_cb, p)))
+			return;
+		*p = (struct fz_pending){ .fz = fz, .id = id, .asked = n, .timer = p->timer };
+		evtimer_add(p->timer, &tv);
+		return;
+	}
+}
+
+void freezer_ended(struct freezer *fz, uint64_t id)
+{
+	for (unsigned i = 0; fz && i < FREEZE_PENDING; i++) {
+		struct fz_pending *p = &fz->pending[i];
+
+		if (p->id == id && ++p->ended >= p->asked) {
+			fz_thaw(p);
+			return;
+		}
+	}
+}
+
 /* The next snapshot's id, at least @min. */
 static uint64_t fz_id(struct freezer *fz, uint64_t min)
 {
@@ -151,6 +222,7 @@ static int fz_run(struct freezer *fz, const struct freeze_ask *a, struct freeze_
 	conn_recorders(fz->col, fz_visit, &p);
 	out->id = f.id;
 	out->hosts = p.selected;
+	fz_pending_add(fz, f.id, p.selected);
 	log_info("snapshot %llu: %u flight recorders told to freeze, asked by %s",
 		 (unsigned long long)f.id, p.selected, log_escape(a->who, e, sizeof(e)));
 	return 0;
@@ -211,11 +283,13 @@ void freezer_froze(struct freezer *fz, struct conn *c, const char *host, const c
 	f = (struct proto_freeze){ .id = fz_id(fz, 0), .asked_ns = fz_realtime_ns(),
 				   .reason = reason, .who = who };
 	if (!group) {	/* no group: only itself */
-		conn_freeze(c, &f);
+		if (conn_freeze(c, &f) == 0)
+			fz_pending_add(fz, f.id, 1);
 		return;
 	}
 	p = (struct fz_pass){ .group = group, .f = &f };
 	conn_recorders(fz->col, fz_visit, &p);
+	fz_pending_add(fz, f.id, p.selected);
 	log_info("snapshot %llu: %s froze (trigger %s): %u recorders of group %s told to freeze",
 		 (unsigned long long)f.id, log_escape(host, e[0], sizeof(e[0])),
 		 log_escape(fr->event, e[1], sizeof(e[1])), p.selected,
@@ -297,6 +371,7 @@ int freezer_new(struct collector *col, struct event_base *base, struct freezer *
 	if (!fz)
 		return -ENOMEM;
 	fz->col = col;
+	fz->base = base;
 	fz->tail = &fz->head;
 	pthread_mutex_init(&fz->lock, NULL);
 	pthread_cond_init(&fz->cond, NULL);
@@ -331,6 +406,9 @@ void freezer_free(struct freezer *fz)
 {
 	if (!fz)
 		return;
+	for (unsigned i = 0; i < FREEZE_PENDING; i++)
+		if (fz->pending[i].timer)
+			event_free(fz->pending[i].timer);
 	if (fz->ev)
 		event_free(fz->ev);
 	if (fz->efd >= 0)

@@ -11,7 +11,9 @@
  * per FREEZE_GROUP_MS per group: a hostile agent that sends MSG_FROZE in
  * a loop freezes its group once per period, and the rest are counted
  * (freezer_refused()) and logged at most once per period.
- * Each host told to freeze gets conn_freeze() (journaled, then sent).
+ * Each host told to freeze gets conn_freeze() (journaled, then sent), and
+ * keeps tracing off until the snapshot is whole (freezer_ended()): then no
+ * host's next events fall inside another's window of it.
  * Prefix freezer_.
  */
 #ifndef SERVER_CONN_FREEZE_H
@@ -29,6 +31,8 @@ struct freezer;
 struct proto_froze;
 
 #define FREEZE_GROUP_MS		10000	/* one trigger freeze per group this often */
+#define FREEZE_THAW_MS		5000	/* a snapshot not ended by then is thawed */
+#define FREEZE_PENDING		64	/* snapshots waiting to be whole, at most */
 #define FREEZE_WHY_MAX		512
 
 /* A snapshot asked for by hand (traceq --snapshot). */
@@ -71,6 +75,14 @@ int freezer_ask(struct freezer *fz, const struct freeze_ask *a, struct freeze_an
  */
 void freezer_froze(struct freezer *fz, struct conn *c, const char *host, const char *group,
 		   const struct proto_froze *f);
+
+/*
+ * freezer_ended - a recorder's MSG_SNAP_END of snapshot @id came: once
+ * every recorder told ended it (or FREEZE_THAW_MS after the freeze,
+ * whichever is first), every connected recorder is told to thaw it
+ * (conn_thaw(); one that does not hold it ignores that). Event loop.
+ */
+void freezer_ended(struct freezer *fz, uint64_t id);
 
 /* freezer_refused - trigger freezes refused by the rate limit so far. */
 uint64_t freezer_refused(const struct freezer *fz);
