@@ -41,7 +41,6 @@
 #include "common/util.h"
 #include "proto/tls.h"
 #include "server/conn/conn.h"
-#include "server/conn/freeze.h"
 #include "server/ingest/ingest.h"
 #include "server/notify.h"
 #include "server/ownfiles.h"

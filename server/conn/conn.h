@@ -3,8 +3,9 @@
  * (conn.c): the public header of server/conn/, the connection layer.
  * Outside the room nothing else of it is included; it brings in the
  * parts the daemon builds and hands to the connections: per-host limits
- * (hostlimit.h), which names a certificate may send (hostmap.h) and the
- * hosts connected now (livehosts.h).
+ * (hostlimit.h), the flight recorders' freezes (freeze.h), which names a
+ * certificate may send (hostmap.h) and the hosts connected now
+ * (livehosts.h).
  *
  * Threads: the event loop runs connections and TLS (conn.c); one ingest
  * worker (ingest.h) owns the store and does all decoding, filtering and
@@ -21,6 +22,7 @@
 #include <event2/listener.h>
 #include <openssl/ssl.h>
 
+#include "server/conn/freeze.h"
 #include "server/conn/hostlimit.h"
 #include "server/conn/hostmap.h"
 #include "server/conn/livehosts.h"
