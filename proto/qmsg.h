@@ -136,7 +136,9 @@ struct qmsg_request {
 				 * (nomit 0: every field is sent) */
 	uint32_t nomit;
 	char *reason;		/* snapshot: why (--reason); NULL: none given */
-	uint64_t snapshot_id;	/* snapshots: only this one; 0: every one */
+	uint64_t snapshot_id;	/* snapshots: only this one; select, count, hist,
+				 * tail: only rows in its hosts' windows; 0:
+				 * every one / no such limit */
 };
 
 enum qmsg_kind { QV_NIL, QV_INT, QV_UINT, QV_STR, QV_BIN };

@@ -1489,6 +1489,22 @@ static int make_parents(const char *path)
 	return ret;
 }
 
+/*
+ * Snapshots are numbered past the highest the store holds (one a journal
+ * replay has yet to store is not seen: its number may be taken again).
+ */
+static void snapshots_numbered(struct freezer *fz, const char *db)
+{
+	struct store_reader *rd;
+	uint64_t max = 0;
+
+	if (store_reader_open(db, &rd) < 0)
+		return;
+	if (store_snapshot_max(rd, &max) == 0)
+		freezer_first_id(fz, max + 1);
+	store_reader_close(rd);
+}
+
 /* traceq --snapshot, answered by the freezer on the loop (struct queryd_snapper). */
 static int snapshot_freeze(void *ctx, const struct queryd_freeze *f, uint64_t *id,
 			   unsigned *hosts, char *why, size_t len)
@@ -1722,6 +1738,7 @@ static int start_ingest(struct parts *p, const struct ingest_opts *io)
 	ret = freezer_new(col, col->base, &col->fz);
 	if (ret < 0)
 		return ret;
+	snapshots_numbered(col->fz, p->s->db);
 	p->snapper = (struct queryd_snapper){ snapshot_freeze, col->fz };
 	queryd_set_ingest(p->qd, &(struct queryd_ingest){ sync_received, sync_stored,
 							 sync_backlog, col, &p->imops,

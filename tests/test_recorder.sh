@@ -37,6 +37,8 @@
 #  - the armed agents' CPU time while idle is reported (info), rec-g1's
 #    with the placeholder watch (tracing_on read every 10 ms) beside
 #    rec-g2's without.
+# With TC_BACKEND=clickhouse (tests/test_ch_recorder.sh) the collector
+# stores into a clickhouse-server of the test's own: the same asserts.
 set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
@@ -52,6 +54,7 @@ recorder_cleanup() {
 }
 trap recorder_cleanup EXIT
 
+tc_db_backend	# SQLite, or ClickHouse from tests/test_ch_recorder.sh
 tc_certs
 for n in alice bob; do
 	tc_certs_run client "$n" > /dev/null || { echo "FAIL: certificate helper: client $n"; exit 1; }
@@ -61,7 +64,7 @@ mkdir -m 755 "$tmp/run"
 sock="$tmp/run/query.sock"
 # start_collector [ARGS]: the collector (again: ARGS --listen "$listen", the agents' port)
 start_collector() {
-	tc_start_collector --query "ipc://$sock" --query-tls 127.0.0.1:0 \
+	tc_start_collector "${tc_db[@]}" --query "ipc://$sock" --query-tls 127.0.0.1:0 \
 		--snapshot "cert:alice rec-1,rec-2" "$@"
 	qtls=$(sed -n 's/^query_tls=//p' "$tmp/ready")
 }

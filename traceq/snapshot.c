@@ -101,9 +101,10 @@ int tq_snapshot_narrow(struct client *c, struct traceq_opts *o)
 			"may still be shipping them)\n", o->snapshot_id);
 		ret = 2;
 	}
-	if (ret == 0) {
+	if (ret == 0) {	/* narrows what the store reads; each host's own window is the collector's */
 		o->sel.from_ts = from;
 		o->sel.to_ts = to == INT64_MAX ? to : to + 1;	/* [from, to) */
+		o->sel.snapshot_id = o->snapshot_id;
 	}
 	return ret;
 }

@@ -296,6 +296,12 @@ void freezer_froze(struct freezer *fz, struct conn *c, const char *host, const c
 		 log_escape(group, e[2], sizeof(e[2])));
 }
 
+void freezer_first_id(struct freezer *fz, uint64_t id)
+{
+	if (id > fz->next_id)
+		fz->next_id = id;
+}
+
 uint64_t freezer_refused(const struct freezer *fz)
 {
 	return fz ? fz->refused : 0;

@@ -84,6 +84,13 @@ void freezer_froze(struct freezer *fz, struct conn *c, const char *host, const c
  */
 void freezer_ended(struct freezer *fz, uint64_t id);
 
+/*
+ * freezer_first_id - number the snapshots from @id on (at start: past the
+ * highest stored, so that a trigger's freeze, which asks no store, takes
+ * no id a stored snapshot has). Event loop, or before it runs.
+ */
+void freezer_first_id(struct freezer *fz, uint64_t id);
+
 /* freezer_refused - trigger freezes refused by the rate limit so far. */
 uint64_t freezer_refused(const struct freezer *fz);
 

@@ -346,6 +346,12 @@ struct store_query {
 	/* only rows of these CPUs (@ncpus 0: every CPU) */
 	const uint32_t *cpus;
 	size_t ncpus;
+	/*
+	 * and (NULL: all) only rows inside one of these (host, time) spans: a
+	 * flight-recorder snapshot's hosts and their windows (@nspans 0: no row)
+	 */
+	const struct store_hostspan *spans;
+	size_t nspans;
 	/* only rows stored with this format (store_fmt.id); 0: any */
 	int64_t fmt;
 	/*
@@ -402,6 +408,12 @@ struct store_host_info {
 	const char *collector;		/* the collector it is connected to, from a
 					 * shared store's live set (store_live_hosts());
 					 * NULL: none, or a store of one collector */
+};
+
+/* A host's rows in [from_ts, to_ts] (struct store_query's spans). */
+struct store_hostspan {
+	uint64_t host_id;
+	int64_t from_ts, to_ts;
 };
 
 /*
