@@ -12,9 +12,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <tracefs.h>
 
@@ -43,6 +45,7 @@ struct recorder {
 	/* the placeholder watch */
 	int64_t next_poll;		/* util_now_ms() of the next tracing_on read */
 	int64_t froze_ms;		/* frozen by the trigger then, FROZE sent; 0: not */
+	int on_fd;			/* the instance's tracing_on, for the placeholder watch */
 	uint64_t held;			/* the snapshot ended and not thawed; 0: none */
 	int64_t held_ms;		/* util_now_ms() when it ended */
 	uint64_t polls, snapshots;
@@ -78,12 +81,14 @@ int recorder_new(const struct recorder_conf *c, struct tracing *t, struct record
 		 char *err, size_t errlen)
 {
 	struct recorder *r = calloc(1, sizeof(*r));
+	char *path;
 	int ret;
 
 	if (!r)
 		return -ENOMEM;
 	r->c = *c;
 	r->t = t;
+	r->on_fd = -1;
 	ret = recorder_overwrite(r, err, errlen);
 	if (ret == 0 && c->freeze_on)
 		ret = stacks_triggers(t, "traceoff", "--freeze-on", c->freeze_on, &r->trig, err,
@@ -92,9 +97,13 @@ int recorder_new(const struct recorder_conf *c, struct tracing *t, struct record
 		recorder_free(r);
 		return ret;
 	}
-	if (c->freeze_on)	/* "trigger EVENT": the spec's selector as given */
+	if (c->freeze_on) {	/* "trigger EVENT": the spec's selector as given */
 		snprintf(r->event, sizeof(r->event), "%.*s", (int)strcspn(c->freeze_on, " \t"),
 			 c->freeze_on);
+		path = tracefs_instance_get_file(tracing_instance(t), "tracing_on");
+		r->on_fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+		tracefs_put_tracing_file(path);
+	}
 	r->base_overrun = recorder_overrun(r);
 	*out = r;
 	return 0;
@@ -105,6 +114,8 @@ void recorder_free(struct recorder *r)
 	if (!r)
 		return;
 	stacks_stop(r->t, r->trig);
+	if (r->on_fd >= 0)
+		close(r->on_fd);
 	free(r);
 }
 
@@ -223,6 +234,16 @@ void recorder_end(struct recorder *r, struct proto_snap_end *e)
 	r->held_ms = util_now_ms();
 }
 
+/* Whether the instance's tracing_on reads 1 (one pread of a file kept open; an error: yes). */
+static bool recorder_tracing_on(struct recorder *r)
+{
+	char c = '1';
+
+	if (r->on_fd >= 0 && pread(r->on_fd, &c, 1, 0) != 1)
+		c = '1';
+	return r->on_fd < 0 ? tracefs_trace_is_on(tracing_instance(r->t)) != 0 : c != '0';
+}
+
 int recorder_frozen_poll(struct recorder *r, int64_t now_ms, struct proto_froze *f)
 {
 	if (r->held && !r->nasked && now_ms - r->held_ms >= RECORDER_THAW_WAIT_MS) {
@@ -244,7 +265,7 @@ int recorder_frozen_poll(struct recorder *r, int64_t now_ms, struct proto_froze 
 	}
 	/* PLACEHOLDER (recorder.h): the freezewatch module replaces this read */
 	r->polls++;
-	if (tracefs_trace_is_on(tracing_instance(r->t)) != 0 || r->nasked)
+	if (r->nasked || recorder_tracing_on(r))
 		return 0;
 	r->froze_ms = now_ms;
 	*f = (struct proto_froze){ .event = r->event, .trace_ns = hostinfo_trace_now(NULL) };

@@ -89,8 +89,8 @@ void recorder_end(struct recorder *r, struct proto_snap_end *e);
  * --freeze-on). It also re-arms a recorder whose thaw did not come.
  *
  * PLACEHOLDER, to be replaced by the freezewatch module: it reads the
- * instance's tracing_on every RECORDER_POLL_MS (an open, read and close
- * of a tracefs file each time: ~100 reads a second while armed), so it
+ * instance's tracing_on every RECORDER_POLL_MS (one pread(2) of the file
+ * kept open, and a wakeup: 100 a second while armed), so it
  * notices a freeze up to RECORDER_POLL_MS late and the event's time it
  * sends is the trace clock when it noticed, not the event's own.
  */
