@@ -15,7 +15,9 @@ CREATE TABLE snapshots (
 -- the events the kernel overwrote before the freeze (lost: the overrun
 -- since the host's last snapshot), and the window its events span
 -- (first_ts, last_ts: wall-clock ns as the events are stored; NULL when it
--- held none).
+-- held none; first_trace, last_trace: the same in the host's trace clock,
+-- as the events' trace_ts, which a read selects by: the wall-clock times
+-- may move by a clock measurement between the pages and the end).
 CREATE TABLE snapshot_hosts (
 	snapshot_id	INTEGER NOT NULL REFERENCES snapshots(id),
 	host_id		INTEGER NOT NULL REFERENCES hosts(id),
@@ -25,5 +27,7 @@ CREATE TABLE snapshot_hosts (
 	lost		INTEGER NOT NULL DEFAULT 0,
 	first_ts	INTEGER,
 	last_ts		INTEGER,
+	first_trace	INTEGER,
+	last_trace	INTEGER,
 	PRIMARY KEY (snapshot_id, host_id)
 );

@@ -13,6 +13,9 @@
 #include "traceq/snapshot.h"
 #include "traceq/traceq.h"
 
+/* The window is widened by this: the collector reads each host's by its trace clock. */
+#define SNAP_SLACK_NS	1000000000LL
+
 /*
  * @name as a glob that matches only it: each glob character in brackets
  * ([*], [?], [[]), which fnmatch() and SQLite's GLOB read alike.
@@ -102,8 +105,8 @@ int tq_snapshot_narrow(struct client *c, struct traceq_opts *o)
 		ret = 2;
 	}
 	if (ret == 0) {	/* narrows what the store reads; each host's own window is the collector's */
-		o->sel.from_ts = from;
-		o->sel.to_ts = to == INT64_MAX ? to : to + 1;	/* [from, to) */
+		o->sel.from_ts = from > INT64_MIN + SNAP_SLACK_NS ? from - SNAP_SLACK_NS : INT64_MIN;
+		o->sel.to_ts = to < INT64_MAX - SNAP_SLACK_NS ? to + SNAP_SLACK_NS : INT64_MAX;
 		o->sel.snapshot_id = o->snapshot_id;
 	}
 	return ret;

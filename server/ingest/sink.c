@@ -813,6 +813,8 @@ static int sink_snap(struct sink *s, const struct sink_env *env, const struct pr
 	if (sn.window) {
 		sn.first_ts = sink_kernel_wall_ns(s, e->first_ns);
 		sn.last_ts = sink_kernel_wall_ns(s, e->last_ns);
+		sn.first_trace = e->first_ns;
+		sn.last_trace = e->last_ns;
 	}
 	log_info("host %s: snapshot %llu: %llu pages, %llu events, %llu lost before it",
 		 sink_host(s, h, sizeof(h)), (unsigned long long)e->id,

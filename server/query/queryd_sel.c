@@ -629,6 +629,12 @@ static void set_refs(struct qsel *c, const struct qmsg_request *r,
 }
 
 #define QSEL_SPANS_MAX	4096	/* hosts of one snapshot a query reads */
+/*
+ * A snapshot's host is read by its events' trace_ts, exact; the wall-clock
+ * window only finds them through the time index, so it is this much wider
+ * (a clock measurement may move the wall-clock times the end was given).
+ */
+#define QSEL_SPAN_SLACK_NS	1000000000LL
 
 static int span_add(void *ctx, const struct store_snapshot *sn)
 {
@@ -638,7 +644,12 @@ static int span_add(void *ctx, const struct store_snapshot *sn)
 		return 0;	/* asked, not done, or it held no event */
 	if (c->nspans == QSEL_SPANS_MAX)
 		return TC_ERR_TOO_LONG;
-	c->spans[c->nspans++] = (struct store_hostspan){ sn->host_id, sn->first_ts, sn->last_ts };
+	c->spans[c->nspans++] = (struct store_hostspan){
+		.host_id = sn->host_id, .trace_from = sn->first_trace, .trace_to = sn->last_trace,
+		.from_ts = sn->first_ts > INT64_MIN + QSEL_SPAN_SLACK_NS ?
+			   sn->first_ts - QSEL_SPAN_SLACK_NS : INT64_MIN,
+		.to_ts = sn->last_ts < INT64_MAX - QSEL_SPAN_SLACK_NS ?
+			 sn->last_ts + QSEL_SPAN_SLACK_NS : INT64_MAX };
 	return 0;
 }
 

@@ -156,6 +156,10 @@ static int ch_query_conds(struct ch_store *s, const struct store_query *q,
 			ch_sql_i64(in, q->spans[i].from_ts);
 			ch_sql_raw(in, " AND ");
 			ch_sql_i64(in, q->spans[i].to_ts);
+			ch_sql_raw(in, " AND trace_ts BETWEEN ");
+			ch_sql_u64(in, q->spans[i].trace_from);
+			ch_sql_raw(in, " AND ");
+			ch_sql_u64(in, q->spans[i].trace_to);
 			ch_sql_raw(in, ")");
 		}
 		ch_sql_raw(in, ")");

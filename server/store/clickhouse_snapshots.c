@@ -45,12 +45,15 @@ static int ch_snapshot_host(struct ch_store *s, const struct store_snapshot *sn,
 
 	ch_sql_init(&q, 0);
 	ch_sql_addf(&q, "INSERT INTO snapshot_hosts (snapshot_id, host_id, done, pages, events,"
-		    " lost, has_window, first_ts, last_ts, version) VALUES (%llu, %llu, %d, %llu,"
-		    " %llu, %llu, %d, %lld, %lld, %lld)", (unsigned long long)sn->id,
-		    (unsigned long long)sn->host_id, done, (unsigned long long)sn->pages,
-		    (unsigned long long)sn->events, (unsigned long long)sn->lost,
-		    done && sn->window, (long long)(sn->window ? sn->first_ts : 0),
-		    (long long)(sn->window ? sn->last_ts : 0), (long long)ch_now_ns());
+		    " lost, has_window, first_ts, last_ts, first_trace, last_trace, version) VALUES"
+		    " (%llu, %llu, %d, %llu, %llu, %llu, %d, %lld, %lld, %llu, %llu, %lld)",
+		    (unsigned long long)sn->id, (unsigned long long)sn->host_id, done,
+		    (unsigned long long)sn->pages, (unsigned long long)sn->events,
+		    (unsigned long long)sn->lost, done && sn->window,
+		    (long long)(sn->window ? sn->first_ts : 0),
+		    (long long)(sn->window ? sn->last_ts : 0),
+		    (unsigned long long)(sn->window ? sn->first_trace : 0),
+		    (unsigned long long)(sn->window ? sn->last_trace : 0), (long long)ch_now_ns());
 	ret = ch_exec(s, &q);
 	ch_sql_free(&q);
 	return ret;
@@ -74,7 +77,10 @@ static int ch_snapshot_done(struct store_writer *w, const struct store_snapshot 
 	       ch_snapshot_host(s, sn, true);
 }
 
-/* The rows of snapshot @id (0: all): id asked reason who host_id done pages events lost has_window first last name */
+/*
+ * The rows of snapshot @id (0: all): id asked reason who host_id done
+ * pages events lost has_window first last name first_trace last_trace
+ */
 static int ch_snapshots_read(struct ch_store *s, uint64_t id, struct ch_reply *r)
 {
 	struct ch_sql q;
@@ -82,12 +88,13 @@ static int ch_snapshots_read(struct ch_store *s, uint64_t id, struct ch_reply *r
 
 	ch_sql_init(&q, 0);
 	/* 18.16 takes one JOIN per SELECT: the names join around the rest */
-	ch_sql_raw(&q, "SELECT snapshot_id, asked, rsn, wh, host_id, dn, pg, ev, ls, hw, ft, lt, hn"
-		       " FROM (SELECT snapshot_id, asked, rsn, wh, host_id, dn, pg, ev, ls, hw, ft,"
-		       " lt FROM (SELECT snapshot_id, host_id, max(done) AS dn, argMax(pages,"
-		       " version) AS pg, argMax(events, version) AS ev, argMax(lost, version) AS ls,"
-		       " argMax(has_window, version) AS hw, argMax(first_ts, version) AS ft,"
-		       " argMax(last_ts, version) AS lt FROM snapshot_hosts");
+	ch_sql_raw(&q, "SELECT snapshot_id, asked, rsn, wh, host_id, dn, pg, ev, ls, hw, ft, lt, hn,"
+		       " fr, lr FROM (SELECT snapshot_id, asked, rsn, wh, host_id, dn, pg, ev, ls,"
+		       " hw, ft, lt, fr, lr FROM (SELECT snapshot_id, host_id, max(done) AS dn,"
+		       " argMax(pages, version) AS pg, argMax(events, version) AS ev, argMax(lost,"
+		       " version) AS ls, argMax(has_window, version) AS hw, argMax(first_ts, version)"
+		       " AS ft, argMax(last_ts, version) AS lt, argMax(first_trace, version) AS fr,"
+		       " argMax(last_trace, version) AS lr FROM snapshot_hosts");
 	if (id)
 		ch_sql_addf(&q, " WHERE snapshot_id = %llu", (unsigned long long)id);
 	ch_sql_raw(&q, " GROUP BY snapshot_id, host_id) ANY LEFT JOIN (SELECT id AS snapshot_id,"
@@ -125,6 +132,8 @@ static int ch_snapshots(struct store_reader *rd, const struct store_query *q, ui
 		ch_reply_u64(&r, i, 9, &win);
 		ch_reply_i64(&r, i, 10, &sn.first_ts);
 		ch_reply_i64(&r, i, 11, &sn.last_ts);
+		ch_reply_u64(&r, i, 13, &sn.first_trace);
+		ch_reply_u64(&r, i, 14, &sn.last_trace);
 		sn.done = done != 0;
 		sn.window = win != 0;
 		ret = fn(ctx, &sn);

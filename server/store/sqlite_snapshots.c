@@ -58,10 +58,12 @@ static int sq_snapshot_done(struct store_writer *w, const struct store_snapshot 
 	if (ret == 0)
 		ret = sq_prepare(s,
 			"INSERT INTO snapshot_hosts (snapshot_id, host_id, done, pages, events,"
-			" lost, first_ts, last_ts) VALUES (?, ?, 1, ?, ?, ?, ?, ?)"
+			" lost, first_ts, last_ts, first_trace, last_trace)"
+			" VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?)"
 			" ON CONFLICT (snapshot_id, host_id) DO UPDATE SET done = 1,"
 			" pages = excluded.pages, events = excluded.events, lost = excluded.lost,"
-			" first_ts = excluded.first_ts, last_ts = excluded.last_ts", &st);
+			" first_ts = excluded.first_ts, last_ts = excluded.last_ts,"
+			" first_trace = excluded.first_trace, last_trace = excluded.last_trace", &st);
 	if (ret < 0)
 		return ret;
 	sqlite3_bind_int64(st, 1, (int64_t)sn->id);
@@ -72,6 +74,8 @@ static int sq_snapshot_done(struct store_writer *w, const struct store_snapshot 
 	if (sn->window) {
 		sqlite3_bind_int64(st, 6, sn->first_ts);
 		sqlite3_bind_int64(st, 7, sn->last_ts);
+		sqlite3_bind_int64(st, 8, (int64_t)sn->first_trace);
+		sqlite3_bind_int64(st, 9, (int64_t)sn->last_trace);
 	}	/* else NULL: the buffer held no event */
 	return sq_run(s, st, true);
 }
@@ -86,7 +90,8 @@ static int sq_snapshots(struct store_reader *r, const struct store_query *q, uin
 		  sq_prepare_hosts(s, "SELECT n.id, n.asked_ns, n.reason, n.who, sh.host_id,"
 				      " h.name, sh.done, sh.pages, sh.events, sh.lost,"
 				      " sh.first_ts IS NOT NULL, coalesce(sh.first_ts, 0),"
-				      " coalesce(sh.last_ts, 0) FROM snapshot_hosts AS sh"
+				      " coalesce(sh.last_ts, 0), coalesce(sh.first_trace, 0),"
+				      " coalesce(sh.last_trace, 0) FROM snapshot_hosts AS sh"
 				      " JOIN snapshots AS n ON n.id = sh.snapshot_id"
 				      " JOIN hosts AS h ON h.id = sh.host_id"
 				      " WHERE (:id = 0 OR n.id = :id)",
@@ -107,6 +112,8 @@ static int sq_snapshots(struct store_reader *r, const struct store_query *q, uin
 			.window = sqlite3_column_int(st, 10) != 0,
 			.first_ts = sqlite3_column_int64(st, 11),
 			.last_ts = sqlite3_column_int64(st, 12),
+			.first_trace = (uint64_t)sqlite3_column_int64(st, 13),
+			.last_trace = (uint64_t)sqlite3_column_int64(st, 14),
 		};
 
 		ret = fn(ctx, &sn);

@@ -410,10 +410,15 @@ struct store_host_info {
 					 * NULL: none, or a store of one collector */
 };
 
-/* A host's rows in [from_ts, to_ts] (struct store_query's spans). */
+/*
+ * A host's rows with trace_ts in [trace_from, trace_to] and ts in
+ * [from_ts, to_ts] (struct store_query's spans: the trace clock is exact,
+ * the wall clock, a little wider, finds them through the time index).
+ */
 struct store_hostspan {
 	uint64_t host_id;
 	int64_t from_ts, to_ts;
+	uint64_t trace_from, trace_to;
 };
 
 /*
@@ -433,6 +438,7 @@ struct store_snapshot {
 	uint64_t pages, events, lost;	/* what it shipped; events overwritten before */
 	bool window;			/* first_ts, last_ts hold its events' span */
 	int64_t first_ts, last_ts;	/* wall clock ns, as its events are stored */
+	uint64_t first_trace, last_trace;	/* the same as their trace_ts */
 };
 
 /*

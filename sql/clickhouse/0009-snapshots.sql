@@ -22,5 +22,7 @@ CREATE TABLE IF NOT EXISTS snapshot_hosts (
 	has_window	UInt8,
 	first_ts	Int64,
 	last_ts		Int64,
+	first_trace	UInt64,
+	last_trace	UInt64,
 	version		Int64
 ) ENGINE = ReplacingMergeTree(version) ORDER BY (snapshot_id, host_id);
