@@ -143,17 +143,20 @@ wait_done() {
 }
 
 tq_root --snapshot --reason "by hand, all of them" > "$tmp/snap1.out" 2>&1; rc=$?
+# snap_id FILE: the id a --snapshot printed (0: none)
+snap_id() { local i; i=$(sed -n 's/^snapshot \([0-9][0-9]*\): .*/\1/p' "$1"); echo "${i:-0}"; }
+s1=$(snap_id "$tmp/snap1.out")
 check "root's --snapshot freezes the three (exit $rc: $(cat "$tmp/snap1.out"))" \
-	'[ "$rc" = 0 ] && grep -q "^snapshot 1: 3 flight recorders told to freeze" "$tmp/snap1.out"'
-wait_done 1 rec-1 rec-2 rec-3
+	'[ "$rc" = 0 ] && grep -q "^snapshot $s1: 3 flight recorders told to freeze" "$tmp/snap1.out"'
+wait_done "$s1" rec-1 rec-2 rec-3
 check "snapshot 1: each host said what it shipped" \
-	'[ "$(snap_field 1 rec-1 done)$(snap_field 1 rec-2 done)$(snap_field 1 rec-3 done)" = 111 ]'
+	'[ "$(snap_field $s1 rec-1 done)$(snap_field $s1 rec-2 done)$(snap_field $s1 rec-3 done)" = 111 ]'
 check "snapshot 1: its reason and who asked" \
-	'[ "$(snap_field 1 rec-2 reason)" = "by hand, all of them" ] && case "$(snap_field 1 rec-2 who)" in uid\ 0*) true;; *) false;; esac'
+	'[ "$(snap_field $s1 rec-2 reason)" = "by hand, all of them" ] && case "$(snap_field $s1 rec-2 who)" in uid\ 0*) true;; *) false;; esac'
 lost=0
 for h in rec-1 rec-2 rec-3; do
-	f=$(snap_field 1 $h first_ts) l=$(snap_field 1 $h last_ts) e=$(snap_field 1 $h events)
-	p=$(snap_field 1 $h pages) x=$(snap_field 1 $h lost)
+	f=$(snap_field $s1 $h first_ts) l=$(snap_field $s1 $h last_ts) e=$(snap_field $s1 $h events)
+	p=$(snap_field $s1 $h pages) x=$(snap_field $s1 $h lost)
 	echo "info: snapshot 1 $h: window $f..$l ($(( (${l:-0} - ${f:-0}) / 1000000 )) ms), pages $p, events $e, lost $x"
 	check "snapshot 1 $h: a window, pages and events" \
 		'[ -n "$f" ] && [ -n "$l" ] && [ "$f" -le "$l" ] && [ "$p" -gt 0 ] && [ "$e" -gt 0 ]'
@@ -177,43 +180,45 @@ print(n)' "$tmp/in.json" "$2"
 }
 snaps_json 0
 for h in rec-1 rec-2 rec-3; do
-	s=$(stored_all $h) e=$(snap_field 1 $h events)
+	s=$(stored_all $h) e=$(snap_field $s1 $h events)
 	check "$h: every event of its snapshot stored ($s stored, $e shipped)" '[ "$s" = "$e" ]'
 done
 
 sleep 1
 tls_as alice --snapshot -H 'rec-[12]' --reason "alice's" > "$tmp/snap2.out" 2>&1; rc=$?
+s2=$(snap_id "$tmp/snap2.out")
 check "alice's --snapshot -H 'rec-[12]' freezes two (exit $rc: $(cat "$tmp/snap2.out"))" \
-	'[ "$rc" = 0 ] && grep -q "^snapshot 2: 2 flight recorders told to freeze" "$tmp/snap2.out"'
-wait_done 2 rec-1 rec-2
+	'[ "$rc" = 0 ] && grep -q "^snapshot $s2: 2 flight recorders told to freeze" "$tmp/snap2.out"'
+wait_done "$s2" rec-1 rec-2
 check "snapshot 2: rec-1 and rec-2, asked by cert alice, not rec-3" \
-	'[ "$(snap_field 2 rec-1 who)" = "cert alice" ] && [ -z "$(snap_field 2 rec-3 done)" ]'
+	'[ "$(snap_field $s2 rec-1 who)" = "cert alice" ] && [ -z "$(snap_field $s2 rec-3 done)" ]'
 
 snaps_json 0
 for h in rec-1 rec-2; do
-	e1=$(snap_field 1 $h events) e2=$(snap_field 2 $h events)
-	n1=$(stored_in 1 $h) n2=$(stored_in 2 $h) all=$(stored_all $h)
+	e1=$(snap_field $s1 $h events) e2=$(snap_field $s2 $h events)
+	n1=$(stored_in $s1 $h) n2=$(stored_in $s2 $h) all=$(stored_all $h)
 	check "$h: --snapshot-id 1 and 2 print exactly their events ($n1 = $e1, $n2 = $e2, of $all)" \
 		'[ "$n1" = "$e1" ] && [ "$n2" = "$e2" ] && [ $(( n1 + n2 )) = "$all" ]'
 done
-n3=$(stored_in 2 rec-3)
+n3=$(stored_in $s2 rec-3)
 check "--snapshot-id 2 prints no event of rec-3 ($n3)" '[ "$n3" = 0 ]'
 
 # kill -9 right after the agents shipped snapshot 3: the journal replays it
 sleep 1
 tq_root --snapshot --reason "before the crash" > "$tmp/snap3.out" 2>&1
+s3=$(snap_id "$tmp/snap3.out")
 for _ in $(seq 200); do
-	[ "$(cat "$tmp"/rec-[123].err | grep -c "snapshot 3 shipped")" = 3 ] && break
+	[ "$(cat "$tmp"/rec-[123].err | grep -c "snapshot $s3 shipped")" = 3 ] && break
 	sleep 0.05
 done
 kill -9 "$collector_pid"; wait "$collector_pid" 2>/dev/null; collector_pid=
 start_collector --listen "$listen"
-wait_done 3 rec-1 rec-2 rec-3
+wait_done "$s3" rec-1 rec-2 rec-3
 snaps_json 0
 ok=1
 for h in rec-1 rec-2 rec-3; do
-	said=$(sed -n 's/.*snapshot 3 shipped: [0-9]* pages, \([0-9]*\) events.*/\1/p' "$tmp/$h.err")
-	e=$(snap_field 3 $h events) n=$(stored_in 3 $h)
+	said=$(sed -n "s/.*snapshot $s3 shipped: [0-9]* pages, \\([0-9]*\\) events.*/\\1/p" "$tmp/$h.err")
+	e=$(snap_field $s3 $h events) n=$(stored_in $s3 $h)
 	echo "info: snapshot 3 $h: agent said $said events, row $e, stored $n"
 	[ -n "$said" ] && [ "$said" = "$e" ] && [ "$n" = "$e" ] || ok=0
 done

@@ -183,11 +183,19 @@ void freezer_ended(struct freezer *fz, uint64_t id)
 	}
 }
 
-/* The next snapshot's id, at least @min. */
+/*
+ * The next snapshot's id, at least @min: the collector's realtime in ms,
+ * or past the last id if that is later. A restarted collector thus never
+ * takes an id its journal's replay has yet to store, without asking the
+ * store from the loop.
+ */
 static uint64_t fz_id(struct freezer *fz, uint64_t min)
 {
 	uint64_t id = fz->next_id > min ? fz->next_id : min;
+	uint64_t now = (uint64_t)(fz_realtime_ns() / 1000000);
 
+	if (now > id)
+		id = now;
 	if (id == 0)
 		id = 1;
 	fz->next_id = id + 1;
