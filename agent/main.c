@@ -31,6 +31,7 @@
 #include "agent/hostinfo.h"
 #include "agent/options.h"
 #include "agent/pump.h"
+#include "agent/recorder.h"
 #include "agent/session.h"
 #include "agent/stacks.h"
 #include "agent/tracing.h"
@@ -53,6 +54,7 @@ struct agent {
 	bool tsc_clock;			/* the instance runs on "x86-tsc" */
 	bool ftrace_on;
 	struct stacks *stacks;		/* --stacktrace's triggers */
+	struct recorder *rec;		/* --flight-recorder; NULL: none */
 	struct session *s;		/* the connections to the collector */
 	struct pump *p;			/* the pages */
 	bool reading;			/* the ring buffers are open */
@@ -281,8 +283,16 @@ static int setup_tracing(struct agent *a)
 			   why, sizeof(why));
 	if (ret == 0 && a->o.user_stack)
 		ret = stacks_user(a->t);
+	if (ret == 0 && a->o.rec.mb)
+		ret = recorder_new(&a->o.rec, a->t, &a->rec, why, sizeof(why));
 	if (ret < 0)
 		return fail(a, ret, "%s", why);
+	if (a->rec)
+		log_info("flight recorder: %zu MiB per CPU in overwrite mode%s%s%s%s; no page is "
+			 "shipped until a freeze", a->o.rec.mb,
+			 a->o.rec.freeze_on ? ", frozen by " : "",
+			 a->o.rec.freeze_on ? a->o.rec.freeze_on : "",
+			 a->o.rec.group ? ", group " : "", a->o.rec.group ? a->o.rec.group : "");
 	return setup_ftrace(a);
 }
 
@@ -408,11 +418,13 @@ static int start_agent(struct agent *a)
 	h = (struct session_host){
 		.hi = &a->hi, .t = a->t, .tsc = &a->tsc,
 		.tsc_clock = a->tsc_clock, .kernel_symbols = !a->o.no_kernel_symbols || a->ftrace_on,
+		.recorder = a->rec != NULL, .group = a->o.rec.group,
 	};
 	ret = session_new(&a->o.session, &h, &a->s);
 	if (ret < 0)
 		return fail(a, ret, "out of memory");
 	a->o.pump.snapshot = &snapshot_requested;
+	a->o.pump.rec = a->rec;
 	return pump_new(&a->o.pump, a->t, a->tsc_clock ? &a->tsc : NULL, a->s,
 			&a->p, a->err, sizeof(a->err));
 }
@@ -507,6 +519,7 @@ static void cleanup(struct agent *a)
 	pump_free(a->p);
 	session_free(a->s);
 	stacks_stop(a->t, a->stacks);
+	recorder_free(a->rec);
 	tracing_close(a->t);
 	options_free(&a->o);
 }

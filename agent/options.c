@@ -160,6 +160,19 @@ static void help(void)
 "                           as traceq's queries name one, among the -e\n"
 "                           events; may be repeated. A kernel without them\n"
 "                           is said in one line and tracing goes on\n"
+"      --flight-recorder MB keep the instance as a flight recorder: MB MiB per\n"
+"                           CPU in overwrite mode, no page shipped (only\n"
+"                           heartbeats, stats, formats, symbols) until the\n"
+"                           collector says freeze (traceq --snapshot, or a\n"
+"                           --freeze-on trigger of its group): then the whole\n"
+"                           buffer is shipped and it is armed again\n"
+"      --freeze-on 'EVENT [where FILTER]'\n"
+"                           freeze when EVENT (among -e) matches FILTER: the\n"
+"                           kernel's traceoff trigger stops the instance at\n"
+"                           the event, and the collector freezes the other\n"
+"                           recorders of --group (with --flight-recorder)\n"
+"      --group NAME         this recorder's freeze group (with\n"
+"                           --flight-recorder)\n"
 "      --user-stacktrace    the user-space stack after every event too (the\n"
 "                           instance's options/userstacktrace: addresses,\n"
 "                           ftrace:user_stack records), where the kernel has it\n"
@@ -266,7 +279,8 @@ enum { OPT_CERT = 256, OPT_KEY, OPT_CA, OPT_INSTANCE, OPT_NAME,
        OPT_SPOOL_DISK_MB, OPT_ACK_TIMEOUT_MS, OPT_DRAIN_S, OPT_READ_MODE,
        OPT_USER_DIR, OPT_NO_USER, OPT_FTRACE_FILTER, OPT_EXEC, OPT_INSECURE_PLAIN,
        OPT_NO_PUSHDOWN, OPT_CONNECTIONS, OPT_TRACE_CLOCK, OPT_NO_KERNEL_SYMBOLS,
-       OPT_NO_COMM_EVENTS, OPT_STACKTRACE, OPT_USER_STACKTRACE, OPT_FREEZE_ON };
+       OPT_NO_COMM_EVENTS, OPT_STACKTRACE, OPT_USER_STACKTRACE, OPT_FLIGHT_RECORDER,
+       OPT_FREEZE_ON, OPT_GROUP };
 
 /*
  * The short options (the table in traceagent(8): one letter, one meaning in
@@ -303,7 +317,9 @@ static const struct option long_opts[] = {
 	{ "no-comm-events", no_argument, NULL, OPT_NO_COMM_EVENTS },
 	{ "stacktrace", optional_argument, NULL, OPT_STACKTRACE },
 	{ "user-stacktrace", no_argument, NULL, OPT_USER_STACKTRACE },
+	{ "flight-recorder", required_argument, NULL, OPT_FLIGHT_RECORDER },
 	{ "freeze-on", required_argument, NULL, OPT_FREEZE_ON },
+	{ "group", required_argument, NULL, OPT_GROUP },
 	{ "tracer", required_argument, NULL, 'p' },
 	{ "ftrace-filter", required_argument, NULL, OPT_FTRACE_FILTER },
 	{ "exec", no_argument, NULL, OPT_EXEC },
@@ -334,6 +350,8 @@ static const struct num_opt {
 	{ OPT_ACK_TIMEOUT_MS, 100, 3600000,
 	  "--ack-timeout-ms wants milliseconds in 100..3600000" },
 	{ OPT_DRAIN_S, 0, 86400, "--drain-timeout wants seconds in 0..86400" },
+	{ OPT_FLIGHT_RECORDER, 1, RECORDER_MB_MAX,
+	  "--flight-recorder wants MiB per CPU in 1..4096" },
 };
 
 /* The num_opts row of option @c; NULL if it takes no number. */
@@ -355,7 +373,8 @@ static int opt_number(struct options *o, const struct num_opt *n, const char *ar
 		return usage_error("%s, not '%s'", n->wants, arg);
 	switch (n->c) {
 	case 'd': o->duration_s = v; break;
-	case OPT_BUFFER_KB: o->buffer_kb = (size_t)v; break;
+	case OPT_BUFFER_KB: o->buffer_kb = (size_t)v; o->buffer_set = true; break;
+	case OPT_FLIGHT_RECORDER: o->rec.mb = (size_t)v; break;
 	case OPT_SUBBUF_KB: o->subbuf_kb = (size_t)v; o->subbuf_set = true; break;
 	case OPT_FLUSH_MS: o->pump.flush_ms = (int)v; break;
 	case OPT_SPOOL_MEM_MB: o->pump.spool_mem_mb = (size_t)v; break;
@@ -393,14 +412,14 @@ static int opt_stacktrace(struct options *o, const char *arg)
 	return list_add(&o->stacks, &o->nstacks, arg);
 }
 
-/* --freeze-on SPEC: one event and a filter (agent/freezewatch.h); the last wins. */
+/* --freeze-on 'EVENT [where FILTER]': checked as --stacktrace's argument. */
 static int opt_freeze_on(struct options *o, const char *arg)
 {
 	char why[1024];
 
-	if (freezewatch_parse(arg, NULL, NULL, why, sizeof(why)) < 0)
+	if (stacks_check_opt(arg, "--freeze-on", why, sizeof(why)) < 0)
 		return usage_error("%s", why);
-	o->freeze_on = arg;
+	o->rec.freeze_on = arg;
 	return 0;
 }
 
@@ -457,6 +476,11 @@ static int opt_apply(struct options *o, int c, const char *arg)
 	case OPT_USER_STACKTRACE: o->user_stack = true; return 0;
 	case OPT_FREEZE_ON:
 		return opt_freeze_on(o, arg);
+	case OPT_GROUP:
+		if (!*arg || strlen(arg) > PROTO_MAX_GROUP)
+			return usage_error("--group wants a name of 1..%d bytes", PROTO_MAX_GROUP);
+		o->rec.group = arg;
+		return 0;
 	case 'p': case OPT_FTRACE_FILTER:
 		return opt_ftrace(o, c, arg);
 	case OPT_CERT: o->session.tls.cert = arg; return 0;
@@ -674,6 +698,13 @@ int options_parse(struct options *o, int argc, char **argv)
 	if (o->nffilters && !o->tracer)
 		return usage_error("--ftrace-filter needs -p function or "
 				   "-p function_graph");
+	if ((o->rec.freeze_on || o->rec.group) && !o->rec.mb)
+		return usage_error("%s needs --flight-recorder MB",
+				   o->rec.freeze_on ? "--freeze-on" : "--group");
+	if (o->rec.mb && o->buffer_set)
+		return usage_error("--flight-recorder MB sets the buffer size: drop --buffer-kb");
+	if (o->rec.mb)
+		o->buffer_kb = o->rec.mb * 1024;
 	if (!o->nevents)
 		return add_event(o, DEF_EVENT);
 	return 0;

@@ -16,6 +16,7 @@
 #include "common/config_file.h"
 #include "common/log.h"
 #include "agent/pump.h"
+#include "agent/recorder.h"
 #include "agent/session.h"
 
 #define OPTIONS_PROG		"traceagent"
@@ -58,8 +59,8 @@ struct options {
 	bool user_stack;		/* --user-stacktrace */
 	const char **stacks;		/* --stacktrace=SPEC: agent/stacks.h */
 	size_t nstacks;
-	const char *freeze_on;		/* --freeze-on SPEC: agent/freezewatch.h
-					 * (checked here; nothing acts on it yet) */
+	struct recorder_conf rec;	/* --flight-recorder, --freeze-on, --group */
+	bool buffer_set;		/* --buffer-kb given */
 };
 
 /*

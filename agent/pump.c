@@ -49,6 +49,7 @@ struct pump {
 	int64_t user_scan, user_flush;	/* next times, ms */
 	int *wake;			/* READER_WAKE_MAX(ncpus): the links' sockets */
 	bool pending_block;		/* send_pending()/final drain: may wait */
+	bool snapping;			/* reading a frozen flight recorder */
 };
 
 void pump_cpu_stats(struct pump *p, int cpu, struct proto_cpu_stats *out)
@@ -109,6 +110,15 @@ static void forget_acked(void *arg, uint16_t stream, uint64_t seq)
 	spool_ack(p->sp, stream, seq);
 }
 
+/* session_pages .freeze: the collector's FREEZE, run by pump_run() */
+static void freeze_asked(void *arg, const struct proto_freeze *f)
+{
+	struct pump *p = arg;
+
+	if (p->c.rec)
+		recorder_asked(p->c.rec, f);
+}
+
 /* session_pages .unacked */
 static bool any_unacked(void *arg)
 {
@@ -126,7 +136,19 @@ static int resend_page(void *arg, const struct spool_page *page)
 			   page->len);
 }
 
-/* session_pages .replay: the programs, then every page not acknowledged. */
+/* A flight recorder's last SNAP_ENDs again, on a new control connection. */
+static int resend_snap_end(void *arg, const struct proto_snap_end *e)
+{
+	struct pump *p = arg;
+	struct proto_msg m = { .type = MSG_SNAP_END, .snap_end = *e };
+
+	return ship_msg(session_control(p->s), &m);
+}
+
+/*
+ * session_pages .replay: the programs, a recorder's last snapshot ends,
+ * then every page not acknowledged.
+ */
 static int replay(void *arg, char *why, size_t len)
 {
 	struct pump *p = arg;
@@ -135,6 +157,8 @@ static int replay(void *arg, char *why, size_t len)
 
 	if (p->u)
 		ret = ubuf_reannounce(p->u, &p->uops);
+	if (ret == 0 && p->c.rec)
+		ret = recorder_replay(p->c.rec, resend_snap_end, p);
 	if (ret == 0 && (ret = spool_resend(p->sp, resend_page, p)) < 0) {
 		links = session_links_error(p->s);
 		tc_seterr(why, len, "resending: %s",
@@ -221,6 +245,8 @@ static int on_page(void *arg, const struct reader_page *pg)
 	bool sent = false, in_place;
 	int n, ret;
 
+	if (p->snapping)
+		recorder_page(p->c.rec, pg, tracing_page_size(p->t));
 	in_place = p->room && !pg->head_len &&
 		   pg->data == p->room + FRAME_HDR_SIZE;
 	n = frame_prefix(pg, flags, in_place ? p->room : pre);
@@ -373,7 +399,68 @@ static int next_timeout(struct pump *p, int64_t end, int64_t periodic)
 		t = session_next_try(p->s) - now;
 	if (connected && spool_pending(p->sp, -1) && t > FULL_WAIT_MS)
 		t = FULL_WAIT_MS;
+	if (p->c.rec && recorder_wait_ms(p->c.rec, now) >= 0 &&
+	    recorder_wait_ms(p->c.rec, now) < t)
+		t = recorder_wait_ms(p->c.rec, now);
 	return t < 0 ? 0 : (int)t;
+}
+
+/*
+ * An armed flight recorder reads no page (that would empty the buffer it
+ * keeps): it only waits for what the collector sends (a FREEZE, clock
+ * probes) until the timeout.
+ */
+static void armed_wait(struct pump *p, int timeout_ms)
+{
+	struct pollfd fds[16];
+	int n = session_wake_fds(p->s, p->wake, READER_WAKE_MAX(tracing_ncpus(p->t))), k = 0;
+
+	for (int i = 0; i < n && k < 16; i++)	/* the control link first: FREEZE comes there */
+		if (p->wake[i] >= 0)
+			fds[k++] = (struct pollfd){ .fd = p->wake[i], .events = POLLIN };
+	poll(fds, (nfds_t)k, timeout_ms);
+}
+
+/*
+ * Freeze the flight recorder for the collector's FREEZE: tracing off,
+ * SNAP_BEGIN, every page of the buffer (spooled and sent as any page),
+ * SNAP_END with what they held; tracing on again at the collector's thaw. A lost connection is
+ * not an error: its pages are sent again after the reconnect, and the
+ * markers are lost with it (the collector's record stays "asked").
+ */
+static int snapshot(struct pump *p, char *why, size_t len)
+{
+	struct proto_msg m = { .type = MSG_SNAP_BEGIN };
+	int ret = recorder_freeze(p->c.rec, &m.snap_begin);
+
+	if (ret < 0)
+		log_warn("flight recorder: cannot switch tracing off: %s", tc_strerror(ret));
+	if (session_connected(p->s) && ship_msg(session_control(p->s), &m) < 0)
+		session_lost(p->s, session_links_error(p->s));
+	/* the pages go out before SNAP_END: sending may wait for the collector */
+	p->snapping = p->pending_block = true;
+	ret = reader_drain(p->r, on_page, p);
+	if (ret >= 0)
+		send_pending(p, -1);
+	p->snapping = p->pending_block = false;
+	if (ret < 0)
+		return read_failed(p, ret, why, len);
+	m = (struct proto_msg){ .type = MSG_SNAP_END };
+	recorder_end(p->c.rec, &m.snap_end);	/* tracing stays off until the thaw */
+	if (session_connected(p->s) && ship_msg(session_control(p->s), &m) < 0)
+		session_lost(p->s, session_links_error(p->s));
+	return 0;
+}
+
+/* The flight recorder's turn: a freeze asked for, or its trigger fired. */
+static int recorder_step(struct pump *p, char *why, size_t len)
+{
+	struct proto_msg m = { .type = MSG_FROZE };
+
+	if (recorder_frozen_poll(p->c.rec, util_now_ms(), &m.froze) &&
+	    session_connected(p->s) && ship_msg(session_control(p->s), &m) < 0)
+		session_lost(p->s, session_links_error(p->s));
+	return recorder_due(p->c.rec) ? snapshot(p, why, len) : 0;
 }
 
 /* Read pages unless the spool is full: then they wait in the kernel. */
@@ -381,6 +468,10 @@ static int read_some(struct pump *p, int timeout_ms, char *why, size_t len)
 {
 	int ret;
 
+	if (p->c.rec) {
+		armed_wait(p, timeout_ms);
+		return 0;
+	}
 	if (spool_full(p->sp)) {
 		poll(NULL, 0, timeout_ms < FULL_WAIT_MS ? timeout_ms :
 			      FULL_WAIT_MS);
@@ -404,7 +495,9 @@ int pump_run(struct pump *p, int64_t end, bool (*stop)(void *arg), void *arg,
 		if (ret < 0)
 			return ret;
 		send_pending(p, -1);
-		session_check(p->s);
+		session_check(p->s);	/* a FREEZE is taken here: run at once */
+		if (p->c.rec && (ret = recorder_step(p, why, len)) < 0)
+			return ret;
 		user_step(p, false);
 		if (util_now_ms() >= periodic) {
 			session_periodic(p->s);
@@ -421,7 +514,8 @@ int pump_drain(struct pump *p, char *why, size_t len)
 
 	p->pending_block = true;	/* the end: nothing to read on for */
 	send_pending(p, -1);
-	ret = reader_drain(p->r, on_page, p);
+	/* an armed recorder's buffer was asked for by no one: it stays */
+	ret = p->c.rec ? 0 : reader_drain(p->r, on_page, p);
 	if (ret < 0)
 		return read_failed(p, ret, why, len);
 	user_drain(p);
@@ -548,7 +642,7 @@ int pump_new(const struct pump_conf *c, struct tracing *t,
 {
 	struct session_pages pages = {
 		.replay = replay, .stats = report_stats,
-		.acked = forget_acked, .unacked = any_unacked,
+		.acked = forget_acked, .unacked = any_unacked, .freeze = freeze_asked,
 	};
 	struct pump *p = calloc(1, sizeof(*p));
 	int ret = -ENOMEM;

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "agent/reader.h"
+#include "agent/recorder.h"
 #include "agent/session.h"
 #include "agent/tracing.h"
 #include "agent/ubuf.h"
@@ -41,6 +42,9 @@ struct pump_conf {
 	/* not an option: set (by a signal handler) to snapshot the programs'
 	 * flight recorders; the pump clears it. NULL: never. */
 	volatile sig_atomic_t *snapshot;
+	/* not an option: the flight recorder (main.c's, --flight-recorder):
+	 * while armed no page is read; NULL: pages are shipped as read */
+	struct recorder *rec;
 };
 
 /*

@@ -93,6 +93,8 @@ static int send_hello(struct session *s, struct ship *link, char *why,
 		.pushdown = s->kf != NULL && link == s->ctl,
 		.clock_probe = true,
 		.agent = (char *)"traceagent " PACKAGE_VERSION,
+		.recorder = s->h.recorder && link == s->ctl,
+		.group = (char *)(s->h.group && link == s->ctl ? s->h.group : ""),
 	};
 	struct proto_welcome w;
 	char reason[512];
@@ -393,6 +395,15 @@ static bool on_filter(void *arg, const struct proto_filter *f)
 	return kfilter_full(s->kf);
 }
 
+/* MSG_FREEZE: for the pump's flight recorder. */
+static void on_freeze(void *arg, const struct proto_freeze *f)
+{
+	struct session *s = arg;
+
+	if (s->pages.freeze)
+		s->pages.freeze(s->pages.arg, f);
+}
+
 /* An answer, unless the collector does not take what we send: then 1 (later). */
 static int send_filter_status(void *arg, const struct proto_msg *m)
 {
@@ -463,6 +474,8 @@ static int connect_at(struct session *s, char *why, size_t len)
 		return ret;
 	if (s->kf)
 		ship_set_filter_fn(s->ctl, on_filter, s);
+	if (s->h.recorder)
+		ship_set_freeze_fn(s->ctl, on_freeze, s);
 	ret = send_hello(s, s->ctl, why, len);
 	if (ret == 0)
 		ret = send_formats(s, s->ctl, why, len);

@@ -71,6 +71,9 @@ struct session_host {
 	bool kernel_symbols;		/* send /proc/kallsyms (always: the
 					 * query side names %ps fields and
 					 * function tracer addresses) */
+	bool recorder;			/* a flight recorder (HELLO "recorder"):
+					 * MSG_FREEZE goes to pages.freeze */
+	const char *group;		/* its freeze group (--group); NULL: none */
 };
 
 /*
@@ -94,6 +97,8 @@ struct session_pages {
 	void (*acked)(void *arg, uint16_t stream, uint64_t seq);
 	/* Whether any page waits for an ACK (the ACK timeout runs). */
 	bool (*unacked)(void *arg);
+	/* The collector asks the flight recorder to freeze (h.recorder only). */
+	void (*freeze)(void *arg, const struct proto_freeze *f);
 	void *arg;
 };
 

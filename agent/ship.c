@@ -66,6 +66,8 @@ struct ship {
 	void *filter_arg;
 	ship_clock_fn clock_fn;		/* MSG_CLOCK_PROBE; NULL: unexpected */
 	void *clock_arg;
+	ship_freeze_fn freeze_fn;	/* MSG_FREEZE; NULL: unexpected */
+	void *freeze_arg;
 	struct proto_clock_echo echo[SHIP_ECHO_MAX];	/* probes read, not answered */
 	unsigned nechoes;
 	uint64_t probes;		/* probes read on this connection */
@@ -784,6 +786,12 @@ void ship_set_filter_fn(struct ship *s, ship_filter_fn fn, void *arg)
 	s->filter_arg = arg;
 }
 
+void ship_set_freeze_fn(struct ship *s, ship_freeze_fn fn, void *arg)
+{
+	s->freeze_fn = fn;
+	s->freeze_arg = arg;
+}
+
 void ship_set_clock_fn(struct ship *s, ship_clock_fn fn, void *arg)
 {
 	s->clock_fn = fn;
@@ -857,6 +865,11 @@ static bool take_ack(struct ship *s, struct proto_msg *m)
 	if (m->type == MSG_FILTER && s->filter_fn) {
 		if (s->filter_fn(s->filter_arg, &m->filter))
 			s->hold = true;
+		proto_msg_free(m);
+		return true;
+	}
+	if (m->type == MSG_FREEZE && s->freeze_fn) {
+		s->freeze_fn(s->freeze_arg, &m->freeze);
 		proto_msg_free(m);
 		return true;
 	}

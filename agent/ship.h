@@ -203,6 +203,19 @@ void ship_hold_reading(struct ship *s, bool hold);
 void ship_set_filter_fn(struct ship *s, ship_filter_fn fn, void *arg);
 
 /*
+ * ship_freeze_fn - a MSG_FREEZE the collector sent (the flight recorder:
+ * freeze and ship the buffer). @f is valid only during the call.
+ */
+typedef void (*ship_freeze_fn)(void *arg, const struct proto_freeze *f);
+
+/*
+ * ship_set_freeze_fn - have every MSG_FREEZE read by ship_check() and
+ * ship_bye() go to @fn. Without one, a MSG_FREEZE is unexpected (an agent
+ * whose HELLO lacks "recorder" never gets one).
+ */
+void ship_set_freeze_fn(struct ship *s, ship_freeze_fn fn, void *arg);
+
+/*
  * ship_clock_fn - the agent's trace clock now, in ns (the domain of its
  * clock samples), for the answers to MSG_CLOCK_PROBE.
  */

@@ -102,6 +102,8 @@ static const struct field hello_fields[] = {
 	F("tsc_mult", FK_U32, OPTIONAL, hello.tsc_mult),
 	F("tsc_shift", FK_U32, OPTIONAL, hello.tsc_shift),
 	FS("agent", OPTIONAL, hello.agent, PROTO_MAX_AGENT),
+	F("recorder", FK_BOOL, OPTIONAL, hello.recorder),
+	FS("group", OPTIONAL, hello.group, PROTO_MAX_GROUP),
 };
 
 static const struct field welcome_fields[] = {
@@ -227,6 +229,33 @@ static const struct field clock_measure_fields[] = {
 	F("probes", FK_U64, REQUIRED, clock_measure.probes),
 };
 
+static const struct field freeze_fields[] = {
+	F("id", FK_U64, REQUIRED, freeze.id),
+	F("asked_ns", FK_I64, REQUIRED, freeze.asked_ns),
+	FS("reason", OPTIONAL, freeze.reason, PROTO_MAX_REASON),
+	FS("who", OPTIONAL, freeze.who, PROTO_MAX_REASON),
+	F("thaw", FK_BOOL, OPTIONAL, freeze.thaw),
+};
+
+static const struct field snap_begin_fields[] = {
+	F("id", FK_U64, REQUIRED, snap_begin.id),
+	F("frozen_ns", FK_U64, REQUIRED, snap_begin.frozen_ns),
+};
+
+static const struct field snap_end_fields[] = {
+	F("id", FK_U64, REQUIRED, snap_end.id),
+	F("pages", FK_U64, REQUIRED, snap_end.pages),
+	F("events", FK_U64, REQUIRED, snap_end.events),
+	F("lost", FK_U64, REQUIRED, snap_end.lost),
+	F("first_ns", FK_U64, REQUIRED, snap_end.first_ns),
+	F("last_ns", FK_U64, REQUIRED, snap_end.last_ns),
+};
+
+static const struct field froze_fields[] = {
+	FS("event", REQUIRED, froze.event, 2 * PROTO_MAX_EVENT_NAME + 1),
+	F("trace_ns", FK_U64, REQUIRED, froze.trace_ns),
+};
+
 /* msg_dec_fields() tracks the keys it has seen in a 32-bit mask. */
 _Static_assert(ARRAY_SIZE(hello_fields) <= 32, "too many fields");
 _Static_assert(ARRAY_SIZE(cpu_stats_fields) <= 32, "too many fields");
@@ -287,6 +316,21 @@ static int check_clock_measure(const struct proto_msg *m)
 	       TC_ERR_MSG_MALFORMED;
 }
 
+/* A snapshot id is never 0 (0 means "every snapshot" to queries). */
+static int check_freeze(const struct proto_msg *m)
+{
+	return m->freeze.id ? 0 : TC_ERR_MSG_MALFORMED;
+}
+
+/* MSG_SNAP_END: an id, and a window in order (times the sink can convert). */
+static int check_snap_end(const struct proto_msg *m)
+{
+	const struct proto_snap_end *e = &m->snap_end;
+
+	return e->id && e->first_ns <= e->last_ns && e->last_ns <= INT64_MAX ? 0 :
+	       TC_ERR_MSG_MALFORMED;
+}
+
 static const struct msg_desc msg_table[] = {
 	MSG(MSG_HELLO, "hello", hello_fields),
 	MSG(MSG_WELCOME, "welcome", welcome_fields),
@@ -309,6 +353,10 @@ static const struct msg_desc msg_table[] = {
 	MSGC(MSG_CLOCK_ECHO, "clock_echo", clock_echo_fields, check_clock_echo),
 	MSGC(MSG_CLOCK_MEASURE, "clock_measure", clock_measure_fields,
 	     check_clock_measure),
+	MSGC(MSG_FREEZE, "freeze", freeze_fields, check_freeze),
+	MSG(MSG_SNAP_BEGIN, "snap_begin", snap_begin_fields),
+	MSGC(MSG_SNAP_END, "snap_end", snap_end_fields, check_snap_end),
+	MSG(MSG_FROZE, "froze", froze_fields),
 };
 
 static const struct msg_desc *msg_desc_get(enum proto_msg_type type)

@@ -40,6 +40,8 @@
 #define PROTO_MAX_FILTER_ERROR	16384		/* FILTER_STATUS error */
 #define PROTO_MAX_FILTER	4096		/* filter text in FILTER (the
 						 * parser's FILTER_MAX_LEN) */
+#define PROTO_MAX_REASON	1024		/* FREEZE reason and who */
+#define PROTO_MAX_GROUP		255		/* HELLO group (--group) */
 
 enum proto_msg_type {
 	MSG_HELLO = 1,		/* agent: who I am */
@@ -61,6 +63,54 @@ enum proto_msg_type {
 	MSG_CLOCK_PROBE = 25,	/* collector: read your trace clock now */
 	MSG_CLOCK_ECHO = 26,	/* agent: the trace clock at a probe's receipt and answer */
 	MSG_CLOCK_MEASURE = 27,	/* collector-internal, journal only: a measurement */
+	MSG_FREEZE = 28,	/* collector: freeze your flight recorder, ship it
+				 * (also journaled by the collector: the record) */
+	MSG_SNAP_BEGIN = 29,	/* agent: the frozen buffer's pages follow */
+	MSG_SNAP_END = 30,	/* agent: they were all read: what they hold */
+	MSG_FROZE = 31,		/* agent: my --freeze-on trigger froze me */
+};
+
+/*
+ * The flight recorder (PROTOCOL.md, "Flight recorder"), only with an agent
+ * whose HELLO said "recorder": it ships no pages while armed. The
+ * collector sends MSG_FREEZE @id; the agent switches its instance's
+ * tracing off, sends MSG_SNAP_BEGIN @id, its whole buffer as ordinary
+ * pages, MSG_SNAP_END @id with what they held, and keeps tracing off until
+ * the collector's MSG_FREEZE @id with "thaw" (sent once every recorder of
+ * the snapshot ended it, or after a timeout), so that no host's next
+ * events fall inside another host's window of this snapshot. The collector journals the MSG_FREEZE it sends (in the agent's
+ * stream, before the agent's answer), so that the snapshot's record is
+ * replayed like the pages. An agent whose own trigger froze its instance
+ * sends MSG_FROZE; the collector freezes the agents of its group, and
+ * that agent too (its buffer is already frozen).
+ */
+struct proto_freeze {
+	uint64_t id;		/* the snapshot, >= 1 */
+	int64_t asked_ns;	/* the collector's realtime when it was asked */
+	char *reason;		/* why: the asker's words, or "trigger EVENT on HOST" */
+	char *who;		/* who asked (an identity, or the triggering host) */
+	bool thaw;		/* optional: not a freeze: snapshot @id is whole,
+				 * switch tracing on again */
+};
+
+struct proto_snap_begin {
+	uint64_t id;
+	uint64_t frozen_ns;	/* trace clock when tracing went off */
+};
+
+struct proto_snap_end {
+	uint64_t id;
+	uint64_t pages;		/* pages of the snapshot shipped */
+	uint64_t events;	/* events in them */
+	uint64_t lost;		/* events the kernel overwrote since the last
+				 * snapshot (its overrun, summed over CPUs) */
+	uint64_t first_ns;	/* trace clock of the first and last event */
+	uint64_t last_ns;	/* (both 0: the buffer held none) */
+};
+
+struct proto_froze {
+	char *event;		/* the trigger's event, "SYSTEM:NAME" */
+	uint64_t trace_ns;	/* trace clock of the event that froze it */
 };
 
 /*
@@ -119,6 +169,8 @@ struct proto_hello {
 	char *agent;		/* optional: the agent's program and version,
 				 * e.g. "traceagent 0.1.0" ("": not told) */
 	bool clock_probe;	/* optional: the agent answers MSG_CLOCK_PROBE */
+	bool recorder;		/* optional: a flight recorder, takes MSG_FREEZE */
+	char *group;		/* optional: its freeze group (--group; "": none) */
 };
 
 struct proto_welcome {
@@ -314,6 +366,10 @@ struct proto_msg {
 		struct proto_clock_probe clock_probe;
 		struct proto_clock_echo clock_echo;
 		struct proto_clock_measure clock_measure;
+		struct proto_freeze freeze;
+		struct proto_snap_begin snap_begin;
+		struct proto_snap_end snap_end;
+		struct proto_froze froze;
 	};
 };
 

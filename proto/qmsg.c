@@ -109,7 +109,8 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
 	unsigned n = 7 + (r->query != NULL) + (r->host != NULL) + (r->sync_ms != 0) +
 		     (r->after_type != 0) + r->from_end + r->to_end + r->reverse +
 		     (r->nhosts != 0) + (r->ncpus != 0) + (r->hist != NULL) +
-		     (r->sent != 0) + (r->nomit != 0);
+		     (r->sent != 0) + (r->nomit != 0) + (r->reason != NULL) +
+		     (r->snapshot_id != 0);
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
@@ -134,6 +135,8 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
 	pack_opt_uint(&pk, "sent", r->sent);
 	request_encode_more(&pk, r);
 	pack_opt_str(&pk, "hist", r->hist);
+	pack_opt_str(&pk, "reason", r->reason);
+	pack_opt_uint(&pk, "snapshot", r->snapshot_id);
 	return sbuf_move(&sb, out);
 }
 
@@ -240,6 +243,10 @@ static int request_field_more(struct qmsg_request *r, const msgpack_object *k,
 		return get_strs(v, QMSG_MAX_OMIT, &r->omit, &r->nomit);
 	if (proto_mp_str_is(k, "cpus"))
 		return get_cpus(v, r);
+	if (proto_mp_str_is(k, "reason"))
+		return take_str(v, &r->reason);
+	if (proto_mp_str_is(k, "snapshot"))
+		return proto_mp_u64(v, &r->snapshot_id);
 	return 0;	/* unknown keys are ignored */
 }
 
@@ -330,7 +337,8 @@ void qmsg_request_free(struct qmsg_request *r)
 	free(r->query);
 	free(r->host);
 	free(r->hist);
-	r->query = r->host = r->hist = NULL;
+	free(r->reason);
+	r->query = r->host = r->hist = r->reason = NULL;
 	r->hosts = r->omit = NULL;
 	r->cpus = NULL;
 	r->nhosts = r->ncpus = r->nomit = 0;

@@ -78,7 +78,11 @@
 	/* one host's pid -> tgid pairs, paged by pid */			\
 	X(TGIDS,	29,	"tgids",	QOPC_PLAIN)			\
 	/* rows in storage order from a cursor (--follow) */			\
-	X(TAIL,		30,	"tail",		QOPC_Q)
+	X(TAIL,		30,	"tail",		QOPC_Q)				\
+	/* freeze the flight recorders of the hosts asked (--snapshot) */	\
+	X(SNAPSHOT,	31,	"snapshot",	QOPC_PLAIN)			\
+	/* the snapshots taken: per host its window and loss (--snapshots) */	\
+	X(SNAPSHOTS,	32,	"snapshots",	QOPC_PLAIN)
 
 enum qmsg_op {
 #define QMSG_OP_ENUM(name, num, str, class) QOP_##name = num,
@@ -131,6 +135,10 @@ struct qmsg_request {
 				 * need; they are left out of the reply's columns
 				 * (nomit 0: every field is sent) */
 	uint32_t nomit;
+	char *reason;		/* snapshot: why (--reason); NULL: none given */
+	uint64_t snapshot_id;	/* snapshots: only this one; select, count, hist,
+				 * tail: only rows in its hosts' windows; 0:
+				 * every one / no such limit */
 };
 
 enum qmsg_kind { QV_NIL, QV_INT, QV_UINT, QV_STR, QV_BIN };

@@ -74,6 +74,7 @@ struct settings {
 	char *query_ca;			/* CA of query clients; NULL: ca */
 	struct qauth_scopes scopes;	/* scope = IDENTITY GLOBS: config file, then command line */
 	struct qauth_scopes imports;	/* import = IDENTITY [GLOBS] */
+	struct qauth_scopes snapshots;	/* snapshot = IDENTITY [GLOBS] */
 	char *metrics;			/* --metrics ADDR: /metrics, /healthz; NULL: none */
 	struct qauth_scopes metrics_rights;	/* metrics = cert:CN */
 	char scope_err[512];
@@ -174,6 +175,11 @@ static void usage(FILE *f)
 "                           identities as for --scope (repeatable). Without a\n"
 "                           line only root and this collector's uid may, over\n"
 "                           the ipc socket\n"
+"      --snapshot 'IDENTITY [GLOB[,GLOB...]]'\n"
+"                           who may freeze the flight recorders (traceq\n"
+"                           --snapshot) of which hosts (no globs: any), as\n"
+"                           --import (repeatable); without a line only root and\n"
+"                           this collector's uid may, over the ipc socket\n"
 "      --metrics [http://]HOST:PORT | https://HOST:PORT | cert:CN\n"
 "                           serve GET /metrics (Prometheus's text format: per\n"
 "                           host counters as traceq --stats and --drops count\n"
@@ -575,13 +581,16 @@ static int apply_host_limit(struct settings *s, const char *key, const char *val
 	return ret;
 }
 
-/* `import = IDENTITY [GLOB,...]`: a scope line of its own; no globs: every name. */
-static int import_right(struct settings *s, const char *value)
+/*
+ * `import = IDENTITY [GLOB,...]`, `snapshot = IDENTITY [GLOB,...]`: a right,
+ * a scope line of its own in @rights; no globs: every name.
+ */
+static int right_line(struct settings *s, struct qauth_scopes *rights, const char *value)
 {
 	char spec[1024];
 
 	snprintf(spec, sizeof(spec), "%s%s", value, strpbrk(value, " \t") ? "" : " *");
-	return qauth_scope_parse(&s->imports, spec, s->scope_err, sizeof(s->scope_err));
+	return qauth_scope_parse(rights, spec, s->scope_err, sizeof(s->scope_err));
 }
 
 /* The form a value of @key takes, for a message about a bad one; NULL: none here. */
@@ -664,7 +673,9 @@ static int apply_value(struct settings *s, const char *key, const char *value)
 	if (!strcmp(key, "scope"))
 		return qauth_scope_parse(&s->scopes, value, s->scope_err, sizeof(s->scope_err));
 	if (!strcmp(key, "import"))
-		return import_right(s, value);
+		return right_line(s, &s->imports, value);
+	if (!strcmp(key, "snapshot"))
+		return right_line(s, &s->snapshots, value);
 	if (!strcmp(key, "metrics")) {	/* a right (cert:CN), else an address */
 		int ret = metrics_right_parse(&s->metrics_rights, value, s->scope_err,
 					      sizeof(s->scope_err));
@@ -784,6 +795,7 @@ static void settings_free(struct settings *s)
 	free(s->query_group); free(s->query_tls); free(s->query_ca);
 	qauth_scopes_free(&s->scopes);
 	qauth_scopes_free(&s->imports);
+	qauth_scopes_free(&s->snapshots);
 	free(s->metrics);
 	qauth_scopes_free(&s->metrics_rights);
 	free(s->cert); free(s->key); free(s->ca); free(s->crl); free(s->ready_file);
@@ -1027,6 +1039,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "clock-tolerance", required_argument, NULL, 46 },
 		{ "collector-name", required_argument, NULL, 47 },
 		{ "collector-id", required_argument, NULL, 48 },
+		{ "snapshot", required_argument, NULL, 49 },
 		{ "config", required_argument, NULL, 'C' },
 		{ "foreground", no_argument, NULL, 'F' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -1058,7 +1071,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, SHORT_OPTS, longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 48) {
+		if (c >= 1 && c <= 49) {
 			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
 				return -1;
 		} else if (c == 'F' || c == 'f')
@@ -1086,6 +1099,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	s->query_opts.group = s->query_group;
 	s->query_opts.scopes = &s->scopes;
 	s->query_opts.import_rights = &s->imports;
+	s->query_opts.snapshot_rights = &s->snapshots;
 	return 0;
 }
 
@@ -1475,6 +1489,39 @@ static int make_parents(const char *path)
 	return ret;
 }
 
+/*
+ * Snapshots are numbered past the highest the store holds (one a journal
+ * replay has yet to store is not seen: its number may be taken again).
+ */
+static void snapshots_numbered(struct freezer *fz, const char *db)
+{
+	struct store_reader *rd;
+	uint64_t max = 0;
+
+	if (store_reader_open(db, &rd) < 0)
+		return;
+	if (store_snapshot_max(rd, &max) == 0)
+		freezer_first_id(fz, max + 1);
+	store_reader_close(rd);
+}
+
+/* traceq --snapshot, answered by the freezer on the loop (struct queryd_snapper). */
+static int snapshot_freeze(void *ctx, const struct queryd_freeze *f, uint64_t *id,
+			   unsigned *hosts, char *why, size_t len)
+{
+	const struct freeze_ask a = { .reason = f->reason, .who = f->who,
+				      .host_glob = f->host_glob, .all = f->all,
+				      .allow = f->allow, .nallow = f->nallow,
+				      .min_id = f->min_id };
+	struct freeze_answer out;
+	int ret = freezer_ask(ctx, &a, &out);
+
+	*id = out.id;
+	*hosts = out.hosts;
+	snprintf(why, len, "%s", out.why);
+	return ret;
+}
+
 /* The import ops of the query endpoint, answered by the importer (struct queryd_importer). */
 static int import_begin(void *ctx, const char *subject, struct proto_msg *hello, const void *raw,
 			size_t rawlen, uint64_t *id, char *err, size_t errlen)
@@ -1510,6 +1557,7 @@ struct parts {
 	struct lathist commit_lat, query_lat;	/* for --metrics */
 	struct importer *im;
 	struct queryd_importer imops;
+	struct queryd_snapper snapper;
 	struct notify *nt;
 	struct ingest_hooks hooks;
 	struct event *sigs[3];
@@ -1687,9 +1735,15 @@ static int start_ingest(struct parts *p, const struct ingest_opts *io)
 	importer_set_ingest(p->im, col->ing);
 	p->imops = (struct queryd_importer){ import_begin, import_msg, import_pages, import_end,
 					     p->im, IMPORTER_ID_BIT };
+	ret = freezer_new(col, col->base, &col->fz);
+	if (ret < 0)
+		return ret;
+	snapshots_numbered(col->fz, p->s->db);
+	p->snapper = (struct queryd_snapper){ snapshot_freeze, col->fz };
 	queryd_set_ingest(p->qd, &(struct queryd_ingest){ sync_received, sync_stored,
 							 sync_backlog, col, &p->imops,
-							 hosts_connected, sync_stalled });
+							 hosts_connected, sync_stalled,
+							 .snapper = &p->snapper });
 	return 0;
 }
 
@@ -1758,6 +1812,7 @@ static void teardown(struct parts *p)
 
 	metrics_stop(p->metrics);	/* first: it reads the endpoint, ingest and hosts */
 	importer_stop(p->im);	/* before the endpoint lets go of it: no call waits */
+	freezer_stop(col->fz);	/* the same */
 	if (p->qd)
 		queryd_set_ingest(p->qd, NULL);
 	conn_close_all(col);
@@ -1767,6 +1822,8 @@ static void teardown(struct parts *p)
 	queryd_stop(p->qd);
 	qtls_free(p->qtls);	/* after: the pool may have answered its connections till then */
 	importer_free(p->im);
+	freezer_free(col->fz);	/* after the connections (conn_close_all()) */
+	col->fz = NULL;
 	for (int i = 0; i < 3; i++)
 		if (p->sigs[i])
 			event_free(p->sigs[i]);

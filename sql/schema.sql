@@ -261,6 +261,15 @@
 -- the programs of the row's host announced at or before the row's ts (the
 -- one whose pid is the row's common_pid first, then the latest few) and
 -- the first symbol at or below the address that covers it.
+-- Snapshots (0017): a flight recorder's freeze (traceagent
+-- --flight-recorder, traceq --snapshot) is a snapshots row (who, why,
+-- when) and a snapshot_hosts row per host told to freeze, which its
+-- agent's MSG_SNAP_END fills in: pages, events, the events the kernel
+-- overwrote before the freeze, and the window its events span. The
+-- events themselves are rows like any others; a snapshot's are its hosts'
+-- rows in that window (an armed agent ships nothing else). The collector
+-- writes both rows from its journal's records, so a replay writes them
+-- again (INSERT OR IGNORE / an upsert: once each).
 -- User SQL views (traceq --sql; server/store/sqlite_sql.c): not tables of
 -- the file but TEMP views the query worker makes on its read-only
 -- connection for each --sql statement, and the only names that statement

@@ -131,7 +131,7 @@ static struct proto_msg sample(enum proto_msg_type type)
 			"9f0e-boot", "6.18.0-1-amd64", "x86-tsc", 64, 4096, 8,
 			true, { UINT64_MAX - 1, -1234567890123ll },
 			0x0123456789abcdefull, true, UINT64_MAX - 7, 1ull << 50, 2863311531u, 31,
-			"traceagent 0.1.0", true,
+			"traceagent 0.1.0", true, true, "group-a",
 		};
 		break;
 	case MSG_WELCOME:
@@ -207,6 +207,18 @@ static struct proto_msg sample(enum proto_msg_type type)
 	case MSG_CLOCK_MEASURE:
 		m.clock_measure = (struct proto_clock_measure){ INT64_MAX, INT64_MIN, 17, 8 };
 		break;
+	case MSG_FREEZE:
+		m.freeze = (struct proto_freeze){ UINT64_MAX, INT64_MIN, "by hand", "cert alice", true };
+		break;
+	case MSG_SNAP_BEGIN:
+		m.snap_begin = (struct proto_snap_begin){ 3, UINT64_MAX };
+		break;
+	case MSG_SNAP_END:
+		m.snap_end = (struct proto_snap_end){ 3, 1ull << 40, UINT64_MAX, 17, 5, INT64_MAX };
+		break;
+	case MSG_FROZE:
+		m.froze = (struct proto_froze){ "sched:sched_switch", UINT64_MAX };
+		break;
 	}
 	return m;
 }
@@ -233,6 +245,8 @@ static void hello_eq(const struct proto_hello *a, const struct proto_hello *b)
 	ck_assert_uint_eq(a->tsc_shift, b->tsc_shift);
 	ck_assert_str_eq(a->agent, b->agent);
 	ck_assert_int_eq(a->clock_probe, b->clock_probe);
+	ck_assert_int_eq(a->recorder, b->recorder);
+	ck_assert_str_eq(a->group, b->group);
 }
 
 static void cmdlines_eq(const struct proto_cmdlines *a,
@@ -378,6 +392,24 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 		ck_assert_int_eq(a->clock_measure.realtime_ns, b->clock_measure.realtime_ns);
 		ck_assert_uint_eq(a->clock_measure.uncertainty_ns, b->clock_measure.uncertainty_ns);
 		ck_assert_uint_eq(a->clock_measure.probes, b->clock_measure.probes);
+		break;
+	case MSG_FREEZE:
+		ck_assert_uint_eq(a->freeze.id, b->freeze.id);
+		ck_assert_int_eq(a->freeze.asked_ns, b->freeze.asked_ns);
+		ck_assert_str_eq(a->freeze.reason, b->freeze.reason);
+		ck_assert_str_eq(a->freeze.who, b->freeze.who);
+		ck_assert_int_eq(a->freeze.thaw, b->freeze.thaw);
+		break;
+	case MSG_SNAP_BEGIN:
+		ck_assert_uint_eq(a->snap_begin.id, b->snap_begin.id);
+		ck_assert_uint_eq(a->snap_begin.frozen_ns, b->snap_begin.frozen_ns);
+		break;
+	case MSG_SNAP_END:
+		ck_assert_mem_eq(&a->snap_end, &b->snap_end, sizeof(a->snap_end));
+		break;
+	case MSG_FROZE:
+		ck_assert_str_eq(a->froze.event, b->froze.event);
+		ck_assert_uint_eq(a->froze.trace_ns, b->froze.trace_ns);
 		break;
 	}
 }
@@ -1834,8 +1866,8 @@ static Suite *proto_suite(void)
 	tcase_add_loop_test(msg, test_msg_every_prefix, MSG_GROUP, MSG_GROUP + 1);
 	tcase_add_loop_test(msg, test_msg_round_trip, MSG_SYMBOLS, MSG_SYMBOLS + 1);
 	tcase_add_loop_test(msg, test_msg_round_trip, MSG_FILTER, MSG_FILTER_STATUS + 1);
-	tcase_add_loop_test(msg, test_msg_round_trip, MSG_CLOCK_PROBE, MSG_CLOCK_MEASURE + 1);
-	tcase_add_loop_test(msg, test_msg_every_prefix, MSG_CLOCK_PROBE, MSG_CLOCK_MEASURE + 1);
+	tcase_add_loop_test(msg, test_msg_round_trip, MSG_CLOCK_PROBE, MSG_FROZE + 1);
+	tcase_add_loop_test(msg, test_msg_every_prefix, MSG_CLOCK_PROBE, MSG_FROZE + 1);
 	tcase_add_tests_clock(msg);
 	tcase_add_loop_test(msg, test_msg_every_prefix, MSG_FILTER, MSG_FILTER_STATUS + 1);
 	tcase_add_loop_test(msg, test_msg_trailing_bytes, MSG_FILTER,

@@ -232,7 +232,7 @@ static bool answered(nng_socket s)
 static void start_endpoint(uint32_t sync_max_ms)
 {
 	struct queryd_ingest in = { hk_received, hk_wait_stored, hk_backlog, NULL, NULL, NULL,
-				    NULL };
+				    NULL, NULL };
 	struct queryd_opts o = { .threads = THREADS, .sync_max_ms = sync_max_ms };
 	char bound[128];
 

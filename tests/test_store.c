@@ -2472,7 +2472,8 @@ START_TEST(test_migrate_ts_index)
 				      "DROP TABLE printk_formats; DROP TABLE tgids; DROP TABLE comm_changes; "
 				      "DROP TABLE formats; DROP TABLE format_fields; "
 				      "DROP TABLE host_formats; DROP TABLE losses; DROP TABLE host_boots; "
-				      "DROP TABLE clock_points; DROP TABLE stacks; ALTER TABLE hosts DROP COLUMN clock_measured_ns; "
+				      "DROP TABLE clock_points; DROP TABLE stacks; DROP TABLE snapshot_hosts; DROP TABLE snapshots; "
+				      "ALTER TABLE hosts DROP COLUMN clock_measured_ns; "
 				      "ALTER TABLE hosts DROP COLUMN clock_uncertainty_ns; "
 				      "ALTER TABLE hosts DROP COLUMN clock_drift_ppb; "
 				      "ALTER TABLE hosts DROP COLUMN clock_disagree_ns; "
@@ -2500,7 +2501,7 @@ START_TEST(test_migrate_ts_index)
 	ck_assert_uint_eq(after->n, before->n);
 	ck_assert(memcmp(after->rowid, before->rowid, before->n * sizeof(before->rowid[0])) == 0);
 	db = raw_open();
-	TU_EQ(raw_int(db, "PRAGMA user_version", 0), 16);	/* and on to 0016 */
+	TU_EQ(raw_int(db, "PRAGMA user_version", 0), 17);	/* and on to 0017 */
 	sqlite3_close(db);
 	free(before);
 	free(after);

@@ -38,5 +38,8 @@ int mode_import_run(struct client *c, const struct traceq_opts *o);
 int mode_export_run(struct client *c, const struct traceq_opts *o);
 /* --serve [ADDR:]PORT: the page in a browser, until a signal (mode_serve.c). */
 int mode_serve_run(struct client *c, const struct traceq_opts *o);
+/* --snapshot (mode_snapshot.c), --snapshots (mode_snapshots.c) */
+int mode_snapshot_run(struct client *c, const struct traceq_opts *o);
+int mode_snapshots_run(struct client *c, const struct traceq_opts *o);
 
 #endif

@@ -96,4 +96,5 @@ void tq_select_apply(const struct tq_select *s, struct qmsg_request *req)
 	req->nhosts = s->nhosts > 1 ? s->nhosts : 0;
 	req->cpus = s->ncpus ? (uint32_t *)s->cpus : NULL;
 	req->ncpus = s->ncpus;
+	req->snapshot_id = s->snapshot_id;
 }

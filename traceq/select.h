@@ -19,6 +19,7 @@ struct tq_select {
 	uint32_t nhosts;
 	uint32_t cpus[QMSG_MAX_CPUS];
 	uint32_t ncpus;
+	uint64_t snapshot_id;		/* --snapshot-id: only its rows; 0: none */
 };
 
 /*

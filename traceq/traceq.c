@@ -42,6 +42,7 @@
 #include "traceq/client.h"
 #include "traceq/discover.h"
 #include "traceq/modes.h"
+#include "traceq/snapshot.h"
 #include "traceq/select.h"
 #include "traceq/traceq.h"
 #include "traceq/usage.h"
@@ -120,6 +121,10 @@ static const struct option longopts[] = {
 	{ "export", required_argument, NULL, 'X' },
 	{ "tracedat-version", required_argument, NULL, 'R' },
 	{ "serve", required_argument, NULL, 'w' },
+	{ "snapshot", no_argument, NULL, 'z' },
+	{ "snapshots", no_argument, NULL, 'Z' },
+	{ "reason", required_argument, NULL, 'y' },
+	{ "snapshot-id", required_argument, NULL, 'j' },
 	CLI_OPTIONS_END
 };
 
@@ -140,6 +145,8 @@ static bool parse_mode(int c, struct traceq_opts *o)
 	case 'I': o->modes |= TQ_M_IMPORT; o->import = optarg; break;
 	case 'X': o->modes |= TQ_M_EXPORT; o->export = optarg; break;
 	case 'w': o->modes |= TQ_M_SERVE; o->serve = optarg; break;
+	case 'z': o->modes |= TQ_M_SNAPSHOT; break;
+	case 'Z': o->modes |= TQ_M_SNAPSHOTS; break;
 	default: return false;
 	}
 	return true;
@@ -183,6 +190,12 @@ static int parse_option(int c, char **argv, struct traceq_opts *o)
 	case 'a': o->name = optarg; break;
 	case 'O': o->force = true; break;
 	case 'B': o->buffer = optarg; break;
+	case 'y': o->reason = optarg; break;
+	case 'j':
+		ret = parse_i64(optarg, "--snapshot-id", 1, INT64_MAX,
+				"a snapshot's id (traceq --snapshots)", &v);
+		o->snapshot_id = (uint64_t)v;
+		return ret;
 	case 'R':
 		if (strcmp(optarg, "6") && strcmp(optarg, "7")) {
 			fprintf(stderr, "traceq: --tracedat-version: expected 6 or 7, not '%s'\n",
@@ -237,6 +250,10 @@ static const struct conflict {
 	  "or --reverse" },
 	{ TQ_M_SERVE, 0, ~(unsigned)TQ_M_SERVE & ~TQ_X_REVERSE,
 	  "--serve takes no QUERY and goes with no other mode: the page asks for those" },
+	{ TQ_M_SNAPSHOT, 0, ~(unsigned)TQ_M_SNAPSHOT,
+	  "--snapshot takes no QUERY and goes with no other mode" },
+	{ TQ_M_SNAPSHOTS, 0, ~(unsigned)TQ_M_SNAPSHOTS & ~TQ_X_REVERSE,
+	  "--snapshots takes no QUERY and goes with no other mode" },
 };
 
 /*
@@ -248,7 +265,8 @@ static int take_query(int argc, char **argv, struct traceq_opts *o)
 {
 	unsigned given = o->modes | (o->sel.reverse ? TQ_X_REVERSE : 0) |
 			 (optind != argc ? TQ_X_ARGS : 0);
-	bool none = o->modes & (TQ_M_STATS | TQ_M_IMPORT | TQ_M_SERVE);
+	bool none = o->modes & (TQ_M_STATS | TQ_M_IMPORT | TQ_M_SERVE | TQ_M_SNAPSHOT |
+				TQ_M_SNAPSHOTS);
 	bool optional = o->modes & TQ_M_EXPORT;	/* without one: every stored event */
 
 	for (size_t i = 0; i < sizeof(conflicts) / sizeof(conflicts[0]); i++) {
@@ -331,6 +349,8 @@ static const struct mode {
 	unsigned option;	/* TQ_M_*; 0: always */
 	int (*run)(struct client *c, const struct traceq_opts *o);
 } modes[] = {
+	{ TQ_M_SNAPSHOT, mode_snapshot_run },
+	{ TQ_M_SNAPSHOTS, mode_snapshots_run },
 	{ TQ_M_SERVE, mode_serve_run },
 	{ TQ_M_IMPORT, mode_import_run },
 	{ TQ_M_EXPORT, mode_export_run },
@@ -385,12 +405,20 @@ int main(int argc, char **argv)
 	} else if (o.buffer && !o.import) {
 		fprintf(stderr, "traceq: --buffer names the instance of an --import FILE\n");
 		ret = 2;
+	} else if (o.reason && !(o.modes & TQ_M_SNAPSHOT)) {
+		fprintf(stderr, "traceq: --reason is a --snapshot's\n");
+		ret = 2;
 	} else if ((ret = client_open(&o, &c)) < 0) {
 		ret = ret == -2 ? 2 : 1;
 	} else {
-		ret = mode_of(&o)->run(c, &o);
+		/* --snapshot-id: the snapshot's hosts and window, for the modes that read events */
+		if (o.snapshot_id && !(o.modes & (TQ_M_SNAPSHOTS | TQ_M_SNAPSHOT)))
+			ret = tq_snapshot_narrow(c, &o);
+		if (ret == 0)
+			ret = mode_of(&o)->run(c, &o);
 		client_close(c);
 	}
+	tq_snapshot_free(&o);
 	query_free(&o.q);
 	return ret;
 }

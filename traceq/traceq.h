@@ -36,6 +36,8 @@ enum {
 	TQ_M_FOLLOW = 1u << 7,	/* --follow */
 	TQ_M_EXPORT = 1u << 8,	/* --export PATH */
 	TQ_M_SERVE = 1u << 9,	/* --serve [ADDR:]PORT */
+	TQ_M_SNAPSHOT = 1u << 10,	/* --snapshot */
+	TQ_M_SNAPSHOTS = 1u << 11,	/* --snapshots */
 };
 
 struct traceq_opts {
@@ -66,6 +68,11 @@ struct traceq_opts {
 	unsigned tracedat_version;	/* --tracedat-version 6|7; 0: 7 */
 	bool time_given;	/* --time was given (--export's default follows the hosts) */
 	const char *serve;	/* --serve [ADDR:]PORT (traceq/mode_serve.c) */
+	const char *reason;	/* --reason TEXT, for --snapshot */
+	uint64_t snapshot_id;	/* --snapshot-id N (snapshot.h); 0: none */
+	/* what --snapshot-id's hosts in sel.hosts point to (snapshot.c's) */
+	char *snap_names[QMSG_MAX_HOSTS], *snap_globs[QMSG_MAX_HOSTS];
+	uint32_t snap_nhosts;
 };
 
 #endif

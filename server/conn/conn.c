@@ -71,6 +71,7 @@
 #include "proto/tls.h"
 #include "server/conn/clockprobe.h"
 #include "server/conn/conn.h"
+#include "server/conn/freeze.h"
 #include "server/ingest/ingest.h"
 
 /*
@@ -175,6 +176,8 @@ struct conn {
 	bool clock_probe;	/* the agent answers MSG_CLOCK_PROBE */
 	struct clockprobe probe;	/* its clock measured (clockprobe.h) */
 	struct event *probe_timer;	/* the next burst */
+	bool recorder;		/* a flight recorder: takes MSG_FREEZE */
+	char *group;		/* its freeze group; NULL: none */
 };
 
 static void conn_input_release(struct conn *c);
@@ -261,6 +264,7 @@ static void conn_free(struct conn *c)
 	livehosts_del(col->live, c->live_id);
 	cpuslots_free(&c->cpus);
 	free(c->host);
+	free(c->group);
 	free(c);
 	conn_trim_later(col);
 }
@@ -477,6 +481,9 @@ static int on_hello(struct conn *c, struct proto_msg *m, const uint8_t *raw, siz
 	c->session = h->session != 0;	/* agents that announce one want ACKs */
 	c->pushdown = h->pushdown;
 	c->clock_probe = h->clock_probe;
+	c->recorder = h->recorder;
+	if (h->group && h->group[0] && !(c->group = strdup(h->group)))
+		return -ENOMEM;
 	ret = ingest_sink_new(c->col->ing, c->id, c->subject, &c->sink);
 	if (ret < 0)
 		return ret;
@@ -634,6 +641,52 @@ static int probe_go(struct conn *c)
 	return ret;
 }
 
+int conn_recorders(struct collector *col,
+		   int (*fn)(void *ctx, struct conn *c, const char *host, const char *group),
+		   void *ctx)
+{
+	int ret = 0;
+
+	for (struct conn *c = col->conns; c && ret == 0; c = c->next)
+		if (c->state == CONN_STREAM && c->recorder)
+			ret = fn(ctx, c, c->host, c->group);
+	return ret;
+}
+
+int conn_freeze(struct conn *c, const struct proto_freeze *f)
+{
+	struct proto_msg m = { .type = MSG_FREEZE, .freeze = *f }, own;
+	struct proto_buf b;
+	int ret;
+
+	proto_buf_init(&b);
+	ret = proto_msg_encode(&m, &b);
+	/* the record first (the worker takes a decoded copy it owns), then the agent's answer */
+	if (ret == 0)
+		ret = proto_msg_decode(b.data + FRAME_HDR_SIZE, b.len - FRAME_HDR_SIZE, &own);
+	if (ret == 0)
+		ret = ingest_push_msg(c->col->ing, c->sink, &own, b.data + FRAME_HDR_SIZE,
+				      b.len - FRAME_HDR_SIZE);
+	if (ret == 0 && bufferevent_write(c->bev, b.data, b.len) < 0)
+		ret = -ENOMEM;
+	proto_buf_free(&b);
+	if (ret < 0)
+		conn_fail(c, ret, "freeze");
+	return ret;
+}
+
+int conn_thaw(struct conn *c, uint64_t id)
+{
+	struct proto_msg m = { .type = MSG_FREEZE,
+			       .freeze = { .id = id, .reason = (char *)"", .who = (char *)"",
+					   .thaw = true } };
+	int ret = conn_send(c, &m);
+
+	if (ret < 0)
+		conn_fail(c, ret, "thaw");
+	return ret;
+}
+
 /* MSG_CLOCK_ECHO: one round trip; a late or impossible one is ignored. */
 static int probe_echo(struct conn *c, const struct proto_clock_echo *e)
 {
@@ -725,6 +778,21 @@ static int conn_on_msg(struct conn *c, const uint8_t *payload, size_t len)
 		ret = ingest_push_msg(c->col->ing, c->sink, &m, payload, len);
 		break;
 	case MSG_BYE: ret = on_bye(c, &m, payload, len); break;
+	case MSG_SNAP_BEGIN:	/* only from a flight recorder */
+	case MSG_SNAP_END: {
+		uint64_t id = m.type == MSG_SNAP_END ? m.snap_end.id : 0;
+
+		ret = c->recorder ? ingest_push_msg(c->col->ing, c->sink, &m, payload, len) :
+		      TC_ERR_PROTO_STATE;
+		if (ret == 0 && id)	/* the snapshot may be whole: thaw its recorders */
+			freezer_ended(c->col->fz, id);
+		break;
+	}
+	case MSG_FROZE:		/* its trigger fired: freeze its group */
+		ret = c->recorder ? 0 : TC_ERR_PROTO_STATE;
+		if (ret == 0)
+			freezer_froze(c->col->fz, c, c->host, c->group, &m.froze);
+		break;
 	case MSG_CLOCK_ECHO:	/* only an answer to our MSG_CLOCK_PROBE */
 		ret = c->clock_probe ? probe_echo(c, &m.clock_echo) : TC_ERR_PROTO_STATE;
 		break;

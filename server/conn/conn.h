@@ -3,8 +3,9 @@
  * (conn.c): the public header of server/conn/, the connection layer.
  * Outside the room nothing else of it is included; it brings in the
  * parts the daemon builds and hands to the connections: per-host limits
- * (hostlimit.h), which names a certificate may send (hostmap.h) and the
- * hosts connected now (livehosts.h).
+ * (hostlimit.h), the flight recorders' freezes (freeze.h), which names a
+ * certificate may send (hostmap.h) and the hosts connected now
+ * (livehosts.h).
  *
  * Threads: the event loop runs connections and TLS (conn.c); one ingest
  * worker (ingest.h) owns the store and does all decoding, filtering and
@@ -21,6 +22,7 @@
 #include <event2/listener.h>
 #include <openssl/ssl.h>
 
+#include "server/conn/freeze.h"
 #include "server/conn/hostlimit.h"
 #include "server/conn/hostmap.h"
 #include "server/conn/livehosts.h"
@@ -68,8 +70,10 @@ struct collector_refusal {
 #define COLLECTOR_REFUSAL_SOURCES	64
 
 struct conn_linger;
+struct freezer;
 struct hostmap;
 struct livehosts;
+struct proto_freeze;
 
 struct collector {
 	struct event_base *base;
@@ -95,6 +99,7 @@ struct collector {
 	struct conn_linger *lingers;	/* refused sockets read a moment more (conn.c) */
 	unsigned nlingers;
 	struct event *trim;		/* malloc_trim() after connections close */
+	struct freezer *fz;		/* flight-recorder freezes (freeze.h); NULL: none */
 };
 
 /* collector_limits_default - the defaults above. */
@@ -125,6 +130,31 @@ void conn_accept(struct collector *col, int fd, const struct sockaddr *peer, int
  * commit, resuming paused reads), for ingest_start(); @col is their arg.
  */
 void conn_ingest_hooks(struct collector *col, struct ingest_hooks *out);
+
+/*
+ * conn_recorders - call @fn for each agent connection past HELLO whose
+ * agent is a flight recorder (HELLO "recorder"), with its host name and
+ * group (NULL: none); a nonzero return from @fn stops and is returned.
+ * Event loop.
+ */
+int conn_recorders(struct collector *col,
+		   int (*fn)(void *ctx, struct conn *c, const char *host, const char *group),
+		   void *ctx);
+
+/*
+ * conn_freeze - tell @c's agent to freeze for snapshot @f: the message is
+ * journaled in its stream first (the sink stores the snapshot's record
+ * from it), then sent. A failure fails the connection. Event loop.
+ * Return: 0; -ENOMEM; -errno from the journal.
+ */
+int conn_freeze(struct conn *c, const struct proto_freeze *f);
+
+/*
+ * conn_thaw - tell @c's agent that snapshot @id is whole (a MSG_FREEZE
+ * with "thaw"; not journaled): a recorder holding it switches tracing on
+ * again. A failure fails the connection. Event loop. Return: 0; -ENOMEM.
+ */
+int conn_thaw(struct conn *c, uint64_t id);
 
 /* conn_close_all - end every agent connection (at shutdown). */
 void conn_close_all(struct collector *col);

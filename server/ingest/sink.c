@@ -773,6 +773,56 @@ static int sink_measure(struct sink *s, const struct sink_env *env,
 	return store_clock_point(env->store, s->host_id, &p);
 }
 
+/* ---- flight-recorder snapshots ---- */
+
+/* A trace-clock time of the host's kernel pages as its events are stored. */
+static int64_t sink_kernel_wall_ns(struct sink *s, uint64_t ts)
+{
+	return sink_wall_ns(s, s->tsc ? ring_clock_to_ns(&s->tsc_conv, ts) : ts);
+}
+
+/*
+ * MSG_FREEZE (journaled by conn.c when it told this host to freeze, never
+ * from a peer): the snapshot's record and this host's part in it.
+ */
+static int sink_freeze(struct sink *s, const struct sink_env *env,
+		       const struct proto_freeze *f)
+{
+	const struct store_snapshot sn = { .id = f->id, .asked_ns = f->asked_ns,
+					   .reason = f->reason, .who = f->who,
+					   .host_id = s->host_id };
+
+	return store_snapshot_asked(env->store, &sn);
+}
+
+/* MSG_SNAP_BEGIN and MSG_SNAP_END: the agent's account of its frozen buffer. */
+static int sink_snap(struct sink *s, const struct sink_env *env, const struct proto_msg *m)
+{
+	const struct proto_snap_end *e = &m->snap_end;
+	struct store_snapshot sn;
+	char h[LOG_ESC_LEN];
+
+	if (m->type == MSG_SNAP_BEGIN) {
+		log_info("host %s: snapshot %llu: frozen, its buffer follows",
+			 sink_host(s, h, sizeof(h)), (unsigned long long)m->snap_begin.id);
+		return 0;
+	}
+	sn = (struct store_snapshot){ .id = e->id, .host_id = s->host_id, .done = true,
+				      .pages = e->pages, .events = e->events, .lost = e->lost,
+				      .window = e->events != 0 };
+	if (sn.window) {
+		sn.first_ts = sink_kernel_wall_ns(s, e->first_ns);
+		sn.last_ts = sink_kernel_wall_ns(s, e->last_ns);
+		sn.first_trace = e->first_ns;
+		sn.last_trace = e->last_ns;
+	}
+	log_info("host %s: snapshot %llu: %llu pages, %llu events, %llu lost before it",
+		 sink_host(s, h, sizeof(h)), (unsigned long long)e->id,
+		 (unsigned long long)e->pages, (unsigned long long)e->events,
+		 (unsigned long long)e->lost);
+	return store_snapshot_done(env->store, &sn);
+}
+
 /* ---- messages ---- */
 
 static int sink_hello(struct sink *s, const struct sink_env *env, struct proto_hello *h,
@@ -1165,6 +1215,11 @@ int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
 		return sink_measure(s, env, &m->clock_measure);
 	case MSG_CPU_STATS:
 		return store_cpu_stats(env->store, s->host_id, &m->cpu_stats);
+	case MSG_FREEZE:
+		return sink_freeze(s, env, &m->freeze);
+	case MSG_SNAP_BEGIN:
+	case MSG_SNAP_END:
+		return sink_snap(s, env, m);
 	case MSG_BYE:
 		*commit = true;
 		reply->kind = SINK_REPLY_DONE;

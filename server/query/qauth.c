@@ -263,3 +263,39 @@ const char *qauth_who_str(const struct qauth_who *who, char *buf, size_t len)
 	}
 	return buf;
 }
+
+/* ---- rights (import, snapshot) ---- */
+
+int qauth_right_of(const struct qauth_scopes *rights, const char *key, const char *verb,
+		   const struct qauth_who *who, bool *all, const char **globs, size_t max,
+		   size_t *n, char *why, size_t len)
+{
+	char w[QAUTH_NAME_MAX * 4 + 64];
+	int ret;
+
+	*all = false;
+	*n = 0;
+	if (who->kind == QAUTH_UID && (who->uid == 0 || who->uid == (uint64_t)getuid())) {
+		*all = true;
+		return 1;
+	}
+	if (who->kind == QAUTH_TCP) {
+		snprintf(why, len, "a plain tcp client may not %s: ask over the collector's "
+			 "ipc socket or its TLS query port, which say who asks", verb);
+		return 0;
+	}
+	ret = rights ? qauth_scope_of(rights, who, all, globs, max, n) : 0;
+	if (ret == 0 && !*all && *n)
+		return 1;
+	qauth_who_str(who, w, sizeof(w));
+	if (ret < 0)
+		snprintf(why, len, "%.200s: its %s rights could not be resolved (%s)", w, key,
+			 tc_strerror(ret));
+	else
+		snprintf(why, len, "%.200s may not %s: no `%s` line of the collector's "
+			 "configuration names it (only root and the collector's own user may "
+			 "without one)", w, verb, key);
+	*all = false;
+	*n = 0;
+	return 0;
+}

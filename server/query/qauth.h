@@ -93,6 +93,21 @@ void qauth_scopes_free(struct qauth_scopes *sc);
 int qauth_scope_of(const struct qauth_scopes *sc, const struct qauth_who *who, bool *all,
 		   const char **globs, size_t max, size_t *n);
 
+/*
+ * qauth_right_of - what the right lines @rights (`KEY = IDENTITY [GLOBS]`:
+ * import, snapshot; parsed by qauth_scope_parse(), no globs being "*")
+ * give @who. Root and the collector's own uid over ipc hold every right
+ * (*@all); a plain tcp client (no identity) none; any other identity the
+ * globs of the lines that name it (pointers into @rights, at most @max).
+ * @key is the lines' key and @verb what the right lets one do ("import",
+ * "take snapshots"), for the sentence in @why.
+ * Return: 1 and *@all or the globs in @globs, *@n; 0 refused, @why says
+ * why (no line names it, no identity, its lines could not be resolved).
+ */
+int qauth_right_of(const struct qauth_scopes *rights, const char *key, const char *verb,
+		   const struct qauth_who *who, bool *all, const char **globs, size_t max,
+		   size_t *n, char *why, size_t len);
+
 /* qauth_who_str - "uid 65534 (nobody)", "cert alice", "tcp loopback" into @buf. */
 const char *qauth_who_str(const struct qauth_who *who, char *buf, size_t len);
 

@@ -77,6 +77,7 @@
 #include "server/query/queryd.h"
 #include "server/query/queryd_ahead.h"
 #include "server/query/queryd_boots.h"
+#include "server/query/queryd_snap.h"
 #include "server/query/queryd_disc.h"
 #include "server/query/queryd_fair.h"
 #include "server/query/queryd_hist.h"
@@ -453,6 +454,19 @@ static int run_boots(struct qworker *wk, const struct qmsg_request *r,
 		return ret;
 	*rows = qmsg_reply_rows(w);
 	return reply_end(wk->qd, w, pg.more, pg.last_ts, pg.last_id, 0, out);
+}
+
+/* Snapshots (op 32): queryd_snap.c builds the page. */
+static int run_snapshots(struct qworker *wk, const struct qmsg_request *r,
+			 const struct store_query *hosts, struct proto_buf *out, uint64_t *rows)
+{
+	struct qmsg_writer *w = NULL;
+	int ret = qsnap_list(wk->store, r, hosts, &w);
+
+	if (ret < 0)
+		return ret;
+	*rows = qmsg_reply_rows(w);
+	return reply_end(wk->qd, w, false, 0, 0, 0, out);
 }
 
 static int tgid_row(void *ctx, int32_t pid, int32_t tgid)
@@ -903,6 +917,16 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 		ret = run_tgids(wk, r, hosts.scope, out, &rows);
 	else if (r->op == QOP_LOSSES || r->op == QOP_HEADERS)
 		ret = run_boots(wk, r, &hosts, out, &rows);
+	else if (r->op == QOP_SNAPSHOTS)
+		ret = run_snapshots(wk, r, &hosts, out, &rows);
+	else if (r->op == QOP_SNAPSHOT) {
+		struct queryd_ingest in = ingest_get(wk->qd);
+
+		qsnap_freeze(in.snapper, wk->store, wk->qd->o.snapshot_rights, r, who, out,
+			     result, sizeof(result));
+		ingest_put(wk->qd);
+		ret = 0;	/* its reply, success or refusal, is written */
+	}
 	else if (r->op == QOP_SQL)
 		ret = run_sql(wk, r, hosts.scope, out, &rows, result, sizeof(result));
 	else if (r->op >= QOP_HOSTS && r->op <= QOP_FIELDS) {
@@ -940,8 +964,8 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 		snprintf(result, sizeof(result), "failed: %.500s", why);
 		out->len = 0;
 		reply_store_error(wk->qd, why, out);
-	} else if (r->op == QOP_SQL) {
-		/* run_sql() said what came of it */
+	} else if (r->op == QOP_SQL || r->op == QOP_SNAPSHOT) {
+		/* run_sql(), qsnap_freeze() said what came of it */
 	} else if (ret > 0) {
 		snprintf(result, sizeof(result), "refused (an error in the query)");
 	} else {

@@ -59,6 +59,7 @@ struct queryd_opts {
 	/* who sees which hosts (NULL: no rules); until queryd_stop() or queryd_set_scopes() */
 	const struct qauth_scopes *scopes;
 	const struct qauth_scopes *import_rights;	/* `import` lines (queryd_import.c) */
+	const struct qauth_scopes *snapshot_rights;	/* `snapshot` lines (queryd_snap.c) */
 	struct lathist *latency;	/* each request, arrival to reply (NULL: not kept) */
 };
 
@@ -99,6 +100,33 @@ struct queryd_importer {
 	uint64_t id_bits;	/* bits the importer sets in every id, left out of log lines */
 };
 
+/*
+ * struct queryd_snapper - traceq --snapshot as the collector's freezer
+ * answers it (server/conn/freeze.h, whose freezer_ask() @freeze calls
+ * with @ctx): the recorders whose names match @f->host_glob (NULL: any)
+ * and the right (@f->all, or @f->allow), told to freeze as snapshot *@id
+ * (at least @f->min_id), *@hosts of them. Return: 0; -EACCES (a recorder
+ * the glob selects is outside the right), -ENOENT (none selected), ...,
+ * with a sentence in @why.
+ */
+#define QUERYD_FREEZE_WHY	512
+
+struct queryd_freeze {
+	const char *reason;		/* NULL: none */
+	const char *who;		/* the asker, as qauth_who_str() says it */
+	const char *host_glob;
+	bool all;
+	const char *const *allow;
+	size_t nallow;
+	uint64_t min_id;
+};
+
+struct queryd_snapper {
+	int (*freeze)(void *ctx, const struct queryd_freeze *f, uint64_t *id, unsigned *hosts,
+		      char *why, size_t len);
+	void *ctx;
+};
+
 struct queryd_ingest {
 	/* a mark of what has been received so far, taken as a request arrives */
 	uint64_t (*received)(void *arg);
@@ -112,6 +140,7 @@ struct queryd_ingest {
 	bool (*connected)(void *arg, uint64_t host_id);
 	/* since when storing is held up (0: it is not) and why; NULL: never */
 	void (*stalled)(void *arg, int64_t *since_ns, char *why, size_t len);
+	const struct queryd_snapper *snapper;	/* snapshots; NULL: none */
 };
 
 /*

@@ -51,31 +51,18 @@ static bool may_import(const struct qauth_scopes *rights, const struct qauth_who
 	char w[QAUTH_NAME_MAX * 4 + 64];
 	bool all = false;
 	size_t n = 0;
-	int ret;
 
-	if (who->kind == QAUTH_UID && (who->uid == 0 || who->uid == (uint64_t)getuid()))
-		return true;
-	if (who->kind == QAUTH_TCP) {
-		snprintf(why, len, "importing needs an identity: ask over the collector's ipc "
-			 "socket or its TLS query port, not plain tcp");
+	if (qauth_right_of(rights, "import", "import", who, &all, globs, RIGHT_GLOBS, &n,
+			   why, len) <= 0)
 		return false;
-	}
-	ret = rights ? qauth_scope_of(rights, who, &all, globs, RIGHT_GLOBS, &n) : 0;
-	if (ret == 0 && !all)
-		for (size_t i = 0; i < n; i++)
-			if (fnmatch(globs[i], host, 0) == 0)
-				return true;
+	if (all)
+		return true;
+	for (size_t i = 0; i < n; i++)
+		if (fnmatch(globs[i], host, 0) == 0)
+			return true;
 	qauth_who_str(who, w, sizeof(w));
-	if (ret < 0)
-		snprintf(why, len, "%.200s: its import rights could not be resolved (%s)", w,
-			 tc_strerror(ret));
-	else if (all || n == 0)
-		snprintf(why, len, "%.200s may not import: no `import` line of the collector's "
-			 "configuration names it (only root and the collector's own user may "
-			 "without one)", w);
-	else
-		snprintf(why, len, "%.200s may not import under host name '%.200s': its `import` "
-			 "lines allow other names", w, host);
+	snprintf(why, len, "%.200s may not import under host name '%.200s': its `import` "
+		 "lines allow other names", w, host);
 	return false;
 }
 

@@ -123,6 +123,8 @@ struct qsel {
 	size_t n;
 	struct store_window win;
 	struct store_scope hosts;	/* the request's host list */
+	struct store_hostspan *spans;	/* a snapshot's hosts and windows; NULL: none */
+	size_t nspans;
 	struct store_reader *st;		/* during a select: for symbol names */
 	bool merging;			/* the merge's buffers and cursors are set */
 	size_t room;			/* all buffers' chunks (fill_size()) */
@@ -621,7 +623,52 @@ static void set_refs(struct qsel *c, const struct qmsg_request *r,
 		q->cpus = r->cpus;
 		q->ncpus = r->ncpus;
 		q->win = r->from_ts || r->to_ts || r->from_end || r->to_end ? &c->win : NULL;
+		q->spans = c->spans;
+		q->nspans = c->nspans;
 	}
+}
+
+#define QSEL_SPANS_MAX	4096	/* hosts of one snapshot a query reads */
+/*
+ * A snapshot's host is read by its events' trace_ts, exact; the wall-clock
+ * window only finds them through the time index, so it is this much wider
+ * (a clock measurement may move the wall-clock times the end was given).
+ */
+#define QSEL_SPAN_SLACK_NS	1000000000LL
+
+static int span_add(void *ctx, const struct store_snapshot *sn)
+{
+	struct qsel *c = ctx;
+
+	if (!sn->window)
+		return 0;	/* asked, not done, or it held no event */
+	if (c->nspans == QSEL_SPANS_MAX)
+		return TC_ERR_TOO_LONG;
+	c->spans[c->nspans++] = (struct store_hostspan){
+		.host_id = sn->host_id, .trace_from = sn->first_trace, .trace_to = sn->last_trace,
+		.from_ts = sn->first_ts > INT64_MIN + QSEL_SPAN_SLACK_NS ?
+			   sn->first_ts - QSEL_SPAN_SLACK_NS : INT64_MIN,
+		.to_ts = sn->last_ts < INT64_MAX - QSEL_SPAN_SLACK_NS ?
+			 sn->last_ts + QSEL_SPAN_SLACK_NS : INT64_MAX };
+	return 0;
+}
+
+/*
+ * The request's "snapshot": its hosts (within @scope) and their windows,
+ * the only rows the query reads; a snapshot unknown or without a window
+ * reads none.
+ */
+static int load_spans(struct store_reader *st, struct qsel *c, const struct qmsg_request *r,
+		      const struct store_scope *scope)
+{
+	const struct store_query q = { .scope = scope };
+
+	if (!r->snapshot_id)
+		return 0;
+	c->spans = calloc(QSEL_SPANS_MAX, sizeof(*c->spans));
+	if (!c->spans)
+		return -ENOMEM;
+	return store_snapshots(st, &q, r->snapshot_id, span_add, c);
 }
 
 static void set_queries(struct qsel *c, const struct qmsg_request *r,
@@ -778,6 +825,8 @@ int qsel_compile(struct store_reader *st, const struct qmsg_request *r,
 		ret = drop_unseen(st, c, r, scope);
 	if (ret == 0)
 		ret = bind_all(c, reply);
+	if (ret == 0 && (ret = load_spans(st, c, r, scope)) > 0)
+		ret = -EIO;	/* (span_add() returns no positive value) */
 	if (ret == 0) {
 		set_queries(c, r, scope);
 		ret = set_skips(c, r) ?: resolve_end(st, c, r);
@@ -798,6 +847,7 @@ void qsel_free(struct qsel *c)
 		type_free(&c->t[i]);
 	free(c->t);
 	free(c->active);
+	free(c->spans);
 	query_free(&c->q);
 	free(c);
 }

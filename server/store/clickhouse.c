@@ -20,6 +20,7 @@
 #include "server/store/clickhouse.h"
 #include "server/store/clickhouse_boots.h"
 #include "server/store/clickhouse_fleet.h"
+#include "server/store/clickhouse_snapshots.h"
 #include "server/store/clickhouse_hist.h"
 #include "server/store/clickhouse_http.h"
 #include "server/store/clickhouse_meta.h"
@@ -365,6 +366,7 @@ static void ch_init(void)
 	ch_sql_reader_ops(&ch_reader_ops);
 	ch_boots_ops(&ch_writer_ops, &ch_reader_ops);
 	ch_fleet_writer_ops(&ch_writer_ops);
+	ch_snapshots_ops(&ch_writer_ops, &ch_reader_ops);
 	ch_symbols_reader_ops(&ch_reader_ops);
 }
 

@@ -147,6 +147,23 @@ static int ch_query_conds(struct ch_store *s, const struct store_query *q,
 		ch_sql_raw(in, " AND _tc_fmt = ");
 		ch_sql_i64(in, q->fmt);
 	}
+	if (q->spans) {	/* a snapshot's hosts and windows: numbers only */
+		ch_sql_raw(in, " AND (0");
+		for (size_t i = 0; i < q->nspans; i++) {
+			ch_sql_raw(in, " OR (host_id = ");
+			ch_sql_u64(in, q->spans[i].host_id);
+			ch_sql_raw(in, " AND ts BETWEEN ");
+			ch_sql_i64(in, q->spans[i].from_ts);
+			ch_sql_raw(in, " AND ");
+			ch_sql_i64(in, q->spans[i].to_ts);
+			ch_sql_raw(in, " AND trace_ts BETWEEN ");
+			ch_sql_u64(in, q->spans[i].trace_from);
+			ch_sql_raw(in, " AND ");
+			ch_sql_u64(in, q->spans[i].trace_to);
+			ch_sql_raw(in, ")");
+		}
+		ch_sql_raw(in, ")");
+	}
 	ch_sql_raw(in, extra ? extra : "");
 	return ret;
 }

@@ -27,6 +27,7 @@
  *   sqlite_sql.c     the user SQL surface (store_sql())          (reader)
  *   sqlite_hist.c    histograms (store_hist())                   (reader)
  *   sqlite_tail.c    rows in storage order (store_tail())        (reader)
+ *   sqlite_snapshots.c flight-recorder snapshots, per host      (both)
  *   sqlite_hosts.c   hosts, per-CPU counters, marks, comms and tgids,
  *                    drop counters                               (both)
  *   sqlite_printk.c  the kernel's printk_formats per host and boot (both)
@@ -73,6 +74,7 @@
 #include "server/store/sqlite_file.h"
 #include "server/store/sqlite_hist.h"
 #include "server/store/sqlite_hosts.h"
+#include "server/store/sqlite_snapshots.h"
 #include "server/store/sqlite_import.h"
 #include "server/store/sqlite_index.h"
 #include "server/store/sqlite_printk.h"
@@ -240,6 +242,7 @@ static void sq_init(void)
 	sq_printk_ops(w, r);
 	sq_boots_ops(w, r);
 	sq_hosts_ops(w, r);
+	sq_snapshots_ops(w, r);
 	sq_tail_ops(r);
 	sq_hist_ops(r);
 	sq_sql_ops(r);

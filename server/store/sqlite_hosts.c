@@ -453,8 +453,7 @@ static int sq_dropped(struct store_writer *w, uint64_t host_id, const char *syst
 	return sq_writer_enter(s) ?: sq_drop_add(s, host_id, system, name, reason, n);
 }
 
-/* @head, the hosts' conditions on @col that @q makes, @tail: prepared and bound. */
-static int sq_prepare_hosts(struct sq_store *s, const char *head, const char *tail,
+int sq_prepare_hosts(struct sq_store *s, const char *head, const char *tail,
 			    const struct store_query *q, const char *col, sqlite3_stmt **st)
 {
 	char *cond = calloc(1, sq_hosts_len(q) + 1);
@@ -570,7 +569,7 @@ static int sq_drops(struct store_reader *r, const struct store_query *q,
 	return ret;
 }
 
-static const char *sq_text(sqlite3_stmt *st, int i)
+const char *sq_text(sqlite3_stmt *st, int i)
 {
 	return (const char *)sqlite3_column_text(st, i);
 }

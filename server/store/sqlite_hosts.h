@@ -19,6 +19,16 @@ int sq_host_freed(struct sq_store *s, uint64_t host_id, uint64_t rows);
 int sq_drop_add(struct sq_store *s, uint64_t host_id, const char *system, const char *name,
 		const char *reason, uint64_t n);
 
+/*
+ * sq_prepare_hosts - @head, the hosts' conditions on column @col that @q
+ * makes (its host globs and scope; NULL: none), @tail: prepared on @s and
+ * bound. Return: 0; TC_ERR_DB; -ENOMEM.
+ */
+int sq_prepare_hosts(struct sq_store *s, const char *head, const char *tail,
+		     const struct store_query *q, const char *col, sqlite3_stmt **st);
+/* sq_text - text column @i of @st's row (NULL for NULL). */
+const char *sq_text(sqlite3_stmt *st, int i);
+
 /* sq_hosts_ops - this part's ops into the tables (sqlite.c). */
 void sq_hosts_ops(struct store_writer_ops *w, struct store_reader_ops *r);
 

@@ -649,6 +649,18 @@ static void sq_cpus_cond(char *out, const struct store_query *q)
 	strcpy(out, ")");
 }
 
+/* Append @q's spans (a snapshot's hosts and windows), 80 bytes each and 16 more. */
+static void sq_spans_cond(char *out, const struct store_query *q)
+{
+	if (!q->spans)
+		return;
+	out += sprintf(out, " AND (0");
+	for (size_t i = 0; i < q->nspans; i++)
+		out += sprintf(out, " OR (host_id = ? AND ts BETWEEN ? AND ?"
+			       " AND trace_ts BETWEEN ? AND ?)");
+	strcpy(out, ")");
+}
+
 /*
  * @q's filter and host as WHERE text and values into @w (free it with
  * sq_where_free(), also after a failure). A `FIELD == value` at the top of
@@ -662,9 +674,10 @@ int sq_where_of(const struct store_query *q, struct sq_where *w)
 	if (ret < 0)
 		return ret;
 	n = w->sql.nbinds;
-	len = (w->sql.where ? strlen(w->sql.where) : 0) + 240 + sq_hosts_len(q) + 2 * q->ncpus;
+	len = (w->sql.where ? strlen(w->sql.where) : 0) + 240 + sq_hosts_len(q) + 2 * q->ncpus +
+	      80 * q->nspans;
 	w->b = calloc(n + 2 + (q->scope ? q->scope->n : 0) + (q->hosts ? q->hosts->n : 0) +
-		      q->ncpus, sizeof(*w->b));
+		      q->ncpus + 5 * q->nspans, sizeof(*w->b));
 	w->text = malloc(len);
 	if (!w->b || !w->text)
 		return -ENOMEM;
@@ -689,6 +702,16 @@ int sq_where_of(const struct store_query *q, struct sq_where *w)
 		snprintf(w->text + strlen(w->text), 32, " AND _tc_fmt = %lld", (long long)q->fmt);
 	for (size_t i = 0; i < q->ncpus; i++)
 		w->b[n++] = (struct sq_bind){ .kind = STORE_SIGNED, .i = q->cpus[i] };
+	sq_spans_cond(w->text + strlen(w->text), q);
+	for (size_t i = 0; q->spans && i < q->nspans; i++) {
+		w->b[n++] = (struct sq_bind){ .kind = STORE_SIGNED, .i = (int64_t)q->spans[i].host_id };
+		w->b[n++] = (struct sq_bind){ .kind = STORE_SIGNED, .i = q->spans[i].from_ts };
+		w->b[n++] = (struct sq_bind){ .kind = STORE_SIGNED, .i = q->spans[i].to_ts };
+		w->b[n++] = (struct sq_bind){ .kind = STORE_SIGNED,
+					      .i = (int64_t)q->spans[i].trace_from };
+		w->b[n++] = (struct sq_bind){ .kind = STORE_SIGNED,
+					      .i = (int64_t)q->spans[i].trace_to };
+	}
 	w->nb = n;
 	return 0;
 }

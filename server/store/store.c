@@ -281,6 +281,14 @@ int store_hosts(struct store_reader *r, const struct store_query *q,
 	return r->ops->hosts(r, q, fn, ctx);
 }
 
+int store_snapshots(struct store_reader *r, const struct store_query *q, uint64_t id,
+		    int (*fn)(void *ctx, const struct store_snapshot *sn), void *ctx)
+{
+	if (!r || !fn || (q && (store_scope_ok(q->scope) < 0 || store_scope_ok(q->hosts) < 0)))
+		return -EINVAL;
+	return r->ops->snapshots(r, q, id, fn, ctx);
+}
+
 int store_drops(struct store_reader *r, const struct store_query *q,
 		int (*fn)(void *ctx, const char *host, const char *system, const char *name,
 			  const char *reason, uint64_t count),

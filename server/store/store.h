@@ -318,6 +318,30 @@ static inline int store_cpu_received(struct store_writer *w, uint64_t host_id, u
 	return w->ops->cpu_received(w, host_id, cpu, pages, events, bytes);
 }
 
+/*
+ * store_snapshot_asked - record that host @sn->host_id was told to freeze
+ * for snapshot @sn->id (asked_ns, reason, who): the snapshot's row once,
+ * the host's row once (a replay adds nothing). Return: 0; TC_ERR_DB.
+ */
+static inline int store_snapshot_asked(struct store_writer *w, const struct store_snapshot *sn)
+{
+	if (!sn || !sn->id)
+		return -EINVAL;
+	return w->ops->snapshot_asked(w, sn);
+}
+
+/*
+ * store_snapshot_done - what host @sn->host_id shipped of snapshot @sn->id
+ * (pages, events, lost, the window): its row, made if it was not asked
+ * here (a collector that restarted between). Return: 0; TC_ERR_DB.
+ */
+static inline int store_snapshot_done(struct store_writer *w, const struct store_snapshot *sn)
+{
+	if (!sn || !sn->id)
+		return -EINVAL;
+	return w->ops->snapshot_done(w, sn);
+}
+
 /* store_cpu_stats - set the agent-reported counters of one CPU. */
 static inline int store_cpu_stats(struct store_writer *w, uint64_t host_id,
 				  const struct proto_cpu_stats *st)
@@ -743,6 +767,27 @@ int store_stats(struct store_reader *r, const struct store_query *q,
  */
 int store_hosts(struct store_reader *r, const struct store_query *q,
 		int (*fn)(void *ctx, const struct store_host_info *h), void *ctx);
+
+/*
+ * store_snapshots - the flight-recorder snapshots (`traceq --snapshots`):
+ * calls @fn per (snapshot, host) of snapshot @id (0: every one), of the
+ * hosts @q allows (its host globs and scope, as store_stats()), by id
+ * then host name. A nonzero return from @fn stops and is returned.
+ * Return: 0; TC_ERR_DB; -EINVAL; or @fn's return.
+ */
+int store_snapshots(struct store_reader *r, const struct store_query *q, uint64_t id,
+		    int (*fn)(void *ctx, const struct store_snapshot *sn), void *ctx);
+
+/*
+ * store_snapshot_max - the highest snapshot id stored (0: none), so that
+ * a collector numbers new ones past it. Return: 0; TC_ERR_DB.
+ */
+static inline int store_snapshot_max(struct store_reader *r, uint64_t *id)
+{
+	if (!id)
+		return -EINVAL;
+	return r->ops->snapshot_max(r, id);
+}
 
 /*
  * store_drops - the drop counters, for `traceq --drops`: calls @fn per

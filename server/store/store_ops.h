@@ -198,6 +198,9 @@ struct store_writer_ops {
 	 */
 	int (*losses_put)(struct store_writer *w, uint64_t host_id, const char *boot_id,
 			  const struct store_loss *l, size_t n);
+	/* snapshots: a host told to freeze (once however often), what it shipped */
+	int (*snapshot_asked)(struct store_writer *w, const struct store_snapshot *sn);
+	int (*snapshot_done)(struct store_writer *w, const struct store_snapshot *sn);
 	/*
 	 * boot: a host's boot as HELLO and HEADER_PAGE describe it
 	 * (trace.dat's headers): kept per (host, boot), each field that is
@@ -260,6 +263,10 @@ struct store_reader_ops {
 		     void *ctx);
 	int (*hosts)(struct store_reader *r, const struct store_query *q,
 		     int (*fn)(void *ctx, const struct store_host_info *h), void *ctx);
+	/* snapshots: rows of snapshot @id (0: all) of the hosts q allows, by id, host */
+	int (*snapshots)(struct store_reader *r, const struct store_query *q, uint64_t id,
+			 int (*fn)(void *ctx, const struct store_snapshot *sn), void *ctx);
+	int (*snapshot_max)(struct store_reader *r, uint64_t *id);
 	/* size: the bytes the store's data takes (store_size()); NULL: not known */
 	int (*size)(struct store_reader *r, uint64_t *bytes);
 	/*

@@ -346,6 +346,12 @@ struct store_query {
 	/* only rows of these CPUs (@ncpus 0: every CPU) */
 	const uint32_t *cpus;
 	size_t ncpus;
+	/*
+	 * and (NULL: all) only rows inside one of these (host, time) spans: a
+	 * flight-recorder snapshot's hosts and their windows (@nspans 0: no row)
+	 */
+	const struct store_hostspan *spans;
+	size_t nspans;
 	/* only rows stored with this format (store_fmt.id); 0: any */
 	int64_t fmt;
 	/*
@@ -402,6 +408,37 @@ struct store_host_info {
 	const char *collector;		/* the collector it is connected to, from a
 					 * shared store's live set (store_live_hosts());
 					 * NULL: none, or a store of one collector */
+};
+
+/*
+ * A host's rows with trace_ts in [trace_from, trace_to] and ts in
+ * [from_ts, to_ts] (struct store_query's spans: the trace clock is exact,
+ * the wall clock, a little wider, finds them through the time index).
+ */
+struct store_hostspan {
+	uint64_t host_id;
+	int64_t from_ts, to_ts;
+	uint64_t trace_from, trace_to;
+};
+
+/*
+ * One host of a flight-recorder snapshot (the snapshots and snapshot_hosts
+ * tables): store_snapshot_asked() writes the snapshot and the host as
+ * asked (done false), store_snapshot_done() what the host's buffer held;
+ * store_snapshots() reads them back with its name.
+ */
+struct store_snapshot {
+	uint64_t id;			/* >= 1 */
+	int64_t asked_ns;		/* the collector's realtime when asked */
+	const char *reason;		/* the asker's words or the trigger */
+	const char *who;		/* an identity or the triggering host */
+	uint64_t host_id;
+	const char *host;		/* store_snapshots(): its name */
+	bool done;			/* the host said what it shipped */
+	uint64_t pages, events, lost;	/* what it shipped; events overwritten before */
+	bool window;			/* first_ts, last_ts hold its events' span */
+	int64_t first_ts, last_ts;	/* wall clock ns, as its events are stored */
+	uint64_t first_trace, last_trace;	/* the same as their trace_ts */
 };
 
 /*

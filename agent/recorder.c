@@ -1,0 +1,304 @@
+/*
+ * recorder.c - the agent's flight recorder (see recorder.h).
+ *
+ * While armed nobody reads the instance's buffer (reading trace_pipe_raw
+ * consumes it), so in overwrite mode the kernel keeps the newest pages and
+ * counts what it overwrote (per_cpu/cpuN/stats, overrun). A freeze
+ * switches tracing off, the pump reads every page left (reader_drain())
+ * and this module notes what they hold: the trace-clock time of the first
+ * and last event (the snapshot's window, which the collector turns into
+ * wall-clock time as it does for the events), pages and events.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <tracefs.h>
+
+/* the agent's lines, wherever in the agent they come from */
+#define LOG_PREFIX "agent"
+#include "agent/hostinfo.h"
+#include "agent/reader.h"
+#include "agent/recorder.h"
+#include "agent/stacks.h"
+#include "agent/tracing.h"
+#include "common/log.h"
+#include "common/page.h"
+#include "common/tc_error.h"
+#include "common/util.h"
+
+struct recorder {
+	struct recorder_conf c;
+	struct tracing *t;		/* borrowed */
+	struct stacks *trig;		/* --freeze-on's traceoff triggers */
+	uint64_t asked[RECORDER_ASKED_MAX];	/* FREEZE ids, oldest first */
+	unsigned nasked;
+	uint64_t dropped;		/* FREEZEs past RECORDER_ASKED_MAX */
+	uint64_t base_overrun;		/* the kernel's overrun at the last thaw */
+	/* the snapshot being read */
+	uint64_t id, pages, events, first_ns, last_ns;
+	/* the placeholder watch */
+	int64_t next_poll;		/* util_now_ms() of the next tracing_on read */
+	int64_t froze_ms;		/* frozen by the trigger then, FROZE sent; 0: not */
+	int on_fd;			/* the instance's tracing_on, for the placeholder watch */
+	uint64_t held;			/* the snapshot ended and not thawed; 0: none */
+	int64_t held_ms;		/* util_now_ms() when it ended */
+	uint64_t polls, snapshots;
+	struct proto_snap_end kept[RECORDER_KEEP];	/* the last SNAP_ENDs, a ring */
+	char event[2 * PROTO_MAX_EVENT_NAME + 2];	/* the trigger's event, for FROZE */
+};
+
+/* The kernel's overrun summed over the instance's CPUs. */
+static uint64_t recorder_overrun(struct recorder *r)
+{
+	struct tracing_cpu_stats st;
+	uint64_t sum = 0;
+
+	for (int cpu = 0; cpu < tracing_ncpus(r->t); cpu++)
+		if (tracing_cpu_stats(r->t, cpu, &st) == 0)
+			sum += st.overrun;
+	return sum;
+}
+
+static int recorder_overwrite(struct recorder *r, char *err, size_t errlen)
+{
+	struct tracefs_instance *inst = tracing_instance(r->t);
+
+	errno = 0;
+	if (tracefs_instance_file_write(inst, "options/overwrite", "1") >= 0)
+		return 0;
+	tc_seterr(err, errlen, "tracefs instance %s: cannot set options/overwrite: %s",
+		  tracing_name(r->t), errno ? strerror(errno) : "refused");
+	return errno ? -errno : TC_ERR_TRACEFS;
+}
+
+int recorder_new(const struct recorder_conf *c, struct tracing *t, struct recorder **out,
+		 char *err, size_t errlen)
+{
+	struct recorder *r = calloc(1, sizeof(*r));
+	char *path;
+	int ret;
+
+	if (!r)
+		return -ENOMEM;
+	r->c = *c;
+	r->t = t;
+	r->on_fd = -1;
+	ret = recorder_overwrite(r, err, errlen);
+	if (ret == 0 && c->freeze_on)
+		ret = stacks_triggers(t, "traceoff", "--freeze-on", c->freeze_on, &r->trig, err,
+				      errlen);
+	if (ret < 0) {
+		recorder_free(r);
+		return ret;
+	}
+	if (c->freeze_on) {	/* "trigger EVENT": the spec's selector as given */
+		snprintf(r->event, sizeof(r->event), "%.*s", (int)strcspn(c->freeze_on, " \t"),
+			 c->freeze_on);
+		path = tracefs_instance_get_file(tracing_instance(t), "tracing_on");
+		r->on_fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+		tracefs_put_tracing_file(path);
+	}
+	r->base_overrun = recorder_overrun(r);
+	*out = r;
+	return 0;
+}
+
+void recorder_free(struct recorder *r)
+{
+	if (!r)
+		return;
+	stacks_stop(r->t, r->trig);
+	if (r->on_fd >= 0)
+		close(r->on_fd);
+	free(r);
+}
+
+/* Tracing on again: the snapshot held is whole (or waited long enough). */
+static void recorder_rearm(struct recorder *r)
+{
+	int ret = tracing_start(r->t);
+
+	if (ret < 0)
+		log_warn("flight recorder: cannot switch tracing on again: %s", tc_strerror(ret));
+	r->held = 0;
+}
+
+void recorder_asked(struct recorder *r, const struct proto_freeze *f)
+{
+	uint64_t id = f->id;
+
+	if (f->thaw) {
+		if (r->held == id)
+			recorder_rearm(r);
+		return;
+	}
+	if (r->nasked == RECORDER_ASKED_MAX) {
+		if (!r->dropped++)
+			log_warn("flight recorder: more than %d freezes wait: the later ones are "
+				 "dropped", RECORDER_ASKED_MAX);
+		return;
+	}
+	r->asked[r->nasked++] = id;
+}
+
+bool recorder_due(const struct recorder *r)
+{
+	return r->nasked != 0;
+}
+
+int recorder_freeze(struct recorder *r, struct proto_snap_begin *b)
+{
+	int ret = tracing_stop(r->t);
+
+	r->id = r->asked[0];
+	memmove(r->asked, r->asked + 1, --r->nasked * sizeof(r->asked[0]));
+	r->pages = r->events = r->first_ns = r->last_ns = 0;
+	r->froze_ms = 0;	/* the trigger's freeze is being shipped */
+	r->held = 0;		/* a snapshot held before is superseded */
+	*b = (struct proto_snap_begin){ .id = r->id, .frozen_ns = hostinfo_trace_now(NULL) };
+	return ret;
+}
+
+/*
+ * The trace-clock times of the first and last event of @n bytes of
+ * records at @data, the page's time @ts before them; false: none.
+ */
+static bool recorder_span(const uint8_t *data, size_t n, uint64_t ts, uint32_t page_size,
+			  uint64_t *first, uint64_t *last)
+{
+	struct page_layout l = page_layout_host(page_size);
+	struct page_record rec;
+	struct page_iter it;
+	bool any = false;
+
+	page_iter_raw(&it, &l, data, n, ts);
+	while (page_next_record(&it, &rec) == 1) {
+		if (!page_record_is_data(&rec))
+			continue;
+		if (!any)
+			*first = rec.ts;
+		*last = rec.ts;
+		any = true;
+	}
+	return any;
+}
+
+void recorder_page(struct recorder *r, const struct reader_page *pg, uint32_t page_size)
+{
+	struct page_layout l = page_layout_host(page_size);
+	uint64_t first = 0, last = 0;
+	struct page_info pi;
+	bool any;
+
+	r->pages++;
+	r->events += pg->events;
+	if (pg->head_len >= PAGE_TS_SIZE) {	/* mmap: the header apart from the records */
+		uint64_t ts;
+
+		memcpy(&ts, pg->head, sizeof(ts));
+		any = recorder_span(pg->data, pg->len, ts, page_size, &first, &last);
+	} else if (page_check(&l, pg->data, pg->len, &pi) == 0) {
+		any = recorder_span(pi.data, pi.size, pi.ts, page_size, &first, &last);
+	} else {
+		any = false;	/* the collector says what is wrong with it */
+	}
+	if (!any)
+		return;
+	if (!r->first_ns || first < r->first_ns)
+		r->first_ns = first;
+	if (last > r->last_ns)
+		r->last_ns = last;
+}
+
+void recorder_end(struct recorder *r, struct proto_snap_end *e)
+{
+	uint64_t overrun = recorder_overrun(r);
+	*e = (struct proto_snap_end){ .id = r->id, .pages = r->pages, .events = r->events,
+				      .lost = overrun - r->base_overrun,
+				      .first_ns = r->events ? r->first_ns : 0,
+				      .last_ns = r->events ? r->last_ns : 0 };
+	if (e->first_ns > e->last_ns)	/* pages of several CPUs: never out of order */
+		e->first_ns = e->last_ns;
+	r->base_overrun = overrun;
+	r->kept[r->snapshots++ % RECORDER_KEEP] = *e;
+	log_info("flight recorder: snapshot %llu shipped: %llu pages, %llu events, %llu "
+		 "overwritten before it", (unsigned long long)r->id, (unsigned long long)r->pages,
+		 (unsigned long long)r->events, (unsigned long long)e->lost);
+	r->held = r->id;
+	r->held_ms = util_now_ms();
+}
+
+/* Whether the instance's tracing_on reads 1 (one pread of a file kept open; an error: yes). */
+static bool recorder_tracing_on(struct recorder *r)
+{
+	char c = '1';
+
+	if (r->on_fd >= 0 && pread(r->on_fd, &c, 1, 0) != 1)
+		c = '1';
+	return r->on_fd < 0 ? tracefs_trace_is_on(tracing_instance(r->t)) != 0 : c != '0';
+}
+
+int recorder_frozen_poll(struct recorder *r, int64_t now_ms, struct proto_froze *f)
+{
+	if (r->held && !r->nasked && now_ms - r->held_ms >= RECORDER_THAW_WAIT_MS) {
+		log_warn("flight recorder: snapshot %llu was not thawed within %d ms: armed again",
+			 (unsigned long long)r->held, RECORDER_THAW_WAIT_MS);
+		recorder_rearm(r);
+	}
+	if (!r->c.freeze_on || now_ms < r->next_poll || r->held)
+		return 0;
+	r->next_poll = now_ms + RECORDER_POLL_MS;
+	if (r->froze_ms) {	/* FROZE sent: the collector's FREEZE ships it */
+		if (now_ms - r->froze_ms >= RECORDER_FROZE_WAIT_MS && !r->nasked) {
+			log_warn("flight recorder: frozen by its trigger, but no freeze came "
+				 "within %d ms: armed again", RECORDER_FROZE_WAIT_MS);
+			r->froze_ms = 0;
+			tracing_start(r->t);
+		}
+		return 0;
+	}
+	/* PLACEHOLDER (recorder.h): the freezewatch module replaces this read */
+	r->polls++;
+	if (r->nasked || recorder_tracing_on(r))
+		return 0;
+	r->froze_ms = now_ms;
+	*f = (struct proto_froze){ .event = r->event, .trace_ns = hostinfo_trace_now(NULL) };
+	log_info("flight recorder: its trigger (%s) froze the instance", r->event);
+	return 1;
+}
+
+int recorder_wait_ms(const struct recorder *r, int64_t now_ms)
+{
+	int64_t t = -1;
+
+	if (r->held)
+		t = r->held_ms + RECORDER_THAW_WAIT_MS - now_ms;
+	if (r->c.freeze_on && !r->held && (t < 0 || r->next_poll - now_ms < t))
+		t = r->next_poll - now_ms;
+	if (!r->held && !r->c.freeze_on)
+		return -1;
+	return t < 0 ? 0 : (int)t;
+}
+
+int recorder_replay(const struct recorder *r, int (*fn)(void *arg, const struct proto_snap_end *e),
+		    void *arg)
+{
+	uint64_t first = r->snapshots > RECORDER_KEEP ? r->snapshots - RECORDER_KEEP : 0;
+	int ret = 0;
+
+	for (uint64_t i = first; ret == 0 && i < r->snapshots; i++)
+		ret = fn(arg, &r->kept[i % RECORDER_KEEP]);
+	return ret;
+}
+
+void recorder_stats(const struct recorder *r, uint64_t *snapshots, uint64_t *polls)
+{
+	*snapshots = r->snapshots;
+	*polls = r->polls;
+}

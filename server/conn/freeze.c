@@ -1,0 +1,433 @@
+/*
+ * freeze.c - flight-recorder snapshots on the collector's side (see
+ * freeze.h).
+ *
+ * A query worker's ask becomes a struct fz_call on a queue under fz->lock;
+ * an eventfd wakes the loop, which runs the queued calls in order and marks
+ * each done (a condition variable wakes its caller), as the importer does
+ * (server/ingest/importer.c). Calls live on their callers' stacks: every
+ * queued call is done before freezer_stop() returns.
+ */
+#include "config.h"
+
+#define LOG_PREFIX "snapshot"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sys/eventfd.h>
+
+#include "common/log.h"
+#include "common/tc_error.h"
+#include "common/util.h"
+#include "proto/msg.h"
+#include "server/conn/conn.h"
+#include "server/conn/freeze.h"
+
+#define FREEZE_GROUPS	256	/* groups whose last trigger freeze is remembered */
+
+struct fz_call {
+	const struct freeze_ask *a;
+	struct freeze_answer *out;
+	int ret;
+	bool done;
+	struct fz_call *next;
+};
+
+/* A group's last trigger freeze (the rate limit). */
+struct fz_group {
+	char name[PROTO_MAX_GROUP + 1];
+	int64_t last_ms;		/* util_now_ms() of its last freeze; 0: none */
+	int64_t said_ms;		/* a refusal was last logged then */
+};
+
+/* A snapshot whose recorders have not all ended it yet. */
+struct fz_pending {
+	struct freezer *fz;
+	uint64_t id;			/* 0: a free slot */
+	unsigned asked, ended;
+	struct event *timer;		/* FREEZE_THAW_MS after the freeze */
+};
+
+struct freezer {
+	struct collector *col;
+	int efd;
+	struct event *ev;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct fz_call *head, **tail;
+	bool stopping;
+	uint64_t next_id;		/* loop only */
+	struct fz_group groups[FREEZE_GROUPS];	/* loop only */
+	unsigned ngroups, group_next;
+	uint64_t refused;
+	struct event_base *base;
+	struct fz_pending pending[FREEZE_PENDING];	/* loop only */
+};
+
+static int64_t fz_realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- which recorders ---- */
+
+/* A pass over the recorders: count what an ask selects, or freeze them. */
+struct fz_pass {
+	const struct freeze_ask *a;	/* by hand; NULL: by group */
+	const char *group;
+	const struct proto_freeze *f;	/* NULL: count only */
+	unsigned selected;
+	unsigned outside;		/* matched the glob, not the right */
+	char first_outside[PROTO_MAX_HOST + 1];
+};
+
+static bool fz_allowed(const struct freeze_ask *a, const char *host)
+{
+	if (a->all)
+		return true;
+	for (size_t i = 0; i < a->nallow; i++)
+		if (fnmatch(a->allow[i], host, 0) == 0)
+			return true;
+	return false;
+}
+
+static int fz_visit(void *ctx, struct conn *c, const char *host, const char *group)
+{
+	struct fz_pass *p = ctx;
+
+	if (p->a) {
+		if (p->a->host_glob && fnmatch(p->a->host_glob, host, 0) != 0)
+			return 0;
+		if (!fz_allowed(p->a, host)) {
+			if (!p->outside++)
+				snprintf(p->first_outside, sizeof(p->first_outside), "%s", host);
+			return 0;
+		}
+	} else if (!group || strcmp(group, p->group)) {
+		return 0;
+	}
+	p->selected++;
+	if (p->f)
+		conn_freeze(c, p->f);	/* a failure fails (and logs) that connection */
+	return 0;
+}
+
+static int fz_thaw_visit(void *ctx, struct conn *c, const char *host, const char *group)
+{
+	(void)host;
+	(void)group;
+	conn_thaw(c, *(const uint64_t *)ctx);	/* a failure fails (and logs) that connection */
+	return 0;
+}
+
+/* Snapshot @p is whole, or waited long enough: every recorder may thaw it. */
+static void fz_thaw(struct fz_pending *p)
+{
+	uint64_t id = p->id;
+
+	if (p->ended < p->asked)
+		log_info("snapshot %llu: %u of %u recorders ended it within %d ms: thawed",
+			 (unsigned long long)id, p->ended, p->asked, FREEZE_THAW_MS);
+	evtimer_del(p->timer);
+	p->id = 0;
+	conn_recorders(p->fz->col, fz_thaw_visit, &id);
+}
+
+static void fz_thaw_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	fz_thaw(arg);
+}
+
+/*
+ * Wait for the @n recorders told to freeze for @id; with no slot free,
+ * they thaw by themselves (the agents' own timeout).
+ */
+static void fz_pending_add(struct freezer *fz, uint64_t id, unsigned n)
+{
+	struct timeval tv = { FREEZE_THAW_MS / 1000, (FREEZE_THAW_MS % 1000) * 1000 };
+
+	for (unsigned i = 0; i < FREEZE_PENDING; i++) {
+		struct fz_pending *p = &fz->pending[i];
+
+		if (p->id)
+			continue;
+		if (!p->timer && !(p->timer = evtimer_new(fz->base, fz_thaw_cb, p)))
+			return;
+		*p = (struct fz_pending){ .fz = fz, .id = id, .asked = n, .timer = p->timer };
+		evtimer_add(p->timer, &tv);
+		return;
+	}
+}
+
+void freezer_ended(struct freezer *fz, uint64_t id)
+{
+	for (unsigned i = 0; fz && i < FREEZE_PENDING; i++) {
+		struct fz_pending *p = &fz->pending[i];
+
+		if (p->id == id && ++p->ended >= p->asked) {
+			fz_thaw(p);
+			return;
+		}
+	}
+}
+
+/*
+ * The next snapshot's id, at least @min: the collector's realtime in ms,
+ * or past the last id if that is later. A restarted collector thus never
+ * takes an id its journal's replay has yet to store, without asking the
+ * store from the loop.
+ */
+static uint64_t fz_id(struct freezer *fz, uint64_t min)
+{
+	uint64_t id = fz->next_id > min ? fz->next_id : min;
+	uint64_t now = (uint64_t)(fz_realtime_ns() / 1000000);
+
+	if (now > id)
+		id = now;
+	if (id == 0)
+		id = 1;
+	fz->next_id = id + 1;
+	return id;
+}
+
+/* An ask, on the loop. */
+static int fz_run(struct freezer *fz, const struct freeze_ask *a, struct freeze_answer *out)
+{
+	struct fz_pass p = { .a = a };
+	struct proto_freeze f;
+	char e[LOG_ESC_LEN];
+
+	conn_recorders(fz->col, fz_visit, &p);
+	if (p.outside && a->host_glob) {
+		snprintf(out->why, sizeof(out->why), "%.200s may not freeze host '%.200s': "
+			 "outside its `snapshot` right", a->who,
+			 log_escape(p.first_outside, e, sizeof(e)));
+		return -EACCES;
+	}
+	if (!p.selected) {
+		snprintf(out->why, sizeof(out->why), "no connected flight recorder (traceagent "
+			 "--flight-recorder) %s%.200s%s", a->host_glob ? "matches '" : "is within "
+			 "the right", a->host_glob ? log_escape(a->host_glob, e, sizeof(e)) : "",
+			 a->host_glob ? "' within the right" : "");
+		return -ENOENT;
+	}
+	f = (struct proto_freeze){ .id = fz_id(fz, a->min_id), .asked_ns = fz_realtime_ns(),
+				   .reason = (char *)(a->reason ? a->reason : ""),
+				   .who = (char *)a->who };
+	p = (struct fz_pass){ .a = a, .f = &f };
+	conn_recorders(fz->col, fz_visit, &p);
+	out->id = f.id;
+	out->hosts = p.selected;
+	fz_pending_add(fz, f.id, p.selected);
+	log_info("snapshot %llu: %u flight recorders told to freeze, asked by %s",
+		 (unsigned long long)f.id, p.selected, log_escape(a->who, e, sizeof(e)));
+	return 0;
+}
+
+/* ---- freezes by a trigger ---- */
+
+/* Group @name's rate-limit slot (a new one replaces the oldest kept). */
+static struct fz_group *fz_group(struct freezer *fz, const char *name)
+{
+	struct fz_group *g;
+
+	for (unsigned i = 0; i < fz->ngroups; i++)
+		if (!strcmp(fz->groups[i].name, name))
+			return &fz->groups[i];
+	if (fz->ngroups < FREEZE_GROUPS)
+		g = &fz->groups[fz->ngroups++];
+	else
+		g = &fz->groups[fz->group_next++ % FREEZE_GROUPS];
+	*g = (struct fz_group){ 0 };
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	return g;
+}
+
+/* Whether group @group may freeze now (else counted refused, logged once a period). */
+static bool fz_group_may(struct freezer *fz, const char *host, const char *group)
+{
+	struct fz_group *g = fz_group(fz, group);
+	int64_t now = util_now_ms();
+	char e[2][LOG_ESC_LEN];
+
+	if (!g->last_ms || now - g->last_ms >= FREEZE_GROUP_MS) {
+		g->last_ms = now;
+		return true;
+	}
+	fz->refused++;
+	if (!g->said_ms || now - g->said_ms >= FREEZE_GROUP_MS) {
+		log_warn("host %s: a trigger freeze of group %s refused: the group froze less "
+			 "than %d s ago (%llu refused so far)", log_escape(host, e[0], sizeof(e[0])),
+			 log_escape(group, e[1], sizeof(e[1])), FREEZE_GROUP_MS / 1000,
+			 (unsigned long long)fz->refused);
+		g->said_ms = now;
+	}
+	return false;
+}
+
+void freezer_froze(struct freezer *fz, struct conn *c, const char *host, const char *group,
+		   const struct proto_froze *fr)
+{
+	char reason[PROTO_MAX_REASON], who[PROTO_MAX_REASON], e[3][LOG_ESC_LEN];
+	struct proto_freeze f;
+	struct fz_pass p;
+
+	if (!fz || (group && !fz_group_may(fz, host, group)))
+		return;
+	snprintf(reason, sizeof(reason), "trigger %.300s on %.300s", fr->event, host);
+	snprintf(who, sizeof(who), "host %.300s", host);
+	f = (struct proto_freeze){ .id = fz_id(fz, 0), .asked_ns = fz_realtime_ns(),
+				   .reason = reason, .who = who };
+	if (!group) {	/* no group: only itself */
+		if (conn_freeze(c, &f) == 0)
+			fz_pending_add(fz, f.id, 1);
+		return;
+	}
+	p = (struct fz_pass){ .group = group, .f = &f };
+	conn_recorders(fz->col, fz_visit, &p);
+	fz_pending_add(fz, f.id, p.selected);
+	log_info("snapshot %llu: %s froze (trigger %s): %u recorders of group %s told to freeze",
+		 (unsigned long long)f.id, log_escape(host, e[0], sizeof(e[0])),
+		 log_escape(fr->event, e[1], sizeof(e[1])), p.selected,
+		 log_escape(group, e[2], sizeof(e[2])));
+}
+
+void freezer_first_id(struct freezer *fz, uint64_t id)
+{
+	if (id > fz->next_id)
+		fz->next_id = id;
+}
+
+uint64_t freezer_refused(const struct freezer *fz)
+{
+	return fz ? fz->refused : 0;
+}
+
+/* ---- the queue ---- */
+
+static void fz_done(struct freezer *fz, struct fz_call *c, int ret)
+{
+	pthread_mutex_lock(&fz->lock);
+	c->ret = ret;
+	c->done = true;
+	pthread_cond_broadcast(&fz->cond);
+	pthread_mutex_unlock(&fz->lock);
+}
+
+static struct fz_call *fz_take(struct freezer *fz, bool stop)
+{
+	struct fz_call *list;
+
+	pthread_mutex_lock(&fz->lock);
+	if (stop)
+		fz->stopping = true;
+	list = fz->head;
+	fz->head = NULL;
+	fz->tail = &fz->head;
+	pthread_mutex_unlock(&fz->lock);
+	return list;
+}
+
+static void fz_wake_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct freezer *fz = arg;
+	struct fz_call *list, *c;
+	uint64_t v;
+
+	(void)what;
+	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_warn("eventfd: %s", strerror(errno));
+	list = fz_take(fz, false);
+	while ((c = list)) {
+		list = c->next;
+		fz_done(fz, c, fz_run(fz, c->a, c->out));
+	}
+}
+
+int freezer_ask(struct freezer *fz, const struct freeze_ask *a, struct freeze_answer *out)
+{
+	struct fz_call c = { .a = a, .out = out };
+	uint64_t one = 1;
+
+	*out = (struct freeze_answer){ 0 };
+	pthread_mutex_lock(&fz->lock);
+	if (fz->stopping) {
+		pthread_mutex_unlock(&fz->lock);
+		snprintf(out->why, sizeof(out->why), "the collector is stopping");
+		return -ESHUTDOWN;
+	}
+	*fz->tail = &c;
+	fz->tail = &c.next;
+	if (write(fz->efd, &one, sizeof(one)) < 0)
+		log_warn("eventfd: %s", strerror(errno));
+	while (!c.done)
+		pthread_cond_wait(&fz->cond, &fz->lock);
+	pthread_mutex_unlock(&fz->lock);
+	return c.ret;
+}
+
+int freezer_new(struct collector *col, struct event_base *base, struct freezer **out)
+{
+	struct freezer *fz = calloc(1, sizeof(*fz));
+
+	if (!fz)
+		return -ENOMEM;
+	fz->col = col;
+	fz->base = base;
+	fz->tail = &fz->head;
+	pthread_mutex_init(&fz->lock, NULL);
+	pthread_cond_init(&fz->cond, NULL);
+	fz->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (fz->efd >= 0)
+		fz->ev = event_new(base, fz->efd, EV_READ | EV_PERSIST, fz_wake_cb, fz);
+	if (fz->efd < 0 || !fz->ev || event_add(fz->ev, NULL) < 0) {
+		int ret = fz->efd < 0 ? -errno : -ENOMEM;
+
+		freezer_free(fz);
+		return ret;
+	}
+	*out = fz;
+	return 0;
+}
+
+void freezer_stop(struct freezer *fz)
+{
+	struct fz_call *list, *c;
+
+	if (!fz)
+		return;
+	list = fz_take(fz, true);
+	while ((c = list)) {
+		list = c->next;
+		snprintf(c->out->why, sizeof(c->out->why), "the collector is stopping");
+		fz_done(fz, c, -ESHUTDOWN);
+	}
+}
+
+void freezer_free(struct freezer *fz)
+{
+	if (!fz)
+		return;
+	for (unsigned i = 0; i < FREEZE_PENDING; i++)
+		if (fz->pending[i].timer)
+			event_free(fz->pending[i].timer);
+	if (fz->ev)
+		event_free(fz->ev);
+	if (fz->efd >= 0)
+		close(fz->efd);
+	pthread_mutex_destroy(&fz->lock);
+	pthread_cond_destroy(&fz->cond);
+	free(fz);
+}
