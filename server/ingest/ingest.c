@@ -1747,11 +1747,11 @@ void ingest_sink_close(struct ingest *g, struct sink *s)
 static uint64_t ing_journal_ctx_bytes(const struct sink *s)
 {
 	uint64_t n = JOURNAL_FILE_HDR + JOURNAL_REC_HDR + strlen(s->subject) + 8;
-	uint64_t names = s->names.count / PIDNAMES_SAVE_MAX + 1;
+	uint64_t recs = s->jnames / PIDNAMES_SAVE_MAX + 1;
 
 	for (size_t i = 0; i < s->njctx; i++)
 		n += JOURNAL_REC_HDR + s->jctx[i].len + 8;
-	n += names * (JOURNAL_REC_HDR + PIDNAMES_SAVE_HDR) + s->names.count * PIDNAMES_SAVE_SLOT;
+	n += recs * (JOURNAL_REC_HDR + PIDNAMES_SAVE_HDR) + s->jnames * PIDNAMES_SAVE_SLOT;
 	return n + JOURNAL_REC_HDR + CLOCKSRC_SAVE_MAX;
 }
 
@@ -1768,6 +1768,7 @@ static int ing_journal_names(struct sink *s, struct jfile *nf)
 	uint64_t off;
 	int ret = buf ? 0 : -ENOMEM;
 
+	s->jnames = s->names.count;
 	while (ret == 0 && (n = pidnames_save(&s->names, &pos, buf)))
 		ret = jfile_append(nf, JREC_PIDNAMES, buf, n, &off, NULL);
 	free(buf);
