@@ -34,6 +34,7 @@
 #include "traceq/serve_api.h"
 #include "traceq/stats.h"
 #include "traceq/traceq.h"
+#include "traceq/when.h"
 
 /* ---- what the modes print, taken ---- */
 
@@ -168,14 +169,6 @@ static int arg_format(const struct evkeyvalq *args, enum out_format *f)
 	return -1;
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 /* since, until, host (one glob), cpu (a list) into @sel. Return: 0; -1 (said). */
 static int arg_select(const struct evkeyvalq *args, struct tq_select *sel)
 {
@@ -184,8 +177,8 @@ static int arg_select(const struct evkeyvalq *args, struct tq_select *sel)
 	const char *host = arg(args, "host", &bad), *cpu = arg(args, "cpu", &bad);
 
 	memset(sel, 0, sizeof(*sel));
-	if (bad || (since && tq_select_time(sel, since, false, now_ns()) < 0) ||
-	    (until && tq_select_time(sel, until, true, now_ns()) < 0) ||
+	if (bad || (since && tq_select_time(sel, since, false, when_now_ns()) < 0) ||
+	    (until && tq_select_time(sel, until, true, when_now_ns()) < 0) ||
 	    (host && *host && tq_select_host(sel, host) < 0) ||
 	    (cpu && *cpu && tq_select_cpus(sel, cpu) < 0))
 		return -1;
@@ -287,7 +280,7 @@ int serve_api_stats(struct client *c, const struct traceq_opts *o,
 	sep = text ? strstr(text, "\x1e\n") : NULL;
 	if (sep)
 		*sep = '\0';
-	fprintf(f, "{\"ok\":%s,\"now_ms\":%" PRId64, ret ? "false" : "true", now_ns() / 1000000);
+	fprintf(f, "{\"ok\":%s,\"now_ms\":%" PRId64, ret ? "false" : "true", when_now_ns() / 1000000);
 	json_key_str(f, "error", err, elen);
 	fputs(",\"stats\":", f);
 	json_lines(f, ret ? NULL : text);

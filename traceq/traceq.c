@@ -37,7 +37,6 @@
 #include "common/hist.h"
 #include "common/query.h"
 #include "common/tc_error.h"
-#include "common/util.h"
 #include "proto/qmsg.h"
 #include "traceq/client.h"
 #include "traceq/discover.h"
@@ -45,6 +44,7 @@
 #include "traceq/select.h"
 #include "traceq/traceq.h"
 #include "traceq/usage.h"
+#include "traceq/when.h"
 
 /* A whole number in [@min, @max]; else says "@what: expected @form, not 'S'". */
 static int parse_i64(const char *s, const char *what, int64_t min, int64_t max,
@@ -78,11 +78,6 @@ static int parse_format(const char *s, enum out_format *f)
 	fprintf(stderr, "traceq: --format: expected text, kernel, fields, csv or json, not '%s'\n",
 		s);
 	return -1;
-}
-
-static int64_t now_ns(void)
-{
-	return util_now_ms() * 1000000;	/* ms: the finest a person types */
 }
 
 /* Long options without a letter take codes no other option uses (HACKING). */
@@ -174,8 +169,8 @@ static int parse_option(int c, char **argv, struct traceq_opts *o)
 				"milliseconds, a whole number in 1..2147483647", &v);
 		o->timeout_ms = (int)v;
 		return ret;
-	case 'S': return tq_select_time(&o->sel, optarg, false, now_ns());
-	case 'U': return tq_select_time(&o->sel, optarg, true, now_ns());
+	case 'S': return tq_select_time(&o->sel, optarg, false, when_now_ns());
+	case 'U': return tq_select_time(&o->sel, optarg, true, when_now_ns());
 	case 'H': return tq_select_host(&o->sel, optarg);
 	case 'P': return tq_select_cpus(&o->sel, optarg);
 	case 'r': o->sel.reverse = true; break;
