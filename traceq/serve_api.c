@@ -149,21 +149,12 @@ static int arg_u64(const struct evkeyvalq *args, const char *name, uint64_t max,
 
 static int arg_format(const struct evkeyvalq *args, enum out_format *f)
 {
-	static const char *const names[] = {
-		[OUT_TEXT] = "text", [OUT_KERNEL] = "kernel", [OUT_FIELDS] = "fields",
-		[OUT_CSV] = "csv", [OUT_JSON] = "json",
-	};
 	bool bad = false;
 	const char *v = arg(args, "format", &bad);
 
 	if (bad)
 		return -1;
-	for (size_t i = 0; v && i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(v, names[i])) {
-			*f = (enum out_format)i;
-			return 0;
-		}
-	if (!v)
+	if (!v || out_format_parse(v, f) == 0)
 		return 0;
 	fprintf(stderr, "traceq: format: expected text, kernel, fields, csv or json\n");
 	return -1;

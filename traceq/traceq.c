@@ -65,16 +65,8 @@ static int parse_i64(const char *s, const char *what, int64_t min, int64_t max,
 
 static int parse_format(const char *s, enum out_format *f)
 {
-	static const char *const names[] = {
-		[OUT_TEXT] = "text", [OUT_KERNEL] = "kernel", [OUT_FIELDS] = "fields",
-		[OUT_CSV] = "csv", [OUT_JSON] = "json",
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(s, names[i])) {
-			*f = (enum out_format)i;
-			return 0;
-		}
+	if (out_format_parse(s, f) == 0)
+		return 0;
 	fprintf(stderr, "traceq: --format: expected text, kernel, fields, csv or json, not '%s'\n",
 		s);
 	return -1;
