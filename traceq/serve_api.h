@@ -27,6 +27,8 @@
 #ifndef TRACEQ_SERVE_API_H
 #define TRACEQ_SERVE_API_H
 
+#include <stdbool.h>
+
 #include <event2/buffer.h>
 #include <event2/keyvalq_struct.h>
 
@@ -37,6 +39,13 @@ struct traceq_opts;
 #define SERVE_PAGE_ROWS_MAX	5000	/* rows of one /api/query page */
 #define SERVE_OUT_MAX		(16u << 20)	/* bytes of one answer's text */
 #define SERVE_LOSSES_MAX	10000	/* loss positions of one mode=losses answer */
+
+/*
+ * serve_api_arg - argument @name of @args (NULL: not given); NULL and
+ * *@bad set when it is longer than SERVE_ARG_MAX bytes (*@bad is never
+ * cleared: one check after several calls).
+ */
+const char *serve_api_arg(const struct evkeyvalq *args, const char *name, bool *bad);
 
 /*
  * serve_api_stats, serve_api_query - the answer to /api/stats and
