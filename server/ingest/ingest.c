@@ -1779,18 +1779,21 @@ void ingest_journal_tidy(struct ingest *g, struct sink *s)
 {
 	struct jfile *nf = NULL, *old = s->jf;
 	uint8_t clk[CLOCKSRC_SAVE_MAX];
-	uint64_t done, off, rotate;
+	uint64_t done, off, rotate, ctx;
 	uint8_t *buf = NULL;
 	int ret;
 
 	if (!g->journal || !old || s->pending || s->jctx_lost)
 		return;
-	/* a file rotates above an eighth of the journal, so 8 connections fit;
+	/* a file rotates above an eighth of the journal past the context the
+	 * next starts with (the names a rotation writes may be more than an
+	 * eighth: a rotation must not follow at once), so 8 connections fit;
 	 * with the journal full, as soon as that shrinks it */
 	rotate = g->o.journal_bytes / 8 < INGEST_ROTATE_BYTES ? g->o.journal_bytes / 8
 							      : INGEST_ROTATE_BYTES;
-	if (jfile_size(old) < rotate &&
-	    !(journal_full(g->journal) && jfile_size(old) > 2 * ing_journal_ctx_bytes(s)))
+	ctx = ing_journal_ctx_bytes(s);
+	if (jfile_size(old) < rotate + ctx &&
+	    !(journal_full(g->journal) && jfile_size(old) > 2 * ctx))
 		return;
 	pthread_mutex_lock(&g->lock);
 	done = s->jobs_committed;
