@@ -855,7 +855,8 @@ static void pidname_of(int32_t i, struct pidname *n)
  * A rotated journal file's task names (JREC_PIDNAMES): a table saved in
  * records of PIDNAMES_SAVE_MAX slots at most and put back into one that
  * knows some of the pids already gives every pid its saved slot whole
- * and keeps the others; bytes that are not such records change nothing.
+ * and keeps the others; a slot holding only an agent's name is not saved
+ * (its CMDLINES are); bytes that are not such records change nothing.
  */
 START_TEST(test_pidnames_saved)
 {
@@ -872,6 +873,8 @@ START_TEST(test_pidnames_saved)
 		ck_assert_ptr_nonnull(got);
 		pidname_of(i, got);
 	}
+	ck_assert_ptr_nonnull(got = pidnames_slot(&a, n + 5));	/* the agent's: not saved */
+	strcpy(got->comm, "agent");
 	ck_assert_ptr_nonnull(got = pidnames_slot(&b, 5));	/* known before: replaced */
 	strcpy(got->comm, "stale");
 	ck_assert_ptr_nonnull(got = pidnames_slot(&b, n + 1));	/* not saved: kept */
@@ -886,7 +889,8 @@ START_TEST(test_pidnames_saved)
 		records++;
 	}
 	ck_assert_uint_eq(records, 2);
-	ck_assert_uint_eq(b.count, a.count + 1);
+	ck_assert_uint_eq(b.count, a.count);	/* n + 1 in, n + 5 not */
+	ck_assert_ptr_null(pidnames_find(&b, n + 5));
 	for (int32_t i = -1; i < n; i++) {
 		if (!i)
 			continue;

@@ -127,8 +127,8 @@ size_t pidnames_save(const struct pidnames *t, size_t *pos, uint8_t *buf)
 	for (; *pos < t->cap && n < PIDNAMES_SAVE_MAX; ++*pos) {
 		const struct pidname *s = &t->slots[*pos];
 
-		if (!s->pid)
-			continue;
+		if (!s->pid || (!s->learned_ts && !s->since))
+			continue;	/* empty, or only the agent's: its CMDLINES */
 		p = put32(p, (uint32_t)s->pid);
 		p = put16b(p, s->comm);
 		p = put64(p, s->learned_ts);

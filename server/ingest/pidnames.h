@@ -8,8 +8,9 @@
  * names learned from events, stored or not), so a journal replay that
  * walks the same ones knows the same names at each page. A rotated
  * journal file does not begin with the pages that taught them but with
- * the table itself (pidnames_save(), JREC_PIDNAMES records after the
- * clock map), which its replay puts back (pidnames_load()).
+ * what the table holds beyond the agent's CMDLINES (pidnames_save(),
+ * JREC_PIDNAMES records after the clock map), which its replay puts back
+ * (pidnames_load()).
  *
  * Not thread-safe: the ingest worker's, or the event loop's once the
  * worker holds no job of the connection (a rotation).
@@ -54,7 +55,10 @@ struct pidname *pidnames_slot(struct pidnames *t, int32_t pid);
  * pidnames_save - slots of @t from *@pos (an index into the table, 0 to
  * start) into @buf, at most PIDNAMES_SAVE_MAX of them (@buf holds
  * PIDNAMES_SAVE_HDR + PIDNAMES_SAVE_MAX * PIDNAMES_SAVE_SLOT bytes); *@pos
- * moves past them. Return: the bytes written; 0 when no slot is left.
+ * moves past them. Only slots that hold more than an agent's name: a
+ * name learned from an event or a tracked rename (the agent's names are
+ * in the CMDLINES a rotated file starts with, applied before these).
+ * Return: the bytes written; 0 when no slot is left.
  */
 size_t pidnames_save(const struct pidnames *t, size_t *pos, uint8_t *buf);
 
