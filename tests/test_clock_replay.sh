@@ -79,11 +79,12 @@ for k in 1 2 3 4; do
 		workload=$!
 		traceq --hosts > /dev/null
 	fi
-	sqlite3 -cmd ".timeout 3000" -cmd "BEGIN EXCLUSIVE;" -cmd ".system sleep 3" \
-		"$tmp/a.db" "COMMIT;" &
+	# (the last holds it 4 s, the agent's end and the copy inside them)
+	sqlite3 -cmd ".timeout 3000" -cmd "BEGIN EXCLUSIVE;" \
+		-cmd ".system sleep $([ "$k" = 4 ] && echo 4 || echo 3)" "$tmp/a.db" "COMMIT;" &
 	locker=$!
 	if [ "$k" = 4 ]; then
-		sleep 1
+		sleep 0.3
 		kill -TERM "$agent"
 		wait "$agent"; rc=$?
 		agent=

@@ -1768,9 +1768,11 @@ static int ing_journal_names(struct sink *s, struct jfile *nf)
 	uint64_t off;
 	int ret = buf ? 0 : -ENOMEM;
 
-	s->jnames = s->names.count;
-	while (ret == 0 && (n = pidnames_save(&s->names, &pos, buf)))
+	s->jnames = 0;
+	while (ret == 0 && (n = pidnames_save(&s->names, &pos, buf))) {
+		s->jnames += (n - PIDNAMES_SAVE_HDR) / PIDNAMES_SAVE_SLOT;
 		ret = jfile_append(nf, JREC_PIDNAMES, buf, n, &off, NULL);
+	}
 	free(buf);
 	return ret;
 }
@@ -1779,21 +1781,20 @@ void ingest_journal_tidy(struct ingest *g, struct sink *s)
 {
 	struct jfile *nf = NULL, *old = s->jf;
 	uint8_t clk[CLOCKSRC_SAVE_MAX];
-	uint64_t done, off, rotate, ctx;
+	uint64_t done, off, rotate;
 	uint8_t *buf = NULL;
 	int ret;
 
 	if (!g->journal || !old || s->pending || s->jctx_lost)
 		return;
-	/* a file rotates above an eighth of the journal past the context the
-	 * next starts with (the names a rotation writes may be more than an
-	 * eighth: a rotation must not follow at once), so 8 connections fit;
-	 * with the journal full, as soon as that shrinks it */
+	/* a file rotates above an eighth of the journal, so 8 connections fit
+	 * (past the names the last rotation wrote: they may be more than an
+	 * eighth, and a rotation must not follow at once); with the journal
+	 * full, as soon as that shrinks it */
 	rotate = g->o.journal_bytes / 8 < INGEST_ROTATE_BYTES ? g->o.journal_bytes / 8
 							      : INGEST_ROTATE_BYTES;
-	ctx = ing_journal_ctx_bytes(s);
-	if (jfile_size(old) < rotate + ctx &&
-	    !(journal_full(g->journal) && jfile_size(old) > 2 * ctx))
+	if (jfile_size(old) < rotate + s->jnames * PIDNAMES_SAVE_SLOT &&
+	    !(journal_full(g->journal) && jfile_size(old) > 2 * ing_journal_ctx_bytes(s)))
 		return;
 	pthread_mutex_lock(&g->lock);
 	done = s->jobs_committed;

@@ -108,7 +108,7 @@ struct sink {
 	size_t jclock;			/* jctx index of the latest CLOCK; SIZE_MAX: none */
 	size_t jmeasure;		/* ... of the latest CLOCK_MEASURE */
 	bool jctx_lost;			/* jctx incomplete: never rotate jf */
-	uint64_t jnames;		/* names the last rotation wrote (JREC_PIDNAMES):
+	uint64_t jnames;		/* slots the last rotation wrote (JREC_PIDNAMES):
 					 * names is the worker's, read only then */
 	uint64_t jobs_queued;		/* jobs handed to the worker */
 	/* under the queue lock (read by the event loop): */
