@@ -86,9 +86,24 @@ tc_refuse_env() {
 
 # Tests that start the daemons or load both CPUs take this lock and run
 # one at a time: test_e2e needs idle CPUs (its prev_pid == 0 switches) and
-# the instance checks must not see another test's agents.
+# the instance checks must not see another test's agents. A flock(1) of
+# its own holds it until this shell exits (tail --pid), with the lock's
+# descriptor closed in what it runs (-o): no process the test starts
+# inherits the lock, so a collector or agent left behind cannot hold it
+# (it did, when the test's shell held it on a descriptor every child got).
 tc_lock() {
-	exec 9> /tmp/tracecollect-tracefs-tests.lock && flock 9
+	local fifo said=
+	fifo=$(mktemp -u /tmp/tc-lock.XXXXXX) && mkfifo -m 600 "$fifo" ||
+		{ echo "FAIL: tc_lock: no fifo"; exit 1; }
+	# (the fifo opened read-write: a write that never blocks, should this
+	# shell be gone by the time the lock is free; the fifo is then removed)
+	{ flock -o /tmp/tracecollect-tracefs-tests.lock \
+		sh -c 'echo locked 1<> "$1" && { kill -0 "$2" || rm -f "$1"; } &&
+			exec tail -s 0.2 --pid="$2" -f /dev/null' sh \
+		"$fifo" "$$" || echo failed 1<> "$fifo"; } < /dev/null > /dev/null 2>&1 &
+	read -r said < "$fifo"
+	rm -f "$fifo"
+	[ "$said" = locked ] || { echo "FAIL: tc_lock: flock /tmp/tracecollect-tracefs-tests.lock"; exit 1; }
 }
 
 # tc_certs [HOST...]: in $tmp/pki (contrib/tracecollect-certs) a CA with

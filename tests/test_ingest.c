@@ -30,6 +30,7 @@
 #include "proto/msg.h"
 #include "server/ingest/decode.h"
 #include "server/ingest/ingest.h"
+#include "server/ingest/pidnames.h"
 #include "server/store/store.h"
 #include "tests/data/capture_load.h"
 #include "tests/testutil.h"
@@ -837,6 +838,83 @@ START_TEST(test_clock_offset_near_int64_max)
 }
 END_TEST
 
+/* A slot of test_pidnames_saved(): pid @i's names, all different. */
+static void pidname_of(int32_t i, struct pidname *n)
+{
+	memset(n, 0, sizeof(*n));
+	n->pid = i;
+	snprintf(n->comm, sizeof(n->comm), "c%d", i);
+	n->learned_ts = (uint64_t)i * 3;
+	n->since = (uint64_t)i * 7;
+	snprintf(n->now, sizeof(n->now), "now-%d", i);
+	if (i % 2)
+		snprintf(n->before, sizeof(n->before), "b%d", i);
+}
+
+/*
+ * A rotated journal file's task names (JREC_PIDNAMES): a table saved in
+ * records of PIDNAMES_SAVE_MAX slots at most and put back into one that
+ * knows some of the pids already gives every pid its saved slot whole
+ * and keeps the others; a slot holding only an agent's name is not saved
+ * (its CMDLINES are); bytes that are not such records change nothing.
+ */
+START_TEST(test_pidnames_saved)
+{
+	static uint8_t buf[PIDNAMES_SAVE_HDR + PIDNAMES_SAVE_MAX * PIDNAMES_SAVE_SLOT];
+	struct pidnames a = { 0 }, b = { 0 };
+	const int32_t n = PIDNAMES_SAVE_MAX + 100;
+	struct pidname want, *got;
+	size_t pos = 0, len, records = 0;
+
+	for (int32_t i = -1; i < n; i++) {
+		if (!i)
+			continue;
+		got = pidnames_slot(&a, i);
+		ck_assert_ptr_nonnull(got);
+		pidname_of(i, got);
+	}
+	ck_assert_ptr_nonnull(got = pidnames_slot(&a, n + 5));	/* the agent's: not saved */
+	strcpy(got->comm, "agent");
+	ck_assert_ptr_nonnull(got = pidnames_slot(&b, 5));	/* known before: replaced */
+	strcpy(got->comm, "stale");
+	ck_assert_ptr_nonnull(got = pidnames_slot(&b, n + 1));	/* not saved: kept */
+	strcpy(got->comm, "other");
+	while ((len = pidnames_save(&a, &pos, buf))) {
+		ck_assert_uint_le(len, sizeof(buf));
+		TU_ERR(pidnames_load(&b, buf, len - 1), TC_ERR_MSG_MALFORMED);
+		buf[0] ^= 1;
+		TU_ERR(pidnames_load(&b, buf, len), TC_ERR_MSG_MALFORMED);
+		buf[0] ^= 1;
+		TU_OK(pidnames_load(&b, buf, len));
+		records++;
+	}
+	ck_assert_uint_eq(records, 2);
+	ck_assert_uint_eq(b.count, a.count);	/* n + 1 in, n + 5 not */
+	ck_assert_ptr_null(pidnames_find(&b, n + 5));
+	for (int32_t i = -1; i < n; i++) {
+		if (!i)
+			continue;
+		pidname_of(i, &want);
+		got = pidnames_find(&b, i);
+		ck_assert_ptr_nonnull(got);
+		ck_assert_str_eq(got->comm, want.comm);
+		ck_assert_str_eq(got->now, want.now);
+		ck_assert_str_eq(got->before, want.before);
+		ck_assert_uint_eq(got->learned_ts, want.learned_ts);
+		ck_assert_uint_eq(got->since, want.since);
+	}
+	ck_assert_str_eq(pidnames_find(&b, n + 1)->comm, "other");
+	ck_assert_ptr_null(pidnames_find(&b, n + 2));
+	/* a slot of pid 0 (an empty one) is refused */
+	pos = 0;
+	len = pidnames_save(&a, &pos, buf);
+	memset(buf + PIDNAMES_SAVE_HDR, 0, 4);
+	TU_ERR(pidnames_load(&b, buf, len), TC_ERR_MSG_MALFORMED);
+	pidnames_free(&a);
+	pidnames_free(&b);
+}
+END_TEST
+
 static Suite *ingest_suite(void)
 {
 	Suite *s = suite_create("ingest");
@@ -850,6 +928,9 @@ static Suite *ingest_suite(void)
 					test_malformed_pages_counted,
 					test_pages_after_failure_counted,
 					test_clock_offset_near_int64_max));
+	suite_add_tcase(s, tc);
+	tc = tcase_create("pidnames");
+	tu_add_tests(tc, TU_TESTS(test_pidnames_saved));
 	suite_add_tcase(s, tc);
 	return s;
 }

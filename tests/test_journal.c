@@ -756,6 +756,9 @@ START_TEST(test_rec_parse)
 	good_hdr(buf, JREC_CLOCKMAP, 8);	/* a rotated file's clock map */
 	ck_assert_int_eq(journal_rec_parse(buf, H + 8, &kind, &len), H + 8);
 	ck_assert_uint_eq(kind, JREC_CLOCKMAP);
+	good_hdr(buf, JREC_PIDNAMES, 8);	/* a rotated file's task names */
+	ck_assert_int_eq(journal_rec_parse(buf, H + 8, &kind, &len), H + 8);
+	ck_assert_uint_eq(kind, JREC_PIDNAMES);
 
 	/* not a header */
 	kind = len = 0xdead;
@@ -765,7 +768,7 @@ START_TEST(test_rec_parse)
 	TU_ERR(journal_rec_parse(buf, H + 16, &kind, &len), TC_ERR_MSG_MALFORMED);
 	good_hdr(buf, 0, 0);
 	TU_ERR(journal_rec_parse(buf, H + 16, &kind, &len), TC_ERR_MSG_MALFORMED);
-	good_hdr(buf, JREC_CLOCKMAP + 1, 0);
+	good_hdr(buf, JREC_PIDNAMES + 1, 0);
 	TU_ERR(journal_rec_parse(buf, H + 16, &kind, &len), TC_ERR_MSG_MALFORMED);
 	good_hdr(buf, JREC_PAGES, JOURNAL_MAX_REC + 1);
 	TU_ERR(journal_rec_parse(buf, H + 16, &kind, &len), TC_ERR_MSG_MALFORMED);

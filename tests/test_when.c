@@ -148,6 +148,27 @@ START_TEST(test_overflow_refused)
 }
 END_TEST
 
+/*
+ * The now that traceq and traceq --serve give when_parse() is the wall
+ * clock: "-1m" is a minute before the time of day (it was CLOCK_MONOTONIC,
+ * so a relative --since fell near 1970 and bounded nothing).
+ */
+START_TEST(test_now_is_the_wall_clock)
+{
+	time_t before = time(NULL);
+	int64_t now = when_now_ns();
+	time_t after = time(NULL);
+	struct when w;
+	char err[256];
+
+	ck_assert_int_ge(now / 1000000000, (int64_t)before);
+	ck_assert_int_le(now / 1000000000, (int64_t)after);
+	TU_OK(when_parse("-1m", when_now_ns(), &w, err, sizeof(err)));
+	ck_assert_int_ge(w.ns / 1000000000, (int64_t)before - 60);
+	ck_assert_int_le(w.ns / 1000000000, (int64_t)time(NULL) - 60);
+}
+END_TEST
+
 static Suite *when_suite(void)
 {
 	Suite *s = suite_create("when");
@@ -156,7 +177,7 @@ static Suite *when_suite(void)
 	tu_add_tests(tc, TU_TESTS(test_iso_utc_and_zones, test_local_time_follows_tz,
 				  test_time_of_day_is_today, test_relative_to_now_and_end,
 				  test_raw_needs_a_unit, test_refused_with_the_forms,
-				  test_overflow_refused));
+				  test_overflow_refused, test_now_is_the_wall_clock));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -12,6 +12,21 @@
 #include "common/log.h"
 #include "traceq/output.h"
 
+int out_format_parse(const char *s, enum out_format *f)
+{
+	static const char *const names[] = {
+		[OUT_TEXT] = "text", [OUT_KERNEL] = "kernel", [OUT_FIELDS] = "fields",
+		[OUT_CSV] = "csv", [OUT_JSON] = "json",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(s, names[i])) {
+			*f = (enum out_format)i;
+			return 0;
+		}
+	return -1;
+}
+
 /* Reply columns 0..5: host cpu ts trace_ts pid comm (QMSG_META_COLS). */
 static const char *const meta_keys[QMSG_META_COLS] = {
 	"host", "cpu", "ts", "trace_ts", "pid", "comm"

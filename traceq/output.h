@@ -43,6 +43,12 @@
 
 #define OUT_COMM_MAX	64
 
+/* --format's (and traceq --serve's format=) row formats. */
+enum out_format { OUT_TEXT, OUT_KERNEL, OUT_FIELDS, OUT_CSV, OUT_JSON };
+
+/* out_format_parse - @s ("text", "kernel", "fields", "csv", "json") into *@f. Return: 0; -1. */
+int out_format_parse(const char *s, enum out_format *f);
+
 /* Our keys, one name per reply column (NULL: left out); see above. */
 struct out_keys {
 	uint32_t n;

@@ -34,6 +34,7 @@
 #include "traceq/serve_api.h"
 #include "traceq/stats.h"
 #include "traceq/traceq.h"
+#include "traceq/when.h"
 
 /* ---- what the modes print, taken ---- */
 
@@ -106,9 +107,21 @@ const char *serve_api_arg(const struct evkeyvalq *args, const char *name, bool *
 	const char *v = evhttp_find_header(args, name);
 
 	if (v && strnlen(v, SERVE_ARG_MAX + 1) > SERVE_ARG_MAX) {
-		fprintf(stderr, "traceq: %s: longer than %u bytes\n", name, SERVE_ARG_MAX);
 		*bad = true;
 		return NULL;
+	}
+	return v;
+}
+
+/* serve_api_arg(), said in the request's error when too long. */
+static const char *arg(const struct evkeyvalq *args, const char *name, bool *bad)
+{
+	bool too_long = false;
+	const char *v = serve_api_arg(args, name, &too_long);
+
+	if (too_long) {
+		fprintf(stderr, "traceq: %s: longer than %u bytes\n", name, SERVE_ARG_MAX);
+		*bad = true;
 	}
 	return v;
 }
@@ -141,34 +154,18 @@ static int arg_u64(const struct evkeyvalq *args, const char *name, uint64_t max,
 
 static int arg_format(const struct evkeyvalq *args, enum out_format *f)
 {
-	static const char *const names[] = {
-		[OUT_TEXT] = "text", [OUT_KERNEL] = "kernel", [OUT_FIELDS] = "fields",
-		[OUT_CSV] = "csv", [OUT_JSON] = "json",
-	};
 	bool bad = false;
 	const char *v = serve_api_arg(args, "format", &bad);
 
 	if (bad)
 		return -1;
-	for (size_t i = 0; v && i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(v, names[i])) {
-			*f = (enum out_format)i;
-			return 0;
-		}
-	if (!v)
+	if (!v || out_format_parse(v, f) == 0)
 		return 0;
 	fprintf(stderr, "traceq: format: expected text, kernel, fields, csv or json\n");
 	return -1;
 }
 
-static int64_t now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_REALTIME, &t);
-	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
+/* since, until, host (one glob), cpu (a list) into @sel. Return: 0; -1 (said). */
 int serve_api_select(const struct evkeyvalq *args, struct tq_select *sel)
 {
 	bool bad = false;
@@ -178,8 +175,8 @@ int serve_api_select(const struct evkeyvalq *args, struct tq_select *sel)
 	const char *cpu = serve_api_arg(args, "cpu", &bad);
 
 	memset(sel, 0, sizeof(*sel));
-	if (bad || (since && tq_select_time(sel, since, false, now_ns()) < 0) ||
-	    (until && tq_select_time(sel, until, true, now_ns()) < 0) ||
+	if (bad || (since && tq_select_time(sel, since, false, when_now_ns()) < 0) ||
+	    (until && tq_select_time(sel, until, true, when_now_ns()) < 0) ||
 	    (host && *host && tq_select_host(sel, host) < 0) ||
 	    (cpu && *cpu && tq_select_cpus(sel, cpu) < 0))
 		return -1;
@@ -281,7 +278,7 @@ int serve_api_stats(struct client *c, const struct traceq_opts *o,
 	sep = text ? strstr(text, "\x1e\n") : NULL;
 	if (sep)
 		*sep = '\0';
-	fprintf(f, "{\"ok\":%s,\"now_ms\":%" PRId64, ret ? "false" : "true", now_ns() / 1000000);
+	fprintf(f, "{\"ok\":%s,\"now_ms\":%" PRId64, ret ? "false" : "true", when_now_ns() / 1000000);
 	json_key_str(f, "error", err, elen);
 	fputs(",\"stats\":", f);
 	json_lines(f, ret ? NULL : text);

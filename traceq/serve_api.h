@@ -42,6 +42,13 @@ struct traceq_opts;
 #define SERVE_LOSSES_MAX	10000	/* loss positions of one mode=losses answer */
 
 /*
+ * serve_api_arg - argument @name of @args (NULL: not given); NULL and
+ * *@bad set when it is longer than SERVE_ARG_MAX bytes (*@bad is never
+ * cleared: one check after several calls).
+ */
+const char *serve_api_arg(const struct evkeyvalq *args, const char *name, bool *bad);
+
+/*
  * serve_api_stats, serve_api_query - the answer to /api/stats and
  * /api/query with the arguments @args, appended to @out, asked over @c
  * with @o's connection options (both the caller's).
@@ -67,12 +74,6 @@ struct serve_capture {
 int serve_capture_begin(struct serve_capture *cap);
 void serve_capture_end(struct serve_capture *cap, char **out, size_t *olen, char **err,
 		       size_t *elen);
-
-/*
- * serve_api_arg - argument @name of @args (NULL: not given); *@bad set
- * (and said on stderr) when it is longer than SERVE_ARG_MAX.
- */
-const char *serve_api_arg(const struct evkeyvalq *args, const char *name, bool *bad);
 
 /* serve_api_select - since, until, host (a glob), cpu (a list) into @sel. Return: 0; -1 (said). */
 struct tq_select;

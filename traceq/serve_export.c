@@ -48,15 +48,11 @@ static void add(struct xargs *x, const char *a, const char *b)
 		x->argv[x->n++] = b;
 }
 
-/* An argument of at most SERVE_ARG_MAX bytes, else NULL and *@bad. */
+/* Argument @name (serve_api_arg()); an empty one is none. */
 static const char *get(const struct evkeyvalq *args, const char *name, bool *bad)
 {
-	const char *v = evhttp_find_header(args, name);
+	const char *v = serve_api_arg(args, name, bad);
 
-	if (v && strnlen(v, SERVE_ARG_MAX + 1) > SERVE_ARG_MAX) {
-		*bad = true;
-		return NULL;
-	}
 	return v && *v ? v : NULL;
 }
 
@@ -124,7 +120,8 @@ static int run(struct xargs *x, int errfd)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static void say_error(struct evbuffer *out, const char *msg, size_t len)
+/* The answer {"ok":false,"error":@msg} of @len bytes into @out (say_error(): a C string). */
+static void say_bytes(struct evbuffer *out, const char *msg, size_t len)
 {
 	char *buf = NULL;
 	size_t n = 0;
@@ -140,6 +137,11 @@ static void say_error(struct evbuffer *out, const char *msg, size_t len)
 	free(buf);
 }
 
+static void say_error(struct evbuffer *out, const char *msg)
+{
+	say_bytes(out, msg, strlen(msg));
+}
+
 /* The child's stderr as the error. */
 static void say_child(struct evbuffer *out, int errfd)
 {
@@ -148,7 +150,7 @@ static void say_child(struct evbuffer *out, int errfd)
 
 	if (n <= 0)
 		n = snprintf(buf, sizeof(buf), "traceq --export failed");
-	say_error(out, buf, (size_t)n);
+	say_bytes(out, buf, (size_t)n);
 }
 
 /*
@@ -168,17 +170,17 @@ static int take(const char *path, struct evbuffer *out, struct serve_file *f)
 
 		if (fd >= 0)
 			close(fd);
-		say_error(out, dir ? several : "the export wrote no file",
-			  dir ? sizeof(several) - 1 : 24);
+		say_error(out, dir ? several : "the export wrote no file");
 		return dir ? 400 : 502;
 	}
 	unlink(path);
-	if (pread(fd, magic, sizeof(magic), 0) == 4 && !memcmp(magic, "PK\3\4", 4)) {
+	if (pread(fd, magic, sizeof(magic), 0) == sizeof(magic) &&
+	    !memcmp(magic, "PK\3\4", sizeof(magic))) {
 		f->type = "application/zip";	/* Perfetto's, of several hosts */
 		snprintf(f->name, sizeof(f->name), "trace.zip");
 	}
 	if (evbuffer_add_file(out, fd, 0, sb.st_size) < 0) {	/* owns fd, even on failure */
-		say_error(out, "out of memory", 13);
+		say_error(out, "out of memory");
 		return 500;
 	}
 	return 200;
@@ -211,12 +213,12 @@ int serve_export(const struct traceq_opts *o, const struct evkeyvalq *args,
 		 "trace.dat");
 	if (snprintf(dir, sizeof(dir), "%s/traceq-export.XXXXXX", tmp) >= (int)sizeof(dir) ||
 	    !mkdtemp(dir)) {
-		say_error(out, "no temporary directory", 22);
+		say_error(out, "no temporary directory");
 		return 500;
 	}
 	snprintf(path, sizeof(path), "%s/%.63s", dir, f->name);
 	if (make_args(o, args, path, &x, &why) < 0) {
-		say_error(out, why, strlen(why));
+		say_error(out, why);
 		code = 400;
 		goto out;
 	}

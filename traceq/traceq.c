@@ -37,7 +37,6 @@
 #include "common/hist.h"
 #include "common/query.h"
 #include "common/tc_error.h"
-#include "common/util.h"
 #include "proto/qmsg.h"
 #include "traceq/client.h"
 #include "traceq/discover.h"
@@ -46,6 +45,7 @@
 #include "traceq/select.h"
 #include "traceq/traceq.h"
 #include "traceq/usage.h"
+#include "traceq/when.h"
 
 /* A whole number in [@min, @max]; else says "@what: expected @form, not 'S'". */
 static int parse_i64(const char *s, const char *what, int64_t min, int64_t max,
@@ -66,24 +66,11 @@ static int parse_i64(const char *s, const char *what, int64_t min, int64_t max,
 
 static int parse_format(const char *s, enum out_format *f)
 {
-	static const char *const names[] = {
-		[OUT_TEXT] = "text", [OUT_KERNEL] = "kernel", [OUT_FIELDS] = "fields",
-		[OUT_CSV] = "csv", [OUT_JSON] = "json",
-	};
-
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (!strcmp(s, names[i])) {
-			*f = (enum out_format)i;
-			return 0;
-		}
+	if (out_format_parse(s, f) == 0)
+		return 0;
 	fprintf(stderr, "traceq: --format: expected text, kernel, fields, csv or json, not '%s'\n",
 		s);
 	return -1;
-}
-
-static int64_t now_ns(void)
-{
-	return util_now_ms() * 1000000;	/* ms: the finest a person types */
 }
 
 /* Long options without a letter take codes no other option uses (HACKING). */
@@ -181,8 +168,8 @@ static int parse_option(int c, char **argv, struct traceq_opts *o)
 				"milliseconds, a whole number in 1..2147483647", &v);
 		o->timeout_ms = (int)v;
 		return ret;
-	case 'S': return tq_select_time(&o->sel, optarg, false, now_ns());
-	case 'U': return tq_select_time(&o->sel, optarg, true, now_ns());
+	case 'S': return tq_select_time(&o->sel, optarg, false, when_now_ns());
+	case 'U': return tq_select_time(&o->sel, optarg, true, when_now_ns());
 	case 'H': return tq_select_host(&o->sel, optarg);
 	case 'P': return tq_select_cpus(&o->sel, optarg);
 	case 'r': o->sel.reverse = true; break;

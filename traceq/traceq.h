@@ -13,12 +13,12 @@
 #include "common/hist.h"
 #include "common/query.h"
 #include "proto/qmsg.h"
+#include "traceq/output.h"
 #include "traceq/select.h"
 
 #define TRACEQ_DEFAULT_SERVER	"ipc:///run/tracecollect/query.sock"
 #define TRACEQ_PAGE_ROWS	10000	/* rows asked for per page of an answer */
 
-enum out_format { OUT_TEXT, OUT_KERNEL, OUT_FIELDS, OUT_CSV, OUT_JSON };
 
 /*
  * The options that pick a mode (struct traceq_opts' @modes), one bit

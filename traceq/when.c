@@ -319,3 +319,11 @@ range:
 	snprintf(err, errlen, "'%s': out of range (times are kept as 64-bit nanoseconds)", s);
 	return -ERANGE;
 }
+
+int64_t when_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}

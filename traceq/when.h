@@ -47,4 +47,7 @@ extern const char when_forms[];
 int when_parse(const char *s, int64_t now_ns, struct when *out,
 	       char *err, size_t errlen);
 
+/* when_now_ns - the wall clock now (CLOCK_REALTIME), ns since the epoch: when_parse()'s @now_ns. */
+int64_t when_now_ns(void);
+
 #endif

@@ -34,9 +34,12 @@
  * reaches its limit. A file goes once everything in it is committed: at the
  * connection's end, or before, by rotation to a new file that starts with
  * the messages that shape decoding (HELLO, HEADER_PAGE, GROUP, FORMAT,
- * CMDLINES, the latest CLOCK and clock measurement) and then the clock map
+ * CMDLINES, the latest CLOCK and clock measurement), then the clock map
  * as it stands (JREC_CLOCKMAP: a slew under way goes on in a replay as it
- * did; clockmap.h). The worker stores the files left by an
+ * did; clockmap.h) and the task names the connection knows (JREC_PIDNAMES:
+ * the names learned from events before it; pidnames.h). Pages stored before
+ * a crash are walked again in a replay, for the clock map and the names they
+ * teach, not stored. The worker stores the files left by an
  * earlier run before anything else, and after a failed commit it stores
  * again, from their files, every connection that was live or closed in the
  * lost transaction. The store keeps how far each file is stored (journal
@@ -972,7 +975,7 @@ static int ing_pages(struct ingest *g, struct sink *s, const struct ing_at *at,
 		}
 		if (ing_unit_begin(g, s, at, page++, &rec, NULL, buf + off, rec.len)) {
 			if (stored_before)
-				sink_page_seen(s, rec.cpu, buf + off, rec.len);
+				ret = sink_page_seen(s, rec.cpu, buf + off, rec.len);
 			else
 				ret = sink_page(s, &g->env, rec.cpu, rec.seq, buf + off, rec.len,
 						&stored);
@@ -1182,6 +1185,8 @@ static int ing_replay_rec(void *arg, uint32_t kind, const uint8_t *data, size_t 
 		ret = ing_pages(g, r->s, &at, data, len, stored);
 	} else if (kind == JREC_CLOCKMAP) {
 		ret = sink_clock_restore(r->s, data, len);
+	} else if (kind == JREC_PIDNAMES) {
+		ret = sink_names_restore(r->s, data, len);
 	} else {
 		/*
 		 * Decoding the msgpack is not marked: the event loop decoded
@@ -1742,10 +1747,34 @@ void ingest_sink_close(struct ingest *g, struct sink *s)
 static uint64_t ing_journal_ctx_bytes(const struct sink *s)
 {
 	uint64_t n = JOURNAL_FILE_HDR + JOURNAL_REC_HDR + strlen(s->subject) + 8;
+	uint64_t recs = s->jnames / PIDNAMES_SAVE_MAX + 1;
 
 	for (size_t i = 0; i < s->njctx; i++)
 		n += JOURNAL_REC_HDR + s->jctx[i].len + 8;
+	n += recs * (JOURNAL_REC_HDR + PIDNAMES_SAVE_HDR) + s->jnames * PIDNAMES_SAVE_SLOT;
 	return n + JOURNAL_REC_HDR + CLOCKSRC_SAVE_MAX;
+}
+
+/*
+ * The task names @s knows, into @nf as JREC_PIDNAMES records (the worker
+ * is done with @s: all its jobs committed), so that a replay of nf knows
+ * them at its first page as the first pass did (pidnames.h).
+ * Return: 0; -ENOMEM; as jfile_append().
+ */
+static int ing_journal_names(struct sink *s, struct jfile *nf)
+{
+	uint8_t *buf = malloc(PIDNAMES_SAVE_HDR + PIDNAMES_SAVE_MAX * PIDNAMES_SAVE_SLOT);
+	size_t pos = 0, n;
+	uint64_t off;
+	int ret = buf ? 0 : -ENOMEM;
+
+	s->jnames = 0;
+	while (ret == 0 && (n = pidnames_save(&s->names, &pos, buf))) {
+		s->jnames += (n - PIDNAMES_SAVE_HDR) / PIDNAMES_SAVE_SLOT;
+		ret = jfile_append(nf, JREC_PIDNAMES, buf, n, &off, NULL);
+	}
+	free(buf);
+	return ret;
 }
 
 void ingest_journal_tidy(struct ingest *g, struct sink *s)
@@ -1758,11 +1787,13 @@ void ingest_journal_tidy(struct ingest *g, struct sink *s)
 
 	if (!g->journal || !old || s->pending || s->jctx_lost)
 		return;
-	/* a file rotates above an eighth of the journal, so 8 connections fit;
-	 * with the journal full, as soon as that shrinks it */
+	/* a file rotates above an eighth of the journal, so 8 connections fit
+	 * (past the names the last rotation wrote: they may be more than an
+	 * eighth, and a rotation must not follow at once); with the journal
+	 * full, as soon as that shrinks it */
 	rotate = g->o.journal_bytes / 8 < INGEST_ROTATE_BYTES ? g->o.journal_bytes / 8
 							      : INGEST_ROTATE_BYTES;
-	if (jfile_size(old) < rotate &&
+	if (jfile_size(old) < rotate + s->jnames * PIDNAMES_SAVE_SLOT &&
 	    !(journal_full(g->journal) && jfile_size(old) > 2 * ing_journal_ctx_bytes(s)))
 		return;
 	pthread_mutex_lock(&g->lock);
@@ -1791,6 +1822,8 @@ void ingest_journal_tidy(struct ingest *g, struct sink *s)
 	 * as it stands, so that a replay of nf goes on from it (clockmap.h) */
 	if (ret == 0)
 		ret = jfile_append(nf, JREC_CLOCKMAP, clk, clocksrc_save(&s->clk, clk), &off, NULL);
+	if (ret == 0)
+		ret = ing_journal_names(s, nf);
 	if (ret < 0) {
 		char h[LOG_ESC_LEN];
 

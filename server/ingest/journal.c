@@ -782,7 +782,7 @@ long journal_rec_parse(const uint8_t *p, size_t avail, uint32_t *kind, uint32_t 
 	k = get_u32(p + 4);
 	n = get_u32(p + 8);
 	if (magic != JOURNAL_REC_MAGIC || get_u32(p + 12) != (magic ^ k ^ n ^ 0xffffffffu) ||
-	    (k < JREC_MSG || k > JREC_CLOCKMAP) || n > JOURNAL_MAX_REC)
+	    (k < JREC_MSG || k > JREC_PIDNAMES) || n > JOURNAL_MAX_REC)
 		return TC_ERR_MSG_MALFORMED;
 	if (avail < JOURNAL_REC_HDR + pad8(n))
 		return 0;

@@ -20,7 +20,7 @@
  *                (HMAC-SHA256 of those 8 bytes and the file's number, u64)
  *   record       48-byte header, then len payload bytes, zero padding to 8:
  *     0  u32  magic   0x5443_4a52 ("RJCT" in the file)
- *     4  u32  kind    JREC_MSG or JREC_PAGES
+ *     4  u32  kind    enum jrec_kind
  *     8  u32  len     payload bytes, at most JOURNAL_MAX_REC
  *    12  u32  check   magic ^ kind ^ len ^ 0xffffffff
  *    16  32   mac     HMAC-SHA256 of the file's number (u64), the record's
@@ -88,6 +88,8 @@ enum jrec_kind {
 	JREC_SUBJECT = 3,	/* the agent's certificate subject (first record) */
 	JREC_CLOCKMAP = 4,	/* a rotated file's clock map, after its context
 				 * messages (clockmap.h: clocksrc_save()) */
+	JREC_PIDNAMES = 5,	/* a rotated file's task names, after its clock
+				 * map (pidnames.h: pidnames_save()) */
 };
 
 struct journal;

@@ -104,77 +104,17 @@ struct sink_type {
 	unsigned track_old, track_new;
 };
 
-
-/*
- * One pid's name: from the agent's CMDLINES, or learned from an event at
- * @learned_ts; and the latest name its task took that this connection saw
- * (sink_track_event()), for the filters' COMM.
- */
-struct sink_comm {
-	int32_t pid;			/* 0: an empty slot */
-	char comm[16];			/* "": none (only a tracked name) */
-	uint64_t learned_ts;		/* 0: the agent's */
-	uint64_t since;			/* trace ns @now holds from; 0: none seen */
-	char now[16], before[16];	/* before: "" for a new task */
-};
-
-/* pid -> comm, open addressing, for the filter's COMM field. */
-struct sink_comms {
-	size_t cap, count;		/* cap: a power of two */
-	struct sink_comm *slots;
-};
-
 /* ---- pid -> comm ---- */
-
-static struct sink_comm *comms_slot(struct sink_comms *c, int32_t pid)
-{
-	size_t i = ((uint32_t)pid * 2654435761u) & (c->cap - 1);
-
-	while (c->slots[i].pid && c->slots[i].pid != pid)
-		i = (i + 1) & (c->cap - 1);
-	return &c->slots[i];
-}
-
-static int comms_grow(struct sink_comms *c)
-{
-	struct sink_comms n = { .cap = c->cap ? c->cap * 2 : 256 };
-
-	n.slots = calloc(n.cap, sizeof(*n.slots));
-	if (!n.slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < c->cap; i++)
-		if (c->slots[i].pid)
-			*comms_slot(&n, c->slots[i].pid) = c->slots[i];
-	n.count = c->count;
-	free(c->slots);
-	*c = n;
-	return 0;
-}
-
-/* The slot of @pid, made when it has none; NULL: out of memory. */
-static struct sink_comm *comms_slot_new(struct sink *s, int32_t pid)
-{
-	struct sink_comm *slot;
-
-	if (!s->comms && !(s->comms = calloc(1, sizeof(*s->comms))))
-		return NULL;
-	if ((s->comms->count + 1) * 2 > s->comms->cap && comms_grow(s->comms) < 0)
-		return NULL;
-	slot = comms_slot(s->comms, pid);
-	s->comms->count += slot->pid == 0;
-	slot->pid = pid;
-	return slot;
-}
 
 /* The pairs of @cl (the agent's; learned at trace-clock @learned_ts when not 0). */
 static int comms_put_at(struct sink *s, const struct proto_cmdlines *cl, uint64_t learned_ts)
 {
-	struct sink_comm *slot;
+	struct pidname *slot;
 
 	for (uint32_t i = 0; i < cl->count; i++) {
 		if (cl->items[i].pid == 0)
 			continue;
-		slot = comms_slot_new(s, cl->items[i].pid);
+		slot = pidnames_slot(&s->names, cl->items[i].pid);
 		if (!slot)
 			return -ENOMEM;
 		memcpy(slot->comm, cl->items[i].comm, sizeof(slot->comm));
@@ -197,24 +137,20 @@ static int comms_put(struct sink *s, const struct proto_cmdlines *cl)
  */
 static bool comms_learnable(const struct sink *s, int32_t pid, uint64_t ts)
 {
-	const struct sink_comm *slot;
+	const struct pidname *slot = pidnames_find(&s->names, pid);
 
-	if (!s->comms || !s->comms->cap)
-		return true;
-	slot = comms_slot(s->comms, pid);
-	if (!slot->pid || !slot->comm[0])
+	if (!slot || !slot->comm[0])
 		return true;
 	return slot->learned_ts && (s->import ? ts < slot->learned_ts : slot->learned_ts < ts);
 }
 
 static const char *comms_get(const struct sink *s, int pid)
 {
-	const struct sink_comm *slot;
+	const struct pidname *slot = pidnames_find(&s->names, pid);
 
-	if (!s->comms || !s->comms->cap || pid == 0)
-		return pid == 0 ? "<idle>" : "";
-	slot = comms_slot(s->comms, pid);
-	return slot->pid ? slot->comm : "";
+	if (pid == 0)
+		return "<idle>";
+	return slot ? slot->comm : "";
 }
 
 /*
@@ -227,7 +163,7 @@ static const char *comms_get(const struct sink *s, int pid)
  */
 static const char *comms_at(const struct sink *s, int pid, uint32_t cpu, uint64_t ts, char *buf)
 {
-	const struct sink_comm *slot = NULL;
+	const struct pidname *slot;
 
 	if (pid == 0 && !s->import) {
 		snprintf(buf, 16, "swapper/%u", cpu % 100000u);
@@ -235,9 +171,8 @@ static const char *comms_at(const struct sink *s, int pid, uint32_t cpu, uint64_
 	}
 	if (pid == 0)
 		return "<idle>";
-	if (s->comms && s->comms->cap)
-		slot = comms_slot(s->comms, pid);
-	if (!slot || !slot->pid)
+	slot = pidnames_find(&s->names, pid);
+	if (!slot)
 		return "<...>";
 	if (slot->since && ts >= slot->since)
 		return slot->now;
@@ -981,8 +916,9 @@ static bool event_comm(const struct decode_event *ev, unsigned i, char out[16])
 
 /*
  * Task names over time: @ev (of a type sink_type_track() chose) says that
- * a task is named anew from just after @trace_ns. Kept in the store, for
- * the queries' COMM, and in the pid's slot, for the ingest filters'.
+ * a task is named anew from just after @trace_ns. Kept in the pid's slot,
+ * for the ingest filters', and (with an @env: not a walk) in the store, for
+ * the queries' COMM.
  */
 static int sink_track_event(struct sink *s, const struct sink_env *env,
 			    const struct sink_type *ty, const struct decode_event *ev,
@@ -991,7 +927,7 @@ static int sink_track_event(struct sink *s, const struct sink_env *env,
 	char old[16] = "", now[16];
 	struct store_comm_change c = { .pid = ev->pid };
 	struct store_value v;
-	struct sink_comm *slot;
+	struct pidname *slot;
 
 	if (ty->track_pid >= 0) {
 		if (decode_field_value(ev, (unsigned)ty->track_pid, &v) < 0)
@@ -1001,14 +937,7 @@ static int sink_track_event(struct sink *s, const struct sink_env *env,
 	if (c.pid <= 0 || !event_comm(ev, ty->track_new, now) ||
 	    (ty->track == TRACK_RENAME && !event_comm(ev, ty->track_old, old)))
 		return 0;
-	/* as the events' rows: trace_ts in the trace clock's own units */
-	c.trace_ts = (int64_t)ev->ts + 1;
-	c.tick_ns = s->tick_ns;
-	c.ts = sink_wall_ns(s, trace_ns);
-	c.ts += c.ts < INT64_MAX;
-	c.old = ty->track == TRACK_RENAME ? old : NULL;
-	c.comm = now;
-	slot = comms_slot_new(s, c.pid);
+	slot = pidnames_slot(&s->names, c.pid);
 	if (!slot)
 		return -ENOMEM;
 	if (slot->since <= trace_ns + 1) {	/* pages of CPUs come in any order */
@@ -1016,6 +945,15 @@ static int sink_track_event(struct sink *s, const struct sink_env *env,
 		memcpy(slot->now, now, sizeof(slot->now));
 		memcpy(slot->before, old, sizeof(slot->before));
 	}
+	if (!env)
+		return 0;
+	/* as the events' rows: trace_ts in the trace clock's own units */
+	c.trace_ts = (int64_t)ev->ts + 1;
+	c.tick_ns = s->tick_ns;
+	c.ts = sink_wall_ns(s, trace_ns);
+	c.ts += c.ts < INT64_MAX;
+	c.old = ty->track == TRACK_RENAME ? old : NULL;
+	c.comm = now;
 	return store_comm_change(env->store, s->host_id, &c);
 }
 
@@ -1060,6 +998,7 @@ static int sink_learned_add(struct sink *s, const struct sink_env *env,
 /*
  * Learn the names @ev carries for pids no CMDLINES named on this
  * connection; a newer event's name replaces an older learned one (an exec).
+ * Stored with an @env; a walk (none) only learns.
  */
 static int sink_learn_comms(struct sink *s, const struct sink_env *env,
 			    const struct sink_type *ty, const struct decode_event *ev)
@@ -1081,8 +1020,9 @@ static int sink_learn_comms(struct sink *s, const struct sink_env *env,
 		if (strlen(cl.comm) != (c.str.len < 15 ? c.str.len : 15) ||
 		    !strcmp(comms_get(s, cl.pid), cl.comm))
 			continue;
-		ret = comms_put_at(s, &one, ev->ts + 1) ?:
-		      sink_learned_add(s, env, &cl);
+		ret = comms_put_at(s, &one, ev->ts + 1);
+		if (ret == 0 && env)
+			ret = sink_learned_add(s, env, &cl);
 	}
 	return ret;
 }
@@ -1170,6 +1110,7 @@ static int sink_format(struct sink *s, const struct sink_env *env, const struct 
 	ty->kernel = f->group == 0;
 	sink_type_comm_pairs(ty);
 	sink_type_track(s, ty);
+	s->names_taught |= ty->ncomm || ty->track;
 	ty->next = s->types;
 	s->types = ty;
 	/* decode_type.user is the caller's slot: the event's sink type */
@@ -1279,6 +1220,28 @@ static int sink_insert(const struct page_ctx *p, const struct sink_type *ty,
 	return store_insert(p->env->store, ty->st, &row);
 }
 
+/* What @ev (of @ty, at trace ns @trace_ns) tells of task names; a walk (no p->env) stores none. */
+static int sink_names(const struct page_ctx *p, const struct sink_type *ty,
+		      const struct decode_event *ev, uint64_t trace_ns)
+{
+	int ret = 0;
+
+	if (ty->ncomm)
+		ret = sink_learn_comms(p->s, p->env, ty, ev);
+	if (ret == 0 && ty->track)
+		ret = sink_track_event(p->s, p->env, ty, ev, trace_ns);
+	return ret;
+}
+
+/* decode_event_fn of a walk (sink_walk()): the names of the events sink_event() learns from. */
+static int sink_event_walk(void *arg, const struct decode_event *ev)
+{
+	const struct page_ctx *p = arg;
+	const struct sink_type *ty = ev->type->user;
+
+	return ty && ty->st ? sink_names(p, ty, ev, event_trace_ns(p, ev->ts)) : 0;
+}
+
 static int sink_event(void *arg, const struct decode_event *ev)
 {
 	struct page_ctx *p = arg;
@@ -1297,9 +1260,7 @@ static int sink_event(void *arg, const struct decode_event *ev)
 		return 0;
 	}
 	e.trace_ns = event_trace_ns(p, ev->ts);
-	if (ty->ncomm && (ret = sink_learn_comms(p->s, p->env, ty, ev)) < 0)
-		return ret;
-	if (ty->track && (ret = sink_track_event(p->s, p->env, ty, ev, e.trace_ns)) < 0)
+	if ((ret = sink_names(p, ty, ev, e.trace_ns)) < 0)
 		return ret;
 	ret = ty->f ? filter_eval(ty->f, sink_get, &e) : 1;
 	if (ret == 0) {
@@ -1468,28 +1429,47 @@ static struct decoder *sink_dec_of(struct sink *s, uint32_t cpu, struct sink_gro
 	return cpu < s->ncpus ? s->dec : NULL;
 }
 
-/* The clock map notes page @page of @dec (of group @g, NULL: a kernel CPU). */
-static void sink_span_of(struct sink *s, const struct decoder *dec,
-			 const struct sink_group *g, const uint8_t *page, size_t len)
+/*
+ * Walk page @page of CPU @cpu, decoder @dec (of group @g, NULL: a kernel
+ * CPU), for what a page tells that is not stored: how far it goes (the
+ * clock map notes it) and the task names its events carry (learned as
+ * sink_event() learns them, none stored). A page stored before (a replay
+ * up to the store's mark) and a resend stored already are walked so, so
+ * that a replay knows at each page the names the first pass knew
+ * (pidnames.h). Return: 0; -ENOMEM.
+ */
+static int sink_walk(struct sink *s, struct decoder *dec, struct sink_group *g, uint32_t cpu,
+		     const uint8_t *page, size_t len)
 {
+	struct page_ctx p = { .s = s, .g = g, .cpu = cpu };
 	struct decode_page_stats st;
+	int ret;
 
-	if (decoder_page_span(dec, page, len, &st) == 0 && st.spanned)
+	if (s->names_taught)
+		ret = decoder_page(dec, cpu, page, len, sink_event_walk, &p, &st);
+	else
+		ret = decoder_page_span(dec, page, len, &st);
+	if (st.spanned)
 		sink_note_span(s, g, &st);
+	return ret == TC_ERR_PAGE_MALFORMED ? 0 : ret;
 }
 
-void sink_page_seen(struct sink *s, uint32_t cpu, const uint8_t *page, size_t len)
+int sink_page_seen(struct sink *s, uint32_t cpu, const uint8_t *page, size_t len)
 {
 	struct sink_group *g;
 	struct decoder *dec = s->dec ? sink_dec_of(s, cpu, &g) : NULL;
 
-	if (dec)
-		sink_span_of(s, dec, g, page, len);
+	return dec ? sink_walk(s, dec, g, cpu, page, len) : 0;
 }
 
 int sink_clock_restore(struct sink *s, const uint8_t *data, size_t len)
 {
 	return s->dec ? clocksrc_load(&s->clk, data, len) : TC_ERR_PROTO_STATE;
+}
+
+int sink_names_restore(struct sink *s, const uint8_t *data, size_t len)
+{
+	return s->dec ? pidnames_load(&s->names, data, len) : TC_ERR_PROTO_STATE;
 }
 
 int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t seq,
@@ -1517,7 +1497,9 @@ int sink_page(struct sink *s, const struct sink_env *env, uint32_t cpu, uint64_t
 		if (!c)
 			return -ENOMEM;
 		if (s->sess && dedup_seen(s->sess, cpu, seq)) {	/* a resend: stored already */
-			sink_span_of(s, dec, NULL, page, len);
+			ret = sink_walk(s, dec, NULL, cpu, page, len);
+			if (ret < 0)
+				return ret;
 			c->seen_seq = seq;
 			s->dups++;
 			*stored = 0;
@@ -1620,9 +1602,7 @@ void sink_free(struct sink *s)
 		free(ty->pushed);
 		free(ty);
 	}
-	if (s->comms)
-		free(s->comms->slots);
-	free(s->comms);
+	pidnames_free(&s->names);
 	free(s->learned);
 	decoder_free(s->dec);
 	for (size_t i = 0; i < s->ngroups; i++) {

@@ -20,12 +20,12 @@
 #include "server/ingest/decode.h"
 #include "server/ingest/dedup.h"
 #include "server/ingest/filter_table.h"
+#include "server/ingest/pidnames.h"
 #include "server/ingest/pushdown.h"
 #include "server/store/store.h"
 
 struct ingest_job;
 struct sink_type;
-struct sink_comms;
 struct sink_group;
 
 struct sink_cpu {
@@ -62,7 +62,8 @@ struct sink {
 	uint64_t pages, events, unknown;
 	struct sink_type *types;
 	unsigned filters_gen;		/* generation the types were resolved for */
-	struct sink_comms *comms;
+	struct pidnames names;		/* pid -> comm */
+	bool names_taught;		/* some event type's events teach names */
 	struct proto_cmdline *learned;	/* names learned from events, not yet */
 	uint32_t nlearned;		/* stored (sink_learned_flush()) */
 	bool counters_dirty;
@@ -107,6 +108,8 @@ struct sink {
 	size_t jclock;			/* jctx index of the latest CLOCK; SIZE_MAX: none */
 	size_t jmeasure;		/* ... of the latest CLOCK_MEASURE */
 	bool jctx_lost;			/* jctx incomplete: never rotate jf */
+	uint64_t jnames;		/* slots the last rotation wrote (JREC_PIDNAMES):
+					 * names is the worker's, read only then */
 	uint64_t jobs_queued;		/* jobs handed to the worker */
 	/* under the queue lock (read by the event loop): */
 	struct cpuslots committed;	/* uint64_t per CPU that sent: last page committed */
@@ -153,10 +156,12 @@ int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
 /*
  * sink_page_seen - page @page (@len bytes) of CPU @cpu was stored before
  * (a journal replay up to the store's mark): only what it tells the clock
- * map, the trace times it spans (clockmap_note()), as sink_page() takes
- * them from every page it walks. Nothing is stored or counted.
+ * map, the trace times it spans (clockmap_note()), and the task names its
+ * events teach (pidnames.h), as sink_page() takes them from every page it
+ * walks. Nothing is stored or counted.
+ * Return: 0; -ENOMEM.
  */
-void sink_page_seen(struct sink *s, uint32_t cpu, const uint8_t *page, size_t len);
+int sink_page_seen(struct sink *s, uint32_t cpu, const uint8_t *page, size_t len);
 
 /*
  * sink_clock_restore - the clock map as a rotated journal file saved it
@@ -164,6 +169,13 @@ void sink_page_seen(struct sink *s, uint32_t cpu, const uint8_t *page, size_t le
  * Return: 0; TC_ERR_PROTO_STATE (no HELLO yet); TC_ERR_MSG_MALFORMED.
  */
 int sink_clock_restore(struct sink *s, const uint8_t *data, size_t len);
+
+/*
+ * sink_names_restore - task names as a rotated journal file saved them (a
+ * JREC_PIDNAMES record: pidnames_save()) replace @s's of those pids.
+ * Return: 0; TC_ERR_PROTO_STATE (no HELLO yet); TC_ERR_MSG_MALFORMED; -ENOMEM.
+ */
+int sink_names_restore(struct sink *s, const uint8_t *data, size_t len);
 
 /*
  * sink_page - decode page @seq of CPU @cpu, filter its events and store the

@@ -111,44 +111,49 @@ bad:
 /* ---- migrations ---- */
 
 /*
- * Run @stmt, a CREATE TABLE's "ENGINE = X(...)" made Replicated when the
- * database is (ch_sql_engine()); the .sql files name plain engines.
+ * A migration's statement @stmt into @q with each table's engine as the
+ * database wants it: the .sql files write "{{ENGINE TABLE X(...)}}" where
+ * a CREATE TABLE names its engine, and ch_sql_engine() makes it
+ * " ENGINE = X(...)" or, with s->replicated, its Replicated twin. An
+ * "ENGINE =" of its own in a statement is refused: that table would not
+ * follow ?replicated. Return: 0; TC_ERR_DB_SCHEMA; what ch_sql_raw() returns.
  */
-static int ch_run_stmt(struct ch_store *s, const char *stmt)
+static int ch_sql_engines(struct ch_store *s, struct ch_sql *q, const char *stmt)
 {
-	static const char create[] = "CREATE TABLE IF NOT EXISTS ", eng[] = "ENGINE = ";
-	const char *e = strstr(stmt, eng), *close = e ? strchr(e, ')') : NULL;
+	static const char open[] = "{{ENGINE ";
 	char table[128], engine[128];
-	struct ch_sql q;
+	const char *p = stmt, *at, *end;
 	size_t n;
-	int ret;
 
-	if (!s->replicated || strncmp(stmt, create, strlen(create)) || !close)
-		return ch_exec_text(s, stmt);
-	n = strcspn(stmt + strlen(create), " (\n\t");
-	if (n >= sizeof(table) || (size_t)(close + 1 - e - strlen(eng)) >= sizeof(engine))
-		return ch_errf(s, TC_ERR_DB_SCHEMA, "a migration's table or engine is too long");
-	snprintf(table, sizeof(table), "%.*s", (int)n, stmt + strlen(create));
-	snprintf(engine, sizeof(engine), "%.*s", (int)(close + 1 - e - strlen(eng)), e + strlen(eng));
-	ch_sql_init(&q, 0);
-	ch_sql_addf(&q, "%.*s", (int)(e - 1 - stmt), stmt);
-	ch_sql_engine(s, &q, table, engine);
-	ch_sql_raw(&q, close + 1);
-	ret = ch_exec(s, &q);
-	ch_sql_free(&q);
-	return ret;
+	if (strstr(stmt, "ENGINE ="))
+		return ch_errf(s, TC_ERR_DB_SCHEMA, "a migration names an engine without {{ENGINE}}");
+	while ((at = strstr(p, open)) != NULL) {
+		ch_sql_addf(q, "%.*s", (int)(at - p), p);
+		at += strlen(open);
+		end = strstr(at, "}}");
+		n = strcspn(at, " ");
+		if (!end || n >= sizeof(table) || at + n >= end ||
+		    (size_t)(end - at - n - 1) >= sizeof(engine))
+			return ch_errf(s, TC_ERR_DB_SCHEMA, "a migration's {{ENGINE}} is not TABLE ENGINE");
+		snprintf(table, sizeof(table), "%.*s", (int)n, at);
+		snprintf(engine, sizeof(engine), "%.*s", (int)(end - at - n - 1), at + n + 1);
+		ch_sql_engine(s, q, table, engine);
+		p = end + 2;
+	}
+	return ch_sql_raw(q, p);
 }
 
 /* Run each statement of @sql (split at lines ending in ';', '--' lines dropped). */
 static int ch_run_script(struct ch_store *s, const char *sql)
 {
 	char *text = strdup(sql), *line, *save = NULL;
-	struct ch_sql q;
+	struct ch_sql stmt, q;	/* as the file has it; as it runs */
 	size_t n;
 	int ret = 0;
 
 	if (!text)
 		return -ENOMEM;
+	ch_sql_init(&stmt, 0);
 	ch_sql_init(&q, 0);
 	for (line = strtok_r(text, "\n", &save); line && ret == 0;
 	     line = strtok_r(NULL, "\n", &save)) {
@@ -159,14 +164,18 @@ static int ch_run_script(struct ch_store *s, const char *sql)
 			line[--n] = '\0';
 		if (n && line[n - 1] == ';') {
 			line[n - 1] = '\0';
-			ch_sql_raw(&q, line);
-			ret = ch_sql_err(&q) ? ch_exec(s, &q) : ch_run_stmt(s, ch_sql_text(&q));
+			ch_sql_raw(&stmt, line);
+			ret = ch_sql_err(&stmt) ? ch_exec(s, &stmt) :
+			      ch_sql_engines(s, &q, ch_sql_text(&stmt));
+			ret = ret ?: ch_exec(s, &q);
+			ch_sql_reset(&stmt);
 			ch_sql_reset(&q);
 			continue;
 		}
-		ch_sql_raw(&q, line);
-		ch_sql_raw(&q, "\n");
+		ch_sql_raw(&stmt, line);
+		ch_sql_raw(&stmt, "\n");
 	}
+	ch_sql_free(&stmt);
 	ch_sql_free(&q);
 	free(text);
 	return ret;
@@ -228,8 +237,9 @@ static int ch_migrate(struct ch_store *s, bool writer)
 		ret = ch_exec(s, &q);
 		if (ret == 0)
 			ret = ch_http_set_database(s->http, s->db) ?: ch_replication(s) ?:
-			      ch_run_stmt(s, "CREATE TABLE IF NOT EXISTS schema_version (version"
-					  " UInt32, ts Int64) ENGINE = MergeTree() ORDER BY version");
+			      ch_run_script(s, "CREATE TABLE IF NOT EXISTS schema_version (version"
+					    " UInt32, ts Int64) {{ENGINE schema_version MergeTree()}}"
+					    " ORDER BY version;");
 		if (ret < 0)
 			goto out;
 	}

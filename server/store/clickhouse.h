@@ -79,9 +79,9 @@
  * macros shard and replica in the server's config.xml, every table is
  * made Replicated* (ReplicatedMergeTree, ReplicatedReplacingMergeTree on
  * ZooKeeper path /clickhouse/tables/{shard}/DB/TABLE, replica {replica}:
- * ch_sql_engine(); the .sql files name the plain engines, clickhouse.c
- * rewrites them), and the server keeps one copy of a block INSERTed
- * twice (per table, among its last 100 blocks: 18.16's
+ * ch_sql_engine(); the .sql files write {{ENGINE TABLE X(...)}}, which
+ * clickhouse.c expands as it loads them), and the server keeps one copy
+ * of a block INSERTed twice (per table, among its last 100 blocks: 18.16's
  * replicated_deduplication_window). The writer leans on it: an INSERT (a
  * batch, the commits row) whose answer was lost to the connection is
  * sent again with the same rows, up to CH_RESENDS times a second apart,

@@ -371,9 +371,9 @@ int ch_walk_row(struct ch_walk *k, const struct ch_reply *r, size_t i,
 			v->blob.p = r->cells[i * r->ncols + k->at[c]],
 			v->blob.len = r->lens[i * r->ncols + k->at[c]];
 	}
-	for (size_t c = 0; ret == 0 && c < sc->ncols; c++)
-		if (!k->null[c] && store_col_is_stack(sc, c))
-			ch_stack_frames(&k->stacks, row->host_id, &k->vals[c]);
+	for (size_t j = 0; ret == 0 && j < k->nstack; j++)
+		if (!k->null[k->stack_col[j]])
+			ch_stack_frames(&k->stacks, row->host_id, &k->vals[k->stack_col[j]]);
 	if (ret < 0)
 		return ch_errf(k->s, TC_ERR_DB, "a row ClickHouse sent: %s", tc_strerror(ret));
 	row->cpu = (uint32_t)cpu;
@@ -521,7 +521,8 @@ int ch_walk_init(struct ch_walk *k, struct ch_store *s, const struct store_query
 	k->vals = calloc(sc->ncols + 1, sizeof(*k->vals));
 	k->null = calloc(sc->ncols + 1, sizeof(*k->null));
 	k->stack_at = calloc(sc->ncols + 1, sizeof(*k->stack_at));
-	if (!k->at || !k->vals || !k->null || !k->stack_at)
+	k->stack_col = calloc(sc->ncols + 1, sizeof(*k->stack_col));
+	if (!k->at || !k->vals || !k->null || !k->stack_at || !k->stack_col)
 		return -ENOMEM;
 	for (size_t c = 0; c < sc->ncols; c++) {
 		bool pid = !strcmp(sc->cols[c].name, "common_pid") &&
@@ -530,8 +531,10 @@ int ch_walk_init(struct ch_walk *k, struct ch_store *s, const struct store_query
 		k->pid = pid ? (int)c : k->pid;
 		if (pid || !q->skip || !q->skip[c])
 			k->at[c] = n++;
-		if (k->at[c] && store_col_is_stack(sc, c))
+		if (k->at[c] && store_col_is_stack(sc, c)) {
+			k->stack_col[k->nstack] = c;
 			k->stack_at[k->nstack++] = k->at[c];
+		}
 	}
 	return ch_query_hosts(s, &k->hosts) ?: ch_names_of(&k->hosts, -1, 1, &k->host_names);
 }
@@ -546,6 +549,7 @@ void ch_walk_free(struct ch_walk *k)
 	free(k->vals);
 	free(k->null);
 	free(k->stack_at);
+	free(k->stack_col);
 	ch_stack_page_free(&k->stacks);
 }
 

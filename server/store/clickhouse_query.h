@@ -82,6 +82,7 @@ struct ch_walk {
 	struct store_value *vals;
 	bool *null;
 	size_t *stack_at;		/* the reply columns of stacks (clickhouse_stacks.h) */
+	size_t *stack_col;		/* ... and their schema columns */
 	size_t nstack;
 	struct ch_stack_page stacks;	/* the frames of the page's references */
 };

@@ -27,7 +27,7 @@ struct ch_sender {
 	struct ch_bytes rows;	/* the slot's rows; when idle, the spare buffer */
 	bool busy;		/* the slot holds a batch not yet sent */
 	bool stop;
-	bool resend;		/* Replicated tables: a lost answer asked again (ch_insert_rows()) */
+	bool resend;		/* Replicated tables: a lost answer asked again (ch_exec_resend()) */
 	int ret;		/* the last batch's result, until harvested */
 };
 
@@ -42,7 +42,7 @@ static void *ch_sender_main(void *arg)
 		if (!c->busy)
 			break;
 		pthread_mutex_unlock(&c->lock);
-		c->ret = ch_insert_rows(c->http, c->resend, c->insert, c->rows.p, c->rows.len);
+		c->ret = ch_exec_resend(c->http, c->resend, c->insert, c->rows.p, c->rows.len);
 		pthread_mutex_lock(&c->lock);
 		ch_b_reset(&c->rows);
 		c->busy = false;

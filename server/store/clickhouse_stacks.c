@@ -19,16 +19,25 @@
 #define CH_STACK_BYTES		(16u << 20)
 #define CH_STACK_PROBES		64
 
-/* A stack the writer wrote: its host and id (0: an empty slot) and frames. */
+/* A stack the writer wrote: its host, id, frames and their hash (store_stack_hash()). */
 struct ch_stack_ent {
-	uint64_t host, id;
+	uint64_t host, id, hash;
 	uint32_t len;
 	uint8_t *frames;
 };
 
+/*
+ * The stacks written, ent[0..n), found two ways, each an open-addressed
+ * index of ent + 1 (0: an empty slot): by_frames by the cheap hash of a
+ * host's frames, which every row looks up, and by_id by the id, which only
+ * a stack not found costs (its SHA-256 then, and a check that no other
+ * frames of the host have that id: a collision).
+ */
 struct ch_stacks {
-	struct ch_stack_ent slot[CH_STACK_SLOTS];
+	struct ch_stack_ent ent[CH_STACK_ENTRIES];
+	uint32_t by_frames[CH_STACK_SLOTS], by_id[CH_STACK_SLOTS];
 	size_t n, bytes;
+	uint64_t seed;
 };
 
 /* One reference a page's rows make, and its frames (in the page's reply). */
@@ -40,21 +49,49 @@ struct ch_stack_found {
 
 void ch_stacks_forget(struct ch_store *s)
 {
-	if (!s->stacks)
+	struct ch_stacks *t = s->stacks;
+
+	if (!t)
 		return;
-	for (size_t i = 0; i < CH_STACK_SLOTS; i++)
-		free(s->stacks->slot[i].frames);
-	memset(s->stacks, 0, sizeof(*s->stacks));
+	for (size_t i = 0; i < t->n; i++)
+		free(t->ent[i].frames);
+	t->n = t->bytes = 0;
+	memset(t->by_frames, 0, sizeof(t->by_frames));
+	memset(t->by_id, 0, sizeof(t->by_id));
 }
 
-/* The slot of (@host, @id) (its entry or the empty one it would take); NULL: none near. */
-static struct ch_stack_ent *ch_stack_slot(struct ch_stacks *t, uint64_t host, uint64_t id)
+static bool ch_stack_same(const struct ch_stack_ent *e, uint64_t host, const void *frames,
+			  size_t len)
+{
+	return e->host == host && e->len == len && !memcmp(e->frames, frames, len);
+}
+
+/*
+ * The by_frames slot of @host's @frames (hashed @h): its entry's, or the
+ * empty one it would take; NULL: none near.
+ */
+static uint32_t *ch_stack_by_frames(struct ch_stacks *t, uint64_t h, uint64_t host,
+				    const void *frames, size_t len)
 {
 	for (unsigned k = 0; k < CH_STACK_PROBES; k++) {
-		struct ch_stack_ent *e = &t->slot[(id + host + k) & (CH_STACK_SLOTS - 1)];
+		uint32_t *x = &t->by_frames[(h + k) & (CH_STACK_SLOTS - 1)];
+		const struct ch_stack_ent *e = *x ? &t->ent[*x - 1] : NULL;
 
-		if (!e->id || (e->id == id && e->host == host))
-			return e;
+		if (!e || (e->hash == h && ch_stack_same(e, host, frames, len)))
+			return x;
+	}
+	return NULL;
+}
+
+/* The by_id slot of (@host, @id): its entry's, or the empty one it would take; NULL: none near. */
+static uint32_t *ch_stack_by_id(struct ch_stacks *t, uint64_t host, uint64_t id)
+{
+	for (unsigned k = 0; k < CH_STACK_PROBES; k++) {
+		uint32_t *x = &t->by_id[(id + host + k) & (CH_STACK_SLOTS - 1)];
+		const struct ch_stack_ent *e = *x ? &t->ent[*x - 1] : NULL;
+
+		if (!e || (e->id == id && e->host == host))
+			return x;
 	}
 	return NULL;
 }
@@ -80,36 +117,77 @@ static int ch_stack_put(struct ch_store *s, uint64_t host, uint64_t id, const vo
 	return ch_fact_done(s, b);
 }
 
+/* Remember @e (its frames copied) in both indexes' slots @fx and @ix, when there is memory. */
+static void ch_stack_keep(struct ch_stacks *t, uint32_t *fx, uint32_t *ix,
+			  const struct ch_stack_ent *e, const void *frames)
+{
+	struct ch_stack_ent *n = &t->ent[t->n];
+
+	n->frames = malloc(e->len);
+	if (!n->frames)
+		return;
+	memcpy(n->frames, frames, e->len);
+	n->host = e->host;
+	n->id = e->id;
+	n->hash = e->hash;
+	n->len = e->len;
+	*fx = *ix = (uint32_t)++t->n;
+	t->bytes += e->len;
+}
+
+/*
+ * The id of @host's stack @frames, its stacks row queued when the writer
+ * has not written it (*@id 0: a collision, the frames stay in the row).
+ * Return: 0; what sending failed with.
+ */
+static int ch_stack_lookup(struct ch_store *s, uint64_t host, const void *frames, size_t len,
+			   uint64_t *id)
+{
+	struct ch_stacks *t = s->stacks;
+	struct ch_stack_ent e = { .host = host, .len = (uint32_t)len };
+	uint32_t *fx, *ix;
+	int ret;
+
+	if (t->n >= CH_STACK_ENTRIES || t->bytes + len > CH_STACK_BYTES)
+		ch_stacks_forget(s);
+	e.hash = store_stack_hash(t->seed ^ host, frames, len);
+	fx = ch_stack_by_frames(t, e.hash, host, frames, len);
+	if (fx && *fx) {
+		*id = t->ent[*fx - 1].id;
+		return 0;
+	}
+	e.id = ch_stack_id(host, frames, len);
+	ix = ch_stack_by_id(t, host, e.id);
+	if (ix && *ix) {	/* the id of other frames */
+		*id = 0;
+		return 0;
+	}
+	ret = ch_stack_put(s, host, e.id, frames, len);
+	if (ret < 0)
+		return ret;
+	if (fx && ix)
+		ch_stack_keep(t, fx, ix, &e, frames);
+	*id = e.id;
+	return 0;
+}
+
 int ch_stack_ref(struct ch_store *s, uint64_t host, struct store_value *v,
 		 uint8_t ref[CH_STACK_REF_LEN])
 {
-	struct ch_stack_ent *e;
 	uint64_t id;
+	int ret;
 
 	if (v->kind != STORE_BLOB || !v->blob.len || v->blob.len > CH_STACK_MAX)
 		return 0;
-	if (!s->stacks && !(s->stacks = calloc(1, sizeof(*s->stacks))))
-		return -ENOMEM;
-	if (s->stacks->n >= CH_STACK_ENTRIES || s->stacks->bytes + v->blob.len > CH_STACK_BYTES)
-		ch_stacks_forget(s);
-	id = ch_stack_id(host, v->blob.p, v->blob.len);
-	e = ch_stack_slot(s->stacks, host, id);
-	if (e && e->id && (e->len != v->blob.len || memcmp(e->frames, v->blob.p, e->len)))
-		return 0;	/* a collision: these frames stay in the row */
-	if (!e || !e->id) {
-		int ret = ch_stack_put(s, host, id, v->blob.p, v->blob.len);
-
-		if (ret < 0)
-			return ret;
-		if (e && (e->frames = malloc(v->blob.len)) != NULL) {
-			memcpy(e->frames, v->blob.p, v->blob.len);
-			e->host = host;
-			e->id = id;
-			e->len = (uint32_t)v->blob.len;
-			s->stacks->n++;
-			s->stacks->bytes += v->blob.len;
-		}
+	if (!s->stacks) {
+		s->stacks = calloc(1, sizeof(*s->stacks));
+		if (!s->stacks)
+			return -ENOMEM;
+		s->stacks->seed = store_stack_seed(s->stacks);
 	}
+	ret = ch_stack_lookup(s, host, v->blob.p, v->blob.len, &id);
+	if (ret < 0 || !id)
+		return ret;
 	ref[0] = CH_STACK_REF;
 	for (int i = 0; i < 8; i++)
 		ref[1 + i] = (uint8_t)(id >> (8 * i));

@@ -10,8 +10,9 @@
  * then the id, little-endian), a length no stack has (frames are whole
  * longs), and a row stored before it keeps its frames there. The writer
  * remembers the stacks it wrote with their frames (bounded, like
- * SQLite's): an id it wrote for other frames, a collision, keeps those
- * frames in the row instead. A reference is looked up with its row's
+ * SQLite's), found by store_stack_hash() of the frames, so that the
+ * SHA-256 is computed only for a stack it has not written: an id it wrote
+ * for other frames, a collision, keeps those frames in the row instead. A reference is looked up with its row's
  * host only, so a host's rows never read another host's stack.
  */
 #ifndef SERVER_STORE_CLICKHOUSE_STACKS_H

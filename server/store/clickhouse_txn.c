@@ -217,12 +217,10 @@ static int ch_commit_row(struct ch_store *s)
 		    (unsigned long long)s->commit_id, (long long)ch_now_ns());
 	ch_sql_cstr(&q, s->collector);
 	ch_sql_raw(&q, ")");
-	ret = ch_exec(s, &q);
-	/* Replicated: the same row again is one block, kept once (ch_insert_rows()) */
-	for (int i = 0; ret < 0 && s->replicated && s->down && i < CH_RESENDS; i++) {
-		sleep(1);
-		ret = ch_exec(s, &q);
-	}
+	/* Replicated: the same row again is one block, kept once (ch_exec_resend()) */
+	ret = ch_sql_err(&q) ? ch_exec(s, &q) :
+	      ch_after_http(s, s->http, ch_exec_resend(s->http, s->replicated, NULL,
+						       ch_sql_text(&q), 0));
 	if (ret < 0) {
 		ch_sql_reset(&q);
 		ch_sql_addf(&q, "SELECT count() FROM commits WHERE id = %llu",

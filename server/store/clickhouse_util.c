@@ -195,15 +195,17 @@ int ch_sql_engine(struct ch_store *s, struct ch_sql *q, const char *table, const
 	return ch_sql_addf(q, "%s%s", *args == ')' ? "" : ", ", args);
 }
 
-int ch_insert_rows(struct ch_http *h, bool resend, const char *insert, const void *body, size_t len)
+int ch_exec_resend(struct ch_http *h, bool resend, const char *insert, const void *body,
+		   size_t len)
 {
-	int ret = ch_http_insert(h, insert, body, len);
+	int ret;
 
-	for (int i = 0; ret < 0 && resend && ch_http_down(h) && i < CH_RESENDS; i++) {
+	for (int i = 0;; i++) {
+		ret = insert ? ch_http_insert(h, insert, body, len) : ch_http_exec(h, body);
+		if (ret == 0 || !resend || !ch_http_down(h) || i == CH_RESENDS)
+			return ret;
 		sleep(1);
-		ret = ch_http_insert(h, insert, body, len);
 	}
-	return ret;
 }
 
 /* ---- batches ---- */
@@ -261,7 +263,8 @@ int ch_batch_send(struct ch_store *s, struct ch_batch *b)
 		return 0;
 	if (b->rows.oom)
 		return -ENOMEM;
-	ret = ch_after(s, ch_insert_rows(s->http, s->replicated, b->insert, b->rows.p, b->rows.len));
+	ret = ch_after(s, ch_exec_resend(s->http, s->replicated, b->insert, b->rows.p,
+					 b->rows.len));
 	if (ret < 0)
 		return ret;
 	ch_b_reset(&b->rows);

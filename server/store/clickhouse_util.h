@@ -56,14 +56,16 @@ int ch_after_http(struct ch_store *s, const struct ch_http *h, int ret);
 int ch_sql_engine(struct ch_store *s, struct ch_sql *q, const char *table, const char *engine);
 
 /*
- * ch_insert_rows - an INSERT of @len bytes of rows on @h. On Replicated tables
+ * ch_exec_resend - on @h, @insert with @len bytes of rows @body; @insert
+ * NULL: the statement @body (text, @len unused). On Replicated tables
  * (@resend) an answer lost to the connection (ch_http_down()) is asked
  * again with the same rows, at most CH_RESENDS times a second apart: both
  * copies are one block, which the table keeps once, whichever lands
- * last. Return: what ch_http_insert() returns.
+ * last. Return: what ch_http_insert() or ch_http_exec() returns.
  */
 #define CH_RESENDS	3
-int ch_insert_rows(struct ch_http *h, bool resend, const char *insert, const void *body, size_t len);
+int ch_exec_resend(struct ch_http *h, bool resend, const char *insert, const void *body,
+		   size_t len);
 
 /* ---- RowBinary (little-endian fixed widths; a string is a LEB128 length and its bytes) ---- */
 void ch_b_reset(struct ch_bytes *b);

@@ -2,7 +2,8 @@
  * sqlite_stacks.c - kernel stacks stored once each (sql/0016-stacks.sql,
  * issue 38). A stack record's frames go to the stacks table once; its row
  * holds the id. The writer remembers the stacks it stored in an
- * open-addressed table keyed by a seeded FNV-1a hash of the frames, and
+ * open-addressed table keyed by a seeded FNV-1a hash of the frames
+ * (store_stack_hash(), as ClickHouse's clickhouse_stacks.c), and
  * reuses an id only when the frames themselves are equal: a collision
  * costs a probe, never a merge of two stacks. A probe run is bounded
  * (SQ_STACK_PROBES: frames crafted to collide cost at most that many
@@ -22,8 +23,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <sys/random.h>
 
 #include "common/tc_error.h"
 #include "server/store/sqlite_stacks.h"
@@ -47,15 +46,6 @@ struct sq_stacks {
 	int64_t next_id;
 };
 
-static uint64_t sq_stack_hash(uint64_t seed, const uint8_t *p, size_t len)
-{
-	uint64_t h = 14695981039346656037ull ^ seed;	/* FNV-1a */
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ p[i]) * 1099511628211ull;
-	return h ^ (h >> 29);
-}
-
 static void sq_stacks_clear(struct sq_stacks *t)
 {
 	if (!t->slot)
@@ -69,9 +59,7 @@ static void sq_stacks_clear(struct sq_stacks *t)
 static struct sq_stacks *sq_stacks_of(struct sq_store *s)
 {
 	if (!s->stacks && (s->stacks = calloc(1, sizeof(*s->stacks))) != NULL) {
-		if (getrandom(&s->stacks->seed, sizeof(s->stacks->seed), GRND_NONBLOCK) !=
-		    (ssize_t)sizeof(s->stacks->seed))
-			s->stacks->seed = (uint64_t)(uintptr_t)s->stacks;
+		s->stacks->seed = store_stack_seed(s->stacks);
 		s->stacks->next_id = 1;
 	}
 	return s->stacks;
@@ -93,10 +81,13 @@ static struct sq_stack_ent *sq_stack_slot(struct sq_stacks *t, uint64_t h, const
 	return NULL;
 }
 
-/* Remember @frames as stack @id in @t (when there is room). Return: 0; -ENOMEM. */
-static int sq_stack_keep(struct sq_stacks *t, int64_t id, const void *frames, size_t len)
+/*
+ * Remember @frames (hashed @h: store_stack_hash()) as stack @id in @t (when
+ * there is room). Return: 0; -ENOMEM.
+ */
+static int sq_stack_keep(struct sq_stacks *t, int64_t id, uint64_t h, const void *frames,
+			 size_t len)
 {
-	uint64_t h = sq_stack_hash(t->seed, frames, len);
 	struct sq_stack_ent *e;
 
 	if (!t->slot && !(t->slot = calloc(SQ_STACK_SLOTS, sizeof(*t->slot))))
@@ -122,20 +113,22 @@ int sq_stack_id(struct sq_store *s, const void *frames, size_t len, int64_t *id)
 {
 	struct sq_stacks *t = sq_stacks_of(s);
 	struct sq_stack_ent *e;
+	uint64_t h;
 	int ret;
 
 	if (!len || len > SQ_STACK_MAX)
 		return SQ_STACK_INLINE;
 	if (!t)
 		return -ENOMEM;
+	h = store_stack_hash(t->seed, frames, len);
 	if (t->slot) {
-		e = sq_stack_slot(t, sq_stack_hash(t->seed, frames, len), frames, len);
+		e = sq_stack_slot(t, h, frames, len);
 		if (e && e->id) {
 			*id = e->id;
 			return SQ_STACK_KNOWN;
 		}
 	}
-	ret = sq_stack_keep(t, t->next_id, frames, len);
+	ret = sq_stack_keep(t, t->next_id, h, frames, len);
 	if (ret < 0)
 		return ret;
 	*id = t->next_id++;
@@ -173,7 +166,8 @@ int sq_stacks_load(struct sq_store *s)
 
 		if (!p || !len || len > SQ_STACK_MAX || t->bytes + len > SQ_STACK_BYTES)
 			continue;
-		ret = sq_stack_keep(t, sqlite3_column_int64(st, 0), p, len);
+		ret = sq_stack_keep(t, sqlite3_column_int64(st, 0),
+				    store_stack_hash(t->seed, p, len), p, len);
 	}
 	if (ret == 0 && rc != SQLITE_DONE)
 		ret = sq_err(s, TC_ERR_DB, "stacks");

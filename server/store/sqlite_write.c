@@ -64,8 +64,7 @@ struct sq_batch {
 	 * The stacks its rows are the first to reference (sqlite_stacks.c),
 	 * stored before them: each an int64 id, a uint32 length, the frames.
 	 */
-	uint8_t *stacks;
-	size_t stacks_len, stacks_cap;
+	struct sq_buf stacks;
 };
 
 /* A stack a row is the first to reference: the frames still in the page. */
@@ -81,7 +80,7 @@ static void sq_batch_free(struct sq_batch *b)
 		return;
 	free(b->vals);
 	free(b->arena);
-	free(b->stacks);
+	free(b->stacks.s);
 	free(b);
 }
 
@@ -321,14 +320,14 @@ static int sq_batch_exec(struct sq_store *q, const struct sq_batch *b)
 	unsigned r = 0;
 	int rc = sq_batch_stmts(q->db, t, b);
 
-	for (size_t o = 0; rc == SQLITE_OK && o < b->stacks_len;) {
+	for (size_t o = 0; rc == SQLITE_OK && o < b->stacks.len;) {
 		int64_t id;
 		uint32_t len;
 
-		memcpy(&id, b->stacks + o, sizeof(id));
-		memcpy(&len, b->stacks + o + sizeof(id), sizeof(len));
+		memcpy(&id, b->stacks.s + o, sizeof(id));
+		memcpy(&len, b->stacks.s + o + sizeof(id), sizeof(len));
 		o += sizeof(id) + sizeof(len);
-		rc = sq_stack_put(q->stack_put, id, b->stacks + o, len);
+		rc = sq_stack_put(q->stack_put, id, b->stacks.s + o, len);
 		o += len;
 	}
 	if (rc != SQLITE_OK)
@@ -536,7 +535,7 @@ static int sq_batch_get(struct sq_store *s, struct store_type *t)
 	b->t = t;
 	b->pending = 0;
 	b->arena_len = 0;
-	b->stacks_len = 0;
+	b->stacks.len = 0;
 	t->cur = b;
 	return 0;
 }
@@ -682,22 +681,16 @@ static void sq_row_keep(struct sq_batch *b, unsigned ncols, struct sq_val *row)
 static int sq_batch_stack(struct sq_batch *b, const struct sq_fresh *f)
 {
 	uint32_t len = (uint32_t)f->len;
-	size_t need = b->stacks_len + sizeof(f->id) + sizeof(len) + len;
+	size_t was = b->stacks.len;
 
-	if (need > b->stacks_cap) {
-		size_t cap = b->stacks_cap * 2 > need ? b->stacks_cap * 2 : need;
-		uint8_t *p = realloc(b->stacks, cap);
-
-		if (!p)
-			return -ENOMEM;
-		b->stacks = p;
-		b->stacks_cap = cap;
-	}
-	memcpy(b->stacks + b->stacks_len, &f->id, sizeof(f->id));
-	memcpy(b->stacks + b->stacks_len + sizeof(f->id), &len, sizeof(len));
-	memcpy(b->stacks + b->stacks_len + sizeof(f->id) + sizeof(len), f->p, len);
-	b->stacks_len = need;
-	return 0;
+	sq_buf_add(&b->stacks, (const char *)&f->id, sizeof(f->id));
+	sq_buf_add(&b->stacks, (const char *)&len, sizeof(len));
+	sq_buf_add(&b->stacks, f->p, len);
+	if (!b->stacks.oom)
+		return 0;
+	b->stacks.len = was;	/* none of it: the batch's other stacks stay whole */
+	b->stacks.oom = false;
+	return -ENOMEM;
 }
 
 static int sq_insert_row(struct sq_store *s, struct store_type *t, const struct store_event *ev,
@@ -830,7 +823,7 @@ void sq_types_drop_rows(struct sq_store *s)
 {
 	for (struct store_type *t = s->types; t; t = t->next)
 		if (t->cur)
-			t->cur->pending = t->cur->arena_len = t->cur->stacks_len = 0;
+			t->cur->pending = t->cur->arena_len = t->cur->stacks.len = 0;
 }
 
 void sq_writer_free(struct sq_store *s)

@@ -1,13 +1,15 @@
 /*
  * store_types.c - what goes with the store's shared types (store_types.h):
  * the kinds' names, freeing a schema, checking a histogram's spec against
- * its query. Calls nothing of the store.
+ * its query, the stack tables' hash. Calls nothing of the store.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sys/random.h>
 
 #include "common/hist.h"
 #include "server/store/store_types.h"
@@ -77,6 +79,25 @@ int store_hist_check(const struct store_query *q, const struct store_hist *h)
 		if (sp->sort[i].i >= (sp->sort[i].by == HIST_SORT_VAL ? sp->nvals : sp->nkeys))
 			return -EINVAL;
 	return 0;
+}
+
+uint64_t store_stack_seed(const void *fallback)
+{
+	uint64_t seed;
+
+	if (getrandom(&seed, sizeof(seed), GRND_NONBLOCK) != (ssize_t)sizeof(seed))
+		seed = (uint64_t)(uintptr_t)fallback;
+	return seed;
+}
+
+uint64_t store_stack_hash(uint64_t seed, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+	uint64_t h = 14695981039346656037ull ^ seed;	/* FNV-1a */
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h ^ (h >> 29);
 }
 
 bool store_col_is_stack(const struct store_schema *sc, size_t c)

@@ -259,6 +259,18 @@ struct store_schema {
 	struct store_fmt *fmts;	/* in the order they were first stored */
 };
 
+/*
+ * store_stack_hash - where a writer's table of the stacks it stored
+ * (sqlite_stacks.c, clickhouse_stacks.c) looks @len bytes of frames at @p
+ * up: FNV-1a, seeded with store_stack_seed() (random: frames crafted to
+ * collide cannot be made in advance; a collision costs a probe, never a
+ * merge of two stacks, as the frames are compared).
+ */
+uint64_t store_stack_hash(uint64_t seed, const void *p, size_t len);
+
+/* store_stack_seed - a random seed for store_stack_hash(); @fallback's address without one. */
+uint64_t store_stack_seed(const void *fallback);
+
 /* store_col_is_stack - whether @sc's column @c holds stacks (a stack's id
  * or reference, or an older row's frames). */
 bool store_col_is_stack(const struct store_schema *sc, size_t c);

@@ -2,7 +2,9 @@
 -- The design and the why are in server/store/clickhouse.h. Statements are
 -- separated by a line ending in ';' (the backend runs them one by one:
 -- ClickHouse's HTTP interface takes one statement per request). Every
--- table is written so that 18.16 and later releases take it.
+-- table is written so that 18.16 and later releases take it. A table's
+-- engine is written {{ENGINE TABLE X(...)}}: server/store/clickhouse.c makes
+-- it "ENGINE = X(...)", or its Replicated twin with ?replicated.
 --
 -- Event tables (ev_<system>_<name>, one per event type) are made at run
 -- time, server/store/clickhouse_schema.c:
@@ -18,7 +20,7 @@ CREATE TABLE IF NOT EXISTS commits (
 	id		UInt64,
 	ts		Int64,
 	collector	String
-) ENGINE = MergeTree() ORDER BY id;
+) {{ENGINE commits MergeTree()}} ORDER BY id;
 
 -- Hosts: host_id is a stable hash of the name (clickhouse_host.c), so two
 -- collectors give a host the same id. The latest row of a host wins.
@@ -37,7 +39,7 @@ CREATE TABLE IF NOT EXISTS hosts (
 	first_seen	Int64,
 	last_seen	Int64,
 	version		UInt64
-) ENGINE = ReplacingMergeTree(version) ORDER BY host_id;
+) {{ENGINE hosts ReplacingMergeTree(version)}} ORDER BY host_id;
 
 -- What the collector received and stored per CPU, added to: one row per
 -- commit and CPU, read as sums.
@@ -55,7 +57,7 @@ CREATE TABLE IF NOT EXISTS cpu_counts (
 	quota_held_pages UInt64,
 	quota_held_ms	UInt64,
 	_tc_commit	UInt64
-) ENGINE = MergeTree() ORDER BY (host_id, cpu);
+) {{ENGINE cpu_counts MergeTree()}} ORDER BY (host_id, cpu);
 
 -- What the agent reported per CPU (overwritten by each report: the row
 -- with the highest version wins).
@@ -76,7 +78,7 @@ CREATE TABLE IF NOT EXISTS cpu_agent (
 	pages_read	UInt64,
 	copied_bytes	UInt64,
 	version		UInt64
-) ENGINE = ReplacingMergeTree(version) ORDER BY (host_id, cpu);
+) {{ENGINE cpu_agent ReplacingMergeTree(version)}} ORDER BY (host_id, cpu);
 
 -- Events not kept, per host, system, name and reason; added to.
 CREATE TABLE IF NOT EXISTS drops (
@@ -86,7 +88,7 @@ CREATE TABLE IF NOT EXISTS drops (
 	reason		String,
 	n		UInt64,
 	_tc_commit	UInt64
-) ENGINE = MergeTree() ORDER BY (host_id, system, name, reason);
+) {{ENGINE drops MergeTree()}} ORDER BY (host_id, system, name, reason);
 
 -- The highest page sequence stored per agent stream (read as max).
 CREATE TABLE IF NOT EXISTS stream_marks (
@@ -96,7 +98,7 @@ CREATE TABLE IF NOT EXISTS stream_marks (
 	stream		UInt32,
 	seq		UInt64,
 	_tc_commit	UInt64
-) ENGINE = MergeTree() ORDER BY (host_id, boot_id, session, stream);
+) {{ENGINE stream_marks MergeTree()}} ORDER BY (host_id, boot_id, session, stream);
 
 -- How far each receive journal file of a collector is stored (read as max).
 CREATE TABLE IF NOT EXISTS journal_marks (
@@ -104,7 +106,7 @@ CREATE TABLE IF NOT EXISTS journal_marks (
 	file		UInt64,
 	pos		UInt64,
 	_tc_commit	UInt64
-) ENGINE = MergeTree() ORDER BY (collector, file);
+) {{ENGINE journal_marks MergeTree()}} ORDER BY (collector, file);
 
 -- Event types, their columns, formats and who sent which format.
 -- type_id and format_id are stable hashes (of system:name, of the text).
@@ -115,7 +117,7 @@ CREATE TABLE IF NOT EXISTS event_types (
 	table_name	String,
 	format_id	Int64,
 	version		UInt64
-) ENGINE = ReplacingMergeTree(version) ORDER BY type_id;
+) {{ENGINE event_types ReplacingMergeTree(version)}} ORDER BY type_id;
 
 CREATE TABLE IF NOT EXISTS event_fields (
 	type_id		Int64,
@@ -124,20 +126,20 @@ CREATE TABLE IF NOT EXISTS event_fields (
 	kind		String,
 	size		UInt32,
 	ordinal		UInt32
-) ENGINE = ReplacingMergeTree() ORDER BY (type_id, col);
+) {{ENGINE event_fields ReplacingMergeTree()}} ORDER BY (type_id, col);
 
 CREATE TABLE IF NOT EXISTS formats (
 	format_id	Int64,
 	type_id		Int64,
 	text		String
-) ENGINE = ReplacingMergeTree() ORDER BY format_id;
+) {{ENGINE formats ReplacingMergeTree()}} ORDER BY format_id;
 
 CREATE TABLE IF NOT EXISTS format_fields (
 	format_id	Int64,
 	idx		UInt32,
 	col		String,
 	ctype		String
-) ENGINE = ReplacingMergeTree() ORDER BY (format_id, idx);
+) {{ENGINE format_fields ReplacingMergeTree()}} ORDER BY (format_id, idx);
 
 CREATE TABLE IF NOT EXISTS host_formats (
 	host_id		UInt64,
@@ -145,7 +147,7 @@ CREATE TABLE IF NOT EXISTS host_formats (
 	type_id		Int64,
 	format_id	Int64,
 	since		Int64
-) ENGINE = ReplacingMergeTree() ORDER BY (host_id, boot_id, type_id, format_id);
+) {{ENGINE host_formats ReplacingMergeTree()}} ORDER BY (host_id, boot_id, type_id, format_id);
 
 -- Task names and thread groups per host (the latest row of a pid wins).
 CREATE TABLE IF NOT EXISTS comms (
@@ -153,14 +155,14 @@ CREATE TABLE IF NOT EXISTS comms (
 	pid		Int32,
 	comm		String,
 	version		UInt64
-) ENGINE = ReplacingMergeTree(version) ORDER BY (host_id, pid);
+) {{ENGINE comms ReplacingMergeTree(version)}} ORDER BY (host_id, pid);
 
 CREATE TABLE IF NOT EXISTS tgids (
 	host_id		UInt64,
 	pid		Int32,
 	tgid		Int32,
 	version		UInt64
-) ENGINE = ReplacingMergeTree(version) ORDER BY (host_id, pid);
+) {{ENGINE tgids ReplacingMergeTree(version)}} ORDER BY (host_id, pid);
 
 CREATE TABLE IF NOT EXISTS comm_changes (
 	host_id		UInt64,
@@ -171,7 +173,7 @@ CREATE TABLE IF NOT EXISTS comm_changes (
 	old		String,
 	is_rename	UInt8,
 	comm		String
-) ENGINE = ReplacingMergeTree() ORDER BY (host_id, pid, trace_ts);
+) {{ENGINE comm_changes ReplacingMergeTree()}} ORDER BY (host_id, pid, trace_ts);
 
 -- Programs whose addresses may be named, and their symbols.
 -- program_id is a stable hash of (host, boot, session, group, pid).
@@ -186,14 +188,14 @@ CREATE TABLE IF NOT EXISTS programs (
 	first_stream	UInt32,
 	nstreams	UInt32,
 	since_ns	Int64
-) ENGINE = ReplacingMergeTree() ORDER BY program_id;
+) {{ENGINE programs ReplacingMergeTree()}} ORDER BY program_id;
 
 CREATE TABLE IF NOT EXISTS symbols (
 	program_id	UInt64,
 	addr		UInt64,
 	size		UInt64,
 	name		String
-) ENGINE = ReplacingMergeTree() ORDER BY (program_id, addr);
+) {{ENGINE symbols ReplacingMergeTree()}} ORDER BY (program_id, addr);
 
 -- The kernel's printk_formats per host and boot.
 CREATE TABLE IF NOT EXISTS printk_formats (
@@ -202,11 +204,11 @@ CREATE TABLE IF NOT EXISTS printk_formats (
 	since		Int64,
 	addr		UInt64,
 	fmt		String
-) ENGINE = ReplacingMergeTree() ORDER BY (host_id, boot_id, addr);
+) {{ENGINE printk_formats ReplacingMergeTree()}} ORDER BY (host_id, boot_id, addr);
 
 -- Bytes retention gave back, per host (added to).
 CREATE TABLE IF NOT EXISTS freed (
 	host_id		UInt64,
 	bytes		UInt64,
 	_tc_commit	UInt64
-) ENGINE = MergeTree() ORDER BY host_id;
+) {{ENGINE freed MergeTree()}} ORDER BY host_id;

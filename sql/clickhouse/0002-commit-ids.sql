@@ -9,4 +9,4 @@ CREATE TABLE IF NOT EXISTS commit_ids (
 	hw		UInt64,
 	ts		Int64,
 	collector	String
-) ENGINE = MergeTree() ORDER BY hw;
+) {{ENGINE commit_ids MergeTree()}} ORDER BY hw;

@@ -20,7 +20,7 @@ CREATE TABLE IF NOT EXISTS host_boots (
 	header_page	Nullable(String),
 	header_event	Nullable(String),
 	version		UInt64
-) ENGINE = MergeTree() ORDER BY (host_id, boot_id);
+) {{ENGINE host_boots MergeTree()}} ORDER BY (host_id, boot_id);
 
 -- Where a kernel lost events: one row per page whose header carried the
 -- missed-events flag, written (counted, _tc_commit) in the commit that
@@ -38,5 +38,5 @@ CREATE TABLE IF NOT EXISTS losses (
 	lost		Int64,
 	loss_id		Int64,
 	_tc_commit	UInt64
-) ENGINE = MergeTree() PARTITION BY toYYYYMMDD(toDateTime(intDiv(ts, 1000000000)))
+) {{ENGINE losses MergeTree()}} PARTITION BY toYYYYMMDD(toDateTime(intDiv(ts, 1000000000)))
 ORDER BY (host_id, ts);

@@ -9,4 +9,4 @@ CREATE TABLE IF NOT EXISTS retain_cuts (
 	cut		Int64,
 	upto		UInt64,
 	_tc_commit	UInt64
-) ENGINE = MergeTree() ORDER BY _tc_commit;
+) {{ENGINE retain_cuts MergeTree()}} ORDER BY _tc_commit;

@@ -14,4 +14,4 @@ CREATE TABLE IF NOT EXISTS clock_points (
 	disagree_ns	Nullable(Int64),
 	measured	UInt8,
 	version		UInt64
-) ENGINE = MergeTree() ORDER BY (host_id, boot_id, trace_ns);
+) {{ENGINE clock_points MergeTree()}} ORDER BY (host_id, boot_id, trace_ns);

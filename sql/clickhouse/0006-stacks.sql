@@ -9,4 +9,4 @@ CREATE TABLE IF NOT EXISTS stacks (
 	host_id		UInt64,
 	id		UInt64,
 	frames		String
-) ENGINE = ReplacingMergeTree() ORDER BY (host_id, id);
+) {{ENGINE stacks ReplacingMergeTree()}} ORDER BY (host_id, id);

@@ -12,4 +12,4 @@ CREATE TABLE IF NOT EXISTS stream_spans (
 	lo		UInt64,
 	hi		UInt64,
 	_tc_commit	UInt64
-) ENGINE = MergeTree() ORDER BY (host_id, boot_id, session, stream, lo);
+) {{ENGINE stream_spans MergeTree()}} ORDER BY (host_id, boot_id, session, stream, lo);

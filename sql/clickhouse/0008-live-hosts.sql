@@ -10,4 +10,4 @@ CREATE TABLE IF NOT EXISTS live_hosts (
 	collector	String,
 	slot		UInt32,
 	seen		Int64
-) ENGINE = ReplacingMergeTree(seen) ORDER BY (host_id, collector);
+) {{ENGINE live_hosts ReplacingMergeTree(seen)}} ORDER BY (host_id, collector);
