@@ -107,21 +107,9 @@ const char *serve_api_arg(const struct evkeyvalq *args, const char *name, bool *
 	const char *v = evhttp_find_header(args, name);
 
 	if (v && strnlen(v, SERVE_ARG_MAX + 1) > SERVE_ARG_MAX) {
-		*bad = true;
-		return NULL;
-	}
-	return v;
-}
-
-/* serve_api_arg(), said in the request's error when too long. */
-static const char *arg(const struct evkeyvalq *args, const char *name, bool *bad)
-{
-	bool too_long = false;
-	const char *v = serve_api_arg(args, name, &too_long);
-
-	if (too_long) {
 		fprintf(stderr, "traceq: %s: longer than %u bytes\n", name, SERVE_ARG_MAX);
 		*bad = true;
+		return NULL;
 	}
 	return v;
 }

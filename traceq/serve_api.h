@@ -42,9 +42,10 @@ struct traceq_opts;
 #define SERVE_LOSSES_MAX	10000	/* loss positions of one mode=losses answer */
 
 /*
- * serve_api_arg - argument @name of @args (NULL: not given); NULL and
- * *@bad set when it is longer than SERVE_ARG_MAX bytes (*@bad is never
- * cleared: one check after several calls).
+ * serve_api_arg - argument @name of @args (NULL: not given); NULL, *@bad
+ * set and said on stderr (the request's error) when it is longer than
+ * SERVE_ARG_MAX bytes (*@bad is never cleared: one check after several
+ * calls).
  */
 const char *serve_api_arg(const struct evkeyvalq *args, const char *name, bool *bad);
 
