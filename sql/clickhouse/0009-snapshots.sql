@@ -10,7 +10,7 @@ CREATE TABLE IF NOT EXISTS snapshots (
 	reason		String,
 	who		String,
 	version		Int64
-) ENGINE = ReplacingMergeTree(version) ORDER BY id;
+) {{ENGINE snapshots ReplacingMergeTree(version)}} ORDER BY id;
 
 CREATE TABLE IF NOT EXISTS snapshot_hosts (
 	snapshot_id	UInt64,
@@ -25,4 +25,4 @@ CREATE TABLE IF NOT EXISTS snapshot_hosts (
 	first_trace	UInt64,
 	last_trace	UInt64,
 	version		Int64
-) ENGINE = ReplacingMergeTree(version) ORDER BY (snapshot_id, host_id);
+) {{ENGINE snapshot_hosts ReplacingMergeTree(version)}} ORDER BY (snapshot_id, host_id);
