@@ -36,6 +36,7 @@ static struct {
 	char *password, *cert, *key, *ca;
 	char *collector;
 	unsigned collector_id;
+	unsigned retain_lease_s;	/* 0: the backend's default */
 } remote;
 
 bool store_path_is_remote(const char *path)
@@ -45,8 +46,9 @@ bool store_path_is_remote(const char *path)
 
 static const struct store_remote_auth *store_remote(struct store_remote_auth *a)
 {
-	*a = (struct store_remote_auth){ remote.collector, remote.collector_id, remote.password,
-					 remote.cert, remote.key, remote.ca };
+	*a = (struct store_remote_auth){ remote.collector, remote.collector_id,
+					 remote.retain_lease_s, remote.password, remote.cert,
+					 remote.key, remote.ca };
 	return a;
 }
 
@@ -118,6 +120,11 @@ int store_remote_collector(const char *name, unsigned id)
 	remote.collector = NULL;
 	remote.collector_id = id;
 	return store_set(&remote.collector, name);
+}
+
+void store_remote_retain_lease(unsigned seconds)
+{
+	remote.retain_lease_s = seconds;
 }
 
 int store_writer_open(const char *path, struct store_writer **out)

@@ -1,0 +1,3 @@
+-- 0009-reserved.sql - no statement: number 0009 was assigned to another
+-- branch (issue 35's shards); this file stands in for it so that 0010
+-- follows without a gap, and is replaced by that branch's 0009 at merge.
