@@ -283,7 +283,7 @@ static void usage(FILE *f)
 "      --retain-lease SECONDS\n"
 "                           ClickHouse shared by collectors: retention runs on\n"
 "                           one at a time, the holder of a lease this long\n"
-"                           (default 30, 3..3600), renewed while it lives; a\n"
+"                           (default 30, 5..3600), renewed while it lives; a\n"
 "                           dead holder's is taken over after it runs out\n"
 "      --journal-size SIZE  receive journal: pages are written to it as they\n"
 "                           arrive and acknowledged then, so agents free them\n"
@@ -607,7 +607,7 @@ static const char *value_form(const char *key)
 		{ "max-agent-conns-per-cert", "a whole number in 0..1000000 (0: no cap)" },
 		{ "query-threads", "a whole number in 1..64" },
 		{ "collector-id", "a whole number in 0..63" },
-		{ "retain-lease", "seconds, a whole number in 3..3600" },
+		{ "retain-lease", "seconds, a whole number in 5..3600" },
 		{ "max-event-types", "a whole number in 0..1000000 (0: no cap)" },
 		{ "max-event-fields", "a whole number in 0..65535 (0: no cap)" },
 		{ "clock-tolerance", "a duration like 1ms, 250us, 2s, or 0 (at most 1d)" },
@@ -712,7 +712,7 @@ static int apply_value(struct settings *s, const char *key, const char *value)
 	}
 	if (!strcmp(key, "retain-lease")) {
 		unsigned long n;
-		int ret = parse_uint(value, 3, STORE_RETAIN_LEASE_MAX, &n);
+		int ret = parse_uint(value, 5, STORE_RETAIN_LEASE_MAX, &n);
 
 		if (ret == 0)
 			s->retain_lease_s = (unsigned)n;

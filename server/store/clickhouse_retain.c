@@ -85,6 +85,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/tc_error.h"
@@ -147,8 +148,27 @@ static void ch_test_kill(const char *point)
 		raise(SIGKILL);
 	}
 }
+
+/*
+ * TRACECOLLECTD_TEST_RETAIN_PAUSE=SECONDS (a test aid, as above): a round
+ * once counted waits that long (at most 60 s) before its commit, so that
+ * two collectors' rounds overlap (tests/test_fleet_retain.sh: without
+ * the lease both would count the same rows).
+ */
+static void ch_test_pause(void)
+{
+	const char *v = getenv("TRACECOLLECTD_TEST_RETAIN_PAUSE");
+	unsigned long n = v ? strtoul(v, NULL, 10) : 0;
+
+	if (n) {
+		log_warn("TRACECOLLECTD_TEST_RETAIN_PAUSE: a counted round waits %lu s (a test aid)",
+			 n > 60 ? 60 : n);
+		sleep((unsigned)(n > 60 ? 60 : n));
+	}
+}
 #else
 static inline void ch_test_kill(const char *point) { (void)point; }
+static inline void ch_test_pause(void) { }
 #endif
 
 /* FROM every event table (merge(), its _table column names the table). */
@@ -560,7 +580,7 @@ static int ch_round(struct ch_store *s, int64_t cut, uint64_t *n)
 		if (ret < 0)
 			s->failed = ret;
 		else
-			ch_test_kill("counted");
+			ch_test_kill("counted"), ch_test_pause();
 		ch_reply_free(&names);
 	}
 	ch_reply_free(&r);
