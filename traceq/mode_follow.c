@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "proto/qmsg.h"
@@ -83,13 +84,15 @@ static int64_t page_first(const struct qmsg_reply *rep)
 }
 
 /*
- * --follow: pages of QOP_TAIL, the cursor (last_id) carried from one to
- * the next, across a lost collector too. An empty page waits a little
+ * --follow: pages of QOP_TAIL_WRITERS, the cursors (one per collector that
+ * stores into the collector's database, issue 35) carried from one to the
+ * next, across a lost collector too; QOP_TAIL and its one cursor
+ * (last_id) with a collector from before it. An empty page waits a little
  * before the next; the collector keeps nothing for us between pages.
  */
 int mode_follow_run(struct client *c, const struct traceq_opts *o)
 {
-	struct qmsg_request req = { .op = QOP_TAIL, .query = (char *)o->query };
+	struct qmsg_request req = { .op = QOP_TAIL_WRITERS, .query = (char *)o->query };
 	struct printer *out = NULL;
 	struct losses *lost = NULL;
 	struct sigaction sa = { .sa_handler = follow_signal };
@@ -119,15 +122,22 @@ int mode_follow_run(struct client *c, const struct traceq_opts *o)
 		 * such row is from the follower's start on: it begins at the
 		 * storage start (cursor 1), as tail -F prints a file that appeared.
 		 */
-		from_start = !cursor && waiting;
+		from_start = !cursor && !req.ncursors && waiting;
 		req.after_id = from_start ? 1 : cursor;
 		req.sent = printed;
 		req.limit = TRACEQ_PAGE_ROWS;
 		if (o->limit && o->limit - printed < req.limit)
 			req.limit = (uint32_t)(o->limit - printed);
 		client_wait_unknown(c, true);	/* events not stored yet are waited for, as tail -F does */
-		ret = client_call(c, &req, &rep);
+		ret = req.op == QOP_TAIL_WRITERS ? client_call_opt(c, &req, &rep) :
+		      client_call(c, &req, &rep);
 		client_wait_unknown(c, false);
+		if (ret == 4) {	/* a collector from before QOP_TAIL_WRITERS: one cursor */
+			req.op = QOP_TAIL;
+			req.ncursors = 0;
+			ret = 0;
+			continue;
+		}
 		if (ret == 1 && client_lost(c) && !follow_stop) {
 			ret = follow_reconnect(c, &said);
 			continue;
@@ -158,6 +168,10 @@ int mode_follow_run(struct client *c, const struct traceq_opts *o)
 		ret = printer_page(out, &rep);
 		printed += rep.nrows;
 		cursor = rep.last_id;
+		if (req.op == QOP_TAIL_WRITERS && rep.ncursors) {
+			memcpy(req.cursors, rep.cursors, rep.ncursors * sizeof(*req.cursors));
+			req.ncursors = rep.ncursors;
+		}
 		if (ret == 0 && fflush(stdout) != 0)
 			ret = 1;
 		if (ret == 0 && !rep.more && !rep.nrows)

@@ -259,6 +259,24 @@ int store_hist(struct store_reader *r, const struct store_query *q, const struct
 	return r->ops->hist(r, q, h, fn, ctx, tot);
 }
 
+/* t->writers of a store with one writer: its cursor is writers[0], the others stay 0. */
+static int store_tail_one(struct store_reader *r, const struct store_query *const *qs,
+			  size_t nq, struct store_tail *t, store_tail_fn fn, void *ctx)
+{
+	uint64_t from = t->from;
+	int ret;
+
+	if (t->writers_set)
+		t->from = t->writers[0] ? t->writers[0] : 1;
+	ret = r->ops->tail(r, qs, nq, t, fn, ctx);
+	t->from = from;
+	if (ret == 0) {
+		memset(t->writers, 0, STORE_TAIL_WRITERS * sizeof(*t->writers));
+		t->writers[0] = t->next;
+	}
+	return ret;
+}
+
 int store_tail(struct store_reader *r, const struct store_query *const *qs, size_t nq,
 	       struct store_tail *t, store_tail_fn fn, void *ctx)
 {
@@ -267,6 +285,10 @@ int store_tail(struct store_reader *r, const struct store_query *const *qs, size
 	for (size_t i = 0; i < nq; i++)
 		if (store_query_ok(qs[i]) < 0)
 			return -EINVAL;
+	if (t->writers && r->ops->tail_writers)
+		return r->ops->tail_writers(r, qs, nq, t, fn, ctx);
+	if (t->writers)
+		return store_tail_one(r, qs, nq, t, fn, ctx);
 	return r->ops->tail(r, qs, nq, t, fn, ctx);
 }
 

@@ -249,6 +249,12 @@ struct store_reader_ops {
 	 */
 	int (*tail)(struct store_reader *r, const struct store_query *const *qs, size_t nq,
 		    struct store_tail *t, store_tail_fn fn, void *ctx);
+	/*
+	 * tail_writers: the same with t->writers (a store several collectors
+	 * write); NULL: the store has one writer, its cursor is writers[0]
+	 */
+	int (*tail_writers)(struct store_reader *r, const struct store_query *const *qs,
+			    size_t nq, struct store_tail *t, store_tail_fn fn, void *ctx);
 	/* stats, drops, hosts: only the hosts q allows (host globs, scope); q may be NULL */
 	int (*stats)(struct store_reader *r, const struct store_query *q,
 		     int (*fn)(void *ctx, const struct store_stats_host *h, uint32_t cpu,
