@@ -16,8 +16,9 @@
 /*
  * ch_lease_hold - whether @s holds the retention lease now, taking it when
  * it is free (nobody's, or its holder's ran out) and renewing it when half
- * of it is gone. *@held: true while @s may run retention for at least the
- * lease's last two seconds' margin; *@fresh: it was taken by this call
+ * of it is gone. *@held: true while @s may run retention, which it may
+ * until 3 s before the lease runs out on the server's clock
+ * (clickhouse_lease.c says why); *@fresh: it was taken by this call
  * (the writer's retention state is then stale: another holder may have
  * counted rounds since). Says in the log, once each time, when @s takes
  * the lease and when it skips retention because another holds it.
