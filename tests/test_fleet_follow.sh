@@ -7,10 +7,12 @@
 # (--collector-id 1 and 2); followers of sched_switch since the test's
 # start on B (fb) and on A (fa), started before any event is stored; four
 # agents, h1 and h2 on A (--connect A,B), h3 and h4 on B (--connect B,A),
-# 8 s each. Midway A is stopped (TERM) and started again on the same
+# 10 s each. Midway A is stopped (TERM) and started again on the same
 # journal, database and query socket: its agents fail over to B, fa asks
 # A again (nng redials the socket; a page not answered in time is asked
-# again with the same cursors). Asserts: both collectors committed (their ids interleave);
+# again with the same cursors); then a fifth agent, h5, ships 3 s to the
+# restarted A, whose commit ids now lie above B's (a restarted collector
+# numbers above every id reserved), while B goes on committing. Asserts: both collectors committed (their ids interleave);
 # each follower printed exactly the rows a plain query of the same
 # selection returns at the end (as many, no line twice, the same lines).
 # Skips, saying why, without clickhouse-server or a writable tracefs.
@@ -21,7 +23,7 @@ set -u
 tc_need_clickhouse
 tc_need_tracefs
 tc_lock
-tc_setup fleet_follow workload a1 a2 a3 a4 fa fb pid_A pid_B clickhouse_pid
+tc_setup fleet_follow workload a1 a2 a3 a4 a5 fa fb pid_A pid_B clickhouse_pid
 
 tc_start_clickhouse
 tc_ch_db_args
@@ -45,25 +47,34 @@ follow fa A
 follow fb B
 ( while :; do sleep 0.002; done ) &
 workload=$!
-fleet_agent 1 "$listen_A,$listen_B" 8
-fleet_agent 2 "$listen_A,$listen_B" 8
-fleet_agent 3 "$listen_B,$listen_A" 8
-fleet_agent 4 "$listen_B,$listen_A" 8
+fleet_agent 1 "$listen_A,$listen_B" 10
+fleet_agent 2 "$listen_A,$listen_B" 10
+fleet_agent 3 "$listen_B,$listen_A" 10
+fleet_agent 4 "$listen_B,$listen_A" 10
 sleep 3
 kill -TERM "$pid_A"; wait "$pid_A" 2>/dev/null; pid_A=
 echo "stopped collector A midway"
 sleep 1
 collector A 1
-fleet_wait_agents 1 2 3 4
+# h5 on A again: A's commit ids now start above every id reserved, B's
+# block too, while B goes on committing lower ones (one cursor would pass them)
+fleet_agent 5 "$listen_A,$listen_B" 3
+fleet_wait_agents 1 2 3 4 5
 kill "$workload"; wait "$workload" 2>/dev/null; workload=
 
 check "both collectors committed: their commit ids interleave" \
 	'[ "$(fleet_ch "SELECT uniqExact(id % 64) FROM commits")" = 2 ]'
+# an A commit with an id above all of B's, and a B commit completed after it
+a_high="SELECT min(ts) FROM commits WHERE id % 64 = 1 AND id > (SELECT max(id) FROM commits
+	WHERE id % 64 = 2)"
+late=$(fleet_ch "SELECT count() FROM commits WHERE id % 64 = 2 AND ts > ($a_high) AND
+	($a_high) > 0")
+check "B committed after a commit of A with a higher id ($late commits)" '[ "$late" -gt 0 ]'
 tq A --sync --hosts > /dev/null
 tq B --sync -f json --since "@${t0}ns" sched_switch > "$tmp/plain"
 check "the plain query has rows of every host" \
 	'[ "$(python3 -c "import json,sys
-print(len({json.loads(l).get(\"host\") for l in open(sys.argv[1]) if l.strip()}))" "$tmp/plain")" = 4 ]'
+print(len({json.loads(l).get(\"host\") for l in open(sys.argv[1]) if l.strip()}))" "$tmp/plain")" = 5 ]'
 want=$(lines "$tmp/plain")
 for _ in $(seq 300); do
 	[ "$(lines "$tmp/fa")" -ge "$want" ] && [ "$(lines "$tmp/fb")" -ge "$want" ] && break
