@@ -69,6 +69,27 @@ static void pack_opt_uint(msgpack_packer *pk, const char *key, uint64_t v)
 	}
 }
 
+/* An array of @n numbers. */
+static void pack_u64s(msgpack_packer *pk, const uint64_t *v, uint32_t n)
+{
+	msgpack_pack_array(pk, n);
+	for (uint32_t i = 0; i < n; i++)
+		msgpack_pack_uint64(pk, v[i]);
+}
+
+/* "cursors": at most QMSG_MAX_CURSORS uints, into @v (*@n of them) */
+static int get_u64s(const msgpack_object *v, uint64_t *out, uint32_t *n)
+{
+	int ret = 0;
+
+	if (v->type != MSGPACK_OBJECT_ARRAY || v->via.array.size > QMSG_MAX_CURSORS)
+		return TC_ERR_MSG_MALFORMED;
+	for (uint32_t i = 0; ret == 0 && i < v->via.array.size; i++)
+		ret = proto_mp_u64(&v->via.array.ptr[i], &out[i]);
+	*n = ret == 0 ? v->via.array.size : 0;
+	return ret;
+}
+
 /* The keys of selecting (query version 1, added without a bump). */
 static void request_encode_more(msgpack_packer *pk, const struct qmsg_request *r)
 {
@@ -94,6 +115,10 @@ static void request_encode_more(msgpack_packer *pk, const struct qmsg_request *r
 		for (uint32_t i = 0; i < r->ncpus; i++)
 			msgpack_pack_uint32(pk, r->cpus[i]);
 	}
+	if (r->ncursors) {
+		pack_key(pk, "cursors");
+		pack_u64s(pk, r->cursors, r->ncursors);
+	}
 	if (r->nomit) {
 		pack_key(pk, "omit");
 		msgpack_pack_array(pk, r->nomit);
@@ -110,7 +135,7 @@ int qmsg_request_encode(const struct qmsg_request *r, struct proto_buf *out)
 		     (r->after_type != 0) + r->from_end + r->to_end + r->reverse +
 		     (r->nhosts != 0) + (r->ncpus != 0) + (r->hist != NULL) +
 		     (r->sent != 0) + (r->nomit != 0) + (r->reason != NULL) +
-		     (r->snapshot_id != 0);
+		     (r->snapshot_id != 0) + (r->ncursors != 0);
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
@@ -247,6 +272,8 @@ static int request_field_more(struct qmsg_request *r, const msgpack_object *k,
 		return take_str(v, &r->reason);
 	if (proto_mp_str_is(k, "snapshot"))
 		return proto_mp_u64(v, &r->snapshot_id);
+	if (proto_mp_str_is(k, "cursors"))
+		return get_u64s(v, r->cursors, &r->ncursors);
 	return 0;	/* unknown keys are ignored */
 }
 
@@ -359,9 +386,11 @@ struct qmsg_writer {
 	bool multi;		/* rows start with their type (begin_types) */
 	uint32_t nrows;		/* multi: rows started */
 	int64_t last_type;
-	bool tail;		/* a tail reply: "missed" and "reset" too */
+	bool tail;		/* a tail reply: "missed", "reset" and "cursors" too */
 	uint64_t missed;
 	bool reset;
+	uint64_t cursors[QMSG_MAX_CURSORS];
+	uint32_t ncursors;
 	uint32_t ntypes;	/* multi: the types, and their formats */
 	const char **formats;
 	uint64_t entries, dropped;	/* a histogram's */
@@ -443,8 +472,8 @@ int qmsg_reply_begin_types(struct qmsg_writer **out, uint32_t ntypes, const char
 int qmsg_reply_begin_tail(struct qmsg_writer **out, uint32_t ntypes, const char *const *events,
 			  const uint32_t *ncols, const char *const *const *cols)
 {
-	/* those of a multi-type reply, "missed" and "reset" */
-	int ret = begin_types(20, out, ntypes, events, ncols, cols);
+	/* those of a multi-type reply, "missed", "reset" and "cursors" */
+	int ret = begin_types(21, out, ntypes, events, ncols, cols);
 
 	if (ret == 0)
 		(*out)->tail = true;
@@ -455,6 +484,12 @@ void qmsg_reply_tail(struct qmsg_writer *w, uint64_t missed, bool reset)
 {
 	w->missed = missed;
 	w->reset = reset;
+}
+
+void qmsg_reply_cursors(struct qmsg_writer *w, const uint64_t *cursors, uint32_t n)
+{
+	w->ncursors = n < QMSG_MAX_CURSORS ? n : QMSG_MAX_CURSORS;
+	memcpy(w->cursors, cursors, w->ncursors * sizeof(*cursors));
 }
 
 void qmsg_put_type(struct qmsg_writer *w, uint32_t idx)
@@ -635,6 +670,8 @@ int qmsg_reply_end(struct qmsg_writer *w, bool more, int64_t last_ts,
 			msgpack_pack_true(&w->pk);
 		else
 			msgpack_pack_false(&w->pk);
+		pack_key(&w->pk, "cursors");
+		pack_u64s(&w->pk, w->cursors, w->ncursors);
 	}
 	ret = sbuf_move(&w->head, out);
 	if (ret == 0)
@@ -897,6 +934,8 @@ static int reply_field(struct qmsg_reply *r, const msgpack_object_kv *kv, bool *
 		return proto_mp_u64(v, &r->missed);
 	if (proto_mp_str_is(k, "reset"))
 		return proto_mp_bool(v, &r->reset);
+	if (proto_mp_str_is(k, "cursors"))
+		return get_u64s(v, r->cursors, &r->ncursors);
 	if (proto_mp_str_is(k, "format"))
 		return v->type == MSGPACK_OBJECT_NIL ? 0 : take_str(v, &r->format);
 	if (proto_mp_str_is(k, "formats"))

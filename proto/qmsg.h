@@ -23,6 +23,7 @@
 #define QMSG_MAX_FORMAT	(64u << 10)	/* a reply's format text */
 #define QMSG_MAX_TYPES	4096		/* event types in one multi-type reply */
 #define QMSG_MAX_CPUS	4096		/* CPUs in a request's list */
+#define QMSG_MAX_CURSORS 64		/* tail_writers: one per collector number */
 #define QMSG_MAX_HOSTS	64		/* host globs in a request's list */
 #define QMSG_MAX_OMIT	16		/* field names in a request's omit list */
 #define QMSG_LOSSES_COLS	6	/* host cpu ts trace_ts count boot_id */
@@ -82,7 +83,9 @@
 	/* freeze the flight recorders of the hosts asked (--snapshot) */	\
 	X(SNAPSHOT,	31,	"snapshot",	QOPC_PLAIN)			\
 	/* the snapshots taken: per host its window and loss (--snapshots) */	\
-	X(SNAPSHOTS,	32,	"snapshots",	QOPC_PLAIN)
+	X(SNAPSHOTS,	32,	"snapshots",	QOPC_PLAIN)			\
+	/* the same as tail from a cursor per collector of the store (issue 35) */	\
+	X(TAIL_WRITERS,	33,	"tail_writers",	QOPC_Q)
 
 enum qmsg_op {
 #define QMSG_OP_ENUM(name, num, str, class) QOP_##name = num,
@@ -98,6 +101,12 @@ enum qmsg_op_class {
 	QOPC_HIST,	/* a query request that needs "hist" */
 	QOPC_IMPORT,	/* an import request (qimport_request_decode()) */
 };
+
+/* qmsg_op_is_tail - whether @op reads the tail (tail, tail_writers). */
+static inline bool qmsg_op_is_tail(uint32_t op)
+{
+	return op == QOP_TAIL || op == QOP_TAIL_WRITERS;
+}
 
 /* qmsg_op_name - @op's name for logs ("select", ...), or "unknown". */
 const char *qmsg_op_name(uint32_t op);
@@ -139,6 +148,13 @@ struct qmsg_request {
 	uint64_t snapshot_id;	/* snapshots: only this one; select, count, hist,
 				 * tail: only rows in its hosts' windows; 0:
 				 * every one / no such limit */
+	/*
+	 * tail_writers: the cursor per collector number (an earlier reply's
+	 * cursors); ncursors 0: none yet (after_id says where to start, as
+	 * for tail)
+	 */
+	uint64_t cursors[QMSG_MAX_CURSORS];
+	uint32_t ncursors;
 };
 
 enum qmsg_kind { QV_NIL, QV_INT, QV_UINT, QV_STR, QV_BIN };
@@ -201,6 +217,8 @@ struct qmsg_reply {
 				 * sent it; untrusted: check it before parsing) */
 	uint64_t missed;	/* tail: rows gone before they could be read */
 	bool reset;		/* tail: the cursor was past the store's end */
+	uint64_t cursors[QMSG_MAX_CURSORS];	/* tail_writers: where to go on */
+	uint32_t ncursors;
 	/*
 	 * The decoder's store of the values' strings (one block instead of a
 	 * malloc each); NULL: each QV_STR/QV_BIN value's s.p is its own
@@ -247,6 +265,11 @@ int qmsg_reply_begin_types(struct qmsg_writer **w, uint32_t ntypes, const char *
 int qmsg_reply_begin_tail(struct qmsg_writer **w, uint32_t ntypes, const char *const *events,
 			  const uint32_t *ncols, const char *const *const *cols);
 void qmsg_reply_tail(struct qmsg_writer *w, uint64_t missed, bool reset);
+/*
+ * qmsg_reply_cursors - a tail reply's cursors (tail_writers), @n of them
+ * (at most QMSG_MAX_CURSORS), copied; without it a tail reply has none.
+ */
+void qmsg_reply_cursors(struct qmsg_writer *w, const uint64_t *cursors, uint32_t n);
 /* qmsg_put_type - start a row of type @idx of qmsg_reply_begin_types(). */
 void qmsg_put_type(struct qmsg_writer *w, uint32_t idx);
 /* qmsg_reply_last_type - the last row's type key for the trailer (default 0). */

@@ -83,6 +83,7 @@ struct settings {
 	char *db_cert, *db_key, *db_ca;	/* a remote --db's TLS client certificate, CA */
 	char *collector_name;		/* among collectors sharing a remote --db; NULL: host's */
 	unsigned collector_id;		/* its number there (--collector-id) */
+	unsigned retain_lease_s;	/* --retain-lease; 0: the store's default */
 	char *cert, *key, *ca;
 	char *crl;			/* NULL: no revocation list */
 	char *group;			/* files 0640/0750 of this group; NULL: 0600/0700 */
@@ -285,6 +286,11 @@ static void usage(FILE *f)
 "      --retain-age AGE     remove events older than AGE (e.g. 3600, 90m, 12h, 7d)\n"
 "      --retain-size SIZE   keep the database's used pages under SIZE (e.g. 500M,\n"
 "                           10G), removing the oldest events first\n"
+"      --retain-lease SECONDS\n"
+"                           ClickHouse shared by collectors: retention runs on\n"
+"                           one at a time, the holder of a lease this long\n"
+"                           (default 30, 5..3600), renewed while it lives; a\n"
+"                           dead holder's is taken over after it runs out\n"
 "      --journal-size SIZE  receive journal: pages are written to it as they\n"
 "                           arrive and acknowledged then, so agents free them\n"
 "                           while decoding and indexing catch up (queries see\n"
@@ -610,6 +616,7 @@ static const char *value_form(const char *key)
 		{ "max-agent-conns-per-cert", "a whole number in 0..1000000 (0: no cap)" },
 		{ "query-threads", "a whole number in 1..64" },
 		{ "collector-id", "a whole number in 0..63" },
+		{ "retain-lease", "seconds, a whole number in 5..3600" },
 		{ "max-event-types", "a whole number in 0..1000000 (0: no cap)" },
 		{ "max-event-fields", "a whole number in 0..65535 (0: no cap)" },
 		{ "clock-tolerance", "a duration like 1ms, 250us, 2s, or 0 (at most 1d)" },
@@ -713,6 +720,14 @@ static int apply_value(struct settings *s, const char *key, const char *value)
 		int ret = parse_size(value, &s->lim.input_bytes);
 
 		return ret == 0 && s->lim.input_bytes < (1u << 20) ? TC_ERR_CONFIG : ret;
+	}
+	if (!strcmp(key, "retain-lease")) {
+		unsigned long n;
+		int ret = parse_uint(value, 5, STORE_RETAIN_LEASE_MAX, &n);
+
+		if (ret == 0)
+			s->retain_lease_s = (unsigned)n;
+		return ret;
 	}
 	if (!strcmp(key, "collector-id")) {
 		unsigned long n;
@@ -984,6 +999,14 @@ static void old_spelling(int c)
 		fprintf(stderr, "tracecollectd: -f is the old spelling of -F (--foreground): use -F\n");
 }
 
+/* The name of @opts' entry whose id is @val (one there: getopt_long() returned it). */
+static const char *long_name(const struct option *opts, int val)
+{
+	while (opts->name && opts->val != val)
+		opts++;
+	return opts->name ? opts->name : "";
+}
+
 /*
  * Parse the command line twice: first only for -C (the file sets values),
  * then everything (the command line wins).
@@ -1040,6 +1063,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "collector-name", required_argument, NULL, 47 },
 		{ "collector-id", required_argument, NULL, 48 },
 		{ "snapshot", required_argument, NULL, 49 },
+		{ "retain-lease", required_argument, NULL, 51 },
 		{ "config", required_argument, NULL, 'C' },
 		{ "foreground", no_argument, NULL, 'F' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -1071,8 +1095,8 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, SHORT_OPTS, longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 49) {
-			if (apply_option(s, longopts[c - 1].name, optarg) < 0)
+		if (c >= 1 && c <= 52) {	/* a long option's id, not its index */
+			if (apply_option(s, long_name(longopts, c), optarg) < 0)
 				return -1;
 		} else if (c == 'F' || c == 'f')
 			s->foreground = true;
@@ -1594,6 +1618,7 @@ static int remote_db(struct settings *s)
 				 err, sizeof(err));
 	if (ret == 0 && (ret = store_remote_collector(s->collector_name, s->collector_id)) < 0)
 		snprintf(err, sizeof(err), "--collector-name: empty or longer than 255 bytes");
+	store_remote_retain_lease(s->retain_lease_s);
 	if (ret < 0)
 		log_err("--db %s: %s", s->db, err[0] ? err : tc_strerror(ret));
 	return ret;

@@ -155,9 +155,10 @@ now=$(chq "SELECT sum(bytes_on_disk) FROM system.parts WHERE database = 'tc' AND
 s=$(stored); n=$(drops_ret)
 # a round counted and committed whose rows are not removed yet (the next call removes them)
 last="(SELECT max(id) FROM tc.commits)"
+# (retain_rounds: per collector number the last commit a round takes; this one's is 0)
 pending=$(chq "SELECT count() FROM $ev WHERE
-	ts < (SELECT argMax(cut, _tc_commit) FROM tc.retain_cuts WHERE _tc_commit <= $last) AND
-	_tc_commit <= (SELECT argMax(upto, _tc_commit) FROM tc.retain_cuts WHERE _tc_commit <= $last)")
+	ts < (SELECT argMax(cut, round) FROM tc.retain_rounds WHERE _tc_commit <= $last) AND
+	_tc_commit <= (SELECT argMax(uptos, round)[1] FROM tc.retain_rounds WHERE _tc_commit <= $last)")
 check "--retain-size $cap: the store is under it ($now, from $used)" '[ "$now" -le "$cap" ]'
 check "--retain-size: some events removed, each counted once (removed $((before - s)) + counted, not yet removed $pending == $((n - drops_before)))" \
 	'[ "$s" -lt "$before" ] && [ "$((before - s + pending))" = "$((n - drops_before))" ]'

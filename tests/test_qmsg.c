@@ -447,6 +447,80 @@ START_TEST(request_omit)
 }
 END_TEST
 
+/*
+ * tail_writers' cursors (issue 35): a request's and a tail reply's round
+ * trip; more than QMSG_MAX_CURSORS, or one not a number, is malformed.
+ */
+START_TEST(cursors_round_trip)
+{
+	static const char *const c0[] = { "x" };
+	const char *const *cols[] = { c0 };
+	const char *events[] = { "s:a" };
+	uint32_t ncols[] = { 1 };
+	struct qmsg_request in = { .op = QOP_TAIL_WRITERS, .query = "s:a" }, out;
+	struct qmsg_writer *w;
+	struct qmsg_reply r;
+	struct proto_buf b;
+
+	for (uint32_t i = 0; i < QMSG_MAX_CURSORS; i++)
+		in.cursors[i] = (uint64_t)i << 40 | 7;
+	in.ncursors = QMSG_MAX_CURSORS;
+	b = encode_request(&in);
+	TU_OK(qmsg_request_decode(b.data, b.len, &out));
+	ck_assert_uint_eq(out.ncursors, QMSG_MAX_CURSORS);
+	ck_assert_uint_eq(out.cursors[63], (uint64_t)63 << 40 | 7);
+	qmsg_request_free(&out);
+	proto_buf_free(&b);
+	in.ncursors = 0;	/* a first page: none */
+	b = encode_request(&in);
+	TU_OK(qmsg_request_decode(b.data, b.len, &out));
+	ck_assert_uint_eq(out.ncursors, 0);
+	qmsg_request_free(&out);
+	proto_buf_free(&b);
+
+	proto_buf_init(&b);
+	TU_OK(qmsg_reply_begin_tail(&w, 1, events, ncols, cols));
+	qmsg_reply_tail(w, 0, false);
+	qmsg_reply_cursors(w, in.cursors, QMSG_MAX_CURSORS + 5);	/* capped */
+	TU_OK(qmsg_reply_end(w, false, 0, 0, 0, &b));
+	TU_OK(qmsg_reply_decode(b.data, b.len, &r));
+	ck_assert_uint_eq(r.ncursors, QMSG_MAX_CURSORS);
+	ck_assert_uint_eq(r.cursors[1], (uint64_t)1 << 40 | 7);
+	qmsg_reply_free(&r);
+	proto_buf_free(&b);
+}
+END_TEST
+
+/* A request's "cursors" of 65 numbers, or of a string: malformed. */
+START_TEST(cursors_bad_rejected)
+{
+	msgpack_sbuffer sb;
+	msgpack_packer pk;
+	struct qmsg_request out;
+
+	for (int bad = 0; bad < 2; bad++) {
+		msgpack_sbuffer_init(&sb);
+		msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+		msgpack_pack_map(&pk, 4);
+		msgpack_pack_str_with_body(&pk, "v", 1);
+		msgpack_pack_uint32(&pk, QMSG_VERSION);
+		msgpack_pack_str_with_body(&pk, "op", 2);
+		msgpack_pack_uint32(&pk, QOP_TAIL_WRITERS);
+		msgpack_pack_str_with_body(&pk, "q", 1);
+		msgpack_pack_str_with_body(&pk, "s:a", 3);
+		msgpack_pack_str_with_body(&pk, "cursors", 7);
+		msgpack_pack_array(&pk, bad ? 1 : QMSG_MAX_CURSORS + 1);
+		for (int i = 0; i < (bad ? 1 : QMSG_MAX_CURSORS + 1); i++)
+			if (bad)
+				msgpack_pack_str_with_body(&pk, "1", 1);
+			else
+				msgpack_pack_uint64(&pk, 1);
+		TU_ERR(qmsg_request_decode(sb.data, sb.size, &out), TC_ERR_MSG_MALFORMED);
+		msgpack_sbuffer_destroy(&sb);
+	}
+}
+END_TEST
+
 /* Rows of two types: each row its type's width, read back by qmsg_reply_row(). */
 static struct proto_buf typed_reply(void)
 {
@@ -550,7 +624,7 @@ START_TEST(op_table)
 		{ QOP_IMPORT_BEGIN, 24, "import_begin" }, { QOP_IMPORT_MSG, 25, "import_msg" },
 		{ QOP_IMPORT_PAGES, 26, "import_pages" }, { QOP_IMPORT_END, 27, "import_end" },
 		{ QOP_PRINTK, 28, "printk" }, { QOP_TGIDS, 29, "tgids" },
-		{ QOP_TAIL, 30, "tail" },
+		{ QOP_TAIL, 30, "tail" }, { QOP_TAIL_WRITERS, 33, "tail_writers" },
 	};
 	struct qmsg_request in = { .query = "x", .hist = "keys=pid" }, out;
 	struct proto_buf b;
@@ -583,7 +657,8 @@ static Suite *qmsg_suite(void)
 					reply_missing_fields, request_over_the_limit_rejected,
 					request_sql, request_select_keys_round_trip, request_omit,
 					reply_types_round_trip, reply_types_bad_rows_rejected,
-					hist_round_trip, stall_round_trip, op_table));
+					hist_round_trip, stall_round_trip, op_table,
+					cursors_round_trip, cursors_bad_rejected));
 	suite_add_tcase(s, tc);
 	return s;
 }

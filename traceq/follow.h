@@ -1,5 +1,5 @@
 /*
- * follow.h - the cursor of traceq --follow (QOP_TAIL), apart from what
+ * follow.h - the cursor of traceq --follow (QOP_TAIL_WRITERS), apart from what
  * prints it: mode_follow.c prints the pages on stdout, serve_live.c
  * pushes them to the page's live streams. One struct tq_follow per
  * follower; the collector keeps nothing between pages, so the cursor
@@ -17,7 +17,8 @@ struct client;
 struct traceq_opts;
 
 struct tq_follow {
-	struct qmsg_request req;	/* QOP_TAIL on the query, window, hosts, CPUs */
+	struct qmsg_request req;	/* QOP_TAIL_WRITERS (its cursors) or QOP_TAIL on
+					 * the query, window, hosts, CPUs */
 	uint64_t cursor;	/* the last row's id; 0: from the collector's end on */
 	bool waiting;		/* the collector said no selected event is stored yet */
 	bool from_start;	/* the last call asked from the storage start (see follow.c) */

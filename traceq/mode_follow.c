@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "proto/qmsg.h"
@@ -68,8 +69,10 @@ static int follow_reconnect(struct client *c, bool *said)
 }
 
 /*
- * --follow: pages of QOP_TAIL, the cursor (last_id) carried from one to
- * the next, across a lost collector too. An empty page waits a little
+ * --follow: pages of QOP_TAIL_WRITERS, the cursors (one per collector that
+ * stores into the collector's database, issue 35) carried from one to the
+ * next, across a lost collector too; QOP_TAIL and its one cursor
+ * (last_id) with a collector from before it. An empty page waits a little
  * before the next; the collector keeps nothing for us between pages.
  */
 int mode_follow_run(struct client *c, const struct traceq_opts *o)

@@ -943,7 +943,7 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 	else if ((ret = qsel_compile(wk->store, r, hosts.scope, &c, out)) == 0)
 		ret = r->op == QOP_COUNT ? run_count(wk, c, out, &rows) :
 		      r->op == QOP_HIST ? run_hist(wk, r, c, out, &rows) :
-		      run_page(wk, &capped, c, r->op == QOP_TAIL, out, &rows);
+		      run_page(wk, &capped, c, qmsg_op_is_tail(r->op), out, &rows);
 	if (ret == TC_ERR_TIMEOUT || ret == -ECANCELED) {
 		char why[200];
 
@@ -975,7 +975,7 @@ static void handle(struct qworker *wk, const struct qmsg_request *r,
 	}
 	if (said)
 		snprintf(said, saidlen, "%s", result);
-	else if (r->op != QOP_TAIL || ret != 0 || rows)	/* not every empty poll of a follow */
+	else if (!qmsg_op_is_tail(r->op) || ret != 0 || rows)	/* not every empty poll of a follow */
 		log_query(who, r, result, t0);
 	if (ret == 0 && c && wk->paged)
 		park(wk, r, who, c);

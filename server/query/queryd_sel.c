@@ -812,7 +812,7 @@ int qsel_compile(struct store_reader *st, const struct qmsg_request *r,
 				 (int)err.pos, (int)err.len, reply);
 		ret = 1;
 	}
-	c->per_fmt = r->op == QOP_SELECT || r->op == QOP_COUNT || r->op == QOP_TAIL;
+	c->per_fmt = r->op == QOP_SELECT || r->op == QOP_COUNT || qmsg_op_is_tail(r->op);
 	c->names_only = r->op == QOP_EVENTS && !c->q.filter;
 	if (ret == 0)
 		ret = resolve(st, c, scope, r->query, reply);

@@ -5,6 +5,8 @@
  * asks again (traceq --follow polls), so a slow or gone client costs the
  * collector nothing, and ingest never waits for one. Rows that retention
  * removed before the client came back for them are counted, not sent.
+ * QOP_TAIL_WRITERS is the same with a cursor per collector of the store
+ * (issue 35; server/store/clickhouse_tail.c says why).
  */
 #include "config.h"
 
@@ -41,8 +43,16 @@ int qtail_page(struct store_reader *st, const struct qmsg_request *r, struct qse
 		.max_rows = r->limit ? r->limit : QMSG_MAX_ROWS,
 	};
 	struct tail_ctx x = { .st = st, .c = c, .pg = pg };
+	uint64_t writers[STORE_TAIL_WRITERS] = { 0 };
+
+	_Static_assert(QMSG_MAX_CURSORS == STORE_TAIL_WRITERS, "a cursor per collector number");
 	int ret = qs ? qsel_begin_tail(c, &x.w) : -ENOMEM;
 
+	if (r->op == QOP_TAIL_WRITERS) {	/* a cursor per collector (issue 35) */
+		t.writers = writers;
+		t.writers_set = r->ncursors > 0;
+		memcpy(writers, r->cursors, r->ncursors * sizeof(*writers));
+	}
 	memset(pg, 0, sizeof(*pg));
 	for (size_t i = 0; ret == 0 && i < n; i++)
 		qs[i] = qsel_read(c, i);
@@ -56,6 +66,8 @@ int qtail_page(struct store_reader *st, const struct qmsg_request *r, struct qse
 	pg->more = t.more;
 	pg->last_id = t.next;
 	qmsg_reply_tail(x.w, t.missed, t.reset);
+	if (t.writers)
+		qmsg_reply_cursors(x.w, writers, STORE_TAIL_WRITERS);
 	*w = x.w;
 	return 0;
 }

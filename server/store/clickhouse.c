@@ -23,6 +23,7 @@
 #include "server/store/clickhouse_snapshots.h"
 #include "server/store/clickhouse_hist.h"
 #include "server/store/clickhouse_http.h"
+#include "server/store/clickhouse_lease.h"
 #include "server/store/clickhouse_meta.h"
 #include "server/store/clickhouse_query.h"
 #include "server/store/clickhouse_reader.h"
@@ -326,6 +327,7 @@ static int ch_store_new(const char *url, const struct store_remote_auth *auth, b
 		return -ENOMEM;
 	s->reader = reader;
 	s->slot = auth ? auth->collector_id : 0;
+	s->lease_s = auth && auth->retain_lease_s ? auth->retain_lease_s : CH_LEASE_S_DEFAULT;
 	s->h = reader ? &s->base.r.h : &s->base.w.h;
 	snprintf(base, sizeof(base), "%s://%s:%s/", tls ? "https" : "http", u.host, u.port);
 	c.base = base;

@@ -168,6 +168,13 @@ struct ch_store {
 	int64_t seen_low;	/* lowest ts of rows of completed commits since that round */
 	int64_t txn_low;	/* lowest ts of the rows of commit txn_low_id */
 	uint64_t txn_low_id;
+	/* the retention lease (clickhouse_lease.c) */
+	unsigned lease_s;	/* its length (--retain-lease) */
+	uint64_t lease_term;	/* the term held; 0: none */
+	uint64_t lease_nonce;	/* our claim's */
+	int64_t lease_until;	/* held until (util_now_ms()) */
+	int64_t lease_next;	/* not holding: look again then (util_now_ms()) */
+	bool lease_skipping;	/* "another holds it" was said */
 };
 
 static inline struct ch_store *ch_writer_of(struct store_writer *w)

@@ -483,7 +483,7 @@ static int ch_walk_page(struct ch_walk *k, bool keyset, int64_t ts, uint64_t row
  * @last whose _tc_row is @from or more, in _tc_row order (the order they
  * were stored in), at most @limit, into @r, with their comms.
  */
-int ch_walk_tail(struct ch_walk *k, uint64_t from, uint64_t last, size_t limit,
+int ch_walk_tail(struct ch_walk *k, uint64_t from, uint64_t last, int slot, size_t limit,
 		 struct ch_reply *r)
 {
 	const struct store_query *q = k->q;
@@ -496,6 +496,8 @@ int ch_walk_tail(struct ch_walk *k, uint64_t from, uint64_t last, size_t limit,
 	ch_sql_init(&cond, 0);
 	ch_sql_addf(&cond, " AND _tc_row >= %llu AND _tc_commit <= %llu",
 		    (unsigned long long)from, (unsigned long long)last);
+	if (slot >= 0)
+		ch_sql_addf(&cond, " AND _tc_commit %% %u = %d", STORE_COLLECTOR_IDS, slot);
 	ch_walk_select(k, &w);
 	ret = ch_sql_err(&cond) ?:
 	      ch_query_where(k->s, q, &k->hosts, ch_sql_text(&cond), ch_query_reads_comm(q), &w,

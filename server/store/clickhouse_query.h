@@ -91,12 +91,13 @@ struct ch_walk {
  * ch_walk_init, ch_walk_free - what reading @q's rows takes (its columns,
  * the hosts' names); free it after, even after a failed init.
  * ch_walk_tail - a page of @q's rows in storage order (_tc_row from @from
- * on, commits up to @last, at most @limit) into @r, their comms into @k.
+ * on, commits up to @last, of collector number @slot's commits when @slot
+ * >= 0, at most @limit) into @r, their comms into @k.
  * ch_walk_row - row @i of page @r to @fn, its strings valid during @fn.
  */
 int ch_walk_init(struct ch_walk *k, struct ch_store *s, const struct store_query *q);
 void ch_walk_free(struct ch_walk *k);
-int ch_walk_tail(struct ch_walk *k, uint64_t from, uint64_t last, size_t limit,
+int ch_walk_tail(struct ch_walk *k, uint64_t from, uint64_t last, int slot, size_t limit,
 		 struct ch_reply *r);
 int ch_walk_row(struct ch_walk *k, const struct ch_reply *r, size_t i, store_row_fn fn,
 		void *ctx, struct store_row *row);

@@ -45,6 +45,26 @@
  *    starts false), and waits, as every round does, for the deletions of
  *    ours that are not done (system.mutations).
  *
+ * Several collectors on one database (issue 35). Their commit ids
+ * interleave (each numbers its own, clickhouse_txn.c), so "_tc_commit <=
+ * upto" would take rows of another collector's commit still in flight, or
+ * of one that a restart of it will delete. A round's upto is therefore one
+ * per collector number k (the id modulo STORE_COLLECTOR_IDS): the last of
+ * k's commits that completed. A collector's commits complete in its own
+ * order and it deletes the rows of one that failed before it stores again,
+ * so k's rows up to that id are all of completed commits, and rows of k's
+ * later commits are not in R however they end. Rounds are numbered
+ * (retain_rounds.round), since their commit ids do not order them once
+ * another collector counts one. And exactly one collector runs rounds at a
+ * time: the holder of the retention lease (clickhouse_lease.c); the others
+ * skip retention. A collector that takes the lease forgets what it knew of
+ * rounds (another may have counted some) and starts as after an open:
+ * the last committed round's rows first. Rows older than the cut that
+ * another collector stores later (an import, a late agent) are counted at
+ * the next round the cut's move starts, or the holder's next take-over,
+ * not at once as the holder's own are (seen_low). Rounds of before this
+ * (retain_cuts: one upto) are read as one upto for every number.
+ *
  * Cost. A DELETE rewrites the parts of the cut's day, so the age cut is
  * the time asked for rounded down to the hour (CH_RETAIN_STEP_NS): a round
  * when the cut passes an hour, or when rows older than the cut were
@@ -65,16 +85,51 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/tc_error.h"
 #include "server/store/clickhouse_boots.h"
+#include "server/store/clickhouse_lease.h"
 #include "server/store/clickhouse_retain.h"
 #include "server/store/clickhouse_schema.h"
 #include "server/store/clickhouse_txn.h"
 #include "server/store/clickhouse_util.h"
 
 #define CH_RETAIN_STEP_NS	(3600LL * 1000000000)	/* the age cut moves by the hour */
+#define CH_STR_(x)		#x
+#define CH_STR(x)		CH_STR_(x)
+
+/* A round: its number, cut, and per collector number the last commit it takes. */
+struct ch_round {
+	uint64_t no;
+	int64_t cut;
+	uint64_t uptos[STORE_COLLECTOR_IDS];
+};
+
+/* " AND _tc_commit <= the round's upto of the row's collector number". */
+static void ch_round_pred(struct ch_sql *q, const struct ch_round *rd)
+{
+	bool same = true;
+
+	for (unsigned k = 1; k < STORE_COLLECTOR_IDS; k++)
+		same &= rd->uptos[k] == rd->uptos[0];
+	if (same) {
+		ch_sql_addf(q, " AND _tc_commit <= %llu", (unsigned long long)rd->uptos[0]);
+		return;
+	}
+	ch_sql_raw(q, " AND _tc_commit <= [");
+	for (unsigned k = 0; k < STORE_COLLECTOR_IDS; k++)
+		ch_sql_addf(q, "%s%llu", k ? "," : "", (unsigned long long)rd->uptos[k]);
+	ch_sql_addf(q, "][_tc_commit %% %u + 1]", STORE_COLLECTOR_IDS);
+}
+
+/* A round's rows: " WHERE ts < cut AND _tc_commit <= upto". */
+static void ch_round_where(struct ch_sql *q, const struct ch_round *rd)
+{
+	ch_sql_addf(q, " WHERE ts < %lld", (long long)rd->cut);
+	ch_round_pred(q, rd);
+}
 
 #ifdef TC_TEST_AIDS
 /*
@@ -93,8 +148,27 @@ static void ch_test_kill(const char *point)
 		raise(SIGKILL);
 	}
 }
+
+/*
+ * TRACECOLLECTD_TEST_RETAIN_PAUSE=SECONDS (a test aid, as above): a round
+ * once counted waits that long (at most 60 s) before its commit, so that
+ * two collectors' rounds overlap (tests/test_fleet_retain.sh: without
+ * the lease both would count the same rows).
+ */
+static void ch_test_pause(void)
+{
+	const char *v = getenv("TRACECOLLECTD_TEST_RETAIN_PAUSE");
+	unsigned long n = v ? strtoul(v, NULL, 10) : 0;
+
+	if (n) {
+		log_warn("TRACECOLLECTD_TEST_RETAIN_PAUSE: a counted round waits %lu s (a test aid)",
+			 n > 60 ? 60 : n);
+		sleep((unsigned)(n > 60 ? 60 : n));
+	}
+}
 #else
 static inline void ch_test_kill(const char *point) { (void)point; }
+static inline void ch_test_pause(void) { }
 #endif
 
 /* FROM every event table (merge(), its _table column names the table). */
@@ -132,8 +206,8 @@ static int ch_retain_mutations(struct ch_store *s, uint64_t *n)
 	return ret;
 }
 
-/* DROP PARTITION of each day of @table before @cut's whose rows are all <= @upto. */
-static int ch_drop_days(struct ch_store *s, const char *table, int64_t cut, uint64_t upto)
+/* DROP PARTITION of each day of @table before the cut's whose rows are all the round's. */
+static int ch_drop_days(struct ch_store *s, const char *table, const struct ch_round *rd)
 {
 	struct ch_reply r;
 	struct ch_sql q;
@@ -141,10 +215,12 @@ static int ch_drop_days(struct ch_store *s, const char *table, int64_t cut, uint
 	int ret;
 
 	ch_sql_init(&q, 0);
-	ch_sql_raw(&q, "SELECT p FROM (SELECT " CH_PARTITION " AS p, max(_tc_commit) AS c FROM ");
+	ch_sql_raw(&q, "SELECT p FROM (SELECT " CH_PARTITION " AS p, min(1");
+	ch_round_pred(&q, rd);
+	ch_sql_raw(&q, ") AS c FROM ");
 	ch_sql_ident(&q, table);
-	ch_sql_addf(&q, " WHERE p < toYYYYMMDD(toDateTime(%lld)) GROUP BY p) WHERE c <= %llu",
-		    (long long)(cut / 1000000000), (unsigned long long)upto);
+	ch_sql_addf(&q, " WHERE p < toYYYYMMDD(toDateTime(%lld)) GROUP BY p) WHERE c = 1",
+		    (long long)(rd->cut / 1000000000));
 	ret = ch_query(s, &q, &r);
 	for (size_t i = 0; ret == 0 && i < r.nrows; i++) {
 		if (ch_reply_u64(&r, i, 0, &day) < 0)
@@ -161,53 +237,90 @@ static int ch_drop_days(struct ch_store *s, const char *table, int64_t cut, uint
 	return ret;
 }
 
-/* Remove @table's rows of round (@cut, @upto): whole days, then a mutation for the rest. */
-static int ch_remove_round(struct ch_store *s, const char *table, int64_t cut, uint64_t upto)
+/* Remove @table's rows of round @rd: whole days, then a mutation for the rest. */
+static int ch_remove_round(struct ch_store *s, const char *table, const struct ch_round *rd)
 {
 	struct ch_sql q;
 	uint64_t left = 0;
-	int ret = ch_drop_days(s, table, cut, upto);
+	int ret = ch_drop_days(s, table, rd);
 
 	ch_sql_init(&q, 0);
 	ch_sql_raw(&q, "SELECT count() FROM ");
 	ch_sql_ident(&q, table);
-	ch_sql_addf(&q, " WHERE ts < %lld AND _tc_commit <= %llu", (long long)cut,
-		    (unsigned long long)upto);
+	ch_round_where(&q, rd);
 	ret = ret ?: ch_query_u64(s, &q, &left);
 	if (ret == 0 && left) {
 		ch_sql_reset(&q);
 		ch_sql_raw(&q, "ALTER TABLE ");
 		ch_sql_ident(&q, table);
-		ch_sql_addf(&q, " DELETE WHERE ts < %lld AND _tc_commit <= %llu", (long long)cut,
-			    (unsigned long long)upto);
+		ch_sql_raw(&q, " DELETE");
+		ch_round_where(&q, rd);
 		ret = ch_exec(s, &q);
 	}
 	ch_sql_free(&q);
 	return ret;
 }
 
-/*
- * The last round of a completed commit: *@cut, *@upto, and *@n, how many
- * rounds there are (0: none, or no event table: nothing to remove).
- */
-static int ch_last_round(struct ch_store *s, int64_t *cut, uint64_t *upto, uint64_t *n)
+/* An array of numbers as ClickHouse writes it ("[1,2,3]") into @v (n of them). */
+static int ch_parse_uptos(const char *s, uint64_t *v, size_t n)
+{
+	size_t k = 0;
+	char *end;
+
+	if (!s || *s++ != '[')
+		return TC_ERR_DB;
+	while (*s && *s != ']' && k < n) {
+		v[k++] = strtoull(s, &end, 10);
+		if (end == s || (*end != ',' && *end != ']'))
+			return TC_ERR_DB;
+		s = *end == ',' ? end + 1 : end;
+	}
+	return *s == ']' && k == n ? 0 : TC_ERR_DB;
+}
+
+/* Rounds from before retain_rounds (retain_cuts): one upto for every collector number. */
+static int ch_last_cut(struct ch_store *s, struct ch_round *rd, uint64_t *n)
 {
 	struct ch_reply r;
-	struct ch_sql q;
-	bool have = false;
-	int ret;
+	uint64_t upto = 0;
+	int ret = ch_query_text(s, "SELECT argMax(cut, _tc_commit), argMax(upto, _tc_commit),"
+				" count() FROM retain_cuts WHERE " CH_COMMITTED, &r);
 
-	ch_sql_init(&q, 0);
-	ch_sql_addf(&q, "SELECT argMax(cut, _tc_commit), argMax(upto, _tc_commit), count()"
-		    " FROM retain_cuts WHERE _tc_commit <= %llu", (unsigned long long)s->last_ok);
-	ret = ch_query(s, &q, &r);
-	ch_sql_free(&q);
 	if (ret < 0)
 		return ret;
-	if (r.nrows < 1 || ch_reply_i64(&r, 0, 0, cut) < 0 || ch_reply_u64(&r, 0, 1, upto) < 0 ||
-	    ch_reply_u64(&r, 0, 2, n) < 0)
+	if (r.nrows < 1 || ch_reply_i64(&r, 0, 0, &rd->cut) < 0 ||
+	    ch_reply_u64(&r, 0, 1, &upto) < 0 || ch_reply_u64(&r, 0, 2, n) < 0)
 		ret = ch_errf(s, TC_ERR_DB, "ClickHouse answered retain_cuts oddly");
 	ch_reply_free(&r);
+	for (unsigned k = 0; ret == 0 && k < STORE_COLLECTOR_IDS; k++)
+		rd->uptos[k] = upto;
+	rd->no = 0;
+	return ret;
+}
+
+/*
+ * The last round of a completed commit, by round number, into *@rd, and
+ * *@n: how many rounds there are (0: none, or no event table: nothing to
+ * remove).
+ */
+static int ch_last_round(struct ch_store *s, struct ch_round *rd, uint64_t *n)
+{
+	struct ch_reply r;
+	bool have = false;
+	int ret = ch_query_text(s, "SELECT argMax(round, round), argMax(cut, round),"
+				" argMax(uptos, round), count() FROM retain_rounds WHERE "
+				CH_COMMITTED, &r);
+
+	if (ret < 0)
+		return ret;
+	if (r.nrows < 1 || ch_reply_u64(&r, 0, 3, n) < 0)
+		ret = ch_errf(s, TC_ERR_DB, "ClickHouse answered retain_rounds oddly");
+	else if (*n && (ch_reply_u64(&r, 0, 0, &rd->no) < 0 || ch_reply_i64(&r, 0, 1, &rd->cut) < 0 ||
+			ch_parse_uptos(ch_reply_cell(&r, 0, 2), rd->uptos, STORE_COLLECTOR_IDS) < 0))
+		ret = ch_errf(s, TC_ERR_DB, "ClickHouse answered retain_rounds oddly");
+	ch_reply_free(&r);
+	if (ret == 0 && !*n)
+		ret = ch_last_cut(s, rd, n);
 	if (ret == 0 && *n)
 		ret = ch_have_events(s, &have);
 	if (ret == 0 && !have)
@@ -221,10 +334,10 @@ static int ch_last_round(struct ch_store *s, int64_t *cut, uint64_t *upto, uint6
  */
 static int ch_retain_finish(struct ch_store *s, bool *idle)
 {
+	struct ch_round rd;
 	struct ch_reply r;
 	struct ch_sql q;
-	uint64_t busy = 0, n = 0, upto = 0;
-	int64_t cut = 0;
+	uint64_t busy = 0, n = 0;
 	int ret;
 
 	*idle = s->retain_idle;
@@ -233,7 +346,7 @@ static int ch_retain_finish(struct ch_store *s, bool *idle)
 	ret = ch_retain_mutations(s, &busy);
 	if (ret < 0 || busy)
 		return ret;
-	ret = ch_last_round(s, &cut, &upto, &n);
+	ret = ch_last_round(s, &rd, &n);
 	if (ret < 0 || !n) {
 		*idle = s->retain_idle = ret == 0;
 		return ret;
@@ -241,8 +354,8 @@ static int ch_retain_finish(struct ch_store *s, bool *idle)
 	ch_sql_init(&q, 0);
 	ch_sql_raw(&q, "SELECT _table, count()");
 	ch_all_events(s, &q);
-	ch_sql_addf(&q, " WHERE ts < %lld AND _tc_commit <= %llu GROUP BY _table",
-		    (long long)cut, (unsigned long long)upto);
+	ch_round_where(&q, &rd);
+	ch_sql_raw(&q, " GROUP BY _table");
 	ret = ch_query(s, &q, &r);
 	ch_sql_free(&q);
 	if (ret < 0)
@@ -250,9 +363,9 @@ static int ch_retain_finish(struct ch_store *s, bool *idle)
 	if (r.nrows)
 		ch_test_kill("committed");
 	for (size_t i = 0; ret == 0 && i < r.nrows; i++)
-		ret = ch_remove_round(s, ch_reply_cell(&r, i, 0), cut, upto);
+		ret = ch_remove_round(s, ch_reply_cell(&r, i, 0), &rd);
 	if (ret == 0 && r.nrows)	/* the losses' whole days go with the events' */
-		ret = ch_losses_retain(s, cut);
+		ret = ch_losses_retain(s, rd.cut);
 	*idle = s->retain_idle = ret == 0 && r.nrows == 0;
 	ch_reply_free(&r);
 	return ret;
@@ -300,7 +413,7 @@ static int ch_size_cut(struct ch_store *s, uint64_t max_bytes, int64_t *cut)
 	ch_sql_init(&q, 0);
 	ch_sql_raw(&q, "SELECT min(ts), max(ts), count()");
 	ch_all_events(s, &q);
-	ch_sql_addf(&q, " WHERE _tc_commit <= %llu", (unsigned long long)s->last_ok);
+	ch_sql_raw(&q, " WHERE " CH_COMMITTED);
 	ret = ch_query(s, &q, &r);
 	ch_sql_free(&q);
 	if (ret < 0)
@@ -326,16 +439,21 @@ static int64_t ch_age_cut(int64_t before_ts)
 	return before_ts - (m < 0 ? m + CH_RETAIN_STEP_NS : m);
 }
 
-/* The round's row in retain_cuts, sent now under the open commit's reserved id. */
-static int ch_round_row(struct ch_store *s, int64_t cut, uint64_t upto)
+/* The round's row in retain_rounds, sent now under the open commit's reserved id. */
+static int ch_round_row(struct ch_store *s, const struct ch_round *rd)
 {
 	struct ch_sql q;
 	int ret = ch_reserve_id(s);
 
 	s->sent = true;	/* a rollback deletes it (clickhouse_txn.c) */
 	ch_sql_init(&q, 0);
-	ch_sql_addf(&q, "INSERT INTO retain_cuts (cut, upto, _tc_commit) VALUES (%lld, %llu, %llu)",
-		    (long long)cut, (unsigned long long)upto, (unsigned long long)s->commit_id);
+	ch_sql_addf(&q, "INSERT INTO retain_rounds (round, cut, uptos, collector, _tc_commit)"
+		    " VALUES (%llu, %lld, [", (unsigned long long)rd->no, (long long)rd->cut);
+	for (unsigned k = 0; k < STORE_COLLECTOR_IDS; k++)
+		ch_sql_addf(&q, "%s%llu", k ? "," : "", (unsigned long long)rd->uptos[k]);
+	ch_sql_raw(&q, "], ");
+	ch_sql_cstr(&q, s->collector);
+	ch_sql_addf(&q, ", %llu)", (unsigned long long)s->commit_id);
 	ret = ret ?: ch_exec(s, &q);
 	ch_sql_free(&q);
 	return ret;
@@ -388,6 +506,39 @@ static int ch_round_counts(struct ch_store *s, const struct ch_reply *r,
 }
 
 /*
+ * A new round's number (one past every round's, committed or not) and its
+ * uptos: per collector number, the last of its commits that completed.
+ */
+static int ch_round_new(struct ch_store *s, struct ch_round *rd)
+{
+	struct ch_reply r;
+	uint64_t k, id;
+	int ret;
+
+	ret = ch_query_text(s, "SELECT max(round) FROM retain_rounds", &r);
+	if (ret < 0)
+		return ret;
+	if (r.nrows < 1 || ch_reply_u64(&r, 0, 0, &rd->no) < 0)
+		ret = ch_errf(s, TC_ERR_DB, "ClickHouse answered retain_rounds oddly");
+	ch_reply_free(&r);
+	rd->no++;
+	if (ret < 0)
+		return ret;
+	memset(rd->uptos, 0, sizeof(rd->uptos));
+	ret = ch_query_text(s, "SELECT id % " CH_STR(STORE_COLLECTOR_IDS) ", max(id) FROM commits"
+			    " GROUP BY id % " CH_STR(STORE_COLLECTOR_IDS), &r);
+	for (size_t i = 0; ret == 0 && i < r.nrows; i++)
+		if (ch_reply_u64(&r, i, 0, &k) == 0 && k < STORE_COLLECTOR_IDS &&
+		    ch_reply_u64(&r, i, 1, &id) == 0)
+			rd->uptos[k] = id;
+	if (ret == 0)
+		ch_reply_free(&r);
+	if (ret == 0 && rd->uptos[s->slot] < s->last_ok)
+		rd->uptos[s->slot] = s->last_ok;
+	return ret;
+}
+
+/*
  * Steps 1 and 2: count the rows before @cut of completed commits and, when
  * there are some, write the round in the open commit. A failure after its
  * row was sent fails the commit (s->failed), so that a round never stands
@@ -395,24 +546,26 @@ static int ch_round_counts(struct ch_store *s, const struct ch_reply *r,
  */
 static int ch_round(struct ch_store *s, int64_t cut, uint64_t *n)
 {
+	struct ch_round rd = { .cut = cut };
 	struct ch_reply r, names;
 	struct ch_sql q;
-	uint64_t upto = s->last_ok, rows, total = 0;
+	uint64_t rows, total = 0;
 	bool have = false;
 	int ret = ch_have_events(s, &have);
 
 	*n = 0;
+	ret = ret ?: ch_round_new(s, &rd);
 	if (ret < 0 || !have)
 		return ret;
 	ch_sql_init(&q, 0);
 	ch_sql_raw(&q, "SELECT r.t, r.host_id, r.n, toUInt64(floor(r.n * c.bpe + 0.999999)) FROM"
 		       " (SELECT _table AS t, host_id, count() AS n");
 	ch_all_events(s, &q);
-	ch_sql_addf(&q, " WHERE ts < %lld AND _tc_commit <= %llu GROUP BY t, host_id) AS r"
-		    " ANY LEFT JOIN (SELECT host_id, sum(bytes) / greatest(sum(events), 1) AS bpe"
-		    " FROM cpu_counts WHERE _tc_commit <= %llu GROUP BY host_id) AS c USING host_id"
-		    " ORDER BY r.t, r.host_id", (long long)cut, (unsigned long long)upto,
-		    (unsigned long long)upto);
+	ch_round_where(&q, &rd);
+	ch_sql_raw(&q, " GROUP BY t, host_id) AS r ANY LEFT JOIN (SELECT host_id, sum(bytes) /"
+		       " greatest(sum(events), 1) AS bpe FROM cpu_counts WHERE 1");
+	ch_round_pred(&q, &rd);
+	ch_sql_raw(&q, " GROUP BY host_id) AS c USING host_id ORDER BY r.t, r.host_id");
 	ret = ch_query(s, &q, &r);
 	ch_sql_free(&q);
 	if (ret < 0)
@@ -423,11 +576,11 @@ static int ch_round(struct ch_store *s, int64_t cut, uint64_t *n)
 	if (total)
 		ret = ch_type_names(s, &names);
 	if (total && ret == 0) {
-		ret = ch_round_row(s, cut, upto) ?: ch_round_counts(s, &r, &names);
+		ret = ch_round_row(s, &rd) ?: ch_round_counts(s, &r, &names);
 		if (ret < 0)
 			s->failed = ret;
 		else
-			ch_test_kill("counted");
+			ch_test_kill("counted"), ch_test_pause();
 		ch_reply_free(&names);
 	}
 	ch_reply_free(&r);
@@ -483,14 +636,20 @@ static int ch_retain(struct store_writer *w, int64_t before_ts, uint64_t max_byt
 		     uint64_t *removed)
 {
 	struct ch_store *s = ch_writer_of(w);
-	bool own = !s->in_txn;
+	bool own = !s->in_txn, held = false, fresh = false;
 	int ret = ch_writer_enter(s);
 
 	if (ret < 0)
 		return ret;
-	if (before_ts == INT64_MIN && !max_bytes) {
-		*removed = 0;
+	*removed = 0;
+	if (before_ts == INT64_MIN && !max_bytes)
 		return 0;
+	ret = ch_lease_hold(s, &held, &fresh);
+	if (ret < 0 || !held)
+		return ret;
+	if (fresh) {	/* another holder may have counted rounds: look first */
+		s->retain_idle = s->retain_started = false;
+		s->retain_commit = 0;
 	}
 	ret = own ? ch_begin(w) : 0;	/* its counts and its round in one commit */
 	ret = ret ?: ch_retain_in(s, before_ts, max_bytes, removed);

@@ -137,27 +137,21 @@ static bool cht_left(const struct cht_q *tq, size_t nq)
 	return false;
 }
 
-static int ch_tail(struct store_reader *rd, const struct store_query *const *qs, size_t nq,
-		   struct store_tail *t, store_tail_fn fn, void *ctx)
+/*
+ * One cursor's walk: the rows of the commits up to @last_commit (of
+ * collector number @slot's alone when @slot >= 0) from t->from on, at most
+ * t->max_rows in all (*@rows counts them across calls) and looking at
+ * about t->max_scan (*@seen, likewise); t->next, t->more and t->reset
+ * are this walk's. @tq: the queries' walks, ready.
+ */
+static int cht_walk(struct cht_q *tq, const struct store_query *const *qs, size_t nq,
+		    struct store_tail *t, uint64_t last_commit, int slot,
+		    store_tail_fn fn, void *ctx, size_t *rows, size_t *seen)
 {
-	struct ch_store *s = ch_reader_of(rd);
-	struct cht_q *tq = calloc(nq + 1, sizeof(*tq));
-	uint64_t last_commit = 0, end, from, last = 0;
-	size_t rows = 0, seen = 0;
-	struct ch_sql lq;
-	int ret = tq ? 0 : -ENOMEM;
+	uint64_t end = (last_commit + 1) << 32, from = t->from, last = 0;
+	int ret = 0;
 
-	t->missed = 0;
 	t->reset = t->more = false;
-	ch_sql_init(&lq, 0);
-	ch_sql_raw(&lq, "SELECT max(id) FROM commits");
-	ret = ret ?: ch_query_u64(s, &lq, &last_commit);
-	ch_sql_free(&lq);
-	if (ret == 0 && last_commit >= UINT32_MAX)
-		ret = ch_errf(s, TC_ERR_DB, "commit id %llu: past the tail's cursor",
-			      (unsigned long long)last_commit);
-	end = (last_commit + 1) << 32;
-	from = t->from;
 	if (from > end) {
 		t->reset = true;	/* another database, or emptied: its start */
 		from = 0;
@@ -165,27 +159,25 @@ static int ch_tail(struct store_reader *rd, const struct store_query *const *qs,
 		from = cht_start(qs, nq, end);
 	}
 	t->next = from ? from : 1;
-	for (size_t i = 0; ret == 0 && i < nq; i++)
-		ret = ch_walk_init(&tq[i].k, s, qs[i]);
 	while (ret == 0 && from < end) {
-		size_t want = CHT_PAGE_ROWS, before = rows;
+		size_t want = CHT_PAGE_ROWS, before = *rows;
 		uint64_t upto = UINT64_MAX;
 
-		if (t->max_rows && t->max_rows - rows < want)
-			want = t->max_rows - rows;
+		if (t->max_rows && t->max_rows - *rows < want)
+			want = t->max_rows - *rows;
 		for (size_t i = 0; ret == 0 && i < nq; i++) {
-			ret = ch_walk_tail(&tq[i].k, from, last_commit, want, &tq[i].page);
+			ret = ch_walk_tail(&tq[i].k, from, last_commit, slot, want, &tq[i].page);
 			tq[i].at = 0;
 			tq[i].full = tq[i].page.nrows == want;
-			seen += tq[i].page.nrows;
+			*seen += tq[i].page.nrows;
 			if (ret == 0 && tq[i].full && cht_row(&tq[i].page, want - 1) < upto)
 				upto = cht_row(&tq[i].page, want - 1);
 		}
 		if (ret == 0)
-			ret = cht_merge(tq, nq, upto, t->max_rows, fn, ctx, &rows, &last);
-		if (ret < 0 || (t->max_rows && rows >= t->max_rows)) {
+			ret = cht_merge(tq, nq, upto, t->max_rows, fn, ctx, rows, &last);
+		if (ret < 0 || (t->max_rows && *rows >= t->max_rows)) {
 			t->more = ret == 0 && cht_left(tq, nq);
-			t->next = rows > before ? last + 1 : from;
+			t->next = *rows > before ? last + 1 : from;
 			if (ret == 0 && !t->more)
 				t->next = end;
 			break;
@@ -196,22 +188,137 @@ static int ch_tail(struct store_reader *rd, const struct store_query *const *qs,
 		}
 		from = upto + 1;
 		t->next = from;
-		if (t->max_scan && seen >= t->max_scan) {
+		if (t->max_scan && *seen >= t->max_scan) {
 			t->more = true;
 			break;
 		}
 	}
 	if (ret == 0 && from >= end && !t->more)
 		t->next = end;
+	return ret;
+}
+
+/* The queries' walks, ready (*@out; free with cht_free()). */
+static int cht_new(struct ch_store *s, const struct store_query *const *qs, size_t nq,
+		   struct cht_q **out)
+{
+	struct cht_q *tq = calloc(nq + 1, sizeof(*tq));
+	int ret = tq ? 0 : -ENOMEM;
+
+	for (size_t i = 0; ret == 0 && i < nq; i++)
+		ret = ch_walk_init(&tq[i].k, s, qs[i]);
+	*out = tq;
+	return ret;
+}
+
+static void cht_free(struct cht_q *tq, size_t nq)
+{
 	for (size_t i = 0; tq && i < nq; i++) {
 		ch_walk_free(&tq[i].k);
 		ch_reply_free(&tq[i].page);
 	}
 	free(tq);
+}
+
+/*
+ * Per collector number k, the last of its commits that completed (0: none)
+ * into @last, and how many numbers have one into *@n.
+ */
+static int cht_lasts(struct ch_store *s, uint64_t *last, unsigned *n)
+{
+	struct ch_reply r;
+	uint64_t k, id;
+	int ret = ch_query_text(s, "SELECT id % 64, max(id) FROM commits GROUP BY id % 64", &r);
+
+	memset(last, 0, STORE_COLLECTOR_IDS * sizeof(*last));
+	*n = 0;
+	for (size_t i = 0; ret == 0 && i < r.nrows; i++) {
+		if (ch_reply_u64(&r, i, 0, &k) < 0 || k >= STORE_COLLECTOR_IDS ||
+		    ch_reply_u64(&r, i, 1, &id) < 0)
+			continue;
+		if (id >= UINT32_MAX)
+			ret = ch_errf(s, TC_ERR_DB, "commit id %llu: past the tail's cursor",
+				      (unsigned long long)id);
+		last[k] = id;
+		(*n)++;
+	}
+	if (r.nrows || ret == 0)
+		ch_reply_free(&r);
+	return ret;
+}
+
+static int ch_tail(struct store_reader *rd, const struct store_query *const *qs, size_t nq,
+		   struct store_tail *t, store_tail_fn fn, void *ctx)
+{
+	struct ch_store *s = ch_reader_of(rd);
+	uint64_t lasts[STORE_COLLECTOR_IDS], last_commit = 0;
+	struct cht_q *tq = NULL;
+	size_t rows = 0, seen = 0;
+	unsigned writers = 0;
+	int ret = cht_lasts(s, lasts, &writers);
+
+	t->missed = 0;
+	for (unsigned k = 0; k < STORE_COLLECTOR_IDS; k++)
+		last_commit = lasts[k] > last_commit ? lasts[k] : last_commit;
+	if (ret == 0 && writers > 1)	/* one cursor would skip a slower one's commits */
+		ret = ch_errf(s, TC_ERR_PROTO_VERSION, "%u collectors store into this database:"
+			      " following it takes a cursor per collector, which this traceq does"
+			      " not send (query op tail_writers, in traceq from issue 35 on)",
+			      writers);
+	ret = ret ?: cht_new(s, qs, nq, &tq);
+	ret = ret ?: cht_walk(tq, qs, nq, t, last_commit, -1, fn, ctx, &rows, &seen);
+	cht_free(tq, nq);
+	return ret;
+}
+
+/*
+ * Several collectors (issue 35): a walk per collector number, each over
+ * that collector's commits only, from its own cursor t->writers[k]. Why a
+ * collector's rows are read in its storage order and none is skipped is
+ * the argument above, for each collector alone: a collector runs its
+ * commits one after another, so when `commits` holds its id M, every row
+ * of its commits up to M is visible and its next commit has a higher id
+ * (other collectors' commits, in flight or not, are not in its walk). The
+ * walks go one collector after another within a call, so rows of two
+ * collectors are not in time order among themselves; each row comes once.
+ */
+static int ch_tail_writers(struct store_reader *rd, const struct store_query *const *qs,
+			   size_t nq, struct store_tail *t, store_tail_fn fn, void *ctx)
+{
+	struct ch_store *s = ch_reader_of(rd);
+	uint64_t lasts[STORE_COLLECTOR_IDS], from = t->from;
+	struct cht_q *tq = NULL;
+	size_t rows = 0, seen = 0;
+	unsigned writers = 0;
+	bool more = false, reset = false;
+	int ret = cht_lasts(s, lasts, &writers);
+
+	t->missed = 0;
+	ret = ret ?: cht_new(s, qs, nq, &tq);
+	for (unsigned k = 0; ret == 0 && k < STORE_COLLECTOR_IDS; k++) {
+		if (!t->writers_set)	/* at the end, its start, or the window's */
+			t->writers[k] = from == 0 ? cht_start(qs, nq, (lasts[k] + 1) << 32) : from;
+		if ((t->max_rows && rows >= t->max_rows) || (t->max_scan && seen >= t->max_scan))
+			more = true;	/* out of room: the next call goes on */
+		if (!lasts[k] || more)
+			continue;	/* none of its commits yet; or the next call */
+		t->from = t->writers[k] ? t->writers[k] : 1;
+		ret = cht_walk(tq, qs, nq, t, lasts[k], (int)k, fn, ctx, &rows, &seen);
+		if (ret == 0)
+			t->writers[k] = t->next;
+		more |= t->more;
+		reset |= t->reset;
+	}
+	cht_free(tq, nq);
+	t->from = from;
+	t->more = more;
+	t->reset = reset;
+	t->next = 0;
 	return ret;
 }
 
 void ch_tail_reader_ops(struct store_reader_ops *r)
 {
 	r->tail = ch_tail;
+	r->tail_writers = ch_tail_writers;
 }

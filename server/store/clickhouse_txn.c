@@ -64,6 +64,7 @@ static const char *const ch_counted_tables[] = {
 	"cpu_counts", "drops", "freed", "stream_marks", "stream_spans", "journal_marks",
 	"losses",
 	"retain_cuts",	/* clickhouse_retain.c: a round whose counts were deleted must go */
+	"retain_rounds",	/* and so its rounds from migration 0010 on */
 };
 
 /*

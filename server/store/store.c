@@ -36,6 +36,7 @@ static struct {
 	char *password, *cert, *key, *ca;
 	char *collector;
 	unsigned collector_id;
+	unsigned retain_lease_s;	/* 0: the backend's default */
 } remote;
 
 bool store_path_is_remote(const char *path)
@@ -45,8 +46,9 @@ bool store_path_is_remote(const char *path)
 
 static const struct store_remote_auth *store_remote(struct store_remote_auth *a)
 {
-	*a = (struct store_remote_auth){ remote.collector, remote.collector_id, remote.password,
-					 remote.cert, remote.key, remote.ca };
+	*a = (struct store_remote_auth){ remote.collector, remote.collector_id,
+					 remote.retain_lease_s, remote.password, remote.cert,
+					 remote.key, remote.ca };
 	return a;
 }
 
@@ -118,6 +120,11 @@ int store_remote_collector(const char *name, unsigned id)
 	remote.collector = NULL;
 	remote.collector_id = id;
 	return store_set(&remote.collector, name);
+}
+
+void store_remote_retain_lease(unsigned seconds)
+{
+	remote.retain_lease_s = seconds;
 }
 
 int store_writer_open(const char *path, struct store_writer **out)
@@ -252,6 +259,24 @@ int store_hist(struct store_reader *r, const struct store_query *q, const struct
 	return r->ops->hist(r, q, h, fn, ctx, tot);
 }
 
+/* t->writers of a store with one writer: its cursor is writers[0], the others stay 0. */
+static int store_tail_one(struct store_reader *r, const struct store_query *const *qs,
+			  size_t nq, struct store_tail *t, store_tail_fn fn, void *ctx)
+{
+	uint64_t from = t->from;
+	int ret;
+
+	if (t->writers_set)
+		t->from = t->writers[0] ? t->writers[0] : 1;
+	ret = r->ops->tail(r, qs, nq, t, fn, ctx);
+	t->from = from;
+	if (ret == 0) {
+		memset(t->writers, 0, STORE_TAIL_WRITERS * sizeof(*t->writers));
+		t->writers[0] = t->next;
+	}
+	return ret;
+}
+
 int store_tail(struct store_reader *r, const struct store_query *const *qs, size_t nq,
 	       struct store_tail *t, store_tail_fn fn, void *ctx)
 {
@@ -260,6 +285,10 @@ int store_tail(struct store_reader *r, const struct store_query *const *qs, size
 	for (size_t i = 0; i < nq; i++)
 		if (store_query_ok(qs[i]) < 0)
 			return -EINVAL;
+	if (t->writers && r->ops->tail_writers)
+		return r->ops->tail_writers(r, qs, nq, t, fn, ctx);
+	if (t->writers)
+		return store_tail_one(r, qs, nq, t, fn, ctx);
 	return r->ops->tail(r, qs, nq, t, fn, ctx);
 }
 

@@ -68,6 +68,15 @@ int store_reader_open(const char *path, struct store_reader **out);
 int store_remote_collector(const char *name, unsigned id);
 
 /*
+ * store_remote_retain_lease - how long the retention lease lasts that
+ * collectors sharing a remote store take to run retention one at a time
+ * (--retain-lease; server/store/clickhouse_lease.c): a holder that dies
+ * is replaced this long after its last renewal. 0: the backend's default.
+ * Once, before any open or thread.
+ */
+void store_remote_retain_lease(unsigned seconds);
+
+/*
  * store_path_is_remote - whether @path names a store that is a server
  * (clickhouse://[USER@]HOST:PORT/DB, server/store/clickhouse.h) rather
  * than an SQLite file: no file, lock or directory of ours to check.

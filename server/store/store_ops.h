@@ -252,6 +252,12 @@ struct store_reader_ops {
 	 */
 	int (*tail)(struct store_reader *r, const struct store_query *const *qs, size_t nq,
 		    struct store_tail *t, store_tail_fn fn, void *ctx);
+	/*
+	 * tail_writers: the same with t->writers (a store several collectors
+	 * write); NULL: the store has one writer, its cursor is writers[0]
+	 */
+	int (*tail_writers)(struct store_reader *r, const struct store_query *const *qs,
+			    size_t nq, struct store_tail *t, store_tail_fn fn, void *ctx);
 	/* stats, drops, hosts: only the hosts q allows (host globs, scope); q may be NULL */
 	int (*stats)(struct store_reader *r, const struct store_query *q,
 		     int (*fn)(void *ctx, const struct store_stats_host *h, uint32_t cpu,
@@ -308,10 +314,12 @@ struct store_reader_ops {
  * password never travels in the path, which is logged.
  */
 #define STORE_COLLECTOR_IDS	64	/* --collector-id: 0 .. this - 1 */
+#define STORE_RETAIN_LEASE_MAX	3600	/* --retain-lease: seconds, at most */
 
 struct store_remote_auth {
 	const char *collector;	/* this collector's name among those sharing the store */
 	unsigned collector_id;	/* and its number (--collector-id), unique among them */
+	unsigned retain_lease_s;	/* the retention lease's length (--retain-lease); 0: default */
 	const char *password;	/* NULL: none */
 	const char *cert, *key;	/* TLS client certificate and key; NULL: none */
 	const char *ca;		/* CA of the server's certificate; NULL: the system's */

@@ -506,7 +506,17 @@ struct store_tail {
 	bool reset;		/* out: @from lies past the store's end: it is another
 				 * (or an emptied) database; read from its start */
 	bool more;		/* out: stopped at max_rows or max_scan: rows remain */
+	/*
+	 * in/out: NULL, or STORE_TAIL_WRITERS cursors, one per collector
+	 * number of a store several collectors write (issue 35): each is a
+	 * @from and @next of that collector's rows alone, whose commits are in
+	 * storage order among themselves and not with another's. With
+	 * @writers_set false, every one starts where @from says.
+	 */
+	uint64_t *writers;
+	bool writers_set;
 };
+#define STORE_TAIL_WRITERS	64	/* STORE_COLLECTOR_IDS (store_ops.h) */
 
 /* Called per row with @i, the index of the query (event type) it matched. */
 typedef int (*store_tail_fn)(void *ctx, size_t i, const struct store_row *row);
