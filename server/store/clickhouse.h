@@ -3,7 +3,8 @@
  * which the front (store.c) calls for a path "clickhouse://...", and the
  * design, which every part follows.
  *
- * Where. --db clickhouse://[USER@]HOST:PORT/DB: ClickHouse's HTTP
+ * Where. --db clickhouse://[USER@]HOST:PORT/DB (or several HOST:PORT,
+ * the shards: clickhouse_shards.h): ClickHouse's HTTP
  * interface at HOST:PORT (https when a client certificate or a CA is
  * given), database DB (made when missing). The password and TLS files
  * come from the front (struct store_remote_auth), never in the path.
@@ -105,10 +106,13 @@
  * was not voided by a recovering writer (a table of void ids written
  * before anything else at recovery). Left for later.
  *
- * Shards (issue 35): not built yet. What Debian's 18.16 did when tried
- * here (two servers on loopback as the two shards of one cluster, each
- * shard one replica with <internal_replication>true, one standalone
- * ZooKeeper, a distributed_ddl queue), for whoever builds it:
+ * Shards (clickhouse://H1:P1,H2:P2/DB?cluster=NAME): the event rows
+ * spread over several servers by host, read through Distributed tables
+ * on the first, which holds everything else; clickhouse_shards.h has the
+ * layout, why by host, and how a commit stays exactly once. What Debian's
+ * 18.16 did when tried here (two servers on loopback as the two shards
+ * of one cluster, each shard one replica with <internal_replication>true,
+ * one standalone ZooKeeper, a distributed_ddl queue):
  *  - CREATE DATABASE ... ON CLUSTER crashed the server (SIGSEGV, three
  *    runs of three): databases must be made on each shard by itself;
  *  - CREATE TABLE ... ON CLUSTER made the Replicated local tables and
@@ -116,7 +120,7 @@
  *    hash) on both shards; ALTER ... ON CLUSTER ADD COLUMN, DELETE and
  *    DROP PARTITION worked on the local tables, but ADD COLUMN on the
  *    Distributed table was refused ("isn't replicated, but shard is"):
- *    that one goes to each shard by itself, or is made again;
+ *    without ON CLUSTER, on the one server that has it, it is taken;
  *  - an INSERT into the Distributed table with insert_distributed_sync=1
  *    was acknowledged with both shards' parts written (without it,
  *    ClickHouse documents, it is queued on the local disk and
@@ -126,7 +130,10 @@
  *    Distributed table fail (back-pressure, as a server down), and an ON
  *    CLUSTER statement waits distributed_ddl_task_timeout and stays queued
  *    for the missing shard; cluster('NAME', system.mutations) reads
- *    every shard's mutations (the cleanup's wait).
+ *    every shard's mutations (the cleanup's wait);
+ *  - a subquery IN (SELECT ... FROM commits) in a read of a Distributed
+ *    table runs on each shard, which has no commits ("Table ...commits
+ *    doesn't exist"): CH_COMMITTED is GLOBAL IN.
  *
  * Queries give SQLite's answers: the filter compiles to ClickHouse SQL
  * (clickhouse_filter.h), count and select page on (ts, _tc_row)
@@ -202,6 +209,8 @@
  *                        rows, their frames per page          (both)
  *   clickhouse_fleet.c   the live-host set, the --collector-id check (writer)
  *   clickhouse_txn.c     commit ids, commit, rollback, cleanup (writer)
+ *   clickhouse_shards.c  several servers: the event tables' DDL on each,
+ *                        the Distributed tables, system tables of all (both)
  *   clickhouse_send.c    the sender thread: one batch's INSERT at a
  *                        time beside the writer's own          (writer)
  *   clickhouse_util.c    errors, statements, RowBinary, batches, ids

@@ -70,6 +70,7 @@
 #include "common/tc_error.h"
 #include "server/store/clickhouse_boots.h"
 #include "server/store/clickhouse_retain.h"
+#include "server/store/clickhouse_shards.h"
 #include "server/store/clickhouse_schema.h"
 #include "server/store/clickhouse_txn.h"
 #include "server/store/clickhouse_util.h"
@@ -125,8 +126,9 @@ static int ch_retain_mutations(struct ch_store *s, uint64_t *n)
 	int ret;
 
 	ch_sql_init(&q, 0);
-	ch_sql_raw(&q, "SELECT count() FROM system.mutations WHERE database = currentDatabase()"
-		       " AND is_done = 0 AND startsWith(table, 'ev_')");
+	ch_sql_raw(&q, "SELECT count()");
+	ch_shards_system(s, &q, "mutations");	/* every shard's */
+	ch_sql_raw(&q, " AND is_done = 0 AND startsWith(table, 'ev_')");
 	ret = ch_query_u64(s, &q, n);
 	ch_sql_free(&q);
 	return ret;
@@ -153,7 +155,7 @@ static int ch_drop_days(struct ch_store *s, const char *table, int64_t cut, uint
 		ch_sql_raw(&q, "ALTER TABLE ");
 		ch_sql_ident(&q, table);
 		ch_sql_addf(&q, " DROP PARTITION %llu", (unsigned long long)day);
-		ret = ch_exec(s, &q);
+		ret = ch_shards_exec(s, &q);
 	}
 	if (ret == 0 || r.nrows)
 		ch_reply_free(&r);
@@ -180,7 +182,7 @@ static int ch_remove_round(struct ch_store *s, const char *table, int64_t cut, u
 		ch_sql_ident(&q, table);
 		ch_sql_addf(&q, " DELETE WHERE ts < %lld AND _tc_commit <= %llu", (long long)cut,
 			    (unsigned long long)upto);
-		ret = ch_exec(s, &q);
+		ret = ch_shards_exec(s, &q);
 	}
 	ch_sql_free(&q);
 	return ret;
@@ -266,8 +268,9 @@ static int ch_used_bytes(struct ch_store *s, uint64_t *used, uint64_t *events)
 	int ret;
 
 	ch_sql_init(&q, 0);
-	ch_sql_raw(&q, "SELECT sum(bytes_on_disk), sumIf(bytes_on_disk, startsWith(table, 'ev_'))"
-		       " FROM system.parts WHERE database = currentDatabase() AND active");
+	ch_sql_raw(&q, "SELECT sum(bytes_on_disk), sumIf(bytes_on_disk, startsWith(table, 'ev_'))");
+	ch_shards_system(s, &q, "parts");	/* every shard's */
+	ch_sql_raw(&q, " AND active");
 	ret = ch_query(s, &q, &r);
 	ch_sql_free(&q);
 	if (ret < 0)

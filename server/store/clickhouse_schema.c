@@ -21,6 +21,7 @@
 #include "common/util.h"
 #include "server/store/clickhouse_reader.h"
 #include "server/store/clickhouse_schema.h"
+#include "server/store/clickhouse_shards.h"
 #include "server/store/clickhouse_send.h"
 #include "server/store/clickhouse_stacks.h"
 #include "server/store/clickhouse_txn.h"
@@ -213,7 +214,7 @@ static int ch_table_ddl(struct ch_store *s, struct ch_table *tab, size_t from)
 		ch_sql_engine(s, &q, tab->table, "MergeTree()");
 		ch_sql_raw(&q, " PARTITION BY " CH_PARTITION " ORDER BY (host_id, ts)");
 	}
-	ret = ch_exec(s, &q);
+	ret = ch_shards_table_ddl(s, tab->table, &q, create);
 	ch_sql_free(&q);
 	return ret;
 }
