@@ -24,6 +24,9 @@
 #  - the live agent's events: traceq's count of its host == the rows of
 #    its host in the two shards' local tables, counted on each server
 #    directly, and > 0;
+#  - the collector killed (-9) while an agent streams into the second
+#    shard, then started again: the shards hold every event it shipped,
+#    none twice, all on that shard;
 #  - an address whose server count differs from the cluster's is refused
 #    at start, saying why;
 #  - traceq --sql is refused on the shards as on one server, saying why.
@@ -35,7 +38,7 @@ tc_need_tracefs
 command -v trace-cmd > /dev/null || skip "needs trace-cmd (apt-get install trace-cmd)"
 tc_need_clickhouse
 tc_lock
-tc_setup ch_shards collector_pid agent ch1_pid ch2_pid
+tc_setup ch_shards collector_pid agent workload ch1_pid ch2_pid
 # four recordings, one per host: the collector stores a file once, whatever --name
 # (by host id, imp-a and imp-c go to the second shard, imp-b and imp-d to the first)
 hosts=(imp-a imp-b imp-c imp-d)
@@ -220,6 +223,47 @@ check "both shards hold event rows (first $a1, second $a2)" '[ "$a1" -gt 0 ] && 
 dist=$(chc "$tcp1" --query "SELECT count() FROM system.tables WHERE database = 'tc' AND
 	startsWith(name, 'ev_') AND engine = 'Distributed'")
 check "the first server reads through Distributed tables ($dist)" '[ "$dist" -ge 3 ]'
+# kill -9 of the collector while an agent streams into the second shard
+# (host kill-a, by its host id), started again on the same port: the agent
+# resends, the unfinished commit's rows are deleted on each shard
+all_rows() {	# every event row on both shards (their local tables), and distinct ones
+	local p s=0 d=0 a b
+	for p in "$tcp1" "$tcp2"; do
+		a=$(chc "$p" --query "SELECT count() FROM merge('tc_shard', '^ev_')") || a=x
+		b=$(chc "$p" --query "SELECT count() FROM (SELECT DISTINCT _table, host_id, cpu,
+			trace_ts FROM merge('tc_shard', '^ev_'))") || b=x
+		s=$((s + a)) d=$((d + b))
+	done
+	echo "$s $d"
+}
+tq --sync --hosts > /dev/null
+read -r n _ < <(all_rows)
+( for _ in $(seq 800); do sleep 0.005; ls / > /dev/null; done ) &
+workload=$!
+tc_start_agent kill -e sched:sched_switch --duration 8 --name kill-a --no-user \
+	--instance "tc_chshk_$$"
+for _ in $(seq 100); do
+	[ "$(tq -H kill-a --count sched_switch 2>/dev/null || echo 0)" -gt 0 ] && break
+	sleep 0.1
+done
+sleep 1
+kill -9 "$collector_pid"; wait "$collector_pid" 2>/dev/null; collector_pid=
+tc_start_collector --db "$db" --db-password-file "$tmp/ch.pw" --journal-dir "$tmp/journal" \
+	--query "ipc://$tmp/q.sock" --listen "$listen"
+wait "$agent"; rc=$?; agent=
+wait "$workload"
+check "the agent exits 0 across the collector's kill -9 (exit $rc)" \
+	'[ "$rc" = 0 ] || cat "$tmp/kill.err"'
+shipped=$(sed -n 's/.*total:.* events=\([0-9]*\).*/\1/p' "$tmp/kill.out")
+tq --sync --hosts > /dev/null
+read -r m d < <(all_rows)
+check "after the kill -9: the shards hold what it shipped once ($((m - n)) == $shipped)" \
+	'[ "${shipped:-0}" -gt 0 ] && [ "$((m - n))" = "$shipped" ]'
+check "after the kill -9: no event twice on the shards ($d == $m)" '[ "$d" = "$m" ]'
+k1=$(shard_rows "$tcp1" $sw "= $(chc "$tcp1" --query "SELECT any(host_id) FROM tc.hosts WHERE name = 'kill-a'")")
+k2=$(shard_rows "$tcp2" $sw "= $(chc "$tcp1" --query "SELECT any(host_id) FROM tc.hosts WHERE name = 'kill-a'")")
+check "kill-a's rows are on the second shard only ($k1, $k2)" '[ "$k1" = 0 ] && [ "$k2" -gt 0 ]'
+
 tq --sql "SELECT count(*) FROM hosts" > "$tmp/sql.out" 2>&1; rc=$?
 check "--sql is refused on the shards, saying why (exit $rc)" \
 	'[ "$rc" != 0 ] && grep -q "sql is not answered from ClickHouse" "$tmp/sql.out" ||
