@@ -106,15 +106,38 @@ int ch_shards_exec(struct ch_store *s, const struct ch_sql *q)
 	return ret;
 }
 
+/* ClickHouse's code for an ADD COLUMN of a column there already (ILLEGAL_COLUMN) */
+#define CH_CODE_COLUMN_EXISTS	44
+
+/*
+ * @q, an ALTER TABLE ... ADD COLUMN of one column, on @h: a column there
+ * already is done (a writer stopped between the shards and the
+ * Distributed table; 18.16 has no ADD COLUMN IF NOT EXISTS).
+ */
+static int ch_shards_add(struct ch_store *s, struct ch_http *h, const struct ch_sql *q)
+{
+	int ret = ch_http_exec(h, ch_sql_text(q));
+
+	if (ret < 0 && ch_http_code(h) == CH_CODE_COLUMN_EXISTS)
+		ret = 0;
+	return ch_after_http(s, h, ret);
+}
+
 int ch_shards_table_ddl(struct ch_store *s, const char *table, const struct ch_sql *q, bool create)
 {
 	struct ch_sql d;
-	int ret = ch_shards_exec(s, q);
+	int ret = 0;
 
-	if (ret < 0 || !s->nshards)
+	if (!s->nshards || ch_sql_err(q))
+		return ch_exec(s, q);
+	if (!create) {	/* each shard, then the Distributed table, which takes it too */
+		for (unsigned i = 0; i < s->nshards && ret == 0; i++)
+			ret = ch_shards_add(s, s->shards[i], q);
+		return ret ?: ch_shards_add(s, s->http, q);
+	}
+	ret = ch_shards_exec(s, q);
+	if (ret < 0)
 		return ret;
-	if (!create)
-		return ch_exec(s, q);	/* ADD COLUMN: the Distributed table takes it too */
 	ch_sql_init(&d, 0);
 	ch_sql_raw(&d, "CREATE TABLE IF NOT EXISTS ");
 	ch_sql_ident(&d, table);

@@ -84,9 +84,11 @@ int ch_shards_setup(struct ch_store *s);
 int ch_shards_exec(struct ch_store *s, const struct ch_sql *q);
 
 /*
- * ch_shards_table_ddl - @q, the CREATE TABLE (@create) or ALTER TABLE of
- * event table @table, run on each shard, then its Distributed table
- * made or altered alike on the first server. Without shards: @q.
+ * ch_shards_table_ddl - @q, the CREATE TABLE (@create) or ALTER TABLE
+ * ADD COLUMN of one column of event table @table, run on each shard, then
+ * its Distributed table made or altered alike on the first server (a
+ * column there already is done: the writer may have stopped between).
+ * Without shards: @q, which may add several columns.
  */
 int ch_shards_table_ddl(struct ch_store *s, const char *table, const struct ch_sql *q, bool create);
 
