@@ -239,10 +239,14 @@ static int ch_replication(struct ch_store *s)
 	}
 	if (ret == 0)
 		ch_reply_free(&r);
-	if (ret < 0 || n != 2)
+	if (ret < 0 || n != 2) {
+		/* the reason out of s->h->errmsg first: ch_errf() writes there */
+		char why[sizeof(s->h->errmsg)];
+
+		snprintf(why, sizeof(why), "%s", ret < 0 ? s->h->errmsg : "no macros shard and replica");
 		return ch_errf(s, TC_ERR_CONFIG, "replicated tables need ClickHouse with ZooKeeper and"
-			       " the macros shard and replica in its config.xml (%s)",
-			       ret < 0 ? s->h->errmsg : "no macros shard and replica");
+			       " the macros shard and replica in its config.xml (%s)", why);
+	}
 	return 0;
 }
 
