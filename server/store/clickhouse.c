@@ -30,6 +30,7 @@
 #include "server/store/clickhouse_retain.h"
 #include "server/store/clickhouse_schema.h"
 #include "server/store/clickhouse_send.h"
+#include "server/store/clickhouse_shards.h"
 #include "server/store/clickhouse_sql.h"
 #include "server/store/clickhouse_symbols.h"
 #include "server/store/clickhouse_tail.h"
@@ -42,9 +43,14 @@
 
 /* A clickhouse:// URL's parts. */
 struct ch_url {
-	char user[256], password[256], host[256], port[8], db[128];
+	char user[256], password[256], db[128];
+	char host[CH_SHARDS_MAX][256], port[CH_SHARDS_MAX][8];	/* [0]: the first shard */
+	unsigned nhosts;
+	char cluster[128];	/* ?cluster=NAME (several hosts: the shards) */
 	bool replicated;	/* ?replicated: Replicated* tables (clickhouse.h) */
 };
+
+#define CH_NAME_CHARS	"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
 
 static int ch_url_part(char *dst, size_t size, const char *p, size_t n)
 {
@@ -55,23 +61,50 @@ static int ch_url_part(char *dst, size_t size, const char *p, size_t n)
 	return 0;
 }
 
-/* The options after DB's '?' at @p ("replicated"), into @u. */
+/* The options after DB's '?' at @p ("replicated", "cluster=NAME"), into @u. */
 static int ch_url_options(const char *p, struct ch_url *u)
 {
+	static const char cl[] = "cluster=";
+
 	for (size_t n; *p; p += n + (p[n] == '&')) {
 		n = strcspn(p, "&");
 		if (n == strlen("replicated") && !strncmp(p, "replicated", n))
 			u->replicated = true;
+		else if (n > strlen(cl) && !strncmp(p, cl, strlen(cl)) &&
+			 strspn(p + strlen(cl), CH_NAME_CHARS) == n - strlen(cl) &&
+			 ch_url_part(u->cluster, sizeof(u->cluster), p + strlen(cl),
+				     n - strlen(cl)) == 0)
+			continue;
 		else
 			return TC_ERR_CONFIG;
 	}
 	return 0;
 }
 
-/* clickhouse://[USER[:PASSWORD]@]HOST:PORT/DB[?replicated]; HOST may be [IPv6]. */
+/* One HOST:PORT of @n bytes at @p (HOST may be [IPv6]) as host @i of @u. */
+static int ch_url_hostport(const char *p, size_t n, struct ch_url *u, unsigned i)
+{
+	const char *end = p + n, *host_end = *p == '[' ? memchr(p, ']', n) : NULL, *colon;
+
+	host_end = host_end ? host_end + 1 : p;
+	colon = memchr(host_end, ':', (size_t)(end - host_end));
+	if (!colon || colon == p ||
+	    ch_url_part(u->host[i], sizeof(u->host[i]), p, (size_t)(colon - p)) ||
+	    ch_url_part(u->port[i], sizeof(u->port[i]), colon + 1, (size_t)(end - colon - 1)) ||
+	    !u->port[i][0] || strspn(u->port[i], "0123456789") != strlen(u->port[i]))
+		return TC_ERR_CONFIG;
+	return 0;
+}
+
+/*
+ * clickhouse://[USER[:PASSWORD]@]HOST:PORT[,HOST:PORT...]/DB[?OPTIONS];
+ * several HOST:PORT are the shards, the first one holding all but the
+ * event rows (clickhouse_shards.h).
+ */
 static int ch_url_parse(const char *url, struct ch_url *u, char *err, size_t errlen)
 {
-	const char *p = url + strlen(CH_SCHEME), *at, *colon, *slash, *host_end, *opts;
+	const char *p = url + strlen(CH_SCHEME), *at, *colon, *slash, *opts;
+	size_t n;
 
 	memset(u, 0, sizeof(*u));
 	if (strncmp(url, CH_SCHEME, strlen(CH_SCHEME)) || strlen(url) > CH_URL_MAX)
@@ -88,24 +121,25 @@ static int ch_url_parse(const char *url, struct ch_url *u, char *err, size_t err
 			goto bad;
 		p = at + 1;
 	}
-	host_end = *p == '[' ? memchr(p, ']', (size_t)(slash - p)) : NULL;
-	host_end = host_end ? host_end + 1 : p;
-	colon = memchr(host_end, ':', (size_t)(slash - host_end));
-	if (!colon || colon == p ||
-	    ch_url_part(u->host, sizeof(u->host), p, (size_t)(colon - p)) ||
-	    ch_url_part(u->port, sizeof(u->port), colon + 1, (size_t)(slash - colon - 1)) ||
-	    !u->port[0] || strspn(u->port, "0123456789") != strlen(u->port) ||
-	    ch_url_part(u->db, sizeof(u->db), slash + 1, strcspn(slash + 1, "?")) || !u->db[0] ||
-	    strspn(u->db, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") !=
-	    strlen(u->db))
+	for (; p <= slash; p += n + 1) {
+		n = strcspn(p, ",/");
+		if (u->nhosts == CH_SHARDS_MAX || ch_url_hostport(p, n, u, u->nhosts++) < 0)
+			goto bad;
+	}
+	if (ch_url_part(u->db, sizeof(u->db), slash + 1, strcspn(slash + 1, "?")) || !u->db[0] ||
+	    strlen(u->db) + strlen(CH_SHARD_DB_SUFFIX) >= sizeof(u->db) ||
+	    strspn(u->db, CH_NAME_CHARS) != strlen(u->db))
 		goto bad;
 	opts = strchr(slash, '?');
 	if (opts && ch_url_options(opts + 1, u) < 0)
 		goto bad;
+	if (u->nhosts > 1 && !u->cluster[0])
+		snprintf(u->cluster, sizeof(u->cluster), "%s", CH_CLUSTER_DEFAULT);
 	return 0;
 bad:
-	snprintf(err, errlen, "not a ClickHouse address: expected "
-		 "clickhouse://[USER@]HOST:PORT/DB[?replicated] (DB of letters, digits and '_')");
+	snprintf(err, errlen, "not a ClickHouse address: expected clickhouse://[USER@]HOST:PORT"
+		 "[,HOST:PORT...]/DB[?replicated|?cluster=NAME] (at most %d shards; DB and NAME of"
+		 " letters, digits and '_')", CH_SHARDS_MAX);
 	return TC_ERR_CONFIG;
 }
 
@@ -216,10 +250,14 @@ static int ch_replication(struct ch_store *s)
 	}
 	if (ret == 0)
 		ch_reply_free(&r);
-	if (ret < 0 || n != 2)
+	if (ret < 0 || n != 2) {
+		/* the reason out of s->h->errmsg first: ch_errf() writes there */
+		char why[sizeof(s->h->errmsg)];
+
+		snprintf(why, sizeof(why), "%s", ret < 0 ? s->h->errmsg : "no macros shard and replica");
 		return ch_errf(s, TC_ERR_CONFIG, "replicated tables need ClickHouse with ZooKeeper and"
-			       " the macros shard and replica in its config.xml (%s)",
-			       ret < 0 ? s->h->errmsg : "no macros shard and replica");
+			       " the macros shard and replica in its config.xml (%s)", why);
+	}
 	return 0;
 }
 
@@ -276,6 +314,7 @@ static void ch_store_free(struct ch_store *s)
 	ch_schema_free(s);
 	ch_meta_free(s);
 	ch_symbols_free(s);
+	ch_shards_free(s);
 	ch_http_free(s->http);
 	free(s->db);
 	free(s->collector);
@@ -314,7 +353,8 @@ static int ch_store_new(const char *url, const struct store_remote_auth *auth, b
 			struct ch_store **out, char *errmsg, size_t len)
 {
 	struct ch_http_conf c = { 0 };
-	char base[600];
+	char base[CH_SHARDS_MAX][280];
+	const char *bases[CH_SHARDS_MAX];
 	struct ch_url u;
 	struct ch_store *s;
 	bool tls = auth && (auth->cert || auth->ca);
@@ -329,19 +369,25 @@ static int ch_store_new(const char *url, const struct store_remote_auth *auth, b
 	s->slot = auth ? auth->collector_id : 0;
 	s->lease_s = auth && auth->retain_lease_s ? auth->retain_lease_s : CH_LEASE_S_DEFAULT;
 	s->h = reader ? &s->base.r.h : &s->base.w.h;
-	snprintf(base, sizeof(base), "%s://%s:%s/", tls ? "https" : "http", u.host, u.port);
-	c.base = base;
+	for (unsigned i = 0; i < u.nhosts; i++) {
+		snprintf(base[i], sizeof(base[i]), "%s://%s:%s/", tls ? "https" : "http", u.host[i],
+			 u.port[i]);
+		bases[i] = base[i];
+	}
+	c.base = bases[0];
 	c.user = u.user[0] ? u.user : NULL;
 	c.password = auth && auth->password ? auth->password : u.password[0] ? u.password : NULL;
 	c.database = reader ? u.db : NULL;
 	c.cert = auth ? auth->cert : NULL;
 	c.key = auth ? auth->key : NULL;
 	c.ca = auth ? auth->ca : NULL;
+	c.params = !reader && u.nhosts > 1 ? CH_SHARDS_PARAMS : NULL;
 	s->replicated = u.replicated;
 	ret = ch_http_new(&c, &s->http);
-	explicit_bzero(u.password, sizeof(u.password));
 	if (ret == 0 && (!(s->db = strdup(u.db)) || !(s->collector = ch_collector_name(auth))))
 		ret = -ENOMEM;
+	ret = ret ?: ch_shards_new(s, &c, bases, u.nhosts, u.cluster);
+	explicit_bzero(u.password, sizeof(u.password));
 	if (ret == 0 && !reader)
 		ret = ch_meta_init(s);
 	if (ret < 0) {
@@ -394,7 +440,7 @@ int store_clickhouse_writer_open(const char *url, const struct store_remote_auth
 		return ret;
 	pthread_once(&ch_once, ch_init);
 	s->base.w.ops = &ch_writer_ops;
-	ret = ch_migrate(s, true) ?: ch_fleet_check(s) ?: ch_txn_recover(s);
+	ret = ch_migrate(s, true) ?: ch_shards_setup(s) ?: ch_fleet_check(s) ?: ch_txn_recover(s);
 	if (ret == 0 && ch_version_note(s) < 0)	/* said, not needed: we use nothing newer */
 		log_warn("could not ask ClickHouse its version: %s", s->h->errmsg);
 	if (ret < 0) {

@@ -25,6 +25,7 @@ struct ch_http {
 	CURL *curl;
 	char *base, *user, *password, *database;
 	char *cert, *key, *ca;
+	char *params;		/* settings of every request (struct ch_http_conf) */
 	char where[256];
 	long connect_ms, timeout_ms;
 	size_t max_reply;
@@ -84,6 +85,7 @@ int ch_http_new(const struct ch_http_conf *c, struct ch_http **out)
 		return -ENOMEM;
 	ret = dup_opt(&h->base, c->base) ?: dup_opt(&h->user, c->user) ?:
 	      dup_opt(&h->password, c->password) ?: dup_opt(&h->database, c->database) ?:
+	      dup_opt(&h->params, c->params) ?:
 	      dup_opt(&h->cert, c->cert) ?: dup_opt(&h->key, c->key) ?: dup_opt(&h->ca, c->ca);
 	if (ret == 0 && !h->base)
 		ret = -EINVAL;
@@ -107,7 +109,7 @@ int ch_http_dup(const struct ch_http *h, struct ch_http **out)
 		.base = h->base, .user = h->user, .password = h->password,
 		.database = h->database, .cert = h->cert, .key = h->key, .ca = h->ca,
 		.connect_ms = h->connect_ms, .timeout_ms = h->timeout_ms,
-		.max_reply = h->max_reply,
+		.max_reply = h->max_reply, .params = h->params,
 	};
 
 	return ch_http_new(&c, out);
@@ -129,6 +131,7 @@ void ch_http_free(struct ch_http *h)
 	if (h->curl)
 		curl_easy_cleanup(h->curl);
 	free(h->base); free(h->user); free_secret(h->password); free(h->database);
+	free(h->params);
 	free(h->cert); free(h->key); free(h->ca);
 	free(h->body);
 	free(h);
@@ -227,8 +230,10 @@ static char *ch_url(struct ch_http *h, const char *query, const char *params)
 		goto out;
 	if (query && !(q = curl_easy_escape(h->curl, query, 0)))
 		goto out;
+	/* every parameter after the first follows an '&': "?&x" is an empty setting to 18.16 */
 	if (asprintf(&url, "%s?%s%s%s%s%s%s", h->base, db ? "database=" : "", db ? db : "",
-		     q ? "&query=" : "", q ? q : "", params ? "&" : "", params ? params : "") < 0)
+		     q ? (db ? "&query=" : "query=") : "", q ? q : "",
+		     params ? (db || q ? "&" : "") : "", params ? params : "") < 0)
 		url = NULL;
 out:
 	curl_free(db);
@@ -273,7 +278,7 @@ static void ch_setopts(struct ch_http *h, const char *url, struct curl_slist *hd
 static int ch_request(struct ch_http *h, const char *query, const char *params,
 		      struct curl_slist *hdrs, const void *body, size_t len, size_t limit)
 {
-	char *url = ch_url(h, query, params);
+	char *url = ch_url(h, query, params ? params : h->params);
 	long status = 0;
 	CURLcode rc;
 

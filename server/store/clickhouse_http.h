@@ -37,6 +37,7 @@ struct ch_http_conf {
 	const char *database;	/* every statement's default database; NULL: the server's */
 	const char *cert, *key;	/* TLS client certificate and key (PEM); NULL: none */
 	const char *ca;		/* CA of the server's certificate; NULL: the system's */
+	const char *params;	/* settings every request carries ("a=1&b=2", ours only); NULL: none */
 	long connect_ms;	/* 0: 5000 */
 	long timeout_ms;	/* one request, all of it; 0: 120000 */
 	size_t max_reply;	/* bytes of one reply; 0: CH_REPLY_MAX_BYTES */

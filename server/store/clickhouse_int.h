@@ -19,9 +19,12 @@
 /*
  * Rows of completed commits, of any collector: commit ids interleave
  * (clickhouse_txn.c), so "up to the last commit" would take a slower
- * collector's unfinished commit.
+ * collector's unfinished commit. GLOBAL: on a sharded store the event
+ * tables are Distributed and `commits` is on the first shard only; the
+ * set is read there once and sent to every shard (clickhouse_shards.h).
+ * On a plain table GLOBAL IN is IN.
  */
-#define CH_COMMITTED	"_tc_commit IN (SELECT id FROM commits)"
+#define CH_COMMITTED	"_tc_commit GLOBAL IN (SELECT id FROM commits)"
 
 struct ch_http;
 struct ch_symcache;
@@ -134,6 +137,11 @@ struct ch_store {
 	struct ch_sender *sender;	/* the writer's, started on first use (clickhouse_send.h) */
 	char *db;		/* the database's name */
 	char *collector;	/* this collector's name in journal_marks and commits */
+	/* shards (clickhouse_shards.h); nshards 0: one server */
+	char *cluster;		/* the cluster of remote_servers the Distributed tables name */
+	char *shard_db;		/* the database of the shards' event tables: DB_shard */
+	struct ch_http **shards;	/* a writer's connection to each, in shard_db */
+	unsigned nshards;
 	bool replicated;	/* the writer's tables are Replicated*: block dedup (clickhouse.h) */
 	unsigned slot;		/* its --collector-id: its commit ids are = slot
 				 * modulo STORE_COLLECTOR_IDS (clickhouse_txn.c) */

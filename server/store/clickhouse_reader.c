@@ -14,6 +14,7 @@
 #include "common/tc_error.h"
 #include "server/store/clickhouse_fleet.h"
 #include "server/store/clickhouse_reader.h"
+#include "server/store/clickhouse_shards.h"
 #include "server/store/clickhouse_util.h"
 
 static bool ch_globs_match(const struct store_scope *sc, const char *name)
@@ -352,11 +353,16 @@ static int ch_size(struct store_reader *rd, uint64_t *bytes)
 {
 	struct ch_store *s = ch_reader_of(rd);
 	struct ch_reply r;
+	struct ch_sql q;
 	int ret;
 
 	*bytes = 0;
-	ret = ch_query_text(s, "SELECT sum(bytes_on_disk) FROM system.parts WHERE database ="
-			    " currentDatabase() AND active", &r);
+	ch_sql_init(&q, 0);
+	ch_sql_raw(&q, "SELECT sum(bytes_on_disk)");
+	ch_shards_system(s, &q, "parts");	/* every shard's */
+	ch_sql_raw(&q, " AND active");
+	ret = ch_query(s, &q, &r);
+	ch_sql_free(&q);
 	if (ret == 0 && r.nrows && ch_reply_u64(&r, 0, 0, bytes) < 0)
 		ret = TC_ERR_DB;
 	if (ret == 0 || r.nrows)

@@ -92,6 +92,7 @@
 #include "server/store/clickhouse_boots.h"
 #include "server/store/clickhouse_lease.h"
 #include "server/store/clickhouse_retain.h"
+#include "server/store/clickhouse_shards.h"
 #include "server/store/clickhouse_schema.h"
 #include "server/store/clickhouse_txn.h"
 #include "server/store/clickhouse_util.h"
@@ -199,8 +200,9 @@ static int ch_retain_mutations(struct ch_store *s, uint64_t *n)
 	int ret;
 
 	ch_sql_init(&q, 0);
-	ch_sql_raw(&q, "SELECT count() FROM system.mutations WHERE database = currentDatabase()"
-		       " AND is_done = 0 AND startsWith(table, 'ev_')");
+	ch_sql_raw(&q, "SELECT count()");
+	ch_shards_system(s, &q, "mutations");	/* every shard's */
+	ch_sql_raw(&q, " AND is_done = 0 AND startsWith(table, 'ev_')");
 	ret = ch_query_u64(s, &q, n);
 	ch_sql_free(&q);
 	return ret;
@@ -229,7 +231,7 @@ static int ch_drop_days(struct ch_store *s, const char *table, const struct ch_r
 		ch_sql_raw(&q, "ALTER TABLE ");
 		ch_sql_ident(&q, table);
 		ch_sql_addf(&q, " DROP PARTITION %llu", (unsigned long long)day);
-		ret = ch_exec(s, &q);
+		ret = ch_shards_exec(s, &q);
 	}
 	if (ret == 0 || r.nrows)
 		ch_reply_free(&r);
@@ -255,7 +257,7 @@ static int ch_remove_round(struct ch_store *s, const char *table, const struct c
 		ch_sql_ident(&q, table);
 		ch_sql_raw(&q, " DELETE");
 		ch_round_where(&q, rd);
-		ret = ch_exec(s, &q);
+		ret = ch_shards_exec(s, &q);
 	}
 	ch_sql_free(&q);
 	return ret;
@@ -379,8 +381,9 @@ static int ch_used_bytes(struct ch_store *s, uint64_t *used, uint64_t *events)
 	int ret;
 
 	ch_sql_init(&q, 0);
-	ch_sql_raw(&q, "SELECT sum(bytes_on_disk), sumIf(bytes_on_disk, startsWith(table, 'ev_'))"
-		       " FROM system.parts WHERE database = currentDatabase() AND active");
+	ch_sql_raw(&q, "SELECT sum(bytes_on_disk), sumIf(bytes_on_disk, startsWith(table, 'ev_'))");
+	ch_shards_system(s, &q, "parts");	/* every shard's */
+	ch_sql_raw(&q, " AND active");
 	ret = ch_query(s, &q, &r);
 	ch_sql_free(&q);
 	if (ret < 0)

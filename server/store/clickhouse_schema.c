@@ -21,6 +21,7 @@
 #include "common/util.h"
 #include "server/store/clickhouse_reader.h"
 #include "server/store/clickhouse_schema.h"
+#include "server/store/clickhouse_shards.h"
 #include "server/store/clickhouse_send.h"
 #include "server/store/clickhouse_stacks.h"
 #include "server/store/clickhouse_txn.h"
@@ -188,6 +189,23 @@ fail:
 	return NULL;
 }
 
+/* The ALTER TABLE ADD COLUMN of @tab's column @i alone (shards: clickhouse_shards.h). */
+static int ch_table_ddl_one(struct ch_store *s, struct ch_table *tab, size_t i)
+{
+	struct ch_sql q;
+	int ret;
+
+	ch_sql_init(&q, 0);
+	ch_sql_raw(&q, "ALTER TABLE ");
+	ch_sql_ident(&q, tab->table);
+	ch_sql_raw(&q, " ADD COLUMN ");
+	ch_sql_ident(&q, tab->cols[i].column);
+	ch_sql_addf(&q, " %s", ch_kind_type(tab->cols[i].kind));
+	ret = ch_shards_table_ddl(s, tab->table, &q, false);
+	ch_sql_free(&q);
+	return ret;
+}
+
 /* CREATE TABLE (first) or ALTER TABLE ADD COLUMN for @tab's columns from @from on. */
 static int ch_table_ddl(struct ch_store *s, struct ch_table *tab, size_t from)
 {
@@ -197,6 +215,12 @@ static int ch_table_ddl(struct ch_store *s, struct ch_table *tab, size_t from)
 
 	if (from == tab->ncols && !create)
 		return 0;
+	if (!create && s->nshards) {	/* one column at a time (clickhouse_shards.h) */
+		ret = 0;
+		for (size_t i = from; i < tab->ncols && ret == 0; i++)
+			ret = ch_table_ddl_one(s, tab, i);
+		return ret;
+	}
 	ch_sql_init(&q, 0);
 	ch_sql_raw(&q, create ? "CREATE TABLE IF NOT EXISTS " : "ALTER TABLE ");
 	ch_sql_ident(&q, tab->table);
@@ -213,7 +237,7 @@ static int ch_table_ddl(struct ch_store *s, struct ch_table *tab, size_t from)
 		ch_sql_engine(s, &q, tab->table, "MergeTree()");
 		ch_sql_raw(&q, " PARTITION BY " CH_PARTITION " ORDER BY (host_id, ts)");
 	}
-	ret = ch_exec(s, &q);
+	ret = ch_shards_table_ddl(s, tab->table, &q, create);
 	ch_sql_free(&q);
 	return ret;
 }

@@ -54,6 +54,7 @@
 #include "common/tc_error.h"
 #include "common/util.h"
 #include "server/store/clickhouse_send.h"
+#include "server/store/clickhouse_shards.h"
 #include "server/store/clickhouse_txn.h"
 #include "server/store/clickhouse_util.h"
 
@@ -80,8 +81,9 @@ static int ch_mutations_wait(struct ch_store *s)
 	int ret;
 
 	ch_sql_init(&q, 0);
-	ch_sql_raw(&q, "SELECT count() FROM system.mutations WHERE database = currentDatabase()"
-		       " AND is_done = 0 AND position(command, '_tc_commit >') > 0");
+	ch_sql_raw(&q, "SELECT count()");
+	ch_shards_system(s, &q, "mutations");	/* every shard's */
+	ch_sql_raw(&q, " AND is_done = 0 AND position(command, '_tc_commit >') > 0");
 	while ((ret = ch_query_u64(s, &q, &left)) == 0 && left && util_now_ms() < end)
 		usleep(100000);
 	ch_sql_free(&q);
@@ -91,8 +93,8 @@ static int ch_mutations_wait(struct ch_store *s)
 	return ret;
 }
 
-/* Delete @table's rows of commits after @last, when it has any. */
-static int ch_delete_after(struct ch_store *s, const char *table, uint64_t last)
+/* Delete @table's rows of commits after @last, when it has any (@events: on each shard). */
+static int ch_delete_after(struct ch_store *s, const char *table, uint64_t last, bool events)
 {
 	struct ch_sql q;
 	uint64_t n = 0;
@@ -112,7 +114,7 @@ static int ch_delete_after(struct ch_store *s, const char *table, uint64_t last)
 		ch_sql_ident(&q, table);
 		ch_sql_addf(&q, " DELETE WHERE _tc_commit > %llu AND _tc_commit %% %u = %u",
 			    (unsigned long long)last, STORE_COLLECTOR_IDS, s->slot);
-		ret = ch_exec(s, &q);
+		ret = events ? ch_shards_exec(s, &q) : ch_exec(s, &q);
 	}
 	ch_sql_free(&q);
 	return ret;
@@ -125,12 +127,12 @@ static int ch_clean(struct ch_store *s)
 	int ret = 0;
 
 	for (size_t i = 0; i < sizeof(ch_counted_tables) / sizeof(*ch_counted_tables) && !ret; i++)
-		ret = ch_delete_after(s, ch_counted_tables[i], s->last_ok);
+		ret = ch_delete_after(s, ch_counted_tables[i], s->last_ok, false);
 	if (ret < 0)
 		return ret;
 	ret = ch_query_text(s, CH_EVENT_TABLES_SQL, &r);
 	for (size_t i = 0; ret == 0 && i < r.nrows; i++)
-		ret = ch_delete_after(s, ch_reply_cell(&r, i, 0), s->last_ok);
+		ret = ch_delete_after(s, ch_reply_cell(&r, i, 0), s->last_ok, true);
 	if (ret == 0)
 		ch_reply_free(&r);
 	return ret ?: ch_mutations_wait(s);
