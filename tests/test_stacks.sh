@@ -67,7 +67,11 @@ tq -H imp-stacks --time raw --no-host '*' > "$tmp/ours.txt" 2> "$tmp/ours.err"
 # the first of kallsyms' names there, says __do_sys_vfork): the store's
 # symbols keep no file order. Such a line counts as an alias when both
 # names start at one address in this host's /proc/kallsyms (the
-# recording was made here); any other difference fails.
+# recording was made here). A line may also name a task trace-cmd shows
+# as <...> (its pid missed the kernel's saved_cmdlines; the store learns
+# names from the events too): it counts as named when that is the only
+# difference and the line itself gives the pid that name (a
+# sched_switch's "bash:23076"). Any other difference fails.
 # cmp_report THEIRS OURS: the comparison's counts (differ=0: the same)
 cmp_report() {
 	awk 'FILENAME == ARGV[1] { if (!($3 in at)) at[$3] = $1; next }
@@ -77,9 +81,19 @@ cmp_report() {
 	  split(a[FNR], x, / /)
 	  if (x[1] == "=>" && $1 == "=>" && x[3] == $3 && (x[2] in at) && ($2 in at) &&
 	      at[x[2]] == at[$2]) { alias++; next }
+	  t = a[FNR]
+	  if (match(t, /<\.\.\.>-[0-9]+ /) && match($0, /[^ ]+-[0-9]+ /)) {
+		task = substr($0, RSTART, RLENGTH - 1); pid = task; sub(/.*-/, "", pid)
+		name = substr(task, 1, length(task) - length(pid) - 1)
+		u = t; sub(/<\.\.\.>-[0-9]+ /, task " ", u); sub(/^ +/, "", u)
+		o = $0; sub(/^ +/, "", o)	# the task is right-aligned in 16
+		if (u == o && index(t, "<...>-" pid " ") && index(t, " " name ":" pid " ")) {
+			named++; next
+		}
+	  }
 	  differ++; if (!first) first = FNR ": " a[FNR] " | " $0 }
-	END { printf "lines=%d same=%d alias=%d differ=%d %s\n", na, same, alias,
-		differ + (na > nb ? na - nb : nb - na), first }' \
+	END { printf "lines=%d same=%d alias=%d named=%d differ=%d %s\n", na, same, alias,
+		named, differ + (na > nb ? na - nb : nb - na), first }' \
 	/proc/kallsyms "$1" "$2"
 }
 cmp_report "$tmp/theirs.txt" "$tmp/ours.txt" > "$tmp/cmp.txt"
