@@ -624,7 +624,8 @@ START_TEST(op_table)
 		{ QOP_IMPORT_BEGIN, 24, "import_begin" }, { QOP_IMPORT_MSG, 25, "import_msg" },
 		{ QOP_IMPORT_PAGES, 26, "import_pages" }, { QOP_IMPORT_END, 27, "import_end" },
 		{ QOP_PRINTK, 28, "printk" }, { QOP_TGIDS, 29, "tgids" },
-		{ QOP_TAIL, 30, "tail" }, { QOP_TAIL_WRITERS, 33, "tail_writers" },
+		{ QOP_TAIL, 30, "tail" }, { QOP_SNAPSHOT, 31, "snapshot" },
+		{ QOP_SNAPSHOTS, 32, "snapshots" }, { QOP_TAIL_WRITERS, 33, "tail_writers" },
 	};
 	struct qmsg_request in = { .query = "x", .hist = "keys=pid" }, out;
 	struct proto_buf b;
@@ -635,7 +636,7 @@ START_TEST(op_table)
 		ck_assert_int_ne(qmsg_op_class(ops[i].op), QOPC_UNKNOWN);
 	}
 	ck_assert_str_eq(qmsg_op_name(0), "unknown");
-	ck_assert_str_eq(qmsg_op_name(31), "unknown");
+	ck_assert_str_eq(qmsg_op_name(34), "unknown");
 	ck_assert_int_eq(qmsg_op_class(11), QOPC_UNKNOWN);
 	ck_assert_int_eq(qmsg_op_class(QOP_IMPORT_END), QOPC_IMPORT);
 	in.op = QOP_IMPORT_BEGIN;
