@@ -167,21 +167,19 @@ static void help(void)
 "                           --freeze-on trigger of its group): then the whole\n"
 "                           buffer is shipped and it is armed again\n"
 "      --freeze-on 'EVENT [where FILTER]'\n"
-"                           freeze when EVENT (among -e) matches FILTER: the\n"
-"                           kernel's traceoff trigger stops the instance at\n"
-"                           the event, and the collector freezes the other\n"
-"                           recorders of --group (with --flight-recorder)\n"
+"                           freeze when EVENT (one event, NAME or\n"
+"                           SYSTEM:NAME) matches FILTER (the kernel's filter\n"
+"                           language): the kernel's traceoff trigger stops\n"
+"                           the instance at the event, a watch instance\n"
+"                           wakes the agent, and the collector freezes the\n"
+"                           other recorders of --group (with\n"
+"                           --flight-recorder)\n"
 "      --group NAME         this recorder's freeze group (with\n"
 "                           --flight-recorder)\n"
 "      --user-stacktrace    the user-space stack after every event too (the\n"
 "                           instance's options/userstacktrace: addresses,\n"
 "                           ftrace:user_stack records), where the kernel has it\n"
-"      --freeze-on 'EVENT [where FILTER]'\n"
-"                           the flight recorder's freeze by an event: one\n"
-"                           event (NAME or SYSTEM:NAME) and the kernel's\n"
-"                           filter language. Checked, not acted on yet: the\n"
-"                           flight recorder that acts on it is not in this\n"
-"                           build\n"
+
 "  -p, --tracer TRACER      run the kernel's function or function_graph\n"
 "                           tracer in the instance (a kernel that refuses\n"
 "                           it, e.g. locked down, is reported in one line\n"
@@ -412,12 +410,12 @@ static int opt_stacktrace(struct options *o, const char *arg)
 	return list_add(&o->stacks, &o->nstacks, arg);
 }
 
-/* --freeze-on 'EVENT [where FILTER]': checked as --stacktrace's argument. */
+/* --freeze-on 'EVENT [where FILTER]': one event, by the freeze watch's rules. */
 static int opt_freeze_on(struct options *o, const char *arg)
 {
 	char why[1024];
 
-	if (stacks_check_opt(arg, "--freeze-on", why, sizeof(why)) < 0)
+	if (freezewatch_parse(arg, NULL, NULL, why, sizeof(why)) < 0)
 		return usage_error("%s", why);
 	o->rec.freeze_on = arg;
 	return 0;

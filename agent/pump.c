@@ -48,6 +48,9 @@ struct pump {
 	struct ubuf_ops uops;
 	int64_t user_scan, user_flush;	/* next times, ms */
 	int *wake;			/* READER_WAKE_MAX(ncpus): the links' sockets */
+	struct pollfd *armed;		/* an armed recorder's poll set: the links'
+					 * sockets and its freeze watch (ncpus) */
+	bool watch_woken;		/* a freeze watch descriptor polled readable */
 	bool pending_block;		/* send_pending()/final drain: may wait */
 	bool snapping;			/* reading a frozen flight recorder */
 };
@@ -408,17 +411,26 @@ static int next_timeout(struct pump *p, int64_t end, int64_t periodic)
 /*
  * An armed flight recorder reads no page (that would empty the buffer it
  * keeps): it only waits for what the collector sends (a FREEZE, clock
- * probes) until the timeout.
+ * probes) and for its freeze watch (the kernel froze it at the
+ * --freeze-on event), until the timeout.
  */
 static void armed_wait(struct pump *p, int timeout_ms)
 {
-	struct pollfd fds[16];
-	int n = session_wake_fds(p->s, p->wake, READER_WAKE_MAX(tracing_ncpus(p->t))), k = 0;
+	int ncpus = tracing_ncpus(p->t), k = 0, w;
+	int n = session_wake_fds(p->s, p->wake, READER_WAKE_MAX(ncpus));
 
-	for (int i = 0; i < n && k < 16; i++)	/* the control link first: FREEZE comes there */
+	for (int i = 0; i < n; i++)	/* the control link first: FREEZE comes there */
 		if (p->wake[i] >= 0)
-			fds[k++] = (struct pollfd){ .fd = p->wake[i], .events = POLLIN };
-	poll(fds, (nfds_t)k, timeout_ms);
+			p->armed[k++] = (struct pollfd){ .fd = p->wake[i], .events = POLLIN };
+	w = k;
+	n = recorder_fds(p->c.rec, p->wake, READER_WAKE_MAX(ncpus));
+	for (int i = 0; i < n && i < ncpus; i++)
+		p->armed[k++] = (struct pollfd){ .fd = p->wake[i], .events = POLLIN };
+	p->watch_woken = false;
+	if (poll(p->armed, (nfds_t)k, timeout_ms) <= 0)
+		return;
+	for (int i = w; i < k; i++)
+		p->watch_woken |= (p->armed[i].revents & (POLLIN | POLLERR)) != 0;
 }
 
 /*
@@ -457,7 +469,7 @@ static int recorder_step(struct pump *p, char *why, size_t len)
 {
 	struct proto_msg m = { .type = MSG_FROZE };
 
-	if (recorder_frozen_poll(p->c.rec, util_now_ms(), &m.froze) &&
+	if (recorder_frozen(p->c.rec, util_now_ms(), p->watch_woken, &m.froze) &&
 	    session_connected(p->s) && ship_msg(session_control(p->s), &m) < 0)
 		session_lost(p->s, session_links_error(p->s));
 	return recorder_due(p->c.rec) ? snapshot(p, why, len) : 0;
@@ -596,7 +608,9 @@ int pump_open_reader(struct pump *p, char *why, size_t len)
 	}
 	reader_set_buf_fn(p->r, page_room, p);
 	p->wake = calloc((size_t)READER_WAKE_MAX(tracing_ncpus(p->t)), sizeof(*p->wake));
-	if (!p->wake) {
+	p->armed = calloc((size_t)(READER_WAKE_MAX(tracing_ncpus(p->t)) + tracing_ncpus(p->t)),
+			  sizeof(*p->armed));
+	if (!p->wake || !p->armed) {
 		tc_seterr(why, len, "out of memory");
 		return -ENOMEM;
 	}
@@ -679,5 +693,6 @@ void pump_free(struct pump *p)
 	spool_close(p->sp);
 	free(p->kstats);
 	free(p->wake);
+	free(p->armed);
 	free(p);
 }

@@ -8,24 +8,29 @@
  * and this module notes what they hold: the trace-clock time of the first
  * and last event (the snapshot's window, which the collector turns into
  * wall-clock time as it does for the events), pages and events.
+ *
+ * With --freeze-on the kernel freezes the instance itself, and the freeze
+ * watch (freezewatch.h) says so: its descriptors are in the pump's poll
+ * set only while the recorder waits for the trigger (armed, no FROZE sent,
+ * no snapshot held), so a watch that holds records while a snapshot is
+ * being taken or waits for its thaw never keeps poll() awake; the thaw
+ * drains those (freezewatch_rearm()).
  */
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <tracefs.h>
 
 /* the agent's lines, wherever in the agent they come from */
 #define LOG_PREFIX "agent"
+#include "agent/freezewatch.h"
 #include "agent/hostinfo.h"
 #include "agent/reader.h"
 #include "agent/recorder.h"
-#include "agent/stacks.h"
 #include "agent/tracing.h"
 #include "common/log.h"
 #include "common/page.h"
@@ -35,20 +40,20 @@
 struct recorder {
 	struct recorder_conf c;
 	struct tracing *t;		/* borrowed */
-	struct stacks *trig;		/* --freeze-on's traceoff triggers */
+	struct freezewatch *fw;		/* --freeze-on's trigger and its watch; NULL: none */
 	uint64_t asked[RECORDER_ASKED_MAX];	/* FREEZE ids, oldest first */
 	unsigned nasked;
 	uint64_t dropped;		/* FREEZEs past RECORDER_ASKED_MAX */
 	uint64_t base_overrun;		/* the kernel's overrun at the last thaw */
 	/* the snapshot being read */
 	uint64_t id, pages, events, first_ns, last_ns;
-	/* the placeholder watch */
-	int64_t next_poll;		/* util_now_ms() of the next tracing_on read */
+	/* the freeze watch */
+	int64_t next_check;		/* util_now_ms() of the next fallback check; 0: none */
 	int64_t froze_ms;		/* frozen by the trigger then, FROZE sent; 0: not */
-	int on_fd;			/* the instance's tracing_on, for the placeholder watch */
+	int check_err;			/* the last check's error, logged; 0: none */
 	uint64_t held;			/* the snapshot ended and not thawed; 0: none */
 	int64_t held_ms;		/* util_now_ms() when it ended */
-	uint64_t polls, snapshots;
+	uint64_t snapshots;
 	struct proto_snap_end kept[RECORDER_KEEP];	/* the last SNAP_ENDs, a ring */
 	char event[2 * PROTO_MAX_EVENT_NAME + 2];	/* the trigger's event, for FROZE */
 };
@@ -77,32 +82,43 @@ static int recorder_overwrite(struct recorder *r, char *err, size_t errlen)
 	return errno ? -errno : TC_ERR_TRACEFS;
 }
 
+/*
+ * --freeze-on: the freeze watch on the instance, `traceoff [if FILTER]` on
+ * its event; FROZE names the event as the spec does (NAME or SYSTEM:NAME).
+ */
+static int recorder_watch(struct recorder *r, char *err, size_t errlen)
+{
+	char *event = NULL, *filter = NULL;
+	int ret = freezewatch_parse(r->c.freeze_on, &event, &filter, err, errlen);
+
+	if (ret == 0)
+		ret = freezewatch_open(tracing_name(r->t), event, filter, tracing_clock(r->t),
+				       &r->fw, err, errlen);
+	if (ret == 0)
+		snprintf(r->event, sizeof(r->event), "%s", event);
+	if (ret == 0 && freezewatch_tick_ms(r->fw) >= 0)
+		r->next_check = util_now_ms();
+	free(event);
+	free(filter);
+	return ret;
+}
+
 int recorder_new(const struct recorder_conf *c, struct tracing *t, struct recorder **out,
 		 char *err, size_t errlen)
 {
 	struct recorder *r = calloc(1, sizeof(*r));
-	char *path;
 	int ret;
 
 	if (!r)
 		return -ENOMEM;
 	r->c = *c;
 	r->t = t;
-	r->on_fd = -1;
 	ret = recorder_overwrite(r, err, errlen);
 	if (ret == 0 && c->freeze_on)
-		ret = stacks_triggers(t, "traceoff", "--freeze-on", c->freeze_on, &r->trig, err,
-				      errlen);
+		ret = recorder_watch(r, err, errlen);
 	if (ret < 0) {
 		recorder_free(r);
 		return ret;
-	}
-	if (c->freeze_on) {	/* "trigger EVENT": the spec's selector as given */
-		snprintf(r->event, sizeof(r->event), "%.*s", (int)strcspn(c->freeze_on, " \t"),
-			 c->freeze_on);
-		path = tracefs_instance_get_file(tracing_instance(t), "tracing_on");
-		r->on_fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-		tracefs_put_tracing_file(path);
 	}
 	r->base_overrun = recorder_overrun(r);
 	*out = r;
@@ -113,20 +129,23 @@ void recorder_free(struct recorder *r)
 {
 	if (!r)
 		return;
-	stacks_stop(r->t, r->trig);
-	if (r->on_fd >= 0)
-		close(r->on_fd);
+	freezewatch_close(r->fw);
 	free(r);
 }
 
-/* Tracing on again: the snapshot held is whole (or waited long enough). */
+/*
+ * Tracing on again: the snapshot held is whole (or waited long enough).
+ * With the freeze watch, its hits while frozen are dropped first: they
+ * froze nothing new.
+ */
 static void recorder_rearm(struct recorder *r)
 {
-	int ret = tracing_start(r->t);
+	int ret = r->fw ? freezewatch_rearm(r->fw) : tracing_start(r->t);
 
 	if (ret < 0)
 		log_warn("flight recorder: cannot switch tracing on again: %s", tc_strerror(ret));
 	r->held = 0;
+	r->froze_ms = 0;
 }
 
 void recorder_asked(struct recorder *r, const struct proto_freeze *f)
@@ -234,41 +253,52 @@ void recorder_end(struct recorder *r, struct proto_snap_end *e)
 	r->held_ms = util_now_ms();
 }
 
-/* Whether the instance's tracing_on reads 1 (one pread of a file kept open; an error: yes). */
-static bool recorder_tracing_on(struct recorder *r)
+/* Whether the recorder waits for its trigger: the watch's descriptors matter. */
+static bool recorder_armed(const struct recorder *r)
 {
-	char c = '1';
-
-	if (r->on_fd >= 0 && pread(r->on_fd, &c, 1, 0) != 1)
-		c = '1';
-	return r->on_fd < 0 ? tracefs_trace_is_on(tracing_instance(r->t)) != 0 : c != '0';
+	return r->fw && !r->held && !r->froze_ms && !r->nasked;
 }
 
-int recorder_frozen_poll(struct recorder *r, int64_t now_ms, struct proto_froze *f)
+int recorder_fds(const struct recorder *r, int *fds, int max)
 {
+	return recorder_armed(r) ? freezewatch_fds(r->fw, fds, max) : 0;
+}
+
+/* A FROZE sent, no FREEZE came for it: the collector is gone or lost it. */
+static void recorder_froze_expired(struct recorder *r, int64_t now_ms)
+{
+	if (!r->froze_ms || r->nasked || now_ms - r->froze_ms < RECORDER_FROZE_WAIT_MS)
+		return;
+	log_warn("flight recorder: frozen by its trigger, but no freeze came within %d ms: "
+		 "armed again", RECORDER_FROZE_WAIT_MS);
+	recorder_rearm(r);
+}
+
+int recorder_frozen(struct recorder *r, int64_t now_ms, bool woken, struct proto_froze *f)
+{
+	uint64_t ts;
+	int ret;
+
 	if (r->held && !r->nasked && now_ms - r->held_ms >= RECORDER_THAW_WAIT_MS) {
 		log_warn("flight recorder: snapshot %llu was not thawed within %d ms: armed again",
 			 (unsigned long long)r->held, RECORDER_THAW_WAIT_MS);
 		recorder_rearm(r);
 	}
-	if (!r->c.freeze_on || now_ms < r->next_poll || r->held)
+	recorder_froze_expired(r, now_ms);
+	if (!recorder_armed(r))
 		return 0;
-	r->next_poll = now_ms + RECORDER_POLL_MS;
-	if (r->froze_ms) {	/* FROZE sent: the collector's FREEZE ships it */
-		if (now_ms - r->froze_ms >= RECORDER_FROZE_WAIT_MS && !r->nasked) {
-			log_warn("flight recorder: frozen by its trigger, but no freeze came "
-				 "within %d ms: armed again", RECORDER_FROZE_WAIT_MS);
-			r->froze_ms = 0;
-			tracing_start(r->t);
-		}
+	if (!woken && !(r->next_check && now_ms >= r->next_check))
 		return 0;
-	}
-	/* PLACEHOLDER (recorder.h): the freezewatch module replaces this read */
-	r->polls++;
-	if (r->nasked || recorder_tracing_on(r))
+	if (r->next_check)
+		r->next_check = now_ms + freezewatch_tick_ms(r->fw);
+	ret = freezewatch_check(r->fw, &ts);
+	if (ret < 0 && ret != r->check_err)	/* once per kind: it may come each wakeup */
+		log_warn("flight recorder: the freeze watch: %s", tc_strerror(ret));
+	r->check_err = ret < 0 ? ret : 0;
+	if (ret != 1)
 		return 0;
 	r->froze_ms = now_ms;
-	*f = (struct proto_froze){ .event = r->event, .trace_ns = hostinfo_trace_now(NULL) };
+	*f = (struct proto_froze){ .event = r->event, .trace_ns = ts };
 	log_info("flight recorder: its trigger (%s) froze the instance", r->event);
 	return 1;
 }
@@ -279,9 +309,11 @@ int recorder_wait_ms(const struct recorder *r, int64_t now_ms)
 
 	if (r->held)
 		t = r->held_ms + RECORDER_THAW_WAIT_MS - now_ms;
-	if (r->c.freeze_on && !r->held && (t < 0 || r->next_poll - now_ms < t))
-		t = r->next_poll - now_ms;
-	if (!r->held && !r->c.freeze_on)
+	else if (r->froze_ms)
+		t = r->froze_ms + RECORDER_FROZE_WAIT_MS - now_ms;
+	else if (recorder_armed(r) && r->next_check)
+		t = r->next_check - now_ms;
+	else
 		return -1;
 	return t < 0 ? 0 : (int)t;
 }
@@ -295,10 +327,4 @@ int recorder_replay(const struct recorder *r, int (*fn)(void *arg, const struct 
 	for (uint64_t i = first; ret == 0 && i < r->snapshots; i++)
 		ret = fn(arg, &r->kept[i % RECORDER_KEEP]);
 	return ret;
-}
-
-void recorder_stats(const struct recorder *r, uint64_t *snapshots, uint64_t *polls)
-{
-	*snapshots = r->snapshots;
-	*polls = r->polls;
 }

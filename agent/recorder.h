@@ -8,8 +8,9 @@
  * again. The pump runs the freeze (pump.c): this module keeps the state,
  * the instance's knobs and what the snapshot's pages hold. Prefix recorder_.
  *
- * Knowing that the kernel froze the instance (a `traceoff` trigger fired)
- * is recorder_frozen_poll()'s: the one hook a cheaper watch replaces.
+ * Knowing that the kernel froze the instance (--freeze-on's `traceoff`
+ * trigger fired) is the freeze watch's (freezewatch.h): the pump polls
+ * recorder_fds() with the collector's sockets and calls recorder_frozen().
  */
 #ifndef AGENT_RECORDER_H
 #define AGENT_RECORDER_H
@@ -26,32 +27,34 @@ struct tracing;
 
 #define RECORDER_MB_MAX		4096	/* --flight-recorder: MiB per CPU, at most */
 #define RECORDER_ASKED_MAX	8	/* freezes waiting their turn; more are dropped */
-#define RECORDER_POLL_MS	10	/* PLACEHOLDER watch: tracing_on read this often */
 #define RECORDER_FROZE_WAIT_MS	5000	/* frozen by its trigger, no FREEZE came: re-arm */
 #define RECORDER_KEEP		8	/* SNAP_ENDs sent again on each new connection */
 #define RECORDER_THAW_WAIT_MS	10000	/* a snapshot ended, no thaw came: re-arm */
 
 struct recorder_conf {
 	size_t mb;			/* MiB per CPU; 0: not a recorder */
-	const char *freeze_on;		/* 'EVENT [where FILTER]': a traceoff trigger; NULL: none */
+	const char *freeze_on;		/* 'EVENT [where FILTER]': a freeze watch; NULL: none */
 	const char *group;		/* the freeze group (--group); NULL: none */
 };
 
-/* A --freeze-on argument is checked as a --stacktrace one: stacks_check_opt(). */
-
+/* A --freeze-on argument is checked by freezewatch_parse(). */
 
 /*
  * recorder_new - arm instance @t (its buffer size is the caller's,
- * tracing_open()): options/overwrite 1, and with @c->freeze_on a
- * `traceoff if FILTER` trigger on each traced event it names (removed by
- * recorder_free()). @c is copied, its strings borrowed.
- * Return: 0 and *@out; -errno, TC_ERR_TRACEFS, TC_ERR_UNKNOWN_EVENT with
- * @err saying why.
+ * tracing_open(), its clock set): options/overwrite 1, and with
+ * @c->freeze_on a freeze watch (freezewatch_open(): `traceoff [if FILTER]`
+ * on the event and the watch instance, both removed by recorder_free()).
+ * @c is copied, its strings borrowed.
+ * Return: 0 and *@out; freezewatch_parse()'s and freezewatch_open()'s
+ * errors, -errno, TC_ERR_TRACEFS, with @err saying why.
  */
 int recorder_new(const struct recorder_conf *c, struct tracing *t, struct recorder **out,
 		 char *err, size_t errlen);
 
-/* recorder_free - remove the triggers and free @r (the instance stays). NULL ok. */
+/*
+ * recorder_free - close the freeze watch (no trigger, no watch instance
+ * left) and free @r (the instance stays). NULL ok.
+ */
 void recorder_free(struct recorder *r);
 
 /*
@@ -78,28 +81,36 @@ void recorder_page(struct recorder *r, const struct reader_page *pg, uint32_t pa
  * recorder_end - the buffer is read: *@e to send (the loss: what the
  * kernel's overrun, summed over CPUs, grew since the last snapshot).
  * Tracing stays off until the collector's thaw (recorder_asked()) or
- * RECORDER_THAW_WAIT_MS (recorder_frozen_poll()).
+ * RECORDER_THAW_WAIT_MS (recorder_frozen()).
  */
 void recorder_end(struct recorder *r, struct proto_snap_end *e);
 
 /*
- * recorder_frozen_poll - THE HOOK for the watch that notices the kernel
- * froze the instance (its --freeze-on trigger fired). Return: 1 once per
- * trigger freeze, with *@f to send (MSG_FROZE); 0 otherwise (only with
- * --freeze-on). It also re-arms a recorder whose thaw did not come.
- *
- * PLACEHOLDER, to be replaced by the freezewatch module: it reads the
- * instance's tracing_on every RECORDER_POLL_MS (one pread(2) of the file
- * kept open, and a wakeup: 100 a second while armed), so it
- * notices a freeze up to RECORDER_POLL_MS late and the event's time it
- * sends is the trace clock when it noticed, not the event's own.
+ * recorder_fds - the freeze watch's descriptors to poll for POLLIN, up to
+ * @max into @fds, while the recorder waits for its trigger (none while a
+ * freeze is asked, being shipped, or held for its thaw: the watch is
+ * drained at the thaw, so they would only keep poll() awake).
+ * Return: how many (may exceed @max: then only @max written); 0 without
+ * --freeze-on.
  */
-int recorder_frozen_poll(struct recorder *r, int64_t now_ms, struct proto_froze *f);
+int recorder_fds(const struct recorder *r, int *fds, int max);
+
+/*
+ * recorder_frozen - whether the kernel froze the instance (its --freeze-on
+ * trigger fired): with @woken (a recorder_fds() descriptor polled
+ * readable), or when the watch's fallback tick is due
+ * (freezewatch_tick_ms()), the watch is checked. Also re-arms a recorder
+ * whose thaw, or whose FREEZE after a FROZE, did not come in time.
+ * Return: 1 once per trigger freeze, with *@f to send (MSG_FROZE; its
+ * trace_ns is the trigger event's own timestamp on the instance's trace
+ * clock, as the watch recorded it); 0 otherwise.
+ */
+int recorder_frozen(struct recorder *r, int64_t now_ms, bool woken, struct proto_froze *f);
 
 /*
  * recorder_wait_ms - how long the pump may sleep from @now_ms before the
- * recorder needs it (the placeholder watch, a trigger freeze that got no
- * FREEZE); -1: no limit.
+ * recorder needs it (a thaw or a FREEZE that did not come, the watch's
+ * fallback tick); -1: no limit (the watch's descriptors wake the pump).
  */
 int recorder_wait_ms(const struct recorder *r, int64_t now_ms);
 
@@ -112,8 +123,5 @@ int recorder_wait_ms(const struct recorder *r, int64_t now_ms);
  */
 int recorder_replay(const struct recorder *r, int (*fn)(void *arg, const struct proto_snap_end *e),
 		    void *arg);
-
-/* recorder_stats - snapshots shipped and tracing_on reads by the watch so far. */
-void recorder_stats(const struct recorder *r, uint64_t *snapshots, uint64_t *polls);
 
 #endif

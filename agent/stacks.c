@@ -29,16 +29,9 @@ struct stacks_trigger {
 struct stacks {
 	struct stacks_trigger *t;
 	size_t n;
-	const char *cmd;	/* the triggers' command: "stacktrace", "traceoff" */
-	const char *opt;	/* the option that asked, for messages */
 };
 
 int stacks_check(const char *spec, char *err, size_t errlen)
-{
-	return stacks_check_opt(spec, "--stacktrace", err, errlen);
-}
-
-int stacks_check_opt(const char *spec, const char *opt, char *err, size_t errlen)
 {
 	struct filter_error fe = { 0 };
 	struct query q;
@@ -52,7 +45,7 @@ int stacks_check_opt(const char *spec, const char *opt, char *err, size_t errlen
 		n = strlen(pos);
 		if (n && pos[n - 1] == '\n')
 			pos[n - 1] = '\0';
-		snprintf(err, errlen, "bad %s '%s':\n%s", opt, spec, pos);
+		snprintf(err, errlen, "bad --stacktrace '%s':\n%s", spec, pos);
 		return ret;
 	}
 	query_free(&q);
@@ -108,7 +101,7 @@ static int stacks_trigger(struct tracing *t, struct stacks *s, const char *sys,
 			 sys, name);
 		return -EOPNOTSUPP;
 	}
-	if (asprintf(&cmd, "%s%s%s", s->cmd, filter ? " if " : "", filter ? filter : "") < 0)
+	if (asprintf(&cmd, "stacktrace%s%s", filter ? " if " : "", filter ? filter : "") < 0)
 		return -ENOMEM;
 	errno = 0;
 	if (tracefs_event_file_write(inst, sys, name, "trigger", cmd) < 0) {
@@ -130,7 +123,7 @@ static int stacks_spec(struct tracing *t, struct stacks *s, const char *spec, ch
 	int ret = query_parse(spec, &q, NULL);
 
 	if (ret < 0) {
-		snprintf(err, errlen, "bad %s '%s'", s->opt, spec);
+		snprintf(err, errlen, "bad --stacktrace '%s'", spec);
 		return ret;
 	}
 	filter = q.filter ? spec + q.filter_offset : NULL;
@@ -145,7 +138,7 @@ static int stacks_spec(struct tracing *t, struct stacks *s, const char *spec, ch
 				}
 	query_free(&q);
 	if (ret == 0 && hits == 0) {
-		snprintf(err, errlen, "%s '%s' names none of the traced events (-e)", s->opt,
+		snprintf(err, errlen, "--stacktrace '%s' names none of the traced events (-e)",
 			 spec);
 		ret = TC_ERR_UNKNOWN_EVENT;
 	}
@@ -191,8 +184,6 @@ int stacks_start(struct tracing *t, bool all, const char *const *specs, size_t n
 	int ret = s ? 0 : -ENOMEM;
 
 	*out = s;
-	if (s)
-		s->cmd = "stacktrace", s->opt = "--stacktrace";
 	if (ret == 0 && (all || nspecs))
 		ret = tracing_track(t, "ftrace", "kernel_stack");
 	if (ret == 0 && all)
@@ -206,29 +197,13 @@ int stacks_start(struct tracing *t, bool all, const char *const *specs, size_t n
 	return ret;
 }
 
-int stacks_triggers(struct tracing *t, const char *cmd, const char *opt, const char *spec,
-		    struct stacks **out, char *err, size_t errlen)
-{
-	struct stacks *s = calloc(1, sizeof(*s));
-
-	*out = s;
-	if (!s)
-		return -ENOMEM;
-	s->cmd = cmd;
-	s->opt = opt;
-	return stacks_spec(t, s, spec, err, errlen);
-}
-
 void stacks_stop(struct tracing *t, struct stacks *s)
 {
-	char off[64];
-
 	if (!s)
 		return;
-	snprintf(off, sizeof(off), "!%s", s->cmd);
 	for (size_t i = 0; i < s->n; i++) {
 		tracefs_event_file_write(tracing_instance(t), s->t[i].system, s->t[i].name,
-					 "trigger", off);
+					 "trigger", "!stacktrace");
 		free(s->t[i].system);
 		free(s->t[i].name);
 	}

@@ -31,8 +31,6 @@ struct stacks;
  * Return: 0; a query_parse() error.
  */
 int stacks_check(const char *spec, char *err, size_t errlen);
-/* stacks_check_opt - stacks_check() for option @opt's argument (--freeze-on). */
-int stacks_check_opt(const char *spec, const char *opt, char *err, size_t errlen);
 
 /*
  * stacks_start - ask the kernel of instance @t for stacks: every event
@@ -55,15 +53,6 @@ int stacks_start(struct tracing *t, bool all, const char *const *specs, size_t n
  * Return: 0; -ENOMEM.
  */
 int stacks_user(struct tracing *t);
-
-/*
- * stacks_triggers - the same triggers for another command (--freeze-on's
- * traceoff): `@cmd [if FILTER]` on each traced event @spec names, @opt
- * naming the option in @err. Kept in *@out for stacks_stop() (also on
- * failure). Return: as stacks_start(), -EOPNOTSUPP included.
- */
-int stacks_triggers(struct tracing *t, const char *cmd, const char *opt, const char *spec,
-		    struct stacks **out, char *err, size_t errlen);
 
 /*
  * stacks_stop - remove the triggers stacks_start() set (the instance's

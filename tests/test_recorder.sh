@@ -34,9 +34,10 @@
 #    rec-g1's (--snapshot-id N with its filter);
 #  - the trigger fired again at once is refused by the group's rate limit
 #    (the collector says so, no new snapshot) and rec-g1 arms itself again;
+#  - the FROZE's time (the collector logs it) is the trigger event's: the
+#    stored hit of rec-g1 at or before it, no record of its CPU between;
 #  - the armed agents' CPU time while idle is reported (info), rec-g1's
-#    with the placeholder watch (tracing_on read every 10 ms) beside
-#    rec-g2's without.
+#    with the freeze watch beside rec-g2's without.
 # With TC_BACKEND=clickhouse (tests/test_ch_recorder.sh) the collector
 # stores into a clickhouse-server of the test's own: the same asserts.
 set -u
@@ -50,6 +51,7 @@ inst="tc_rec_$$"
 recorder_cleanup() {
 	[ -n "${TC_KEEP_LOGS:-}" ] && cp "$tmp"/*.log "$tmp"/*.err "$TC_KEEP_LOGS/" 2>/dev/null
 	tc_cleanup
+	rmdir "$tracing/instances/${inst}_g1-freezewatch" 2>/dev/null
 	for n in 1 2 3 g1 g2 g3; do rmdir "$tracing/instances/${inst}_$n" 2>/dev/null; done
 }
 trap recorder_cleanup EXIT
@@ -252,7 +254,7 @@ cpu_ms() { awk -v t="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1000 / t) }'
 c1=$(cpu_ms "$g1") c2=$(cpu_ms "$g2")
 sleep 3
 c1=$(( $(cpu_ms "$g1") - c1 )) c2=$(( $(cpu_ms "$g2") - c2 ))
-echo "info: armed for 3 s under the workload: rec-g1 (placeholder watch) used ${c1} ms of CPU," \
+echo "info: armed for 3 s under the workload: rec-g1 (freeze watch) used ${c1} ms of CPU," \
 	"rec-g2 (no watch) ${c2} ms"
 "$tmp/$fire" 0.01
 for _ in $(seq 100); do
@@ -276,6 +278,30 @@ check "trigger snapshot: asked by host rec-g1" '[ "$(snap_field "${id:-0}" rec-g
 hit=$(tq_root --snapshot-id "${id:-0}" --count "sched_switch where prev_comm == \"$fire\"" |
 	sed -n 's/^\([0-9][0-9]*\).*/\1/p')
 check "the trigger's event is in rec-g1's snapshot ($hit)" '[ "${hit:-0}" -ge 1 ]'
+# The FROZE's time (the collector logs it) is the trigger event's, as the
+# agent's freeze watch recorded it on the same clock: at or after the
+# stored trigger event, with no record of that CPU between (the kernel
+# switched the instance off at the event itself; agent/freezewatch.h).
+froze_ts=$(sed -n "s/.*snapshot ${id:-0}: rec-g1 froze (trigger sched_switch at trace_ns \([0-9]*\),.*/\1/p" \
+	"$tmp/collector.log" | head -n 1)
+tq_root --snapshot-id "${id:-0}" -f json "sched_switch,sys_enter" \
+	> "$tmp/g1-rows.log" 2>&1
+trig_gap=$(python3 -c 'import json,sys
+ts, fire = int(sys.argv[2] or -1), sys.argv[3]
+rows = []
+for l in open(sys.argv[1]):
+    try: r = json.loads(l)
+    except ValueError: continue
+    if r.get("host") == "rec-g1": rows.append(r)
+hits = [r for r in rows if r.get("prev_comm") == fire and r["trace_ts"] <= ts]
+if not hits: sys.exit(0)
+t = max(hits, key=lambda r: r["trace_ts"])
+between = [r for r in rows if r["cpu"] == t["cpu"] and t["trace_ts"] < r["trace_ts"] <= ts]
+print(ts - t["trace_ts"], len(between))' "$tmp/g1-rows.log" "${froze_ts:-}" "$fire")
+echo "info: FROZE at trace_ns ${froze_ts:-none}; the stored trigger event before it by ${trig_gap% *} (its trace clock's units)"
+[ -n "$froze_ts" ] || grep "snapshot ${id:-0}:" "$tmp/collector.log"
+check "the FROZE's time is the trigger event's: a stored hit at or before it, none of its CPU between (${trig_gap:-no hit})" \
+	'[ -n "$froze_ts" ] && [ "${trig_gap#* }" = 0 ]'
 # again at once: refused by the rate limit, and rec-g1 arms again by itself
 "$tmp/$fire" 0.01
 for _ in $(seq 100); do

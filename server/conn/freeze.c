@@ -290,6 +290,9 @@ void freezer_froze(struct freezer *fz, struct conn *c, const char *host, const c
 	snprintf(who, sizeof(who), "host %.300s", host);
 	f = (struct proto_freeze){ .id = fz_id(fz, 0), .asked_ns = fz_realtime_ns(),
 				   .reason = reason, .who = who };
+	log_info("snapshot %llu: %s froze (trigger %s at trace_ns %llu, its trace clock)",
+		 (unsigned long long)f.id, log_escape(host, e[0], sizeof(e[0])),
+		 log_escape(fr->event, e[1], sizeof(e[1])), (unsigned long long)fr->trace_ns);
 	if (!group) {	/* no group: only itself */
 		if (conn_freeze(c, &f) == 0)
 			fz_pending_add(fz, f.id, 1);
@@ -298,10 +301,8 @@ void freezer_froze(struct freezer *fz, struct conn *c, const char *host, const c
 	p = (struct fz_pass){ .group = group, .f = &f };
 	conn_recorders(fz->col, fz_visit, &p);
 	fz_pending_add(fz, f.id, p.selected);
-	log_info("snapshot %llu: %s froze (trigger %s): %u recorders of group %s told to freeze",
-		 (unsigned long long)f.id, log_escape(host, e[0], sizeof(e[0])),
-		 log_escape(fr->event, e[1], sizeof(e[1])), p.selected,
-		 log_escape(group, e[2], sizeof(e[2])));
+	log_info("snapshot %llu: %u recorders of group %s told to freeze",
+		 (unsigned long long)f.id, p.selected, log_escape(group, e[2], sizeof(e[2])));
 }
 
 void freezer_first_id(struct freezer *fz, uint64_t id)
