@@ -212,6 +212,12 @@ kill "$collector_pid"; wait "$collector_pid" 2>/dev/null; collector_pid=
 	echo "UPDATE \"$t\" SET caller = (SELECT frames FROM stacks WHERE id = caller)
 		WHERE typeof(caller) = 'integer';"
   done
+  # and without the tables of the migrations after 0016 (0017-snapshots, ...)
+  for m in "$top_srcdir"/sql/00[0-9][0-9]-*.sql; do
+	n=$(basename "$m"); n=$((10#${n%%-*}))
+	[ "$n" -gt 16 ] || continue
+	sed -n 's/^CREATE TABLE \(IF NOT EXISTS \)\{0,1\}\([a-z_0-9]*\).*/DROP TABLE IF EXISTS \2;/p' "$m"
+  done
   echo "DROP TABLE stacks; PRAGMA user_version = 15;"; } > "$tmp/old.sql"
 sqlite3 -batch "$tmp/trace.db" < "$tmp/old.sql"
 old_ok=$(sq "SELECT count(*) FROM sqlite_master WHERE name = 'stacks'")
