@@ -121,9 +121,11 @@ check "at most 0.1% of the lines with a pid our cmdlines did not name ($(val com
 	'[ $(( $(val comm_unknown) * 1000 )) -le "$(val matched)" ]'
 # A task that exec'd has had two names: trace-cmd prints the one its
 # saved cmdlines held when it read them, ours is the latest the agent read
-# or, for a pid the kernel's table lacked, the collector saw in an event
-# (15 lines of 17943 once under a fork load, the load's own short-lived
-# tasks; none without it).
+# or, for a pid the kernel's table lacked, the collector saw in an event.
+# Such a pid (a sched_process_exec of it in either listing) is counted
+# apart, comm_exec, and not bounded: 16 of 8690 lines once under ASan,
+# the recording's own sleep and ls. Any other pid is named the same.
+echo "lines of an exec'd pid named differently: $(val comm_exec)"
 check "at most 0.1% of the lines with a pid trace-cmd and we name differently ($(val comm_other))" \
 	'[ $(( $(val comm_other) * 1000 )) -le "$(val matched)" ]'
 # Lines whose pid the peer could not name (<...>) and we did are not ours

@@ -17,10 +17,13 @@
 # on each side (the instances start and stop apart), not a difference.
 # nolat=1 compares the lines with their latency flags made dots.
 # Prints "matched=N identical=N ts_only=N exit_state=N comm_unknown=N
-# comm_other=N peer_unknown=N differ=N a_only=N b_only=N tick=N" (exit_state: the lines
+# comm_other=N comm_exec=N peer_unknown=N differ=N a_only=N b_only=N tick=N" (exit_state: the lines
 # differ only in an exiting task's prev_state, Z or X; tick: only in
 # timer_expire_entry's now, the jiffies; comm_other: only in the
-# COMM, neither <...>; comm_unknown: B's COMM is <...>, the
+# COMM, neither <...>, of a pid that did not exec in either listing;
+# comm_exec: likewise of a pid that did (a sched_process_exec of it),
+# which had two names and either side may print the one it read
+# before or after; comm_unknown: B's COMM is <...>, the
 # rest of the line A's; peer_unknown: A's COMM is <...> and B names the
 # pid, the rest the same) and,
 # for up to `show` differing pairs, both lines; only events inside the
@@ -64,6 +67,8 @@ FNR == 1 { file++ }
 	if (!parse(line, f))
 		next
 	line = f["line"]
+	if (f["name"] == "sched_process_exec" && match(line, / pid=[0-9]+ /))
+		execd[substr(line, RSTART + 5, RLENGTH - 6)] = 1
 	k = f["cpu"] SUBSEP f["name"]
 	keys[k] = 1
 	n = ++cnt[file, k]
@@ -72,7 +77,11 @@ FNR == 1 { file++ }
 	if (!(file in hi) || f["us"] > hi[file]) hi[file] = f["us"]
 }
 function tsless(l) { x = l; sub(/ +[0-9]+\.[0-9]+: /, " ", x); return x }
-function commless(l) { x = tsless(l); sub(/^ *[^ ].*-[0-9]+ +\[/, "[", x); return x }
+# the line without its COMM, from "-PID" on (with the thread group, if
+# any, after it)
+function commless(l) { x = tsless(l)
+	if (match(x, /-[0-9]+ +(\( *[0-9]+\) +)?\[[0-9]+\] /)) x = substr(x, RSTART)
+	return x }
 # sched_switch's prev_state of a task that is exiting, made "?": the
 # tracepoint evaluates it for each instance on its own, and the task may go
 # from zombie (Z) to dead (X) in between.
@@ -83,6 +92,8 @@ function stateless(l) { x = tsless(l); sub(/\] [XZ] ==> /, "] ? ==> ", x);
 function tickless(l) { x = tsless(l)
 	if (x ~ / timer_expire_entry: /) sub(/ now=[0-9]+ /, " now=? ", x)
 	return x }
+# the pid of a line's COMM-PID column
+function pidof(l) { x = l; sub(/ +(\( *[0-9]+\) +)?\[[0-9]+\] .*/, "", x); sub(/.*-/, "", x); return x }
 function inside(t) { return t >= from && t <= to }
 # pair(k, i, j): A's i-th and B's j-th event of k are the same event by pid
 # and time, and their lines agree but for the time.
@@ -126,8 +137,12 @@ END {
 				else if (txt[1, k, i] ~ /^ *<\.\.\.>-/ &&
 					 commless(txt[1, k, i]) == commless(txt[2, k, j]))
 					peer_unknown++
-				else if (commless(txt[1, k, i]) == commless(txt[2, k, j]))
-					comm_other++
+				else if (commless(txt[1, k, i]) == commless(txt[2, k, j])) {
+					if (pidof(txt[1, k, i]) in execd)
+						comm_exec++
+					else if (comm_other++ < show)
+						printf("COMM A: %s\nCOMM B: %s\n", txt[1, k, i], txt[2, k, j])
+				}
 				else if (i == 1 || j == 1 || i == cnt[1, k] || j == cnt[2, k]) {
 					# the first or last of its kind on a side: two
 					# different events, each seen by one instance only
@@ -153,7 +168,7 @@ END {
 	}
 	for (e in differ_in)
 		printf("differ in %s: %d\n", e, differ_in[e])
-	printf("matched=%d identical=%d ts_only=%d exit_state=%d comm_unknown=%d comm_other=%d peer_unknown=%d differ=%d a_only=%d b_only=%d tick=%d\n",
-	       matched, identical, ts_only, exit_state, comm_unknown, comm_other, peer_unknown,
+	printf("matched=%d identical=%d ts_only=%d exit_state=%d comm_unknown=%d comm_other=%d comm_exec=%d peer_unknown=%d differ=%d a_only=%d b_only=%d tick=%d\n",
+	       matched, identical, ts_only, exit_state, comm_unknown, comm_other, comm_exec, peer_unknown,
 	       differ, a_only, b_only, tick)
 }
