@@ -84,6 +84,7 @@ struct settings {
 	char *collector_name;		/* among collectors sharing a remote --db; NULL: host's */
 	unsigned collector_id;		/* its number there (--collector-id) */
 	unsigned retain_lease_s;	/* --retain-lease; 0: the store's default */
+	unsigned freeze_interval_s;	/* --freeze-interval; 0: FREEZE_GROUP_S */
 	char *cert, *key, *ca;
 	char *crl;			/* NULL: no revocation list */
 	char *group;			/* files 0640/0750 of this group; NULL: 0600/0700 */
@@ -181,6 +182,10 @@ static void usage(FILE *f)
 "                           --snapshot) of which hosts (no globs: any), as\n"
 "                           --import (repeatable); without a line only root and\n"
 "                           this collector's uid may, over the ipc socket\n"
+"      --freeze-interval SECONDS\n"
+"                           a group of flight recorders is frozen by a trigger\n"
+"                           (traceagent --freeze-on) at most once per SECONDS\n"
+"                           (default 10, 1..86400); later triggers are refused\n"
 "      --metrics [http://]HOST:PORT | https://HOST:PORT | cert:CN\n"
 "                           serve GET /metrics (Prometheus's text format: per\n"
 "                           host counters as traceq --stats and --drops count\n"
@@ -620,6 +625,7 @@ static const char *value_form(const char *key)
 		{ "query-threads", "a whole number in 1..64" },
 		{ "collector-id", "a whole number in 0..63" },
 		{ "retain-lease", "seconds, a whole number in 5..3600" },
+		{ "freeze-interval", "seconds, a whole number in 1..86400" },
 		{ "max-event-types", "a whole number in 0..1000000 (0: no cap)" },
 		{ "max-event-fields", "a whole number in 0..65535 (0: no cap)" },
 		{ "clock-tolerance", "a duration like 1ms, 250us, 2s, or 0 (at most 1d)" },
@@ -723,6 +729,14 @@ static int apply_value(struct settings *s, const char *key, const char *value)
 		int ret = parse_size(value, &s->lim.input_bytes);
 
 		return ret == 0 && s->lim.input_bytes < (1u << 20) ? TC_ERR_CONFIG : ret;
+	}
+	if (!strcmp(key, "freeze-interval")) {
+		unsigned long n;
+		int ret = parse_uint(value, 1, FREEZE_GROUP_S_MAX, &n);
+
+		if (ret == 0)
+			s->freeze_interval_s = (unsigned)n;
+		return ret;
 	}
 	if (!strcmp(key, "retain-lease")) {
 		unsigned long n;
@@ -1067,6 +1081,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "collector-id", required_argument, NULL, 48 },
 		{ "snapshot", required_argument, NULL, 49 },
 		{ "retain-lease", required_argument, NULL, 51 },
+		{ "freeze-interval", required_argument, NULL, 53 },
 		{ "config", required_argument, NULL, 'C' },
 		{ "foreground", no_argument, NULL, 'F' },
 		{ "insecure-plain", no_argument, NULL, 'P' },
@@ -1098,7 +1113,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, SHORT_OPTS, longopts, NULL)) != -1) {
-		if (c >= 1 && c <= 52) {	/* a long option's id, not its index */
+		if (c >= 1 && c <= 53) {	/* a long option's id, not its index */
 			if (apply_option(s, long_name(longopts, c), optarg) < 0)
 				return -1;
 		} else if (c == 'F' || c == 'f')
@@ -1766,6 +1781,8 @@ static int start_ingest(struct parts *p, const struct ingest_opts *io)
 	ret = freezer_new(col, col->base, &col->fz);
 	if (ret < 0)
 		return ret;
+	if (p->s->freeze_interval_s)
+		freezer_interval(col->fz, p->s->freeze_interval_s);
 	snapshots_numbered(col->fz, p->s->db);
 	p->snapper = (struct queryd_snapper){ snapshot_freeze, col->fz };
 	queryd_set_ingest(p->qd, &(struct queryd_ingest){ sync_received, sync_stored,

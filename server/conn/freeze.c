@@ -67,6 +67,7 @@ struct freezer {
 	struct fz_group groups[FREEZE_GROUPS];	/* loop only */
 	unsigned ngroups, group_next;
 	uint64_t refused;
+	int64_t group_ms;		/* the rate limit's period */
 	struct event_base *base;
 	struct fz_pending pending[FREEZE_PENDING];	/* loop only */
 };
@@ -262,15 +263,15 @@ static bool fz_group_may(struct freezer *fz, const char *host, const char *group
 	int64_t now = util_now_ms();
 	char e[2][LOG_ESC_LEN];
 
-	if (!g->last_ms || now - g->last_ms >= FREEZE_GROUP_MS) {
+	if (!g->last_ms || now - g->last_ms >= fz->group_ms) {
 		g->last_ms = now;
 		return true;
 	}
 	fz->refused++;
-	if (!g->said_ms || now - g->said_ms >= FREEZE_GROUP_MS) {
+	if (!g->said_ms || now - g->said_ms >= fz->group_ms) {
 		log_warn("host %s: a trigger freeze of group %s refused: the group froze less "
-			 "than %d s ago (%llu refused so far)", log_escape(host, e[0], sizeof(e[0])),
-			 log_escape(group, e[1], sizeof(e[1])), FREEZE_GROUP_MS / 1000,
+			 "than %lld s ago (%llu refused so far)", log_escape(host, e[0], sizeof(e[0])),
+			 log_escape(group, e[1], sizeof(e[1])), (long long)(fz->group_ms / 1000),
 			 (unsigned long long)fz->refused);
 		g->said_ms = now;
 	}
@@ -379,6 +380,11 @@ int freezer_ask(struct freezer *fz, const struct freeze_ask *a, struct freeze_an
 	return c.ret;
 }
 
+void freezer_interval(struct freezer *fz, unsigned seconds)
+{
+	fz->group_ms = (int64_t)seconds * 1000;
+}
+
 int freezer_new(struct collector *col, struct event_base *base, struct freezer **out)
 {
 	struct freezer *fz = calloc(1, sizeof(*fz));
@@ -387,6 +393,7 @@ int freezer_new(struct collector *col, struct event_base *base, struct freezer *
 		return -ENOMEM;
 	fz->col = col;
 	fz->base = base;
+	fz->group_ms = FREEZE_GROUP_S * 1000;
 	fz->tail = &fz->head;
 	pthread_mutex_init(&fz->lock, NULL);
 	pthread_cond_init(&fz->cond, NULL);

@@ -8,7 +8,7 @@
  * which runs it and wakes the caller), and an agent's MSG_FROZE
  * (freezer_froze(), on the loop), which freezes every recorder of its
  * group (the agent itself too: its buffer is frozen already), at most once
- * per FREEZE_GROUP_MS per group: a hostile agent that sends MSG_FROZE in
+ * per freezer_interval() per group: a hostile agent that sends MSG_FROZE in
  * a loop freezes its group once per period, and the rest are counted
  * (freezer_refused()) and logged at most once per period.
  * Each host told to freeze gets conn_freeze() (journaled, then sent), and
@@ -30,7 +30,8 @@ struct conn;
 struct freezer;
 struct proto_froze;
 
-#define FREEZE_GROUP_MS		10000	/* one trigger freeze per group this often */
+#define FREEZE_GROUP_S		10	/* one trigger freeze per group this often, by default */
+#define FREEZE_GROUP_S_MAX	86400
 #define FREEZE_THAW_MS		5000	/* a snapshot not ended by then is thawed */
 #define FREEZE_PENDING		64	/* snapshots waiting to be whole, at most */
 #define FREEZE_WHY_MAX		512
@@ -71,7 +72,7 @@ int freezer_ask(struct freezer *fz, const struct freeze_ask *a, struct freeze_an
  * freezer_froze - @c's agent (host @host, group @group, NULL: none)
  * says its trigger froze it (@f): freeze every recorder of its group as
  * "trigger EVENT on HOST", unless its group froze less than
- * FREEZE_GROUP_MS ago (then counted refused). Event loop.
+ * freezer_interval() ago (then counted refused). Event loop.
  */
 void freezer_froze(struct freezer *fz, struct conn *c, const char *host, const char *group,
 		   const struct proto_froze *f);
@@ -90,6 +91,12 @@ void freezer_ended(struct freezer *fz, uint64_t id);
  * no id a stored snapshot has). Event loop, or before it runs.
  */
 void freezer_first_id(struct freezer *fz, uint64_t id);
+
+/*
+ * freezer_interval - let a group freeze by a trigger once per @seconds
+ * (1..FREEZE_GROUP_S_MAX; FREEZE_GROUP_S until called). Before the loop runs.
+ */
+void freezer_interval(struct freezer *fz, unsigned seconds);
 
 /* freezer_refused - trigger freezes refused by the rate limit so far. */
 uint64_t freezer_refused(const struct freezer *fz);
