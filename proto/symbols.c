@@ -123,3 +123,14 @@ void proto_sym_format(char *buf, size_t len, const char *name, uint64_t off)
 	else
 		snprintf(buf, len, "%s", name);
 }
+
+void proto_sym_format_sized(char *buf, size_t len, const char *name, uint64_t off,
+			    uint64_t size)
+{
+	if (!len)
+		return;
+	if (size)
+		snprintf(buf, len, "%s+0x%" PRIx64 "/0x%" PRIx64, name, off, size);
+	else
+		snprintf(buf, len, "%s+0x%" PRIx64, name, off);
+}

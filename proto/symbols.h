@@ -52,4 +52,12 @@ int proto_sym_parse(const char *text, size_t len,
  */
 void proto_sym_format(char *buf, size_t len, const char *name, uint64_t off);
 
+/*
+ * proto_sym_format_sized - the kernel's %pS: "NAME+0xOFF/0xSIZE", the
+ * offset always (+0x0 too); "NAME+0xOFF" when @size is 0 (not known).
+ * Into @buf[@len] as proto_sym_format().
+ */
+void proto_sym_format_sized(char *buf, size_t len, const char *name, uint64_t off,
+			    uint64_t size);
+
 #endif

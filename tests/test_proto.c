@@ -1847,6 +1847,18 @@ START_TEST(test_sym_format)
 	ck_assert_str_eq(buf, "run+0x1f");
 	proto_sym_format(buf, 4, "recurse", 0);
 	ck_assert_str_eq(buf, "rec");
+	/* %pS: the offset always, the size when known */
+	proto_sym_format_sized(buf, sizeof(buf), "run", 0, 0x40);
+	ck_assert_str_eq(buf, "run+0x0/0x40");
+	proto_sym_format_sized(buf, sizeof(buf), "run", 0x1f, 0x40);
+	ck_assert_str_eq(buf, "run+0x1f/0x40");
+	proto_sym_format_sized(buf, sizeof(buf), "run", 0x1f, 0);
+	ck_assert_str_eq(buf, "run+0x1f");
+	proto_sym_format_sized(buf, 8, "recurse", 0x1f, 0x40);
+	ck_assert_str_eq(buf, "recurse");
+	buf[0] = 'x';
+	proto_sym_format_sized(buf, 0, "run", 0, 0x40);
+	ck_assert_int_eq(buf[0], 'x');
 }
 END_TEST
 

@@ -1486,6 +1486,29 @@ START_TEST(test_symbols)
 	ck_assert_str_eq(name, "vfs_read+0x50");
 	TU_ERR(store_symbol_name(sr, host + 1, 100, 3000, 0x1000, name,
 				 sizeof(name)), -ENOENT);
+	/*
+	 * sized (%pS): to the next greater address of the same table, an alias
+	 * not counted, whatever size was stored; the last symbol unsized
+	 */
+	ck_ok(store_symbol(sw, idk, 0xffffffff81000100ull, 0, "ksys_read"));
+	ck_ok(store_symbol(sw, idk, 0xffffffff81000180ull, 0, "vfs_write"));
+	ck_ok(store_symbol_sized(sr, host, 100, 3000, 0xffffffff81000000ull, name,
+				 sizeof(name)));
+	ck_assert_str_eq(name, "_stext+0x0/0x100");
+	ck_ok(store_symbol_sized(sr, host, 100, 3000, 0xffffffff81000150ull, name,
+				 sizeof(name)));
+	ck_assert_str_eq(name, "vfs_read+0x50/0x80");
+	ck_ok(store_symbol_sized(sr, host, 100, 3000, 0xffffffff81000190ull, name,
+				 sizeof(name)));
+	ck_assert_str_eq(name, "vfs_write+0x10");
+	ck_ok(store_symbol_sized(sr, host, 100, 3000, 0x1006, name, sizeof(name)));
+	ck_assert_str_eq(name, "run+0x6/0x100");	/* stored 0x20: asm_stub is next */
+	ck_ok(store_symbol_sized(sr, host, 200, 3000, 0x1006, name, sizeof(name)));
+	ck_assert_str_eq(name, "other+0x6");	/* b's only symbol */
+	ck_ok(store_symbol_name(sr, host, 100, 3000, 0x1006, name, sizeof(name)));
+	ck_assert_str_eq(name, "run+0x6");	/* unsized, as before */
+	TU_ERR(store_symbol_sized(sr, host, 100, 3000, 0x800, name, sizeof(name)), -ENOENT);
+	TU_ERR(store_symbol_sized(sr, host, 100, 3000, 0x1000, name, 0), -EINVAL);
 	TU_ERR(store_program(sw, host, NULL, &ida), -EINVAL);
 	TU_ERR(store_symbol(sw, ida, 1, 1, NULL), -EINVAL);
 }

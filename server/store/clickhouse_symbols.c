@@ -1,6 +1,7 @@
 /*
- * clickhouse_symbols.c - store_symbol_name() on ClickHouse
- * (clickhouse_symbols.h): sqlite_symbols.c's search, on a reader's cache.
+ * clickhouse_symbols.c - store_symbol_name() and store_symbol_sized() on
+ * ClickHouse (clickhouse_symbols.h): sqlite_symbols.c's search, on a
+ * reader's cache.
  *
  * The search is SQLite's: of the host's programs announced no later than
  * the row (since_ns <= ts), the one whose pid is the row's first (not the
@@ -8,12 +9,16 @@
  * symbol at or below the address that covers it names it (a sized symbol
  * must contain it; an unsized one is taken for the kernel, within
  * CH_SYM_UNSIZED_MAX bytes otherwise). Programs of equal since_ns come in
- * program_id order (descending), where SQLite takes its rowid's.
+ * program_id order (descending), where SQLite takes its rowid's. The size
+ * store_symbol_sized() prints is SQLite's too: up to the program's first
+ * address above the one asked (no symbol lies between them), asked with
+ * the symbol, in the same query.
  *
  * A select asks once per row, and a round trip to the server per row
  * would cost more than the row. So a reader keeps what it asked: each
  * host's programs (one query per host), and per (program, address) the
- * symbol at or below it (one query for all candidates of an address).
+ * symbol at or below it and the next address above it (one query for all
+ * candidates of an address).
  * Programs and symbols are facts, sent before the events they name
  * (clickhouse_txn.c), but more come as agents announce them: the cache
  * is dropped when it is older than CH_SYM_TTL_MS, so a name reads what
@@ -52,11 +57,14 @@ struct ch_host_progs {
 	size_t n;
 };
 
-/* The symbol of a program at or below an address: found, or not (name NULL). */
+/*
+ * The symbol of a program at or below an address: found, or not (name
+ * NULL); next, the program's first address above it (0: none).
+ */
 struct ch_sym_slot {
 	uint64_t prog, addr;
 	bool used;
-	uint64_t start, size;
+	uint64_t start, size, next;
 	char *name;
 };
 
@@ -183,7 +191,7 @@ static size_t ch_candidates(const struct ch_host_progs *h, int32_t pid, int64_t 
 /* A candidate's symbol at or below the address: from the cache or a reply. */
 struct ch_sym_ans {
 	bool cached;
-	uint64_t start, size;
+	uint64_t start, size, next;	/* next: as ch_sym_slot's */
 	const char *name;	/* NULL: none */
 };
 
@@ -197,6 +205,8 @@ static struct ch_sym_slot *ch_slot(struct ch_symcache *c, uint64_t prog, uint64_
 /*
  * The answers of the @n candidates for @addr into @ans: the cache's, and
  * for the rest one query (its reply into @r, which @ans then points into).
+ * Every symbol of the candidates is read, not only those at or below
+ * @addr, for the next address; a program with none at or below has no row.
  */
 static int ch_syms_answer(struct ch_store *s, struct ch_symcache *c,
 			  const struct ch_prog *const *cand, size_t n, uint64_t addr,
@@ -208,30 +218,32 @@ static int ch_syms_answer(struct ch_store *s, struct ch_symcache *c,
 	int ret;
 
 	ch_sql_init(&q, 0);
-	ch_sql_raw(&q, "SELECT program_id, max(addr) AS a, argMax(size, (addr, name)),"
-		       " argMax(name, (addr, name))"
+	ch_sql_raw(&q, "SELECT program_id, maxIf(addr, addr <= ");
+	ch_sql_u64(&q, addr);
+	ch_sql_raw(&q, " AS below) AS a, argMaxIf(size, (addr, name), below),"
+		       " argMaxIf(name, (addr, name), below), minIf(addr, NOT below)"
 		       " FROM symbols WHERE program_id IN (");
 	for (size_t i = 0; i < n; i++) {
 		const struct ch_sym_slot *sl = ch_slot(c, cand[i]->id, addr);
 
 		ans[i] = (struct ch_sym_ans){ 0 };
 		if (sl->used && sl->prog == cand[i]->id && sl->addr == addr) {
-			ans[i] = (struct ch_sym_ans){ true, sl->start, sl->size, sl->name };
+			ans[i] = (struct ch_sym_ans){ true, sl->start, sl->size, sl->next,
+						      sl->name };
 			continue;
 		}
 		ch_sql_raw(&q, asked++ ? ", " : "");
 		ch_sql_u64(&q, cand[i]->id);
 	}
-	ch_sql_raw(&q, ") AND addr <= ");
-	ch_sql_u64(&q, addr);
-	ch_sql_raw(&q, " GROUP BY program_id");
+	ch_sql_raw(&q, ") GROUP BY program_id HAVING countIf(below) > 0");
 	ret = asked ? ch_query(s, &q, r) : 0;
 	ch_sql_free(&q);
 	for (size_t k = 0; ret == 0 && k < r->nrows; k++)
 		for (size_t i = 0; i < n; i++)
 			if (!ans[i].cached && ch_reply_u64(r, k, 0, &prog) == 0 &&
 			    prog == cand[i]->id && ch_reply_u64(r, k, 1, &ans[i].start) == 0 &&
-			    ch_reply_u64(r, k, 2, &ans[i].size) == 0)
+			    ch_reply_u64(r, k, 2, &ans[i].size) == 0 &&
+			    ch_reply_u64(r, k, 4, &ans[i].next) == 0)
 				ans[i].name = ch_reply_cell(r, k, 3);
 	return ret;
 }
@@ -249,7 +261,7 @@ static void ch_syms_keep(struct ch_symcache *c, const struct ch_prog *const *can
 		sl = ch_slot(c, cand[i]->id, addr);
 		free(sl->name);
 		*sl = (struct ch_sym_slot){ cand[i]->id, addr, true, ans[i].start, ans[i].size,
-					    name };
+					    ans[i].next, name };
 	}
 }
 
@@ -262,8 +274,19 @@ static bool ch_sym_covers(const struct ch_prog *p, const struct ch_sym_ans *a, u
 	       p->kernel || addr - a->start < CH_SYM_UNSIZED_MAX;
 }
 
+/* @a's name for @addr into @buf, as sqlite_symbols.c prints it. */
+static void ch_sym_format(const struct ch_sym_ans *a, uint64_t addr, unsigned flags, char *buf,
+			  size_t len)
+{
+	if (flags & STORE_SYM_SIZED)
+		proto_sym_format_sized(buf, len, a->name, addr - a->start,
+				       a->next ? a->next - a->start : 0);
+	else
+		proto_sym_format(buf, len, a->name, addr - a->start);
+}
+
 static int ch_symbol_name(struct store_reader *rd, uint64_t host_id, int32_t pid, int64_t ts,
-			  uint64_t addr, char *buf, size_t len)
+			  uint64_t addr, unsigned flags, char *buf, size_t len)
 {
 	struct ch_store *s = ch_reader_of(rd);
 	struct ch_symcache *c = ch_symcache(s);
@@ -285,7 +308,7 @@ static int ch_symbol_name(struct store_reader *rd, uint64_t host_id, int32_t pid
 		ret = -ENOENT;
 		for (size_t i = 0; ret == -ENOENT && i < n; i++)
 			if (ch_sym_covers(cand[i], &ans[i], addr)) {
-				proto_sym_format(buf, len, ans[i].name, addr - ans[i].start);
+				ch_sym_format(&ans[i], addr, flags, buf, len);
 				ret = 0;
 			}
 		ch_syms_keep(c, cand, n, addr, ans);

@@ -2,7 +2,8 @@
  * sqlite_symbols.c - the SQLite backend's programs and their function
  * symbols (sql/0004-symbols.sql): recorded as agents announce them, and
  * the name of a row's code address at query time (store_symbol_name(),
- * for a host found by name with store_host_find(), sqlite_hosts.c).
+ * store_symbol_sized(); for a host found by name with store_host_find(),
+ * sqlite_hosts.c).
  */
 #include "config.h"
 
@@ -100,19 +101,24 @@ static int sq_symbol(struct store_writer *w, uint64_t program_id, uint64_t addr,
  * must contain it; an unsized one (kallsyms has no sizes) is taken as is
  * for the kernel (@kernel), within SQ_SYM_UNSIZED_MAX bytes otherwise.
  * Of aliases at one address the greatest name, as clickhouse_symbols.c
- * picks it, so that both backends print one name.
+ * picks it, so that both backends print one name. The row also carries
+ * the program's first address above @addr: no symbol lies between it and
+ * @addr's, so it is the next symbol's, which STORE_SYM_SIZED measures by.
  * Return: 0, -ENOENT, TC_ERR_DB.
  */
 static int sq_symbol_in(struct sq_store *s, int64_t prog, bool kernel, uint64_t addr,
-			char *buf, size_t len)
+			unsigned flags, char *buf, size_t len)
 {
 	sqlite3_stmt **st = &s->sym_find;
-	uint64_t start, size;
+	uint64_t start, size, next;
+	const char *name;
 	int ret = 0, rc;
 
 	if (!*st)
-		ret = sq_prepare(s, "SELECT addr, size, name FROM symbols WHERE program_id = ?"
-				    " AND addr <= ? ORDER BY addr DESC, name DESC LIMIT 1", st);
+		ret = sq_prepare(s, "SELECT addr, size, name, (SELECT addr FROM symbols"
+				    " WHERE program_id = ?1 AND addr > ?2 ORDER BY addr LIMIT 1)"
+				    " FROM symbols WHERE program_id = ?1 AND addr <= ?2"
+				    " ORDER BY addr DESC, name DESC LIMIT 1", st);
 	if (ret < 0)
 		return ret;
 	sqlite3_bind_int64(*st, 1, prog);
@@ -122,11 +128,15 @@ static int sq_symbol_in(struct sq_store *s, int64_t prog, bool kernel, uint64_t 
 	if (ret == 0) {
 		start = (uint64_t)sqlite3_column_int64(*st, 0) ^ SQ_ADDR_FLIP;
 		size = (uint64_t)sqlite3_column_int64(*st, 1);
+		name = (const char *)sqlite3_column_text(*st, 2);
+		next = sqlite3_column_type(*st, 3) == SQLITE_NULL ? start :
+		       (uint64_t)sqlite3_column_int64(*st, 3) ^ SQ_ADDR_FLIP;
 		if (size ? addr - start >= size : !kernel && addr - start >= SQ_SYM_UNSIZED_MAX)
 			ret = -ENOENT;
+		else if (flags & STORE_SYM_SIZED)
+			proto_sym_format_sized(buf, len, name, addr - start, next - start);
 		else
-			proto_sym_format(buf, len, (const char *)sqlite3_column_text(*st, 2),
-					 addr - start);
+			proto_sym_format(buf, len, name, addr - start);
 	}
 	sqlite3_reset(*st);
 	return ret;
@@ -141,7 +151,7 @@ static int sq_symbol_in(struct sq_store *s, int64_t prog, bool kernel, uint64_t 
  * (grp 0) takes only kernel addresses, which lie above every user one.
  */
 static int sq_symbol_name(struct store_reader *r, uint64_t host_id, int32_t pid, int64_t ts,
-			  uint64_t addr, char *buf, size_t len)
+			  uint64_t addr, unsigned flags, char *buf, size_t len)
 {
 	struct sq_store *s = sq_reader_of(r);
 	sqlite3_stmt **st = &s->prog_find;
@@ -159,7 +169,7 @@ static int sq_symbol_name(struct store_reader *r, uint64_t host_id, int32_t pid,
 	ret = -ENOENT;
 	while (ret == -ENOENT && (rc = sqlite3_step(*st)) == SQLITE_ROW)
 		ret = sq_symbol_in(s, sqlite3_column_int64(*st, 0),
-				   sqlite3_column_int64(*st, 1) == 0, addr, buf, len);
+				   sqlite3_column_int64(*st, 1) == 0, addr, flags, buf, len);
 	if (ret == -ENOENT && rc != SQLITE_DONE)
 		ret = sq_err(s, TC_ERR_DB, "program lookup");
 	sqlite3_reset(*st);

@@ -696,7 +696,30 @@ static inline int store_symbol_name(struct store_reader *r, uint64_t host_id, in
 {
 	if (!buf || !len)
 		return -EINVAL;
-	return r->ops->symbol_name(r, host_id, pid, ts, addr, buf, len);
+	return r->ops->symbol_name(r, host_id, pid, ts, addr, 0, buf, len);
+}
+
+/*
+ * store_symbol_sized - store_symbol_name()'s symbol, printed as the
+ * kernel's %pS does: "NAME+0xOFF/0xSIZE" (+0x0 too). SIZE is the
+ * distance from the symbol's address to the next greater address in the
+ * same table (that program's symbols, the boot's kallsyms for the
+ * kernel), as kallsyms_lookup_size_offset() measures a core kernel
+ * symbol; computed at query time, whatever size the symbol was stored
+ * with. The table's last symbol has no next: "NAME+0xOFF", no size
+ * rather than a guess (the kernel ends it at _etext or _end, which
+ * kallsyms does not list). A module's symbol is measured like any other
+ * (the kernel ends it at its module's next symbol or text end); the
+ * store keeps no module names, so no " [module]" follows.
+ *
+ * Return: as store_symbol_name().
+ */
+static inline int store_symbol_sized(struct store_reader *r, uint64_t host_id, int32_t pid,
+				     int64_t ts, uint64_t addr, char *buf, size_t len)
+{
+	if (!buf || !len)
+		return -EINVAL;
+	return r->ops->symbol_name(r, host_id, pid, ts, addr, STORE_SYM_SIZED, buf, len);
 }
 
 /*

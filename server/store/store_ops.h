@@ -70,7 +70,8 @@
  *   and everything it points to, strings) is the backend's and valid
  *   only during @fn. A nonzero return from @fn stops the walk and is the
  *   op's return.
- * - symbol_name: the name is written into the caller's @buf.
+ * - symbol_name: the name is written into the caller's @buf; @flags is 0
+ *   (store_symbol_name()) or STORE_SYM_SIZED (store_symbol_sized()).
  *
  * Errors: 0 or a negative code (common/tc_error.h; -errno passes
  * through). A failing op says why in its handle's h.errmsg (read by
@@ -106,6 +107,7 @@
 #include "server/store/store_types.h"
 
 #define STORE_ERRMSG_MAX 512
+#define STORE_SYM_SIZED	0x1u	/* symbol_name's flag: "NAME+0xOFF/0xSIZE", the kernel's %pS */
 
 struct store_type;
 struct store_writer;
@@ -227,7 +229,7 @@ struct store_reader_ops {
 	int (*import_check)(struct store_reader *r, const char *name, const char *machine_id,
 			    bool *live, bool *stored);
 	int (*symbol_name)(struct store_reader *r, uint64_t host_id, int32_t pid, int64_t ts,
-			   uint64_t addr, char *buf, size_t len);
+			   uint64_t addr, unsigned flags, char *buf, size_t len);
 	int (*printk_list)(struct store_reader *r, uint64_t host_id, int64_t ts, uint32_t max,
 			   int (*fn)(void *ctx, uint64_t addr, const char *fmt), void *ctx);
 	int (*tgids_list)(struct store_reader *r, uint64_t host_id, int32_t after_pid,
