@@ -11,7 +11,9 @@
 #    no matching row, COMM keys and a COMM filter, common_stacktrace keys:
 #    the recording is made with -T, a stack after every event), traceq prints the same
 #    histogram from both (stdout byte for byte: entries, their order,
-#    Totals), and those of whole events are not empty.
+#    Totals), and those of whole events are not empty;
+#  - the stacks' frames are the kernel's %pS, NAME+0xOFF/0xSIZE (the
+#    size, measured at query time, among the bytes compared).
 set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
@@ -93,6 +95,15 @@ for i in "${!specs[@]}"; do
 		{ diff "$tmp/ch.hist.$i" "$tmp/sqlite.hist.$i" | head -5; cat "$tmp/ch.hist.$i.err"; false; }'
 done
 check "the histograms of whole events have entries (empty:${empty:- none})" '[ -z "$empty" ]'
+nframes=0 unsized=0
+for i in "${!specs[@]}"; do
+	case ${specs[$i]%%	*} in *stacktrace*) ;; *) continue ;; esac
+	nframes=$((nframes + $(grep -c '^         ' "$tmp/sqlite.hist.$i")))
+	unsized=$((unsized + $(grep '^         ' "$tmp/sqlite.hist.$i" |
+		grep -cv '^         [^ ]*+0x[0-9a-f]*/0x[0-9a-f]*$')))
+done
+check "the stacks' $nframes frames are NAME+0xOFF/0xSIZE ($unsized not)" \
+	'[ "$nframes" -gt 0 ] && [ "$unsized" = 0 ]'
 check "size=128 drops keys (the size semantics are exercised)" \
 	'grep -q "Dropped: *[1-9]" "$tmp/sqlite.hist.13"'
 exit "$failed"

@@ -2,7 +2,8 @@
 # traceq --hist 'keys=common_stacktrace' (issue 38, "Stack traces"): the
 # events' kernel stacks as a histogram key, printed as the kernel's hist
 # file prints them ("{ common_stacktrace:\n" a line per frame "%*c%pS"
-# with 9 columns before the name, then "} hitcount: %10llu").
+# with 9 columns before the name, then "} hitcount: %10llu"); %pS is
+# NAME+0xOFF/0xSIZE, SIZE the distance to the next kallsyms address.
 #
 # Asserts:
 #  (a) a recording made here with `trace-cmd record -T` (options/
@@ -14,7 +15,12 @@
 #      kernel's HIST_STACKTRACE_DEPTH): the same hitcounts of the same
 #      distinct stacks (by address), the same frames (by name: aliases at
 #      one address count as one), Hits the sched_switch events, Entries
-#      the distinct stacks; with common_pid beside it and sorted by
+#      the distinct stacks; every frame exactly as the test computes it
+#      from the stack's address and its own read of this boot's
+#      /proc/kallsyms (the text symbols the recording carries): the
+#      greatest name at the greatest symbol address at or below it (the
+#      store's choice among aliases), +0xOFF from it, /0xSIZE up to the
+#      next greater address; with common_pid beside it and sorted by
 #      hitcount descending, the kernel's layout of two keys, the same
 #      Hits, the hitcounts in order; `stacktrace` (the older spelling)
 #      prints as common_stacktrace; the stack records themselves are
@@ -24,7 +30,9 @@
 #      (--stacktrace 'sys_enter_close where fd == 4242'): the events
 #      without a stack are not counted: Hits is the number of close(4242)
 #      calls, not of all close() events, and each stack names the syscall
-#      entry; with the filter fd == 4243 in the query, no entry (the
+#      entry; each frame's /0xSIZE (of a name kallsyms holds once) is the
+#      distance from its address to the next one in /proc/kallsyms, the
+#      table the agent shipped; with the filter fd == 4243 in the query, no entry (the
 #      stacks of the close(4242) rows the filter drops stay theirs).
 # The kernel's own hist file for the same events is not compared here
 # when the kernel has no hist triggers (CONFIG_HIST_TRIGGERS): the test
@@ -59,6 +67,68 @@ check "the recording imports (exit $rc: $(cat "$tmp/imp.out"))" '[ "$rc" = 0 ]'
 
 # canon: awk that maps a kallsyms name to the first name at its address
 # (aliases: the store names an address by one of them, trace-cmd another)
+# frames: python3 frames MODE ...: the frames of --hist's output checked
+# against kallsyms' text symbols (what the agent and the import ship),
+# one line "CHECKED BAD FIRST-BAD"; MODE exact THEIRS HIST: HIST's entries
+# are THEIRS's stacks (lines " ADDR..."), their frames computed here;
+# MODE size HIST: each frame of a name kallsyms holds once has its size
+frames='import bisect, sys
+names = {}
+for line in open("/proc/kallsyms"):
+	f = line.split()
+	if len(f) >= 3 and f[1] in "tTwW" and int(f[0], 16):
+		names.setdefault(int(f[0], 16), []).append(f[2])
+addrs = sorted(names)
+def frame(a):
+	i = bisect.bisect_right(addrs, a) - 1
+	if i < 0:
+		return "0x%x" % a
+	s = addrs[i]
+	size = "/0x%x" % (addrs[i + 1] - s) if i + 1 < len(addrs) else ""
+	return "%s+0x%x%s" % (max(names[s]), a - s, size)
+def entries(path):
+	out, fr = [], None
+	for line in open(path):
+		if line.startswith("{ "):
+			fr = []
+		elif line.startswith("         ") and fr is not None:
+			fr.append(line.strip())
+		elif line.startswith("} hitcount:") and fr is not None:
+			out.append((int(line.split()[2]), fr))
+			fr = None
+	return out
+bad, checked, first = 0, 0, "-"
+def no(what):
+	global bad, first
+	bad += 1
+	first = first if bad > 1 else what
+if sys.argv[1] == "exact":
+	theirs = {}
+	for line in open(sys.argv[2]):
+		key = " ".join(frame(int(a, 16)) for a in line.split("\t")[0].split())
+		theirs[key] = theirs.get(key, 0) + 1
+	ours = {" ".join(fr): n for n, fr in entries(sys.argv[3])}
+	for key in set(theirs) | set(ours):
+		checked += 1
+		if theirs.get(key) != ours.get(key):
+			no("%s: %s here, %s printed" % (key, theirs.get(key), ours.get(key)))
+else:
+	at = {}
+	for a, ns in names.items():
+		for n in ns:
+			at[n] = a if n not in at else -1
+	for _, fr in entries(sys.argv[2]):
+		for f in fr:
+			n, _, rest = f.partition("+0x")
+			off, _, size = rest.partition("/0x")
+			if at.get(n, -1) < 0:
+				continue
+			i = bisect.bisect_right(addrs, at[n])
+			want = addrs[i] - at[n] if i < len(addrs) else None
+			checked += 1
+			if not size or int(size, 16) != want or int(off, 16) >= want:
+				no("%s: size 0x%x" % (f, want or 0))
+print(checked, bad, first)'
 canon='FILENAME == ARGV[1] { if (!($3 in at)) at[$3] = $1; if (!($1 in first)) first[$1] = $3; next }
 	function canon(n) { return (n in at) ? first[at[n]] : n }'
 
@@ -94,13 +164,13 @@ check "trace-cmd recorded stacks after sched_switch ($nstk of $nsw)" \
 tq --hist 'keys=common_stacktrace' 'sched_switch' > "$tmp/h1.txt" 2> "$tmp/h1.err"; rc=$?
 check "--hist keys=common_stacktrace exits 0 ($rc: $(head -c 300 "$tmp/h1.err"))" '[ "$rc" = 0 ]'
 # the kernel's layout: "{ common_stacktrace:", frame lines of 9 blanks and
-# NAME+0xOFF, "} hitcount: %10llu", nothing else between the header and Totals
+# NAME+0xOFF/0xSIZE, "} hitcount: %10llu", nothing else between the header and Totals
 awk '
 	/^# / || /^#$/ || /^$/ { next }
 	/^Totals:/ { tot = 1 }
 	tot { next }
 	/^\{ common_stacktrace:$/ { if (st) bad++; st = 1; nf = 0; next }
-	/^         [^ ]+\+0x[0-9a-f]+$/ && st { nf++; next }
+	/^         [^ ]+\+0x[0-9a-f]+\/0x[0-9a-f]+$/ && st { nf++; next }
 	/^\} hitcount: +[0-9]+$/ && st && length($0) >= 22 { if (nf < 1 || nf > 16) bad++; st = 0; ent++; next }
 	{ bad++; if (!first) first = $0 }
 	END { print ent + 0, bad + 0, first }' "$tmp/h1.txt" > "$tmp/h1.layout"
@@ -112,7 +182,7 @@ check "the kernel's layout: $ent entries, $bad lines out of it ${badline:+($badl
 # ours: "COUNT<TAB>NAMES" per entry
 awk "$canon"'
 	/^\{ common_stacktrace:$/ { names = ""; next }
-	/^         / { n = $1; sub(/\+0x[0-9a-f]+$/, "", n); names = names " " canon(n); next }
+	/^         / { n = $1; sub(/\+0x[0-9a-f]+\/0x[0-9a-f]+$/, "", n); names = names " " canon(n); next }
 	/^\} hitcount:/ { print $3 "\t" names }' /proc/kallsyms "$tmp/h1.txt" > "$tmp/ours.stacks"
 # the hitcounts of the distinct stacks (by address), sorted, on each side
 sort "$tmp/theirs.stacks" | uniq -c | awk '{ print $1 }' | sort -n > "$tmp/theirs.counts"
@@ -127,6 +197,10 @@ check "the entries are trace-cmd report's stacks: $entries entries for $ndist di
 	'[ "$hits" = "$nstk" ] && [ "$entries" = "$ndist" ] && [ "$ent" = "$ndist" ] &&
 	 cmp -s "$tmp/theirs.counts" "$tmp/ours.counts" && cmp -s "$tmp/theirs.names" "$tmp/ours.names" ||
 	 { diff "$tmp/theirs.names" "$tmp/ours.names" | head -6; false; }'
+python3 -c "$frames" exact "$tmp/theirs.stacks" "$tmp/h1.txt" > "$tmp/h1.frames"
+read -r nchecked nbad firstbad < "$tmp/h1.frames"
+check "each frame is NAME+0xOFF/0xSIZE as computed here from kallsyms: $nchecked distinct stacks, $nbad not ($firstbad)" \
+	'[ "$nchecked" = "$ndist" ] && [ "$nbad" = 0 ]'
 check "hitcount ascending (the default sort)" \
 	'cut -f1 "$tmp/ours.stacks" | sort -n -c'
 
@@ -177,6 +251,10 @@ for i in range(30):
 		/^\} hitcount:/ { if (!e) n++ } END { print n + 0 }' "$tmp/h4.txt")
 	check "events without a stack are not counted: Hits $h4 = the $n42 close(4242) events (of $nall), each stack naming the syscall entry ($noentry not)" \
 		'[ "${n42:-0}" -ge 30 ] && [ "$nall" -ge $((n42 + 30)) ] && [ "$h4" = "$n42" ] && [ "$noentry" = 0 ]'
+	python3 -c "$frames" size "$tmp/h4.txt" > "$tmp/h4.frames"
+	read -r nchecked nbad firstbad < "$tmp/h4.frames"
+	check "live: each frame's /0xSIZE is the distance to the next kallsyms address ($nchecked frames of names held once, $nbad not: $firstbad)" \
+		'[ "$nchecked" -gt 0 ] && [ "$nbad" = 0 ]'
 	tqs --hist 'keys=common_stacktrace' 'sys_enter_close where fd == 4243' > "$tmp/h5.txt" 2>&1
 	# the merge takes every row, whatever the filter: a close(4243) does not
 	# take the stack of the close(4242) after it, which the filter drops

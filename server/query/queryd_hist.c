@@ -148,10 +148,10 @@ static uint32_t stack_long_size(const char *fmt)
 
 /*
  * A stack key's frames as the kernel's hist file names them (%pS), one a
- * line: "NAME+0xOFF" from the host's kallsyms, "0xADDR" where no symbol
- * covers it; up to a 0 (the kernel's end of a hist stack) or a -1 (a
- * stack record's). The frames are in the reader's byte order, as the
- * row printer reads them.
+ * line: "NAME+0xOFF/0xSIZE" from the host's kallsyms (store_symbol_sized()
+ * says how SIZE is measured), "0xADDR" where no symbol covers it; up to a
+ * 0 (the kernel's end of a hist stack) or a -1 (a stack record's). The
+ * frames are in the reader's byte order, as the row printer reads them.
  */
 static void put_stack(struct qh_ctx *c, const struct store_hist_entry *e, size_t i)
 {
@@ -172,10 +172,8 @@ static void put_stack(struct qh_ctx *c, const struct store_hist_entry *e, size_t
 		}
 		if (a == 0 || a == UINT64_MAX)
 			break;
-		if (store_symbol_name(c->st, e->host_id, -1, e->last_ts, a, name, sizeof(name)))
+		if (store_symbol_sized(c->st, e->host_id, -1, e->last_ts, a, name, sizeof(name)))
 			snprintf(name, sizeof(name), "0x%llx", (unsigned long long)a);
-		else if (!strchr(name, '+'))
-			snprintf(name + strlen(name), sizeof(name) - strlen(name), "+0x0");
 		at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s", at ? "\n" : "", name);
 		if (at >= sizeof(text))
 			at = sizeof(text) - 1;
