@@ -9,8 +9,10 @@
  * events then print "<...>". So the tables are read at an interval that
  * follows the turnover (see comms_read()) rather than every 10 s, and only
  * what changed since the last read is sent (the whole tables on a new
- * connection). The files are read, never resized: saved_cmdlines_size is
- * global, and writing it empties the table for every tracer of the host.
+ * connection). An armed flight recorder reads them only at connect and
+ * at its freezes (agent/pump.c). The files are read, never resized:
+ * saved_cmdlines_size is global, and writing it empties the table for
+ * every tracer of the host.
  */
 #ifndef AGENT_COMMS_H
 #define AGENT_COMMS_H

@@ -32,6 +32,7 @@
 					 * time kallsyms and printk_formats
 					 * (cmdlines: session_names()) */
 #define USER_SCAN_MS		250	/* look for new traced programs */
+#define USER_SCAN_ARMED_MS	5000	/* ... armed, while none is attached */
 #define USER_POLL_MS		10	/* drain programs' rings while attached */
 #define USER_DRAIN_TRIES	50	/* final drain: rounds until nothing is left */
 #define FULL_WAIT_MS		20	/* spool full: look for ACKs this often */
@@ -307,6 +308,16 @@ static int user_page(void *arg, uint16_t stream, uint64_t seq, bool missed,
 }
 
 /*
+ * How often to look for new traced programs: an armed flight recorder,
+ * which should cost next to nothing while nothing happens, looks less
+ * often while none is attached.
+ */
+static int user_scan_ms(const struct pump *p)
+{
+	return p->c.rec && !ubuf_active(p->u) ? USER_SCAN_ARMED_MS : USER_SCAN_MS;
+}
+
+/*
  * Traced programs' rings. A program's buffer fills far faster than the
  * agent's --flush-ms, so while any program is attached it is drained every
  * USER_POLL_MS; new programs are looked for every USER_SCAN_MS. Pages are
@@ -328,7 +339,7 @@ static void user_step(struct pump *p, bool flush)
 	}
 	if (now >= p->user_scan) {
 		ret = ubuf_scan(p->u, &p->uops);
-		p->user_scan = now + USER_SCAN_MS;
+		p->user_scan = now + user_scan_ms(p);
 	}
 	flush = flush || now >= p->user_flush;
 	if (flush)
@@ -384,19 +395,28 @@ static int user_open(struct pump *p, const struct ring_clock_conv *tsc,
 	return 0;
 }
 
+/*
+ * How long the loop may sleep: until the next flush, programs' scan or
+ * drain, periodic report, names read, reconnect or recorder deadline.
+ * An armed flight recorder flushes nothing and reads names only at a
+ * freeze, so it sleeps until the periodic report unless something wakes
+ * it (agent/recorder.h).
+ */
 static int next_timeout(struct pump *p, int64_t end, int64_t periodic)
 {
-	int64_t now = util_now_ms(), t = p->c.flush_ms;
+	int64_t now = util_now_ms(), t = p->c.rec ? PERIODIC_MS : p->c.flush_ms;
 	bool connected = session_connected(p->s);
 
-	if (p->u && t > (ubuf_active(p->u) ? USER_POLL_MS : USER_SCAN_MS))
-		t = ubuf_active(p->u) ? USER_POLL_MS : USER_SCAN_MS;
+	if (p->u && ubuf_active(p->u) && t > USER_POLL_MS)
+		t = USER_POLL_MS;
+	else if (p->u && connected && p->user_scan - now < t)
+		t = p->user_scan - now;
 
 	if (end && end - now < t)
 		t = end - now;
 	if (periodic - now < t)
 		t = periodic - now;
-	if (connected && session_names_due(p->s) - now < t)
+	if (connected && !p->c.rec && session_names_due(p->s) - now < t)
 		t = session_names_due(p->s) - now;
 	if (!connected && session_next_try(p->s) - now < t)
 		t = session_next_try(p->s) - now;
@@ -449,6 +469,8 @@ static int snapshot(struct pump *p, char *why, size_t len)
 		log_warn("flight recorder: cannot switch tracing off: %s", tc_strerror(ret));
 	if (session_connected(p->s) && ship_msg(session_control(p->s), &m) < 0)
 		session_lost(p->s, session_links_error(p->s));
+	/* the names of the pids in the frozen pages: not read while armed */
+	session_names(p->s, true);
 	/* the pages go out before SNAP_END: sending may wait for the collector */
 	p->snapping = p->pending_block = true;
 	ret = reader_drain(p->r, on_page, p);
@@ -515,7 +537,8 @@ int pump_run(struct pump *p, int64_t end, bool (*stop)(void *arg), void *arg,
 			session_periodic(p->s);
 			periodic = util_now_ms() + PERIODIC_MS;
 		}
-		session_names(p->s);
+		if (!p->c.rec)	/* an armed recorder's: at its freeze */
+			session_names(p->s, false);
 	}
 	return 0;
 }

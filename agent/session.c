@@ -282,9 +282,9 @@ int64_t session_names_due(const struct session *s)
 	return comms_next(s->comms);
 }
 
-void session_names(struct session *s)
+void session_names(struct session *s, bool now)
 {
-	if (s->ctl && util_now_ms() >= comms_next(s->comms) && send_names(s, false) < 0)
+	if (s->ctl && (now || util_now_ms() >= comms_next(s->comms)) && send_names(s, false) < 0)
 		session_lost(s, session_links_error(s));
 }
 

@@ -225,13 +225,15 @@ void session_ack_wait_start(struct session *s);
 void session_periodic(struct session *s);
 
 /*
- * session_names - when due (session_names_due(), util_now_ms() clock),
- * read saved_cmdlines and saved_tgids and send what changed on every
- * connection (agent/comms.h: the interval follows the kernel's turnover;
- * a new connection gets the whole tables at connect, BYE the last
- * changes). A failure calls session_lost(). Nothing while disconnected.
+ * session_names - when due (session_names_due(), util_now_ms() clock), or
+ * at once with @now, read saved_cmdlines and saved_tgids and send what
+ * changed on every connection (agent/comms.h: the interval follows the
+ * kernel's turnover; a new connection gets the whole tables at connect,
+ * BYE the last changes). An armed flight recorder calls it only with
+ * @now, at a freeze: its pages are read then only. A failure calls
+ * session_lost(). Nothing while disconnected.
  */
-void session_names(struct session *s);
+void session_names(struct session *s, bool now);
 int64_t session_names_due(const struct session *s);
 
 /*

@@ -3,9 +3,16 @@
 # bench/run; a later bench may source it too and call bench_stack_bytes,
 # whose last line it reads. What it measures is in bench/run's header.
 
+# sbbench_workload: what the agent records, until killed: `perf bench sched
+# messaging` over and over. A bench that calls bench_stack_bytes may
+# define its own before the call (bench/recorder.sh does).
+sbbench_workload() {
+	while :; do perf bench sched messaging -g 2 -l 200 > /dev/null 2>&1 || sleep 0.01; done
+}
+
 # sbbench_store TMP NAME [AGENT ARGS...]: a collector on a new SQLite file
 # and one agent tracing sched_switch in a tracefs instance of its own for
-# BENCH_STACK_SECONDS while `perf bench sched messaging` runs; prints
+# BENCH_STACK_SECONDS while sbbench_workload runs; prints
 # "BYTES EVENTS": the pages of the event tables, their indexes, the time
 # index and the stacks table (dbstat), and the sched_switch events stored.
 sbbench_store() (
@@ -22,7 +29,7 @@ sbbench_store() (
 	listen=$(sed -n 's/^listen=//p' "$tmp/ready")
 	query=$(sed -n 's/^query=//p' "$tmp/ready")
 	[ -n "$query" ] || die "collector did not start: $(tail -3 "$tmp/$name-collector.log")"
-	( while :; do perf bench sched messaging -g 2 -l 200 > /dev/null 2>&1 || sleep 0.01; done ) &
+	sbbench_workload &
 	wl=$!
 	"$build/traceagent" --connect "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
 		--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" --name "sb-$name" \
