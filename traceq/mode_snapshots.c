@@ -24,11 +24,7 @@ int mode_snapshots_run(struct client *c, const struct traceq_opts *o)
 	ret = client_call(c, &req, &rep);
 	if (ret)
 		return ret;
-	if (o->format == OUT_CSV)
-		out_sql_csv(stdout, &rep);
-	else if (o->format == OUT_JSON)
-		out_sql_json(stdout, &rep);
-	else if (out_sql_text(stdout, &rep) < 0)
+	if (out_sql_print(stdout, o->format, &rep) < 0)
 		ret = 1;
 	qmsg_reply_free(&rep);
 	return ret ? ret : fflush(stdout) == 0 ? 0 : 1;

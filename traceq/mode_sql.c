@@ -24,11 +24,7 @@ int mode_sql_run(struct client *c, const struct traceq_opts *o)
 
 	if (ret)
 		return ret;
-	if (o->format == OUT_CSV)
-		out_sql_csv(stdout, &rep);
-	else if (o->format == OUT_JSON)
-		out_sql_json(stdout, &rep);
-	else if (out_sql_text(stdout, &rep) < 0)
+	if (out_sql_print(stdout, o->format, &rep) < 0)
 		ret = 1;
 	if (rep.more && (!o->limit || o->limit > rep.nrows))
 		fprintf(stderr, "traceq: --sql: stopped after %" PRIu32 " rows, the most one answer"

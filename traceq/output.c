@@ -491,3 +491,14 @@ void out_sql_json(FILE *f, const struct qmsg_reply *rep)
 		fputs("}\n", f);
 	}
 }
+
+int out_sql_print(FILE *f, enum out_format format, const struct qmsg_reply *rep)
+{
+	if (format == OUT_CSV)
+		out_sql_csv(f, rep);
+	else if (format == OUT_JSON)
+		out_sql_json(f, rep);
+	else
+		return out_sql_text(f, rep);
+	return 0;
+}

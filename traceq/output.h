@@ -91,6 +91,12 @@ void out_fields_row(FILE *f, const struct qmsg_reply *rep, const struct qmsg_val
 int out_sql_text(FILE *f, const struct qmsg_reply *rep);
 void out_sql_csv(FILE *f, const struct qmsg_reply *rep);
 void out_sql_json(FILE *f, const struct qmsg_reply *rep);
+/*
+ * out_sql_print - @rep as -f @format asks: csv, json, else the text table
+ * (the modes that answer with such a table: --sql, --snapshots).
+ * Return: 0; -ENOMEM.
+ */
+int out_sql_print(FILE *f, enum out_format format, const struct qmsg_reply *rep);
 
 /* out_value - one value as text, a string escaped (@json: as a JSON value, exact). */
 void out_value(FILE *f, const struct qmsg_value *v, bool json);

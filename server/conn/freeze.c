@@ -2,11 +2,10 @@
  * freeze.c - flight-recorder snapshots on the collector's side (see
  * freeze.h).
  *
- * A query worker's ask becomes a struct fz_call on a queue under fz->lock;
- * an eventfd wakes the loop, which runs the queued calls in order and marks
- * each done (a condition variable wakes its caller), as the importer does
- * (server/ingest/importer.c). Calls live on their callers' stacks: every
- * queued call is done before freezer_stop() returns.
+ * A query worker's ask becomes a struct fz_call, run on the loop through
+ * server/loopcall.h, as the importer's calls are (server/ingest/importer.c).
+ * Calls live on their callers' stacks: every queued call is done before
+ * freezer_stop() returns.
  */
 #include "config.h"
 
@@ -14,14 +13,10 @@
 
 #include <errno.h>
 #include <fnmatch.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-
-#include <sys/eventfd.h>
 
 #include "common/log.h"
 #include "common/tc_error.h"
@@ -29,15 +24,14 @@
 #include "proto/msg.h"
 #include "server/conn/conn.h"
 #include "server/conn/freeze.h"
+#include "server/loopcall.h"
 
 #define FREEZE_GROUPS	256	/* groups whose last trigger freeze is remembered */
 
 struct fz_call {
 	const struct freeze_ask *a;
 	struct freeze_answer *out;
-	int ret;
-	bool done;
-	struct fz_call *next;
+	struct loopcall lc;		/* .arg: this call */
 };
 
 /* A group's last trigger freeze (the rate limit). */
@@ -57,12 +51,7 @@ struct fz_pending {
 
 struct freezer {
 	struct collector *col;
-	int efd;
-	struct event *ev;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct fz_call *head, **tail;
-	bool stopping;
+	struct loopcall_queue *calls;
 	uint64_t next_id;		/* loop only */
 	struct fz_group groups[FREEZE_GROUPS];	/* loop only */
 	unsigned ngroups, group_next;
@@ -319,65 +308,25 @@ uint64_t freezer_refused(const struct freezer *fz)
 
 /* ---- the queue ---- */
 
-static void fz_done(struct freezer *fz, struct fz_call *c, int ret)
-{
-	pthread_mutex_lock(&fz->lock);
-	c->ret = ret;
-	c->done = true;
-	pthread_cond_broadcast(&fz->cond);
-	pthread_mutex_unlock(&fz->lock);
-}
-
-static struct fz_call *fz_take(struct freezer *fz, bool stop)
-{
-	struct fz_call *list;
-
-	pthread_mutex_lock(&fz->lock);
-	if (stop)
-		fz->stopping = true;
-	list = fz->head;
-	fz->head = NULL;
-	fz->tail = &fz->head;
-	pthread_mutex_unlock(&fz->lock);
-	return list;
-}
-
-static void fz_wake_cb(evutil_socket_t fd, short what, void *arg)
+/* A queued ask, on the loop (loopcall_fn). */
+static void fz_run_call(void *arg, struct loopcall *lc)
 {
 	struct freezer *fz = arg;
-	struct fz_call *list, *c;
-	uint64_t v;
+	struct fz_call *c = lc->arg;
 
-	(void)what;
-	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		log_warn("eventfd: %s", strerror(errno));
-	list = fz_take(fz, false);
-	while ((c = list)) {
-		list = c->next;
-		fz_done(fz, c, fz_run(fz, c->a, c->out));
-	}
+	loopcall_done(fz->calls, lc, fz_run(fz, c->a, c->out));
 }
 
 int freezer_ask(struct freezer *fz, const struct freeze_ask *a, struct freeze_answer *out)
 {
-	struct fz_call c = { .a = a, .out = out };
-	uint64_t one = 1;
+	struct fz_call c = { .a = a, .out = out, .lc.arg = &c };
+	int ret;
 
 	*out = (struct freeze_answer){ 0 };
-	pthread_mutex_lock(&fz->lock);
-	if (fz->stopping) {
-		pthread_mutex_unlock(&fz->lock);
+	ret = loopcall_call(fz->calls, &c.lc);
+	if (c.lc.stopped)
 		snprintf(out->why, sizeof(out->why), "the collector is stopping");
-		return -ESHUTDOWN;
-	}
-	*fz->tail = &c;
-	fz->tail = &c.next;
-	if (write(fz->efd, &one, sizeof(one)) < 0)
-		log_warn("eventfd: %s", strerror(errno));
-	while (!c.done)
-		pthread_cond_wait(&fz->cond, &fz->lock);
-	pthread_mutex_unlock(&fz->lock);
-	return c.ret;
+	return ret;
 }
 
 void freezer_interval(struct freezer *fz, unsigned seconds)
@@ -388,21 +337,14 @@ void freezer_interval(struct freezer *fz, unsigned seconds)
 int freezer_new(struct collector *col, struct event_base *base, struct freezer **out)
 {
 	struct freezer *fz = calloc(1, sizeof(*fz));
+	int ret;
 
 	if (!fz)
 		return -ENOMEM;
 	fz->col = col;
 	fz->base = base;
 	fz->group_ms = FREEZE_GROUP_S * 1000;
-	fz->tail = &fz->head;
-	pthread_mutex_init(&fz->lock, NULL);
-	pthread_cond_init(&fz->cond, NULL);
-	fz->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (fz->efd >= 0)
-		fz->ev = event_new(base, fz->efd, EV_READ | EV_PERSIST, fz_wake_cb, fz);
-	if (fz->efd < 0 || !fz->ev || event_add(fz->ev, NULL) < 0) {
-		int ret = fz->efd < 0 ? -errno : -ENOMEM;
-
+	if ((ret = loopcall_new(base, LOG_PREFIX, fz_run_call, fz, &fz->calls)) < 0) {
 		freezer_free(fz);
 		return ret;
 	}
@@ -412,16 +354,8 @@ int freezer_new(struct collector *col, struct event_base *base, struct freezer *
 
 void freezer_stop(struct freezer *fz)
 {
-	struct fz_call *list, *c;
-
-	if (!fz)
-		return;
-	list = fz_take(fz, true);
-	while ((c = list)) {
-		list = c->next;
-		snprintf(c->out->why, sizeof(c->out->why), "the collector is stopping");
-		fz_done(fz, c, -ESHUTDOWN);
-	}
+	if (fz)
+		loopcall_stop(fz->calls);
 }
 
 void freezer_free(struct freezer *fz)
@@ -431,11 +365,6 @@ void freezer_free(struct freezer *fz)
 	for (unsigned i = 0; i < FREEZE_PENDING; i++)
 		if (fz->pending[i].timer)
 			event_free(fz->pending[i].timer);
-	if (fz->ev)
-		event_free(fz->ev);
-	if (fz->efd >= 0)
-		close(fz->efd);
-	pthread_mutex_destroy(&fz->lock);
-	pthread_cond_destroy(&fz->cond);
+	loopcall_free(fz->calls);
 	free(fz);
 }

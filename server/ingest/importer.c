@@ -1,9 +1,8 @@
 /*
  * importer.c - trace.dat imports fed to the ingest (see importer.h).
  *
- * A caller's request becomes a struct imp_call on a queue under im->lock;
- * an eventfd wakes the loop, which runs the queued calls in order and marks
- * each done (a condition variable wakes its caller), except an END, which
+ * A caller's request becomes a struct imp_call, run on the loop through
+ * server/loopcall.h, which is done when it has run, except an END, which
  * is done when the ingest's done or failed hook for its import arrives.
  * The calls live on their callers' stacks: every queued or waiting call is
  * completed before importer_stop() returns, and no caller gives up on one
@@ -14,13 +13,10 @@
 #define LOG_PREFIX "import"
 
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include <sys/eventfd.h>
 
 #include <event2/event.h>
 
@@ -31,6 +27,7 @@
 #include "proto/msg.h"
 #include "server/ingest/importer.h"
 #include "server/ingest/ingest.h"
+#include "server/loopcall.h"
 
 #define IMPORTER_FULL_WAIT_US	20000	/* a page batch waits this long while ingest is full */
 
@@ -49,11 +46,9 @@ struct imp_call {
 	size_t len;
 	bool abort;
 	/* results */
-	int ret;
 	char err[256];
 	uint64_t out_pages, out_events;
-	bool done;
-	struct imp_call *next;
+	struct loopcall lc;		/* .arg: this call */
 };
 
 /* One import, on the loop. */
@@ -74,12 +69,8 @@ struct importer {
 	struct event_base *base;
 	struct ingest *ing;
 	struct ingest_hooks inner;	/* the connections' */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	struct imp_call *head, **tail;	/* queued for the loop */
-	bool stopping;
-	int efd;
-	struct event *ev, *tick;
+	struct loopcall_queue *calls;
+	struct event *tick;
 	/* the loop's */
 	struct imp_sess *sessions;
 	size_t nsessions;
@@ -89,11 +80,7 @@ struct importer {
 /* Mark @c done and wake its caller. */
 static void call_done(struct importer *im, struct imp_call *c, int ret)
 {
-	pthread_mutex_lock(&im->lock);
-	c->ret = ret;
-	c->done = true;
-	pthread_cond_broadcast(&im->cond);
-	pthread_mutex_unlock(&im->lock);
+	loopcall_done(im->calls, &c->lc, ret);
 }
 
 static struct imp_sess *sess_find(struct importer *im, uint64_t id)
@@ -199,29 +186,31 @@ static int run_pages(struct importer *im, struct imp_sess *s, struct imp_call *c
 	return ret ? ret : ingest_flush(im->ing, s->sink);
 }
 
-/* Run @c on the loop; false: it completes later (an END waits). */
-static bool run_call(struct importer *im, struct imp_call *c)
+/* Run a queued call on the loop (loopcall_fn); an END may complete later. */
+static void run_call(void *arg, struct loopcall *lc)
 {
+	struct importer *im = arg;
+	struct imp_call *c = lc->arg;
 	struct imp_sess *s = NULL;
 	int ret;
 
 	if (c->op == IC_BEGIN) {
 		call_done(im, c, run_begin(im, c));
-		return true;
+		return;
 	}
 	if (!(s = sess_find(im, c->id)) || strcmp(s->subject, c->subject) != 0) {
 		snprintf(c->err, sizeof(c->err), "no import %llu here (ended, or idle for over "
 			 "%d s)", (unsigned long long)(c->id & ~IMPORTER_ID_BIT),
 			 IMPORTER_IDLE_MS / 1000);
 		call_done(im, c, -ENOENT);
-		return true;
+		return;
 	}
 	s->last_ms = util_now_ms();
 	if (s->failed && !c->abort) {
 		ret = sess_failure(s, c);
 		sess_close(im, s, 0);
 		call_done(im, c, ret);
-		return true;
+		return;
 	}
 	switch (c->op) {
 	case IC_MSG: ret = run_msg(im, s, c); break;
@@ -230,54 +219,19 @@ static bool run_call(struct importer *im, struct imp_call *c)
 		if (c->abort) {
 			sess_close(im, s, 0);
 			call_done(im, c, 0);
-			return true;
+			return;
 		}
 		ret = ingest_push_msg(im->ing, s->sink, c->msg, c->raw, c->rawlen);
 		if (ret == 0)
 			ret = ingest_flush(im->ing, s->sink);
 		if (ret == 0) {
 			s->end = c;	/* done or failed completes it */
-			return false;
+			return;
 		}
 		break;
 	}
 	call_done(im, c, ret);
-	return true;
-}
-
-/*
- * The calls queued so far, in order, taken off the queue; with @stop,
- * callers queue none from now on (they are told the collector stops).
- */
-static struct imp_call *calls_take(struct importer *im, bool stop)
-{
-	struct imp_call *list;
-
-	pthread_mutex_lock(&im->lock);
-	if (stop)
-		im->stopping = true;
-	list = im->head;
-	im->head = NULL;
-	im->tail = &im->head;
-	pthread_mutex_unlock(&im->lock);
-	return list;
-}
-
-/* The eventfd: run what callers queued. */
-static void wake_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct importer *im = arg;
-	struct imp_call *list, *c;
-	uint64_t v;
-
-	(void)what;
-	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		log_warn("eventfd: %s", strerror(errno));
-	list = calls_take(im, false);
-	while ((c = list)) {
-		list = c->next;
-		run_call(im, c);
-	}
+	return;
 }
 
 /* Every few seconds: end imports whose traceq went away. */
@@ -303,26 +257,16 @@ static void tick_cb(evutil_socket_t fd, short what, void *arg)
 /* Queue @c for the loop and wait until it is done. */
 static int call(struct importer *im, struct imp_call *c, char *err, size_t errlen)
 {
-	uint64_t one = 1;
+	int ret;
 
 	c->err[0] = 0;
-	pthread_mutex_lock(&im->lock);
-	if (im->stopping) {
-		pthread_mutex_unlock(&im->lock);
+	c->lc.arg = c;
+	ret = loopcall_call(im->calls, &c->lc);
+	if (c->lc.stopped)
 		tc_seterr(err, errlen, "the collector is stopping");
-		return -ESHUTDOWN;
-	}
-	c->next = NULL;
-	*im->tail = c;
-	im->tail = &c->next;
-	if (write(im->efd, &one, sizeof(one)) < 0)
-		log_warn("eventfd: %s", strerror(errno));
-	while (!c->done)
-		pthread_cond_wait(&im->cond, &im->lock);
-	pthread_mutex_unlock(&im->lock);
-	if (c->ret < 0)
-		tc_seterr(err, errlen, "%s", c->err[0] ? c->err : tc_strerror(c->ret));
-	return c->ret;
+	else if (ret < 0)
+		tc_seterr(err, errlen, "%s", c->err[0] ? c->err : tc_strerror(ret));
+	return ret;
 }
 
 int importer_begin(struct importer *im, const char *subject, struct proto_msg *hello,
@@ -499,24 +443,16 @@ void importer_wrap_hooks(struct importer *im, struct ingest_hooks *h)
 int importer_new(struct event_base *base, struct importer **out)
 {
 	struct importer *im = calloc(1, sizeof(*im));
-	int ret = -ENOMEM;
+	int ret;
 
 	if (!im)
 		return -ENOMEM;
 	im->base = base;
-	im->efd = -1;
-	im->tail = &im->head;
-	pthread_mutex_init(&im->lock, NULL);
-	pthread_cond_init(&im->cond, NULL);
-	im->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (im->efd < 0) {
-		ret = -errno;
+	if ((ret = loopcall_new(base, LOG_PREFIX, run_call, im, &im->calls)) < 0)
 		goto fail;
-	}
-	im->ev = event_new(base, im->efd, EV_READ | EV_PERSIST, wake_cb, im);
+	ret = -ENOMEM;
 	im->tick = event_new(base, -1, EV_PERSIST, tick_cb, im);
-	if (!im->ev || !im->tick || event_add(im->ev, NULL) < 0 ||
-	    event_add(im->tick, &(struct timeval){ .tv_sec = 5 }) < 0)
+	if (!im->tick || event_add(im->tick, &(struct timeval){ .tv_sec = 5 }) < 0)
 		goto fail;
 	*out = im;
 	return 0;
@@ -532,16 +468,9 @@ void importer_set_ingest(struct importer *im, struct ingest *g)
 
 void importer_stop(struct importer *im)
 {
-	struct imp_call *list, *c;
-
 	if (!im)
 		return;
-	list = calls_take(im, true);
-	while ((c = list)) {
-		list = c->next;
-		snprintf(c->err, sizeof(c->err), "the collector is stopping");
-		call_done(im, c, -ESHUTDOWN);
-	}
+	loopcall_stop(im->calls);
 	while (im->sessions)
 		sess_close(im, im->sessions, -ESHUTDOWN);
 }
@@ -550,13 +479,8 @@ void importer_free(struct importer *im)
 {
 	if (!im)
 		return;
-	if (im->ev)
-		event_free(im->ev);
+	loopcall_free(im->calls);
 	if (im->tick)
 		event_free(im->tick);
-	if (im->efd >= 0)
-		close(im->efd);
-	pthread_mutex_destroy(&im->lock);
-	pthread_cond_destroy(&im->cond);
 	free(im);
 }

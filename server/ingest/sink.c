@@ -708,12 +708,34 @@ static int sink_measure(struct sink *s, const struct sink_env *env,
 	return store_clock_point(env->store, s->host_id, &p);
 }
 
+/* ---- a page's events' time ---- */
+
+struct page_ctx {
+	struct sink *s;
+	const struct sink_env *env;
+	const struct sink_group *g;	/* NULL for kernel pages */
+	uint32_t cpu;			/* the CPU or stream, for the log */
+	uint64_t stored;
+	uint64_t unknown;		/* events with no type here: not stored */
+	uint64_t bad;			/* events with a field outside the record */
+};
+
+/* The event's time in the host's trace clock (ns). */
+static uint64_t event_trace_ns(const struct page_ctx *p, uint64_t ts)
+{
+	if (p->g)
+		return p->g->tsc ? ring_clock_to_ns(&p->g->conv, ts) : ts;
+	return p->s->tsc ? ring_clock_to_ns(&p->s->tsc_conv, ts) : ts;
+}
+
 /* ---- flight-recorder snapshots ---- */
 
 /* A trace-clock time of the host's kernel pages as its events are stored. */
 static int64_t sink_kernel_wall_ns(struct sink *s, uint64_t ts)
 {
-	return sink_wall_ns(s, s->tsc ? ring_clock_to_ns(&s->tsc_conv, ts) : ts);
+	const struct page_ctx kernel = { .s = s };	/* no group: a kernel page */
+
+	return sink_wall_ns(s, event_trace_ns(&kernel, ts));
 }
 
 /*
@@ -1178,24 +1200,6 @@ int sink_msg(struct sink *s, const struct sink_env *env, struct proto_msg *m,
 }
 
 /* ---- pages ---- */
-
-struct page_ctx {
-	struct sink *s;
-	const struct sink_env *env;
-	const struct sink_group *g;	/* NULL for kernel pages */
-	uint32_t cpu;			/* the CPU or stream, for the log */
-	uint64_t stored;
-	uint64_t unknown;		/* events with no type here: not stored */
-	uint64_t bad;			/* events with a field outside the record */
-};
-
-/* The event's time in the host's trace clock (ns). */
-static uint64_t event_trace_ns(const struct page_ctx *p, uint64_t ts)
-{
-	if (p->g)
-		return p->g->tsc ? ring_clock_to_ns(&p->g->conv, ts) : ts;
-	return p->s->tsc ? ring_clock_to_ns(&p->s->tsc_conv, ts) : ts;
-}
 
 /* struct store_event's value: field @i of the decode_event @src, as the store asks for it. */
 static int sink_value(const void *src, unsigned i, struct store_value *out)

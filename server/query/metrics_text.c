@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,6 +258,23 @@ static int by_name(const struct mread *r, struct mhost **out, size_t *n)
 	return 0;
 }
 
+/*
+ * A gauge family @name of the hosts whose clock the collector measured:
+ * each one's int64_t at @ns_at (offsetof struct mhost), ns, in seconds.
+ */
+static void measured_gauge(FILE *f, const char *name, const char *help,
+			   const struct mhost *h, size_t n, size_t ns_at)
+{
+	char l[2 * LOG_ESC_LEN + 1];
+
+	family(f, name, "gauge", help);
+	for (size_t i = 0; i < n; i++)
+		if (h[i].measured)
+			fprintf(f, "%s{host=\"%s\"} %.9f\n", name,
+				metrics_label(h[i].name, l, sizeof(l)),
+				(double)*(const int64_t *)((const char *)&h[i] + ns_at) / 1e9);
+}
+
 static void host_series(FILE *f, const struct mhost *h, size_t n)
 {
 	char l[2 * LOG_ESC_LEN + 1], a[2 * LOG_ESC_LEN + 1];
@@ -286,20 +304,12 @@ static void host_series(FILE *f, const struct mhost *h, size_t n)
 		fprintf(f, "tracecollect_host_clock_offset_seconds{host=\"%s\"} %.9f\n",
 			metrics_label(h[i].name, l, sizeof(l)),
 			(double)h[i].clock_offset_ns / 1e9);
-	family(f, "tracecollect_host_clock_disagree_seconds", "gauge",
-	       "The host's realtime minus the collector's measurement of it; hosts measured only.");
-	for (size_t i = 0; i < n; i++)
-		if (h[i].measured)
-			fprintf(f, "tracecollect_host_clock_disagree_seconds{host=\"%s\"} %.9f\n",
-				metrics_label(h[i].name, l, sizeof(l)),
-				(double)h[i].clock_disagree_ns / 1e9);
-	family(f, "tracecollect_host_clock_uncertainty_seconds", "gauge",
-	       "Half the best round trip of the collector's latest clock measurement; hosts measured only.");
-	for (size_t i = 0; i < n; i++)
-		if (h[i].measured)
-			fprintf(f, "tracecollect_host_clock_uncertainty_seconds{host=\"%s\"} %.9f\n",
-				metrics_label(h[i].name, l, sizeof(l)),
-				(double)h[i].clock_uncertainty_ns / 1e9);
+	measured_gauge(f, "tracecollect_host_clock_disagree_seconds",
+		       "The host's realtime minus the collector's measurement of it; hosts measured only.",
+		       h, n, offsetof(struct mhost, clock_disagree_ns));
+	measured_gauge(f, "tracecollect_host_clock_uncertainty_seconds",
+		       "Half the best round trip of the collector's latest clock measurement; hosts measured only.",
+		       h, n, offsetof(struct mhost, clock_uncertainty_ns));
 	for (int k = 0; k < K_N; k++) {
 		family(f, fams[k].name, "counter", fams[k].help);
 		for (size_t i = 0; i < n; i++)
