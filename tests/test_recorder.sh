@@ -1,11 +1,11 @@
 #!/bin/bash
 # The fleet flight recorder (issue 38), by hand: a collector (its ipc
 # query socket for root, its TLS query port for the certificates alice and
-# bob, `snapshot = cert:alice rec-1,rec-2`) and three armed agents, rec-1
-# to rec-3 (traceagent --flight-recorder 1: 1 MiB per CPU in overwrite
-# mode), each tracing sched_switch and sys_enter (enough to wrap 1 MiB per
-# CPU in a few seconds) in a tracefs instance of its own while a workload
-# switches.
+# bob, `snapshot = cert:alice rec-1,rec-2`, `freeze-group = g rec-g*`) and
+# three armed agents, rec-1 to rec-3 (traceagent --flight-recorder 1: 1 MiB
+# per CPU in overwrite mode), each tracing sched_switch and sys_enter
+# (enough to wrap 1 MiB per CPU in a few seconds) in a tracefs instance of
+# its own while a workload switches.
 #
 # Asserts:
 #  - armed, the agents ship no page: the collector received none of them
@@ -26,8 +26,9 @@
 #  - kill -9 of the collector right after snapshot 3's agents said they
 #    shipped it, then a restart on the same database and journal:
 #    snapshot 3's rows and events are all there (replayed from the journal).
-# Then by an event: three new recorders of group g (rec-g1 to rec-g3; rec-g3
-# without sched_switch), only
+# Then by an event: three new recorders of group g (rec-g1 to rec-g3: the
+# collector's --freeze-group 'g rec-g*'; each claims it too; rec-g3 without
+# sched_switch), only
 # rec-g1 with --freeze-on 'sched_switch where prev_comm == "tcfire-PID"';
 # a program of that name sleeps once:
 #  - a snapshot "trigger sched_switch on rec-g1" (who "host rec-g1") holds
@@ -71,7 +72,8 @@ sock="$tmp/run/query.sock"
 # start_collector [ARGS]: the collector (again: ARGS --listen "$listen", the agents' port)
 start_collector() {
 	tc_start_collector "${tc_db[@]}" --query "ipc://$sock" --query-tls 127.0.0.1:0 \
-		--snapshot "cert:alice rec-1,rec-2" --freeze-interval 600 "$@"
+		--snapshot "cert:alice rec-1,rec-2" --freeze-interval 600 \
+		--freeze-group "g rec-g*" "$@"
 	qtls=$(sed -n 's/^query_tls=//p' "$tmp/ready")
 }
 start_collector
