@@ -1818,6 +1818,15 @@ static int start_ingest(struct parts *p, const struct ingest_opts *io)
 	return 0;
 }
 
+/* /metrics: the freezer's refusals (its counters are read from any thread). */
+static const char *freezes_refused(void *arg, unsigned i, uint64_t *count)
+{
+	struct collector *col = arg;
+
+	*count = freezer_refused(col->fz, i);
+	return freezer_refusal_name(i);
+}
+
 /*
  * --metrics: its port, on a thread of its own, reading the store and what
  * the endpoint and ingest say (the hooks --sync and --hosts use).
@@ -1829,7 +1838,8 @@ static int start_metrics(struct parts *p)
 	struct metrics_opts o = {
 		.addr = s->metrics, .db = s->db, .tls = &files, .rights = &s->metrics_rights,
 		.src = { .qd = p->qd, .commit = &p->commit_lat, .query = &p->query_lat,
-			 .backlog = sync_backlog, .connected = hosts_connected, .arg = &p->col },
+			 .backlog = sync_backlog, .connected = hosts_connected,
+			 .freezes_refused = freezes_refused, .arg = &p->col },
 	};
 
 	return s->metrics ? metrics_start(&o, &p->metrics) : 0;
