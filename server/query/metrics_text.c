@@ -349,9 +349,9 @@ static void freezes_refused(FILE *f, const struct metrics_sources *src)
 		return;
 	family(f, "tracecollect_trigger_freezes_refused_total", "counter",
 	       "Flight-recorder trigger freezes (traceagent --freeze-on) refused or narrowed, by "
-	       "reason: rate_limit, a group (or a host in none) left out because it froze less "
-	       "than 10 s ago; group_claim, the agent's --group claim ignored (no freeze-group "
-	       "line puts its host in that group).");
+	       "reason: rate_limit, a group (or a host in none) left out because it froze "
+	       "within --freeze-interval; group_claim, the agent's --group claim ignored (no "
+	       "freeze-group line puts its host in that group).");
 	for (unsigned i = 0; (why = src->freezes_refused(src->arg, i, &n)); i++)
 		fprintf(f, "tracecollect_trigger_freezes_refused_total{reason=\"%s\"} %" PRIu64 "\n",
 			why, n);
