@@ -35,7 +35,8 @@
 #    all three hosts, each done with events; the trigger's event is among
 #    rec-g1's (--snapshot-id N with its filter);
 #  - the trigger fired again at once is refused by the group's rate limit
-#    (the collector says so, no new snapshot) and rec-g1 arms itself again;
+#    (the collector says so, /metrics counts it, no new snapshot) and
+#    rec-g1 arms itself again;
 #  - the FROZE's time (the collector logs it) is the trigger event's: the
 #    stored hit of rec-g1 at or before it, no record of its CPU between;
 #  - the trigger program (started after the agents connected) is named in
@@ -73,8 +74,9 @@ sock="$tmp/run/query.sock"
 start_collector() {
 	tc_start_collector "${tc_db[@]}" --query "ipc://$sock" --query-tls 127.0.0.1:0 \
 		--snapshot "cert:alice rec-1,rec-2" --freeze-interval 600 \
-		--freeze-group "g rec-g*" "$@"
+		--freeze-group "g rec-g*" --metrics 127.0.0.1:0 "$@"
 	qtls=$(sed -n 's/^query_tls=//p' "$tmp/ready")
+	murl=$(sed -n 's/^metrics=//p' "$tmp/ready")
 }
 start_collector
 tq_root() { "$tq" -s "ipc://$sock" -t 120000 --sync "$@"; }
@@ -347,6 +349,9 @@ check "... and rec-g1 armed itself again" \
 snaps_json 0
 n=$(grep -c '"reason":"trigger sched_switch on rec-g1"' "$tmp/snaps.json")
 check "... no second trigger snapshot ($n rows)" '[ "$n" = 3 ]'
+rl=$(curl -sS "$murl/metrics" |
+	sed -n 's/^tracecollect_trigger_freezes_refused_total{reason="rate_limit"} \([0-9]*\)$/\1/p')
+check "... and counted in /metrics (rate_limit ${rl:-none})" '[ "${rl:-0}" -ge 1 ]'
 for n in 1 2 3; do
 	v=g$n
 	kill -INT "${!v}"; wait "${!v}"; rc=$?
