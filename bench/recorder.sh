@@ -72,7 +72,7 @@ bench_recorder() (
 	"$build/tracecollectd" --foreground --listen 127.0.0.1:0 --query tcp://127.0.0.1:0 \
 		--db "$tmp/trace.db" --cert "$tmp/pki/server.crt" --key "$tmp/pki/server.key" \
 		--ca "$tmp/pki/ca.crt" --ready-file "$tmp/ready" --host-map "tc-agent *" \
-		2> "$tmp/collector.log" &
+		--freeze-group "g rec-*" 2> "$tmp/collector.log" &
 	pid=$!
 	rb_pids+=("$pid")
 	for _ in $(seq 100); do [ -s "$tmp/ready" ] && break; sleep 0.1; done

@@ -60,8 +60,12 @@
 #define MAX_FILTERS	1024
 #define MAX_HOSTMAPS	1024
 #define MAX_SCOPES	1024	/* --scope options */
-/* command-line values SIGHUP applies again: --filter, --host-map, --host-*, --scope */
-#define MAX_KEPT	(2 * MAX_FILTERS + MAX_HOSTMAPS + MAX_SCOPES)
+#define MAX_FREEZE_GROUPS	1024	/* --freeze-group options */
+/*
+ * command-line values SIGHUP applies again: --filter, --host-map, --host-*,
+ * --scope, --freeze-group
+ */
+#define MAX_KEPT	(2 * MAX_FILTERS + MAX_HOSTMAPS + MAX_SCOPES + MAX_FREEZE_GROUPS)
 #define EXPIRY_WARN_DAYS	30	/* warn this long before a certificate expires */
 #define COLLECTOR_TRIM_BYTES	(64 << 20)	/* freed heap kept, at most (mallopt) */
 #define COLLECTOR_MMAP_BYTES	(4 << 20)	/* allocations mmap()ed from this size */
@@ -89,7 +93,8 @@ struct settings {
 	char *crl;			/* NULL: no revocation list */
 	char *group;			/* files 0640/0750 of this group; NULL: 0600/0700 */
 	struct hostmap *hostmap;	/* host-map entries: config file, then command line */
-	char hostmap_err[256];
+	char hostmap_err[256];		/* also a bad freeze-group line's */
+	struct hostmap *freeze_groups;	/* freeze-group lines: config file, then command line */
 	char *ready_file;
 	char *config;			/* -C FILE, re-read on SIGHUP */
 	struct filter_table *filters;	/* config file rules, then --filter ones */
@@ -186,6 +191,18 @@ static void usage(FILE *f)
 "                           a group of flight recorders is frozen by a trigger\n"
 "                           (traceagent --freeze-on) at most once per SECONDS\n"
 "                           (default 10, 1..86400); later triggers are refused\n"
+"      --freeze-group 'NAME GLOB[,GLOB...]'\n"
+"                           the flight recorders whose host names match a GLOB\n"
+"                           (fnmatch(3); names as bound to their certificates)\n"
+"                           form freeze group NAME: a --freeze-on trigger of\n"
+"                           one freezes every recorder of its host's groups, at\n"
+"                           most once per --freeze-interval per group; a host\n"
+"                           in no group freezes only itself. An agent's\n"
+"                           --group claim counts only where a line puts its\n"
+"                           host in that group (then its trigger freezes that\n"
+"                           group alone); else it is ignored and logged.\n"
+"                           Repeatable, lines of one NAME add up; read again\n"
+"                           on SIGHUP\n"
 "      --metrics [http://]HOST:PORT | https://HOST:PORT | cert:CN\n"
 "                           serve GET /metrics (Prometheus's text format: per\n"
 "                           host counters as traceq --stats and --drops count\n"
@@ -407,14 +424,14 @@ static void usage(FILE *f)
 "  -V, --version            print the version\n"
 "\n"
 "Signals: SIGINT/SIGTERM commit what was received and exit; SIGHUP re-reads\n"
-"the filter rules, host limits, host-map entries and query scopes (config\n"
-"file, then the command line; a bad rule, entry or scope line keeps the old\n"
-"ones) and the certificate, key, CA and CRL files, for the agent port and the\n"
-"TLS query port (new connections use them; connected agents stay;\n"
-"unreadable files keep the old ones). The query endpoint, its group and\n"
-"--query-tls are read at start only. The collector warns in its log when\n"
-"its own certificate, a CA certificate or a CRL expires within 30 days: at\n"
-"start, on SIGHUP and once a day.\n"
+"the filter rules, host limits, host-map entries, freeze groups and query\n"
+"scopes (config file, then the command line; a bad rule, entry or scope line\n"
+"keeps the old ones) and the certificate, key, CA and CRL files, for the\n"
+"agent port and the TLS query port (new connections use them; connected\n"
+"agents stay; unreadable files keep the old ones). The query endpoint, its\n"
+"group and --query-tls are read at start only. The collector warns in its\n"
+"log when its own certificate, a CA certificate or a CRL expires within 30\n"
+"days: at start, on SIGHUP and once a day.\n"
 "\n"
 "Exit status: 0 stopped by a signal (after committing), 1 runtime failure,\n"
 "2 usage or configuration error.\n"
@@ -698,8 +715,9 @@ static int apply_value(struct settings *s, const char *key, const char *value)
 
 		return ret == 1 ? set_str(&s->metrics, value) : ret;
 	}
-	if (!strcmp(key, "host-map"))
-		return hostmap_add(&s->hostmap, value, s->hostmap_err, sizeof(s->hostmap_err));
+	if (!strcmp(key, "host-map") || !strcmp(key, "freeze-group"))
+		return hostmap_add(key[0] == 'h' ? &s->hostmap : &s->freeze_groups, key, value,
+				   s->hostmap_err, sizeof(s->hostmap_err));
 	if (!strcmp(key, "filter")) return add_filter(s, value);
 	if (!strcmp(key, "retain-age")) return parse_age(value, &s->retain_age_ns);
 	if (!strcmp(key, "retain-size")) return parse_size(value, &s->retain_bytes);
@@ -835,6 +853,7 @@ static void settings_free(struct settings *s)
 	free(s->db_password_file); free(s->db_cert); free(s->db_key); free(s->db_ca);
 	free(s->collector_name);
 	hostmap_free(s->hostmap);
+	hostmap_free(s->freeze_groups);
 	for (size_t i = 0; i < s->nkept; i++)
 		free(s->kept[i].value);
 	free(s->config);
@@ -874,6 +893,7 @@ static bool reloaded_key(const char *key)
 {
 	static const char *const keys[] = {
 		"filter", "host-map", "host-rate", "host-quota", "host-limit", "scope",
+		"freeze-group",
 	};
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
@@ -1080,6 +1100,7 @@ static int parse_args(int argc, char **argv, struct settings *s)
 		{ "collector-name", required_argument, NULL, 47 },
 		{ "collector-id", required_argument, NULL, 48 },
 		{ "snapshot", required_argument, NULL, 49 },
+		{ "freeze-group", required_argument, NULL, 50 },
 		{ "retain-lease", required_argument, NULL, 51 },
 		{ "freeze-interval", required_argument, NULL, 53 },
 		{ "config", required_argument, NULL, 'C' },
@@ -1226,8 +1247,8 @@ static int settings_reread(const struct settings *cur, struct settings *n)
 				 tc_strerror(ret));
 	}
 	if (ret < 0)
-		log_err("reload: %s; keeping the current filters, host map, host limits and scopes\n%s",
-			errbuf, settings_errs(n, true, errs, sizeof(errs)));
+		log_err("reload: %s; keeping the current filters, host map, freeze groups, host "
+			"limits and scopes\n%s", errbuf, settings_errs(n, true, errs, sizeof(errs)));
 	return ret;
 }
 
@@ -1347,12 +1368,16 @@ static void hup_cb(evutil_socket_t sig, short what, void *arg)
 		h->s->hostmap = n.hostmap;
 		h->col->hostmap = n.hostmap;
 		n.hostmap = NULL;
+		hostmap_free(h->s->freeze_groups);	/* the loop's: no freeze holds it */
+		h->s->freeze_groups = n.freeze_groups;
+		h->col->freeze_groups = n.freeze_groups;
+		n.freeze_groups = NULL;
 		nscopes = n.scopes.n;
 		if (h->qd && queryd_set_scopes(h->qd, &n.scopes) < 0)
 			log_err("reload: out of memory: keeping the current scopes");
 		log_info("reload: %zu filter rule(s) in effect; %zu host-map entries; "
-			 "%zu scope line(s)", filter_table_count(n.filters),
-			 hostmap_count(h->s->hostmap), nscopes);
+			 "%zu freeze-group lines; %zu scope line(s)", filter_table_count(n.filters),
+			 hostmap_count(h->s->hostmap), hostmap_count(h->s->freeze_groups), nscopes);
 		if (h->col->hl)
 			reload_host_limits(&n, h->col);
 	}
@@ -1792,6 +1817,15 @@ static int start_ingest(struct parts *p, const struct ingest_opts *io)
 	return 0;
 }
 
+/* /metrics: the freezer's refusals (its counters are read from any thread). */
+static const char *freezes_refused(void *arg, unsigned i, uint64_t *count)
+{
+	struct collector *col = arg;
+
+	*count = freezer_refused(col->fz, i);
+	return freezer_refusal_name(i);
+}
+
 /*
  * --metrics: its port, on a thread of its own, reading the store and what
  * the endpoint and ingest say (the hooks --sync and --hosts use).
@@ -1803,7 +1837,8 @@ static int start_metrics(struct parts *p)
 	struct metrics_opts o = {
 		.addr = s->metrics, .db = s->db, .tls = &files, .rights = &s->metrics_rights,
 		.src = { .qd = p->qd, .commit = &p->commit_lat, .query = &p->query_lat,
-			 .backlog = sync_backlog, .connected = hosts_connected, .arg = &p->col },
+			 .backlog = sync_backlog, .connected = hosts_connected,
+			 .freezes_refused = freezes_refused, .arg = &p->col },
 	};
 
 	return s->metrics ? metrics_start(&o, &p->metrics) : 0;
@@ -1833,9 +1868,10 @@ static int serve(struct parts *p, const struct ingest_opts *io)
 		return ret;
 	}
 	log_info("listening for agents on %s, queries on %s%s%s, storing in %s (%zu filter rules, "
-		 "%zu host-map entries%s)", p->bound, p->qurl, qtls_at ? " and TLS queries on " : "",
-		 qtls_at ? qtls_at : "", s->db, filter_table_count(s->filters),
-		 hostmap_count(s->hostmap), s->crl ? ", revocation list" : "");
+		 "%zu host-map entries, %zu freeze-group lines%s)", p->bound, p->qurl,
+		 qtls_at ? " and TLS queries on " : "", qtls_at ? qtls_at : "", s->db,
+		 filter_table_count(s->filters), hostmap_count(s->hostmap),
+		 hostmap_count(s->freeze_groups), s->crl ? ", revocation list" : "");
 	if (io->journal_dir)
 		log_info("receive journal in %s, up to %.1f MB; decoding and storing at %s priority",
 			 io->journal_dir, (double)io->journal_bytes / (1 << 20),
@@ -1891,7 +1927,8 @@ static void teardown(struct parts *p)
 
 static int run(struct settings *s)
 {
-	struct parts p = { .s = s, .col = { .lim = s->lim, .hostmap = s->hostmap },
+	struct parts p = { .s = s, .col = { .lim = s->lim, .hostmap = s->hostmap,
+					    .freeze_groups = s->freeze_groups },
 			   .ready = { .dfd = -1 }, .db_lock = -1, .db_dfd = -1 };
 	struct ingest_opts io = { .commit_ms = store_path_is_remote(s->db) ? COMMIT_MS_REMOTE
 									     : COMMIT_MS,

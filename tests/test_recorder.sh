@@ -1,11 +1,11 @@
 #!/bin/bash
 # The fleet flight recorder (issue 38), by hand: a collector (its ipc
 # query socket for root, its TLS query port for the certificates alice and
-# bob, `snapshot = cert:alice rec-1,rec-2`) and three armed agents, rec-1
-# to rec-3 (traceagent --flight-recorder 1: 1 MiB per CPU in overwrite
-# mode), each tracing sched_switch and sys_enter (enough to wrap 1 MiB per
-# CPU in a few seconds) in a tracefs instance of its own while a workload
-# switches.
+# bob, `snapshot = cert:alice rec-1,rec-2`, `freeze-group = g rec-g*`) and
+# three armed agents, rec-1 to rec-3 (traceagent --flight-recorder 1: 1 MiB
+# per CPU in overwrite mode), each tracing sched_switch and sys_enter
+# (enough to wrap 1 MiB per CPU in a few seconds) in a tracefs instance of
+# its own while a workload switches.
 #
 # Asserts:
 #  - armed, the agents ship no page: the collector received none of them
@@ -26,15 +26,17 @@
 #  - kill -9 of the collector right after snapshot 3's agents said they
 #    shipped it, then a restart on the same database and journal:
 #    snapshot 3's rows and events are all there (replayed from the journal).
-# Then by an event: three new recorders of group g (rec-g1 to rec-g3; rec-g3
-# without sched_switch), only
+# Then by an event: three new recorders of group g (rec-g1 to rec-g3: the
+# collector's --freeze-group 'g rec-g*'; each claims it too; rec-g3 without
+# sched_switch), only
 # rec-g1 with --freeze-on 'sched_switch where prev_comm == "tcfire-PID"';
 # a program of that name sleeps once:
 #  - a snapshot "trigger sched_switch on rec-g1" (who "host rec-g1") holds
 #    all three hosts, each done with events; the trigger's event is among
 #    rec-g1's (--snapshot-id N with its filter);
 #  - the trigger fired again at once is refused by the group's rate limit
-#    (the collector says so, no new snapshot) and rec-g1 arms itself again;
+#    (the collector says so, /metrics counts it, no new snapshot) and
+#    rec-g1 arms itself again;
 #  - the FROZE's time (the collector logs it) is the trigger event's: the
 #    stored hit of rec-g1 at or before it, no record of its CPU between;
 #  - the trigger program (started after the agents connected) is named in
@@ -71,8 +73,10 @@ sock="$tmp/run/query.sock"
 # start_collector [ARGS]: the collector (again: ARGS --listen "$listen", the agents' port)
 start_collector() {
 	tc_start_collector "${tc_db[@]}" --query "ipc://$sock" --query-tls 127.0.0.1:0 \
-		--snapshot "cert:alice rec-1,rec-2" --freeze-interval 600 "$@"
+		--snapshot "cert:alice rec-1,rec-2" --freeze-interval 600 \
+		--freeze-group "g rec-g*" --metrics 127.0.0.1:0 "$@"
 	qtls=$(sed -n 's/^query_tls=//p' "$tmp/ready")
+	murl=$(sed -n 's/^metrics=//p' "$tmp/ready")
 }
 start_collector
 tq_root() { "$tq" -s "ipc://$sock" -t 120000 --sync "$@"; }
@@ -345,6 +349,9 @@ check "... and rec-g1 armed itself again" \
 snaps_json 0
 n=$(grep -c '"reason":"trigger sched_switch on rec-g1"' "$tmp/snaps.json")
 check "... no second trigger snapshot ($n rows)" '[ "$n" = 3 ]'
+rl=$(curl -sS "$murl/metrics" |
+	sed -n 's/^tracecollect_trigger_freezes_refused_total{reason="rate_limit"} \([0-9]*\)$/\1/p')
+check "... and counted in /metrics (rate_limit ${rl:-none})" '[ "${rl:-0}" -ge 1 ]'
 for n in 1 2 3; do
 	v=g$n
 	kill -INT "${!v}"; wait "${!v}"; rc=$?

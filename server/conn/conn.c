@@ -385,6 +385,26 @@ static void conn_refuse_host(struct conn *c, const char *host)
 	conn_refuse_identity(c, text);
 }
 
+/*
+ * A recorder's --group claim, as the collector takes it: only where its
+ * freeze-group lines put the host in that group (freeze.h). Logged once a
+ * connection; a trigger re-checks it against the lines then in force.
+ */
+static void conn_group_said(struct conn *c)
+{
+	char h[LOG_ESC_LEN], g[LOG_ESC_LEN];
+
+	if (!c->recorder || !c->group)
+		return;
+	log_escape(c->host, h, sizeof(h));
+	log_escape(c->group, g, sizeof(g));
+	if (hostmap_allows(c->col->freeze_groups, c->group, c->host))
+		log_info("host %s: freeze group %s, as a freeze-group line puts it", h, g);
+	else
+		log_warn("host %s: its claim of freeze group %s ignored: no freeze-group line of "
+			 "the collector puts it there", h, g);
+}
+
 /* A query client's certificate (OU=query) on the agent port. */
 static void conn_refuse_role(struct conn *c)
 {
@@ -492,6 +512,7 @@ static int on_hello(struct conn *c, struct proto_msg *m, const uint8_t *raw, siz
 		 log_escape(c->subject, esc[3], sizeof(esc[3])),
 		 log_escape(h->kernel, esc[1], sizeof(esc[1])), h->ncpus,
 		 log_escape(h->trace_clock, esc[2], sizeof(esc[2])));
+	conn_group_said(c);
 	c->state = CONN_STREAM;
 	conn_authenticated(c);
 	c->last_frame = util_now_ms();
@@ -788,7 +809,7 @@ static int conn_on_msg(struct conn *c, const uint8_t *payload, size_t len)
 			freezer_ended(c->col->fz, id);
 		break;
 	}
-	case MSG_FROZE:		/* its trigger fired: freeze its group */
+	case MSG_FROZE:		/* its trigger fired: freeze its groups */
 		ret = c->recorder ? 0 : TC_ERR_PROTO_STATE;
 		if (ret == 0)
 			freezer_froze(c->col->fz, c, c->host, c->group, &m.froze);

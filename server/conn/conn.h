@@ -79,6 +79,7 @@ struct collector {
 	struct event_base *base;
 	SSL_CTX *tls;			/* for new connections; replaced on SIGHUP */
 	const struct hostmap *hostmap;	/* certificates that may name other hosts */
+	const struct hostmap *freeze_groups;	/* freeze-group lines: who a trigger freezes */
 	struct evconnlistener *listener;
 	struct store_writer *store;	/* the one writer: used by the ingest worker only */
 	struct ingest *ing;		/* the ingest worker and its queue */

@@ -26,7 +26,7 @@
 #include "server/conn/freeze.h"
 #include "server/loopcall.h"
 
-#define FREEZE_GROUPS	256	/* groups whose last trigger freeze is remembered */
+#define FREEZE_GROUPS	256	/* groups (and lone hosts) whose last trigger freeze is remembered */
 
 struct fz_call {
 	const struct freeze_ask *a;
@@ -34,9 +34,10 @@ struct fz_call {
 	struct loopcall lc;		/* .arg: this call */
 };
 
-/* A group's last trigger freeze (the rate limit). */
+/* A group's (or a host's in no group) last trigger freeze (the rate limit). */
 struct fz_group {
-	char name[PROTO_MAX_GROUP + 1];
+	bool host;			/* @name is a host in no group */
+	char name[PROTO_MAX_HOST > PROTO_MAX_GROUP ? PROTO_MAX_HOST + 1 : PROTO_MAX_GROUP + 1];
 	int64_t last_ms;		/* util_now_ms() of its last freeze; 0: none */
 	int64_t said_ms;		/* a refusal was last logged then */
 };
@@ -55,7 +56,7 @@ struct freezer {
 	uint64_t next_id;		/* loop only */
 	struct fz_group groups[FREEZE_GROUPS];	/* loop only */
 	unsigned ngroups, group_next;
-	uint64_t refused;
+	uint64_t refused[FREEZE_REFUSALS];	/* loop writes, any thread reads: relaxed */
 	int64_t group_ms;		/* the rate limit's period */
 	struct event_base *base;
 	struct fz_pending pending[FREEZE_PENDING];	/* loop only */
@@ -73,8 +74,11 @@ static int64_t fz_realtime_ns(void)
 
 /* A pass over the recorders: count what an ask selects, or freeze them. */
 struct fz_pass {
-	const struct freeze_ask *a;	/* by hand; NULL: by group */
-	const char *group;
+	const struct freeze_ask *a;	/* by hand; NULL: by a trigger ... */
+	const struct conn *self;	/* ... of this recorder's host, which ... */
+	const struct hostmap *map;	/* ... freezes the hosts these freeze-group lines ... */
+	const char *const *groups;	/* ... put in these groups */
+	size_t ngroups;
 	const struct proto_freeze *f;	/* NULL: count only */
 	unsigned selected;
 	unsigned outside;		/* matched the glob, not the right */
@@ -91,10 +95,20 @@ static bool fz_allowed(const struct freeze_ask *a, const char *host)
 	return false;
 }
 
+/* Whether @host is in one of @p's groups (as the collector's freeze-group lines say). */
+static bool fz_in_groups(const struct fz_pass *p, const char *host)
+{
+	for (size_t i = 0; i < p->ngroups; i++)
+		if (hostmap_allows(p->map, p->groups[i], host))
+			return true;
+	return false;
+}
+
 static int fz_visit(void *ctx, struct conn *c, const char *host, const char *group)
 {
 	struct fz_pass *p = ctx;
 
+	(void)group;	/* the agent's claim: never who is frozen */
 	if (p->a) {
 		if (p->a->host_glob && fnmatch(p->a->host_glob, host, 0) != 0)
 			return 0;
@@ -103,7 +117,7 @@ static int fz_visit(void *ctx, struct conn *c, const char *host, const char *gro
 				snprintf(p->first_outside, sizeof(p->first_outside), "%s", host);
 			return 0;
 		}
-	} else if (!group || strcmp(group, p->group)) {
+	} else if (c != p->self && !fz_in_groups(p, host)) {
 		return 0;
 	}
 	p->selected++;
@@ -228,27 +242,35 @@ static int fz_run(struct freezer *fz, const struct freeze_ask *a, struct freeze_
 
 /* ---- freezes by a trigger ---- */
 
-/* Group @name's rate-limit slot (a new one replaces the oldest kept). */
-static struct fz_group *fz_group(struct freezer *fz, const char *name)
+static void fz_count(struct freezer *fz, enum freeze_refusal why)
+{
+	__atomic_add_fetch(&fz->refused[why], 1, __ATOMIC_RELAXED);
+}
+
+/* Group (or lone host, @host) @name's rate-limit slot (a new one replaces the oldest kept). */
+static struct fz_group *fz_group(struct freezer *fz, const char *name, bool host)
 {
 	struct fz_group *g;
 
 	for (unsigned i = 0; i < fz->ngroups; i++)
-		if (!strcmp(fz->groups[i].name, name))
+		if (fz->groups[i].host == host && !strcmp(fz->groups[i].name, name))
 			return &fz->groups[i];
 	if (fz->ngroups < FREEZE_GROUPS)
 		g = &fz->groups[fz->ngroups++];
 	else
 		g = &fz->groups[fz->group_next++ % FREEZE_GROUPS];
-	*g = (struct fz_group){ 0 };
+	*g = (struct fz_group){ .host = host };
 	snprintf(g->name, sizeof(g->name), "%s", name);
 	return g;
 }
 
-/* Whether group @group may freeze now (else counted refused, logged once a period). */
+/*
+ * Whether group @group (NULL: @host, in no group, alone) may freeze now;
+ * else counted refused, logged once a period.
+ */
 static bool fz_group_may(struct freezer *fz, const char *host, const char *group)
 {
-	struct fz_group *g = fz_group(fz, group);
+	struct fz_group *g = fz_group(fz, group ? group : host, !group);
 	int64_t now = util_now_ms();
 	char e[2][LOG_ESC_LEN];
 
@@ -256,25 +278,97 @@ static bool fz_group_may(struct freezer *fz, const char *host, const char *group
 		g->last_ms = now;
 		return true;
 	}
-	fz->refused++;
+	fz_count(fz, FREEZE_RATE_LIMIT);
 	if (!g->said_ms || now - g->said_ms >= fz->group_ms) {
-		log_warn("host %s: a trigger freeze of group %s refused: the group froze less "
-			 "than %lld s ago (%llu refused so far)", log_escape(host, e[0], sizeof(e[0])),
-			 log_escape(group, e[1], sizeof(e[1])), (long long)(fz->group_ms / 1000),
-			 (unsigned long long)fz->refused);
+		log_escape(host, e[0], sizeof(e[0]));
+		if (group)
+			log_warn("host %s: a trigger freeze of group %s refused: the group froze "
+				 "less than %lld s ago (%llu refused so far)", e[0],
+				 log_escape(group, e[1], sizeof(e[1])), (long long)(fz->group_ms / 1000),
+				 (unsigned long long)freezer_refused(fz, FREEZE_RATE_LIMIT));
+		else
+			log_warn("host %s: a trigger freeze of itself (in no freeze group) refused: "
+				 "it froze less than %lld s ago (%llu refused so far)", e[0],
+				 (long long)(fz->group_ms / 1000),
+				 (unsigned long long)freezer_refused(fz, FREEZE_RATE_LIMIT));
 		g->said_ms = now;
 	}
 	return false;
 }
 
-void freezer_froze(struct freezer *fz, struct conn *c, const char *host, const char *group,
+/*
+ * The groups a trigger of @host reaches, into @out: its @claim (--group)
+ * when a freeze-group line puts @host in it, else every group the lines
+ * put @host in (the first FREEZE_HOST_GROUPS). *@ignored: @claim was
+ * given and is not one of them. Return: how many.
+ */
+static size_t fz_reach(struct freezer *fz, const char *host, const char *claim,
+		       const char **out, bool *ignored)
+{
+	const struct hostmap *map = fz->col->freeze_groups;
+
+	*ignored = false;
+	if (claim && hostmap_allows(map, claim, host)) {
+		out[0] = claim;
+		return 1;
+	}
+	*ignored = claim != NULL;
+	return hostmap_names(map, host, out, FREEZE_HOST_GROUPS);
+}
+
+/* Keep those of @groups (@n) that may freeze now. Return: how many are left. */
+static size_t fz_may(struct freezer *fz, const char *host, const char **groups, size_t n)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (fz_group_may(fz, host, groups[i]))
+			groups[kept++] = groups[i];
+	return kept;
+}
+
+/* "g1,g2" (escaped, cut short to @len) for the log. */
+static const char *fz_names(const char *const *groups, size_t n, char *buf, size_t len)
+{
+	char e[LOG_ESC_LEN];
+	size_t at = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < n && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%s", i ? "," : "",
+				       log_escape(groups[i], e, sizeof(e)));
+	return buf;
+}
+
+/* Say that @host's --group @claim was ignored for snapshot @id (counted). */
+static void fz_claim_ignored(struct freezer *fz, uint64_t id, const char *host, const char *claim,
+			     size_t ngroups)
+{
+	char e[2][LOG_ESC_LEN];
+
+	fz_count(fz, FREEZE_GROUP_CLAIM);
+	log_warn("snapshot %llu: host %s's claim of freeze group %s ignored: no freeze-group "
+		 "line of the collector puts it there; %s", (unsigned long long)id,
+		 log_escape(host, e[0], sizeof(e[0])), log_escape(claim, e[1], sizeof(e[1])),
+		 ngroups ? "its trigger freezes the groups the lines put it in" :
+		 "its trigger freezes only itself");
+}
+
+void freezer_froze(struct freezer *fz, struct conn *c, const char *host, const char *claim,
 		   const struct proto_froze *fr)
 {
-	char reason[PROTO_MAX_REASON], who[PROTO_MAX_REASON], e[3][LOG_ESC_LEN];
+	char reason[PROTO_MAX_REASON], who[PROTO_MAX_REASON], e[2][LOG_ESC_LEN], names[1024];
+	const char *groups[FREEZE_HOST_GROUPS];
 	struct proto_freeze f;
 	struct fz_pass p;
+	size_t n, reached;
+	bool ignored;
 
-	if (!fz || (group && !fz_group_may(fz, host, group)))
+	if (!fz)
+		return;
+	reached = fz_reach(fz, host, claim, groups, &ignored);
+	n = reached ? fz_may(fz, host, groups, reached) : fz_group_may(fz, host, NULL);
+	if (!n)
 		return;
 	snprintf(reason, sizeof(reason), "trigger %.300s on %.300s", fr->event, host);
 	snprintf(who, sizeof(who), "host %.300s", host);
@@ -283,16 +377,19 @@ void freezer_froze(struct freezer *fz, struct conn *c, const char *host, const c
 	log_info("snapshot %llu: %s froze (trigger %s at trace_ns %llu, its trace clock)",
 		 (unsigned long long)f.id, log_escape(host, e[0], sizeof(e[0])),
 		 log_escape(fr->event, e[1], sizeof(e[1])), (unsigned long long)fr->trace_ns);
-	if (!group) {	/* no group: only itself */
+	if (ignored)
+		fz_claim_ignored(fz, f.id, host, claim, reached);
+	if (!reached) {	/* in no group: only itself */
 		if (conn_freeze(c, &f) == 0)
 			fz_pending_add(fz, f.id, 1);
 		return;
 	}
-	p = (struct fz_pass){ .group = group, .f = &f };
+	p = (struct fz_pass){ .self = c, .map = fz->col->freeze_groups, .groups = groups,
+			      .ngroups = n, .f = &f };
 	conn_recorders(fz->col, fz_visit, &p);
 	fz_pending_add(fz, f.id, p.selected);
-	log_info("snapshot %llu: %u recorders of group %s told to freeze",
-		 (unsigned long long)f.id, p.selected, log_escape(group, e[2], sizeof(e[2])));
+	log_info("snapshot %llu: %u recorders of freeze group %s told to freeze",
+		 (unsigned long long)f.id, p.selected, fz_names(groups, n, names, sizeof(names)));
 }
 
 void freezer_first_id(struct freezer *fz, uint64_t id)
@@ -301,9 +398,19 @@ void freezer_first_id(struct freezer *fz, uint64_t id)
 		fz->next_id = id;
 }
 
-uint64_t freezer_refused(const struct freezer *fz)
+const char *freezer_refusal_name(unsigned why)
 {
-	return fz ? fz->refused : 0;
+	static const char *const names[FREEZE_REFUSALS] = {
+		[FREEZE_RATE_LIMIT] = "rate_limit", [FREEZE_GROUP_CLAIM] = "group_claim",
+	};
+
+	return why < FREEZE_REFUSALS ? names[why] : NULL;
+}
+
+uint64_t freezer_refused(const struct freezer *fz, enum freeze_refusal why)
+{
+	return fz && why < FREEZE_REFUSALS ? __atomic_load_n(&fz->refused[why], __ATOMIC_RELAXED)
+					    : 0;
 }
 
 /* ---- the queue ---- */

@@ -7,10 +7,21 @@
  * thread but the loop: the request is queued, an eventfd wakes the loop,
  * which runs it and wakes the caller), and an agent's MSG_FROZE
  * (freezer_froze(), on the loop), which freezes every recorder of its
- * group (the agent itself too: its buffer is frozen already), at most once
- * per freezer_interval() per group: a hostile agent that sends MSG_FROZE in
- * a loop freezes its group once per period, and the rest are counted
- * (freezer_refused()) and logged at most once per period.
+ * host's freeze groups (the agent itself too: its buffer is frozen
+ * already), at most once per freezer_interval() per group: a hostile agent
+ * that sends MSG_FROZE in a loop freezes its groups once per period, and
+ * the rest are counted (freezer_refused()) and logged at most once per
+ * period.
+ *
+ * Who is in a group is the collector's word, never the agent's: the
+ * `freeze-group = NAME GLOB[,GLOB...]` lines (struct collector's
+ * freeze_groups, hostmap.h) put the hosts whose names (bound to their
+ * certificates at HELLO) match a GLOB in group NAME. An agent's --group
+ * (HELLO "group") only narrows its own trigger to that one of its host's
+ * groups; a claim of a group the lines do not put its host in is ignored,
+ * counted and logged. A host in no group freezes only itself, at most once
+ * per period too.
+ *
  * Each host told to freeze gets conn_freeze() (journaled, then sent), and
  * keeps tracing off until the snapshot is whole (freezer_ended()): then no
  * host's next events fall inside another's window of it.
@@ -35,6 +46,14 @@ struct proto_froze;
 #define FREEZE_THAW_MS		5000	/* a snapshot not ended by then is thawed */
 #define FREEZE_PENDING		64	/* snapshots waiting to be whole, at most */
 #define FREEZE_WHY_MAX		512
+#define FREEZE_HOST_GROUPS	32	/* a trigger reaches at most this many of its host's groups */
+
+/* Why a trigger freeze was refused, or reached less than the agent asked (/metrics). */
+enum freeze_refusal {
+	FREEZE_RATE_LIMIT,		/* its group (or lone host) froze < freezer_interval() ago */
+	FREEZE_GROUP_CLAIM,		/* its --group claim ignored: not the collector's word */
+	FREEZE_REFUSALS
+};
 
 /* A snapshot asked for by hand (traceq --snapshot). */
 struct freeze_ask {
@@ -69,12 +88,16 @@ int freezer_new(struct collector *col, struct event_base *base, struct freezer *
 int freezer_ask(struct freezer *fz, const struct freeze_ask *a, struct freeze_answer *out);
 
 /*
- * freezer_froze - @c's agent (host @host, group @group, NULL: none)
- * says its trigger froze it (@f): freeze every recorder of its group as
- * "trigger EVENT on HOST", unless its group froze less than
- * freezer_interval() ago (then counted refused). Event loop.
+ * freezer_froze - @c's agent (host @host, its --group claim @claim, NULL:
+ * none) says its trigger froze it (@f): freeze as "trigger EVENT on HOST"
+ * @c and every recorder of the groups it reaches: @claim when a
+ * freeze-group line puts @host in it, else every group the lines put
+ * @host in (the first FREEZE_HOST_GROUPS; an ignored claim is counted and
+ * logged); none: @c alone. Groups (or the lone host) that froze less than
+ * freezer_interval() ago are left out, counted refused; with none left,
+ * nothing is frozen. Event loop.
  */
-void freezer_froze(struct freezer *fz, struct conn *c, const char *host, const char *group,
+void freezer_froze(struct freezer *fz, struct conn *c, const char *host, const char *claim,
 		   const struct proto_froze *f);
 
 /*
@@ -98,8 +121,14 @@ void freezer_first_id(struct freezer *fz, uint64_t id);
  */
 void freezer_interval(struct freezer *fz, unsigned seconds);
 
-/* freezer_refused - trigger freezes refused by the rate limit so far. */
-uint64_t freezer_refused(const struct freezer *fz);
+/*
+ * freezer_refused - trigger freezes refused (FREEZE_RATE_LIMIT: per group
+ * left out) or narrowed (FREEZE_GROUP_CLAIM) for @why so far. Any thread.
+ */
+uint64_t freezer_refused(const struct freezer *fz, enum freeze_refusal why);
+
+/* freezer_refusal_name - @why as a word ("rate_limit"); NULL past the last. */
+const char *freezer_refusal_name(unsigned why);
 
 /* freezer_stop - fail every waiting and later ask (at shutdown). */
 void freezer_stop(struct freezer *fz);

@@ -1,8 +1,10 @@
 /*
- * hostmap.c - certificate CN -> host-name globs (see hostmap.h).
+ * hostmap.c - names (certificate CNs, freeze groups) -> host-name globs
+ * (see hostmap.h).
  *
- * A short list scanned at each HELLO: a collector has a few gateways, not
- * thousands, and a HELLO comes once per connection.
+ * A short list scanned at each HELLO and trigger freeze: a collector has a
+ * few gateways and groups, not thousands, and a HELLO comes once per
+ * connection, a trigger freeze at most once per 10 s per group.
  */
 #include "config.h"
 
@@ -20,7 +22,7 @@
 #define HOSTMAP_MAX_GLOBS	64	/* in one entry */
 
 struct hostmap_entry {
-	char *cn;
+	char *cn;			/* the name: a CN, a group */
 	char **globs;
 	size_t nglobs;
 };
@@ -37,23 +39,25 @@ static void entry_free(struct hostmap_entry *e)
 }
 
 /* Split "g1,g2" into @e's globs. Return: 0, TC_ERR_CONFIG, -ENOMEM. */
-static int parse_globs(const char *list, struct hostmap_entry *e, char *err, size_t errlen)
+static int parse_globs(const char *key, const char *list, struct hostmap_entry *e, char *err,
+		       size_t errlen)
 {
 	int ret = config_parse_items(list, HOSTMAP_MAX_GLOBS, &e->globs, &e->nglobs);
 
 	if (ret == TC_ERR_CONFIG)
-		tc_seterr(err, errlen, "host-map: empty glob in '%s'", list);
+		tc_seterr(err, errlen, "%s: empty glob in '%s'", key, list);
 	if (ret != TC_ERR_TOO_LONG)
 		return ret;
-	tc_seterr(err, errlen, "host-map: more than %d globs in one entry", HOSTMAP_MAX_GLOBS);
+	tc_seterr(err, errlen, "%s: more than %d globs in one entry", key, HOSTMAP_MAX_GLOBS);
 	return TC_ERR_CONFIG;
 }
 
 /*
- * Split @spec into @e's CN (before the last run of blanks, trailing blanks
- * dropped) and globs. Return: 0, TC_ERR_CONFIG, -ENOMEM.
+ * Split @spec into @e's name (before the last run of blanks, trailing
+ * blanks dropped) and globs. Return: 0, TC_ERR_CONFIG, -ENOMEM.
  */
-static int parse_entry(const char *spec, struct hostmap_entry *e, char *err, size_t errlen)
+static int parse_entry(const char *key, const char *spec, struct hostmap_entry *e, char *err,
+		       size_t errlen)
 {
 	const char *end = spec + strlen(spec), *blank, *cn_end;
 	char *globs;
@@ -66,20 +70,22 @@ static int parse_entry(const char *spec, struct hostmap_entry *e, char *err, siz
 	for (cn_end = blank; cn_end > spec && util_is_space(cn_end[-1]); cn_end--)
 		;
 	if (cn_end == spec || blank == end) {
-		tc_seterr(err, errlen, "host-map: expected 'CN GLOB[,GLOB...]', got '%s'", spec);
+		tc_seterr(err, errlen, "%s: expected '%s GLOB[,GLOB...]', got '%s'", key,
+			  strcmp(key, "host-map") ? "NAME" : "CN", spec);
 		return TC_ERR_CONFIG;
 	}
 	e->cn = strndup(spec, (size_t)(cn_end - spec));
 	globs = strndup(blank, (size_t)(end - blank));
-	ret = e->cn && globs ? parse_globs(globs, e, err, errlen) : -ENOMEM;
+	ret = e->cn && globs ? parse_globs(key, globs, e, err, errlen) : -ENOMEM;
 	free(globs);
 	return ret;
 }
 
-int hostmap_add(struct hostmap **map, const char *spec, char *err, size_t errlen)
+int hostmap_add(struct hostmap **map, const char *key, const char *spec, char *err,
+		size_t errlen)
 {
 	struct hostmap_entry e = { 0 }, *v = NULL;
-	int ret = parse_entry(spec, &e, err, errlen);
+	int ret = parse_entry(key, spec, &e, err, errlen);
 
 	if (ret == 0 && !*map && !(*map = calloc(1, sizeof(**map))))
 		ret = -ENOMEM;
@@ -94,16 +100,35 @@ int hostmap_add(struct hostmap **map, const char *spec, char *err, size_t errlen
 	return 0;
 }
 
-bool hostmap_allows(const struct hostmap *map, const char *cn, const char *host)
+static bool entry_matches(const struct hostmap_entry *e, const char *host)
 {
-	for (size_t i = 0; map && i < map->n; i++) {
-		if (strcmp(map->v[i].cn, cn))
-			continue;
-		for (size_t j = 0; j < map->v[i].nglobs; j++)
-			if (!fnmatch(map->v[i].globs[j], host, 0))
-				return true;
-	}
+	for (size_t j = 0; j < e->nglobs; j++)
+		if (!fnmatch(e->globs[j], host, 0))
+			return true;
 	return false;
+}
+
+bool hostmap_allows(const struct hostmap *map, const char *name, const char *host)
+{
+	for (size_t i = 0; map && i < map->n; i++)
+		if (!strcmp(map->v[i].cn, name) && entry_matches(&map->v[i], host))
+			return true;
+	return false;
+}
+
+size_t hostmap_names(const struct hostmap *map, const char *host, const char **out, size_t max)
+{
+	size_t n = 0, k;
+
+	for (size_t i = 0; map && i < map->n && n < max; i++) {
+		if (!entry_matches(&map->v[i], host))
+			continue;
+		for (k = 0; k < n && strcmp(out[k], map->v[i].cn); k++)
+			;
+		if (k == n)
+			out[n++] = map->v[i].cn;
+	}
+	return n;
 }
 
 size_t hostmap_count(const struct hostmap *map)

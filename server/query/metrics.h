@@ -54,6 +54,11 @@ struct metrics_sources {
 	void (*backlog)(void *arg, uint64_t *unstored, uint64_t *journal_bytes);
 	/* whether an agent of @host_id is connected now */
 	bool (*connected)(void *arg, uint64_t host_id);
+	/*
+	 * trigger freezes refused or narrowed so far: reason @i's name (a
+	 * label value; NULL: past the last reason) and count; NULL: none kept
+	 */
+	const char *(*freezes_refused)(void *arg, unsigned i, uint64_t *count);
 	void *arg;
 };
 

@@ -340,6 +340,23 @@ static void histogram(FILE *f, const char *name, const char *help, const struct 
 		name, cum, name, (double)s.sum_us / 1e6, name, cum);
 }
 
+static void freezes_refused(FILE *f, const struct metrics_sources *src)
+{
+	const char *why;
+	uint64_t n;
+
+	if (!src->freezes_refused)
+		return;
+	family(f, "tracecollect_trigger_freezes_refused_total", "counter",
+	       "Flight-recorder trigger freezes (traceagent --freeze-on) refused or narrowed, by "
+	       "reason: rate_limit, a group (or a host in none) left out because it froze "
+	       "within --freeze-interval; group_claim, the agent's --group claim ignored (no "
+	       "freeze-group line puts its host in that group).");
+	for (unsigned i = 0; (why = src->freezes_refused(src->arg, i, &n)); i++)
+		fprintf(f, "tracecollect_trigger_freezes_refused_total{reason=\"%s\"} %" PRIu64 "\n",
+			why, n);
+}
+
 static void collector_series(FILE *f, struct store_reader *st, const struct metrics_sources *src)
 {
 	uint64_t unstored = 0, jbytes = 0, size = 0;
@@ -360,6 +377,7 @@ static void collector_series(FILE *f, struct store_reader *st, const struct metr
 	family(f, "tracecollect_queries_in_flight", "gauge",
 	       "Query requests taken and not yet answered.");
 	fprintf(f, "tracecollect_queries_in_flight %u\n", src->qd ? queryd_in_flight(src->qd) : 0);
+	freezes_refused(f, src);
 	histogram(f, "tracecollect_commit_duration_seconds",
 		  "Time of each commit of the ingest worker (flush, retention, commit).",
 		  src->commit);
