@@ -15,6 +15,10 @@
 # numbers above every id reserved), while B goes on committing. Asserts: both collectors committed (their ids interleave);
 # each follower printed exactly the rows a plain query of the same
 # selection returns at the end (as many, no line twice, the same lines).
+# The page's live stream does the same on B (traceq --serve, /api/live),
+# each event's id the follower's position, every collector's cursor in it:
+# a stream resumed from a mid-stream id (Last-Event-ID) sends exactly the
+# rows the first stream sent after that id.
 # Skips, saying why, without clickhouse-server or a writable tracefs.
 set -u
 
@@ -23,7 +27,7 @@ set -u
 tc_need_clickhouse
 tc_need_tracefs
 tc_lock
-tc_setup fleet_follow workload a1 a2 a3 a4 a5 fa fb pid_A pid_B clickhouse_pid
+tc_setup fleet_follow workload a1 a2 a3 a4 a5 fa fb pid_A pid_B clickhouse_pid serve_pid live_pid
 
 tc_start_clickhouse
 tc_ch_db_args
@@ -45,6 +49,21 @@ collector B 2
 t0=$(date +%s%N)
 follow fa A
 follow fb B
+# the page on B, and its live stream of sched_switch
+"$top_builddir/traceq/traceq" --server "ipc://$tmp/q-B.sock" --serve 127.0.0.1:0 \
+	> "$tmp/url" 2> "$tmp/serve.err" &
+serve_pid=$!
+for _ in $(seq 100); do [ -s "$tmp/url" ] && break; sleep 0.1; done
+url=$(head -1 "$tmp/url")
+live() {	# OUT [CURL ARGS...]: /api/live?q=sched_switch into OUT
+	local out=$1
+	shift
+	curl -sS -N -G "$@" "${url%%/\?*}/api/live" --data-urlencode "token=${url##*token=}" \
+		--data-urlencode q=sched_switch > "$out" 2>> "$tmp/curl.err"
+}
+live "$tmp/live.sse" --max-time 600 &
+live_pid=$!
+for _ in $(seq 300); do grep -q '"following"\|"waiting"' "$tmp/live.sse" && break; sleep 0.1; done
 ( while :; do sleep 0.002; done ) &
 workload=$!
 fleet_agent 1 "$listen_A,$listen_B" 10
@@ -80,6 +99,9 @@ for _ in $(seq 300); do
 	[ "$(lines "$tmp/fa")" -ge "$want" ] && [ "$(lines "$tmp/fb")" -ge "$want" ] && break
 	sleep 0.2
 done
+# live_data FILE: the rows of FILE's "rows" events, comm left out
+live_data() { sed -n 's/^data: //p' "$1" | grep '"event"' | sed -E 's/"_?comm":[^,]*,//'; }
+for _ in $(seq 300); do [ "$(live_data "$tmp/live.sse" | wc -l)" -ge "$want" ] && break; sleep 0.2; done
 sleep 1	# a row repeated would show up as more lines
 for f in fa fb; do
 	kill -TERM "${!f}"; wait "${!f}"; rc=$?
@@ -98,5 +120,32 @@ for f in fa fb; do
 		'cmp -s "$tmp/$f.sorted" "$tmp/plain.sorted" ||
 		 { diff "$tmp/$f.sorted" "$tmp/plain.sorted" | head -5; false; }'
 done
-[ "$failed" = 0 ] || { tail -20 "$tmp/fa.err" "$tmp/fb.err"; tail -30 "$tmp/collector.log"; }
+
+# the page's live stream: every row once, then a resume from mid-stream
+kill "$live_pid"; wait "$live_pid" 2>/dev/null; live_pid=
+live_data "$tmp/live.sse" | sort > "$tmp/live.sorted"
+n=$(lines "$tmp/live.sorted")
+check "/api/live on B sent every stored row once ($n lines, $(sort -u "$tmp/live.sorted" | wc -l) distinct, the plain query $want)" \
+	'[ "$n" = "$want" ] && [ "$(sort -u "$tmp/live.sorted" | wc -l)" = "$n" ] &&
+	 cmp -s "$tmp/live.sorted" "$tmp/plain.sorted"'
+ids=$(grep -c '^id: ' "$tmp/live.sse")
+mid=$(sed -n 's/^id: //p' "$tmp/live.sse" | sed -n "$(( (ids + 1) / 2 ))p")
+check "its ids carry a cursor per collector ($mid)" '[[ "$mid" =~ ^[0-9]+:[0-9]+(,[0-9]+)+$ ]]'
+awk -v id="$mid" '$0 == "id: " id { on = 1; next } on == 1 && $0 == "" { on = 2; next }
+	on == 2 && /^data: / { print substr($0, 7) }' "$tmp/live.sse" | grep '"event"' |
+	sed -E 's/"_?comm":[^,]*,//' | sort > "$tmp/live.rest"
+live "$tmp/live2.sse" --max-time 600 -H "Last-Event-ID: $mid" &
+live_pid=$!
+for _ in $(seq 300); do
+	[ "$(live_data "$tmp/live2.sse" | wc -l)" -ge "$(lines "$tmp/live.rest")" ] && break
+	sleep 0.2
+done
+sleep 1
+kill "$live_pid"; wait "$live_pid" 2>/dev/null; live_pid=
+live_data "$tmp/live2.sse" | sort > "$tmp/live2.sorted"
+check "Last-Event-ID $mid resumes with exactly the rows sent after it ($(lines "$tmp/live2.sorted") of $(lines "$tmp/live.rest"))" \
+	'[ -s "$tmp/live.rest" ] && cmp -s "$tmp/live.rest" "$tmp/live2.sorted"'
+kill -TERM "$serve_pid"; wait "$serve_pid"; rc=$?; serve_pid=
+check "traceq --serve exits 0 on SIGTERM" '[ "$rc" = 0 ] || { cat "$tmp/serve.err"; false; }'
+[ "$failed" = 0 ] || { tail -20 "$tmp/fa.err" "$tmp/fb.err" "$tmp/serve.err"; tail -30 "$tmp/collector.log"; }
 exit "$failed"

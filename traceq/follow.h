@@ -40,6 +40,23 @@ void tq_follow_init(struct tq_follow *f, const struct traceq_opts *o, uint64_t c
 int tq_follow_page(struct client *c, struct tq_follow *f, uint32_t limit, uint64_t sent,
 		   struct qmsg_reply *rep);
 
+/* The longest tq_follow_id() text, its NUL included: 21 bytes a number. */
+#define TQ_FOLLOW_ID_MAX	(21 * (QMSG_MAX_CURSORS + 1) + 1)
+
+/*
+ * tq_follow_id - @f's position as text into @buf[@len]: "CURSOR", or
+ * "CURSOR:C0,C1,..." with the cursors of QOP_TAIL_WRITERS once it has
+ * them (follow_id.c). Return: its length (cut at @len - 1).
+ */
+size_t tq_follow_id(const struct tq_follow *f, char *buf, size_t len);
+
+/*
+ * tq_follow_resume - go on from @id, a tq_follow_id() text (a browser's
+ * Last-Event-ID). Return: 0; -EINVAL when @id is not one (at most
+ * QMSG_MAX_CURSORS cursors, decimal digits only): @f is left as it was.
+ */
+int tq_follow_resume(struct tq_follow *f, const char *id);
+
 /* tq_follow_first_ts - the earliest wall-clock time of @rep's rows (INT64_MAX: none). */
 int64_t tq_follow_first_ts(const struct qmsg_reply *rep);
 

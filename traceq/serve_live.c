@@ -195,7 +195,7 @@ static int stream_rows(struct live_stream *st, const struct qmsg_reply *rep)
 {
 	struct serve_capture cap;
 	struct evbuffer *b;
-	char *text = NULL, *err = NULL, head[64];
+	char *text = NULL, *err = NULL, head[TQ_FOLLOW_ID_MAX + 32], id[TQ_FOLLOW_ID_MAX];
 	size_t tlen = 0, elen = 0;
 	int ret;
 
@@ -207,7 +207,8 @@ static int stream_rows(struct live_stream *st, const struct qmsg_reply *rep)
 	serve_capture_end(&cap, &text, &tlen, &err, &elen);
 	b = evbuffer_new();
 	if (ret == 0 && b && text && tlen) {
-		snprintf(head, sizeof(head), "id: %" PRIu64 "\nevent: rows\n", st->f.cursor);
+		tq_follow_id(&st->f, id, sizeof(id));
+		snprintf(head, sizeof(head), "id: %s\nevent: rows\n", id);
 		sse_lines(b, head, text);
 		stream_send(st, b);
 	}
@@ -334,18 +335,16 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 /* ---- opening ---- */
 
-/* The cursor a reconnecting EventSource sends back (Last-Event-ID); 0: none or not ours. */
-static uint64_t last_id(struct evhttp_request *req)
+/*
+ * Go on from where a reconnecting EventSource was (its Last-Event-ID, an
+ * id we sent: tq_follow_id()); without one, or with one not ours, from now.
+ */
+static void resume(struct tq_follow *f, struct evhttp_request *req)
 {
 	const char *v = evhttp_find_header(evhttp_request_get_input_headers(req), "Last-Event-ID");
-	char *end;
-	unsigned long long n;
 
-	if (!v || *v < '0' || *v > '9' || strlen(v) > 20)
-		return 0;
-	errno = 0;
-	n = strtoull(v, &end, 10);
-	return errno || *end ? 0 : (uint64_t)n;
+	if (v && strlen(v) < TQ_FOLLOW_ID_MAX)
+		tq_follow_resume(f, v);
 }
 
 /* A stream for @args' query and selection; the error said on stderr. */
@@ -382,7 +381,8 @@ static struct live_stream *stream_new(struct serve_live *l, struct evhttp_reques
 	if (printer_new(l->c, &st->o, &st->out) < 0 || losses_open(l->c, &st->o.sel, &st->lost) < 0)
 		goto err;
 	printer_losses(st->out, st->lost, false);	/* bounded by losses_from() instead */
-	tq_follow_init(&st->f, &st->o, last_id(req));
+	tq_follow_init(&st->f, &st->o, 0);
+	resume(&st->f, req);
 	return st;
 err:
 	stream_free(st);
