@@ -474,33 +474,47 @@ static int fw_page_records(struct freezewatch *w, size_t len, uint64_t *min_ts,
 	return ret;
 }
 
-/* Read CPU @i's watch pipe empty (at most FW_MAX_READS pages). */
+/*
+ * Read CPU @i's watch pipe empty (at most FW_MAX_READS pages), past a
+ * page the walk refuses (it is consumed all the same): the first such
+ * error is returned, the pages after it still counted.
+ */
 static int fw_drain_cpu(struct freezewatch *w, int i, uint64_t *min_ts, unsigned *hits)
 {
+	int first = 0;
+
 	for (int r = 0; r < FW_MAX_READS; r++) {
 		ssize_t n = read(w->fds[i], w->page, w->layout.page_size);
 		int ret;
 
 		if (n < 0)
-			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+			return errno == EAGAIN || errno == EINTR ? first : -errno;
 		if (n == 0)
-			return 0;
+			break;
 		ret = fw_page_records(w, (size_t)n, min_ts, hits);
-		if (ret < 0)
-			return ret;
+		if (ret < 0 && !first)
+			first = ret;
 	}
-	return 0;
+	return first;
 }
 
-/* Every CPU's watch pipe drained; the hits and the earliest ts. */
+/*
+ * Every CPU's watch pipe drained, whatever one of them said (a CPU left
+ * undrained would keep hits from before a re-arm for the next check);
+ * the hits, the earliest ts and the first error.
+ */
 static int fw_drain(struct freezewatch *w, uint64_t *min_ts, unsigned *hits)
 {
-	int ret = 0;
+	int first = 0;
 
 	*hits = 0;
-	for (int i = 0; i < w->nfds && ret == 0; i++)
-		ret = fw_drain_cpu(w, i, min_ts, hits);
-	return ret;
+	for (int i = 0; i < w->nfds; i++) {
+		int ret = fw_drain_cpu(w, i, min_ts, hits);
+
+		if (ret < 0 && !first)
+			first = ret;
+	}
+	return first;
 }
 
 int freezewatch_check(struct freezewatch *w, uint64_t *trigger_ts)

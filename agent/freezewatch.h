@@ -107,15 +107,16 @@ int freezewatch_tick_ms(const struct freezewatch *w);
  * instance's trace clock) in *@trigger_ts.
  * Return: 1 fired (and *@trigger_ts; a failure to set tracing_on 0 is
  * logged, the trigger having done it); 0 not; -errno or
- * TC_ERR_PAGE_MALFORMED (a page the walk refused, with no hit found: the
- * next check sees the next records).
+ * TC_ERR_PAGE_MALFORMED (a page the walk refused, and no hit found in it
+ * nor in the pages and CPUs read past it).
  */
 int freezewatch_check(struct freezewatch *w, uint64_t *trigger_ts);
 
 /*
  * freezewatch_rearm - after the frozen buffer was taken: drain the watch
- * (hits while frozen are not new freezes), then tracing_on 1 on the main
- * instance. The trigger stays set throughout.
+ * on every CPU, past pages the walk refuses (hits while frozen are not new
+ * freezes), then tracing_on 1 on the main instance. The trigger stays set
+ * throughout.
  * Return: 0; -errno or TC_ERR_TRACEFS.
  */
 int freezewatch_rearm(struct freezewatch *w);

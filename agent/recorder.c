@@ -15,6 +15,22 @@
  * no snapshot held), so a watch that holds records while a snapshot is
  * being taken or waits for its thaw never keeps poll() awake; the thaw
  * drains those (freezewatch_rearm()).
+ *
+ * The states, one at a time (enum rec_state):
+ *
+ *   ARMED     tracing on, the watch polled: a hit is a new trigger
+ *   FIRED     the trigger froze the instance, FROZE sent; the collector's
+ *             FREEZE for it, or RECORDER_FROZE_WAIT_MS, ends it
+ *   SHIPPING  recorder_freeze() to recorder_end(): the buffer is read
+ *   HELD      the snapshot ended, tracing off until the collector's thaw
+ *             or RECORDER_THAW_WAIT_MS
+ *
+ * Only the way back to ARMED (recorder_rearm()) drains the watch and
+ * switches tracing on: whatever hit the watch recorded since the freeze,
+ * in FIRED, SHIPPING or HELD (a trigger program switching out once more,
+ * exiting), froze nothing new and is never a second FROZE. A FREEZE that
+ * waits in FIRED or HELD moves to SHIPPING; from ARMED too, as a freeze
+ * by hand or by another host's trigger.
  */
 #include "config.h"
 
@@ -37,6 +53,8 @@
 #include "common/tc_error.h"
 #include "common/util.h"
 
+enum rec_state { REC_ARMED, REC_FIRED, REC_SHIPPING, REC_HELD };
+
 struct recorder {
 	struct recorder_conf c;
 	struct tracing *t;		/* borrowed */
@@ -47,12 +65,12 @@ struct recorder {
 	uint64_t base_overrun;		/* the kernel's overrun at the last thaw */
 	/* the snapshot being read */
 	uint64_t id, pages, events, first_ns, last_ns;
+	enum rec_state state;
+	int64_t state_ms;		/* util_now_ms() when FIRED or HELD began */
+	bool thawed;			/* SHIPPING: the collector thawed it already */
 	/* the freeze watch */
 	int64_t next_check;		/* util_now_ms() of the next fallback check; 0: none */
-	int64_t froze_ms;		/* frozen by the trigger then, FROZE sent; 0: not */
 	int check_err;			/* the last check's error, logged; 0: none */
-	uint64_t held;			/* the snapshot ended and not thawed; 0: none */
-	int64_t held_ms;		/* util_now_ms() when it ended */
 	uint64_t snapshots;
 	struct proto_snap_end kept[RECORDER_KEEP];	/* the last SNAP_ENDs, a ring */
 	char event[2 * PROTO_MAX_EVENT_NAME + 2];	/* the trigger's event, for FROZE */
@@ -134,9 +152,9 @@ void recorder_free(struct recorder *r)
 }
 
 /*
- * Tracing on again: the snapshot held is whole (or waited long enough).
- * With the freeze watch, its hits while frozen are dropped first: they
- * froze nothing new.
+ * Back to ARMED, tracing on again: the snapshot held is whole (or waited
+ * long enough). With the freeze watch, its hits since the freeze are
+ * dropped first: they froze nothing new.
  */
 static void recorder_rearm(struct recorder *r)
 {
@@ -144,8 +162,17 @@ static void recorder_rearm(struct recorder *r)
 
 	if (ret < 0)
 		log_warn("flight recorder: cannot switch tracing on again: %s", tc_strerror(ret));
-	r->held = 0;
-	r->froze_ms = 0;
+	r->state = REC_ARMED;
+	r->thawed = false;
+}
+
+/* The thaw of snapshot @id: only the one held (or being read) is ours. */
+static void recorder_thaw(struct recorder *r, uint64_t id)
+{
+	if (r->state == REC_HELD && r->id == id)
+		recorder_rearm(r);
+	else if (r->state == REC_SHIPPING && r->id == id)
+		r->thawed = true;	/* the collector waited no longer: at the end */
 }
 
 void recorder_asked(struct recorder *r, const struct proto_freeze *f)
@@ -153,8 +180,7 @@ void recorder_asked(struct recorder *r, const struct proto_freeze *f)
 	uint64_t id = f->id;
 
 	if (f->thaw) {
-		if (r->held == id)
-			recorder_rearm(r);
+		recorder_thaw(r, id);
 		return;
 	}
 	if (r->nasked == RECORDER_ASKED_MAX) {
@@ -178,8 +204,9 @@ int recorder_freeze(struct recorder *r, struct proto_snap_begin *b)
 	r->id = r->asked[0];
 	memmove(r->asked, r->asked + 1, --r->nasked * sizeof(r->asked[0]));
 	r->pages = r->events = r->first_ns = r->last_ns = 0;
-	r->froze_ms = 0;	/* the trigger's freeze is being shipped */
-	r->held = 0;		/* a snapshot held before is superseded */
+	/* the trigger's freeze, or a snapshot held before, is superseded */
+	r->state = REC_SHIPPING;
+	r->thawed = false;
 	*b = (struct proto_snap_begin){ .id = r->id, .frozen_ns = hostinfo_trace_now(NULL) };
 	return ret;
 }
@@ -249,14 +276,16 @@ void recorder_end(struct recorder *r, struct proto_snap_end *e)
 	log_info("flight recorder: snapshot %llu shipped: %llu pages, %llu events, %llu "
 		 "overwritten before it", (unsigned long long)r->id, (unsigned long long)r->pages,
 		 (unsigned long long)r->events, (unsigned long long)e->lost);
-	r->held = r->id;
-	r->held_ms = util_now_ms();
+	r->state = REC_HELD;
+	r->state_ms = util_now_ms();
+	if (r->thawed)
+		recorder_rearm(r);
 }
 
 /* Whether the recorder waits for its trigger: the watch's descriptors matter. */
 static bool recorder_armed(const struct recorder *r)
 {
-	return r->fw && !r->held && !r->froze_ms && !r->nasked;
+	return r->fw && r->state == REC_ARMED && !r->nasked;
 }
 
 int recorder_fds(const struct recorder *r, int *fds, int max)
@@ -264,13 +293,30 @@ int recorder_fds(const struct recorder *r, int *fds, int max)
 	return recorder_armed(r) ? freezewatch_fds(r->fw, fds, max) : 0;
 }
 
-/* A FROZE sent, no FREEZE came for it: the collector is gone or lost it. */
-static void recorder_froze_expired(struct recorder *r, int64_t now_ms)
+/* How long FIRED and HELD wait for the collector; -1: no limit. */
+static int recorder_state_wait_ms(const struct recorder *r)
 {
-	if (!r->froze_ms || r->nasked || now_ms - r->froze_ms < RECORDER_FROZE_WAIT_MS)
+	return r->state == REC_FIRED ? RECORDER_FROZE_WAIT_MS :
+	       r->state == REC_HELD ? RECORDER_THAW_WAIT_MS : -1;
+}
+
+/*
+ * FIRED with no FREEZE (the collector is gone, lost it, or refused the
+ * FROZE), or HELD with no thaw, for too long: armed again. A FREEZE that
+ * waits is taken first (recorder_freeze()).
+ */
+static void recorder_expired(struct recorder *r, int64_t now_ms)
+{
+	int wait = recorder_state_wait_ms(r);
+
+	if (wait < 0 || r->nasked || now_ms - r->state_ms < wait)
 		return;
-	log_warn("flight recorder: frozen by its trigger, but no freeze came within %d ms: "
-		 "armed again", RECORDER_FROZE_WAIT_MS);
+	if (r->state == REC_FIRED)
+		log_warn("flight recorder: frozen by its trigger, but no freeze came within %d ms: "
+			 "armed again", wait);
+	else
+		log_warn("flight recorder: snapshot %llu was not thawed within %d ms: armed again",
+			 (unsigned long long)r->id, wait);
 	recorder_rearm(r);
 }
 
@@ -279,12 +325,7 @@ int recorder_frozen(struct recorder *r, int64_t now_ms, bool woken, struct proto
 	uint64_t ts;
 	int ret;
 
-	if (r->held && !r->nasked && now_ms - r->held_ms >= RECORDER_THAW_WAIT_MS) {
-		log_warn("flight recorder: snapshot %llu was not thawed within %d ms: armed again",
-			 (unsigned long long)r->held, RECORDER_THAW_WAIT_MS);
-		recorder_rearm(r);
-	}
-	recorder_froze_expired(r, now_ms);
+	recorder_expired(r, now_ms);
 	if (!recorder_armed(r))
 		return 0;
 	if (!woken && !(r->next_check && now_ms >= r->next_check))
@@ -297,7 +338,8 @@ int recorder_frozen(struct recorder *r, int64_t now_ms, bool woken, struct proto
 	r->check_err = ret < 0 ? ret : 0;
 	if (ret != 1)
 		return 0;
-	r->froze_ms = now_ms;
+	r->state = REC_FIRED;
+	r->state_ms = now_ms;
 	*f = (struct proto_froze){ .event = r->event, .trace_ns = ts };
 	log_info("flight recorder: its trigger (%s) froze the instance", r->event);
 	return 1;
@@ -305,12 +347,11 @@ int recorder_frozen(struct recorder *r, int64_t now_ms, bool woken, struct proto
 
 int recorder_wait_ms(const struct recorder *r, int64_t now_ms)
 {
-	int64_t t = -1;
+	int wait = recorder_state_wait_ms(r);
+	int64_t t;
 
-	if (r->held)
-		t = r->held_ms + RECORDER_THAW_WAIT_MS - now_ms;
-	else if (r->froze_ms)
-		t = r->froze_ms + RECORDER_FROZE_WAIT_MS - now_ms;
+	if (wait >= 0)
+		t = r->state_ms + wait - now_ms;
 	else if (recorder_armed(r) && r->next_check)
 		t = r->next_check - now_ms;
 	else

@@ -2,7 +2,9 @@
  * test_agent.c - check tests for agent/ against the real kernel: the tracefs
  * instance module (create, clock, events, formats, stats, teardown), the
  * per-CPU page reader (its event count must equal the kernel's 'entries'),
- * the parsers of kernel text, and the host facts and clock sample.
+ * the parsers of kernel text, the host facts and clock sample, and the
+ * flight recorder's states with a --freeze-on trigger on this process's
+ * getppid(2) (one FROZE per trigger, none for hits until the re-arm).
  *
  * Needs a writable tracefs; mounts it at /sys/kernel/tracing when it is not
  * mounted, and skips (exit 77) when it still is not writable. Every instance
@@ -21,9 +23,11 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <poll.h>
 #include <tracefs.h>
 
 #include "common/page.h"
@@ -31,6 +35,7 @@
 #include "agent/comms.h"
 #include "agent/hostinfo.h"
 #include "agent/reader.h"
+#include "agent/recorder.h"
 #include "agent/tracing.h"
 #include "tests/testutil.h"
 
@@ -762,6 +767,106 @@ static void sweep_instances(void)
 	tracefs_instances_walk(sweep_one, prefix);
 }
 
+/* ---- the flight recorder ----------------------------------------------- */
+
+#define REC_FIRE	"syscalls:sys_enter_getppid"
+#define REC_WAKE_MS	10000	/* a bound on a wait, not a speed check */
+
+/* A hit of the trigger: getppid(2), and what the watch then says. */
+static int rec_hit_and_check(struct recorder *r, int64_t now_ms, struct proto_froze *f)
+{
+	int fds[MAX_CPUS], n;
+	struct pollfd pfd[MAX_CPUS];
+
+	syscall(SYS_getppid);
+	n = recorder_fds(r, fds, MAX_CPUS);
+	for (int i = 0; i < n && i < MAX_CPUS; i++)
+		pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+	if (n > 0)	/* armed: the hit must wake it (bounded) */
+		ck_assert_int_ge(poll(pfd, (nfds_t)(n < MAX_CPUS ? n : MAX_CPUS), REC_WAKE_MS), 1);
+	/* woken: the watch is read whenever the recorder would read it */
+	return recorder_frozen(r, now_ms, true, f);
+}
+
+static int rec_tracing_on(struct tracing *t)
+{
+	char *s = inst_file(t, "tracing_on");
+	int on = atoi(s);
+
+	free(s);
+	return on;
+}
+
+/*
+ * One trigger, one FROZE: the hits that follow it (a program that
+ * switches out again, exiting) while FIRED, SHIPPING and HELD froze
+ * nothing new and are drained at the thaw; a hit after the thaw is a new
+ * trigger; a thaw of another snapshot re-arms nothing.
+ */
+START_TEST(test_recorder_one_froze_per_trigger)
+{
+	struct proto_freeze fz = { .id = 7 }, other = { .id = 8, .thaw = true };
+	struct proto_snap_begin b;
+	struct proto_snap_end e;
+	struct proto_froze f = { 0 };
+	struct recorder *r = NULL;
+	struct tracing *t = open_or_fail(inst_name(), 64);
+	char spec[128], err[512] = "";
+	int fds[MAX_CPUS];
+	uint64_t first;
+	int ret;
+
+	snprintf(spec, sizeof(spec), REC_FIRE " where common_pid == %d", (int)getpid());
+	TU_OK(tracing_enable(t, "syscalls:sys_enter_getpid", err, sizeof(err)));
+	ret = recorder_new(&(struct recorder_conf){ .mb = 1, .freeze_on = spec }, t, &r, err,
+			   sizeof(err));
+	if (ret == -EOPNOTSUPP || ret == TC_ERR_UNKNOWN_EVENT) {
+		tracing_close(t);
+		return;	/* no syscall events or triggers here: test_freezewatch says so */
+	}
+	ck_assert_msg(ret == 0, "recorder_new: %s (%s)", tc_strerror(ret), err);
+	TU_OK(tracing_start(t));
+
+	ck_assert_int_eq(rec_hit_and_check(r, 1000, &f), 1);	/* ARMED -> FIRED */
+	ck_assert_int_eq(rec_tracing_on(t), 0);
+	first = f.trace_ns;
+	ck_assert_int_eq(rec_hit_and_check(r, 1001, &f), 0);	/* FIRED */
+	ck_assert_int_eq(recorder_fds(r, fds, MAX_CPUS), 0);
+
+	recorder_asked(r, &fz);
+	ck_assert(recorder_due(r));
+	TU_OK(recorder_freeze(r, &b));				/* -> SHIPPING */
+	ck_assert_uint_eq(b.id, 7);
+	ck_assert_int_eq(recorder_fds(r, fds, MAX_CPUS), 0);
+	ck_assert_int_eq(rec_hit_and_check(r, 1002, &f), 0);
+	recorder_end(r, &e);					/* -> HELD */
+	ck_assert_uint_eq(e.id, 7);
+	ck_assert_int_eq(recorder_fds(r, fds, MAX_CPUS), 0);
+	ck_assert_int_eq(rec_hit_and_check(r, 1003, &f), 0);
+	recorder_asked(r, &other);				/* not ours: still HELD */
+	ck_assert_int_eq(rec_tracing_on(t), 0);
+	ck_assert_int_eq(rec_hit_and_check(r, 1004, &f), 0);
+
+	fz.thaw = true;
+	recorder_asked(r, &fz);					/* -> ARMED, drained */
+	ck_assert_int_eq(rec_tracing_on(t), 1);
+	ck_assert_int_gt(recorder_fds(r, fds, MAX_CPUS), 0);
+	ck_assert_int_eq(recorder_frozen(r, 1005, true, &f), 0);
+	ck_assert_int_eq(rec_tracing_on(t), 1);
+
+	ck_assert_int_eq(rec_hit_and_check(r, 1006, &f), 1);	/* a new trigger */
+	ck_assert_uint_gt(f.trace_ns, first);
+	/* no FREEZE for it (the collector refused it): armed again in time */
+	ck_assert_int_eq(rec_hit_and_check(r, 1006 + RECORDER_FROZE_WAIT_MS - 1, &f), 0);
+	ck_assert_int_eq(recorder_frozen(r, 1006 + RECORDER_FROZE_WAIT_MS, false, &f), 0);
+	ck_assert_int_eq(rec_tracing_on(t), 1);
+	ck_assert_int_eq(recorder_frozen(r, 1006 + RECORDER_FROZE_WAIT_MS, true, &f), 0);
+	ck_assert_int_eq(rec_hit_and_check(r, 1007 + RECORDER_FROZE_WAIT_MS, &f), 1);
+	recorder_free(r);
+	tracing_close(t);
+}
+END_TEST
+
 static Suite *agent_suite(void)
 {
 	Suite *s = suite_create("agent");
@@ -790,6 +895,12 @@ static Suite *agent_suite(void)
 	tcase_add_test(tc, test_parse_stats);
 	tcase_add_test(tc, test_parse_cmdlines);
 	tcase_add_test(tc, test_parse_tgids);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("recorder");
+	tcase_add_unchecked_fixture(tc, NULL, sweep_instances);
+	tcase_add_test(tc, test_recorder_one_froze_per_trigger);
+	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("hostinfo");
