@@ -88,7 +88,7 @@ bench_recorder() (
 	local apid=()
 	for i in $(seq "$n"); do
 		local on=()
-		[ "$i" = 1 ] && on=(--freeze-on "sched_switch where prev_comm == \"$fire\"")
+		[ "$i" = 1 ] && on=(--freeze-on "sched_switch where prev_comm == \"$fire\" && prev_state == 1")
 		"$build/traceagent" --connect "$listen" --cert "$tmp/pki/agent-tc-agent.crt" \
 			--key "$tmp/pki/agent-tc-agent.key" --ca "$tmp/pki/ca.crt" --name "rec-$i" \
 			--instance "tcbench-$$-r$i" -e sched:sched_switch -e raw_syscalls:sys_enter \

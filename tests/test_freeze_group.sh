@@ -6,7 +6,9 @@
 # up) and three armed agents, each with a certificate of its own host name
 # (no host-map: a name is its certificate's), each tracing sched_switch in
 # a tracefs instance of its own while a workload switches:
-#  - fg-a claims team1 (--group team1) and has a --freeze-on trigger;
+#  - fg-a claims team1 (--group team1) and has a --freeze-on trigger
+#    (its program's switch out asleep, prev_state 1: one hit a run, not a
+#    second at its exit that a fast thaw would count as a new trigger);
 #  - fg-b claims nothing: the configuration alone puts it in team1;
 #  - fg-c, in no group, claims team1 too and has a trigger of its own.
 #
@@ -73,9 +75,9 @@ start_fg() {
 		--no-comm-events --flight-recorder 1 "$@"
 	printf -v "$n" '%s' "$agent"
 }
-start_fg a --group team1 --freeze-on "sched_switch where prev_comm == \"$fire_a\""
+start_fg a --group team1 --freeze-on "sched_switch where prev_comm == \"$fire_a\" && prev_state == 1"
 start_fg b
-start_fg c --group team1 --freeze-on "sched_switch where prev_comm == \"$fire_c\""
+start_fg c --group team1 --freeze-on "sched_switch where prev_comm == \"$fire_c\" && prev_state == 1"
 for _ in $(seq 100); do
 	[ "$(tq_root --hosts 2>/dev/null | grep -c '^fg-[abc]  *yes ')" = 3 ] && break
 	sleep 0.1

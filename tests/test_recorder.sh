@@ -29,8 +29,10 @@
 # Then by an event: three new recorders of group g (rec-g1 to rec-g3: the
 # collector's --freeze-group 'g rec-g*'; each claims it too; rec-g3 without
 # sched_switch), only
-# rec-g1 with --freeze-on 'sched_switch where prev_comm == "tcfire-PID"';
-# a program of that name sleeps once:
+# rec-g1 with --freeze-on 'sched_switch where prev_comm == "tcfire-PID" &&
+# prev_state == 1' (asleep: not the switch out as it exits, which a thaw
+# faster than the program's 10 ms would take for a second trigger); a
+# program of that name sleeps once:
 #  - a snapshot "trigger sched_switch on rec-g1" (who "host rec-g1") holds
 #    all three hosts, each done with events; the trigger's event is among
 #    rec-g1's (--snapshot-id N with its filter);
@@ -247,7 +249,7 @@ fire="tcfire-$$"
 cp "$(command -v sleep)" "$tmp/$fire"
 for n in 1 2 3; do
 	trig=() ev=(-e sched:sched_switch)
-	[ "$n" = 1 ] && trig=(--freeze-on "sched_switch where prev_comm == \"$fire\"")
+	[ "$n" = 1 ] && trig=(--freeze-on "sched_switch where prev_comm == \"$fire\" && prev_state == 1")
 	[ "$n" = 3 ] && ev=()	# names from saved_cmdlines only: no comm fields
 	tc_start_agent "rec-g$n" --name "rec-g$n" --instance "${inst}_g$n" "${ev[@]}" \
 		-e raw_syscalls:sys_enter --no-comm-events --flight-recorder 1 --group g "${trig[@]}"
