@@ -174,6 +174,8 @@ struct ch_store {
 	bool retain_started;	/* a round counted since open */
 	bool retain_idle;	/* every committed round's rows are gone */
 	int64_t seen_low;	/* lowest ts of rows of completed commits since that round */
+	bool stacks_orphaned;	/* event rows removed since the stacks' last sweep */
+	int64_t stacks_swept_ms;	/* its util_now_ms(); 0: none yet */
 	int64_t txn_low;	/* lowest ts of the rows of commit txn_low_id */
 	uint64_t txn_low_id;
 	/* the retention lease (clickhouse_lease.c) */

@@ -75,6 +75,11 @@
  * the event tables' bytes (at least 1% of it), a round at a time: the parts shrink when the round's
  * deletions are done. Left for later: comm_changes and losses are not
  * pruned with the events (SQLite's are).
+ *
+ * Stacks. Removed rows leave stacks rows no row references; once a
+ * round's rows are gone (idle), at most every ten minutes, the lease
+ * holder deletes those (ch_stacks_sweep(), clickhouse_stacks.h has why
+ * no writer, its own nor another collector's, still believes one stored).
  */
 #include "config.h"
 
@@ -94,6 +99,7 @@
 #include "server/store/clickhouse_retain.h"
 #include "server/store/clickhouse_shards.h"
 #include "server/store/clickhouse_schema.h"
+#include "server/store/clickhouse_stacks.h"
 #include "server/store/clickhouse_txn.h"
 #include "server/store/clickhouse_util.h"
 
@@ -368,6 +374,8 @@ static int ch_retain_finish(struct ch_store *s, bool *idle)
 		ret = ch_remove_round(s, ch_reply_cell(&r, i, 0), &rd);
 	if (ret == 0 && r.nrows)	/* the losses' whole days go with the events' */
 		ret = ch_losses_retain(s, rd.cut);
+	if (r.nrows)
+		s->stacks_orphaned = true;
 	*idle = s->retain_idle = ret == 0 && r.nrows == 0;
 	ch_reply_free(&r);
 	return ret;
@@ -606,6 +614,20 @@ static bool ch_round_due(struct ch_store *s, int64_t cut)
 	       (!s->retain_started || cut > s->retain_cut || s->seen_low < cut);
 }
 
+/*
+ * The stacks' sweep: its failure fails neither retention nor the commit
+ * it runs in (it deletes nothing the rows need); said, and tried again
+ * at the next sweep.
+ */
+static void ch_retain_stacks(struct ch_store *s)
+{
+	char esc[LOG_ESC_LEN];
+
+	if (ch_stacks_sweep(s) < 0)
+		log_warn("retention: the stacks no row references stay for now: %s",
+			 log_escape(s->h->errmsg, esc, sizeof(esc)));
+}
+
 static int ch_retain_in(struct ch_store *s, int64_t before_ts, uint64_t max_bytes,
 			uint64_t *removed)
 {
@@ -614,6 +636,8 @@ static int ch_retain_in(struct ch_store *s, int64_t before_ts, uint64_t max_byte
 	bool idle = false;
 	int ret = ch_retain_finish(s, &idle);
 
+	if (ret == 0 && idle)
+		ch_retain_stacks(s);
 	if (ret == 0 && idle && max_bytes)
 		ret = ch_size_cut(s, max_bytes, &size_cut);
 	if (size_cut > cut)
@@ -653,6 +677,7 @@ static int ch_retain(struct store_writer *w, int64_t before_ts, uint64_t max_byt
 	if (fresh) {	/* another holder may have counted rounds: look first */
 		s->retain_idle = s->retain_started = false;
 		s->retain_commit = 0;
+		s->stacks_orphaned = true;
 	}
 	ret = own ? ch_begin(w) : 0;	/* its counts and its round in one commit */
 	ret = ret ?: ch_retain_in(s, before_ts, max_bytes, removed);

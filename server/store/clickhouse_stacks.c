@@ -1,7 +1,9 @@
 /*
  * clickhouse_stacks.c - kernel stacks stored once each on ClickHouse: the
- * writer's references and the stacks rows it queues, the reader's frames
- * of a page's references (the design is in clickhouse_stacks.h).
+ * writer's references and the stacks rows it queues, retention's sweep of
+ * the stacks no row references, the reader's frames of a page's
+ * references (the design, and why the sweep is safe with several
+ * collectors, is in clickhouse_stacks.h).
  */
 #include "config.h"
 
@@ -10,6 +12,7 @@
 #include <string.h>
 
 #include "common/tc_error.h"
+#include "common/util.h"
 #include "server/store/clickhouse_stacks.h"
 #include "server/store/clickhouse_txn.h"
 #include "server/store/clickhouse_util.h"
@@ -18,6 +21,9 @@
 #define CH_STACK_ENTRIES	(CH_STACK_SLOTS / 2)
 #define CH_STACK_BYTES		(16u << 20)
 #define CH_STACK_PROBES		64
+#define CH_STACKS_REFRESH_MS	(3600 * 1000)	/* what the writer remembers is this young */
+#define CH_STACKS_SWEEP_MAX	4096	/* stacks deleted at a sweep, at most (one ALTER) */
+#define CH_STACKS_SWEEP_MS	(10 * 60 * 1000)	/* a sweep at most this often */
 
 /* A stack the writer wrote: its host, id, frames and their hash (store_stack_hash()). */
 struct ch_stack_ent {
@@ -38,7 +44,26 @@ struct ch_stacks {
 	uint32_t by_frames[CH_STACK_SLOTS], by_id[CH_STACK_SLOTS];
 	size_t n, bytes;
 	uint64_t seed;
+	int64_t since_ms;	/* when ent[0] was written (util_now_ms()) */
+	int64_t refresh_ms;	/* ch_stacks_refresh_ms() */
 };
+
+#ifdef TC_TEST_AIDS
+/*
+ * TRACECOLLECTD_TEST_STACKS_REFRESH=SECONDS (a test aid, only in a build
+ * with --enable-test-aids): CH_STACKS_REFRESH_MS that long instead (1 to
+ * 3600 s), so that a test sees stacks swept (tests/test_ch_stacks_retain.sh).
+ */
+static int64_t ch_stacks_refresh_ms(void)
+{
+	const char *v = getenv("TRACECOLLECTD_TEST_STACKS_REFRESH");
+	unsigned long n = v ? strtoul(v, NULL, 10) : 0;
+
+	return n >= 1 && n <= 3600 ? (int64_t)n * 1000 : CH_STACKS_REFRESH_MS;
+}
+#else
+static inline int64_t ch_stacks_refresh_ms(void) { return CH_STACKS_REFRESH_MS; }
+#endif
 
 /* One reference a page's rows make, and its frames (in the page's reply). */
 struct ch_stack_found {
@@ -131,6 +156,8 @@ static void ch_stack_keep(struct ch_stacks *t, uint32_t *fx, uint32_t *ix,
 	n->id = e->id;
 	n->hash = e->hash;
 	n->len = e->len;
+	if (!t->n)
+		t->since_ms = util_now_ms();
 	*fx = *ix = (uint32_t)++t->n;
 	t->bytes += e->len;
 }
@@ -148,8 +175,9 @@ static int ch_stack_lookup(struct ch_store *s, uint64_t host, const void *frames
 	uint32_t *fx, *ix;
 	int ret;
 
-	if (t->n >= CH_STACK_ENTRIES || t->bytes + len > CH_STACK_BYTES)
-		ch_stacks_forget(s);
+	if (t->n >= CH_STACK_ENTRIES || t->bytes + len > CH_STACK_BYTES ||
+	    (t->n && util_now_ms() - t->since_ms >= t->refresh_ms))
+		ch_stacks_forget(s);	/* the sweep's bound (above) */
 	e.hash = store_stack_hash(t->seed ^ host, frames, len);
 	fx = ch_stack_by_frames(t, e.hash, host, frames, len);
 	if (fx && *fx) {
@@ -184,6 +212,7 @@ int ch_stack_ref(struct ch_store *s, uint64_t host, struct store_value *v,
 		if (!s->stacks)
 			return -ENOMEM;
 		s->stacks->seed = store_stack_seed(s->stacks);
+		s->stacks->refresh_ms = ch_stacks_refresh_ms();
 	}
 	ret = ch_stack_lookup(s, host, v->blob.p, v->blob.len, &id);
 	if (ret < 0 || !id)
@@ -194,6 +223,120 @@ int ch_stack_ref(struct ch_store *s, uint64_t host, struct store_value *v,
 	v->blob.p = ref;
 	v->blob.len = CH_STACK_REF_LEN;
 	return 0;
+}
+
+/* ---- retention's ---- */
+
+/*
+ * " AND (host_id, id) NOT IN (the references of COL of TABLE)" for each
+ * stack column of an event table (event_fields, store_field_is_stack()).
+ */
+static int ch_sweep_refs(struct ch_store *s, struct ch_sql *q)
+{
+	struct ch_reply r;
+	int ret = ch_query_text(s, "SELECT DISTINCT system, name, table_name, col, field FROM"
+				" (SELECT type_id, col, name AS field FROM event_fields"
+				" WHERE kind = 'blob') ALL INNER JOIN (SELECT type_id, system, name,"
+				" table_name FROM event_types) USING type_id", &r);
+
+	if (ret < 0)
+		return ret;
+	for (size_t i = 0; i < r.nrows; i++) {
+		const char *col = ch_reply_cell(&r, i, 3);
+
+		if (!store_field_is_stack(ch_reply_cell(&r, i, 0), ch_reply_cell(&r, i, 1),
+					  ch_reply_cell(&r, i, 4)))
+			continue;
+		ch_sql_raw(q, " AND (host_id, id) NOT IN (SELECT host_id, reinterpretAsUInt64("
+			   "substring(");
+		ch_sql_ident(q, col);
+		ch_sql_raw(q, ", 2, 8)) FROM ");
+		ch_sql_ident(q, ch_reply_cell(&r, i, 2));
+		ch_sql_raw(q, " WHERE length(");
+		ch_sql_ident(q, col);
+		ch_sql_addf(q, ") = %d AND reinterpretAsUInt8(substring(", CH_STACK_REF_LEN);
+		ch_sql_ident(q, col);
+		ch_sql_addf(q, ", 1, 1)) = %d)", CH_STACK_REF);
+	}
+	ch_reply_free(&r);
+	return 0;
+}
+
+/*
+ * The stacks no event row references, those whose newest row is older
+ * than @old (the server's seconds) first, at most CH_STACKS_SWEEP_MAX + 1:
+ * host_id, id, whether old.
+ */
+static int ch_sweep_list(struct ch_store *s, uint64_t old, struct ch_reply *r)
+{
+	struct ch_sql q;
+	int ret;
+
+	ch_sql_init(&q, 0);
+	ch_sql_addf(&q, "SELECT host_id, id, max(written) < toDateTime(%llu) AS old FROM stacks"
+		    " WHERE 1", (unsigned long long)old);
+	ret = ch_sweep_refs(s, &q);
+	ch_sql_addf(&q, " GROUP BY host_id, id ORDER BY old DESC LIMIT %d",
+		    CH_STACKS_SWEEP_MAX + 1);
+	ret = ret ?: ch_sql_err(&q) ? ch_errf(s, ch_sql_err(&q), "the stacks' sweep") :
+	      ch_query(s, &q, r);
+	ch_sql_free(&q);
+	return ret;
+}
+
+/* Delete the old stacks of @r (ch_sweep_list()); *@n: how many. */
+static int ch_sweep_delete(struct ch_store *s, uint64_t old, const struct ch_reply *r,
+			   size_t *n)
+{
+	struct ch_sql q;
+	uint64_t host, id, is_old;
+	int ret = 0;
+
+	*n = 0;
+	ch_sql_init(&q, 0);
+	ch_sql_addf(&q, "ALTER TABLE stacks DELETE WHERE written < toDateTime(%llu) AND"
+		    " (host_id, id) IN (", (unsigned long long)old);
+	for (size_t i = 0; i < r->nrows && *n < CH_STACKS_SWEEP_MAX; i++) {
+		if (ch_reply_u64(r, i, 0, &host) < 0 || ch_reply_u64(r, i, 1, &id) < 0 ||
+		    ch_reply_u64(r, i, 2, &is_old) < 0 || !is_old)
+			continue;
+		ch_sql_addf(&q, "%s(%llu, %llu)", (*n)++ ? ", " : "", (unsigned long long)host,
+			    (unsigned long long)id);
+	}
+	ch_sql_raw(&q, ")");
+	if (*n)
+		ret = ch_sql_err(&q) ? ch_errf(s, ch_sql_err(&q), "the stacks' sweep") :
+		      ch_exec(s, &q);
+	ch_sql_free(&q);
+	return ret;
+}
+
+int ch_stacks_sweep(struct ch_store *s)
+{
+	int64_t refresh = ch_stacks_refresh_ms(), every = refresh < CH_STACKS_SWEEP_MS ?
+			  refresh : CH_STACKS_SWEEP_MS;
+	struct ch_reply r;
+	struct ch_sql q;
+	uint64_t old = 0;
+	size_t n = 0;
+	int ret;
+
+	if (!s->stacks_orphaned ||
+	    (s->stacks_swept_ms && util_now_ms() - s->stacks_swept_ms < every))
+		return 0;
+	s->stacks_swept_ms = util_now_ms();
+	ch_sql_init(&q, 0);
+	ch_sql_addf(&q, "SELECT toUInt32(now()) - %lld", (long long)(2 * refresh / 1000));
+	ret = ch_query_u64(s, &q, &old);
+	ch_sql_free(&q);
+	ret = ret ?: ch_sweep_list(s, old, &r);
+	if (ret < 0)
+		return ret;
+	ret = ch_sweep_delete(s, old, &r, &n);
+	if (ret == 0)	/* none left, or some too young yet / past the bound: again later */
+		s->stacks_orphaned = r.nrows > n;
+	ch_reply_free(&r);
+	return ret;
 }
 
 /* ---- the reader's ---- */

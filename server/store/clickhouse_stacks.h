@@ -12,8 +12,29 @@
  * remembers the stacks it wrote with their frames (bounded, like
  * SQLite's), found by store_stack_hash() of the frames, so that the
  * SHA-256 is computed only for a stack it has not written: an id it wrote
- * for other frames, a collision, keeps those frames in the row instead. A reference is looked up with its row's
- * host only, so a host's rows never read another host's stack.
+ * for other frames, a collision, keeps those frames in the row instead.
+ * A reference is looked up with its row's host only, so a host's rows
+ * never read another host's stack.
+ *
+ * Retention (sql/clickhouse/0011-stacks-written.sql). A stacks row
+ * carries written, the server's insert time. A writer forgets what it
+ * remembers CH_STACKS_REFRESH_MS (an hour) after the oldest of it was
+ * written, so every stack a writer refers to without writing its row has
+ * a row written less than that ago. The retention lease holder's sweep
+ * (ch_stacks_sweep()) deletes the stacks that no event row references
+ * (any commit's: a row not committed yet keeps its stack) and whose rows
+ * are all older than twice that, by an ALTER TABLE DELETE that takes only
+ * rows older than that too. So it deletes no stack a writer remembers
+ * (its row is younger), on any collector, without asking them; a row
+ * sent after the sweep's look refers either to a remembered stack or to
+ * one its writer writes again, whose new row the DELETE leaves. Rows of
+ * a stack written again while the older rows stay: ReplacingMergeTree
+ * keeps the last inserted, the younger. What it assumes: a commit's rows
+ * reach the server well within the hour (they take seconds) and every
+ * collector on the database forgets so (a collector of before this
+ * remembers forever: stop those before a new one's retention runs). The
+ * sweep deletes at most CH_STACKS_SWEEP_MAX stacks at a time, the rest at
+ * the next.
  */
 #ifndef SERVER_STORE_CLICKHOUSE_STACKS_H
 #define SERVER_STORE_CLICKHOUSE_STACKS_H
@@ -42,6 +63,16 @@ int ch_stack_ref(struct ch_store *s, uint64_t host, struct store_value *v,
 
 /* ch_stacks_forget - the writer's stacks in memory forgotten (sent again when seen). */
 void ch_stacks_forget(struct ch_store *s);
+
+/*
+ * ch_stacks_sweep - retention's (the lease holder's writer thread, idle:
+ * no deletion of event rows running): when rows were removed since the
+ * last sweep (s->stacks_orphaned) and the last was CH_STACKS_SWEEP_MS
+ * ago, delete the stacks no event row references whose newest row is
+ * older than twice CH_STACKS_REFRESH_MS (an ALTER TABLE DELETE, of
+ * CH_STACKS_SWEEP_MAX at most). Return: 0; TC_ERR_DB; -ENOMEM.
+ */
+int ch_stacks_sweep(struct ch_store *s);
 
 /* The frames of the references of a page of rows (a reader's). */
 struct ch_stack_page {

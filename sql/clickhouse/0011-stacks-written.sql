@@ -1,0 +1,11 @@
+-- 0011-stacks-written.sql - retention of the stacks table (issue 38;
+-- server/store/clickhouse_stacks.c, clickhouse_retain.c). written: when
+-- the row was inserted, the server's clock (the writer never sends it,
+-- so every insert, an older collector's too, gets now()). A writer
+-- writes a stack's row again at least every CH_STACKS_REFRESH_MS while
+-- it refers to it, so a stack whose newest row is older than twice that
+-- and that no event row references is in no writer's memory: retention
+-- deletes it (ch_stacks_sweep()). Rows from before read as now() until a
+-- merge writes their part again (ClickHouse computes a missing column's
+-- default when it reads it): kept until then, never deleted too early.
+ALTER TABLE stacks ADD COLUMN written DateTime DEFAULT now();
