@@ -100,6 +100,7 @@ echo "$a_kb" > "$oi/buffer_size_kb"
 echo "$otrig" > "$oi/events/sched/sched_switch/trigger"
 for e in sched/sched_switch raw_syscalls/sys_enter; do echo 1 > "$oi/events/$e/enable"; done
 echo 1 > "$oi/tracing_on"
+# shellcheck disable=SC2034 # o_events: read in check's test
 o_events=$(sort "$oi/set_event" | tr '\n' ' ')
 check "the oracle has the agent's size, sub-buffer, clock, events and trigger" \
 	'[ "$(knob "$oi" buffer_size_kb)" = "$a_kb" ] && [ "$(knob "$oi" trace_clock)" = "$a_clock" ] &&
@@ -139,12 +140,12 @@ for l in open(sys.argv[1]):
 }
 for _ in $(seq 200); do
 	snaps
-	[ "$(snap_field done)" = 1 ] && break
+	[ "$(snap_field "done")" = 1 ] && break
 	sleep 0.1
 done
 id=$(snap_field id) events=$(snap_field events)
 check "the trigger took snapshot ${id:-none}: done, with events (${events:-none})" \
-	'[ -n "$id" ] && [ "$(snap_field done)" = 1 ] && [ "${events:-0}" -gt 0 ]'
+	'[ -n "$id" ] && [ "$(snap_field "done")" = 1 ] && [ "${events:-0}" -gt 0 ]'
 check "the trigger froze the oracle too (tracing_on $(cat "$oi/tracing_on"))" \
 	'[ "$(cat "$oi/tracing_on")" = 0 ]'
 kill "$workload"; wait "$workload" 2>/dev/null
