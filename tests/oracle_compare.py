@@ -31,8 +31,9 @@ kept longer (counted, "before"). After it: on the trigger's CPU nothing
 have written an event into one instance only while the two stopped (the
 agent's at its trigger event, the oracle's one probe later): such an
 event must lie between the two trigger stamps, widened by the largest
-difference seen between an event's two stamps on its CPU ("edge");
-anything else there fails ("late").
+difference seen between an event's two stamps on its CPU ("edge"); one
+later fails ("late"), one earlier is missing from the side that ended
+first.
 
 Asserts (exit 1 and a "FAIL:" line, else 0): one trigger event on each
 side, the same CPU and pid; on its CPU it is the last event of both sides;
@@ -160,10 +161,12 @@ def compare_cpu(cpu, a, b, ta, tb, trig_cpu, figs):
     tail_a, tail_b = a[i:], b[j:]
     dmax = max([0] + [abs(y[1] - x[1]) for x, y in pairs])
     lo, hi = min(ta, tb) - dmax - 1000, max(ta, tb) + dmax + 1000
-    edge = sum(1 for e in tail_a + tail_b if lo <= e[1] <= hi)
-    late = len(tail_a) + len(tail_b) - edge
     if cpu == trig_cpu:
-        edge, late = 0, len(tail_a) + len(tail_b)
+        lo = hi = min(ta, tb)	# both end at the trigger event: no edge
+    only_a += [e for e in tail_a if e[1] < lo]	# one side ended early
+    only_b += [e for e in tail_b if e[1] < lo]
+    edge = sum(1 for e in tail_a + tail_b if lo <= e[1] <= hi and cpu != trig_cpu)
+    late = sum(1 for e in tail_a + tail_b if e[1] > hi or (cpu == trig_cpu and e[1] >= lo))
     span = (pairs[-1][0][1] - pairs[0][0][1]) if pairs else 0
     figs.append('cpu %d: compared=%d span_ms=%.1f missing_from_snapshot=%d '
                 'missing_from_oracle=%d edge=%d late=%d max_dts_ns=%d '
