@@ -92,27 +92,7 @@ check "fg-b claimed nothing: nothing said of it" \
 	'! grep -q "host fg-b: .*freeze group" "$tmp/collector.log"'
 sleep 1	# the workload fills their buffers
 
-# snaps_json: --snapshots -f json into $tmp/snaps.json
-snaps_json() { tq_root --snapshots -f json > "$tmp/snaps.json"; }
-# snap_field ID HOST KEY: that row's KEY ("" when absent)
-snap_field() {
-	python3 -c 'import json,sys
-for l in open(sys.argv[1]):
-    try: r = json.loads(l)
-    except ValueError: continue
-    if str(r.get("id")) == sys.argv[2] and r.get("host") == sys.argv[3]:
-        v = r.get(sys.argv[4]); print("" if v is None else v); break' "$tmp/snaps.json" "$@"
-}
-# snap_of REASON [AFTER]: the id of the snapshot of that reason, past id
-# AFTER ("" when none)
-snap_of() {
-	python3 -c 'import json,sys
-for l in open(sys.argv[1]):
-    try: r = json.loads(l)
-    except ValueError: continue
-    if r.get("reason") == sys.argv[2] and int(r["id"]) > int(sys.argv[3]):
-        print(r["id"]); break' "$tmp/snaps.json" "$1" "${2:-0}"
-}
+. "$top_srcdir/tests/recorder_lib.sh"	# snaps_json, snap_field, snap_of
 # trigger N FIRE AFTER HOST...: fire fg-N's trigger; sets id to its
 # snapshot's (past id AFTER), once each HOST's row of it is done
 trigger() {

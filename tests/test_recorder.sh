@@ -127,20 +127,7 @@ check "alice may not reach rec-3, outside her right (exit $rc: $(cat "$tmp/alice
 tq_root --snapshots > "$tmp/none.out" 2>&1
 check "nothing was frozen by the refused requests" '! grep -q "^ *[0-9]" "$tmp/none.out"'
 
-# snaps_json ID: --snapshots -f json of snapshot ID (0: all) into $tmp/snaps.json
-snaps_json() {
-	if [ "$1" = 0 ]; then tq_root --snapshots -f json; else
-		tq_root --snapshots --snapshot-id "$1" -f json; fi > "$tmp/snaps.json"
-}
-# snap_field ID HOST KEY: that row's KEY ("" when absent)
-snap_field() {
-	python3 -c 'import json,sys
-for l in open(sys.argv[1]):
-    try: r = json.loads(l)
-    except ValueError: continue
-    if str(r.get("id")) == sys.argv[2] and r.get("host") == sys.argv[3]:
-        v = r.get(sys.argv[4]); print("" if v is None else v); break' "$tmp/snaps.json" "$@"
-}
+. "$top_srcdir/tests/recorder_lib.sh"	# snaps_json, snap_field
 # wait_done ID HOST...: until each HOST's row of snapshot ID is done
 wait_done() {
 	local id=$1 h all

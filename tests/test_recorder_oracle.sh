@@ -127,25 +127,16 @@ check "both buffers wrapped on every CPU before the trigger (agent $wa, oracle $
 
 # ---- the trigger ----
 "$tmp/$fire" 0.01
-snaps() { tq_root --snapshots -f json > "$tmp/snaps.json"; }
-# snap_field KEY: the trigger snapshot's KEY ("" when none)
-snap_field() {
-	python3 -c 'import json,sys
-for l in open(sys.argv[1]):
-    try: r = json.loads(l)
-    except ValueError: continue
-    if r.get("reason") == sys.argv[2] and r.get("host") == "rec-o":
-        v = r.get(sys.argv[3]); print("" if v is None else v); break' \
-	"$tmp/snaps.json" "trigger sched_switch on rec-o" "$1"
-}
+. "$top_srcdir/tests/recorder_lib.sh"	# snaps_json, snap_field, snap_of
 for _ in $(seq 200); do
-	snaps
-	[ "$(snap_field "done")" = 1 ] && break
+	snaps_json
+	id=$(snap_of "trigger sched_switch on rec-o")
+	[ -n "$id" ] && [ "$(snap_field "$id" rec-o done)" = 1 ] && break
 	sleep 0.1
 done
-id=$(snap_field id) events=$(snap_field events)
+events=$(snap_field "${id:-0}" rec-o events)
 check "the trigger took snapshot ${id:-none}: done, with events (${events:-none})" \
-	'[ -n "$id" ] && [ "$(snap_field "done")" = 1 ] && [ "${events:-0}" -gt 0 ]'
+	'[ -n "$id" ] && [ "$(snap_field "$id" rec-o done)" = 1 ] && [ "${events:-0}" -gt 0 ]'
 check "the trigger froze the oracle too (tracing_on $(cat "$oi/tracing_on"))" \
 	'[ "$(cat "$oi/tracing_on")" = 0 ]'
 kill "$workload"; wait "$workload" 2>/dev/null
