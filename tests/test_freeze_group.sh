@@ -21,7 +21,7 @@
 #    on fg-c" with no row of fg-a or fg-b; its claim's refusal is logged
 #    with the snapshot's id;
 #  - SIGHUP with a line putting fg-c in team1 too: fg-c's claim now
-#    counts, and its trigger (10 s after team1's last freeze) freezes all
+#    counts, and its trigger (past team1's rate limit, --freeze-interval 2) freezes all
 #    three, without a word of its claim;
 #  - /metrics counts the one claim ignored: tracecollect_trigger_freezes_
 #    refused_total{reason="group_claim"} 1, and rate_limit 0, none logged:
@@ -56,7 +56,7 @@ printf 'freeze-group = team1 fg-a\n' > "$tmp/collector.conf"
 check "a freeze-group line without globs is refused at start (exit $rc: $(head -c 300 "$tmp/bad.out"))" \
 	'[ "$rc" = 2 ] && grep -q "freeze-group: expected .NAME GLOB\[,GLOB...\]., got .team1." "$tmp/bad.out"'
 tc_start_collector -C "$tmp/collector.conf" --freeze-group 'team1 fg-b' \
-	--query "ipc://$sock" --metrics 127.0.0.1:0
+	--query "ipc://$sock" --metrics 127.0.0.1:0 --freeze-interval 2
 murl=$(sed -n 's/^metrics=//p' "$tmp/ready")
 tq_root() { "$tq" -s "ipc://$sock" -t 120000 --sync "$@"; }
 tq=$top_builddir/traceq/traceq
@@ -151,9 +151,10 @@ for _ in $(seq 100); do
 done
 check "SIGHUP read the freeze-group lines again (3: the file's 2, the command line's 1)" \
 	'grep -q "reload: .* 3 freeze-group lines" "$tmp/collector.log"'
-# team1 froze at snapshot $ida (the collector's realtime in ms): wait out its 10 s
+# team1 froze at snapshot $ida (the collector's realtime in ms): wait out
+# its rate limit (--freeze-interval 2)
 for _ in $(seq 150); do
-	[ $(( $(date +%s%3N) - ida )) -gt 10500 ] && break
+	[ $(( $(date +%s%3N) - ida )) -gt 2500 ] && break
 	sleep 0.1
 done
 trigger c "$fire_c" "$idc" fg-a fg-b fg-c
@@ -167,7 +168,7 @@ curl -sS -o "$tmp/metrics" "$murl/metrics"
 check "/metrics: one trigger freeze narrowed, its group claim ignored" \
 	'grep -qx "tracecollect_trigger_freezes_refused_total{reason=\"group_claim\"} 1" "$tmp/metrics"'
 rl=$(sed -n 's/^tracecollect_trigger_freezes_refused_total{reason="rate_limit"} \([0-9]*\)$/\1/p' "$tmp/metrics")
-said=$(grep -c "a trigger freeze of .* refused: .* less than 10 s ago" "$tmp/collector.log")
+said=$(grep -c "a trigger freeze of .* refused: .* less than 2 s ago" "$tmp/collector.log")
 check "/metrics: one FROZE per trigger, none refused by the rate limit (${rl:-none}, $said logged)" \
 	'[ "$rl" = 0 ] && [ "$said" = 0 ]'
 na=$(grep -c "flight recorder: its trigger (sched_switch) froze the instance" "$tmp/fg-a.err")
