@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,11 +225,16 @@ static int attach(struct ubuf *u, int pid, const struct ubuf_ops *ops)
 		free(p);
 		return -ENAMETOOLONG;
 	}
+	ret = ring_open(p->path, &p->ring);
+	if (ret == -EAGAIN && (kill(pid, 0) == 0 || errno == EPERM)) {
+		free(p);	/* its program is still making it: the next scan looks again */
+		return 0;
+	}
 	p->next = u->progs;
 	u->progs = p;
-	ret = ring_open(p->path, &p->ring);
 	if (ret < 0) {
-		log_warn("%s: not a usable ring buffer (%s); ignoring it", p->path, tc_strerror(ret));
+		log_warn("%s: not a usable ring buffer (%s); ignoring it", p->path,
+			 ret == -EAGAIN ? "its program died while making it" : tc_strerror(ret));
 		p->ring = NULL;
 		return 0;
 	}

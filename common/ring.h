@@ -71,8 +71,10 @@ int ring_create(const char *path, const struct ring_params *p,
  * ring_open / ring_open_fd - map an existing ring file (reader side).
  * ring_open_fd dups @fd; the caller keeps its own.
  *
- * Return: 0 and *@out; -errno; TC_ERR_PAGE_MALFORMED if the file is not
- * a ring of this version or its geometry does not fit its size.
+ * Return: 0 and *@out; -errno; -EAGAIN while the writer is still making
+ * it (empty, or its magic not yet published: open it again later);
+ * TC_ERR_PAGE_MALFORMED if the file is not a ring of this version or its
+ * geometry does not fit its size.
  */
 int ring_open(const char *path, struct ring **out);
 int ring_open_fd(int fd, struct ring **out);

@@ -88,6 +88,8 @@ int ring_open_fd(int fd, struct ring **out)
 
 	if (fstat(fd, &st))
 		return -errno;
+	if (st.st_size == 0)
+		return -EAGAIN;		/* made, not sized yet (ring_create()) */
 	if ((uint64_t)st.st_size < 4096)
 		return TC_ERR_PAGE_MALFORMED;
 	dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
@@ -98,7 +100,9 @@ int ring_open_fd(int fd, struct ring **out)
 		close(dfd);
 		return ret;
 	}
-	ret = hdr_check(r->hdr, r->size);
+	/* ring_create() publishes the magic last: none yet is a ring being made */
+	ret = __atomic_load_n(&r->hdr->magic, __ATOMIC_ACQUIRE) == 0 ? -EAGAIN :
+	      hdr_check(r->hdr, r->size);
 	if (!ret)
 		ret = ring_view(r);
 	if (ret) {

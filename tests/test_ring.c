@@ -829,6 +829,24 @@ START_TEST(test_open_rejects_bad_files)
 }
 END_TEST
 
+/*
+ * A ring its program is still making (ring_create(): the file made, then
+ * sized, then its header with the magic last) is "again later", not a
+ * malformed file the agent would ignore for good.
+ */
+START_TEST(test_open_while_made)
+{
+	int fd = memfd_create("being-made", 0);
+	struct ring *r = NULL;
+
+	TU_ERR(ring_open_fd(fd, &r), -EAGAIN);		/* made, not sized */
+	TU_SYS(ftruncate(fd, 4096 * 8));
+	TU_ERR(ring_open_fd(fd, &r), -EAGAIN);		/* sized, header not written */
+	ck_assert_ptr_null(r);
+	close(fd);
+}
+END_TEST
+
 /* Parse a format-table entry ("system\nformat") with libtraceevent. */
 static struct tep_event *parse_entry(struct tep_handle *tep, const char *t)
 {
@@ -1808,7 +1826,8 @@ static Suite *ring_suite(void)
 	tcase_add_loop_test(tc, test_reader_in_other_process, 0, 2);
 	tcase_add_loop_test(tc, test_writer_killed_mid_write, 0, 2);
 	tu_add_tests(tc, TU_TESTS(test_formats, test_clock_conversion,
-					test_open_rejects_bad_files, test_public_api));
+					test_open_rejects_bad_files, test_open_while_made,
+					test_public_api));
 	tu_add_tests(tc, TU_TESTS(test_own_exact, test_own_page_filled_exactly,
 				  test_own_partial_copies,
 				  test_own_claim, test_own_full,
