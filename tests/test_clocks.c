@@ -146,6 +146,31 @@ START_TEST(test_source_switch)
 END_TEST
 
 /*
+ * Offsets the size of today's realtime (~2^60 ns) keep every nanosecond:
+ * as doubles they would move in 256 ns steps (two hosts on one machine
+ * once showed exactly 768 ns of disagreement). The disagreement, the
+ * drift and a slew's target are exact to the nanosecond here.
+ */
+START_TEST(test_source_wall_sized)
+{
+	const int64_t wall = INT64_C(1796670053824000123);	/* 2026-12-06, in ns */
+	struct clocksrc c;
+	uint64_t t = 200000 * (uint64_t)S;
+
+	clocksrc_init(&c, MS);
+	clocksrc_host(&c, t, wall);
+	clocksrc_measure(&c, t, wall - 5, 20 * US);
+	ck_assert_int_eq(c.disagree, 5);
+	clocksrc_host(&c, t + 2 * (uint64_t)S, wall + 3);	/* 1.5 ns/s: 1 ppb and a half */
+	ck_assert_int_eq(clocksrc_drift_ppb(c.host), 2);	/* 1.5 rounded */
+	clocksrc_measure(&c, t + 2 * (uint64_t)S, wall + 1, 20 * US);
+	ck_assert_int_eq(c.disagree, 2);
+	/* the map follows the host's line: at its latest point, its offset */
+	TU_EQ(clockmap_offset(&c.map, t + 2 * (uint64_t)S, 0), wall + 3);
+}
+END_TEST
+
+/*
  * A rotated journal file carries the source's whole state: a copy loaded
  * from clocksrc_save()'s bytes in the middle of a slew places every later
  * time as the original does, through later points too, and bad bytes are
@@ -203,7 +228,7 @@ static Suite *clocks_suite(void)
 
 	tu_add_tests(tc, TU_TESTS(test_probe_best_of_burst, test_probe_late_and_impossible,
 				  test_map_monotonic, test_map_late_cpu, test_source_switch,
-				  test_source_save_load));
+				  test_source_wall_sized, test_source_save_load));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -75,7 +75,7 @@ bool clockmap_target(struct clockmap *m, uint64_t trace_ns, int64_t off, double 
 {
 	struct clockmap_seg g = { .d = dclamp(drift, CLOCKMAP_MAX_DRIFT) };
 	uint64_t s;
-	double want, delta, w;
+	double lift, delta, w;
 
 	if (!isfinite(g.d))
 		g.d = 0;
@@ -89,10 +89,15 @@ bool clockmap_target(struct clockmap *m, uint64_t trace_ns, int64_t off, double 
 	s = m->placed > seg_at(m, m->n - 1)->t0 ? m->placed : seg_at(m, m->n - 1)->t0;
 	g.t0 = s;
 	g.o0 = seg_offset(seg_of(m, s), s);
-	want = (double)off + g.d * ((double)s - (double)trace_ns);	/* L(s) */
-	delta = want - (double)g.o0;
+	/*
+	 * L(s) - o0. Offsets are wall-clock sized (~2^60 ns): as doubles they
+	 * keep 256 ns steps, so they are subtracted as integers first (the
+	 * drift's term is small and exact enough in a double).
+	 */
+	lift = g.d * ((double)s - (double)trace_ns);
+	delta = (double)(off - g.o0) + lift;
 	if (dabs(delta) > (double)CLOCKMAP_STEP_NS) {
-		g.o0 = (int64_t)round_i64(want);
+		g.o0 = off + round_i64(lift);
 		g.t1 = s;
 		seg_push(m, &g);
 		return true;
@@ -133,7 +138,8 @@ static double pt_drift(const struct clock_pt pt[2])
 	if (!pt[0].have || !pt[1].have || pt[0].t < pt[1].t + 1000000000u)
 		return 0;
 	dt = (double)(pt[0].t - pt[1].t);
-	return dclamp(((double)pt[0].o - (double)pt[1].o) / dt, CLOCKMAP_MAX_DRIFT);
+	/* the offsets' difference as an integer: see clockmap_target() */
+	return dclamp((double)(pt[0].o - pt[1].o) / dt, CLOCKMAP_MAX_DRIFT);
 }
 
 int64_t clocksrc_drift_ppb(const struct clock_pt pt[2])
@@ -164,15 +170,16 @@ static int src_target(struct clocksrc *c)
 /* Compare the two series; switch the source when the verdict changes. */
 static int src_judge(struct clocksrc *c)
 {
-	double host_at;
+	double lift;
 	uint64_t lim;
 	bool measured;
 
 	if (!c->meas[0].have || !c->host[0].have)
 		return 0;
-	host_at = (double)c->host[0].o +
-		  pt_drift(c->host) * ((double)c->meas[0].t - (double)c->host[0].t);
-	c->disagree = round_i64(host_at - (double)c->meas[0].o);
+	/* the host's line at the measurement's time, less the measurement:
+	 * offsets subtracted as integers (see clockmap_target()) */
+	lift = pt_drift(c->host) * ((double)c->meas[0].t - (double)c->host[0].t);
+	c->disagree = (c->host[0].o - c->meas[0].o) + round_i64(lift);
 	lim = c->unc + (uint64_t)c->tol_ns;
 	measured = (c->disagree < 0 ? (uint64_t)-(c->disagree + 1) + 1 : (uint64_t)c->disagree) > lim;
 	if (measured == c->measured)
