@@ -76,7 +76,7 @@ bench_export() {
 	else
 		echo "trace-cmd convert --compression: not in this trace-cmd (no comparison)"
 	fi
-	kill "$pid"; wait "$pid" || true
+	kill $xb_pid; wait $xb_pid || true
 	trap - EXIT
 	rm -rf "$tmp"
 	echo "export: events_per_s=$eps bytes_per_event=$bpe tracedat_report_ok=$ok rss_mb=$rss"
