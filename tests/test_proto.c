@@ -214,7 +214,8 @@ static struct proto_msg sample(enum proto_msg_type type)
 		m.snap_begin = (struct proto_snap_begin){ 3, UINT64_MAX };
 		break;
 	case MSG_SNAP_END:
-		m.snap_end = (struct proto_snap_end){ 3, 1ull << 40, UINT64_MAX, 17, 5, INT64_MAX };
+		m.snap_end = (struct proto_snap_end){ 3, 1ull << 40, UINT64_MAX, 17, 5, INT64_MAX,
+						      INT64_MAX };
 		break;
 	case MSG_FROZE:
 		m.froze = (struct proto_froze){ "sched:sched_switch", UINT64_MAX };
@@ -456,6 +457,9 @@ START_TEST(test_msg_clock_refused)
 	proto_buf_init(&buf);
 	TU_ERR(proto_msg_encode(&e, &buf), TC_ERR_MSG_MALFORMED);
 	c.clock_measure.trace_ns = (uint64_t)INT64_MAX + 1;
+	TU_ERR(proto_msg_encode(&c, &buf), TC_ERR_MSG_MALFORMED);
+	c = sample(MSG_SNAP_END);	/* a freeze's moment past int64 */
+	c.snap_end.off_ns = (uint64_t)INT64_MAX + 1;
 	TU_ERR(proto_msg_encode(&c, &buf), TC_ERR_MSG_MALFORMED);
 	ck_assert_uint_eq(buf.len, 0);
 	/* by hand: {"t": "clock_echo", "id": 1, "recv_ns": 5, "send_ns": 4} */
@@ -896,6 +900,14 @@ START_TEST(test_msg_optional_counters)
 	TU_OK(proto_msg_decode(sb.data, sb.size, &back));
 	ck_assert_uint_eq(back.hello.session, 0);
 	ck_assert_uint_eq(back.hello.ncpus, 64);
+	proto_msg_free(&back);
+	msgpack_sbuffer_destroy(&sb);
+	/* an agent before snap_end's off_ns: the freeze's moment not known */
+	m = sample(MSG_SNAP_END);
+	repack(&m, "off_ns", NULL, 0, NULL, 0, &sb);
+	TU_OK(proto_msg_decode(sb.data, sb.size, &back));
+	ck_assert_uint_eq(back.snap_end.off_ns, 0);
+	ck_assert_uint_eq(back.snap_end.last_ns, INT64_MAX);
 	proto_msg_free(&back);
 	msgpack_sbuffer_destroy(&sb);
 }
