@@ -112,6 +112,7 @@ static const struct field welcome_fields[] = {
 	F("kallsyms", FK_BOOL, OPTIONAL, welcome.kallsyms),
 	F("printk_formats", FK_BOOL, OPTIONAL, welcome.printk_formats),
 	F("clock_probes", FK_U32, OPTIONAL, welcome.clock_probes),
+	F("sym_modules", FK_BOOL, OPTIONAL, welcome.sym_modules),
 };
 
 static const struct field header_page_fields[] = {

@@ -187,6 +187,9 @@ struct proto_welcome {
 	uint32_t clock_probes;	/* optional: probes that follow WELCOME at
 				 * once, to answer before any page (only to
 				 * an agent whose HELLO said clock_probe) */
+	bool sym_modules;	/* optional: symbol lines may carry a module
+				 * (proto/symbols.h; absent: an older
+				 * collector, which would refuse them) */
 };
 
 struct proto_text {		/* MSG_HEADER_PAGE */

@@ -367,7 +367,7 @@ static int send_kallsyms(struct imp *m)
 			line[len] = 0;
 			if (sscanf(line, "%" SCNx64 " %c %511s", &addr, &type, name) == 3 &&
 			    strchr("tTwW", type) && addr)
-				ret = proto_sym_append(&b, addr, 0, name) < 0 ? 1 : 0;
+				ret = proto_sym_append(&b, addr, 0, name, NULL) < 0 ? 1 : 0;
 		}
 		p += len + 1;
 		if (ret == 0 && b.len && (b.len > PROTO_SYM_CHUNK - 1024 || p >= end)) {

@@ -465,7 +465,7 @@ static int sym_store(void *arg, const struct proto_sym *sym)
 {
 	struct sym_ctx *c = arg;
 
-	return store_symbol(c->store, c->program, sym->addr, sym->size, sym->name);
+	return store_symbol(c->store, c->program, sym->addr, sym->size, sym->name, sym->module);
 }
 
 /*
