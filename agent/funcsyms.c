@@ -190,15 +190,6 @@ int funcsyms_of_pid(int pid, funcsyms_fn fn, void *ctx)
 }
 
 /*
- * kallsyms has no sizes: each text symbol is given the distance to the
- * next one when that lies above it (the kernel's own lines and each
- * module's come in address order), else none. The collector stores a
- * large table over several messages; a sized symbol never names an
- * address past its end, so a table read half stored leaves such an
- * address unnamed instead of naming it after the last symbol stored so
- * far ("vcpu_get_pid+0x231991" for tracing_mark_write).
- */
-/*
  * The module of a kallsyms line after its name (@rest: what follows the
  * name): "\t[MODULE]" into @mod (cut to PROTO_SYM_MAX_MODULE bytes), ""
  * when none.
@@ -217,6 +208,15 @@ static void kallsyms_module(const char *rest, char *mod)
 	mod[n] = '\0';
 }
 
+/*
+ * kallsyms has no sizes: each text symbol is given the distance to the
+ * next one when that lies above it (the kernel's own lines and each
+ * module's come in address order), else none. The collector stores a
+ * large table over several messages; a sized symbol never names an
+ * address past its end, so a table read half stored leaves such an
+ * address unnamed instead of naming it after the last symbol stored so
+ * far ("vcpu_get_pid+0x231991" for tracing_mark_write).
+ */
 int funcsyms_of_kernel(const char *path, funcsyms_fn fn, void *ctx)
 {
 	char line[640], type, name[2][PROTO_SYM_MAX_NAME + 1], mod[2][PROTO_SYM_MAX_MODULE + 1];

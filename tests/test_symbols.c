@@ -155,6 +155,21 @@ START_TEST(test_kallsyms)
 	}
 	unlink(path);
 	free(path);
+	{	/* no closing bracket: no module; a longer one cut to PROTO_SYM_MAX_MODULE */
+		char text[256], longmod[PROTO_SYM_MAX_MODULE + 9];
+		struct want u[] = { { .name = "p" }, { .name = "q" }, { .name = NULL } };
+
+		memset(longmod, 'm', sizeof(longmod) - 1);
+		longmod[sizeof(longmod) - 1] = '\0';
+		snprintf(text, sizeof(text), "ffffffffc0000000 t p\t[open\n"
+			 "ffffffffc0000100 t q\t[%s]\n", longmod);
+		path = write_tmp(text);
+		ck_assert_int_eq(funcsyms_of_kernel(path, find_cb, u), 2);
+		ck_assert_str_eq(u[0].module, "");
+		ck_assert_uint_eq(strlen(u[1].module), PROTO_SYM_MAX_MODULE);
+		unlink(path);
+		free(path);
+	}
 }
 END_TEST
 
