@@ -190,25 +190,6 @@ int funcsyms_of_pid(int pid, funcsyms_fn fn, void *ctx)
 }
 
 /*
- * The module of a kallsyms line after its name (@rest: what follows the
- * name): "\t[MODULE]" into @mod (cut to PROTO_SYM_MAX_MODULE bytes), ""
- * when none.
- */
-static void kallsyms_module(const char *rest, char *mod)
-{
-	size_t n;
-
-	rest += strspn(rest, " \t");
-	n = *rest == '[' ? strcspn(rest + 1, "]\n") : 0;
-	if (n && rest[1 + n] != ']')
-		n = 0;	/* no closing bracket: not a module column */
-	if (n > PROTO_SYM_MAX_MODULE)
-		n = PROTO_SYM_MAX_MODULE;
-	memcpy(mod, rest + 1, n);
-	mod[n] = '\0';
-}
-
-/*
  * kallsyms has no sizes: each text symbol is given the distance to the
  * next one when that lies above it (the kernel's own lines and each
  * module's come in address order), else none. The collector stores a
@@ -235,7 +216,7 @@ int funcsyms_of_kernel(const char *path, funcsyms_fn fn, void *ctx)
 		nonzero |= addr != 0;
 		if (!nonzero)
 			continue;
-		kallsyms_module(line + end, mod[cur]);
+		proto_sym_kallsyms_module(line + end, mod[cur]);
 		if (held)	/* the one before, sized by this one */
 			ret = fn(ctx, prev, addr > prev ? addr - prev : 0, name[!cur],
 				 mod[!cur][0] ? mod[!cur] : NULL);

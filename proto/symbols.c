@@ -149,6 +149,21 @@ int proto_sym_parse(const char *text, size_t len,
 	return 0;
 }
 
+void proto_sym_kallsyms_module(const char *rest, char *mod)
+{
+	size_t n;
+
+	rest += strspn(rest, " \t");
+	n = *rest == '[' ? strcspn(rest + 1, "]\n") : 0;
+	if (n && rest[1 + n] != ']')
+		n = 0;	/* no closing bracket: not a module column */
+	if (n > PROTO_SYM_MAX_MODULE)
+		n = PROTO_SYM_MAX_MODULE;
+	if (n)
+		memcpy(mod, rest + 1, n);
+	mod[n] = '\0';
+}
+
 void proto_sym_format(char *buf, size_t len, const char *name, uint64_t off)
 {
 	if (!len)

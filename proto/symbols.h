@@ -56,6 +56,15 @@ int proto_sym_parse(const char *text, size_t len,
 		    size_t *bad_line);
 
 /*
+ * proto_sym_kallsyms_module - the module column of a /proc/kallsyms line
+ * (also a trace.dat's kallsyms), @rest being what follows the symbol's
+ * name: "\t[MODULE]" into @mod[PROTO_SYM_MAX_MODULE + 1], without the
+ * brackets and cut to PROTO_SYM_MAX_MODULE bytes; "" when there is none
+ * (nor a closing bracket).
+ */
+void proto_sym_kallsyms_module(const char *rest, char *mod);
+
+/*
  * proto_sym_format - "NAME" when @off is 0, else "NAME+0xOFF", into
  * @buf[@len] (cut to fit, always NUL-terminated when @len > 0).
  */
