@@ -51,6 +51,7 @@ struct freezewatch {
 	int tick_ms;			/* -1: the fds wake; see freezewatch.h */
 	struct page_layout layout;
 	uint8_t *page;			/* one page read */
+	int drain_err;			/* the last re-arm's drain error logged; 0: none */
 };
 
 /* errno after a failed libtracefs call, or TC_ERR_TRACEFS when it set none. */
@@ -533,6 +534,23 @@ int freezewatch_check(struct freezewatch *w, uint64_t *trigger_ts)
 	return 1;
 }
 
+/*
+ * A drain that failed (past the pages the walk refuses, which it reads
+ * through): said once per kind of error, as it may come at every re-arm.
+ */
+static void fw_drain_failed(struct freezewatch *w, int ret)
+{
+	char esc[LOG_ESC_LEN];
+
+	if (ret == w->drain_err)
+		return;
+	w->drain_err = ret;
+	log_warn("instance %s: cannot empty the freeze watch before tracing again: %s; "
+		 "a hit it kept from the freeze may freeze the instance once more",
+		 log_escape(tracefs_instance_get_name(w->watch), esc, sizeof(esc)),
+		 tc_strerror(ret));
+}
+
 int freezewatch_rearm(struct freezewatch *w)
 {
 	uint64_t ts;
@@ -540,7 +558,7 @@ int freezewatch_rearm(struct freezewatch *w)
 	int ret = fw_drain(w, &ts, &hits);
 
 	if (ret < 0 && ret != TC_ERR_PAGE_MALFORMED)
-		return ret;
+		fw_drain_failed(w, ret);	/* a recorder left off would be worse */
 	errno = 0;
 	return tracefs_trace_on(w->main) < 0 ? fw_err() : 0;
 }

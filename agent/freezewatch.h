@@ -115,9 +115,12 @@ int freezewatch_check(struct freezewatch *w, uint64_t *trigger_ts);
 /*
  * freezewatch_rearm - after the frozen buffer was taken: drain the watch
  * on every CPU, past pages the walk refuses (hits while frozen are not new
- * freezes), then tracing_on 1 on the main instance. The trigger stays set
+ * freezes), then tracing_on 1 on the main instance, whatever the drain
+ * said: a drain that failed is logged (once per kind of error; a hit it
+ * left may freeze the instance again at the next freezewatch_check()),
+ * never a reason to leave the recorder off. The trigger stays set
  * throughout.
- * Return: 0; -errno or TC_ERR_TRACEFS.
+ * Return: 0; -errno or TC_ERR_TRACEFS (tracing_on 1 failed).
  */
 int freezewatch_rearm(struct freezewatch *w);
 

@@ -101,7 +101,7 @@ static int walk_symtab(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, struct funcsym
 		name = elf_strptr(e, sh->sh_link, sym.st_name);
 		if (!name || !*name)
 			continue;
-		ret = w->fn(w->ctx, sym.st_value + w->bias, sym.st_size, name);
+		ret = w->fn(w->ctx, sym.st_value + w->bias, sym.st_size, name, NULL);
 		if (ret)
 			return ret;
 		w->count++;
@@ -200,30 +200,33 @@ int funcsyms_of_pid(int pid, funcsyms_fn fn, void *ctx)
  */
 int funcsyms_of_kernel(const char *path, funcsyms_fn fn, void *ctx)
 {
-	char line[640], type, name[2][PROTO_SYM_MAX_NAME + 1];
+	char line[640], type, name[2][PROTO_SYM_MAX_NAME + 1], mod[2][PROTO_SYM_MAX_MODULE + 1];
 	uint64_t addr, prev = 0;
-	int ret = 0, count = 0, cur = 0;
+	int ret = 0, count = 0, cur = 0, end;
 	bool nonzero = false, held = false;
 	FILE *f = fopen(path ? path : "/proc/kallsyms", "re");
 
 	if (!f)
 		return -errno;
 	while (ret == 0 && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%" SCNx64 " %c %511s", &addr, &type, name[cur]) != 3 ||
-		    !strchr("tTwW", type))
+		end = 0;
+		if (sscanf(line, "%" SCNx64 " %c %511s%n", &addr, &type, name[cur], &end) != 3 ||
+		    !end || !strchr("tTwW", type))
 			continue;
 		nonzero |= addr != 0;
 		if (!nonzero)
 			continue;
+		proto_sym_kallsyms_module(line + end, mod[cur]);
 		if (held)	/* the one before, sized by this one */
-			ret = fn(ctx, prev, addr > prev ? addr - prev : 0, name[!cur]);
+			ret = fn(ctx, prev, addr > prev ? addr - prev : 0, name[!cur],
+				 mod[!cur][0] ? mod[!cur] : NULL);
 		held = true;
 		prev = addr;
 		cur = !cur;
 		count++;
 	}
 	if (ret == 0 && held)
-		ret = fn(ctx, prev, 0, name[!cur]);
+		ret = fn(ctx, prev, 0, name[!cur], mod[!cur][0] ? mod[!cur] : NULL);
 	fclose(f);
 	return ret ? ret : count;
 }
@@ -232,6 +235,7 @@ int funcsyms_of_kernel(const char *path, funcsyms_fn fn, void *ctx)
 struct funcsyms_out {
 	struct proto_buf text;
 	uint32_t group;
+	bool modules;			/* the collector takes them */
 	int (*msg)(void *arg, const struct proto_msg *m);
 	void *arg;
 };
@@ -249,22 +253,23 @@ static int out_flush(struct funcsyms_out *o)
 	return ret < 0 ? ret : 0;
 }
 
-static int out_add(void *ctx, uint64_t addr, uint64_t size, const char *name)
+static int out_add(void *ctx, uint64_t addr, uint64_t size, const char *name,
+		   const char *module)
 {
 	struct funcsyms_out *o = ctx;
 	int ret = 0;
 
-	if (o->text.len + 64 + PROTO_SYM_MAX_NAME > PROTO_SYM_CHUNK)
+	if (o->text.len + 64 + PROTO_SYM_MAX_NAME + 1 + PROTO_SYM_MAX_MODULE > PROTO_SYM_CHUNK)
 		ret = out_flush(o);
 	if (ret == 0)
-		ret = proto_sym_append(&o->text, addr, size, name);
+		ret = proto_sym_append(&o->text, addr, size, name, o->modules ? module : NULL);
 	return ret;
 }
 
-int funcsyms_send(uint32_t group, int pid,
+int funcsyms_send(uint32_t group, int pid, bool modules,
 		  int (*msg)(void *arg, const struct proto_msg *m), void *arg)
 {
-	struct funcsyms_out o = { .group = group, .msg = msg, .arg = arg };
+	struct funcsyms_out o = { .group = group, .modules = modules, .msg = msg, .arg = arg };
 	int n, ret;
 
 	proto_buf_init(&o.text);

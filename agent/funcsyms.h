@@ -7,12 +7,18 @@
 #ifndef AGENT_FUNCSYMS_H
 #define AGENT_FUNCSYMS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "proto/msg.h"
 
-/* Called per function symbol; a nonzero return stops the walk. */
-typedef int (*funcsyms_fn)(void *ctx, uint64_t addr, uint64_t size, const char *name);
+/*
+ * Called per function symbol, with the kernel module it belongs to
+ * (kallsyms' "[MODULE]" column without brackets; NULL: none, and always
+ * for a program's); a nonzero return stops the walk.
+ */
+typedef int (*funcsyms_fn)(void *ctx, uint64_t addr, uint64_t size, const char *name,
+			   const char *module);
 
 /*
  * funcsyms_of_pid - call @fn for every function symbol (STT_FUNC or
@@ -30,8 +36,10 @@ int funcsyms_of_pid(int pid, funcsyms_fn fn, void *ctx);
 
 /*
  * funcsyms_of_kernel - call @fn for each text symbol (t/T/w/W) of @path
- * (NULL: /proc/kallsyms) with size 0 (kallsyms has none). When every
- * address reads 0 (kptr_restrict hides them) nothing is reported.
+ * (NULL: /proc/kallsyms), sized as funcsyms.c says, with its module
+ * (a "[MODULE]" after the name; one longer than PROTO_SYM_MAX_MODULE is
+ * cut). When every address reads 0 (kptr_restrict hides them) nothing is
+ * reported.
  * Return: the number reported; -errno; @fn's nonzero return.
  */
 int funcsyms_of_kernel(const char *path, funcsyms_fn fn, void *ctx);
@@ -39,12 +47,13 @@ int funcsyms_of_kernel(const char *path, funcsyms_fn fn, void *ctx);
 /*
  * funcsyms_send - MSG_SYMBOLS messages for group @group (0: the kernel,
  * read from /proc/kallsyms; else process @pid), each under
- * PROTO_SYM_CHUNK bytes of text, passed to @msg.
+ * PROTO_SYM_CHUNK bytes of text, passed to @msg; kernel symbols' modules
+ * only with @modules (the collector's WELCOME said sym_modules).
  *
  * Return: the number of symbols sent; the errors of funcsyms_of_pid() or
  * funcsyms_of_kernel(); -ENOMEM; @msg's negative return.
  */
-int funcsyms_send(uint32_t group, int pid,
+int funcsyms_send(uint32_t group, int pid, bool modules,
 		  int (*msg)(void *arg, const struct proto_msg *m), void *arg);
 
 #endif

@@ -50,6 +50,7 @@
 #include "agent/tracing.h"
 #include "common/log.h"
 #include "common/page.h"
+#include "common/ring.h"
 #include "common/tc_error.h"
 #include "common/util.h"
 
@@ -65,6 +66,8 @@ struct recorder {
 	uint64_t base_overrun;		/* the kernel's overrun at the last thaw */
 	/* the snapshot being read */
 	uint64_t id, pages, events, first_ns, last_ns;
+	uint64_t off_ns;		/* the trace clock once tracing was off for sure;
+					 * 0: not known (FIRED, SHIPPING, HELD) */
 	enum rec_state state;
 	int64_t state_ms;		/* util_now_ms() when FIRED or HELD began */
 	bool thawed;			/* SHIPPING: the collector thawed it already */
@@ -86,6 +89,17 @@ static uint64_t recorder_overrun(struct recorder *r)
 		if (tracing_cpu_stats(r->t, cpu, &st) == 0)
 			sum += st.overrun;
 	return sum;
+}
+
+/*
+ * The instance's trace clock now, in its events' units (x86-tsc: counts;
+ * mono, or a clock placed as if it were mono: ns): read after tracing_on 0
+ * returned, a moment no event of the frozen buffer comes after.
+ */
+static uint64_t recorder_trace_now(const struct recorder *r)
+{
+	return ring_clock_now(strcmp(tracing_clock(r->t), "x86-tsc") ? RING_CLOCK_MONO :
+			      RING_CLOCK_TSC);
 }
 
 static int recorder_overwrite(struct recorder *r, char *err, size_t errlen)
@@ -164,6 +178,7 @@ static void recorder_rearm(struct recorder *r)
 		log_warn("flight recorder: cannot switch tracing on again: %s", tc_strerror(ret));
 	r->state = REC_ARMED;
 	r->thawed = false;
+	r->off_ns = 0;
 }
 
 /* The thaw of snapshot @id: only the one held (or being read) is ours. */
@@ -199,7 +214,11 @@ bool recorder_due(const struct recorder *r)
 
 int recorder_freeze(struct recorder *r, struct proto_snap_begin *b)
 {
+	bool off = r->state == REC_FIRED || r->state == REC_HELD;	/* since off_ns */
 	int ret = tracing_stop(r->t);
+
+	if (!off)
+		r->off_ns = ret < 0 ? 0 : recorder_trace_now(r);
 
 	r->id = r->asked[0];
 	memmove(r->asked, r->asked + 1, --r->nasked * sizeof(r->asked[0]));
@@ -268,14 +287,17 @@ void recorder_end(struct recorder *r, struct proto_snap_end *e)
 	*e = (struct proto_snap_end){ .id = r->id, .pages = r->pages, .events = r->events,
 				      .lost = overrun - r->base_overrun,
 				      .first_ns = r->events ? r->first_ns : 0,
-				      .last_ns = r->events ? r->last_ns : 0 };
+				      .last_ns = r->events ? r->last_ns : 0,
+				      .off_ns = r->off_ns <= INT64_MAX ? r->off_ns : 0 };
 	if (e->first_ns > e->last_ns)	/* pages of several CPUs: never out of order */
 		e->first_ns = e->last_ns;
 	r->base_overrun = overrun;
 	r->kept[r->snapshots++ % RECORDER_KEEP] = *e;
 	log_info("flight recorder: snapshot %llu shipped: %llu pages, %llu events, %llu "
-		 "overwritten before it", (unsigned long long)r->id, (unsigned long long)r->pages,
-		 (unsigned long long)r->events, (unsigned long long)e->lost);
+		 "overwritten before it; tracing off by trace clock %llu",
+		 (unsigned long long)r->id, (unsigned long long)r->pages,
+		 (unsigned long long)r->events, (unsigned long long)e->lost,
+		 (unsigned long long)e->off_ns);
 	r->state = REC_HELD;
 	r->state_ms = util_now_ms();
 	if (r->thawed)
@@ -340,6 +362,7 @@ int recorder_frozen(struct recorder *r, int64_t now_ms, bool woken, struct proto
 		return 0;
 	r->state = REC_FIRED;
 	r->state_ms = now_ms;
+	r->off_ns = recorder_trace_now(r);	/* freezewatch_check() made sure it is off */
 	*f = (struct proto_froze){ .event = r->event, .trace_ns = ts };
 	log_info("flight recorder: its trigger (%s) froze the instance", r->event);
 	return 1;

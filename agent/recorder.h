@@ -79,7 +79,11 @@ void recorder_page(struct recorder *r, const struct reader_page *pg, uint32_t pa
 
 /*
  * recorder_end - the buffer is read: *@e to send (the loss: what the
- * kernel's overrun, summed over CPUs, grew since the last snapshot).
+ * kernel's overrun, summed over CPUs, grew since the last snapshot; off_ns:
+ * the trace clock read once tracing was off for sure, by
+ * recorder_freeze() after its tracing_on 0, or by recorder_frozen() when
+ * it noticed the trigger: the freeze's measured moment, at or after every
+ * event shipped).
  * Tracing stays off until the collector's thaw (recorder_asked()) or
  * RECORDER_THAW_WAIT_MS (recorder_frozen()).
  */

@@ -55,6 +55,7 @@ struct session {
 	struct proto_done done;
 	bool kallsyms_held;		/* the collector holds this boot's kallsyms */
 	bool kallsyms_due;		/* not sent on this connection yet */
+	bool sym_modules;		/* the collector takes symbols' modules */
 	bool printk_due;		/* WELCOME asked for printk_formats */
 	struct comms *comms;		/* saved_cmdlines, saved_tgids */
 	char err[768];			/* why the last reconnect attempt failed */
@@ -120,6 +121,7 @@ static int send_hello(struct session *s, struct ship *link, char *why,
 		s->kallsyms_held = w.kallsyms;
 		s->kallsyms_due = s->h.kernel_symbols;
 		s->printk_due = w.printk_formats;
+		s->sym_modules = w.sym_modules;
 	}
 	ret = ship_welcome_probes(link, &h, &w, cap_to_deadline(s, REPLY_TIMEOUT_MS), reason,
 				  sizeof(reason));
@@ -209,7 +211,7 @@ static int send_kernel_symbols(struct session *s, char *why, size_t len)
 		log_info("the collector holds the kernel symbols of this boot: not sent again");
 		return 0;
 	}
-	n = funcsyms_send(0, 0, ship_relay, &r);
+	n = funcsyms_send(0, 0, s->sym_modules, ship_relay, &r);
 	if (r.err < 0) {
 		tc_seterr(why, len, "%s", ship_last_error(s->ctl));
 		return r.err;

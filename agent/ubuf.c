@@ -200,7 +200,7 @@ static int sym_relay_msg(void *arg, const struct proto_msg *m)
 static int send_symbols(struct ubuf_prog *p, const struct ubuf_ops *ops)
 {
 	struct sym_relay r = { .ops = ops };
-	int n = funcsyms_send(p->group, p->pid, sym_relay_msg, &r);
+	int n = funcsyms_send(p->group, p->pid, false, sym_relay_msg, &r);
 
 	if (r.err < 0)
 		return r.err;

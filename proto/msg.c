@@ -112,6 +112,7 @@ static const struct field welcome_fields[] = {
 	F("kallsyms", FK_BOOL, OPTIONAL, welcome.kallsyms),
 	F("printk_formats", FK_BOOL, OPTIONAL, welcome.printk_formats),
 	F("clock_probes", FK_U32, OPTIONAL, welcome.clock_probes),
+	F("sym_modules", FK_BOOL, OPTIONAL, welcome.sym_modules),
 };
 
 static const struct field header_page_fields[] = {
@@ -249,6 +250,7 @@ static const struct field snap_end_fields[] = {
 	F("lost", FK_U64, REQUIRED, snap_end.lost),
 	F("first_ns", FK_U64, REQUIRED, snap_end.first_ns),
 	F("last_ns", FK_U64, REQUIRED, snap_end.last_ns),
+	F("off_ns", FK_U64, OPTIONAL, snap_end.off_ns),
 };
 
 static const struct field froze_fields[] = {
@@ -327,8 +329,8 @@ static int check_snap_end(const struct proto_msg *m)
 {
 	const struct proto_snap_end *e = &m->snap_end;
 
-	return e->id && e->first_ns <= e->last_ns && e->last_ns <= INT64_MAX ? 0 :
-	       TC_ERR_MSG_MALFORMED;
+	return e->id && e->first_ns <= e->last_ns && e->last_ns <= INT64_MAX &&
+	       e->off_ns <= INT64_MAX ? 0 : TC_ERR_MSG_MALFORMED;
 }
 
 static const struct msg_desc msg_table[] = {

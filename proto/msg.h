@@ -95,7 +95,8 @@ struct proto_freeze {
 
 struct proto_snap_begin {
 	uint64_t id;
-	uint64_t frozen_ns;	/* trace clock when tracing went off */
+	uint64_t frozen_ns;	/* the agent's CLOCK_MONOTONIC when tracing went off
+				 * (for the trace clock: snap_end's off_ns) */
 };
 
 struct proto_snap_end {
@@ -106,6 +107,9 @@ struct proto_snap_end {
 				 * snapshot (its overrun, summed over CPUs) */
 	uint64_t first_ns;	/* trace clock of the first and last event */
 	uint64_t last_ns;	/* (both 0: the buffer held none) */
+	uint64_t off_ns;	/* optional: the trace clock (the events' units)
+				 * read once tracing was off for sure, so at or
+				 * after every event shipped; 0: not said */
 };
 
 struct proto_froze {
@@ -183,6 +187,9 @@ struct proto_welcome {
 	uint32_t clock_probes;	/* optional: probes that follow WELCOME at
 				 * once, to answer before any page (only to
 				 * an agent whose HELLO said clock_probe) */
+	bool sym_modules;	/* optional: symbol lines may carry a module
+				 * (proto/symbols.h; absent: an older
+				 * collector, which would refuse them) */
 };
 
 struct proto_text {		/* MSG_HEADER_PAGE */

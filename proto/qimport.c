@@ -38,7 +38,8 @@ int qimport_request_encode(const struct qimport_request *r, struct proto_buf *ou
 
 	msgpack_sbuffer_init(&sb);
 	msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-	msgpack_pack_map(&pk, 3 + (r->op == QOP_IMPORT_BEGIN ? 4 : r->op == QOP_IMPORT_MSG ? 1 :
+	msgpack_pack_map(&pk, 3 + (r->op == QOP_IMPORT_BEGIN ? 4 + r->sym_modules :
+				   r->op == QOP_IMPORT_MSG ? 1 :
 				   r->op == QOP_IMPORT_PAGES ? 3 : 1));
 	pack_str(&pk, "v");
 	msgpack_pack_uint32(&pk, QMSG_VERSION);
@@ -56,6 +57,10 @@ int qimport_request_encode(const struct qimport_request *r, struct proto_buf *ou
 		pack_str(&pk, r->file ? r->file : "");
 		pack_str(&pk, "msg");
 		pack_bin(&pk, r->msg, r->msg_len);
+		if (r->sym_modules) {	/* only when true: an older collector ignores it */
+			pack_str(&pk, "sym_modules");
+			msgpack_pack_true(&pk);
+		}
 		break;
 	case QOP_IMPORT_MSG:
 		pack_str(&pk, "msg");
@@ -112,6 +117,8 @@ static int field(struct qimport_request *r, const msgpack_object_kv *kv, uint32_
 		return proto_mp_bool(v, &r->force);
 	if (proto_mp_str_is(k, "abort"))
 		return proto_mp_bool(v, &r->abort);
+	if (proto_mp_str_is(k, "sym_modules"))
+		return proto_mp_bool(v, &r->sym_modules);
 	if (proto_mp_str_is(k, "digest"))
 		return proto_mp_take_str(v, QIMPORT_DIGEST_LEN, &r->digest);
 	if (proto_mp_str_is(k, "file"))

@@ -40,6 +40,8 @@ struct qimport_request {
 	uint64_t id;		/* all but BEGIN: BEGIN's reply's id */
 	/* BEGIN */
 	bool force;		/* the name may be a live host's */
+	bool sym_modules;	/* the asker sends symbols' modules if the reply
+				 * has a third column, sym_modules, of 1 */
 	char *digest;		/* hex SHA-256 of the file, QIMPORT_DIGEST_LEN */
 	char *file;		/* its name, for the log */
 	/* BEGIN (HELLO) and MSG: an encoded control message */

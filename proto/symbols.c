@@ -7,31 +7,47 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/tc_error.h"
 #include "proto/symbols.h"
 
-int proto_sym_append(struct proto_buf *b, uint64_t addr, uint64_t size, const char *name)
+/* @n bytes of @s at @dst, bytes outside '!'..'~' made '?'. */
+static void copy_printable(char *dst, const char *s, size_t n)
 {
-	char line[64 + PROTO_SYM_MAX_NAME];
-	size_t nlen = strlen(name), start, i;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		dst[i] = c > ' ' && c < 0x7f ? (char)c : '?';
+	}
+}
+
+int proto_sym_append(struct proto_buf *b, uint64_t addr, uint64_t size, const char *name,
+		     const char *module)
+{
+	char line[64 + PROTO_SYM_MAX_NAME + 1 + PROTO_SYM_MAX_MODULE];
+	size_t nlen = strlen(name), mlen = module ? strlen(module) : 0, at;
 	int n;
 
 	if (!nlen)
 		return -EINVAL;
 	if (nlen > PROTO_SYM_MAX_NAME)
 		nlen = PROTO_SYM_MAX_NAME;
+	if (mlen > PROTO_SYM_MAX_MODULE)
+		mlen = PROTO_SYM_MAX_MODULE;
 	n = snprintf(line, sizeof(line), "%" PRIx64 " %" PRIx64 " ", addr, size);
-	start = (size_t)n;
-	for (i = 0; i < nlen; i++) {
-		unsigned char c = (unsigned char)name[i];
-
-		line[start + i] = c > ' ' && c < 0x7f ? (char)c : '?';
+	at = (size_t)n;
+	copy_printable(line + at, name, nlen);
+	at += nlen;
+	if (mlen) {
+		line[at++] = ' ';
+		copy_printable(line + at, module, mlen);
+		at += mlen;
 	}
-	line[start + nlen] = '\n';
-	return proto_buf_append(b, line, start + nlen + 1);
+	line[at] = '\n';
+	return proto_buf_append(b, line, at + 1);
 }
 
 /* Parse 1..16 lower-case hex digits of @s[0..@n). Return: 0 or -1. */
@@ -62,10 +78,24 @@ static size_t field_len(const char *s, size_t n, char stop)
 	return e ? (size_t)(e - s) : n;
 }
 
-/* One line (without its '\n') into @sym, its name copied to @name. */
-static int parse_line(const char *s, size_t n, struct proto_sym *sym, char *name)
+/* Whether @s[0..@n) is 1..@max bytes of '!'..'~'. */
+static bool printable_word(const char *s, size_t n, size_t max)
 {
-	size_t a = field_len(s, n, ' '), z, i;
+	if (n == 0 || n > max)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
+			return false;
+	return true;
+}
+
+/*
+ * One line (without its '\n') into @sym, its name copied to @name, its
+ * module (if any) to @module.
+ */
+static int parse_line(const char *s, size_t n, struct proto_sym *sym, char *name, char *module)
+{
+	size_t a = field_len(s, n, ' '), z, m;
 
 	if (a == n || parse_hex(s, a, &sym->addr) < 0)
 		return -1;
@@ -76,15 +106,20 @@ static int parse_line(const char *s, size_t n, struct proto_sym *sym, char *name
 		return -1;
 	s += z + 1;
 	n -= z + 1;
-	if (n == 0 || n > PROTO_SYM_MAX_NAME)
+	m = field_len(s, n, ' ');	/* the name; a module after it */
+	if (!printable_word(s, m, PROTO_SYM_MAX_NAME) ||
+	    (m < n && !printable_word(s + m + 1, n - m - 1, PROTO_SYM_MAX_MODULE)))
 		return -1;
-	for (i = 0; i < n; i++)
-		if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
-			return -1;
-	memcpy(name, s, n);
-	name[n] = '\0';
+	memcpy(name, s, m);
+	name[m] = '\0';
 	sym->name = name;
-	sym->name_len = n;
+	sym->name_len = m;
+	sym->module = NULL;
+	if (m < n) {
+		memcpy(module, s + m + 1, n - m - 1);
+		module[n - m - 1] = '\0';
+		sym->module = module;
+	}
 	return 0;
 }
 
@@ -92,7 +127,7 @@ int proto_sym_parse(const char *text, size_t len,
 		    int (*fn)(void *ctx, const struct proto_sym *sym), void *ctx,
 		    size_t *bad_line)
 {
-	char name[PROTO_SYM_MAX_NAME + 1];
+	char name[PROTO_SYM_MAX_NAME + 1], module[PROTO_SYM_MAX_MODULE + 1];
 	struct proto_sym sym;
 	size_t line = 0, n;
 	int ret;
@@ -100,7 +135,7 @@ int proto_sym_parse(const char *text, size_t len,
 	while (len) {
 		line++;
 		n = field_len(text, len, '\n');
-		if (n == len || parse_line(text, n, &sym, name) < 0) {
+		if (n == len || parse_line(text, n, &sym, name, module) < 0) {
 			if (bad_line)
 				*bad_line = line;
 			return TC_ERR_MSG_MALFORMED;
@@ -114,6 +149,21 @@ int proto_sym_parse(const char *text, size_t len,
 	return 0;
 }
 
+void proto_sym_kallsyms_module(const char *rest, char *mod)
+{
+	size_t n;
+
+	rest += strspn(rest, " \t");
+	n = *rest == '[' ? strcspn(rest + 1, "]\n") : 0;
+	if (n && rest[1 + n] != ']')
+		n = 0;	/* no closing bracket: not a module column */
+	if (n > PROTO_SYM_MAX_MODULE)
+		n = PROTO_SYM_MAX_MODULE;
+	if (n)
+		memcpy(mod, rest + 1, n);
+	mod[n] = '\0';
+}
+
 void proto_sym_format(char *buf, size_t len, const char *name, uint64_t off)
 {
 	if (!len)
@@ -125,12 +175,16 @@ void proto_sym_format(char *buf, size_t len, const char *name, uint64_t off)
 }
 
 void proto_sym_format_sized(char *buf, size_t len, const char *name, uint64_t off,
-			    uint64_t size)
+			    uint64_t size, const char *module)
 {
+	int n;
+
 	if (!len)
 		return;
 	if (size)
-		snprintf(buf, len, "%s+0x%" PRIx64 "/0x%" PRIx64, name, off, size);
+		n = snprintf(buf, len, "%s+0x%" PRIx64 "/0x%" PRIx64, name, off, size);
 	else
-		snprintf(buf, len, "%s+0x%" PRIx64, name, off);
+		n = snprintf(buf, len, "%s+0x%" PRIx64, name, off);
+	if (module && *module && n >= 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, " [%s]", module);
 }

@@ -2,9 +2,13 @@
  * symbols.h - the text of MSG_SYMBOLS: one function symbol a line,
  *
  *     ADDR SIZE NAME\n
+ *     ADDR SIZE NAME MODULE\n
  *
  * ADDR and SIZE in lower-case hex without "0x" (1..16 digits), NAME 1 to
- * PROTO_SYM_MAX_NAME bytes of printable ASCII without spaces. The agent
+ * PROTO_SYM_MAX_NAME bytes of printable ASCII without spaces; MODULE, only
+ * to a collector whose WELCOME said sym_modules, the kernel module the
+ * symbol belongs to (kallsyms' "[MODULE]" column without its brackets, 1
+ * to PROTO_SYM_MAX_MODULE bytes of the same alphabet); absent: none. The agent
  * writes it (proto_sym_append), the collector parses it (proto_sym_parse)
  * and treats it as hostile. Prefix proto_sym_.
  */
@@ -17,6 +21,7 @@
 #include "proto/msg.h"
 
 #define PROTO_SYM_MAX_NAME	511	/* bytes; longer names are cut by the agent */
+#define PROTO_SYM_MAX_MODULE	63	/* bytes; the kernel's MODULE_NAME_LEN is 56 */
 #define PROTO_SYM_CHUNK		(PROTO_MAX_STRING - 1024)	/* text per message */
 
 struct proto_sym {
@@ -24,14 +29,18 @@ struct proto_sym {
 	uint64_t size;
 	const char *name;	/* NUL-terminated */
 	size_t name_len;
+	const char *module;	/* NUL-terminated; NULL: none (not a module's) */
 };
 
 /*
- * proto_sym_append - append @sym's line to @b. A name longer than
- * PROTO_SYM_MAX_NAME is cut; bytes outside '!'..'~' become '?'.
+ * proto_sym_append - append @sym's line to @b, with @module (NULL or "":
+ * none) as its fourth field. A name longer than PROTO_SYM_MAX_NAME, a
+ * module longer than PROTO_SYM_MAX_MODULE, is cut; bytes outside
+ * '!'..'~' become '?'.
  * Return: 0; -ENOMEM; -EINVAL for an empty name.
  */
-int proto_sym_append(struct proto_buf *b, uint64_t addr, uint64_t size, const char *name);
+int proto_sym_append(struct proto_buf *b, uint64_t addr, uint64_t size, const char *name,
+		     const char *module);
 
 /*
  * proto_sym_parse - call @fn for each line of @text[0..@len). The name
@@ -47,17 +56,27 @@ int proto_sym_parse(const char *text, size_t len,
 		    size_t *bad_line);
 
 /*
+ * proto_sym_kallsyms_module - the module column of a /proc/kallsyms line
+ * (also a trace.dat's kallsyms), @rest being what follows the symbol's
+ * name: "\t[MODULE]" into @mod[PROTO_SYM_MAX_MODULE + 1], without the
+ * brackets and cut to PROTO_SYM_MAX_MODULE bytes; "" when there is none
+ * (nor a closing bracket).
+ */
+void proto_sym_kallsyms_module(const char *rest, char *mod);
+
+/*
  * proto_sym_format - "NAME" when @off is 0, else "NAME+0xOFF", into
  * @buf[@len] (cut to fit, always NUL-terminated when @len > 0).
  */
 void proto_sym_format(char *buf, size_t len, const char *name, uint64_t off);
 
 /*
- * proto_sym_format_sized - the kernel's %pS: "NAME+0xOFF/0xSIZE", the
- * offset always (+0x0 too); "NAME+0xOFF" when @size is 0 (not known).
- * Into @buf[@len] as proto_sym_format().
+ * proto_sym_format_sized - the kernel's %pS (sprint_symbol()):
+ * "NAME+0xOFF/0xSIZE", the offset always (+0x0 too); "NAME+0xOFF" when
+ * @size is 0 (not known); then " [MODULE]" for a module's symbol (@module
+ * not NULL nor ""). Into @buf[@len] as proto_sym_format().
  */
 void proto_sym_format_sized(char *buf, size_t len, const char *name, uint64_t off,
-			    uint64_t size);
+			    uint64_t size, const char *module);
 
 #endif

@@ -260,7 +260,9 @@
 -- side names an address of a row (ftrace:function ip, funcgraph func) by
 -- the programs of the row's host announced at or before the row's ts (the
 -- one whose pid is the row's common_pid first, then the latest few) and
--- the first symbol at or below the address that covers it.
+-- the first symbol at or below the address that covers it. A kernel
+-- symbol's module (0018: kallsyms' "[MODULE]", NULL for none) follows its
+-- name where the kernel's %pS prints it (--hist's stack keys).
 -- Snapshots (0017): a flight recorder's freeze (traceagent
 -- --flight-recorder, traceq --snapshot) is a snapshots row (who, why,
 -- when) and a snapshot_hosts row per host told to freeze, which its

@@ -330,6 +330,36 @@ START_TEST(test_rearm)
 }
 END_TEST
 
+/*
+ * A drain that fails (a watch descriptor that cannot be read: CPU 0's
+ * replaced by a write-only one, read(2) says EBADF) still re-arms: tracing
+ * on again, 0 returned, each time.
+ */
+START_TEST(test_rearm_after_failed_drain)
+{
+	struct freezewatch *w = arm(FIRE_EVENT, own_filter());
+	int fds[MAX_FDS], null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	uint64_t ts = 0;
+
+	ck_assert_int_ge(null, 0);
+	ck_assert_int_gt(freezewatch_fds(w, fds, MAX_FDS), 0);
+	syscall(SYS_getppid);
+	ck_assert_int_eq(tracing_on(), 0);
+	TU_EQ(freezewatch_check(w, &ts), 1);
+	ck_assert_int_eq(dup2(null, fds[0]), fds[0]);	/* closed by freezewatch_close() */
+	close(null);
+	for (int i = 0; i < 2; i++) {	/* the second: the same error, said before */
+		TU_OK(freezewatch_rearm(w));
+		ck_assert_int_eq(tracing_on(), 1);
+		TU_EQ(tracefs_trace_off(fx.inst), 0);
+	}
+	TU_OK(freezewatch_rearm(w));
+	TU_EQ(freezewatch_check(w, &ts), -EBADF);	/* nothing fired; CPU 0 unreadable */
+	ck_assert_int_eq(tracing_on(), 1);
+	freezewatch_close(w);
+}
+END_TEST
+
 /* A hit between rearm's drain and tracing_on 1 is frozen by the check. */
 START_TEST(test_check_freezes)
 {
@@ -531,7 +561,8 @@ static Suite *freezewatch_suite(bool kernel)
 	tcase_add_checked_fixture(tc, main_setup, main_teardown);
 	tcase_add_unchecked_fixture(tc, NULL, sweep_instances);
 	tu_add_tests(tc, TU_TESTS(test_fires_at_the_event, test_other_hits_do_not_fire,
-				  test_rearm, test_check_freezes, test_close_leaves_nothing,
+				  test_rearm, test_rearm_after_failed_drain, test_check_freezes,
+				  test_close_leaves_nothing,
 				  test_refusals_leave_nothing));
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);

@@ -32,8 +32,14 @@
 #      calls, not of all close() events, and each stack names the syscall
 #      entry; each frame's /0xSIZE (of a name kallsyms holds once) is the
 #      distance from its address to the next one in /proc/kallsyms, the
-#      table the agent shipped; with the filter fd == 4243 in the query, no entry (the
+#      table the agent shipped, followed by " [MODULE]" exactly when
+#      kallsyms puts that symbol in a module (sprint_symbol()); the
+#      kernel symbols stored with a module are kallsyms' (the agent ships
+#      its module column); with the filter fd == 4243 in the query, no entry (the
 #      stacks of the close(4242) rows the filter drops stay theirs).
+#      With no module frame in the stacks (no module loaded, as where
+#      kallsyms' only "[...]" is ftrace's trampolines), the test says it
+#      could not check a module frame's print, and why.
 # The kernel's own hist file for the same events is not compared here
 # when the kernel has no hist triggers (CONFIG_HIST_TRIGGERS): the test
 # says so.
@@ -71,13 +77,18 @@ check "the recording imports (exit $rc: $(cat "$tmp/imp.out"))" '[ "$rc" = 0 ]'
 # against kallsyms' text symbols (what the agent and the import ship),
 # one line "CHECKED BAD FIRST-BAD"; MODE exact THEIRS HIST: HIST's entries
 # are THEIRS's stacks (lines " ADDR..."), their frames computed here;
-# MODE size HIST: each frame of a name kallsyms holds once has its size
+# MODE size HIST: each frame of a name kallsyms holds once has its size,
+# and its module as sprint_symbol() prints it (" [MOD]" for a symbol of
+# module MOD in kallsyms, nothing else); a fourth value: the frames of a
+# module's symbol checked
 frames='import bisect, sys
-names = {}
+names, mods = {}, {}
 for line in open("/proc/kallsyms"):
 	f = line.split()
 	if len(f) >= 3 and f[1] in "tTwW" and int(f[0], 16):
 		names.setdefault(int(f[0], 16), []).append(f[2])
+		if len(f) > 3 and f[3].startswith("[") and f[3].endswith("]"):
+			mods[int(f[0], 16)] = f[3][1:-1]
 addrs = sorted(names)
 def frame(a):
 	i = bisect.bisect_right(addrs, a) - 1
@@ -97,7 +108,7 @@ def entries(path):
 			out.append((int(line.split()[2]), fr))
 			fr = None
 	return out
-bad, checked, first = 0, 0, "-"
+bad, checked, first, modular = 0, 0, "-", 0
 def no(what):
 	global bad, first
 	bad += 1
@@ -119,16 +130,20 @@ else:
 			at[n] = a if n not in at else -1
 	for _, fr in entries(sys.argv[2]):
 		for f in fr:
-			n, _, rest = f.partition("+0x")
+			sym, _, mod = f.partition(" [")
+			n, _, rest = sym.partition("+0x")
 			off, _, size = rest.partition("/0x")
 			if at.get(n, -1) < 0:
 				continue
 			i = bisect.bisect_right(addrs, at[n])
 			want = addrs[i] - at[n] if i < len(addrs) else None
 			checked += 1
+			modular += at[n] in mods
 			if not size or int(size, 16) != want or int(off, 16) >= want:
 				no("%s: size 0x%x" % (f, want or 0))
-print(checked, bad, first)'
+			elif (mod[:-1] if mod.endswith("]") else mod or None) != mods.get(at[n]):
+				no("%s: module %s" % (f, mods.get(at[n], "none")))
+print(checked, bad, first.replace(" ", "_"), modular)'
 canon='FILENAME == ARGV[1] { if (!($3 in at)) at[$3] = $1; if (!($1 in first)) first[$1] = $3; next }
 	function canon(n) { return (n in at) ? first[at[n]] : n }'
 
@@ -222,6 +237,12 @@ check "the stack records themselves are refused ($rc: $(head -c 200 "$tmp/h3.txt
 
 # ---- (b) live: a stacktrace trigger with a filter ----
 if [ -d "$tracing/events/syscalls/sys_enter_close" ]; then
+	# kallsyms_mods: kallsyms' text symbols of a module, "NAME MOD", sorted
+	kallsyms_mods() {
+		awk '$2 ~ /^[tTwW]$/ && $1 !~ /^0+$/ && $4 ~ /^\[.*\]$/ {
+			print $3, substr($4, 2, length($4) - 2) }' /proc/kallsyms | LC_ALL=C sort -u
+	}
+	kallsyms_mods > "$tmp/kmod.before"
 	tc_start_agent trig --name trig-hs --no-user --no-comm-events --instance "tc-hs-$$-b" \
 		-e syscalls:sys_enter_close --stacktrace 'sys_enter_close where fd == 4242'
 	for _ in $(seq 300); do
@@ -252,9 +273,27 @@ for i in range(30):
 	check "events without a stack are not counted: Hits $h4 = the $n42 close(4242) events (of $nall), each stack naming the syscall entry ($noentry not)" \
 		'[ "${n42:-0}" -ge 30 ] && [ "$nall" -ge $((n42 + 30)) ] && [ "$h4" = "$n42" ] && [ "$noentry" = 0 ]'
 	python3 -c "$frames" size "$tmp/h4.txt" > "$tmp/h4.frames"
-	read -r nchecked nbad firstbad < "$tmp/h4.frames"
-	check "live: each frame's /0xSIZE is the distance to the next kallsyms address ($nchecked frames of names held once, $nbad not: $firstbad)" \
+	read -r nchecked nbad firstbad nmod < "$tmp/h4.frames"
+	check "live: each frame's /0xSIZE is the distance to the next kallsyms address, and a module's symbol ends in \" [MODULE]\" ($nchecked frames of names held once, $nmod of a module, $nbad not: $firstbad)" \
 		'[ "$nchecked" -gt 0 ] && [ "$nbad" = 0 ]'
+	# the agent ships kallsyms' module column (WELCOME's sym_modules): the
+	# kernel symbols stored with a module are kallsyms' text lines with one
+	# ("NAME MOD"), unless those changed while the agent ran (ftrace's
+	# trampolines, "[__builtin__ftrace]", come and go with other tracers)
+	kallsyms_mods > "$tmp/kmod.after"
+	sqlite3 -readonly "$tmp/trace.db" "SELECT s.name || ' ' || s.module FROM symbols AS s
+		JOIN programs AS p ON p.id = s.program_id JOIN hosts AS h ON h.id = p.host_id
+		WHERE h.name = 'trig-hs' AND p.grp = 0 AND s.module IS NOT NULL" 2>&1 |
+		LC_ALL=C sort > "$tmp/kmod.stored"
+	kmod=$(wc -l < "$tmp/kmod.after") smod=$(wc -l < "$tmp/kmod.stored")
+	if cmp -s "$tmp/kmod.before" "$tmp/kmod.after"; then
+		check "the agent's kernel symbols keep their modules ($smod stored with one, kallsyms has $kmod: $(head -n 2 "$tmp/kmod.stored" | tr '\n' ';'))" \
+			'cmp -s "$tmp/kmod.stored" "$tmp/kmod.after"'
+	else
+		tc_skip_part "the kernel symbols' modules stored" "kallsyms' module lines changed while the agent ran"
+	fi
+	[ "${nmod:-0}" -gt 0 ] || tc_skip_part "a stack frame in a module (\" [MODULE]\" after %pS)" \
+		"no frame of these stacks lies in a module ($kmod text symbols of modules in /proc/kallsyms: $(awk '$4 ~ /^\[/ { print $4 }' /proc/kallsyms | sort -u | tr '\n' ' '))"
 	tqs --hist 'keys=common_stacktrace' 'sys_enter_close where fd == 4243' > "$tmp/h5.txt" 2>&1
 	# the merge takes every row, whatever the filter: a close(4243) does not
 	# take the stack of the close(4242) after it, which the filter drops

@@ -18,6 +18,8 @@
 #    aside (see below);
 #  - v7 uncompressed and v6 import, with the same sched_switch lines as the
 #    unfiltered report;
+#  - the kernel symbols it stores keep the file's kallsyms module column
+#    ("[MODULE]"), exactly those lines';
 #  - the same file again: "stored already", exit 0, nothing added;
 #  - a live host's name (an agent's) is refused (exit 2) without --force,
 #    stored beside it with --force;
@@ -71,6 +73,23 @@ as() { local u=$1; shift; runuser -u "$u" -- "$tq" -s "ipc://$sock" -t 120000 "$
 
 tq_root --import "$tmp/v7.dat" --name imp-v7 > "$tmp/imp.out" 2> "$tmp/imp.err"; rc=$?
 check "the zstd v7 file imports (exit $rc: $(cat "$tmp/imp.out" "$tmp/imp.err"))" '[ "$rc" = 0 ]'
+# the recording's kallsyms keep their modules (its "[MODULE]" column): the
+# kernel symbols stored with one are the file's text lines with one
+trace-cmd dump --kallsyms -i "$tmp/v7.dat" 2>/dev/null |
+	awk '$2 ~ /^[tTwW]$/ && $1 !~ /^0+$/ && $4 ~ /^\[.*\]$/ {
+		print $3, substr($4, 2, length($4) - 2) }' | LC_ALL=C sort -u > "$tmp/kmod.file"
+sqlite3 -readonly "$tmp/trace.db" "SELECT s.name || ' ' || s.module FROM symbols AS s
+	JOIN programs AS p ON p.id = s.program_id JOIN hosts AS h ON h.id = p.host_id
+	WHERE h.name = 'imp-v7' AND p.grp = 0 AND s.module IS NOT NULL" 2>&1 |
+	LC_ALL=C sort > "$tmp/kmod.stored"
+if [ -s "$tmp/kmod.file" ]; then
+	check "the file's kernel symbols keep their modules ($(wc -l < "$tmp/kmod.stored") stored with one, the file's kallsyms has $(wc -l < "$tmp/kmod.file"): $(head -n 2 "$tmp/kmod.stored" | tr '\n' ';'))" \
+		'cmp -s "$tmp/kmod.file" "$tmp/kmod.stored"'
+else
+	check "the file's kallsyms has no module: none stored ($(wc -l < "$tmp/kmod.stored"))" \
+		'[ ! -s "$tmp/kmod.stored" ]'
+	tc_skip_part "kernel symbols' modules from a recording" "its kallsyms lists none"
+fi
 
 # report FILTER FILE: trace-cmd report's event lines, without the instance prefix
 report() {

@@ -135,7 +135,7 @@ static struct proto_msg sample(enum proto_msg_type type)
 		};
 		break;
 	case MSG_WELCOME:
-		m.welcome = (struct proto_welcome){ PROTO_VERSION, 1ull << 40, true, true, 8 };
+		m.welcome = (struct proto_welcome){ PROTO_VERSION, 1ull << 40, true, true, 8, true };
 		break;
 	case MSG_HEADER_PAGE:
 		m.header_page.text = "\tfield: u64 timestamp;\n";
@@ -214,7 +214,8 @@ static struct proto_msg sample(enum proto_msg_type type)
 		m.snap_begin = (struct proto_snap_begin){ 3, UINT64_MAX };
 		break;
 	case MSG_SNAP_END:
-		m.snap_end = (struct proto_snap_end){ 3, 1ull << 40, UINT64_MAX, 17, 5, INT64_MAX };
+		m.snap_end = (struct proto_snap_end){ 3, 1ull << 40, UINT64_MAX, 17, 5, INT64_MAX,
+						      INT64_MAX };
 		break;
 	case MSG_FROZE:
 		m.froze = (struct proto_froze){ "sched:sched_switch", UINT64_MAX };
@@ -305,6 +306,7 @@ static void msg_eq(const struct proto_msg *a, const struct proto_msg *b)
 		ck_assert_int_eq(a->welcome.kallsyms, b->welcome.kallsyms);
 		ck_assert_int_eq(a->welcome.printk_formats, b->welcome.printk_formats);
 		ck_assert_uint_eq(a->welcome.clock_probes, b->welcome.clock_probes);
+		ck_assert_int_eq(a->welcome.sym_modules, b->welcome.sym_modules);
 		break;
 	case MSG_HEADER_PAGE:
 		text_eq(a->header_page.text, a->header_page.len,
@@ -456,6 +458,9 @@ START_TEST(test_msg_clock_refused)
 	proto_buf_init(&buf);
 	TU_ERR(proto_msg_encode(&e, &buf), TC_ERR_MSG_MALFORMED);
 	c.clock_measure.trace_ns = (uint64_t)INT64_MAX + 1;
+	TU_ERR(proto_msg_encode(&c, &buf), TC_ERR_MSG_MALFORMED);
+	c = sample(MSG_SNAP_END);	/* a freeze's moment past int64 */
+	c.snap_end.off_ns = (uint64_t)INT64_MAX + 1;
 	TU_ERR(proto_msg_encode(&c, &buf), TC_ERR_MSG_MALFORMED);
 	ck_assert_uint_eq(buf.len, 0);
 	/* by hand: {"t": "clock_echo", "id": 1, "recv_ns": 5, "send_ns": 4} */
@@ -896,6 +901,14 @@ START_TEST(test_msg_optional_counters)
 	TU_OK(proto_msg_decode(sb.data, sb.size, &back));
 	ck_assert_uint_eq(back.hello.session, 0);
 	ck_assert_uint_eq(back.hello.ncpus, 64);
+	proto_msg_free(&back);
+	msgpack_sbuffer_destroy(&sb);
+	/* an agent before snap_end's off_ns: the freeze's moment not known */
+	m = sample(MSG_SNAP_END);
+	repack(&m, "off_ns", NULL, 0, NULL, 0, &sb);
+	TU_OK(proto_msg_decode(sb.data, sb.size, &back));
+	ck_assert_uint_eq(back.snap_end.off_ns, 0);
+	ck_assert_uint_eq(back.snap_end.last_ns, INT64_MAX);
 	proto_msg_free(&back);
 	msgpack_sbuffer_destroy(&sb);
 }
@@ -1752,6 +1765,7 @@ struct sym_seen {
 	size_t n;
 	uint64_t addr[4], size[4];
 	char name[4][PROTO_SYM_MAX_NAME + 1];
+	char module[4][PROTO_SYM_MAX_MODULE + 1];	/* "": none */
 };
 
 static int sym_collect(void *ctx, const struct proto_sym *sym)
@@ -1763,6 +1777,9 @@ static int sym_collect(void *ctx, const struct proto_sym *sym)
 	s->addr[s->n] = sym->addr;
 	s->size[s->n] = sym->size;
 	strcpy(s->name[s->n], sym->name);
+	if (sym->module)
+		ck_assert_uint_gt(strlen(sym->module), 0);
+	strcpy(s->module[s->n], sym->module ? sym->module : "");
 	s->n++;
 	return 0;
 }
@@ -1776,18 +1793,25 @@ START_TEST(test_sym_round_trip)
 	memset(longname, 'x', sizeof(longname) - 1);
 	longname[sizeof(longname) - 1] = '\0';
 	proto_buf_init(&b);
-	TU_OK(proto_sym_append(&b, 0x401000, 0x2a, "main"));
-	TU_OK(proto_sym_append(&b, UINT64_MAX, 0, "a b\tc"));
-	TU_OK(proto_sym_append(&b, 0, 1, longname));
-	TU_ERR(proto_sym_append(&b, 0, 1, ""), -EINVAL);
+	TU_OK(proto_sym_append(&b, 0x401000, 0x2a, "main", NULL));
+	TU_OK(proto_sym_append(&b, UINT64_MAX, 0, "a b\tc", ""));
+	TU_OK(proto_sym_append(&b, 0, 1, longname, longname));
+	TU_OK(proto_sym_append(&b, 0xffffffffc0001000ull, 0x40, "e1000_xmit", "e1000 x"));
+	TU_ERR(proto_sym_append(&b, 0, 1, "", "mod"), -EINVAL);
 	TU_OK(proto_sym_parse((char *)b.data, b.len, sym_collect, &seen, NULL));
-	ck_assert_uint_eq(seen.n, 3);
+	ck_assert_uint_eq(seen.n, 4);
 	ck_assert_uint_eq(seen.addr[0], 0x401000);
 	ck_assert_uint_eq(seen.size[0], 0x2a);
 	ck_assert_str_eq(seen.name[0], "main");
+	ck_assert_str_eq(seen.module[0], "");
 	ck_assert_uint_eq(seen.addr[1], UINT64_MAX);
 	ck_assert_str_eq(seen.name[1], "a?b?c");
+	ck_assert_str_eq(seen.module[1], "");
 	ck_assert_uint_eq(strlen(seen.name[2]), PROTO_SYM_MAX_NAME);
+	ck_assert_uint_eq(strlen(seen.module[2]), PROTO_SYM_MAX_MODULE);	/* cut */
+	ck_assert_str_eq(seen.name[3], "e1000_xmit");
+	ck_assert_str_eq(seen.module[3], "e1000?x");
+	ck_assert_int_eq(memcmp(b.data + b.len - 23, " 40 e1000_xmit e1000?x\n", 23), 0);
 	TU_OK(proto_sym_parse("", 0, sym_collect, &seen, NULL));
 	proto_buf_free(&b);
 }
@@ -1803,7 +1827,9 @@ static const char *const bad_sym_texts[] = {
 	"11112222333344445 2a main\n",	/* 17 digits */
 	" 401000 2a main\n",		/* empty address */
 	"401000  2a main\n",		/* empty size */
-	"401000 2a ma in\n",		/* space in name */
+	"401000 2a ma in x\n",		/* a space in the module */
+	"401000 2a main \n",		/* an empty module */
+	"401000 2a  mod\n",		/* an empty name before a module */
 	"401000 2a ma\x01in\n",		/* control byte */
 	"401000 2a ma\xc3\xa9\n",	/* not ASCII */
 	"\n",
@@ -1834,6 +1860,15 @@ START_TEST(test_sym_long_name_rejected)
 	TU_ERR(proto_sym_parse(text, n, sym_collect, &seen, NULL), TC_ERR_MSG_MALFORMED);
 	TU_ERR(proto_sym_parse(text + 1, n - 1, sym_collect, &seen, NULL), TC_ERR_MSG_MALFORMED);
 	ck_assert_uint_eq(seen.n, 0);
+	n = (size_t)sprintf(text, "1 1 f ");	/* a module one byte too long */
+	memset(text + n, 'm', PROTO_SYM_MAX_MODULE + 1);
+	n += PROTO_SYM_MAX_MODULE + 1;
+	text[n++] = '\n';
+	TU_ERR(proto_sym_parse(text, n, sym_collect, &seen, NULL), TC_ERR_MSG_MALFORMED);
+	text[n - 2] = '\n';	/* PROTO_SYM_MAX_MODULE bytes: taken */
+	TU_OK(proto_sym_parse(text, n - 1, sym_collect, &seen, NULL));
+	ck_assert_uint_eq(seen.n, 1);
+	ck_assert_uint_eq(strlen(seen.module[0]), PROTO_SYM_MAX_MODULE);
 }
 END_TEST
 
@@ -1848,16 +1883,23 @@ START_TEST(test_sym_format)
 	proto_sym_format(buf, 4, "recurse", 0);
 	ck_assert_str_eq(buf, "rec");
 	/* %pS: the offset always, the size when known */
-	proto_sym_format_sized(buf, sizeof(buf), "run", 0, 0x40);
+	proto_sym_format_sized(buf, sizeof(buf), "run", 0, 0x40, NULL);
 	ck_assert_str_eq(buf, "run+0x0/0x40");
-	proto_sym_format_sized(buf, sizeof(buf), "run", 0x1f, 0x40);
+	proto_sym_format_sized(buf, sizeof(buf), "run", 0x1f, 0x40, "");
 	ck_assert_str_eq(buf, "run+0x1f/0x40");
-	proto_sym_format_sized(buf, sizeof(buf), "run", 0x1f, 0);
+	proto_sym_format_sized(buf, sizeof(buf), "run", 0x1f, 0, NULL);
 	ck_assert_str_eq(buf, "run+0x1f");
-	proto_sym_format_sized(buf, 8, "recurse", 0x1f, 0x40);
+	proto_sym_format_sized(buf, 8, "recurse", 0x1f, 0x40, NULL);
 	ck_assert_str_eq(buf, "recurse");
+	/* sprint_symbol(): a module's symbol ends in " [MODULE]" */
+	proto_sym_format_sized(buf, sizeof(buf), "e1000_xmit", 0x1f, 0x40, "e1000");
+	ck_assert_str_eq(buf, "e1000_xmit+0x1f/0x40 [e1000]");
+	proto_sym_format_sized(buf, sizeof(buf), "e1000_xmit", 0x1f, 0, "e1000");
+	ck_assert_str_eq(buf, "e1000_xmit+0x1f [e1000]");
+	proto_sym_format_sized(buf, 22, "e1000_xmit", 0x1f, 0x40, "e1000");
+	ck_assert_str_eq(buf, "e1000_xmit+0x1f/0x40 ");	/* cut to fit */
 	buf[0] = 'x';
-	proto_sym_format_sized(buf, 0, "run", 0, 0x40);
+	proto_sym_format_sized(buf, 0, "run", 0, 0x40, NULL);
 	ck_assert_int_eq(buf[0], 'x');
 }
 END_TEST

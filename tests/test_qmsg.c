@@ -11,6 +11,7 @@
 #include <msgpack.h>
 
 #include "common/tc_error.h"
+#include "proto/qimport.h"
 #include "proto/qmsg.h"
 #include "tests/testutil.h"
 
@@ -646,6 +647,32 @@ START_TEST(op_table)
 }
 END_TEST
 
+/*
+ * An import BEGIN's sym_modules: round trip, absent as before (an older
+ * traceq's: false), and encoded only when true (an older collector
+ * ignores the key either way).
+ */
+START_TEST(qimport_sym_modules)
+{
+	struct qimport_request in = { .op = QOP_IMPORT_BEGIN, .file = "f.dat",
+				      .digest = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+				      .msg = (uint8_t *)"x", .msg_len = 1 }, out;
+	struct proto_buf b;
+
+	for (int with = 0; with < 2; with++) {
+		in.sym_modules = with;
+		proto_buf_init(&b);
+		TU_OK(qimport_request_encode(&in, &b));
+		ck_assert_int_eq(memmem(b.data, b.len, "sym_modules", 11) != NULL, with);
+		TU_OK(qimport_request_decode(b.data, b.len, &out));
+		ck_assert_int_eq(out.sym_modules, with);
+		ck_assert_str_eq(out.file, "f.dat");
+		qimport_request_free(&out);
+		proto_buf_free(&b);
+	}
+}
+END_TEST
+
 static Suite *qmsg_suite(void)
 {
 	Suite *s = suite_create("qmsg");
@@ -659,7 +686,8 @@ static Suite *qmsg_suite(void)
 					request_sql, request_select_keys_round_trip, request_omit,
 					reply_types_round_trip, reply_types_bad_rows_rejected,
 					hist_round_trip, stall_round_trip, op_table,
-					cursors_round_trip, cursors_bad_rejected));
+					cursors_round_trip, cursors_bad_rejected,
+					qimport_sym_modules));
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -42,6 +42,10 @@
 #    all, though each trigger program switches out again as it exits;
 #  - the FROZE's time (the collector logs it) is the trigger event's: the
 #    stored hit of rec-g1 at or before it, no record of its CPU between;
+#  - each host's snapshot ends within its measured freeze latency: the
+#    trigger event <= its last event <= the moment its tracing was off for
+#    sure, as the agent read its trace clock then (snap_end's off_ns, which
+#    the collector logs); the latencies are reported (info);
 #  - the trigger program (started after the agents connected) is named in
 #    rec-g3's rows (it traces sys_enter only: no event names a task), by
 #    the pid names an armed agent reads at its freeze only;
@@ -324,6 +328,47 @@ check "the trigger program's syscalls are named in rec-g3's snapshot ($named: na
 [ -n "$froze_ts" ] || grep "snapshot ${id:-0}:" "$tmp/collector.log"
 check "the FROZE's time is the trigger event's: a stored hit at or before it, none of its CPU between (${trig_gap:-no hit})" \
 	'[ -n "$froze_ts" ] && [ "${trig_gap#* }" = 0 ]'
+# Each host's snapshot ends within its measured freeze latency after the
+# trigger: every agent reads its trace clock once its tracing is off for
+# sure (after its tracing_on 0, or, rec-g1, when it noticed its trigger),
+# sends it in its SNAP_END (off_ns), and the collector logs it with the
+# wall-clock time its events would have. On the trace clock, which the three
+# share (one machine, one choice of clock): trigger <= the host's last event
+# <= its freeze. On the wall clock (snap_field's last_ts, converted with
+# the freeze's time in the same step): last_ts <= the freeze's time.
+# trig_of: the trigger event (the hit before the FROZE's time): trace_ts ts
+trig_of=$(python3 -c 'import json,sys
+ts, fire = int(sys.argv[2] or -1), sys.argv[3]
+hits = []
+for l in open(sys.argv[1]):
+    try: r = json.loads(l)
+    except ValueError: continue
+    if r.get("host") == "rec-g1" and r.get("prev_comm") == fire and r["trace_ts"] <= ts: hits.append(r)
+if hits: t = max(hits, key=lambda r: r["trace_ts"]); print(t["trace_ts"], t["ts"])' \
+	"$tmp/g1-rows.log" "${froze_ts:-}" "$fire")
+trig_trace=${trig_of% *} trig_wall=${trig_of#* }
+# last_trace HOST: the trace_ts of HOST's last event in the snapshot
+last_trace() {
+	python3 -c 'import json,sys
+m = ""
+for l in open(sys.argv[1]):
+    try: r = json.loads(l)
+    except ValueError: continue
+    if r.get("host") == sys.argv[2] and (m == "" or r["trace_ts"] > m): m = r["trace_ts"]
+print(m)' "$tmp/g1-rows.log" "$1"
+}
+for h in rec-g1 rec-g2 rec-g3; do
+	off=$(sed -n "s/.*host $h: snapshot ${id:-0}: tracing off by \(-\{0,1\}[0-9]*\) (trace_ns \([0-9]*\)).*/\1 \2/p" \
+		"$tmp/collector.log" | head -n 1)
+	off_wall=${off% *} off_trace=${off#* } lt=$(last_trace $h) lw=$(snap_field "${id:-0}" $h last_ts)
+	[ -n "$off" ] && [ -n "$trig_of" ] &&
+		echo "info: freeze latency $h: $(( off_wall - trig_wall )) ns after the trigger event" \
+			"($(( off_trace - trig_trace )) in trace clock units; its last event" \
+			"$(( lt - trig_trace )) after the trigger)"
+	check "trigger snapshot $h ends between the trigger and its measured freeze (trace clock: $trig_trace <= $lt <= ${off_trace:-none}; wall: ${lw:-none} <= ${off_wall:-none})" \
+		'[ -n "$off" ] && [ -n "$trig_of" ] && [ -n "$lt" ] && [ -n "$lw" ] &&
+		 [ "$trig_trace" -le "$lt" ] && [ "$lt" -le "$off_trace" ] && [ "$lw" -le "$off_wall" ]'
+done
 for _ in $(seq 100); do
 	grep -q "a trigger freeze of group g refused" "$tmp/collector.log" && break
 	sleep 0.1

@@ -212,11 +212,13 @@ kill "$collector_pid"; wait "$collector_pid" 2>/dev/null; collector_pid=
 	echo "UPDATE \"$t\" SET caller = (SELECT frames FROM stacks WHERE id = caller)
 		WHERE typeof(caller) = 'integer';"
   done
-  # and without the tables of the migrations after 0016 (0017-snapshots, ...)
+  # and without the tables and columns of the migrations after 0016
+  # (0017-snapshots, 0018-symbol-modules, ...)
   for m in "$top_srcdir"/sql/00[0-9][0-9]-*.sql; do
 	n=$(basename "$m"); n=$((10#${n%%-*}))
 	[ "$n" -gt 16 ] || continue
-	sed -n 's/^CREATE TABLE \(IF NOT EXISTS \)\{0,1\}\([a-z_0-9]*\).*/DROP TABLE IF EXISTS \2;/p' "$m"
+	sed -n -e 's/^CREATE TABLE \(IF NOT EXISTS \)\{0,1\}\([a-z_0-9]*\).*/DROP TABLE IF EXISTS \2;/p' \
+		-e 's/^ALTER TABLE \([a-z_0-9]*\) ADD COLUMN \([a-z_0-9]*\).*/ALTER TABLE \1 DROP COLUMN \2;/p' "$m"
   done
   echo "DROP TABLE stacks; PRAGMA user_version = 15;"; } > "$tmp/old.sql"
 sqlite3 -batch "$tmp/trace.db" < "$tmp/old.sql"

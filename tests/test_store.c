@@ -1452,12 +1452,12 @@ START_TEST(test_symbols)
 		ck_ok(store_boot_programs(sr, host, "boot-z", 10, progs_seen_fn, &ps));
 		ck_assert_uint_eq(ps.n, 0);
 	}
-	ck_ok(store_symbol(sw, ida, 0x1000, 0x20, "run"));
-	ck_ok(store_symbol(sw, ida, 0x1000, 0x20, "run"));	/* resent: kept once */
-	ck_ok(store_symbol(sw, ida, 0x1100, 0, "asm_stub"));
-	ck_ok(store_symbol(sw, idb, 0x1000, 0x10, "other"));
-	ck_ok(store_symbol(sw, idk, 0xffffffff81000000ull, 0, "_stext"));
-	ck_ok(store_symbol(sw, idk, 0xffffffff81000100ull, 0, "vfs_read"));
+	ck_ok(store_symbol(sw, ida, 0x1000, 0x20, "run", NULL));
+	ck_ok(store_symbol(sw, ida, 0x1000, 0x20, "run", NULL));	/* resent: kept once */
+	ck_ok(store_symbol(sw, ida, 0x1100, 0, "asm_stub", NULL));
+	ck_ok(store_symbol(sw, idb, 0x1000, 0x10, "other", NULL));
+	ck_ok(store_symbol(sw, idk, 0xffffffff81000000ull, 0, "_stext", NULL));
+	ck_ok(store_symbol(sw, idk, 0xffffffff81000100ull, 0, "vfs_read", NULL));
 
 	ck_ok(store_symbol_name(sr, host, 100, 3000, 0x1000, name, sizeof(name)));
 	ck_assert_str_eq(name, "run");
@@ -1490,8 +1490,8 @@ START_TEST(test_symbols)
 	 * sized (%pS): to the next greater address of the same table, an alias
 	 * not counted, whatever size was stored; the last symbol unsized
 	 */
-	ck_ok(store_symbol(sw, idk, 0xffffffff81000100ull, 0, "ksys_read"));
-	ck_ok(store_symbol(sw, idk, 0xffffffff81000180ull, 0, "vfs_write"));
+	ck_ok(store_symbol(sw, idk, 0xffffffff81000100ull, 0, "ksys_read", NULL));
+	ck_ok(store_symbol(sw, idk, 0xffffffff81000180ull, 0, "vfs_write", NULL));
 	ck_ok(store_symbol_sized(sr, host, 100, 3000, 0xffffffff81000000ull, name,
 				 sizeof(name)));
 	ck_assert_str_eq(name, "_stext+0x0/0x100");
@@ -1507,10 +1507,22 @@ START_TEST(test_symbols)
 	ck_assert_str_eq(name, "other+0x6");	/* b's only symbol */
 	ck_ok(store_symbol_name(sr, host, 100, 3000, 0x1006, name, sizeof(name)));
 	ck_assert_str_eq(name, "run+0x6");	/* unsized, as before */
+	/* a module's symbol: sprint_symbol()'s " [MODULE]" after %pS, not after the name */
+	ck_ok(store_symbol(sw, idk, 0xffffffffc0001000ull, 0, "e1000_xmit", "e1000"));
+	ck_ok(store_symbol(sw, idk, 0xffffffffc0001080ull, 0, "e1000_poll", ""));
+	ck_ok(store_symbol_sized(sr, host, 100, 3000, 0xffffffffc0001010ull, name,
+				 sizeof(name)));
+	ck_assert_str_eq(name, "e1000_xmit+0x10/0x80 [e1000]");
+	ck_ok(store_symbol_name(sr, host, 100, 3000, 0xffffffffc0001010ull, name,
+				sizeof(name)));
+	ck_assert_str_eq(name, "e1000_xmit+0x10");
+	ck_ok(store_symbol_sized(sr, host, 100, 3000, 0xffffffffc0001090ull, name,
+				 sizeof(name)));
+	ck_assert_str_eq(name, "e1000_poll+0x10");	/* "": no module */
 	TU_ERR(store_symbol_sized(sr, host, 100, 3000, 0x800, name, sizeof(name)), -ENOENT);
 	TU_ERR(store_symbol_sized(sr, host, 100, 3000, 0x1000, name, 0), -EINVAL);
 	TU_ERR(store_program(sw, host, NULL, &ida), -EINVAL);
-	TU_ERR(store_symbol(sw, ida, 1, 1, NULL), -EINVAL);
+	TU_ERR(store_symbol(sw, ida, 1, 1, NULL, NULL), -EINVAL);
 }
 END_TEST
 
@@ -2501,6 +2513,7 @@ START_TEST(test_migrate_ts_index)
 				      "ALTER TABLE hosts DROP COLUMN clock_drift_ppb; "
 				      "ALTER TABLE hosts DROP COLUMN clock_disagree_ns; "
 				      "ALTER TABLE hosts DROP COLUMN clock_source; "
+				      "ALTER TABLE symbols DROP COLUMN module; "
 				      "PRAGMA user_version = 4",
 				      NULL, NULL, NULL), SQLITE_OK);
 	ck_assert_int_eq(sqlite3_prepare_v2(db, "SELECT table_name FROM event_types", -1, &q,
@@ -2524,7 +2537,7 @@ START_TEST(test_migrate_ts_index)
 	ck_assert_uint_eq(after->n, before->n);
 	ck_assert(memcmp(after->rowid, before->rowid, before->n * sizeof(before->rowid[0])) == 0);
 	db = raw_open();
-	TU_EQ(raw_int(db, "PRAGMA user_version", 0), 17);	/* and on to 0017 */
+	TU_EQ(raw_int(db, "PRAGMA user_version", 0), 18);	/* and on to 0018 */
 	sqlite3_close(db);
 	free(before);
 	free(after);

@@ -33,17 +33,22 @@ struct want {
 	uint64_t found;		/* what funcsyms_of_pid() said; 0: not seen */
 	uint64_t size;
 	int times;
+	char module[PROTO_SYM_MAX_MODULE + 1];	/* its module; "": none */
 };
 
-static int find_cb(void *ctx, uint64_t addr, uint64_t size, const char *name)
+static int find_cb(void *ctx, uint64_t addr, uint64_t size, const char *name,
+		   const char *module)
 {
 	struct want *w = ctx;
 
+	if (module)
+		ck_assert_uint_gt(strlen(module), 0);	/* none is NULL */
 	for (; w->name; w++)
 		if (!strcmp(w->name, name)) {
 			w->found = addr;
 			w->size = size;
 			w->times++;
+			snprintf(w->module, sizeof(w->module), "%s", module ? module : "");
 		}
 	return 0;
 }
@@ -68,9 +73,10 @@ START_TEST(test_own_and_library_functions)
 }
 END_TEST
 
-static int stop_cb(void *ctx, uint64_t addr, uint64_t size, const char *name)
+static int stop_cb(void *ctx, uint64_t addr, uint64_t size, const char *name,
+		   const char *module)
 {
-	(void)addr, (void)size, (void)name;
+	(void)addr, (void)size, (void)name, (void)module;
 	return ++*(int *)ctx == 3 ? 42 : 0;
 }
 
@@ -123,6 +129,10 @@ START_TEST(test_kallsyms)
 	ck_assert_uint_eq(w[0].size, 0x200);
 	ck_assert_uint_eq(w[2].size, 0x100);
 	ck_assert_uint_eq(w[3].size, 0);
+	/* kallsyms' module column, without its brackets */
+	ck_assert_str_eq(w[0].module, "");
+	ck_assert_str_eq(w[2].module, "ext4");
+	ck_assert_str_eq(w[3].module, "");
 	unlink(path);
 	free(path);
 	path = write_tmp("ffffffff81000000 T a\nffffffff81000000 T b\nffffffffc0000000 t m\t[mod]\n"
@@ -138,9 +148,28 @@ START_TEST(test_kallsyms)
 		ck_assert_uint_eq(v[3].size, 0);	/* another module's lies lower */
 		ck_assert_uint_eq(v[4].size, 0);
 		ck_assert_int_eq(v[4].times, 1);
+		ck_assert_str_eq(v[1].module, "");
+		ck_assert_str_eq(v[2].module, "mod");
+		ck_assert_str_eq(v[3].module, "mod");
+		ck_assert_str_eq(v[4].module, "other");	/* the last line's too */
 	}
 	unlink(path);
 	free(path);
+	{	/* no closing bracket: no module; a longer one cut to PROTO_SYM_MAX_MODULE */
+		char text[256], longmod[PROTO_SYM_MAX_MODULE + 9];
+		struct want u[] = { { .name = "p" }, { .name = "q" }, { .name = NULL } };
+
+		memset(longmod, 'm', sizeof(longmod) - 1);
+		longmod[sizeof(longmod) - 1] = '\0';
+		snprintf(text, sizeof(text), "ffffffffc0000000 t p\t[open\n"
+			 "ffffffffc0000100 t q\t[%s]\n", longmod);
+		path = write_tmp(text);
+		ck_assert_int_eq(funcsyms_of_kernel(path, find_cb, u), 2);
+		ck_assert_str_eq(u[0].module, "");
+		ck_assert_uint_eq(strlen(u[1].module), PROTO_SYM_MAX_MODULE);
+		unlink(path);
+		free(path);
+	}
 }
 END_TEST
 
@@ -167,7 +196,7 @@ static int sym_line(void *ctx, const struct proto_sym *sym)
 	struct sent *s = ctx;
 
 	s->syms++;
-	return find_cb(s->w, sym->addr, sym->size, sym->name);
+	return find_cb(s->w, sym->addr, sym->size, sym->name, sym->module);
 }
 
 static int msg_cb(void *arg, const struct proto_msg *m)
@@ -187,7 +216,7 @@ START_TEST(test_send)
 	struct want w[] = { { .name = "symbols_test_marker", .addr = (uintptr_t)&symbols_test_marker },
 			    { .name = NULL } };
 	struct sent s = { .w = w };
-	int n = funcsyms_send(9, getpid(), msg_cb, &s);
+	int n = funcsyms_send(9, getpid(), true, msg_cb, &s);
 
 	ck_assert_int_gt(n, 0);
 	ck_assert_int_eq(s.syms, n);

@@ -44,6 +44,7 @@ struct imp {
 	import_call_fn call;
 	void *ctx;
 	uint64_t id;
+	bool sym_modules;	/* the collector takes symbols' modules (BEGIN said) */
 	char digest[QIMPORT_DIGEST_LEN + 1];
 	uint64_t pages, first_ts, last_ts;	/* pages' header times (trace clock) */
 	int64_t mtime_ns;
@@ -245,7 +246,7 @@ static int begin(struct imp *m, const char *name, bool force, bool *stored)
 	char kernel[PROTO_MAX_NAME + 1], *file = strdup(m->path);
 	struct proto_msg h = { .type = MSG_HELLO };
 	struct qimport_request r = { .op = QOP_IMPORT_BEGIN, .force = force,
-				     .digest = m->digest };
+				     .digest = m->digest, .sym_modules = true };
 	struct qmsg_reply rep;
 	struct proto_buf b;
 	int ret;
@@ -275,13 +276,16 @@ static int begin(struct imp *m, const char *name, bool force, bool *stored)
 	r.msg_len = b.len - FRAME_HDR_SIZE;
 	if ((ret = send_req(m, &r, &rep)) != 0)
 		goto out;
-	if (rep.nrows != 1 || rep.ncols != 2 || rep.vals[0].kind != QV_UINT ||
+	if (rep.nrows != 1 || rep.ncols < 2 || rep.ncols > 3 || rep.vals[0].kind != QV_UINT ||
 	    rep.vals[1].kind != QV_STR) {
 		fprintf(stderr, "traceq: bad reply from the collector\n");
 		ret = 1;
 	} else {
 		m->id = rep.vals[0].u;
 		*stored = !strcmp(rep.vals[1].s.p, "stored");
+		/* a third column: the collector takes symbols' modules */
+		m->sym_modules = rep.ncols == 3 && rep.vals[2].kind == QV_UINT &&
+				 rep.vals[2].u == 1;
 	}
 	qmsg_reply_free(&rep);
 out:
@@ -359,15 +363,19 @@ static int send_kallsyms(struct imp *m)
 	while (ret == 0 && p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		char line[640], type, name[PROTO_SYM_MAX_NAME + 1];
+		char line[640], type, name[PROTO_SYM_MAX_NAME + 1], mod[PROTO_SYM_MAX_MODULE + 1];
 		uint64_t addr;
+		int at = 0;
 
 		if (len < sizeof(line)) {
 			memcpy(line, p, len);
 			line[len] = 0;
-			if (sscanf(line, "%" SCNx64 " %c %511s", &addr, &type, name) == 3 &&
-			    strchr("tTwW", type) && addr)
-				ret = proto_sym_append(&b, addr, 0, name) < 0 ? 1 : 0;
+			if (sscanf(line, "%" SCNx64 " %c %511s%n", &addr, &type, name, &at) == 3 &&
+			    at && strchr("tTwW", type) && addr) {
+				proto_sym_kallsyms_module(line + at, mod);
+				ret = proto_sym_append(&b, addr, 0, name,
+						       m->sym_modules ? mod : NULL) < 0 ? 1 : 0;
+			}
 		}
 		p += len + 1;
 		if (ret == 0 && b.len && (b.len > PROTO_SYM_CHUNK - 1024 || p >= end)) {

@@ -1535,7 +1535,8 @@ static void conn_welcome(void *arg, uint64_t id, uint64_t host_id, bool kallsyms
 	int ret;
 	struct proto_msg m = { .type = MSG_WELCOME,
 			       .welcome = { .version = PROTO_VERSION, .host_id = host_id,
-					    .kallsyms = kallsyms, .printk_formats = printk } };
+					    .kallsyms = kallsyms, .printk_formats = printk,
+					    .sym_modules = true } };
 
 	if (!c)
 		return;

@@ -465,7 +465,7 @@ static int sym_store(void *arg, const struct proto_sym *sym)
 {
 	struct sym_ctx *c = arg;
 
-	return store_symbol(c->store, c->program, sym->addr, sym->size, sym->name);
+	return store_symbol(c->store, c->program, sym->addr, sym->size, sym->name, sym->module);
 }
 
 /*
@@ -777,6 +777,10 @@ static int sink_snap(struct sink *s, const struct sink_env *env, const struct pr
 		 sink_host(s, h, sizeof(h)), (unsigned long long)e->id,
 		 (unsigned long long)e->pages, (unsigned long long)e->events,
 		 (unsigned long long)e->lost);
+	if (e->off_ns)	/* its measured freeze: the wall clock as its events' */
+		log_info("host %s: snapshot %llu: tracing off by %lld (trace_ns %llu)", h,
+			 (unsigned long long)e->id, (long long)sink_kernel_wall_ns(s, e->off_ns),
+			 (unsigned long long)e->off_ns);
 	return store_snapshot_done(env->store, &sn);
 }
 

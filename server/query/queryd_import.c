@@ -40,7 +40,8 @@
 #define RIGHT_GLOBS	64
 #define IMPORT_SYNC_MS	60000	/* BEGIN waits this long for what was received to be stored */
 
-static const char *const begin_cols[] = { "id", "state" };
+/* the third only to an asker that said sym_modules (an older one wants two) */
+static const char *const begin_cols[] = { "id", "state", "sym_modules" };
 static const char *const end_cols[] = { "pages", "events" };
 
 /* Whether @who may import under host name @host; @why says why not. */
@@ -173,10 +174,12 @@ static int begin(const struct queryd_import_env *env, const struct qimport_reque
 					  raw.len - FRAME_HDR_SIZE, &id, why, len)) < 0)
 			goto out;
 	}
-	if ((ret = qmsg_reply_begin(&w, NULL, 2, begin_cols)) < 0)
+	if ((ret = qmsg_reply_begin(&w, NULL, r->sym_modules ? 3 : 2, begin_cols)) < 0)
 		goto out;
 	qmsg_put_uint(w, id);
 	qmsg_put_str(w, stored ? "stored" : "new", stored ? 6 : 3);
+	if (r->sym_modules)
+		qmsg_put_uint(w, 1);	/* symbols lines may carry a module */
 	ret = qmsg_reply_end(w, false, 0, 0, 1, out);
 	log_info("%s: %s as host '%s' (%s)%s", subject, stored ? "already stored" : "begins", esc,
 		 r->file ? log_escape(r->file, mid, sizeof(mid)) : "-",

@@ -592,8 +592,13 @@ static int ch_program(struct store_writer *w, uint64_t host_id, const struct sto
 	return ret;
 }
 
+/*
+ * @module is not kept: the symbols table has no column for it yet (its
+ * migration, sql/clickhouse/0013, waits for 0012), so a module symbol's
+ * %pS here has no " [MODULE]" (store_symbol_sized()).
+ */
 static int ch_symbol(struct store_writer *w, uint64_t program_id, uint64_t addr, uint64_t size,
-		     const char *name)
+		     const char *name, const char *module)
 {
 	struct ch_store *s = ch_writer_of(w);
 	struct ch_batch *b = &s->fixed[CH_B_SYMBOLS];
@@ -605,6 +610,7 @@ static int ch_symbol(struct store_writer *w, uint64_t program_id, uint64_t addr,
 	ch_b_u64(&b->rows, addr);
 	ch_b_u64(&b->rows, size);
 	ch_b_cstr(&b->rows, name);
+	(void)module;
 	return ch_fact_done(s, b);
 }
 

@@ -280,7 +280,7 @@ static void ch_sym_format(const struct ch_sym_ans *a, uint64_t addr, unsigned fl
 {
 	if (flags & STORE_SYM_SIZED)
 		proto_sym_format_sized(buf, len, a->name, addr - a->start,
-				       a->next ? a->next - a->start : 0);
+				       a->next ? a->next - a->start : 0, NULL);
 	else
 		proto_sym_format(buf, len, a->name, addr - a->start);
 }

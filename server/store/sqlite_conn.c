@@ -46,8 +46,8 @@ static int sq_setup_writer(struct sq_store *s)
 		{ "INSERT INTO stream_marks (host_id, boot_id, session, stream, seq)"
 		  " VALUES (?, ?, ?, ?, ?) ON CONFLICT (host_id, boot_id, session,"
 		  " stream) DO UPDATE SET seq = max(seq, excluded.seq)", &s->mark_put },
-		{ "INSERT OR IGNORE INTO symbols (program_id, addr, size, name)"
-		  " VALUES (?, ?, ?, ?)", &s->sym_put },
+		{ "INSERT OR IGNORE INTO symbols (program_id, addr, size, name, module)"
+		  " VALUES (?, ?, ?, ?, ?)", &s->sym_put },
 		{ "INSERT INTO ts_blocks (type_id, lo, hi, min_ts, max_ts, span,"
 		  " seq) VALUES (?, ?, ?, ?, ?, ?, ?)", &s->block_put },
 		{ "INSERT INTO stacks (id, frames) VALUES (?, ?)", &s->stack_put },

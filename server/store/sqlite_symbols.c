@@ -80,7 +80,7 @@ static int sq_program(struct store_writer *w, uint64_t host_id, const struct sto
 }
 
 static int sq_symbol(struct store_writer *w, uint64_t program_id, uint64_t addr,
-		     uint64_t size, const char *name)
+		     uint64_t size, const char *name, const char *module)
 {
 	struct sq_store *s = sq_writer_of(w);
 	sqlite3_stmt *st = s->sym_put;
@@ -93,6 +93,10 @@ static int sq_symbol(struct store_writer *w, uint64_t program_id, uint64_t addr,
 	sqlite3_bind_int64(st, 2, (int64_t)(addr ^ SQ_ADDR_FLIP));
 	sqlite3_bind_int64(st, 3, (int64_t)size);
 	sqlite3_bind_text(st, 4, name, -1, SQLITE_STATIC);
+	if (module && *module)
+		sqlite3_bind_text(st, 5, module, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 5);
 	return sq_run(s, st, false);
 }
 
@@ -116,8 +120,8 @@ static int sq_symbol_in(struct sq_store *s, int64_t prog, bool kernel, uint64_t 
 
 	if (!*st)
 		ret = sq_prepare(s, "SELECT addr, size, name, (SELECT addr FROM symbols"
-				    " WHERE program_id = ?1 AND addr > ?2 ORDER BY addr LIMIT 1)"
-				    " FROM symbols WHERE program_id = ?1 AND addr <= ?2"
+				    " WHERE program_id = ?1 AND addr > ?2 ORDER BY addr LIMIT 1),"
+				    " module FROM symbols WHERE program_id = ?1 AND addr <= ?2"
 				    " ORDER BY addr DESC, name DESC LIMIT 1", st);
 	if (ret < 0)
 		return ret;
@@ -134,7 +138,8 @@ static int sq_symbol_in(struct sq_store *s, int64_t prog, bool kernel, uint64_t 
 		if (size ? addr - start >= size : !kernel && addr - start >= SQ_SYM_UNSIZED_MAX)
 			ret = -ENOENT;
 		else if (flags & STORE_SYM_SIZED)
-			proto_sym_format_sized(buf, len, name, addr - start, next - start);
+			proto_sym_format_sized(buf, len, name, addr - start, next - start,
+					       (const char *)sqlite3_column_text(*st, 4));
 		else
 			proto_sym_format(buf, len, name, addr - start);
 	}

@@ -517,14 +517,15 @@ static inline int store_program(struct store_writer *w, uint64_t host_id,
 }
 
 /*
- * store_symbol - add one function symbol of @program_id; one already there
- * (same address and name: a resend after a reconnect) is left as it is.
+ * store_symbol - add one function symbol of @program_id, of kernel module
+ * @module (NULL or "": none); one already there (same address and name: a
+ * resend after a reconnect) is left as it is.
  * Return: 0; TC_ERR_DB; -EINVAL.
  */
 static inline int store_symbol(struct store_writer *w, uint64_t program_id, uint64_t addr,
-			       uint64_t size, const char *name)
+			       uint64_t size, const char *name, const char *module)
 {
-	return name ? w->ops->symbol(w, program_id, addr, size, name) : -EINVAL;
+	return name ? w->ops->symbol(w, program_id, addr, size, name, module) : -EINVAL;
 }
 
 /*
@@ -709,8 +710,9 @@ static inline int store_symbol_name(struct store_reader *r, uint64_t host_id, in
  * with. The table's last symbol has no next: "NAME+0xOFF", no size
  * rather than a guess (the kernel ends it at _etext or _end, which
  * kallsyms does not list). A module's symbol is measured like any other
- * (the kernel ends it at its module's next symbol or text end); the
- * store keeps no module names, so no " [module]" follows.
+ * (the kernel ends it at its module's next symbol or text end), and
+ * " [MODULE]" follows, as sprint_symbol() writes it, when its agent sent
+ * the module (kallsyms' column).
  *
  * Return: as store_symbol_name().
  */

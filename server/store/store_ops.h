@@ -181,7 +181,7 @@ struct store_writer_ops {
 	int (*program)(struct store_writer *w, uint64_t host_id, const struct store_program *p,
 		       uint64_t *program_id);
 	int (*symbol)(struct store_writer *w, uint64_t program_id, uint64_t addr, uint64_t size,
-		      const char *name);
+		      const char *name, const char *module);
 	int (*kallsyms_held)(struct store_writer *w, uint64_t host_id, const char *boot_id,
 			     bool *held);
 	int (*printk_put)(struct store_writer *w, uint64_t host_id, const char *boot_id,

@@ -1,7 +1,8 @@
 /*
  * fuzz_symbols.c - libFuzzer target for the MSG_SYMBOLS text parser
  * (proto/symbols.c): any bytes either parse into lines whose fields hold
- * the documented shape, or are rejected; nothing is read past the end.
+ * the documented shape (a module, when there is one, too), or are
+ * rejected; nothing is read past the end.
  */
 #include "config.h"
 
@@ -16,6 +17,9 @@ static int check_sym(void *ctx, const struct proto_sym *sym)
 	(void)ctx;
 	if (sym->name_len == 0 || sym->name_len > PROTO_SYM_MAX_NAME ||
 	    strlen(sym->name) != sym->name_len || strchr(sym->name, ' '))
+		abort();
+	if (sym->module && (!*sym->module || strlen(sym->module) > PROTO_SYM_MAX_MODULE ||
+			    strchr(sym->module, ' ')))
 		abort();
 	return 0;
 }
