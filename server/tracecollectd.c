@@ -715,9 +715,12 @@ static int apply_value(struct settings *s, const char *key, const char *value)
 
 		return ret == 1 ? set_str(&s->metrics, value) : ret;
 	}
-	if (!strcmp(key, "host-map") || !strcmp(key, "freeze-group"))
-		return hostmap_add(key[0] == 'h' ? &s->hostmap : &s->freeze_groups, key, value,
-				   s->hostmap_err, sizeof(s->hostmap_err));
+	if (!strcmp(key, "host-map"))
+		return hostmap_add(&s->hostmap, key, value, s->hostmap_err,
+				   sizeof(s->hostmap_err));
+	if (!strcmp(key, "freeze-group"))
+		return hostmap_add(&s->freeze_groups, key, value, s->hostmap_err,
+				   sizeof(s->hostmap_err));
 	if (!strcmp(key, "filter")) return add_filter(s, value);
 	if (!strcmp(key, "retain-age")) return parse_age(value, &s->retain_age_ns);
 	if (!strcmp(key, "retain-size")) return parse_size(value, &s->retain_bytes);
