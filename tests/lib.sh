@@ -316,6 +316,21 @@ tc_watch() {
 	  kill -0 "$me" 2>/dev/null || kill -9 "$pid" 2>/dev/null ) < /dev/null > /dev/null 2>&1 &
 }
 
+# tc_wait_log FILE PATTERN: until a line of FILE matches grep PATTERN, for
+# 10 s at most; returns 1 when none did (the test's check then says what).
+tc_wait_log() {
+	for _ in $(seq 100); do
+		grep -q -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# tc_metric FILE SAMPLE: the value of SAMPLE, a metric's name with its
+# labels as exposed (name{label="value"}), in FILE, a /metrics body in
+# Prometheus's text format; nothing when FILE has no such sample.
+tc_metric() { awk -v s="$2" '$1 == s { print $2; exit }' "$1"; }
+
 # tc_have_clickhouse, tc_have_zookeeper: whether the package is installed
 # (Debian puts clickhouse-server in /usr/sbin, which a user's PATH may lack)
 tc_have_clickhouse() {
