@@ -581,6 +581,37 @@ tc_ch_db_args() {
 		--db-password-file "$tmp/ch.pw" --journal-dir "$tmp/journal")
 }
 
+# ---- trace-cmd recordings imported into ClickHouse --------------------------
+# tc_ch_import_test NAME VAR...: the start of a test that imports
+# trace-cmd recordings into collectors on a clickhouse-server of its own:
+# skips without a writable tracefs, trace-cmd, clickhouse-server or the
+# test aids, takes the tracefs lock, then tc_setup NAME VAR...
+tc_ch_import_test() {
+	tc_need_tracefs
+	command -v trace-cmd > /dev/null || skip "needs trace-cmd (apt-get install trace-cmd)"
+	tc_need_clickhouse
+	tc_need_test_aids
+	tc_lock
+	tc_setup "$@"
+}
+# tc_sched_record NAME WORKLOAD [OPTION...]: $tmp/NAME.dat, trace-cmd's
+# recording of sched_switch and sched_wakeup while sh -c WORKLOAD runs
+# (tc_tracecmd_record, in instance tc_sched_PID_NAME), OPTIONs before them.
+tc_sched_record() {
+	local name=$1 work=$2
+	shift 2
+	tc_tracecmd_record "tc_sched_$$_$name" "$tmp/$name.dat" "$@" -e sched:sched_switch \
+		-e sched:sched_wakeup sh -c "$work"
+}
+# tc_ch_import_start: once the recordings are made, the test's
+# certificates, its clickhouse-server and the collectors' options for it
+# (tc_ch_db_args).
+tc_ch_import_start() {
+	tc_certs
+	tc_start_clickhouse
+	tc_ch_db_args
+}
+
 # ---- one test, either store (issues 32, 33) ---------------------------------
 # tc_db_backend: the collector's store options for the store the test
 # runs against, into the array tc_db, for tc_start_collector: none (SQLite
