@@ -88,7 +88,7 @@ struct settings {
 	char *collector_name;		/* among collectors sharing a remote --db; NULL: host's */
 	unsigned collector_id;		/* its number there (--collector-id) */
 	unsigned retain_lease_s;	/* --retain-lease; 0: the store's default */
-	unsigned freeze_interval_s;	/* --freeze-interval; 0: FREEZE_GROUP_S */
+	unsigned freeze_interval_s;	/* --freeze-interval (FREEZE_GROUP_S) */
 	char *cert, *key, *ca;
 	char *crl;			/* NULL: no revocation list */
 	char *group;			/* files 0640/0750 of this group; NULL: 0600/0700 */
@@ -715,9 +715,12 @@ static int apply_value(struct settings *s, const char *key, const char *value)
 
 		return ret == 1 ? set_str(&s->metrics, value) : ret;
 	}
-	if (!strcmp(key, "host-map") || !strcmp(key, "freeze-group"))
-		return hostmap_add(key[0] == 'h' ? &s->hostmap : &s->freeze_groups, key, value,
-				   s->hostmap_err, sizeof(s->hostmap_err));
+	if (!strcmp(key, "host-map"))
+		return hostmap_add(&s->hostmap, key, value, s->hostmap_err,
+				   sizeof(s->hostmap_err));
+	if (!strcmp(key, "freeze-group"))
+		return hostmap_add(&s->freeze_groups, key, value, s->hostmap_err,
+				   sizeof(s->hostmap_err));
 	if (!strcmp(key, "filter")) return add_filter(s, value);
 	if (!strcmp(key, "retain-age")) return parse_age(value, &s->retain_age_ns);
 	if (!strcmp(key, "retain-size")) return parse_size(value, &s->retain_bytes);
@@ -883,6 +886,7 @@ static int settings_defaults(struct settings *s)
 	s->query_opts = (struct queryd_opts){ .threads = QUERYD_THREADS,
 					      .sync_max_ms = QUERYD_SYNC_MAX_MS,
 					      .timeout_ms = QUERYD_TIMEOUT_MS };
+	s->freeze_interval_s = FREEZE_GROUP_S;
 	for (i = 0; i < sizeof(def) / sizeof(def[0]) && ret == 0; i++)
 		ret = apply(s, def[i][0], def[i][1]);
 	return ret;
@@ -1806,8 +1810,7 @@ static int start_ingest(struct parts *p, const struct ingest_opts *io)
 	ret = freezer_new(col, col->base, &col->fz);
 	if (ret < 0)
 		return ret;
-	if (p->s->freeze_interval_s)
-		freezer_interval(col->fz, p->s->freeze_interval_s);
+	freezer_interval(col->fz, p->s->freeze_interval_s);
 	snapshots_numbered(col->fz, p->s->db);
 	p->snapper = (struct queryd_snapper){ snapshot_freeze, col->fz };
 	queryd_set_ingest(p->qd, &(struct queryd_ingest){ sync_received, sync_stored,

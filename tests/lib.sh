@@ -316,6 +316,21 @@ tc_watch() {
 	  kill -0 "$me" 2>/dev/null || kill -9 "$pid" 2>/dev/null ) < /dev/null > /dev/null 2>&1 &
 }
 
+# tc_wait_log FILE PATTERN: until a line of FILE matches grep PATTERN, for
+# 10 s at most; returns 1 when none did (the test's check then says what).
+tc_wait_log() {
+	for _ in $(seq 100); do
+		grep -q -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# tc_metric FILE SAMPLE: the value of SAMPLE, a metric's name with its
+# labels as exposed (name{label="value"}), in FILE, a /metrics body in
+# Prometheus's text format; nothing when FILE has no such sample.
+tc_metric() { awk -v s="$2" '$1 == s { print $2; exit }' "$1"; }
+
 # tc_have_clickhouse, tc_have_zookeeper: whether the package is installed
 # (Debian puts clickhouse-server in /usr/sbin, which a user's PATH may lack)
 tc_have_clickhouse() {
@@ -564,6 +579,37 @@ tc_ch_db_args() {
 	chmod 600 "$tmp/ch.pw"
 	ch_db_args=(--db "clickhouse://$ch_user@127.0.0.1:${ch_http_port}/tc"
 		--db-password-file "$tmp/ch.pw" --journal-dir "$tmp/journal")
+}
+
+# ---- trace-cmd recordings imported into ClickHouse --------------------------
+# tc_ch_import_test NAME VAR...: the start of a test that imports
+# trace-cmd recordings into collectors on a clickhouse-server of its own:
+# skips without a writable tracefs, trace-cmd, clickhouse-server or the
+# test aids, takes the tracefs lock, then tc_setup NAME VAR...
+tc_ch_import_test() {
+	tc_need_tracefs
+	command -v trace-cmd > /dev/null || skip "needs trace-cmd (apt-get install trace-cmd)"
+	tc_need_clickhouse
+	tc_need_test_aids
+	tc_lock
+	tc_setup "$@"
+}
+# tc_sched_record NAME WORKLOAD [OPTION...]: $tmp/NAME.dat, trace-cmd's
+# recording of sched_switch and sched_wakeup while sh -c WORKLOAD runs
+# (tc_tracecmd_record, in instance tc_sched_PID_NAME), OPTIONs before them.
+tc_sched_record() {
+	local name=$1 work=$2
+	shift 2
+	tc_tracecmd_record "tc_sched_$$_$name" "$tmp/$name.dat" "$@" -e sched:sched_switch \
+		-e sched:sched_wakeup sh -c "$work"
+}
+# tc_ch_import_start: once the recordings are made, the test's
+# certificates, its clickhouse-server and the collectors' options for it
+# (tc_ch_db_args).
+tc_ch_import_start() {
+	tc_certs
+	tc_start_clickhouse
+	tc_ch_db_args
 }
 
 # ---- one test, either store (issues 32, 33) ---------------------------------

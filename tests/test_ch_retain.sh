@@ -25,16 +25,10 @@ set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 
-tc_need_tracefs
-command -v trace-cmd > /dev/null || skip "needs trace-cmd (apt-get install trace-cmd)"
 command -v sqlite3 > /dev/null || skip "needs sqlite3 (apt-get install sqlite3)"
-tc_need_clickhouse
-tc_need_test_aids
-tc_lock
-tc_setup ch_retain collector_pid
+tc_ch_import_test ch_retain collector_pid
 for x in a b c; do
-	tc_tracecmd_record "tc_chret_$$_$x" "$tmp/$x.dat" -e sched:sched_switch \
-		-e sched:sched_wakeup sh -c 'for i in $(seq 20); do sleep 0.01; ls / > /dev/null; done'
+	tc_sched_record "$x" 'for i in $(seq 20); do sleep 0.01; ls / > /dev/null; done'
 done
 day0=$(( $(date -u +%s) / 86400 * 86400 - 86400 ))	# yesterday 00:00 UTC
 touch -d "@$((day0 - 3 * 86400 + 43200))" "$tmp/c.dat"
@@ -43,9 +37,7 @@ touch -d "@$((day0 + 18 * 3600))" "$tmp/b.dat"
 cut=$((day0 + 12 * 3600))
 age=$(( $(date -u +%s) - cut ))	# the cut moves on as the test runs: by minutes, not hours
 
-tc_certs
-tc_start_clickhouse
-tc_ch_db_args
+tc_ch_import_start
 tq() { "$top_builddir/traceq/traceq" -s "ipc://$tmp/q.sock" -t 120000 "$@"; }
 chq() { tc_ch --query "$1"; }
 start() { tc_start_collector "${ch_db_args[@]}" --query "ipc://$tmp/q.sock" "$@"; }

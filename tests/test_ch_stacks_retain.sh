@@ -29,25 +29,16 @@ set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 
-tc_need_tracefs
-command -v trace-cmd > /dev/null || skip "needs trace-cmd (apt-get install trace-cmd)"
-tc_need_clickhouse
-tc_need_test_aids
-tc_lock
-tc_setup ch_stacks_retain collector_pid
+tc_ch_import_test ch_stacks_retain collector_pid
 for x in oldh oldo again; do
-	tc_tracecmd_record "tc_chstk_$$_$x" "$tmp/$x.dat" -T -e sched:sched_switch \
-		-e sched:sched_wakeup sh -c 'for i in $(seq 20); do sleep 0.01; ls -R /etc > /dev/null 2>&1; done'
+	tc_sched_record "$x" 'for i in $(seq 20); do sleep 0.01; ls -R /etc > /dev/null 2>&1; done' -T
 done
-tc_tracecmd_record "tc_chstk_$$_n" "$tmp/new.dat" -T -e sched:sched_switch -e sched:sched_wakeup \
-	sh -c 'for i in $(seq 20); do sleep 0.01; cat /proc/self/status > /dev/null; done'
+tc_sched_record new 'for i in $(seq 20); do sleep 0.01; cat /proc/self/status > /dev/null; done' -T
 now=$(date -u +%s)
 touch -d "@$((now - 3 * 86400))" "$tmp/oldh.dat" "$tmp/oldo.dat"
 cut=$(( (now - 86400) / 3600 * 3600 ))	# --retain-age 86400, by the hour
 
-tc_certs
-tc_start_clickhouse
-tc_ch_db_args
+tc_ch_import_start
 tq() { "$top_builddir/traceq/traceq" -s "ipc://$tmp/q.sock" -t 120000 "$@"; }
 chq() { tc_ch --query "$1"; }
 imp() {

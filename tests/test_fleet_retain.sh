@@ -26,15 +26,9 @@ set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
 
-tc_need_tracefs
-command -v trace-cmd > /dev/null || skip "needs trace-cmd (apt-get install trace-cmd)"
-tc_need_clickhouse
-tc_need_test_aids
-tc_lock
-tc_setup fleet_retain pid_A pid_B clickhouse_pid
+tc_ch_import_test fleet_retain pid_A pid_B clickhouse_pid
 for x in a b c d; do
-	tc_tracecmd_record "tc_flret_$$_$x" "$tmp/$x.dat" -e sched:sched_switch \
-		-e sched:sched_wakeup sh -c 'for i in $(seq 20); do sleep 0.01; ls / > /dev/null; done'
+	tc_sched_record "$x" 'for i in $(seq 20); do sleep 0.01; ls / > /dev/null; done'
 done
 day0=$(( $(date -u +%s) / 86400 * 86400 - 86400 ))	# yesterday 00:00 UTC
 touch -d "@$((day0 - 3 * 86400 + 43200))" "$tmp/c.dat"
@@ -45,9 +39,7 @@ cut=$((day0 + 12 * 3600))
 age=$(( $(date -u +%s) - cut ))	# the cut moves on as the test runs: by minutes, not hours
 lease=6
 
-tc_start_clickhouse
-tc_ch_db_args
-tc_certs
+tc_ch_import_start
 . "$top_srcdir/tests/fleet_lib.sh"
 
 tq() { "$top_builddir/traceq/traceq" --server "ipc://$tmp/q-$1.sock" -t 120000 "${@:2}"; }

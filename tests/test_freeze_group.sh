@@ -145,10 +145,7 @@ idc=${id:-0}
 # ---- SIGHUP: the collector puts fg-c in team1; its claim counts now ----
 printf 'freeze-group = team1 fg-c\n' >> "$tmp/collector.conf"
 kill -HUP "$collector_pid"
-for _ in $(seq 100); do
-	grep -q "reload: .* 3 freeze-group lines" "$tmp/collector.log" && break
-	sleep 0.1
-done
+tc_wait_log "$tmp/collector.log" "reload: .* 3 freeze-group lines"
 check "SIGHUP read the freeze-group lines again (3: the file's 2, the command line's 1)" \
 	'grep -q "reload: .* 3 freeze-group lines" "$tmp/collector.log"'
 # team1 froze at snapshot $ida (the collector's realtime in ms): wait out
@@ -165,9 +162,10 @@ check "the collector told team1's 3 recorders, fg-c's claim taken" \
 
 # ---- /metrics ----
 curl -sS -o "$tmp/metrics" "$murl/metrics"
-check "/metrics: one trigger freeze narrowed, its group claim ignored" \
-	'grep -qx "tracecollect_trigger_freezes_refused_total{reason=\"group_claim\"} 1" "$tmp/metrics"'
-rl=$(sed -n 's/^tracecollect_trigger_freezes_refused_total{reason="rate_limit"} \([0-9]*\)$/\1/p' "$tmp/metrics")
+refused=tracecollect_trigger_freezes_refused_total
+gc=$(tc_metric "$tmp/metrics" "$refused{reason=\"group_claim\"}")
+check "/metrics: one trigger freeze narrowed, its group claim ignored (${gc:-none})" '[ "$gc" = 1 ]'
+rl=$(tc_metric "$tmp/metrics" "$refused{reason=\"rate_limit\"}")
 said=$(grep -c "a trigger freeze of .* refused: .* less than 2 s ago" "$tmp/collector.log")
 check "/metrics: one FROZE per trigger, none refused by the rate limit (${rl:-none}, $said logged)" \
 	'[ "$rl" = 0 ] && [ "$said" = 0 ]'

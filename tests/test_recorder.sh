@@ -369,23 +369,17 @@ for h in rec-g1 rec-g2 rec-g3; do
 		'[ -n "$off" ] && [ -n "$trig_of" ] && [ -n "$lt" ] && [ -n "$lw" ] &&
 		 [ "$trig_trace" -le "$lt" ] && [ "$lt" -le "$off_trace" ] && [ "$lw" -le "$off_wall" ]'
 done
-for _ in $(seq 100); do
-	grep -q "a trigger freeze of group g refused" "$tmp/collector.log" && break
-	sleep 0.1
-done
+tc_wait_log "$tmp/collector.log" "a trigger freeze of group g refused"
 check "a second trigger within 600 s is refused by the group's rate limit" \
 	'grep -q "host rec-g1: a trigger freeze of group g refused: the group froze less than 600 s ago" "$tmp/collector.log"'
-for _ in $(seq 100); do
-	grep -q "no freeze came within 5000 ms: armed again" "$tmp/rec-g1.err" && break
-	sleep 0.1
-done
+tc_wait_log "$tmp/rec-g1.err" "no freeze came within 5000 ms: armed again"
 check "... and rec-g1 armed itself again" \
 	'grep -q "no freeze came within 5000 ms: armed again" "$tmp/rec-g1.err"'
 snaps_json 0
 n=$(grep -c '"reason":"trigger sched_switch on rec-g1"' "$tmp/snaps.json")
 check "... no second trigger snapshot ($n rows)" '[ "$n" = 3 ]'
-rl=$(curl -sS "$murl/metrics" |
-	sed -n 's/^tracecollect_trigger_freezes_refused_total{reason="rate_limit"} \([0-9]*\)$/\1/p')
+curl -sS -o "$tmp/metrics" "$murl/metrics"
+rl=$(tc_metric "$tmp/metrics" 'tracecollect_trigger_freezes_refused_total{reason="rate_limit"}')
 n=$(grep -c "flight recorder: its trigger (sched_switch) froze the instance" "$tmp/rec-g1.err")
 check "... and counted in /metrics, once: one FROZE per trigger (rate_limit ${rl:-none}, rec-g1 said FROZE $n times)" \
 	'[ "$rl" = 1 ] && [ "$n" = 2 ]'

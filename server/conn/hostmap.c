@@ -2,9 +2,12 @@
  * hostmap.c - names (certificate CNs, freeze groups) -> host-name globs
  * (see hostmap.h).
  *
- * A short list scanned at each HELLO and trigger freeze: a collector has a
- * few gateways and groups, not thousands, and a HELLO comes once per
- * connection, a trigger freeze at most once per 10 s per group.
+ * A short list, scanned: at each HELLO (once per connection); at each
+ * trigger freeze an agent reports (FROZE), for the groups it reaches; and
+ * once per recorder connected when a group's freeze goes ahead, which is
+ * at most once per --freeze-interval (FREEZE_GROUP_S, 10 s, by default)
+ * per group (freeze.c). A collector has a few gateways and groups, not
+ * thousands: a scan is no more work than the message that asks for it.
  */
 #include "config.h"
 

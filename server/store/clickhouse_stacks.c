@@ -44,7 +44,8 @@ struct ch_stacks {
 	uint32_t by_frames[CH_STACK_SLOTS], by_id[CH_STACK_SLOTS];
 	size_t n, bytes;
 	uint64_t seed;
-	int64_t since_ms;	/* when ent[0] was written (util_now_ms()) */
+	int64_t begun_ms;	/* when the commit began (ch_stacks_begin()) */
+	int64_t since_ms;	/* begun_ms of ent[0]'s commit */
 	int64_t refresh_ms;	/* ch_stacks_refresh_ms() */
 };
 
@@ -157,7 +158,7 @@ static void ch_stack_keep(struct ch_stacks *t, uint32_t *fx, uint32_t *ix,
 	n->hash = e->hash;
 	n->len = e->len;
 	if (!t->n)
-		t->since_ms = util_now_ms();
+		t->since_ms = t->begun_ms;
 	*fx = *ix = (uint32_t)++t->n;
 	t->bytes += e->len;
 }
@@ -175,9 +176,8 @@ static int ch_stack_lookup(struct ch_store *s, uint64_t host, const void *frames
 	uint32_t *fx, *ix;
 	int ret;
 
-	if (t->n >= CH_STACK_ENTRIES || t->bytes + len > CH_STACK_BYTES ||
-	    (t->n && util_now_ms() - t->since_ms >= t->refresh_ms))
-		ch_stacks_forget(s);	/* the sweep's bound (above) */
+	if (t->n >= CH_STACK_ENTRIES || t->bytes + len > CH_STACK_BYTES)
+		ch_stacks_forget(s);	/* full (the sweep's bound: ch_stacks_begin()) */
 	e.hash = store_stack_hash(t->seed ^ host, frames, len);
 	fx = ch_stack_by_frames(t, e.hash, host, frames, len);
 	if (fx && *fx) {
@@ -199,6 +199,17 @@ static int ch_stack_lookup(struct ch_store *s, uint64_t host, const void *frames
 	return 0;
 }
 
+void ch_stacks_begin(struct ch_store *s)
+{
+	struct ch_stacks *t = s->stacks;
+
+	if (!t)
+		return;
+	t->begun_ms = util_now_ms();
+	if (t->n && t->begun_ms - t->since_ms >= t->refresh_ms)
+		ch_stacks_forget(s);	/* the sweep's bound (clickhouse_stacks.h) */
+}
+
 int ch_stack_ref(struct ch_store *s, uint64_t host, struct store_value *v,
 		 uint8_t ref[CH_STACK_REF_LEN])
 {
@@ -213,6 +224,7 @@ int ch_stack_ref(struct ch_store *s, uint64_t host, struct store_value *v,
 			return -ENOMEM;
 		s->stacks->seed = store_stack_seed(s->stacks);
 		s->stacks->refresh_ms = ch_stacks_refresh_ms();
+		s->stacks->begun_ms = util_now_ms();	/* made within a commit */
 	}
 	ret = ch_stack_lookup(s, host, v->blob.p, v->blob.len, &id);
 	if (ret < 0 || !id)

@@ -18,9 +18,10 @@
  *
  * Retention (sql/clickhouse/0011-stacks-written.sql). A stacks row
  * carries written, the server's insert time. A writer forgets what it
- * remembers CH_STACKS_REFRESH_MS (an hour) after the oldest of it was
- * written, so every stack a writer refers to without writing its row has
- * a row written less than that ago. The retention lease holder's sweep
+ * remembers at the first commit that begins CH_STACKS_REFRESH_MS (an
+ * hour) or more after the commit that wrote the oldest of it began, so
+ * every stack a writer refers to without writing its row has a row
+ * written less than that and one commit's length ago. The retention lease holder's sweep
  * (ch_stacks_sweep()) deletes the stacks that no event row references
  * (any commit's: a row not committed yet keeps its stack) and whose rows
  * are all older than twice that, by an ALTER TABLE DELETE that takes only
@@ -60,6 +61,13 @@
  */
 int ch_stack_ref(struct ch_store *s, uint64_t host, struct store_value *v,
 		 uint8_t ref[CH_STACK_REF_LEN]);
+
+/*
+ * ch_stacks_begin - a commit begins (ch_begin()): the clock is read here,
+ * once, not per row; what the writer remembers is forgotten when the
+ * oldest of it is CH_STACKS_REFRESH_MS old.
+ */
+void ch_stacks_begin(struct ch_store *s);
 
 /* ch_stacks_forget - the writer's stacks in memory forgotten (sent again when seen). */
 void ch_stacks_forget(struct ch_store *s);

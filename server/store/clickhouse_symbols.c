@@ -12,13 +12,15 @@
  * program_id order (descending), where SQLite takes its rowid's. The size
  * store_symbol_sized() prints is SQLite's too: up to the program's first
  * address above the one asked (no symbol lies between them), asked with
- * the symbol, in the same query.
+ * the symbol, in the same query; only a sized lookup asks for it, as it
+ * reads all the candidates' symbols, where a plain one reads those at or
+ * below the address.
  *
  * A select asks once per row, and a round trip to the server per row
  * would cost more than the row. So a reader keeps what it asked: each
  * host's programs (one query per host), and per (program, address) the
- * symbol at or below it and the next address above it (one query for all
- * candidates of an address).
+ * symbol at or below it, and the next address above it once a sized
+ * lookup asked (one query for all candidates of an address).
  * Programs and symbols are facts, sent before the events they name
  * (clickhouse_txn.c), but more come as agents announce them: the cache
  * is dropped when it is older than CH_SYM_TTL_MS, so a name reads what
@@ -59,11 +61,12 @@ struct ch_host_progs {
 
 /*
  * The symbol of a program at or below an address: found, or not (name
- * NULL); next, the program's first address above it (0: none).
+ * NULL); next, the program's first address above it (0: none), known
+ * when sized (a plain lookup does not ask for it).
  */
 struct ch_sym_slot {
 	uint64_t prog, addr;
-	bool used;
+	bool used, sized;
 	uint64_t start, size, next;
 	char *name;
 };
@@ -203,13 +206,34 @@ static struct ch_sym_slot *ch_slot(struct ch_symcache *c, uint64_t prog, uint64_
 }
 
 /*
- * The answers of the @n candidates for @addr into @ans: the cache's, and
- * for the rest one query (its reply into @r, which @ans then points into).
- * Every symbol of the candidates is read, not only those at or below
- * @addr, for the next address; a program with none at or below has no row.
+ * The query for the symbols at or below @addr, up to "program_id IN (";
+ * @sized: with the next address above, for which every symbol of the
+ * candidates is read, not only those at or below @addr.
+ */
+static void ch_syms_select(struct ch_sql *q, uint64_t addr, bool sized)
+{
+	if (sized) {
+		ch_sql_raw(q, "SELECT program_id, maxIf(addr, addr <= ");
+		ch_sql_u64(q, addr);
+		ch_sql_raw(q, " AS below) AS a, argMaxIf(size, (addr, name), below),"
+			      " argMaxIf(name, (addr, name), below), minIf(addr, NOT below)"
+			      " FROM symbols WHERE program_id IN (");
+	} else {
+		ch_sql_raw(q, "SELECT program_id, max(addr), argMax(size, (addr, name)),"
+			      " argMax(name, (addr, name)) FROM symbols WHERE addr <= ");
+		ch_sql_u64(q, addr);
+		ch_sql_raw(q, " AND program_id IN (");
+	}
+}
+
+/*
+ * The answers of the @n candidates for @addr into @ans: the cache's (for
+ * @sized, only those that know the next address), and for the rest one
+ * query (its reply into @r, which @ans then points into). A program with
+ * no symbol at or below @addr has no row.
  */
 static int ch_syms_answer(struct ch_store *s, struct ch_symcache *c,
-			  const struct ch_prog *const *cand, size_t n, uint64_t addr,
+			  const struct ch_prog *const *cand, size_t n, uint64_t addr, bool sized,
 			  struct ch_sym_ans *ans, struct ch_reply *r)
 {
 	struct ch_sql q;
@@ -218,16 +242,13 @@ static int ch_syms_answer(struct ch_store *s, struct ch_symcache *c,
 	int ret;
 
 	ch_sql_init(&q, 0);
-	ch_sql_raw(&q, "SELECT program_id, maxIf(addr, addr <= ");
-	ch_sql_u64(&q, addr);
-	ch_sql_raw(&q, " AS below) AS a, argMaxIf(size, (addr, name), below),"
-		       " argMaxIf(name, (addr, name), below), minIf(addr, NOT below)"
-		       " FROM symbols WHERE program_id IN (");
+	ch_syms_select(&q, addr, sized);
 	for (size_t i = 0; i < n; i++) {
 		const struct ch_sym_slot *sl = ch_slot(c, cand[i]->id, addr);
 
 		ans[i] = (struct ch_sym_ans){ 0 };
-		if (sl->used && sl->prog == cand[i]->id && sl->addr == addr) {
+		if (sl->used && sl->prog == cand[i]->id && sl->addr == addr &&
+		    (sl->sized || !sized)) {
 			ans[i] = (struct ch_sym_ans){ true, sl->start, sl->size, sl->next,
 						      sl->name };
 			continue;
@@ -235,7 +256,8 @@ static int ch_syms_answer(struct ch_store *s, struct ch_symcache *c,
 		ch_sql_raw(&q, asked++ ? ", " : "");
 		ch_sql_u64(&q, cand[i]->id);
 	}
-	ch_sql_raw(&q, ") GROUP BY program_id HAVING countIf(below) > 0");
+	ch_sql_raw(&q, sized ? ") GROUP BY program_id HAVING countIf(below) > 0" :
+			       ") GROUP BY program_id");
 	ret = asked ? ch_query(s, &q, r) : 0;
 	ch_sql_free(&q);
 	for (size_t k = 0; ret == 0 && k < r->nrows; k++)
@@ -243,14 +265,14 @@ static int ch_syms_answer(struct ch_store *s, struct ch_symcache *c,
 			if (!ans[i].cached && ch_reply_u64(r, k, 0, &prog) == 0 &&
 			    prog == cand[i]->id && ch_reply_u64(r, k, 1, &ans[i].start) == 0 &&
 			    ch_reply_u64(r, k, 2, &ans[i].size) == 0 &&
-			    ch_reply_u64(r, k, 4, &ans[i].next) == 0)
+			    (!sized || ch_reply_u64(r, k, 4, &ans[i].next) == 0))
 				ans[i].name = ch_reply_cell(r, k, 3);
 	return ret;
 }
 
 /* The answers a query gave, kept (after they were used: a slot may be reused). */
 static void ch_syms_keep(struct ch_symcache *c, const struct ch_prog *const *cand, size_t n,
-			 uint64_t addr, const struct ch_sym_ans *ans)
+			 uint64_t addr, bool sized, const struct ch_sym_ans *ans)
 {
 	for (size_t i = 0; i < n; i++) {
 		struct ch_sym_slot *sl;
@@ -260,8 +282,8 @@ static void ch_syms_keep(struct ch_symcache *c, const struct ch_prog *const *can
 			continue;
 		sl = ch_slot(c, cand[i]->id, addr);
 		free(sl->name);
-		*sl = (struct ch_sym_slot){ cand[i]->id, addr, true, ans[i].start, ans[i].size,
-					    ans[i].next, name };
+		*sl = (struct ch_sym_slot){ cand[i]->id, addr, true, sized, ans[i].start,
+					    ans[i].size, ans[i].next, name };
 	}
 }
 
@@ -294,6 +316,7 @@ static int ch_symbol_name(struct store_reader *rd, uint64_t host_id, int32_t pid
 	struct ch_sym_ans ans[CH_SYM_CANDIDATES];
 	const struct ch_host_progs *h;
 	struct ch_reply r = { 0 };
+	bool sized = flags & STORE_SYM_SIZED;
 	size_t n;
 	int ret;
 
@@ -303,7 +326,7 @@ static int ch_symbol_name(struct store_reader *rd, uint64_t host_id, int32_t pid
 	if (ret < 0)
 		return ret;
 	n = ch_candidates(h, pid, ts, cand);
-	ret = ch_syms_answer(s, c, cand, n, addr, ans, &r);
+	ret = ch_syms_answer(s, c, cand, n, addr, sized, ans, &r);
 	if (ret == 0) {
 		ret = -ENOENT;
 		for (size_t i = 0; ret == -ENOENT && i < n; i++)
@@ -311,7 +334,7 @@ static int ch_symbol_name(struct store_reader *rd, uint64_t host_id, int32_t pid
 				ch_sym_format(&ans[i], addr, flags, buf, len);
 				ret = 0;
 			}
-		ch_syms_keep(c, cand, n, addr, ans);
+		ch_syms_keep(c, cand, n, addr, sized, ans);
 	}
 	ch_reply_free(&r);
 	return ret;

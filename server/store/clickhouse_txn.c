@@ -55,6 +55,7 @@
 #include "common/util.h"
 #include "server/store/clickhouse_send.h"
 #include "server/store/clickhouse_shards.h"
+#include "server/store/clickhouse_stacks.h"
 #include "server/store/clickhouse_txn.h"
 #include "server/store/clickhouse_util.h"
 
@@ -205,6 +206,7 @@ int ch_begin(struct store_writer *w)
 	s->row_seq = 0;
 	s->sent = false;
 	s->in_txn = true;
+	ch_stacks_begin(s);
 	return 0;
 }
 

@@ -132,11 +132,13 @@ void sq_disconnect(struct sq_store *q)
 	q->stack_put = NULL;
 	sqlite3_finalize(q->prog_find);
 	sqlite3_finalize(q->sym_find);
+	sqlite3_finalize(q->sym_find_sized);
 	sqlite3_finalize(q->printk_put);
 	sqlite3_finalize(q->tgid_put);
 	q->printk_put = q->tgid_put = NULL;
 	q->cpu_add = q->comm_put = q->comm_change_put = q->drop_add = q->mark_put = NULL;
 	q->sym_put = q->block_put = q->prog_find = q->sym_find = NULL;
+	q->sym_find_sized = NULL;
 	sq_names_free(q->names);
 	q->names = NULL;
 	sq_cache_free(q);

@@ -198,7 +198,7 @@ static int sq_follow_reader(struct sq_store *q)
 {
 	struct sq_file_id now = { 0 }, shm = { 0 };
 	sqlite3 *old = q->db;
-	sqlite3_stmt *prog = q->prog_find, *sym = q->sym_find;
+	sqlite3_stmt *prog = q->prog_find, *sym = q->sym_find, *sized = q->sym_find_sized;
 	char side[PATH_MAX];
 	int ret;
 
@@ -209,18 +209,20 @@ static int sq_follow_reader(struct sq_store *q)
 		return sq_errf(q, TC_ERR_DB, SQ_GONE SQ_READER_WAITS, q->path);
 	sq_cache_free(q);	/* statements of the old file: none is out between ops */
 	q->db = NULL;
-	q->prog_find = q->sym_find = NULL;
+	q->prog_find = q->sym_find = q->sym_find_sized = NULL;
 	ret = sq_connect(q);
 	if (ret < 0) {
 		sq_disconnect(q);
 		q->db = old;
 		q->prog_find = prog;
 		q->sym_find = sym;
+		q->sym_find_sized = sized;
 		return sq_lost_because(q, SQ_READER_WAITS);
 	}
 	sq_file_note(q);
 	sqlite3_finalize(prog);
 	sqlite3_finalize(sym);
+	sqlite3_finalize(sized);
 	sqlite3_close(old);
 	q->h->generation++;
 	snprintf(q->h->note, sizeof(q->h->note), "database %s reopened", q->path);

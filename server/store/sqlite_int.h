@@ -81,7 +81,8 @@ struct sq_store {
 	bool stacks_orphaned;	/* retention removed stack rows since the last sweep */
 	int64_t stacks_swept_ms;	/* when the last sweep of unreferenced stacks ran */
 	sqlite3_stmt *prog_find;	/* read side, prepared when first used */
-	sqlite3_stmt *sym_find;
+	sqlite3_stmt *sym_find;	/* a symbol (sqlite_symbols.c) */
+	sqlite3_stmt *sym_find_sized;	/* a symbol and the next address */
 	sqlite3_stmt *printk_put;	/* prepared when first used */
 	sqlite3_stmt *tgid_put;
 	bool in_txn;		/* between begin and commit */

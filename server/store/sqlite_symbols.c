@@ -101,49 +101,72 @@ static int sq_symbol(struct store_writer *w, uint64_t program_id, uint64_t addr,
 }
 
 /*
+ * The statement sq_symbol_in() asks, prepared when first used: the
+ * program's symbol at or below the address, and for STORE_SYM_SIZED also
+ * the program's first address above it (a subquery only that one pays)
+ * and the symbol's module (kallsyms' [MOD], for %pS).
+ * Of aliases at one address the greatest name, as clickhouse_symbols.c
+ * picks it, so that both backends print one name.
+ */
+static int sq_symbol_stmt(struct sq_store *s, bool sized, sqlite3_stmt **out)
+{
+	sqlite3_stmt **st = sized ? &s->sym_find_sized : &s->sym_find;
+	int ret = 0;
+
+	if (!*st && sized)
+		ret = sq_prepare(s, "SELECT addr, size, name, (SELECT addr FROM symbols"
+				    " WHERE program_id = ?1 AND addr > ?2 ORDER BY addr LIMIT 1),"
+				    " module FROM symbols WHERE program_id = ?1 AND addr <= ?2"
+				    " ORDER BY addr DESC, name DESC LIMIT 1", st);
+	else if (!*st)
+		ret = sq_prepare(s, "SELECT addr, size, name FROM symbols"
+				    " WHERE program_id = ?1 AND addr <= ?2"
+				    " ORDER BY addr DESC, name DESC LIMIT 1", st);
+	if (ret == 0)
+		*out = *st;
+	return ret;
+}
+
+/*
  * The symbol of program @prog covering @addr into @buf. A sized symbol
  * must contain it; an unsized one (kallsyms has no sizes) is taken as is
  * for the kernel (@kernel), within SQ_SYM_UNSIZED_MAX bytes otherwise.
- * Of aliases at one address the greatest name, as clickhouse_symbols.c
- * picks it, so that both backends print one name. The row also carries
- * the program's first address above @addr: no symbol lies between it and
- * @addr's, so it is the next symbol's, which STORE_SYM_SIZED measures by.
+ * For STORE_SYM_SIZED the row also carries the program's first address
+ * above @addr: no symbol lies between it and @addr's, so it is the next
+ * symbol's, which the size is measured by.
  * Return: 0, -ENOENT, TC_ERR_DB.
  */
 static int sq_symbol_in(struct sq_store *s, int64_t prog, bool kernel, uint64_t addr,
 			unsigned flags, char *buf, size_t len)
 {
-	sqlite3_stmt **st = &s->sym_find;
+	bool sized = flags & STORE_SYM_SIZED;
+	sqlite3_stmt *st = NULL;
 	uint64_t start, size, next;
 	const char *name;
-	int ret = 0, rc;
+	int ret = sq_symbol_stmt(s, sized, &st), rc;
 
-	if (!*st)
-		ret = sq_prepare(s, "SELECT addr, size, name, (SELECT addr FROM symbols"
-				    " WHERE program_id = ?1 AND addr > ?2 ORDER BY addr LIMIT 1),"
-				    " module FROM symbols WHERE program_id = ?1 AND addr <= ?2"
-				    " ORDER BY addr DESC, name DESC LIMIT 1", st);
 	if (ret < 0)
 		return ret;
-	sqlite3_bind_int64(*st, 1, prog);
-	sqlite3_bind_int64(*st, 2, (int64_t)(addr ^ SQ_ADDR_FLIP));
-	rc = sqlite3_step(*st);
+	sqlite3_bind_int64(st, 1, prog);
+	sqlite3_bind_int64(st, 2, (int64_t)(addr ^ SQ_ADDR_FLIP));
+	rc = sqlite3_step(st);
 	ret = rc == SQLITE_DONE ? -ENOENT : rc == SQLITE_ROW ? 0 : sq_err(s, TC_ERR_DB, "symbol");
 	if (ret == 0) {
-		start = (uint64_t)sqlite3_column_int64(*st, 0) ^ SQ_ADDR_FLIP;
-		size = (uint64_t)sqlite3_column_int64(*st, 1);
-		name = (const char *)sqlite3_column_text(*st, 2);
-		next = sqlite3_column_type(*st, 3) == SQLITE_NULL ? start :
-		       (uint64_t)sqlite3_column_int64(*st, 3) ^ SQ_ADDR_FLIP;
-		if (size ? addr - start >= size : !kernel && addr - start >= SQ_SYM_UNSIZED_MAX)
+		start = (uint64_t)sqlite3_column_int64(st, 0) ^ SQ_ADDR_FLIP;
+		size = (uint64_t)sqlite3_column_int64(st, 1);
+		name = (const char *)sqlite3_column_text(st, 2);
+		if (size ? addr - start >= size : !kernel && addr - start >= SQ_SYM_UNSIZED_MAX) {
 			ret = -ENOENT;
-		else if (flags & STORE_SYM_SIZED)
+		} else if (sized) {
+			next = sqlite3_column_type(st, 3) == SQLITE_NULL ? start :
+			       (uint64_t)sqlite3_column_int64(st, 3) ^ SQ_ADDR_FLIP;
 			proto_sym_format_sized(buf, len, name, addr - start, next - start,
-					       (const char *)sqlite3_column_text(*st, 4));
-		else
+					       (const char *)sqlite3_column_text(st, 4));
+		} else {
 			proto_sym_format(buf, len, name, addr - start);
+		}
 	}
-	sqlite3_reset(*st);
+	sqlite3_reset(st);
 	return ret;
 }
 
