@@ -912,7 +912,7 @@ int reserve_fast(struct ring *r, uint32_t len, struct ring_wctx *ctx)
 #if RING_HAVE_RSEQ
 	uint32_t total = ev_size(len);
 	struct fast_pos p;
-	int ret = claim_fast(r, NULL, total, &p);
+	int ret = claim_fast(r, NULL, total, false, &p);
 
 	if (ret)
 		return ret;
@@ -1015,16 +1015,30 @@ int write_slow(struct ring *r, int buf, const void *pre, const void *data,
 	return 0;
 }
 
-/* ring_write() of a 113..RING_MAX_PAYLOAD-byte payload (8 with @pre):
- * out of line, so that its memcpy call does not cost the small events'
- * inline path registers. Return: as ring_write(). */
+/* ring_write() to the current CPU's buffer of an rseq ring, past its
+ * inline path: a 113..RING_MAX_PAYLOAD-byte payload (8 with @pre), or any
+ * payload when the ring's clock is not the TSC. Out of line, so that its
+ * calls (memcpy, clock_gettime) do not cost the inline path registers.
+ * Return: as ring_write(). */
 static __attribute__((noinline))
 int write_big(struct ring *r, const void *pre, const void *data,
-	      uint32_t len)
+	      uint32_t len, int ts_off)
 {
-	int ret = write_fast(r, pre, data, len, true, -1);
+	int ret;
 
-	return ret <= 0 ? ret : write_slow(r, -1, pre, data, len, true, -1);
+	if (len + (pre ? 8 : 0) > 4 * PAGE_TYPE_DATA_MAX)
+		ret = write_fast(r, pre, data, len, true, -1, false);
+	else
+		ret = write_fast(r, pre, data, len, false, ts_off, false);
+	return ret <= 0 ? ret :
+			  write_slow(r, -1, pre, data, len, true, ts_off);
+}
+
+/* Whether ring_write() and its kin may take their inline fast path: the
+ * TSC clock, and the current CPU's buffer of an rseq ring. */
+static inline bool tsc_fast(const struct ring *r)
+{
+	return r->rseq && r->clock == RING_CLOCK_TSC;
 }
 
 /* ring_write() on any but its fast path: four arguments, so that every
@@ -1035,14 +1049,14 @@ int write_other(struct ring *r, int buf, const void *data, uint32_t len,
 		bool fast_failed)
 {
 	if (!fast_failed && buf < 0 && r->rseq && len - 1 < RING_MAX_PAYLOAD)
-		return write_big(r, NULL, data, len);
+		return write_big(r, NULL, data, len, -1);
 	return write_slow(r, buf, NULL, data, len, fast_failed, -1);
 }
 
 int ring_write(struct ring *r, int buf, const void *data, uint32_t len)
 {
-	if (buf < 0 && r->rseq && len - 1 < 4 * PAGE_TYPE_DATA_MAX) {
-		if (!write_fast(r, NULL, data, len, false, -1))
+	if (buf < 0 && tsc_fast(r) && len - 1 < 4 * PAGE_TYPE_DATA_MAX) {
+		if (!write_fast(r, NULL, data, len, false, -1, true))
 			return 0;
 		return write_other(r, buf, data, len, true);
 	}
@@ -1057,8 +1071,8 @@ int write_hdr_other(struct ring *r, const void *hdr, const void *data,
 {
 	if (!r->rseq)
 		return write_slow(r, -1, hdr, data, len, false, -1);
-	if (len > 4 * PAGE_TYPE_DATA_MAX - 8)
-		return write_big(r, hdr, data, len);
+	if (len > 4 * PAGE_TYPE_DATA_MAX - 8 || !tsc_fast(r))
+		return write_big(r, hdr, data, len, -1);
 	return write_slow(r, -1, hdr, data, len, true, -1);
 }
 
@@ -1067,8 +1081,8 @@ int ring_write_hdr(struct ring *r, const void *hdr, const void *data,
 {
 	if (len > RING_MAX_PAYLOAD - 8)
 		return -E2BIG;
-	if (r->rseq && len <= 4 * PAGE_TYPE_DATA_MAX - 8 &&
-	    !write_fast(r, hdr, data, len, false, -1))
+	if (tsc_fast(r) && len <= 4 * PAGE_TYPE_DATA_MAX - 8 &&
+	    !write_fast(r, hdr, data, len, false, -1, true))
 		return 0;
 	return write_hdr_other(r, hdr, data, len);
 }
@@ -1082,10 +1096,12 @@ int ring_write_stamped(struct ring *r, const void *data, uint32_t len,
 		return -EINVAL;
 	if (!r->rseq)
 		return write_slow(r, -1, NULL, data, len, false, (int)ts_off);
+	if (!tsc_fast(r))
+		return write_big(r, NULL, data, len, (int)ts_off);
 	if (len == 40 && ts_off == 32)	/* funcgraph_exit: constants */
-		ret = write_fast(r, NULL, data, 40, false, 32);
+		ret = write_fast(r, NULL, data, 40, false, 32, true);
 	else
-		ret = write_fast(r, NULL, data, len, false, (int)ts_off);
+		ret = write_fast(r, NULL, data, len, false, (int)ts_off, true);
 	return ret <= 0 ? ret :
 			  write_slow(r, -1, NULL, data, len, true, (int)ts_off);
 }
