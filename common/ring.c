@@ -1027,12 +1027,22 @@ int write_big(struct ring *r, const void *pre, const void *data,
 	int ret;
 
 	if (len + (pre ? 8 : 0) > 4 * PAGE_TYPE_DATA_MAX)
-		ret = write_fast(r, pre, data, len, true, -1, false);
+		ret = write_fast(r, pre, data, len, true, -1, false, NULL);
 	else
-		ret = write_fast(r, pre, data, len, false, ts_off, false);
+		ret = write_fast(r, pre, data, len, false, ts_off, false,
+				 NULL);
 	return ret <= 0 ? ret :
 			  write_slow(r, -1, pre, data, len, true, ts_off);
 }
+
+/* The calling thread's cache of where its last inline fast write went
+ * (ring_inline.h): while it stays on that CPU and page, a write loads
+ * neither the buffer's address from struct ring nor the slot's tag, and
+ * the page's address does not wait on the CPU number and the tag (a chain
+ * of dependent loads the write's stores waited on). Initial-exec, as
+ * lib/fgraph.c's: no __tls_get_addr call in the fast path. */
+static __thread struct ring_tcache ring_tc
+	__attribute__((tls_model("initial-exec")));
 
 /* Whether ring_write() and its kin may take their inline fast path: the
  * TSC clock, and the current CPU's buffer of an rseq ring. */
@@ -1056,7 +1066,7 @@ int write_other(struct ring *r, int buf, const void *data, uint32_t len,
 int ring_write(struct ring *r, int buf, const void *data, uint32_t len)
 {
 	if (buf < 0 && tsc_fast(r) && len - 1 < 4 * PAGE_TYPE_DATA_MAX) {
-		if (!write_fast(r, NULL, data, len, false, -1, true))
+		if (!write_fast(r, NULL, data, len, false, -1, true, &ring_tc))
 			return 0;
 		return write_other(r, buf, data, len, true);
 	}
@@ -1082,7 +1092,7 @@ int ring_write_hdr(struct ring *r, const void *hdr, const void *data,
 	if (len > RING_MAX_PAYLOAD - 8)
 		return -E2BIG;
 	if (tsc_fast(r) && len <= 4 * PAGE_TYPE_DATA_MAX - 8 &&
-	    !write_fast(r, hdr, data, len, false, -1, true))
+	    !write_fast(r, hdr, data, len, false, -1, true, &ring_tc))
 		return 0;
 	return write_hdr_other(r, hdr, data, len);
 }
@@ -1099,9 +1109,10 @@ int ring_write_stamped(struct ring *r, const void *data, uint32_t len,
 	if (!tsc_fast(r))
 		return write_big(r, NULL, data, len, (int)ts_off);
 	if (len == 40 && ts_off == 32)	/* funcgraph_exit: constants */
-		ret = write_fast(r, NULL, data, 40, false, 32, true);
+		ret = write_fast(r, NULL, data, 40, false, 32, true, &ring_tc);
 	else
-		ret = write_fast(r, NULL, data, len, false, (int)ts_off, true);
+		ret = write_fast(r, NULL, data, len, false, (int)ts_off, true,
+				 &ring_tc);
 	return ret <= 0 ? ret :
 			  write_slow(r, -1, NULL, data, len, true, (int)ts_off);
 }
