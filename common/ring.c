@@ -137,6 +137,22 @@
  * next page (a TLB miss plus a cache miss: the swaps permute the pages);
  * prefetching the next page's first line at the previous switch did not
  * measurably help here.
+ * Then (issue 34, bench/run ring's floor_ratio, ring/floor in one run:
+ * 1.23-1.24 before, 1.14-1.15 after, on a loaded 2-vCPU EPYC guest):
+ * the inline path found its page through dependent loads (CPU number ->
+ * bufs[] -> wpos -> the slot's tag -> the page) that the event's stores
+ * waited on; a per-thread struct ring_tcache now remembers the buffer
+ * and page (as fgraph's exit hook did), guarded against signal handlers
+ * (it saves ~1.2 ns, the guard costs ~0.4 of that); the TSC path has no
+ * call again (the other clock's clock_gettime had given it a stack frame
+ * and spills); one flag replaces the rseq and clock checks. What is left above the floor
+ * (~1.4 ns, timed variants in a scratch copy): the reservation's rseq
+ * section ~0.6 (against two plain stores: the per-CPU lockless
+ * guarantee), the cache guard ~0.4 (signal safety), the prewritten
+ * padding ~0-0.3 (crash recovery), the commit's rseq add ~0.1, and the
+ * checks (CPU, ring, page, room, delta). Removing prefetchw cost 0.5
+ * more; one 8-byte store for the padding, and a copy of the current tag
+ * on the wpos line (no thread cache), measured no better.
  *
  * Own buffers (ring.h): a buffer that one thread claims and alone
  * writes, for lib/fgraph.c's exit records (one per traced call). The

@@ -112,8 +112,9 @@ struct ring_tcache {
  * writer's cache or NULL; @tsc: the caller found the ring's clock is the
  * TSC (constants: each caller gets its own copy). With @tsc, no calls:
  * the callers' fast paths stay leaves (the other clock's read is a call
- * to clock_gettime(), and with it in the path every call saved and
- * restored six registers and spilled more: ~0.2 ns an event).
+ * to clock_gettime(), and with it in the path gcc gave every call a
+ * stack frame and spills around it: ~0.2 ns an event; the six callee-
+ * saved registers the path needs are pushed either way).
  * Return: 0 and *@p; 1 to take the general path (nothing reserved).
  */
 static inline __attribute__((always_inline))
