@@ -137,6 +137,22 @@
  * next page (a TLB miss plus a cache miss: the swaps permute the pages);
  * prefetching the next page's first line at the previous switch did not
  * measurably help here.
+ * Then (issue 34, bench/run ring's floor_ratio, ring/floor in one run:
+ * 1.23-1.24 before, 1.14-1.15 after, on a loaded 2-vCPU EPYC guest):
+ * the inline path found its page through dependent loads (CPU number ->
+ * bufs[] -> wpos -> the slot's tag -> the page) that the event's stores
+ * waited on; a per-thread struct ring_tcache now remembers the buffer
+ * and page (as fgraph's exit hook did), guarded against signal handlers
+ * (it saves ~1.2 ns, the guard costs ~0.4 of that); the TSC path has no
+ * call again (the other clock's clock_gettime had given it a stack frame
+ * and spills); one flag replaces the rseq and clock checks. What is left above the floor
+ * (~1.4 ns, timed variants in a scratch copy): the reservation's rseq
+ * section ~0.6 (against two plain stores: the per-CPU lockless
+ * guarantee), the cache guard ~0.4 (signal safety), the prewritten
+ * padding ~0-0.3 (crash recovery), the commit's rseq add ~0.1, and the
+ * checks (CPU, ring, page, room, delta). Removing prefetchw cost 0.5
+ * more; one 8-byte store for the padding, and a copy of the current tag
+ * on the wpos line (no thread cache), measured no better.
  *
  * Own buffers (ring.h): a buffer that one thread claims and alone
  * writes, for lib/fgraph.c's exit records (one per traced call). The
@@ -337,6 +353,7 @@ int ring_view(struct ring *r)
 	r->mode = h->mode;
 	r->clock = h->clock;
 	r->rseq = h->flags & RING_F_RSEQ;
+	r->tsc_fast = r->rseq && h->clock == RING_CLOCK_TSC;
 	r->ctl_size = ring_buf_ctl_size(h->nr_slots, h->page_size);
 	r->fmt_off = h->fmt_off;
 	r->fmt_size = h->fmt_size;
@@ -912,7 +929,7 @@ int reserve_fast(struct ring *r, uint32_t len, struct ring_wctx *ctx)
 #if RING_HAVE_RSEQ
 	uint32_t total = ev_size(len);
 	struct fast_pos p;
-	int ret = claim_fast(r, NULL, total, &p);
+	int ret = claim_fast(r, NULL, total, false, &p);
 
 	if (ret)
 		return ret;
@@ -1015,16 +1032,42 @@ int write_slow(struct ring *r, int buf, const void *pre, const void *data,
 	return 0;
 }
 
-/* ring_write() of a 113..RING_MAX_PAYLOAD-byte payload (8 with @pre):
- * out of line, so that its memcpy call does not cost the small events'
- * inline path registers. Return: as ring_write(). */
+/* ring_write() to the current CPU's buffer of an rseq ring, past its
+ * inline path: a 113..RING_MAX_PAYLOAD-byte payload (8 with @pre), or any
+ * payload when the ring's clock is not the TSC. Out of line, so that its
+ * calls (memcpy, clock_gettime) do not cost the inline path registers.
+ * Return: as ring_write(). */
 static __attribute__((noinline))
 int write_big(struct ring *r, const void *pre, const void *data,
-	      uint32_t len)
+	      uint32_t len, int ts_off)
 {
-	int ret = write_fast(r, pre, data, len, true, -1);
+	int ret;
 
-	return ret <= 0 ? ret : write_slow(r, -1, pre, data, len, true, -1);
+	if (len + (pre ? 8 : 0) > 4 * PAGE_TYPE_DATA_MAX)
+		ret = write_fast(r, pre, data, len, true, -1, false, NULL);
+	else
+		ret = write_fast(r, pre, data, len, false, ts_off, false,
+				 NULL);
+	return ret <= 0 ? ret :
+			  write_slow(r, -1, pre, data, len, true, ts_off);
+}
+
+/* The calling thread's cache of where its last inline fast write went
+ * (ring_inline.h): while it stays on that CPU and page, a write loads
+ * neither the buffer's address from struct ring nor the slot's tag, and
+ * the page's address does not wait on the CPU number and the tag (a chain
+ * of dependent loads the write's stores waited on). Initial-exec, as
+ * lib/fgraph.c's: no __tls_get_addr call in the fast path. */
+static __thread struct ring_tcache ring_tc
+	__attribute__((tls_model("initial-exec")));
+
+/* Whether ring_write() and its kin may take their inline fast path: the
+ * TSC clock, and the current CPU's buffer of an rseq ring. One flag that
+ * ring_view() sets, not the two fields it is made of: one load and
+ * branch less per event (~0.3 ns in an A/B of the 32-byte case). */
+static inline bool tsc_fast(const struct ring *r)
+{
+	return r->tsc_fast;
 }
 
 /* ring_write() on any but its fast path: four arguments, so that every
@@ -1035,14 +1078,14 @@ int write_other(struct ring *r, int buf, const void *data, uint32_t len,
 		bool fast_failed)
 {
 	if (!fast_failed && buf < 0 && r->rseq && len - 1 < RING_MAX_PAYLOAD)
-		return write_big(r, NULL, data, len);
+		return write_big(r, NULL, data, len, -1);
 	return write_slow(r, buf, NULL, data, len, fast_failed, -1);
 }
 
 int ring_write(struct ring *r, int buf, const void *data, uint32_t len)
 {
-	if (buf < 0 && r->rseq && len - 1 < 4 * PAGE_TYPE_DATA_MAX) {
-		if (!write_fast(r, NULL, data, len, false, -1))
+	if (buf < 0 && tsc_fast(r) && len - 1 < 4 * PAGE_TYPE_DATA_MAX) {
+		if (!write_fast(r, NULL, data, len, false, -1, true, &ring_tc))
 			return 0;
 		return write_other(r, buf, data, len, true);
 	}
@@ -1057,8 +1100,8 @@ int write_hdr_other(struct ring *r, const void *hdr, const void *data,
 {
 	if (!r->rseq)
 		return write_slow(r, -1, hdr, data, len, false, -1);
-	if (len > 4 * PAGE_TYPE_DATA_MAX - 8)
-		return write_big(r, hdr, data, len);
+	if (len > 4 * PAGE_TYPE_DATA_MAX - 8 || !tsc_fast(r))
+		return write_big(r, hdr, data, len, -1);
 	return write_slow(r, -1, hdr, data, len, true, -1);
 }
 
@@ -1067,8 +1110,8 @@ int ring_write_hdr(struct ring *r, const void *hdr, const void *data,
 {
 	if (len > RING_MAX_PAYLOAD - 8)
 		return -E2BIG;
-	if (r->rseq && len <= 4 * PAGE_TYPE_DATA_MAX - 8 &&
-	    !write_fast(r, hdr, data, len, false, -1))
+	if (tsc_fast(r) && len <= 4 * PAGE_TYPE_DATA_MAX - 8 &&
+	    !write_fast(r, hdr, data, len, false, -1, true, &ring_tc))
 		return 0;
 	return write_hdr_other(r, hdr, data, len);
 }
@@ -1082,10 +1125,13 @@ int ring_write_stamped(struct ring *r, const void *data, uint32_t len,
 		return -EINVAL;
 	if (!r->rseq)
 		return write_slow(r, -1, NULL, data, len, false, (int)ts_off);
+	if (!tsc_fast(r))
+		return write_big(r, NULL, data, len, (int)ts_off);
 	if (len == 40 && ts_off == 32)	/* funcgraph_exit: constants */
-		ret = write_fast(r, NULL, data, 40, false, 32);
+		ret = write_fast(r, NULL, data, 40, false, 32, true, &ring_tc);
 	else
-		ret = write_fast(r, NULL, data, len, false, (int)ts_off);
+		ret = write_fast(r, NULL, data, len, false, (int)ts_off, true,
+				 &ring_tc);
 	return ret <= 0 ? ret :
 			  write_slow(r, -1, NULL, data, len, true, (int)ts_off);
 }

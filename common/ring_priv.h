@@ -32,6 +32,8 @@ struct ring {
 	uint32_t mode, clock;
 	uint32_t page_shift;		/* page_size = 1 << page_shift */
 	bool rseq;			/* RING_F_RSEQ: see ring.c */
+	bool tsc_fast;			/* rseq and the TSC clock: the inline
+					 * write path (ring.c: tsc_fast()) */
 	uint32_t gen;			/* this view's number (ring_inline.h) */
 	uint64_t ctl_size;		/* buffer control block; pages follow */
 	/* cold */

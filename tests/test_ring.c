@@ -83,13 +83,14 @@ static bool rseq_here(void)
 #endif
 }
 
-/* All CPUs' buffers; with @rseq the per-CPU fast path where it works
- * (else, and without @rseq, the locked path). */
-static struct ring *mkring_cpus(enum ring_mode mode, uint32_t pages, bool rseq)
+/* All CPUs' buffers, clock @clk; with @rseq the per-CPU fast path where
+ * it works (else, and without @rseq, the locked path). */
+static struct ring *mkring_cpus_clk(enum ring_mode mode, uint32_t pages,
+				    bool rseq, enum ring_clock_id clk)
 {
 	struct ring_params p = {
 		.page_size = 4096, .nr_pages = pages, .mode = mode,
-		.clock = RING_CLOCK_TSC, .locked = !rseq,
+		.clock = clk, .locked = !rseq,
 	};
 	struct ring *r = NULL;
 	int ret = ring_create(NULL, &p, &r);
@@ -97,6 +98,11 @@ static struct ring *mkring_cpus(enum ring_mode mode, uint32_t pages, bool rseq)
 	ck_assert_msg(ret == 0, "ring_create: %s", tc_strerror(ret));
 	ck_assert_int_eq(ring_uses_rseq(r), rseq && rseq_here());
 	return r;
+}
+
+static struct ring *mkring_cpus(enum ring_mode mode, uint32_t pages, bool rseq)
+{
+	return mkring_cpus_clk(mode, pages, rseq, RING_CLOCK_TSC);
 }
 
 /* Run the calling thread on CPU @cpu only (saving its affinity). */
@@ -243,10 +249,13 @@ END_TEST
 /* ring_write_stamped: each record reads back whole, in order, with the
  * event's own timestamp in its stamp field; the inline constant case
  * (40 bytes, stamp at 32: funcgraph_exit) and another size, across page
- * switches, on an rseq ring (_i 0) and a locked one (1). */
+ * switches, on an rseq ring (_i 0), a locked one (1), and an rseq ring
+ * on CLOCK_MONOTONIC (2: the fast path out of line). */
 START_TEST(test_write_stamped)
 {
 	struct ring *r = _i == 0 ? mkring_cpus(RING_MODE_PRODUCER, 64, true) :
+			 _i == 2 ? mkring_cpus_clk(RING_MODE_PRODUCER, 64, true,
+						   RING_CLOCK_MONO) :
 				   mkring(RING_MODE_PRODUCER, 64, 1,
 					  RING_CLOCK_TSC);
 	struct kbuffer *kb = kbuffer_alloc(KBUFFER_LSIZE_8,
@@ -256,7 +265,7 @@ START_TEST(test_write_stamped)
 	uint64_t w[5], n = 0;
 	cpu_set_t saved;
 
-	if (_i == 0)
+	if (_i != 1)
 		pin_to(0, &saved);
 	for (uint64_t i = 0; i < 3000; i++) {
 		uint32_t len = i % 3 ? 40 : 24;
@@ -287,9 +296,59 @@ START_TEST(test_write_stamped)
 		}
 	}
 	ck_assert_uint_eq(n, 3000);
-	if (_i == 0)
+	if (_i != 1)
 		sched_setaffinity(0, sizeof(saved), &saved);
 	kbuffer_free(kb);
+	ring_close(r);
+}
+END_TEST
+
+/* The bytes ring_write() and ring_write_hdr() record on an rseq ring do
+ * not depend on the clock (the TSC's fast path is inline, the other's
+ * out of line): the kernel's short header up to 112 bytes of payload,
+ * type_len 0 and a length word past it; the TSC (_i 0), CLOCK_MONOTONIC
+ * (1), each event a page's first (no delta to vary). */
+START_TEST(test_write_clocks)
+{
+	struct ring *r = mkring_cpus_clk(RING_MODE_PRODUCER, 8, true,
+					 _i ? RING_CLOCK_MONO : RING_CLOCK_TSC);
+	static const uint32_t lens[] = { 1, 8, 32, 112, 113, 200 };
+	uint8_t d[256], hdr[8];
+	struct ring_page_ref pg;
+	cpu_set_t saved;
+
+	for (unsigned i = 0; i < sizeof(d); i++)
+		d[i] = (uint8_t)(i * 7 + 1);
+	memset(hdr, 0xab, sizeof(hdr));
+	pin_to(0, &saved);
+	for (unsigned k = 0; k < 2 * 6; k++) {
+		uint32_t len = lens[k % 6], plen = len + (k >= 6 ? 8 : 0);
+		uint32_t l4 = (plen + 3) & ~3u, h, off;
+
+		if (k < 6)
+			TU_OK(ring_write(r, -1, d, len));
+		else
+			TU_OK(ring_write_hdr(r, hdr, d, len));
+		ck_assert_int_eq(ring_reader_flush(r, 0), 1);
+		TU_OK(ring_reader_get(r, 0, &pg));
+		memcpy(&h, pg.data + 16, 4);
+		off = 16 + 4;
+		if (l4 <= 112) {
+			ck_assert_uint_eq(h & 31, l4 / 4);
+		} else {
+			ck_assert_uint_eq(h & 31, 0);
+			memcpy(&h, pg.data + off, 4);
+			ck_assert_uint_eq(h, l4 + 4);
+			off += 4;
+		}
+		if (k >= 6) {
+			ck_assert_int_eq(memcmp(pg.data + off, hdr, 8), 0);
+			off += 8;
+		}
+		ck_assert_int_eq(memcmp(pg.data + off, d, len), 0);
+		ring_reader_put(r, 0);
+	}
+	sched_setaffinity(0, sizeof(saved), &saved);
 	ring_close(r);
 }
 END_TEST
@@ -573,10 +632,15 @@ static struct ring *sig_ring;
 static int sig_buf;
 static volatile uint64_t sig_seq;
 
+/* Every other event through ring_write(), whose fast path keeps a
+ * per-thread cache the interrupted write may be reading or filling. */
 static void on_alarm(int sig)
 {
+	int ret = sig_seq % 2 ? put_w(sig_ring, sig_buf, 1, sig_seq, 24) :
+				put(sig_ring, sig_buf, 1, sig_seq, 24, NULL);
+
 	(void)sig;
-	if (put(sig_ring, sig_buf, 1, sig_seq, 24, NULL) == 0)
+	if (ret == 0)
 		sig_seq++;
 }
 
@@ -1819,7 +1883,8 @@ static Suite *ring_suite(void)
 	tcase_add_loop_test(tc, test_threads_producer, 0, 2);
 	tcase_add_loop_test(tc, test_threads_overwrite, 0, 2);
 	tcase_add_loop_test(tc, test_threads_flight, 0, 2);
-	tcase_add_loop_test(tc, test_write_stamped, 0, 2);
+	tcase_add_loop_test(tc, test_write_stamped, 0, 3);
+	tcase_add_loop_test(tc, test_write_clocks, 0, 2);
 	tcase_add_test(tc, test_rseq_named_buffers);
 	tcase_add_test(tc, test_rseq_commit_after_migration);
 	tcase_add_loop_test(tc, test_signal_nesting, 0, 2);
