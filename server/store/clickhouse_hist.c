@@ -192,26 +192,42 @@ static bool chh_has_stack(const struct chh *c)
  * event row first at one ts, then by commit and row), a stack record the
  * row's right before it. 18.16 has no window functions and its lambdas
  * take no outer column: per host and CPU one sorted array of (ts, kind,
- * commit, row, caller), the kinds and the kinds one before as arrays, and
- * the positions of a stack after an event joined out. Rows (host_id,
- * _tc_commit, _tc_row: the event's row; _tc_zst: the first stack_bytes
- * bytes of its frames, a reference looked up in stacks,
- * clickhouse_stacks.h). Its memory is the event's and the stacks' rows of
- * one CPU at a time.
+ * commit, row, caller), split into one array per element; the kinds one
+ * before and the commits and rows one before are those arrays shifted by
+ * one; the three arrays filtered to the stacks right after an event are
+ * array-joined together. Only they and host_id reach the ARRAY JOIN: had
+ * the sorted array itself been there, every output row would carry a copy
+ * of its CPU's whole array (memory quadratic in a CPU's rows: 2.3 GiB for
+ * 7,046 rows of one CPU, past max_memory_usage; test_ch_hist failed so
+ * about once in seven runs). Rows (host_id, _tc_commit, _tc_row: the
+ * event's row; _tc_zst: the first stack_bytes bytes of its frames, a
+ * reference looked up in stacks, clickhouse_stacks.h). Its memory is the
+ * event's and the stacks' rows of one CPU at a time, a few times over.
  */
 static void chh_stacks(const struct chh *c, uint64_t last, struct ch_sql *w)
 {
 	const struct store_hist *h = c->h;
+	/* of the elements of an array, those right after an event's row: a stack */
+	static const char after[] = "arrayFilter((_tc_x, _tc_a, _tc_b) -> _tc_a = 1 AND _tc_b = 0, ";
 
 	ch_sql_raw(w, "SELECT host_id, _tc_commit, _tc_row, substring(if(_tc_zid = 0, _tc_zraw,"
 		   " _tc_sf), 1, ");
 	ch_sql_u64(w, h->stack_bytes);
-	ch_sql_raw(w, ") AS _tc_zst FROM (SELECT host_id, tupleElement(_tc_s[_tc_i - 1], 3) AS"
-		   " _tc_commit, tupleElement(_tc_s[_tc_i - 1], 4) AS _tc_row, tupleElement("
-		   "_tc_s[_tc_i], 5) AS _tc_zraw, if(length(_tc_zraw) = 9 AND startsWith(_tc_zraw,"
-		   " '\\x01'), reinterpretAsUInt64(substring(_tc_zraw, 2, 8)), toUInt64(0)) AS _tc_zid"
-		   " FROM (SELECT host_id, _tc_s, arrayMap(_tc_x -> tupleElement(_tc_x, 2), _tc_s) AS"
-		   " _tc_k, arrayPushFront(arrayPopBack(_tc_k), toUInt8(2)) AS _tc_pk FROM (SELECT"
+	ch_sql_raw(w, ") AS _tc_zst FROM (SELECT host_id, _tc_commit, _tc_row, _tc_zraw,"
+		   " if(length(_tc_zraw) = 9 AND startsWith(_tc_zraw, '\\x01'),"
+		   " reinterpretAsUInt64(substring(_tc_zraw, 2, 8)), toUInt64(0)) AS _tc_zid FROM"
+		   " (SELECT host_id, ");
+	ch_sql_raw(w, after);
+	ch_sql_raw(w, "arrayPushFront(arrayPopBack(_tc_c), toUInt64(0)), _tc_k, _tc_pk) AS _tc_fc, ");
+	ch_sql_raw(w, after);
+	ch_sql_raw(w, "arrayPushFront(arrayPopBack(_tc_r), toUInt64(0)), _tc_k, _tc_pk) AS _tc_fr, ");
+	ch_sql_raw(w, after);
+	ch_sql_raw(w, "_tc_z, _tc_k, _tc_pk) AS _tc_fz FROM (SELECT host_id,"
+		   " arrayMap(_tc_x -> tupleElement(_tc_x, 2), _tc_s) AS _tc_k,"
+		   " arrayPushFront(arrayPopBack(_tc_k), toUInt8(2)) AS _tc_pk,"
+		   " arrayMap(_tc_x -> tupleElement(_tc_x, 3), _tc_s) AS _tc_c,"
+		   " arrayMap(_tc_x -> tupleElement(_tc_x, 4), _tc_s) AS _tc_r,"
+		   " arrayMap(_tc_x -> tupleElement(_tc_x, 5), _tc_s) AS _tc_z FROM (SELECT"
 		   " host_id, arraySort(groupArray((ts, k, cm, rw, st))) AS _tc_s FROM (SELECT host_id,"
 		   " cpu, ts, toUInt8(0) AS k, _tc_commit AS cm, _tc_row AS rw, '' AS st FROM ");
 	ch_sql_ident(w, c->q->schema->table);
@@ -223,10 +239,9 @@ static void chh_stacks(const struct chh *c, uint64_t last, struct ch_sql *w)
 	ch_sql_ident(w, h->stacks->table);
 	ch_sql_raw(w, " WHERE _tc_commit <= ");
 	ch_sql_u64(w, last);
-	ch_sql_raw(w, ") GROUP BY host_id, cpu)) ARRAY JOIN arrayFilter((_tc_j, _tc_a, _tc_b) ->"
-		   " _tc_a = 1 AND _tc_b = 0, arrayEnumerate(_tc_s), _tc_k, _tc_pk) AS _tc_i)"
-		   " ANY LEFT JOIN (SELECT host_id, id AS _tc_zid, any(frames) AS _tc_sf FROM stacks"
-		   " GROUP BY host_id, id) USING (host_id, _tc_zid)");
+	ch_sql_raw(w, ") GROUP BY host_id, cpu))) ARRAY JOIN _tc_fc AS _tc_commit, _tc_fr AS _tc_row,"
+		   " _tc_fz AS _tc_zraw) ANY LEFT JOIN (SELECT host_id, id AS _tc_zid, any(frames) AS"
+		   " _tc_sf FROM stacks GROUP BY host_id, id) USING (host_id, _tc_zid)");
 }
 
 /*
