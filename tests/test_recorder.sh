@@ -309,7 +309,9 @@ hits = [r for r in rows if r.get("prev_comm") == fire and r["trace_ts"] <= ts]
 if not hits: sys.exit(0)
 t = max(hits, key=lambda r: r["trace_ts"])
 between = [r for r in rows if r["cpu"] == t["cpu"] and t["trace_ts"] < r["trace_ts"] <= ts]
-print(ts - t["trace_ts"], len(between))' "$tmp/g1-rows.log" "${froze_ts:-}" "$fire")
+print(ts - t["trace_ts"], len(between), t["trace_ts"], t["ts"])' "$tmp/g1-rows.log" "${froze_ts:-}" "$fire")
+# trig_of: the trigger event (the hit before the FROZE's time): trace_ts ts
+trig_of=$(echo "$trig_gap" | cut -d' ' -f3-4) trig_gap=$(echo "$trig_gap" | cut -d' ' -f1-2)
 echo "info: FROZE at trace_ns ${froze_ts:-none}; the stored trigger event before it by ${trig_gap% *} (its trace clock's units)"
 # The trigger program started after the agents connected, and an armed
 # agent reads no pid names until a freeze: in rec-g3's snapshot (only
@@ -336,16 +338,6 @@ check "the FROZE's time is the trigger event's: a stored hit at or before it, no
 # share (one machine, one choice of clock): trigger <= the host's last event
 # <= its freeze. On the wall clock (snap_field's last_ts, converted with
 # the freeze's time in the same step): last_ts <= the freeze's time.
-# trig_of: the trigger event (the hit before the FROZE's time): trace_ts ts
-trig_of=$(python3 -c 'import json,sys
-ts, fire = int(sys.argv[2] or -1), sys.argv[3]
-hits = []
-for l in open(sys.argv[1]):
-    try: r = json.loads(l)
-    except ValueError: continue
-    if r.get("host") == "rec-g1" and r.get("prev_comm") == fire and r["trace_ts"] <= ts: hits.append(r)
-if hits: t = max(hits, key=lambda r: r["trace_ts"]); print(t["trace_ts"], t["ts"])' \
-	"$tmp/g1-rows.log" "${froze_ts:-}" "$fire")
 trig_trace=${trig_of% *} trig_wall=${trig_of#* }
 # last_trace HOST: the trace_ts of HOST's last event in the snapshot
 last_trace() {
