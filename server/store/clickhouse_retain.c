@@ -592,7 +592,8 @@ static int ch_round_orphans(struct ch_store *s, const struct ch_round *rd, uint6
  * Steps 1 and 2: count the rows before @cut of completed commits and, when
  * there are some (or rows of none, to remove), write the round in the
  * open commit. A failure after its row was sent fails the commit
- * (s->failed), so that a round never stands without its counts. Return: 0 and *@n (rows counted); TC_ERR_DB; -ENOMEM.
+ * (s->failed), so that a round never stands without its counts.
+ * Return: 0 and *@n (rows counted); TC_ERR_DB; -ENOMEM.
  */
 static int ch_round(struct ch_store *s, int64_t cut, uint64_t *n)
 {
