@@ -84,10 +84,11 @@
  * ZooKeeper path /clickhouse/tables/{shard}/DB/TABLE, replica {replica}:
  * ch_sql_engine(); the .sql files write {{ENGINE TABLE X(...)}}, which
  * clickhouse.c expands as it loads them), and the server keeps one copy
- * of a block INSERTed twice (per table, among its last 100 blocks: 18.16's
- * replicated_deduplication_window). The writer leans on it: an INSERT (a
- * batch, the commits row) whose answer was lost to the connection is
- * sent again with the same rows, up to CH_RESENDS times a second apart,
+ * of a block INSERTed twice (per table, among its last
+ * replicated_deduplication_window blocks: CH_DEDUP_WINDOW, where 18.16's
+ * default is 100). The writer leans on it: an INSERT (a batch, the
+ * commits row) whose answer was lost to the connection is sent again
+ * with the same rows, up to CH_RESENDS times a second apart,
  * before its commit fails; the first copy, should it land late (a server
  * stalled with the request queued), and the resend are one block, so the
  * commit completes without a cleanup. Dedup never drops a row sent once:
@@ -129,11 +130,20 @@
  * them, and stores rows of no commit below the retention cut, which go
  * uncounted. What is still open:
  *  - ?replicated: a batch whose answer was lost is resent; should the
- *    first copy land after the table took more than 100 other blocks
- *    (18.16's replicated_deduplication_window, at one commit a second
- *    about 100 s), it is a block of its own, in a completed commit:
- *    twice. Closing it: a window larger than the HTTP timeout allows
- *    commits, or insert_deduplication_token (22.2);
+ *    first copy land after the table took more than its dedup window of
+ *    other blocks, it is a block of its own, in a completed commit:
+ *    twice. Every Replicated table made from migration 0012's release
+ *    on (a new database's, an old one's new event tables and void_ids)
+ *    has replicated_deduplication_window = CH_DEDUP_WINDOW (1240: the
+ *    HTTP timeout and the resends, at up to 10 blocks a second;
+ *    clickhouse_util.h), which 18.16 takes at CREATE
+ *    (tried here with ZooKeeper), so only a first copy the server holds
+ *    past that (a server stalled for minutes with the request queued)
+ *    is still twice. Tables made before keep the window they were made
+ *    with (18.16's default, 100, about 100 s at one commit a second, or
+ *    what the server's <merge_tree> config says): 18.16 has no ALTER
+ *    TABLE ... MODIFY SETTING, so raising it there takes the server's
+ *    config. Closing it for good: insert_deduplication_token (22.2);
  *  - a late commits row of X that lands between the read of the last
  *    commit and the void row's acknowledgement (at a restart: the
  *    writer's first statements, milliseconds apart), or between X's
