@@ -189,6 +189,9 @@ check "--retain-size: some events removed, each counted once (removed $((before 
 # Made here by landing both after the start: X the last id the killed
 # collectors reserved, which no commit took
 x=$(chq "SELECT max(hw) FROM tc.commit_ids WHERE hw % 64 = 0")
+t=$(chq "SELECT _table FROM $ev GROUP BY _table ORDER BY count() DESC LIMIT 1")
+cols=$(chq "SELECT arrayStringConcat(groupArray(name), ',') FROM system.columns
+	WHERE database = 'tc' AND table = '$t'")
 e=$(chq "SELECT any(name) FROM tc.event_types WHERE table_name = '$t'")
 start
 n0=$(tq --count "$e")
