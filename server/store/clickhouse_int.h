@@ -20,13 +20,14 @@
  * The ids of completed commits, of any collector: those with a row in
  * `commits` that no row of void_ids covers (ids a writer gave up before
  * it deleted their rows: a commits row that lands after that does not
- * make a commit; clickhouse_txn.c). 64 is STORE_COLLECTOR_IDS.
+ * make a commit; clickhouse_txn.c). 64 is STORE_COLLECTOR_IDS. One
+ * array of (lo, hi, slot) rows: three groupArray() of one column each
+ * need not list the rows in one order (parts read by several threads).
  */
-#define CH_COMMIT_IDS	"(SELECT id FROM commits WHERE NOT arrayExists((_tc_l, _tc_h, _tc_k)" \
-			" -> id > _tc_l AND id <= _tc_h AND modulo(id, 64) = _tc_k," \
-			" (SELECT groupArray(lo) FROM void_ids)," \
-			" (SELECT groupArray(hi) FROM void_ids)," \
-			" (SELECT groupArray(slot) FROM void_ids)))"
+#define CH_COMMIT_IDS	"(SELECT id FROM commits WHERE NOT arrayExists(_tc_v -> id >" \
+			" tupleElement(_tc_v, 1) AND id <= tupleElement(_tc_v, 2) AND" \
+			" modulo(id, 64) = tupleElement(_tc_v, 3)," \
+			" (SELECT groupArray((lo, hi, slot)) FROM void_ids)))"
 
 /*
  * Rows of completed commits, of any collector: commit ids interleave
