@@ -7,7 +7,7 @@
 #
 # Asserts:
 #  - every table the collector made (the migrations' and the event tables)
-#    is Replicated*;
+#    is Replicated*, with a dedup window of 1240 blocks;
 #  - a commit's event batch INSERTed again (the resend of an INSERT whose
 #    answer was lost), twice, stores nothing: block dedup keeps one copy;
 #  - the collector killed (-9) while an agent streams and started again:
@@ -94,6 +94,11 @@ evtables=$(chq "SELECT count() FROM system.tables WHERE database = 'tc' AND
 	startsWith(name, 'ev_') AND engine = 'ReplicatedMergeTree'")
 check "every table is Replicated ($plain of $tables not; $evtables event tables)" \
 	'[ "$plain" = 0 ] && [ "$tables" -gt 20 ] && [ "$evtables" -gt 0 ]'
+# (120 s of HTTP timeout + 3 resends + 1) * 10 blocks a second: clickhouse_util.h
+window=$(chq "SELECT count() FROM system.tables WHERE database = 'tc' AND
+	position(engine_full, 'replicated_deduplication_window = 1240') > 0")
+check "every table keeps the hashes of its last 1240 blocks, not 100 ($window of $tables)" \
+	'[ "$window" = "$tables" ]'
 
 # The last commit's sched_switch batch, INSERTed again twice: the same
 # block, kept once.

@@ -149,7 +149,8 @@ bad:
  * A migration's statement @stmt into @q with each table's engine as the
  * database wants it: the .sql files write "{{ENGINE TABLE X(...)}}" where
  * a CREATE TABLE names its engine, and ch_sql_engine() makes it
- * " ENGINE = X(...)" or, with s->replicated, its Replicated twin. An
+ * " ENGINE = X(...)" or, with s->replicated, its Replicated twin, the
+ * statement then ending in its SETTINGS (ch_sql_engine_settings()). An
  * "ENGINE =" of its own in a statement is refused: that table would not
  * follow ?replicated. Return: 0; TC_ERR_DB_SCHEMA; what ch_sql_raw() returns.
  */
@@ -158,6 +159,7 @@ static int ch_sql_engines(struct ch_store *s, struct ch_sql *q, const char *stmt
 	static const char open[] = "{{ENGINE ";
 	char table[128], engine[128];
 	const char *p = stmt, *at, *end;
+	char last[128] = "";
 	size_t n;
 
 	if (strstr(stmt, "ENGINE ="))
@@ -173,9 +175,10 @@ static int ch_sql_engines(struct ch_store *s, struct ch_sql *q, const char *stmt
 		snprintf(table, sizeof(table), "%.*s", (int)n, at);
 		snprintf(engine, sizeof(engine), "%.*s", (int)(end - at - n - 1), at + n + 1);
 		ch_sql_engine(s, q, table, engine);
+		snprintf(last, sizeof(last), "%s", engine);
 		p = end + 2;
 	}
-	return ch_sql_raw(q, p);
+	return ch_sql_raw(q, p) ?: ch_sql_engine_settings(s, q, last);
 }
 
 /* Run each statement of @sql (split at lines ending in ';', '--' lines dropped). */
@@ -449,8 +452,8 @@ int store_clickhouse_writer_open(const char *url, const struct store_remote_auth
 		return ret;
 	}
 	log_info("storing into ClickHouse at %s, database %s (last commit %llu). Exactly once "
-		 "rests on the commits table: rows of a commit that did not complete are deleted "
-		 "before storing again, and until then queries may see them; %s",
+		 "rests on the commits table: a commit that did not complete is given up (void_ids) "
+		 "and its rows deleted before storing again, and queries read none of them; %s",
 		 ch_http_where(s->http), s->db, (unsigned long long)s->last_ok, s->replicated ?
 		 "tables are Replicated: an INSERT whose answer was lost is sent again and kept "
 		 "once (block dedup)" : "tables are not Replicated (no ?replicated): an INSERT "

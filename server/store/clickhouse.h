@@ -50,15 +50,18 @@
  *    journal and each agent stream are stored;
  *  - rows with a _tc_commit above the last `commits` row belong to a
  *    commit that did not complete (collector killed mid-insert,
- *    ClickHouse killed or unreachable, an error): the writer deletes
- *    them (ALTER TABLE DELETE, waited for) at open and at the begin
- *    after a failure, before it stores anything again; reads of marks
- *    and counters ignore them meanwhile (_tc_commit <= the last);
+ *    ClickHouse killed or unreachable, an error): the writer gives
+ *    those ids up (a row of void_ids, acknowledged) and deletes their
+ *    rows (ALTER TABLE DELETE, waited for) at open and at the begin
+ *    after a failure, before it stores anything again; reads of events,
+ *    marks and counters ignore them meanwhile and after (CH_COMMITTED:
+ *    a commits row, no void row);
  *  - when the `commits` insert fails without an answer (the server
  *    died after writing it), the writer asks whether the row is there;
- *    if it cannot tell, the commit fails and its rows, that row too,
- *    are deleted before the next begin, and the ingest worker stores
- *    the transaction again from the journal (ingest.c) with a new id;
+ *    if it cannot tell, the commit fails, its id is given up and its
+ *    rows are deleted before the next begin (should that row land or be
+ *    there, it makes no commit), and the ingest worker stores the
+ *    transaction again from the journal (ingest.c) with a new id;
  *  - an id is never used twice, not even after a restart that follows a
  *    deleted commit: before a row carries a commit id, the id is reserved
  *    by an acknowledged row in `commit_ids` (hw >= id, blocks of ids),
@@ -66,12 +69,11 @@
  *    and max(id) of `commits`. That needs no mutation to be done (18.16
  *    runs DELETE asynchronously) nor any deleted row to be seen.
  * Every event thus ends up stored once, on a plain MergeTree with no
- * ZooKeeper. What this cannot promise: readers may see a failed commit's
- * rows until the writer is back and has deleted them (the events of one
- * batch, at most, for the time ClickHouse is down). Several collectors
- * may share one database (issue 35): each numbers its commits in a
- * residue of its own (--collector-id, clickhouse_txn.c), cleans up only
- * its own, and reads "completed" as "has a commits row"; the live-host
+ * ZooKeeper; what it cannot promise is under "What is still open"
+ * below. Several collectors may share one database (issue 35): each
+ * numbers its commits in a residue of its own (--collector-id,
+ * clickhouse_txn.c), cleans up and gives up only its own, and reads
+ * "completed" as "has a commits row and no void row"; the live-host
  * set and the id check are clickhouse_fleet.c's. Facts (hosts, formats, names,
  * symbols) are idempotent rows (ReplacingMergeTree), kept across a
  * rollback and written again harmlessly.
@@ -82,10 +84,11 @@
  * ZooKeeper path /clickhouse/tables/{shard}/DB/TABLE, replica {replica}:
  * ch_sql_engine(); the .sql files write {{ENGINE TABLE X(...)}}, which
  * clickhouse.c expands as it loads them), and the server keeps one copy
- * of a block INSERTed twice (per table, among its last 100 blocks: 18.16's
- * replicated_deduplication_window). The writer leans on it: an INSERT (a
- * batch, the commits row) whose answer was lost to the connection is
- * sent again with the same rows, up to CH_RESENDS times a second apart,
+ * of a block INSERTed twice (per table, among its last
+ * replicated_deduplication_window blocks: CH_DEDUP_WINDOW, where 18.16's
+ * default is 100). The writer leans on it: an INSERT (a batch, the
+ * commits row) whose answer was lost to the connection is sent again
+ * with the same rows, up to CH_RESENDS times a second apart,
  * before its commit fails; the first copy, should it land late (a server
  * stalled with the request queued), and the resend are one block, so the
  * commit completes without a cleanup. Dedup never drops a row sent once:
@@ -96,39 +99,61 @@
  * it, or on a server without ZooKeeper or the macros, is refused at open.
  * Exactly once across a restart (issue 32's open note, gone through
  * again with shards). Every read of events and counted rows takes a
- * commit's rows only when its id has a `commits` row (CH_COMMITTED), and
- * ch_send_all() sends that row only after every batch of the commit was
- * acknowledged (the sender waited for). So after a kill -9 of the
- * collector during commit X, on either engine, sharded or not:
+ * commit's rows only when its id has a `commits` row and no row of
+ * void_ids covers it (CH_COMMITTED), and ch_send_all() sends that row
+ * only after every batch of the commit was acknowledged (the sender
+ * waited for). A writer gives commits up before it deletes their rows:
+ * at open, its ids after the last of its own that completed (read
+ * first) up to the last it reserved; at the begin after a failed commit,
+ * those up to that commit; one row of void_ids, acknowledged, then the
+ * DELETEs. So after a kill -9 of the collector during commit X, on
+ * either engine, sharded or not:
  *  - X's row was not sent: no row of X is ever read, whether its last
  *    batch landed before the next start's cleanup or after it (a request
  *    the server held): X gets no commits row, and its id is never used
  *    again (commit_ids); the journal stores the events again as Y;
- *  - X's row lands before the restarted writer reads max(id): X is
- *    complete, its journal marks with it, and the journal goes on after;
- *  - X's row lands after that read: every batch of X was acknowledged
- *    before it was sent, so the cleanup's DELETE (sent and waited for,
- *    on each shard) removes them; X's row completes a commit with no
- *    rows left (its marks went with them), and Y stores the events once.
+ *  - X's row lands before the restarted writer reads its last commit: X
+ *    is complete, its journal marks with it, and the journal goes on
+ *    after;
+ *  - X's row lands after that read: X is void whenever its row lands, so
+ *    none of its rows is read, before the cleanup's DELETE (sent and
+ *    waited for, on each shard) is done or after, and Y stores the events
+ *    once; a retention round counts none of them (clickhouse_retain.c)
+ *    and removes those of a late batch with the events before its cut;
+ *  - the same in a running writer whose commit X failed with its
+ *    commits row sent (the answer lost, the row not seen): X is given up
+ *    at the next begin.
  * test_ch_replicated.sh and test_ch_shards.sh kill -9 the collector
  * mid-stream and count every row on the server(s), not only committed
- * ones: stored == shipped, distinct == stored. What is still open:
+ * ones: stored == shipped, distinct == stored; test_ch_retain.sh lands a
+ * commits row, and rows, of an id a restart gave up, and reads none of
+ * them, and stores rows of no commit below the retention cut, which go
+ * uncounted. What is still open:
  *  - ?replicated: a batch whose answer was lost is resent; should the
- *    first copy land after the table took more than 100 other blocks
- *    (18.16's replicated_deduplication_window, at one commit a second
- *    about 100 s), it is a block of its own, in a completed commit:
- *    twice. Closing it: a window larger than the HTTP timeout allows
- *    commits, or insert_deduplication_token (22.2);
- *  - retention counts and removes rows by _tc_commit <= upto, not by
- *    CH_COMMITTED: a late batch of an abandoned commit below upto is
- *    counted as dropped (never read as events). Closing it: CH_COMMITTED
- *    in the conditions of ch_round()'s counts and ch_remove_round();
- *  - a reader in the moment between a late commits row of X landing and
- *    the cleanup's DELETE being done sees X's rows (Y is not stored yet:
- *    not twice, early). Closing it: a table of void ids the recovering
- *    writer fills (last_ok, max(hw)] of its residue before cleaning,
- *    which CH_COMMITTED leaves out (migration 0011 was set aside for it;
- *    not built).
+ *    first copy land after the table took more than its dedup window of
+ *    other blocks, it is a block of its own, in a completed commit:
+ *    twice. Every Replicated table made from migration 0012's release
+ *    on (a new database's, an old one's new event tables and void_ids)
+ *    has replicated_deduplication_window = CH_DEDUP_WINDOW (1240: the
+ *    HTTP timeout and the resends, at up to 10 blocks a second;
+ *    clickhouse_util.h), which 18.16 takes at CREATE
+ *    (tried here with ZooKeeper), so only a first copy the server holds
+ *    past that (a server stalled for minutes with the request queued)
+ *    is still twice. Tables made before keep the window they were made
+ *    with (18.16's default, 100, about 100 s at one commit a second, or
+ *    what the server's <merge_tree> config says): 18.16 has no ALTER
+ *    TABLE ... MODIFY SETTING, so raising it there takes the server's
+ *    config. Closing it for good: insert_deduplication_token (22.2);
+ *  - a late commits row of X that lands between the read of the last
+ *    commit and the void row's acknowledgement (at a restart: the
+ *    writer's first statements, milliseconds apart), or between X's
+ *    failure and the next begin (in a running writer: the ingest
+ *    worker's next try) makes X complete for that moment: a reader then
+ *    sees X's rows (Y is not stored yet: early, not twice), and with
+ *    several collectors, another one's retention round counting in that
+ *    moment counts them as dropped, and Y's later again. Closing it
+ *    would take reading and voiding in one step, which ClickHouse has
+ *    not; a newer server's insert_deduplication_token would not help.
  *
  * Shards (clickhouse://H1:P1,H2:P2/DB?cluster=NAME): the event rows
  * spread over several servers by host, read through Distributed tables

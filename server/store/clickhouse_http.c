@@ -96,7 +96,7 @@ int ch_http_new(const struct ch_http_conf *c, struct ch_http **out)
 		return ret;
 	}
 	h->connect_ms = c->connect_ms ? c->connect_ms : 5000;
-	h->timeout_ms = c->timeout_ms ? c->timeout_ms : 120000;
+	h->timeout_ms = c->timeout_ms ? c->timeout_ms : CH_HTTP_TIMEOUT_MS;
 	h->max_reply = c->max_reply ? c->max_reply : CH_REPLY_MAX_BYTES;
 	ch_where(h);
 	*out = h;

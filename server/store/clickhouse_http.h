@@ -29,6 +29,9 @@
 
 #include "server/store/clickhouse_reply.h"
 
+/* One request's time, all of it, unless a conf says otherwise. */
+#define CH_HTTP_TIMEOUT_MS	120000
+
 /* Where and how to reach the server. The strings are copied. */
 struct ch_http_conf {
 	const char *base;	/* "http://HOST:PORT/" or "https://HOST:PORT/" */
@@ -39,7 +42,7 @@ struct ch_http_conf {
 	const char *ca;		/* CA of the server's certificate; NULL: the system's */
 	const char *params;	/* settings every request carries ("a=1&b=2", ours only); NULL: none */
 	long connect_ms;	/* 0: 5000 */
-	long timeout_ms;	/* one request, all of it; 0: 120000 */
+	long timeout_ms;	/* one request, all of it; 0: CH_HTTP_TIMEOUT_MS */
 	size_t max_reply;	/* bytes of one reply; 0: CH_REPLY_MAX_BYTES */
 };
 

@@ -17,14 +17,26 @@
 #include "server/store/store_ops.h"
 
 /*
+ * The ids of completed commits, of any collector: those with a row in
+ * `commits` that no row of void_ids covers (ids a writer gave up before
+ * it deleted their rows: a commits row that lands after that does not
+ * make a commit; clickhouse_txn.c). 64 is STORE_COLLECTOR_IDS.
+ */
+#define CH_COMMIT_IDS	"(SELECT id FROM commits WHERE NOT arrayExists((_tc_l, _tc_h, _tc_k)" \
+			" -> id > _tc_l AND id <= _tc_h AND modulo(id, 64) = _tc_k," \
+			" (SELECT groupArray(lo) FROM void_ids)," \
+			" (SELECT groupArray(hi) FROM void_ids)," \
+			" (SELECT groupArray(slot) FROM void_ids)))"
+
+/*
  * Rows of completed commits, of any collector: commit ids interleave
  * (clickhouse_txn.c), so "up to the last commit" would take a slower
  * collector's unfinished commit. GLOBAL: on a sharded store the event
- * tables are Distributed and `commits` is on the first shard only; the
- * set is read there once and sent to every shard (clickhouse_shards.h).
- * On a plain table GLOBAL IN is IN.
+ * tables are Distributed and `commits` and void_ids are on the first
+ * shard only; the set is read there once and sent to every shard
+ * (clickhouse_shards.h). On a plain table GLOBAL IN is IN.
  */
-#define CH_COMMITTED	"_tc_commit GLOBAL IN (SELECT id FROM commits)"
+#define CH_COMMITTED	"_tc_commit GLOBAL IN " CH_COMMIT_IDS
 
 struct ch_http;
 struct ch_symcache;

@@ -443,9 +443,11 @@ static int ch_journal_mark_get(struct store_writer *w, uint64_t file, uint64_t *
 	if (ret < 0)
 		return ret;
 	ch_sql_init(&q, 0);
+	/* completed: a late batch of a commit given up is below last_ok too */
 	ch_sql_addf(&q, "SELECT max(pos) FROM journal_marks WHERE file = %llu AND"
-		    " _tc_commit <= %llu AND collector = ", (unsigned long long)file,
+		    " _tc_commit <= %llu AND ", (unsigned long long)file,
 		    (unsigned long long)s->last_ok);
+	ch_sql_raw(&q, CH_COMMITTED " AND collector = ");
 	ch_sql_cstr(&q, s->collector);
 	ret = ch_query_u64(s, &q, &p);
 	ch_sql_free(&q);

@@ -11,12 +11,18 @@
  * every part holding a row it removes, and 18.16 runs it in the
  * background; system.mutations says when it is done). So retention goes
  * in rounds, each a cut and an upto:
- *  1. count, per table and host, the rows R = { ts < cut, _tc_commit <=
- *     upto }, upto being the last commit that completed (no row of the
- *     open commit, nor of a failed one, is in R);
+ *  1. count, per table and host, the rows C = { ts < cut, _tc_commit <=
+ *     upto, completed (CH_COMMITTED) }, upto being the last commit that
+ *     completed: no row of the open commit is in C, nor of a failed or
+ *     abandoned one (a late batch of a commit whose writer gave it up,
+ *     landing after the cleanup deleted its other rows: no commits row,
+ *     or a void one, clickhouse_txn.c). R = { ts < cut, _tc_commit <=
+ *     upto } is what the round removes: C and those orphans;
  *  2. in the open commit: the counts (drops, freed rows) and the round's
  *     row in retain_cuts (cut, upto), which is sent at once, after its
- *     commit id was reserved (clickhouse_txn.c);
+ *     commit id was reserved (clickhouse_txn.c); a round with orphans
+ *     and nothing to count is written too, with no counts, so that step
+ *     3 removes them;
  *  3. once that commit completed (the next call, a second later in the
  *     ingest worker): remove R: DROP PARTITION of each day before the
  *     cut's day whose rows all have _tc_commit <= upto, then ALTER TABLE
@@ -26,11 +32,20 @@
  *     committed round has rows left.
  *
  * Counted exactly once, even across a kill -9:
- *  - R is fixed by (cut, upto): rows with _tc_commit <= upto are from
- *    completed commits, and nothing but this file removes them, so the
- *    rows counted in 1 are the rows step 3 removes, however often it runs
- *    (a DROP PARTITION or DELETE of R's predicate is idempotent), and no
- *    other row: a day is dropped only when all its rows are in R;
+ *  - whether a commit id <= upto is completed no longer changes once the
+ *    round counted: a commit of collector k at or below its upto that had
+ *    no commits row then cannot get one that counts, because upto_k is a
+ *    commit of k that completed after it (a collector's commits run in
+ *    order) and k wrote its void row, which CH_COMMITTED leaves out,
+ *    before it stored that one (at the begin after the failure, or at its
+ *    restart's open: clickhouse_txn.c); and a completed one is never made
+ *    void (k voids only ids above what it read as its last completed);
+ *  - so C is fixed by (cut, upto): nothing but this file removes rows of
+ *    completed commits, the rows counted in 1 are C's rows step 3
+ *    removes, however often it runs (a DROP PARTITION or DELETE of R's
+ *    predicate is idempotent), and R's other rows are no event's: never
+ *    read, never counted, removed with C. A day is dropped only when all
+ *    its rows are in R;
  *  - the counts and the round's row are in one commit: the counts stand
  *    iff the round stands (a commit that did not complete is deleted,
  *    retain_cuts too, before the writer stores again). Step 3 reads only
@@ -44,6 +59,11 @@
  *    step 3 looks at that one; a restart looks at it first (retain_idle
  *    starts false), and waits, as every round does, for the deletions of
  *    ours that are not done (system.mutations).
+ * What this cannot promise: with several collectors, when collector k's
+ * late commits row of X lands after k's restart read its last commit and
+ * before k's void row of X is acknowledged (a few milliseconds), a round
+ * of another collector counting in that moment takes X's rows, which k
+ * then deletes and stores again: counted twice (clickhouse.h).
  *
  * Several collectors on one database (issue 35). Their commit ids
  * interleave (each numbers its own, clickhouse_txn.c), so "_tc_commit <=
@@ -550,17 +570,37 @@ static int ch_round_new(struct ch_store *s, struct ch_round *rd)
 }
 
 /*
+ * Whether round @rd's rows hold any of no completed commit (late batches
+ * of an abandoned one): *@n of them, counted only when no completed
+ * commit's row is there to count, for a round that removes them alone.
+ */
+static int ch_round_orphans(struct ch_store *s, const struct ch_round *rd, uint64_t *n)
+{
+	struct ch_sql q;
+	int ret;
+
+	ch_sql_init(&q, 0);
+	ch_sql_raw(&q, "SELECT count()");
+	ch_all_events(s, &q);
+	ch_round_where(&q, rd);
+	ret = ch_query_u64(s, &q, n);
+	ch_sql_free(&q);
+	return ret;
+}
+
+/*
  * Steps 1 and 2: count the rows before @cut of completed commits and, when
- * there are some, write the round in the open commit. A failure after its
- * row was sent fails the commit (s->failed), so that a round never stands
- * without its counts. Return: 0 and *@n (rows counted); TC_ERR_DB; -ENOMEM.
+ * there are some (or rows of none, to remove), write the round in the
+ * open commit. A failure after its row was sent fails the commit
+ * (s->failed), so that a round never stands without its counts.
+ * Return: 0 and *@n (rows counted); TC_ERR_DB; -ENOMEM.
  */
 static int ch_round(struct ch_store *s, int64_t cut, uint64_t *n)
 {
 	struct ch_round rd = { .cut = cut };
 	struct ch_reply r, names;
 	struct ch_sql q;
-	uint64_t rows, total = 0;
+	uint64_t rows, total = 0, orphans = 0;
 	bool have = false;
 	int ret = ch_have_events(s, &have);
 
@@ -573,8 +613,9 @@ static int ch_round(struct ch_store *s, int64_t cut, uint64_t *n)
 		       " (SELECT _table AS t, host_id, count() AS n");
 	ch_all_events(s, &q);
 	ch_round_where(&q, &rd);
+	ch_sql_raw(&q, " AND " CH_COMMITTED);	/* an abandoned commit's rows: not counted */
 	ch_sql_raw(&q, " GROUP BY t, host_id) AS r ANY LEFT JOIN (SELECT host_id, sum(bytes) /"
-		       " greatest(sum(events), 1) AS bpe FROM cpu_counts WHERE 1");
+		       " greatest(sum(events), 1) AS bpe FROM cpu_counts WHERE " CH_COMMITTED);
 	ch_round_pred(&q, &rd);
 	ch_sql_raw(&q, " GROUP BY host_id) AS c USING host_id ORDER BY r.t, r.host_id");
 	ret = ch_query(s, &q, &r);
@@ -584,9 +625,11 @@ static int ch_round(struct ch_store *s, int64_t cut, uint64_t *n)
 	for (size_t i = 0; i < r.nrows; i++)
 		if (ch_reply_u64(&r, i, 2, &rows) == 0)
 			total += rows;
-	if (total)
+	if (!total)
+		ret = ch_round_orphans(s, &rd, &orphans);
+	if (ret == 0 && (total || orphans))
 		ret = ch_type_names(s, &names);
-	if (total && ret == 0) {
+	if (ret == 0 && (total || orphans)) {
 		ret = ch_round_row(s, &rd) ?: ch_round_counts(s, &r, &names);
 		if (ret < 0)
 			s->failed = ret;
@@ -597,8 +640,8 @@ static int ch_round(struct ch_store *s, int64_t cut, uint64_t *n)
 	ch_reply_free(&r);
 	if (ret == 0) {
 		*n = total;
-		s->retain_idle = total == 0;
-		s->retain_commit = total ? s->commit_id : 0;
+		s->retain_idle = !total && !orphans;
+		s->retain_commit = total || orphans ? s->commit_id : 0;
 	}
 	return ret;
 }

@@ -236,6 +236,7 @@ static int ch_table_ddl(struct ch_store *s, struct ch_table *tab, size_t from)
 		ch_sql_raw(&q, ")");
 		ch_sql_engine(s, &q, tab->table, "MergeTree()");
 		ch_sql_raw(&q, " PARTITION BY " CH_PARTITION " ORDER BY (host_id, ts)");
+		ch_sql_engine_settings(s, &q, "MergeTree()");
 	}
 	ret = ch_shards_table_ddl(s, tab->table, &q, create);
 	ch_sql_free(&q);

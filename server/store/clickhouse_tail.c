@@ -21,9 +21,10 @@
  * row is acknowledged. So when `commits` holds M, every row of every
  * commit up to M is visible, and a commit not yet visible has an id above
  * M, i.e. _tc_row >= (M + 1) << 32, which is where the cursor stands.
- * Rows of a commit that did not complete have no `commits` row: they are
- * never read (_tc_commit <= M) before the writer deletes them and stores
- * the transaction again under a new, higher id. Ids are never reused,
+ * Rows of a commit that did not complete have no `commits` row, or a
+ * void one (clickhouse_txn.c): they are never read (CH_COMMITTED), before
+ * or after the writer deletes them and stores the transaction again
+ * under a new, higher id. Ids are never reused,
  * across a restart of the collector too (clickhouse_txn.c: each is
  * reserved in commit_ids before a row carries it, and a writer numbers
  * above every reserved id), so a cursor past a deleted commit's id is
@@ -31,8 +32,9 @@
  *
  * What this cannot promise:
  *  - a commit whose `commits` insert lost its answer and could not be
- *    confirmed is deleted and stored again under a new id (clickhouse.h);
- *    a reader that saw it in between sees its rows twice (never none);
+ *    confirmed is given up and stored again under a new id; should its
+ *    row land before it was given up (clickhouse.h, "What is still
+ *    open"), a reader that saw it then sees its rows twice (never none);
  *  - t->missed is 0: retention drops whole days of rows (clickhouse.h),
  *    and which of them a reader had not read yet is not counted.
  */

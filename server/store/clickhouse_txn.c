@@ -23,6 +23,24 @@
  * (clickhouse_tail.c). An id lost with a block at a restart is a gap, which
  * readers take as they take a rolled-back commit's.
  *
+ * Given up before deleted (void_ids, sql/clickhouse/0012-void-ids.sql). A
+ * commits row can land late: the collector killed, or its commit failed,
+ * with the row's INSERT held by the server. Deleting the commit's rows
+ * (a mutation, done in the background) leaves a moment in which that row
+ * would make them read. So before ch_clean() the writer gives the ids
+ * up: one row (lo, hi, slot), acknowledged, for its ids in (last_ok, hi]
+ * (ch_void()). At open, last_ok is read first (the last of its own ids
+ * with a commits row and no void row) and hi is the last id of its own
+ * reserved or committed: every id it may have used since, none it will
+ * use (it numbers above every reserved id). At the begin after a failed
+ * commit, hi is that commit's id (the next commit's is higher). Readers
+ * take a commit as completed only without a void row (CH_COMMIT_IDS,
+ * clickhouse_int.h), so a row that lands after the void row makes no
+ * commit; one that landed before the read of last_ok made one, and is
+ * not given up. Between that read and the void row, the row landing
+ * makes the commit complete for that moment (clickhouse.h, "What is
+ * still open").
+ *
  * Several collectors on one database (issue 35). Each has a number of its
  * own, --collector-id N (0 <= N < STORE_COLLECTOR_IDS, s->slot), and
  * numbers its commits N modulo STORE_COLLECTOR_IDS: ids interleave and
@@ -58,6 +76,8 @@
 #include "server/store/clickhouse_stacks.h"
 #include "server/store/clickhouse_txn.h"
 #include "server/store/clickhouse_util.h"
+
+_Static_assert(STORE_COLLECTOR_IDS == 64, "CH_COMMIT_IDS says 64");
 
 #define CH_MUTATION_WAIT_MS	120000	/* deletions of a failed commit, at most */
 #define CH_ID_BLOCK		1024	/* commit ids reserved by one row of commit_ids */
@@ -139,17 +159,65 @@ static int ch_clean(struct ch_store *s)
 	return ret ?: ch_mutations_wait(s);
 }
 
-int ch_txn_recover(struct ch_store *s)
+/*
+ * Our ids after s->last_ok up to @hi given up: a row of void_ids,
+ * acknowledged before their rows are deleted (ch_clean()), so that a
+ * commits row of one of them that lands later (a request the server
+ * held) makes no commit (CH_COMMITTED). Return: 0; TC_ERR_DB.
+ */
+static int ch_void(struct ch_store *s, uint64_t hi)
 {
-	uint64_t top = 0, ids = 0;
+	struct ch_sql q;
+	int ret;
+
+	if (hi <= s->last_ok)
+		return 0;
+	ch_sql_init(&q, 0);
+	ch_sql_addf(&q, "INSERT INTO void_ids (lo, hi, slot, ts, collector) VALUES (%llu, %llu,"
+		    " %u, %lld, ", (unsigned long long)s->last_ok, (unsigned long long)hi, s->slot,
+		    (long long)ch_now_ns());
+	ch_sql_cstr(&q, s->collector);
+	ch_sql_raw(&q, ")");
+	ret = ch_exec(s, &q);
+	ch_sql_free(&q);
+	if (ret == 0)
+		log_debug("commit ids %llu..%llu (collector number %u) given up: void",
+			  (unsigned long long)s->last_ok + 1, (unsigned long long)hi, s->slot);
+	return ret;
+}
+
+/* The last of our commits that completed; the highest id of ours reserved or committed. */
+static int ch_txn_ours(struct ch_store *s, uint64_t *hi)
+{
+	uint64_t hw = 0, id = 0;
 	struct ch_sql q;
 	int ret;
 
 	ch_sql_init(&q, 0);
-	ch_sql_addf(&q, "SELECT max(id) FROM commits WHERE id %% %u = %u", STORE_COLLECTOR_IDS,
-		    s->slot);
+	ch_sql_addf(&q, "SELECT max(id) FROM " CH_COMMIT_IDS " WHERE id %% %u = %u",
+		    STORE_COLLECTOR_IDS, s->slot);
 	ret = ch_query_u64(s, &q, &s->last_ok);
 	ch_sql_reset(&q);
+	ch_sql_addf(&q, "SELECT max(hw) FROM commit_ids WHERE hw %% %u = %u", STORE_COLLECTOR_IDS,
+		    s->slot);
+	ret = ret ?: ch_query_u64(s, &q, &hw);
+	ch_sql_reset(&q);	/* a database from before commit_ids */
+	ch_sql_addf(&q, "SELECT max(id) FROM commits WHERE id %% %u = %u", STORE_COLLECTOR_IDS,
+		    s->slot);
+	ret = ret ?: ch_query_u64(s, &q, &id);
+	ch_sql_free(&q);
+	if (ret == 0)
+		*hi = hw > id ? hw : id;
+	return ret;
+}
+
+int ch_txn_recover(struct ch_store *s)
+{
+	uint64_t top = 0, ids = 0, hi = 0;
+	struct ch_sql q;
+	int ret = ch_txn_ours(s, &hi);
+
+	ch_sql_init(&q, 0);
 	ch_sql_raw(&q, "SELECT max(id) FROM commits");
 	ret = ret ?: ch_query_u64(s, &q, &top);
 	ch_sql_reset(&q);
@@ -163,7 +231,7 @@ int ch_txn_recover(struct ch_store *s)
 	s->commit_id = top + 1 + (s->slot + STORE_COLLECTOR_IDS -
 				  (top + 1) % STORE_COLLECTOR_IDS) % STORE_COLLECTOR_IDS;
 	s->reserved = 0;	/* the first commit reserves a block of our own */
-	ret = ch_clean(s);
+	ret = ch_void(s, hi) ?: ch_clean(s);
 	if (ret == 0)
 		s->dirty = false;
 	return ret;
@@ -197,8 +265,8 @@ int ch_begin(struct store_writer *w)
 	if (s->in_txn)
 		return 0;
 	s->failed = 0;
-	if (s->dirty) {
-		ret = ch_clean(s);
+	if (s->dirty) {	/* the commits since last_ok failed: void, then deleted */
+		ret = ch_void(s, s->commit_id - STORE_COLLECTOR_IDS) ?: ch_clean(s);
 		if (ret < 0)
 			return ret;
 		s->dirty = false;

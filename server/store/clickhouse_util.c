@@ -195,6 +195,13 @@ int ch_sql_engine(struct ch_store *s, struct ch_sql *q, const char *table, const
 	return ch_sql_addf(q, "%s%s", *args == ')' ? "" : ", ", args);
 }
 
+int ch_sql_engine_settings(struct ch_store *s, struct ch_sql *q, const char *engine)
+{
+	if (!s->replicated || !strstr(engine, "MergeTree("))
+		return 0;
+	return ch_sql_addf(q, " SETTINGS replicated_deduplication_window = %d", CH_DEDUP_WINDOW);
+}
+
 int ch_exec_resend(struct ch_http *h, bool resend, const char *insert, const void *body,
 		   size_t len)
 {

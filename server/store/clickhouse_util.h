@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "server/store/clickhouse_escape.h"
+#include "server/store/clickhouse_http.h"
 #include "server/store/clickhouse_int.h"
 #include "server/store/clickhouse_reply.h"
 
@@ -54,6 +55,22 @@ int ch_after_http(struct ch_store *s, const struct ch_http *h, int ret);
  * ch_sql_raw() returns.
  */
 int ch_sql_engine(struct ch_store *s, struct ch_sql *q, const char *table, const char *engine);
+
+/*
+ * ch_sql_engine_settings - the end of a CREATE TABLE whose engine
+ * ch_sql_engine() wrote from @engine: with s->replicated and a MergeTree,
+ * " SETTINGS replicated_deduplication_window = CH_DEDUP_WINDOW", the
+ * blocks of a table whose hashes ZooKeeper keeps (18.16's default: 100).
+ * A first copy of a resent INSERT (ch_exec_resend()) that lands within the
+ * HTTP timeout and the resends after it was sent is still deduplicated
+ * when the table takes up to CH_DEDUP_BLOCKS_PER_S blocks a second: a
+ * table takes one block a commit, and the collector commits every second
+ * (more often only at an agent's BYE or after a million events).
+ * Return: what ch_sql_raw() returns.
+ */
+#define CH_DEDUP_BLOCKS_PER_S	10
+#define CH_DEDUP_WINDOW		((CH_HTTP_TIMEOUT_MS / 1000 + CH_RESENDS + 1) * CH_DEDUP_BLOCKS_PER_S)
+int ch_sql_engine_settings(struct ch_store *s, struct ch_sql *q, const char *engine);
 
 /*
  * ch_exec_resend - on @h, @insert with @len bytes of rows @body; @insert
