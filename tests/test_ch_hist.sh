@@ -13,7 +13,11 @@
 #    histogram from both (stdout byte for byte: entries, their order,
 #    Totals), and those of whole events are not empty;
 #  - the stacks' frames are the kernel's %pS, NAME+0xOFF/0xSIZE (the
-#    size, measured at query time, among the bytes compared).
+#    size, measured at query time, among the bytes compared);
+#  - both stores keep the recording's kallsyms modules alike: the symbols
+#    with a module, "ADDR NAME MODULE", are the same in ClickHouse and in
+#    the SQLite file, and as many as the recording's kallsyms has (none
+#    where no module symbol exists: then said).
 set -u
 
 . "${top_srcdir:-$(cd "$(dirname "$0")/.." && pwd)}/tests/lib.sh"
@@ -78,6 +82,8 @@ tq() { "$top_builddir/traceq/traceq" -s "ipc://$tmp/q.sock" -t 120000 "$@"; }
 tq --import "$tmp/rec.dat" --name imp-h > "$tmp/imp.out" 2>&1; rc=$?
 check "the recording imports into ClickHouse (exit $rc)" '[ "$rc" = 0 ] || { cat "$tmp/imp.out"; false; }'
 hists ch
+tc_ch --query "SELECT lower(hex(addr)), name, module FROM tc.symbols FINAL WHERE module != ''
+	ORDER BY addr, name FORMAT TSV" > "$tmp/ch.mods" 2>&1
 kill "$collector_pid"; wait "$collector_pid" 2>/dev/null; collector_pid=
 
 tc_start_collector --query "ipc://$tmp/q.sock"
@@ -104,6 +110,17 @@ for i in "${!specs[@]}"; do
 done
 check "the stacks' $nframes frames are NAME+0xOFF/0xSIZE ($unsized not)" \
 	'[ "$nframes" -gt 0 ] && [ "$unsized" = 0 ]'
+# SQLite keeps an address with its top bit flipped (sqlite_symbols.c)
+python3 -c 'import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("SELECT addr, name, module FROM symbols WHERE module IS NOT NULL AND module != \"\"")
+out = sorted(((a ^ (1 << 63)) & ((1 << 64) - 1), n, m) for a, n, m in rows)
+for a, n, m in out: print("%x\t%s\t%s" % (a, n, m))' "$tmp/trace.db" > "$tmp/sqlite.mods" 2>&1
+nmods=$(trace-cmd dump --kallsyms "$tmp/rec.dat" 2>/dev/null | grep -c '^[0-9a-f]* [tTwW] [^ ]*[[:space:]]*\[')
+[ "$nmods" -gt 0 ] || echo "note: the recording's kallsyms has no module symbol: both stores' empty lists compared"
+check "both stores keep the same $(wc -l < "$tmp/ch.mods") module symbols (the recording's kallsyms: $nmods)" \
+	'cmp -s "$tmp/ch.mods" "$tmp/sqlite.mods" && [ "$(wc -l < "$tmp/ch.mods")" -ge 1 -o "$nmods" = 0 ] ||
+	{ diff "$tmp/ch.mods" "$tmp/sqlite.mods" | head -5; false; }'
 check "size=128 drops keys (the size semantics are exercised)" \
 	'grep -q "Dropped: *[1-9]" "$tmp/sqlite.hist.13"'
 exit "$failed"

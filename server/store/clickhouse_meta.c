@@ -45,7 +45,7 @@ static const struct {
 		"old", "is_rename", "comm" } },
 	[CH_B_PROGRAMS] = { "programs", { "program_id", "host_id", "boot_id", "session", "grp",
 		"pid", "comm", "first_stream", "nstreams", "since_ns" } },
-	[CH_B_SYMBOLS] = { "symbols", { "program_id", "addr", "size", "name" } },
+	[CH_B_SYMBOLS] = { "symbols", { "program_id", "addr", "size", "name", "module" } },
 	[CH_B_PRINTK] = { "printk_formats", { "host_id", "boot_id", "since", "addr", "fmt" } },
 	[CH_B_CPU_AGENT] = { "cpu_agent", { "host_id", "cpu", "agent_pages", "agent_events",
 		"agent_bytes", "overrun", "dropped", "commit_overrun", "resent_pages",
@@ -594,11 +594,7 @@ static int ch_program(struct store_writer *w, uint64_t host_id, const struct sto
 	return ret;
 }
 
-/*
- * @module is not kept: the symbols table has no column for it yet (its
- * migration, sql/clickhouse/0013, waits for 0012), so a module symbol's
- * %pS here has no " [MODULE]" (store_symbol_sized()).
- */
+/* @module: kallsyms' [MOD] of a kernel symbol, "" for none (migration 0013). */
 static int ch_symbol(struct store_writer *w, uint64_t program_id, uint64_t addr, uint64_t size,
 		     const char *name, const char *module)
 {
@@ -612,7 +608,7 @@ static int ch_symbol(struct store_writer *w, uint64_t program_id, uint64_t addr,
 	ch_b_u64(&b->rows, addr);
 	ch_b_u64(&b->rows, size);
 	ch_b_cstr(&b->rows, name);
-	(void)module;
+	ch_b_cstr(&b->rows, module ? module : "");
 	return ch_fact_done(s, b);
 }
 

@@ -69,6 +69,7 @@ struct ch_sym_slot {
 	bool used, sized;
 	uint64_t start, size, next;
 	char *name;
+	char *module;	/* sized only: the symbol's module, "" for none */
 };
 
 struct ch_symcache {
@@ -85,6 +86,7 @@ static void ch_symcache_clear(struct ch_symcache *c)
 	c->nhosts = 0;
 	for (size_t i = 0; i < CH_SYM_SLOTS; i++) {
 		free(c->slots[i].name);
+		free(c->slots[i].module);
 		c->slots[i] = (struct ch_sym_slot){ 0 };
 	}
 	c->born_ms = util_now_ms();
@@ -196,6 +198,7 @@ struct ch_sym_ans {
 	bool cached;
 	uint64_t start, size, next;	/* next: as ch_sym_slot's */
 	const char *name;	/* NULL: none */
+	const char *module;	/* sized: its module ("" none); else NULL */
 };
 
 static struct ch_sym_slot *ch_slot(struct ch_symcache *c, uint64_t prog, uint64_t addr)
@@ -208,7 +211,7 @@ static struct ch_sym_slot *ch_slot(struct ch_symcache *c, uint64_t prog, uint64_
 /*
  * The query for the symbols at or below @addr, up to "program_id IN (";
  * @sized: with the next address above, for which every symbol of the
- * candidates is read, not only those at or below @addr.
+ * candidates is read, not only those at or below @addr, and the module.
  */
 static void ch_syms_select(struct ch_sql *q, uint64_t addr, bool sized)
 {
@@ -216,7 +219,8 @@ static void ch_syms_select(struct ch_sql *q, uint64_t addr, bool sized)
 		ch_sql_raw(q, "SELECT program_id, maxIf(addr, addr <= ");
 		ch_sql_u64(q, addr);
 		ch_sql_raw(q, " AS below) AS a, argMaxIf(size, (addr, name), below),"
-			      " argMaxIf(name, (addr, name), below), minIf(addr, NOT below)"
+			      " argMaxIf(name, (addr, name), below), minIf(addr, NOT below),"
+			      " argMaxIf(module, (addr, name), below)"
 			      " FROM symbols WHERE program_id IN (");
 	} else {
 		ch_sql_raw(q, "SELECT program_id, max(addr), argMax(size, (addr, name)),"
@@ -250,7 +254,7 @@ static int ch_syms_answer(struct ch_store *s, struct ch_symcache *c,
 		if (sl->used && sl->prog == cand[i]->id && sl->addr == addr &&
 		    (sl->sized || !sized)) {
 			ans[i] = (struct ch_sym_ans){ true, sl->start, sl->size, sl->next,
-						      sl->name };
+						      sl->name, sl->module };
 			continue;
 		}
 		ch_sql_raw(&q, asked++ ? ", " : "");
@@ -265,8 +269,10 @@ static int ch_syms_answer(struct ch_store *s, struct ch_symcache *c,
 			if (!ans[i].cached && ch_reply_u64(r, k, 0, &prog) == 0 &&
 			    prog == cand[i]->id && ch_reply_u64(r, k, 1, &ans[i].start) == 0 &&
 			    ch_reply_u64(r, k, 2, &ans[i].size) == 0 &&
-			    (!sized || ch_reply_u64(r, k, 4, &ans[i].next) == 0))
+			    (!sized || ch_reply_u64(r, k, 4, &ans[i].next) == 0)) {
 				ans[i].name = ch_reply_cell(r, k, 3);
+				ans[i].module = sized ? ch_reply_cell(r, k, 5) : NULL;
+			}
 	return ret;
 }
 
@@ -276,14 +282,19 @@ static void ch_syms_keep(struct ch_symcache *c, const struct ch_prog *const *can
 {
 	for (size_t i = 0; i < n; i++) {
 		struct ch_sym_slot *sl;
-		char *name = NULL;
+		char *name = NULL, *module = NULL;
 
 		if (ans[i].cached || (ans[i].name && !(name = strdup(ans[i].name))))
 			continue;
+		if (ans[i].module && !(module = strdup(ans[i].module))) {
+			free(name);
+			continue;
+		}
 		sl = ch_slot(c, cand[i]->id, addr);
 		free(sl->name);
+		free(sl->module);
 		*sl = (struct ch_sym_slot){ cand[i]->id, addr, true, sized, ans[i].start,
-					    ans[i].size, ans[i].next, name };
+					    ans[i].size, ans[i].next, name, module };
 	}
 }
 
@@ -302,7 +313,7 @@ static void ch_sym_format(const struct ch_sym_ans *a, uint64_t addr, unsigned fl
 {
 	if (flags & STORE_SYM_SIZED)
 		proto_sym_format_sized(buf, len, a->name, addr - a->start,
-				       a->next ? a->next - a->start : 0, NULL);
+				       a->next ? a->next - a->start : 0, a->module);
 	else
 		proto_sym_format(buf, len, a->name, addr - a->start);
 }
