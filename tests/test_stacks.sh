@@ -7,6 +7,9 @@
 #      `trace-cmd report` prints, line for line, the kernel_stack records'
 #      "=> func (addr)" lines included (the decoder reads a stack record's
 #      caller[] to the record's end, not the 8 its format declares);
+#      -f json gives each kernel stack record's frames as an array of
+#      addresses, as many as its lines; a trace.dat export of the import, read by
+#      trace-cmd report, prints the recording's lines, stacks included;
 #  (b) live: an agent with --stacktrace on a syscall event: the stack of
 #      each of its events names the syscall's entry (do_syscall_64 or
 #      entry_SYSCALL_64*);
@@ -101,6 +104,29 @@ cmp_line=$(cat "$tmp/cmp.txt")
 check "traceq --time raw prints trace-cmd report's lines, stacks included ($cmp_line)" \
 	'grep -q " differ=0 " "$tmp/cmp.txt" && [ "$(grep -c "^=> " "$tmp/ours.txt")" -gt 0 ] &&
 	 [ "$(wc -l < "$tmp/ours.txt")" = "$(wc -l < "$tmp/theirs.txt")" ]'
+# The same stacks out again: -f json gives each kernel stack record's
+# frames as an array of addresses (as many as its "=>" lines above), and a trace.dat
+# export carries the stack records, so that trace-cmd report of it prints
+# what it printed of the recording.
+tq -H imp-stacks -f json kernel_stack > "$tmp/stacks.json" 2> "$tmp/stacks.err"
+jframes=$(python3 -c 'import json, sys
+n = recs = 0
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    c = r.get("caller")
+    if not isinstance(c, list) or not all(isinstance(a, int) for a in c):
+        sys.exit("not an array of addresses: %r" % l[:200])
+    n += len(c); recs += 1
+print(recs, n)' "$tmp/stacks.json" 2>&1)
+nlines=$(awk '/^=> / { n += k; next } { k = / kernel_stack: / } END { print n + 0 }' "$tmp/ours.txt")
+check "-f json: each stack record's frames an array of addresses ($jframes: records, frames; $nlines => lines)" \
+	'[ "${jframes#* }" = "$nlines" ] && [ "${jframes% *}" -gt 0 ]'
+tq --export "$tmp/exp.dat" -f tracedat --time raw -H imp-stacks > "$tmp/exp.out" 2>&1; rc=$?
+trace-cmd report -i "$tmp/exp.dat" 2>/dev/null | grep -v '^cpus=' | sed 's/^[a-z0-9_]*: //' \
+	> "$tmp/exp.txt"
+cmp_report "$tmp/theirs.txt" "$tmp/exp.txt" > "$tmp/cmp-exp.txt"
+check "its trace.dat export: trace-cmd report prints the recording's lines, stacks included (exit $rc; $(cat "$tmp/cmp-exp.txt"))" \
+	'[ "$rc" = 0 ] && grep -q " differ=0 " "$tmp/cmp-exp.txt" && [ "$(grep -c "^=> " "$tmp/exp.txt")" -gt 0 ]'
 
 # ---- (b) live: --stacktrace on a syscall event ----
 # run_agent NAME HOST INSTANCE ARGS...: an agent that traces while the

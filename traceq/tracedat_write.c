@@ -68,6 +68,7 @@
 
 #define TDW_MAX_COMMS	(1u << 20)	/* pid -> comm pairs kept per host */
 #define TDW_MAX_SYMS	(1u << 20)	/* symbols kept per host */
+#define TDW_SYM_END	"tracecollect_named_end"	/* kallsyms' end: tdw_want_names() */
 #define TDW_COMM_LEN	64
 #define TDW_DEFAULT_PAGE	4096u
 
@@ -366,11 +367,18 @@ static const char *tdw_sym(void *ctx, const char *host, uint64_t addr, uint64_t 
 /*
  * The names of the addresses the rows' text printed, asked of the
  * collector (export_opts.sym: hostcache.h) as the host's tables were at its last row,
- * into kallsyms at each symbol's start.
+ * into kallsyms at each symbol's start. The file's kallsyms holds only
+ * those symbols, and libtraceevent ends a symbol at the next one's start
+ * and never names an address past the last one's: so an end follows the
+ * highest named address, TDW_SYM_END (without it, the frames in the
+ * highest symbol of a host printed as bare addresses in trace-cmd report:
+ * test_stacks). A printed address above that no symbol covers names as
+ * TDW_SYM_END+0xOFF there, not as the highest symbol.
  */
 static int tdw_want_names(struct tdw *t)
 {
 	struct tdw_host *h = t->h;
+	uint64_t top = 0;
 	int ret = 0;
 
 	if (!t->o.sym || !t->o.sym_fetch || !h->nwant)
@@ -388,9 +396,13 @@ static int tdw_want_names(struct tdw *t)
 		const char *name = h->want[i] ? t->o.sym(t->o.hc, h->name, h->want[i], &start) :
 				   NULL;
 
-		if (name && *name && start)
+		if (name && *name && start) {
 			ret = sym_add(h, start, name, strcspn(name, " \t\n"));
+			top = h->want[i] > top ? h->want[i] : top;
+		}
 	}
+	if (ret == 0 && top && top < UINT64_MAX)
+		ret = sym_add(h, top + 1, TDW_SYM_END, strlen(TDW_SYM_END));
 	return ret;
 }
 
