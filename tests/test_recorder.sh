@@ -23,6 +23,9 @@
 #  - --snapshot-id N selects exactly snapshot N's events: for N = 1 and 2
 #    the rows --snapshot-id N prints, per host, are the events its row
 #    says, and together all that was stored;
+#  - a snapshot exports: snapshot 2 as trace.dat (trace-cmd report reads
+#    each host's events back) and for Perfetto (each host's sched_switch
+#    lines);
 #  - kill -9 of the collector right after snapshot 3's agents said they
 #    shipped it, then a restart on the same database and journal:
 #    snapshot 3's rows and events are all there (replayed from the journal).
@@ -206,6 +209,25 @@ for h in rec-1 rec-2; do
 done
 n3=$(stored_in $s2 rec-3)
 check "--snapshot-id 2 prints no event of rec-3 ($n3)" '[ "$n3" = 0 ]'
+# A snapshot exports as any selection: snapshot 2 (rec-1 and rec-2) to
+# trace.dat, one file a host (trace-cmd report reads back each host's
+# events), and for Perfetto, a zip of one file a host (a sched_switch line
+# each)
+tq_root --snapshot-id "$s2" --export "$tmp/s2" -f tracedat "$both" > "$tmp/s2.out" 2>&1
+tq_root --snapshot-id "$s2" --export "$tmp/s2.zip" -f perfetto "$both" > "$tmp/s2p.out" 2>&1
+for h in rec-1 rec-2; do
+	e=$(snap_field $s2 $h events)
+	# (with DATE, a wall-clock stamp follows the CPU with no blank)
+	rep=$(trace-cmd report -i "$tmp/s2/$h.dat" 2>/dev/null | grep -c -- '-[0-9]* *\[[0-9]*\]')
+	check "--snapshot-id 2 --export -f tracedat: trace-cmd report reads $h's $e events ($rep)" \
+		'[ "$rep" = "$e" ] || { cat "$tmp/s2.out"; trace-cmd report -i "$tmp/s2/$h.dat" 2>&1 | head -n 5; false; }'
+	sw=$(tq_root --snapshot-id "$s2" -f json sched_switch | python3 -c 'import json, sys
+print(sum(json.loads(l).get("host") == sys.argv[1] for l in sys.stdin if l.startswith("{")))' "$h")
+	pf=$(unzip -p "$tmp/s2.zip" "$h.json" 2>/dev/null | python3 -c 'import json, sys
+print(sum(" sched_switch: " in l for l in json.load(sys.stdin)["systemTraceEvents"].split("\n")))' 2>&1)
+	check "... and -f perfetto: $h's $sw sched_switch lines ($pf)" \
+		'[ "$pf" = "$sw" ] && [ "$sw" -gt 0 ] || { cat "$tmp/s2p.out"; false; }'
+done
 
 # kill -9 right after the agents shipped snapshot 3: the journal replays it
 sleep 1
