@@ -176,6 +176,7 @@ struct ch_store {
 	uint64_t commit_id;	/* the open transaction's (> last_ok) */
 	uint64_t reserved;	/* the highest id acknowledged in commit_ids */
 	uint64_t row_seq;	/* rows of it so far (_tc_row) */
+	int64_t begun_ms;	/* when it began (util_now_ms(), read once a commit) */
 	bool in_txn;
 	bool sent;		/* rows of the open transaction went to the server */
 	bool dirty;		/* rows past last_ok may be on the server: clean first */

@@ -44,7 +44,7 @@ struct ch_stacks {
 	uint32_t by_frames[CH_STACK_SLOTS], by_id[CH_STACK_SLOTS];
 	size_t n, bytes;
 	uint64_t seed;
-	int64_t begun_ms;	/* when the commit began (ch_stacks_begin()) */
+	int64_t begun_ms;	/* the commit's ch_store.begun_ms they last saw */
 	int64_t since_ms;	/* begun_ms of ent[0]'s commit */
 	int64_t refresh_ms;	/* ch_stacks_refresh_ms() */
 };
@@ -177,7 +177,7 @@ static int ch_stack_lookup(struct ch_store *s, uint64_t host, const void *frames
 	int ret;
 
 	if (t->n >= CH_STACK_ENTRIES || t->bytes + len > CH_STACK_BYTES)
-		ch_stacks_forget(s);	/* full (the sweep's bound: ch_stacks_begin()) */
+		ch_stacks_forget(s);	/* full (the sweep's bound: ch_stacks_commit()) */
 	e.hash = store_stack_hash(t->seed ^ host, frames, len);
 	fx = ch_stack_by_frames(t, e.hash, host, frames, len);
 	if (fx && *fx) {
@@ -199,13 +199,14 @@ static int ch_stack_lookup(struct ch_store *s, uint64_t host, const void *frames
 	return 0;
 }
 
-void ch_stacks_begin(struct ch_store *s)
+/*
+ * The first stacked row of a commit (ch_begin() read the clock once, into
+ * s->begun_ms; no clock read per row): what the writer remembers is
+ * forgotten when the oldest of it is CH_STACKS_REFRESH_MS old.
+ */
+static void ch_stacks_commit(struct ch_store *s, struct ch_stacks *t)
 {
-	struct ch_stacks *t = s->stacks;
-
-	if (!t)
-		return;
-	t->begun_ms = util_now_ms();
+	t->begun_ms = s->begun_ms;
 	if (t->n && t->begun_ms - t->since_ms >= t->refresh_ms)
 		ch_stacks_forget(s);	/* the sweep's bound (clickhouse_stacks.h) */
 }
@@ -224,8 +225,10 @@ int ch_stack_ref(struct ch_store *s, uint64_t host, struct store_value *v,
 			return -ENOMEM;
 		s->stacks->seed = store_stack_seed(s->stacks);
 		s->stacks->refresh_ms = ch_stacks_refresh_ms();
-		s->stacks->begun_ms = util_now_ms();	/* made within a commit */
+		s->stacks->begun_ms = s->begun_ms;	/* made within a commit */
 	}
+	if (s->stacks->begun_ms != s->begun_ms)
+		ch_stacks_commit(s, s->stacks);
 	ret = ch_stack_lookup(s, host, v->blob.p, v->blob.len, &id);
 	if (ret < 0 || !id)
 		return ret;

@@ -62,13 +62,6 @@
 int ch_stack_ref(struct ch_store *s, uint64_t host, struct store_value *v,
 		 uint8_t ref[CH_STACK_REF_LEN]);
 
-/*
- * ch_stacks_begin - a commit begins (ch_begin()): the clock is read here,
- * once, not per row; what the writer remembers is forgotten when the
- * oldest of it is CH_STACKS_REFRESH_MS old.
- */
-void ch_stacks_begin(struct ch_store *s);
-
 /* ch_stacks_forget - the writer's stacks in memory forgotten (sent again when seen). */
 void ch_stacks_forget(struct ch_store *s);
 

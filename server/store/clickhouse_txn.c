@@ -73,7 +73,6 @@
 #include "common/util.h"
 #include "server/store/clickhouse_send.h"
 #include "server/store/clickhouse_shards.h"
-#include "server/store/clickhouse_stacks.h"
 #include "server/store/clickhouse_txn.h"
 #include "server/store/clickhouse_util.h"
 
@@ -274,7 +273,7 @@ int ch_begin(struct store_writer *w)
 	s->row_seq = 0;
 	s->sent = false;
 	s->in_txn = true;
-	ch_stacks_begin(s);
+	s->begun_ms = util_now_ms();	/* once a commit: the stacks' refresh (clickhouse_stacks.c) */
 	return 0;
 }
 
