@@ -185,15 +185,17 @@ t=$(chq "SELECT _table FROM $ev GROUP BY _table ORDER BY count() DESC LIMIT 1")
 cols=$(chq "SELECT arrayStringConcat(groupArray(name), ',') FROM system.columns
 	WHERE database = 'tc' AND table = '$t'")
 e=$(chq "SELECT any(name) FROM tc.event_types WHERE table_name = '$t'")
+# (up to 5 rows: retention may have left fewer, as under ASan in CI: 2)
+k=$(chq "SELECT least(count(), 5) FROM tc.\`$t\`")
 start
 n0=$(tq --count "$e")
-chq "INSERT INTO tc.\`$t\` ($cols) SELECT ${cols/_tc_commit/toUInt64($x)} FROM tc.\`$t\` LIMIT 5"
+chq "INSERT INTO tc.\`$t\` ($cols) SELECT ${cols/_tc_commit/toUInt64($x)} FROM tc.\`$t\` LIMIT $k"
 chq "INSERT INTO tc.commits (id, ts, collector) VALUES ($x, 0, 'late')"
 n1=$(tq --count "$e")
 kill "$collector_pid"; wait "$collector_pid" 2>/dev/null; collector_pid=
-check "5 rows of a commit given up at the start, and its late commits row: not read ($e: $n0 == $n1)" \
-	'[ -n "$n0" ] && [ "$n0" = "$n1" ] &&
-	 [ "$(chq "SELECT count() FROM $ev WHERE _tc_commit = $x")" = 5 ]'
+check "$k rows of a commit given up at the start, and its late commits row: not read ($e: $n0 == $n1)" \
+	'[ -n "$n0" ] && [ "$n0" = "$n1" ] && [ "$k" -ge 1 ] &&
+	 [ "$(chq "SELECT count() FROM $ev WHERE _tc_commit = $x")" = "$k" ]'
 check "the collector's log has no sanitizer report (a --enable-sanitizers build)" \
 	'! grep -q "Sanitizer\|runtime error:" "$tmp/collector.log"'
 [ "$failed" = 0 ] || tail -30 "$tmp/collector.log"
