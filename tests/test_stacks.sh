@@ -75,8 +75,38 @@ tq -H imp-stacks --time raw --no-host '*' > "$tmp/ours.txt" 2> "$tmp/ours.err"
 # names from the events too): it counts as named when that is the only
 # difference and the line itself gives the pid that name (a
 # sched_switch's "bash:23076"). Any other difference fails.
-# cmp_report THEIRS OURS: the comparison's counts (differ=0: the same)
+# tie_order FILE: FILE's events (a line and the "=>" lines under it) with
+# those that print one timestamp put in CPU order, as trace-cmd report
+# takes them at a tie (the lower CPU first); the store keeps such a tie in
+# its rows' order. Both sides go through it, so only the order across CPUs
+# within one printed microsecond is left out of the comparison.
+tie_order() {
+	awk 'function flush(   i, j, t) {
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && cpu[j] < cpu[j - 1]; j--) {
+				t = rec[j]; rec[j] = rec[j - 1]; rec[j - 1] = t
+				t = cpu[j]; cpu[j] = cpu[j - 1]; cpu[j - 1] = t
+			}
+		for (i = 1; i <= n; i++) printf "%s", rec[i]
+		n = 0; ts = ""
+	}
+	/^=> / && n { rec[n] = rec[n] $0 "\n"; next }
+	match($0, /\[[0-9]+\] +[0-9]+\.[0-9]+:/) {
+		f = substr($0, RSTART, RLENGTH); c = f; sub(/\].*/, "", c); sub(/\[/, "", c)
+		t = f; sub(/^[^]]*\] +/, "", t)
+		if (t != ts) flush()
+		ts = t; rec[++n] = $0 "\n"; cpu[n] = c + 0; next
+	}
+	{ flush(); print }
+	END { flush() }' "$1"
+}
+
+# cmp_report THEIRS OURS: the comparison's counts (differ=0: the same),
+# ties in CPU order on both sides (tie_order)
 cmp_report() {
+	tie_order "$1" > "$1.tie"
+	tie_order "$2" > "$2.tie"
+	set -- "$1.tie" "$2.tie"
 	awk 'FILENAME == ARGV[1] { if (!($3 in at)) at[$3] = $1; next }
 	FILENAME == ARGV[2] { a[FNR] = $0; na = FNR; next }
 	{ nb = FNR
