@@ -200,23 +200,20 @@ int funcsyms_of_pid(int pid, funcsyms_fn fn, void *ctx)
  */
 int funcsyms_of_kernel(const char *path, funcsyms_fn fn, void *ctx)
 {
-	char line[640], type, name[2][PROTO_SYM_MAX_NAME + 1], mod[2][PROTO_SYM_MAX_MODULE + 1];
+	char line[640], name[2][PROTO_SYM_MAX_NAME + 1], mod[2][PROTO_SYM_MAX_MODULE + 1];
 	uint64_t addr, prev = 0;
-	int ret = 0, count = 0, cur = 0, end;
+	int ret = 0, count = 0, cur = 0;
 	bool nonzero = false, held = false;
 	FILE *f = fopen(path ? path : "/proc/kallsyms", "re");
 
 	if (!f)
 		return -errno;
 	while (ret == 0 && fgets(line, sizeof(line), f)) {
-		end = 0;
-		if (sscanf(line, "%" SCNx64 " %c %511s%n", &addr, &type, name[cur], &end) != 3 ||
-		    !end || !strchr("tTwW", type))
+		if (!proto_sym_kallsyms_line(line, &addr, name[cur], mod[cur]))
 			continue;
 		nonzero |= addr != 0;
 		if (!nonzero)
 			continue;
-		proto_sym_kallsyms_module(line + end, mod[cur]);
 		if (held)	/* the one before, sized by this one */
 			ret = fn(ctx, prev, addr > prev ? addr - prev : 0, name[!cur],
 				 mod[!cur][0] ? mod[!cur] : NULL);

@@ -149,7 +149,13 @@ int proto_sym_parse(const char *text, size_t len,
 	return 0;
 }
 
-void proto_sym_kallsyms_module(const char *rest, char *mod)
+/*
+ * The module column of a kallsyms line, @rest being what follows the
+ * symbol's name: "\t[MODULE]" into @mod[PROTO_SYM_MAX_MODULE + 1], without
+ * the brackets and cut to PROTO_SYM_MAX_MODULE bytes; "" when there is
+ * none (nor a closing bracket).
+ */
+static void kallsyms_module(const char *rest, char *mod)
 {
 	size_t n;
 
@@ -162,6 +168,18 @@ void proto_sym_kallsyms_module(const char *rest, char *mod)
 	if (n)
 		memcpy(mod, rest + 1, n);
 	mod[n] = '\0';
+}
+
+bool proto_sym_kallsyms_line(const char *line, uint64_t *addr, char *name, char *mod)
+{
+	char type;
+	int end = 0;
+
+	if (sscanf(line, "%" SCNx64 " %c %511s%n", addr, &type, name, &end) != 3 || !end ||
+	    !strchr("tTwW", type))
+		return false;
+	kallsyms_module(line + end, mod);
+	return true;
 }
 
 void proto_sym_format(char *buf, size_t len, const char *name, uint64_t off)

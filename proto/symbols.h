@@ -15,6 +15,7 @@
 #ifndef PROTO_SYMBOLS_H
 #define PROTO_SYMBOLS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,13 +57,15 @@ int proto_sym_parse(const char *text, size_t len,
 		    size_t *bad_line);
 
 /*
- * proto_sym_kallsyms_module - the module column of a /proc/kallsyms line
- * (also a trace.dat's kallsyms), @rest being what follows the symbol's
- * name: "\t[MODULE]" into @mod[PROTO_SYM_MAX_MODULE + 1], without the
- * brackets and cut to PROTO_SYM_MAX_MODULE bytes; "" when there is none
- * (nor a closing bracket).
+ * proto_sym_kallsyms_line - one NUL-ended line of /proc/kallsyms (also a
+ * trace.dat's kallsyms): for a text symbol (type t, T, w or W) its
+ * address into *@addr, its name into @name[PROTO_SYM_MAX_NAME + 1] and
+ * its module column into @mod[PROTO_SYM_MAX_MODULE + 1] ("[MODULE]"
+ * without the brackets, cut to PROTO_SYM_MAX_MODULE bytes; "" when there
+ * is none, nor a closing bracket).
+ * Return: true for a text symbol; false for any other line.
  */
-void proto_sym_kallsyms_module(const char *rest, char *mod);
+bool proto_sym_kallsyms_line(const char *line, uint64_t *addr, char *name, char *mod);
 
 /*
  * proto_sym_format - "NAME" when @off is 0, else "NAME+0xOFF", into

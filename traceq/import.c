@@ -363,19 +363,15 @@ static int send_kallsyms(struct imp *m)
 	while (ret == 0 && p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t len = nl ? (size_t)(nl - p) : (size_t)(end - p);
-		char line[640], type, name[PROTO_SYM_MAX_NAME + 1], mod[PROTO_SYM_MAX_MODULE + 1];
+		char line[640], name[PROTO_SYM_MAX_NAME + 1], mod[PROTO_SYM_MAX_MODULE + 1];
 		uint64_t addr;
-		int at = 0;
 
 		if (len < sizeof(line)) {
 			memcpy(line, p, len);
 			line[len] = 0;
-			if (sscanf(line, "%" SCNx64 " %c %511s%n", &addr, &type, name, &at) == 3 &&
-			    at && strchr("tTwW", type) && addr) {
-				proto_sym_kallsyms_module(line + at, mod);
+			if (proto_sym_kallsyms_line(line, &addr, name, mod) && addr)
 				ret = proto_sym_append(&b, addr, 0, name,
 						       m->sym_modules ? mod : NULL) < 0 ? 1 : 0;
-			}
 		}
 		p += len + 1;
 		if (ret == 0 && b.len && (b.len > PROTO_SYM_CHUNK - 1024 || p >= end)) {

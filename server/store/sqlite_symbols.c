@@ -113,15 +113,15 @@ static int sq_symbol_stmt(struct sq_store *s, bool sized, sqlite3_stmt **out)
 	sqlite3_stmt **st = sized ? &s->sym_find_sized : &s->sym_find;
 	int ret = 0;
 
-	if (!*st && sized)
-		ret = sq_prepare(s, "SELECT addr, size, name, (SELECT addr FROM symbols"
-				    " WHERE program_id = ?1 AND addr > ?2 ORDER BY addr LIMIT 1),"
-				    " module FROM symbols WHERE program_id = ?1 AND addr <= ?2"
-				    " ORDER BY addr DESC, name DESC LIMIT 1", st);
-	else if (!*st)
-		ret = sq_prepare(s, "SELECT addr, size, name FROM symbols"
-				    " WHERE program_id = ?1 AND addr <= ?2"
-				    " ORDER BY addr DESC, name DESC LIMIT 1", st);
+	if (!*st)
+		ret = sq_prepare(s, sized ?
+				 "SELECT addr, size, name, (SELECT addr FROM symbols"
+				 " WHERE program_id = ?1 AND addr > ?2 ORDER BY addr LIMIT 1),"
+				 " module FROM symbols WHERE program_id = ?1 AND addr <= ?2"
+				 " ORDER BY addr DESC, name DESC LIMIT 1" :
+				 "SELECT addr, size, name FROM symbols"
+				 " WHERE program_id = ?1 AND addr <= ?2"
+				 " ORDER BY addr DESC, name DESC LIMIT 1", st);
 	if (ret == 0)
 		*out = *st;
 	return ret;
