@@ -1459,31 +1459,28 @@ START_TEST(test_symbols)
 	ck_ok(store_symbol(sw, idk, 0xffffffff81000000ull, 0, "_stext", NULL));
 	ck_ok(store_symbol(sw, idk, 0xffffffff81000100ull, 0, "vfs_read", NULL));
 
-	ck_ok(store_symbol_name(sr, host, 100, 3000, 0x1000, name, sizeof(name)));
-	ck_assert_str_eq(name, "run");
-	ck_ok(store_symbol_name(sr, host, 100, 3000, 0x1006, name, sizeof(name)));
-	ck_assert_str_eq(name, "run+0x6");
+	/* SYM_IS(FN, PID, TS, ADDR, WANT): FN (store_symbol_name or _sized) names it WANT */
+#define SYM_IS(fn, pid, ts, addr, want) do { \
+		ck_ok(fn(sr, host, pid, ts, addr, name, sizeof(name))); \
+		ck_assert_str_eq(name, want); \
+	} while (0)
+	SYM_IS(store_symbol_name, 100, 3000, 0x1000, "run");
+	SYM_IS(store_symbol_name, 100, 3000, 0x1006, "run+0x6");
 	/* pid 200's program first: its own symbol, smaller */
-	ck_ok(store_symbol_name(sr, host, 200, 3000, 0x1006, name, sizeof(name)));
-	ck_assert_str_eq(name, "other+0x6");
-	ck_ok(store_symbol_name(sr, host, 200, 3000, 0x1016, name, sizeof(name)));
-	ck_assert_str_eq(name, "run+0x16");	/* not b's: a's covers it */
+	SYM_IS(store_symbol_name, 200, 3000, 0x1006, "other+0x6");
+	/* not b's: a's covers it */
+	SYM_IS(store_symbol_name, 200, 3000, 0x1016, "run+0x16");
 	/* a thread (no program has its pid): by address, latest first */
-	ck_ok(store_symbol_name(sr, host, 101, 3000, 0x1008, name, sizeof(name)));
-	ck_assert_str_eq(name, "other+0x8");
+	SYM_IS(store_symbol_name, 101, 3000, 0x1008, "other+0x8");
 	/* before b was announced only a existed */
-	ck_ok(store_symbol_name(sr, host, 101, 1500, 0x1008, name, sizeof(name)));
-	ck_assert_str_eq(name, "run+0x8");
+	SYM_IS(store_symbol_name, 101, 1500, 0x1008, "run+0x8");
 	TU_ERR(store_symbol_name(sr, host, 100, 900, 0x1000, name, sizeof(name)), -ENOENT);
 	TU_ERR(store_symbol_name(sr, host, 100, 3000, 0x1100 + 0x10000, name,
 				 sizeof(name)), -ENOENT);	/* 64 KiB past the unsized stub */
-	ck_ok(store_symbol_name(sr, host, 100, 3000, 0x1104, name, sizeof(name)));
-	ck_assert_str_eq(name, "asm_stub+0x4");
+	SYM_IS(store_symbol_name, 100, 3000, 0x1104, "asm_stub+0x4");
 	TU_ERR(store_symbol_name(sr, host, 100, 3000, 0x800, name, sizeof(name)), -ENOENT);
 	/* kernel addresses: unsized kallsyms symbols, top bit set */
-	ck_ok(store_symbol_name(sr, host, 100, 3000, 0xffffffff81000150ull, name,
-				sizeof(name)));
-	ck_assert_str_eq(name, "vfs_read+0x50");
+	SYM_IS(store_symbol_name, 100, 3000, 0xffffffff81000150ull, "vfs_read+0x50");
 	TU_ERR(store_symbol_name(sr, host + 1, 100, 3000, 0x1000, name,
 				 sizeof(name)), -ENOENT);
 	/*
@@ -1492,37 +1489,26 @@ START_TEST(test_symbols)
 	 */
 	ck_ok(store_symbol(sw, idk, 0xffffffff81000100ull, 0, "ksys_read", NULL));
 	ck_ok(store_symbol(sw, idk, 0xffffffff81000180ull, 0, "vfs_write", NULL));
-	ck_ok(store_symbol_sized(sr, host, 100, 3000, 0xffffffff81000000ull, name,
-				 sizeof(name)));
-	ck_assert_str_eq(name, "_stext+0x0/0x100");
-	ck_ok(store_symbol_sized(sr, host, 100, 3000, 0xffffffff81000150ull, name,
-				 sizeof(name)));
-	ck_assert_str_eq(name, "vfs_read+0x50/0x80");
-	ck_ok(store_symbol_sized(sr, host, 100, 3000, 0xffffffff81000190ull, name,
-				 sizeof(name)));
-	ck_assert_str_eq(name, "vfs_write+0x10");
-	ck_ok(store_symbol_sized(sr, host, 100, 3000, 0x1006, name, sizeof(name)));
-	ck_assert_str_eq(name, "run+0x6/0x100");	/* stored 0x20: asm_stub is next */
-	ck_ok(store_symbol_sized(sr, host, 200, 3000, 0x1006, name, sizeof(name)));
-	ck_assert_str_eq(name, "other+0x6");	/* b's only symbol */
-	ck_ok(store_symbol_name(sr, host, 100, 3000, 0x1006, name, sizeof(name)));
-	ck_assert_str_eq(name, "run+0x6");	/* unsized, as before */
+	SYM_IS(store_symbol_sized, 100, 3000, 0xffffffff81000000ull, "_stext+0x0/0x100");
+	SYM_IS(store_symbol_sized, 100, 3000, 0xffffffff81000150ull, "vfs_read+0x50/0x80");
+	SYM_IS(store_symbol_sized, 100, 3000, 0xffffffff81000190ull, "vfs_write+0x10");
+	/* stored 0x20: asm_stub is next */
+	SYM_IS(store_symbol_sized, 100, 3000, 0x1006, "run+0x6/0x100");
+	SYM_IS(store_symbol_sized, 200, 3000, 0x1006, "other+0x6");	/* b's only symbol */
+	SYM_IS(store_symbol_name, 100, 3000, 0x1006, "run+0x6");	/* unsized, as before */
 	/* a module's symbol: sprint_symbol()'s " [MODULE]" after %pS, not after the name */
 	ck_ok(store_symbol(sw, idk, 0xffffffffc0001000ull, 0, "e1000_xmit", "e1000"));
 	ck_ok(store_symbol(sw, idk, 0xffffffffc0001080ull, 0, "e1000_poll", ""));
-	ck_ok(store_symbol_sized(sr, host, 100, 3000, 0xffffffffc0001010ull, name,
-				 sizeof(name)));
-	ck_assert_str_eq(name, "e1000_xmit+0x10/0x80 [e1000]");
-	ck_ok(store_symbol_name(sr, host, 100, 3000, 0xffffffffc0001010ull, name,
-				sizeof(name)));
-	ck_assert_str_eq(name, "e1000_xmit+0x10");
-	ck_ok(store_symbol_sized(sr, host, 100, 3000, 0xffffffffc0001090ull, name,
-				 sizeof(name)));
-	ck_assert_str_eq(name, "e1000_poll+0x10");	/* "": no module */
+	SYM_IS(store_symbol_sized, 100, 3000, 0xffffffffc0001010ull,
+	       "e1000_xmit+0x10/0x80 [e1000]");
+	SYM_IS(store_symbol_name, 100, 3000, 0xffffffffc0001010ull, "e1000_xmit+0x10");
+	/* "": no module */
+	SYM_IS(store_symbol_sized, 100, 3000, 0xffffffffc0001090ull, "e1000_poll+0x10");
 	TU_ERR(store_symbol_sized(sr, host, 100, 3000, 0x800, name, sizeof(name)), -ENOENT);
 	TU_ERR(store_symbol_sized(sr, host, 100, 3000, 0x1000, name, 0), -EINVAL);
 	TU_ERR(store_program(sw, host, NULL, &ida), -EINVAL);
 	TU_ERR(store_symbol(sw, ida, 1, 1, NULL, NULL), -EINVAL);
+#undef SYM_IS
 }
 END_TEST
 
