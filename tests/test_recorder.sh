@@ -172,11 +172,12 @@ done
 check "snapshot 1: the wrapped buffers' loss is counted ($lost events overwritten)" '[ "$lost" -gt 0 ]'
 
 # stored_all HOST: HOST's events stored (both types), by --count
-# stored_in ID HOST: the rows --snapshot-id ID prints of HOST ("failed": traceq did)
+# stored_in ID HOST [EVENTS]: the rows --snapshot-id ID prints of HOST, of
+# EVENTS (default both) ("failed": traceq did)
 both="sched:sched_switch,raw_syscalls:sys_enter"
 stored_all() { tq_root --count "$both" -H "$1" | sed -n 's/^\([0-9][0-9]*\).*/\1/p'; }
 stored_in() {
-	tq_root --snapshot-id "$1" "$both" -f json > "$tmp/in.json" || { echo failed; return; }
+	tq_root --snapshot-id "$1" "${3:-$both}" -f json > "$tmp/in.json" || { echo failed; return; }
 	python3 -c 'import json,sys
 n = 0
 for l in open(sys.argv[1]):
@@ -221,8 +222,7 @@ for h in rec-1 rec-2; do
 	rep=$(trace-cmd report -i "$tmp/s2/$h.dat" 2>/dev/null | grep -c -- '-[0-9]* *\[[0-9]*\]')
 	check "--snapshot-id 2 --export -f tracedat: trace-cmd report reads $h's $e events ($rep)" \
 		'[ "$rep" = "$e" ] || { cat "$tmp/s2.out"; trace-cmd report -i "$tmp/s2/$h.dat" 2>&1 | head -n 5; false; }'
-	sw=$(tq_root --snapshot-id "$s2" -f json sched_switch | python3 -c 'import json, sys
-print(sum(json.loads(l).get("host") == sys.argv[1] for l in sys.stdin if l.startswith("{")))' "$h")
+	sw=$(stored_in "$s2" "$h" sched_switch)
 	pf=$(unzip -p "$tmp/s2.zip" "$h.json" 2>/dev/null | python3 -c 'import json, sys
 print(sum(" sched_switch: " in l for l in json.load(sys.stdin)["systemTraceEvents"].split("\n")))' 2>&1)
 	check "... and -f perfetto: $h's $sw sched_switch lines ($pf)" \
